@@ -1,0 +1,121 @@
+/* The hook API: callbacks registered for a mask of event kinds.
+ * The dispatcher tests `amp_hook_mask` once per op, so with no hook
+ * registered the cost is one predictable branch.  Registration is rare and
+ * takes a mutex; emission walks a fixed slot array without locking. */
+#include "amp_internal.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define AMP_MAX_HOOKS 32
+
+struct hook_slot {
+	atomic_uint mask; /* 0 = free */
+	amp_hook_fn fn;
+	void *user;
+};
+
+static struct hook_slot slots[AMP_MAX_HOOKS];
+static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
+atomic_uint amp_hook_mask;
+
+static void recompute_mask(void)
+{
+	unsigned mask = 0;
+
+	for (int i = 0; i < AMP_MAX_HOOKS; i++)
+		mask |= atomic_load(&slots[i].mask);
+	atomic_store(&amp_hook_mask, mask);
+}
+
+int amp_hook_add(unsigned mask, amp_hook_fn fn, void *user)
+{
+	int handle = -1;
+
+	AMP_ASSERT(fn);
+	mask &= AMP_EVENT_MASK_ALL;
+	if (!mask)
+		return amp_error(AMP_ERR_INVALID, "amp_hook_add: empty mask");
+	pthread_mutex_lock(&hooks_lock);
+	for (int i = 0; i < AMP_MAX_HOOKS; i++) {
+		if (atomic_load(&slots[i].mask) == 0) {
+			slots[i].fn = fn;
+			slots[i].user = user;
+			atomic_store(&slots[i].mask, mask);
+			handle = i + 1;
+			break;
+		}
+	}
+	recompute_mask();
+	pthread_mutex_unlock(&hooks_lock);
+	if (handle < 0)
+		return amp_error(AMP_ERR_STATE, "amp_hook_add: more than %d hooks",
+				 AMP_MAX_HOOKS);
+	return handle;
+}
+
+void amp_hook_remove(int handle)
+{
+	if (handle < 1 || handle > AMP_MAX_HOOKS)
+		return;
+	pthread_mutex_lock(&hooks_lock);
+	atomic_store(&slots[handle - 1].mask, 0);
+	recompute_mask();
+	pthread_mutex_unlock(&hooks_lock);
+}
+
+uint64_t amp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static atomic_uint_fast64_t next_thread_number = 1;
+static _Thread_local uint64_t thread_number;
+
+uint64_t amp_thread_number(void)
+{
+	if (!thread_number)
+		thread_number = atomic_fetch_add(&next_thread_number, 1);
+	return thread_number;
+}
+
+void amp_hook_emit(struct amp_event *event)
+{
+	unsigned bit = AMP_EVENT_MASK(event->kind);
+
+	if (!(atomic_load_explicit(&amp_hook_mask, memory_order_relaxed) & bit))
+		return;
+	if (!event->time_ns)
+		event->time_ns = amp_now_ns();
+	if (!event->thread)
+		event->thread = amp_thread_number();
+	for (int i = 0; i < AMP_MAX_HOOKS; i++) {
+		unsigned mask =
+			atomic_load_explicit(&slots[i].mask, memory_order_acquire);
+		if (mask & bit)
+			slots[i].fn(event, slots[i].user);
+	}
+}
+
+const char *amp_phase_name(enum amp_phase phase)
+{
+	static const char *const names[AMP_PHASE_COUNT] = {
+		[AMP_PHASE_FORWARD] = "forward",
+		[AMP_PHASE_BACKWARD] = "backward",
+	};
+	return phase < AMP_PHASE_COUNT ? names[phase] : "unknown";
+}
+
+const char *amp_cache_result_name(enum amp_cache_result result)
+{
+	static const char *const names[AMP_CACHE_RESULT_COUNT] = {
+		[AMP_CACHE_HIT] = "hit",
+		[AMP_CACHE_MISS] = "miss",
+		[AMP_CACHE_UNCACHEABLE] = "uncacheable",
+		[AMP_CACHE_DISABLED] = "disabled",
+	};
+	return result < AMP_CACHE_RESULT_COUNT ? names[result] : "unknown";
+}
