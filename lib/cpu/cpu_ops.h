@@ -1,0 +1,169 @@
+/* The CPU backend: the forward function of every op in op_list.h, and the
+ * helpers the kernels share (type promotion, broadcasting, opmath buffers,
+ * error context).  Kernels receive calls whose arguments are already cast
+ * by autocast; the argument order of each op is ATen's and is written in
+ * the comment above its forward function.
+ *
+ * "opmath" is the dtype an op computes in, as in PyTorch CPU: f32 for
+ * f16/bf16/f32, f64 for f64, exact int64 for integers and bool.  Kernels
+ * compute in opmath and round once to the output dtype. */
+#ifndef AMP_CPU_OPS_H
+#define AMP_CPU_OPS_H
+
+#include "amp_internal.h"
+
+/* The build is -O2, where gcc 12 vectorises only loops whose trip count
+ * it knows; kernel files opt into its usual cost model so their loops
+ * over n elements vectorise.  Put it after the includes. */
+#define CPU_VECTORIZE_LOOPS _Pragma("GCC optimize(\"vect-cost-model=dynamic\")")
+
+#define AMP_CPU_DECLARE(e, name, overload, kind, fn) int fn(struct amp_call *call);
+AMP_OP_LIST(AMP_CPU_DECLARE)
+#undef AMP_CPU_DECLARE
+
+/* "no dtype yet" while folding result types (c10's ScalarType::Undefined). */
+#define CPU_DTYPE_UNDEFINED AMP_DTYPE_COUNT
+
+/* ------------------------------------------------------------ arguments */
+
+static inline struct amp_tensor *cpu_arg_tensor(const struct amp_call *call,
+						int index)
+{
+	return call->args[index].tensor;
+}
+
+/* Sets the call's single output (a new reference); AMP_ERR_NOMEM (already
+ * recorded by the allocator) when `out` is NULL. */
+int cpu_set_output(struct amp_call *call, struct amp_tensor *out);
+
+/* --------------------------------------------------------------- dtypes */
+
+enum amp_dtype cpu_opmath(enum amp_dtype dtype);
+bool cpu_dtype_is_integral(enum amp_dtype dtype); /* ints and bool */
+
+/* c10's ResultTypeState: dimensioned tensors, 0-dim tensors and wrapped
+ * numbers are folded separately and combined by category. */
+struct cpu_result_type {
+	enum amp_dtype dim_result;
+	enum amp_dtype zero_result;
+	enum amp_dtype wrapped_result;
+};
+void cpu_result_type_init(struct cpu_result_type *state);
+void cpu_result_type_tensor(struct cpu_result_type *state,
+			    const struct amp_tensor *t);
+void cpu_result_type_scalar(struct cpu_result_type *state, bool integral);
+enum amp_dtype cpu_result_type_get(const struct cpu_result_type *state);
+
+/* ------------------------------------------------------------- shapes */
+
+/* PyTorch's maybe_wrap_dim: accepts -ndim..ndim-1 (0-dim tensors accept
+ * -1 and 0).  Records IndexError's text and returns false when out of
+ * range. */
+bool cpu_wrap_dim(int64_t *dim, int ndim);
+
+/* Broadcasts `shape` into the running (ndim, out) shape, NumPy rules with
+ * PyTorch's message. */
+int cpu_broadcast_into(int *ndim, int64_t *out, int other_ndim,
+		       const int64_t *other);
+
+/* Fills `view` (a stack copy that owns nothing) with t broadcast to
+ * `shape`: stride 0 on broadcast dimensions, for reading through
+ * amp_tensor_gather / cpu_load.  PyTorch's expand error when t does not
+ * broadcast to shape. */
+int cpu_expand(const struct amp_tensor *t, int ndim, const int64_t *shape,
+	       struct amp_tensor *view);
+
+/* Formats "[2, 3]" into buf. */
+const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf,
+			     size_t size);
+
+/* ------------------------------------------------------------ buffers */
+
+/* Element values of t, converted first to `storage` (the dtype PyTorch
+ * casts the operand to, which may round) and then to `opmath`, as a
+ * contiguous buffer.  Points straight at t's data when no conversion or
+ * copy is needed (then *owned is NULL); otherwise *owned must be freed.
+ * NULL on allocation failure (error recorded). */
+const void *cpu_load(const struct amp_tensor *t, enum amp_dtype storage,
+		     enum amp_dtype opmath, void **owned);
+
+/* Writes n opmath values into the contiguous tensor out, rounding once. */
+void cpu_store(struct amp_tensor *out, const void *values,
+	       enum amp_dtype opmath);
+
+/* An allocation of n elements of dtype (error recorded when it fails). */
+void *cpu_alloc(size_t n, enum amp_dtype dtype);
+
+/* A Scalar argument as the 0-dim tensor ATen wraps it in (f64, or i64 for
+ * an int Scalar), owning nothing: for loading through cpu_load.  The
+ * tensor points into the struct, which must not move while in use. */
+struct cpu_wrapped {
+	struct amp_tensor tensor;
+	struct amp_storage storage;
+	union {
+		double d;
+		int64_t i;
+	} value;
+};
+void cpu_wrap_number(struct cpu_wrapped *w, double value, bool integral);
+
+/* One operand of an elementwise op broadcast to the output: `step` 1 for
+ * a full buffer, 0 for a single value (kept inline, no allocation). */
+struct cpu_operand {
+	const void *data;
+	int64_t step;
+	void *owned;
+	uint64_t inline_value;
+};
+/* Loads t broadcast to (ndim, shape) as opmath values rounded through
+ * `storage` (the dtype ATen converts the operand to first). */
+int cpu_operand_load(const struct amp_tensor *t, int ndim,
+		     const int64_t *shape, enum amp_dtype storage,
+		     enum amp_dtype opmath, struct cpu_operand *op);
+void cpu_operand_release(struct cpu_operand *op);
+
+/* -------------------------------------------------------------- errors */
+
+/* Appends " (tensor 12 'fc1.weight' f32 [4, 16] and tensor 15 f16 [8, 4])"
+ * to the last error. */
+void cpu_error_tensors(int count, struct amp_tensor *const *tensors);
+/* Convenience for the common one- and two-tensor cases; returns status. */
+int cpu_error_with(int status, const struct amp_tensor *a,
+		   const struct amp_tensor *b);
+
+/* The legacy type name Python shows for a tensor: "torch.FloatTensor",
+ * "torch.cuda.HalfTensor" (ATen's "CPUFloatType" after torch's error
+ * processing). */
+const char *cpu_tensor_type_name(const struct amp_tensor *t, char *buf,
+				 size_t size);
+
+/* PyTorch's AT_DISPATCH failure: "\"name\" not implemented for 'Long'". */
+int cpu_not_implemented(const char *kernel, const struct amp_tensor *t);
+
+/* -------------------------------------------------------------- random */
+
+/* The global generator (amp_manual_seed): 64 random bits per call. */
+void cpu_random_seed(uint64_t seed);
+/* Fills n doubles uniform in [0, 1) / standard normal, under the lock so
+ * one tensor's values are one contiguous draw. */
+void cpu_random_uniform(double *out, size_t n);
+void cpu_random_normal(double *out, size_t n);
+
+/* -------------------------------------------------------------- reduce */
+
+/* Row sums of a (rows, cols) opmath matrix (pairwise summation), divided
+ * by `divisor` (1 for a sum; ignored for int64), into out[rows]. */
+void cpu_reduce_rows(enum amp_dtype opmath, const void *in, int64_t rows,
+		     int64_t cols, double divisor, void *out);
+
+/* ---------------------------------------------------------------- GEMM */
+
+/* C (m, n) = alpha * A (m, k) @ B (k, n) + beta * C in opmath (f32, f64
+ * or i64).  A and B are row-major with leading dimensions lda/ldb; a
+ * transposed operand is stored (k, m) / (n, k).  C is contiguous and not
+ * read when beta is 0. */
+void cpu_gemm(enum amp_dtype opmath, bool trans_a, bool trans_b, int64_t m,
+	      int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+	      const void *b, int64_t ldb, double beta, void *c);
+
+#endif /* AMP_CPU_OPS_H */

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `meson install` works and the installed pkg-config file is usable: install
+# into a staging dir, then build and run a program against it with only
+# `pkg-config --cflags --libs libamp`.
+set -eu
+build=$1
+source_dir=$2
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+
+meson install -C "$build" --destdir "$stage" --no-rebuild --quiet >/dev/null
+pc=$(find "$stage" -name libamp.pc | head -n1)
+[ -n "$pc" ] || { echo "not ok - libamp.pc not installed"; exit 1; }
+prefix=$(sed -n 's/^prefix=//p' "$pc")
+export PKG_CONFIG_PATH=$(dirname "$pc")
+flags=$(pkg-config --define-variable=prefix="$stage$prefix" --cflags --libs libamp)
+[ -f "$stage$prefix/include/amp.h" ] || { echo "not ok - amp.h not installed"; exit 1; }
+cc -std=c11 -o "$stage/infer" "$source_dir/samples/infer.c" $flags
+libdir=$(dirname "$(find "$stage" -name 'libamp.so*' | head -n1)")
+out=$(LD_LIBRARY_PATH="$libdir" "$stage/infer" --layers 1 --repeat 1)
+grep -q '^linear' <<<"$out" || { echo "not ok - installed build does not run"; exit 1; }
+echo "ok - installed libamp builds and runs a program through pkg-config"
