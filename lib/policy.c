@@ -1,0 +1,224 @@
+/* Autocast decisions as a pure function: policy names, table lookup,
+ * PyTorch's eligibility test, and amp_autocast_plan(), which says for one
+ * call what torch's WrapFunction_<policy> and cached_cast() would do
+ * (aten/src/ATen/autocast_mode.{h,cpp}, see reference/autocast-semantics.md
+ * sections 2-4).  The dispatcher runs it on every op under autocast, so it
+ * allocates nothing and touches no global state.
+ */
+#include "amp_internal.h"
+
+#include <assert.h>
+#include <string.h>
+
+static const char *const policy_names[] = {
+	[AMP_POLICY_NONE] = "none",
+	[AMP_POLICY_LOWER_PRECISION_FP] = "lower_precision_fp",
+	[AMP_POLICY_FP32] = "fp32",
+	[AMP_POLICY_FP32_SET_OPT_DTYPE] = "fp32_set_opt_dtype",
+	[AMP_POLICY_FP32_APPEND_DTYPE] = "fp32_append_dtype",
+	[AMP_POLICY_PROMOTE] = "promote",
+	[AMP_POLICY_BANNED] = "banned",
+};
+static_assert(sizeof(policy_names) / sizeof(policy_names[0]) ==
+		      AMP_POLICY_COUNT,
+	      "one name per policy");
+
+const char *amp_policy_name(enum amp_policy policy)
+{
+	if ((unsigned)policy >= AMP_POLICY_COUNT)
+		return "?";
+	return policy_names[policy];
+}
+
+/* binary_cross_entropy_banned() in autocast_mode.cpp, verbatim. */
+const char amp_banned_bce_message[] =
+	"torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are "
+	"unsafe to autocast.\n"
+	"Many models use a sigmoid layer right before the binary cross entropy "
+	"layer.\n"
+	"In this case, combine the two layers using "
+	"torch.nn.functional.binary_cross_entropy_with_logits\n"
+	"or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
+	"BCEWithLogits are\n"
+	"safe to autocast.";
+
+static const char promote_unexpected_message[] =
+	"Unexpected floating ScalarType in at::autocast::prioritize";
+static const char promote_double_message[] =
+	"promote type is double in at::autocast::prioritize";
+
+const struct amp_policy_row *amp_policy_lookup(enum amp_device_type device,
+					       const char *op,
+					       const char *overload)
+{
+	if (op == NULL)
+		return NULL;
+	if (overload == NULL)
+		overload = "";
+	size_t count = amp_policy_row_count();
+	for (size_t i = 0; i < count; i++) {
+		const struct amp_policy_row *row = amp_policy_row_at(i);
+		if (row->device == device && row->op[0] == op[0] &&
+		    strcmp(row->op, op) == 0 &&
+		    strcmp(row->overload, overload) == 0)
+			return row;
+	}
+	return NULL;
+}
+
+/* is_autocast_eligible(): on the autocast's device and floating point. */
+static bool on_device_and_floating(const struct amp_plan_arg *arg,
+				   enum amp_device_type device)
+{
+	return arg->defined && arg->device == device &&
+	       amp_dtype_is_floating(arg->dtype);
+}
+
+bool amp_autocast_eligible(const struct amp_plan_arg *arg,
+			   enum amp_device_type device)
+{
+	return on_device_and_floating(arg, device) &&
+	       arg->dtype != AMP_DTYPE_F64;
+}
+
+/* cached_cast(to, arg): whether it casts and what the weight cache does,
+ * testing PyTorch's conditions in PyTorch's order so `reason` names the
+ * first one that fails. */
+static struct amp_plan_cast decide_cast(const struct amp_plan_arg *arg,
+					enum amp_dtype to,
+					enum amp_device_type device,
+					enum amp_dtype lp, bool cache_enabled)
+{
+	struct amp_plan_cast cast = { .cast = false,
+				      .to = arg->dtype,
+				      .cache_if_cast = AMP_CACHE_UNCACHEABLE };
+
+	if (!amp_autocast_eligible(arg, device) || arg->dtype == to)
+		return cast;
+	cast.cast = true;
+	cast.to = to;
+	cast.cache_if_cast = AMP_CACHE_UNCACHEABLE;
+	if (to != lp)
+		cast.reason = to == AMP_DTYPE_F32
+				      ? "cast to f32 is never cached"
+				      : "only casts to the autocast dtype are cached";
+	else if (arg->dtype != AMP_DTYPE_F32)
+		cast.reason = "source is not f32";
+	else if (!arg->requires_grad)
+		cast.reason = "does not require grad";
+	else if (!arg->is_leaf)
+		cast.reason = "not a leaf";
+	else if (arg->is_view)
+		cast.reason = "is a view";
+	else {
+		cast.cacheable = true;
+		if (cache_enabled) {
+			cast.cache_if_cast = AMP_CACHE_MISS;
+			cast.reason = "leaf f32 weight requiring grad";
+		} else {
+			cast.cache_if_cast = AMP_CACHE_DISABLED;
+			cast.reason = "cache disabled";
+		}
+	}
+	return cast;
+}
+
+/* promote_type(): prioritize() folded left to right from lp over the
+ * required tensor arguments (optional<Tensor> has no prioritize overload in
+ * PyTorch, so it never takes part).  Returns AMP_OK or AMP_ERR_AUTOCAST
+ * with *error set. */
+static int promote_target(int nargs, const struct amp_plan_arg *args,
+			  enum amp_device_type device, enum amp_dtype lp,
+			  enum amp_dtype *target, const char **error)
+{
+	enum amp_dtype current = lp;
+
+	for (int i = 0; i < nargs; i++) {
+		const struct amp_plan_arg *arg = &args[i];
+		if (arg->optional)
+			continue;
+		if (current == AMP_DTYPE_F64) {
+			*error = promote_double_message;
+			return AMP_ERR_AUTOCAST;
+		}
+		if (!on_device_and_floating(arg, device))
+			continue;
+		enum amp_dtype next = arg->dtype;
+		if (next == AMP_DTYPE_F64)
+			continue;
+		if (current == AMP_DTYPE_F32 || next == AMP_DTYPE_F32) {
+			current = AMP_DTYPE_F32;
+		} else if (current != lp || next != lp) {
+			*error = promote_unexpected_message;
+			return AMP_ERR_AUTOCAST;
+		}
+	}
+	*target = current;
+	return AMP_OK;
+}
+
+void amp_autocast_plan(const struct amp_policy_row *row,
+		       enum amp_device_type device, enum amp_dtype lp,
+		       bool cache_enabled, int nargs,
+		       const struct amp_plan_arg *args,
+		       enum amp_dtype dtype_arg, struct amp_plan *plan)
+{
+	AMP_ASSERT(plan != NULL);
+	AMP_ASSERT(nargs >= 0 && nargs <= AMP_PLAN_MAX_ARGS);
+	AMP_ASSERT(nargs == 0 || args != NULL);
+
+	plan->policy = row != NULL ? row->policy : AMP_POLICY_NONE;
+	plan->lower_precision = lp;
+	plan->target = AMP_DTYPE_NONE;
+	plan->dtype_arg = AMP_DTYPE_NONE;
+	plan->nargs = nargs;
+	plan->status = AMP_OK;
+	plan->error = NULL;
+	for (int i = 0; i < nargs; i++)
+		plan->casts[i] = (struct amp_plan_cast){
+			.cast = false,
+			.to = args[i].dtype,
+			.cache_if_cast = AMP_CACHE_UNCACHEABLE,
+		};
+
+	bool first_eligible = nargs > 0 && amp_autocast_eligible(&args[0], device);
+
+	switch (plan->policy) {
+	case AMP_POLICY_NONE:
+	case AMP_POLICY_COUNT:
+		return;
+	case AMP_POLICY_LOWER_PRECISION_FP:
+		plan->target = lp;
+		break;
+	case AMP_POLICY_FP32:
+		plan->target = AMP_DTYPE_F32;
+		break;
+	case AMP_POLICY_FP32_SET_OPT_DTYPE:
+		/* Inputs are never cast; an ineligible first argument leaves
+		 * the call alone so native promotion still decides. */
+		if (first_eligible)
+			plan->dtype_arg = dtype_arg != AMP_DTYPE_NONE
+						  ? dtype_arg
+						  : AMP_DTYPE_F32;
+		return;
+	case AMP_POLICY_FP32_APPEND_DTYPE:
+		if (nargs > 0 && args[0].defined)
+			plan->dtype_arg = first_eligible ? AMP_DTYPE_F32
+							 : args[0].dtype;
+		return;
+	case AMP_POLICY_PROMOTE:
+		plan->status = promote_target(nargs, args, device, lp,
+					      &plan->target, &plan->error);
+		if (plan->status != AMP_OK)
+			return;
+		break;
+	case AMP_POLICY_BANNED:
+		plan->status = AMP_ERR_AUTOCAST;
+		plan->error = amp_banned_bce_message;
+		return;
+	}
+
+	for (int i = 0; i < nargs; i++)
+		plan->casts[i] = decide_cast(&args[i], plan->target, device, lp,
+					     cache_enabled);
+}

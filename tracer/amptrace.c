@@ -1,0 +1,94 @@
+/* amptrace: the command-line front end.  Each subcommand lives in its own
+ * file and is one row of `commands` below; adding one is a row plus its
+ * header.  A subcommand gets argv starting at its own name, answers
+ * `--help` itself, and returns the exit status (2 for bad usage). */
+#include "explain.h"
+#include "trace_commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef AMPTRACE_VERSION
+#define AMPTRACE_VERSION "unknown"
+#endif
+
+struct command {
+	const char *name;
+	const char *help; /* one line */
+	int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+	{ "explain", "why an op runs in the dtype it runs in under autocast",
+	  amptrace_explain },
+	{ "run", "run a libamp program and write its JSON trace",
+	  amptrace_run },
+	{ "summary", "ops, casts, cache, regions, scaler, findings of a trace",
+	  amptrace_summary },
+	{ "check", "check cast assertions against a trace (for CI)",
+	  amptrace_check },
+	{ "diff", "cast behaviour that changed between two traces",
+	  amptrace_diff },
+	{ "merge", "join per-rank traces into one", amptrace_merge },
+};
+
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	fputs("usage: amptrace COMMAND [ARGS...]\n"
+	      "       amptrace help COMMAND\n\ncommands:\n",
+	      out);
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fputs("\n`amptrace COMMAND --help` describes a command.\n", out);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "amptrace: unknown command '%s'; commands:", name);
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		fprintf(stderr, " %s", commands[i].name);
+	fputs("\n", stderr);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(name, "--version") == 0) {
+		printf("amptrace %s\n", AMPTRACE_VERSION);
+		return 0;
+	}
+	if (strcmp(name, "help") == 0) {
+		if (argc < 3) {
+			usage(stdout);
+			return 0;
+		}
+		const struct command *command = find_command(argv[2]);
+		if (command == NULL)
+			return unknown_command(argv[2]);
+		char *help_argv[] = { argv[2], "--help", NULL };
+		return command->run(2, help_argv);
+	}
+	const struct command *command = find_command(name);
+	if (command == NULL)
+		return unknown_command(name);
+	return command->run(argc - 1, argv + 1);
+}

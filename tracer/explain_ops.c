@@ -1,0 +1,501 @@
+/* Op names for `amptrace explain`: resolving what the user typed to an ATen
+ * (name, overload) and its policy row on the autocast device, the ops that
+ * are on no autocast list but that explain still knows (native type
+ * promotion), Python spellings, and close-match suggestions. */
+#include "explain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Ops on no autocast list of any device: autocast leaves them alone and
+ * PyTorch's own type promotion decides.  `output` follows the grammar of
+ * lib/policy_table.c.  Includes every op lib/op_list.h executes. */
+struct unlisted_op {
+	const char *name;
+	const char *overload;
+	const char *output;
+	bool takes_dtype;
+	const char *note;
+};
+
+static const char python_bool_note[] =
+	"returns a Python bool, not a tensor";
+
+static const struct unlisted_op unlisted_ops[] = {
+	/* comparisons: bool tensors (promotion decides only how they compare) */
+	{ "eq", "Tensor", "bool", false, NULL },
+	{ "eq", "Scalar", "bool", false, NULL },
+	{ "ne", "Tensor", "bool", false, NULL },
+	{ "ne", "Scalar", "bool", false, NULL },
+	{ "lt", "Tensor", "bool", false, NULL },
+	{ "lt", "Scalar", "bool", false, NULL },
+	{ "le", "Tensor", "bool", false, NULL },
+	{ "le", "Scalar", "bool", false, NULL },
+	{ "gt", "Tensor", "bool", false, NULL },
+	{ "gt", "Scalar", "bool", false, NULL },
+	{ "ge", "Tensor", "bool", false, NULL },
+	{ "ge", "Scalar", "bool", false, NULL },
+	{ "equal", "", "bool", false, python_bool_note },
+	{ "allclose", "", "bool", false, python_bool_note },
+	{ "isclose", "", "bool", false, NULL },
+	{ "isnan", "", "bool", false, NULL },
+	{ "isinf", "", "bool", false, NULL },
+	{ "isfinite", "", "bool", false, NULL },
+	{ "logical_not", "", "bool", false, NULL },
+	{ "logical_and", "", "bool", false, NULL },
+	{ "logical_or", "", "bool", false, NULL },
+	{ "logical_xor", "", "bool", false, NULL },
+	/* elementwise arithmetic */
+	{ "add", "Tensor", NULL, false, NULL },
+	{ "add", "Scalar", NULL, false, NULL },
+	{ "sub", "Tensor", NULL, false, NULL },
+	{ "sub", "Scalar", NULL, false, NULL },
+	{ "rsub", "Tensor", NULL, false, NULL },
+	{ "mul", "Tensor", NULL, false, NULL },
+	{ "mul", "Scalar", NULL, false, NULL },
+	{ "div", "Tensor", "float", false, NULL },
+	{ "div", "Scalar", "float", false, NULL },
+	{ "true_divide", "Tensor", "float", false, NULL },
+	{ "floor_divide", "", NULL, false, NULL },
+	{ "remainder", "Tensor", NULL, false, NULL },
+	{ "maximum", "", NULL, false, NULL },
+	{ "minimum", "", NULL, false, NULL },
+	{ "where", "self", NULL, false, NULL },
+	{ "neg", "", NULL, false, NULL },
+	{ "abs", "", NULL, false, NULL },
+	{ "square", "", NULL, false, NULL },
+	{ "clamp", "", NULL, false, NULL },
+	{ "sqrt", "", "float", false, NULL },
+	{ "sin", "", "float", false, NULL },
+	{ "cos", "", "float", false, NULL },
+	{ "erf", "", "float", false, NULL },
+	{ "sigmoid", "", "float", false, NULL },
+	{ "tanh", "", "float", false, NULL },
+	{ "relu", "", NULL, false, NULL },
+	{ "gelu", "", NULL, false, NULL },
+	{ "silu", "", NULL, false, NULL },
+	{ "leaky_relu", "", NULL, false, NULL },
+	{ "hardtanh", "", NULL, false, NULL },
+	{ "elu", "", NULL, false, NULL },
+	/* reductions */
+	{ "mean", "", NULL, true, NULL },
+	{ "mean", "dim", NULL, true, NULL },
+	{ "nansum", "", "long", true, NULL },
+	{ "var", "", NULL, false, NULL },
+	{ "std", "", NULL, false, NULL },
+	{ "amax", "", "self", false, NULL },
+	{ "amin", "", "self", false, NULL },
+	{ "max", "", "self", false, NULL },
+	{ "min", "", "self", false, NULL },
+	{ "argmax", "", "i64", false, NULL },
+	{ "argmin", "", "i64", false, NULL },
+	/* layers outside the lists: they keep the input's dtype */
+	{ "embedding", "", "self", false, NULL },
+	{ "dropout", "", "self", false, NULL },
+	{ "batch_norm", "", "self", false, NULL },
+	{ "native_batch_norm", "", "self", false, NULL },
+	{ "instance_norm", "", "self", false, NULL },
+	{ "max_pool2d", "", "self", false, NULL },
+	{ "avg_pool2d", "", "self", false, NULL },
+	{ "adaptive_avg_pool2d", "", "self", false, NULL },
+	/* views, layout and copies */
+	{ "transpose", "int", "self", false, NULL },
+	{ "t", "", "self", false, NULL },
+	{ "reshape", "", "self", false, NULL },
+	{ "view", "", "self", false, NULL },
+	{ "slice", "Tensor", "self", false, NULL },
+	{ "unsqueeze", "", "self", false, NULL },
+	{ "squeeze", "", "self", false, NULL },
+	{ "permute", "", "self", false, NULL },
+	{ "expand", "", "self", false, NULL },
+	{ "flatten", "using_ints", "self", false, NULL },
+	{ "contiguous", "", "self", false, NULL },
+	{ "clone", "", "self", false, NULL },
+	{ "detach", "", "self", false, NULL },
+	{ "to", "dtype", NULL, true, NULL },
+	{ "to", "device", "self", false, NULL },
+	{ "_to_copy", "", NULL, true, NULL },
+	/* backward ops libamp's autograd dispatches (lib/grad/): never on
+	 * an autocast list, so never autocast themselves */
+	{ "threshold_backward", "", NULL, false, NULL },
+	{ "gelu_backward", "", NULL, false, NULL },
+	{ "sigmoid_backward", "", NULL, false, NULL },
+	{ "tanh_backward", "", NULL, false, NULL },
+	{ "clamp_backward", "", NULL, false, NULL },
+	{ "_softmax_backward_data", "", NULL, true, NULL },
+	{ "_log_softmax_backward_data", "", NULL, true, NULL },
+	{ "native_layer_norm_backward", "", NULL, false, NULL },
+	{ "convolution_backward", "", NULL, false, NULL },
+	{ "embedding_dense_backward", "", "self", false, NULL },
+	{ "slice_backward", "", "self", false, NULL },
+	{ "mse_loss_backward", "", NULL, false, NULL },
+	{ "nll_loss_backward", "", NULL, false, NULL },
+	{ "binary_cross_entropy_backward", "", NULL, false, NULL },
+	/* in-place updates (optimizers, GradScaler): ATen names end in '_' */
+	{ "copy_", "", "self", false, NULL },
+	{ "fill_", "Scalar", "self", false, NULL },
+	{ "lerp_", "Scalar", "self", false, NULL },
+	{ "_amp_update_scale_", "", "self", false,
+	  "updates the scale and growth tracker in place" },
+	{ "_amp_foreach_non_finite_check_and_unscale_", "", "self", false,
+	  "returns nothing: unscales the gradients and sets found_inf in "
+	  "place" },
+	/* factories: dtype= or the default dtype (f32; i64 for integer fill) */
+	{ "empty", "memory_format", NULL, true, NULL },
+	{ "zeros", "", NULL, true, NULL },
+	{ "ones", "", NULL, true, NULL },
+	{ "full", "", NULL, true, NULL },
+	{ "tensor", "", NULL, true, NULL },
+	{ "randn", "", NULL, true, NULL },
+	{ "rand", "", NULL, true, NULL },
+	{ "scalar_tensor", "", NULL, true, NULL },
+};
+
+/* Listed ops with a `ScalarType? dtype` argument. */
+static const char *const dtype_taking_listed[] = {
+	"prod", "softmax", "log_softmax", "cumprod", "cumsum",
+	"linalg_vector_norm", "linalg_matrix_norm", "sum",
+};
+
+/* Unlisted composites whose inner ops are autocast (rule 5 of the
+ * reference): CUDA cross_entropy_loss is log_softmax + nll_loss. */
+static const struct {
+	const char *name;
+	const char *inner[2];
+} composites[] = {
+	{ "cross_entropy_loss", { "log_softmax.int", "nll_loss" } },
+};
+
+/* Python spellings: operators, torch.nn.functional names. */
+static const struct {
+	const char *python;
+	const char *aten;
+} aliases[] = {
+	{ "__matmul__", "matmul" }, { "__rmatmul__", "matmul" },
+	{ "__pow__", "pow" },       { "__rpow__", "pow.Scalar" },
+	{ "__eq__", "eq" },         { "__ne__", "ne" },
+	{ "__lt__", "lt" },         { "__le__", "le" },
+	{ "__gt__", "gt" },         { "__ge__", "ge" },
+	{ "__add__", "add" },       { "__radd__", "add" },
+	{ "__sub__", "sub" },       { "__rsub__", "rsub" },
+	{ "__mul__", "mul" },       { "__rmul__", "mul" },
+	{ "__div__", "div" },       { "__truediv__", "div" },
+	{ "__neg__", "neg" },       { "cross_entropy", "cross_entropy_loss" },
+};
+
+/* Module prefixes dropped (or turned into the ATen prefix they stand for)
+ * so `torch.linalg.vecdot` finds linalg_vecdot. */
+static const struct {
+	const char *prefix;
+	const char *aten_prefix;
+} module_prefixes[] = {
+	{ "aten::", "" },
+	{ "torch.ops.aten.", "" },
+	{ "torch.nn.functional.", "" },
+	{ "torch._C._nn.", "" },
+	{ "torch._C._linalg.", "" },
+	{ "torch.linalg.", "linalg_" },
+	{ "torch.fft.", "fft_" },
+	{ "torch.Tensor.", "" },
+	{ "torch.", "" },
+	{ "Tensor.", "" },
+	{ "F.", "" },
+};
+
+#define COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+static bool takes_dtype_listed(const char *name)
+{
+	for (size_t i = 0; i < COUNT(dtype_taking_listed); i++)
+		if (strcmp(dtype_taking_listed[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The row for `name` on `device`: the exact overload when given (non-NULL),
+ * else the default overload, else the first row of that name. */
+static const struct amp_policy_row *find_row(enum amp_device_type device,
+					     const char *name,
+					     const char *overload,
+					     bool *guessed)
+{
+	if (overload != NULL)
+		return amp_policy_lookup(device, name, overload);
+	const struct amp_policy_row *row = amp_policy_lookup(device, name, "");
+	if (row != NULL)
+		return row;
+	for (size_t i = 0; i < amp_policy_row_count(); i++) {
+		row = amp_policy_row_at(i);
+		if (row->device == device && strcmp(row->op, name) == 0) {
+			*guessed = true;
+			return row;
+		}
+	}
+	return NULL;
+}
+
+static const struct unlisted_op *find_unlisted(const char *name,
+					       const char *overload,
+					       bool *guessed)
+{
+	const struct unlisted_op *first = NULL;
+	for (size_t i = 0; i < COUNT(unlisted_ops); i++) {
+		const struct unlisted_op *op = &unlisted_ops[i];
+		if (strcmp(op->name, name) != 0)
+			continue;
+		if (overload != NULL) {
+			if (strcmp(op->overload, overload) == 0)
+				return op;
+		} else if (op->overload[0] == '\0') {
+			return op;
+		} else if (first == NULL) {
+			first = op;
+		}
+	}
+	if (first != NULL)
+		*guessed = true;
+	return first;
+}
+
+static bool name_is_known(const char *name)
+{
+	for (size_t i = 0; i < amp_policy_row_count(); i++)
+		if (strcmp(amp_policy_row_at(i)->op, name) == 0)
+			return true;
+	for (size_t i = 0; i < COUNT(unlisted_ops); i++)
+		if (strcmp(unlisted_ops[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Copies `text` into buf, dropping a module prefix and mapping aliases. */
+static void normalize_name(const char *text, char *buf)
+{
+	strcpy(buf, text);
+	for (size_t i = 0; i < COUNT(module_prefixes); i++) {
+		size_t n = strlen(module_prefixes[i].prefix);
+		if (strncmp(text, module_prefixes[i].prefix, n) == 0) {
+			strcpy(buf, module_prefixes[i].aten_prefix);
+			strcat(buf, text + n);
+			break;
+		}
+	}
+	for (size_t i = 0; i < COUNT(aliases); i++) {
+		if (strcmp(buf, aliases[i].python) == 0) {
+			strcpy(buf, aliases[i].aten);
+			break;
+		}
+	}
+}
+
+static enum explain_resolution resolve_plain(char *name, const char *overload,
+					     enum amp_device_type device,
+					     struct explain_op *op)
+{
+	bool guessed = false;
+
+	op->name = name;
+	op->row = find_row(device, name, overload, &guessed);
+	if (op->row != NULL) {
+		op->overload = op->row->overload;
+		op->output = op->row->output;
+		op->overload_guessed = guessed;
+		op->takes_dtype = takes_dtype_listed(name);
+		return EXPLAIN_RESOLVED;
+	}
+	for (int other = 0; other < AMP_DEVICE_TYPE_COUNT; other++) {
+		if (other == (int)device)
+			continue;
+		guessed = false;
+		op->elsewhere = find_row(other, name, overload, &guessed);
+		if (op->elsewhere != NULL) {
+			op->overload = op->elsewhere->overload;
+			op->output = op->elsewhere->output;
+			op->overload_guessed = guessed;
+			op->takes_dtype = takes_dtype_listed(name);
+			return EXPLAIN_RESOLVED;
+		}
+	}
+	guessed = false;
+	const struct unlisted_op *unlisted = find_unlisted(name, overload,
+							   &guessed);
+	if (unlisted != NULL) {
+		op->overload = unlisted->overload;
+		op->output = unlisted->output;
+		op->overload_guessed = guessed;
+		op->takes_dtype = unlisted->takes_dtype;
+		op->note = unlisted->note;
+		return EXPLAIN_RESOLVED;
+	}
+	return name_is_known(name) ? EXPLAIN_UNKNOWN_OVERLOAD
+				   : EXPLAIN_UNKNOWN_OP;
+}
+
+enum explain_resolution explain_resolve_op(const char *text,
+					   enum amp_device_type device,
+					   char *buf, struct explain_op *op)
+{
+	*op = (struct explain_op){ .optional_tensor = -1 };
+	if (strlen(text) >= EXPLAIN_NAME_MAX) {
+		buf[0] = '\0';
+		return EXPLAIN_UNKNOWN_OP;
+	}
+	normalize_name(text, buf);
+
+	char *dot = strchr(buf, '.');
+	const char *overload = NULL;
+	if (dot != NULL) {
+		*dot = '\0';
+		overload = dot + 1;
+	}
+	if (buf[0] == '\0')
+		return EXPLAIN_UNKNOWN_OP;
+
+	/* out= variants and in-place ops are never registered for autocast */
+	if (overload != NULL && strcmp(overload, "out") == 0) {
+		enum explain_resolution r = resolve_plain(buf, NULL, device, op);
+		if (r != EXPLAIN_RESOLVED)
+			return r;
+		op->row = NULL;
+		op->elsewhere = NULL;
+		op->overload = "out";
+		op->out_variant = true;
+		return r;
+	}
+	size_t len = strlen(buf);
+	bool in_place = len > 1 && buf[len - 1] == '_' && buf[len - 2] != '_';
+	enum explain_resolution r;
+	if (in_place && !name_is_known(buf)) {
+		/* add_ is add's in-place form */
+		buf[len - 1] = '\0';
+		r = resolve_plain(buf, overload, device, op);
+		buf[len - 1] = '_';
+	} else {
+		r = resolve_plain(buf, overload, device, op);
+	}
+	if (r != EXPLAIN_RESOLVED)
+		return r;
+	if (in_place) {
+		op->row = NULL;
+		op->elsewhere = NULL;
+		op->output = "self";
+		op->in_place = true;
+		op->takes_dtype = false;
+		return r;
+	}
+	if (strcmp(buf, "bilinear") == 0)
+		op->optional_tensor = 3; /* bias: Tensor? */
+	if (strcmp(buf, "index_put") == 0)
+		op->list_of_optional = true;
+	if (op->row == NULL) {
+		for (size_t i = 0; i < COUNT(composites); i++) {
+			if (strcmp(composites[i].name, buf) == 0) {
+				op->inner[0] = composites[i].inner[0];
+				op->inner[1] = composites[i].inner[1];
+			}
+		}
+	}
+	return r;
+}
+
+int explain_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int *row = malloc((lb + 1) * sizeof(*row));
+	if (row == NULL)
+		return (int)(la > lb ? la : lb);
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diagonal = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int above = row[j];
+			int best = diagonal + (a[i - 1] != b[j - 1]);
+			if (above + 1 < best)
+				best = above + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diagonal = above;
+		}
+	}
+	int distance = row[lb];
+	free(row);
+	return distance;
+}
+
+struct suggestion {
+	const char *name;
+	int distance;
+};
+
+static void consider(struct suggestion *best, int *count, const char *query,
+		     const char *name)
+{
+	for (int i = 0; i < *count; i++)
+		if (strcmp(best[i].name, name) == 0)
+			return;
+	int distance = explain_edit_distance(query, name);
+	int limit = (int)strlen(query) / 3;
+	if (limit < 2)
+		limit = 2;
+	bool contains = strlen(query) >= 4 && strstr(name, query) != NULL;
+	if (distance > limit && !contains)
+		return;
+	if (contains && distance > limit)
+		distance = limit + 1;
+	int at = *count < 5 ? (*count)++ : 5;
+	while (at > 0 && best[at - 1].distance > distance) {
+		if (at < 5)
+			best[at] = best[at - 1];
+		at--;
+	}
+	if (at < 5)
+		best[at] = (struct suggestion){ name, distance };
+}
+
+int explain_suggest_ops(const char *name, FILE *out)
+{
+	struct suggestion best[5];
+	int count = 0;
+
+	for (size_t i = 0; i < amp_policy_row_count(); i++)
+		consider(best, &count, name, amp_policy_row_at(i)->op);
+	for (size_t i = 0; i < COUNT(unlisted_ops); i++)
+		consider(best, &count, name, unlisted_ops[i].name);
+	for (size_t i = 0; i < COUNT(aliases); i++)
+		consider(best, &count, name, aliases[i].python);
+	for (int i = 0; i < count; i++)
+		fprintf(out, "%s%s", i ? ", " : "", best[i].name);
+	return count;
+}
+
+static void print_overload(const char *name, const char *overload, int *count,
+			   const char **seen, FILE *out)
+{
+	for (int i = 0; i < *count && i < 64; i++)
+		if (strcmp(seen[i], overload) == 0)
+			return;
+	if (*count < 64)
+		seen[*count] = overload;
+	fprintf(out, "%s%s%s%s", *count ? ", " : "", name,
+		overload[0] ? "." : "", overload);
+	(*count)++;
+}
+
+void explain_print_overloads(const char *name, FILE *out)
+{
+	const char *seen[64];
+	int count = 0;
+
+	for (size_t i = 0; i < amp_policy_row_count(); i++) {
+		const struct amp_policy_row *row = amp_policy_row_at(i);
+		if (strcmp(row->op, name) == 0)
+			print_overload(name, row->overload, &count, seen, out);
+	}
+	for (size_t i = 0; i < COUNT(unlisted_ops); i++)
+		if (strcmp(unlisted_ops[i].name, name) == 0)
+			print_overload(name, unlisted_ops[i].overload, &count,
+				       seen, out);
+}
