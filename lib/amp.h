@@ -476,6 +476,9 @@ uint64_t amp_now_ns(void);
 /* This thread's libamp thread number. */
 uint64_t amp_thread_number(void);
 
+#include "amp_autograd.h"
+#include "amp_train.h"
+
 #ifdef __cplusplus
 }
 #endif

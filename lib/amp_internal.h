@@ -104,6 +104,9 @@ enum amp_op_kind {
 	AMP_OP_KIND_VIEW,      /* outputs share the input's storage */
 	AMP_OP_KIND_FACTORY,   /* no tensor inputs; device from the call */
 	AMP_OP_KIND_COMPOSITE, /* built from other dispatched ops */
+	/* writes into an argument and returns it: `op_` variants (self, the
+	 * first tensor) and out= overloads (out, the last tensor) */
+	AMP_OP_KIND_INPLACE,
 	AMP_OP_KIND_COUNT
 };
 
@@ -238,7 +241,8 @@ struct amp_policy_row {
 	const char *op;        /* "softmax" */
 	const char *overload;  /* "int"; "" = default overload */
 	enum amp_policy policy;
-	/* explain's output rule for non-standard results (see policy.c);
+	/* explain's output rule for non-standard results (grammar at the
+	 * top of policy_table.c);
 	 * NULL = the cast/compute dtype. */
 	const char *output;
 };

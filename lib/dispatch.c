@@ -246,6 +246,47 @@ static int apply_autocast(struct amp_call *c, const struct amp_policy_row *row,
 	return AMP_OK;
 }
 
+static bool is_input(const struct flat_args *f, const struct amp_tensor *t)
+{
+	for (int i = 0; i < f->count; i++)
+		if (*f->slot[i] == t)
+			return true;
+	return false;
+}
+
+/* The graph does not record in-place ops: with grad mode on, an argument
+ * that requires grad is refused before the kernel writes anything, with
+ * PyTorch's text when the written tensor is a leaf or a view of one.
+ * Optimizers and the scaler run with grad mode off, as PyTorch's do. */
+static int check_inplace(struct amp_call *c, const struct flat_args *f)
+{
+	const struct amp_op_def *def = &amp_op_defs[c->op];
+	bool requires_grad = false;
+
+	if (!amp_autocast_state()->grad_enabled)
+		return AMP_OK;
+	for (int i = 0; i < f->count; i++)
+		if (*f->slot[i] && (*f->slot[i])->requires_grad)
+			requires_grad = true;
+	if (!requires_grad)
+		return AMP_OK;
+	const struct amp_tensor *target =
+		*f->slot[strcmp(def->overload, "out") == 0 ? f->count - 1 : 0];
+	if (target->requires_grad && target->is_leaf)
+		return amp_error(AMP_ERR_STATE,
+				 "a leaf Variable that requires grad is being "
+				 "used in an in-place operation.");
+	if (target->requires_grad && target->base && target->base->is_leaf)
+		return amp_error(AMP_ERR_STATE,
+				 "a view of a leaf Variable that requires grad "
+				 "is being used in an in-place operation.");
+	return amp_error(AMP_ERR_UNSUPPORTED,
+			 "%s: in-place ops on tensors that require grad are "
+			 "not recorded by libamp's autograd; run them with "
+			 "grad mode off",
+			 def->name);
+}
+
 /* PyTorch's autograd bookkeeping for outputs: they require grad when grad
  * mode is on and any input does; such outputs are not leaves and get a
  * graph node. */
@@ -261,6 +302,10 @@ static int mark_outputs(struct amp_call *c, const struct flat_args *f)
 				requires_grad = true;
 	for (int o = 0; o < c->noutputs; o++) {
 		struct amp_tensor *out = c->outputs[o];
+		/* to()/contiguous() may return their input itself: it keeps
+		 * its own flags (a leaf stays a leaf, as in PyTorch). */
+		if (is_input(f, out))
+			continue;
 		bool differentiable = requires_grad &&
 				      amp_dtype_is_floating(out->dtype);
 		out->requires_grad = differentiable;
@@ -334,6 +379,8 @@ int amp_dispatch(struct amp_call *c)
 		excluded_before = st->excluded[c->device];
 		st->excluded[c->device] = true;
 	}
+	if (status == AMP_OK && def->kind == AMP_OP_KIND_INPLACE)
+		status = check_inplace(c, &f);
 	if (status == AMP_OK)
 		status = amp_backend_forward(c);
 	if (autocast_active && row)

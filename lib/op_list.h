@@ -69,6 +69,46 @@
 	X(NLL_LOSS, "nll_loss", "", COMPUTE, amp_forward_nll_loss)            \
 	X(CROSS_ENTROPY, "cross_entropy_loss", "", COMPOSITE, amp_forward_cross_entropy) \
 	X(BINARY_CROSS_ENTROPY, "binary_cross_entropy", "", COMPUTE, amp_forward_binary_cross_entropy) \
-	X(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", "", COMPUTE, amp_forward_bce_with_logits)
+	X(BCE_WITH_LOGITS, "binary_cross_entropy_with_logits", "", COMPUTE, amp_forward_bce_with_logits) \
+	/* training: the in-place updates of optimizers, clipping and the    \
+	 * scaler (no autocast list has in-place or out= ops: policy none),  \
+	 * the out-of-place maths they use, and the GradScaler kernels       \
+	 * (lib/cpu/inplace.c, optim_math.c, amp_scaler_kernels.c) */        \
+	X(ADD_INPLACE, "add_", "Tensor", INPLACE, amp_forward_add_inplace)    \
+	X(ADD_SCALAR_INPLACE, "add_", "Scalar", INPLACE, amp_forward_add_scalar_inplace) \
+	X(MUL_INPLACE, "mul_", "Tensor", INPLACE, amp_forward_mul_inplace)    \
+	X(MUL_SCALAR_INPLACE, "mul_", "Scalar", INPLACE, amp_forward_mul_scalar_inplace) \
+	X(DIV_SCALAR_INPLACE, "div_", "Scalar", INPLACE, amp_forward_div_scalar_inplace) \
+	X(ADDCMUL_INPLACE, "addcmul_", "", INPLACE, amp_forward_addcmul_inplace) \
+	X(ADDCDIV_INPLACE, "addcdiv_", "", INPLACE, amp_forward_addcdiv_inplace) \
+	X(LERP_INPLACE, "lerp_", "Scalar", INPLACE, amp_forward_lerp_inplace) \
+	X(CLAMP_INPLACE, "clamp_", "", INPLACE, amp_forward_clamp_inplace)    \
+	X(FILL_INPLACE, "fill_", "Scalar", INPLACE, amp_forward_fill_inplace) \
+	X(COPY_INPLACE, "copy_", "", INPLACE, amp_forward_copy_inplace)       \
+	X(MAXIMUM_OUT, "maximum", "out", INPLACE, amp_forward_maximum_out)    \
+	X(SQRT, "sqrt", "", COMPUTE, amp_forward_sqrt)                        \
+	X(RECIPROCAL, "reciprocal", "", COMPUTE, amp_forward_reciprocal)      \
+	X(CLAMP, "clamp", "", COMPUTE, amp_forward_clamp)                     \
+	X(LINALG_VECTOR_NORM, "linalg_vector_norm", "", COMPUTE, amp_forward_linalg_vector_norm) \
+	X(AMP_UNSCALE_INPLACE, "_amp_foreach_non_finite_check_and_unscale_", "", INPLACE, amp_forward_amp_unscale_inplace) \
+	X(AMP_UPDATE_SCALE_INPLACE, "_amp_update_scale_", "", INPLACE, amp_forward_amp_update_scale_inplace) \
+	/* backward ops: what backward formulas dispatch besides public ops, \
+	 * with ATen's names (lib/grad/kernels_*.c, grad/grad_ops.h); in no  \
+	 * autocast list, so never autocast themselves, as in PyTorch */     \
+	X(EXPAND, "expand", "", VIEW, amp_forward_expand)                     \
+	X(THRESHOLD_BACKWARD, "threshold_backward", "", COMPUTE, amp_forward_threshold_backward) \
+	X(GELU_BACKWARD, "gelu_backward", "", COMPUTE, amp_forward_gelu_backward) \
+	X(SIGMOID_BACKWARD, "sigmoid_backward", "", COMPUTE, amp_forward_sigmoid_backward) \
+	X(TANH_BACKWARD, "tanh_backward", "", COMPUTE, amp_forward_tanh_backward) \
+	X(CLAMP_BACKWARD, "clamp_backward", "", COMPUTE, amp_forward_clamp_backward) \
+	X(SOFTMAX_BACKWARD, "_softmax_backward_data", "", COMPUTE, amp_forward_softmax_backward_data) \
+	X(LOG_SOFTMAX_BACKWARD, "_log_softmax_backward_data", "", COMPUTE, amp_forward_log_softmax_backward_data) \
+	X(LAYER_NORM_BACKWARD, "native_layer_norm_backward", "", COMPUTE, amp_forward_layer_norm_backward) \
+	X(CONVOLUTION_BACKWARD, "convolution_backward", "", COMPUTE, amp_forward_convolution_backward) \
+	X(EMBEDDING_BACKWARD, "embedding_dense_backward", "", COMPUTE, amp_forward_embedding_dense_backward) \
+	X(SLICE_BACKWARD, "slice_backward", "", COMPUTE, amp_forward_slice_backward) \
+	X(MSE_LOSS_BACKWARD, "mse_loss_backward", "", COMPUTE, amp_forward_mse_loss_backward) \
+	X(NLL_LOSS_BACKWARD, "nll_loss_backward", "", COMPUTE, amp_forward_nll_loss_backward) \
+	X(BCE_BACKWARD, "binary_cross_entropy_backward", "", COMPUTE, amp_forward_binary_cross_entropy_backward)
 
 #endif /* AMP_OP_LIST_H */
