@@ -2,6 +2,7 @@
  * A tensor owns one reference to its storage and, for views, one to its
  * base; freeing the last reference releases both. */
 #include "amp_internal.h"
+#include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -308,7 +309,27 @@ struct copy_ctx {
 	const struct amp_tensor *t;
 	enum amp_dtype dtype;
 	char *host;
+	char *data; /* t's storage bytes, or a host copy of GPU storage */
 };
+
+/* On a real GPU a cuda storage is device memory: element access goes
+ * through a host copy of it (lib/backend.h). */
+static char *host_copy_of(const struct amp_storage *storage)
+{
+	char *copy = malloc(storage->nbytes ? storage->nbytes : 1);
+
+	if (!copy) {
+		amp_error(AMP_ERR_NOMEM, "out of memory copying %zu bytes from "
+			  "the GPU", storage->nbytes);
+		return NULL;
+	}
+	if (amp_device_copy(copy, AMP_DEVICE_CPU, storage->data,
+			    storage->device, storage->nbytes) != AMP_OK) {
+		free(copy);
+		return NULL;
+	}
+	return copy;
+}
 
 static void gather_run(void *opaque, int64_t at, int64_t stride, int64_t run,
 		       int64_t logical)
@@ -316,7 +337,7 @@ static void gather_run(void *opaque, int64_t at, int64_t stride, int64_t run,
 	struct copy_ctx *c = opaque;
 	size_t src_size = amp_dtype_size(c->t->dtype);
 	size_t dst_size = amp_dtype_size(c->dtype);
-	const char *src = (const char *)c->t->storage->data;
+	const char *src = c->data;
 
 	if (stride == 1) {
 		amp_convert(c->host + logical * (int64_t)dst_size, c->dtype,
@@ -336,7 +357,7 @@ static void scatter_run(void *opaque, int64_t at, int64_t stride, int64_t run,
 	struct copy_ctx *c = opaque;
 	size_t dst_size = amp_dtype_size(c->t->dtype);
 	size_t src_size = amp_dtype_size(c->dtype);
-	char *dst = (char *)c->t->storage->data;
+	char *dst = c->data;
 
 	if (stride == 1) {
 		amp_convert(dst + at * (int64_t)dst_size, c->t->dtype,
@@ -351,12 +372,27 @@ static void scatter_run(void *opaque, int64_t at, int64_t stride, int64_t run,
 			    c->dtype, 1);
 }
 
+static int gather(const struct amp_tensor *t, enum amp_dtype dtype, void *dst)
+{
+	struct copy_ctx c = { t, dtype, dst, t->storage->data };
+	char *copy = NULL;
+
+	if (amp_storage_on_gpu(t->storage)) {
+		copy = host_copy_of(t->storage);
+		if (!copy)
+			return amp_last_status();
+		c.data = copy;
+	}
+	for_each_run(t, gather_run, &c);
+	free(copy);
+	return AMP_OK;
+}
+
 void amp_tensor_gather(const struct amp_tensor *t, enum amp_dtype dtype,
 		       void *dst)
 {
-	struct copy_ctx c = { t, dtype, dst };
-
-	for_each_run(t, gather_run, &c);
+	if (gather(t, dtype, dst) != AMP_OK) /* GPU copy failed: recorded */
+		memset(dst, 0, (size_t)amp_tensor_numel(t) * amp_dtype_size(dtype));
 }
 
 int amp_tensor_read(const amp_tensor *t, enum amp_dtype dtype, void *dst,
@@ -369,8 +405,7 @@ int amp_tensor_read(const amp_tensor *t, enum amp_dtype dtype, void *dst,
 				 "tensor %llu has %lld",
 				 count, (unsigned long long)t->id,
 				 (long long)amp_tensor_numel(t));
-	amp_tensor_gather(t, dtype, dst);
-	return AMP_OK;
+	return gather(t, dtype, dst);
 }
 
 int amp_tensor_write(amp_tensor *t, enum amp_dtype dtype, const void *src,
@@ -383,8 +418,23 @@ int amp_tensor_write(amp_tensor *t, enum amp_dtype dtype, const void *src,
 				 "tensor %llu has %lld",
 				 count, (unsigned long long)t->id,
 				 (long long)amp_tensor_numel(t));
-	struct copy_ctx c = { t, dtype, (char *)src };
+	struct copy_ctx c = { t, dtype, (char *)src, t->storage->data };
+	char *copy = NULL;
+	if (amp_storage_on_gpu(t->storage)) {
+		copy = host_copy_of(t->storage);
+		if (!copy)
+			return amp_last_status();
+		c.data = copy;
+	}
 	for_each_run(t, scatter_run, &c);
+	if (copy) {
+		int status = amp_device_copy(t->storage->data, t->storage->device,
+					     copy, AMP_DEVICE_CPU,
+					     t->storage->nbytes);
+		free(copy);
+		if (status != AMP_OK)
+			return status;
+	}
 	amp_tensor_bump_version(t);
 	return AMP_OK;
 }
@@ -401,7 +451,8 @@ double amp_tensor_item(const amp_tensor *t)
 			  (long long)amp_tensor_numel(t));
 		return __builtin_nan("");
 	}
-	amp_tensor_gather(t, AMP_DTYPE_F64, &value);
+	if (gather(t, AMP_DTYPE_F64, &value) != AMP_OK)
+		return __builtin_nan("");
 	return value;
 }
 
@@ -411,7 +462,28 @@ struct amp_tensor *amp_tensor_convert(struct amp_tensor *src,
 	struct amp_tensor *out =
 		amp_tensor_alloc(src->ndim, src->shape, dtype, src->device);
 
-	if (out)
+	if (!out)
+		return NULL;
+	if (!amp_storage_on_gpu(src->storage)) {
 		amp_tensor_gather(src, dtype, amp_tensor_data(out));
+		return out;
+	}
+	/* the cast kernel; dtypes it lacks go through the host */
+	int status = amp_backend_convert(out, src);
+	if (status == AMP_CUDA_UNSUPPORTED) {
+		size_t nbytes = amp_tensor_nbytes(out);
+		void *staging = malloc(nbytes ? nbytes : 1);
+		status = staging ? gather(src, dtype, staging)
+				 : amp_error(AMP_ERR_NOMEM, "out of memory");
+		if (status == AMP_OK)
+			status = amp_device_copy(amp_tensor_data(out),
+						 out->device, staging,
+						 AMP_DEVICE_CPU, nbytes);
+		free(staging);
+	}
+	if (status != AMP_OK) {
+		amp_tensor_free(out);
+		return NULL;
+	}
 	return out;
 }
