@@ -1,0 +1,287 @@
+/* f32 <-> f16 and f32 <-> bf16 rows: a scalar tier built on
+ * kernels/amp_scalar.h and x86 SIMD tiers compiled with target attributes,
+ * so one binary runs everywhere and uses what the CPU has.
+ *
+ * f32 -> bf16 is integer arithmetic in every tier, never vcvtneps2bf16:
+ * that instruction treats f32 subnormal inputs as zero, which is not
+ * round-to-nearest-even.  Vector bodies leave fewer than one vector of
+ * elements to the scalar code, which gives the same bits. */
+#include "convert_x86.h"
+
+#include "amp_scalar.h"
+
+#include <stdatomic.h>
+
+static void scalar_f32_to_f16(void *dst, const void *src, size_t n)
+{
+	uint16_t *out = dst;
+	const float *in = src;
+	for (size_t i = 0; i < n; i++)
+		out[i] = amp_scalar_f32_to_f16(in[i]);
+}
+
+static void scalar_f16_to_f32(void *dst, const void *src, size_t n)
+{
+	float *out = dst;
+	const uint16_t *in = src;
+	for (size_t i = 0; i < n; i++)
+		out[i] = amp_scalar_f16_to_f32(in[i]);
+}
+
+static void scalar_f32_to_bf16(void *dst, const void *src, size_t n)
+{
+	uint16_t *out = dst;
+	const float *in = src;
+	for (size_t i = 0; i < n; i++)
+		out[i] = amp_scalar_f32_to_bf16(in[i]);
+}
+
+static void scalar_bf16_to_f32(void *dst, const void *src, size_t n)
+{
+	float *out = dst;
+	const uint16_t *in = src;
+	for (size_t i = 0; i < n; i++)
+		out[i] = amp_scalar_bf16_to_f32(in[i]);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AMP_HAVE_X86 1
+
+/* ------------------------------------------------------- AVX2 + F16C */
+
+#define AVX2 __attribute__((target("avx2,f16c")))
+
+AVX2 static void avx2_f32_to_f16(void *dst, const void *src, size_t n)
+{
+	uint16_t *out = dst;
+	const float *in = src;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 x = _mm256_loadu_ps(in + i);
+		_mm_storeu_si128((__m128i *)(out + i),
+				 _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+	}
+	scalar_f32_to_f16(out + i, in + i, n - i);
+}
+
+AVX2 static void avx2_f16_to_f32(void *dst, const void *src, size_t n)
+{
+	float *out = dst;
+	const uint16_t *in = src;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(in + i));
+		_mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+	}
+	scalar_f16_to_f32(out + i, in + i, n - i);
+}
+
+/* amp_scalar_f32_to_bf16 on 8 lanes; the result is in each lane's low
+ * 16 bits. */
+AVX2 static inline __m256i avx2_bf16_round(__m256i bits)
+{
+	const __m256i one = _mm256_set1_epi32(1);
+	const __m256i bias = _mm256_set1_epi32(0x7fff);
+	const __m256i inf = _mm256_set1_epi32(0x7f800000);
+	const __m256i quiet_bit = _mm256_set1_epi32(0x00400000);
+	const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+
+	__m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), one);
+	__m256i rounded =
+		_mm256_add_epi32(_mm256_add_epi32(bits, bias), odd);
+	__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, abs_mask), inf);
+	__m256i quieted = _mm256_or_si256(bits, quiet_bit);
+	return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quieted, nan), 16);
+}
+
+AVX2 static void avx2_f32_to_bf16(void *dst, const void *src, size_t n)
+{
+	uint16_t *out = dst;
+	const float *in = src;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i lo = avx2_bf16_round(
+			_mm256_loadu_si256((const __m256i *)(in + i)));
+		__m256i hi = avx2_bf16_round(
+			_mm256_loadu_si256((const __m256i *)(in + i + 8)));
+		/* packus works within 128-bit lanes: lo0 hi0 lo1 hi1; the
+		 * permute puts the quarters back in order. */
+		__m256i packed = _mm256_packus_epi32(lo, hi);
+		packed = _mm256_permute4x64_epi64(packed, 0xd8);
+		_mm256_storeu_si256((__m256i *)(out + i), packed);
+	}
+	scalar_f32_to_bf16(out + i, in + i, n - i);
+}
+
+AVX2 static void avx2_bf16_to_f32(void *dst, const void *src, size_t n)
+{
+	float *out = dst;
+	const uint16_t *in = src;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(in + i));
+		__m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+		_mm256_storeu_si256((__m256i *)(out + i), w);
+	}
+	scalar_bf16_to_f32(out + i, in + i, n - i);
+}
+
+/* ----------------------------------------------------------- AVX-512F */
+
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX512 static void avx512_f32_to_f16(void *dst, const void *src, size_t n)
+{
+	uint16_t *out = dst;
+	const float *in = src;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 x = _mm512_loadu_ps(in + i);
+		_mm256_storeu_si256((__m256i *)(out + i),
+				    _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+	}
+	scalar_f32_to_f16(out + i, in + i, n - i);
+}
+
+AVX512 static void avx512_f16_to_f32(void *dst, const void *src, size_t n)
+{
+	float *out = dst;
+	const uint16_t *in = src;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)(in + i));
+		_mm512_storeu_ps(out + i, _mm512_cvtph_ps(h));
+	}
+	scalar_f16_to_f32(out + i, in + i, n - i);
+}
+
+AVX512 static void avx512_f32_to_bf16(void *dst, const void *src, size_t n)
+{
+	const __m512i one = _mm512_set1_epi32(1);
+	const __m512i bias = _mm512_set1_epi32(0x7fff);
+	const __m512i inf = _mm512_set1_epi32(0x7f800000);
+	const __m512i quiet_bit = _mm512_set1_epi32(0x00400000);
+	const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+	uint16_t *out = dst;
+	const float *in = src;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512i bits = _mm512_loadu_si512(in + i);
+		__m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), one);
+		__m512i rounded =
+			_mm512_add_epi32(_mm512_add_epi32(bits, bias), odd);
+		__mmask16 nan = _mm512_cmpgt_epi32_mask(
+			_mm512_and_si512(bits, abs_mask), inf);
+		__m512i result = _mm512_mask_or_epi32(rounded, nan, bits,
+						      quiet_bit);
+		result = _mm512_srli_epi32(result, 16);
+		_mm256_storeu_si256((__m256i *)(out + i),
+				    _mm512_cvtepi32_epi16(result));
+	}
+	scalar_f32_to_bf16(out + i, in + i, n - i);
+}
+
+AVX512 static void avx512_bf16_to_f32(void *dst, const void *src, size_t n)
+{
+	float *out = dst;
+	const uint16_t *in = src;
+	size_t i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)(in + i));
+		__m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+		_mm512_storeu_si512(out + i, w);
+	}
+	scalar_bf16_to_f32(out + i, in + i, n - i);
+}
+#endif /* x86 */
+
+/* -------------------------------------------------------------- tables */
+
+static const amp_row_fn rows[AMP_ISA_COUNT][AMP_CAST_PAIR_COUNT] = {
+	[AMP_ISA_SCALAR] = {
+		[AMP_CAST_F32_TO_F16] = scalar_f32_to_f16,
+		[AMP_CAST_F16_TO_F32] = scalar_f16_to_f32,
+		[AMP_CAST_F32_TO_BF16] = scalar_f32_to_bf16,
+		[AMP_CAST_BF16_TO_F32] = scalar_bf16_to_f32,
+	},
+#ifdef AMP_HAVE_X86
+	[AMP_ISA_AVX2] = {
+		[AMP_CAST_F32_TO_F16] = avx2_f32_to_f16,
+		[AMP_CAST_F16_TO_F32] = avx2_f16_to_f32,
+		[AMP_CAST_F32_TO_BF16] = avx2_f32_to_bf16,
+		[AMP_CAST_BF16_TO_F32] = avx2_bf16_to_f32,
+	},
+	[AMP_ISA_AVX512] = {
+		[AMP_CAST_F32_TO_F16] = avx512_f32_to_f16,
+		[AMP_CAST_F16_TO_F32] = avx512_f16_to_f32,
+		[AMP_CAST_F32_TO_BF16] = avx512_f32_to_bf16,
+		[AMP_CAST_BF16_TO_F32] = avx512_bf16_to_f32,
+	},
+#endif
+};
+
+static const char *const isa_names[AMP_ISA_COUNT] = {
+	[AMP_ISA_SCALAR] = "scalar",
+	[AMP_ISA_AVX2] = "avx2",
+	[AMP_ISA_AVX512] = "avx512",
+};
+
+static const struct {
+	enum amp_dtype dst;
+	enum amp_dtype src;
+} pair_dtypes[AMP_CAST_PAIR_COUNT] = {
+	[AMP_CAST_F32_TO_F16] = { AMP_DTYPE_F16, AMP_DTYPE_F32 },
+	[AMP_CAST_F16_TO_F32] = { AMP_DTYPE_F32, AMP_DTYPE_F16 },
+	[AMP_CAST_F32_TO_BF16] = { AMP_DTYPE_BF16, AMP_DTYPE_F32 },
+	[AMP_CAST_BF16_TO_F32] = { AMP_DTYPE_F32, AMP_DTYPE_BF16 },
+};
+
+static enum amp_isa detect_isa(void)
+{
+#ifdef AMP_HAVE_X86
+	/* Needed when we run before libgcc's own constructor, e.g. from
+	 * another library's constructor. */
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return AMP_ISA_AVX512;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+		return AMP_ISA_AVX2;
+#endif
+	return AMP_ISA_SCALAR;
+}
+
+enum amp_isa amp_isa_best(void)
+{
+	/* amp_convert runs per element in some kernels: detect once.
+	 * Racing first callers store the same value. */
+	static atomic_int best = -1;
+	int isa = atomic_load_explicit(&best, memory_order_relaxed);
+	if (isa < 0) {
+		isa = detect_isa();
+		atomic_store_explicit(&best, isa, memory_order_relaxed);
+	}
+	return (enum amp_isa)isa;
+}
+
+const char *amp_isa_name(enum amp_isa isa)
+{
+	return (unsigned)isa < AMP_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+amp_row_fn amp_cast_row(enum amp_isa isa, enum amp_cast_pair pair)
+{
+	if ((unsigned)isa >= AMP_ISA_COUNT ||
+	    (unsigned)pair >= AMP_CAST_PAIR_COUNT)
+		return NULL;
+	return rows[isa][pair];
+}
+
+amp_row_fn amp_cast_row_for(enum amp_dtype dst, enum amp_dtype src)
+{
+	for (int pair = 0; pair < AMP_CAST_PAIR_COUNT; pair++) {
+		if (pair_dtypes[pair].dst == dst && pair_dtypes[pair].src == src)
+			return rows[amp_isa_best()][pair];
+	}
+	return NULL;
+}
