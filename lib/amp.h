@@ -65,7 +65,8 @@ float amp_f16_to_f32(uint16_t bits);
 uint16_t amp_f32_to_bf16(float value);
 float amp_bf16_to_f32(uint16_t bits);
 /* Converts n contiguous elements between any two dtypes (the same rules as
- * a tensor cast).  Uses F16C / AVX-512 when the CPU has them. */
+ * a tensor cast).  Uses F16C / AVX-512 when the CPU has them.  dst and src
+ * must not overlap unless the dtypes are equal. */
 void amp_convert(void *dst, enum amp_dtype dst_dtype, const void *src,
 		 enum amp_dtype src_dtype, size_t n);
 
