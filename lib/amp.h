@@ -470,6 +470,13 @@ typedef void (*amp_hook_fn)(const struct amp_event *event, void *user);
 /* Registers fn for the kinds in `mask`.  Returns a handle > 0, or < 0. */
 int amp_hook_add(unsigned mask, amp_hook_fn fn, void *user);
 void amp_hook_remove(int handle);
+/* Value-dependent checks: when on, low-precision ops that turn finite
+ * inputs into inf/NaN (fp16-overflow) and casts to f16/bf16 that flush many
+ * non-zero values to zero or subnormals (cast-underflow) emit DIAG events.
+ * Off by default (they read every output); AMP_VALUE_CHECKS=1 in the
+ * environment turns them on at start-up (amptrace run does). */
+void amp_set_value_checks(bool enabled);
+bool amp_value_checks_enabled(void);
 /* Publishes an event built outside the dispatcher (scaler, findings). */
 void amp_hook_emit(struct amp_event *event);
 /* Current monotonic clock in ns (the clock of event timestamps). */

@@ -349,6 +349,17 @@ int amp_autograd_record_cast(struct amp_tensor *source, struct amp_tensor *cast)
 /* Drops a tensor's reference to its graph node. */
 void amp_node_release(struct amp_node *node);
 
+/* ----------------------------------------------------------- diagnostics */
+
+/* Value-dependent checks (lib/diag.c): off by default because they read
+ * every output; the dispatcher calls these only while the flag is set.
+ * They emit AMP_EVENT_DIAG events (fp16-overflow, cast-underflow). */
+extern atomic_bool amp_value_checks_on;
+void amp_diag_check_outputs(const struct amp_call *call);
+void amp_diag_check_cast(const struct amp_call *call,
+			 const struct amp_tensor *source,
+			 const struct amp_tensor *cast);
+
 /* -------------------------------------------------------------- backends */
 
 /* Device memory for a storage: host memory for cpu and the emulated cuda

@@ -173,6 +173,9 @@ static struct amp_tensor *cached_cast(struct amp_call *c, int arg,
 		}
 		if (result == AMP_CACHE_MISS)
 			amp_cache_insert(source, cast);
+		if (atomic_load_explicit(&amp_value_checks_on,
+					 memory_order_relaxed))
+			amp_diag_check_cast(c, source, cast);
 	}
 	if (begin) {
 		struct amp_event event = { .kind = AMP_EVENT_CAST };
@@ -388,6 +391,9 @@ int amp_dispatch(struct amp_call *c)
 	st->current_op = parent;
 	if (status == AMP_OK)
 		status = mark_outputs(c, &f);
+	if (status == AMP_OK &&
+	    atomic_load_explicit(&amp_value_checks_on, memory_order_relaxed))
+		amp_diag_check_outputs(c);
 
 	if (want_end) {
 		struct amp_event event = { .kind = AMP_EVENT_OP_END };

@@ -412,6 +412,7 @@ static bool has_prefix(const char *text, const char *prefix)
 	return strncmp(text, prefix, strlen(prefix)) == 0;
 }
 
+#ifdef AMP_TEST_CUDA_MODULE
 /* Symbols and libraries -Db_sanitize adds to every target. */
 static bool sanitizer_runtime(const char *name)
 {
@@ -422,7 +423,6 @@ static bool sanitizer_runtime(const char *name)
 	       has_prefix(name, "[libubsan");
 }
 
-#ifdef AMP_TEST_CUDA_MODULE
 /* Every undefined symbol is versioned by glibc, cudart, cuBLAS or CUPTI
  * (or a weak glibc hook); no C++ runtime. */
 START_TEST(test_module_undefined_symbols)
