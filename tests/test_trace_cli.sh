@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The trace commands from the outside: --help for each, exit codes
+# (0 / 1 / 2), and bad input for every command (missing file, empty file,
+# truncated JSON, wrong types, binary garbage, bad rules): a clear message
+# naming the file, exit 2, never a crash.  Uses the fixtures of
+# tests/fixtures/trace (good.json and changed.json are two runs of one
+# hand-written program; the others are broken on purpose).
+set -u
+amptrace=$1
+trace_prog=$2
+fx=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+count=0
+check() { # description, command...
+	local what=$1; shift
+	count=$((count + 1))
+	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
+}
+# Runs a command, keeping its status, stdout and stderr.
+capture() {
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	status=$?
+}
+status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; cat "$tmp/err"; return 1; }; }
+err_has() { grep -qF -- "$1" "$tmp/err" || { echo "# stderr: $(cat "$tmp/err")"; return 1; }; }
+out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 2000 "$tmp/out")"; return 1; }; }
+
+# ------------------------------------------------------------------ help
+for cmd in run summary check diff merge; do
+	capture "$amptrace" "$cmd" --help
+	check "$cmd --help exits 0" status_is 0
+	check "$cmd --help prints usage" out_has "usage: amptrace $cmd"
+	capture "$amptrace" "$cmd" --bogus-option
+	check "$cmd: unknown option exits 2" status_is 2
+done
+capture "$amptrace" help summary
+check "help summary" out_has "usage: amptrace summary"
+
+# ------------------------------------------------- bad traces, every command
+# file : what the message must say
+bad=(
+	"missing.json:cannot open"
+	"empty.json:empty file"
+	"truncated-foreign.json:truncated-foreign.json:2:34: the file ends in the middle of the JSON (truncated)"
+	"wrong-types.json:wrong-types.json:12: event 9 (amp.op X 'linear'): ts must be a number, got a string"
+	"wrong-outputs.json:args.outputs must be an array"
+	"events-not-array.json:traceEvents must be an array"
+	"garbage.bin:garbage.bin:1:1: expected a trace"
+	"future-version.json:trace format 2.0 is not supported"
+)
+for entry in "${bad[@]}"; do
+	file=${entry%%:*}
+	message=${entry#*:}
+	capture "$amptrace" summary "$fx/$file"
+	check "summary $file: exit 2" status_is 2
+	check "summary $file: says why" err_has "$message"
+	capture "$amptrace" summary --json "$fx/$file"
+	check "summary --json $file: exit 2" status_is 2
+	capture "$amptrace" check "$fx/$file" "$fx/pass.rules"
+	check "check $file: exit 2" status_is 2
+	check "check $file: says why" err_has "$message"
+	capture "$amptrace" diff "$fx/good.json" "$fx/$file"
+	check "diff good $file: exit 2" status_is 2
+	check "diff good $file: says why" err_has "$message"
+	capture "$amptrace" diff "$fx/$file" "$fx/good.json"
+	check "diff $file good: exit 2" status_is 2
+	capture "$amptrace" merge "$fx/good.json" "$fx/$file" -o "$tmp/merged.json"
+	check "merge $file: exit 2" status_is 2
+	check "merge $file: says why" err_has "$message"
+done
+capture "$amptrace" summary "$fx"
+check "summary of a directory: exit 2" status_is 2
+check "summary of a directory: says why" err_has "not a regular file"
+
+# ------------------------------------------------------------ bad rules
+capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules"
+check "unknown rule keyword: exit 2" status_is 2
+check "unknown rule keyword: line:col and what was expected" \
+	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op casts cache scaler no finding, got 'opp'"
+capture "$amptrace" check "$fx/good.json" "$fx/bad-dtype.rules"
+check "bad dtype: exit 2" status_is 2
+check "bad dtype: line:col" err_has "bad-dtype.rules:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp16'"
+capture "$amptrace" check "$fx/good.json" "$fx/empty.rules"
+check "no rules: exit 2" status_is 2
+capture "$amptrace" check "$fx/good.json" "$fx/garbage.bin"
+check "binary rules: exit 2" status_is 2
+check "binary rules: says why" err_has "binary data"
+capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules" --junit "$tmp/bad.xml"
+check "bad rules + --junit: exit 2" status_is 2
+check "bad rules + --junit: an <error> for CI" grep -q '<error message=".*bad-keyword.rules:2:1: expected' "$tmp/bad.xml"
+capture "$amptrace" check "$fx/good.json"
+check "check without rules: exit 2" status_is 2
+
+# ---------------------------------------------------------------- check
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules"
+check "passing rules: exit 0" status_is 0
+check "passing rules: summary line" out_has "OK: 0 of 22 rules failed"
+capture "$amptrace" check "$fx/good.json" "$fx/fail.rules" --junit "$tmp/fail.xml"
+check "failing rules: exit 1" status_is 1
+check "failure names rule and line" out_has "FAIL $fx/fail.rules:2  op linear: output bf16"
+check "failure says expected" out_has "expected: every matching op outputs bf16"
+check "failure says actual" out_has "actual:   4 of 4 matching ops do not"
+check "failure names the first offending op" \
+	out_has "first:    linear (op 4, forward, scope \"fwd\", autocast on cuda f16) at $fx/good.json:12; output tensor 101 f16 [4,8]"
+check "per-step failure names the step" out_has "step 0 has 3; 2 of 2 steps fail"
+check "junit: 5 failures" grep -q 'tests="5" failures="5"' "$tmp/fail.xml"
+check "junit: one testcase per rule" test "$(grep -c '<testcase ' "$tmp/fail.xml")" -eq 5
+check "junit: failure message" grep -q '<failure type="rule" message="expected every matching op outputs bf16' "$tmp/fail.xml"
+capture "$amptrace" check "$fx/good.json" "$fx/issue.rules"
+check "the issue's rules: only 'op mm' fails (good.json has no mm)" status_is 1
+check "the issue's rules: 7 pass" test "$(grep -c '^PASS' "$tmp/out")" -eq 7
+capture "$amptrace" check "$fx/changed.json" "$fx/issue.rules"
+check "changed.json: backward under autocast is caught" \
+	out_has "FAIL $fx/issue.rules:9  no finding backward-under-autocast"
+
+# ------------------------------------------------------------- summary
+capture "$amptrace" summary "$fx/good.json"
+check "summary: exit 0" status_is 0
+check "summary: ops table" out_has "forward   linear                             4      -      4"
+check "summary: casts by direction" out_has "f32->f16             6       4"
+check "summary: cache" out_has "hits 4, misses 4, uncacheable 4, disabled 0; hit rate 0.50"
+check "summary: uncacheable reasons" out_has "4  not a leaf that requires grad"
+check "summary: regions" out_has "loss                     cuda   f16           2"
+check "summary: scaler" out_has "optimizer steps 2, skipped 1 (first in step 1)"
+check "summary: scale history" out_has "65536 (step 0) -> 32768 (step 1, inf found)"
+capture "$amptrace" summary --json "$fx/good.json"
+check "summary --json: exit 0" status_is 0
+check "summary --json: hit rate" out_has '"hit_rate":	0.5'
+capture "$amptrace" summary "$fx/changed.json"
+check "summary: findings listed" out_has "backward-under-autocast (x2)"
+check "summary: libamp diagnostics listed" out_has "stale-cache: cached cast of fc1.weight"
+capture "$amptrace" summary "$fx/truncated.json"
+check "truncated amptrace trace: read (exit 0)" status_is 0
+check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 21"
+check "truncated amptrace trace: warned on stderr" err_has "truncated"
+capture "$amptrace" check "$fx/truncated.json" "$fx/issue.rules"
+check "check on a truncated trace: says so" out_has "note: "
+capture "$amptrace" summary "$fx/array-form.json"
+check "torch.profiler's legacy array form: read" status_is 0
+check "foreign trace: labelled" out_has "not written by amptrace"
+
+# ---------------------------------------------------------------- diff
+capture "$amptrace" diff "$fx/good.json" "$fx/good.json"
+check "diff of equal traces: exit 0" status_is 0
+check "diff of equal traces: says so" out_has "no change in cast behaviour"
+capture "$amptrace" diff "$fx/good.json" "$fx/changed.json"
+check "diff: exit 1 on change" status_is 1
+check "diff: output dtype change" out_has "output       linear (forward): f16 -> f32  x2"
+check "diff: policy change" out_has "policy       linear (forward): lower_precision_fp -> fp32  x2"
+check "diff: cast removed" out_has "cast-removed softmax.int (forward): arg 0 f16->f32 cache uncacheable, only in base  x2"
+check "diff: cast added" out_has "cast-added   linear (forward): arg 0 f16->f32 cache uncacheable, only in new  x2"
+capture "$amptrace" diff --json "$fx/good.json" "$fx/changed.json"
+check "diff --json: exit 1" status_is 1
+check "diff --json: changed" out_has '"changed":	true'
+capture "$amptrace" diff "$fx/good.json"
+check "diff with one trace: exit 2" status_is 2
+
+# --------------------------------------------------------------- merge
+capture "$amptrace" merge "$fx/good.json" "$fx/changed.json" -o "$tmp/m.json"
+check "merge: exit 0" status_is 0
+check "merge: no ranks in the inputs is said" err_has "using the order of the arguments"
+capture "$amptrace" summary "$tmp/m.json"
+check "merged trace: two processes" out_has "2 processes"
+capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
+check "merge of a truncated input: exit 0" status_is 0
+check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+capture "$amptrace" merge "$fx/good.json"
+check "merge without -o: exit 2" status_is 2
+capture "$amptrace" merge "$fx/good.json" -o "$fx/good.json"
+check "merge onto an input: exit 2" status_is 2
+
+# ----------------------------------------------------------------- run
+capture "$amptrace" run
+check "run without a program: exit 2" status_is 2
+capture "$amptrace" run -o
+check "run -o without a file: exit 2" status_is 2
+capture "$amptrace" run -q -o "$tmp/t.json" -- "$trace_prog" ops 3 5
+check "run: program status passes through" status_is 5
+check "run: program stdout passes through" out_has "trace_prog: stdout line"
+check "run: the trace reads" "$amptrace" summary "$tmp/t.json"
+
+echo "1..$count"
+exit $fail

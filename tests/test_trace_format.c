@@ -1,0 +1,504 @@
+/* The trace format (tracer/FORMAT.md) from the reader's side: the JSON
+ * writer's escaping and times, the incremental trace writer, loading the
+ * fixtures, repairing traces cut at any byte, clear errors (file:line) for
+ * every kind of bad input, and the validator that checks what loading
+ * does not (metadata, nesting, tensor-id continuity). */
+#include "jsonw.h"
+#include "rules.h"
+#include "trace.h"
+#include "trace_writer.h"
+#include "validate.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TRACE_FIXTURES
+#error "TRACE_FIXTURES (the fixtures directory) must be defined"
+#endif
+
+static const char *fixture(const char *name)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s", TRACE_FIXTURES, name);
+	return path;
+}
+
+static const char *temp_path(const char *name)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof path, "%s/amptrace-test-%ld-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
+		 name);
+	return path;
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+static size_t count_ops(const struct trace *t, const char *name)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nevents; i++)
+		if (t->events[i].kind == TRACE_OP &&
+		    (!name || !strcmp(t->events[i].op.op, name)))
+			n++;
+	return n;
+}
+
+/* ------------------------------------------------------------ writer */
+
+START_TEST(test_jsonw_escapes_round_trip)
+{
+	static const char text[] = "a\"b\\c\nd\te\x01\x1f\x7f/ü";
+	struct jsonw w;
+
+	jsonw_init(&w);
+	jsonw_cstr(&w, "{\"s\":");
+	jsonw_str(&w, text);
+	jsonw_cstr(&w, ",\"n\":");
+	jsonw_str(&w, NULL);
+	jsonw_cstr(&w, "}");
+	cJSON *back = cJSON_Parse(w.data);
+	ck_assert_ptr_nonnull(back);
+	ck_assert_str_eq(cJSON_GetObjectItem(back, "s")->valuestring, text);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(back, "n")));
+	cJSON_Delete(back);
+	jsonw_free(&w);
+}
+END_TEST
+
+START_TEST(test_jsonw_numbers)
+{
+	struct jsonw w;
+
+	jsonw_init(&w);
+	jsonw_us(&w, 1234567);
+	jsonw_raw(&w, " ", 1);
+	jsonw_us(&w, 5);
+	jsonw_raw(&w, " ", 1);
+	jsonw_us(&w, -1500);
+	jsonw_raw(&w, " ", 1);
+	jsonw_u64(&w, UINT64_MAX);
+	jsonw_raw(&w, " ", 1);
+	jsonw_i64(&w, INT64_MIN);
+	jsonw_raw(&w, " ", 1);
+	jsonw_double(&w, 0.5);
+	jsonw_raw(&w, " ", 1);
+	jsonw_double(&w, 65536);
+	jsonw_raw(&w, " ", 1);
+	jsonw_double(&w, 1.0 / 0.0);
+	ck_assert_str_eq(w.data, "1234.567 0.005 -1.500 18446744073709551615 "
+				 "-9223372036854775808 0.5 65536 null");
+	jsonw_free(&w);
+}
+END_TEST
+
+START_TEST(test_writer_close_and_cut)
+{
+	const char *path = temp_path("writer.json");
+	struct trace_writer w;
+	struct trace t;
+	struct trace_error err;
+	static const char meta[] =
+		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
+		"\"args\":{\"name\":\"p\"}}";
+	static const char diag[] =
+		"{\"name\":\"x\",\"cat\":\"amp.diag\",\"ph\":\"i\",\"ts\":1.5,"
+		"\"pid\":1,\"tid\":0,\"args\":{\"kind\":\"x\",\"message\":\"m\"}}";
+
+	ck_assert_int_eq(trace_writer_open(&w, path, "\"rank\":null", 42), 0);
+	trace_writer_event(&w, meta, strlen(meta));
+	trace_writer_event(&w, diag, strlen(diag));
+	trace_writer_flush(&w);
+	/* what a reader sees while the writer still runs: a cut trace */
+	ck_assert_int_eq(trace_load(path, &t, &err), 0);
+	ck_assert(t.truncated);
+	ck_assert(!t.finalized);
+	ck_assert_uint_eq(t.nevents, 2);
+	trace_free(&t);
+	ck_assert_int_eq(trace_writer_close(&w, "{\"complete\":true}"), 0);
+	ck_assert_int_eq(trace_load(path, &t, &err), 0);
+	ck_assert(!t.truncated);
+	ck_assert(t.finalized);
+	ck_assert(t.amptrace);
+	ck_assert_str_eq(t.format, TRACE_FORMAT_VERSION);
+	ck_assert_double_eq(t.base_ns, 42);
+	ck_assert_uint_eq(t.counts[TRACE_DIAG], 1);
+	trace_free(&t);
+	unlink(path);
+}
+END_TEST
+
+/* ----------------------------------------------------------- fixtures */
+
+START_TEST(test_good_fixture_loads)
+{
+	struct trace t;
+	struct trace_error err;
+
+	ck_assert_msg(trace_load(fixture("good.json"), &t, &err) == 0, "%s",
+		      err.message);
+	ck_assert(t.amptrace);
+	ck_assert(t.finalized);
+	ck_assert(!t.truncated);
+	ck_assert_uint_eq(count_ops(&t, "linear"), 4);
+	ck_assert_uint_eq(t.counts[TRACE_CAST], 12);
+	ck_assert_uint_eq(t.counts[TRACE_SCOPE_BEGIN], t.counts[TRACE_SCOPE_END]);
+	const struct trace_event *linear = NULL;
+	for (size_t i = 0; i < t.nevents && !linear; i++)
+		if (t.events[i].kind == TRACE_OP &&
+		    !strcmp(t.events[i].op.op, "linear"))
+			linear = &t.events[i];
+	ck_assert_ptr_nonnull(linear);
+	ck_assert_str_eq(linear->op.policy, "lower_precision_fp");
+	ck_assert_str_eq(linear->op.outputs[0].dtype, "f16");
+	ck_assert_str_eq(linear->op.autocast.scope, "fwd");
+	ck_assert(linear->op.emulated);
+	ck_assert_int_eq(linear->op.ninputs, 3);
+	trace_free(&t);
+}
+END_TEST
+
+START_TEST(test_fixtures_validate)
+{
+	static const char *const names[] = { "good.json", "changed.json" };
+	struct trace t;
+	struct trace_error err;
+	struct validate_report r;
+
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(trace_load(fixture(names[i]), &t, &err), 0);
+		size_t problems = trace_validate(&t, &r);
+		ck_assert_msg(problems == 0, "%s: %s", names[i], r.messages[0]);
+		trace_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_validator_finds_broken_continuity)
+{
+	struct trace t;
+	struct trace_error err;
+	struct validate_report r;
+
+	ck_assert_int_eq(trace_load(fixture("bad-continuity.json"), &t, &err), 0);
+	ck_assert_uint_eq(trace_validate(&t, &r), 1);
+	ck_assert_msg(strstr(r.messages[0], "input tensor 999 is used before"),
+		      "%s", r.messages[0]);
+	ck_assert_msg(strstr(r.messages[0], "line 18"), "%s", r.messages[0]);
+	trace_free(&t);
+}
+END_TEST
+
+START_TEST(test_truncated_fixture_is_repaired)
+{
+	struct trace t;
+	struct trace_error err;
+	char note[512];
+
+	ck_assert_int_eq(trace_load(fixture("truncated.json"), &t, &err), 0);
+	ck_assert(t.truncated);
+	ck_assert_uint_eq(t.truncated_line, 21);
+	ck_assert_uint_eq(t.nevents, 18); /* lines 3..20, line 21 is cut */
+	ck_assert_ptr_nonnull(trace_end_note(&t, note, sizeof note));
+	ck_assert_ptr_nonnull(strstr(note, "truncated at line 21"));
+	trace_free(&t);
+}
+END_TEST
+
+/* Cutting good.json at any byte: never a crash; before the events array
+ * an error, after it a repaired trace whose event count only grows. */
+START_TEST(test_cut_at_every_byte)
+{
+	struct trace_error err;
+	size_t len;
+	char *text = trace_read_file(fixture("good.json"), &len, &err);
+	size_t events_start = (size_t)(strstr(text, "\"traceEvents\":[") - text) +
+			      strlen("\"traceEvents\":[");
+	size_t last = 0;
+
+	ck_assert_ptr_nonnull(text);
+	for (size_t cut = 0; cut <= len; cut += 3) {
+		struct trace t;
+		int status = trace_load_text("cut.json", text, cut, &t, &err);
+		if (cut < events_start) {
+			ck_assert_msg(status == -1, "cut at %zu loaded", cut);
+			continue;
+		}
+		ck_assert_msg(status == 0, "cut at %zu: %s", cut, err.message);
+		ck_assert_msg(t.nevents >= last, "cut at %zu lost events", cut);
+		ck_assert(t.truncated || t.finalized || cut >= len - 2);
+		last = t.nevents;
+		trace_free(&t);
+	}
+	ck_assert_uint_eq(last, 48);
+	free(text);
+}
+END_TEST
+
+/* Bad input: the message names the file and the place. */
+struct bad_case {
+	const char *file;
+	const char *message;
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "empty.json", "empty.json: empty file" },
+	{ "garbage.bin", "garbage.bin:1:1: expected a trace: a JSON object ('{') "
+			 "or array ('['), found byte 0x7f (not JSON text)" },
+	{ "wrong-types.json", "wrong-types.json:12: event 9 (amp.op X 'linear'): "
+			      "ts must be a number, got a string" },
+	{ "wrong-outputs.json", "wrong-outputs.json:5: event 2 (amp.op X "
+				"'randn'): args.outputs must be an array, got "
+				"an object" },
+	{ "events-not-array.json", "events-not-array.json:1:39: traceEvents "
+				   "must be an array of events" },
+	{ "truncated-foreign.json", "truncated-foreign.json:2:34: the file ends "
+				    "in the middle of the JSON (truncated)" },
+	{ "future-version.json", "future-version.json:1: trace format 2.0 is not "
+				 "supported" },
+	{ "no-such-file.json", "no-such-file.json: cannot open: No such file" },
+};
+
+START_TEST(test_bad_input)
+{
+	const struct bad_case *c = &bad_cases[_i];
+	struct trace t;
+	struct trace_error err;
+
+	ck_assert_int_eq(trace_load(fixture(c->file), &t, &err), -1);
+	ck_assert_msg(strstr(err.message, c->message), "%s: got \"%s\"", c->file,
+		      err.message);
+	ck_assert_uint_eq(t.nevents, 0);
+	trace_free(&t);
+}
+END_TEST
+
+static void load_text_fails(const char *text, const char *message)
+{
+	const char *path = temp_path("inline.json");
+	struct trace t;
+	struct trace_error err;
+
+	write_file(path, text, strlen(text));
+	ck_assert_int_eq(trace_load(path, &t, &err), -1);
+	ck_assert_msg(strstr(err.message, message), "\"%s\": got \"%s\"", text,
+		      err.message);
+	unlink(path);
+}
+
+START_TEST(test_bad_json_shapes)
+{
+	load_text_fails("   \n\t ", "empty file");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\"]}", ":1:26: mismatched bracket");
+	load_text_fails("{\"traceEvents\":[1,2]}", "expected an event object");
+	load_text_fails("{\"traceEvents\":[]} x", "expected the end of the file");
+	load_text_fails("{\"other\":1}", "no traceEvents array");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":tru}]}",
+			":1:32: malformed JSON value");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"XY\"}]}",
+			"ph must be one character");
+	load_text_fails("{\"traceEvents\":[{\"name\":\"a\",\"cat\":\"amp.cast\","
+			"\"ph\":\"i\",\"ts\":0,\"args\":{}}]}",
+			"category amp.cast does not use ph \"i\"");
+	load_text_fails("{\"traceEvents\":[{\"name\":\"a\",\"cat\":\"amp.diag\","
+			"\"ph\":\"i\",\"ts\":0}]}",
+			"args is missing");
+	load_text_fails("{\"amptrace\":[],\"traceEvents\":[]}",
+			"\"amptrace\" must be an object");
+}
+END_TEST
+
+START_TEST(test_foreign_traces_load)
+{
+	struct trace t;
+	struct trace_error err;
+
+	/* torch.profiler's legacy output: a bare array, string pids */
+	ck_assert_int_eq(trace_load(fixture("array-form.json"), &t, &err), 0);
+	ck_assert(!t.amptrace);
+	ck_assert_uint_eq(t.nevents, 2);
+	ck_assert_uint_eq(t.counts[TRACE_OTHER], 2);
+	trace_free(&t);
+}
+END_TEST
+
+/* -------------------------------------------------------------- rules */
+
+START_TEST(test_rules_issue_examples_parse)
+{
+	struct trace_error err;
+	struct rules rules;
+	size_t len;
+	char *text = trace_read_file(fixture("issue.rules"), &len, &err);
+
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(rules_parse("issue.rules", text, len, &rules, &err) == 0,
+		      "%s", err.message);
+	ck_assert_uint_eq(rules.count, 8);
+	const struct rule *r = rules.items;
+	ck_assert_int_eq(r[0].kind, RULE_OP);
+	ck_assert_str_eq(r[0].op, "linear");
+	ck_assert_int_eq(r[0].checks[0].kind, CHECK_OUTPUT);
+	ck_assert_str_eq(r[0].checks[0].values[0], "f16");
+	ck_assert_str_eq(r[0].text, "op linear: output f16");
+	ck_assert_str_eq(r[1].filter.scope, "loss");
+	ck_assert_int_eq(r[2].checks[0].kind, CHECK_POLICY);
+	ck_assert_int_eq(r[3].kind, RULE_CASTS);
+	ck_assert_str_eq(r[3].from, "f32");
+	ck_assert_str_eq(r[3].to, "f16");
+	ck_assert(r[3].per_step);
+	ck_assert_int_eq(r[3].cmp, CMP_LE);
+	ck_assert_double_eq(r[3].number, 12);
+	ck_assert_ptr_null(r[4].from);
+	ck_assert(!r[4].per_step);
+	ck_assert_int_eq(r[5].kind, RULE_CACHE);
+	ck_assert_str_eq(r[5].metric, "hit-rate");
+	ck_assert_double_eq(r[5].number, 0.5);
+	ck_assert_int_eq(r[6].kind, RULE_FINDING);
+	ck_assert_str_eq(r[6].finding, "backward-under-autocast");
+	ck_assert_int_eq(r[6].cmp, CMP_EQ);
+	ck_assert_int_eq(r[7].kind, RULE_SCALER);
+	ck_assert_str_eq(r[7].metric, "skipped-steps");
+	ck_assert_uint_eq(r[7].line, 10);
+	rules_free(&rules);
+	free(text);
+}
+END_TEST
+
+struct rule_error {
+	const char *text;
+	const char *message;
+};
+
+static const struct rule_error rule_errors[] = {
+	{ "opp linear: output f16",
+	  "r:1:1: expected a rule starting with one of: op casts cache scaler "
+	  "no finding, got 'opp'" },
+	{ "op linear output f16", "r:1:11: expected ':'" },
+	{ "op linear: output fp16",
+	  "r:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp16'" },
+	{ "op linear: output", "r:1:18: expected a dtype" },
+	{ "op linear: output f16 f32", "r:1:23: expected the end of the rule" },
+	{ "op linear: colour red", "r:1:12: expected a check" },
+	{ "op softmax in scope \"loss: output f32",
+	  "r:1:21: unterminated string" },
+	{ "op linear in space x: output f16",
+	  "r:1:14: expected 'scope', 'phase', 'forward', 'backward' or 'any'" },
+	{ "op mm: policy fast", "r:1:15: expected a policy" },
+	{ "casts f32->f16 <= many", "r:1:19: expected a number, got 'many'" },
+	{ "casts f32->f16 12", "r:1:16: expected a comparison" },
+	{ "casts f32 f16 <= 1", "r:1:11: expected '->'" },
+	{ "casts f32->f16 <= 12 per", "r:1:25: expected 'step', got the end" },
+	{ "casts f32->f16 <= 12 per day", "r:1:26: expected 'step', got 'day'" },
+	{ "cache hit-ratio >= 0.5", "r:1:7: expected a cache metric" },
+	{ "cache hit-rate => 0.5", "r:1:16: expected a comparison (<= < >= > "
+				   "== !=), got '=>'" },
+	{ "scaler skipped <= 1", "r:1:8: expected a scaler metric" },
+	{ "no finding backward-under-autocas", "r:1:12: expected a finding kind" },
+	{ "no problems", "r:1:4: expected 'finding', 'findings' or 'casts'" },
+	{ "op linear: output f16 $", "r:1:23: unexpected character '$'" },
+	{ "\n\nop linear: output f16\ncasts total <= x",
+	  "r:4:16: expected a number" },
+	{ "# nothing\n", "r: no rules" },
+	{ "op linear: output f16\n\0", "r: binary data" },
+};
+
+START_TEST(test_rule_errors)
+{
+	const struct rule_error *c = &rule_errors[_i];
+	struct trace_error err;
+	struct rules rules;
+	size_t len = strlen(c->text);
+
+	if (!strcmp(c->message, "r: binary data"))
+		len += 1;
+	ck_assert_int_eq(rules_parse("r", c->text, len, &rules, &err), -1);
+	ck_assert_msg(strstr(err.message, c->message), "\"%s\": got \"%s\"",
+		      c->text, err.message);
+}
+END_TEST
+
+START_TEST(test_rules_extras_parse)
+{
+	static const char text[] =
+		"op aten::mm on cuda outside autocast: inputs f32|f64, count >= 1\n"
+		"casts to bf16 in phase backward for op linear cache any == 0\n"
+		"no casts f16->f32 in scope \"loss*\"\n"
+		"finding \"custom-kind\" <= 2\n"
+		"no findings\n";
+	struct trace_error err;
+	struct rules rules;
+
+	ck_assert_msg(rules_parse("x", text, strlen(text), &rules, &err) == 0,
+		      "%s", err.message);
+	ck_assert_uint_eq(rules.count, 5);
+	const struct rule *r = rules.items;
+	ck_assert_str_eq(r[0].op, "aten::mm");
+	ck_assert_str_eq(r[0].filter.device, "cuda");
+	ck_assert_int_eq(r[0].filter.autocast, 0);
+	ck_assert_int_eq(r[0].checks[0].nvalues, 2);
+	ck_assert_int_eq(r[0].checks[1].kind, CHECK_COUNT);
+	ck_assert_str_eq(r[1].to, "bf16");
+	ck_assert_str_eq(r[1].filter.phase, "backward");
+	ck_assert_str_eq(r[1].filter.op, "linear");
+	ck_assert_str_eq(r[1].filter.cache, "any");
+	ck_assert_int_eq(r[2].cmp, CMP_EQ);
+	ck_assert_double_eq(r[2].number, 0);
+	ck_assert_str_eq(r[2].filter.scope, "loss*");
+	ck_assert_str_eq(r[3].finding, "custom-kind");
+	ck_assert_ptr_null(r[4].finding);
+	rules_free(&rules);
+}
+END_TEST
+
+static Suite *trace_format_suite(void)
+{
+	Suite *s = suite_create("trace_format");
+	TCase *writer = tcase_create("writer");
+	TCase *reader = tcase_create("reader");
+	TCase *rules = tcase_create("rules");
+
+	tcase_add_test(writer, test_jsonw_escapes_round_trip);
+	tcase_add_test(writer, test_jsonw_numbers);
+	tcase_add_test(writer, test_writer_close_and_cut);
+	tcase_add_test(reader, test_good_fixture_loads);
+	tcase_add_test(reader, test_fixtures_validate);
+	tcase_add_test(reader, test_validator_finds_broken_continuity);
+	tcase_add_test(reader, test_truncated_fixture_is_repaired);
+	tcase_add_test(reader, test_cut_at_every_byte);
+	tcase_add_loop_test(reader, test_bad_input, 0,
+			    sizeof bad_cases / sizeof bad_cases[0]);
+	tcase_add_test(reader, test_bad_json_shapes);
+	tcase_add_test(reader, test_foreign_traces_load);
+	tcase_add_test(rules, test_rules_issue_examples_parse);
+	tcase_add_loop_test(rules, test_rule_errors, 0,
+			    sizeof rule_errors / sizeof rule_errors[0]);
+	tcase_add_test(rules, test_rules_extras_parse);
+	suite_add_tcase(s, writer);
+	suite_add_tcase(s, reader);
+	suite_add_tcase(s, rules);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(trace_format_suite());
+
+	srunner_run_all(runner, CK_NORMAL);
+	int failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,251 @@
+/* A libamp program for the tracer's tests: it runs a known number of ops
+ * and then ends the way the test asks (normally, abort, segfault, hang
+ * until killed), from one or many threads or processes.  The tests run it
+ * under `amptrace run` and count what the trace holds.
+ *
+ *   trace_prog ops N [CODE]     N relu ops (plus a linear under autocast),
+ *                               a line on stdout and on stderr, exit CODE
+ *   trace_prog abort N          N relu ops, then abort()
+ *   trace_prog segv N           N relu ops, then a segmentation fault
+ *   trace_prog segv-in-op N     N relu ops, then a segfault inside an op
+ *                               (amp_from_data reading a bad pointer)
+ *   trace_prog hang N PIDFILE   N relu ops, write the pid, wait to be killed
+ *   trace_prog threads T N      T threads x N relu ops each
+ *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
+ *   trace_prog fork N           N relu ops in this process and in a child
+ *   trace_prog mlp STEPS [WIDTH] [bad]
+ *                               a small training loop (two linear layers
+ *                               WIDTH wide, default 16, bf16 autocast on
+ *                               cpu, SGD); `bad` runs backward inside the
+ *                               autocast region */
+#include "amp.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "trace_prog: %s: %s\n", what, amp_last_error());
+	exit(3);
+}
+
+static amp_tensor *ones(int64_t rows, int64_t cols)
+{
+	int64_t shape[2] = { rows, cols };
+	amp_tensor *t = amp_full(2, shape, 1.0, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+
+	if (!t)
+		fail("amp_full");
+	return t;
+}
+
+/* n relu ops on a small tensor: the unit the tests count. */
+static void relu_ops(long n)
+{
+	amp_tensor *x = ones(2, 2);
+
+	for (long i = 0; i < n; i++) {
+		amp_tensor *y = amp_relu(x);
+		if (!y)
+			fail("amp_relu");
+		amp_tensor_free(y);
+	}
+	amp_tensor_free(x);
+}
+
+static void linear_under_autocast(void)
+{
+	struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CPU);
+	amp_tensor *x = ones(4, 8), *w = ones(8, 8);
+
+	amp_tensor_set_name(w, "fc.weight");
+	amp_tensor_set_requires_grad(w, true);
+	opts.dtype = AMP_DTYPE_BF16;
+	opts.scope = "fwd";
+	amp_autocast_enter(&opts);
+	amp_tensor *y = amp_linear(x, w, NULL);
+	if (!y)
+		fail("amp_linear");
+	amp_autocast_exit();
+	amp_tensor_free(y);
+	amp_tensor_free(x);
+	amp_tensor_free(w);
+}
+
+static void *thread_main(void *arg)
+{
+	relu_ops((long)arg);
+	return NULL;
+}
+
+static int run_threads(int count, long n)
+{
+	pthread_t threads[64];
+
+	if (count > 64)
+		count = 64;
+	for (int i = 0; i < count; i++)
+		if (pthread_create(&threads[i], NULL, thread_main, (void *)n))
+			fail("pthread_create");
+	for (int i = 0; i < count; i++)
+		pthread_join(threads[i], NULL);
+	return 0;
+}
+
+static int run_ranks(const char *self, int ranks, const char *n)
+{
+	for (int r = 0; r < ranks; r++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			char rank[16];
+			snprintf(rank, sizeof rank, "%d", r);
+			setenv("RANK", rank, 1);
+			execl(self, self, "ops", n, (char *)NULL);
+			_exit(127);
+		}
+	}
+	int status, worst = 0;
+	while (wait(&status) > 0)
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			worst = 1;
+	return worst;
+}
+
+static amp_tensor *parameter(const char *name, int64_t rows, int64_t cols)
+{
+	int64_t shape[2] = { rows, cols };
+	amp_tensor *t = amp_randn(cols ? 2 : 1, shape, AMP_DTYPE_F32,
+				  AMP_DEVICE_CPU);
+
+	if (!t)
+		fail("amp_randn");
+	amp_tensor_set_name(t, name);
+	amp_tensor_set_requires_grad(t, true);
+	return t;
+}
+
+/* Two linear layers, relu, mse loss; SGD.  Forward and loss under bf16
+ * autocast, backward outside (inside with `bad`). */
+static int run_mlp(int steps, int64_t width, bool bad)
+{
+	amp_manual_seed(1);
+	amp_tensor *params[4] = {
+		parameter("fc1.weight", 2 * width, width),
+		parameter("fc1.bias", 2 * width, 0),
+		parameter("fc2.weight", 8, 2 * width),
+		parameter("fc2.bias", 8, 0),
+	};
+	amp_optimizer *opt = amp_sgd_new(params, 4, 0.01, 0, 0, 0, false);
+	int64_t xs[2] = { width, width }, ys[2] = { width, 8 };
+	amp_tensor *x = amp_randn(2, xs, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *target = amp_randn(2, ys, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+
+	if (!opt || !x || !target)
+		fail("setup");
+	amp_tensor_set_name(x, "input");
+	amp_tensor_set_name(target, "target");
+	for (int step = 0; step < steps; step++) {
+		struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CPU);
+		opts.dtype = AMP_DTYPE_BF16;
+		opts.scope = "forward";
+		amp_optimizer_zero_grad(opt);
+		amp_autocast_enter(&opts);
+		amp_tensor *h = amp_linear(x, params[0], params[1]);
+		amp_tensor *a = h ? amp_relu(h) : NULL;
+		amp_tensor *out = a ? amp_linear(a, params[2], params[3]) : NULL;
+		opts.scope = "loss";
+		amp_autocast_enter(&opts);
+		amp_tensor *loss = out ? amp_mse_loss(out, target,
+						      AMP_REDUCTION_MEAN)
+				       : NULL;
+		amp_autocast_exit();
+		if (!loss)
+			fail("forward");
+		if (!bad)
+			amp_autocast_exit();
+		if (amp_backward(loss, NULL, false, false) != AMP_OK)
+			fail("backward");
+		if (bad)
+			amp_autocast_exit();
+		if (amp_optimizer_step(opt) != AMP_OK)
+			fail("step");
+		amp_tensor_free(loss);
+		amp_tensor_free(out);
+		amp_tensor_free(a);
+		amp_tensor_free(h);
+	}
+	amp_optimizer_free(opt);
+	for (int i = 0; i < 4; i++)
+		amp_tensor_free(params[i]);
+	amp_tensor_free(x);
+	amp_tensor_free(target);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	long n = argc > 2 ? atol(argv[2]) : 0;
+
+	if (!strcmp(mode, "ops")) {
+		printf("trace_prog: stdout line\n");
+		fflush(stdout);
+		fprintf(stderr, "trace_prog: stderr line\n");
+		linear_under_autocast();
+		relu_ops(n);
+		return argc > 3 ? atoi(argv[3]) : 0;
+	}
+	if (!strcmp(mode, "abort")) {
+		relu_ops(n);
+		abort();
+	}
+	if (!strcmp(mode, "segv")) {
+		relu_ops(n);
+		volatile int *nowhere = NULL;
+		*nowhere = 1;
+		return 0;
+	}
+	if (!strcmp(mode, "segv-in-op")) {
+		int64_t shape[2] = { 64, 64 };
+		relu_ops(n);
+		amp_from_data(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU,
+			      (const void *)(uintptr_t)16);
+		return 0;
+	}
+	if (!strcmp(mode, "hang") && argc > 3) {
+		relu_ops(n);
+		FILE *f = fopen(argv[3], "w");
+		if (!f)
+			fail("pid file");
+		fprintf(f, "%ld\n", (long)getpid());
+		fclose(f);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(mode, "threads") && argc > 3)
+		return run_threads((int)n, atol(argv[3]));
+	if (!strcmp(mode, "ranks") && argc > 3)
+		return run_ranks(argv[0], (int)n, argv[3]);
+	if (!strcmp(mode, "fork")) {
+		pid_t pid = fork();
+		relu_ops(n);
+		if (pid == 0)
+			exit(0);
+		int status;
+		waitpid(pid, &status, 0);
+		return 0;
+	}
+	if (!strcmp(mode, "mlp")) {
+		int64_t width = argc > 3 ? atol(argv[3]) : 16;
+		return run_mlp((int)n, width > 0 ? width : 16,
+			       argc > 4 && !strcmp(argv[4], "bad"));
+	}
+	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|threads|ranks|"
+		"fork|mlp ...\n");
+	return 2;
+}

@@ -1,0 +1,455 @@
+/* Trace analysis for summary and check (see analyze.h). */
+#include "analyze.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const analysis_known_findings[] = {
+	"backward-under-autocast", /* a backward op ran with autocast on */
+	"stale-cache",             /* a cached cast of a since-modified tensor */
+	"round-trip-cast",         /* a cast undone by a later cast */
+	"cache-disabled",          /* cacheable casts redone (cache_enabled off) */
+	"op-error",                /* an op failed */
+	"process-died",            /* the program crashed or was killed */
+	"fp16-overflow",           /* libamp: finite inputs, inf/NaN output */
+	"cast-underflow",          /* libamp: a cast flushed values to zero */
+	NULL
+};
+
+/* ------------------------------------------------ (pid, id) -> index */
+
+struct id_map_slot {
+	int64_t pid;
+	uint64_t id;
+	size_t value; /* SIZE_MAX = empty */
+};
+
+struct id_map {
+	struct id_map_slot *slots;
+	size_t cap, used;
+};
+
+static size_t id_hash(int64_t pid, uint64_t id)
+{
+	return (size_t)(((uint64_t)pid * 0x9E3779B97F4A7C15ull ^ id) *
+			0xBF58476D1CE4E5B9ull >> 17);
+}
+
+static bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
+{
+	if ((m->used + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 256;
+		struct id_map_slot *slots = malloc(cap * sizeof *slots);
+		if (!slots)
+			return false;
+		for (size_t i = 0; i < cap; i++)
+			slots[i].value = SIZE_MAX;
+		for (size_t i = 0; i < m->cap; i++) {
+			if (m->slots[i].value == SIZE_MAX)
+				continue;
+			size_t j = id_hash(m->slots[i].pid, m->slots[i].id) &
+				   (cap - 1);
+			while (slots[j].value != SIZE_MAX)
+				j = (j + 1) & (cap - 1);
+			slots[j] = m->slots[i];
+		}
+		free(m->slots);
+		m->slots = slots;
+		m->cap = cap;
+	}
+	size_t j = id_hash(pid, id) & (m->cap - 1);
+	while (m->slots[j].value != SIZE_MAX &&
+	       !(m->slots[j].pid == pid && m->slots[j].id == id))
+		j = (j + 1) & (m->cap - 1);
+	if (m->slots[j].value == SIZE_MAX)
+		m->used++;
+	m->slots[j] = (struct id_map_slot){ pid, id, value };
+	return true;
+}
+
+static size_t id_map_get(const struct id_map *m, int64_t pid, uint64_t id)
+{
+	if (!m->cap)
+		return SIZE_MAX;
+	size_t j = id_hash(pid, id) & (m->cap - 1);
+	while (m->slots[j].value != SIZE_MAX) {
+		if (m->slots[j].pid == pid && m->slots[j].id == id)
+			return m->slots[j].value;
+		j = (j + 1) & (m->cap - 1);
+	}
+	return SIZE_MAX;
+}
+
+/* -------------------------------------------------------------- steps */
+
+struct marker {
+	int64_t pid;
+	double ts;
+};
+
+static int compare_markers(const void *a, const void *b)
+{
+	const struct marker *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Markers of `pid` with ts < `ts` (or <= when `inclusive`). */
+static size_t markers_before(const struct marker *m, size_t n, int64_t pid,
+			     double ts, bool inclusive)
+{
+	size_t lo = 0, hi = n;
+
+	/* first marker of pid */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t first = lo;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m[mid].pid < pid ||
+		    (m[mid].pid == pid &&
+		     (inclusive ? m[mid].ts <= ts : m[mid].ts < ts)))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - first;
+}
+
+static int assign_steps(const struct trace *t, struct analysis *a)
+{
+	struct marker *markers = NULL;
+	size_t n = 0, cap = 0;
+	bool updates = false, regions = false;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_SCALER && e->scaler.what &&
+		    !strcmp(e->scaler.what, "update"))
+			updates = true;
+		if (e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1)
+			regions = true;
+	}
+	a->step_marker = updates ? "scaler update" : regions ? "autocast region"
+							     : "none";
+	a->step_of = calloc(t->nevents ? t->nevents : 1, sizeof *a->step_of);
+	if (!a->step_of)
+		return -1;
+	for (size_t i = 0; i < t->nevents && (updates || regions); i++) {
+		const struct trace_event *e = &t->events[i];
+		bool marker = updates ? e->kind == TRACE_SCALER && e->scaler.what &&
+						!strcmp(e->scaler.what, "update")
+				      : e->kind == TRACE_SCOPE_BEGIN &&
+						e->scope.depth == 1;
+		if (!marker)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct marker *grown = realloc(markers, cap * sizeof *grown);
+			if (!grown) {
+				free(markers);
+				return -1;
+			}
+			markers = grown;
+		}
+		markers[n++] = (struct marker){ e->pid, e->ts };
+	}
+	qsort(markers, n, sizeof *markers, compare_markers);
+	a->nsteps = t->nevents ? 1 : 0;
+	for (size_t i = 0; i < t->nevents && n; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		size_t before = markers_before(markers, n, e->pid, e->ts, regions &&
+								      !updates);
+		int step = updates ? (int)before : before ? (int)before - 1 : 0;
+		a->step_of[i] = step;
+		if (step + 1 > a->nsteps &&
+		    (e->kind == TRACE_OP || e->kind == TRACE_CAST ||
+		     e->kind == TRACE_SCALER || e->kind == TRACE_SCOPE_BEGIN))
+			a->nsteps = step + 1;
+	}
+	free(markers);
+	return 0;
+}
+
+/* ------------------------------------------------------------ findings */
+
+static struct finding *finding_slot(struct analysis *a, const char *kind)
+{
+	for (size_t i = 0; i < a->nfindings; i++)
+		if (!strcmp(a->findings[i].kind, kind))
+			return &a->findings[i];
+	return NULL;
+}
+
+static void add_finding(struct analysis *a, const char *kind, size_t event,
+			bool from_trace, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void add_finding(struct analysis *a, const char *kind, size_t event,
+			bool from_trace, const char *fmt, ...)
+{
+	struct finding *f = finding_slot(a, kind);
+	va_list ap;
+
+	if (f) {
+		f->count++;
+		return;
+	}
+	struct finding *grown =
+		realloc(a->findings, (a->nfindings + 1) * sizeof *grown);
+	if (!grown)
+		return;
+	a->findings = grown;
+	f = &a->findings[a->nfindings++];
+	*f = (struct finding){ .kind = kind, .count = 1, .event = event,
+			       .from_trace = from_trace };
+	va_start(ap, fmt);
+	vsnprintf(f->message, sizeof f->message, fmt, ap);
+	va_end(ap);
+}
+
+static bool diag_reported(const struct analysis *a, const char *kind)
+{
+	const struct finding *f = analysis_finding(a, kind);
+
+	return f && f->from_trace;
+}
+
+static void analyse_findings(const struct trace *t, struct analysis *a)
+{
+	struct id_map cast_results = { 0 };
+	char label[160];
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_DIAG && e->diag.kind)
+			add_finding(a, e->diag.kind, i, true, "%s",
+				    e->diag.message ? e->diag.message : "");
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_OP) {
+			const struct trace_op *op = &e->op;
+			trace_op_label(op, label, sizeof label);
+			if (op->phase && !strcmp(op->phase, "backward") &&
+			    op->autocast.enabled &&
+			    !diag_reported(a, "backward-under-autocast"))
+				add_finding(a, "backward-under-autocast", i, false,
+					    "backward op %s (op %llu, line %zu) "
+					    "ran with autocast enabled: autocast "
+					    "should wrap only the forward pass "
+					    "and the loss; backward ops already "
+					    "run in the dtypes of their forward "
+					    "ops",
+					    label, (unsigned long long)op->op_id,
+					    e->line);
+			if ((op->status || op->error) &&
+			    !diag_reported(a, "op-error"))
+				add_finding(a, "op-error", i, false,
+					    "%s (op %llu, line %zu) failed: %s",
+					    label, (unsigned long long)op->op_id,
+					    e->line, op->error ? op->error : "");
+		} else if (e->kind == TRACE_CAST) {
+			const struct trace_cast *c = &e->cast;
+			if (c->stale && !diag_reported(a, "stale-cache"))
+				add_finding(a, "stale-cache", i, false,
+					    "a cached %s->%s cast of tensor %llu%s%s%s "
+					    "was reused after the tensor was "
+					    "modified in place (line %zu): the op "
+					    "read stale values; keep optimizer "
+					    "steps outside the autocast region",
+					    c->from, c->to,
+					    (unsigned long long)c->tensor,
+					    c->name ? " '" : "",
+					    c->name ? c->name : "",
+					    c->name ? "'" : "", e->line);
+			if (!strcmp(c->cache, "disabled") &&
+			    !diag_reported(a, "cache-disabled"))
+				add_finding(a, "cache-disabled", i, false,
+					    "a cacheable %s->%s cast of tensor "
+					    "%llu%s%s%s was redone because the "
+					    "autocast cache is disabled "
+					    "(cache_enabled=False, line %zu)",
+					    c->from, c->to,
+					    (unsigned long long)c->tensor,
+					    c->name ? " '" : "",
+					    c->name ? c->name : "",
+					    c->name ? "'" : "", e->line);
+			size_t earlier = id_map_get(&cast_results, e->pid,
+						    c->tensor);
+			if (earlier != SIZE_MAX && c->cache &&
+			    strcmp(c->cache, "hit")) {
+				const struct trace_cast *first =
+					&t->events[earlier].cast;
+				if (!strcmp(first->from, c->to) &&
+				    !diag_reported(a, "round-trip-cast"))
+					add_finding(a, "round-trip-cast", i,
+						    false,
+						    "tensor %llu was cast %s->%s "
+						    "(line %zu) and back %s->%s "
+						    "(line %zu): the round trip "
+						    "costs time and precision",
+						    (unsigned long long)first->tensor,
+						    first->from, first->to,
+						    t->events[earlier].line,
+						    c->from, c->to, e->line);
+			}
+			id_map_put(&cast_results, e->pid, c->result, i);
+		}
+	}
+	free(cast_results.slots);
+}
+
+/* -------------------------------------------------------------- public */
+
+int analysis_run(const struct trace *t, struct analysis *a)
+{
+	*a = (struct analysis){ .trace = t, .first_skipped_step = -1,
+				.scale_min = NAN, .scale_max = NAN,
+				.scale_final = NAN };
+	a->ops = calloc(1, sizeof *a->ops);
+	if (!a->ops || assign_steps(t, a) != 0)
+		return -1;
+	uint64_t scaler_events_with_step = 0;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_SCALER && e->scaler.what &&
+		    !strcmp(e->scaler.what, "step"))
+			scaler_events_with_step++;
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		switch (e->kind) {
+		case TRACE_OP:
+			if (!id_map_put(a->ops, e->pid, e->op.op_id, i))
+				return -1;
+			break;
+		case TRACE_CAST:
+			if (!strcmp(e->cast.cache, "hit"))
+				a->cache_hits++;
+			else if (!strcmp(e->cast.cache, "miss"))
+				a->cache_misses++;
+			else if (!strcmp(e->cast.cache, "uncacheable"))
+				a->cache_uncacheable++;
+			else if (!strcmp(e->cast.cache, "disabled"))
+				a->cache_disabled++;
+			break;
+		case TRACE_CACHE_CLEAR:
+			a->cache_clears++;
+			break;
+		case TRACE_COUNTER:
+			if (!strcmp(e->name, "autocast cache"))
+				for (int s = 0; s < e->counter.nseries; s++) {
+					uint64_t v = (uint64_t)e->counter.value[s];
+					if (!strcmp(e->counter.series[s], "entries") &&
+					    v > a->cache_max_entries)
+						a->cache_max_entries = v;
+					if (!strcmp(e->counter.series[s], "bytes") &&
+					    v > a->cache_max_bytes)
+						a->cache_max_bytes = v;
+				}
+			break;
+		case TRACE_SCALER: {
+			const struct trace_scaler *s = &e->scaler;
+			bool is_step = s->what && !strcmp(s->what, "step");
+			if (is_step)
+				a->scaler_steps++;
+			if (s->step_skipped &&
+			    (is_step || !scaler_events_with_step)) {
+				a->skipped_steps++;
+				if (a->first_skipped_step < 0)
+					a->first_skipped_step = a->step_of[i];
+			}
+			if (isfinite(s->scale)) {
+				if (isnan(a->scale_final) || s->scale != a->scale_final) {
+					struct scale_change *grown = realloc(
+						a->scale_history,
+						(a->nscale_history + 1) * sizeof *grown);
+					if (!grown)
+						return -1;
+					a->scale_history = grown;
+					a->scale_history[a->nscale_history++] =
+						(struct scale_change){
+							e->ts, s->scale,
+							a->step_of[i], s->found_inf
+						};
+				}
+				a->scale_final = s->scale;
+				if (isnan(a->scale_min) || s->scale < a->scale_min)
+					a->scale_min = s->scale;
+				if (isnan(a->scale_max) || s->scale > a->scale_max)
+					a->scale_max = s->scale;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	analyse_findings(t, a);
+	return 0;
+}
+
+void analysis_free(struct analysis *a)
+{
+	free(a->step_of);
+	free(a->scale_history);
+	free(a->findings);
+	if (a->ops)
+		free(a->ops->slots);
+	free(a->ops);
+	*a = (struct analysis){ 0 };
+}
+
+const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
+				      uint64_t op_id)
+{
+	size_t i = id_map_get(a->ops, pid, op_id);
+
+	return i == SIZE_MAX ? NULL : &a->trace->events[i];
+}
+
+const struct finding *analysis_finding(const struct analysis *a,
+				       const char *kind)
+{
+	for (size_t i = 0; i < a->nfindings; i++)
+		if (!strcmp(a->findings[i].kind, kind))
+			return &a->findings[i];
+	return NULL;
+}
+
+const char *analysis_output_dtype(const struct trace_op *op)
+{
+	return op->noutputs > 0 ? op->outputs[0].dtype : NULL;
+}
+
+bool analysis_op_in_scope(const struct trace_op *op, const char *scope)
+{
+	for (int i = 0; i < op->autocast.nscopes; i++)
+		if (!fnmatch(scope, op->autocast.scopes[i], 0))
+			return true;
+	return op->autocast.scope && !fnmatch(scope, op->autocast.scope, 0);
+}
+
+bool analysis_cast_in_scope(const struct analysis *a,
+			    const struct trace_event *cast, const char *scope)
+{
+	const struct trace_event *op = analysis_op(a, cast->pid, cast->cast.op_id);
+
+	if (op)
+		return analysis_op_in_scope(&op->op, scope);
+	return cast->cast.scope && !fnmatch(scope, cast->cast.scope, 0);
+}

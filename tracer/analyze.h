@@ -1,0 +1,71 @@
+/* What summary and check derive from a loaded trace: steps, cast and cache
+ * statistics, GradScaler history and findings.  One pass, no output. */
+#ifndef AMPTRACE_ANALYZE_H
+#define AMPTRACE_ANALYZE_H
+
+#include "trace.h"
+
+#include <stdint.h>
+
+/* A finding: a libamp diagnostic (amp.diag event) or a pattern amptrace
+ * recognises in the trace.  Findings of one kind are folded into one. */
+struct finding {
+	const char *kind;
+	char message[512];     /* the first occurrence, explained */
+	size_t count;
+	size_t event;          /* the first occurrence's event index */
+	bool from_trace;       /* an amp.diag event, not amptrace's analysis */
+};
+
+/* Finding kinds amptrace's analysis produces or libamp is known to emit
+ * (`check` accepts others only when quoted). */
+extern const char *const analysis_known_findings[];
+
+struct id_map;
+
+struct scale_change {
+	double ts;
+	double scale;
+	int step;
+	bool found_inf;
+};
+
+struct analysis {
+	const struct trace *trace;
+	/* Steps: see FORMAT.md "Steps".  step_of[i] for every event. */
+	int *step_of;
+	int nsteps;
+	const char *step_marker;  /* "scaler update", "autocast region", "none" */
+	/* casts by cache result (hit, miss, uncacheable, disabled, other) */
+	uint64_t cache_hits, cache_misses, cache_uncacheable, cache_disabled;
+	uint64_t cache_clears, cache_max_entries, cache_max_bytes;
+	/* GradScaler */
+	uint64_t scaler_steps, skipped_steps;
+	int first_skipped_step;
+	double scale_min, scale_max, scale_final; /* NaN when no scale seen */
+	struct scale_change *scale_history;
+	size_t nscale_history;
+	struct finding *findings;
+	size_t nfindings;
+	/* internal: (pid, op_id) -> the op's event index */
+	struct id_map *ops;
+};
+
+/* Returns 0, or -1 when out of memory. */
+int analysis_run(const struct trace *trace, struct analysis *a);
+void analysis_free(struct analysis *a);
+/* The amp.op event of (pid, op_id), or NULL. */
+const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
+				      uint64_t op_id);
+/* The finding of `kind`, or NULL. */
+const struct finding *analysis_finding(const struct analysis *a,
+				       const char *kind);
+/* The dtype of the op's first output, or NULL when it has none. */
+const char *analysis_output_dtype(const struct trace_op *op);
+/* True when the op ran inside a named region `scope` (at any depth). */
+bool analysis_op_in_scope(const struct trace_op *op, const char *scope);
+/* Same for a cast: its op's regions when the op is known. */
+bool analysis_cast_in_scope(const struct analysis *a,
+			    const struct trace_event *cast, const char *scope);
+
+#endif /* AMPTRACE_ANALYZE_H */

@@ -1,0 +1,701 @@
+/* `amptrace check TRACE RULES [--junit out.xml]`: evaluates a rules file
+ * (tracer/RULES.md) against a trace, for CI.  Exit 0 when every rule
+ * holds, 1 when one fails, 2 on bad input. */
+#include "analyze.h"
+#include "rules.h"
+#include "trace.h"
+#include "trace_commands.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char check_usage[] =
+	"usage: amptrace check TRACE.json RULES [--junit OUT.xml]\n"
+	"\n"
+	"Checks cast assertions against a trace, one rule per line, e.g.\n"
+	"    op linear: output f16\n"
+	"    op softmax in scope \"loss\": output f32\n"
+	"    casts f32->f16 <= 12 per step\n"
+	"    cache hit-rate >= 0.5\n"
+	"    no finding backward-under-autocast\n"
+	"    scaler skipped-steps <= 1\n"
+	"The grammar is in tracer/RULES.md.\n"
+	"\n"
+	"  --junit FILE  also write the results as JUnit XML (for CI)\n"
+	"  -h, --help    this text\n"
+	"\n"
+	"Exit status: 0 every rule holds, 1 a rule failed, 2 bad input\n"
+	"(unreadable trace, rule syntax error).\n";
+
+struct outcome {
+	bool pass;
+	char expected[512];
+	char actual[1024];
+	char first[1024];   /* the first offending op / tensor / step */
+};
+
+static void set(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
+static bool name_matches(const char *pattern, const char *op,
+			 const char *overload)
+{
+	char label[256];
+
+	if (!op)
+		return false;
+	if (!strncmp(pattern, "aten::", 6))
+		pattern += 6;
+	snprintf(label, sizeof label, "%s%s%s", op,
+		 overload && overload[0] ? "." : "", overload ? overload : "");
+	return !fnmatch(pattern, op, 0) || !fnmatch(pattern, label, 0);
+}
+
+static bool op_selected(const struct rule_filter *f, const struct trace_op *op,
+			const char *default_phase)
+{
+	const char *phase = f->phase ? f->phase : default_phase;
+
+	if (f->scope && !analysis_op_in_scope(op, f->scope))
+		return false;
+	if (phase && strcmp(phase, "any") &&
+	    (!op->phase || strcmp(op->phase, phase)))
+		return false;
+	if (f->device && (!op->device || strcmp(op->device, f->device)))
+		return false;
+	if (f->autocast >= 0 && op->autocast.enabled != (f->autocast == 1))
+		return false;
+	return true;
+}
+
+static bool cast_selected(const struct analysis *a, const struct rule *r,
+			  const struct trace_event *e)
+{
+	const struct trace_cast *c = &e->cast;
+	const struct rule_filter *f = &r->filter;
+	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
+
+	if (r->from && strcmp(c->from, r->from))
+		return false;
+	if (r->to && strcmp(c->to, r->to))
+		return false;
+	if (!f->cache ? !strcmp(c->cache, "hit")
+		      : strcmp(f->cache, "any") && strcmp(f->cache, c->cache))
+		return false;
+	if (f->scope && !analysis_cast_in_scope(a, e, f->scope))
+		return false;
+	if (op && !op_selected(f, &op->op, NULL))
+		return false;
+	if (!op && f->phase && strcmp(f->phase, "any") &&
+	    (!c->phase || strcmp(c->phase, f->phase)))
+		return false;
+	if (f->op && !name_matches(f->op, op ? op->op.op : c->op,
+				   op ? op->op.overload : NULL))
+		return false;
+	return true;
+}
+
+static size_t describe_tensor(char *buf, size_t size,
+			      const struct trace_tensor *t)
+{
+	size_t n = (size_t)snprintf(buf, size, "tensor %llu%s%s%s %s [",
+				    (unsigned long long)t->id,
+				    t->name ? " '" : "", t->name ? t->name : "",
+				    t->name ? "'" : "", t->dtype);
+	for (int d = 0; d < t->ndim && n < size; d++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%lld", d ? "," : "",
+				      (long long)t->shape[d]);
+	if (n < size)
+		n += (size_t)snprintf(buf + n, size - n, "]");
+	return n < size ? n : size;
+}
+
+static void describe_op(char *buf, size_t size, const struct trace *t,
+			const struct trace_event *e, const char *focus)
+{
+	const struct trace_op *op = &e->op;
+	char label[160];
+	size_t n = (size_t)snprintf(
+		buf, size, "%s (op %llu, %s", trace_op_label(op, label, sizeof label),
+		(unsigned long long)op->op_id, op->phase);
+
+	if (op->autocast.scope && n < size)
+		n += (size_t)snprintf(buf + n, size - n, ", scope \"%s\"",
+				      op->autocast.scope);
+	if (n < size)
+		n += (size_t)snprintf(buf + n, size - n, ", autocast %s",
+				      op->autocast.enabled ? "on" : "off");
+	if (op->autocast.enabled && n < size)
+		n += (size_t)snprintf(buf + n, size - n, " %s %s",
+				      op->autocast.device, op->autocast.dtype);
+	if (n < size)
+		n += (size_t)snprintf(buf + n, size - n, ") at %s:%zu", t->path,
+				      e->line);
+	if (focus && n < size)
+		set(buf + n, size - n, "; %s", focus);
+}
+
+static const char *values_text(const struct op_check *c, char *buf,
+			       size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < c->nvalues && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "|" : "",
+				      c->values[i]);
+	return buf;
+}
+
+static bool one_of(const struct op_check *c, const char *value)
+{
+	for (int i = 0; value && i < c->nvalues; i++)
+		if (!strcmp(c->values[i], value))
+			return true;
+	return false;
+}
+
+static void eval_op(const struct analysis *a, const struct rule *r,
+		    struct outcome *o)
+{
+	const struct trace *t = a->trace;
+	size_t matched = 0, failed[RULE_MAX_CHECKS] = { 0 };
+	size_t first[RULE_MAX_CHECKS];
+	char focus[RULE_MAX_CHECKS][400];
+	char values[128];
+
+	size_t other_phase = 0; /* same name, left out by the default phase */
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_OP || e->op.incomplete ||
+		    !name_matches(r->op, e->op.op, e->op.overload))
+			continue;
+		if (!op_selected(&r->filter, &e->op, "forward")) {
+			other_phase += !r->filter.phase &&
+				       op_selected(&r->filter, &e->op, "any");
+			continue;
+		}
+		matched++;
+		for (int k = 0; k < r->nchecks; k++) {
+			const struct op_check *c = &r->checks[k];
+			const struct trace_op *op = &e->op;
+			char detail[400] = "";
+			bool ok = true;
+			if (c->kind == CHECK_OUTPUT) {
+				ok = one_of(c, analysis_output_dtype(op));
+				if (!ok && op->noutputs) {
+					memcpy(detail, "output ", 7);
+					describe_tensor(detail + 7,
+							sizeof detail - 7,
+							&op->outputs[0]);
+				} else if (!ok) {
+					snprintf(detail, sizeof detail,
+						 "no output (%s)",
+						 op->error ? op->error : "failed");
+				}
+			} else if (c->kind == CHECK_INPUTS) {
+				for (int in = 0; in < op->ninputs && ok; in++)
+					if (!one_of(c, op->inputs[in].dtype)) {
+						ok = false;
+						int n = snprintf(detail, sizeof detail,
+								 "input %d: ", in);
+						describe_tensor(detail + n,
+								sizeof detail -
+									(size_t)n,
+								&op->inputs[in]);
+					}
+			} else if (c->kind == CHECK_POLICY) {
+				ok = one_of(c, op->policy);
+				snprintf(detail, sizeof detail, "policy %s",
+					 op->policy ? op->policy : "unknown");
+			}
+			if (!ok && !failed[k]++) {
+				first[k] = i;
+				snprintf(focus[k], sizeof focus[k], "%s", detail);
+			}
+		}
+	}
+
+	o->pass = true;
+	size_t n_exp = 0, n_act = 0;
+	for (int k = 0; k < r->nchecks; k++) {
+		const struct op_check *c = &r->checks[k];
+		const char *what = c->kind == CHECK_OUTPUT ? "outputs"
+				   : c->kind == CHECK_INPUTS ? "has inputs"
+				   : c->kind == CHECK_POLICY ? "has policy"
+							     : "count";
+		if (c->kind == CHECK_COUNT) {
+			bool ok = rule_compare((double)matched, c->cmp, c->number);
+			n_exp += (size_t)snprintf(o->expected + n_exp,
+						  sizeof o->expected - n_exp,
+						  "%smatching ops %s %g",
+						  n_exp ? "; " : "",
+						  rule_cmp_text(c->cmp), c->number);
+			if (!ok) {
+				o->pass = false;
+				n_act += (size_t)snprintf(
+					o->actual + n_act, sizeof o->actual - n_act,
+					"%s%zu matching ops", n_act ? "; " : "",
+					matched);
+			}
+			if (n_exp >= sizeof o->expected)
+				n_exp = sizeof o->expected - 1;
+			if (n_act >= sizeof o->actual)
+				n_act = sizeof o->actual - 1;
+			continue;
+		}
+		n_exp += (size_t)snprintf(o->expected + n_exp,
+					  sizeof o->expected - n_exp,
+					  "%severy matching op %s %s",
+					  n_exp ? "; " : "", what,
+					  values_text(c, values, sizeof values));
+		if (n_exp >= sizeof o->expected)
+			n_exp = sizeof o->expected - 1;
+		if (!matched) {
+			o->pass = false;
+			continue;
+		}
+		if (!failed[k])
+			continue;
+		o->pass = false;
+		n_act += (size_t)snprintf(o->actual + n_act,
+					  sizeof o->actual - n_act,
+					  "%s%zu of %zu matching ops do not",
+					  n_act ? "; " : "", failed[k], matched);
+		if (n_act >= sizeof o->actual)
+			n_act = sizeof o->actual - 1;
+		if (!o->first[0])
+			describe_op(o->first, sizeof o->first, t,
+				    &t->events[first[k]], focus[k]);
+	}
+	if (!matched && !o->pass && !o->actual[0] && other_phase)
+		set(o->actual, sizeof o->actual,
+		    "no forward op matched '%s'; %zu backward ones did (op rules "
+		    "look at forward ops: add `in backward` or `in any`)", r->op,
+		    other_phase);
+	else if (!matched && !o->pass && !o->actual[0])
+		set(o->actual, sizeof o->actual,
+		    "no op matched '%s'%s (the trace has %zu ops)", r->op,
+		    r->filter.scope || r->filter.phase || r->filter.device ||
+				    r->filter.autocast >= 0
+			    ? " with these filters"
+			    : "",
+		    t->counts[TRACE_OP]);
+	if (o->pass)
+		set(o->actual, sizeof o->actual, "%zu matching op%s", matched,
+		    matched == 1 ? "" : "s");
+}
+
+static void describe_cast(char *buf, size_t size, const struct analysis *a,
+			  const struct trace_event *e)
+{
+	const struct trace_cast *c = &e->cast;
+	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
+	char label[160];
+
+	snprintf(buf, size, "cast %s->%s of tensor %llu%s%s%s for %s (op %llu), "
+		 "cache %s, at %s:%zu",
+		 c->from, c->to, (unsigned long long)c->tensor,
+		 c->name ? " '" : "", c->name ? c->name : "", c->name ? "'" : "",
+		 op ? trace_op_label(&op->op, label, sizeof label)
+		    : c->op ? c->op : "?",
+		 (unsigned long long)c->op_id, c->cache, a->trace->path, e->line);
+}
+
+static void casts_label(const struct rule *r, char *buf, size_t size)
+{
+	if (r->from && r->to)
+		snprintf(buf, size, "%s->%s casts", r->from, r->to);
+	else if (r->from)
+		snprintf(buf, size, "casts from %s", r->from);
+	else if (r->to)
+		snprintf(buf, size, "casts to %s", r->to);
+	else
+		snprintf(buf, size, "casts");
+}
+
+static void eval_casts(const struct analysis *a, const struct rule *r,
+		       struct outcome *o)
+{
+	const struct trace *t = a->trace;
+	int nsteps = a->nsteps > 0 ? a->nsteps : 1;
+	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
+	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
+	size_t total = 0, first = SIZE_MAX;
+	char label[64];
+
+	if (!per_step || !first_in_step) {
+		free(per_step);
+		free(first_in_step);
+		o->pass = false;
+		set(o->actual, sizeof o->actual, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_CAST || !cast_selected(a, r, e))
+			continue;
+		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
+		if (!per_step[step]++)
+			first_in_step[step] = i;
+		if (!total++)
+			first = i;
+	}
+	casts_label(r, label, sizeof label);
+	if (!r->per_step) {
+		o->pass = rule_compare((double)total, r->cmp, r->number);
+		set(o->expected, sizeof o->expected, "%s %s %g", label,
+		    rule_cmp_text(r->cmp), r->number);
+		set(o->actual, sizeof o->actual, "%zu %s", total, label);
+		if (!o->pass && first != SIZE_MAX)
+			describe_cast(o->first, sizeof o->first, a,
+				      &t->events[first]);
+	} else {
+		int bad = 0, first_bad = -1;
+		for (int s = 0; s < nsteps; s++)
+			if (!rule_compare((double)per_step[s], r->cmp, r->number)) {
+				if (first_bad < 0)
+					first_bad = s;
+				bad++;
+			}
+		o->pass = bad == 0;
+		set(o->expected, sizeof o->expected, "%s %s %g in every step",
+		    label, rule_cmp_text(r->cmp), r->number);
+		if (o->pass) {
+			size_t most = 0;
+			for (int s = 0; s < nsteps; s++)
+				if (per_step[s] > most)
+					most = per_step[s];
+			set(o->actual, sizeof o->actual, "at most %zu per step "
+			    "over %d step%s, marked by %s", most, nsteps,
+			    nsteps == 1 ? "" : "s", a->step_marker);
+		} else {
+			set(o->actual, sizeof o->actual, "step %d has %zu; %d of "
+			    "%d steps fail (steps marked by %s)", first_bad,
+			    per_step[first_bad], bad, nsteps, a->step_marker);
+			if (per_step[first_bad])
+				describe_cast(o->first, sizeof o->first, a,
+					      &t->events[first_in_step[first_bad]]);
+		}
+	}
+	free(per_step);
+	free(first_in_step);
+}
+
+static void eval_metric(const struct analysis *a, const struct rule *r,
+			struct outcome *o)
+{
+	double value = NAN;
+	const char *m = r->metric;
+
+	if (r->kind == RULE_CACHE) {
+		if (!strcmp(m, "hit-rate")) {
+			uint64_t n = a->cache_hits + a->cache_misses;
+			value = n ? (double)a->cache_hits / (double)n : NAN;
+		} else if (!strcmp(m, "hits")) {
+			value = (double)a->cache_hits;
+		} else if (!strcmp(m, "misses")) {
+			value = (double)a->cache_misses;
+		} else if (!strcmp(m, "uncacheable")) {
+			value = (double)a->cache_uncacheable;
+		} else if (!strcmp(m, "disabled")) {
+			value = (double)a->cache_disabled;
+		} else if (!strcmp(m, "clears")) {
+			value = (double)a->cache_clears;
+		}
+	} else {
+		if (!strcmp(m, "skipped-steps"))
+			value = (double)a->skipped_steps;
+		else if (!strcmp(m, "steps"))
+			value = (double)a->scaler_steps;
+		else if (!strcmp(m, "scale-min"))
+			value = a->scale_min;
+		else if (!strcmp(m, "scale-max"))
+			value = a->scale_max;
+		else if (!strcmp(m, "scale-final"))
+			value = a->scale_final;
+	}
+	set(o->expected, sizeof o->expected, "%s %s %s %g",
+	    r->kind == RULE_CACHE ? "cache" : "scaler", m, rule_cmp_text(r->cmp),
+	    r->number);
+	if (isnan(value)) {
+		o->pass = false;
+		set(o->actual, sizeof o->actual, "%s", r->kind == RULE_CACHE
+		    ? "no cache hits or misses in the trace (nothing to "
+		      "measure)"
+		    : "no GradScaler scale in the trace");
+		return;
+	}
+	o->pass = rule_compare(value, r->cmp, r->number);
+	set(o->actual, sizeof o->actual, "%s %g", m, value);
+	if (!o->pass && r->kind == RULE_SCALER && !strcmp(m, "skipped-steps") &&
+	    a->first_skipped_step >= 0)
+		set(o->first, sizeof o->first, "first skipped step: step %d",
+		    a->first_skipped_step);
+}
+
+static void eval_finding(const struct analysis *a, const struct rule *r,
+			 struct outcome *o)
+{
+	size_t count = 0;
+	const struct finding *first = NULL;
+
+	for (size_t i = 0; i < a->nfindings; i++) {
+		const struct finding *f = &a->findings[i];
+		if (r->finding && strcmp(f->kind, r->finding))
+			continue;
+		count += f->count;
+		if (!first)
+			first = f;
+	}
+	o->pass = rule_compare((double)count, r->cmp, r->number);
+	set(o->expected, sizeof o->expected, "%s findings %s %g",
+	    r->finding ? r->finding : "all", rule_cmp_text(r->cmp), r->number);
+	set(o->actual, sizeof o->actual, "%zu", count);
+	if (!o->pass && first)
+		set(o->first, sizeof o->first, "%s: %s (%s:%zu)", first->kind,
+		    first->message, a->trace->path,
+		    a->trace->events[first->event].line);
+}
+
+static void xml_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		case '\'': fputs("&apos;", f); break;
+		default:
+			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
+				fputc('?', f);
+			else
+				fputc(*s, f);
+		}
+	}
+}
+
+static FILE *junit_open(const char *path, size_t tests, size_t failures,
+			size_t errors)
+{
+	FILE *f = fopen(path, "w");
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!f) {
+		perror(path);
+		return NULL;
+	}
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		   "<testsuites name=\"amptrace check\" tests=\"%zu\" "
+		   "failures=\"%zu\" errors=\"%zu\">\n"
+		   "  <testsuite name=\"amptrace check\" tests=\"%zu\" "
+		   "failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
+		   "timestamp=\"%s\">\n",
+		tests, failures, errors, tests, failures, errors, stamp);
+	return f;
+}
+
+static int junit_close(FILE *f, const char *path)
+{
+	fputs("  </testsuite>\n</testsuites>\n", f);
+	if (fclose(f) != 0) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Bad input still gives CI a report to show. */
+static void junit_error(const char *path, const char *message)
+{
+	FILE *f = junit_open(path, 1, 0, 1);
+
+	if (!f)
+		return;
+	fputs("    <testcase classname=\"amptrace.check\" name=\"load trace and "
+	      "rules\" time=\"0\">\n      <error message=\"", f);
+	xml_escaped(f, message);
+	fputs("\" type=\"bad input\"/>\n    </testcase>\n", f);
+	junit_close(f, path);
+}
+
+int amptrace_check(int argc, char **argv)
+{
+	const char *paths[2] = { NULL, NULL };
+	const char *junit = NULL;
+	int npaths = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(check_usage, stdout);
+			return 0;
+		}
+		if (!strcmp(argv[i], "--junit")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "amptrace check: --junit needs a "
+					"file name\n");
+				return 2;
+			}
+			junit = argv[++i];
+		} else if (!strncmp(argv[i], "--junit=", 8)) {
+			junit = argv[i] + 8;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "amptrace check: unknown option '%s'\n%s",
+				argv[i], check_usage);
+			return 2;
+		} else if (npaths < 2) {
+			paths[npaths++] = argv[i];
+		} else {
+			fprintf(stderr, "amptrace check: unexpected argument "
+				"'%s'\n%s", argv[i], check_usage);
+			return 2;
+		}
+	}
+	if (npaths < 2) {
+		fprintf(stderr, "amptrace check: need a trace and a rules file\n%s",
+			check_usage);
+		return 2;
+	}
+
+	struct trace_error err;
+	struct rules rules;
+	size_t len;
+	char *text = trace_read_file(paths[1], &len, &err);
+	if (!text || rules_parse(paths[1], text, len, &rules, &err) != 0) {
+		free(text);
+		fprintf(stderr, "amptrace check: %s\n", err.message);
+		if (junit)
+			junit_error(junit, err.message);
+		return 2;
+	}
+	free(text);
+	struct trace trace;
+	if (trace_load(paths[0], &trace, &err) != 0) {
+		fprintf(stderr, "amptrace check: %s\n", err.message);
+		if (junit)
+			junit_error(junit, err.message);
+		rules_free(&rules);
+		return 2;
+	}
+	struct analysis a;
+	if (analysis_run(&trace, &a) != 0) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		analysis_free(&a);
+		trace_free(&trace);
+		rules_free(&rules);
+		return 2;
+	}
+	char note[512];
+	if (trace_end_note(&trace, note, sizeof note))
+		printf("note: %s: %s\n", trace.path, note);
+
+	struct outcome *outcomes = calloc(rules.count, sizeof *outcomes);
+	size_t failures = 0;
+	if (!outcomes) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		return 2;
+	}
+	for (size_t i = 0; i < rules.count; i++) {
+		const struct rule *r = &rules.items[i];
+		struct outcome *o = &outcomes[i];
+		switch (r->kind) {
+		case RULE_OP:
+			eval_op(&a, r, o);
+			break;
+		case RULE_CASTS:
+			eval_casts(&a, r, o);
+			break;
+		case RULE_CACHE:
+		case RULE_SCALER:
+			eval_metric(&a, r, o);
+			break;
+		case RULE_FINDING:
+			eval_finding(&a, r, o);
+			break;
+		default:
+			break;
+		}
+		if (o->pass) {
+			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
+			       r->text, o->actual);
+			continue;
+		}
+		failures++;
+		printf("FAIL %s:%zu  %s\n", rules.path, r->line, r->text);
+		printf("     expected: %s\n", o->expected);
+		printf("     actual:   %s\n", o->actual);
+		if (o->first[0])
+			printf("     first:    %s\n", o->first);
+	}
+	printf("%s: %zu of %zu rule%s failed (%s)\n", failures ? "FAILED" : "OK",
+	       failures, rules.count, rules.count == 1 ? "" : "s", trace.path);
+
+	int status = failures ? 1 : 0;
+	if (junit) {
+		FILE *f = junit_open(junit, rules.count, failures, 0);
+		if (!f) {
+			status = 2;
+		} else {
+			for (size_t i = 0; i < rules.count; i++) {
+				const struct rule *r = &rules.items[i];
+				const struct outcome *o = &outcomes[i];
+				fputs("    <testcase classname=\"amptrace.check\" "
+				      "name=\"", f);
+				xml_escaped(f, rules.path);
+				fprintf(f, ":%zu: ", r->line);
+				xml_escaped(f, r->text);
+				fputs("\" file=\"", f);
+				xml_escaped(f, rules.path);
+				fprintf(f, "\" line=\"%zu\" time=\"0\"", r->line);
+				if (o->pass) {
+					fputs("/>\n", f);
+					continue;
+				}
+				fputs(">\n      <failure type=\"rule\" message=\"", f);
+				fprintf(f, "expected ");
+				xml_escaped(f, o->expected);
+				fputs(", got ", f);
+				xml_escaped(f, o->actual);
+				fputs("\">", f);
+				fputs("rule: ", f);
+				xml_escaped(f, r->text);
+				fputs("\nexpected: ", f);
+				xml_escaped(f, o->expected);
+				fputs("\nactual: ", f);
+				xml_escaped(f, o->actual);
+				if (o->first[0]) {
+					fputs("\nfirst: ", f);
+					xml_escaped(f, o->first);
+				}
+				fputs("</failure>\n    </testcase>\n", f);
+			}
+			if (junit_close(f, junit) != 0)
+				status = 2;
+		}
+	}
+	free(outcomes);
+	analysis_free(&a);
+	trace_free(&trace);
+	rules_free(&rules);
+	return status;
+}

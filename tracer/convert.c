@@ -1,0 +1,1412 @@
+/* Raw records → trace events (see convert.h; the event layout is
+ * FORMAT.md's, the record layout recorder.c's encode()). */
+#include "convert.h"
+
+#include "amp.h"
+#include "raw.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum name_table {
+	NAMES_DTYPE,
+	NAMES_PROFILER,
+	NAMES_POLICY,
+	NAMES_DEVICE,
+	NAMES_PHASE,
+	NAMES_CACHE,
+	NAMES_COUNT
+};
+static const char *const name_table_keys[NAMES_COUNT] = {
+	"dtype", "profiler", "policy", "device", "phase", "cache"
+};
+
+struct autocast_state {
+	bool enabled;
+	unsigned device, dtype;
+	bool cache_enabled;
+	int depth;
+	char *scope;
+};
+
+/* An op whose BEGIN was seen and whose END was not (yet). */
+struct pending_op {
+	uint64_t op_id, parent_op_id, forward_op_id, begin_ns;
+	unsigned phase, device;
+	bool emulated;
+	struct autocast_state autocast;
+	char *op, *overload;
+};
+
+struct open_scope {
+	char *name;   /* NULL for an unnamed region */
+	char *label;  /* the B event's name */
+	int depth;
+};
+
+struct conv_thread {
+	char *path;
+	int fd;
+	const uint8_t *chunk;
+	uint64_t chunk_index;
+	uint32_t offset;
+	bool started;     /* header seen */
+	bool stopped;     /* corrupt: not read further */
+	uint64_t tid;
+	struct pending_op *ops;
+	size_t nops, cap_ops;
+	struct open_scope *scopes;
+	size_t nscopes, cap_scopes;
+	uint64_t last_ns;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static char *dupn(const char *s, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (!d)
+		abort(); /* the converter has no partial state to fall back to */
+	memcpy(d, s, len);
+	d[len] = '\0';
+	return d;
+}
+
+static void *grow(void *array, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return array;
+	size_t n = *cap ? *cap * 2 : 8;
+	while (n < need)
+		n *= 2;
+	void *grown = realloc(array, n * elem);
+	if (!grown)
+		abort();
+	*cap = n;
+	return grown;
+}
+
+const char *conv_signal_name(int sig, char *buf, size_t size)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev)
+		snprintf(buf, size, "SIG%s", abbrev);
+	else
+		snprintf(buf, size, "signal %d", sig);
+	return buf;
+}
+
+static const char *name_of(const struct conv_process *p, enum name_table t,
+			   unsigned value)
+{
+	if (value < p->name_count[t])
+		return p->names[t][value];
+	return "unknown";
+}
+
+/* ------------------------------------------------------------ decoding */
+
+struct cursor {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+struct str {
+	const char *s;
+	size_t len;
+};
+
+static bool need(struct cursor *c, size_t n)
+{
+	if (c->bad || (size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return false;
+	}
+	return true;
+}
+
+static uint64_t get_u64(struct cursor *c)
+{
+	uint64_t v = 0;
+
+	if (need(c, 8)) {
+		memcpy(&v, c->p, 8);
+		c->p += 8;
+	}
+	return v;
+}
+
+static int32_t get_i32(struct cursor *c)
+{
+	int32_t v = 0;
+
+	if (need(c, 4)) {
+		memcpy(&v, c->p, 4);
+		c->p += 4;
+	}
+	return v;
+}
+
+static unsigned get_u8(struct cursor *c)
+{
+	return need(c, 1) ? *c->p++ : 0;
+}
+
+static double get_f64(struct cursor *c)
+{
+	double v = 0;
+
+	if (need(c, 8)) {
+		memcpy(&v, c->p, 8);
+		c->p += 8;
+	}
+	return v;
+}
+
+static struct str get_str(struct cursor *c)
+{
+	struct str s = { NULL, 0 };
+	uint16_t len;
+
+	if (!need(c, 2))
+		return s;
+	memcpy(&len, c->p, 2);
+	c->p += 2;
+	if (len == RAW_NULL_STRING)
+		return s;
+	if (!need(c, len))
+		return s;
+	s.s = (const char *)c->p;
+	s.len = len;
+	c->p += len;
+	return s;
+}
+
+struct tensor {
+	uint64_t id;
+	unsigned dtype, device, ndim, flags;
+	int64_t shape[AMP_MAX_DIMS];
+	struct str name;
+};
+
+static void get_tensor(struct cursor *c, struct tensor *t)
+{
+	t->id = get_u64(c);
+	t->dtype = get_u8(c);
+	t->device = get_u8(c);
+	t->ndim = get_u8(c);
+	t->flags = get_u8(c);
+	if (t->ndim > AMP_MAX_DIMS) {
+		c->bad = true;
+		t->ndim = 0;
+	}
+	if (need(c, (size_t)t->ndim * 8)) {
+		memcpy(t->shape, c->p, (size_t)t->ndim * 8);
+		c->p += (size_t)t->ndim * 8;
+	}
+	t->name = get_str(c);
+}
+
+static void get_autocast(struct cursor *c, struct autocast_state *a,
+			 struct str *scope)
+{
+	a->enabled = get_u8(c);
+	a->device = get_u8(c);
+	a->dtype = get_u8(c);
+	a->cache_enabled = get_u8(c);
+	a->depth = get_i32(c);
+	*scope = get_str(c);
+	a->scope = NULL;
+}
+
+/* ------------------------------------------------------------ writing */
+
+static void event_head(struct jsonw *w, const char *name, size_t name_len,
+		       const char *cat, char ph, int64_t ts_ns,
+		       const struct conv_process *p, uint64_t tid)
+{
+	jsonw_lit(w, "{\"name\":");
+	jsonw_strn(w, name, name_len);
+	char phase[] = { ph, '\0' };
+	jsonw_lit(w, ",\"cat\":\"");
+	jsonw_cstr(w, cat);
+	jsonw_lit(w, "\",\"ph\":\"");
+	jsonw_cstr(w, phase);
+	jsonw_lit(w, "\",\"ts\":");
+	jsonw_us(w, ts_ns);
+	jsonw_lit(w, ",\"pid\":");
+	jsonw_i64(w, p->pid);
+	jsonw_lit(w, ",\"tid\":");
+	jsonw_u64(w, tid);
+}
+
+static void emit(struct conv_process *p, struct jsonw *w)
+{
+	if (p->writer)
+		trace_writer_event(p->writer, w->data, w->len);
+	p->events++;
+}
+
+static void write_shape(struct jsonw *w, const struct tensor *t)
+{
+	jsonw_raw(w, "[", 1);
+	for (unsigned d = 0; d < t->ndim; d++) {
+		if (d)
+			jsonw_raw(w, ",", 1);
+		jsonw_i64(w, t->shape[d]);
+	}
+	jsonw_raw(w, "]", 1);
+}
+
+static void write_tensor(struct jsonw *w, const struct conv_process *p,
+			 const struct tensor *t)
+{
+	jsonw_lit(w, "{\"tensor\":");
+	jsonw_u64(w, t->id);
+	jsonw_lit(w, ",\"dtype\":");
+	jsonw_str(w, name_of(p, NAMES_DTYPE, t->dtype));
+	jsonw_lit(w, ",\"shape\":");
+	write_shape(w, t);
+	if (t->name.s) {
+		jsonw_lit(w, ",\"name\":");
+		jsonw_strn(w, t->name.s, t->name.len);
+	}
+	if (t->flags & 2)
+		jsonw_lit(w, ",\"requires_grad\":true");
+	if (t->flags & 1)
+		jsonw_lit(w, ",\"leaf\":true");
+	if (t->flags & 4)
+		jsonw_lit(w, ",\"view\":true");
+	if (t->device != 0)
+		jsonw_printf(w, ",\"device\":\"%s\"",
+			     name_of(p, NAMES_DEVICE, t->device));
+	jsonw_raw(w, "}", 1);
+}
+
+static void write_named_scopes(struct jsonw *w, const struct conv_thread *t)
+{
+	size_t named = 0;
+
+	for (size_t i = 0; i < t->nscopes; i++)
+		named += t->scopes[i].name != NULL;
+	if (!named)
+		return;
+	jsonw_lit(w, ",\"scopes\":[");
+	named = 0;
+	for (size_t i = 0; i < t->nscopes; i++) {
+		if (!t->scopes[i].name)
+			continue;
+		if (named++)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, t->scopes[i].name);
+	}
+	jsonw_raw(w, "]", 1);
+}
+
+static void write_autocast(struct jsonw *w, const struct conv_process *p,
+			   const struct conv_thread *t,
+			   const struct autocast_state *a, struct str scope)
+{
+	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
+	jsonw_bool(w, a->enabled);
+	jsonw_lit(w, ",\"device\":");
+	jsonw_str(w, name_of(p, NAMES_DEVICE, a->device));
+	jsonw_lit(w, ",\"dtype\":");
+	jsonw_str(w, name_of(p, NAMES_DTYPE, a->dtype));
+	jsonw_lit(w, ",\"cache_enabled\":");
+	jsonw_bool(w, a->cache_enabled);
+	jsonw_lit(w, ",\"depth\":");
+	jsonw_i64(w, a->depth);
+	jsonw_lit(w, ",\"scope\":");
+	jsonw_strn(w, scope.s, scope.len);
+	write_named_scopes(w, t);
+	jsonw_raw(w, "}", 1);
+}
+
+static void op_name(struct jsonw *name, struct str op, struct str overload)
+{
+	jsonw_reset(name);
+	if (op.s)
+		jsonw_raw(name, op.s, op.len);
+	else
+		jsonw_lit(name, "unknown");
+	if (overload.len) {
+		jsonw_raw(name, ".", 1);
+		jsonw_raw(name, overload.s, overload.len);
+	}
+}
+
+/* ------------------------------------------------------------- records */
+
+static struct pending_op *find_pending(struct conv_thread *t, uint64_t op_id)
+{
+	for (size_t i = t->nops; i-- > 0;)
+		if (t->ops[i].op_id == op_id)
+			return &t->ops[i];
+	return NULL;
+}
+
+static void free_pending(struct pending_op *op)
+{
+	free(op->op);
+	free(op->overload);
+	free(op->autocast.scope);
+}
+
+static void on_op_begin(struct conv_process *p, struct conv_thread *t,
+			struct cursor *c, uint64_t time_ns)
+{
+	struct pending_op op = { 0 };
+	struct str scope, name, overload;
+
+	op.op_id = get_u64(c);
+	op.parent_op_id = get_u64(c);
+	op.forward_op_id = get_u64(c);
+	op.phase = get_u8(c);
+	op.device = get_u8(c);
+	op.emulated = get_u8(c);
+	get_u8(c);
+	get_autocast(c, &op.autocast, &scope);
+	name = get_str(c);
+	overload = get_str(c);
+	if (c->bad)
+		return;
+	(void)p;
+	op.begin_ns = time_ns;
+	op.autocast.scope = scope.s ? dupn(scope.s, scope.len) : NULL;
+	op.op = dupn(name.s ? name.s : "unknown", name.s ? name.len : 7);
+	op.overload = dupn(overload.s ? overload.s : "", overload.len);
+	t->ops = grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
+	t->ops[t->nops++] = op;
+}
+
+static void on_op_end(struct conv *cv, struct conv_process *p,
+		      struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+{
+	struct jsonw *w = &cv->buf;
+	uint64_t op_id = get_u64(c), parent = get_u64(c), forward = get_u64(c);
+	uint64_t begin_ns = get_u64(c);
+	int status = get_i32(c);
+	unsigned phase = get_u8(c), policy = get_u8(c), device = get_u8(c);
+	bool emulated = get_u8(c);
+	struct autocast_state ac;
+	struct str scope, name, overload, error;
+	struct tensor in[256], out[256];
+	unsigned nin, nout;
+
+	get_autocast(c, &ac, &scope);
+	name = get_str(c);
+	overload = get_str(c);
+	nin = get_u8(c);
+	for (unsigned i = 0; i < nin && !c->bad; i++)
+		get_tensor(c, &in[i]);
+	nout = get_u8(c);
+	for (unsigned i = 0; i < nout && !c->bad; i++)
+		get_tensor(c, &out[i]);
+	error = get_str(c);
+	if (c->bad)
+		return;
+
+	/* Ops nest on a thread, so the BEGIN is normally on top. */
+	struct pending_op *pending = find_pending(t, op_id);
+	if (pending) {
+		size_t at = (size_t)(pending - t->ops);
+		free_pending(pending);
+		memmove(&t->ops[at], &t->ops[at + 1],
+			(t->nops - at - 1) * sizeof *t->ops);
+		t->nops--;
+	}
+	if (!begin_ns || begin_ns > time_ns)
+		begin_ns = time_ns;
+
+	struct jsonw label;
+	jsonw_init(&label);
+	op_name(&label, name, overload);
+	jsonw_reset(w);
+	event_head(w, label.data, label.len, "amp.op", 'X',
+		   (int64_t)(begin_ns - cv->base_ns), p, t->tid);
+	jsonw_free(&label);
+	jsonw_lit(w, ",\"dur\":");
+	jsonw_us(w, (int64_t)(time_ns - begin_ns));
+	jsonw_lit(w, ",\"args\":{\"op_id\":");
+	jsonw_u64(w, op_id);
+	jsonw_lit(w, ",\"op\":");
+	jsonw_strn(w, name.s ? name.s : "unknown", name.s ? name.len : 7);
+	jsonw_lit(w, ",\"overload\":");
+	jsonw_strn(w, overload.s ? overload.s : "", overload.len);
+	jsonw_lit(w, ",\"phase\":");
+	jsonw_str(w, name_of(p, NAMES_PHASE, phase));
+	jsonw_lit(w, ",\"policy\":");
+	jsonw_str(w, name_of(p, NAMES_POLICY, policy));
+	jsonw_lit(w, ",\"device\":");
+	jsonw_str(w, name_of(p, NAMES_DEVICE, device));
+	jsonw_lit(w, ",\"emulated\":");
+	jsonw_bool(w, emulated);
+	if (parent) {
+		jsonw_lit(w, ",\"parent_op_id\":");
+		jsonw_u64(w, parent);
+	}
+	if (forward) {
+		jsonw_lit(w, ",\"forward_op_id\":");
+		jsonw_u64(w, forward);
+	}
+	write_autocast(w, p, t, &ac, scope);
+	jsonw_lit(w, ",\"inputs\":[");
+	for (unsigned i = 0; i < nin; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		write_tensor(w, p, &in[i]);
+	}
+	jsonw_lit(w, "],\"outputs\":[");
+	for (unsigned i = 0; i < nout; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		write_tensor(w, p, &out[i]);
+	}
+	jsonw_raw(w, "]", 1);
+	if (status) {
+		jsonw_printf(w, ",\"status\":%d,\"error\":", status);
+		jsonw_strn(w, error.s ? error.s : "", error.len);
+	}
+	/* torch.profiler's keys, for tools that read Kineto traces. */
+	jsonw_lit(w, ",\"Input type\":[");
+	for (unsigned i = 0; i < nin; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, name_of(p, NAMES_PROFILER, in[i].dtype));
+	}
+	jsonw_lit(w, "],\"Input Dims\":[");
+	for (unsigned i = 0; i < nin; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		write_shape(w, &in[i]);
+	}
+	jsonw_lit(w, "],\"External id\":");
+	jsonw_u64(w, op_id);
+	jsonw_lit(w, "}}");
+	emit(p, w);
+	p->ops++;
+}
+
+static void counter(struct conv *cv, struct conv_process *p,
+		    struct conv_thread *t, const char *cat, const char *name,
+		    uint64_t time_ns, const char *series1, double v1,
+		    const char *series2, double v2)
+{
+	struct jsonw *w = &cv->buf;
+
+	jsonw_reset(w);
+	event_head(w, name, strlen(name), cat, 'C',
+		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	jsonw_printf(w, ",\"args\":{\"%s\":", series1);
+	jsonw_double(w, v1);
+	if (series2) {
+		jsonw_printf(w, ",\"%s\":", series2);
+		jsonw_double(w, v2);
+	}
+	jsonw_lit(w, "}}");
+	emit(p, w);
+}
+
+static void on_cast(struct conv *cv, struct conv_process *p,
+		    struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+{
+	struct jsonw *w = &cv->buf;
+	uint64_t op_id = get_u64(c);
+	int arg = get_i32(c);
+	unsigned from = get_u8(c), to = get_u8(c), cache = get_u8(c);
+	bool stale = get_u8(c), stats = get_u8(c);
+	uint64_t bytes = get_u64(c), begin_ns = get_u64(c);
+	uint64_t entries = 0, cache_bytes = 0;
+	struct tensor source, result;
+	struct str reason;
+
+	if (stats) {
+		entries = get_u64(c);
+		cache_bytes = get_u64(c);
+	}
+	get_tensor(c, &source);
+	get_tensor(c, &result);
+	reason = get_str(c);
+	if (c->bad)
+		return;
+	if (!begin_ns || begin_ns > time_ns)
+		begin_ns = time_ns;
+
+	const char *from_name = name_of(p, NAMES_DTYPE, from);
+	const char *to_name = name_of(p, NAMES_DTYPE, to);
+	char label[64];
+	int n = snprintf(label, sizeof label, "cast %s->%s", from_name, to_name);
+	jsonw_reset(w);
+	event_head(w, label, (size_t)n < sizeof label ? (size_t)n : sizeof label - 1,
+		   "amp.cast", 'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
+	jsonw_lit(w, ",\"dur\":");
+	jsonw_us(w, (int64_t)(time_ns - begin_ns));
+	jsonw_lit(w, ",\"args\":{\"op_id\":");
+	jsonw_u64(w, op_id);
+	const struct pending_op *op = find_pending(t, op_id);
+	if (op) {
+		jsonw_lit(w, ",\"op\":");
+		jsonw_str(w, op->op);
+		jsonw_lit(w, ",\"phase\":");
+		jsonw_str(w, name_of(p, NAMES_PHASE, op->phase));
+		if (op->autocast.scope) {
+			jsonw_lit(w, ",\"scope\":");
+			jsonw_str(w, op->autocast.scope);
+		}
+	}
+	jsonw_lit(w, ",\"arg\":");
+	jsonw_i64(w, arg);
+	jsonw_lit(w, ",\"tensor\":");
+	jsonw_u64(w, source.id);
+	jsonw_lit(w, ",\"result\":");
+	jsonw_u64(w, result.id);
+	jsonw_lit(w, ",\"from\":");
+	jsonw_str(w, from_name);
+	jsonw_lit(w, ",\"to\":");
+	jsonw_str(w, to_name);
+	jsonw_lit(w, ",\"cache\":");
+	jsonw_str(w, name_of(p, NAMES_CACHE, cache));
+	jsonw_lit(w, ",\"reason\":");
+	jsonw_strn(w, reason.s ? reason.s : "", reason.len);
+	jsonw_lit(w, ",\"bytes\":");
+	jsonw_u64(w, bytes);
+	if (stale)
+		jsonw_lit(w, ",\"stale\":true");
+	if (source.name.s) {
+		jsonw_lit(w, ",\"name\":");
+		jsonw_strn(w, source.name.s, source.name.len);
+	}
+	jsonw_lit(w, ",\"shape\":");
+	write_shape(w, &source);
+	if (source.flags & 2)
+		jsonw_lit(w, ",\"requires_grad\":true");
+	if (source.flags & 1)
+		jsonw_lit(w, ",\"leaf\":true");
+	jsonw_lit(w, "}}");
+	emit(p, w);
+	p->casts++;
+	if (stats)
+		counter(cv, p, t, "amp.cache", "autocast cache", time_ns,
+			"entries", (double)entries, "bytes", (double)cache_bytes);
+}
+
+static void scope_label(struct jsonw *w, const struct conv_process *p,
+			struct str scope, unsigned device, unsigned dtype,
+			bool enabled)
+{
+	jsonw_reset(w);
+	if (scope.s) {
+		jsonw_raw(w, scope.s, scope.len);
+	} else {
+		jsonw_printf(w, "autocast(%s, %s)", name_of(p, NAMES_DEVICE, device),
+			     enabled ? name_of(p, NAMES_DTYPE, dtype) : "off");
+	}
+}
+
+static void scope_end(struct conv *cv, struct conv_process *p,
+		      struct conv_thread *t, const struct open_scope *s,
+		      uint64_t time_ns, const char *closed_by)
+{
+	struct jsonw *w = &cv->buf;
+
+	jsonw_reset(w);
+	event_head(w, s->label, strlen(s->label), "amp.scope", 'E',
+		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	jsonw_printf(w, ",\"args\":{\"depth\":%d", s->depth);
+	if (closed_by) {
+		jsonw_lit(w, ",\"closed_by\":");
+		jsonw_str(w, closed_by);
+	}
+	jsonw_lit(w, "}}");
+	emit(p, w);
+}
+
+static void on_scope(struct conv *cv, struct conv_process *p,
+		     struct conv_thread *t, struct cursor *c, uint64_t time_ns,
+		     bool enter)
+{
+	struct jsonw *w = &cv->buf;
+	int depth = get_i32(c);
+	unsigned device = get_u8(c), dtype = get_u8(c);
+	bool enabled = get_u8(c), cache_enabled = get_u8(c);
+	struct str scope = get_str(c);
+
+	if (c->bad)
+		return;
+	if (!enter) {
+		/* A region the recorder saw open; an exit of one opened
+		 * before it attached has no B to close. */
+		if (!t->nscopes)
+			return;
+		struct open_scope *s = &t->scopes[--t->nscopes];
+		scope_end(cv, p, t, s, time_ns, NULL);
+		free(s->name);
+		free(s->label);
+		return;
+	}
+	struct jsonw label;
+	jsonw_init(&label);
+	scope_label(&label, p, scope, device, dtype, enabled);
+	jsonw_reset(w);
+	event_head(w, label.data, label.len, "amp.scope", 'B',
+		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	jsonw_printf(w, ",\"args\":{\"scope\":");
+	jsonw_strn(w, scope.s, scope.len);
+	jsonw_printf(w, ",\"depth\":%d,\"device\":\"%s\",\"dtype\":\"%s\","
+			"\"enabled\":%s,\"cache_enabled\":%s}}",
+		     depth, name_of(p, NAMES_DEVICE, device),
+		     name_of(p, NAMES_DTYPE, dtype), enabled ? "true" : "false",
+		     cache_enabled ? "true" : "false");
+	emit(p, w);
+	t->scopes = grow(t->scopes, &t->cap_scopes, t->nscopes + 1,
+			 sizeof *t->scopes);
+	t->scopes[t->nscopes++] = (struct open_scope){
+		.name = scope.s ? dupn(scope.s, scope.len) : NULL,
+		.label = dupn(label.data, label.len),
+		.depth = depth,
+	};
+	jsonw_free(&label);
+}
+
+static void on_cache_clear(struct conv *cv, struct conv_process *p,
+			   struct conv_thread *t, struct cursor *c,
+			   uint64_t time_ns)
+{
+	struct jsonw *w = &cv->buf;
+	uint64_t entries = get_u64(c), bytes = get_u64(c);
+
+	if (c->bad)
+		return;
+	jsonw_reset(w);
+	event_head(w, "cache clear", 11, "amp.cache", 'i',
+		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"entries\":");
+	jsonw_u64(w, entries);
+	jsonw_lit(w, ",\"bytes\":");
+	jsonw_u64(w, bytes);
+	jsonw_lit(w, "}}");
+	emit(p, w);
+	counter(cv, p, t, "amp.cache", "autocast cache", time_ns, "entries", 0,
+		"bytes", 0);
+}
+
+static void on_scaler(struct conv *cv, struct conv_process *p,
+		      struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+{
+	struct jsonw *w = &cv->buf;
+	uint64_t scaler_id = get_u64(c), optimizer_id = get_u64(c);
+	uint64_t inf_tensor = get_u64(c);
+	double scale = get_f64(c);
+	bool found_inf = get_u8(c), skipped = get_u8(c);
+	struct str what = get_str(c);
+
+	if (c->bad)
+		return;
+	char label[64];
+	int n = snprintf(label, sizeof label, "scaler %.*s",
+			 (int)(what.len < 40 ? what.len : 40),
+			 what.s ? what.s : "");
+	jsonw_reset(w);
+	event_head(w, label, (size_t)n, "amp.scaler", 'i',
+		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"what\":");
+	jsonw_strn(w, what.s ? what.s : "", what.len);
+	jsonw_lit(w, ",\"scaler_id\":");
+	jsonw_u64(w, scaler_id);
+	if (optimizer_id) {
+		jsonw_lit(w, ",\"optimizer_id\":");
+		jsonw_u64(w, optimizer_id);
+	}
+	jsonw_lit(w, ",\"scale\":");
+	jsonw_double(w, scale);
+	jsonw_printf(w, ",\"found_inf\":%s,\"step_skipped\":%s",
+		     found_inf ? "true" : "false", skipped ? "true" : "false");
+	if (inf_tensor) {
+		jsonw_lit(w, ",\"inf_tensor\":");
+		jsonw_u64(w, inf_tensor);
+	}
+	jsonw_lit(w, "}}");
+	emit(p, w);
+
+	size_t slot = (size_t)(scaler_id % 8);
+	if (scale == scale && scale != p->last_scale[slot]) {
+		char name[32];
+		if (scaler_id > 1)
+			snprintf(name, sizeof name, "grad scale %llu",
+				 (unsigned long long)scaler_id);
+		else
+			snprintf(name, sizeof name, "grad scale");
+		counter(cv, p, t, "amp.scaler", name, time_ns, "scale", scale,
+			NULL, 0);
+		p->last_scale[slot] = scale;
+	}
+	if (skipped) {
+		p->skipped_steps++;
+		counter(cv, p, t, "amp.scaler", "skipped steps", time_ns,
+			"skipped", (double)p->skipped_steps, NULL, 0);
+	}
+}
+
+static void diag(struct conv *cv, struct conv_process *p, uint64_t tid,
+		 uint64_t time_ns, const char *kind, size_t kind_len,
+		 const char *message, size_t message_len, uint64_t op_id,
+		 uint64_t tensor_id, char scope)
+{
+	struct jsonw *w = &cv->buf;
+
+	jsonw_reset(w);
+	event_head(w, kind, kind_len, "amp.diag", 'i',
+		   (int64_t)(time_ns - cv->base_ns), p, tid);
+	jsonw_printf(w, ",\"s\":\"%c\",\"args\":{\"kind\":", scope);
+	jsonw_strn(w, kind, kind_len);
+	jsonw_lit(w, ",\"message\":");
+	jsonw_strn(w, message, message_len);
+	if (op_id) {
+		jsonw_lit(w, ",\"op_id\":");
+		jsonw_u64(w, op_id);
+	}
+	if (tensor_id) {
+		jsonw_lit(w, ",\"tensor\":");
+		jsonw_u64(w, tensor_id);
+	}
+	jsonw_lit(w, "}}");
+	emit(p, w);
+}
+
+static void on_diag(struct conv *cv, struct conv_process *p,
+		    struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+{
+	uint64_t op_id = get_u64(c), tensor_id = get_u64(c);
+	struct str kind = get_str(c), message = get_str(c);
+
+	if (c->bad)
+		return;
+	if (!kind.s)
+		kind = (struct str){ "diag", 4 };
+	diag(cv, p, t->tid, time_ns, kind.s, kind.len,
+	     message.s ? message.s : "", message.len, op_id, tensor_id, 't');
+}
+
+static void convert_record(struct conv *cv, struct conv_process *p,
+			   struct conv_thread *t, const struct raw_record *r)
+{
+	struct cursor c = { (const uint8_t *)(r + 1),
+			    (const uint8_t *)r + r->size, false };
+
+	if (r->time_ns > t->last_ns)
+		t->last_ns = r->time_ns;
+	if (r->time_ns > p->last_ns)
+		p->last_ns = r->time_ns;
+	switch (r->kind) {
+	case AMP_EVENT_OP_BEGIN:
+		on_op_begin(p, t, &c, r->time_ns);
+		break;
+	case AMP_EVENT_OP_END:
+		on_op_end(cv, p, t, &c, r->time_ns);
+		break;
+	case AMP_EVENT_CAST:
+		on_cast(cv, p, t, &c, r->time_ns);
+		break;
+	case AMP_EVENT_SCOPE_ENTER:
+	case AMP_EVENT_SCOPE_EXIT:
+		on_scope(cv, p, t, &c, r->time_ns,
+			 r->kind == AMP_EVENT_SCOPE_ENTER);
+		break;
+	case AMP_EVENT_CACHE_CLEAR:
+		on_cache_clear(cv, p, t, &c, r->time_ns);
+		break;
+	case AMP_EVENT_SCALER:
+		on_scaler(cv, p, t, &c, r->time_ns);
+		break;
+	case AMP_EVENT_DIAG:
+		on_diag(cv, p, t, &c, r->time_ns);
+		break;
+	default:
+		c.bad = true;
+	}
+	if (c.bad)
+		p->raw_errors++;
+}
+
+/* ------------------------------------------------------- thread files */
+
+static void process_metadata(struct conv *cv, struct conv_process *p)
+{
+	struct jsonw *w = &cv->buf;
+	char name[256];
+
+	if (p->rank >= 0)
+		snprintf(name, sizeof name, "rank %d: %s (pid %ld)", p->rank,
+			 p->name, p->pid);
+	else
+		snprintf(name, sizeof name, "%s (pid %ld)", p->name, p->pid);
+	jsonw_reset(w);
+	jsonw_printf(w, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,"
+			"\"tid\":0,\"args\":{\"name\":",
+		     p->pid);
+	jsonw_str(w, name);
+	if (p->rank >= 0)
+		jsonw_printf(w, ",\"rank\":%d", p->rank);
+	jsonw_lit(w, ",\"argv\":[");
+	for (int i = 0; i < p->argc; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, p->argv[i]);
+	}
+	jsonw_lit(w, "]}}");
+	emit(p, w);
+	jsonw_reset(w);
+	jsonw_printf(w, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
+			"\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
+		     p->pid, p->rank >= 0 ? (long)p->rank : (long)cv->nprocs);
+	emit(p, w);
+}
+
+
+static void thread_metadata(struct conv *cv, struct conv_process *p,
+			    struct conv_thread *t,
+			    const struct raw_thread_header *h)
+{
+	struct jsonw *w = &cv->buf;
+	char name[64];
+
+	jsonw_reset(w);
+	snprintf(name, sizeof name, "%.32s (thread %llu)",
+		 h->name[0] ? h->name : "thread",
+		 (unsigned long long)h->amp_thread);
+	jsonw_printf(w, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,"
+			"\"tid\":%llu,\"args\":{\"name\":",
+		     p->pid, (unsigned long long)t->tid);
+	jsonw_str(w, name);
+	jsonw_printf(w, ",\"os_tid\":%lld}}", (long long)h->os_tid);
+	emit(p, w);
+	jsonw_reset(w);
+	jsonw_printf(w, "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%ld,"
+			"\"tid\":%llu,\"args\":{\"sort_index\":%llu}}",
+		     p->pid, (unsigned long long)t->tid,
+		     (unsigned long long)t->tid);
+	emit(p, w);
+}
+
+static const uint8_t *map_chunk(struct conv_thread *t, uint64_t index)
+{
+	struct stat st;
+
+	if (fstat(t->fd, &st) != 0 ||
+	    (uint64_t)st.st_size < (index + 1) * RAW_CHUNK)
+		return NULL;
+	void *chunk = mmap(NULL, RAW_CHUNK, PROT_READ, MAP_SHARED, t->fd,
+			   (off_t)(index * RAW_CHUNK));
+	return chunk == MAP_FAILED ? NULL : chunk;
+}
+
+static size_t read_thread(struct conv *cv, struct conv_process *p,
+			  struct conv_thread *t)
+{
+	size_t count = 0;
+
+	if (t->stopped)
+		return 0;
+	if (!t->chunk) {
+		t->chunk = map_chunk(t, 0);
+		if (!t->chunk)
+			return 0;
+	}
+	if (!t->started) {
+		const struct raw_thread_header *h = (const void *)t->chunk;
+		if (atomic_load_explicit(&((struct raw_thread_header *)h)->magic,
+					 memory_order_acquire) != RAW_THREAD_MAGIC)
+			return 0;
+		if (h->version != RAW_VERSION || h->header_size < sizeof *h ||
+		    h->header_size >= RAW_CHUNK) {
+			t->stopped = true;
+			p->raw_errors++;
+			return 0;
+		}
+		t->tid = h->amp_thread;
+		t->offset = h->header_size;
+		t->started = true;
+		if (!p->announced) {
+			p->announced = true;
+			p->writer = cv->writer_for(cv->ctx, p);
+			process_metadata(cv, p);
+		}
+		thread_metadata(cv, p, t, h);
+	}
+	for (;;) {
+		struct raw_record *r = (struct raw_record *)(t->chunk + t->offset);
+		uint32_t size = RAW_CHUNK - t->offset >= 4
+					? atomic_load_explicit(&r->size,
+							       memory_order_acquire)
+					: RAW_SIZE_NEXT_CHUNK;
+		if (size == 0)
+			break;
+		if (size == RAW_SIZE_THREAD_END) {
+			/* The thread is gone: its file with it. */
+			munmap((void *)t->chunk, RAW_CHUNK);
+			t->chunk = NULL;
+			close(t->fd);
+			t->fd = -1;
+			unlink(t->path);
+			t->stopped = true;
+			break;
+		}
+		if (size == RAW_SIZE_NEXT_CHUNK) {
+			const uint8_t *next = map_chunk(t, t->chunk_index + 1);
+			if (!next)
+				break;
+			munmap((void *)t->chunk, RAW_CHUNK);
+			/* The writer has moved on: give the disk space back. */
+			fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				  (off_t)(t->chunk_index * RAW_CHUNK), RAW_CHUNK);
+			t->chunk = next;
+			t->chunk_index++;
+			t->offset = 0;
+			continue;
+		}
+		if (size < sizeof *r || size % 8 || size > RAW_CHUNK - t->offset) {
+			t->stopped = true;
+			p->raw_errors++;
+			break;
+		}
+		convert_record(cv, p, t, r);
+		t->offset += size;
+		count++;
+	}
+	return count;
+}
+
+/* ----------------------------------------------------- process files */
+
+static char **string_array(const cJSON *array, size_t *count)
+{
+	size_t n = (size_t)cJSON_GetArraySize(array);
+	char **out = calloc(n + 1, sizeof *out);
+	size_t i = 0;
+	const cJSON *item;
+
+	if (!out)
+		abort();
+	cJSON_ArrayForEach(item, array)
+		out[i++] = strdup(cJSON_IsString(item) ? item->valuestring : "?");
+	*count = i;
+	return out;
+}
+
+static char *read_small_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		text = grow(text, &cap, len + 4097, 1);
+		size_t n = fread(text + len, 1, 4096, f);
+		len += n;
+		if (n < 4096)
+			break;
+	}
+	fclose(f);
+	text[len] = '\0';
+	return text;
+}
+
+/* Reads p<pid>/process.json; NULL while it is not there yet. */
+static struct conv_process *load_process(struct conv *cv, const char *dir)
+{
+	char path[PATH_MAX + 320];
+
+	snprintf(path, sizeof path, "%s/process.json", dir);
+	char *text = read_small_file(path);
+	if (!text)
+		return NULL;
+	cJSON *root = cJSON_Parse(text);
+	free(text);
+	if (!root)
+		return NULL;
+	struct conv_process *p = calloc(1, sizeof *p);
+	if (!p)
+		abort();
+	const cJSON *v;
+	p->pid = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(root, "pid"));
+	p->ppid = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(root, "ppid"));
+	v = cJSON_GetObjectItem(root, "rank");
+	p->rank = cJSON_IsNumber(v) ? v->valueint : -1;
+	v = cJSON_GetObjectItem(root, "exe");
+	p->exe = strdup(cJSON_IsString(v) ? v->valuestring : "");
+	size_t argc = 0;
+	p->argv = string_array(cJSON_GetObjectItem(root, "argv"), &argc);
+	p->argc = (int)argc;
+	const char *argv0 = argc ? p->argv[0] : p->exe;
+	const char *slash = strrchr(argv0, '/');
+	p->name = strdup(slash ? slash + 1 : argv0);
+	const cJSON *names = cJSON_GetObjectItem(root, "names");
+	for (int i = 0; i < NAMES_COUNT; i++)
+		p->names[i] = string_array(
+			cJSON_GetObjectItem(names, name_table_keys[i]),
+			&p->name_count[i]);
+	cJSON_Delete(root);
+	p->dir = strdup(dir);
+	p->status = "running";
+	return p;
+}
+
+static struct conv_thread *find_thread(struct conv_process *p,
+				       const char *path)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (!strcmp(p->threads[i]->path, path))
+			return p->threads[i];
+	return NULL;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* New thread files of a process, in name order (t1.raw before t2.raw),
+ * so thread metadata comes out in the same order every run. */
+static void scan_threads(struct conv_process *p)
+{
+	DIR *d = opendir(p->dir);
+	struct dirent *e;
+	char **found = NULL;
+	size_t nfound = 0, cap = 0;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (e->d_name[0] != 't' || len < 5 ||
+		    strcmp(e->d_name + len - 4, ".raw"))
+			continue;
+		char path[PATH_MAX + 320];
+		snprintf(path, sizeof path, "%s/%s", p->dir, e->d_name);
+		if (find_thread(p, path))
+			continue;
+		found = grow(found, &cap, nfound + 1, sizeof *found);
+		found[nfound++] = strdup(path);
+	}
+	closedir(d);
+	qsort(found, nfound, sizeof *found, compare_names);
+	for (size_t i = 0; i < nfound; i++) {
+		int fd = open(found[i], O_RDWR | O_CLOEXEC);
+		if (fd < 0) {
+			free(found[i]);
+			continue;
+		}
+		struct conv_thread *t = calloc(1, sizeof *t);
+		if (!t)
+			abort();
+		t->path = found[i];
+		t->fd = fd;
+		size_t cap_threads = p->nthreads;
+		p->threads = grow(p->threads, &cap_threads, p->nthreads + 1,
+				  sizeof *p->threads);
+		p->threads[p->nthreads++] = t;
+	}
+	free(found);
+}
+
+static bool known_dir(const struct conv *cv, const char *dir)
+{
+	for (size_t i = 0; i < cv->nprocs; i++)
+		if (!strcmp(cv->procs[i]->dir, dir))
+			return true;
+	return false;
+}
+
+static void scan_processes(struct conv *cv)
+{
+	DIR *d = opendir(cv->raw_dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] != 'p')
+			continue;
+		char dir[PATH_MAX + 300];
+		snprintf(dir, sizeof dir, "%s/%s", cv->raw_dir, e->d_name);
+		if (known_dir(cv, dir))
+			continue;
+		struct conv_process *p = load_process(cv, dir);
+		if (!p)
+			continue;
+		size_t cap = cv->nprocs;
+		cv->procs = grow(cv->procs, &cap, cv->nprocs + 1,
+				 sizeof *cv->procs);
+		cv->procs[cv->nprocs++] = p;
+	}
+	closedir(d);
+}
+
+void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
+	       conv_writer_fn writer_for, void *ctx)
+{
+	*c = (struct conv){ .raw_dir = strdup(raw_dir), .base_ns = base_ns,
+			    .writer_for = writer_for, .ctx = ctx };
+	jsonw_init(&c->buf);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+size_t conv_poll(struct conv *c)
+{
+	size_t count = 0;
+	/* New processes and threads are rare: look for them every few ms,
+	 * not on every poll of a busy program. */
+	uint64_t now = monotonic_ns();
+	bool scan = c->final || now - c->last_scan_ns >= 5 * 1000 * 1000;
+
+	if (scan) {
+		c->last_scan_ns = now;
+		scan_processes(c);
+	}
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct conv_process *p = c->procs[i];
+		if (scan)
+			scan_threads(p);
+		for (size_t j = 0; j < p->nthreads; j++)
+			count += read_thread(c, p, p->threads[j]);
+	}
+	return count;
+}
+
+/* ------------------------------------------------------------- the end */
+
+static void close_thread(struct conv *cv, struct conv_process *p,
+			 struct conv_thread *t, uint64_t end_ns,
+			 const char *closed_by)
+{
+	struct jsonw *w = &cv->buf;
+
+	/* Innermost first, so the X events nest like the stack did. */
+	while (t->nops) {
+		struct pending_op *op = &t->ops[--t->nops];
+		char label[256];
+		snprintf(label, sizeof label, "%s%s%s", op->op,
+			 op->overload[0] ? "." : "", op->overload);
+		jsonw_reset(w);
+		event_head(w, label, strlen(label), "amp.op", 'X',
+			   (int64_t)(op->begin_ns - cv->base_ns), p, t->tid);
+		jsonw_lit(w, ",\"dur\":");
+		jsonw_us(w, (int64_t)(end_ns > op->begin_ns ? end_ns - op->begin_ns
+							    : 0));
+		jsonw_lit(w, ",\"args\":{\"op_id\":");
+		jsonw_u64(w, op->op_id);
+		jsonw_lit(w, ",\"op\":");
+		jsonw_str(w, op->op);
+		jsonw_lit(w, ",\"overload\":");
+		jsonw_str(w, op->overload);
+		jsonw_printf(w, ",\"phase\":\"%s\",\"device\":\"%s\","
+				"\"emulated\":%s",
+			     name_of(p, NAMES_PHASE, op->phase),
+			     name_of(p, NAMES_DEVICE, op->device),
+			     op->emulated ? "true" : "false");
+		if (op->parent_op_id) {
+			jsonw_lit(w, ",\"parent_op_id\":");
+			jsonw_u64(w, op->parent_op_id);
+		}
+		struct str scope = { op->autocast.scope,
+				     op->autocast.scope ? strlen(op->autocast.scope)
+							: 0 };
+		write_autocast(w, p, t, &op->autocast, scope);
+		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
+		jsonw_str(w, closed_by);
+		jsonw_lit(w, "}}");
+		emit(p, w);
+		p->ops++;
+		p->in_flight_ops++;
+		free_pending(op);
+	}
+	while (t->nscopes) {
+		struct open_scope *s = &t->scopes[--t->nscopes];
+		scope_end(cv, p, t, s, end_ns, closed_by);
+		free(s->name);
+		free(s->label);
+	}
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 320];
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+void conv_finish(struct conv *c, long child_pid, int wait_status,
+		 uint64_t end_ns)
+{
+	c->final = true;
+	while (conv_poll(c))
+		;
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct conv_process *p = c->procs[i];
+		char message[256], signame[32];
+		bool died = false;
+
+		if (p->pid == child_pid && WIFSIGNALED(wait_status)) {
+			p->status = "signaled";
+			p->signal = WTERMSIG(wait_status);
+			died = true;
+			snprintf(message, sizeof message,
+				 "%s (pid %ld) was killed by %s (%s)", p->name,
+				 p->pid,
+				 conv_signal_name(p->signal, signame,
+						  sizeof signame),
+				 strsignal(p->signal));
+		} else if (p->pid == child_pid && WIFEXITED(wait_status)) {
+			p->status = "exited";
+			p->exit_code = WEXITSTATUS(wait_status);
+		} else if (file_exists(p->dir, "exit")) {
+			p->status = "exited";
+			p->exit_code = -1;
+		} else {
+			p->status = "died";
+			died = true;
+			snprintf(message, sizeof message,
+				 "%s (pid %ld) ended without a clean exit "
+				 "(crashed or killed)", p->name, p->pid);
+		}
+		if (!p->announced)
+			continue; /* it recorded nothing */
+		uint64_t when = p->last_ns;
+		if (p->pid == child_pid && end_ns > when)
+			when = end_ns;
+		const char *closed_by = died ? "process died" : "process exit";
+		/* Where it died: the innermost op in flight, if any. */
+		for (size_t j = 0; died && j < p->nthreads; j++) {
+			const struct conv_thread *t = p->threads[j];
+			if (!t->nops)
+				continue;
+			const struct pending_op *op = &t->ops[t->nops - 1];
+			size_t len = strlen(message);
+			snprintf(message + len, sizeof message - len,
+				 " in op %.64s%s%.32s (op %llu, thread %llu)",
+				 op->op, op->overload[0] ? "." : "", op->overload,
+				 (unsigned long long)op->op_id,
+				 (unsigned long long)t->tid);
+			break;
+		}
+		for (size_t j = 0; j < p->nthreads; j++)
+			close_thread(c, p, p->threads[j], when, closed_by);
+		if (died)
+			diag(c, p, 0, when, "process-died", 12, message,
+			     strlen(message), 0, 0, 'p');
+		/* The last event: how the process ended, as a label. */
+		struct jsonw *w = &c->buf;
+		jsonw_reset(w);
+		if (!strcmp(p->status, "signaled"))
+			snprintf(message, sizeof message, "killed by %s",
+				 conv_signal_name(p->signal, signame,
+						  sizeof signame));
+		else if (!strcmp(p->status, "exited") && p->exit_code >= 0)
+			snprintf(message, sizeof message, "exit %d",
+				 p->exit_code);
+		else
+			snprintf(message, sizeof message, "%s", p->status);
+		jsonw_printf(w, "{\"name\":\"process_labels\",\"ph\":\"M\","
+				"\"pid\":%ld,\"tid\":0,\"args\":{\"labels\":",
+			     p->pid);
+		jsonw_str(w, message);
+		jsonw_lit(w, "}}");
+		emit(p, w);
+	}
+}
+
+void conv_process_json(const struct conv_process *p, struct jsonw *w)
+{
+	char signame[32];
+
+	jsonw_printf(w, "{\"pid\":%ld,\"rank\":", p->pid);
+	if (p->rank >= 0)
+		jsonw_printf(w, "%d", p->rank);
+	else
+		jsonw_lit(w, "null");
+	jsonw_lit(w, ",\"argv\":[");
+	for (int i = 0; i < p->argc; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, p->argv[i]);
+	}
+	jsonw_printf(w, "],\"status\":\"%s\"", p->status);
+	if (!strcmp(p->status, "exited") && p->exit_code >= 0)
+		jsonw_printf(w, ",\"exit_code\":%d", p->exit_code);
+	if (!strcmp(p->status, "signaled"))
+		jsonw_printf(w, ",\"signal\":%d,\"signal_name\":\"%s\"",
+			     p->signal,
+			     conv_signal_name(p->signal, signame, sizeof signame));
+	jsonw_printf(w, ",\"threads\":%zu,\"events\":%llu,\"ops\":%llu,"
+			"\"casts\":%llu,\"in_flight_ops\":%llu,"
+			"\"raw_errors\":%llu}",
+		     p->nthreads, (unsigned long long)p->events,
+		     (unsigned long long)p->ops, (unsigned long long)p->casts,
+		     (unsigned long long)p->in_flight_ops,
+		     (unsigned long long)p->raw_errors);
+}
+
+void conv_free(struct conv *c)
+{
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct conv_process *p = c->procs[i];
+		for (size_t j = 0; j < p->nthreads; j++) {
+			struct conv_thread *t = p->threads[j];
+			if (t->chunk)
+				munmap((void *)t->chunk, RAW_CHUNK);
+			if (t->fd >= 0)
+				close(t->fd);
+			for (size_t k = 0; k < t->nops; k++)
+				free_pending(&t->ops[k]);
+			for (size_t k = 0; k < t->nscopes; k++) {
+				free(t->scopes[k].name);
+				free(t->scopes[k].label);
+			}
+			free(t->ops);
+			free(t->scopes);
+			free(t->path);
+			free(t);
+		}
+		free(p->threads);
+		for (int k = 0; k < NAMES_COUNT; k++) {
+			for (size_t n = 0; n < p->name_count[k]; n++)
+				free(p->names[k][n]);
+			free(p->names[k]);
+		}
+		for (int k = 0; k < p->argc; k++)
+			free(p->argv[k]);
+		free(p->argv);
+		free(p->exe);
+		free(p->name);
+		free(p->dir);
+		free(p);
+	}
+	free(c->procs);
+	free(c->raw_dir);
+	jsonw_free(&c->buf);
+}

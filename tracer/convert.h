@@ -1,0 +1,84 @@
+/* The converter in `amptrace run`: follows the raw directory the
+ * recorders write (raw.h) while the program runs, and turns every record
+ * into a trace event (FORMAT.md) streamed to the process's trace file.
+ * Runs in the amptrace process, never in the traced program. */
+#ifndef AMPTRACE_CONVERT_H
+#define AMPTRACE_CONVERT_H
+
+#include "jsonw.h"
+#include "trace_writer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct conv_thread;
+
+/* One traced process (one p<pid> directory). */
+struct conv_process {
+	long pid;
+	long ppid;
+	int rank;                /* -1 when the environment gave none */
+	char *exe;
+	char *name;              /* basename of argv[0] */
+	char **argv;
+	int argc;
+	/* libamp's names for its enum values, from process.json */
+	char **names[6];
+	size_t name_count[6];
+	char *dir;
+	/* Announced (metadata written, writer chosen) with its first thread:
+	 * a process that records nothing (a launcher) leaves no trace. */
+	bool announced;
+	struct trace_writer *writer; /* where its events go (NULL: dropped) */
+	struct conv_thread **threads;
+	size_t nthreads;
+	uint64_t last_ns;        /* latest event time seen */
+	uint64_t events;         /* trace events written */
+	uint64_t ops, casts;
+	uint64_t raw_errors;     /* records that did not decode */
+	/* counters kept across threads */
+	double last_scale[8];
+	uint64_t skipped_steps;
+	/* filled by conv_finish */
+	const char *status;      /* "exited", "signaled", "died", "running" */
+	int exit_code;           /* when status is "exited" and known */
+	int signal;              /* when "signaled" */
+	uint64_t in_flight_ops;
+};
+
+/* Chooses the writer for a newly seen process. */
+typedef struct trace_writer *(*conv_writer_fn)(void *ctx,
+					       const struct conv_process *p);
+
+struct conv {
+	char *raw_dir;
+	uint64_t base_ns;        /* CLOCK_MONOTONIC of ts 0 */
+	conv_writer_fn writer_for;
+	void *ctx;
+	struct conv_process **procs;
+	size_t nprocs;
+	struct jsonw buf;        /* scratch for one event */
+	uint64_t last_scan_ns;   /* when the directories were last listed */
+	bool final;              /* conv_finish: list them on every poll */
+};
+
+void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
+	       conv_writer_fn writer_for, void *ctx);
+/* Picks up new processes, threads and records.  Returns the number of
+ * records converted (0: nothing new). */
+size_t conv_poll(struct conv *c);
+/* Final pass once the program has ended: converts what is left, closes
+ * what the death of a process left open (ops in flight, autocast regions),
+ * says how each process ended.  `child_pid`/`wait_status` describe the
+ * direct child (its status is exact); `end_ns` is when its end was seen. */
+void conv_finish(struct conv *c, long child_pid, int wait_status,
+		 uint64_t end_ns);
+/* The process's entry of the trailer's "processes" list. */
+void conv_process_json(const struct conv_process *p, struct jsonw *w);
+void conv_free(struct conv *c);
+
+/* "SIGSEGV" for 11, or "signal N". */
+const char *conv_signal_name(int sig, char *buf, size_t size);
+
+#endif /* AMPTRACE_CONVERT_H */

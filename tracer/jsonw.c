@@ -1,0 +1,188 @@
+/* JSON text writer (see jsonw.h). */
+#include "jsonw.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jsonw_init(struct jsonw *w)
+{
+	*w = (struct jsonw){ 0 };
+}
+
+void jsonw_free(struct jsonw *w)
+{
+	free(w->data);
+	*w = (struct jsonw){ 0 };
+}
+
+void jsonw_reset(struct jsonw *w)
+{
+	w->len = 0;
+	w->failed = false;
+}
+
+static bool reserve(struct jsonw *w, size_t extra)
+{
+	if (w->failed)
+		return false;
+	if (w->len + extra + 1 <= w->cap)
+		return true;
+	size_t cap = w->cap ? w->cap : 4096;
+	while (cap < w->len + extra + 1)
+		cap *= 2;
+	char *grown = realloc(w->data, cap);
+	if (!grown) {
+		w->failed = true;
+		return false;
+	}
+	w->data = grown;
+	w->cap = cap;
+	return true;
+}
+
+void jsonw_raw(struct jsonw *w, const char *text, size_t len)
+{
+	if (!reserve(w, len))
+		return;
+	memcpy(w->data + w->len, text, len);
+	w->len += len;
+	w->data[w->len] = '\0';
+}
+
+void jsonw_cstr(struct jsonw *w, const char *text)
+{
+	jsonw_raw(w, text, strlen(text));
+}
+
+void jsonw_printf(struct jsonw *w, const char *fmt, ...)
+{
+	va_list ap;
+	char small[256];
+
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof small, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof small) {
+		jsonw_raw(w, small, (size_t)n);
+		return;
+	}
+	if (!reserve(w, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(w->data + w->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	w->len += (size_t)n;
+}
+
+void jsonw_strn(struct jsonw *w, const char *text, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (!text) {
+		jsonw_raw(w, "null", 4);
+		return;
+	}
+	/* Worst case every byte becomes \u00XX. */
+	if (!reserve(w, len * 6 + 2))
+		return;
+	char *out = w->data + w->len;
+	*out++ = '"';
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		switch (c) {
+		case '"': *out++ = '\\'; *out++ = '"'; break;
+		case '\\': *out++ = '\\'; *out++ = '\\'; break;
+		case '\n': *out++ = '\\'; *out++ = 'n'; break;
+		case '\r': *out++ = '\\'; *out++ = 'r'; break;
+		case '\t': *out++ = '\\'; *out++ = 't'; break;
+		default:
+			if (c < 0x20 || c == 0x7f) {
+				memcpy(out, "\\u00", 4);
+				out[4] = hex[c >> 4];
+				out[5] = hex[c & 15];
+				out += 6;
+			} else {
+				*out++ = (char)c;
+			}
+		}
+	}
+	*out++ = '"';
+	*out = '\0';
+	w->len = (size_t)(out - w->data);
+}
+
+void jsonw_str(struct jsonw *w, const char *text)
+{
+	jsonw_strn(w, text, text ? strlen(text) : 0);
+}
+
+void jsonw_u64(struct jsonw *w, uint64_t value)
+{
+	char buf[24];
+	char *p = buf + sizeof buf;
+
+	do {
+		*--p = (char)('0' + value % 10);
+		value /= 10;
+	} while (value);
+	jsonw_raw(w, p, (size_t)(buf + sizeof buf - p));
+}
+
+void jsonw_i64(struct jsonw *w, int64_t value)
+{
+	if (value < 0) {
+		jsonw_raw(w, "-", 1);
+		jsonw_u64(w, (uint64_t)0 - (uint64_t)value);
+	} else {
+		jsonw_u64(w, (uint64_t)value);
+	}
+}
+
+void jsonw_double(struct jsonw *w, double value)
+{
+	if (!isfinite(value)) {
+		jsonw_raw(w, "null", 4);
+		return;
+	}
+	if (value == (double)(int64_t)value && fabs(value) < 1e15) {
+		jsonw_i64(w, (int64_t)value);
+		return;
+	}
+	jsonw_printf(w, "%.17g", value);
+}
+
+void jsonw_us(struct jsonw *w, int64_t ns)
+{
+	char buf[8];
+
+	if (ns < 0) {
+		jsonw_raw(w, "-", 1);
+		ns = -ns;
+	}
+	jsonw_u64(w, (uint64_t)ns / 1000);
+	unsigned frac = (unsigned)((uint64_t)ns % 1000);
+	buf[0] = '.';
+	buf[1] = (char)('0' + frac / 100);
+	buf[2] = (char)('0' + frac / 10 % 10);
+	buf[3] = (char)('0' + frac % 10);
+	jsonw_raw(w, buf, 4);
+}
+
+void jsonw_bool(struct jsonw *w, bool value)
+{
+	if (value)
+		jsonw_raw(w, "true", 4);
+	else
+		jsonw_raw(w, "false", 5);
+}
+
+void jsonw_key(struct jsonw *w, const char *key)
+{
+	jsonw_str(w, key);
+	jsonw_raw(w, ":", 1);
+}

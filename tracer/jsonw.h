@@ -1,0 +1,41 @@
+/* A growable text buffer with JSON helpers: the trace writer formats each
+ * event into one of these (escaping strings itself) rather than building a
+ * cJSON tree, because `amptrace run` converts events as fast as programs
+ * emit them. */
+#ifndef AMPTRACE_JSONW_H
+#define AMPTRACE_JSONW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct jsonw {
+	char *data;
+	size_t len;
+	size_t cap;
+	bool failed; /* an allocation failed: contents are incomplete */
+};
+
+void jsonw_init(struct jsonw *w);
+void jsonw_free(struct jsonw *w);
+void jsonw_reset(struct jsonw *w);
+void jsonw_raw(struct jsonw *w, const char *text, size_t len);
+void jsonw_cstr(struct jsonw *w, const char *text); /* raw, NUL-terminated */
+/* A string literal, raw (its length known at compile time). */
+#define jsonw_lit(w, literal) jsonw_raw((w), "" literal, sizeof(literal) - 1)
+void jsonw_printf(struct jsonw *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A JSON string literal with quotes; NULL writes null.  `len` bytes. */
+void jsonw_strn(struct jsonw *w, const char *text, size_t len);
+void jsonw_str(struct jsonw *w, const char *text);
+void jsonw_u64(struct jsonw *w, uint64_t value);
+void jsonw_i64(struct jsonw *w, int64_t value);
+/* A number that round-trips (%.17g), or null for NaN/inf (JSON has none). */
+void jsonw_double(struct jsonw *w, double value);
+/* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
+void jsonw_us(struct jsonw *w, int64_t ns);
+void jsonw_bool(struct jsonw *w, bool value);
+/* `"key":` */
+void jsonw_key(struct jsonw *w, const char *key);
+
+#endif /* AMPTRACE_JSONW_H */

@@ -1,0 +1,331 @@
+/* `amptrace merge RANK0.json RANK1.json ... -o ALL.json`: joins per-rank
+ * traces into one, one process per rank (pid = rank), timestamps moved
+ * onto a common origin through each file's baseTimeNanoseconds (wall
+ * clock, so ranks on different hosts line up as well as their clocks do).
+ * Inputs that are truncated are merged as far as they go, with a warning;
+ * inputs that do not load as traces are refused. */
+#include "jsonw.h"
+#include "trace.h"
+#include "trace_scan.h"
+#include "trace_commands.h"
+#include "trace_writer.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef AMPTRACE_VERSION
+#define AMPTRACE_VERSION "unknown"
+#endif
+
+static const char merge_usage[] =
+	"usage: amptrace merge TRACE.json TRACE.json ... -o OUT.json\n"
+	"\n"
+	"Joins the traces of several processes (the per-rank files of\n"
+	"`amptrace run`) into one trace with one process per rank: the pid of\n"
+	"a file's events becomes its rank (amptrace.rank, else its position\n"
+	"on the command line), timestamps share one origin.\n"
+	"\n"
+	"  -o, --output FILE  the merged trace (required)\n"
+	"  -h, --help         this text\n"
+	"\n"
+	"Exit status: 0, 1 when the output cannot be written, 2 bad input.\n";
+
+struct input {
+	const char *path;
+	char *text;
+	size_t len;
+	int rank;           /* from the header, or -1 */
+	double base_ns;     /* 0 when absent */
+	bool truncated;
+	size_t events;
+	cJSON *end;         /* amptraceEnd, or NULL */
+	/* pass 2 */
+	int64_t pids[16];   /* original pids seen */
+	int64_t new_pids[16];
+	int npids;
+	int new_rank;
+};
+
+struct merge {
+	struct input *inputs;
+	int ninputs;
+	double base_ns;
+	int64_t next_extra_pid;
+	struct trace_writer writer;
+	struct input *current;
+	struct trace_error *err;
+};
+
+static int header_top(void *ctx, const char *key, cJSON *value, size_t line)
+{
+	struct input *in = ctx;
+
+	(void)line;
+	if (!strcmp(key, "amptrace") && cJSON_IsObject(value)) {
+		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(value, "rank");
+		if (cJSON_IsNumber(rank) && rank->valuedouble >= 0)
+			in->rank = rank->valueint;
+	} else if (!strcmp(key, "baseTimeNanoseconds") && cJSON_IsNumber(value)) {
+		in->base_ns = value->valuedouble;
+	} else if (!strcmp(key, "amptraceEnd") && cJSON_IsObject(value)) {
+		cJSON_Delete(in->end);
+		in->end = cJSON_Duplicate(value, true);
+	}
+	return 0;
+}
+
+static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
+{
+	for (int i = 0; i < in->npids; i++)
+		if (in->pids[i] == pid)
+			return in->new_pids[i];
+	/* The file's first process is the rank; any other gets a pid of its
+	 * own above every rank. */
+	int64_t mapped = in->npids == 0 ? in->new_rank : m->next_extra_pid++;
+	if (in->npids < 16) {
+		in->pids[in->npids] = pid;
+		in->new_pids[in->npids++] = mapped;
+	}
+	return mapped;
+}
+
+static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
+{
+	struct merge *m = ctx;
+	struct input *in = m->current;
+
+	(void)index;
+	if (!cJSON_IsObject(event))
+		return trace_error_set(m->err, "%s:%zu: an event must be a JSON "
+				       "object", in->path, line);
+	cJSON *pid = cJSON_GetObjectItemCaseSensitive(event, "pid");
+	int64_t old = cJSON_IsNumber(pid) ? (int64_t)pid->valuedouble : 0;
+	if (pid && !cJSON_IsNumber(pid) && !cJSON_IsString(pid))
+		return trace_error_set(m->err, "%s:%zu: pid must be a number",
+				       in->path, line);
+	int64_t mapped = map_pid(m, in, old);
+	cJSON_ReplaceItemInObjectCaseSensitive(event, "pid",
+					       cJSON_CreateNumber((double)mapped));
+	cJSON *ts = cJSON_GetObjectItemCaseSensitive(event, "ts");
+	if (cJSON_IsNumber(ts) && in->base_ns > 0) {
+		/* ns → µs, rounded to the ns the format keeps */
+		double shift = (in->base_ns - m->base_ns) / 1000.0;
+		double moved = ts->valuedouble + shift;
+		cJSON_SetNumberValue(ts, (double)(int64_t)(moved * 1000.0 + 0.5) /
+						 1000.0);
+	}
+	cJSON *name = cJSON_GetObjectItemCaseSensitive(event, "name");
+	cJSON *args = cJSON_GetObjectItemCaseSensitive(event, "args");
+	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(event, "ph");
+	if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "M") &&
+	    cJSON_IsString(name) && cJSON_IsObject(args) &&
+	    mapped == in->new_rank) {
+		char prefix[32];
+		snprintf(prefix, sizeof prefix, "rank %d:", in->new_rank);
+		cJSON *label = cJSON_GetObjectItemCaseSensitive(args, "name");
+		if (!strcmp(name->valuestring, "process_name") &&
+		    cJSON_IsString(label) &&
+		    strncmp(label->valuestring, prefix, strlen(prefix))) {
+			size_t size = strlen(label->valuestring) + 40;
+			char *text = malloc(size);
+			if (text) {
+				snprintf(text, size, "%s %s", prefix,
+					 label->valuestring);
+				cJSON_ReplaceItemInObjectCaseSensitive(
+					args, "name", cJSON_CreateString(text));
+				free(text);
+			}
+		}
+		if (!strcmp(name->valuestring, "process_name") &&
+		    !cJSON_GetObjectItemCaseSensitive(args, "rank"))
+			cJSON_AddNumberToObject(args, "rank", in->new_rank);
+		if (!strcmp(name->valuestring, "process_sort_index"))
+			cJSON_ReplaceItemInObjectCaseSensitive(
+				args, "sort_index",
+				cJSON_CreateNumber(in->new_rank));
+	}
+	char *text = cJSON_PrintUnformatted(event);
+	if (!text)
+		return trace_error_set(m->err, "out of memory");
+	trace_writer_event(&m->writer, text, strlen(text));
+	free(text);
+	return 0;
+}
+
+static void free_inputs(struct merge *m)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		free(m->inputs[i].text);
+		cJSON_Delete(m->inputs[i].end);
+	}
+	free(m->inputs);
+}
+
+int amptrace_merge(int argc, char **argv)
+{
+	struct merge m = { 0 };
+	struct trace_error err;
+	const char *out = NULL;
+
+	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
+	m.err = &err;
+	if (!m.inputs)
+		return 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(merge_usage, stdout);
+			free_inputs(&m);
+			return 0;
+		}
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "amptrace merge: %s needs a file "
+					"name\n", argv[i]);
+				free_inputs(&m);
+				return 2;
+			}
+			out = argv[++i];
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "amptrace merge: unknown option '%s'\n%s",
+				argv[i], merge_usage);
+			free_inputs(&m);
+			return 2;
+		} else {
+			m.inputs[m.ninputs++] = (struct input){ .path = argv[i],
+								.rank = -1 };
+		}
+	}
+	if (!out || !m.ninputs) {
+		fprintf(stderr, "amptrace merge: need input traces and -o OUT\n%s",
+			merge_usage);
+		free_inputs(&m);
+		return 2;
+	}
+
+	/* Pass 1: headers, ranks, time bases; every file must read. */
+	for (int i = 0; i < m.ninputs; i++) {
+		struct input *in = &m.inputs[i];
+		struct trace_scan_handlers h = { .ctx = in, .top = header_top };
+		struct trace_scan_result r;
+		if (!strcmp(in->path, out)) {
+			fprintf(stderr, "amptrace merge: the output %s is also an "
+				"input\n", out);
+			free_inputs(&m);
+			return 2;
+		}
+		/* Loading checks every event as summary and check would. */
+		struct trace checked;
+		int status = -1;
+		in->text = trace_read_file(in->path, &in->len, &err);
+		if (in->text && trace_load_text(in->path, in->text, in->len,
+						&checked, &err) == 0) {
+			trace_free(&checked);
+			status = trace_scan(in->path, in->text, in->len, &h, &r,
+					    &err);
+		}
+		if (status != 0) {
+			fprintf(stderr, "amptrace merge: %s\n", err.message);
+			free_inputs(&m);
+			return 2;
+		}
+		in->truncated = r.truncated || (r.amptrace && !in->end);
+		in->events = r.events;
+		if (in->truncated)
+			fprintf(stderr, "amptrace merge: warning: %s is truncated "
+				"(its writer was stopped); merging its %zu "
+				"complete events\n", in->path, r.events);
+		if (in->base_ns > 0 && (m.base_ns == 0 || in->base_ns < m.base_ns))
+			m.base_ns = in->base_ns;
+	}
+	/* Ranks: the header's when all are known and distinct, else the
+	 * position on the command line. */
+	bool ranks_ok = true;
+	for (int i = 0; i < m.ninputs; i++) {
+		ranks_ok &= m.inputs[i].rank >= 0;
+		for (int j = 0; j < i; j++)
+			ranks_ok &= m.inputs[i].rank != m.inputs[j].rank;
+	}
+	int max_rank = 0;
+	for (int i = 0; i < m.ninputs; i++) {
+		m.inputs[i].new_rank = ranks_ok ? m.inputs[i].rank : i;
+		if (m.inputs[i].new_rank > max_rank)
+			max_rank = m.inputs[i].new_rank;
+	}
+	if (!ranks_ok)
+		fprintf(stderr, "amptrace merge: note: not every input has a "
+			"distinct rank; using the order of the arguments (rank "
+			"= position, from 0)\n");
+	m.next_extra_pid = max_rank + 1;
+
+	struct jsonw header;
+	jsonw_init(&header);
+	jsonw_printf(&header, "\"generator\":\"amptrace %s merge\",\"rank\":null,"
+			      "\"merged\":[", AMPTRACE_VERSION);
+	for (int i = 0; i < m.ninputs; i++) {
+		if (i)
+			jsonw_raw(&header, ",", 1);
+		jsonw_cstr(&header, "{\"file\":");
+		jsonw_str(&header, m.inputs[i].path);
+		jsonw_printf(&header, ",\"rank\":%d,\"truncated\":%s}",
+			     m.inputs[i].new_rank,
+			     m.inputs[i].truncated ? "true" : "false");
+	}
+	jsonw_raw(&header, "]", 1);
+	if (trace_writer_open(&m.writer, out, header.data,
+			      (uint64_t)m.base_ns) != 0) {
+		fprintf(stderr, "amptrace merge: cannot write %s: %s\n", out,
+			strerror(errno));
+		jsonw_free(&header);
+		free_inputs(&m);
+		return 1;
+	}
+	jsonw_free(&header);
+
+	/* Pass 2: events, re-numbered and re-timed. */
+	for (int i = 0; i < m.ninputs; i++) {
+		struct input *in = &m.inputs[i];
+		struct trace_scan_handlers h = { .ctx = &m, .event = merge_event };
+		struct trace_scan_result r;
+		m.current = in;
+		if (trace_scan(in->path, in->text, in->len, &h, &r, &err) != 0) {
+			fprintf(stderr, "amptrace merge: %s\n", err.message);
+			trace_writer_close(&m.writer, "{\"complete\":false}");
+			remove(out);
+			free_inputs(&m);
+			return 2;
+		}
+		free(in->text);
+		in->text = NULL;
+	}
+
+	struct jsonw end;
+	jsonw_init(&end);
+	jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,\"inputs\":[",
+		     (unsigned long long)m.writer.events);
+	for (int i = 0; i < m.ninputs; i++) {
+		struct input *in = &m.inputs[i];
+		if (i)
+			jsonw_raw(&end, ",", 1);
+		jsonw_cstr(&end, "{\"file\":");
+		jsonw_str(&end, in->path);
+		jsonw_printf(&end, ",\"rank\":%d,\"pid\":%d,\"events\":%zu,"
+				   "\"truncated\":%s,\"exit\":",
+			     in->new_rank, in->new_rank, in->events,
+			     in->truncated ? "true" : "false");
+		cJSON *exit = cJSON_GetObjectItemCaseSensitive(in->end, "exit");
+		char *text = exit ? cJSON_PrintUnformatted(exit) : NULL;
+		jsonw_cstr(&end, text ? text : "null");
+		free(text);
+		jsonw_raw(&end, "}", 1);
+	}
+	jsonw_cstr(&end, "]}");
+	int status = trace_writer_close(&m.writer, end.data) == 0 ? 0 : 1;
+	if (status)
+		fprintf(stderr, "amptrace merge: error writing %s\n", out);
+	jsonw_free(&end);
+	free_inputs(&m);
+	return status;
+}

@@ -1,0 +1,61 @@
+/* The raw event stream between the recorder (inside the traced program)
+ * and `amptrace run` (its parent).  Not a public format: only these two
+ * read and write it, and both come from the same build.
+ *
+ * Layout of the raw directory (AMPTRACE_RAW_DIR), one p<pid> directory per
+ * process image (p<pid>-<n> after an exec in the same pid):
+ *   p<pid>/process.json   written once by the recorder when it attaches
+ *                         (then renamed into place, so it is whole):
+ *                         pid, rank, argv, libamp's enum names
+ *   p<pid>/t<n>.raw       one file per thread that emitted events
+ *   p<pid>/exit           created by the recorder at a clean exit
+ *
+ * A thread file is a sequence of RAW_CHUNK-sized chunks that the writing
+ * thread maps MAP_SHARED one at a time.  Chunk 0 starts with a
+ * raw_thread_header; records follow, 8-byte aligned.  A record's first
+ * word is its size and is stored last, with release order, after the rest
+ * of the record: a reader that sees a nonzero size sees the whole record,
+ * and a record interrupted by the death of the process is never seen
+ * (its size is still 0, as the file's fresh pages are zero-filled).
+ * Because the pages belong to the file, not the process, every completed
+ * record survives SIGKILL.  RAW_SIZE_NEXT_CHUNK as a size means "the
+ * stream continues at the start of the next chunk", RAW_SIZE_THREAD_END
+ * "the thread exited" (its file can go: threads come and go in pools). */
+#ifndef AMPTRACE_RAW_H
+#define AMPTRACE_RAW_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define RAW_ENV_DIR "AMPTRACE_RAW_DIR"
+#define RAW_ENV_PID "AMPTRACE_PID" /* the converting amptrace process */
+#define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
+#define RAW_VERSION 1
+#define RAW_CHUNK (1u << 20)
+#define RAW_SIZE_NEXT_CHUNK UINT32_MAX
+/* As a size: the thread has exited; the reader may drop the file. */
+#define RAW_SIZE_THREAD_END (UINT32_MAX - 1)
+/* Strings longer than this are cut (tensor names, error messages). */
+#define RAW_MAX_STRING 1024
+/* A u16 string length meaning "NULL". */
+#define RAW_NULL_STRING 0xffffu
+
+struct raw_thread_header {
+	_Atomic uint64_t magic; /* RAW_THREAD_MAGIC once the header is whole */
+	uint32_t version;
+	uint32_t header_size;   /* offset of the first record */
+	uint64_t amp_thread;    /* libamp thread number (trace tid) */
+	int64_t os_tid;
+	char name[32];          /* pthread name, NUL-terminated */
+};
+
+/* Record kinds: libamp's amp_event_kind values. */
+struct raw_record {
+	_Atomic uint32_t size;  /* whole record, multiple of 8; 0 = not yet */
+	uint16_t kind;          /* enum amp_event_kind */
+	uint16_t reserved;
+	uint64_t time_ns;       /* CLOCK_MONOTONIC */
+	/* payload: fields in the order raw_encode/raw_decode agree on */
+};
+
+#endif /* AMPTRACE_RAW_H */

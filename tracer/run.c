@@ -1,0 +1,619 @@
+/* `amptrace run [-o trace.json] [--svg graph.svg] -- PROG [ARGS...]`:
+ * runs PROG with the recorder preloaded and streams its events into the
+ * trace while it runs.  The program keeps its stdin/stdout/stderr and its
+ * exit status becomes ours (128 + N when signal N killed it).
+ *
+ * Crash safety, end to end: the recorder's records reach the page cache
+ * as they are made (raw.h), so a program that aborts, segfaults or is
+ * SIGKILLed loses nothing it completed; this process converts them as
+ * they come and appends whole lines to the trace, so if amptrace itself
+ * is killed the trace is cut at a line boundary and readers repair it
+ * (FORMAT.md, "Truncated traces"). */
+#include "convert.h"
+#include "raw.h"
+#include "trace_commands.h"
+#include "trace_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef AMPTRACE_VERSION
+#define AMPTRACE_VERSION "unknown"
+#endif
+#ifndef AMPTRACE_RECORDER_INSTALL_DIR
+#define AMPTRACE_RECORDER_INSTALL_DIR "/usr/local/lib/amptrace"
+#endif
+#define RECORDER_NAME "libamptrace-recorder.so"
+
+/* How often the raw files are polled while the program runs. */
+#define POLL_INTERVAL_NS (10 * 1000 * 1000)
+
+static const char run_usage[] =
+	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [-q] -- PROG [ARGS...]\n"
+	"\n"
+	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
+	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
+	"decision: ops, casts, cache hits, autocast regions, GradScaler events.\n"
+	"PROG's output and exit status pass through unchanged.\n"
+	"\n"
+	"  -o, --output FILE  trace file (default trace.json); a process with a\n"
+	"                     rank (RANK, OMPI_COMM_WORLD_RANK or PMI_RANK) writes\n"
+	"                     FILE with .rankN before the extension\n"
+	"      --svg FILE     render the computation graph with ampview afterwards\n"
+	"  -q, --quiet        no summary line on stderr when all went well\n"
+	"  -h, --help         this text\n"
+	"\n"
+	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
+	"trace still holds every event up to its death, and says how it died.\n"
+	"libamp's value checks (fp16-overflow, cast-underflow findings) are\n"
+	"turned on unless AMP_VALUE_CHECKS is set (AMP_VALUE_CHECKS=0: off).\n"
+	"Open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing.\n"
+	"Exit status: PROG's; 128+N if signal N killed it; 2 usage error;\n"
+	"127 PROG or ampview not found; 126 PROG not executable.\n";
+
+struct output {
+	int rank;               /* -1: the file named by -o */
+	char *path;
+	struct trace_writer writer;
+	bool open;
+	size_t processes;
+};
+
+struct run_state {
+	const char *out;
+	char **command;
+	uint64_t mono_base, real_base;
+	struct output **outputs; /* each allocated once: processes point at
+				  * their writer */
+	size_t noutputs;
+	char hostname[256];
+};
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+static uint64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* trace.json -> trace.rank3.json; trace -> trace.rank3 */
+static char *rank_path(const char *path, int rank)
+{
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(path, '.');
+	size_t stem = dot && (!slash || dot > slash + 1) ? (size_t)(dot - path)
+							 : strlen(path);
+	size_t size = strlen(path) + 32;
+	char *out = malloc(size);
+
+	if (!out)
+		abort();
+	snprintf(out, size, "%.*s.rank%d%s", (int)stem, path, rank, path + stem);
+	return out;
+}
+
+static void header_json(struct run_state *s, int rank, struct jsonw *w)
+{
+	jsonw_printf(w, "\"generator\":\"amptrace %s\",\"command\":[",
+		     AMPTRACE_VERSION);
+	for (char **a = s->command; *a; a++) {
+		if (a != s->command)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, *a);
+	}
+	jsonw_cstr(w, "],\"rank\":");
+	if (rank >= 0)
+		jsonw_printf(w, "%d", rank);
+	else
+		jsonw_cstr(w, "null");
+	jsonw_cstr(w, ",\"host\":");
+	jsonw_str(w, s->hostname);
+	jsonw_cstr(w, ",\"monotonic_base_ns\":");
+	jsonw_u64(w, s->mono_base);
+	jsonw_cstr(w, ",\"flush\":\"event\"");
+}
+
+static struct output *output_for_rank(struct run_state *s, int rank)
+{
+	for (size_t i = 0; i < s->noutputs; i++)
+		if (s->outputs[i]->rank == rank)
+			return s->outputs[i];
+	struct output **grown =
+		realloc(s->outputs, (s->noutputs + 1) * sizeof *grown);
+	struct output *o = malloc(sizeof *o);
+	if (!grown || !o)
+		abort();
+	s->outputs = grown;
+	s->outputs[s->noutputs++] = o;
+	*o = (struct output){ .rank = rank,
+			      .path = rank >= 0 ? rank_path(s->out, rank)
+						: strdup(s->out) };
+	return o;
+}
+
+static bool open_output(struct run_state *s, struct output *o)
+{
+	struct jsonw header;
+
+	if (o->open)
+		return true;
+	jsonw_init(&header);
+	header_json(s, o->rank, &header);
+	int status = trace_writer_open(&o->writer, o->path, header.data,
+				       s->real_base);
+	jsonw_free(&header);
+	if (status != 0) {
+		fprintf(stderr, "amptrace run: cannot write %s: %s\n", o->path,
+			strerror(errno));
+		return false;
+	}
+	o->open = true;
+	return true;
+}
+
+static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+{
+	struct run_state *s = ctx;
+	struct output *o = output_for_rank(s, p->rank);
+
+	o->processes++;
+	return open_output(s, o) ? &o->writer : NULL;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static const char *find_recorder(char *buf, size_t size)
+{
+	const char *env = getenv("AMPTRACE_RECORDER");
+	char exe[PATH_MAX];
+
+	if (env && *env)
+		return access(env, R_OK) == 0 ? env : NULL;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(buf, size, "%s/%s", exe, RECORDER_NAME);
+			if (access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	snprintf(buf, size, "%s/%s", AMPTRACE_RECORDER_INSTALL_DIR,
+		 RECORDER_NAME);
+	return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+/* ampview next to amptrace (installed), in ../viewer (build tree), or on
+ * PATH. */
+static const char *find_ampview(char *buf, size_t size)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(buf, size, "%s/ampview", exe);
+			if (access(buf, X_OK) == 0)
+				return buf;
+			snprintf(buf, size, "%s/../viewer/ampview", exe);
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
+	}
+	const char *path = getenv("PATH");
+	while (path && *path) {
+		const char *end = strchrnul(path, ':');
+		snprintf(buf, size, "%.*s/ampview", (int)(end - path), path);
+		if (end > path && access(buf, X_OK) == 0)
+			return buf;
+		path = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
+static int render_svg(const char *trace, const char *svg)
+{
+	char buf[PATH_MAX + 32];
+	const char *ampview = find_ampview(buf, sizeof buf);
+
+	if (!ampview) {
+		fprintf(stderr, "amptrace run: --svg: ampview not found (looked "
+			"next to amptrace and on PATH); the trace %s was "
+			"written, render it later with: ampview %s -o %s\n",
+			trace, trace, svg);
+		return 127;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "amptrace run: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		execl(ampview, "ampview", trace, "-o", svg, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	fprintf(stderr, "amptrace run: ampview failed to render %s\n", svg);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* Where the raw files go: memory (/dev/shm) unless TMPDIR says otherwise.
+ * They are a buffer between the recorder and the converter, given back
+ * chunk by chunk as they are converted, so they stay small. */
+static const char *raw_base(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct stat st;
+
+	if (tmp && *tmp)
+		return tmp;
+	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    access("/dev/shm", W_OK) == 0)
+		return "/dev/shm";
+	return "/tmp";
+}
+
+static bool dir_writable(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return false;
+	if (!slash)
+		return access(".", W_OK) == 0;
+	snprintf(dir, sizeof dir, "%.*s", (int)(slash - path + (slash == path)),
+		 path);
+	return access(dir, W_OK) == 0;
+}
+
+/* The child: preload the recorder, restore signals, exec.  An exec
+ * failure travels back through `report` (close-on-exec). */
+static void exec_child(char **command, const char *recorder,
+		       const char *raw_dir, int report)
+{
+	const char *old = getenv("LD_PRELOAD");
+	size_t size = strlen(recorder) + (old ? strlen(old) : 0) + 2;
+	char *preload = malloc(size);
+
+	if (preload) {
+		snprintf(preload, size, "%s%s%s", recorder, old && *old ? ":" : "",
+			 old ? old : "");
+		setenv("LD_PRELOAD", preload, 1);
+	}
+	char pid[24];
+	snprintf(pid, sizeof pid, "%ld", (long)getppid());
+	setenv(RAW_ENV_DIR, raw_dir, 1);
+	setenv(RAW_ENV_PID, pid, 1);
+	/* libamp's value checks (fp16-overflow, cast-underflow findings),
+	 * unless the user chose (AMP_VALUE_CHECKS=0 turns them off). */
+	setenv("AMP_VALUE_CHECKS", "1", 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	execvp(command[0], command);
+	int err = errno;
+	if (write(report, &err, sizeof err) < 0)
+		_exit(127);
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+static void report_end(const struct run_state *s, const struct conv *cv,
+		       const char *prog, int status, bool quiet)
+{
+	uint64_t events = 0, in_flight = 0, threads = 0;
+	size_t processes = 0;
+	char signame[32];
+
+	for (size_t i = 0; i < cv->nprocs; i++) {
+		if (!cv->procs[i]->announced)
+			continue;
+		processes++;
+		events += cv->procs[i]->events;
+		in_flight += cv->procs[i]->in_flight_ops;
+		threads += cv->procs[i]->nthreads;
+	}
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		fprintf(stderr, "amptrace run: %s was killed by %s (%s)", prog,
+			conv_signal_name(sig, signame, sizeof signame),
+			strsignal(sig));
+	} else if (!quiet || processes == 0) {
+		fprintf(stderr, "amptrace run: %s exited with status %d", prog,
+			WEXITSTATUS(status));
+	} else {
+		return;
+	}
+	fprintf(stderr, "; %llu events from %zu process%s, %llu thread%s",
+		(unsigned long long)events, processes,
+		processes == 1 ? "" : "es", (unsigned long long)threads,
+		threads == 1 ? "" : "s");
+	if (in_flight)
+		fprintf(stderr, " (%llu op%s in flight at the end, marked "
+			"incomplete)", (unsigned long long)in_flight,
+			in_flight == 1 ? "" : "s");
+	for (size_t i = 0; i < s->noutputs; i++)
+		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
+	fputc('\n', stderr);
+	if (processes == 0)
+		fprintf(stderr, "amptrace run: no libamp events were recorded: "
+			"is %s linked against libamp (dynamically)?\n", prog);
+}
+
+static void finish_outputs(struct run_state *s, struct conv *cv, int status,
+			   uint64_t end_ns, int *failed)
+{
+	char signame[32];
+
+	for (size_t i = 0; i < s->noutputs; i++) {
+		struct output *o = s->outputs[i];
+		struct jsonw end;
+		uint64_t events = o->writer.events;
+
+		if (!o->open)
+			continue;
+		jsonw_init(&end);
+		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
+				   "\"duration_us\":",
+			     (unsigned long long)events);
+		jsonw_us(&end, (int64_t)(end_ns - s->mono_base));
+		jsonw_cstr(&end, ",\"exit\":{");
+		if (WIFSIGNALED(status))
+			jsonw_printf(&end, "\"status\":\"signaled\",\"signal\":%d,"
+					   "\"signal_name\":\"%s\"}",
+				     WTERMSIG(status),
+				     conv_signal_name(WTERMSIG(status), signame,
+						      sizeof signame));
+		else
+			jsonw_printf(&end, "\"status\":\"exited\",\"code\":%d}",
+				     WEXITSTATUS(status));
+		jsonw_cstr(&end, ",\"processes\":[");
+		size_t n = 0;
+		for (size_t j = 0; j < cv->nprocs; j++) {
+			if (cv->procs[j]->writer != &o->writer)
+				continue;
+			if (n++)
+				jsonw_raw(&end, ",", 1);
+			conv_process_json(cv->procs[j], &end);
+		}
+		jsonw_cstr(&end, "]}");
+		if (trace_writer_close(&o->writer, end.data) != 0) {
+			fprintf(stderr, "amptrace run: error writing %s: %s\n",
+				o->path, strerror(errno));
+			*failed = 1;
+		}
+		jsonw_free(&end);
+	}
+}
+
+int amptrace_run(int argc, char **argv)
+{
+	struct run_state s = { .out = "trace.json" };
+	const char *svg = NULL;
+	bool quiet = false;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(run_usage, stdout);
+			return 0;
+		}
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = true;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
+			   !strcmp(a, "--svg")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "amptrace run: %s needs a file "
+					"name\n%s", a, run_usage);
+				return 2;
+			}
+			if (!strcmp(a, "--svg"))
+				svg = argv[++i];
+			else
+				s.out = argv[++i];
+		} else if (!strncmp(a, "--output=", 9)) {
+			s.out = a + 9;
+		} else if (!strncmp(a, "--svg=", 6)) {
+			svg = a + 6;
+		} else if (a[0] == '-') {
+			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
+				run_usage);
+			return 2;
+		} else {
+			break; /* PROG without `--` */
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "amptrace run: no program given\n%s", run_usage);
+		return 2;
+	}
+	if (!*s.out) {
+		fprintf(stderr, "amptrace run: empty output file name\n");
+		return 2;
+	}
+	s.command = argv + i;
+	if (!dir_writable(s.out)) {
+		fprintf(stderr, "amptrace run: cannot write %s: it is a "
+			"directory, or its directory is not writable or does "
+			"not exist\n", s.out);
+		return 2;
+	}
+
+	char recorder_buf[PATH_MAX + 64];
+	const char *recorder = find_recorder(recorder_buf, sizeof recorder_buf);
+	if (!recorder) {
+		fprintf(stderr, "amptrace run: %s not found (next to amptrace, "
+			"in %s, or $AMPTRACE_RECORDER)\n", RECORDER_NAME,
+			AMPTRACE_RECORDER_INSTALL_DIR);
+		return 2;
+	}
+	if (strpbrk(recorder, " :")) {
+		fprintf(stderr, "amptrace run: the recorder path '%s' contains "
+			"a space or ':' and cannot go in LD_PRELOAD\n", recorder);
+		return 2;
+	}
+
+	char raw_dir[PATH_MAX];
+	snprintf(raw_dir, sizeof raw_dir, "%s/amptrace-XXXXXX", raw_base());
+	if (!mkdtemp(raw_dir)) {
+		fprintf(stderr, "amptrace run: cannot create %s: %s\n", raw_dir,
+			strerror(errno));
+		return 2;
+	}
+	gethostname(s.hostname, sizeof s.hostname - 1);
+
+	int report[2];
+	if (pipe2(report, O_CLOEXEC) != 0) {
+		fprintf(stderr, "amptrace run: pipe: %s\n", strerror(errno));
+		nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		return 2;
+	}
+	/* Like time(1): the terminal's ^C reaches the program, which decides;
+	 * we stay to finish the trace.  TERM/HUP sent to us are passed on. */
+	struct sigaction ignore = { .sa_handler = SIG_IGN };
+	struct sigaction forward = { .sa_handler = forward_signal };
+	sigaction(SIGINT, &ignore, NULL);
+	sigaction(SIGQUIT, &ignore, NULL);
+	sigaction(SIGTERM, &forward, NULL);
+	sigaction(SIGHUP, &forward, NULL);
+
+	/* SIGCHLD is blocked so that the poll below can wait for it: the end
+	 * of the program wakes us at once (the child unblocks it). */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	fflush(NULL);
+	s.mono_base = clock_ns(CLOCK_MONOTONIC);
+	s.real_base = clock_ns(CLOCK_REALTIME);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "amptrace run: fork: %s\n", strerror(errno));
+		nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		return 2;
+	}
+	if (pid == 0) {
+		close(report[0]);
+		exec_child(s.command, recorder, raw_dir, report[1]);
+	}
+	child_pid = pid;
+	close(report[1]);
+	int exec_errno = 0;
+	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
+	close(report[0]);
+
+	struct conv cv;
+	conv_init(&cv, raw_dir, s.mono_base, writer_for, &s);
+	int status = 0;
+	for (;;) {
+		pid_t done = waitpid(pid, &status, WNOHANG);
+		if (done == pid)
+			break;
+		if (done < 0 && errno != EINTR) {
+			status = 0;
+			break;
+		}
+		size_t converted = conv_poll(&cv);
+		for (size_t k = 0; k < s.noutputs; k++)
+			trace_writer_flush(&s.outputs[k]->writer);
+		/* A busy program is followed every millisecond (in batches),
+		 * an idle one every POLL_INTERVAL; its end wakes us at once. */
+		if (!converted) {
+			struct timespec pause = { 0, POLL_INTERVAL_NS };
+			sigtimedwait(&chld, NULL, &pause);
+		}
+	}
+	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	child_pid = 0;
+	sigprocmask(SIG_UNBLOCK, &chld, NULL);
+
+	int failed = 0;
+	if (got == (ssize_t)sizeof exec_errno) {
+		fprintf(stderr, "amptrace run: cannot run %s: %s\n", s.command[0],
+			strerror(exec_errno));
+		conv_free(&cv);
+		nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(s.outputs);
+		return exec_errno == ENOENT ? 127 : 126;
+	}
+	conv_finish(&cv, (long)pid, status, end_ns);
+	if (s.noutputs == 0) {
+		/* Nothing recorded: still leave a trace that loads. */
+		struct output *o = output_for_rank(&s, -1);
+		open_output(&s, o);
+	}
+	finish_outputs(&s, &cv, status, end_ns, &failed);
+	report_end(&s, &cv, s.command[0], status, quiet);
+	conv_free(&cv);
+	nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+				       : WEXITSTATUS(status);
+	if (svg && !failed) {
+		for (size_t k = 0; k < s.noutputs; k++) {
+			char *svg_path = s.outputs[k]->rank >= 0
+						 ? rank_path(svg, s.outputs[k]->rank)
+						 : strdup(svg);
+			int r = render_svg(s.outputs[k]->path, svg_path);
+			free(svg_path);
+			if (r != 0 && code == 0)
+				code = r;
+			if (r == 127)
+				break;
+		}
+	}
+	for (size_t k = 0; k < s.noutputs; k++) {
+		free(s.outputs[k]->path);
+		free(s.outputs[k]);
+	}
+	free(s.outputs);
+	if (failed && code == 0)
+		code = 1;
+	return code;
+}

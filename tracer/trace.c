@@ -1,0 +1,725 @@
+/* Loads a trace file into `struct trace` (see trace.h; the fields are
+ * FORMAT.md's). */
+#include "trace.h"
+
+#include "trace_writer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------ arena, strings */
+
+struct trace_arena_block {
+	struct trace_arena_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+static void *arena_alloc(struct trace *t, size_t size)
+{
+	struct trace_arena_block *b = t->arena;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!b || b->used + size > b->size) {
+		size_t block = size > 65536 ? size : 65536;
+		b = malloc(sizeof *b + block);
+		if (!b)
+			return NULL;
+		b->next = t->arena;
+		b->used = 0;
+		b->size = block;
+		t->arena = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += size;
+	return p;
+}
+
+static uint64_t hash_string(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* Interned copy of s: equal strings share one pointer, which keeps a
+ * trace of a million ops to a few distinct op names in memory. */
+static const char *intern(struct trace *t, const char *s)
+{
+	if (!s)
+		return NULL;
+	if ((t->nstrings + 1) * 2 > t->cap_strings) {
+		size_t cap = t->cap_strings ? t->cap_strings * 2 : 1024;
+		const char **table = calloc(cap, sizeof *table);
+		if (!table)
+			return NULL;
+		for (size_t i = 0; i < t->cap_strings; i++) {
+			if (!t->strings[i])
+				continue;
+			size_t j = hash_string(t->strings[i]) & (cap - 1);
+			while (table[j])
+				j = (j + 1) & (cap - 1);
+			table[j] = t->strings[i];
+		}
+		free(t->strings);
+		t->strings = table;
+		t->cap_strings = cap;
+	}
+	size_t j = hash_string(s) & (t->cap_strings - 1);
+	while (t->strings[j]) {
+		if (!strcmp(t->strings[j], s))
+			return t->strings[j];
+		j = (j + 1) & (t->cap_strings - 1);
+	}
+	size_t len = strlen(s);
+	char *copy = arena_alloc(t, len + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len + 1);
+	t->strings[j] = copy;
+	t->nstrings++;
+	return copy;
+}
+
+/* ------------------------------------------------------ field access */
+
+struct loader {
+	struct trace *trace;
+	struct trace_error *err;
+	const char *path;
+	size_t line;
+	size_t index;
+	const char *what;  /* "amp.op event" for messages */
+	bool failed;
+};
+
+static void fail(struct loader *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void fail(struct loader *l, const char *fmt, ...)
+{
+	char detail[700];
+	va_list ap;
+
+	if (l->failed)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	trace_error_set(l->err, "%s:%zu: event %zu (%s): %s", l->path, l->line,
+			l->index, l->what, detail);
+	l->failed = true;
+}
+
+static const char *type_name(const cJSON *v)
+{
+	if (!v)
+		return "missing";
+	if (cJSON_IsString(v))
+		return "a string";
+	if (cJSON_IsNumber(v))
+		return "a number";
+	if (cJSON_IsBool(v))
+		return "a boolean";
+	if (cJSON_IsNull(v))
+		return "null";
+	if (cJSON_IsArray(v))
+		return "an array";
+	return "an object";
+}
+
+/* Required unless `optional`; absent optional values give the default. */
+static const char *get_string(struct loader *l, const cJSON *obj,
+			      const char *key, const char *where, bool optional,
+			      bool nullable)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsString(v))
+		return intern(l->trace, v->valuestring);
+	if ((!v && optional) || (cJSON_IsNull(v) && nullable))
+		return NULL;
+	fail(l, "%s%s must be a string%s, got %s", where, key,
+	     nullable ? " or null" : "", type_name(v));
+	return NULL;
+}
+
+static double get_number(struct loader *l, const cJSON *obj, const char *key,
+			 const char *where, bool optional, double fallback)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsNumber(v))
+		return v->valuedouble;
+	if (!v && optional)
+		return fallback;
+	fail(l, "%s%s must be a number, got %s", where, key, type_name(v));
+	return fallback;
+}
+
+static uint64_t get_id(struct loader *l, const cJSON *obj, const char *key,
+		       const char *where, bool optional)
+{
+	double v = get_number(l, obj, key, where, optional, 0);
+
+	if (v < 0 || v != floor(v) || v > 9007199254740992.0) {
+		fail(l, "%s%s must be a non-negative integer, got %g", where,
+		     key, v);
+		return 0;
+	}
+	return (uint64_t)v;
+}
+
+static bool get_bool(struct loader *l, const cJSON *obj, const char *key,
+		     const char *where, bool optional)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsBool(v))
+		return cJSON_IsTrue(v);
+	if (!v && optional)
+		return false;
+	fail(l, "%s%s must be true or false, got %s", where, key, type_name(v));
+	return false;
+}
+
+static const cJSON *get_object(struct loader *l, const cJSON *obj,
+			       const char *key, const char *where)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsObject(v))
+		return v;
+	fail(l, "%s%s must be an object, got %s", where, key, type_name(v));
+	return NULL;
+}
+
+static const cJSON *get_array(struct loader *l, const cJSON *obj,
+			      const char *key, const char *where, bool optional)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (cJSON_IsArray(v))
+		return v;
+	if (!v && optional)
+		return NULL;
+	fail(l, "%s%s must be an array, got %s", where, key, type_name(v));
+	return NULL;
+}
+
+/* ------------------------------------------------------------ decoders */
+
+static void load_tensor(struct loader *l, const cJSON *v, const char *where,
+			struct trace_tensor *t)
+{
+	char at[80];
+
+	*t = (struct trace_tensor){ 0 };
+	if (!cJSON_IsObject(v)) {
+		fail(l, "%s must be an object {tensor, dtype, shape}, got %s",
+		     where, type_name(v));
+		return;
+	}
+	snprintf(at, sizeof at, "%s.", where);
+	t->id = get_id(l, v, "tensor", at, false);
+	t->dtype = get_string(l, v, "dtype", at, false, false);
+	t->name = get_string(l, v, "name", at, true, true);
+	t->requires_grad = get_bool(l, v, "requires_grad", at, true);
+	t->leaf = get_bool(l, v, "leaf", at, true);
+	t->view = get_bool(l, v, "view", at, true);
+	const cJSON *shape = get_array(l, v, "shape", at, false);
+	const cJSON *d;
+	cJSON_ArrayForEach(d, shape) {
+		if (!cJSON_IsNumber(d)) {
+			fail(l, "%sshape must hold numbers, found %s", at,
+			     type_name(d));
+			return;
+		}
+		if (t->ndim < TRACE_MAX_DIMS)
+			t->shape[t->ndim++] = (int64_t)d->valuedouble;
+	}
+}
+
+static struct trace_tensor *load_tensors(struct loader *l, const cJSON *args,
+					 const char *key, int *count)
+{
+	const cJSON *list = get_array(l, args, key, "args.", false);
+	char where[64];
+
+	*count = 0;
+	if (!list)
+		return NULL;
+	int n = cJSON_GetArraySize(list);
+	struct trace_tensor *out =
+		arena_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *out);
+	if (!out) {
+		fail(l, "out of memory");
+		return NULL;
+	}
+	const cJSON *v;
+	cJSON_ArrayForEach(v, list) {
+		snprintf(where, sizeof where, "args.%s[%d]", key, *count);
+		load_tensor(l, v, where, &out[*count]);
+		(*count)++;
+	}
+	return out;
+}
+
+static void load_autocast(struct loader *l, const cJSON *args,
+			  struct trace_autocast *a)
+{
+	const cJSON *v = get_object(l, args, "autocast", "args.");
+	const char *at = "args.autocast.";
+
+	if (!v)
+		return;
+	a->enabled = get_bool(l, v, "enabled", at, false);
+	a->device = get_string(l, v, "device", at, false, false);
+	a->dtype = get_string(l, v, "dtype", at, false, false);
+	a->cache_enabled = get_bool(l, v, "cache_enabled", at, true);
+	a->depth = (int)get_number(l, v, "depth", at, false, 0);
+	a->scope = get_string(l, v, "scope", at, true, true);
+	const cJSON *scopes = get_array(l, v, "scopes", at, true);
+	if (scopes) {
+		int n = cJSON_GetArraySize(scopes);
+		a->scopes = arena_alloc(l->trace, (size_t)(n ? n : 1) *
+						    sizeof *a->scopes);
+		const cJSON *s;
+		cJSON_ArrayForEach(s, scopes) {
+			if (!cJSON_IsString(s)) {
+				fail(l, "%sscopes must hold strings", at);
+				return;
+			}
+			if (a->scopes)
+				a->scopes[a->nscopes++] =
+					intern(l->trace, s->valuestring);
+		}
+	}
+}
+
+static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
+{
+	const char *at = "args.";
+
+	op->op_id = get_id(l, args, "op_id", at, false);
+	op->op = get_string(l, args, "op", at, false, false);
+	op->overload = get_string(l, args, "overload", at, true, false);
+	if (!op->overload)
+		op->overload = intern(l->trace, "");
+	op->phase = get_string(l, args, "phase", at, false, false);
+	op->device = get_string(l, args, "device", at, false, false);
+	op->emulated = get_bool(l, args, "emulated", at, true);
+	op->incomplete = get_bool(l, args, "incomplete", at, true);
+	op->parent_op_id = get_id(l, args, "parent_op_id", at, true);
+	op->forward_op_id = get_id(l, args, "forward_op_id", at, true);
+	load_autocast(l, args, &op->autocast);
+	op->status = (int)get_number(l, args, "status", at, true, 0);
+	op->error = get_string(l, args, "error", at, true, true);
+	if (op->incomplete)
+		return;
+	op->policy = get_string(l, args, "policy", at, false, false);
+	op->inputs = load_tensors(l, args, "inputs", &op->ninputs);
+	op->outputs = load_tensors(l, args, "outputs", &op->noutputs);
+	/* torch.profiler's keys: one entry per input, as Kineto writes them */
+	const cJSON *types = get_array(l, args, "Input type", at, false);
+	const cJSON *dims = get_array(l, args, "Input Dims", at, false);
+	const cJSON *v;
+	if (l->failed)
+		return;
+	if (cJSON_GetArraySize(types) != op->ninputs ||
+	    cJSON_GetArraySize(dims) != op->ninputs) {
+		fail(l, "\"Input type\" and \"Input Dims\" must have one entry "
+		     "per input (%d), got %d and %d", op->ninputs,
+		     cJSON_GetArraySize(types), cJSON_GetArraySize(dims));
+		return;
+	}
+	cJSON_ArrayForEach(v, types)
+		if (!cJSON_IsString(v))
+			fail(l, "\"Input type\" must hold strings, found %s",
+			     type_name(v));
+	cJSON_ArrayForEach(v, dims)
+		if (!cJSON_IsArray(v))
+			fail(l, "\"Input Dims\" must hold arrays, found %s",
+			     type_name(v));
+}
+
+static void load_cast(struct loader *l, const cJSON *args,
+		      struct trace_cast *c)
+{
+	const char *at = "args.";
+
+	c->op_id = get_id(l, args, "op_id", at, false);
+	c->arg = (int)get_number(l, args, "arg", at, false, 0);
+	c->tensor = get_id(l, args, "tensor", at, false);
+	c->result = get_id(l, args, "result", at, false);
+	c->from = get_string(l, args, "from", at, false, false);
+	c->to = get_string(l, args, "to", at, false, false);
+	c->cache = get_string(l, args, "cache", at, false, false);
+	c->reason = get_string(l, args, "reason", at, true, true);
+	c->bytes = get_id(l, args, "bytes", at, false);
+	c->stale = get_bool(l, args, "stale", at, true);
+	c->name = get_string(l, args, "name", at, true, true);
+	c->op = get_string(l, args, "op", at, true, true);
+	c->phase = get_string(l, args, "phase", at, true, true);
+	c->scope = get_string(l, args, "scope", at, true, true);
+}
+
+static void load_scaler(struct loader *l, const cJSON *args,
+			struct trace_scaler *s)
+{
+	const char *at = "args.";
+	const cJSON *scale = cJSON_GetObjectItemCaseSensitive(args, "scale");
+
+	s->what = get_string(l, args, "what", at, false, false);
+	s->scaler_id = get_id(l, args, "scaler_id", at, true);
+	s->optimizer_id = get_id(l, args, "optimizer_id", at, true);
+	s->inf_tensor = get_id(l, args, "inf_tensor", at, true);
+	s->found_inf = get_bool(l, args, "found_inf", at, false);
+	s->step_skipped = get_bool(l, args, "step_skipped", at, false);
+	if (cJSON_IsNull(scale) || !scale)
+		s->scale = NAN;
+	else
+		s->scale = get_number(l, args, "scale", at, false, NAN);
+}
+
+static void load_counter(struct loader *l, const cJSON *args,
+			 struct trace_counter *c)
+{
+	const cJSON *v;
+
+	cJSON_ArrayForEach(v, args) {
+		double value;
+		if (cJSON_IsNumber(v))
+			value = v->valuedouble;
+		else if (cJSON_IsString(v))
+			value = strtod(v->valuestring, NULL);
+		else {
+			fail(l, "counter series %s must be a number, got %s",
+			     v->string, type_name(v));
+			return;
+		}
+		if (c->nseries < TRACE_MAX_SERIES) {
+			c->series[c->nseries] = intern(l->trace, v->string);
+			c->value[c->nseries++] = value;
+		}
+	}
+}
+
+static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(event, key);
+
+	if (cJSON_IsNumber(v))
+		return (int64_t)v->valuedouble;
+	if (cJSON_IsString(v)) {
+		/* String pids are a non-spec convenience (Perfetto accepts
+		 * them): map each distinct string to a negative number. */
+		const char *s = intern(l->trace, v->valuestring);
+		return -(int64_t)(hash_string(s ? s : "") & 0x7fffffff) - 1;
+	}
+	if (!v)
+		return 0;
+	fail(l, "%s must be a number or a string, got %s", key, type_name(v));
+	return 0;
+}
+
+static enum trace_kind classify(const char *cat, char ph)
+{
+	if (ph == 'M')
+		return TRACE_META;
+	if (ph == 'C')
+		return TRACE_COUNTER;
+	if (!strcmp(cat, "amp.op"))
+		return TRACE_OP;
+	if (!strcmp(cat, "amp.cast"))
+		return TRACE_CAST;
+	if (!strcmp(cat, "amp.scope"))
+		return ph == 'E' ? TRACE_SCOPE_END : TRACE_SCOPE_BEGIN;
+	if (!strcmp(cat, "amp.cache"))
+		return TRACE_CACHE_CLEAR;
+	if (!strcmp(cat, "amp.scaler"))
+		return TRACE_SCALER;
+	if (!strcmp(cat, "amp.diag"))
+		return TRACE_DIAG;
+	if (!strcmp(cat, "kernel"))
+		return TRACE_KERNEL;
+	return TRACE_OTHER;
+}
+
+/* The phases each category must use (FORMAT.md). */
+static bool phase_allowed(enum trace_kind kind, char ph)
+{
+	switch (kind) {
+	case TRACE_OP:
+	case TRACE_CAST:
+	case TRACE_KERNEL:
+		return ph == 'X';
+	case TRACE_SCOPE_BEGIN:
+		return ph == 'B';
+	case TRACE_CACHE_CLEAR:
+	case TRACE_SCALER:
+	case TRACE_DIAG:
+		return ph == 'i' || ph == 'I';
+	default:
+		return true;
+	}
+}
+
+static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
+{
+	struct loader *l = ctx;
+	struct trace *t = l->trace;
+	struct trace_event e = { .line = line, .index = index };
+
+	l->line = line;
+	l->index = index;
+	l->what = "event";
+	l->failed = false;
+	if (!cJSON_IsObject(json)) {
+		fail(l, "an event must be a JSON object, got %s",
+		     type_name(json));
+		return -1;
+	}
+	const char *ph = get_string(l, json, "ph", "", false, false);
+	if (l->failed)
+		return -1;
+	if (strlen(ph) != 1) {
+		fail(l, "ph must be one character, got \"%s\"", ph);
+		return -1;
+	}
+	e.ph = ph[0];
+	e.cat = get_string(l, json, "cat", "", true, false);
+	if (!e.cat)
+		e.cat = intern(t, "");
+	e.name = get_string(l, json, "name", "", e.ph == 'E', false);
+	if (!e.name)
+		e.name = intern(t, "");
+	e.pid = get_pid(l, json, "pid");
+	e.tid = get_pid(l, json, "tid");
+	e.kind = classify(e.cat, e.ph);
+	bool ours = !strncmp(e.cat, "amp.", 4);
+	char what[64];
+	snprintf(what, sizeof what, "%s %s '%.20s'", e.cat[0] ? e.cat : "ph",
+		 ph, e.name);
+	l->what = what;
+	if (e.ph != 'M')
+		e.ts = get_number(l, json, "ts", "", !ours, 0);
+	if (e.ph == 'X')
+		e.dur = get_number(l, json, "dur", "", !ours, 0);
+	if (ours && !phase_allowed(e.kind, e.ph))
+		fail(l, "category %s does not use ph \"%c\"", e.cat, e.ph);
+	if (ours && e.dur < 0)
+		fail(l, "dur must not be negative");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(json, "args");
+	bool need_args = ours && e.kind != TRACE_SCOPE_END;
+	if (args && !cJSON_IsObject(args))
+		fail(l, "args must be an object, got %s", type_name(args));
+	else if (need_args && !args)
+		fail(l, "args is missing");
+	if (l->failed)
+		return -1;
+
+	switch (e.kind) {
+	case TRACE_OP:
+		load_op(l, args, &e.op);
+		break;
+	case TRACE_CAST:
+		load_cast(l, args, &e.cast);
+		break;
+	case TRACE_SCOPE_BEGIN:
+		e.scope.scope = get_string(l, args, "scope", "args.", true, true);
+		e.scope.depth = (int)get_number(l, args, "depth", "args.", false, 0);
+		e.scope.device = get_string(l, args, "device", "args.", true, false);
+		e.scope.dtype = get_string(l, args, "dtype", "args.", true, false);
+		e.scope.enabled = get_bool(l, args, "enabled", "args.", true);
+		e.scope.cache_enabled =
+			get_bool(l, args, "cache_enabled", "args.", true);
+		break;
+	case TRACE_CACHE_CLEAR:
+		e.cache.entries = get_id(l, args, "entries", "args.", false);
+		e.cache.bytes = get_id(l, args, "bytes", "args.", false);
+		break;
+	case TRACE_COUNTER:
+		if (args)
+			load_counter(l, args, &e.counter);
+		break;
+	case TRACE_SCALER:
+		load_scaler(l, args, &e.scaler);
+		break;
+	case TRACE_DIAG:
+		e.diag.kind = get_string(l, args, "kind", "args.", false, false);
+		e.diag.message =
+			get_string(l, args, "message", "args.", false, false);
+		e.diag.op_id = get_id(l, args, "op_id", "args.", true);
+		e.diag.tensor = get_id(l, args, "tensor", "args.", true);
+		break;
+	case TRACE_META:
+		e.meta.rank = -1;
+		if (cJSON_IsObject(args)) {
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "name");
+			if (!cJSON_IsString(v))
+				v = cJSON_GetObjectItemCaseSensitive(args, "labels");
+			if (cJSON_IsString(v))
+				e.meta.value = intern(t, v->valuestring);
+			v = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
+			if (cJSON_IsNumber(v))
+				e.meta.sort_index = (int64_t)v->valuedouble;
+			v = cJSON_GetObjectItemCaseSensitive(args, "rank");
+			if (cJSON_IsNumber(v))
+				e.meta.rank = v->valueint;
+		}
+		break;
+	default:
+		break;
+	}
+	if (l->failed)
+		return -1;
+	if (t->nevents == t->cap_events) {
+		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
+		struct trace_event *grown = realloc(t->events, cap * sizeof *grown);
+		if (!grown)
+			return trace_error_set(l->err, "%s: out of memory after "
+					       "%zu events", l->path, t->nevents);
+		t->events = grown;
+		t->cap_events = cap;
+	}
+	t->events[t->nevents++] = e;
+	t->counts[e.kind]++;
+	return 0;
+}
+
+static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
+{
+	struct loader *l = ctx;
+	struct trace *t = l->trace;
+
+	if (!strcmp(key, "amptrace")) {
+		if (!cJSON_IsObject(value))
+			return trace_error_set(l->err, "%s:%zu: \"amptrace\" must "
+					       "be an object, got %s", l->path,
+					       line, type_name(value));
+		const cJSON *format = cJSON_GetObjectItemCaseSensitive(value, "format");
+		if (!cJSON_IsString(format))
+			return trace_error_set(l->err, "%s:%zu: amptrace.format "
+					       "must be a string like \"%s\"",
+					       l->path, line,
+					       TRACE_FORMAT_VERSION);
+		if (atoi(format->valuestring) != TRACE_FORMAT_MAJOR)
+			return trace_error_set(l->err, "%s:%zu: trace format %s "
+					       "is not supported (this amptrace "
+					       "reads %d.x)", l->path, line,
+					       format->valuestring,
+					       TRACE_FORMAT_MAJOR);
+		snprintf(t->format, sizeof t->format, "%s", format->valuestring);
+		t->amptrace = true;
+		cJSON_Delete(t->header);
+		t->header = cJSON_Duplicate(value, true);
+	} else if (!strcmp(key, "amptraceEnd")) {
+		if (!cJSON_IsObject(value))
+			return trace_error_set(l->err, "%s:%zu: \"amptraceEnd\" "
+					       "must be an object, got %s",
+					       l->path, line, type_name(value));
+		cJSON_Delete(t->end);
+		t->end = cJSON_Duplicate(value, true);
+		t->finalized = true;
+	} else if (!strcmp(key, "baseTimeNanoseconds")) {
+		if (cJSON_IsNumber(value))
+			t->base_ns = value->valuedouble;
+	}
+	return 0;
+}
+
+int trace_load(const char *path, struct trace *trace, struct trace_error *err)
+{
+	size_t len;
+
+	*trace = (struct trace){ 0 };
+	char *text = trace_read_file(path, &len, err);
+	if (!text)
+		return -1;
+	int status = trace_load_text(path, text, len, trace, err);
+	free(text);
+	return status;
+}
+
+int trace_load_text(const char *path, const char *text, size_t len,
+		    struct trace *trace, struct trace_error *err)
+{
+	struct loader l = { .trace = trace, .err = err, .path = path };
+	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
+					 .event = on_event };
+	struct trace_scan_result result;
+
+	*trace = (struct trace){ 0 };
+	trace->path = strdup(path);
+	int status = trace_scan(path, text, len, &h, &result, err);
+	if (status != 0) {
+		trace_free(trace);
+		return -1;
+	}
+	trace->truncated = result.truncated;
+	trace->truncated_line = result.truncated_line;
+	return 0;
+}
+
+void trace_free(struct trace *trace)
+{
+	while (trace->arena) {
+		struct trace_arena_block *next = trace->arena->next;
+		free(trace->arena);
+		trace->arena = next;
+	}
+	free(trace->events);
+	free(trace->strings);
+	free(trace->path);
+	cJSON_Delete(trace->header);
+	cJSON_Delete(trace->end);
+	*trace = (struct trace){ 0 };
+}
+
+const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
+{
+	if (trace->truncated) {
+		snprintf(buf, size, "truncated at line %zu: the trace was not "
+			 "finished (its writer was stopped); events up to there "
+			 "are read", trace->truncated_line);
+		return buf;
+	}
+	if (trace->amptrace && !trace->finalized) {
+		snprintf(buf, size, "truncated: the trace has no trailer "
+			 "(amptraceEnd; its writer was stopped)");
+		return buf;
+	}
+	const cJSON *exit = cJSON_GetObjectItemCaseSensitive(trace->end, "exit");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(exit, "status");
+	if (cJSON_IsString(status) && !strcmp(status->valuestring, "signaled")) {
+		const cJSON *name =
+			cJSON_GetObjectItemCaseSensitive(exit, "signal_name");
+		snprintf(buf, size, "the program was killed by %s; the trace "
+			 "ends at its death",
+			 cJSON_IsString(name) ? name->valuestring : "a signal");
+		return buf;
+	}
+	for (size_t i = 0; i < trace->nevents; i++) {
+		const struct trace_event *e = &trace->events[i];
+		if (e->kind == TRACE_DIAG && e->diag.kind &&
+		    !strcmp(e->diag.kind, "process-died")) {
+			snprintf(buf, size, "%s", e->diag.message);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+const char *trace_op_label(const struct trace_op *op, char *buf, size_t size)
+{
+	if (op->overload && op->overload[0])
+		snprintf(buf, size, "%s.%s", op->op, op->overload);
+	else
+		snprintf(buf, size, "%s", op->op);
+	return buf;
+}

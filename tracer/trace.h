@@ -1,0 +1,178 @@
+/* A trace file in memory: the events summary, check, diff and the format
+ * test work on, decoded from FORMAT.md's JSON into plain structs.
+ *
+ * Ownership: trace_load() fills a `struct trace` that owns everything it
+ * points to (strings are interned in the trace's arena); trace_free()
+ * releases it.  Loading is strict for the amp.* categories (a field of the
+ * wrong type is an error naming file:line) and lenient for everything
+ * else (other tools' events are kept as TRACE_OTHER). */
+#ifndef AMPTRACE_TRACE_H
+#define AMPTRACE_TRACE_H
+
+#include "trace_scan.h"
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TRACE_MAX_DIMS 8
+
+enum trace_kind {
+	TRACE_OP,          /* amp.op X */
+	TRACE_CAST,        /* amp.cast X */
+	TRACE_SCOPE_BEGIN, /* amp.scope B */
+	TRACE_SCOPE_END,   /* amp.scope E */
+	TRACE_CACHE_CLEAR, /* amp.cache i */
+	TRACE_COUNTER,     /* any C event (amp.cache, amp.scaler, ...) */
+	TRACE_SCALER,      /* amp.scaler i */
+	TRACE_DIAG,        /* amp.diag i */
+	TRACE_META,        /* M */
+	TRACE_KERNEL,      /* kernel */
+	TRACE_OTHER,       /* anything else */
+	TRACE_KIND_COUNT
+};
+
+struct trace_tensor {
+	uint64_t id;
+	const char *dtype;
+	const char *name;  /* NULL when unnamed */
+	int ndim;
+	int64_t shape[TRACE_MAX_DIMS];
+	bool requires_grad, leaf, view;
+};
+
+struct trace_autocast {
+	bool enabled;
+	const char *device;
+	const char *dtype;
+	bool cache_enabled;
+	int depth;
+	const char *scope;    /* innermost named region, or NULL */
+	const char **scopes;  /* named regions, outermost first */
+	int nscopes;
+};
+
+struct trace_op {
+	uint64_t op_id, parent_op_id, forward_op_id;
+	const char *op;       /* "softmax" */
+	const char *overload; /* "int" or "" */
+	const char *phase;    /* "forward" / "backward" */
+	const char *policy;   /* NULL on incomplete ops */
+	const char *device;
+	bool emulated;
+	bool incomplete;      /* in flight when the process ended */
+	struct trace_autocast autocast;
+	int ninputs, noutputs;
+	struct trace_tensor *inputs, *outputs;
+	int status;
+	const char *error;
+};
+
+struct trace_cast {
+	uint64_t op_id, tensor, result, bytes;
+	int arg;
+	const char *from, *to, *cache, *reason;
+	const char *name;     /* the source tensor's name, or NULL */
+	const char *op;       /* the op being cast for, when known */
+	const char *phase;
+	const char *scope;
+	bool stale;
+};
+
+struct trace_scope {
+	const char *scope;    /* NULL for unnamed regions */
+	int depth;
+	const char *device, *dtype;
+	bool enabled, cache_enabled;
+};
+
+struct trace_cache_clear {
+	uint64_t entries, bytes;
+};
+
+#define TRACE_MAX_SERIES 4
+struct trace_counter {
+	int nseries;
+	const char *series[TRACE_MAX_SERIES];
+	double value[TRACE_MAX_SERIES];
+};
+
+struct trace_scaler {
+	const char *what;
+	uint64_t scaler_id, optimizer_id, inf_tensor;
+	double scale;         /* NaN when absent */
+	bool found_inf, step_skipped;
+};
+
+struct trace_diag {
+	const char *kind, *message;
+	uint64_t op_id, tensor;
+};
+
+struct trace_meta {
+	const char *value;    /* args.name, or args.labels */
+	int64_t sort_index;
+	int rank;             /* process_name: args.rank, else -1 */
+};
+
+struct trace_event {
+	enum trace_kind kind;
+	char ph;
+	const char *name;
+	const char *cat;      /* "" when absent */
+	int64_t pid, tid;
+	double ts, dur;       /* microseconds */
+	size_t line;          /* where the event starts in the file */
+	size_t index;         /* position in traceEvents */
+	union {
+		struct trace_op op;
+		struct trace_cast cast;
+		struct trace_scope scope;
+		struct trace_cache_clear cache;
+		struct trace_counter counter;
+		struct trace_scaler scaler;
+		struct trace_diag diag;
+		struct trace_meta meta;
+	};
+};
+
+struct trace_arena_block;
+
+struct trace {
+	char *path;
+	struct trace_event *events;
+	size_t nevents;
+	size_t counts[TRACE_KIND_COUNT];
+	bool amptrace;        /* written by amptrace (has the header) */
+	char format[16];      /* "1.0"; "" when not an amptrace trace */
+	bool truncated;       /* the file ended early and was repaired */
+	size_t truncated_line;
+	bool finalized;       /* the trailer ("amptraceEnd") is present */
+	double base_ns;       /* baseTimeNanoseconds, or 0 */
+	cJSON *header;        /* the "amptrace" object, or NULL */
+	cJSON *end;           /* "amptraceEnd", or NULL */
+	/* internals */
+	size_t cap_events;
+	struct trace_arena_block *arena;
+	const char **strings;
+	size_t nstrings, cap_strings;
+};
+
+/* Loads `path`.  Returns 0, or -1 with err set (the trace is then empty
+ * and needs no trace_free, though calling it is harmless). */
+int trace_load(const char *path, struct trace *trace, struct trace_error *err);
+/* The same for a trace already in memory (`path` names it in messages). */
+int trace_load_text(const char *path, const char *text, size_t len,
+		    struct trace *trace, struct trace_error *err);
+void trace_free(struct trace *trace);
+
+/* A one-line description of how the trace ended, or NULL when it ended
+ * normally: "truncated at line 1234 (its writer was stopped ...)" or
+ * "rank 0: killed by SIGSEGV".  Written into buf. */
+const char *trace_end_note(const struct trace *trace, char *buf, size_t size);
+
+/* "softmax.int" or "softmax" into buf. */
+const char *trace_op_label(const struct trace_op *op, char *buf, size_t size);
+
+#endif /* AMPTRACE_TRACE_H */

@@ -1,0 +1,54 @@
+/* Walks a trace file's JSON without holding it as one tree: each element
+ * of "traceEvents" is parsed (cJSON) and handed over on its own, with the
+ * line it starts on, so a trace of millions of events needs memory for
+ * one event at a time and errors can name a line.
+ *
+ * Truncation: a trace whose writer was killed ends in the middle of the
+ * events array (FORMAT.md, "Truncated traces").  When the file carries
+ * amptrace's header (an "amptrace" key before "traceEvents") the scan
+ * stops at the last complete event and reports `truncated`; any other file
+ * that ends early is an error. */
+#ifndef AMPTRACE_TRACE_SCAN_H
+#define AMPTRACE_TRACE_SCAN_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct trace_error {
+	char message[1024]; /* "file:line:col: what" */
+};
+
+/* Formats err->message (printf style).  Returns -1 for `return`. */
+int trace_error_set(struct trace_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+struct trace_scan_handlers {
+	void *ctx;
+	/* A top-level key other than traceEvents (value owned by the scan:
+	 * detach it to keep it).  Return 0, or -1 after trace_error_set. */
+	int (*top)(void *ctx, const char *key, cJSON *value, size_t line);
+	/* One element of traceEvents.  Same return convention.  NULL: the
+	 * events are only counted (and not checked beyond their brackets). */
+	int (*event)(void *ctx, cJSON *event, size_t index, size_t line);
+};
+
+struct trace_scan_result {
+	bool array_form;     /* the file is a bare array of events */
+	bool amptrace;       /* an "amptrace" header key came first */
+	bool has_events;     /* a traceEvents array was found */
+	bool truncated;      /* ended early, repaired */
+	size_t truncated_line;
+	size_t events;
+};
+
+/* Reads a whole file.  Returns NULL (err set) on failure; `*len` is the
+ * size.  The buffer is NUL-terminated. */
+char *trace_read_file(const char *path, size_t *len, struct trace_error *err);
+
+/* Scans `text` (`len` bytes; named `path` in messages).  Returns 0 or -1. */
+int trace_scan(const char *path, const char *text, size_t len,
+	       const struct trace_scan_handlers *h,
+	       struct trace_scan_result *result, struct trace_error *err);
+
+#endif /* AMPTRACE_TRACE_SCAN_H */

@@ -1,0 +1,61 @@
+/* Incremental trace file writer (see trace_writer.h). */
+#include "trace_writer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int trace_writer_open(struct trace_writer *w, const char *path,
+		      const char *amptrace_json, uint64_t base_ns)
+{
+	*w = (struct trace_writer){ 0 };
+	w->f = fopen(path, "we");
+	if (!w->f)
+		return -1;
+	w->path = strdup(path);
+	/* displayTimeUnit first: Perfetto only honours it near the start. */
+	fprintf(w->f,
+		"{\"displayTimeUnit\":\"ms\",\"schemaVersion\":1,"
+		"\"amptrace\":{\"format\":\"%s\"%s%s},"
+		"\"baseTimeNanoseconds\":%llu,\n\"traceEvents\":[",
+		TRACE_FORMAT_VERSION, *amptrace_json ? "," : "", amptrace_json,
+		(unsigned long long)base_ns);
+	return 0;
+}
+
+void trace_writer_event(struct trace_writer *w, const char *json, size_t len)
+{
+	if (!w->f)
+		return;
+	/* The separator goes before an event, so the file always ends with a
+	 * complete element. */
+	if (w->events)
+		fputs(",\n", w->f);
+	else
+		fputc('\n', w->f);
+	if (fwrite(json, 1, len, w->f) != len)
+		w->failed = true;
+	w->events++;
+}
+
+void trace_writer_flush(struct trace_writer *w)
+{
+	if (w->f && fflush(w->f) != 0)
+		w->failed = true;
+}
+
+int trace_writer_close(struct trace_writer *w, const char *end_json)
+{
+	int status = 0;
+
+	if (!w->f)
+		return -1;
+	fprintf(w->f, "\n],\n\"amptraceEnd\":%s\n}\n", end_json);
+	if (ferror(w->f) || w->failed)
+		status = -1;
+	if (fclose(w->f) != 0)
+		status = -1;
+	w->f = NULL;
+	free(w->path);
+	w->path = NULL;
+	return status;
+}

@@ -1,0 +1,36 @@
+/* Writes a trace file incrementally: the header when opened, one event per
+ * line as they come, the trailer ("amptraceEnd") when closed.  Flushed
+ * files are valid JSON up to their last line, which is what makes a trace
+ * whose writer was killed repairable (FORMAT.md, "Truncated traces"). */
+#ifndef AMPTRACE_TRACE_WRITER_H
+#define AMPTRACE_TRACE_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The format version written in every trace (FORMAT.md). */
+#define TRACE_FORMAT_VERSION "1.0"
+#define TRACE_FORMAT_MAJOR 1
+
+struct trace_writer {
+	FILE *f;
+	char *path;
+	uint64_t events;
+	bool failed;
+};
+
+/* Creates `path` and writes the header: `amptrace_json` is the text of the
+ * "amptrace" object (without the format key, which is added), and
+ * `base_ns` the wall-clock time of ts 0.  Returns 0 or -1 (errno set). */
+int trace_writer_open(struct trace_writer *w, const char *path,
+		      const char *amptrace_json, uint64_t base_ns);
+/* Appends one event (a JSON object's text). */
+void trace_writer_event(struct trace_writer *w, const char *json, size_t len);
+/* Hands what was written to the kernel. */
+void trace_writer_flush(struct trace_writer *w);
+/* Writes the trailer (`end_json`: the "amptraceEnd" object's text) and
+ * closes.  Returns 0, or -1 when anything failed since open. */
+int trace_writer_close(struct trace_writer *w, const char *end_json);
+
+#endif /* AMPTRACE_TRACE_WRITER_H */
