@@ -1,0 +1,369 @@
+/* A libamp program for the findings tests: each mode makes one AMP mistake
+ * (or its fix) on purpose; test_findings runs it under `amptrace run` and
+ * checks which findings the trace yields.
+ *
+ *   findings_prog MODE   (modes in the table at the bottom; each mistake
+ *                         has a fixed twin that must give no finding) */
+#include "amp.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static amp_tensor *check(amp_tensor *t, const char *what)
+{
+	if (!t) {
+		fprintf(stderr, "findings_prog: %s: %s\n", what, amp_last_error());
+		exit(3);
+	}
+	return t;
+}
+
+static void check_status(int status, const char *what)
+{
+	if (status != AMP_OK) {
+		fprintf(stderr, "findings_prog: %s: %s\n", what, amp_last_error());
+		exit(3);
+	}
+}
+
+static amp_tensor *filled(int64_t rows, int64_t cols, double value)
+{
+	int64_t shape[2] = { rows, cols };
+	return check(amp_full(2, shape, value, AMP_DTYPE_F32, AMP_DEVICE_CPU),
+		     "full");
+}
+
+static amp_tensor *weight(int64_t rows, int64_t cols, const char *name)
+{
+	int64_t shape[2] = { rows, cols };
+	amp_tensor *w = check(amp_randn(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU),
+			      "randn");
+	amp_tensor *scaled = check(amp_mul_scalar(w, 0.1), "mul");
+	amp_tensor_free(w);
+	check_status(amp_tensor_set_requires_grad(scaled, true), "requires_grad");
+	amp_tensor_set_name(scaled, name);
+	return scaled;
+}
+
+static void enter(enum amp_device_type device, enum amp_dtype dtype,
+		  const char *scope)
+{
+	struct amp_autocast_opts o = AMP_AUTOCAST_OPTS(device);
+	o.dtype = dtype;
+	o.scope = scope;
+	check_status(amp_autocast_enter(&o), "autocast");
+}
+
+static void free_all(amp_tensor **tensors, int count)
+{
+	for (int i = 0; i < count; i++)
+		amp_tensor_free(tensors[i]);
+}
+
+/* ----------------------------------------------- training-loop mistakes */
+
+/* loss = sum(mm(x, w)), `steps` SGD steps.  whole_region: one autocast
+ * region around the loop (backward and the optimizer step inside it);
+ * otherwise a region around the forward only.  new_weight: a new weight
+ * every step (a module rebuilt per batch), so the cache keeps growing. */
+static void train(int steps, bool whole_region, bool new_weight)
+{
+	amp_tensor *x = filled(8, 16, 0.5);
+	amp_tensor *w = weight(16, 16, "layer.weight");
+	amp_grad_scaler *scaler = amp_grad_scaler_new(NULL);
+
+	if (!scaler)
+		check(NULL, "scaler");
+	if (whole_region)
+		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "loop");
+	for (int step = 0; step < steps; step++) {
+		if (new_weight && step) {
+			amp_tensor_free(w);
+			w = weight(16, 16, "layer.weight");
+		}
+		amp_optimizer *sgd = amp_sgd_new(&w, 1, 0.1, 0, 0, 0, false);
+		if (!sgd)
+			check(NULL, "sgd");
+		if (!whole_region)
+			enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "forward");
+		amp_tensor *y = check(amp_mm(x, w), "mm");
+		amp_tensor *loss = check(amp_sum(y, AMP_DTYPE_NONE), "sum");
+		if (!whole_region)
+			amp_autocast_exit();
+		amp_tensor *scaled = check(amp_grad_scaler_scale(scaler, loss),
+					   "scale");
+		check_status(amp_backward(scaled, NULL, false, false), "backward");
+		check_status(amp_grad_scaler_step(scaler, sgd, NULL),
+			     "step");
+		check_status(amp_grad_scaler_update(scaler), "update");
+		amp_optimizer_free(sgd);
+		amp_tensor *done[] = { y, loss, scaled };
+		free_all(done, 3);
+	}
+	if (whole_region)
+		amp_autocast_exit();
+	amp_grad_scaler_free(scaler);
+	amp_tensor *done[] = { x, w };
+	free_all(done, 2);
+}
+
+static void mode_backward_inside(void) { train(3, true, false); }
+static void mode_backward_outside(void) { train(3, false, false); }
+static void mode_growth(void) { train(6, true, true); }
+static void mode_no_growth(void) { train(6, false, true); }
+
+/* GradScaler: an inf injected into the gradient on `inject_every`-th
+ * steps (0: never). */
+static void scaler_loop(int steps, int inject_every)
+{
+	amp_tensor *x = filled(4, 8, 0.5);
+	amp_tensor *w = weight(8, 8, "fc.weight");
+	amp_optimizer *sgd = amp_sgd_new(&w, 1, 0.01, 0, 0, 0, false);
+	amp_grad_scaler *scaler = amp_grad_scaler_new(NULL);
+
+	if (!sgd || !scaler)
+		check(NULL, "sgd/scaler");
+	for (int step = 1; step <= steps; step++) {
+		amp_optimizer_zero_grad(sgd);
+		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "forward");
+		amp_tensor *y = check(amp_mm(x, w), "mm");
+		amp_tensor *loss = check(amp_mean(y, AMP_DTYPE_F32), "mean");
+		amp_autocast_exit();
+		amp_tensor *scaled = check(amp_grad_scaler_scale(scaler, loss),
+					   "scale");
+		check_status(amp_backward(scaled, NULL, false, false), "backward");
+		if (inject_every && step % inject_every == 0) {
+			amp_tensor *g = amp_tensor_grad(w);
+			float values[64];
+			check_status(amp_tensor_read(g, AMP_DTYPE_F32, values, 64),
+				     "read grad");
+			values[3] = INFINITY;
+			check_status(amp_tensor_write(g, AMP_DTYPE_F32, values, 64),
+				     "write grad");
+			amp_tensor_free(g);
+		}
+		check_status(amp_grad_scaler_step(scaler, sgd, NULL), "step");
+		check_status(amp_grad_scaler_update(scaler), "update");
+		amp_tensor *done[] = { y, loss, scaled };
+		free_all(done, 3);
+	}
+	amp_grad_scaler_free(scaler);
+	amp_optimizer_free(sgd);
+	amp_tensor *done[] = { x, w };
+	free_all(done, 2);
+}
+
+static void mode_scaler_skip(void) { scaler_loop(6, 3); }
+static void mode_scaler_collapse(void) { scaler_loop(12, 1); }
+static void mode_scaler_clean(void) { scaler_loop(6, 0); }
+
+/* ------------------------------------------------------------ threads */
+
+static void *worker(void *arg)
+{
+	bool own_region = arg != NULL;
+	amp_tensor *x = filled(4, 8, 1.0);
+	amp_tensor *w = weight(8, 8, "replica.weight");
+
+	if (own_region)
+		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "replica.forward");
+	amp_tensor *y = check(amp_linear(x, w, NULL), "linear");
+	if (own_region)
+		amp_autocast_exit();
+	amp_tensor *done[] = { x, w, y };
+	free_all(done, 3);
+	return NULL;
+}
+
+static void data_parallel(bool own_region)
+{
+	pthread_t threads[2];
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "main");
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&threads[i], NULL, worker,
+				   own_region ? (void *)1 : NULL) != 0)
+			check(NULL, "pthread_create");
+	for (int i = 0; i < 2; i++)
+		pthread_join(threads[i], NULL);
+	amp_autocast_exit();
+}
+
+static void mode_thread_pitfall(void) { data_parallel(false); }
+static void mode_thread_fix(void) { data_parallel(true); }
+
+/* --------------------------------------------------- dtype mismatch */
+
+/* h = mm(x, w) under autocast (bf16), then mm(h, w2) outside: PyTorch
+ * rejects bf16 x f32; the fix casts h back with .float(). */
+static void mismatch(bool fixed)
+{
+	amp_tensor *x = filled(4, 8, 1.0);
+	amp_tensor *w = weight(8, 8, "encoder.weight");
+	amp_tensor *w2 = weight(8, 8, "head.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "encoder");
+	amp_tensor *h = check(amp_mm(x, w), "mm");
+	amp_autocast_exit();
+	amp_tensor *input = fixed ? check(amp_to(h, AMP_DTYPE_F32), "to") : amp_tensor_ref(h);
+	amp_tensor *z = amp_mm(input, w2);
+	if (fixed)
+		check(z, "mm after .float()");
+	amp_tensor *done[] = { x, w, w2, h, input, z };
+	free_all(done, 6);
+}
+
+static void mode_mismatch(void) { mismatch(false); }
+static void mode_mismatch_fixed(void) { mismatch(true); }
+
+/* ------------------------------------------------ overflow, underflow */
+
+/* mm of 64-wide rows of 300s: each sum is 5.76e6, above f16's 65504. */
+static void big_matmul(enum amp_dtype dtype)
+{
+	amp_tensor *x = filled(4, 64, 300.0);
+	amp_tensor *w = filled(64, 4, 300.0);
+
+	enter(AMP_DEVICE_CPU, dtype, "forward");
+	for (int i = 0; i < 3; i++)
+		amp_tensor_free(check(amp_mm(x, w), "mm"));
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, w };
+	free_all(done, 2);
+}
+
+static void mode_overflow(void) { big_matmul(AMP_DTYPE_F16); }
+static void mode_no_overflow(void) { big_matmul(AMP_DTYPE_BF16); }
+
+/* The f16 cast of 1e-8 inputs (below f16's smallest subnormal 6e-8). */
+static void small_matmul(double value)
+{
+	amp_tensor *x = filled(4, 16, value);
+	amp_tensor *w = weight(16, 4, "fc.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_F16, "forward");
+	amp_tensor_free(check(amp_mm(x, w), "mm"));
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, w };
+	free_all(done, 2);
+}
+
+static void mode_underflow(void) { small_matmul(1e-8); }
+static void mode_no_underflow(void) { small_matmul(1e-2); }
+
+/* ----------------------------------------------------- redundant casts */
+
+/* x.half().float() with nothing computed in f16 in between. */
+static void mode_round_trip(void)
+{
+	amp_tensor *x = filled(4, 8, 1.5);
+	amp_tensor *half = check(amp_to(x, AMP_DTYPE_F16), "to f16");
+	amp_tensor *back = check(amp_to(half, AMP_DTYPE_F32), "to f32");
+	amp_tensor *y = check(amp_relu(back), "relu");
+	amp_tensor *done[] = { x, half, back, y };
+	free_all(done, 4);
+}
+
+/* An f32 activation used by two linears under autocast: cast twice. */
+static void mode_recast(void)
+{
+	amp_tensor *x = filled(4, 8, 1.5);
+	amp_tensor *q = weight(8, 8, "q.weight");
+	amp_tensor *k = weight(8, 8, "k.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "attention");
+	amp_tensor *h = check(amp_softmax(x, 1, AMP_DTYPE_NONE), "softmax");
+	amp_tensor *a = check(amp_linear(h, q, NULL), "linear q");
+	amp_tensor *b = check(amp_linear(h, k, NULL), "linear k");
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, q, k, h, a, b };
+	free_all(done, 6);
+}
+
+/* The fix for both: cast once, compute in f16, cast the result back. */
+static void mode_cast_once(void)
+{
+	amp_tensor *x = filled(4, 8, 1.5);
+	amp_tensor *w = filled(8, 8, 0.25);
+	amp_tensor *x16 = check(amp_to(x, AMP_DTYPE_F16), "to f16");
+	amp_tensor *w16 = check(amp_to(w, AMP_DTYPE_F16), "to f16");
+	amp_tensor *a = check(amp_mm(x16, w16), "mm");
+	amp_tensor *b = check(amp_mm(x16, w16), "mm");
+	amp_tensor *sum = check(amp_add(a, b), "add");
+	amp_tensor *back = check(amp_to(sum, AMP_DTYPE_F32), "to f32");
+	amp_tensor *done[] = { x, w, x16, w16, a, b, sum, back };
+	free_all(done, 8);
+}
+
+/* ------------------------------------------------------------- banned */
+
+/* sigmoid + binary_cross_entropy under CUDA autocast: banned (fails);
+ * the fix is binary_cross_entropy_with_logits on the logits. */
+static void bce(bool with_logits)
+{
+	int64_t shape[2] = { 4, 1 };
+	amp_tensor *x = check(amp_full(2, shape, 0.3, AMP_DTYPE_F32,
+				       AMP_DEVICE_CUDA), "full");
+	amp_tensor *target = check(amp_full(2, shape, 1.0, AMP_DTYPE_F32,
+					    AMP_DEVICE_CUDA), "full");
+
+	enter(AMP_DEVICE_CUDA, AMP_DTYPE_NONE, "loss");
+	amp_tensor *p = NULL, *loss;
+	if (with_logits) {
+		loss = check(amp_binary_cross_entropy_with_logits(
+				     x, target, NULL, NULL, AMP_REDUCTION_MEAN),
+			     "bce_with_logits");
+	} else {
+		p = check(amp_sigmoid(x), "sigmoid");
+		loss = amp_binary_cross_entropy(p, target, NULL,
+						AMP_REDUCTION_MEAN);
+	}
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, target, p, loss };
+	free_all(done, 4);
+}
+
+static void mode_bce(void) { bce(false); }
+static void mode_bce_logits(void) { bce(true); }
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} modes[] = {
+	{ "backward-inside", mode_backward_inside },
+	{ "backward-outside", mode_backward_outside },
+	{ "growth", mode_growth },
+	{ "no-growth", mode_no_growth },
+	{ "scaler-skip", mode_scaler_skip },
+	{ "scaler-collapse", mode_scaler_collapse },
+	{ "scaler-clean", mode_scaler_clean },
+	{ "thread-pitfall", mode_thread_pitfall },
+	{ "thread-fix", mode_thread_fix },
+	{ "mismatch", mode_mismatch },
+	{ "mismatch-fixed", mode_mismatch_fixed },
+	{ "overflow", mode_overflow },
+	{ "no-overflow", mode_no_overflow },
+	{ "underflow", mode_underflow },
+	{ "no-underflow", mode_no_underflow },
+	{ "round-trip", mode_round_trip },
+	{ "recast", mode_recast },
+	{ "cast-once", mode_cast_once },
+	{ "bce", mode_bce },
+	{ "bce-logits", mode_bce_logits },
+};
+
+int main(int argc, char **argv)
+{
+	amp_manual_seed(7);
+	for (size_t i = 0; argc == 2 && i < sizeof modes / sizeof modes[0]; i++) {
+		if (!strcmp(argv[1], modes[i].name)) {
+			modes[i].run();
+			return 0;
+		}
+	}
+	fprintf(stderr, "usage: findings_prog MODE (see the source)\n");
+	return 2;
+}

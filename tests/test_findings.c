@@ -1,0 +1,430 @@
+/* Findings: each kind has a program that makes the mistake and its fixed
+ * twin (tests/findings_prog.c), run under `amptrace run`; the findings
+ * computed from the trace (tracer/findings.c) must name the mistake, and
+ * the twin must give none.  The samples are checked the same way: mlp is
+ * clean; whole_loop, threads show their pitfalls; nested (the documented
+ * autocast(enabled=False) fallback with explicit .float()) is correct
+ * usage and must stay clean.  libamp's value checks (lib/diag.c) are also
+ * tested in process, through the hook API. */
+#include "amp.h"
+#include "findings.h"
+
+#include <check.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if !defined(AMPTRACE_PATH) || !defined(FINDINGS_PROG_PATH) || \
+	!defined(SAMPLES_DIR)
+#error "AMPTRACE_PATH, FINDINGS_PROG_PATH and SAMPLES_DIR must be defined"
+#endif
+
+static char dir[4096];
+
+static void make_dir(void)
+{
+	snprintf(dir, sizeof dir, "%s/amptrace-findings-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void remove_dir(void)
+{
+	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Runs `PROG ARGS` under amptrace (value checks as given) and computes the
+ * findings of its trace into *out; *trace must be freed by the caller. */
+static void traced(const char *value_checks, const char *command,
+		   struct trace *trace, struct findings *out)
+{
+	char path[4200], line[8800];
+	struct trace_error err;
+
+	snprintf(path, sizeof path, "%s/trace.json", dir);
+	snprintf(line, sizeof line,
+		 "AMP_VALUE_CHECKS=%s '%s' run -q -o '%s' -- %s >/dev/null 2>&1",
+		 value_checks, AMPTRACE_PATH, path, command);
+	ck_assert_int_eq(system(line), 0);
+	ck_assert_msg(trace_load(path, trace, &err) == 0, "%s: %s", command,
+		      err.message);
+	ck_assert_int_eq(findings_compute(trace, out), 0);
+}
+
+static void run_mode(const char *mode, struct trace *trace, struct findings *out)
+{
+	char command[4200];
+
+	snprintf(command, sizeof command, "'%s' %s", FINDINGS_PROG_PATH, mode);
+	traced("1", command, trace, out);
+}
+
+static char *describe(const struct findings *f)
+{
+	static char text[4096];
+	size_t n = 0;
+
+	text[0] = '\0';
+	for (size_t i = 0; i < f->count && n < sizeof text - 1; i++)
+		n += (size_t)snprintf(text + n, sizeof text - n, "\n  %s: %s",
+				      f->items[i].kind, f->items[i].message);
+	return text;
+}
+
+/* ------------------------------------------ each kind: mistake vs fix */
+
+static const struct {
+	const char *kind;
+	const char *mistake, *fix;
+	const char *in_message; /* the mistake's message names this */
+} cases[] = {
+	{ "backward-under-autocast", "backward-inside", "backward-outside",
+	  "'loop' autocast region" },
+	{ "stale-cache", "backward-inside", "backward-outside", "layer.weight" },
+	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
+	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
+	  "while thread 1" },
+	{ "dtype-mismatch", "mismatch", "mismatch-fixed", "'encoder'" },
+	{ "fp16-overflow", "overflow", "no-overflow", "max |input| 300" },
+	{ "cast-underflow", "underflow", "no-underflow", "100.0%" },
+	{ "scaler-skipped-step", "scaler-skip", "scaler-clean", "optimizer" },
+	{ "scaler-collapse", "scaler-collapse", "scaler-clean",
+	  "consecutive reductions" },
+	{ "redundant-cast", "round-trip", "cast-once", "and back f16->f32" },
+	{ "redundant-cast", "recast", "cast-once", "cast it once" },
+	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy_with_logits" },
+};
+
+START_TEST(test_mistake_found)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode(cases[_i].mistake, &trace, &f);
+	const struct trace_finding *hit = findings_get(&f, cases[_i].kind);
+	ck_assert_msg(hit, "%s: no %s finding; found:%s", cases[_i].mistake,
+		      cases[_i].kind, describe(&f));
+	ck_assert_msg(strstr(hit->message, cases[_i].in_message),
+		      "%s: message lacks '%s': %s", cases[_i].kind,
+		      cases[_i].in_message, hit->message);
+	ck_assert_ptr_nonnull(hit->fix);
+	ck_assert(hit->fix[0] && !strchr(hit->fix, '\n'));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+START_TEST(test_fix_clean)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode(cases[_i].fix, &trace, &f);
+	ck_assert_msg(f.count == 0, "%s (the fix for %s) has findings:%s",
+		      cases[_i].fix, cases[_i].kind, describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* The op and tensor at fault are named by id. */
+START_TEST(test_ids)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode("mismatch", &trace, &f);
+	const struct trace_finding *m = findings_get(&f, "dtype-mismatch");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_ne(m->op_id, 0);
+	ck_assert_uint_ne(m->tensor, 0);
+	ck_assert_int_eq(m->severity, FINDING_ERROR);
+	findings_free(&f);
+	trace_free(&trace);
+
+	run_mode("thread-pitfall", &trace, &f);
+	const struct trace_finding *t = findings_get(&f, "autocast-off-in-thread");
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->other_thread, 1);
+	ck_assert_int_ne(t->thread, 1);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* Occurrences fold: three overflowing matmuls give one finding, count 3;
+ * several findings sort most severe first. */
+START_TEST(test_aggregate_and_sort)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode("overflow", &trace, &f);
+	const struct trace_finding *o = findings_get(&f, "fp16-overflow");
+	ck_assert_ptr_nonnull(o);
+	ck_assert_uint_eq(o->count, 3);
+	ck_assert(o->from_trace);
+	size_t n = 0;
+	for (size_t i = 0; i < f.count; i++)
+		n += !strcmp(f.items[i].kind, "fp16-overflow");
+	ck_assert_uint_eq(n, 1);
+	findings_free(&f);
+	trace_free(&trace);
+
+	run_mode("scaler-collapse", &trace, &f);
+	ck_assert_uint_ge(f.count, 2);
+	for (size_t i = 1; i < f.count; i++)
+		ck_assert_int_le(f.items[i - 1].severity, f.items[i].severity);
+	ck_assert_str_eq(f.items[0].kind, "scaler-collapse");
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* Value checks cost time and can be turned off: no overflow finding. */
+START_TEST(test_value_checks_off)
+{
+	struct trace trace;
+	struct findings f;
+	char command[4200];
+
+	snprintf(command, sizeof command, "'%s' overflow", FINDINGS_PROG_PATH);
+	traced("0", command, &trace, &f);
+	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* ------------------------------------------------------------ samples */
+
+static void run_sample(const char *name, const char *args, struct trace *trace,
+		       struct findings *out)
+{
+	char command[4200];
+
+	snprintf(command, sizeof command, "'%s/%s' %s", SAMPLES_DIR, name, args);
+	traced("1", command, trace, out);
+}
+
+START_TEST(test_sample_mlp_clean)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_sample("mlp", "--steps 4", &trace, &f);
+	ck_assert_msg(f.count == 0, "mlp has findings:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* nested is correct usage (an autocast(enabled=False) subregion fed with
+ * .float() tensors): nothing to report. */
+START_TEST(test_sample_nested_clean)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_sample("nested", "--steps 4", &trace, &f);
+	ck_assert_msg(f.count == 0, "nested has findings:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+START_TEST(test_sample_whole_loop)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_sample("whole_loop", "--steps 6", &trace, &f);
+	const struct trace_finding *stale = findings_get(&f, "stale-cache");
+	ck_assert_msg(stale, "no stale-cache:%s", describe(&f));
+	ck_assert(strstr(stale->message, "fc1.weight"));
+	ck_assert_ptr_nonnull(findings_get(&f, "backward-under-autocast"));
+	ck_assert_ptr_null(findings_get(&f, "autocast-off-in-thread"));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+START_TEST(test_sample_threads)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_sample("threads", "--steps 3", &trace, &f);
+	const struct trace_finding *t = findings_get(&f, "autocast-off-in-thread");
+	ck_assert_msg(t, "no autocast-off-in-thread:%s", describe(&f));
+	ck_assert_int_eq(t->other_thread, 1);
+	/* the fixed forwards (workers entering their own region) are not
+	 * reported: the pitfall's two workers ran 3 linears each */
+	ck_assert_uint_eq(t->count, 6);
+	ck_assert_ptr_null(findings_get(&f, "backward-under-autocast"));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* ------------------------------------------- value checks in process */
+
+struct seen {
+	int diags;
+	char kind[64];
+	uint64_t op_id, tensor_id;
+};
+
+static void on_diag(const struct amp_event *e, void *user)
+{
+	struct seen *s = user;
+
+	s->diags++;
+	snprintf(s->kind, sizeof s->kind, "%s", e->diag.kind);
+	s->op_id = e->diag.op_id;
+	s->tensor_id = e->diag.tensor_id;
+}
+
+static int overflowing_mm(bool checks)
+{
+	struct seen s = { 0 };
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), on_diag, &s);
+	int64_t shape[2] = { 4, 64 }, shape_t[2] = { 64, 4 };
+	amp_tensor *x = amp_full(2, shape, 300, AMP_DTYPE_F16, AMP_DEVICE_CPU);
+	amp_tensor *w = amp_full(2, shape_t, 300, AMP_DTYPE_F16, AMP_DEVICE_CPU);
+
+	amp_set_value_checks(checks);
+	ck_assert(amp_value_checks_enabled() == checks);
+	amp_tensor *y = amp_mm(x, w);
+	ck_assert_ptr_nonnull(y);
+	if (checks) {
+		ck_assert_str_eq(s.kind, "fp16-overflow");
+		ck_assert_uint_eq(s.tensor_id, amp_tensor_id(y));
+		ck_assert_uint_ne(s.op_id, 0);
+	}
+	amp_set_value_checks(false);
+	amp_hook_remove(hook);
+	amp_tensor *done[] = { x, w, y };
+	for (int i = 0; i < 3; i++)
+		amp_tensor_free(done[i]);
+	return s.diags;
+}
+
+START_TEST(test_diag_overflow_event)
+{
+	ck_assert_int_eq(overflowing_mm(true), 1);
+	ck_assert_int_eq(overflowing_mm(false), 0);
+}
+END_TEST
+
+/* Finite f16 inputs that hold inf already are not the op's doing; a
+ * finite result is not reported either. */
+START_TEST(test_diag_overflow_negative)
+{
+	struct seen s = { 0 };
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), on_diag, &s);
+	int64_t shape[2] = { 2, 2 };
+	amp_tensor *inf = amp_full(2, shape, INFINITY, AMP_DTYPE_F16, AMP_DEVICE_CPU);
+	amp_tensor *one = amp_full(2, shape, 1, AMP_DTYPE_F16, AMP_DEVICE_CPU);
+
+	amp_set_value_checks(true);
+	amp_tensor *a = amp_mm(inf, one);
+	amp_tensor *b = amp_mm(one, one);
+	amp_set_value_checks(false);
+	ck_assert_int_eq(s.diags, 0);
+	amp_hook_remove(hook);
+	amp_tensor *done[] = { inf, one, a, b };
+	for (int i = 0; i < 4; i++)
+		amp_tensor_free(done[i]);
+}
+END_TEST
+
+/* An explicit x.half() of 1e-8 values underflows; of 1e-2 does not. */
+START_TEST(test_diag_underflow_explicit_cast)
+{
+	struct seen s = { 0 };
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), on_diag, &s);
+	int64_t shape[1] = { 100 };
+	amp_tensor *tiny = amp_full(1, shape, 1e-8, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *fine = amp_full(1, shape, 1e-2, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+
+	amp_set_value_checks(true);
+	amp_tensor *a = amp_to(fine, AMP_DTYPE_F16);
+	ck_assert_int_eq(s.diags, 0);
+	amp_tensor *b = amp_to(tiny, AMP_DTYPE_F16);
+	amp_set_value_checks(false);
+	ck_assert_int_eq(s.diags, 1);
+	ck_assert_str_eq(s.kind, "cast-underflow");
+	ck_assert_uint_eq(s.tensor_id, amp_tensor_id(tiny));
+	amp_hook_remove(hook);
+	amp_tensor *done[] = { tiny, fine, a, b };
+	for (int i = 0; i < 4; i++)
+		amp_tensor_free(done[i]);
+}
+END_TEST
+
+START_TEST(test_kind_table)
+{
+	/* every kind has a severity and a one-line fix */
+	for (const struct finding_kind *k = finding_kinds; k->name; k++) {
+		ck_assert_ptr_eq(finding_kind_lookup(k->name), k);
+		ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
+		ck_assert_int_lt(k->severity, FINDING_SEVERITY_COUNT);
+	}
+	ck_assert_ptr_null(finding_kind_lookup("no-such-kind"));
+	ck_assert_str_eq(finding_severity_name(FINDING_ERROR), "error");
+}
+END_TEST
+
+static Suite *findings_suite(void)
+{
+	Suite *s = suite_create("findings");
+	TCase *kinds = tcase_create("kinds");
+	TCase *samples = tcase_create("samples");
+	TCase *lib = tcase_create("value-checks");
+	int n = (int)(sizeof cases / sizeof cases[0]);
+
+	tcase_add_unchecked_fixture(kinds, make_dir, remove_dir);
+	tcase_add_loop_test(kinds, test_mistake_found, 0, n);
+	tcase_add_loop_test(kinds, test_fix_clean, 0, n);
+	tcase_add_test(kinds, test_ids);
+	tcase_add_test(kinds, test_aggregate_and_sort);
+	tcase_add_test(kinds, test_value_checks_off);
+	tcase_add_test(kinds, test_kind_table);
+	suite_add_tcase(s, kinds);
+
+	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);
+	tcase_add_test(samples, test_sample_mlp_clean);
+	tcase_add_test(samples, test_sample_nested_clean);
+	tcase_add_test(samples, test_sample_whole_loop);
+	tcase_add_test(samples, test_sample_threads);
+	suite_add_tcase(s, samples);
+
+	tcase_add_test(lib, test_diag_overflow_event);
+	tcase_add_test(lib, test_diag_overflow_negative);
+	tcase_add_test(lib, test_diag_underflow_explicit_cast);
+	suite_add_tcase(s, lib);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(findings_suite());
+
+	srunner_run_all(runner, CK_NORMAL);
+	int failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,79 @@
+/* Findings: the AMP mistakes amptrace diagnoses by name, computed from a
+ * loaded trace (pure analysis: no I/O, no output).
+ *
+ * Most kinds are recognised in the events (ops, casts, regions, cache
+ * counters, GradScaler events); the value-dependent ones (fp16-overflow,
+ * cast-underflow) need tensor values and arrive as amp.diag events that
+ * libamp emitted while the program ran.  Every amp.diag event of the file
+ * is folded in, so a finding appended to the trace earlier is not counted
+ * twice.  Occurrences are aggregated per (kind, site): a loop that
+ * overflows 1000 times gives one finding with count 1000.
+ *
+ * The rules, their thresholds and the step detection are documented at
+ * the top of findings.c and in FORMAT.md ("amp.diag").
+ *
+ * Ownership: findings_compute() fills a `struct findings` that owns its
+ * array; kind, fix and the strings of the trace it points into stay valid
+ * while the trace lives.  findings_free() releases it. */
+#ifndef AMPTRACE_FINDINGS_H
+#define AMPTRACE_FINDINGS_H
+
+#include "trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Most severe first: the order summary lists them in. */
+enum finding_severity {
+	FINDING_ERROR,   /* wrong results or a failed run */
+	FINDING_WARNING, /* likely wrong, slower or fragile */
+	FINDING_INFO,    /* wasted work */
+	FINDING_SEVERITY_COUNT
+};
+
+/* "error", "warning", "info". */
+const char *finding_severity_name(enum finding_severity severity);
+
+/* One row per kind amptrace knows: its name, severity and one-line fix. */
+struct finding_kind {
+	const char *name;
+	enum finding_severity severity;
+	const char *fix;
+	bool value_dependent; /* only libamp can see it (amp.diag events) */
+};
+/* The table, terminated by a row with name NULL. */
+extern const struct finding_kind finding_kinds[];
+/* The row of `name`, or NULL for a kind amptrace does not know. */
+const struct finding_kind *finding_kind_lookup(const char *name);
+
+struct trace_finding {
+	const char *kind;
+	enum finding_severity severity;
+	const char *fix;          /* one line */
+	char message[768];        /* the first occurrence, explained */
+	size_t count;             /* occurrences folded into this finding */
+	size_t event;             /* the first occurrence's event index */
+	int64_t pid;
+	uint64_t op_id;           /* 0 when no op is at fault */
+	uint64_t tensor;          /* 0 when no tensor is at fault */
+	int64_t thread;           /* the thread at fault (0 = none) */
+	int64_t other_thread;     /* autocast-off-in-thread: the parent */
+	bool from_trace;          /* an amp.diag event of the file */
+	char site[160];           /* aggregation key within the kind */
+};
+
+struct findings {
+	struct trace_finding *items; /* sorted: most severe first */
+	size_t count, cap;
+};
+
+/* Computes every finding of `trace`.  Returns 0, or -1 when out of
+ * memory (`out` then holds what was found). */
+int findings_compute(const struct trace *trace, struct findings *out);
+void findings_free(struct findings *findings);
+/* The first finding of `kind`, or NULL. */
+const struct trace_finding *findings_get(const struct findings *findings,
+					 const char *kind);
+
+#endif /* AMPTRACE_FINDINGS_H */
