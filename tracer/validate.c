@@ -1,0 +1,332 @@
+/* Trace validation against FORMAT.md (see validate.h). */
+#include "validate.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void problem(struct validate_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void problem(struct validate_report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->nmessages < VALIDATE_MAX_MESSAGES) {
+		va_start(ap, fmt);
+		vsnprintf(r->messages[r->nmessages++], sizeof r->messages[0], fmt,
+			  ap);
+		va_end(ap);
+	}
+	r->problems++;
+}
+
+static bool valid_dtype(const char *d)
+{
+	static const char *const names[] = { "f64", "f32", "f16", "bf16",
+					     "i64", "i32", "bool" };
+
+	for (size_t i = 0; d && i < sizeof names / sizeof *names; i++)
+		if (!strcmp(d, names[i]))
+			return true;
+	return false;
+}
+
+static bool one_of(const char *s, const char *const *names)
+{
+	for (; s && *names; names++)
+		if (!strcmp(s, *names))
+			return true;
+	return false;
+}
+
+static int64_t ns(double us)
+{
+	return (int64_t)llround(us * 1000.0);
+}
+
+/* (pid, id, value) triples, sorted for lookups. */
+struct key {
+	int64_t pid;
+	uint64_t id;
+	int64_t time;   /* ns */
+	size_t event;
+};
+
+static int compare_keys(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->time > y->time) - (x->time < y->time);
+}
+
+static const struct key *find_key(const struct key *keys, size_t n,
+				  int64_t pid, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+	struct key probe = { pid, id, INT64_MIN, 0 };
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (compare_keys(&keys[mid], &probe) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && keys[lo].pid == pid && keys[lo].id == id)
+		return &keys[lo];
+	return NULL;
+}
+
+struct span {
+	int64_t pid, tid;
+	int64_t begin, end;
+	size_t event;
+};
+
+static int compare_spans(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	/* longer first, so parents come before children */
+	return (x->end < y->end) - (x->end > y->end);
+}
+
+static void check_metadata(const struct trace *t, struct validate_report *r)
+{
+	struct key *procs = malloc((t->nevents + 1) * sizeof *procs);
+	struct key *threads = malloc((t->nevents + 1) * sizeof *threads);
+	size_t np = 0, nt = 0;
+
+	if (!procs || !threads) {
+		problem(r, "out of memory");
+		free(procs);
+		free(threads);
+		return;
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_META)
+			continue;
+		if (!strcmp(e->name, "process_name"))
+			procs[np++] = (struct key){ e->pid, 0, 0, i };
+		else if (!strcmp(e->name, "thread_name"))
+			threads[nt++] = (struct key){ e->pid, (uint64_t)e->tid, 0, i };
+	}
+	qsort(procs, np, sizeof *procs, compare_keys);
+	qsort(threads, nt, sizeof *threads, compare_keys);
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		if (!find_key(procs, np, e->pid, 0)) {
+			problem(r, "line %zu: pid %lld has no process_name M event",
+				e->line, (long long)e->pid);
+			procs[np++] = (struct key){ e->pid, 0, 0, i };
+			qsort(procs, np, sizeof *procs, compare_keys);
+		}
+		if (e->tid != 0 && !find_key(threads, nt, e->pid, (uint64_t)e->tid)) {
+			problem(r, "line %zu: thread %lld of pid %lld has no "
+				"thread_name M event", e->line, (long long)e->tid,
+				(long long)e->pid);
+			threads[nt++] = (struct key){ e->pid, (uint64_t)e->tid, 0, i };
+			qsort(threads, nt, sizeof *threads, compare_keys);
+		}
+	}
+	free(procs);
+	free(threads);
+}
+
+static void check_tensor(const struct trace *t, struct validate_report *r,
+			 const struct key *defs, size_t ndefs,
+			 const struct trace_event *e, const struct trace_tensor *x,
+			 const char *role, int64_t used_at)
+{
+	if (!valid_dtype(x->dtype))
+		problem(r, "line %zu: %s tensor %llu has dtype \"%s\", not one "
+			"of f64 f32 f16 bf16 i64 i32 bool", e->line, role,
+			(unsigned long long)x->id, x->dtype);
+	if (x->name)
+		return; /* a named leaf needs no producer */
+	const struct key *def = find_key(defs, ndefs, e->pid, x->id);
+	if (!def || def->time > used_at)
+		problem(r, "line %zu: %s tensor %llu is used before it appears as "
+			"an output, a cast result or a named leaf%s", e->line,
+			role, (unsigned long long)x->id,
+			def ? " (it is produced later)" : "");
+	(void)t;
+}
+
+size_t trace_validate(const struct trace *t, struct validate_report *r)
+{
+	static const char *const phases[] = { "forward", "backward", NULL };
+	static const char *const caches[] = { "hit", "miss", "uncacheable",
+					      "disabled", NULL };
+	size_t n = t->nevents + 1;
+	struct key *ops = malloc(n * sizeof *ops);
+	struct key *defs = malloc(2 * n * sizeof *defs);
+	struct span *spans = malloc(n * sizeof *spans);
+	size_t nops = 0, ndefs = 0, nspans = 0;
+
+	*r = (struct validate_report){ 0 };
+	if (!ops || !defs || !spans) {
+		problem(r, "out of memory");
+		goto done;
+	}
+	if (!t->amptrace)
+		problem(r, "no \"amptrace\" header object with a format version");
+	if (t->amptrace && !t->finalized)
+		problem(r, "no \"amptraceEnd\" trailer: the trace was not "
+			"finished (truncated%s)", t->truncated ? ", repaired" : "");
+	check_metadata(t, r);
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_META && e->ts < 0)
+			problem(r, "line %zu: negative ts %g", e->line, e->ts);
+		if (e->kind == TRACE_OP) {
+			const struct trace_op *op = &e->op;
+			ops[nops++] = (struct key){ e->pid, op->op_id, 0, i };
+			if (!one_of(op->phase, phases))
+				problem(r, "line %zu: op %llu has phase \"%s\"",
+					e->line, (unsigned long long)op->op_id,
+					op->phase);
+			int64_t end = ns(e->ts + e->dur);
+			for (int k = 0; k < op->noutputs; k++)
+				defs[ndefs++] = (struct key){
+					e->pid, op->outputs[k].id, end, i
+				};
+			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
+							 end, i };
+		} else if (e->kind == TRACE_CAST) {
+			const struct trace_cast *c = &e->cast;
+			int64_t end = ns(e->ts + e->dur);
+			defs[ndefs++] = (struct key){ e->pid, c->result, end, i };
+			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
+							 end, i };
+			if (!valid_dtype(c->from) || !valid_dtype(c->to))
+				problem(r, "line %zu: cast %s->%s uses a dtype "
+					"name outside f64 f32 f16 bf16 i64 i32 "
+					"bool", e->line, c->from, c->to);
+			if (!one_of(c->cache, caches))
+				problem(r, "line %zu: cast cache \"%s\" is not "
+					"hit, miss, uncacheable or disabled",
+					e->line, c->cache);
+		}
+	}
+	qsort(ops, nops, sizeof *ops, compare_keys);
+	for (size_t i = 1; i < nops; i++)
+		if (ops[i].pid == ops[i - 1].pid && ops[i].id == ops[i - 1].id)
+			problem(r, "line %zu: op_id %llu appears twice (also line "
+				"%zu)", t->events[ops[i].event].line,
+				(unsigned long long)ops[i].id,
+				t->events[ops[i - 1].event].line);
+	qsort(defs, ndefs, sizeof *defs, compare_keys);
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_OP && !e->op.incomplete) {
+			int64_t end = ns(e->ts + e->dur);
+			for (int k = 0; k < e->op.ninputs; k++)
+				check_tensor(t, r, defs, ndefs, e, &e->op.inputs[k],
+					     "input", end);
+			for (int k = 0; k < e->op.noutputs; k++)
+				if (!valid_dtype(e->op.outputs[k].dtype))
+					problem(r, "line %zu: output dtype \"%s\"",
+						e->line, e->op.outputs[k].dtype);
+		} else if (e->kind == TRACE_CAST) {
+			const struct trace_cast *c = &e->cast;
+			const struct key *op = find_key(ops, nops, e->pid, c->op_id);
+			if (!op) {
+				problem(r, "line %zu: cast for op %llu, which is "
+					"not in the trace", e->line,
+					(unsigned long long)c->op_id);
+			} else {
+				const struct trace_event *o = &t->events[op->event];
+				if (ns(e->ts) < ns(o->ts) ||
+				    ns(e->ts + e->dur) > ns(o->ts + o->dur))
+					problem(r, "line %zu: cast is not inside "
+						"its op (line %zu)", e->line,
+						o->line);
+			}
+			struct trace_tensor source = {
+				.id = c->tensor, .dtype = c->from, .name = c->name
+			};
+			check_tensor(t, r, defs, ndefs, e, &source, "cast source",
+				     ns(e->ts + e->dur));
+		}
+	}
+
+	/* X slices of a thread nest (Perfetto drops overlapping ones). */
+	qsort(spans, nspans, sizeof *spans, compare_spans);
+	size_t *stack = malloc((nspans + 1) * sizeof *stack);
+	size_t depth = 0;
+	for (size_t i = 0; stack && i < nspans; i++) {
+		const struct span *s = &spans[i];
+		if (i && (s->pid != spans[i - 1].pid || s->tid != spans[i - 1].tid))
+			depth = 0;
+		while (depth && spans[stack[depth - 1]].end <= s->begin)
+			depth--;
+		if (depth && spans[stack[depth - 1]].end < s->end)
+			problem(r, "line %zu: slice overlaps line %zu on the same "
+				"thread without nesting",
+				t->events[s->event].line,
+				t->events[spans[stack[depth - 1]].event].line);
+		stack[depth++] = i;
+	}
+	free(stack);
+
+	/* B/E: matched per thread, in file order. */
+	struct thread_depth {
+		int64_t pid, tid;
+		int depth;
+	} *threads = NULL;
+	size_t nthreads = 0;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_SCOPE_BEGIN && e->kind != TRACE_SCOPE_END)
+			continue;
+		size_t k;
+		for (k = 0; k < nthreads; k++)
+			if (threads[k].pid == e->pid && threads[k].tid == e->tid)
+				break;
+		if (k == nthreads) {
+			struct thread_depth *grown =
+				realloc(threads, (nthreads + 1) * sizeof *grown);
+			if (!grown)
+				break;
+			threads = grown;
+			threads[nthreads++] = (struct thread_depth){ e->pid, e->tid,
+								     0 };
+		}
+		if (e->kind == TRACE_SCOPE_BEGIN)
+			threads[k].depth++;
+		else if (threads[k].depth-- == 0) {
+			problem(r, "line %zu: an amp.scope E with no open B on its "
+				"thread", e->line);
+			threads[k].depth = 0;
+		}
+	}
+	for (size_t k = 0; k < nthreads && !t->truncated; k++)
+		if (threads[k].depth)
+			problem(r, "thread %lld of pid %lld ends with %d autocast "
+				"region(s) open", (long long)threads[k].tid,
+				(long long)threads[k].pid, threads[k].depth);
+	free(threads);
+done:
+	free(ops);
+	free(defs);
+	free(spans);
+	return r->problems;
+}
