@@ -84,6 +84,71 @@ int amp_device_type_from_name(const char *name, enum amp_device_type *out);
  * CUDA backend module): autocast treats its tensors as CUDA tensors. */
 bool amp_cuda_is_emulated(void);
 
+/* One line saying what device cuda is and why: "cuda: NVIDIA H100 ...
+ * (sm_90, 132 SMs, driver 13000) via /path/libamp_cuda.so" or "emulated on
+ * the CPU: no CUDA driver (libcuda.so.1: cannot open ...)".  Static
+ * storage, never NULL.  Loads the CUDA module if that was not tried yet. */
+const char *amp_cuda_backend_status(void);
+
+/* GPU kernel timing (CUPTI): the types. */
+
+/* External-correlation kinds libamp pushes around the work it launches. */
+enum amp_gpu_correlation {
+	AMP_GPU_CORRELATION_OP,   /* id = the op's op_id (its forward) */
+	AMP_GPU_CORRELATION_CAST, /* id = the autocast cast's result tensor id */
+	AMP_GPU_CORRELATION_COUNT
+};
+
+enum amp_gpu_activity_kind {
+	AMP_GPU_ACTIVITY_KERNEL,
+	AMP_GPU_ACTIVITY_MEMCPY,
+	AMP_GPU_ACTIVITY_KIND_COUNT
+};
+
+/* One GPU activity converted from a CUPTI record, timed on the trace
+ * clock (CLOCK_MONOTONIC ns, amp_now_ns()). */
+struct amp_gpu_activity {
+	enum amp_gpu_activity_kind kind;
+	const char *name;        /* kernel name (mangled), or "Memcpy HtoD" */
+	uint64_t start_ns, end_ns;
+	uint32_t device, stream;
+	uint32_t correlation_id; /* CUDA API correlation id */
+	uint64_t op_id;          /* the op that launched it, 0 if unknown */
+	uint64_t cast_id;        /* the cast's result tensor id, 0 if none */
+	int32_t grid[3], block[3];
+	int32_t registers, shared_memory; /* per thread; static + dynamic */
+	uint64_t bytes;          /* memcpy */
+	uint8_t copy_kind;       /* memcpy: CUpti_ActivityMemcpyKind */
+};
+
+/* Receives converted activities, on a CUPTI worker thread (or the thread
+ * that calls flush/stop).  The array and the names are valid during the
+ * call only. */
+typedef void (*amp_gpu_activity_fn)(const struct amp_gpu_activity *activities,
+				    size_t count, void *user);
+
+struct amp_gpu_profiler_stats {
+	uint64_t kernels, memcpys;
+	uint64_t unlinked;   /* activities with no op or cast id */
+	uint64_t untimed;    /* records CUPTI could not time (start=end=0) */
+	uint64_t dropped;    /* records CUPTI dropped (buffers full) */
+	uint64_t buffers;
+};
+
+/* GPU kernel timing (CUPTI): the functions. */
+
+/* Starts CUPTI kernel timing: `fn` receives every kernel and memcpy,
+ * linked to the op (op_id) or autocast cast (cast_id = the cast's result
+ * tensor id) that launched it, timed on the amp_now_ns() clock.  fn runs
+ * on a CUPTI thread.  AMP_ERR_DEVICE when cuda is emulated (no GPU: the
+ * message says why) or CUPTI refuses. */
+int amp_gpu_profiler_start(amp_gpu_activity_fn fn, void *user);
+/* Delivers the activities recorded so far. */
+int amp_gpu_profiler_flush(void);
+/* Flushes, stops, and fills stats (may be NULL): counts of kernels,
+ * memcpys, unlinked and dropped records. */
+int amp_gpu_profiler_stop(struct amp_gpu_profiler_stats *stats);
+
 /* ---------------------------------------------------------------- errors */
 
 enum amp_status {

@@ -37,11 +37,6 @@
 /* True when device cuda is a real GPU (module loaded, device found). */
 bool amp_cuda_active(void);
 
-/* One line saying what device cuda is and why: "cuda: NVIDIA H100 ...
- * (sm_90, 132 SMs, driver 13000) via /path/libamp_cuda.so" or "emulated on
- * the CPU: no CUDA driver (libcuda.so.1: cannot open ...)".  Static
- * storage, never NULL.  Loads the module if that was not tried yet. */
-const char *amp_cuda_backend_status(void);
 
 /* The loaded module, or NULL while cuda is emulated. */
 const struct amp_cuda_module *amp_cuda_backend_module(void);
@@ -80,19 +75,5 @@ int amp_cuda_forward(const struct amp_cuda_module *module,
 /* Maps a module return value: 0 -> AMP_OK, AMP_CUDA_UNSUPPORTED kept,
  * -1 -> AMP_ERR_DEVICE with the module's message. */
 int amp_cuda_status(const struct amp_cuda_module *module, int result);
-
-/* ---------------------------------------------------- kernel timing */
-
-/* Starts CUPTI kernel timing: `fn` receives every kernel and memcpy,
- * linked to the op (op_id) or autocast cast (cast_id = the cast's result
- * tensor id) that launched it, timed on the amp_now_ns() clock.  fn runs
- * on a CUPTI thread.  AMP_ERR_DEVICE when cuda is emulated (no GPU: the
- * message says why) or CUPTI refuses. */
-int amp_gpu_profiler_start(amp_gpu_activity_fn fn, void *user);
-/* Delivers the activities recorded so far. */
-int amp_gpu_profiler_flush(void);
-/* Flushes, stops, and fills stats (may be NULL): counts of kernels,
- * memcpys, unlinked and dropped records. */
-int amp_gpu_profiler_stop(struct amp_gpu_profiler_stats *stats);
 
 #endif /* AMP_BACKEND_H */
