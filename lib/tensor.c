@@ -331,24 +331,51 @@ static char *host_copy_of(const struct amp_storage *storage)
 	return copy;
 }
 
+/* Strided runs are staged through a small packed buffer so each chunk is
+ * converted by one amp_convert call (its SIMD path) instead of one call
+ * per element; elements are moved with fixed-size memcpy, which compiles
+ * to plain loads and stores. */
+#define STAGE_ELEMENTS 1024
+
+#define MOVE_STRIDED(size, dst, dst_step, src, src_step, count)             \
+	for (int64_t i_ = 0; i_ < (count); i_++)                            \
+		memcpy((dst) + i_ * (dst_step) * (size),                    \
+		       (src) + i_ * (src_step) * (size), (size))
+
+static void move_strided(char *dst, int64_t dst_step, const char *src,
+			 int64_t src_step, size_t size, int64_t count)
+{
+	switch (size) {
+	case 1: MOVE_STRIDED(1, dst, dst_step, src, src_step, count); break;
+	case 2: MOVE_STRIDED(2, dst, dst_step, src, src_step, count); break;
+	case 4: MOVE_STRIDED(4, dst, dst_step, src, src_step, count); break;
+	case 8: MOVE_STRIDED(8, dst, dst_step, src, src_step, count); break;
+	default: AMP_ASSERT(!"unexpected element size");
+	}
+}
+
 static void gather_run(void *opaque, int64_t at, int64_t stride, int64_t run,
 		       int64_t logical)
 {
 	struct copy_ctx *c = opaque;
 	size_t src_size = amp_dtype_size(c->t->dtype);
 	size_t dst_size = amp_dtype_size(c->dtype);
-	const char *src = c->data;
+	const char *src = c->data + at * (int64_t)src_size;
+	char *dst = c->host + logical * (int64_t)dst_size;
+	_Alignas(64) char stage[STAGE_ELEMENTS * 8];
 
 	if (stride == 1) {
-		amp_convert(c->host + logical * (int64_t)dst_size, c->dtype,
-			    src + at * (int64_t)src_size, c->t->dtype,
-			    (size_t)run);
+		amp_convert(dst, c->dtype, src, c->t->dtype, (size_t)run);
 		return;
 	}
-	for (int64_t i = 0; i < run; i++)
-		amp_convert(c->host + (logical + i) * (int64_t)dst_size,
-			    c->dtype, src + (at + i * stride) * (int64_t)src_size,
-			    c->t->dtype, 1);
+	for (int64_t done = 0; done < run; done += STAGE_ELEMENTS) {
+		int64_t n = run - done < STAGE_ELEMENTS ? run - done
+							: STAGE_ELEMENTS;
+		move_strided(stage, 1, src + done * stride * (int64_t)src_size,
+			     stride, src_size, n);
+		amp_convert(dst + done * (int64_t)dst_size, c->dtype, stage,
+			    c->t->dtype, (size_t)n);
+	}
 }
 
 static void scatter_run(void *opaque, int64_t at, int64_t stride, int64_t run,
@@ -357,19 +384,22 @@ static void scatter_run(void *opaque, int64_t at, int64_t stride, int64_t run,
 	struct copy_ctx *c = opaque;
 	size_t dst_size = amp_dtype_size(c->t->dtype);
 	size_t src_size = amp_dtype_size(c->dtype);
-	char *dst = c->data;
+	char *dst = c->data + at * (int64_t)dst_size;
+	const char *src = c->host + logical * (int64_t)src_size;
+	_Alignas(64) char stage[STAGE_ELEMENTS * 8];
 
 	if (stride == 1) {
-		amp_convert(dst + at * (int64_t)dst_size, c->t->dtype,
-			    c->host + logical * (int64_t)src_size, c->dtype,
-			    (size_t)run);
+		amp_convert(dst, c->t->dtype, src, c->dtype, (size_t)run);
 		return;
 	}
-	for (int64_t i = 0; i < run; i++)
-		amp_convert(dst + (at + i * stride) * (int64_t)dst_size,
-			    c->t->dtype,
-			    c->host + (logical + i) * (int64_t)src_size,
-			    c->dtype, 1);
+	for (int64_t done = 0; done < run; done += STAGE_ELEMENTS) {
+		int64_t n = run - done < STAGE_ELEMENTS ? run - done
+							: STAGE_ELEMENTS;
+		amp_convert(stage, c->t->dtype, src + done * (int64_t)src_size,
+			    c->dtype, (size_t)n);
+		move_strided(dst + done * stride * (int64_t)dst_size, stride,
+			     stage, 1, dst_size, n);
+	}
 }
 
 static int gather(const struct amp_tensor *t, enum amp_dtype dtype, void *dst)
