@@ -27,8 +27,8 @@ static inline AMP_HD bool amp_scaler_is_finite(float value)
 static inline AMP_HD float amp_scaler_unscale(float value, float inv_scale,
 					      bool *found_inf)
 {
-	if (!amp_scaler_is_finite(value))
-		*found_inf = true;
+	/* branch-free, so a host loop over a gradient vectorises */
+	*found_inf |= !amp_scaler_is_finite(value);
 	return inv_scale == 1.0f ? value : value * inv_scale;
 }
 

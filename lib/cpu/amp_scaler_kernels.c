@@ -16,6 +16,8 @@
 
 #include <stdlib.h>
 
+CPU_VECTORIZE_LOOPS
+
 static int check_one_element(const struct amp_tensor *t, const char *name)
 {
 	if (amp_tensor_numel(t) != 1)
@@ -43,16 +45,20 @@ static int unscale_one(struct amp_tensor *grad, float inv_scale, bool *found)
 
 	if (!values)
 		return amp_last_status();
-	*found = false;
+	/* A local flag (not *found) lets the compiler keep it in a register
+	 * and vectorise the loop. */
+	bool non_finite = false;
 	if (opmath == AMP_DTYPE_F64) {
 		double *v = values;
 		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale_f64(v[i], inv_scale, found);
+			v[i] = amp_scaler_unscale_f64(v[i], inv_scale,
+						      &non_finite);
 	} else {
 		float *v = values;
 		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale(v[i], inv_scale, found);
+			v[i] = amp_scaler_unscale(v[i], inv_scale, &non_finite);
 	}
+	*found = non_finite;
 	train_store_inplace(grad, values, opmath);
 	free(owned);
 	return AMP_OK;
