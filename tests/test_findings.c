@@ -8,6 +8,7 @@
  * tested in process, through the hook API. */
 #include "amp.h"
 #include "findings.h"
+#include "validate.h"
 
 #include <check.h>
 #include <ftw.h>
@@ -45,18 +46,20 @@ static void remove_dir(void)
 	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-/* Runs `PROG ARGS` under amptrace (value checks as given) and computes the
- * findings of its trace into *out; *trace must be freed by the caller. */
-static void traced(const char *value_checks, const char *command,
-		   struct trace *trace, struct findings *out)
+/* Runs `PROG ARGS` under `amptrace run OPTIONS` (value checks as given
+ * in the environment) and computes the findings of its trace into *out;
+ * *trace must be freed by the caller. */
+static void traced(const char *value_checks, const char *options,
+		   const char *command, struct trace *trace,
+		   struct findings *out)
 {
 	char path[4200], line[8800];
 	struct trace_error err;
 
 	snprintf(path, sizeof path, "%s/trace.json", dir);
 	snprintf(line, sizeof line,
-		 "AMP_VALUE_CHECKS=%s '%s' run -q -o '%s' -- %s >/dev/null 2>&1",
-		 value_checks, AMPTRACE_PATH, path, command);
+		 "AMP_VALUE_CHECKS=%s '%s' run -q -o '%s' %s -- %s >/dev/null 2>&1",
+		 value_checks, AMPTRACE_PATH, path, options, command);
 	ck_assert_int_eq(system(line), 0);
 	ck_assert_msg(trace_load(path, trace, &err) == 0, "%s: %s", command,
 		      err.message);
@@ -68,7 +71,7 @@ static void run_mode(const char *mode, struct trace *trace, struct findings *out
 	char command[4200];
 
 	snprintf(command, sizeof command, "'%s' %s", FINDINGS_PROG_PATH, mode);
-	traced("1", command, trace, out);
+	traced("1", "", command, trace, out);
 }
 
 static char *describe(const struct findings *f)
@@ -193,6 +196,56 @@ START_TEST(test_aggregate_and_sort)
 }
 END_TEST
 
+/* `amptrace run` appends each computed finding as one amp.diag event
+ * (kind, message, fix, severity, ids) and the trace stays valid; reading
+ * it back folds the event into the recomputed finding: counted once. */
+static size_t diag_events(const struct trace *t, const char *kind,
+			  const struct trace_event **first)
+{
+	size_t n = 0;
+
+	*first = NULL;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_DIAG || strcmp(e->diag.kind, kind))
+			continue;
+		if (!n++)
+			*first = e;
+	}
+	return n;
+}
+
+START_TEST(test_appended_to_trace)
+{
+	struct trace trace;
+	struct findings f;
+	struct validate_report report;
+	const struct trace_event *e;
+
+	run_mode("mismatch", &trace, &f);
+	ck_assert_uint_eq(diag_events(&trace, "dtype-mismatch", &e), 1);
+	const struct trace_finding *m = findings_get(&f, "dtype-mismatch");
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_eq(m->count, 1);
+	ck_assert(m->from_trace);
+	ck_assert_uint_eq(e->diag.op_id, m->op_id);
+	ck_assert_uint_eq(e->diag.tensor, m->tensor);
+	ck_assert_str_eq(e->diag.message, m->message);
+	ck_assert_int_eq(e->tid, 0);
+	ck_assert_msg(trace_validate(&trace, &report) == 0, "%s",
+		      report.messages[0]);
+	findings_free(&f);
+	trace_free(&trace);
+
+	/* a value-dependent finding libamp recorded is not repeated */
+	run_mode("overflow", &trace, &f);
+	ck_assert_uint_eq(diag_events(&trace, "fp16-overflow", &e), 3);
+	ck_assert_int_ne(e->tid, 0);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* Value checks cost time and can be turned off: no overflow finding. */
 START_TEST(test_value_checks_off)
 {
@@ -201,7 +254,13 @@ START_TEST(test_value_checks_off)
 	char command[4200];
 
 	snprintf(command, sizeof command, "'%s' overflow", FINDINGS_PROG_PATH);
-	traced("0", command, &trace, &f);
+	traced("0", "", command, &trace, &f);
+	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
+	findings_free(&f);
+	trace_free(&trace);
+
+	/* --no-value-checks wins over the environment */
+	traced("1", "--no-value-checks", command, &trace, &f);
 	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
 	findings_free(&f);
 	trace_free(&trace);
@@ -216,7 +275,7 @@ static void run_sample(const char *name, const char *args, struct trace *trace,
 	char command[4200];
 
 	snprintf(command, sizeof command, "'%s/%s' %s", SAMPLES_DIR, name, args);
-	traced("1", command, trace, out);
+	traced("1", "", command, trace, out);
 }
 
 START_TEST(test_sample_mlp_clean)
@@ -402,6 +461,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_ids);
 	tcase_add_test(kinds, test_aggregate_and_sort);
 	tcase_add_test(kinds, test_value_checks_off);
+	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);
 	suite_add_tcase(s, kinds);
 

@@ -4,11 +4,16 @@
 # truncated JSON, wrong types, binary garbage, bad rules): a clear message
 # naming the file, exit 2, never a crash.  Uses the fixtures of
 # tests/fixtures/trace (good.json and changed.json are two runs of one
-# hand-written program; the others are broken on purpose).
+# hand-written program; the others are broken on purpose).  The findings
+# part runs findings_prog (one AMP mistake per mode) and the mlp and
+# whole_loop samples: findings in the trace, in summary, and in check.
 set -u
 amptrace=$1
 trace_prog=$2
 fx=$3
+findings_prog=$4
+mlp=$5
+whole_loop=$6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -180,6 +185,82 @@ capture "$amptrace" run -q -o "$tmp/t.json" -- "$trace_prog" ops 3 5
 check "run: program status passes through" status_is 5
 check "run: program stdout passes through" out_has "trace_prog: stdout line"
 check "run: the trace reads" "$amptrace" summary "$tmp/t.json"
+
+# ------------------------------------------------------------ findings
+# amp.diag events of a kind in a trace, with their fix and severity
+diag_has() { # trace kind text
+	grep '"cat":"amp.diag"' "$1" | grep -F "\"kind\":\"$2\"" | grep -qF -- "$3" ||
+		{ echo "# no $2 amp.diag with $3 in $1"; grep '"cat":"amp.diag"' "$1"; return 1; }
+}
+no_diag() { # trace kind
+	! grep '"cat":"amp.diag"' "$1" | grep -qF "\"kind\":\"$2\""
+}
+# "first" before "second" in stdout
+in_order() {
+	local a b
+	a=$(grep -nF -- "$1" "$tmp/out" | head -1 | cut -d: -f1)
+	b=$(grep -nF -- "$2" "$tmp/out" | head -1 | cut -d: -f1)
+	[ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] || { echo "# '$1' (line $a) not before '$2' (line $b)"; return 1; }
+}
+printf 'no finding stale-cache\n' >"$tmp/stale.rules"
+
+"$amptrace" run -q -o "$tmp/pitfall.json" -- "$findings_prog" backward-inside
+check "run: stale-cache appended with message and fix" \
+	diag_has "$tmp/pitfall.json" stale-cache '"fix":"enter autocast per iteration'
+check "run: the finding names its op and tensor" \
+	diag_has "$tmp/pitfall.json" stale-cache '"op_id":'
+check "run: severity" diag_has "$tmp/pitfall.json" backward-under-autocast '"severity":"warning"'
+check "run: the trailer counts the appended events" \
+	grep -q "\"events\":$(grep -c '^{"name"' "$tmp/pitfall.json")," "$tmp/pitfall.json"
+"$amptrace" run -q -o "$tmp/thread.json" -- "$findings_prog" thread-pitfall
+check "run: autocast-off-in-thread appended" \
+	diag_has "$tmp/thread.json" autocast-off-in-thread '"other_thread":1'
+"$amptrace" run -q -o "$tmp/overflow.json" -- "$findings_prog" overflow
+check "run: value checks on by default" diag_has "$tmp/overflow.json" fp16-overflow '"message":'
+AMP_VALUE_CHECKS=1 "$amptrace" run -q --no-value-checks -o "$tmp/nochecks.json" -- "$findings_prog" overflow
+check "run --no-value-checks: no fp16-overflow" no_diag "$tmp/nochecks.json" fp16-overflow
+capture "$amptrace" run --help
+check "run --help: --no-value-checks" out_has "--no-value-checks"
+
+capture "$amptrace" summary "$tmp/pitfall.json"
+check "summary: findings first" in_order "Findings" "Ops by phase"
+check "summary: most severe first, with its fix" \
+	out_has "warning stale-cache (x2): mm (op"
+check "summary: one-line fix" out_has "fix: enter autocast per iteration around forward + loss only"
+capture "$amptrace" summary --json "$tmp/pitfall.json"
+check "summary --json: findings before ops" in_order '"findings":' '"ops":'
+check "summary --json: fix" out_has '"fix":	"enter autocast per iteration'
+check "summary --json: severity" out_has '"severity":	"warning"'
+
+capture "$amptrace" check "$tmp/pitfall.json" "$tmp/stale.rules"
+check "check no finding stale-cache: the pitfall fails" status_is 1
+check "check: the failure names the op and tensor" \
+	out_has "first:    stale-cache in mm (op"
+"$amptrace" run -q -o "$tmp/fixed.json" -- "$findings_prog" backward-outside
+capture "$amptrace" check "$tmp/fixed.json" "$tmp/stale.rules"
+check "check no finding stale-cache: the fix passes" status_is 0
+# computed from the events alone: good.json has no amp.diag events
+printf 'no finding scaler-skipped-step\n' >"$tmp/skip.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/skip.rules"
+check "check: counts findings the file has no amp.diag for" status_is 1
+printf 'no finding autocast-off-in-thread\nno finding cache-growth\nno finding redundant-cast\n' >"$tmp/kinds.rules"
+capture "$amptrace" check "$tmp/fixed.json" "$tmp/kinds.rules"
+check "check: every engine kind parses unquoted" status_is 0
+printf 'no finding stale-cach\n' >"$tmp/typo.rules"
+capture "$amptrace" check "$tmp/fixed.json" "$tmp/typo.rules"
+check "check: unknown kind exits 2" status_is 2
+check "check: unknown kind suggests close matches" err_has "did you mean stale-cache?"
+
+"$amptrace" run -q -o "$tmp/mlp.json" -- "$mlp" --steps 4 >/dev/null
+printf 'no findings\n' >"$tmp/none.rules"
+capture "$amptrace" check "$tmp/mlp.json" "$tmp/none.rules"
+check "sample mlp: no findings" status_is 0
+check "sample mlp: no amp.diag events" no_diag "$tmp/mlp.json" ""
+"$amptrace" run -q -o "$tmp/whole.json" -- "$whole_loop" --steps 6 >/dev/null
+check "sample whole_loop: stale-cache in the trace" \
+	diag_has "$tmp/whole.json" stale-cache "fc1.weight"
+capture "$amptrace" check "$tmp/whole.json" "$tmp/stale.rules"
+check "sample whole_loop: no finding stale-cache fails" status_is 1
 
 echo "1..$count"
 exit $fail

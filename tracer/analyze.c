@@ -3,22 +3,9 @@
 
 #include <fnmatch.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *const analysis_known_findings[] = {
-	"backward-under-autocast", /* a backward op ran with autocast on */
-	"stale-cache",             /* a cached cast of a since-modified tensor */
-	"round-trip-cast",         /* a cast undone by a later cast */
-	"cache-disabled",          /* cacheable casts redone (cache_enabled off) */
-	"op-error",                /* an op failed */
-	"process-died",            /* the program crashed or was killed */
-	"fp16-overflow",           /* libamp: finite inputs, inf/NaN output */
-	"cast-underflow",          /* libamp: a cast flushed values to zero */
-	NULL
-};
 
 /* ------------------------------------------------ (pid, id) -> index */
 
@@ -187,130 +174,32 @@ static int assign_steps(const struct trace *t, struct analysis *a)
 
 /* ------------------------------------------------------------ findings */
 
-static struct finding *finding_slot(struct analysis *a, const char *kind)
+/* The findings engine's results, copied: the analysis outlives nothing it
+ * points into (kinds and fixes are static or interned in the trace). */
+static int collect_findings(const struct trace *t, struct analysis *a)
 {
-	for (size_t i = 0; i < a->nfindings; i++)
-		if (!strcmp(a->findings[i].kind, kind))
-			return &a->findings[i];
-	return NULL;
-}
+	struct findings computed;
+	int status = findings_compute(t, &computed);
 
-static void add_finding(struct analysis *a, const char *kind, size_t event,
-			bool from_trace, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static void add_finding(struct analysis *a, const char *kind, size_t event,
-			bool from_trace, const char *fmt, ...)
-{
-	struct finding *f = finding_slot(a, kind);
-	va_list ap;
-
-	if (f) {
-		f->count++;
-		return;
+	a->findings = calloc(computed.count ? computed.count : 1,
+			     sizeof *a->findings);
+	if (!a->findings) {
+		findings_free(&computed);
+		return -1;
 	}
-	struct finding *grown =
-		realloc(a->findings, (a->nfindings + 1) * sizeof *grown);
-	if (!grown)
-		return;
-	a->findings = grown;
-	f = &a->findings[a->nfindings++];
-	*f = (struct finding){ .kind = kind, .count = 1, .event = event,
-			       .from_trace = from_trace };
-	va_start(ap, fmt);
-	vsnprintf(f->message, sizeof f->message, fmt, ap);
-	va_end(ap);
-}
-
-static bool diag_reported(const struct analysis *a, const char *kind)
-{
-	const struct finding *f = analysis_finding(a, kind);
-
-	return f && f->from_trace;
-}
-
-static void analyse_findings(const struct trace *t, struct analysis *a)
-{
-	struct id_map cast_results = { 0 };
-	char label[160];
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_DIAG && e->diag.kind)
-			add_finding(a, e->diag.kind, i, true, "%s",
-				    e->diag.message ? e->diag.message : "");
+	for (size_t i = 0; i < computed.count; i++) {
+		const struct trace_finding *x = &computed.items[i];
+		struct finding *f = &a->findings[a->nfindings++];
+		*f = (struct finding){
+			.kind = x->kind, .severity = x->severity, .fix = x->fix,
+			.count = x->count, .event = x->event,
+			.op_id = x->op_id, .tensor = x->tensor,
+			.from_trace = x->from_trace,
+		};
+		snprintf(f->message, sizeof f->message, "%s", x->message);
 	}
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_OP) {
-			const struct trace_op *op = &e->op;
-			trace_op_label(op, label, sizeof label);
-			if (op->phase && !strcmp(op->phase, "backward") &&
-			    op->autocast.enabled &&
-			    !diag_reported(a, "backward-under-autocast"))
-				add_finding(a, "backward-under-autocast", i, false,
-					    "backward op %s (op %llu, line %zu) "
-					    "ran with autocast enabled: autocast "
-					    "should wrap only the forward pass "
-					    "and the loss; backward ops already "
-					    "run in the dtypes of their forward "
-					    "ops",
-					    label, (unsigned long long)op->op_id,
-					    e->line);
-			if ((op->status || op->error) &&
-			    !diag_reported(a, "op-error"))
-				add_finding(a, "op-error", i, false,
-					    "%s (op %llu, line %zu) failed: %s",
-					    label, (unsigned long long)op->op_id,
-					    e->line, op->error ? op->error : "");
-		} else if (e->kind == TRACE_CAST) {
-			const struct trace_cast *c = &e->cast;
-			if (c->stale && !diag_reported(a, "stale-cache"))
-				add_finding(a, "stale-cache", i, false,
-					    "a cached %s->%s cast of tensor %llu%s%s%s "
-					    "was reused after the tensor was "
-					    "modified in place (line %zu): the op "
-					    "read stale values; keep optimizer "
-					    "steps outside the autocast region",
-					    c->from, c->to,
-					    (unsigned long long)c->tensor,
-					    c->name ? " '" : "",
-					    c->name ? c->name : "",
-					    c->name ? "'" : "", e->line);
-			if (!strcmp(c->cache, "disabled") &&
-			    !diag_reported(a, "cache-disabled"))
-				add_finding(a, "cache-disabled", i, false,
-					    "a cacheable %s->%s cast of tensor "
-					    "%llu%s%s%s was redone because the "
-					    "autocast cache is disabled "
-					    "(cache_enabled=False, line %zu)",
-					    c->from, c->to,
-					    (unsigned long long)c->tensor,
-					    c->name ? " '" : "",
-					    c->name ? c->name : "",
-					    c->name ? "'" : "", e->line);
-			size_t earlier = id_map_get(&cast_results, e->pid,
-						    c->tensor);
-			if (earlier != SIZE_MAX && c->cache &&
-			    strcmp(c->cache, "hit")) {
-				const struct trace_cast *first =
-					&t->events[earlier].cast;
-				if (!strcmp(first->from, c->to) &&
-				    !diag_reported(a, "round-trip-cast"))
-					add_finding(a, "round-trip-cast", i,
-						    false,
-						    "tensor %llu was cast %s->%s "
-						    "(line %zu) and back %s->%s "
-						    "(line %zu): the round trip "
-						    "costs time and precision",
-						    (unsigned long long)first->tensor,
-						    first->from, first->to,
-						    t->events[earlier].line,
-						    c->from, c->to, e->line);
-			}
-			id_map_put(&cast_results, e->pid, c->result, i);
-		}
-	}
-	free(cast_results.slots);
+	findings_free(&computed);
+	return status;
 }
 
 /* -------------------------------------------------------------- public */
@@ -399,8 +288,7 @@ int analysis_run(const struct trace *t, struct analysis *a)
 			break;
 		}
 	}
-	analyse_findings(t, a);
-	return 0;
+	return collect_findings(t, a);
 }
 
 void analysis_free(struct analysis *a)

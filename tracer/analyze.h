@@ -3,23 +3,25 @@
 #ifndef AMPTRACE_ANALYZE_H
 #define AMPTRACE_ANALYZE_H
 
+#include "findings.h"
 #include "trace.h"
 
 #include <stdint.h>
 
-/* A finding: a libamp diagnostic (amp.diag event) or a pattern amptrace
- * recognises in the trace.  Findings of one kind are folded into one. */
+/* A finding (tracer/findings.c): a pattern amptrace recognises in the
+ * events, or an amp.diag event of the file (libamp's value checks,
+ * process-died).  Occurrences at one site are folded into one. */
 struct finding {
 	const char *kind;
-	char message[512];     /* the first occurrence, explained */
+	enum finding_severity severity;
+	const char *fix;       /* one line */
+	char message[768];     /* the first occurrence, explained */
 	size_t count;
 	size_t event;          /* the first occurrence's event index */
-	bool from_trace;       /* an amp.diag event, not amptrace's analysis */
+	uint64_t op_id;        /* the op at fault, 0 when none */
+	uint64_t tensor;       /* the tensor at fault, 0 when none */
+	bool from_trace;       /* an amp.diag event of the file */
 };
-
-/* Finding kinds amptrace's analysis produces or libamp is known to emit
- * (`check` accepts others only when quoted). */
-extern const char *const analysis_known_findings[];
 
 struct id_map;
 
@@ -45,7 +47,7 @@ struct analysis {
 	double scale_min, scale_max, scale_final; /* NaN when no scale seen */
 	struct scale_change *scale_history;
 	size_t nscale_history;
-	struct finding *findings;
+	struct finding *findings; /* most severe first */
 	size_t nfindings;
 	/* internal: (pid, op_id) -> the op's event index */
 	struct id_map *ops;
@@ -57,7 +59,7 @@ void analysis_free(struct analysis *a);
 /* The amp.op event of (pid, op_id), or NULL. */
 const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 				      uint64_t op_id);
-/* The finding of `kind`, or NULL. */
+/* The first (most severe) finding of `kind`, or NULL. */
 const struct finding *analysis_finding(const struct analysis *a,
 				       const char *kind);
 /* The dtype of the op's first output, or NULL when it has none. */

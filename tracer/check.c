@@ -449,6 +449,35 @@ static void eval_metric(const struct analysis *a, const struct rule *r,
 		    a->first_skipped_step);
 }
 
+/* "KIND in OP (op N, ...) at FILE:LINE; tensor T: MESSAGE", naming the op
+ * and tensor at fault when the finding has them. */
+static void describe_finding(char *buf, size_t size, const struct analysis *a,
+			     const struct finding *f)
+{
+	const struct trace_event *at = &a->trace->events[f->event];
+	const struct trace_event *op =
+		f->op_id ? analysis_op(a, at->pid, f->op_id) : NULL;
+	char tensor[48] = "";
+	size_t n;
+
+	if (f->tensor)
+		snprintf(tensor, sizeof tensor, "tensor %llu: ",
+			 (unsigned long long)f->tensor);
+	if (op) {
+		n = (size_t)snprintf(buf, size, "%s in ", f->kind);
+		if (n < size)
+			describe_op(buf + n, size - n, a->trace, op, NULL);
+	} else if (f->op_id) {
+		set(buf, size, "%s in op %llu at %s:%zu", f->kind,
+		    (unsigned long long)f->op_id, a->trace->path, at->line);
+	} else {
+		set(buf, size, "%s at %s:%zu", f->kind, a->trace->path, at->line);
+	}
+	n = strlen(buf);
+	if (n < size)
+		set(buf + n, size - n, "; %s%s", tensor, f->message);
+}
+
 static void eval_finding(const struct analysis *a, const struct rule *r,
 			 struct outcome *o)
 {
@@ -468,9 +497,7 @@ static void eval_finding(const struct analysis *a, const struct rule *r,
 	    r->finding ? r->finding : "all", rule_cmp_text(r->cmp), r->number);
 	set(o->actual, sizeof o->actual, "%zu", count);
 	if (!o->pass && first)
-		set(o->first, sizeof o->first, "%s: %s (%s:%zu)", first->kind,
-		    first->message, a->trace->path,
-		    a->trace->events[first->event].line);
+		describe_finding(o->first, sizeof o->first, a, first);
 }
 
 static void xml_escaped(FILE *f, const char *s)

@@ -33,6 +33,7 @@
  * conflicts).  Exit status 0 for any answer (an autocast error included:
  * it is in `error`), 2 for bad usage (unknown op, dtype or option).
  */
+#include "edit_distance.h"
 #include "explain.h"
 
 #include <ctype.h>
@@ -133,7 +134,7 @@ static int bad_dtype(const char *dtype, const char *arg)
 		dtype, arg);
 	int close = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (explain_edit_distance(dtype, names[i]) <= 2)
+		if (edit_distance(dtype, names[i]) <= 2)
 			fprintf(stderr, "%s%s", close++ ? ", " : "; did you mean ",
 				names[i]);
 	}

@@ -61,8 +61,6 @@ enum explain_resolution explain_resolve_op(const char *text,
 int explain_suggest_ops(const char *name, FILE *out);
 /* Prints the known overloads of `name` ("softmax.int, softmax.Dimname"). */
 void explain_print_overloads(const char *name, FILE *out);
-/* Levenshtein distance (bytes), for suggestions. */
-int explain_edit_distance(const char *a, const char *b);
 
 /* ------------------------------------------------------ the evaluation */
 

@@ -2,6 +2,7 @@
  * (name, overload) and its policy row on the autocast device, the ops that
  * are on no autocast list but that explain still knows (native type
  * promotion), Python spellings, and close-match suggestions. */
+#include "edit_distance.h"
 #include "explain.h"
 
 #include <stdlib.h>
@@ -398,33 +399,6 @@ enum explain_resolution explain_resolve_op(const char *text,
 	return r;
 }
 
-int explain_edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	int *row = malloc((lb + 1) * sizeof(*row));
-	if (row == NULL)
-		return (int)(la > lb ? la : lb);
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = (int)j;
-	for (size_t i = 1; i <= la; i++) {
-		int diagonal = row[0];
-		row[0] = (int)i;
-		for (size_t j = 1; j <= lb; j++) {
-			int above = row[j];
-			int best = diagonal + (a[i - 1] != b[j - 1]);
-			if (above + 1 < best)
-				best = above + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diagonal = above;
-		}
-	}
-	int distance = row[lb];
-	free(row);
-	return distance;
-}
-
 struct suggestion {
 	const char *name;
 	int distance;
@@ -436,7 +410,7 @@ static void consider(struct suggestion *best, int *count, const char *query,
 	for (int i = 0; i < *count; i++)
 		if (strcmp(best[i].name, name) == 0)
 			return;
-	int distance = explain_edit_distance(query, name);
+	int distance = edit_distance(query, name);
 	int limit = (int)strlen(query) / 3;
 	if (limit < 2)
 		limit = 2;

@@ -2,6 +2,8 @@
 #include "rules.h"
 
 #include "analyze.h"
+#include "edit_distance.h"
+#include "findings.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -423,30 +425,52 @@ static int parse_casts_rule(struct parser *p, struct rule *r, bool no)
 	return 0;
 }
 
-static bool known_finding(const char *kind)
+/* Appends "; did you mean KIND?" to the error when known kinds are close
+ * to the word written. */
+static void suggest_kinds(struct parser *p)
 {
-	for (int i = 0; analysis_known_findings[i]; i++)
-		if (!strcmp(analysis_known_findings[i], kind))
-			return true;
-	return false;
+	char *message = p->err ? p->err->message : NULL;
+	size_t size = message ? sizeof p->err->message : 0;
+	bool suggested = false;
+
+	for (const struct finding_kind *k = finding_kinds;
+	     message && p->tok.kind == TOKEN_WORD && k->name; k++) {
+		if (edit_distance(p->tok.text, k->name) > 3)
+			continue;
+		size_t n = strlen(message);
+		snprintf(message + n, size - n, "%s%s",
+			 suggested ? " or " : "; did you mean ", k->name);
+		suggested = true;
+	}
+	if (suggested) {
+		size_t n = strlen(message);
+		snprintf(message + n, size - n, "?");
+	}
 }
 
+/* Every kind of the findings engine, written like the names of the
+ * table (dashes and all), is a word; other kinds must be quoted, so a
+ * typo is caught here and not as a rule that silently never fails. */
 static int parse_finding_kind(struct parser *p, struct rule *r)
 {
-	char list[400], what[500];
+	char what[800];
+	size_t n = 0;
 
-	if (p->tok.kind == TOKEN_STRING) {
+	if (p->failed)
+		return -1;
+	if (p->tok.kind == TOKEN_STRING ||
+	    (p->tok.kind == TOKEN_WORD && finding_kind_lookup(p->tok.text))) {
 		r->finding = strdup(p->tok.text);
 		return next(p);
 	}
-	if (p->tok.kind == TOKEN_WORD && known_finding(p->tok.text)) {
-		r->finding = strdup(p->tok.text);
-		return next(p);
-	}
-	list_names(analysis_known_findings, list, sizeof list);
-	snprintf(what, sizeof what, "a finding kind (%s; quote other kinds: "
-		 "\"my-kind\")", list);
-	return expected(p, what);
+	n += (size_t)snprintf(what, sizeof what, "a finding kind (");
+	for (const struct finding_kind *k = finding_kinds; k->name; k++)
+		n += (size_t)snprintf(what + n, sizeof what - n, "%s%s",
+				      k == finding_kinds ? "" : " ", k->name);
+	snprintf(what + n, sizeof what - n, "; quote other kinds: \"my-kind\")");
+	int status = expected(p, what);
+	suggest_kinds(p);
+	return status;
 }
 
 static int parse_rule(struct parser *p, struct rule *r)

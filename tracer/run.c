@@ -10,6 +10,7 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "convert.h"
+#include "findings.h"
 #include "raw.h"
 #include "trace_commands.h"
 #include "trace_writer.h"
@@ -39,7 +40,8 @@
 #define POLL_INTERVAL_NS (10 * 1000 * 1000)
 
 static const char run_usage[] =
-	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [-q] -- PROG [ARGS...]\n"
+	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [-q] [--no-value-checks]\n"
+	"                    -- PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
 	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
@@ -51,12 +53,19 @@ static const char run_usage[] =
 	"                     FILE with .rankN before the extension\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
 	"  -q, --quiet        no summary line on stderr when all went well\n"
+	"      --no-value-checks\n"
+	"                     skip libamp's value checks (the fp16-overflow and\n"
+	"                     cast-underflow findings): they read every\n"
+	"                     low-precision result, which costs time\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
 	"trace still holds every event up to its death, and says how it died.\n"
-	"libamp's value checks (fp16-overflow, cast-underflow findings) are\n"
-	"turned on unless AMP_VALUE_CHECKS is set (AMP_VALUE_CHECKS=0: off).\n"
+	"libamp's value checks are on unless --no-value-checks is given or\n"
+	"AMP_VALUE_CHECKS is set (AMP_VALUE_CHECKS=0: off).  When PROG ends, the\n"
+	"findings amptrace computes from the events (stale-cache,\n"
+	"dtype-mismatch, ...; see `amptrace summary`) are appended to the trace\n"
+	"as amp.diag events, each with its one-line fix.\n"
 	"Open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing.\n"
 	"Exit status: PROG's; 128+N if signal N killed it; 2 usage error;\n"
 	"127 PROG or ampview not found; 126 PROG not executable.\n";
@@ -77,6 +86,7 @@ struct run_state {
 				  * their writer */
 	size_t noutputs;
 	char hostname[256];
+	bool value_checks;
 };
 
 static volatile sig_atomic_t child_pid;
@@ -307,7 +317,7 @@ static bool dir_writable(const char *path)
 /* The child: preload the recorder, restore signals, exec.  An exec
  * failure travels back through `report` (close-on-exec). */
 static void exec_child(char **command, const char *recorder,
-		       const char *raw_dir, int report)
+		       const char *raw_dir, bool value_checks, int report)
 {
 	const char *old = getenv("LD_PRELOAD");
 	size_t size = strlen(recorder) + (old ? strlen(old) : 0) + 2;
@@ -322,9 +332,9 @@ static void exec_child(char **command, const char *recorder,
 	snprintf(pid, sizeof pid, "%ld", (long)getppid());
 	setenv(RAW_ENV_DIR, raw_dir, 1);
 	setenv(RAW_ENV_PID, pid, 1);
-	/* libamp's value checks (fp16-overflow, cast-underflow findings),
-	 * unless the user chose (AMP_VALUE_CHECKS=0 turns them off). */
-	setenv("AMP_VALUE_CHECKS", "1", 0);
+	/* libamp's value checks (fp16-overflow, cast-underflow findings):
+	 * on unless the environment chose; --no-value-checks wins over it. */
+	setenv("AMP_VALUE_CHECKS", value_checks ? "1" : "0", !value_checks);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -381,6 +391,80 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 			"is %s linked against libamp (dynamically)?\n", prog);
 }
 
+/* One finding as an amp.diag instant event (FORMAT.md §3.7): process-wide
+ * (tid 0, "s":"p") at `ts_ns`, the end of the run, so it follows every
+ * thread's events and per-thread order holds. */
+static void finding_event(const struct trace_finding *f, int64_t ts_ns,
+			  struct jsonw *w)
+{
+	jsonw_reset(w);
+	jsonw_lit(w, "{\"name\":");
+	jsonw_str(w, f->kind);
+	jsonw_lit(w, ",\"cat\":\"amp.diag\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
+	jsonw_us(w, ts_ns);
+	jsonw_lit(w, ",\"pid\":");
+	jsonw_i64(w, f->pid);
+	jsonw_lit(w, ",\"tid\":0,\"args\":{\"kind\":");
+	jsonw_str(w, f->kind);
+	jsonw_lit(w, ",\"message\":");
+	jsonw_str(w, f->message);
+	jsonw_lit(w, ",\"fix\":");
+	jsonw_str(w, f->fix);
+	jsonw_lit(w, ",\"severity\":");
+	jsonw_str(w, finding_severity_name(f->severity));
+	jsonw_lit(w, ",\"count\":");
+	jsonw_u64(w, f->count);
+	/* ids only when known: a reader folds this event into the finding
+	 * it recomputes by (kind, op_id, tensor), absent meaning 0 */
+	if (f->op_id) {
+		jsonw_lit(w, ",\"op_id\":");
+		jsonw_u64(w, f->op_id);
+	}
+	if (f->tensor) {
+		jsonw_lit(w, ",\"tensor\":");
+		jsonw_u64(w, f->tensor);
+	}
+	if (f->thread) {
+		jsonw_lit(w, ",\"thread\":");
+		jsonw_i64(w, f->thread);
+	}
+	if (f->other_thread) {
+		jsonw_lit(w, ",\"other_thread\":");
+		jsonw_i64(w, f->other_thread);
+	}
+	jsonw_lit(w, "}}");
+}
+
+/* Appends the findings computed from the events written so far, so that
+ * the trace alone (Perfetto, ampview, other tools) shows them.  The file
+ * has no trailer yet, which trace_load accepts as a cut trace.  Findings
+ * that are amp.diag events already (libamp's value checks, process-died)
+ * are not repeated.  A trace that cannot be read back gets none: the
+ * events matter more than their findings. */
+static void append_findings(struct output *o, int64_t ts_ns)
+{
+	struct trace t;
+	struct trace_error err;
+	struct findings f;
+	struct jsonw w;
+
+	trace_writer_flush(&o->writer);
+	if (trace_load(o->path, &t, &err) != 0)
+		return;
+	findings_compute(&t, &f);
+	jsonw_init(&w);
+	for (size_t i = 0; i < f.count; i++) {
+		if (f.items[i].from_trace)
+			continue;
+		finding_event(&f.items[i], ts_ns, &w);
+		if (!w.failed)
+			trace_writer_event(&o->writer, w.data, w.len);
+	}
+	jsonw_free(&w);
+	findings_free(&f);
+	trace_free(&t);
+}
+
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 			   uint64_t end_ns, int *failed)
 {
@@ -389,10 +473,11 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 	for (size_t i = 0; i < s->noutputs; i++) {
 		struct output *o = s->outputs[i];
 		struct jsonw end;
-		uint64_t events = o->writer.events;
 
 		if (!o->open)
 			continue;
+		append_findings(o, (int64_t)(end_ns - s->mono_base));
+		uint64_t events = o->writer.events;
 		jsonw_init(&end);
 		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
 				   "\"duration_us\":",
@@ -429,7 +514,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 
 int amptrace_run(int argc, char **argv)
 {
-	struct run_state s = { .out = "trace.json" };
+	struct run_state s = { .out = "trace.json", .value_checks = true };
 	const char *svg = NULL;
 	bool quiet = false;
 	int i;
@@ -446,6 +531,8 @@ int amptrace_run(int argc, char **argv)
 		}
 		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			quiet = true;
+		} else if (!strcmp(a, "--no-value-checks")) {
+			s.value_checks = false;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
 			   !strcmp(a, "--svg")) {
 			if (i + 1 >= argc) {
@@ -540,7 +627,8 @@ int amptrace_run(int argc, char **argv)
 	}
 	if (pid == 0) {
 		close(report[0]);
-		exec_child(s.command, recorder, raw_dir, report[1]);
+		exec_child(s.command, recorder, raw_dir, s.value_checks,
+			   report[1]);
 	}
 	child_pid = pid;
 	close(report[1]);

@@ -1,6 +1,7 @@
 /* `amptrace summary [--json] TRACE`: ops by phase and output dtype, casts
  * by direction, the weight-cast cache, autocast regions, GradScaler
- * history and findings, as a table or as JSON. */
+ * history, as a table or as JSON; the findings come first, most severe
+ * first, each with its one-line fix. */
 #include "analyze.h"
 #include "trace.h"
 #include "trace_commands.h"
@@ -14,10 +15,11 @@
 static const char summary_usage[] =
 	"usage: amptrace summary [--json] TRACE.json\n"
 	"\n"
-	"Reports what a trace shows about mixed precision: ops by phase and\n"
-	"output dtype, casts by direction (count, bytes, time), weight-cast\n"
-	"cache hits/misses/uncacheable with reasons, autocast regions, the\n"
-	"GradScaler's scale history and skipped steps, and findings.\n"
+	"Reports what a trace shows about mixed precision: first the findings\n"
+	"(AMP mistakes, most severe first, each with a one-line fix), then ops\n"
+	"by phase and output dtype, casts by direction (count, bytes, time),\n"
+	"weight-cast cache hits/misses/uncacheable with reasons, autocast\n"
+	"regions, the GradScaler's scale history and skipped steps.\n"
 	"\n"
 	"  --json      one JSON object instead of tables\n"
 	"  -h, --help  this text\n"
@@ -372,6 +374,25 @@ static double hit_rate(const struct analysis *a)
 	return n ? (double)a->cache_hits / (double)n : NAN;
 }
 
+/* Findings come first: they are what a user acts on.  The analysis has
+ * them most severe first. */
+static void print_findings(const struct analysis *a, FILE *out)
+{
+	fputs("\nFindings (most severe first)\n", out);
+	if (!a->nfindings)
+		fputs("  (none)\n", out);
+	for (size_t i = 0; i < a->nfindings; i++) {
+		const struct finding *f = &a->findings[i];
+		fprintf(out, "  %-7s %s", finding_severity_name(f->severity),
+			f->kind);
+		if (f->count > 1)
+			fprintf(out, " (x%zu)", f->count);
+		fprintf(out, ": %s\n", f->message);
+		if (f->fix && f->fix[0])
+			fprintf(out, "          fix: %s\n", f->fix);
+	}
+}
+
 static void print_text(struct summary *s, FILE *out)
 {
 	const struct trace *t = s->trace;
@@ -390,6 +411,7 @@ static void print_text(struct summary *s, FILE *out)
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
 	fprintf(out, "steps: %d (marked by %s)\n", a->nsteps, a->step_marker);
+	print_findings(a, out);
 
 	fputs("\nOps by phase and output dtype\n", out);
 	if (!s->nops)
@@ -498,16 +520,40 @@ static void print_text(struct summary *s, FILE *out)
 				a->nscale_history - 12, a->scale_final);
 		fputc('\n', out);
 	}
+}
 
-	fputs("\nFindings\n", out);
-	if (!a->nfindings)
-		fputs("  (none)\n", out);
+/* "libamp" for what only libamp sees (value checks) and amp.diag kinds
+ * amptrace does not know; "amptrace" for what it computes from events
+ * (even when `amptrace run` wrote it into the file). */
+static const char *finding_source(const struct finding *f)
+{
+	const struct finding_kind *k = finding_kind_lookup(f->kind);
+
+	return (k && k->value_dependent) || (!k && f->from_trace) ? "libamp"
+								  : "amptrace";
+}
+
+/* Each finding with its severity, one-line fix and the op and tensor at
+ * fault (0: none); `source` says who found it. */
+static void findings_json(const struct analysis *a, cJSON *root)
+{
+	const struct trace *t = a->trace;
+	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
+
 	for (size_t i = 0; i < a->nfindings; i++) {
 		const struct finding *f = &a->findings[i];
-		fprintf(out, "  %s", f->kind);
-		if (f->count > 1)
-			fprintf(out, " (x%zu)", f->count);
-		fprintf(out, ": %s\n", f->message);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "kind", f->kind);
+		cJSON_AddStringToObject(o, "severity",
+					finding_severity_name(f->severity));
+		cJSON_AddNumberToObject(o, "count", (double)f->count);
+		cJSON_AddStringToObject(o, "message", f->message);
+		cJSON_AddStringToObject(o, "fix", f->fix ? f->fix : "");
+		cJSON_AddNumberToObject(o, "op_id", (double)f->op_id);
+		cJSON_AddNumberToObject(o, "tensor", (double)f->tensor);
+		cJSON_AddNumberToObject(o, "line", (double)t->events[f->event].line);
+		cJSON_AddStringToObject(o, "source", finding_source(f));
+		cJSON_AddItemToArray(findings, o);
 	}
 }
 
@@ -542,6 +588,7 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
 	cJSON_AddNumberToObject(steps, "count", a->nsteps);
 	cJSON_AddStringToObject(steps, "marker", a->step_marker);
+	findings_json(a, root);
 
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
 	qsort(s->ops, s->nops, sizeof *s->ops, compare_ops);
@@ -641,18 +688,6 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddNullToObject(root, "scaler");
 	}
 
-	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
-	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "kind", f->kind);
-		cJSON_AddNumberToObject(o, "count", (double)f->count);
-		cJSON_AddStringToObject(o, "message", f->message);
-		cJSON_AddNumberToObject(o, "line", (double)t->events[f->event].line);
-		cJSON_AddStringToObject(o, "source",
-					f->from_trace ? "libamp" : "amptrace");
-		cJSON_AddItemToArray(findings, o);
-	}
 	char *text = cJSON_Print(root);
 	if (text)
 		fprintf(out, "%s\n", text);
