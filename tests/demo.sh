@@ -1,20 +1,49 @@
 #!/usr/bin/env bash
-# ./run demo: what autocast does to a small model, shown three ways.
+# ./run demo: what autocast does to a small transformer block, shown the
+# ways amptrace answers it — explain, a traced run, its summary, CI rules,
+# and the computation graph.
 set -eu
 build=${1:-build}
 amptrace="$build/tracer/amptrace"
+out=${AMPTRACE_DEMO_DIR:-demo}
+mkdir -p "$out"
 section() { printf '\n== %s\n' "$*"; }
 
 section "amptrace explain: what CUDA autocast does to a few ops"
-for op in "linear f32 f32:leaf f32:leaf" "softmax f16" "addcmul f16 f32 f16" \
-	  "binary_cross_entropy f32 f32"; do
+for op in "linear f32 f32:leaf f32:leaf" "softmax f16" "addcmul f16 f32 f16"; do
 	echo "\$ amptrace explain --device cuda $op"
 	# shellcheck disable=SC2086
-	"$amptrace" explain --device cuda $op || true
+	"$amptrace" explain --device cuda $op
+	echo
 done
 
-section "infer on the cpu device (bf16 autocast)"
-"$build/samples/infer" --device cpu --layers 2 --repeat 1
-
-section "infer on the cuda device (f16 autocast; emulated without a GPU)"
+section "where the casts happen: samples/infer on the (emulated) cuda device"
 "$build/samples/infer" --device cuda --layers 2 --repeat 2
+
+section "amptrace run: trace the transformer sample"
+"$amptrace" run -o "$out/transformer.json" -- \
+	"$build/samples/transformer" --device cuda --steps 6
+
+section "amptrace summary"
+"$amptrace" summary "$out/transformer.json"
+
+section "amptrace check: cast assertions for CI"
+cat > "$out/amp.rules" <<'RULES'
+op linear: output f16
+op softmax: output f32
+casts total <= 2000
+no finding stale-cache
+no finding backward-under-autocast
+scaler skipped-steps <= 1
+RULES
+cat "$out/amp.rules"
+status=0
+"$amptrace" check "$out/transformer.json" "$out/amp.rules" || status=$?
+echo "(check exited $status)"
+
+if [ -x "$build/viewer/ampview" ]; then
+	section "ampview: the computation graph"
+	"$build/viewer/ampview" "$out/transformer.json" -o "$out/transformer.svg"
+	echo "wrote $out/transformer.svg (open it in a browser);" \
+	     "the trace opens at https://ui.perfetto.dev"
+fi
