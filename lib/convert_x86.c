@@ -62,6 +62,9 @@ AVX2 static void avx2_f32_to_f16(void *dst, const void *src, size_t n)
 		_mm_storeu_si128((__m128i *)(out + i),
 				 _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_f32_to_f16(out + i, in + i, n - i);
 }
 
@@ -74,6 +77,9 @@ AVX2 static void avx2_f16_to_f32(void *dst, const void *src, size_t n)
 		__m128i h = _mm_loadu_si128((const __m128i *)(in + i));
 		_mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_f16_to_f32(out + i, in + i, n - i);
 }
 
@@ -111,6 +117,9 @@ AVX2 static void avx2_f32_to_bf16(void *dst, const void *src, size_t n)
 		packed = _mm256_permute4x64_epi64(packed, 0xd8);
 		_mm256_storeu_si256((__m256i *)(out + i), packed);
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_f32_to_bf16(out + i, in + i, n - i);
 }
 
@@ -124,6 +133,9 @@ AVX2 static void avx2_bf16_to_f32(void *dst, const void *src, size_t n)
 		__m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
 		_mm256_storeu_si256((__m256i *)(out + i), w);
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_bf16_to_f32(out + i, in + i, n - i);
 }
 
@@ -141,6 +153,9 @@ AVX512 static void avx512_f32_to_f16(void *dst, const void *src, size_t n)
 		_mm256_storeu_si256((__m256i *)(out + i),
 				    _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_f32_to_f16(out + i, in + i, n - i);
 }
 
@@ -153,6 +168,9 @@ AVX512 static void avx512_f16_to_f32(void *dst, const void *src, size_t n)
 		__m256i h = _mm256_loadu_si256((const __m256i *)(in + i));
 		_mm512_storeu_ps(out + i, _mm512_cvtph_ps(h));
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_f16_to_f32(out + i, in + i, n - i);
 }
 
@@ -179,6 +197,9 @@ AVX512 static void avx512_f32_to_bf16(void *dst, const void *src, size_t n)
 		_mm256_storeu_si256((__m256i *)(out + i),
 				    _mm512_cvtepi32_epi16(result));
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_f32_to_bf16(out + i, in + i, n - i);
 }
 
@@ -192,6 +213,9 @@ AVX512 static void avx512_bf16_to_f32(void *dst, const void *src, size_t n)
 		__m512i w = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
 		_mm512_storeu_si512(out + i, w);
 	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
 	scalar_bf16_to_f32(out + i, in + i, n - i);
 }
 #endif /* x86 */
