@@ -232,6 +232,14 @@ static inline struct amp_arg amp_arg_dtype(enum amp_dtype dtype)
 }
 struct amp_arg amp_arg_ints(int count, const int64_t *values);
 
+/* The amp_call of op AMP_OP_<op_> with the arguments given, in order:
+ * AMP_CALL(ADD, amp_arg_tensor(a), ...) (nargs counts them). */
+#define AMP_CALL(op_, ...)                                                   \
+	((struct amp_call){ .op = AMP_OP_##op_,                              \
+			    .nargs = sizeof((struct amp_arg[]){ __VA_ARGS__ }) / \
+				     sizeof(struct amp_arg),                 \
+			    .args = { __VA_ARGS__ } })
+
 /* --------------------------------------------------------- policy table */
 
 /* One row per (device type, op overload) of PyTorch's newest autocast

@@ -12,10 +12,10 @@
  *     (validate_outputs), and accumulate into the leaves' .grad at the end.
  * The engine runs on the calling thread; nothing here is global but the
  * sequence counter. */
+#include "cpu/cpu_ops.h" /* cpu_shape_string: PyTorch's "[2, 3]" */
 #include "grad/grad.h"
 
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -693,20 +693,6 @@ static int buffer_add(struct amp_tensor **slot, struct amp_tensor *grad)
 	return AMP_OK;
 }
 
-static const char *shape_text(int ndim, const int64_t *shape, char *buf,
-			      size_t size)
-{
-	size_t used = (size_t)snprintf(buf, size, "[");
-
-	for (int d = 0; d < ndim && used < size; d++)
-		used += (size_t)snprintf(buf + used, size - used,
-					 d ? ", %" PRId64 : "%" PRId64,
-					 shape[d]);
-	if (used < size)
-		snprintf(buf + used, size - used, "]");
-	return buf;
-}
-
 /* PyTorch's validate_outputs: the gradient of input i takes the input's
  * shape (summing broadcast dimensions), dtype and device.  Takes
  * ownership of grad; *out is a new reference. */
@@ -729,10 +715,10 @@ static int validate(const struct amp_node *node, int i,
 				  "index %d - got %s but expected shape "
 				  "compatible with %s",
 				  node->name, i,
-				  shape_text(grad->ndim, grad->shape, got,
-					     sizeof got),
-				  shape_text(meta->ndim, meta->shape, want,
-					     sizeof want));
+				  cpu_shape_string(grad->ndim, grad->shape, got,
+						   sizeof got),
+				  cpu_shape_string(meta->ndim, meta->shape, want,
+						   sizeof want));
 			amp_tensor_free(grad);
 			return AMP_ERR_INVALID;
 		}
@@ -773,8 +759,9 @@ static int check_version(const struct amp_node *node,
 			 "the operation that failed to compute its gradient "
 			 "(%s).",
 			 amp_dtype_torch_name(saved->tensor->dtype),
-			 shape_text(saved->tensor->ndim, saved->tensor->shape,
-				    shape, sizeof shape),
+			 cpu_shape_string(saved->tensor->ndim,
+					  saved->tensor->shape, shape,
+					  sizeof shape),
 			 version, saved->version, node->name);
 }
 
@@ -1090,11 +1077,11 @@ static int root_grad(struct amp_tensor *root, struct amp_tensor *given,
 				 "of torch.Size(%s) and output[%d] has a shape "
 				 "of torch.Size(%s).",
 				 index,
-				 shape_text(given->ndim, given->shape, got,
-					    sizeof got),
+				 cpu_shape_string(given->ndim, given->shape, got,
+						  sizeof got),
 				 index,
-				 shape_text(root->ndim, root->shape, want,
-					    sizeof want));
+				 cpu_shape_string(root->ndim, root->shape, want,
+						  sizeof want));
 	if (given->dtype == root->dtype) {
 		*out = amp_tensor_ref(given);
 		return AMP_OK;

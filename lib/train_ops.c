@@ -8,12 +8,6 @@
 #include <math.h>
 #include <stdint.h>
 
-#define TRAIN_CALL(op_, ...)                                                 \
-	((struct amp_call){ .op = AMP_OP_##op_,                              \
-			    .nargs = sizeof((struct amp_arg[]){ __VA_ARGS__ }) / \
-				     sizeof(struct amp_arg),                 \
-			    .args = { __VA_ARGS__ } })
-
 /* In-place ops return their written tensor (+1): the C API returns a
  * status instead, so the reference is dropped here. */
 static int run_inplace(struct amp_call call)
@@ -38,103 +32,103 @@ static struct amp_arg number(double value)
 
 int amp_add_(amp_tensor *self, amp_tensor *other, double alpha)
 {
-	return run_inplace(TRAIN_CALL(ADD_INPLACE, amp_arg_tensor(self),
-				      amp_arg_tensor(other), number(alpha)));
+	return run_inplace(AMP_CALL(ADD_INPLACE, amp_arg_tensor(self),
+				    amp_arg_tensor(other), number(alpha)));
 }
 
 int amp_add_scalar_(amp_tensor *self, double other)
 {
-	return run_inplace(TRAIN_CALL(ADD_SCALAR_INPLACE, amp_arg_tensor(self),
-				      number(other), amp_arg_scalar(1, true)));
+	return run_inplace(AMP_CALL(ADD_SCALAR_INPLACE, amp_arg_tensor(self),
+				    number(other), amp_arg_scalar(1, true)));
 }
 
 int amp_mul_(amp_tensor *self, amp_tensor *other)
 {
-	return run_inplace(TRAIN_CALL(MUL_INPLACE, amp_arg_tensor(self),
-				      amp_arg_tensor(other)));
+	return run_inplace(AMP_CALL(MUL_INPLACE, amp_arg_tensor(self),
+				    amp_arg_tensor(other)));
 }
 
 int amp_mul_scalar_(amp_tensor *self, double other)
 {
-	return run_inplace(TRAIN_CALL(MUL_SCALAR_INPLACE, amp_arg_tensor(self),
-				      number(other)));
+	return run_inplace(AMP_CALL(MUL_SCALAR_INPLACE, amp_arg_tensor(self),
+				    number(other)));
 }
 
 int amp_div_scalar_(amp_tensor *self, double other)
 {
-	return run_inplace(TRAIN_CALL(DIV_SCALAR_INPLACE, amp_arg_tensor(self),
-				      number(other)));
+	return run_inplace(AMP_CALL(DIV_SCALAR_INPLACE, amp_arg_tensor(self),
+				    number(other)));
 }
 
 int amp_addcmul_(amp_tensor *self, amp_tensor *tensor1, amp_tensor *tensor2,
 		 double value)
 {
-	return run_inplace(TRAIN_CALL(ADDCMUL_INPLACE, amp_arg_tensor(self),
-				      amp_arg_tensor(tensor1),
-				      amp_arg_tensor(tensor2), number(value)));
+	return run_inplace(AMP_CALL(ADDCMUL_INPLACE, amp_arg_tensor(self),
+				    amp_arg_tensor(tensor1),
+				    amp_arg_tensor(tensor2), number(value)));
 }
 
 int amp_addcdiv_(amp_tensor *self, amp_tensor *tensor1, amp_tensor *tensor2,
 		 double value)
 {
-	return run_inplace(TRAIN_CALL(ADDCDIV_INPLACE, amp_arg_tensor(self),
-				      amp_arg_tensor(tensor1),
-				      amp_arg_tensor(tensor2), number(value)));
+	return run_inplace(AMP_CALL(ADDCDIV_INPLACE, amp_arg_tensor(self),
+				    amp_arg_tensor(tensor1),
+				    amp_arg_tensor(tensor2), number(value)));
 }
 
 int amp_lerp_(amp_tensor *self, amp_tensor *end, double weight)
 {
-	return run_inplace(TRAIN_CALL(LERP_INPLACE, amp_arg_tensor(self),
-				      amp_arg_tensor(end), number(weight)));
+	return run_inplace(AMP_CALL(LERP_INPLACE, amp_arg_tensor(self),
+				    amp_arg_tensor(end), number(weight)));
 }
 
 int amp_clamp_(amp_tensor *self, double min, double max)
 {
-	return run_inplace(TRAIN_CALL(CLAMP_INPLACE, amp_arg_tensor(self),
-				      amp_arg_double(min), amp_arg_double(max)));
+	return run_inplace(AMP_CALL(CLAMP_INPLACE, amp_arg_tensor(self),
+				    amp_arg_double(min), amp_arg_double(max)));
 }
 
 int amp_fill_(amp_tensor *self, double value)
 {
-	return run_inplace(TRAIN_CALL(FILL_INPLACE, amp_arg_tensor(self),
-				      number(value)));
+	return run_inplace(AMP_CALL(FILL_INPLACE, amp_arg_tensor(self),
+				    number(value)));
 }
 
 int amp_copy_(amp_tensor *self, amp_tensor *src)
 {
-	return run_inplace(TRAIN_CALL(COPY_INPLACE, amp_arg_tensor(self),
-				      amp_arg_tensor(src), amp_arg_bool(false)));
+	return run_inplace(AMP_CALL(COPY_INPLACE, amp_arg_tensor(self),
+				    amp_arg_tensor(src), amp_arg_bool(false)));
 }
 
 int amp_maximum_out(amp_tensor *self, amp_tensor *other, amp_tensor *out)
 {
-	return run_inplace(TRAIN_CALL(MAXIMUM_OUT, amp_arg_tensor(self),
-				      amp_arg_tensor(other),
-				      amp_arg_tensor(out)));
+	return run_inplace(AMP_CALL(MAXIMUM_OUT, amp_arg_tensor(self),
+				    amp_arg_tensor(other),
+				    amp_arg_tensor(out)));
 }
 
 amp_tensor *amp_sqrt(amp_tensor *a)
 {
-	return run(TRAIN_CALL(SQRT, amp_arg_tensor(a)));
+	return run(AMP_CALL(SQRT, amp_arg_tensor(a)));
 }
 
 amp_tensor *amp_reciprocal(amp_tensor *a)
 {
-	return run(TRAIN_CALL(RECIPROCAL, amp_arg_tensor(a)));
+	return run(AMP_CALL(RECIPROCAL, amp_arg_tensor(a)));
 }
 
 amp_tensor *amp_clamp(amp_tensor *a, double min, double max)
 {
-	return run(TRAIN_CALL(CLAMP, amp_arg_tensor(a), amp_arg_double(min),
-			      amp_arg_double(max)));
+	return run(AMP_CALL(CLAMP, amp_arg_tensor(a), amp_arg_double(min),
+			    amp_arg_double(max)));
 }
 
 amp_tensor *amp_linalg_vector_norm(amp_tensor *a, double ord,
 				   enum amp_dtype dtype)
 {
 	AMP_ASSERT(dtype <= AMP_DTYPE_NONE);
-	return run(TRAIN_CALL(LINALG_VECTOR_NORM, amp_arg_tensor(a),
-			      number(ord), amp_arg_dtype(dtype)));
+	return run(AMP_CALL(LINALG_VECTOR_NORM, amp_arg_tensor(a),
+			    number(ord), amp_arg_dtype(dtype)));
 }
 
 /* ------------------------------------------------------ scaler kernels */
@@ -181,7 +175,8 @@ int amp_non_finite_check_and_unscale_sink(amp_tensor *const *grads, int count,
 	if (count > 0) {
 		enum amp_device_type kernel =
 			kernel_device(grads, count, found_inf, inv_scale);
-		int status = check_kernel_device(kernel, inv_scale, "inv_scale");
+		int status =
+			check_kernel_device(kernel, inv_scale, "inv_scale");
 		if (status == AMP_OK)
 			status = check_kernel_device(kernel, found_inf,
 						     "found_inf");
@@ -197,8 +192,9 @@ int amp_non_finite_check_and_unscale_sink(amp_tensor *const *grads, int count,
 		grads = none;
 	int done = 0;
 	do {
-		int n = count - done < AMP_MAX_LIST ? count - done : AMP_MAX_LIST;
-		int status = run_inplace(TRAIN_CALL(
+		int n = count - done < AMP_MAX_LIST ? count - done
+						    : AMP_MAX_LIST;
+		int status = run_inplace(AMP_CALL(
 			AMP_UNSCALE_INPLACE, amp_arg_list(grads + done, n),
 			amp_arg_tensor(found_inf), amp_arg_tensor(inv_scale),
 			amp_arg_int((int64_t)(intptr_t)first_non_finite)));
@@ -234,11 +230,11 @@ int amp_update_scale_(amp_tensor *scale, amp_tensor *growth_tracker,
 		status = check_kernel_device(kernel, found_inf, "found_inf");
 	if (status != AMP_OK)
 		return status;
-	return run_inplace(TRAIN_CALL(AMP_UPDATE_SCALE_INPLACE,
-				      amp_arg_tensor(scale),
-				      amp_arg_tensor(growth_tracker),
-				      amp_arg_tensor(found_inf),
-				      amp_arg_double(growth_factor),
-				      amp_arg_double(backoff_factor),
-				      amp_arg_int(growth_interval)));
+	return run_inplace(AMP_CALL(AMP_UPDATE_SCALE_INPLACE,
+				    amp_arg_tensor(scale),
+				    amp_arg_tensor(growth_tracker),
+				    amp_arg_tensor(found_inf),
+				    amp_arg_double(growth_factor),
+				    amp_arg_double(backoff_factor),
+				    amp_arg_int(growth_interval)));
 }

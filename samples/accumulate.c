@@ -47,27 +47,18 @@ int main(int argc, char **argv)
 		amp_tensor *loss = sample_check(
 			amp_mul_scalar(full, 1.0 / (double)o.accumulate), "loss");
 		amp_autocast_exit();
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
 		double scale = amp_grad_scaler_get_scale(scaler);
 		bool boundary = (i + 1) % o.accumulate == 0;
 		if (boundary) {
-			sample_check_status(amp_grad_scaler_step(scaler, optimizer,
-								 NULL),
-					    "scaler.step");
-			sample_check_status(amp_grad_scaler_update(scaler),
-					    "scaler.update");
+			sample_scaler_step(scaler, optimizer);
+			sample_scaler_update(scaler);
 			amp_optimizer_zero_grad(optimizer);
 		}
 		printf("step %ld loss %.4f scale %g%s\n", i + 1, sample_item(full),
 		       scale, boundary ? " optimizer-step" : "");
-		amp_tensor_free(scaled);
-		amp_tensor_free(loss);
-		amp_tensor_free(full);
-		amp_tensor_free(input);
-		amp_tensor_free(target);
+		SAMPLE_FREE_TENSORS(scaled, loss, full, input, target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

@@ -42,27 +42,19 @@ int main(int argc, char **argv)
 		sample_autocast_enter(&o, "forward");
 		amp_tensor *loss = sample_task_loss(&task, input, target);
 		amp_autocast_exit();
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_unscale_(scaler, optimizer),
-				    "scaler.unscale_");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_unscale_(scaler, optimizer);
 		amp_tensor *norm = sample_check(
 			amp_clip_grad_norm_(task.params, task.nparams, o.max_norm,
 					    2.0, false),
 			"clip_grad_norm_");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 
 		printf("step %ld loss %.4f grad_norm %.4f\n", step,
 		       sample_item(loss), sample_item(norm));
-		amp_tensor_free(norm);
-		amp_tensor_free(scaled);
-		amp_tensor_free(loss);
-		amp_tensor_free(input);
-		amp_tensor_free(target);
+		SAMPLE_FREE_TENSORS(norm, scaled, loss, input, target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

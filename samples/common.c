@@ -411,6 +411,39 @@ void sample_autocast_disable(const struct sample_options *opts,
 	sample_check_status(amp_autocast_enter(&region), "autocast");
 }
 
+amp_tensor *sample_scaler_scale(amp_grad_scaler *scaler, amp_tensor *loss)
+{
+	return sample_check(amp_grad_scaler_scale(scaler, loss), "scale");
+}
+
+void sample_backward(amp_tensor *scaled)
+{
+	sample_check_status(amp_backward(scaled, NULL, false, false), "backward");
+}
+
+void sample_scaler_unscale_(amp_grad_scaler *scaler, amp_optimizer *optimizer)
+{
+	sample_check_status(amp_grad_scaler_unscale_(scaler, optimizer),
+			    "scaler.unscale_");
+}
+
+void sample_scaler_step(amp_grad_scaler *scaler, amp_optimizer *optimizer)
+{
+	sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
+			    "scaler.step");
+}
+
+void sample_scaler_update(amp_grad_scaler *scaler)
+{
+	sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+}
+
+void sample_free_tensors(amp_tensor *const *tensors, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		amp_tensor_free(tensors[i]);
+}
+
 double sample_item(const amp_tensor *t)
 {
 	if (amp_tensor_numel(t) != 1) {

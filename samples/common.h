@@ -9,6 +9,7 @@
 
 #include "amp.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Flags beyond the common --steps --batch --hidden --layers --device
@@ -129,6 +130,23 @@ void sample_autocast_enter(const struct sample_options *opts, const char *scope)
 /* A disabled nested region (autocast(enabled=False)). */
 void sample_autocast_disable(const struct sample_options *opts,
 			     const char *scope);
+
+/* The GradScaler calls of a recipe, one checked call each (a failure
+ * prints the call's name and exits 1), so a loop reads as its Python:
+ * scaler.scale(loss), .backward(), scaler.unscale_(optimizer),
+ * scaler.step(optimizer), scaler.update(). */
+amp_tensor *sample_scaler_scale(amp_grad_scaler *scaler, amp_tensor *loss);
+void sample_backward(amp_tensor *scaled);
+void sample_scaler_unscale_(amp_grad_scaler *scaler, amp_optimizer *optimizer);
+void sample_scaler_step(amp_grad_scaler *scaler, amp_optimizer *optimizer);
+void sample_scaler_update(amp_grad_scaler *scaler);
+
+/* Frees the tensors of a step, in the order given. */
+void sample_free_tensors(amp_tensor *const *tensors, size_t count);
+#define SAMPLE_FREE_TENSORS(...)                                     \
+	sample_free_tensors((amp_tensor *[]){ __VA_ARGS__ },         \
+			    sizeof((amp_tensor *[]){ __VA_ARGS__ }) / \
+				    sizeof(amp_tensor *))
 
 /* The value of a 1-element tensor. */
 double sample_item(const amp_tensor *t);

@@ -91,9 +91,7 @@ static int silu_backward(amp_custom_ctx *ctx, int noutputs,
 	amp_tensor *slope = sample_check(amp_mul(s, inner), "mul");
 
 	grad_inputs[0] = sample_check(amp_mul(grad_outputs[0], slope), "mul");
-	amp_tensor *done[] = { s, minus, one_minus, x_term, inner, slope };
-	for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-		amp_tensor_free(done[i]);
+	SAMPLE_FREE_TENSORS(s, minus, one_minus, x_term, inner, slope);
 	return AMP_OK;
 }
 
@@ -154,17 +152,12 @@ int main(int argc, char **argv)
 			       amp_dtype_name(amp_tensor_dtype(f)),
 			       amp_dtype_name(amp_tensor_dtype(loss)));
 
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 		sample_print_loss(step, sample_item(loss));
-		amp_tensor *done[] = { scaled, loss, f, h, input, target };
-		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-			amp_tensor_free(done[i]);
+		SAMPLE_FREE_TENSORS(scaled, loss, f, h, input, target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

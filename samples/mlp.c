@@ -49,20 +49,14 @@ int main(int argc, char **argv)
 		sample_autocast_enter(&o, "forward");
 		amp_tensor *loss = sample_task_loss(&task, input, target);
 		amp_autocast_exit();
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 
 		ms[step - 1] = sample_now_ms() - begin;
 		sample_print_loss(step, sample_item(loss));
-		amp_tensor_free(scaled);
-		amp_tensor_free(loss);
-		amp_tensor_free(input);
-		amp_tensor_free(target);
+		SAMPLE_FREE_TENSORS(scaled, loss, input, target);
 	}
 	long warm = o.steps > WARMUP ? o.steps - WARMUP : o.steps;
 	printf("median ms/step %.3f (batch %ld hidden %ld layers %ld %s %s, "

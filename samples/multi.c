@@ -70,29 +70,24 @@ int main(int argc, char **argv)
 		amp_tensor *loss1 = sample_cross_entropy(mix1, target);
 		amp_autocast_exit();
 
-		amp_tensor *scaled0 = sample_check(
-			amp_grad_scaler_scale(scaler, loss0), "scale");
-		amp_tensor *scaled1 = sample_check(
-			amp_grad_scaler_scale(scaler, loss1), "scale");
+		amp_tensor *scaled0 = sample_scaler_scale(scaler, loss0);
+		amp_tensor *scaled1 = sample_scaler_scale(scaler, loss1);
 		sample_check_status(amp_backward(scaled0, NULL, true, false),
 				    "backward loss0");
 		sample_check_status(amp_backward(scaled1, NULL, false, false),
 				    "backward loss1");
-		sample_check_status(amp_grad_scaler_unscale_(scaler, optimizer0),
-				    "scaler.unscale_");
+		sample_scaler_unscale_(scaler, optimizer0);
 		sample_check_status(amp_grad_scaler_step(scaler, optimizer0, NULL),
 				    "scaler.step(optimizer0)");
 		sample_check_status(amp_grad_scaler_step(scaler, optimizer1, NULL),
 				    "scaler.step(optimizer1)");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		sample_scaler_update(scaler);
 
 		double l0 = sample_item(loss0), l1 = sample_item(loss1);
 		printf("step %ld loss %.4f loss0 %.4f loss1 %.4f\n", step, l0 + l1,
 		       l0, l1);
-		amp_tensor *done[] = { scaled0, scaled1, loss0, loss1, mix0, mix1,
-				       output0, output1, input, target };
-		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-			amp_tensor_free(done[i]);
+		SAMPLE_FREE_TENSORS(scaled0, scaled1, loss0, loss1, mix0, mix1,
+				    output0, output1, input, target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer0);

@@ -27,9 +27,7 @@ static amp_tensor *rms_norm(amp_tensor *x)
 	amp_tensor *inverse = sample_check(amp_pow_scalar(shifted, -0.5), "pow");
 	amp_tensor *out = sample_check(amp_mul(x, inverse), "mul");
 
-	amp_tensor *done[] = { squared, mean, shifted, inverse };
-	for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-		amp_tensor_free(done[i]);
+	SAMPLE_FREE_TENSORS(squared, mean, shifted, inverse);
 	return out;
 }
 
@@ -80,17 +78,12 @@ int main(int argc, char **argv)
 			       amp_dtype_name(amp_tensor_dtype(z)),
 			       amp_dtype_name(amp_tensor_dtype(loss)));
 
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 		sample_print_loss(step, sample_item(loss));
-		amp_tensor *done[] = { scaled, loss, z, h32, h, input, target };
-		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-			amp_tensor_free(done[i]);
+		SAMPLE_FREE_TENSORS(scaled, loss, z, h32, h, input, target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

@@ -73,8 +73,7 @@ int main(int argc, char **argv)
 		sample_autocast_enter(&o, "forward");
 		amp_tensor *ce = sample_task_loss(&task, input, target);
 		amp_autocast_exit();
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, ce),
-						  "scale");
+		amp_tensor *scaled = sample_scaler_scale(scaler, ce);
 		sample_check_status(amp_grad(1, &scaled, NULL, task.nparams,
 					     task.params, scaled_grads, true, true,
 					     false),
@@ -89,13 +88,10 @@ int main(int argc, char **argv)
 		amp_tensor *penalty = gradient_norm(grads, task.nparams);
 		amp_tensor *loss = sample_check(amp_add(ce, penalty), "add");
 		amp_autocast_exit();
-		amp_tensor *scaled_total = sample_check(
-			amp_grad_scaler_scale(scaler, loss), "scale");
-		sample_check_status(amp_backward(scaled_total, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled_total = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled_total);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 
 		printf("step %ld loss %.4f ce %.4f penalty %.4f\n", step,
 		       sample_item(loss), sample_item(ce), sample_item(penalty));
@@ -103,10 +99,8 @@ int main(int argc, char **argv)
 			amp_tensor_free(scaled_grads[i]);
 			amp_tensor_free(grads[i]);
 		}
-		amp_tensor *done[] = { scaled_total, loss, penalty, scaled, ce,
-				       input, target };
-		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-			amp_tensor_free(done[i]);
+		SAMPLE_FREE_TENSORS(scaled_total, loss, penalty, scaled, ce, input,
+				    target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

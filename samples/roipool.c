@@ -58,8 +58,7 @@ static amp_tensor *roi_pool(amp_tensor *x, amp_tensor *rois, int *status)
 		amp_tensor_free(span);
 	}
 	amp_tensor *out = sample_check(amp_cat(pooled, (int)k, 0), "cat");
-	for (int64_t r = 0; r < k; r++)
-		amp_tensor_free(pooled[r]);
+	sample_free_tensors(pooled, (size_t)k);
 	*status = AMP_OK;
 	return out;
 }
@@ -186,18 +185,12 @@ int main(int argc, char **argv)
 		amp_tensor *loss = sample_task_loss(&task, pooled, labels);
 		amp_autocast_exit();
 
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 		sample_print_loss(step, sample_item(loss));
-		amp_tensor *done[] = { scaled, loss, pooled, features, x, rois,
-				       labels };
-		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-			amp_tensor_free(done[i]);
+		SAMPLE_FREE_TENSORS(scaled, loss, pooled, features, x, rois, labels);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

@@ -75,8 +75,7 @@ static amp_tensor *data_parallel(const struct sample_task *task,
 	}
 	*dtype = amp_tensor_dtype(outputs[0]);
 	amp_tensor *gathered = sample_check(amp_cat(outputs, n, 0), "gather");
-	for (int i = 0; i < n; i++)
-		amp_tensor_free(outputs[i]);
+	sample_free_tensors(outputs, (size_t)n);
 	return gathered;
 }
 
@@ -114,9 +113,7 @@ int main(int argc, char **argv)
 	amp_autocast_exit();
 	printf("autocast in the main thread only: the %ld workers produced %s\n",
 	       o.threads, amp_dtype_name(dtype));
-	amp_tensor_free(output);
-	amp_tensor_free(input);
-	amp_tensor_free(target);
+	SAMPLE_FREE_TENSORS(output, input, target);
 
 	for (long step = 1; step <= o.steps; step++) {
 		sample_data_batch(&task.data, (int)o.batch, &input, &target);
@@ -130,17 +127,12 @@ int main(int argc, char **argv)
 			       "%s\n",
 			       amp_dtype_name(dtype));
 
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 		sample_print_loss(step, sample_item(loss));
-		amp_tensor *done[] = { scaled, loss, output, input, target };
-		for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-			amp_tensor_free(done[i]);
+		SAMPLE_FREE_TENSORS(scaled, loss, output, input, target);
 	}
 	amp_grad_scaler_free(scaler);
 	amp_optimizer_free(optimizer);

@@ -93,8 +93,7 @@ static void model_init(struct model *m, struct sample_rng *rng,
 
 static void model_free(struct model *m)
 {
-	for (int i = 0; i < m->nparams; i++)
-		amp_tensor_free(m->params[i]);
+	sample_free_tensors(m->params, (size_t)m->nparams);
 }
 
 /* Tensors of one forward pass, freed together. */
@@ -115,8 +114,7 @@ static amp_tensor *keep(struct scratch *s, amp_tensor *t, const char *what)
 
 static void scratch_free(struct scratch *s)
 {
-	for (int i = 0; i < s->count; i++)
-		amp_tensor_free(s->items[i]);
+	sample_free_tensors(s->items, (size_t)s->count);
 	s->count = 0;
 }
 
@@ -248,18 +246,12 @@ int main(int argc, char **argv)
 			       amp_dtype_name(amp_tensor_dtype(logits)),
 			       amp_dtype_name(amp_tensor_dtype(loss)), hits);
 		}
-		amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-						  "scale");
-		sample_check_status(amp_backward(scaled, NULL, false, false),
-				    "backward");
-		sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-				    "scaler.step");
-		sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+		amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+		sample_backward(scaled);
+		sample_scaler_step(scaler, optimizer);
+		sample_scaler_update(scaler);
 		sample_print_loss(step, sample_item(loss));
-		amp_tensor_free(scaled);
-		amp_tensor_free(loss);
-		amp_tensor_free(tokens);
-		amp_tensor_free(targets);
+		SAMPLE_FREE_TENSORS(scaled, loss, tokens, targets);
 		scratch_free(&s);
 	}
 	amp_grad_scaler_free(scaler);

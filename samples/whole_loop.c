@@ -41,16 +41,12 @@ static double train_step(const struct sample_task *task, amp_optimizer *optimize
 	amp_tensor *loss = sample_task_loss(task, input, target);
 	if (own_region)
 		amp_autocast_exit();
-	amp_tensor *scaled = sample_check(amp_grad_scaler_scale(scaler, loss),
-					  "scale");
-	sample_check_status(amp_backward(scaled, NULL, false, false), "backward");
-	sample_check_status(amp_grad_scaler_step(scaler, optimizer, NULL),
-			    "scaler.step");
-	sample_check_status(amp_grad_scaler_update(scaler), "scaler.update");
+	amp_tensor *scaled = sample_scaler_scale(scaler, loss);
+	sample_backward(scaled);
+	sample_scaler_step(scaler, optimizer);
+	sample_scaler_update(scaler);
 	double value = sample_item(loss);
-	amp_tensor *done[] = { scaled, loss, input, target };
-	for (size_t i = 0; i < sizeof done / sizeof done[0]; i++)
-		amp_tensor_free(done[i]);
+	SAMPLE_FREE_TENSORS(scaled, loss, input, target);
 	return value;
 }
 

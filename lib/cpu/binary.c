@@ -152,9 +152,7 @@ static int binary(struct amp_call *call, enum binary_op op,
 	if (!out)
 		return amp_last_status();
 	int64_t n = amp_tensor_numel(out);
-	void *values = out->dtype == opmath
-			       ? amp_tensor_data(out)
-			       : cpu_alloc((size_t)n, opmath);
+	void *values = cpu_result_buffer(out, opmath);
 	status = values ? AMP_OK : amp_last_status();
 	if (status == AMP_OK)
 		status = cpu_operand_load(a, ndim, shape, result, opmath, &opa);
@@ -170,13 +168,8 @@ static int binary(struct amp_call *call, enum binary_op op,
 	}
 	cpu_operand_release(&opa);
 	cpu_operand_release(&opb);
-	if (values && values != amp_tensor_data(out))
-		free(values);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	cpu_result_release(out, values);
+	return cpu_set_output_or_free(call, out, status);
 }
 
 static enum amp_dtype result_type2(const struct amp_tensor *a,
@@ -342,9 +335,5 @@ int amp_forward_addcmul(struct amp_call *call)
 	for (int i = 0; i < 3; i++)
 		cpu_operand_release(&ops[i]);
 	free(values);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }

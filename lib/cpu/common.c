@@ -16,6 +16,16 @@ int cpu_set_output(struct amp_call *call, struct amp_tensor *out)
 	return AMP_OK;
 }
 
+int cpu_set_output_or_free(struct amp_call *call, struct amp_tensor *out,
+			   int status)
+{
+	if (status != AMP_OK) {
+		amp_tensor_free(out);
+		return status;
+	}
+	return cpu_set_output(call, out);
+}
+
 /* --------------------------------------------------------------- dtypes */
 
 static const enum amp_dtype opmath_of[AMP_DTYPE_COUNT] = {
@@ -147,6 +157,19 @@ void *cpu_alloc(size_t n, enum amp_dtype dtype)
 		amp_error(AMP_ERR_NOMEM, "out of memory allocating %zu bytes",
 			  bytes);
 	return p;
+}
+
+void *cpu_result_buffer(struct amp_tensor *out, enum amp_dtype opmath)
+{
+	if (out->dtype == opmath)
+		return amp_tensor_data(out);
+	return cpu_alloc((size_t)amp_tensor_numel(out), opmath);
+}
+
+void cpu_result_release(struct amp_tensor *out, void *values)
+{
+	if (values != amp_tensor_data(out))
+		free(values);
 }
 
 const void *cpu_load(const struct amp_tensor *t, enum amp_dtype storage,

@@ -282,11 +282,7 @@ static int conv(struct amp_call *call, int dims)
 		free(owned[i]);
 	free(values);
 	free(columns);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }
 
 int amp_forward_conv1d(struct amp_call *call)

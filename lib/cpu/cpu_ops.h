@@ -35,6 +35,10 @@ static inline struct amp_tensor *cpu_arg_tensor(const struct amp_call *call,
 /* Sets the call's single output (a new reference); AMP_ERR_NOMEM (already
  * recorded by the allocator) when `out` is NULL. */
 int cpu_set_output(struct amp_call *call, struct amp_tensor *out);
+/* The end of a kernel that allocated `out`: sets it as the call's output
+ * when status is AMP_OK, else frees it and returns status. */
+int cpu_set_output_or_free(struct amp_call *call, struct amp_tensor *out,
+			   int status);
 
 /* --------------------------------------------------------------- dtypes */
 
@@ -93,6 +97,14 @@ void cpu_store(struct amp_tensor *out, const void *values,
 
 /* An allocation of n elements of dtype (error recorded when it fails). */
 void *cpu_alloc(size_t n, enum amp_dtype dtype);
+
+/* Where a kernel writes its opmath results: out's own storage when out is
+ * in opmath (no copy), else a scratch buffer that cpu_store rounds into
+ * out.  NULL, error recorded, when out of memory. */
+void *cpu_result_buffer(struct amp_tensor *out, enum amp_dtype opmath);
+/* Frees a cpu_result_buffer unless it is out's own storage; NULL is a
+ * no-op. */
+void cpu_result_release(struct amp_tensor *out, void *values);
 
 /* A Scalar argument as the 0-dim tensor ATen wraps it in (f64, or i64 for
  * an int Scalar), owning nothing: for loading through cpu_load.  The

@@ -81,9 +81,5 @@ int amp_forward_dropout(struct amp_call *call)
 	free(owned);
 	free(uniform);
 	free(values);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }

@@ -132,21 +132,11 @@ static int operand_load(const struct amp_tensor *t, enum amp_dtype opmath,
 	return AMP_OK;
 }
 
-/* The opmath result buffer: the output's own storage when the output is
- * in opmath, else a temporary rounded into it by finish_output(). */
-static void *result_buffer(struct amp_tensor *out, enum amp_dtype opmath)
-{
-	if (out->dtype == opmath)
-		return amp_tensor_data(out);
-	return cpu_alloc((size_t)amp_tensor_numel(out), opmath);
-}
-
 static void finish_output(struct amp_tensor *out, void *c,
 			  enum amp_dtype opmath)
 {
 	cpu_store(out, c, opmath);
-	if (c != amp_tensor_data(out))
-		free(c);
+	cpu_result_release(out, c);
 }
 
 /* C starts as `self` broadcast to the output shape (beta != 0 only). */
@@ -200,7 +190,7 @@ static int product(struct amp_call *call, struct amp_tensor *a,
 						  dtype, a->device);
 	if (!out)
 		return amp_last_status();
-	void *c = result_buffer(out, opmath);
+	void *c = cpu_result_buffer(out, opmath);
 	if (!c) {
 		amp_tensor_free(out);
 		return amp_last_status();
@@ -217,11 +207,7 @@ static int product(struct amp_call *call, struct amp_tensor *a,
 	free(opa.owned);
 	free(opb.owned);
 	finish_output(out, c, opmath);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }
 
 /* --------------------------------------------------------------- checks */
@@ -472,7 +458,7 @@ int amp_forward_linear(struct amp_call *call)
 		amp_tensor_alloc(out_ndim, shape, input->dtype, input->device);
 	if (!out)
 		return amp_last_status();
-	void *c = result_buffer(out, opmath);
+	void *c = cpu_result_buffer(out, opmath);
 	if (!c) {
 		amp_tensor_free(out);
 		return amp_last_status();
@@ -497,9 +483,5 @@ int amp_forward_linear(struct amp_call *call)
 	free(input_owned);
 	free(weight_owned);
 	finish_output(out, c, opmath);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }

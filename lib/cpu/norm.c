@@ -155,9 +155,7 @@ int amp_forward_layer_norm(struct amp_call *call)
 			       : NULL;
 	const void *b = bias ? cpu_load(bias, bias->dtype, opmath, &owned[2])
 			     : NULL;
-	void *values = out->dtype == opmath
-			       ? amp_tensor_data(out)
-			       : cpu_alloc((size_t)amp_tensor_numel(out), opmath);
+	void *values = cpu_result_buffer(out, opmath);
 	status = x && values && (w || !weight) && (b || !bias)
 			 ? AMP_OK
 			 : amp_last_status();
@@ -170,11 +168,6 @@ int amp_forward_layer_norm(struct amp_call *call)
 	}
 	for (int i = 0; i < 3; i++)
 		free(owned[i]);
-	if (values && values != amp_tensor_data(out))
-		free(values);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	cpu_result_release(out, values);
+	return cpu_set_output_or_free(call, out, status);
 }

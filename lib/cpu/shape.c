@@ -126,11 +126,7 @@ int amp_forward_cat(struct amp_call *call)
 	if (!out)
 		return amp_last_status();
 	status = cat_into(out, items, count, dim);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }
 
 /* stack = cat of the inputs each unsqueezed at dim: the copy is the same
@@ -192,11 +188,7 @@ int amp_forward_stack(struct amp_call *call)
 	if (!out)
 		return amp_last_status();
 	int status = cat_into(out, view_ptrs, count, dim);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }
 
 int amp_forward_embedding(struct amp_call *call)

@@ -77,13 +77,10 @@ static int softmax(struct amp_call *call, bool log_form)
 		return amp_last_status();
 	void *owned = NULL;
 	const void *in = cpu_load(self, result, opmath, &owned);
-	void *values = out->dtype == opmath
-			       ? amp_tensor_data(out)
-			       : cpu_alloc((size_t)amp_tensor_numel(out), opmath);
+	void *values = cpu_result_buffer(out, opmath);
 	if (!in || !values) {
 		free(owned);
-		if (values != amp_tensor_data(out))
-			free(values);
+		cpu_result_release(out, values);
 		amp_tensor_free(out);
 		return amp_last_status();
 	}
@@ -101,8 +98,7 @@ static int softmax(struct amp_call *call, bool log_form)
 		}
 	cpu_store(out, values, opmath);
 	free(owned);
-	if (values != amp_tensor_data(out))
-		free(values);
+	cpu_result_release(out, values);
 	return cpu_set_output(call, out);
 }
 

@@ -96,20 +96,17 @@ static int unary(struct amp_call *call, const struct unary_def *def,
 		return amp_last_status();
 	int64_t n = amp_tensor_numel(out);
 	const void *in = cpu_load(self, result, opmath, &owned);
-	void *values = out->dtype == opmath ? amp_tensor_data(out)
-					    : cpu_alloc((size_t)n, opmath);
+	void *values = cpu_result_buffer(out, opmath);
 	if (!in || !values) {
 		free(owned);
-		if (values != amp_tensor_data(out))
-			free(values);
+		cpu_result_release(out, values);
 		amp_tensor_free(out);
 		return amp_last_status();
 	}
 	loop(in, values, n, param);
 	cpu_store(out, values, opmath);
 	free(owned);
-	if (values != amp_tensor_data(out))
-		free(values);
+	cpu_result_release(out, values);
 	return cpu_set_output(call, out);
 }
 

@@ -29,34 +29,36 @@ struct amp_tensor *grad_mul_own(struct amp_tensor *a, struct amp_tensor *b)
 	return product;
 }
 
-struct amp_tensor *grad_mul_own_both(struct amp_tensor *a,
-				     struct amp_tensor *b)
+/* op(a, b), releasing both.  Either may be NULL (an earlier step failed
+ * with its error recorded): the result is then NULL and the other operand
+ * is still released, so a chain of formulas needs one check at its end. */
+static struct amp_tensor *binary_own_both(
+	struct amp_tensor *(*op)(struct amp_tensor *, struct amp_tensor *),
+	struct amp_tensor *a, struct amp_tensor *b)
 {
-	struct amp_tensor *product = a && b ? amp_mul(a, b) : NULL;
+	struct amp_tensor *result = a && b ? op(a, b) : NULL;
 
 	amp_tensor_free(a);
 	amp_tensor_free(b);
-	return product;
+	return result;
+}
+
+struct amp_tensor *grad_mul_own_both(struct amp_tensor *a,
+				     struct amp_tensor *b)
+{
+	return binary_own_both(amp_mul, a, b);
 }
 
 struct amp_tensor *grad_sub_own_both(struct amp_tensor *a,
 				     struct amp_tensor *b)
 {
-	struct amp_tensor *difference = a && b ? amp_sub(a, b) : NULL;
-
-	amp_tensor_free(a);
-	amp_tensor_free(b);
-	return difference;
+	return binary_own_both(amp_sub, a, b);
 }
 
 struct amp_tensor *grad_add_own_both(struct amp_tensor *a,
 				     struct amp_tensor *b)
 {
-	struct amp_tensor *sum = a && b ? amp_add(a, b) : NULL;
-
-	amp_tensor_free(a);
-	amp_tensor_free(b);
-	return sum;
+	return binary_own_both(amp_add, a, b);
 }
 
 struct amp_tensor *grad_neg_own(struct amp_tensor *a)

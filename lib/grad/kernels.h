@@ -35,6 +35,10 @@ int grad_output_from(struct amp_call *call, int index, int ndim,
 		     enum amp_device_type device, const void *values,
 		     enum amp_dtype opmath);
 
+/* Returns status; when it is a failure, first frees the outputs a
+ * multi-output kernel already set, so a failed call hands back none. */
+int grad_outputs_drop_on_error(struct amp_call *call, int status);
+
 /* The promoted floating dtype of the present tensors, or an error naming
  * the kernel when it is not floating. */
 int grad_float_result(const char *kernel, int count,

@@ -67,6 +67,16 @@ int grad_output_from(struct amp_call *call, int index, int ndim,
 	return AMP_OK;
 }
 
+int grad_outputs_drop_on_error(struct amp_call *call, int status)
+{
+	if (status != AMP_OK) {
+		for (int o = 0; o < call->noutputs; o++)
+			amp_tensor_free(call->outputs[o]);
+		call->noutputs = 0;
+	}
+	return status;
+}
+
 int grad_float_result(const char *kernel, int count,
 		      struct amp_tensor *const *tensors, enum amp_dtype *out)
 {

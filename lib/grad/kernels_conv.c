@@ -164,10 +164,5 @@ int amp_forward_convolution_backward(struct amp_call *call)
 	free(gx);
 	free(gw);
 	free(gb);
-	if (status != AMP_OK) {
-		for (int o = 0; o < call->noutputs; o++)
-			amp_tensor_free(call->outputs[o]);
-		call->noutputs = 0;
-	}
-	return status;
+	return grad_outputs_drop_on_error(call, status);
 }

@@ -85,11 +85,7 @@ int amp_forward_slice_backward(struct amp_call *call)
 	}
 	free(values);
 	amp_tensor_free(window);
-	if (status != AMP_OK) {
-		amp_tensor_free(out);
-		return status;
-	}
-	return cpu_set_output(call, out);
+	return cpu_set_output_or_free(call, out, status);
 }
 
 #define DEFINE_EMBEDDING_BACKWARD(name, T)                                   \
