@@ -4,7 +4,7 @@
  * reference GEMM, so the mapping is exercised end to end. */
 #include "cuda_fake.h"
 
-#include "amp_math.h"
+#include "amp_elementwise_math.h"
 #include "amp_scaler.h"
 #include "gemm_map.h"
 
@@ -21,6 +21,9 @@ char cuda_fake_log[CUDA_FAKE_LOG_MAX][64];
 int cuda_fake_log_count;
 static char error_text[128] = "";
 
+static void profile_kernel(void);
+static void profile_copy(size_t nbytes, enum amp_cuda_copy_kind kind);
+
 void cuda_fake_reset(void)
 {
 	memset(&cuda_fake_counts, 0, sizeof cuda_fake_counts);
@@ -36,6 +39,7 @@ static void *host(const void *device)
 static int kernel_start(void)
 {
 	cuda_fake_counts.kernels++;
+	profile_kernel();
 	if (!cuda_fake_fail)
 		return 0;
 	cuda_fake_fail = false;
@@ -80,6 +84,7 @@ static int fake_copy(void *dst, const void *src, size_t nbytes,
 		return -1;
 	}
 	memmove(host(dst), host(src), nbytes);
+	profile_copy(nbytes, kind);
 	return 0;
 }
 
@@ -172,34 +177,6 @@ static int fake_convert(void *dst, enum amp_dtype dst_dtype, const void *src,
 	return 0;
 }
 
-static float unary_value(enum amp_cuda_unary op, float x, float p)
-{
-	switch (op) {
-	case AMP_CUDA_UNARY_NEG:
-		return -x;
-	case AMP_CUDA_UNARY_EXP:
-		return expf(x);
-	case AMP_CUDA_UNARY_LOG:
-		return logf(x);
-	case AMP_CUDA_UNARY_RELU:
-		return x > 0.0f || x != x ? x : 0.0f;
-	case AMP_CUDA_UNARY_GELU:
-		return amp_gelu_erff(x);
-	case AMP_CUDA_UNARY_GELU_TANH:
-		return amp_gelu_tanhf(x);
-	case AMP_CUDA_UNARY_SIGMOID:
-		return amp_sigmoidf(x);
-	case AMP_CUDA_UNARY_TANH:
-		return tanhf(x);
-	case AMP_CUDA_UNARY_ADD_SCALAR:
-		return x + p;
-	case AMP_CUDA_UNARY_MUL_SCALAR:
-		return x * p;
-	default:
-		return powf(x, p);
-	}
-}
-
 static int fake_unary(enum amp_cuda_unary op, void *dst, const void *src,
 		      enum amp_dtype dtype, const struct amp_cuda_shape *shape,
 		      const int64_t *src_strides, float param)
@@ -210,10 +187,10 @@ static int fake_unary(enum amp_cuda_unary op, void *dst, const void *src,
 		return -1;
 	for (int64_t i = 0, n = numel_of(shape); i < n; i++)
 		store(host(dst), dtype, i,
-		      unary_value(op,
-				  load(host(src), dtype,
-				       offset_of(shape, src_strides, i)),
-				  param));
+		      amp_elementwise_unary(op,
+					    load(host(src), dtype,
+						 offset_of(shape, src_strides, i)),
+					    param));
 	return 0;
 }
 
@@ -236,11 +213,8 @@ static int fake_binary(enum amp_cuda_binary op, void *dst,
 		float y = through(load(host(b), b_dtype,
 				       offset_of(shape, b_strides, i)),
 				  dst_dtype);
-		float r = op == AMP_CUDA_BINARY_ADD   ? x + alpha * y
-			  : op == AMP_CUDA_BINARY_SUB ? x - alpha * y
-			  : op == AMP_CUDA_BINARY_MUL ? x * y
-						      : x / y;
-		store(host(dst), dst_dtype, i, r);
+		store(host(dst), dst_dtype, i,
+		      amp_elementwise_binary(op, x, y, alpha));
 	}
 	return 0;
 }
@@ -413,33 +387,138 @@ static void log_line(const char *format, const char *what, uint64_t id)
 			 (unsigned long long)id);
 }
 
+/* Kernel timing: while started, every kernel entry and copy becomes one
+ * activity, linked to the innermost correlation pushed, timed back to
+ * back on stream 7 (1 us each), and held until flush or stop delivers
+ * them to the sink, as CUPTI's buffers do. */
+#define FAKE_STREAM 7
+#define FAKE_DURATION_NS 1000
+static struct {
+	amp_gpu_activity_fn sink;
+	void *user;
+	bool running;
+	struct amp_gpu_activity held[CUDA_FAKE_ACTIVITY_MAX];
+	size_t nheld;
+	struct {
+		enum amp_gpu_correlation kind;
+		uint64_t id;
+	} stack[32];
+	int depth;
+	uint32_t correlation;
+	uint64_t last_end_ns;
+	struct amp_gpu_profiler_stats stats;
+} profiler;
+
+static struct amp_gpu_activity *profile_next(void)
+{
+	if (!profiler.running)
+		return NULL;
+	if (profiler.nheld == CUDA_FAKE_ACTIVITY_MAX) {
+		profiler.stats.dropped++;
+		return NULL;
+	}
+	struct amp_gpu_activity *a = &profiler.held[profiler.nheld++];
+	uint64_t now = amp_now_ns();
+	*a = (struct amp_gpu_activity){
+		.start_ns = now > profiler.last_end_ns ? now : profiler.last_end_ns,
+		.stream = FAKE_STREAM,
+		.correlation_id = ++profiler.correlation,
+	};
+	a->end_ns = a->start_ns + FAKE_DURATION_NS;
+	profiler.last_end_ns = a->end_ns;
+	if (profiler.depth > 0) {
+		int top = profiler.depth - 1;
+		if (profiler.stack[top].kind == AMP_GPU_CORRELATION_CAST)
+			a->cast_id = profiler.stack[top].id;
+		else
+			a->op_id = profiler.stack[top].id;
+	} else {
+		profiler.stats.unlinked++;
+	}
+	return a;
+}
+
+static void profile_kernel(void)
+{
+	struct amp_gpu_activity *a = profile_next();
+
+	if (!a)
+		return;
+	a->kind = AMP_GPU_ACTIVITY_KERNEL;
+	a->name = "fake_kernel";
+	for (int i = 0; i < 3; i++) {
+		a->grid[i] = i ? 1 : 4;
+		a->block[i] = i ? 1 : 256;
+	}
+	a->registers = 32;
+	a->shared_memory = 1024;
+	profiler.stats.kernels++;
+}
+
+static void profile_copy(size_t nbytes, enum amp_cuda_copy_kind kind)
+{
+	struct amp_gpu_activity *a = profile_next();
+
+	if (!a)
+		return;
+	a->kind = AMP_GPU_ACTIVITY_MEMCPY;
+	/* CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 8 DtoD */
+	a->name = kind == AMP_CUDA_COPY_HOST_TO_DEVICE	 ? "Memcpy HtoD"
+		  : kind == AMP_CUDA_COPY_DEVICE_TO_HOST ? "Memcpy DtoH"
+							 : "Memcpy DtoD";
+	a->copy_kind = kind == AMP_CUDA_COPY_HOST_TO_DEVICE   ? 1
+		       : kind == AMP_CUDA_COPY_DEVICE_TO_HOST ? 2
+							      : 8;
+	a->bytes = nbytes;
+	profiler.stats.memcpys++;
+}
+
 static int fake_profiler_start(amp_gpu_activity_fn sink, void *user)
 {
-	(void)sink;
-	(void)user;
+	if (!sink || profiler.running)
+		return -1;
+	memset(&profiler, 0, sizeof profiler);
+	profiler.sink = sink;
+	profiler.user = user;
+	profiler.running = true;
 	return 0;
 }
 
 static int fake_profiler_flush(void)
 {
+	if (profiler.nheld) {
+		profiler.stats.buffers++;
+		profiler.sink(profiler.held, profiler.nheld, profiler.user);
+	}
+	profiler.nheld = 0;
 	return 0;
 }
 
 static int fake_profiler_stop(struct amp_gpu_profiler_stats *stats)
 {
+	fake_profiler_flush();
+	profiler.running = false;
+	profiler.depth = 0;
 	if (stats)
-		memset(stats, 0, sizeof *stats);
+		*stats = profiler.stats;
 	return 0;
 }
 
 static void fake_push(enum amp_gpu_correlation kind, uint64_t id)
 {
+	if (profiler.depth < 32) {
+		profiler.stack[profiler.depth].kind = kind;
+		profiler.stack[profiler.depth].id = id;
+	}
+	profiler.depth++;
 	log_line("push %s %llu", kind == AMP_GPU_CORRELATION_OP ? "op" : "cast",
 		 id);
 }
 
 static void fake_pop(enum amp_gpu_correlation kind)
 {
+	if (profiler.depth > 0)
+		profiler.depth--;
 	if (cuda_fake_log_count < CUDA_FAKE_LOG_MAX)
 		snprintf(cuda_fake_log[cuda_fake_log_count++],
 			 sizeof cuda_fake_log[0], "pop %s",

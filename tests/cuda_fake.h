@@ -38,4 +38,11 @@ extern bool cuda_fake_fail;
 extern char cuda_fake_log[CUDA_FAKE_LOG_MAX][64];
 extern int cuda_fake_log_count;
 
+/* Kernel timing (profiler_start/flush/stop): while started, each kernel
+ * entry and copy is one activity linked to the innermost correlation
+ * pushed (op_id, or cast_id for a cast); flush hands them to the sink on
+ * the calling thread.  At most this many are held between flushes (the
+ * rest count as dropped). */
+#define CUDA_FAKE_ACTIVITY_MAX 4096
+
 #endif /* CUDA_FAKE_H */

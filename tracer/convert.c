@@ -72,6 +72,12 @@ struct conv_thread {
 	uint64_t last_ns;
 };
 
+/* A GPU "process" (device) or one of its streams, once announced by its
+ * metadata events; stream UINT32_MAX stands for the device itself. */
+struct conv_gpu_track {
+	uint32_t device, stream;
+};
+
 /* ------------------------------------------------------------ helpers */
 
 static char *dupn(const char *s, size_t len)
@@ -802,6 +808,162 @@ static void on_diag(struct conv *cv, struct conv_process *p,
 	     message.s ? message.s : "", message.len, op_id, tensor_id, 't');
 }
 
+/* ------------------------------------------------------ GPU activities */
+
+/* The pid of GPU `device` of process p: a number of its own per process
+ * and device (FORMAT.md §3.8), above every Linux pid (pid_max <= 2^22). */
+static int64_t gpu_pid(const struct conv_process *p, uint32_t device)
+{
+	return ((int64_t)1 << 30) + (int64_t)(device & 0xff) * ((int64_t)1 << 22) +
+	       (p->pid & (((int64_t)1 << 22) - 1));
+}
+
+/* Announces p's GPU `device` (stream UINT32_MAX) or one of its streams
+ * with metadata events, the first time it is seen. */
+static void gpu_announce(struct conv *cv, struct conv_process *p,
+			 uint32_t device, uint32_t stream)
+{
+	struct jsonw *w = &cv->buf;
+
+	for (size_t i = 0; i < p->ngpu_tracks; i++)
+		if (p->gpu_tracks[i].device == device &&
+		    p->gpu_tracks[i].stream == stream)
+			return;
+	size_t cap = p->ngpu_tracks;
+	p->gpu_tracks = grow(p->gpu_tracks, &cap, p->ngpu_tracks + 1,
+			     sizeof *p->gpu_tracks);
+	p->gpu_tracks[p->ngpu_tracks++] = (struct conv_gpu_track){ device, stream };
+	long long pid = (long long)gpu_pid(p, device);
+	jsonw_reset(w);
+	if (stream == UINT32_MAX) {
+		jsonw_printf(w, "{\"name\":\"process_name\",\"ph\":\"M\","
+				"\"pid\":%lld,\"tid\":0,\"args\":{\"name\":"
+				"\"GPU %u (pid %ld)\",\"device\":%u,"
+				"\"host_pid\":%ld}}",
+			     pid, device, p->pid, device, p->pid);
+		emit(p, w);
+		jsonw_reset(w);
+		jsonw_printf(w, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
+				"\"pid\":%lld,\"tid\":0,\"args\":{\"sort_index\":"
+				"%u}}",
+			     pid, 0x10000u + device);
+	} else {
+		jsonw_printf(w, "{\"name\":\"thread_name\",\"ph\":\"M\","
+				"\"pid\":%lld,\"tid\":%u,\"args\":{\"name\":"
+				"\"stream %u\"}}",
+			     pid, stream, stream);
+		emit(p, w);
+		jsonw_reset(w);
+		jsonw_printf(w, "{\"name\":\"thread_sort_index\",\"ph\":\"M\","
+				"\"pid\":%lld,\"tid\":%u,\"args\":{\"sort_index\":"
+				"%u}}",
+			     pid, stream, stream);
+	}
+	emit(p, w);
+}
+
+/* One kernel or memcpy (raw.h RAW_KIND_GPU_ACTIVITY) as Kineto writes
+ * it: an X event on the GPU's pid, tid = stream, linked to its op by
+ * "External id". */
+static void on_gpu_activity(struct conv *cv, struct conv_process *p,
+			    struct cursor *c, uint64_t start_ns)
+{
+	uint64_t end_ns = get_u64(c), op_id = get_u64(c);
+	uint64_t cast_id = get_u64(c), bytes = get_u64(c);
+	uint32_t device = (uint32_t)get_i32(c), stream = (uint32_t)get_i32(c);
+	uint32_t correlation = (uint32_t)get_i32(c);
+	int32_t grid[3], block[3];
+	for (int k = 0; k < 3; k++)
+		grid[k] = get_i32(c);
+	for (int k = 0; k < 3; k++)
+		block[k] = get_i32(c);
+	int32_t registers = get_i32(c), shared_memory = get_i32(c);
+	unsigned kind = get_u8(c);
+	get_u8(c); /* copy kind: the name says it */
+	get_u8(c);
+	get_u8(c);
+	struct str name = get_str(c);
+	if (c->bad)
+		return;
+	bool memcpy_kind = kind == AMP_GPU_ACTIVITY_MEMCPY;
+	if (!name.s)
+		name = memcpy_kind ? (struct str){ "Memcpy", 6 }
+				   : (struct str){ "kernel", 6 };
+	gpu_announce(cv, p, device, UINT32_MAX);
+	gpu_announce(cv, p, device, stream);
+	uint64_t dur = end_ns > start_ns ? end_ns - start_ns : 0;
+	struct jsonw *w = &cv->buf;
+	jsonw_reset(w);
+	jsonw_lit(w, "{\"name\":");
+	jsonw_strn(w, name.s, name.len);
+	jsonw_printf(w, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":",
+		     memcpy_kind ? "gpu_memcpy" : "kernel");
+	jsonw_us(w, (int64_t)(start_ns - cv->base_ns));
+	jsonw_printf(w, ",\"pid\":%lld,\"tid\":%u,\"dur\":",
+		     (long long)gpu_pid(p, device), stream);
+	jsonw_us(w, (int64_t)dur);
+	jsonw_lit(w, ",\"args\":{");
+	if (cast_id) {
+		jsonw_lit(w, "\"External id\":");
+		jsonw_u64(w, cast_id);
+		jsonw_lit(w, ",\"amp.cast_result\":true,");
+		if (op_id) {
+			jsonw_lit(w, "\"amp.op_id\":");
+			jsonw_u64(w, op_id);
+			jsonw_raw(w, ",", 1);
+		}
+	} else if (op_id) {
+		jsonw_lit(w, "\"External id\":");
+		jsonw_u64(w, op_id);
+		jsonw_raw(w, ",", 1);
+	}
+	jsonw_printf(w, "\"amp.pid\":%ld,\"correlation\":%u,\"device\":%u,"
+			"\"stream\":%u",
+		     p->pid, correlation, device, stream);
+	if (memcpy_kind) {
+		jsonw_lit(w, ",\"bytes\":");
+		jsonw_u64(w, bytes);
+		if (dur) {
+			jsonw_lit(w, ",\"memory bandwidth (GB/s)\":");
+			jsonw_double(w, (double)bytes / (double)dur);
+		}
+		p->memcpys++;
+	} else {
+		jsonw_printf(w, ",\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],"
+				"\"registers per thread\":%d,"
+				"\"shared memory\":%d",
+			     grid[0], grid[1], grid[2], block[0], block[1],
+			     block[2], registers, shared_memory);
+		p->kernels++;
+	}
+	jsonw_lit(w, "}}");
+	emit(p, w);
+}
+
+static void on_gpu_status(struct conv_process *p, struct cursor *c)
+{
+	int32_t status = get_i32(c);
+	struct str reason = get_str(c);
+
+	if (c->bad)
+		return;
+	p->gpu_status = status == 0 ? 1 : -1;
+	free(p->gpu_reason);
+	p->gpu_reason = reason.s ? dupn(reason.s, reason.len) : NULL;
+}
+
+static void on_gpu_stats(struct conv_process *p, struct cursor *c)
+{
+	uint64_t stats[7];
+
+	for (int k = 0; k < 7; k++)
+		stats[k] = get_u64(c);
+	if (c->bad)
+		return;
+	memcpy(p->gpu_stats, stats, sizeof stats);
+	p->gpu_stats_seen = true;
+}
+
 static void convert_record(struct conv *cv, struct conv_process *p,
 			   struct conv_thread *t, const struct raw_record *r)
 {
@@ -835,6 +997,15 @@ static void convert_record(struct conv *cv, struct conv_process *p,
 		break;
 	case AMP_EVENT_DIAG:
 		on_diag(cv, p, t, &c, r->time_ns);
+		break;
+	case RAW_KIND_GPU_ACTIVITY:
+		on_gpu_activity(cv, p, &c, r->time_ns);
+		break;
+	case RAW_KIND_GPU_STATUS:
+		on_gpu_status(p, &c);
+		break;
+	case RAW_KIND_GPU_STATS:
+		on_gpu_stats(p, &c);
 		break;
 	default:
 		c.bad = true;
@@ -946,7 +1117,10 @@ static size_t read_thread(struct conv *cv, struct conv_process *p,
 			p->writer = cv->writer_for(cv->ctx, p);
 			process_metadata(cv, p);
 		}
-		thread_metadata(cv, p, t, h);
+		if (t->tid == RAW_GPU_STREAM)
+			p->gpu_stream = true;
+		else
+			thread_metadata(cv, p, t, h);
 	}
 	for (;;) {
 		struct raw_record *r = (struct raw_record *)(t->chunk + t->offset);
@@ -1364,11 +1538,33 @@ void conv_process_json(const struct conv_process *p, struct jsonw *w)
 			     conv_signal_name(p->signal, signame, sizeof signame));
 	jsonw_printf(w, ",\"threads\":%zu,\"events\":%llu,\"ops\":%llu,"
 			"\"casts\":%llu,\"in_flight_ops\":%llu,"
-			"\"raw_errors\":%llu}",
-		     p->nthreads, (unsigned long long)p->events,
+			"\"raw_errors\":%llu",
+		     p->nthreads - (p->gpu_stream ? 1 : 0),
+		     (unsigned long long)p->events,
 		     (unsigned long long)p->ops, (unsigned long long)p->casts,
 		     (unsigned long long)p->in_flight_ops,
 		     (unsigned long long)p->raw_errors);
+	if (p->gpu_status < 0) {
+		jsonw_lit(w, ",\"gpu\":{\"timing\":false,\"reason\":");
+		jsonw_str(w, p->gpu_reason ? p->gpu_reason : "");
+		jsonw_raw(w, "}", 1);
+	} else if (p->gpu_status > 0) {
+		jsonw_printf(w, ",\"gpu\":{\"timing\":true,\"kernels\":%llu,"
+				"\"memcpys\":%llu,\"complete\":%s",
+			     (unsigned long long)p->kernels,
+			     (unsigned long long)p->memcpys,
+			     p->gpu_stats_seen ? "true" : "false");
+		if (p->gpu_stats_seen)
+			jsonw_printf(w, ",\"unlinked\":%llu,\"untimed\":%llu,"
+					"\"dropped\":%llu,\"buffers\":%llu",
+				     (unsigned long long)p->gpu_stats[2],
+				     (unsigned long long)p->gpu_stats[3],
+				     (unsigned long long)(p->gpu_stats[4] +
+							  p->gpu_stats[6]),
+				     (unsigned long long)p->gpu_stats[5]);
+		jsonw_raw(w, "}", 1);
+	}
+	jsonw_raw(w, "}", 1);
 }
 
 void conv_free(struct conv *c)
@@ -1393,6 +1589,8 @@ void conv_free(struct conv *c)
 			free(t);
 		}
 		free(p->threads);
+		free(p->gpu_reason);
+		free(p->gpu_tracks);
 		for (int k = 0; k < NAMES_COUNT; k++) {
 			for (size_t n = 0; n < p->name_count[k]; n++)
 				free(p->names[k][n]);

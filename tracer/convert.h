@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 struct conv_thread;
+struct conv_gpu_track;
 
 /* One traced process (one p<pid> directory). */
 struct conv_process {
@@ -40,6 +41,16 @@ struct conv_process {
 	/* counters kept across threads */
 	double last_scale[8];
 	uint64_t skipped_steps;
+	/* GPU kernel timing (FORMAT.md §3.8) */
+	int gpu_status;          /* 0: no op on cuda; 1: timed; -1: unavailable */
+	char *gpu_reason;        /* why not (libamp's backend status) */
+	bool gpu_stream;         /* a tgpu.raw stream was seen */
+	bool gpu_stats_seen;
+	uint64_t gpu_stats[7];   /* kernels memcpys unlinked untimed dropped
+				    buffers lost (raw.h RAW_KIND_GPU_STATS) */
+	uint64_t kernels, memcpys;
+	struct conv_gpu_track *gpu_tracks; /* announced devices and streams */
+	size_t ngpu_tracks;
 	/* filled by conv_finish */
 	const char *status;      /* "exited", "signaled", "died", "running" */
 	int exit_code;           /* when status is "exited" and known */

@@ -8,6 +8,9 @@
  *                         (then renamed into place, so it is whole):
  *                         pid, rank, argv, libamp's enum names
  *   p<pid>/t<n>.raw       one file per thread that emitted events
+ *   p<pid>/tgpu.raw       GPU activities (CUPTI), written by whichever
+ *                         thread CUPTI delivers them on, under a lock;
+ *                         its header's amp_thread is RAW_GPU_STREAM
  *   p<pid>/exit           created by the recorder at a clean exit
  *
  * A thread file is a sequence of RAW_CHUNK-sized chunks that the writing
@@ -49,7 +52,20 @@ struct raw_thread_header {
 	char name[32];          /* pthread name, NUL-terminated */
 };
 
-/* Record kinds: libamp's amp_event_kind values. */
+/* amp_thread of the GPU stream's header: no libamp thread is number 0. */
+#define RAW_GPU_STREAM 0
+
+/* Record kinds: libamp's amp_event_kind values, and these. */
+enum raw_kind {
+	/* One struct amp_gpu_activity (GPU stream; time_ns = its start). */
+	RAW_KIND_GPU_ACTIVITY = 0x100,
+	/* Whether kernel timing started: i32 status (0 = started), the
+	 * reason as a string (any thread's stream, once per process). */
+	RAW_KIND_GPU_STATUS,
+	/* amp_gpu_profiler_stop's counts (GPU stream, at the end). */
+	RAW_KIND_GPU_STATS,
+};
+
 struct raw_record {
 	_Atomic uint32_t size;  /* whole record, multiple of 8; 0 = not yet */
 	uint16_t kind;          /* enum amp_event_kind */

@@ -12,6 +12,12 @@
  *   - Pages of a shared file mapping belong to the page cache, so whatever
  *     the process completed survives abort(), SIGSEGV and SIGKILL: the
  *     flush granularity is one event.
+ *   - GPU kernel timing (CUPTI, through libamp's amp_gpu_profiler_*)
+ *     starts at the first op on device cuda, not at attach: starting it
+ *     loads the CUDA module and creates a context, which a program that
+ *     never uses the GPU should not pay for.  Activities arrive in batches
+ *     on a CUPTI thread (or the thread that flushes) and go, under a lock,
+ *     into a stream of their own (tgpu.raw), written like a thread's.
  */
 #include "recorder.h"
 
@@ -42,6 +48,12 @@
 #pragma weak amp_device_type_name
 #pragma weak amp_phase_name
 #pragma weak amp_cache_result_name
+#pragma weak amp_cuda_backend_status
+#pragma weak amp_gpu_profiler_start
+#pragma weak amp_gpu_profiler_flush
+#pragma weak amp_gpu_profiler_stop
+#pragma weak amp_last_error
+#pragma weak amp_clear_error
 
 /* Per-thread writer state.  `generation` ties it to one process image:
  * after fork() the child starts a new generation and its inherited state
@@ -291,7 +303,8 @@ static void writer_drop(struct thread_writer *w)
 		munmap(w->chunk, RAW_CHUNK);
 		close(w->fd);
 	}
-	*w = (struct thread_writer){ .generation = w->generation };
+	*w = (struct thread_writer){ .generation = w->generation,
+				     .busy = w->busy };
 }
 
 static bool converter_gone(void)
@@ -348,19 +361,27 @@ static void on_thread_exit(void *unused)
 	w->failed = true; /* a late event must not reopen the file */
 }
 
+/* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
+ * marked at thread exit), tgpu.raw for the GPU stream. */
 static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 {
 	char path[sizeof process_dir + 64];
+	const char *name = "gpu";
+	char number[24];
 	int fd = -1;
 
+	if (amp_thread != RAW_GPU_STREAM) {
+		snprintf(number, sizeof number, "%llu",
+			 (unsigned long long)amp_thread);
+		name = number;
+	}
 	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
 		if (attempt == 0)
-			snprintf(path, sizeof path, "%s/t%llu.raw", process_dir,
-				 (unsigned long long)amp_thread);
+			snprintf(path, sizeof path, "%s/t%s.raw", process_dir,
+				 name);
 		else
-			snprintf(path, sizeof path, "%s/t%llu-%d.raw",
-				 process_dir, (unsigned long long)amp_thread,
-				 attempt);
+			snprintf(path, sizeof path, "%s/t%s-%d.raw",
+				 process_dir, name, attempt);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)
 			break;
@@ -380,65 +401,242 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
 	h->amp_thread = amp_thread;
 	h->os_tid = (int64_t)syscall(SYS_gettid);
-	pthread_getname_np(pthread_self(), h->name, sizeof h->name);
+	if (amp_thread == RAW_GPU_STREAM)
+		snprintf(h->name, sizeof h->name, "gpu");
+	else
+		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
 	h->name[sizeof h->name - 1] = '\0';
 	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
 	w->offset = h->header_size;
-	pthread_setspecific(exit_key, w);
+	if (amp_thread != RAW_GPU_STREAM)
+		pthread_setspecific(exit_key, w);
 	return true;
 }
 
-static void on_event(const struct amp_event *e, void *user)
+/* Room for a record of at most `payload` bytes in w's stream, opened on
+ * first use; NULL when the stream cannot be written (events drop). */
+static struct raw_record *record_reserve(struct thread_writer *w,
+					 size_t payload, uint64_t amp_thread)
 {
-	struct thread_writer *w = &writer;
 	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
 
-	(void)user;
 	if (__builtin_expect(w->generation != gen, 0)) {
-		/* First event of this thread, or inherited across fork(). */
+		/* First record of this stream, or inherited across fork(). */
 		if (w->generation)
 			writer_drop(w);
-		*w = (struct thread_writer){ .generation = gen };
+		*w = (struct thread_writer){ .generation = gen, .busy = w->busy };
 	}
-	if (w->busy || w->failed)
-		return;
-	size_t bound = payload_bound(e);
-	if (!bound)
-		return;
-	bound = (sizeof(struct raw_record) + bound + 7) & ~(size_t)7;
-	w->busy = true;
-	if (__builtin_expect(!w->chunk, 0) && !writer_open(w, e->thread)) {
+	if (w->failed)
+		return NULL;
+	size_t bound = (sizeof(struct raw_record) + payload + 7) & ~(size_t)7;
+	if (__builtin_expect(!w->chunk, 0) && !writer_open(w, amp_thread)) {
 		w->failed = true;
-		w->busy = false;
-		return;
+		return NULL;
 	}
 	/* Keep 8 bytes free at the chunk end for the next-chunk marker. */
 	if (__builtin_expect(w->offset + bound + 8 > RAW_CHUNK, 0)) {
 		if (converter_gone()) {
 			char path[sizeof process_dir + 64];
-			snprintf(path, sizeof path, "%s/t%llu.raw", process_dir,
-				 (unsigned long long)e->thread);
+			if (amp_thread == RAW_GPU_STREAM)
+				snprintf(path, sizeof path, "%s/tgpu.raw",
+					 process_dir);
+			else
+				snprintf(path, sizeof path, "%s/t%llu.raw",
+					 process_dir,
+					 (unsigned long long)amp_thread);
 			unlink(path);
 			writer_drop(w);
 			w->failed = true;
-			w->busy = false;
-			return;
+			return NULL;
 		}
 		if (!map_chunk(w, w->chunk_index + 1)) {
 			warn_once("cannot grow", process_dir);
 			w->failed = true;
-			w->busy = false;
-			return;
+			return NULL;
 		}
 	}
-	struct raw_record *r = (struct raw_record *)(w->chunk + w->offset);
-	r->kind = (uint16_t)e->kind;
+	return (struct raw_record *)(w->chunk + w->offset);
+}
+
+/* Publishes the record that ends at `end`: its size goes last, with
+ * release order, so the reader sees all of it or nothing. */
+static void record_commit(struct thread_writer *w, struct raw_record *r,
+			  uint16_t kind, uint64_t time_ns, const uint8_t *end)
+{
+	uint32_t size = (uint32_t)(((size_t)(end - (uint8_t *)r) + 7) &
+				   ~(size_t)7);
+
+	r->kind = kind;
 	r->reserved = 0;
-	r->time_ns = e->time_ns;
-	uint8_t *end = encode((uint8_t *)(r + 1), e);
-	uint32_t size = (uint32_t)(((size_t)(end - (uint8_t *)r) + 7) & ~(size_t)7);
+	r->time_ns = time_ns;
 	w->offset += size;
 	atomic_store_explicit(&r->size, size, memory_order_release);
+}
+
+/* ------------------------------------------------------ GPU activities */
+
+/* The GPU stream: one per process image, shared by whichever threads
+ * CUPTI delivers on, hence the lock (batches are rare: one per buffer). */
+static struct thread_writer gpu_writer;
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool gpu_tried;    /* the first cuda op was seen */
+static atomic_bool gpu_running;  /* amp_gpu_profiler_start succeeded */
+static _Atomic uint64_t gpu_last_flush_ns;
+static uint64_t gpu_lost;        /* activities that found no room */
+
+/* How often activities are pulled out of CUPTI while the program runs:
+ * often enough that a crash loses little, rarely enough to cost nothing. */
+#define GPU_FLUSH_INTERVAL_NS (200u * 1000 * 1000)
+
+#define GPU_ACTIVITY_BOUND (8 * 8 + 12 * 4 + 4 + STR_BOUND)
+
+static void on_gpu_activities(const struct amp_gpu_activity *activities,
+			      size_t count, void *user)
+{
+	(void)user;
+	pthread_mutex_lock(&gpu_lock);
+	for (size_t i = 0; i < count; i++) {
+		const struct amp_gpu_activity *a = &activities[i];
+		struct raw_record *r = record_reserve(&gpu_writer,
+						      GPU_ACTIVITY_BOUND,
+						      RAW_GPU_STREAM);
+		if (!r) {
+			gpu_lost += count - i;
+			break;
+		}
+		uint8_t *p = (uint8_t *)(r + 1);
+		p = put_u64(p, a->end_ns);
+		p = put_u64(p, a->op_id);
+		p = put_u64(p, a->cast_id);
+		p = put_u64(p, a->bytes);
+		p = put_i32(p, (int32_t)a->device);
+		p = put_i32(p, (int32_t)a->stream);
+		p = put_i32(p, (int32_t)a->correlation_id);
+		for (int k = 0; k < 3; k++)
+			p = put_i32(p, a->grid[k]);
+		for (int k = 0; k < 3; k++)
+			p = put_i32(p, a->block[k]);
+		p = put_i32(p, a->registers);
+		p = put_i32(p, a->shared_memory);
+		p = put_u8(p, a->kind);
+		p = put_u8(p, a->copy_kind);
+		p = put_u8(p, 0);
+		p = put_u8(p, 0);
+		p = put_str(p, a->name);
+		record_commit(&gpu_writer, r, RAW_KIND_GPU_ACTIVITY, a->start_ns,
+			      p);
+	}
+	pthread_mutex_unlock(&gpu_lock);
+}
+
+/* At the first op on device cuda: starts kernel timing when device cuda
+ * is a GPU, and records in the thread's stream whether it did and why
+ * not.  Emulated cuda is told apart by libamp's backend status before
+ * amp_gpu_profiler_start is asked, so the program's last error is left
+ * alone in the common case. */
+static void gpu_begin(struct thread_writer *w, uint64_t amp_thread,
+		      uint64_t time_ns)
+{
+	const char *status = amp_cuda_backend_status
+				     ? amp_cuda_backend_status()
+				     : "libamp has no kernel timing";
+	char reason[RAW_MAX_STRING];
+	int result = -1;
+
+	snprintf(reason, sizeof reason, "%s", status);
+	if (amp_gpu_profiler_start && strncmp(status, "emulated", 8) != 0) {
+		atomic_store(&gpu_last_flush_ns, time_ns);
+		result = amp_gpu_profiler_start(on_gpu_activities, NULL);
+		if (result == 0) {
+			atomic_store(&gpu_running, true);
+		} else if (amp_last_error) {
+			snprintf(reason, sizeof reason, "%s", amp_last_error());
+			if (amp_clear_error)
+				amp_clear_error();
+		}
+	}
+	struct raw_record *r = record_reserve(w, 4 + STR_BOUND, amp_thread);
+	if (!r)
+		return;
+	uint8_t *p = put_i32((uint8_t *)(r + 1), result);
+	p = put_str(p, reason);
+	record_commit(w, r, RAW_KIND_GPU_STATUS, time_ns, p);
+}
+
+/* Pulls what CUPTI holds, at most once per interval (any thread). */
+static void gpu_flush_maybe(uint64_t time_ns)
+{
+	uint64_t last = atomic_load_explicit(&gpu_last_flush_ns,
+					     memory_order_relaxed);
+
+	if (time_ns - last < GPU_FLUSH_INTERVAL_NS ||
+	    !atomic_compare_exchange_strong(&gpu_last_flush_ns, &last, time_ns))
+		return;
+	amp_gpu_profiler_flush();
+}
+
+/* Stops kernel timing: the last activities, then the counts, then the
+ * end of the GPU stream. */
+static void gpu_end(void)
+{
+	struct amp_gpu_profiler_stats stats = { 0 };
+
+	if (!atomic_exchange(&gpu_running, false) || !amp_gpu_profiler_stop)
+		return;
+	amp_gpu_profiler_stop(&stats);
+	pthread_mutex_lock(&gpu_lock);
+	struct raw_record *r = record_reserve(&gpu_writer, 7 * 8,
+					      RAW_GPU_STREAM);
+	if (r) {
+		uint8_t *p = (uint8_t *)(r + 1);
+		p = put_u64(p, stats.kernels);
+		p = put_u64(p, stats.memcpys);
+		p = put_u64(p, stats.unlinked);
+		p = put_u64(p, stats.untimed);
+		p = put_u64(p, stats.dropped);
+		p = put_u64(p, stats.buffers);
+		p = put_u64(p, gpu_lost);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		record_commit(&gpu_writer, r, RAW_KIND_GPU_STATS,
+			      (uint64_t)ts.tv_sec * 1000000000u +
+				      (uint64_t)ts.tv_nsec,
+			      p);
+		struct raw_record *marker =
+			(struct raw_record *)(gpu_writer.chunk + gpu_writer.offset);
+		atomic_store_explicit(&marker->size, RAW_SIZE_THREAD_END,
+				      memory_order_release);
+		writer_drop(&gpu_writer);
+		gpu_writer.failed = true;
+	}
+	pthread_mutex_unlock(&gpu_lock);
+}
+
+static void on_event(const struct amp_event *e, void *user)
+{
+	struct thread_writer *w = &writer;
+
+	(void)user;
+	if (w->busy)
+		return;
+	size_t bound = payload_bound(e);
+	if (!bound)
+		return;
+	w->busy = true;
+	struct raw_record *r = record_reserve(w, bound, e->thread);
+	if (r) {
+		uint8_t *end = encode((uint8_t *)(r + 1), e);
+		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
+	}
+	if (__builtin_expect(e->kind == AMP_EVENT_OP_BEGIN &&
+				     e->op.device == AMP_DEVICE_CUDA, 0)) {
+		if (!atomic_load_explicit(&gpu_tried, memory_order_relaxed) &&
+		    !atomic_exchange(&gpu_tried, true))
+			gpu_begin(w, e->thread, e->time_ns);
+		else if (atomic_load_explicit(&gpu_running,
+					      memory_order_relaxed))
+			gpu_flush_maybe(e->time_ns);
+	}
 	w->busy = false;
 }
 
@@ -591,8 +789,12 @@ static void after_fork_in_child(void)
 {
 	if (!atomic_load(&attached))
 		return;
-	/* The forking thread's mapping belongs to the parent's stream. */
+	/* The forking thread's mapping belongs to the parent's stream, and
+	 * CUPTI does not follow a fork. */
 	atomic_fetch_add(&generation, 1);
+	pthread_mutex_init(&gpu_lock, NULL);
+	atomic_store(&gpu_running, false);
+	atomic_store(&gpu_tried, false);
 	if (open_process_dir() != 0)
 		fprintf(stderr, "amptrace recorder: cannot record forked "
 			"process %ld into %s: %s\n", (long)getpid(), raw_root,
@@ -641,6 +843,7 @@ void recorder_detach(void)
 {
 	if (!atomic_exchange(&attached, false))
 		return;
+	gpu_end();
 	if (amp_hook_remove)
 		amp_hook_remove(hook_handle);
 	hook_handle = 0;
@@ -665,6 +868,7 @@ __attribute__((destructor)) static void recorder_fini(void)
 
 	if (!atomic_load(&attached))
 		return;
+	gpu_end();
 	snprintf(path, sizeof path, "%s/exit", process_dir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0)

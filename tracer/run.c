@@ -38,6 +38,7 @@
 
 /* How often the raw files are polled while the program runs. */
 #define POLL_INTERVAL_NS (10 * 1000 * 1000)
+#define BUSY_POLL_INTERVAL_NS (2 * 1000 * 1000)
 
 static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [-q] [--no-value-checks]\n"
@@ -650,12 +651,14 @@ int amptrace_run(int argc, char **argv)
 		size_t converted = conv_poll(&cv);
 		for (size_t k = 0; k < s.noutputs; k++)
 			trace_writer_flush(&s.outputs[k]->writer);
-		/* A busy program is followed every millisecond (in batches),
-		 * an idle one every POLL_INTERVAL; its end wakes us at once. */
-		if (!converted) {
-			struct timespec pause = { 0, POLL_INTERVAL_NS };
-			sigtimedwait(&chld, NULL, &pause);
-		}
+		/* A busy program is followed every BUSY_POLL_INTERVAL (in
+		 * batches: polling without a pause took a core from the
+		 * program), an idle one every POLL_INTERVAL; its end wakes us
+		 * at once. */
+		struct timespec pause = {
+			0, converted ? BUSY_POLL_INTERVAL_NS : POLL_INTERVAL_NS
+		};
+		sigtimedwait(&chld, NULL, &pause);
 	}
 	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
 	child_pid = 0;

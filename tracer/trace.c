@@ -557,6 +557,20 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		e.diag.op_id = get_id(l, args, "op_id", "args.", true);
 		e.diag.tensor = get_id(l, args, "tensor", "args.", true);
 		break;
+	case TRACE_KERNEL: {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "External id");
+		e.kernel.host_pid = -1;
+		if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
+			e.kernel.linked = true;
+			e.kernel.external_id = (uint64_t)v->valuedouble;
+		}
+		e.kernel.cast = cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(args, "amp.cast_result"));
+		v = cJSON_GetObjectItemCaseSensitive(args, "amp.pid");
+		if (cJSON_IsNumber(v))
+			e.kernel.host_pid = (int64_t)v->valuedouble;
+		break;
+	}
 	case TRACE_META:
 		e.meta.rank = -1;
 		if (cJSON_IsObject(args)) {

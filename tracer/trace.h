@@ -110,6 +110,14 @@ struct trace_diag {
 	uint64_t op_id, tensor;
 };
 
+/* kernel X (FORMAT.md §3.8); read leniently, as other tools write it. */
+struct trace_kernel {
+	bool linked;          /* has "External id" */
+	bool cast;            /* "amp.cast_result": the id is a cast's result */
+	uint64_t external_id; /* the op_id (or cast result tensor id) */
+	int64_t host_pid;     /* "amp.pid": the process that launched it, or -1 */
+};
+
 struct trace_meta {
 	const char *value;    /* args.name, or args.labels */
 	int64_t sort_index;
@@ -134,6 +142,7 @@ struct trace_event {
 		struct trace_scaler scaler;
 		struct trace_diag diag;
 		struct trace_meta meta;
+		struct trace_kernel kernel;
 	};
 };
 

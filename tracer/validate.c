@@ -168,6 +168,47 @@ static void check_tensor(const struct trace *t, struct validate_report *r,
 	(void)t;
 }
 
+/* Every kernel's "External id" names an op of the process that launched
+ * it ("amp.pid"), or with "amp.cast_result" a cast result of one. */
+static void check_kernels(const struct trace *t, struct validate_report *r,
+			  const struct key *ops, size_t nops)
+{
+	struct key *results;
+	size_t nresults = 0;
+
+	if (!t->counts[TRACE_KERNEL])
+		return;
+	results = malloc((t->counts[TRACE_CAST] + 1) * sizeof *results);
+	if (!results) {
+		problem(r, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < t->nevents; i++)
+		if (t->events[i].kind == TRACE_CAST)
+			results[nresults++] = (struct key){
+				t->events[i].pid, t->events[i].cast.result, 0, i
+			};
+	qsort(results, nresults, sizeof *results, compare_keys);
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_KERNEL || !e->kernel.linked)
+			continue;
+		int64_t pid = e->kernel.host_pid >= 0 ? e->kernel.host_pid : e->pid;
+		bool found = e->kernel.cast
+				     ? find_key(results, nresults, pid,
+						e->kernel.external_id) != NULL
+				     : find_key(ops, nops, pid,
+						e->kernel.external_id) != NULL;
+		if (!found)
+			problem(r, "line %zu: kernel's External id %llu names no "
+				"%s of pid %lld in the trace", e->line,
+				(unsigned long long)e->kernel.external_id,
+				e->kernel.cast ? "cast result" : "op",
+				(long long)pid);
+	}
+	free(results);
+}
+
 size_t trace_validate(const struct trace *t, struct validate_report *r)
 {
 	static const char *const phases[] = { "forward", "backward", NULL };
@@ -209,6 +250,9 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				};
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 end, i };
+		} else if (e->kind == TRACE_KERNEL) {
+			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
+							 ns(e->ts + e->dur), i };
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
@@ -233,6 +277,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				(unsigned long long)ops[i].id,
 				t->events[ops[i - 1].event].line);
 	qsort(defs, ndefs, sizeof *defs, compare_keys);
+	check_kernels(t, r, ops, nops);
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];

@@ -1,6 +1,7 @@
 /* Checks a loaded trace against the rules of FORMAT.md that loading alone
  * does not: metadata for every process and thread, unique op ids, casts
- * inside their op, properly nested slices and regions, and tensor-id
+ * inside their op, properly nested slices and regions, kernels linked to
+ * an op or cast of their process (External id), and tensor-id
  * continuity (every input appears earlier as an output, a cast result or
  * a named leaf).  The format test runs it over real traces. */
 #ifndef AMPTRACE_VALIDATE_H
