@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,12 +240,92 @@ static void get_autocast(struct cursor *c, struct autocast_state *a,
 	a->scope = NULL;
 }
 
+/* ------------------------------------------------------------ keeping */
+
+/* Each event written is also kept, decoded, in the process's in-memory
+ * trace (conv_process.trace) when it has one: the same values trace_load
+ * would read back from the line, so that findings computed from it are
+ * those of the file.  The helpers return NULL when nothing is kept. */
+
+static bool keeping(const struct conv_process *p)
+{
+	return p->trace && !p->trace_lost;
+}
+
+static const char *keep_str(struct conv_process *p, const char *s, size_t len)
+{
+	if (!s || !keeping(p))
+		return NULL;
+	const char *kept = trace_intern_n(p->trace, s, len);
+	if (!kept)
+		p->trace_lost = true;
+	return kept;
+}
+
+static const char *keep_cstr(struct conv_process *p, const char *s)
+{
+	return keep_str(p, s, s ? strlen(s) : 0);
+}
+
+static const char *keep_name(struct conv_process *p, enum name_table t,
+			     unsigned value)
+{
+	if (!keeping(p))
+		return NULL;
+	if (value < p->name_count[t])
+		return p->trace_names[t][value];
+	return keep_cstr(p, "unknown");
+}
+
+/* Interns p's name tables once, when it gets its trace. */
+static void keep_names(struct conv_process *p)
+{
+	for (int k = 0; k < NAMES_COUNT && keeping(p); k++) {
+		p->trace_names[k] = calloc(p->name_count[k] + 1,
+					   sizeof *p->trace_names[k]);
+		if (!p->trace_names[k]) {
+			p->trace_lost = true;
+			break;
+		}
+		for (size_t i = 0; i < p->name_count[k]; i++)
+			p->trace_names[k][i] = keep_cstr(p, p->names[k][i]);
+	}
+}
+
+/* Microseconds, as a reader parses jsonw_us's text (the double nearest
+ * ns / 1000, which the division gives too). */
+static double to_us(int64_t ns)
+{
+	return (double)ns / 1000.0;
+}
+
+/* An M event: `value` is its args.name or args.labels. */
+static struct trace_event meta_event(struct conv_process *p, const char *name,
+				     int64_t pid, uint64_t tid,
+				     const char *value, int64_t sort_index)
+{
+	return (struct trace_event){
+		.kind = TRACE_META, .ph = 'M', .name = keep_cstr(p, name),
+		.cat = keep_cstr(p, ""), .pid = pid, .tid = (int64_t)tid,
+		.meta = { .value = keep_cstr(p, value),
+			  .sort_index = sort_index, .rank = -1 },
+	};
+}
+
 /* ------------------------------------------------------------ writing */
 
-static void event_head(struct jsonw *w, const char *name, size_t name_len,
+/* The event's first keys, written into w and kept in e (`kind` is what
+ * the reader classifies cat and ph as). */
+static void event_head(struct jsonw *w, struct trace_event *e,
+		       enum trace_kind kind, const char *name, size_t name_len,
 		       const char *cat, char ph, int64_t ts_ns,
-		       const struct conv_process *p, uint64_t tid)
+		       struct conv_process *p, uint64_t tid)
 {
+	*e = (struct trace_event){
+		.kind = kind, .ph = ph, .name = keep_str(p, name, name_len),
+		.cat = keep_cstr(p, cat), .pid = p->pid, .tid = (int64_t)tid,
+		.ts = to_us(ts_ns),
+	};
 	jsonw_lit(w, "{\"name\":");
 	jsonw_strn(w, name, name_len);
 	char phase[] = { ph, '\0' };
@@ -260,11 +341,83 @@ static void event_head(struct jsonw *w, const char *name, size_t name_len,
 	jsonw_u64(w, tid);
 }
 
-static void emit(struct conv_process *p, struct jsonw *w)
+/* Writes the event in w and keeps e, its decoded twin. */
+static void emit(struct conv_process *p, struct jsonw *w,
+		 const struct trace_event *e)
 {
 	if (p->writer)
 		trace_writer_event(p->writer, w->data, w->len);
+	if (keeping(p) && !trace_append(p->trace, e))
+		p->trace_lost = true;
 	p->events++;
+}
+
+static void keep_tensor(struct conv_process *p, const struct tensor *t,
+			struct trace_tensor *kept)
+{
+	*kept = (struct trace_tensor){
+		.id = t->id, .dtype = keep_name(p, NAMES_DTYPE, t->dtype),
+		.name = keep_str(p, t->name.s, t->name.len),
+		.ndim = t->ndim < TRACE_MAX_DIMS ? (int)t->ndim : TRACE_MAX_DIMS,
+		.requires_grad = t->flags & 2, .leaf = t->flags & 1,
+		.view = t->flags & 4,
+	};
+	memcpy(kept->shape, t->shape, (size_t)kept->ndim * sizeof *kept->shape);
+}
+
+static struct trace_tensor *keep_tensors(struct conv_process *p,
+					 const struct tensor *list, unsigned n)
+{
+	if (!keeping(p))
+		return NULL;
+	struct trace_tensor *kept =
+		trace_alloc(p->trace, (n ? n : 1) * sizeof *kept);
+	if (!kept) {
+		p->trace_lost = true;
+		return NULL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		keep_tensor(p, &list[i], &kept[i]);
+	return kept;
+}
+
+/* The named regions open on t, outermost first (NULL when none). */
+static const char **keep_named_scopes(struct conv_process *p,
+				      const struct conv_thread *t, int *count)
+{
+	*count = 0;
+	if (!keeping(p))
+		return NULL;
+	size_t named = 0;
+	for (size_t i = 0; i < t->nscopes; i++)
+		named += t->scopes[i].name != NULL;
+	if (!named)
+		return NULL;
+	const char **scopes = trace_alloc(p->trace, named * sizeof *scopes);
+	if (!scopes) {
+		p->trace_lost = true;
+		return NULL;
+	}
+	for (size_t i = 0; i < t->nscopes; i++)
+		if (t->scopes[i].name)
+			scopes[(*count)++] = keep_cstr(p, t->scopes[i].name);
+	return scopes;
+}
+
+static struct trace_autocast keep_autocast(struct conv_process *p,
+					   const struct conv_thread *t,
+					   const struct autocast_state *a,
+					   struct str scope)
+{
+	struct trace_autocast kept = {
+		.enabled = a->enabled,
+		.device = keep_name(p, NAMES_DEVICE, a->device),
+		.dtype = keep_name(p, NAMES_DTYPE, a->dtype),
+		.cache_enabled = a->cache_enabled, .depth = a->depth,
+		.scope = keep_str(p, scope.s, scope.len),
+	};
+	kept.scopes = keep_named_scopes(p, t, &kept.nscopes);
+	return kept;
 }
 
 static void write_shape(struct jsonw *w, const struct tensor *t)
@@ -440,14 +593,34 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 		begin_ns = time_ns;
 
 	struct jsonw label;
+	struct trace_event e;
 	jsonw_init(&label);
 	op_name(&label, name, overload);
 	jsonw_reset(w);
-	event_head(w, label.data, label.len, "amp.op", 'X',
+	event_head(w, &e, TRACE_OP, label.data, label.len, "amp.op", 'X',
 		   (int64_t)(begin_ns - cv->base_ns), p, t->tid);
 	jsonw_free(&label);
 	jsonw_lit(w, ",\"dur\":");
 	jsonw_us(w, (int64_t)(time_ns - begin_ns));
+	e.dur = to_us((int64_t)(time_ns - begin_ns));
+	e.op = (struct trace_op){
+		.op_id = op_id, .parent_op_id = parent, .forward_op_id = forward,
+		.op = keep_str(p, name.s ? name.s : "unknown",
+			       name.s ? name.len : 7),
+		.overload = keep_str(p, overload.s ? overload.s : "",
+				     overload.len),
+		.phase = keep_name(p, NAMES_PHASE, phase),
+		.policy = keep_name(p, NAMES_POLICY, policy),
+		.device = keep_name(p, NAMES_DEVICE, device),
+		.emulated = emulated,
+		.autocast = keep_autocast(p, t, &ac, scope),
+		.ninputs = (int)nin, .noutputs = (int)nout,
+		.inputs = keep_tensors(p, in, nin),
+		.outputs = keep_tensors(p, out, nout),
+		.status = status,
+		.error = status ? keep_str(p, error.s ? error.s : "", error.len)
+				: NULL,
+	};
 	jsonw_lit(w, ",\"args\":{\"op_id\":");
 	jsonw_u64(w, op_id);
 	jsonw_lit(w, ",\"op\":");
@@ -504,7 +677,7 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	jsonw_lit(w, "],\"External id\":");
 	jsonw_u64(w, op_id);
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 	p->ops++;
 }
 
@@ -514,9 +687,10 @@ static void counter(struct conv *cv, struct conv_process *p,
 		    const char *series2, double v2)
 {
 	struct jsonw *w = &cv->buf;
+	struct trace_event e;
 
 	jsonw_reset(w);
-	event_head(w, name, strlen(name), cat, 'C',
+	event_head(w, &e, TRACE_COUNTER, name, strlen(name), cat, 'C',
 		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	jsonw_printf(w, ",\"args\":{\"%s\":", series1);
 	jsonw_double(w, v1);
@@ -525,7 +699,12 @@ static void counter(struct conv *cv, struct conv_process *p,
 		jsonw_double(w, v2);
 	}
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	e.counter = (struct trace_counter){
+		.nseries = series2 ? 2 : 1,
+		.series = { keep_cstr(p, series1), keep_cstr(p, series2) },
+		.value = { v1, v2 },
+	};
+	emit(p, w, &e);
 }
 
 static void on_cast(struct conv *cv, struct conv_process *p,
@@ -557,14 +736,30 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	const char *to_name = name_of(p, NAMES_DTYPE, to);
 	char label[64];
 	int n = snprintf(label, sizeof label, "cast %s->%s", from_name, to_name);
+	struct trace_event e;
 	jsonw_reset(w);
-	event_head(w, label, (size_t)n < sizeof label ? (size_t)n : sizeof label - 1,
+	event_head(w, &e, TRACE_CAST, label,
+		   (size_t)n < sizeof label ? (size_t)n : sizeof label - 1,
 		   "amp.cast", 'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
 	jsonw_lit(w, ",\"dur\":");
 	jsonw_us(w, (int64_t)(time_ns - begin_ns));
 	jsonw_lit(w, ",\"args\":{\"op_id\":");
 	jsonw_u64(w, op_id);
 	const struct pending_op *op = find_pending(t, op_id);
+	e.dur = to_us((int64_t)(time_ns - begin_ns));
+	e.cast = (struct trace_cast){
+		.op_id = op_id, .tensor = source.id, .result = result.id,
+		.bytes = bytes, .arg = arg,
+		.from = keep_name(p, NAMES_DTYPE, from),
+		.to = keep_name(p, NAMES_DTYPE, to),
+		.cache = keep_name(p, NAMES_CACHE, cache),
+		.reason = keep_str(p, reason.s ? reason.s : "", reason.len),
+		.name = keep_str(p, source.name.s, source.name.len),
+		.op = op ? keep_cstr(p, op->op) : NULL,
+		.phase = op ? keep_name(p, NAMES_PHASE, op->phase) : NULL,
+		.scope = op ? keep_cstr(p, op->autocast.scope) : NULL,
+		.stale = stale,
+	};
 	if (op) {
 		jsonw_lit(w, ",\"op\":");
 		jsonw_str(w, op->op);
@@ -604,7 +799,7 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	if (source.flags & 1)
 		jsonw_lit(w, ",\"leaf\":true");
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 	p->casts++;
 	if (stats)
 		counter(cv, p, t, "amp.cache", "autocast cache", time_ns,
@@ -629,17 +824,18 @@ static void scope_end(struct conv *cv, struct conv_process *p,
 		      uint64_t time_ns, const char *closed_by)
 {
 	struct jsonw *w = &cv->buf;
+	struct trace_event e;
 
 	jsonw_reset(w);
-	event_head(w, s->label, strlen(s->label), "amp.scope", 'E',
-		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	event_head(w, &e, TRACE_SCOPE_END, s->label, strlen(s->label),
+		   "amp.scope", 'E', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	jsonw_printf(w, ",\"args\":{\"depth\":%d", s->depth);
 	if (closed_by) {
 		jsonw_lit(w, ",\"closed_by\":");
 		jsonw_str(w, closed_by);
 	}
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 }
 
 static void on_scope(struct conv *cv, struct conv_process *p,
@@ -668,9 +864,16 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 	struct jsonw label;
 	jsonw_init(&label);
 	scope_label(&label, p, scope, device, dtype, enabled);
+	struct trace_event e;
 	jsonw_reset(w);
-	event_head(w, label.data, label.len, "amp.scope", 'B',
-		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	event_head(w, &e, TRACE_SCOPE_BEGIN, label.data, label.len,
+		   "amp.scope", 'B', (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	e.scope = (struct trace_scope){
+		.scope = keep_str(p, scope.s, scope.len), .depth = depth,
+		.device = keep_name(p, NAMES_DEVICE, device),
+		.dtype = keep_name(p, NAMES_DTYPE, dtype),
+		.enabled = enabled, .cache_enabled = cache_enabled,
+	};
 	jsonw_printf(w, ",\"args\":{\"scope\":");
 	jsonw_strn(w, scope.s, scope.len);
 	jsonw_printf(w, ",\"depth\":%d,\"device\":\"%s\",\"dtype\":\"%s\","
@@ -678,7 +881,7 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 		     depth, name_of(p, NAMES_DEVICE, device),
 		     name_of(p, NAMES_DTYPE, dtype), enabled ? "true" : "false",
 		     cache_enabled ? "true" : "false");
-	emit(p, w);
+	emit(p, w, &e);
 	t->scopes = grow(t->scopes, &t->cap_scopes, t->nscopes + 1,
 			 sizeof *t->scopes);
 	t->scopes[t->nscopes++] = (struct open_scope){
@@ -698,15 +901,17 @@ static void on_cache_clear(struct conv *cv, struct conv_process *p,
 
 	if (c->bad)
 		return;
+	struct trace_event e;
 	jsonw_reset(w);
-	event_head(w, "cache clear", 11, "amp.cache", 'i',
-		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	event_head(w, &e, TRACE_CACHE_CLEAR, "cache clear", 11, "amp.cache",
+		   'i', (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	e.cache = (struct trace_cache_clear){ entries, bytes };
 	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"entries\":");
 	jsonw_u64(w, entries);
 	jsonw_lit(w, ",\"bytes\":");
 	jsonw_u64(w, bytes);
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 	counter(cv, p, t, "amp.cache", "autocast cache", time_ns, "entries", 0,
 		"bytes", 0);
 }
@@ -727,9 +932,17 @@ static void on_scaler(struct conv *cv, struct conv_process *p,
 	int n = snprintf(label, sizeof label, "scaler %.*s",
 			 (int)(what.len < 40 ? what.len : 40),
 			 what.s ? what.s : "");
+	struct trace_event e;
 	jsonw_reset(w);
-	event_head(w, label, (size_t)n, "amp.scaler", 'i',
+	event_head(w, &e, TRACE_SCALER, label, (size_t)n, "amp.scaler", 'i',
 		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+	/* JSON has no NaN or infinity: both are written as null, read as NaN */
+	e.scaler = (struct trace_scaler){
+		.what = keep_str(p, what.s ? what.s : "", what.len),
+		.scaler_id = scaler_id, .optimizer_id = optimizer_id,
+		.inf_tensor = inf_tensor, .scale = isfinite(scale) ? scale : NAN,
+		.found_inf = found_inf, .step_skipped = skipped,
+	};
 	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"what\":");
 	jsonw_strn(w, what.s ? what.s : "", what.len);
 	jsonw_lit(w, ",\"scaler_id\":");
@@ -747,7 +960,7 @@ static void on_scaler(struct conv *cv, struct conv_process *p,
 		jsonw_u64(w, inf_tensor);
 	}
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 
 	size_t slot = (size_t)(scaler_id % 8);
 	if (scale == scale && scale != p->last_scale[slot]) {
@@ -774,10 +987,16 @@ static void diag(struct conv *cv, struct conv_process *p, uint64_t tid,
 		 uint64_t tensor_id, char scope)
 {
 	struct jsonw *w = &cv->buf;
+	struct trace_event e;
 
 	jsonw_reset(w);
-	event_head(w, kind, kind_len, "amp.diag", 'i',
+	event_head(w, &e, TRACE_DIAG, kind, kind_len, "amp.diag", 'i',
 		   (int64_t)(time_ns - cv->base_ns), p, tid);
+	e.diag = (struct trace_diag){
+		.kind = keep_str(p, kind, kind_len),
+		.message = keep_str(p, message, message_len),
+		.op_id = op_id, .tensor = tensor_id,
+	};
 	jsonw_printf(w, ",\"s\":\"%c\",\"args\":{\"kind\":", scope);
 	jsonw_strn(w, kind, kind_len);
 	jsonw_lit(w, ",\"message\":");
@@ -791,7 +1010,7 @@ static void diag(struct conv *cv, struct conv_process *p, uint64_t tid,
 		jsonw_u64(w, tensor_id);
 	}
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 }
 
 static void on_diag(struct conv *cv, struct conv_process *p,
@@ -834,32 +1053,40 @@ static void gpu_announce(struct conv *cv, struct conv_process *p,
 			     sizeof *p->gpu_tracks);
 	p->gpu_tracks[p->ngpu_tracks++] = (struct conv_gpu_track){ device, stream };
 	long long pid = (long long)gpu_pid(p, device);
+	char name[64];
+	struct trace_event e;
 	jsonw_reset(w);
 	if (stream == UINT32_MAX) {
+		snprintf(name, sizeof name, "GPU %u (pid %ld)", device, p->pid);
 		jsonw_printf(w, "{\"name\":\"process_name\",\"ph\":\"M\","
 				"\"pid\":%lld,\"tid\":0,\"args\":{\"name\":"
-				"\"GPU %u (pid %ld)\",\"device\":%u,"
-				"\"host_pid\":%ld}}",
-			     pid, device, p->pid, device, p->pid);
-		emit(p, w);
+				"\"%s\",\"device\":%u,\"host_pid\":%ld}}",
+			     pid, name, device, p->pid);
+		e = meta_event(p, "process_name", pid, 0, name, 0);
+		emit(p, w, &e);
 		jsonw_reset(w);
 		jsonw_printf(w, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
 				"\"pid\":%lld,\"tid\":0,\"args\":{\"sort_index\":"
 				"%u}}",
 			     pid, 0x10000u + device);
+		e = meta_event(p, "process_sort_index", pid, 0, NULL,
+			       0x10000 + device);
 	} else {
+		snprintf(name, sizeof name, "stream %u", stream);
 		jsonw_printf(w, "{\"name\":\"thread_name\",\"ph\":\"M\","
 				"\"pid\":%lld,\"tid\":%u,\"args\":{\"name\":"
-				"\"stream %u\"}}",
-			     pid, stream, stream);
-		emit(p, w);
+				"\"%s\"}}",
+			     pid, stream, name);
+		e = meta_event(p, "thread_name", pid, stream, name, 0);
+		emit(p, w, &e);
 		jsonw_reset(w);
 		jsonw_printf(w, "{\"name\":\"thread_sort_index\",\"ph\":\"M\","
 				"\"pid\":%lld,\"tid\":%u,\"args\":{\"sort_index\":"
 				"%u}}",
 			     pid, stream, stream);
+		e = meta_event(p, "thread_sort_index", pid, stream, NULL, stream);
 	}
-	emit(p, w);
+	emit(p, w, &e);
 }
 
 /* One kernel or memcpy (raw.h RAW_KIND_GPU_ACTIVITY) as Kineto writes
@@ -893,6 +1120,21 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 	gpu_announce(cv, p, device, stream);
 	uint64_t dur = end_ns > start_ns ? end_ns - start_ns : 0;
 	struct jsonw *w = &cv->buf;
+	/* Readers know the kernel category; a memcpy is someone else's. */
+	struct trace_event e = {
+		.kind = memcpy_kind ? TRACE_OTHER : TRACE_KERNEL, .ph = 'X',
+		.name = keep_str(p, name.s, name.len),
+		.cat = keep_cstr(p, memcpy_kind ? "gpu_memcpy" : "kernel"),
+		.pid = gpu_pid(p, device), .tid = stream,
+		.ts = to_us((int64_t)(start_ns - cv->base_ns)),
+		.dur = to_us((int64_t)dur),
+	};
+	if (!memcpy_kind)
+		e.kernel = (struct trace_kernel){
+			.linked = cast_id || op_id, .cast = cast_id != 0,
+			.external_id = cast_id ? cast_id : op_id,
+			.host_pid = p->pid,
+		};
 	jsonw_reset(w);
 	jsonw_lit(w, "{\"name\":");
 	jsonw_strn(w, name.s, name.len);
@@ -937,7 +1179,7 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 		p->kernels++;
 	}
 	jsonw_lit(w, "}}");
-	emit(p, w);
+	emit(p, w, &e);
 }
 
 static void on_gpu_status(struct conv_process *p, struct cursor *c)
@@ -1040,12 +1282,17 @@ static void process_metadata(struct conv *cv, struct conv_process *p)
 		jsonw_str(w, p->argv[i]);
 	}
 	jsonw_lit(w, "]}}");
-	emit(p, w);
+	struct trace_event e =
+		meta_event(p, "process_name", p->pid, 0, name, 0);
+	e.meta.rank = p->rank;
+	emit(p, w, &e);
+	long sort_index = p->rank >= 0 ? (long)p->rank : (long)cv->nprocs;
 	jsonw_reset(w);
 	jsonw_printf(w, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
 			"\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
-		     p->pid, p->rank >= 0 ? (long)p->rank : (long)cv->nprocs);
-	emit(p, w);
+		     p->pid, sort_index);
+	e = meta_event(p, "process_sort_index", p->pid, 0, NULL, sort_index);
+	emit(p, w, &e);
 }
 
 
@@ -1065,13 +1312,17 @@ static void thread_metadata(struct conv *cv, struct conv_process *p,
 		     p->pid, (unsigned long long)t->tid);
 	jsonw_str(w, name);
 	jsonw_printf(w, ",\"os_tid\":%lld}}", (long long)h->os_tid);
-	emit(p, w);
+	struct trace_event e =
+		meta_event(p, "thread_name", p->pid, t->tid, name, 0);
+	emit(p, w, &e);
 	jsonw_reset(w);
 	jsonw_printf(w, "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%ld,"
 			"\"tid\":%llu,\"args\":{\"sort_index\":%llu}}",
 		     p->pid, (unsigned long long)t->tid,
 		     (unsigned long long)t->tid);
-	emit(p, w);
+	e = meta_event(p, "thread_sort_index", p->pid, t->tid, NULL,
+		       (int64_t)t->tid);
+	emit(p, w, &e);
 }
 
 static const uint8_t *map_chunk(struct conv_thread *t, uint64_t index)
@@ -1115,6 +1366,9 @@ static size_t read_thread(struct conv *cv, struct conv_process *p,
 		if (!p->announced) {
 			p->announced = true;
 			p->writer = cv->writer_for(cv->ctx, p);
+			if (cv->trace_for)
+				p->trace = cv->trace_for(cv->ctx, p);
+			keep_names(p);
 			process_metadata(cv, p);
 		}
 		if (t->tid == RAW_GPU_STREAM)
@@ -1385,12 +1639,14 @@ static void close_thread(struct conv *cv, struct conv_process *p,
 		char label[256];
 		snprintf(label, sizeof label, "%s%s%s", op->op,
 			 op->overload[0] ? "." : "", op->overload);
+		int64_t dur = (int64_t)(end_ns > op->begin_ns
+						? end_ns - op->begin_ns : 0);
+		struct trace_event e;
 		jsonw_reset(w);
-		event_head(w, label, strlen(label), "amp.op", 'X',
+		event_head(w, &e, TRACE_OP, label, strlen(label), "amp.op", 'X',
 			   (int64_t)(op->begin_ns - cv->base_ns), p, t->tid);
 		jsonw_lit(w, ",\"dur\":");
-		jsonw_us(w, (int64_t)(end_ns > op->begin_ns ? end_ns - op->begin_ns
-							    : 0));
+		jsonw_us(w, dur);
 		jsonw_lit(w, ",\"args\":{\"op_id\":");
 		jsonw_u64(w, op->op_id);
 		jsonw_lit(w, ",\"op\":");
@@ -1413,7 +1669,17 @@ static void close_thread(struct conv *cv, struct conv_process *p,
 		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
 		jsonw_str(w, closed_by);
 		jsonw_lit(w, "}}");
-		emit(p, w);
+		e.dur = to_us(dur);
+		e.op = (struct trace_op){
+			.op_id = op->op_id, .parent_op_id = op->parent_op_id,
+			.op = keep_cstr(p, op->op),
+			.overload = keep_cstr(p, op->overload),
+			.phase = keep_name(p, NAMES_PHASE, op->phase),
+			.device = keep_name(p, NAMES_DEVICE, op->device),
+			.emulated = op->emulated, .incomplete = true,
+			.autocast = keep_autocast(p, t, &op->autocast, scope),
+		};
+		emit(p, w, &e);
 		p->ops++;
 		p->in_flight_ops++;
 		free_pending(op);
@@ -1510,7 +1776,9 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 			     p->pid);
 		jsonw_str(w, message);
 		jsonw_lit(w, "}}");
-		emit(p, w);
+		struct trace_event e =
+			meta_event(p, "process_labels", p->pid, 0, message, 0);
+		emit(p, w, &e);
 	}
 }
 
@@ -1589,6 +1857,8 @@ void conv_free(struct conv *c)
 			free(t);
 		}
 		free(p->threads);
+		for (int k = 0; k < NAMES_COUNT; k++)
+			free(p->trace_names[k]);
 		free(p->gpu_reason);
 		free(p->gpu_tracks);
 		for (int k = 0; k < NAMES_COUNT; k++) {

@@ -6,6 +6,7 @@
 #define AMPTRACE_CONVERT_H
 
 #include "jsonw.h"
+#include "trace.h"
 #include "trace_writer.h"
 
 #include <stdbool.h>
@@ -32,6 +33,12 @@ struct conv_process {
 	 * a process that records nothing (a launcher) leaves no trace. */
 	bool announced;
 	struct trace_writer *writer; /* where its events go (NULL: dropped) */
+	/* Where its events are also kept, decoded (conv.trace_for; NULL:
+	 * nowhere), and its names interned there.  `trace_lost`: an event
+	 * could not be kept (out of memory), so `trace` is not the file. */
+	struct trace *trace;
+	const char **trace_names[6];
+	bool trace_lost;
 	struct conv_thread **threads;
 	size_t nthreads;
 	uint64_t last_ns;        /* latest event time seen */
@@ -61,11 +68,18 @@ struct conv_process {
 /* Chooses the writer for a newly seen process. */
 typedef struct trace_writer *(*conv_writer_fn)(void *ctx,
 					       const struct conv_process *p);
+/* Chooses the in-memory trace that keeps a newly seen process's events
+ * as they are written (called after its writer_for), or NULL. */
+typedef struct trace *(*conv_trace_fn)(void *ctx,
+				       const struct conv_process *p);
 
 struct conv {
 	char *raw_dir;
 	uint64_t base_ns;        /* CLOCK_MONOTONIC of ts 0 */
 	conv_writer_fn writer_for;
+	/* Optional (NULL after conv_init): `amptrace run` computes its
+	 * findings from these traces rather than reading its files back. */
+	conv_trace_fn trace_for;
 	void *ctx;
 	struct conv_process **procs;
 	size_t nprocs;

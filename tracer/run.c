@@ -77,6 +77,10 @@ struct output {
 	struct trace_writer writer;
 	bool open;
 	size_t processes;
+	/* The events written, kept decoded by the converter as it writes
+	 * them: the findings' input, so the file is not read back. */
+	struct trace kept;
+	bool kept_ready;        /* trace_init succeeded */
 };
 
 struct run_state {
@@ -158,6 +162,7 @@ static struct output *output_for_rank(struct run_state *s, int rank)
 	*o = (struct output){ .rank = rank,
 			      .path = rank >= 0 ? rank_path(s->out, rank)
 						: strdup(s->out) };
+	o->kept_ready = trace_init(&o->kept, o->path) == 0;
 	return o;
 }
 
@@ -188,6 +193,13 @@ static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
 
 	o->processes++;
 	return open_output(s, o) ? &o->writer : NULL;
+}
+
+static struct trace *trace_for(void *ctx, const struct conv_process *p)
+{
+	struct output *o = output_for_rank(ctx, p->rank);
+
+	return o->kept_ready ? &o->kept : NULL;
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag,
@@ -436,23 +448,44 @@ static void finding_event(const struct trace_finding *f, int64_t ts_ns,
 	jsonw_lit(w, "}}");
 }
 
-/* Appends the findings computed from the events written so far, so that
- * the trace alone (Perfetto, ampview, other tools) shows them.  The file
- * has no trailer yet, which trace_load accepts as a cut trace.  Findings
- * that are amp.diag events already (libamp's value checks, process-died)
- * are not repeated.  A trace that cannot be read back gets none: the
- * events matter more than their findings. */
-static void append_findings(struct output *o, int64_t ts_ns)
+/* Whether o's kept trace holds every event of its file: not when the
+ * converter could not keep one (out of memory). */
+static bool kept_whole(const struct output *o, const struct conv *cv)
 {
-	struct trace t;
+	if (!o->kept_ready)
+		return false;
+	for (size_t i = 0; i < cv->nprocs; i++)
+		if (cv->procs[i]->writer == &o->writer &&
+		    cv->procs[i]->trace_lost)
+			return false;
+	return true;
+}
+
+/* Appends the findings computed from the events written so far, so that
+ * the trace alone (Perfetto, ampview, other tools) shows them.  Their
+ * input is the trace the converter kept while writing: reading the file
+ * back (cJSON) took as long as a short run itself.  Only when that trace
+ * is not whole is the file read back; it has no trailer yet, which
+ * trace_load accepts as a cut trace.  Findings that are amp.diag events
+ * already (libamp's value checks, process-died) are not repeated.  A
+ * trace that cannot be read back gets none: the events matter more than
+ * their findings. */
+static void append_findings(struct output *o, const struct conv *cv,
+			    int64_t ts_ns)
+{
+	struct trace loaded;
 	struct trace_error err;
 	struct findings f;
 	struct jsonw w;
+	const struct trace *t = &o->kept;
 
-	trace_writer_flush(&o->writer);
-	if (trace_load(o->path, &t, &err) != 0)
-		return;
-	findings_compute(&t, &f);
+	if (!kept_whole(o, cv)) {
+		trace_writer_flush(&o->writer);
+		if (trace_load(o->path, &loaded, &err) != 0)
+			return;
+		t = &loaded;
+	}
+	findings_compute(t, &f);
 	jsonw_init(&w);
 	for (size_t i = 0; i < f.count; i++) {
 		if (f.items[i].from_trace)
@@ -463,7 +496,8 @@ static void append_findings(struct output *o, int64_t ts_ns)
 	}
 	jsonw_free(&w);
 	findings_free(&f);
-	trace_free(&t);
+	if (t == &loaded)
+		trace_free(&loaded);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
@@ -477,7 +511,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 
 		if (!o->open)
 			continue;
-		append_findings(o, (int64_t)(end_ns - s->mono_base));
+		append_findings(o, cv, (int64_t)(end_ns - s->mono_base));
 		uint64_t events = o->writer.events;
 		jsonw_init(&end);
 		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
@@ -639,6 +673,7 @@ int amptrace_run(int argc, char **argv)
 
 	struct conv cv;
 	conv_init(&cv, raw_dir, s.mono_base, writer_for, &s);
+	cv.trace_for = trace_for;
 	int status = 0;
 	for (;;) {
 		pid_t done = waitpid(pid, &status, WNOHANG);
@@ -700,6 +735,7 @@ int amptrace_run(int argc, char **argv)
 		}
 	}
 	for (size_t k = 0; k < s.noutputs; k++) {
+		trace_free(&s.outputs[k]->kept);
 		free(s.outputs[k]->path);
 		free(s.outputs[k]);
 	}

@@ -18,7 +18,7 @@ struct trace_arena_block {
 	max_align_t data[];
 };
 
-static void *arena_alloc(struct trace *t, size_t size)
+void *trace_alloc(struct trace *t, size_t size)
 {
 	struct trace_arena_block *b = t->arena;
 
@@ -38,21 +38,27 @@ static void *arena_alloc(struct trace *t, size_t size)
 	return p;
 }
 
-static uint64_t hash_string(const char *s)
+static uint64_t hash_bytes(const char *s, size_t len)
 {
 	uint64_t h = 1469598103934665603ull;
 
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
 	return h;
+}
+
+static uint64_t hash_string(const char *s)
+{
+	return hash_bytes(s, strlen(s));
 }
 
 /* Interned copy of s: equal strings share one pointer, which keeps a
  * trace of a million ops to a few distinct op names in memory. */
-static const char *intern(struct trace *t, const char *s)
+const char *trace_intern_n(struct trace *t, const char *s, size_t len)
 {
 	if (!s)
 		return NULL;
+	len = strnlen(s, len);
 	if ((t->nstrings + 1) * 2 > t->cap_strings) {
 		size_t cap = t->cap_strings ? t->cap_strings * 2 : 1024;
 		const char **table = calloc(cap, sizeof *table);
@@ -70,20 +76,25 @@ static const char *intern(struct trace *t, const char *s)
 		t->strings = table;
 		t->cap_strings = cap;
 	}
-	size_t j = hash_string(s) & (t->cap_strings - 1);
+	size_t j = hash_bytes(s, len) & (t->cap_strings - 1);
 	while (t->strings[j]) {
-		if (!strcmp(t->strings[j], s))
+		if (!strncmp(t->strings[j], s, len) && !t->strings[j][len])
 			return t->strings[j];
 		j = (j + 1) & (t->cap_strings - 1);
 	}
-	size_t len = strlen(s);
-	char *copy = arena_alloc(t, len + 1);
+	char *copy = trace_alloc(t, len + 1);
 	if (!copy)
 		return NULL;
-	memcpy(copy, s, len + 1);
+	memcpy(copy, s, len);
+	copy[len] = '\0';
 	t->strings[j] = copy;
 	t->nstrings++;
 	return copy;
+}
+
+const char *trace_intern(struct trace *t, const char *s)
+{
+	return trace_intern_n(t, s, s ? strlen(s) : 0);
 }
 
 /* ------------------------------------------------------ field access */
@@ -140,7 +151,7 @@ static const char *get_string(struct loader *l, const cJSON *obj,
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
 	if (cJSON_IsString(v))
-		return intern(l->trace, v->valuestring);
+		return trace_intern(l->trace, v->valuestring);
 	if ((!v && optional) || (cJSON_IsNull(v) && nullable))
 		return NULL;
 	fail(l, "%s%s must be a string%s, got %s", where, key,
@@ -255,7 +266,7 @@ static struct trace_tensor *load_tensors(struct loader *l, const cJSON *args,
 		return NULL;
 	int n = cJSON_GetArraySize(list);
 	struct trace_tensor *out =
-		arena_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *out);
+		trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *out);
 	if (!out) {
 		fail(l, "out of memory");
 		return NULL;
@@ -286,7 +297,7 @@ static void load_autocast(struct loader *l, const cJSON *args,
 	const cJSON *scopes = get_array(l, v, "scopes", at, true);
 	if (scopes) {
 		int n = cJSON_GetArraySize(scopes);
-		a->scopes = arena_alloc(l->trace, (size_t)(n ? n : 1) *
+		a->scopes = trace_alloc(l->trace, (size_t)(n ? n : 1) *
 						    sizeof *a->scopes);
 		const cJSON *s;
 		cJSON_ArrayForEach(s, scopes) {
@@ -296,7 +307,7 @@ static void load_autocast(struct loader *l, const cJSON *args,
 			}
 			if (a->scopes)
 				a->scopes[a->nscopes++] =
-					intern(l->trace, s->valuestring);
+					trace_intern(l->trace, s->valuestring);
 		}
 	}
 }
@@ -309,7 +320,7 @@ static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
 	op->op = get_string(l, args, "op", at, false, false);
 	op->overload = get_string(l, args, "overload", at, true, false);
 	if (!op->overload)
-		op->overload = intern(l->trace, "");
+		op->overload = trace_intern(l->trace, "");
 	op->phase = get_string(l, args, "phase", at, false, false);
 	op->device = get_string(l, args, "device", at, false, false);
 	op->emulated = get_bool(l, args, "emulated", at, true);
@@ -403,7 +414,7 @@ static void load_counter(struct loader *l, const cJSON *args,
 			return;
 		}
 		if (c->nseries < TRACE_MAX_SERIES) {
-			c->series[c->nseries] = intern(l->trace, v->string);
+			c->series[c->nseries] = trace_intern(l->trace, v->string);
 			c->value[c->nseries++] = value;
 		}
 	}
@@ -418,7 +429,7 @@ static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
 	if (cJSON_IsString(v)) {
 		/* String pids are a non-spec convenience (Perfetto accepts
 		 * them): map each distinct string to a negative number. */
-		const char *s = intern(l->trace, v->valuestring);
+		const char *s = trace_intern(l->trace, v->valuestring);
 		return -(int64_t)(hash_string(s ? s : "") & 0x7fffffff) - 1;
 	}
 	if (!v)
@@ -494,10 +505,10 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	e.ph = ph[0];
 	e.cat = get_string(l, json, "cat", "", true, false);
 	if (!e.cat)
-		e.cat = intern(t, "");
+		e.cat = trace_intern(t, "");
 	e.name = get_string(l, json, "name", "", e.ph == 'E', false);
 	if (!e.name)
-		e.name = intern(t, "");
+		e.name = trace_intern(t, "");
 	e.pid = get_pid(l, json, "pid");
 	e.tid = get_pid(l, json, "tid");
 	e.kind = classify(e.cat, e.ph);
@@ -578,7 +589,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 			if (!cJSON_IsString(v))
 				v = cJSON_GetObjectItemCaseSensitive(args, "labels");
 			if (cJSON_IsString(v))
-				e.meta.value = intern(t, v->valuestring);
+				e.meta.value = trace_intern(t, v->valuestring);
 			v = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
 			if (cJSON_IsNumber(v))
 				e.meta.sort_index = (int64_t)v->valuedouble;
@@ -592,17 +603,9 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	}
 	if (l->failed)
 		return -1;
-	if (t->nevents == t->cap_events) {
-		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
-		struct trace_event *grown = realloc(t->events, cap * sizeof *grown);
-		if (!grown)
-			return trace_error_set(l->err, "%s: out of memory after "
-					       "%zu events", l->path, t->nevents);
-		t->events = grown;
-		t->cap_events = cap;
-	}
-	t->events[t->nevents++] = e;
-	t->counts[e.kind]++;
+	if (!trace_append(t, &e))
+		return trace_error_set(l->err, "%s: out of memory after "
+				       "%zu events", l->path, t->nevents);
 	return 0;
 }
 
@@ -646,6 +649,33 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 	}
 	return 0;
 }
+
+/* ------------------------------------------------------------ building */
+
+int trace_init(struct trace *trace, const char *path)
+{
+	*trace = (struct trace){ .path = strdup(path) };
+	return trace->path ? 0 : -1;
+}
+
+struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
+{
+	if (t->nevents == t->cap_events) {
+		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
+		struct trace_event *grown = realloc(t->events, cap * sizeof *grown);
+		if (!grown)
+			return NULL;
+		t->events = grown;
+		t->cap_events = cap;
+	}
+	struct trace_event *added = &t->events[t->nevents];
+	*added = *e;
+	added->index = t->nevents++;
+	t->counts[e->kind]++;
+	return added;
+}
+
+/* ------------------------------------------------------------- loading */
 
 int trace_load(const char *path, struct trace *trace, struct trace_error *err)
 {

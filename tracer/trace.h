@@ -176,6 +176,21 @@ int trace_load_text(const char *path, const char *text, size_t len,
 		    struct trace *trace, struct trace_error *err);
 void trace_free(struct trace *trace);
 
+/* Building a trace in memory, event by event, without a file: `amptrace
+ * run` keeps the events it writes this way, so that its findings need
+ * not read the trace back.  trace_init() starts an empty trace named
+ * `path`; the strings and arrays an event points to must come from
+ * trace_intern()/trace_alloc() of the same trace (they live as long as
+ * it); trace_append() copies the event in, setting its index, and
+ * counts it.  Each returns NULL (trace_init -1) when out of memory. */
+int trace_init(struct trace *trace, const char *path);
+const char *trace_intern(struct trace *trace, const char *s);
+/* The first `len` bytes of s (up to a NUL among them). */
+const char *trace_intern_n(struct trace *trace, const char *s, size_t len);
+void *trace_alloc(struct trace *trace, size_t size);
+struct trace_event *trace_append(struct trace *trace,
+				 const struct trace_event *event);
+
 /* A one-line description of how the trace ended, or NULL when it ended
  * normally: "truncated at line 1234 (its writer was stopped ...)" or
  * "rank 0: killed by SIGSEGV".  Written into buf. */
