@@ -1,0 +1,113 @@
+#!/bin/sh
+# ampview from the outside (DESIGN.md's contract):
+#   ampview trace.json -o graph.svg [--format svg|dot|png]
+# exit 2 with a message for unreadable or malformed traces and bad command
+# lines; SVG that parses as XML and shows the dtypes, casts and regions;
+# PNG; DOT on standard output; the same bytes twice.
+#
+#   test_viewer_cli.sh AMPVIEW VIEWER_FIXTURES TRACE_FIXTURES
+set -u
+ampview=$1
+fixtures=$2
+trace_fixtures=$3
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+
+# expect STATUS MESSAGE-PART ARGS...: exit status and a stderr message
+expect() {
+	want=$1
+	message=$2
+	shift 2
+	"$ampview" "$@" >"$out/stdout" 2>"$out/stderr"
+	got=$?
+	if [ "$got" -ne "$want" ]; then
+		fail "ampview $* exited $got, expected $want"
+		cat "$out/stderr"
+	elif ! grep -q -- "$message" "$out/stderr"; then
+		fail "ampview $*: no '$message' in: $(cat "$out/stderr")"
+	else
+		echo "ok   exit $got: ampview $*"
+	fi
+}
+
+printf '{"traceEvents": [ {"ph": "X", "cat": "amp.op"' >"$out/cut.json"
+: >"$out/empty.json"
+expect 2 "No such file" "$out/missing.json" -o "$out/x.svg"
+expect 2 "empty file" "$out/empty.json" -o "$out/x.svg"
+expect 2 "not JSON" "$trace_fixtures/garbage.bin" -o "$out/x.svg"
+expect 2 "truncated" "$out/cut.json" -o "$out/x.svg"
+expect 2 "must be a number" "$trace_fixtures/wrong-types.json" -o "$out/x.svg"
+expect 2 "not supported" "$trace_fixtures/future-version.json" -o "$out/x.svg"
+expect 2 "which trace" -o "$out/x.svg"
+expect 2 "unknown option" "$fixtures/mlp.json" --colour
+expect 2 "unknown format" "$fixtures/mlp.json" --format jpg
+expect 2 "wants forward or backward" "$fixtures/mlp.json" --phase sideways
+expect 2 "no step 9" "$fixtures/mlp.json" --step 9 -o "$out/x.svg"
+expect 2 "named regions in this trace: 'forward'" "$fixtures/mlp.json" \
+	--scope decoder -o "$out/x.svg"
+expect 1 "cannot write" "$fixtures/infer.json" -o "$out/no/such/dir/x.svg"
+[ ! -e "$out/x.svg" ] || fail "a failed run left $out/x.svg"
+
+# SVG: XML, with the dtype labels, cast nodes and autocast clusters
+if "$ampview" "$fixtures/mlp.json" -o "$out/mlp.svg"; then
+	if python3 - "$out/mlp.svg" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+ns = {"svg": "http://www.w3.org/2000/svg"}
+root = ET.parse(sys.argv[1]).getroot()
+texts = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+groups = [g.get("class") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+want = {
+    "f16 edge label": any(t.startswith("f16[") for t in texts),
+    "f32 edge label": any(t.startswith("f32[") for t in texts),
+    "cast node": any(t.startswith("cast f32→f16") for t in texts),
+    "cache result": any("cache miss" in t for t in texts),
+    "named leaf": "fc1.weight" in texts,
+    "autocast cluster": "cluster" in groups and
+        any(t.startswith("autocast 'forward'") for t in texts),
+    "backward op": any(t.startswith("backward of") for t in texts),
+    "legend": "legend" in texts,
+}
+missing = [k for k, ok in want.items() if not ok]
+if missing:
+    print("missing in the SVG:", ", ".join(missing))
+    sys.exit(1)
+PY
+	then
+		echo "ok   SVG parses as XML and shows dtypes, casts, clusters"
+	else
+		fail "SVG check"
+	fi
+else
+	fail "ampview mlp.json -o mlp.svg"
+fi
+
+# PNG, by extension and by --format
+"$ampview" "$fixtures/infer.json" -o "$out/infer.png" &&
+	[ "$(head -c 4 "$out/infer.png" | od -An -c | tr -d ' ')" = '211PNG' ] &&
+	echo "ok   PNG from the .png extension" || fail "PNG output"
+"$ampview" "$fixtures/infer.json" --format png -o "$out/infer.out" &&
+	cmp -s "$out/infer.png" "$out/infer.out" &&
+	echo "ok   --format png" || fail "--format png"
+
+# DOT on standard output, identical twice and to -o
+"$ampview" "$fixtures/nested.json" --format dot >"$out/a.dot" &&
+	"$ampview" "$fixtures/nested.json" -o "$out/b.dot" &&
+	cmp -s "$out/a.dot" "$out/b.dot" &&
+	head -1 "$out/a.dot" | grep -q '^digraph amptrace {$' &&
+	echo "ok   DOT on stdout, same bytes as -o x.dot" || fail "DOT output"
+
+# the bad-input traces of the tracer's fixtures that do load still draw
+"$ampview" "$trace_fixtures/truncated.json" -o "$out/t.dot" &&
+	grep -q 'truncated' "$out/t.dot" &&
+	echo "ok   a truncated trace draws, and says so" ||
+	fail "truncated trace"
+
+[ "$failed" -eq 0 ] && echo "all ampview CLI checks passed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,248 @@
+/* ampview: draws a trace as an annotated computation graph (SVG, PNG or
+ * DOT).  Command-line handling only; the work is in view.h. */
+#include "trace.h"
+#include "view.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXIT_BAD_INPUT 2
+
+static const char usage[] =
+	"usage: ampview TRACE.json [-o OUT] [--format svg|dot|png] [options]\n"
+	"\n"
+	"Draws an amptrace trace as a computation graph that shows where the\n"
+	"casts are: ops (name, autocast policy, output dtype, time), tensors\n"
+	"as edges coloured by dtype, autocast's casts between producer and\n"
+	"consumer (cache hits dashed, uncacheable casts double-bordered),\n"
+	"autocast regions as boxes, backward ops dashed, findings in red.\n"
+	"\n"
+	"  -o FILE        write to FILE (default: standard output)\n"
+	"  --format FMT   svg, dot or png (default: from FILE's extension, else svg)\n"
+	"  --step N       show step N, counted from 0 as `amptrace summary` counts\n"
+	"                 (default: step 1 when the trace has several, else 0)\n"
+	"  --all-steps    show the whole trace\n"
+	"  --scope NAME   only ops inside the autocast region named NAME\n"
+	"  --phase P      only forward or only backward ops\n"
+	"  --ops N        at most N op nodes, a folded block counting as one\n"
+	"                 (default 1000; 0: no limit, layout may take minutes)\n"
+	"  --no-fold      draw repeated identical blocks (layers) in full\n"
+	"  -v, --verbose  report on stderr what was drawn and the time it took\n"
+	"  -h, --help     this text\n"
+	"      --version  the version\n"
+	"\n"
+	"The graph's title says which step it shows and what it folded or left\n"
+	"out.  Exit status: 0; 1 when the output cannot be written or Graphviz\n"
+	"fails; 2 for a bad command line or a trace that cannot be read.\n";
+
+enum {
+	OPTION_FORMAT = 256,
+	OPTION_STEP,
+	OPTION_ALL_STEPS,
+	OPTION_SCOPE,
+	OPTION_PHASE,
+	OPTION_OPS,
+	OPTION_NO_FOLD,
+	OPTION_VERSION,
+};
+
+static const struct option long_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, OPTION_FORMAT },
+	{ "step", required_argument, NULL, OPTION_STEP },
+	{ "all-steps", no_argument, NULL, OPTION_ALL_STEPS },
+	{ "scope", required_argument, NULL, OPTION_SCOPE },
+	{ "phase", required_argument, NULL, OPTION_PHASE },
+	{ "ops", required_argument, NULL, OPTION_OPS },
+	{ "no-fold", no_argument, NULL, OPTION_NO_FOLD },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPTION_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct command {
+	const char *trace, *output;
+	enum view_format format;
+	bool format_given, verbose;
+	struct view_options view;
+};
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "ampview: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'ampview --help'.\n");
+	return EXIT_BAD_INPUT;
+}
+
+static bool parse_count(const char *text, long max, long *value)
+{
+	char *end;
+
+	errno = 0;
+	*value = strtol(text, &end, 10);
+	return !errno && end != text && !*end && *value >= 0 && *value <= max;
+}
+
+static enum view_format format_of_path(const char *path)
+{
+	const char *dot = path ? strrchr(path, '.') : NULL;
+
+	if (dot && (!strcmp(dot, ".dot") || !strcmp(dot, ".gv")))
+		return VIEW_FORMAT_DOT;
+	if (dot && !strcmp(dot, ".png"))
+		return VIEW_FORMAT_PNG;
+	return VIEW_FORMAT_SVG;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, struct command *c)
+{
+	int option;
+	long value;
+
+	view_options_init(&c->view);
+	opterr = 0;
+	while ((option = getopt_long(argc, argv, ":o:vh", long_options,
+				     NULL)) != -1) {
+		switch (option) {
+		case 'o':
+			c->output = optarg;
+			break;
+		case OPTION_FORMAT:
+			if (view_format_from_name(optarg, &c->format) != 0)
+				return bad_usage("unknown format '%s' (svg, dot "
+						 "or png)", optarg);
+			c->format_given = true;
+			break;
+		case OPTION_STEP:
+			if (!parse_count(optarg, 1000000000, &value))
+				return bad_usage("--step wants a step number "
+						 "(0, 1, ...), got '%s'", optarg);
+			c->view.step = (int)value;
+			break;
+		case OPTION_ALL_STEPS:
+			c->view.step = VIEW_STEP_ALL;
+			break;
+		case OPTION_SCOPE:
+			c->view.scope = optarg;
+			break;
+		case OPTION_PHASE:
+			if (strcmp(optarg, "forward") && strcmp(optarg, "backward"))
+				return bad_usage("--phase wants forward or "
+						 "backward, got '%s'", optarg);
+			c->view.phase = optarg;
+			break;
+		case OPTION_OPS:
+			if (!parse_count(optarg, 100000000, &value))
+				return bad_usage("--ops wants a count (0: no "
+						 "limit), got '%s'", optarg);
+			c->view.max_ops = (size_t)value;
+			break;
+		case OPTION_NO_FOLD:
+			c->view.fold = false;
+			break;
+		case 'v':
+			c->verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case OPTION_VERSION:
+			printf("ampview %s\n", AMPTRACE_VERSION);
+			return 0;
+		case ':':
+			return bad_usage("%s needs a value", argv[optind - 1]);
+		default:
+			return bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return bad_usage("%s", optind >= argc ? "which trace? (ampview "
+				 "TRACE.json -o graph.svg)" : "one trace at a time");
+	c->trace = argv[optind];
+	if (!c->format_given)
+		c->format = format_of_path(c->output);
+	return -1;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int write_output(const char *path, const char *data, size_t len)
+{
+	FILE *f = path ? fopen(path, "wb") : stdout;
+
+	if (!f) {
+		fprintf(stderr, "ampview: cannot write %s: %s\n", path,
+			strerror(errno));
+		return 1;
+	}
+	size_t written = fwrite(data, 1, len, f);
+	int closed = path ? fclose(f) : fflush(f);
+	if (written != len || closed != 0) {
+		fprintf(stderr, "ampview: cannot write %s: %s\n",
+			path ? path : "standard output", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct command c = { 0 };
+	struct trace trace;
+	struct trace_error err;
+	struct view_stats stats;
+	char *dot = NULL, *out = NULL;
+	size_t dot_len, out_len;
+	int status = parse(argc, argv, &c);
+
+	if (status >= 0)
+		return status;
+	double start = now_ms();
+	if (trace_load(c.trace, &trace, &err) != 0) {
+		fprintf(stderr, "ampview: %s\n", err.message);
+		return EXIT_BAD_INPUT;
+	}
+	if (!trace.counts[TRACE_OP])
+		fprintf(stderr, "ampview: warning: %s has no amp.op events (was "
+			"it written by amptrace run?); the graph is empty\n",
+			c.trace);
+	double loaded = now_ms();
+	if (view_dot(&trace, &c.view, &dot, &dot_len, &stats, &err) != 0) {
+		fprintf(stderr, "ampview: %s\n", err.message);
+		trace_free(&trace);
+		return EXIT_BAD_INPUT;
+	}
+	double built = now_ms();
+	status = 1;
+	if (view_render(dot, dot_len, c.format, &out, &out_len, &err) != 0)
+		fprintf(stderr, "ampview: %s\n", err.message);
+	else
+		status = write_output(c.output, out, out_len);
+	double rendered = now_ms();
+	if (c.verbose)
+		fprintf(stderr, "ampview: %zu ops selected: %zu drawn, %zu folded "
+			"into %zu nodes, %zu left out; %zu nodes, %zu edges, "
+			"%zu clusters; load %.0f ms, graph %.0f ms, %s %.0f ms\n",
+			stats.ops_selected, stats.ops_shown, stats.ops_folded,
+			stats.folds, stats.ops_left_out, stats.nodes,
+			stats.edges, stats.clusters, loaded - start,
+			built - loaded, c.format == VIEW_FORMAT_DOT ? "write"
+			: "layout+render", rendered - built);
+	free(dot);
+	free(out);
+	trace_free(&trace);
+	return status;
+}

@@ -1,0 +1,623 @@
+/* Builds the graph of a selection (graph.h): folds repeated blocks, keeps
+ * the first --ops units, and turns ops, casts, inputs and folds into nodes
+ * and edges with their labels.  Storage and text helpers are in
+ * graph_store.c, findings in graph_notes.c. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------- clusters */
+
+static int region_cluster(struct graph_builder *b, int region)
+{
+	struct graph *g = b->g;
+	const struct view_region *r = &b->s->regions[region];
+
+	if (b->region_cluster[region] >= 0)
+		return b->region_cluster[region];
+	int parent = r->parent >= 0 ? region_cluster(b, r->parent) : -1;
+	int c = graph_new_cluster(g, parent, "cluster_%zu", g->nclusters + 1);
+	size_t start = g->text.len;
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "autocast%s", r->enabled ? "" : " disabled");
+	if (r->scope)
+		graph_text(&b->label, " '%s'", r->scope);
+	graph_text(&b->label, " · %s", r->device ? r->device : "?");
+	if (r->enabled && r->dtype)
+		graph_text(&b->label, " %s", r->dtype);
+	graph_text(&b->label, " · depth %d", r->depth);
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "style", r->enabled ? "rounded,filled" : "rounded,filled,dashed");
+	graph_attr(g, start, "fillcolor", r->enabled ? graph_dtype_tint(r->dtype)
+					       : "#f4f4f4");
+	graph_attr(g, start, "color", r->enabled ? graph_dtype_color(r->dtype)
+					   : "#888888");
+	graph_end_cluster(g, c);
+	b->region_cluster[region] = c;
+	return c;
+}
+
+/* Ops outside any region that run backward share one cluster per run. */
+static int backward_cluster(struct graph_builder *b)
+{
+	struct graph *g = b->g;
+
+	if (b->backward_cluster >= 0)
+		return b->backward_cluster;
+	int c = graph_new_cluster(g, -1, "cluster_%zu", g->nclusters + 1);
+	size_t start = g->text.len;
+	graph_attr(g, start, "label", "backward pass");
+	graph_attr(g, start, "style", "rounded,filled,dashed");
+	graph_attr(g, start, "fillcolor", "#f6f5ef");
+	graph_attr(g, start, "color", "#8c8c7a");
+	graph_end_cluster(g, c);
+	b->backward_cluster = c;
+	return c;
+}
+
+static int cluster_of_op(struct graph_builder *b, size_t ordinal)
+{
+	const struct view_op *v = &b->s->ops[ordinal];
+	const struct trace_op *op = view_op_of(b->s, ordinal);
+
+	if (v->region >= 0) {
+		b->backward_cluster = -1;
+		return region_cluster(b, v->region);
+	}
+	if (!strcmp(op->phase, "backward"))
+		return backward_cluster(b);
+	b->backward_cluster = -1;
+	return -1;
+}
+
+/* ------------------------------------------------------------- inputs */
+
+/* Keeps a node that has no inputs (an input, a reference) next to its
+ * consumer: without an edge in, dot ranks it at the very top. */
+static void anchor_node(struct graph_builder *b, size_t node)
+{
+	struct graph *g = b->g;
+
+	if (b->anchor == VIEW_NONE)
+		return;
+	size_t edge = graph_new_edge(g, b->anchor, node);
+	size_t start = g->text.len;
+	graph_attr(g, start, "style", "invis");
+	graph_end_edge(g, edge);
+}
+
+/* A tensor the view did not make: a named leaf, or what an op outside
+ * the view (another step, phase or scope) produced.  One node each, drawn
+ * again when its next use is far below the last. */
+static size_t input_node(struct graph_builder *b, const struct view_source *src,
+			 const char *dtype, const struct trace_tensor *shape)
+{
+	struct graph *g = b->g;
+	const struct view_selection *s = b->s;
+	uint64_t found;
+	char tensor[160];
+
+	if (view_map_get(&b->input_nodes, src->pid, src->tensor, &found) &&
+	    b->unit - g->nodes[found].unit <= GRAPH_LONG_EDGE) {
+		g->nodes[found].unit = b->unit;
+		return (size_t)found;
+	}
+	const char *name = view_tensor_name(s, src->pid, src->tensor);
+	size_t node = graph_new_node(g, -1, "in%zu", ++b->inputs_drawn);
+	size_t start = g->text.len;
+	g->nodes[node].unit = b->unit;
+	jsonw_reset(&b->label);
+	graph_tensor_text(tensor, sizeof tensor, dtype, shape);
+	const struct trace_event *e = src->kind == VIEW_SOURCE_OUTSIDE ?
+		&s->trace->events[src->index] : NULL;
+	bool factory = e && e->kind == TRACE_OP && view_op_is_factory(&e->op);
+	char op[128];
+	if (name) {
+		graph_text(&b->label, "%s\n%s", name, tensor);
+	} else if (factory) {
+		graph_text(&b->label, "%s\n%s",
+			 trace_op_label(&e->op, op, sizeof op), tensor);
+	} else if (e) {
+		if (e->kind == TRACE_CAST)
+			snprintf(op, sizeof op, "cast %s→%s", e->cast.from,
+				 e->cast.to);
+		else
+			trace_op_label(&e->op, op, sizeof op);
+		int step = s->analysis.step_of[src->index];
+		if (s->step != VIEW_STEP_ALL && step != s->step)
+			graph_text(&b->label, "from step %d: %s\n%s", step, op,
+				 tensor);
+		else
+			graph_text(&b->label, "from %s (not shown)\n%s", op,
+				 tensor);
+	} else {
+		graph_text(&b->label, "input\n%s", tensor);
+	}
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "shape", "ellipse");
+	graph_attr(g, start, "style", name || factory ? "filled" : "filled,dashed");
+	graph_attr(g, start, "fillcolor", name ? "#fff6c8" : "#f2f2f2");
+	graph_end_node(g, node);
+	if (!view_map_put(&b->input_nodes, src->pid, src->tensor, node))
+		g->failed = true;
+	anchor_node(b, node);
+	return node;
+}
+
+/* A stand-in for a node drawn far above: "from linear #12", linked to it
+ * (click in a browser).  Edges over hundreds of ranks are what make dot
+ * slow (each rank crossed is a virtual node to place and route) and they
+ * cannot be followed by eye anyway. */
+static size_t ref_node(struct graph_builder *b, size_t target)
+{
+	struct graph *g = b->g;
+	uint64_t found;
+	char url[40];
+
+	if (view_map_get(&b->ref_nodes, 0, target, &found) &&
+	    b->unit - g->nodes[found].unit <= GRAPH_LONG_EDGE) {
+		g->nodes[found].unit = b->unit;
+		return (size_t)found;
+	}
+	size_t node = graph_new_node(g, -1, "ref%zu", ++b->refs_drawn);
+	size_t start = g->text.len;
+	g->nodes[node].unit = b->unit;
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "from %s ↑", g->nodes[target].brief);
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "style", "rounded,dashed");
+	graph_attr(g, start, "fontsize", "8");
+	snprintf(url, sizeof url, "#%s", g->nodes[target].id);
+	graph_attr(g, start, "URL", url);
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "drawn above: %s (click to go there)",
+		 g->nodes[target].brief);
+	graph_attr(g, start, "tooltip", b->label.data);
+	graph_end_node(g, node);
+	if (!view_map_put(&b->ref_nodes, 0, target, node))
+		g->failed = true;
+	anchor_node(b, node);
+	return node;
+}
+
+/* The node a source is drawn as: its op, its cast, the fold hiding it (or
+ * a reference to one of those when it is far above), or an input node. */
+static size_t source_node(struct graph_builder *b, const struct view_source *src,
+			  const char *dtype, const struct trace_tensor *shape)
+{
+	uint64_t found;
+	size_t node = VIEW_NONE;
+
+	switch (src->kind) {
+	case VIEW_SOURCE_OP:
+		node = b->node_of_op[src->index];
+		break;
+	case VIEW_SOURCE_CAST:
+		if (view_map_get(&b->cast_nodes, 0, src->index, &found))
+			node = (size_t)found;
+		else if (b->s->ordinal_of[src->index] != VIEW_NONE)
+			node = b->node_of_op[b->s->ordinal_of[src->index]];
+		break;
+	default:
+		break;
+	}
+	if (node == VIEW_NONE)
+		return input_node(b, src, dtype, shape);
+	if (b->unit - b->g->nodes[node].unit > GRAPH_LONG_EDGE)
+		return ref_node(b, node);
+	return node;
+}
+
+static void tensor_edge(struct graph_builder *b, size_t from, size_t to,
+			const char *dtype, const struct trace_tensor *shape)
+{
+	struct graph *g = b->g;
+	char tensor[160];
+	size_t edge = graph_new_edge(g, from, to);
+	size_t start = g->text.len;
+
+	graph_attr(g, start, "xlabel", graph_tensor_text(tensor, sizeof tensor, dtype, shape));
+	graph_attr(g, start, "color", graph_dtype_color(dtype));
+	graph_attr(g, start, "fontcolor", graph_dtype_color(dtype));
+	graph_end_edge(g, edge);
+}
+
+/* ----------------------------------------------------------------- ops */
+
+struct cast_style {
+	const char *cache, *text, *style, *fill;
+	const char *peripheries;
+};
+
+/* A hit did no work (dashed, white); an uncacheable cast is redone on
+ * every use (double border). */
+static const struct cast_style cast_styles[] = {
+	{ "miss", "cache miss: converted, cached", "filled,diagonals",
+	  "#ffc870", "1" },
+	{ "hit", "cache hit: reused, no work", "filled,diagonals,dashed",
+	  "#ffffff", "1" },
+	{ "uncacheable", "uncacheable", "filled,diagonals", "#ffc870", "2" },
+	{ "disabled", "cache disabled: redone", "filled,diagonals", "#ff9f80",
+	  "1" },
+};
+
+static const struct cast_style *cast_style(const char *cache)
+{
+	for (size_t i = 0; i < sizeof cast_styles / sizeof *cast_styles; i++)
+		if (!strcmp(cast_styles[i].cache, cache))
+			return &cast_styles[i];
+	return &cast_styles[0];
+}
+
+static size_t draw_cast(struct graph_builder *b, int cluster, size_t ordinal,
+			size_t slot, const struct view_input *in)
+{
+	struct graph *g = b->g;
+	const struct trace_cast *c = &b->s->trace->events[in->cast].cast;
+	const struct cast_style *style = cast_style(c->cache);
+	char bytes[32];
+	size_t node = graph_new_node(g, cluster, "op%zu_cast%zu", ordinal + 1, slot);
+	size_t start = g->text.len;
+
+	g->nodes[node].unit = b->unit;
+	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief,
+		 "cast %s→%s #%zu", c->from, c->to, ordinal + 1);
+	graph_attr(g, start, "id", g->nodes[node].id);
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "cast %s→%s\n", c->from, c->to);
+	if (c->name)
+		graph_text(&b->label, "%s · ", c->name);
+	graph_text(&b->label, "%s\n", graph_bytes_text(bytes, sizeof bytes, c->bytes));
+	if (!strcmp(c->cache, "uncacheable") && c->reason)
+		graph_text(&b->label, "uncacheable: %s", c->reason);
+	else if (!strcmp(style->cache, c->cache))
+		jsonw_cstr(&b->label, style->text);
+	else
+		graph_text(&b->label, "cache %s", c->cache);
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "shape", "box");
+	graph_attr(g, start, "style", style->style);
+	graph_attr(g, start, "fillcolor", style->fill);
+	graph_attr(g, start, "color", "#a0620a");
+	graph_attr(g, start, "peripheries", style->peripheries);
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "cast arg %d %s→%s, cache %s%s%s", c->arg, c->from,
+		 c->to, c->cache, c->reason ? ": " : "",
+		 c->reason ? c->reason : "");
+	graph_attr(g, start, "tooltip", b->label.data);
+	graph_end_node(g, node);
+	if (!view_map_put(&b->cast_nodes, 0, in->cast, node))
+		g->failed = true;
+	g->casts_shown++;
+	graph_cast_flags(b, node, c);
+	return node;
+}
+
+static void op_label(struct graph_builder *b, size_t ordinal)
+{
+	const struct view_op *v = &b->s->ops[ordinal];
+	const struct trace_event *e = &b->s->trace->events[v->event];
+	const struct trace_op *op = &e->op;
+	char name[128], tensor[160], time[32];
+
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "%s\n", trace_op_label(op, name, sizeof name));
+	if (!strcmp(op->phase, "backward") && v->forward)
+		graph_text(&b->label, "backward of %s\n", v->forward);
+	if (v->parent)
+		graph_text(&b->label, "in %s\n", v->parent);
+	if (op->incomplete) {
+		jsonw_cstr(&b->label, "in flight when the process ended");
+		return;
+	}
+	graph_text(&b->label, "%s → ", op->policy);
+	if (op->noutputs)
+		graph_text(&b->label, "%s", graph_tensor_text(tensor, sizeof tensor,
+						      op->outputs[0].dtype,
+						      &op->outputs[0]));
+	else
+		jsonw_cstr(&b->label, "no output");
+	if (op->noutputs > 1)
+		graph_text(&b->label, " +%d", op->noutputs - 1);
+	graph_text(&b->label, "\n%s", graph_time_text(time, sizeof time, e->dur));
+}
+
+static void op_tooltip(struct graph_builder *b, const struct trace_op *op)
+{
+	const struct trace_autocast *a = &op->autocast;
+
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "%s on %s%s · autocast ", op->phase, op->device,
+		 op->emulated ? " (emulated)" : "");
+	if (a->enabled)
+		graph_text(&b->label, "%s %s, depth %d%s%s%s", a->device,
+			 a->dtype, a->depth, a->scope ? ", in '" : "",
+			 a->scope ? a->scope : "", a->scope ? "'" : "");
+	else
+		jsonw_cstr(&b->label, "off");
+}
+
+static void draw_op(struct graph_builder *b, size_t ordinal)
+{
+	struct graph *g = b->g;
+	const struct view_selection *s = b->s;
+	const struct view_op *v = &s->ops[ordinal];
+	const struct trace_op *op = view_op_of(s, ordinal);
+	int cluster = cluster_of_op(b, ordinal);
+	bool backward = !strcmp(op->phase, "backward");
+	size_t node = graph_new_node(g, cluster, "op%zu", ordinal + 1);
+	size_t start = g->text.len;
+	char name[64];
+
+	g->nodes[node].unit = ++b->unit;
+	b->anchor = b->last_unit;
+	b->last_unit = node;
+	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief, "%s #%zu",
+		 trace_op_label(op, name, sizeof name), ordinal + 1);
+	graph_attr(g, start, "id", g->nodes[node].id);
+	op_label(b, ordinal);
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "style", backward ? "filled,dashed" : "rounded,filled");
+	graph_attr(g, start, "fillcolor", graph_dtype_fill(op->noutputs ?
+						     op->outputs[0].dtype : NULL));
+	op_tooltip(b, op);
+	graph_attr(g, start, "tooltip", b->label.data);
+	graph_end_node(g, node);
+	b->node_of_op[ordinal] = node;
+	g->ops_shown++;
+	graph_op_flags(b, node, op);
+
+	for (size_t k = 0; k < v->ninputs; k++) {
+		const struct view_input *in = &s->inputs[v->first_input + k];
+		if (in->cast == VIEW_NONE) {
+			size_t from = source_node(b, &in->source,
+						  in->tensor->dtype, in->tensor);
+			tensor_edge(b, from, node, in->tensor->dtype, in->tensor);
+			continue;
+		}
+		const struct trace_cast *c = &s->trace->events[in->cast].cast;
+		size_t from = source_node(b, &in->source, c->from, in->tensor);
+		size_t cast = draw_cast(b, cluster, ordinal, k, in);
+		tensor_edge(b, from, cast, c->from, in->tensor);
+		tensor_edge(b, cast, node, c->to, in->tensor);
+	}
+}
+
+/* --------------------------------------------------------------- folds */
+
+struct cast_count {
+	const char *from, *to;
+	size_t casts, hits;
+};
+
+static void fold_label(struct graph_builder *b, const struct view_fold *f)
+{
+	const struct view_selection *s = b->s;
+	struct cast_count counts[8];
+	size_t ncounts = 0, casts = 0, first = f->start + f->period;
+	size_t last = f->start + f->count * f->period - 1;
+	char from[128], to[128];
+	struct view_map outside = { 0 };
+	uint64_t seen;
+
+	for (size_t k = first; k <= last; k++) {
+		const struct view_op *v = &s->ops[k];
+		for (size_t i = 0; i < v->ninputs; i++) {
+			const struct view_input *in = &s->inputs[v->first_input + i];
+			if ((in->source.kind == VIEW_SOURCE_OUTSIDE ||
+			     in->source.kind == VIEW_SOURCE_NONE) &&
+			    !view_map_get(&outside, in->source.pid,
+					  in->source.tensor, &seen) &&
+			    !view_map_put(&outside, in->source.pid,
+					  in->source.tensor, 1))
+				b->g->failed = true;
+			if (in->cast == VIEW_NONE)
+				continue;
+			const struct trace_cast *c = &s->trace->events[in->cast].cast;
+			size_t j = 0;
+			while (j < ncounts && !(counts[j].from == c->from &&
+						counts[j].to == c->to))
+				j++;
+			if (j == ncounts && ncounts < 8)
+				counts[ncounts++] = (struct cast_count){ c->from, c->to,
+									 0, 0 };
+			if (j < ncounts) {
+				counts[j].casts++;
+				counts[j].hits += !strcmp(c->cache, "hit");
+			}
+			casts++;
+		}
+	}
+	jsonw_reset(&b->label);
+	graph_text(&b->label, "folded: %zu more repetition%s\n", f->count - 1,
+		 f->count > 2 ? "s" : "");
+	graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,
+		 trace_op_label(view_op_of(s, f->start), from, sizeof from),
+		 trace_op_label(view_op_of(s, f->start + f->period - 1), to,
+				sizeof to));
+	graph_text(&b->label, "%zu ops, %zu casts hidden", last - first + 1, casts);
+	for (size_t j = 0; j < ncounts; j++)
+		graph_text(&b->label, "\n%s→%s ×%zu (%zu cache hits)",
+			 counts[j].from, counts[j].to, counts[j].casts,
+			 counts[j].hits);
+	if (outside.used)
+		graph_text(&b->label, "\nreading %zu more tensors made outside "
+			 "the view (weights, inputs)", outside.used);
+	view_map_free(&outside);
+}
+
+/* The fold's node sits in the cluster of the ops it hides when they all
+ * share one (a layer's region), else at the top level. */
+static int cluster_of_fold(struct graph_builder *b, const struct view_fold *f)
+{
+	size_t first = f->start + f->period;
+	size_t last = f->start + f->count * f->period - 1;
+	const struct trace_op *a = view_op_of(b->s, first);
+	const struct trace_op *z = view_op_of(b->s, last);
+
+	if (b->s->ops[first].region == b->s->ops[last].region &&
+	    a->phase == z->phase)
+		return cluster_of_op(b, first);
+	b->backward_cluster = -1;
+	return -1;
+}
+
+static void draw_fold(struct graph_builder *b, size_t fold)
+{
+	struct graph *g = b->g;
+	const struct view_fold *f = &g->folds[fold];
+	int cluster = cluster_of_fold(b, f);
+	size_t node = graph_new_node(g, cluster, "fold%zu", ++b->folds_drawn);
+	size_t start = g->text.len;
+
+	g->nodes[node].unit = ++b->unit;
+	b->anchor = b->last_unit;
+	b->last_unit = node;
+	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief,
+		 "folded block %zu", b->folds_drawn);
+	graph_attr(g, start, "id", g->nodes[node].id);
+	fold_label(b, f);
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "shape", "box3d");
+	graph_attr(g, start, "style", "filled");
+	graph_attr(g, start, "fillcolor", "#e4e4e4");
+	graph_end_node(g, node);
+	b->fold_node[fold] = node;
+}
+
+/* Whether the source is drawn already (an op, a cast, a fold), or is an
+ * input whose node is near. */
+static bool drawn_source(struct graph_builder *b, const struct view_source *src)
+{
+	uint64_t found;
+
+	if (src->kind == VIEW_SOURCE_OP || (src->kind == VIEW_SOURCE_CAST &&
+					    b->s->ordinal_of[src->index] !=
+						    VIEW_NONE))
+		return true;
+	return view_map_get(&b->input_nodes, src->pid, src->tensor, &found) &&
+	       b->unit - b->g->nodes[found].unit <= GRAPH_LONG_EDGE;
+}
+
+/* A hidden op: its inputs from the drawn graph become (one) edge each
+ * into the fold's node. */
+static void fold_op(struct graph_builder *b, size_t ordinal)
+{
+	struct graph *g = b->g;
+	const struct view_selection *s = b->s;
+	const struct view_op *v = &s->ops[ordinal];
+	size_t fold = b->hidden_in[ordinal];
+	const struct view_fold *f = &g->folds[fold];
+
+	if (ordinal == f->start + f->period)
+		draw_fold(b, fold);
+	size_t node = b->fold_node[fold];
+	b->node_of_op[ordinal] = node;
+	g->ops_folded++;
+	graph_op_flags(b, node, view_op_of(s, ordinal));
+	for (size_t k = 0; k < v->ninputs; k++) {
+		const struct view_input *in = &s->inputs[v->first_input + k];
+		const struct trace_cast *c =
+			in->cast != VIEW_NONE ? &s->trace->events[in->cast].cast
+					      : NULL;
+		const char *dtype = c ? c->from : in->tensor->dtype;
+		if (c) {
+			if (!view_map_put(&b->cast_nodes, 0, in->cast, node))
+				g->failed = true;
+			graph_cast_flags(b, node, c);
+		}
+		/* the hidden repetitions' own weights and inputs stand in
+		 * the shown block's: counted in the label, not drawn */
+		if (!drawn_source(b, &in->source))
+			continue;
+		size_t from = source_node(b, &in->source, dtype, in->tensor);
+		uint64_t seen;
+		if (from == node ||
+		    view_map_get(&b->fold_edges, (int64_t)from, node, &seen))
+			continue;
+		if (!view_map_put(&b->fold_edges, (int64_t)from, node, 1))
+			g->failed = true;
+		size_t edge = graph_new_edge(g, from, node);
+		size_t start = g->text.len;
+		graph_attr(g, start, "xlabel", dtype);
+		graph_attr(g, start, "color", graph_dtype_color(dtype));
+		graph_attr(g, start, "fontcolor", graph_dtype_color(dtype));
+		graph_end_edge(g, edge);
+	}
+}
+
+static size_t plan(struct graph_builder *b, const struct view_options *o)
+{
+	struct graph *g = b->g;
+	size_t n = b->s->nops, units = 0;
+
+	for (size_t k = 0; k < n; k++)
+		b->hidden_in[k] = VIEW_NONE;
+	for (size_t f = 0; f < g->nfolds; f++) {
+		const struct view_fold *fold = &g->folds[f];
+		for (size_t k = fold->start + fold->period;
+		     k < fold->start + fold->count * fold->period; k++)
+			b->hidden_in[k] = f;
+		b->fold_node[f] = VIEW_NONE;
+	}
+	for (size_t k = 0; k < n; k++) {
+		size_t f = b->hidden_in[k];
+		bool unit = f == VIEW_NONE ||
+			    k == g->folds[f].start + g->folds[f].period;
+		if (unit && o->max_ops && units == o->max_ops)
+			return k;
+		units += unit;
+	}
+	return n;
+}
+
+int graph_build(struct graph *g, const struct view_selection *s,
+		const struct view_options *o)
+{
+	struct graph_builder b = { .g = g, .s = s, .backward_cluster = -1,
+			     .last_unit = VIEW_NONE, .anchor = VIEW_NONE };
+	size_t n = s->nops ? s->nops : 1;
+
+	*g = (struct graph){ .s = s, .o = o };
+	if (o->fold && view_fold_selection(s, &g->folds, &g->nfolds) != 0)
+		return -1;
+	b.hidden_in = malloc(n * sizeof *b.hidden_in);
+	b.node_of_op = malloc(n * sizeof *b.node_of_op);
+	b.fold_node = malloc((g->nfolds ? g->nfolds : 1) * sizeof *b.fold_node);
+	b.region_cluster = malloc((s->nregions ? s->nregions : 1) *
+				  sizeof *b.region_cluster);
+	if (!b.hidden_in || !b.node_of_op || !b.fold_node || !b.region_cluster) {
+		g->failed = true;
+		goto out;
+	}
+	for (size_t r = 0; r < s->nregions; r++)
+		b.region_cluster[r] = -1;
+	size_t shown = plan(&b, o);
+	for (size_t k = 0; k < shown && !g->failed; k++) {
+		if (b.hidden_in[k] == VIEW_NONE)
+			draw_op(&b, k);
+		else
+			fold_op(&b, k);
+	}
+	g->ops_left_out = s->nops - shown;
+	graph_place_findings(&b, shown);
+	graph_draw_findings(&b);
+	for (size_t f = 0; f < g->nfolds; f++)
+		if (b.fold_node[f] == VIEW_NONE)
+			g->folds[f].count = 0;   /* left out by max_ops */
+out:
+	free(b.hidden_in);
+	free(b.node_of_op);
+	free(b.fold_node);
+	free(b.region_cluster);
+	view_map_free(&b.cast_nodes);
+	view_map_free(&b.input_nodes);
+	view_map_free(&b.ref_nodes);
+	view_map_free(&b.fold_edges);
+	if (g->text.failed || b.label.failed)
+		g->failed = true;
+	jsonw_free(&b.label);
+	return g->failed ? -1 : 0;
+}

@@ -1,0 +1,166 @@
+/* The graph ampview draws, before it becomes DOT text: nodes with their
+ * attributes already formatted, edges, clusters (autocast regions and
+ * backward passes), findings, and what was folded or left out.
+ * graph.c builds it from a selection; dot.c writes it out. */
+#ifndef AMPTRACE_VIEW_GRAPH_H
+#define AMPTRACE_VIEW_GRAPH_H
+
+#include "jsonw.h"
+#include "view_internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* An edge from a node drawn more than this many ops (or folds) above its
+ * consumer goes to a reference node instead (graph.c, ref_node). */
+#define GRAPH_LONG_EDGE 30
+
+/* Text spans in graph.text (DOT attribute lists, without brackets). */
+struct graph_span {
+	size_t at, len;
+};
+
+struct graph_node {
+	char id[32];
+	char brief[80];          /* "linear #12": what a reference to it says */
+	int cluster;             /* -1: the top level */
+	struct graph_span attrs;
+	size_t unit;             /* drawing position (ops and folds drawn
+				    before it); inputs: of their last use */
+	bool flagged;            /* a finding concerns it: drawn in red */
+};
+
+struct graph_edge {
+	size_t from, to;         /* node indices */
+	struct graph_span attrs;
+};
+
+struct graph_cluster {
+	char id[32];
+	int parent;              /* -1: the top level */
+	struct graph_span attrs;
+};
+
+/* A finding of the trace's analysis (tracer/findings.h) drawn as a note
+ * on the node of the op it names, or on the first node of the view with
+ * the same problem. */
+struct graph_finding {
+	const struct finding *finding;
+	size_t node;
+};
+
+/* Nodes of the view that show a problem of `kind` (red borders). */
+struct graph_flag {
+	const char *kind;
+	size_t first_node, count;
+};
+
+/* The order nodes and clusters were made in, which is the order dot.c
+ * declares them (and so dot's initial ordering). */
+struct graph_item {
+	bool cluster;
+	size_t index;
+};
+
+struct graph {
+	const struct view_selection *s;
+	const struct view_options *o;
+	struct jsonw text;
+	struct graph_node *nodes;
+	size_t nnodes, cap_nodes;
+	struct graph_edge *edges;
+	size_t nedges, cap_edges;
+	struct graph_cluster *clusters;
+	size_t nclusters, cap_clusters;
+	struct graph_item *items;
+	size_t nitems, cap_items;
+	struct graph_finding *findings;  /* drawn as notes */
+	size_t nfindings;
+	const struct finding **elsewhere; /* about ops the view does not draw */
+	size_t nelsewhere;
+	struct graph_flag *flags;
+	size_t nflags;
+	/* what the view left out */
+	struct view_fold *folds;
+	size_t nfolds;
+	size_t ops_shown, ops_folded, ops_left_out, casts_shown;
+	bool failed;             /* out of memory somewhere */
+};
+
+/* -------------------------------------------- building (graph*.c only) */
+
+/* Per-build state that does not outlive graph_build(). */
+struct graph_builder {
+	struct graph *g;
+	const struct view_selection *s;
+	size_t *hidden_in;        /* per op: the fold hiding it, or VIEW_NONE */
+	size_t *node_of_op;       /* per op: its node (a fold's when hidden) */
+	size_t *fold_node;        /* per fold: its node, VIEW_NONE until made */
+	int *region_cluster;      /* per region: its cluster, -1 until made */
+	int backward_cluster;     /* the open backward-pass cluster, or -1 */
+	size_t unit;              /* ops and folds drawn so far */
+	size_t last_unit;         /* the node of the last op or fold drawn */
+	size_t anchor;            /* the one before the op being drawn */
+	size_t folds_drawn, inputs_drawn, refs_drawn;
+	struct view_map cast_nodes;   /* (0, cast event) -> node */
+	struct view_map input_nodes;  /* (pid, tensor) -> node */
+	struct view_map ref_nodes;    /* (0, node) -> its reference node */
+	struct view_map fold_edges;   /* (from node, to node) -> 1 */
+	struct jsonw label;           /* scratch for one label */
+};
+
+/* graph_store.c: a new node, edge or cluster whose attributes are the
+ * text appended after it, until graph_end_*(). */
+size_t graph_new_node(struct graph *g, int cluster, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void graph_end_node(struct graph *g, size_t node);
+size_t graph_new_edge(struct graph *g, size_t from, size_t to);
+void graph_end_edge(struct graph *g, size_t edge);
+int graph_new_cluster(struct graph *g, int parent, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void graph_end_cluster(struct graph *g, int cluster);
+/* key="value", after a comma when the list begun at `start` has one. */
+void graph_attr(struct graph *g, size_t start, const char *key,
+		const char *value);
+
+/* Label text: printf, "f16[32,64]", "8.0 KiB", "12.3 µs", and wrapping
+ * into at most `max_lines` lines ("…" when cut). */
+void graph_text(struct jsonw *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+const char *graph_tensor_text(char *buf, size_t size, const char *dtype,
+			      const struct trace_tensor *t);
+const char *graph_bytes_text(char *buf, size_t size, uint64_t bytes);
+const char *graph_time_text(char *buf, size_t size, double us);
+void graph_wrap(struct jsonw *w, const char *text, size_t width,
+		int max_lines);
+
+/* graph_notes.c: red borders while drawing, then the notes. */
+void graph_flag(struct graph_builder *b, size_t node, const char *kind);
+void graph_op_flags(struct graph_builder *b, size_t node,
+		    const struct trace_op *op);
+void graph_cast_flags(struct graph_builder *b, size_t node,
+		      const struct trace_cast *c);
+void graph_place_findings(struct graph_builder *b, size_t shown_ops);
+void graph_draw_findings(struct graph_builder *b);
+
+/* ------------------------------------------------------------ the API */
+
+/* Builds the graph of a selection.  Returns 0 or -1 (memory). */
+int graph_build(struct graph *g, const struct view_selection *s,
+		const struct view_options *o);
+void graph_free(struct graph *g);
+
+/* Writes the graph as DOT into `out`. */
+void graph_write_dot(const struct graph *g, struct jsonw *out);
+
+/* A dtype's colours (one fixed palette, dot.c): edges, op fills, and
+ * the light tint of autocast regions casting to it. */
+const char *graph_dtype_color(const char *dtype);
+const char *graph_dtype_fill(const char *dtype);
+const char *graph_dtype_tint(const char *dtype);
+
+/* Appends `text` as a DOT quoted string: '\n' ends a centred line, '\v'
+ * a left-justified one. */
+void graph_quote(struct jsonw *w, const char *text);
+
+#endif /* AMPTRACE_VIEW_GRAPH_H */

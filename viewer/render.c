@@ -1,0 +1,85 @@
+/* DOT text → SVG or PNG in process, through libgvc (Graphviz's C API):
+ * no `dot` process, no temporary files. */
+#include "view.h"
+
+#include <gvc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Graphviz reports through a process-wide callback; the last message
+ * becomes the error's detail. */
+static char graphviz_message[512];
+
+static int keep_message(char *message)
+{
+	size_t len = strlen(message);
+
+	while (len && (message[len - 1] == '\n' || message[len - 1] == ' '))
+		len--;
+	if (len >= sizeof graphviz_message)
+		len = sizeof graphviz_message - 1;
+	memcpy(graphviz_message, message, len);
+	graphviz_message[len] = '\0';
+	return 0;
+}
+
+static int copy_out(const char *data, size_t len, char **out, size_t *out_len)
+{
+	*out = malloc(len + 1);
+	if (!*out)
+		return -1;
+	memcpy(*out, data, len);
+	(*out)[len] = '\0';
+	*out_len = len;
+	return 0;
+}
+
+int view_render(const char *dot, size_t len, enum view_format format,
+		char **out, size_t *out_len, struct trace_error *err)
+{
+	*out = NULL;
+	*out_len = 0;
+	if (format == VIEW_FORMAT_DOT)
+		return copy_out(dot, len, out, out_len) ? trace_error_set(
+			err, "out of memory") : 0;
+
+	graphviz_message[0] = '\0';
+	agusererrf previous = agseterrf(keep_message);
+	agerrlevel_t level = agseterr(AGERR);
+	GVC_t *gvc = gvContext();
+	Agraph_t *g = gvc ? agmemread(dot) : NULL;
+	int status = -1;
+	char *data = NULL;
+	unsigned int size = 0;
+
+	if (!gvc)
+		trace_error_set(err, "graphviz: cannot create a context");
+	else if (!g)
+		trace_error_set(err, "graphviz cannot read the DOT text: %s",
+				graphviz_message);
+	else if (gvLayout(gvc, g, "dot") != 0)
+		trace_error_set(err, "graphviz layout failed: %s",
+				graphviz_message);
+	else if (gvRenderData(gvc, g, view_format_name(format), &data,
+			      &size) != 0 || !data)
+		trace_error_set(err, "graphviz cannot render %s%s%s",
+				view_format_name(format),
+				graphviz_message[0] ? ": " : "",
+				graphviz_message);
+	else if (copy_out(data, size, out, out_len) != 0)
+		trace_error_set(err, "out of memory");
+	else
+		status = 0;
+	if (data)
+		gvFreeRenderData(data);
+	if (g) {
+		gvFreeLayout(gvc, g);
+		agclose(g);
+	}
+	if (gvc)
+		gvFreeContext(gvc);
+	agseterr(level);
+	agseterrf(previous);
+	return status;
+}

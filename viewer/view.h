@@ -1,0 +1,72 @@
+/* ampview's library: a loaded trace (tracer/trace.h) → an annotated
+ * computation graph as DOT text → SVG or PNG through Graphviz's libgvc.
+ *
+ * The DOT text is a pure function of the trace's content and the options:
+ * node ids are derived from positions in the shown window, never from
+ * tensor or op ids, pointers or hash order, so one trace always gives the
+ * same bytes (the golden tests rely on it).
+ *
+ * Ownership: view_dot() and view_render() return malloc'd buffers the
+ * caller frees with free(). */
+#ifndef AMPTRACE_VIEW_H
+#define AMPTRACE_VIEW_H
+
+#include "trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum view_format {
+	VIEW_FORMAT_SVG,
+	VIEW_FORMAT_DOT,
+	VIEW_FORMAT_PNG,
+	VIEW_FORMAT_COUNT
+};
+
+/* view_options.step: a step number (0-based, as `amptrace summary` counts
+ * them), or one of these. */
+#define VIEW_STEP_DEFAULT (-1) /* the second step when there are several */
+#define VIEW_STEP_ALL (-2)     /* the whole trace */
+
+/* How many op nodes (a folded block counts as one) a graph shows unless
+ * told otherwise: keeps dot's layout time around a second. */
+#define VIEW_DEFAULT_MAX_OPS 1000
+
+struct view_options {
+	int step;
+	const char *scope;   /* only ops inside the named autocast region */
+	const char *phase;   /* "forward", "backward", or NULL for both */
+	size_t max_ops;      /* 0: no limit */
+	bool fold;           /* fold repeated identical blocks of ops */
+};
+
+/* What a graph shows, for callers that report it (ampview -v, the bench). */
+struct view_stats {
+	int step, nsteps;           /* step shown (VIEW_STEP_ALL: all) */
+	size_t ops_selected;        /* ops in the step and filters */
+	size_t ops_shown;           /* drawn as op nodes */
+	size_t ops_folded;          /* inside folded blocks */
+	size_t ops_left_out;        /* beyond max_ops */
+	size_t folds;
+	size_t nodes, edges, clusters;
+};
+
+void view_options_init(struct view_options *options);
+
+/* "svg" → VIEW_FORMAT_SVG.  Returns 0, or -1 when unknown. */
+int view_format_from_name(const char *name, enum view_format *format);
+const char *view_format_name(enum view_format format);
+
+/* The DOT text of `trace` under `options`, NUL-terminated.  Returns 0, or
+ * -1 with err set when the options do not fit the trace (no such step,
+ * no such scope) or memory ran out.  `stats` may be NULL. */
+int view_dot(const struct trace *trace, const struct view_options *options,
+	     char **dot, size_t *len, struct view_stats *stats,
+	     struct trace_error *err);
+
+/* Lays `dot` out with Graphviz's dot engine and renders it as `format`
+ * (SVG or PNG; DOT is returned as is).  Returns 0, or -1 with err set. */
+int view_render(const char *dot, size_t len, enum view_format format,
+		char **out, size_t *out_len, struct trace_error *err);
+
+#endif /* AMPTRACE_VIEW_H */
