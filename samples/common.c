@@ -95,12 +95,12 @@ void sample_parse(int argc, char **argv, const struct sample_info *info,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	int c, index;
 
 	sample_name = info->name;
 	*opts = info->defaults;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", options, &index)) != -1) {
 		switch (c) {
 		case 's': opts->steps = parse_count(info, optarg); break;
 		case 'b': opts->batch = parse_count(info, optarg); break;
@@ -128,8 +128,10 @@ void sample_parse(int argc, char **argv, const struct sample_info *info,
 					  : c == MAX_NORM ? SAMPLE_FLAG_MAX_NORM
 					  : c == THREADS	 ? SAMPLE_FLAG_THREADS
 							 : SAMPLE_FLAG_SEQ;
+			/* argv[optind - 1] may be the flag's value */
 			if (!(info->flags & needed))
-				bad_flag(info, "unknown option '%s'", argv[optind - 1]);
+				bad_flag(info, "unknown option '--%s'",
+					 options[index].name);
 			if (c == MAX_NORM)
 				opts->max_norm = parse_positive(info, optarg);
 			else if (c == ACCUMULATE)
@@ -143,9 +145,19 @@ void sample_parse(int argc, char **argv, const struct sample_info *info,
 		case 'h':
 			usage(stdout, info);
 			exit(0);
-		default:
+		default: {
+			/* argv[optind - 1] is an unknown long option (optopt
+			 * 0), --help=X, or a long option missing its value
+			 * (the last argument); an unknown short option is
+			 * optopt, since optind has not passed its group
+			 * (-xh) */
+			char short_option[3] = { '-', (char)optopt, '\0' };
+			bool whole = optopt == 0 || optopt == 'h' ||
+				     (optind == argc &&
+				      strncmp(argv[optind - 1], "--", 2) == 0);
 			bad_flag(info, "unknown or incomplete option '%s'",
-				 argv[optind - 1]);
+				 whole ? argv[optind - 1] : short_option);
+		}
 		}
 	}
 	if (optind < argc)

@@ -880,6 +880,36 @@ START_TEST(test_fake_scaler)
 }
 END_TEST
 
+/* Factors that f32 cannot hold reach the module as doubles: the scale is
+ * multiplied in f64 and rounded once, as on the CPU (7 * 1.1f rounded to
+ * f32 is 7.70000029, 7 * 1.1 is 7.69999981). */
+START_TEST(test_fake_scaler_f64_factors)
+{
+	enum amp_device_type devices[2] = { AMP_DEVICE_CPU, AMP_DEVICE_CUDA };
+	float expected = (float)(7.0 * 1.1);
+
+	ck_assert_float_ne(expected, 7.0f * 1.1f);
+	expected = (float)((double)expected * 0.3);
+	for (int d = 0; d < 2; d++) {
+		amp_tensor *scale = amp_full(0, NULL, 7.0, AMP_DTYPE_F32, devices[d]);
+		amp_tensor *tracker = amp_zeros(0, NULL, AMP_DTYPE_I32, devices[d]);
+		amp_tensor *clean = amp_zeros(0, NULL, AMP_DTYPE_F32, devices[d]);
+		amp_tensor *inf = amp_full(0, NULL, 1.0, AMP_DTYPE_F32, devices[d]);
+		ck_assert_int_eq(amp_update_scale_(scale, tracker, clean, 1.1, 0.3, 1),
+				 AMP_OK);
+		ck_assert_float_eq((float)amp_tensor_item(scale), (float)(7.0 * 1.1));
+		ck_assert_int_eq(amp_update_scale_(scale, tracker, inf, 1.1, 0.3, 1),
+				 AMP_OK);
+		ck_assert_float_eq((float)amp_tensor_item(scale), expected);
+		amp_tensor_free(inf);
+		amp_tensor_free(clean);
+		amp_tensor_free(tracker);
+		amp_tensor_free(scale);
+	}
+	ck_assert_int_eq(cuda_fake_counts.update_scale, 2);
+}
+END_TEST
+
 static void ignore_activities(const struct amp_gpu_activity *activities,
 			      size_t count, void *user)
 {
@@ -1059,6 +1089,7 @@ static Suite *cuda_host_suite(void)
 	tcase_add_test(tc, test_fake_read_write_views);
 	tcase_add_test(tc, test_fake_inplace);
 	tcase_add_test(tc, test_fake_scaler);
+	tcase_add_test(tc, test_fake_scaler_f64_factors);
 	tcase_add_test(tc, test_fake_correlation_ids);
 	tcase_add_test(tc, test_fake_kernel_error);
 	suite_add_tcase(s, tc);

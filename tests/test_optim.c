@@ -382,6 +382,22 @@ START_TEST(test_inplace_ops)
 }
 END_TEST
 
+/* maximum.out whose out is its second operand (out=other): out's old
+ * values are still read as `other`, not overwritten by self first. */
+START_TEST(test_maximum_out_aliases_other)
+{
+	amp_tensor *a = VEC(AMP_DTYPE_F32, AMP_DEVICE_CPU, 1.0, 5.0, NAN);
+	amp_tensor *b = VEC(AMP_DTYPE_F32, AMP_DEVICE_CPU, 3.0, 2.0, 0.0);
+
+	ck_assert_int_eq(amp_maximum_out(a, b, b), AMP_OK);
+	ck_assert_double_eq(at(b, 0), 3.0);
+	ck_assert_double_eq(at(b, 1), 5.0);
+	ck_assert(isnan(at(b, 2)));
+	amp_tensor_free(a);
+	amp_tensor_free(b);
+}
+END_TEST
+
 /* With grad mode on, PyTorch refuses in-place updates of a leaf that
  * requires grad; optimizers therefore run with grad mode off. */
 START_TEST(test_inplace_leaf_check)
@@ -461,6 +477,7 @@ static Suite *optim_suite(void)
 	tcase_add_test(tc, test_clip_grad_norm_nonfinite);
 	tcase_add_test(tc, test_clip_grad_value);
 	tcase_add_test(tc, test_inplace_ops);
+	tcase_add_test(tc, test_maximum_out_aliases_other);
 	tcase_add_test(tc, test_inplace_leaf_check);
 	tcase_add_test(tc, test_step_inside_region_leaves_cache_stale);
 	suite_add_tcase(suite, tc);

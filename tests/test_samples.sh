@@ -59,6 +59,11 @@ check "mlp prints the median ms/step last" \
 # a flag another sample accepts is refused
 "${exe[mlp]}" --accumulate 2 >/dev/null 2>&1; rc=$?
 check "mlp --accumulate exits 2" test $rc -eq 2
+# the refusal names the flag, not its value or the program
+check "mlp --accumulate 2 names --accumulate" \
+	grep -q "unknown option '--accumulate'" <<<"$("${exe[mlp]}" --accumulate 2 2>&1)"
+check "mlp -xh names -x" \
+	grep -q "option '-x'" <<<"$("${exe[mlp]}" -xh 2>&1)"
 
 # each recipe's point
 run accumulate --accumulate 4 --steps 32

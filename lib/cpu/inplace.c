@@ -200,9 +200,6 @@ DEFINE_INPLACE(lerp, fabs((double)k0) < 0.5 ? x[i] + k0 * (a[i] - x[i])
 					     : a[i] - (a[i] - x[i]) * (1 - k0))
 /* see TRAIN_CLAMP */
 DEFINE_INPLACE(clamp, TRAIN_CLAMP(x[i], k0, k1))
-/* maximum propagates NaN from either side. */
-DEFINE_INPLACE(maximum, isnan(x[i]) || isnan(a[i]) ? (x[i] + a[i])
-		       : (x[i] > a[i] ? x[i] : a[i]))
 
 static double scalar_arg(const struct amp_call *call, int index)
 {
@@ -293,10 +290,12 @@ int amp_forward_clamp_inplace(struct amp_call *call)
 			   clamp_f64, k);
 }
 
-/* maximum.out writes into `out` (the last argument) from self and other;
- * the machinery's target is out and its operands self and other, so
- * x[i] (out's old value) is replaced by maximum(a, b) via a copy first. */
-DEFINE_INPLACE(copy_first, a[i])
+/* maximum.out writes into `out` (the last argument) from self and other:
+ * the machinery's target is out and its operands self (a) and other (b).
+ * One pass, since out may be either operand's storage (AMSGrad passes
+ * out=self).  NaN propagates from either side. */
+DEFINE_INPLACE(maximum, isnan(a[i]) || isnan(b[i]) ? (a[i] + b[i])
+		       : (a[i] > b[i] ? a[i] : b[i]))
 
 int amp_forward_maximum_out(struct amp_call *call)
 {
@@ -310,10 +309,8 @@ int amp_forward_maximum_out(struct amp_call *call)
 					     operands, false);
 	if (status != AMP_OK)
 		return status;
-	bool f64 = e.opmath == AMP_DTYPE_F64;
-	(f64 ? copy_first_f64 : copy_first_f32)(e.values[0], &e.values[1],
-						 e.n, k);
-	(f64 ? maximum_f64 : maximum_f32)(e.values[0], &e.values[2], e.n, k);
+	(e.opmath == AMP_DTYPE_F64 ? maximum_f64 : maximum_f32)(
+		e.values[0], &e.values[1], e.n, k);
 	return train_elementwise_finish(&e, call);
 }
 
