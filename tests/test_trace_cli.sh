@@ -78,6 +78,30 @@ done
 capture "$amptrace" summary "$fx"
 check "summary of a directory: exit 2" status_is 2
 check "summary of a directory: says why" err_has "not a regular file"
+# made here: a JSON array of numbers, nesting too deep for the reader
+printf '[1,2,3]\n' >"$tmp/numbers.json"
+awk 'BEGIN { for (i = 0; i < 100000; i++) printf "{\"a\":"; printf "1";
+	     for (i = 0; i < 100000; i++) printf "}"; print "" }' >"$tmp/deep.json"
+made=(
+	"numbers.json:numbers.json:1:2: expected an event object ('{') in traceEvents, found '1'"
+	"deep.json:nesting deeper than 512"
+)
+for entry in "${made[@]}"; do
+	file=${entry%%:*}
+	message=${entry#*:}
+	for cmd in "summary" "check:$fx/pass.rules" "diff:$fx/good.json" "merge:-o:$tmp/merged.json"; do
+		IFS=: read -r -a args <<<"$cmd"
+		capture "$amptrace" "${args[0]}" "$tmp/$file" "${args[@]:1}"
+		check "${args[0]} $file: exit 2" status_is 2
+		check "${args[0]} $file: says why" err_has "$message"
+	done
+done
+for cmd in "check:$fx/pass.rules" "diff:$fx/good.json" "merge:-o:$tmp/merged.json"; do
+	IFS=: read -r -a args <<<"$cmd"
+	capture "$amptrace" "${args[0]}" "$fx" "${args[@]:1}"
+	check "${args[0]} of a directory: exit 2" status_is 2
+	check "${args[0]} of a directory: says why" err_has "not a regular file"
+done
 
 # ------------------------------------------------------------ bad rules
 capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules"
@@ -97,6 +121,30 @@ check "bad rules + --junit: exit 2" status_is 2
 check "bad rules + --junit: an <error> for CI" grep -q '<error message=".*bad-keyword.rules:2:1: expected' "$tmp/bad.xml"
 capture "$amptrace" check "$fx/good.json"
 check "check without rules: exit 2" status_is 2
+# rule : where and what the message says
+syntax=(
+	'op linear in scope "fwd: output f16|bad.rules:1:20: unterminated string'
+	'op linear: count << 5|bad.rules:1:19: expected a number'
+	'casts f32->f16 <= 5 per epoch|bad.rules:1:25: expected '"'"'step'"'"', got '"'"'epoch'"'"
+	'casts total <= 5 junk|bad.rules:1:18: expected the end of the rule'
+	'op linear on tpu: output f16|bad.rules:1:14: expected a device (cpu cuda)'
+	'cache hitrate >= 1|bad.rules:1:7: expected a cache metric'
+	'scaler skipped-steps|bad.rules:1:21: expected a comparison'
+)
+for entry in "${syntax[@]}"; do
+	printf '%s\n' "${entry%%|*}" >"$tmp/bad.rules"
+	capture "$amptrace" check "$fx/good.json" "$tmp/bad.rules"
+	check "rule '${entry%%|*}': exit 2" status_is 2
+	check "rule '${entry%%|*}': says where" err_has "${entry#*|}"
+done
+printf '\357\273\277op linear: output f16\n' >"$tmp/bom.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/bom.rules"
+check "rules with a UTF-8 byte order mark: read" status_is 0
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit /proc/no/such/dir.xml
+check "--junit to an unwritable path: exit 2" status_is 2
+check "--junit to an unwritable path: says so" err_has "amptrace check: cannot write /proc/no/such/dir.xml"
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit
+check "--junit without a file: exit 2" status_is 2
 
 # ---------------------------------------------------------------- check
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules"
@@ -175,6 +223,22 @@ capture "$amptrace" merge "$fx/good.json"
 check "merge without -o: exit 2" status_is 2
 capture "$amptrace" merge "$fx/good.json" -o "$fx/good.json"
 check "merge onto an input: exit 2" status_is 2
+capture "$amptrace" merge "$fx/good.json" -o /proc/no/such/dir.json
+check "merge to an unwritable path: exit 1 (documented)" status_is 1
+check "merge to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
+# an input with 20 processes: each keeps a pid of its own
+{
+	printf '{"amptrace":{"format":"1.0"},"traceEvents":[\n'
+	for p in $(seq 1 20); do
+		printf '{"name":"process_name","ph":"M","pid":%d,"tid":0,"args":{"name":"p%d"}},\n' "$p" "$p"
+		printf '{"name":"x","cat":"other","ph":"X","ts":%d,"dur":1,"pid":%d,"tid":1},\n' "$p" "$p"
+	done
+	printf '{"name":"x","cat":"other","ph":"X","ts":30,"dur":1,"pid":20,"tid":1}\n],"amptraceEnd":{"complete":true}}\n'
+} >"$tmp/many.json"
+capture "$amptrace" merge "$tmp/many.json" "$fx/good.json" -o "$tmp/m3.json"
+check "merge of 20 processes + 1: exit 0" status_is 0
+capture "$amptrace" summary "$tmp/m3.json"
+check "merge of 20 processes + 1: 21 processes" out_has "21 processes"
 
 # ----------------------------------------------------------------- run
 capture "$amptrace" run
@@ -185,6 +249,19 @@ capture "$amptrace" run -q -o "$tmp/t.json" -- "$trace_prog" ops 3 5
 check "run: program status passes through" status_is 5
 check "run: program stdout passes through" out_has "trace_prog: stdout line"
 check "run: the trace reads" "$amptrace" summary "$tmp/t.json"
+capture "$amptrace" run -o "$tmp/t.json" -- "$tmp/no-such-program"
+check "run of a missing program: exit 127, as a shell" status_is 127
+check "run of a missing program: says so" err_has "cannot run $tmp/no-such-program: No such file"
+capture "$amptrace" run -o "$tmp/t.json" -- "$fx/good.json"
+check "run of a file that is not executable: exit 126" status_is 126
+capture "$amptrace" run -o "$tmp/t.json" -- sh -c 'kill -SEGV $$'
+check "run of a program killed by SIGSEGV: exit 139" status_is 139
+check "run of a program killed by SIGSEGV: says so" err_has "killed by SIGSEGV"
+capture "$amptrace" run -o /proc/no/such/dir.json -- "$trace_prog" ops 3 0
+check "run -o to an unwritable path: exit 2" status_is 2
+check "run -o to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
+capture "$amptrace" run -o "$tmp/t.json" --bogus -- "$trace_prog" ops 3 0
+check "run: unknown option exits 2" status_is 2
 
 # ------------------------------------------------------------ findings
 # amp.diag events of a kind in a trace, with their fix and severity

@@ -11,6 +11,7 @@
 #include "cuda_fake.h"
 #include "recorder.h"
 #include "trace.h"
+#include "trace_commands.h"
 #include "validate.h"
 
 #include <check.h>
@@ -55,13 +56,12 @@ static void begin(void)
 	ck_assert_int_eq(recorder_attach(raw), 0);
 }
 
-/* Detaches (which stops kernel timing), converts the raw directory, and
- * loads the trace. */
-static void finish(struct trace *t)
+/* Detaches (which stops kernel timing) and converts the raw directory
+ * into the trace file `out`. */
+static void convert(void)
 {
 	struct conv c;
 	struct jsonw end;
-	struct trace_error err;
 
 	recorder_detach();
 	conv_init(&c, raw, base_ns, writer_for, NULL);
@@ -75,6 +75,14 @@ static void finish(struct trace *t)
 	jsonw_free(&end);
 	conv_free(&c);
 	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Converts, and loads the trace. */
+static void finish(struct trace *t)
+{
+	struct trace_error err;
+
+	convert();
 	ck_assert_msg(trace_load(out, t, &err) == 0, "%s", err.message);
 	remove(out);
 }
@@ -99,16 +107,10 @@ static void watch(const struct amp_event *e, void *user)
 		cast_results[ncasts++] = e->cast.result.id;
 }
 
-START_TEST(test_kernels_linked_to_ops)
+/* A linear layer and a relu under CUDA autocast, and the copy back. */
+static void run_linear(void)
 {
 	int64_t xs[2] = { 4, 8 }, ws[2] = { 3, 8 }, bs[1] = { 3 };
-	struct trace t;
-
-	amp_cuda_backend_install(cuda_fake_module(CUDA_FAKE_FULL), "fake");
-	begin();
-	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_OP_BEGIN) |
-					AMP_EVENT_MASK(AMP_EVENT_CAST),
-				watch, NULL);
 	amp_tensor *x = amp_randn(2, xs, AMP_DTYPE_F32, AMP_DEVICE_CUDA);
 	amp_tensor *w = amp_randn(2, ws, AMP_DTYPE_F32, AMP_DEVICE_CUDA);
 	amp_tensor *b = amp_randn(1, bs, AMP_DTYPE_F32, AMP_DEVICE_CUDA);
@@ -121,12 +123,24 @@ START_TEST(test_kernels_linked_to_ops)
 	amp_autocast_exit();
 	float values[12];
 	ck_assert_int_eq(amp_tensor_read(r, AMP_DTYPE_F32, values, 12), AMP_OK);
-	amp_hook_remove(hook);
 	amp_tensor_free(r);
 	amp_tensor_free(y);
 	amp_tensor_free(b);
 	amp_tensor_free(w);
 	amp_tensor_free(x);
+}
+
+START_TEST(test_kernels_linked_to_ops)
+{
+	struct trace t;
+
+	amp_cuda_backend_install(cuda_fake_module(CUDA_FAKE_FULL), "fake");
+	begin();
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_OP_BEGIN) |
+					AMP_EVENT_MASK(AMP_EVENT_CAST),
+				watch, NULL);
+	run_linear();
+	amp_hook_remove(hook);
 	finish(&t);
 
 	struct validate_report report;
@@ -170,6 +184,50 @@ START_TEST(test_kernels_linked_to_ops)
 	ck_assert_int_eq(cJSON_GetObjectItem(gpu, "kernels")->valueint,
 			 (int)t.counts[TRACE_KERNEL]);
 	ck_assert_int_eq(cJSON_GetObjectItem(gpu, "dropped")->valueint, 0);
+	trace_free(&t);
+}
+END_TEST
+
+/* Merging two ranks whose host processes had the same pid: each GPU
+ * process follows its host to the rank's pid (2^30 + device*2^22 + rank)
+ * and each kernel's "amp.pid" names the rank, so the merged trace passes
+ * the validator. */
+START_TEST(test_merge_renumbers_gpu_processes)
+{
+	struct trace t;
+	struct trace_error err;
+	struct validate_report report;
+	char merged[128];
+
+	amp_cuda_backend_install(cuda_fake_module(CUDA_FAKE_FULL), "fake");
+	begin();
+	run_linear();
+	convert();
+	snprintf(merged, sizeof merged, "%s.merged.json", raw);
+	char *argv[] = { "merge", out, out, "-o", merged };
+	ck_assert_int_eq(amptrace_merge(5, argv), 0);
+	remove(out);
+	ck_assert_msg(trace_load(merged, &t, &err) == 0, "%s", err.message);
+	remove(merged);
+
+	size_t problems = trace_validate(&t, &report);
+	ck_assert_msg(problems == 0, "%zu problems, first: %s", problems,
+		      report.messages[0]);
+	size_t kernels[2] = { 0, 0 }, gpu_processes = 0;
+	for (size_t i = 0; i < t.nevents; i++) {
+		const struct trace_event *e = &t.events[i];
+		if (e->kind == TRACE_KERNEL) {
+			ck_assert(e->kernel.host_pid == 0 || e->kernel.host_pid == 1);
+			ck_assert_int_eq(e->pid, ((int64_t)1 << 30) + e->kernel.host_pid);
+			kernels[e->kernel.host_pid]++;
+		}
+		gpu_processes += e->kind == TRACE_META &&
+				 !strcmp(e->name, "process_name") &&
+				 e->pid >= ((int64_t)1 << 30);
+	}
+	ck_assert_uint_gt(kernels[0], 0);
+	ck_assert_uint_eq(kernels[0], kernels[1]);
+	ck_assert_uint_eq(gpu_processes, 2);
 	trace_free(&t);
 }
 END_TEST
@@ -251,6 +309,7 @@ int main(void)
 	SRunner *sr;
 
 	tcase_add_test(tc, test_kernels_linked_to_ops);
+	tcase_add_test(tc, test_merge_renumbers_gpu_processes);
 	tcase_add_test(tc, test_validator_unknown_external_id);
 	tcase_add_test(tc, test_no_gpu_says_why);
 	tcase_add_test(tc, test_cpu_only_no_gpu_entry);

@@ -6,6 +6,7 @@
 #include "trace.h"
 #include "trace_commands.h"
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
@@ -527,7 +528,8 @@ static FILE *junit_open(const char *path, size_t tests, size_t failures,
 	struct tm tm;
 
 	if (!f) {
-		perror(path);
+		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
+			strerror(errno));
 		return NULL;
 	}
 	gmtime_r(&now, &tm);
@@ -546,7 +548,8 @@ static int junit_close(FILE *f, const char *path)
 {
 	fputs("  </testsuite>\n</testsuites>\n", f);
 	if (fclose(f) != 0) {
-		perror(path);
+		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
+			strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -640,6 +643,9 @@ int amptrace_check(int argc, char **argv)
 	size_t failures = 0;
 	if (!outcomes) {
 		fprintf(stderr, "amptrace check: out of memory\n");
+		analysis_free(&a);
+		trace_free(&trace);
+		rules_free(&rules);
 		return 2;
 	}
 	for (size_t i = 0; i < rules.count; i++) {

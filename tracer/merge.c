@@ -33,6 +33,10 @@ static const char merge_usage[] =
 	"\n"
 	"Exit status: 0, 1 when the output cannot be written, 2 bad input.\n";
 
+struct pid_map {
+	int64_t old, mapped;
+};
+
 struct input {
 	const char *path;
 	char *text;
@@ -43,9 +47,8 @@ struct input {
 	size_t events;
 	cJSON *end;         /* amptraceEnd, or NULL */
 	/* pass 2 */
-	int64_t pids[16];   /* original pids seen */
-	int64_t new_pids[16];
-	int npids;
+	struct pid_map *pids; /* original pid -> merged pid, in order seen */
+	size_t npids, pids_cap;
 	int new_rank;
 };
 
@@ -77,19 +80,64 @@ static int header_top(void *ctx, const char *key, cJSON *value, size_t line)
 	return 0;
 }
 
+/* GPU n of host process P has pid 2^30 + n*2^22 + P (FORMAT.md §3.8). */
+#define GPU_PID_BASE ((int64_t)1 << 30)
+#define GPU_PID_HOST_BITS 22
+
 static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
 {
-	for (int i = 0; i < in->npids; i++)
-		if (in->pids[i] == pid)
-			return in->new_pids[i];
+	for (size_t i = 0; i < in->npids; i++)
+		if (in->pids[i].old == pid)
+			return in->pids[i].mapped;
+	int64_t mapped;
+	int64_t host_mask = ((int64_t)1 << GPU_PID_HOST_BITS) - 1;
+	int64_t host;
+	/* A GPU keeps its device and follows its host process, so that it
+	 * stays a process of its own next to the host's new pid. */
+	if (pid >= GPU_PID_BASE && pid < 2 * GPU_PID_BASE &&
+	    (host = map_pid(m, in, pid & host_mask)) >= 0 && host <= host_mask)
+		mapped = (pid & ~host_mask) + host;
 	/* The file's first process is the rank; any other gets a pid of its
 	 * own above every rank. */
-	int64_t mapped = in->npids == 0 ? in->new_rank : m->next_extra_pid++;
-	if (in->npids < 16) {
-		in->pids[in->npids] = pid;
-		in->new_pids[in->npids++] = mapped;
+	else
+		mapped = in->npids == 0 ? in->new_rank : m->next_extra_pid++;
+	if (in->npids == in->pids_cap) {
+		size_t cap = in->pids_cap ? 2 * in->pids_cap : 16;
+		struct pid_map *grown = realloc(in->pids, cap * sizeof *grown);
+		if (!grown)
+			return mapped;
+		in->pids = grown;
+		in->pids_cap = cap;
 	}
+	in->pids[in->npids++] = (struct pid_map){ pid, mapped };
 	return mapped;
+}
+
+/* The pid of an event, keyed as the reader does (trace.c): a number; 0
+ * when missing; each distinct string (Perfetto accepts them) a negative
+ * number of its own. */
+static int64_t pid_key(const cJSON *pid)
+{
+	if (cJSON_IsNumber(pid))
+		return (int64_t)pid->valuedouble;
+	if (!cJSON_IsString(pid))
+		return 0;
+	uint32_t hash = 2166136261u;
+	for (const char *c = pid->valuestring; *c; c++)
+		hash = (hash ^ (unsigned char)*c) * 16777619u;
+	return -(int64_t)(hash & 0x7fffffff) - 1;
+}
+
+/* Sets object[key] to a number, adding the key when it is missing. */
+static void set_number(cJSON *object, const char *key, double value)
+{
+	cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+
+	if (item)
+		cJSON_ReplaceItemInObjectCaseSensitive(object, key,
+						       cJSON_CreateNumber(value));
+	else
+		cJSON_AddNumberToObject(object, key, value);
 }
 
 static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
@@ -102,13 +150,11 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 		return trace_error_set(m->err, "%s:%zu: an event must be a JSON "
 				       "object", in->path, line);
 	cJSON *pid = cJSON_GetObjectItemCaseSensitive(event, "pid");
-	int64_t old = cJSON_IsNumber(pid) ? (int64_t)pid->valuedouble : 0;
 	if (pid && !cJSON_IsNumber(pid) && !cJSON_IsString(pid))
 		return trace_error_set(m->err, "%s:%zu: pid must be a number",
 				       in->path, line);
-	int64_t mapped = map_pid(m, in, old);
-	cJSON_ReplaceItemInObjectCaseSensitive(event, "pid",
-					       cJSON_CreateNumber((double)mapped));
+	int64_t mapped = map_pid(m, in, pid_key(pid));
+	set_number(event, "pid", (double)mapped);
 	cJSON *ts = cJSON_GetObjectItemCaseSensitive(event, "ts");
 	if (cJSON_IsNumber(ts) && in->base_ns > 0) {
 		/* ns → µs, rounded to the ns the format keeps */
@@ -120,6 +166,15 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 	cJSON *name = cJSON_GetObjectItemCaseSensitive(event, "name");
 	cJSON *args = cJSON_GetObjectItemCaseSensitive(event, "args");
 	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(event, "ph");
+	/* Kernels name their host process ("amp.pid"), GPU processes too
+	 * ("host_pid"): both follow the host's new pid. */
+	static const char *const host_keys[] = { "amp.pid", "host_pid" };
+	for (size_t k = 0; k < 2 && cJSON_IsObject(args); k++) {
+		cJSON *host = cJSON_GetObjectItemCaseSensitive(args, host_keys[k]);
+		if (cJSON_IsNumber(host))
+			set_number(args, host_keys[k],
+				   (double)map_pid(m, in, (int64_t)host->valuedouble));
+	}
 	if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "M") &&
 	    cJSON_IsString(name) && cJSON_IsObject(args) &&
 	    mapped == in->new_rank) {
@@ -143,9 +198,7 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 		    !cJSON_GetObjectItemCaseSensitive(args, "rank"))
 			cJSON_AddNumberToObject(args, "rank", in->new_rank);
 		if (!strcmp(name->valuestring, "process_sort_index"))
-			cJSON_ReplaceItemInObjectCaseSensitive(
-				args, "sort_index",
-				cJSON_CreateNumber(in->new_rank));
+			set_number(args, "sort_index", in->new_rank);
 	}
 	char *text = cJSON_PrintUnformatted(event);
 	if (!text)
@@ -160,6 +213,7 @@ static void free_inputs(struct merge *m)
 	for (int i = 0; i < m->ninputs; i++) {
 		free(m->inputs[i].text);
 		cJSON_Delete(m->inputs[i].end);
+		free(m->inputs[i].pids);
 	}
 	free(m->inputs);
 }

@@ -548,6 +548,9 @@ int rules_parse(const char *path, const char *text, size_t len,
 	if (memchr(text, '\0', len))
 		return trace_error_set(err, "%s: binary data (a NUL byte) in a "
 				       "rules file", path);
+	/* A UTF-8 byte order mark, as some editors write, is no rule. */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		start = 3;
 	while (start < len) {
 		const char *nl = memchr(text + start, '\n', len - start);
 		size_t end = nl ? (size_t)(nl - text) : len;
