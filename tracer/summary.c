@@ -410,14 +410,27 @@ static void print_text(struct summary *s, FILE *out)
 		human_time(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
-	fprintf(out, "steps: %d (marked by %s)\n", a->nsteps, a->step_marker);
+	if (strcmp(a->step_marker, "none"))
+		fprintf(out, "steps: %d (marked by %s)\n", a->nsteps,
+			a->step_marker);
+	else
+		fprintf(out, "steps: %d (no scaler update or autocast region "
+			     "marks them)\n",
+			a->nsteps);
 	print_findings(a, out);
 
+	/* the op column fits the longest name (ATen has some long ones) */
+	int width = 28;
+	for (size_t i = 0; i < s->nops; i++) {
+		int n = (int)(strlen(s->ops[i].op) + 1 + strlen(s->ops[i].overload));
+		if (n > width)
+			width = n;
+	}
 	fputs("\nOps by phase and output dtype\n", out);
 	if (!s->nops)
 		fputs("  (no ops)\n", out);
 	else {
-		fprintf(out, "  %-9s %-28s %7s", "phase", "op", "count");
+		fprintf(out, "  %-9s %-*s %7s", "phase", width, "op", "count");
 		for (int c = 0; c < s->ncolumns; c++)
 			fprintf(out, " %6s", s->columns[c]);
 		fprintf(out, " %10s  %s\n", "time", "policy");
@@ -427,7 +440,7 @@ static void print_text(struct summary *s, FILE *out)
 		const struct op_row *r = &s->ops[i];
 		snprintf(label, sizeof label, "%s%s%s", r->op,
 			 r->overload[0] ? "." : "", r->overload);
-		fprintf(out, "  %-9s %-28s %7zu", r->phase, label, r->count);
+		fprintf(out, "  %-9s %-*s %7zu", r->phase, width, label, r->count);
 		for (int c = 0; c < s->ncolumns; c++) {
 			if (r->by_dtype[c])
 				fprintf(out, " %6zu", r->by_dtype[c]);
