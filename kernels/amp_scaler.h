@@ -32,6 +32,15 @@ static inline AMP_HD float amp_scaler_unscale(float value, float inv_scale,
 	return inv_scale == 1.0f ? value : value * inv_scale;
 }
 
+/* amp_scaler_unscale for a caller that has already tested inv_scale != 1
+ * outside its loop (the multiply is then unconditional, as in ATen). */
+static inline AMP_HD float amp_scaler_unscale_by(float value, float inv_scale,
+						bool *found_inf)
+{
+	*found_inf |= !amp_scaler_is_finite(value);
+	return value * inv_scale;
+}
+
 /* The same for f64 gradients, whose opmath is f64 (ATen multiplies by
  * the f32 inv_scale widened to f64). */
 static inline AMP_HD double amp_scaler_unscale_f64(double value,

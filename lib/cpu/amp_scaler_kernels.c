@@ -53,10 +53,16 @@ static int unscale_one(struct amp_tensor *grad, float inv_scale, bool *found)
 		for (size_t i = 0; i < n; i++)
 			v[i] = amp_scaler_unscale_f64(v[i], inv_scale,
 						      &non_finite);
+	} else if (inv_scale == 1.0f) {
+		/* the check alone (_check_inf_per_device); hoisting the test
+		 * out of the loops lets both vectorise */
+		float *v = values;
+		for (size_t i = 0; i < n; i++)
+			v[i] = amp_scaler_unscale(v[i], 1.0f, &non_finite);
 	} else {
 		float *v = values;
 		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale(v[i], inv_scale, &non_finite);
+			v[i] = amp_scaler_unscale_by(v[i], inv_scale, &non_finite);
 	}
 	*found = non_finite;
 	train_store_inplace(grad, values, opmath);
