@@ -21,59 +21,63 @@ enum activation {
 };
 
 /* d/dx gelu(x), PyTorch's GeluBackward formulas. */
-#define GELU_GRAD(T, EXP, ERF, TANH)                                         \
-	static T gelu_grad_##T(T x, bool tanh_form)                          \
-	{                                                                    \
-		if (tanh_form) {                                             \
-			const T k = (T)AMP_SQRT_2_OVER_PI;                   \
-			const T c = (T)AMP_GELU_TANH_COEFF;                  \
-			T inner = k * (x + c * x * x * x);                   \
-			T t = TANH(inner);                                   \
-			T left = (T)0.5 * x;                                 \
-			T right = (T)1 + t;                                  \
-			T left_derivative = (T)0.5 * right;                  \
-			T right_derivative = left * ((T)1 - t * t) * k *     \
-					     ((T)1 + (T)3 * c * x * x);      \
-			return left_derivative + right_derivative;           \
-		}                                                            \
-		T cdf = (T)0.5 * ((T)1 + ERF(x * (T)AMP_SQRT1_2));           \
+#define GELU_GRAD(T, EXP, ERF, TANH)                                          \
+	static T gelu_grad_##T(T x, bool tanh_form)                           \
+	{                                                                     \
+		if (tanh_form) {                                              \
+			const T k = (T)AMP_SQRT_2_OVER_PI;                    \
+			const T c = (T)AMP_GELU_TANH_COEFF;                   \
+			T inner = k * (x + c * x * x * x);                    \
+			T t = TANH(inner);                                    \
+			T left = (T)0.5 * x;                                  \
+			T right = (T)1 + t;                                   \
+			T left_derivative = (T)0.5 * right;                   \
+			T right_derivative = left * ((T)1 - t * t) * k *      \
+					     ((T)1 + (T)3 * c * x * x);       \
+			return left_derivative + right_derivative;            \
+		}                                                             \
+		T cdf = (T)0.5 * ((T)1 + ERF(x * (T)AMP_SQRT1_2));            \
 		T pdf = EXP((T)-0.5 * x * x) * (T)(AMP_SQRT_2_OVER_PI * 0.5); \
-		return cdf + x * pdf;                                        \
+		return cdf + x * pdf;                                         \
 	}
 
 GELU_GRAD(float, expf, erff, tanhf)
 GELU_GRAD(double, exp, erf, tanh)
 
-#define DEFINE_ACTIVATION_LOOP(name, T)                                      \
-	static void name(enum activation kind, const T *g, const T *x, T *y, \
-			 size_t n, T k0, T k1)                               \
-	{                                                                    \
-		for (size_t i = 0; i < n; i++) {                             \
-			T v = x[i];                                          \
-			switch (kind) {                                      \
-			case ACTIVATION_THRESHOLD:                           \
-				y[i] = v <= k0 ? (T)0 : g[i];                \
-				break;                                       \
-			case ACTIVATION_GELU:                                \
-				y[i] = g[i] * gelu_grad_##T(v, false);       \
-				break;                                       \
-			case ACTIVATION_GELU_TANH:                           \
-				y[i] = g[i] * gelu_grad_##T(v, true);        \
-				break;                                       \
-			case ACTIVATION_SIGMOID:                             \
-				y[i] = g[i] * ((T)1 - v) * v;                \
-				break;                                       \
-			case ACTIVATION_TANH:                                \
-				y[i] = g[i] * ((T)1 - v * v);                \
-				break;                                       \
-			case ACTIVATION_CLAMP:                               \
-				y[i] = (isnan(k0) || v >= k0) &&             \
-						       (isnan(k1) || v <= k1) \
-					       ? g[i]                        \
-					       : (T)0;                       \
-				break;                                       \
-			}                                                    \
-		}                                                            \
+/* One loop per kind (the switch is outside, so each loop vectorises). */
+#define ACTIVATION_LOOP(T, expr)                                              \
+	for (size_t i = 0; i < n; i++) {                                      \
+		const T v = x[i];                                             \
+		y[i] = (expr);                                                \
+	}
+
+#define DEFINE_ACTIVATION_LOOP(name, T)                                       \
+	static void name(enum activation kind, const T *g, const T *x, T *y,  \
+			 size_t n, T k0, T k1)                                \
+	{                                                                     \
+		switch (kind) {                                               \
+		case ACTIVATION_THRESHOLD:                                    \
+			ACTIVATION_LOOP(T, v <= k0 ? (T)0 : g[i])             \
+			break;                                                \
+		case ACTIVATION_GELU:                                         \
+			ACTIVATION_LOOP(T, g[i] * gelu_grad_##T(v, false))    \
+			break;                                                \
+		case ACTIVATION_GELU_TANH:                                    \
+			ACTIVATION_LOOP(T, g[i] * gelu_grad_##T(v, true))     \
+			break;                                                \
+		case ACTIVATION_SIGMOID:                                      \
+			ACTIVATION_LOOP(T, g[i] * ((T)1 - v) * v)             \
+			break;                                                \
+		case ACTIVATION_TANH:                                         \
+			ACTIVATION_LOOP(T, g[i] * ((T)1 - v * v))             \
+			break;                                                \
+		case ACTIVATION_CLAMP:                                        \
+			ACTIVATION_LOOP(T, (isnan(k0) || v >= k0) &&          \
+						(isnan(k1) || v <= k1)        \
+					? g[i]                                \
+					: (T)0)                               \
+			break;                                                \
+		}                                                             \
 	}
 
 DEFINE_ACTIVATION_LOOP(activation_f32, float)
