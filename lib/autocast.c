@@ -77,13 +77,18 @@ int amp_autocast_enter(const struct amp_autocast_opts *opts)
 			 "currently.");
 		enabled = false;
 	}
+	char *scope = opts->scope ? strdup(opts->scope) : NULL;
+	if (opts->scope && !scope)
+		return amp_error(AMP_ERR_NOMEM, "out of memory entering autocast");
 	if (regions_open == regions_capacity) {
 		int capacity = regions_capacity ? 2 * regions_capacity : 16;
 		struct region *grown =
 			realloc(regions, (size_t)capacity * sizeof *grown);
-		if (!grown)
+		if (!grown) {
+			free(scope);
 			return amp_error(AMP_ERR_NOMEM,
 					 "out of memory entering autocast");
+		}
 		regions = grown;
 		regions_capacity = capacity;
 	}
@@ -94,7 +99,7 @@ int amp_autocast_enter(const struct amp_autocast_opts *opts)
 		.prev_dtype = state.dtype[device],
 		.prev_cache_enabled = state.cache_enabled,
 		.prev_scope = state.scope,
-		.scope = opts->scope ? strdup(opts->scope) : NULL,
+		.scope = scope,
 		.enabled = enabled,
 		.dtype = dtype,
 	};

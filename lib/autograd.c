@@ -11,11 +11,12 @@
  *   - gradients are summed to each input's shape and cast to its dtype
  *     (validate_outputs), and accumulate into the leaves' .grad at the end.
  * The engine runs on the calling thread; nothing here is global but the
- * sequence counter. */
+ * sequence counter and the lock that serialises accumulation into .grad. */
 #include "cpu/cpu_ops.h" /* cpu_shape_string: PyTorch's "[2, 3]" */
 #include "grad/grad.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,11 +33,11 @@ static const char second_backward_message[] =
 /* ------------------------------------------------------- node lifetime */
 
 /* Releasing a node can release the nodes it points to: a long chain
- * would recurse as deep as the graph, so releases queue on the thread and
- * the outermost call drains the queue. */
+ * would recurse as deep as the graph, so releases queue on the thread (a
+ * list through the nodes themselves: nothing to allocate, nothing left
+ * behind when the thread exits) and the outermost call drains the queue. */
 struct release_queue {
-	struct amp_node **items;
-	size_t count, capacity;
+	struct amp_node *head;
 	bool draining;
 };
 static _Thread_local struct release_queue releases;
@@ -80,24 +81,16 @@ void amp_node_release(struct amp_node *node)
 	if (atomic_fetch_sub_explicit(&node->refcount, 1,
 				      memory_order_acq_rel) != 1)
 		return;
-	if (q->count == q->capacity) {
-		size_t capacity = q->capacity ? q->capacity * 2 : 64;
-		struct amp_node **items =
-			realloc(q->items, capacity * sizeof *items);
-		if (!items) {
-			/* no room to queue: release now (recursively) */
-			node_destroy(node);
-			return;
-		}
-		q->items = items;
-		q->capacity = capacity;
-	}
-	q->items[q->count++] = node;
+	node->next_release = q->head;
+	q->head = node;
 	if (q->draining)
 		return;
 	q->draining = true;
-	while (q->count)
-		node_destroy(q->items[--q->count]);
+	while (q->head) {
+		struct amp_node *next = q->head;
+		q->head = next->next_release;
+		node_destroy(next);
+	}
 	q->draining = false;
 }
 
@@ -899,7 +892,9 @@ static int run_task(struct engine *e, int index)
 		}
 		status = validate(node, i, grad, &grads[i]);
 	}
-	if (!e->retain_graph) {
+	/* only nodes that saved something: cast nodes the weight cache
+	 * shares between threads' graphs are never written here */
+	if (!e->retain_graph && node->saved_any) {
 		node_free_saved(node);
 		node->saved_freed = true;
 	}
@@ -1029,6 +1024,11 @@ static int accumulate_grad(struct amp_tensor *leaf, struct amp_tensor *grad,
 	return AMP_OK;
 }
 
+/* Threads running backward through graphs that share leaves (weights,
+ * and the cached casts of the global autocast cache) accumulate into the
+ * same .grad: one at a time, as AccumulateGrad's mutex makes PyTorch. */
+static pthread_mutex_t accumulate_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int finish_leaves(struct engine *e)
 {
 	int status = AMP_OK;
@@ -1045,8 +1045,10 @@ static int finish_leaves(struct engine *e)
 		if (!e->accumulate)
 			continue;
 		struct engine_state state = enter_backward(0, e->create_graph);
+		pthread_mutex_lock(&accumulate_lock);
 		status = accumulate_grad(slot->leaf, slot->buffer,
 					 e->create_graph);
+		pthread_mutex_unlock(&accumulate_lock);
 		leave_backward(state);
 	}
 	return status;

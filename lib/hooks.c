@@ -1,7 +1,10 @@
 /* The hook API: callbacks registered for a mask of event kinds.
  * The dispatcher tests `amp_hook_mask` once per op, so with no hook
  * registered the cost is one predictable branch.  Registration is rare and
- * takes a mutex; emission walks a fixed slot array without locking. */
+ * takes a mutex; emission walks a fixed slot array without locking.  A slot
+ * is a seqlock: an emitter on another thread that reads it while a remove
+ * and an add reuse it retries rather than pairing one hook's fn with
+ * another's user pointer. */
 #include "amp_internal.h"
 
 #include <pthread.h>
@@ -10,14 +13,50 @@
 #define AMP_MAX_HOOKS 32
 
 struct hook_slot {
-	atomic_uint mask; /* 0 = free */
-	amp_hook_fn fn;
-	void *user;
+	atomic_uint sequence; /* odd while the slot is being rewritten */
+	atomic_uint mask;     /* 0 = free */
+	_Atomic(amp_hook_fn) fn;
+	_Atomic(void *) user;
 };
 
 static struct hook_slot slots[AMP_MAX_HOOKS];
 static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
 atomic_uint amp_hook_mask;
+
+/* Rewrites a slot; called with hooks_lock held (one writer at a time). */
+static void slot_write(struct hook_slot *slot, unsigned mask, amp_hook_fn fn,
+		       void *user)
+{
+	unsigned sequence =
+		atomic_load_explicit(&slot->sequence, memory_order_relaxed);
+
+	atomic_store_explicit(&slot->sequence, sequence + 1,
+			      memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&slot->fn, fn, memory_order_relaxed);
+	atomic_store_explicit(&slot->user, user, memory_order_relaxed);
+	atomic_store_explicit(&slot->mask, mask, memory_order_relaxed);
+	atomic_store_explicit(&slot->sequence, sequence + 2,
+			      memory_order_release);
+}
+
+/* A consistent (mask, fn, user) of a slot. */
+static unsigned slot_read(struct hook_slot *slot, amp_hook_fn *fn, void **user)
+{
+	unsigned sequence, mask;
+
+	do {
+		sequence = atomic_load_explicit(&slot->sequence,
+						memory_order_acquire);
+		mask = atomic_load_explicit(&slot->mask, memory_order_relaxed);
+		*fn = atomic_load_explicit(&slot->fn, memory_order_relaxed);
+		*user = atomic_load_explicit(&slot->user, memory_order_relaxed);
+		atomic_thread_fence(memory_order_acquire);
+	} while ((sequence & 1) ||
+		 sequence != atomic_load_explicit(&slot->sequence,
+						  memory_order_relaxed));
+	return mask;
+}
 
 static void recompute_mask(void)
 {
@@ -39,9 +78,7 @@ int amp_hook_add(unsigned mask, amp_hook_fn fn, void *user)
 	pthread_mutex_lock(&hooks_lock);
 	for (int i = 0; i < AMP_MAX_HOOKS; i++) {
 		if (atomic_load(&slots[i].mask) == 0) {
-			slots[i].fn = fn;
-			slots[i].user = user;
-			atomic_store(&slots[i].mask, mask);
+			slot_write(&slots[i], mask, fn, user);
 			handle = i + 1;
 			break;
 		}
@@ -59,7 +96,7 @@ void amp_hook_remove(int handle)
 	if (handle < 1 || handle > AMP_MAX_HOOKS)
 		return;
 	pthread_mutex_lock(&hooks_lock);
-	atomic_store(&slots[handle - 1].mask, 0);
+	slot_write(&slots[handle - 1], 0, NULL, NULL);
 	recompute_mask();
 	pthread_mutex_unlock(&hooks_lock);
 }
@@ -93,10 +130,13 @@ void amp_hook_emit(struct amp_event *event)
 	if (!event->thread)
 		event->thread = amp_thread_number();
 	for (int i = 0; i < AMP_MAX_HOOKS; i++) {
-		unsigned mask =
-			atomic_load_explicit(&slots[i].mask, memory_order_acquire);
-		if (mask & bit)
-			slots[i].fn(event, slots[i].user);
+		amp_hook_fn fn;
+		void *user;
+		if (!(atomic_load_explicit(&slots[i].mask, memory_order_relaxed) &
+		      bit))
+			continue;
+		if (slot_read(&slots[i], &fn, &user) & bit)
+			fn(event, user);
 	}
 }
 

@@ -4,6 +4,7 @@
 #include "amp_internal.h"
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,13 +98,31 @@ struct amp_tensor *amp_tensor_alloc(int ndim, const int64_t *shape,
 				  (long long)shape[i], i);
 			return NULL;
 		}
+	/* A wrapped element or byte count would give a small storage under
+	 * a large shape: kernels walking the shape would run past it. */
+	int64_t numel = 1, nbytes;
+	bool overflow = false;
+	for (int i = 0; i < ndim; i++)
+		overflow |= __builtin_mul_overflow(numel, shape[i], &numel);
+	overflow |= __builtin_mul_overflow(numel, (int64_t)amp_dtype_size(dtype),
+					   &nbytes);
+	if (overflow) {
+		char text[256];
+		int used = snprintf(text, sizeof text, "[");
+		for (int i = 0; i < ndim && used < (int)sizeof text; i++)
+			used += snprintf(text + used, sizeof text - (size_t)used,
+					 i ? ", %lld" : "%lld", (long long)shape[i]);
+		amp_error(AMP_ERR_INVALID,
+			  "Storage size calculation overflowed with sizes=%s]",
+			  text);
+		return NULL;
+	}
 	struct amp_tensor *t = tensor_shell(ndim, shape, dtype, device);
 	if (!t) {
 		amp_error(AMP_ERR_NOMEM, "out of memory allocating a tensor");
 		return NULL;
 	}
-	int64_t numel = amp_shape_numel(ndim, shape);
-	t->storage = storage_new(device, (size_t)numel * amp_dtype_size(dtype));
+	t->storage = storage_new(device, (size_t)nbytes);
 	if (!t->storage) {
 		free(t);
 		amp_error(AMP_ERR_NOMEM,

@@ -924,6 +924,59 @@ START_TEST(test_hook_mask_and_remove)
 }
 END_TEST
 
+/* A hook slot reused by remove + add while another thread emits: the
+ * emitter must call each fn with its own user pointer, never one hook's
+ * fn with the previous hook's user. */
+static int hook_a_tag, hook_b_tag, hook_mismatches, emitter_stop;
+
+static void hook_a(const struct amp_event *e, void *user)
+{
+	(void)e;
+	if (user != &hook_a_tag)
+		__atomic_add_fetch(&hook_mismatches, 1, __ATOMIC_RELAXED);
+}
+
+static void hook_b(const struct amp_event *e, void *user)
+{
+	(void)e;
+	if (user != &hook_b_tag)
+		__atomic_add_fetch(&hook_mismatches, 1, __ATOMIC_RELAXED);
+}
+
+static void *emit_until_stopped(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&emitter_stop, __ATOMIC_RELAXED)) {
+		struct amp_event event = { .kind = AMP_EVENT_DIAG };
+		event.diag.kind = "test";
+		event.diag.message = "";
+		amp_hook_emit(&event);
+	}
+	return NULL;
+}
+
+START_TEST(test_hook_slot_reuse_while_emitting)
+{
+	pthread_t thread;
+
+	hook_mismatches = emitter_stop = 0;
+	ck_assert_int_eq(pthread_create(&thread, NULL, emit_until_stopped, NULL),
+			 0);
+	for (int i = 0; i < 20000; i++) {
+		int a = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), hook_a,
+				     &hook_a_tag);
+		amp_hook_remove(a);
+		int b = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), hook_b,
+				     &hook_b_tag);
+		ck_assert_int_eq(a, b); /* the same slot, reused */
+		amp_hook_remove(b);
+	}
+	__atomic_store_n(&emitter_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(thread, NULL);
+	ck_assert_int_eq(hook_mismatches, 0);
+}
+END_TEST
+
 static void abort_to_signal(const char *file, int line, const char *message)
 {
 	(void)file;
@@ -953,6 +1006,7 @@ static Suite *autocast_suite(void)
 	tcase_add_test(state, test_nested_disabled_region);
 	tcase_add_test(state, test_scope_names_and_depth);
 	tcase_add_test(state, test_hook_mask_and_remove);
+	tcase_add_test(state, test_hook_slot_reuse_while_emitting);
 	tcase_add_test_raise_signal(state, test_exit_without_region_aborts,
 				    SIGABRT);
 	suite_add_tcase(s, state);

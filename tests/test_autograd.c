@@ -12,6 +12,7 @@
 
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1204,6 +1205,53 @@ START_TEST(test_shared_graph_two_losses)
 }
 END_TEST
 
+/* Threads running backward into the same leaf (shared weights) each add
+ * their gradient: accumulation into .grad is serialised, as PyTorch's
+ * AccumulateGrad mutex makes it, so none is lost. */
+#define SHARED_LEAF_ELEMENTS 4096
+#define SHARED_LEAF_STEPS 400
+
+static void *backward_into_shared_leaf(void *arg)
+{
+	amp_tensor *w = arg;
+	int64_t n = SHARED_LEAF_ELEMENTS;
+	amp_tensor *x = amp_full(1, &n, 1.0, F64, CPU);
+
+	for (int step = 0; x && step < SHARED_LEAF_STEPS; step++) {
+		amp_tensor *y = amp_mul(w, x);
+		amp_tensor *loss = y ? amp_sum(y, AMP_DTYPE_NONE) : NULL;
+		if (!loss || amp_backward(loss, NULL, false, false) != AMP_OK)
+			step = SHARED_LEAF_STEPS; /* the sum below tells */
+		amp_tensor_free(loss);
+		amp_tensor_free(y);
+	}
+	amp_tensor_free(x);
+	return NULL;
+}
+
+START_TEST(test_concurrent_backward_shared_leaf)
+{
+	int64_t n = SHARED_LEAF_ELEMENTS;
+	amp_tensor *w = ok(amp_full(1, &n, 0.5, F64, CPU));
+	pthread_t threads[2];
+	static double values[SHARED_LEAF_ELEMENTS];
+
+	ck_assert_int_eq(amp_tensor_set_requires_grad(w, true), AMP_OK);
+	for (int t = 0; t < 2; t++)
+		ck_assert_int_eq(pthread_create(&threads[t], NULL,
+						backward_into_shared_leaf, w),
+				 0);
+	for (int t = 0; t < 2; t++)
+		pthread_join(threads[t], NULL);
+	amp_tensor *grad = ok(amp_tensor_grad(w));
+	ck_assert_int_eq(amp_tensor_read(grad, F64, values, (size_t)n), AMP_OK);
+	for (int64_t i = 0; i < n; i++)
+		ck_assert_double_eq(values[i], 2.0 * SHARED_LEAF_STEPS);
+	amp_tensor_free(grad);
+	amp_tensor_free(w);
+}
+END_TEST
+
 /* The gradient-penalty recipe of the AMP examples, on emulated CUDA:
  * scaled grads of the parameters with create_graph under autocast, then
  * unscaled, penalty = sqrt(sum(g^2)) inside autocast, and backward of
@@ -1342,6 +1390,7 @@ static Suite *autograd_suite(void)
 	tcase_add_test(engine, test_custom_function);
 	tcase_add_test(engine, test_set_grad);
 	tcase_add_test(engine, test_shared_graph_two_losses);
+	tcase_add_test(engine, test_concurrent_backward_shared_leaf);
 	suite_add_tcase(suite, engine);
 	return suite;
 }

@@ -581,6 +581,25 @@ START_TEST(test_factories)
 }
 END_TEST
 
+/* A shape whose element or byte count overflows is refused: a wrapped
+ * count would put a tiny storage under a huge shape. */
+START_TEST(test_factory_size_overflow)
+{
+	const int64_t wraps_to_zero[3] = { 1ll << 32, 1ll << 32, 2 };
+	const int64_t bytes_overflow[1] = { 1ll << 61 };
+
+	ck_assert_ptr_null(amp_empty(3, wraps_to_zero, AMP_DTYPE_F32,
+				     AMP_DEVICE_CPU));
+	ck_assert_int_eq(amp_last_status(), AMP_ERR_INVALID);
+	ck_assert_str_eq(amp_last_error(),
+			 "Storage size calculation overflowed with "
+			 "sizes=[4294967296, 4294967296, 2]");
+	ck_assert_ptr_null(amp_zeros(1, bytes_overflow, AMP_DTYPE_F64,
+				     AMP_DEVICE_CPU));
+	ck_assert_int_eq(amp_last_status(), AMP_ERR_INVALID);
+}
+END_TEST
+
 START_TEST(test_random)
 {
 	const int64_t n[1] = { 20000 };
@@ -758,6 +777,7 @@ static Suite *ops_suite(void)
 	tcase_add_loop_test(numerics, test_low_precision_accumulates_in_f32, 0, 2);
 	tcase_add_test(factories, test_factories);
 	tcase_add_test(factories, test_random);
+	tcase_add_test(factories, test_factory_size_overflow);
 	tcase_add_test(factories, test_dropout_train);
 	tcase_add_test(composites, test_composites_dispatch_inner_ops);
 	suite_add_tcase(s, promotion);

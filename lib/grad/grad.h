@@ -64,6 +64,7 @@ struct amp_node {
 	amp_function_backward_fn custom_backward;
 	void (*custom_free)(void *ctx);
 	void *custom_ctx;
+	struct amp_node *next_release; /* the thread's queue of nodes to free */
 };
 
 /* What a formula runs with.  Tensors are borrowed from the engine for the
