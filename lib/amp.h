@@ -534,6 +534,9 @@ typedef void (*amp_hook_fn)(const struct amp_event *event, void *user);
 
 /* Registers fn for the kinds in `mask`.  Returns a handle > 0, or < 0. */
 int amp_hook_add(unsigned mask, amp_hook_fn fn, void *user);
+/* Stops new deliveries to the hook.  A call already running on another
+ * thread may still finish after this returns: free `user` only once those
+ * threads are known to be done with libamp ops (e.g. joined). */
 void amp_hook_remove(int handle);
 /* Value-dependent checks: when on, low-precision ops that turn finite
  * inputs into inf/NaN (fp16-overflow) and casts to f16/bf16 that flush many

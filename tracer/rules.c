@@ -545,9 +545,11 @@ int rules_parse(const char *path, const char *text, size_t len,
 	size_t start = 0;
 
 	*rules = (struct rules){ .path = strdup(path) };
-	if (memchr(text, '\0', len))
+	if (memchr(text, '\0', len)) {
+		rules_free(rules);
 		return trace_error_set(err, "%s: binary data (a NUL byte) in a "
 				       "rules file", path);
+	}
 	/* A UTF-8 byte order mark, as some editors write, is no rule. */
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
 		start = 3;
@@ -555,8 +557,10 @@ int rules_parse(const char *path, const char *text, size_t len,
 		const char *nl = memchr(text + start, '\n', len - start);
 		size_t end = nl ? (size_t)(nl - text) : len;
 		char *line = strndup(text + start, end - start);
-		if (!line)
+		if (!line) {
+			rules_free(rules);
 			return trace_error_set(err, "%s: out of memory", path);
+		}
 		p.line = line;
 		p.lineno++;
 		p.pos = 0;

@@ -94,7 +94,8 @@ int view_fold_find(size_t n, size_t max_period, size_t min_hidden,
 	}
 	/* a nested fold lies inside its outer fold's first repetition, so
 	 * ordering by start keeps the outer one first */
-	qsort(f.folds, f.nfolds, sizeof *f.folds, compare_folds);
+	if (f.nfolds) /* qsort(NULL, 0) is undefined */
+		qsort(f.folds, f.nfolds, sizeof *f.folds, compare_folds);
 	*folds = f.folds;
 	*nfolds = f.nfolds;
 	return 0;
