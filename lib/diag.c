@@ -13,6 +13,7 @@
  *   AMP_DIAG_UNDERFLOW_FRACTION of the source's non-zero values into zero
  *   or subnormals (precision lost, or the value gone). */
 #include "amp_internal.h"
+#include "backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -56,15 +57,31 @@ static float smallest_normal(enum amp_dtype dtype)
 	return dtype == AMP_DTYPE_F16 ? 6.103515625e-05f : 1.17549435e-38f;
 }
 
-/* The tensor's elements as f32 (host memory, caller frees), or NULL. */
-static float *read_f32(const struct amp_tensor *t, int64_t *count)
+/* t's elements in place when they can be read so (contiguous, in host
+ * memory): the checks then copy nothing, which is most of their cost. */
+static const void *in_place(const struct amp_tensor *t)
+{
+	if (!amp_tensor_is_contiguous(t) || amp_storage_on_gpu(t->storage))
+		return NULL;
+	return amp_tensor_data(t);
+}
+
+/* The tensor's elements as f32, or NULL; *owned is what to free (NULL
+ * when the elements are read in place). */
+static const float *read_f32(const struct amp_tensor *t, int64_t *count,
+			     void **owned)
 {
 	int64_t n = amp_tensor_numel(t);
-	float *values = malloc((size_t)(n > 0 ? n : 1) * sizeof *values);
+	float *values;
 
+	*count = n;
+	*owned = NULL;
+	if (t->dtype == AMP_DTYPE_F32 && in_place(t))
+		return in_place(t);
+	values = malloc((size_t)(n > 0 ? n : 1) * sizeof *values);
 	if (values)
 		amp_tensor_gather(t, AMP_DTYPE_F32, values);
-	*count = n;
+	*owned = values;
 	return values;
 }
 
@@ -95,7 +112,8 @@ static void emit(const char *kind, const char *message, uint64_t op_id,
 static bool all_finite(const struct amp_tensor *t, double *max_abs)
 {
 	int64_t n;
-	float *values = read_f32(t, &n);
+	void *owned;
+	const float *values = read_f32(t, &n, &owned);
 	bool finite = true;
 
 	if (!values)
@@ -106,7 +124,7 @@ static bool all_finite(const struct amp_tensor *t, double *max_abs)
 		else if (fabs(values[i]) > *max_abs)
 			*max_abs = fabs(values[i]);
 	}
-	free(values);
+	free(owned);
 	return finite;
 }
 
@@ -140,15 +158,20 @@ static bool has_non_finite(const struct amp_tensor *t)
 {
 	uint16_t mask = t->dtype == AMP_DTYPE_F16 ? 0x7c00 : 0x7f80;
 	int64_t n = amp_tensor_numel(t);
-	uint16_t *bits = malloc((size_t)(n > 0 ? n : 1) * sizeof *bits);
+	uint16_t *owned = NULL;
+	const uint16_t *bits = in_place(t);
 	bool found = false;
 
-	if (!bits)
-		return false;
-	amp_tensor_gather(t, t->dtype, bits);
-	for (int64_t i = 0; i < n && !found; i++)
-		found = (bits[i] & mask) == mask;
-	free(bits);
+	if (!bits) {
+		owned = malloc((size_t)(n > 0 ? n : 1) * sizeof *owned);
+		if (!owned)
+			return false;
+		amp_tensor_gather(t, t->dtype, owned);
+		bits = owned;
+	}
+	for (int64_t i = 0; i < n; i++)
+		found |= (bits[i] & mask) == mask;
+	free(owned);
 	return found;
 }
 
@@ -188,7 +211,8 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 			    const struct amp_tensor *cast)
 {
 	int64_t n;
-	float *values = read_f32(source, &n);
+	void *owned;
+	const float *values = read_f32(source, &n, &owned);
 	int64_t nonzero = 0, flushed = 0, zeroed = 0;
 	float tiny = smallest_normal(cast->dtype);
 	/* half the smallest subnormal: below it the cast gives zero */
@@ -196,17 +220,15 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 
 	if (!values)
 		return;
+	/* branch-free counts, so the loop vectorises (inf/NaN count as
+	 * neither non-zero nor flushed: m < inf fails for both) */
 	for (int64_t i = 0; i < n; i++) {
 		float magnitude = fabsf(values[i]);
-		if (magnitude == 0.0f || !isfinite(magnitude))
-			continue;
-		nonzero++;
-		if (magnitude < tiny) {
-			flushed++;
-			zeroed += magnitude <= zero;
-		}
+		nonzero += magnitude > 0.0f && magnitude < INFINITY;
+		flushed += magnitude > 0.0f && magnitude < tiny;
+		zeroed += magnitude > 0.0f && magnitude <= zero;
 	}
-	free(values);
+	free(owned);
 	if (!flushed ||
 	    (double)flushed < AMP_DIAG_UNDERFLOW_FRACTION * (double)nonzero)
 		return;
