@@ -249,6 +249,14 @@ static int apply_autocast(struct amp_call *c, const struct amp_policy_row *row,
 	return AMP_OK;
 }
 
+static bool any_requires_grad(const struct flat_args *f)
+{
+	for (int i = 0; i < f->count; i++)
+		if (*f->slot[i] && (*f->slot[i])->requires_grad)
+			return true;
+	return false;
+}
+
 static bool is_input(const struct flat_args *f, const struct amp_tensor *t)
 {
 	for (int i = 0; i < f->count; i++)
@@ -264,14 +272,8 @@ static bool is_input(const struct flat_args *f, const struct amp_tensor *t)
 static int check_inplace(struct amp_call *c, const struct flat_args *f)
 {
 	const struct amp_op_def *def = &amp_op_defs[c->op];
-	bool requires_grad = false;
 
-	if (!amp_autocast_state()->grad_enabled)
-		return AMP_OK;
-	for (int i = 0; i < f->count; i++)
-		if (*f->slot[i] && (*f->slot[i])->requires_grad)
-			requires_grad = true;
-	if (!requires_grad)
+	if (!amp_autocast_state()->grad_enabled || !any_requires_grad(f))
 		return AMP_OK;
 	const struct amp_tensor *target =
 		*f->slot[strcmp(def->overload, "out") == 0 ? f->count - 1 : 0];
@@ -296,13 +298,10 @@ static int check_inplace(struct amp_call *c, const struct flat_args *f)
 static int mark_outputs(struct amp_call *c, const struct flat_args *f)
 {
 	const struct amp_op_def *def = &amp_op_defs[c->op];
-	bool requires_grad = false;
-
-	if (def->kind != AMP_OP_KIND_FACTORY && c->op != AMP_OP_DETACH &&
-	    amp_autocast_state()->grad_enabled)
-		for (int i = 0; i < f->count; i++)
-			if (*f->slot[i] && (*f->slot[i])->requires_grad)
-				requires_grad = true;
+	bool requires_grad = def->kind != AMP_OP_KIND_FACTORY &&
+			     c->op != AMP_OP_DETACH &&
+			     amp_autocast_state()->grad_enabled &&
+			     any_requires_grad(f);
 	for (int o = 0; o < c->noutputs; o++) {
 		struct amp_tensor *out = c->outputs[o];
 		/* to()/contiguous() may return their input itself: it keeps
@@ -351,10 +350,13 @@ int amp_dispatch(struct amp_call *c)
 	if (status != AMP_OK)
 		return status;
 
+	bool want_begin = amp_hooks_want(AMP_EVENT_OP_BEGIN);
 	bool want_end = amp_hooks_want(AMP_EVENT_OP_END);
-	bool emulated = c->device == AMP_DEVICE_CUDA && amp_cuda_is_emulated();
+	/* only events carry it: no backend query on the unhooked path */
+	bool emulated = (want_begin || want_end) &&
+			c->device == AMP_DEVICE_CUDA && amp_cuda_is_emulated();
 	autocast_active = st->enabled[c->device] && !st->excluded[c->device];
-	if (amp_hooks_want(AMP_EVENT_OP_BEGIN) || want_end) {
+	if (want_begin || want_end) {
 		struct amp_event event = { .kind = AMP_EVENT_OP_BEGIN };
 		begin = amp_now_ns();
 		event.time_ns = begin;
