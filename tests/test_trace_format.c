@@ -3,6 +3,7 @@
  * fixtures, repairing traces cut at any byte, clear errors (file:line) for
  * every kind of bad input, and the validator that checks what loading
  * does not (metadata, nesting, tensor-id continuity). */
+#include "amp.h"
 #include "jsonw.h"
 #include "rules.h"
 #include "trace.h"
@@ -142,6 +143,21 @@ START_TEST(test_writer_close_and_cut)
 END_TEST
 
 /* ----------------------------------------------------------- fixtures */
+
+/* The tracer reads traces without linking libamp: its dtype table must
+ * still be libamp's names, in libamp's order. */
+START_TEST(test_dtype_names_match_libamp)
+{
+	int n = 0;
+	while (trace_dtype_names[n])
+		n++;
+	ck_assert_int_eq(n, AMP_DTYPE_COUNT);
+	ck_assert_int_eq(TRACE_DTYPE_COUNT, AMP_DTYPE_COUNT);
+	for (int i = 0; i < n; i++)
+		ck_assert_str_eq(trace_dtype_names[i],
+				 amp_dtype_name((enum amp_dtype)i));
+}
+END_TEST
 
 START_TEST(test_good_fixture_loads)
 {
@@ -474,6 +490,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(writer, test_jsonw_escapes_round_trip);
 	tcase_add_test(writer, test_jsonw_numbers);
 	tcase_add_test(writer, test_writer_close_and_cut);
+	tcase_add_test(reader, test_dtype_names_match_libamp);
 	tcase_add_test(reader, test_good_fixture_loads);
 	tcase_add_test(reader, test_fixtures_validate);
 	tcase_add_test(reader, test_validator_finds_broken_continuity);

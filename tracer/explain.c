@@ -128,15 +128,14 @@ static int parse_dtype(const char *text, enum amp_dtype *out)
 
 static int bad_dtype(const char *dtype, const char *arg)
 {
-	static const char *const names[] = { "f64", "f32", "f16", "bf16",
-					     "i64", "i32", "bool" };
 	fprintf(stderr, "amptrace explain: unknown dtype '%s' in argument '%s'",
 		dtype, arg);
 	int close = 0;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (edit_distance(dtype, names[i]) <= 2)
+	for (int i = 0; i < AMP_DTYPE_COUNT; i++) {
+		const char *name = amp_dtype_name((enum amp_dtype)i);
+		if (edit_distance(dtype, name) <= 2)
 			fprintf(stderr, "%s%s", close++ ? ", " : "; did you mean ",
-				names[i]);
+				name);
 	}
 	fprintf(stderr, "%s\ndtypes: %s\n", close ? "?" : "", dtype_choices);
 	return 2;

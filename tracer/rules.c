@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const dtype_names[] = { "f64", "f32", "f16", "bf16",
-					   "i64", "i32", "bool", NULL };
 static const char *const policy_names[] = {
 	"none", "lower_precision_fp", "fp32", "fp32_set_opt_dtype",
 	"fp32_append_dtype", "promote", "banned", NULL
@@ -357,12 +355,12 @@ static int parse_op_rule(struct parser *p, struct rule *r)
 		if (is_word(p, "output")) {
 			c->kind = CHECK_OUTPUT;
 			next(p);
-			if (parse_values(p, c, dtype_names, "a dtype") != 0)
+			if (parse_values(p, c, trace_dtype_names, "a dtype") != 0)
 				return -1;
 		} else if (is_word(p, "inputs")) {
 			c->kind = CHECK_INPUTS;
 			next(p);
-			if (parse_values(p, c, dtype_names, "a dtype") != 0)
+			if (parse_values(p, c, trace_dtype_names, "a dtype") != 0)
 				return -1;
 		} else if (is_word(p, "policy")) {
 			c->kind = CHECK_POLICY;
@@ -389,12 +387,12 @@ static int parse_casts_rule(struct parser *p, struct rule *r, bool no)
 		next(p);
 	} else if (is_word(p, "to")) {
 		next(p);
-		r->to = expect_name(p, dtype_names, "a dtype");
+		r->to = expect_name(p, trace_dtype_names, "a dtype");
 	} else if (is_word(p, "from")) {
 		next(p);
-		r->from = expect_name(p, dtype_names, "a dtype");
+		r->from = expect_name(p, trace_dtype_names, "a dtype");
 	} else if (p->tok.kind == TOKEN_WORD) {
-		r->from = expect_name(p, dtype_names,
+		r->from = expect_name(p, trace_dtype_names,
 				      "a cast direction (DTYPE->DTYPE, total, "
 				      "to DTYPE, from DTYPE) starting with a "
 				      "dtype");
@@ -403,7 +401,7 @@ static int parse_casts_rule(struct parser *p, struct rule *r, bool no)
 		if (!is_symbol(p, "->"))
 			return expected(p, "'->' (as in f32->f16)");
 		next(p);
-		r->to = expect_name(p, dtype_names, "a dtype");
+		r->to = expect_name(p, trace_dtype_names, "a dtype");
 	} else {
 		return expected(p, "a cast direction (DTYPE->DTYPE, total, to "
 				"DTYPE, from DTYPE)");

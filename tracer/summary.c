@@ -27,8 +27,6 @@ static const char summary_usage[] =
 	"Exit status: 0, or 2 when the trace cannot be read.\n";
 
 /* Interned strings compare by pointer (trace.c interns them all). */
-static const char *const dtype_order[] = { "f64", "f32", "f16", "bf16",
-					   "i64", "i32", "bool" };
 #define MAX_COLUMNS 16
 
 struct op_row {
@@ -101,7 +99,7 @@ static int column_of(struct summary *s, const char *dtype)
 static void collect_columns(struct summary *s)
 {
 	const struct trace *t = s->trace;
-	bool seen[7] = { false };
+	bool seen[TRACE_DTYPE_COUNT] = { false };
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -109,19 +107,19 @@ static void collect_columns(struct summary *s)
 		if (e->kind != TRACE_OP || !(d = analysis_output_dtype(&e->op)))
 			continue;
 		bool known = false;
-		for (int k = 0; k < 7; k++)
-			if (!strcmp(d, dtype_order[k]))
+		for (int k = 0; k < TRACE_DTYPE_COUNT; k++)
+			if (!strcmp(d, trace_dtype_names[k]))
 				seen[k] = known = true;
-		if (!known && column_of(s, d) < 0 && s->ncolumns < MAX_COLUMNS - 7)
+		if (!known && column_of(s, d) < 0 && s->ncolumns < MAX_COLUMNS - TRACE_DTYPE_COUNT)
 			s->columns[s->ncolumns++] = d;
 	}
 	const char *others[MAX_COLUMNS];
 	int nothers = s->ncolumns;
 	memcpy(others, s->columns, sizeof others);
 	s->ncolumns = 0;
-	for (int k = 0; k < 7; k++)
+	for (int k = 0; k < TRACE_DTYPE_COUNT; k++)
 		if (seen[k])
-			s->columns[s->ncolumns++] = dtype_order[k];
+			s->columns[s->ncolumns++] = trace_dtype_names[k];
 	for (int k = 0; k < nothers; k++)
 		s->columns[s->ncolumns++] = others[k];
 }

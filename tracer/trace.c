@@ -759,6 +759,10 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 	return NULL;
 }
 
+const char *const trace_dtype_names[TRACE_DTYPE_COUNT + 1] = {
+	"f64", "f32", "f16", "bf16", "i64", "i32", "bool", NULL
+};
+
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size)
 {
 	if (op->overload && op->overload[0])

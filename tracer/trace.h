@@ -170,6 +170,11 @@ struct trace {
 
 /* Loads `path`.  Returns 0, or -1 with err set (the trace is then empty
  * and needs no trace_free, though calling it is harmless). */
+/* The dtype names of FORMAT.md, in libamp's order, NULL-terminated
+ * (the tracer reads traces without linking libamp). */
+extern const char *const trace_dtype_names[];
+#define TRACE_DTYPE_COUNT 7
+
 int trace_load(const char *path, struct trace *trace, struct trace_error *err);
 /* The same for a trace already in memory (`path` names it in messages). */
 int trace_load_text(const char *path, const char *text, size_t len,

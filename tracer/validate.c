@@ -22,23 +22,17 @@ static void problem(struct validate_report *r, const char *fmt, ...)
 	r->problems++;
 }
 
-static bool valid_dtype(const char *d)
-{
-	static const char *const names[] = { "f64", "f32", "f16", "bf16",
-					     "i64", "i32", "bool" };
-
-	for (size_t i = 0; d && i < sizeof names / sizeof *names; i++)
-		if (!strcmp(d, names[i]))
-			return true;
-	return false;
-}
-
 static bool one_of(const char *s, const char *const *names)
 {
 	for (; s && *names; names++)
 		if (!strcmp(s, *names))
 			return true;
 	return false;
+}
+
+static bool valid_dtype(const char *d)
+{
+	return one_of(d, trace_dtype_names);
 }
 
 static int64_t ns(double us)
