@@ -1,47 +1,32 @@
-/* The recorder (see recorder.h and raw.h).
+/* The recorder (see recorder.h): libamp's event source for the producer
+ * API (producer.h).  It subscribes to libamp's hook API and hands every
+ * event to the producer, which streams it into the raw directory.
  *
  * Why this shape:
  *   - It talks to libamp through the public hook API only, and references
  *     libamp's symbols weakly: preloaded into a process that does not use
- *     libamp (a shell, a launcher) it finds amp_hook_add == NULL and stays
- *     idle, without dragging libamp in.
- *   - Each thread writes its own file through a MAP_SHARED mapping: an
- *     event costs one bounded encode into memory and one release store, no
- *     lock and no system call (one mmap per RAW_CHUNK bytes).  Formatting
- *     JSON happens in `amptrace run`, another process.
- *   - Pages of a shared file mapping belong to the page cache, so whatever
- *     the process completed survives abort(), SIGSEGV and SIGKILL: the
- *     flush granularity is one event.
+ *     libamp (a shell, a launcher, a Python interpreter) it finds
+ *     amp_hook_add == NULL and stays idle, without dragging libamp in.
  *   - GPU kernel timing (CUPTI, through libamp's amp_gpu_profiler_*)
  *     starts at the first op on device cuda, not at attach: starting it
  *     loads the CUDA module and creates a context, which a program that
- *     never uses the GPU should not pay for.  Activities arrive in batches
- *     on a CUPTI thread (or the thread that flushes) and go, under a lock,
- *     into a stream of their own (tgpu.raw), written like a thread's.
+ *     never uses the GPU should not pay for.
  */
 #include "recorder.h"
 
 #include "amp.h"
+#include "producer.h"
 #include "raw.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 /* Weak: resolved to NULL when the process has no libamp. */
 #pragma weak amp_hook_add
 #pragma weak amp_hook_remove
-#pragma weak amp_autocast_cache_stats
 #pragma weak amp_dtype_name
 #pragma weak amp_dtype_profiler_name
 #pragma weak amp_policy_name
@@ -55,478 +40,29 @@
 #pragma weak amp_last_error
 #pragma weak amp_clear_error
 
-/* Per-thread writer state.  `generation` ties it to one process image:
- * after fork() the child starts a new generation and its inherited state
- * is dropped unused. */
-struct thread_writer {
-	int fd;
-	uint8_t *chunk;        /* the mapped chunk, or NULL */
-	uint32_t offset;       /* next record, inside chunk */
-	uint64_t chunk_index;
-	unsigned generation;
-	bool busy;             /* inside the hook: a re-entrant event drops */
-	bool failed;           /* could not create the file: events drop */
-};
+/* The build passes the project's version; tests that compile this file
+ * directly need not. */
+#ifndef AMPTRACE_VERSION
+#define AMPTRACE_VERSION "(test build)"
+#endif
 
-static __thread struct thread_writer writer
-	__attribute__((tls_model("initial-exec")));
-
-static char process_dir[PATH_MAX + 32];
-static char raw_root[PATH_MAX];
-/* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
- * files, so threads stop recording (and remove their file) instead of
- * filling memory.  Checked once per chunk. */
-static pid_t converter_pid;
 static int hook_handle;
-static atomic_uint generation = 1;
-static atomic_bool attached;
-static atomic_bool warned;
-
-static void warn_once(const char *what, const char *path)
-{
-	if (atomic_exchange(&warned, true))
-		return;
-	fprintf(stderr, "amptrace recorder: %s %s: %s (events of this thread "
-		"are not recorded)\n", what, path, strerror(errno));
-}
-
-/* ------------------------------------------------------------ encoding */
-
-static inline uint8_t *put_u64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-	return p + 8;
-}
-
-static inline uint8_t *put_i32(uint8_t *p, int32_t v)
-{
-	memcpy(p, &v, 4);
-	return p + 4;
-}
-
-static inline uint8_t *put_u8(uint8_t *p, unsigned v)
-{
-	*p = (uint8_t)v;
-	return p + 1;
-}
-
-static inline uint8_t *put_f64(uint8_t *p, double v)
-{
-	memcpy(p, &v, 8);
-	return p + 8;
-}
-
-static inline uint8_t *put_str(uint8_t *p, const char *s)
-{
-	uint16_t len = RAW_NULL_STRING;
-
-	if (s)
-		len = (uint16_t)strnlen(s, RAW_MAX_STRING);
-	memcpy(p, &len, 2);
-	p += 2;
-	if (s) {
-		memcpy(p, s, len);
-		p += len;
-	}
-	return p;
-}
-
-#define STR_BOUND (2 + RAW_MAX_STRING)
-#define TENSOR_BOUND (8 + 4 + 8 * AMP_MAX_DIMS + STR_BOUND)
-
-static uint8_t *put_tensor(uint8_t *p, const struct amp_tensor_info *t)
-{
-	int ndim = t->ndim < 0 ? 0 : t->ndim > AMP_MAX_DIMS ? AMP_MAX_DIMS
-							     : t->ndim;
-
-	p = put_u64(p, t->id);
-	p = put_u8(p, t->dtype);
-	p = put_u8(p, t->device);
-	p = put_u8(p, (unsigned)ndim);
-	p = put_u8(p, (t->is_leaf ? 1u : 0u) | (t->requires_grad ? 2u : 0u) |
-			      (t->is_view ? 4u : 0u));
-	memcpy(p, t->shape, (size_t)ndim * 8);
-	p += (size_t)ndim * 8;
-	return put_str(p, t->name);
-}
-
-static uint8_t *put_autocast(uint8_t *p, const struct amp_autocast_info *a)
-{
-	p = put_u8(p, a->enabled);
-	p = put_u8(p, a->device);
-	p = put_u8(p, a->dtype);
-	p = put_u8(p, a->cache_enabled);
-	p = put_i32(p, a->depth);
-	return put_str(p, a->scope);
-}
-
-#define AUTOCAST_BOUND (8 + STR_BOUND)
-
-/* An upper bound of the encoded payload, cheap to compute (no strlen):
- * the record must fit in the current chunk before we start writing. */
-static size_t payload_bound(const struct amp_event *e)
-{
-	switch (e->kind) {
-	case AMP_EVENT_OP_BEGIN:
-		return 3 * 8 + 4 + AUTOCAST_BOUND + 2 * STR_BOUND;
-	case AMP_EVENT_OP_END: {
-		size_t n = (size_t)(e->op.ninputs > 0 ? e->op.ninputs : 0) +
-			   (size_t)(e->op.noutputs > 0 ? e->op.noutputs : 0);
-		return 4 * 8 + 4 + 4 + AUTOCAST_BOUND + 3 * STR_BOUND + 2 +
-		       n * TENSOR_BOUND;
-	}
-	case AMP_EVENT_CAST:
-		return 8 + 4 + 5 + 4 * 8 + 2 * TENSOR_BOUND + STR_BOUND;
-	case AMP_EVENT_SCOPE_ENTER:
-	case AMP_EVENT_SCOPE_EXIT:
-		return 4 + 4 + STR_BOUND;
-	case AMP_EVENT_CACHE_CLEAR:
-		return 16;
-	case AMP_EVENT_SCALER:
-		return 4 * 8 + 2 + STR_BOUND;
-	case AMP_EVENT_DIAG:
-		return 2 * 8 + 2 * STR_BOUND;
-	default:
-		return 0;
-	}
-}
-
-static uint8_t *encode(uint8_t *p, const struct amp_event *e)
-{
-	switch (e->kind) {
-	case AMP_EVENT_OP_BEGIN: {
-		const struct amp_op_event *op = &e->op;
-		p = put_u64(p, op->op_id);
-		p = put_u64(p, op->parent_op_id);
-		p = put_u64(p, op->forward_op_id);
-		p = put_u8(p, op->phase);
-		p = put_u8(p, op->device);
-		p = put_u8(p, op->emulated);
-		p = put_u8(p, 0);
-		p = put_autocast(p, &op->autocast);
-		p = put_str(p, op->op);
-		return put_str(p, op->overload);
-	}
-	case AMP_EVENT_OP_END: {
-		const struct amp_op_event *op = &e->op;
-		int nin = op->ninputs > 0 ? op->ninputs : 0;
-		int nout = op->noutputs > 0 ? op->noutputs : 0;
-		if (nin > 255)
-			nin = 255;
-		if (nout > 255)
-			nout = 255;
-		p = put_u64(p, op->op_id);
-		p = put_u64(p, op->parent_op_id);
-		p = put_u64(p, op->forward_op_id);
-		p = put_u64(p, op->begin_ns);
-		p = put_i32(p, op->status);
-		p = put_u8(p, op->phase);
-		p = put_u8(p, op->policy);
-		p = put_u8(p, op->device);
-		p = put_u8(p, op->emulated);
-		p = put_autocast(p, &op->autocast);
-		p = put_str(p, op->op);
-		p = put_str(p, op->overload);
-		p = put_u8(p, (unsigned)nin);
-		for (int i = 0; i < nin; i++)
-			p = put_tensor(p, &op->inputs[i]);
-		p = put_u8(p, (unsigned)nout);
-		for (int i = 0; i < nout; i++)
-			p = put_tensor(p, &op->outputs[i]);
-		return put_str(p, op->status ? op->error : NULL);
-	}
-	case AMP_EVENT_CAST: {
-		const struct amp_cast_event *c = &e->cast;
-		/* The cache counter is read where it changes (a miss stores
-		 * an entry); the stats call takes libamp's cache mutex, which
-		 * the dispatcher has released before publishing the event. */
-		bool stats = c->cache == AMP_CACHE_MISS &&
-			     amp_autocast_cache_stats;
-		p = put_u64(p, c->op_id);
-		p = put_i32(p, c->arg);
-		p = put_u8(p, c->from);
-		p = put_u8(p, c->to);
-		p = put_u8(p, c->cache);
-		p = put_u8(p, c->stale);
-		p = put_u8(p, stats);
-		p = put_u64(p, c->bytes);
-		p = put_u64(p, c->begin_ns);
-		if (stats) {
-			struct amp_cache_stats s = amp_autocast_cache_stats();
-			p = put_u64(p, s.entries);
-			p = put_u64(p, s.bytes);
-		}
-		p = put_tensor(p, &c->source);
-		p = put_tensor(p, &c->result);
-		return put_str(p, c->reason);
-	}
-	case AMP_EVENT_SCOPE_ENTER:
-	case AMP_EVENT_SCOPE_EXIT: {
-		const struct amp_scope_event *s = &e->scope;
-		p = put_i32(p, s->depth);
-		p = put_u8(p, s->device);
-		p = put_u8(p, s->dtype);
-		p = put_u8(p, s->enabled);
-		p = put_u8(p, s->cache_enabled);
-		return put_str(p, s->scope);
-	}
-	case AMP_EVENT_CACHE_CLEAR:
-		p = put_u64(p, e->cache.entries);
-		return put_u64(p, e->cache.bytes);
-	case AMP_EVENT_SCALER: {
-		const struct amp_scaler_event *s = &e->scaler;
-		p = put_u64(p, s->scaler_id);
-		p = put_u64(p, s->optimizer_id);
-		p = put_u64(p, s->inf_tensor_id);
-		p = put_f64(p, s->scale);
-		p = put_u8(p, s->found_inf);
-		p = put_u8(p, s->step_skipped);
-		return put_str(p, s->what);
-	}
-	case AMP_EVENT_DIAG: {
-		const struct amp_diag_event *d = &e->diag;
-		p = put_u64(p, d->op_id);
-		p = put_u64(p, d->tensor_id);
-		p = put_str(p, d->kind);
-		return put_str(p, d->message);
-	}
-	default:
-		return p;
-	}
-}
-
-/* ------------------------------------------------------- thread files */
-
-static void writer_drop(struct thread_writer *w)
-{
-	if (w->chunk) {
-		munmap(w->chunk, RAW_CHUNK);
-		close(w->fd);
-	}
-	*w = (struct thread_writer){ .generation = w->generation,
-				     .busy = w->busy };
-}
-
-static bool converter_gone(void)
-{
-	return converter_pid > 0 && kill(converter_pid, 0) != 0 &&
-	       errno == ESRCH;
-}
-
-static bool map_chunk(struct thread_writer *w, uint64_t index)
-{
-	off_t size = (off_t)((index + 1) * RAW_CHUNK);
-
-	if (ftruncate(w->fd, size) != 0)
-		return false;
-	/* MAP_POPULATE faults the chunk in with one call instead of one page
-	 * fault per page on the hot path. */
-	void *chunk = mmap(NULL, RAW_CHUNK, PROT_READ | PROT_WRITE,
-			   MAP_SHARED | MAP_POPULATE, w->fd,
-			   (off_t)(index * RAW_CHUNK));
-	if (chunk == MAP_FAILED)
-		return false;
-	uint8_t *old = w->chunk;
-	uint32_t old_offset = w->offset;
-	w->chunk = chunk;
-	w->chunk_index = index;
-	w->offset = 0;
-	if (old) {
-		/* Only now that the next chunk exists may the reader follow. */
-		struct raw_record *marker = (struct raw_record *)(old + old_offset);
-		atomic_store_explicit(&marker->size, RAW_SIZE_NEXT_CHUNK,
-				      memory_order_release);
-		munmap(old, RAW_CHUNK);
-	}
-	return true;
-}
-
-static pthread_key_t exit_key;
-
-/* Thread exit (a pthread key destructor): end the stream and give the
- * mapping back, so short-lived threads cost nothing once gone. */
-static void on_thread_exit(void *unused)
-{
-	struct thread_writer *w = &writer;
-
-	(void)unused;
-	if (!w->chunk ||
-	    w->generation != atomic_load_explicit(&generation,
-						  memory_order_relaxed))
-		return;
-	struct raw_record *marker = (struct raw_record *)(w->chunk + w->offset);
-	atomic_store_explicit(&marker->size, RAW_SIZE_THREAD_END,
-			      memory_order_release);
-	writer_drop(w);
-	w->failed = true; /* a late event must not reopen the file */
-}
-
-/* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
- * marked at thread exit), tgpu.raw for the GPU stream. */
-static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
-{
-	char path[sizeof process_dir + 64];
-	const char *name = "gpu";
-	char number[24];
-	int fd = -1;
-
-	if (amp_thread != RAW_GPU_STREAM) {
-		snprintf(number, sizeof number, "%llu",
-			 (unsigned long long)amp_thread);
-		name = number;
-	}
-	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		if (attempt == 0)
-			snprintf(path, sizeof path, "%s/t%s.raw", process_dir,
-				 name);
-		else
-			snprintf(path, sizeof path, "%s/t%s-%d.raw",
-				 process_dir, name, attempt);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		warn_once("cannot create", path);
-		return false;
-	}
-	w->fd = fd;
-	if (!map_chunk(w, 0)) {
-		warn_once("cannot map", path);
-		close(fd);
-		return false;
-	}
-	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
-	h->version = RAW_VERSION;
-	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
-	h->amp_thread = amp_thread;
-	h->os_tid = (int64_t)syscall(SYS_gettid);
-	if (amp_thread == RAW_GPU_STREAM)
-		snprintf(h->name, sizeof h->name, "gpu");
-	else
-		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
-	h->name[sizeof h->name - 1] = '\0';
-	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
-	w->offset = h->header_size;
-	if (amp_thread != RAW_GPU_STREAM)
-		pthread_setspecific(exit_key, w);
-	return true;
-}
-
-/* Room for a record of at most `payload` bytes in w's stream, opened on
- * first use; NULL when the stream cannot be written (events drop). */
-static struct raw_record *record_reserve(struct thread_writer *w,
-					 size_t payload, uint64_t amp_thread)
-{
-	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
-
-	if (__builtin_expect(w->generation != gen, 0)) {
-		/* First record of this stream, or inherited across fork(). */
-		if (w->generation)
-			writer_drop(w);
-		*w = (struct thread_writer){ .generation = gen, .busy = w->busy };
-	}
-	if (w->failed)
-		return NULL;
-	size_t bound = (sizeof(struct raw_record) + payload + 7) & ~(size_t)7;
-	if (__builtin_expect(!w->chunk, 0) && !writer_open(w, amp_thread)) {
-		w->failed = true;
-		return NULL;
-	}
-	/* Keep 8 bytes free at the chunk end for the next-chunk marker. */
-	if (__builtin_expect(w->offset + bound + 8 > RAW_CHUNK, 0)) {
-		if (converter_gone()) {
-			char path[sizeof process_dir + 64];
-			if (amp_thread == RAW_GPU_STREAM)
-				snprintf(path, sizeof path, "%s/tgpu.raw",
-					 process_dir);
-			else
-				snprintf(path, sizeof path, "%s/t%llu.raw",
-					 process_dir,
-					 (unsigned long long)amp_thread);
-			unlink(path);
-			writer_drop(w);
-			w->failed = true;
-			return NULL;
-		}
-		if (!map_chunk(w, w->chunk_index + 1)) {
-			warn_once("cannot grow", process_dir);
-			w->failed = true;
-			return NULL;
-		}
-	}
-	return (struct raw_record *)(w->chunk + w->offset);
-}
-
-/* Publishes the record that ends at `end`: its size goes last, with
- * release order, so the reader sees all of it or nothing. */
-static void record_commit(struct thread_writer *w, struct raw_record *r,
-			  uint16_t kind, uint64_t time_ns, const uint8_t *end)
-{
-	uint32_t size = (uint32_t)(((size_t)(end - (uint8_t *)r) + 7) &
-				   ~(size_t)7);
-
-	r->kind = kind;
-	r->reserved = 0;
-	r->time_ns = time_ns;
-	w->offset += size;
-	atomic_store_explicit(&r->size, size, memory_order_release);
-}
 
 /* ------------------------------------------------------ GPU activities */
 
-/* The GPU stream: one per process image, shared by whichever threads
- * CUPTI delivers on, hence the lock (batches are rare: one per buffer). */
-static struct thread_writer gpu_writer;
-static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool gpu_tried;    /* the first cuda op was seen */
 static atomic_bool gpu_running;  /* amp_gpu_profiler_start succeeded */
 static _Atomic uint64_t gpu_last_flush_ns;
-static uint64_t gpu_lost;        /* activities that found no room */
 
 /* How often activities are pulled out of CUPTI while the program runs:
  * often enough that a crash loses little, rarely enough to cost nothing. */
 #define GPU_FLUSH_INTERVAL_NS (200u * 1000 * 1000)
 
-#define GPU_ACTIVITY_BOUND (8 * 8 + 12 * 4 + 4 + STR_BOUND)
-
 static void on_gpu_activities(const struct amp_gpu_activity *activities,
 			      size_t count, void *user)
 {
 	(void)user;
-	pthread_mutex_lock(&gpu_lock);
-	for (size_t i = 0; i < count; i++) {
-		const struct amp_gpu_activity *a = &activities[i];
-		struct raw_record *r = record_reserve(&gpu_writer,
-						      GPU_ACTIVITY_BOUND,
-						      RAW_GPU_STREAM);
-		if (!r) {
-			gpu_lost += count - i;
-			break;
-		}
-		uint8_t *p = (uint8_t *)(r + 1);
-		p = put_u64(p, a->end_ns);
-		p = put_u64(p, a->op_id);
-		p = put_u64(p, a->cast_id);
-		p = put_u64(p, a->bytes);
-		p = put_i32(p, (int32_t)a->device);
-		p = put_i32(p, (int32_t)a->stream);
-		p = put_i32(p, (int32_t)a->correlation_id);
-		for (int k = 0; k < 3; k++)
-			p = put_i32(p, a->grid[k]);
-		for (int k = 0; k < 3; k++)
-			p = put_i32(p, a->block[k]);
-		p = put_i32(p, a->registers);
-		p = put_i32(p, a->shared_memory);
-		p = put_u8(p, a->kind);
-		p = put_u8(p, a->copy_kind);
-		p = put_u8(p, 0);
-		p = put_u8(p, 0);
-		p = put_str(p, a->name);
-		record_commit(&gpu_writer, r, RAW_KIND_GPU_ACTIVITY, a->start_ns,
-			      p);
-	}
-	pthread_mutex_unlock(&gpu_lock);
+	producer_gpu_activities(activities, count);
 }
 
 /* At the first op on device cuda: starts kernel timing when device cuda
@@ -534,8 +70,7 @@ static void on_gpu_activities(const struct amp_gpu_activity *activities,
  * not.  Emulated cuda is told apart by libamp's backend status before
  * amp_gpu_profiler_start is asked, so the program's last error is left
  * alone in the common case. */
-static void gpu_begin(struct thread_writer *w, uint64_t amp_thread,
-		      uint64_t time_ns)
+static void gpu_begin(uint64_t amp_thread, uint64_t time_ns)
 {
 	const char *status = amp_cuda_backend_status
 				     ? amp_cuda_backend_status()
@@ -555,12 +90,7 @@ static void gpu_begin(struct thread_writer *w, uint64_t amp_thread,
 				amp_clear_error();
 		}
 	}
-	struct raw_record *r = record_reserve(w, 4 + STR_BOUND, amp_thread);
-	if (!r)
-		return;
-	uint8_t *p = put_i32((uint8_t *)(r + 1), result);
-	p = put_str(p, reason);
-	record_commit(w, r, RAW_KIND_GPU_STATUS, time_ns, p);
+	producer_gpu_status(amp_thread, time_ns, result, reason);
 }
 
 /* Pulls what CUPTI holds, at most once per interval (any thread). */
@@ -575,8 +105,7 @@ static void gpu_flush_maybe(uint64_t time_ns)
 	amp_gpu_profiler_flush();
 }
 
-/* Stops kernel timing: the last activities, then the counts, then the
- * end of the GPU stream. */
+/* Stops kernel timing: the last activities, then the counts. */
 static void gpu_end(void)
 {
 	struct amp_gpu_profiler_stats stats = { 0 };
@@ -584,121 +113,32 @@ static void gpu_end(void)
 	if (!atomic_exchange(&gpu_running, false) || !amp_gpu_profiler_stop)
 		return;
 	amp_gpu_profiler_stop(&stats);
-	pthread_mutex_lock(&gpu_lock);
-	struct raw_record *r = record_reserve(&gpu_writer, 7 * 8,
-					      RAW_GPU_STREAM);
-	if (r) {
-		uint8_t *p = (uint8_t *)(r + 1);
-		p = put_u64(p, stats.kernels);
-		p = put_u64(p, stats.memcpys);
-		p = put_u64(p, stats.unlinked);
-		p = put_u64(p, stats.untimed);
-		p = put_u64(p, stats.dropped);
-		p = put_u64(p, stats.buffers);
-		p = put_u64(p, gpu_lost);
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		record_commit(&gpu_writer, r, RAW_KIND_GPU_STATS,
-			      (uint64_t)ts.tv_sec * 1000000000u +
-				      (uint64_t)ts.tv_nsec,
-			      p);
-		struct raw_record *marker =
-			(struct raw_record *)(gpu_writer.chunk + gpu_writer.offset);
-		atomic_store_explicit(&marker->size, RAW_SIZE_THREAD_END,
-				      memory_order_release);
-		writer_drop(&gpu_writer);
-		gpu_writer.failed = true;
-	}
-	pthread_mutex_unlock(&gpu_lock);
+	producer_gpu_stats(&stats);
 }
 
 static void on_event(const struct amp_event *e, void *user)
 {
-	struct thread_writer *w = &writer;
-
 	(void)user;
-	if (w->busy)
-		return;
-	size_t bound = payload_bound(e);
-	if (!bound)
-		return;
-	w->busy = true;
-	struct raw_record *r = record_reserve(w, bound, e->thread);
-	if (r) {
-		uint8_t *end = encode((uint8_t *)(r + 1), e);
-		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
-	}
+	producer_emit(e);
 	if (__builtin_expect(e->kind == AMP_EVENT_OP_BEGIN &&
 				     e->op.device == AMP_DEVICE_CUDA, 0)) {
 		if (!atomic_load_explicit(&gpu_tried, memory_order_relaxed) &&
 		    !atomic_exchange(&gpu_tried, true))
-			gpu_begin(w, e->thread, e->time_ns);
+			gpu_begin(e->thread, e->time_ns);
 		else if (atomic_load_explicit(&gpu_running,
 					      memory_order_relaxed))
 			gpu_flush_maybe(e->time_ns);
 	}
-	w->busy = false;
 }
 
-/* ------------------------------------------------------- process state */
+/* ---------------------------------------------------------- attaching */
 
-static const char *rank_from_env(void)
-{
-	static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK",
-					    "PMI_RANK" };
-
-	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-		const char *v = getenv(vars[i]);
-		if (v && *v) {
-			char *end;
-			errno = 0;
-			long rank = strtol(v, &end, 10);
-			if (!*end && !errno && rank >= 0 && rank <= INT_MAX)
-				return v;
-		}
-	}
-	return NULL;
-}
-
-static void json_string(FILE *f, const char *s, size_t len)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static void json_names(FILE *f, const char *key, int count,
-		       const char *(*name)(int))
-{
-	fprintf(f, "%s\"%s\":[", strcmp(key, "dtype") ? "," : "", key);
-	for (int i = 0; i < count; i++) {
-		const char *n = name(i);
-		if (i)
-			fputc(',', f);
-		json_string(f, n, strlen(n));
-	}
-	fputc(']', f);
-}
-
-/* Adapters with one signature for json_names; numbers when libamp lacks
- * the function. */
-static char fallback_names[64][4];
-static const char *fallback(int i)
-{
-	return fallback_names[i];
-}
+/* Adapters with one signature for the producer's name table; NULL (the
+ * producer writes numbers) when libamp lacks the function. */
 #define NAME_ADAPTER(fn, type)                                      \
 	static const char *fn##_at(int i)                           \
 	{                                                           \
-		return fn ? fn((type)i) : fallback(i);              \
+		return fn ? fn((type)i) : NULL;                     \
 	}
 NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
 NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
@@ -707,132 +147,36 @@ NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
 NAME_ADAPTER(amp_phase_name, enum amp_phase)
 NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
 
-static void write_cmdline(FILE *f)
-{
-	char buf[8192];
-	size_t len = 0;
-	FILE *in = fopen("/proc/self/cmdline", "rb");
-
-	if (in) {
-		len = fread(buf, 1, sizeof buf, in);
-		fclose(in);
-	}
-	fputs(",\"argv\":[", f);
-	for (size_t i = 0, n = 0; i < len; n++) {
-		size_t arg = strnlen(buf + i, len - i);
-		if (n)
-			fputc(',', f);
-		json_string(f, buf + i, arg);
-		i += arg + 1;
-	}
-	fputc(']', f);
-}
-
-/* Writes p<pid>/process.json (through a temporary name, so the parent
- * never reads half of it). */
-static int write_process_file(void)
-{
-	char tmp[sizeof process_dir + 16], path[sizeof process_dir + 16];
-	char exe[PATH_MAX];
-	struct timespec ts;
-	const char *rank = rank_from_env();
-
-	snprintf(tmp, sizeof tmp, "%s/process.tmp", process_dir);
-	snprintf(path, sizeof path, "%s/process.json", process_dir);
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	fprintf(f, "{\"raw_version\":%d,\"pid\":%ld,\"ppid\":%ld,\"rank\":%s",
-		RAW_VERSION, (long)getpid(), (long)getppid(), rank ? rank : "null");
-	fprintf(f, ",\"attach_ns\":%llu,\"exe\":",
-		(unsigned long long)ts.tv_sec * 1000000000ull +
-			(unsigned long long)ts.tv_nsec);
-	json_string(f, exe, strlen(exe));
-	write_cmdline(f);
-	fputs(",\"names\":{", f);
-	json_names(f, "dtype", AMP_DTYPE_COUNT, amp_dtype_name_at);
-	json_names(f, "profiler", AMP_DTYPE_COUNT, amp_dtype_profiler_name_at);
-	json_names(f, "policy", AMP_POLICY_COUNT, amp_policy_name_at);
-	json_names(f, "device", AMP_DEVICE_TYPE_COUNT, amp_device_type_name_at);
-	json_names(f, "phase", AMP_PHASE_COUNT, amp_phase_name_at);
-	json_names(f, "cache", AMP_CACHE_RESULT_COUNT, amp_cache_result_name_at);
-	fputs("}}\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
-/* One directory per process image: a child between fork() and exec()
- * and the program it execs are two (the rank may only be set for the
- * second), so an existing directory gets a numbered sibling. */
-static int open_process_dir(void)
-{
-	for (int attempt = 0; attempt < 1000; attempt++) {
-		if (attempt == 0)
-			snprintf(process_dir, sizeof process_dir, "%s/p%ld",
-				 raw_root, (long)getpid());
-		else
-			snprintf(process_dir, sizeof process_dir, "%s/p%ld-%d",
-				 raw_root, (long)getpid(), attempt);
-		if (mkdir(process_dir, 0700) == 0)
-			return write_process_file();
-		if (errno != EEXIST)
-			return -1;
-	}
-	return -1;
-}
-
+/* CUPTI does not follow a fork: the child starts kernel timing anew. */
 static void after_fork_in_child(void)
 {
-	if (!atomic_load(&attached))
-		return;
-	/* The forking thread's mapping belongs to the parent's stream, and
-	 * CUPTI does not follow a fork. */
-	atomic_fetch_add(&generation, 1);
-	pthread_mutex_init(&gpu_lock, NULL);
 	atomic_store(&gpu_running, false);
 	atomic_store(&gpu_tried, false);
-	if (open_process_dir() != 0)
-		fprintf(stderr, "amptrace recorder: cannot record forked "
-			"process %ld into %s: %s\n", (long)getpid(), raw_root,
-			strerror(errno));
 }
 
-static void install_once(void)
+static void install_fork_handler(void)
 {
 	pthread_atfork(NULL, NULL, after_fork_in_child);
-	pthread_key_create(&exit_key, on_thread_exit);
 }
 
 int recorder_attach(const char *raw_dir)
 {
-	static pthread_once_t install_done = PTHREAD_ONCE_INIT;
+	static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+	static const struct producer_info libamp_info = {
+		.framework = "libamp " AMPTRACE_VERSION,
+		.names = { amp_dtype_name_at, amp_dtype_profiler_name_at,
+			   amp_policy_name_at, amp_device_type_name_at,
+			   amp_phase_name_at, amp_cache_result_name_at },
+	};
 
-	if (!amp_hook_add || atomic_load(&attached))
+	if (!amp_hook_add || producer_attached())
 		return -1;
-	for (int i = 0; i < 64; i++)
-		snprintf(fallback_names[i], sizeof fallback_names[i], "%d", i);
-	if (strlen(raw_dir) >= sizeof raw_root - 32) {
-		fprintf(stderr, "amptrace recorder: raw directory name too "
-			"long\n");
+	if (producer_attach(raw_dir, &libamp_info) != 0)
 		return -1;
-	}
-	strcpy(raw_root, raw_dir);
-	if (open_process_dir() != 0) {
-		fprintf(stderr, "amptrace recorder: cannot write %s: %s\n",
-			process_dir, strerror(errno));
-		return -1;
-	}
-	pthread_once(&install_done, install_once);
-	/* Threads start new files (matters when attaching a second time). */
-	atomic_fetch_add(&generation, 1);
-	atomic_store(&attached, true);
+	pthread_once(&fork_handler, install_fork_handler);
 	hook_handle = amp_hook_add(AMP_EVENT_MASK_ALL, on_event, NULL);
 	if (hook_handle < 0) {
-		atomic_store(&attached, false);
+		producer_detach();
 		fprintf(stderr, "amptrace recorder: amp_hook_add failed\n");
 		return -1;
 	}
@@ -841,9 +185,10 @@ int recorder_attach(const char *raw_dir)
 
 void recorder_detach(void)
 {
-	if (!atomic_exchange(&attached, false))
+	if (!producer_attached())
 		return;
 	gpu_end();
+	producer_detach();
 	if (amp_hook_remove)
 		amp_hook_remove(hook_handle);
 	hook_handle = 0;
@@ -853,10 +198,6 @@ __attribute__((constructor)) static void recorder_init(void)
 {
 	const char *dir = getenv(RAW_ENV_DIR);
 
-	const char *pid = getenv(RAW_ENV_PID);
-
-	if (pid)
-		converter_pid = (pid_t)atol(pid);
 	if (dir && *dir)
 		recorder_attach(dir);
 }
@@ -864,13 +205,8 @@ __attribute__((constructor)) static void recorder_init(void)
 /* A clean exit leaves p<pid>/exit; a process that died leaves none. */
 __attribute__((destructor)) static void recorder_fini(void)
 {
-	char path[sizeof process_dir + 16];
-
-	if (!atomic_load(&attached))
+	if (!producer_attached())
 		return;
 	gpu_end();
-	snprintf(path, sizeof path, "%s/exit", process_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
+	producer_mark_exit();
 }

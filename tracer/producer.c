@@ -1,0 +1,782 @@
+/* The producer (see producer.h and raw.h): writes events into the raw
+ * stream, one MAP_SHARED file per thread.
+ *
+ * Why this shape:
+ *   - Each thread writes its own file through a MAP_SHARED mapping: an
+ *     event costs one bounded encode into memory and one release store, no
+ *     lock and no system call (one mmap per RAW_CHUNK bytes).  Formatting
+ *     JSON happens in `amptrace run`, another process.
+ *   - Pages of a shared file mapping belong to the page cache, so whatever
+ *     the process completed survives abort(), SIGSEGV and SIGKILL: the
+ *     flush granularity is one event.
+ *   - GPU activities arrive in batches on whichever thread the profiler
+ *     delivers them and go, under a lock, into a stream of their own
+ *     (tgpu.raw), written like a thread's.
+ *   - It needs libamp's header (the event model) but not the library: a
+ *     producer that never loads libamp (the PyTorch bridge) links it alone.
+ */
+#include "producer.h"
+
+#include "raw.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Weak: NULL where the process has no libamp.  Cast events read libamp's
+ * cache counters when a miss adds an entry. */
+#pragma weak amp_autocast_cache_stats
+
+/* Per-thread writer state.  `generation` ties it to one process image:
+ * after fork() the child starts a new generation and its inherited state
+ * is dropped unused. */
+struct thread_writer {
+	int fd;
+	uint8_t *chunk;        /* the mapped chunk, or NULL */
+	uint32_t offset;       /* next record, inside chunk */
+	uint64_t chunk_index;
+	unsigned generation;
+	bool busy;             /* inside producer_emit: a re-entrant event drops */
+	bool failed;           /* could not create the file: events drop */
+};
+
+static __thread struct thread_writer writer
+	__attribute__((tls_model("initial-exec")));
+
+static char process_dir[PATH_MAX + 32];
+static char raw_root[PATH_MAX];
+static struct producer_info info;
+static char framework[128];
+/* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
+ * files, so threads stop recording (and remove their file) instead of
+ * filling memory.  Checked once per chunk. */
+static pid_t converter_pid;
+static atomic_uint generation = 1;
+static atomic_bool attached;
+static atomic_bool warned;
+
+static void warn_once(const char *what, const char *path)
+{
+	if (atomic_exchange(&warned, true))
+		return;
+	fprintf(stderr, "amptrace recorder: %s %s: %s (events of this thread "
+		"are not recorded)\n", what, path, strerror(errno));
+}
+
+/* ------------------------------------------------------------ encoding */
+
+static inline uint8_t *put_u64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
+static inline uint8_t *put_i32(uint8_t *p, int32_t v)
+{
+	memcpy(p, &v, 4);
+	return p + 4;
+}
+
+static inline uint8_t *put_u8(uint8_t *p, unsigned v)
+{
+	*p = (uint8_t)v;
+	return p + 1;
+}
+
+static inline uint8_t *put_f64(uint8_t *p, double v)
+{
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
+static inline uint8_t *put_str(uint8_t *p, const char *s)
+{
+	uint16_t len = RAW_NULL_STRING;
+
+	if (s)
+		len = (uint16_t)strnlen(s, RAW_MAX_STRING);
+	memcpy(p, &len, 2);
+	p += 2;
+	if (s) {
+		memcpy(p, s, len);
+		p += len;
+	}
+	return p;
+}
+
+#define STR_BOUND (2 + RAW_MAX_STRING)
+#define TENSOR_BOUND (8 + 4 + 8 * AMP_MAX_DIMS + STR_BOUND)
+
+static uint8_t *put_tensor(uint8_t *p, const struct amp_tensor_info *t)
+{
+	int ndim = t->ndim < 0 ? 0 : t->ndim > AMP_MAX_DIMS ? AMP_MAX_DIMS
+							     : t->ndim;
+
+	p = put_u64(p, t->id);
+	p = put_u8(p, t->dtype);
+	p = put_u8(p, t->device);
+	p = put_u8(p, (unsigned)ndim);
+	p = put_u8(p, (t->is_leaf ? 1u : 0u) | (t->requires_grad ? 2u : 0u) |
+			      (t->is_view ? 4u : 0u));
+	memcpy(p, t->shape, (size_t)ndim * 8);
+	p += (size_t)ndim * 8;
+	return put_str(p, t->name);
+}
+
+static uint8_t *put_autocast(uint8_t *p, const struct amp_autocast_info *a)
+{
+	p = put_u8(p, a->enabled);
+	p = put_u8(p, a->device);
+	p = put_u8(p, a->dtype);
+	p = put_u8(p, a->cache_enabled);
+	p = put_i32(p, a->depth);
+	return put_str(p, a->scope);
+}
+
+#define AUTOCAST_BOUND (8 + STR_BOUND)
+
+/* An upper bound of the encoded payload, cheap to compute (no strlen):
+ * the record must fit in the current chunk before we start writing. */
+static size_t payload_bound(const struct amp_event *e)
+{
+	switch (e->kind) {
+	case AMP_EVENT_OP_BEGIN:
+		return 3 * 8 + 4 + AUTOCAST_BOUND + 2 * STR_BOUND;
+	case AMP_EVENT_OP_END: {
+		size_t n = (size_t)(e->op.ninputs > 0 ? e->op.ninputs : 0) +
+			   (size_t)(e->op.noutputs > 0 ? e->op.noutputs : 0);
+		return 4 * 8 + 4 + 4 + AUTOCAST_BOUND + 3 * STR_BOUND + 2 +
+		       n * TENSOR_BOUND;
+	}
+	case AMP_EVENT_CAST:
+		return 8 + 4 + 5 + 4 * 8 + 2 * TENSOR_BOUND + STR_BOUND;
+	case AMP_EVENT_SCOPE_ENTER:
+	case AMP_EVENT_SCOPE_EXIT:
+		return 4 + 4 + STR_BOUND;
+	case AMP_EVENT_CACHE_CLEAR:
+		return 16;
+	case AMP_EVENT_SCALER:
+		return 4 * 8 + 2 + STR_BOUND;
+	case AMP_EVENT_DIAG:
+		return 2 * 8 + 2 * STR_BOUND;
+	default:
+		return 0;
+	}
+}
+
+static uint8_t *encode(uint8_t *p, const struct amp_event *e)
+{
+	switch (e->kind) {
+	case AMP_EVENT_OP_BEGIN: {
+		const struct amp_op_event *op = &e->op;
+		p = put_u64(p, op->op_id);
+		p = put_u64(p, op->parent_op_id);
+		p = put_u64(p, op->forward_op_id);
+		p = put_u8(p, op->phase);
+		p = put_u8(p, op->device);
+		p = put_u8(p, op->emulated);
+		p = put_u8(p, 0);
+		p = put_autocast(p, &op->autocast);
+		p = put_str(p, op->op);
+		return put_str(p, op->overload);
+	}
+	case AMP_EVENT_OP_END: {
+		const struct amp_op_event *op = &e->op;
+		int nin = op->ninputs > 0 ? op->ninputs : 0;
+		int nout = op->noutputs > 0 ? op->noutputs : 0;
+		if (nin > 255)
+			nin = 255;
+		if (nout > 255)
+			nout = 255;
+		p = put_u64(p, op->op_id);
+		p = put_u64(p, op->parent_op_id);
+		p = put_u64(p, op->forward_op_id);
+		p = put_u64(p, op->begin_ns);
+		p = put_i32(p, op->status);
+		p = put_u8(p, op->phase);
+		p = put_u8(p, op->policy);
+		p = put_u8(p, op->device);
+		p = put_u8(p, op->emulated);
+		p = put_autocast(p, &op->autocast);
+		p = put_str(p, op->op);
+		p = put_str(p, op->overload);
+		p = put_u8(p, (unsigned)nin);
+		for (int i = 0; i < nin; i++)
+			p = put_tensor(p, &op->inputs[i]);
+		p = put_u8(p, (unsigned)nout);
+		for (int i = 0; i < nout; i++)
+			p = put_tensor(p, &op->outputs[i]);
+		return put_str(p, op->status ? op->error : NULL);
+	}
+	case AMP_EVENT_CAST: {
+		const struct amp_cast_event *c = &e->cast;
+		/* The cache counter is read where it changes (a miss stores
+		 * an entry); the stats call takes libamp's cache mutex, which
+		 * the dispatcher has released before publishing the event. */
+		bool stats = c->cache == AMP_CACHE_MISS &&
+			     amp_autocast_cache_stats;
+		p = put_u64(p, c->op_id);
+		p = put_i32(p, c->arg);
+		p = put_u8(p, c->from);
+		p = put_u8(p, c->to);
+		p = put_u8(p, c->cache);
+		p = put_u8(p, c->stale);
+		p = put_u8(p, stats);
+		p = put_u64(p, c->bytes);
+		p = put_u64(p, c->begin_ns);
+		if (stats) {
+			struct amp_cache_stats s = amp_autocast_cache_stats();
+			p = put_u64(p, s.entries);
+			p = put_u64(p, s.bytes);
+		}
+		p = put_tensor(p, &c->source);
+		p = put_tensor(p, &c->result);
+		return put_str(p, c->reason);
+	}
+	case AMP_EVENT_SCOPE_ENTER:
+	case AMP_EVENT_SCOPE_EXIT: {
+		const struct amp_scope_event *s = &e->scope;
+		p = put_i32(p, s->depth);
+		p = put_u8(p, s->device);
+		p = put_u8(p, s->dtype);
+		p = put_u8(p, s->enabled);
+		p = put_u8(p, s->cache_enabled);
+		return put_str(p, s->scope);
+	}
+	case AMP_EVENT_CACHE_CLEAR:
+		p = put_u64(p, e->cache.entries);
+		return put_u64(p, e->cache.bytes);
+	case AMP_EVENT_SCALER: {
+		const struct amp_scaler_event *s = &e->scaler;
+		p = put_u64(p, s->scaler_id);
+		p = put_u64(p, s->optimizer_id);
+		p = put_u64(p, s->inf_tensor_id);
+		p = put_f64(p, s->scale);
+		p = put_u8(p, s->found_inf);
+		p = put_u8(p, s->step_skipped);
+		return put_str(p, s->what);
+	}
+	case AMP_EVENT_DIAG: {
+		const struct amp_diag_event *d = &e->diag;
+		p = put_u64(p, d->op_id);
+		p = put_u64(p, d->tensor_id);
+		p = put_str(p, d->kind);
+		return put_str(p, d->message);
+	}
+	default:
+		return p;
+	}
+}
+
+/* ------------------------------------------------------- thread files */
+
+static void writer_drop(struct thread_writer *w)
+{
+	if (w->chunk) {
+		munmap(w->chunk, RAW_CHUNK);
+		close(w->fd);
+	}
+	*w = (struct thread_writer){ .generation = w->generation,
+				     .busy = w->busy };
+}
+
+static bool converter_gone(void)
+{
+	return converter_pid > 0 && kill(converter_pid, 0) != 0 &&
+	       errno == ESRCH;
+}
+
+static bool map_chunk(struct thread_writer *w, uint64_t index)
+{
+	off_t size = (off_t)((index + 1) * RAW_CHUNK);
+
+	if (ftruncate(w->fd, size) != 0)
+		return false;
+	/* MAP_POPULATE faults the chunk in with one call instead of one page
+	 * fault per page on the hot path. */
+	void *chunk = mmap(NULL, RAW_CHUNK, PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_POPULATE, w->fd,
+			   (off_t)(index * RAW_CHUNK));
+	if (chunk == MAP_FAILED)
+		return false;
+	uint8_t *old = w->chunk;
+	uint32_t old_offset = w->offset;
+	w->chunk = chunk;
+	w->chunk_index = index;
+	w->offset = 0;
+	if (old) {
+		/* Only now that the next chunk exists may the reader follow. */
+		struct raw_record *marker = (struct raw_record *)(old + old_offset);
+		atomic_store_explicit(&marker->size, RAW_SIZE_NEXT_CHUNK,
+				      memory_order_release);
+		munmap(old, RAW_CHUNK);
+	}
+	return true;
+}
+
+static pthread_key_t exit_key;
+
+/* Thread exit (a pthread key destructor): end the stream and give the
+ * mapping back, so short-lived threads cost nothing once gone. */
+static void on_thread_exit(void *unused)
+{
+	struct thread_writer *w = &writer;
+
+	(void)unused;
+	if (!w->chunk ||
+	    w->generation != atomic_load_explicit(&generation,
+						  memory_order_relaxed))
+		return;
+	struct raw_record *marker = (struct raw_record *)(w->chunk + w->offset);
+	atomic_store_explicit(&marker->size, RAW_SIZE_THREAD_END,
+			      memory_order_release);
+	writer_drop(w);
+	w->failed = true; /* a late event must not reopen the file */
+}
+
+/* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
+ * marked at thread exit), tgpu.raw for the GPU stream. */
+static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
+{
+	char path[sizeof process_dir + 64];
+	const char *name = "gpu";
+	char number[24];
+	int fd = -1;
+
+	if (amp_thread != RAW_GPU_STREAM) {
+		snprintf(number, sizeof number, "%llu",
+			 (unsigned long long)amp_thread);
+		name = number;
+	}
+	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+		if (attempt == 0)
+			snprintf(path, sizeof path, "%s/t%s.raw", process_dir,
+				 name);
+		else
+			snprintf(path, sizeof path, "%s/t%s-%d.raw",
+				 process_dir, name, attempt);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		warn_once("cannot create", path);
+		return false;
+	}
+	w->fd = fd;
+	if (!map_chunk(w, 0)) {
+		warn_once("cannot map", path);
+		close(fd);
+		return false;
+	}
+	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
+	h->version = RAW_VERSION;
+	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
+	h->amp_thread = amp_thread;
+	h->os_tid = (int64_t)syscall(SYS_gettid);
+	if (amp_thread == RAW_GPU_STREAM)
+		snprintf(h->name, sizeof h->name, "gpu");
+	else
+		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
+	h->name[sizeof h->name - 1] = '\0';
+	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
+	w->offset = h->header_size;
+	if (amp_thread != RAW_GPU_STREAM)
+		pthread_setspecific(exit_key, w);
+	return true;
+}
+
+/* Room for a record of at most `payload` bytes in w's stream, opened on
+ * first use; NULL when the stream cannot be written (events drop). */
+static struct raw_record *record_reserve(struct thread_writer *w,
+					 size_t payload, uint64_t amp_thread)
+{
+	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+
+	if (__builtin_expect(w->generation != gen, 0)) {
+		/* First record of this stream, or inherited across fork(). */
+		if (w->generation)
+			writer_drop(w);
+		*w = (struct thread_writer){ .generation = gen, .busy = w->busy };
+	}
+	if (w->failed)
+		return NULL;
+	size_t bound = (sizeof(struct raw_record) + payload + 7) & ~(size_t)7;
+	if (__builtin_expect(!w->chunk, 0) && !writer_open(w, amp_thread)) {
+		w->failed = true;
+		return NULL;
+	}
+	/* Keep 8 bytes free at the chunk end for the next-chunk marker. */
+	if (__builtin_expect(w->offset + bound + 8 > RAW_CHUNK, 0)) {
+		if (converter_gone()) {
+			char path[sizeof process_dir + 64];
+			if (amp_thread == RAW_GPU_STREAM)
+				snprintf(path, sizeof path, "%s/tgpu.raw",
+					 process_dir);
+			else
+				snprintf(path, sizeof path, "%s/t%llu.raw",
+					 process_dir,
+					 (unsigned long long)amp_thread);
+			unlink(path);
+			writer_drop(w);
+			w->failed = true;
+			return NULL;
+		}
+		if (!map_chunk(w, w->chunk_index + 1)) {
+			warn_once("cannot grow", process_dir);
+			w->failed = true;
+			return NULL;
+		}
+	}
+	return (struct raw_record *)(w->chunk + w->offset);
+}
+
+/* Publishes the record that ends at `end`: its size goes last, with
+ * release order, so the reader sees all of it or nothing. */
+static void record_commit(struct thread_writer *w, struct raw_record *r,
+			  uint16_t kind, uint64_t time_ns, const uint8_t *end)
+{
+	uint32_t size = (uint32_t)(((size_t)(end - (uint8_t *)r) + 7) &
+				   ~(size_t)7);
+
+	r->kind = kind;
+	r->reserved = 0;
+	r->time_ns = time_ns;
+	w->offset += size;
+	atomic_store_explicit(&r->size, size, memory_order_release);
+}
+
+/* ------------------------------------------------------------ GPU stream */
+
+/* The GPU stream: one per process image, shared by whichever threads
+ * deliver activities, hence the lock (batches are rare: one per buffer). */
+static struct thread_writer gpu_writer;
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t gpu_lost;        /* activities that found no room */
+
+#define GPU_ACTIVITY_BOUND (8 * 8 + 12 * 4 + 4 + STR_BOUND)
+
+void producer_gpu_activities(const struct amp_gpu_activity *activities,
+			     size_t count)
+{
+	if (!atomic_load(&attached))
+		return;
+	pthread_mutex_lock(&gpu_lock);
+	for (size_t i = 0; i < count; i++) {
+		const struct amp_gpu_activity *a = &activities[i];
+		struct raw_record *r = record_reserve(&gpu_writer,
+						      GPU_ACTIVITY_BOUND,
+						      RAW_GPU_STREAM);
+		if (!r) {
+			gpu_lost += count - i;
+			break;
+		}
+		uint8_t *p = (uint8_t *)(r + 1);
+		p = put_u64(p, a->end_ns);
+		p = put_u64(p, a->op_id);
+		p = put_u64(p, a->cast_id);
+		p = put_u64(p, a->bytes);
+		p = put_i32(p, (int32_t)a->device);
+		p = put_i32(p, (int32_t)a->stream);
+		p = put_i32(p, (int32_t)a->correlation_id);
+		for (int k = 0; k < 3; k++)
+			p = put_i32(p, a->grid[k]);
+		for (int k = 0; k < 3; k++)
+			p = put_i32(p, a->block[k]);
+		p = put_i32(p, a->registers);
+		p = put_i32(p, a->shared_memory);
+		p = put_u8(p, a->kind);
+		p = put_u8(p, a->copy_kind);
+		p = put_u8(p, 0);
+		p = put_u8(p, 0);
+		p = put_str(p, a->name);
+		record_commit(&gpu_writer, r, RAW_KIND_GPU_ACTIVITY, a->start_ns,
+			      p);
+	}
+	pthread_mutex_unlock(&gpu_lock);
+}
+
+void producer_gpu_status(uint64_t thread, uint64_t time_ns, int result,
+			 const char *reason)
+{
+	struct thread_writer *w = &writer;
+
+	if (!atomic_load(&attached))
+		return;
+	struct raw_record *r = record_reserve(w, 4 + STR_BOUND, thread);
+	if (!r)
+		return;
+	uint8_t *p = put_i32((uint8_t *)(r + 1), result);
+	p = put_str(p, reason);
+	record_commit(w, r, RAW_KIND_GPU_STATUS, time_ns, p);
+}
+
+/* The counts, then the end of the GPU stream. */
+void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
+{
+	pthread_mutex_lock(&gpu_lock);
+	struct raw_record *r = record_reserve(&gpu_writer, 7 * 8,
+					      RAW_GPU_STREAM);
+	if (r) {
+		uint8_t *p = (uint8_t *)(r + 1);
+		p = put_u64(p, stats->kernels);
+		p = put_u64(p, stats->memcpys);
+		p = put_u64(p, stats->unlinked);
+		p = put_u64(p, stats->untimed);
+		p = put_u64(p, stats->dropped);
+		p = put_u64(p, stats->buffers);
+		p = put_u64(p, gpu_lost);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		record_commit(&gpu_writer, r, RAW_KIND_GPU_STATS,
+			      (uint64_t)ts.tv_sec * 1000000000u +
+				      (uint64_t)ts.tv_nsec,
+			      p);
+		struct raw_record *marker =
+			(struct raw_record *)(gpu_writer.chunk + gpu_writer.offset);
+		atomic_store_explicit(&marker->size, RAW_SIZE_THREAD_END,
+				      memory_order_release);
+		writer_drop(&gpu_writer);
+		gpu_writer.failed = true;
+	}
+	pthread_mutex_unlock(&gpu_lock);
+}
+
+/* ---------------------------------------------------------------- events */
+
+void producer_emit(const struct amp_event *e)
+{
+	struct thread_writer *w = &writer;
+
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
+		return;
+	size_t bound = payload_bound(e);
+	if (!bound)
+		return;
+	w->busy = true;
+	struct raw_record *r = record_reserve(w, bound, e->thread);
+	if (r) {
+		uint8_t *end = encode((uint8_t *)(r + 1), e);
+		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
+	}
+	w->busy = false;
+}
+
+/* ------------------------------------------------------- process state */
+
+static const char *rank_from_env(void)
+{
+	static const char *const vars[] = { "RANK", "OMPI_COMM_WORLD_RANK",
+					    "PMI_RANK" };
+
+	for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+		const char *v = getenv(vars[i]);
+		if (v && *v) {
+			char *end;
+			errno = 0;
+			long rank = strtol(v, &end, 10);
+			if (!*end && !errno && rank >= 0 && rank <= INT_MAX)
+				return v;
+		}
+	}
+	return NULL;
+}
+
+static void json_string(FILE *f, const char *s, size_t len)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_names(FILE *f, const char *key, int count,
+		       const char *(*name)(int))
+{
+	fprintf(f, "%s\"%s\":[", strcmp(key, "dtype") ? "," : "", key);
+	for (int i = 0; i < count; i++) {
+		char number[16];
+		const char *n = name ? name(i) : NULL;
+		if (!n) {
+			snprintf(number, sizeof number, "%d", i);
+			n = number;
+		}
+		if (i)
+			fputc(',', f);
+		json_string(f, n, strlen(n));
+	}
+	fputc(']', f);
+}
+
+static void write_cmdline(FILE *f)
+{
+	char buf[8192];
+	size_t len = 0;
+	FILE *in = fopen("/proc/self/cmdline", "rb");
+
+	if (in) {
+		len = fread(buf, 1, sizeof buf, in);
+		fclose(in);
+	}
+	fputs(",\"argv\":[", f);
+	for (size_t i = 0, n = 0; i < len; n++) {
+		size_t arg = strnlen(buf + i, len - i);
+		if (n)
+			fputc(',', f);
+		json_string(f, buf + i, arg);
+		i += arg + 1;
+	}
+	fputc(']', f);
+}
+
+/* Writes p<pid>/process.json (through a temporary name, so the parent
+ * never reads half of it). */
+static int write_process_file(void)
+{
+	char tmp[sizeof process_dir + 16], path[sizeof process_dir + 16];
+	char exe[PATH_MAX];
+	struct timespec ts;
+	const char *rank = rank_from_env();
+
+	snprintf(tmp, sizeof tmp, "%s/process.tmp", process_dir);
+	snprintf(path, sizeof path, "%s/process.json", process_dir);
+	FILE *f = fopen(tmp, "we");
+	if (!f)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	fprintf(f, "{\"raw_version\":%d,\"pid\":%ld,\"ppid\":%ld,\"rank\":%s",
+		RAW_VERSION, (long)getpid(), (long)getppid(), rank ? rank : "null");
+	fprintf(f, ",\"attach_ns\":%llu,\"exe\":",
+		(unsigned long long)ts.tv_sec * 1000000000ull +
+			(unsigned long long)ts.tv_nsec);
+	json_string(f, exe, strlen(exe));
+	write_cmdline(f);
+	if (info.framework) {
+		fputs(",\"framework\":", f);
+		json_string(f, info.framework, strlen(info.framework));
+	}
+	fputs(",\"names\":{", f);
+	json_names(f, "dtype", AMP_DTYPE_COUNT, info.names.dtype);
+	json_names(f, "profiler", AMP_DTYPE_COUNT, info.names.profiler_dtype);
+	json_names(f, "policy", AMP_POLICY_COUNT, info.names.policy);
+	json_names(f, "device", AMP_DEVICE_TYPE_COUNT, info.names.device);
+	json_names(f, "phase", AMP_PHASE_COUNT, info.names.phase);
+	json_names(f, "cache", AMP_CACHE_RESULT_COUNT, info.names.cache);
+	fputs("}}\n", f);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+/* One directory per process image: a child between fork() and exec()
+ * and the program it execs are two (the rank may only be set for the
+ * second), so an existing directory gets a numbered sibling. */
+static int open_process_dir(void)
+{
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		if (attempt == 0)
+			snprintf(process_dir, sizeof process_dir, "%s/p%ld",
+				 raw_root, (long)getpid());
+		else
+			snprintf(process_dir, sizeof process_dir, "%s/p%ld-%d",
+				 raw_root, (long)getpid(), attempt);
+		if (mkdir(process_dir, 0700) == 0)
+			return write_process_file();
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+static void after_fork_in_child(void)
+{
+	if (!atomic_load(&attached))
+		return;
+	/* The forking thread's mapping belongs to the parent's stream, and
+	 * CUPTI does not follow a fork. */
+	atomic_fetch_add(&generation, 1);
+	pthread_mutex_init(&gpu_lock, NULL);
+	if (open_process_dir() != 0)
+		fprintf(stderr, "amptrace recorder: cannot record forked "
+			"process %ld into %s: %s\n", (long)getpid(), raw_root,
+			strerror(errno));
+}
+
+static void install_once(void)
+{
+	pthread_atfork(NULL, NULL, after_fork_in_child);
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+int producer_attach(const char *raw_dir, const struct producer_info *what)
+{
+	static pthread_once_t install_done = PTHREAD_ONCE_INIT;
+	const char *pid = getenv(RAW_ENV_PID);
+
+	if (atomic_load(&attached))
+		return -1;
+	if (strlen(raw_dir) >= sizeof raw_root - 32) {
+		fprintf(stderr, "amptrace recorder: raw directory name too "
+			"long\n");
+		return -1;
+	}
+	info = *what;
+	if (what->framework) {
+		snprintf(framework, sizeof framework, "%s", what->framework);
+		info.framework = framework;
+	}
+	if (pid)
+		converter_pid = (pid_t)atol(pid);
+	strcpy(raw_root, raw_dir);
+	if (open_process_dir() != 0) {
+		fprintf(stderr, "amptrace recorder: cannot write %s: %s\n",
+			process_dir, strerror(errno));
+		return -1;
+	}
+	pthread_once(&install_done, install_once);
+	/* Threads start new files (matters when attaching a second time). */
+	atomic_fetch_add(&generation, 1);
+	atomic_store(&attached, true);
+	return 0;
+}
+
+void producer_detach(void)
+{
+	atomic_store(&attached, false);
+}
+
+bool producer_attached(void)
+{
+	return atomic_load(&attached);
+}
+
+void producer_mark_exit(void)
+{
+	char path[sizeof process_dir + 16];
+
+	if (!atomic_load(&attached))
+		return;
+	snprintf(path, sizeof path, "%s/exit", process_dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}

@@ -1,0 +1,77 @@
+/* The producer API: the one way events get into the crash-safe raw
+ * stream (raw.h) that `amptrace run` converts.  Every event source calls
+ * it: libamp's hook subscriber (recorder.c) is one caller, the PyTorch
+ * bridge another.  An event is libamp's `struct amp_event` (amp.h): the
+ * model every producer fills, whatever runtime it observes.
+ *
+ * Threads: each calling thread writes its own stream, t<thread>.raw,
+ * where <thread> is the event's `thread` field (a producer-assigned number,
+ * 1 = first thread seen, stable for the thread's life, never reused in a
+ * process).  No lock and no system call on the hot path.
+ *
+ * Lifetime: producer_attach() once per process image (after fork() the
+ * child continues in a directory of its own), producer_detach() stops
+ * recording, producer_mark_exit() records a clean exit. */
+#ifndef AMPTRACE_PRODUCER_H
+#define AMPTRACE_PRODUCER_H
+
+#include "amp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Names of the enum values the producer's events use, written into
+ * p<pid>/process.json so the converter maps numbers by name: a producer
+ * built from another version of libamp's enums still converts right.
+ * A NULL function writes the numbers themselves. */
+struct producer_names {
+	const char *(*dtype)(int);
+	const char *(*profiler_dtype)(int);
+	const char *(*policy)(int);
+	const char *(*device)(int);
+	const char *(*phase)(int);
+	const char *(*cache)(int);
+};
+
+struct producer_info {
+	/* What produced the events: "libamp 0.1.0", "torch 1.13.1". */
+	const char *framework;
+	struct producer_names names;
+};
+
+/* Starts recording this process image into `raw_dir` (AMPTRACE_RAW_DIR).
+ * Returns 0, or -1 with a message on stderr (already attached, the
+ * directory cannot be written). */
+int producer_attach(const char *raw_dir, const struct producer_info *info);
+/* Events after this are not recorded. */
+void producer_detach(void);
+bool producer_attached(void);
+/* Creates p<pid>/exit: the process ended cleanly (a process that died
+ * leaves none). */
+void producer_mark_exit(void);
+
+/* Writes one event into the calling thread's stream.  Re-entrant calls
+ * (an event emitted while this thread is inside producer_emit) drop. */
+void producer_emit(const struct amp_event *event);
+
+/* The GPU stream (tgpu.raw), shared by whichever threads deliver GPU
+ * activities: batches of kernel/memcpy records, then the profiler's
+ * counts at the end. */
+void producer_gpu_activities(const struct amp_gpu_activity *activities,
+			     size_t count);
+void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats);
+/* Records in `thread`'s stream whether kernel timing started (result 0)
+ * and, if not, why. */
+void producer_gpu_status(uint64_t thread, uint64_t time_ns, int result,
+			 const char *reason);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AMPTRACE_PRODUCER_H */
