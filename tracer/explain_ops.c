@@ -213,21 +213,25 @@ static bool takes_dtype_listed(const char *name)
 	return false;
 }
 
-/* The row for `name` on `device`: the exact overload when given (non-NULL),
- * else the default overload, else the first row of that name. */
-static const struct amp_policy_row *find_row(enum amp_device_type device,
+/* The row for `name` on `device` in `version`: the exact overload when
+ * given (non-NULL), else the default overload, else the first row of that
+ * name. */
+static const struct amp_policy_row *find_row(enum amp_torch_version version,
+					     enum amp_device_type device,
 					     const char *name,
 					     const char *overload,
 					     bool *guessed)
 {
 	if (overload != NULL)
-		return amp_policy_lookup(device, name, overload);
-	const struct amp_policy_row *row = amp_policy_lookup(device, name, "");
+		return amp_policy_lookup(version, device, name, overload);
+	const struct amp_policy_row *row =
+		amp_policy_lookup(version, device, name, "");
 	if (row != NULL)
 		return row;
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
 		row = amp_policy_row_at(i);
-		if (row->device == device && strcmp(row->op, name) == 0) {
+		if (row->device == device && amp_policy_row_in(row, version) &&
+		    strcmp(row->op, name) == 0) {
 			*guessed = true;
 			return row;
 		}
@@ -289,33 +293,67 @@ static void normalize_name(const char *text, char *buf)
 	}
 }
 
+/* The op's row in a version other than `version`, on `device` first:
+ * what explain still knows of an op this version lists nowhere. */
+static const struct amp_policy_row *
+find_other_version(enum amp_torch_version version, enum amp_device_type device,
+		   const char *name, const char *overload, bool *guessed)
+{
+	for (int v = AMP_TORCH_VERSION_COUNT - 1; v >= 0; v--) {
+		if (v == (int)version)
+			continue;
+		for (int k = 0; k < AMP_DEVICE_TYPE_COUNT; k++) {
+			/* the asked device, then the others in order */
+			int d = k == 0 ? (int)device : k - (k <= (int)device);
+			*guessed = false;
+			const struct amp_policy_row *row = find_row(
+				(enum amp_torch_version)v,
+				(enum amp_device_type)d, name, overload, guessed);
+			if (row != NULL)
+				return row;
+		}
+	}
+	return NULL;
+}
+
+static void take_row(struct explain_op *op, const struct amp_policy_row *row,
+		     bool guessed)
+{
+	op->overload = row->overload;
+	op->output = row->output;
+	op->overload_guessed = guessed;
+	op->takes_dtype = takes_dtype_listed(row->op);
+}
+
 static enum explain_resolution resolve_plain(char *name, const char *overload,
+					     enum amp_torch_version version,
 					     enum amp_device_type device,
 					     struct explain_op *op)
 {
 	bool guessed = false;
 
 	op->name = name;
-	op->row = find_row(device, name, overload, &guessed);
+	op->row = find_row(version, device, name, overload, &guessed);
 	if (op->row != NULL) {
-		op->overload = op->row->overload;
-		op->output = op->row->output;
-		op->overload_guessed = guessed;
-		op->takes_dtype = takes_dtype_listed(name);
+		take_row(op, op->row, guessed);
 		return EXPLAIN_RESOLVED;
 	}
 	for (int other = 0; other < AMP_DEVICE_TYPE_COUNT; other++) {
 		if (other == (int)device)
 			continue;
 		guessed = false;
-		op->elsewhere = find_row(other, name, overload, &guessed);
+		op->elsewhere = find_row(version, other, name, overload,
+					 &guessed);
 		if (op->elsewhere != NULL) {
-			op->overload = op->elsewhere->overload;
-			op->output = op->elsewhere->output;
-			op->overload_guessed = guessed;
-			op->takes_dtype = takes_dtype_listed(name);
+			take_row(op, op->elsewhere, guessed);
 			return EXPLAIN_RESOLVED;
 		}
+	}
+	op->other_version = find_other_version(version, device, name, overload,
+					       &guessed);
+	if (op->other_version != NULL) {
+		take_row(op, op->other_version, guessed);
+		return EXPLAIN_RESOLVED;
 	}
 	guessed = false;
 	const struct unlisted_op *unlisted = find_unlisted(name, overload,
@@ -333,6 +371,7 @@ static enum explain_resolution resolve_plain(char *name, const char *overload,
 }
 
 enum explain_resolution explain_resolve_op(const char *text,
+					   enum amp_torch_version version,
 					   enum amp_device_type device,
 					   char *buf, struct explain_op *op)
 {
@@ -354,11 +393,13 @@ enum explain_resolution explain_resolve_op(const char *text,
 
 	/* out= variants and in-place ops are never registered for autocast */
 	if (overload != NULL && strcmp(overload, "out") == 0) {
-		enum explain_resolution r = resolve_plain(buf, NULL, device, op);
+		enum explain_resolution r =
+			resolve_plain(buf, NULL, version, device, op);
 		if (r != EXPLAIN_RESOLVED)
 			return r;
 		op->row = NULL;
 		op->elsewhere = NULL;
+		op->other_version = NULL;
 		op->overload = "out";
 		op->out_variant = true;
 		return r;
@@ -369,16 +410,17 @@ enum explain_resolution explain_resolve_op(const char *text,
 	if (in_place && !name_is_known(buf)) {
 		/* add_ is add's in-place form */
 		buf[len - 1] = '\0';
-		r = resolve_plain(buf, overload, device, op);
+		r = resolve_plain(buf, overload, version, device, op);
 		buf[len - 1] = '_';
 	} else {
-		r = resolve_plain(buf, overload, device, op);
+		r = resolve_plain(buf, overload, version, device, op);
 	}
 	if (r != EXPLAIN_RESOLVED)
 		return r;
 	if (in_place) {
 		op->row = NULL;
 		op->elsewhere = NULL;
+		op->other_version = NULL;
 		op->output = "self";
 		op->in_place = true;
 		op->takes_dtype = false;
