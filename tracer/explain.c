@@ -650,7 +650,7 @@ static int resolve(struct explain *ex, const char *text)
 			"amptrace explain: unknown overload '%s'; known "
 			"overloads: ",
 			text);
-		explain_print_overloads(ex->name, stderr);
+		explain_print_overloads(ex->name, ex->torch, stderr);
 		fputs("\n", stderr);
 		return 2;
 	case EXPLAIN_UNKNOWN_OP:
@@ -662,11 +662,20 @@ static int resolve(struct explain *ex, const char *text)
 		*dot = '\0';
 	fputs(" (on no autocast list and not a known unlisted op)", stderr);
 	fputs("; did you mean: ", stderr);
-	if (explain_suggest_ops(ex->name[0] ? ex->name : text, stderr) == 0)
+	if (explain_suggest_ops(ex->name[0] ? ex->name : text, ex->torch,
+				stderr) == 0)
 		fputs("(nothing close; amptrace explain --list shows the "
 		      "lists)",
 		      stderr);
 	fputs("\n", stderr);
+	const struct amp_torch_table *before =
+		explain_listed_before(ex->name[0] ? ex->name : text, ex->torch);
+	if (before != NULL)
+		fprintf(stderr,
+			"PyTorch %s's lists have %s, %s's do not: try --torch "
+			"%s\n",
+			before->name, ex->name[0] ? ex->name : text,
+			amp_torch_table(ex->torch)->name, before->name);
 	return 2;
 }
 

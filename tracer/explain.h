@@ -63,11 +63,17 @@ enum explain_resolution explain_resolve_op(const char *text,
 					   enum amp_torch_version version,
 					   enum amp_device_type device,
 					   char *buf, struct explain_op *op);
+/* The newest version older than `version` whose lists have `name` while
+ * `version`'s lists do not (symeig under newest: 1.13), else NULL. */
+const struct amp_torch_table *explain_listed_before(const char *name,
+						   enum amp_torch_version version);
 /* Prints up to five known op names close to `name` (edit distance),
  * comma-separated; prints nothing and returns 0 when none is close. */
-int explain_suggest_ops(const char *name, FILE *out);
+int explain_suggest_ops(const char *name, enum amp_torch_version version,
+			FILE *out);
 /* Prints the known overloads of `name` ("softmax.int, softmax.Dimname"). */
-void explain_print_overloads(const char *name, FILE *out);
+void explain_print_overloads(const char *name, enum amp_torch_version version,
+			     FILE *out);
 
 /* ------------------------------------------------------ the evaluation */
 
