@@ -27,8 +27,11 @@ enum amp_torch_version {
 
 /* Who shares a weight cast the cache holds. */
 enum amp_cache_scope {
-	AMP_CACHE_PER_THREAD,  /* 1.13: a thread_local map; another thread re-casts */
-	AMP_CACHE_PER_PROCESS, /* newest: one mutex-guarded map for all threads */
+	/* 1.13: a thread_local map; another thread casts again */
+	AMP_CACHE_PER_THREAD,
+	/* newest: one mutex-guarded map for all threads */
+	AMP_CACHE_PER_PROCESS,
+	AMP_CACHE_SCOPE_COUNT
 };
 
 /* One version's rules beyond its rows. */
@@ -36,7 +39,7 @@ struct amp_torch_table {
 	const char *name;       /* "1.13", "newest": what --torch takes */
 	int major, minor;       /* the release series; 0.0 for newest */
 	enum amp_cache_scope cache_scope;
-	bool cpu_f16;           /* CPU autocast accepts float16 (1.13: bf16 only) */
+	bool cpu_f16;           /* CPU autocast takes float16 (1.13: bf16 only) */
 	const char *source;     /* where the rows come from, one line */
 };
 

@@ -89,7 +89,9 @@ int amp_torch_version_from_string(const char *text,
 	if (text == NULL)
 		return AMP_ERR_INVALID;
 	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
-		if (strcmp(text, amp_torch_table((enum amp_torch_version)v)->name) == 0) {
+		const struct amp_torch_table *t =
+			amp_torch_table((enum amp_torch_version)v);
+		if (strcmp(text, t->name) == 0) {
 			*version = (enum amp_torch_version)v;
 			*exact = true;
 			return AMP_OK;
@@ -279,7 +281,8 @@ void amp_autocast_plan(enum amp_torch_version version,
 		};
 
 	/* A region that cannot be entered: every op raises. */
-	if (device == AMP_DEVICE_CPU && lp != AMP_DTYPE_BF16 && !table->cpu_f16) {
+	if (device == AMP_DEVICE_CPU && lp != AMP_DTYPE_BF16 &&
+	    !table->cpu_f16) {
 		plan->status = AMP_ERR_AUTOCAST;
 		plan->error = amp_cpu_bf16_only_message;
 		return;

@@ -52,6 +52,30 @@ START_TEST(test_tables)
 }
 END_TEST
 
+/* What amp_torch_version_from_string() relies on: every version has a
+ * name, numbered versions ascend, newest is last and unnumbered. */
+START_TEST(test_table_order)
+{
+	int previous = -1;
+	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
+		const struct amp_torch_table *table =
+			amp_torch_table((enum amp_torch_version)v);
+		ck_assert_ptr_nonnull(table);
+		ck_assert_ptr_nonnull(table->name);
+		ck_assert_ptr_nonnull(table->source);
+		ck_assert_int_lt(table->cache_scope, AMP_CACHE_SCOPE_COUNT);
+		int series = table->major * 1000 + table->minor;
+		if (v == NEWEST) {
+			ck_assert_int_eq(series, 0);
+			ck_assert_int_eq(v, AMP_TORCH_VERSION_COUNT - 1);
+		} else {
+			ck_assert_int_gt(series, previous);
+			previous = series;
+		}
+	}
+}
+END_TEST
+
 static const struct {
 	const char *text;
 	int version; /* or INVALID with `status` */
@@ -314,6 +338,7 @@ static Suite *versions_suite(void)
 
 	TCase *versions = tcase_create("versions");
 	tcase_add_test(versions, test_tables);
+	tcase_add_test(versions, test_table_order);
 	tcase_add_loop_test(versions, test_version_from_string, 0,
 			    (int)COUNT(version_cases));
 	tcase_add_test(versions, test_version_from_string_args);

@@ -553,21 +553,18 @@ static void collect_version_notes(struct explain *ex)
 			 "torch.autocast(\"cpu\", dtype=torch.float16) warns, "
 			 "then raises when the region is entered",
 			 table->name, NULL, NULL);
-	if (table->cache_scope != AMP_CACHE_PER_PROCESS) {
-		for (int i = 0; i < call->nargs; i++) {
-			if (call->plan.status == AMP_OK &&
-			    call->plan.casts[i].cast &&
-			    call->plan.casts[i].cacheable) {
-				add_note(ex,
-					 "PyTorch %s keeps the weight-cast cache "
-					 "%s: a region in another thread casts "
-					 "the weight again (newest keeps one per "
-					 "process)",
-					 table->name,
-					 amp_cache_scope_name(table->cache_scope),
-					 NULL);
-				break;
-			}
+	if (table->cache_scope == AMP_CACHE_PER_PROCESS ||
+	    call->plan.status != AMP_OK)
+		return;
+	for (int i = 0; i < call->nargs; i++) {
+		if (call->plan.casts[i].cast && call->plan.casts[i].cacheable) {
+			add_note(ex,
+				 "PyTorch %s keeps the weight-cast cache %s: a "
+				 "region in another thread casts the weight again "
+				 "(newest keeps one per process)",
+				 table->name,
+				 amp_cache_scope_name(table->cache_scope), NULL);
+			break;
 		}
 	}
 }

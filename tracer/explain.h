@@ -1,6 +1,7 @@
 /* `amptrace explain`: what PyTorch's autocast does to one call of an op,
  * decided by libamp's policy table and amp_autocast_plan() (the same code
- * the dispatcher runs), in the lists of a chosen PyTorch version.  explain.c parses and evaluates the call,
+ * the dispatcher runs), in the lists of a chosen PyTorch version.
+ * explain.c parses and evaluates the call,
  * explain_ops.c resolves op names (overloads, Python spellings, ops on no
  * autocast list), explain_output.c prints the answer as text or JSON. */
 #ifndef AMPTRACE_EXPLAIN_H
@@ -65,8 +66,8 @@ enum explain_resolution explain_resolve_op(const char *text,
 					   char *buf, struct explain_op *op);
 /* The newest version older than `version` whose lists have `name` while
  * `version`'s lists do not (symeig under newest: 1.13), else NULL. */
-const struct amp_torch_table *explain_listed_before(const char *name,
-						   enum amp_torch_version version);
+const struct amp_torch_table *
+explain_listed_before(const char *name, enum amp_torch_version version);
 /* Prints up to five known op names close to `name` (edit distance),
  * comma-separated; prints nothing and returns 0 when none is close. */
 int explain_suggest_ops(const char *name, enum amp_torch_version version,

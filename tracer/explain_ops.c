@@ -262,8 +262,8 @@ static const struct unlisted_op *find_unlisted(const char *name,
 	return first;
 }
 
-const struct amp_torch_table *explain_listed_before(const char *name,
-						   enum amp_torch_version version)
+const struct amp_torch_table *
+explain_listed_before(const char *name, enum amp_torch_version version)
 {
 	const struct amp_policy_row *found = NULL;
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
@@ -331,9 +331,10 @@ find_newer_version(enum amp_torch_version version, enum amp_device_type device,
 			/* the asked device, then the others in order */
 			int d = k == 0 ? (int)device : k - (k <= (int)device);
 			*guessed = false;
-			const struct amp_policy_row *row = find_row(
-				(enum amp_torch_version)v,
-				(enum amp_device_type)d, name, overload, guessed);
+			const struct amp_policy_row *row =
+				find_row((enum amp_torch_version)v,
+					 (enum amp_device_type)d, name,
+					 overload, guessed);
 			if (row != NULL)
 				return row;
 		}
