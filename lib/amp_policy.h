@@ -87,8 +87,13 @@ struct amp_policy_row {
 /* Every row of every version; filter with amp_policy_row_in(). */
 size_t amp_policy_row_count(void);
 const struct amp_policy_row *amp_policy_row_at(size_t index);
-bool amp_policy_row_in(const struct amp_policy_row *row,
-		       enum amp_torch_version version);
+/* Inline: the dispatcher's plan asks on every listed op. */
+static inline bool amp_policy_row_in(const struct amp_policy_row *row,
+				     enum amp_torch_version version)
+{
+	return version >= row->added &&
+	       (row->removed == 0 || version < row->removed);
+}
 /* Exact (device, op, overload) lookup in `version`'s lists; NULL when the
  * op is not listed there. */
 const struct amp_policy_row *amp_policy_lookup(enum amp_torch_version version,

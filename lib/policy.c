@@ -132,13 +132,6 @@ int amp_torch_version_from_string(const char *text,
 
 /* --------------------------------------------------------------- rows */
 
-bool amp_policy_row_in(const struct amp_policy_row *row,
-		       enum amp_torch_version version)
-{
-	return version >= row->added &&
-	       (row->removed == 0 || version < row->removed);
-}
-
 const struct amp_policy_row *amp_policy_lookup(enum amp_torch_version version,
 					       enum amp_device_type device,
 					       const char *op,
@@ -258,8 +251,7 @@ void amp_autocast_plan(enum amp_torch_version version,
 		       const struct amp_plan_arg *args,
 		       enum amp_dtype dtype_arg, struct amp_plan *plan)
 {
-	const struct amp_torch_table *table = amp_torch_table(version);
-	AMP_ASSERT(table != NULL);
+	AMP_ASSERT((unsigned)version < AMP_TORCH_VERSION_COUNT);
 	AMP_ASSERT(plan != NULL);
 	AMP_ASSERT(nargs >= 0 && nargs <= AMP_PLAN_MAX_ARGS);
 	AMP_ASSERT(nargs == 0 || args != NULL);
@@ -282,7 +274,7 @@ void amp_autocast_plan(enum amp_torch_version version,
 
 	/* A region that cannot be entered: every op raises. */
 	if (device == AMP_DEVICE_CPU && lp != AMP_DTYPE_BF16 &&
-	    !table->cpu_f16) {
+	    !amp_torch_table(version)->cpu_f16) {
 		plan->status = AMP_ERR_AUTOCAST;
 		plan->error = amp_cpu_bf16_only_message;
 		return;
