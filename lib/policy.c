@@ -100,6 +100,7 @@ int amp_torch_version_from_string(const char *text,
 	int major, minor;
 	if (!parse_release(text, &major, &minor))
 		return AMP_ERR_INVALID;
+	int release = major * 1000 + minor;
 
 	/* The numbered table of the highest series at or below the release;
 	 * a release newer than every numbered series gets the newest lists. */
@@ -112,10 +113,9 @@ int amp_torch_version_from_string(const char *text,
 		int series = t->major * 1000 + t->minor;
 		if (newest_numbered < series)
 			newest_numbered = series;
-		if (series <= major * 1000 + minor)
+		if (series <= release)
 			below = v;
 	}
-	int release = major * 1000 + minor;
 	if (release > newest_numbered) {
 		*version = AMP_TORCH_NEWEST;
 		*exact = false;

@@ -1,9 +1,10 @@
 /* `amptrace explain`: what PyTorch's autocast does to one call of an op,
  * decided by libamp's policy table and amp_autocast_plan() (the same code
  * the dispatcher runs), in the lists of a chosen PyTorch version.
- * explain.c parses and evaluates the call,
- * explain_ops.c resolves op names (overloads, Python spellings, ops on no
- * autocast list), explain_output.c prints the answer as text or JSON. */
+ * explain.c parses and evaluates the call, explain_ops.c resolves op names
+ * (overloads, Python spellings, ops on no autocast list), explain_output.c
+ * prints the answer as text or JSON.  It uses the amp_policy library's
+ * interface (amp_policy.h), not libamp's internals. */
 #ifndef AMPTRACE_EXPLAIN_H
 #define AMPTRACE_EXPLAIN_H
 
@@ -32,8 +33,8 @@ struct explain_op {
 	/* The op's row on another device when it has none here (CPU softmax
 	 * is listed on CUDA), else NULL. */
 	const struct amp_policy_row *elsewhere;
-	/* The op's row in another PyTorch version when this version lists it
-	 * on no device (1.13's symeig under newest), else NULL. */
+	/* The op's row in a newer PyTorch version when this version lists it
+	 * on no device (linalg_vecdot under 1.13), else NULL. */
 	const struct amp_policy_row *other_version;
 	const char *output;    /* output rule (see lib/policy_table.c) */
 	bool takes_dtype;      /* has a `ScalarType? dtype` argument */
