@@ -12,8 +12,10 @@ and must agree on
     test_autocast.py; bit for bit but f32 LAPACK results, see same_values),
   - the error, when explain says autocast raises.
 The table's CPU and CUDA op sets must equal the runtime's AutocastCPU and
-AutocastCUDA registrations, and the weight-cast cache scope explain reports
-must be what a second thread sees.
+AutocastCUDA registrations, the weight-cast cache scope explain reports
+must be what a second thread sees, and every entry of 1.13's own CPU
+conformance lists (torch.testing._internal.autocast_test_lists) must get
+the dtype those lists expect.
 
 Usage: test_torch_policy.py AMPTRACE.  Prints "ok - ..." / "not ok - ..."
 lines; exits 77 (skip) when torch cannot be imported, 1 on any failure.
@@ -23,6 +25,7 @@ import math
 import subprocess
 import sys
 import threading
+import types
 
 try:
     import torch
@@ -265,6 +268,39 @@ def check_cache_scope():
           f"weight-cast cache scope: torch {torch_scope}, explain {says}")
 
 
+def check_conformance_lists():
+    """1.13's AutocastCPUTestLists: each entry's output must have the
+    dtype test_autocast.py expects (run_as_type, or the entry's own)."""
+    # The lists import TEST_WITH_ROCM from common_utils, which needs
+    # expecttest (not packaged in Debian 12): stand in for it.
+    utils = types.ModuleType("torch.testing._internal.common_utils")
+    utils.TEST_WITH_ROCM = False
+    sys.modules.setdefault(utils.__name__, utils)
+    from torch.testing._internal.autocast_test_lists import \
+        AutocastCPUTestLists
+    lists = AutocastCPUTestLists(torch.device("cpu"))
+    expected = {"torch_bf16": "bf16", "nn_bf16": "bf16", "torch_fp32": "f32",
+                "nn_fp32": "f32", "torch_need_autocast_promote": "f32",
+                "torch_expect_builtin_promote": None,
+                "methods_expect_builtin_promote": None}
+    count = bad = 0
+    for attr, want in expected.items():
+        for entry in getattr(lists, attr):
+            op, args = entry[0], entry[1]
+            dtype = (DTYPE_NAMES[entry[2]] if want is None else want)
+            names = [DTYPE_NAMES[t.dtype] for t in flat_tensors(args, {})]
+            answer = json.loads(explain("--device", "cpu", "--json", op,
+                                        *names))
+            count += 1
+            if answer.get("output") != dtype:
+                bad += 1
+                print(f"# {attr} {op}({', '.join(names)}): explain "
+                      f"{answer.get('output')}, the list expects {dtype}")
+    check(count > 0 and bad == 0,
+          f"{count} entries of 1.13's AutocastCPUTestLists answer as "
+          "the lists expect")
+
+
 def main():
     if not torch.__version__.startswith("1.13"):
         print(f"skip: torch {torch.__version__} is not the 1.13 this test "
@@ -272,6 +308,7 @@ def main():
         return 77
     check_registrations()
     check_cache_scope()
+    check_conformance_lists()
     rows = table("cpu")
     covered = set()
     for label, case in cases():
