@@ -1,12 +1,15 @@
 /* libamp internal header: the tensor layout, the op call model shared by
- * the dispatcher and the kernels, the policy table and the autocast plan.
- * Not installed; nothing outside lib/, tracer/ and tests/ includes it. */
+ * the dispatcher and the kernels, the autocast state (the policy table
+ * and the plan are in amp_policy.h).  Not installed; nothing outside lib/,
+ * tracer/ and tests/ includes it. */
 #ifndef AMP_INTERNAL_H
 #define AMP_INTERNAL_H
 
 #include "amp.h"
+#include "amp_policy.h"
 #include "op_list.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 
@@ -240,84 +243,13 @@ struct amp_arg amp_arg_ints(int count, const int64_t *values);
 				     sizeof(struct amp_arg),                 \
 			    .args = { __VA_ARGS__ } })
 
-/* --------------------------------------------------------- policy table */
+/* ------------------------------------------- policy table and the plan */
 
-/* One row per (device type, op overload) of PyTorch's newest autocast
- * lists, including ops the runtime cannot execute (lib/policy_table.c). */
-struct amp_policy_row {
-	enum amp_device_type device;
-	const char *op;        /* "softmax" */
-	const char *overload;  /* "int"; "" = default overload */
-	enum amp_policy policy;
-	/* explain's output rule for non-standard results (grammar at the
-	 * top of policy_table.c);
-	 * NULL = the cast/compute dtype. */
-	const char *output;
-};
-
-size_t amp_policy_row_count(void);
-const struct amp_policy_row *amp_policy_row_at(size_t index);
-/* Exact (device, op, overload) lookup; NULL when the op is not listed. */
-const struct amp_policy_row *amp_policy_lookup(enum amp_device_type device,
-					       const char *op,
-					       const char *overload);
-
-/* ----------------------------------------------------------- the plan */
-
-/* What autocast does to one call, decided from descriptions of the
- * arguments alone: the dispatcher executes it on real tensors and
- * `amptrace explain` prints it for described ones. */
-struct amp_plan_arg {
-	bool defined;          /* false: an absent optional tensor */
-	bool optional;         /* an optional<Tensor> argument */
-	enum amp_dtype dtype;
-	enum amp_device_type device;
-	bool requires_grad;
-	bool is_leaf;
-	bool is_view;
-};
-
-#define AMP_PLAN_MAX_ARGS (AMP_MAX_ARGS + AMP_MAX_LIST)
-
-struct amp_plan_cast {
-	bool cast;             /* false: the argument passes unchanged */
-	enum amp_dtype to;
-	bool cacheable;        /* all cache conditions but cache_enabled */
-	enum amp_cache_result cache_if_cast; /* MISS, UNCACHEABLE, DISABLED */
-	const char *reason;    /* static text: why (un)cacheable */
-};
-
-struct amp_plan {
-	enum amp_policy policy;  /* NONE when autocast does not apply */
-	enum amp_dtype lower_precision; /* the device's autocast dtype */
-	enum amp_dtype target;   /* cast target (lp/fp32/promote), or NONE */
-	/* fp32_set_opt_dtype / fp32_append_dtype: the dtype argument value
-	 * to run with (AMP_DTYPE_NONE = leave the argument as given). */
-	enum amp_dtype dtype_arg;
-	int nargs;
-	struct amp_plan_cast casts[AMP_PLAN_MAX_ARGS];
-	int status;              /* AMP_OK or AMP_ERR_AUTOCAST */
-	const char *error;       /* PyTorch's message when status != OK */
-};
-
-/* Decides the plan for `row` (NULL = op not listed) under an enabled
- * autocast of `device` with lower-precision dtype `lp`.  `args` are the
- * call's tensor arguments flattened in order (list elements inline);
- * `dtype_arg` is the call's optional dtype argument (AMP_DTYPE_NONE when
- * None or when the op has none).  Pure: no tensors, no global state. */
-void amp_autocast_plan(const struct amp_policy_row *row,
-		       enum amp_device_type device, enum amp_dtype lp,
-		       bool cache_enabled, int nargs,
-		       const struct amp_plan_arg *args,
-		       enum amp_dtype dtype_arg, struct amp_plan *plan);
-
-/* PyTorch's is_eligible(t, device): defined, floating, not f64, on the
- * autocast device. */
-bool amp_autocast_eligible(const struct amp_plan_arg *arg,
-			   enum amp_device_type device);
-
-/* PyTorch's banned-op message (binary_cross_entropy under CUDA autocast). */
-extern const char amp_banned_bce_message[];
+/* The table and amp_autocast_plan() live in amp_policy.h (the amp_policy
+ * static library's interface); the plan's argument array holds a call's
+ * tensors flattened. */
+static_assert(AMP_PLAN_MAX_ARGS == AMP_MAX_ARGS + AMP_MAX_LIST,
+	      "a call's flattened tensors fit the plan");
 
 /* ------------------------------------------------------ autocast state */
 

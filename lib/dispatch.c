@@ -19,7 +19,7 @@ static void resolve_op_rows(void)
 {
 	for (int d = 0; d < AMP_DEVICE_TYPE_COUNT; d++)
 		for (int op = 0; op < AMP_OP_COUNT; op++)
-			op_rows[d][op] = amp_policy_lookup(
+			op_rows[d][op] = amp_policy_lookup(AMP_TORCH_NEWEST,
 				(enum amp_device_type)d, amp_op_defs[op].name,
 				amp_op_defs[op].overload);
 }
@@ -228,7 +228,7 @@ static int apply_autocast(struct amp_call *c, const struct amp_policy_row *row,
 	for (int a = 0; a < c->nargs; a++)
 		if (c->args[a].kind == AMP_ARG_OPT_DTYPE)
 			dtype_arg = &c->args[a];
-	amp_autocast_plan(row, c->device, st->dtype[c->device],
+	amp_autocast_plan(AMP_TORCH_NEWEST, row, c->device, st->dtype[c->device],
 			  st->cache_enabled, f->count, pargs,
 			  dtype_arg ? dtype_arg->dtype : AMP_DTYPE_NONE, &plan);
 	*policy = plan.policy;

@@ -1,13 +1,16 @@
-/* Autocast decisions as a pure function: policy names, table lookup,
- * PyTorch's eligibility test, and amp_autocast_plan(), which says for one
- * call what torch's WrapFunction_<policy> and cached_cast() would do
- * (aten/src/ATen/autocast_mode.{h,cpp}, see reference/autocast-semantics.md
- * sections 2-4).  The dispatcher runs it on every op under autocast, so it
- * allocates nothing and touches no global state.
+/* Autocast decisions as a pure function: policy names, table versions and
+ * lookup, PyTorch's eligibility test, and amp_autocast_plan(), which says
+ * for one call what torch's WrapFunction_<policy> and cached_cast() would
+ * do in a given PyTorch version (aten/src/ATen/autocast_mode.{h,cpp}, see
+ * reference/autocast-semantics.md sections 2-5).  The dispatcher runs it on
+ * every op under autocast, so it allocates nothing and touches no global
+ * state.
  */
 #include "amp_internal.h"
 
 #include <assert.h>
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const policy_names[] = {
@@ -42,12 +45,95 @@ const char amp_banned_bce_message[] =
 	"BCEWithLogits are\n"
 	"safe to autocast.";
 
+/* set_autocast_cpu_dtype() in 1.13.1's autocast_mode.cpp, verbatim. */
+const char amp_cpu_bf16_only_message[] =
+	"Currently, AutocastCPU only support Bfloat16 as the "
+	"autocast_cpu_dtype";
+
 static const char promote_unexpected_message[] =
 	"Unexpected floating ScalarType in at::autocast::prioritize";
 static const char promote_double_message[] =
 	"promote type is double in at::autocast::prioritize";
 
-const struct amp_policy_row *amp_policy_lookup(enum amp_device_type device,
+const char *amp_cache_scope_name(enum amp_cache_scope scope)
+{
+	return scope == AMP_CACHE_PER_THREAD ? "per-thread" : "per-process";
+}
+
+/* ------------------------------------------------------------ versions */
+
+/* "2.1.0+cu121" -> 2, 1: digits, a dot, digits, then the end or a
+ * non-digit. */
+static bool parse_release(const char *text, int *major, int *minor)
+{
+	char *end;
+	if (!isdigit((unsigned char)text[0]))
+		return false;
+	long a = strtol(text, &end, 10);
+	if (*end != '.' || !isdigit((unsigned char)end[1]))
+		return false;
+	long b = strtol(end + 1, &end, 10);
+	if (isdigit((unsigned char)*end) || a > 1000 || b > 1000)
+		return false;
+	*major = (int)a;
+	*minor = (int)b;
+	return true;
+}
+
+int amp_torch_version_from_string(const char *text,
+				  enum amp_torch_version *version, bool *exact)
+{
+	bool exact_found = false;
+	if (exact == NULL)
+		exact = &exact_found;
+	if (text == NULL)
+		return AMP_ERR_INVALID;
+	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
+		const struct amp_torch_table *t =
+			amp_torch_table((enum amp_torch_version)v);
+		if (strcmp(text, t->name) == 0) {
+			*version = (enum amp_torch_version)v;
+			*exact = true;
+			return AMP_OK;
+		}
+	}
+	int major, minor;
+	if (!parse_release(text, &major, &minor))
+		return AMP_ERR_INVALID;
+	int release = major * 1000 + minor;
+
+	/* The numbered table of the highest series at or below the release;
+	 * a release newer than every numbered series gets the newest lists. */
+	int below = -1, newest_numbered = -1;
+	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
+		const struct amp_torch_table *t =
+			amp_torch_table((enum amp_torch_version)v);
+		if (t->major == 0 && t->minor == 0)
+			continue; /* newest: no release number */
+		int series = t->major * 1000 + t->minor;
+		if (newest_numbered < series)
+			newest_numbered = series;
+		if (series <= release)
+			below = v;
+	}
+	if (release > newest_numbered) {
+		*version = AMP_TORCH_NEWEST;
+		*exact = false;
+		return AMP_OK;
+	}
+	if (below < 0)
+		return AMP_ERR_UNSUPPORTED;
+	const struct amp_torch_table *t =
+		amp_torch_table((enum amp_torch_version)below);
+	*version = (enum amp_torch_version)below;
+	*exact = t->major * 1000 + t->minor == release;
+	return AMP_OK;
+}
+
+/* --------------------------------------------------------------- rows */
+
+const struct amp_policy_row *amp_policy_lookup(enum amp_torch_version version,
+					       enum amp_device_type device,
 					       const char *op,
 					       const char *overload)
 {
@@ -59,6 +145,7 @@ const struct amp_policy_row *amp_policy_lookup(enum amp_device_type device,
 	for (size_t i = 0; i < count; i++) {
 		const struct amp_policy_row *row = amp_policy_row_at(i);
 		if (row->device == device && row->op[0] == op[0] &&
+		    amp_policy_row_in(row, version) &&
 		    strcmp(row->op, op) == 0 &&
 		    strcmp(row->overload, overload) == 0)
 			return row;
@@ -157,16 +244,20 @@ static int promote_target(int nargs, const struct amp_plan_arg *args,
 	return AMP_OK;
 }
 
-void amp_autocast_plan(const struct amp_policy_row *row,
+void amp_autocast_plan(enum amp_torch_version version,
+		       const struct amp_policy_row *row,
 		       enum amp_device_type device, enum amp_dtype lp,
 		       bool cache_enabled, int nargs,
 		       const struct amp_plan_arg *args,
 		       enum amp_dtype dtype_arg, struct amp_plan *plan)
 {
+	AMP_ASSERT((unsigned)version < AMP_TORCH_VERSION_COUNT);
 	AMP_ASSERT(plan != NULL);
 	AMP_ASSERT(nargs >= 0 && nargs <= AMP_PLAN_MAX_ARGS);
 	AMP_ASSERT(nargs == 0 || args != NULL);
 
+	if (row != NULL && !amp_policy_row_in(row, version))
+		row = NULL;
 	plan->policy = row != NULL ? row->policy : AMP_POLICY_NONE;
 	plan->lower_precision = lp;
 	plan->target = AMP_DTYPE_NONE;
@@ -180,6 +271,16 @@ void amp_autocast_plan(const struct amp_policy_row *row,
 			.to = args[i].dtype,
 			.cache_if_cast = AMP_CACHE_UNCACHEABLE,
 		};
+
+	/* A region that cannot be entered: every op raises. */
+	if (device == AMP_DEVICE_CPU && lp != AMP_DTYPE_BF16 &&
+	    !amp_torch_table(version)->cpu_f16) {
+		plan->status = AMP_ERR_AUTOCAST;
+		plan->error = amp_cpu_bf16_only_message;
+		return;
+	}
+	if (row != NULL && (row->flags & AMP_ROW_ARGS_UNTOUCHED))
+		return;
 
 	bool first_eligible = nargs > 0 && amp_autocast_eligible(&args[0], device);
 

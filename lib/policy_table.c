@@ -1,11 +1,15 @@
 /* The autocast policy table: one row per (device type, ATen op overload) of
- * PyTorch's newest CUDA and CPU autocast lists, in PyTorch's order, including
- * the ops libamp cannot execute, so that `amptrace explain` answers for every
+ * PyTorch's CUDA and CPU autocast lists, in PyTorch's order, including the
+ * ops libamp cannot execute, so that `amptrace explain` answers for every
  * op PyTorch autocasts.  The dispatcher resolves an executable op's policy
- * here by (name, overload); anything absent is AMP_POLICY_NONE (PyTorch's
- * fallthrough).
+ * here by (name, overload) in the newest lists; anything absent is
+ * AMP_POLICY_NONE (PyTorch's fallthrough).
  *
- * Source, checked line by line against pytorch/pytorch:
+ * Versions (enum amp_torch_version).  A row holds from its `added` version
+ * up to its `removed` one; rows without a range hold in every version.
+ * Where an op's policy changed, each version has its own row.
+ *
+ * newest: checked line by line against pytorch/pytorch
  *   aten/src/ATen/autocast_mode.h   @ d70fe7f33910bbe8bc8b6027388a84bb102a453d
  *     (AT_FORALL_LOWER_PRECISION_FP, AT_FORALL_FP32,
  *      AT_FORALL_FP32_SET_OPT_DTYPE, AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE,
@@ -14,6 +18,19 @@
  *     (TORCH_LIBRARY_IMPL(aten, Autocast): the shared lists plus
  *      cudnn_convolution(_transpose) and the banned binary_cross_entropy;
  *      TORCH_LIBRARY_IMPL(aten, AutocastCPU): the CPU lists)
+ * 1.13: pytorch/pytorch tag v1.13.1, as Debian ships it
+ *   (pytorch_1.13.1+dfsg.orig.tar.xz; the search store holds no v1.13.1
+ *   copy of these files):
+ *   aten/src/ATen/autocast_mode.cpp (TORCH_LIBRARY_IMPL(aten, Autocast) and
+ *     (aten, AutocastCPU): KERNEL/KERNEL_CPU lines), and
+ *   aten/src/ATen/autocast_mode.h as libtorch-dev 1.13.1+dfsg-4 installs it
+ *     (/usr/include/ATen/autocast_mode.h: prioritize() and cached_cast()
+ *     have Tensor and TensorList overloads only, hence the CPU cat row's
+ *     AMP_ROW_ARGS_UNTOUCHED),
+ *   and checked against the installed 1.13.1 runtime: its AutocastCPU (126)
+ *   and AutocastCUDA (107) registrations are exactly the 1.13 rows below,
+ *   and every CPU row runs under torch.autocast("cpu") as explain says
+ *   (tests/test_torch_policy.py).
  * A bare op name is PyTorch's default overload (overload "").
  *
  * The `output` column.  NULL means the op's results have the compute dtype:
@@ -33,10 +50,19 @@
  * The rule describes the op itself, not the policy, so explain also applies
  * it when the op runs unlisted (CPU softmax uses the CUDA row's rule).
  */
-#include "amp_internal.h"
+#include "amp_policy.h"
 
+/* ROW_IN(range, ...): a row holding only in `range` (two values: added,
+ * removed), with AMP_ROW_* flags. */
+#define ALL_VERSIONS AMP_TORCH_1_13, 0
+#define NEWEST_ONLY AMP_TORCH_NEWEST, 0
+#define UNTIL_1_13 AMP_TORCH_1_13, AMP_TORCH_NEWEST
+#define ROW_IN(...) ROW_IN_(__VA_ARGS__)
+#define ROW_IN_(added, removed, dev, op, overload, policy, output, flags)    \
+	{ AMP_DEVICE_##dev, op, overload, AMP_POLICY_##policy, output,       \
+	  added, removed, flags }
 #define ROW(dev, op, overload, policy, output)                              \
-	{ AMP_DEVICE_##dev, op, overload, AMP_POLICY_##policy, output }
+	ROW_IN(ALL_VERSIONS, dev, op, overload, policy, output, 0)
 
 /* CUDA (the `Autocast` key), lower precision = f16 by default. */
 #define CUDA_LP(op, overload) ROW(CUDA, op, overload, LOWER_PRECISION_FP, NULL)
@@ -49,8 +75,6 @@
 #define CUDA_PROMOTE(op, out) ROW(CUDA, op, "", PROMOTE, out)
 /* CPU (the `AutocastCPU` key), lower precision = bf16 by default. */
 #define CPU_LP(op, overload) ROW(CPU, op, overload, LOWER_PRECISION_FP, NULL)
-#define CPU_LP_OUT(op, overload, out)                                       \
-	ROW(CPU, op, overload, LOWER_PRECISION_FP, out)
 #define CPU_FP32(op, overload, out) ROW(CPU, op, overload, FP32, out)
 #define CPU_PROMOTE(op, overload, out) ROW(CPU, op, overload, PROMOTE, out)
 
@@ -74,7 +98,8 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_LP("einsum", ""),
 	CUDA_LP("mm", ""),
 	CUDA_LP("mv", ""),
-	CUDA_LP("linalg_vecdot", ""),
+	ROW_IN(NEWEST_ONLY, CUDA, "linalg_vecdot", "",
+	       LOWER_PRECISION_FP, NULL, 0),
 	CUDA_LP("linear", ""),
 	CUDA_LP("addbmm", ""),
 	CUDA_LP("baddbmm", ""),
@@ -88,8 +113,10 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_LP("rnn_tanh_cell", ""),
 	CUDA_LP("rnn_relu_cell", ""),
 	/* output, logsumexp (f32), then sequence/seed bookkeeping */
-	CUDA_LP_OUT("_scaled_dot_product_flash_attention", "", "=,f32"),
-	CUDA_LP("scaled_dot_product_attention", ""),
+	ROW_IN(NEWEST_ONLY, CUDA, "_scaled_dot_product_flash_attention", "",
+	       LOWER_PRECISION_FP, "=,f32", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "scaled_dot_product_attention", "",
+	       LOWER_PRECISION_FP, NULL, 0),
 	/* registered for CUDA only, after the shared list */
 	CUDA_LP("cudnn_convolution", ""),
 	CUDA_LP("cudnn_convolution_transpose", ""),
@@ -117,6 +144,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_FP32("layer_norm", "", "self"),
 	CUDA_FP32("native_layer_norm", "", "self"), /* out, mean, rstd */
 	CUDA_FP32("group_norm", "", "self"),
+	ROW_IN(UNTIL_1_13, CUDA, "frobenius_norm", "", FP32, NULL, 0),
 	CUDA_FP32("frobenius_norm", "dim", NULL),
 	CUDA_FP32("nuclear_norm", "", NULL),
 	CUDA_FP32("nuclear_norm", "dim", NULL),
@@ -142,18 +170,23 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_FP32("cdist", "", NULL),
 	CUDA_FP32("renorm", "", "self"),
 	CUDA_FP32("logsumexp", "", "float"),
-	CUDA_FP32("upsample_nearest1d", "", "self"),
-	CUDA_FP32("_upsample_nearest_exact1d", "", "self"),
-	CUDA_FP32("upsample_nearest2d", "", "self"),
-	CUDA_FP32("_upsample_nearest_exact2d", "", "self"),
-	CUDA_FP32("upsample_nearest3d", "", "self"),
-	CUDA_FP32("_upsample_nearest_exact3d", "", "self"),
-	CUDA_FP32("upsample_linear1d", "", "self"),
-	CUDA_FP32("upsample_bilinear2d", "", "self"),
-	CUDA_FP32("_upsample_bilinear2d_aa", "", "self"),
-	CUDA_FP32("upsample_trilinear3d", "", "self"),
-	CUDA_FP32("upsample_bicubic2d", "", "self"),
-	CUDA_FP32("_upsample_bicubic2d_aa", "", "self"),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_nearest1d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_nearest_exact1d", "",
+	       FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_nearest2d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_nearest_exact2d", "",
+	       FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_nearest3d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_nearest_exact3d", "",
+	       FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_linear1d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_bilinear2d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_bilinear2d_aa", "",
+	       FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_trilinear3d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "upsample_bicubic2d", "", FP32, "self", 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_bicubic2d_aa", "",
+	       FP32, "self", 0),
 
 	/* ---- CUDA fp32_set_opt_dtype: AT_FORALL_FP32_SET_OPT_DTYPE ----
 	 * (norm.ScalarOpt_dtype & co. are deliberately not registered: their
@@ -169,9 +202,12 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_SET_OPT("cumprod", "dimname", "long"),
 	CUDA_SET_OPT("cumsum", "", "long"),
 	CUDA_SET_OPT("cumsum", "dimname", "long"),
-	CUDA_SET_OPT("linalg_vector_norm", "", NULL),
-	CUDA_SET_OPT("linalg_matrix_norm", "", NULL),
-	CUDA_SET_OPT("linalg_matrix_norm", "str_ord", NULL),
+	ROW_IN(NEWEST_ONLY, CUDA, "linalg_vector_norm", "",
+	       FP32_SET_OPT_DTYPE, NULL, 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "linalg_matrix_norm", "",
+	       FP32_SET_OPT_DTYPE, NULL, 0),
+	ROW_IN(NEWEST_ONLY, CUDA, "linalg_matrix_norm", "str_ord",
+	       FP32_SET_OPT_DTYPE, NULL, 0),
 	CUDA_SET_OPT("sum", "", "long"),
 	CUDA_SET_OPT("sum", "dim_IntList", "long"),
 	CUDA_SET_OPT("sum", "dim_DimnameList", "long"),
@@ -189,7 +225,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_PROMOTE("bilinear", NULL),
 	CUDA_PROMOTE("cross", NULL),
 	CUDA_PROMOTE("dot", NULL),
-	CUDA_PROMOTE("vdot", NULL),
+	ROW_IN(NEWEST_ONLY, CUDA, "vdot", "", PROMOTE, NULL, 0),
 	CUDA_PROMOTE("grid_sampler", "self"),
 	CUDA_PROMOTE("index_put", "self"),
 	CUDA_PROMOTE("tensordot", NULL),
@@ -207,24 +243,40 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_LP("conv3d", "padding"),
 	CPU_LP("bmm", ""),
 	CPU_LP("mm", ""),
-	CPU_LP("linalg_vecdot", ""),
+	ROW_IN(NEWEST_ONLY, CPU, "linalg_vecdot", "",
+	       LOWER_PRECISION_FP, NULL, 0),
 	CPU_LP("baddbmm", ""),
 	CPU_LP("addmm", ""),
-	CPU_LP("_addmm_activation", ""),
+	ROW_IN(NEWEST_ONLY, CPU, "_addmm_activation", "",
+	       LOWER_PRECISION_FP, NULL, 0),
 	CPU_LP("addbmm", ""),
 	CPU_LP("linear", ""),
 	CPU_LP("_convolution", "deprecated"), /* aten::_convolution falls through */
 	CPU_LP("matmul", ""),
 	CPU_LP("conv_tbc", ""),
-	CPU_LP_OUT("mkldnn_rnn_layer", "", "=,=,=,="), /* output, hy, cy, workspace */
-	CPU_LP("conv_transpose1d", ""),
-	CPU_LP("conv_transpose2d", "input"),
-	CPU_LP("conv_transpose3d", "input"),
-	CPU_LP("prelu", ""),
-	CPU_LP("scaled_dot_product_attention", ""),
-	CPU_LP_OUT("_native_multi_head_attention", "", "=,="), /* out, weights */
+	/* output, hy, cy, workspace */
+	ROW_IN(NEWEST_ONLY, CPU, "mkldnn_rnn_layer", "", LOWER_PRECISION_FP,
+	       "=,=,=,=", 0),
+	/* fp32 in 1.13 (below) */
+	ROW_IN(NEWEST_ONLY, CPU, "conv_transpose1d", "",
+	       LOWER_PRECISION_FP, NULL, 0),
+	ROW_IN(NEWEST_ONLY, CPU, "conv_transpose2d", "input",
+	       LOWER_PRECISION_FP, NULL, 0),
+	ROW_IN(NEWEST_ONLY, CPU, "conv_transpose3d", "input",
+	       LOWER_PRECISION_FP, NULL, 0),
+	ROW_IN(NEWEST_ONLY, CPU, "prelu", "", LOWER_PRECISION_FP, NULL, 0),
+	ROW_IN(NEWEST_ONLY, CPU, "scaled_dot_product_attention", "",
+	       LOWER_PRECISION_FP, NULL, 0),
+	/* out, weights */
+	ROW_IN(NEWEST_ONLY, CPU, "_native_multi_head_attention", "",
+	       LOWER_PRECISION_FP, "=,=", 0),
 
 	/* ---- CPU fp32 ---- */
+	/* 1.13 only: conv_transpose went to lower_precision_fp, symeig was
+	 * deleted, linalg_matrix_norm left the CPU list */
+	ROW_IN(UNTIL_1_13, CPU, "conv_transpose1d", "", FP32, NULL, 0),
+	ROW_IN(UNTIL_1_13, CPU, "conv_transpose2d", "input", FP32, NULL, 0),
+	ROW_IN(UNTIL_1_13, CPU, "conv_transpose3d", "input", FP32, NULL, 0),
 	CPU_FP32("avg_pool3d", "", "self"),
 	CPU_FP32("binary_cross_entropy", "", NULL),
 	CPU_FP32("grid_sampler", "", "self"),
@@ -326,10 +378,17 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_FP32("linalg_eigh", "", "=,="),
 	CPU_FP32("linalg_lstsq", "", "=,=,i64,="),    /* solution, residuals, rank, sv */
 	CPU_FP32("linalg_inv_ex", "", "=,i32"),       /* inverse, info */
+	ROW_IN(UNTIL_1_13, CPU, "symeig", "", FP32, "=,=", 0), /* e, V */
+	ROW_IN(UNTIL_1_13, CPU, "linalg_matrix_norm", "", FP32, NULL, 0),
+	ROW_IN(UNTIL_1_13, CPU, "linalg_matrix_norm", "str_ord", FP32, NULL, 0),
 
 	/* ---- CPU promote ---- */
 	CPU_PROMOTE("stack", "", NULL),
-	CPU_PROMOTE("cat", "", NULL),
+	ROW_IN(NEWEST_ONLY, CPU, "cat", "", PROMOTE, NULL, 0),
+	/* registered with `const ITensorListRef&`, which 1.13's header has
+	 * no prioritize/cached_cast overload for */
+	ROW_IN(UNTIL_1_13, CPU, "cat", "",
+	       PROMOTE, NULL, AMP_ROW_ARGS_UNTOUCHED),
 	CPU_PROMOTE("index_copy", "", "self"),
 	CPU_PROMOTE("index_copy", "dimname", "self"),
 };
@@ -345,3 +404,35 @@ const struct amp_policy_row *amp_policy_row_at(size_t index)
 		return NULL;
 	return &policy_rows[index];
 }
+
+/* Each version's rules beside its rows, oldest first. */
+static const struct amp_torch_table torch_tables[AMP_TORCH_VERSION_COUNT] = {
+	[AMP_TORCH_1_13] = {
+		.name = "1.13",
+		.major = 1,
+		.minor = 13,
+		/* autocast_mode.cpp v1.13.1: `thread_local
+		 * std::unordered_map<TensorImpl*, val_type> cached_casts` */
+		.cache_scope = AMP_CACHE_PER_THREAD,
+		/* set_autocast_cpu_dtype: TORCH_CHECK(dtype == kBFloat16) */
+		.cpu_f16 = false,
+		.source = "pytorch/pytorch v1.13.1 "
+			  "aten/src/ATen/autocast_mode.{h,cpp}",
+	},
+	[AMP_TORCH_NEWEST] = {
+		.name = "newest",
+		/* one mutex-guarded map shared by all threads */
+		.cache_scope = AMP_CACHE_PER_PROCESS,
+		.cpu_f16 = true,
+		.source = "pytorch/pytorch aten/src/ATen/autocast_mode.cpp @ "
+			  "008ec6b1840c, autocast_mode.h @ d70fe7f33910",
+	},
+};
+
+const struct amp_torch_table *amp_torch_table(enum amp_torch_version version)
+{
+	if ((unsigned)version >= AMP_TORCH_VERSION_COUNT)
+		return NULL;
+	return &torch_tables[version];
+}
+

@@ -397,5 +397,75 @@ cuda f16 | fp32_append_dtype | f64 | norm f64
 EOF
 check "$lists entries of autocast_test_lists.py answer as PyTorch does" test "$bad" -eq 0
 
+# ------------------------------------------- PyTorch versions (--torch)
+check "--help lists the versions" bash -c "'$amptrace' explain --help | grep -q -- '--torch VERSION .*1.13, newest'"
+json=$("$amptrace" explain --json mm f32 f32)
+check "json torch: newest by default" test "$(field "$json" torch)" = newest
+out=$("$amptrace" explain mm f32:leaf f32)
+check "newest text has no torch line" bash -c "! grep -q '^torch' <<<'$out'"
+for v in 1.13 1.13.1 1.13.0a0; do
+	json=$("$amptrace" explain --torch "$v" --json mm f32 f32)
+	check "--torch $v: the 1.13 table" test "$(field "$json" torch)" = 1.13
+done
+json=$("$amptrace" explain --torch=1.13 --json mm f32 f32)
+check "--torch=1.13" test "$(field "$json" torch)" = 1.13
+json=$("$amptrace" explain --torch 2.1.0+cu121 --json mm f32 f32)
+check "--torch 2.1.0: newer than 1.13, the newest lists" test "$(field "$json" torch)" = newest
+check "--torch 2.1.0: says it is not its own table" grep -q 'PyTorch 2.1.0+cu121 has no table of its own' <<<"$json"
+err=$("$amptrace" explain --torch 1.12 mm f32 2>&1 >/dev/null); rc=$?
+check "--torch 1.12 exits 2" test "$rc" -eq 2
+check "--torch 1.12: no table, versions listed" grep -q "no table for PyTorch version '1.12'; versions: 1.13, newest" <<<"$err"
+err=$("$amptrace" explain --torch banana mm f32 2>&1 >/dev/null); rc=$?
+check "--torch banana exits 2" test "$rc" -eq 2
+check "--torch banana: unknown version" grep -q "unknown PyTorch version 'banana'" <<<"$err"
+"$amptrace" explain mm f32 --torch >/dev/null 2>&1; rc=$?
+check "--torch without a value exits 2" test "$rc" -eq 2
+
+rows=$("$amptrace" explain --torch 1.13 --list --device cuda)
+check "1.13 cuda --list has 107 rows" test "$(wc -l <<<"$rows")" -eq 107
+rows=$("$amptrace" explain --torch 1.13 --list --device cpu --json)
+check "1.13 cpu --list has 126 rows" test "$(grep -c '"op":' <<<"$rows")" -eq 126
+
+out=$("$amptrace" explain --torch 1.13 --device cpu conv_transpose2d.input bf16 bf16)
+check "1.13 cpu conv_transpose2d: fp32" grep -q '^policy   fp32' <<<"$out"
+check "1.13 cpu conv_transpose2d: output f32" grep -q '^output   f32$' <<<"$out"
+check "1.13 text names the version and cache scope" grep -q '^torch    1.13 (weight-cast cache per-thread)$' <<<"$out"
+out=$("$amptrace" explain --device cpu conv_transpose2d.input bf16 bf16)
+check "newest cpu conv_transpose2d: lower_precision_fp" grep -q '^policy   lower_precision_fp' <<<"$out"
+
+out=$("$amptrace" explain --torch 1.13 --device cpu cat '[f16,f16]')
+check "1.13 cpu cat: the wrapper casts nothing" grep -q '^arg 0 .*unchanged: the wrapper leaves its tensors alone' <<<"$out"
+check "1.13 cpu cat(f16, f16): native f16" grep -q '^output   f16$' <<<"$out"
+check "1.13 cpu cat: note on ITensorListRef" grep -q '^note     PyTorch 1.13 registers cat with a `const ITensorListRef&`' <<<"$out"
+out=$("$amptrace" explain --device cpu cat '[f16,f16]')
+check "newest cpu cat(f16, f16) raises" grep -qx 'Unexpected floating ScalarType in at::autocast::prioritize' <<<"$out"
+out=$("$amptrace" explain --torch 1.13 --device cpu stack bf16 f32)
+check "1.13 cpu stack casts to the widest" grep -Eq '^arg 0 +bf16 +-> f32' <<<"$out"
+
+out=$("$amptrace" explain --torch 1.13 --device cpu prelu f32 f32)
+check "1.13 cpu prelu: not listed (cuda lists it)" grep -q '^policy   none: not on the cpu autocast lists (on cuda it is lower_precision_fp)' <<<"$out"
+out=$("$amptrace" explain --torch 1.13 linalg_vecdot f32 f32)
+check "1.13 linalg_vecdot: unlisted, newest lists it" grep -q "^note     linalg_vecdot is on no autocast list of PyTorch 1.13; the newest lists have it (cuda lower_precision_fp)" <<<"$out"
+check "1.13 linalg_vecdot: output f32" grep -q '^output   f32$' <<<"$out"
+out=$("$amptrace" explain --torch 1.13 --device cpu mm f32:leaf f32)
+check "1.13: cached casts note the per-thread cache" grep -q '^note     PyTorch 1.13 keeps the weight-cast cache per-thread' <<<"$out"
+out=$("$amptrace" explain --device cpu mm f32:leaf f32)
+check "newest: no cache-scope note" bash -c "! grep -q 'per-thread' <<<'$out'"
+out=$("$amptrace" explain --torch 1.13 --device cpu --dtype f16 mm f32 f32); rc=$?
+check "1.13 cpu f16 autocast: an answer (exit 0)" test "$rc" -eq 0
+check "1.13 cpu f16 autocast raises" grep -qx 'Currently, AutocastCPU only support Bfloat16 as the autocast_cpu_dtype' <<<"$out"
+out=$("$amptrace" explain --device cpu --dtype f16 mm f32 f32)
+check "newest cpu f16 autocast casts to f16" grep -q '^output   f16$' <<<"$out"
+
+err=$("$amptrace" explain symeig f32 2>&1 >/dev/null); rc=$?
+check "newest symeig: unknown op (exit 2)" test "$rc" -eq 2
+check "newest symeig: hint names 1.13" grep -q "PyTorch 1.13's lists have symeig, newest's do not: try --torch 1.13" <<<"$err"
+out=$("$amptrace" explain --torch 1.13 --device cpu symeig bf16)
+check "1.13 cpu symeig: fp32, two f32 outputs" grep -q '^output   f32  (outputs: f32, f32)' <<<"$out"
+out=$("$amptrace" explain --torch 1.13 frobenius_norm f16)
+check "1.13 cuda frobenius_norm (default overload): fp32" grep -q '^op       frobenius_norm$' <<<"$out"
+out=$("$amptrace" explain frobenius_norm f16)
+check "newest frobenius_norm: only .dim" grep -q '^op       frobenius_norm.dim$' <<<"$out"
+
 echo "1..$count"
 exit $fail

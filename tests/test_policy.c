@@ -19,6 +19,7 @@
 #define I32 AMP_DTYPE_I32
 #define BOOL AMP_DTYPE_BOOL
 #define NONE AMP_DTYPE_NONE
+#define NEWEST AMP_TORCH_NEWEST
 
 #define COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
@@ -49,7 +50,7 @@ static const struct amp_policy_row *row_of(enum amp_device_type device,
 					   const char *op,
 					   const char *overload)
 {
-	const struct amp_policy_row *row = amp_policy_lookup(device, op,
+	const struct amp_policy_row *row = amp_policy_lookup(NEWEST, device, op,
 							     overload);
 	ck_assert_msg(row != NULL, "%s.%s not on the %s list", op, overload,
 		      amp_device_type_name(device));
@@ -61,7 +62,7 @@ static void plan_for(const char *op, const char *overload,
 		     const struct amp_plan_arg *args, enum amp_dtype dtype_arg,
 		     struct amp_plan *plan)
 {
-	amp_autocast_plan(row_of(device, op, overload), device, lp, true,
+	amp_autocast_plan(NEWEST, row_of(device, op, overload), device, lp, true,
 			  nargs, args, dtype_arg, plan);
 }
 
@@ -96,7 +97,8 @@ START_TEST(test_row_counts)
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
 		const struct amp_policy_row *row = amp_policy_row_at(i);
 		if (row->device == expected->device &&
-		    row->policy == expected->policy)
+		    row->policy == expected->policy &&
+		    amp_policy_row_in(row, NEWEST))
 			count++;
 	}
 	ck_assert_msg(count == expected->count, "%s %s: %zu rows, want %zu",
@@ -108,7 +110,10 @@ END_TEST
 
 START_TEST(test_row_total)
 {
-	ck_assert_uint_eq(amp_policy_row_count(), 125 + 129);
+	size_t newest = 0;
+	for (size_t i = 0; i < amp_policy_row_count(); i++)
+		newest += amp_policy_row_in(amp_policy_row_at(i), NEWEST);
+	ck_assert_uint_eq(newest, 125 + 129);
 	ck_assert_ptr_null(amp_policy_row_at(amp_policy_row_count()));
 	ck_assert_int_eq(AMP_POLICY_NONE, 0); /* zeroed tables mean "none" */
 }
@@ -130,8 +135,8 @@ static bool output_item_valid(const char *item, size_t len)
 	return amp_dtype_from_name(name, &dtype) == 0;
 }
 
-/* Every row is found by lookup, is unique, has a real policy and an output
- * rule in the documented grammar. */
+/* Every row is found by lookup in each version holding it, is unique
+ * there, has a real policy and an output rule in the documented grammar. */
 START_TEST(test_every_row)
 {
 	const struct amp_policy_row *row = amp_policy_row_at((size_t)_i);
@@ -140,16 +145,31 @@ START_TEST(test_every_row)
 	ck_assert_ptr_nonnull(row->overload);
 	ck_assert(row->policy > AMP_POLICY_NONE &&
 		  row->policy < AMP_POLICY_COUNT);
-	ck_assert_ptr_eq(amp_policy_lookup(row->device, row->op,
-					   row->overload),
-			 row);
-	for (size_t j = 0; j < amp_policy_row_count(); j++) {
-		const struct amp_policy_row *other = amp_policy_row_at(j);
-		ck_assert_msg(other == row || other->device != row->device ||
-				      strcmp(other->op, row->op) != 0 ||
-				      strcmp(other->overload, row->overload) != 0,
-			      "duplicate row %s.%s", row->op, row->overload);
+	int versions = 0;
+	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
+		if (!amp_policy_row_in(row, (enum amp_torch_version)v))
+			continue;
+		versions++;
+		ck_assert_ptr_eq(amp_policy_lookup((enum amp_torch_version)v,
+						   row->device, row->op,
+						   row->overload),
+				 row);
+		for (size_t j = 0; j < amp_policy_row_count(); j++) {
+			const struct amp_policy_row *other = amp_policy_row_at(j);
+			ck_assert_msg(other == row ||
+					      other->device != row->device ||
+					      !amp_policy_row_in(
+						      other,
+						      (enum amp_torch_version)v) ||
+					      strcmp(other->op, row->op) != 0 ||
+					      strcmp(other->overload,
+						     row->overload) != 0,
+				      "duplicate row %s.%s", row->op,
+				      row->overload);
+		}
 	}
+	ck_assert_msg(versions > 0, "%s.%s holds in no version", row->op,
+		      row->overload);
 	if (row->output != NULL) {
 		const char *rule = row->output;
 		int items = 0;
@@ -171,20 +191,20 @@ END_TEST
 START_TEST(test_lookup_rules)
 {
 	/* "" and NULL both mean the default overload */
-	ck_assert_ptr_eq(amp_policy_lookup(CUDA, "mm", NULL),
-			 amp_policy_lookup(CUDA, "mm", ""));
+	ck_assert_ptr_eq(amp_policy_lookup(NEWEST, CUDA, "mm", NULL),
+			 amp_policy_lookup(NEWEST, CUDA, "mm", ""));
 	/* exact overloads only */
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, "softmax", ""));
-	ck_assert_ptr_nonnull(amp_policy_lookup(CUDA, "softmax", "int"));
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, "conv2d", "padding"));
-	ck_assert_ptr_nonnull(amp_policy_lookup(CPU, "conv2d", "padding"));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, "softmax", ""));
+	ck_assert_ptr_nonnull(amp_policy_lookup(NEWEST, CUDA, "softmax", "int"));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, "conv2d", "padding"));
+	ck_assert_ptr_nonnull(amp_policy_lookup(NEWEST, CPU, "conv2d", "padding"));
 	/* in-place and out= variants are never registered */
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, "addmm_", ""));
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, "mm", "out"));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, "addmm_", ""));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, "mm", "out"));
 	/* norm's dtype-taking overloads are deliberately unregistered */
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, "norm", "ScalarOpt_dtype"));
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, "nosuchop", ""));
-	ck_assert_ptr_null(amp_policy_lookup(CUDA, NULL, ""));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, "norm", "ScalarOpt_dtype"));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, "nosuchop", ""));
+	ck_assert_ptr_null(amp_policy_lookup(NEWEST, CUDA, NULL, ""));
 }
 END_TEST
 
@@ -251,7 +271,7 @@ static const struct listed device_differences[] = {
 START_TEST(test_device_differences)
 {
 	const struct listed *expected = &device_differences[_i];
-	const struct amp_policy_row *row = amp_policy_lookup(
+	const struct amp_policy_row *row = amp_policy_lookup(NEWEST, 
 		expected->device, expected->op, expected->overload);
 	enum amp_policy policy = row ? row->policy : AMP_POLICY_NONE;
 	ck_assert_msg(policy == expected->policy, "%s %s.%s: %s, want %s",
@@ -322,9 +342,9 @@ START_TEST(test_executable_ops)
 {
 	const char *name = executable_ops[_i].name;
 	const char *overload = executable_ops[_i].overload;
-	const struct amp_policy_row *cuda = amp_policy_lookup(CUDA, name,
+	const struct amp_policy_row *cuda = amp_policy_lookup(NEWEST, CUDA, name,
 							      overload);
-	const struct amp_policy_row *cpu = amp_policy_lookup(CPU, name,
+	const struct amp_policy_row *cpu = amp_policy_lookup(NEWEST, CPU, name,
 							     overload);
 	ck_assert_msg((cuda ? cuda->policy : AMP_POLICY_NONE) ==
 			      executable_cuda[_i],
@@ -392,7 +412,7 @@ START_TEST(test_no_row)
 {
 	struct amp_plan_arg args[] = { tensor(F32, CUDA), tensor(F16, CUDA) };
 	struct amp_plan plan;
-	amp_autocast_plan(NULL, CUDA, F16, true, 2, args, F16, &plan);
+	amp_autocast_plan(NEWEST, NULL, CUDA, F16, true, 2, args, F16, &plan);
 	ck_assert_int_eq(plan.policy, AMP_POLICY_NONE);
 	ck_assert_int_eq(plan.status, AMP_OK);
 	ck_assert_ptr_null(plan.error);
@@ -699,7 +719,7 @@ START_TEST(test_cache_conditions)
 		.is_view = c->is_view,
 	};
 	struct amp_plan plan;
-	amp_autocast_plan(row_of(CUDA, c->op, ""), CUDA, F16, c->cache_enabled,
+	amp_autocast_plan(NEWEST, row_of(CUDA, c->op, ""), CUDA, F16, c->cache_enabled,
 			  1, &arg, NONE, &plan);
 	ck_assert(plan.casts[0].cast);
 	ck_assert_int_eq(plan.casts[0].cacheable, c->cacheable);
@@ -738,7 +758,7 @@ START_TEST(test_too_many_args)
 {
 	struct amp_plan plan;
 	amp_set_abort_handler(quiet_abort);
-	amp_autocast_plan(NULL, CUDA, F16, true, AMP_PLAN_MAX_ARGS + 1, NULL,
+	amp_autocast_plan(NEWEST, NULL, CUDA, F16, true, AMP_PLAN_MAX_ARGS + 1, NULL,
 			  NONE, &plan);
 }
 END_TEST

@@ -1,10 +1,11 @@
 /* `amptrace explain`: says what PyTorch's autocast does to one call of an op
  * from a description of its arguments, with libamp's policy table and
- * amp_autocast_plan() (the code the dispatcher runs):
+ * amp_autocast_plan() (the code the dispatcher runs), as the PyTorch
+ * version chosen with --torch does (default: the newest lists):
  *
- *   amptrace explain [--device cuda|cpu] [--dtype f16|bf16] [--no-cache]
- *                    [--json] OP [ARG...]
- *   amptrace explain --list [--device cuda|cpu] [--json]
+ *   amptrace explain [--torch VERSION] [--device cuda|cpu] [--dtype f16|bf16]
+ *                    [--no-cache] [--json] OP [ARG...]
+ *   amptrace explain --list [--torch VERSION] [--device cuda|cpu] [--json]
  *
  * OP: the ATen name with or without overload ("softmax", "softmax.int",
  * "aten::mm"); without one, the default overload, else the first listed.
@@ -44,9 +45,11 @@ static const char *const modifier_names = ":leaf :grad :view :opt :cpu :cuda";
 
 static void usage(FILE *out)
 {
-	fputs("usage: amptrace explain [--device cuda|cpu] [--dtype f16|bf16] "
-	      "[--no-cache] [--json] OP [ARG...]\n"
-	      "       amptrace explain --list [--device cuda|cpu] [--json]\n"
+	fputs("usage: amptrace explain [--torch VERSION] [--device cuda|cpu] "
+	      "[--dtype f16|bf16]\n"
+	      "                        [--no-cache] [--json] OP [ARG...]\n"
+	      "       amptrace explain --list [--torch VERSION] "
+	      "[--device cuda|cpu] [--json]\n"
 	      "\n"
 	      "What PyTorch's autocast does to one call of OP: its policy, the "
 	      "cast of each\n"
@@ -82,6 +85,15 @@ static void usage(FILE *out)
 	      "devices.\n"
 	      "\n"
 	      "options:\n"
+	      "  --torch VERSION    whose autocast lists and rules: ",
+	      out);
+	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++)
+		fprintf(out, "%s%s", v ? ", " : "",
+			amp_torch_table((enum amp_torch_version)v)->name);
+	fputs(" (default newest);\n"
+	      "                     a release (1.13.1, 2.1.0) picks the "
+	      "nearest version at or\n"
+	      "                     below it, newest when newer than all\n"
 	      "  --device cuda|cpu  autocast device (default cuda)\n"
 	      "  --dtype f16|bf16   autocast dtype (default f16 on cuda, bf16 "
 	      "on cpu)\n"
@@ -95,6 +107,8 @@ static void usage(FILE *out)
 	      "Examples:\n"
 	      "  amptrace explain mm f32:leaf f32\n"
 	      "  amptrace explain --device cpu --json cat bf16 f32\n"
+	      "  amptrace explain --torch 1.13 --device cpu conv_transpose2d "
+	      "bf16 bf16\n"
 	      "  amptrace explain softmax f16 dtype=f16\n",
 	      out);
 }
@@ -421,8 +435,9 @@ static const char *output_item(const struct explain_step *s, const char *item,
 /* Plans the step and derives its compute and output dtypes. */
 static void evaluate(struct explain_step *s, const struct explain *ex)
 {
-	amp_autocast_plan(s->row, ex->device, ex->lp, ex->cache_enabled,
-			  s->nargs, s->args, s->dtype_given, &s->plan);
+	amp_autocast_plan(ex->torch, s->row, ex->device, ex->lp,
+			  ex->cache_enabled, s->nargs, s->args, s->dtype_given,
+			  &s->plan);
 	for (int i = 0; i < s->nargs; i++) {
 		if (s->untouched[i]) {
 			s->plan.casts[i].cast = false;
@@ -441,7 +456,7 @@ static void evaluate(struct explain_step *s, const struct explain *ex)
 		s->compute = native_result_type(s);
 
 	const char *rule = s->output_rule != NULL ? s->output_rule : "=";
-	while (*rule != '\0' && s->noutputs < AMP_MAX_OUTPUTS) {
+	while (*rule != '\0' && s->noutputs < EXPLAIN_MAX_OUTPUTS) {
 		size_t len = strcspn(rule, ",");
 		s->outputs[s->noutputs++] = output_item(s, rule, len);
 		rule += len;
@@ -466,8 +481,8 @@ static void evaluate_inner(struct explain *ex)
 	for (int k = 0; k < 2; k++) {
 		char buf[EXPLAIN_NAME_MAX];
 		struct explain_op op;
-		if (explain_resolve_op(ex->op.inner[k], ex->device, buf, &op) !=
-		    EXPLAIN_RESOLVED)
+		if (explain_resolve_op(ex->op.inner[k], ex->torch, ex->device,
+				       buf, &op) != EXPLAIN_RESOLVED)
 			return;
 		struct explain_step *s = &ex->inner[k];
 		*s = (struct explain_step){ .row = op.row,
@@ -507,6 +522,53 @@ static void evaluate_inner(struct explain *ex)
 
 /* ------------------------------------------------------------- notes */
 
+/* What the chosen PyTorch version does differently from the newest. */
+static void collect_version_notes(struct explain *ex)
+{
+	const struct explain_op *op = &ex->op;
+	const struct explain_step *call = &ex->call;
+	const struct amp_torch_table *table = amp_torch_table(ex->torch);
+
+	if (op->other_version != NULL) {
+		const struct amp_policy_row *row = op->other_version;
+		char where[128];
+		snprintf(where, sizeof(where), "the %s lists have it (%s %s)",
+			 amp_torch_table(row->added)->name,
+			 amp_device_type_name(row->device),
+			 amp_policy_name(row->policy));
+		add_note(ex, "%s is on no autocast list of PyTorch %s; %s",
+			 op->name, table->name, where);
+	}
+	if (call->row != NULL && (call->row->flags & AMP_ROW_ARGS_UNTOUCHED))
+		add_note(ex,
+			 "PyTorch %s registers %s with a `const ITensorListRef&` "
+			 "argument that its prioritize()/cached_cast() have no "
+			 "overload for: the wrapper casts nothing and the op's "
+			 "own type promotion decides",
+			 table->name, call->label, NULL);
+	if (call->plan.status == AMP_ERR_AUTOCAST &&
+	    call->plan.error == amp_cpu_bf16_only_message)
+		add_note(ex,
+			 "PyTorch %s CPU autocast supports only bf16: "
+			 "torch.autocast(\"cpu\", dtype=torch.float16) warns, "
+			 "then raises when the region is entered",
+			 table->name, NULL, NULL);
+	if (table->cache_scope == AMP_CACHE_PER_PROCESS ||
+	    call->plan.status != AMP_OK)
+		return;
+	for (int i = 0; i < call->nargs; i++) {
+		if (call->plan.casts[i].cast && call->plan.casts[i].cacheable) {
+			add_note(ex,
+				 "PyTorch %s keeps the weight-cast cache %s: a "
+				 "region in another thread casts the weight again "
+				 "(newest keeps one per process)",
+				 table->name,
+				 amp_cache_scope_name(table->cache_scope), NULL);
+			break;
+		}
+	}
+}
+
 static void collect_notes(struct explain *ex)
 {
 	const struct explain_op *op = &ex->op;
@@ -525,7 +587,9 @@ static void collect_notes(struct explain *ex)
 			 "%s is not on the %s lists, but its inner ops are "
 			 "autocast on their own (see inner)",
 			 op->name, device, NULL);
-	if (call->plan.status != AMP_OK)
+	collect_version_notes(ex);
+	if (call->plan.status != AMP_OK ||
+	    (call->row != NULL && (call->row->flags & AMP_ROW_ARGS_UNTOUCHED)))
 		return;
 
 	enum amp_policy policy = call->plan.policy;
@@ -574,7 +638,8 @@ static void collect_notes(struct explain *ex)
 
 static int resolve(struct explain *ex, const char *text)
 {
-	switch (explain_resolve_op(text, ex->device, ex->name, &ex->op)) {
+	switch (explain_resolve_op(text, ex->torch, ex->device, ex->name,
+				   &ex->op)) {
 	case EXPLAIN_RESOLVED:
 		return 0;
 	case EXPLAIN_UNKNOWN_OVERLOAD:
@@ -582,7 +647,7 @@ static int resolve(struct explain *ex, const char *text)
 			"amptrace explain: unknown overload '%s'; known "
 			"overloads: ",
 			text);
-		explain_print_overloads(ex->name, stderr);
+		explain_print_overloads(ex->name, ex->torch, stderr);
 		fputs("\n", stderr);
 		return 2;
 	case EXPLAIN_UNKNOWN_OP:
@@ -594,11 +659,44 @@ static int resolve(struct explain *ex, const char *text)
 		*dot = '\0';
 	fputs(" (on no autocast list and not a known unlisted op)", stderr);
 	fputs("; did you mean: ", stderr);
-	if (explain_suggest_ops(ex->name[0] ? ex->name : text, stderr) == 0)
+	if (explain_suggest_ops(ex->name[0] ? ex->name : text, ex->torch,
+				stderr) == 0)
 		fputs("(nothing close; amptrace explain --list shows the "
 		      "lists)",
 		      stderr);
 	fputs("\n", stderr);
+	const struct amp_torch_table *before =
+		explain_listed_before(ex->name[0] ? ex->name : text, ex->torch);
+	if (before != NULL)
+		fprintf(stderr,
+			"PyTorch %s's lists have %s, %s's do not: try --torch "
+			"%s\n",
+			before->name, ex->name[0] ? ex->name : text,
+			amp_torch_table(ex->torch)->name, before->name);
+	return 2;
+}
+
+/* --torch: a version name or a release.  Returns 0 or 2. */
+static int parse_torch(struct explain *ex, const char *value)
+{
+	bool exact;
+	int status = amp_torch_version_from_string(value, &ex->torch, &exact);
+	if (status == AMP_OK) {
+		if (!exact)
+			add_note(ex,
+				 "PyTorch %s has no table of its own: explained "
+				 "with the %s lists (the nearest read at or "
+				 "below it, or the newest)",
+				 value, amp_torch_table(ex->torch)->name, NULL);
+		return 0;
+	}
+	fprintf(stderr, "amptrace explain: %s PyTorch version '%s'; versions: ",
+		status == AMP_ERR_UNSUPPORTED ? "no table for" : "unknown",
+		value);
+	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++)
+		fprintf(stderr, "%s%s", v ? ", " : "",
+			amp_torch_table((enum amp_torch_version)v)->name);
+	fputs(" (or a release such as 1.13.1)\n", stderr);
 	return 2;
 }
 
@@ -640,7 +738,8 @@ static int parse_options(struct explain *ex, int argc, char **argv,
 		}
 		bool is_device = strncmp(arg, "--device", 8) == 0;
 		bool is_dtype = strncmp(arg, "--dtype", 7) == 0;
-		if (!is_device && !is_dtype)
+		bool is_torch = strncmp(arg, "--torch", 7) == 0;
+		if (!is_device && !is_dtype && !is_torch)
 			return usage_error("unknown option '%s'", arg);
 		const char *eq = strchr(arg, '=');
 		size_t name_len = is_device ? 8 : 7;
@@ -652,7 +751,11 @@ static int parse_options(struct explain *ex, int argc, char **argv,
 			value = argv[++i];
 		else
 			return usage_error("option '%s' needs a value", arg);
-		if (is_device) {
+		if (is_torch) {
+			int status = parse_torch(ex, value);
+			if (status != 0)
+				return status;
+		} else if (is_device) {
 			if (amp_device_type_from_name(value, &ex->device) != 0)
 				return usage_error(
 					"unknown device '%s' (cuda or cpu)",
@@ -679,7 +782,7 @@ static int run(struct explain *ex, int npositional, char **positional,
 	       bool list)
 {
 	if (list)
-		return explain_list_table(ex->device, ex->json);
+		return explain_list_table(ex->torch, ex->device, ex->json);
 	if (npositional == 0) {
 		usage(stderr);
 		return 2;
@@ -731,6 +834,7 @@ int amptrace_explain(int argc, char **argv)
 		fputs("amptrace explain: out of memory\n", stderr);
 		return 1;
 	}
+	ex->torch = AMP_TORCH_NEWEST;
 	ex->device = AMP_DEVICE_CUDA;
 	ex->cache_enabled = true;
 	ex->call.dtype_given = AMP_DTYPE_NONE;

@@ -1,12 +1,14 @@
 /* `amptrace explain`: what PyTorch's autocast does to one call of an op,
  * decided by libamp's policy table and amp_autocast_plan() (the same code
- * the dispatcher runs).  explain.c parses and evaluates the call,
- * explain_ops.c resolves op names (overloads, Python spellings, ops on no
- * autocast list), explain_output.c prints the answer as text or JSON. */
+ * the dispatcher runs), in the lists of a chosen PyTorch version.
+ * explain.c parses and evaluates the call, explain_ops.c resolves op names
+ * (overloads, Python spellings, ops on no autocast list), explain_output.c
+ * prints the answer as text or JSON.  It uses the amp_policy library's
+ * interface (amp_policy.h), not libamp's internals. */
 #ifndef AMPTRACE_EXPLAIN_H
 #define AMPTRACE_EXPLAIN_H
 
-#include "amp_internal.h"
+#include "amp_policy.h"
 
 #include <stdio.h>
 
@@ -18,6 +20,8 @@ int amptrace_explain(int argc, char **argv);
 /* Longest op name explain accepts (a buffer of this size holds any
  * resolved name). */
 #define EXPLAIN_NAME_MAX 128
+/* Most outputs an output rule lists (lib/policy_table.c). */
+#define EXPLAIN_MAX_OUTPUTS 4
 
 /* An op name resolved for one autocast device. */
 struct explain_op {
@@ -29,6 +33,9 @@ struct explain_op {
 	/* The op's row on another device when it has none here (CPU softmax
 	 * is listed on CUDA), else NULL. */
 	const struct amp_policy_row *elsewhere;
+	/* The op's row in a newer PyTorch version when this version lists it
+	 * on no device (linalg_vecdot under 1.13), else NULL. */
+	const struct amp_policy_row *other_version;
 	const char *output;    /* output rule (see lib/policy_table.c) */
 	bool takes_dtype;      /* has a `ScalarType? dtype` argument */
 	bool overload_guessed; /* no overload given and no default row */
@@ -51,16 +58,24 @@ enum explain_resolution {
 };
 
 /* Resolves "softmax", "softmax.int", "aten::mm", "torch.linalg.vecdot",
- * "__matmul__", "add_" ... for `device`.  `buf` (EXPLAIN_NAME_MAX bytes)
- * receives the normalized name; op->name points into it. */
+ * "__matmul__", "add_" ... for `device` in `version`'s lists.  `buf`
+ * (EXPLAIN_NAME_MAX bytes) receives the normalized name; op->name points
+ * into it. */
 enum explain_resolution explain_resolve_op(const char *text,
+					   enum amp_torch_version version,
 					   enum amp_device_type device,
 					   char *buf, struct explain_op *op);
+/* The newest version older than `version` whose lists have `name` while
+ * `version`'s lists do not (symeig under newest: 1.13), else NULL. */
+const struct amp_torch_table *
+explain_listed_before(const char *name, enum amp_torch_version version);
 /* Prints up to five known op names close to `name` (edit distance),
  * comma-separated; prints nothing and returns 0 when none is close. */
-int explain_suggest_ops(const char *name, FILE *out);
+int explain_suggest_ops(const char *name, enum amp_torch_version version,
+			FILE *out);
 /* Prints the known overloads of `name` ("softmax.int, softmax.Dimname"). */
-void explain_print_overloads(const char *name, FILE *out);
+void explain_print_overloads(const char *name, enum amp_torch_version version,
+			     FILE *out);
 
 /* ------------------------------------------------------ the evaluation */
 
@@ -87,10 +102,11 @@ struct explain_step {
 	struct amp_plan plan;
 	enum amp_dtype compute;            /* AMP_DTYPE_NONE on error */
 	int noutputs;
-	const char *outputs[AMP_MAX_OUTPUTS]; /* static names: "f32", "c64" */
+	const char *outputs[EXPLAIN_MAX_OUTPUTS]; /* static: "f32", "c64" */
 };
 
 struct explain {
+	enum amp_torch_version torch; /* whose lists and rules */
 	enum amp_device_type device;
 	enum amp_dtype lp;
 	bool cache_enabled;
@@ -113,7 +129,8 @@ void explain_print_text(const struct explain *ex);
 void explain_print_json(const struct explain *ex);
 /* OP without ARGs: its rows on every device. */
 void explain_describe_op(const struct explain *ex);
-/* --list: the device's rows.  Returns the exit status. */
-int explain_list_table(enum amp_device_type device, bool json);
+/* --list: the device's rows in `version`.  Returns the exit status. */
+int explain_list_table(enum amp_torch_version version,
+		       enum amp_device_type device, bool json);
 
 #endif /* AMPTRACE_EXPLAIN_H */

@@ -213,21 +213,25 @@ static bool takes_dtype_listed(const char *name)
 	return false;
 }
 
-/* The row for `name` on `device`: the exact overload when given (non-NULL),
- * else the default overload, else the first row of that name. */
-static const struct amp_policy_row *find_row(enum amp_device_type device,
+/* The row for `name` on `device` in `version`: the exact overload when
+ * given (non-NULL), else the default overload, else the first row of that
+ * name. */
+static const struct amp_policy_row *find_row(enum amp_torch_version version,
+					     enum amp_device_type device,
 					     const char *name,
 					     const char *overload,
 					     bool *guessed)
 {
 	if (overload != NULL)
-		return amp_policy_lookup(device, name, overload);
-	const struct amp_policy_row *row = amp_policy_lookup(device, name, "");
+		return amp_policy_lookup(version, device, name, overload);
+	const struct amp_policy_row *row =
+		amp_policy_lookup(version, device, name, "");
 	if (row != NULL)
 		return row;
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
 		row = amp_policy_row_at(i);
-		if (row->device == device && strcmp(row->op, name) == 0) {
+		if (row->device == device && amp_policy_row_in(row, version) &&
+		    strcmp(row->op, name) == 0) {
 			*guessed = true;
 			return row;
 		}
@@ -258,11 +262,36 @@ static const struct unlisted_op *find_unlisted(const char *name,
 	return first;
 }
 
-static bool name_is_known(const char *name)
+const struct amp_torch_table *
+explain_listed_before(const char *name, enum amp_torch_version version)
 {
-	for (size_t i = 0; i < amp_policy_row_count(); i++)
-		if (strcmp(amp_policy_row_at(i)->op, name) == 0)
+	const struct amp_policy_row *found = NULL;
+	for (size_t i = 0; i < amp_policy_row_count(); i++) {
+		const struct amp_policy_row *row = amp_policy_row_at(i);
+		if (row->removed != 0 && row->removed <= version &&
+		    strcmp(row->op, name) == 0 &&
+		    (found == NULL || found->added < row->added))
+			found = row;
+	}
+	return found != NULL ? amp_torch_table(found->added) : NULL;
+}
+
+/* Rows explain knows in `version`: its own and newer versions' (ops only
+ * newer lists have ran unlisted). */
+static bool row_known(const struct amp_policy_row *row,
+		      enum amp_torch_version version)
+{
+	return row->removed == 0 || version < row->removed;
+}
+
+/* Known in `version`: a row there, a newer version's row, or unlisted. */
+static bool name_is_known(const char *name, enum amp_torch_version version)
+{
+	for (size_t i = 0; i < amp_policy_row_count(); i++) {
+		const struct amp_policy_row *row = amp_policy_row_at(i);
+		if (strcmp(row->op, name) == 0 && row_known(row, version))
 			return true;
+	}
 	for (size_t i = 0; i < COUNT(unlisted_ops); i++)
 		if (strcmp(unlisted_ops[i].name, name) == 0)
 			return true;
@@ -289,33 +318,68 @@ static void normalize_name(const char *text, char *buf)
 	}
 }
 
+/* The op's row in a version newer than `version`, on `device` first:
+ * the lists grew, so an op only newer versions list ran unlisted in this
+ * one (if it existed).  Ops only older versions list are left unknown:
+ * they may be gone from PyTorch (symeig). */
+static const struct amp_policy_row *
+find_newer_version(enum amp_torch_version version, enum amp_device_type device,
+		   const char *name, const char *overload, bool *guessed)
+{
+	for (int v = (int)version + 1; v < AMP_TORCH_VERSION_COUNT; v++) {
+		for (int k = 0; k < AMP_DEVICE_TYPE_COUNT; k++) {
+			/* the asked device, then the others in order */
+			int d = k == 0 ? (int)device : k - (k <= (int)device);
+			*guessed = false;
+			const struct amp_policy_row *row =
+				find_row((enum amp_torch_version)v,
+					 (enum amp_device_type)d, name,
+					 overload, guessed);
+			if (row != NULL)
+				return row;
+		}
+	}
+	return NULL;
+}
+
+static void take_row(struct explain_op *op, const struct amp_policy_row *row,
+		     bool guessed)
+{
+	op->overload = row->overload;
+	op->output = row->output;
+	op->overload_guessed = guessed;
+	op->takes_dtype = takes_dtype_listed(row->op);
+}
+
 static enum explain_resolution resolve_plain(char *name, const char *overload,
+					     enum amp_torch_version version,
 					     enum amp_device_type device,
 					     struct explain_op *op)
 {
 	bool guessed = false;
 
 	op->name = name;
-	op->row = find_row(device, name, overload, &guessed);
+	op->row = find_row(version, device, name, overload, &guessed);
 	if (op->row != NULL) {
-		op->overload = op->row->overload;
-		op->output = op->row->output;
-		op->overload_guessed = guessed;
-		op->takes_dtype = takes_dtype_listed(name);
+		take_row(op, op->row, guessed);
 		return EXPLAIN_RESOLVED;
 	}
 	for (int other = 0; other < AMP_DEVICE_TYPE_COUNT; other++) {
 		if (other == (int)device)
 			continue;
 		guessed = false;
-		op->elsewhere = find_row(other, name, overload, &guessed);
+		op->elsewhere = find_row(version, other, name, overload,
+					 &guessed);
 		if (op->elsewhere != NULL) {
-			op->overload = op->elsewhere->overload;
-			op->output = op->elsewhere->output;
-			op->overload_guessed = guessed;
-			op->takes_dtype = takes_dtype_listed(name);
+			take_row(op, op->elsewhere, guessed);
 			return EXPLAIN_RESOLVED;
 		}
+	}
+	op->other_version = find_newer_version(version, device, name, overload,
+					       &guessed);
+	if (op->other_version != NULL) {
+		take_row(op, op->other_version, guessed);
+		return EXPLAIN_RESOLVED;
 	}
 	guessed = false;
 	const struct unlisted_op *unlisted = find_unlisted(name, overload,
@@ -328,11 +392,12 @@ static enum explain_resolution resolve_plain(char *name, const char *overload,
 		op->note = unlisted->note;
 		return EXPLAIN_RESOLVED;
 	}
-	return name_is_known(name) ? EXPLAIN_UNKNOWN_OVERLOAD
-				   : EXPLAIN_UNKNOWN_OP;
+	return name_is_known(name, version) ? EXPLAIN_UNKNOWN_OVERLOAD
+					    : EXPLAIN_UNKNOWN_OP;
 }
 
 enum explain_resolution explain_resolve_op(const char *text,
+					   enum amp_torch_version version,
 					   enum amp_device_type device,
 					   char *buf, struct explain_op *op)
 {
@@ -354,11 +419,13 @@ enum explain_resolution explain_resolve_op(const char *text,
 
 	/* out= variants and in-place ops are never registered for autocast */
 	if (overload != NULL && strcmp(overload, "out") == 0) {
-		enum explain_resolution r = resolve_plain(buf, NULL, device, op);
+		enum explain_resolution r =
+			resolve_plain(buf, NULL, version, device, op);
 		if (r != EXPLAIN_RESOLVED)
 			return r;
 		op->row = NULL;
 		op->elsewhere = NULL;
+		op->other_version = NULL;
 		op->overload = "out";
 		op->out_variant = true;
 		return r;
@@ -366,19 +433,20 @@ enum explain_resolution explain_resolve_op(const char *text,
 	size_t len = strlen(buf);
 	bool in_place = len > 1 && buf[len - 1] == '_' && buf[len - 2] != '_';
 	enum explain_resolution r;
-	if (in_place && !name_is_known(buf)) {
+	if (in_place && !name_is_known(buf, version)) {
 		/* add_ is add's in-place form */
 		buf[len - 1] = '\0';
-		r = resolve_plain(buf, overload, device, op);
+		r = resolve_plain(buf, overload, version, device, op);
 		buf[len - 1] = '_';
 	} else {
-		r = resolve_plain(buf, overload, device, op);
+		r = resolve_plain(buf, overload, version, device, op);
 	}
 	if (r != EXPLAIN_RESOLVED)
 		return r;
 	if (in_place) {
 		op->row = NULL;
 		op->elsewhere = NULL;
+		op->other_version = NULL;
 		op->output = "self";
 		op->in_place = true;
 		op->takes_dtype = false;
@@ -429,13 +497,15 @@ static void consider(struct suggestion *best, int *count, const char *query,
 		best[at] = (struct suggestion){ name, distance };
 }
 
-int explain_suggest_ops(const char *name, FILE *out)
+int explain_suggest_ops(const char *name, enum amp_torch_version version,
+			FILE *out)
 {
 	struct suggestion best[5];
 	int count = 0;
 
 	for (size_t i = 0; i < amp_policy_row_count(); i++)
-		consider(best, &count, name, amp_policy_row_at(i)->op);
+		if (row_known(amp_policy_row_at(i), version))
+			consider(best, &count, name, amp_policy_row_at(i)->op);
 	for (size_t i = 0; i < COUNT(unlisted_ops); i++)
 		consider(best, &count, name, unlisted_ops[i].name);
 	for (size_t i = 0; i < COUNT(aliases); i++)
@@ -458,14 +528,15 @@ static void print_overload(const char *name, const char *overload, int *count,
 	(*count)++;
 }
 
-void explain_print_overloads(const char *name, FILE *out)
+void explain_print_overloads(const char *name, enum amp_torch_version version,
+			     FILE *out)
 {
 	const char *seen[64];
 	int count = 0;
 
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
 		const struct amp_policy_row *row = amp_policy_row_at(i);
-		if (strcmp(row->op, name) == 0)
+		if (strcmp(row->op, name) == 0 && row_known(row, version))
 			print_overload(name, row->overload, &count, seen, out);
 	}
 	for (size_t i = 0; i < COUNT(unlisted_ops); i++)

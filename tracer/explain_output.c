@@ -13,7 +13,15 @@ static void describe_policy(const struct explain *ex, char *buf, size_t size)
 {
 	const char *lp = amp_dtype_name(ex->lp);
 	const struct explain_op *op = &ex->op;
+	const struct amp_policy_row *row = ex->call.row;
 
+	if (row != NULL && (row->flags & AMP_ROW_ARGS_UNTOUCHED)) {
+		snprintf(buf, size,
+			 "registered, but in PyTorch %s the wrapper casts "
+			 "nothing: the op's own type promotion decides",
+			 amp_torch_table(ex->torch)->name);
+		return;
+	}
 	switch (ex->call.plan.policy) {
 	case AMP_POLICY_LOWER_PRECISION_FP:
 		snprintf(buf, size, "every floating input is cast to %s", lp);
@@ -57,6 +65,11 @@ static void describe_policy(const struct explain *ex, char *buf, size_t size)
 			 amp_device_type_name(ex->device),
 			 amp_device_type_name(op->elsewhere->device),
 			 amp_policy_name(op->elsewhere->policy));
+	else if (op->other_version != NULL)
+		snprintf(buf, size,
+			 "not on PyTorch %s's autocast lists: autocast leaves "
+			 "the call alone",
+			 amp_torch_table(ex->torch)->name);
 	else
 		snprintf(buf, size,
 			 "on no autocast list: autocast leaves the call alone "
@@ -74,6 +87,8 @@ static const char *unchanged_reason(const struct explain *ex,
 		       "touch it";
 	if (!arg->defined)
 		return "absent (None)";
+	if (s->row != NULL && (s->row->flags & AMP_ROW_ARGS_UNTOUCHED))
+		return "the wrapper leaves its tensors alone in this version";
 	switch (s->plan.policy) {
 	case AMP_POLICY_LOWER_PRECISION_FP:
 	case AMP_POLICY_FP32:
@@ -162,6 +177,12 @@ void explain_print_text(const struct explain *ex)
 
 	describe_policy(ex, policy, sizeof(policy));
 	printf("%-9s%s\n", "op", call->label);
+	/* the newest lists are the default: their answer keeps its form */
+	if (ex->torch != AMP_TORCH_NEWEST)
+		printf("%-9s%s (weight-cast cache %s)\n", "torch",
+		       amp_torch_table(ex->torch)->name,
+		       amp_cache_scope_name(
+			       amp_torch_table(ex->torch)->cache_scope));
 	printf("%-9s%s autocast, dtype %s, cache %s\n", "device",
 	       amp_device_type_name(ex->device), amp_dtype_name(ex->lp),
 	       ex->cache_enabled ? "enabled" : "disabled");
@@ -293,6 +314,7 @@ static cJSON *header_json(const struct explain *ex, const char *label,
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "query", ex->query);
+	cJSON_AddStringToObject(root, "torch", amp_torch_table(ex->torch)->name);
 	cJSON_AddStringToObject(root, "op", label);
 	cJSON_AddStringToObject(root, "name", ex->op.name);
 	cJSON_AddStringToObject(root, "overload", overload);
@@ -406,7 +428,8 @@ void explain_describe_op(const struct explain *ex)
 	int count = 0;
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
 		const struct amp_policy_row *row = amp_policy_row_at(i);
-		if (!same_name(row, ex->op.name))
+		if (!same_name(row, ex->op.name) ||
+		    !amp_policy_row_in(row, ex->torch))
 			continue;
 		count++;
 		if (ex->json) {
@@ -438,12 +461,13 @@ void explain_describe_op(const struct explain *ex)
 	       call->label);
 }
 
-int explain_list_table(enum amp_device_type device, bool json)
+int explain_list_table(enum amp_torch_version version,
+		       enum amp_device_type device, bool json)
 {
 	cJSON *root = json ? cJSON_CreateArray() : NULL;
 	for (size_t i = 0; i < amp_policy_row_count(); i++) {
 		const struct amp_policy_row *row = amp_policy_row_at(i);
-		if (row->device != device)
+		if (row->device != device || !amp_policy_row_in(row, version))
 			continue;
 		if (json) {
 			cJSON *item = cJSON_CreateObject();

@@ -1,0 +1,327 @@
+"""`amptrace explain --torch 1.13` against the installed PyTorch 1.13.
+
+For every CPU row of explain's 1.13 table, the op runs under
+torch.autocast("cpu", torch.bfloat16) on representative inputs; explain is
+asked about the same call (--torch 1.13 --device cpu --dtype bf16 --json)
+and must agree on
+  - the casts: the aten._to_copy calls autocast makes on the inputs before
+    the op runs (seen by a TorchDispatchMode, which sits below autocast),
+  - the first output's dtype (and every listed output's),
+  - the values: the autocast result equals the op run without autocast on
+    the inputs cast as explain says (PyTorch's own conformance check,
+    test_autocast.py; bit for bit but f32 LAPACK results, see same_values),
+  - the error, when explain says autocast raises.
+The table's CPU and CUDA op sets must equal the runtime's AutocastCPU and
+AutocastCUDA registrations, the weight-cast cache scope explain reports
+must be what a second thread sees, and every entry of 1.13's own CPU
+conformance lists (torch.testing._internal.autocast_test_lists) must get
+the dtype those lists expect.
+
+Usage: test_torch_policy.py AMPTRACE.  Prints "ok - ..." / "not ok - ..."
+lines; exits 77 (skip) when torch cannot be imported, 1 on any failure.
+"""
+import json
+import math
+import subprocess
+import sys
+import threading
+import types
+
+try:
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError as error:
+    print(f"skip: torch is not importable ({error})")
+    sys.exit(77)
+
+from torch_policy_cases import cases  # noqa: E402
+
+AMPTRACE = sys.argv[1]
+BF16 = torch.bfloat16
+DTYPE_NAMES = {
+    torch.float64: "f64", torch.float32: "f32", torch.float16: "f16",
+    BF16: "bf16", torch.int64: "i64", torch.int32: "i32",
+    torch.bool: "bool", torch.complex64: "c64", torch.complex128: "c128",
+    torch.complex32: "c32", torch.int8: "i8", torch.uint8: "u8",
+}
+NAME_DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
+
+failures = 0
+
+
+def check(ok, what, detail=""):
+    global failures
+    if ok:
+        print(f"ok - {what}")
+    else:
+        failures += 1
+        print(f"not ok - {what}" + (f": {detail}" if detail else ""))
+
+
+def explain(*args):
+    result = subprocess.run([AMPTRACE, "explain", "--torch", "1.13"] +
+                            list(args), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"explain {' '.join(args)}: {result.stderr}")
+    return result.stdout
+
+
+def flat_tensors(args, kwargs):
+    """The call's tensors in order, list elements inline (explain's ARGs)."""
+    out = []
+    for value in list(args) + list(kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(v for v in value if isinstance(v, torch.Tensor))
+    return out
+
+
+def replace_tensors(args, kwargs, new):
+    """args/kwargs with their tensors replaced, in order, by `new`."""
+    it = iter(new)
+
+    def swap(value):
+        if isinstance(value, torch.Tensor):
+            return next(it)
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(swap(v) for v in value)
+        return value
+    return [swap(a) for a in args], {k: swap(v) for k, v in kwargs.items()}
+
+
+class CastRecorder(TorchDispatchMode):
+    """Records the dtype conversions of `inputs` made before the first
+    other op: the autocast wrapper's casts."""
+
+    def __init__(self, inputs):
+        super().__init__()
+        self.inputs = inputs
+        self.casts = []
+        self.leading = True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func is torch.ops.aten._to_copy.default and self.leading:
+            source = args[0]
+            for i, t in enumerate(self.inputs):
+                if source is t:
+                    self.casts.append((i, DTYPE_NAMES[out.dtype]))
+                    break
+        else:
+            self.leading = False
+        return out
+
+
+def outputs_of(result):
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (list, tuple)):
+        return [r for r in result if isinstance(r, torch.Tensor)]
+    return []
+
+
+def same_values(a, b):
+    """Bit for bit, except that f32/f64 results may differ in the last
+    bits (threaded LAPACK/OpenBLAS calls are not reproducible run to run);
+    a wrong cast (a bf16 computation) is off by about 1e-2."""
+    a, b = a.rename(None), b.rename(None)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.is_complex():
+        return same_values(torch.view_as_real(a.resolve_conj()),
+                           torch.view_as_real(b.resolve_conj()))
+    if a.dtype in (torch.float32, torch.float64):
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    if a.is_floating_point():
+        both_nan = torch.isnan(a) & torch.isnan(b)
+        return bool(((a == b) | both_nan).all())
+    return torch.equal(a, b)
+
+
+def run(fn, args, kwargs, inputs, autocast, observe=True):
+    torch.manual_seed(0)  # fractional_max_pool & co. draw samples
+    recorder = CastRecorder(inputs)
+    try:
+        with torch.autocast("cpu", BF16, enabled=autocast):
+            if observe:
+                with recorder:
+                    result = fn(*args, **kwargs)
+            else:
+                result = fn(*args, **kwargs)
+    except RuntimeError as error:
+        return None, str(error), recorder.casts
+    return result, None, recorder.casts
+
+
+def arg_text(inputs, case):
+    if case.get("explain_args") is not None:
+        return case["explain_args"]
+    return [DTYPE_NAMES[t.dtype] for t in inputs]
+
+
+def check_case(label, case):
+    fn, args, kwargs = case["fn"], case["args"], case.get("kwargs", {})
+    inputs = flat_tensors(args, kwargs)
+    what = f"{label}({', '.join(arg_text(inputs, case))})"
+    try:
+        answer = json.loads(explain("--device", "cpu", "--dtype", "bf16",
+                                    "--json", label, *arg_text(inputs, case)))
+    except RuntimeError as error:
+        check(False, f"{what}: explain answers", str(error))
+        return
+
+    observe = not case.get("named", False)
+    result, error, observed = run(fn, args, kwargs, inputs, True, observe)
+    if answer.get("error"):
+        check(error is not None and answer["error"] in error,
+              f"{what}: raises as explain says",
+              f"torch: {error!r}, explain: {answer['error']!r}")
+        return
+    if error is not None and not (case.get("raises") and
+                                  case["raises"] in error):
+        check(False, f"{what}: runs", error)
+        return
+
+    # the control: explain's casts applied by hand, no autocast
+    planned = {c["arg"]: c["to"] for c in answer["casts"]}
+    control_inputs = [t.to(NAME_DTYPES[planned[i]]) if i in planned else t
+                      for i, t in enumerate(inputs)]
+    cargs, ckwargs = replace_tensors(args, kwargs, control_inputs)
+    control, cerror, internal = run(fn, cargs, ckwargs, control_inputs,
+                                    False, observe)
+    if cerror != error:
+        check(False, f"{what}: control runs as autocast did", cerror)
+        return
+
+    # autocast's casts, plus the op's own leading conversions of inputs
+    # autocast left alone (they show in both runs)
+    expected = sorted([(i, to) for i, to in planned.items()] +
+                      [(i, to) for i, to in internal if i not in planned])
+    if observe:
+        check(sorted(observed) == expected, f"{what}: casts",
+              f"torch {sorted(observed)}, explain {expected}")
+    else:
+        print(f"# {what}: named tensors hide the casts from the dispatch "
+              "mode; the bitwise check below covers them")
+
+    if error is not None:
+        print(f"# {what}: the kernel raises after the casts ({error})")
+        return
+    outs = outputs_of(result)
+    names = [DTYPE_NAMES.get(o.dtype, str(o.dtype)) for o in outs]
+    want = answer["outputs"]
+    check(len(names) >= len(want) and names[:len(want)] == want,
+          f"{what}: output dtypes", f"torch {names}, explain {want}")
+    check(len(outs) == len(outputs_of(control)) and
+          all(same_values(a, b) for a, b in zip(outs, outputs_of(control))),
+          f"{what}: equals the op run on explain's casts")
+
+
+def table(device):
+    rows = json.loads(explain("--device", device, "--list", "--json"))
+    return {"aten::" + r["op"] + ("." + r["overload"] if r["overload"]
+                                  else ""): r for r in rows}
+
+
+def check_registrations():
+    for device, key in (("cpu", "AutocastCPU"), ("cuda", "AutocastCUDA")):
+        listed = set(table(device))
+        registered = set(
+            torch._C._dispatch_get_registrations_for_dispatch_key(key))
+        check(listed == registered,
+              f"{device}: the 1.13 table's ops are {key}'s registrations "
+              f"({len(registered)})",
+              f"only in the table: {sorted(listed - registered)}; "
+              f"only registered: {sorted(registered - listed)}")
+
+
+def check_cache_scope():
+    """A weight cast cached by one thread's region: does a region in
+    another thread cast it again?"""
+    weight = torch.randn(4, 4, requires_grad=True)
+    x = torch.randn(4, 4)
+    seen = {}
+
+    def second_thread():
+        with torch.autocast("cpu", BF16):
+            with CastRecorder([weight]) as recorder:
+                torch.mm(weight, x)
+        seen["casts"] = len(recorder.casts)
+
+    with torch.autocast("cpu", BF16):
+        torch.mm(weight, x)  # caches weight's bf16 copy in this thread
+        with CastRecorder([weight]) as recorder:
+            torch.mm(weight, x)
+        same_thread = len(recorder.casts)
+        thread = threading.Thread(target=second_thread)
+        thread.start()
+        thread.join()
+    torch_scope = "per-thread" if seen["casts"] == 1 else "per-process"
+    text = explain("--device", "cpu", "mm", "f32:leaf", "f32")
+    says = "per-thread" if "cache per-thread" in text else "per-process"
+    check(same_thread == 0, "the same thread's region reuses the cast")
+    check(torch_scope == says,
+          f"weight-cast cache scope: torch {torch_scope}, explain {says}")
+
+
+def check_conformance_lists():
+    """1.13's AutocastCPUTestLists: each entry's output must have the
+    dtype test_autocast.py expects (run_as_type, or the entry's own)."""
+    # The lists import TEST_WITH_ROCM from common_utils, which needs
+    # expecttest (not packaged in Debian 12): stand in for it.
+    utils = types.ModuleType("torch.testing._internal.common_utils")
+    utils.TEST_WITH_ROCM = False
+    sys.modules.setdefault(utils.__name__, utils)
+    from torch.testing._internal.autocast_test_lists import \
+        AutocastCPUTestLists
+    lists = AutocastCPUTestLists(torch.device("cpu"))
+    expected = {"torch_bf16": "bf16", "nn_bf16": "bf16", "torch_fp32": "f32",
+                "nn_fp32": "f32", "torch_need_autocast_promote": "f32",
+                "torch_expect_builtin_promote": None,
+                "methods_expect_builtin_promote": None}
+    count = bad = 0
+    for attr, want in expected.items():
+        for entry in getattr(lists, attr):
+            op, args = entry[0], entry[1]
+            dtype = (DTYPE_NAMES[entry[2]] if want is None else want)
+            names = [DTYPE_NAMES[t.dtype] for t in flat_tensors(args, {})]
+            answer = json.loads(explain("--device", "cpu", "--json", op,
+                                        *names))
+            count += 1
+            if answer.get("output") != dtype:
+                bad += 1
+                print(f"# {attr} {op}({', '.join(names)}): explain "
+                      f"{answer.get('output')}, the list expects {dtype}")
+    check(count > 0 and bad == 0,
+          f"{count} entries of 1.13's AutocastCPUTestLists answer as "
+          "the lists expect")
+
+
+def main():
+    if not torch.__version__.startswith("1.13"):
+        print(f"skip: torch {torch.__version__} is not the 1.13 this test "
+              "checks the 1.13 table against")
+        return 77
+    check_registrations()
+    check_cache_scope()
+    check_conformance_lists()
+    rows = table("cpu")
+    covered = set()
+    for label, case in cases():
+        key = "aten::" + label
+        check(key in rows, f"{label} is a CPU row of the 1.13 table")
+        covered.add(key)
+        check_case(label, case)
+    missing = sorted(set(rows) - covered)
+    check(not missing, f"every CPU row of the 1.13 table ran ({len(rows)})",
+          f"no case for {missing}")
+    print(f"{failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
