@@ -55,8 +55,7 @@
     return /^[\w@%+=:,./-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
   }
   function processLabel(p) {
-    const name = p.name ? " · " + p.name : "";
-    return (p.rank !== null ? "rank " + p.rank + " · " : "") + "pid " + p.pid + name;
+    return p.name || (p.rank !== null ? "rank " + p.rank + " · " : "") + "pid " + p.pid;
   }
   function processIndex(pid) {
     return processes.findIndex((p) => p.pid === pid);
@@ -175,8 +174,10 @@
   /* ----------------------------------------------------------- charts */
   /* Colour plus a fill pattern (bars) or a point shape (lines): every
    * series is told apart without colour too. */
-  const dtypeColours = { f64: "#6a3d9a", f32: "#1f78b4", f16: "#e6550d", bf16: "#33a02c",
-    i64: "#7f7f7f", i32: "#8c564b", bool: "#e377c2", none: "#bdbdbd" };
+  /* ampview's dtype palette (viewer/dot.c), so a dtype looks the same in
+   * the charts and the graph; integers differ by shade and pattern. */
+  const dtypeColours = { f32: "#1f77b4", f16: "#d62728", bf16: "#8c52c4", f64: "#2a9a2a",
+    i64: "#7f7f7f", i32: "#5f5f5f", bool: "#a0a0a0", none: "#c8c8c8" };
   const palette = ["#1f78b4", "#e6550d", "#33a02c", "#6a3d9a", "#b15928", "#e377c2", "#17becf", "#7f7f7f"];
   const shapes = ["circle", "rect", "triangle", "rectRot", "star", "crossRot", "cross", "rectRounded"];
   function pattern(colour, index) {
@@ -248,7 +249,9 @@
     casts(p) {
       const directions = Object.keys(p.casts);
       if (!directions.length) return "No casts were made (autocast did not cast, or hit its cache).";
-      const sets = directions.map((d, i) => barSeries(d, p.casts[d], palette[i % palette.length], i));
+      /* a direction takes the colour of the dtype it casts to */
+      const sets = directions.map((d, i) => barSeries(d, p.casts[d],
+        dtypeColours[d.split("->")[1]] || palette[i % palette.length], i));
       sets.push(lineSeries("bytes cast", p.cast_bytes, "#222", "rectRot", "y1"));
       const options = baseOptions("casts", { y1: { position: "right", beginAtZero: true,
         grid: { drawOnChartArea: false }, title: { display: true, text: "bytes" },
