@@ -4,8 +4,8 @@
  * This is the only file of the report that knows the trace model
  * (trace.h) and the analysis (analyze.h): the page, its template and the
  * command line see only the JSON, whose keys are described at the top of
- * report_data.c.  Nothing is kept per event: a trace of any size gives
- * data proportional to its steps and distinct ops.
+ * report_data.c.  The JSON holds nothing per event: its size grows with
+ * the steps and the distinct ops, not with the trace.
  *
  * Ownership: report_data_load() fills a `struct report_data` whose `json`
  * the caller releases with report_data_free(). */
