@@ -5,10 +5,14 @@
 # fails on any console message or script error, on a chart that drew no
 # data, on a finding of `amptrace summary` missing from the page, or on a
 # graph that is not there.  A copy of a page with a script error planted
-# in it must be caught, so the checks are shown to bite.  Skipped (exit
-# 77) when chromium is not installed.
+# in it must be caught, so the checks are shown to bite.  Then
+# report_interact.py clicks through a page (finding links to the table
+# and the graph, sorting, filtering, the graph's command line, a merged
+# trace's rank selector).  Skipped (exit 77) when chromium is not
+# installed.
 #
-#   test_report_browser.sh AMPTRACE WHOLE_LOOP TRANSFORMER [KEEP.png]
+#   test_report_browser.sh AMPTRACE WHOLE_LOOP TRANSFORMER TRACE_PROG
+#                          INTERACT.py [KEEP.png]
 #
 # KEEP.png keeps a screenshot of the whole_loop report (docs/report.png is
 # made so).
@@ -16,7 +20,9 @@ set -u
 amptrace=$1
 whole_loop=$2
 transformer=$3
-keep=${4:-}
+trace_prog=$4
+interact=$5
+keep=${6:-}
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ]; then
 	echo "SKIP: chromium is not installed (Debian: apt-get install chromium)"
@@ -103,6 +109,16 @@ render "$tmp/broken.html"
 check "a planted script error is seen on the console" \
 	grep -qE 'CONSOLE|Uncaught' "$tmp/log"
 check "a planted script error is counted" dom_has 'data-errors="1"'
+
+# A user's clicks, on a sample and on a merged two-rank trace.
+"$amptrace" run -q -o "$tmp/r.json" -- "$trace_prog" ranks 2 10 >/dev/null 2>&1
+"$amptrace" merge "$tmp/r.rank0.json" "$tmp/r.rank1.json" -o "$tmp/merged.json" \
+	>/dev/null 2>&1
+"$amptrace" report "$tmp/merged.json" -o "$tmp/merged.html" >/dev/null
+rm -rf "$tmp/profile"
+timeout 120 python3 "$interact" "$chromium" "$tmp/profile" \
+	"$tmp/whole_loop.html" "$tmp/merged.html" ||
+	{ echo "not ok - interacting with the page (above)"; fail=1; }
 
 browse "$tmp/whole_loop.html" --hide-scrollbars --window-size=1400,1500 \
 	--screenshot="$tmp/report.png" >/dev/null 2>&1
