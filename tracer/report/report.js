@@ -200,14 +200,19 @@
     }
     return g.createPattern(canvas, "repeat");
   }
+  /* With hundreds of steps, bar borders and point markers would cover
+   * the data: bars go borderless and lines show points on hover only
+   * (found_inf and skipped steps keep theirs). */
+  let dense = false;
   function barSeries(label, values, colour, index, extra) {
     return Object.assign({ type: "bar", label, data: values, backgroundColor: pattern(colour, index),
-      borderColor: colour, borderWidth: 1, stack: "s", yAxisID: "y", order: 2 }, extra || {});
+      borderColor: colour, borderWidth: dense ? 0 : 1, stack: "s", yAxisID: "y", order: 2,
+      barPercentage: dense ? 1 : 0.9, categoryPercentage: dense ? 1 : 0.8 }, extra || {});
   }
   function lineSeries(label, values, colour, shape, axis) {
     return { type: "line", label, data: values, borderColor: colour, backgroundColor: colour,
-      pointStyle: shape, pointRadius: 5, pointHoverRadius: 7, borderWidth: 2, spanGaps: true,
-      yAxisID: axis, order: 1 };
+      pointStyle: shape, pointRadius: dense ? 0 : 5, pointHoverRadius: 7, borderWidth: 2,
+      spanGaps: true, yAxisID: axis, order: 1 };
   }
   function steps(p) { return Array.from({ length: p.steps }, (_, i) => String(i)); }
 
@@ -306,6 +311,7 @@
 
   function drawCharts() {
     const p = processes[current];
+    dense = p ? p.steps > 120 : false;
     for (const figure of document.querySelectorAll("figure.r-chart")) {
       const name = figure.dataset.chart;
       if (charts[name]) { charts[name].destroy(); delete charts[name]; }
@@ -472,7 +478,11 @@
     svg.removeAttribute("width");
     svg.removeAttribute("height");
     svg.setAttribute("preserveAspectRatio", "xMidYMin meet");
-    setBox(full);
+    svg.dataset.full = [full.x, full.y, full.w, full.h].join(" ");
+    /* A tall graph opens at full width on its top (title, legend, first
+     * ops), readable; "fit" shows all of it. */
+    const aspect = view.clientHeight / Math.max(view.clientWidth, 1);
+    setBox(full.h / full.w > aspect ? { x: full.x, y: full.y, w: full.w, h: full.w * aspect } : full);
     for (const button of document.querySelectorAll("[data-zoom]"))
       button.addEventListener("click", () => {
         const how = button.dataset.zoom;
