@@ -80,6 +80,10 @@ for entry in "missing.json:cannot open" "empty.json:empty file" \
 	check "$file: message names the problem" err_has "${entry#*:}"
 	check "$file: no page written" no_file "$tmp/bad.html"
 done
+cp "$fx/good.json" "$tmp/keep.json"
+capture "$amptrace" report "$tmp/keep.json" -o "$tmp/keep.json"
+check "-o the trace itself: exit 2" status_is 2
+check "-o the trace itself: the trace is kept" cmp -s "$fx/good.json" "$tmp/keep.json"
 capture "$amptrace" report "$fx/good.json" -o "$tmp/no/such/dir/r.html"
 check "unwritable output: exit 1" status_is 1
 check "unwritable output: named" err_has "cannot write $tmp/no/such/dir/r.html"

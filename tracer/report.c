@@ -256,12 +256,27 @@ static int save_page(const char *html, const char *title, const char *json,
 	return 0;
 }
 
+/* `-o trace.json` would replace the trace by its report. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
+}
+
 int report_write(const char *trace, const char *html, bool graph,
 		 const char *who)
 {
 	struct graph_job job;
 	struct report_data data;
 	char error[1024], why[1200] = "";
+
+	if (same_file(trace, html)) {
+		fprintf(stderr, "%s: %s is the trace itself; write the report "
+			"to another file\n", who, html);
+		return 2;
+	}
 	bool drawing = graph && graph_start(&job, trace) == 0;
 
 	if (!graph)
