@@ -91,10 +91,12 @@ class Browser:
         return result["result"].get("value")
 
     def open(self, page):
-        self.call("Page.navigate", url="file://" + os.path.abspath(page))
-        deadline = time.time() + 30
+        url = "file://" + os.path.abspath(page)
+        self.call("Page.navigate", url=url)
+        deadline = time.time() + 60
+        ready = f"document.URL === {json.dumps(url)} && document.body && document.body.dataset.ready"
         while time.time() < deadline:
-            if self.evaluate("document.body && document.body.dataset.ready") == "1":
+            if self.evaluate(ready) == "1":
                 return
             time.sleep(0.1)
         raise RuntimeError(f"{page}: the page never said it was ready")
