@@ -146,8 +146,10 @@ def interact(browser, page):
     after = browser.evaluate("document.querySelector('#r-graph-view svg').getAttribute('viewBox')")
     focus = browser.evaluate("[...document.querySelectorAll('#r-graph-view g.r-focus title')]"
                              ".map((t) => t.textContent)")
-    check(f"{name}: a finding's graph link zooms to its note", clicked and before != after
-          and len(focus) == 1 and focus[0].startswith("finding"), f"{before} -> {after}, {focus}")
+    check(f"{name}: a finding's graph link zooms to its note and marks its op",
+          clicked and before != after
+          and sorted(t.rstrip("0123456789") for t in focus) == ["finding", "op"],
+          f"{before} -> {after}, {focus}")
 
     browser.evaluate("document.querySelector('[data-zoom=fit]').click()")
     svg = "document.querySelector('#r-graph-view svg')"

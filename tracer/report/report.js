@@ -425,9 +425,21 @@
     if (cx === undefined) { cx = box.x + box.w / 2; cy = box.y + box.h / 2; }
     setBox({ x: cx - (cx - box.x) * factor, y: cy - (cy - box.y) * factor, w: box.w * factor, h: box.h * factor });
   }
+  /* The op node a finding's note is tied to (its dashed edge). */
+  function noteTarget(note) {
+    const name = note.querySelector("title").textContent;
+    for (const edge of svg.querySelectorAll("g.edge")) {
+      const [from, to] = edge.querySelector("title").textContent.split("->");
+      if (from === name)
+        return [...svg.querySelectorAll("g.node")].find((n) => n.querySelector("title").textContent === to);
+    }
+    return null;
+  }
   function graphFocus(node) {
     for (const old of svg.querySelectorAll("g.r-focus")) old.classList.remove("r-focus");
     node.classList.add("r-focus");
+    const op = noteTarget(node);
+    if (op) op.classList.add("r-focus");
     const b = node.getBBox();
     const m = node.getCTM() && svg.getCTM() ? svg.getCTM().inverse().multiply(node.getCTM()) : null;
     const x = m ? m.a * b.x + m.e : b.x, y = m ? m.d * b.y + m.f : b.y;
