@@ -285,7 +285,6 @@ int report_data_load(const char *path, struct report_data *data,
 			    sizeof *b.group_of);
 	bool failed = !b.group_of || analysis_run(&trace, &b.a) != 0 ||
 		      !(b.agg = report_agg_new(b.a.nsteps, trace_dtype_names));
-	data->nsteps = b.a.nsteps;
 	/* ampview's default view (view.h, VIEW_STEP_DEFAULT): the second
 	 * step when there are several, the first being warm-up. */
 	data->graph_step = b.a.nsteps > 1 ? 1 : 0;

@@ -18,7 +18,6 @@
 
 struct report_data {
 	cJSON *json;
-	int nsteps;      /* steps as `amptrace summary` counts them */
 	int graph_step;  /* the step ampview's default view shows */
 	bool truncated;  /* the trace did not end normally: a warning */
 	char note[512];  /* how it ended, when not normally */

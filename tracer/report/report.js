@@ -179,7 +179,6 @@
   const dtypeColours = { f32: "#1f77b4", f16: "#d62728", bf16: "#8c52c4", f64: "#2a9a2a",
     i64: "#7f7f7f", i32: "#5f5f5f", bool: "#a0a0a0", none: "#c8c8c8" };
   const palette = ["#1f78b4", "#e6550d", "#33a02c", "#6a3d9a", "#b15928", "#e377c2", "#17becf", "#7f7f7f"];
-  const shapes = ["circle", "rect", "triangle", "rectRot", "star", "crossRot", "cross", "rectRounded"];
   function pattern(colour, index) {
     const size = 10;
     const canvas = document.createElement("canvas");
