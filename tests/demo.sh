@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ./run demo: what autocast does to a small transformer block, shown the
 # ways amptrace answers it — explain, a traced run, its summary, CI rules,
-# and the computation graph.
+# the computation graph, and the HTML report.
 set -eu
 build=${1:-build}
 amptrace="$build/tracer/amptrace"
@@ -47,3 +47,7 @@ if [ -x "$build/viewer/ampview" ]; then
 	echo "wrote $out/transformer.svg (open it in a browser);" \
 	     "the trace opens at https://ui.perfetto.dev"
 fi
+
+section "amptrace report: one HTML page (findings, charts, tables, graph)"
+"$amptrace" report "$out/transformer.json" -o "$out/report.html" >/dev/null
+echo "wrote $out/report.html (open it in a browser; it loads nothing from the network)"

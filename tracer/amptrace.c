@@ -3,6 +3,7 @@
  * header.  A subcommand gets argv starting at its own name, answers
  * `--help` itself, and returns the exit status (2 for bad usage). */
 #include "explain.h"
+#include "report.h"
 #include "trace_commands.h"
 
 #include <stdio.h>
@@ -30,6 +31,8 @@ static const struct command commands[] = {
 	{ "diff", "cast behaviour that changed between two traces",
 	  amptrace_diff },
 	{ "merge", "join per-rank traces into one", amptrace_merge },
+	{ "report", "one self-contained HTML page: findings, charts, tables, graph",
+	  amptrace_report },
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))

@@ -1,4 +1,4 @@
-/* `amptrace run [-o trace.json] [--svg graph.svg] -- PROG [ARGS...]`:
+/* `amptrace run [-o trace.json] [--svg graph.svg] [--report r.html] -- PROG`:
  * runs PROG with the recorder preloaded and streams its events into the
  * trace while it runs.  The program keeps its stdin/stdout/stderr and its
  * exit status becomes ours (128 + N when signal N killed it).
@@ -12,6 +12,7 @@
 #include "convert.h"
 #include "findings.h"
 #include "raw.h"
+#include "report.h"
 #include "trace_commands.h"
 #include "trace_writer.h"
 
@@ -41,8 +42,8 @@
 #define BUSY_POLL_INTERVAL_NS (2 * 1000 * 1000)
 
 static const char run_usage[] =
-	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [-q] [--no-value-checks]\n"
-	"                    -- PROG [ARGS...]\n"
+	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
+	"                    [-q] [--no-value-checks] -- PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
 	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
@@ -53,6 +54,7 @@ static const char run_usage[] =
 	"                     rank (RANK, OMPI_COMM_WORLD_RANK or PMI_RANK) writes\n"
 	"                     FILE with .rankN before the extension\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
+	"      --report FILE  write `amptrace report`'s HTML page afterwards\n"
 	"  -q, --quiet        no summary line on stderr when all went well\n"
 	"      --no-value-checks\n"
 	"                     skip libamp's value checks (the fp16-overflow and\n"
@@ -237,7 +239,7 @@ static const char *find_recorder(char *buf, size_t size)
 
 /* ampview next to amptrace (installed), in ../viewer (build tree), or on
  * PATH. */
-static const char *find_ampview(char *buf, size_t size)
+const char *find_ampview(char *buf, size_t size)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -550,7 +552,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 int amptrace_run(int argc, char **argv)
 {
 	struct run_state s = { .out = "trace.json", .value_checks = true };
-	const char *svg = NULL;
+	const char *svg = NULL, *report_html = NULL;
 	bool quiet = false;
 	int i;
 
@@ -569,7 +571,7 @@ int amptrace_run(int argc, char **argv)
 		} else if (!strcmp(a, "--no-value-checks")) {
 			s.value_checks = false;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
-			   !strcmp(a, "--svg")) {
+			   !strcmp(a, "--svg") || !strcmp(a, "--report")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "amptrace run: %s needs a file "
 					"name\n%s", a, run_usage);
@@ -577,12 +579,16 @@ int amptrace_run(int argc, char **argv)
 			}
 			if (!strcmp(a, "--svg"))
 				svg = argv[++i];
+			else if (!strcmp(a, "--report"))
+				report_html = argv[++i];
 			else
 				s.out = argv[++i];
 		} else if (!strncmp(a, "--output=", 9)) {
 			s.out = a + 9;
 		} else if (!strncmp(a, "--svg=", 6)) {
 			svg = a + 6;
+		} else if (!strncmp(a, "--report=", 9)) {
+			report_html = a + 9;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
 				run_usage);
@@ -733,6 +739,17 @@ int amptrace_run(int argc, char **argv)
 			if (r == 127)
 				break;
 		}
+	}
+	for (size_t k = 0; report_html && !failed && k < s.noutputs; k++) {
+		char *html = s.outputs[k]->rank >= 0
+				     ? rank_path(report_html, s.outputs[k]->rank)
+				     : strdup(report_html);
+		int r = html ? report_write(s.outputs[k]->path, html, true,
+					    "amptrace run")
+			     : 1;
+		free(html);
+		if (r != 0 && code == 0)
+			code = r;
 	}
 	for (size_t k = 0; k < s.noutputs; k++) {
 		trace_free(&s.outputs[k]->kept);

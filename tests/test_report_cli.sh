@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# `amptrace report` from the outside: --help, exit codes and messages for
+# bad command lines and bad traces (exit 2, the file named, no page left
+# behind), the page is one self-contained file (nothing fetched), and its
+# data agrees with `amptrace summary --json` on the same trace (ops, casts,
+# cache hits and findings summed over steps).  Also: truncated, crashed
+# and merged traces, the header's framework field, --no-graph, and
+# `amptrace run --report`.  The browser test (test_report_browser.sh)
+# checks what the page draws.
+#
+#   test_report_cli.sh AMPTRACE TRACE_PROG FIXTURES WHOLE_LOOP
+set -u
+amptrace=$1
+trace_prog=$2
+fx=$3
+whole_loop=$4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # description, command...
+	local what=$1; shift
+	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
+}
+capture() {
+	"$@" >"$tmp/out" 2>"$tmp/err"
+	status=$?
+}
+status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; cat "$tmp/err"; return 1; }; }
+err_has() { grep -qF -- "$1" "$tmp/err" || { echo "# stderr: $(cat "$tmp/err")"; return 1; }; }
+out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 2000 "$tmp/out")"; return 1; }; }
+no_file() { [ ! -e "$1" ] || { echo "# $1 exists"; return 1; }; }
+# The page's data (the JSON in #r-data), checked by a Python expression
+# over `d` (the data) and `s` (summary --json of the trace, when given).
+data_ok() { # page, expression, [trace]
+	python3 - "$@" <<'PY'
+import json, re, subprocess, sys
+page, expression = sys.argv[1], sys.argv[2]
+html = open(page, encoding="utf-8").read()
+m = re.search(r'<script id="r-data" type="application/json">(.*?)</script>', html, re.S)
+d = json.loads(m.group(1))
+s = None
+if len(sys.argv) > 3:
+    s = json.loads(subprocess.run([sys.argv[4], "summary", "--json", sys.argv[3]],
+                                  capture_output=True, check=True).stdout)
+ok = eval(expression)
+if not ok:
+    print("# false:", expression)
+sys.exit(0 if ok else 1)
+PY
+}
+data_is() { data_ok "$1" "$2" ${3:+"$3"} ${3:+"$amptrace"}; }
+
+# ------------------------------------------------------------- usage
+capture "$amptrace" report --help
+check "report --help exits 0" status_is 0
+check "report --help prints usage" out_has "usage: amptrace report"
+capture "$amptrace" help report
+check "help report" out_has "usage: amptrace report"
+capture "$amptrace" --help
+check "amptrace --help lists report" out_has "report"
+capture "$amptrace" report
+check "no trace: exit 2" status_is 2
+check "no trace: says so" err_has "no trace given"
+capture "$amptrace" report --bogus "$fx/good.json"
+check "unknown option: exit 2" status_is 2
+check "unknown option: named" err_has "unknown option '--bogus'"
+capture "$amptrace" report "$fx/good.json" -o
+check "-o without a file: exit 2" status_is 2
+capture "$amptrace" report "$fx/good.json" "$fx/changed.json"
+check "two traces: exit 2" status_is 2
+
+# ------------------------------------------------------- bad traces
+for entry in "missing.json:cannot open" "empty.json:empty file" \
+	"garbage.bin:garbage.bin:1:1: expected a trace" \
+	"wrong-types.json:wrong-types.json:12:" \
+	"future-version.json:trace format 2.0 is not supported"; do
+	file=${entry%%:*}
+	capture "$amptrace" report "$fx/$file" -o "$tmp/bad.html"
+	check "$file: exit 2" status_is 2
+	check "$file: message names the problem" err_has "${entry#*:}"
+	check "$file: no page written" no_file "$tmp/bad.html"
+done
+cp "$fx/good.json" "$tmp/keep.json"
+capture "$amptrace" report "$tmp/keep.json" -o "$tmp/keep.json"
+check "-o the trace itself: exit 2" status_is 2
+check "-o the trace itself: the trace is kept" cmp -s "$fx/good.json" "$tmp/keep.json"
+capture "$amptrace" report "$fx/good.json" -o "$tmp/no/such/dir/r.html"
+check "unwritable output: exit 1" status_is 1
+check "unwritable output: named" err_has "cannot write $tmp/no/such/dir/r.html"
+
+# ------------------------------------------------ a page, self-contained
+"$amptrace" run -q -o "$tmp/wl.json" -- "$whole_loop" --device cuda --steps 4 \
+	>/dev/null 2>&1
+capture "$amptrace" report "$tmp/wl.json"
+check "default output: TRACE.html" status_is 0
+check "default output: reported" out_has "wrote $tmp/wl.html"
+page=$tmp/wl.html
+check "page written" test -s "$page"
+check "nothing fetched: no src/href to a URL, no <link>" \
+	sh -c "! grep -Eiq '(src|href)=\"?(https?:)?//|<link|@import' '$page'"
+check "Chart.js embedded" grep -q "Chart.js v" "$page"
+check "no unfilled marker" sh -c "! grep -Eq '@@(TITLE|DATA|GRAPH|STYLE|SCRIPT|CHARTJS)@@' '$page'"
+check "graph embedded (ampview's SVG)" data_is "$page" 'd["graph"]["drawn"]'
+check "graph: the SVG element inline, no XML prolog" \
+	sh -c "grep -q '<svg' '$page' && ! grep -q '<?xml' '$page'"
+check "framework defaults to libamp" data_is "$page" 'd["framework"] == "libamp"'
+check "exit status from the trailer" data_is "$page" 'd["exit"] == "exited with 0"'
+check "not truncated" data_is "$page" 'not d["truncated"] and d["note"] is None'
+check "steps as summary counts them" data_is "$page" \
+	'd["steps"]["count"] == s["steps"]["count"] == 4' "$tmp/wl.json"
+check "ops per step add up to summary's" data_is "$page" \
+	'sum(sum(v) for p in d["processes"] for v in p["ops"].values()) == sum(o["count"] for o in s["ops"])' \
+	"$tmp/wl.json"
+check "op table adds up to summary's" data_is "$page" \
+	'sum(r["count"] for p in d["processes"] for r in p["op_table"]) == sum(o["count"] for o in s["ops"])' \
+	"$tmp/wl.json"
+check "casts per step add up to summary's" data_is "$page" \
+	'sum(sum(v) for p in d["processes"] for v in p["casts"].values()) == sum(c["casts"] for c in s["casts"])' \
+	"$tmp/wl.json"
+check "casts per op group add up to summary's" data_is "$page" \
+	'sum(r["casts"] for p in d["processes"] for r in p["op_table"]) == sum(c["casts"] for c in s["casts"])' \
+	"$tmp/wl.json"
+check "cache hits and misses per step add up" data_is "$page" \
+	'sum(d["processes"][0]["hits"]) == s["cache"]["hits"] and sum(d["processes"][0]["misses"]) == s["cache"]["misses"]' \
+	"$tmp/wl.json"
+check "findings as summary's, in its order" data_is "$page" \
+	'[f["kind"] for f in d["findings"]] == [f["kind"] for f in s["findings"]] and len(s["findings"]) >= 2' \
+	"$tmp/wl.json"
+check "a finding's op links to an op-table row" data_is "$page" \
+	'any(f["group"] in {r["id"] for r in d["processes"][0]["op_table"]} for f in d["findings"])'
+check "scale per step from the GradScaler" data_is "$page" \
+	'len(d["processes"][0]["scale"]) == 4 and all(x["scale"] > 0 for x in d["processes"][0]["scale"])'
+check "regions with depth and device" data_is "$page" \
+	'all(r["depth"] >= 1 and r["device"] == "cuda" for r in d["processes"][0]["regions"])'
+
+capture "$amptrace" report --no-graph "$tmp/wl.json" -o "$tmp/ng.html"
+check "--no-graph: exit 0" status_is 0
+check "--no-graph: no graph, says why" data_is "$tmp/ng.html" \
+	'not d["graph"]["drawn"] and "--no-graph" in d["graph"]["why"]'
+
+# ----------------------------------------- how a trace ended, framework
+capture "$amptrace" report "$fx/truncated.json" -o "$tmp/t.html"
+check "truncated trace: exit 0" status_is 0
+check "truncated trace: warned on stderr" err_has "truncated at line"
+check "truncated trace: said in the page" data_is "$tmp/t.html" \
+	'd["truncated"] and "truncated" in d["note"]'
+"$amptrace" run -q -o "$tmp/segv.json" -- "$trace_prog" segv-in-op 20 >/dev/null 2>&1
+capture "$amptrace" report "$tmp/segv.json" -o "$tmp/segv.html"
+check "crashed program: exit 0" status_is 0
+check "crashed program: the page says how it died" data_is "$tmp/segv.html" \
+	'd["truncated"] and "SIGSEGV" in d["note"] and "process-died" in [f["kind"] for f in d["findings"]]'
+python3 - "$fx/good.json" "$tmp/torch.json" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+open(sys.argv[2], "w").write(text.replace('"amptrace":{', '"amptrace":{"framework":"torch","framework_version":"1.13.1",', 1))
+PY
+capture "$amptrace" report "$tmp/torch.json" -o "$tmp/torch.html"
+check "framework from the header" data_is "$tmp/torch.html" 'd["framework"] == "torch 1.13.1"'
+
+# ------------------------------------------------------- merged ranks
+"$amptrace" run -q -o "$tmp/r.json" -- "$trace_prog" ranks 2 10 >/dev/null 2>&1
+"$amptrace" merge "$tmp/r.rank0.json" "$tmp/r.rank1.json" -o "$tmp/all.json" \
+	>/dev/null 2>&1
+capture "$amptrace" report "$tmp/all.json" -o "$tmp/all.html"
+check "merged trace: exit 0" status_is 0
+check "merged trace: one entry per rank" data_is "$tmp/all.html" \
+	'sorted(p["rank"] for p in d["processes"]) == [0, 1]'
+
+# ------------------------------------------------------ run --report
+capture "$amptrace" run -q -o "$tmp/run.json" --report "$tmp/run.html" -- \
+	"$trace_prog" ops 5 3
+check "run --report: the program's exit status" status_is 3
+check "run --report: page written" data_is "$tmp/run.html" \
+	'd["exit"] == "exited with 3" and d["counts"]["ops"] >= 5'
+capture "$amptrace" run -q -o "$tmp/rr.json" --report "$tmp/rr.html" -- \
+	"$trace_prog" ranks 2 5
+check "run --report with ranks: a page per rank" \
+	test -s "$tmp/rr.rank0.html" -a -s "$tmp/rr.rank1.html"
+capture "$amptrace" run --report
+check "run --report without a file: exit 2" status_is 2
+
+exit $fail

@@ -1,0 +1,375 @@
+/* `amptrace report TRACE.json [-o report.html]` (see report.h).
+ *
+ * The cast graph is ampview's SVG: ampview runs as a subprocess found next
+ * to amptrace, as `amptrace run --svg` runs it, so that amptrace does not
+ * link Graphviz and a machine without ampview still gets a report (the
+ * page then says how to draw the graph).  It runs while this process
+ * loads and aggregates the same trace. */
+#include "report.h"
+
+#include "report_data.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* tracer/report/page.html with its style, script and Chart.js inlined
+ * (report/embed.py, at build time); @@TITLE@@, @@DATA@@ and @@GRAPH@@
+ * remain to be filled. */
+extern const char report_template[];
+extern const size_t report_template_len;
+
+static const char report_usage[] =
+	"usage: amptrace report TRACE.json [-o REPORT.html] [--no-graph]\n"
+	"\n"
+	"Writes one self-contained HTML page about a trace: how the program\n"
+	"ran and a one-line verdict; the findings, most severe first, each\n"
+	"with its fix and links to its op in the table and the graph; charts\n"
+	"over steps (loss scale, casts by direction and bytes, cache hits and\n"
+	"hit rate, ops by output dtype, op time by dtype); sortable tables of\n"
+	"ops, casts and autocast regions; and ampview's cast graph of the\n"
+	"default step with pan and zoom.  The page loads nothing from the\n"
+	"network: it can be attached to a bug report or kept by CI.  Merged\n"
+	"traces get a rank selector; truncated traces say so at the top.\n"
+	"\n"
+	"  -o, --output FILE  the page (default: TRACE with .html for .json)\n"
+	"      --no-graph     leave the graph out (no ampview run)\n"
+	"  -h, --help         this text\n"
+	"\n"
+	"Exit status: 0; 1 when the page cannot be written; 2 for a bad\n"
+	"command line or a trace that cannot be read.\n";
+
+struct graph_job {
+	pid_t pid;
+	int out, err; /* read ends of ampview's stdout and stderr */
+	char ampview[PATH_MAX + 32];
+};
+
+/* Starts `ampview TRACE` (its default view) writing SVG to a pipe.  Returns 0,
+ * or -1 when ampview is not found or cannot be started. */
+static int graph_start(struct graph_job *job, const char *trace)
+{
+	int out[2], err[2];
+
+	*job = (struct graph_job){ .pid = -1, .out = -1, .err = -1 };
+	if (!find_ampview(job->ampview, sizeof job->ampview))
+		return -1;
+	if (pipe(out) != 0)
+		return -1;
+	if (pipe(err) != 0) {
+		close(out[0]);
+		close(out[1]);
+		return -1;
+	}
+	fflush(NULL);
+	job->pid = fork();
+	if (job->pid == 0) {
+		dup2(out[1], STDOUT_FILENO);
+		dup2(err[1], STDERR_FILENO);
+		close(out[0]);
+		close(out[1]);
+		close(err[0]);
+		close(err[1]);
+		execl(job->ampview, "ampview", trace, "--format", "svg",
+		      (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	if (job->pid < 0) {
+		close(out[0]);
+		close(err[0]);
+		return -1;
+	}
+	job->out = out[0];
+	job->err = err[0];
+	return 0;
+}
+
+static char *read_all(int fd, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap + 1);
+	ssize_t got;
+
+	while (buf) {
+		if (n == cap) {
+			char *grown = realloc(buf, cap * 2 + 1);
+			if (!grown)
+				break;
+			buf = grown;
+			cap *= 2;
+		}
+		got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			buf[n] = '\0';
+			*len = n;
+			return buf;
+		}
+		n += (size_t)got;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* The SVG element (the XML prolog and DOCTYPE cannot go inside HTML), or
+ * NULL with `why` set. */
+static char *graph_finish(struct graph_job *job, char *why, size_t why_size)
+{
+	size_t len = 0, err_len = 0;
+	char *svg = read_all(job->out, &len);
+	char *err = read_all(job->err, &err_len);
+	int status = 0;
+
+	close(job->out);
+	close(job->err);
+	while (waitpid(job->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	char *start = svg ? strstr(svg, "<svg") : NULL;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && start) {
+		memmove(svg, start, strlen(start) + 1);
+		free(err);
+		return svg;
+	}
+	/* ampview's own message, its first line */
+	char *newline = err ? strchr(err, '\n') : NULL;
+	if (newline)
+		*newline = '\0';
+	snprintf(why, why_size, "%.400s failed: %.600s", job->ampview,
+		 err && err[0] ? err : "no SVG");
+	free(svg);
+	free(err);
+	return NULL;
+}
+
+/* The page's "graph" entry: what was drawn, or why not. */
+static void add_graph_info(cJSON *root, const char *trace, bool drawn,
+			   const char *why)
+{
+	cJSON *g = cJSON_AddObjectToObject(root, "graph");
+
+	cJSON_AddBoolToObject(g, "drawn", drawn);
+	cJSON_AddStringToObject(g, "why", why);
+	cJSON_AddStringToObject(g, "trace", trace);
+}
+
+static int write_escaped_html(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f); break;
+		}
+	}
+	return 0;
+}
+
+/* JSON inside <script>: '<' only occurs in strings, where \u003c keeps
+ * "</script>" from ending the element. */
+static void write_script_json(FILE *f, const char *json)
+{
+	for (; *json; json++) {
+		if (*json == '<')
+			fputs("\\u003c", f);
+		else
+			fputc(*json, f);
+	}
+}
+
+static void write_page(FILE *f, const char *title, const char *json,
+		       const char *svg, const char *why)
+{
+	const char *t = report_template, *end = t + report_template_len;
+
+	while (t < end) {
+		const char *mark = strstr(t, "@@");
+		if (!mark)
+			mark = end;
+		fwrite(t, 1, (size_t)(mark - t), f);
+		if (mark == end)
+			break;
+		if (!strncmp(mark, "@@TITLE@@", 9)) {
+			write_escaped_html(f, title);
+			t = mark + 9;
+		} else if (!strncmp(mark, "@@DATA@@", 8)) {
+			write_script_json(f, json);
+			t = mark + 8;
+		} else if (!strncmp(mark, "@@GRAPH@@", 9)) {
+			if (svg)
+				fputs(svg, f);
+			else
+				write_escaped_html(f, why);
+			t = mark + 9;
+		} else {
+			fputs("@@", f);
+			t = mark + 2;
+		}
+	}
+}
+
+/* Written next to the page, then renamed: a reader never sees half. */
+static int save_page(const char *html, const char *title, const char *json,
+		     const char *svg, const char *why, const char *who)
+{
+	size_t n = strlen(html);
+	char *tmp = malloc(n + 16);
+
+	if (!tmp) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		return 1;
+	}
+	snprintf(tmp, n + 16, "%s.XXXXXX", html);
+	int fd = mkstemp(tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(tmp);
+		return 1;
+	}
+	write_page(f, title, json, svg, why);
+	int failed = ferror(f);
+	failed |= fchmod(fd, 0644) != 0;
+	failed |= fclose(f) != 0;
+	if (failed || rename(tmp, html) != 0) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
+			strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return 1;
+	}
+	free(tmp);
+	return 0;
+}
+
+/* `-o trace.json` would replace the trace by its report. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+	       x.st_ino == y.st_ino;
+}
+
+int report_write(const char *trace, const char *html, bool graph,
+		 const char *who)
+{
+	struct graph_job job;
+	struct report_data data;
+	char error[1024], why[1200] = "";
+
+	if (same_file(trace, html)) {
+		fprintf(stderr, "%s: %s is the trace itself; write the report "
+			"to another file\n", who, html);
+		return 2;
+	}
+	bool drawing = graph && graph_start(&job, trace) == 0;
+
+	if (!graph)
+		snprintf(why, sizeof why, "the graph was left out (--no-graph)");
+	else if (!drawing)
+		snprintf(why, sizeof why, "ampview was not found next to "
+			 "amptrace or on PATH");
+	int status = report_data_load(trace, &data, error, sizeof error);
+	char *svg = drawing ? graph_finish(&job, why, sizeof why) : NULL;
+	if (status != 0) {
+		fprintf(stderr, "%s: %s\n", who, error);
+		free(svg);
+		return 2;
+	}
+	add_graph_info(data.json, trace, svg != NULL, why);
+	char *json = cJSON_PrintUnformatted(data.json);
+	status = json ? save_page(html, trace, json, svg, why, who) : 1;
+	if (!json)
+		fprintf(stderr, "%s: out of memory\n", who);
+	if (status == 0 && data.truncated)
+		fprintf(stderr, "%s: warning: %s: %s\n", who, trace, data.note);
+	if (status == 0 && graph && !svg)
+		fprintf(stderr, "%s: warning: no graph in %s: %s\n", who, html,
+			why);
+	free(json);
+	free(svg);
+	report_data_free(&data);
+	return status;
+}
+
+/* TRACE.json → TRACE.html; other names get .html appended. */
+static char *default_output(const char *trace)
+{
+	size_t n = strlen(trace);
+	char *out = malloc(n + 6);
+
+	if (!out)
+		return NULL;
+	if (n > 5 && !strcmp(trace + n - 5, ".json"))
+		n -= 5;
+	memcpy(out, trace, n);
+	strcpy(out + n, ".html");
+	return out;
+}
+
+int amptrace_report(int argc, char **argv)
+{
+	const char *trace = NULL, *html = NULL;
+	bool graph = true;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(report_usage, stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--no-graph")) {
+			graph = false;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			if (i + 1 >= argc || !argv[i + 1][0]) {
+				fprintf(stderr, "amptrace report: %s needs a file "
+					"name\n%s", a, report_usage);
+				return 2;
+			}
+			html = argv[++i];
+		} else if (!strncmp(a, "--output=", 9) && a[9]) {
+			html = a + 9;
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "amptrace report: unknown option '%s'\n%s",
+				a, report_usage);
+			return 2;
+		} else if (trace) {
+			fprintf(stderr, "amptrace report: one trace at a time "
+				"(got '%s' and '%s')\n", trace, a);
+			return 2;
+		} else {
+			trace = a;
+		}
+	}
+	if (!trace) {
+		fprintf(stderr, "amptrace report: no trace given\n%s",
+			report_usage);
+		return 2;
+	}
+	char *fallback = html ? NULL : default_output(trace);
+	if (!html && !fallback) {
+		fputs("amptrace report: out of memory\n", stderr);
+		return 2;
+	}
+	int status = report_write(trace, html ? html : fallback, graph,
+				  "amptrace report");
+	if (status == 0)
+		printf("wrote %s\n", html ? html : fallback);
+	free(fallback);
+	return status;
+}

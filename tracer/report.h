@@ -1,0 +1,26 @@
+/* `amptrace report`: one self-contained HTML page per trace (findings,
+ * charts over steps, tables, the cast graph), for bug reports and CI
+ * artifacts.  The page's data comes from report_data.h; its template,
+ * style, script and the charting library are embedded in amptrace at
+ * build time (tracer/report/), so the page fetches nothing. */
+#ifndef AMPTRACE_REPORT_H
+#define AMPTRACE_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The command: argv starts at "report"; returns the exit status. */
+int amptrace_report(int argc, char **argv);
+
+/* Writes the report of the trace at `trace` to `html`, drawing the graph
+ * with ampview unless `graph` is false.  Messages go to stderr prefixed
+ * with `who` ("amptrace report", "amptrace run").  Returns 0, 1 when the
+ * page cannot be written, 2 when the trace cannot be read. */
+int report_write(const char *trace, const char *html, bool graph,
+		 const char *who);
+
+/* ampview next to amptrace (installed), in ../viewer (build tree), or on
+ * PATH, into buf; NULL when not found (run.c). */
+const char *find_ampview(char *buf, size_t size);
+
+#endif /* AMPTRACE_REPORT_H */

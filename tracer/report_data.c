@@ -1,0 +1,315 @@
+/* The report's adapter (see report_data.h): the only file of the report
+ * that reads the trace model.  One pass over a loaded trace and its
+ * analysis (steps, findings) feeds report_agg.h's records; the header and
+ * the findings are written here.  The page's JSON:
+ *
+ *   trace, generator, format, framework, command, host, devices[],
+ *   duration_us, exit, truncated, note, counts{events, ops, casts,
+ *   regions, scaler, kernels, diag}, steps{count, marker}, graph_step,
+ *   graph{drawn, why, trace} (report.c), findings[] (most severe first:
+ *   kind, severity, count, message, fix, op_id, op, phase, tensor, pid,
+ *   step, group: the op-table row), and from report_agg.c: dtypes[],
+ *   directions[] ("f32->f16"), processes[] (pid, rank, name, steps; per
+ *   step ops{dtype: []}, time_us{dtype: []}, casts{direction: []},
+ *   cast_bytes[], hits[], misses[], uncacheable[]; scale[] (step, scale,
+ *   found_inf, skipped); op_table[], cast_table[], reasons[], regions[]).
+ *
+ * Steps are the analysis's (FORMAT.md §8), counted per process.  Op time
+ * per step counts top-level ops only (parent_op_id 0), so that an op
+ * running inside another is not counted twice. */
+#include "report_data.h"
+
+#include "analyze.h"
+#include "report_agg.h"
+#include "trace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct builder {
+	const struct trace *t;
+	struct analysis a;
+	struct report_agg *agg;
+	int *group_of;          /* per event: an op's group, or -1 */
+};
+
+static void add_string_or_null(cJSON *object, const char *key, const char *s)
+{
+	if (s)
+		cJSON_AddStringToObject(object, key, s);
+	else
+		cJSON_AddNullToObject(object, key);
+}
+
+/* Every op, cast, GradScaler and region event, as report_agg's records. */
+static void tabulate(struct builder *b)
+{
+	const struct trace *t = b->t;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		int step = b->a.step_of[i];
+		b->group_of[i] = -1;
+		switch (e->kind) {
+		case TRACE_META:
+			if (e->name && !strcmp(e->name, "process_name"))
+				report_agg_process(b->agg, e->pid, e->meta.rank,
+						   e->meta.value);
+			break;
+		case TRACE_OP: {
+			const struct trace_op *op = &e->op;
+			struct report_op r = {
+				e->pid, e->tid, step, op->op, op->overload,
+				op->phase, op->policy, analysis_output_dtype(op),
+				e->dur, !op->parent_op_id,
+			};
+			b->group_of[i] = report_agg_op(b->agg, &r);
+			break;
+		}
+		case TRACE_CAST: {
+			const struct trace_cast *c = &e->cast;
+			struct report_cast r = {
+				e->pid, e->tid, step, c->from, c->to, c->cache,
+				c->reason, c->bytes, e->dur,
+			};
+			report_agg_cast(b->agg, &r);
+			break;
+		}
+		case TRACE_SCALER:
+			report_agg_scaler(b->agg, e->pid, step, e->scaler.scale,
+					  e->scaler.found_inf,
+					  e->scaler.step_skipped);
+			break;
+		case TRACE_SCOPE_BEGIN: {
+			const struct trace_scope *sc = &e->scope;
+			struct report_region r = {
+				e->pid, e->tid, step, e->ts, sc->scope,
+				sc->device, sc->dtype, sc->enabled, sc->depth,
+			};
+			report_agg_region_begin(b->agg, &r);
+			break;
+		}
+		case TRACE_SCOPE_END:
+			report_agg_region_end(b->agg, e->pid, e->tid, e->ts);
+			break;
+		default:
+			break;
+		}
+	}
+	/* A cast's op ends after it, so the op's event comes later in the
+	 * file: casts are given to their op's group once all ops have one. */
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_CAST || !strcmp(e->cast.cache, "hit"))
+			continue;
+		const struct trace_event *op = analysis_op(&b->a, e->pid,
+							   e->cast.op_id);
+		if (op)
+			report_agg_cast_for_group(b->agg, e->pid,
+						  b->group_of[op - t->events],
+						  e->cast.bytes);
+	}
+}
+
+static void emit_findings(const struct builder *b, cJSON *root)
+{
+	const struct trace *t = b->t;
+	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
+	char label[160];
+
+	for (size_t i = 0; i < b->a.nfindings; i++) {
+		const struct finding *f = &b->a.findings[i];
+		const struct trace_event *at = &t->events[f->event];
+		const struct trace_event *op =
+			f->op_id ? analysis_op(&b->a, at->pid, f->op_id) : NULL;
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "kind", f->kind);
+		cJSON_AddStringToObject(x, "severity",
+					finding_severity_name(f->severity));
+		cJSON_AddNumberToObject(x, "count", (double)f->count);
+		cJSON_AddStringToObject(x, "message", f->message);
+		cJSON_AddStringToObject(x, "fix", f->fix ? f->fix : "");
+		cJSON_AddNumberToObject(x, "op_id", (double)f->op_id);
+		cJSON_AddNumberToObject(x, "tensor", (double)f->tensor);
+		cJSON_AddNumberToObject(x, "pid", (double)at->pid);
+		cJSON_AddNumberToObject(x, "step", b->a.step_of[f->event]);
+		cJSON_AddNullToObject(x, "group");
+		if (op) {
+			cJSON_ReplaceItemInObject(x, "step", cJSON_CreateNumber(
+				b->a.step_of[op - t->events]));
+			cJSON_AddStringToObject(x, "op", trace_op_label(
+				&op->op, label, sizeof label));
+			cJSON_AddStringToObject(x, "phase", op->op.phase);
+			int g = b->group_of[op - t->events];
+			if (g >= 0) {
+				report_agg_group_id(b->agg, op->pid, g, label,
+						    sizeof label);
+				cJSON_ReplaceItemInObject(
+					x, "group", cJSON_CreateString(label));
+			}
+		}
+		cJSON_AddItemToArray(findings, x);
+	}
+}
+
+/* The framework the trace comes from: the header's "framework" (a string,
+ * or an object with name and version) and optional "framework_version";
+ * libamp programs write neither. */
+static void emit_framework(const struct trace *t, cJSON *root)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(t->header, "framework");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->header,
+							  "framework_version");
+	char text[256] = "libamp";
+
+	if (cJSON_IsObject(f)) {
+		v = cJSON_GetObjectItemCaseSensitive(f, "version");
+		f = cJSON_GetObjectItemCaseSensitive(f, "name");
+	}
+	if (cJSON_IsString(f) && f->valuestring[0])
+		snprintf(text, sizeof text, "%s%s%s", f->valuestring,
+			 cJSON_IsString(v) ? " " : "",
+			 cJSON_IsString(v) ? v->valuestring : "");
+	cJSON_AddStringToObject(root, "framework", text);
+}
+
+/* How the program ended, from the trailer. */
+static void emit_exit(const struct trace *t, cJSON *root)
+{
+	const cJSON *exit = cJSON_GetObjectItemCaseSensitive(t->end, "exit");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(exit, "status");
+	const cJSON *code = cJSON_GetObjectItemCaseSensitive(exit, "code");
+	const cJSON *signal = cJSON_GetObjectItemCaseSensitive(exit, "signal_name");
+	char text[128] = "unknown (the trace has no trailer)";
+
+	if (cJSON_IsString(status) && cJSON_IsNumber(code))
+		snprintf(text, sizeof text, "%s with %d", status->valuestring,
+			 code->valueint);
+	else if (cJSON_IsString(signal))
+		snprintf(text, sizeof text, "killed by %s", signal->valuestring);
+	else if (cJSON_IsString(status))
+		snprintf(text, sizeof text, "%s", status->valuestring);
+	cJSON_AddStringToObject(root, "exit", text);
+}
+
+static void emit_header(const struct builder *b, cJSON *root)
+{
+	const struct trace *t = b->t;
+	const cJSON *h = t->header;
+	const cJSON *v;
+	char text[4096] = "";
+	size_t len = 0;
+
+	cJSON_AddStringToObject(root, "trace", t->path);
+	v = cJSON_GetObjectItemCaseSensitive(h, "generator");
+	add_string_or_null(root, "generator", cJSON_IsString(v) ? v->valuestring
+								: NULL);
+	add_string_or_null(root, "format", t->amptrace ? t->format : NULL);
+	emit_framework(t, root);
+	v = cJSON_GetObjectItemCaseSensitive(h, "command");
+	const cJSON *arg;
+	cJSON_ArrayForEach(arg, v)
+		if (cJSON_IsString(arg) && len < sizeof text)
+			len += (size_t)snprintf(text + len, sizeof text - len,
+						"%s%s", len ? " " : "",
+						arg->valuestring);
+	add_string_or_null(root, "command", len ? text : NULL);
+	v = cJSON_GetObjectItemCaseSensitive(h, "host");
+	add_string_or_null(root, "host", cJSON_IsString(v) ? v->valuestring : NULL);
+
+	/* devices the ops ran on, "cuda (emulated)" when no GPU ran them */
+	cJSON *devices = cJSON_AddArrayToObject(root, "devices");
+	double t0 = INFINITY, t1 = 0;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		t0 = fmin(t0, e->ts);
+		t1 = fmax(t1, e->ts + e->dur);
+		if (e->kind != TRACE_OP || !e->op.device)
+			continue;
+		snprintf(text, sizeof text, "%s%s", e->op.device,
+			 e->op.emulated ? " (emulated)" : "");
+		bool seen = false;
+		cJSON_ArrayForEach(arg, devices)
+			seen |= !strcmp(arg->valuestring, text);
+		if (!seen)
+			cJSON_AddItemToArray(devices, cJSON_CreateString(text));
+	}
+	v = cJSON_GetObjectItemCaseSensitive(t->end, "duration_us");
+	cJSON_AddNumberToObject(root, "duration_us",
+		cJSON_IsNumber(v) ? v->valuedouble : t1 > t0 ? t1 - t0 : 0);
+	emit_exit(t, root);
+	cJSON *counts = cJSON_AddObjectToObject(root, "counts");
+	cJSON_AddNumberToObject(counts, "events", (double)t->nevents);
+	cJSON_AddNumberToObject(counts, "ops", (double)t->counts[TRACE_OP]);
+	cJSON_AddNumberToObject(counts, "casts", (double)t->counts[TRACE_CAST]);
+	cJSON_AddNumberToObject(counts, "regions",
+				(double)t->counts[TRACE_SCOPE_BEGIN]);
+	cJSON_AddNumberToObject(counts, "scaler", (double)t->counts[TRACE_SCALER]);
+	cJSON_AddNumberToObject(counts, "kernels", (double)t->counts[TRACE_KERNEL]);
+	cJSON_AddNumberToObject(counts, "diag", (double)t->counts[TRACE_DIAG]);
+	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
+	cJSON_AddNumberToObject(steps, "count", b->a.nsteps);
+	cJSON_AddStringToObject(steps, "marker", b->a.step_marker);
+}
+
+static cJSON *emit(const struct builder *b, const struct report_data *data)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	emit_header(b, root);
+	cJSON_AddBoolToObject(root, "truncated", data->truncated);
+	add_string_or_null(root, "note", data->note[0] ? data->note : NULL);
+	cJSON_AddNumberToObject(root, "graph_step", data->graph_step);
+	emit_findings(b, root);
+	report_agg_json(b->agg, root);
+	return root;
+}
+
+int report_data_load(const char *path, struct report_data *data,
+		     char *error, size_t error_size)
+{
+	struct trace trace;
+	struct trace_error err;
+
+	*data = (struct report_data){ 0 };
+	if (trace_load(path, &trace, &err) != 0) {
+		snprintf(error, error_size, "%s", err.message);
+		return -1;
+	}
+	struct builder b = { .t = &trace };
+	b.group_of = malloc((trace.nevents ? trace.nevents : 1) *
+			    sizeof *b.group_of);
+	bool failed = !b.group_of || analysis_run(&trace, &b.a) != 0 ||
+		      !(b.agg = report_agg_new(b.a.nsteps, trace_dtype_names));
+	/* ampview's default view (view.h, VIEW_STEP_DEFAULT): the second
+	 * step when there are several, the first being warm-up. */
+	data->graph_step = b.a.nsteps > 1 ? 1 : 0;
+	data->truncated = trace.truncated || (trace.amptrace && !trace.finalized);
+	if (trace_end_note(&trace, data->note, sizeof data->note))
+		data->truncated = true;
+	if (!failed) {
+		tabulate(&b);
+		failed = report_agg_failed(b.agg);
+	}
+	if (!failed)
+		data->json = emit(&b, data);
+	report_agg_free(b.agg);
+	free(b.group_of);
+	analysis_free(&b.a);
+	trace_free(&trace);
+	if (!data->json) {
+		snprintf(error, error_size, "%s: out of memory", path);
+		return -1;
+	}
+	return 0;
+}
+
+void report_data_free(struct report_data *data)
+{
+	cJSON_Delete(data->json);
+	data->json = NULL;
+}
