@@ -178,4 +178,17 @@ void cpu_gemm(enum amp_dtype opmath, bool trans_a, bool trans_b, int64_t m,
 	      int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
 	      const void *b, int64_t ldb, double beta, void *c);
 
+/* bf16 A and B, f32 C (lib/cpu/blas.c): whether the bf16 engine takes an
+ * (m, n, k) product, and the product itself, same layout rules as
+ * cpu_gemm.  Falls back to widening when the engine refuses; AMP_OK or
+ * the allocation failure. */
+bool cpu_gemm_bf16_wanted(int64_t m, int64_t n, int64_t k);
+int cpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+		  float alpha, const uint16_t *a, int64_t lda, const uint16_t *b,
+		  int64_t ldb, float beta, float *c);
+/* The OpenBLAS core type to re-initialise with when `core` (its choice)
+ * has fewer vector extensions than the CPU's class (2: AVX-512, 1: AVX2 +
+ * FMA, 0: older); NULL when it is good enough.  Exposed for the tests. */
+const char *cpu_blas_wanted_core(const char *core, int cpu_class, bool bf16);
+
 #endif /* AMP_CPU_OPS_H */
