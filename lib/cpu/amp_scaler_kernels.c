@@ -45,24 +45,28 @@ static int unscale_one(struct amp_tensor *grad, float inv_scale, bool *found)
 
 	if (!values)
 		return amp_last_status();
-	/* A local flag (not *found) lets the compiler keep it in a register
-	 * and vectorise the loop. */
+	/* The flag is an integer OR over the elements, a reduction gcc
+	 * vectorises (a bool |= is not); amp_scaler_unscale's rule. */
 	bool non_finite = false;
 	if (opmath == AMP_DTYPE_F64) {
 		double *v = values;
 		for (size_t i = 0; i < n; i++)
 			v[i] = amp_scaler_unscale_f64(v[i], inv_scale,
 						      &non_finite);
-	} else if (inv_scale == 1.0f) {
-		/* the check alone (_check_inf_per_device); hoisting the test
-		 * out of the loops lets both vectorise */
-		float *v = values;
-		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale(v[i], 1.0f, &non_finite);
 	} else {
 		float *v = values;
-		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale_by(v[i], inv_scale, &non_finite);
+		unsigned bad = 0;
+		if (inv_scale == 1.0f) {
+			/* the check alone (_check_inf_per_device) */
+			for (size_t i = 0; i < n; i++)
+				bad |= !amp_scaler_is_finite(v[i]);
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				bad |= !amp_scaler_is_finite(v[i]);
+				v[i] *= inv_scale;
+			}
+		}
+		non_finite = bad != 0;
 	}
 	*found = non_finite;
 	train_store_inplace(grad, values, opmath);

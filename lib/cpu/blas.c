@@ -21,6 +21,7 @@
  * AMP_VERBOSE=1 prints amp_backend_info() at the first product; a fix or a
  * failure to fix the core type is always reported. */
 #include "cpu_ops.h"
+#include "convert_x86.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -29,9 +30,6 @@
 #include <string.h>
 #include <strings.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 /* Products smaller than this (m * n * k) widen to f32: oneDNN's per-call
  * set-up costs more than the conversions there. */
@@ -71,21 +69,6 @@ static int cpu_vector_class(void)
 		return 1;
 #endif
 	return 0;
-}
-
-/* CPUID.(EAX=7, ECX=1):EAX bit 5; only meaningful with AVX-512 enabled. */
-static bool cpu_has_avx512_bf16(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	unsigned eax, ebx, ecx, edx;
-
-	if (cpu_vector_class() < 2 ||
-	    !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
-		return false;
-	return (eax >> 5) & 1;
-#else
-	return false;
-#endif
 }
 
 /* The vector class of the kernels an OpenBLAS core name stands for. */
@@ -147,7 +130,7 @@ static void openblas_fix_core(void)
 		return;
 	snprintf(blas.core, sizeof blas.core, "%s", corename());
 	const char *wanted = cpu_blas_wanted_core(blas.core, cpu_vector_class(),
-						  cpu_has_avx512_bf16());
+						  amp_cpu_has_avx512_bf16());
 	if (!wanted)
 		return;
 	if (getenv("OPENBLAS_CORETYPE")) {
@@ -196,7 +179,7 @@ __attribute__((constructor)) static void blas_setup(void)
 
 static void bf16_engine_load(void)
 {
-	if (!cpu_has_avx512_bf16()) {
+	if (!amp_cpu_has_avx512_bf16()) {
 		snprintf(blas.bf16_status, sizeof blas.bf16_status,
 			 "widened to f32 (no AVX512_BF16)");
 		return;

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+CPU_VECTORIZE_LOOPS
+
 /* ------------------------------------------------------------ machinery */
 
 const char *train_device_label(enum amp_device_type device)
