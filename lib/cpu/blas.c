@@ -173,6 +173,12 @@ __attribute__((constructor)) static void blas_setup(void)
 	if (threads && set_threads)
 		set_threads(threads);
 	blas.threads = get_threads ? get_threads() : (threads ? threads : 1);
+	/* OpenBLAS started its workers at load; with one thread they would
+	 * only spin on sched_yield for a while.  It restarts them itself if
+	 * a later openblas_set_num_threads asks for more. */
+	void (*shutdown)(void) = openblas_symbol("blas_thread_shutdown_");
+	if (blas.threads == 1 && shutdown)
+		shutdown();
 }
 
 /* -------------------------------------------------------------- oneDNN */
