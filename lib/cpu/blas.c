@@ -107,7 +107,7 @@ static int threads_from_environment(void)
 		long n = strtol(value, &end, 10);
 		if (*end == '\0' && n >= 1 && n <= 1024)
 			return (int)n;
-		amp_warn("libamp: ignoring AMP_NUM_THREADS=%s (want a count "
+		amp_warn("ignoring AMP_NUM_THREADS=%s (want a count "
 			 "from 1 to 1024); using 1 thread", value);
 		return 1;
 	}
@@ -157,7 +157,7 @@ static void openblas_fix_core(void)
 			 "OpenBLAS chose %s kernels for this CPU; re-initialised "
 			 "with %s", detected, blas.core);
 	}
-	amp_warn("libamp: %s", blas.note);
+	amp_warn("%s", blas.note);
 }
 
 __attribute__((constructor)) static void blas_setup(void)
