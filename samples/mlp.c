@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 			   "scaler.update(); SGD with momentum.",
 		.defaults = { .device = AMP_DEVICE_CPU, .dtype = AMP_DTYPE_NONE,
 			      .steps = 40, .batch = 32, .hidden = 64,
-			      .layers = 3, .seed = 1, .lr = 0.05 },
+			      .layers = 3, .seed = 1, .lr = 0.01 },
 	};
 	struct sample_options o;
 	struct sample_task task;
