@@ -102,9 +102,10 @@ void *cpu_alloc(size_t n, enum amp_dtype dtype);
  * in opmath (no copy), else a scratch buffer that cpu_store rounds into
  * out.  NULL, error recorded, when out of memory. */
 void *cpu_result_buffer(struct amp_tensor *out, enum amp_dtype opmath);
-/* Frees a cpu_result_buffer unless it is out's own storage; NULL is a
- * no-op. */
-void cpu_result_release(struct amp_tensor *out, void *values);
+/* Frees a cpu_result_buffer(out, opmath) unless it is out's own storage;
+ * NULL is a no-op. */
+void cpu_result_release(struct amp_tensor *out, void *values,
+			enum amp_dtype opmath);
 
 /* A Scalar argument as the 0-dim tensor ATen wraps it in (f64, or i64 for
  * an int Scalar), owning nothing: for loading through cpu_load.  The

@@ -137,7 +137,7 @@ static void finish_output(struct amp_tensor *out, void *c,
 			  enum amp_dtype opmath)
 {
 	cpu_store(out, c, opmath);
-	cpu_result_release(out, c);
+	cpu_result_release(out, c, opmath);
 }
 
 /* C starts as `self` broadcast to the output shape (beta != 0 only). */
