@@ -18,8 +18,9 @@
  * so only the summation order differs from widening to f32 + sgemm, as it
  * does between any two sgemm kernels.  This is PyTorch's own CPU path for
  * bf16 matmuls.  Everything else widens to f32.
- * AMP_VERBOSE=1 prints amp_backend_info() at the first product; a fix or a
- * failure to fix the core type is always reported. */
+ * AMP_VERBOSE=1 prints amp_backend_info() at the first product, fixes
+ * included; slow kernels that stay (the fix impossible, or asked for with
+ * OPENBLAS_CORETYPE) are a warning. */
 #include "cpu_ops.h"
 #include "convert_x86.h"
 
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
 
 /* Products smaller than this (m * n * k) widen to f32: oneDNN's per-call
  * set-up costs more than the conversions there. */
@@ -133,14 +133,14 @@ static void openblas_fix_core(void)
 						  amp_cpu_has_avx512_bf16());
 	if (!wanted)
 		return;
-	if (getenv("OPENBLAS_CORETYPE")) {
+	if (getenv("OPENBLAS_CORETYPE") || !quit || !init) {
 		snprintf(blas.note, sizeof blas.note,
-			 "OPENBLAS_CORETYPE=%s is below this CPU (%s kernels "
-			 "would run)", blas.core, wanted);
-	} else if (!quit || !init) {
-		snprintf(blas.note, sizeof blas.note,
-			 "OpenBLAS chose %s kernels for this CPU (%s would run) "
-			 "and cannot be re-initialised", blas.core, wanted);
+			 "OpenBLAS runs %s kernels on a CPU that runs %s ones "
+			 "(%s)", blas.core, wanted,
+			 getenv("OPENBLAS_CORETYPE")
+				 ? "OPENBLAS_CORETYPE asks for them"
+				 : "this OpenBLAS cannot be re-initialised");
+		amp_warn("%s", blas.note);
 	} else {
 		/* gotoblas_dynamic_init reads the core type from the
 		 * environment only; nothing has multiplied yet (load time),
@@ -157,7 +157,6 @@ static void openblas_fix_core(void)
 			 "OpenBLAS chose %s kernels for this CPU; re-initialised "
 			 "with %s", detected, blas.core);
 	}
-	amp_warn("%s", blas.note);
 }
 
 __attribute__((constructor)) static void blas_setup(void)
