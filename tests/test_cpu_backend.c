@@ -41,6 +41,14 @@ START_TEST(test_backend_info)
 	/* the test environment sets no thread count: the default is 1 */
 	ck_assert_msg(strstr(info, ", 1 thread;"), "%s", info);
 	ck_assert_ptr_eq(info, amp_backend_info());
+	/* AMP_BF16_GEMM=f32 (the cpu_backend_widened run) turns the bf16
+	 * engine off */
+	const char *choice = getenv("AMP_BF16_GEMM");
+	if (choice && strcmp(choice, "f32") == 0) {
+		ck_assert_msg(strstr(info, "widened to f32 (AMP_BF16_GEMM=f32)"),
+			      "%s", info);
+		ck_assert(!cpu_gemm_bf16_wanted(512, 512, 512));
+	}
 }
 END_TEST
 

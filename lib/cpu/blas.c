@@ -17,7 +17,9 @@
  * libdnnl.so.2 loads: the products of two bf16 values are exact in f32,
  * so only the summation order differs from widening to f32 + sgemm, as it
  * does between any two sgemm kernels.  This is PyTorch's own CPU path for
- * bf16 matmuls.  Everything else widens to f32.
+ * bf16 matmuls.  Everything else widens to f32, as do bf16 products when
+ * AMP_BF16_GEMM=f32 (for CPUs whose vdpbf16ps is slower than their f32
+ * FMAs; AMP_BF16_GEMM=onednn is the default).
  * AMP_VERBOSE=1 prints amp_backend_info() at the first product, fixes
  * included; slow kernels that stay (the fix impossible, or asked for with
  * OPENBLAS_CORETYPE) are a warning. */
@@ -184,6 +186,16 @@ __attribute__((constructor)) static void blas_setup(void)
 
 static void bf16_engine_load(void)
 {
+	const char *choice = getenv("AMP_BF16_GEMM");
+
+	if (choice && strcmp(choice, "f32") == 0) {
+		snprintf(blas.bf16_status, sizeof blas.bf16_status,
+			 "widened to f32 (AMP_BF16_GEMM=f32)");
+		return;
+	}
+	if (choice && *choice && strcmp(choice, "onednn") != 0)
+		amp_warn("ignoring AMP_BF16_GEMM=%s (want onednn or f32)",
+			 choice);
 	if (!amp_cpu_has_avx512_bf16()) {
 		snprintf(blas.bf16_status, sizeof blas.bf16_status,
 			 "widened to f32 (no AVX512_BF16)");
