@@ -4,7 +4,8 @@ run` costs the whole process, in one run:
      momentum) against tests/bench/mlp_torch.py, the same model and step
      in PyTorch on one thread, at batch/hidden 8/32, 64/256, 256/1024 and
      512/2048: each side's median ms/step (after warm-up), ratio
-     libamp / PyTorch per round;
+     libamp / PyTorch per round, of wall time and (second, less disturbed
+     by other processes on a busy machine) of the thread's CPU time;
   2. wall time of the mlp process run directly and under `amptrace run`
      (its defaults: value checks on) at 8/32 x 2000 steps and 64/256 x 200
      steps, ratio traced / plain per round.
@@ -24,7 +25,7 @@ import time
 SIZES = [(8, 32, 2000), (64, 256, 200), (256, 1024, 30), (512, 2048, 10)]
 TRACED = [(8, 32, 2000), (64, 256, 200)]
 LAYERS = 4
-MEDIAN = re.compile(r"^median ms/step ([0-9.]+)", re.M)
+MEDIAN = re.compile(r"^median ms/step ([0-9.]+) \(cpu ([0-9.]+);", re.M)
 
 
 def torch_python():
@@ -42,13 +43,14 @@ def torch_python():
 
 
 def median_ms(command):
+    """(wall, cpu) median ms/step printed by the sample or mlp_torch.py."""
     out = subprocess.run(command, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"bench_mlp: {' '.join(command)} failed:\n{out.stderr}")
     found = MEDIAN.search(out.stdout)
     if not found:
         sys.exit(f"bench_mlp: no median line from {' '.join(command)}")
-    return float(found.group(1))
+    return float(found.group(1)), float(found.group(2))
 
 
 def wall_s(command):
@@ -105,13 +107,17 @@ def main():
                 plain_s = wall_s([args.mlp] + flags)
                 traced[size].append(traced_s / plain_s)
 
-    print("\nMLP training step, libamp / PyTorch (median ms/step of each side)")
-    for size in SIZES:
-        ours, theirs = ms[size]
-        ratios = [a / b for a, b in zip(ours, theirs)]
-        print(f"  {size[0]:>3}/{size[1]:<4}  libamp {statistics.median(ours):8.3f}"
-              f" ms  torch {statistics.median(theirs):8.3f} ms  ratio "
-              f"{describe(ratios)}")
+    for clock, label in ((0, "wall"), (1, "thread CPU")):
+        print(f"\nMLP training step, libamp / PyTorch ({label} time, median "
+              "ms/step of each side)")
+        for size in SIZES:
+            ours = [m[clock] for m in ms[size][0]]
+            theirs = [m[clock] for m in ms[size][1]]
+            ratios = [a / b for a, b in zip(ours, theirs)]
+            print(f"  {size[0]:>3}/{size[1]:<4}  libamp "
+                  f"{statistics.median(ours):8.3f} ms  torch "
+                  f"{statistics.median(theirs):8.3f} ms  ratio "
+                  f"{describe(ratios)}")
     print("\n`amptrace run` whole process, traced / plain wall time")
     for size in TRACED:
         print(f"  {size[0]:>3}/{size[1]:<4} x {size[2]:>4} steps  "

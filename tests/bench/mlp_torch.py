@@ -9,11 +9,12 @@ with a non-finite check, step only when all are finite, update the scale
 GradScaler is CUDA-only, so that arithmetic is spelled out here with the
 same tensor ops.  One thread, like libamp's default.
 
-Prints `step N loss X` per step and `median ms/step X` over the steps
-after a 3-step warm-up, timed like the sample (the batch is drawn
-before the clock starts)."""
+Prints `step N loss X` per step and `median ms/step X (cpu Y; ...)` over
+the steps after a 3-step warm-up, wall clock and thread CPU time, timed
+like the sample (the batch is drawn before the clocks start)."""
 import argparse
 import math
+import statistics
 import time
 
 import torch
@@ -55,12 +56,12 @@ def main():
 
     scale = torch.full((), 65536.0)
     growth_tracker = 0
-    times = []
+    times, cpu_times = [], []
     for step in range(1, args.steps + 1):
         target = torch.randint(0, CLASSES, (args.batch,), generator=gen)
         data = centers[target] + 0.7 * torch.randn(
             args.batch, args.hidden, generator=gen)
-        begin = time.perf_counter()
+        begin, cpu_begin = time.perf_counter(), time.thread_time()
 
         optimizer.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -83,16 +84,20 @@ def main():
             growth_tracker = 0
 
         times.append((time.perf_counter() - begin) * 1e3)
+        cpu_times.append((time.thread_time() - cpu_begin) * 1e3)
         if not args.quiet:
             print(f"step {step} loss {loss.item():.4f}")
-    warm = times[WARMUP:] if len(times) > WARMUP else times
-    warm.sort()
-    middle = len(warm) // 2
-    median = (warm[middle] if len(warm) % 2
-              else 0.5 * (warm[middle - 1] + warm[middle]))
-    print(f"median ms/step {median:.3f} (torch {torch.__version__}, "
-          f"{len(warm)} steps after warm-up)")
+    print(f"median ms/step {after_warmup_median(times):.3f} (cpu "
+          f"{after_warmup_median(cpu_times):.3f}; torch {torch.__version__}, "
+          f"{len(after_warmup(times))} steps after warm-up)")
 
+
+def after_warmup(values):
+    return values[WARMUP:] if len(values) > WARMUP else values
+
+
+def after_warmup_median(values):
+    return statistics.median(after_warmup(values))
 
 if __name__ == "__main__":
     main()
