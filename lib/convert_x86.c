@@ -224,16 +224,13 @@ AVX512 static void avx512_bf16_to_f32(void *dst, const void *src, size_t n)
 }
 /* ---------------------------------------------------- AVX512_BF16 */
 
-#define AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define AVX512_BF16 \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
-/* Lanes holding a nonzero f32 subnormal, which vcvtne2ps2bf16 flushes:
- * |bits| - 1 < 0x7fffff exactly for |bits| in 1 ... 0x7fffff. */
-AVX512_BF16 static inline __mmask16 avx512_subnormal_lanes(__m512i bits)
+/* Lanes holding an f32 subnormal, which vcvtne2ps2bf16 flushes. */
+AVX512_BF16 static inline __mmask16 avx512_subnormal_lanes(__m512 x)
 {
-	__m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff));
-	return _mm512_cmplt_epu32_mask(
-		_mm512_sub_epi32(magnitude, _mm512_set1_epi32(1)),
-		_mm512_set1_epi32(0x7fffff));
+	return _mm512_fpclass_ps_mask(x, 0x20); /* class: denormal */
 }
 
 AVX512_BF16 static void avx512bf16_f32_to_bf16(void *dst, const void *src,
@@ -243,18 +240,17 @@ AVX512_BF16 static void avx512bf16_f32_to_bf16(void *dst, const void *src,
 	const float *in = src;
 	size_t i = 0;
 	for (; i + 32 <= n; i += 32) {
-		__m512i lo = _mm512_loadu_si512(in + i);
-		__m512i hi = _mm512_loadu_si512(in + i + 16);
+		__m512 lo = _mm512_loadu_ps(in + i);
+		__m512 hi = _mm512_loadu_ps(in + i + 16);
 		if (avx512_subnormal_lanes(lo) | avx512_subnormal_lanes(hi)) {
 			_mm256_storeu_si256((__m256i *)(out + i),
-					    avx512_bf16_round(lo));
+					    avx512_bf16_round(_mm512_castps_si512(lo)));
 			_mm256_storeu_si256((__m256i *)(out + i + 16),
-					    avx512_bf16_round(hi));
+					    avx512_bf16_round(_mm512_castps_si512(hi)));
 			continue;
 		}
 		/* the second operand fills the low half */
-		__m512bh packed = _mm512_cvtne2ps_pbh(_mm512_castsi512_ps(hi),
-						      _mm512_castsi512_ps(lo));
+		__m512bh packed = _mm512_cvtne2ps_pbh(hi, lo);
 		_mm512_storeu_si512(out + i, (__m512i)packed);
 	}
 	/* leave no dirty upper register state: the SSE code that runs
@@ -331,8 +327,13 @@ bool amp_cpu_has_avx512_bf16(void)
 #ifdef AMP_HAVE_X86
 	unsigned eax, ebx, ecx, edx;
 
-	/* the bit says nothing when the OS does not save zmm state */
+	/* the bits say nothing when the OS does not save zmm state; the
+	 * tier also uses BW, VL and DQ (leaf 7.0 EBX bits 30, 31, 17) */
 	if (detect_isa() != AMP_ISA_AVX512 ||
+	    !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+		return false;
+	unsigned bw_vl_dq = (1u << 30) | (1u << 31) | (1u << 17);
+	if ((ebx & bw_vl_dq) != bw_vl_dq ||
 	    !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
 		return false;
 	return (eax >> 5) & 1;
