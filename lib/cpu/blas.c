@@ -15,9 +15,10 @@
  * bf16 x bf16 products with f32 accumulation run on oneDNN's
  * dnnl_gemm_bf16bf16f32 (vdpbf16ps) when the CPU has AVX512_BF16 and
  * libdnnl.so.2 loads: the products of two bf16 values are exact in f32,
- * so only the summation order differs from widening to f32 + sgemm, as it
- * does between any two sgemm kernels.  This is PyTorch's own CPU path for
- * bf16 matmuls.  Everything else widens to f32, as do bf16 products when
+ * so the summation order differs from widening to f32 + sgemm, as it
+ * does between any two sgemm kernels, and vdpbf16ps counts subnormal
+ * inputs and results as zero.  This is PyTorch's own CPU path for bf16
+ * matmuls (oneDNN), with the same flushing.  Everything else widens to f32, as do bf16 products when
  * AMP_BF16_GEMM=f32 (for CPUs whose vdpbf16ps is slower than their f32
  * FMAs; AMP_BF16_GEMM=onednn is the default).
  * AMP_VERBOSE=1 prints amp_backend_info() at the first product, fixes
