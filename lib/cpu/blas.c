@@ -27,6 +27,7 @@
 #include "cpu_ops.h"
 #include "convert_x86.h"
 
+#include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -117,10 +118,21 @@ static int threads_from_environment(void)
 	return 0;
 }
 
-/* OpenBLAS's own entry points, looked up so that any CBLAS links. */
+/* OpenBLAS's own entry points, looked up (so that any CBLAS links) in
+ * the library that gives libamp cblas_sgemm, not in another BLAS the
+ * program may have loaded globally. */
 static void *openblas_symbol(const char *name)
 {
-	return dlsym(RTLD_DEFAULT, name);
+	static void *library;
+	static bool looked;
+	Dl_info info;
+
+	if (!looked) {
+		looked = true;
+		if (dladdr((void *)cblas_sgemm, &info) && info.dli_fname)
+			library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	}
+	return library ? dlsym(library, name) : NULL;
 }
 
 static void openblas_fix_core(void)
