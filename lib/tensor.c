@@ -26,6 +26,12 @@ int64_t amp_shape_numel(int ndim, const int64_t *shape)
 	return numel;
 }
 
+/* What a storage of nbytes allocates: whole 64-byte lines. */
+static size_t storage_bytes(size_t nbytes)
+{
+	return (nbytes + 63) & ~(size_t)63;
+}
+
 static struct amp_storage *storage_new(enum amp_device_type device,
 				       size_t nbytes)
 {
@@ -33,7 +39,7 @@ static struct amp_storage *storage_new(enum amp_device_type device,
 
 	if (!storage)
 		return NULL;
-	size_t rounded = (nbytes + 63) & ~(size_t)63;
+	size_t rounded = storage_bytes(nbytes);
 	/* host storage comes from the step-to-step cache (alloc.h) */
 	storage->data = device == AMP_DEVICE_CPU
 				? amp_host_alloc(rounded)
@@ -55,7 +61,7 @@ static void storage_unref(struct amp_storage *storage)
 				      memory_order_acq_rel) != 1)
 		return;
 	if (storage->device == AMP_DEVICE_CPU)
-		amp_host_free(storage->data, (storage->nbytes + 63) & ~(size_t)63);
+		amp_host_free(storage->data, storage_bytes(storage->nbytes));
 	else
 		amp_device_free(storage->device, storage->data);
 	free(storage);
