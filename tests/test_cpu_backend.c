@@ -1,9 +1,12 @@
 /* The CPU backend's speed machinery, checked for results: the GEMM engine
  * choice (OpenBLAS core re-selection, amp_backend_info, bf16 products on
  * the bf16 engine against the widened f32 product), column-wise sums
- * against the transposed row sums they replace (same bits), and the
- * storage cache (reuse, alignment, size classes, cross-thread frees). */
+ * against the transposed row sums they replace (same bits), the AVX-512
+ * copies of the optimizer and unscale loops (vector bodies, not just the
+ * short tails other suites reach), and the storage cache (reuse,
+ * alignment, size classes, cross-thread frees). */
 #include "amp.h"
+#include "amp_train.h"
 #include "alloc.h"
 #include "cpu/cpu_ops.h"
 
@@ -201,6 +204,78 @@ START_TEST(test_column_sums_keepdim)
 }
 END_TEST
 
+/* ------------------------------------------------------- wide loops */
+
+#define WIDE 1003 /* vector bodies and a ragged tail */
+
+static amp_tensor *ramp(double scale)
+{
+	float v[WIDE];
+	int64_t shape[1] = { WIDE };
+
+	for (int i = 0; i < WIDE; i++)
+		v[i] = (float)((i - 500) * scale);
+	return amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU, v);
+}
+
+START_TEST(test_wide_add)
+{
+	amp_tensor *x = ramp(0.25), *a = ramp(-0.125);
+	float got[WIDE];
+
+	ck_assert_int_eq(amp_add_(x, a, 0.5), AMP_OK);
+	amp_tensor_read(x, AMP_DTYPE_F32, got, WIDE);
+	for (int i = 0; i < WIDE; i++) {
+		float want = (float)((i - 500) * 0.25) +
+			     0.5f * (float)((i - 500) * -0.125);
+		ck_assert_msg(got[i] == want, "x[%d] = %g, want %g", i, got[i],
+			      want);
+	}
+	amp_tensor_free(x);
+	amp_tensor_free(a);
+}
+END_TEST
+
+/* unscale over a long gradient: every element multiplied, and an inf or
+ * a NaN found wherever it sits */
+static bool unscale_finds(int bad_index, float bad_value)
+{
+	amp_tensor *g = ramp(1.0);
+	int64_t one[1] = { 1 };
+	amp_tensor *found = amp_zeros(1, one, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *inv = amp_full(1, one, 0.25, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	float v[WIDE], flag;
+
+	amp_tensor_read(g, AMP_DTYPE_F32, v, WIDE);
+	if (bad_index >= 0) {
+		v[bad_index] = bad_value;
+		amp_tensor_free(g);
+		int64_t shape[1] = { WIDE };
+		g = amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU, v);
+	}
+	ck_assert_int_eq(amp_non_finite_check_and_unscale_(&g, 1, found, inv),
+			 AMP_OK);
+	amp_tensor_read(g, AMP_DTYPE_F32, v, WIDE);
+	for (int i = 0; i < WIDE; i++)
+		if (i != bad_index)
+			ck_assert_float_eq(v[i], (float)(i - 500) * 0.25f);
+	amp_tensor_read(found, AMP_DTYPE_F32, &flag, 1);
+	amp_tensor_free(g);
+	amp_tensor_free(found);
+	amp_tensor_free(inv);
+	return flag == 1.0f;
+}
+
+START_TEST(test_wide_unscale)
+{
+	ck_assert(!unscale_finds(-1, 0));
+	ck_assert(unscale_finds(517, INFINITY));
+	ck_assert(unscale_finds(16, -INFINITY));
+	ck_assert(unscale_finds(WIDE - 1, NAN));
+	ck_assert(unscale_finds(0, NAN));
+}
+END_TEST
+
 /* ---------------------------------------------------------------- cache */
 
 START_TEST(test_cache_reuses_blocks)
@@ -276,6 +351,7 @@ static Suite *cpu_backend_suite(void)
 	Suite *s = suite_create("cpu_backend");
 	TCase *gemm = tcase_create("gemm");
 	TCase *sums = tcase_create("sums");
+	TCase *wide = tcase_create("wide loops");
 	TCase *cache = tcase_create("cache");
 
 	tcase_add_test(gemm, test_wanted_core);
@@ -284,11 +360,14 @@ static Suite *cpu_backend_suite(void)
 	tcase_add_test(gemm, test_bf16_linear);
 	tcase_add_test(sums, test_column_sums);
 	tcase_add_test(sums, test_column_sums_keepdim);
+	tcase_add_test(wide, test_wide_add);
+	tcase_add_test(wide, test_wide_unscale);
 	tcase_add_test(cache, test_cache_reuses_blocks);
 	tcase_add_test(cache, test_cache_cross_thread);
 	tcase_add_test(cache, test_tensors_use_the_cache);
 	suite_add_tcase(s, gemm);
 	suite_add_tcase(s, sums);
+	suite_add_tcase(s, wide);
 	suite_add_tcase(s, cache);
 	return s;
 }

@@ -2,6 +2,7 @@
  * dimension wrapping, broadcasting, opmath buffers and error context. */
 #include "cpu_ops.h"
 #include "alloc.h"
+#include "convert_x86.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -159,6 +160,13 @@ void *cpu_alloc(size_t n, enum amp_dtype dtype)
 			  bytes);
 	return p;
 }
+
+#if defined(__x86_64__)
+bool cpu_has_avx512(void)
+{
+	return amp_isa_best() >= AMP_ISA_AVX512;
+}
+#endif
 
 /* Scratch results are a tensor's size every call: they come from the
  * storage cache, like the tensors themselves. */

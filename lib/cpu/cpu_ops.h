@@ -17,6 +17,22 @@
  * over n elements vectorise.  Put it after the includes. */
 #define CPU_VECTORIZE_LOOPS _Pragma("GCC optimize(\"vect-cost-model=dynamic\")")
 
+/* A second, AVX-512 copy of a hot loop, called when cpu_has_avx512();
+ * gcc emits no vzeroupper in target code, so such a function ends with
+ * _mm256_zeroupper() (immintrin.h). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define CPU_AVX512 __attribute__((target("avx512f")))
+bool cpu_has_avx512(void);
+#else
+#define CPU_AVX512
+#define _mm256_zeroupper() ((void)0)
+static inline bool cpu_has_avx512(void)
+{
+	return false;
+}
+#endif
+
 #define AMP_CPU_DECLARE(e, name, overload, kind, fn) int fn(struct amp_call *call);
 AMP_OP_LIST(AMP_CPU_DECLARE)
 #undef AMP_CPU_DECLARE
