@@ -90,6 +90,14 @@ bool amp_cuda_is_emulated(void);
  * storage, never NULL.  Loads the CUDA module if that was not tried yet. */
 const char *amp_cuda_backend_status(void);
 
+/* One line saying which CPU matrix-product code runs: "f32 gemm: OpenBLAS,
+ * Cooperlake kernels, 1 thread; bf16 gemm: oneDNN dnnl_gemm_bf16bf16f32
+ * (avx512_bf16)", plus what was fixed (an OpenBLAS core type re-chosen
+ * from CPUID) or could not be.  Threads: AMP_NUM_THREADS (default 1).
+ * AMP_VERBOSE=1 prints this line to stderr at the first product.  Static
+ * storage, never NULL. */
+const char *amp_backend_info(void);
+
 /* GPU kernel timing (CUPTI): the types. */
 
 /* External-correlation kinds libamp pushes around the work it launches. */

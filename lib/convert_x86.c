@@ -2,10 +2,12 @@
  * kernels/amp_scalar.h and x86 SIMD tiers compiled with target attributes,
  * so one binary runs everywhere and uses what the CPU has.
  *
- * f32 -> bf16 is integer arithmetic in every tier, never vcvtneps2bf16:
- * that instruction treats f32 subnormal inputs as zero, which is not
- * round-to-nearest-even.  Vector bodies leave fewer than one vector of
- * elements to the scalar code, which gives the same bits. */
+ * f32 -> bf16 is integer arithmetic, except in the AVX512_BF16 tier:
+ * vcvtne2ps2bf16 rounds to nearest even and quiets NaNs as the reference
+ * does, but turns f32 subnormal inputs into zeros; that tier converts a
+ * block holding one with the integer code instead, so every tier gives
+ * the same bits.  Vector bodies leave fewer than one vector of elements
+ * to the scalar code, which gives the same bits. */
 #include "convert_x86.h"
 
 #include "amp_scalar.h"
@@ -45,6 +47,7 @@ static void scalar_bf16_to_f32(void *dst, const void *src, size_t n)
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define AMP_HAVE_X86 1
 
@@ -174,29 +177,30 @@ AVX512 static void avx512_f16_to_f32(void *dst, const void *src, size_t n)
 	scalar_f16_to_f32(out + i, in + i, n - i);
 }
 
-AVX512 static void avx512_f32_to_bf16(void *dst, const void *src, size_t n)
+/* 16 f32 lanes rounded to bf16 with integer arithmetic (any input). */
+AVX512 static inline __m256i avx512_bf16_round(__m512i bits)
 {
 	const __m512i one = _mm512_set1_epi32(1);
 	const __m512i bias = _mm512_set1_epi32(0x7fff);
 	const __m512i inf = _mm512_set1_epi32(0x7f800000);
 	const __m512i quiet_bit = _mm512_set1_epi32(0x00400000);
 	const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+	__m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), one);
+	__m512i rounded = _mm512_add_epi32(_mm512_add_epi32(bits, bias), odd);
+	__mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(bits, abs_mask),
+						inf);
+	__m512i result = _mm512_mask_or_epi32(rounded, nan, bits, quiet_bit);
+	return _mm512_cvtepi32_epi16(_mm512_srli_epi32(result, 16));
+}
+
+AVX512 static void avx512_f32_to_bf16(void *dst, const void *src, size_t n)
+{
 	uint16_t *out = dst;
 	const float *in = src;
 	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		__m512i bits = _mm512_loadu_si512(in + i);
-		__m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), one);
-		__m512i rounded =
-			_mm512_add_epi32(_mm512_add_epi32(bits, bias), odd);
-		__mmask16 nan = _mm512_cmpgt_epi32_mask(
-			_mm512_and_si512(bits, abs_mask), inf);
-		__m512i result = _mm512_mask_or_epi32(rounded, nan, bits,
-						      quiet_bit);
-		result = _mm512_srli_epi32(result, 16);
+	for (; i + 16 <= n; i += 16)
 		_mm256_storeu_si256((__m256i *)(out + i),
-				    _mm512_cvtepi32_epi16(result));
-	}
+				    avx512_bf16_round(_mm512_loadu_si512(in + i)));
 	/* leave no dirty upper register state: the SSE code that runs
 	 * next (libm, the scalar tail) would pay a transition per op */
 	_mm256_zeroupper();
@@ -217,6 +221,42 @@ AVX512 static void avx512_bf16_to_f32(void *dst, const void *src, size_t n)
 	 * next (libm, the scalar tail) would pay a transition per op */
 	_mm256_zeroupper();
 	scalar_bf16_to_f32(out + i, in + i, n - i);
+}
+/* ---------------------------------------------------- AVX512_BF16 */
+
+#define AVX512_BF16 \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+
+/* Lanes holding an f32 subnormal, which vcvtne2ps2bf16 flushes. */
+AVX512_BF16 static inline __mmask16 avx512_subnormal_lanes(__m512 x)
+{
+	return _mm512_fpclass_ps_mask(x, 0x20); /* class: denormal */
+}
+
+AVX512_BF16 static void avx512bf16_f32_to_bf16(void *dst, const void *src,
+					       size_t n)
+{
+	uint16_t *out = dst;
+	const float *in = src;
+	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 lo = _mm512_loadu_ps(in + i);
+		__m512 hi = _mm512_loadu_ps(in + i + 16);
+		if (avx512_subnormal_lanes(lo) | avx512_subnormal_lanes(hi)) {
+			_mm256_storeu_si256((__m256i *)(out + i),
+					    avx512_bf16_round(_mm512_castps_si512(lo)));
+			_mm256_storeu_si256((__m256i *)(out + i + 16),
+					    avx512_bf16_round(_mm512_castps_si512(hi)));
+			continue;
+		}
+		/* the second operand fills the low half */
+		__m512bh packed = _mm512_cvtne2ps_pbh(hi, lo);
+		_mm512_storeu_si512(out + i, (__m512i)packed);
+	}
+	/* leave no dirty upper register state: the SSE code that runs
+	 * next (libm, the scalar tail) would pay a transition per op */
+	_mm256_zeroupper();
+	avx512_f32_to_bf16(out + i, in + i, n - i);
 }
 #endif /* x86 */
 
@@ -242,6 +282,12 @@ static const amp_row_fn rows[AMP_ISA_COUNT][AMP_CAST_PAIR_COUNT] = {
 		[AMP_CAST_F32_TO_BF16] = avx512_f32_to_bf16,
 		[AMP_CAST_BF16_TO_F32] = avx512_bf16_to_f32,
 	},
+	[AMP_ISA_AVX512_BF16] = {
+		[AMP_CAST_F32_TO_F16] = avx512_f32_to_f16,
+		[AMP_CAST_F16_TO_F32] = avx512_f16_to_f32,
+		[AMP_CAST_F32_TO_BF16] = avx512bf16_f32_to_bf16,
+		[AMP_CAST_BF16_TO_F32] = avx512_bf16_to_f32,
+	},
 #endif
 };
 
@@ -249,6 +295,7 @@ static const char *const isa_names[AMP_ISA_COUNT] = {
 	[AMP_ISA_SCALAR] = "scalar",
 	[AMP_ISA_AVX2] = "avx2",
 	[AMP_ISA_AVX512] = "avx512",
+	[AMP_ISA_AVX512_BF16] = "avx512bf16",
 };
 
 static const struct {
@@ -275,6 +322,26 @@ static enum amp_isa detect_isa(void)
 	return AMP_ISA_SCALAR;
 }
 
+bool amp_cpu_has_avx512_bf16(void)
+{
+#ifdef AMP_HAVE_X86
+	unsigned eax, ebx, ecx, edx;
+
+	/* the bits say nothing when the OS does not save zmm state; the
+	 * tier also uses BW, VL and DQ (leaf 7.0 EBX bits 30, 31, 17) */
+	if (detect_isa() != AMP_ISA_AVX512 ||
+	    !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx))
+		return false;
+	unsigned bw_vl_dq = (1u << 30) | (1u << 31) | (1u << 17);
+	if ((ebx & bw_vl_dq) != bw_vl_dq ||
+	    !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+		return false;
+	return (eax >> 5) & 1;
+#else
+	return false;
+#endif
+}
+
 enum amp_isa amp_isa_best(void)
 {
 	/* amp_convert runs per element in some kernels: detect once.
@@ -283,6 +350,8 @@ enum amp_isa amp_isa_best(void)
 	int isa = atomic_load_explicit(&best, memory_order_relaxed);
 	if (isa < 0) {
 		isa = detect_isa();
+		if (isa == AMP_ISA_AVX512 && amp_cpu_has_avx512_bf16())
+			isa = AMP_ISA_AVX512_BF16;
 		atomic_store_explicit(&best, isa, memory_order_relaxed);
 	}
 	return (enum amp_isa)isa;

@@ -12,6 +12,7 @@ enum amp_isa {
 	AMP_ISA_SCALAR,
 	AMP_ISA_AVX2,   /* AVX2 + F16C */
 	AMP_ISA_AVX512, /* AVX-512F */
+	AMP_ISA_AVX512_BF16, /* AVX-512F/BW/VL/DQ + BF16 (vcvtne2ps2bf16) */
 	AMP_ISA_COUNT
 };
 
@@ -28,7 +29,10 @@ typedef void (*amp_row_fn)(void *dst, const void *src, size_t n);
 
 /* The best tier this CPU (and OS) runs. */
 enum amp_isa amp_isa_best(void);
-const char *amp_isa_name(enum amp_isa isa); /* "scalar", "avx2", "avx512" */
+/* "scalar", "avx2", "avx512", "avx512bf16" */
+const char *amp_isa_name(enum amp_isa isa);
+/* Whether the CPU and OS run AVX512_BF16 with AVX-512 BW, VL and DQ. */
+bool amp_cpu_has_avx512_bf16(void);
 /* The row converter of `pair` in tier `isa`; NULL when this build has no
  * such tier.  Tiers above amp_isa_best() crash with SIGILL when called. */
 amp_row_fn amp_cast_row(enum amp_isa isa, enum amp_cast_pair pair);

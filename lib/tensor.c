@@ -2,6 +2,7 @@
  * A tensor owns one reference to its storage and, for views, one to its
  * base; freeing the last reference releases both. */
 #include "amp_internal.h"
+#include "alloc.h"
 #include "backend.h"
 
 #include <stdio.h>
@@ -25,6 +26,12 @@ int64_t amp_shape_numel(int ndim, const int64_t *shape)
 	return numel;
 }
 
+/* What a storage of nbytes allocates: whole 64-byte lines. */
+static size_t storage_bytes(size_t nbytes)
+{
+	return (nbytes + 63) & ~(size_t)63;
+}
+
 static struct amp_storage *storage_new(enum amp_device_type device,
 				       size_t nbytes)
 {
@@ -32,8 +39,11 @@ static struct amp_storage *storage_new(enum amp_device_type device,
 
 	if (!storage)
 		return NULL;
-	size_t rounded = (nbytes + 63) & ~(size_t)63;
-	storage->data = amp_device_alloc(device, rounded ? rounded : 64);
+	size_t rounded = storage_bytes(nbytes);
+	/* host storage comes from the step-to-step cache (alloc.h) */
+	storage->data = device == AMP_DEVICE_CPU
+				? amp_host_alloc(rounded)
+				: amp_device_alloc(device, rounded ? rounded : 64);
 	if (!storage->data) {
 		free(storage);
 		return NULL;
@@ -50,7 +60,10 @@ static void storage_unref(struct amp_storage *storage)
 	if (atomic_fetch_sub_explicit(&storage->refcount, 1,
 				      memory_order_acq_rel) != 1)
 		return;
-	amp_device_free(storage->device, storage->data);
+	if (storage->device == AMP_DEVICE_CPU)
+		amp_host_free(storage->data, storage_bytes(storage->nbytes));
+	else
+		amp_device_free(storage->device, storage->data);
 	free(storage);
 }
 

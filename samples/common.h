@@ -152,8 +152,11 @@ void sample_free_tensors(amp_tensor *const *tensors, size_t count);
 double sample_item(const amp_tensor *t);
 /* `step N loss X` on stdout (N counts from 1). */
 void sample_print_loss(long step, double loss);
-/* Monotonic milliseconds, and the median of n values (sorted in place). */
+/* Monotonic milliseconds, this thread's CPU milliseconds (what a step
+ * costs, without the time a busy machine keeps it waiting), and the
+ * median of n values (sorted in place). */
 double sample_now_ms(void);
+double sample_cpu_ms(void);
 double sample_median(double *values, int n);
 
 #endif /* SAMPLES_COMMON_H */

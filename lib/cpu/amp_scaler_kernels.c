@@ -35,6 +35,41 @@ static int check_dtype(const struct amp_tensor *t, enum amp_dtype dtype,
 	return AMP_OK;
 }
 
+/* f32 gradient values in place; whether one was inf/NaN.  The flag is an
+ * integer OR over the elements, a reduction gcc vectorises (a bool |= is
+ * not); amp_scaler_unscale's rule. */
+static inline __attribute__((always_inline)) bool
+unscale_f32_loop(float *v, size_t n, float inv_scale)
+{
+	unsigned bad = 0;
+
+	if (inv_scale == 1.0f) {
+		/* the check alone (_check_inf_per_device) */
+		for (size_t i = 0; i < n; i++)
+			bad |= !amp_scaler_is_finite(v[i]);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			bad |= !amp_scaler_is_finite(v[i]);
+			v[i] *= inv_scale;
+		}
+	}
+	return bad != 0;
+}
+
+CPU_AVX512 static bool unscale_f32_avx512(float *v, size_t n, float inv_scale)
+{
+	bool bad = unscale_f32_loop(v, n, inv_scale);
+
+	_mm256_zeroupper();
+	return bad;
+}
+
+static bool unscale_f32(float *v, size_t n, float inv_scale)
+{
+	return cpu_has_avx512() ? unscale_f32_avx512(v, n, inv_scale)
+				: unscale_f32_loop(v, n, inv_scale);
+}
+
 /* One gradient in place; returns whether it held a non-finite value. */
 static int unscale_one(struct amp_tensor *grad, float inv_scale, bool *found)
 {
@@ -45,24 +80,14 @@ static int unscale_one(struct amp_tensor *grad, float inv_scale, bool *found)
 
 	if (!values)
 		return amp_last_status();
-	/* A local flag (not *found) lets the compiler keep it in a register
-	 * and vectorise the loop. */
 	bool non_finite = false;
 	if (opmath == AMP_DTYPE_F64) {
 		double *v = values;
 		for (size_t i = 0; i < n; i++)
 			v[i] = amp_scaler_unscale_f64(v[i], inv_scale,
 						      &non_finite);
-	} else if (inv_scale == 1.0f) {
-		/* the check alone (_check_inf_per_device); hoisting the test
-		 * out of the loops lets both vectorise */
-		float *v = values;
-		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale(v[i], 1.0f, &non_finite);
 	} else {
-		float *v = values;
-		for (size_t i = 0; i < n; i++)
-			v[i] = amp_scaler_unscale_by(v[i], inv_scale, &non_finite);
+		non_finite = unscale_f32(values, n, inv_scale);
 	}
 	*found = non_finite;
 	train_store_inplace(grad, values, opmath);

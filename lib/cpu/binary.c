@@ -168,7 +168,7 @@ static int binary(struct amp_call *call, enum binary_op op,
 	}
 	cpu_operand_release(&opa);
 	cpu_operand_release(&opb);
-	cpu_result_release(out, values);
+	cpu_result_release(out, values, opmath);
 	return cpu_set_output_or_free(call, out, status);
 }
 

@@ -1,6 +1,8 @@
 /* Helpers shared by the CPU kernels: opmath, PyTorch's result_type,
  * dimension wrapping, broadcasting, opmath buffers and error context. */
 #include "cpu_ops.h"
+#include "alloc.h"
+#include "convert_x86.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -159,17 +161,38 @@ void *cpu_alloc(size_t n, enum amp_dtype dtype)
 	return p;
 }
 
+#if defined(__x86_64__)
+bool cpu_has_avx512(void)
+{
+	return amp_isa_best() >= AMP_ISA_AVX512;
+}
+#endif
+
+/* Scratch results are a tensor's size every call: they come from the
+ * storage cache, like the tensors themselves. */
+static size_t result_bytes(const struct amp_tensor *out, enum amp_dtype opmath)
+{
+	int64_t n = amp_tensor_numel(out);
+
+	return (size_t)(n ? n : 1) * amp_dtype_size(opmath);
+}
+
 void *cpu_result_buffer(struct amp_tensor *out, enum amp_dtype opmath)
 {
 	if (out->dtype == opmath)
 		return amp_tensor_data(out);
-	return cpu_alloc((size_t)amp_tensor_numel(out), opmath);
+	void *p = amp_host_alloc(result_bytes(out, opmath));
+	if (!p)
+		amp_error(AMP_ERR_NOMEM, "out of memory allocating %zu bytes",
+			  result_bytes(out, opmath));
+	return p;
 }
 
-void cpu_result_release(struct amp_tensor *out, void *values)
+void cpu_result_release(struct amp_tensor *out, void *values,
+			enum amp_dtype opmath)
 {
 	if (values != amp_tensor_data(out))
-		free(values);
+		amp_host_free(values, result_bytes(out, opmath));
 }
 
 const void *cpu_load(const struct amp_tensor *t, enum amp_dtype storage,

@@ -17,6 +17,22 @@
  * over n elements vectorise.  Put it after the includes. */
 #define CPU_VECTORIZE_LOOPS _Pragma("GCC optimize(\"vect-cost-model=dynamic\")")
 
+/* A second, AVX-512 copy of a hot loop, called when cpu_has_avx512();
+ * gcc emits no vzeroupper in target code, so such a function ends with
+ * _mm256_zeroupper() (immintrin.h). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define CPU_AVX512 __attribute__((target("avx512f")))
+bool cpu_has_avx512(void);
+#else
+#define CPU_AVX512
+#define _mm256_zeroupper() ((void)0)
+static inline bool cpu_has_avx512(void)
+{
+	return false;
+}
+#endif
+
 #define AMP_CPU_DECLARE(e, name, overload, kind, fn) int fn(struct amp_call *call);
 AMP_OP_LIST(AMP_CPU_DECLARE)
 #undef AMP_CPU_DECLARE
@@ -102,9 +118,10 @@ void *cpu_alloc(size_t n, enum amp_dtype dtype);
  * in opmath (no copy), else a scratch buffer that cpu_store rounds into
  * out.  NULL, error recorded, when out of memory. */
 void *cpu_result_buffer(struct amp_tensor *out, enum amp_dtype opmath);
-/* Frees a cpu_result_buffer unless it is out's own storage; NULL is a
- * no-op. */
-void cpu_result_release(struct amp_tensor *out, void *values);
+/* Frees a cpu_result_buffer(out, opmath) unless it is out's own storage;
+ * NULL is a no-op. */
+void cpu_result_release(struct amp_tensor *out, void *values,
+			enum amp_dtype opmath);
 
 /* A Scalar argument as the 0-dim tensor ATen wraps it in (f64, or i64 for
  * an int Scalar), owning nothing: for loading through cpu_load.  The
@@ -177,5 +194,18 @@ void cpu_reduce_rows(enum amp_dtype opmath, const void *in, int64_t rows,
 void cpu_gemm(enum amp_dtype opmath, bool trans_a, bool trans_b, int64_t m,
 	      int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
 	      const void *b, int64_t ldb, double beta, void *c);
+
+/* bf16 A and B, f32 C (lib/cpu/blas.c): whether the bf16 engine takes an
+ * (m, n, k) product, and the product itself, same layout rules as
+ * cpu_gemm.  Falls back to widening when the engine refuses; AMP_OK or
+ * the allocation failure. */
+bool cpu_gemm_bf16_wanted(int64_t m, int64_t n, int64_t k);
+int cpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+		  float alpha, const uint16_t *a, int64_t lda, const uint16_t *b,
+		  int64_t ldb, float beta, float *c);
+/* The OpenBLAS core type to re-initialise with when `core` (its choice)
+ * has fewer vector extensions than the CPU's class (2: AVX-512, 1: AVX2 +
+ * FMA, 0: older); NULL when it is good enough.  Exposed for the tests. */
+const char *cpu_blas_wanted_core(const char *core, int cpu_class, bool bf16);
 
 #endif /* AMP_CPU_OPS_H */

@@ -1,5 +1,6 @@
 /* Matrix-product kernels: mm, bmm, addmm, baddbmm, linear.  f32 runs on
- * cblas_sgemm, f64 on cblas_dgemm; f16/bf16 operands are widened to f32,
+ * cblas_sgemm, f64 on cblas_dgemm; f16/bf16 operands are widened to f32
+ * (bf16 ones go to the bf16 engine instead where lib/cpu/blas.c has one),
  * multiplied with f32 accumulation and rounded once to the output dtype
  * ("low-precision matmuls accumulate in fp32"); integers use an exact
  * int64 loop.  Bias terms (addmm, baddbmm, linear) are added in opmath
@@ -136,7 +137,7 @@ static void finish_output(struct amp_tensor *out, void *c,
 			  enum amp_dtype opmath)
 {
 	cpu_store(out, c, opmath);
-	cpu_result_release(out, c);
+	cpu_result_release(out, c, opmath);
 }
 
 /* C starts as `self` broadcast to the output shape (beta != 0 only). */
@@ -152,19 +153,47 @@ static int init_from_self(const struct amp_tensor *self,
 	return status;
 }
 
-/* Batched product into c (batch, m, n) contiguous. */
-static void batched_gemm(enum amp_dtype opmath, int64_t batch, int64_t m,
-			 int64_t n, int64_t k, double alpha,
-			 const struct operand *a, const struct operand *b,
-			 double beta, char *c)
+/* cpu_gemm with operands in `operands`: opmath, or bf16 for the bf16
+ * engine (f32 C). */
+static int gemm_of(enum amp_dtype operands, enum amp_dtype opmath,
+		   bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+		   double alpha, const void *a, int64_t lda, const void *b,
+		   int64_t ldb, double beta, void *c)
 {
-	size_t esize = amp_dtype_size(opmath);
+	if (operands == AMP_DTYPE_BF16)
+		return cpu_gemm_bf16(trans_a, trans_b, m, n, k, (float)alpha, a,
+				     lda, b, ldb, (float)beta, c);
+	cpu_gemm(opmath, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+		 beta, c);
+	return AMP_OK;
+}
 
-	for (int64_t i = 0; i < batch; i++)
-		cpu_gemm(opmath, a->trans, b->trans, m, n, k, alpha,
-			 a->data + i * a->batch_stride * (int64_t)esize, a->ld,
-			 b->data + i * b->batch_stride * (int64_t)esize, b->ld,
-			 beta, c + i * m * n * (int64_t)esize);
+/* The dtype a product's operands are read in: bf16 ones stay bf16 when
+ * the bf16 engine takes the product, else they widen to opmath. */
+static enum amp_dtype operand_dtype(enum amp_dtype dtype, enum amp_dtype opmath,
+				    int64_t m, int64_t n, int64_t k)
+{
+	return dtype == AMP_DTYPE_BF16 && cpu_gemm_bf16_wanted(m, n, k)
+		       ? AMP_DTYPE_BF16
+		       : opmath;
+}
+
+/* Batched product into c (batch, m, n) contiguous. */
+static int batched_gemm(enum amp_dtype operands, enum amp_dtype opmath,
+			int64_t batch, int64_t m, int64_t n, int64_t k,
+			double alpha, const struct operand *a,
+			const struct operand *b, double beta, char *c)
+{
+	int64_t in_size = (int64_t)amp_dtype_size(operands);
+	int64_t out_size = (int64_t)amp_dtype_size(opmath);
+	int status = AMP_OK;
+
+	for (int64_t i = 0; i < batch && status == AMP_OK; i++)
+		status = gemm_of(operands, opmath, a->trans, b->trans, m, n, k,
+				 alpha, a->data + i * a->batch_stride * in_size,
+				 a->ld, b->data + i * b->batch_stride * in_size,
+				 b->ld, beta, c + i * m * n * out_size);
+	return status;
 }
 
 /* out = beta * self + alpha * (a @ b) over matching batches; self may be
@@ -198,12 +227,14 @@ static int product(struct amp_call *call, struct amp_tensor *a,
 	if (!self)
 		beta = 0;
 	status = beta != 0 ? init_from_self(self, out, opmath, c) : AMP_OK;
+	enum amp_dtype operands = operand_dtype(dtype, opmath, m, n, k);
 	if (status == AMP_OK)
-		status = operand_load(a, opmath, &opa);
+		status = operand_load(a, operands, &opa);
 	if (status == AMP_OK)
-		status = operand_load(b, opmath, &opb);
+		status = operand_load(b, operands, &opb);
 	if (status == AMP_OK)
-		batched_gemm(opmath, batch, m, n, k, alpha, &opa, &opb, beta, c);
+		status = batched_gemm(operands, opmath, batch, m, n, k, alpha,
+				      &opa, &opb, beta, c);
 	free(opa.owned);
 	free(opb.owned);
 	finish_output(out, c, opmath);
@@ -468,18 +499,21 @@ int amp_forward_linear(struct amp_call *call)
 		cpu_error_with(status, bias, out);
 	void *input_owned = NULL, *weight_owned = NULL;
 	const void *x = NULL, *w = NULL;
+	enum amp_dtype operands = operand_dtype(input->dtype, opmath, rows,
+						out_features, in_features);
 	if (status == AMP_OK) {
 		/* input as a (rows, in_features) row-major matrix */
-		x = cpu_load(input, input->dtype, opmath, &input_owned);
-		w = cpu_load(weight, weight->dtype, opmath, &weight_owned);
+		x = cpu_load(input, input->dtype, operands, &input_owned);
+		w = cpu_load(weight, weight->dtype, operands, &weight_owned);
 		if (!x || !w)
 			status = amp_last_status();
 	}
 	/* weight (out, in) row-major is weight.t() transposed */
 	if (status == AMP_OK)
-		cpu_gemm(opmath, false, true, rows, out_features, in_features,
-			 1.0, x, at_least_1(in_features), w,
-			 at_least_1(in_features), bias ? 1.0 : 0.0, c);
+		status = gemm_of(operands, opmath, false, true, rows,
+				 out_features, in_features, 1.0, x,
+				 at_least_1(in_features), w,
+				 at_least_1(in_features), bias ? 1.0 : 0.0, c);
 	free(input_owned);
 	free(weight_owned);
 	finish_output(out, c, opmath);

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+CPU_VECTORIZE_LOOPS
+
 /* ------------------------------------------------------------ machinery */
 
 const char *train_device_label(enum amp_device_type device)
@@ -171,9 +173,13 @@ static int run_inplace(struct amp_call *call, const char *kernel,
 #define DEFINE_INPLACE(name, EXPR)                                           \
 	DEFINE_INPLACE_TYPED(name##_f32, float, EXPR)                        \
 	DEFINE_INPLACE_TYPED(name##_f64, double, EXPR)
+/* Each loop is compiled twice, plain and for AVX-512 (picked at run time
+ * by fn): gcc vectorises both, and the wide one runs a cached optimizer
+ * update about 2.5x faster (they are memory-bound beyond the cache). */
 #define DEFINE_INPLACE_TYPED(fn, T, EXPR)                                    \
-	static void fn(void *px, void *const *operands, size_t n,            \
-		       const double *scalars)                                \
+	static inline __attribute__((always_inline)) void fn##_loop(         \
+		void *px, void *const *operands, size_t n,                   \
+		const double *scalars)                                       \
 	{                                                                    \
 		T *x = px;                                                   \
 		const T *a = operands[0];                                    \
@@ -185,6 +191,20 @@ static int run_inplace(struct amp_call *call, const char *kernel,
 		(void)k1;                                                    \
 		for (size_t i = 0; i < n; i++)                               \
 			x[i] = (EXPR);                                       \
+	}                                                                    \
+	CPU_AVX512 static void fn##_avx512(void *px, void *const *operands,  \
+					   size_t n, const double *scalars)  \
+	{                                                                    \
+		fn##_loop(px, operands, n, scalars);                         \
+		_mm256_zeroupper();                                          \
+	}                                                                    \
+	static void fn(void *px, void *const *operands, size_t n,            \
+		       const double *scalars)                                \
+	{                                                                    \
+		if (cpu_has_avx512())                                        \
+			fn##_avx512(px, operands, n, scalars);               \
+		else                                                         \
+			fn##_loop(px, operands, n, scalars);                 \
 	}
 
 /* ATen's scalar formulas (the same as the out-of-place kernels'). */

@@ -168,6 +168,6 @@ int amp_forward_layer_norm(struct amp_call *call)
 	}
 	for (int i = 0; i < 3; i++)
 		free(owned[i]);
-	cpu_result_release(out, values);
+	cpu_result_release(out, values, opmath);
 	return cpu_set_output_or_free(call, out, status);
 }

@@ -35,6 +35,66 @@ CPU_VECTORIZE_LOOPS
 DEFINE_PAIRWISE(pairwise_f32, float)
 DEFINE_PAIRWISE(pairwise_f64, double)
 
+/* The same sums, bit for bit, for `width` columns at once: out[c] is
+ * pairwise over x[0][c], x[ld][c], ... (n rows), with pairwise's tree, so
+ * a reduction over leading dims reads rows in place instead of gathering
+ * a transposed copy. */
+#define COLUMN_BLOCK 64
+#define DEFINE_PAIRWISE_COLUMNS(name, T)                                     \
+	static void name(const T *x, int64_t n, int64_t ld, int width,       \
+			 T *out)                                             \
+	{                                                                    \
+		if (n <= 256) {                                              \
+			T lanes[8][COLUMN_BLOCK] = { { 0 } };                \
+			int64_t i = 0;                                       \
+			for (; i + 8 <= n; i += 8)                           \
+				for (int l = 0; l < 8; l++)                  \
+					for (int c = 0; c < width; c++)      \
+						lanes[l][c] +=               \
+							x[(i + l) * ld + c]; \
+			for (; i < n; i++)                                   \
+				for (int c = 0; c < width; c++)              \
+					lanes[0][c] += x[i * ld + c];        \
+			for (int c = 0; c < width; c++)                      \
+				out[c] = ((lanes[0][c] + lanes[1][c]) +      \
+					  (lanes[2][c] + lanes[3][c])) +     \
+					 ((lanes[4][c] + lanes[5][c]) +      \
+					  (lanes[6][c] + lanes[7][c]));      \
+			return;                                              \
+		}                                                            \
+		int64_t half = (n / 2 + 7) & ~(int64_t)7;                    \
+		T right[COLUMN_BLOCK];                                       \
+		name(x, half, ld, width, out);                               \
+		name(x + half * ld, n - half, ld, width, right);             \
+		for (int c = 0; c < width; c++)                              \
+			out[c] = out[c] + right[c];                          \
+	}
+
+DEFINE_PAIRWISE_COLUMNS(pairwise_columns_f32, float)
+DEFINE_PAIRWISE_COLUMNS(pairwise_columns_f64, double)
+
+/* out[c] = sum over the n rows of column c of the (n, cols) matrix in,
+ * divided by divisor: cpu_reduce_rows of the transpose, same bits. */
+static void reduce_columns(enum amp_dtype opmath, const void *in, int64_t n,
+			   int64_t cols, double divisor, void *out)
+{
+	for (int64_t c = 0; c < cols; c += COLUMN_BLOCK) {
+		int width = (int)(cols - c < COLUMN_BLOCK ? cols - c : COLUMN_BLOCK);
+		if (opmath == AMP_DTYPE_F32) {
+			float *o = (float *)out + c;
+			pairwise_columns_f32((const float *)in + c, n, cols, width, o);
+			for (int j = 0; j < width; j++)
+				o[j] = o[j] / (float)divisor;
+		} else {
+			double *o = (double *)out + c;
+			pairwise_columns_f64((const double *)in + c, n, cols, width,
+					     o);
+			for (int j = 0; j < width; j++)
+				o[j] = o[j] / divisor;
+		}
+	}
+}
+
 static int64_t sum_i64(const int64_t *x, int64_t n)
 {
 	uint64_t acc = 0;
@@ -95,6 +155,59 @@ static int reduced_mask(const struct amp_tensor *self,
 	return AMP_OK;
 }
 
+/* Whether the reduced dims are dims 0..r-1, with r >= 1 and a dim kept
+ * after them (a bias gradient's sum over the batch). */
+static bool reduces_leading_dims(const struct amp_tensor *self,
+				 const bool *mask)
+{
+	int r = 0;
+
+	while (r < self->ndim && mask[r])
+		r++;
+	for (int d = r; d < self->ndim; d++)
+		if (mask[d])
+			return false;
+	return r >= 1 && r < self->ndim;
+}
+
+/* reduce() for a contiguous self reduced over its leading dims: the rows
+ * are summed in place, column-wise. */
+static int reduce_leading(struct amp_call *call, struct amp_tensor *self,
+			  const bool *mask, bool keepdim, enum amp_dtype result,
+			  enum amp_dtype opmath, bool mean)
+{
+	int64_t out_shape[AMP_MAX_DIMS];
+	int out_ndim = 0;
+	int64_t rows = 1, cols = 1;
+
+	for (int d = 0; d < self->ndim; d++) {
+		if (mask[d])
+			rows *= self->shape[d];
+		else
+			cols *= self->shape[d];
+		if (!mask[d] || keepdim)
+			out_shape[out_ndim++] = mask[d] ? 1 : self->shape[d];
+	}
+	struct amp_tensor *out =
+		amp_tensor_alloc(out_ndim, out_shape, result, self->device);
+	if (!out)
+		return amp_last_status();
+	void *owned = NULL;
+	const void *in = cpu_load(self, result, opmath, &owned);
+	void *values = cpu_alloc((size_t)cols, opmath);
+	if (!in || !values) {
+		free(owned);
+		free(values);
+		amp_tensor_free(out);
+		return amp_last_status();
+	}
+	reduce_columns(opmath, in, rows, cols, mean ? (double)rows : 1.0, values);
+	cpu_store(out, values, opmath);
+	free(owned);
+	free(values);
+	return cpu_set_output(call, out);
+}
+
 static int reduce(struct amp_call *call, const struct amp_arg *dims,
 		  bool keepdim, enum amp_dtype result, bool mean)
 {
@@ -105,6 +218,10 @@ static int reduce(struct amp_call *call, const struct amp_arg *dims,
 
 	if (status != AMP_OK)
 		return status;
+	if (opmath != AMP_DTYPE_I64 && amp_tensor_is_contiguous(self) &&
+	    reduces_leading_dims(self, mask))
+		return reduce_leading(call, self, mask, keepdim, result, opmath,
+				      mean);
 	/* self permuted to (kept dims..., reduced dims...): each output
 	 * element is then one contiguous row of the gathered copy */
 	struct amp_tensor permuted = *self;

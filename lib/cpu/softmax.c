@@ -80,7 +80,7 @@ static int softmax(struct amp_call *call, bool log_form)
 	void *values = cpu_result_buffer(out, opmath);
 	if (!in || !values) {
 		free(owned);
-		cpu_result_release(out, values);
+		cpu_result_release(out, values, opmath);
 		amp_tensor_free(out);
 		return amp_last_status();
 	}
@@ -98,7 +98,7 @@ static int softmax(struct amp_call *call, bool log_form)
 		}
 	cpu_store(out, values, opmath);
 	free(owned);
-	cpu_result_release(out, values);
+	cpu_result_release(out, values, opmath);
 	return cpu_set_output(call, out);
 }
 

@@ -99,14 +99,14 @@ static int unary(struct amp_call *call, const struct unary_def *def,
 	void *values = cpu_result_buffer(out, opmath);
 	if (!in || !values) {
 		free(owned);
-		cpu_result_release(out, values);
+		cpu_result_release(out, values, opmath);
 		amp_tensor_free(out);
 		return amp_last_status();
 	}
 	loop(in, values, n, param);
 	cpu_store(out, values, opmath);
 	free(owned);
-	cpu_result_release(out, values);
+	cpu_result_release(out, values, opmath);
 	return cpu_set_output(call, out);
 }
 

@@ -1,0 +1,383 @@
+/* The CPU backend's speed machinery, checked for results: the GEMM engine
+ * choice (OpenBLAS core re-selection, amp_backend_info, bf16 products on
+ * the bf16 engine against the widened f32 product), column-wise sums
+ * against the transposed row sums they replace (same bits), the AVX-512
+ * copies of the optimizer and unscale loops (vector bodies, not just the
+ * short tails other suites reach), and the storage cache (reuse,
+ * alignment, size classes, cross-thread frees). */
+#include "amp.h"
+#include "amp_train.h"
+#include "alloc.h"
+#include "cpu/cpu_ops.h"
+
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ GEMM */
+
+START_TEST(test_wanted_core)
+{
+	/* OpenBLAS's SSE3 fallback on an AVX-512 CPU: re-chosen */
+	ck_assert_str_eq(cpu_blas_wanted_core("Prescott", 2, false), "SkylakeX");
+	ck_assert_str_eq(cpu_blas_wanted_core("Prescott", 2, true), "Cooperlake");
+	ck_assert_str_eq(cpu_blas_wanted_core("Haswell", 2, false), "SkylakeX");
+	ck_assert_str_eq(cpu_blas_wanted_core("Nehalem", 1, false), "Haswell");
+	/* a core with the CPU's vector class, or better, stays */
+	ck_assert_ptr_null(cpu_blas_wanted_core("SkylakeX", 2, true));
+	ck_assert_ptr_null(cpu_blas_wanted_core("cooperlake", 2, true));
+	ck_assert_ptr_null(cpu_blas_wanted_core("Zen", 1, false));
+	ck_assert_ptr_null(cpu_blas_wanted_core("SkylakeX", 1, false));
+	ck_assert_ptr_null(cpu_blas_wanted_core("Prescott", 0, false));
+}
+END_TEST
+
+START_TEST(test_backend_info)
+{
+	const char *info = amp_backend_info();
+
+	ck_assert_ptr_nonnull(strstr(info, "f32 gemm: "));
+	ck_assert_ptr_nonnull(strstr(info, "bf16 gemm: "));
+	/* the test environment sets no thread count: the default is 1 */
+	ck_assert_msg(strstr(info, ", 1 thread;"), "%s", info);
+	ck_assert_ptr_eq(info, amp_backend_info());
+	/* AMP_BF16_GEMM=f32 (the cpu_backend_widened run) turns the bf16
+	 * engine off */
+	const char *choice = getenv("AMP_BF16_GEMM");
+	if (choice && strcmp(choice, "f32") == 0) {
+		ck_assert_msg(strstr(info, "widened to f32 (AMP_BF16_GEMM=f32)"),
+			      "%s", info);
+		ck_assert(!cpu_gemm_bf16_wanted(512, 512, 512));
+	}
+}
+END_TEST
+
+static amp_tensor *random_matrix(int64_t rows, int64_t cols,
+				 enum amp_dtype dtype)
+{
+	int64_t shape[2] = { rows, cols };
+	amp_tensor *f = amp_randn(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *t = amp_to(f, dtype);
+
+	amp_tensor_free(f);
+	return t;
+}
+
+static float *values_of(amp_tensor *t)
+{
+	size_t n = (size_t)amp_tensor_numel(t);
+	float *v = malloc(n * sizeof *v);
+
+	ck_assert_int_eq(amp_tensor_read(t, AMP_DTYPE_F32, v, n), AMP_OK);
+	return v;
+}
+
+/* a (m, k) @ b (k, n) in bf16, big enough for the bf16 engine, against
+ * the same bf16 values widened and multiplied in f32: the products are
+ * exact either way, only the summation order may differ, so the bf16
+ * results agree to within one bf16 rounding step. */
+static void check_bf16_product(bool transposed_b)
+{
+	const int64_t m = 96, k = 80, n = 72;
+	amp_manual_seed(7);
+	amp_tensor *a = random_matrix(m, k, AMP_DTYPE_BF16);
+	amp_tensor *bt = random_matrix(n, k, AMP_DTYPE_BF16);
+	amp_tensor *view = amp_t(bt);
+	amp_tensor *b = transposed_b ? amp_tensor_ref(view) : amp_contiguous(view);
+	ck_assert(cpu_gemm_bf16_wanted(m, n, k) || !strstr(amp_backend_info(),
+							    "oneDNN"));
+	amp_tensor *got = amp_mm(a, b);
+	amp_tensor *a32 = amp_to(a, AMP_DTYPE_F32), *b32 = amp_to(b, AMP_DTYPE_F32);
+	amp_tensor *want = amp_mm(a32, b32);
+	ck_assert_int_eq(amp_tensor_dtype(got), AMP_DTYPE_BF16);
+	float *g = values_of(got), *w = values_of(want);
+	for (int64_t i = 0; i < m * n; i++)
+		ck_assert_msg(fabsf(g[i] - w[i]) <= fabsf(w[i]) * 0x1p-7f + 1e-4f,
+			      "element %lld: %g, f32 product %g", (long long)i,
+			      g[i], w[i]);
+	free(g);
+	free(w);
+	amp_tensor_free(want);
+	amp_tensor_free(got);
+	amp_tensor_free(a32);
+	amp_tensor_free(b32);
+	amp_tensor_free(a);
+	amp_tensor_free(b);
+	amp_tensor_free(view);
+	amp_tensor_free(bt);
+}
+
+START_TEST(test_bf16_product)
+{
+	check_bf16_product(false);
+	check_bf16_product(true);
+}
+END_TEST
+
+START_TEST(test_bf16_linear)
+{
+	amp_manual_seed(3);
+	amp_tensor *x = random_matrix(64, 128, AMP_DTYPE_BF16);
+	amp_tensor *w = random_matrix(96, 128, AMP_DTYPE_BF16);
+	int64_t bias_shape[1] = { 96 };
+	amp_tensor *bias = amp_full(1, bias_shape, 0.5, AMP_DTYPE_BF16,
+				    AMP_DEVICE_CPU);
+	amp_tensor *got = amp_linear(x, w, bias);
+	amp_tensor *x32 = amp_to(x, AMP_DTYPE_F32), *w32 = amp_to(w, AMP_DTYPE_F32);
+	amp_tensor *b32 = amp_to(bias, AMP_DTYPE_F32);
+	amp_tensor *want = amp_linear(x32, w32, b32);
+	float *g = values_of(got), *v = values_of(want);
+	for (int i = 0; i < 64 * 96; i++)
+		ck_assert_msg(fabsf(g[i] - v[i]) <= fabsf(v[i]) * 0x1p-7f + 1e-4f,
+			      "element %d: %g, f32 linear %g", i, g[i], v[i]);
+	free(g);
+	free(v);
+	amp_tensor *all[] = { x, w, bias, got, x32, w32, b32, want };
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		amp_tensor_free(all[i]);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ sums */
+
+/* sum / mean over the leading dims of a contiguous tensor give the bits
+ * of the same reduction over the trailing dims of its transpose. */
+static void check_column_sums(enum amp_dtype dtype, int64_t rows, int64_t cols,
+			      bool mean)
+{
+	amp_manual_seed(11);
+	amp_tensor *x = random_matrix(rows, cols, dtype);
+	amp_tensor *view = amp_t(x);
+	amp_tensor *xt = amp_contiguous(view);
+	int64_t lead = 0, trail = 1;
+	amp_tensor *got = mean ? amp_mean_dim(x, 1, &lead, false, AMP_DTYPE_NONE)
+			       : amp_sum_dim(x, 1, &lead, false, AMP_DTYPE_NONE);
+	amp_tensor *want = mean ? amp_mean_dim(xt, 1, &trail, false, AMP_DTYPE_NONE)
+				: amp_sum_dim(xt, 1, &trail, false, AMP_DTYPE_NONE);
+	ck_assert_int_eq(amp_tensor_ndim(got), 1);
+	ck_assert_int_eq(amp_tensor_shape(got)[0], cols);
+	double *g = malloc((size_t)cols * sizeof *g), *w = malloc((size_t)cols * sizeof *w);
+	amp_tensor_read(got, AMP_DTYPE_F64, g, (size_t)cols);
+	amp_tensor_read(want, AMP_DTYPE_F64, w, (size_t)cols);
+	for (int64_t c = 0; c < cols; c++)
+		ck_assert_msg(memcmp(&g[c], &w[c], sizeof g[c]) == 0,
+			      "%s column %lld: %.17g, row-wise %.17g",
+			      amp_dtype_name(dtype), (long long)c, g[c], w[c]);
+	free(g);
+	free(w);
+	amp_tensor_free(got);
+	amp_tensor_free(want);
+	amp_tensor_free(xt);
+	amp_tensor_free(view);
+	amp_tensor_free(x);
+}
+
+START_TEST(test_column_sums)
+{
+	/* past the 256-row leaf and the 64-column block, ragged both ways */
+	check_column_sums(AMP_DTYPE_F32, 1000, 70, false);
+	check_column_sums(AMP_DTYPE_F32, 7, 3, true);
+	check_column_sums(AMP_DTYPE_BF16, 300, 129, false);
+	check_column_sums(AMP_DTYPE_F64, 513, 65, true);
+}
+END_TEST
+
+START_TEST(test_column_sums_keepdim)
+{
+	int64_t shape[3] = { 4, 5, 6 }, dims[2] = { 0, 1 };
+	amp_tensor *x = amp_full(3, shape, 1.5, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *s = amp_sum_dim(x, 2, dims, true, AMP_DTYPE_NONE);
+	float v[6];
+
+	ck_assert_int_eq(amp_tensor_ndim(s), 3);
+	ck_assert_int_eq(amp_tensor_shape(s)[0], 1);
+	ck_assert_int_eq(amp_tensor_shape(s)[1], 1);
+	ck_assert_int_eq(amp_tensor_shape(s)[2], 6);
+	amp_tensor_read(s, AMP_DTYPE_F32, v, 6);
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq(v[i], 30.0f);
+	amp_tensor_free(s);
+	amp_tensor_free(x);
+}
+END_TEST
+
+/* ------------------------------------------------------- wide loops */
+
+#define WIDE 1003 /* vector bodies and a ragged tail */
+
+static amp_tensor *ramp(double scale)
+{
+	float v[WIDE];
+	int64_t shape[1] = { WIDE };
+
+	for (int i = 0; i < WIDE; i++)
+		v[i] = (float)((i - 500) * scale);
+	return amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU, v);
+}
+
+START_TEST(test_wide_add)
+{
+	amp_tensor *x = ramp(0.25), *a = ramp(-0.125);
+	float got[WIDE];
+
+	ck_assert_int_eq(amp_add_(x, a, 0.5), AMP_OK);
+	amp_tensor_read(x, AMP_DTYPE_F32, got, WIDE);
+	for (int i = 0; i < WIDE; i++) {
+		float want = (float)((i - 500) * 0.25) +
+			     0.5f * (float)((i - 500) * -0.125);
+		ck_assert_msg(got[i] == want, "x[%d] = %g, want %g", i, got[i],
+			      want);
+	}
+	amp_tensor_free(x);
+	amp_tensor_free(a);
+}
+END_TEST
+
+/* unscale over a long gradient: every element multiplied, and an inf or
+ * a NaN found wherever it sits */
+static bool unscale_finds(int bad_index, float bad_value)
+{
+	amp_tensor *g = ramp(1.0);
+	int64_t one[1] = { 1 };
+	amp_tensor *found = amp_zeros(1, one, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *inv = amp_full(1, one, 0.25, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	float v[WIDE], flag;
+
+	amp_tensor_read(g, AMP_DTYPE_F32, v, WIDE);
+	if (bad_index >= 0) {
+		v[bad_index] = bad_value;
+		amp_tensor_free(g);
+		int64_t shape[1] = { WIDE };
+		g = amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU, v);
+	}
+	ck_assert_int_eq(amp_non_finite_check_and_unscale_(&g, 1, found, inv),
+			 AMP_OK);
+	amp_tensor_read(g, AMP_DTYPE_F32, v, WIDE);
+	for (int i = 0; i < WIDE; i++)
+		if (i != bad_index)
+			ck_assert_float_eq(v[i], (float)(i - 500) * 0.25f);
+	amp_tensor_read(found, AMP_DTYPE_F32, &flag, 1);
+	amp_tensor_free(g);
+	amp_tensor_free(found);
+	amp_tensor_free(inv);
+	return flag == 1.0f;
+}
+
+START_TEST(test_wide_unscale)
+{
+	ck_assert(!unscale_finds(-1, 0));
+	ck_assert(unscale_finds(517, INFINITY));
+	ck_assert(unscale_finds(16, -INFINITY));
+	ck_assert(unscale_finds(WIDE - 1, NAN));
+	ck_assert(unscale_finds(0, NAN));
+}
+END_TEST
+
+/* ---------------------------------------------------------------- cache */
+
+START_TEST(test_cache_reuses_blocks)
+{
+	void *a = amp_host_alloc(1000);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_uint_eq((uintptr_t)a % 64, 0);
+	memset(a, 0xab, 1000);
+	amp_host_free(a, 1000);
+	/* 1000 and 1010 share a class; the block comes back */
+	void *b = amp_host_alloc(1010);
+	ck_assert_ptr_eq(a, b);
+	memset(b, 0xcd, 1010);
+	/* a size of another class does not get it */
+	amp_host_free(b, 1010);
+	void *c = amp_host_alloc(4000);
+	ck_assert_ptr_ne(c, b);
+	memset(c, 0, 4000);
+	amp_host_free(c, 4000);
+	void *d = amp_host_alloc(1000);
+	ck_assert_ptr_eq(d, b);
+	amp_host_free(d, 1000);
+	/* beyond the largest class: plain allocations, still aligned */
+	size_t big = (size_t)80 << 20;
+	void *e = amp_host_alloc(big);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_uint_eq((uintptr_t)e % 64, 0);
+	amp_host_free(e, big);
+	amp_host_free(NULL, 100);
+}
+END_TEST
+
+static void *free_elsewhere(void *block)
+{
+	amp_host_free(block, 5000);
+	/* this thread's cache took it; the thread's exit releases it */
+	void *again = amp_host_alloc(5000);
+	return (void *)(uintptr_t)(again == block);
+}
+
+START_TEST(test_cache_cross_thread)
+{
+	void *block = amp_host_alloc(5000);
+	pthread_t thread;
+	void *reused;
+
+	ck_assert_int_eq(pthread_create(&thread, NULL, free_elsewhere, block), 0);
+	ck_assert_int_eq(pthread_join(thread, &reused), 0);
+	ck_assert(reused != NULL);
+}
+END_TEST
+
+START_TEST(test_tensors_use_the_cache)
+{
+	int64_t shape[2] = { 33, 17 };
+	amp_tensor *t = amp_zeros(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	float v[33 * 17];
+
+	amp_tensor_free(t);
+	/* a recycled block must not leak old values into zeros() */
+	t = amp_full(2, shape, 3.0, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor_free(t);
+	t = amp_zeros(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor_read(t, AMP_DTYPE_F32, v, 33 * 17);
+	for (int i = 0; i < 33 * 17; i++)
+		ck_assert_float_eq(v[i], 0.0f);
+	amp_tensor_free(t);
+}
+END_TEST
+
+static Suite *cpu_backend_suite(void)
+{
+	Suite *s = suite_create("cpu_backend");
+	TCase *gemm = tcase_create("gemm");
+	TCase *sums = tcase_create("sums");
+	TCase *wide = tcase_create("wide loops");
+	TCase *cache = tcase_create("cache");
+
+	tcase_add_test(gemm, test_wanted_core);
+	tcase_add_test(gemm, test_backend_info);
+	tcase_add_test(gemm, test_bf16_product);
+	tcase_add_test(gemm, test_bf16_linear);
+	tcase_add_test(sums, test_column_sums);
+	tcase_add_test(sums, test_column_sums_keepdim);
+	tcase_add_test(wide, test_wide_add);
+	tcase_add_test(wide, test_wide_unscale);
+	tcase_add_test(cache, test_cache_reuses_blocks);
+	tcase_add_test(cache, test_cache_cross_thread);
+	tcase_add_test(cache, test_tensors_use_the_cache);
+	suite_add_tcase(s, gemm);
+	suite_add_tcase(s, sums);
+	suite_add_tcase(s, wide);
+	suite_add_tcase(s, cache);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(cpu_backend_suite());
+
+	srunner_run_all(runner, CK_NORMAL);
+	int failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
