@@ -481,6 +481,12 @@ struct amp_cast_event {
 	/* hits: the source was modified in place after the cached cast was
 	 * made, so the op reads a stale copy (PyTorch does not notice). */
 	bool stale;
+	/* The cache's size once this cast was stored (misses), so that a
+	 * consumer needs no call back into the runtime; cache_counted says
+	 * whether the producer set them. */
+	bool cache_counted;
+	size_t cache_entries;
+	size_t cache_bytes;
 };
 
 struct amp_scope_event {

@@ -1,9 +1,10 @@
 /* Raw records → trace events (see convert.h; the event layout is
- * FORMAT.md's, the record layout recorder.c's encode()). */
+ * FORMAT.md's, the record layout raw_schema.h's, decoded by raw_decode.c). */
 #include "convert.h"
 
 #include "amp.h"
 #include "raw.h"
+#include "raw_decode.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -34,21 +35,13 @@ static const char *const name_table_keys[NAMES_COUNT] = {
 	"dtype", "profiler", "policy", "device", "phase", "cache"
 };
 
-struct autocast_state {
-	bool enabled;
-	unsigned device, dtype;
-	bool cache_enabled;
-	int depth;
-	char *scope;
-};
-
 /* An op whose BEGIN was seen and whose END was not (yet). */
 struct pending_op {
 	uint64_t op_id, parent_op_id, forward_op_id, begin_ns;
 	unsigned phase, device;
 	bool emulated;
-	struct autocast_state autocast;
-	char *op, *overload;
+	struct amp_autocast_info autocast; /* .scope is `scope` */
+	char *op, *overload, *scope;
 };
 
 struct open_scope {
@@ -123,121 +116,6 @@ static const char *name_of(const struct conv_process *p, enum name_table t,
 	if (value < p->name_count[t])
 		return p->names[t][value];
 	return "unknown";
-}
-
-/* ------------------------------------------------------------ decoding */
-
-struct cursor {
-	const uint8_t *p, *end;
-	bool bad;
-};
-
-struct str {
-	const char *s;
-	size_t len;
-};
-
-static bool need(struct cursor *c, size_t n)
-{
-	if (c->bad || (size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		return false;
-	}
-	return true;
-}
-
-static uint64_t get_u64(struct cursor *c)
-{
-	uint64_t v = 0;
-
-	if (need(c, 8)) {
-		memcpy(&v, c->p, 8);
-		c->p += 8;
-	}
-	return v;
-}
-
-static int32_t get_i32(struct cursor *c)
-{
-	int32_t v = 0;
-
-	if (need(c, 4)) {
-		memcpy(&v, c->p, 4);
-		c->p += 4;
-	}
-	return v;
-}
-
-static unsigned get_u8(struct cursor *c)
-{
-	return need(c, 1) ? *c->p++ : 0;
-}
-
-static double get_f64(struct cursor *c)
-{
-	double v = 0;
-
-	if (need(c, 8)) {
-		memcpy(&v, c->p, 8);
-		c->p += 8;
-	}
-	return v;
-}
-
-static struct str get_str(struct cursor *c)
-{
-	struct str s = { NULL, 0 };
-	uint16_t len;
-
-	if (!need(c, 2))
-		return s;
-	memcpy(&len, c->p, 2);
-	c->p += 2;
-	if (len == RAW_NULL_STRING)
-		return s;
-	if (!need(c, len))
-		return s;
-	s.s = (const char *)c->p;
-	s.len = len;
-	c->p += len;
-	return s;
-}
-
-struct tensor {
-	uint64_t id;
-	unsigned dtype, device, ndim, flags;
-	int64_t shape[AMP_MAX_DIMS];
-	struct str name;
-};
-
-static void get_tensor(struct cursor *c, struct tensor *t)
-{
-	t->id = get_u64(c);
-	t->dtype = get_u8(c);
-	t->device = get_u8(c);
-	t->ndim = get_u8(c);
-	t->flags = get_u8(c);
-	if (t->ndim > AMP_MAX_DIMS) {
-		c->bad = true;
-		t->ndim = 0;
-	}
-	if (need(c, (size_t)t->ndim * 8)) {
-		memcpy(t->shape, c->p, (size_t)t->ndim * 8);
-		c->p += (size_t)t->ndim * 8;
-	}
-	t->name = get_str(c);
-}
-
-static void get_autocast(struct cursor *c, struct autocast_state *a,
-			 struct str *scope)
-{
-	a->enabled = get_u8(c);
-	a->device = get_u8(c);
-	a->dtype = get_u8(c);
-	a->cache_enabled = get_u8(c);
-	a->depth = get_i32(c);
-	*scope = get_str(c);
-	a->scope = NULL;
 }
 
 /* ------------------------------------------------------------ keeping */
@@ -352,21 +230,22 @@ static void emit(struct conv_process *p, struct jsonw *w,
 	p->events++;
 }
 
-static void keep_tensor(struct conv_process *p, const struct tensor *t,
-			struct trace_tensor *kept)
+static void keep_tensor(struct conv_process *p,
+			const struct amp_tensor_info *t, struct trace_tensor *kept)
 {
 	*kept = (struct trace_tensor){
 		.id = t->id, .dtype = keep_name(p, NAMES_DTYPE, t->dtype),
-		.name = keep_str(p, t->name.s, t->name.len),
-		.ndim = t->ndim < TRACE_MAX_DIMS ? (int)t->ndim : TRACE_MAX_DIMS,
-		.requires_grad = t->flags & 2, .leaf = t->flags & 1,
-		.view = t->flags & 4,
+		.name = keep_cstr(p, t->name),
+		.ndim = t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS,
+		.requires_grad = t->requires_grad, .leaf = t->is_leaf,
+		.view = t->is_view,
 	};
 	memcpy(kept->shape, t->shape, (size_t)kept->ndim * sizeof *kept->shape);
 }
 
 static struct trace_tensor *keep_tensors(struct conv_process *p,
-					 const struct tensor *list, unsigned n)
+					 const struct amp_tensor_info *list,
+					 int n)
 {
 	if (!keeping(p))
 		return NULL;
@@ -376,7 +255,7 @@ static struct trace_tensor *keep_tensors(struct conv_process *p,
 		p->trace_lost = true;
 		return NULL;
 	}
-	for (unsigned i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 		keep_tensor(p, &list[i], &kept[i]);
 	return kept;
 }
@@ -406,24 +285,23 @@ static const char **keep_named_scopes(struct conv_process *p,
 
 static struct trace_autocast keep_autocast(struct conv_process *p,
 					   const struct conv_thread *t,
-					   const struct autocast_state *a,
-					   struct str scope)
+					   const struct amp_autocast_info *a)
 {
 	struct trace_autocast kept = {
 		.enabled = a->enabled,
 		.device = keep_name(p, NAMES_DEVICE, a->device),
 		.dtype = keep_name(p, NAMES_DTYPE, a->dtype),
 		.cache_enabled = a->cache_enabled, .depth = a->depth,
-		.scope = keep_str(p, scope.s, scope.len),
+		.scope = keep_cstr(p, a->scope),
 	};
 	kept.scopes = keep_named_scopes(p, t, &kept.nscopes);
 	return kept;
 }
 
-static void write_shape(struct jsonw *w, const struct tensor *t)
+static void write_shape(struct jsonw *w, const struct amp_tensor_info *t)
 {
 	jsonw_raw(w, "[", 1);
-	for (unsigned d = 0; d < t->ndim; d++) {
+	for (int d = 0; d < t->ndim; d++) {
 		if (d)
 			jsonw_raw(w, ",", 1);
 		jsonw_i64(w, t->shape[d]);
@@ -432,7 +310,7 @@ static void write_shape(struct jsonw *w, const struct tensor *t)
 }
 
 static void write_tensor(struct jsonw *w, const struct conv_process *p,
-			 const struct tensor *t)
+			 const struct amp_tensor_info *t)
 {
 	jsonw_lit(w, "{\"tensor\":");
 	jsonw_u64(w, t->id);
@@ -440,15 +318,15 @@ static void write_tensor(struct jsonw *w, const struct conv_process *p,
 	jsonw_str(w, name_of(p, NAMES_DTYPE, t->dtype));
 	jsonw_lit(w, ",\"shape\":");
 	write_shape(w, t);
-	if (t->name.s) {
+	if (t->name) {
 		jsonw_lit(w, ",\"name\":");
-		jsonw_strn(w, t->name.s, t->name.len);
+		jsonw_str(w, t->name);
 	}
-	if (t->flags & 2)
+	if (t->requires_grad)
 		jsonw_lit(w, ",\"requires_grad\":true");
-	if (t->flags & 1)
+	if (t->is_leaf)
 		jsonw_lit(w, ",\"leaf\":true");
-	if (t->flags & 4)
+	if (t->is_view)
 		jsonw_lit(w, ",\"view\":true");
 	if (t->device != 0)
 		jsonw_printf(w, ",\"device\":\"%s\"",
@@ -478,7 +356,7 @@ static void write_named_scopes(struct jsonw *w, const struct conv_thread *t)
 
 static void write_autocast(struct jsonw *w, const struct conv_process *p,
 			   const struct conv_thread *t,
-			   const struct autocast_state *a, struct str scope)
+			   const struct amp_autocast_info *a)
 {
 	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
 	jsonw_bool(w, a->enabled);
@@ -491,21 +369,24 @@ static void write_autocast(struct jsonw *w, const struct conv_process *p,
 	jsonw_lit(w, ",\"depth\":");
 	jsonw_i64(w, a->depth);
 	jsonw_lit(w, ",\"scope\":");
-	jsonw_strn(w, scope.s, scope.len);
+	jsonw_str(w, a->scope);
 	write_named_scopes(w, t);
 	jsonw_raw(w, "}", 1);
 }
 
-static void op_name(struct jsonw *name, struct str op, struct str overload)
+/* An op without a name (a producer's bug) is "unknown". */
+static const char *op_or_unknown(const char *op)
+{
+	return op ? op : "unknown";
+}
+
+static void op_name(struct jsonw *name, const char *op, const char *overload)
 {
 	jsonw_reset(name);
-	if (op.s)
-		jsonw_raw(name, op.s, op.len);
-	else
-		jsonw_lit(name, "unknown");
-	if (overload.len) {
+	jsonw_cstr(name, op_or_unknown(op));
+	if (overload && *overload) {
 		jsonw_raw(name, ".", 1);
-		jsonw_raw(name, overload.s, overload.len);
+		jsonw_cstr(name, overload);
 	}
 }
 
@@ -523,62 +404,44 @@ static void free_pending(struct pending_op *op)
 {
 	free(op->op);
 	free(op->overload);
-	free(op->autocast.scope);
+	free(op->scope);
 }
 
-static void on_op_begin(struct conv_process *p, struct conv_thread *t,
-			struct cursor *c, uint64_t time_ns)
+static void on_op_begin(struct conv_thread *t, const struct amp_op_event *e,
+			uint64_t time_ns)
 {
-	struct pending_op op = { 0 };
-	struct str scope, name, overload;
+	struct pending_op op = {
+		.op_id = e->op_id, .parent_op_id = e->parent_op_id,
+		.forward_op_id = e->forward_op_id, .begin_ns = time_ns,
+		.phase = e->phase, .device = e->device, .emulated = e->emulated,
+		.autocast = e->autocast,
+	};
+	const char *name = op_or_unknown(e->op);
+	const char *overload = e->overload ? e->overload : "";
 
-	op.op_id = get_u64(c);
-	op.parent_op_id = get_u64(c);
-	op.forward_op_id = get_u64(c);
-	op.phase = get_u8(c);
-	op.device = get_u8(c);
-	op.emulated = get_u8(c);
-	get_u8(c);
-	get_autocast(c, &op.autocast, &scope);
-	name = get_str(c);
-	overload = get_str(c);
-	if (c->bad)
-		return;
-	(void)p;
-	op.begin_ns = time_ns;
-	op.autocast.scope = scope.s ? dupn(scope.s, scope.len) : NULL;
-	op.op = dupn(name.s ? name.s : "unknown", name.s ? name.len : 7);
-	op.overload = dupn(overload.s ? overload.s : "", overload.len);
+	if (e->autocast.scope)
+		op.scope = dupn(e->autocast.scope, strlen(e->autocast.scope));
+	op.autocast.scope = op.scope;
+	op.op = dupn(name, strlen(name));
+	op.overload = dupn(overload, strlen(overload));
 	t->ops = grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
 	t->ops[t->nops++] = op;
 }
 
 static void on_op_end(struct conv *cv, struct conv_process *p,
-		      struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+		      struct conv_thread *t, const struct amp_op_event *e,
+		      uint64_t time_ns)
 {
 	struct jsonw *w = &cv->buf;
-	uint64_t op_id = get_u64(c), parent = get_u64(c), forward = get_u64(c);
-	uint64_t begin_ns = get_u64(c);
-	int status = get_i32(c);
-	unsigned phase = get_u8(c), policy = get_u8(c), device = get_u8(c);
-	bool emulated = get_u8(c);
-	struct autocast_state ac;
-	struct str scope, name, overload, error;
-	struct tensor in[256], out[256];
-	unsigned nin, nout;
-
-	get_autocast(c, &ac, &scope);
-	name = get_str(c);
-	overload = get_str(c);
-	nin = get_u8(c);
-	for (unsigned i = 0; i < nin && !c->bad; i++)
-		get_tensor(c, &in[i]);
-	nout = get_u8(c);
-	for (unsigned i = 0; i < nout && !c->bad; i++)
-		get_tensor(c, &out[i]);
-	error = get_str(c);
-	if (c->bad)
-		return;
+	uint64_t op_id = e->op_id, parent = e->parent_op_id;
+	uint64_t forward = e->forward_op_id, begin_ns = e->begin_ns;
+	int status = e->status;
+	unsigned phase = e->phase, policy = e->policy, device = e->device;
+	const char *name = op_or_unknown(e->op);
+	const char *overload = e->overload ? e->overload : "";
+	const char *error = e->error ? e->error : "";
+	const struct amp_tensor_info *in = e->inputs, *out = e->outputs;
+	int nin = e->ninputs, nout = e->noutputs;
 
 	/* Ops nest on a thread, so the BEGIN is normally on top. */
 	struct pending_op *pending = find_pending(t, op_id);
@@ -593,40 +456,36 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 		begin_ns = time_ns;
 
 	struct jsonw label;
-	struct trace_event e;
+	struct trace_event kept;
 	jsonw_init(&label);
 	op_name(&label, name, overload);
 	jsonw_reset(w);
-	event_head(w, &e, TRACE_OP, label.data, label.len, "amp.op", 'X',
+	event_head(w, &kept, TRACE_OP, label.data, label.len, "amp.op", 'X',
 		   (int64_t)(begin_ns - cv->base_ns), p, t->tid);
 	jsonw_free(&label);
 	jsonw_lit(w, ",\"dur\":");
 	jsonw_us(w, (int64_t)(time_ns - begin_ns));
-	e.dur = to_us((int64_t)(time_ns - begin_ns));
-	e.op = (struct trace_op){
+	kept.dur = to_us((int64_t)(time_ns - begin_ns));
+	kept.op = (struct trace_op){
 		.op_id = op_id, .parent_op_id = parent, .forward_op_id = forward,
-		.op = keep_str(p, name.s ? name.s : "unknown",
-			       name.s ? name.len : 7),
-		.overload = keep_str(p, overload.s ? overload.s : "",
-				     overload.len),
+		.op = keep_cstr(p, name), .overload = keep_cstr(p, overload),
 		.phase = keep_name(p, NAMES_PHASE, phase),
 		.policy = keep_name(p, NAMES_POLICY, policy),
 		.device = keep_name(p, NAMES_DEVICE, device),
-		.emulated = emulated,
-		.autocast = keep_autocast(p, t, &ac, scope),
-		.ninputs = (int)nin, .noutputs = (int)nout,
+		.emulated = e->emulated,
+		.autocast = keep_autocast(p, t, &e->autocast),
+		.ninputs = nin, .noutputs = nout,
 		.inputs = keep_tensors(p, in, nin),
 		.outputs = keep_tensors(p, out, nout),
 		.status = status,
-		.error = status ? keep_str(p, error.s ? error.s : "", error.len)
-				: NULL,
+		.error = status ? keep_cstr(p, error) : NULL,
 	};
 	jsonw_lit(w, ",\"args\":{\"op_id\":");
 	jsonw_u64(w, op_id);
 	jsonw_lit(w, ",\"op\":");
-	jsonw_strn(w, name.s ? name.s : "unknown", name.s ? name.len : 7);
+	jsonw_str(w, name);
 	jsonw_lit(w, ",\"overload\":");
-	jsonw_strn(w, overload.s ? overload.s : "", overload.len);
+	jsonw_str(w, overload);
 	jsonw_lit(w, ",\"phase\":");
 	jsonw_str(w, name_of(p, NAMES_PHASE, phase));
 	jsonw_lit(w, ",\"policy\":");
@@ -634,7 +493,7 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	jsonw_lit(w, ",\"device\":");
 	jsonw_str(w, name_of(p, NAMES_DEVICE, device));
 	jsonw_lit(w, ",\"emulated\":");
-	jsonw_bool(w, emulated);
+	jsonw_bool(w, e->emulated);
 	if (parent) {
 		jsonw_lit(w, ",\"parent_op_id\":");
 		jsonw_u64(w, parent);
@@ -643,15 +502,15 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 		jsonw_lit(w, ",\"forward_op_id\":");
 		jsonw_u64(w, forward);
 	}
-	write_autocast(w, p, t, &ac, scope);
+	write_autocast(w, p, t, &e->autocast);
 	jsonw_lit(w, ",\"inputs\":[");
-	for (unsigned i = 0; i < nin; i++) {
+	for (int i = 0; i < nin; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
 		write_tensor(w, p, &in[i]);
 	}
 	jsonw_lit(w, "],\"outputs\":[");
-	for (unsigned i = 0; i < nout; i++) {
+	for (int i = 0; i < nout; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
 		write_tensor(w, p, &out[i]);
@@ -659,17 +518,17 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	jsonw_raw(w, "]", 1);
 	if (status) {
 		jsonw_printf(w, ",\"status\":%d,\"error\":", status);
-		jsonw_strn(w, error.s ? error.s : "", error.len);
+		jsonw_str(w, error);
 	}
 	/* torch.profiler's keys, for tools that read Kineto traces. */
 	jsonw_lit(w, ",\"Input type\":[");
-	for (unsigned i = 0; i < nin; i++) {
+	for (int i = 0; i < nin; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
 		jsonw_str(w, name_of(p, NAMES_PROFILER, in[i].dtype));
 	}
 	jsonw_lit(w, "],\"Input Dims\":[");
-	for (unsigned i = 0; i < nin; i++) {
+	for (int i = 0; i < nin; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
 		write_shape(w, &in[i]);
@@ -677,7 +536,7 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	jsonw_lit(w, "],\"External id\":");
 	jsonw_u64(w, op_id);
 	jsonw_lit(w, "}}");
-	emit(p, w, &e);
+	emit(p, w, &kept);
 	p->ops++;
 }
 
@@ -708,27 +567,15 @@ static void counter(struct conv *cv, struct conv_process *p,
 }
 
 static void on_cast(struct conv *cv, struct conv_process *p,
-		    struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+		    struct conv_thread *t, const struct amp_cast_event *c,
+		    uint64_t time_ns)
 {
 	struct jsonw *w = &cv->buf;
-	uint64_t op_id = get_u64(c);
-	int arg = get_i32(c);
-	unsigned from = get_u8(c), to = get_u8(c), cache = get_u8(c);
-	bool stale = get_u8(c), stats = get_u8(c);
-	uint64_t bytes = get_u64(c), begin_ns = get_u64(c);
-	uint64_t entries = 0, cache_bytes = 0;
-	struct tensor source, result;
-	struct str reason;
+	uint64_t op_id = c->op_id, bytes = c->bytes, begin_ns = c->begin_ns;
+	unsigned from = c->from, to = c->to, cache = c->cache;
+	const struct amp_tensor_info *source = &c->source;
+	const char *reason = c->reason ? c->reason : "";
 
-	if (stats) {
-		entries = get_u64(c);
-		cache_bytes = get_u64(c);
-	}
-	get_tensor(c, &source);
-	get_tensor(c, &result);
-	reason = get_str(c);
-	if (c->bad)
-		return;
 	if (!begin_ns || begin_ns > time_ns)
 		begin_ns = time_ns;
 
@@ -748,17 +595,16 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	const struct pending_op *op = find_pending(t, op_id);
 	e.dur = to_us((int64_t)(time_ns - begin_ns));
 	e.cast = (struct trace_cast){
-		.op_id = op_id, .tensor = source.id, .result = result.id,
-		.bytes = bytes, .arg = arg,
+		.op_id = op_id, .tensor = source->id, .result = c->result.id,
+		.bytes = bytes, .arg = c->arg,
 		.from = keep_name(p, NAMES_DTYPE, from),
 		.to = keep_name(p, NAMES_DTYPE, to),
 		.cache = keep_name(p, NAMES_CACHE, cache),
-		.reason = keep_str(p, reason.s ? reason.s : "", reason.len),
-		.name = keep_str(p, source.name.s, source.name.len),
+		.reason = keep_cstr(p, reason), .name = keep_cstr(p, source->name),
 		.op = op ? keep_cstr(p, op->op) : NULL,
 		.phase = op ? keep_name(p, NAMES_PHASE, op->phase) : NULL,
 		.scope = op ? keep_cstr(p, op->autocast.scope) : NULL,
-		.stale = stale,
+		.stale = c->stale,
 	};
 	if (op) {
 		jsonw_lit(w, ",\"op\":");
@@ -771,11 +617,11 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 		}
 	}
 	jsonw_lit(w, ",\"arg\":");
-	jsonw_i64(w, arg);
+	jsonw_i64(w, c->arg);
 	jsonw_lit(w, ",\"tensor\":");
-	jsonw_u64(w, source.id);
+	jsonw_u64(w, source->id);
 	jsonw_lit(w, ",\"result\":");
-	jsonw_u64(w, result.id);
+	jsonw_u64(w, c->result.id);
 	jsonw_lit(w, ",\"from\":");
 	jsonw_str(w, from_name);
 	jsonw_lit(w, ",\"to\":");
@@ -783,36 +629,37 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	jsonw_lit(w, ",\"cache\":");
 	jsonw_str(w, name_of(p, NAMES_CACHE, cache));
 	jsonw_lit(w, ",\"reason\":");
-	jsonw_strn(w, reason.s ? reason.s : "", reason.len);
+	jsonw_str(w, reason);
 	jsonw_lit(w, ",\"bytes\":");
 	jsonw_u64(w, bytes);
-	if (stale)
+	if (c->stale)
 		jsonw_lit(w, ",\"stale\":true");
-	if (source.name.s) {
+	if (source->name) {
 		jsonw_lit(w, ",\"name\":");
-		jsonw_strn(w, source.name.s, source.name.len);
+		jsonw_str(w, source->name);
 	}
 	jsonw_lit(w, ",\"shape\":");
-	write_shape(w, &source);
-	if (source.flags & 2)
+	write_shape(w, source);
+	if (source->requires_grad)
 		jsonw_lit(w, ",\"requires_grad\":true");
-	if (source.flags & 1)
+	if (source->is_leaf)
 		jsonw_lit(w, ",\"leaf\":true");
 	jsonw_lit(w, "}}");
 	emit(p, w, &e);
 	p->casts++;
-	if (stats)
+	if (c->cache_counted)
 		counter(cv, p, t, "amp.cache", "autocast cache", time_ns,
-			"entries", (double)entries, "bytes", (double)cache_bytes);
+			"entries", (double)c->cache_entries, "bytes",
+			(double)c->cache_bytes);
 }
 
 static void scope_label(struct jsonw *w, const struct conv_process *p,
-			struct str scope, unsigned device, unsigned dtype,
+			const char *scope, unsigned device, unsigned dtype,
 			bool enabled)
 {
 	jsonw_reset(w);
-	if (scope.s) {
-		jsonw_raw(w, scope.s, scope.len);
+	if (scope) {
+		jsonw_cstr(w, scope);
 	} else {
 		jsonw_printf(w, "autocast(%s, %s)", name_of(p, NAMES_DEVICE, device),
 			     enabled ? name_of(p, NAMES_DTYPE, dtype) : "off");
@@ -839,17 +686,15 @@ static void scope_end(struct conv *cv, struct conv_process *p,
 }
 
 static void on_scope(struct conv *cv, struct conv_process *p,
-		     struct conv_thread *t, struct cursor *c, uint64_t time_ns,
-		     bool enter)
+		     struct conv_thread *t, const struct amp_scope_event *region,
+		     uint64_t time_ns, bool enter)
 {
 	struct jsonw *w = &cv->buf;
-	int depth = get_i32(c);
-	unsigned device = get_u8(c), dtype = get_u8(c);
-	bool enabled = get_u8(c), cache_enabled = get_u8(c);
-	struct str scope = get_str(c);
+	int depth = region->depth;
+	unsigned device = region->device, dtype = region->dtype;
+	bool enabled = region->enabled, cache_enabled = region->cache_enabled;
+	const char *scope = region->scope;
 
-	if (c->bad)
-		return;
 	if (!enter) {
 		/* A region the recorder saw open; an exit of one opened
 		 * before it attached has no B to close. */
@@ -869,13 +714,13 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 	event_head(w, &e, TRACE_SCOPE_BEGIN, label.data, label.len,
 		   "amp.scope", 'B', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	e.scope = (struct trace_scope){
-		.scope = keep_str(p, scope.s, scope.len), .depth = depth,
+		.scope = keep_cstr(p, scope), .depth = depth,
 		.device = keep_name(p, NAMES_DEVICE, device),
 		.dtype = keep_name(p, NAMES_DTYPE, dtype),
 		.enabled = enabled, .cache_enabled = cache_enabled,
 	};
 	jsonw_printf(w, ",\"args\":{\"scope\":");
-	jsonw_strn(w, scope.s, scope.len);
+	jsonw_str(w, scope);
 	jsonw_printf(w, ",\"depth\":%d,\"device\":\"%s\",\"dtype\":\"%s\","
 			"\"enabled\":%s,\"cache_enabled\":%s}}",
 		     depth, name_of(p, NAMES_DEVICE, device),
@@ -885,7 +730,7 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 	t->scopes = grow(t->scopes, &t->cap_scopes, t->nscopes + 1,
 			 sizeof *t->scopes);
 	t->scopes[t->nscopes++] = (struct open_scope){
-		.name = scope.s ? dupn(scope.s, scope.len) : NULL,
+		.name = scope ? dupn(scope, strlen(scope)) : NULL,
 		.label = dupn(label.data, label.len),
 		.depth = depth,
 	};
@@ -893,14 +738,12 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 }
 
 static void on_cache_clear(struct conv *cv, struct conv_process *p,
-			   struct conv_thread *t, struct cursor *c,
+			   struct conv_thread *t, const struct amp_cache_event *c,
 			   uint64_t time_ns)
 {
 	struct jsonw *w = &cv->buf;
-	uint64_t entries = get_u64(c), bytes = get_u64(c);
+	uint64_t entries = c->entries, bytes = c->bytes;
 
-	if (c->bad)
-		return;
 	struct trace_event e;
 	jsonw_reset(w);
 	event_head(w, &e, TRACE_CACHE_CLEAR, "cache clear", 11, "amp.cache",
@@ -917,34 +760,31 @@ static void on_cache_clear(struct conv *cv, struct conv_process *p,
 }
 
 static void on_scaler(struct conv *cv, struct conv_process *p,
-		      struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+		      struct conv_thread *t, const struct amp_scaler_event *s,
+		      uint64_t time_ns)
 {
 	struct jsonw *w = &cv->buf;
-	uint64_t scaler_id = get_u64(c), optimizer_id = get_u64(c);
-	uint64_t inf_tensor = get_u64(c);
-	double scale = get_f64(c);
-	bool found_inf = get_u8(c), skipped = get_u8(c);
-	struct str what = get_str(c);
+	uint64_t scaler_id = s->scaler_id, optimizer_id = s->optimizer_id;
+	uint64_t inf_tensor = s->inf_tensor_id;
+	double scale = s->scale;
+	bool found_inf = s->found_inf, skipped = s->step_skipped;
+	const char *what = s->what ? s->what : "";
 
-	if (c->bad)
-		return;
 	char label[64];
-	int n = snprintf(label, sizeof label, "scaler %.*s",
-			 (int)(what.len < 40 ? what.len : 40),
-			 what.s ? what.s : "");
+	int n = snprintf(label, sizeof label, "scaler %.40s", what);
 	struct trace_event e;
 	jsonw_reset(w);
 	event_head(w, &e, TRACE_SCALER, label, (size_t)n, "amp.scaler", 'i',
 		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	/* JSON has no NaN or infinity: both are written as null, read as NaN */
 	e.scaler = (struct trace_scaler){
-		.what = keep_str(p, what.s ? what.s : "", what.len),
+		.what = keep_cstr(p, what),
 		.scaler_id = scaler_id, .optimizer_id = optimizer_id,
 		.inf_tensor = inf_tensor, .scale = isfinite(scale) ? scale : NAN,
 		.found_inf = found_inf, .step_skipped = skipped,
 	};
 	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"what\":");
-	jsonw_strn(w, what.s ? what.s : "", what.len);
+	jsonw_str(w, what);
 	jsonw_lit(w, ",\"scaler_id\":");
 	jsonw_u64(w, scaler_id);
 	if (optimizer_id) {
@@ -1014,17 +854,14 @@ static void diag(struct conv *cv, struct conv_process *p, uint64_t tid,
 }
 
 static void on_diag(struct conv *cv, struct conv_process *p,
-		    struct conv_thread *t, struct cursor *c, uint64_t time_ns)
+		    struct conv_thread *t, const struct amp_diag_event *d,
+		    uint64_t time_ns)
 {
-	uint64_t op_id = get_u64(c), tensor_id = get_u64(c);
-	struct str kind = get_str(c), message = get_str(c);
+	const char *kind = d->kind ? d->kind : "diag";
+	const char *message = d->message ? d->message : "";
 
-	if (c->bad)
-		return;
-	if (!kind.s)
-		kind = (struct str){ "diag", 4 };
-	diag(cv, p, t->tid, time_ns, kind.s, kind.len,
-	     message.s ? message.s : "", message.len, op_id, tensor_id, 't');
+	diag(cv, p, t->tid, time_ns, kind, strlen(kind), message,
+	     strlen(message), d->op_id, d->tensor_id, 't');
 }
 
 /* ------------------------------------------------------ GPU activities */
@@ -1093,29 +930,21 @@ static void gpu_announce(struct conv *cv, struct conv_process *p,
  * it: an X event on the GPU's pid, tid = stream, linked to its op by
  * "External id". */
 static void on_gpu_activity(struct conv *cv, struct conv_process *p,
-			    struct cursor *c, uint64_t start_ns)
+			    const struct amp_gpu_activity *a)
 {
-	uint64_t end_ns = get_u64(c), op_id = get_u64(c);
-	uint64_t cast_id = get_u64(c), bytes = get_u64(c);
-	uint32_t device = (uint32_t)get_i32(c), stream = (uint32_t)get_i32(c);
-	uint32_t correlation = (uint32_t)get_i32(c);
-	int32_t grid[3], block[3];
-	for (int k = 0; k < 3; k++)
-		grid[k] = get_i32(c);
-	for (int k = 0; k < 3; k++)
-		block[k] = get_i32(c);
-	int32_t registers = get_i32(c), shared_memory = get_i32(c);
-	unsigned kind = get_u8(c);
-	get_u8(c); /* copy kind: the name says it */
-	get_u8(c);
-	get_u8(c);
-	struct str name = get_str(c);
-	if (c->bad)
-		return;
+	uint64_t start_ns = a->start_ns, end_ns = a->end_ns;
+	uint64_t op_id = a->op_id, cast_id = a->cast_id, bytes = a->bytes;
+	uint32_t device = a->device, stream = a->stream;
+	uint32_t correlation = a->correlation_id;
+	const int32_t *grid = a->grid, *block = a->block;
+	int32_t registers = a->registers, shared_memory = a->shared_memory;
+	unsigned kind = a->kind;
+	/* the copy kind is not written: the name says it */
+	const char *name = a->name;
+
 	bool memcpy_kind = kind == AMP_GPU_ACTIVITY_MEMCPY;
-	if (!name.s)
-		name = memcpy_kind ? (struct str){ "Memcpy", 6 }
-				   : (struct str){ "kernel", 6 };
+	if (!name)
+		name = memcpy_kind ? "Memcpy" : "kernel";
 	gpu_announce(cv, p, device, UINT32_MAX);
 	gpu_announce(cv, p, device, stream);
 	uint64_t dur = end_ns > start_ns ? end_ns - start_ns : 0;
@@ -1123,7 +952,7 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 	/* Readers know the kernel category; a memcpy is someone else's. */
 	struct trace_event e = {
 		.kind = memcpy_kind ? TRACE_OTHER : TRACE_KERNEL, .ph = 'X',
-		.name = keep_str(p, name.s, name.len),
+		.name = keep_cstr(p, name),
 		.cat = keep_cstr(p, memcpy_kind ? "gpu_memcpy" : "kernel"),
 		.pid = gpu_pid(p, device), .tid = stream,
 		.ts = to_us((int64_t)(start_ns - cv->base_ns)),
@@ -1137,7 +966,7 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 		};
 	jsonw_reset(w);
 	jsonw_lit(w, "{\"name\":");
-	jsonw_strn(w, name.s, name.len);
+	jsonw_str(w, name);
 	jsonw_printf(w, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":",
 		     memcpy_kind ? "gpu_memcpy" : "kernel");
 	jsonw_us(w, (int64_t)(start_ns - cv->base_ns));
@@ -1182,26 +1011,22 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 	emit(p, w, &e);
 }
 
-static void on_gpu_status(struct conv_process *p, struct cursor *c)
+static void on_gpu_status(struct conv_process *p,
+			  const struct raw_gpu_status *status)
 {
-	int32_t status = get_i32(c);
-	struct str reason = get_str(c);
-
-	if (c->bad)
-		return;
-	p->gpu_status = status == 0 ? 1 : -1;
+	p->gpu_status = status->result == 0 ? 1 : -1;
 	free(p->gpu_reason);
-	p->gpu_reason = reason.s ? dupn(reason.s, reason.len) : NULL;
+	p->gpu_reason = status->reason ? dupn(status->reason,
+					      strlen(status->reason))
+				       : NULL;
 }
 
-static void on_gpu_stats(struct conv_process *p, struct cursor *c)
+static void on_gpu_stats(struct conv_process *p, const struct raw_gpu_stats *s)
 {
-	uint64_t stats[7];
+	uint64_t stats[7] = { s->stats.kernels, s->stats.memcpys,
+			      s->stats.unlinked, s->stats.untimed,
+			      s->stats.dropped, s->stats.buffers, s->lost };
 
-	for (int k = 0; k < 7; k++)
-		stats[k] = get_u64(c);
-	if (c->bad)
-		return;
 	memcpy(p->gpu_stats, stats, sizeof stats);
 	p->gpu_stats_seen = true;
 }
@@ -1209,51 +1034,50 @@ static void on_gpu_stats(struct conv_process *p, struct cursor *c)
 static void convert_record(struct conv *cv, struct conv_process *p,
 			   struct conv_thread *t, const struct raw_record *r)
 {
-	struct cursor c = { (const uint8_t *)(r + 1),
-			    (const uint8_t *)r + r->size, false };
+	struct raw_decoded *d = cv->decoded;
 
 	if (r->time_ns > t->last_ns)
 		t->last_ns = r->time_ns;
 	if (r->time_ns > p->last_ns)
 		p->last_ns = r->time_ns;
-	switch (r->kind) {
+	if (!raw_decode(r, d)) {
+		p->raw_errors++;
+		return;
+	}
+	switch (d->kind) {
 	case AMP_EVENT_OP_BEGIN:
-		on_op_begin(p, t, &c, r->time_ns);
+		on_op_begin(t, &d->event.op, r->time_ns);
 		break;
 	case AMP_EVENT_OP_END:
-		on_op_end(cv, p, t, &c, r->time_ns);
+		on_op_end(cv, p, t, &d->event.op, r->time_ns);
 		break;
 	case AMP_EVENT_CAST:
-		on_cast(cv, p, t, &c, r->time_ns);
+		on_cast(cv, p, t, &d->event.cast, r->time_ns);
 		break;
 	case AMP_EVENT_SCOPE_ENTER:
 	case AMP_EVENT_SCOPE_EXIT:
-		on_scope(cv, p, t, &c, r->time_ns,
-			 r->kind == AMP_EVENT_SCOPE_ENTER);
+		on_scope(cv, p, t, &d->event.scope, r->time_ns,
+			 d->kind == AMP_EVENT_SCOPE_ENTER);
 		break;
 	case AMP_EVENT_CACHE_CLEAR:
-		on_cache_clear(cv, p, t, &c, r->time_ns);
+		on_cache_clear(cv, p, t, &d->event.cache, r->time_ns);
 		break;
 	case AMP_EVENT_SCALER:
-		on_scaler(cv, p, t, &c, r->time_ns);
+		on_scaler(cv, p, t, &d->event.scaler, r->time_ns);
 		break;
 	case AMP_EVENT_DIAG:
-		on_diag(cv, p, t, &c, r->time_ns);
+		on_diag(cv, p, t, &d->event.diag, r->time_ns);
 		break;
 	case RAW_KIND_GPU_ACTIVITY:
-		on_gpu_activity(cv, p, &c, r->time_ns);
+		on_gpu_activity(cv, p, &d->gpu_activity);
 		break;
 	case RAW_KIND_GPU_STATUS:
-		on_gpu_status(p, &c);
+		on_gpu_status(p, &d->gpu_status);
 		break;
 	case RAW_KIND_GPU_STATS:
-		on_gpu_stats(p, &c);
+		on_gpu_stats(p, &d->gpu_stats);
 		break;
-	default:
-		c.bad = true;
 	}
-	if (c.bad)
-		p->raw_errors++;
 }
 
 /* ------------------------------------------------------- thread files */
@@ -1592,7 +1416,10 @@ void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
 	       conv_writer_fn writer_for, void *ctx)
 {
 	*c = (struct conv){ .raw_dir = strdup(raw_dir), .base_ns = base_ns,
-			    .writer_for = writer_for, .ctx = ctx };
+			    .writer_for = writer_for, .ctx = ctx,
+			    .decoded = calloc(1, sizeof *c->decoded) };
+	if (!c->decoded)
+		abort(); /* as dupn: no partial state to fall back to */
 	jsonw_init(&c->buf);
 }
 
@@ -1663,10 +1490,7 @@ static void close_thread(struct conv *cv, struct conv_process *p,
 			jsonw_lit(w, ",\"parent_op_id\":");
 			jsonw_u64(w, op->parent_op_id);
 		}
-		struct str scope = { op->autocast.scope,
-				     op->autocast.scope ? strlen(op->autocast.scope)
-							: 0 };
-		write_autocast(w, p, t, &op->autocast, scope);
+		write_autocast(w, p, t, &op->autocast);
 		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
 		jsonw_str(w, closed_by);
 		jsonw_lit(w, "}}");
@@ -1678,7 +1502,7 @@ static void close_thread(struct conv *cv, struct conv_process *p,
 			.phase = keep_name(p, NAMES_PHASE, op->phase),
 			.device = keep_name(p, NAMES_DEVICE, op->device),
 			.emulated = op->emulated, .incomplete = true,
-			.autocast = keep_autocast(p, t, &op->autocast, scope),
+			.autocast = keep_autocast(p, t, &op->autocast),
 		};
 		emit(p, w, &e);
 		p->ops++;
@@ -1878,4 +1702,7 @@ void conv_free(struct conv *c)
 	free(c->procs);
 	free(c->raw_dir);
 	jsonw_free(&c->buf);
+	if (c->decoded)
+		raw_decoded_free(c->decoded);
+	free(c->decoded);
 }
