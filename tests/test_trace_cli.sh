@@ -146,6 +146,18 @@ check "--junit to an unwritable path: says so" err_has "amptrace check: cannot w
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit
 check "--junit without a file: exit 2" status_is 2
 
+# ------------------------------------------- output that cannot be written
+# stdout on a full device: the command says so and fails, whatever it
+# would have returned.
+for args in "summary $fx/good.json" "summary --json $fx/good.json" \
+	"check $fx/good.json $fx/pass.rules" "diff $fx/good.json $fx/changed.json" \
+	"explain linear f32 f32"; do
+	"$amptrace" $args >/dev/full 2>"$tmp/err"
+	status=$?
+	check "${args%% *} to /dev/full: exit 2" status_is 2
+	check "${args%% *} to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
+done
+
 # ---------------------------------------------------------------- check
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules"
 check "passing rules: exit 0" status_is 0
