@@ -153,7 +153,7 @@ static int assign_steps(const struct trace *t, struct analysis *a)
 		}
 		markers[n++] = (struct marker){ e->pid, e->ts };
 	}
-	qsort(markers, n, sizeof *markers, compare_markers);
+	trace_sort(markers, n, sizeof *markers, compare_markers);
 	a->nsteps = t->nevents ? 1 : 0;
 	for (size_t i = 0; i < t->nevents && n; i++) {
 		const struct trace_event *e = &t->events[i];

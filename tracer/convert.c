@@ -1358,8 +1358,7 @@ static void scan_threads(struct conv_process *p)
 		found[nfound++] = strdup(path);
 	}
 	closedir(d);
-	if (nfound) /* qsort(NULL, 0) is undefined */
-		qsort(found, nfound, sizeof *found, compare_names);
+	trace_sort(found, nfound, sizeof *found, compare_names);
 	for (size_t i = 0; i < nfound; i++) {
 		int fd = open(found[i], O_RDWR | O_CLOEXEC);
 		if (fd < 0) {

@@ -186,7 +186,7 @@ static void order_processes(struct side *s)
 		if (e->kind != TRACE_META && e->ts < order[k].first_ts)
 			order[k].first_ts = e->ts;
 	}
-	qsort(order, n, sizeof *order, compare_pids);
+	trace_sort(order, n, sizeof *order, compare_pids);
 	s->pids = malloc((n ? n : 1) * sizeof *s->pids);
 	if (!s->pids)
 		oom();
@@ -241,7 +241,7 @@ static int load_side(const char *path, struct side *s)
 		s->op_events[s->nops++] = i;
 	}
 	map_free(&occurrences);
-	qsort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
+	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
 	return 0;
 }
 

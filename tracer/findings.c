@@ -1104,8 +1104,7 @@ int findings_compute(const struct trace *trace, struct findings *out)
 	for (size_t i = 0; i < trace->nevents; i++)
 		if (trace->events[i].kind == TRACE_DIAG)
 			fold_diag(&cx, i);
-	if (out->count)
-		qsort(out->items, out->count, sizeof *out->items, compare_findings);
+	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
 
 	free(regions.items);
 	free(regions.open.slots);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define TRACE_MAX_DIMS 8
 
@@ -203,5 +204,14 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size);
 
 /* "softmax.int" or "softmax" into buf. */
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size);
+
+/* qsort for arrays that may be empty, and then NULL: qsort(NULL, 0, ...)
+ * is undefined behaviour. */
+static inline void trace_sort(void *base, size_t count, size_t size,
+			      int (*compare)(const void *, const void *))
+{
+	if (count > 1)
+		qsort(base, count, size, compare);
+}
 
 #endif /* AMPTRACE_TRACE_H */
