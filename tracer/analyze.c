@@ -310,15 +310,6 @@ const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 	return i == SIZE_MAX ? NULL : &a->trace->events[i];
 }
 
-const struct finding *analysis_finding(const struct analysis *a,
-				       const char *kind)
-{
-	for (size_t i = 0; i < a->nfindings; i++)
-		if (!strcmp(a->findings[i].kind, kind))
-			return &a->findings[i];
-	return NULL;
-}
-
 const char *analysis_output_dtype(const struct trace_op *op)
 {
 	return op->noutputs > 0 ? op->outputs[0].dtype : NULL;

@@ -59,9 +59,6 @@ void analysis_free(struct analysis *a);
 /* The amp.op event of (pid, op_id), or NULL. */
 const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 				      uint64_t op_id);
-/* The first (most severe) finding of `kind`, or NULL. */
-const struct finding *analysis_finding(const struct analysis *a,
-				       const char *kind);
 /* The dtype of the op's first output, or NULL when it has none. */
 const char *analysis_output_dtype(const struct trace_op *op);
 /* True when the op ran inside a named region `scope` (at any depth). */
