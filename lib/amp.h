@@ -28,6 +28,10 @@
 extern "C" {
 #endif
 
+/* What the public headers declare is libamp's API, exported from the
+ * shared library; the library hides everything else (-fvisibility=hidden). */
+#pragma GCC visibility push(default)
+
 /* ---------------------------------------------------------------- dtypes */
 
 /* NOTE: add dtypes at the end; traces and tables are indexed by these. */
@@ -560,6 +564,8 @@ uint64_t amp_thread_number(void);
 
 #include "amp_autograd.h"
 #include "amp_train.h"
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
