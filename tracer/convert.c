@@ -448,53 +448,17 @@ static void close_thread(struct conv *cv, struct conv_process *p,
 			 struct conv_thread *t, uint64_t end_ns,
 			 const char *closed_by)
 {
-	struct jsonw *w = &cv->buf;
-
 	/* Innermost first, so the X events nest like the stack did. */
 	while (t->nops) {
 		struct pending_op *op = &t->ops[--t->nops];
-		char label[256];
-		snprintf(label, sizeof label, "%s%s%s", op->op,
-			 op->overload[0] ? "." : "", op->overload);
-		int64_t dur = (int64_t)(end_ns > op->begin_ns
-						? end_ns - op->begin_ns : 0);
-		struct trace_event e;
-		jsonw_reset(w);
-		conv_event_head(w, &e, TRACE_OP, label, strlen(label), "amp.op", 'X',
-			   (int64_t)(op->begin_ns - cv->base_ns), p, t->tid);
-		jsonw_lit(w, ",\"dur\":");
-		jsonw_us(w, dur);
-		jsonw_lit(w, ",\"args\":{\"op_id\":");
-		jsonw_u64(w, op->op_id);
-		jsonw_lit(w, ",\"op\":");
-		jsonw_str(w, op->op);
-		jsonw_lit(w, ",\"overload\":");
-		jsonw_str(w, op->overload);
-		jsonw_printf(w, ",\"phase\":\"%s\",\"device\":\"%s\","
-				"\"emulated\":%s",
-			     conv_name_of(p, NAMES_PHASE, op->phase),
-			     conv_name_of(p, NAMES_DEVICE, op->device),
-			     op->emulated ? "true" : "false");
-		if (op->parent_op_id) {
-			jsonw_lit(w, ",\"parent_op_id\":");
-			jsonw_u64(w, op->parent_op_id);
-		}
-		conv_write_autocast(w, p, t, &op->autocast);
-		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
-		jsonw_str(w, closed_by);
-		jsonw_lit(w, "}}");
-		e.dur = conv_to_us(dur);
-		e.op = (struct trace_op){
+		const struct amp_op_event e = {
 			.op_id = op->op_id, .parent_op_id = op->parent_op_id,
-			.op = conv_keep_cstr(p, op->op),
-			.overload = conv_keep_cstr(p, op->overload),
-			.phase = conv_keep_name(p, NAMES_PHASE, op->phase),
-			.device = conv_keep_name(p, NAMES_DEVICE, op->device),
-			.emulated = op->emulated, .incomplete = true,
-			.autocast = conv_keep_autocast(p, t, &op->autocast),
+			.forward_op_id = op->forward_op_id, .op = op->op,
+			.overload = op->overload, .phase = op->phase,
+			.device = op->device, .emulated = op->emulated,
+			.autocast = op->autocast,
 		};
-		conv_emit(p, w, &e);
-		p->ops++;
+		conv_op_event(cv, p, t, &e, op->begin_ns, end_ns, closed_by);
 		p->in_flight_ops++;
 		conv_free_pending(op);
 	}

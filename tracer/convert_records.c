@@ -46,81 +46,85 @@ static void on_op_begin(struct conv_thread *t, const struct amp_op_event *e,
 	t->ops[t->nops++] = op;
 }
 
-static void on_op_end(struct conv *cv, struct conv_process *p,
-		      struct conv_thread *t, const struct amp_op_event *e,
-		      uint64_t time_ns)
+/* The amp.op X event of op e, from begin_ns to end_ns, written and kept.
+ * closed_by NULL: its END was recorded.  Otherwise the end of its thread
+ * or process closed it (closed_by says how): an incomplete op
+ * (FORMAT.md), which has no policy, inputs, outputs or status. */
+void conv_op_event(struct conv *cv, struct conv_process *p,
+		   struct conv_thread *t, const struct amp_op_event *e,
+		   uint64_t begin_ns, uint64_t end_ns, const char *closed_by)
 {
 	struct jsonw *w = &cv->buf;
-	uint64_t op_id = e->op_id, parent = e->parent_op_id;
-	uint64_t forward = e->forward_op_id, begin_ns = e->begin_ns;
-	int status = e->status;
-	unsigned phase = e->phase, policy = e->policy, device = e->device;
+	bool complete = !closed_by;
 	const char *name = conv_op_or_unknown(e->op);
 	const char *overload = e->overload ? e->overload : "";
 	const char *error = e->error ? e->error : "";
-	const struct amp_tensor_info *in = e->inputs, *out = e->outputs;
-	int nin = e->ninputs, nout = e->noutputs;
-
-	/* Ops nest on a thread, so the BEGIN is normally on top. */
-	struct pending_op *pending = find_pending(t, op_id);
-	if (pending) {
-		size_t at = (size_t)(pending - t->ops);
-		conv_free_pending(pending);
-		memmove(&t->ops[at], &t->ops[at + 1],
-			(t->nops - at - 1) * sizeof *t->ops);
-		t->nops--;
-	}
-	if (!begin_ns || begin_ns > time_ns)
-		begin_ns = time_ns;
+	const struct amp_tensor_info *in = e->inputs;
+	int nin = complete ? e->ninputs : 0, nout = complete ? e->noutputs : 0;
+	int64_t dur = (int64_t)(end_ns > begin_ns ? end_ns - begin_ns : 0);
 
 	struct jsonw label;
 	struct trace_event kept;
 	jsonw_init(&label);
 	conv_op_name(&label, name, overload);
 	jsonw_reset(w);
-	conv_event_head(w, &kept, TRACE_OP, label.data, label.len, "amp.op", 'X',
-		   (int64_t)(begin_ns - cv->base_ns), p, t->tid);
+	conv_event_head(w, &kept, TRACE_OP, label.data, label.len, "amp.op",
+			'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
 	jsonw_free(&label);
 	jsonw_lit(w, ",\"dur\":");
-	jsonw_us(w, (int64_t)(time_ns - begin_ns));
-	kept.dur = conv_to_us((int64_t)(time_ns - begin_ns));
+	jsonw_us(w, dur);
+	kept.dur = conv_to_us(dur);
 	kept.op = (struct trace_op){
-		.op_id = op_id, .parent_op_id = parent, .forward_op_id = forward,
-		.op = conv_keep_cstr(p, name), .overload = conv_keep_cstr(p, overload),
-		.phase = conv_keep_name(p, NAMES_PHASE, phase),
-		.policy = conv_keep_name(p, NAMES_POLICY, policy),
-		.device = conv_keep_name(p, NAMES_DEVICE, device),
-		.emulated = e->emulated,
+		.op_id = e->op_id, .parent_op_id = e->parent_op_id,
+		.forward_op_id = e->forward_op_id,
+		.op = conv_keep_cstr(p, name),
+		.overload = conv_keep_cstr(p, overload),
+		.phase = conv_keep_name(p, NAMES_PHASE, e->phase),
+		.policy = complete ? conv_keep_name(p, NAMES_POLICY, e->policy)
+				   : NULL,
+		.device = conv_keep_name(p, NAMES_DEVICE, e->device),
+		.emulated = e->emulated, .incomplete = !complete,
 		.autocast = conv_keep_autocast(p, t, &e->autocast),
 		.ninputs = nin, .noutputs = nout,
-		.inputs = conv_keep_tensors(p, in, nin),
-		.outputs = conv_keep_tensors(p, out, nout),
-		.status = status,
-		.error = status ? conv_keep_cstr(p, error) : NULL,
+		.inputs = complete ? conv_keep_tensors(p, in, nin) : NULL,
+		.outputs = complete ? conv_keep_tensors(p, e->outputs, nout)
+				    : NULL,
+		.status = complete ? e->status : 0,
+		.error = complete && e->status ? conv_keep_cstr(p, error) : NULL,
 	};
 	jsonw_lit(w, ",\"args\":{\"op_id\":");
-	jsonw_u64(w, op_id);
+	jsonw_u64(w, e->op_id);
 	jsonw_lit(w, ",\"op\":");
 	jsonw_str(w, name);
 	jsonw_lit(w, ",\"overload\":");
 	jsonw_str(w, overload);
 	jsonw_lit(w, ",\"phase\":");
-	jsonw_str(w, conv_name_of(p, NAMES_PHASE, phase));
-	jsonw_lit(w, ",\"policy\":");
-	jsonw_str(w, conv_name_of(p, NAMES_POLICY, policy));
+	jsonw_str(w, conv_name_of(p, NAMES_PHASE, e->phase));
+	if (complete) {
+		jsonw_lit(w, ",\"policy\":");
+		jsonw_str(w, conv_name_of(p, NAMES_POLICY, e->policy));
+	}
 	jsonw_lit(w, ",\"device\":");
-	jsonw_str(w, conv_name_of(p, NAMES_DEVICE, device));
+	jsonw_str(w, conv_name_of(p, NAMES_DEVICE, e->device));
 	jsonw_lit(w, ",\"emulated\":");
 	jsonw_bool(w, e->emulated);
-	if (parent) {
+	if (e->parent_op_id) {
 		jsonw_lit(w, ",\"parent_op_id\":");
-		jsonw_u64(w, parent);
+		jsonw_u64(w, e->parent_op_id);
 	}
-	if (forward) {
+	if (e->forward_op_id) {
 		jsonw_lit(w, ",\"forward_op_id\":");
-		jsonw_u64(w, forward);
+		jsonw_u64(w, e->forward_op_id);
 	}
 	conv_write_autocast(w, p, t, &e->autocast);
+	if (!complete) {
+		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
+		jsonw_str(w, closed_by);
+		jsonw_lit(w, "}}");
+		conv_emit(p, w, &kept);
+		p->ops++;
+		return;
+	}
 	jsonw_lit(w, ",\"inputs\":[");
 	for (int i = 0; i < nin; i++) {
 		if (i)
@@ -131,11 +135,11 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	for (int i = 0; i < nout; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
-		conv_write_tensor(w, p, &out[i]);
+		conv_write_tensor(w, p, &e->outputs[i]);
 	}
 	jsonw_raw(w, "]", 1);
-	if (status) {
-		jsonw_printf(w, ",\"status\":%d,\"error\":", status);
+	if (e->status) {
+		jsonw_printf(w, ",\"status\":%d,\"error\":", e->status);
 		jsonw_str(w, error);
 	}
 	/* torch.profiler's keys, for tools that read Kineto traces. */
@@ -152,10 +156,30 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 		conv_write_shape(w, &in[i]);
 	}
 	jsonw_lit(w, "],\"External id\":");
-	jsonw_u64(w, op_id);
+	jsonw_u64(w, e->op_id);
 	jsonw_lit(w, "}}");
 	conv_emit(p, w, &kept);
 	p->ops++;
+}
+
+static void on_op_end(struct conv *cv, struct conv_process *p,
+		      struct conv_thread *t, const struct amp_op_event *e,
+		      uint64_t time_ns)
+{
+	uint64_t begin_ns = e->begin_ns;
+
+	/* Ops nest on a thread, so the BEGIN is normally on top. */
+	struct pending_op *pending = find_pending(t, e->op_id);
+	if (pending) {
+		size_t at = (size_t)(pending - t->ops);
+		conv_free_pending(pending);
+		memmove(&t->ops[at], &t->ops[at + 1],
+			(t->nops - at - 1) * sizeof *t->ops);
+		t->nops--;
+	}
+	if (!begin_ns || begin_ns > time_ns)
+		begin_ns = time_ns;
+	conv_op_event(cv, p, t, e, begin_ns, time_ns, NULL);
 }
 
 static void counter(struct conv *cv, struct conv_process *p,
