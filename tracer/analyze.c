@@ -174,31 +174,15 @@ static int assign_steps(const struct trace *t, struct analysis *a)
 
 /* ------------------------------------------------------------ findings */
 
-/* The findings engine's results, copied: the analysis outlives nothing it
- * points into (kinds and fixes are static or interned in the trace). */
+/* The findings engine's results, taken over: they point into nothing the
+ * analysis outlives (kinds and fixes are static or interned in the trace). */
 static int collect_findings(const struct trace *t, struct analysis *a)
 {
 	struct findings computed;
 	int status = findings_compute(t, &computed);
 
-	a->findings = calloc(computed.count ? computed.count : 1,
-			     sizeof *a->findings);
-	if (!a->findings) {
-		findings_free(&computed);
-		return -1;
-	}
-	for (size_t i = 0; i < computed.count; i++) {
-		const struct trace_finding *x = &computed.items[i];
-		struct finding *f = &a->findings[a->nfindings++];
-		*f = (struct finding){
-			.kind = x->kind, .severity = x->severity, .fix = x->fix,
-			.count = x->count, .event = x->event,
-			.op_id = x->op_id, .tensor = x->tensor,
-			.from_trace = x->from_trace,
-		};
-		snprintf(f->message, sizeof f->message, "%s", x->message);
-	}
-	findings_free(&computed);
+	a->findings = computed.items;
+	a->nfindings = computed.count;
 	return status;
 }
 

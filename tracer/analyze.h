@@ -8,21 +8,6 @@
 
 #include <stdint.h>
 
-/* A finding (tracer/findings.c): a pattern amptrace recognises in the
- * events, or an amp.diag event of the file (libamp's value checks,
- * process-died).  Occurrences at one site are folded into one. */
-struct finding {
-	const char *kind;
-	enum finding_severity severity;
-	const char *fix;       /* one line */
-	char message[768];     /* the first occurrence, explained */
-	size_t count;
-	size_t event;          /* the first occurrence's event index */
-	uint64_t op_id;        /* the op at fault, 0 when none */
-	uint64_t tensor;       /* the tensor at fault, 0 when none */
-	bool from_trace;       /* an amp.diag event of the file */
-};
-
 struct id_map;
 
 struct scale_change {
@@ -47,7 +32,8 @@ struct analysis {
 	double scale_min, scale_max, scale_final; /* NaN when no scale seen */
 	struct scale_change *scale_history;
 	size_t nscale_history;
-	struct finding *findings; /* most severe first */
+	/* findings_compute()'s, most severe first (the analysis owns them) */
+	struct trace_finding *findings;
 	size_t nfindings;
 	/* internal: (pid, op_id) -> the op's event index */
 	struct id_map *ops;

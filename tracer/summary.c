@@ -380,7 +380,7 @@ static void print_findings(const struct analysis *a, FILE *out)
 	if (!a->nfindings)
 		fputs("  (none)\n", out);
 	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
+		const struct trace_finding *f = &a->findings[i];
 		fprintf(out, "  %-7s %s", finding_severity_name(f->severity),
 			f->kind);
 		if (f->count > 1)
@@ -536,7 +536,7 @@ static void print_text(struct summary *s, FILE *out)
 /* "libamp" for what only libamp sees (value checks) and amp.diag kinds
  * amptrace does not know; "amptrace" for what it computes from events
  * (even when `amptrace run` wrote it into the file). */
-static const char *finding_source(const struct finding *f)
+static const char *finding_source(const struct trace_finding *f)
 {
 	const struct finding_kind *k = finding_kind_lookup(f->kind);
 
@@ -552,7 +552,7 @@ static void findings_json(const struct analysis *a, cJSON *root)
 	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
 
 	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
+		const struct trace_finding *f = &a->findings[i];
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "kind", f->kind);
 		cJSON_AddStringToObject(o, "severity",
