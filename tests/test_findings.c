@@ -436,8 +436,11 @@ END_TEST
 
 START_TEST(test_kind_table)
 {
-	/* every kind has a severity and a one-line fix */
-	for (const struct finding_kind *k = finding_kinds; k->name; k++) {
+	/* every kind has a row (the table is indexed by enum), a severity
+	 * and a one-line fix */
+	for (int id = 0; id < FINDING_KIND_COUNT; id++) {
+		const struct finding_kind *k = &finding_kinds[id];
+		ck_assert_msg(k->name, "kind %d has no row", id);
 		ck_assert_ptr_eq(finding_kind_lookup(k->name), k);
 		ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
 		ck_assert_int_lt(k->severity, FINDING_SEVERITY_COUNT);

@@ -62,46 +62,48 @@ static const char advice_backward[] =
 	"exit the autocast region before backward(): wrap only the forward "
 	"pass and the loss";
 
-const struct finding_kind finding_kinds[] = {
-	{ "process-died", FINDING_ERROR,
+const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
+	[FINDING_PROCESS_DIED] = { "process-died", FINDING_ERROR,
 	  "see the signal or exit status; the trace holds every event up to "
 	  "the end", false },
-	{ "dtype-mismatch", FINDING_ERROR,
+	[FINDING_DTYPE_MISMATCH] = { "dtype-mismatch", FINDING_ERROR,
 	  "cast the autocast region's output back with .float() "
 	  "(amp_to(t, AMP_DTYPE_F32)) before mixing it with f32 tensors", false },
-	{ "banned-op", FINDING_ERROR,
+	[FINDING_BANNED_OP] = { "banned-op", FINDING_ERROR,
 	  "use binary_cross_entropy_with_logits on the logits (drop the "
 	  "sigmoid), or compute the loss with autocast disabled on .float() "
 	  "inputs", false },
-	{ "fp16-overflow", FINDING_ERROR,
+	[FINDING_FP16_OVERFLOW] = { "fp16-overflow", FINDING_ERROR,
 	  "run the op in f32 (autocast(enabled=False) with .float() inputs) "
 	  "or autocast to bf16", true },
-	{ "scaler-collapse", FINDING_ERROR,
+	[FINDING_SCALER_COLLAPSE] = { "scaler-collapse", FINDING_ERROR,
 	  "find the op producing inf/NaN (fp16-overflow findings), use bf16, "
 	  "or lower the learning rate", false },
-	{ "op-error", FINDING_ERROR, "read the op's error in the trace", false },
-	{ "stale-cache", FINDING_WARNING,
+	[FINDING_OP_ERROR] = { "op-error", FINDING_ERROR,
+	  "read the op's error in the trace", false },
+	[FINDING_STALE_CACHE] = { "stale-cache", FINDING_WARNING,
 	  "enter autocast per iteration around forward + loss only, so the "
 	  "cache is cleared before the next forward", false },
-	{ "backward-under-autocast", FINDING_WARNING, advice_backward, false },
-	{ "autocast-off-in-thread", FINDING_WARNING,
+	[FINDING_BACKWARD_UNDER_AUTOCAST] = { "backward-under-autocast",
+	  FINDING_WARNING, advice_backward, false },
+	[FINDING_AUTOCAST_OFF_IN_THREAD] = { "autocast-off-in-thread",
+	  FINDING_WARNING,
 	  "enter autocast inside the worker's forward (autocast state is "
 	  "thread-local)", false },
-	{ "cache-growth", FINDING_WARNING,
+	[FINDING_CACHE_GROWTH] = { "cache-growth", FINDING_WARNING,
 	  "exit the outermost autocast region every iteration (the cache is "
 	  "cleared only then), or disable the cache for the long region", false },
-	{ "scaler-skipped-step", FINDING_WARNING,
+	[FINDING_SCALER_SKIPPED_STEP] = { "scaler-skipped-step", FINDING_WARNING,
 	  "a few skips while the scale calibrates are normal; many mean a "
 	  "gradient overflows: find its op", false },
-	{ "cast-underflow", FINDING_WARNING,
+	[FINDING_CAST_UNDERFLOW] = { "cast-underflow", FINDING_WARNING,
 	  "keep the tensor in f32 (fp32 policy or a disabled region), rescale "
 	  "it, or use bf16", true },
-	{ "redundant-cast", FINDING_INFO,
+	[FINDING_REDUNDANT_CAST] = { "redundant-cast", FINDING_INFO,
 	  "cast once and reuse the result, or drop the cast pair", false },
-	{ "cache-disabled", FINDING_INFO,
+	[FINDING_CACHE_DISABLED] = { "cache-disabled", FINDING_INFO,
 	  "leave cache_enabled on so weight casts are made once per region",
 	  false },
-	{ NULL, FINDING_INFO, NULL, false },
 };
 
 /* Ops of both PyTorch lower-precision lists (CUDA and CPU) that a model's
@@ -125,20 +127,19 @@ const char *finding_severity_name(enum finding_severity severity)
 
 const struct finding_kind *finding_kind_lookup(const char *name)
 {
-	for (const struct finding_kind *k = finding_kinds; name && k->name; k++)
-		if (!strcmp(k->name, name))
-			return k;
+	for (int k = 0; name && k < FINDING_KIND_COUNT; k++)
+		if (!strcmp(finding_kinds[k].name, name))
+			return &finding_kinds[k];
 	return NULL;
 }
 
+/* The table's order; kinds it does not know (amp.diag events of other
+ * producers) after its own. */
 static int kind_rank(const char *name)
 {
-	int rank = 0;
+	const struct finding_kind *k = finding_kind_lookup(name);
 
-	for (const struct finding_kind *k = finding_kinds; k->name; k++, rank++)
-		if (!strcmp(k->name, name))
-			return rank;
-	return rank;
+	return k ? (int)(k - finding_kinds) : FINDING_KIND_COUNT;
 }
 
 /* ------------------------------------------------ (pid, id) -> value */
@@ -264,6 +265,15 @@ static struct trace_finding *finding_at(struct context *cx, const char *kind,
 	};
 	text(f->site, sizeof f->site, "%s", site);
 	return f;
+}
+
+/* finding_at for one of the kinds of the table. */
+static struct trace_finding *finding_of(struct context *cx,
+					enum finding_kind_id kind,
+					const char *site, int64_t pid,
+					size_t event)
+{
+	return finding_at(cx, finding_kinds[kind].name, site, pid, event);
 }
 
 static const struct trace_op *op_of(struct context *cx, int64_t pid,
@@ -405,7 +415,7 @@ static void rule_backward(struct context *cx, size_t i)
 
 	if (!is_backward(op) || !op->autocast.enabled)
 		return;
-	struct trace_finding *f = finding_at(cx, "backward-under-autocast",
+	struct trace_finding *f = finding_of(cx, FINDING_BACKWARD_UNDER_AUTOCAST,
 					     scope, e->pid, i);
 	if (!f)
 		return;
@@ -431,7 +441,8 @@ static void rule_banned(struct context *cx, size_t i)
 	if (!op->policy || strcmp(op->policy, "banned"))
 		return;
 	trace_op_label(op, label, sizeof label);
-	struct trace_finding *f = finding_at(cx, "banned-op", label, e->pid, i);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_BANNED_OP, label, e->pid, i);
 	if (!f)
 		return;
 	f->op_id = op->op_id;
@@ -491,7 +502,8 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 		text(from, sizeof from, "?");
 	char site[160];
 	text(site, sizeof site, "%s<-%s", label, from);
-	struct trace_finding *f = finding_at(cx, "dtype-mismatch", site, e->pid, i);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
 	if (!f)
 		return true;
 	f->op_id = op->op_id;
@@ -530,7 +542,8 @@ static void rule_op_error(struct context *cx, size_t i)
 	if (!op_failed(op))
 		return;
 	trace_op_label(op, label, sizeof label);
-	struct trace_finding *f = finding_at(cx, "op-error", label, e->pid, i);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_OP_ERROR, label, e->pid, i);
 	if (!f)
 		return;
 	f->op_id = op->op_id;
@@ -608,8 +621,8 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 			continue;
 		text(site, sizeof site, "%lld:%s", (long long)g->tid,
 			 trace_op_label(op, label, sizeof label));
-		struct trace_finding *f = finding_at(cx, "autocast-off-in-thread",
-						     site, e->pid, i);
+		struct trace_finding *f = finding_of(
+			cx, FINDING_AUTOCAST_OFF_IN_THREAD, site, e->pid, i);
 		if (!f)
 			return;
 		f->op_id = op->op_id;
@@ -642,7 +655,8 @@ static void rule_stale(struct context *cx, size_t i)
 
 	if (!c->stale)
 		return;
-	struct trace_finding *f = finding_at(cx, "stale-cache", "", e->pid, i);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_STALE_CACHE, "", e->pid, i);
 	if (!f)
 		return;
 	f->op_id = c->op_id;
@@ -666,7 +680,8 @@ static void rule_cache_disabled(struct context *cx, size_t i)
 
 	if (!c->cache || strcmp(c->cache, "disabled"))
 		return;
-	struct trace_finding *f = finding_at(cx, "cache-disabled", "", e->pid, i);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_CACHE_DISABLED, "", e->pid, i);
 	if (!f)
 		return;
 	f->op_id = c->op_id;
@@ -721,7 +736,7 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 			op_label(cx, e->pid, first.op_id, a, sizeof a);
 			op_label(cx, e->pid, cv.op_id, b, sizeof b);
 			text(site, sizeof site, "round trip %s/%s", a, b);
-			struct trace_finding *f = finding_at(cx, "redundant-cast", site,
+			struct trace_finding *f = finding_of(cx, FINDING_REDUNDANT_CAST, site,
 							     e->pid, i);
 			if (f) {
 				f->op_id = cv.op_id;
@@ -760,7 +775,8 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 		return;
 	text(site, sizeof site, "recast %s %s",
 		 producer ? trace_op_label(producer, a, sizeof a) : "input", cv.to);
-	struct trace_finding *f = finding_at(cx, "redundant-cast", site, e->pid, i);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_REDUNDANT_CAST, site, e->pid, i);
 	if (!f)
 		return;
 	f->op_id = cv.op_id;
@@ -824,8 +840,8 @@ static void rule_scaler(struct context *cx)
 			text(site, sizeof site, "%llu/%llu",
 				 (unsigned long long)s->scaler_id,
 				 (unsigned long long)s->optimizer_id);
-			struct trace_finding *f = finding_at(
-				cx, "scaler-skipped-step", site, e->pid, i);
+			struct trace_finding *f = finding_of(
+				cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 			if (f) {
 				f->tensor = st->inf_tensor;
 				text(f->message, sizeof f->message,
@@ -856,7 +872,7 @@ static void rule_scaler(struct context *cx)
 			continue;
 		st->reported = true;
 		text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
-		struct trace_finding *f = finding_at(cx, "scaler-collapse", site,
+		struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
 						     e->pid, i);
 		if (!f)
 			continue;
@@ -976,7 +992,7 @@ static void cache_growth_of(struct context *cx, int64_t pid)
 	if (best >= CACHE_GROWTH_STEPS) {
 		const struct step_end *from = &ends[best_end - best];
 		const struct step_end *to = &ends[best_end];
-		struct trace_finding *f = finding_at(cx, "cache-growth", "", pid,
+		struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
 						     to->event);
 		if (f)
 			text(f->message, sizeof f->message,
