@@ -6,8 +6,10 @@
  *     out-of-range one is an error naming the file, line and event;
  *   - summary, summary --json, diff and the analysis of a trace with no
  *     ops, casts or reasons sort nothing without undefined behaviour;
- *   - trace_read_file reads a file into a buffer of the file's size. */
+ *   - trace_read_file reads a file into a buffer of the file's size;
+ *   - the (pid, id) map the trace tools share keeps every key. */
 #include "analyze.h"
+#include "id_map.h"
 #include "trace.h"
 #include "trace_commands.h"
 
@@ -199,6 +201,40 @@ START_TEST(read_file_allocates_its_size)
 }
 END_TEST
 
+START_TEST(id_map_keeps_every_key)
+{
+	struct id_map m = { 0 };
+
+	ck_assert_uint_eq(id_map_get(&m, 1, 1), SIZE_MAX);
+	ck_assert_ptr_null(id_map_find(&m, 1, 1, false));
+	/* the same ids in three processes, through several growths */
+	for (int64_t pid = -1; pid <= 1; pid++)
+		for (uint64_t id = 0; id < 5000; id++)
+			ck_assert(id_map_put(&m, pid, id, (size_t)id * 3 +
+						      (size_t)(pid + 1)));
+	ck_assert_uint_eq(m.count, 15000);
+	for (int64_t pid = -1; pid <= 1; pid++)
+		for (uint64_t id = 0; id < 5000; id++)
+			ck_assert_uint_eq(id_map_get(&m, pid, id),
+					  id * 3 + (size_t)(pid + 1));
+	ck_assert_uint_eq(id_map_get(&m, 2, 7), SIZE_MAX);
+	/* put replaces; find inserts zero once */
+	ck_assert(id_map_put(&m, 0, 7, SIZE_MAX));
+	ck_assert_ptr_nonnull(id_map_at(&m, 0, 7));
+	ck_assert_uint_eq(*id_map_at(&m, 0, 7), SIZE_MAX);
+	size_t *fresh = id_map_find(&m, 9, 9, true);
+	ck_assert_ptr_nonnull(fresh);
+	ck_assert_uint_eq(*fresh, 0);
+	(*fresh)++;
+	ck_assert_uint_eq(*id_map_find(&m, 9, 9, true), 1);
+	ck_assert_uint_eq(m.count, 15001);
+	ck_assert(!m.failed);
+	id_map_free(&m);
+	ck_assert_uint_eq(m.count, 0);
+	ck_assert_uint_eq(id_map_get(&m, 0, 7), SIZE_MAX);
+}
+END_TEST
+
 static Suite *trace_reader_suite(void)
 {
 	Suite *s = suite_create("trace_reader");
@@ -211,6 +247,9 @@ static Suite *trace_reader_suite(void)
 	tc = tcase_create("sizes");
 	tcase_add_test(tc, empty_traces_summarise);
 	tcase_add_test(tc, read_file_allocates_its_size);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("id_map");
+	tcase_add_test(tc, id_map_keeps_every_key);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,75 +1,13 @@
 /* Trace analysis for summary and check (see analyze.h). */
 #include "analyze.h"
 
+#include "id_map.h"
+
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ------------------------------------------------ (pid, id) -> index */
-
-struct id_map_slot {
-	int64_t pid;
-	uint64_t id;
-	size_t value; /* SIZE_MAX = empty */
-};
-
-struct id_map {
-	struct id_map_slot *slots;
-	size_t cap, used;
-};
-
-static size_t id_hash(int64_t pid, uint64_t id)
-{
-	return (size_t)(((uint64_t)pid * 0x9E3779B97F4A7C15ull ^ id) *
-			0xBF58476D1CE4E5B9ull >> 17);
-}
-
-static bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
-{
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct id_map_slot *slots = malloc(cap * sizeof *slots);
-		if (!slots)
-			return false;
-		for (size_t i = 0; i < cap; i++)
-			slots[i].value = SIZE_MAX;
-		for (size_t i = 0; i < m->cap; i++) {
-			if (m->slots[i].value == SIZE_MAX)
-				continue;
-			size_t j = id_hash(m->slots[i].pid, m->slots[i].id) &
-				   (cap - 1);
-			while (slots[j].value != SIZE_MAX)
-				j = (j + 1) & (cap - 1);
-			slots[j] = m->slots[i];
-		}
-		free(m->slots);
-		m->slots = slots;
-		m->cap = cap;
-	}
-	size_t j = id_hash(pid, id) & (m->cap - 1);
-	while (m->slots[j].value != SIZE_MAX &&
-	       !(m->slots[j].pid == pid && m->slots[j].id == id))
-		j = (j + 1) & (m->cap - 1);
-	if (m->slots[j].value == SIZE_MAX)
-		m->used++;
-	m->slots[j] = (struct id_map_slot){ pid, id, value };
-	return true;
-}
-
-static size_t id_map_get(const struct id_map *m, int64_t pid, uint64_t id)
-{
-	if (!m->cap)
-		return SIZE_MAX;
-	size_t j = id_hash(pid, id) & (m->cap - 1);
-	while (m->slots[j].value != SIZE_MAX) {
-		if (m->slots[j].pid == pid && m->slots[j].id == id)
-			return m->slots[j].value;
-		j = (j + 1) & (m->cap - 1);
-	}
-	return SIZE_MAX;
-}
 
 /* -------------------------------------------------------------- steps */
 
@@ -281,7 +219,7 @@ void analysis_free(struct analysis *a)
 	free(a->scale_history);
 	free(a->findings);
 	if (a->ops)
-		free(a->ops->slots);
+		id_map_free(a->ops);
 	free(a->ops);
 	*a = (struct analysis){ 0 };
 }

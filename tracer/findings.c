@@ -36,6 +36,8 @@
  * entry into an outermost autocast region starts one. */
 #include "findings.h"
 
+#include "id_map.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,79 +142,6 @@ static int kind_rank(const char *name)
 	const struct finding_kind *k = finding_kind_lookup(name);
 
 	return k ? (int)(k - finding_kinds) : FINDING_KIND_COUNT;
-}
-
-/* ------------------------------------------------ (pid, id) -> value */
-
-struct id_slot {
-	int64_t pid;
-	uint64_t id;
-	size_t value;
-	bool used;
-};
-
-struct id_map {
-	struct id_slot *slots;
-	size_t cap, count;
-	bool failed;
-};
-
-static size_t id_hash(int64_t pid, uint64_t id)
-{
-	uint64_t h = id * 0x9e3779b97f4a7c15ull ^ (uint64_t)pid * 0xc2b2ae3d27d4eb4full;
-	return (size_t)(h ^ (h >> 29));
-}
-
-static size_t *id_map_find(struct id_map *m, int64_t pid, uint64_t id,
-			   bool insert)
-{
-	if (insert && (m->count + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		struct id_slot *slots = calloc(cap, sizeof *slots);
-		if (!slots) {
-			m->failed = true;
-			return NULL;
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->slots[i].used)
-				continue;
-			size_t j = id_hash(m->slots[i].pid, m->slots[i].id) & (cap - 1);
-			while (slots[j].used)
-				j = (j + 1) & (cap - 1);
-			slots[j] = m->slots[i];
-		}
-		free(m->slots);
-		m->slots = slots;
-		m->cap = cap;
-	}
-	if (!m->cap)
-		return NULL;
-	size_t j = id_hash(pid, id) & (m->cap - 1);
-	while (m->slots[j].used) {
-		if (m->slots[j].pid == pid && m->slots[j].id == id)
-			return &m->slots[j].value;
-		j = (j + 1) & (m->cap - 1);
-	}
-	if (!insert)
-		return NULL;
-	m->slots[j] = (struct id_slot){ .pid = pid, .id = id, .used = true };
-	m->count++;
-	return &m->slots[j].value;
-}
-
-static void id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
-{
-	size_t *slot = id_map_find(m, pid, id, true);
-
-	if (slot)
-		*slot = value;
-}
-
-static size_t id_map_get(struct id_map *m, int64_t pid, uint64_t id)
-{
-	size_t *slot = id_map_find(m, pid, id, false);
-
-	return slot ? *slot : SIZE_MAX;
 }
 
 /* ------------------------------------------------------------ context */
@@ -1123,15 +1052,15 @@ int findings_compute(const struct trace *trace, struct findings *out)
 	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
 
 	free(regions.items);
-	free(regions.open.slots);
-	free(down.slots);
-	free(recast.slots);
-	free(cx.ops.slots);
-	free(cx.producer.slots);
-	free(cx.names.slots);
-	free(cx.uses.slots);
-	free(cx.first_ts.slots);
 	cx.failed |= down.failed || recast.failed || regions.open.failed;
+	id_map_free(&regions.open);
+	id_map_free(&down);
+	id_map_free(&recast);
+	id_map_free(&cx.ops);
+	id_map_free(&cx.producer);
+	id_map_free(&cx.names);
+	id_map_free(&cx.uses);
+	id_map_free(&cx.first_ts);
 	return cx.failed ? -1 : 0;
 }
 
