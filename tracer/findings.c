@@ -34,9 +34,7 @@
  * `update`; without one, at the end of each optimizer update (a run of
  * in-place forward ops on leaves that require grad); without those, each
  * entry into an outermost autocast region starts one. */
-#include "findings.h"
-
-#include "id_map.h"
+#include "findings_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -45,9 +43,7 @@
 #include <string.h>
 
 /* snprintf that may cut: messages and labels are cut on purpose. */
-static void text(char *buf, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void text(char *buf, size_t size, const char *fmt, ...)
+void finding_text(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -56,9 +52,6 @@ static void text(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
-#define CACHE_GROWTH_STEPS 3
-#define SCALER_COLLAPSE_SCALE 1.0
-#define SCALER_COLLAPSE_HALVINGS 8
 
 static const char advice_backward[] =
 	"exit the autocast region before backward(): wrap only the forward "
@@ -146,16 +139,6 @@ static int kind_rank(const char *name)
 
 /* ------------------------------------------------------------ context */
 
-struct context {
-	const struct trace *t;
-	struct findings *out;
-	bool failed;
-	struct id_map ops;       /* (pid, op_id) -> event */
-	struct id_map producer;  /* (pid, tensor) -> op or cast event */
-	struct id_map names;     /* (pid, tensor) -> event naming it */
-	struct id_map uses;      /* (pid, tensor) -> uses as an input */
-	struct id_map first_ts;  /* (pid, tid) -> first event */
-};
 
 /* The finding of (kind, site, pid), counted; or a new one to fill (its
  * message empty), or NULL when it exists already or memory ran out. */
@@ -192,12 +175,12 @@ static struct trace_finding *finding_at(struct context *cx, const char *kind,
 		.count = 1, .event = event, .pid = pid,
 		.thread = cx->t->events[event].tid,
 	};
-	text(f->site, sizeof f->site, "%s", site);
+	finding_text(f->site, sizeof f->site, "%s", site);
 	return f;
 }
 
 /* finding_at for one of the kinds of the table. */
-static struct trace_finding *finding_of(struct context *cx,
+struct trace_finding *finding_of(struct context *cx,
 					enum finding_kind_id kind,
 					const char *site, int64_t pid,
 					size_t event)
@@ -220,12 +203,12 @@ static const char *op_label(struct context *cx, int64_t pid, uint64_t op_id,
 
 	if (op)
 		return trace_op_label(op, buf, size);
-	text(buf, size, "op %llu", (unsigned long long)op_id);
+	finding_text(buf, size, "op %llu", (unsigned long long)op_id);
 	return buf;
 }
 
 /* "tensor 12 'fc1.weight'" or "tensor 12". */
-static const char *tensor_label(struct context *cx, int64_t pid, uint64_t id,
+const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				char *buf, size_t size)
 {
 	size_t i = id_map_get(&cx->names, pid, id);
@@ -243,9 +226,9 @@ static const char *tensor_label(struct context *cx, int64_t pid, uint64_t id,
 		}
 	}
 	if (name)
-		text(buf, size, "tensor %llu '%s'", (unsigned long long)id, name);
+		finding_text(buf, size, "tensor %llu '%s'", (unsigned long long)id, name);
 	else
-		text(buf, size, "tensor %llu", (unsigned long long)id);
+		finding_text(buf, size, "tensor %llu", (unsigned long long)id);
 	return buf;
 }
 
@@ -259,7 +242,7 @@ static bool is_full_precision(const char *dtype)
 	return dtype && (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
 }
 
-static bool is_backward(const struct trace_op *op)
+bool finding_op_is_backward(const struct trace_op *op)
 {
 	return op->phase && !strcmp(op->phase, "backward");
 }
@@ -342,14 +325,14 @@ static void rule_backward(struct context *cx, size_t i)
 	const char *scope = op->autocast.scope ? op->autocast.scope : "";
 	char label[128];
 
-	if (!is_backward(op) || !op->autocast.enabled)
+	if (!finding_op_is_backward(op) || !op->autocast.enabled)
 		return;
 	struct trace_finding *f = finding_of(cx, FINDING_BACKWARD_UNDER_AUTOCAST,
 					     scope, e->pid, i);
 	if (!f)
 		return;
 	f->op_id = op->op_id;
-	text(f->message, sizeof f->message,
+	finding_text(f->message, sizeof f->message,
 		 "backward op %s (op %llu, thread %lld) ran inside the %s%s%s "
 		 "autocast region (%s %s): backward passes under autocast are "
 		 "not recommended, backward ops already run in the dtypes "
@@ -376,7 +359,7 @@ static void rule_banned(struct context *cx, size_t i)
 		return;
 	f->op_id = op->op_id;
 	f->tensor = op->ninputs ? op->inputs[0].id : 0;
-	text(f->message, sizeof f->message,
+	finding_text(f->message, sizeof f->message,
 		 "%s (op %llu) is banned under %s autocast%s%s. PyTorch: "
 		 "\"torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss "
 		 "are unsafe to autocast. Many models use a sigmoid layer right "
@@ -428,30 +411,30 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 	if (source)
 		trace_op_label(source, from, sizeof from);
 	else
-		text(from, sizeof from, "?");
+		finding_text(from, sizeof from, "?");
 	char site[160];
-	text(site, sizeof site, "%s<-%s", label, from);
+	finding_text(site, sizeof site, "%s<-%s", label, from);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
 	if (!f)
 		return true;
 	f->op_id = op->op_id;
 	f->tensor = low->id;
-	tensor_label(cx, e->pid, low->id, tensor, sizeof tensor);
+	finding_tensor_label(cx, e->pid, low->id, tensor, sizeof tensor);
 	char origin[256];
 	if (source && source->autocast.enabled)
-		text(origin, sizeof origin,
+		finding_text(origin, sizeof origin,
 			 "produced by %s (op %llu) inside the %s%s%s autocast "
 			 "region", from, (unsigned long long)source->op_id,
 			 source->autocast.scope ? "'" : "",
 			 source->autocast.scope ? source->autocast.scope : "unnamed",
 			 source->autocast.scope ? "'" : "");
 	else if (source)
-		text(origin, sizeof origin, "produced by %s (op %llu)", from,
+		finding_text(origin, sizeof origin, "produced by %s (op %llu)", from,
 			 (unsigned long long)source->op_id);
 	else
-		text(origin, sizeof origin, "of unknown origin");
-	text(f->message, sizeof f->message,
+		finding_text(origin, sizeof origin, "of unknown origin");
+	finding_text(f->message, sizeof f->message,
 		 "%s (op %llu) ran outside autocast and rejected mixed dtypes: "
 		 "input %s is %s, %s, and tensor %llu is %s (%s); cast the "
 		 "autocast output back with .float() / amp_to(t, AMP_DTYPE_F32) "
@@ -476,7 +459,7 @@ static void rule_op_error(struct context *cx, size_t i)
 	if (!f)
 		return;
 	f->op_id = op->op_id;
-	text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
+	finding_text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
 		 "failed: %s", label, (unsigned long long)op->op_id,
 		 (long long)e->tid, op->error ? op->error : "(no message)");
 }
@@ -539,7 +522,7 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 	const struct trace_op *op = &e->op;
 	char label[128], site[160];
 
-	if (is_backward(op) || op->autocast.enabled || !low_precision_op(op->op))
+	if (finding_op_is_backward(op) || op->autocast.enabled || !low_precision_op(op->op))
 		return;
 	size_t first = id_map_get(&cx->first_ts, e->pid, (uint64_t)e->tid);
 	double born = first == SIZE_MAX ? e->ts : cx->t->events[first].ts;
@@ -548,7 +531,7 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 		if (g->pid != e->pid || g->tid == e->tid || !g->enabled ||
 		    g->start > born || e->ts < g->start || e->ts > g->end)
 			continue;
-		text(site, sizeof site, "%lld:%s", (long long)g->tid,
+		finding_text(site, sizeof site, "%lld:%s", (long long)g->tid,
 			 trace_op_label(op, label, sizeof label));
 		struct trace_finding *f = finding_of(
 			cx, FINDING_AUTOCAST_OFF_IN_THREAD, site, e->pid, i);
@@ -557,7 +540,7 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 		f->op_id = op->op_id;
 		f->tensor = op->noutputs ? op->outputs[0].id : 0;
 		f->other_thread = g->tid;
-		text(f->message, sizeof f->message,
+		finding_text(f->message, sizeof f->message,
 			 "thread %lld ran %s (op %llu) with autocast disabled, "
 			 "output %s, while thread %lld, which was inside the "
 			 "%s%s%s autocast region (%s %s) when thread %lld started, "
@@ -590,7 +573,7 @@ static void rule_stale(struct context *cx, size_t i)
 		return;
 	f->op_id = c->op_id;
 	f->tensor = c->tensor;
-	text(f->message, sizeof f->message,
+	finding_text(f->message, sizeof f->message,
 		 "%s (op %llu) used the cached %s->%s cast of %s made before the "
 		 "tensor was updated in place (an optimizer step inside the same "
 		 "autocast region): the forward computed with the old weights; "
@@ -598,7 +581,7 @@ static void rule_stale(struct context *cx, size_t i)
 		 "enter autocast per iteration around forward + loss only",
 		 op_label(cx, e->pid, c->op_id, label, sizeof label),
 		 (unsigned long long)c->op_id, c->from, c->to,
-		 tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+		 finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
 static void rule_cache_disabled(struct context *cx, size_t i)
@@ -615,11 +598,11 @@ static void rule_cache_disabled(struct context *cx, size_t i)
 		return;
 	f->op_id = c->op_id;
 	f->tensor = c->tensor;
-	text(f->message, sizeof f->message,
+	finding_text(f->message, sizeof f->message,
 		 "the cacheable %s->%s cast of %s was redone because the "
 		 "autocast cache is disabled (cache_enabled=False)",
 		 c->from, c->to,
-		 tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+		 finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
 /* A conversion (an autocast cast or an explicit to op): source -> result. */
@@ -664,19 +647,19 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 		if (!strcmp(first.from, cv.to)) {
 			op_label(cx, e->pid, first.op_id, a, sizeof a);
 			op_label(cx, e->pid, cv.op_id, b, sizeof b);
-			text(site, sizeof site, "round trip %s/%s", a, b);
+			finding_text(site, sizeof site, "round trip %s/%s", a, b);
 			struct trace_finding *f = finding_of(cx, FINDING_REDUNDANT_CAST, site,
 							     e->pid, i);
 			if (f) {
 				f->op_id = cv.op_id;
 				f->tensor = first.source;
-				text(f->message, sizeof f->message,
+				finding_text(f->message, sizeof f->message,
 					 "%s was cast %s->%s (for %s, op %llu) and "
 					 "back %s->%s (for %s, op %llu) with no "
 					 "low-precision compute in between: the round "
 					 "trip costs two casts and rounds the values; "
 					 "drop both casts",
-					 tensor_label(cx, e->pid, first.source, tensor,
+					 finding_tensor_label(cx, e->pid, first.source, tensor,
 						      sizeof tensor),
 					 first.from, first.to, a,
 					 (unsigned long long)first.op_id, cv.from, cv.to,
@@ -702,7 +685,7 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 	if (first->op_id == cv.op_id || strcmp(first->to, cv.to) || !producer ||
 	    !producer->ninputs)
 		return;
-	text(site, sizeof site, "recast %s %s",
+	finding_text(site, sizeof site, "recast %s %s",
 		 producer ? trace_op_label(producer, a, sizeof a) : "input", cv.to);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_REDUNDANT_CAST, site, e->pid, i);
@@ -712,249 +695,14 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 	f->tensor = cv.source;
 	op_label(cx, e->pid, first->op_id, a, sizeof a);
 	op_label(cx, e->pid, cv.op_id, b, sizeof b);
-	text(f->message, sizeof f->message,
+	finding_text(f->message, sizeof f->message,
 		 "%s was cast %s->%s by autocast once for each op using it (%s, "
 		 "op %llu, and %s, op %llu): it is not a cacheable weight, so each "
 		 "use pays a new cast; cast it once (x16 = x.to(%s)) and pass the "
 		 "result to both ops",
-		 tensor_label(cx, e->pid, cv.source, tensor, sizeof tensor),
+		 finding_tensor_label(cx, e->pid, cv.source, tensor, sizeof tensor),
 		 cv.from, cv.to, a, (unsigned long long)first->op_id, b,
 		 (unsigned long long)cv.op_id, cv.to);
-}
-
-/* ------------------------------------------------------- GradScaler */
-
-struct scaler_state {
-	int64_t pid;
-	uint64_t id;
-	double previous, first;
-	int halvings;
-	uint64_t inf_tensor;
-	bool reported;
-};
-
-static struct scaler_state *scaler_state(struct scaler_state *states,
-					 size_t *count, size_t cap, int64_t pid,
-					 uint64_t id)
-{
-	for (size_t i = 0; i < *count; i++)
-		if (states[i].pid == pid && states[i].id == id)
-			return &states[i];
-	if (*count == cap)
-		return NULL;
-	states[*count] = (struct scaler_state){ .pid = pid, .id = id,
-						.previous = NAN, .first = NAN };
-	return &states[(*count)++];
-}
-
-static void rule_scaler(struct context *cx)
-{
-	const struct trace *t = cx->t;
-	struct scaler_state states[32];
-	size_t nstates = 0;
-	char site[160], tensor[192];
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what)
-			continue;
-		const struct trace_scaler *s = &e->scaler;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, s->scaler_id);
-		if (!st)
-			continue;
-		if (s->inf_tensor)
-			st->inf_tensor = s->inf_tensor;
-		if (!strcmp(s->what, "step") && s->step_skipped) {
-			text(site, sizeof site, "%llu/%llu",
-				 (unsigned long long)s->scaler_id,
-				 (unsigned long long)s->optimizer_id);
-			struct trace_finding *f = finding_of(
-				cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
-			if (f) {
-				f->tensor = st->inf_tensor;
-				text(f->message, sizeof f->message,
-					 "GradScaler %llu skipped the step of "
-					 "optimizer %llu: %s%s held inf/NaN after "
-					 "unscaling (scale %g), so optimizer.step() "
-					 "was not called and the scale was lowered",
-					 (unsigned long long)s->scaler_id,
-					 (unsigned long long)s->optimizer_id,
-					 st->inf_tensor ? "gradient " : "a gradient",
-					 st->inf_tensor ? tensor_label(cx, e->pid,
-								       st->inf_tensor,
-								       tensor,
-								       sizeof tensor)
-							: "",
-					 s->scale);
-			}
-		}
-		if (strcmp(s->what, "update") || isnan(s->scale))
-			continue;
-		if (isnan(st->first))
-			st->first = s->scale;
-		st->halvings = !isnan(st->previous) && s->scale < st->previous
-				       ? st->halvings + 1 : 0;
-		st->previous = s->scale;
-		if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
-				     st->halvings < SCALER_COLLAPSE_HALVINGS))
-			continue;
-		st->reported = true;
-		text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
-		struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
-						     e->pid, i);
-		if (!f)
-			continue;
-		f->tensor = st->inf_tensor;
-		text(f->message, sizeof f->message,
-			 "GradScaler %llu's scale fell to %g (from %g) after %d "
-			 "consecutive reductions (collapse: below %g or %d in a "
-			 "row): the gradients hold inf/NaN at every step%s%s%s, so "
-			 "no optimizer step is taken and training has stopped",
-			 (unsigned long long)s->scaler_id, s->scale, st->first,
-			 st->halvings, SCALER_COLLAPSE_SCALE,
-			 SCALER_COLLAPSE_HALVINGS,
-			 st->inf_tensor ? " (last seen in gradient " : "",
-			 st->inf_tensor ? tensor_label(cx, e->pid, st->inf_tensor,
-						       tensor, sizeof tensor)
-					: "",
-			 st->inf_tensor ? ")" : "");
-	}
-}
-
-/* ------------------------------------------------------ cache growth */
-
-static bool is_optimizer_write(const struct trace_event *e)
-{
-	if (e->kind != TRACE_OP || is_backward(&e->op) || !e->op.noutputs)
-		return false;
-	size_t n = strcspn(e->op.op, ".");
-	return n > 1 && e->op.op[n - 1] == '_' && e->op.op[0] != '_' &&
-	       e->op.outputs[0].leaf && e->op.outputs[0].requires_grad;
-}
-
-struct step_end {
-	double entries, bytes;
-	bool cleared;
-	size_t event;
-};
-
-static void cache_growth_of(struct context *cx, int64_t pid)
-{
-	const struct trace *t = cx->t;
-	bool updates = false, writes = false;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->pid != pid)
-			continue;
-		updates |= e->kind == TRACE_SCALER && e->scaler.what &&
-			   !strcmp(e->scaler.what, "update");
-		writes |= is_optimizer_write(e);
-	}
-	struct step_end *ends = NULL;
-	size_t nends = 0, cap = 0;
-	struct step_end now = { 0 };
-	bool in_write = false, counted = false;
-	for (size_t i = 0; i <= t->nevents; i++) {
-		const struct trace_event *e = i < t->nevents ? &t->events[i] : NULL;
-		if (e && e->pid != pid)
-			continue;
-		bool boundary_before = false, boundary_after = false;
-		if (!e) {
-			boundary_before = counted;
-		} else if (updates) {
-			boundary_after = e->kind == TRACE_SCALER && e->scaler.what &&
-					 !strcmp(e->scaler.what, "update");
-		} else if (writes) {
-			if (e->kind == TRACE_OP) {
-				bool w = is_optimizer_write(e);
-				boundary_before = in_write && !w;
-				in_write = w;
-			}
-		} else {
-			boundary_before = e->kind == TRACE_SCOPE_BEGIN &&
-					  e->scope.depth == 1 && counted;
-		}
-		for (int pass = 0; pass < 2; pass++) {
-			if (pass == 1 && e) {
-				if (e->kind == TRACE_COUNTER && e->cat &&
-				    !strcmp(e->cat, "amp.cache")) {
-					for (int s = 0; s < e->counter.nseries; s++) {
-						if (!strcmp(e->counter.series[s], "entries"))
-							now.entries = e->counter.value[s];
-						else if (!strcmp(e->counter.series[s], "bytes"))
-							now.bytes = e->counter.value[s];
-					}
-					now.event = i;
-				}
-				if (e->kind == TRACE_CACHE_CLEAR)
-					now.cleared = true;
-				counted = true;
-			}
-			bool boundary = pass == 0 ? boundary_before : boundary_after;
-			if (!boundary)
-				continue;
-			if (nends == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct step_end *grown = realloc(ends, cap * sizeof *grown);
-				if (!grown) {
-					cx->failed = true;
-					free(ends);
-					return;
-				}
-				ends = grown;
-			}
-			ends[nends++] = now;
-			now.cleared = false;
-		}
-	}
-	size_t run = 0, best = 0, best_end = 0;
-	for (size_t k = 1; k < nends; k++) {
-		run = ends[k].entries > ends[k - 1].entries && !ends[k].cleared
-			      ? run + 1 : 0;
-		if (run > best) {
-			best = run;
-			best_end = k;
-		}
-	}
-	if (best >= CACHE_GROWTH_STEPS) {
-		const struct step_end *from = &ends[best_end - best];
-		const struct step_end *to = &ends[best_end];
-		struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
-						     to->event);
-		if (f)
-			text(f->message, sizeof f->message,
-				 "the autocast cache grew in %zu consecutive steps "
-				 "without being cleared: %.0f entries (%.0f bytes) "
-				 "after step %zu, %.0f entries (%.0f bytes) after "
-				 "step %zu (steps: %s); cached casts are freed only "
-				 "when the outermost autocast region exits, so a "
-				 "region around the whole loop keeps every one",
-				 best, from->entries, from->bytes, best_end - best + 1,
-				 to->entries, to->bytes, best_end + 1,
-				 updates ? "GradScaler updates"
-				 : writes ? "optimizer updates"
-					  : "outermost autocast regions");
-	}
-	free(ends);
-}
-
-static void rule_cache_growth(struct context *cx)
-{
-	int64_t pids[64];
-	size_t npids = 0;
-
-	for (size_t i = 0; i < cx->t->nevents; i++) {
-		int64_t pid = cx->t->events[i].pid;
-		size_t k = 0;
-		while (k < npids && pids[k] != pid)
-			k++;
-		if (k == npids && npids < 64)
-			pids[npids++] = pid;
-	}
-	for (size_t k = 0; k < npids; k++)
-		cache_growth_of(cx, pids[k]);
 }
 
 /* ---------------------------------------------------- amp.diag events */
@@ -984,13 +732,13 @@ static void fold_diag(struct context *cx, size_t i)
 	size_t named = d->tensor ? id_map_get(&cx->names, e->pid, d->tensor) : SIZE_MAX;
 	if (named != SIZE_MAX) {
 		char tensor[192];
-		tensor_label(cx, e->pid, d->tensor, tensor, sizeof tensor);
+		finding_tensor_label(cx, e->pid, d->tensor, tensor, sizeof tensor);
 		name = strchr(tensor, '\'');
-		text(site, sizeof site, "%s %s",
+		finding_text(site, sizeof site, "%s %s",
 			 d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "",
 			 name ? name : "");
 	} else {
-		text(site, sizeof site, "%s",
+		finding_text(site, sizeof site, "%s",
 			 d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "");
 	}
 	struct trace_finding *f = finding_at(cx, d->kind, site, e->pid, i);
@@ -999,7 +747,7 @@ static void fold_diag(struct context *cx, size_t i)
 	f->from_trace = true;
 	f->op_id = d->op_id;
 	f->tensor = d->tensor;
-	text(f->message, sizeof f->message, "%s", d->message ? d->message : "");
+	finding_text(f->message, sizeof f->message, "%s", d->message ? d->message : "");
 }
 
 /* ------------------------------------------------------------ public */
@@ -1044,8 +792,8 @@ int findings_compute(const struct trace *trace, struct findings *out)
 		}
 		rule_redundant(&cx, &down, &recast, i);
 	}
-	rule_scaler(&cx);
-	rule_cache_growth(&cx);
+	finding_rule_scaler(&cx);
+	finding_rule_cache_growth(&cx);
 	for (size_t i = 0; i < trace->nevents; i++)
 		if (trace->events[i].kind == TRACE_DIAG)
 			fold_diag(&cx, i);
