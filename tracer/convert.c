@@ -535,8 +535,8 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 		for (size_t j = 0; j < p->nthreads; j++)
 			close_thread(c, p, p->threads[j], when, closed_by);
 		if (died)
-			conv_diag(c, p, 0, when, "process-died", 12, message,
-			     strlen(message), 0, 0, 'p');
+			conv_diag(c, p, 0, when, "process-died", message, 0, 0,
+				  'p');
 		/* The last event: how the process ended, as a label. */
 		struct jsonw *w = &c->buf;
 		jsonw_reset(w);

@@ -104,9 +104,8 @@ void conv_scope_end(struct conv *cv, struct conv_process *p,
 		struct conv_thread *t, const struct open_scope *s,
 		uint64_t time_ns, const char *closed_by);
 void conv_diag(struct conv *cv, struct conv_process *p, uint64_t tid,
-		uint64_t time_ns, const char *kind, size_t kind_len,
-		const char *message, size_t message_len, uint64_t op_id,
-		uint64_t tensor_id, char scope);
+	       uint64_t time_ns, const char *kind, const char *message,
+	       uint64_t op_id, uint64_t tensor_id, char scope);
 void conv_op_event(struct conv *cv, struct conv_process *p,
 		   struct conv_thread *t, const struct amp_op_event *e,
 		   uint64_t begin_ns, uint64_t end_ns, const char *closed_by);

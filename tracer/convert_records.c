@@ -2,6 +2,7 @@
  * ops (a BEGIN waits for its END), casts, autocast regions, cache and
  * scaler counters, findings, GPU kernels (see convert_internal.h). */
 #include "convert_internal.h"
+#include "diag_json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -464,35 +465,26 @@ static void on_scaler(struct conv *cv, struct conv_process *p,
 }
 
 void conv_diag(struct conv *cv, struct conv_process *p, uint64_t tid,
-		 uint64_t time_ns, const char *kind, size_t kind_len,
-		 const char *message, size_t message_len, uint64_t op_id,
-		 uint64_t tensor_id, char scope)
+	       uint64_t time_ns, const char *kind, const char *message,
+	       uint64_t op_id, uint64_t tensor_id, char scope)
 {
-	struct jsonw *w = &cv->buf;
-	struct trace_event e;
-
-	jsonw_reset(w);
-	conv_event_head(w, &e, TRACE_DIAG, kind, kind_len, "amp.diag", 'i',
-		   (int64_t)(time_ns - cv->base_ns), p, tid);
-	e.diag = (struct trace_diag){
-		.kind = conv_keep_str(p, kind, kind_len),
-		.message = conv_keep_str(p, message, message_len),
-		.op_id = op_id, .tensor = tensor_id,
+	struct trace_event e = {
+		.kind = TRACE_DIAG, .ph = 'i', .name = conv_keep_cstr(p, kind),
+		.cat = conv_keep_cstr(p, "amp.diag"), .pid = p->pid,
+		.tid = (int64_t)tid,
+		.ts = conv_to_us((int64_t)(time_ns - cv->base_ns)),
+		.diag = { .kind = conv_keep_cstr(p, kind),
+			  .message = conv_keep_cstr(p, message),
+			  .op_id = op_id, .tensor = tensor_id },
 	};
-	jsonw_printf(w, ",\"s\":\"%c\",\"args\":{\"kind\":", scope);
-	jsonw_strn(w, kind, kind_len);
-	jsonw_lit(w, ",\"message\":");
-	jsonw_strn(w, message, message_len);
-	if (op_id) {
-		jsonw_lit(w, ",\"op_id\":");
-		jsonw_u64(w, op_id);
-	}
-	if (tensor_id) {
-		jsonw_lit(w, ",\"tensor\":");
-		jsonw_u64(w, tensor_id);
-	}
-	jsonw_lit(w, "}}");
-	conv_emit(p, w, &e);
+
+	diag_json_write(&cv->buf, &(struct diag_json){
+		.kind = kind, .message = message,
+		.ts_ns = (int64_t)(time_ns - cv->base_ns), .pid = p->pid,
+		.tid = (int64_t)tid, .scope = scope, .op_id = op_id,
+		.tensor = tensor_id,
+	});
+	conv_emit(p, &cv->buf, &e);
 }
 
 static void on_diag(struct conv *cv, struct conv_process *p,
@@ -502,8 +494,8 @@ static void on_diag(struct conv *cv, struct conv_process *p,
 	const char *kind = d->kind ? d->kind : "diag";
 	const char *message = d->message ? d->message : "";
 
-	conv_diag(cv, p, t->tid, time_ns, kind, strlen(kind), message,
-	     strlen(message), d->op_id, d->tensor_id, 't');
+	conv_diag(cv, p, t->tid, time_ns, kind, message, d->op_id,
+		  d->tensor_id, 't');
 }
 
 /* ------------------------------------------------------ GPU activities */

@@ -20,43 +20,30 @@ static bool need(struct cursor *c, size_t n)
 	return true;
 }
 
-static uint64_t get_u64(struct cursor *c)
+/* Copies the next n bytes to dst; zeros when the payload is too short. */
+static void take(struct cursor *c, void *dst, size_t n)
 {
-	uint64_t v = 0;
-
-	if (need(c, 8)) {
-		memcpy(&v, c->p, 8);
-		c->p += 8;
+	if (need(c, n)) {
+		memcpy(dst, c->p, n);
+		c->p += n;
+	} else {
+		memset(dst, 0, n);
 	}
-	return v;
 }
 
-static int32_t get_i32(struct cursor *c)
-{
-	int32_t v = 0;
-
-	if (need(c, 4)) {
-		memcpy(&v, c->p, 4);
-		c->p += 4;
+/* get_u64, get_i32, get_u8, get_f64: the next value, 0 past the end. */
+#define GETTER(name, type, result)                                          \
+	static result name(struct cursor *c)                                \
+	{                                                                   \
+		type v;                                                     \
+		take(c, &v, sizeof v);                                      \
+		return v;                                                   \
 	}
-	return v;
-}
-
-static unsigned get_u8(struct cursor *c)
-{
-	return need(c, 1) ? *c->p++ : 0;
-}
-
-static double get_f64(struct cursor *c)
-{
-	double v = 0;
-
-	if (need(c, 8)) {
-		memcpy(&v, c->p, 8);
-		c->p += 8;
-	}
-	return v;
-}
+GETTER(get_u64, uint64_t, uint64_t)
+GETTER(get_i32, int32_t, int32_t)
+GETTER(get_u8, uint8_t, unsigned)
+GETTER(get_f64, double, double)
+#undef GETTER
 
 /* A copy, NUL-terminated, in d->strings: raw_decode made it as large as
  * the record, which holds every string and a length word for each. */
@@ -92,10 +79,7 @@ static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
 		c->bad = true;
 		t->ndim = 0;
 	}
-	if (need(c, (size_t)t->ndim * 8)) {
-		memcpy(t->shape, c->p, (size_t)t->ndim * 8);
-		c->p += (size_t)t->ndim * 8;
-	}
+	take(c, t->shape, (size_t)t->ndim * sizeof *t->shape);
 	t->name = get_str(c);
 }
 

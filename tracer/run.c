@@ -10,6 +10,7 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "convert.h"
+#include "diag_json.h"
 #include "findings.h"
 #include "raw.h"
 #include "trace_commands.h"
@@ -410,42 +411,14 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 static void finding_event(const struct trace_finding *f, int64_t ts_ns,
 			  struct jsonw *w)
 {
-	jsonw_reset(w);
-	jsonw_lit(w, "{\"name\":");
-	jsonw_str(w, f->kind);
-	jsonw_lit(w, ",\"cat\":\"amp.diag\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
-	jsonw_us(w, ts_ns);
-	jsonw_lit(w, ",\"pid\":");
-	jsonw_i64(w, f->pid);
-	jsonw_lit(w, ",\"tid\":0,\"args\":{\"kind\":");
-	jsonw_str(w, f->kind);
-	jsonw_lit(w, ",\"message\":");
-	jsonw_str(w, f->message);
-	jsonw_lit(w, ",\"fix\":");
-	jsonw_str(w, f->fix);
-	jsonw_lit(w, ",\"severity\":");
-	jsonw_str(w, finding_severity_name(f->severity));
-	jsonw_lit(w, ",\"count\":");
-	jsonw_u64(w, f->count);
-	/* ids only when known: a reader folds this event into the finding
-	 * it recomputes by (kind, op_id, tensor), absent meaning 0 */
-	if (f->op_id) {
-		jsonw_lit(w, ",\"op_id\":");
-		jsonw_u64(w, f->op_id);
-	}
-	if (f->tensor) {
-		jsonw_lit(w, ",\"tensor\":");
-		jsonw_u64(w, f->tensor);
-	}
-	if (f->thread) {
-		jsonw_lit(w, ",\"thread\":");
-		jsonw_i64(w, f->thread);
-	}
-	if (f->other_thread) {
-		jsonw_lit(w, ",\"other_thread\":");
-		jsonw_i64(w, f->other_thread);
-	}
-	jsonw_lit(w, "}}");
+	diag_json_write(w, &(struct diag_json){
+		.kind = f->kind, .message = f->message, .ts_ns = ts_ns,
+		.pid = f->pid, .tid = 0, .scope = 'p', .op_id = f->op_id,
+		.tensor = f->tensor, .fix = f->fix,
+		.severity = finding_severity_name(f->severity),
+		.count = f->count, .thread = f->thread,
+		.other_thread = f->other_thread,
+	});
 }
 
 /* Whether o's kept trace holds every event of its file: not when the
