@@ -1,8 +1,6 @@
 /* Trace analysis for summary and check (see analyze.h). */
 #include "analyze.h"
 
-#include "id_map.h"
-
 #include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
@@ -114,10 +112,10 @@ static int assign_steps(const struct trace *t, struct analysis *a)
 
 /* The findings engine's results, taken over: they point into nothing the
  * analysis outlives (kinds and fixes are static or interned in the trace). */
-static int collect_findings(const struct trace *t, struct analysis *a)
+static int collect_findings(struct analysis *a)
 {
 	struct findings computed;
-	int status = findings_compute(t, &computed);
+	int status = findings_compute_indexed(&a->index, &computed);
 
 	a->findings = computed.items;
 	a->nfindings = computed.count;
@@ -131,8 +129,7 @@ int analysis_run(const struct trace *t, struct analysis *a)
 	*a = (struct analysis){ .trace = t, .first_skipped_step = -1,
 				.scale_min = NAN, .scale_max = NAN,
 				.scale_final = NAN };
-	a->ops = calloc(1, sizeof *a->ops);
-	if (!a->ops || assign_steps(t, a) != 0)
+	if (trace_index_build(t, &a->index) != 0 || assign_steps(t, a) != 0)
 		return -1;
 	uint64_t scaler_events_with_step = 0;
 	for (size_t i = 0; i < t->nevents; i++) {
@@ -144,10 +141,6 @@ int analysis_run(const struct trace *t, struct analysis *a)
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		switch (e->kind) {
-		case TRACE_OP:
-			if (!id_map_put(a->ops, e->pid, e->op.op_id, i))
-				return -1;
-			break;
 		case TRACE_CAST:
 			if (!strcmp(e->cast.cache, "hit"))
 				a->cache_hits++;
@@ -210,7 +203,7 @@ int analysis_run(const struct trace *t, struct analysis *a)
 			break;
 		}
 	}
-	return collect_findings(t, a);
+	return collect_findings(a);
 }
 
 void analysis_free(struct analysis *a)
@@ -218,18 +211,14 @@ void analysis_free(struct analysis *a)
 	free(a->step_of);
 	free(a->scale_history);
 	free(a->findings);
-	if (a->ops)
-		id_map_free(a->ops);
-	free(a->ops);
+	trace_index_free(&a->index);
 	*a = (struct analysis){ 0 };
 }
 
 const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 				      uint64_t op_id)
 {
-	size_t i = id_map_get(a->ops, pid, op_id);
-
-	return i == SIZE_MAX ? NULL : &a->trace->events[i];
+	return trace_index_op(&a->index, pid, op_id);
 }
 
 const char *analysis_output_dtype(const struct trace_op *op)

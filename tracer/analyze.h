@@ -5,10 +5,9 @@
 
 #include "findings.h"
 #include "trace.h"
+#include "trace_index.h"
 
 #include <stdint.h>
-
-struct id_map;
 
 struct scale_change {
 	double ts;
@@ -35,8 +34,8 @@ struct analysis {
 	/* findings_compute()'s, most severe first (the analysis owns them) */
 	struct trace_finding *findings;
 	size_t nfindings;
-	/* internal: (pid, op_id) -> the op's event index */
-	struct id_map *ops;
+	/* ops by id, tensors' producers, names and uses (findings use it) */
+	struct trace_index index;
 };
 
 /* Returns 0, or -1 when out of memory. */

@@ -191,7 +191,7 @@ struct trace_finding *finding_of(struct context *cx,
 static const struct trace_op *op_of(struct context *cx, int64_t pid,
 				    uint64_t op_id)
 {
-	size_t i = id_map_get(&cx->ops, pid, op_id);
+	size_t i = id_map_get(&cx->ix->ops, pid, op_id);
 
 	return i == SIZE_MAX ? NULL : &cx->t->events[i].op;
 }
@@ -211,7 +211,7 @@ static const char *op_label(struct context *cx, int64_t pid, uint64_t op_id,
 const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				char *buf, size_t size)
 {
-	size_t i = id_map_get(&cx->names, pid, id);
+	size_t i = id_map_get(&cx->ix->names, pid, id);
 	const char *name = NULL;
 
 	if (i != SIZE_MAX) {
@@ -263,49 +263,19 @@ static bool is_conversion_op(const struct trace_op *op)
 
 /* ------------------------------------------------------------- indexes */
 
-static void index_trace(struct context *cx)
+/* The first event of each thread (for autocast-off-in-thread). */
+static void index_threads(struct context *cx)
 {
 	const struct trace *t = cx->t;
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->tid != 0) {
-			uint64_t key = (uint64_t)e->tid;
-			if (id_map_get(&cx->first_ts, e->pid, key) == SIZE_MAX &&
-			    e->kind != TRACE_META)
-				id_map_put(&cx->first_ts, e->pid, key, i);
-		}
-		if (e->kind == TRACE_OP) {
-			const struct trace_op *op = &e->op;
-			id_map_put(&cx->ops, e->pid, op->op_id, i);
-			for (int k = 0; k < op->ninputs; k++) {
-				size_t *n = id_map_find(&cx->uses, e->pid,
-							op->inputs[k].id, true);
-				if (n)
-					(*n)++;
-				if (op->inputs[k].name)
-					id_map_put(&cx->names, e->pid,
-						   op->inputs[k].id, i);
-			}
-			for (int k = 0; k < op->noutputs; k++) {
-				id_map_put(&cx->producer, e->pid,
-					   op->outputs[k].id, i);
-				if (op->outputs[k].name)
-					id_map_put(&cx->names, e->pid,
-						   op->outputs[k].id, i);
-			}
-		} else if (e->kind == TRACE_CAST) {
-			size_t *n = id_map_find(&cx->uses, e->pid, e->cast.tensor, true);
-			if (n)
-				(*n)++;
-			if (e->cast.cache && strcmp(e->cast.cache, "hit"))
-				id_map_put(&cx->producer, e->pid, e->cast.result, i);
-			if (e->cast.name)
-				id_map_put(&cx->names, e->pid, e->cast.tensor, i);
-		}
+		uint64_t key = (uint64_t)e->tid;
+		if (e->tid != 0 && e->kind != TRACE_META &&
+		    id_map_get(&cx->first_ts, e->pid, key) == SIZE_MAX)
+			id_map_put(&cx->first_ts, e->pid, key, i);
 	}
-	cx->failed |= cx->ops.failed || cx->producer.failed ||
-		      cx->names.failed || cx->uses.failed || cx->first_ts.failed;
+	cx->failed |= cx->first_ts.failed;
 }
 
 /* ----------------------------------------------------------- op rules */
@@ -379,7 +349,7 @@ static void rule_banned(struct context *cx, size_t i)
 static const struct trace_op *producer_op(struct context *cx, int64_t pid,
 					  uint64_t id)
 {
-	size_t i = id_map_get(&cx->producer, pid, id);
+	size_t i = id_map_get(&cx->ix->producer, pid, id);
 
 	if (i == SIZE_MAX)
 		return NULL;
@@ -641,7 +611,7 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 	size_t before = is_full_precision(cv.to) && is_low_precision(cv.from)
 				? id_map_get(down, e->pid, cv.source) : SIZE_MAX;
 	if (before != SIZE_MAX &&
-	    id_map_get(&cx->uses, e->pid, cv.source) == 1) {
+	    id_map_get(&cx->ix->uses, e->pid, cv.source) == 1) {
 		struct conversion first;
 		conversion_at(&cx->t->events[before], &first);
 		if (!strcmp(first.from, cv.to)) {
@@ -729,7 +699,7 @@ static void fold_diag(struct context *cx, size_t i)
 		}
 	}
 	const char *name = NULL;
-	size_t named = d->tensor ? id_map_get(&cx->names, e->pid, d->tensor) : SIZE_MAX;
+	size_t named = d->tensor ? id_map_get(&cx->ix->names, e->pid, d->tensor) : SIZE_MAX;
 	if (named != SIZE_MAX) {
 		char tensor[192];
 		finding_tensor_label(cx, e->pid, d->tensor, tensor, sizeof tensor);
@@ -768,12 +738,25 @@ static int compare_findings(const void *pa, const void *pb)
 
 int findings_compute(const struct trace *trace, struct findings *out)
 {
-	struct context cx = { .t = trace, .out = out };
+	struct trace_index ix;
+	int status = trace_index_build(trace, &ix);
+
+	if (findings_compute_indexed(&ix, out) != 0)
+		status = -1;
+	trace_index_free(&ix);
+	return status;
+}
+
+int findings_compute_indexed(const struct trace_index *ix,
+			     struct findings *out)
+{
+	const struct trace *trace = ix->trace;
+	struct context cx = { .t = trace, .ix = ix, .out = out };
 	struct regions regions = { 0 };
 	struct id_map down = { 0 }, recast = { 0 };
 
 	*out = (struct findings){ 0 };
-	index_trace(&cx);
+	index_threads(&cx);
 	collect_regions(&cx, &regions);
 	for (size_t i = 0; i < trace->nevents; i++) {
 		const struct trace_event *e = &trace->events[i];
@@ -804,10 +787,6 @@ int findings_compute(const struct trace *trace, struct findings *out)
 	id_map_free(&regions.open);
 	id_map_free(&down);
 	id_map_free(&recast);
-	id_map_free(&cx.ops);
-	id_map_free(&cx.producer);
-	id_map_free(&cx.names);
-	id_map_free(&cx.uses);
 	id_map_free(&cx.first_ts);
 	return cx.failed ? -1 : 0;
 }

@@ -91,6 +91,10 @@ struct findings {
 /* Computes every finding of `trace`.  Returns 0, or -1 when out of
  * memory (`out` then holds what was found). */
 int findings_compute(const struct trace *trace, struct findings *out);
+/* The same with the trace's index already built (trace_index.h). */
+struct trace_index;
+int findings_compute_indexed(const struct trace_index *ix,
+			     struct findings *out);
 void findings_free(struct findings *findings);
 /* The first finding of `kind`, or NULL. */
 const struct trace_finding *findings_get(const struct findings *findings,

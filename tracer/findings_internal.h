@@ -6,6 +6,7 @@
 
 #include "findings.h"
 #include "id_map.h"
+#include "trace_index.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,12 +18,9 @@
 
 struct context {
 	const struct trace *t;
+	const struct trace_index *ix; /* ops, producers, names, uses */
 	struct findings *out;
 	bool failed;
-	struct id_map ops;       /* (pid, op_id) -> event */
-	struct id_map producer;  /* (pid, tensor) -> op or cast event */
-	struct id_map names;     /* (pid, tensor) -> event naming it */
-	struct id_map uses;      /* (pid, tensor) -> uses as an input */
 	struct id_map first_ts;  /* (pid, tid) -> first event */
 };
 
