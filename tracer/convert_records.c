@@ -2,7 +2,7 @@
  * ops (a BEGIN waits for its END), casts, autocast regions, cache and
  * scaler counters, findings, GPU kernels (see convert_internal.h). */
 #include "convert_internal.h"
-#include "diag_json.h"
+#include "event_json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -68,7 +68,6 @@ void conv_op_event(struct conv *cv, struct conv_process *p,
 	struct trace_event kept;
 	jsonw_init(&label);
 	conv_op_name(&label, name, overload);
-	jsonw_reset(w);
 	conv_event_head(w, &kept, TRACE_OP, label.data, label.len, "amp.op",
 			'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
 	jsonw_free(&label);
@@ -191,7 +190,6 @@ static void counter(struct conv *cv, struct conv_process *p,
 	struct jsonw *w = &cv->buf;
 	struct trace_event e;
 
-	jsonw_reset(w);
 	conv_event_head(w, &e, TRACE_COUNTER, name, strlen(name), cat, 'C',
 		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	jsonw_printf(w, ",\"args\":{\"%s\":", series1);
@@ -227,7 +225,6 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	char label[64];
 	int n = snprintf(label, sizeof label, "cast %s->%s", from_name, to_name);
 	struct trace_event e;
-	jsonw_reset(w);
 	conv_event_head(w, &e, TRACE_CAST, label,
 		   (size_t)n < sizeof label ? (size_t)n : sizeof label - 1,
 		   "amp.cast", 'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
@@ -316,7 +313,6 @@ void conv_scope_end(struct conv *cv, struct conv_process *p,
 	struct jsonw *w = &cv->buf;
 	struct trace_event e;
 
-	jsonw_reset(w);
 	conv_event_head(w, &e, TRACE_SCOPE_END, s->label, strlen(s->label),
 		   "amp.scope", 'E', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	jsonw_printf(w, ",\"args\":{\"depth\":%d", s->depth);
@@ -353,7 +349,6 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 	jsonw_init(&label);
 	scope_label(&label, p, scope, device, dtype, enabled);
 	struct trace_event e;
-	jsonw_reset(w);
 	conv_event_head(w, &e, TRACE_SCOPE_BEGIN, label.data, label.len,
 		   "amp.scope", 'B', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	e.scope = (struct trace_scope){
@@ -388,7 +383,6 @@ static void on_cache_clear(struct conv *cv, struct conv_process *p,
 	uint64_t entries = c->entries, bytes = c->bytes;
 
 	struct trace_event e;
-	jsonw_reset(w);
 	conv_event_head(w, &e, TRACE_CACHE_CLEAR, "cache clear", 11, "amp.cache",
 		   'i', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	e.cache = (struct trace_cache_clear){ entries, bytes };
@@ -416,7 +410,6 @@ static void on_scaler(struct conv *cv, struct conv_process *p,
 	char label[64];
 	int n = snprintf(label, sizeof label, "scaler %.40s", what);
 	struct trace_event e;
-	jsonw_reset(w);
 	conv_event_head(w, &e, TRACE_SCALER, label, (size_t)n, "amp.scaler", 'i',
 		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	/* JSON has no NaN or infinity: both are written as null, read as NaN */
@@ -478,7 +471,7 @@ void conv_diag(struct conv *cv, struct conv_process *p, uint64_t tid,
 			  .op_id = op_id, .tensor = tensor_id },
 	};
 
-	diag_json_write(&cv->buf, &(struct diag_json){
+	event_json_diag(&cv->buf, &(struct diag_json){
 		.kind = kind, .message = message,
 		.ts_ns = (int64_t)(time_ns - cv->base_ns), .pid = p->pid,
 		.tid = (int64_t)tid, .scope = scope, .op_id = op_id,

@@ -2,6 +2,7 @@
  * (FORMAT.md), and, when the process has an in-memory trace, the same
  * event decoded there (see convert_internal.h). */
 #include "convert_internal.h"
+#include "event_json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,8 +83,8 @@ struct trace_event conv_meta_event(struct conv_process *p, const char *name,
 
 /* ------------------------------------------------------------ writing */
 
-/* The event's first keys, written into w and kept in e (`kind` is what
- * the reader classifies cat and ph as). */
+/* The event's first keys, written into w (replacing what it held) and
+ * kept in e (`kind` is what the reader classifies cat and ph as). */
 void conv_event_head(struct jsonw *w, struct trace_event *e,
 		       enum trace_kind kind, const char *name, size_t name_len,
 		       const char *cat, char ph, int64_t ts_ns,
@@ -94,19 +95,8 @@ void conv_event_head(struct jsonw *w, struct trace_event *e,
 		.cat = conv_keep_cstr(p, cat), .pid = p->pid, .tid = (int64_t)tid,
 		.ts = conv_to_us(ts_ns),
 	};
-	jsonw_lit(w, "{\"name\":");
-	jsonw_strn(w, name, name_len);
-	char phase[] = { ph, '\0' };
-	jsonw_lit(w, ",\"cat\":\"");
-	jsonw_cstr(w, cat);
-	jsonw_lit(w, "\",\"ph\":\"");
-	jsonw_cstr(w, phase);
-	jsonw_lit(w, "\",\"ts\":");
-	jsonw_us(w, ts_ns);
-	jsonw_lit(w, ",\"pid\":");
-	jsonw_i64(w, p->pid);
-	jsonw_lit(w, ",\"tid\":");
-	jsonw_u64(w, tid);
+	event_json_head(w, name, name_len, cat, ph, ts_ns, p->pid,
+			(int64_t)tid);
 }
 
 /* Writes the event in w and keeps e, its decoded twin. */

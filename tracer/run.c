@@ -10,7 +10,7 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "convert.h"
-#include "diag_json.h"
+#include "event_json.h"
 #include "findings.h"
 #include "raw.h"
 #include "trace_commands.h"
@@ -411,7 +411,7 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 static void finding_event(const struct trace_finding *f, int64_t ts_ns,
 			  struct jsonw *w)
 {
-	diag_json_write(w, &(struct diag_json){
+	event_json_diag(w, &(struct diag_json){
 		.kind = f->kind, .message = f->message, .ts_ns = ts_ns,
 		.pid = f->pid, .tid = 0, .scope = 'p', .op_id = f->op_id,
 		.tensor = f->tensor, .fix = f->fix,

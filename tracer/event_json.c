@@ -1,5 +1,28 @@
-/* amp.diag events as JSON (diag_json.h). */
-#include "diag_json.h"
+/* Trace events as JSON (event_json.h). */
+#include "event_json.h"
+
+#include <string.h>
+
+void event_json_head(struct jsonw *w, const char *name, size_t name_len,
+		     const char *cat, char ph, int64_t ts_ns, int64_t pid,
+		     int64_t tid)
+{
+	char phase[] = { ph, '\0' };
+
+	jsonw_reset(w);
+	jsonw_lit(w, "{\"name\":");
+	jsonw_strn(w, name, name_len);
+	jsonw_lit(w, ",\"cat\":\"");
+	jsonw_cstr(w, cat);
+	jsonw_lit(w, "\",\"ph\":\"");
+	jsonw_cstr(w, phase);
+	jsonw_lit(w, "\",\"ts\":");
+	jsonw_us(w, ts_ns);
+	jsonw_lit(w, ",\"pid\":");
+	jsonw_i64(w, pid);
+	jsonw_lit(w, ",\"tid\":");
+	jsonw_i64(w, tid);
+}
 
 static void optional_u64(struct jsonw *w, const char *key_text, uint64_t v)
 {
@@ -17,19 +40,12 @@ static void optional_i64(struct jsonw *w, const char *key_text, int64_t v)
 	jsonw_i64(w, v);
 }
 
-void diag_json_write(struct jsonw *w, const struct diag_json *d)
+void event_json_diag(struct jsonw *w, const struct diag_json *d)
 {
 	char scope[] = { d->scope, '\0' };
 
-	jsonw_reset(w);
-	jsonw_lit(w, "{\"name\":");
-	jsonw_str(w, d->kind);
-	jsonw_lit(w, ",\"cat\":\"amp.diag\",\"ph\":\"i\",\"ts\":");
-	jsonw_us(w, d->ts_ns);
-	jsonw_lit(w, ",\"pid\":");
-	jsonw_i64(w, d->pid);
-	jsonw_lit(w, ",\"tid\":");
-	jsonw_i64(w, d->tid);
+	event_json_head(w, d->kind, strlen(d->kind), "amp.diag", 'i',
+			d->ts_ns, d->pid, d->tid);
 	jsonw_lit(w, ",\"s\":\"");
 	jsonw_cstr(w, scope);
 	jsonw_lit(w, "\",\"args\":{\"kind\":");
