@@ -7,7 +7,8 @@
  *                          of each step, rose in CACHE_GROWTH_STEPS
  *                          consecutive steps with no cache clear.
  * autocast-off-in-thread   thread T ran a lower-precision-list op (matmul,
- *                          linear, conv, ...; LOW_PRECISION_OPS) with
+ *                          linear, conv, ...: the policy table's, see
+ *                          gen_low_precision_ops.c) with
  *                          autocast off, while another thread S was inside
  *                          an enabled region that was already open when T
  *                          made its first event (S started T, as
@@ -101,16 +102,6 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	  false },
 };
 
-/* Ops of both PyTorch lower-precision lists (CUDA and CPU) that a model's
- * forward runs: the ones whose dtype shows a thread is not autocasting. */
-static const char *const LOW_PRECISION_OPS[] = {
-	"linear", "mm", "matmul", "bmm", "addmm", "addbmm", "baddbmm",
-	"addmv", "addr", "mv", "einsum", "chain_matmul", "linalg_multi_dot",
-	"conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d",
-	"conv_transpose2d", "conv_transpose3d", "convolution", "_convolution",
-	"prelu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-	"scaled_dot_product_attention", NULL,
-};
 
 const char *finding_severity_name(enum finding_severity severity)
 {
@@ -280,12 +271,18 @@ static void index_threads(struct context *cx)
 
 /* ----------------------------------------------------------- op rules */
 
+static int compare_op_name(const void *key, const void *name)
+{
+	return strcmp(key, *(const char *const *)name);
+}
+
+/* An op of a PyTorch lower-precision list (any device): its dtype shows
+ * whether a thread autocasts. */
 static bool low_precision_op(const char *name)
 {
-	for (int i = 0; LOW_PRECISION_OPS[i]; i++)
-		if (!strcmp(LOW_PRECISION_OPS[i], name))
-			return true;
-	return false;
+	return bsearch(name, finding_low_precision_ops,
+		       finding_low_precision_op_count,
+		       sizeof *finding_low_precision_ops, compare_op_name);
 }
 
 static void rule_backward(struct context *cx, size_t i)

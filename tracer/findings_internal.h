@@ -33,6 +33,11 @@ bool finding_op_is_backward(const struct trace_op *op);
 const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				 char *buf, size_t size);
 
+/* low_precision_ops.c (generated from libamp's policy table): the ops of
+ * PyTorch's lower-precision lists, sorted by name. */
+extern const char *const finding_low_precision_ops[];
+extern const size_t finding_low_precision_op_count;
+
 /* findings_steps.c */
 void finding_rule_scaler(struct context *cx);
 void finding_rule_cache_growth(struct context *cx);
