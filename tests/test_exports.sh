@@ -3,10 +3,14 @@
 # has the amp_ prefix and is declared in a public header (amp.h,
 # amp_autograd.h, amp_train.h), and every function those headers declare
 # is exported.  Everything else (grad_*, cpu_*, the op table, the
-# dispatcher) is hidden: -fvisibility=hidden and lib/libamp.map.
+# dispatcher) is hidden: -fvisibility=hidden and lib/libamp.map.  The
+# recorder finds libamp through weak symbols, which a hidden function
+# would silently turn into NULL: each of them must be exported.
+# usage: test_exports.sh LIBAMP RECORDER_SOURCE HEADER...
 set -u
 lib=$1
-shift
+recorder=$2
+shift 2
 count=0
 fail=0
 check() { # description, command...
@@ -34,6 +38,10 @@ check "every exported symbol is declared in a public header" \
 	listed "$tmp/internal"
 comm -13 "$tmp/exported" "$tmp/declared" >"$tmp/missing"
 check "every function of the public headers is exported" listed "$tmp/missing"
+grep -o '^#pragma weak amp_[a-z0-9_]*' "$recorder" | awk '{ print $3 }' |
+	sort -u | comm -23 - "$tmp/exported" >"$tmp/weak"
+check "every libamp function the recorder looks up weakly is exported" \
+	listed "$tmp/weak"
 check "the public headers declare functions (the list is not empty)" \
 	test "$(wc -l <"$tmp/declared")" -gt 100
 
