@@ -201,7 +201,8 @@ static void counter(struct conv *cv, struct conv_process *p,
 	jsonw_lit(w, "}}");
 	e.counter = (struct trace_counter){
 		.nseries = series2 ? 2 : 1,
-		.series = { conv_keep_cstr(p, series1), conv_keep_cstr(p, series2) },
+		.series = { conv_keep_cstr(p, series1),
+			    conv_keep_cstr(p, series2) },
 		.value = { v1, v2 },
 	};
 	conv_emit(p, w, &e);
@@ -240,7 +241,8 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 		.from = conv_keep_name(p, NAMES_DTYPE, from),
 		.to = conv_keep_name(p, NAMES_DTYPE, to),
 		.cache = conv_keep_name(p, NAMES_CACHE, cache),
-		.reason = conv_keep_cstr(p, reason), .name = conv_keep_cstr(p, source->name),
+		.reason = conv_keep_cstr(p, reason),
+		.name = conv_keep_cstr(p, source->name),
 		.op = op ? conv_keep_cstr(p, op->op) : NULL,
 		.phase = op ? conv_keep_name(p, NAMES_PHASE, op->phase) : NULL,
 		.scope = op ? conv_keep_cstr(p, op->autocast.scope) : NULL,
@@ -301,8 +303,10 @@ static void scope_label(struct jsonw *w, const struct conv_process *p,
 	if (scope) {
 		jsonw_cstr(w, scope);
 	} else {
-		jsonw_printf(w, "autocast(%s, %s)", conv_name_of(p, NAMES_DEVICE, device),
-			     enabled ? conv_name_of(p, NAMES_DTYPE, dtype) : "off");
+		jsonw_printf(w, "autocast(%s, %s)",
+			     conv_name_of(p, NAMES_DEVICE, device),
+			     enabled ? conv_name_of(p, NAMES_DTYPE, dtype)
+				     : "off");
 	}
 }
 

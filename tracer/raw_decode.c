@@ -151,7 +151,8 @@ bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
 		RAW_EVENT_KINDS(DECODE_EVENT)
 #undef DECODE_EVENT
 	case RAW_KIND_GPU_ACTIVITY:
-		d->gpu_activity = (struct amp_gpu_activity){ .start_ns = r->time_ns };
+		d->gpu_activity =
+			(struct amp_gpu_activity){ .start_ns = r->time_ns };
 		decode_gpu_activity(&c, &d->gpu_activity);
 		break;
 	case RAW_KIND_GPU_STATUS:

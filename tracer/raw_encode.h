@@ -71,9 +71,10 @@ static inline uint8_t *raw_put_tensor(uint8_t *p, const struct amp_tensor_info *
 	p = raw_put_u8(p, t->dtype);
 	p = raw_put_u8(p, t->device);
 	p = raw_put_u8(p, (unsigned)ndim);
-	p = raw_put_u8(p, (t->is_leaf ? RAW_TENSOR_LEAF : 0u) |
-				  (t->requires_grad ? RAW_TENSOR_REQUIRES_GRAD : 0u) |
-				  (t->is_view ? RAW_TENSOR_VIEW : 0u));
+	unsigned flags = (t->is_leaf ? RAW_TENSOR_LEAF : 0u) |
+			 (t->requires_grad ? RAW_TENSOR_REQUIRES_GRAD : 0u) |
+			 (t->is_view ? RAW_TENSOR_VIEW : 0u);
+	p = raw_put_u8(p, flags);
 	memcpy(p, t->shape, (size_t)ndim * 8);
 	p += (size_t)ndim * 8;
 	return raw_put_str(p, t->name);
