@@ -300,15 +300,15 @@ static void rule_backward(struct context *cx, size_t i)
 		return;
 	f->op_id = op->op_id;
 	finding_text(f->message, sizeof f->message,
-		 "backward op %s (op %llu, thread %lld) ran inside the %s%s%s "
-		 "autocast region (%s %s): backward passes under autocast are "
-		 "not recommended, backward ops already run in the dtypes "
-		 "autocast chose for their forward ops; %s",
-		 trace_op_label(op, label, sizeof label),
-		 (unsigned long long)op->op_id, (long long)e->tid,
-		 scope[0] ? "'" : "", scope[0] ? scope : "unnamed",
-		 scope[0] ? "'" : "", op->autocast.device ? op->autocast.device : "?",
-		 op->autocast.dtype ? op->autocast.dtype : "?", advice_backward);
+		     "backward op %s (op %llu, thread %lld) ran inside the %s%s%s "
+		     "autocast region (%s %s): backward passes under autocast are "
+		     "not recommended, backward ops already run in the dtypes "
+		     "autocast chose for their forward ops; %s",
+		     trace_op_label(op, label, sizeof label),
+		     (unsigned long long)op->op_id, (long long)e->tid,
+		     scope[0] ? "'" : "", scope[0] ? scope : "unnamed",
+		     scope[0] ? "'" : "", op->autocast.device ? op->autocast.device : "?",
+		     op->autocast.dtype ? op->autocast.dtype : "?", advice_backward);
 }
 
 static void rule_banned(struct context *cx, size_t i)
@@ -327,19 +327,19 @@ static void rule_banned(struct context *cx, size_t i)
 	f->op_id = op->op_id;
 	f->tensor = op->ninputs ? op->inputs[0].id : 0;
 	finding_text(f->message, sizeof f->message,
-		 "%s (op %llu) is banned under %s autocast%s%s. PyTorch: "
-		 "\"torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss "
-		 "are unsafe to autocast. Many models use a sigmoid layer right "
-		 "before the binary cross entropy layer. In this case, combine "
-		 "the two layers using "
-		 "torch.nn.functional.binary_cross_entropy_with_logits or "
-		 "torch.nn.BCEWithLogitsLoss. binary_cross_entropy_with_logits and "
-		 "BCEWithLogits are safe to autocast.\" Otherwise compute the loss "
-		 "with autocast disabled on .float() inputs",
-		 label, (unsigned long long)op->op_id,
-		 op->autocast.device ? op->autocast.device : op->device,
-		 op->emulated ? " (emulated)" : "",
-		 op_failed(op) ? ", so it failed" : "");
+		     "%s (op %llu) is banned under %s autocast%s%s. PyTorch: "
+		     "\"torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss "
+		     "are unsafe to autocast. Many models use a sigmoid layer right "
+		     "before the binary cross entropy layer. In this case, combine "
+		     "the two layers using "
+		     "torch.nn.functional.binary_cross_entropy_with_logits or "
+		     "torch.nn.BCEWithLogitsLoss. binary_cross_entropy_with_logits and "
+		     "BCEWithLogits are safe to autocast.\" Otherwise compute the loss "
+		     "with autocast disabled on .float() inputs",
+		     label, (unsigned long long)op->op_id,
+		     op->autocast.device ? op->autocast.device : op->device,
+		     op->emulated ? " (emulated)" : "",
+		     op_failed(op) ? ", so it failed" : "");
 }
 
 /* The op (inside autocast, when one is) that produced tensor `id`. */
@@ -391,24 +391,24 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 	char origin[256];
 	if (source && source->autocast.enabled)
 		finding_text(origin, sizeof origin,
-			 "produced by %s (op %llu) inside the %s%s%s autocast "
-			 "region", from, (unsigned long long)source->op_id,
-			 source->autocast.scope ? "'" : "",
-			 source->autocast.scope ? source->autocast.scope : "unnamed",
-			 source->autocast.scope ? "'" : "");
+			     "produced by %s (op %llu) inside the %s%s%s autocast "
+			     "region", from, (unsigned long long)source->op_id,
+			     source->autocast.scope ? "'" : "",
+			     source->autocast.scope ? source->autocast.scope : "unnamed",
+			     source->autocast.scope ? "'" : "");
 	else if (source)
 		finding_text(origin, sizeof origin, "produced by %s (op %llu)", from,
-			 (unsigned long long)source->op_id);
+			     (unsigned long long)source->op_id);
 	else
 		finding_text(origin, sizeof origin, "of unknown origin");
 	finding_text(f->message, sizeof f->message,
-		 "%s (op %llu) ran outside autocast and rejected mixed dtypes: "
-		 "input %s is %s, %s, and tensor %llu is %s (%s); cast the "
-		 "autocast output back with .float() / amp_to(t, AMP_DTYPE_F32) "
-		 "before using it outside the region",
-		 label, (unsigned long long)op->op_id, tensor, low->dtype, origin,
-		 (unsigned long long)full->id, full->dtype,
-		 op->error ? op->error : "failed");
+		     "%s (op %llu) ran outside autocast and rejected mixed dtypes: "
+		     "input %s is %s, %s, and tensor %llu is %s (%s); cast the "
+		     "autocast output back with .float() / amp_to(t, AMP_DTYPE_F32) "
+		     "before using it outside the region",
+		     label, (unsigned long long)op->op_id, tensor, low->dtype, origin,
+		     (unsigned long long)full->id, full->dtype,
+		     op->error ? op->error : "failed");
 	return true;
 }
 
@@ -427,8 +427,8 @@ static void rule_op_error(struct context *cx, size_t i)
 		return;
 	f->op_id = op->op_id;
 	finding_text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
-		 "failed: %s", label, (unsigned long long)op->op_id,
-		 (long long)e->tid, op->error ? op->error : "(no message)");
+		     "failed: %s", label, (unsigned long long)op->op_id,
+		     (long long)e->tid, op->error ? op->error : "(no message)");
 }
 
 /* ------------------------------------------------- threads and regions */
@@ -499,7 +499,7 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 		    g->start > born || e->ts < g->start || e->ts > g->end)
 			continue;
 		finding_text(site, sizeof site, "%lld:%s", (long long)g->tid,
-			 trace_op_label(op, label, sizeof label));
+			     trace_op_label(op, label, sizeof label));
 		struct trace_finding *f = finding_of(
 			cx, FINDING_AUTOCAST_OFF_IN_THREAD, site, e->pid, i);
 		if (!f)
@@ -508,18 +508,18 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 		f->tensor = op->noutputs ? op->outputs[0].id : 0;
 		f->other_thread = g->tid;
 		finding_text(f->message, sizeof f->message,
-			 "thread %lld ran %s (op %llu) with autocast disabled, "
-			 "output %s, while thread %lld, which was inside the "
-			 "%s%s%s autocast region (%s %s) when thread %lld started, "
-			 "had autocast enabled: autocast state is thread-local, so "
-			 "worker threads (DataParallel replicas) do not inherit it; "
-			 "enter autocast inside the worker's forward",
-			 (long long)e->tid, label, (unsigned long long)op->op_id,
-			 op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype : "?",
-			 (long long)g->tid, g->scope ? "'" : "",
-			 g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
-			 g->device ? g->device : "?", g->dtype ? g->dtype : "?",
-			 (long long)e->tid);
+			     "thread %lld ran %s (op %llu) with autocast disabled, "
+			     "output %s, while thread %lld, which was inside the "
+			     "%s%s%s autocast region (%s %s) when thread %lld started, "
+			     "had autocast enabled: autocast state is thread-local, so "
+			     "worker threads (DataParallel replicas) do not inherit it; "
+			     "enter autocast inside the worker's forward",
+			     (long long)e->tid, label, (unsigned long long)op->op_id,
+			     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype : "?",
+			     (long long)g->tid, g->scope ? "'" : "",
+			     g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
+			     g->device ? g->device : "?", g->dtype ? g->dtype : "?",
+			     (long long)e->tid);
 		return;
 	}
 }
@@ -541,14 +541,14 @@ static void rule_stale(struct context *cx, size_t i)
 	f->op_id = c->op_id;
 	f->tensor = c->tensor;
 	finding_text(f->message, sizeof f->message,
-		 "%s (op %llu) used the cached %s->%s cast of %s made before the "
-		 "tensor was updated in place (an optimizer step inside the same "
-		 "autocast region): the forward computed with the old weights; "
-		 "the cache is cleared only when the outermost region exits, so "
-		 "enter autocast per iteration around forward + loss only",
-		 op_label(cx, e->pid, c->op_id, label, sizeof label),
-		 (unsigned long long)c->op_id, c->from, c->to,
-		 finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+		     "%s (op %llu) used the cached %s->%s cast of %s made before the "
+		     "tensor was updated in place (an optimizer step inside the same "
+		     "autocast region): the forward computed with the old weights; "
+		     "the cache is cleared only when the outermost region exits, so "
+		     "enter autocast per iteration around forward + loss only",
+		     op_label(cx, e->pid, c->op_id, label, sizeof label),
+		     (unsigned long long)c->op_id, c->from, c->to,
+		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
 static void rule_cache_disabled(struct context *cx, size_t i)
@@ -566,10 +566,10 @@ static void rule_cache_disabled(struct context *cx, size_t i)
 	f->op_id = c->op_id;
 	f->tensor = c->tensor;
 	finding_text(f->message, sizeof f->message,
-		 "the cacheable %s->%s cast of %s was redone because the "
-		 "autocast cache is disabled (cache_enabled=False)",
-		 c->from, c->to,
-		 finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+		     "the cacheable %s->%s cast of %s was redone because the "
+		     "autocast cache is disabled (cache_enabled=False)",
+		     c->from, c->to,
+		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
 /* A conversion (an autocast cast or an explicit to op): source -> result. */
@@ -621,16 +621,16 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 				f->op_id = cv.op_id;
 				f->tensor = first.source;
 				finding_text(f->message, sizeof f->message,
-					 "%s was cast %s->%s (for %s, op %llu) and "
-					 "back %s->%s (for %s, op %llu) with no "
-					 "low-precision compute in between: the round "
-					 "trip costs two casts and rounds the values; "
-					 "drop both casts",
-					 finding_tensor_label(cx, e->pid, first.source, tensor,
-						      sizeof tensor),
-					 first.from, first.to, a,
-					 (unsigned long long)first.op_id, cv.from, cv.to,
-					 b, (unsigned long long)cv.op_id);
+					     "%s was cast %s->%s (for %s, op %llu) and "
+					     "back %s->%s (for %s, op %llu) with no "
+					     "low-precision compute in between: the round "
+					     "trip costs two casts and rounds the values; "
+					     "drop both casts",
+					     finding_tensor_label(cx, e->pid, first.source, tensor,
+					     sizeof tensor),
+					     first.from, first.to, a,
+					     (unsigned long long)first.op_id, cv.from, cv.to,
+					     b, (unsigned long long)cv.op_id);
 			}
 		}
 	}
@@ -653,7 +653,7 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 	    !producer->ninputs)
 		return;
 	finding_text(site, sizeof site, "recast %s %s",
-		 producer ? trace_op_label(producer, a, sizeof a) : "input", cv.to);
+		     producer ? trace_op_label(producer, a, sizeof a) : "input", cv.to);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_REDUNDANT_CAST, site, e->pid, i);
 	if (!f)
@@ -663,13 +663,13 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 	op_label(cx, e->pid, first->op_id, a, sizeof a);
 	op_label(cx, e->pid, cv.op_id, b, sizeof b);
 	finding_text(f->message, sizeof f->message,
-		 "%s was cast %s->%s by autocast once for each op using it (%s, "
-		 "op %llu, and %s, op %llu): it is not a cacheable weight, so each "
-		 "use pays a new cast; cast it once (x16 = x.to(%s)) and pass the "
-		 "result to both ops",
-		 finding_tensor_label(cx, e->pid, cv.source, tensor, sizeof tensor),
-		 cv.from, cv.to, a, (unsigned long long)first->op_id, b,
-		 (unsigned long long)cv.op_id, cv.to);
+		     "%s was cast %s->%s by autocast once for each op using it (%s, "
+		     "op %llu, and %s, op %llu): it is not a cacheable weight, so each "
+		     "use pays a new cast; cast it once (x16 = x.to(%s)) and pass the "
+		     "result to both ops",
+		     finding_tensor_label(cx, e->pid, cv.source, tensor, sizeof tensor),
+		     cv.from, cv.to, a, (unsigned long long)first->op_id, b,
+		     (unsigned long long)cv.op_id, cv.to);
 }
 
 /* ---------------------------------------------------- amp.diag events */
@@ -702,11 +702,11 @@ static void fold_diag(struct context *cx, size_t i)
 		finding_tensor_label(cx, e->pid, d->tensor, tensor, sizeof tensor);
 		name = strchr(tensor, '\'');
 		finding_text(site, sizeof site, "%s %s",
-			 d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "",
-			 name ? name : "");
+			     d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "",
+			     name ? name : "");
 	} else {
 		finding_text(site, sizeof site, "%s",
-			 d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "");
+			     d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "");
 	}
 	struct trace_finding *f = finding_at(cx, d->kind, site, e->pid, i);
 	if (!f)

@@ -54,26 +54,26 @@ void finding_rule_scaler(struct context *cx)
 			st->inf_tensor = s->inf_tensor;
 		if (!strcmp(s->what, "step") && s->step_skipped) {
 			finding_text(site, sizeof site, "%llu/%llu",
-				 (unsigned long long)s->scaler_id,
-				 (unsigned long long)s->optimizer_id);
+				     (unsigned long long)s->scaler_id,
+				     (unsigned long long)s->optimizer_id);
 			struct trace_finding *f = finding_of(
 				cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 			if (f) {
 				f->tensor = st->inf_tensor;
 				finding_text(f->message, sizeof f->message,
-					 "GradScaler %llu skipped the step of "
-					 "optimizer %llu: %s%s held inf/NaN after "
-					 "unscaling (scale %g), so optimizer.step() "
-					 "was not called and the scale was lowered",
-					 (unsigned long long)s->scaler_id,
-					 (unsigned long long)s->optimizer_id,
-					 st->inf_tensor ? "gradient " : "a gradient",
-					 st->inf_tensor ? finding_tensor_label(cx, e->pid,
-								       st->inf_tensor,
-								       tensor,
-								       sizeof tensor)
-							: "",
-					 s->scale);
+					     "GradScaler %llu skipped the step of "
+					     "optimizer %llu: %s%s held inf/NaN after "
+					     "unscaling (scale %g), so optimizer.step() "
+					     "was not called and the scale was lowered",
+					     (unsigned long long)s->scaler_id,
+					     (unsigned long long)s->optimizer_id,
+					     st->inf_tensor ? "gradient " : "a gradient",
+					     st->inf_tensor ? finding_tensor_label(cx, e->pid,
+					     st->inf_tensor,
+					     tensor,
+					     sizeof tensor)
+					     : "",
+					     s->scale);
 			}
 		}
 		if (strcmp(s->what, "update") || isnan(s->scale))
@@ -94,18 +94,18 @@ void finding_rule_scaler(struct context *cx)
 			continue;
 		f->tensor = st->inf_tensor;
 		finding_text(f->message, sizeof f->message,
-			 "GradScaler %llu's scale fell to %g (from %g) after %d "
-			 "consecutive reductions (collapse: below %g or %d in a "
-			 "row): the gradients hold inf/NaN at every step%s%s%s, so "
-			 "no optimizer step is taken and training has stopped",
-			 (unsigned long long)s->scaler_id, s->scale, st->first,
-			 st->halvings, SCALER_COLLAPSE_SCALE,
-			 SCALER_COLLAPSE_HALVINGS,
-			 st->inf_tensor ? " (last seen in gradient " : "",
-			 st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-						       tensor, sizeof tensor)
-					: "",
-			 st->inf_tensor ? ")" : "");
+			     "GradScaler %llu's scale fell to %g (from %g) after %d "
+			     "consecutive reductions (collapse: below %g or %d in a "
+			     "row): the gradients hold inf/NaN at every step%s%s%s, so "
+			     "no optimizer step is taken and training has stopped",
+			     (unsigned long long)s->scaler_id, s->scale, st->first,
+			     st->halvings, SCALER_COLLAPSE_SCALE,
+			     SCALER_COLLAPSE_HALVINGS,
+			     st->inf_tensor ? " (last seen in gradient " : "",
+			     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
+			     tensor, sizeof tensor)
+			     : "",
+			     st->inf_tensor ? ")" : "");
 	}
 }
 
@@ -212,17 +212,17 @@ static void cache_growth_of(struct context *cx, int64_t pid)
 						     to->event);
 		if (f)
 			finding_text(f->message, sizeof f->message,
-				 "the autocast cache grew in %zu consecutive steps "
-				 "without being cleared: %.0f entries (%.0f bytes) "
-				 "after step %zu, %.0f entries (%.0f bytes) after "
-				 "step %zu (steps: %s); cached casts are freed only "
-				 "when the outermost autocast region exits, so a "
-				 "region around the whole loop keeps every one",
-				 best, from->entries, from->bytes, best_end - best + 1,
-				 to->entries, to->bytes, best_end + 1,
-				 updates ? "GradScaler updates"
-				 : writes ? "optimizer updates"
-					  : "outermost autocast regions");
+				     "the autocast cache grew in %zu consecutive steps "
+				     "without being cleared: %.0f entries (%.0f bytes) "
+				     "after step %zu, %.0f entries (%.0f bytes) after "
+				     "step %zu (steps: %s); cached casts are freed only "
+				     "when the outermost autocast region exits, so a "
+				     "region around the whole loop keeps every one",
+				     best, from->entries, from->bytes, best_end - best + 1,
+				     to->entries, to->bytes, best_end + 1,
+				     updates ? "GradScaler updates"
+				     : writes ? "optimizer updates"
+				     : "outermost autocast regions");
 	}
 	free(ends);
 }
