@@ -135,7 +135,7 @@ static void thread_metadata(struct conv *cv, struct conv_process *p,
 		     p->pid, (unsigned long long)t->tid,
 		     (unsigned long long)t->tid);
 	e = conv_meta_event(p, "thread_sort_index", p->pid, t->tid, NULL,
-		       (int64_t)t->tid);
+			    (int64_t)t->tid);
 	conv_emit(p, w, &e);
 }
 
@@ -362,7 +362,7 @@ static void scan_threads(struct conv_process *p)
 		t->fd = fd;
 		size_t cap_threads = p->nthreads;
 		p->threads = conv_grow(p->threads, &cap_threads, p->nthreads + 1,
-				  sizeof *p->threads);
+				       sizeof *p->threads);
 		p->threads[p->nthreads++] = t;
 	}
 	free(found);
@@ -395,7 +395,7 @@ static void scan_processes(struct conv *cv)
 			continue;
 		size_t cap = cv->nprocs;
 		cv->procs = conv_grow(cv->procs, &cap, cv->nprocs + 1,
-				 sizeof *cv->procs);
+				      sizeof *cv->procs);
 		cv->procs[cv->nprocs++] = p;
 	}
 	closedir(d);

@@ -191,7 +191,7 @@ static void counter(struct conv *cv, struct conv_process *p,
 	struct trace_event e;
 
 	conv_event_head(w, &e, TRACE_COUNTER, name, strlen(name), cat, 'C',
-		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+			(int64_t)(time_ns - cv->base_ns), p, t->tid);
 	jsonw_printf(w, ",\"args\":{\"%s\":", series1);
 	jsonw_double(w, v1);
 	if (series2) {
@@ -227,8 +227,8 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	int n = snprintf(label, sizeof label, "cast %s->%s", from_name, to_name);
 	struct trace_event e;
 	conv_event_head(w, &e, TRACE_CAST, label,
-		   (size_t)n < sizeof label ? (size_t)n : sizeof label - 1,
-		   "amp.cast", 'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
+			(size_t)n < sizeof label ? (size_t)n : sizeof label - 1,
+			"amp.cast", 'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
 	jsonw_lit(w, ",\"dur\":");
 	jsonw_us(w, (int64_t)(time_ns - begin_ns));
 	jsonw_lit(w, ",\"args\":{\"op_id\":");
@@ -318,7 +318,7 @@ void conv_scope_end(struct conv *cv, struct conv_process *p,
 	struct trace_event e;
 
 	conv_event_head(w, &e, TRACE_SCOPE_END, s->label, strlen(s->label),
-		   "amp.scope", 'E', (int64_t)(time_ns - cv->base_ns), p, t->tid);
+			"amp.scope", 'E', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	jsonw_printf(w, ",\"args\":{\"depth\":%d", s->depth);
 	if (closed_by) {
 		jsonw_lit(w, ",\"closed_by\":");
@@ -354,7 +354,7 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 	scope_label(&label, p, scope, device, dtype, enabled);
 	struct trace_event e;
 	conv_event_head(w, &e, TRACE_SCOPE_BEGIN, label.data, label.len,
-		   "amp.scope", 'B', (int64_t)(time_ns - cv->base_ns), p, t->tid);
+			"amp.scope", 'B', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	e.scope = (struct trace_scope){
 		.scope = conv_keep_cstr(p, scope), .depth = depth,
 		.device = conv_keep_name(p, NAMES_DEVICE, device),
@@ -370,7 +370,7 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 		     cache_enabled ? "true" : "false");
 	conv_emit(p, w, &e);
 	t->scopes = conv_grow(t->scopes, &t->cap_scopes, t->nscopes + 1,
-			 sizeof *t->scopes);
+			      sizeof *t->scopes);
 	t->scopes[t->nscopes++] = (struct open_scope){
 		.name = scope ? conv_dupn(scope, strlen(scope)) : NULL,
 		.label = conv_dupn(label.data, label.len),
@@ -388,7 +388,7 @@ static void on_cache_clear(struct conv *cv, struct conv_process *p,
 
 	struct trace_event e;
 	conv_event_head(w, &e, TRACE_CACHE_CLEAR, "cache clear", 11, "amp.cache",
-		   'i', (int64_t)(time_ns - cv->base_ns), p, t->tid);
+			'i', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	e.cache = (struct trace_cache_clear){ entries, bytes };
 	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"entries\":");
 	jsonw_u64(w, entries);
@@ -415,7 +415,7 @@ static void on_scaler(struct conv *cv, struct conv_process *p,
 	int n = snprintf(label, sizeof label, "scaler %.40s", what);
 	struct trace_event e;
 	conv_event_head(w, &e, TRACE_SCALER, label, (size_t)n, "amp.scaler", 'i',
-		   (int64_t)(time_ns - cv->base_ns), p, t->tid);
+			(int64_t)(time_ns - cv->base_ns), p, t->tid);
 	/* JSON has no NaN or infinity: both are written as null, read as NaN */
 	e.scaler = (struct trace_scaler){
 		.what = conv_keep_cstr(p, what),
@@ -518,7 +518,7 @@ static void gpu_announce(struct conv *cv, struct conv_process *p,
 			return;
 	size_t cap = p->ngpu_tracks;
 	p->gpu_tracks = conv_grow(p->gpu_tracks, &cap, p->ngpu_tracks + 1,
-			     sizeof *p->gpu_tracks);
+				  sizeof *p->gpu_tracks);
 	p->gpu_tracks[p->ngpu_tracks++] = (struct conv_gpu_track){ device, stream };
 	long long pid = (long long)gpu_pid(p, device);
 	char name[64];
@@ -538,7 +538,7 @@ static void gpu_announce(struct conv *cv, struct conv_process *p,
 				"%u}}",
 			     pid, 0x10000u + device);
 		e = conv_meta_event(p, "process_sort_index", pid, 0, NULL,
-			       0x10000 + device);
+				    0x10000 + device);
 	} else {
 		snprintf(name, sizeof name, "stream %u", stream);
 		jsonw_printf(w, "{\"name\":\"thread_name\",\"ph\":\"M\","
@@ -648,7 +648,7 @@ static void on_gpu_status(struct conv_process *p,
 	p->gpu_status = status->result == 0 ? 1 : -1;
 	free(p->gpu_reason);
 	p->gpu_reason = status->reason ? conv_dupn(status->reason,
-					      strlen(status->reason))
+						   strlen(status->reason))
 				       : NULL;
 }
 
