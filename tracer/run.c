@@ -436,29 +436,25 @@ static bool kept_whole(const struct output *o, const struct conv *cv)
 
 /* Appends the findings computed from the events written so far, so that
  * the trace alone (Perfetto, ampview, other tools) shows them.  Their
- * input is the trace the converter kept while writing: reading the file
- * back (cJSON) took as long as a short run itself.  Only when that trace
- * is not whole is the file read back; it has no trailer yet, which
- * trace_load accepts as a cut trace.  Findings that are amp.diag events
- * already (libamp's value checks, process-died) are not repeated.  A
- * trace that cannot be read back gets none: the events matter more than
- * their findings. */
+ * input is the trace the converter kept while writing (reading the file
+ * back took as long as a short run itself).  When memory ran out while
+ * keeping it, the trace gets no findings (reading the file back would
+ * need more memory still) and run says so: the events matter more than
+ * their findings.  Findings that are amp.diag events already (libamp's
+ * value checks, process-died) are not repeated. */
 static void append_findings(struct output *o, const struct conv *cv,
 			    int64_t ts_ns)
 {
-	struct trace loaded;
-	struct trace_error err;
 	struct findings f;
 	struct jsonw w;
-	const struct trace *t = &o->kept;
 
 	if (!kept_whole(o, cv)) {
-		trace_writer_flush(&o->writer);
-		if (trace_load(o->path, &loaded, &err) != 0)
-			return;
-		t = &loaded;
+		fprintf(stderr, "amptrace run: out of memory keeping the events "
+			"of %s: its findings are not appended (amptrace summary "
+			"computes them)\n", o->path);
+		return;
 	}
-	findings_compute(t, &f);
+	findings_compute(&o->kept, &f);
 	jsonw_init(&w);
 	for (size_t i = 0; i < f.count; i++) {
 		if (f.items[i].from_trace)
@@ -469,8 +465,6 @@ static void append_findings(struct output *o, const struct conv *cv,
 	}
 	jsonw_free(&w);
 	findings_free(&f);
-	if (t == &loaded)
-		trace_free(&loaded);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
