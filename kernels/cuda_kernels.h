@@ -1,7 +1,7 @@
 /* The CUDA module's internal functions: the kernel launchers of the .cu
  * files and the host glue of the .c files, which module.c collects into
  * the exported struct amp_cuda_module.  Each launcher has the contract of
- * the struct entry of the same name (kernels/amp_cuda_module.h). */
+ * the struct entry of the same name (lib/amp_cuda_module.h). */
 #ifndef AMP_CUDA_KERNELS_H
 #define AMP_CUDA_KERNELS_H
 

@@ -28,6 +28,10 @@
 extern "C" {
 #endif
 
+/* What the public headers declare is libamp's API, exported from the
+ * shared library; the library hides everything else (-fvisibility=hidden). */
+#pragma GCC visibility push(default)
+
 /* ---------------------------------------------------------------- dtypes */
 
 /* NOTE: add dtypes at the end; traces and tables are indexed by these. */
@@ -489,6 +493,12 @@ struct amp_cast_event {
 	/* hits: the source was modified in place after the cached cast was
 	 * made, so the op reads a stale copy (PyTorch does not notice). */
 	bool stale;
+	/* The cache's size once this cast was stored (misses), so that a
+	 * consumer needs no call back into the runtime; cache_counted says
+	 * whether the producer set them. */
+	bool cache_counted;
+	size_t cache_entries;
+	size_t cache_bytes;
 };
 
 struct amp_scope_event {
@@ -562,6 +572,8 @@ uint64_t amp_thread_number(void);
 
 #include "amp_autograd.h"
 #include "amp_train.h"
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

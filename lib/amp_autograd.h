@@ -28,6 +28,8 @@
 extern "C" {
 #endif
 
+#pragma GCC visibility push(default) /* the API (see amp.h) */
+
 /* tensor.backward(gradient, retain_graph, create_graph): accumulates the
  * gradient of `root` into the .grad of every leaf that requires grad and
  * was used to compute it.  `grad` is the gradient of root (same shape);
@@ -111,6 +113,8 @@ struct amp_function {
 int amp_function_attach(const struct amp_function *fn, void *ctx, int ninputs,
 			amp_tensor *const *inputs, int noutputs,
 			amp_tensor *const *outputs);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,8 @@
 extern "C" {
 #endif
 
+#pragma GCC visibility push(default) /* the API (see amp.h) */
+
 /* ------------------------------------------------------- in-place updates */
 
 /* ATen's in-place ops: self keeps its shape and dtype, the other operands
@@ -288,6 +290,8 @@ void *amp_custom_ctx_user(const amp_custom_ctx *ctx);
 /* ctx._dtype and ctx._fwd_used_autocast, as custom_fwd records them. */
 enum amp_dtype amp_custom_ctx_autocast_dtype(const amp_custom_ctx *ctx);
 bool amp_custom_ctx_fwd_used_autocast(const amp_custom_ctx *ctx);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -195,6 +195,12 @@ static struct amp_tensor *cached_cast(struct amp_call *c, int arg,
 			.begin_ns = begin,
 			.stale = stale,
 		};
+		if (result == AMP_CACHE_MISS) {
+			struct amp_cache_stats held = amp_autocast_cache_stats();
+			event.cast.cache_counted = true;
+			event.cast.cache_entries = held.entries;
+			event.cast.cache_bytes = held.bytes;
+		}
 		amp_tensor_describe(source, &event.cast.source);
 		amp_tensor_describe(cast, &event.cast.result);
 		amp_hook_emit(&event);

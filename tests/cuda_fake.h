@@ -1,6 +1,6 @@
 /* A fake CUDA backend module for tests on machines without a GPU
  * (tests/cuda_fake.c).  It implements the module interface
- * (kernels/amp_cuda_module.h) on the host, with the semantics each entry
+ * (lib/amp_cuda_module.h) on the host, with the semantics each entry
  * documents, so libamp's loader-independent parts run for real: the op
  * glue, the host-copy fallback, device copies, the CUPTI/NVTX linking.
  *

@@ -514,13 +514,16 @@ START_TEST(test_first_order)
 }
 END_TEST
 
+/* The cases whose double backward is checked (the loop runs over these
+ * only, rather than passing the others without checking anything). */
+static int second_order_cases[NCASES];
+static int nsecond_order;
+
 START_TEST(test_second_order)
 {
 	struct fixture fx;
 
-	if (!cases[_i].second_order)
-		return;
-	fixture_init(&fx, &cases[_i]);
+	fixture_init(&fx, &cases[second_order_cases[_i]]);
 	amp_tensor *total = second_order_graph(&fx, true);
 	if (total && amp_tensor_requires_grad(total))
 		ck_assert_msg(amp_backward(total, NULL, false, false) == AMP_OK,
@@ -1371,7 +1374,10 @@ static Suite *autograd_suite(void)
 
 	tcase_add_loop_test(ops, test_table_covers_every_op, 0, AMP_OP_COUNT);
 	tcase_add_loop_test(ops, test_first_order, 0, NCASES);
-	tcase_add_loop_test(ops, test_second_order, 0, NCASES);
+	for (int i = 0; i < NCASES; i++)
+		if (cases[i].second_order)
+			second_order_cases[nsecond_order++] = i;
+	tcase_add_loop_test(ops, test_second_order, 0, nsecond_order);
 	suite_add_tcase(suite, ops);
 	tcase_add_loop_test(autocast, test_backward_dtypes_under_autocast, 0,
 			    (int)(sizeof autocast_cases /

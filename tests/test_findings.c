@@ -8,6 +8,7 @@
  * tested in process, through the hook API. */
 #include "amp.h"
 #include "findings.h"
+#include "findings_internal.h"
 #include "validate.h"
 
 #include <check.h>
@@ -434,10 +435,40 @@ START_TEST(test_diag_underflow_explicit_cast)
 }
 END_TEST
 
+/* The lower-precision ops come from libamp's policy table at build time
+ * (tracer/gen_low_precision_ops.c): sorted, unique, the matmul and conv
+ * families of both devices' lists, and no op of another policy. */
+START_TEST(test_low_precision_ops_from_policy)
+{
+	static const char *const expected[] = { "linear", "matmul", "mm",
+						"bmm", "conv2d", "baddbmm",
+						"prelu", "lstm_cell" };
+	size_t n = finding_low_precision_op_count;
+
+	ck_assert_uint_ge(n, sizeof expected / sizeof *expected);
+	for (size_t i = 1; i < n; i++)
+		ck_assert_int_lt(strcmp(finding_low_precision_ops[i - 1],
+					finding_low_precision_ops[i]), 0);
+	for (size_t k = 0; k < sizeof expected / sizeof *expected; k++) {
+		bool found = false;
+		for (size_t i = 0; i < n; i++)
+			found |= !strcmp(finding_low_precision_ops[i], expected[k]);
+		ck_assert_msg(found, "%s is not in the list", expected[k]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_str_ne(finding_low_precision_ops[i], "softmax");
+		ck_assert_str_ne(finding_low_precision_ops[i], "add");
+	}
+}
+END_TEST
+
 START_TEST(test_kind_table)
 {
-	/* every kind has a severity and a one-line fix */
-	for (const struct finding_kind *k = finding_kinds; k->name; k++) {
+	/* every kind has a row (the table is indexed by enum), a severity
+	 * and a one-line fix */
+	for (int id = 0; id < FINDING_KIND_COUNT; id++) {
+		const struct finding_kind *k = &finding_kinds[id];
+		ck_assert_msg(k->name, "kind %d has no row", id);
 		ck_assert_ptr_eq(finding_kind_lookup(k->name), k);
 		ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
 		ck_assert_int_lt(k->severity, FINDING_SEVERITY_COUNT);
@@ -463,6 +494,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);
+	tcase_add_test(kinds, test_low_precision_ops_from_policy);
 	suite_add_tcase(s, kinds);
 
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);

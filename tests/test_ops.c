@@ -339,20 +339,22 @@ START_TEST(test_error_text)
 	amp_tensor *f32 = filled(2, two, 0.5, AMP_DTYPE_F32);
 	amp_tensor *f16 = filled(2, two, 0.5, AMP_DTYPE_F16);
 
-	/* on a real GPU the CUDA backend's own check answers */
-	if (e->which == E_MM_DTYPE_CUDA && !amp_cuda_is_emulated())
-		return;
+	/* On a real GPU the CUDA backend's own check answers, in its own
+	 * words: the failure and its status are still PyTorch's. */
+	bool pytorch_words = e->which != E_MM_DTYPE_CUDA || amp_cuda_is_emulated();
+
 	amp_tensor_set_name(f32, "fc1.weight");
 	amp_clear_error();
 	amp_tensor *out = run_error(e->which, f32, f16);
 	ck_assert_msg(!out, "case %d succeeded", _i);
 	const char *message = amp_last_error();
-	ck_assert_msg(!strncmp(message, e->message, strlen(e->message)),
+	ck_assert_int_eq(amp_last_status(), e->status);
+	ck_assert_msg(!pytorch_words ||
+			      !strncmp(message, e->message, strlen(e->message)),
 		      "case %d:\n  got      \"%s\"\n  expected \"%s...\"", _i,
 		      message, e->message);
-	ck_assert_int_eq(amp_last_status(), e->status);
 	/* what users see next: the tensors involved */
-	ck_assert_msg(strstr(message, " (tensor ") ||
+	ck_assert_msg(!pytorch_words || strstr(message, " (tensor ") ||
 			      e->which == E_RESHAPE,
 		      "case %d: no tensor context in \"%s\"", _i, message);
 	amp_tensor_free(f32);

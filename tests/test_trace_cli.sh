@@ -146,6 +146,18 @@ check "--junit to an unwritable path: says so" err_has "amptrace check: cannot w
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit
 check "--junit without a file: exit 2" status_is 2
 
+# ------------------------------------------- output that cannot be written
+# stdout on a full device: the command says so and fails, whatever it
+# would have returned.
+for args in "summary $fx/good.json" "summary --json $fx/good.json" \
+	"check $fx/good.json $fx/pass.rules" "diff $fx/good.json $fx/changed.json" \
+	"explain linear f32 f32"; do
+	"$amptrace" $args >/dev/full 2>"$tmp/err"
+	status=$?
+	check "${args%% *} to /dev/full: exit 2" status_is 2
+	check "${args%% *} to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
+done
+
 # ---------------------------------------------------------------- check
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules"
 check "passing rules: exit 0" status_is 0
@@ -219,6 +231,21 @@ check "merged trace: two processes" out_has "2 processes"
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+# Numbers out of range: the reader names file and event; merge's own
+# arithmetic (moving ts to the merged start) is range-checked too.
+printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"
+capture "$amptrace" merge "$fx/good.json" "$tmp/huge-pid.json" -o "$tmp/m3.json"
+check "merge of an out-of-range pid: exit 2" status_is 2
+check "merge of an out-of-range pid: names file and event" \
+	err_has "huge-pid.json:1: event 0 (ph i 'x'): pid must be an integer"
+capture "$amptrace" summary "$tmp/huge-pid.json"
+check "summary of an out-of-range pid: exit 2" status_is 2
+printf '{"baseTimeNanoseconds":1,"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1,"tid":1}]}' >"$tmp/early.json"
+printf '{"baseTimeNanoseconds":4000000000000000000,"traceEvents":[{"name":"x","ph":"i","ts":9000000000000000,"pid":2,"tid":1}]}' >"$tmp/late.json"
+capture "$amptrace" merge "$tmp/early.json" "$tmp/late.json" -o "$tmp/m4.json"
+check "merge moving a ts out of range: exit 2" status_is 2
+check "merge moving a ts out of range: says which" \
+	err_has "late.json:1: event 0: ts 9e+15 moved to the merged trace's start is out of range"
 capture "$amptrace" merge "$fx/good.json"
 check "merge without -o: exit 2" status_is 2
 capture "$amptrace" merge "$fx/good.json" -o "$fx/good.json"

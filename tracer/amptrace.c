@@ -6,6 +6,7 @@
 #include "report.h"
 #include "trace_commands.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,7 +65,19 @@ static int unknown_command(const char *name)
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* Output that could not be written (a full disk, /dev/full, a closed
+ * pipe) must not pass for success: stdout is checked once, at the end. */
+static int output_written(int status)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return status;
+	fprintf(stderr, "amptrace: cannot write the output%s%s\n",
+		errno ? ": " : "", errno ? strerror(errno) : "");
+	return 2;
+}
+
+static int run_command(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
@@ -94,4 +107,9 @@ int main(int argc, char **argv)
 	if (command == NULL)
 		return unknown_command(name);
 	return command->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	return output_written(run_command(argc, argv));
 }

@@ -7,70 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------ (pid, id) -> index */
-
-struct id_map_slot {
-	int64_t pid;
-	uint64_t id;
-	size_t value; /* SIZE_MAX = empty */
-};
-
-struct id_map {
-	struct id_map_slot *slots;
-	size_t cap, used;
-};
-
-static size_t id_hash(int64_t pid, uint64_t id)
-{
-	return (size_t)(((uint64_t)pid * 0x9E3779B97F4A7C15ull ^ id) *
-			0xBF58476D1CE4E5B9ull >> 17);
-}
-
-static bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
-{
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct id_map_slot *slots = malloc(cap * sizeof *slots);
-		if (!slots)
-			return false;
-		for (size_t i = 0; i < cap; i++)
-			slots[i].value = SIZE_MAX;
-		for (size_t i = 0; i < m->cap; i++) {
-			if (m->slots[i].value == SIZE_MAX)
-				continue;
-			size_t j = id_hash(m->slots[i].pid, m->slots[i].id) &
-				   (cap - 1);
-			while (slots[j].value != SIZE_MAX)
-				j = (j + 1) & (cap - 1);
-			slots[j] = m->slots[i];
-		}
-		free(m->slots);
-		m->slots = slots;
-		m->cap = cap;
-	}
-	size_t j = id_hash(pid, id) & (m->cap - 1);
-	while (m->slots[j].value != SIZE_MAX &&
-	       !(m->slots[j].pid == pid && m->slots[j].id == id))
-		j = (j + 1) & (m->cap - 1);
-	if (m->slots[j].value == SIZE_MAX)
-		m->used++;
-	m->slots[j] = (struct id_map_slot){ pid, id, value };
-	return true;
-}
-
-static size_t id_map_get(const struct id_map *m, int64_t pid, uint64_t id)
-{
-	if (!m->cap)
-		return SIZE_MAX;
-	size_t j = id_hash(pid, id) & (m->cap - 1);
-	while (m->slots[j].value != SIZE_MAX) {
-		if (m->slots[j].pid == pid && m->slots[j].id == id)
-			return m->slots[j].value;
-		j = (j + 1) & (m->cap - 1);
-	}
-	return SIZE_MAX;
-}
-
 /* -------------------------------------------------------------- steps */
 
 struct marker {
@@ -153,7 +89,7 @@ static int assign_steps(const struct trace *t, struct analysis *a)
 		}
 		markers[n++] = (struct marker){ e->pid, e->ts };
 	}
-	qsort(markers, n, sizeof *markers, compare_markers);
+	trace_sort(markers, n, sizeof *markers, compare_markers);
 	a->nsteps = t->nevents ? 1 : 0;
 	for (size_t i = 0; i < t->nevents && n; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -174,31 +110,15 @@ static int assign_steps(const struct trace *t, struct analysis *a)
 
 /* ------------------------------------------------------------ findings */
 
-/* The findings engine's results, copied: the analysis outlives nothing it
- * points into (kinds and fixes are static or interned in the trace). */
-static int collect_findings(const struct trace *t, struct analysis *a)
+/* The findings engine's results, taken over: they point into nothing the
+ * analysis outlives (kinds and fixes are static or interned in the trace). */
+static int collect_findings(struct analysis *a)
 {
 	struct findings computed;
-	int status = findings_compute(t, &computed);
+	int status = findings_compute_indexed(&a->index, &computed);
 
-	a->findings = calloc(computed.count ? computed.count : 1,
-			     sizeof *a->findings);
-	if (!a->findings) {
-		findings_free(&computed);
-		return -1;
-	}
-	for (size_t i = 0; i < computed.count; i++) {
-		const struct trace_finding *x = &computed.items[i];
-		struct finding *f = &a->findings[a->nfindings++];
-		*f = (struct finding){
-			.kind = x->kind, .severity = x->severity, .fix = x->fix,
-			.count = x->count, .event = x->event,
-			.op_id = x->op_id, .tensor = x->tensor,
-			.from_trace = x->from_trace,
-		};
-		snprintf(f->message, sizeof f->message, "%s", x->message);
-	}
-	findings_free(&computed);
+	a->findings = computed.items;
+	a->nfindings = computed.count;
 	return status;
 }
 
@@ -209,8 +129,7 @@ int analysis_run(const struct trace *t, struct analysis *a)
 	*a = (struct analysis){ .trace = t, .first_skipped_step = -1,
 				.scale_min = NAN, .scale_max = NAN,
 				.scale_final = NAN };
-	a->ops = calloc(1, sizeof *a->ops);
-	if (!a->ops || assign_steps(t, a) != 0)
+	if (trace_index_build(t, &a->index) != 0 || assign_steps(t, a) != 0)
 		return -1;
 	uint64_t scaler_events_with_step = 0;
 	for (size_t i = 0; i < t->nevents; i++) {
@@ -222,10 +141,6 @@ int analysis_run(const struct trace *t, struct analysis *a)
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		switch (e->kind) {
-		case TRACE_OP:
-			if (!id_map_put(a->ops, e->pid, e->op.op_id, i))
-				return -1;
-			break;
 		case TRACE_CAST:
 			if (!strcmp(e->cast.cache, "hit"))
 				a->cache_hits++;
@@ -288,7 +203,7 @@ int analysis_run(const struct trace *t, struct analysis *a)
 			break;
 		}
 	}
-	return collect_findings(t, a);
+	return collect_findings(a);
 }
 
 void analysis_free(struct analysis *a)
@@ -296,27 +211,14 @@ void analysis_free(struct analysis *a)
 	free(a->step_of);
 	free(a->scale_history);
 	free(a->findings);
-	if (a->ops)
-		free(a->ops->slots);
-	free(a->ops);
+	trace_index_free(&a->index);
 	*a = (struct analysis){ 0 };
 }
 
 const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 				      uint64_t op_id)
 {
-	size_t i = id_map_get(a->ops, pid, op_id);
-
-	return i == SIZE_MAX ? NULL : &a->trace->events[i];
-}
-
-const struct finding *analysis_finding(const struct analysis *a,
-				       const char *kind)
-{
-	for (size_t i = 0; i < a->nfindings; i++)
-		if (!strcmp(a->findings[i].kind, kind))
-			return &a->findings[i];
-	return NULL;
+	return trace_index_op(&a->index, pid, op_id);
 }
 
 const char *analysis_output_dtype(const struct trace_op *op)

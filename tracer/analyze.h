@@ -5,25 +5,9 @@
 
 #include "findings.h"
 #include "trace.h"
+#include "trace_index.h"
 
 #include <stdint.h>
-
-/* A finding (tracer/findings.c): a pattern amptrace recognises in the
- * events, or an amp.diag event of the file (libamp's value checks,
- * process-died).  Occurrences at one site are folded into one. */
-struct finding {
-	const char *kind;
-	enum finding_severity severity;
-	const char *fix;       /* one line */
-	char message[768];     /* the first occurrence, explained */
-	size_t count;
-	size_t event;          /* the first occurrence's event index */
-	uint64_t op_id;        /* the op at fault, 0 when none */
-	uint64_t tensor;       /* the tensor at fault, 0 when none */
-	bool from_trace;       /* an amp.diag event of the file */
-};
-
-struct id_map;
 
 struct scale_change {
 	double ts;
@@ -47,10 +31,11 @@ struct analysis {
 	double scale_min, scale_max, scale_final; /* NaN when no scale seen */
 	struct scale_change *scale_history;
 	size_t nscale_history;
-	struct finding *findings; /* most severe first */
+	/* findings_compute()'s, most severe first (the analysis owns them) */
+	struct trace_finding *findings;
 	size_t nfindings;
-	/* internal: (pid, op_id) -> the op's event index */
-	struct id_map *ops;
+	/* ops by id, tensors' producers, names and uses (findings use it) */
+	struct trace_index index;
 };
 
 /* Returns 0, or -1 when out of memory. */
@@ -59,9 +44,6 @@ void analysis_free(struct analysis *a);
 /* The amp.op event of (pid, op_id), or NULL. */
 const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 				      uint64_t op_id);
-/* The first (most severe) finding of `kind`, or NULL. */
-const struct finding *analysis_finding(const struct analysis *a,
-				       const char *kind);
 /* The dtype of the op's first output, or NULL when it has none. */
 const char *analysis_output_dtype(const struct trace_op *op);
 /* True when the op ran inside a named region `scope` (at any depth). */

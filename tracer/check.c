@@ -453,7 +453,7 @@ static void eval_metric(const struct analysis *a, const struct rule *r,
 /* "KIND in OP (op N, ...) at FILE:LINE; tensor T: MESSAGE", naming the op
  * and tensor at fault when the finding has them. */
 static void describe_finding(char *buf, size_t size, const struct analysis *a,
-			     const struct finding *f)
+			     const struct trace_finding *f)
 {
 	const struct trace_event *at = &a->trace->events[f->event];
 	const struct trace_event *op =
@@ -483,10 +483,10 @@ static void eval_finding(const struct analysis *a, const struct rule *r,
 			 struct outcome *o)
 {
 	size_t count = 0;
-	const struct finding *first = NULL;
+	const struct trace_finding *first = NULL;
 
 	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
+		const struct trace_finding *f = &a->findings[i];
 		if (r->finding && strcmp(f->kind, r->finding))
 			continue;
 		count += f->count;

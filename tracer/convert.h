@@ -15,6 +15,7 @@
 
 struct conv_thread;
 struct conv_gpu_track;
+struct raw_decoded;
 
 /* One traced process (one p<pid> directory). */
 struct conv_process {
@@ -84,6 +85,7 @@ struct conv {
 	struct conv_process **procs;
 	size_t nprocs;
 	struct jsonw buf;        /* scratch for one event */
+	struct raw_decoded *decoded; /* scratch for one record */
 	uint64_t last_scan_ns;   /* when the directories were last listed */
 	bool final;              /* conv_finish: list them on every poll */
 };

@@ -9,6 +9,7 @@
  * output dtype, policy and the casts made for the op (argument, from, to,
  * cache result); unaligned ops are reported as added or removed. */
 #include "analyze.h"
+#include "id_map.h"
 #include "trace.h"
 #include "trace_commands.h"
 
@@ -30,83 +31,10 @@ static const char diff_usage[] =
 	"\n"
 	"Exit status: 0 no change, 1 changes, 2 bad input.\n";
 
-/* --------------------------------------------------- string -> index */
-
-struct str_map {
-	char **keys;
-	size_t *values;
-	size_t cap, used;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 static void oom(void)
 {
 	fputs("amptrace diff: out of memory\n", stderr);
 	exit(2);
-}
-
-static void map_put(struct str_map *m, const char *key, size_t value)
-{
-	if ((m->used + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		char **keys = calloc(cap, sizeof *keys);
-		size_t *values = calloc(cap, sizeof *values);
-		if (!keys || !values)
-			oom();
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->keys[i])
-				continue;
-			size_t j = hash_str(m->keys[i]) & (cap - 1);
-			while (keys[j])
-				j = (j + 1) & (cap - 1);
-			keys[j] = m->keys[i];
-			values[j] = m->values[i];
-		}
-		free(m->keys);
-		free(m->values);
-		m->keys = keys;
-		m->values = values;
-		m->cap = cap;
-	}
-	size_t j = hash_str(key) & (m->cap - 1);
-	while (m->keys[j] && strcmp(m->keys[j], key))
-		j = (j + 1) & (m->cap - 1);
-	if (!m->keys[j]) {
-		m->keys[j] = strdup(key);
-		if (!m->keys[j])
-			oom();
-		m->used++;
-	}
-	m->values[j] = value;
-}
-
-static size_t map_get(const struct str_map *m, const char *key)
-{
-	if (!m->cap)
-		return SIZE_MAX;
-	size_t j = hash_str(key) & (m->cap - 1);
-	while (m->keys[j]) {
-		if (!strcmp(m->keys[j], key))
-			return m->values[j];
-		j = (j + 1) & (m->cap - 1);
-	}
-	return SIZE_MAX;
-}
-
-static void map_free(struct str_map *m)
-{
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->keys[i]);
-	free(m->keys);
-	free(m->values);
 }
 
 /* ------------------------------------------------------------- sides */
@@ -120,8 +48,10 @@ struct cast_ref {
 struct side {
 	struct trace trace;
 	struct analysis a;
-	struct str_map ops;     /* alignment key -> op event */
-	char **keys;            /* alignment key of each op, in file order */
+	/* alignment key (interned in `trace`, so one pointer per string)
+	 * -> op event, in the trace tools' map (id_map.h) */
+	struct id_map ops;
+	const char **keys;      /* alignment key of each op, in file order */
 	size_t *op_events;
 	size_t nops;
 	struct cast_ref *casts; /* sorted by (pid, op_id) */
@@ -186,7 +116,7 @@ static void order_processes(struct side *s)
 		if (e->kind != TRACE_META && e->ts < order[k].first_ts)
 			order[k].first_ts = e->ts;
 	}
-	qsort(order, n, sizeof *order, compare_pids);
+	trace_sort(order, n, sizeof *order, compare_pids);
 	s->pids = malloc((n ? n : 1) * sizeof *s->pids);
 	if (!s->pids)
 		oom();
@@ -194,6 +124,22 @@ static void order_processes(struct side *s)
 		s->pids[i] = order[i].pid;
 	s->npids = n;
 	free(order);
+}
+
+/* `text` interned in s's trace, as a map key. */
+static uint64_t key_of(struct side *s, const char *text)
+{
+	const char *interned = trace_intern(&s->trace, text);
+
+	if (!interned)
+		oom();
+	return (uint64_t)(uintptr_t)interned;
+}
+
+/* The op event of alignment key `text` in s, or SIZE_MAX. */
+static size_t op_of_key(struct side *s, const char *text)
+{
+	return id_map_get(&s->ops, 0, key_of(s, text));
 }
 
 static int load_side(const char *path, struct side *s)
@@ -209,7 +155,7 @@ static int load_side(const char *path, struct side *s)
 		oom();
 	order_processes(s);
 	const struct trace *t = &s->trace;
-	struct str_map occurrences = { 0 };
+	struct id_map occurrences = { 0 }; /* signature -> last occurrence */
 	s->keys = malloc((t->counts[TRACE_OP] + 1) * sizeof *s->keys);
 	s->op_events = malloc((t->counts[TRACE_OP] + 1) * sizeof *s->op_events);
 	s->casts = malloc((t->counts[TRACE_CAST] + 1) * sizeof *s->casts);
@@ -230,30 +176,28 @@ static int load_side(const char *path, struct side *s)
 			 process_ordinal(s, e->pid), (long long)e->tid,
 			 trace_op_label(&e->op, label, sizeof label),
 			 e->op.phase);
-		size_t k = map_get(&occurrences, sig);
+		size_t k = id_map_get(&occurrences, 0, key_of(s, sig));
 		k = k == SIZE_MAX ? 0 : k + 1;
-		map_put(&occurrences, sig, k);
 		snprintf(key, sizeof key, "%s #%zu", sig, k);
-		map_put(&s->ops, key, i);
-		s->keys[s->nops] = strdup(key);
-		if (!s->keys[s->nops])
+		uint64_t op_key = key_of(s, key);
+		if (!id_map_put(&occurrences, 0, key_of(s, sig), k) ||
+		    !id_map_put(&s->ops, 0, op_key, i))
 			oom();
+		s->keys[s->nops] = (const char *)(uintptr_t)op_key;
 		s->op_events[s->nops++] = i;
 	}
-	map_free(&occurrences);
-	qsort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
+	id_map_free(&occurrences);
+	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
 	return 0;
 }
 
 static void free_side(struct side *s)
 {
-	for (size_t i = 0; i < s->nops; i++)
-		free(s->keys[i]);
 	free(s->keys);
 	free(s->op_events);
 	free(s->casts);
 	free(s->pids);
-	map_free(&s->ops);
+	id_map_free(&s->ops);
 	analysis_free(&s->a);
 	trace_free(&s->trace);
 }
@@ -394,13 +338,13 @@ static const char *or_none(const char *s)
 	return s ? s : "none";
 }
 
-static void compare(const struct side *b, const struct side *n,
+static void compare(struct side *b, struct side *n,
 		    struct changes *changes, size_t *matched)
 {
 	*matched = 0;
 	for (size_t i = 0; i < b->nops; i++) {
 		const struct trace_event *be = &b->trace.events[b->op_events[i]];
-		size_t j = map_get(&n->ops, b->keys[i]);
+		size_t j = op_of_key(n, b->keys[i]);
 		if (j == SIZE_MAX) {
 			record(changes, "op-removed", be, NULL, "present",
 			       "absent");
@@ -419,7 +363,7 @@ static void compare(const struct side *b, const struct side *n,
 		compare_casts(b, be, n, ne, changes);
 	}
 	for (size_t i = 0; i < n->nops; i++) {
-		if (map_get(&b->ops, n->keys[i]) != SIZE_MAX)
+		if (op_of_key(b, n->keys[i]) != SIZE_MAX)
 			continue;
 		const struct trace_event *ne = &n->trace.events[n->op_events[i]];
 		record(changes, "op-added", NULL, ne, "absent", "present");

@@ -35,15 +35,35 @@ enum finding_severity {
 /* "error", "warning", "info". */
 const char *finding_severity_name(enum finding_severity severity);
 
-/* One row per kind amptrace knows: its name, severity and one-line fix. */
+/* The kinds amptrace knows, in the order findings are listed within a
+ * severity (the rules are at the top of findings.c). */
+enum finding_kind_id {
+	FINDING_PROCESS_DIED,
+	FINDING_DTYPE_MISMATCH,
+	FINDING_BANNED_OP,
+	FINDING_FP16_OVERFLOW,
+	FINDING_SCALER_COLLAPSE,
+	FINDING_OP_ERROR,
+	FINDING_STALE_CACHE,
+	FINDING_BACKWARD_UNDER_AUTOCAST,
+	FINDING_AUTOCAST_OFF_IN_THREAD,
+	FINDING_CACHE_GROWTH,
+	FINDING_SCALER_SKIPPED_STEP,
+	FINDING_CAST_UNDERFLOW,
+	FINDING_REDUNDANT_CAST,
+	FINDING_CACHE_DISABLED,
+	FINDING_KIND_COUNT
+};
+
+/* One row per kind: its name, severity and one-line fix. */
 struct finding_kind {
 	const char *name;
 	enum finding_severity severity;
 	const char *fix;
 	bool value_dependent; /* only libamp can see it (amp.diag events) */
 };
-/* The table, terminated by a row with name NULL. */
-extern const struct finding_kind finding_kinds[];
+/* Indexed by enum finding_kind_id. */
+extern const struct finding_kind finding_kinds[FINDING_KIND_COUNT];
 /* The row of `name`, or NULL for a kind amptrace does not know. */
 const struct finding_kind *finding_kind_lookup(const char *name);
 
@@ -71,6 +91,10 @@ struct findings {
 /* Computes every finding of `trace`.  Returns 0, or -1 when out of
  * memory (`out` then holds what was found). */
 int findings_compute(const struct trace *trace, struct findings *out);
+/* The same with the trace's index already built (trace_index.h). */
+struct trace_index;
+int findings_compute_indexed(const struct trace_index *ix,
+			     struct findings *out);
 void findings_free(struct findings *findings);
 /* The first finding of `kind`, or NULL. */
 const struct trace_finding *findings_get(const struct findings *findings,

@@ -180,9 +180,3 @@ void jsonw_bool(struct jsonw *w, bool value)
 	else
 		jsonw_raw(w, "false", 5);
 }
-
-void jsonw_key(struct jsonw *w, const char *key)
-{
-	jsonw_str(w, key);
-	jsonw_raw(w, ":", 1);
-}

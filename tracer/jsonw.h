@@ -35,7 +35,5 @@ void jsonw_double(struct jsonw *w, double value);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
 void jsonw_us(struct jsonw *w, int64_t ns);
 void jsonw_bool(struct jsonw *w, bool value);
-/* `"key":` */
-void jsonw_key(struct jsonw *w, const char *key);
 
 #endif /* AMPTRACE_JSONW_H */

@@ -12,6 +12,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,9 @@ static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
 	return mapped;
 }
 
+/* The numbers merge turns into integers (pids, ts, rank) were
+ * range-checked by the reader (trace_load_text) before it starts. */
+
 /* The pid of an event, keyed as the reader does (trace.c): a number; 0
  * when missing; each distinct string (Perfetto accepts them) a negative
  * number of its own. */
@@ -145,7 +149,6 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 	struct merge *m = ctx;
 	struct input *in = m->current;
 
-	(void)index;
 	if (!cJSON_IsObject(event))
 		return trace_error_set(m->err, "%s:%zu: an event must be a JSON "
 				       "object", in->path, line);
@@ -160,6 +163,11 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 		/* ns → µs, rounded to the ns the format keeps */
 		double shift = (in->base_ns - m->base_ns) / 1000.0;
 		double moved = ts->valuedouble + shift;
+		if (!(fabs(moved) <= 9007199254740992.0))
+			return trace_error_set(m->err, "%s:%zu: event %zu: ts "
+					       "%g moved to the merged trace's "
+					       "start is out of range", in->path,
+					       line, index, ts->valuedouble);
 		cJSON_SetNumberValue(ts, (double)(int64_t)(moved * 1000.0 + 0.5) /
 						 1000.0);
 	}

@@ -18,6 +18,7 @@
 #include "producer.h"
 
 #include "raw.h"
+#include "raw_encode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,10 +33,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Weak: NULL where the process has no libamp.  Cast events read libamp's
- * cache counters when a miss adds an entry. */
-#pragma weak amp_autocast_cache_stats
 
 /* Per-thread writer state.  `generation` ties it to one process image:
  * after fork() the child starts a new generation and its inherited state
@@ -71,211 +68,6 @@ static void warn_once(const char *what, const char *path)
 		return;
 	fprintf(stderr, "amptrace recorder: %s %s: %s (events of this thread "
 		"are not recorded)\n", what, path, strerror(errno));
-}
-
-/* ------------------------------------------------------------ encoding */
-
-static inline uint8_t *put_u64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-	return p + 8;
-}
-
-static inline uint8_t *put_i32(uint8_t *p, int32_t v)
-{
-	memcpy(p, &v, 4);
-	return p + 4;
-}
-
-static inline uint8_t *put_u8(uint8_t *p, unsigned v)
-{
-	*p = (uint8_t)v;
-	return p + 1;
-}
-
-static inline uint8_t *put_f64(uint8_t *p, double v)
-{
-	memcpy(p, &v, 8);
-	return p + 8;
-}
-
-static inline uint8_t *put_str(uint8_t *p, const char *s)
-{
-	uint16_t len = RAW_NULL_STRING;
-
-	if (s)
-		len = (uint16_t)strnlen(s, RAW_MAX_STRING);
-	memcpy(p, &len, 2);
-	p += 2;
-	if (s) {
-		memcpy(p, s, len);
-		p += len;
-	}
-	return p;
-}
-
-#define STR_BOUND (2 + RAW_MAX_STRING)
-#define TENSOR_BOUND (8 + 4 + 8 * AMP_MAX_DIMS + STR_BOUND)
-
-static uint8_t *put_tensor(uint8_t *p, const struct amp_tensor_info *t)
-{
-	int ndim = t->ndim < 0 ? 0 : t->ndim > AMP_MAX_DIMS ? AMP_MAX_DIMS
-							     : t->ndim;
-
-	p = put_u64(p, t->id);
-	p = put_u8(p, t->dtype);
-	p = put_u8(p, t->device);
-	p = put_u8(p, (unsigned)ndim);
-	p = put_u8(p, (t->is_leaf ? 1u : 0u) | (t->requires_grad ? 2u : 0u) |
-			      (t->is_view ? 4u : 0u));
-	memcpy(p, t->shape, (size_t)ndim * 8);
-	p += (size_t)ndim * 8;
-	return put_str(p, t->name);
-}
-
-static uint8_t *put_autocast(uint8_t *p, const struct amp_autocast_info *a)
-{
-	p = put_u8(p, a->enabled);
-	p = put_u8(p, a->device);
-	p = put_u8(p, a->dtype);
-	p = put_u8(p, a->cache_enabled);
-	p = put_i32(p, a->depth);
-	return put_str(p, a->scope);
-}
-
-#define AUTOCAST_BOUND (8 + STR_BOUND)
-
-/* An upper bound of the encoded payload, cheap to compute (no strlen):
- * the record must fit in the current chunk before we start writing. */
-static size_t payload_bound(const struct amp_event *e)
-{
-	switch (e->kind) {
-	case AMP_EVENT_OP_BEGIN:
-		return 3 * 8 + 4 + AUTOCAST_BOUND + 2 * STR_BOUND;
-	case AMP_EVENT_OP_END: {
-		size_t n = (size_t)(e->op.ninputs > 0 ? e->op.ninputs : 0) +
-			   (size_t)(e->op.noutputs > 0 ? e->op.noutputs : 0);
-		return 4 * 8 + 4 + 4 + AUTOCAST_BOUND + 3 * STR_BOUND + 2 +
-		       n * TENSOR_BOUND;
-	}
-	case AMP_EVENT_CAST:
-		return 8 + 4 + 5 + 4 * 8 + 2 * TENSOR_BOUND + STR_BOUND;
-	case AMP_EVENT_SCOPE_ENTER:
-	case AMP_EVENT_SCOPE_EXIT:
-		return 4 + 4 + STR_BOUND;
-	case AMP_EVENT_CACHE_CLEAR:
-		return 16;
-	case AMP_EVENT_SCALER:
-		return 4 * 8 + 2 + STR_BOUND;
-	case AMP_EVENT_DIAG:
-		return 2 * 8 + 2 * STR_BOUND;
-	default:
-		return 0;
-	}
-}
-
-static uint8_t *encode(uint8_t *p, const struct amp_event *e)
-{
-	switch (e->kind) {
-	case AMP_EVENT_OP_BEGIN: {
-		const struct amp_op_event *op = &e->op;
-		p = put_u64(p, op->op_id);
-		p = put_u64(p, op->parent_op_id);
-		p = put_u64(p, op->forward_op_id);
-		p = put_u8(p, op->phase);
-		p = put_u8(p, op->device);
-		p = put_u8(p, op->emulated);
-		p = put_u8(p, 0);
-		p = put_autocast(p, &op->autocast);
-		p = put_str(p, op->op);
-		return put_str(p, op->overload);
-	}
-	case AMP_EVENT_OP_END: {
-		const struct amp_op_event *op = &e->op;
-		int nin = op->ninputs > 0 ? op->ninputs : 0;
-		int nout = op->noutputs > 0 ? op->noutputs : 0;
-		if (nin > 255)
-			nin = 255;
-		if (nout > 255)
-			nout = 255;
-		p = put_u64(p, op->op_id);
-		p = put_u64(p, op->parent_op_id);
-		p = put_u64(p, op->forward_op_id);
-		p = put_u64(p, op->begin_ns);
-		p = put_i32(p, op->status);
-		p = put_u8(p, op->phase);
-		p = put_u8(p, op->policy);
-		p = put_u8(p, op->device);
-		p = put_u8(p, op->emulated);
-		p = put_autocast(p, &op->autocast);
-		p = put_str(p, op->op);
-		p = put_str(p, op->overload);
-		p = put_u8(p, (unsigned)nin);
-		for (int i = 0; i < nin; i++)
-			p = put_tensor(p, &op->inputs[i]);
-		p = put_u8(p, (unsigned)nout);
-		for (int i = 0; i < nout; i++)
-			p = put_tensor(p, &op->outputs[i]);
-		return put_str(p, op->status ? op->error : NULL);
-	}
-	case AMP_EVENT_CAST: {
-		const struct amp_cast_event *c = &e->cast;
-		/* The cache counter is read where it changes (a miss stores
-		 * an entry); the stats call takes libamp's cache mutex, which
-		 * the dispatcher has released before publishing the event. */
-		bool stats = c->cache == AMP_CACHE_MISS &&
-			     amp_autocast_cache_stats;
-		p = put_u64(p, c->op_id);
-		p = put_i32(p, c->arg);
-		p = put_u8(p, c->from);
-		p = put_u8(p, c->to);
-		p = put_u8(p, c->cache);
-		p = put_u8(p, c->stale);
-		p = put_u8(p, stats);
-		p = put_u64(p, c->bytes);
-		p = put_u64(p, c->begin_ns);
-		if (stats) {
-			struct amp_cache_stats s = amp_autocast_cache_stats();
-			p = put_u64(p, s.entries);
-			p = put_u64(p, s.bytes);
-		}
-		p = put_tensor(p, &c->source);
-		p = put_tensor(p, &c->result);
-		return put_str(p, c->reason);
-	}
-	case AMP_EVENT_SCOPE_ENTER:
-	case AMP_EVENT_SCOPE_EXIT: {
-		const struct amp_scope_event *s = &e->scope;
-		p = put_i32(p, s->depth);
-		p = put_u8(p, s->device);
-		p = put_u8(p, s->dtype);
-		p = put_u8(p, s->enabled);
-		p = put_u8(p, s->cache_enabled);
-		return put_str(p, s->scope);
-	}
-	case AMP_EVENT_CACHE_CLEAR:
-		p = put_u64(p, e->cache.entries);
-		return put_u64(p, e->cache.bytes);
-	case AMP_EVENT_SCALER: {
-		const struct amp_scaler_event *s = &e->scaler;
-		p = put_u64(p, s->scaler_id);
-		p = put_u64(p, s->optimizer_id);
-		p = put_u64(p, s->inf_tensor_id);
-		p = put_f64(p, s->scale);
-		p = put_u8(p, s->found_inf);
-		p = put_u8(p, s->step_skipped);
-		return put_str(p, s->what);
-	}
-	case AMP_EVENT_DIAG: {
-		const struct amp_diag_event *d = &e->diag;
-		p = put_u64(p, d->op_id);
-		p = put_u64(p, d->tensor_id);
-		p = put_str(p, d->kind);
-		return put_str(p, d->message);
-	}
-	default:
-		return p;
-	}
 }
 
 /* ------------------------------------------------------- thread files */
@@ -464,8 +256,6 @@ static struct thread_writer gpu_writer;
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gpu_lost;        /* activities that found no room */
 
-#define GPU_ACTIVITY_BOUND (8 * 8 + 12 * 4 + 4 + STR_BOUND)
-
 void producer_gpu_activities(const struct amp_gpu_activity *activities,
 			     size_t count)
 {
@@ -474,32 +264,14 @@ void producer_gpu_activities(const struct amp_gpu_activity *activities,
 	pthread_mutex_lock(&gpu_lock);
 	for (size_t i = 0; i < count; i++) {
 		const struct amp_gpu_activity *a = &activities[i];
-		struct raw_record *r = record_reserve(&gpu_writer,
-						      GPU_ACTIVITY_BOUND,
-						      RAW_GPU_STREAM);
+		struct raw_record *r =
+			record_reserve(&gpu_writer, raw_bound_gpu_activity(a),
+				       RAW_GPU_STREAM);
 		if (!r) {
 			gpu_lost += count - i;
 			break;
 		}
-		uint8_t *p = (uint8_t *)(r + 1);
-		p = put_u64(p, a->end_ns);
-		p = put_u64(p, a->op_id);
-		p = put_u64(p, a->cast_id);
-		p = put_u64(p, a->bytes);
-		p = put_i32(p, (int32_t)a->device);
-		p = put_i32(p, (int32_t)a->stream);
-		p = put_i32(p, (int32_t)a->correlation_id);
-		for (int k = 0; k < 3; k++)
-			p = put_i32(p, a->grid[k]);
-		for (int k = 0; k < 3; k++)
-			p = put_i32(p, a->block[k]);
-		p = put_i32(p, a->registers);
-		p = put_i32(p, a->shared_memory);
-		p = put_u8(p, a->kind);
-		p = put_u8(p, a->copy_kind);
-		p = put_u8(p, 0);
-		p = put_u8(p, 0);
-		p = put_str(p, a->name);
+		uint8_t *p = raw_encode_gpu_activity((uint8_t *)(r + 1), a);
 		record_commit(&gpu_writer, r, RAW_KIND_GPU_ACTIVITY, a->start_ns,
 			      p);
 	}
@@ -513,11 +285,12 @@ void producer_gpu_status(uint64_t thread, uint64_t time_ns, int result,
 
 	if (!atomic_load(&attached))
 		return;
-	struct raw_record *r = record_reserve(w, 4 + STR_BOUND, thread);
+	struct raw_gpu_status status = { result, reason };
+	struct raw_record *r = record_reserve(w, raw_bound_gpu_status(&status),
+					      thread);
 	if (!r)
 		return;
-	uint8_t *p = put_i32((uint8_t *)(r + 1), result);
-	p = put_str(p, reason);
+	uint8_t *p = raw_encode_gpu_status((uint8_t *)(r + 1), &status);
 	record_commit(w, r, RAW_KIND_GPU_STATUS, time_ns, p);
 }
 
@@ -525,17 +298,12 @@ void producer_gpu_status(uint64_t thread, uint64_t time_ns, int result,
 void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 {
 	pthread_mutex_lock(&gpu_lock);
-	struct raw_record *r = record_reserve(&gpu_writer, 7 * 8,
+	struct raw_gpu_stats counts = { *stats, gpu_lost };
+	struct raw_record *r = record_reserve(&gpu_writer,
+					      raw_bound_gpu_stats(&counts),
 					      RAW_GPU_STREAM);
 	if (r) {
-		uint8_t *p = (uint8_t *)(r + 1);
-		p = put_u64(p, stats->kernels);
-		p = put_u64(p, stats->memcpys);
-		p = put_u64(p, stats->unlinked);
-		p = put_u64(p, stats->untimed);
-		p = put_u64(p, stats->dropped);
-		p = put_u64(p, stats->buffers);
-		p = put_u64(p, gpu_lost);
+		uint8_t *p = raw_encode_gpu_stats((uint8_t *)(r + 1), &counts);
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		record_commit(&gpu_writer, r, RAW_KIND_GPU_STATS,
@@ -560,13 +328,13 @@ void producer_emit(const struct amp_event *e)
 
 	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
 		return;
-	size_t bound = payload_bound(e);
+	size_t bound = raw_event_bound(e);
 	if (!bound)
 		return;
 	w->busy = true;
 	struct raw_record *r = record_reserve(w, bound, e->thread);
 	if (r) {
-		uint8_t *end = encode((uint8_t *)(r + 1), e);
+		uint8_t *end = raw_event_encode((uint8_t *)(r + 1), e);
 		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
 	}
 	w->busy = false;

@@ -71,7 +71,7 @@ struct raw_record {
 	uint16_t kind;          /* enum amp_event_kind */
 	uint16_t reserved;
 	uint64_t time_ns;       /* CLOCK_MONOTONIC */
-	/* payload: fields in the order raw_encode/raw_decode agree on */
+	/* payload: the kind's fields, as raw_schema.h lists them */
 };
 
 #endif /* AMPTRACE_RAW_H */

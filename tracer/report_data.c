@@ -120,7 +120,7 @@ static void emit_findings(const struct builder *b, cJSON *root)
 	char label[160];
 
 	for (size_t i = 0; i < b->a.nfindings; i++) {
-		const struct finding *f = &b->a.findings[i];
+		const struct trace_finding *f = &b->a.findings[i];
 		const struct trace_event *at = &t->events[f->event];
 		const struct trace_event *op =
 			f->op_id ? analysis_op(&b->a, at->pid, f->op_id) : NULL;

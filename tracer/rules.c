@@ -432,7 +432,8 @@ static void suggest_kinds(struct parser *p)
 	bool suggested = false;
 
 	for (const struct finding_kind *k = finding_kinds;
-	     message && p->tok.kind == TOKEN_WORD && k->name; k++) {
+	     message && p->tok.kind == TOKEN_WORD &&
+	     k < finding_kinds + FINDING_KIND_COUNT; k++) {
 		if (edit_distance(p->tok.text, k->name) > 3)
 			continue;
 		size_t n = strlen(message);
@@ -462,7 +463,8 @@ static int parse_finding_kind(struct parser *p, struct rule *r)
 		return next(p);
 	}
 	n += (size_t)snprintf(what, sizeof what, "a finding kind (");
-	for (const struct finding_kind *k = finding_kinds; k->name; k++)
+	for (const struct finding_kind *k = finding_kinds;
+	     k < finding_kinds + FINDING_KIND_COUNT; k++)
 		n += (size_t)snprintf(what + n, sizeof what - n, "%s%s",
 				      k == finding_kinds ? "" : " ", k->name);
 	snprintf(what + n, sizeof what - n, "; quote other kinds: \"my-kind\")");

@@ -10,6 +10,7 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "convert.h"
+#include "event_json.h"
 #include "findings.h"
 #include "raw.h"
 #include "report.h"
@@ -412,42 +413,14 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 static void finding_event(const struct trace_finding *f, int64_t ts_ns,
 			  struct jsonw *w)
 {
-	jsonw_reset(w);
-	jsonw_lit(w, "{\"name\":");
-	jsonw_str(w, f->kind);
-	jsonw_lit(w, ",\"cat\":\"amp.diag\",\"ph\":\"i\",\"s\":\"p\",\"ts\":");
-	jsonw_us(w, ts_ns);
-	jsonw_lit(w, ",\"pid\":");
-	jsonw_i64(w, f->pid);
-	jsonw_lit(w, ",\"tid\":0,\"args\":{\"kind\":");
-	jsonw_str(w, f->kind);
-	jsonw_lit(w, ",\"message\":");
-	jsonw_str(w, f->message);
-	jsonw_lit(w, ",\"fix\":");
-	jsonw_str(w, f->fix);
-	jsonw_lit(w, ",\"severity\":");
-	jsonw_str(w, finding_severity_name(f->severity));
-	jsonw_lit(w, ",\"count\":");
-	jsonw_u64(w, f->count);
-	/* ids only when known: a reader folds this event into the finding
-	 * it recomputes by (kind, op_id, tensor), absent meaning 0 */
-	if (f->op_id) {
-		jsonw_lit(w, ",\"op_id\":");
-		jsonw_u64(w, f->op_id);
-	}
-	if (f->tensor) {
-		jsonw_lit(w, ",\"tensor\":");
-		jsonw_u64(w, f->tensor);
-	}
-	if (f->thread) {
-		jsonw_lit(w, ",\"thread\":");
-		jsonw_i64(w, f->thread);
-	}
-	if (f->other_thread) {
-		jsonw_lit(w, ",\"other_thread\":");
-		jsonw_i64(w, f->other_thread);
-	}
-	jsonw_lit(w, "}}");
+	event_json_diag(w, &(struct diag_json){
+		.kind = f->kind, .message = f->message, .ts_ns = ts_ns,
+		.pid = f->pid, .tid = 0, .scope = 'p', .op_id = f->op_id,
+		.tensor = f->tensor, .fix = f->fix,
+		.severity = finding_severity_name(f->severity),
+		.count = f->count, .thread = f->thread,
+		.other_thread = f->other_thread,
+	});
 }
 
 /* Whether o's kept trace holds every event of its file: not when the
@@ -465,29 +438,25 @@ static bool kept_whole(const struct output *o, const struct conv *cv)
 
 /* Appends the findings computed from the events written so far, so that
  * the trace alone (Perfetto, ampview, other tools) shows them.  Their
- * input is the trace the converter kept while writing: reading the file
- * back (cJSON) took as long as a short run itself.  Only when that trace
- * is not whole is the file read back; it has no trailer yet, which
- * trace_load accepts as a cut trace.  Findings that are amp.diag events
- * already (libamp's value checks, process-died) are not repeated.  A
- * trace that cannot be read back gets none: the events matter more than
- * their findings. */
+ * input is the trace the converter kept while writing (reading the file
+ * back took as long as a short run itself).  When memory ran out while
+ * keeping it, the trace gets no findings (reading the file back would
+ * need more memory still) and run says so: the events matter more than
+ * their findings.  Findings that are amp.diag events already (libamp's
+ * value checks, process-died) are not repeated. */
 static void append_findings(struct output *o, const struct conv *cv,
 			    int64_t ts_ns)
 {
-	struct trace loaded;
-	struct trace_error err;
 	struct findings f;
 	struct jsonw w;
-	const struct trace *t = &o->kept;
 
 	if (!kept_whole(o, cv)) {
-		trace_writer_flush(&o->writer);
-		if (trace_load(o->path, &loaded, &err) != 0)
-			return;
-		t = &loaded;
+		fprintf(stderr, "amptrace run: out of memory keeping the events "
+			"of %s: its findings are not appended (amptrace summary "
+			"computes them)\n", o->path);
+		return;
 	}
-	findings_compute(t, &f);
+	findings_compute(&o->kept, &f);
 	jsonw_init(&w);
 	for (size_t i = 0; i < f.count; i++) {
 		if (f.items[i].from_trace)
@@ -498,8 +467,6 @@ static void append_findings(struct output *o, const struct conv *cv,
 	}
 	jsonw_free(&w);
 	findings_free(&f);
-	if (t == &loaded)
-		trace_free(&loaded);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,

@@ -380,7 +380,7 @@ static void print_findings(const struct analysis *a, FILE *out)
 	if (!a->nfindings)
 		fputs("  (none)\n", out);
 	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
+		const struct trace_finding *f = &a->findings[i];
 		fprintf(out, "  %-7s %s", finding_severity_name(f->severity),
 			f->kind);
 		if (f->count > 1)
@@ -433,7 +433,7 @@ static void print_text(struct summary *s, FILE *out)
 			fprintf(out, " %6s", s->columns[c]);
 		fprintf(out, " %10s  %s\n", "time", "policy");
 	}
-	qsort(s->ops, s->nops, sizeof *s->ops, compare_ops);
+	trace_sort(s->ops, s->nops, sizeof *s->ops, compare_ops);
 	for (size_t i = 0; i < s->nops; i++) {
 		const struct op_row *r = &s->ops[i];
 		snprintf(label, sizeof label, "%s%s%s", r->op,
@@ -456,7 +456,7 @@ static void print_text(struct summary *s, FILE *out)
 
 	fputs("\nCasts by direction (cache hits cost no work and are counted "
 	      "apart)\n", out);
-	qsort(s->casts, s->ncasts, sizeof *s->casts, compare_casts);
+	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_casts);
 	if (!s->ncasts)
 		fputs("  (no autocast casts)\n", out);
 	else
@@ -486,7 +486,7 @@ static void print_text(struct summary *s, FILE *out)
 		a->cache_clears == 1 ? "" : "s",
 		(unsigned long long)a->cache_max_entries,
 		human_bytes(a->cache_max_bytes, b1, sizeof b1));
-	qsort(s->reasons, s->nreasons, sizeof *s->reasons, compare_reasons);
+	trace_sort(s->reasons, s->nreasons, sizeof *s->reasons, compare_reasons);
 	if (s->nreasons)
 		fputs("  uncacheable because:\n", out);
 	for (size_t i = 0; i < s->nreasons; i++)
@@ -536,7 +536,7 @@ static void print_text(struct summary *s, FILE *out)
 /* "libamp" for what only libamp sees (value checks) and amp.diag kinds
  * amptrace does not know; "amptrace" for what it computes from events
  * (even when `amptrace run` wrote it into the file). */
-static const char *finding_source(const struct finding *f)
+static const char *finding_source(const struct trace_finding *f)
 {
 	const struct finding_kind *k = finding_kind_lookup(f->kind);
 
@@ -552,7 +552,7 @@ static void findings_json(const struct analysis *a, cJSON *root)
 	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
 
 	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
+		const struct trace_finding *f = &a->findings[i];
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "kind", f->kind);
 		cJSON_AddStringToObject(o, "severity",
@@ -602,7 +602,7 @@ static void print_json(struct summary *s, FILE *out)
 	findings_json(a, root);
 
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
-	qsort(s->ops, s->nops, sizeof *s->ops, compare_ops);
+	trace_sort(s->ops, s->nops, sizeof *s->ops, compare_ops);
 	for (size_t i = 0; i < s->nops; i++) {
 		const struct op_row *r = &s->ops[i];
 		cJSON *o = cJSON_CreateObject();
@@ -627,7 +627,7 @@ static void print_json(struct summary *s, FILE *out)
 	}
 
 	cJSON *casts = cJSON_AddArrayToObject(root, "casts");
-	qsort(s->casts, s->ncasts, sizeof *s->casts, compare_casts);
+	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_casts);
 	for (size_t i = 0; i < s->ncasts; i++) {
 		const struct cast_row *r = &s->casts[i];
 		cJSON *o = cJSON_CreateObject();
@@ -650,7 +650,7 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_AddNumberToObject(cache, "max_entries", (double)a->cache_max_entries);
 	cJSON_AddNumberToObject(cache, "max_bytes", (double)a->cache_max_bytes);
 	cJSON *reasons = cJSON_AddArrayToObject(cache, "uncacheable_reasons");
-	qsort(s->reasons, s->nreasons, sizeof *s->reasons, compare_reasons);
+	trace_sort(s->reasons, s->nreasons, sizeof *s->reasons, compare_reasons);
 	for (size_t i = 0; i < s->nreasons; i++) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "reason", s->reasons[i].reason);

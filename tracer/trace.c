@@ -4,6 +4,7 @@
 
 #include "trace_writer.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,17 +173,58 @@ static double get_number(struct loader *l, const cJSON *obj, const char *key,
 	return fallback;
 }
 
+/* JSON numbers are doubles: every one that becomes a C integer is
+ * checked against the range of what it becomes (a cast from outside it is
+ * undefined), 64-bit ones against 2^53, the integers a double holds
+ * exactly. */
+#define JSON_INTEGER_MAX 9007199254740992.0
+
+static int64_t integer_in(struct loader *l, double v, const char *where,
+			  const char *key, double min, double max)
+{
+	if (v >= min && v <= max && v == floor(v))
+		return (int64_t)v;
+	fail(l, "%s%s must be an integer from %.0f to %.0f, got %g", where,
+	     key, min, max, v);
+	return 0;
+}
+
+/* A number member that must be an integer in [min, max]. */
+static int64_t get_integer(struct loader *l, const cJSON *obj,
+			   const char *key, const char *where, bool optional,
+			   double min, double max)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v && optional)
+		return 0;
+	double value = get_number(l, obj, key, where, optional, 0);
+	return l->failed ? 0 : integer_in(l, value, where, key, min, max);
+}
+
+static int get_int(struct loader *l, const cJSON *obj, const char *key,
+		   const char *where, bool optional)
+{
+	return (int)get_integer(l, obj, key, where, optional, INT_MIN, INT_MAX);
+}
+
 static uint64_t get_id(struct loader *l, const cJSON *obj, const char *key,
 		       const char *where, bool optional)
 {
-	double v = get_number(l, obj, key, where, optional, 0);
+	return (uint64_t)get_integer(l, obj, key, where, optional, 0,
+				     JSON_INTEGER_MAX);
+}
 
-	if (v < 0 || v != floor(v) || v > 9007199254740992.0) {
-		fail(l, "%s%s must be a non-negative integer, got %g", where,
-		     key, v);
-		return 0;
-	}
-	return (uint64_t)v;
+/* ts and dur, in µs: any value whose nanoseconds are a 64-bit count. */
+static double get_time(struct loader *l, const cJSON *obj, const char *key,
+		       bool optional)
+{
+	double v = get_number(l, obj, key, "", optional, 0);
+
+	if (!l->failed && !(fabs(v) <= JSON_INTEGER_MAX))
+		fail(l, "%s must be a number from -%.0f to %.0f, got %g", key,
+		     JSON_INTEGER_MAX, JSON_INTEGER_MAX, v);
+	return v;
 }
 
 static bool get_bool(struct loader *l, const cJSON *obj, const char *key,
@@ -250,8 +292,12 @@ static void load_tensor(struct loader *l, const cJSON *v, const char *where,
 			     type_name(d));
 			return;
 		}
+		int64_t size = integer_in(l, d->valuedouble, at, "shape", 0,
+					  JSON_INTEGER_MAX);
+		if (l->failed)
+			return;
 		if (t->ndim < TRACE_MAX_DIMS)
-			t->shape[t->ndim++] = (int64_t)d->valuedouble;
+			t->shape[t->ndim++] = size;
 	}
 }
 
@@ -292,7 +338,7 @@ static void load_autocast(struct loader *l, const cJSON *args,
 	a->device = get_string(l, v, "device", at, false, false);
 	a->dtype = get_string(l, v, "dtype", at, false, false);
 	a->cache_enabled = get_bool(l, v, "cache_enabled", at, true);
-	a->depth = (int)get_number(l, v, "depth", at, false, 0);
+	a->depth = get_int(l, v, "depth", at, false);
 	a->scope = get_string(l, v, "scope", at, true, true);
 	const cJSON *scopes = get_array(l, v, "scopes", at, true);
 	if (scopes) {
@@ -328,7 +374,7 @@ static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
 	op->parent_op_id = get_id(l, args, "parent_op_id", at, true);
 	op->forward_op_id = get_id(l, args, "forward_op_id", at, true);
 	load_autocast(l, args, &op->autocast);
-	op->status = (int)get_number(l, args, "status", at, true, 0);
+	op->status = get_int(l, args, "status", at, true);
 	op->error = get_string(l, args, "error", at, true, true);
 	if (op->incomplete)
 		return;
@@ -364,7 +410,7 @@ static void load_cast(struct loader *l, const cJSON *args,
 	const char *at = "args.";
 
 	c->op_id = get_id(l, args, "op_id", at, false);
-	c->arg = (int)get_number(l, args, "arg", at, false, 0);
+	c->arg = get_int(l, args, "arg", at, false);
 	c->tensor = get_id(l, args, "tensor", at, false);
 	c->result = get_id(l, args, "result", at, false);
 	c->from = get_string(l, args, "from", at, false, false);
@@ -425,7 +471,8 @@ static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(event, key);
 
 	if (cJSON_IsNumber(v))
-		return (int64_t)v->valuedouble;
+		return integer_in(l, v->valuedouble, "", key, -JSON_INTEGER_MAX,
+				  JSON_INTEGER_MAX);
 	if (cJSON_IsString(v)) {
 		/* String pids are a non-spec convenience (Perfetto accepts
 		 * them): map each distinct string to a negative number. */
@@ -509,18 +556,18 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	e.name = get_string(l, json, "name", "", e.ph == 'E', false);
 	if (!e.name)
 		e.name = trace_intern(t, "");
-	e.pid = get_pid(l, json, "pid");
-	e.tid = get_pid(l, json, "tid");
 	e.kind = classify(e.cat, e.ph);
 	bool ours = !strncmp(e.cat, "amp.", 4);
 	char what[64];
 	snprintf(what, sizeof what, "%s %s '%.20s'", e.cat[0] ? e.cat : "ph",
 		 ph, e.name);
 	l->what = what;
+	e.pid = get_pid(l, json, "pid");
+	e.tid = get_pid(l, json, "tid");
 	if (e.ph != 'M')
-		e.ts = get_number(l, json, "ts", "", !ours, 0);
+		e.ts = get_time(l, json, "ts", !ours);
 	if (e.ph == 'X')
-		e.dur = get_number(l, json, "dur", "", !ours, 0);
+		e.dur = get_time(l, json, "dur", !ours);
 	if (ours && !phase_allowed(e.kind, e.ph))
 		fail(l, "category %s does not use ph \"%c\"", e.cat, e.ph);
 	if (ours && e.dur < 0)
@@ -531,6 +578,13 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		fail(l, "args must be an object, got %s", type_name(args));
 	else if (need_args && !args)
 		fail(l, "args is missing");
+	/* The host pids merge maps, in any event (it relies on this). */
+	static const char *const host_keys[] = { "amp.pid", "host_pid" };
+	for (size_t k = 0; k < 2 && cJSON_IsObject(args); k++)
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args,
+								   host_keys[k])))
+			get_integer(l, args, host_keys[k], "args.", false,
+				    -JSON_INTEGER_MAX, JSON_INTEGER_MAX);
 	if (l->failed)
 		return -1;
 
@@ -543,7 +597,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		break;
 	case TRACE_SCOPE_BEGIN:
 		e.scope.scope = get_string(l, args, "scope", "args.", true, true);
-		e.scope.depth = (int)get_number(l, args, "depth", "args.", false, 0);
+		e.scope.depth = get_int(l, args, "depth", "args.", false);
 		e.scope.device = get_string(l, args, "device", "args.", true, false);
 		e.scope.dtype = get_string(l, args, "dtype", "args.", true, false);
 		e.scope.enabled = get_bool(l, args, "enabled", "args.", true);
@@ -571,15 +625,18 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	case TRACE_KERNEL: {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "External id");
 		e.kernel.host_pid = -1;
-		if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
+		if (cJSON_IsNumber(v)) {
 			e.kernel.linked = true;
-			e.kernel.external_id = (uint64_t)v->valuedouble;
+			e.kernel.external_id = get_id(l, args, "External id",
+						      "args.", false);
 		}
 		e.kernel.cast = cJSON_IsTrue(
 			cJSON_GetObjectItemCaseSensitive(args, "amp.cast_result"));
 		v = cJSON_GetObjectItemCaseSensitive(args, "amp.pid");
 		if (cJSON_IsNumber(v))
-			e.kernel.host_pid = (int64_t)v->valuedouble;
+			e.kernel.host_pid = get_integer(l, args, "amp.pid", "args.",
+							false, -JSON_INTEGER_MAX,
+							JSON_INTEGER_MAX);
 		break;
 	}
 	case TRACE_META:
@@ -592,10 +649,14 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 				e.meta.value = trace_intern(t, v->valuestring);
 			v = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
 			if (cJSON_IsNumber(v))
-				e.meta.sort_index = (int64_t)v->valuedouble;
+				e.meta.sort_index = get_integer(
+					l, args, "sort_index", "args.", false,
+					-JSON_INTEGER_MAX, JSON_INTEGER_MAX);
 			v = cJSON_GetObjectItemCaseSensitive(args, "rank");
 			if (cJSON_IsNumber(v))
-				e.meta.rank = v->valueint;
+				e.meta.rank = get_int(l, args, "rank", "args.",
+						      false);
+
 		}
 		break;
 	default:
@@ -631,6 +692,14 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 					       "reads %d.x)", l->path, line,
 					       format->valuestring,
 					       TRACE_FORMAT_MAJOR);
+		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(value, "rank");
+		if (cJSON_IsNumber(rank) &&
+		    !(rank->valuedouble >= 0 && rank->valuedouble <= INT_MAX &&
+		      rank->valuedouble == floor(rank->valuedouble)))
+			return trace_error_set(l->err, "%s:%zu: amptrace.rank "
+					       "must be an integer from 0 to %d, "
+					       "got %g", l->path, line, INT_MAX,
+					       rank->valuedouble);
 		snprintf(t->format, sizeof t->format, "%s", format->valuestring);
 		t->amptrace = true;
 		cJSON_Delete(t->header);
@@ -644,6 +713,13 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 		t->end = cJSON_Duplicate(value, true);
 		t->finalized = true;
 	} else if (!strcmp(key, "baseTimeNanoseconds")) {
+		/* 2^62 ns: room to shift any ts by it in ns (merge) */
+		if (cJSON_IsNumber(value) &&
+		    !(value->valuedouble >= 0 && value->valuedouble <= 0x1p62))
+			return trace_error_set(l->err, "%s:%zu: "
+					       "baseTimeNanoseconds must be a "
+					       "number from 0 to 2^62, got %g",
+					       l->path, line, value->valuedouble);
 		if (cJSON_IsNumber(value))
 			t->base_ns = value->valuedouble;
 	}

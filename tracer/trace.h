@@ -9,142 +9,14 @@
 #ifndef AMPTRACE_TRACE_H
 #define AMPTRACE_TRACE_H
 
+#include "trace_event.h"
 #include "trace_scan.h"
 
 #include <cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define TRACE_MAX_DIMS 8
-
-enum trace_kind {
-	TRACE_OP,          /* amp.op X */
-	TRACE_CAST,        /* amp.cast X */
-	TRACE_SCOPE_BEGIN, /* amp.scope B */
-	TRACE_SCOPE_END,   /* amp.scope E */
-	TRACE_CACHE_CLEAR, /* amp.cache i */
-	TRACE_COUNTER,     /* any C event (amp.cache, amp.scaler, ...) */
-	TRACE_SCALER,      /* amp.scaler i */
-	TRACE_DIAG,        /* amp.diag i */
-	TRACE_META,        /* M */
-	TRACE_KERNEL,      /* kernel */
-	TRACE_OTHER,       /* anything else */
-	TRACE_KIND_COUNT
-};
-
-struct trace_tensor {
-	uint64_t id;
-	const char *dtype;
-	const char *name;  /* NULL when unnamed */
-	int ndim;
-	int64_t shape[TRACE_MAX_DIMS];
-	bool requires_grad, leaf, view;
-};
-
-struct trace_autocast {
-	bool enabled;
-	const char *device;
-	const char *dtype;
-	bool cache_enabled;
-	int depth;
-	const char *scope;    /* innermost named region, or NULL */
-	const char **scopes;  /* named regions, outermost first */
-	int nscopes;
-};
-
-struct trace_op {
-	uint64_t op_id, parent_op_id, forward_op_id;
-	const char *op;       /* "softmax" */
-	const char *overload; /* "int" or "" */
-	const char *phase;    /* "forward" / "backward" */
-	const char *policy;   /* NULL on incomplete ops */
-	const char *device;
-	bool emulated;
-	bool incomplete;      /* in flight when the process ended */
-	struct trace_autocast autocast;
-	int ninputs, noutputs;
-	struct trace_tensor *inputs, *outputs;
-	int status;
-	const char *error;
-};
-
-struct trace_cast {
-	uint64_t op_id, tensor, result, bytes;
-	int arg;
-	const char *from, *to, *cache, *reason;
-	const char *name;     /* the source tensor's name, or NULL */
-	const char *op;       /* the op being cast for, when known */
-	const char *phase;
-	const char *scope;
-	bool stale;
-};
-
-struct trace_scope {
-	const char *scope;    /* NULL for unnamed regions */
-	int depth;
-	const char *device, *dtype;
-	bool enabled, cache_enabled;
-};
-
-struct trace_cache_clear {
-	uint64_t entries, bytes;
-};
-
-#define TRACE_MAX_SERIES 4
-struct trace_counter {
-	int nseries;
-	const char *series[TRACE_MAX_SERIES];
-	double value[TRACE_MAX_SERIES];
-};
-
-struct trace_scaler {
-	const char *what;
-	uint64_t scaler_id, optimizer_id, inf_tensor;
-	double scale;         /* NaN when absent */
-	bool found_inf, step_skipped;
-};
-
-struct trace_diag {
-	const char *kind, *message;
-	uint64_t op_id, tensor;
-};
-
-/* kernel X (FORMAT.md §3.8); read leniently, as other tools write it. */
-struct trace_kernel {
-	bool linked;          /* has "External id" */
-	bool cast;            /* "amp.cast_result": the id is a cast's result */
-	uint64_t external_id; /* the op_id (or cast result tensor id) */
-	int64_t host_pid;     /* "amp.pid": the process that launched it, or -1 */
-};
-
-struct trace_meta {
-	const char *value;    /* args.name, or args.labels */
-	int64_t sort_index;
-	int rank;             /* process_name: args.rank, else -1 */
-};
-
-struct trace_event {
-	enum trace_kind kind;
-	char ph;
-	const char *name;
-	const char *cat;      /* "" when absent */
-	int64_t pid, tid;
-	double ts, dur;       /* microseconds */
-	size_t line;          /* where the event starts in the file */
-	size_t index;         /* position in traceEvents */
-	union {
-		struct trace_op op;
-		struct trace_cast cast;
-		struct trace_scope scope;
-		struct trace_cache_clear cache;
-		struct trace_counter counter;
-		struct trace_scaler scaler;
-		struct trace_diag diag;
-		struct trace_meta meta;
-		struct trace_kernel kernel;
-	};
-};
+#include <stdlib.h>
 
 struct trace_arena_block;
 
@@ -203,5 +75,14 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size);
 
 /* "softmax.int" or "softmax" into buf. */
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size);
+
+/* qsort for arrays that may be empty, and then NULL: qsort(NULL, 0, ...)
+ * is undefined behaviour. */
+static inline void trace_sort(void *base, size_t count, size_t size,
+			      int (*compare)(const void *, const void *))
+{
+	if (count > 1)
+		qsort(base, count, size, compare);
+}
 
 #endif /* AMPTRACE_TRACE_H */

@@ -39,7 +39,12 @@ char *trace_read_file(const char *path, size_t *len, struct trace_error *err)
 	size_t n = 0;
 	while (text) {
 		n += fread(text + n, 1, cap - n - 1, f);
-		if (n < cap - 1 || feof(f) || ferror(f))
+		if (n < cap - 1 || ferror(f))
+			break;
+		/* Full: at the end of a file of st_size bytes, the usual case,
+		 * nothing is left and the buffer stays the file's size. */
+		int next = getc(f);
+		if (next == EOF)
 			break;
 		char *grown = realloc(text, cap * 2);
 		if (!grown) {
@@ -49,6 +54,7 @@ char *trace_read_file(const char *path, size_t *len, struct trace_error *err)
 		}
 		text = grown;
 		cap *= 2;
+		text[n++] = (char)next;
 	}
 	if (!text) {
 		trace_error_set(err, "%s: out of memory reading the file", path);

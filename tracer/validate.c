@@ -118,8 +118,8 @@ static void check_metadata(const struct trace *t, struct validate_report *r)
 		else if (!strcmp(e->name, "thread_name"))
 			threads[nt++] = (struct key){ e->pid, (uint64_t)e->tid, 0, i };
 	}
-	qsort(procs, np, sizeof *procs, compare_keys);
-	qsort(threads, nt, sizeof *threads, compare_keys);
+	trace_sort(procs, np, sizeof *procs, compare_keys);
+	trace_sort(threads, nt, sizeof *threads, compare_keys);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)
@@ -128,14 +128,14 @@ static void check_metadata(const struct trace *t, struct validate_report *r)
 			problem(r, "line %zu: pid %lld has no process_name M event",
 				e->line, (long long)e->pid);
 			procs[np++] = (struct key){ e->pid, 0, 0, i };
-			qsort(procs, np, sizeof *procs, compare_keys);
+			trace_sort(procs, np, sizeof *procs, compare_keys);
 		}
 		if (e->tid != 0 && !find_key(threads, nt, e->pid, (uint64_t)e->tid)) {
 			problem(r, "line %zu: thread %lld of pid %lld has no "
 				"thread_name M event", e->line, (long long)e->tid,
 				(long long)e->pid);
 			threads[nt++] = (struct key){ e->pid, (uint64_t)e->tid, 0, i };
-			qsort(threads, nt, sizeof *threads, compare_keys);
+			trace_sort(threads, nt, sizeof *threads, compare_keys);
 		}
 	}
 	free(procs);
@@ -182,7 +182,7 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 			results[nresults++] = (struct key){
 				t->events[i].pid, t->events[i].cast.result, 0, i
 			};
-	qsort(results, nresults, sizeof *results, compare_keys);
+	trace_sort(results, nresults, sizeof *results, compare_keys);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_KERNEL || !e->kernel.linked)
@@ -263,14 +263,14 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 					e->line, c->cache);
 		}
 	}
-	qsort(ops, nops, sizeof *ops, compare_keys);
+	trace_sort(ops, nops, sizeof *ops, compare_keys);
 	for (size_t i = 1; i < nops; i++)
 		if (ops[i].pid == ops[i - 1].pid && ops[i].id == ops[i - 1].id)
 			problem(r, "line %zu: op_id %llu appears twice (also line "
 				"%zu)", t->events[ops[i].event].line,
 				(unsigned long long)ops[i].id,
 				t->events[ops[i - 1].event].line);
-	qsort(defs, ndefs, sizeof *defs, compare_keys);
+	trace_sort(defs, ndefs, sizeof *defs, compare_keys);
 	check_kernels(t, r, ops, nops);
 
 	for (size_t i = 0; i < t->nevents; i++) {
@@ -308,7 +308,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 	}
 
 	/* X slices of a thread nest (Perfetto drops overlapping ones). */
-	qsort(spans, nspans, sizeof *spans, compare_spans);
+	trace_sort(spans, nspans, sizeof *spans, compare_spans);
 	size_t *stack = malloc((nspans + 1) * sizeof *stack);
 	size_t depth = 0;
 	for (size_t i = 0; stack && i < nspans; i++) {

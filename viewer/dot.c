@@ -154,7 +154,7 @@ static void title(const struct graph *g, struct jsonw *w)
 		jsonw_printf(w, "%sabout ops not drawn:", g->nfindings ?
 			     "; " : "findings ");
 		for (size_t i = 0; i < g->nelsewhere; i++) {
-			const struct finding *f = g->elsewhere[i];
+			const struct trace_finding *f = g->elsewhere[i];
 			jsonw_printf(w, "%s %s %s ×%zu", i ? "," : "",
 				     finding_severity_name(f->severity), f->kind,
 				     f->count);

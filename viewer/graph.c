@@ -442,9 +442,9 @@ static void fold_label(struct graph_builder *b, const struct view_fold *f)
 		graph_text(&b->label, "\n%s→%s ×%zu (%zu cache hits)",
 			 counts[j].from, counts[j].to, counts[j].casts,
 			 counts[j].hits);
-	if (outside.used)
+	if (view_map_size(&outside))
 		graph_text(&b->label, "\nreading %zu more tensors made outside "
-			 "the view (weights, inputs)", outside.used);
+			 "the view (weights, inputs)", view_map_size(&outside));
 	view_map_free(&outside);
 }
 

@@ -45,7 +45,7 @@ struct graph_cluster {
  * on the node of the op it names, or on the first node of the view with
  * the same problem. */
 struct graph_finding {
-	const struct finding *finding;
+	const struct trace_finding *finding;
 	size_t node;
 };
 
@@ -76,7 +76,7 @@ struct graph {
 	size_t nitems, cap_items;
 	struct graph_finding *findings;  /* drawn as notes */
 	size_t nfindings;
-	const struct finding **elsewhere; /* about ops the view does not draw */
+	const struct trace_finding **elsewhere; /* about ops the view does not draw */
 	size_t nelsewhere;
 	struct graph_flag *flags;
 	size_t nflags;

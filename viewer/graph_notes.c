@@ -49,7 +49,7 @@ void graph_cast_flags(struct graph_builder *b, size_t node,
 }
 
 /* The node drawn for the op (or cast) a finding names, or VIEW_NONE. */
-static size_t node_of_finding(struct graph_builder *b, const struct finding *f,
+static size_t node_of_finding(struct graph_builder *b, const struct trace_finding *f,
 			      size_t shown_ops)
 {
 	const struct view_selection *s = b->s;
@@ -94,7 +94,7 @@ void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 		return;
 	}
 	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct finding *f = &a->findings[i];
+		const struct trace_finding *f = &a->findings[i];
 		size_t node = node_of_finding(b, f, shown_ops);
 		for (size_t k = 0; k < g->nflags && node == VIEW_NONE; k++)
 			if (!strcmp(g->flags[k].kind, f->kind))
@@ -120,7 +120,7 @@ void graph_draw_findings(struct graph_builder *b)
 	struct graph *g = b->g;
 
 	for (size_t i = 0; i < g->nfindings; i++) {
-		const struct finding *f = g->findings[i].finding;
+		const struct trace_finding *f = g->findings[i].finding;
 		size_t target = g->findings[i].node;
 		size_t flagged = 0;
 		for (size_t k = 0; k < g->nflags; k++)

@@ -10,64 +10,29 @@
 
 /* ---------------------------------------------------------------- map */
 
-static size_t map_hash(int64_t pid, uint64_t id)
-{
-	uint64_t h = ((uint64_t)pid * 0x9E3779B97F4A7C15ull) ^ id;
-
-	h ^= h >> 31;
-	h *= 0xBF58476D1CE4E5B9ull;
-	return (size_t)(h ^ (h >> 29));
-}
-
-static struct view_map_slot *map_find(const struct view_map *m, int64_t pid,
-				      uint64_t id)
-{
-	size_t j = map_hash(pid, id) & (m->cap - 1);
-
-	while (m->slots[j].used &&
-	       !(m->slots[j].pid == pid && m->slots[j].id == id))
-		j = (j + 1) & (m->cap - 1);
-	return &m->slots[j];
-}
-
 bool view_map_put(struct view_map *m, int64_t pid, uint64_t id, uint64_t value)
 {
-	if ((m->used + 1) * 2 > m->cap) {
-		struct view_map grown = { .cap = m->cap ? m->cap * 2 : 256 };
-		grown.slots = calloc(grown.cap, sizeof *grown.slots);
-		if (!grown.slots)
-			return false;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->slots[i].used)
-				*map_find(&grown, m->slots[i].pid,
-					  m->slots[i].id) = m->slots[i];
-		grown.used = m->used;
-		free(m->slots);
-		*m = grown;
-	}
-	struct view_map_slot *slot = map_find(m, pid, id);
-	if (!slot->used)
-		m->used++;
-	*slot = (struct view_map_slot){ pid, id, value, true };
-	return true;
+	return id_map_put(&m->map, pid, id, (size_t)value);
 }
 
 bool view_map_get(const struct view_map *m, int64_t pid, uint64_t id,
 		  uint64_t *value)
 {
-	if (!m->cap)
-		return false;
-	const struct view_map_slot *slot = map_find(m, pid, id);
-	if (!slot->used)
-		return false;
-	*value = slot->value;
-	return true;
+	const size_t *slot = id_map_at(&m->map, pid, id);
+
+	if (slot)
+		*value = *slot;
+	return slot != NULL;
+}
+
+size_t view_map_size(const struct view_map *m)
+{
+	return m->map.count;
 }
 
 void view_map_free(struct view_map *m)
 {
-	free(m->slots);
-	*m = (struct view_map){ 0 };
+	id_map_free(&m->map);
 }
 
 /* -------------------------------------------------------------- setup */

@@ -5,6 +5,7 @@
 #define AMPTRACE_VIEW_INTERNAL_H
 
 #include "analyze.h"
+#include "id_map.h"
 #include "trace.h"
 #include "view.h"
 
@@ -16,16 +17,9 @@
 
 /* ------------------------------------------------- (pid, id) -> value */
 
-struct view_map_slot {
-	int64_t pid;
-	uint64_t id;
-	uint64_t value;
-	bool used;
-};
-
+/* The trace tools' map (id_map.h), holding the viewer's values. */
 struct view_map {
-	struct view_map_slot *slots;
-	size_t cap, used;
+	struct id_map map;
 };
 
 /* Returns false when out of memory. */
@@ -34,6 +28,8 @@ bool view_map_put(struct view_map *m, int64_t pid, uint64_t id,
 /* Returns false when absent. */
 bool view_map_get(const struct view_map *m, int64_t pid, uint64_t id,
 		  uint64_t *value);
+/* How many keys it holds. */
+size_t view_map_size(const struct view_map *m);
 void view_map_free(struct view_map *m);
 
 /* ------------------------------------------------------------ selection */

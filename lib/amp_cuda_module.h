@@ -16,7 +16,11 @@
  *
  * The module depends only on libcudart, libcublas, libcupti and glibc: it
  * never calls back into libamp (the build checks this), so it also loads
- * when libamp itself was loaded with RTLD_LOCAL. */
+ * when libamp itself was loaded with RTLD_LOCAL.
+ *
+ * The interface is libamp's, so it lives in lib/: the module's sources
+ * (kernels/) include it and amp.h from here, and no lib header includes a
+ * kernels header that includes lib's back. */
 #ifndef AMP_CUDA_MODULE_H
 #define AMP_CUDA_MODULE_H
 

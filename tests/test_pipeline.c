@@ -1,0 +1,396 @@
+/* The event pipeline end to end, for every kind of event: events go
+ * through the producer API (producer.h) into a raw directory, the
+ * converter (convert.h) writes them as a trace file and keeps each one in
+ * memory as it writes it, and the reader (trace.c) loads the file back.
+ * read(write(e)) == e: every event the reader gets equals, field by field,
+ * the one the converter kept (the comparison is written out here). */
+#include "amp.h"
+#include "convert.h"
+#include "producer.h"
+#include "trace.h"
+#include "trace_writer.h"
+
+#include <check.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BASE_NS UINT64_C(1000000000)
+
+static const char *dtype_at(int i) { return amp_dtype_name((enum amp_dtype)i); }
+static const char *profiler_at(int i)
+{
+	return amp_dtype_profiler_name((enum amp_dtype)i);
+}
+static const char *policy_at(int i) { return amp_policy_name((enum amp_policy)i); }
+static const char *device_at(int i)
+{
+	return amp_device_type_name((enum amp_device_type)i);
+}
+static const char *phase_at(int i) { return amp_phase_name((enum amp_phase)i); }
+static const char *cache_at(int i)
+{
+	return amp_cache_result_name((enum amp_cache_result)i);
+}
+
+static const struct producer_info info = {
+	.framework = "libamp (test_pipeline)",
+	.names = { dtype_at, profiler_at, policy_at, device_at, phase_at,
+		   cache_at },
+};
+
+static void emit(struct amp_event e, uint64_t at_us)
+{
+	e.time_ns = BASE_NS + at_us * 1000;
+	e.thread = 1;
+	producer_emit(&e);
+}
+
+/* One of each kind, as libamp's hooks and the GPU profiler produce them;
+ * the last op is left open (the process then "dies"). */
+static void produce(void)
+{
+	static const struct amp_tensor_info x = {
+		.id = 1, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 4, 8 },
+		.name = "input",
+	};
+	static const struct amp_tensor_info w = {
+		.id = 2, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 8, 8 },
+		.name = "fc1.weight", .is_leaf = true, .requires_grad = true,
+	};
+	static const struct amp_tensor_info w16 = {
+		.id = 3, .dtype = AMP_DTYPE_F16, .device = AMP_DEVICE_CUDA,
+		.ndim = 2, .shape = { 8, 8 }, .is_view = true,
+	};
+	const struct amp_autocast_info on = {
+		.enabled = true, .device = AMP_DEVICE_CUDA,
+		.dtype = AMP_DTYPE_F16, .cache_enabled = true, .depth = 1,
+		.scope = "forward",
+	};
+	const struct amp_tensor_info inputs[2] = { x, w16 };
+	struct amp_event e;
+
+	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_ENTER };
+	e.scope = (struct amp_scope_event){ .depth = 1,
+					    .device = AMP_DEVICE_CUDA,
+					    .dtype = AMP_DTYPE_F16, .enabled = true,
+					    .cache_enabled = true,
+					    .scope = "forward" };
+	emit(e, 1);
+	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_ENTER };
+	e.scope = (struct amp_scope_event){ .depth = 2, .device = AMP_DEVICE_CPU,
+					    .dtype = AMP_DTYPE_BF16 };
+	emit(e, 2);
+	e = (struct amp_event){ .kind = AMP_EVENT_OP_BEGIN };
+	e.op = (struct amp_op_event){ .op_id = 10, .op = "linear",
+				      .overload = "", .autocast = on,
+				      .device = AMP_DEVICE_CUDA,
+				      .emulated = true };
+	emit(e, 3);
+	e = (struct amp_event){ .kind = AMP_EVENT_CAST };
+	e.cast = (struct amp_cast_event){
+		.op_id = 10, .arg = 1, .source = w, .result = w16,
+		.from = AMP_DTYPE_F32, .to = AMP_DTYPE_F16,
+		.cache = AMP_CACHE_MISS, .reason = "leaf weight", .bytes = 128,
+		.begin_ns = BASE_NS + 3500, .cache_counted = true,
+		.cache_entries = 1, .cache_bytes = 128,
+	};
+	emit(e, 4);
+	e = (struct amp_event){ .kind = AMP_EVENT_OP_END };
+	e.op = (struct amp_op_event){
+		.op_id = 10, .op = "linear", .overload = "",
+		.policy = AMP_POLICY_LOWER_PRECISION_FP, .autocast = on,
+		.device = AMP_DEVICE_CUDA, .emulated = true, .ninputs = 2,
+		.inputs = inputs, .noutputs = 1, .outputs = &w16,
+		.begin_ns = BASE_NS + 3000,
+	};
+	emit(e, 5);
+	e = (struct amp_event){ .kind = AMP_EVENT_OP_END };
+	e.op = (struct amp_op_event){
+		.op_id = 11, .parent_op_id = 10, .forward_op_id = 9,
+		.op = "mm", .overload = "out", .phase = AMP_PHASE_BACKWARD,
+		.ninputs = 1, .inputs = &x, .status = AMP_ERR_DTYPE,
+		.error = "expected m1 and m2 to have the same dtype",
+		.begin_ns = BASE_NS + 5500,
+	};
+	emit(e, 6);
+	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_EXIT };
+	e.scope = (struct amp_scope_event){ .depth = 2 };
+	emit(e, 7);
+	e = (struct amp_event){ .kind = AMP_EVENT_CACHE_CLEAR };
+	e.cache = (struct amp_cache_event){ .entries = 1, .bytes = 128 };
+	emit(e, 8);
+	e = (struct amp_event){ .kind = AMP_EVENT_SCALER };
+	e.scaler = (struct amp_scaler_event){ .scaler_id = 1,
+					      .optimizer_id = 2, .what = "step",
+					      .scale = 32768.0, .found_inf = true,
+					      .step_skipped = true,
+					      .inf_tensor_id = 3 };
+	emit(e, 9);
+	e = (struct amp_event){ .kind = AMP_EVENT_DIAG };
+	e.diag = (struct amp_diag_event){ .kind = "fp16-overflow",
+					  .message = "inf in \"out\"",
+					  .op_id = 10, .tensor_id = 3 };
+	emit(e, 10);
+	producer_gpu_status(1, BASE_NS + 11000, 0, "timed");
+	const struct amp_gpu_activity gpu[2] = {
+		{ .kind = AMP_GPU_ACTIVITY_KERNEL, .name = "gemm_kernel",
+		  .start_ns = BASE_NS + 12000, .end_ns = BASE_NS + 12500,
+		  .stream = 7, .op_id = 10, .grid = { 1, 2, 3 },
+		  .block = { 32, 1, 1 }, .registers = 40 },
+		{ .kind = AMP_GPU_ACTIVITY_MEMCPY, .name = "Memcpy HtoD",
+		  .start_ns = BASE_NS + 13000, .end_ns = BASE_NS + 13100,
+		  .stream = 7, .cast_id = 3, .op_id = 10, .bytes = 256 },
+	};
+	producer_gpu_activities(gpu, 2);
+	producer_gpu_stats(&(struct amp_gpu_profiler_stats){ .kernels = 1,
+							     .memcpys = 1 });
+	e = (struct amp_event){ .kind = AMP_EVENT_OP_BEGIN };
+	e.op = (struct amp_op_event){ .op_id = 12, .forward_op_id = 10,
+				      .op = "relu", .overload = "",
+				      .phase = AMP_PHASE_BACKWARD,
+				      .autocast = on };
+	emit(e, 14);
+}
+
+/* ---------------------------------------------------------- comparing */
+
+static void str_eq(const char *what, size_t i, const char *kept,
+		   const char *read)
+{
+	ck_assert_msg((!kept && !read) || (kept && read && !strcmp(kept, read)),
+		      "event %zu: %s kept \"%s\", read \"%s\"", i, what,
+		      kept ? kept : "(null)", read ? read : "(null)");
+}
+
+static void tensors_eq(size_t i, int n, const struct trace_tensor *a,
+		       const struct trace_tensor *b)
+{
+	for (int k = 0; k < n; k++) {
+		ck_assert_uint_eq(a[k].id, b[k].id);
+		str_eq("tensor dtype", i, a[k].dtype, b[k].dtype);
+		str_eq("tensor name", i, a[k].name, b[k].name);
+		ck_assert_int_eq(a[k].ndim, b[k].ndim);
+		for (int d = 0; d < a[k].ndim; d++)
+			ck_assert_int_eq(a[k].shape[d], b[k].shape[d]);
+		ck_assert_int_eq(a[k].requires_grad, b[k].requires_grad);
+		ck_assert_int_eq(a[k].leaf, b[k].leaf);
+		ck_assert_int_eq(a[k].view, b[k].view);
+	}
+}
+
+static void op_eq(size_t i, const struct trace_op *a, const struct trace_op *b)
+{
+	ck_assert_uint_eq(a->op_id, b->op_id);
+	ck_assert_uint_eq(a->parent_op_id, b->parent_op_id);
+	ck_assert_uint_eq(a->forward_op_id, b->forward_op_id);
+	str_eq("op", i, a->op, b->op);
+	str_eq("overload", i, a->overload, b->overload);
+	str_eq("phase", i, a->phase, b->phase);
+	str_eq("policy", i, a->policy, b->policy);
+	str_eq("device", i, a->device, b->device);
+	ck_assert_int_eq(a->emulated, b->emulated);
+	ck_assert_int_eq(a->incomplete, b->incomplete);
+	ck_assert_int_eq(a->autocast.enabled, b->autocast.enabled);
+	str_eq("autocast device", i, a->autocast.device, b->autocast.device);
+	str_eq("autocast dtype", i, a->autocast.dtype, b->autocast.dtype);
+	ck_assert_int_eq(a->autocast.cache_enabled, b->autocast.cache_enabled);
+	ck_assert_int_eq(a->autocast.depth, b->autocast.depth);
+	str_eq("autocast scope", i, a->autocast.scope, b->autocast.scope);
+	ck_assert_int_eq(a->autocast.nscopes, b->autocast.nscopes);
+	for (int k = 0; k < a->autocast.nscopes; k++)
+		str_eq("scopes", i, a->autocast.scopes[k], b->autocast.scopes[k]);
+	ck_assert_int_eq(a->ninputs, b->ninputs);
+	ck_assert_int_eq(a->noutputs, b->noutputs);
+	tensors_eq(i, a->ninputs, a->inputs, b->inputs);
+	tensors_eq(i, a->noutputs, a->outputs, b->outputs);
+	ck_assert_int_eq(a->status, b->status);
+	str_eq("error", i, a->error, b->error);
+}
+
+static void cast_eq(size_t i, const struct trace_cast *a,
+		    const struct trace_cast *b)
+{
+	ck_assert_uint_eq(a->op_id, b->op_id);
+	ck_assert_uint_eq(a->tensor, b->tensor);
+	ck_assert_uint_eq(a->result, b->result);
+	ck_assert_uint_eq(a->bytes, b->bytes);
+	ck_assert_int_eq(a->arg, b->arg);
+	str_eq("from", i, a->from, b->from);
+	str_eq("to", i, a->to, b->to);
+	str_eq("cache", i, a->cache, b->cache);
+	str_eq("reason", i, a->reason, b->reason);
+	str_eq("name", i, a->name, b->name);
+	str_eq("cast op", i, a->op, b->op);
+	str_eq("cast phase", i, a->phase, b->phase);
+	str_eq("cast scope", i, a->scope, b->scope);
+	ck_assert_int_eq(a->stale, b->stale);
+}
+
+static void payload_eq(size_t i, const struct trace_event *a,
+		       const struct trace_event *b)
+{
+	switch (a->kind) {
+	case TRACE_OP:
+		op_eq(i, &a->op, &b->op);
+		break;
+	case TRACE_CAST:
+		cast_eq(i, &a->cast, &b->cast);
+		break;
+	case TRACE_SCOPE_BEGIN:
+		str_eq("scope", i, a->scope.scope, b->scope.scope);
+		ck_assert_int_eq(a->scope.depth, b->scope.depth);
+		str_eq("scope device", i, a->scope.device, b->scope.device);
+		str_eq("scope dtype", i, a->scope.dtype, b->scope.dtype);
+		ck_assert_int_eq(a->scope.enabled, b->scope.enabled);
+		ck_assert_int_eq(a->scope.cache_enabled, b->scope.cache_enabled);
+		break;
+	case TRACE_CACHE_CLEAR:
+		ck_assert_uint_eq(a->cache.entries, b->cache.entries);
+		ck_assert_uint_eq(a->cache.bytes, b->cache.bytes);
+		break;
+	case TRACE_COUNTER:
+		ck_assert_int_eq(a->counter.nseries, b->counter.nseries);
+		for (int k = 0; k < a->counter.nseries; k++) {
+			str_eq("series", i, a->counter.series[k],
+			       b->counter.series[k]);
+			ck_assert_double_eq(a->counter.value[k],
+					    b->counter.value[k]);
+		}
+		break;
+	case TRACE_SCALER:
+		str_eq("what", i, a->scaler.what, b->scaler.what);
+		ck_assert_uint_eq(a->scaler.scaler_id, b->scaler.scaler_id);
+		ck_assert_uint_eq(a->scaler.optimizer_id, b->scaler.optimizer_id);
+		ck_assert_uint_eq(a->scaler.inf_tensor, b->scaler.inf_tensor);
+		ck_assert_double_eq(a->scaler.scale, b->scaler.scale);
+		ck_assert_int_eq(a->scaler.found_inf, b->scaler.found_inf);
+		ck_assert_int_eq(a->scaler.step_skipped, b->scaler.step_skipped);
+		break;
+	case TRACE_DIAG:
+		str_eq("diag kind", i, a->diag.kind, b->diag.kind);
+		str_eq("diag message", i, a->diag.message, b->diag.message);
+		ck_assert_uint_eq(a->diag.op_id, b->diag.op_id);
+		ck_assert_uint_eq(a->diag.tensor, b->diag.tensor);
+		break;
+	case TRACE_META:
+		str_eq("meta value", i, a->meta.value, b->meta.value);
+		ck_assert_int_eq(a->meta.sort_index, b->meta.sort_index);
+		ck_assert_int_eq(a->meta.rank, b->meta.rank);
+		break;
+	case TRACE_KERNEL:
+		ck_assert_int_eq(a->kernel.linked, b->kernel.linked);
+		ck_assert_int_eq(a->kernel.cast, b->kernel.cast);
+		ck_assert_uint_eq(a->kernel.external_id, b->kernel.external_id);
+		ck_assert_int_eq(a->kernel.host_pid, b->kernel.host_pid);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------- the run */
+
+struct sink {
+	struct trace_writer writer;
+	struct trace kept;
+	const char *path;
+};
+
+static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+{
+	struct sink *s = ctx;
+
+	(void)p;
+	ck_assert_int_eq(trace_writer_open(&s->writer, s->path, "", 0), 0);
+	return &s->writer;
+}
+
+static struct trace *trace_for(void *ctx, const struct conv_process *p)
+{
+	(void)p;
+	return &((struct sink *)ctx)->kept;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+START_TEST(every_event_reads_back_as_kept)
+{
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	char path[64];
+	struct sink sink = { .path = path };
+	struct trace read;
+	struct trace_error err;
+	struct conv cv;
+	bool seen[TRACE_KIND_COUNT] = { false };
+
+	ck_assert_ptr_nonnull(mkdtemp(raw));
+	snprintf(path, sizeof path, "%s.json", raw);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	produce();
+	producer_detach();
+	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
+	conv_init(&cv, raw, BASE_NS, writer_for, &sink);
+	cv.trace_for = trace_for;
+	/* no exit file and not our child: the process "died" */
+	conv_finish(&cv, -1, 0, BASE_NS + 20000);
+	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
+	conv_free(&cv);
+	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+	ck_assert_msg(trace_load(path, &read, &err) == 0, "%s", err.message);
+	unlink(path);
+	ck_assert_uint_eq(read.nevents, sink.kept.nevents);
+	for (size_t i = 0; i < read.nevents; i++) {
+		const struct trace_event *a = &sink.kept.events[i];
+		const struct trace_event *b = &read.events[i];
+		ck_assert_msg(a->kind == b->kind, "event %zu: kind %d read as %d",
+			      i, a->kind, b->kind);
+		ck_assert_int_eq(a->ph, b->ph);
+		str_eq("name", i, a->name, b->name);
+		str_eq("cat", i, a->cat, b->cat);
+		ck_assert_int_eq(a->pid, b->pid);
+		ck_assert_int_eq(a->tid, b->tid);
+		ck_assert_msg(a->ts == b->ts && a->dur == b->dur,
+			      "event %zu: ts/dur %.17g/%.17g read as %.17g/%.17g",
+			      i, a->ts, a->dur, b->ts, b->dur);
+		payload_eq(i, a, b);
+		seen[a->kind] = true;
+	}
+	/* every kind the converter writes went through */
+	for (int k = 0; k < TRACE_KIND_COUNT; k++)
+		ck_assert_msg(seen[k], "no event of trace kind %d", k);
+	trace_free(&read);
+	trace_free(&sink.kept);
+}
+END_TEST
+
+static Suite *pipeline_suite(void)
+{
+	Suite *s = suite_create("pipeline");
+	TCase *tc = tcase_create("round_trip");
+
+	tcase_add_test(tc, every_event_reads_back_as_kept);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(pipeline_suite());
+
+	srunner_run_all(runner, CK_NORMAL);
+	int failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? 1 : 0;
+}

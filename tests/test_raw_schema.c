@@ -1,0 +1,416 @@
+/* The raw stream's schema (tracer/raw_schema.h): for every record kind,
+ * a model with every field set to a value of its own goes through the
+ * generated encoder and decoder and comes back equal, field by field
+ * (the comparisons are written out here, not generated, so a member the
+ * schema forgets fails); the encoder stays within its bound; a record cut
+ * short or of an unknown kind is rejected. */
+#include "raw_decode.h"
+#include "raw_encode.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room for any record the tests build (8-byte aligned, as in a chunk). */
+static _Alignas(8) uint8_t buffer[1 << 20];
+static struct raw_decoded decoded;
+
+static struct raw_record *record_at(uint16_t kind, uint64_t time_ns,
+				    const uint8_t *end)
+{
+	struct raw_record *r = (struct raw_record *)buffer;
+	size_t size = ((size_t)(end - buffer) + 7) & ~(size_t)7;
+
+	r->kind = kind;
+	r->time_ns = time_ns;
+	atomic_store(&r->size, (uint32_t)size);
+	return r;
+}
+
+static uint8_t *payload(void)
+{
+	memset(buffer, 0, sizeof buffer);
+	return buffer + sizeof(struct raw_record);
+}
+
+static void assert_str_eq(const char *got, const char *want)
+{
+	if (!want)
+		ck_assert_ptr_null(got);
+	else
+		ck_assert_str_eq(got, want);
+}
+
+static void assert_tensor_eq(const struct amp_tensor_info *got,
+			     const struct amp_tensor_info *want)
+{
+	ck_assert_uint_eq(got->id, want->id);
+	ck_assert_int_eq(got->dtype, want->dtype);
+	ck_assert_int_eq(got->device, want->device);
+	ck_assert_int_eq(got->ndim, want->ndim);
+	for (int d = 0; d < want->ndim; d++)
+		ck_assert_int_eq(got->shape[d], want->shape[d]);
+	assert_str_eq(got->name, want->name);
+	ck_assert_int_eq(got->is_leaf, want->is_leaf);
+	ck_assert_int_eq(got->requires_grad, want->requires_grad);
+	ck_assert_int_eq(got->is_view, want->is_view);
+}
+
+static void assert_autocast_eq(const struct amp_autocast_info *got,
+			       const struct amp_autocast_info *want)
+{
+	ck_assert_int_eq(got->enabled, want->enabled);
+	ck_assert_int_eq(got->device, want->device);
+	ck_assert_int_eq(got->dtype, want->dtype);
+	ck_assert_int_eq(got->cache_enabled, want->cache_enabled);
+	ck_assert_int_eq(got->depth, want->depth);
+	assert_str_eq(got->scope, want->scope);
+}
+
+static const struct amp_tensor_info tensors[3] = {
+	{ .id = 11, .dtype = AMP_DTYPE_F16, .device = AMP_DEVICE_CUDA,
+	  .ndim = 2, .shape = { 64, 3 }, .name = "fc1.weight",
+	  .is_leaf = true, .requires_grad = true },
+	{ .id = 12, .dtype = AMP_DTYPE_BF16, .ndim = 1, .shape = { 7 },
+	  .is_view = true },
+	{ .id = 13, .dtype = AMP_DTYPE_I64, .ndim = 0 },
+};
+
+static const struct amp_autocast_info autocast = {
+	.enabled = true, .device = AMP_DEVICE_CUDA, .dtype = AMP_DTYPE_BF16,
+	.cache_enabled = true, .depth = 3, .scope = "forward",
+};
+
+/* Encodes e, decodes it back into `decoded` and checks the frame. */
+static void round_trip(const struct amp_event *e)
+{
+	uint8_t *start = payload();
+	uint8_t *end = raw_event_encode(start, e);
+
+	ck_assert_uint_gt(raw_event_bound(e), 0);
+	ck_assert_uint_le((size_t)(end - start), raw_event_bound(e));
+	ck_assert(raw_decode(record_at((uint16_t)e->kind, e->time_ns, end),
+			     &decoded));
+	ck_assert_int_eq(decoded.kind, e->kind);
+	ck_assert_int_eq(decoded.event.kind, e->kind);
+	ck_assert_uint_eq(decoded.event.time_ns, e->time_ns);
+}
+
+static void assert_op_eq(const struct amp_op_event *got,
+			 const struct amp_op_event *want, bool end)
+{
+	ck_assert_uint_eq(got->op_id, want->op_id);
+	ck_assert_uint_eq(got->parent_op_id, want->parent_op_id);
+	ck_assert_uint_eq(got->forward_op_id, want->forward_op_id);
+	assert_str_eq(got->op, want->op);
+	assert_str_eq(got->overload, want->overload);
+	ck_assert_int_eq(got->phase, want->phase);
+	ck_assert_int_eq(got->device, want->device);
+	ck_assert_int_eq(got->emulated, want->emulated);
+	assert_autocast_eq(&got->autocast, &want->autocast);
+	if (!end)
+		return;
+	ck_assert_int_eq(got->policy, want->policy);
+	ck_assert_int_eq(got->status, want->status);
+	assert_str_eq(got->error, want->error);
+	ck_assert_uint_eq(got->begin_ns, want->begin_ns);
+	ck_assert_int_eq(got->ninputs, want->ninputs);
+	for (int i = 0; i < want->ninputs; i++)
+		assert_tensor_eq(&got->inputs[i], &want->inputs[i]);
+	ck_assert_int_eq(got->noutputs, want->noutputs);
+	for (int i = 0; i < want->noutputs; i++)
+		assert_tensor_eq(&got->outputs[i], &want->outputs[i]);
+}
+
+START_TEST(op_begin_round_trips)
+{
+	struct amp_event e = { .kind = AMP_EVENT_OP_BEGIN, .time_ns = 1001 };
+	e.op = (struct amp_op_event){
+		.op_id = 5, .parent_op_id = 4, .forward_op_id = 3,
+		.op = "softmax", .overload = "int",
+		.phase = AMP_PHASE_BACKWARD, .device = AMP_DEVICE_CUDA,
+		.emulated = true, .autocast = autocast,
+	};
+
+	round_trip(&e);
+	assert_op_eq(&decoded.event.op, &e.op, false);
+}
+END_TEST
+
+START_TEST(op_end_round_trips)
+{
+	struct amp_event e = { .kind = AMP_EVENT_OP_END, .time_ns = 2002 };
+	e.op = (struct amp_op_event){
+		.op_id = 6, .parent_op_id = 2, .forward_op_id = 1,
+		.op = "linear", .overload = "",
+		.phase = AMP_PHASE_BACKWARD,
+		.policy = AMP_POLICY_LOWER_PRECISION_FP,
+		.device = AMP_DEVICE_CUDA, .emulated = true,
+		.autocast = autocast, .ninputs = 3, .inputs = tensors,
+		.noutputs = 1, .outputs = &tensors[1], .status = AMP_ERR_DTYPE,
+		.error = "mat1 and mat2 must have the same dtype",
+		.begin_ns = 1500,
+	};
+
+	round_trip(&e);
+	assert_op_eq(&decoded.event.op, &e.op, true);
+}
+END_TEST
+
+/* The error string travels only with a failure status. */
+START_TEST(op_end_error_needs_a_status)
+{
+	struct amp_event e = { .kind = AMP_EVENT_OP_END, .time_ns = 3 };
+	e.op = (struct amp_op_event){ .op = "relu", .overload = "",
+				      .error = "stale message" };
+
+	round_trip(&e);
+	ck_assert_ptr_null(decoded.event.op.error);
+	ck_assert_int_eq(decoded.event.op.ninputs, 0);
+}
+END_TEST
+
+START_TEST(cast_round_trips)
+{
+	for (int counted = 0; counted < 2; counted++) {
+		struct amp_event e = { .kind = AMP_EVENT_CAST, .time_ns = 3003 };
+		e.cast = (struct amp_cast_event){
+			.op_id = 9, .arg = 2, .source = tensors[0],
+			.result = tensors[1], .from = AMP_DTYPE_F32,
+			.to = AMP_DTYPE_BF16, .cache = AMP_CACHE_MISS,
+			.reason = "leaf weight: cacheable", .bytes = 384,
+			.begin_ns = 2999, .stale = true,
+			.cache_counted = counted, .cache_entries = 17,
+			.cache_bytes = 4096,
+		};
+
+		round_trip(&e);
+		const struct amp_cast_event *got = &decoded.event.cast;
+		ck_assert_uint_eq(got->op_id, 9);
+		ck_assert_int_eq(got->arg, 2);
+		assert_tensor_eq(&got->source, &tensors[0]);
+		assert_tensor_eq(&got->result, &tensors[1]);
+		ck_assert_int_eq(got->from, AMP_DTYPE_F32);
+		ck_assert_int_eq(got->to, AMP_DTYPE_BF16);
+		ck_assert_int_eq(got->cache, AMP_CACHE_MISS);
+		assert_str_eq(got->reason, e.cast.reason);
+		ck_assert_uint_eq(got->bytes, 384);
+		ck_assert_uint_eq(got->begin_ns, 2999);
+		ck_assert(got->stale);
+		ck_assert_int_eq(got->cache_counted, counted);
+		ck_assert_uint_eq(got->cache_entries, counted ? 17 : 0);
+		ck_assert_uint_eq(got->cache_bytes, counted ? 4096 : 0);
+	}
+}
+END_TEST
+
+START_TEST(scope_round_trips)
+{
+	static const enum amp_event_kind kinds[] = { AMP_EVENT_SCOPE_ENTER,
+						     AMP_EVENT_SCOPE_EXIT };
+
+	for (size_t k = 0; k < 2; k++) {
+		struct amp_event e = { .kind = kinds[k], .time_ns = 4004 };
+		e.scope = (struct amp_scope_event){
+			.depth = 2, .device = AMP_DEVICE_CUDA,
+			.dtype = AMP_DTYPE_F16, .enabled = true,
+			.cache_enabled = true, .scope = k ? NULL : "decoder",
+		};
+
+		round_trip(&e);
+		const struct amp_scope_event *got = &decoded.event.scope;
+		ck_assert_int_eq(got->depth, 2);
+		ck_assert_int_eq(got->device, AMP_DEVICE_CUDA);
+		ck_assert_int_eq(got->dtype, AMP_DTYPE_F16);
+		ck_assert(got->enabled);
+		ck_assert(got->cache_enabled);
+		assert_str_eq(got->scope, e.scope.scope);
+	}
+}
+END_TEST
+
+START_TEST(cache_clear_round_trips)
+{
+	struct amp_event e = { .kind = AMP_EVENT_CACHE_CLEAR, .time_ns = 5 };
+	e.cache = (struct amp_cache_event){ .entries = 12, .bytes = 1 << 20 };
+
+	round_trip(&e);
+	ck_assert_uint_eq(decoded.event.cache.entries, 12);
+	ck_assert_uint_eq(decoded.event.cache.bytes, 1 << 20);
+}
+END_TEST
+
+START_TEST(scaler_round_trips)
+{
+	struct amp_event e = { .kind = AMP_EVENT_SCALER, .time_ns = 6 };
+	e.scaler = (struct amp_scaler_event){
+		.scaler_id = 2, .optimizer_id = 3, .what = "step",
+		.scale = 32768.5, .found_inf = true, .step_skipped = true,
+		.inf_tensor_id = 77,
+	};
+
+	round_trip(&e);
+	const struct amp_scaler_event *got = &decoded.event.scaler;
+	ck_assert_uint_eq(got->scaler_id, 2);
+	ck_assert_uint_eq(got->optimizer_id, 3);
+	assert_str_eq(got->what, "step");
+	ck_assert_double_eq(got->scale, 32768.5);
+	ck_assert(got->found_inf);
+	ck_assert(got->step_skipped);
+	ck_assert_uint_eq(got->inf_tensor_id, 77);
+}
+END_TEST
+
+START_TEST(diag_round_trips)
+{
+	struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 7 };
+	e.diag = (struct amp_diag_event){ .kind = "fp16-overflow",
+					  .message = "inf in \"out\"",
+					  .op_id = 8, .tensor_id = 9 };
+
+	round_trip(&e);
+	assert_str_eq(decoded.event.diag.kind, "fp16-overflow");
+	assert_str_eq(decoded.event.diag.message, "inf in \"out\"");
+	ck_assert_uint_eq(decoded.event.diag.op_id, 8);
+	ck_assert_uint_eq(decoded.event.diag.tensor_id, 9);
+}
+END_TEST
+
+START_TEST(gpu_activity_round_trips)
+{
+	const struct amp_gpu_activity a = {
+		.kind = AMP_GPU_ACTIVITY_MEMCPY, .name = "Memcpy HtoD",
+		.start_ns = 100, .end_ns = 250, .device = 1, .stream = 7,
+		.correlation_id = 99, .op_id = 4, .cast_id = 5,
+		.grid = { 1, 2, 3 }, .block = { 4, 5, 6 }, .registers = 32,
+		.shared_memory = 1024, .bytes = 4096, .copy_kind = 1,
+	};
+	uint8_t *start = payload();
+	uint8_t *end = raw_encode_gpu_activity(start, &a);
+
+	ck_assert_uint_le((size_t)(end - start), raw_bound_gpu_activity(&a));
+	ck_assert(raw_decode(record_at(RAW_KIND_GPU_ACTIVITY, a.start_ns, end),
+			     &decoded));
+	const struct amp_gpu_activity *got = &decoded.gpu_activity;
+	ck_assert_int_eq(got->kind, a.kind);
+	assert_str_eq(got->name, a.name);
+	ck_assert_uint_eq(got->start_ns, 100);
+	ck_assert_uint_eq(got->end_ns, 250);
+	ck_assert_uint_eq(got->device, 1);
+	ck_assert_uint_eq(got->stream, 7);
+	ck_assert_uint_eq(got->correlation_id, 99);
+	ck_assert_uint_eq(got->op_id, 4);
+	ck_assert_uint_eq(got->cast_id, 5);
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(got->grid[k], a.grid[k]);
+		ck_assert_int_eq(got->block[k], a.block[k]);
+	}
+	ck_assert_int_eq(got->registers, 32);
+	ck_assert_int_eq(got->shared_memory, 1024);
+	ck_assert_uint_eq(got->bytes, 4096);
+	ck_assert_uint_eq(got->copy_kind, 1);
+}
+END_TEST
+
+START_TEST(gpu_status_and_stats_round_trip)
+{
+	const struct raw_gpu_status status = { -3, "no CUDA device" };
+	uint8_t *start = payload();
+	uint8_t *end = raw_encode_gpu_status(start, &status);
+
+	ck_assert_uint_le((size_t)(end - start), raw_bound_gpu_status(&status));
+	ck_assert(raw_decode(record_at(RAW_KIND_GPU_STATUS, 1, end), &decoded));
+	ck_assert_int_eq(decoded.gpu_status.result, -3);
+	assert_str_eq(decoded.gpu_status.reason, "no CUDA device");
+
+	const struct raw_gpu_stats stats = { { 1, 2, 3, 4, 5, 6 }, 7 };
+	start = payload();
+	end = raw_encode_gpu_stats(start, &stats);
+	ck_assert(raw_decode(record_at(RAW_KIND_GPU_STATS, 2, end), &decoded));
+	const struct raw_gpu_stats *got = &decoded.gpu_stats;
+	ck_assert_uint_eq(got->stats.kernels, 1);
+	ck_assert_uint_eq(got->stats.memcpys, 2);
+	ck_assert_uint_eq(got->stats.unlinked, 3);
+	ck_assert_uint_eq(got->stats.untimed, 4);
+	ck_assert_uint_eq(got->stats.dropped, 5);
+	ck_assert_uint_eq(got->stats.buffers, 6);
+	ck_assert_uint_eq(got->lost, 7);
+}
+END_TEST
+
+/* Strings are cut at RAW_MAX_STRING, dims at AMP_MAX_DIMS, tensor lists
+ * at RAW_MAX_TENSORS: the bound holds and the decoder reads what was
+ * written. */
+START_TEST(limits_are_kept)
+{
+	static struct amp_tensor_info many[300];
+	static char long_name[3000];
+	memset(long_name, 'x', sizeof long_name - 1);
+	for (int i = 0; i < 300; i++)
+		many[i] = (struct amp_tensor_info){ .id = (uint64_t)i + 1,
+						    .ndim = AMP_MAX_DIMS,
+						    .name = long_name };
+	struct amp_event e = { .kind = AMP_EVENT_OP_END, .time_ns = 9 };
+	e.op = (struct amp_op_event){ .op = long_name, .overload = "",
+				      .ninputs = 300, .inputs = many };
+
+	round_trip(&e);
+	ck_assert_int_eq(decoded.event.op.ninputs, RAW_MAX_TENSORS);
+	ck_assert_uint_eq(strlen(decoded.event.op.op), RAW_MAX_STRING);
+	ck_assert_uint_eq(decoded.event.op.inputs[254].id, 255);
+	ck_assert_uint_eq(strlen(decoded.event.op.inputs[254].name),
+			  RAW_MAX_STRING);
+}
+END_TEST
+
+START_TEST(bad_records_are_rejected)
+{
+	struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 7 };
+	e.diag = (struct amp_diag_event){ .kind = "k", .message = "m" };
+	uint8_t *end = raw_event_encode(payload(), &e);
+	struct raw_record *r = record_at(AMP_EVENT_DIAG, 7, end);
+
+	/* every length short of the payload */
+	uint32_t full = atomic_load(&r->size);
+	for (uint32_t size = sizeof *r; size < (uint32_t)(end - buffer); size++) {
+		atomic_store(&r->size, size);
+		ck_assert(!raw_decode(r, &decoded));
+	}
+	atomic_store(&r->size, full);
+	ck_assert(raw_decode(r, &decoded));
+	r->kind = 0x1ff;
+	ck_assert(!raw_decode(r, &decoded));
+}
+END_TEST
+
+static Suite *raw_schema_suite(void)
+{
+	Suite *s = suite_create("raw_schema");
+	TCase *tc = tcase_create("round_trip");
+
+	tcase_add_test(tc, op_begin_round_trips);
+	tcase_add_test(tc, op_end_round_trips);
+	tcase_add_test(tc, op_end_error_needs_a_status);
+	tcase_add_test(tc, cast_round_trips);
+	tcase_add_test(tc, scope_round_trips);
+	tcase_add_test(tc, cache_clear_round_trips);
+	tcase_add_test(tc, scaler_round_trips);
+	tcase_add_test(tc, diag_round_trips);
+	tcase_add_test(tc, gpu_activity_round_trips);
+	tcase_add_test(tc, gpu_status_and_stats_round_trip);
+	tcase_add_test(tc, limits_are_kept);
+	tcase_add_test(tc, bad_records_are_rejected);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(raw_schema_suite());
+
+	srunner_run_all(runner, CK_NORMAL);
+	int failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	raw_decoded_free(&decoded);
+	return failed ? 1 : 0;
+}

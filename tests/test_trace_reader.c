@@ -1,0 +1,265 @@
+/* The trace reader against hostile numbers and empty traces.  This suite
+ * links a copy of the trace library built with UBSan (float-cast-overflow
+ * included, no recovery), so a number cast to an integer it does not fit,
+ * or qsort(NULL, 0, ...), aborts the test instead of passing unnoticed:
+ *   - every JSON number that becomes an integer is range-checked, and an
+ *     out-of-range one is an error naming the file, line and event;
+ *   - summary, summary --json, diff and the analysis of a trace with no
+ *     ops, casts or reasons sort nothing without undefined behaviour;
+ *   - trace_read_file reads a file into a buffer of the file's size;
+ *   - the (pid, id) map the trace tools share keeps every key. */
+#include "analyze.h"
+#include "id_map.h"
+#include "trace.h"
+#include "trace_commands.h"
+
+#include <check.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *temp_path(const char *name)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof path, "%s/amptrace-reader-%ld-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
+		 name);
+	return path;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+#define HEAD "{\"amptrace\":{\"format\":\"1.0\"},\"traceEvents\":[\n"
+#define OP_ARGS(extra)                                                      \
+	"\"args\":{\"op_id\":1,\"op\":\"relu\",\"overload\":\"\","          \
+	"\"phase\":\"forward\",\"policy\":\"none\",\"device\":\"cpu\","     \
+	"\"autocast\":{\"enabled\":false,\"device\":\"cpu\","               \
+	"\"dtype\":\"bf16\",\"depth\":0,\"scope\":null},\"inputs\":[],"      \
+	"\"outputs\":[{\"tensor\":1,\"dtype\":\"f32\",\"shape\":[2]}],"   \
+	"\"Input type\":[],\"Input Dims\":[]" extra "}}"
+#define OP(fields, extra)                                                   \
+	"{\"name\":\"relu\",\"cat\":\"amp.op\",\"ph\":\"X\"," fields ","    \
+	OP_ARGS(extra)
+#define GOOD_FIELDS "\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":1"
+
+/* One number out of range per row: the trace, and what the error says. */
+static const struct {
+	const char *trace;
+	const char *message;
+} bad_numbers[] = {
+	{ HEAD OP("\"ts\":1,\"dur\":1,\"pid\":1e300,\"tid\":1", "") "]}",
+	  "event 0 (amp.op X 'relu'): pid must be an integer" },
+	{ HEAD OP("\"ts\":1,\"dur\":1,\"pid\":1,\"tid\":-1e300", "") "]}",
+	  "tid must be an integer" },
+	{ HEAD OP("\"ts\":1,\"dur\":1,\"pid\":1.5,\"tid\":1", "") "]}",
+	  "pid must be an integer" },
+	{ HEAD OP("\"ts\":1e300,\"dur\":1,\"pid\":1,\"tid\":1", "") "]}",
+	  "ts must be a number from" },
+	{ HEAD OP("\"ts\":1,\"dur\":1e300,\"pid\":1,\"tid\":1", "") "]}",
+	  "dur must be a number from" },
+	{ HEAD OP(GOOD_FIELDS, ",\"status\":3e9") "]}",
+	  "args.status must be an integer from" },
+	{ HEAD "{\"name\":\"relu\",\"cat\":\"amp.op\",\"ph\":\"X\"," GOOD_FIELDS
+	       ",\"args\":{\"op_id\":1,\"op\":\"relu\",\"overload\":\"\","
+	       "\"phase\":\"forward\",\"policy\":\"none\",\"device\":\"cpu\","
+	       "\"autocast\":{\"enabled\":false,\"device\":\"cpu\","
+	       "\"dtype\":\"bf16\",\"depth\":1e12,\"scope\":null},"
+	       "\"inputs\":[],\"outputs\":[],\"Input type\":[],"
+	       "\"Input Dims\":[]}}]}",
+	  "args.autocast.depth must be an integer from" },
+	{ HEAD "{\"name\":\"relu\",\"cat\":\"amp.op\",\"ph\":\"X\"," GOOD_FIELDS
+	       ",\"args\":{\"op_id\":1,\"op\":\"relu\",\"overload\":\"\","
+	       "\"phase\":\"forward\",\"policy\":\"none\",\"device\":\"cpu\","
+	       "\"autocast\":{\"enabled\":false,\"device\":\"cpu\","
+	       "\"dtype\":\"bf16\",\"depth\":0,\"scope\":null},"
+	       "\"inputs\":[],\"outputs\":[{\"tensor\":1,\"dtype\":\"f32\","
+	       "\"shape\":[2,1e300]}],\"Input type\":[],\"Input Dims\":[]}}]}",
+	  "args.outputs[0].shape must be an integer from" },
+	{ HEAD "{\"name\":\"cast\",\"cat\":\"amp.cast\",\"ph\":\"X\","
+	       GOOD_FIELDS ",\"args\":{\"op_id\":1,\"arg\":-3e9,\"tensor\":1,"
+	       "\"result\":2,\"from\":\"f32\",\"to\":\"bf16\",\"cache\":\"miss\","
+	       "\"reason\":\"\",\"bytes\":4}}]}",
+	  "args.arg must be an integer from" },
+	{ HEAD "{\"name\":\"s\",\"cat\":\"amp.scope\",\"ph\":\"B\","
+	       "\"ts\":1,\"pid\":1,\"tid\":1,\"args\":{\"depth\":1e10}}]}",
+	  "args.depth must be an integer from" },
+	{ HEAD "{\"name\":\"k\",\"cat\":\"kernel\",\"ph\":\"X\"," GOOD_FIELDS
+	       ",\"args\":{\"External id\":1e300}}]}",
+	  "args.External id must be an integer from 0" },
+	{ HEAD "{\"name\":\"k\",\"cat\":\"kernel\",\"ph\":\"X\"," GOOD_FIELDS
+	       ",\"args\":{\"External id\":-1}}]}",
+	  "args.External id must be an integer from 0" },
+	{ HEAD "{\"name\":\"k\",\"cat\":\"kernel\",\"ph\":\"X\"," GOOD_FIELDS
+	       ",\"args\":{\"amp.pid\":1e300}}]}",
+	  "args.amp.pid must be an integer" },
+	{ HEAD "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
+	       "\"args\":{\"name\":\"GPU 0\",\"host_pid\":-1e300}}]}",
+	  "args.host_pid must be an integer" },
+	{ HEAD "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":1,"
+	       "\"tid\":0,\"args\":{\"sort_index\":1e300}}]}",
+	  "args.sort_index must be an integer" },
+	{ HEAD "{\"name\":\"process_labels\",\"ph\":\"M\",\"pid\":1,"
+	       "\"tid\":0,\"args\":{\"labels\":\"rank 0\",\"rank\":1e300}}]}",
+	  "args.rank must be an integer" },
+	{ "{\"amptrace\":{\"format\":\"1.0\",\"rank\":1e300},\"traceEvents\":[]}",
+	  "amptrace.rank must be an integer from 0" },
+	{ "{\"baseTimeNanoseconds\":-1e300,\"traceEvents\":[]}",
+	  "baseTimeNanoseconds must be a number from 0" },
+};
+
+START_TEST(out_of_range_numbers_are_errors)
+{
+	const char *path = temp_path("bad.json");
+	struct trace trace;
+	struct trace_error err;
+
+	write_text(path, bad_numbers[_i].trace);
+	ck_assert_int_eq(trace_load(path, &trace, &err), -1);
+	unlink(path);
+	ck_assert_msg(strstr(err.message, path) &&
+			      strstr(err.message, bad_numbers[_i].message),
+		      "row %d: got \"%s\"", _i, err.message);
+}
+END_TEST
+
+/* The rows above differ from a trace that loads only in that number. */
+START_TEST(in_range_numbers_load)
+{
+	const char *path = temp_path("good.json");
+	struct trace trace;
+	struct trace_error err;
+
+	write_text(path, HEAD OP(GOOD_FIELDS, ",\"status\":-2") ","
+		   "{\"name\":\"k\",\"cat\":\"kernel\",\"ph\":\"X\"," GOOD_FIELDS
+		   ",\"args\":{\"External id\":9007199254740992,\"amp.pid\":-7}}"
+		   "]}");
+	ck_assert_msg(trace_load(path, &trace, &err) == 0, "%s", err.message);
+	unlink(path);
+	ck_assert_int_eq(trace.events[0].op.status, -2);
+	ck_assert_uint_eq(trace.events[1].kernel.external_id,
+			  UINT64_C(9007199254740992));
+	ck_assert_int_eq(trace.events[1].kernel.host_pid, -7);
+	trace_free(&trace);
+}
+END_TEST
+
+/* A trace with metadata only: nothing to sort, every array empty. */
+START_TEST(empty_traces_summarise)
+{
+	const char *path = temp_path("empty.json");
+	struct trace trace;
+	struct trace_error err;
+	struct analysis a;
+
+	write_text(path, HEAD "{\"name\":\"process_name\",\"ph\":\"M\","
+			      "\"pid\":1,\"tid\":0,\"args\":{\"name\":\"p\"}}]}");
+	ck_assert_int_eq(trace_load(path, &trace, &err), 0);
+	ck_assert_int_eq(analysis_run(&trace, &a), 0);
+	analysis_free(&a);
+	trace_free(&trace);
+	ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
+	char *summary[] = { "summary", (char *)path, NULL };
+	ck_assert_int_eq(amptrace_summary(2, summary), 0);
+	char *json[] = { "summary", "--json", (char *)path, NULL };
+	ck_assert_int_eq(amptrace_summary(3, json), 0);
+	char *diff[] = { "diff", (char *)path, (char *)path, NULL };
+	ck_assert_int_eq(amptrace_diff(3, diff), 0);
+	unlink(path);
+}
+END_TEST
+
+/* A file of exactly N bytes is read into N + 1 (its NUL), not 2N. */
+START_TEST(read_file_allocates_its_size)
+{
+	const char *path = temp_path("size.json");
+	const size_t size = 1 << 20;
+	char *text = malloc(size + 1);
+	struct trace_error err;
+	size_t len;
+
+	ck_assert_ptr_nonnull(text);
+	memset(text, ' ', size);
+	text[size] = '\0';
+	write_text(path, text);
+	free(text);
+	text = trace_read_file(path, &len, &err);
+	unlink(path);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_uint_eq(len, size);
+	ck_assert_uint_lt(malloc_usable_size(text), size + size / 8);
+	free(text);
+}
+END_TEST
+
+START_TEST(id_map_keeps_every_key)
+{
+	struct id_map m = { 0 };
+
+	ck_assert_uint_eq(id_map_get(&m, 1, 1), SIZE_MAX);
+	ck_assert_ptr_null(id_map_find(&m, 1, 1, false));
+	/* the same ids in three processes, through several growths */
+	for (int64_t pid = -1; pid <= 1; pid++)
+		for (uint64_t id = 0; id < 5000; id++)
+			ck_assert(id_map_put(&m, pid, id, (size_t)id * 3 +
+						      (size_t)(pid + 1)));
+	ck_assert_uint_eq(m.count, 15000);
+	for (int64_t pid = -1; pid <= 1; pid++)
+		for (uint64_t id = 0; id < 5000; id++)
+			ck_assert_uint_eq(id_map_get(&m, pid, id),
+					  id * 3 + (size_t)(pid + 1));
+	ck_assert_uint_eq(id_map_get(&m, 2, 7), SIZE_MAX);
+	/* put replaces; find inserts zero once */
+	ck_assert(id_map_put(&m, 0, 7, SIZE_MAX));
+	ck_assert_ptr_nonnull(id_map_at(&m, 0, 7));
+	ck_assert_uint_eq(*id_map_at(&m, 0, 7), SIZE_MAX);
+	size_t *fresh = id_map_find(&m, 9, 9, true);
+	ck_assert_ptr_nonnull(fresh);
+	ck_assert_uint_eq(*fresh, 0);
+	(*fresh)++;
+	ck_assert_uint_eq(*id_map_find(&m, 9, 9, true), 1);
+	ck_assert_uint_eq(m.count, 15001);
+	ck_assert(!m.failed);
+	id_map_free(&m);
+	ck_assert_uint_eq(m.count, 0);
+	ck_assert_uint_eq(id_map_get(&m, 0, 7), SIZE_MAX);
+}
+END_TEST
+
+static Suite *trace_reader_suite(void)
+{
+	Suite *s = suite_create("trace_reader");
+	TCase *tc = tcase_create("numbers");
+
+	tcase_add_loop_test(tc, out_of_range_numbers_are_errors, 0,
+			    (int)(sizeof bad_numbers / sizeof *bad_numbers));
+	tcase_add_test(tc, in_range_numbers_load);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sizes");
+	tcase_add_test(tc, empty_traces_summarise);
+	tcase_add_test(tc, read_file_allocates_its_size);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("id_map");
+	tcase_add_test(tc, id_map_keeps_every_key);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(trace_reader_suite());
+
+	srunner_run_all(runner, CK_NORMAL);
+	int failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,245 @@
+/* Findings over a run's history rather than one event: the GradScaler's
+ * scale (scaler-skipped-step, scaler-collapse) and the autocast cache's
+ * size across steps (cache-growth); the rules are described at the top
+ * of findings.c. */
+#include "findings_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------- GradScaler */
+
+struct scaler_state {
+	int64_t pid;
+	uint64_t id;
+	double previous, first;
+	int halvings;
+	uint64_t inf_tensor;
+	bool reported;
+};
+
+static struct scaler_state *scaler_state(struct scaler_state *states,
+					 size_t *count, size_t cap, int64_t pid,
+					 uint64_t id)
+{
+	for (size_t i = 0; i < *count; i++)
+		if (states[i].pid == pid && states[i].id == id)
+			return &states[i];
+	if (*count == cap)
+		return NULL;
+	states[*count] = (struct scaler_state){ .pid = pid, .id = id,
+						.previous = NAN, .first = NAN };
+	return &states[(*count)++];
+}
+
+void finding_rule_scaler(struct context *cx)
+{
+	const struct trace *t = cx->t;
+	struct scaler_state states[32];
+	size_t nstates = 0;
+	char site[160], tensor[192];
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_SCALER || !e->scaler.what)
+			continue;
+		const struct trace_scaler *s = &e->scaler;
+		struct scaler_state *st = scaler_state(states, &nstates, 32,
+						       e->pid, s->scaler_id);
+		if (!st)
+			continue;
+		if (s->inf_tensor)
+			st->inf_tensor = s->inf_tensor;
+		if (!strcmp(s->what, "step") && s->step_skipped) {
+			finding_text(site, sizeof site, "%llu/%llu",
+				     (unsigned long long)s->scaler_id,
+				     (unsigned long long)s->optimizer_id);
+			struct trace_finding *f = finding_of(
+				cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
+			if (f) {
+				f->tensor = st->inf_tensor;
+				finding_text(f->message, sizeof f->message,
+					     "GradScaler %llu skipped the step of "
+					     "optimizer %llu: %s%s held inf/NaN after "
+					     "unscaling (scale %g), so optimizer.step() "
+					     "was not called and the scale was lowered",
+					     (unsigned long long)s->scaler_id,
+					     (unsigned long long)s->optimizer_id,
+					     st->inf_tensor ? "gradient " : "a gradient",
+					     st->inf_tensor ? finding_tensor_label(cx, e->pid,
+					     st->inf_tensor,
+					     tensor,
+					     sizeof tensor)
+					     : "",
+					     s->scale);
+			}
+		}
+		if (strcmp(s->what, "update") || isnan(s->scale))
+			continue;
+		if (isnan(st->first))
+			st->first = s->scale;
+		st->halvings = !isnan(st->previous) && s->scale < st->previous
+				       ? st->halvings + 1 : 0;
+		st->previous = s->scale;
+		if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
+				     st->halvings < SCALER_COLLAPSE_HALVINGS))
+			continue;
+		st->reported = true;
+		finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
+		struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
+						     e->pid, i);
+		if (!f)
+			continue;
+		f->tensor = st->inf_tensor;
+		finding_text(f->message, sizeof f->message,
+			     "GradScaler %llu's scale fell to %g (from %g) after %d "
+			     "consecutive reductions (collapse: below %g or %d in a "
+			     "row): the gradients hold inf/NaN at every step%s%s%s, so "
+			     "no optimizer step is taken and training has stopped",
+			     (unsigned long long)s->scaler_id, s->scale, st->first,
+			     st->halvings, SCALER_COLLAPSE_SCALE,
+			     SCALER_COLLAPSE_HALVINGS,
+			     st->inf_tensor ? " (last seen in gradient " : "",
+			     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
+			     tensor, sizeof tensor)
+			     : "",
+			     st->inf_tensor ? ")" : "");
+	}
+}
+
+/* ------------------------------------------------------ cache growth */
+
+static bool is_optimizer_write(const struct trace_event *e)
+{
+	if (e->kind != TRACE_OP || finding_op_is_backward(&e->op) || !e->op.noutputs)
+		return false;
+	size_t n = strcspn(e->op.op, ".");
+	return n > 1 && e->op.op[n - 1] == '_' && e->op.op[0] != '_' &&
+	       e->op.outputs[0].leaf && e->op.outputs[0].requires_grad;
+}
+
+struct step_end {
+	double entries, bytes;
+	bool cleared;
+	size_t event;
+};
+
+static void cache_growth_of(struct context *cx, int64_t pid)
+{
+	const struct trace *t = cx->t;
+	bool updates = false, writes = false;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->pid != pid)
+			continue;
+		updates |= e->kind == TRACE_SCALER && e->scaler.what &&
+			   !strcmp(e->scaler.what, "update");
+		writes |= is_optimizer_write(e);
+	}
+	struct step_end *ends = NULL;
+	size_t nends = 0, cap = 0;
+	struct step_end now = { 0 };
+	bool in_write = false, counted = false;
+	for (size_t i = 0; i <= t->nevents; i++) {
+		const struct trace_event *e = i < t->nevents ? &t->events[i] : NULL;
+		if (e && e->pid != pid)
+			continue;
+		bool boundary_before = false, boundary_after = false;
+		if (!e) {
+			boundary_before = counted;
+		} else if (updates) {
+			boundary_after = e->kind == TRACE_SCALER && e->scaler.what &&
+					 !strcmp(e->scaler.what, "update");
+		} else if (writes) {
+			if (e->kind == TRACE_OP) {
+				bool w = is_optimizer_write(e);
+				boundary_before = in_write && !w;
+				in_write = w;
+			}
+		} else {
+			boundary_before = e->kind == TRACE_SCOPE_BEGIN &&
+					  e->scope.depth == 1 && counted;
+		}
+		for (int pass = 0; pass < 2; pass++) {
+			if (pass == 1 && e) {
+				if (e->kind == TRACE_COUNTER && e->cat &&
+				    !strcmp(e->cat, "amp.cache")) {
+					for (int s = 0; s < e->counter.nseries; s++) {
+						if (!strcmp(e->counter.series[s], "entries"))
+							now.entries = e->counter.value[s];
+						else if (!strcmp(e->counter.series[s], "bytes"))
+							now.bytes = e->counter.value[s];
+					}
+					now.event = i;
+				}
+				if (e->kind == TRACE_CACHE_CLEAR)
+					now.cleared = true;
+				counted = true;
+			}
+			bool boundary = pass == 0 ? boundary_before : boundary_after;
+			if (!boundary)
+				continue;
+			if (nends == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct step_end *grown = realloc(ends, cap * sizeof *grown);
+				if (!grown) {
+					cx->failed = true;
+					free(ends);
+					return;
+				}
+				ends = grown;
+			}
+			ends[nends++] = now;
+			now.cleared = false;
+		}
+	}
+	size_t run = 0, best = 0, best_end = 0;
+	for (size_t k = 1; k < nends; k++) {
+		run = ends[k].entries > ends[k - 1].entries && !ends[k].cleared
+			      ? run + 1 : 0;
+		if (run > best) {
+			best = run;
+			best_end = k;
+		}
+	}
+	if (best >= CACHE_GROWTH_STEPS) {
+		const struct step_end *from = &ends[best_end - best];
+		const struct step_end *to = &ends[best_end];
+		struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
+						     to->event);
+		if (f)
+			finding_text(f->message, sizeof f->message,
+				     "the autocast cache grew in %zu consecutive steps "
+				     "without being cleared: %.0f entries (%.0f bytes) "
+				     "after step %zu, %.0f entries (%.0f bytes) after "
+				     "step %zu (steps: %s); cached casts are freed only "
+				     "when the outermost autocast region exits, so a "
+				     "region around the whole loop keeps every one",
+				     best, from->entries, from->bytes, best_end - best + 1,
+				     to->entries, to->bytes, best_end + 1,
+				     updates ? "GradScaler updates"
+				     : writes ? "optimizer updates"
+				     : "outermost autocast regions");
+	}
+	free(ends);
+}
+
+void finding_rule_cache_growth(struct context *cx)
+{
+	int64_t pids[64];
+	size_t npids = 0;
+
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		int64_t pid = cx->t->events[i].pid;
+		size_t k = 0;
+		while (k < npids && pids[k] != pid)
+			k++;
+		if (k == npids && npids < 64)
+			pids[npids++] = pid;
+	}
+	for (size_t k = 0; k < npids; k++)
+		cache_growth_of(cx, pids[k]);
+}

@@ -1,0 +1,90 @@
+/* The (pid, id) hash map (id_map.h). */
+#include "id_map.h"
+
+#include <stdlib.h>
+
+static size_t id_hash(int64_t pid, uint64_t id)
+{
+	uint64_t h = ((uint64_t)pid * 0x9E3779B97F4A7C15ull) ^ id;
+
+	h ^= h >> 31;
+	h *= 0xBF58476D1CE4E5B9ull;
+	return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot of (pid, id), or the empty slot where it would go (cap > 0). */
+static struct id_map_slot *slot_of(const struct id_map *m, int64_t pid,
+				   uint64_t id)
+{
+	size_t j = id_hash(pid, id) & (m->cap - 1);
+
+	while (m->slots[j].used &&
+	       !(m->slots[j].pid == pid && m->slots[j].id == id))
+		j = (j + 1) & (m->cap - 1);
+	return &m->slots[j];
+}
+
+static bool grow(struct id_map *m)
+{
+	struct id_map grown = { .cap = m->cap ? m->cap * 2 : 256 };
+
+	grown.slots = calloc(grown.cap, sizeof *grown.slots);
+	if (!grown.slots) {
+		m->failed = true;
+		return false;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i].used)
+			*slot_of(&grown, m->slots[i].pid, m->slots[i].id) =
+				m->slots[i];
+	grown.count = m->count;
+	free(m->slots);
+	*m = grown;
+	return true;
+}
+
+size_t *id_map_find(struct id_map *m, int64_t pid, uint64_t id, bool insert)
+{
+	if (insert && (m->count + 1) * 2 > m->cap && !grow(m))
+		return NULL;
+	if (!m->cap)
+		return NULL;
+	struct id_map_slot *slot = slot_of(m, pid, id);
+	if (!slot->used) {
+		if (!insert)
+			return NULL;
+		*slot = (struct id_map_slot){ .pid = pid, .id = id, .used = true };
+		m->count++;
+	}
+	return &slot->value;
+}
+
+bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
+{
+	size_t *slot = id_map_find(m, pid, id, true);
+
+	if (slot)
+		*slot = value;
+	return slot != NULL;
+}
+
+const size_t *id_map_at(const struct id_map *m, int64_t pid, uint64_t id)
+{
+	if (!m->cap)
+		return NULL;
+	const struct id_map_slot *slot = slot_of(m, pid, id);
+	return slot->used ? &slot->value : NULL;
+}
+
+size_t id_map_get(const struct id_map *m, int64_t pid, uint64_t id)
+{
+	const size_t *value = id_map_at(m, pid, id);
+
+	return value ? *value : SIZE_MAX;
+}
+
+void id_map_free(struct id_map *m)
+{
+	free(m->slots);
+	*m = (struct id_map){ 0 };
+}

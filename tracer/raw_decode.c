@@ -1,0 +1,177 @@
+/* The raw record decoder (raw_decode.h): each kind's fields come from
+ * raw_schema.h, the tables the encoder (raw_encode.h) is generated from. */
+#include "raw_decode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cursor {
+	const uint8_t *p, *end;
+	bool bad;
+	struct raw_decoded *d;
+};
+
+static bool need(struct cursor *c, size_t n)
+{
+	if (c->bad || (size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return false;
+	}
+	return true;
+}
+
+/* Copies the next n bytes to dst; zeros when the payload is too short. */
+static void take(struct cursor *c, void *dst, size_t n)
+{
+	if (need(c, n)) {
+		memcpy(dst, c->p, n);
+		c->p += n;
+	} else {
+		memset(dst, 0, n);
+	}
+}
+
+/* get_u64, get_i32, get_u8, get_f64: the next value, 0 past the end. */
+#define GETTER(name, type, result)                                          \
+	static result name(struct cursor *c)                                \
+	{                                                                   \
+		type v;                                                     \
+		take(c, &v, sizeof v);                                      \
+		return v;                                                   \
+	}
+GETTER(get_u64, uint64_t, uint64_t)
+GETTER(get_i32, int32_t, int32_t)
+GETTER(get_u8, uint8_t, unsigned)
+GETTER(get_f64, double, double)
+#undef GETTER
+
+/* A copy, NUL-terminated, in d->strings: raw_decode made it as large as
+ * the record, which holds every string and a length word for each. */
+static const char *get_str(struct cursor *c)
+{
+	uint16_t len;
+
+	if (!need(c, 2))
+		return NULL;
+	memcpy(&len, c->p, 2);
+	c->p += 2;
+	if (len == RAW_NULL_STRING || !need(c, len))
+		return NULL;
+	char *s = c->d->strings + c->d->strings_len;
+	memcpy(s, c->p, len);
+	s[len] = '\0';
+	c->d->strings_len += (size_t)len + 1;
+	c->p += len;
+	return s;
+}
+
+static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
+{
+	*t = (struct amp_tensor_info){ .id = get_u64(c) };
+	t->dtype = get_u8(c);
+	t->device = get_u8(c);
+	t->ndim = (int)get_u8(c);
+	unsigned flags = get_u8(c);
+	t->is_leaf = flags & RAW_TENSOR_LEAF;
+	t->requires_grad = flags & RAW_TENSOR_REQUIRES_GRAD;
+	t->is_view = flags & RAW_TENSOR_VIEW;
+	if (t->ndim > AMP_MAX_DIMS) {
+		c->bad = true;
+		t->ndim = 0;
+	}
+	take(c, t->shape, (size_t)t->ndim * sizeof *t->shape);
+	t->name = get_str(c);
+}
+
+static const struct amp_tensor_info *get_tensors(struct cursor *c, int *count)
+{
+	struct raw_decoded *d = c->d;
+	struct amp_tensor_info *list = &d->tensors[d->ntensors];
+
+	*count = (int)get_u8(c);
+	for (int i = 0; i < *count && !c->bad; i++)
+		get_tensor(c, &list[i]);
+	d->ntensors += (size_t)*count;
+	return list;
+}
+
+#define DEC_U64(f, x) m->f = get_u64(c);
+#define DEC_I32(f, x) m->f = get_i32(c);
+#define DEC_U8(f, x) m->f = get_u8(c);
+#define DEC_F64(f, x) m->f = get_f64(c);
+#define DEC_STR(f, x) m->f = get_str(c);
+#define DEC_STR_IF(f, x) m->f = get_str(c);
+#define DEC_U64_IF(f, x) if (m->x) m->f = get_u64(c);
+#define DEC_PAD(f, x) get_u8(c);
+#define DEC_AUTOCAST(f, x) get_autocast(c, &m->f);
+#define DEC_TENSOR(f, x) get_tensor(c, &m->f);
+#define DEC_TENSORS(f, x) m->f = get_tensors(c, &m->x);
+#define DEC_FIELD(type, f, x) DEC_##type(f, x)
+
+static void get_autocast(struct cursor *c, struct amp_autocast_info *m)
+{
+	RAW_AUTOCAST_FIELDS(DEC_FIELD)
+}
+
+#define DECODER(name, number, model, fields)                                \
+	static void decode_##name(struct cursor *c, model *m)               \
+	{                                                                   \
+		fields(DEC_FIELD)                                           \
+	}
+RAW_EVENT_KINDS(DECODER)
+RAW_GPU_KINDS(DECODER)
+#undef DECODER
+
+bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
+{
+	size_t size = atomic_load_explicit(&r->size, memory_order_acquire);
+	struct cursor c = { (const uint8_t *)(r + 1), (const uint8_t *)r + size,
+			    false, d };
+
+	if (size < sizeof *r)
+		return false;
+	if (d->strings_cap < size) {
+		char *grown = realloc(d->strings, size);
+		if (!grown)
+			return false;
+		d->strings = grown;
+		d->strings_cap = size;
+	}
+	d->strings_len = 0;
+	d->ntensors = 0;
+	d->kind = r->kind;
+	d->time_ns = r->time_ns;
+	switch (r->kind) {
+#define DECODE_EVENT(name, number, model, fields)                           \
+	case number:                                                        \
+		d->event = (struct amp_event){ .kind = number,              \
+					       .time_ns = r->time_ns };     \
+		decode_##name(&c, &d->event);                               \
+		break;
+		RAW_EVENT_KINDS(DECODE_EVENT)
+#undef DECODE_EVENT
+	case RAW_KIND_GPU_ACTIVITY:
+		d->gpu_activity =
+			(struct amp_gpu_activity){ .start_ns = r->time_ns };
+		decode_gpu_activity(&c, &d->gpu_activity);
+		break;
+	case RAW_KIND_GPU_STATUS:
+		d->gpu_status = (struct raw_gpu_status){ 0 };
+		decode_gpu_status(&c, &d->gpu_status);
+		break;
+	case RAW_KIND_GPU_STATS:
+		d->gpu_stats = (struct raw_gpu_stats){ 0 };
+		decode_gpu_stats(&c, &d->gpu_stats);
+		break;
+	default:
+		return false;
+	}
+	return !c.bad;
+}
+
+void raw_decoded_free(struct raw_decoded *d)
+{
+	free(d->strings);
+	d->strings = NULL;
+	d->strings_cap = d->strings_len = 0;
+}

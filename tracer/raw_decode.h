@@ -1,0 +1,36 @@
+/* The raw record decoder, generated from raw_schema.h (the encoder's
+ * tables): a record becomes its kind's model struct, the one the
+ * producer encoded from, with strings NUL-terminated and tensors in
+ * storage the decoder owns. */
+#ifndef AMPTRACE_RAW_DECODE_H
+#define AMPTRACE_RAW_DECODE_H
+
+#include "raw_schema.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One decoded record; the pointers inside stay valid until the next
+ * raw_decode on the same struct or raw_decoded_free. */
+struct raw_decoded {
+	uint16_t kind;    /* enum amp_event_kind or enum raw_kind */
+	uint64_t time_ns; /* the record's time */
+	union {
+		struct amp_event event; /* libamp's kinds (thread is 0) */
+		struct amp_gpu_activity gpu_activity;
+		struct raw_gpu_status gpu_status;
+		struct raw_gpu_stats gpu_stats;
+	};
+	/* storage: every string of the record, and its tensors */
+	char *strings;
+	size_t strings_cap, strings_len;
+	struct amp_tensor_info tensors[2 * RAW_MAX_TENSORS];
+	size_t ntensors;
+};
+
+/* Decodes r (its size already checked against the mapping).  false when
+ * the kind is unknown or the payload does not hold its fields. */
+bool raw_decode(const struct raw_record *r, struct raw_decoded *d);
+void raw_decoded_free(struct raw_decoded *d);
+
+#endif /* AMPTRACE_RAW_DECODE_H */

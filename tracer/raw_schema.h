@@ -1,0 +1,136 @@
+/* The raw stream's record layouts (raw.h), each described once.  The
+ * encoder (raw_encode.h, in the traced program) and the decoder
+ * (raw_decode.c, in `amptrace run`) are both generated from these tables,
+ * so they cannot disagree on a field's order or width.
+ *
+ * A kind's table lists its payload fields in order as
+ * X(TYPE, field, extra), `field` being a member of the kind's model
+ * struct (struct amp_event for libamp's kinds):
+ *   U64 I32 U8 F64   the member as that many bytes (U8: enums, bools)
+ *   STR              u16 length + bytes; RAW_NULL_STRING = NULL
+ *   STR_IF           STR, written as NULL unless member `extra` is set
+ *   U64_IF           U64, present only when member `extra` (decoded
+ *                    earlier in the record) is set
+ *   PAD              one zero byte (no member)
+ *   AUTOCAST         struct amp_autocast_info (RAW_AUTOCAST_FIELDS)
+ *   TENSOR           struct amp_tensor_info: u64 id, u8 dtype, u8 device,
+ *                    u8 ndim, u8 RAW_TENSOR_* flags, ndim i64 dims, STR name
+ *   TENSORS          u8 count (member `extra`, at most RAW_MAX_TENSORS),
+ *                    then that many TENSORs from the array `field` */
+#ifndef AMPTRACE_RAW_SCHEMA_H
+#define AMPTRACE_RAW_SCHEMA_H
+
+#include "amp.h"
+#include "raw.h"
+
+#include <stdint.h>
+
+/* Tensor flag bits (TENSOR's fourth byte). */
+#define RAW_TENSOR_LEAF 1u
+#define RAW_TENSOR_REQUIRES_GRAD 2u
+#define RAW_TENSOR_VIEW 4u
+
+/* A TENSORS count is one byte. */
+#define RAW_MAX_TENSORS 255
+
+/* RAW_KIND_GPU_STATUS's model: whether kernel timing started. */
+struct raw_gpu_status {
+	int32_t result; /* 0 = started */
+	const char *reason;
+};
+
+/* RAW_KIND_GPU_STATS's model: the profiler's counts at its stop. */
+struct raw_gpu_stats {
+	struct amp_gpu_profiler_stats stats;
+	uint64_t lost; /* activities the producer found no room for */
+};
+
+#define RAW_AUTOCAST_FIELDS(X)                                              \
+	X(U8, enabled, ) X(U8, device, ) X(U8, dtype, )                     \
+	X(U8, cache_enabled, ) X(I32, depth, ) X(STR, scope, )
+
+#define RAW_OP_BEGIN_FIELDS(X)                                              \
+	X(U64, op.op_id, ) X(U64, op.parent_op_id, )                        \
+	X(U64, op.forward_op_id, ) X(U8, op.phase, ) X(U8, op.device, )     \
+	X(U8, op.emulated, ) X(PAD, , ) X(AUTOCAST, op.autocast, )          \
+	X(STR, op.op, ) X(STR, op.overload, )
+
+#define RAW_OP_END_FIELDS(X)                                                \
+	X(U64, op.op_id, ) X(U64, op.parent_op_id, )                        \
+	X(U64, op.forward_op_id, ) X(U64, op.begin_ns, )                    \
+	X(I32, op.status, ) X(U8, op.phase, ) X(U8, op.policy, )            \
+	X(U8, op.device, ) X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )  \
+	X(STR, op.op, ) X(STR, op.overload, )                               \
+	X(TENSORS, op.inputs, op.ninputs)                                   \
+	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status)
+
+#define RAW_CAST_FIELDS(X)                                                  \
+	X(U64, cast.op_id, ) X(I32, cast.arg, ) X(U8, cast.from, )          \
+	X(U8, cast.to, ) X(U8, cast.cache, ) X(U8, cast.stale, )            \
+	X(U8, cast.cache_counted, ) X(U64, cast.bytes, )                    \
+	X(U64, cast.begin_ns, )                                             \
+	X(U64_IF, cast.cache_entries, cast.cache_counted)                   \
+	X(U64_IF, cast.cache_bytes, cast.cache_counted)                     \
+	X(TENSOR, cast.source, ) X(TENSOR, cast.result, )                   \
+	X(STR, cast.reason, )
+
+#define RAW_SCOPE_FIELDS(X)                                                 \
+	X(I32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \
+	X(U8, scope.enabled, ) X(U8, scope.cache_enabled, )                 \
+	X(STR, scope.scope, )
+
+#define RAW_CACHE_CLEAR_FIELDS(X)                                           \
+	X(U64, cache.entries, ) X(U64, cache.bytes, )
+
+#define RAW_SCALER_FIELDS(X)                                                \
+	X(U64, scaler.scaler_id, ) X(U64, scaler.optimizer_id, )            \
+	X(U64, scaler.inf_tensor_id, ) X(F64, scaler.scale, )               \
+	X(U8, scaler.found_inf, ) X(U8, scaler.step_skipped, )              \
+	X(STR, scaler.what, )
+
+#define RAW_DIAG_FIELDS(X)                                                  \
+	X(U64, diag.op_id, ) X(U64, diag.tensor_id, ) X(STR, diag.kind, )   \
+	X(STR, diag.message, )
+
+/* The record's time is start_ns. */
+#define RAW_GPU_ACTIVITY_FIELDS(X)                                          \
+	X(U64, end_ns, ) X(U64, op_id, ) X(U64, cast_id, ) X(U64, bytes, )  \
+	X(I32, device, ) X(I32, stream, ) X(I32, correlation_id, )          \
+	X(I32, grid[0], ) X(I32, grid[1], ) X(I32, grid[2], )               \
+	X(I32, block[0], ) X(I32, block[1], ) X(I32, block[2], )            \
+	X(I32, registers, ) X(I32, shared_memory, ) X(U8, kind, )           \
+	X(U8, copy_kind, ) X(PAD, , ) X(PAD, , ) X(STR, name, )
+
+#define RAW_GPU_STATUS_FIELDS(X) X(I32, result, ) X(STR, reason, )
+
+#define RAW_GPU_STATS_FIELDS(X)                                             \
+	X(U64, stats.kernels, ) X(U64, stats.memcpys, )                     \
+	X(U64, stats.unlinked, ) X(U64, stats.untimed, )                    \
+	X(U64, stats.dropped, ) X(U64, stats.buffers, ) X(U64, lost, )
+
+/* Every kind: X(name, kind number, model struct, field table).  The
+ * struct amp_event kinds come first (RAW_EVENT_KINDS): producer_emit
+ * takes any of them. */
+#define RAW_EVENT_KINDS(X)                                                  \
+	X(op_begin, AMP_EVENT_OP_BEGIN, struct amp_event,                   \
+	  RAW_OP_BEGIN_FIELDS)                                              \
+	X(op_end, AMP_EVENT_OP_END, struct amp_event, RAW_OP_END_FIELDS)    \
+	X(cast, AMP_EVENT_CAST, struct amp_event, RAW_CAST_FIELDS)          \
+	X(scope_enter, AMP_EVENT_SCOPE_ENTER, struct amp_event,             \
+	  RAW_SCOPE_FIELDS)                                                 \
+	X(scope_exit, AMP_EVENT_SCOPE_EXIT, struct amp_event,               \
+	  RAW_SCOPE_FIELDS)                                                 \
+	X(cache_clear, AMP_EVENT_CACHE_CLEAR, struct amp_event,             \
+	  RAW_CACHE_CLEAR_FIELDS)                                           \
+	X(scaler, AMP_EVENT_SCALER, struct amp_event, RAW_SCALER_FIELDS)    \
+	X(diag, AMP_EVENT_DIAG, struct amp_event, RAW_DIAG_FIELDS)
+
+#define RAW_GPU_KINDS(X)                                                    \
+	X(gpu_activity, RAW_KIND_GPU_ACTIVITY, struct amp_gpu_activity,     \
+	  RAW_GPU_ACTIVITY_FIELDS)                                          \
+	X(gpu_status, RAW_KIND_GPU_STATUS, struct raw_gpu_status,           \
+	  RAW_GPU_STATUS_FIELDS)                                            \
+	X(gpu_stats, RAW_KIND_GPU_STATS, struct raw_gpu_stats,              \
+	  RAW_GPU_STATS_FIELDS)
+
+#endif /* AMPTRACE_RAW_SCHEMA_H */

@@ -1,0 +1,27 @@
+/* A loaded trace's index, built in one pass and shared by the analysis,
+ * the findings, check and the viewer: ops by id, and for each tensor the
+ * event that produced it, the last that named it and how often it was
+ * used, per process (ids are unique within a process). */
+#ifndef AMPTRACE_TRACE_INDEX_H
+#define AMPTRACE_TRACE_INDEX_H
+
+#include "id_map.h"
+#include "trace.h"
+
+struct trace_index {
+	const struct trace *trace;
+	struct id_map ops;      /* (pid, op_id) -> amp.op event */
+	struct id_map producer; /* (pid, tensor) -> the op or cast (not a
+				   cache hit) event that made it */
+	struct id_map names;    /* (pid, tensor) -> last event naming it */
+	struct id_map uses;     /* (pid, tensor) -> uses as an op or cast input */
+};
+
+/* Returns 0, or -1 when out of memory (the index is then partial). */
+int trace_index_build(const struct trace *trace, struct trace_index *ix);
+void trace_index_free(struct trace_index *ix);
+/* The amp.op event of (pid, op_id), or NULL. */
+const struct trace_event *trace_index_op(const struct trace_index *ix,
+					 int64_t pid, uint64_t op_id);
+
+#endif /* AMPTRACE_TRACE_INDEX_H */
