@@ -1,0 +1,311 @@
+// The RecordFunction observer: the bridge's only C++ (C interface in
+// observer.h).  It describes what torch's dispatcher runs, in libamp's
+// terms, and leaves every decision to events.c.
+//
+// Why this shape:
+//   - A global RecordFunction callback sees every op on every thread with
+//     its inputs and outputs, including the casts autocast makes inside a
+//     wrapped op, TorchScript ops and backward nodes (reference:
+//     torch-bridge.md).  Python's dispatch modes see less and cost more.
+//   - It must be compiled with -DNDEBUG (RecordFunction::inputs() has an
+//     inline assert) and against the torch it runs in (C++ ABI).
+//   - Tensor ids: a TensorImpl's address is unique while we hold a weak
+//     reference to it (c10 frees the memory of an impl only when its weak
+//     count drops too), so the map below never mistakes a new tensor for a
+//     dead one; dead entries are swept when the map has doubled.
+#include "observer.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <c10/core/TensorImpl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace {
+
+struct tensor_entry {
+	c10::weak_intrusive_ptr<c10::TensorImpl> weak;
+	uint64_t id;
+	std::string name;
+};
+
+std::mutex ids_lock;
+std::unordered_map<const c10::TensorImpl *, tensor_entry> ids;
+size_t sweep_at = 4096;
+uint64_t next_id = 1;
+std::atomic<bool> enabled{false};
+
+// Drops the entries of dead tensors (called with ids_lock held).
+void sweep_dead(void)
+{
+	for (auto it = ids.begin(); it != ids.end();) {
+		if (it->second.weak.expired())
+			it = ids.erase(it);
+		else
+			++it;
+	}
+	sweep_at = ids.size() * 2 > 4096 ? ids.size() * 2 : 4096;
+}
+
+tensor_entry &entry_for(c10::TensorImpl *impl)
+{
+	auto it = ids.find(impl);
+	if (it != ids.end() && !it->second.weak.expired())
+		return it->second;
+	if (it != ids.end())
+		ids.erase(it);
+	if (ids.size() >= sweep_at)
+		sweep_dead();
+	auto strong = c10::intrusive_ptr<c10::TensorImpl>::
+		unsafe_reclaim_from_nonowning(impl);
+	tensor_entry e{ c10::weak_intrusive_ptr<c10::TensorImpl>(strong),
+			next_id++, std::string() };
+	return ids.emplace(impl, std::move(e)).first->second;
+}
+
+enum amp_dtype dtype_of(c10::ScalarType t)
+{
+	switch (t) {
+	case c10::ScalarType::Double: return AMP_DTYPE_F64;
+	case c10::ScalarType::Float: return AMP_DTYPE_F32;
+	case c10::ScalarType::Half: return AMP_DTYPE_F16;
+	case c10::ScalarType::BFloat16: return AMP_DTYPE_BF16;
+	case c10::ScalarType::Long: return AMP_DTYPE_I64;
+	case c10::ScalarType::Bool: return AMP_DTYPE_BOOL;
+	// libamp has no 8/16-bit integers nor complex: the nearest type
+	// autocast treats the same way (never cast).
+	case c10::ScalarType::ComplexDouble:
+	case c10::ScalarType::ComplexFloat: return AMP_DTYPE_F64;
+	default: return AMP_DTYPE_I32;
+	}
+}
+
+void describe(const at::Tensor &t, struct obs_args *a, bool optional)
+{
+	int i = a->ntensors;
+	if (i >= OBS_MAX_TENSORS)
+		return;
+	struct amp_tensor_info *info = &a->tensors[i];
+	a->optional[i] = optional;
+	a->ntensors = i + 1;
+	if (!t.defined()) {
+		*info = amp_tensor_info{};
+		info->id = 0;
+		a->versions[i] = 0;
+		return;
+	}
+	c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+	{
+		std::lock_guard<std::mutex> guard(ids_lock);
+		tensor_entry &e = entry_for(impl);
+		info->id = e.id;
+		// Set once and never changed, and the entry outlives the
+		// call (the tensor is alive): the pointer stays valid.
+		info->name = e.name.empty() ? nullptr : e.name.c_str();
+	}
+	info->dtype = dtype_of(t.scalar_type());
+	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
+	auto sizes = impl->sizes();
+	info->ndim = (int)sizes.size();
+	for (int d = 0; d < info->ndim && d < AMP_MAX_DIMS; d++)
+		info->shape[d] = sizes[d];
+	if (info->ndim > AMP_MAX_DIMS)
+		info->ndim = AMP_MAX_DIMS;
+	info->requires_grad = t.requires_grad();
+	info->is_leaf = t.is_leaf();
+	info->is_view = t.is_view();
+	a->versions[i] = (int64_t)t._version();
+}
+
+void describe_values(c10::ArrayRef<const c10::IValue> values,
+		     struct obs_args *a)
+{
+	a->ntensors = 0;
+	a->dtype_arg = AMP_DTYPE_NONE;
+	for (const c10::IValue &v : values) {
+		if (v.isTensor()) {
+			describe(v.toTensor(), a, false);
+		} else if (v.isTensorList()) {
+			for (const at::Tensor &t : v.toTensorList().vec())
+				describe(t, a, false);
+		} else if (v.isList()) {
+			for (const c10::IValue &e : v.toListRef())
+				if (e.isTensor())
+					describe(e.toTensor(), a, false);
+		}
+	}
+}
+
+// Per operator, described once: keyed by the name's address, which is
+// the schema's own string and so one per overload.
+thread_local std::unordered_map<const char *, struct obs_op *> op_cache;
+
+struct obs_op *op_for(const at::RecordFunction &fn)
+{
+	const char *name = fn.name();
+	auto it = op_cache.find(name);
+	if (it != op_cache.end())
+		return it->second;
+	struct obs_op *op = new obs_op{};
+	if (!strncmp(name, "aten::", 6)) {
+		op->aten = true;
+		snprintf(op->op, sizeof op->op, "%s", name + 6);
+		auto opname = fn.operator_name();
+		if (opname)
+			snprintf(op->overload, sizeof op->overload, "%s",
+				 opname->overload_name.c_str());
+	} else {
+		snprintf(op->op, sizeof op->op, "%s", name);
+		op->backward_node =
+			fn.scope() == at::RecordScope::BACKWARD_FUNCTION ||
+			!strncmp(name, "autograd::", 10);
+	}
+	op_cache.emplace(name, op);
+	return op;
+}
+
+// Marks the arguments of an operator that are optional<Tensor>: autocast
+// ignores them when it picks a promote type.
+void mark_optional(const at::RecordFunction &fn, struct obs_args *a)
+{
+	auto opname = fn.operator_name();
+	if (!opname)
+		return;
+	auto handle = c10::Dispatcher::singleton().findSchema(*opname);
+	if (!handle)
+		return;
+	const auto &args = handle->schema().arguments();
+	auto inputs = fn.inputs();
+	int tensor = 0;
+	for (size_t i = 0; i < inputs.size() && i < args.size(); i++) {
+		if (inputs[i].isTensor() || inputs[i].isNone()) {
+			bool optional = args[i].type()->kind() ==
+					c10::TypeKind::OptionalType;
+			if (inputs[i].isTensor()) {
+				if (tensor < a->ntensors)
+					a->optional[tensor] = optional;
+				tensor++;
+			}
+		} else if (inputs[i].isTensorList()) {
+			tensor += (int)inputs[i].toTensorList().size();
+		}
+	}
+}
+
+// Per thread, on the heap: the module's thread-locals must stay small
+// (the producer's initial-exec TLS puts them all in the static TLS block).
+thread_local struct obs_args *scratch_args;
+
+struct obs_args &scratch_for_thread(void)
+{
+	if (!scratch_args)
+		scratch_args = new obs_args{};
+	return *scratch_args;
+}
+
+struct frame_context : at::ObserverContext {
+	unsigned want;
+};
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
+{
+	if (!enabled.load(std::memory_order_relaxed))
+		return nullptr;
+	struct obs_op *op = op_for(fn);
+	bool any = at::autocast::is_cpu_enabled() || at::autocast::is_enabled();
+	unsigned want = events_begin(op, fn.scope() ==
+				 at::RecordScope::BACKWARD_FUNCTION,
+				 fn.seqNr(), any);
+	if (want & OBS_WANT_INPUTS) {
+		struct obs_args &scratch = scratch_for_thread();
+		describe_values(fn.inputs(), &scratch);
+		if (scratch.ntensors > 1)
+			mark_optional(fn, &scratch);
+		struct obs_autocast ac;
+		ac.enabled[AMP_DEVICE_CPU] = at::autocast::is_cpu_enabled();
+		ac.enabled[AMP_DEVICE_CUDA] = at::autocast::is_enabled();
+		ac.dtype[AMP_DEVICE_CPU] =
+			dtype_of(at::autocast::get_autocast_cpu_dtype());
+		ac.dtype[AMP_DEVICE_CUDA] =
+			dtype_of(at::autocast::get_autocast_gpu_dtype());
+		ac.cache_enabled = at::autocast::is_autocast_cache_enabled();
+		ac.grad_enabled = c10::GradMode::is_enabled();
+		events_begin_args(&scratch, &ac);
+	}
+	auto ctx = std::make_unique<frame_context>();
+	ctx->want = want;
+	return ctx;
+}
+
+void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
+{
+	// A call that began before recording was on has no context.
+	if (!ctx)
+		return;
+	auto *frame = static_cast<frame_context *>(ctx);
+	if (frame->want & OBS_WANT_OUTPUTS) {
+		struct obs_args &scratch = scratch_for_thread();
+		const std::vector<c10::IValue> &outputs = fn.outputs();
+		describe_values(c10::ArrayRef<const c10::IValue>(
+					outputs.data(), outputs.size()),
+				&scratch);
+		events_end(&scratch);
+	} else {
+		events_end(nullptr);
+	}
+}
+
+} // namespace
+
+extern "C" int observer_install(char *error, size_t size)
+{
+	static bool installed;
+
+	if (installed)
+		return 0;
+	try {
+		at::addGlobalCallback(
+			at::RecordFunctionCallback(on_start, on_end)
+				.needsInputs(true)
+				.needsOutputs(true)
+				.scopes({ at::RecordScope::FUNCTION,
+					  at::RecordScope::BACKWARD_FUNCTION }));
+	} catch (const std::exception &e) {
+		snprintf(error, size, "%s", e.what());
+		return -1;
+	}
+	installed = true;
+	return 0;
+}
+
+extern "C" void observer_enable(bool on)
+{
+	enabled.store(on);
+}
+
+extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)
+{
+	if (!impl)
+		return 0;
+	std::lock_guard<std::mutex> guard(ids_lock);
+	tensor_entry &e = entry_for(reinterpret_cast<c10::TensorImpl *>(impl));
+	if (e.name.empty())
+		e.name = name;
+	return e.id;
+}
+
+extern "C" uint64_t observer_tensor_id(uintptr_t impl)
+{
+	if (!impl)
+		return 0;
+	std::lock_guard<std::mutex> guard(ids_lock);
+	return entry_for(reinterpret_cast<c10::TensorImpl *>(impl)).id;
+}
