@@ -44,11 +44,11 @@ def _recording_failed(error):
                          "affected): %r\n" % (error,))
 
 
-def _location():
+def _location(torch_dir):
     """file:line of the code that opened the region (the `with` line or
     the decorated function's caller), outside torch's own files."""
     frame = sys._getframe(2)
-    while frame and (os.sep + "torch" + os.sep) in frame.f_code.co_filename:
+    while frame and frame.f_code.co_filename.startswith(torch_dir):
         frame = frame.f_back
     if frame is None:
         return None
@@ -60,6 +60,7 @@ def _wrap_autocast(torch, bridge):
     cls = torch.amp.autocast_mode.autocast
     enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
 
     @functools.wraps(enter)
     def __enter__(self):
@@ -68,7 +69,7 @@ def _wrap_autocast(torch, bridge):
             return result
         try:
             enabled, dtype = _state(torch, self.device)
-            self._amptrace_scope = _location()
+            self._amptrace_scope = _location(torch_dir)
             bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
                          self._amptrace_scope)

@@ -50,6 +50,7 @@ struct op_record {
 	struct amp_op_event event;
 	struct amp_plan plan;
 	bool autocast_wraps;   /* the plan applies: casts and an inner call */
+	bool grad_enabled;
 	bool inner_seen;
 	bool matched[OBS_MAX_TENSORS];
 	struct obs_args inputs;  /* as called */
@@ -70,6 +71,7 @@ struct cache_entry {
 	uint64_t source;
 	int64_t version;
 	size_t bytes;
+	bool no_grad;          /* made with grad mode off */
 };
 
 struct thread_state {
@@ -202,6 +204,7 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 				  r->inputs.dtype_arg, &r->plan);
 	r->autocast_wraps = ac->enabled[device] && row &&
 			    r->plan.status == AMP_OK;
+	r->grad_enabled = ac->grad_enabled;
 	r->event.policy = r->plan.policy;
 	r->event.device = device;
 	r->event.autocast = (struct amp_autocast_info){
@@ -237,7 +240,8 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 				s->cache_used++;
 			*c = (struct cache_entry){ result->id, source->id,
 						   r->inputs.versions[arg],
-						   e.cast.bytes };
+						   e.cast.bytes,
+						   !r->grad_enabled };
 			s->cache_bytes += e.cast.bytes;
 		}
 	}
@@ -257,11 +261,16 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 		    got->id == r->inputs.tensors[i].id)
 			continue;
 		const struct cache_entry *c = cache_find(s, got->id, false);
-		bool stale = c && c->source == r->inputs.tensors[i].id &&
-			     c->version != r->inputs.versions[i];
+		bool ours = c && c->source == r->inputs.tensors[i].id;
+		bool stale = ours && c->version != r->inputs.versions[i];
+		/* torch 1.13 caches a cast made under no_grad and hands it
+		 * out with grad on: the op's output then has no grad. */
+		bool gradless = ours && c->no_grad && r->grad_enabled;
 		emit_cast(s, r, i, got, AMP_CACHE_HIT,
 			  stale ? "cached cast of a tensor modified since (stale)"
-				: "cached cast reused",
+			  : gradless ? "cached cast made under no_grad reused "
+				       "with grad on: it does not require grad"
+				     : "cached cast reused",
 			  stale, amp_now_ns());
 		r->matched[i] = true;
 	}
@@ -430,9 +439,27 @@ void events_begin_args(const struct obs_args *inputs,
 	}
 }
 
+/* TorchScript applies a scripted function's autocast as explicit ops
+ * (no region, no cache): each tensor they change is a cast. */
+static void emit_script_casts(struct thread_state *s, struct op_record *r,
+			      const struct obs_args *outputs)
+{
+	int n = outputs->ntensors < r->inputs.ntensors ? outputs->ntensors
+						       : r->inputs.ntensors;
+	for (int i = 0; i < n; i++)
+		if (outputs->tensors[i].id &&
+		    outputs->tensors[i].id != r->inputs.tensors[i].id)
+			emit_cast(s, r, i, &outputs->tensors[i],
+				  AMP_CACHE_UNCACHEABLE,
+				  "cast by TorchScript's autocast (never cached)",
+				  false, r->begin_ns);
+}
+
 static void end_op(struct thread_state *s, struct op_record *r,
 		   const struct obs_args *outputs)
 {
+	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
+		emit_script_casts(s, r, outputs);
 	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
 	const struct obs_args *executed = r->inner_seen ? &r->inner : &r->inputs;
 
