@@ -389,7 +389,10 @@ unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		.forward_op_id = backward_link(s),
 	};
 	link_forward(s, seq_nr, op_id);
-	return push(s, ROLE_OP, s->nops++, OBS_WANT_INPUTS | OBS_WANT_OUTPUTS);
+	return push(s, ROLE_OP, s->nops++,
+		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
+								   : 0));
 }
 
 void events_begin_args(const struct obs_args *inputs,
@@ -455,18 +458,33 @@ static void emit_script_casts(struct thread_state *s, struct op_record *r,
 				  false, r->begin_ns);
 }
 
+/* The defined tensors of `args`, in order, into `out` (absent optional
+ * tensors are no tensor of the trace). */
+static int defined_tensors(const struct obs_args *args,
+			   struct amp_tensor_info *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < args->ntensors; i++)
+		if (args->tensors[i].id)
+			out[n++] = args->tensors[i];
+	return n;
+}
+
 static void end_op(struct thread_state *s, struct op_record *r,
 		   const struct obs_args *outputs)
 {
+	struct amp_tensor_info in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
+
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
 	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
 	const struct obs_args *executed = r->inner_seen ? &r->inner : &r->inputs;
 
-	e.op.ninputs = executed->ntensors;
-	e.op.inputs = executed->tensors;
-	e.op.noutputs = outputs ? outputs->ntensors : 0;
-	e.op.outputs = outputs ? outputs->tensors : NULL;
+	e.op.ninputs = defined_tensors(executed, in);
+	e.op.inputs = in;
+	e.op.noutputs = outputs ? defined_tensors(outputs, out) : 0;
+	e.op.outputs = out;
 	e.op.begin_ns = r->begin_ns;
 	if (r->plan.status != AMP_OK) {
 		e.op.status = r->plan.status;

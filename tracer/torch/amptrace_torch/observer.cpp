@@ -28,16 +28,23 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace {
 
 struct tensor_entry {
 	c10::weak_intrusive_ptr<c10::TensorImpl> weak;
 	uint64_t id;
-	std::string name;
+	const char *name; // interned: events may hold it while it changes
 };
 
 std::mutex ids_lock;
+std::unordered_set<std::string> interned_names;
+
+const char *intern(const char *name)
+{
+	return interned_names.emplace(name).first->c_str();
+}
 std::unordered_map<const c10::TensorImpl *, tensor_entry> ids;
 size_t sweep_at = 4096;
 uint64_t next_id = 1;
@@ -67,7 +74,7 @@ tensor_entry &entry_for(c10::TensorImpl *impl)
 	auto strong = c10::intrusive_ptr<c10::TensorImpl>::
 		unsafe_reclaim_from_nonowning(impl);
 	tensor_entry e{ c10::weak_intrusive_ptr<c10::TensorImpl>(strong),
-			next_id++, std::string() };
+			next_id++, nullptr };
 	return ids.emplace(impl, std::move(e)).first->second;
 }
 
@@ -88,7 +95,14 @@ enum amp_dtype dtype_of(c10::ScalarType t)
 	}
 }
 
-void describe(const at::Tensor &t, struct obs_args *a, bool optional)
+// An input the observer has never seen was made where no op is shown
+// (inside an op, or before recording began): it gets a name saying so,
+// so every input of the trace has a known origin (FORMAT.md).
+const char *const made_in_backward = "(saved inside a forward op)";
+const char *const made_elsewhere = "(made outside the recorded ops)";
+
+void describe(const at::Tensor &t, struct obs_args *a, bool optional,
+	      const char *fresh_name)
 {
 	int i = a->ntensors;
 	if (i >= OBS_MAX_TENSORS)
@@ -105,11 +119,12 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional)
 	c10::TensorImpl *impl = t.unsafeGetTensorImpl();
 	{
 		std::lock_guard<std::mutex> guard(ids_lock);
+		uint64_t first_new = next_id;
 		tensor_entry &e = entry_for(impl);
+		if (fresh_name && e.id >= first_new)
+			e.name = fresh_name;
 		info->id = e.id;
-		// Set once and never changed, and the entry outlives the
-		// call (the tensor is alive): the pointer stays valid.
-		info->name = e.name.empty() ? nullptr : e.name.c_str();
+		info->name = e.name;
 	}
 	info->dtype = dtype_of(t.scalar_type());
 	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
@@ -126,20 +141,20 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional)
 }
 
 void describe_values(c10::ArrayRef<const c10::IValue> values,
-		     struct obs_args *a)
+		     struct obs_args *a, const char *fresh_name)
 {
 	a->ntensors = 0;
 	a->dtype_arg = AMP_DTYPE_NONE;
 	for (const c10::IValue &v : values) {
 		if (v.isTensor()) {
-			describe(v.toTensor(), a, false);
+			describe(v.toTensor(), a, false, fresh_name);
 		} else if (v.isTensorList()) {
 			for (const at::Tensor &t : v.toTensorList().vec())
-				describe(t, a, false);
+				describe(t, a, false, fresh_name);
 		} else if (v.isList()) {
 			for (const c10::IValue &e : v.toListRef())
 				if (e.isTensor())
-					describe(e.toTensor(), a, false);
+					describe(e.toTensor(), a, false, fresh_name);
 		}
 	}
 }
@@ -226,7 +241,9 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 				 fn.seqNr(), any);
 	if (want & OBS_WANT_INPUTS) {
 		struct obs_args &scratch = scratch_for_thread();
-		describe_values(fn.inputs(), &scratch);
+		describe_values(fn.inputs(), &scratch,
+				(want & OBS_IN_BACKWARD) ? made_in_backward
+							 : made_elsewhere);
 		if (scratch.ntensors > 1)
 			mark_optional(fn, &scratch);
 		struct obs_autocast ac;
@@ -256,7 +273,7 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 		const std::vector<c10::IValue> &outputs = fn.outputs();
 		describe_values(c10::ArrayRef<const c10::IValue>(
 					outputs.data(), outputs.size()),
-				&scratch);
+				&scratch, nullptr);
 		events_end(&scratch);
 	} else {
 		events_end(nullptr);
@@ -297,8 +314,9 @@ extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)
 		return 0;
 	std::lock_guard<std::mutex> guard(ids_lock);
 	tensor_entry &e = entry_for(reinterpret_cast<c10::TensorImpl *>(impl));
-	if (e.name.empty())
-		e.name = name;
+	// A parameter seen before its module ran has a "(made ...)" label.
+	if (!e.name || e.name[0] == '(')
+		e.name = intern(name);
 	return e.id;
 }
 

@@ -57,6 +57,8 @@ enum obs_want {
 	OBS_WANT_NOTHING = 0,
 	OBS_WANT_INPUTS = 1,
 	OBS_WANT_OUTPUTS = 2,
+	/* the call runs inside an autograd node (backward) */
+	OBS_IN_BACKWARD = 4,
 };
 
 /* Start of a call.  `scope_backward`: an autograd node.  Returns a mask of

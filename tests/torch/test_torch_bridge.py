@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""The PyTorch bridge end to end: `amptrace run -- python3 PROG` on real
+torch programs (train_mlp.py and scenario_*.py here), each trace checked
+for what torch 1.13 really did.  TAP output; exit 77 (skip) when the
+bridge was not built or the interpreter has no torch.
+
+usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
+results = []
+
+
+def check(what, ok, detail=""):
+    results.append(ok)
+    print("%s - %s" % ("ok" if ok else "not ok", what))
+    if not ok and detail:
+        for line in str(detail).splitlines()[:20]:
+            print("# " + line)
+
+
+def run(script, *args, env=None, out="t"):
+    path = os.path.join(TMP, out + ".json")
+    cmd = [AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
+           os.path.join(HERE, script)] + list(args)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                       timeout=300)
+    return p, path
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def events(trace, cat):
+    return [e for e in trace["traceEvents"] if e.get("cat") == cat]
+
+
+def ops(trace, name=None):
+    return [e["args"] for e in events(trace, "amp.op")
+            if name is None or e["args"]["op"] == name]
+
+
+def casts(trace, op=None):
+    return [e["args"] for e in events(trace, "amp.cast")
+            if op is None or e["args"]["op"] == op]
+
+
+def findings(trace):
+    return [e["args"]["kind"] for e in events(trace, "amp.diag")]
+
+
+def valid(path):
+    p = subprocess.run([VALIDATE, path], capture_output=True, text=True)
+    return p.returncode == 0, p.stdout + p.stderr
+
+
+def skip_unless_bridge():
+    probe = subprocess.run([PYTHON, "-c", "import torch"],
+                           capture_output=True)
+    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
+                                        "sitecustomize.py"))
+    if probe.returncode != 0 or not built:
+        print("1..0 # SKIP no torch in %s or the bridge is not built"
+              % PYTHON)
+        sys.exit(77)
+
+
+def test_training_loop():
+    p, path = run("train_mlp.py")
+    check("train_mlp.py runs unchanged under amptrace run",
+          p.returncode == 0 and p.stdout.startswith("loss "), p.stderr)
+    t = load(path)
+    ok, why = valid(path)
+    check("the trace follows FORMAT.md (validate)", ok, why)
+    linear = ops(t, "linear")
+    check("6 linear ops, autocast lower_precision_fp, bf16 out",
+          len(linear) == 6 and all(
+              a["policy"] == "lower_precision_fp" and a["phase"] == "forward"
+              and a["outputs"][0]["dtype"] == "bf16" for a in linear),
+          linear[:1])
+    phases = {a["phase"] for a in ops(t)}
+    check("phases forward, backward and optimizer",
+          phases == {"forward", "backward", "optimizer"}, phases)
+    backward = [a for a in ops(t) if a["phase"] == "backward"]
+    check("backward ops link to their forward op",
+          any(a.get("forward_op_id") for a in backward), backward[:2])
+    check("the loss runs in f32 (fp32 policy)",
+          [a["policy"] for a in ops(t, "cross_entropy_loss")] == ["fp32"] * 3)
+    weight_casts = [c for c in casts(t, "linear") if c.get("name")]
+    names = {c["name"] for c in weight_casts}
+    check("weight casts carry parameter names",
+          names == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
+          names)
+    check("weight casts are misses, once per step",
+          [c["cache"] for c in weight_casts] == ["miss"] * 12,
+          [c["cache"] for c in weight_casts])
+    inputs = [c for c in casts(t, "linear") if c["arg"] == 0]
+    check("activation casts are uncacheable and say why", all(
+        c["cache"] == "uncacheable" and c["reason"] for c in inputs), inputs)
+    scopes = events(t, "amp.scope")
+    check("one region per step, depth 1, cpu bf16, cache on, located",
+          len([s for s in scopes if s["ph"] == "B"]) == 3 and all(
+              s["args"]["depth"] == 1 and s["args"]["dtype"] == "bf16" and
+              s["args"]["cache_enabled"] and
+              s["args"]["scope"] == "train_mlp.py:23"
+              for s in scopes if s["ph"] == "B"), scopes[:1])
+    clears = events(t, "amp.cache")
+    check("the cache is cleared at each region's exit",
+          sum(1 for c in clears if c["name"] != "autocast cache") >= 0 and
+          '"amp.cache"' in open(path).read())
+    meta = [e for e in t["traceEvents"] if e.get("name") == "process_name"]
+    check("the process says which torch and which policy table",
+          meta and meta[0]["args"].get("framework", "").startswith("torch ")
+          and "policy table" in meta[0]["args"]["framework"], meta)
+    s = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
+                       text=True)
+    check("amptrace summary reads it", s.returncode == 0 and
+          "linear" in s.stdout and "f32->bf16" in s.stdout, s.stdout[-800:])
+    rules = os.path.join(TMP, "rules.txt")
+    with open(rules, "w") as f:
+        f.write("op linear: output bf16, policy lower_precision_fp\n"
+                "op cross_entropy_loss: output f32\n"
+                "no finding stale-cache\n")
+    c = subprocess.run([AMPTRACE, "check", path, rules],
+                       capture_output=True, text=True)
+    check("amptrace check passes rules on it", c.returncode == 0,
+          c.stdout + c.stderr)
+    svg = os.path.join(TMP, "g.svg")
+    v = subprocess.run([AMPVIEW, path, "-o", svg], capture_output=True,
+                       text=True)
+    check("ampview renders it", v.returncode == 0 and
+          os.path.getsize(svg) > 1000 and "linear" in open(svg).read(),
+          v.stderr)
+
+
+def test_scenarios():
+    p, path = run("scenario_hit.py", out="hit")
+    t = load(path)
+    second = [c for c in casts(t) if c["op_id"] == max(
+        a["op_id"] for a in ops(t, "linear"))]
+    check("second use of a layer in one region: weight and bias hit",
+          sorted((c["arg"], c["cache"]) for c in second) ==
+          [(1, "hit"), (2, "hit")], second)
+
+    p, path = run("scenario_stale.py", out="stale")
+    t = load(path)
+    stale = [c for c in casts(t) if c.get("stale")]
+    check("in-place weight update: the next hit is stale",
+          [(c["name"], c["cache"]) for c in stale] == [("weight", "hit")],
+          casts(t))
+    check("... and the stale-cache finding fires",
+          "stale-cache" in findings(t), findings(t))
+
+    p, path = run("scenario_no_grad.py", out="nograd")
+    t = load(path)
+    hits = [c for c in casts(t) if c["cache"] == "hit"]
+    check("a cast made under no_grad is reused after it (1.13)",
+          p.stdout.strip() == "requires_grad False" and len(hits) == 2 and
+          all("no_grad" in c["reason"] for c in hits), hits)
+
+    p, path = run("scenario_cache_off.py", out="nocache")
+    t = load(path)
+    weights = [c["cache"] for c in casts(t) if c.get("name")]
+    check("cache_enabled=False: weight casts are 'disabled', every use",
+          weights == ["disabled"] * 4, weights)
+    check("... and the cache-disabled finding fires",
+          "cache-disabled" in findings(t), findings(t))
+
+    p, path = run("scenario_nested.py", out="nested")
+    t = load(path)
+    linear = ops(t, "linear")
+    check("nested enabled=False: bf16, f32 (depth 2, autocast off), bf16",
+          [(a["outputs"][0]["dtype"], a["autocast"]["enabled"],
+            a["autocast"]["depth"]) for a in linear] ==
+          [("bf16", True, 1), ("f32", False, 2), ("bf16", True, 1)], linear)
+
+    p, path = run("scenario_thread.py", out="thread")
+    t = load(path)
+    check("a worker thread without autocast: autocast-off-in-thread",
+          "autocast-off-in-thread" in findings(t), findings(t))
+    names = [e["args"]["name"] for e in t["traceEvents"]
+             if e.get("name") == "thread_name"]
+    check("... and the worker thread carries its Python name",
+          any(n.startswith("worker") for n in names), names)
+
+    p, path = run("scenario_jit.py", out="jit")
+    t = load(path)
+    script = casts(t, "_autocast_to_reduced_precision")
+    check("a scripted function's autocast: its casts are recorded",
+          p.returncode == 0 and len(script) >= 2 and all(
+              c["from"] == "f32" and c["to"] == "bf16" for c in script),
+          script)
+    check("... and its mm runs in bf16",
+          all(a["outputs"][0]["dtype"] == "bf16" for a in ops(t, "mm")))
+
+    p, path = run("scenario_mp.py", out="mp")
+    t = load(path)
+    procs = t["amptraceEnd"]["processes"]
+    check("multiprocessing fork and spawn children: one process each",
+          p.returncode == 0 and len(procs) == 3 and
+          all(q["status"] == "exited" and q["ops"] > 0 for q in procs),
+          procs)
+    ok, why = valid(path)
+    check("... and the trace is valid", ok, why)
+
+    p, path = run("scenario_abort.py", out="abort")
+    t = load(path)
+    check("os.abort() mid-run: the trace loads, with the events so far",
+          p.returncode == 134 and len(ops(t, "linear")) == 1 and
+          t["amptraceEnd"]["exit"].get("signal_name") == "SIGABRT",
+          t.get("amptraceEnd"))
+
+    p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
+    plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),
+                            "a", "b"], capture_output=True, text=True)
+    check("a program that never imports torch runs unchanged",
+          (p.returncode, p.stdout) == (plain.returncode, plain.stdout) ==
+          (3, "hello ['a', 'b']\n"), (p.returncode, p.stdout, p.stderr))
+
+
+def test_injection_messages():
+    for flag in ("-E", "-I", "-S"):
+        path = os.path.join(TMP, "flag.json")
+        p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
+                            flag, "-c", "print(1)"], capture_output=True,
+                           text=True)
+        check("python %s: said clearly, the program still runs" % flag,
+              p.returncode == 0 and p.stdout == "1\n" and
+              "python %s" % flag in p.stderr and
+              "cannot be injected" in p.stderr, p.stderr)
+
+
+skip_unless_bridge()
+test_training_loop()
+test_scenarios()
+test_injection_messages()
+print("1..%d" % len(results))
+sys.exit(0 if all(results) else 1)
