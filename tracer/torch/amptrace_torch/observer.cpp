@@ -141,13 +141,16 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 }
 
 void describe_values(c10::ArrayRef<const c10::IValue> values,
-		     struct obs_args *a, const char *fresh_name)
+		     struct obs_args *a, const char *fresh_name,
+		     uint64_t optional_args)
 {
 	a->ntensors = 0;
 	a->dtype_arg = AMP_DTYPE_NONE;
-	for (const c10::IValue &v : values) {
+	for (size_t i = 0; i < values.size(); i++) {
+		const c10::IValue &v = values[i];
 		if (v.isTensor()) {
-			describe(v.toTensor(), a, false, fresh_name);
+			describe(v.toTensor(), a,
+				 i < 64 && (optional_args >> i & 1), fresh_name);
 		} else if (v.isTensorList()) {
 			for (const at::Tensor &t : v.toTensorList().vec())
 				describe(t, a, false, fresh_name);
@@ -157,6 +160,26 @@ void describe_values(c10::ArrayRef<const c10::IValue> values,
 					describe(e.toTensor(), a, false, fresh_name);
 		}
 	}
+}
+
+// Bit i: schema argument i is an optional<Tensor>.
+uint64_t optional_tensor_args(const c10::OperatorName &name)
+{
+	auto handle = c10::Dispatcher::singleton().findSchema(name);
+	uint64_t mask = 0;
+
+	if (!handle)
+		return 0;
+	const auto &args = handle->schema().arguments();
+	for (size_t i = 0; i < args.size() && i < 64; i++) {
+		const auto &type = args[i].type();
+		if (type->kind() == c10::TypeKind::OptionalType &&
+		    type->containedTypes().size() == 1 &&
+		    type->containedTypes()[0]->kind() ==
+			    c10::TypeKind::TensorType)
+			mask |= uint64_t(1) << i;
+	}
+	return mask;
 }
 
 // Per operator, described once: keyed by the name's address, which is
@@ -174,9 +197,11 @@ struct obs_op *op_for(const at::RecordFunction &fn)
 		op->aten = true;
 		snprintf(op->op, sizeof op->op, "%s", name + 6);
 		auto opname = fn.operator_name();
-		if (opname)
+		if (opname) {
 			snprintf(op->overload, sizeof op->overload, "%s",
 				 opname->overload_name.c_str());
+			op->optional_args = optional_tensor_args(*opname);
+		}
 	} else {
 		snprintf(op->op, sizeof op->op, "%s", name);
 		op->backward_node =
@@ -185,34 +210,6 @@ struct obs_op *op_for(const at::RecordFunction &fn)
 	}
 	op_cache.emplace(name, op);
 	return op;
-}
-
-// Marks the arguments of an operator that are optional<Tensor>: autocast
-// ignores them when it picks a promote type.
-void mark_optional(const at::RecordFunction &fn, struct obs_args *a)
-{
-	auto opname = fn.operator_name();
-	if (!opname)
-		return;
-	auto handle = c10::Dispatcher::singleton().findSchema(*opname);
-	if (!handle)
-		return;
-	const auto &args = handle->schema().arguments();
-	auto inputs = fn.inputs();
-	int tensor = 0;
-	for (size_t i = 0; i < inputs.size() && i < args.size(); i++) {
-		if (inputs[i].isTensor() || inputs[i].isNone()) {
-			bool optional = args[i].type()->kind() ==
-					c10::TypeKind::OptionalType;
-			if (inputs[i].isTensor()) {
-				if (tensor < a->ntensors)
-					a->optional[tensor] = optional;
-				tensor++;
-			}
-		} else if (inputs[i].isTensorList()) {
-			tensor += (int)inputs[i].toTensorList().size();
-		}
-	}
 }
 
 // Per thread, on the heap: the module's thread-locals must stay small
@@ -226,9 +223,34 @@ struct obs_args &scratch_for_thread(void)
 	return *scratch_args;
 }
 
+// One per call in flight; recycled through a per-thread free list, as
+// every call on every thread gets one.
 struct frame_context : at::ObserverContext {
 	unsigned want;
+	frame_context *next_free;
+
+	static void *operator new(size_t size);
+	static void operator delete(void *p);
 };
+
+thread_local frame_context *free_contexts;
+
+void *frame_context::operator new(size_t size)
+{
+	frame_context *c = free_contexts;
+	if (c) {
+		free_contexts = c->next_free;
+		return c;
+	}
+	return ::operator new(size);
+}
+
+void frame_context::operator delete(void *p)
+{
+	frame_context *c = static_cast<frame_context *>(p);
+	c->next_free = free_contexts;
+	free_contexts = c;
+}
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 {
@@ -243,9 +265,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 		struct obs_args &scratch = scratch_for_thread();
 		describe_values(fn.inputs(), &scratch,
 				(want & OBS_IN_BACKWARD) ? made_in_backward
-							 : made_elsewhere);
-		if (scratch.ntensors > 1)
-			mark_optional(fn, &scratch);
+							 : made_elsewhere,
+				op->optional_args);
 		struct obs_autocast ac;
 		ac.enabled[AMP_DEVICE_CPU] = at::autocast::is_cpu_enabled();
 		ac.enabled[AMP_DEVICE_CUDA] = at::autocast::is_enabled();
@@ -273,7 +294,7 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 		const std::vector<c10::IValue> &outputs = fn.outputs();
 		describe_values(c10::ArrayRef<const c10::IValue>(
 					outputs.data(), outputs.size()),
-				&scratch, nullptr);
+				&scratch, nullptr, 0);
 		events_end(&scratch);
 	} else {
 		events_end(nullptr);
@@ -282,14 +303,14 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 
 } // namespace
 
+static at::CallbackHandle callback;
+
 extern "C" int observer_install(char *error, size_t size)
 {
-	static bool installed;
-
-	if (installed)
+	if (callback)
 		return 0;
 	try {
-		at::addGlobalCallback(
+		callback = at::addGlobalCallback(
 			at::RecordFunctionCallback(on_start, on_end)
 				.needsInputs(true)
 				.needsOutputs(true)
@@ -299,13 +320,18 @@ extern "C" int observer_install(char *error, size_t size)
 		snprintf(error, size, "%s", e.what());
 		return -1;
 	}
-	installed = true;
 	return 0;
 }
 
+// Off, the callback is disabled in torch too: RecordFunction then costs
+// what it costs with no observer (no inputs copied).
 extern "C" void observer_enable(bool on)
 {
 	enabled.store(on);
+	if (on)
+		at::reenableCallback(callback);
+	else
+		at::disableCallback(callback);
 }
 
 extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)

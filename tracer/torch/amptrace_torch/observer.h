@@ -30,6 +30,9 @@ struct obs_op {
 	char overload[64];     /* "" for the default overload */
 	bool aten;             /* an aten:: operator (others are transparent) */
 	bool backward_node;    /* an autograd node or the engine's wrapper */
+	/* bit i: schema argument i is an optional<Tensor> (autocast ignores
+	 * those when it picks a promote type) */
+	uint64_t optional_args;
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
