@@ -227,6 +227,23 @@ def test_scenarios():
           (3, "hello ['a', 'b']\n"), (p.returncode, p.stdout, p.stderr))
 
 
+def test_api():
+    path = os.path.join(TMP, "api.json")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(AMPTRACE), "torch")
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api.py"), path],
+                       capture_output=True, text=True, env=env, timeout=300)
+    ok = p.returncode == 0 and os.path.isfile(path)
+    t = load(path) if ok else {"traceEvents": []}
+    check("amptrace_torch.trace(): the block only, hits included",
+          ok and len(ops(t, "linear")) == 2 and
+          [c["cache"] for c in casts(t)] ==
+          ["miss", "miss", "uncacheable", "hit", "hit"],
+          p.stderr or casts(t))
+    ok, why = valid(path) if ok else (False, p.stderr)
+    check("... and its trace is valid", ok, why)
+
+
 def test_injection_messages():
     for flag in ("-E", "-I", "-S"):
         path = os.path.join(TMP, "flag.json")
@@ -242,6 +259,7 @@ def test_injection_messages():
 skip_unless_bridge()
 test_training_loop()
 test_scenarios()
+test_api()
 test_injection_messages()
 print("1..%d" % len(results))
 sys.exit(0 if all(results) else 1)
