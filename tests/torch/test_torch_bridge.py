@@ -4,7 +4,7 @@ torch programs (train_mlp.py and scenario_*.py here), each trace checked
 for what torch 1.13 really did.  TAP output; exit 77 (skip) when the
 bridge was not built or the interpreter has no torch.
 
-usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON
+usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
 """
 import json
 import os
@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
+SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
 results = []
@@ -244,6 +245,70 @@ def test_api():
     check("... and its trace is valid", ok, why)
 
 
+# Why a libamp sample and its PyTorch twin differ in ops (not in casts):
+# each op-added/op-removed group of `amptrace diff` must be one of these.
+TWIN_DIFFERENCES = {
+    "tensor": "libamp's sample builds its weights and data with `tensor`; "
+              "torch initialises with empty/uniform_/randn/randint",
+    "empty.memory_format": "torch's parameter initialisation",
+    "uniform_": "torch's parameter initialisation",
+    "randn": "torch's data", "randint.low": "torch's data",
+    "zeros": "torch's loss reduction and SGD momentum buffers",
+    "zero_": "torch's optimizer.zero_grad (libamp frees gradients)",
+    "item": "the twin prints loss.item()",
+    "log_softmax.int": "libamp decomposes cross_entropy into log_softmax + "
+                       "nll_loss; torch 1.13 records cross_entropy_loss "
+                       "(also fp32 on CPU: the same bf16->f32 cast)",
+    "nll_loss": "see log_softmax.int",
+    "full": "libamp's GradScaler state; torch 1.13's GradScaler disables "
+            "itself without CUDA (newest runs on the CPU)",
+    "mul.Tensor": "scaler.scale(loss): disabled in torch 1.13 on the CPU",
+    "reciprocal": "GradScaler.unscale_: disabled in torch 1.13 on the CPU",
+    "_amp_foreach_non_finite_check_and_unscale_": "GradScaler: 1.13 has no "
+                                                  "CPU kernel",
+    "_amp_update_scale_": "GradScaler: 1.13 has no CPU kernel",
+    "mul_.Scalar": "libamp's SGD/momentum arithmetic vs torch's add_/mul_",
+    "mul_.Tensor": "torch's SGD momentum", "add_.Tensor": "SGD and "
+    "gradient accumulation (torch: AccumulateGrad adds in backward)",
+    "clone": "momentum buffers", "detach": "torch's AccumulateGrad/SGD",
+    "to.dtype": "backward of autocast's casts (libamp: to.dtype; torch: "
+                "to.dtype_layout)",
+    "to.dtype_layout": "see to.dtype",
+    "reshape": "libamp's linear backward reshapes; torch's uses t/mm",
+    "t": "see reshape", "view": "torch's sum_to_size in backward",
+    "ones_like": "torch seeds backward with ones_like",
+}
+
+
+def test_twins():
+    if not SAMPLES:
+        return
+    for name, steps in (("mlp", "2"),):
+        base = os.path.join(TMP, "lib_%s.json" % name)
+        subprocess.run([AMPTRACE, "run", "-q", "-o", base, "--",
+                        os.path.join(SAMPLES, name), "--steps", steps],
+                       capture_output=True, check=True)
+        p, new = run("twin_%s.py" % name, steps, out="twin_" + name)
+        d = subprocess.run([AMPTRACE, "diff", "--json", base, new],
+                           capture_output=True, text=True)
+        diff = json.loads(d.stdout)
+        kinds = {c["kind"] for c in diff["changes"]}
+        check("twin %s: no cast-behaviour change against libamp's sample "
+              "(dtype, policy, casts, cache)" % name,
+              p.returncode == 0 and kinds <= {"op-added", "op-removed"},
+              [c for c in diff["changes"]
+               if c["kind"] not in ("op-added", "op-removed")][:5])
+        check("twin %s: the same casts by direction" % name, all(
+            c["base"] == c["new"] for c in diff["casts_by_direction"]),
+            diff["casts_by_direction"])
+        unexplained = sorted({c["op"] for c in diff["changes"]} -
+                             set(TWIN_DIFFERENCES))
+        check("twin %s: every op difference is a named one" % name,
+              not unexplained, unexplained)
+        for op in sorted({c["op"] for c in diff["changes"]}):
+            print("# twin %s: %s: %s" % (name, op, TWIN_DIFFERENCES.get(op)))
+
+
 def test_injection_messages():
     for flag in ("-E", "-I", "-S"):
         path = os.path.join(TMP, "flag.json")
@@ -260,6 +325,7 @@ skip_unless_bridge()
 test_training_loop()
 test_scenarios()
 test_api()
+test_twins()
 test_injection_messages()
 print("1..%d" % len(results))
 sys.exit(0 if all(results) else 1)
