@@ -257,8 +257,12 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 	for (int i = 0; i < n; i++) {
 		const struct amp_plan_cast *pc = &r->plan.casts[i];
 		const struct amp_tensor_info *got = &r->inner.tensors[i];
+		/* Only a cacheable cast can come from the cache; a planned
+		 * cast torch did not make (its table differs from ours) is
+		 * no cast at all. */
 		if (i >= r->plan.nargs || !pc->cast || r->matched[i] ||
-		    got->id == r->inputs.tensors[i].id)
+		    pc->cache_if_cast != AMP_CACHE_MISS ||
+		    got->id == r->inputs.tensors[i].id || got->dtype != pc->to)
 			continue;
 		const struct cache_entry *c = cache_find(s, got->id, false);
 		bool ours = c && c->source == r->inputs.tensors[i].id;
