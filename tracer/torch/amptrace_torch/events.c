@@ -26,6 +26,7 @@
 #include "amp_internal.h"
 #include "producer.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,23 @@ struct thread_state {
 
 static __thread struct thread_state *state;
 static _Atomic uint64_t next_op_id = 1;
+static pthread_key_t state_key;
+static pthread_once_t state_key_once = PTHREAD_ONCE_INIT;
+
+/* Threads come and go (pools, DataLoader): their state goes with them. */
+static void state_free(void *p)
+{
+	struct thread_state *s = p;
+
+	free(s->cache);
+	free(s);
+	state = NULL;
+}
+
+static void state_key_create(void)
+{
+	pthread_key_create(&state_key, state_free);
+}
 
 static struct thread_state *thread_state(void)
 {
@@ -98,6 +116,8 @@ static struct thread_state *thread_state(void)
 		state = calloc(1, sizeof *state);
 		if (!state)
 			abort();
+		pthread_once(&state_key_once, state_key_create);
+		pthread_setspecific(state_key, state);
 	}
 	return state;
 }
@@ -555,8 +575,7 @@ void events_scope(bool enter, const struct amp_scope_event *scope)
 	} else {
 		if (s->nscopes > 0)
 			s->nscopes--;
-		if (s->nscopes < MAX_SCOPES && s->nscopes >= 0 &&
-		    !e.scope.scope && s->nscopes < MAX_SCOPES)
+		if (!e.scope.scope && s->nscopes < MAX_SCOPES)
 			e.scope.scope = s->scopes[s->nscopes];
 		emit(&e);
 		s->depth = scope->depth - 1;
