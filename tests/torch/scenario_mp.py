@@ -1,5 +1,9 @@
-# A multiprocessing child (fork and spawn) records as a process of its own.
+# Multiprocessing children (fork and spawn) and a subprocess child record
+# as processes of their own.
 import multiprocessing as mp
+import subprocess
+import sys
+
 import torch
 def child():
     layer = torch.nn.Linear(4, 4)
@@ -11,5 +15,8 @@ if __name__ == "__main__":
         p.start()
         p.join()
         assert p.exitcode == 0, p.exitcode
+    subprocess.run([sys.executable, "-c",
+                    "import torch; torch.nn.Linear(4, 4)(torch.randn(2, 4))"],
+                   check=True)
     child()
     print("done")

@@ -206,8 +206,8 @@ def test_scenarios():
     p, path = run("scenario_mp.py", out="mp")
     t = load(path)
     procs = t["amptraceEnd"]["processes"]
-    check("multiprocessing fork and spawn children: one process each",
-          p.returncode == 0 and len(procs) == 3 and
+    check("multiprocessing fork, spawn and a subprocess: one process each",
+          p.returncode == 0 and len(procs) == 4 and
           all(q["status"] == "exited" and q["ops"] > 0 for q in procs),
           procs)
     ok, why = valid(path)
