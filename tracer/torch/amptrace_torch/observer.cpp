@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -182,17 +183,17 @@ uint64_t optional_tensor_args(const c10::OperatorName &name)
 	return mask;
 }
 
-// Per operator, described once: keyed by the name's address, which is
-// the schema's own string and so one per overload.
-thread_local std::unordered_map<const char *, struct obs_op *> op_cache;
+// Per operator and thread (events.c fills its policy rows lazily, so no
+// sharing), described once and owned by the thread: keyed by name.  A
+// dispatcher op's name is its schema's own string, one per overload, so
+// its address is a cheaper key; other names (autograd nodes, the
+// engine's wrappers) are built per call and are looked up by content.
+thread_local std::unordered_map<std::string, std::unique_ptr<obs_op>> ops_by_name;
+thread_local std::unordered_map<const char *, struct obs_op *> ops_by_address;
 
-struct obs_op *op_for(const at::RecordFunction &fn)
+struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 {
-	const char *name = fn.name();
-	auto it = op_cache.find(name);
-	if (it != op_cache.end())
-		return it->second;
-	struct obs_op *op = new obs_op{};
+	auto op = std::make_unique<obs_op>();
 	if (!strncmp(name, "aten::", 6)) {
 		op->aten = true;
 		snprintf(op->op, sizeof op->op, "%s", name + 6);
@@ -208,7 +209,23 @@ struct obs_op *op_for(const at::RecordFunction &fn)
 			fn.scope() == at::RecordScope::BACKWARD_FUNCTION ||
 			!strncmp(name, "autograd::", 10);
 	}
-	op_cache.emplace(name, op);
+	struct obs_op *raw = op.get();
+	ops_by_name.emplace(name, std::move(op));
+	return raw;
+}
+
+struct obs_op *op_for(const at::RecordFunction &fn)
+{
+	const char *name = fn.name();
+	auto it = ops_by_address.find(name);
+	if (it != ops_by_address.end())
+		return it->second;
+	bool stable = !strncmp(name, "aten::", 6);
+	auto named = ops_by_name.find(name);
+	struct obs_op *op = named != ops_by_name.end() ? named->second.get()
+						       : describe_op(fn, name);
+	if (stable)
+		ops_by_address.emplace(name, op);
 	return op;
 }
 
