@@ -297,6 +297,9 @@ TWIN_DIFFERENCES = {
                          "(recorded where autocast wraps it)",
     "lift_fresh": "torch.tensor() in AdamW's step counter",
     "scalar_tensor": "AdamW's step counter", "to.device": "AdamW state",
+    "sum.dim_IntList": "torch's backward of mean and of broadcasts "
+                       "(sum_to_size)",
+    "sum.IntList_out": "see sum.dim_IntList",
 }
 # Changes other than added/removed ops that are not cast behaviour.
 ALIGNED = ("`diff` pairs the k-th op of a name in both traces; where the "
@@ -308,6 +311,18 @@ TWIN_OTHER = {
     ("output", "reshape"): ALIGNED,
     ("output", "mul.Tensor"): "libamp's scaler.scale(loss) is a mul.Tensor; "
     + ALIGNED,
+}
+# ... and those of one twin only.
+PER_CACHE = ("torch 1.13's cast cache is per thread, the newest (libamp) "
+             "process-wide: libamp's workers may reuse each other's weight "
+             "casts (timing-dependent), torch's never do")
+TWIN_OTHER_OF = {
+    "threads": {
+        ("cache", "linear"): PER_CACHE,
+        ("output", "add.Tensor"): "a weight's gradients from two workers: "
+        "accumulated in bf16 when both used one shared cast (libamp), in "
+        "f32 from two casts (torch 1.13); " + PER_CACHE,
+    },
 }
 
 
@@ -326,17 +341,25 @@ def test_twins():
         diff = json.loads(d.stdout)
         other = [c for c in diff["changes"]
                  if c["kind"] not in ("op-added", "op-removed")]
+        named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {})}
         check("twin %s: no cast-behaviour change against libamp's sample "
-              "(dtype, policy, casts, cache)" % name,
+              "(dtype, policy, casts, cache) but the named ones" % name,
               p.returncode == 0 and all(
-                  (c["kind"], c["op"]) in TWIN_OTHER for c in other),
+                  (c["kind"], c["op"]) in named for c in other),
               other[:5])
         for c in other:
             print("# twin %s: %s %s: %s" % (name, c["kind"], c["op"],
-                                            TWIN_OTHER.get((c["kind"], c["op"]))))
-        check("twin %s: the same casts by direction" % name, all(
-            c["base"] == c["new"] for c in diff["casts_by_direction"]),
-            diff["casts_by_direction"])
+                                            named.get((c["kind"], c["op"]))))
+        if name == "threads":
+            # PER_CACHE: libamp's workers may hit where torch's cast.
+            check("twin threads: casts by direction, torch's per-thread "
+                  "cache making at least libamp's", all(
+                      c["base"] <= c["new"] for c in diff["casts_by_direction"]),
+                  diff["casts_by_direction"])
+        else:
+            check("twin %s: the same casts by direction" % name, all(
+                c["base"] == c["new"] for c in diff["casts_by_direction"]),
+                diff["casts_by_direction"])
         added = [c for c in diff["changes"]
                  if c["kind"] in ("op-added", "op-removed")]
         unexplained = sorted({c["op"] for c in added} - set(TWIN_DIFFERENCES))
