@@ -203,15 +203,6 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 		observer_name_tensor((uintptr_t)impl, name));
 }
 
-static PyObject *bridge_tensor_id(PyObject *self, PyObject *arg)
-{
-	(void)self;
-	unsigned long long impl = PyLong_AsUnsignedLongLong(arg);
-	if (PyErr_Occurred())
-		return NULL;
-	return PyLong_FromUnsignedLongLong(observer_tensor_id((uintptr_t)impl));
-}
-
 /* scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped,
  *        inf_tensor_id) */
 static PyObject *bridge_scaler(PyObject *self, PyObject *args)
@@ -266,7 +257,6 @@ static PyMethodDef methods[] = {
 	  "set_phase(name) -> previous phase name" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
-	{ "tensor_id", bridge_tensor_id, METH_O, "tensor_id(cdata) -> id" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
 	  "scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped, "
 	  "inf_tensor_id)" },

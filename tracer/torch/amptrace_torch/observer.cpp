@@ -143,11 +143,16 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 
 void describe_values(c10::ArrayRef<const c10::IValue> values,
 		     struct obs_args *a, const char *fresh_name,
-		     uint64_t optional_args)
+		     uint64_t optional_args, int dtype_index)
 {
 	a->ntensors = 0;
 	a->dtype_arg = AMP_DTYPE_NONE;
 	for (size_t i = 0; i < values.size(); i++) {
+		if ((int)i == dtype_index && values[i].isInt()) {
+			a->dtype_arg = dtype_of(
+				static_cast<c10::ScalarType>(values[i].toInt()));
+			continue;
+		}
 		const c10::IValue &v = values[i];
 		if (v.isTensor()) {
 			describe(v.toTensor(), a,
@@ -163,24 +168,28 @@ void describe_values(c10::ArrayRef<const c10::IValue> values,
 	}
 }
 
-// Bit i: schema argument i is an optional<Tensor>.
-uint64_t optional_tensor_args(const c10::OperatorName &name)
+// From the schema, once per operator: which arguments are
+// optional<Tensor> (bit i of optional_args) and where `dtype` is.
+void read_schema(const c10::OperatorName &name, struct obs_op *op)
 {
 	auto handle = c10::Dispatcher::singleton().findSchema(name);
 	uint64_t mask = 0;
 
+	op->dtype_index = -1;
 	if (!handle)
-		return 0;
+		return;
 	const auto &args = handle->schema().arguments();
 	for (size_t i = 0; i < args.size() && i < 64; i++) {
 		const auto &type = args[i].type();
+		if (args[i].name() == "dtype")
+			op->dtype_index = (int)i;
 		if (type->kind() == c10::TypeKind::OptionalType &&
 		    type->containedTypes().size() == 1 &&
 		    type->containedTypes()[0]->kind() ==
 			    c10::TypeKind::TensorType)
 			mask |= uint64_t(1) << i;
 	}
-	return mask;
+	op->optional_args = mask;
 }
 
 // Per operator and thread (events.c fills its policy rows lazily, so no
@@ -194,6 +203,7 @@ thread_local std::unordered_map<const char *, struct obs_op *> ops_by_address;
 struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 {
 	auto op = std::make_unique<obs_op>();
+	op->dtype_index = -1;
 	if (!strncmp(name, "aten::", 6)) {
 		op->aten = true;
 		snprintf(op->op, sizeof op->op, "%s", name + 6);
@@ -201,7 +211,7 @@ struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 		if (opname) {
 			snprintf(op->overload, sizeof op->overload, "%s",
 				 opname->overload_name.c_str());
-			op->optional_args = optional_tensor_args(*opname);
+			read_schema(*opname, op.get());
 		}
 	} else {
 		snprintf(op->op, sizeof op->op, "%s", name);
@@ -283,7 +293,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 		describe_values(fn.inputs(), &scratch,
 				(want & OBS_IN_BACKWARD) ? made_in_backward
 							 : made_elsewhere,
-				op->optional_args);
+				op->optional_args, op->dtype_index);
 		struct obs_autocast ac;
 		ac.enabled[AMP_DEVICE_CPU] = at::autocast::is_cpu_enabled();
 		ac.enabled[AMP_DEVICE_CUDA] = at::autocast::is_enabled();
@@ -311,7 +321,7 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 		const std::vector<c10::IValue> &outputs = fn.outputs();
 		describe_values(c10::ArrayRef<const c10::IValue>(
 					outputs.data(), outputs.size()),
-				&scratch, nullptr, 0);
+				&scratch, nullptr, 0, -1);
 		events_end(&scratch);
 	} else {
 		events_end(nullptr);
@@ -361,12 +371,4 @@ extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)
 	if (!e.name || e.name[0] == '(')
 		e.name = intern(name);
 	return e.id;
-}
-
-extern "C" uint64_t observer_tensor_id(uintptr_t impl)
-{
-	if (!impl)
-		return 0;
-	std::lock_guard<std::mutex> guard(ids_lock);
-	return entry_for(reinterpret_cast<c10::TensorImpl *>(impl)).id;
 }

@@ -33,6 +33,7 @@ struct obs_op {
 	/* bit i: schema argument i is an optional<Tensor> (autocast ignores
 	 * those when it picks a promote type) */
 	uint64_t optional_args;
+	int dtype_index;       /* the `ScalarType? dtype` argument, or -1 */
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
@@ -83,8 +84,6 @@ void observer_enable(bool on);
 /* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata): its
  * events carry the name from now on.  Returns its id. */
 uint64_t observer_name_tensor(uintptr_t impl, const char *name);
-/* The id of the tensor whose TensorImpl is `impl` (0: null). */
-uint64_t observer_tensor_id(uintptr_t impl);
 
 #ifdef __cplusplus
 }
