@@ -80,6 +80,9 @@ def test_training_loop():
     check("train_mlp.py runs unchanged under amptrace run",
           p.returncode == 0 and p.stdout.startswith("loss "), p.stderr)
     t = load(path)
+    check("a correct training loop: no op failed, no finding",
+          not [a for a in ops(t) if a.get("error")] and not findings(t),
+          findings(t))
     ok, why = valid(path)
     check("the trace follows FORMAT.md (validate)", ok, why)
     linear = ops(t, "linear")
@@ -219,6 +222,14 @@ def test_scenarios():
           p.returncode == 134 and len(ops(t, "linear")) == 1 and
           t["amptraceEnd"]["exit"].get("signal_name") == "SIGABRT",
           t.get("amptraceEnd"))
+
+    p, path = run("scenario_mismatch.py", out="mismatch")
+    t = load(path)
+    failed = [a for a in ops(t, "linear") if a.get("error")]
+    check("an op that raises is recorded as failed; dtype-mismatch fires",
+          p.returncode == 0 and len(failed) == 1 and
+          [i["dtype"] for i in failed[0]["inputs"]][:2] == ["bf16", "f32"] and
+          "dtype-mismatch" in findings(t), (failed, findings(t)))
 
     p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),

@@ -496,7 +496,7 @@ static int defined_tensors(const struct obs_args *args,
 }
 
 static void end_op(struct thread_state *s, struct op_record *r,
-		   const struct obs_args *outputs)
+		   const struct obs_args *outputs, bool failed)
 {
 	struct amp_tensor_info in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
 
@@ -513,12 +513,17 @@ static void end_op(struct thread_state *s, struct op_record *r,
 	if (r->plan.status != AMP_OK) {
 		e.op.status = r->plan.status;
 		e.op.error = r->plan.error;
+	} else if (failed) {
+		/* The exception's text is not visible from here. */
+		e.op.status = AMP_ERR_INVALID;
+		e.op.error = "raised an exception (torch's message is not "
+			     "visible to the observer)";
 	}
 	emit(&e);
 	s->nops--;
 }
 
-void events_end(const struct obs_args *outputs)
+void events_end(const struct obs_args *outputs, bool failed)
 {
 	struct thread_state *s = state;
 
@@ -532,7 +537,7 @@ void events_end(const struct obs_args *outputs)
 		return;
 	struct frame f = s->frames[--s->nframes];
 	if (f.role == ROLE_OP) {
-		end_op(s, &s->ops[f.record], outputs);
+		end_op(s, &s->ops[f.record], outputs, failed);
 	} else if (f.role == ROLE_CAST) {
 		struct op_record *r = &s->ops[f.record];
 		int arg = r->cast_arg;

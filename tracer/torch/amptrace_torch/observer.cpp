@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -254,6 +255,7 @@ struct obs_args &scratch_for_thread(void)
 // every call on every thread gets one.
 struct frame_context : at::ObserverContext {
 	unsigned want;
+	int exceptions;    // std::uncaught_exceptions() at the start
 	frame_context *next_free;
 
 	static void *operator new(size_t size);
@@ -307,6 +309,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 	}
 	auto ctx = std::make_unique<frame_context>();
 	ctx->want = want;
+	ctx->exceptions = std::uncaught_exceptions();
 	return ctx;
 }
 
@@ -316,15 +319,17 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 	if (!ctx)
 		return;
 	auto *frame = static_cast<frame_context *>(ctx);
+	// RecordFunction ends in its destructor, also when the op throws.
+	bool failed = std::uncaught_exceptions() > frame->exceptions;
 	if (frame->want & OBS_WANT_OUTPUTS) {
 		struct obs_args &scratch = scratch_for_thread();
 		const std::vector<c10::IValue> &outputs = fn.outputs();
 		describe_values(c10::ArrayRef<const c10::IValue>(
 					outputs.data(), outputs.size()),
 				&scratch, nullptr, 0, -1);
-		events_end(&scratch);
+		events_end(&scratch, failed);
 	} else {
-		events_end(nullptr);
+		events_end(nullptr, failed);
 	}
 }
 

@@ -73,8 +73,9 @@ unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 void events_begin_args(const struct obs_args *inputs,
 		       const struct obs_autocast *autocast);
 /* End of the call that began last on this thread; `outputs` is NULL
- * unless the begin asked for OBS_WANT_OUTPUTS. */
-void events_end(const struct obs_args *outputs);
+ * unless the begin asked for OBS_WANT_OUTPUTS.  `failed`: the call
+ * raised (its end runs while the exception unwinds). */
+void events_end(const struct obs_args *outputs, bool failed);
 
 /* observer.cpp: installs the RecordFunction callback (once per process).
  * Returns 0, or -1 with a message in `error`. */
