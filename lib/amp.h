@@ -426,7 +426,14 @@ enum amp_event_kind {
 #define AMP_EVENT_MASK(kind) (1u << (kind))
 #define AMP_EVENT_MASK_ALL ((1u << AMP_EVENT_KIND_COUNT) - 1u)
 
-enum amp_phase { AMP_PHASE_FORWARD, AMP_PHASE_BACKWARD, AMP_PHASE_COUNT };
+/* OPTIMIZER: ops an optimizer's step runs (the PyTorch bridge marks
+ * them; libamp's optimizers do not emit ops). */
+enum amp_phase {
+	AMP_PHASE_FORWARD,
+	AMP_PHASE_BACKWARD,
+	AMP_PHASE_OPTIMIZER,
+	AMP_PHASE_COUNT
+};
 const char *amp_phase_name(enum amp_phase phase);
 
 enum amp_cache_result {

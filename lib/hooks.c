@@ -145,6 +145,7 @@ const char *amp_phase_name(enum amp_phase phase)
 	static const char *const names[AMP_PHASE_COUNT] = {
 		[AMP_PHASE_FORWARD] = "forward",
 		[AMP_PHASE_BACKWARD] = "backward",
+		[AMP_PHASE_OPTIMIZER] = "optimizer",
 	};
 	return phase < AMP_PHASE_COUNT ? names[phase] : "unknown";
 }

@@ -20,3 +20,14 @@ libdir=$(dirname "$(find "$stage" -name 'libamp.so*' | head -n1)")
 out=$(LD_LIBRARY_PATH="$libdir" "$stage/infer" --layers 1 --repeat 1)
 grep -q '^linear' <<<"$out" || { echo "not ok - installed build does not run"; exit 1; }
 echo "ok - installed libamp builds and runs a program through pkg-config"
+
+# The PyTorch bridge, when built: its Python layer and module are installed
+# next to the recorder, and the module loads into the torch it was built for.
+if [ -f "$build/tracer/torch/sitecustomize.py" ]; then
+	site=$(find "$stage" -path '*/amptrace/python/sitecustomize.py' | head -n1)
+	[ -n "$site" ] || { echo "not ok - the PyTorch bridge is not installed"; exit 1; }
+	PYTHONPATH=$(dirname "$site") /usr/bin/python3 -c \
+		'import torch, amptrace_torch._bridge, amptrace_torch._layer' ||
+		{ echo "not ok - the installed PyTorch bridge does not load"; exit 1; }
+	echo "ok - the PyTorch bridge is installed and loads"
+fi

@@ -95,7 +95,12 @@ static void process_metadata(struct conv *cv, struct conv_process *p)
 			jsonw_raw(w, ",", 1);
 		jsonw_str(w, p->argv[i]);
 	}
-	jsonw_lit(w, "]}}");
+	jsonw_lit(w, "]");
+	if (p->framework) {
+		jsonw_lit(w, ",\"framework\":");
+		jsonw_str(w, p->framework);
+	}
+	jsonw_lit(w, "}}");
 	struct trace_event e =
 		conv_meta_event(p, "process_name", p->pid, 0, name, 0);
 	e.meta.rank = p->rank;
@@ -299,6 +304,8 @@ static struct conv_process *load_process(struct conv *cv, const char *dir)
 	const char *argv0 = argc ? p->argv[0] : p->exe;
 	const char *slash = strrchr(argv0, '/');
 	p->name = strdup(slash ? slash + 1 : argv0);
+	v = cJSON_GetObjectItem(root, "framework");
+	p->framework = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
 	const cJSON *names = cJSON_GetObjectItem(root, "names");
 	for (int i = 0; i < NAMES_COUNT; i++)
 		p->names[i] = string_array(
@@ -575,7 +582,12 @@ void conv_process_json(const struct conv_process *p, struct jsonw *w)
 			jsonw_raw(w, ",", 1);
 		jsonw_str(w, p->argv[i]);
 	}
-	jsonw_printf(w, "],\"status\":\"%s\"", p->status);
+	jsonw_lit(w, "]");
+	if (p->framework) {
+		jsonw_lit(w, ",\"framework\":");
+		jsonw_str(w, p->framework);
+	}
+	jsonw_printf(w, ",\"status\":\"%s\"", p->status);
 	if (!strcmp(p->status, "exited") && p->exit_code >= 0)
 		jsonw_printf(w, ",\"exit_code\":%d", p->exit_code);
 	if (!strcmp(p->status, "signaled"))
@@ -649,6 +661,7 @@ void conv_free(struct conv *c)
 		free(p->argv);
 		free(p->exe);
 		free(p->name);
+		free(p->framework);
 		free(p->dir);
 		free(p);
 	}

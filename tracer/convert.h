@@ -24,6 +24,7 @@ struct conv_process {
 	int rank;                /* -1 when the environment gave none */
 	char *exe;
 	char *name;              /* basename of argv[0] */
+	char *framework;         /* "torch 1.13.1 (...)", "libamp 0.1.0"; or NULL */
 	char **argv;
 	int argc;
 	/* libamp's names for its enum values, from process.json */

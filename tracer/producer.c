@@ -47,8 +47,15 @@ struct thread_writer {
 	bool failed;           /* could not create the file: events drop */
 };
 
+/* initial-exec: no call on the hot path.  A producer dlopen()ed late
+ * (the PyTorch bridge, loaded into Python after libtorch) cannot have it:
+ * glibc keeps only a small reserve of static TLS for late modules. */
+#ifdef PRODUCER_TLS_DYNAMIC
+static __thread struct thread_writer writer;
+#else
 static __thread struct thread_writer writer
 	__attribute__((tls_model("initial-exec")));
+#endif
 
 static char process_dir[PATH_MAX + 32];
 static char raw_root[PATH_MAX];

@@ -14,6 +14,7 @@
 #include "findings.h"
 #include "raw.h"
 #include "report.h"
+#include "run_python.h"
 #include "trace_commands.h"
 #include "trace_writer.h"
 
@@ -358,6 +359,7 @@ static void exec_child(char **command, const char *recorder,
 	signal(SIGQUIT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
+	run_python_prepare(command);
 	execvp(command[0], command);
 	int err = errno;
 	if (write(report, &err, sizeof err) < 0)

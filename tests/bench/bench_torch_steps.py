@@ -1,0 +1,56 @@
+"""One process of bench_torch.py: a 4-layer bf16 autocast MLP training
+step (CPU) at each size, timed; prints one JSON line
+{"batch/hidden": [ms per step, events per step or null], ...}.
+
+usage: bench_torch_steps.py plain|traced|profiler
+(traced: run under `amptrace run`, which records it)."""
+import json
+import sys
+import time
+
+import torch
+
+SIZES = [(8, 32, 300), (64, 256, 150), (256, 1024, 40)]
+REPEATS = 3
+
+
+def model_for(hidden):
+    layers = []
+    for i in range(4):
+        layers += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def steps(model, optimizer, x, target, n):
+    for _ in range(n):
+        optimizer.zero_grad()
+        with torch.autocast("cpu", torch.bfloat16):
+            loss = torch.nn.functional.mse_loss(model(x).float(), target)
+        loss.backward()
+        optimizer.step()
+
+
+def main(mode):
+    torch.manual_seed(0)
+    result = {}
+    for batch, hidden, n in SIZES:
+        model = model_for(hidden)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        x, target = torch.randn(batch, hidden), torch.randn(batch, hidden)
+        steps(model, optimizer, x, target, 5)
+        times = []
+        for _ in range(REPEATS):
+            begin = time.perf_counter()
+            if mode == "profiler":
+                with torch.profiler.profile(
+                        activities=[torch.profiler.ProfilerActivity.CPU],
+                        record_shapes=True):
+                    steps(model, optimizer, x, target, n)
+            else:
+                steps(model, optimizer, x, target, n)
+            times.append((time.perf_counter() - begin) * 1e3 / n)
+        result["%d/%d" % (batch, hidden)] = sorted(times)[REPEATS // 2]
+    print(json.dumps(result))
+
+
+main(sys.argv[1])

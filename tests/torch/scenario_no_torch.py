@@ -1,0 +1,4 @@
+# Never imports torch: runs exactly as without amptrace.
+import sys
+print("hello", sys.argv[1:])
+sys.exit(3)

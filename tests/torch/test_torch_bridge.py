@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""The PyTorch bridge end to end: `amptrace run -- python3 PROG` on real
+torch programs (train_mlp.py and scenario_*.py here), each trace checked
+for what torch 1.13 really did.  TAP output; exit 77 (skip) when the
+bridge was not built or the interpreter has no torch.
+
+usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
+SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
+results = []
+
+
+def check(what, ok, detail=""):
+    results.append(ok)
+    print("%s - %s" % ("ok" if ok else "not ok", what))
+    if not ok and detail:
+        for line in str(detail).splitlines()[:20]:
+            print("# " + line)
+
+
+def run(script, *args, env=None, out="t"):
+    path = os.path.join(TMP, out + ".json")
+    cmd = [AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
+           os.path.join(HERE, script)] + list(args)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                       timeout=300)
+    return p, path
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def events(trace, cat):
+    return [e for e in trace["traceEvents"] if e.get("cat") == cat]
+
+
+def ops(trace, name=None):
+    return [e["args"] for e in events(trace, "amp.op")
+            if name is None or e["args"]["op"] == name]
+
+
+def casts(trace, op=None):
+    return [e["args"] for e in events(trace, "amp.cast")
+            if op is None or e["args"]["op"] == op]
+
+
+def findings(trace):
+    return [e["args"]["kind"] for e in events(trace, "amp.diag")]
+
+
+def valid(path):
+    p = subprocess.run([VALIDATE, path], capture_output=True, text=True)
+    return p.returncode == 0, p.stdout + p.stderr
+
+
+def skip_unless_bridge():
+    probe = subprocess.run([PYTHON, "-c", "import torch"],
+                           capture_output=True)
+    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
+                                        "sitecustomize.py"))
+    if probe.returncode != 0 or not built:
+        print("1..0 # SKIP no torch in %s or the bridge is not built"
+              % PYTHON)
+        sys.exit(77)
+
+
+def test_training_loop():
+    p, path = run("train_mlp.py")
+    check("train_mlp.py runs unchanged under amptrace run",
+          p.returncode == 0 and p.stdout.startswith("loss "), p.stderr)
+    t = load(path)
+    check("a correct training loop: no op failed, no finding",
+          not [a for a in ops(t) if a.get("error")] and not findings(t),
+          findings(t))
+    ok, why = valid(path)
+    check("the trace follows FORMAT.md (validate)", ok, why)
+    linear = ops(t, "linear")
+    check("6 linear ops, autocast lower_precision_fp, bf16 out",
+          len(linear) == 6 and all(
+              a["policy"] == "lower_precision_fp" and a["phase"] == "forward"
+              and a["outputs"][0]["dtype"] == "bf16" for a in linear),
+          linear[:1])
+    phases = {a["phase"] for a in ops(t)}
+    check("phases forward, backward and optimizer",
+          phases == {"forward", "backward", "optimizer"}, phases)
+    backward = [a for a in ops(t) if a["phase"] == "backward"]
+    check("backward ops link to their forward op",
+          any(a.get("forward_op_id") for a in backward), backward[:2])
+    check("the loss runs in f32 (fp32 policy)",
+          [a["policy"] for a in ops(t, "cross_entropy_loss")] == ["fp32"] * 3)
+    weight_casts = [c for c in casts(t, "linear") if c.get("name")]
+    names = {c["name"] for c in weight_casts}
+    check("weight casts carry parameter names",
+          names == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
+          names)
+    check("weight casts are misses, once per step",
+          [c["cache"] for c in weight_casts] == ["miss"] * 12,
+          [c["cache"] for c in weight_casts])
+    inputs = [c for c in casts(t, "linear") if c["arg"] == 0]
+    check("activation casts are uncacheable and say why", all(
+        c["cache"] == "uncacheable" and c["reason"] for c in inputs), inputs)
+    scopes = events(t, "amp.scope")
+    check("one region per step, depth 1, cpu bf16, cache on, located",
+          len([s for s in scopes if s["ph"] == "B"]) == 3 and all(
+              s["args"]["depth"] == 1 and s["args"]["dtype"] == "bf16" and
+              s["args"]["cache_enabled"] and
+              s["args"]["scope"] == "train_mlp.py:23"
+              for s in scopes if s["ph"] == "B"), scopes[:1])
+    clears = events(t, "amp.cache")
+    check("the cache is cleared at each region's exit",
+          sum(1 for c in clears if c["name"] != "autocast cache") >= 0 and
+          '"amp.cache"' in open(path).read())
+    meta = [e for e in t["traceEvents"] if e.get("name") == "process_name"]
+    check("the process says which torch and which policy table",
+          meta and meta[0]["args"].get("framework", "").startswith("torch ")
+          and "policy table" in meta[0]["args"]["framework"], meta)
+    s = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
+                       text=True)
+    check("amptrace summary reads it", s.returncode == 0 and
+          "linear" in s.stdout and "f32->bf16" in s.stdout, s.stdout[-800:])
+    rules = os.path.join(TMP, "rules.txt")
+    with open(rules, "w") as f:
+        f.write("op linear: output bf16, policy lower_precision_fp\n"
+                "op cross_entropy_loss: output f32\n"
+                "no finding stale-cache\n")
+    c = subprocess.run([AMPTRACE, "check", path, rules],
+                       capture_output=True, text=True)
+    check("amptrace check passes rules on it", c.returncode == 0,
+          c.stdout + c.stderr)
+    svg = os.path.join(TMP, "g.svg")
+    v = subprocess.run([AMPVIEW, path, "-o", svg], capture_output=True,
+                       text=True)
+    check("ampview renders it", v.returncode == 0 and
+          os.path.getsize(svg) > 1000 and "linear" in open(svg).read(),
+          v.stderr)
+
+
+def test_scenarios():
+    p, path = run("scenario_hit.py", out="hit")
+    t = load(path)
+    second = [c for c in casts(t) if c["op_id"] == max(
+        a["op_id"] for a in ops(t, "linear"))]
+    check("second use of a layer in one region: weight and bias hit",
+          sorted((c["arg"], c["cache"]) for c in second) ==
+          [(1, "hit"), (2, "hit")], second)
+
+    p, path = run("scenario_stale.py", out="stale")
+    t = load(path)
+    stale = [c for c in casts(t) if c.get("stale")]
+    check("in-place weight update: the next hit is stale",
+          [(c["name"], c["cache"]) for c in stale] == [("weight", "hit")],
+          casts(t))
+    check("... and the stale-cache finding fires",
+          "stale-cache" in findings(t), findings(t))
+
+    p, path = run("scenario_no_grad.py", out="nograd")
+    t = load(path)
+    hits = [c for c in casts(t) if c["cache"] == "hit"]
+    check("a cast made under no_grad is reused after it (1.13)",
+          p.stdout.strip() == "requires_grad False" and len(hits) == 2 and
+          all("no_grad" in c["reason"] for c in hits), hits)
+
+    p, path = run("scenario_cache_off.py", out="nocache")
+    t = load(path)
+    weights = [c["cache"] for c in casts(t) if c.get("name")]
+    check("cache_enabled=False: weight casts are 'disabled', every use",
+          weights == ["disabled"] * 4, weights)
+    check("... and the cache-disabled finding fires",
+          "cache-disabled" in findings(t), findings(t))
+
+    p, path = run("scenario_nested.py", out="nested")
+    t = load(path)
+    linear = ops(t, "linear")
+    check("nested enabled=False: bf16, f32 (depth 2, autocast off), bf16",
+          [(a["outputs"][0]["dtype"], a["autocast"]["enabled"],
+            a["autocast"]["depth"]) for a in linear] ==
+          [("bf16", True, 1), ("f32", False, 2), ("bf16", True, 1)], linear)
+
+    p, path = run("scenario_thread.py", out="thread")
+    t = load(path)
+    check("a worker thread without autocast: autocast-off-in-thread",
+          "autocast-off-in-thread" in findings(t), findings(t))
+    names = [e["args"]["name"] for e in t["traceEvents"]
+             if e.get("name") == "thread_name"]
+    check("... and the worker thread carries its Python name",
+          any(n.startswith("worker") for n in names), names)
+
+    p, path = run("scenario_jit.py", out="jit")
+    t = load(path)
+    script = casts(t, "_autocast_to_reduced_precision")
+    check("a scripted function's autocast: its casts are recorded",
+          p.returncode == 0 and len(script) >= 2 and all(
+              c["from"] == "f32" and c["to"] == "bf16" for c in script),
+          script)
+    check("... and its mm runs in bf16",
+          all(a["outputs"][0]["dtype"] == "bf16" for a in ops(t, "mm")))
+
+    p, path = run("scenario_mp.py", out="mp")
+    t = load(path)
+    procs = t["amptraceEnd"]["processes"]
+    check("multiprocessing fork, spawn and a subprocess: one process each",
+          p.returncode == 0 and len(procs) == 4 and
+          all(q["status"] == "exited" and q["ops"] > 0 for q in procs),
+          procs)
+    ok, why = valid(path)
+    check("... and the trace is valid", ok, why)
+
+    p, path = run("scenario_abort.py", out="abort")
+    t = load(path)
+    check("os.abort() mid-run: the trace loads, with the events so far",
+          p.returncode == 134 and len(ops(t, "linear")) == 1 and
+          t["amptraceEnd"]["exit"].get("signal_name") == "SIGABRT",
+          t.get("amptraceEnd"))
+
+    p, path = run("scenario_mismatch.py", out="mismatch")
+    t = load(path)
+    failed = [a for a in ops(t, "linear") if a.get("error")]
+    check("an op that raises is recorded as failed; dtype-mismatch fires",
+          p.returncode == 0 and len(failed) == 1 and
+          [i["dtype"] for i in failed[0]["inputs"]][:2] == ["bf16", "f32"] and
+          "dtype-mismatch" in findings(t), (failed, findings(t)))
+
+    p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
+    plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),
+                            "a", "b"], capture_output=True, text=True)
+    check("a program that never imports torch runs unchanged",
+          (p.returncode, p.stdout) == (plain.returncode, plain.stdout) ==
+          (3, "hello ['a', 'b']\n"), (p.returncode, p.stdout, p.stderr))
+
+
+def test_api():
+    path = os.path.join(TMP, "api.json")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(AMPTRACE), "torch")
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api.py"), path],
+                       capture_output=True, text=True, env=env, timeout=300)
+    ok = p.returncode == 0 and os.path.isfile(path)
+    t = load(path) if ok else {"traceEvents": []}
+    check("amptrace_torch.trace(): the block only, hits included",
+          ok and len(ops(t, "linear")) == 2 and
+          [c["cache"] for c in casts(t)] ==
+          ["miss", "miss", "uncacheable", "hit", "hit"],
+          p.stderr or casts(t))
+    ok, why = valid(path) if ok else (False, p.stderr)
+    check("... and its trace is valid", ok, why)
+
+
+# Why a libamp sample and its PyTorch twin differ in ops (not in casts):
+# each op-added/op-removed group of `amptrace diff` must be one of these.
+TWIN_DIFFERENCES = {
+    "tensor": "libamp's sample builds its weights and data with `tensor`; "
+              "torch initialises with empty/uniform_/randn/randint",
+    "empty.memory_format": "torch's parameter initialisation",
+    "uniform_": "torch's parameter initialisation",
+    "randn": "torch's data", "randint.low": "torch's data",
+    "zeros": "torch's loss reduction and SGD momentum buffers",
+    "zero_": "torch's optimizer.zero_grad (libamp frees gradients)",
+    "item": "the twin prints loss.item()",
+    "log_softmax.int": "libamp decomposes cross_entropy into log_softmax + "
+                       "nll_loss; torch 1.13 records cross_entropy_loss "
+                       "(also fp32 on CPU: the same bf16->f32 cast)",
+    "nll_loss": "see log_softmax.int",
+    "full": "libamp's GradScaler state; torch 1.13's GradScaler disables "
+            "itself without CUDA (newest runs on the CPU)",
+    "mul.Tensor": "scaler.scale(loss): disabled in torch 1.13 on the CPU",
+    "reciprocal": "GradScaler.unscale_: disabled in torch 1.13 on the CPU",
+    "_amp_foreach_non_finite_check_and_unscale_": "GradScaler: 1.13 has no "
+                                                  "CPU kernel",
+    "_amp_update_scale_": "GradScaler: 1.13 has no CPU kernel",
+    "mul_.Scalar": "libamp's SGD/momentum arithmetic vs torch's add_/mul_",
+    "mul_.Tensor": "torch's SGD momentum", "add_.Tensor": "SGD and "
+    "gradient accumulation (torch: AccumulateGrad adds in backward)",
+    "clone": "momentum buffers", "detach": "torch's AccumulateGrad/SGD",
+    "to.dtype": "backward of autocast's casts (libamp: to.dtype; torch: "
+                "to.dtype_layout)",
+    "to.dtype_layout": "see to.dtype",
+    "reshape": "libamp's linear backward reshapes; torch's uses t/mm",
+    "t": "see reshape", "view": "torch's sum_to_size in backward",
+    "ones_like": "torch seeds backward with ones_like",
+    "add.Scalar": "rms_norm's `+ 1e-6`: libamp add.Scalar, torch add.Tensor "
+                  "(a wrapped scalar)",
+    "add.Tensor": "see add.Scalar",
+    "div.Scalar": "libamp's mean(-1) divides explicitly; torch's mean.dim",
+    "mul.Scalar": "libamp's GradScaler/mean arithmetic",
+    "narrow": "the scatter: libamp's slice is a narrow, torch's x[a:b] is "
+              "slice.Tensor",
+    "slice.Tensor": "see narrow",
+    "add_.Scalar": "AdamW arithmetic", "addcdiv_": "AdamW arithmetic",
+    "addcmul_": "AdamW arithmetic", "lerp_.Scalar": "AdamW arithmetic",
+    "sqrt": "AdamW arithmetic", "div.Tensor": "AdamW arithmetic",
+    "div_.Scalar": "AdamW arithmetic", "detach_": "AdamW state",
+    "zeros_like": "AdamW state", "fill_.Scalar": "torch's constant init",
+    "cat": "the twin shifts its targets with cat",
+    "embedding_backward": "torch's embedding backward is two ops",
+    "embedding_dense_backward": "see embedding_backward",
+    "native_layer_norm": "torch's layer_norm calls native_layer_norm "
+                         "(recorded where autocast wraps it)",
+    "lift_fresh": "torch.tensor() in AdamW's step counter",
+    "scalar_tensor": "AdamW's step counter", "to.device": "AdamW state",
+    "sum.dim_IntList": "torch's backward of mean and of broadcasts "
+                       "(sum_to_size)",
+    "sum.IntList_out": "see sum.dim_IntList",
+}
+# Changes other than added/removed ops that are not cast behaviour.
+ALIGNED = ("`diff` pairs the k-th op of a name in both traces; where the "
+           "programs differ in how many they run (the GradScaler, item(), "
+           "a reshape of the targets), the pairs are different ops")
+TWIN_OTHER = {
+    ("output", "to.dtype"): "libamp's loss.item() is a to.dtype to f64; "
+    + ALIGNED,
+    ("output", "reshape"): ALIGNED,
+    ("output", "mul.Tensor"): "libamp's scaler.scale(loss) is a mul.Tensor; "
+    + ALIGNED,
+}
+# ... and those of one twin only.
+PER_CACHE = ("torch 1.13's cast cache is per thread, the newest (libamp) "
+             "process-wide: libamp's workers may reuse each other's weight "
+             "casts (timing-dependent), torch's never do")
+TWIN_OTHER_OF = {
+    "threads": {
+        ("cache", "linear"): PER_CACHE,
+        ("output", "add.Tensor"): "a weight's gradients from two workers: "
+        "accumulated in bf16 when both used one shared cast (libamp), in "
+        "f32 from two casts (torch 1.13); " + PER_CACHE,
+    },
+}
+
+
+def test_twins():
+    if not SAMPLES:
+        return
+    for name, steps in (("mlp", "2"), ("transformer", "2"), ("whole_loop", "6"),
+                        ("nested", "2"), ("threads", "2")):
+        base = os.path.join(TMP, "lib_%s.json" % name)
+        subprocess.run([AMPTRACE, "run", "-q", "-o", base, "--",
+                        os.path.join(SAMPLES, name), "--steps", steps],
+                       capture_output=True, check=True)
+        p, new = run("twin_%s.py" % name, steps, out="twin_" + name)
+        d = subprocess.run([AMPTRACE, "diff", "--json", base, new],
+                           capture_output=True, text=True)
+        diff = json.loads(d.stdout)
+        other = [c for c in diff["changes"]
+                 if c["kind"] not in ("op-added", "op-removed")]
+        named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {})}
+        check("twin %s: no cast-behaviour change against libamp's sample "
+              "(dtype, policy, casts, cache) but the named ones" % name,
+              p.returncode == 0 and all(
+                  (c["kind"], c["op"]) in named for c in other),
+              other[:5])
+        for c in other:
+            print("# twin %s: %s %s: %s" % (name, c["kind"], c["op"],
+                                            named.get((c["kind"], c["op"]))))
+        if name == "threads":
+            # PER_CACHE: libamp's workers may hit where torch's cast.
+            check("twin threads: casts by direction, torch's per-thread "
+                  "cache making at least libamp's", all(
+                      c["base"] <= c["new"] for c in diff["casts_by_direction"]),
+                  diff["casts_by_direction"])
+        else:
+            check("twin %s: the same casts by direction" % name, all(
+                c["base"] == c["new"] for c in diff["casts_by_direction"]),
+                diff["casts_by_direction"])
+        added = [c for c in diff["changes"]
+                 if c["kind"] in ("op-added", "op-removed")]
+        unexplained = sorted({c["op"] for c in added} - set(TWIN_DIFFERENCES))
+        if name == "mlp":
+            check("twin mlp: 1.13's GradScaler, disabled without CUDA, "
+                  "leaves no scaler event (libamp's sample has some)",
+                  not events(load(new), "amp.scaler") and
+                  events(load(base), "amp.scaler"))
+        check("twin %s: every op difference is a named one" % name,
+              not unexplained, unexplained)
+        for op in sorted({c["op"] for c in added}):
+            print("# twin %s: %s: %s" % (name, op, TWIN_DIFFERENCES.get(op)))
+
+
+def test_twin_negative():
+    """A real change in cast behaviour is not hidden: the mlp twin with
+    the cache off differs from the sample in cache results."""
+    if not SAMPLES:
+        return
+    base = os.path.join(TMP, "lib_mlp.json")
+    p, new = run("twin_mlp.py", "2", "--cache-off", out="twin_mlp_nocache")
+    d = subprocess.run([AMPTRACE, "diff", "--json", base, new],
+                       capture_output=True, text=True)
+    other = [c for c in json.loads(d.stdout)["changes"]
+             if (c["kind"], c["op"]) not in TWIN_OTHER and
+             c["kind"] not in ("op-added", "op-removed")]
+    check("twin mlp with the cache off: diff reports the cache change",
+          d.returncode == 1 and other and all(
+              c["op"] == "linear" for c in other), other[:3])
+
+
+def test_injection_messages():
+    for flag in ("-E", "-I", "-S"):
+        path = os.path.join(TMP, "flag.json")
+        p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
+                            flag, "-c", "print(1)"], capture_output=True,
+                           text=True)
+        check("python %s: said clearly, the program still runs" % flag,
+              p.returncode == 0 and p.stdout == "1\n" and
+              "python %s" % flag in p.stderr and
+              "cannot be injected" in p.stderr, p.stderr)
+
+
+skip_unless_bridge()
+test_training_loop()
+test_scenarios()
+test_api()
+test_twins()
+test_twin_negative()
+test_injection_messages()
+print("1..%d" % len(results))
+sys.exit(0 if all(results) else 1)

@@ -1,0 +1,119 @@
+"""amptrace's PyTorch bridge: records an unmodified PyTorch program's
+autocast decisions (ops and their dtypes, every cast autocast inserts and
+why, cache hits, regions, GradScaler) into an amptrace trace.
+
+`amptrace run -- python3 train.py` loads it through sitecustomize.py;
+in a notebook or script: `with amptrace_torch.trace("t.json"): ...`.
+"""
+import os
+import sys
+
+_started = False
+
+
+def _framework(torch, bridge):
+    return "torch %s (policy table: %s)" % (
+        torch.__version__, bridge.policy_table(torch.__version__))
+
+
+def _start_from_run():
+    """Called right after the program's `import torch` (sitecustomize)."""
+    raw_dir = os.environ.get("AMPTRACE_RAW_DIR")
+    if _started or not raw_dir:
+        return
+    import atexit
+    import torch
+    from . import _bridge, _layer
+
+    _bridge.attach(raw_dir, _framework(torch, _bridge))
+    _install_layer_once(torch, _bridge, _layer)
+    atexit.register(_bridge.mark_exit)
+
+
+def _find_amptrace():
+    """amptrace next to this package in the build tree, installed in
+    PREFIX/bin, $AMPTRACE, or on PATH."""
+    import shutil
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.environ.get("AMPTRACE", ""),
+                  os.path.join(here, "..", "..", "amptrace")]
+    parts = here.split(os.sep)
+    if "lib" in parts:  # PREFIX/lib[/multiarch]/amptrace/python/amptrace_torch
+        prefix = os.sep.join(parts[:parts.index("lib")]) or os.sep
+        candidates.append(os.path.join(prefix, "bin", "amptrace"))
+    candidates.append(shutil.which("amptrace") or "")
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    raise RuntimeError("amptrace_torch.trace: the amptrace command was not "
+                       "found (set AMPTRACE=/path/to/amptrace)")
+
+
+class trace:
+    """Records the torch work of this process inside the block into a
+    trace file, the same format `amptrace run` writes:
+
+        import amptrace_torch
+        with amptrace_torch.trace("t.json"):
+            train()
+
+    The file is complete when the block ends.  `amptrace run` is the
+    converter: it runs alongside (a waiting child) and converts this
+    process's events as they come; so a crash inside the block still
+    leaves a trace that loads."""
+
+    def __init__(self, path="trace.json", quiet=True):
+        self.path = path
+        self.quiet = quiet
+        self._converter = None
+
+    def __enter__(self):
+        import subprocess
+        import torch
+        from . import _bridge, _layer
+
+        if os.environ.get("AMPTRACE_RAW_DIR"):
+            raise RuntimeError("amptrace_torch.trace: already recorded by "
+                               "amptrace run")
+        cmd = [_find_amptrace(), "run", "-o", self.path]
+        if self.quiet:
+            cmd.append("-q")
+        # The waiting child tells where the raw files go, then waits for
+        # the end of the block (its stdin closes).
+        cmd += ["--", "/bin/sh", "-c",
+                'echo "$AMPTRACE_RAW_DIR"; echo "$AMPTRACE_PID"; cat >/dev/null']
+        self._converter = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        raw_dir = self._converter.stdout.readline().strip()
+        converter = self._converter.stdout.readline().strip()
+        if not raw_dir:
+            self._converter.wait()
+            raise RuntimeError("amptrace_torch.trace: amptrace run did not "
+                               "start (status %s)" % self._converter.returncode)
+        saved = os.environ.get("AMPTRACE_PID")
+        os.environ["AMPTRACE_PID"] = converter
+        try:
+            _bridge.attach(raw_dir, _framework(torch, _bridge))
+        finally:
+            if saved is None:
+                del os.environ["AMPTRACE_PID"]
+            else:
+                os.environ["AMPTRACE_PID"] = saved
+        _install_layer_once(torch, _bridge, _layer)
+        return self
+
+    def __exit__(self, *exc):
+        from . import _bridge
+        _bridge.mark_exit()
+        _bridge.detach()
+        self._converter.stdin.close()
+        self._converter.wait()
+        self._converter.stdout.close()
+        return False
+
+
+def _install_layer_once(torch, bridge, layer):
+    global _started
+    if not _started:
+        layer.install(torch, bridge)
+        _started = True

@@ -1,0 +1,217 @@
+"""The Python layer: what the C++ observer cannot see.
+
+Autocast regions (enter/exit, depth, dtype, cache flag, where), cache
+clears, the phase (backward inside autograd.backward/grad, optimizer
+inside Optimizer.step), parameter names, thread names, GradScaler, and
+forked multiprocessing children.  Each wrapper calls the original first
+or last exactly as torch would and records around it: the program's
+behaviour does not change.
+"""
+import functools
+import os
+import sys
+import threading
+
+_THIS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _nesting(torch):
+    # 1.13 has no getter: increment returns the new depth, decrement
+    # restores it.
+    depth = torch._C.autocast_increment_nesting()
+    torch._C.autocast_decrement_nesting()
+    return depth - 1
+
+
+def _state(torch, device):
+    """(enabled, dtype name) of the device's autocast on this thread."""
+    if device == "cuda":
+        enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+    else:
+        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+    return enabled, str(dtype).replace("torch.", "")
+
+
+_failed = []
+
+
+def _recording_failed(error):
+    """Recording must never break the program: the first failure is said
+    once and recording goes on without the part that failed."""
+    if not _failed:
+        _failed.append(error)
+        sys.stderr.write("amptrace: recording error (the program is not "
+                         "affected): %r\n" % (error,))
+
+
+def _location(torch_dir):
+    """file:line of the code that opened the region (the `with` line or
+    the decorated function's caller), outside torch's own files."""
+    frame = sys._getframe(2)
+    while frame and frame.f_code.co_filename.startswith(torch_dir):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return "%s:%d" % (os.path.basename(frame.f_code.co_filename),
+                      frame.f_lineno)
+
+
+def _wrap_autocast(torch, bridge):
+    cls = torch.amp.autocast_mode.autocast
+    enter, exit_ = cls.__enter__, cls.__exit__
+    is_scripting = torch._jit_internal.is_scripting
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+
+    @functools.wraps(enter)
+    def __enter__(self):
+        result = enter(self)
+        if is_scripting() or self.device not in ("cpu", "cuda"):
+            return result
+        try:
+            enabled, dtype = _state(torch, self.device)
+            self._amptrace_scope = _location(torch_dir)
+            bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
+                         torch.is_autocast_cache_enabled(),
+                         self._amptrace_scope)
+        except Exception as e:
+            _recording_failed(e)
+        return result
+
+    @functools.wraps(exit_)
+    def __exit__(self, *exc):
+        if is_scripting() or self.device not in ("cpu", "cuda"):
+            return exit_(self, *exc)
+        depth = 0
+        try:
+            depth = _nesting(torch)
+            enabled, dtype = _state(torch, self.device)
+            bridge.scope(False, depth, self.device, dtype, enabled,
+                         torch.is_autocast_cache_enabled(),
+                         getattr(self, "_amptrace_scope", None))
+        except Exception as e:
+            _recording_failed(e)
+        result = exit_(self, *exc)
+        if depth == 1:
+            bridge.cache_clear()
+        return result
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
+def _in_phase(bridge, phase, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        previous = bridge.set_phase(phase)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            bridge.set_phase(previous)
+    wrapper._amptrace = True
+    return wrapper
+
+
+def _wrap_phases(torch, bridge):
+    autograd = torch.autograd
+    autograd.backward = _in_phase(bridge, "backward", autograd.backward)
+    autograd.grad = _in_phase(bridge, "backward", autograd.grad)
+    # 1.13 has no optimizer step hooks: every Optimizer wraps its class's
+    # step once (for the profiler) in _hook_for_profile; wrap it there too.
+    optimizer = torch.optim.Optimizer
+    hook = optimizer._hook_for_profile
+
+    @functools.wraps(hook)
+    def _hook_for_profile(self):
+        hook(self)
+        step = self.__class__.step
+        if not getattr(step, "_amptrace", False):
+            wrapped = _in_phase(bridge, "optimizer", step)
+            wrapped.hooked = getattr(step, "hooked", None)
+            self.__class__.step = wrapped
+
+    optimizer._hook_for_profile = _hook_for_profile
+
+
+def _name_parameters(torch, bridge):
+    """Parameters get their names (fc1.weight) from the outermost module
+    that runs them, before its first forward."""
+    named = set()
+
+    def pre_hook(module, inputs):
+        if id(module) in named:
+            return None
+        for sub in module.modules():
+            named.add(id(sub))
+        for name, param in module.named_parameters():
+            bridge.name_tensor(param._cdata, name)
+        return None
+
+    torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
+
+
+def _wrap_threads(bridge):
+    bootstrap = threading.Thread._bootstrap_inner
+
+    @functools.wraps(bootstrap)
+    def _bootstrap_inner(self):
+        bridge.set_thread_name(self.name)
+        return bootstrap(self)
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+
+
+def _wrap_processes(bridge):
+    """A forked multiprocessing child leaves through os._exit (no atexit):
+    it marks its clean end itself."""
+    import multiprocessing.process as mp
+
+    bootstrap = mp.BaseProcess._bootstrap
+
+    @functools.wraps(bootstrap)
+    def _bootstrap(self, *args, **kwargs):
+        code = bootstrap(self, *args, **kwargs)
+        if code == 0:
+            bridge.mark_exit()
+        return code
+
+    mp.BaseProcess._bootstrap = _bootstrap
+
+
+def _found_inf(scaler, optimizer):
+    state = scaler._per_optimizer_states.get(id(optimizer), {})
+    values = state.get("found_inf_per_device", {}).values()
+    return sum(v.item() for v in values) > 0
+
+
+def _wrap_scaler(torch, bridge):
+    """GradScaler: the scale after each update, found_inf and skipped
+    steps.  1.13's scaler disables itself without CUDA: no events then."""
+    cls = torch.cuda.amp.GradScaler
+    step, update = cls.step, cls.update
+
+    @functools.wraps(step)
+    def step_(self, optimizer, *args, **kwargs):
+        result = step(self, optimizer, *args, **kwargs)
+        if self._enabled:
+            inf = _found_inf(self, optimizer)
+            bridge.scaler("step", id(self), id(optimizer), self.get_scale(),
+                          inf, inf, 0)
+        return result
+
+    @functools.wraps(update)
+    def update_(self, *args, **kwargs):
+        result = update(self, *args, **kwargs)
+        if self._enabled:
+            bridge.scaler("update", id(self), 0, self.get_scale(), False,
+                          False, 0)
+        return result
+
+    cls.step, cls.update = step_, update_
+
+
+def install(torch, bridge):
+    _wrap_autocast(torch, bridge)
+    _wrap_phases(torch, bridge)
+    _name_parameters(torch, bridge)
+    _wrap_threads(bridge)
+    _wrap_processes(bridge)
+    _wrap_scaler(torch, bridge)

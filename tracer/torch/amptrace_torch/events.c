@@ -1,0 +1,627 @@
+/* What the observer's calls mean, as libamp events (events.h).
+ *
+ * Under autocast torch 1.13 runs a listed op as: the outer call with the
+ * arguments as given (autocast on), then one `aten::to` per argument it
+ * casts (in reverse argument order), then the same op again with the cast
+ * arguments (autocast off inside).  So, per thread, a stack of calls:
+ *   - an aten call with no op around it (or only autograd nodes) is a
+ *     user-level op: one amp.op event, its policy and plan decided by
+ *     libamp's policy table (amp_autocast_plan) from its inputs;
+ *   - inside an op that autocast wraps, a direct `aten::to` child is a
+ *     cast (a miss, uncacheable or disabled: the plan says which), matched
+ *     to its argument by tensor identity, not order;
+ *   - the direct child with the op's own name is the inner call: every
+ *     argument the plan casts but no `aten::to` did arrives as a cached
+ *     cast: a cache hit, stale when the source's version counter moved
+ *     since the cast was made;
+ *   - a listed op under autocast inside an unlisted composite is an op of
+ *     its own (parent_op_id), since autocast wraps it too;
+ *   - ops inside an autograd node are backward ops, linked to the forward
+ *     op through the node's sequence number;
+ *   - anything else nested is the op's implementation and is not shown.
+ * The cast cache is per thread in torch 1.13, and so is the record of the
+ * casts made (for stale hits), cleared when the region nesting drops to 0. */
+#include "events.h"
+
+#include "amp_policy.h"
+#include "producer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FRAMES 512
+#define MAX_OPS 16
+#define MAX_SCOPES 32
+#define LINK_SLOTS 8192
+
+enum role {
+	ROLE_TRANSPARENT, /* not an aten op: its children see its parent */
+	ROLE_BACKWARD,    /* an autograd node (or the engine's wrapper) */
+	ROLE_OP,          /* an op the trace shows */
+	ROLE_CAST,        /* autocast's aten::to inside an op */
+	ROLE_INNER,       /* the op run again on the cast arguments */
+	ROLE_HIDDEN,      /* an op's implementation */
+};
+
+struct op_record {
+	uint64_t op_id;
+	uint64_t begin_ns;
+	struct obs_op *op;
+	struct amp_op_event event;
+	struct amp_plan plan;
+	bool autocast_wraps;   /* the plan applies: casts and an inner call */
+	bool grad_enabled;
+	bool inner_seen;
+	bool matched[OBS_MAX_TENSORS];
+	struct obs_args inputs;  /* as called */
+	struct obs_args inner;   /* as executed (after casts) */
+	/* the pending cast (ROLE_CAST child) */
+	int cast_arg;
+	uint64_t cast_begin_ns;
+};
+
+struct frame {
+	enum role role;
+	int record;            /* ROLE_OP: its op_record; else the owner's */
+	uint64_t backward_of;  /* ROLE_BACKWARD: the forward op (0 unknown) */
+};
+
+struct cache_entry {
+	uint64_t result;       /* 0 = empty slot */
+	uint64_t source;
+	int64_t version;
+	size_t bytes;
+	bool no_grad;          /* made with grad mode off */
+};
+
+struct thread_state {
+	struct frame frames[MAX_FRAMES];
+	int nframes;
+	int dropped;           /* frames beyond MAX_FRAMES */
+	struct op_record ops[MAX_OPS];
+	int nops;
+	enum amp_phase phase;  /* set by the Python layer */
+	int depth;             /* autocast nesting, set by the Python layer */
+	const char *scopes[MAX_SCOPES];
+	int nscopes;
+	struct { int64_t seq; uint64_t op_id; } links[LINK_SLOTS];
+	struct cache_entry *cache;
+	size_t cache_slots, cache_used, cache_bytes;
+};
+
+static __thread struct thread_state *state;
+static _Atomic uint64_t next_op_id = 1;
+static pthread_key_t state_key;
+static pthread_once_t state_key_once = PTHREAD_ONCE_INIT;
+
+/* Threads come and go (pools, DataLoader): their state goes with them. */
+static void state_free(void *p)
+{
+	struct thread_state *s = p;
+
+	free(s->cache);
+	free(s);
+	state = NULL;
+}
+
+static void state_key_create(void)
+{
+	pthread_key_create(&state_key, state_free);
+}
+
+static struct thread_state *thread_state(void)
+{
+	if (__builtin_expect(!state, 0)) {
+		state = calloc(1, sizeof *state);
+		if (!state)
+			abort();
+		pthread_once(&state_key_once, state_key_create);
+		pthread_setspecific(state_key, state);
+	}
+	return state;
+}
+
+/* -------------------------------------------------------- cast records */
+
+static struct cache_entry *cache_find(struct thread_state *s, uint64_t result,
+				      bool insert)
+{
+	if (insert && (s->cache_used + 1) * 2 > s->cache_slots) {
+		size_t slots = s->cache_slots ? s->cache_slots * 2 : 64;
+		struct cache_entry *old = s->cache, *grown =
+			calloc(slots, sizeof *grown);
+		if (!grown)
+			return NULL;
+		size_t old_slots = s->cache_slots;
+		s->cache = grown;
+		s->cache_slots = slots;
+		s->cache_used = 0;
+		for (size_t i = 0; i < old_slots; i++)
+			if (old[i].result) {
+				*cache_find(s, old[i].result, true) = old[i];
+				s->cache_used++;
+			}
+		free(old);
+	}
+	if (!s->cache_slots)
+		return NULL;
+	size_t mask = s->cache_slots - 1;
+	for (size_t i = (result * 0x9e3779b97f4a7c15ull) >> 7 & mask;;
+	     i = (i + 1) & mask) {
+		if (s->cache[i].result == result)
+			return &s->cache[i];
+		if (!s->cache[i].result)
+			return insert ? &s->cache[i] : NULL;
+	}
+}
+
+/* ------------------------------------------------------------ emitting */
+
+static void emit(struct amp_event *e)
+{
+	e->thread = amp_thread_number();
+	if (!e->time_ns)
+		e->time_ns = amp_now_ns();
+	producer_emit(e);
+}
+
+static void link_forward(struct thread_state *s, int64_t seq, uint64_t op_id)
+{
+	if (seq < 0 || s->phase != AMP_PHASE_FORWARD)
+		return;
+	s->links[seq % LINK_SLOTS].seq = seq;
+	s->links[seq % LINK_SLOTS].op_id = op_id;
+}
+
+static uint64_t forward_of(struct thread_state *s, int64_t seq)
+{
+	if (seq < 0 || s->links[seq % LINK_SLOTS].seq != seq)
+		return 0;
+	return s->links[seq % LINK_SLOTS].op_id;
+}
+
+/* The op's plan, from the policy table of the torch version in use. */
+static const struct amp_policy_row *policy_row(struct obs_op *op,
+					       enum amp_device_type device)
+{
+	if (!op->policy_ready) {
+		for (int d = 0; d < AMP_DEVICE_TYPE_COUNT; d++)
+			op->policy_row[d] = events_policy_lookup(
+				(enum amp_device_type)d, op->op, op->overload);
+		op->policy_ready = true;
+	}
+	return op->policy_row[device];
+}
+
+static void plan_op(struct op_record *r, const struct obs_autocast *ac)
+{
+	struct amp_plan_arg args[OBS_MAX_TENSORS];
+	enum amp_device_type device = AMP_DEVICE_CPU;
+	int n = r->inputs.ntensors;
+
+	for (int i = 0; i < n; i++) {
+		const struct amp_tensor_info *t = &r->inputs.tensors[i];
+		if (t->id && t->device == AMP_DEVICE_CUDA) {
+			device = AMP_DEVICE_CUDA;
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		const struct amp_tensor_info *t = &r->inputs.tensors[i];
+		args[i] = (struct amp_plan_arg){
+			.defined = t->id != 0, .optional = r->inputs.optional[i],
+			.dtype = t->dtype, .device = t->device,
+			.requires_grad = t->requires_grad, .is_leaf = t->is_leaf,
+			.is_view = t->is_view,
+		};
+	}
+	const struct amp_policy_row *row = policy_row(r->op, device);
+	r->plan = (struct amp_plan){ .policy = AMP_POLICY_NONE };
+	if (ac->enabled[device] && row)
+		amp_autocast_plan(events_policy_version(), row, device, ac->dtype[device],
+				  ac->cache_enabled, n, args,
+				  r->inputs.dtype_arg, &r->plan);
+	r->autocast_wraps = ac->enabled[device] && row &&
+			    r->plan.status == AMP_OK;
+	r->grad_enabled = ac->grad_enabled;
+	r->event.policy = r->plan.policy;
+	r->event.device = device;
+	r->event.autocast = (struct amp_autocast_info){
+		.enabled = ac->enabled[device], .device = device,
+		.dtype = ac->dtype[device], .cache_enabled = ac->cache_enabled,
+	};
+}
+
+static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
+		      const struct amp_tensor_info *result,
+		      enum amp_cache_result cache, const char *reason,
+		      bool stale, uint64_t begin_ns)
+{
+	struct amp_event e = { .kind = AMP_EVENT_CAST };
+	const struct amp_tensor_info *source = &r->inputs.tensors[arg];
+	size_t numel = 1;
+
+	for (int d = 0; d < result->ndim; d++)
+		numel *= (size_t)result->shape[d];
+	e.cast = (struct amp_cast_event){
+		.op_id = r->op_id, .arg = arg, .source = *source,
+		.result = *result, .from = source->dtype, .to = result->dtype,
+		.cache = cache, .reason = reason, .stale = stale,
+		.bytes = cache == AMP_CACHE_HIT ? 0
+						: numel * amp_dtype_size(result->dtype),
+		.begin_ns = begin_ns,
+	};
+	/* Recorded before the event, which carries the cache's size. */
+	if (cache == AMP_CACHE_MISS) {
+		struct cache_entry *c = cache_find(s, result->id, true);
+		if (c) {
+			if (!c->result)
+				s->cache_used++;
+			*c = (struct cache_entry){ result->id, source->id,
+						   r->inputs.versions[arg],
+						   e.cast.bytes,
+						   !r->grad_enabled };
+			s->cache_bytes += e.cast.bytes;
+		}
+	}
+	emit(&e);
+}
+
+/* The inner call's arguments: every cast the plan asks for that no
+ * aten::to made came out of the cache. */
+static void emit_hits(struct thread_state *s, struct op_record *r)
+{
+	int n = r->inner.ntensors < r->inputs.ntensors ? r->inner.ntensors
+							 : r->inputs.ntensors;
+	for (int i = 0; i < n; i++) {
+		const struct amp_plan_cast *pc = &r->plan.casts[i];
+		const struct amp_tensor_info *got = &r->inner.tensors[i];
+		/* Only a cacheable cast can come from the cache; a planned
+		 * cast torch did not make (its table differs from ours) is
+		 * no cast at all. */
+		if (i >= r->plan.nargs || !pc->cast || r->matched[i] ||
+		    pc->cache_if_cast != AMP_CACHE_MISS ||
+		    got->id == r->inputs.tensors[i].id || got->dtype != pc->to)
+			continue;
+		const struct cache_entry *c = cache_find(s, got->id, false);
+		bool ours = c && c->source == r->inputs.tensors[i].id;
+		bool stale = ours && c->version != r->inputs.versions[i];
+		/* torch 1.13 caches a cast made under no_grad and hands it
+		 * out with grad on: the op's output then has no grad. */
+		bool gradless = ours && c->no_grad && r->grad_enabled;
+		emit_cast(s, r, i, got, AMP_CACHE_HIT,
+			  stale ? "cached cast of a tensor modified since (stale)"
+			  : gradless ? "cached cast made under no_grad reused "
+				       "with grad on: it does not require grad"
+				     : "cached cast reused",
+			  stale, amp_now_ns());
+		r->matched[i] = true;
+	}
+}
+
+/* ----------------------------------------------------------- the stack */
+
+static int owner_of(struct thread_state *s)
+{
+	for (int i = s->nframes - 1; i >= 0; i--) {
+		enum role role = s->frames[i].role;
+		if (role == ROLE_BACKWARD)
+			return -1;
+		if (role != ROLE_TRANSPARENT)
+			return s->frames[i].record;
+	}
+	return -1;
+}
+
+static uint64_t backward_link(struct thread_state *s)
+{
+	for (int i = s->nframes - 1; i >= 0; i--)
+		if (s->frames[i].role == ROLE_BACKWARD)
+			return s->frames[i].backward_of;
+	return 0;
+}
+
+static bool in_backward(struct thread_state *s)
+{
+	for (int i = s->nframes - 1; i >= 0; i--)
+		if (s->frames[i].role == ROLE_BACKWARD)
+			return true;
+	return false;
+}
+
+static const struct frame *parent_frame(struct thread_state *s)
+{
+	for (int i = s->nframes - 1; i >= 0; i--)
+		if (s->frames[i].role != ROLE_TRANSPARENT)
+			return &s->frames[i];
+	return NULL;
+}
+
+static unsigned push(struct thread_state *s, enum role role, int record,
+		     unsigned want)
+{
+	s->frames[s->nframes++] = (struct frame){ .role = role,
+						  .record = record };
+	return want;
+}
+
+unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
+		      bool autocast_any)
+{
+	struct thread_state *s = thread_state();
+
+	if (s->nframes >= MAX_FRAMES) {
+		s->dropped++;
+		return OBS_WANT_NOTHING;
+	}
+	if (op->backward_node) {
+		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr)
+					    : backward_link(s);
+		/* The engine's wrapper around a node learns the link from the
+		 * node, for the ops it runs after it (sum_to, view). */
+		if (scope_backward && s->nframes &&
+		    s->frames[s->nframes - 1].role == ROLE_BACKWARD)
+			s->frames[s->nframes - 1].backward_of = link;
+		push(s, ROLE_BACKWARD, -1, 0);
+		s->frames[s->nframes - 1].backward_of = link;
+		return OBS_WANT_NOTHING;
+	}
+	if (!op->aten)
+		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
+
+	int owner = owner_of(s);
+	const struct frame *parent = parent_frame(s);
+	if (owner >= 0) {
+		struct op_record *r = &s->ops[owner];
+		link_forward(s, seq_nr, r->op_id);
+		bool direct = parent && parent->role == ROLE_OP &&
+			      parent->record == owner;
+		if (direct && r->autocast_wraps) {
+			if (!strcmp(op->op, "to"))
+				return push(s, ROLE_CAST, owner,
+					    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS);
+			if (!r->inner_seen && !strcmp(op->op, r->op->op) &&
+			    !strcmp(op->overload, r->op->overload))
+				return push(s, ROLE_INNER, owner,
+					    OBS_WANT_INPUTS);
+		}
+		/* Autocast is off inside a wrapped op; elsewhere a listed op
+		 * under autocast is wrapped in its turn. */
+		bool listed = autocast_any &&
+			      (policy_row(op, AMP_DEVICE_CPU) ||
+			       policy_row(op, AMP_DEVICE_CUDA));
+		if (!listed || s->nops >= MAX_OPS)
+			return push(s, ROLE_HIDDEN, owner, OBS_WANT_NOTHING);
+	} else if (s->nops >= MAX_OPS) {
+		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
+	}
+
+	struct op_record *r = &s->ops[s->nops];
+	uint64_t op_id = atomic_fetch_add(&next_op_id, 1);
+	r->op_id = op_id;
+	r->op = op;
+	r->begin_ns = amp_now_ns();
+	r->inner_seen = false;
+	r->autocast_wraps = false;
+	r->inner.ntensors = 0;
+	r->event = (struct amp_op_event){
+		.op_id = op_id,
+		.parent_op_id = owner >= 0 ? s->ops[owner].op_id : 0,
+		.op = op->op, .overload = op->overload,
+		.phase = in_backward(s) ? AMP_PHASE_BACKWARD : s->phase,
+		.forward_op_id = backward_link(s),
+	};
+	link_forward(s, seq_nr, op_id);
+	return push(s, ROLE_OP, s->nops++,
+		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
+								   : 0));
+}
+
+void events_begin_args(const struct obs_args *inputs,
+		       const struct obs_autocast *autocast)
+{
+	struct thread_state *s = state;
+	struct frame *f = &s->frames[s->nframes - 1];
+	struct op_record *r = &s->ops[f->record];
+
+	switch (f->role) {
+	case ROLE_OP: {
+		r->inputs = *inputs;
+		memset(r->matched, 0, sizeof r->matched);
+		plan_op(r, autocast);
+		r->event.autocast.depth = s->depth;
+		r->event.autocast.scope = s->nscopes ? s->scopes[s->nscopes - 1]
+						     : NULL;
+		r->event.ninputs = inputs->ntensors;
+		r->event.inputs = r->inputs.tensors;
+		struct amp_event e = { .kind = AMP_EVENT_OP_BEGIN,
+				       .time_ns = r->begin_ns, .op = r->event };
+		emit(&e);
+		break;
+	}
+	case ROLE_CAST: {
+		/* aten::to(self, ...): match self to an argument the plan casts
+		 * and that is still waiting for its cast. */
+		r->cast_arg = -1;
+		r->cast_begin_ns = amp_now_ns();
+		if (inputs->ntensors < 1)
+			break;
+		for (int i = 0; i < r->inputs.ntensors && i < r->plan.nargs; i++)
+			if (r->plan.casts[i].cast && !r->matched[i] &&
+			    r->inputs.tensors[i].id == inputs->tensors[0].id) {
+				r->cast_arg = i;
+				break;
+			}
+		break;
+	}
+	case ROLE_INNER:
+		r->inner = *inputs;
+		r->inner_seen = true;
+		emit_hits(s, r);
+		break;
+	default:
+		break;
+	}
+}
+
+/* TorchScript applies a scripted function's autocast as explicit ops
+ * (no region, no cache): each tensor they change is a cast. */
+static void emit_script_casts(struct thread_state *s, struct op_record *r,
+			      const struct obs_args *outputs)
+{
+	int n = outputs->ntensors < r->inputs.ntensors ? outputs->ntensors
+						       : r->inputs.ntensors;
+	for (int i = 0; i < n; i++)
+		if (outputs->tensors[i].id &&
+		    outputs->tensors[i].id != r->inputs.tensors[i].id)
+			emit_cast(s, r, i, &outputs->tensors[i],
+				  AMP_CACHE_UNCACHEABLE,
+				  "cast by TorchScript's autocast (never cached)",
+				  false, r->begin_ns);
+}
+
+/* The defined tensors of `args`, in order, into `out` (absent optional
+ * tensors are no tensor of the trace). */
+static int defined_tensors(const struct obs_args *args,
+			   struct amp_tensor_info *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < args->ntensors; i++)
+		if (args->tensors[i].id)
+			out[n++] = args->tensors[i];
+	return n;
+}
+
+static void end_op(struct thread_state *s, struct op_record *r,
+		   const struct obs_args *outputs, bool failed)
+{
+	struct amp_tensor_info in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
+
+	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
+		emit_script_casts(s, r, outputs);
+	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
+	const struct obs_args *executed = r->inner_seen ? &r->inner : &r->inputs;
+
+	e.op.ninputs = defined_tensors(executed, in);
+	e.op.inputs = in;
+	e.op.noutputs = outputs ? defined_tensors(outputs, out) : 0;
+	e.op.outputs = out;
+	e.op.begin_ns = r->begin_ns;
+	if (r->plan.status != AMP_OK) {
+		e.op.status = r->plan.status;
+		e.op.error = r->plan.error;
+	} else if (failed) {
+		/* The exception's text is not visible from here. */
+		e.op.status = AMP_ERR_INVALID;
+		e.op.error = "raised an exception (torch's message is not "
+			     "visible to the observer)";
+	}
+	emit(&e);
+	s->nops--;
+}
+
+void events_end(const struct obs_args *outputs, bool failed)
+{
+	struct thread_state *s = state;
+
+	if (!s)
+		return;
+	if (s->dropped) {
+		s->dropped--;
+		return;
+	}
+	if (!s->nframes)
+		return;
+	struct frame f = s->frames[--s->nframes];
+	if (f.role == ROLE_OP) {
+		end_op(s, &s->ops[f.record], outputs, failed);
+	} else if (f.role == ROLE_CAST) {
+		struct op_record *r = &s->ops[f.record];
+		int arg = r->cast_arg;
+		if (arg >= 0 && outputs && outputs->ntensors >= 1 &&
+		    outputs->tensors[0].id != r->inputs.tensors[arg].id) {
+			const struct amp_plan_cast *pc = &r->plan.casts[arg];
+			r->matched[arg] = true;
+			emit_cast(s, r, arg, &outputs->tensors[0],
+				  pc->cache_if_cast, pc->reason, false,
+				  r->cast_begin_ns);
+		}
+	}
+}
+
+/* ------------------------------------------------- the Python layer's */
+
+void events_set_phase(enum amp_phase phase)
+{
+	thread_state()->phase = phase;
+}
+
+enum amp_phase events_phase(void)
+{
+	return thread_state()->phase;
+}
+
+void events_scope(bool enter, const struct amp_scope_event *scope)
+{
+	struct thread_state *s = thread_state();
+	struct amp_event e = { .kind = enter ? AMP_EVENT_SCOPE_ENTER
+					     : AMP_EVENT_SCOPE_EXIT };
+
+	e.scope = *scope;
+	if (enter) {
+		s->depth = scope->depth;
+		if (s->nscopes < MAX_SCOPES)
+			s->scopes[s->nscopes] = scope->scope;
+		s->nscopes++;
+		emit(&e);
+	} else {
+		if (s->nscopes > 0)
+			s->nscopes--;
+		if (!e.scope.scope && s->nscopes < MAX_SCOPES)
+			e.scope.scope = s->scopes[s->nscopes];
+		emit(&e);
+		s->depth = scope->depth - 1;
+	}
+}
+
+void events_cache_clear(void)
+{
+	struct thread_state *s = thread_state();
+	struct amp_event e = { .kind = AMP_EVENT_CACHE_CLEAR };
+
+	e.cache = (struct amp_cache_event){ s->cache_used, s->cache_bytes };
+	if (s->cache_slots)
+		memset(s->cache, 0, s->cache_slots * sizeof *s->cache);
+	s->cache_used = 0;
+	s->cache_bytes = 0;
+	emit(&e);
+}
+
+/* The producer reads the cache's size with each miss through libamp's
+ * amp_autocast_cache_stats (weak there): this module's definition is
+ * this thread's torch cache, as far as its casts were seen. */
+struct amp_cache_stats amp_autocast_cache_stats(void)
+{
+	struct thread_state *s = thread_state();
+
+	return (struct amp_cache_stats){ s->cache_used, s->cache_bytes };
+}
+
+void events_emit(struct amp_event *e)
+{
+	emit(e);
+}
+
+void events_after_fork(void)
+{
+	/* The forking thread's stack belongs to the parent's calls. */
+	if (state) {
+		state->nframes = 0;
+		state->nops = 0;
+		state->dropped = 0;
+	}
+}

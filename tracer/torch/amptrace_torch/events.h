@@ -1,0 +1,39 @@
+/* The bridge's event logic (events.c): turns the observer's calls into
+ * libamp events and hands them to the producer API; and the entry points
+ * the Python layer (module.c) uses for what the observer cannot see:
+ * autocast regions, cache clears, phases, GradScaler. */
+#ifndef AMPTRACE_TORCH_EVENTS_H
+#define AMPTRACE_TORCH_EVENTS_H
+
+#include "amp_policy.h"
+#include "observer.h"
+
+struct amp_policy_row;
+
+/* THE one place that picks the policy table (policy_choice.c): the table
+ * of the running torch version, set by events_policy_table(). */
+const struct amp_policy_row *events_policy_lookup(enum amp_device_type device,
+						  const char *op,
+						  const char *overload);
+/* Picks the table for `torch_version` ("1.13.0a0") and says which, for
+ * the trace: "1.13", or "newest, none for torch 1.12.1" (process
+ * metadata "framework").  Called once, before any op is recorded. */
+const char *events_policy_table(const char *torch_version);
+/* The table version events_policy_lookup and the plan use. */
+enum amp_torch_version events_policy_version(void);
+
+/* The calling thread's phase outside autograd nodes (forward, or
+ * optimizer while an optimizer steps, backward in autograd.backward). */
+void events_set_phase(enum amp_phase phase);
+enum amp_phase events_phase(void);
+/* An autocast region entered (depth after) or exited (depth before);
+ * `scope->scope` must stay valid for the process's life. */
+void events_scope(bool enter, const struct amp_scope_event *scope);
+/* The region nesting dropped to 0: torch emptied this thread's cache. */
+void events_cache_clear(void);
+/* Emits an event built elsewhere (scaler), stamped with time and thread. */
+void events_emit(struct amp_event *event);
+/* In a forked child: calls in flight belong to the parent. */
+void events_after_fork(void);
+
+#endif /* AMPTRACE_TORCH_EVENTS_H */

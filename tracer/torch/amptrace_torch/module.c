@@ -1,0 +1,277 @@
+/* amptrace_torch._bridge: the CPython extension the Python layer calls.
+ *
+ * It holds the bridge's producer: producer.c is compiled into this module
+ * with hidden visibility, so its calls bind here and not to the copy the
+ * preloaded libamp recorder exports (`amptrace run` preloads it into every
+ * process; without libamp it stays idle).  One producer per process.
+ *
+ * Each entry point is a thin conversion to events.c or observer.cpp:
+ * Python calls cost ~50-80 ns each this way (ctypes: ~500 ns). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "events.h"
+#include "producer.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+/* Scope names live for the process's life (events keep pointers). */
+static const char *intern(const char *name)
+{
+	static char **names;
+	static size_t count;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *found = NULL;
+
+	if (!name)
+		return NULL;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < count && !found; i++)
+		if (!strcmp(names[i], name))
+			found = names[i];
+	if (!found) {
+		char **grown = realloc(names, (count + 1) * sizeof *grown);
+		char *copy = strdup(name);
+		if (grown && copy) {
+			names = grown;
+			names[count++] = copy;
+			found = copy;
+		} else {
+			free(copy);
+			if (grown)
+				names = grown;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+#define NAME_ADAPTER(fn, type)                          \
+	static const char *fn##_at(int i)               \
+	{                                               \
+		return fn((type)i);                     \
+	}
+NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
+NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
+NAME_ADAPTER(amp_policy_name, enum amp_policy)
+NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
+NAME_ADAPTER(amp_phase_name, enum amp_phase)
+NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
+
+static void after_fork_in_child(void)
+{
+	events_after_fork();
+}
+
+static void install_fork_handler(void)
+{
+	pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/* attach(raw_dir, framework): starts recording into raw_dir. */
+static PyObject *bridge_attach(PyObject *self, PyObject *args)
+{
+	const char *raw_dir, *framework;
+	char error[512];
+	static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "ss", &raw_dir, &framework))
+		return NULL;
+	struct producer_info info = {
+		.framework = framework,
+		.names = { amp_dtype_name_at, amp_dtype_profiler_name_at,
+			   amp_policy_name_at, amp_device_type_name_at,
+			   amp_phase_name_at, amp_cache_result_name_at },
+	};
+	if (observer_install(error, sizeof error) != 0) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "cannot observe torch's ops: %s", error);
+		return NULL;
+	}
+	if (producer_attach(raw_dir, &info) != 0) {
+		PyErr_Format(PyExc_RuntimeError, "cannot record into %s",
+			     raw_dir);
+		return NULL;
+	}
+	pthread_once(&fork_handler, install_fork_handler);
+	observer_enable(true);
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_detach(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	observer_enable(false);
+	producer_detach();
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_mark_exit(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	producer_mark_exit();
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_policy_table(PyObject *self, PyObject *args)
+{
+	const char *version;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &version))
+		return NULL;
+	return PyUnicode_FromString(events_policy_table(version));
+}
+
+static int dtype_arg(const char *name, enum amp_dtype *out)
+{
+	if (amp_dtype_from_name(name, out) == 0)
+		return 0;
+	PyErr_Format(PyExc_ValueError, "unknown dtype %s", name);
+	return -1;
+}
+
+/* scope(enter, depth, device, dtype, enabled, cache_enabled, name) */
+static PyObject *bridge_scope(PyObject *self, PyObject *args)
+{
+	int enter, depth, enabled, cache_enabled;
+	const char *device_name, *dtype_name, *name;
+	enum amp_device_type device;
+	enum amp_dtype dtype;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "pissppz", &enter, &depth, &device_name,
+			      &dtype_name, &enabled, &cache_enabled, &name))
+		return NULL;
+	if (amp_device_type_from_name(device_name, &device) != 0) {
+		/* xpu, hpu, ...: libamp has cpu and cuda only. */
+		Py_RETURN_NONE;
+	}
+	if (dtype_arg(dtype_name, &dtype) != 0)
+		return NULL;
+	struct amp_scope_event scope = {
+		.depth = depth, .device = device, .dtype = dtype,
+		.enabled = enabled, .cache_enabled = cache_enabled,
+		.scope = intern(name),
+	};
+	events_scope(enter, &scope);
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_cache_clear(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	events_cache_clear();
+	Py_RETURN_NONE;
+}
+
+/* set_phase(phase) -> the previous phase ("forward", "backward",
+ * "optimizer"). */
+static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
+{
+	const char *name;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &name))
+		return NULL;
+	enum amp_phase previous = events_phase();
+	for (int p = 0; p < AMP_PHASE_COUNT; p++)
+		if (!strcmp(name, amp_phase_name((enum amp_phase)p))) {
+			events_set_phase((enum amp_phase)p);
+			return PyUnicode_FromString(amp_phase_name(previous));
+		}
+	PyErr_Format(PyExc_ValueError, "unknown phase %s", name);
+	return NULL;
+}
+
+/* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
+static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
+{
+	unsigned long long impl;
+	const char *name;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "Ks", &impl, &name))
+		return NULL;
+	return PyLong_FromUnsignedLongLong(
+		observer_name_tensor((uintptr_t)impl, name));
+}
+
+/* scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped,
+ *        inf_tensor_id) */
+static PyObject *bridge_scaler(PyObject *self, PyObject *args)
+{
+	const char *what;
+	unsigned long long scaler_id, optimizer_id, inf_tensor;
+	double scale;
+	int found_inf, skipped;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sKKdppK", &what, &scaler_id,
+			      &optimizer_id, &scale, &found_inf, &skipped,
+			      &inf_tensor))
+		return NULL;
+	struct amp_event e = { .kind = AMP_EVENT_SCALER };
+	e.scaler = (struct amp_scaler_event){
+		.scaler_id = scaler_id, .optimizer_id = optimizer_id,
+		.what = intern(what), .scale = scale, .found_inf = found_inf,
+		.step_skipped = skipped, .inf_tensor_id = inf_tensor,
+	};
+	events_emit(&e);
+	Py_RETURN_NONE;
+}
+
+/* set_thread_name(name): the OS thread's name, which the trace shows. */
+static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
+{
+	const char *name;
+	char cut[16];
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &name))
+		return NULL;
+	snprintf(cut, sizeof cut, "%s", name);
+	prctl(PR_SET_NAME, cut, 0, 0, 0);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+	{ "attach", bridge_attach, METH_VARARGS,
+	  "attach(raw_dir, framework): start recording" },
+	{ "detach", bridge_detach, METH_NOARGS, "stop recording" },
+	{ "mark_exit", bridge_mark_exit, METH_NOARGS,
+	  "record that this process ended cleanly" },
+	{ "policy_table", bridge_policy_table, METH_VARARGS,
+	  "policy_table(torch_version): the policy table used" },
+	{ "scope", bridge_scope, METH_VARARGS,
+	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
+	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
+	  "the autocast cache of this thread was emptied" },
+	{ "set_phase", bridge_set_phase, METH_VARARGS,
+	  "set_phase(name) -> previous phase name" },
+	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
+	  "name_tensor(cdata, name) -> tensor id" },
+	{ "scaler", bridge_scaler, METH_VARARGS,
+	  "scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped, "
+	  "inf_tensor_id)" },
+	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
+	  "set_thread_name(name)" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef module = {
+	PyModuleDef_HEAD_INIT, "_bridge",
+	"amptrace's PyTorch observer: records autocast's decisions", -1,
+	methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__bridge(void)
+{
+	return PyModule_Create(&module);
+}

@@ -1,0 +1,379 @@
+// The RecordFunction observer: the bridge's only C++ (C interface in
+// observer.h).  It describes what torch's dispatcher runs, in libamp's
+// terms, and leaves every decision to events.c.
+//
+// Why this shape:
+//   - A global RecordFunction callback sees every op on every thread with
+//     its inputs and outputs, including the casts autocast makes inside a
+//     wrapped op, TorchScript ops and backward nodes (reference:
+//     torch-bridge.md).  Python's dispatch modes see less and cost more.
+//   - It must be compiled with -DNDEBUG (RecordFunction::inputs() has an
+//     inline assert) and against the torch it runs in (C++ ABI).
+//   - Tensor ids: a TensorImpl's address is unique while we hold a weak
+//     reference to it (c10 frees the memory of an impl only when its weak
+//     count drops too), so the map below never mistakes a new tensor for a
+//     dead one; dead entries are swept when the map has doubled.
+#include "observer.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <c10/core/TensorImpl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace {
+
+struct tensor_entry {
+	c10::weak_intrusive_ptr<c10::TensorImpl> weak;
+	uint64_t id;
+	const char *name; // interned: events may hold it while it changes
+};
+
+std::mutex ids_lock;
+std::unordered_set<std::string> interned_names;
+
+const char *intern(const char *name)
+{
+	return interned_names.emplace(name).first->c_str();
+}
+std::unordered_map<const c10::TensorImpl *, tensor_entry> ids;
+size_t sweep_at = 4096;
+uint64_t next_id = 1;
+std::atomic<bool> enabled{false};
+
+// Drops the entries of dead tensors (called with ids_lock held).
+void sweep_dead(void)
+{
+	for (auto it = ids.begin(); it != ids.end();) {
+		if (it->second.weak.expired())
+			it = ids.erase(it);
+		else
+			++it;
+	}
+	sweep_at = ids.size() * 2 > 4096 ? ids.size() * 2 : 4096;
+}
+
+tensor_entry &entry_for(c10::TensorImpl *impl)
+{
+	auto it = ids.find(impl);
+	if (it != ids.end() && !it->second.weak.expired())
+		return it->second;
+	if (it != ids.end())
+		ids.erase(it);
+	if (ids.size() >= sweep_at)
+		sweep_dead();
+	auto strong = c10::intrusive_ptr<c10::TensorImpl>::
+		unsafe_reclaim_from_nonowning(impl);
+	tensor_entry e{ c10::weak_intrusive_ptr<c10::TensorImpl>(strong),
+			next_id++, nullptr };
+	return ids.emplace(impl, std::move(e)).first->second;
+}
+
+enum amp_dtype dtype_of(c10::ScalarType t)
+{
+	switch (t) {
+	case c10::ScalarType::Double: return AMP_DTYPE_F64;
+	case c10::ScalarType::Float: return AMP_DTYPE_F32;
+	case c10::ScalarType::Half: return AMP_DTYPE_F16;
+	case c10::ScalarType::BFloat16: return AMP_DTYPE_BF16;
+	case c10::ScalarType::Long: return AMP_DTYPE_I64;
+	case c10::ScalarType::Bool: return AMP_DTYPE_BOOL;
+	// libamp has no 8/16-bit integers nor complex: the nearest type
+	// autocast treats the same way (never cast).
+	case c10::ScalarType::ComplexDouble:
+	case c10::ScalarType::ComplexFloat: return AMP_DTYPE_F64;
+	default: return AMP_DTYPE_I32;
+	}
+}
+
+// An input the observer has never seen was made where no op is shown
+// (inside an op, or before recording began): it gets a name saying so,
+// so every input of the trace has a known origin (FORMAT.md).
+const char *const made_in_backward = "(saved inside a forward op)";
+const char *const made_elsewhere = "(made outside the recorded ops)";
+
+void describe(const at::Tensor &t, struct obs_args *a, bool optional,
+	      const char *fresh_name)
+{
+	int i = a->ntensors;
+	if (i >= OBS_MAX_TENSORS)
+		return;
+	struct amp_tensor_info *info = &a->tensors[i];
+	a->optional[i] = optional;
+	a->ntensors = i + 1;
+	if (!t.defined()) {
+		*info = amp_tensor_info{};
+		info->id = 0;
+		a->versions[i] = 0;
+		return;
+	}
+	c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+	{
+		std::lock_guard<std::mutex> guard(ids_lock);
+		uint64_t first_new = next_id;
+		tensor_entry &e = entry_for(impl);
+		if (fresh_name && e.id >= first_new)
+			e.name = fresh_name;
+		info->id = e.id;
+		info->name = e.name;
+	}
+	info->dtype = dtype_of(t.scalar_type());
+	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
+	auto sizes = impl->sizes();
+	info->ndim = (int)sizes.size();
+	for (int d = 0; d < info->ndim && d < AMP_MAX_DIMS; d++)
+		info->shape[d] = sizes[d];
+	if (info->ndim > AMP_MAX_DIMS)
+		info->ndim = AMP_MAX_DIMS;
+	info->requires_grad = t.requires_grad();
+	info->is_leaf = t.is_leaf();
+	info->is_view = t.is_view();
+	a->versions[i] = (int64_t)t._version();
+}
+
+void describe_values(c10::ArrayRef<const c10::IValue> values,
+		     struct obs_args *a, const char *fresh_name,
+		     uint64_t optional_args, int dtype_index)
+{
+	a->ntensors = 0;
+	a->dtype_arg = AMP_DTYPE_NONE;
+	for (size_t i = 0; i < values.size(); i++) {
+		if ((int)i == dtype_index && values[i].isInt()) {
+			a->dtype_arg = dtype_of(
+				static_cast<c10::ScalarType>(values[i].toInt()));
+			continue;
+		}
+		const c10::IValue &v = values[i];
+		if (v.isTensor()) {
+			describe(v.toTensor(), a,
+				 i < 64 && (optional_args >> i & 1), fresh_name);
+		} else if (v.isTensorList()) {
+			for (const at::Tensor &t : v.toTensorList().vec())
+				describe(t, a, false, fresh_name);
+		} else if (v.isList()) {
+			for (const c10::IValue &e : v.toListRef())
+				if (e.isTensor())
+					describe(e.toTensor(), a, false, fresh_name);
+		}
+	}
+}
+
+// From the schema, once per operator: which arguments are
+// optional<Tensor> (bit i of optional_args) and where `dtype` is.
+void read_schema(const c10::OperatorName &name, struct obs_op *op)
+{
+	auto handle = c10::Dispatcher::singleton().findSchema(name);
+	uint64_t mask = 0;
+
+	op->dtype_index = -1;
+	if (!handle)
+		return;
+	const auto &args = handle->schema().arguments();
+	for (size_t i = 0; i < args.size() && i < 64; i++) {
+		const auto &type = args[i].type();
+		if (args[i].name() == "dtype")
+			op->dtype_index = (int)i;
+		if (type->kind() == c10::TypeKind::OptionalType &&
+		    type->containedTypes().size() == 1 &&
+		    type->containedTypes()[0]->kind() ==
+			    c10::TypeKind::TensorType)
+			mask |= uint64_t(1) << i;
+	}
+	op->optional_args = mask;
+}
+
+// Per operator and thread (events.c fills its policy rows lazily, so no
+// sharing), described once and owned by the thread: keyed by name.  A
+// dispatcher op's name is its schema's own string, one per overload, so
+// its address is a cheaper key; other names (autograd nodes, the
+// engine's wrappers) are built per call and are looked up by content.
+thread_local std::unordered_map<std::string, std::unique_ptr<obs_op>> ops_by_name;
+thread_local std::unordered_map<const char *, struct obs_op *> ops_by_address;
+
+struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
+{
+	auto op = std::make_unique<obs_op>();
+	op->dtype_index = -1;
+	if (!strncmp(name, "aten::", 6)) {
+		op->aten = true;
+		snprintf(op->op, sizeof op->op, "%s", name + 6);
+		auto opname = fn.operator_name();
+		if (opname) {
+			snprintf(op->overload, sizeof op->overload, "%s",
+				 opname->overload_name.c_str());
+			read_schema(*opname, op.get());
+		}
+	} else {
+		snprintf(op->op, sizeof op->op, "%s", name);
+		op->backward_node =
+			fn.scope() == at::RecordScope::BACKWARD_FUNCTION ||
+			!strncmp(name, "autograd::", 10);
+	}
+	struct obs_op *raw = op.get();
+	ops_by_name.emplace(name, std::move(op));
+	return raw;
+}
+
+struct obs_op *op_for(const at::RecordFunction &fn)
+{
+	const char *name = fn.name();
+	auto it = ops_by_address.find(name);
+	if (it != ops_by_address.end())
+		return it->second;
+	bool stable = !strncmp(name, "aten::", 6);
+	auto named = ops_by_name.find(name);
+	struct obs_op *op = named != ops_by_name.end() ? named->second.get()
+						       : describe_op(fn, name);
+	if (stable)
+		ops_by_address.emplace(name, op);
+	return op;
+}
+
+// Per thread, on the heap: the module's thread-locals must stay small
+// (the producer's initial-exec TLS puts them all in the static TLS block).
+thread_local struct obs_args *scratch_args;
+
+struct obs_args &scratch_for_thread(void)
+{
+	if (!scratch_args)
+		scratch_args = new obs_args{};
+	return *scratch_args;
+}
+
+// One per call in flight; recycled through a per-thread free list, as
+// every call on every thread gets one.
+struct frame_context : at::ObserverContext {
+	unsigned want;
+	int exceptions;    // std::uncaught_exceptions() at the start
+	frame_context *next_free;
+
+	static void *operator new(size_t size);
+	static void operator delete(void *p);
+};
+
+thread_local frame_context *free_contexts;
+
+void *frame_context::operator new(size_t size)
+{
+	frame_context *c = free_contexts;
+	if (c) {
+		free_contexts = c->next_free;
+		return c;
+	}
+	return ::operator new(size);
+}
+
+void frame_context::operator delete(void *p)
+{
+	frame_context *c = static_cast<frame_context *>(p);
+	c->next_free = free_contexts;
+	free_contexts = c;
+}
+
+std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
+{
+	if (!enabled.load(std::memory_order_relaxed))
+		return nullptr;
+	struct obs_op *op = op_for(fn);
+	bool any = at::autocast::is_cpu_enabled() || at::autocast::is_enabled();
+	unsigned want = events_begin(op, fn.scope() ==
+				 at::RecordScope::BACKWARD_FUNCTION,
+				 fn.seqNr(), any);
+	if (want & OBS_WANT_INPUTS) {
+		struct obs_args &scratch = scratch_for_thread();
+		describe_values(fn.inputs(), &scratch,
+				(want & OBS_IN_BACKWARD) ? made_in_backward
+							 : made_elsewhere,
+				op->optional_args, op->dtype_index);
+		struct obs_autocast ac;
+		ac.enabled[AMP_DEVICE_CPU] = at::autocast::is_cpu_enabled();
+		ac.enabled[AMP_DEVICE_CUDA] = at::autocast::is_enabled();
+		ac.dtype[AMP_DEVICE_CPU] =
+			dtype_of(at::autocast::get_autocast_cpu_dtype());
+		ac.dtype[AMP_DEVICE_CUDA] =
+			dtype_of(at::autocast::get_autocast_gpu_dtype());
+		ac.cache_enabled = at::autocast::is_autocast_cache_enabled();
+		ac.grad_enabled = c10::GradMode::is_enabled();
+		events_begin_args(&scratch, &ac);
+	}
+	auto ctx = std::make_unique<frame_context>();
+	ctx->want = want;
+	ctx->exceptions = std::uncaught_exceptions();
+	return ctx;
+}
+
+void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
+{
+	// A call that began before recording was on has no context.
+	if (!ctx)
+		return;
+	auto *frame = static_cast<frame_context *>(ctx);
+	// RecordFunction ends in its destructor, also when the op throws.
+	bool failed = std::uncaught_exceptions() > frame->exceptions;
+	if (frame->want & OBS_WANT_OUTPUTS) {
+		struct obs_args &scratch = scratch_for_thread();
+		const std::vector<c10::IValue> &outputs = fn.outputs();
+		describe_values(c10::ArrayRef<const c10::IValue>(
+					outputs.data(), outputs.size()),
+				&scratch, nullptr, 0, -1);
+		events_end(&scratch, failed);
+	} else {
+		events_end(nullptr, failed);
+	}
+}
+
+} // namespace
+
+static at::CallbackHandle callback;
+
+extern "C" int observer_install(char *error, size_t size)
+{
+	if (callback)
+		return 0;
+	try {
+		callback = at::addGlobalCallback(
+			at::RecordFunctionCallback(on_start, on_end)
+				.needsInputs(true)
+				.needsOutputs(true)
+				.scopes({ at::RecordScope::FUNCTION,
+					  at::RecordScope::BACKWARD_FUNCTION }));
+	} catch (const std::exception &e) {
+		snprintf(error, size, "%s", e.what());
+		return -1;
+	}
+	return 0;
+}
+
+// Off, the callback is disabled in torch too: RecordFunction then costs
+// what it costs with no observer (no inputs copied).
+extern "C" void observer_enable(bool on)
+{
+	enabled.store(on);
+	if (on)
+		at::reenableCallback(callback);
+	else
+		at::disableCallback(callback);
+}
+
+extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)
+{
+	if (!impl)
+		return 0;
+	std::lock_guard<std::mutex> guard(ids_lock);
+	tensor_entry &e = entry_for(reinterpret_cast<c10::TensorImpl *>(impl));
+	// A parameter seen before its module ran has a "(made ...)" label.
+	if (!e.name || e.name[0] == '(')
+		e.name = intern(name);
+	return e.id;
+}

@@ -1,0 +1,93 @@
+/* The C interface between the C++ RecordFunction observer (observer.cpp,
+ * the only C++ of the bridge) and the bridge's event logic (events.c).
+ *
+ * The observer sees every ATen call on every thread (outer op, the casts
+ * autocast makes inside it, the inner op, backward nodes) and describes
+ * each in libamp's terms: tensors become amp_tensor_info with stable ids.
+ * events.c decides what the calls mean (ops, casts, cache hits) and emits
+ * libamp events.  Describing tensors costs, so the observer asks events.c
+ * first whether a call's arguments or results are wanted at all. */
+#ifndef AMPTRACE_TORCH_OBSERVER_H
+#define AMPTRACE_TORCH_OBSERVER_H
+
+#include "amp.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tensor arguments of one call beyond this are not described. */
+#define OBS_MAX_TENSORS 72
+
+/* One operator schema, described once by the observer and cached by its
+ * RecordFunction name; events.c keeps its own data in `policy`. */
+struct obs_op {
+	char op[96];           /* "linear": the aten name without "aten::" */
+	char overload[64];     /* "" for the default overload */
+	bool aten;             /* an aten:: operator (others are transparent) */
+	bool backward_node;    /* an autograd node or the engine's wrapper */
+	/* bit i: schema argument i is an optional<Tensor> (autocast ignores
+	 * those when it picks a promote type) */
+	uint64_t optional_args;
+	int dtype_index;       /* the `ScalarType? dtype` argument, or -1 */
+	/* filled by events.c on first use */
+	bool policy_ready;
+	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
+};
+
+/* The described arguments (or results) of one call. */
+struct obs_args {
+	int ntensors;
+	struct amp_tensor_info tensors[OBS_MAX_TENSORS];
+	int64_t versions[OBS_MAX_TENSORS]; /* version counters (stale hits) */
+	bool optional[OBS_MAX_TENSORS];    /* an optional<Tensor> slot */
+	enum amp_dtype dtype_arg;          /* the call's dtype argument */
+};
+
+/* The autocast state of the calling thread, read at a call's start. */
+struct obs_autocast {
+	bool enabled[AMP_DEVICE_TYPE_COUNT];
+	enum amp_dtype dtype[AMP_DEVICE_TYPE_COUNT];
+	bool cache_enabled;
+	bool grad_enabled;
+};
+
+/* events.c: what to describe of a call. */
+enum obs_want {
+	OBS_WANT_NOTHING = 0,
+	OBS_WANT_INPUTS = 1,
+	OBS_WANT_OUTPUTS = 2,
+	/* the call runs inside an autograd node (backward) */
+	OBS_IN_BACKWARD = 4,
+};
+
+/* Start of a call.  `scope_backward`: an autograd node.  Returns a mask of
+ * obs_want: when it has OBS_WANT_INPUTS the observer calls
+ * events_begin_args next. */
+unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
+		      bool autocast_any);
+void events_begin_args(const struct obs_args *inputs,
+		       const struct obs_autocast *autocast);
+/* End of the call that began last on this thread; `outputs` is NULL
+ * unless the begin asked for OBS_WANT_OUTPUTS.  `failed`: the call
+ * raised (its end runs while the exception unwinds). */
+void events_end(const struct obs_args *outputs, bool failed);
+
+/* observer.cpp: installs the RecordFunction callback (once per process).
+ * Returns 0, or -1 with a message in `error`. */
+int observer_install(char *error, size_t size);
+/* Turns the callback on and off (recording stops; the callback stays). */
+void observer_enable(bool on);
+/* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata): its
+ * events carry the name from now on.  Returns its id. */
+uint64_t observer_name_tensor(uintptr_t impl, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AMPTRACE_TORCH_OBSERVER_H */
