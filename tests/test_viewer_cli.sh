@@ -109,5 +109,15 @@ fi
 	echo "ok   a truncated trace draws, and says so" ||
 	fail "truncated trace"
 
+# an op using a cast's result before the cast's own op (malformed): drawn
+# as an input, not read from an undrawn op's node (that was a SEGV);
+# malloc left dirty so uninitialised memory cannot pass as zeros
+GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 \
+	"$ampview" "$fixtures/early-cast-use.json" --all-steps -o "$out/e.dot"
+got=$?
+[ "$got" -eq 0 ] && grep -q 'label="relu' "$out/e.dot" &&
+	echo "ok   a cast used before its op draws (exit $got)" ||
+	fail "early cast use: ampview exited $got"
+
 [ "$failed" -eq 0 ] && echo "all ampview CLI checks passed"
 [ "$failed" -eq 0 ]
