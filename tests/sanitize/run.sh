@@ -25,8 +25,11 @@ meson test -C "$asan" --print-errorlogs --num-processes "$(nproc)" \
 echo "sanitize: ASan+UBSan suite $([ $status -eq 0 ] && echo clean || echo FAILED)"
 
 if [ ! -f "$tsan/build.ninja" ]; then
+	# werror off: gcc warns that TSan does not model
+	# atomic_thread_fence (hooks.c's seqlock, whose fields are all
+	# atomics, so nothing goes unseen)
 	meson setup "$tsan" -Db_sanitize=thread -Db_lundef=false \
-		-Dcuda=disabled >&2 || exit 1
+		-Dcuda=disabled -Dwerror=false >&2 || exit 1
 fi
 ninja -C "$tsan" tracer/amptrace tracer/libamptrace-recorder.so \
 	samples/threads tests/trace_prog >&2 || exit 1
