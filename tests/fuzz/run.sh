@@ -58,8 +58,8 @@ done
 	"$build/tests/trace_prog" mlp 3 >/dev/null 2>&1 || true
 
 # every UBSan report is a crash (libFuzzer keeps the input), but for the
-# known ones listed in ubsan.supp
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$here/ubsan.supp
+# known ones listed in tests/sanitize/ubsan.supp
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$root/tests/sanitize/ubsan.supp
 status=0
 for name in trace rules merge raw; do
 	corpus=$build/fuzz-corpus/$name
