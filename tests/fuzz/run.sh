@@ -65,9 +65,12 @@ for name in trace rules merge raw; do
 	corpus=$build/fuzz-corpus/$name
 	mkdir -p "$corpus"
 	log=$build/fuzz-$name.log
+	touch "$rawdir/start"
 	regressions=("$here/regressions/$name")
 	[ -d "${regressions[0]}" ] || regressions=()
-	"$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" \
+	# the harness's scratch directory: libFuzzer ends with _Exit, so
+	# its atexit cleanup does not run
+	TMPDIR=$rawdir "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" \
 		-print_final_stats=1 -close_fd_mask=3 -timeout=20 \
 		-rss_limit_mb=2048 -max_len=262144 \
 		-artifact_prefix="$build/fuzz-crashes/$name-" \
@@ -75,9 +78,10 @@ for name in trace rules merge raw; do
 		status=1
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	units=$(find "$corpus" -type f | wc -l)
-	crashes=$(find "$build/fuzz-crashes" -name "$name-*" -type f | wc -l)
+	crashes=$(find "$build/fuzz-crashes" -name "$name-*" -type f \
+		-newer "$rawdir/start" | wc -l)
 	echo "fuzz_$name: ${runs:-?} executions in ${seconds}s, corpus $units," \
-		"crash inputs $crashes (log: $log)"
+		"new crash inputs $crashes (log: $log)"
 done
 [ "$status" -eq 0 ] || echo "fuzzing found a crash: see the logs and $build/fuzz-crashes" >&2
 exit $status
