@@ -53,6 +53,10 @@ struct amp_tensor {
 	enum amp_dtype dtype;
 	enum amp_device_type device;
 	int ndim;
+	/* AMP_TENSOR_LIVE while allocated: amp_tensor_free of a freed tensor
+	 * aborts instead of corrupting the heap.  Kept past the first 16
+	 * bytes, which glibc's free lists overwrite. */
+	uint32_t magic;
 	int64_t shape[AMP_MAX_DIMS];
 	int64_t strides[AMP_MAX_DIMS]; /* elements */
 	int64_t offset;                /* elements into storage */
@@ -64,6 +68,9 @@ struct amp_tensor {
 	struct amp_node *grad_fn;      /* NULL for leaves */
 	struct amp_tensor *grad;       /* accumulated gradient of a leaf */
 };
+
+#define AMP_TENSOR_LIVE 0x74656e73u  /* "tens" */
+#define AMP_TENSOR_FREED 0xdeadbeefu
 
 static inline void *amp_tensor_data(const struct amp_tensor *t)
 {

@@ -316,7 +316,11 @@ static enum amp_isa detect_isa(void)
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f"))
 		return AMP_ISA_AVX512;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+	/* F16C from CPUID leaf 1: clang's __builtin_cpu_supports does not
+	 * know "f16c" (and AVX2, checked first, covers the OS's YMM state). */
+	unsigned eax, ebx, ecx, edx;
+	if (__builtin_cpu_supports("avx2") &&
+	    __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C))
 		return AMP_ISA_AVX2;
 #endif
 	return AMP_ISA_SCALAR;

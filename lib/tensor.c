@@ -5,6 +5,7 @@
 #include "alloc.h"
 #include "backend.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,7 @@ static struct amp_tensor *tensor_shell(int ndim, const int64_t *shape,
 	if (!t)
 		return NULL;
 	atomic_init(&t->refcount, 1);
+	t->magic = AMP_TENSOR_LIVE;
 	t->id = amp_next_tensor_id();
 	t->dtype = dtype;
 	t->device = device;
@@ -168,9 +170,21 @@ struct amp_tensor *amp_tensor_view(struct amp_tensor *base, int ndim,
 	return t;
 }
 
+/* Catches a use after the last free in release builds too (the memory
+ * usually still holds AMP_TENSOR_FREED), before the refcount of freed
+ * memory is touched. */
+static void check_live(const struct amp_tensor *t, const char *caller)
+{
+	if (__builtin_expect(t->magic != AMP_TENSOR_LIVE, 0))
+		amp_abort(__FILE__, __LINE__,
+			  "%s: %p is not a live tensor (freed already?)",
+			  caller, (const void *)t);
+}
+
 amp_tensor *amp_tensor_ref(amp_tensor *t)
 {
 	AMP_ASSERT(t);
+	check_live(t, "amp_tensor_ref");
 	atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
 	return t;
 }
@@ -179,9 +193,16 @@ void amp_tensor_free(amp_tensor *t)
 {
 	if (!t)
 		return;
-	if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) !=
-	    1)
+	check_live(t, "amp_tensor_free");
+	int before = atomic_fetch_sub_explicit(&t->refcount, 1,
+					       memory_order_acq_rel);
+	if (before > 1)
 		return;
+	if (before < 1)
+		amp_abort(__FILE__, __LINE__,
+			  "amp_tensor_free: tensor %" PRIu64 " freed more "
+			  "often than referenced", t->id);
+	t->magic = AMP_TENSOR_FREED;
 	storage_unref(t->storage);
 	amp_tensor_free(t->base);
 	amp_tensor_free(t->grad);

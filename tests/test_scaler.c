@@ -131,6 +131,42 @@ START_TEST(test_constructor_checks)
 	amp_grad_scaler *s = amp_grad_scaler_new(&opts);
 	ck_assert_ptr_nonnull(s);
 	amp_grad_scaler_free(s);
+	/* torch 1.13.1 checks only those two: GradScaler(init_scale=0, nan,
+	 * inf or -1) is accepted, and so are its setters' values */
+	const double scales[] = { 0.0, NAN, INFINITY, -1.0 };
+	opts = AMP_GRAD_SCALER_OPTS(AMP_DEVICE_CPU);
+	for (size_t i = 0; i < sizeof scales / sizeof *scales; i++) {
+		opts.init_scale = scales[i];
+		s = amp_grad_scaler_new(&opts);
+		ck_assert_ptr_nonnull(s);
+		amp_grad_scaler_set_growth_factor(s, 0.5);
+		amp_grad_scaler_set_backoff_factor(s, NAN);
+		amp_grad_scaler_set_growth_interval(s, -1);
+		ck_assert(isnan(amp_grad_scaler_get_backoff_factor(s)));
+		amp_grad_scaler_free(s);
+	}
+}
+END_TEST
+
+/* init_scale 0 as in torch: the scaled gradients (0) are checked before
+ * they are unscaled (0 * inf = NaN), so found_inf stays 0, the step is
+ * taken and the weights become NaN (_amp_foreach_non_finite_check_and_
+ * unscale_'s order). */
+START_TEST(test_zero_init_scale_like_torch)
+{
+	amp_grad_scaler *s = scaler_with(0.0, 2000);
+	amp_tensor *p = PARAM(1.0, 2.0);
+	amp_optimizer *opt = sgd(p, 0.5);
+	bool stepped = false;
+
+	scale_a_loss(s);
+	SET_GRAD(p, 0.0, 0.0);
+	ck_assert_int_eq(amp_grad_scaler_step(s, opt, &stepped), AMP_OK);
+	ck_assert(stepped);
+	ck_assert(isnan(at(p, 0)) && isnan(at(p, 1)));
+	amp_tensor_free(p);
+	amp_optimizer_free(opt);
+	amp_grad_scaler_free(s);
 }
 END_TEST
 
@@ -731,6 +767,7 @@ static Suite *scaler_suite(void)
 	tcase_add_test(tc, test_get_scale_before_and_after_init);
 	tcase_add_test(tc, test_scale_result_dtypes);
 	tcase_add_test(tc, test_constructor_checks);
+	tcase_add_test(tc, test_zero_init_scale_like_torch);
 	tcase_add_test(tc, test_unscale_kernel_arithmetic);
 	tcase_add_test(tc, test_unscale_kernel_dtypes);
 	tcase_add_test(tc, test_unscale_kernel_checks);

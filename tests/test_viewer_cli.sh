@@ -5,11 +5,12 @@
 # lines; SVG that parses as XML and shows the dtypes, casts and regions;
 # PNG; DOT on standard output; the same bytes twice.
 #
-#   test_viewer_cli.sh AMPVIEW VIEWER_FIXTURES TRACE_FIXTURES
+#   test_viewer_cli.sh AMPVIEW VIEWER_FIXTURES TRACE_FIXTURES FUZZ_REGRESSIONS
 set -u
 ampview=$1
 fixtures=$2
 trace_fixtures=$3
+regressions=$4
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 failed=0
@@ -108,6 +109,16 @@ fi
 	grep -q 'truncated' "$out/t.dot" &&
 	echo "ok   a truncated trace draws, and says so" ||
 	fail "truncated trace"
+
+# an op using a cast's result before the cast's own op (malformed): drawn
+# as an input, not read from an undrawn op's node (that was a SEGV);
+# malloc left dirty so uninitialised memory cannot pass as zeros
+GLIBC_TUNABLES=glibc.malloc.tcache_count=0 MALLOC_PERTURB_=165 \
+	"$ampview" "$regressions/trace/early-cast-use.json" --all-steps -o "$out/e.dot"
+got=$?
+[ "$got" -eq 0 ] && grep -q 'label="relu' "$out/e.dot" &&
+	echo "ok   a cast used before its op draws (exit $got)" ||
+	fail "early cast use: ampview exited $got"
 
 [ "$failed" -eq 0 ] && echo "all ampview CLI checks passed"
 [ "$failed" -eq 0 ]

@@ -10,7 +10,8 @@
  *   trace_prog segv-in-op N     N relu ops, then a segfault inside an op
  *                               (amp_from_data reading a bad pointer)
  *   trace_prog hang N PIDFILE   N relu ops, write the pid, wait to be killed
- *   trace_prog threads T N      T threads x N relu ops each
+ *   trace_prog threads T N      T threads x N relu ops each, then a line
+ *                               on stdout
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
  *   trace_prog fork N           N relu ops in this process and in a child
  *   trace_prog mlp STEPS [WIDTH] [bad]
@@ -94,6 +95,8 @@ static int run_threads(int count, long n)
 			fail("pthread_create");
 	for (int i = 0; i < count; i++)
 		pthread_join(threads[i], NULL);
+	/* the fault tests check that the program ran to its end */
+	printf("trace_prog: threads done\n");
 	return 0;
 }
 

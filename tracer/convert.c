@@ -174,7 +174,7 @@ static size_t read_thread(struct conv *cv, struct conv_process *p,
 					 memory_order_acquire) != RAW_THREAD_MAGIC)
 			return 0;
 		if (h->version != RAW_VERSION || h->header_size < sizeof *h ||
-		    h->header_size >= RAW_CHUNK) {
+		    h->header_size >= RAW_CHUNK || h->header_size % 8) {
 			t->stopped = true;
 			p->raw_errors++;
 			return 0;

@@ -28,8 +28,9 @@
  *                          several ops.
  * cache-disabled           a cacheable cast redone (cache_enabled off).
  * op-error                 an op failed, not explained by the kinds above.
- * fp16-overflow, cast-underflow, process-died and any other kind: amp.diag
- *                          events of the file (libamp and amptrace run).
+ * fp16-overflow, cast-underflow, process-died, recording-stopped and any
+ *                          other kind: amp.diag events of the file (libamp,
+ *                          amptrace run and its recorder).
  *
  * Steps (for cache-growth), per process: a step ends at each GradScaler
  * `update`; without one, at the end of each optimizer update (a run of
@@ -77,6 +78,10 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	  "or lower the learning rate", false },
 	[FINDING_OP_ERROR] = { "op-error", FINDING_ERROR,
 	  "read the op's error in the trace", false },
+	[FINDING_RECORDING_STOPPED] = { "recording-stopped", FINDING_WARNING,
+	  "give amptrace run a raw directory with room (--raw-dir DIR or "
+	  "TMPDIR; about 2 MiB per thread): the trace lacks what followed",
+	  false },
 	[FINDING_STALE_CACHE] = { "stale-cache", FINDING_WARNING,
 	  "enter autocast per iteration around forward + loss only, so the "
 	  "cache is cleared before the next forward", false },

@@ -149,7 +149,9 @@ void jsonw_double(struct jsonw *w, double value)
 		jsonw_raw(w, "null", 4);
 		return;
 	}
-	if (value == (double)(int64_t)value && fabs(value) < 1e15) {
+	/* The range test first: converting a double beyond int64 is
+	 * undefined behaviour. */
+	if (fabs(value) < 1e15 && value == (double)(int64_t)value) {
 		jsonw_i64(w, (int64_t)value);
 		return;
 	}

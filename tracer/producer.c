@@ -91,16 +91,32 @@ static void writer_drop(struct thread_writer *w)
 
 static bool converter_gone(void)
 {
-	return converter_pid > 0 && kill(converter_pid, 0) != 0 &&
-	       errno == ESRCH;
+	int saved = errno;
+	bool gone = converter_pid > 0 && kill(converter_pid, 0) != 0 &&
+		    errno == ESRCH;
+
+	errno = saved;
+	return gone;
 }
 
+/* Room kept free at every chunk's end: the next-chunk marker, or the
+ * recording-stopped record and its thread-end marker (stop_recording). */
+#define STOP_MESSAGE_MAX 511
+#define STOP_RESERVE (sizeof(struct raw_record) + 16 + 2 + 17 + 2 + \
+		      STOP_MESSAGE_MAX + 7 + 8)
+
+/* Maps chunk `index`, its pages reserved first: a write into a file page
+ * that the file system cannot back (tmpfs full) is a SIGBUS that would
+ * kill the traced program, and the converter reads these pages too. */
 static bool map_chunk(struct thread_writer *w, uint64_t index)
 {
-	off_t size = (off_t)((index + 1) * RAW_CHUNK);
+	int err = posix_fallocate(w->fd, (off_t)(index * RAW_CHUNK),
+				  RAW_CHUNK);
 
-	if (ftruncate(w->fd, size) != 0)
+	if (err != 0) {
+		errno = err;
 		return false;
+	}
 	/* MAP_POPULATE faults the chunk in with one call instead of one page
 	 * fault per page on the hot path. */
 	void *chunk = mmap(NULL, RAW_CHUNK, PROT_READ | PROT_WRITE,
@@ -143,6 +159,57 @@ static void on_thread_exit(void *unused)
 	w->failed = true; /* a late event must not reopen the file */
 }
 
+static void record_commit(struct thread_writer *w, struct raw_record *r,
+			  uint16_t kind, uint64_t time_ns, const uint8_t *end);
+
+/* p<pid>/stopped tells `amptrace run` that recording stopped for want of
+ * room (an empty file: it needs no data block). */
+static void mark_stopped(void)
+{
+	char path[sizeof process_dir + 16];
+
+	snprintf(path, sizeof path, "%s/stopped", process_dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The raw directory is full: this stream ends here, cleanly.  The
+ * program runs on; its last record says where and why, as an amp.diag
+ * event `recording-stopped` that the converter passes through like any
+ * other (it fits in the STOP_RESERVE every chunk keeps), then the
+ * stream's end marker lets the converter give the file's space back. */
+static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
+			   int err)
+{
+	char message[STOP_MESSAGE_MAX + 1];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(message, sizeof message,
+		 "recording stopped here: no room for more raw events in %.200s "
+		 "(%.60s); later events of this %s are not in the trace, the "
+		 "program ran on", raw_root, strerror(err),
+		 amp_thread == RAW_GPU_STREAM ? "process's GPU stream"
+					      : "thread");
+	struct amp_event e = {
+		.kind = AMP_EVENT_DIAG,
+		.time_ns = (uint64_t)ts.tv_sec * 1000000000u +
+			   (uint64_t)ts.tv_nsec,
+		.thread = amp_thread,
+		.diag = { .kind = "recording-stopped", .message = message },
+	};
+	struct raw_record *r = (struct raw_record *)(w->chunk + w->offset);
+	record_commit(w, r, AMP_EVENT_DIAG, e.time_ns,
+		      raw_event_encode((uint8_t *)(r + 1), &e));
+	struct raw_record *end = (struct raw_record *)(w->chunk + w->offset);
+	atomic_store_explicit(&end->size, RAW_SIZE_THREAD_END,
+			      memory_order_release);
+	writer_drop(w);
+	w->failed = true;
+	mark_stopped();
+}
+
 /* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
  * marked at thread exit), tgpu.raw for the GPU stream. */
 static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
@@ -169,13 +236,17 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 			break;
 	}
 	if (fd < 0) {
-		warn_once("cannot create", path);
+		if (!converter_gone())
+			warn_once("cannot create", path);
 		return false;
 	}
 	w->fd = fd;
 	if (!map_chunk(w, 0)) {
-		warn_once("cannot map", path);
+		/* No room (amptrace run says so): the program's stderr stays
+		 * its own. */
+		unlink(path);
 		close(fd);
+		mark_stopped();
 		return false;
 	}
 	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
@@ -215,8 +286,7 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 		w->failed = true;
 		return NULL;
 	}
-	/* Keep 8 bytes free at the chunk end for the next-chunk marker. */
-	if (__builtin_expect(w->offset + bound + 8 > RAW_CHUNK, 0)) {
+	if (__builtin_expect(w->offset + bound + STOP_RESERVE > RAW_CHUNK, 0)) {
 		if (converter_gone()) {
 			char path[sizeof process_dir + 64];
 			if (amp_thread == RAW_GPU_STREAM)
@@ -232,8 +302,7 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 			return NULL;
 		}
 		if (!map_chunk(w, w->chunk_index + 1)) {
-			warn_once("cannot grow", process_dir);
-			w->failed = true;
+			stop_recording(w, amp_thread, errno);
 			return NULL;
 		}
 	}

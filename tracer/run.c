@@ -13,6 +13,7 @@
 #include "event_json.h"
 #include "findings.h"
 #include "raw.h"
+#include "raw_dir.h"
 #include "report.h"
 #include "run_python.h"
 #include "trace_commands.h"
@@ -20,7 +21,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,7 +45,7 @@
 
 static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
-	"                    [-q] [--no-value-checks] -- PROG [ARGS...]\n"
+	"                    [-q] [--no-value-checks] [--raw-dir DIR] -- PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
 	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
@@ -62,6 +62,10 @@ static const char run_usage[] =
 	"                     skip libamp's value checks (the fp16-overflow and\n"
 	"                     cast-underflow findings): they read every\n"
 	"                     low-precision result, which costs time\n"
+	"      --raw-dir DIR  where the recorder's raw files go while PROG runs\n"
+	"                     (default: $TMPDIR, else /dev/shm when it has 128 MiB\n"
+	"                     free, else /tmp); if it fills up, recording stops\n"
+	"                     there (a recording-stopped finding) and PROG runs on\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
@@ -206,16 +210,6 @@ static struct trace *trace_for(void *ctx, const struct conv_process *p)
 	return o->kept_ready ? &o->kept : NULL;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 static const char *find_recorder(char *buf, size_t size)
 {
 	const char *env = getenv("AMPTRACE_RECORDER");
@@ -298,22 +292,6 @@ static int render_svg(const char *trace, const char *svg)
 		return 0;
 	fprintf(stderr, "amptrace run: ampview failed to render %s\n", svg);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
-/* Where the raw files go: memory (/dev/shm) unless TMPDIR says otherwise.
- * They are a buffer between the recorder and the converter, given back
- * chunk by chunk as they are converted, so they stay small. */
-static const char *raw_base(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	struct stat st;
-
-	if (tmp && *tmp)
-		return tmp;
-	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
-	    access("/dev/shm", W_OK) == 0)
-		return "/dev/shm";
-	return "/tmp";
 }
 
 static bool dir_writable(const char *path)
@@ -521,7 +499,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 int amptrace_run(int argc, char **argv)
 {
 	struct run_state s = { .out = "trace.json", .value_checks = true };
-	const char *svg = NULL, *report_html = NULL;
+	const char *svg = NULL, *report_html = NULL, *raw_base = NULL;
 	bool quiet = false;
 	int i;
 
@@ -540,7 +518,8 @@ int amptrace_run(int argc, char **argv)
 		} else if (!strcmp(a, "--no-value-checks")) {
 			s.value_checks = false;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
-			   !strcmp(a, "--svg") || !strcmp(a, "--report")) {
+			   !strcmp(a, "--svg") || !strcmp(a, "--report") ||
+			   !strcmp(a, "--raw-dir")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "amptrace run: %s needs a file "
 					"name\n%s", a, run_usage);
@@ -550,6 +529,8 @@ int amptrace_run(int argc, char **argv)
 				svg = argv[++i];
 			else if (!strcmp(a, "--report"))
 				report_html = argv[++i];
+			else if (!strcmp(a, "--raw-dir"))
+				raw_base = argv[++i];
 			else
 				s.out = argv[++i];
 		} else if (!strncmp(a, "--output=", 9)) {
@@ -558,6 +539,8 @@ int amptrace_run(int argc, char **argv)
 			svg = a + 6;
 		} else if (!strncmp(a, "--report=", 9)) {
 			report_html = a + 9;
+		} else if (!strncmp(a, "--raw-dir=", 10)) {
+			raw_base = a + 10;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
 				run_usage);
@@ -596,19 +579,17 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 
-	char raw_dir[PATH_MAX];
-	snprintf(raw_dir, sizeof raw_dir, "%s/amptrace-XXXXXX", raw_base());
-	if (!mkdtemp(raw_dir)) {
-		fprintf(stderr, "amptrace run: cannot create %s: %s\n", raw_dir,
-			strerror(errno));
+	struct raw_dir raw;
+	if (raw_dir_create(&raw, raw_base) != 0)
 		return 2;
-	}
+	raw_dir_guard(&raw);
+	const char *raw_dir = raw.path;
 	gethostname(s.hostname, sizeof s.hostname - 1);
 
 	int report[2];
 	if (pipe2(report, O_CLOEXEC) != 0) {
 		fprintf(stderr, "amptrace run: pipe: %s\n", strerror(errno));
-		nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		raw_dir_remove(&raw);
 		return 2;
 	}
 	/* Like time(1): the terminal's ^C reaches the program, which decides;
@@ -632,7 +613,7 @@ int amptrace_run(int argc, char **argv)
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "amptrace run: fork: %s\n", strerror(errno));
-		nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		raw_dir_remove(&raw);
 		return 2;
 	}
 	if (pid == 0) {
@@ -679,7 +660,7 @@ int amptrace_run(int argc, char **argv)
 		fprintf(stderr, "amptrace run: cannot run %s: %s\n", s.command[0],
 			strerror(exec_errno));
 		conv_free(&cv);
-		nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		raw_dir_remove(&raw);
 		free(s.outputs);
 		return exec_errno == ENOENT ? 127 : 126;
 	}
@@ -691,8 +672,14 @@ int amptrace_run(int argc, char **argv)
 	}
 	finish_outputs(&s, &cv, status, end_ns, &failed);
 	report_end(&s, &cv, s.command[0], status, quiet);
+	if (raw_dir_ran_out(&raw))
+		fprintf(stderr, "amptrace run: the raw directory %s ran out of "
+			"space: recording stopped early (the trace's "
+			"recording-stopped finding says where); %s ran on.  "
+			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
+			raw.path, s.command[0]);
 	conv_free(&cv);
-	nftw(raw_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	raw_dir_remove(&raw);
 
 	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 				       : WEXITSTATUS(status);

@@ -553,8 +553,10 @@ static size_t plan(struct graph_builder *b, const struct view_options *o)
 	struct graph *g = b->g;
 	size_t n = b->s->nops, units = 0;
 
+	/* node_of_op too: a malformed trace can use a cast's result in an
+	 * op drawn before the cast's own op (drawn as an input then) */
 	for (size_t k = 0; k < n; k++)
-		b->hidden_in[k] = VIEW_NONE;
+		b->hidden_in[k] = b->node_of_op[k] = VIEW_NONE;
 	for (size_t f = 0; f < g->nfolds; f++) {
 		const struct view_fold *fold = &g->folds[f];
 		for (size_t k = fold->start + fold->period;

@@ -299,6 +299,19 @@ const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf,
 	return buf;
 }
 
+void cpu_view_layout(const struct amp_tensor *t, struct amp_tensor *view)
+{
+	/* Field by field, never `*view = *t`: t may be shared with other
+	 * threads that take and drop references (its atomic refcount) or
+	 * accumulate its grad while this thread reads it. */
+	*view = (struct amp_tensor){ .id = t->id, .dtype = t->dtype,
+				     .device = t->device, .ndim = t->ndim,
+				     .offset = t->offset, .storage = t->storage,
+				     .name = t->name };
+	memcpy(view->shape, t->shape, sizeof view->shape);
+	memcpy(view->strides, t->strides, sizeof view->strides);
+}
+
 int cpu_expand(const struct amp_tensor *t, int ndim, const int64_t *shape,
 	       struct amp_tensor *view)
 {
@@ -315,7 +328,7 @@ int cpu_expand(const struct amp_tensor *t, int ndim, const int64_t *shape,
 				 cpu_shape_string(ndim, shape, target,
 						  sizeof target),
 				 ndim, t->ndim);
-	*view = *t;
+	cpu_view_layout(t, view);
 	view->ndim = ndim;
 	for (int d = ndim - 1; d >= 0; d--) {
 		int source = d - (ndim - t->ndim);

@@ -86,6 +86,11 @@ bool cpu_wrap_dim(int64_t *dim, int ndim);
 int cpu_broadcast_into(int *ndim, int64_t *out, int other_ndim,
 		       const int64_t *other);
 
+/* view := t's layout (dtype, device, shape, strides, offset, storage, id,
+ * name): a stack copy that owns nothing, for reading t's data through
+ * another shape. */
+void cpu_view_layout(const struct amp_tensor *t, struct amp_tensor *view);
+
 /* Fills `view` (a stack copy that owns nothing) with t broadcast to
  * `shape`: stride 0 on broadcast dimensions, for reading through
  * amp_tensor_gather / cpu_load.  PyTorch's expand error when t does not

@@ -224,7 +224,8 @@ static int reduce(struct amp_call *call, const struct amp_arg *dims,
 				      mean);
 	/* self permuted to (kept dims..., reduced dims...): each output
 	 * element is then one contiguous row of the gathered copy */
-	struct amp_tensor permuted = *self;
+	struct amp_tensor permuted;
+	cpu_view_layout(self, &permuted);
 	int64_t out_shape[AMP_MAX_DIMS];
 	int out_ndim = 0, p = 0;
 	int64_t rows = 1, cols = 1;

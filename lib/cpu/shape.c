@@ -166,7 +166,7 @@ int amp_forward_stack(struct amp_call *call)
 	struct amp_tensor *view_ptrs[AMP_MAX_LIST];
 	for (int i = 0; i < count; i++) {
 		struct amp_tensor *v = &views[i];
-		*v = *items[i];
+		cpu_view_layout(items[i], v);
 		v->ndim = first->ndim + 1;
 		for (int d = 0, s = 0; d < v->ndim; d++) {
 			if (d == dim) {

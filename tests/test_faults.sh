@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Faults around `amptrace run`, each with its exit status and message:
+# the program SIGKILLed at random points (the trace loads, says
+# process-died, keeps every event before the kill), amptrace SIGKILLed or
+# SIGTERMed (no raw files left behind; after SIGKILL the program runs on),
+# the trace going to /dev/full, a read-only or a missing directory.
+# The raw directory filling up is test_raw_full.sh (it needs a mount).
+#   test_faults.sh AMPTRACE TRACE_PROG
+set -u
+amptrace=$1
+prog=$2
+work=$(mktemp -d)
+raw=$work/raw
+mkdir "$raw"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	mountpoint -q "$work/ro" 2>/dev/null && umount "$work/ro"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail=0
+
+check() { # description, command...
+	local what=$1; shift
+	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
+}
+
+# waits up to 10 s for a file to hold a whole line
+wait_line() {
+	for _ in $(seq 200); do
+		grep -q . "$1" 2>/dev/null && [ "$(tail -c1 "$1" | od -An -c)" = '  \n' ] &&
+			return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# count of relu ops that `amptrace summary` reports
+relu_count() {
+	"$amptrace" summary "$1" 2>/dev/null |
+		awk '$2 == "relu" { n += $3 } END { print n + 0 }'
+}
+
+raw_empty() { [ -z "$(ls -A "$raw")" ]; }
+
+# waits up to 5 s for the raw directory to be emptied (by the guard)
+raw_emptied() {
+	for _ in $(seq 100); do raw_empty && return 0; sleep 0.05; done
+	return 1
+}
+
+# --- the program SIGKILLed after a known number of ops: all of them kept
+for n in 1 777 $((RANDOM * 2 + 1)); do
+	rm -f "$work/pid"
+	"$amptrace" run -q --raw-dir "$raw" -o "$work/k.json" -- \
+		"$prog" hang "$n" "$work/pid" 2>"$work/err" &
+	amp=$!
+	pids+=("$amp")
+	if wait_line "$work/pid"; then
+		kill -9 "$(cat "$work/pid")"
+	fi
+	wait "$amp"
+	status=$?
+	check "program killed after $n ops: amptrace exits 137 ($status)" \
+		[ "$status" -eq 137 ]
+	check "... and says it was killed by SIGKILL" \
+		grep -q "was killed by SIGKILL" "$work/err"
+	check "... the trace keeps all $n relu ops ($(relu_count "$work/k.json"))" \
+		[ "$(relu_count "$work/k.json")" -eq "$n" ]
+	check "... and has a process-died finding" \
+		grep -q '"kind":"process-died"' "$work/k.json"
+	check "... and no raw files are left" raw_empty
+done
+
+# --- the program SIGKILLed at random moments while it records
+for i in 1 2 3 4; do
+	"$amptrace" run -q --raw-dir "$raw" -o "$work/r.json" -- \
+		"$prog" threads 2 2000000 >/dev/null 2>"$work/err" &
+	amp=$!
+	pids+=("$amp")
+	sleep "$(printf 0.%02d $((RANDOM % 20 + 5)))"
+	kill -9 "$(pgrep -P "$amp" -x trace_prog)" 2>/dev/null
+	wait "$amp"
+	status=$?
+	"$amptrace" summary "$work/r.json" >"$work/summary" 2>&1
+	loaded=$?
+	check "random kill $i: amptrace exits 137 ($status)" [ "$status" -eq 137 ]
+	check "... the trace loads (summary exit $loaded)" [ "$loaded" -eq 0 ]
+	check "... with events ($(relu_count "$work/r.json") relu) and process-died" \
+		grep -q "process-died" "$work/summary"
+	check "... and no raw files are left" raw_empty
+done
+
+# --- amptrace SIGKILLed: the guard removes the raw directory, the program
+# runs on, the trace is cut but loads
+rm -f "$work/pid"
+"$amptrace" run -q --raw-dir "$raw" -o "$work/a.json" -- \
+	"$prog" hang 500 "$work/pid" 2>/dev/null &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid"
+child=$(cat "$work/pid")
+pids+=("$child")
+kill -9 "$amp"
+wait "$amp" 2>/dev/null
+check "amptrace SIGKILLed: its raw directory goes away" raw_emptied
+check "... the program runs on" kill -0 "$child"
+"$amptrace" summary "$work/a.json" >"$work/summary" 2>&1
+status=$?
+check "... the cut trace loads (summary exit $status) and says so" \
+	eval '[ "$status" -eq 0 ] && grep -q truncated "$work/summary"'
+kill -9 "$child"
+
+# --- amptrace SIGTERMed: passed on to the program, the trace is finished
+rm -f "$work/pid"
+"$amptrace" run -q --raw-dir "$raw" -o "$work/t.json" -- \
+	"$prog" hang 300 "$work/pid" 2>"$work/err" &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid"
+kill -TERM "$amp"
+wait "$amp"
+status=$?
+check "amptrace SIGTERMed: exits 143 ($status)" [ "$status" -eq 143 ]
+check "... the program was killed by SIGTERM" \
+	grep -q "was killed by SIGTERM" "$work/err"
+check "... the trace is whole (300 relu ops, a trailer)" eval \
+	'[ "$(relu_count "$work/t.json")" -eq 300 ] && grep -q "\"complete\":true" "$work/t.json"'
+check "... and no raw files are left" raw_empty
+
+# --- where the trace cannot go
+"$amptrace" run --raw-dir "$raw" -o /dev/full -- "$prog" ops 10 \
+	>/dev/null 2>"$work/err"
+status=$?
+check "-o /dev/full: exit 1 ($status)" [ "$status" -eq 1 ]
+check "... error writing /dev/full: No space left on device" \
+	grep -q "error writing /dev/full: No space left on device" "$work/err"
+"$amptrace" run --raw-dir "$raw" -o "$work/missing/x.json" -- "$prog" ops 10 \
+	>/dev/null 2>"$work/err"
+status=$?
+check "-o into a missing directory: exit 2 ($status), nothing run" eval \
+	'[ "$status" -eq 2 ] && grep -q "cannot write $work/missing/x.json" "$work/err"'
+mkdir "$work/ro"
+if [ "$(id -u)" -ne 0 ]; then
+	chmod 555 "$work/ro"
+	ro_ready=1
+else # root writes through permissions: a read-only mount
+	mount -t tmpfs -o ro,size=64k tmpfs "$work/ro" 2>/dev/null && ro_ready=1
+fi
+if [ "${ro_ready:-0}" -eq 1 ]; then
+	"$amptrace" run --raw-dir "$raw" -o "$work/ro/x.json" -- "$prog" ops 10 \
+		>/dev/null 2>"$work/err"
+	status=$?
+	check "-o into a read-only directory: exit 2 ($status)" eval \
+		'[ "$status" -eq 2 ] && grep -q "cannot write $work/ro/x.json" "$work/err"'
+else
+	echo "# skipped: no read-only directory here (root without mount)"
+fi
+"$amptrace" run --raw-dir "$work/nowhere" -o "$work/x.json" -- "$prog" ops 10 \
+	>/dev/null 2>"$work/err"
+status=$?
+check "--raw-dir missing: exit 2 ($status) naming it" eval \
+	'[ "$status" -eq 2 ] && grep -q "raw directory $work/nowhere (--raw-dir) is not a writable directory" "$work/err"'
+check "no raw files are left by any run" raw_empty
+
+exit $fail
