@@ -14,8 +14,11 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ GEMM */
 
@@ -52,6 +55,39 @@ START_TEST(test_backend_info)
 			      "%s", info);
 		ck_assert(!cpu_gemm_bf16_wanted(512, 512, 512));
 	}
+}
+END_TEST
+
+/* AMP_VERBOSE=1 names the engines at the first product, whatever its
+ * dtype: an f32-only program once printed nothing (only bf16 products
+ * loaded the engines).  Run in a child of its own, whose first product
+ * this is. */
+START_TEST(test_verbose_at_first_f32_product)
+{
+	char path[] = "/tmp/amp_verbose_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	fflush(stderr);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		setenv("AMP_VERBOSE", "1", 1);
+		dup2(fd, STDERR_FILENO);
+		int64_t shape[2] = { 4, 4 };
+		amp_tensor *a = amp_full(2, shape, 1.0, AMP_DTYPE_F32,
+					 AMP_DEVICE_CPU);
+		amp_tensor *p = amp_mm(a, a);
+		_exit(p && amp_tensor_dtype(p) == AMP_DTYPE_F32 ? 0 : 1);
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	char text[1024] = "";
+	ssize_t got = pread(fd, text, sizeof text - 1, 0);
+	close(fd);
+	ck_assert_int_gt(got, 0);
+	ck_assert_msg(strstr(text, "libamp: f32 gemm: "), "stderr: %s", text);
 }
 END_TEST
 
@@ -356,6 +392,7 @@ static Suite *cpu_backend_suite(void)
 
 	tcase_add_test(gemm, test_wanted_core);
 	tcase_add_test(gemm, test_backend_info);
+	tcase_add_test(gemm, test_verbose_at_first_f32_product);
 	tcase_add_test(gemm, test_bf16_product);
 	tcase_add_test(gemm, test_bf16_linear);
 	tcase_add_test(sums, test_column_sums);
