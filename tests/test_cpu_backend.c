@@ -58,13 +58,13 @@ START_TEST(test_backend_info)
 }
 END_TEST
 
-/* AMP_VERBOSE=1 names the engines at the first product, whatever its
- * dtype: an f32-only program once printed nothing (only bf16 products
- * loaded the engines).  Run in a child of its own, whose first product
- * this is. */
-START_TEST(test_verbose_at_first_f32_product)
+/* Runs body() in a child process of its own (so that its first product
+ * or allocation is the process's first) with `name`=`value` in its
+ * environment; the child must exit 0.  Returns its stderr in text. */
+static void child_stderr(const char *name, const char *value,
+			 bool (*body)(void), char *text, size_t size)
 {
-	char path[] = "/tmp/amp_verbose_XXXXXX";
+	char path[] = "/tmp/amp_child_XXXXXX";
 	int fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	unlink(path);
@@ -72,21 +72,34 @@ START_TEST(test_verbose_at_first_f32_product)
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
-		setenv("AMP_VERBOSE", "1", 1);
+		setenv(name, value, 1);
 		dup2(fd, STDERR_FILENO);
-		int64_t shape[2] = { 4, 4 };
-		amp_tensor *a = amp_full(2, shape, 1.0, AMP_DTYPE_F32,
-					 AMP_DEVICE_CPU);
-		amp_tensor *p = amp_mm(a, a);
-		_exit(p && amp_tensor_dtype(p) == AMP_DTYPE_F32 ? 0 : 1);
+		_exit(body() ? 0 : 1);
 	}
 	int status = 0;
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	char text[1024] = "";
-	ssize_t got = pread(fd, text, sizeof text - 1, 0);
+	ssize_t got = pread(fd, text, size - 1, 0);
 	close(fd);
-	ck_assert_int_gt(got, 0);
+	text[got > 0 ? got : 0] = '\0';
+}
+
+static bool f32_product(void)
+{
+	int64_t shape[2] = { 4, 4 };
+	amp_tensor *a = amp_full(2, shape, 1.0, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *p = amp_mm(a, a);
+	return p && amp_tensor_dtype(p) == AMP_DTYPE_F32;
+}
+
+/* AMP_VERBOSE=1 names the engines at the first product, whatever its
+ * dtype: an f32-only program once printed nothing (only bf16 products
+ * loaded the engines). */
+START_TEST(test_verbose_at_first_f32_product)
+{
+	char text[1024];
+
+	child_stderr("AMP_VERBOSE", "1", f32_product, text, sizeof text);
 	ck_assert_msg(strstr(text, "libamp: f32 gemm: "), "stderr: %s", text);
 }
 END_TEST
@@ -364,6 +377,35 @@ START_TEST(test_cache_cross_thread)
 }
 END_TEST
 
+static bool host_alloc_round_trip(void)
+{
+	void *block = amp_host_alloc(1000);
+
+	amp_host_free(block, 1000);
+	return block != NULL;
+}
+
+/* A bad AMP_ALLOC_CACHE_MB is a warning, not silently the default (and a
+ * huge one no longer wraps around to a small limit). */
+START_TEST(test_cache_limit_warnings)
+{
+	static const char *const bad[] = { "abc", "-1", "64k",
+					   "99999999999999999999",
+					   "17592186044416" };
+	char text[1024];
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		child_stderr("AMP_ALLOC_CACHE_MB", bad[i], host_alloc_round_trip,
+			     text, sizeof text);
+		ck_assert_msg(strstr(text, "ignoring AMP_ALLOC_CACHE_MB="),
+			      "%s: stderr: %s", bad[i], text);
+	}
+	child_stderr("AMP_ALLOC_CACHE_MB", "0", host_alloc_round_trip, text,
+		     sizeof text);
+	ck_assert_str_eq(text, "");
+}
+END_TEST
+
 START_TEST(test_tensors_use_the_cache)
 {
 	int64_t shape[2] = { 33, 17 };
@@ -402,6 +444,7 @@ static Suite *cpu_backend_suite(void)
 	tcase_add_test(cache, test_cache_reuses_blocks);
 	tcase_add_test(cache, test_cache_cross_thread);
 	tcase_add_test(cache, test_tensors_use_the_cache);
+	tcase_add_test(cache, test_cache_limit_warnings);
 	suite_add_tcase(s, gemm);
 	suite_add_tcase(s, sums);
 	suite_add_tcase(s, wide);
