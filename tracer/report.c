@@ -284,7 +284,10 @@ static int save_page(const char *html, const char *title, const char *json,
 	}
 	write_page(f, title, json, svg, why);
 	int failed = ferror(f);
-	failed |= fchmod(fd, 0644) != 0;
+	/* mkstemp made it 0600: the mode open(O_CREAT, 0666) would give */
+	mode_t mask = umask(0);
+	umask(mask);
+	failed |= fchmod(fd, 0666 & ~mask) != 0;
 	failed |= fclose(f) != 0;
 	if (failed || rename(tmp, html) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
