@@ -11,6 +11,7 @@
 #include "cpu/cpu_ops.h"
 
 #include <check.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -163,6 +164,31 @@ START_TEST(test_bf16_product)
 {
 	check_bf16_product(false);
 	check_bf16_product(true);
+}
+END_TEST
+
+/* The bf16 engine's OpenMP thread count is set for its product only: the
+ * program's own OpenMP regions on this thread keep the count it chose.
+ * (Without AVX512_BF16 or oneDNN no OpenMP runtime is touched and the
+ * count stays trivially.) */
+START_TEST(test_bf16_product_keeps_omp_threads)
+{
+	void *gomp = dlopen("libgomp.so.1", RTLD_NOW);
+	/* no OpenMP runtime: oneDNN (which needs one) cannot run either */
+	ck_assert(gomp || !strstr(amp_backend_info(), "oneDNN"));
+	if (!gomp)
+		return;
+	void (*set)(int) = (void (*)(int))dlsym(gomp, "omp_set_num_threads");
+	int (*get)(void) = (int (*)(void))dlsym(gomp, "omp_get_max_threads");
+	ck_assert(set && get);
+	set(3);
+	amp_tensor *a = random_matrix(128, 128, AMP_DTYPE_BF16);
+	amp_tensor *p = amp_mm(a, a);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(get(), 3);
+	amp_tensor_free(p);
+	amp_tensor_free(a);
+	dlclose(gomp);
 }
 END_TEST
 
@@ -437,6 +463,7 @@ static Suite *cpu_backend_suite(void)
 	tcase_add_test(gemm, test_verbose_at_first_f32_product);
 	tcase_add_test(gemm, test_bf16_product);
 	tcase_add_test(gemm, test_bf16_linear);
+	tcase_add_test(gemm, test_bf16_product_keeps_omp_threads);
 	tcase_add_test(sums, test_column_sums);
 	tcase_add_test(sums, test_column_sums_keepdim);
 	tcase_add_test(wide, test_wide_add);

@@ -315,12 +315,21 @@ int cpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n,
 		  int64_t k, float alpha, const uint16_t *a, int64_t lda,
 		  const uint16_t *b, int64_t ldb, float beta, float *c)
 {
-	/* oneDNN's OpenMP team follows this thread's nthreads-var */
-	if (blas.omp_get_max_threads && blas.omp_set_num_threads &&
-	    blas.omp_get_max_threads() != blas.threads)
-		blas.omp_set_num_threads(blas.threads);
-	if (blas.bf16_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k,
-			   alpha, a, lda, b, ldb, beta, c, n) == 0)
+	/* oneDNN's OpenMP team follows this thread's nthreads-var, which is
+	 * the program's too (its own OpenMP regions): set for the product
+	 * only. */
+	int program_threads = 0;
+	if (blas.omp_get_max_threads && blas.omp_set_num_threads) {
+		program_threads = blas.omp_get_max_threads();
+		if (program_threads != blas.threads)
+			blas.omp_set_num_threads(blas.threads);
+	}
+	int refused = blas.bf16_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N',
+				     m, n, k, alpha, a, lda, b, ldb, beta, c,
+				     n);
+	if (program_threads && program_threads != blas.threads)
+		blas.omp_set_num_threads(program_threads);
+	if (!refused)
 		return AMP_OK;
 	return widened_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
 			    beta, c);
