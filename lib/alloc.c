@@ -3,7 +3,9 @@
  * cache over its bound; an allocation pops from its class's list, else
  * asks aligned_alloc for the class's size. */
 #include "alloc.h"
+#include "amp_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,9 +56,17 @@ static void cache_setup(void)
 	long mb = DEFAULT_LIMIT_MB;
 
 	if (value && *value) {
+		errno = 0;
 		long parsed = strtol(value, &end, 10);
-		if (*end == '\0' && parsed >= 0)
+		/* beyond 2^44 MiB, mb << 20 would wrap */
+		if (*end == '\0' && errno == 0 && parsed >= 0 &&
+		    parsed <= (long)(SIZE_MAX >> 20))
 			mb = parsed;
+		else
+			amp_warn("ignoring AMP_ALLOC_CACHE_MB=%s (want a size "
+				 "in MiB, 0 for no cache); caching %d MiB "
+				 "per thread",
+				 value, DEFAULT_LIMIT_MB);
 	}
 	limit = (size_t)mb << 20;
 	if (pthread_key_create(&exit_key, cache_release) != 0)

@@ -62,8 +62,8 @@ const char *amp_cache_scope_name(enum amp_cache_scope scope)
 
 /* ------------------------------------------------------------ versions */
 
-/* "2.1.0+cu121" -> 2, 1: digits, a dot, digits, then the end or a
- * non-digit. */
+/* "2.1.0+cu121" -> 2, 1: digits, a dot, digits, then the end, a dot or a
+ * '+' (so "1.13x" or "1.13rc" is no version, not 1.13). */
 static bool parse_release(const char *text, int *major, int *minor)
 {
 	char *end;
@@ -73,7 +73,8 @@ static bool parse_release(const char *text, int *major, int *minor)
 	if (*end != '.' || !isdigit((unsigned char)end[1]))
 		return false;
 	long b = strtol(end + 1, &end, 10);
-	if (isdigit((unsigned char)*end) || a > 1000 || b > 1000)
+	if ((*end != '\0' && *end != '.' && *end != '+') || a > 1000 ||
+	    b > 1000)
 		return false;
 	*major = (int)a;
 	*minor = (int)b;

@@ -11,11 +11,15 @@
 #include "cpu/cpu_ops.h"
 
 #include <check.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ GEMM */
 
@@ -52,6 +56,52 @@ START_TEST(test_backend_info)
 			      "%s", info);
 		ck_assert(!cpu_gemm_bf16_wanted(512, 512, 512));
 	}
+}
+END_TEST
+
+/* Runs body() in a child process of its own (so that its first product
+ * or allocation is the process's first) with `name`=`value` in its
+ * environment; the child must exit 0.  Returns its stderr in text. */
+static void child_stderr(const char *name, const char *value,
+			 bool (*body)(void), char *text, size_t size)
+{
+	char path[] = "/tmp/amp_child_XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	fflush(stderr);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		setenv(name, value, 1);
+		dup2(fd, STDERR_FILENO);
+		_exit(body() ? 0 : 1);
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ssize_t got = pread(fd, text, size - 1, 0);
+	close(fd);
+	text[got > 0 ? got : 0] = '\0';
+}
+
+static bool f32_product(void)
+{
+	int64_t shape[2] = { 4, 4 };
+	amp_tensor *a = amp_full(2, shape, 1.0, AMP_DTYPE_F32, AMP_DEVICE_CPU);
+	amp_tensor *p = amp_mm(a, a);
+	return p && amp_tensor_dtype(p) == AMP_DTYPE_F32;
+}
+
+/* AMP_VERBOSE=1 names the engines at the first product, whatever its
+ * dtype: an f32-only program once printed nothing (only bf16 products
+ * loaded the engines). */
+START_TEST(test_verbose_at_first_f32_product)
+{
+	char text[1024];
+
+	child_stderr("AMP_VERBOSE", "1", f32_product, text, sizeof text);
+	ck_assert_msg(strstr(text, "libamp: f32 gemm: "), "stderr: %s", text);
 }
 END_TEST
 
@@ -114,6 +164,31 @@ START_TEST(test_bf16_product)
 {
 	check_bf16_product(false);
 	check_bf16_product(true);
+}
+END_TEST
+
+/* The bf16 engine's OpenMP thread count is set for its product only: the
+ * program's own OpenMP regions on this thread keep the count it chose.
+ * (Without AVX512_BF16 or oneDNN no OpenMP runtime is touched and the
+ * count stays trivially.) */
+START_TEST(test_bf16_product_keeps_omp_threads)
+{
+	void *gomp = dlopen("libgomp.so.1", RTLD_NOW);
+	/* no OpenMP runtime: oneDNN (which needs one) cannot run either */
+	ck_assert(gomp || !strstr(amp_backend_info(), "oneDNN"));
+	if (!gomp)
+		return;
+	void (*set)(int) = (void (*)(int))dlsym(gomp, "omp_set_num_threads");
+	int (*get)(void) = (int (*)(void))dlsym(gomp, "omp_get_max_threads");
+	ck_assert(set && get);
+	set(3);
+	amp_tensor *a = random_matrix(128, 128, AMP_DTYPE_BF16);
+	amp_tensor *p = amp_mm(a, a);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(get(), 3);
+	amp_tensor_free(p);
+	amp_tensor_free(a);
+	dlclose(gomp);
 }
 END_TEST
 
@@ -328,6 +403,35 @@ START_TEST(test_cache_cross_thread)
 }
 END_TEST
 
+static bool host_alloc_round_trip(void)
+{
+	void *block = amp_host_alloc(1000);
+
+	amp_host_free(block, 1000);
+	return block != NULL;
+}
+
+/* A bad AMP_ALLOC_CACHE_MB is a warning, not silently the default (and a
+ * huge one no longer wraps around to a small limit). */
+START_TEST(test_cache_limit_warnings)
+{
+	static const char *const bad[] = { "abc", "-1", "64k",
+					   "99999999999999999999",
+					   "17592186044416" };
+	char text[1024];
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		child_stderr("AMP_ALLOC_CACHE_MB", bad[i], host_alloc_round_trip,
+			     text, sizeof text);
+		ck_assert_msg(strstr(text, "ignoring AMP_ALLOC_CACHE_MB="),
+			      "%s: stderr: %s", bad[i], text);
+	}
+	child_stderr("AMP_ALLOC_CACHE_MB", "0", host_alloc_round_trip, text,
+		     sizeof text);
+	ck_assert_str_eq(text, "");
+}
+END_TEST
+
 START_TEST(test_tensors_use_the_cache)
 {
 	int64_t shape[2] = { 33, 17 };
@@ -356,8 +460,10 @@ static Suite *cpu_backend_suite(void)
 
 	tcase_add_test(gemm, test_wanted_core);
 	tcase_add_test(gemm, test_backend_info);
+	tcase_add_test(gemm, test_verbose_at_first_f32_product);
 	tcase_add_test(gemm, test_bf16_product);
 	tcase_add_test(gemm, test_bf16_linear);
+	tcase_add_test(gemm, test_bf16_product_keeps_omp_threads);
 	tcase_add_test(sums, test_column_sums);
 	tcase_add_test(sums, test_column_sums_keepdim);
 	tcase_add_test(wide, test_wide_add);
@@ -365,6 +471,7 @@ static Suite *cpu_backend_suite(void)
 	tcase_add_test(cache, test_cache_reuses_blocks);
 	tcase_add_test(cache, test_cache_cross_thread);
 	tcase_add_test(cache, test_tensors_use_the_cache);
+	tcase_add_test(cache, test_cache_limit_warnings);
 	suite_add_tcase(s, gemm);
 	suite_add_tcase(s, sums);
 	suite_add_tcase(s, wide);

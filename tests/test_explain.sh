@@ -411,7 +411,10 @@ json=$("$amptrace" explain --torch=1.13 --json mm f32 f32)
 check "--torch=1.13" test "$(field "$json" torch)" = 1.13
 json=$("$amptrace" explain --torch 2.1.0+cu121 --json mm f32 f32)
 check "--torch 2.1.0: newer than 1.13, the newest lists" test "$(field "$json" torch)" = newest
-check "--torch 2.1.0: says it is not its own table" grep -q 'PyTorch 2.1.0+cu121 has no table of its own' <<<"$json"
+check "--torch 2.1.0: says it is not its own table" grep -q 'PyTorch 2.1.0+cu121 has no table of its own: explained with the newest lists (it is newer than every numbered table)' <<<"$json"
+err=$("$amptrace" explain --torch 1.13x mm f32 2>&1 >/dev/null); rc=$?
+check "--torch 1.13x exits 2 (not taken for 1.13)" test "$rc" -eq 2
+check "--torch 1.13x: unknown version" grep -q "unknown PyTorch version '1.13x'" <<<"$err"
 err=$("$amptrace" explain --torch 1.12 mm f32 2>&1 >/dev/null); rc=$?
 check "--torch 1.12 exits 2" test "$rc" -eq 2
 check "--torch 1.12: no table, versions listed" grep -q "no table for PyTorch version '1.12'; versions: 1.13, newest" <<<"$err"

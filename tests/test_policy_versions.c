@@ -101,6 +101,9 @@ static const struct {
 	{ "1.", INVALID, false, AMP_ERR_INVALID },
 	{ "v1.13.1", INVALID, false, AMP_ERR_INVALID },
 	{ "1.x", INVALID, false, AMP_ERR_INVALID },
+	{ "1.13x", INVALID, false, AMP_ERR_INVALID },
+	{ "1.13-1", INVALID, false, AMP_ERR_INVALID },
+	{ "1.13 ", INVALID, false, AMP_ERR_INVALID },
 	{ "newest ", INVALID, false, AMP_ERR_INVALID },
 	{ "99999.1", INVALID, false, AMP_ERR_INVALID },
 };

@@ -166,6 +166,25 @@ check "merged trace: exit 0" status_is 0
 check "merged trace: one entry per rank" data_is "$tmp/all.html" \
 	'sorted(p["rank"] for p in d["processes"]) == [0, 1]'
 
+# the page's mode follows the umask, as any file the user creates
+check "umask 077: the page is 600" bash -c "umask 077 && '$amptrace' report --no-graph '$fx/good.json' -o '$tmp/private.html' >/dev/null 2>&1 && test \$(stat -c %a '$tmp/private.html') = 600"
+check "umask 022: the page is 644" bash -c "umask 022 && '$amptrace' report --no-graph '$fx/good.json' -o '$tmp/shared.html' >/dev/null 2>&1 && test \$(stat -c %a '$tmp/shared.html') = 644"
+
+# ampview found next to amptrace, writing 256 KiB of warnings before its
+# SVG: the report reads both pipes at once (reading stdout to its end
+# first waited forever on an ampview blocked on a full stderr pipe)
+mkdir "$tmp/bin"
+cp "$amptrace" "$tmp/bin/amptrace"
+cat >"$tmp/bin/ampview" <<'SH'
+#!/bin/sh
+head -c 262144 /dev/zero | tr '\0' w >&2
+echo '<svg id="fake"></svg>'
+SH
+chmod +x "$tmp/bin/ampview"
+capture timeout 60 "$tmp/bin/amptrace" report "$fx/good.json" -o "$tmp/noisy.html"
+check "ampview noisy on stderr: the report finishes" status_is 0
+check "ampview noisy on stderr: its SVG embedded" grep -q '<svg id="fake">' "$tmp/noisy.html"
+
 # ------------------------------------------------------ run --report
 capture "$amptrace" run -q -o "$tmp/run.json" --report "$tmp/run.html" -- \
 	"$trace_prog" ops 5 3

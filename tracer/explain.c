@@ -685,9 +685,12 @@ static int parse_torch(struct explain *ex, const char *value)
 		if (!exact)
 			add_note(ex,
 				 "PyTorch %s has no table of its own: explained "
-				 "with the %s lists (the nearest read at or "
-				 "below it, or the newest)",
-				 value, amp_torch_table(ex->torch)->name, NULL);
+				 "with the %s lists (%s)",
+				 value, amp_torch_table(ex->torch)->name,
+				 ex->torch == AMP_TORCH_NEWEST
+					 ? "it is newer than every numbered "
+					   "table"
+					 : "the nearest table below it");
 		return 0;
 	}
 	fprintf(stderr, "amptrace explain: %s PyTorch version '%s'; versions: ",

@@ -12,7 +12,9 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,45 +95,84 @@ static int graph_start(struct graph_job *job, const char *trace)
 	return 0;
 }
 
-static char *read_all(int fd, size_t *len)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap + 1);
-	ssize_t got;
+/* One of ampview's output streams, read to its end. */
+struct sink {
+	int fd;     /* -1 once at its end */
+	char *buf;  /* NUL-terminated; NULL when out of memory */
+	size_t n, cap;
+};
 
-	while (buf) {
-		if (n == cap) {
-			char *grown = realloc(buf, cap * 2 + 1);
-			if (!grown)
-				break;
-			buf = grown;
-			cap *= 2;
+/* Reads what is there on s->fd; false at its end or on an error. */
+static bool sink_read(struct sink *s)
+{
+	if (s->buf && s->n == s->cap) {
+		char *grown = realloc(s->buf, s->cap * 2 + 1);
+		if (!grown) {
+			free(s->buf);
+			s->buf = NULL;
+		} else {
+			s->buf = grown;
+			s->cap *= 2;
 		}
-		got = read(fd, buf + n, cap - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			buf[n] = '\0';
-			*len = n;
-			return buf;
-		}
-		n += (size_t)got;
 	}
-	free(buf);
-	return NULL;
+	char scratch[4096]; /* out of memory: drain, so ampview can finish */
+	ssize_t got = s->buf ? read(s->fd, s->buf + s->n, s->cap - s->n)
+			     : read(s->fd, scratch, sizeof scratch);
+	if (got < 0 && errno == EINTR)
+		return true;
+	if (got <= 0)
+		return false;
+	if (s->buf) {
+		s->n += (size_t)got;
+		s->buf[s->n] = '\0';
+	}
+	return true;
+}
+
+/* Both streams at once: reading one to its end first would deadlock
+ * once ampview fills the other's pipe (64 KiB of warnings). */
+static void read_both(struct sink *out, struct sink *err)
+{
+	struct sink *sinks[2] = { out, err };
+
+	for (int i = 0; i < 2; i++) {
+		sinks[i]->cap = 1 << 16;
+		sinks[i]->n = 0;
+		sinks[i]->buf = malloc(sinks[i]->cap + 1);
+		if (sinks[i]->buf)
+			sinks[i]->buf[0] = '\0';
+	}
+	while (out->fd >= 0 || err->fd >= 0) {
+		struct pollfd fds[2] = { { .fd = out->fd, .events = POLLIN },
+					 { .fd = err->fd, .events = POLLIN } };
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (fds[i].fd < 0 || !fds[i].revents)
+				continue;
+			if (!sink_read(sinks[i])) {
+				close(sinks[i]->fd);
+				sinks[i]->fd = -1;
+			}
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		if (sinks[i]->fd >= 0)
+			close(sinks[i]->fd);
 }
 
 /* The SVG element (the XML prolog and DOCTYPE cannot go inside HTML), or
  * NULL with `why` set. */
 static char *graph_finish(struct graph_job *job, char *why, size_t why_size)
 {
-	size_t len = 0, err_len = 0;
-	char *svg = read_all(job->out, &len);
-	char *err = read_all(job->err, &err_len);
+	struct sink out = { .fd = job->out }, error = { .fd = job->err };
 	int status = 0;
 
-	close(job->out);
-	close(job->err);
+	read_both(&out, &error);
+	char *svg = out.buf, *err = error.buf;
 	while (waitpid(job->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	char *start = svg ? strstr(svg, "<svg") : NULL;
@@ -243,7 +284,10 @@ static int save_page(const char *html, const char *title, const char *json,
 	}
 	write_page(f, title, json, svg, why);
 	int failed = ferror(f);
-	failed |= fchmod(fd, 0644) != 0;
+	/* mkstemp made it 0600: the mode open(O_CREAT, 0666) would give */
+	mode_t mask = umask(0);
+	umask(mask);
+	failed |= fchmod(fd, 0666 & ~mask) != 0;
 	failed |= fclose(f) != 0;
 	if (failed || rename(tmp, html) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,

@@ -50,12 +50,14 @@ static struct {
 	char core[64];   /* OpenBLAS's core name, "" when not OpenBLAS */
 	char note[256];  /* what was fixed, or why it could not be */
 	pthread_once_t once;
+	pthread_once_t announced;
 	dnnl_bf16_gemm_fn bf16_gemm;
 	int (*omp_get_max_threads)(void);
 	void (*omp_set_num_threads)(int);
 	char bf16_status[160];
 	char info[768];
-} blas = { .threads = 1, .once = PTHREAD_ONCE_INIT };
+} blas = { .threads = 1, .once = PTHREAD_ONCE_INIT,
+	    .announced = PTHREAD_ONCE_INIT };
 
 /* ------------------------------------------------------- CPU features */
 
@@ -235,6 +237,13 @@ static void bf16_engine_load(void)
 				  "dnnl_gemm_bf16bf16f32)");
 }
 
+static bool verbose(void)
+{
+	const char *value = getenv("AMP_VERBOSE");
+
+	return value && *value && strcmp(value, "0") != 0;
+}
+
 static void engines_load(void)
 {
 	bf16_engine_load();
@@ -247,9 +256,21 @@ static void engines_load(void)
 		 "f32 gemm: %s, %d thread%s; bf16 gemm: %s%s%s", core,
 		 blas.threads, blas.threads == 1 ? "" : "s", blas.bf16_status,
 		 blas.note[0] ? "; " : "", blas.note);
-	const char *verbose = getenv("AMP_VERBOSE");
-	if (verbose && *verbose && strcmp(verbose, "0") != 0)
+	if (verbose())
 		fprintf(stderr, "libamp: %s\n", blas.info);
+}
+
+/* With AMP_VERBOSE the first f32/f64 product says what runs too (loading
+ * the bf16 engine to say it); without, that waits for a bf16 product. */
+static void announce(void)
+{
+	if (verbose())
+		amp_backend_info();
+}
+
+void cpu_gemm_announce(void)
+{
+	pthread_once(&blas.announced, announce);
 }
 
 const char *amp_backend_info(void)
@@ -294,12 +315,21 @@ int cpu_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n,
 		  int64_t k, float alpha, const uint16_t *a, int64_t lda,
 		  const uint16_t *b, int64_t ldb, float beta, float *c)
 {
-	/* oneDNN's OpenMP team follows this thread's nthreads-var */
-	if (blas.omp_get_max_threads && blas.omp_set_num_threads &&
-	    blas.omp_get_max_threads() != blas.threads)
-		blas.omp_set_num_threads(blas.threads);
-	if (blas.bf16_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k,
-			   alpha, a, lda, b, ldb, beta, c, n) == 0)
+	/* oneDNN's OpenMP team follows this thread's nthreads-var, which is
+	 * the program's too (its own OpenMP regions): set for the product
+	 * only. */
+	int program_threads = 0;
+	if (blas.omp_get_max_threads && blas.omp_set_num_threads) {
+		program_threads = blas.omp_get_max_threads();
+		if (program_threads != blas.threads)
+			blas.omp_set_num_threads(blas.threads);
+	}
+	int refused = blas.bf16_gemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N',
+				     m, n, k, alpha, a, lda, b, ldb, beta, c,
+				     n);
+	if (program_threads && program_threads != blas.threads)
+		blas.omp_set_num_threads(program_threads);
+	if (!refused)
 		return AMP_OK;
 	return widened_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
 			    beta, c);

@@ -200,6 +200,10 @@ void cpu_gemm(enum amp_dtype opmath, bool trans_a, bool trans_b, int64_t m,
 	      int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
 	      const void *b, int64_t ldb, double beta, void *c);
 
+/* Called before a product that does not ask for the bf16 engine:
+ * AMP_VERBOSE=1 says which engines run at the first product of any
+ * dtype (lib/cpu/blas.c). */
+void cpu_gemm_announce(void);
 /* bf16 A and B, f32 C (lib/cpu/blas.c): whether the bf16 engine takes an
  * (m, n, k) product, and the product itself, same layout rules as
  * cpu_gemm.  Falls back to widening when the engine refuses; AMP_OK or

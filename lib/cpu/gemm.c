@@ -56,6 +56,7 @@ void cpu_gemm(enum amp_dtype opmath, bool trans_a, bool trans_b, int64_t m,
 {
 	if (m == 0 || n == 0)
 		return;
+	cpu_gemm_announce();
 	if (k == 0) {
 		scale_c(opmath, (size_t)(m * n), beta, c);
 		return;
