@@ -43,6 +43,7 @@ struct thread_writer {
 	uint32_t offset;       /* next record, inside chunk */
 	uint64_t chunk_index;
 	unsigned generation;
+	int suffix;            /* the file is t<thread>-<suffix>.raw when > 0 */
 	bool busy;             /* inside producer_emit: a re-entrant event drops */
 	bool failed;           /* could not create the file: events drop */
 };
@@ -212,25 +213,30 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 
 /* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
  * marked at thread exit), tgpu.raw for the GPU stream. */
+/* The file of `amp_thread`'s stream: t<n>.raw, tgpu.raw, or with a
+ * -<suffix> when that name was taken (a thread number seen again). */
+static void stream_path(char *path, size_t size, uint64_t amp_thread,
+			int suffix)
+{
+	char name[24] = "gpu";
+	char tail[16] = "";
+
+	if (amp_thread != RAW_GPU_STREAM)
+		snprintf(name, sizeof name, "%llu",
+			 (unsigned long long)amp_thread);
+	if (suffix > 0)
+		snprintf(tail, sizeof tail, "-%d", suffix);
+	snprintf(path, size, "%s/t%s%s.raw", process_dir, name, tail);
+}
+
 static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 {
 	char path[sizeof process_dir + 64];
-	const char *name = "gpu";
-	char number[24];
 	int fd = -1;
 
-	if (amp_thread != RAW_GPU_STREAM) {
-		snprintf(number, sizeof number, "%llu",
-			 (unsigned long long)amp_thread);
-		name = number;
-	}
 	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		if (attempt == 0)
-			snprintf(path, sizeof path, "%s/t%s.raw", process_dir,
-				 name);
-		else
-			snprintf(path, sizeof path, "%s/t%s-%d.raw",
-				 process_dir, name, attempt);
+		stream_path(path, sizeof path, amp_thread, attempt);
+		w->suffix = attempt;
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)
 			break;
@@ -289,13 +295,7 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 	if (__builtin_expect(w->offset + bound + STOP_RESERVE > RAW_CHUNK, 0)) {
 		if (converter_gone()) {
 			char path[sizeof process_dir + 64];
-			if (amp_thread == RAW_GPU_STREAM)
-				snprintf(path, sizeof path, "%s/tgpu.raw",
-					 process_dir);
-			else
-				snprintf(path, sizeof path, "%s/t%llu.raw",
-					 process_dir,
-					 (unsigned long long)amp_thread);
+			stream_path(path, sizeof path, amp_thread, w->suffix);
 			unlink(path);
 			writer_drop(w);
 			w->failed = true;
@@ -571,13 +571,9 @@ static void install_once(void)
 	pthread_key_create(&exit_key, on_thread_exit);
 }
 
-int producer_attach(const char *raw_dir, const struct producer_info *what)
+static int attach_locked(const char *raw_dir, const struct producer_info *what,
+			 const char *pid)
 {
-	static pthread_once_t install_done = PTHREAD_ONCE_INIT;
-	const char *pid = getenv(RAW_ENV_PID);
-
-	if (atomic_load(&attached))
-		return -1;
 	if (strlen(raw_dir) >= sizeof raw_root - 32) {
 		fprintf(stderr, "amptrace recorder: raw directory name too "
 			"long\n");
@@ -596,11 +592,29 @@ int producer_attach(const char *raw_dir, const struct producer_info *what)
 			process_dir, strerror(errno));
 		return -1;
 	}
-	pthread_once(&install_done, install_once);
 	/* Threads start new files (matters when attaching a second time). */
 	atomic_fetch_add(&generation, 1);
 	atomic_store(&attached, true);
 	return 0;
+}
+
+int producer_attach(const char *raw_dir, const struct producer_info *what)
+{
+	static pthread_once_t install_done = PTHREAD_ONCE_INIT;
+	/* One attach at a time: the state below is written unguarded. */
+	static atomic_bool attaching;
+	const char *pid = getenv(RAW_ENV_PID);
+
+	if (atomic_load(&attached) || atomic_exchange(&attaching, true)) {
+		fprintf(stderr, "amptrace recorder: already recording this "
+			"process\n");
+		return -1;
+	}
+	/* The thread-exit key exists before any thread may record. */
+	pthread_once(&install_done, install_once);
+	int status = attach_locked(raw_dir, what, pid);
+	atomic_store(&attaching, false);
+	return status;
 }
 
 void producer_detach(void)
