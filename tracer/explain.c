@@ -131,14 +131,8 @@ static void add_note(struct explain *ex, const char *fmt, const char *a,
 
 /* ------------------------------------------------------------- parsing */
 
-static const char *const dtype_choices = "f64 f32 f16 bf16 i64 i32 bool";
-
-static int parse_dtype(const char *text, enum amp_dtype *out)
-{
-	if (strncmp(text, "torch.", 6) == 0)
-		text += 6;
-	return amp_dtype_from_name(text, out);
-}
+static const char *const dtype_choices =
+	"f64 f32 f16 bf16 i64 i32 bool (or float16, fp16, torch.float16, ...)";
 
 static int bad_dtype(const char *dtype, const char *arg)
 {
@@ -184,7 +178,7 @@ static int parse_tensor(struct explain *ex, const char *text, const char *arg,
 	if (rest != NULL)
 		*rest++ = '\0';
 	enum amp_dtype dtype;
-	if (parse_dtype(spec, &dtype) != 0)
+	if (amp_dtype_from_name(spec, &dtype) != 0)
 		return bad_dtype(spec, arg);
 	*out = (struct amp_plan_arg){
 		.defined = true,
@@ -318,7 +312,7 @@ static int parse_arg(struct explain *ex, const char *arg)
 			ex->call.dtype_given = AMP_DTYPE_NONE;
 			return 0;
 		}
-		if (parse_dtype(value, &ex->call.dtype_given) != 0)
+		if (amp_dtype_from_name(value, &ex->call.dtype_given) != 0)
 			return bad_dtype(value, arg);
 		return 0;
 	}
@@ -761,7 +755,7 @@ static int parse_options(struct explain *ex, int argc, char **argv,
 					"unknown device '%s' (cuda or cpu)",
 					value);
 		} else {
-			if (parse_dtype(value, &ex->lp) != 0 ||
+			if (amp_dtype_from_name(value, &ex->lp) != 0 ||
 			    (ex->lp != AMP_DTYPE_F16 &&
 			     ex->lp != AMP_DTYPE_BF16))
 				return usage_error(
