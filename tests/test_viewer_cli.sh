@@ -107,6 +107,15 @@ fi
 	head -1 "$out/a.dot" | grep -q '^digraph amptrace {$' &&
 	echo "ok   DOT on stdout, same bytes as -o x.dot" || fail "DOT output"
 
+# each cache hit points at the miss that filled its entry (same tensor,
+# same dtype), an uncacheable cast at nothing
+"$ampview" "$fixtures/infer.json" --format dot -o "$out/hits.dot" &&
+	grep -q '"op8_cast1" -> "op1_cast1" \[style="dashed"' "$out/hits.dot" &&
+	grep -q '"op12_cast2" -> "op5_cast2" \[style="dashed"' "$out/hits.dot" &&
+	[ "$(grep -c 'reuses the cast of this miss' "$out/hits.dot")" -eq 6 ] &&
+	! grep -q '"op8_cast0" -> "op1' "$out/hits.dot" &&
+	echo "ok   cache hits linked to their misses" || fail "cache hit edges"
+
 # without -o: TRACE.svg next to the trace, named on stderr, nothing on stdout
 cp "$fixtures/infer.json" "$out/default.json"
 "$ampview" "$out/default.json" >"$out/default.stdout" 2>"$out/default.stderr" &&
