@@ -114,6 +114,12 @@ err=$("$amptrace" summry 2>&1 >/dev/null); rc=$?
 check "typo'd command exits 2" test "$rc" -eq 2
 check "typo'd command: did you mean" grep -q "did you mean 'summary'?" <<<"$err"
 check "far-off command: no suggestion" bash -c "! '$amptrace' frobnicate 2>&1 | grep -q 'did you mean'"
+err=$("$amptrace" explain --dtpye f16 mm f32 f32 2>&1 >/dev/null); rc=$?
+check "typo'd explain option exits 2" test "$rc" -eq 2
+check "typo'd explain option: did you mean" grep -q "did you mean '--dtype'?" <<<"$err"
+err=$("$amptrace" explain --zzzzzz mm f32 f32 2>&1 >/dev/null); rc=$?
+check "far-off explain option: exit 2, no suggestion" \
+	bash -c "[ $rc -eq 2 ] && ! grep -q 'did you mean' <<<'$err'"
 # every dtype spelling of lib's alias table, for --dtype and for arguments
 ref=$("$amptrace" explain --device cuda --dtype f16 mm f32 f32)
 for spelling in f16 fp16 half float16 torch.float16 torch.half; do

@@ -59,19 +59,13 @@ static const struct command *find_command(const char *name)
 /* Suggests the closest command within two typos (summry -> summary). */
 static int unknown_command(const char *name)
 {
-	const struct command *closest = NULL;
-	int best = 3;
+	struct closest_name closest = CLOSEST_NAME_INIT;
 
-	for (size_t i = 0; i < COMMAND_COUNT; i++) {
-		int distance = edit_distance(name, commands[i].name);
-		if (distance < best) {
-			best = distance;
-			closest = &commands[i];
-		}
-	}
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		closest_name_offer(&closest, name, commands[i].name);
 	fprintf(stderr, "amptrace: unknown command '%s'", name);
-	if (closest)
-		fprintf(stderr, "; did you mean '%s'?", closest->name);
+	if (closest.name)
+		fprintf(stderr, "; did you mean '%s'?", closest.name);
 	fputs("\ncommands:", stderr);
 	for (size_t i = 0; i < COMMAND_COUNT; i++)
 		fprintf(stderr, " %s", commands[i].name);

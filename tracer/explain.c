@@ -121,6 +121,26 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* "unknown option '--dtpye'; did you mean '--dtype'?" */
+static int unknown_option(const char *arg)
+{
+	static const char *const options[] = { "--help", "--json", "--no-cache",
+					       "--list", "--device", "--dtype",
+					       "--torch" };
+	struct closest_name closest = CLOSEST_NAME_INIT;
+	char name[64];
+
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	for (size_t i = 0; i < sizeof options / sizeof *options; i++)
+		closest_name_offer(&closest, name, options[i]);
+	if (!closest.name)
+		return usage_error("unknown option '%s'", arg);
+	fprintf(stderr, "amptrace explain: unknown option '%s'; did you mean "
+		"'%s'?\n(amptrace explain --help for usage)\n", arg,
+		closest.name);
+	return 2;
+}
+
 static void add_note(struct explain *ex, const char *fmt, const char *a,
 		     const char *b, const char *c)
 {
@@ -734,7 +754,7 @@ static int parse_options(struct explain *ex, int argc, char **argv,
 		bool is_dtype = strncmp(arg, "--dtype", 7) == 0;
 		bool is_torch = strncmp(arg, "--torch", 7) == 0;
 		if (!is_device && !is_dtype && !is_torch)
-			return usage_error("unknown option '%s'", arg);
+			return unknown_option(arg);
 		const char *eq = strchr(arg, '=');
 		size_t name_len = is_device ? 8 : 7;
 		if (eq != NULL && (size_t)(eq - arg) == name_len)

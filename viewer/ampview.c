@@ -108,23 +108,16 @@ static enum view_format format_of_path(const char *path)
 /* "unknown option '--stpe'; did you mean '--step'?" within two typos. */
 static int unknown_option(const char *arg)
 {
-	const char *closest = NULL;
-	int best = 3;
+	struct closest_name closest = CLOSEST_NAME_INIT;
+	char name[64];
 
-	for (const struct option *o = long_options; arg[0] == '-' &&
-	     arg[1] == '-' && o->name; o++) {
-		size_t len = strcspn(arg + 2, "=");
-		char name[64];
-		snprintf(name, sizeof name, "%.*s", (int)len, arg + 2);
-		int distance = edit_distance(name, o->name);
-		if (distance < best) {
-			best = distance;
-			closest = o->name;
-		}
-	}
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	for (const struct option *o = long_options;
+	     !strncmp(name, "--", 2) && o->name; o++)
+		closest_name_offer(&closest, name + 2, o->name);
 	fprintf(stderr, "ampview: unknown option '%s'", arg);
-	if (closest)
-		fprintf(stderr, "; did you mean '--%s'?", closest);
+	if (closest.name)
+		fprintf(stderr, "; did you mean '--%s'?", closest.name);
 	fprintf(stderr, "\nTry 'ampview --help'.\n");
 	return EXIT_BAD_INPUT;
 }

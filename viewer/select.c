@@ -278,8 +278,7 @@ static int check_scope(const struct view_selection *s, const char *scope,
 	const struct trace *t = s->trace;
 	char names[400] = "";
 	size_t used = 0;
-	const char *closest = NULL;
-	int best = 3; /* suggest within two typos */
+	struct closest_name closest = CLOSEST_NAME_INIT;
 
 	for (size_t i = 0; i < t->nevents; i++)
 		if (t->events[i].kind == TRACE_OP &&
@@ -291,10 +290,8 @@ static int check_scope(const struct view_selection *s, const char *scope,
 		for (size_t q = 0; q < r && name && !seen; q++)
 			seen = s->regions[q].scope &&
 			       !strcmp(s->regions[q].scope, name);
-		if (name && !seen && edit_distance(scope, name) < best) {
-			best = edit_distance(scope, name);
-			closest = name;
-		}
+		if (name && !seen)
+			closest_name_offer(&closest, scope, name);
 		if (!name || seen || used + strlen(name) + 8 >= sizeof names)
 			continue;
 		used += (size_t)snprintf(names + used, sizeof names - used,
@@ -302,8 +299,10 @@ static int check_scope(const struct view_selection *s, const char *scope,
 	}
 	return trace_error_set(err, "%s: no op ran in an autocast region named "
 			       "'%s'%s%s%s; named regions in this trace: %s",
-			       t->path, scope, closest ? " (did you mean '" : "",
-			       closest ? closest : "", closest ? "'?)" : "",
+			       t->path, scope,
+			       closest.name ? " (did you mean '" : "",
+			       closest.name ? closest.name : "",
+			       closest.name ? "'?)" : "",
 			       used ? names : "none");
 }
 
