@@ -56,8 +56,10 @@ const char *amp_dtype_torch_name(enum amp_dtype dtype);
 const char *amp_dtype_profiler_name(enum amp_dtype dtype);
 size_t amp_dtype_size(enum amp_dtype dtype);
 bool amp_dtype_is_floating(enum amp_dtype dtype);
-/* Accepts "f32" and PyTorch spellings ("float32", "float", "half",
- * "bfloat16", "int64", "long", ...).  Returns 0, or -1 when unknown. */
+/* The dtype alias table: accepts our names ("f32"), PyTorch's spellings
+ * with or without "torch." ("float32", "float", "half", "torch.bfloat16",
+ * "int64", "long", ...) and the short "fp64"/"fp32"/"fp16".  Every CLI, the
+ * rules and the samples parse dtypes here.  Returns 0, or -1 when unknown. */
 int amp_dtype_from_name(const char *name, enum amp_dtype *out);
 /* torch.promote_types: f16 + bf16 -> f32, floats over ints, f64 wins. */
 enum amp_dtype amp_promote_types(enum amp_dtype a, enum amp_dtype b);

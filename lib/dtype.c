@@ -88,7 +88,11 @@ struct dtype_traits {
 	const char *name;          /* ours: CLI, traces, SVGs */
 	const char *torch_name;    /* c10::ScalarType, as in error messages */
 	const char *profiler_name; /* torch.profiler "Input type" */
-	const char *aliases[2];    /* PyTorch spellings, NULL-padded */
+	/* The one alias table every CLI, the rules and the samples accept
+	 * (through amp_dtype_from_name): PyTorch's spellings, which also
+	 * parse with a "torch." prefix, then common short ones (fp16). */
+	const char *torch_aliases[2]; /* NULL-padded */
+	const char *short_alias;      /* or NULL */
 	size_t size;
 	enum dtype_category category;
 	load_float_fn load_float;  /* floating dtypes */
@@ -101,26 +105,26 @@ static_assert(AMP_DTYPE_COUNT == 7,
 	      "a new dtype needs its traits row and its tests");
 
 static const struct dtype_traits traits[] = {
-	[AMP_DTYPE_F64] = { "f64", "Double", "double", { "float64", "double" },
+	[AMP_DTYPE_F64] = { "f64", "Double", "double", { "float64", "double" }, "fp64",
 			    8, CATEGORY_FLOAT, load_f64, NULL,
 			    store_f64_from_float, store_f64_from_int },
-	[AMP_DTYPE_F32] = { "f32", "Float", "float", { "float32", "float" },
+	[AMP_DTYPE_F32] = { "f32", "Float", "float", { "float32", "float" }, "fp32",
 			    4, CATEGORY_FLOAT, load_f32, NULL,
 			    store_f32_from_float, store_f32_from_int },
-	[AMP_DTYPE_F16] = { "f16", "Half", "c10::Half", { "float16", "half" },
+	[AMP_DTYPE_F16] = { "f16", "Half", "c10::Half", { "float16", "half" }, "fp16",
 			    2, CATEGORY_FLOAT, load_f16, NULL,
 			    store_f16_from_float, store_f16_from_int },
 	[AMP_DTYPE_BF16] = { "bf16", "BFloat16", "c10::BFloat16",
-			     { "bfloat16", NULL },
+			     { "bfloat16", NULL }, NULL,
 			     2, CATEGORY_FLOAT, load_bf16, NULL,
 			     store_bf16_from_float, store_bf16_from_int },
-	[AMP_DTYPE_I64] = { "i64", "Long", "long int", { "int64", "long" },
+	[AMP_DTYPE_I64] = { "i64", "Long", "long int", { "int64", "long" }, NULL,
 			    8, CATEGORY_INT, NULL, load_i64,
 			    store_i64_from_float, store_i64_from_int },
-	[AMP_DTYPE_I32] = { "i32", "Int", "int", { "int32", "int" },
+	[AMP_DTYPE_I32] = { "i32", "Int", "int", { "int32", "int" }, NULL,
 			    4, CATEGORY_INT, NULL, load_i32,
 			    store_i32_from_float, store_i32_from_int },
-	[AMP_DTYPE_BOOL] = { "bool", "Bool", "bool", { NULL, NULL },
+	[AMP_DTYPE_BOOL] = { "bool", "Bool", "bool", { "bool", NULL }, NULL,
 			     1, CATEGORY_BOOL, NULL, load_bool,
 			     store_bool_from_float, store_bool_from_int },
 };
@@ -162,21 +166,27 @@ bool amp_dtype_is_floating(enum amp_dtype dtype)
 	return dtype_traits(dtype)->category == CATEGORY_FLOAT;
 }
 
+static bool names_dtype(const struct dtype_traits *t, const char *name)
+{
+	bool torch = strncmp(name, "torch.", 6) == 0;
+
+	for (size_t i = 0; i < 2 && t->torch_aliases[i]; i++)
+		if (strcmp(name + (torch ? 6 : 0), t->torch_aliases[i]) == 0)
+			return true;
+	return !torch && (strcmp(name, t->name) == 0 ||
+			  (t->short_alias && strcmp(name, t->short_alias) == 0));
+}
+
 int amp_dtype_from_name(const char *name, enum amp_dtype *out)
 {
 	AMP_ASSERT(out != NULL);
 	if (name == NULL)
 		return -1;
-	for (int dtype = 0; dtype < AMP_DTYPE_COUNT; dtype++) {
-		const struct dtype_traits *t = &traits[dtype];
-		bool match = strcmp(name, t->name) == 0;
-		for (size_t i = 0; i < 2 && t->aliases[i] && !match; i++)
-			match = strcmp(name, t->aliases[i]) == 0;
-		if (match) {
+	for (int dtype = 0; dtype < AMP_DTYPE_COUNT; dtype++)
+		if (names_dtype(&traits[dtype], name)) {
 			*out = (enum amp_dtype)dtype;
 			return 0;
 		}
-	}
 	return -1;
 }
 

@@ -117,7 +117,9 @@ void sample_parse(int argc, char **argv, const struct sample_info *info,
 			if (amp_dtype_from_name(optarg, &opts->dtype) ||
 			    (opts->dtype != AMP_DTYPE_F16 &&
 			     opts->dtype != AMP_DTYPE_BF16))
-				bad_flag(info, "--dtype expects f16 or bf16, got '%s'",
+				bad_flag(info, "--dtype expects f16 or bf16 "
+					 "(or fp16, float16, torch.bfloat16, ...), "
+					 "got '%s'",
 					 optarg);
 			break;
 		case ACCUMULATE:

@@ -519,6 +519,15 @@ static const struct {
 	{ "bfloat16", AMP_DTYPE_BF16 }, { "int64", AMP_DTYPE_I64 },
 	{ "long", AMP_DTYPE_I64 },    { "int32", AMP_DTYPE_I32 },
 	{ "int", AMP_DTYPE_I32 },     { "bool", AMP_DTYPE_BOOL },
+	/* the short spellings and torch.-prefixed PyTorch ones */
+	{ "fp64", AMP_DTYPE_F64 },    { "fp32", AMP_DTYPE_F32 },
+	{ "fp16", AMP_DTYPE_F16 },    { "torch.float16", AMP_DTYPE_F16 },
+	{ "torch.half", AMP_DTYPE_F16 }, { "torch.bfloat16", AMP_DTYPE_BF16 },
+	{ "torch.float32", AMP_DTYPE_F32 }, { "torch.float", AMP_DTYPE_F32 },
+	{ "torch.float64", AMP_DTYPE_F64 }, { "torch.double", AMP_DTYPE_F64 },
+	{ "torch.int64", AMP_DTYPE_I64 }, { "torch.long", AMP_DTYPE_I64 },
+	{ "torch.int32", AMP_DTYPE_I32 }, { "torch.int", AMP_DTYPE_I32 },
+	{ "torch.bool", AMP_DTYPE_BOOL },
 };
 
 START_TEST(test_dtype_spellings)
@@ -533,7 +542,8 @@ END_TEST
 
 START_TEST(test_dtype_unknown_names)
 {
-	const char *bad[] = { "", "F32", "Float", "float8", "torch.float32",
+	const char *bad[] = { "", "F32", "Float", "float8", "torch.f32", "torch.fp16",
+			      "torch.", "fp8", "bf", "torch.float32 ",
 			      "f32 ", "int16", "complex64", NULL };
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {

@@ -110,6 +110,31 @@ check "amptrace help explain" bash -c "'$amptrace' help explain | grep -q 'usage
 err=$("$amptrace" frobnicate 2>&1 >/dev/null); rc=$?
 check "unknown command exits 2" test "$rc" -eq 2
 check "unknown command lists commands" grep -q 'explain' <<<"$err"
+err=$("$amptrace" summry 2>&1 >/dev/null); rc=$?
+check "typo'd command exits 2" test "$rc" -eq 2
+check "typo'd command: did you mean" grep -q "did you mean 'summary'?" <<<"$err"
+check "far-off command: no suggestion" bash -c "! '$amptrace' frobnicate 2>&1 | grep -q 'did you mean'"
+err=$("$amptrace" explain --dtpye f16 mm f32 f32 2>&1 >/dev/null); rc=$?
+check "typo'd explain option exits 2" test "$rc" -eq 2
+check "typo'd explain option: did you mean" grep -q "did you mean '--dtype'?" <<<"$err"
+err=$("$amptrace" explain --zzzzzz mm f32 f32 2>&1 >/dev/null); rc=$?
+check "far-off explain option: exit 2, no suggestion" \
+	bash -c "[ $rc -eq 2 ] && ! grep -q 'did you mean' <<<'$err'"
+# every dtype spelling of lib's alias table, for --dtype and for arguments
+ref=$("$amptrace" explain --device cuda --dtype f16 mm f32 f32)
+for spelling in f16 fp16 half float16 torch.float16 torch.half; do
+	got=$("$amptrace" explain --device cuda --dtype "$spelling" mm f32 f32)
+	check "--dtype $spelling is f16" test "$got" = "$ref"
+done
+for spelling in f32 fp32 float float32 torch.float32 torch.float; do
+	got=$("$amptrace" explain --device cuda --dtype f16 mm "$spelling" "$spelling")
+	check "argument dtype $spelling is f32" test "$got" = "$ref"
+done
+ref=$("$amptrace" explain --device cpu --dtype bf16 mm f32 f32)
+for spelling in bfloat16 torch.bfloat16; do
+	got=$("$amptrace" explain --device cpu --dtype "$spelling" mm f32 f32)
+	check "--dtype $spelling is bf16" test "$got" = "$ref"
+done
 
 # ---------------------------------------------------------------- JSON
 json=$("$amptrace" explain --json --device cpu --dtype f16 linear f32:leaf f32 none)

@@ -31,3 +31,28 @@ if [ -f "$build/tracer/torch/sitecustomize.py" ]; then
 		{ echo "not ok - the installed PyTorch bridge does not load"; exit 1; }
 	echo "ok - the PyTorch bridge is installed and loads"
 fi
+
+# The README's way to run a program built against an installed libamp
+# outside the loader's path: an rpath from pkg-config's libdir, no
+# LD_LIBRARY_PATH.
+rpath=$(pkg-config --define-variable=prefix="$stage$prefix" --variable=libdir libamp)
+[ "$rpath" = "$libdir" ] || { echo "not ok - pkg-config libdir $rpath is not $libdir"; exit 1; }
+cc -std=c11 -o "$stage/infer-rpath" "$source_dir/samples/infer.c" $flags -Wl,-rpath,"$rpath"
+out=$(env -u LD_LIBRARY_PATH "$stage/infer-rpath" --layers 1 --repeat 1)
+grep -q '^linear' <<<"$out" || { echo "not ok - rpath build does not run"; exit 1; }
+echo "ok - a program linked with -Wl,-rpath,\$(pkg-config --variable=libdir libamp) runs"
+
+# The installed tools run as they are (they do not link libamp.so) and
+# answer --help; the docs they point to are installed next to them.
+for tool in amptrace ampview; do
+	bin=$(find "$stage" -type f -name "$tool" | head -n1)
+	[ -n "$bin" ] || { echo "not ok - $tool not installed"; exit 1; }
+	env -u LD_LIBRARY_PATH "$bin" --help | grep -q "usage: $tool" ||
+		{ echo "not ok - installed $tool --help"; exit 1; }
+done
+echo "ok - installed amptrace and ampview run and answer --help"
+for doc in FORMAT.md RULES.md README.md; do
+	[ -s "$stage$prefix/share/doc/amptrace/$doc" ] ||
+		{ echo "not ok - share/doc/amptrace/$doc not installed"; exit 1; }
+done
+echo "ok - FORMAT.md, RULES.md and README.md installed in share/doc/amptrace"

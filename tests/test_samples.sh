@@ -48,6 +48,22 @@ for name in mlp clip penalty custom threads; do
 done
 run mlp --dtype f16 --layers 4 --hidden 32
 
+# --dtype takes every spelling of lib's alias table; the same run as the
+# canonical name, timings aside (f16 and bf16 runs differ, so this can fail)
+mlp_as() { # dtype
+	"${exe[mlp]}" --dtype "$1" --layers 2 --hidden 16 --steps 3 2>&1 |
+		sed -E 's/^median ms\/step [0-9.]+ \(cpu [0-9.]+;/median (cpu;/'
+}
+for pair in f16:fp16 f16:float16 f16:half f16:torch.float16 \
+	    bf16:bfloat16 bf16:torch.bfloat16; do
+	want=$(mlp_as "${pair%%:*}")
+	check "mlp --dtype ${pair#*:} is --dtype ${pair%%:*}" \
+		test "$(mlp_as "${pair#*:}")" = "$want"
+done
+check "mlp --dtype bf16 is not --dtype f16" test "$(mlp_as bf16)" != "$(mlp_as f16)"
+"${exe[mlp]}" --dtype fp32 >/dev/null 2>&1; rc=$?
+check "mlp --dtype fp32 exits 2 (autocast wants f16 or bf16)" test $rc -eq 2
+
 # mlp: default flags well under 5 s, ends with the timing line
 start=$(date +%s%N)
 run mlp

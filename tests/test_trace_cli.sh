@@ -110,7 +110,7 @@ check "unknown rule keyword: line:col and what was expected" \
 	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op casts cache scaler no finding, got 'opp'"
 capture "$amptrace" check "$fx/good.json" "$fx/bad-dtype.rules"
 check "bad dtype: exit 2" status_is 2
-check "bad dtype: line:col" err_has "bad-dtype.rules:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp16'"
+check "bad dtype: line:col" err_has "bad-dtype.rules:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp8'"
 capture "$amptrace" check "$fx/good.json" "$fx/empty.rules"
 check "no rules: exit 2" status_is 2
 capture "$amptrace" check "$fx/good.json" "$fx/garbage.bin"
@@ -137,6 +137,24 @@ for entry in "${syntax[@]}"; do
 	check "rule '${entry%%|*}': exit 2" status_is 2
 	check "rule '${entry%%|*}': says where" err_has "${entry#*|}"
 done
+# dtypes in every spelling of lib's alias table
+for spelling in f16 fp16 half float16 torch.float16 torch.half; do
+	printf 'op linear: output %s\nno casts f32->bf16\ncasts f32->%s <= 3 per step\n' \
+		"$spelling" "$spelling" >"$tmp/alias.rules"
+	capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+	check "rules accept dtype $spelling" status_is 0
+done
+for spelling in fp32 float float32 torch.float32; do
+	printf 'op softmax.int in scope "loss": output %s\n' "$spelling" >"$tmp/alias.rules"
+	capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+	check "rules accept dtype $spelling" status_is 0
+done
+printf 'op linear: output fp32\n' >"$tmp/alias.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+check "rules: fp32 is f32, not f16" status_is 1
+printf 'no casts %s->%s\n' bfloat16 fp32 >"$tmp/alias.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+check "rules accept bfloat16->fp32" status_is 0
 printf '\357\273\277op linear: output f16\n' >"$tmp/bom.rules"
 capture "$amptrace" check "$fx/good.json" "$tmp/bom.rules"
 check "rules with a UTF-8 byte order mark: read" status_is 0

@@ -404,8 +404,8 @@ static const struct rule_error rule_errors[] = {
 	  "r:1:1: expected a rule starting with one of: op casts cache scaler "
 	  "no finding, got 'opp'" },
 	{ "op linear output f16", "r:1:11: expected ':'" },
-	{ "op linear: output fp16",
-	  "r:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp16'" },
+	{ "op linear: output fp8",
+	  "r:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp8'" },
 	{ "op linear: output", "r:1:18: expected a dtype" },
 	{ "op linear: output f16 f32", "r:1:23: expected the end of the rule" },
 	{ "op linear: colour red", "r:1:12: expected a check" },

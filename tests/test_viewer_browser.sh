@@ -55,3 +55,50 @@ if [ "$width" -ne 1600 ] || [ "$height" -ne 1200 ] || [ "$size" -lt 40000 ]; the
 fi
 [ -z "$keep" ] || cp "$out/graph.png" "$keep"
 echo "ok   the browser shows the graph"
+
+# The legend's text fits its border as Chromium lays the text out (its
+# font shaping is a little wider than the Pango metrics Graphviz sizes the
+# box with): the SVG inline in a page whose script measures the right end
+# of every legend line's visible glyphs against the legend's outer box.
+python3 - "$out/graph.svg" "$out/legend.html" <<'PY'
+import sys
+svg = open(sys.argv[1], encoding="utf-8").read()
+script = """<script>
+var box = null, right = 0, worst = "";
+document.querySelectorAll("g.node").forEach(function (g) {
+  var title = g.querySelector("title");
+  if (!title || title.textContent !== "legend") return;
+  g.querySelectorAll("polygon").forEach(function (p) {
+    var b = p.getBBox();
+    if (!box || b.width * b.height > box.width * box.height) box = b;
+  });
+  g.querySelectorAll("text").forEach(function (t) {
+    var n = t.textContent.replace(/[\\u00a0 ]+$/, "").length;
+    if (!n) return;
+    var r = t.getStartPositionOfChar(0).x + t.getSubStringLength(0, n);
+    if (r > right) { right = r; worst = t.textContent.trim(); }
+  });
+});
+document.body.setAttribute("data-legend", box
+  ? (box.x + box.width).toFixed(1) + " " + right.toFixed(1) + " " + worst
+  : "none");
+</script>"""
+page = "<!DOCTYPE html><html><body>" + svg[svg.index("<svg"):] + script + "</body></html>"
+open(sys.argv[2], "w", encoding="utf-8").write(page)
+PY
+timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
+	--no-first-run --disable-background-networking \
+	--disable-component-update --disable-sync \
+	--user-data-dir="$out/profile" --dump-dom "file://$out/legend.html" \
+	>"$out/legend.dom" 2>"$out/chromium-legend.log"
+legend=$(sed -n 's/.*data-legend="\([^"]*\)".*/\1/p' "$out/legend.dom" | head -n1)
+set -- $legend
+if [ $# -lt 2 ] || [ "$1" = none ]; then
+	echo "FAIL: could not measure the legend in Chromium ('$legend')"
+	exit 1
+fi
+if ! awk -v box="$1" -v text="$2" 'BEGIN { exit !(text + 0 <= box + 0) }'; then
+	echo "FAIL: legend text ends at x=$2, past its border at x=$1: $legend"
+	exit 1
+fi
+echo "ok   the legend's text fits its box in Chromium (text ends at $2, box at $1)"

@@ -52,6 +52,10 @@ expect 2 "wants forward or backward" "$fixtures/mlp.json" --phase sideways
 expect 2 "no step 9" "$fixtures/mlp.json" --step 9 -o "$out/x.svg"
 expect 2 "named regions in this trace: 'forward'" "$fixtures/mlp.json" \
 	--scope decoder -o "$out/x.svg"
+expect 2 "'forwrd' (did you mean 'forward'?)" "$fixtures/mlp.json" \
+	--scope forwrd -o "$out/x.svg"
+expect 2 "did you mean '--step'" "$fixtures/mlp.json" --stpe 1
+expect 2 "not_an_option'" "$fixtures/mlp.json" --not_an_option
 expect 1 "cannot write" "$fixtures/infer.json" -o "$out/no/such/dir/x.svg"
 [ ! -e "$out/x.svg" ] || fail "a failed run left $out/x.svg"
 
@@ -98,11 +102,31 @@ fi
 	echo "ok   --format png" || fail "--format png"
 
 # DOT on standard output, identical twice and to -o
-"$ampview" "$fixtures/nested.json" --format dot >"$out/a.dot" &&
+"$ampview" "$fixtures/nested.json" --format dot -o - >"$out/a.dot" &&
 	"$ampview" "$fixtures/nested.json" -o "$out/b.dot" &&
 	cmp -s "$out/a.dot" "$out/b.dot" &&
 	head -1 "$out/a.dot" | grep -q '^digraph amptrace {$' &&
 	echo "ok   DOT on stdout, same bytes as -o x.dot" || fail "DOT output"
+
+# each cache hit points at the miss that filled its entry (same tensor,
+# same dtype), an uncacheable cast at nothing
+"$ampview" "$fixtures/infer.json" --format dot -o "$out/hits.dot" &&
+	grep -q '"op8_cast1" -> "op1_cast1" \[style="dashed"' "$out/hits.dot" &&
+	grep -q '"op12_cast2" -> "op5_cast2" \[style="dashed"' "$out/hits.dot" &&
+	[ "$(grep -c 'reuses the cast of this miss' "$out/hits.dot")" -eq 6 ] &&
+	! grep -q '"op8_cast0" -> "op1' "$out/hits.dot" &&
+	echo "ok   cache hits linked to their misses" || fail "cache hit edges"
+
+# without -o: TRACE.svg next to the trace, named on stderr, nothing on stdout
+cp "$fixtures/infer.json" "$out/default.json"
+"$ampview" "$out/default.json" >"$out/default.stdout" 2>"$out/default.stderr" &&
+	[ ! -s "$out/default.stdout" ] &&
+	head -c 200 "$out/default.svg" | grep -q '<svg\|<?xml' &&
+	grep -q "wrote $out/default.svg" "$out/default.stderr" &&
+	echo "ok   no -o: writes TRACE.svg and says where" || fail "default output"
+"$ampview" "$out/default.json" --format dot 2>/dev/null &&
+	head -1 "$out/default.dot" | grep -q '^digraph' &&
+	echo "ok   no -o, --format dot: TRACE.dot" || fail "default dot output"
 
 # the bad-input traces of the tracer's fixtures that do load still draw
 "$ampview" "$trace_fixtures/truncated.json" -o "$out/t.dot" &&

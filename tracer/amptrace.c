@@ -2,6 +2,7 @@
  * file and is one row of `commands` below; adding one is a row plus its
  * header.  A subcommand gets argv starting at its own name, answers
  * `--help` itself, and returns the exit status (2 for bad usage). */
+#include "edit_distance.h"
 #include "explain.h"
 #include "report.h"
 #include "trace_commands.h"
@@ -56,9 +57,17 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/* Suggests the closest command within two typos (summry -> summary). */
 static int unknown_command(const char *name)
 {
-	fprintf(stderr, "amptrace: unknown command '%s'; commands:", name);
+	struct closest_name closest = CLOSEST_NAME_INIT;
+
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		closest_name_offer(&closest, name, commands[i].name);
+	fprintf(stderr, "amptrace: unknown command '%s'", name);
+	if (closest.name)
+		fprintf(stderr, "; did you mean '%s'?", closest.name);
+	fputs("\ncommands:", stderr);
 	for (size_t i = 0; i < COMMAND_COUNT; i++)
 		fprintf(stderr, " %s", commands[i].name);
 	fputs("\n", stderr);

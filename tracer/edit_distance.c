@@ -30,3 +30,14 @@ int edit_distance(const char *a, const char *b)
 	free(row);
 	return distance;
 }
+
+void closest_name_offer(struct closest_name *c, const char *word,
+			const char *candidate)
+{
+	int distance = edit_distance(word, candidate);
+
+	if (distance < c->distance) {
+		c->distance = distance;
+		c->name = candidate;
+	}
+}

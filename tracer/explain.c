@@ -121,6 +121,26 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* "unknown option '--dtpye'; did you mean '--dtype'?" */
+static int unknown_option(const char *arg)
+{
+	static const char *const options[] = { "--help", "--json", "--no-cache",
+					       "--list", "--device", "--dtype",
+					       "--torch" };
+	struct closest_name closest = CLOSEST_NAME_INIT;
+	char name[64];
+
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	for (size_t i = 0; i < sizeof options / sizeof *options; i++)
+		closest_name_offer(&closest, name, options[i]);
+	if (!closest.name)
+		return usage_error("unknown option '%s'", arg);
+	fprintf(stderr, "amptrace explain: unknown option '%s'; did you mean "
+		"'%s'?\n(amptrace explain --help for usage)\n", arg,
+		closest.name);
+	return 2;
+}
+
 static void add_note(struct explain *ex, const char *fmt, const char *a,
 		     const char *b, const char *c)
 {
@@ -131,14 +151,8 @@ static void add_note(struct explain *ex, const char *fmt, const char *a,
 
 /* ------------------------------------------------------------- parsing */
 
-static const char *const dtype_choices = "f64 f32 f16 bf16 i64 i32 bool";
-
-static int parse_dtype(const char *text, enum amp_dtype *out)
-{
-	if (strncmp(text, "torch.", 6) == 0)
-		text += 6;
-	return amp_dtype_from_name(text, out);
-}
+static const char *const dtype_choices =
+	"f64 f32 f16 bf16 i64 i32 bool (or float16, fp16, torch.float16, ...)";
 
 static int bad_dtype(const char *dtype, const char *arg)
 {
@@ -184,7 +198,7 @@ static int parse_tensor(struct explain *ex, const char *text, const char *arg,
 	if (rest != NULL)
 		*rest++ = '\0';
 	enum amp_dtype dtype;
-	if (parse_dtype(spec, &dtype) != 0)
+	if (amp_dtype_from_name(spec, &dtype) != 0)
 		return bad_dtype(spec, arg);
 	*out = (struct amp_plan_arg){
 		.defined = true,
@@ -318,7 +332,7 @@ static int parse_arg(struct explain *ex, const char *arg)
 			ex->call.dtype_given = AMP_DTYPE_NONE;
 			return 0;
 		}
-		if (parse_dtype(value, &ex->call.dtype_given) != 0)
+		if (amp_dtype_from_name(value, &ex->call.dtype_given) != 0)
 			return bad_dtype(value, arg);
 		return 0;
 	}
@@ -743,7 +757,7 @@ static int parse_options(struct explain *ex, int argc, char **argv,
 		bool is_dtype = strncmp(arg, "--dtype", 7) == 0;
 		bool is_torch = strncmp(arg, "--torch", 7) == 0;
 		if (!is_device && !is_dtype && !is_torch)
-			return usage_error("unknown option '%s'", arg);
+			return unknown_option(arg);
 		const char *eq = strchr(arg, '=');
 		size_t name_len = is_device ? 8 : 7;
 		if (eq != NULL && (size_t)(eq - arg) == name_len)
@@ -764,7 +778,7 @@ static int parse_options(struct explain *ex, int argc, char **argv,
 					"unknown device '%s' (cuda or cpu)",
 					value);
 		} else {
-			if (parse_dtype(value, &ex->lp) != 0 ||
+			if (amp_dtype_from_name(value, &ex->lp) != 0 ||
 			    (ex->lp != AMP_DTYPE_F16 &&
 			     ex->lp != AMP_DTYPE_BF16))
 				return usage_error(

@@ -54,8 +54,8 @@ struct graph_job {
 	char ampview[PATH_MAX + 32];
 };
 
-/* Starts `ampview TRACE` (its default view) writing SVG to a pipe.  Returns 0,
- * or -1 when ampview is not found or cannot be started. */
+/* Starts `ampview TRACE -o -` (its default view) writing SVG to a pipe.
+ * Returns 0, or -1 when ampview is not found or cannot be started. */
 static int graph_start(struct graph_job *job, const char *trace)
 {
 	int out[2], err[2];
@@ -79,8 +79,8 @@ static int graph_start(struct graph_job *job, const char *trace)
 		close(out[1]);
 		close(err[0]);
 		close(err[1]);
-		execl(job->ampview, "ampview", trace, "--format", "svg",
-		      (char *)NULL);
+		execl(job->ampview, "ampview", trace, "--format", "svg", "-o",
+		      "-", (char *)NULL);
 		_exit(127);
 	}
 	close(out[1]);

@@ -1,6 +1,7 @@
 /* Rule file parser (see rules.h; the grammar is tracer/RULES.md's). */
 #include "rules.h"
 
+#include "amp.h"
 #include "analyze.h"
 #include "edit_distance.h"
 #include "findings.h"
@@ -227,10 +228,15 @@ static const char *expect_name(struct parser *p, const char *const *names,
 			       const char *what)
 {
 	char buf[400], list[300];
+	const char *word = p->tok.text;
+	enum amp_dtype dtype;
 
+	/* dtypes in any spelling of lib's alias table (fp16, torch.half) */
+	if (names == trace_dtype_names && amp_dtype_from_name(word, &dtype) == 0)
+		word = amp_dtype_name(dtype);
 	if (p->tok.kind == TOKEN_WORD)
 		for (int i = 0; names[i]; i++)
-			if (!strcmp(p->tok.text, names[i])) {
+			if (!strcmp(word, names[i])) {
 				next(p);
 				return p->failed ? NULL : names[i];
 			}

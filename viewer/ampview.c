@@ -1,5 +1,6 @@
 /* ampview: draws a trace as an annotated computation graph (SVG, PNG or
  * DOT).  Command-line handling only; the work is in view.h. */
+#include "edit_distance.h"
 #include "trace.h"
 #include "view.h"
 
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXIT_BAD_INPUT 2
 
@@ -21,7 +23,9 @@ static const char usage[] =
 	"consumer (cache hits dashed, uncacheable casts double-bordered),\n"
 	"autocast regions as boxes, backward ops dashed, findings in red.\n"
 	"\n"
-	"  -o FILE        write to FILE (default: standard output)\n"
+	"  -o FILE        write to FILE; - for standard output (not a terminal\n"
+	"                 for svg or png).  Default: TRACE.FMT next to the trace\n"
+	"                 (trace.json -> trace.svg), named on stderr\n"
 	"  --format FMT   svg, dot or png (default: from FILE's extension, else svg)\n"
 	"  --step N       show step N, counted from 0 as `amptrace summary` counts\n"
 	"                 (default: step 1 when the trace has several, else 0)\n"
@@ -66,7 +70,8 @@ static const struct option long_options[] = {
 };
 
 struct command {
-	const char *trace, *output;
+	const char *trace, *output; /* output NULL: standard output */
+	char *default_output;       /* TRACE.FMT when -o is not given */
 	enum view_format format;
 	bool format_given, verbose;
 	struct view_options view;
@@ -98,6 +103,45 @@ static enum view_format format_of_path(const char *path)
 	if (dot && !strcmp(dot, ".png"))
 		return VIEW_FORMAT_PNG;
 	return VIEW_FORMAT_SVG;
+}
+
+/* "unknown option '--stpe'; did you mean '--step'?" within two typos. */
+static int unknown_option(const char *arg)
+{
+	struct closest_name closest = CLOSEST_NAME_INIT;
+	char name[64];
+
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+	for (const struct option *o = long_options;
+	     !strncmp(name, "--", 2) && o->name; o++)
+		closest_name_offer(&closest, name + 2, o->name);
+	fprintf(stderr, "ampview: unknown option '%s'", arg);
+	if (closest.name)
+		fprintf(stderr, "; did you mean '--%s'?", closest.name);
+	fprintf(stderr, "\nTry 'ampview --help'.\n");
+	return EXIT_BAD_INPUT;
+}
+
+/* Without -o the graph goes next to the trace, the trace's extension
+ * (.json) replaced by the format's: never SVG bytes onto a terminal.
+ * Returns -1 to go on, else the exit status. */
+static int default_output(struct command *c)
+{
+	const char *slash = strrchr(c->trace, '/');
+	const char *dot = strrchr(slash ? slash + 1 : c->trace, '.');
+	int stem = dot && dot != (slash ? slash + 1 : c->trace)
+		? (int)(dot - c->trace) : (int)strlen(c->trace);
+	const char *ext = view_format_name(c->format);
+	size_t size = (size_t)stem + strlen(ext) + 2;
+
+	c->default_output = malloc(size);
+	if (!c->default_output) {
+		fputs("ampview: out of memory\n", stderr);
+		return 1;
+	}
+	snprintf(c->default_output, size, "%.*s.%s", stem, c->trace, ext);
+	c->output = c->default_output;
+	return -1;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -159,15 +203,22 @@ static int parse(int argc, char **argv, struct command *c)
 		case ':':
 			return bad_usage("%s needs a value", argv[optind - 1]);
 		default:
-			return bad_usage("unknown option '%s'", argv[optind - 1]);
+			return unknown_option(argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1)
 		return bad_usage("%s", optind >= argc ? "which trace? (ampview "
 				 "TRACE.json -o graph.svg)" : "one trace at a time");
 	c->trace = argv[optind];
+	if (c->output && !strcmp(c->output, "-"))
+		c->output = NULL;
+	else if (!c->output)
+		return default_output(c);
 	if (!c->format_given)
 		c->format = format_of_path(c->output);
+	if (!c->output && c->format != VIEW_FORMAT_DOT && isatty(STDOUT_FILENO))
+		return bad_usage("will not write %s to a terminal; -o FILE "
+				 "names a file", view_format_name(c->format));
 	return -1;
 }
 
@@ -208,11 +259,14 @@ int main(int argc, char **argv)
 	size_t dot_len, out_len;
 	int status = parse(argc, argv, &c);
 
-	if (status >= 0)
+	if (status >= 0) {
+		free(c.default_output);
 		return status;
+	}
 	double start = now_ms();
 	if (trace_load(c.trace, &trace, &err) != 0) {
 		fprintf(stderr, "ampview: %s\n", err.message);
+		free(c.default_output);
 		return EXIT_BAD_INPUT;
 	}
 	if (!trace.counts[TRACE_OP])
@@ -223,6 +277,7 @@ int main(int argc, char **argv)
 	if (view_dot(&trace, &c.view, &dot, &dot_len, &stats, &err) != 0) {
 		fprintf(stderr, "ampview: %s\n", err.message);
 		trace_free(&trace);
+		free(c.default_output);
 		return EXIT_BAD_INPUT;
 	}
 	double built = now_ms();
@@ -231,6 +286,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ampview: %s\n", err.message);
 	else
 		status = write_output(c.output, out, out_len);
+	if (status == 0 && c.default_output)
+		fprintf(stderr, "ampview: wrote %s\n", c.default_output);
 	double rendered = now_ms();
 	if (c.verbose)
 		fprintf(stderr, "ampview: %zu ops selected: %zu drawn, %zu folded "
@@ -243,6 +300,7 @@ int main(int argc, char **argv)
 			: "layout+render", rendered - built);
 	free(dot);
 	free(out);
+	free(c.default_output);
 	trace_free(&trace);
 	return status;
 }

@@ -251,6 +251,46 @@ static const struct cast_style *cast_style(const char *cache)
 	return &cast_styles[0];
 }
 
+/* The weight cache is per process and keyed by source tensor and target
+ * dtype: (pid, dtype) packed into the map's first key. */
+static int64_t cache_key(const struct trace_event *e)
+{
+	int64_t dtype = TRACE_DTYPE_COUNT;
+
+	for (int d = 0; d < TRACE_DTYPE_COUNT; d++)
+		if (e->cast.to && !strcmp(e->cast.to, trace_dtype_names[d]))
+			dtype = d;
+	return e->pid * (TRACE_DTYPE_COUNT + 1) + dtype;
+}
+
+/* A cache hit points (dashed, grey, not ranked) at the drawn miss that
+ * filled the cache entry it reused; the newest miss of the same tensor
+ * and dtype is the one, since a clear makes the next use miss again. */
+static void link_cache_fill(struct graph_builder *b, size_t node,
+			    const struct trace_event *e)
+{
+	struct graph *g = b->g;
+	uint64_t miss;
+
+	if (!strcmp(e->cast.cache, "miss")) {
+		if (!view_map_put(&b->cache_fills, cache_key(e), e->cast.tensor,
+				  node))
+			g->failed = true;
+		return;
+	}
+	if (strcmp(e->cast.cache, "hit") ||
+	    !view_map_get(&b->cache_fills, cache_key(e), e->cast.tensor, &miss))
+		return;
+	size_t edge = graph_new_edge(g, node, (size_t)miss);
+	size_t start = g->text.len;
+	graph_attr(g, start, "style", "dashed");
+	graph_attr(g, start, "color", "#a0620a");
+	graph_attr(g, start, "arrowhead", "onormal");
+	graph_attr(g, start, "constraint", "false");
+	graph_attr(g, start, "tooltip", "cache hit: reuses the cast of this miss");
+	graph_end_edge(g, edge);
+}
+
 static size_t draw_cast(struct graph_builder *b, int cluster, size_t ordinal,
 			size_t slot, const struct view_input *in)
 {
@@ -292,6 +332,7 @@ static size_t draw_cast(struct graph_builder *b, int cluster, size_t ordinal,
 		g->failed = true;
 	g->casts_shown++;
 	graph_cast_flags(b, node, c);
+	link_cache_fill(b, node, &b->s->trace->events[in->cast]);
 	return node;
 }
 
@@ -615,6 +656,7 @@ out:
 	free(b.fold_node);
 	free(b.region_cluster);
 	view_map_free(&b.cast_nodes);
+	view_map_free(&b.cache_fills);
 	view_map_free(&b.input_nodes);
 	view_map_free(&b.ref_nodes);
 	view_map_free(&b.fold_edges);

@@ -103,6 +103,7 @@ struct graph_builder {
 	size_t anchor;            /* the one before the op being drawn */
 	size_t folds_drawn, inputs_drawn, refs_drawn;
 	struct view_map cast_nodes;   /* (0, cast event) -> node */
+	struct view_map cache_fills;  /* (cache_key, tensor) -> miss node */
 	struct view_map input_nodes;  /* (pid, tensor) -> node */
 	struct view_map ref_nodes;    /* (0, node) -> its reference node */
 	struct view_map fold_edges;   /* (from node, to node) -> 1 */

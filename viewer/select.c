@@ -2,6 +2,7 @@
  * their inputs comes from, reconstructed from tensor ids in file order:
  * an op's event is written when it ends, after its casts and after the
  * ops that produced its inputs, so one pass sees producers first. */
+#include "edit_distance.h"
 #include "view_internal.h"
 
 #include <stdio.h>
@@ -242,6 +243,7 @@ static int check_scope(const struct view_selection *s, const char *scope,
 	const struct trace *t = s->trace;
 	char names[400] = "";
 	size_t used = 0;
+	struct closest_name closest = CLOSEST_NAME_INIT;
 
 	for (size_t i = 0; i < t->nevents; i++)
 		if (t->events[i].kind == TRACE_OP &&
@@ -253,14 +255,20 @@ static int check_scope(const struct view_selection *s, const char *scope,
 		for (size_t q = 0; q < r && name && !seen; q++)
 			seen = s->regions[q].scope &&
 			       !strcmp(s->regions[q].scope, name);
+		if (name && !seen)
+			closest_name_offer(&closest, scope, name);
 		if (!name || seen || used + strlen(name) + 8 >= sizeof names)
 			continue;
 		used += (size_t)snprintf(names + used, sizeof names - used,
 					 "%s'%s'", used ? ", " : "", name);
 	}
 	return trace_error_set(err, "%s: no op ran in an autocast region named "
-			       "'%s'; named regions in this trace: %s",
-			       t->path, scope, used ? names : "none");
+			       "'%s'%s%s%s; named regions in this trace: %s",
+			       t->path, scope,
+			       closest.name ? " (did you mean '" : "",
+			       closest.name ? closest.name : "",
+			       closest.name ? "'?)" : "",
+			       used ? names : "none");
 }
 
 /* ------------------------------------------------------------ linking */
