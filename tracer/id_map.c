@@ -2,6 +2,7 @@
 #include "id_map.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static size_t id_hash(int64_t pid, uint64_t id)
 {
@@ -28,7 +29,11 @@ static bool grow(struct id_map *m)
 {
 	struct id_map grown = { .cap = m->cap ? m->cap * 2 : 256 };
 
-	grown.slots = calloc(grown.cap, sizeof *grown.slots);
+	/* malloc + memset, not calloc: a large calloc maps the shared zero
+	 * page, so each page then faulted twice (probe read, then write). */
+	grown.slots = malloc(grown.cap * sizeof *grown.slots);
+	if (grown.slots)
+		memset(grown.slots, 0, grown.cap * sizeof *grown.slots);
 	if (!grown.slots) {
 		m->failed = true;
 		return false;

@@ -24,7 +24,7 @@ void jsonw_reset(struct jsonw *w)
 	w->failed = false;
 }
 
-static bool reserve(struct jsonw *w, size_t extra)
+bool jsonw_grow(struct jsonw *w, size_t extra)
 {
 	if (w->failed)
 		return false;
@@ -41,15 +41,6 @@ static bool reserve(struct jsonw *w, size_t extra)
 	w->data = grown;
 	w->cap = cap;
 	return true;
-}
-
-void jsonw_raw(struct jsonw *w, const char *text, size_t len)
-{
-	if (!reserve(w, len))
-		return;
-	memcpy(w->data + w->len, text, len);
-	w->len += len;
-	w->data[w->len] = '\0';
 }
 
 void jsonw_cstr(struct jsonw *w, const char *text)
@@ -71,7 +62,7 @@ void jsonw_printf(struct jsonw *w, const char *fmt, ...)
 		jsonw_raw(w, small, (size_t)n);
 		return;
 	}
-	if (!reserve(w, (size_t)n))
+	if (!jsonw_reserve(w, (size_t)n))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(w->data + w->len, (size_t)n + 1, fmt, ap);
@@ -88,7 +79,7 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 		return;
 	}
 	/* Worst case every byte becomes \u00XX. */
-	if (!reserve(w, len * 6 + 2))
+	if (!jsonw_reserve(w, len * 6 + 2))
 		return;
 	char *out = w->data + w->len;
 	*out++ = '"';
