@@ -35,9 +35,10 @@ static struct id_map_slot *slot_of(const struct id_map *m, int64_t pid,
 	return &m->slots[j];
 }
 
-static bool grow(struct id_map *m)
+/* Rehashes into `cap` slots (a power of two, more than twice the count). */
+static bool resize(struct id_map *m, size_t cap)
 {
-	struct id_map grown = { .cap = m->cap ? m->cap * 2 : 256 };
+	struct id_map grown = { .cap = cap };
 
 	/* malloc + memset, not calloc: a large calloc maps the shared zero
 	 * page, so each page then faulted twice (probe read, then write). */
@@ -56,6 +57,20 @@ static bool grow(struct id_map *m)
 	free(m->slots);
 	*m = grown;
 	return true;
+}
+
+static bool grow(struct id_map *m)
+{
+	return resize(m, m->cap ? m->cap * 2 : 256);
+}
+
+bool id_map_reserve(struct id_map *m, size_t n)
+{
+	size_t cap = m->cap ? m->cap : 256;
+
+	while (cap < SIZE_MAX / 4 / sizeof *m->slots && (n + 1) * 2 > cap)
+		cap *= 2;
+	return cap == m->cap || resize(m, cap);
 }
 
 size_t *id_map_find(struct id_map *m, int64_t pid, uint64_t id, bool insert)
