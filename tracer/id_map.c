@@ -2,7 +2,6 @@
 #include "id_map.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Ids are mostly dense and looked up roughly in order (tensor and op ids
  * count up as a trace goes on), so a run of ID_BLOCK consecutive ids keeps
@@ -40,11 +39,7 @@ static bool resize(struct id_map *m, size_t cap)
 {
 	struct id_map grown = { .cap = cap };
 
-	/* malloc + memset, not calloc: a large calloc maps the shared zero
-	 * page, so each page then faulted twice (probe read, then write). */
-	grown.slots = malloc(grown.cap * sizeof *grown.slots);
-	if (grown.slots)
-		memset(grown.slots, 0, grown.cap * sizeof *grown.slots);
+	grown.slots = calloc(grown.cap, sizeof *grown.slots);
 	if (!grown.slots) {
 		m->failed = true;
 		return false;
