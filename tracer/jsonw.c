@@ -70,6 +70,11 @@ void jsonw_printf(struct jsonw *w, const char *fmt, ...)
 	w->len += (size_t)n;
 }
 
+static bool needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == '"' || c == '\\' || c == 0x7f;
+}
+
 void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -81,9 +86,16 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 	/* Worst case every byte becomes \u00XX. */
 	if (!jsonw_reserve(w, len * 6 + 2))
 		return;
+	/* Most strings (op, dtype, device names) need no escape: their
+	 * longest clean prefix is copied whole, not byte by byte. */
+	size_t clean = 0;
+	while (clean < len && !needs_escape((unsigned char)text[clean]))
+		clean++;
 	char *out = w->data + w->len;
 	*out++ = '"';
-	for (size_t i = 0; i < len; i++) {
+	memcpy(out, text, clean);
+	out += clean;
+	for (size_t i = clean; i < len; i++) {
 		unsigned char c = (unsigned char)text[i];
 		switch (c) {
 		case '"': *out++ = '\\'; *out++ = '"'; break;
