@@ -126,13 +126,27 @@ void jsonw_str(struct jsonw *w, const char *text)
 
 void jsonw_u64(struct jsonw *w, uint64_t value)
 {
+	/* Two digits per division: numbers are ~1/8 of a trace's text. */
+	static const char pairs[] = "0001020304050607080910111213141516171819"
+		"2021222324252627282930313233343536373839"
+		"4041424344454647484950515253545556575859"
+		"6061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
 	char buf[24];
 	char *p = buf + sizeof buf;
 
-	do {
-		*--p = (char)('0' + value % 10);
-		value /= 10;
-	} while (value);
+	while (value >= 100) {
+		unsigned r = (unsigned)(value % 100);
+		value /= 100;
+		p -= 2;
+		memcpy(p, &pairs[r * 2], 2);
+	}
+	if (value >= 10) {
+		p -= 2;
+		memcpy(p, &pairs[value * 2], 2);
+	} else {
+		*--p = (char)('0' + value);
+	}
 	jsonw_raw(w, p, (size_t)(buf + sizeof buf - p));
 }
 
