@@ -417,6 +417,7 @@ void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
 	if (!c->decoded)
 		abort(); /* as dupn: no partial state to fall back to */
 	jsonw_init(&c->buf);
+	jsonw_init(&c->label);
 }
 
 static uint64_t monotonic_ns(void)
@@ -668,6 +669,7 @@ void conv_free(struct conv *c)
 	free(c->procs);
 	free(c->raw_dir);
 	jsonw_free(&c->buf);
+	jsonw_free(&c->label);
 	if (c->decoded)
 		raw_decoded_free(c->decoded);
 	free(c->decoded);

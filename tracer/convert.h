@@ -86,6 +86,8 @@ struct conv {
 	struct conv_process **procs;
 	size_t nprocs;
 	struct jsonw buf;        /* scratch for one event */
+	struct jsonw label;      /* scratch for its name: reused, as an
+				  * allocation per event showed */
 	struct raw_decoded *decoded; /* scratch for one record */
 	uint64_t last_scan_ns;   /* when the directories were last listed */
 	bool final;              /* conv_finish: list them on every poll */

@@ -64,13 +64,12 @@ void conv_op_event(struct conv *cv, struct conv_process *p,
 	int nin = complete ? e->ninputs : 0, nout = complete ? e->noutputs : 0;
 	int64_t dur = (int64_t)(end_ns > begin_ns ? end_ns - begin_ns : 0);
 
-	struct jsonw label;
+	struct jsonw *label = &cv->label;
 	struct trace_event kept;
-	jsonw_init(&label);
-	conv_op_name(&label, name, overload);
-	conv_event_head(w, &kept, TRACE_OP, label.data, label.len, "amp.op",
+	jsonw_reset(label);
+	conv_op_name(label, name, overload);
+	conv_event_head(w, &kept, TRACE_OP, label->data, label->len, "amp.op",
 			'X', (int64_t)(begin_ns - cv->base_ns), p, t->tid);
-	jsonw_free(&label);
 	jsonw_lit(w, ",\"dur\":");
 	jsonw_us(w, dur);
 	kept.dur = conv_to_us(dur);
@@ -349,11 +348,11 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 		free(s->label);
 		return;
 	}
-	struct jsonw label;
-	jsonw_init(&label);
-	scope_label(&label, p, scope, device, dtype, enabled);
+	struct jsonw *label = &cv->label;
+	jsonw_reset(label);
+	scope_label(label, p, scope, device, dtype, enabled);
 	struct trace_event e;
-	conv_event_head(w, &e, TRACE_SCOPE_BEGIN, label.data, label.len,
+	conv_event_head(w, &e, TRACE_SCOPE_BEGIN, label->data, label->len,
 			"amp.scope", 'B', (int64_t)(time_ns - cv->base_ns), p, t->tid);
 	e.scope = (struct trace_scope){
 		.scope = conv_keep_cstr(p, scope), .depth = depth,
@@ -373,10 +372,9 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 			      sizeof *t->scopes);
 	t->scopes[t->nscopes++] = (struct open_scope){
 		.name = scope ? conv_dupn(scope, strlen(scope)) : NULL,
-		.label = conv_dupn(label.data, label.len),
+		.label = conv_dupn(label->data, label->len),
 		.depth = depth,
 	};
-	jsonw_free(&label);
 }
 
 static void on_cache_clear(struct conv *cv, struct conv_process *p,

@@ -25,6 +25,10 @@ struct id_map {
 /* The value of (pid, id); when absent, a new one set to 0 if `insert`,
  * else NULL.  NULL too when inserting runs out of memory (failed set). */
 size_t *id_map_find(struct id_map *m, int64_t pid, uint64_t id, bool insert);
+/* Makes room for `n` entries in all, so that filling the map with them
+ * does not rehash it again and again.  False when out of memory (failed
+ * set). */
+bool id_map_reserve(struct id_map *m, size_t n);
 /* Returns false when out of memory (failed set). */
 bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value);
 /* The value of (pid, id), or NULL when absent. */

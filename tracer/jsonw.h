@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct jsonw {
 	char *data;
@@ -19,7 +20,28 @@ struct jsonw {
 void jsonw_init(struct jsonw *w);
 void jsonw_free(struct jsonw *w);
 void jsonw_reset(struct jsonw *w);
-void jsonw_raw(struct jsonw *w, const char *text, size_t len);
+/* Room for `extra` more bytes and the NUL; false when out of memory
+ * (failed set).  The slow path of jsonw_reserve. */
+bool jsonw_grow(struct jsonw *w, size_t extra);
+
+/* Inline: the converter appends a few dozen pieces per event, and the call
+ * for each piece cost as much as copying it. */
+static inline bool jsonw_reserve(struct jsonw *w, size_t extra)
+{
+	if (!w->failed && w->len + extra + 1 <= w->cap)
+		return true;
+	return jsonw_grow(w, extra);
+}
+
+static inline void jsonw_raw(struct jsonw *w, const char *text, size_t len)
+{
+	if (!jsonw_reserve(w, len))
+		return;
+	memcpy(w->data + w->len, text, len);
+	w->len += len;
+	w->data[w->len] = '\0';
+}
+
 void jsonw_cstr(struct jsonw *w, const char *text); /* raw, NUL-terminated */
 /* A string literal, raw (its length known at compile time). */
 #define jsonw_lit(w, literal) jsonw_raw((w), "" literal, sizeof(literal) - 1)

@@ -15,6 +15,7 @@
 
 struct trace_writer {
 	FILE *f;
+	char *buf; /* f's buffer: large, so a busy trace costs few write()s */
 	char *path;
 	uint64_t events;
 	bool failed;
