@@ -447,17 +447,21 @@ START_TEST(test_low_precision_ops_from_policy)
 
 	ck_assert_uint_ge(n, sizeof expected / sizeof *expected);
 	for (size_t i = 1; i < n; i++)
-		ck_assert_int_lt(strcmp(finding_low_precision_ops[i - 1],
-					finding_low_precision_ops[i]), 0);
+		ck_assert_int_lt(strcmp(finding_low_precision_ops[i - 1].name,
+					finding_low_precision_ops[i].name), 0);
 	for (size_t k = 0; k < sizeof expected / sizeof *expected; k++) {
 		bool found = false;
+		/* listed so in 1.13 and newest alike */
 		for (size_t i = 0; i < n; i++)
-			found |= !strcmp(finding_low_precision_ops[i], expected[k]);
+			found |= !strcmp(finding_low_precision_ops[i].name,
+					 expected[k]) &&
+				 finding_low_precision_ops[i].versions == 3u;
 		ck_assert_msg(found, "%s is not in the list", expected[k]);
 	}
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_str_ne(finding_low_precision_ops[i], "softmax");
-		ck_assert_str_ne(finding_low_precision_ops[i], "add");
+		ck_assert_str_ne(finding_low_precision_ops[i].name, "softmax");
+		ck_assert_str_ne(finding_low_precision_ops[i].name, "add");
+		ck_assert_uint_ne(finding_low_precision_ops[i].versions, 0);
 	}
 }
 END_TEST

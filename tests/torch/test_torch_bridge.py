@@ -414,6 +414,69 @@ def test_injection_messages():
               "cannot be injected" in p.stderr, p.stderr)
 
 
+# policy-divergence: (case, whether the finding fires) per seed case;
+# "eager" and "custom_fwd" diverge from what the program asked for but
+# leave a trace identical to a healthy program's (see divergence.py).
+DIVERGENCE_CASES = [("script", True), ("traced", True), ("eager", False),
+                    ("custom_fwd", False), ("set_enabled", True)]
+
+
+def divergences(trace):
+    return [e["args"] for e in events(trace, "amp.diag")
+            if e["args"]["kind"] == "policy-divergence"]
+
+
+def test_divergence():
+    for case, fires in DIVERGENCE_CASES:
+        p, path = run("divergence.py", case, out="div_" + case)
+        found = divergences(load(path))
+        check("policy-divergence %s: %s" % (
+            case, "fires" if fires else "cannot be seen, gives none"),
+              p.returncode == 0 and bool(found) == fires,
+              (p.stderr[-500:], found))
+        p, path = run("divergence.py", case, "--healthy",
+                      out="div_" + case + "_healthy")
+        found = divergences(load(path))
+        check("policy-divergence %s: the healthy twin gives none" % case,
+              p.returncode == 0 and not found, found)
+    t = load(os.path.join(TMP, "div_script.json"))
+    msg = divergences(t)[0]["message"] if divergences(t) else ""
+    check("... the script case names the op, the cast and the cause",
+          "mm's input was cast f32->bf16" in msg and
+          "_autocast_to_reduced_precision" in msg and "no region" in msg,
+          msg)
+    t = load(os.path.join(TMP, "div_set_enabled.json"))
+    msg = divergences(t)[0]["message"] if divergences(t) else ""
+    check("... the set_enabled case names the op and the fix",
+          msg.startswith("mm (op") and "set_autocast_cpu_enabled" in msg and
+          "with torch.autocast" in msg, msg)
+
+
+def test_no_false_divergence():
+    """Every other trace of this run (libamp samples, scenarios, twins)
+    gives no policy-divergence."""
+    expected = {"jit.json"} | {"div_%s.json" % c
+                               for c, fires in DIVERGENCE_CASES if fires}
+    alarms, scanned = [], []
+    for name in sorted(os.listdir(TMP)):
+        if name.endswith(".json") and name not in expected:
+            try:
+                t = load(os.path.join(TMP, name))
+            except ValueError:
+                continue
+            scanned.append(name)
+            if divergences(t):
+                alarms.append(name)
+    libamp = [n for n in scanned if n.startswith("lib_")]
+    check("no policy-divergence in any healthy trace of this run "
+          "(scenarios, twins and libamp samples)",
+          not alarms and len(scanned) >= 15 and (libamp or not SAMPLES),
+          (alarms, scanned))
+    t = load(os.path.join(TMP, "jit.json"))
+    check("... scenario_jit (autocast in a scripted function) gives one",
+          bool(divergences(t)))
+
+
 skip_unless_bridge()
 test_training_loop()
 test_scenarios()
@@ -421,5 +484,7 @@ test_api()
 test_twins()
 test_twin_negative()
 test_injection_messages()
+test_divergence()
+test_no_false_divergence()
 print("1..%d" % len(results))
 sys.exit(0 if all(results) else 1)
