@@ -446,6 +446,12 @@ def test_divergence():
           "_autocast_to_reduced_precision" in msg and "no region" in msg,
           msg)
     t = load(os.path.join(TMP, "div_set_enabled.json"))
+    s = subprocess.run([AMPTRACE, "summary", os.path.join(
+        TMP, "div_set_enabled.json")], capture_output=True, text=True)
+    check("the header names torch and its policy table; summary shows it",
+          t["amptrace"].get("framework", "").startswith("torch 1.13") and
+          "(policy table: 1.13)" in t["amptrace"]["framework"] and
+          "framework: torch 1.13" in s.stdout, (t["amptrace"], s.stdout))
     msg = divergences(t)[0]["message"] if divergences(t) else ""
     check("... the set_enabled case names the op and the fix",
           msg.startswith("mm (op") and "set_autocast_cpu_enabled" in msg and
