@@ -9,8 +9,9 @@
  *   the JIT's casts, its `autocast(enabled=False)` stripped by tracing and
  *   promote ops conservatively cast back to f32.
  * - an op the table casts, run with autocast enabled outside any region
- *   (torch.set_autocast_cpu_enabled(True)): nothing ever clears the cast
- *   cache, which torch clears only when the outermost region exits.
+ *   (torch.set_autocast_cpu_enabled(True), libamp's
+ *   amp_autocast_set_enabled): nothing ever clears the cast cache, which
+ *   is cleared only when the outermost region exits.
  *
  * Divergences that leave the eager trace unchanged (eager autocast
  * enabled around a scripted autocast(enabled=False); custom_fwd's
@@ -107,23 +108,25 @@ static void rule_no_region(struct context *cx, size_t i)
 	finding_text(f->message, sizeof f->message,
 		     "%s (op %llu) ran under autocast (%s %s, policy %s, "
 		     "output %s) with no autocast region open: autocast was "
-		     "switched on directly (torch.set_autocast_%s_enabled), so "
-		     "its cast cache is never cleared, as a region's exit "
-		     "would; use `with torch.autocast(...)` around the forward "
-		     "pass",
+		     "switched on directly (%s, "
+		     "amp_autocast_set_enabled), so its cast cache is never "
+		     "cleared, as a region's exit would; use `with "
+		     "torch.autocast(...)` (amp_autocast_enter) around the "
+		     "forward pass",
 		     op->op, (unsigned long long)op->op_id,
 		     op->autocast.device ? op->autocast.device : "?",
 		     op->autocast.dtype ? op->autocast.dtype : "?", op->policy,
 		     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype
 							   : "?",
 		     op->autocast.device && !strcmp(op->autocast.device, "cuda")
-			     ? "gpu" : "cpu");
+			     ? "torch.set_autocast_enabled"
+			     : "torch.set_autocast_cpu_enabled");
 }
 
 void finding_rule_divergence(struct context *cx)
 {
-	/* Only PyTorch traces: libamp has no TorchScript and no way to
-	 * enable autocast outside a region. */
+	/* TorchScript casts appear in PyTorch traces only; autocast
+	 * outside a region in libamp programs too. */
 	for (size_t i = 0; i < cx->t->nevents; i++) {
 		const struct trace_event *e = &cx->t->events[i];
 		if (e->kind == TRACE_CAST)
