@@ -517,6 +517,16 @@ static void torch_trace(const char *framework, const char *events,
 	"\"shape\":[2,2]}],\"outputs\":[{\"tensor\":5,\"dtype\":\"" out "\"," \
 	"\"shape\":[2,2]}],\"Input type\":[\"float\"],\"Input Dims\":[[2,2]]," \
 	"\"External id\":3}}"
+/* An op made with autocast off outside any region (op 1, tensor 1). */
+#define OP_OFF \
+	"{\"name\":\"randn\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":1," \
+	"\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":1,\"op\":" \
+	"\"randn\",\"overload\":\"\",\"phase\":\"forward\",\"policy\":" \
+	"\"none\",\"device\":\"cpu\",\"emulated\":false,\"autocast\":{" \
+	"\"enabled\":false,\"device\":\"cpu\",\"dtype\":\"bf16\"," \
+	"\"cache_enabled\":true,\"depth\":0,\"scope\":null},\"inputs\":[]," \
+	"\"outputs\":[{\"tensor\":1,\"dtype\":\"f32\",\"shape\":[2,2]}]," \
+	"\"Input type\":[],\"Input Dims\":[],\"External id\":1}}"
 #define JIT_CAST \
 	"{\"name\":\"cast f32->bf16\",\"cat\":\"amp.cast\",\"ph\":\"X\"," \
 	"\"ts\":1,\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":2,\"op\":" \
@@ -526,11 +536,20 @@ static void torch_trace(const char *framework, const char *events,
 
 START_TEST(test_divergence_no_region)
 {
+	static const char *const healthy[] = {
+		/* the same op inside a region: as eager autocast does */
+		OP_OFF "," OP_MM(true, "lower_precision_fp", 1, "f32", "bf16"),
+		/* on from the thread's first op: a region opened before
+		 * recording began (amptrace_torch.trace() inside autocast) */
+		OP_MM(true, "lower_precision_fp", 0, "f32", "bf16"),
+	};
 	struct trace t;
 	struct findings f;
 
+	/* off, then on, with no region event between */
 	torch_trace("torch 1.13.0a0 (policy table: 1.13)",
-		    OP_MM(true, "lower_precision_fp", 0, "f32", "bf16"), &t, &f);
+		    OP_OFF "," OP_MM(true, "lower_precision_fp", 0, "f32", "bf16"),
+		    &t, &f);
 	const struct trace_finding *d = findings_get(&f, "policy-divergence");
 	ck_assert_ptr_nonnull(d);
 	ck_assert_msg(strstr(d->message, "mm (op 3)") &&
@@ -538,12 +557,13 @@ START_TEST(test_divergence_no_region)
 		      d->message);
 	findings_free(&f);
 	trace_free(&t);
-	/* the same op inside a region: as eager autocast does */
-	torch_trace("torch 1.13.0a0 (policy table: 1.13)",
-		    OP_MM(true, "lower_precision_fp", 1, "f32", "bf16"), &t, &f);
-	ck_assert_ptr_null(findings_get(&f, "policy-divergence"));
-	findings_free(&f);
-	trace_free(&t);
+	for (size_t i = 0; i < sizeof healthy / sizeof *healthy; i++) {
+		torch_trace("torch 1.13.0a0 (policy table: 1.13)", healthy[i],
+			    &t, &f);
+		ck_assert_ptr_null(findings_get(&f, "policy-divergence"));
+		findings_free(&f);
+		trace_free(&t);
+	}
 }
 END_TEST
 

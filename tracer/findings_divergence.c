@@ -11,7 +11,11 @@
  * - an op the table casts, run with autocast enabled outside any region
  *   (torch.set_autocast_cpu_enabled(True), libamp's
  *   amp_autocast_set_enabled): nothing ever clears the cast cache, which
- *   is cleared only when the outermost region exits.
+ *   is cleared only when the outermost region exits.  Only when the same
+ *   thread ran an op with autocast off outside any region before, with no
+ *   region event between: a region opened before recording began (an
+ *   amptrace_torch.trace() block inside `with autocast`) also shows
+ *   depth 0, but with autocast on from the thread's first op.
  *
  * Divergences that leave the eager trace unchanged (eager autocast
  * enabled around a scripted autocast(enabled=False); custom_fwd's
@@ -87,13 +91,19 @@ static void rule_jit_cast(struct context *cx, size_t i)
 			     name, c->from, c->to, c->op);
 }
 
-static void rule_no_region(struct context *cx, size_t i)
+/* `off`: (pid, tid) -> 1 while the thread's last op outside any region
+ * ran with autocast off and no region event came since. */
+static void rule_no_region(struct context *cx, struct id_map *off, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
 	char site[160];
 
-	if (!op->autocast.enabled || op->autocast.depth != 0 ||
+	if (op->autocast.depth != 0 || finding_op_is_backward(op))
+		return;
+	bool was_off = id_map_get(off, e->pid, (uint64_t)e->tid) == 1;
+	id_map_put(off, e->pid, (uint64_t)e->tid, !op->autocast.enabled);
+	if (!was_off || !op->autocast.enabled ||
 	    finding_op_is_backward(op) || !op->policy ||
 	    !strcmp(op->policy, "none") || is_jit_cast(op->op))
 		return;
@@ -125,6 +135,8 @@ static void rule_no_region(struct context *cx, size_t i)
 
 void finding_rule_divergence(struct context *cx)
 {
+	struct id_map off = { 0 };
+
 	/* TorchScript casts appear in PyTorch traces only; autocast
 	 * outside a region in libamp programs too. */
 	for (size_t i = 0; i < cx->t->nevents; i++) {
@@ -132,6 +144,11 @@ void finding_rule_divergence(struct context *cx)
 		if (e->kind == TRACE_CAST)
 			rule_jit_cast(cx, i);
 		else if (e->kind == TRACE_OP)
-			rule_no_region(cx, i);
+			rule_no_region(cx, &off, i);
+		else if (e->kind == TRACE_SCOPE_BEGIN ||
+			 e->kind == TRACE_SCOPE_END)
+			id_map_put(&off, e->pid, (uint64_t)e->tid, 0);
 	}
+	cx->failed |= off.failed;
+	id_map_free(&off);
 }
