@@ -255,6 +255,21 @@ def test_api():
     ok, why = valid(path) if ok else (False, p.stderr)
     check("... and its trace is valid", ok, why)
 
+    path = os.path.join(TMP, "api_inside.json")
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api_inside.py"),
+                        path], capture_output=True, text=True, env=env,
+                       timeout=300)
+    s = subprocess.run([AMPTRACE, "summary", "--json", path],
+                       capture_output=True, text=True)
+    kinds = [f["kind"] for f in json.loads(s.stdout)["findings"]] \
+        if s.returncode == 0 else None
+    check("trace() inside a region opened before it: mm in bf16, "
+          "no policy-divergence",
+          p.stdout == "torch.bfloat16\n" and [
+              a["autocast"]["enabled"] for a in ops(load(path), "mm")] ==
+          [True] and kinds is not None and "policy-divergence" not in kinds,
+          (p.stderr, s.stderr, kinds))
+
 
 # Why a libamp sample and its PyTorch twin differ in ops (not in casts):
 # each op-added/op-removed group of `amptrace diff` must be one of these.
