@@ -447,17 +447,21 @@ START_TEST(test_low_precision_ops_from_policy)
 
 	ck_assert_uint_ge(n, sizeof expected / sizeof *expected);
 	for (size_t i = 1; i < n; i++)
-		ck_assert_int_lt(strcmp(finding_low_precision_ops[i - 1],
-					finding_low_precision_ops[i]), 0);
+		ck_assert_int_lt(strcmp(finding_low_precision_ops[i - 1].name,
+					finding_low_precision_ops[i].name), 0);
 	for (size_t k = 0; k < sizeof expected / sizeof *expected; k++) {
 		bool found = false;
+		/* listed so in 1.13 and newest alike */
 		for (size_t i = 0; i < n; i++)
-			found |= !strcmp(finding_low_precision_ops[i], expected[k]);
+			found |= !strcmp(finding_low_precision_ops[i].name,
+					 expected[k]) &&
+				 finding_low_precision_ops[i].versions == 3u;
 		ck_assert_msg(found, "%s is not in the list", expected[k]);
 	}
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_str_ne(finding_low_precision_ops[i], "softmax");
-		ck_assert_str_ne(finding_low_precision_ops[i], "add");
+		ck_assert_str_ne(finding_low_precision_ops[i].name, "softmax");
+		ck_assert_str_ne(finding_low_precision_ops[i].name, "add");
+		ck_assert_uint_ne(finding_low_precision_ops[i].versions, 0);
 	}
 }
 END_TEST
@@ -478,6 +482,143 @@ START_TEST(test_kind_table)
 }
 END_TEST
 
+/* ------------------------------------------------- policy-divergence */
+
+/* A one-op PyTorch trace: `framework` in the header (NULL: none), and
+ * `events` (amp.op/amp.cast JSON objects, comma-separated). */
+static void torch_trace(const char *framework, const char *events,
+			struct trace *t, struct findings *f)
+{
+	char text[8192];
+	struct trace_error err;
+
+	snprintf(text, sizeof text,
+		 "{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		 "0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":"
+		 "\"h\",\"monotonic_base_ns\":0,\"flush\":\"event\"%s%s%s},"
+		 "\"traceEvents\":[%s],\"amptraceEnd\":{\"complete\":true}}\n",
+		 framework ? ",\"framework\":\"" : "",
+		 framework ? framework : "", framework ? "\"" : "", events);
+	ck_assert_msg(trace_load_text("d.json", text, strlen(text), t, &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(findings_compute(t, f), 0);
+}
+
+/* mm with the autocast state `enabled` (true/false) at `depth`, and its
+ * `policy` under that state. */
+#define OP_MM(enabled, policy, depth, in, out) \
+	"{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":2,\"pid\":1," \
+	"\"tid\":1,\"dur\":1,\"args\":{\"op_id\":3,\"op\":\"mm\",\"overload\":" \
+	"\"\",\"phase\":\"forward\",\"policy\":\"" \
+	policy "\",\"device\":\"cpu\"," \
+	"\"emulated\":false,\"autocast\":{\"enabled\":" #enabled ",\"device\":" \
+	"\"cpu\",\"dtype\":\"bf16\",\"cache_enabled\":true,\"depth\":" #depth \
+	",\"scope\":null},\"inputs\":[{\"tensor\":1,\"dtype\":\"" in "\"," \
+	"\"shape\":[2,2]}],\"outputs\":[{\"tensor\":5,\"dtype\":\"" out "\"," \
+	"\"shape\":[2,2]}],\"Input type\":[\"float\"],\"Input Dims\":[[2,2]]," \
+	"\"External id\":3}}"
+/* An op made with autocast off outside any region (op 1, tensor 1). */
+#define OP_OFF \
+	"{\"name\":\"randn\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":1," \
+	"\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":1,\"op\":" \
+	"\"randn\",\"overload\":\"\",\"phase\":\"forward\",\"policy\":" \
+	"\"none\",\"device\":\"cpu\",\"emulated\":false,\"autocast\":{" \
+	"\"enabled\":false,\"device\":\"cpu\",\"dtype\":\"bf16\"," \
+	"\"cache_enabled\":true,\"depth\":0,\"scope\":null},\"inputs\":[]," \
+	"\"outputs\":[{\"tensor\":1,\"dtype\":\"f32\",\"shape\":[2,2]}]," \
+	"\"Input type\":[],\"Input Dims\":[],\"External id\":1}}"
+#define JIT_CAST \
+	"{\"name\":\"cast f32->bf16\",\"cat\":\"amp.cast\",\"ph\":\"X\"," \
+	"\"ts\":1,\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":2,\"op\":" \
+	"\"_autocast_to_reduced_precision\",\"phase\":\"forward\",\"arg\":0," \
+	"\"tensor\":9,\"result\":1,\"from\":\"f32\",\"to\":\"bf16\",\"cache\":" \
+	"\"uncacheable\",\"reason\":\"TorchScript\",\"bytes\":16,\"shape\":[2,2]}}"
+
+START_TEST(test_divergence_no_region)
+{
+	static const char *const healthy[] = {
+		/* the same op inside a region: as eager autocast does */
+		OP_OFF "," OP_MM(true, "lower_precision_fp", 1, "f32", "bf16"),
+		/* on from the thread's first op: a region opened before
+		 * recording began (amptrace_torch.trace() inside autocast) */
+		OP_MM(true, "lower_precision_fp", 0, "f32", "bf16"),
+	};
+	struct trace t;
+	struct findings f;
+
+	/* off, then on, with no region event between */
+	torch_trace("torch 1.13.0a0 (policy table: 1.13)",
+		    OP_OFF "," OP_MM(true, "lower_precision_fp", 0, "f32", "bf16"),
+		    &t, &f);
+	const struct trace_finding *d = findings_get(&f, "policy-divergence");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_msg(strstr(d->message, "mm (op 3)") &&
+		      strstr(d->message, "set_autocast_cpu_enabled"), "%s",
+		      d->message);
+	findings_free(&f);
+	trace_free(&t);
+	for (size_t i = 0; i < sizeof healthy / sizeof *healthy; i++) {
+		torch_trace("torch 1.13.0a0 (policy table: 1.13)", healthy[i],
+			    &t, &f);
+		ck_assert_ptr_null(findings_get(&f, "policy-divergence"));
+		findings_free(&f);
+		trace_free(&t);
+	}
+}
+END_TEST
+
+START_TEST(test_divergence_jit_cast)
+{
+	struct trace t;
+	struct findings f;
+
+	torch_trace(NULL, JIT_CAST "," OP_MM(false, "none", 0, "bf16", "bf16"), &t,
+		    &f);
+	const struct trace_finding *d = findings_get(&f, "policy-divergence");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_msg(strstr(d->message, "mm's input was cast f32->bf16") &&
+		      strstr(d->message, "no region"), "%s", d->message);
+	findings_free(&f);
+	trace_free(&t);
+	/* bf16 inputs the program cast itself: no TorchScript cast */
+	torch_trace(NULL, OP_MM(false, "none", 0, "bf16", "bf16"), &t, &f);
+	ck_assert_ptr_null(findings_get(&f, "policy-divergence"));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
+/* The table a trace's ops are judged by comes from its framework. */
+START_TEST(test_policy_table_of_trace)
+{
+	static const struct {
+		const char *framework, *table;
+	} frameworks[] = {
+		{ "torch 1.13.0a0 (policy table: 1.13)", "1.13" },
+		{ "torch 2.9.0 (policy table: newest, none for torch 2.9.0 yet)",
+		  "newest" },
+		{ "libamp 0.1.0", "newest" },
+		{ NULL, "newest" },
+	};
+	for (size_t i = 0; i < sizeof frameworks / sizeof *frameworks; i++) {
+		struct trace t;
+		struct findings f;
+		torch_trace(frameworks[i].framework, OP_MM(false, "none", 1, "f32", "f32"),
+			    &t, &f);
+		ck_assert_str_eq(finding_policy_table_name(
+					 findings_policy_table(&t)),
+				 frameworks[i].table);
+		if (frameworks[i].framework)
+			ck_assert_str_eq(findings_framework(&t),
+					 frameworks[i].framework);
+		else
+			ck_assert_ptr_null(findings_framework(&t));
+		findings_free(&f);
+		trace_free(&t);
+	}
+}
+END_TEST
+
 static Suite *findings_suite(void)
 {
 	Suite *s = suite_create("findings");
@@ -495,6 +636,9 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);
 	tcase_add_test(kinds, test_low_precision_ops_from_policy);
+	tcase_add_test(kinds, test_divergence_no_region);
+	tcase_add_test(kinds, test_divergence_jit_cast);
+	tcase_add_test(kinds, test_policy_table_of_trace);
 	suite_add_tcase(s, kinds);
 
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);

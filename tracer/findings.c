@@ -28,6 +28,9 @@
  *                          several ops.
  * cache-disabled           a cacheable cast redone (cache_enabled off).
  * op-error                 an op failed, not explained by the kinds above.
+ * policy-divergence        a cast by TorchScript's autocast ops, or a
+ *                          table op under autocast with no region open
+ *                          (findings_divergence.c).
  * fp16-overflow, cast-underflow, process-died, recording-stopped and any
  *                          other kind: amp.diag events of the file (libamp,
  *                          amptrace run and its recorder).
@@ -37,6 +40,8 @@
  * in-place forward ops on leaves that require grad); without those, each
  * entry into an outermost autocast region starts one. */
 #include "findings_internal.h"
+
+#include <cJSON.h>
 
 #include <math.h>
 #include <stdarg.h>
@@ -91,6 +96,10 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	  FINDING_WARNING,
 	  "enter autocast inside the worker's forward (autocast state is "
 	  "thread-local)", false },
+	[FINDING_POLICY_DIVERGENCE] = { "policy-divergence", FINDING_WARNING,
+	  "cast as eager autocast does: run the code eagerly inside `with "
+	  "torch.autocast(...)` (no TorchScript autocast, no autocast "
+	  "switched on outside a region)", false },
 	[FINDING_CACHE_GROWTH] = { "cache-growth", FINDING_WARNING,
 	  "exit the outermost autocast region every iteration (the cache is "
 	  "cleared only then), or disable the cache for the long region", false },
@@ -276,18 +285,19 @@ static void index_threads(struct context *cx)
 
 /* ----------------------------------------------------------- op rules */
 
-static int compare_op_name(const void *key, const void *name)
+static int compare_op_name(const void *key, const void *entry)
 {
-	return strcmp(key, *(const char *const *)name);
+	return strcmp(key, ((const struct finding_lp_op *)entry)->name);
 }
 
-/* An op of a PyTorch lower-precision list (any device): its dtype shows
- * whether a thread autocasts. */
-static bool low_precision_op(const char *name)
+/* An op of a PyTorch lower-precision list (any device) in the trace's
+ * policy table: its dtype shows whether a thread autocasts. */
+static bool low_precision_op(const struct context *cx, const char *name)
 {
-	return bsearch(name, finding_low_precision_ops,
-		       finding_low_precision_op_count,
-		       sizeof *finding_low_precision_ops, compare_op_name);
+	const struct finding_lp_op *op = bsearch(
+		name, finding_low_precision_ops, finding_low_precision_op_count,
+		sizeof *finding_low_precision_ops, compare_op_name);
+	return op && (op->versions >> cx->table & 1u);
 }
 
 static void rule_backward(struct context *cx, size_t i)
@@ -494,7 +504,8 @@ static void rule_thread(struct context *cx, const struct regions *r, size_t i)
 	const struct trace_op *op = &e->op;
 	char label[128], site[160];
 
-	if (finding_op_is_backward(op) || op->autocast.enabled || !low_precision_op(op->op))
+	if (finding_op_is_backward(op) || op->autocast.enabled ||
+	    !low_precision_op(cx, op->op))
 		return;
 	size_t first = id_map_get(&cx->first_ts, e->pid, (uint64_t)e->tid);
 	double born = first == SIZE_MAX ? e->ts : cx->t->events[first].ts;
@@ -758,6 +769,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 	struct id_map down = { 0 }, recast = { 0 };
 
 	*out = (struct findings){ 0 };
+	cx.table = findings_policy_table(trace);
 	index_threads(&cx);
 	collect_regions(&cx, &regions);
 	for (size_t i = 0; i < trace->nevents; i++) {
@@ -779,6 +791,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 	}
 	finding_rule_scaler(&cx);
 	finding_rule_cache_growth(&cx);
+	finding_rule_divergence(&cx);
 	for (size_t i = 0; i < trace->nevents; i++)
 		if (trace->events[i].kind == TRACE_DIAG)
 			fold_diag(&cx, i);
@@ -799,6 +812,43 @@ void findings_free(struct findings *findings)
 		return;
 	free(findings->items);
 	*findings = (struct findings){ 0 };
+}
+
+const char *findings_framework(const struct trace *trace)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(trace->header,
+							  "framework");
+	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(trace->end,
+							      "processes");
+
+	/* Traces of format 1.0 name it per process only. */
+	if (!cJSON_IsString(f) && cJSON_IsArray(procs))
+		f = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetArrayItem(procs, 0), "framework");
+	return cJSON_IsString(f) ? f->valuestring : NULL;
+}
+
+int findings_policy_table(const struct trace *trace)
+{
+	static const char tag[] = "(policy table: ";
+	const char *framework = findings_framework(trace);
+	const char *at = framework ? strstr(framework, tag) : NULL;
+	int newest = finding_policy_table_count - 1;
+
+	if (!at)
+		return newest;
+	at += sizeof tag - 1;
+	size_t len = strcspn(at, ",)");
+	for (int v = 0; v < finding_policy_table_count; v++)
+		if (strlen(finding_policy_tables[v]) == len &&
+		    !strncmp(at, finding_policy_tables[v], len))
+			return v;
+	return newest;
+}
+
+const char *finding_policy_table_name(int table)
+{
+	return finding_policy_tables[table];
 }
 
 const struct trace_finding *findings_get(const struct findings *findings,

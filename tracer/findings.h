@@ -48,6 +48,7 @@ enum finding_kind_id {
 	FINDING_STALE_CACHE,
 	FINDING_BACKWARD_UNDER_AUTOCAST,
 	FINDING_AUTOCAST_OFF_IN_THREAD,
+	FINDING_POLICY_DIVERGENCE,
 	FINDING_CACHE_GROWTH,
 	FINDING_SCALER_SKIPPED_STEP,
 	FINDING_CAST_UNDERFLOW,
@@ -97,6 +98,16 @@ struct trace_index;
 int findings_compute_indexed(const struct trace_index *ix,
 			     struct findings *out);
 void findings_free(struct findings *findings);
+/* What produced the trace: the header's `framework` ("torch 1.13.0a0
+ * (policy table: 1.13)", "libamp 0.1.0"), else the first process's in
+ * the trailer; NULL when neither names one. */
+const char *findings_framework(const struct trace *trace);
+/* The policy table the trace's ops are judged by: the one its framework
+ * names ("(policy table: 1.13)"), else the newest (libamp's own).  An
+ * index into the generated table list (0 = oldest). */
+int findings_policy_table(const struct trace *trace);
+/* That table's name: "1.13", "newest". */
+const char *finding_policy_table_name(int table);
 /* The first finding of `kind`, or NULL. */
 const struct trace_finding *findings_get(const struct findings *findings,
 					 const char *kind);

@@ -22,6 +22,7 @@ struct context {
 	struct findings *out;
 	bool failed;
 	struct id_map first_ts;  /* (pid, tid) -> first event */
+	int table;               /* the trace's policy table (index) */
 };
 
 /* findings.c */
@@ -34,12 +35,23 @@ const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				 char *buf, size_t size);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
- * PyTorch's lower-precision lists, sorted by name. */
-extern const char *const finding_low_precision_ops[];
+ * PyTorch's lower-precision lists, sorted by name, each with the table
+ * versions (bit v: amp_torch_version v) that list it; and the versions'
+ * names ("1.13", "newest"), oldest first, the last the newest. */
+struct finding_lp_op {
+	const char *name;
+	unsigned versions;
+};
+extern const struct finding_lp_op finding_low_precision_ops[];
 extern const size_t finding_low_precision_op_count;
+extern const char *const finding_policy_tables[];
+extern const int finding_policy_table_count;
 
 /* findings_steps.c */
 void finding_rule_scaler(struct context *cx);
 void finding_rule_cache_growth(struct context *cx);
+
+/* findings_divergence.c */
+void finding_rule_divergence(struct context *cx);
 
 #endif /* AMPTRACE_FINDINGS_INTERNAL_H */

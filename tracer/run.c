@@ -134,7 +134,10 @@ static char *rank_path(const char *path, int rank)
 	return out;
 }
 
-static void header_json(struct run_state *s, int rank, struct jsonw *w)
+/* `framework`: the first process's ("torch 1.13.0a0 (policy table: 1.13)"),
+ * so that readers pick the policy table of the traced torch; NULL: none. */
+static void header_json(struct run_state *s, int rank, const char *framework,
+			struct jsonw *w)
 {
 	jsonw_printf(w, "\"generator\":\"amptrace %s\",\"command\":[",
 		     AMPTRACE_VERSION);
@@ -153,6 +156,10 @@ static void header_json(struct run_state *s, int rank, struct jsonw *w)
 	jsonw_cstr(w, ",\"monotonic_base_ns\":");
 	jsonw_u64(w, s->mono_base);
 	jsonw_cstr(w, ",\"flush\":\"event\"");
+	if (framework) {
+		jsonw_cstr(w, ",\"framework\":");
+		jsonw_str(w, framework);
+	}
 }
 
 static struct output *output_for_rank(struct run_state *s, int rank)
@@ -174,14 +181,15 @@ static struct output *output_for_rank(struct run_state *s, int rank)
 	return o;
 }
 
-static bool open_output(struct run_state *s, struct output *o)
+static bool open_output(struct run_state *s, struct output *o,
+			const char *framework)
 {
 	struct jsonw header;
 
 	if (o->open)
 		return true;
 	jsonw_init(&header);
-	header_json(s, o->rank, &header);
+	header_json(s, o->rank, framework, &header);
 	int status = trace_writer_open(&o->writer, o->path, header.data,
 				       s->real_base);
 	jsonw_free(&header);
@@ -200,7 +208,7 @@ static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
 	struct output *o = output_for_rank(s, p->rank);
 
 	o->processes++;
-	return open_output(s, o) ? &o->writer : NULL;
+	return open_output(s, o, p->framework) ? &o->writer : NULL;
 }
 
 static struct trace *trace_for(void *ctx, const struct conv_process *p)
@@ -668,7 +676,7 @@ int amptrace_run(int argc, char **argv)
 	if (s.noutputs == 0) {
 		/* Nothing recorded: still leave a trace that loads. */
 		struct output *o = output_for_rank(&s, -1);
-		open_output(&s, o);
+		open_output(&s, o, NULL);
 	}
 	finish_outputs(&s, &cv, status, end_ns, &failed);
 	report_end(&s, &cv, s.command[0], status, quiet);

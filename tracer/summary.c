@@ -391,6 +391,21 @@ static void print_findings(const struct analysis *a, FILE *out)
 	}
 }
 
+/* What produced the trace and the policy table its findings' reasons
+ * come from (a libamp trace, or one without a framework: the newest). */
+static void print_framework(const struct trace *t, FILE *out)
+{
+	const char *framework = findings_framework(t);
+
+	if (!framework)
+		return;
+	fprintf(out, "framework: %s", framework);
+	if (!strstr(framework, "policy table"))
+		fprintf(out, " (policy table: %s)",
+			finding_policy_table_name(findings_policy_table(t)));
+	fputc('\n', out);
+}
+
 static void print_text(struct summary *s, FILE *out)
 {
 	const struct trace *t = s->trace;
@@ -408,6 +423,7 @@ static void print_text(struct summary *s, FILE *out)
 		human_time(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
+	print_framework(t, out);
 	if (strcmp(a->step_marker, "none"))
 		fprintf(out, "steps: %d (marked by %s)\n", a->nsteps,
 			a->step_marker);
@@ -592,6 +608,13 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddStringToObject(root, "note", end);
 	else
 		cJSON_AddNullToObject(root, "note");
+	const char *framework = findings_framework(t);
+	if (framework)
+		cJSON_AddStringToObject(root, "framework", framework);
+	else
+		cJSON_AddNullToObject(root, "framework");
+	cJSON_AddStringToObject(root, "policy_table",
+		finding_policy_table_name(findings_policy_table(t)));
 	cJSON_AddNumberToObject(root, "processes", (double)s->processes);
 	cJSON_AddNumberToObject(root, "threads", (double)s->threads);
 	cJSON_AddNumberToObject(root, "events", (double)t->nevents);

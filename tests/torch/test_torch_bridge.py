@@ -255,6 +255,21 @@ def test_api():
     ok, why = valid(path) if ok else (False, p.stderr)
     check("... and its trace is valid", ok, why)
 
+    path = os.path.join(TMP, "api_inside.json")
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api_inside.py"),
+                        path], capture_output=True, text=True, env=env,
+                       timeout=300)
+    s = subprocess.run([AMPTRACE, "summary", "--json", path],
+                       capture_output=True, text=True)
+    kinds = [f["kind"] for f in json.loads(s.stdout)["findings"]] \
+        if s.returncode == 0 else None
+    check("trace() inside a region opened before it: mm in bf16, "
+          "no policy-divergence",
+          p.stdout == "torch.bfloat16\n" and [
+              a["autocast"]["enabled"] for a in ops(load(path), "mm")] ==
+          [True] and kinds is not None and "policy-divergence" not in kinds,
+          (p.stderr, s.stderr, kinds))
+
 
 # Why a libamp sample and its PyTorch twin differ in ops (not in casts):
 # each op-added/op-removed group of `amptrace diff` must be one of these.
@@ -414,6 +429,75 @@ def test_injection_messages():
               "cannot be injected" in p.stderr, p.stderr)
 
 
+# policy-divergence: (case, whether the finding fires) per seed case;
+# "eager" and "custom_fwd" diverge from what the program asked for but
+# leave a trace identical to a healthy program's (see divergence.py).
+DIVERGENCE_CASES = [("script", True), ("traced", True), ("eager", False),
+                    ("custom_fwd", False), ("set_enabled", True)]
+
+
+def divergences(trace):
+    return [e["args"] for e in events(trace, "amp.diag")
+            if e["args"]["kind"] == "policy-divergence"]
+
+
+def test_divergence():
+    for case, fires in DIVERGENCE_CASES:
+        p, path = run("divergence.py", case, out="div_" + case)
+        found = divergences(load(path))
+        check("policy-divergence %s: %s" % (
+            case, "fires" if fires else "cannot be seen, gives none"),
+              p.returncode == 0 and bool(found) == fires,
+              (p.stderr[-500:], found))
+        p, path = run("divergence.py", case, "--healthy",
+                      out="div_" + case + "_healthy")
+        found = divergences(load(path))
+        check("policy-divergence %s: the healthy twin gives none" % case,
+              p.returncode == 0 and not found, found)
+    t = load(os.path.join(TMP, "div_script.json"))
+    msg = divergences(t)[0]["message"] if divergences(t) else ""
+    check("... the script case names the op, the cast and the cause",
+          "mm's input was cast f32->bf16" in msg and
+          "_autocast_to_reduced_precision" in msg and "no region" in msg,
+          msg)
+    t = load(os.path.join(TMP, "div_set_enabled.json"))
+    s = subprocess.run([AMPTRACE, "summary", os.path.join(
+        TMP, "div_set_enabled.json")], capture_output=True, text=True)
+    check("the header names torch and its policy table; summary shows it",
+          t["amptrace"].get("framework", "").startswith("torch 1.13") and
+          "(policy table: 1.13)" in t["amptrace"]["framework"] and
+          "framework: torch 1.13" in s.stdout, (t["amptrace"], s.stdout))
+    msg = divergences(t)[0]["message"] if divergences(t) else ""
+    check("... the set_enabled case names the op and the fix",
+          msg.startswith("mm (op") and "set_autocast_cpu_enabled" in msg and
+          "with torch.autocast" in msg, msg)
+
+
+def test_no_false_divergence():
+    """Every other trace of this run (libamp samples, scenarios, twins)
+    gives no policy-divergence."""
+    expected = {"jit.json"} | {"div_%s.json" % c
+                               for c, fires in DIVERGENCE_CASES if fires}
+    alarms, scanned = [], []
+    for name in sorted(os.listdir(TMP)):
+        if name.endswith(".json") and name not in expected:
+            try:
+                t = load(os.path.join(TMP, name))
+            except ValueError:
+                continue
+            scanned.append(name)
+            if divergences(t):
+                alarms.append(name)
+    libamp = [n for n in scanned if n.startswith("lib_")]
+    check("no policy-divergence in any healthy trace of this run "
+          "(scenarios, twins and libamp samples)",
+          not alarms and len(scanned) >= 15 and (libamp or not SAMPLES),
+          (alarms, scanned))
+    t = load(os.path.join(TMP, "jit.json"))
+    check("... scenario_jit (autocast in a scripted function) gives one",
+          bool(divergences(t)))
+
+
 skip_unless_bridge()
 test_training_loop()
 test_scenarios()
@@ -421,5 +505,7 @@ test_api()
 test_twins()
 test_twin_negative()
 test_injection_messages()
+test_divergence()
+test_no_false_divergence()
 print("1..%d" % len(results))
 sys.exit(0 if all(results) else 1)

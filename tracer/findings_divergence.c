@@ -1,0 +1,154 @@
+/* policy-divergence: ops whose casts differ from what eager autocast, as
+ * the policy table of the traced torch version says, does under the
+ * recorded autocast state.  Two shapes are visible in a trace:
+ *
+ * - a cast made by TorchScript's autocast ops (_autocast_to_reduced_
+ *   precision, _autocast_to_full_precision): eager autocast never makes
+ *   them.  A scripted function's `with autocast()` casts as explicit ops
+ *   with no region and no cache; a traced graph run under autocast gets
+ *   the JIT's casts, its `autocast(enabled=False)` stripped by tracing and
+ *   promote ops conservatively cast back to f32.
+ * - an op the table casts, run with autocast enabled outside any region
+ *   (torch.set_autocast_cpu_enabled(True), libamp's
+ *   amp_autocast_set_enabled): nothing ever clears the cast cache, which
+ *   is cleared only when the outermost region exits.  Only when the same
+ *   thread ran an op with autocast off outside any region before, with no
+ *   region event between: a region opened before recording began (an
+ *   amptrace_torch.trace() block inside `with autocast`) also shows
+ *   depth 0, but with autocast on from the thread's first op.
+ *
+ * Divergences that leave the eager trace unchanged (eager autocast
+ * enabled around a scripted autocast(enabled=False); custom_fwd's
+ * cast_inputs on CPU in 1.13) cannot be told from healthy programs. */
+#include "findings_internal.h"
+
+#include <string.h>
+
+static const char jit_cast_prefix[] = "_autocast_to_";
+
+static bool is_jit_cast(const char *op)
+{
+	return op && !strncmp(op, jit_cast_prefix, sizeof jit_cast_prefix - 1);
+}
+
+/* The first op after event `i` on its thread that is not a TorchScript
+ * cast: the op the casts were made for. */
+static const struct trace_op *consumer(struct context *cx, size_t i)
+{
+	const struct trace_event *at = &cx->t->events[i];
+
+	for (size_t k = i + 1; k < cx->t->nevents; k++) {
+		const struct trace_event *e = &cx->t->events[k];
+		if (e->kind == TRACE_OP && e->pid == at->pid &&
+		    e->tid == at->tid && !is_jit_cast(e->op.op))
+			return &e->op;
+	}
+	return NULL;
+}
+
+static void rule_jit_cast(struct context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_cast *c = &e->cast;
+
+	if (!is_jit_cast(c->op))
+		return;
+	const struct trace_event *oe = trace_index_op(cx->ix, e->pid, c->op_id);
+	bool eager = oe && oe->op.autocast.enabled;
+	const struct trace_op *use = consumer(cx, i);
+	const char *name = use ? use->op : "?";
+	char site[160];
+
+	finding_text(site, sizeof site, "jit:%s:%s:%s", eager ? "on" : "off",
+		     name, c->op);
+	struct trace_finding *f = finding_of(cx, FINDING_POLICY_DIVERGENCE,
+					     site, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = c->op_id;
+	f->tensor = c->result;
+	if (eager)
+		finding_text(f->message, sizeof f->message,
+			     "%s's input was cast %s->%s by TorchScript's %s "
+			     "while eager autocast was enabled: eager autocast "
+			     "casts only the table's ops and leaves the others "
+			     "in the dtype they get; a TorchScript graph (a "
+			     "traced or scripted function) ran its own autocast "
+			     "pass, which drops a traced autocast(enabled=False) "
+			     "and casts promote ops back to f32; call the "
+			     "function eagerly, or script it with its autocast "
+			     "regions inside",
+			     name, c->from, c->to, c->op);
+	else
+		finding_text(f->message, sizeof f->message,
+			     "%s's input was cast %s->%s by TorchScript's %s "
+			     "with eager autocast disabled and no region: a "
+			     "scripted function's autocast casts as explicit "
+			     "ops, with no cast cache (eager autocast would "
+			     "cast the same inputs inside a region and reuse "
+			     "weight casts); run the function eagerly under "
+			     "torch.autocast if the casts matter",
+			     name, c->from, c->to, c->op);
+}
+
+/* `off`: (pid, tid) -> 1 while the thread's last op outside any region
+ * ran with autocast off and no region event came since. */
+static void rule_no_region(struct context *cx, struct id_map *off, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	char site[160];
+
+	if (op->autocast.depth != 0 || finding_op_is_backward(op))
+		return;
+	bool was_off = id_map_get(off, e->pid, (uint64_t)e->tid) == 1;
+	id_map_put(off, e->pid, (uint64_t)e->tid, !op->autocast.enabled);
+	if (!was_off || !op->autocast.enabled ||
+	    finding_op_is_backward(op) || !op->policy ||
+	    !strcmp(op->policy, "none") || is_jit_cast(op->op))
+		return;
+	finding_text(site, sizeof site, "noregion:%s",
+		     op->autocast.device ? op->autocast.device : "?");
+	struct trace_finding *f = finding_of(cx, FINDING_POLICY_DIVERGENCE,
+					     site, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = op->op_id;
+	f->tensor = op->noutputs ? op->outputs[0].id : 0;
+	finding_text(f->message, sizeof f->message,
+		     "%s (op %llu) ran under autocast (%s %s, policy %s, "
+		     "output %s) with no autocast region open: autocast was "
+		     "switched on directly (%s, "
+		     "amp_autocast_set_enabled), so its cast cache is never "
+		     "cleared, as a region's exit would; use `with "
+		     "torch.autocast(...)` (amp_autocast_enter) around the "
+		     "forward pass",
+		     op->op, (unsigned long long)op->op_id,
+		     op->autocast.device ? op->autocast.device : "?",
+		     op->autocast.dtype ? op->autocast.dtype : "?", op->policy,
+		     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype
+							   : "?",
+		     op->autocast.device && !strcmp(op->autocast.device, "cuda")
+			     ? "torch.set_autocast_enabled"
+			     : "torch.set_autocast_cpu_enabled");
+}
+
+void finding_rule_divergence(struct context *cx)
+{
+	struct id_map off = { 0 };
+
+	/* TorchScript casts appear in PyTorch traces only; autocast
+	 * outside a region in libamp programs too. */
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		if (e->kind == TRACE_CAST)
+			rule_jit_cast(cx, i);
+		else if (e->kind == TRACE_OP)
+			rule_no_region(cx, &off, i);
+		else if (e->kind == TRACE_SCOPE_BEGIN ||
+			 e->kind == TRACE_SCOPE_END)
+			id_map_put(&off, e->pid, (uint64_t)e->tid, 0);
+	}
+	cx->failed |= off.failed;
+	id_map_free(&off);
+}
