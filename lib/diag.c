@@ -24,16 +24,16 @@
  * (-O2's very-cheap cost model leaves these loops scalar). */
 #pragma GCC optimize("vect-cost-model=dynamic")
 
-/* What a flushed share must reach to be reported (underflow_material):
- * below 1 % of the values, flushed values are the tail of a healthy
- * distribution (N(0,1) puts 5e-5 of its mass under f16's smallest
- * normal); from 10 %, a whole population (gradients, small activations,
- * 1e-8-scale inputs) is being lost, however large the rest.  In between,
- * the flushed values must also carry 1 % of the tensor's magnitude (sum
- * of |x|): one bias value of 5e-5 among 64 near 0.05 is 1.6 % of the
- * values but 1e-5 of the magnitude, and changes no result. */
+/* What flushed values must reach to be reported (underflow_material):
+ * 1 % of the non-zero values (below that they are the tail of a healthy
+ * distribution: N(0,1) puts 5e-5 of its mass under f16's smallest
+ * normal) and 1 % of the tensor's magnitude (sum of |x|: values that
+ * carry less change a sum or a dot product over the tensor by less than
+ * that).  One bias value of 5e-5 among 64 near 0.05 is 1.6 % of the
+ * values but 1e-5 of the magnitude; attention probabilities below 6e-5
+ * are many but weigh nothing; 1e-8-scale inputs, or small activations
+ * and gradients lost wholesale, are both. */
 #define AMP_DIAG_UNDERFLOW_FRACTION 0.01
-#define AMP_DIAG_UNDERFLOW_POPULATION 0.10
 #define AMP_DIAG_UNDERFLOW_MAGNITUDE 0.01
 
 atomic_bool amp_value_checks_on;
@@ -215,8 +215,8 @@ static void report_overflow(const struct amp_call *c,
 /* --------------------------------------------------------- cast-underflow */
 
 /* Whether `flushed` of `nonzero` values below `tiny` matter (see the
- * thresholds above).  The magnitude pass runs only between the two
- * shares, so the common cases cost no second scan. */
+ * thresholds above).  The magnitude pass runs only once the share of
+ * values is reached, so the common case costs no second scan. */
 static bool underflow_material(const float *values, int64_t n, float tiny,
 			       int64_t flushed, int64_t nonzero)
 {
@@ -225,8 +225,6 @@ static bool underflow_material(const float *values, int64_t n, float tiny,
 	double share = (double)flushed / (double)nonzero;
 	if (share < AMP_DIAG_UNDERFLOW_FRACTION)
 		return false;
-	if (share >= AMP_DIAG_UNDERFLOW_POPULATION)
-		return true;
 	double lost = 0.0, total = 0.0;
 	for (int64_t i = 0; i < n; i++) {
 		double magnitude = fabs((double)values[i]);
