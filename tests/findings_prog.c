@@ -117,7 +117,9 @@ static void mode_no_growth(void) { train(6, false, true); }
 
 /* GradScaler: an inf injected into the gradient on `inject_every`-th
  * steps (0: never). */
-static void scaler_loop(int steps, int inject_every)
+/* Injects an inf into the gradient every `inject_every` steps, and in
+ * the first `calibrating` steps (GradScaler calibrating its scale). */
+static void scaler_loop(int steps, int inject_every, int calibrating)
 {
 	amp_tensor *x = filled(4, 8, 0.5);
 	amp_tensor *w = weight(8, 8, "fc.weight");
@@ -135,7 +137,8 @@ static void scaler_loop(int steps, int inject_every)
 		amp_tensor *scaled = check(amp_grad_scaler_scale(scaler, loss),
 					   "scale");
 		check_status(amp_backward(scaled, NULL, false, false), "backward");
-		if (inject_every && step % inject_every == 0) {
+		if ((inject_every && step % inject_every == 0) ||
+		    step <= calibrating) {
 			amp_tensor *g = amp_tensor_grad(w);
 			float values[64];
 			check_status(amp_tensor_read(g, AMP_DTYPE_F32, values, 64),
@@ -156,9 +159,10 @@ static void scaler_loop(int steps, int inject_every)
 	free_all(done, 2);
 }
 
-static void mode_scaler_skip(void) { scaler_loop(6, 3); }
-static void mode_scaler_collapse(void) { scaler_loop(12, 1); }
-static void mode_scaler_clean(void) { scaler_loop(6, 0); }
+static void mode_scaler_skip(void) { scaler_loop(6, 3, 0); }
+static void mode_scaler_collapse(void) { scaler_loop(12, 1, 0); }
+static void mode_scaler_clean(void) { scaler_loop(6, 0, 0); }
+static void mode_scaler_calibrate(void) { scaler_loop(6, 0, 2); }
 
 /* ------------------------------------------------------------ threads */
 
@@ -340,6 +344,7 @@ static const struct {
 	{ "scaler-skip", mode_scaler_skip },
 	{ "scaler-collapse", mode_scaler_collapse },
 	{ "scaler-clean", mode_scaler_clean },
+	{ "scaler-calibrate", mode_scaler_calibrate },
 	{ "thread-pitfall", mode_thread_pitfall },
 	{ "thread-fix", mode_thread_fix },
 	{ "mismatch", mode_mismatch },

@@ -435,6 +435,35 @@ START_TEST(test_diag_underflow_explicit_cast)
 }
 END_TEST
 
+/* Two skipped steps at the start, then clean steps: GradScaler
+ * calibrating its scale, an info and not a warning; the positive test
+ * (scaler-skip: skips after steps were taken) stays a warning. */
+START_TEST(test_scaler_calibration_is_info)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode("scaler-calibrate", &trace, &f);
+	const struct trace_finding *s = findings_get(&f, "scaler-skipped-step");
+	ck_assert_msg(s, "no scaler-skipped-step:%s", describe(&f));
+	ck_assert_int_eq(s->severity, FINDING_INFO);
+	ck_assert_uint_eq(s->count, 2);
+	ck_assert_msg(strstr(s->message, "while calibrating"), "%s", s->message);
+	for (size_t i = 0; i < f.count; i++)
+		ck_assert_msg(f.items[i].severity == FINDING_INFO,
+			      "not info:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+
+	run_mode("scaler-skip", &trace, &f);
+	s = findings_get(&f, "scaler-skipped-step");
+	ck_assert_msg(s, "no scaler-skipped-step:%s", describe(&f));
+	ck_assert_int_eq(s->severity, FINDING_WARNING);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* How many cast-underflow events an f32->f16 cast of `n` values gives:
  * `small` of them 5e-5 (below f16's smallest normal, 6.1e-5), the rest
  * `rest`. */
@@ -555,6 +584,7 @@ static Suite *findings_suite(void)
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);
 	tcase_add_test(samples, test_sample_mlp_clean);
 	tcase_add_test(samples, test_sample_mlp_f16_clean);
+	tcase_add_test(samples, test_scaler_calibration_is_info);
 	tcase_add_test(samples, test_sample_nested_clean);
 	tcase_add_test(samples, test_sample_whole_loop);
 	tcase_add_test(samples, test_sample_threads);

@@ -17,7 +17,8 @@
  *                          f32/f64 inputs; names the low-precision input
  *                          and the op that produced it.
  * banned-op                an op whose policy is `banned`.
- * scaler-skipped-step      a GradScaler `step` event with step_skipped.
+ * scaler-skipped-step      a GradScaler `step` event with step_skipped (info
+ *                          before its first step taken: calibration).
  * scaler-collapse          a scale below SCALER_COLLAPSE_SCALE, or
  *                          SCALER_COLLAPSE_HALVINGS updates in a row that
  *                          each lowered the scale.
