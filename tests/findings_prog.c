@@ -119,9 +119,10 @@ static void mode_no_growth(void) { train(6, false, true); }
  * steps (0: never). */
 /* Injects an inf into the gradient every `inject_every` steps, and in
  * the first `calibrating` steps (GradScaler calibrating its scale). */
-static void scaler_loop(int steps, int inject_every, int calibrating)
+static void scaler_loop_of(int steps, int inject_every, int calibrating,
+			   double x_value, enum amp_dtype dtype)
 {
-	amp_tensor *x = filled(4, 8, 0.5);
+	amp_tensor *x = filled(4, 8, x_value);
 	amp_tensor *w = weight(8, 8, "fc.weight");
 	amp_optimizer *sgd = amp_sgd_new(&w, 1, 0.01, 0, 0, 0, false);
 	amp_grad_scaler *scaler = amp_grad_scaler_new(NULL);
@@ -130,7 +131,7 @@ static void scaler_loop(int steps, int inject_every, int calibrating)
 		check(NULL, "sgd/scaler");
 	for (int step = 1; step <= steps; step++) {
 		amp_optimizer_zero_grad(sgd);
-		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "forward");
+		enter(AMP_DEVICE_CPU, dtype, "forward");
 		amp_tensor *y = check(amp_mm(x, w), "mm");
 		amp_tensor *loss = check(amp_mean(y, AMP_DTYPE_F32), "mean");
 		amp_autocast_exit();
@@ -157,6 +158,19 @@ static void scaler_loop(int steps, int inject_every, int calibrating)
 	amp_optimizer_free(sgd);
 	amp_tensor *done[] = { x, w };
 	free_all(done, 2);
+}
+
+static void scaler_loop(int steps, int inject_every, int calibrating)
+{
+	scaler_loop_of(steps, inject_every, calibrating, 0.5, AMP_DTYPE_BF16);
+}
+
+/* f16 with inputs of 10: at GradScaler's first scale (65536) the backward
+ * mm's weight gradient, 4 x 10 x 65536 / 32 = 81920, overflows f16; the
+ * scaler skips that step and halves the scale, and the rest fit. */
+static void mode_scaler_start(void)
+{
+	scaler_loop_of(6, 0, 0, 10.0, AMP_DTYPE_F16);
 }
 
 static void mode_scaler_skip(void) { scaler_loop(6, 3, 0); }
@@ -345,6 +359,7 @@ static const struct {
 	{ "scaler-collapse", mode_scaler_collapse },
 	{ "scaler-clean", mode_scaler_clean },
 	{ "scaler-calibrate", mode_scaler_calibrate },
+	{ "scaler-start", mode_scaler_start },
 	{ "thread-pitfall", mode_thread_pitfall },
 	{ "thread-fix", mode_thread_fix },
 	{ "mismatch", mode_mismatch },

@@ -464,6 +464,27 @@ START_TEST(test_scaler_calibration_is_info)
 }
 END_TEST
 
+/* A normal f16 GradScaler start: the scaled backward mm overflows at
+ * 65536, the scaler skips that step and lowers the scale.  No
+ * fp16-overflow error (the overflow is the scaler's to handle), a
+ * calibration info; the libamp event is still in the trace. */
+START_TEST(test_scaler_start_overflow_not_error)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode("scaler-start", &trace, &f);
+	ck_assert_msg(!findings_get(&f, "fp16-overflow"), "%s", describe(&f));
+	const struct trace_finding *s = findings_get(&f, "scaler-skipped-step");
+	ck_assert_msg(s, "no scaler-skipped-step:%s", describe(&f));
+	ck_assert_int_eq(s->severity, FINDING_INFO);
+	const struct trace_event *e;
+	ck_assert_uint_ge(diag_events(&trace, "fp16-overflow", &e), 1);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* How many cast-underflow events an f32->f16 cast of `n` values gives:
  * `small` of them 5e-5 (below f16's smallest normal, 6.1e-5), the rest
  * `rest`. */
@@ -585,6 +606,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(samples, test_sample_mlp_clean);
 	tcase_add_test(samples, test_sample_mlp_f16_clean);
 	tcase_add_test(samples, test_scaler_calibration_is_info);
+	tcase_add_test(samples, test_scaler_start_overflow_not_error);
 	tcase_add_test(samples, test_sample_nested_clean);
 	tcase_add_test(samples, test_sample_whole_loop);
 	tcase_add_test(samples, test_sample_threads);
