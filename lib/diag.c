@@ -9,9 +9,9 @@
  *   inf or NaN although every floating input was finite.  Only kernels are
  *   checked (composites would report their inner op's overflow again;
  *   in-place ops have overwritten their input).
- * cast-underflow: a cast to f16/bf16 turned at least
- *   AMP_DIAG_UNDERFLOW_FRACTION of the source's non-zero values into zero
- *   or subnormals (precision lost, or the value gone). */
+ * cast-underflow: a cast to f16/bf16 turned a material part of the
+ *   source's non-zero values into zero or subnormals (precision lost, or
+ *   the value gone): underflow_material() says what is material. */
 #include "amp_internal.h"
 #include "backend.h"
 
@@ -24,11 +24,17 @@
  * (-O2's very-cheap cost model leaves these loops scalar). */
 #pragma GCC optimize("vect-cost-model=dynamic")
 
-/* 1 %: below that, flushed values are the tail of a healthy
- * distribution (N(0,1) puts 5e-5 of its mass under f16's smallest
- * normal); above it, a whole population (gradients, small activations,
- * 1e-8-scale inputs) is being lost. */
+/* What flushed values must reach to be reported (underflow_material):
+ * 1 % of the non-zero values (below that they are the tail of a healthy
+ * distribution: N(0,1) puts 5e-5 of its mass under f16's smallest
+ * normal) and 1 % of the tensor's magnitude (sum of |x|: values that
+ * carry less change a sum or a dot product over the tensor by less than
+ * that).  One bias value of 5e-5 among 64 near 0.05 is 1.6 % of the
+ * values but 1e-5 of the magnitude; attention probabilities below 6e-5
+ * are many but weigh nothing; 1e-8-scale inputs, or small activations
+ * and gradients lost wholesale, are both. */
 #define AMP_DIAG_UNDERFLOW_FRACTION 0.01
+#define AMP_DIAG_UNDERFLOW_MAGNITUDE 0.01
 
 atomic_bool amp_value_checks_on;
 
@@ -208,6 +214,29 @@ static void report_overflow(const struct amp_call *c,
 
 /* --------------------------------------------------------- cast-underflow */
 
+/* Whether `flushed` of `nonzero` values below `tiny` matter (see the
+ * thresholds above).  The magnitude pass runs only once the share of
+ * values is reached, so the common case costs no second scan. */
+static bool underflow_material(const float *values, int64_t n, float tiny,
+			       int64_t flushed, int64_t nonzero)
+{
+	if (!flushed)
+		return false;
+	double share = (double)flushed / (double)nonzero;
+	if (share < AMP_DIAG_UNDERFLOW_FRACTION)
+		return false;
+	double lost = 0.0, total = 0.0;
+	for (int64_t i = 0; i < n; i++) {
+		double magnitude = fabs((double)values[i]);
+		if (!isfinite(magnitude))
+			continue;
+		total += magnitude;
+		if (magnitude < tiny)
+			lost += magnitude;
+	}
+	return lost >= AMP_DIAG_UNDERFLOW_MAGNITUDE * total;
+}
+
 /* Reads the source only: a value flushes when it lies below the target's
  * smallest normal (the few values within half an ulp of it that round up
  * are counted too: the fraction is a diagnosis, not a kernel). */
@@ -242,9 +271,9 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 		flushed += block_flushed;
 		zeroed += block_zeroed;
 	}
+	bool material = underflow_material(values, n, tiny, flushed, nonzero);
 	free(owned);
-	if (!flushed ||
-	    (double)flushed < AMP_DIAG_UNDERFLOW_FRACTION * (double)nonzero)
+	if (!material)
 		return;
 
 	char from[160], to[160], message[768];

@@ -117,9 +117,12 @@ static void mode_no_growth(void) { train(6, false, true); }
 
 /* GradScaler: an inf injected into the gradient on `inject_every`-th
  * steps (0: never). */
-static void scaler_loop(int steps, int inject_every)
+/* Injects an inf into the gradient every `inject_every` steps, and in
+ * the first `calibrating` steps (GradScaler calibrating its scale). */
+static void scaler_loop_of(int steps, int inject_every, int calibrating,
+			   double x_value, enum amp_dtype dtype)
 {
-	amp_tensor *x = filled(4, 8, 0.5);
+	amp_tensor *x = filled(4, 8, x_value);
 	amp_tensor *w = weight(8, 8, "fc.weight");
 	amp_optimizer *sgd = amp_sgd_new(&w, 1, 0.01, 0, 0, 0, false);
 	amp_grad_scaler *scaler = amp_grad_scaler_new(NULL);
@@ -128,14 +131,15 @@ static void scaler_loop(int steps, int inject_every)
 		check(NULL, "sgd/scaler");
 	for (int step = 1; step <= steps; step++) {
 		amp_optimizer_zero_grad(sgd);
-		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "forward");
+		enter(AMP_DEVICE_CPU, dtype, "forward");
 		amp_tensor *y = check(amp_mm(x, w), "mm");
 		amp_tensor *loss = check(amp_mean(y, AMP_DTYPE_F32), "mean");
 		amp_autocast_exit();
 		amp_tensor *scaled = check(amp_grad_scaler_scale(scaler, loss),
 					   "scale");
 		check_status(amp_backward(scaled, NULL, false, false), "backward");
-		if (inject_every && step % inject_every == 0) {
+		if ((inject_every && step % inject_every == 0) ||
+		    step <= calibrating) {
 			amp_tensor *g = amp_tensor_grad(w);
 			float values[64];
 			check_status(amp_tensor_read(g, AMP_DTYPE_F32, values, 64),
@@ -156,9 +160,23 @@ static void scaler_loop(int steps, int inject_every)
 	free_all(done, 2);
 }
 
-static void mode_scaler_skip(void) { scaler_loop(6, 3); }
-static void mode_scaler_collapse(void) { scaler_loop(12, 1); }
-static void mode_scaler_clean(void) { scaler_loop(6, 0); }
+static void scaler_loop(int steps, int inject_every, int calibrating)
+{
+	scaler_loop_of(steps, inject_every, calibrating, 0.5, AMP_DTYPE_BF16);
+}
+
+/* f16 with inputs of 10: at GradScaler's first scale (65536) the backward
+ * mm's weight gradient, 4 x 10 x 65536 / 32 = 81920, overflows f16; the
+ * scaler skips that step and halves the scale, and the rest fit. */
+static void mode_scaler_start(void)
+{
+	scaler_loop_of(6, 0, 0, 10.0, AMP_DTYPE_F16);
+}
+
+static void mode_scaler_skip(void) { scaler_loop(6, 3, 0); }
+static void mode_scaler_collapse(void) { scaler_loop(12, 1, 0); }
+static void mode_scaler_clean(void) { scaler_loop(6, 0, 0); }
+static void mode_scaler_calibrate(void) { scaler_loop(6, 0, 2); }
 
 /* ------------------------------------------------------------ threads */
 
@@ -340,6 +358,8 @@ static const struct {
 	{ "scaler-skip", mode_scaler_skip },
 	{ "scaler-collapse", mode_scaler_collapse },
 	{ "scaler-clean", mode_scaler_clean },
+	{ "scaler-calibrate", mode_scaler_calibrate },
+	{ "scaler-start", mode_scaler_start },
 	{ "thread-pitfall", mode_thread_pitfall },
 	{ "thread-fix", mode_thread_fix },
 	{ "mismatch", mode_mismatch },

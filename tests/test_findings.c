@@ -435,6 +435,111 @@ START_TEST(test_diag_underflow_explicit_cast)
 }
 END_TEST
 
+/* Two skipped steps at the start, then clean steps: GradScaler
+ * calibrating its scale, an info and not a warning; the positive test
+ * (scaler-skip: skips after steps were taken) stays a warning. */
+START_TEST(test_scaler_calibration_is_info)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode("scaler-calibrate", &trace, &f);
+	const struct trace_finding *s = findings_get(&f, "scaler-skipped-step");
+	ck_assert_msg(s, "no scaler-skipped-step:%s", describe(&f));
+	ck_assert_int_eq(s->severity, FINDING_INFO);
+	ck_assert_uint_eq(s->count, 2);
+	ck_assert_msg(strstr(s->message, "while calibrating"), "%s", s->message);
+	for (size_t i = 0; i < f.count; i++)
+		ck_assert_msg(f.items[i].severity == FINDING_INFO,
+			      "not info:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+
+	run_mode("scaler-skip", &trace, &f);
+	s = findings_get(&f, "scaler-skipped-step");
+	ck_assert_msg(s, "no scaler-skipped-step:%s", describe(&f));
+	ck_assert_int_eq(s->severity, FINDING_WARNING);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* A normal f16 GradScaler start: the scaled backward mm overflows at
+ * 65536, the scaler skips that step and lowers the scale.  No
+ * fp16-overflow error (the overflow is the scaler's to handle), a
+ * calibration info; the libamp event is still in the trace. */
+START_TEST(test_scaler_start_overflow_not_error)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode("scaler-start", &trace, &f);
+	ck_assert_msg(!findings_get(&f, "fp16-overflow"), "%s", describe(&f));
+	const struct trace_finding *s = findings_get(&f, "scaler-skipped-step");
+	ck_assert_msg(s, "no scaler-skipped-step:%s", describe(&f));
+	ck_assert_int_eq(s->severity, FINDING_INFO);
+	const struct trace_event *e;
+	ck_assert_uint_ge(diag_events(&trace, "fp16-overflow", &e), 1);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* How many cast-underflow events an f32->f16 cast of `n` values gives:
+ * `small` of them 5e-5 (below f16's smallest normal, 6.1e-5), the rest
+ * `rest`. */
+static int underflows(int n, int small, float rest)
+{
+	struct seen s = { 0 };
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), on_diag, &s);
+	float values[128];
+	int64_t shape[1] = { n };
+
+	ck_assert_int_le(n, 128);
+	for (int i = 0; i < n; i++)
+		values[i] = i < small ? 5e-5f : rest;
+	amp_tensor *x = amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU,
+				      values);
+	amp_set_value_checks(true);
+	amp_tensor *y = amp_to(x, AMP_DTYPE_F16);
+	amp_set_value_checks(false);
+	amp_hook_remove(hook);
+	amp_tensor_free(x);
+	amp_tensor_free(y);
+	return s.diags;
+}
+
+/* Only material underflow is reported, 1 % of the values carrying 1 % of
+ * the magnitude: one subnormal bias value among 64 (the f16 mlp's
+ * fc1.bias: 1.6 % of the values, 1e-5 of the magnitude) is not, nor are
+ * 20 % of the values next to large ones; 3 of 64 that carry 2.4 % of the
+ * magnitude are, and 20 % that carry 11 %. */
+START_TEST(test_diag_underflow_threshold)
+{
+	ck_assert_int_eq(underflows(64, 1, 0.05f), 0);
+	ck_assert_int_eq(underflows(64, 3, 0.05f), 0);
+	ck_assert_int_eq(underflows(100, 20, 10.0f), 0);
+	ck_assert_int_eq(underflows(100, 0, 10.0f), 0);
+	ck_assert_int_eq(underflows(64, 3, 1e-4f), 1);
+	ck_assert_int_eq(underflows(100, 20, 1e-4f), 1);
+}
+END_TEST
+
+/* The f16 mlp is healthy: its few subnormal bias values once gave a
+ * cast-underflow warning; no finding of any kind now. */
+START_TEST(test_sample_mlp_f16_clean)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_sample("mlp", "--dtype f16", &trace, &f);
+	ck_assert_msg(f.count == 0, "mlp --dtype f16 has findings:%s",
+		      describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* The lower-precision ops come from libamp's policy table at build time
  * (tracer/gen_low_precision_ops.c): sorted, unique, the matmul and conv
  * families of both devices' lists, and no op of another policy. */
@@ -643,6 +748,9 @@ static Suite *findings_suite(void)
 
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);
 	tcase_add_test(samples, test_sample_mlp_clean);
+	tcase_add_test(samples, test_sample_mlp_f16_clean);
+	tcase_add_test(samples, test_scaler_calibration_is_info);
+	tcase_add_test(samples, test_scaler_start_overflow_not_error);
 	tcase_add_test(samples, test_sample_nested_clean);
 	tcase_add_test(samples, test_sample_whole_loop);
 	tcase_add_test(samples, test_sample_threads);
@@ -651,6 +759,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(lib, test_diag_overflow_event);
 	tcase_add_test(lib, test_diag_overflow_negative);
 	tcase_add_test(lib, test_diag_underflow_explicit_cast);
+	tcase_add_test(lib, test_diag_underflow_threshold);
 	suite_add_tcase(s, lib);
 	return s;
 }

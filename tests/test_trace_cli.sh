@@ -107,7 +107,7 @@ done
 capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules"
 check "unknown rule keyword: exit 2" status_is 2
 check "unknown rule keyword: line:col and what was expected" \
-	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op casts cache scaler no finding, got 'opp'"
+	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op ops casts cache scaler no finding, got 'opp'"
 capture "$amptrace" check "$fx/good.json" "$fx/bad-dtype.rules"
 check "bad dtype: exit 2" status_is 2
 check "bad dtype: line:col" err_has "bad-dtype.rules:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp8'"
@@ -191,6 +191,38 @@ check "per-step failure names the step" out_has "step 0 has 3; 2 of 2 steps fail
 check "junit: 5 failures" grep -q 'tests="5" failures="5"' "$tmp/fail.xml"
 check "junit: one testcase per rule" test "$(grep -c '<testcase ' "$tmp/fail.xml")" -eq 5
 check "junit: failure message" grep -q '<failure type="rule" message="expected every matching op outputs bf16' "$tmp/fail.xml"
+# A trace without an op (the wrong program traced) is a failure, for run
+# and for check, unless an `ops total` rule expects it (issue 13).
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "print(1)"
+check "run of python without torch ops: exit 125" status_is 125
+check "... says why, for python" err_has "no ops recorded: is /usr/bin/python3 importing torch?"
+check "... and the program's output passes through" out_has "1"
+printf 'no finding stale-cache\ncasts total <= 200\nscaler skipped-steps <= 1\n' >"$tmp/vacuous.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/vacuous.rules" --junit "$tmp/none.xml"
+check "check of an empty trace: exit 1" status_is 1
+check "... names the reason" out_has "FAIL $tmp/none.json  no ops recorded: is /usr/bin/python3 importing torch?"
+check "... in the summary line" out_has "FAILED: 0 of 3 rules failed; no ops recorded"
+check "... and in the junit XML" grep -q '<failure type="empty-trace" message="no ops recorded' "$tmp/none.xml"
+check "... counted as a failure" grep -q 'tests="4" failures="1"' "$tmp/none.xml"
+check "... as a testcase of its own" test "$(grep -c '<testcase ' "$tmp/none.xml")" -eq 4
+printf 'ops total == 0\nno findings\n' >"$tmp/expect-none.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/expect-none.rules"
+check "'ops total == 0' expects an empty trace: exit 0" status_is 0
+check "... and says so" out_has "PASS $tmp/expect-none.rules:1  ops total == 0  (total 0)"
+printf 'ops total >= 1\n' >"$tmp/some.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/some.rules"
+check "'ops total >= 1' on an empty trace: exit 1" status_is 1
+capture "$amptrace" check "$fx/good.json" "$tmp/some.rules"
+check "'ops total >= 1' on a healthy trace: exit 0" status_is 0
+capture "$amptrace" check "$fx/good.json" "$tmp/expect-none.rules"
+check "'ops total == 0' on a healthy trace: exit 1" status_is 1
+capture "$amptrace" check "$fx/good.json" "$tmp/vacuous.rules"
+check "the vacuous rules on a healthy trace: exit 0" status_is 0
+check "... no empty-trace failure" eval '! grep -q "no ops recorded" "$tmp/out"'
+printf 'ops count >= 1\n' >"$tmp/bad-ops.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/bad-ops.rules"
+check "'ops count': exit 2 naming the metric" eval 'status_is 2 && err_has "expected an ops metric (total)"'
+
 capture "$amptrace" check "$fx/good.json" "$fx/issue.rules"
 check "the issue's rules: only 'op mm' fails (good.json has no mm)" status_is 1
 check "the issue's rules: 7 pass" test "$(grep -c '^PASS' "$tmp/out")" -eq 7

@@ -401,7 +401,7 @@ struct rule_error {
 
 static const struct rule_error rule_errors[] = {
 	{ "opp linear: output f16",
-	  "r:1:1: expected a rule starting with one of: op casts cache scaler "
+	  "r:1:1: expected a rule starting with one of: op ops casts cache scaler "
 	  "no finding, got 'opp'" },
 	{ "op linear output f16", "r:1:11: expected ':'" },
 	{ "op linear: output fp8",

@@ -540,18 +540,37 @@ START_TEST(test_run_errors)
 			    "--", TRACE_PROG_PATH, "ops", "1", NULL };
 	ck_assert_int_eq(run(bad_dir), 2);
 
-	/* not a libamp program: an empty trace that loads, and a word why */
+	/* not a libamp program: an empty trace that loads, and a word why;
+	 * a failing program keeps its own status */
 	struct trace t;
 	char *not_amp[] = { AMPTRACE_PATH, "run", "-o", (char *)in_dir("t.json"),
 			    "--", "/bin/sh", "-c", "exit 3", NULL };
 	ck_assert_int_eq(run(not_amp), 3);
 	err = slurp(in_dir("stderr"));
-	ck_assert_msg(strstr(err, "no libamp events were recorded"), "%s", err);
+	ck_assert_msg(strstr(err, "no ops recorded: is /bin/sh linked to "
+			      "libamp (dynamically)?"), "%s", err);
 	free(err);
 	load(in_dir("t.json"), &t);
 	ck_assert(t.finalized);
 	ck_assert_uint_eq(t.nevents, 0);
 	trace_free(&t);
+
+	/* ... and one that exits 0 does not pass for a traced run: 125,
+	 * with the reason even under -q */
+	char *no_ops[] = { AMPTRACE_PATH, "run", "-q", "-o",
+			   (char *)in_dir("t.json"), "--", "/bin/true", NULL };
+	ck_assert_int_eq(run(no_ops), 125);
+	err = slurp(in_dir("stderr"));
+	ck_assert_msg(strstr(err, "no ops recorded: is /bin/true linked to "
+			      "libamp"), "%s", err);
+	free(err);
+	/* a program that records ops and exits 0 still exits 0 */
+	char *ops[] = { AMPTRACE_PATH, "run", "-q", "-o", (char *)in_dir("t.json"),
+			"--", TRACE_PROG_PATH, "ops", "1", NULL };
+	ck_assert_int_eq(run(ops), 0);
+	err = slurp(in_dir("stderr"));
+	ck_assert_msg(!strstr(err, "no ops recorded"), "%s", err);
+	free(err);
 	remove_dir();
 }
 END_TEST

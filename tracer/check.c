@@ -3,6 +3,7 @@
  * holds, 1 when one fails, 2 on bad input. */
 #include "analyze.h"
 #include "rules.h"
+#include "run_python.h"
 #include "trace.h"
 #include "trace_commands.h"
 
@@ -26,13 +27,16 @@ static const char check_usage[] =
 	"    cache hit-rate >= 0.5\n"
 	"    no finding backward-under-autocast\n"
 	"    scaler skipped-steps <= 1\n"
-	"The grammar is in tracer/RULES.md.\n"
+	"    ops total == 0\n"
+	"The grammar is in tracer/RULES.md.  A trace without any op fails\n"
+	"(\"no ops recorded\": the wrong program was traced) unless an\n"
+	"`ops total` rule says what to expect.\n"
 	"\n"
 	"  --junit FILE  also write the results as JUnit XML (for CI)\n"
 	"  -h, --help    this text\n"
 	"\n"
-	"Exit status: 0 every rule holds, 1 a rule failed, 2 bad input\n"
-	"(unreadable trace, rule syntax error).\n";
+	"Exit status: 0 every rule holds, 1 a rule failed or no op was\n"
+	"recorded, 2 bad input (unreadable trace, rule syntax error).\n";
 
 struct outcome {
 	bool pass;
@@ -501,6 +505,37 @@ static void eval_finding(const struct analysis *a, const struct rule *r,
 		describe_finding(o->first, sizeof o->first, a, first);
 }
 
+static void eval_ops(const struct analysis *a, const struct rule *r,
+		     struct outcome *o)
+{
+	double ops = (double)a->trace->counts[TRACE_OP];
+
+	set(o->expected, sizeof o->expected, "ops %s %s %g", r->metric,
+	    rule_cmp_text(r->cmp), r->number);
+	o->pass = rule_compare(ops, r->cmp, r->number);
+	set(o->actual, sizeof o->actual, "%s %g", r->metric, ops);
+}
+
+/* A trace without a single op passes most rules vacuously (no finding,
+ * casts <= N, skipped steps <= N): it is what tracing the wrong program
+ * gives, so it fails unless an `ops total` rule says what to expect.
+ * The program's name comes from the header, when there is one. */
+static bool empty_trace_failure(const struct trace *t, const struct rules *rules,
+				char *message, size_t size)
+{
+	if (t->counts[TRACE_OP] > 0)
+		return false;
+	for (size_t i = 0; i < rules->count; i++)
+		if (rules->items[i].kind == RULE_OPS)
+			return false;
+	const cJSON *command = cJSON_GetObjectItemCaseSensitive(t->header,
+								"command");
+	const cJSON *prog = cJSON_GetArrayItem(command, 0);
+	run_no_ops_message(cJSON_IsString(prog) ? prog->valuestring : NULL,
+			   message, size);
+	return true;
+}
+
 static void xml_escaped(FILE *f, const char *s)
 {
 	for (; *s; s++) {
@@ -665,6 +700,9 @@ int amptrace_check(int argc, char **argv)
 		case RULE_FINDING:
 			eval_finding(&a, r, o);
 			break;
+		case RULE_OPS:
+			eval_ops(&a, r, o);
+			break;
 		default:
 			break;
 		}
@@ -680,12 +718,19 @@ int amptrace_check(int argc, char **argv)
 		if (o->first[0])
 			printf("     first:    %s\n", o->first);
 	}
-	printf("%s: %zu of %zu rule%s failed (%s)\n", failures ? "FAILED" : "OK",
-	       failures, rules.count, rules.count == 1 ? "" : "s", trace.path);
+	char empty[512];
+	bool is_empty = empty_trace_failure(&trace, &rules, empty, sizeof empty);
+	if (is_empty)
+		printf("FAIL %s  %s\n", trace.path, empty);
+	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
+	       failures || is_empty ? "FAILED" : "OK", failures, rules.count,
+	       rules.count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
+	       trace.path);
 
-	int status = failures ? 1 : 0;
+	int status = failures || is_empty ? 1 : 0;
 	if (junit) {
-		FILE *f = junit_open(junit, rules.count, failures, 0);
+		FILE *f = junit_open(junit, rules.count + is_empty,
+				     failures + is_empty, 0);
 		if (!f) {
 			status = 2;
 		} else {
@@ -721,6 +766,16 @@ int amptrace_check(int argc, char **argv)
 					xml_escaped(f, o->first);
 				}
 				fputs("</failure>\n    </testcase>\n", f);
+			}
+			if (is_empty) {
+				fputs("    <testcase classname=\"amptrace.check\" "
+				      "name=\"", f);
+				xml_escaped(f, trace.path);
+				fputs(": ops recorded\" time=\"0\">\n"
+				      "      <failure type=\"empty-trace\" "
+				      "message=\"", f);
+				xml_escaped(f, empty);
+				fputs("\"/>\n    </testcase>\n", f);
 			}
 			if (junit_close(f, junit) != 0)
 				status = 2;

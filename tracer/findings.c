@@ -17,7 +17,8 @@
  *                          f32/f64 inputs; names the low-precision input
  *                          and the op that produced it.
  * banned-op                an op whose policy is `banned`.
- * scaler-skipped-step      a GradScaler `step` event with step_skipped.
+ * scaler-skipped-step      a GradScaler `step` event with step_skipped (info
+ *                          before its first step taken: calibration).
  * scaler-collapse          a scale below SCALER_COLLAPSE_SCALE, or
  *                          SCALER_COLLAPSE_HALVINGS updates in a row that
  *                          each lowered the scale.
@@ -690,6 +691,29 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 
 /* ---------------------------------------------------- amp.diag events */
 
+/* An overflow in a backward op followed by a skipped GradScaler step of
+ * the same process: the scaled gradients overflowed and the scaler did
+ * its job (skipped the step, lowered the scale), as it does while it
+ * calibrates from 65536.  That is scaler-skipped-step's to report, not an
+ * fp16-overflow error. */
+static bool overflow_handled_by_scaler(struct context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = e->diag.op_id
+					    ? op_of(cx, e->pid, e->diag.op_id)
+					    : NULL;
+
+	if (!op || !finding_op_is_backward(op))
+		return false;
+	for (size_t j = i + 1; j < cx->t->nevents; j++) {
+		const struct trace_event *n = &cx->t->events[j];
+		if (n->pid == e->pid && n->kind == TRACE_SCALER &&
+		    n->scaler.what && !strcmp(n->scaler.what, "step"))
+			return n->scaler.step_skipped;
+	}
+	return false;
+}
+
 static void fold_diag(struct context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
@@ -698,6 +722,9 @@ static void fold_diag(struct context *cx, size_t i)
 	char label[128], site[160];
 
 	if (!d->kind)
+		return;
+	if (!strcmp(d->kind, "fp16-overflow") &&
+	    overflow_handled_by_scaler(cx, i))
 		return;
 	/* a finding amptrace appended earlier: already computed */
 	if (k && !k->value_dependent) {

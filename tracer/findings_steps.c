@@ -18,6 +18,7 @@ struct scaler_state {
 	int halvings;
 	uint64_t inf_tensor;
 	bool reported;
+	bool stepped;   /* an optimizer step was taken: calibration is over */
 };
 
 static struct scaler_state *scaler_state(struct scaler_state *states,
@@ -52,21 +53,35 @@ void finding_rule_scaler(struct context *cx)
 			continue;
 		if (s->inf_tensor)
 			st->inf_tensor = s->inf_tensor;
+		if (!strcmp(s->what, "step") && !s->step_skipped)
+			st->stepped = true;
+		/* Skipped steps before the first step taken are GradScaler
+		 * calibrating its scale (it starts at 65536 and halves until
+		 * the scaled gradients fit): normal, an info of their own;
+		 * once a step was taken, a skipped one is a warning.  A scale
+		 * that never settles is scaler-collapse's. */
 		if (!strcmp(s->what, "step") && s->step_skipped) {
-			finding_text(site, sizeof site, "%llu/%llu",
+			bool calibrating = !st->stepped;
+			finding_text(site, sizeof site, "%llu/%llu%s",
 				     (unsigned long long)s->scaler_id,
-				     (unsigned long long)s->optimizer_id);
+				     (unsigned long long)s->optimizer_id,
+				     calibrating ? " calibrating" : "");
 			struct trace_finding *f = finding_of(
 				cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 			if (f) {
 				f->tensor = st->inf_tensor;
+				if (calibrating)
+					f->severity = FINDING_INFO;
 				finding_text(f->message, sizeof f->message,
 					     "GradScaler %llu skipped the step of "
-					     "optimizer %llu: %s%s held inf/NaN after "
+					     "optimizer %llu%s: %s%s held inf/NaN after "
 					     "unscaling (scale %g), so optimizer.step() "
 					     "was not called and the scale was lowered",
 					     (unsigned long long)s->scaler_id,
 					     (unsigned long long)s->optimizer_id,
+					     calibrating ? " while calibrating its "
+					     "scale (no step taken yet: normal at "
+					     "the start)" : "",
 					     st->inf_tensor ? "gradient " : "a gradient",
 					     st->inf_tensor ? finding_tensor_label(cx, e->pid,
 					     st->inf_tensor,

@@ -27,8 +27,9 @@ static const char *const cache_metrics[] = { "hit-rate", "hits", "misses",
 static const char *const scaler_metrics[] = { "skipped-steps", "steps",
 					      "scale-min", "scale-max",
 					      "scale-final", NULL };
-static const char *const rule_starts[] = { "op", "casts", "cache", "scaler",
-					   "no", "finding", NULL };
+static const char *const ops_metrics[] = { "total", NULL };
+static const char *const rule_starts[] = { "op", "ops", "casts", "cache",
+					   "scaler", "no", "finding", NULL };
 
 enum token_kind { TOKEN_END, TOKEN_WORD, TOKEN_STRING, TOKEN_NUMBER,
 		  TOKEN_SYMBOL };
@@ -501,6 +502,14 @@ static int parse_rule(struct parser *p, struct rule *r)
 		next(p);
 		r->kind = RULE_SCALER;
 		r->metric = expect_name(p, scaler_metrics, "a scaler metric");
+		if (!r->metric)
+			return -1;
+		return expect_cmp(p, &r->cmp, &r->number);
+	}
+	if (is_word(p, "ops")) {
+		next(p);
+		r->kind = RULE_OPS;
+		r->metric = expect_name(p, ops_metrics, "an ops metric");
 		if (!r->metric)
 			return -1;
 		return expect_cmp(p, &r->cmp, &r->number);

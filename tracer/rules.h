@@ -15,6 +15,7 @@ enum rule_kind {
 	RULE_CACHE,    /* cache METRIC CMP N */
 	RULE_FINDING,  /* no finding KIND | finding KIND CMP N | no findings */
 	RULE_SCALER,   /* scaler METRIC CMP N */
+	RULE_OPS,      /* ops total CMP N: also says an empty trace is expected */
 	RULE_KIND_COUNT
 };
 
@@ -54,7 +55,7 @@ struct rule {
 	int nchecks;
 	const char *from, *to;  /* RULE_CASTS: NULL = any */
 	bool per_step;
-	const char *metric;     /* RULE_CACHE, RULE_SCALER */
+	const char *metric;     /* RULE_CACHE, RULE_SCALER, RULE_OPS */
 	char *finding;          /* RULE_FINDING: NULL = any finding */
 	enum rule_cmp cmp;
 	double number;

@@ -39,6 +39,10 @@
 #endif
 #define RECORDER_NAME "libamptrace-recorder.so"
 
+/* `amptrace run`'s exit status when PROG exited 0 but recorded no op:
+ * like env(1) and timeout(1), 125 is the tool's own failure. */
+#define RUN_NO_OPS_EXIT 125
+
 /* How often the raw files are polled while the program runs. */
 #define POLL_INTERVAL_NS (10 * 1000 * 1000)
 #define BUSY_POLL_INTERVAL_NS (2 * 1000 * 1000)
@@ -50,7 +54,8 @@ static const char run_usage[] =
 	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
 	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
 	"decision: ops, casts, cache hits, autocast regions, GradScaler events.\n"
-	"PROG's output and exit status pass through unchanged.\n"
+	"PROG's output passes through unchanged, and so does its exit status\n"
+	"when it recorded ops (see Exit status).\n"
 	"\n"
 	"  -o, --output FILE  trace file (default trace.json); a process with a\n"
 	"                     rank (RANK, OMPI_COMM_WORLD_RANK or PMI_RANK) writes\n"
@@ -76,8 +81,10 @@ static const char run_usage[] =
 	"dtype-mismatch, ...; see `amptrace summary`) are appended to the trace\n"
 	"as amp.diag events, each with its one-line fix.\n"
 	"Open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing.\n"
-	"Exit status: PROG's; 128+N if signal N killed it; 2 usage error;\n"
-	"127 PROG or ampview not found; 126 PROG not executable.\n";
+	"Exit status: PROG's; 128+N if signal N killed it; 125 PROG exited 0\n"
+	"but recorded no op (\"no ops recorded: is PROG linked to libamp?\",\n"
+	"or \"importing torch?\" for python); 2 usage error; 127 PROG or\n"
+	"ampview not found; 126 PROG not executable.\n";
 
 struct output {
 	int rank;               /* -1: the file named by -o */
@@ -353,10 +360,12 @@ static void exec_child(char **command, const char *recorder,
 	_exit(err == ENOENT ? 127 : 126);
 }
 
-static void report_end(const struct run_state *s, const struct conv *cv,
-		       const char *prog, int status, bool quiet)
+/* The summary line on stderr, and the reason when no op was recorded;
+ * returns the number of ops recorded. */
+static uint64_t report_end(const struct run_state *s, const struct conv *cv,
+			   const char *prog, int status, bool quiet)
 {
-	uint64_t events = 0, in_flight = 0, threads = 0;
+	uint64_t events = 0, in_flight = 0, threads = 0, ops = 0;
 	size_t processes = 0;
 	char signame[32];
 
@@ -365,6 +374,7 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 			continue;
 		processes++;
 		events += cv->procs[i]->events;
+		ops += cv->procs[i]->ops;
 		in_flight += cv->procs[i]->in_flight_ops;
 		threads += cv->procs[i]->nthreads;
 	}
@@ -373,11 +383,11 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 		fprintf(stderr, "amptrace run: %s was killed by %s (%s)", prog,
 			conv_signal_name(sig, signame, sizeof signame),
 			strsignal(sig));
-	} else if (!quiet || processes == 0) {
+	} else if (!quiet || ops == 0) {
 		fprintf(stderr, "amptrace run: %s exited with status %d", prog,
 			WEXITSTATUS(status));
 	} else {
-		return;
+		return ops;
 	}
 	fprintf(stderr, "; %llu events from %zu process%s, %llu thread%s",
 		(unsigned long long)events, processes,
@@ -390,9 +400,12 @@ static void report_end(const struct run_state *s, const struct conv *cv,
 	for (size_t i = 0; i < s->noutputs; i++)
 		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
 	fputc('\n', stderr);
-	if (processes == 0)
-		fprintf(stderr, "amptrace run: no libamp events were recorded: "
-			"is %s linked against libamp (dynamically)?\n", prog);
+	if (ops == 0) {
+		char message[PATH_MAX + 64];
+		fprintf(stderr, "amptrace run: %s\n",
+			run_no_ops_message(prog, message, sizeof message));
+	}
+	return ops;
 }
 
 /* One finding as an amp.diag instant event (FORMAT.md §3.7): process-wide
@@ -679,7 +692,7 @@ int amptrace_run(int argc, char **argv)
 		open_output(&s, o, NULL);
 	}
 	finish_outputs(&s, &cv, status, end_ns, &failed);
-	report_end(&s, &cv, s.command[0], status, quiet);
+	uint64_t ops = report_end(&s, &cv, s.command[0], status, quiet);
 	if (raw_dir_ran_out(&raw))
 		fprintf(stderr, "amptrace run: the raw directory %s ran out of "
 			"space: recording stopped early (the trace's "
@@ -691,6 +704,11 @@ int amptrace_run(int argc, char **argv)
 
 	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 				       : WEXITSTATUS(status);
+	/* A run that recorded no op traced the wrong program (or one not
+	 * linked to libamp, or not importing torch): a CI step should not go
+	 * green on it.  A failing program's own status says more. */
+	if (ops == 0 && code == 0)
+		code = RUN_NO_OPS_EXIT;
 	if (svg && !failed) {
 		for (size_t k = 0; k < s.noutputs; k++) {
 			char *svg_path = s.outputs[k]->rank >= 0

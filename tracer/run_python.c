@@ -34,6 +34,20 @@ static bool is_python(const char *path)
 	return true;
 }
 
+const char *run_no_ops_message(const char *prog, char *buf, size_t size)
+{
+	if (!prog)
+		snprintf(buf, size, "no ops recorded: is the program linked to "
+			 "libamp / importing torch?");
+	else if (is_python(prog))
+		snprintf(buf, size, "no ops recorded: is %s importing torch?",
+			 prog);
+	else
+		snprintf(buf, size, "no ops recorded: is %s linked to libamp "
+			 "(dynamically)?", prog);
+	return buf;
+}
+
 /* The first interpreter option among -E, -I, -S (alone or bundled, as in
  * -IS), before the script, -m or -c; 0 when none. */
 static char defeating_option(char **command)

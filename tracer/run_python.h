@@ -3,10 +3,19 @@
 #ifndef AMPTRACE_RUN_PYTHON_H
 #define AMPTRACE_RUN_PYTHON_H
 
+#include <stddef.h>
+
 /* In the child, before exec: when `command` runs a Python interpreter,
  * puts the bridge's sitecustomize.py first on PYTHONPATH, or says on
  * stderr why the program cannot be recorded (-E/-I/-S, bridge not
  * built).  Does nothing for other programs. */
 void run_python_prepare(char **command);
+
+/* The one wording of the empty-trace failure of `amptrace run` and
+ * `amptrace check`, written into buf: "no ops recorded: is PROG importing
+ * torch?" when PROG is a Python interpreter, "... linked to libamp
+ * (dynamically)?" for another program, and both questions when `prog`
+ * is NULL (not known). */
+const char *run_no_ops_message(const char *prog, char *buf, size_t size);
 
 #endif /* AMPTRACE_RUN_PYTHON_H */

@@ -237,6 +237,9 @@ def test_scenarios():
     check("a program that never imports torch runs unchanged",
           (p.returncode, p.stdout) == (plain.returncode, plain.stdout) ==
           (3, "hello ['a', 'b']\n"), (p.returncode, p.stdout, p.stderr))
+    check("... and amptrace says it recorded no op (its own status kept)",
+          "no ops recorded: is %s importing torch?" % PYTHON in p.stderr,
+          p.stderr)
 
 
 def test_api():
@@ -423,10 +426,12 @@ def test_injection_messages():
         p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
                             flag, "-c", "print(1)"], capture_output=True,
                            text=True)
+        # nothing recorded from a program that exited 0: amptrace's 125
         check("python %s: said clearly, the program still runs" % flag,
-              p.returncode == 0 and p.stdout == "1\n" and
+              p.returncode == 125 and p.stdout == "1\n" and
               "python %s" % flag in p.stderr and
-              "cannot be injected" in p.stderr, p.stderr)
+              "cannot be injected" in p.stderr and
+              "no ops recorded" in p.stderr, p.stderr)
 
 
 # policy-divergence: (case, whether the finding fires) per seed case;
