@@ -118,6 +118,21 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 };
 
 
+cJSON *finding_json(const struct trace_finding *f)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "kind", f->kind);
+	cJSON_AddStringToObject(o, "severity",
+				finding_severity_name(f->severity));
+	cJSON_AddNumberToObject(o, "count", (double)f->count);
+	cJSON_AddStringToObject(o, "message", f->message);
+	cJSON_AddStringToObject(o, "fix", f->fix ? f->fix : "");
+	cJSON_AddNumberToObject(o, "op_id", (double)f->op_id);
+	cJSON_AddNumberToObject(o, "tensor", (double)f->tensor);
+	return o;
+}
+
 const char *finding_severity_name(enum finding_severity severity)
 {
 	static const char *const names[FINDING_SEVERITY_COUNT] = {

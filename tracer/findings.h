@@ -90,6 +90,11 @@ struct findings {
 	size_t count, cap;
 };
 
+/* A finding as JSON, the keys every command's output shares: kind,
+ * severity, count, message, fix, op_id, tensor (0: none).  NULL when out
+ * of memory. */
+cJSON *finding_json(const struct trace_finding *finding);
+
 /* Computes every finding of `trace`.  Returns 0, or -1 when out of
  * memory (`out` then holds what was found). */
 int findings_compute(const struct trace *trace, struct findings *out);

@@ -124,15 +124,7 @@ static void emit_findings(const struct builder *b, cJSON *root)
 		const struct trace_event *at = &t->events[f->event];
 		const struct trace_event *op =
 			f->op_id ? analysis_op(&b->a, at->pid, f->op_id) : NULL;
-		cJSON *x = cJSON_CreateObject();
-		cJSON_AddStringToObject(x, "kind", f->kind);
-		cJSON_AddStringToObject(x, "severity",
-					finding_severity_name(f->severity));
-		cJSON_AddNumberToObject(x, "count", (double)f->count);
-		cJSON_AddStringToObject(x, "message", f->message);
-		cJSON_AddStringToObject(x, "fix", f->fix ? f->fix : "");
-		cJSON_AddNumberToObject(x, "op_id", (double)f->op_id);
-		cJSON_AddNumberToObject(x, "tensor", (double)f->tensor);
+		cJSON *x = finding_json(f);
 		cJSON_AddNumberToObject(x, "pid", (double)at->pid);
 		cJSON_AddNumberToObject(x, "step", b->a.step_of[f->event]);
 		cJSON_AddNullToObject(x, "group");

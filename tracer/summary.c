@@ -569,15 +569,7 @@ static void findings_json(const struct analysis *a, cJSON *root)
 
 	for (size_t i = 0; i < a->nfindings; i++) {
 		const struct trace_finding *f = &a->findings[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "kind", f->kind);
-		cJSON_AddStringToObject(o, "severity",
-					finding_severity_name(f->severity));
-		cJSON_AddNumberToObject(o, "count", (double)f->count);
-		cJSON_AddStringToObject(o, "message", f->message);
-		cJSON_AddStringToObject(o, "fix", f->fix ? f->fix : "");
-		cJSON_AddNumberToObject(o, "op_id", (double)f->op_id);
-		cJSON_AddNumberToObject(o, "tensor", (double)f->tensor);
+		cJSON *o = finding_json(f);
 		cJSON_AddNumberToObject(o, "line", (double)t->events[f->event].line);
 		cJSON_AddStringToObject(o, "source", finding_source(f));
 		cJSON_AddItemToArray(findings, o);
