@@ -278,6 +278,12 @@ check "merge: exit 0" status_is 0
 check "merge: no ranks in the inputs is said" err_has "using the order of the arguments"
 capture "$amptrace" summary "$tmp/m.json"
 check "merged trace: two processes" out_has "2 processes"
+# pids start at 1: Perfetto treats pid 0 as special (issue 13)
+check "merged trace: rank 0 is pid 1, rank 1 pid 2" \
+	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+pids = {e["args"]["rank"]: e["pid"] for e in d["traceEvents"] if e["name"] == "process_name"}
+inputs = [(i["rank"], i["pid"]) for i in d["amptraceEnd"]["inputs"]]
+sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.json"
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"

@@ -1,5 +1,5 @@
 /* `amptrace merge RANK0.json RANK1.json ... -o ALL.json`: joins per-rank
- * traces into one, one process per rank (pid = rank), timestamps moved
+ * traces into one, one process per rank (pid = rank + 1), timestamps moved
  * onto a common origin through each file's baseTimeNanoseconds (wall
  * clock, so ranks on different hosts line up as well as their clocks do).
  * Inputs that are truncated are merged as far as they go, with a warning;
@@ -26,8 +26,8 @@ static const char merge_usage[] =
 	"\n"
 	"Joins the traces of several processes (the per-rank files of\n"
 	"`amptrace run`) into one trace with one process per rank: the pid of\n"
-	"a file's events becomes its rank (amptrace.rank, else its position\n"
-	"on the command line), timestamps share one origin.\n"
+	"a file's events becomes its rank + 1 (rank: amptrace.rank, else its\n"
+	"position on the command line, from 0), timestamps share one origin.\n"
 	"\n"
 	"  -o, --output FILE  the merged trace (required)\n"
 	"  -h, --help         this text\n"
@@ -51,6 +51,7 @@ struct input {
 	struct pid_map *pids; /* original pid -> merged pid, in order seen */
 	size_t npids, pids_cap;
 	int new_rank;
+	int64_t new_pid;     /* new_rank + 1: Perfetto treats pid 0 as special */
 };
 
 struct merge {
@@ -101,7 +102,7 @@ static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
 	/* The file's first process is the rank; any other gets a pid of its
 	 * own above every rank. */
 	else
-		mapped = in->npids == 0 ? in->new_rank : m->next_extra_pid++;
+		mapped = in->npids == 0 ? in->new_pid : m->next_extra_pid++;
 	if (in->npids == in->pids_cap) {
 		size_t cap = in->pids_cap ? 2 * in->pids_cap : 16;
 		struct pid_map *grown = realloc(in->pids, cap * sizeof *grown);
@@ -185,7 +186,7 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 	}
 	if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "M") &&
 	    cJSON_IsString(name) && cJSON_IsObject(args) &&
-	    mapped == in->new_rank) {
+	    mapped == in->new_pid) {
 		char prefix[32];
 		snprintf(prefix, sizeof prefix, "rank %d:", in->new_rank);
 		cJSON *label = cJSON_GetObjectItemCaseSensitive(args, "name");
@@ -313,6 +314,7 @@ int amptrace_merge(int argc, char **argv)
 	int max_rank = 0;
 	for (int i = 0; i < m.ninputs; i++) {
 		m.inputs[i].new_rank = ranks_ok ? m.inputs[i].rank : i;
+		m.inputs[i].new_pid = (int64_t)m.inputs[i].new_rank + 1;
 		if (m.inputs[i].new_rank > max_rank)
 			max_rank = m.inputs[i].new_rank;
 	}
@@ -320,7 +322,7 @@ int amptrace_merge(int argc, char **argv)
 		fprintf(stderr, "amptrace merge: note: not every input has a "
 			"distinct rank; using the order of the arguments (rank "
 			"= position, from 0)\n");
-	m.next_extra_pid = max_rank + 1;
+	m.next_extra_pid = (int64_t)max_rank + 2;
 
 	struct jsonw header;
 	jsonw_init(&header);
@@ -373,9 +375,9 @@ int amptrace_merge(int argc, char **argv)
 			jsonw_raw(&end, ",", 1);
 		jsonw_cstr(&end, "{\"file\":");
 		jsonw_str(&end, in->path);
-		jsonw_printf(&end, ",\"rank\":%d,\"pid\":%d,\"events\":%zu,"
+		jsonw_printf(&end, ",\"rank\":%d,\"pid\":%lld,\"events\":%zu,"
 				   "\"truncated\":%s,\"exit\":",
-			     in->new_rank, in->new_rank, in->events,
+			     in->new_rank, (long long)in->new_pid, in->events,
 			     in->truncated ? "true" : "false");
 		cJSON *exit = cJSON_GetObjectItemCaseSensitive(in->end, "exit");
 		char *text = exit ? cJSON_PrintUnformatted(exit) : NULL;
