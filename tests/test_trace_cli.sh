@@ -119,6 +119,8 @@ check "binary rules: says why" err_has "binary data"
 capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules" --junit "$tmp/bad.xml"
 check "bad rules + --junit: exit 2" status_is 2
 check "bad rules + --junit: an <error> for CI" grep -q '<error message=".*bad-keyword.rules:2:1: expected' "$tmp/bad.xml"
+check "bad rules + --junit: the testcase names trace and rules" \
+	grep -q "name=\"load $fx/good.json and $fx/bad-keyword.rules\"" "$tmp/bad.xml"
 capture "$amptrace" check "$fx/good.json"
 check "check without rules: exit 2" status_is 2
 # rule : where and what the message says
@@ -191,6 +193,17 @@ check "per-step failure names the step" out_has "step 0 has 3; 2 of 2 steps fail
 check "junit: 5 failures" grep -q 'tests="5" failures="5"' "$tmp/fail.xml"
 check "junit: one testcase per rule" test "$(grep -c '<testcase ' "$tmp/fail.xml")" -eq 5
 check "junit: failure message" grep -q '<failure type="rule" message="expected every matching op outputs bf16' "$tmp/fail.xml"
+# the suite is the trace (cpu and cuda checks of one rules file differ),
+# with where, when and how long (issue 13)
+check "junit: the testsuite is named after the trace" \
+	grep -q "<testsuite name=\"$fx/good.json\" hostname=\"$(hostname)\" " "$tmp/fail.xml"
+check "junit: an ISO 8601 timestamp and the seconds it took" \
+	grep -Eq '<testsuite .* timestamp="[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}" time="[0-9]+\.[0-9]{6}">' "$tmp/fail.xml"
+check "junit: testcases are classed under the trace" \
+	test "$(grep -c "<testcase classname=\"$fx/good.json\" name=\"$fx/fail.rules:" "$tmp/fail.xml")" -eq 5
+"$amptrace" check "$fx/changed.json" "$fx/fail.rules" --junit "$tmp/fail2.xml" >/dev/null
+check "junit: another trace, another suite" \
+	grep -q "<testsuite name=\"$fx/changed.json\" " "$tmp/fail2.xml"
 # A trace without an op (the wrong program traced) is a failure, for run
 # and for check, unless an `ops total` rule expects it (issue 13).
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "print(1)"

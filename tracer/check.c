@@ -32,7 +32,9 @@ static const char check_usage[] =
 	"(\"no ops recorded\": the wrong program was traced) unless an\n"
 	"`ops total` rule says what to expect.\n"
 	"\n"
-	"  --junit FILE  also write the results as JUnit XML (for CI)\n"
+	"  --junit FILE  also write the results as JUnit XML (for CI): a\n"
+	"                testsuite named after TRACE, with hostname,\n"
+	"                timestamp and time\n"
 	"  -h, --help    this text\n"
 	"\n"
 	"Exit status: 0 every rule holds, 1 a rule failed or no op was\n"
@@ -43,6 +45,7 @@ struct outcome {
 	char expected[512];
 	char actual[1024];
 	char first[1024];   /* the first offending op / tensor / step */
+	double seconds;     /* evaluating it took, for the JUnit testcase */
 };
 
 static void set(char *buf, size_t size, const char *fmt, ...)
@@ -554,11 +557,25 @@ static void xml_escaped(FILE *f, const char *s)
 	}
 }
 
-static FILE *junit_open(const char *path, size_t tests, size_t failures,
-			size_t errors)
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) +
+	       (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/* The testsuite is named after the trace, so that the checks of one rules
+ * file against the cpu and the cuda trace are two suites in CI; hostname,
+ * timestamp and time say where, when and how long, as JUnit's schema
+ * has them. */
+static FILE *junit_open(const char *path, const char *trace, size_t tests,
+			size_t failures, size_t errors,
+			const struct timespec *start)
 {
 	FILE *f = fopen(path, "w");
-	char stamp[32];
+	char stamp[32], host[256];
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -569,13 +586,21 @@ static FILE *junit_open(const char *path, size_t tests, size_t failures,
 	}
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (gethostname(host, sizeof host) != 0)
+		strcpy(host, "localhost");
+	host[sizeof host - 1] = '\0';
+	double seconds = seconds_since(start);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		   "<testsuites name=\"amptrace check\" tests=\"%zu\" "
-		   "failures=\"%zu\" errors=\"%zu\">\n"
-		   "  <testsuite name=\"amptrace check\" tests=\"%zu\" "
-		   "failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
-		   "timestamp=\"%s\">\n",
-		tests, failures, errors, tests, failures, errors, stamp);
+		   "failures=\"%zu\" errors=\"%zu\" time=\"%.6f\">\n"
+		   "  <testsuite name=\"",
+		tests, failures, errors, seconds);
+	xml_escaped(f, trace);
+	fputs("\" hostname=\"", f);
+	xml_escaped(f, host);
+	fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
+		   "skipped=\"0\" timestamp=\"%s\" time=\"%.6f\">\n",
+		tests, failures, errors, stamp, seconds);
 	return f;
 }
 
@@ -590,15 +615,31 @@ static int junit_close(FILE *f, const char *path)
 	return 0;
 }
 
-/* Bad input still gives CI a report to show. */
-static void junit_error(const char *path, const char *message)
+/* A testcase's classname is the trace, as its suite's name: CI
+ * reporters that list testcases of several suites together keep the cpu
+ * and the cuda check of one rule apart. */
+static void junit_testcase(FILE *f, const char *trace)
 {
-	FILE *f = junit_open(path, 1, 0, 1);
+	fputs("    <testcase classname=\"", f);
+	xml_escaped(f, trace);
+	fputs("\" name=\"", f);
+}
+
+/* Bad input still gives CI a report to show. */
+static void junit_error(const char *path, const char *trace,
+			const char *rules, const char *message,
+			const struct timespec *start)
+{
+	FILE *f = junit_open(path, trace, 1, 0, 1, start);
 
 	if (!f)
 		return;
-	fputs("    <testcase classname=\"amptrace.check\" name=\"load trace and "
-	      "rules\" time=\"0\">\n      <error message=\"", f);
+	junit_testcase(f, trace);
+	fputs("load ", f);
+	xml_escaped(f, trace);
+	fputs(" and ", f);
+	xml_escaped(f, rules);
+	fputs("\" time=\"0\">\n      <error message=\"", f);
 	xml_escaped(f, message);
 	fputs("\" type=\"bad input\"/>\n    </testcase>\n", f);
 	junit_close(f, path);
@@ -609,6 +650,9 @@ int amptrace_check(int argc, char **argv)
 	const char *paths[2] = { NULL, NULL };
 	const char *junit = NULL;
 	int npaths = 0;
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -650,7 +694,8 @@ int amptrace_check(int argc, char **argv)
 		free(text);
 		fprintf(stderr, "amptrace check: %s\n", err.message);
 		if (junit)
-			junit_error(junit, err.message);
+			junit_error(junit, paths[0], paths[1], err.message,
+				    &start);
 		return 2;
 	}
 	free(text);
@@ -658,7 +703,8 @@ int amptrace_check(int argc, char **argv)
 	if (trace_load(paths[0], &trace, &err) != 0) {
 		fprintf(stderr, "amptrace check: %s\n", err.message);
 		if (junit)
-			junit_error(junit, err.message);
+			junit_error(junit, paths[0], paths[1], err.message,
+				    &start);
 		rules_free(&rules);
 		return 2;
 	}
@@ -686,6 +732,8 @@ int amptrace_check(int argc, char **argv)
 	for (size_t i = 0; i < rules.count; i++) {
 		const struct rule *r = &rules.items[i];
 		struct outcome *o = &outcomes[i];
+		struct timespec rule_start;
+		clock_gettime(CLOCK_MONOTONIC, &rule_start);
 		switch (r->kind) {
 		case RULE_OP:
 			eval_op(&a, r, o);
@@ -706,6 +754,7 @@ int amptrace_check(int argc, char **argv)
 		default:
 			break;
 		}
+		o->seconds = seconds_since(&rule_start);
 		if (o->pass) {
 			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
 			       r->text, o->actual);
@@ -729,22 +778,22 @@ int amptrace_check(int argc, char **argv)
 
 	int status = failures || is_empty ? 1 : 0;
 	if (junit) {
-		FILE *f = junit_open(junit, rules.count + is_empty,
-				     failures + is_empty, 0);
+		FILE *f = junit_open(junit, trace.path, rules.count + is_empty,
+				     failures + is_empty, 0, &start);
 		if (!f) {
 			status = 2;
 		} else {
 			for (size_t i = 0; i < rules.count; i++) {
 				const struct rule *r = &rules.items[i];
 				const struct outcome *o = &outcomes[i];
-				fputs("    <testcase classname=\"amptrace.check\" "
-				      "name=\"", f);
+				junit_testcase(f, trace.path);
 				xml_escaped(f, rules.path);
 				fprintf(f, ":%zu: ", r->line);
 				xml_escaped(f, r->text);
 				fputs("\" file=\"", f);
 				xml_escaped(f, rules.path);
-				fprintf(f, "\" line=\"%zu\" time=\"0\"", r->line);
+				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
+					o->seconds);
 				if (o->pass) {
 					fputs("/>\n", f);
 					continue;
@@ -768,8 +817,7 @@ int amptrace_check(int argc, char **argv)
 				fputs("</failure>\n    </testcase>\n", f);
 			}
 			if (is_empty) {
-				fputs("    <testcase classname=\"amptrace.check\" "
-				      "name=\"", f);
+				junit_testcase(f, trace.path);
 				xml_escaped(f, trace.path);
 				fputs(": ops recorded\" time=\"0\">\n"
 				      "      <failure type=\"empty-trace\" "
