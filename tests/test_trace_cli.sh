@@ -6,7 +6,8 @@
 # tests/fixtures/trace (good.json and changed.json are two runs of one
 # hand-written program; the others are broken on purpose).  The findings
 # part runs findings_prog (one AMP mistake per mode) and the mlp and
-# whole_loop samples: findings in the trace, in summary, and in check.
+# whole_loop samples: findings in the trace, in summary, and in check;
+# the transformer sample's summary fits 100 columns.
 set -u
 amptrace=$1
 trace_prog=$2
@@ -14,6 +15,7 @@ fx=$3
 findings_prog=$4
 mlp=$5
 whole_loop=$6
+transformer=$7
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -259,6 +261,39 @@ check "summary --json: hit rate" out_has '"hit_rate":	0.5'
 capture "$amptrace" summary "$fx/changed.json"
 check "summary: findings listed" out_has "backward-under-autocast (x2)"
 check "summary: libamp diagnostics listed" out_has "stale-cache: cached cast of fc1.weight"
+# 100 columns, colour, a fix once per kind (issue 13 item 7)
+"$amptrace" run -q -o "$tmp/tf.json" -- "$transformer" >/dev/null 2>&1
+capture "$amptrace" summary "$tmp/tf.json"
+check "summary of the transformer sample: exit 0" status_is 0
+check "summary of the transformer sample: every line fits 100 columns" \
+	/usr/bin/python3 -c 'import sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+long = [l for l in lines if len(l) > 100]
+print("".join("# %d: %s\n" % (len(l), l) for l in long), end="")
+sys.exit(not lines or bool(long))' "$tmp/out"
+check "summary: a long op name is cut short" out_has "_amp_foreach_non_..."
+capture "$amptrace" summary --json "$tmp/tf.json"
+check "summary --json: the op name in full" out_has '"_amp_foreach_non_finite_check_and_unscale_"'
+"$amptrace" merge "$fx/changed.json" "$fx/changed.json" -o "$tmp/cc.json" 2>/dev/null
+capture "$amptrace" summary "$tmp/cc.json"
+check "summary: two stale-cache findings" test "$(grep -c 'warning stale-cache:' "$tmp/out")" -eq 2
+check "summary: their fix said once" test "$(grep -c 'fix: enter autocast per iteration' "$tmp/out")" -eq 1
+check "summary: no ANSI codes into a file" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+capture "$amptrace" summary --color=always "$tmp/cc.json"
+check "summary --color=always: severity coloured" out_has "$(printf '\033[33mwarning\033[0m stale-cache')"
+capture "$amptrace" summary --color "$tmp/cc.json"
+check "summary --color: always" out_has "$(printf '\033[33mwarning')"
+capture "$amptrace" summary --color=never "$tmp/cc.json"
+check "summary --color=never: no ANSI codes" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+capture "$amptrace" summary --color=sometimes "$tmp/cc.json"
+check "summary --color=sometimes: exit 2" status_is 2
+check "summary --color=sometimes: says what is allowed" err_has "--color must be auto, always or never, not 'sometimes'"
+# auto: colour on a terminal (script(1) gives one), none under NO_COLOR
+capture script -qec "'$amptrace' summary '$tmp/cc.json'" /dev/null
+check "summary on a terminal: coloured" out_has "$(printf '\033[33mwarning')"
+capture env NO_COLOR=1 script -qec "'$amptrace' summary '$tmp/cc.json'" /dev/null
+check "summary on a terminal with NO_COLOR: no colour" sh -c "! grep -q \"$(printf '\033')\\[33m\" '$tmp/out'"
+check "... but the summary" out_has "warning stale-cache"
 capture "$amptrace" summary "$fx/truncated.json"
 check "truncated amptrace trace: read (exit 0)" status_is 0
 check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 21"

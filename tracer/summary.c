@@ -5,6 +5,7 @@
 #include "analyze.h"
 #include "trace.h"
 #include "trace_commands.h"
+#include "textfit.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -13,16 +14,22 @@
 #include <string.h>
 
 static const char summary_usage[] =
-	"usage: amptrace summary [--json] TRACE.json\n"
+	"usage: amptrace summary [--json] [--color=WHEN] TRACE.json\n"
 	"\n"
 	"Reports what a trace shows about mixed precision: first the findings\n"
 	"(AMP mistakes, most severe first, each with a one-line fix), then ops\n"
 	"by phase and output dtype, casts by direction (count, bytes, time),\n"
 	"weight-cast cache hits/misses/uncacheable with reasons, autocast\n"
 	"regions, the GradScaler's scale history and skipped steps.\n"
+	"The text fits 100 columns: long messages wrap, long op names and\n"
+	"policies are cut short (--json has them in full); a fix is printed\n"
+	"once per kind of finding.\n"
 	"\n"
-	"  --json      one JSON object instead of tables\n"
-	"  -h, --help  this text\n"
+	"  --json          one JSON object instead of tables\n"
+	"  --color[=WHEN]  colour the findings by severity: auto (the default:\n"
+	"                  when stdout is a terminal and NO_COLOR is unset),\n"
+	"                  always (--color alone) or never\n"
+	"  -h, --help      this text\n"
 	"\n"
 	"Exit status: 0, or 2 when the trace cannot be read.\n";
 
@@ -374,21 +381,55 @@ static double hit_rate(const struct analysis *a)
 
 /* Findings come first: they are what a user acts on.  The analysis has
  * them most severe first. */
-static void print_findings(const struct analysis *a, FILE *out)
+/* ANSI colours of the severities: red, yellow, cyan. */
+static const char *const severity_color[FINDING_SEVERITY_COUNT] = {
+	[FINDING_ERROR] = "\033[1;31m",
+	[FINDING_WARNING] = "\033[33m",
+	[FINDING_INFO] = "\033[36m",
+};
+
+/* A kind's fix is the same for each of its findings: said once, under
+ * the first. */
+static bool fix_said(const struct analysis *a, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(a->findings[j].kind, a->findings[i].kind))
+			return true;
+	return false;
+}
+
+static void print_findings(const struct analysis *a, FILE *out, bool color)
 {
 	fputs("\nFindings (most severe first)\n", out);
 	if (!a->nfindings)
 		fputs("  (none)\n", out);
 	for (size_t i = 0; i < a->nfindings; i++) {
 		const struct trace_finding *f = &a->findings[i];
-		fprintf(out, "  %-7s %s", finding_severity_name(f->severity),
-			f->kind);
+		const char *name = finding_severity_name(f->severity);
+		if (color)
+			fprintf(out, "  %s%s\033[0m%*s %s",
+				severity_color[f->severity], name,
+				7 - (int)strlen(name), "", f->kind);
+		else
+			fprintf(out, "  %-7s %s", name, f->kind);
 		if (f->count > 1)
 			fprintf(out, " (x%zu)", f->count);
 		fprintf(out, ": %s\n", f->message);
-		if (f->fix && f->fix[0])
+		if (f->fix && f->fix[0] && !fix_said(a, i))
 			fprintf(out, "          fix: %s\n", f->fix);
 	}
+}
+
+/* LABEL in WIDTH columns (padded when PAD), cut short with "..." when
+ * longer. */
+static void print_cell(FILE *out, const char *label, int width, bool pad)
+{
+	int n = (int)strlen(label);
+
+	if (n <= width)
+		fprintf(out, "%-*s", pad ? width : 0, label);
+	else
+		fprintf(out, "%.*s...", width - 3, label);
 }
 
 /* What produced the trace and the policy table its findings' reasons
@@ -406,7 +447,7 @@ static void print_framework(const struct trace *t, FILE *out)
 	fputc('\n', out);
 }
 
-static void print_text(struct summary *s, FILE *out)
+static void print_text(struct summary *s, FILE *out, bool color)
 {
 	const struct trace *t = s->trace;
 	const struct analysis *a = &s->a;
@@ -431,15 +472,32 @@ static void print_text(struct summary *s, FILE *out)
 		fprintf(out, "steps: %d (no scaler update or autocast region "
 			     "marks them)\n",
 			a->nsteps);
-	print_findings(a, out);
+	print_findings(a, out, color);
 
-	/* the op column fits the longest name (ATen has some long ones) */
-	int width = 28;
+	/* The op column fits the longest name (ATen has some long ones) as
+	 * far as the row, policies included, fits TEXTFIT_WIDTH; names and
+	 * policies longer than that are cut short. */
+	int width = 28, policy = 0;
 	for (size_t i = 0; i < s->nops; i++) {
-		int n = (int)(strlen(s->ops[i].op) + 1 + strlen(s->ops[i].overload));
+		const struct op_row *r = &s->ops[i];
+		int n = (int)(strlen(r->op) + 1 + strlen(r->overload)), p = 0;
 		if (n > width)
 			width = n;
+		for (int k = 0; k < 3 && r->policies[k]; k++)
+			p += (k ? 2 : 0) + (int)strlen(r->policies[k]);
+		if (r->by_dtype[MAX_COLUMNS])
+			p += 24;   /* " (N without output)" */
+		if (p > policy)
+			policy = p;
 	}
+	int fixed = 2 + 10 + 1 + 7 + 7 * s->ncolumns + 11 + 2;
+	if (fixed + width + policy > TEXTFIT_WIDTH)
+		width = TEXTFIT_WIDTH - fixed - policy;
+	if (width < 20)
+		width = 20;
+	int room = TEXTFIT_WIDTH - fixed - width;
+	if (room < 8)   /* more dtype columns than fit: the row wraps */
+		room = 8;
 	fputs("\nOps by phase and output dtype\n", out);
 	if (!s->nops)
 		fputs("  (no ops)\n", out);
@@ -454,7 +512,9 @@ static void print_text(struct summary *s, FILE *out)
 		const struct op_row *r = &s->ops[i];
 		snprintf(label, sizeof label, "%s%s%s", r->op,
 			 r->overload[0] ? "." : "", r->overload);
-		fprintf(out, "  %-9s %-*s %7zu", r->phase, width, label, r->count);
+		fprintf(out, "  %-9s ", r->phase);
+		print_cell(out, label, width, true);
+		fprintf(out, " %7zu", r->count);
 		for (int c = 0; c < s->ncolumns; c++) {
 			if (r->by_dtype[c])
 				fprintf(out, " %6zu", r->by_dtype[c]);
@@ -462,11 +522,16 @@ static void print_text(struct summary *s, FILE *out)
 				fprintf(out, " %6s", "-");
 		}
 		fprintf(out, " %10s  ", human_time(r->time_us, b1, sizeof b1));
+		char policies[160];
+		int used = 0;
 		for (int k = 0; k < 3 && r->policies[k]; k++)
-			fprintf(out, "%s%s", k ? ", " : "", r->policies[k]);
+			used += snprintf(policies + used, sizeof policies - used,
+					 "%s%s", k ? ", " : "", r->policies[k]);
 		if (r->by_dtype[MAX_COLUMNS])
-			fprintf(out, "%s(%zu without output)",
-				r->policies[0] ? " " : "", r->by_dtype[MAX_COLUMNS]);
+			snprintf(policies + used, sizeof policies - used,
+				 "%s(%zu without output)",
+				 r->policies[0] ? " " : "", r->by_dtype[MAX_COLUMNS]);
+		print_cell(out, policies, room, false);
 		fputc('\n', out);
 	}
 
@@ -724,7 +789,8 @@ static void print_json(struct summary *s, FILE *out)
 int amptrace_summary(int argc, char **argv)
 {
 	const char *path = NULL;
-	bool json = false;
+	bool json = false, color = false;
+	const char *when = "auto";
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -733,6 +799,10 @@ int amptrace_summary(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--color")) {
+			when = "always";
+		} else if (!strncmp(argv[i], "--color=", 8)) {
+			when = argv[i] + 8;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "amptrace summary: unknown option '%s'\n%s",
 				argv[i], summary_usage);
@@ -744,6 +814,11 @@ int amptrace_summary(int argc, char **argv)
 		} else {
 			path = argv[i];
 		}
+	}
+	if (textfit_color(when, &color) != 0) {
+		fprintf(stderr, "amptrace summary: --color must be auto, always "
+			"or never, not '%s'\n", when);
+		return 2;
 	}
 	if (!path) {
 		fprintf(stderr, "amptrace summary: no trace given\n%s",
@@ -768,7 +843,18 @@ int amptrace_summary(int argc, char **argv)
 	if (json) {
 		print_json(&s, stdout);
 	} else {
-		print_text(&s, stdout);
+		/* written whole, then fitted to the width line by line */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+		if (mem) {
+			print_text(&s, mem, color);
+			fclose(mem);
+			textfit_write(stdout, text, len, TEXTFIT_WIDTH);
+		} else {
+			print_text(&s, stdout, color);
+		}
+		free(text);
 	}
 	if (trace_end_note(&trace, note, sizeof note) &&
 	    (trace.truncated || !trace.finalized))

@@ -1,0 +1,25 @@
+/* Fitting text output to a terminal's width: long lines are wrapped at
+ * spaces (or cut inside a word longer than a line), continuation lines
+ * indented under the first; ANSI colour codes take no column. */
+#ifndef AMPTRACE_TEXTFIT_H
+#define AMPTRACE_TEXTFIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* summary's width: fits a 100-column terminal or CI log. */
+#define TEXTFIT_WIDTH 100
+
+/* Writes TEXT (LEN bytes, lines ending in '\n') to OUT, each line wrapped
+ * to at most WIDTH columns. */
+void textfit_write(FILE *out, const char *text, size_t len, int width);
+
+/* Columns S takes: UTF-8 characters, ANSI escape sequences none. */
+size_t textfit_columns(const char *s, size_t len);
+
+/* --color=WHEN: "always", "never" or "auto" (stdout is a terminal and
+ * NO_COLOR is unset or empty).  Returns -1 for any other WHEN. */
+int textfit_color(const char *when, bool *color);
+
+#endif
