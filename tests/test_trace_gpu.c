@@ -217,9 +217,10 @@ START_TEST(test_merge_renumbers_gpu_processes)
 	for (size_t i = 0; i < t.nevents; i++) {
 		const struct trace_event *e = &t.events[i];
 		if (e->kind == TRACE_KERNEL) {
-			ck_assert(e->kernel.host_pid == 0 || e->kernel.host_pid == 1);
+			/* merged ranks are pids 1 and 2 */
+			ck_assert(e->kernel.host_pid == 1 || e->kernel.host_pid == 2);
 			ck_assert_int_eq(e->pid, ((int64_t)1 << 30) + e->kernel.host_pid);
-			kernels[e->kernel.host_pid]++;
+			kernels[e->kernel.host_pid - 1]++;
 		}
 		gpu_processes += e->kind == TRACE_META &&
 				 !strcmp(e->name, "process_name") &&

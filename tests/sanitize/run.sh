@@ -10,9 +10,12 @@ tsan=$2
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
 
+# werror off: gcc 12's flow warnings misfire on sanitizer-instrumented
+# code (-Wformat-truncation "null destination pointer" on a stack buffer
+# in run.c's find_ampview); the plain build keeps -Werror.
 if [ ! -f "$asan/build.ninja" ]; then
 	meson setup "$asan" -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dcuda=disabled >&2 || exit 1
+		-Dcuda=disabled -Dwerror=false >&2 || exit 1
 fi
 ninja -C "$asan" >&2 || exit 1
 # verify_asan_link_order: amptrace run preloads its (instrumented)
