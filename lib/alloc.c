@@ -106,15 +106,17 @@ void *amp_host_alloc(size_t nbytes)
 	int c = size_class(nbytes, &bytes);
 
 	if (c < 0)
-		return aligned_alloc(MIN_BLOCK,
-				     (nbytes + MIN_BLOCK - 1) & ~(size_t)(MIN_BLOCK - 1));
-	if (cache_usable() && cache.free[c]) {
+		bytes = nbytes;
+	else if (cache_usable() && cache.free[c]) {
 		struct block *b = cache.free[c];
 		cache.free[c] = b->next;
 		cache.bytes -= bytes;
 		return b;
 	}
-	return aligned_alloc(MIN_BLOCK, bytes);
+	/* C11 wants the size a multiple of the alignment (a class such as
+	 * 80 bytes is not; ASan refuses it). */
+	return aligned_alloc(MIN_BLOCK,
+			     (bytes + MIN_BLOCK - 1) & ~(size_t)(MIN_BLOCK - 1));
 }
 
 void amp_host_free(void *block, size_t nbytes)

@@ -388,7 +388,9 @@ static void *free_elsewhere(void *block)
 	amp_host_free(block, 5000);
 	/* this thread's cache took it; the thread's exit releases it */
 	void *again = amp_host_alloc(5000);
-	return (void *)(uintptr_t)(again == block);
+	bool reused = again == block;
+	amp_host_free(again, 5000);
+	return (void *)(uintptr_t)reused;
 }
 
 START_TEST(test_cache_cross_thread)
