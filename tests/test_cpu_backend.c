@@ -188,7 +188,8 @@ START_TEST(test_bf16_product_keeps_omp_threads)
 	ck_assert_int_eq(get(), 3);
 	amp_tensor_free(p);
 	amp_tensor_free(a);
-	dlclose(gomp);
+	/* no dlclose: unloading libgomp would orphan the thread state
+	 * set() made (LeakSanitizer reports it from an unknown module) */
 }
 END_TEST
 

@@ -24,8 +24,13 @@ ninja -C "$asan" >&2 || exit 1
 export ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0:strict_string_checks=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0
 export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$here/ubsan.supp
+# torch-bridge is left out: its instrumented extension loads into an
+# uninstrumented CPython after libtorch, so ASan's operator delete meets
+# strings libtorch allocated before the runtime was active ("free on
+# address which was not malloc()-ed") and LeakSanitizer does not scan the
+# module's dynamic TLS.  Running it needs libasan preloaded into python.
 all=$(meson test -C "$asan" --list --no-rebuild 2>/dev/null |
-	grep -vx trace_run)
+	grep -vx -e trace_run -e torch-bridge)
 # shellcheck disable=SC2086
 meson test -C "$asan" --print-errorlogs --num-processes "$(nproc)" \
 	--timeout-multiplier 4 $all || status=1
