@@ -42,11 +42,6 @@ enum amp_dtype cpu_opmath(enum amp_dtype dtype)
 	return opmath_of[dtype];
 }
 
-bool cpu_dtype_is_integral(enum amp_dtype dtype)
-{
-	return !amp_dtype_is_floating(dtype);
-}
-
 /* ------------------------------------------------------------ result_type */
 
 static enum amp_dtype promote_skip_undefined(enum amp_dtype a,

@@ -59,7 +59,6 @@ int cpu_set_output_or_free(struct amp_call *call, struct amp_tensor *out,
 /* --------------------------------------------------------------- dtypes */
 
 enum amp_dtype cpu_opmath(enum amp_dtype dtype);
-bool cpu_dtype_is_integral(enum amp_dtype dtype); /* ints and bool */
 
 /* c10's ResultTypeState: dimensioned tensors, 0-dim tensors and wrapped
  * numbers are folded separately and combined by category. */

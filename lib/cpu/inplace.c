@@ -21,11 +21,6 @@ CPU_VECTORIZE_LOOPS
 
 /* ------------------------------------------------------------ machinery */
 
-const char *train_device_label(enum amp_device_type device)
-{
-	return device == AMP_DEVICE_CUDA ? "CUDA" : "CPU";
-}
-
 int train_check_output_shape(const struct amp_tensor *out, int ndim,
 			     const int64_t *shape)
 {

@@ -57,9 +57,6 @@ int train_set_inplace_output(struct amp_call *call, struct amp_tensor *t);
 int train_check_output_shape(const struct amp_tensor *out, int ndim,
 			     const int64_t *shape);
 
-/* The device spelling of ATen's kernel checks: "CPU" or "CUDA". */
-const char *train_device_label(enum amp_device_type device);
-
 /* clamp propagates NaN and applies min first (so min > max gives max),
  * as std::min(std::max(x, min), max); a NaN bound is an absent one. */
 #define TRAIN_CLAMP(v, lo, hi)                                               \
