@@ -7,14 +7,6 @@
 
 #define FUZZ_SPLIT "\n--8<--\n"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char first[128], second[128], out[128];

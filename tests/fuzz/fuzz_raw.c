@@ -48,14 +48,6 @@ static struct trace *trace_for(void *ctx, const struct conv_process *p)
 	return &((struct sink *)ctx)->kept;
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char raw[128], dir[160], file[192];
@@ -91,6 +83,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (s.open)
 		trace_writer_close(&s.writer, "{\"complete\":true}");
 	trace_free(&s.kept);
-	nftw(raw, fuzz_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	fuzz_remove_tree(raw);
 	return 0;
 }

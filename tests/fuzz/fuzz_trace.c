@@ -8,14 +8,6 @@
 #include "trace_commands.h"
 #include "view.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzz_setup();
-	return 0;
-}
-
 static void draw(const struct trace *t, bool all_steps)
 {
 	struct view_options o;
