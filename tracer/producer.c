@@ -34,6 +34,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Weak: the enum names a producer may take from libamp
+ * (producer_amp_names), NULL where the process has no libamp. */
+#pragma weak amp_dtype_name
+#pragma weak amp_dtype_profiler_name
+#pragma weak amp_policy_name
+#pragma weak amp_device_type_name
+#pragma weak amp_phase_name
+#pragma weak amp_cache_result_name
+
 /* Per-thread writer state.  `generation` ties it to one process image:
  * after fork() the child starts a new generation and its inherited state
  * is dropped unused. */
@@ -569,6 +578,29 @@ static void install_once(void)
 {
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+/* Adapters with one signature for the name table; NULL (the producer
+ * writes numbers) when libamp lacks the function. */
+#define NAME_ADAPTER(fn, type)                                      \
+	static const char *fn##_at(int i)                           \
+	{                                                           \
+		return fn ? fn((type)i) : NULL;                     \
+	}
+NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
+NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
+NAME_ADAPTER(amp_policy_name, enum amp_policy)
+NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
+NAME_ADAPTER(amp_phase_name, enum amp_phase)
+NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
+
+struct producer_names producer_amp_names(void)
+{
+	return (struct producer_names){
+		amp_dtype_name_at, amp_dtype_profiler_name_at,
+		amp_policy_name_at, amp_device_type_name_at,
+		amp_phase_name_at, amp_cache_result_name_at,
+	};
 }
 
 static int attach_locked(const char *raw_dir, const struct producer_info *what,

@@ -38,6 +38,11 @@ struct producer_names {
 	const char *(*cache)(int);
 };
 
+/* libamp's own names for the enums of amp.h, from its name functions
+ * where the process has them (weak references: NULL, so numbers, where
+ * it has not).  What a producer whose events use amp.h's enums passes. */
+struct producer_names producer_amp_names(void);
+
 struct producer_info {
 	/* What produced the events: "libamp 0.1.0", "torch 1.13.1". */
 	const char *framework;

@@ -27,12 +27,6 @@
 /* Weak: resolved to NULL when the process has no libamp. */
 #pragma weak amp_hook_add
 #pragma weak amp_hook_remove
-#pragma weak amp_dtype_name
-#pragma weak amp_dtype_profiler_name
-#pragma weak amp_policy_name
-#pragma weak amp_device_type_name
-#pragma weak amp_phase_name
-#pragma weak amp_cache_result_name
 #pragma weak amp_cuda_backend_status
 #pragma weak amp_gpu_profiler_start
 #pragma weak amp_gpu_profiler_flush
@@ -133,20 +127,6 @@ static void on_event(const struct amp_event *e, void *user)
 
 /* ---------------------------------------------------------- attaching */
 
-/* Adapters with one signature for the producer's name table; NULL (the
- * producer writes numbers) when libamp lacks the function. */
-#define NAME_ADAPTER(fn, type)                                      \
-	static const char *fn##_at(int i)                           \
-	{                                                           \
-		return fn ? fn((type)i) : NULL;                     \
-	}
-NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
-NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
-NAME_ADAPTER(amp_policy_name, enum amp_policy)
-NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
-NAME_ADAPTER(amp_phase_name, enum amp_phase)
-NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
-
 /* CUPTI does not follow a fork: the child starts kernel timing anew. */
 static void after_fork_in_child(void)
 {
@@ -162,11 +142,9 @@ static void install_fork_handler(void)
 int recorder_attach(const char *raw_dir)
 {
 	static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
-	static const struct producer_info libamp_info = {
+	struct producer_info libamp_info = {
 		.framework = "libamp " AMPTRACE_VERSION,
-		.names = { amp_dtype_name_at, amp_dtype_profiler_name_at,
-			   amp_policy_name_at, amp_device_type_name_at,
-			   amp_phase_name_at, amp_cache_result_name_at },
+		.names = producer_amp_names(),
 	};
 
 	if (!amp_hook_add || producer_attached())

@@ -48,18 +48,6 @@ static const char *intern(const char *name)
 	return found;
 }
 
-#define NAME_ADAPTER(fn, type)                          \
-	static const char *fn##_at(int i)               \
-	{                                               \
-		return fn((type)i);                     \
-	}
-NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
-NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
-NAME_ADAPTER(amp_policy_name, enum amp_policy)
-NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
-NAME_ADAPTER(amp_phase_name, enum amp_phase)
-NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
-
 static void after_fork_in_child(void)
 {
 	events_after_fork();
@@ -82,9 +70,7 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 		return NULL;
 	struct producer_info info = {
 		.framework = framework,
-		.names = { amp_dtype_name_at, amp_dtype_profiler_name_at,
-			   amp_policy_name_at, amp_device_type_name_at,
-			   amp_phase_name_at, amp_cache_result_name_at },
+		.names = producer_amp_names(),
 	};
 	if (observer_install(error, sizeof error) != 0) {
 		PyErr_Format(PyExc_RuntimeError,
