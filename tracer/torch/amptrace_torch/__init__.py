@@ -25,6 +25,7 @@ def _start_from_run():
     import torch
     from . import _bridge, _layer
 
+    _observe(torch, _bridge)
     _bridge.attach(raw_dir, _framework(torch, _bridge))
     _install_layer_once(torch, _bridge, _layer)
     atexit.register(_bridge.mark_exit)
@@ -75,6 +76,7 @@ class trace:
         if os.environ.get("AMPTRACE_RAW_DIR"):
             raise RuntimeError("amptrace_torch.trace: already recorded by "
                                "amptrace run")
+        _observe(torch, _bridge)
         cmd = [_find_amptrace(), "run", "-o", self.path]
         if self.quiet:
             cmd.append("-q")
@@ -110,6 +112,17 @@ class trace:
         self._converter.wait()
         self._converter.stdout.close()
         return False
+
+
+def _observe(torch, bridge):
+    """The observer for the running torch, and where kernel timing
+    comes from."""
+    from . import _observer
+    try:
+        _observer.load(torch, bridge)
+    except _observer.Unavailable as e:
+        raise RuntimeError(str(e)) from None
+    bridge.gpu_module(_observer.cuda_module())
 
 
 def _install_layer_once(torch, bridge, layer):

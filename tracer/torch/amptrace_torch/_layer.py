@@ -25,7 +25,12 @@ def _nesting(torch):
 
 def _state(torch, device):
     """(enabled, dtype name) of the device's autocast on this thread."""
-    if device == "cuda":
+    if hasattr(torch, "get_autocast_dtype"):
+        # 2.4+: the per-device functions below warn that they are
+        # deprecated, which the program would see.
+        enabled = torch.is_autocast_enabled(device)
+        dtype = torch.get_autocast_dtype(device)
+    elif device == "cuda":
         enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
     else:
         enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
@@ -114,21 +119,24 @@ def _wrap_phases(torch, bridge):
     autograd = torch.autograd
     autograd.backward = _in_phase(bridge, "backward", autograd.backward)
     autograd.grad = _in_phase(bridge, "backward", autograd.grad)
-    # 1.13 has no optimizer step hooks: every Optimizer wraps its class's
-    # step once (for the profiler) in _hook_for_profile; wrap it there too.
+    # Every Optimizer wraps its class's step once, for the profiler
+    # (_hook_for_profile in 1.13, _patch_step_function in 2.x): wrap it
+    # there too, so each optimizer class's own step is covered.
     optimizer = torch.optim.Optimizer
-    hook = optimizer._hook_for_profile
+    patch_name = next(n for n in ("_patch_step_function", "_hook_for_profile")
+                      if hasattr(optimizer, n))
+    patch = getattr(optimizer, patch_name)
 
-    @functools.wraps(hook)
-    def _hook_for_profile(self):
-        hook(self)
+    @functools.wraps(patch)
+    def patch_step(self):
+        patch(self)
         step = self.__class__.step
         if not getattr(step, "_amptrace", False):
             wrapped = _in_phase(bridge, "optimizer", step)
             wrapped.hooked = getattr(step, "hooked", None)
             self.__class__.step = wrapped
 
-    optimizer._hook_for_profile = _hook_for_profile
+    setattr(optimizer, patch_name, patch_step)
 
 
 def _name_parameters(torch, bridge):
@@ -184,8 +192,10 @@ def _found_inf(scaler, optimizer):
 
 def _wrap_scaler(torch, bridge):
     """GradScaler: the scale after each update, found_inf and skipped
-    steps.  1.13's scaler disables itself without CUDA: no events then."""
-    cls = torch.cuda.amp.GradScaler
+    steps.  1.13's scaler disables itself without CUDA: no events then.
+    torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's subclasses it)."""
+    amp = getattr(torch, "amp", None)
+    cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
     step, update = cls.step, cls.update
 
     @functools.wraps(step)
@@ -209,9 +219,15 @@ def _wrap_scaler(torch, bridge):
 
 
 def install(torch, bridge):
-    _wrap_autocast(torch, bridge)
-    _wrap_phases(torch, bridge)
-    _name_parameters(torch, bridge)
-    _wrap_threads(bridge)
-    _wrap_processes(bridge)
-    _wrap_scaler(torch, bridge)
+    """Each part on its own: one that does not fit this torch is said
+    once and the others still record."""
+    for part in (lambda: _wrap_autocast(torch, bridge),
+                 lambda: _wrap_phases(torch, bridge),
+                 lambda: _name_parameters(torch, bridge),
+                 lambda: _wrap_threads(bridge),
+                 lambda: _wrap_processes(bridge),
+                 lambda: _wrap_scaler(torch, bridge)):
+        try:
+            part()
+        except Exception as e:
+            _recording_failed(e)

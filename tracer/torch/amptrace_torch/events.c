@@ -24,6 +24,7 @@
 #include "events.h"
 
 #include "amp_policy.h"
+#include "gpu.h"
 #include "producer.h"
 
 #include <pthread.h>
@@ -60,6 +61,7 @@ struct op_record {
 	/* the pending cast (ROLE_CAST child) */
 	int cast_arg;
 	uint64_t cast_begin_ns;
+	bool gpu_pushed;       /* its id is the kernels' correlation id */
 };
 
 struct frame {
@@ -404,6 +406,7 @@ unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	r->op = op;
 	r->begin_ns = amp_now_ns();
 	r->inner_seen = false;
+	r->gpu_pushed = false;
 	r->autocast_wraps = false;
 	r->inner.ntensors = 0;
 	r->event = (struct amp_op_event){
@@ -440,6 +443,9 @@ void events_begin_args(const struct obs_args *inputs,
 		struct amp_event e = { .kind = AMP_EVENT_OP_BEGIN,
 				       .time_ns = r->begin_ns, .op = r->event };
 		emit(&e);
+		if (r->event.device == AMP_DEVICE_CUDA)
+			gpu_cuda_op(e.thread, e.time_ns);
+		r->gpu_pushed = gpu_push(r->event.op_id);
 		break;
 	}
 	case ROLE_CAST: {
@@ -503,6 +509,8 @@ static void end_op(struct thread_state *s, struct op_record *r,
 
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
+	if (r->gpu_pushed)
+		gpu_pop();
 	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
 	const struct obs_args *executed = r->inner_seen ? &r->inner : &r->inputs;
 
@@ -618,6 +626,7 @@ void events_emit(struct amp_event *e)
 
 void events_after_fork(void)
 {
+	gpu_after_fork();
 	/* The forking thread's stack belongs to the parent's calls. */
 	if (state) {
 		state->nframes = 0;

@@ -10,6 +10,13 @@
 
 struct amp_policy_row;
 
+/* The observer's calls (struct obs_events in observer.h). */
+unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
+		      bool autocast_any);
+void events_begin_args(const struct obs_args *inputs,
+		       const struct obs_autocast *autocast);
+void events_end(const struct obs_args *outputs, bool failed);
+
 /* THE one place that picks the policy table (policy_choice.c): the table
  * of the running torch version, set by events_policy_table(). */
 const struct amp_policy_row *events_policy_lookup(enum amp_device_type device,

@@ -5,14 +5,21 @@
  * preloaded libamp recorder exports (`amptrace run` preloads it into every
  * process; without libamp it stays idle).  One producer per process.
  *
- * Each entry point is a thin conversion to events.c or observer.cpp:
- * Python calls cost ~50-80 ns each this way (ctypes: ~500 ns). */
+ * Each entry point is a thin conversion to events.c or the observer:
+ * Python calls cost ~50-80 ns each this way (ctypes: ~500 ns).
+ *
+ * It needs no torch to build and uses CPython's stable ABI (one build
+ * serves every Python >= 3.8): what depends on the exact torch is the
+ * observer library, bound at run time by load_observer(). */
 #define PY_SSIZE_T_CLEAN
+#define Py_LIMITED_API 0x03080000
 #include <Python.h>
 
 #include "events.h"
+#include "gpu.h"
 #include "producer.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -58,11 +65,66 @@ static void install_fork_handler(void)
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
+static const struct obs_events events_table = {
+	events_begin, events_begin_args, events_end,
+};
+static struct obs_observer observer; /* bound by load_observer */
+
+/* load_observer(path): binds and installs the observer library built for
+ * the running torch (once per process; the callback stays off until
+ * attach). */
+static PyObject *bridge_load_observer(PyObject *self, PyObject *args)
+{
+	const char *path;
+	char error[512];
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &path))
+		return NULL;
+	if (observer.install)
+		Py_RETURN_NONE;
+	/* RTLD_LOCAL: its torch symbols bind to the libraries torch loaded
+	 * (same sonames); it is never closed (torch holds its callback). */
+	void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!handle) {
+		PyErr_Format(PyExc_RuntimeError, "cannot load the observer: %s",
+			     dlerror());
+		return NULL;
+	}
+	obs_bind_fn bind = (obs_bind_fn)dlsym(handle, OBS_BIND_SYMBOL);
+	struct obs_observer bound;
+	if (!bind || bind(OBS_ABI_VERSION, &events_table, &bound) != 0) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "%s is not an observer of this amptrace "
+			     "(interface version %d)", path, OBS_ABI_VERSION);
+		return NULL;
+	}
+	if (bound.install(error, sizeof error) != 0) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "cannot observe torch's ops: %s", error);
+		return NULL;
+	}
+	observer = bound;
+	Py_RETURN_NONE;
+}
+
+/* gpu_module(path): where libamp's CUDA module is, for kernel timing
+ * ("" when amptrace has none). */
+static PyObject *bridge_gpu_module(PyObject *self, PyObject *args)
+{
+	const char *path;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &path))
+		return NULL;
+	gpu_set_module(path);
+	Py_RETURN_NONE;
+}
+
 /* attach(raw_dir, framework): starts recording into raw_dir. */
 static PyObject *bridge_attach(PyObject *self, PyObject *args)
 {
 	const char *raw_dir, *framework;
-	char error[512];
 	static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
 
 	(void)self;
@@ -72,18 +134,14 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 		.framework = framework,
 		.names = producer_amp_names(),
 	};
-	if (observer_install(error, sizeof error) != 0) {
-		PyErr_Format(PyExc_RuntimeError,
-			     "cannot observe torch's ops: %s", error);
-		return NULL;
-	}
 	if (producer_attach(raw_dir, &info) != 0) {
 		PyErr_Format(PyExc_RuntimeError, "cannot record into %s",
 			     raw_dir);
 		return NULL;
 	}
 	pthread_once(&fork_handler, install_fork_handler);
-	observer_enable(true);
+	if (observer.enable)
+		observer.enable(true);
 	Py_RETURN_NONE;
 }
 
@@ -91,7 +149,9 @@ static PyObject *bridge_detach(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
-	observer_enable(false);
+	if (observer.enable)
+		observer.enable(false);
+	gpu_end();
 	producer_detach();
 	Py_RETURN_NONE;
 }
@@ -100,6 +160,7 @@ static PyObject *bridge_mark_exit(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
+	gpu_end();
 	producer_mark_exit();
 	Py_RETURN_NONE;
 }
@@ -186,7 +247,9 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "Ks", &impl, &name))
 		return NULL;
 	return PyLong_FromUnsignedLongLong(
-		observer_name_tensor((uintptr_t)impl, name));
+		observer.name_tensor
+			? observer.name_tensor((uintptr_t)impl, name)
+			: 0);
 }
 
 /* scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped,
@@ -228,6 +291,10 @@ static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
+	{ "load_observer", bridge_load_observer, METH_VARARGS,
+	  "load_observer(path): bind the observer built for this torch" },
+	{ "gpu_module", bridge_gpu_module, METH_VARARGS,
+	  "gpu_module(path): libamp's CUDA module, for kernel timing" },
 	{ "attach", bridge_attach, METH_VARARGS,
 	  "attach(raw_dir, framework): start recording" },
 	{ "detach", bridge_detach, METH_NOARGS, "stop recording" },

@@ -21,6 +21,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/core/TensorImpl.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstdio>
@@ -51,6 +52,7 @@ std::unordered_map<const c10::TensorImpl *, tensor_entry> ids;
 size_t sweep_at = 4096;
 uint64_t next_id = 1;
 std::atomic<bool> enabled{false};
+const struct obs_events *events; // bound once, before install
 
 // Drops the entries of dead tensors (called with ids_lock held).
 void sweep_dead(void)
@@ -281,15 +283,41 @@ void frame_context::operator delete(void *p)
 	free_contexts = c;
 }
 
+// The calling thread's autocast state.  torch 2.4 replaced the
+// per-device functions with ones taking the device type.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocast_on(c10::DeviceType device)
+{
+	return at::autocast::is_autocast_enabled(device);
+}
+c10::ScalarType autocast_dtype(c10::DeviceType device)
+{
+	return at::autocast::get_autocast_dtype(device);
+}
+#else
+bool autocast_on(c10::DeviceType device)
+{
+	return device == c10::DeviceType::CPU ? at::autocast::is_cpu_enabled()
+					      : at::autocast::is_enabled();
+}
+c10::ScalarType autocast_dtype(c10::DeviceType device)
+{
+	return device == c10::DeviceType::CPU
+		       ? at::autocast::get_autocast_cpu_dtype()
+		       : at::autocast::get_autocast_gpu_dtype();
+}
+#endif
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 {
 	if (!enabled.load(std::memory_order_relaxed))
 		return nullptr;
 	struct obs_op *op = op_for(fn);
-	bool any = at::autocast::is_cpu_enabled() || at::autocast::is_enabled();
-	unsigned want = events_begin(op, fn.scope() ==
-				 at::RecordScope::BACKWARD_FUNCTION,
-				 fn.seqNr(), any);
+	bool cpu = autocast_on(c10::DeviceType::CPU);
+	bool cuda = autocast_on(c10::DeviceType::CUDA);
+	unsigned want = events->begin(op, fn.scope() ==
+				      at::RecordScope::BACKWARD_FUNCTION,
+				      fn.seqNr(), cpu || cuda);
 	if (want & OBS_WANT_INPUTS) {
 		struct obs_args &scratch = scratch_for_thread();
 		describe_values(fn.inputs(), &scratch,
@@ -297,15 +325,15 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 							 : made_elsewhere,
 				op->optional_args, op->dtype_index);
 		struct obs_autocast ac;
-		ac.enabled[AMP_DEVICE_CPU] = at::autocast::is_cpu_enabled();
-		ac.enabled[AMP_DEVICE_CUDA] = at::autocast::is_enabled();
+		ac.enabled[AMP_DEVICE_CPU] = cpu;
+		ac.enabled[AMP_DEVICE_CUDA] = cuda;
 		ac.dtype[AMP_DEVICE_CPU] =
-			dtype_of(at::autocast::get_autocast_cpu_dtype());
+			dtype_of(autocast_dtype(c10::DeviceType::CPU));
 		ac.dtype[AMP_DEVICE_CUDA] =
-			dtype_of(at::autocast::get_autocast_gpu_dtype());
+			dtype_of(autocast_dtype(c10::DeviceType::CUDA));
 		ac.cache_enabled = at::autocast::is_autocast_cache_enabled();
 		ac.grad_enabled = c10::GradMode::is_enabled();
-		events_begin_args(&scratch, &ac);
+		events->begin_args(&scratch, &ac);
 	}
 	auto ctx = std::make_unique<frame_context>();
 	ctx->want = want;
@@ -327,17 +355,15 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 		describe_values(c10::ArrayRef<const c10::IValue>(
 					outputs.data(), outputs.size()),
 				&scratch, nullptr, 0, -1);
-		events_end(&scratch, failed);
+		events->end(&scratch, failed);
 	} else {
-		events_end(nullptr, failed);
+		events->end(nullptr, failed);
 	}
 }
 
-} // namespace
+at::CallbackHandle callback;
 
-static at::CallbackHandle callback;
-
-extern "C" int observer_install(char *error, size_t size)
+int install(char *error, size_t size)
 {
 	if (callback)
 		return 0;
@@ -348,6 +374,7 @@ extern "C" int observer_install(char *error, size_t size)
 				.needsOutputs(true)
 				.scopes({ at::RecordScope::FUNCTION,
 					  at::RecordScope::BACKWARD_FUNCTION }));
+		at::disableCallback(callback);
 	} catch (const std::exception &e) {
 		snprintf(error, size, "%s", e.what());
 		return -1;
@@ -357,7 +384,7 @@ extern "C" int observer_install(char *error, size_t size)
 
 // Off, the callback is disabled in torch too: RecordFunction then costs
 // what it costs with no observer (no inputs copied).
-extern "C" void observer_enable(bool on)
+void enable(bool on)
 {
 	enabled.store(on);
 	if (on)
@@ -366,7 +393,7 @@ extern "C" void observer_enable(bool on)
 		at::disableCallback(callback);
 }
 
-extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)
+uint64_t name_tensor(uintptr_t impl, const char *name)
 {
 	if (!impl)
 		return 0;
@@ -376,4 +403,17 @@ extern "C" uint64_t observer_name_tensor(uintptr_t impl, const char *name)
 	if (!e.name || e.name[0] == '(')
 		e.name = intern(name);
 	return e.id;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int
+amptrace_observer_bind(unsigned abi, const struct obs_events *table,
+		       struct obs_observer *observer)
+{
+	if (abi != OBS_ABI_VERSION)
+		return -1;
+	events = table;
+	*observer = obs_observer{ install, enable, name_tensor };
+	return 0;
 }

@@ -65,26 +65,47 @@ enum obs_want {
 	OBS_IN_BACKWARD = 4,
 };
 
-/* Start of a call.  `scope_backward`: an autograd node.  Returns a mask of
- * obs_want: when it has OBS_WANT_INPUTS the observer calls
- * events_begin_args next. */
-unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
-		      bool autocast_any);
-void events_begin_args(const struct obs_args *inputs,
-		       const struct obs_autocast *autocast);
-/* End of the call that began last on this thread; `outputs` is NULL
- * unless the begin asked for OBS_WANT_OUTPUTS.  `failed`: the call
- * raised (its end runs while the exception unwinds). */
-void events_end(const struct obs_args *outputs, bool failed);
+/* What the observer calls (events.c, in the _bridge extension).  The
+ * observer is a library of its own, built against the exact torch it runs
+ * in (at build time for the torch meson found, else on first use: see
+ * _observer.py); the two halves meet through these two tables, so the
+ * extension itself needs no torch to build. */
+struct obs_events {
+	/* Start of a call.  `scope_backward`: an autograd node.  Returns a
+	 * mask of obs_want: with OBS_WANT_INPUTS the observer calls
+	 * begin_args next. */
+	unsigned (*begin)(struct obs_op *op, bool scope_backward,
+			  int64_t seq_nr, bool autocast_any);
+	void (*begin_args)(const struct obs_args *inputs,
+			   const struct obs_autocast *autocast);
+	/* End of the call that began last on this thread; `outputs` is NULL
+	 * unless the begin asked for OBS_WANT_OUTPUTS.  `failed`: the call
+	 * raised (its end runs while the exception unwinds). */
+	void (*end)(const struct obs_args *outputs, bool failed);
+};
 
-/* observer.cpp: installs the RecordFunction callback (once per process).
- * Returns 0, or -1 with a message in `error`. */
-int observer_install(char *error, size_t size);
-/* Turns the callback on and off (recording stops; the callback stays). */
-void observer_enable(bool on);
-/* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata): its
- * events carry the name from now on.  Returns its id. */
-uint64_t observer_name_tensor(uintptr_t impl, const char *name);
+/* What the observer offers. */
+struct obs_observer {
+	/* Installs the RecordFunction callback (once per process, off).
+	 * Returns 0, or -1 with a message in `error`. */
+	int (*install)(char *error, size_t size);
+	/* Turns the callback on and off (recording stops; the callback
+	 * stays). */
+	void (*enable)(bool on);
+	/* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata):
+	 * its events carry the name from now on.  Returns its id. */
+	uint64_t (*name_tensor)(uintptr_t impl, const char *name);
+};
+
+/* Bumped whenever either table or the structs above change: a cached
+ * observer built from older sources is then rebuilt, not misread. */
+#define OBS_ABI_VERSION 1
+#define OBS_BIND_SYMBOL "amptrace_observer_bind"
+
+/* The observer library's one export: keeps `events`, fills `observer`.
+ * Returns 0, or -1 when `abi` is not OBS_ABI_VERSION. */
+typedef int (*obs_bind_fn)(unsigned abi, const struct obs_events *events,
+			   struct obs_observer *observer);
 
 #ifdef __cplusplus
 }

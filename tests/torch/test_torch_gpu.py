@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The PyTorch bridge on a GPU: `amptrace run -- python3 gpu_train.py`
+(CUDA f16 autocast, a real GradScaler, a small transformer) must record
+the ops, casts and scaler of an unmodified program and link every GPU
+kernel to the op that launched it (CUPTI external correlation ids).
+TAP output; exit 77 (skip) without a CUDA device or without the bridge.
+
+With --timing it instead runs the program plain and traced, interleaved,
+and prints the ratio of their median ms/step.
+
+usage: test_torch_gpu.py AMPTRACE PYTHON [--timing] [--keep DIR]
+"""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+AMPTRACE, PYTHON = sys.argv[1:3]
+TIMING = "--timing" in sys.argv
+KEEP = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HERE, "gpu_train.py")
+TMP = KEEP or tempfile.mkdtemp(prefix="amptrace-torch-gpu-")
+results = []
+
+
+def check(what, ok, detail=""):
+    results.append(ok)
+    print("%s - %s" % ("ok" if ok else "not ok", what))
+    if not ok and detail:
+        for line in str(detail).splitlines()[:20]:
+            print("# " + line)
+
+
+def run(args, traced, out="t", env=None):
+    path = os.path.join(TMP, out + ".json")
+    cmd = [PYTHON, PROGRAM] + args
+    if traced:
+        cmd = [AMPTRACE, "run", "-q", "-o", path, "--"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, **(env or {})))
+    return p, path
+
+
+def loss_of(p):
+    m = re.search(r"loss ([0-9.]+)", p.stdout)
+    return float(m.group(1)) if m else None
+
+
+def ms_per_step(p):
+    m = re.search(r"ms/step ([0-9.]+)", p.stdout)
+    return float(m.group(1)) if m else None
+
+
+def skip_unless_gpu():
+    probe = subprocess.run(
+        [PYTHON, "-c", "import torch; assert torch.cuda.is_available()"],
+        capture_output=True)
+    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
+                                        "sitecustomize.py"))
+    if probe.returncode != 0 or not built:
+        print("1..0 # SKIP no CUDA device for %s, or the bridge is not built"
+              % PYTHON)
+        sys.exit(77)
+
+
+def test_trace(model):
+    plain = run(["--model", model], False)[0]
+    p, path = run(["--model", model], True, "gpu-" + model)
+    check("%s: gpu_train.py runs unchanged under amptrace run" % model,
+          p.returncode == 0 and "ms/step" in p.stdout, p.stderr[-2000:])
+    if p.returncode != 0:
+        return
+    # Embedding backward sums with atomics: the loss may move in the last
+    # digits from run to run, traced or not.
+    a, b = loss_of(plain), loss_of(p)
+    check("%s: same loss traced as plain (%s vs %s)" % (model, b, a),
+          a is not None and b is not None and abs(a - b) <= 1e-3 * abs(a))
+    own = [l for l in p.stderr.splitlines() if not l.startswith("amptrace")]
+    check("%s: the program's stderr is unchanged" % model,
+          own == plain.stderr.splitlines(), p.stderr[-2000:])
+    with open(path) as f:
+        t = json.load(f)
+    ev = t["traceEvents"]
+    meta = [e for e in ev if e.get("name") == "process_name" and
+            "framework" in e.get("args", {})]
+    framework = meta[0]["args"]["framework"] if meta else ""
+    check("%s: the process names torch and the policy table" % model,
+          framework.startswith("torch ") and "policy table" in framework,
+          framework)
+    ops = [e["args"] for e in ev if e.get("cat") == "amp.op"]
+    low = [a for a in ops if a.get("policy") == "lower_precision_fp"
+           and a.get("device") == "cuda"]
+    check("%s: lower_precision_fp ops on cuda run in f16" % model,
+          low and all(o["dtype"] == "f16" for a in low
+                      for o in a.get("outputs", [])[:1]),
+          low[:1])
+    phases = {a["phase"] for a in ops}
+    check("%s: phases forward, backward and optimizer" % model,
+          {"forward", "backward", "optimizer"} <= phases, phases)
+    casts = [e["args"] for e in ev if e.get("cat") == "amp.cast"]
+    named = [c for c in casts if c.get("name") and c["to"] == "f16"]
+    check("%s: weight casts to f16, named after their parameters" % model,
+          named and all(c["from"] == "f32" for c in named), casts[:2])
+    scaler = [e["args"] for e in ev if e.get("cat") == "amp.scaler"]
+    check("%s: GradScaler recorded (scale, found_inf per step)" % model,
+          any(s.get("what") == "update" for s in scaler), scaler[:3])
+    ids = {a["op_id"] for a in ops}
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    linked = [k for k in kernels if k["args"].get("External id") in ids]
+    share = len(linked) / len(kernels) if kernels else 0.0
+    check("%s: GPU kernels recorded and linked to their ops (%d of %d)"
+          % (model, len(linked), len(kernels)),
+          kernels and share >= 0.9, share)
+    by_id = {a["op_id"]: a["op"] for a in ops}
+    gemm_ops = {by_id[k["args"]["External id"]] for k in linked
+                if re.search(r"gemm|sm90|cutlass|xmma", k["name"])}
+    check("%s: matrix-multiply kernels link to linear/matmul ops" % model,
+          gemm_ops & {"linear", "matmul", "mm", "addmm", "bmm", "baddbmm",
+                      "_scaled_dot_product_efficient_attention",
+                      "_scaled_dot_product_flash_attention"},
+          gemm_ops)
+    s = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
+                       text=True)
+    check("%s: amptrace summary reads it" % model,
+          s.returncode == 0 and "f32->f16" in s.stdout, s.stdout[-1500:])
+    hits = sum(1 for c in casts if c.get("cache") == "hit")
+    print("# metric %s: %d ops, %d casts (%d hits), %d scaler events, "
+          "%d kernels, %.1f%% linked; %s" % (
+              model, len(ops), len(casts), hits, len(scaler), len(kernels),
+              100 * share, framework))
+    if KEEP:
+        with open(os.path.join(TMP, "summary-%s.txt" % model), "w") as f:
+            f.write(s.stdout)
+
+
+def test_timing():
+    """Plain and traced, interleaved, three times at two sizes."""
+    for name, args in (("small", []),
+                       ("medium", ["--width", "512", "--layers", "4",
+                                   "--batch", "16", "--seq", "256",
+                                   "--steps", "12"])):
+        plain, traced, untimed = [], [], []
+        for _ in range(3):
+            plain.append(ms_per_step(run(args, False)[0]))
+            traced.append(ms_per_step(run(args, True, "timing")[0]))
+            # the same without kernel timing (no CUDA module to load)
+            untimed.append(ms_per_step(run(
+                args, True, "timing", {"AMP_CUDA_MODULE": "/none"})[0]))
+        ok = None not in plain + traced + untimed
+        check("timing %s: plain and traced runs report ms/step" % name, ok,
+              (plain, traced, untimed))
+        if ok:
+            p, t = statistics.median(plain), statistics.median(traced)
+            u = statistics.median(untimed)
+            print("# metric timing %s: plain %.3f ms/step, traced %.3f "
+                  "(%.2fx), traced without kernel timing %.3f (%.2fx)"
+                  % (name, p, t, t / p, u, u / p))
+
+
+def main():
+    skip_unless_gpu()
+    if TIMING:
+        test_timing()
+    else:
+        test_trace("torch")
+        probe = subprocess.run([PYTHON, "-c", "import transformers"],
+                               capture_output=True)
+        if probe.returncode == 0:
+            test_trace("hf")
+    print("1..%d" % len(results))
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

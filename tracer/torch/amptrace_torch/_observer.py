@@ -1,0 +1,137 @@
+"""The observer library for the running torch: the one built with amptrace
+(for the torch found at build time), or one built on first use from the
+sources this package ships, into a cache per torch version.
+
+The observer is C++ against torch's own headers and C++ ABI, so it must
+match the torch it runs in exactly; everything else of the bridge is C
+and does not depend on torch.  A first-use build takes ~10-40 s once and
+says so in one line; later runs load the cached library.
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SOURCES = ("observer.cpp", "observer.h", "amp.h", "amp_autograd.h",
+            "amp_train.h")
+
+
+class Unavailable(Exception):
+    """No observer can be had for this torch (the message says why)."""
+
+
+def tag(torch):
+    """torch1.13.1-abi1: what the observer is built for."""
+    version = re.sub(r"[^A-Za-z0-9._]", "_", torch.__version__)
+    return "torch%s-abi%d" % (version, int(torch._C._GLIBCXX_USE_CXX11_ABI))
+
+
+def _cache_root():
+    root = os.environ.get("AMPTRACE_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "amptrace")
+    return os.path.join(root, "observer")
+
+
+def _source_digest(src):
+    h = hashlib.sha256()
+    for name in _SOURCES:
+        with open(os.path.join(src, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:12]
+
+
+def _compiler():
+    for c in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    raise Unavailable("no C++ compiler (set CXX, or install g++)")
+
+
+def _command(torch, compiler, src, out):
+    d = os.path.dirname(torch.__file__)
+    inc, lib = os.path.join(d, "include"), os.path.join(d, "lib")
+    if not os.path.isfile(os.path.join(inc, "ATen", "record_function.h")):
+        raise Unavailable("torch %s ships no C++ headers (%s)"
+                          % (torch.__version__, inc))
+    return [compiler, "-std=c++17",
+            "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-DNDEBUG",
+            "-D_GLIBCXX_USE_CXX11_ABI=%d"
+            % int(torch._C._GLIBCXX_USE_CXX11_ABI),
+            "-w", "-I", src, "-isystem", inc, "-isystem",
+            os.path.join(inc, "torch", "csrc", "api", "include"),
+            os.path.join(src, "observer.cpp"), "-o", out,
+            "-L", lib, "-ltorch_cpu", "-lc10", "-Wl,-rpath," + lib]
+
+
+def _build(torch, src, target):
+    """Builds into `target`: under a lock (a DataLoader's workers may all
+    start at once), into a temporary file renamed into place, so a
+    half-written library is never loaded."""
+    import fcntl
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.isfile(target):
+            return
+        compiler = _compiler()
+        fd, tmp = tempfile.mkstemp(suffix=".so",
+                                   dir=os.path.dirname(target))
+        os.close(fd)
+        cmd = _command(torch, compiler, src, tmp)
+        sys.stderr.write("amptrace: building the PyTorch observer for torch "
+                         "%s (once; cached in %s)\n"
+                         % (torch.__version__, os.path.dirname(target)))
+        sys.stderr.flush()
+        try:
+            done = subprocess.run(cmd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+            if done.returncode != 0:
+                raise Unavailable("building the observer failed (%s):\n%s"
+                                  % (" ".join(cmd), done.stdout[-4000:]))
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def path(torch):
+    """The observer library for this torch, built if need be."""
+    t = tag(torch)
+    if os.environ.get("AMPTRACE_OBSERVER_FROM_CACHE") != "1":
+        built = os.path.join(_HERE, "_observer-%s.so" % t)
+        if os.path.isfile(built):
+            return built
+    src = os.path.join(_HERE, "observer_src")
+    if not os.path.isdir(src):
+        raise Unavailable("this amptrace ships no observer sources (%s)" % src)
+    target = os.path.join(_cache_root(), "%s-%s" % (t, _source_digest(src)),
+                          "_observer.so")
+    if not os.path.isfile(target):
+        _build(torch, src, target)
+    return target
+
+
+def load(torch, bridge):
+    """Binds the observer for the running torch into the extension."""
+    bridge.load_observer(path(torch))
+
+
+def cuda_module():
+    """libamp's CUDA module (kernel timing), next to this package in the
+    build tree (build/kernels) or installed (PREFIX/lib); "" if none."""
+    env = os.environ.get("AMP_CUDA_MODULE")
+    if env:
+        return env
+    top = os.path.normpath(os.path.join(_HERE, "..", "..", ".."))
+    for candidate in (os.path.join(top, "kernels", "libamp_cuda.so"),
+                      os.path.join(top, "libamp_cuda.so")):
+        if os.path.isfile(candidate):
+            return candidate
+    return ""
