@@ -5,7 +5,9 @@
 # (after warm-up), so the cost of tracing can be read off two runs.
 #
 # usage: gpu_train.py [--model torch|hf] [--steps N] [--batch B] [--seq S]
-#                     [--width W] [--layers L]
+#                     [--width W] [--layers L] [--profile]
+# --profile: the loop runs under torch.profiler (CPU and CUDA activities,
+# shapes recorded), for comparison; "whole" then includes its exit.
 import argparse
 import statistics
 import sys
@@ -20,6 +22,7 @@ parser.add_argument("--batch", type=int, default=8)
 parser.add_argument("--seq", type=int, default=64)
 parser.add_argument("--width", type=int, default=128)
 parser.add_argument("--layers", type=int, default=2)
+parser.add_argument("--profile", action="store_true")
 args = parser.parse_args()
 
 if not torch.cuda.is_available():
@@ -73,6 +76,12 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
 scaler = (torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler")
           else torch.cuda.amp.GradScaler())
 times = []
+profiler = None
+if args.profile:
+    from torch.profiler import ProfilerActivity, profile
+    profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       record_shapes=True)
+    profiler.__enter__()
 for step in range(args.steps):
     ids = torch.randint(0, VOCAB, (args.batch, args.seq + 1), device="cuda")
     torch.cuda.synchronize()
@@ -87,7 +96,13 @@ for step in range(args.steps):
     scaler.update()
     torch.cuda.synchronize()
     times.append(time.perf_counter() - start)
+exit_s = 0.0
+if profiler:
+    start = time.perf_counter()
+    profiler.__exit__(None, None, None)
+    profiler.key_averages()
+    exit_s = time.perf_counter() - start
 warm = times[2:] or times
-print("model %s steps %d loss %.4f scale %g ms/step %.3f" % (
+print("model %s steps %d loss %.4f scale %g ms/step %.3f whole %.3f" % (
     args.model, args.steps, loss.item(), scaler.get_scale(),
-    1000 * statistics.median(warm)))
+    1000 * statistics.median(warm), 1000 * (sum(times) + exit_s) / len(times)))

@@ -8,11 +8,14 @@ usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
+# absolute: one case runs with an empty PATH
+PYTHON = shutil.which(PYTHON) or PYTHON
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
@@ -503,6 +506,30 @@ def test_no_false_divergence():
           bool(divergences(t)))
 
 
+def test_observer_build():
+    """A torch other than the one amptrace was built for: the observer is
+    built on first use into the cache, said in one line, then reused."""
+    cache = os.path.join(TMP, "observer-cache")
+    env = dict(os.environ, AMPTRACE_OBSERVER_FROM_CACHE="1",
+               AMPTRACE_CACHE_DIR=cache)
+    p, path = run("train_mlp.py", env=env, out="built")
+    said = [l for l in p.stderr.splitlines()
+            if "building the PyTorch observer" in l]
+    check("first use: the observer is built, said in one line, and records",
+          p.returncode == 0 and len(said) == 1 and cache in said[0] and
+          len(ops(load(path), "linear")) == 6, p.stderr[-800:])
+    p, path = run("train_mlp.py", env=env, out="cached")
+    check("second use: the cached observer is loaded, nothing said",
+          p.returncode == 0 and "building" not in p.stderr and
+          len(ops(load(path), "linear")) == 6, p.stderr[-800:])
+    env = dict(env, AMPTRACE_CACHE_DIR=os.path.join(TMP, "empty-cache"),
+               CXX="", PATH="/nonexistent")
+    p, path = run("train_mlp.py", env=env, out="nocompiler")
+    check("no C++ compiler: said clearly, the program still runs unchanged",
+          p.stdout.startswith("loss ") and "no C++ compiler" in p.stderr,
+          p.stderr[-800:])
+
+
 skip_unless_bridge()
 test_training_loop()
 test_scenarios()
@@ -512,5 +539,6 @@ test_twin_negative()
 test_injection_messages()
 test_divergence()
 test_no_false_divergence()
+test_observer_build()
 print("1..%d" % len(results))
 sys.exit(0 if all(results) else 1)

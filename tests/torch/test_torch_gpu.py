@@ -105,6 +105,10 @@ def test_trace(model):
     named = [c for c in casts if c.get("name") and c["to"] == "f16"]
     check("%s: weight casts to f16, named after their parameters" % model,
           named and all(c["from"] == "f32" for c in named), casts[:2])
+    scaler_ops = [a for a in ops if a["op"].startswith("_amp_")]
+    check("%s: GradScaler's ops are in phase optimizer" % model,
+          scaler_ops and all(a["phase"] == "optimizer" for a in scaler_ops),
+          [(a["op"], a["phase"]) for a in scaler_ops][:4])
     scaler = [e["args"] for e in ev if e.get("cat") == "amp.scaler"]
     check("%s: GradScaler recorded (scale, found_inf per step)" % model,
           any(s.get("what") == "update" for s in scaler), scaler[:3])
@@ -138,27 +142,37 @@ def test_trace(model):
 
 
 def test_timing():
-    """Plain and traced, interleaved, three times at two sizes."""
+    """Plain, traced (with and without kernel timing) and under
+    torch.profiler, interleaved, three times at two sizes."""
     for name, args in (("small", []),
                        ("medium", ["--width", "512", "--layers", "4",
                                    "--batch", "16", "--seq", "256",
                                    "--steps", "12"])):
-        plain, traced, untimed = [], [], []
+        runs = {"plain": [], "traced": [], "untimed": [], "profiler": []}
         for _ in range(3):
-            plain.append(ms_per_step(run(args, False)[0]))
-            traced.append(ms_per_step(run(args, True, "timing")[0]))
+            runs["plain"].append(run(args, False)[0])
+            runs["traced"].append(run(args, True, "timing")[0])
             # the same without kernel timing (no CUDA module to load)
-            untimed.append(ms_per_step(run(
-                args, True, "timing", {"AMP_CUDA_MODULE": "/none"})[0]))
-        ok = None not in plain + traced + untimed
-        check("timing %s: plain and traced runs report ms/step" % name, ok,
-              (plain, traced, untimed))
-        if ok:
-            p, t = statistics.median(plain), statistics.median(traced)
-            u = statistics.median(untimed)
-            print("# metric timing %s: plain %.3f ms/step, traced %.3f "
-                  "(%.2fx), traced without kernel timing %.3f (%.2fx)"
-                  % (name, p, t, t / p, u, u / p))
+            runs["untimed"].append(run(args, True, "timing",
+                                       {"AMP_CUDA_MODULE": "/none"})[0])
+            runs["profiler"].append(run(args + ["--profile"], False)[0])
+        step = {k: [ms_per_step(p) for p in v] for k, v in runs.items()}
+        whole = {k: [float(re.search(r"whole ([0-9.]+)", p.stdout).group(1))
+                     if "whole" in p.stdout else None for p in v]
+                 for k, v in runs.items()}
+        ok = all(None not in v for v in list(step.values()) + list(whole.values()))
+        check("timing %s: every run reports ms/step" % name, ok, step)
+        if not ok:
+            continue
+        base = statistics.median(step["plain"])
+        print("# metric timing %s (median ms/step of 3; ratio to plain): %s"
+              % (name, ", ".join("%s %.3f (%.2fx)" % (
+                  k, statistics.median(v), statistics.median(v) / base)
+                  for k, v in step.items())))
+        base = statistics.median(whole["plain"])
+        print("# metric timing %s whole loop incl. warm-up and profiler exit: "
+              "%s" % (name, ", ".join("%s %.2fx" % (
+                  k, statistics.median(v) / base) for k, v in whole.items())))
 
 
 def main():

@@ -215,7 +215,11 @@ def _wrap_scaler(torch, bridge):
                           False, 0)
         return result
 
-    cls.step, cls.update = step_, update_
+    # Its ops (unscale and inf check, the scale update) are the
+    # optimizer step's, not the forward pass's.
+    cls.step = _in_phase(bridge, "optimizer", step_)
+    cls.update = _in_phase(bridge, "optimizer", update_)
+    cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
 
 
 def install(torch, bridge):

@@ -193,6 +193,7 @@ void read_schema(const c10::OperatorName &name, struct obs_op *op)
 			mask |= uint64_t(1) << i;
 	}
 	op->optional_args = mask;
+	op->returns = (int)handle->schema().returns().size();
 }
 
 // Per operator and thread (events.c fills its policy rows lazily, so no
@@ -207,6 +208,7 @@ struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 {
 	auto op = std::make_unique<obs_op>();
 	op->dtype_index = -1;
+	op->returns = -1;
 	if (!strncmp(name, "aten::", 6)) {
 		op->aten = true;
 		snprintf(op->op, sizeof op->op, "%s", name + 6);
@@ -257,6 +259,7 @@ struct obs_args &scratch_for_thread(void)
 // every call on every thread gets one.
 struct frame_context : at::ObserverContext {
 	unsigned want;
+	const struct obs_op *op;
 	int exceptions;    // std::uncaught_exceptions() at the start
 	frame_context *next_free;
 
@@ -337,6 +340,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 	}
 	auto ctx = std::make_unique<frame_context>();
 	ctx->want = want;
+	ctx->op = op;
 	ctx->exceptions = std::uncaught_exceptions();
 	return ctx;
 }
@@ -348,10 +352,16 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 		return;
 	auto *frame = static_cast<frame_context *>(ctx);
 	// RecordFunction ends in its destructor, also when the op throws.
+	// The exception count alone misses that under torch 2.x (seen on
+	// 2.11 wheels): a kernel that threw also never set the outputs of an
+	// op whose schema returns something.
 	bool failed = std::uncaught_exceptions() > frame->exceptions;
+	const std::vector<c10::IValue> &outputs = fn.outputs();
+	auto *op = static_cast<const struct obs_op *>(frame->op);
+	if (op && op->returns > 0 && outputs.empty())
+		failed = true;
 	if (frame->want & OBS_WANT_OUTPUTS) {
 		struct obs_args &scratch = scratch_for_thread();
-		const std::vector<c10::IValue> &outputs = fn.outputs();
 		describe_values(c10::ArrayRef<const c10::IValue>(
 					outputs.data(), outputs.size()),
 				&scratch, nullptr, 0, -1);

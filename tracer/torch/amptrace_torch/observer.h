@@ -34,6 +34,7 @@ struct obs_op {
 	 * those when it picks a promote type) */
 	uint64_t optional_args;
 	int dtype_index;       /* the `ScalarType? dtype` argument, or -1 */
+	int returns;           /* results in the schema, -1 unknown */
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
@@ -99,7 +100,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 1
+#define OBS_ABI_VERSION 2
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.
