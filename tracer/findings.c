@@ -706,11 +706,13 @@ static void rule_redundant(struct context *cx, struct id_map *down,
 
 /* ---------------------------------------------------- amp.diag events */
 
-/* An overflow in a backward op followed by a skipped GradScaler step of
- * the same process: the scaled gradients overflowed and the scaler did
- * its job (skipped the step, lowered the scale), as it does while it
- * calibrates from 65536.  That is scaler-skipped-step's to report, not an
- * fp16-overflow error. */
+/* An overflow in a backward op followed, before the GradScaler's next
+ * update, by a skipped step of the same process: the scaled gradients
+ * overflowed and the scaler did its job (skipped the step, lowered the
+ * scale), as it does while it calibrates from 65536.  That is
+ * scaler-skipped-step's to report, not an fp16-overflow error.  Any
+ * skipped step of the iteration counts: with several optimizers the
+ * first may step while the one owning the overflowed gradient skips. */
 static bool overflow_handled_by_scaler(struct context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
@@ -722,9 +724,12 @@ static bool overflow_handled_by_scaler(struct context *cx, size_t i)
 		return false;
 	for (size_t j = i + 1; j < cx->t->nevents; j++) {
 		const struct trace_event *n = &cx->t->events[j];
-		if (n->pid == e->pid && n->kind == TRACE_SCALER &&
-		    n->scaler.what && !strcmp(n->scaler.what, "step"))
-			return n->scaler.step_skipped;
+		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
+			continue;
+		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
+			return true;
+		if (!strcmp(n->scaler.what, "update"))
+			return false;
 	}
 	return false;
 }

@@ -18,7 +18,10 @@ struct scaler_state {
 	int halvings;
 	uint64_t inf_tensor;
 	bool reported;
-	bool stepped;   /* an optimizer step was taken: calibration is over */
+	bool stepped;   /* an optimizer step was taken */
+	bool updates;   /* the scaler is ever updated */
+	bool skipped;   /* a step was skipped since the last update */
+	bool calibrated; /* an iteration ended with no step skipped */
 };
 
 static struct scaler_state *scaler_state(struct scaler_state *states,
@@ -44,6 +47,16 @@ void finding_rule_scaler(struct context *cx)
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_SCALER || !e->scaler.what ||
+		    strcmp(e->scaler.what, "update"))
+			continue;
+		struct scaler_state *st = scaler_state(states, &nstates, 32,
+						       e->pid, e->scaler.scaler_id);
+		if (st)
+			st->updates = true;
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_SCALER || !e->scaler.what)
 			continue;
 		const struct trace_scaler *s = &e->scaler;
@@ -53,15 +66,22 @@ void finding_rule_scaler(struct context *cx)
 			continue;
 		if (s->inf_tensor)
 			st->inf_tensor = s->inf_tensor;
-		if (!strcmp(s->what, "step") && !s->step_skipped)
-			st->stepped = true;
-		/* Skipped steps before the first step taken are GradScaler
+		if (!strcmp(s->what, "step"))
+			st->stepped |= !s->step_skipped;
+		if (!strcmp(s->what, "step"))
+			st->skipped |= s->step_skipped;
+		/* Skipped steps before the first iteration (steps up to an
+		 * update) in which no step was skipped are GradScaler
 		 * calibrating its scale (it starts at 65536 and halves until
-		 * the scaled gradients fit): normal, an info of their own;
-		 * once a step was taken, a skipped one is a warning.  A scale
-		 * that never settles is scaler-collapse's. */
+		 * the scaled gradients fit): normal, an info of their own.
+		 * Per iteration, not per step: with two optimizers one may
+		 * step while the other's gradients still overflow.  Once an
+		 * iteration went clean, a skipped step is a warning; a scaler
+		 * never updated is calibrated by its first step taken.  A
+		 * scale that never settles is scaler-collapse's. */
 		if (!strcmp(s->what, "step") && s->step_skipped) {
-			bool calibrating = !st->stepped;
+			bool calibrating = !st->calibrated &&
+					   (st->updates || !st->stepped);
 			finding_text(site, sizeof site, "%llu/%llu%s",
 				     (unsigned long long)s->scaler_id,
 				     (unsigned long long)s->optimizer_id,
@@ -80,8 +100,8 @@ void finding_rule_scaler(struct context *cx)
 					     (unsigned long long)s->scaler_id,
 					     (unsigned long long)s->optimizer_id,
 					     calibrating ? " while calibrating its "
-					     "scale (no step taken yet: normal at "
-					     "the start)" : "",
+					     "scale (no iteration without a skip yet: "
+					     "normal at the start)" : "",
 					     st->inf_tensor ? "gradient " : "a gradient",
 					     st->inf_tensor ? finding_tensor_label(cx, e->pid,
 					     st->inf_tensor,
@@ -90,6 +110,10 @@ void finding_rule_scaler(struct context *cx)
 					     : "",
 					     s->scale);
 			}
+		}
+		if (!strcmp(s->what, "update")) {
+			st->calibrated |= st->stepped && !st->skipped;
+			st->skipped = false;
 		}
 		if (strcmp(s->what, "update") || isnan(s->scale))
 			continue;
