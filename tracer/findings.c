@@ -1,6 +1,10 @@
 /* Findings computed from a trace (see findings.h).  The rules:
  *
- * backward-under-autocast  a backward op whose autocast.enabled is true.
+ * backward-under-autocast  a backward op whose autocast.enabled is true,
+ *                          unless the region that set it was entered by
+ *                          the backward pass itself (its thread's last op
+ *                          before it was a backward op: custom_bwd
+ *                          re-entering the forward's autocast state).
  * stale-cache              a cast cache hit marked `stale` (its source was
  *                          modified in place after the cached cast was made).
  * cache-growth             the autocast cache's entry count, read at the end
@@ -8,25 +12,41 @@
  *                          consecutive steps with no cache clear.
  * autocast-off-in-thread   thread T ran a lower-precision-list op (matmul,
  *                          linear, conv, ...: the policy table's, see
- *                          gen_low_precision_ops.c) with
+ *                          gen_low_precision_ops.c) in the forward with
  *                          autocast off, while another thread S was inside
- *                          an enabled region that was already open when T
- *                          made its first event (S started T, as
- *                          DataParallel's workers are started).
+ *                          an enabled region R that was already open when
+ *                          T made its first event, and R handed T its work
+ *                          or took its result: T used a tensor an op of S
+ *                          made inside R (DataParallel's scatter), or S
+ *                          used inside R a tensor an op of T made (the
+ *                          gather).  The trace records no thread creation;
+ *                          the hand-off is what says T worked for R, so a
+ *                          sibling worker or a thread of its own that
+ *                          merely runs while R is open is not reported.
  * dtype-mismatch           an op outside autocast failed with f16/bf16 and
  *                          f32/f64 inputs; names the low-precision input
  *                          and the op that produced it.
  * banned-op                an op whose policy is `banned`.
- * scaler-skipped-step      a GradScaler `step` event with step_skipped (info
- *                          before its first step taken: calibration).
+ * scaler-skipped-step      a GradScaler `step` event with step_skipped: a
+ *                          warning when steps keep being skipped (a second
+ *                          skip after calibration at a scale that has not
+ *                          grown since the previous one); info while the
+ *                          scale calibrates and for the scaler's normal
+ *                          adjustments (findings_steps.c).
  * scaler-collapse          a scale below SCALER_COLLAPSE_SCALE, or
  *                          SCALER_COLLAPSE_HALVINGS updates in a row that
  *                          each lowered the scale.
- * redundant-cast           a tensor cast f32->low precision whose only use
- *                          is the cast back (round trip, no low-precision
- *                          compute in between), or the same tensor cast to
- *                          the same dtype (cache miss each time) by
- *                          several ops.
+ * redundant-cast           a cast the program wrote (an explicit `to`
+ *                          op of the forward between f32/f64 and f16/bf16,
+ *                          not inside a composite) that was undone (every
+ *                          use of its result cast it back, by autocast for
+ *                          an op or by the program) or repeated (autocast
+ *                          cast the same unchanged source to the same dtype
+ *                          for an op given the source rather than the
+ *                          copy).  Autocast's own casts alone (one
+ *                          activation cast for each of q, k and v) and
+ *                          autograd's (backward) are never reported
+ *                          (findings_casts.c).
  * cache-disabled           a cacheable cast redone (cache_enabled off).
  * op-error                 an op failed, not explained by the kinds above.
  * policy-divergence        a cast by TorchScript's autocast ops, or a
@@ -34,7 +54,10 @@
  *                          (findings_divergence.c).
  * fp16-overflow, cast-underflow, process-died, recording-stopped and any
  *                          other kind: amp.diag events of the file (libamp,
- *                          amptrace run and its recorder).
+ *                          amptrace run and its recorder); an fp16-overflow
+ *                          of a backward op followed by a skipped step
+ *                          before the scaler's next update is the scaler's
+ *                          (scaler-skipped-step), not reported.
  *
  * Steps (for cache-growth), per process: a step ends at each GradScaler
  * `update`; without one, at the end of each optimizer update (a run of
@@ -111,7 +134,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	  "keep the tensor in f32 (fp32 policy or a disabled region), rescale "
 	  "it, or use bf16", true },
 	[FINDING_REDUNDANT_CAST] = { "redundant-cast", FINDING_INFO,
-	  "cast once and reuse the result, or drop the cast pair", false },
+	  "drop the cast autocast undoes, or pass the op your cast's result "
+	  "instead of its source", false },
 	[FINDING_CACHE_DISABLED] = { "cache-disabled", FINDING_INFO,
 	  "leave cache_enabled on so weight casts are made once per region",
 	  false },
