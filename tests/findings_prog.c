@@ -112,6 +112,26 @@ static void train(int steps, bool whole_region, bool new_weight)
 }
 
 static void mode_backward_inside(void) { train(3, true, false); }
+
+/* A region per micro-batch around forward and backward, no optimizer
+ * step: each region after the first is entered right after a backward. */
+static void mode_backward_per_step(void)
+{
+	amp_tensor *x = filled(8, 16, 0.5);
+	amp_tensor *w = weight(16, 16, "layer.weight");
+
+	for (int step = 0; step < 3; step++) {
+		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "micro");
+		amp_tensor *y = check(amp_mm(x, w), "mm");
+		amp_tensor *loss = check(amp_sum(y, AMP_DTYPE_NONE), "sum");
+		check_status(amp_backward(loss, NULL, false, false), "backward");
+		amp_autocast_exit();
+		amp_tensor *done[] = { y, loss };
+		free_all(done, 2);
+	}
+	amp_tensor *done[] = { x, w };
+	free_all(done, 2);
+}
 static void mode_backward_outside(void) { train(3, false, false); }
 static void mode_growth(void) { train(6, true, true); }
 static void mode_no_growth(void) { train(6, false, true); }
@@ -456,6 +476,7 @@ static const struct {
 	void (*run)(void);
 } modes[] = {
 	{ "backward-inside", mode_backward_inside },
+	{ "backward-per-step", mode_backward_per_step },
 	{ "backward-outside", mode_backward_outside },
 	{ "growth", mode_growth },
 	{ "no-growth", mode_no_growth },

@@ -170,6 +170,30 @@ START_TEST(test_ids)
 }
 END_TEST
 
+/* A region per micro-batch around forward and backward: every backward
+ * op is reported, also in the regions entered right after the previous
+ * backward (not mistaken for a region the backward pass entered, as
+ * custom_bwd's are). */
+START_TEST(test_backward_per_step)
+{
+	struct trace trace;
+	struct findings f;
+	size_t under = 0;
+
+	run_mode("backward-per-step", &trace, &f);
+	for (size_t i = 0; i < trace.nevents; i++)
+		under += trace.events[i].kind == TRACE_OP &&
+			 finding_op_is_backward(&trace.events[i].op) &&
+			 trace.events[i].op.autocast.enabled;
+	const struct trace_finding *b = findings_get(&f, "backward-under-autocast");
+	ck_assert_msg(b, "no backward-under-autocast:%s", describe(&f));
+	ck_assert_uint_ge(under, 3);
+	ck_assert_uint_eq(b->count, under);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* Occurrences fold: three overflowing matmuls give one finding, count 3;
  * several findings sort most severe first. */
 START_TEST(test_aggregate_and_sort)
@@ -805,6 +829,7 @@ static Suite *findings_suite(void)
 	tcase_add_loop_test(kinds, test_healthy_not_found, 0,
 			    (int)(sizeof healthy_modes / sizeof healthy_modes[0]));
 	tcase_add_test(kinds, test_ids);
+	tcase_add_test(kinds, test_backward_per_step);
 	tcase_add_test(kinds, test_aggregate_and_sort);
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);

@@ -3,8 +3,9 @@
  * backward-under-autocast  a backward op whose autocast.enabled is true,
  *                          unless the region that set it was entered by
  *                          the backward pass itself (its thread's last op
- *                          before it was a backward op: custom_bwd
- *                          re-entering the forward's autocast state).
+ *                          before it and its first op inside it were
+ *                          backward ops: custom_bwd re-entering the
+ *                          forward's autocast state).
  * stale-cache              a cast cache hit marked `stale` (its source was
  *                          modified in place after the cached cast was made).
  * cache-growth             the autocast cache's entry count, read at the end

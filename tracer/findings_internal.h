@@ -52,6 +52,7 @@ struct finding_region {
 	const char *scope, *device, *dtype;
 	bool enabled;
 	bool in_backward; /* entered by a backward pass (custom_bwd) */
+	bool entered_op;  /* an op ran inside it */
 	size_t parent;    /* SIZE_MAX: outermost */
 };
 

@@ -26,11 +26,20 @@ static bool add_region(struct context *cx, struct finding_regions *r,
 	return true;
 }
 
+/* The region enclosing region `g` (both numbered from 1; 0: none). */
+static size_t outer(const struct finding_regions *r, size_t g)
+{
+	size_t parent = r->items[g - 1].parent;
+
+	return parent == SIZE_MAX ? 0 : parent + 1;
+}
+
 /* The regions of every thread, the innermost open at each event, and each
- * thread's first event.  A region is `in_backward` when the last op its
- * thread ran before entering it was a backward op: it was entered by the
- * backward pass itself (custom_bwd re-entering the forward's autocast
- * state), not around a backward() call. */
+ * thread's first event.  A region is `in_backward` when the backward pass
+ * entered it itself (custom_bwd re-entering the forward's autocast state),
+ * not around a backward() call: the last op its thread ran before it and
+ * the first op inside it are backward ops.  (The next micro-batch's
+ * region, entered right after a backward, starts with a forward op.) */
 static void collect(struct context *cx, struct finding_regions *r,
 		    struct id_map *open, struct id_map *last_backward)
 {
@@ -44,9 +53,15 @@ static void collect(struct context *cx, struct finding_regions *r,
 		if (e->tid != 0 && e->kind != TRACE_META &&
 		    id_map_get(&r->first, e->pid, tid) == SIZE_MAX)
 			id_map_put(&r->first, e->pid, tid, i);
-		if (e->kind == TRACE_OP)
-			id_map_put(last_backward, e->pid, tid,
-				   finding_op_is_backward(&e->op));
+		if (e->kind == TRACE_OP) {
+			bool backward = finding_op_is_backward(&e->op);
+			id_map_put(last_backward, e->pid, tid, backward);
+			for (size_t g = top; g && !r->items[g - 1].entered_op;
+			     g = outer(r, g)) {
+				r->items[g - 1].entered_op = true;
+				r->items[g - 1].in_backward &= backward;
+			}
+		}
 		if (e->kind == TRACE_SCOPE_BEGIN) {
 			const struct finding_region g = {
 				.pid = e->pid, .tid = e->tid, .start = e->ts,
@@ -70,14 +85,6 @@ static void collect(struct context *cx, struct finding_regions *r,
 		/* an E event belongs to the region it closes */
 		r->at[i] = e->kind == TRACE_SCOPE_END ? 0 : (uint32_t)top;
 	}
-}
-
-/* The region enclosing region `g` (both numbered from 1; 0: none). */
-static size_t outer(const struct finding_regions *r, size_t g)
-{
-	size_t parent = r->items[g - 1].parent;
-
-	return parent == SIZE_MAX ? 0 : parent + 1;
 }
 
 /* Marks every enabled region enclosing event `i` as tied to thread
