@@ -136,6 +136,8 @@ static void repeated(struct context *cx, size_t i, const struct trace_op *made,
  * values now, so a later cast is neither a repeat nor an undo. */
 static void forget_written(struct finding_casts *st, const struct trace_event *e)
 {
+	if (!st->written.count)
+		return; /* the program wrote no cast yet: nothing to forget */
 	for (int k = 0; k < e->op.noutputs; k++) {
 		uint64_t id = e->op.outputs[k].id;
 		if (id_map_get(&st->sources, e->pid, id) != SIZE_MAX)

@@ -141,7 +141,9 @@ void finding_regions_build(struct context *cx, struct finding_regions *r)
 		return;
 	}
 	collect(cx, r, &open, &last_backward);
-	collect_ties(cx, r);
+	/* one thread: no hand-off to look for */
+	if (r->first.count > 1 && r->count)
+		collect_ties(cx, r);
 	cx->failed |= open.failed || last_backward.failed || r->first.failed ||
 		      r->ties.failed;
 	id_map_free(&open);
