@@ -77,13 +77,11 @@ static void collect(struct context *cx, struct finding_regions *r,
 			top = r->count;
 			id_map_put(open, e->pid, tid, top);
 		} else if (e->kind == TRACE_SCOPE_END && top) {
-			struct finding_region *g = &r->items[top - 1];
-			g->end = e->ts;
-			top = g->parent == SIZE_MAX ? 0 : g->parent + 1;
+			r->items[top - 1].end = e->ts;
+			top = outer(r, top);
 			id_map_put(open, e->pid, tid, top);
 		}
-		/* an E event belongs to the region it closes */
-		r->at[i] = e->kind == TRACE_SCOPE_END ? 0 : (uint32_t)top;
+		r->at[i] = (uint32_t)top;
 	}
 }
 
