@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,26 @@ static void train(int steps, bool whole_region, bool new_weight)
 }
 
 static void mode_backward_inside(void) { train(3, true, false); }
+
+/* A region per micro-batch around forward and backward, no optimizer
+ * step: each region after the first is entered right after a backward. */
+static void mode_backward_per_step(void)
+{
+	amp_tensor *x = filled(8, 16, 0.5);
+	amp_tensor *w = weight(16, 16, "layer.weight");
+
+	for (int step = 0; step < 3; step++) {
+		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "micro");
+		amp_tensor *y = check(amp_mm(x, w), "mm");
+		amp_tensor *loss = check(amp_sum(y, AMP_DTYPE_NONE), "sum");
+		check_status(amp_backward(loss, NULL, false, false), "backward");
+		amp_autocast_exit();
+		amp_tensor *done[] = { y, loss };
+		free_all(done, 2);
+	}
+	amp_tensor *done[] = { x, w };
+	free_all(done, 2);
+}
 static void mode_backward_outside(void) { train(3, false, false); }
 static void mode_growth(void) { train(6, true, true); }
 static void mode_no_growth(void) { train(6, false, true); }
@@ -180,38 +201,103 @@ static void mode_scaler_calibrate(void) { scaler_loop(6, 0, 2); }
 
 /* ------------------------------------------------------------ threads */
 
+struct replica {
+	amp_tensor *input, *output;
+	bool own_region;
+};
+
 static void *worker(void *arg)
 {
-	bool own_region = arg != NULL;
-	amp_tensor *x = filled(4, 8, 1.0);
+	struct replica *r = arg;
 	amp_tensor *w = weight(8, 8, "replica.weight");
 
-	if (own_region)
+	if (r->own_region)
 		enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "replica.forward");
-	amp_tensor *y = check(amp_linear(x, w, NULL), "linear");
-	if (own_region)
+	r->output = check(amp_linear(r->input, w, NULL), "linear");
+	if (r->own_region)
 		amp_autocast_exit();
+	amp_tensor_free(w);
+	return NULL;
+}
+
+/* DataParallel's forward inside the main thread's region: the batch
+ * scattered to two workers, their outputs gathered. */
+static void data_parallel(bool own_region)
+{
+	pthread_t threads[2];
+	struct replica replicas[2];
+	amp_tensor *x = filled(4, 8, 1.0);
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "main");
+	for (int i = 0; i < 2; i++) {
+		replicas[i] = (struct replica){
+			.input = check(amp_slice(x, 0, 2 * i, 2 * i + 2, 1), "scatter"),
+			.own_region = own_region,
+		};
+		if (pthread_create(&threads[i], NULL, worker, &replicas[i]) != 0)
+			check(NULL, "pthread_create");
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(threads[i], NULL);
+	amp_tensor *outputs[2] = { replicas[0].output, replicas[1].output };
+	amp_tensor *gathered = check(amp_cat(outputs, 2, 0), "gather");
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, gathered, replicas[0].input, replicas[1].input,
+			       outputs[0], outputs[1] };
+	free_all(done, 6);
+}
+
+static void mode_thread_pitfall(void) { data_parallel(false); }
+static void mode_thread_fix(void) { data_parallel(true); }
+
+/* Sibling workers, no region in the main thread: the first enters its
+ * own region and stays in it while the second, started then, runs an f32
+ * linear on tensors of its own.  Nothing passes between them: the second
+ * does no work for the first's region. */
+static sem_t sibling_entered, sibling_release;
+
+static void *sibling_autocast(void *arg)
+{
+	amp_tensor *x = filled(4, 8, 1.0);
+	amp_tensor *w = weight(8, 8, "a.weight");
+
+	(void)arg;
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "a.forward");
+	amp_tensor *y = check(amp_linear(x, w, NULL), "linear");
+	sem_post(&sibling_entered);
+	sem_wait(&sibling_release);
+	amp_autocast_exit();
 	amp_tensor *done[] = { x, w, y };
 	free_all(done, 3);
 	return NULL;
 }
 
-static void data_parallel(bool own_region)
+static void *sibling_f32(void *arg)
 {
-	pthread_t threads[2];
+	amp_tensor *x = filled(4, 8, 1.0);
+	amp_tensor *w = weight(8, 8, "b.weight");
 
-	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "main");
-	for (int i = 0; i < 2; i++)
-		if (pthread_create(&threads[i], NULL, worker,
-				   own_region ? (void *)1 : NULL) != 0)
-			check(NULL, "pthread_create");
-	for (int i = 0; i < 2; i++)
-		pthread_join(threads[i], NULL);
-	amp_autocast_exit();
+	(void)arg;
+	amp_tensor *y = check(amp_linear(x, w, NULL), "linear");
+	amp_tensor *done[] = { x, w, y };
+	free_all(done, 3);
+	return NULL;
 }
 
-static void mode_thread_pitfall(void) { data_parallel(false); }
-static void mode_thread_fix(void) { data_parallel(true); }
+static void mode_thread_siblings(void)
+{
+	pthread_t a, b;
+
+	if (sem_init(&sibling_entered, 0, 0) || sem_init(&sibling_release, 0, 0) ||
+	    pthread_create(&a, NULL, sibling_autocast, NULL))
+		check(NULL, "sibling a");
+	sem_wait(&sibling_entered);
+	if (pthread_create(&b, NULL, sibling_f32, NULL))
+		check(NULL, "sibling b");
+	pthread_join(b, NULL);
+	sem_post(&sibling_release);
+	pthread_join(a, NULL);
+}
 
 /* --------------------------------------------------- dtype mismatch */
 
@@ -285,23 +371,61 @@ static void mode_round_trip(void)
 	free_all(done, 4);
 }
 
-/* An f32 activation used by two linears under autocast: cast twice. */
-static void mode_recast(void)
+/* h.float() of a bf16 activation, passed to a linear under autocast,
+ * which casts it straight back to bf16. */
+static void mode_undo(void)
+{
+	amp_tensor *x = filled(4, 8, 1.5);
+	amp_tensor *w = weight(8, 8, "fc1.weight");
+	amp_tensor *w2 = weight(8, 8, "fc2.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "forward");
+	amp_tensor *h = check(amp_linear(x, w, NULL), "linear");
+	amp_tensor *h32 = check(amp_to(h, AMP_DTYPE_F32), "float");
+	amp_tensor *y = check(amp_linear(h32, w2, NULL), "linear");
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, w, w2, h, h32, y };
+	free_all(done, 6);
+}
+
+/* x16 = x.to(bf16) used by one op, x itself by a linear under autocast,
+ * which casts x to bf16 again. */
+static void mode_repeat(void)
+{
+	amp_tensor *x = filled(4, 8, 1.5);
+	amp_tensor *w = weight(8, 8, "fc.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "forward");
+	amp_tensor *h = check(amp_softmax(x, 1, AMP_DTYPE_NONE), "softmax");
+	amp_tensor *h16 = check(amp_to(h, AMP_DTYPE_BF16), "to bf16");
+	amp_tensor *r = check(amp_relu(h16), "relu");
+	amp_tensor *y = check(amp_linear(h, w, NULL), "linear");
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, w, h, h16, r, y };
+	free_all(done, 6);
+}
+
+/* Healthy: an f32 activation feeding the q, k and v projections under
+ * autocast is cast once for each (uncacheable: not a weight), as PyTorch
+ * does; the program wrote no cast. */
+static void mode_qkv(void)
 {
 	amp_tensor *x = filled(4, 8, 1.5);
 	amp_tensor *q = weight(8, 8, "q.weight");
 	amp_tensor *k = weight(8, 8, "k.weight");
+	amp_tensor *v = weight(8, 8, "v.weight");
 
 	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "attention");
 	amp_tensor *h = check(amp_softmax(x, 1, AMP_DTYPE_NONE), "softmax");
 	amp_tensor *a = check(amp_linear(h, q, NULL), "linear q");
 	amp_tensor *b = check(amp_linear(h, k, NULL), "linear k");
+	amp_tensor *c = check(amp_linear(h, v, NULL), "linear v");
 	amp_autocast_exit();
-	amp_tensor *done[] = { x, q, k, h, a, b };
-	free_all(done, 6);
+	amp_tensor *done[] = { x, q, k, v, h, a, b, c };
+	free_all(done, 8);
 }
 
-/* The fix for both: cast once, compute in f16, cast the result back. */
+/* The fix for all three: cast once, compute in f16, cast the result back. */
 static void mode_cast_once(void)
 {
 	amp_tensor *x = filled(4, 8, 1.5);
@@ -352,6 +476,7 @@ static const struct {
 	void (*run)(void);
 } modes[] = {
 	{ "backward-inside", mode_backward_inside },
+	{ "backward-per-step", mode_backward_per_step },
 	{ "backward-outside", mode_backward_outside },
 	{ "growth", mode_growth },
 	{ "no-growth", mode_no_growth },
@@ -362,6 +487,7 @@ static const struct {
 	{ "scaler-start", mode_scaler_start },
 	{ "thread-pitfall", mode_thread_pitfall },
 	{ "thread-fix", mode_thread_fix },
+	{ "thread-siblings", mode_thread_siblings },
 	{ "mismatch", mode_mismatch },
 	{ "mismatch-fixed", mode_mismatch_fixed },
 	{ "overflow", mode_overflow },
@@ -369,7 +495,9 @@ static const struct {
 	{ "underflow", mode_underflow },
 	{ "no-underflow", mode_no_underflow },
 	{ "round-trip", mode_round_trip },
-	{ "recast", mode_recast },
+	{ "undo", mode_undo },
+	{ "repeat", mode_repeat },
+	{ "qkv", mode_qkv },
 	{ "cast-once", mode_cast_once },
 	{ "bce", mode_bce },
 	{ "bce-logits", mode_bce_logits },

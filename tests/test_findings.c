@@ -107,7 +107,9 @@ static const struct {
 	{ "scaler-collapse", "scaler-collapse", "scaler-clean",
 	  "consecutive reductions" },
 	{ "redundant-cast", "round-trip", "cast-once", "and back f16->f32" },
-	{ "redundant-cast", "recast", "cast-once", "cast it once" },
+	{ "redundant-cast", "undo", "cast-once",
+	  "autocast cast the copy back f32->bf16" },
+	{ "redundant-cast", "repeat", "cast-once", "and again by autocast" },
 	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy_with_logits" },
 };
 
@@ -163,6 +165,30 @@ START_TEST(test_ids)
 	ck_assert_ptr_nonnull(t);
 	ck_assert_int_eq(t->other_thread, 1);
 	ck_assert_int_ne(t->thread, 1);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* A region per micro-batch around forward and backward: every backward
+ * op is reported, also in the regions entered right after the previous
+ * backward (not mistaken for a region the backward pass entered, as
+ * custom_bwd's are). */
+START_TEST(test_backward_per_step)
+{
+	struct trace trace;
+	struct findings f;
+	size_t under = 0;
+
+	run_mode("backward-per-step", &trace, &f);
+	for (size_t i = 0; i < trace.nevents; i++)
+		under += trace.events[i].kind == TRACE_OP &&
+			 finding_op_is_backward(&trace.events[i].op) &&
+			 trace.events[i].op.autocast.enabled;
+	const struct trace_finding *b = findings_get(&f, "backward-under-autocast");
+	ck_assert_msg(b, "no backward-under-autocast:%s", describe(&f));
+	ck_assert_uint_ge(under, 3);
+	ck_assert_uint_eq(b->count, under);
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -268,6 +294,35 @@ START_TEST(test_value_checks_off)
 }
 END_TEST
 
+/* Healthy programs that used to trigger a kind, each with the kind it
+ * must not give now (and no finding at all where `clean`). */
+static const struct {
+	const char *kind;
+	const char *mode;
+	bool clean;
+} healthy_modes[] = {
+	/* autocast's own casts of one activation for q, k and v */
+	{ "redundant-cast", "qkv", true },
+	/* a sibling worker in f32 beside another's region: no hand-off */
+	{ "autocast-off-in-thread", "thread-siblings", true },
+};
+
+START_TEST(test_healthy_not_found)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_mode(healthy_modes[_i].mode, &trace, &f);
+	ck_assert_msg(!findings_get(&f, healthy_modes[_i].kind), "%s gives %s:%s",
+		      healthy_modes[_i].mode, healthy_modes[_i].kind, describe(&f));
+	if (healthy_modes[_i].clean)
+		ck_assert_msg(f.count == 0, "%s has findings:%s",
+			      healthy_modes[_i].mode, describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* ------------------------------------------------------------ samples */
 
 static void run_sample(const char *name, const char *args, struct trace *trace,
@@ -300,6 +355,42 @@ START_TEST(test_sample_nested_clean)
 
 	run_sample("nested", "--steps 4", &trace, &f);
 	ck_assert_msg(f.count == 0, "nested has findings:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* Samples that used to trigger a kind although healthy, each with that
+ * kind: custom's custom_bwd re-enters the forward's autocast state in
+ * backward (autocast's design, not a backward() under autocast); multi's
+ * second optimizer skips GradScaler's first step while the first steps
+ * (calibration, and its backward overflow is the scaler's to handle);
+ * whole_loop's backward casts are autograd's and transformer's q/k/v
+ * casts autocast's (the program wrote neither). */
+static const struct {
+	const char *sample, *args, *kind;
+} healthy_samples[] = {
+	{ "custom", "--steps 2", "backward-under-autocast" },
+	{ "multi", "--device cuda --steps 2", "fp16-overflow" },
+	{ "whole_loop", "--device cuda --steps 2", "redundant-cast" },
+	{ "transformer", "--steps 2", "redundant-cast" },
+};
+
+START_TEST(test_sample_healthy_not_found)
+{
+	struct trace trace;
+	struct findings f;
+
+	run_sample(healthy_samples[_i].sample, healthy_samples[_i].args, &trace,
+		   &f);
+	ck_assert_msg(!findings_get(&f, healthy_samples[_i].kind), "%s %s gives %s:%s",
+		      healthy_samples[_i].sample, healthy_samples[_i].args,
+		      healthy_samples[_i].kind, describe(&f));
+	for (size_t i = 0; i < f.count; i++)
+		ck_assert_msg(f.items[i].severity == FINDING_INFO ||
+			      !strcmp(healthy_samples[_i].sample, "whole_loop"),
+			      "%s %s:%s", healthy_samples[_i].sample,
+			      healthy_samples[_i].args, describe(&f));
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -735,7 +826,10 @@ static Suite *findings_suite(void)
 	tcase_add_unchecked_fixture(kinds, make_dir, remove_dir);
 	tcase_add_loop_test(kinds, test_mistake_found, 0, n);
 	tcase_add_loop_test(kinds, test_fix_clean, 0, n);
+	tcase_add_loop_test(kinds, test_healthy_not_found, 0,
+			    (int)(sizeof healthy_modes / sizeof healthy_modes[0]));
 	tcase_add_test(kinds, test_ids);
+	tcase_add_test(kinds, test_backward_per_step);
 	tcase_add_test(kinds, test_aggregate_and_sort);
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
@@ -754,6 +848,8 @@ static Suite *findings_suite(void)
 	tcase_add_test(samples, test_sample_nested_clean);
 	tcase_add_test(samples, test_sample_whole_loop);
 	tcase_add_test(samples, test_sample_threads);
+	tcase_add_loop_test(samples, test_sample_healthy_not_found, 0,
+			    (int)(sizeof healthy_samples / sizeof healthy_samples[0]));
 	suite_add_tcase(s, samples);
 
 	tcase_add_test(lib, test_diag_overflow_event);

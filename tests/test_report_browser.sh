@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `amptrace report` in a real browser: headless Chromium opens the reports
-# of two samples (whole_loop on the emulated cuda device: warnings and an
-# info finding; transformer: a GradScaler run with many ops) and the test
+# of two samples (whole_loop on the emulated cuda device: warnings;
+# transformer: a healthy GradScaler run with many ops) and the test
 # fails on any console message or script error, on a chart that drew no
 # data, on a finding of `amptrace summary` missing from the page, or on a
 # graph that is not there.  A copy of a page with a script error planted
@@ -69,8 +69,8 @@ print("# charts:", ", ".join(name + " " + (re.search(r'data-points="(\d+)"', a) 
 sys.exit(1 if len(charts) != 5 or bad else 0)
 PY
 }
-findings_shown() { # trace
-	python3 - "$tmp/dom" "$1" "$amptrace" <<'PY'
+findings_shown() { # trace [none: the run is healthy, no finding]
+	python3 - "$tmp/dom" "$1" "$amptrace" "${2:-some}" <<'PY'
 import json, re, subprocess, sys
 dom = open(sys.argv[1], encoding="utf-8").read()
 summary = json.loads(subprocess.run([sys.argv[3], "summary", "--json", sys.argv[2]],
@@ -78,7 +78,7 @@ summary = json.loads(subprocess.run([sys.argv[3], "summary", "--json", sys.argv[
 kinds = [f["kind"] for f in summary["findings"]]
 shown = re.findall(r'<li class="\w+" data-kind="([\w-]+)"', dom)
 print("# findings in summary:", kinds, "in the page:", shown)
-sys.exit(0 if kinds and shown == kinds else 1)
+sys.exit(0 if shown == kinds and bool(kinds) == (sys.argv[4] != "none") else 1)
 PY
 }
 
@@ -94,8 +94,18 @@ for sample in whole_loop transformer; do
 	check "$sample: no script error" dom_has 'data-errors="0"'
 	check "$sample: nothing on the console" console_quiet
 	check "$sample: every chart drew data" charts_drew
-	check "$sample: summary's findings, in order" findings_shown "$tmp/$sample.json"
-	check "$sample: a verdict" dom_has '<p id="r-verdict" class="r-verdict"><span class="'
+	if [ "$sample" = transformer ]; then
+		# a healthy run: no finding, the clean verdict
+		check "$sample: no finding, as summary" \
+			findings_shown "$tmp/$sample.json" none
+		check "$sample: the clean verdict" \
+			dom_has '<p id="r-verdict" class="r-verdict clean">No findings'
+	else
+		check "$sample: summary's findings, in order" \
+			findings_shown "$tmp/$sample.json"
+		check "$sample: a verdict" \
+			dom_has '<p id="r-verdict" class="r-verdict"><span class="'
+	fi
 	check "$sample: the graph is drawn" dom_has 'data-graph="drawn"'
 	check "$sample: tables filled" dom_has '<table id="r-ops"><thead>'
 done

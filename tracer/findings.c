@@ -1,6 +1,11 @@
 /* Findings computed from a trace (see findings.h).  The rules:
  *
- * backward-under-autocast  a backward op whose autocast.enabled is true.
+ * backward-under-autocast  a backward op whose autocast.enabled is true,
+ *                          unless the region that set it was entered by
+ *                          the backward pass itself (its thread's last op
+ *                          before it and its first op inside it were
+ *                          backward ops: custom_bwd re-entering the
+ *                          forward's autocast state).
  * stale-cache              a cast cache hit marked `stale` (its source was
  *                          modified in place after the cached cast was made).
  * cache-growth             the autocast cache's entry count, read at the end
@@ -8,25 +13,41 @@
  *                          consecutive steps with no cache clear.
  * autocast-off-in-thread   thread T ran a lower-precision-list op (matmul,
  *                          linear, conv, ...: the policy table's, see
- *                          gen_low_precision_ops.c) with
+ *                          gen_low_precision_ops.c) in the forward with
  *                          autocast off, while another thread S was inside
- *                          an enabled region that was already open when T
- *                          made its first event (S started T, as
- *                          DataParallel's workers are started).
+ *                          an enabled region R that was already open when
+ *                          T made its first event, and R handed T its work
+ *                          or took its result: T used a tensor an op of S
+ *                          made inside R (DataParallel's scatter), or S
+ *                          used inside R a tensor an op of T made (the
+ *                          gather).  The trace records no thread creation;
+ *                          the hand-off is what says T worked for R, so a
+ *                          sibling worker or a thread of its own that
+ *                          merely runs while R is open is not reported.
  * dtype-mismatch           an op outside autocast failed with f16/bf16 and
  *                          f32/f64 inputs; names the low-precision input
  *                          and the op that produced it.
  * banned-op                an op whose policy is `banned`.
- * scaler-skipped-step      a GradScaler `step` event with step_skipped (info
- *                          before its first step taken: calibration).
+ * scaler-skipped-step      a GradScaler `step` event with step_skipped: a
+ *                          warning when steps keep being skipped (a second
+ *                          skip after calibration at a scale that has not
+ *                          grown since the previous one); info while the
+ *                          scale calibrates and for the scaler's normal
+ *                          adjustments (findings_steps.c).
  * scaler-collapse          a scale below SCALER_COLLAPSE_SCALE, or
  *                          SCALER_COLLAPSE_HALVINGS updates in a row that
  *                          each lowered the scale.
- * redundant-cast           a tensor cast f32->low precision whose only use
- *                          is the cast back (round trip, no low-precision
- *                          compute in between), or the same tensor cast to
- *                          the same dtype (cache miss each time) by
- *                          several ops.
+ * redundant-cast           a cast the program wrote (an explicit `to`
+ *                          op of the forward between f32/f64 and f16/bf16,
+ *                          not inside a composite) that was undone (every
+ *                          use of its result cast it back, by autocast for
+ *                          an op or by the program) or repeated (autocast
+ *                          cast the same unchanged source to the same dtype
+ *                          for an op given the source rather than the
+ *                          copy).  Autocast's own casts alone (one
+ *                          activation cast for each of q, k and v) and
+ *                          autograd's (backward) are never reported
+ *                          (findings_casts.c).
  * cache-disabled           a cacheable cast redone (cache_enabled off).
  * op-error                 an op failed, not explained by the kinds above.
  * policy-divergence        a cast by TorchScript's autocast ops, or a
@@ -34,7 +55,10 @@
  *                          (findings_divergence.c).
  * fp16-overflow, cast-underflow, process-died, recording-stopped and any
  *                          other kind: amp.diag events of the file (libamp,
- *                          amptrace run and its recorder).
+ *                          amptrace run and its recorder); an fp16-overflow
+ *                          of a backward op followed by a skipped step
+ *                          before the scaler's next update is the scaler's
+ *                          (scaler-skipped-step), not reported.
  *
  * Steps (for cache-growth), per process: a step ends at each GradScaler
  * `update`; without one, at the end of each optimizer update (a run of
@@ -111,7 +135,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	  "keep the tensor in f32 (fp32 policy or a disabled region), rescale "
 	  "it, or use bf16", true },
 	[FINDING_REDUNDANT_CAST] = { "redundant-cast", FINDING_INFO,
-	  "cast once and reuse the result, or drop the cast pair", false },
+	  "drop the cast autocast undoes, or pass the op your cast's result "
+	  "instead of its source", false },
 	[FINDING_CACHE_DISABLED] = { "cache-disabled", FINDING_INFO,
 	  "leave cache_enabled on so weight casts are made once per region",
 	  false },
@@ -209,18 +234,18 @@ struct trace_finding *finding_of(struct context *cx,
 	return finding_at(cx, finding_kinds[kind].name, site, pid, event);
 }
 
-static const struct trace_op *op_of(struct context *cx, int64_t pid,
-				    uint64_t op_id)
+const struct trace_op *finding_op_of(struct context *cx, int64_t pid,
+				     uint64_t op_id)
 {
 	size_t i = id_map_get(&cx->ix->ops, pid, op_id);
 
 	return i == SIZE_MAX ? NULL : &cx->t->events[i].op;
 }
 
-static const char *op_label(struct context *cx, int64_t pid, uint64_t op_id,
-			    char *buf, size_t size)
+const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
+			     char *buf, size_t size)
 {
-	const struct trace_op *op = op_of(cx, pid, op_id);
+	const struct trace_op *op = finding_op_of(cx, pid, op_id);
 
 	if (op)
 		return trace_op_label(op, buf, size);
@@ -253,12 +278,12 @@ const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 	return buf;
 }
 
-static bool is_low_precision(const char *dtype)
+bool finding_is_low_precision(const char *dtype)
 {
 	return dtype && (!strcmp(dtype, "f16") || !strcmp(dtype, "bf16"));
 }
 
-static bool is_full_precision(const char *dtype)
+bool finding_is_full_precision(const char *dtype)
 {
 	return dtype && (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
 }
@@ -268,35 +293,9 @@ bool finding_op_is_backward(const struct trace_op *op)
 	return op->phase && !strcmp(op->phase, "backward");
 }
 
-static bool op_failed(const struct trace_op *op)
+bool finding_op_failed(const struct trace_op *op)
 {
 	return !op->incomplete && (op->status != 0 || op->error);
-}
-
-/* An explicit cast op (x.to(dtype), x.half()). */
-static bool is_conversion_op(const struct trace_op *op)
-{
-	return (!strcmp(op->op, "to") || !strcmp(op->op, "_to_copy")) &&
-	       op->ninputs >= 1 && op->noutputs == 1 &&
-	       op->inputs[0].dtype && op->outputs[0].dtype &&
-	       strcmp(op->inputs[0].dtype, op->outputs[0].dtype) != 0;
-}
-
-/* ------------------------------------------------------------- indexes */
-
-/* The first event of each thread (for autocast-off-in-thread). */
-static void index_threads(struct context *cx)
-{
-	const struct trace *t = cx->t;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		uint64_t key = (uint64_t)e->tid;
-		if (e->tid != 0 && e->kind != TRACE_META &&
-		    id_map_get(&cx->first_ts, e->pid, key) == SIZE_MAX)
-			id_map_put(&cx->first_ts, e->pid, key, i);
-	}
-	cx->failed |= cx->first_ts.failed;
 }
 
 /* ----------------------------------------------------------- op rules */
@@ -308,38 +307,12 @@ static int compare_op_name(const void *key, const void *entry)
 
 /* An op of a PyTorch lower-precision list (any device) in the trace's
  * policy table: its dtype shows whether a thread autocasts. */
-static bool low_precision_op(const struct context *cx, const char *name)
+bool finding_low_precision_op(const struct context *cx, const char *name)
 {
 	const struct finding_lp_op *op = bsearch(
 		name, finding_low_precision_ops, finding_low_precision_op_count,
 		sizeof *finding_low_precision_ops, compare_op_name);
 	return op && (op->versions >> cx->table & 1u);
-}
-
-static void rule_backward(struct context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	const char *scope = op->autocast.scope ? op->autocast.scope : "";
-	char label[128];
-
-	if (!finding_op_is_backward(op) || !op->autocast.enabled)
-		return;
-	struct trace_finding *f = finding_of(cx, FINDING_BACKWARD_UNDER_AUTOCAST,
-					     scope, e->pid, i);
-	if (!f)
-		return;
-	f->op_id = op->op_id;
-	finding_text(f->message, sizeof f->message,
-		     "backward op %s (op %llu, thread %lld) ran inside the %s%s%s "
-		     "autocast region (%s %s): backward passes under autocast are "
-		     "not recommended, backward ops already run in the dtypes "
-		     "autocast chose for their forward ops; %s",
-		     trace_op_label(op, label, sizeof label),
-		     (unsigned long long)op->op_id, (long long)e->tid,
-		     scope[0] ? "'" : "", scope[0] ? scope : "unnamed",
-		     scope[0] ? "'" : "", op->autocast.device ? op->autocast.device : "?",
-		     op->autocast.dtype ? op->autocast.dtype : "?", advice_backward);
 }
 
 static void rule_banned(struct context *cx, size_t i)
@@ -370,7 +343,7 @@ static void rule_banned(struct context *cx, size_t i)
 		     label, (unsigned long long)op->op_id,
 		     op->autocast.device ? op->autocast.device : op->device,
 		     op->emulated ? " (emulated)" : "",
-		     op_failed(op) ? ", so it failed" : "");
+		     finding_op_failed(op) ? ", so it failed" : "");
 }
 
 /* The op (inside autocast, when one is) that produced tensor `id`. */
@@ -383,7 +356,7 @@ static const struct trace_op *producer_op(struct context *cx, int64_t pid,
 		return NULL;
 	const struct trace_event *e = &cx->t->events[i];
 	if (e->kind == TRACE_CAST)
-		return op_of(cx, pid, e->cast.op_id);
+		return finding_op_of(cx, pid, e->cast.op_id);
 	return &e->op;
 }
 
@@ -394,12 +367,12 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 	const struct trace_tensor *low = NULL, *full = NULL;
 	char label[128], from[128], tensor[192];
 
-	if (!op_failed(op) || op->autocast.enabled)
+	if (!finding_op_failed(op) || op->autocast.enabled)
 		return false;
 	for (int k = 0; k < op->ninputs; k++) {
-		if (!low && is_low_precision(op->inputs[k].dtype))
+		if (!low && finding_is_low_precision(op->inputs[k].dtype))
 			low = &op->inputs[k];
-		if (!full && is_full_precision(op->inputs[k].dtype))
+		if (!full && finding_is_full_precision(op->inputs[k].dtype))
 			full = &op->inputs[k];
 	}
 	if (!low || !full)
@@ -449,7 +422,7 @@ static void rule_op_error(struct context *cx, size_t i)
 	const struct trace_op *op = &e->op;
 	char label[128];
 
-	if (!op_failed(op))
+	if (!finding_op_failed(op))
 		return;
 	trace_op_label(op, label, sizeof label);
 	struct trace_finding *f =
@@ -460,100 +433,6 @@ static void rule_op_error(struct context *cx, size_t i)
 	finding_text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
 		     "failed: %s", label, (unsigned long long)op->op_id,
 		     (long long)e->tid, op->error ? op->error : "(no message)");
-}
-
-/* ------------------------------------------------- threads and regions */
-
-struct region {
-	int64_t pid, tid;
-	double start, end;
-	const char *scope, *device, *dtype;
-	bool enabled;
-	size_t parent; /* SIZE_MAX: outermost */
-};
-
-struct regions {
-	struct region *items;
-	size_t count, cap;
-	struct id_map open; /* (pid, tid) -> innermost open region + 1 */
-};
-
-static void collect_regions(struct context *cx, struct regions *r)
-{
-	const struct trace *t = cx->t;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		size_t top = id_map_get(&r->open, e->pid, (uint64_t)e->tid);
-		top = top == SIZE_MAX ? 0 : top;
-		if (e->kind == TRACE_SCOPE_BEGIN) {
-			if (r->count == r->cap) {
-				size_t cap = r->cap ? r->cap * 2 : 64;
-				struct region *items = realloc(r->items, cap * sizeof *items);
-				if (!items) {
-					cx->failed = true;
-					return;
-				}
-				r->items = items;
-				r->cap = cap;
-			}
-			r->items[r->count] = (struct region){
-				.pid = e->pid, .tid = e->tid, .start = e->ts,
-				.end = INFINITY, .scope = e->scope.scope,
-				.device = e->scope.device, .dtype = e->scope.dtype,
-				.enabled = e->scope.enabled,
-				.parent = top ? top - 1 : SIZE_MAX,
-			};
-			id_map_put(&r->open, e->pid, (uint64_t)e->tid, ++r->count);
-		} else if (e->kind == TRACE_SCOPE_END && top) {
-			struct region *g = &r->items[top - 1];
-			g->end = e->ts;
-			id_map_put(&r->open, e->pid, (uint64_t)e->tid,
-				   g->parent == SIZE_MAX ? 0 : g->parent + 1);
-		}
-	}
-}
-
-static void rule_thread(struct context *cx, const struct regions *r, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	char label[128], site[160];
-
-	if (finding_op_is_backward(op) || op->autocast.enabled ||
-	    !low_precision_op(cx, op->op))
-		return;
-	size_t first = id_map_get(&cx->first_ts, e->pid, (uint64_t)e->tid);
-	double born = first == SIZE_MAX ? e->ts : cx->t->events[first].ts;
-	for (size_t k = 0; k < r->count; k++) {
-		const struct region *g = &r->items[k];
-		if (g->pid != e->pid || g->tid == e->tid || !g->enabled ||
-		    g->start > born || e->ts < g->start || e->ts > g->end)
-			continue;
-		finding_text(site, sizeof site, "%lld:%s", (long long)g->tid,
-			     trace_op_label(op, label, sizeof label));
-		struct trace_finding *f = finding_of(
-			cx, FINDING_AUTOCAST_OFF_IN_THREAD, site, e->pid, i);
-		if (!f)
-			return;
-		f->op_id = op->op_id;
-		f->tensor = op->noutputs ? op->outputs[0].id : 0;
-		f->other_thread = g->tid;
-		finding_text(f->message, sizeof f->message,
-			     "thread %lld ran %s (op %llu) with autocast disabled, "
-			     "output %s, while thread %lld, which was inside the "
-			     "%s%s%s autocast region (%s %s) when thread %lld started, "
-			     "had autocast enabled: autocast state is thread-local, so "
-			     "worker threads (DataParallel replicas) do not inherit it; "
-			     "enter autocast inside the worker's forward",
-			     (long long)e->tid, label, (unsigned long long)op->op_id,
-			     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype : "?",
-			     (long long)g->tid, g->scope ? "'" : "",
-			     g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
-			     g->device ? g->device : "?", g->dtype ? g->dtype : "?",
-			     (long long)e->tid);
-		return;
-	}
 }
 
 /* --------------------------------------------------------- cast rules */
@@ -578,7 +457,7 @@ static void rule_stale(struct context *cx, size_t i)
 		     "autocast region): the forward computed with the old weights; "
 		     "the cache is cleared only when the outermost region exits, so "
 		     "enter autocast per iteration around forward + loss only",
-		     op_label(cx, e->pid, c->op_id, label, sizeof label),
+		     finding_op_label(cx, e->pid, c->op_id, label, sizeof label),
 		     (unsigned long long)c->op_id, c->from, c->to,
 		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
@@ -604,127 +483,32 @@ static void rule_cache_disabled(struct context *cx, size_t i)
 		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
-/* A conversion (an autocast cast or an explicit to op): source -> result. */
-struct conversion {
-	uint64_t op_id, source, result;
-	const char *from, *to;
-};
-
-static bool conversion_at(const struct trace_event *e, struct conversion *cv)
-{
-	if (e->kind == TRACE_CAST && e->cast.cache && strcmp(e->cast.cache, "hit")) {
-		*cv = (struct conversion){ e->cast.op_id, e->cast.tensor,
-					   e->cast.result, e->cast.from, e->cast.to };
-		return true;
-	}
-	if (e->kind == TRACE_OP && !op_failed(&e->op) && is_conversion_op(&e->op)) {
-		*cv = (struct conversion){ e->op.op_id, e->op.inputs[0].id,
-					   e->op.outputs[0].id,
-					   e->op.inputs[0].dtype,
-					   e->op.outputs[0].dtype };
-		return true;
-	}
-	return false;
-}
-
-static void rule_redundant(struct context *cx, struct id_map *down,
-			   struct id_map *recast, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	struct conversion cv;
-	char a[128], b[128], site[160], tensor[192];
-
-	if (!conversion_at(e, &cv))
-		return;
-	/* a round trip: f32 -> low -> f32 with no use of the low copy */
-	size_t before = is_full_precision(cv.to) && is_low_precision(cv.from)
-				? id_map_get(down, e->pid, cv.source) : SIZE_MAX;
-	if (before != SIZE_MAX &&
-	    id_map_get(&cx->ix->uses, e->pid, cv.source) == 1) {
-		struct conversion first;
-		conversion_at(&cx->t->events[before], &first);
-		if (!strcmp(first.from, cv.to)) {
-			op_label(cx, e->pid, first.op_id, a, sizeof a);
-			op_label(cx, e->pid, cv.op_id, b, sizeof b);
-			finding_text(site, sizeof site, "round trip %s/%s", a, b);
-			struct trace_finding *f = finding_of(cx, FINDING_REDUNDANT_CAST, site,
-							     e->pid, i);
-			if (f) {
-				f->op_id = cv.op_id;
-				f->tensor = first.source;
-				finding_text(f->message, sizeof f->message,
-					     "%s was cast %s->%s (for %s, op %llu) and "
-					     "back %s->%s (for %s, op %llu) with no "
-					     "low-precision compute in between: the round "
-					     "trip costs two casts and rounds the values; "
-					     "drop both casts",
-					     finding_tensor_label(cx, e->pid, first.source, tensor,
-					     sizeof tensor),
-					     first.from, first.to, a,
-					     (unsigned long long)first.op_id, cv.from, cv.to,
-					     b, (unsigned long long)cv.op_id);
-			}
-		}
-	}
-	if (is_full_precision(cv.from) && is_low_precision(cv.to))
-		id_map_put(down, e->pid, cv.result, i);
-
-	/* the same tensor cast to the same dtype again by another op */
-	if (e->kind != TRACE_CAST || strcmp(e->cast.cache, "uncacheable"))
-		return;
-	size_t earlier = id_map_get(recast, e->pid, cv.source);
-	if (earlier == SIZE_MAX) {
-		id_map_put(recast, e->pid, cv.source, i);
-		return;
-	}
-	const struct trace_cast *first = &cx->t->events[earlier].cast;
-	const struct trace_op *producer = producer_op(cx, e->pid, cv.source);
-	/* inputs and other factory-made leaves are left out: an activation
-	 * (computed by an op) is what casting once helps */
-	if (first->op_id == cv.op_id || strcmp(first->to, cv.to) || !producer ||
-	    !producer->ninputs)
-		return;
-	finding_text(site, sizeof site, "recast %s %s",
-		     producer ? trace_op_label(producer, a, sizeof a) : "input", cv.to);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_REDUNDANT_CAST, site, e->pid, i);
-	if (!f)
-		return;
-	f->op_id = cv.op_id;
-	f->tensor = cv.source;
-	op_label(cx, e->pid, first->op_id, a, sizeof a);
-	op_label(cx, e->pid, cv.op_id, b, sizeof b);
-	finding_text(f->message, sizeof f->message,
-		     "%s was cast %s->%s by autocast once for each op using it (%s, "
-		     "op %llu, and %s, op %llu): it is not a cacheable weight, so each "
-		     "use pays a new cast; cast it once (x16 = x.to(%s)) and pass the "
-		     "result to both ops",
-		     finding_tensor_label(cx, e->pid, cv.source, tensor, sizeof tensor),
-		     cv.from, cv.to, a, (unsigned long long)first->op_id, b,
-		     (unsigned long long)cv.op_id, cv.to);
-}
-
 /* ---------------------------------------------------- amp.diag events */
 
-/* An overflow in a backward op followed by a skipped GradScaler step of
- * the same process: the scaled gradients overflowed and the scaler did
- * its job (skipped the step, lowered the scale), as it does while it
- * calibrates from 65536.  That is scaler-skipped-step's to report, not an
- * fp16-overflow error. */
+/* An overflow in a backward op followed, before the GradScaler's next
+ * update, by a skipped step of the same process: the scaled gradients
+ * overflowed and the scaler did its job (skipped the step, lowered the
+ * scale), as it does while it calibrates from 65536.  That is
+ * scaler-skipped-step's to report, not an fp16-overflow error.  Any
+ * skipped step of the iteration counts: with several optimizers the
+ * first may step while the one owning the overflowed gradient skips. */
 static bool overflow_handled_by_scaler(struct context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = e->diag.op_id
-					    ? op_of(cx, e->pid, e->diag.op_id)
+					    ? finding_op_of(cx, e->pid, e->diag.op_id)
 					    : NULL;
 
 	if (!op || !finding_op_is_backward(op))
 		return false;
 	for (size_t j = i + 1; j < cx->t->nevents; j++) {
 		const struct trace_event *n = &cx->t->events[j];
-		if (n->pid == e->pid && n->kind == TRACE_SCALER &&
-		    n->scaler.what && !strcmp(n->scaler.what, "step"))
-			return n->scaler.step_skipped;
+		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
+			continue;
+		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
+			return true;
+		if (!strcmp(n->scaler.what, "update"))
+			return false;
 	}
 	return false;
 }
@@ -760,11 +544,11 @@ static void fold_diag(struct context *cx, size_t i)
 		finding_tensor_label(cx, e->pid, d->tensor, tensor, sizeof tensor);
 		name = strchr(tensor, '\'');
 		finding_text(site, sizeof site, "%s %s",
-			     d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "",
+			     d->op_id ? finding_op_label(cx, e->pid, d->op_id, label, sizeof label) : "",
 			     name ? name : "");
 	} else {
 		finding_text(site, sizeof site, "%s",
-			     d->op_id ? op_label(cx, e->pid, d->op_id, label, sizeof label) : "");
+			     d->op_id ? finding_op_label(cx, e->pid, d->op_id, label, sizeof label) : "");
 	}
 	struct trace_finding *f = finding_at(cx, d->kind, site, e->pid, i);
 	if (!f)
@@ -807,29 +591,27 @@ int findings_compute_indexed(const struct trace_index *ix,
 {
 	const struct trace *trace = ix->trace;
 	struct context cx = { .t = trace, .ix = ix, .out = out };
-	struct regions regions = { 0 };
-	struct id_map down = { 0 }, recast = { 0 };
+	struct finding_regions regions;
+	struct finding_casts casts = { 0 };
 
 	*out = (struct findings){ 0 };
 	cx.table = findings_policy_table(trace);
-	index_threads(&cx);
-	collect_regions(&cx, &regions);
+	finding_regions_build(&cx, &regions);
 	for (size_t i = 0; i < trace->nevents; i++) {
 		const struct trace_event *e = &trace->events[i];
 		if (e->kind == TRACE_OP) {
-			rule_backward(&cx, i);
+			finding_rule_backward(&cx, &regions, i);
 			rule_banned(&cx, i);
 			bool policy_banned = e->op.policy &&
 					     !strcmp(e->op.policy, "banned");
 			if (!rule_dtype_mismatch(&cx, i) && !policy_banned)
 				rule_op_error(&cx, i);
-			if (regions.count)
-				rule_thread(&cx, &regions, i);
+			finding_rule_thread(&cx, &regions, i);
 		} else if (e->kind == TRACE_CAST) {
 			rule_stale(&cx, i);
 			rule_cache_disabled(&cx, i);
 		}
-		rule_redundant(&cx, &down, &recast, i);
+		finding_rule_redundant(&cx, &casts, i);
 	}
 	finding_rule_scaler(&cx);
 	finding_rule_cache_growth(&cx);
@@ -839,12 +621,8 @@ int findings_compute_indexed(const struct trace_index *ix,
 			fold_diag(&cx, i);
 	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
 
-	free(regions.items);
-	cx.failed |= down.failed || recast.failed || regions.open.failed;
-	id_map_free(&regions.open);
-	id_map_free(&down);
-	id_map_free(&recast);
-	id_map_free(&cx.first_ts);
+	finding_regions_free(&regions);
+	finding_casts_free(&cx, &casts);
 	return cx.failed ? -1 : 0;
 }
 

@@ -1,6 +1,8 @@
 /* The findings engine's parts (findings.h): findings.c has the table,
- * the indexes and the per-event rules; findings_steps.c the rules over a
- * run's history (GradScaler, cache growth). */
+ * the helpers and the per-event rules; findings_threads.c the rules about
+ * autocast regions and threads; findings_casts.c redundant-cast;
+ * findings_steps.c the rules over a run's history (GradScaler, cache
+ * growth); findings_divergence.c policy-divergence. */
 #ifndef AMPTRACE_FINDINGS_INTERNAL_H
 #define AMPTRACE_FINDINGS_INTERNAL_H
 
@@ -21,7 +23,6 @@ struct context {
 	const struct trace_index *ix; /* ops, producers, names, uses */
 	struct findings *out;
 	bool failed;
-	struct id_map first_ts;  /* (pid, tid) -> first event */
 	int table;               /* the trace's policy table (index) */
 };
 
@@ -31,8 +32,60 @@ void finding_text(char *buf, size_t size, const char *fmt, ...)
 struct trace_finding *finding_of(struct context *cx, enum finding_kind_id kind,
 				 const char *site, int64_t pid, size_t event);
 bool finding_op_is_backward(const struct trace_op *op);
+bool finding_op_failed(const struct trace_op *op);
 const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				 char *buf, size_t size);
+/* The amp.op of (pid, op_id), or NULL; its label, or "op N". */
+const struct trace_op *finding_op_of(struct context *cx, int64_t pid,
+				     uint64_t op_id);
+const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
+			     char *buf, size_t size);
+bool finding_is_low_precision(const char *dtype);  /* f16, bf16 */
+bool finding_is_full_precision(const char *dtype); /* f32, f64 */
+/* An op of a PyTorch lower-precision list in the trace's policy table. */
+bool finding_low_precision_op(const struct context *cx, const char *name);
+
+/* findings_threads.c: the autocast regions of every thread. */
+struct finding_region {
+	int64_t pid, tid;
+	double start, end;
+	const char *scope, *device, *dtype;
+	bool enabled;
+	bool in_backward; /* entered by a backward pass (custom_bwd) */
+	bool entered_op;  /* an op ran inside it */
+	size_t parent;    /* SIZE_MAX: outermost */
+};
+
+/* How a thread is tied to a region of another thread. */
+#define TIE_SCATTER 1u /* it used a tensor made inside the region */
+#define TIE_GATHER 2u  /* the region used a tensor it made */
+
+struct finding_regions {
+	struct finding_region *items; /* in the order they were entered */
+	size_t count, cap;
+	uint32_t *at;         /* per event: its thread's innermost open
+				 region + 1 (0: none) */
+	struct id_map first;  /* (pid, tid) -> the thread's first event */
+	struct id_map ties;   /* (pid, region << 32 | tid) -> TIE_* bits */
+};
+
+void finding_regions_build(struct context *cx, struct finding_regions *r);
+void finding_regions_free(struct finding_regions *r);
+void finding_rule_backward(struct context *cx, const struct finding_regions *r,
+			   size_t i);
+void finding_rule_thread(struct context *cx, const struct finding_regions *r,
+			 size_t i);
+
+/* findings_casts.c: redundant-cast, fed every event in order. */
+struct finding_casts {
+	struct id_map written; /* (pid, result) -> the program's cast */
+	struct id_map sources; /* (pid, source) -> its latest cast by the
+				  program, while the source is unchanged */
+	struct id_map undone;  /* (pid, result) -> its uses casting it back */
+};
+void finding_rule_redundant(struct context *cx, struct finding_casts *state,
+			    size_t i);
+void finding_casts_free(struct context *cx, struct finding_casts *state);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table

@@ -11,6 +11,15 @@
 
 /* ------------------------------------------------------- GradScaler */
 
+/* Why a step was skipped (scaler-skipped-step), decided once per
+ * iteration (the steps up to an update). */
+enum skip_kind {
+	SKIP_NONE,        /* no step skipped yet in the iteration */
+	SKIP_CALIBRATING, /* no iteration without a skip yet */
+	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
+	SKIP_REPEATED,    /* again, at a scale that did not grow since */
+};
+
 struct scaler_state {
 	int64_t pid;
 	uint64_t id;
@@ -18,7 +27,12 @@ struct scaler_state {
 	int halvings;
 	uint64_t inf_tensor;
 	bool reported;
-	bool stepped;   /* an optimizer step was taken: calibration is over */
+	bool stepped;    /* an optimizer step was taken */
+	bool updates;    /* the scaler is ever updated */
+	bool calibrated; /* an iteration ended with no step skipped */
+	bool adjusted;   /* a step was skipped after calibration... */
+	bool grew;       /* ... and the scale grew since */
+	enum skip_kind iteration; /* this iteration's skips */
 };
 
 static struct scaler_state *scaler_state(struct scaler_state *states,
@@ -35,6 +49,72 @@ static struct scaler_state *scaler_state(struct scaler_state *states,
 	return &states[(*count)++];
 }
 
+/* Dynamic loss scaling skips steps by design: GradScaler starts at 65536
+ * and halves the scale at each overflow until the scaled gradients fit
+ * (calibration: every skip before the first iteration without one), and
+ * later lowers it again when the gradients grow or after it raised the
+ * scale (every growth_interval clean iterations) and overflowed.  Those
+ * skips are info.  A skip is a warning when steps keep being skipped: a
+ * second one after calibration at a scale that has not grown since the
+ * previous (a gradient overflows whatever the scale).  Per iteration,
+ * not per step: with two optimizers one may step while the other's
+ * gradients overflow.  A scaler never updated is calibrated by its
+ * first step taken.  A scale that never settles is scaler-collapse's. */
+static enum skip_kind skip_kind_of(struct scaler_state *st)
+{
+	if (st->iteration != SKIP_NONE)
+		return st->iteration;
+	if (!st->calibrated && (st->updates || !st->stepped))
+		st->iteration = SKIP_CALIBRATING;
+	else if (!st->adjusted || st->grew)
+		st->iteration = SKIP_ADJUSTING;
+	else
+		st->iteration = SKIP_REPEATED;
+	if (st->iteration != SKIP_CALIBRATING) {
+		st->adjusted = true;
+		st->grew = false;
+	}
+	return st->iteration;
+}
+
+static void report_skip(struct context *cx, size_t i, struct scaler_state *st)
+{
+	static const char *const why[] = {
+		[SKIP_CALIBRATING] = " while calibrating its scale (no "
+		"iteration without a skip yet: normal at the start)",
+		[SKIP_ADJUSTING] = " as dynamic loss scaling does (the first "
+		"skip since calibration or since the scale last grew: normal)",
+		[SKIP_REPEATED] = " again, at a scale that has not grown since "
+		"its previous skip: steps keep being skipped",
+	};
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+	enum skip_kind kind = skip_kind_of(st);
+	char site[160], tensor[192];
+
+	finding_text(site, sizeof site, "%llu/%llu %d",
+		     (unsigned long long)s->scaler_id,
+		     (unsigned long long)s->optimizer_id, (int)kind);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
+	if (!f)
+		return;
+	f->tensor = st->inf_tensor;
+	if (kind != SKIP_REPEATED)
+		f->severity = FINDING_INFO;
+	finding_text(f->message, sizeof f->message,
+		     "GradScaler %llu skipped the step of optimizer %llu%s: %s%s "
+		     "held inf/NaN after unscaling (scale %g), so "
+		     "optimizer.step() was not called and the scale was lowered",
+		     (unsigned long long)s->scaler_id,
+		     (unsigned long long)s->optimizer_id, why[kind],
+		     st->inf_tensor ? "gradient " : "a gradient",
+		     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
+							   tensor, sizeof tensor)
+				    : "",
+		     s->scale);
+}
+
 void finding_rule_scaler(struct context *cx)
 {
 	const struct trace *t = cx->t;
@@ -42,6 +122,16 @@ void finding_rule_scaler(struct context *cx)
 	size_t nstates = 0;
 	char site[160], tensor[192];
 
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_SCALER || !e->scaler.what ||
+		    strcmp(e->scaler.what, "update"))
+			continue;
+		struct scaler_state *st = scaler_state(states, &nstates, 32,
+						       e->pid, e->scaler.scaler_id);
+		if (st)
+			st->updates = true;
+	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_SCALER || !e->scaler.what)
@@ -55,41 +145,12 @@ void finding_rule_scaler(struct context *cx)
 			st->inf_tensor = s->inf_tensor;
 		if (!strcmp(s->what, "step") && !s->step_skipped)
 			st->stepped = true;
-		/* Skipped steps before the first step taken are GradScaler
-		 * calibrating its scale (it starts at 65536 and halves until
-		 * the scaled gradients fit): normal, an info of their own;
-		 * once a step was taken, a skipped one is a warning.  A scale
-		 * that never settles is scaler-collapse's. */
-		if (!strcmp(s->what, "step") && s->step_skipped) {
-			bool calibrating = !st->stepped;
-			finding_text(site, sizeof site, "%llu/%llu%s",
-				     (unsigned long long)s->scaler_id,
-				     (unsigned long long)s->optimizer_id,
-				     calibrating ? " calibrating" : "");
-			struct trace_finding *f = finding_of(
-				cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
-			if (f) {
-				f->tensor = st->inf_tensor;
-				if (calibrating)
-					f->severity = FINDING_INFO;
-				finding_text(f->message, sizeof f->message,
-					     "GradScaler %llu skipped the step of "
-					     "optimizer %llu%s: %s%s held inf/NaN after "
-					     "unscaling (scale %g), so optimizer.step() "
-					     "was not called and the scale was lowered",
-					     (unsigned long long)s->scaler_id,
-					     (unsigned long long)s->optimizer_id,
-					     calibrating ? " while calibrating its "
-					     "scale (no step taken yet: normal at "
-					     "the start)" : "",
-					     st->inf_tensor ? "gradient " : "a gradient",
-					     st->inf_tensor ? finding_tensor_label(cx, e->pid,
-					     st->inf_tensor,
-					     tensor,
-					     sizeof tensor)
-					     : "",
-					     s->scale);
-			}
+		if (!strcmp(s->what, "step") && s->step_skipped)
+			report_skip(cx, i, st);
+		if (!strcmp(s->what, "update")) {
+			st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
+			st->grew |= !isnan(st->previous) && s->scale > st->previous;
+			st->iteration = SKIP_NONE;
 		}
 		if (strcmp(s->what, "update") || isnan(s->scale))
 			continue;

@@ -1,5 +1,5 @@
-# A worker thread runs the model without autocast while the main thread
-# is inside a region (autocast state is per thread).
+# A worker thread runs the model without autocast for the main thread,
+# which is inside a region (autocast state is per thread).
 import threading
 import torch
 layer = torch.nn.Linear(8, 8)
@@ -12,4 +12,7 @@ with torch.autocast("cpu", torch.bfloat16):
     t.start()
     t.join()
     main = layer(x)
+    # gathered inside the region, as DataParallel gathers its replicas'
+    # outputs: what ties the worker's work to the main thread's region
+    both = torch.cat([main, out["worker"]])
 print(main.dtype, out["worker"].dtype)

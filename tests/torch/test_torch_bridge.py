@@ -199,6 +199,14 @@ def test_scenarios():
     check("... and the worker thread carries its Python name",
           any(n.startswith("worker") for n in names), names)
 
+    p, path = run("scenario_thread_siblings.py", out="siblings")
+    t = load(path)
+    check("a sibling thread in f32 beside another's region, no hand-off: "
+          "no autocast-off-in-thread",
+          p.returncode == 0 and p.stdout.split() == ["torch.bfloat16",
+                                                     "torch.float32"] and
+          "autocast-off-in-thread" not in findings(t), findings(t))
+
     p, path = run("scenario_jit.py", out="jit")
     t = load(path)
     script = casts(t, "_autocast_to_reduced_precision")

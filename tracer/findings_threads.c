@@ -1,0 +1,257 @@
+/* Findings about autocast regions and the threads that run in them:
+ * backward-under-autocast and autocast-off-in-thread (the rules are
+ * described at the top of findings.c). */
+#include "findings_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ regions */
+
+static bool add_region(struct context *cx, struct finding_regions *r,
+		       const struct finding_region *g)
+{
+	if (r->count == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		struct finding_region *items = realloc(r->items, cap * sizeof *items);
+		if (!items) {
+			cx->failed = true;
+			return false;
+		}
+		r->items = items;
+		r->cap = cap;
+	}
+	r->items[r->count++] = *g;
+	return true;
+}
+
+/* The region enclosing region `g` (both numbered from 1; 0: none). */
+static size_t outer(const struct finding_regions *r, size_t g)
+{
+	size_t parent = r->items[g - 1].parent;
+
+	return parent == SIZE_MAX ? 0 : parent + 1;
+}
+
+/* The regions of every thread, the innermost open at each event, and each
+ * thread's first event.  A region is `in_backward` when the backward pass
+ * entered it itself (custom_bwd re-entering the forward's autocast state),
+ * not around a backward() call: the last op its thread ran before it and
+ * the first op inside it are backward ops.  (The next micro-batch's
+ * region, entered right after a backward, starts with a forward op.) */
+static void collect(struct context *cx, struct finding_regions *r,
+		    struct id_map *open, struct id_map *last_backward)
+{
+	const struct trace *t = cx->t;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		uint64_t tid = (uint64_t)e->tid;
+		size_t top = id_map_get(open, e->pid, tid);
+		top = top == SIZE_MAX ? 0 : top;
+		if (e->tid != 0 && e->kind != TRACE_META &&
+		    id_map_get(&r->first, e->pid, tid) == SIZE_MAX)
+			id_map_put(&r->first, e->pid, tid, i);
+		if (e->kind == TRACE_OP) {
+			bool backward = finding_op_is_backward(&e->op);
+			id_map_put(last_backward, e->pid, tid, backward);
+			for (size_t g = top; g && !r->items[g - 1].entered_op;
+			     g = outer(r, g)) {
+				r->items[g - 1].entered_op = true;
+				r->items[g - 1].in_backward &= backward;
+			}
+		}
+		if (e->kind == TRACE_SCOPE_BEGIN) {
+			const struct finding_region g = {
+				.pid = e->pid, .tid = e->tid, .start = e->ts,
+				.end = INFINITY, .scope = e->scope.scope,
+				.device = e->scope.device, .dtype = e->scope.dtype,
+				.enabled = e->scope.enabled,
+				.in_backward = id_map_get(last_backward, e->pid,
+							  tid) == 1,
+				.parent = top ? top - 1 : SIZE_MAX,
+			};
+			if (!add_region(cx, r, &g))
+				return;
+			top = r->count;
+			id_map_put(open, e->pid, tid, top);
+		} else if (e->kind == TRACE_SCOPE_END && top) {
+			r->items[top - 1].end = e->ts;
+			top = outer(r, top);
+			id_map_put(open, e->pid, tid, top);
+		}
+		r->at[i] = (uint32_t)top;
+	}
+}
+
+/* Marks every enabled region enclosing event `i` as tied to thread
+ * `tid` (bit `how`). */
+static void tie(struct finding_regions *r, int64_t pid, size_t i, int64_t tid,
+		size_t how)
+{
+	for (size_t g = r->at[i]; g; g = outer(r, g)) {
+		if (!r->items[g - 1].enabled)
+			continue;
+		size_t *bits = id_map_find(&r->ties, pid,
+					   (uint64_t)(g - 1) << 32 | (uint32_t)tid,
+					   true);
+		if (bits)
+			*bits |= how;
+	}
+}
+
+/* A tensor made on one thread and used on another ties the threads to
+ * the enabled regions open at either end: the region handed work out
+ * (TIE_SCATTER: the user thread took a tensor made inside it) or took a
+ * result in (TIE_GATHER).  Cast results are left out: libamp's cast cache
+ * is process-wide, so a worker may hit a weight cast another thread made
+ * without any hand-off. */
+static void collect_ties(struct context *cx, struct finding_regions *r)
+{
+	const struct trace *t = cx->t;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		int n = e->kind == TRACE_OP ? e->op.ninputs
+			: e->kind == TRACE_CAST ? 1 : 0;
+		for (int k = 0; k < n; k++) {
+			uint64_t id = e->kind == TRACE_OP ? e->op.inputs[k].id
+							  : e->cast.tensor;
+			size_t p = id_map_get(&cx->ix->producer, e->pid, id);
+			if (p == SIZE_MAX || t->events[p].tid == e->tid ||
+			    t->events[p].kind != TRACE_OP)
+				continue;
+			tie(r, e->pid, p, e->tid, TIE_SCATTER);
+			tie(r, e->pid, i, t->events[p].tid, TIE_GATHER);
+		}
+	}
+}
+
+void finding_regions_build(struct context *cx, struct finding_regions *r)
+{
+	struct id_map open = { 0 }, last_backward = { 0 };
+
+	*r = (struct finding_regions){ 0 };
+	r->at = calloc(cx->t->nevents ? cx->t->nevents : 1, sizeof *r->at);
+	if (!r->at) {
+		cx->failed = true;
+		return;
+	}
+	collect(cx, r, &open, &last_backward);
+	/* one thread: no hand-off to look for */
+	if (r->first.count > 1 && r->count)
+		collect_ties(cx, r);
+	cx->failed |= open.failed || last_backward.failed || r->first.failed ||
+		      r->ties.failed;
+	id_map_free(&open);
+	id_map_free(&last_backward);
+}
+
+void finding_regions_free(struct finding_regions *r)
+{
+	free(r->items);
+	free(r->at);
+	id_map_free(&r->first);
+	id_map_free(&r->ties);
+	*r = (struct finding_regions){ 0 };
+}
+
+/* How region `g` is tied to thread `tid` (TIE_* bits, 0: not). */
+static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
+{
+	const size_t *bits = id_map_at(&r->ties, r->items[g].pid,
+				       (uint64_t)g << 32 | (uint32_t)tid);
+	return bits ? *bits : 0;
+}
+
+/* ------------------------------------------------------------- rules */
+
+void finding_rule_backward(struct context *cx, const struct finding_regions *r,
+			   size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	const char *scope = op->autocast.scope ? op->autocast.scope : "";
+	char label[128];
+
+	if (!finding_op_is_backward(op) || !op->autocast.enabled)
+		return;
+	/* the region that set the op's device's autocast state: one the
+	 * backward pass entered itself (custom_bwd) is autocast's design */
+	for (size_t g = r->at ? r->at[i] : 0; g; g = outer(r, g)) {
+		const struct finding_region *region = &r->items[g - 1];
+		if (region->device && op->autocast.device &&
+		    !strcmp(region->device, op->autocast.device)) {
+			if (region->in_backward)
+				return;
+			break;
+		}
+	}
+	struct trace_finding *f = finding_of(cx, FINDING_BACKWARD_UNDER_AUTOCAST,
+					     scope, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = op->op_id;
+	finding_text(f->message, sizeof f->message,
+		     "backward op %s (op %llu, thread %lld) ran inside the %s%s%s "
+		     "autocast region (%s %s): backward passes under autocast are "
+		     "not recommended, backward ops already run in the dtypes "
+		     "autocast chose for their forward ops; %s",
+		     trace_op_label(op, label, sizeof label),
+		     (unsigned long long)op->op_id, (long long)e->tid,
+		     scope[0] ? "'" : "", scope[0] ? scope : "unnamed",
+		     scope[0] ? "'" : "", op->autocast.device ? op->autocast.device : "?",
+		     op->autocast.dtype ? op->autocast.dtype : "?",
+		     finding_kinds[FINDING_BACKWARD_UNDER_AUTOCAST].fix);
+}
+
+void finding_rule_thread(struct context *cx, const struct finding_regions *r,
+			 size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	char label[128], site[160];
+
+	if (!r->count || finding_op_is_backward(op) || op->autocast.enabled ||
+	    !finding_low_precision_op(cx, op->op))
+		return;
+	size_t first = id_map_get(&r->first, e->pid, (uint64_t)e->tid);
+	double born = first == SIZE_MAX ? e->ts : cx->t->events[first].ts;
+	for (size_t k = 0; k < r->count; k++) {
+		const struct finding_region *g = &r->items[k];
+		if (g->pid != e->pid || g->tid == e->tid || !g->enabled ||
+		    g->start > born || e->ts < g->start || e->ts > g->end)
+			continue;
+		size_t how = tied(r, k, e->tid);
+		if (!how)
+			continue;
+		finding_text(site, sizeof site, "%lld:%s", (long long)g->tid,
+			     trace_op_label(op, label, sizeof label));
+		struct trace_finding *f = finding_of(
+			cx, FINDING_AUTOCAST_OFF_IN_THREAD, site, e->pid, i);
+		if (!f)
+			return;
+		f->op_id = op->op_id;
+		f->tensor = op->noutputs ? op->outputs[0].id : 0;
+		f->other_thread = g->tid;
+		finding_text(f->message, sizeof f->message,
+			     "thread %lld ran %s (op %llu) with autocast disabled, "
+			     "output %s, while thread %lld, which was inside the "
+			     "%s%s%s autocast region (%s %s) when thread %lld started "
+			     "and %s%s%s, had autocast enabled: autocast state is "
+			     "thread-local, so worker threads (DataParallel "
+			     "replicas) do not inherit it; enter autocast inside "
+			     "the worker's forward",
+			     (long long)e->tid, label, (unsigned long long)op->op_id,
+			     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype : "?",
+			     (long long)g->tid, g->scope ? "'" : "",
+			     g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
+			     g->device ? g->device : "?", g->dtype ? g->dtype : "?",
+			     (long long)e->tid,
+			     how & TIE_SCATTER ? "handed it tensors made in the region" : "",
+			     how == (TIE_SCATTER | TIE_GATHER) ? " and " : "",
+			     how & TIE_GATHER ? "used its results in the region" : "");
+		return;
+	}
+}
