@@ -329,9 +329,16 @@ static int compare_reasons(const void *a, const void *b)
 	return (y->count > x->count) - (y->count < x->count);
 }
 
+/* Forward, backward, optimizer: the order a step runs them in, so the
+ * model's ops come first; phases this reader does not know come last. */
 static int phase_rank(const char *phase)
 {
-	return !strcmp(phase, "forward") ? 0 : !strcmp(phase, "backward") ? 1 : 2;
+	static const char *const order[] = { "forward", "backward", "optimizer" };
+	int rank = 0;
+
+	while (rank < 3 && strcmp(phase, order[rank]))
+		rank++;
+	return rank;
 }
 
 static int compare_ops(const void *a, const void *b)
