@@ -12,6 +12,7 @@
 #include "convert.h"
 #include "event_json.h"
 #include "findings.h"
+#include "flow.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
@@ -470,6 +471,23 @@ static void append_findings(struct output *o, const struct conv *cv,
 	findings_free(&f);
 }
 
+/* Appends the flow events (forward op -> backward ops, cast -> consumers)
+ * computed from the same kept trace; none when it is not whole. */
+static void append_flows(struct output *o, const struct conv *cv)
+{
+	struct trace_index ix;
+	struct trace_flows flows;
+
+	if (!kept_whole(o, cv))
+		return;
+	if (trace_index_build(&o->kept, &ix) == 0 &&
+	    flow_build(&ix, &flows) == 0) {
+		flow_write(&flows, &o->writer, 1);
+		flow_free(&flows);
+	}
+	trace_index_free(&ix);
+}
+
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 			   uint64_t end_ns, int *failed)
 {
@@ -482,6 +500,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 		if (!o->open)
 			continue;
 		append_findings(o, cv, (int64_t)(end_ns - s->mono_base));
+		append_flows(o, cv);
 		uint64_t events = o->writer.events;
 		jsonw_init(&end);
 		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
