@@ -37,7 +37,8 @@ static int64_t to_ns(double us)
 }
 
 /* Thread, then begin, then the longer first, so a parent comes before
- * the children it contains (ties: file order). */
+ * the children it contains; of two equal spans the later event is the
+ * parent, as an op is written after its casts and the ops inside it. */
 static int compare_slices(const void *a, const void *b)
 {
 	const struct slice *x = a, *y = b;
@@ -50,7 +51,7 @@ static int compare_slices(const void *a, const void *b)
 		return x->begin < y->begin ? -1 : 1;
 	if (x->end != y->end)
 		return x->end > y->end ? -1 : 1;
-	return (x->event > y->event) - (x->event < y->event);
+	return (x->event < y->event) - (x->event > y->event);
 }
 
 static bool contains(const struct slice *outer, const struct slice *inner)
