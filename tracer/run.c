@@ -447,7 +447,7 @@ static bool kept_whole(const struct output *o, const struct conv *cv)
  * their findings.  Findings that are amp.diag events already (libamp's
  * value checks, process-died) are not repeated. */
 static void append_findings(struct output *o, const struct conv *cv,
-			    int64_t ts_ns)
+			    const struct trace_index *ix, int64_t ts_ns)
 {
 	struct findings f;
 	struct jsonw w;
@@ -458,7 +458,10 @@ static void append_findings(struct output *o, const struct conv *cv,
 			"computes them)\n", o->path);
 		return;
 	}
-	findings_compute(&o->kept, &f);
+	if (ix)
+		findings_compute_indexed(ix, &f);
+	else
+		findings_compute(&o->kept, &f);
 	jsonw_init(&w);
 	for (size_t i = 0; i < f.count; i++) {
 		if (f.items[i].from_trace)
@@ -472,20 +475,15 @@ static void append_findings(struct output *o, const struct conv *cv,
 }
 
 /* Appends the flow events (forward op -> backward ops, cast -> consumers)
- * computed from the same kept trace; none when it is not whole. */
-static void append_flows(struct output *o, const struct conv *cv)
+ * computed from the same kept trace and index as the findings. */
+static void append_flows(struct output *o, const struct trace_index *ix)
 {
-	struct trace_index ix;
 	struct trace_flows flows;
 
-	if (!kept_whole(o, cv))
-		return;
-	if (trace_index_build(&o->kept, &ix) == 0 &&
-	    flow_build(&ix, &flows) == 0) {
+	if (flow_build(ix, &flows) == 0) {
 		flow_write(&flows, &o->writer, 1);
 		flow_free(&flows);
 	}
-	trace_index_free(&ix);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
@@ -499,8 +497,16 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 
 		if (!o->open)
 			continue;
-		append_findings(o, cv, (int64_t)(end_ns - s->mono_base));
-		append_flows(o, cv);
+		/* one index of the kept trace for the findings and the flows
+		 * (none when it is not whole: no flows then) */
+		struct trace_index ix = { 0 };
+		bool indexed = kept_whole(o, cv) &&
+			       trace_index_build(&o->kept, &ix) == 0;
+		append_findings(o, cv, indexed ? &ix : NULL,
+				(int64_t)(end_ns - s->mono_base));
+		if (indexed)
+			append_flows(o, &ix);
+		trace_index_free(&ix);
 		uint64_t events = o->writer.events;
 		jsonw_init(&end);
 		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
