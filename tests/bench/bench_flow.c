@@ -1,12 +1,12 @@
 /* What the flow events (tracer/flow.c) add to the end of `amptrace run`:
- * their time (index, flows, writing them), measured against the findings
+ * their time (flows and writing them), measured against the findings
  * that `amptrace run` computes at the same moment from the same kept
  * trace (the anchor, measured in the same run, interleaved, medians of
  * 9), and their share of the trace's events and bytes.  Target: flows
- * cost at most 1.5x the findings (run.c builds the trace's index once for
- * both; flows write two lines per arrow, the findings a few lines).  The trace is the mlp sample's
- * bigger run (--batch 64 --hidden 256 --layers 4 --steps 100) recorded
- * here. */
+ * cost at most 1.5x the findings (run.c builds the trace's index once
+ * for both; flows write two lines per arrow, the findings a few lines).
+ * The trace is the mlp sample's bigger run (--batch 64 --hidden 256
+ * --layers 4 --steps 100) recorded here. */
 #include "findings.h"
 #include "flow.h"
 #include "trace.h"
