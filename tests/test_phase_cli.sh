@@ -7,7 +7,7 @@
 # (flow_check.py), survive every reader, and stay consistent through
 # `merge`.
 set -u
-amptrace=$1
+amptrace=$(realpath "$1")
 ampview=$2
 trace_prog=$3
 transformer=$4
@@ -30,6 +30,7 @@ status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; ca
 out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
 out_lacks() { ! grep -qF -- "$1" "$tmp/out" || { echo "# stdout has: $1"; return 1; }; }
 out_matches() { grep -qE -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
+same_file() { cmp -s "$1" "$2" || { diff "$1" "$2" | head -6 | sed 's/^/# /'; return 1; }; }
 rules() { printf '%s\n' "$@" >"$tmp/r.rules"; }
 
 "$amptrace" run -q -o "$tmp/tf.json" -- "$transformer" >/dev/null 2>&1
@@ -149,6 +150,26 @@ capture "$amptrace" report "$tmp/tf.json" -o "$tmp/r.html"
 check "report reads a trace with flows" status_is 0
 capture "$ampview" "$tmp/tf.json" -o "$tmp/g.svg"
 check "ampview reads a trace with flows" status_is 0
+
+# ... and ignores them: the same trace without its flow events reads the
+# same (summary but its event count, check, ampview's graph)
+mkdir "$tmp/with" "$tmp/without"
+cp "$tmp/tf.json" "$tmp/with/t.json"
+$python - "$tmp/tf.json" "$tmp/without/t.json" <<'PY'
+import sys
+lines = [l for l in open(sys.argv[1]).read().split("\n") if '"cat":"amp.flow"' not in l]
+end = lines.index("],")
+lines[end - 1] = lines[end - 1].rstrip(",")
+open(sys.argv[2], "w").write("\n".join(lines))
+PY
+for d in with without; do
+	(cd "$tmp/$d" && "$amptrace" summary --json t.json | grep -v '"events":' >summary
+	 "$amptrace" check t.json "$tmp/r.rules" >check)
+	"$ampview" "$tmp/$d/t.json" --format dot -o "$tmp/$d/graph.dot" 2>/dev/null
+done
+for f in summary check graph.dot; do
+	check "with or without flows: the same $f" same_file "$tmp/with/$f" "$tmp/without/$f"
+done
 
 # merge: ids renumbered per input, ends kept together
 capture "$amptrace" merge "$tmp/tf.json" "$tmp/mlp.json" -o "$tmp/merged.json"
