@@ -428,8 +428,8 @@ enum amp_event_kind {
 #define AMP_EVENT_MASK(kind) (1u << (kind))
 #define AMP_EVENT_MASK_ALL ((1u << AMP_EVENT_KIND_COUNT) - 1u)
 
-/* OPTIMIZER: ops an optimizer's step runs (the PyTorch bridge marks
- * them; libamp's optimizers do not emit ops). */
+/* OPTIMIZER: ops an optimizer's step runs, and GradScaler's unscale_()
+ * and update() (PyTorch runs them under no_grad, outside autograd). */
 enum amp_phase {
 	AMP_PHASE_FORWARD,
 	AMP_PHASE_BACKWARD,

@@ -271,7 +271,8 @@ struct amp_autocast_tls {
 	const char *scope;                    /* innermost named region */
 	uint64_t current_op;                  /* for parent_op_id */
 	/* Set by the autograd engine while it runs a node's backward: ops
-	 * dispatched then are phase BACKWARD, linked to the forward op. */
+	 * dispatched then are phase BACKWARD, linked to the forward op; set
+	 * to OPTIMIZER by optimizer steps and GradScaler (train_internal.h). */
 	enum amp_phase phase;
 	uint64_t backward_of;
 };

@@ -342,9 +342,12 @@ int amp_dispatch(struct amp_call *c)
 	AMP_ASSERT(c->op < AMP_OP_COUNT);
 	pthread_once(&op_rows_once, resolve_op_rows);
 	c->noutputs = 0;
-	if (st->phase == AMP_PHASE_BACKWARD && c->phase == AMP_PHASE_FORWARD) {
-		c->phase = AMP_PHASE_BACKWARD;
-		c->forward_op_id = st->backward_of;
+	/* the thread's phase: autograd's engine (backward, linked to the
+	 * node's forward op), an optimizer step or GradScaler (optimizer) */
+	if (c->phase == AMP_PHASE_FORWARD && st->phase != AMP_PHASE_FORWARD) {
+		c->phase = st->phase;
+		if (st->phase == AMP_PHASE_BACKWARD)
+			c->forward_op_id = st->backward_of;
 	}
 	c->op_id = atomic_fetch_add_explicit(&next_op_id, 1,
 					     memory_order_relaxed);

@@ -281,11 +281,8 @@ static amp_tensor *inverse_scale(const amp_grad_scaler *s)
 	return narrow;
 }
 
-int amp_grad_scaler_unscale_(amp_grad_scaler *s, amp_optimizer *opt)
+static int unscale(amp_grad_scaler *s, amp_optimizer *opt)
 {
-	AMP_ASSERT(s && opt);
-	if (!s->enabled)
-		return AMP_OK;
 	int status = check_scale_growth_tracker(s, "unscale_");
 	if (status != AMP_OK)
 		return status;
@@ -317,6 +314,17 @@ int amp_grad_scaler_unscale_(amp_grad_scaler *s, amp_optimizer *opt)
 	emit(s, "unscale", amp_optimizer_id(opt), first_non_finite != 0, false,
 	     first_non_finite);
 	return AMP_OK;
+}
+
+int amp_grad_scaler_unscale_(amp_grad_scaler *s, amp_optimizer *opt)
+{
+	AMP_ASSERT(s && opt);
+	if (!s->enabled)
+		return AMP_OK;
+	enum amp_phase phase = train_phase_enter(AMP_PHASE_OPTIMIZER);
+	int status = unscale(s, opt);
+	train_phase_leave(phase);
+	return status;
 }
 
 /* ------------------------------------------------------------------ step */
@@ -403,11 +411,8 @@ static amp_tensor *combined_found_inf(amp_grad_scaler *s)
 	return combined;
 }
 
-int amp_grad_scaler_update(amp_grad_scaler *s)
+static int update(amp_grad_scaler *s)
 {
-	AMP_ASSERT(s);
-	if (!s->enabled)
-		return AMP_OK;
 	int status = check_scale_growth_tracker(s, "update");
 	if (status != AMP_OK)
 		return status;
@@ -428,14 +433,28 @@ int amp_grad_scaler_update(amp_grad_scaler *s)
 	return AMP_OK;
 }
 
+int amp_grad_scaler_update(amp_grad_scaler *s)
+{
+	AMP_ASSERT(s);
+	if (!s->enabled)
+		return AMP_OK;
+	enum amp_phase phase = train_phase_enter(AMP_PHASE_OPTIMIZER);
+	int status = update(s);
+	train_phase_leave(phase);
+	return status;
+}
+
 int amp_grad_scaler_update_with(amp_grad_scaler *s, double new_scale)
 {
 	AMP_ASSERT(s);
 	if (!s->enabled)
 		return AMP_OK;
 	int status = check_scale_growth_tracker(s, "update");
-	if (status == AMP_OK)
+	if (status == AMP_OK) {
+		enum amp_phase phase = train_phase_enter(AMP_PHASE_OPTIMIZER);
 		status = amp_fill_(s->scale, new_scale);
+		train_phase_leave(phase);
+	}
 	if (status != AMP_OK)
 		return status;
 	scaler_reset_states(s);
@@ -461,7 +480,9 @@ int amp_grad_scaler_update_with_tensor(amp_grad_scaler *s,
 	if (new_scale->device != s->device || amp_tensor_numel(new_scale) != 1 ||
 	    new_scale->requires_grad)
 		return amp_error(AMP_ERR_INVALID, "%s", reason);
+	enum amp_phase phase = train_phase_enter(AMP_PHASE_OPTIMIZER);
 	status = amp_copy_(s->scale, new_scale);
+	train_phase_leave(phase);
 	if (status != AMP_OK)
 		return status;
 	scaler_reset_states(s);

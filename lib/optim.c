@@ -102,12 +102,27 @@ void amp_optimizer_free(amp_optimizer *opt)
 	free(opt);
 }
 
+enum amp_phase train_phase_enter(enum amp_phase phase)
+{
+	struct amp_autocast_tls *st = amp_autocast_state();
+	enum amp_phase saved = st->phase;
+
+	st->phase = phase;
+	return saved;
+}
+
+void train_phase_leave(enum amp_phase saved)
+{
+	amp_autocast_state()->phase = saved;
+}
+
 /* Optimizer.step runs under torch.no_grad (differentiable=False). */
 int amp_optimizer_step(amp_optimizer *opt)
 {
 	int status = AMP_OK;
 
 	AMP_ASSERT(opt);
+	enum amp_phase phase = train_phase_enter(AMP_PHASE_OPTIMIZER);
 	bool grad_mode = amp_set_grad_enabled(false);
 	for (int i = 0; i < opt->count && status == AMP_OK; i++) {
 		amp_tensor *grad = amp_tensor_grad(opt->params[i]);
@@ -118,6 +133,7 @@ int amp_optimizer_step(amp_optimizer *opt)
 		amp_tensor_free(grad);
 	}
 	amp_set_grad_enabled(grad_mode);
+	train_phase_leave(phase);
 	return status;
 }
 

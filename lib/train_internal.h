@@ -19,6 +19,15 @@ int amp_non_finite_check_and_unscale_sink(amp_tensor *const *grads, int count,
  * ("0.1", "1.0", "1e-05", "inf"). */
 void train_format_float(char *buf, size_t size, double value);
 
+/* Sets the calling thread's phase for the ops it dispatches next and
+ * returns the one it replaces (train_phase_leave restores it).  An
+ * optimizer's step and GradScaler's unscale_() and update() run their ops
+ * as phase OPTIMIZER: in PyTorch they are not autograd's forward (they run
+ * under no_grad, outside the model, with no sequence number), and the
+ * PyTorch bridge marks Optimizer.step's ops the same way. */
+enum amp_phase train_phase_enter(enum amp_phase phase);
+void train_phase_leave(enum amp_phase saved);
+
 /* ------------------------------------------------------------ optimizers */
 
 /* The per-parameter state tensors (PyTorch's optimizer.state[p]), NULL

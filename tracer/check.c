@@ -2,13 +2,13 @@
  * (tracer/RULES.md) against a trace, for CI.  Exit 0 when every rule
  * holds, 1 when one fails, 2 on bad input. */
 #include "analyze.h"
+#include "check_hints.h"
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
 #include "trace_commands.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,7 +30,10 @@ static const char check_usage[] =
 	"    ops total == 0\n"
 	"The grammar is in tracer/RULES.md.  A trace without any op fails\n"
 	"(\"no ops recorded\": the wrong program was traced) unless an\n"
-	"`ops total` rule says what to expect.\n"
+	"`ops total` rule says what to expect.  An op or region a rule names\n"
+	"that the trace lacks is said with the closest name it has (\"did you\n"
+	"mean 'linear'?\"); op rules select forward ops unless a phase is\n"
+	"given (in backward, in optimizer, in any).\n"
 	"\n"
 	"  --junit FILE  also write the results as JUnit XML (for CI): a\n"
 	"                testsuite named after TRACE, with hostname,\n"
@@ -57,20 +60,6 @@ static void set(char *buf, size_t size, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, size, fmt, ap);
 	va_end(ap);
-}
-
-static bool name_matches(const char *pattern, const char *op,
-			 const char *overload)
-{
-	char label[256];
-
-	if (!op)
-		return false;
-	if (!strncmp(pattern, "aten::", 6))
-		pattern += 6;
-	snprintf(label, sizeof label, "%s%s%s", op,
-		 overload && overload[0] ? "." : "", overload ? overload : "");
-	return !fnmatch(pattern, op, 0) || !fnmatch(pattern, label, 0);
 }
 
 static bool op_selected(const struct rule_filter *f, const struct trace_op *op,
@@ -111,7 +100,7 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	if (!op && f->phase && strcmp(f->phase, "any") &&
 	    (!c->phase || strcmp(c->phase, f->phase)))
 		return false;
-	if (f->op && !name_matches(f->op, op ? op->op.op : c->op,
+	if (f->op && !check_name_matches(f->op, op ? op->op.op : c->op,
 				   op ? op->op.overload : NULL))
 		return false;
 	return true;
@@ -177,6 +166,25 @@ static bool one_of(const struct op_check *c, const char *value)
 	return false;
 }
 
+/* "no forward op matched 'lerp_'; 640 optimizer ones did (...)" */
+static void other_phase_text(struct outcome *o, const char *op,
+			     const size_t other[2])
+{
+	char counts[96];
+
+	if (other[0] && other[1])
+		set(counts, sizeof counts, "%zu backward and %zu optimizer ones",
+		    other[0], other[1]);
+	else
+		set(counts, sizeof counts, "%zu %s ones", other[0] + other[1],
+		    other[0] ? "backward" : "optimizer");
+	set(o->actual, sizeof o->actual,
+	    "no forward op matched '%s'; %s did (op rules look at forward "
+	    "ops: add %s or `in any`)", op, counts,
+	    !other[1] ? "`in backward`" : !other[0] ? "`in optimizer`"
+						    : "`in backward`, `in optimizer`");
+}
+
 static void eval_op(const struct analysis *a, const struct rule *r,
 		    struct outcome *o)
 {
@@ -186,16 +194,19 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	char focus[RULE_MAX_CHECKS][400];
 	char values[128];
 
-	size_t other_phase = 0; /* same name, left out by the default phase */
+	/* same name, left out by the default phase: backward, optimizer */
+	size_t other_phase[2] = { 0, 0 };
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_OP || e->op.incomplete ||
-		    !name_matches(r->op, e->op.op, e->op.overload))
+		    !check_name_matches(r->op, e->op.op, e->op.overload))
 			continue;
 		if (!op_selected(&r->filter, &e->op, "forward")) {
-			other_phase += !r->filter.phase &&
-				       op_selected(&r->filter, &e->op, "any");
+			if (!r->filter.phase &&
+			    op_selected(&r->filter, &e->op, "any"))
+				other_phase[e->op.phase &&
+					    !strcmp(e->op.phase, "optimizer")]++;
 			continue;
 		}
 		matched++;
@@ -291,11 +302,9 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 			describe_op(o->first, sizeof o->first, t,
 				    &t->events[first[k]], focus[k]);
 	}
-	if (!matched && !o->pass && !o->actual[0] && other_phase)
-		set(o->actual, sizeof o->actual,
-		    "no forward op matched '%s'; %zu backward ones did (op rules "
-		    "look at forward ops: add `in backward` or `in any`)", r->op,
-		    other_phase);
+	if (!matched && !o->pass && !o->actual[0] &&
+	    other_phase[0] + other_phase[1])
+		other_phase_text(o, r->op, other_phase);
 	else if (!matched && !o->pass && !o->actual[0])
 		set(o->actual, sizeof o->actual,
 		    "no op matched '%s'%s (the trace has %zu ops)", r->op,
@@ -754,6 +763,7 @@ int amptrace_check(int argc, char **argv)
 		default:
 			break;
 		}
+		check_hints_add(&trace, r, o->actual, sizeof o->actual);
 		o->seconds = seconds_since(&rule_start);
 		if (o->pass) {
 			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,

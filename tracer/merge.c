@@ -4,6 +4,7 @@
  * clock, so ranks on different hosts line up as well as their clocks do).
  * Inputs that are truncated are merged as far as they go, with a warning;
  * inputs that do not load as traces are refused. */
+#include "id_map.h"
 #include "jsonw.h"
 #include "trace.h"
 #include "trace_scan.h"
@@ -27,7 +28,8 @@ static const char merge_usage[] =
 	"Joins the traces of several processes (the per-rank files of\n"
 	"`amptrace run`) into one trace with one process per rank: the pid of\n"
 	"a file's events becomes its rank + 1 (rank: amptrace.rank, else its\n"
-	"position on the command line, from 0), timestamps share one origin.\n"
+	"position on the command line, from 0), timestamps share one origin;\n"
+	"flow ids are renumbered so that each stays unique.\n"
 	"\n"
 	"  -o, --output FILE  the merged trace (required)\n"
 	"  -h, --help         this text\n"
@@ -62,6 +64,9 @@ struct merge {
 	struct trace_writer writer;
 	struct input *current;
 	struct trace_error *err;
+	/* (input, flow id) -> merged id: flow ids are unique per file only */
+	struct id_map flow_ids;
+	uint64_t next_flow_id;
 };
 
 static int header_top(void *ctx, const char *key, cJSON *value, size_t line)
@@ -145,6 +150,40 @@ static void set_number(cJSON *object, const char *key, double value)
 		cJSON_AddNumberToObject(object, key, value);
 }
 
+/* A flow event's id (`s`, `t`, `f`: a number, or a hex string as
+ * Perfetto reads it) becomes one unique in the merged file, the same for
+ * every end of the flow; ids that are neither are left alone. */
+static int map_flow_id(struct merge *m, struct input *in, cJSON *event)
+{
+	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(event, "ph");
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(event, "id");
+	uint64_t old = 0;
+	bool known = false;
+
+	if (!cJSON_IsString(ph) || (strcmp(ph->valuestring, "s") &&
+				    strcmp(ph->valuestring, "t") &&
+				    strcmp(ph->valuestring, "f")))
+		return 0;
+	if (cJSON_IsNumber(id) && id->valuedouble >= 0 &&
+	    id->valuedouble < 18446744073709551616.0) {
+		old = (uint64_t)id->valuedouble;
+		known = true;
+	} else if (cJSON_IsString(id) && id->valuestring[0]) {
+		char *rest;
+		old = strtoull(id->valuestring, &rest, 16);
+		known = !*rest;
+	}
+	if (!known)
+		return 0;
+	size_t *mapped = id_map_find(&m->flow_ids, in - m->inputs, old, true);
+	if (!mapped)
+		return trace_error_set(m->err, "out of memory");
+	if (!*mapped)
+		*mapped = (size_t)++m->next_flow_id;
+	set_number(event, "id", (double)*mapped);
+	return 0;
+}
+
 static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 {
 	struct merge *m = ctx;
@@ -209,6 +248,8 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 		if (!strcmp(name->valuestring, "process_sort_index"))
 			set_number(args, "sort_index", in->new_rank);
 	}
+	if (map_flow_id(m, in, event) != 0)
+		return -1;
 	char *text = cJSON_PrintUnformatted(event);
 	if (!text)
 		return trace_error_set(m->err, "out of memory");
@@ -225,6 +266,7 @@ static void free_inputs(struct merge *m)
 		free(m->inputs[i].pids);
 	}
 	free(m->inputs);
+	id_map_free(&m->flow_ids);
 }
 
 int amptrace_merge(int argc, char **argv)

@@ -36,8 +36,8 @@ struct op_check {
 
 struct rule_filter {
 	char *scope;        /* in scope NAME (a glob), or NULL */
-	/* in phase forward|backward|any; NULL: op rules mean forward (the
-	 * phase autocast decides in), casts rules any */
+	/* in phase forward|backward|optimizer|any; NULL: op rules mean
+	 * forward (the phase autocast decides in), casts rules any */
 	const char *phase;
 	const char *device; /* on cpu|cuda, or NULL */
 	int autocast;       /* -1 any, 1 under autocast, 0 outside autocast */

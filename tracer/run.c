@@ -12,6 +12,7 @@
 #include "convert.h"
 #include "event_json.h"
 #include "findings.h"
+#include "flow.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
@@ -446,7 +447,7 @@ static bool kept_whole(const struct output *o, const struct conv *cv)
  * their findings.  Findings that are amp.diag events already (libamp's
  * value checks, process-died) are not repeated. */
 static void append_findings(struct output *o, const struct conv *cv,
-			    int64_t ts_ns)
+			    const struct trace_index *ix, int64_t ts_ns)
 {
 	struct findings f;
 	struct jsonw w;
@@ -457,7 +458,10 @@ static void append_findings(struct output *o, const struct conv *cv,
 			"computes them)\n", o->path);
 		return;
 	}
-	findings_compute(&o->kept, &f);
+	if (ix)
+		findings_compute_indexed(ix, &f);
+	else
+		findings_compute(&o->kept, &f);
 	jsonw_init(&w);
 	for (size_t i = 0; i < f.count; i++) {
 		if (f.items[i].from_trace)
@@ -468,6 +472,18 @@ static void append_findings(struct output *o, const struct conv *cv,
 	}
 	jsonw_free(&w);
 	findings_free(&f);
+}
+
+/* Appends the flow events (forward op -> backward ops, cast -> consumers)
+ * computed from the same kept trace and index as the findings. */
+static void append_flows(struct output *o, const struct trace_index *ix)
+{
+	struct trace_flows flows;
+
+	if (flow_build(ix, &flows) == 0) {
+		flow_write(&flows, &o->writer, 1);
+		flow_free(&flows);
+	}
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
@@ -481,7 +497,16 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 
 		if (!o->open)
 			continue;
-		append_findings(o, cv, (int64_t)(end_ns - s->mono_base));
+		/* one index of the kept trace for the findings and the flows
+		 * (none when it is not whole: no flows then) */
+		struct trace_index ix = { 0 };
+		bool indexed = kept_whole(o, cv) &&
+			       trace_index_build(&o->kept, &ix) == 0;
+		append_findings(o, cv, indexed ? &ix : NULL,
+				(int64_t)(end_ns - s->mono_base));
+		if (indexed)
+			append_flows(o, &ix);
+		trace_index_free(&ix);
 		uint64_t events = o->writer.events;
 		jsonw_init(&end);
 		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"

@@ -18,7 +18,8 @@ static const char summary_usage[] =
 	"\n"
 	"Reports what a trace shows about mixed precision: first the findings\n"
 	"(AMP mistakes, most severe first, each with a one-line fix), then ops\n"
-	"by phase and output dtype, casts by direction (count, bytes, time),\n"
+	"by phase (forward, backward, optimizer: the order a step runs them)\n"
+	"and output dtype, casts by direction (count, bytes, time),\n"
 	"weight-cast cache hits/misses/uncacheable with reasons, autocast\n"
 	"regions, the GradScaler's scale history and skipped steps.\n"
 	"The text fits 100 columns: long messages wrap, long op names and\n"
@@ -329,9 +330,16 @@ static int compare_reasons(const void *a, const void *b)
 	return (y->count > x->count) - (y->count < x->count);
 }
 
+/* Forward, backward, optimizer: the order a step runs them in, so the
+ * model's ops come first; phases this reader does not know come last. */
 static int phase_rank(const char *phase)
 {
-	return !strcmp(phase, "forward") ? 0 : !strcmp(phase, "backward") ? 1 : 2;
+	static const char *const order[] = { "forward", "backward", "optimizer" };
+	int rank = 0;
+
+	while (rank < 3 && strcmp(phase, order[rank]))
+		rank++;
+	return rank;
 }
 
 static int compare_ops(const void *a, const void *b)
