@@ -1,9 +1,11 @@
 /* ampview's library (viewer/view.h): the folding of repeated blocks, a
  * DOT that depends only on the trace's content (not on tensor or op ids,
- * pids or timestamps' origin), the step/scope/phase/--ops selections,
- * and SVG/PNG rendering through libgvc.  The golden DOT files are
+ * pids or timestamps' origin), the step/scope/phase/--ops selections, the
+ * optimizer's box, independent parts left to right, finding notes in
+ * every step where they occur, and SVG/PNG rendering through libgvc.  The golden DOT files are
  * compared by test_viewer_golden.sh, the command line by
  * test_viewer_cli.sh. */
+#include "analyze.h"
 #include "trace.h"
 #include "view.h"
 #include "view_internal.h"
@@ -20,7 +22,8 @@
 #endif
 
 static const char *const fixture_names[] = { "infer.json", "mlp.json",
-					     "nested.json", "whole_loop.json" };
+					     "nested.json", "whole_loop.json",
+					     "torch_mlp.json" };
 #define NFIXTURES (int)(sizeof fixture_names / sizeof *fixture_names)
 
 static const char *fixture(const char *name)
@@ -340,6 +343,217 @@ START_TEST(test_dot_content)
 }
 END_TEST
 
+/* --------------------------------------------------- optimizer boxes */
+
+/* A PyTorch trace's optimizer ops (phase optimizer) are one box per step
+ * by default; --phase optimizer and --no-fold draw them. */
+START_TEST(test_optimizer_box)
+{
+	struct view_options o;
+	struct view_stats stats;
+	char *dot = dot_of(fixture("torch_mlp.json"), NULL, &stats);
+
+	ck_assert_uint_eq(stats.boxes, 1);
+	ck_assert_uint_eq(stats.ops_boxed, 12);   /* SGD momentum, 4 params */
+	ck_assert_uint_eq(stats.ops_shown + stats.ops_folded +
+			  stats.ops_left_out, stats.ops_selected);
+	ck_assert_ptr_nonnull(strstr(dot, "\"optimizer1\" [id=\"optimizer1\", "
+				     "label=\"optimizer step 1, folded\\n12 ops"));
+	ck_assert_ptr_nonnull(strstr(dot, "--phase optimizer draws them"));
+	ck_assert_ptr_null(strstr(dot, "label=\"mul_.Tensor\\n"));
+	ck_assert_ptr_nonnull(strstr(dot, "label=\"mm\\n"));   /* backward */
+	free(dot);
+
+	view_options_init(&o);
+	o.phase = "optimizer";
+	dot = dot_of(fixture("torch_mlp.json"), &o, &stats);
+	ck_assert_uint_eq(stats.boxes, 0);
+	ck_assert_uint_eq(stats.ops_shown + stats.ops_folded, 12);
+	ck_assert_ptr_nonnull(strstr(dot, "label=\"mul_.Tensor\\n"));
+	ck_assert_ptr_nonnull(strstr(dot, "optimizer ops only"));
+	ck_assert_ptr_null(strstr(dot, "label=\"mm\\n"));
+	free(dot);
+
+	view_options_init(&o);
+	o.fold = false;
+	dot = dot_of(fixture("torch_mlp.json"), &o, &stats);
+	ck_assert_uint_eq(stats.boxes, 0);
+	ck_assert_uint_eq(stats.ops_shown, stats.ops_selected);
+	ck_assert_ptr_nonnull(strstr(dot, "label=\"mul_.Tensor\\n"));
+	free(dot);
+
+	o.fold = true;
+	o.step = VIEW_STEP_ALL;   /* one box per step */
+	free(dot_of(fixture("torch_mlp.json"), &o, &stats));
+	ck_assert_uint_eq(stats.boxes, 3);
+	ck_assert_uint_eq(stats.ops_boxed, 3 * 12);
+}
+END_TEST
+
+/* libamp's samples run no optimizer-phase ops: no box. */
+START_TEST(test_no_optimizer_box)
+{
+	struct view_stats stats;
+	char *dot = dot_of(fixture(fixture_names[_i]), NULL, &stats);
+
+	if (strcmp(fixture_names[_i], "torch_mlp.json")) {
+		ck_assert_uint_eq(stats.boxes, 0);
+		ck_assert_ptr_null(strstr(dot, "shape=\"box3d\", style=\"filled\", "
+					  "fillcolor=\"#e3eedb\""));
+	}
+	free(dot);
+}
+END_TEST
+
+/* ------------------------------------------------ independent parts */
+
+/* The x of node `id`'s first text in an SVG. */
+static double svg_node_x(const char *svg, const char *id)
+{
+	char key[64];
+
+	snprintf(key, sizeof key, "id=\"%s\"", id);
+	const char *at = strstr(svg, key);
+	ck_assert_msg(at != NULL, "no node %s in the SVG", id);
+	at = strstr(at, "<text");
+	ck_assert_ptr_nonnull(at);
+	at = strstr(at, " x=\"");
+	ck_assert_ptr_nonnull(at);
+	return strtod(at + 4, NULL);
+}
+
+/* infer runs its forward pass twice, the second reading nothing the
+ * first made: drawn side by side, the first on the left. */
+START_TEST(test_parts_left_to_right)
+{
+	char *dot = dot_of(fixture("infer.json"), NULL, NULL);
+	struct trace_error err;
+	char *svg;
+	size_t len;
+
+	ck_assert_ptr_nonnull(strstr(dot, "{ rank=\"same\"; \"op1\"; \"op8\"; }"));
+	ck_assert_ptr_nonnull(strstr(dot, "newrank=\"true\""));
+	ck_assert_ptr_nonnull(strstr(dot, "\"op1\" -> \"op8\" [style=\"invis\"]"));
+	ck_assert_msg(view_render(dot, strlen(dot), VIEW_FORMAT_SVG, &svg, &len,
+				  &err) == 0, "%s", err.message);
+	double first = svg_node_x(svg, "op1"), second = svg_node_x(svg, "op8");
+	ck_assert_msg(first < second, "forward 1 at x=%.1f, forward 2 at x=%.1f",
+		      first, second);
+	/* each pass's last op too: the whole pass is on its side */
+	ck_assert_double_lt(svg_node_x(svg, "op7"), svg_node_x(svg, "op14"));
+	free(svg);
+	free(dot);
+}
+END_TEST
+
+/* One training step is one part (backward reads the forward's
+ * activations): no rank constraint. */
+START_TEST(test_one_part)
+{
+	char *dot = dot_of(fixture("mlp.json"), NULL, NULL);
+
+	ck_assert_ptr_null(strstr(dot, "rank=\"same\""));
+	ck_assert_ptr_null(strstr(dot, "newrank"));
+	free(dot);
+	dot = dot_of(fixture("torch_mlp.json"), NULL, NULL);
+	ck_assert_ptr_null(strstr(dot, "rank=\"same\""));
+	free(dot);
+}
+END_TEST
+
+/* ------------------------------------------------------------ findings */
+
+/* The analysis keeps every occurrence of a finding (findings.h): as many
+ * as it counted, the first one's event among them. */
+START_TEST(test_finding_occurrences)
+{
+	struct trace t;
+	struct analysis a;
+
+	load(fixture(fixture_names[_i]), &t);
+	ck_assert_int_eq(analysis_run(&t, &a), 0);
+	for (size_t i = 0; i < a.nfindings; i++) {
+		const struct trace_finding *f = &a.findings[i];
+		size_t n = 0;
+		bool first = false;
+		for (size_t o = f->occurrences; o < a.nfinding_occurrences;
+		     o = a.finding_occurrences[o].next) {
+			first |= a.finding_occurrences[o].event == f->event;
+			n++;
+		}
+		ck_assert_msg(n == f->count, "%s: %zu occurrences, count %zu",
+			      f->kind, n, f->count);
+		ck_assert(first);
+	}
+	analysis_free(&a);
+	trace_free(&t);
+}
+END_TEST
+
+/* The DOT's note of `kind`, or NULL. */
+static const char *note_of(const char *dot, const char *kind)
+{
+	char key[96];
+
+	snprintf(key, sizeof key, ": %s (×", kind);
+	return strstr(dot, key);
+}
+
+/* whole_loop: backward-under-autocast occurs in every step, stale-cache
+ * in step 1 only.  Each step drawn notes what occurs in it. */
+START_TEST(test_notes_every_step)
+{
+	struct view_options o;
+	char *dot = dot_of(fixture("whole_loop.json"), NULL, NULL);
+	const char *note = note_of(dot, "backward-under-autocast");
+
+	ck_assert_ptr_nonnull(note);   /* first occurred in step 0 */
+	ck_assert_ptr_nonnull(strstr(note, "×12 in step 1\\n"));
+	ck_assert_ptr_nonnull(strstr(note, "the first, in step 0:"));
+	ck_assert_ptr_nonnull(note_of(dot, "stale-cache"));
+	free(dot);
+
+	view_options_init(&o);
+	o.step = 0;
+	dot = dot_of(fixture("whole_loop.json"), &o, NULL);
+	note = note_of(dot, "backward-under-autocast");
+	ck_assert_ptr_nonnull(note);
+	ck_assert_ptr_nonnull(strstr(note, "×12 in step 0\\n"));
+	ck_assert_ptr_null(strstr(dot, "the first, in step"));
+	/* not in step 0: no note, the title says where it is */
+	ck_assert_ptr_null(note_of(dot, "stale-cache"));
+	ck_assert_ptr_nonnull(strstr(dot, "warning stale-cache ×2 (first in "
+				     "step 1: --step 1 draws it)"));
+	free(dot);
+
+	/* all steps: one note per step where it occurs */
+	struct trace t;
+	struct analysis a;
+	bool in_step[64] = { false };
+	size_t steps = 0, notes = 0;
+	load(fixture("whole_loop.json"), &t);
+	ck_assert_int_eq(analysis_run(&t, &a), 0);
+	for (size_t i = 0; i < a.nfindings; i++)
+		for (size_t k = a.findings[i].occurrences;
+		     !strcmp(a.findings[i].kind, "backward-under-autocast") &&
+		     k < a.nfinding_occurrences; k = a.finding_occurrences[k].next) {
+			int step = a.step_of[a.finding_occurrences[k].event];
+			steps += !in_step[step];
+			in_step[step] = true;
+		}
+	analysis_free(&a);
+	trace_free(&t);
+	o.step = VIEW_STEP_ALL;
+	o.fold = false;
+	dot = dot_of(fixture("whole_loop.json"), &o, NULL);
+	for (const char *p = dot; (p = note_of(p, "backward-under-autocast")); p++)
+		notes++;
+	ck_assert_uint_ge(steps, 2);
+	ck_assert_uint_eq(notes, steps);
+	free(dot);
+}
+END_TEST
+
 /* ---------------------------------------------------------- rendering */
 
 START_TEST(test_render_svg)
@@ -418,6 +632,12 @@ static Suite *viewer_suite(void)
 	tcase_add_test(selection, test_steps);
 	tcase_add_test(selection, test_bad_selection);
 	tcase_add_test(selection, test_dot_content);
+	tcase_add_test(selection, test_optimizer_box);
+	tcase_add_loop_test(selection, test_no_optimizer_box, 0, NFIXTURES);
+	tcase_add_test(selection, test_parts_left_to_right);
+	tcase_add_test(selection, test_one_part);
+	tcase_add_loop_test(selection, test_finding_occurrences, 0, NFIXTURES);
+	tcase_add_test(selection, test_notes_every_step);
 	tcase_add_test(render, test_render_svg);
 	tcase_add_test(render, test_render_png_and_dot);
 	tcase_add_test(render, test_formats);

@@ -131,9 +131,14 @@ static void title(const struct graph *g, struct jsonw *w)
 	size_t folds = 0;
 	for (size_t f = 0; f < g->nfolds; f++)
 		folds += g->folds[f].count > 0;
-	if (g->ops_folded)
+	if (g->ops_folded > g->ops_boxed)
 		jsonw_printf(w, " · folded: %zu ops of repeated blocks into %zu "
-			     "node%s", g->ops_folded, folds, folds == 1 ? "" : "s");
+			     "node%s", g->ops_folded - g->ops_boxed, folds,
+			     folds == 1 ? "" : "s");
+	if (g->ops_boxed)
+		jsonw_printf(w, " · the optimizer's %zu ops folded into %zu "
+			     "box%s (--phase optimizer draws them)", g->ops_boxed,
+			     g->nboxes, g->nboxes == 1 ? "" : "es");
 	if (g->ops_left_out)
 		jsonw_printf(w, " · left out: the last %zu ops (--ops %zu)",
 			     g->ops_left_out, g->o->max_ops);
@@ -158,7 +163,12 @@ static void title(const struct graph *g, struct jsonw *w)
 			jsonw_printf(w, "%s %s %s ×%zu", i ? "," : "",
 				     finding_severity_name(f->severity), f->kind,
 				     f->count);
-			if (f->event < s->trace->nevents)
+			if (f->event < s->trace->nevents && s->step != VIEW_STEP_ALL &&
+			    a->step_of[f->event] != s->step)
+				jsonw_printf(w, " (first in step %d: --step %d "
+					     "draws it)", a->step_of[f->event],
+					     a->step_of[f->event]);
+			else if (f->event < s->trace->nevents)
 				jsonw_printf(w, " (first in step %d)",
 					     a->step_of[f->event]);
 		}
@@ -183,6 +193,7 @@ static const struct legend_row legend_shapes[] = {
 			     "dashed arrow to the miss that cached it" },
 	{ "#fff6c8", "leaf", "named tensor (weight, input)" },
 	{ "#e4e4e4", "×N", "folded repetitions of the block above" },
+	{ GRAPH_OPTIMIZER_FILL, "opt", "a step's optimizer ops, folded" },
 	{ "#ffe4e1", "⚠", "finding (red border on the ops it concerns)" },
 };
 
@@ -311,6 +322,10 @@ void graph_write_dot(const struct graph *g, struct jsonw *w)
 	jsonw_free(&text);
 	if (g->nnodes > GRAPH_BIG_NODES)
 		jsonw_cstr(w, ", nslimit=\"1\", nslimit1=\"1\"");
+	/* rank=same across clusters needs the global ranking (ordering=in
+	 * would keep the parts in order too, but crashes dot with clusters) */
+	if (g->nheads)
+		jsonw_cstr(w, ", newrank=\"true\"");
 	jsonw_cstr(w, "];\n"
 		   "\tnode [shape=\"box\", style=\"rounded,filled\", "
 		   "fontname=\"Helvetica,Arial,sans-serif\", fontsize=\"10\", "
@@ -341,6 +356,14 @@ void graph_write_dot(const struct graph *g, struct jsonw *w)
 		c.tail[container] = i;
 	}
 	write_container(g, &c, 0, w, 1);
+	/* the independent parts' first nodes side by side, in program order
+	 * (graph.c joins them with invisible edges, left to right) */
+	if (g->nheads) {
+		jsonw_cstr(w, "\t{ rank=\"same\";");
+		for (size_t h = 0; h < g->nheads; h++)
+			jsonw_printf(w, " \"%s\";", g->nodes[g->heads[h]].id);
+		jsonw_cstr(w, " }\n");
+	}
 	for (size_t e = 0; e < g->nedges; e++) {
 		const struct graph_edge *edge = &g->edges[e];
 		jsonw_printf(w, "\t\"%s\" -> \"%s\" [", g->nodes[edge->from].id,

@@ -112,21 +112,6 @@ static bool same_tensor(const struct trace_tensor *a,
 	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
 }
 
-/* The ordinal of the op (or the cast's op) that made the source, or
- * VIEW_NONE when outside the selection. */
-static size_t made_at(const struct view_selection *s,
-		      const struct view_source *src)
-{
-	switch (src->kind) {
-	case VIEW_SOURCE_OP:
-		return src->index;
-	case VIEW_SOURCE_CAST:
-		return s->ordinal_of[src->index];
-	default:
-		return VIEW_NONE;
-	}
-}
-
 /* Inputs made inside their block must come from the same place in it;
  * inputs from before the block (the previous layer's output, the
  * attention mask, the activations a backward block reads, the gradient
@@ -135,7 +120,7 @@ static bool same_wiring(const struct view_selection *s, size_t i, size_t j,
 			size_t period, size_t block, const struct view_source *a,
 			const struct view_source *b)
 {
-	size_t ma = made_at(s, a), mb = made_at(s, b);
+	size_t ma = view_source_ordinal(s, a), mb = view_source_ordinal(s, b);
 	bool inside_a = ma != VIEW_NONE && ma >= block;
 	bool inside_b = mb != VIEW_NONE && mb >= block + period;
 
@@ -158,6 +143,9 @@ static bool ops_equal(void *ctx, size_t i, size_t j, size_t period,
 	const struct view_selection *s = ctx;
 	const struct view_op *x = &s->ops[i], *y = &s->ops[j];
 
+	/* the optimizer's ops go into their step's box instead */
+	if (x->boxed || y->boxed)
+		return false;
 	if (x->hash != y->hash || x->ninputs != y->ninputs ||
 	    x->parent != y->parent || x->forward != y->forward)
 		return false;

@@ -197,5 +197,7 @@ void graph_free(struct graph *g)
 	free(g->elsewhere);
 	free(g->flags);
 	free(g->folds);
+	free(g->boxes);
+	free(g->heads);
 	*g = (struct graph){ 0 };
 }
