@@ -111,6 +111,9 @@ static const struct sequence sequences[] = {
 	 * step the layers */
 	{ "sLLLeSsLLLeSsLLLeS", "0:6:3 1:1:3", 1 },
 	{ "pqABCDABCDABCDrs", "2:4:3", 1 },
+	/* the run begins at the D that ends the first block: the fold
+	 * starts where the repeated block does */
+	{ "xDABCDABCDABCDy", "2:4:3", 1 },
 };
 
 static bool letters_equal(void *ctx, size_t i, size_t j, size_t period,
@@ -382,11 +385,17 @@ START_TEST(test_optimizer_box)
 	ck_assert_ptr_nonnull(strstr(dot, "label=\"mul_.Tensor\\n"));
 	free(dot);
 
+	/* all steps: steps 1 and 2 are the same, step 2 folds whole (its
+	 * optimizer ops with it); steps 0 and 1 get a box each */
 	o.fold = true;
-	o.step = VIEW_STEP_ALL;   /* one box per step */
-	free(dot_of(fixture("torch_mlp.json"), &o, &stats));
-	ck_assert_uint_eq(stats.boxes, 3);
-	ck_assert_uint_eq(stats.ops_boxed, 3 * 12);
+	o.step = VIEW_STEP_ALL;
+	dot = dot_of(fixture("torch_mlp.json"), &o, &stats);
+	ck_assert_uint_eq(stats.boxes, 2);
+	ck_assert_uint_eq(stats.ops_boxed, 2 * 12);
+	ck_assert_uint_eq(stats.folds, 1);
+	ck_assert_ptr_nonnull(strstr(dot, "optimizer step 0, folded\\n12 ops"));
+	ck_assert_ptr_nonnull(strstr(dot, "optimizer step 1, folded\\n12 ops"));
+	free(dot);
 }
 END_TEST
 

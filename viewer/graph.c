@@ -466,6 +466,10 @@ static size_t plan(struct graph_builder *b, const struct view_options *o)
 			b->hidden_in[k] = f;
 		b->fold_node[f] = VIEW_NONE;
 	}
+	if (!graph_plan_boxes(b)) {
+		g->failed = true;
+		return 0;
+	}
 	for (size_t k = 0; k < n; k++) {
 		size_t f = b->hidden_in[k], box = b->box_of[k];
 		bool unit = box != VIEW_NONE ? g->boxes[box].first == k :
@@ -539,6 +543,7 @@ int graph_build(struct graph *g, const struct view_selection *s,
 	*g = (struct graph){ .s = s, .o = o };
 	if (o->fold && view_fold_selection(s, &g->folds, &g->nfolds) != 0)
 		return -1;
+	graph_drop_optimizer_folds(g);
 	b.hidden_in = malloc(n * sizeof *b.hidden_in);
 	b.node_of_op = malloc(n * sizeof *b.node_of_op);
 	b.part_start = malloc(n * sizeof *b.part_start);
@@ -546,7 +551,7 @@ int graph_build(struct graph *g, const struct view_selection *s,
 	b.region_cluster = malloc((s->nregions ? s->nregions : 1) *
 				  sizeof *b.region_cluster);
 	if (!b.hidden_in || !b.node_of_op || !b.part_start || !b.fold_node ||
-	    !b.region_cluster || !graph_plan_boxes(&b)) {
+	    !b.region_cluster) {
 		g->failed = true;
 		goto out;
 	}

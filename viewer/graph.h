@@ -171,6 +171,7 @@ void graph_begin_unit(struct graph_builder *b, size_t node, size_t ordinal);
 
 /* graph_hidden.c: ops drawn as one node, a folded block's repetitions or
  * a step's optimizer ops: plans the boxes, then draws each hidden op. */
+void graph_drop_optimizer_folds(struct graph *g);
 bool graph_plan_boxes(struct graph_builder *b);
 void graph_hide_op(struct graph_builder *b, size_t ordinal);
 

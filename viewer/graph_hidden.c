@@ -123,9 +123,28 @@ static bool drawn_source(struct graph_builder *b, const struct view_source *src)
 
 /* ----------------------------------------------------- optimizer boxes */
 
-/* One box per step for the ops its optimizer (and GradScaler) ran:
- * a training step's graph is its forward and backward passes, and the
- * optimizer's per-parameter updates would be longer than both. */
+/* Folds of the optimizer's ops alone (its per-parameter updates) give
+ * way to the box; folds of whole steps, optimizer included, stay. */
+void graph_drop_optimizer_folds(struct graph *g)
+{
+	size_t kept = 0;
+
+	for (size_t f = 0; f < g->nfolds; f++) {
+		const struct view_fold *fold = &g->folds[f];
+		bool optimizer_only = true;
+		for (size_t k = fold->start;
+		     k < fold->start + fold->count * fold->period && optimizer_only; k++)
+			optimizer_only = g->s->ops[k].boxed;
+		if (!optimizer_only)
+			g->folds[kept++] = *fold;
+	}
+	g->nfolds = kept;
+}
+
+/* One box per step for the ops its optimizer (and GradScaler) ran that
+ * no fold hides: a training step's graph is its forward and backward
+ * passes, and the optimizer's per-parameter updates would be longer
+ * than both. */
 bool graph_plan_boxes(struct graph_builder *b)
 {
 	struct graph *g = b->g;
@@ -137,7 +156,7 @@ bool graph_plan_boxes(struct graph_builder *b)
 		return false;
 	for (size_t k = 0; k < s->nops; k++) {
 		b->box_of[k] = VIEW_NONE;
-		if (!s->ops[k].boxed)
+		if (!s->ops[k].boxed || b->hidden_in[k] != VIEW_NONE)
 			continue;
 		int step = s->analysis.step_of[s->ops[k].event];
 		size_t box = g->nboxes;

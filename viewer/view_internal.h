@@ -75,8 +75,8 @@ struct view_op {
 	const char *parent;           /* composite op it ran inside, or NULL */
 	const char *forward;          /* backward ops: the forward op */
 	uint64_t hash;                /* of the fields fold compares */
-	bool boxed;                   /* an optimizer op drawn inside its
-					 step's optimizer box */
+	bool boxed;                   /* an optimizer op: drawn in its
+					 step's box unless a fold hides it */
 };
 
 struct view_selection {
