@@ -127,6 +127,10 @@ fi
 	grep -q 'label="mul_.Tensor' "$out/opt.dot" &&
 	! grep -q 'optimizer step 1, folded' "$out/opt.dot" &&
 	"$ampview" --help | grep -q -- '--phase optimizer draws them' &&
+	"$ampview" "$fixtures/mlp.json" --phase optimizer -o "$out/none.dot" \
+		2>"$out/none.err" &&
+	grep -q 'no op of phase optimizer in the view' "$out/none.err" &&
+	! grep -q 'no op of' "$out/box.err" &&
 	echo "ok   the optimizer step is one box; --phase optimizer draws it" ||
 	fail "optimizer box"
 

@@ -284,6 +284,16 @@ int main(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	}
 	double built = now_ms();
+	if (!stats.ops_selected && trace.counts[TRACE_OP] &&
+	    (c.view.phase || c.view.scope))
+		fprintf(stderr, "ampview: warning: no op of %s%s%s%s%s in "
+			"the view; the graph is empty (its title says what it "
+			"left out)\n",
+			c.view.phase ? "phase " : "",
+			c.view.phase ? c.view.phase : "",
+			c.view.phase && c.view.scope ? " and " : "",
+			c.view.scope ? "region " : "",
+			c.view.scope ? c.view.scope : "");
 	status = 1;
 	if (view_render(dot, dot_len, c.format, &out, &out_len, &err) != 0)
 		fprintf(stderr, "ampview: %s\n", err.message);

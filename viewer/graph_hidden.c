@@ -225,8 +225,9 @@ static bool box_label(struct graph_builder *b, const struct graph_box *box)
 			counts[j - 1] = t;
 		}
 	jsonw_reset(&b->label);
-	graph_text(&b->label, "optimizer step %d, folded\n%zu ops, %zu casts",
-		   box->step, box->nops, casts);
+	graph_text(&b->label, "optimizer step %d, folded\n%zu op%s, %zu cast%s",
+		   box->step, box->nops, box->nops == 1 ? "" : "s", casts,
+		   casts == 1 ? "" : "s");
 	for (size_t j = 0; j < ncounts; j++) {
 		if (j == BOX_NAMED_OPS) {
 			others += counts[j].count;
