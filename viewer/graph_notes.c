@@ -49,8 +49,8 @@ void graph_cast_flags(struct graph_builder *b, size_t node,
 		graph_flag(b, node, "cache-disabled");
 }
 
-/* The node drawn for an occurrence: its op or cast (an amp.diag event,
- * a scaler event: the op it names), or VIEW_NONE.  *ordinal: that op's place in the selection. */
+/* The node drawn for an occurrence: the op it names (a cast's: its op,
+ * which the report's finding links mark), else its cast, or VIEW_NONE.  *ordinal: that op's place in the selection. */
 static size_t node_of_occurrence(struct graph_builder *b,
 				 const struct trace_finding *f, size_t event,
 				 size_t shown_ops, size_t *ordinal)
@@ -64,8 +64,10 @@ static size_t node_of_occurrence(struct graph_builder *b,
 	enum trace_kind kind = t->events[event].kind;
 	if (kind == TRACE_DIAG)
 		op_id = t->events[event].diag.op_id;
-	else if (event == f->event && kind != TRACE_OP && kind != TRACE_CAST)
+	else if (event == f->event)
 		op_id = f->op_id;
+	else if (kind == TRACE_CAST)
+		op_id = t->events[event].cast.op_id;
 	const struct trace_event *op =
 		op_id ? analysis_op(&s->analysis, t->events[event].pid, op_id)
 		      : NULL;
