@@ -136,50 +136,62 @@ static size_t place_occurrences(struct graph_builder *b,
 	return nplaces;
 }
 
+/* Adds the note unless the node has one of the kind already or the
+ * notes are all used; returns whether it did. */
+static bool add_note(struct graph_builder *b, const struct trace_finding *f,
+		     const struct placement *place)
+{
+	struct graph *g = b->g;
+
+	if (g->nfindings == GRAPH_MAX_NOTES)
+		return false;
+	for (size_t k = 0; k < g->nfindings; k++)
+		if (g->findings[k].node == place->node &&
+		    !strcmp(g->findings[k].finding->kind, f->kind))
+			return false;
+	if (!g->nodes[place->node].flagged)
+		graph_flag(b, place->node, f->kind);
+	g->findings[g->nfindings++] = (struct graph_finding){
+		f, place->node, place->step, place->count, place->first };
+	return true;
+}
+
 /* A note per finding and drawn step where it occurs (--all-steps: each
  * step's first occurrence) on the first node showing it; a finding with
  * no drawn occurrence goes on the first node flagged with its kind, else
- * into the title. */
+ * into the title.  Every finding gets its first note before any gets a
+ * second, so one that recurs every step does not crowd out the others. */
 void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 {
 	struct graph *g = b->g;
 	const struct analysis *a = &b->s->analysis;
 	struct placement places[GRAPH_MAX_NOTES];
+	bool *noted = calloc(a->nfindings ? a->nfindings : 1, sizeof *noted);
 
 	g->findings = calloc(GRAPH_MAX_NOTES, sizeof *g->findings);
 	g->elsewhere = calloc(a->nfindings ? a->nfindings : 1,
 			      sizeof *g->elsewhere);
-	if (!g->findings || !g->elsewhere) {
+	if (!noted || !g->findings || !g->elsewhere) {
 		g->failed = true;
+		free(noted);
 		return;
 	}
-	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct trace_finding *f = &a->findings[i];
-		size_t nplaces = place_occurrences(b, f, shown_ops, places);
-		for (size_t k = 0; k < g->nflags && !nplaces; k++)
-			if (!strcmp(g->flags[k].kind, f->kind))
-				places[nplaces++] = (struct placement){
-					g->flags[k].first_node, 0, 0,
-					-1, true };
-		size_t noted = 0;
-		for (size_t p = 0; p < nplaces; p++) {
-			bool taken = g->nfindings == GRAPH_MAX_NOTES;
-			for (size_t k = 0; k < g->nfindings && !taken; k++)
-				taken = g->findings[k].node == places[p].node &&
-					!strcmp(g->findings[k].finding->kind,
-						f->kind);  /* one per kind and node */
-			if (taken)
-				continue;
-			if (!g->nodes[places[p].node].flagged)
-				graph_flag(b, places[p].node, f->kind);
-			g->findings[g->nfindings++] = (struct graph_finding){
-				f, places[p].node, places[p].step,
-				places[p].count, places[p].first };
-			noted++;
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < a->nfindings; i++) {
+			const struct trace_finding *f = &a->findings[i];
+			size_t nplaces = place_occurrences(b, f, shown_ops, places);
+			for (size_t k = 0; k < g->nflags && !nplaces; k++)
+				if (!strcmp(g->flags[k].kind, f->kind))
+					places[nplaces++] = (struct placement){
+						g->flags[k].first_node, 0, 0,
+						-1, true };
+			for (size_t p = 0; p < nplaces && !(round == 0 && noted[i]); p++)
+				noted[i] |= add_note(b, f, &places[p]);
 		}
-		if (!noted)
-			g->elsewhere[g->nelsewhere++] = f;
-	}
+	for (size_t i = 0; i < a->nfindings; i++)
+		if (!noted[i])
+			g->elsewhere[g->nelsewhere++] = &a->findings[i];
+	free(noted);
 }
 
 /* One note per placed finding: severity, kind, how often it occurred in
