@@ -394,10 +394,13 @@ static void op_tooltip(struct graph_builder *b, const struct trace_op *op)
  * dot can put the part beside the one before (graph_write_dot). */
 void graph_begin_unit(struct graph_builder *b, size_t node, size_t ordinal)
 {
-	b->g->nodes[node].unit = ++b->unit;
+	struct graph *g = b->g;
+
+	g->nodes[node].unit = ++b->unit;
 	if (b->part_start[ordinal]) {
 		b->anchor = VIEW_NONE;
 		b->part_unit = b->unit;
+		g->heads[g->nheads++] = node;
 	} else {
 		b->anchor = b->last_unit;
 	}
@@ -436,7 +439,8 @@ static void draw_op(struct graph_builder *b, size_t ordinal)
 		const struct view_input *in = &s->inputs[v->first_input + k];
 		if (in->cast == VIEW_NONE) {
 			size_t from = graph_source_node(b, &in->source,
-						  in->tensor->dtype, in->tensor);
+							in->tensor->dtype,
+							in->tensor);
 			tensor_edge(b, from, node, in->tensor->dtype, in->tensor);
 			continue;
 		}
@@ -499,28 +503,17 @@ static void find_parts(struct graph_builder *b)
 			if (from < earliest)
 				earliest = from;
 		}
-		b->part_start[k] = k && (earliest == VIEW_NONE || earliest >= k);
+		b->part_start[k] = earliest == VIEW_NONE || earliest >= k;
 	}
 }
 
-/* The parts' first nodes, left to right in program order, joined by
- * invisible edges that dot.c puts on one rank. */
-static void link_parts(struct graph_builder *b, size_t shown)
+/* The parts' first nodes (graph_begin_unit collects them), left to
+ * right in program order, joined by invisible edges that dot.c puts on
+ * one rank. */
+static void link_parts(struct graph_builder *b)
 {
 	struct graph *g = b->g;
 
-	g->heads = malloc((shown ? shown : 1) * sizeof *g->heads);
-	if (!g->heads) {
-		g->failed = true;
-		return;
-	}
-	for (size_t k = 0; k < shown; k++) {
-		size_t node = b->node_of_op[k];
-		if ((k && !b->part_start[k]) || node == VIEW_NONE ||
-		    (g->nheads && g->heads[g->nheads - 1] == node))
-			continue;
-		g->heads[g->nheads++] = node;
-	}
 	if (g->nheads < 2) {
 		g->nheads = 0;
 		return;
@@ -547,10 +540,12 @@ int graph_build(struct graph *g, const struct view_selection *s,
 	b.hidden_in = malloc(n * sizeof *b.hidden_in);
 	b.node_of_op = malloc(n * sizeof *b.node_of_op);
 	b.part_start = malloc(n * sizeof *b.part_start);
+	g->heads = malloc(n * sizeof *g->heads);
 	b.fold_node = malloc((g->nfolds ? g->nfolds : 1) * sizeof *b.fold_node);
 	b.region_cluster = malloc((s->nregions ? s->nregions : 1) *
 				  sizeof *b.region_cluster);
-	if (!b.hidden_in || !b.node_of_op || !b.part_start || !b.fold_node ||
+	if (!b.hidden_in || !b.node_of_op || !b.part_start || !g->heads ||
+	    !b.fold_node ||
 	    !b.region_cluster) {
 		g->failed = true;
 		goto out;
@@ -566,7 +561,7 @@ int graph_build(struct graph *g, const struct view_selection *s,
 			graph_hide_op(&b, k);
 	}
 	g->ops_left_out = s->nops - shown;
-	link_parts(&b, shown);
+	link_parts(&b);
 	graph_place_findings(&b, shown);
 	graph_draw_findings(&b);
 	for (size_t f = 0; f < g->nfolds; f++)
