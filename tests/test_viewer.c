@@ -205,27 +205,37 @@ static void shift_ids(cJSON *item)
 	}
 }
 
-START_TEST(test_dot_ignores_ids)
+/* Writes fixture `name` changed by `edit` to a temporary file `path`
+ * (the caller unlinks it). */
+static void write_edited(const char *name, void (*edit)(cJSON *), char *path,
+			 size_t size)
 {
-	const char *path = fixture(fixture_names[_i]);
-	char shifted[4096];
 	struct trace_error err;
 	size_t len;
-	char *text = trace_read_file(path, &len, &err);
+	char *text = trace_read_file(fixture(name), &len, &err);
 
 	ck_assert_msg(text != NULL, "%s", err.message);
 	cJSON *root = cJSON_Parse(text);
 	ck_assert_ptr_nonnull(root);
-	shift_ids(root);
+	edit(root);
 	char *out = cJSON_PrintUnformatted(root);
-	snprintf(shifted, sizeof shifted, "%s/viewer-shifted-%ld-%d.json",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), _i);
-	FILE *f = fopen(shifted, "w");
+	snprintf(path, size, "%s/viewer-edited-%ld-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), name);
+	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(out, f);
 	fclose(f);
+	free(out);
+	free(text);
+	cJSON_Delete(root);
+}
 
-	char *a = dot_of(path, NULL, NULL);
+START_TEST(test_dot_ignores_ids)
+{
+	char shifted[4096];
+
+	write_edited(fixture_names[_i], shift_ids, shifted, sizeof shifted);
+	char *a = dot_of(fixture(fixture_names[_i]), NULL, NULL);
 	char *b = dot_of(shifted, NULL, NULL);
 	drop_notes(a);
 	drop_notes(b);
@@ -233,9 +243,6 @@ START_TEST(test_dot_ignores_ids)
 	unlink(shifted);
 	free(a);
 	free(b);
-	free(out);
-	free(text);
-	cJSON_Delete(root);
 }
 END_TEST
 
@@ -395,6 +402,51 @@ START_TEST(test_optimizer_box)
 	ck_assert_uint_eq(stats.folds, 1);
 	ck_assert_ptr_nonnull(strstr(dot, "optimizer step 0, folded\\n12 ops"));
 	ck_assert_ptr_nonnull(strstr(dot, "optimizer step 1, folded\\n12 ops"));
+	free(dot);
+}
+END_TEST
+
+/* Every op of phase backward made phase optimizer: a box of many kinds. */
+static void backward_to_optimizer(cJSON *root)
+{
+	cJSON *event;
+
+	cJSON_ArrayForEach(event, cJSON_GetObjectItem(root, "traceEvents")) {
+		cJSON *phase = cJSON_GetObjectItem(cJSON_GetObjectItem(event, "args"),
+						   "phase");
+		if (cJSON_IsString(phase) && !strcmp(phase->valuestring, "backward"))
+			cJSON_SetValuestring(phase, "optimizer");
+	}
+}
+
+/* The box names its most frequent kinds of op, and the count of the
+ * others, adding up to its ops. */
+START_TEST(test_optimizer_box_label)
+{
+	char path[4096];
+	struct view_stats stats;
+
+	write_edited("torch_mlp.json", backward_to_optimizer, path, sizeof path);
+	char *dot = dot_of(path, NULL, &stats);
+	unlink(path);
+	ck_assert_uint_eq(stats.boxes, 1);
+	static const char head[] = "label=\"optimizer step 1, folded\\n";
+	const char *label = strstr(dot, head);
+	ck_assert_ptr_nonnull(label);
+	label += strlen(head);
+	char *end;
+	size_t total = strtoul(label, &end, 10), named = 0, kinds = 0;
+	ck_assert_uint_eq(total, stats.ops_boxed);
+	ck_assert_uint_gt(total, 12);
+	for (const char *p = strstr(label, " ×"); p && p < strstr(label, "draws");
+	     p = strstr(p + 1, " ×")) {
+		named += strtoul(p + strlen(" ×"), NULL, 10);
+		kinds++;
+	}
+	ck_assert_uint_eq(kinds, 4);
+	const char *others = strstr(label, "\\n+");
+	ck_assert_ptr_nonnull(others);
+	ck_assert_uint_eq(named + strtoul(others + 3, NULL, 10), total);
 	free(dot);
 }
 END_TEST
@@ -642,6 +694,7 @@ static Suite *viewer_suite(void)
 	tcase_add_test(selection, test_bad_selection);
 	tcase_add_test(selection, test_dot_content);
 	tcase_add_test(selection, test_optimizer_box);
+	tcase_add_test(selection, test_optimizer_box_label);
 	tcase_add_loop_test(selection, test_no_optimizer_box, 0, NFIXTURES);
 	tcase_add_test(selection, test_parts_left_to_right);
 	tcase_add_test(selection, test_one_part);

@@ -195,7 +195,7 @@ static bool box_label(struct graph_builder *b, const struct graph_box *box)
 {
 	const struct view_selection *s = b->s;
 	struct op_count counts[32];
-	size_t ncounts = 0, casts = 0, seen = 0, others = 0;
+	size_t ncounts = 0, casts = 0, seen = 0;
 	int region = s->ops[box->first].region;
 	bool one_region = true;
 	char name[128];
@@ -228,17 +228,13 @@ static bool box_label(struct graph_builder *b, const struct graph_box *box)
 	graph_text(&b->label, "optimizer step %d, folded\n%zu op%s, %zu cast%s",
 		   box->step, box->nops, box->nops == 1 ? "" : "s", casts,
 		   casts == 1 ? "" : "s");
-	for (size_t j = 0; j < ncounts; j++) {
-		if (j == BOX_NAMED_OPS) {
-			others += counts[j].count;
-			continue;
-		}
+	size_t others = box->nops;
+	for (size_t j = 0; j < ncounts && j < BOX_NAMED_OPS; j++) {
 		graph_text(&b->label, "%s%s ×%zu", j % 2 ? ", " : "\n",
 			   trace_op_label(counts[j].op, name, sizeof name),
 			   counts[j].count);
+		others -= counts[j].count;
 	}
-	for (size_t j = BOX_NAMED_OPS + 1; j < ncounts; j++)
-		others += counts[j].count;
 	if (others)
 		graph_text(&b->label, "\n+%zu other ops", others);
 	jsonw_cstr(&b->label, "\n--phase optimizer draws them");
