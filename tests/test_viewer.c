@@ -572,6 +572,7 @@ START_TEST(test_notes_every_step)
 	ck_assert_ptr_nonnull(strstr(note, "×12 in step 1\\n"));
 	ck_assert_ptr_nonnull(strstr(note, "the first, in step 0:"));
 	ck_assert_ptr_nonnull(note_of(dot, "stale-cache"));
+	ck_assert_ptr_null(strstr(dot, "\"elsewhere\""));   /* all drawn */
 	free(dot);
 
 	view_options_init(&o);
@@ -585,6 +586,12 @@ START_TEST(test_notes_every_step)
 	ck_assert_ptr_null(note_of(dot, "stale-cache"));
 	ck_assert_ptr_nonnull(strstr(dot, "warning stale-cache ×2 (first in "
 				     "step 1: --step 1 draws it)"));
+	/* and so does a red note, declared first: beside the legend */
+	const char *elsewhere = strstr(dot, "\t\"elsewhere\" [label=\"⚠ findings "
+				       "about ops not drawn:");
+	ck_assert_ptr_nonnull(elsewhere);
+	ck_assert_ptr_nonnull(strstr(elsewhere, "stale-cache ×2 (first in step 1"));
+	ck_assert(strstr(dot, "\t\"elsewhere\"") < strstr(dot, "subgraph"));
 	free(dot);
 
 	/* all steps: one note per step where it occurs */

@@ -159,18 +159,8 @@ static void title(const struct graph *g, struct jsonw *w)
 		jsonw_printf(w, "%sabout ops not drawn:", g->nfindings ?
 			     "; " : "findings ");
 		for (size_t i = 0; i < g->nelsewhere; i++) {
-			const struct trace_finding *f = g->elsewhere[i];
-			jsonw_printf(w, "%s %s %s ×%zu", i ? "," : "",
-				     finding_severity_name(f->severity), f->kind,
-				     f->count);
-			if (f->event < s->trace->nevents && s->step != VIEW_STEP_ALL &&
-			    a->step_of[f->event] != s->step)
-				jsonw_printf(w, " (first in step %d: --step %d "
-					     "draws it)", a->step_of[f->event],
-					     a->step_of[f->event]);
-			else if (f->event < s->trace->nevents)
-				jsonw_printf(w, " (first in step %d)",
-					     a->step_of[f->event]);
+			jsonw_cstr(w, i ? ", " : " ");
+			graph_elsewhere_text(g, g->elsewhere[i], w);
 		}
 	}
 	if (g->nfindings || g->nelsewhere)
@@ -204,15 +194,11 @@ static const struct {
 	{ "f64", "f64" }, { "i64", "integer, bool" },
 };
 
-/* One line of legend text.  Graphviz sizes the cell with Pango's
- * metrics; browsers shape the same font a little wider (Chromium: ~2%,
- * 6.5 px past the border on the longest line), so each line carries
- * trailing no-break spaces in proportion to its length as slack
- * (tests/test_viewer_browser.sh measures the legend in Chromium). */
+/* One line of legend text, with its slack (graph_slack). */
 static void legend_text(struct jsonw *w, const char *text)
 {
 	html_escape(w, text);
-	for (size_t n = strlen(text) / 16 + 1; n > 0; n--)
+	for (size_t n = graph_slack(strlen(text)); n > 0; n--)
 		jsonw_cstr(w, "&#160;");
 }
 

@@ -140,6 +140,9 @@ struct graph_builder {
 size_t graph_new_node(struct graph *g, int cluster, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void graph_end_node(struct graph *g, size_t node);
+/* Declares a top-level node before all others: of the nodes dot ranks
+ * first, the first declared goes leftmost (next to the legend). */
+void graph_declare_first(struct graph *g, size_t node);
 size_t graph_new_edge(struct graph *g, size_t from, size_t to);
 void graph_end_edge(struct graph *g, size_t edge);
 int graph_new_cluster(struct graph *g, int parent, const char *fmt, ...)
@@ -159,6 +162,12 @@ const char *graph_bytes_text(char *buf, size_t size, uint64_t bytes);
 const char *graph_time_text(char *buf, size_t size, double us);
 void graph_wrap(struct jsonw *w, const char *text, size_t width,
 		int max_lines);
+/* Graphviz sizes a box with Pango's metrics; browsers shape the same
+ * font a little wider (Chromium: ~2%, 6.5 px on the legend's longest
+ * line), so a left-justified line of `len` bytes carries this many
+ * trailing no-break spaces as slack (tests/test_viewer_browser.sh
+ * measures the legend and the notes in Chromium). */
+size_t graph_slack(size_t len);
 
 /* graph.c: nodes for sources and the wiring of ops drawn as one node. */
 int graph_cluster_of_op(struct graph_builder *b, size_t ordinal);
@@ -183,6 +192,11 @@ void graph_cast_flags(struct graph_builder *b, size_t node,
 		      const struct trace_cast *c);
 void graph_place_findings(struct graph_builder *b, size_t shown_ops);
 void graph_draw_findings(struct graph_builder *b);
+/* "warning stale-cache ×2 (first in step 1: --step 1 draws it)": a
+ * finding the view has no note for, in the title and the note about
+ * them. */
+void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
+			  struct jsonw *w);
 
 /* ------------------------------------------------------------ the API */
 

@@ -194,6 +194,70 @@ void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 	free(noted);
 }
 
+void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
+			  struct jsonw *w)
+{
+	const struct view_selection *s = g->s;
+
+	jsonw_printf(w, "%s %s ×%zu", finding_severity_name(f->severity),
+		     f->kind, f->count);
+	if (f->event >= s->trace->nevents)
+		return;
+	int step = s->analysis.step_of[f->event];
+	if (s->step != VIEW_STEP_ALL && step != s->step)
+		jsonw_printf(w, " (first in step %d: --step %d draws it)", step,
+			     step);
+	else
+		jsonw_printf(w, " (first in step %d)", step);
+}
+
+/* At most this many findings listed in the note about the others. */
+#define GRAPH_MAX_ELSEWHERE 6
+
+/* Ends a left-justified line with its slack (graph_slack). */
+static void end_line(struct jsonw *w)
+{
+	const char *line = memrchr(w->data, '\v', w->len);
+	size_t start = line ? (size_t)(line - w->data) + 1 : 0;
+
+	for (size_t n = graph_slack(w->len - start); n > 0; n--)
+		jsonw_cstr(w, "\xc2\xa0");   /* U+00A0, no-break space */
+	jsonw_cstr(w, "\v");
+}
+
+/* The findings with no note (another step's, ops left out) in one red
+ * note of their own, where the eye lands first (top left, by the
+ * legend): the title alone went unread. */
+static void draw_elsewhere(struct graph_builder *b)
+{
+	struct graph *g = b->g;
+
+	if (!g->nelsewhere)
+		return;
+	jsonw_reset(&b->label);
+	jsonw_cstr(&b->label, "⚠ findings about ops not drawn:");
+	for (size_t i = 0; i < g->nelsewhere && i < GRAPH_MAX_ELSEWHERE; i++) {
+		end_line(&b->label);
+		graph_elsewhere_text(g, g->elsewhere[i], &b->label);
+	}
+	if (g->nelsewhere > GRAPH_MAX_ELSEWHERE) {
+		end_line(&b->label);
+		jsonw_printf(&b->label, "+%zu more (amptrace summary lists them)",
+			     g->nelsewhere - GRAPH_MAX_ELSEWHERE);
+	}
+	end_line(&b->label);
+	size_t node = graph_new_node(g, -1, "elsewhere");
+	size_t start = g->text.len;
+	graph_attr(g, start, "label", b->label.data);
+	graph_attr(g, start, "shape", "note");
+	graph_attr(g, start, "style", "filled");
+	graph_attr(g, start, "fillcolor", "#ffe4e1");
+	graph_attr(g, start, "color", "#cc0000");
+	graph_attr(g, start, "fontcolor", "#990000");
+	graph_end_node(g, node);
+	graph_declare_first(g, node);
+}
+
 /* One note per placed finding: severity, kind, how often it occurred in
  * the note's step, the analysis's message (about its first occurrence,
  * which may be in another step) and fix. */
@@ -234,6 +298,9 @@ void graph_draw_findings(struct graph_builder *b)
 		}
 		graph_attr(g, start, "label", b->label.data);
 		graph_attr(g, start, "shape", "note");
+		/* room for browsers' wider shaping (graph_slack) on both
+		 * sides of centred lines */
+		graph_attr(g, start, "margin", "0.15,0.06");
 		graph_attr(g, start, "style", "filled");
 		graph_attr(g, start, "fillcolor", "#ffe4e1");
 		graph_attr(g, start, "color", "#cc0000");
@@ -247,7 +314,5 @@ void graph_draw_findings(struct graph_builder *b)
 		graph_attr(g, start, "arrowhead", "none");
 		graph_end_edge(g, edge);
 	}
+	draw_elsewhere(b);
 }
-
-/* Marks the ops each fold hides; returns how many ops fit in max_ops
- * units (an op node or a fold node each). */
