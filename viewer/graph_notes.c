@@ -50,7 +50,8 @@ void graph_cast_flags(struct graph_builder *b, size_t node,
 }
 
 /* The node drawn for an occurrence: the op it names (a cast's: its op,
- * which the report's finding links mark), else its cast, or VIEW_NONE.  *ordinal: that op's place in the selection. */
+ * which the report's finding links mark), else its cast, or VIEW_NONE.
+ * *ordinal: that op's place in the selection. */
 static size_t node_of_occurrence(struct graph_builder *b,
 				 const struct trace_finding *f, size_t event,
 				 size_t shown_ops, size_t *ordinal)
@@ -86,7 +87,8 @@ static size_t node_of_occurrence(struct graph_builder *b,
 	return b->node_of_op[*ordinal];
 }
 
-/* At most this many notes: the others are listed in the title. */
+/* At most this many notes: the others are listed in the title and the
+ * note about them (draw_elsewhere). */
 #define GRAPH_MAX_NOTES 12
 
 /* Where a finding's drawn occurrences are: per step, the earliest drawn
