@@ -622,6 +622,51 @@ START_TEST(test_notes_every_step)
 }
 END_TEST
 
+/* Every backward op made to run under autocast: backward-under-autocast
+ * in every step of whole_loop, the steps a fold hides included. */
+static void backward_under_autocast(cJSON *root)
+{
+	cJSON *event;
+
+	cJSON_ArrayForEach(event, cJSON_GetObjectItem(root, "traceEvents")) {
+		cJSON *args = cJSON_GetObjectItem(event, "args");
+		cJSON *phase = cJSON_GetObjectItem(args, "phase");
+		cJSON *autocast = cJSON_GetObjectItem(args, "autocast");
+		if (cJSON_IsString(phase) && !strcmp(phase->valuestring, "backward") &&
+		    cJSON_IsObject(autocast))
+			cJSON_ReplaceItemInObject(autocast, "enabled",
+						  cJSON_CreateTrue());
+	}
+}
+
+/* The steps a fold hides share its node: one note there says how many
+ * occurrences in which steps. */
+START_TEST(test_notes_folded_steps)
+{
+	char path[4096];
+	struct view_options o;
+
+	write_edited("whole_loop.json", backward_under_autocast, path,
+		     sizeof path);
+	view_options_init(&o);
+	o.step = VIEW_STEP_ALL;
+	char *dot = dot_of(path, &o, NULL);
+	unlink(path);
+	size_t on_fold = 0;
+	for (const char *p = dot; (p = strstr(p, "\" -> \"fold1\" [style=\"dashed\", "
+					      "color=\"#cc0000\"")); p++)
+		on_fold++;
+	ck_assert_uint_eq(on_fold, 1);
+	const char *note = strstr(dot, " in steps 3–5 (folded)\\n");
+	ck_assert_ptr_nonnull(note);
+	while (note > dot && strncmp(note, "label=", 6))
+		note--;
+	ck_assert_int_eq(strncmp(note, "label=\"⚠ warning: backward-under-autocast",
+				 strlen("label=\"⚠ warning: backward-under-autocast")), 0);
+	free(dot);
+}
+END_TEST
+
 /* ---------------------------------------------------------- rendering */
 
 START_TEST(test_render_svg)
@@ -707,6 +752,7 @@ static Suite *viewer_suite(void)
 	tcase_add_test(selection, test_one_part);
 	tcase_add_loop_test(selection, test_finding_occurrences, 0, NFIXTURES);
 	tcase_add_test(selection, test_notes_every_step);
+	tcase_add_test(selection, test_notes_folded_steps);
 	tcase_add_test(render, test_render_svg);
 	tcase_add_test(render, test_render_png_and_dot);
 	tcase_add_test(render, test_formats);

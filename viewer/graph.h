@@ -50,8 +50,9 @@ struct graph_cluster {
 struct graph_finding {
 	const struct trace_finding *finding;
 	size_t node;
-	int step;                /* the step of its occurrences here, or -1 */
-	size_t count;            /* occurrences in that step */
+	int step, last_step;     /* the steps of its occurrences here (a fold
+				    hides several), or -1 */
+	size_t count;            /* occurrences in those steps */
 	bool first;              /* the first occurrence is among them */
 };
 

@@ -95,7 +95,7 @@ static size_t node_of_occurrence(struct graph_builder *b,
  * node and how many occurred there. */
 struct placement {
 	size_t node, ordinal, count;
-	int step;
+	int step, last_step;
 	bool first;   /* the finding's first occurrence (its message's) */
 };
 
@@ -120,7 +120,7 @@ static size_t place_occurrences(struct graph_builder *b,
 			if (nplaces == GRAPH_MAX_NOTES)
 				continue;
 			places[nplaces++] = (struct placement){ node, ordinal, 0,
-								step, false };
+								step, step, false };
 		}
 		places[p].count++;
 		places[p].first |= event == f->event;
@@ -135,7 +135,19 @@ static size_t place_occurrences(struct graph_builder *b,
 			places[j] = places[j - 1];
 			places[j - 1] = t;
 		}
-	return nplaces;
+	/* the steps a fold hides share its node: one note for them all */
+	size_t kept = 0;
+	for (size_t i = 0; i < nplaces; i++) {
+		struct placement *last = kept ? &places[kept - 1] : NULL;
+		if (last && last->node == places[i].node) {
+			last->count += places[i].count;
+			last->last_step = places[i].last_step;
+			last->first |= places[i].first;
+		} else {
+			places[kept++] = places[i];
+		}
+	}
+	return kept;
 }
 
 /* Adds the note unless the node has one of the kind already or the
@@ -154,7 +166,8 @@ static bool add_note(struct graph_builder *b, const struct trace_finding *f,
 	if (!g->nodes[place->node].flagged)
 		graph_flag(b, place->node, f->kind);
 	g->findings[g->nfindings++] = (struct graph_finding){
-		f, place->node, place->step, place->count, place->first };
+		f, place->node, place->step, place->last_step, place->count,
+		place->first };
 	return true;
 }
 
@@ -186,7 +199,7 @@ void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 				if (!strcmp(g->flags[k].kind, f->kind))
 					places[nplaces++] = (struct placement){
 						g->flags[k].first_node, 0, 0,
-						-1, true };
+						-1, -1, true };
 			for (size_t p = 0; p < nplaces && !(round == 0 && noted[i]); p++)
 				noted[i] |= add_note(b, f, &places[p]);
 		}
@@ -283,7 +296,10 @@ void graph_draw_findings(struct graph_builder *b)
 			 f->kind);
 		if (f->count > 1)
 			graph_text(&b->label, " (×%zu in the trace)", f->count);
-		if (note->count < f->count && note->step >= 0)
+		if (note->count < f->count && note->last_step > note->step)
+			graph_text(&b->label, "\n×%zu in steps %d–%d (folded)",
+				   note->count, note->step, note->last_step);
+		else if (note->count < f->count && note->step >= 0)
 			graph_text(&b->label, "\n×%zu in step %d", note->count,
 				   note->step);
 		if (flagged > 1)
