@@ -1,9 +1,11 @@
 /* ampview's library (viewer/view.h): the folding of repeated blocks, a
  * DOT that depends only on the trace's content (not on tensor or op ids,
- * pids or timestamps' origin), the step/scope/phase/--ops selections,
- * and SVG/PNG rendering through libgvc.  The golden DOT files are
+ * pids or timestamps' origin), the step/scope/phase/--ops selections, the
+ * optimizer's box, independent parts left to right, finding notes in
+ * every step where they occur, and SVG/PNG rendering through libgvc.  The golden DOT files are
  * compared by test_viewer_golden.sh, the command line by
  * test_viewer_cli.sh. */
+#include "analyze.h"
 #include "trace.h"
 #include "view.h"
 #include "view_internal.h"
@@ -20,7 +22,8 @@
 #endif
 
 static const char *const fixture_names[] = { "infer.json", "mlp.json",
-					     "nested.json", "whole_loop.json" };
+					     "nested.json", "whole_loop.json",
+					     "torch_mlp.json" };
 #define NFIXTURES (int)(sizeof fixture_names / sizeof *fixture_names)
 
 static const char *fixture(const char *name)
@@ -108,6 +111,9 @@ static const struct sequence sequences[] = {
 	 * step the layers */
 	{ "sLLLeSsLLLeSsLLLeS", "0:6:3 1:1:3", 1 },
 	{ "pqABCDABCDABCDrs", "2:4:3", 1 },
+	/* the run begins at the D that ends the first block: the fold
+	 * starts where the repeated block does */
+	{ "xDABCDABCDABCDy", "2:4:3", 1 },
 };
 
 static bool letters_equal(void *ctx, size_t i, size_t j, size_t period,
@@ -199,27 +205,37 @@ static void shift_ids(cJSON *item)
 	}
 }
 
-START_TEST(test_dot_ignores_ids)
+/* Writes fixture `name` changed by `edit` to a temporary file `path`
+ * (the caller unlinks it). */
+static void write_edited(const char *name, void (*edit)(cJSON *), char *path,
+			 size_t size)
 {
-	const char *path = fixture(fixture_names[_i]);
-	char shifted[4096];
 	struct trace_error err;
 	size_t len;
-	char *text = trace_read_file(path, &len, &err);
+	char *text = trace_read_file(fixture(name), &len, &err);
 
 	ck_assert_msg(text != NULL, "%s", err.message);
 	cJSON *root = cJSON_Parse(text);
 	ck_assert_ptr_nonnull(root);
-	shift_ids(root);
+	edit(root);
 	char *out = cJSON_PrintUnformatted(root);
-	snprintf(shifted, sizeof shifted, "%s/viewer-shifted-%ld-%d.json",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), _i);
-	FILE *f = fopen(shifted, "w");
+	snprintf(path, size, "%s/viewer-edited-%ld-%s",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), name);
+	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(out, f);
 	fclose(f);
+	free(out);
+	free(text);
+	cJSON_Delete(root);
+}
 
-	char *a = dot_of(path, NULL, NULL);
+START_TEST(test_dot_ignores_ids)
+{
+	char shifted[4096];
+
+	write_edited(fixture_names[_i], shift_ids, shifted, sizeof shifted);
+	char *a = dot_of(fixture(fixture_names[_i]), NULL, NULL);
 	char *b = dot_of(shifted, NULL, NULL);
 	drop_notes(a);
 	drop_notes(b);
@@ -227,9 +243,6 @@ START_TEST(test_dot_ignores_ids)
 	unlink(shifted);
 	free(a);
 	free(b);
-	free(out);
-	free(text);
-	cJSON_Delete(root);
 }
 END_TEST
 
@@ -340,6 +353,320 @@ START_TEST(test_dot_content)
 }
 END_TEST
 
+/* --------------------------------------------------- optimizer boxes */
+
+/* A PyTorch trace's optimizer ops (phase optimizer) are one box per step
+ * by default; --phase optimizer and --no-fold draw them. */
+START_TEST(test_optimizer_box)
+{
+	struct view_options o;
+	struct view_stats stats;
+	char *dot = dot_of(fixture("torch_mlp.json"), NULL, &stats);
+
+	ck_assert_uint_eq(stats.boxes, 1);
+	ck_assert_uint_eq(stats.ops_boxed, 12);   /* SGD momentum, 4 params */
+	ck_assert_uint_eq(stats.ops_shown + stats.ops_folded +
+			  stats.ops_left_out, stats.ops_selected);
+	ck_assert_ptr_nonnull(strstr(dot, "\"optimizer1\" [id=\"optimizer1\", "
+				     "label=\"optimizer step 1, folded\\n12 ops"));
+	ck_assert_ptr_nonnull(strstr(dot, "--phase optimizer draws them"));
+	ck_assert_ptr_null(strstr(dot, "label=\"mul_.Tensor\\n"));
+	ck_assert_ptr_nonnull(strstr(dot, "label=\"mm\\n"));   /* backward */
+	free(dot);
+
+	view_options_init(&o);
+	o.phase = "optimizer";
+	dot = dot_of(fixture("torch_mlp.json"), &o, &stats);
+	ck_assert_uint_eq(stats.boxes, 0);
+	ck_assert_uint_eq(stats.ops_shown + stats.ops_folded, 12);
+	ck_assert_ptr_nonnull(strstr(dot, "label=\"mul_.Tensor\\n"));
+	ck_assert_ptr_nonnull(strstr(dot, "optimizer ops only"));
+	ck_assert_ptr_null(strstr(dot, "label=\"mm\\n"));
+	free(dot);
+
+	view_options_init(&o);
+	o.fold = false;
+	dot = dot_of(fixture("torch_mlp.json"), &o, &stats);
+	ck_assert_uint_eq(stats.boxes, 0);
+	ck_assert_uint_eq(stats.ops_shown, stats.ops_selected);
+	ck_assert_ptr_nonnull(strstr(dot, "label=\"mul_.Tensor\\n"));
+	free(dot);
+
+	/* all steps: steps 1 and 2 are the same, step 2 folds whole (its
+	 * optimizer ops with it); steps 0 and 1 get a box each */
+	o.fold = true;
+	o.step = VIEW_STEP_ALL;
+	dot = dot_of(fixture("torch_mlp.json"), &o, &stats);
+	ck_assert_uint_eq(stats.boxes, 2);
+	ck_assert_uint_eq(stats.ops_boxed, 2 * 12);
+	ck_assert_uint_eq(stats.folds, 1);
+	ck_assert_ptr_nonnull(strstr(dot, "optimizer step 0, folded\\n12 ops"));
+	ck_assert_ptr_nonnull(strstr(dot, "optimizer step 1, folded\\n12 ops"));
+	free(dot);
+}
+END_TEST
+
+/* Every op of phase backward made phase optimizer: a box of many kinds. */
+static void backward_to_optimizer(cJSON *root)
+{
+	cJSON *event;
+
+	cJSON_ArrayForEach(event, cJSON_GetObjectItem(root, "traceEvents")) {
+		cJSON *phase = cJSON_GetObjectItem(cJSON_GetObjectItem(event, "args"),
+						   "phase");
+		if (cJSON_IsString(phase) && !strcmp(phase->valuestring, "backward"))
+			cJSON_SetValuestring(phase, "optimizer");
+	}
+}
+
+/* The box names its most frequent kinds of op, and the count of the
+ * others, adding up to its ops. */
+START_TEST(test_optimizer_box_label)
+{
+	char path[4096];
+	struct view_stats stats;
+
+	write_edited("torch_mlp.json", backward_to_optimizer, path, sizeof path);
+	char *dot = dot_of(path, NULL, &stats);
+	unlink(path);
+	ck_assert_uint_eq(stats.boxes, 1);
+	static const char head[] = "label=\"optimizer step 1, folded\\n";
+	const char *label = strstr(dot, head);
+	ck_assert_ptr_nonnull(label);
+	label += strlen(head);
+	char *end;
+	size_t total = strtoul(label, &end, 10), named = 0, kinds = 0;
+	ck_assert_uint_eq(total, stats.ops_boxed);
+	ck_assert_uint_gt(total, 12);
+	for (const char *p = strstr(label, " ×"); p && p < strstr(label, "draws");
+	     p = strstr(p + 1, " ×")) {
+		named += strtoul(p + strlen(" ×"), NULL, 10);
+		kinds++;
+	}
+	ck_assert_uint_eq(kinds, 4);
+	const char *others = strstr(label, "\\n+");
+	ck_assert_ptr_nonnull(others);
+	ck_assert_uint_eq(named + strtoul(others + 3, NULL, 10), total);
+	free(dot);
+}
+END_TEST
+
+/* libamp's samples run no optimizer-phase ops: no box. */
+START_TEST(test_no_optimizer_box)
+{
+	struct view_stats stats;
+	char *dot = dot_of(fixture(fixture_names[_i]), NULL, &stats);
+
+	if (strcmp(fixture_names[_i], "torch_mlp.json")) {
+		ck_assert_uint_eq(stats.boxes, 0);
+		ck_assert_ptr_null(strstr(dot, "shape=\"box3d\", style=\"filled\", "
+					  "fillcolor=\"#e3eedb\""));
+	}
+	free(dot);
+}
+END_TEST
+
+/* ------------------------------------------------ independent parts */
+
+/* The x of node `id`'s first text in an SVG. */
+static double svg_node_x(const char *svg, const char *id)
+{
+	char key[64];
+
+	snprintf(key, sizeof key, "id=\"%s\"", id);
+	const char *at = strstr(svg, key);
+	ck_assert_msg(at != NULL, "no node %s in the SVG", id);
+	at = strstr(at, "<text");
+	ck_assert_ptr_nonnull(at);
+	at = strstr(at, " x=\"");
+	ck_assert_ptr_nonnull(at);
+	return strtod(at + 4, NULL);
+}
+
+/* infer runs its forward pass twice, the second reading nothing the
+ * first made: drawn side by side, the first on the left. */
+START_TEST(test_parts_left_to_right)
+{
+	char *dot = dot_of(fixture("infer.json"), NULL, NULL);
+	struct trace_error err;
+	char *svg;
+	size_t len;
+
+	ck_assert_ptr_nonnull(strstr(dot, "{ rank=\"same\"; \"op1\"; \"op8\"; }"));
+	ck_assert_ptr_nonnull(strstr(dot, "newrank=\"true\""));
+	ck_assert_ptr_nonnull(strstr(dot, "\"op1\" -> \"op8\" [style=\"invis\"]"));
+	ck_assert_msg(view_render(dot, strlen(dot), VIEW_FORMAT_SVG, &svg, &len,
+				  &err) == 0, "%s", err.message);
+	double first = svg_node_x(svg, "op1"), second = svg_node_x(svg, "op8");
+	ck_assert_msg(first < second, "forward 1 at x=%.1f, forward 2 at x=%.1f",
+		      first, second);
+	/* each pass's last op too: the whole pass is on its side */
+	ck_assert_double_lt(svg_node_x(svg, "op7"), svg_node_x(svg, "op14"));
+	free(svg);
+	free(dot);
+}
+END_TEST
+
+/* One training step is one part (backward reads the forward's
+ * activations): no rank constraint. */
+START_TEST(test_one_part)
+{
+	char *dot = dot_of(fixture("mlp.json"), NULL, NULL);
+
+	ck_assert_ptr_null(strstr(dot, "rank=\"same\""));
+	ck_assert_ptr_null(strstr(dot, "newrank"));
+	free(dot);
+	dot = dot_of(fixture("torch_mlp.json"), NULL, NULL);
+	ck_assert_ptr_null(strstr(dot, "rank=\"same\""));
+	free(dot);
+}
+END_TEST
+
+/* ------------------------------------------------------------ findings */
+
+/* The analysis keeps every occurrence of a finding (findings.h): as many
+ * as it counted, the first one's event among them. */
+START_TEST(test_finding_occurrences)
+{
+	struct trace t;
+	struct analysis a;
+
+	load(fixture(fixture_names[_i]), &t);
+	ck_assert_int_eq(analysis_run(&t, &a), 0);
+	for (size_t i = 0; i < a.nfindings; i++) {
+		const struct trace_finding *f = &a.findings[i];
+		size_t n = 0;
+		bool first = false;
+		for (size_t o = f->occurrences; o < a.nfinding_occurrences;
+		     o = a.finding_occurrences[o].next) {
+			first |= a.finding_occurrences[o].event == f->event;
+			n++;
+		}
+		ck_assert_msg(n == f->count, "%s: %zu occurrences, count %zu",
+			      f->kind, n, f->count);
+		ck_assert(first);
+	}
+	analysis_free(&a);
+	trace_free(&t);
+}
+END_TEST
+
+/* The DOT's note of `kind`, or NULL. */
+static const char *note_of(const char *dot, const char *kind)
+{
+	char key[96];
+
+	snprintf(key, sizeof key, ": %s (×", kind);
+	return strstr(dot, key);
+}
+
+/* whole_loop: backward-under-autocast occurs in every step, stale-cache
+ * in step 1 only.  Each step drawn notes what occurs in it. */
+START_TEST(test_notes_every_step)
+{
+	struct view_options o;
+	char *dot = dot_of(fixture("whole_loop.json"), NULL, NULL);
+	const char *note = note_of(dot, "backward-under-autocast");
+
+	ck_assert_ptr_nonnull(note);   /* first occurred in step 0 */
+	ck_assert_ptr_nonnull(strstr(note, "×12 in step 1\\n"));
+	ck_assert_ptr_nonnull(strstr(note, "the first, in step 0:"));
+	ck_assert_ptr_nonnull(note_of(dot, "stale-cache"));
+	ck_assert_ptr_null(strstr(dot, "\"elsewhere\""));   /* all drawn */
+	free(dot);
+
+	view_options_init(&o);
+	o.step = 0;
+	dot = dot_of(fixture("whole_loop.json"), &o, NULL);
+	note = note_of(dot, "backward-under-autocast");
+	ck_assert_ptr_nonnull(note);
+	ck_assert_ptr_nonnull(strstr(note, "×12 in step 0\\n"));
+	ck_assert_ptr_null(strstr(dot, "the first, in step"));
+	/* not in step 0: no note, the title says where it is */
+	ck_assert_ptr_null(note_of(dot, "stale-cache"));
+	ck_assert_ptr_nonnull(strstr(dot, "warning stale-cache ×2 (first in "
+				     "step 1: --step 1 draws it)"));
+	/* and so does a red note, declared first: beside the legend */
+	const char *elsewhere = strstr(dot, "\t\"elsewhere\" [label=\"⚠ findings "
+				       "about ops not drawn:");
+	ck_assert_ptr_nonnull(elsewhere);
+	ck_assert_ptr_nonnull(strstr(elsewhere, "stale-cache ×2 (first in step 1"));
+	ck_assert(strstr(dot, "\t\"elsewhere\"") < strstr(dot, "subgraph"));
+	free(dot);
+
+	/* all steps: one note per step where it occurs */
+	struct trace t;
+	struct analysis a;
+	bool in_step[64] = { false };
+	size_t steps = 0, notes = 0;
+	load(fixture("whole_loop.json"), &t);
+	ck_assert_int_eq(analysis_run(&t, &a), 0);
+	for (size_t i = 0; i < a.nfindings; i++)
+		for (size_t k = a.findings[i].occurrences;
+		     !strcmp(a.findings[i].kind, "backward-under-autocast") &&
+		     k < a.nfinding_occurrences; k = a.finding_occurrences[k].next) {
+			int step = a.step_of[a.finding_occurrences[k].event];
+			steps += !in_step[step];
+			in_step[step] = true;
+		}
+	analysis_free(&a);
+	trace_free(&t);
+	o.step = VIEW_STEP_ALL;
+	o.fold = false;
+	dot = dot_of(fixture("whole_loop.json"), &o, NULL);
+	for (const char *p = dot; (p = note_of(p, "backward-under-autocast")); p++)
+		notes++;
+	ck_assert_uint_ge(steps, 2);
+	ck_assert_uint_eq(notes, steps);
+	free(dot);
+}
+END_TEST
+
+/* Every backward op made to run under autocast: backward-under-autocast
+ * in every step of whole_loop, the steps a fold hides included. */
+static void backward_under_autocast(cJSON *root)
+{
+	cJSON *event;
+
+	cJSON_ArrayForEach(event, cJSON_GetObjectItem(root, "traceEvents")) {
+		cJSON *args = cJSON_GetObjectItem(event, "args");
+		cJSON *phase = cJSON_GetObjectItem(args, "phase");
+		cJSON *autocast = cJSON_GetObjectItem(args, "autocast");
+		if (cJSON_IsString(phase) && !strcmp(phase->valuestring, "backward") &&
+		    cJSON_IsObject(autocast))
+			cJSON_ReplaceItemInObject(autocast, "enabled",
+						  cJSON_CreateTrue());
+	}
+}
+
+/* The steps a fold hides share its node: one note there says how many
+ * occurrences in which steps. */
+START_TEST(test_notes_folded_steps)
+{
+	char path[4096];
+	struct view_options o;
+
+	write_edited("whole_loop.json", backward_under_autocast, path,
+		     sizeof path);
+	view_options_init(&o);
+	o.step = VIEW_STEP_ALL;
+	char *dot = dot_of(path, &o, NULL);
+	unlink(path);
+	size_t on_fold = 0;
+	for (const char *p = dot; (p = strstr(p, "\" -> \"fold1\" [style=\"dashed\", "
+					      "color=\"#cc0000\"")); p++)
+		on_fold++;
+	ck_assert_uint_eq(on_fold, 1);
+	const char *note = strstr(dot, " in steps 3–5 (folded)\\n");
+	ck_assert_ptr_nonnull(note);
+	while (note > dot && strncmp(note, "label=", 6))
+		note--;
+	ck_assert_int_eq(strncmp(note, "label=\"⚠ warning: backward-under-autocast",
+				 strlen("label=\"⚠ warning: backward-under-autocast")), 0);
+	free(dot);
+}
+END_TEST
+
 /* ---------------------------------------------------------- rendering */
 
 START_TEST(test_render_svg)
@@ -418,6 +745,14 @@ static Suite *viewer_suite(void)
 	tcase_add_test(selection, test_steps);
 	tcase_add_test(selection, test_bad_selection);
 	tcase_add_test(selection, test_dot_content);
+	tcase_add_test(selection, test_optimizer_box);
+	tcase_add_test(selection, test_optimizer_box_label);
+	tcase_add_loop_test(selection, test_no_optimizer_box, 0, NFIXTURES);
+	tcase_add_test(selection, test_parts_left_to_right);
+	tcase_add_test(selection, test_one_part);
+	tcase_add_loop_test(selection, test_finding_occurrences, 0, NFIXTURES);
+	tcase_add_test(selection, test_notes_every_step);
+	tcase_add_test(selection, test_notes_folded_steps);
 	tcase_add_test(render, test_render_svg);
 	tcase_add_test(render, test_render_png_and_dot);
 	tcase_add_test(render, test_formats);

@@ -1,6 +1,9 @@
 #!/bin/sh
 # A real browser check: headless Chromium renders ampview's SVG of the
-# transformer sample to a PNG, and the PNG is not blank.  Skipped (exit
+# transformer sample to a PNG, and the PNG is not blank; the text of the
+# legend and the notes fits their borders as Chromium lays it out.  The
+# whole_loop trace of tests/fixtures/viewer (next to this script) gives
+# the notes of the findings of other steps.  Skipped (exit
 # 77) when chromium is not installed: this test installs nothing.  On
 # Debian: apt-get install chromium.
 #
@@ -56,49 +59,75 @@ fi
 [ -z "$keep" ] || cp "$out/graph.png" "$keep"
 echo "ok   the browser shows the graph"
 
-# The legend's text fits its border as Chromium lays the text out (its
-# font shaping is a little wider than the Pango metrics Graphviz sizes the
-# box with): the SVG inline in a page whose script measures the right end
-# of every legend line's visible glyphs against the legend's outer box.
-python3 - "$out/graph.svg" "$out/legend.html" <<'PY'
+# The text of the legend and of the findings' notes fits their borders
+# as Chromium lays it out (its font shaping is a little wider than the
+# Pango metrics Graphviz sizes the boxes with): the SVG inline in a page
+# whose script measures both ends of every line's visible glyphs against
+# the node's outer box.  Twice: the transformer's graph (the legend, its
+# notes) and the whole_loop fixture's step 0 (notes, and the note about
+# the findings of other steps).
+fits() { # SVG WANTED-NODE: prints "worst-overflow nodes node text"
+	python3 - "$1" "$out/fits.html" <<'PY'
 import sys
 svg = open(sys.argv[1], encoding="utf-8").read()
 script = """<script>
-var box = null, right = 0, worst = "";
+var worst = -1e9, names = [], where = "";
 document.querySelectorAll("g.node").forEach(function (g) {
-  var title = g.querySelector("title");
-  if (!title || title.textContent !== "legend") return;
+  var title = g.querySelector("title"), name = title ? title.textContent : "";
+  if (name !== "legend" && name !== "elsewhere" && !/^finding[0-9]+$/.test(name))
+    return;
+  var box = null;
   g.querySelectorAll("polygon").forEach(function (p) {
     var b = p.getBBox();
     if (!box || b.width * b.height > box.width * box.height) box = b;
   });
+  if (!box) return;
+  names.push(name);
   g.querySelectorAll("text").forEach(function (t) {
-    var n = t.textContent.replace(/[\\u00a0 ]+$/, "").length;
-    if (!n) return;
-    var r = t.getStartPositionOfChar(0).x + t.getSubStringLength(0, n);
-    if (r > right) { right = r; worst = t.textContent.trim(); }
+    var text = t.textContent.replace(/[\u00a0 ]+$/, "");
+    if (!text.trim().length) return;
+    var left = t.getStartPositionOfChar(0).x;
+    var right = left + t.getSubStringLength(0, text.length);
+    var over = Math.max(right - box.x - box.width, box.x - left);
+    if (over > worst) { worst = over; where = name + ": " + text.trim(); }
   });
 });
-document.body.setAttribute("data-legend", box
-  ? (box.x + box.width).toFixed(1) + " " + right.toFixed(1) + " " + worst
-  : "none");
+document.body.setAttribute("data-fits", worst.toFixed(1) + " " + names.join(",")
+  + " " + where);
 </script>"""
 page = "<!DOCTYPE html><html><body>" + svg[svg.index("<svg"):] + script + "</body></html>"
 open(sys.argv[2], "w", encoding="utf-8").write(page)
 PY
-timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
-	--no-first-run --disable-background-networking \
-	--disable-component-update --disable-sync \
-	--user-data-dir="$out/profile" --dump-dom "file://$out/legend.html" \
-	>"$out/legend.dom" 2>"$out/chromium-legend.log"
-legend=$(sed -n 's/.*data-legend="\([^"]*\)".*/\1/p' "$out/legend.dom" | head -n1)
-set -- $legend
-if [ $# -lt 2 ] || [ "$1" = none ]; then
-	echo "FAIL: could not measure the legend in Chromium ('$legend')"
-	exit 1
-fi
-if ! awk -v box="$1" -v text="$2" 'BEGIN { exit !(text + 0 <= box + 0) }'; then
-	echo "FAIL: legend text ends at x=$2, past its border at x=$1: $legend"
-	exit 1
-fi
-echo "ok   the legend's text fits its box in Chromium (text ends at $2, box at $1)"
+	timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
+		--no-first-run --disable-background-networking \
+		--disable-component-update --disable-sync \
+		--user-data-dir="$out/profile" --dump-dom "file://$out/fits.html" \
+		>"$out/fits.dom" 2>"$out/chromium-fits.log"
+	sed -n 's/.*data-fits="\([^"]*\)".*/\1/p' "$out/fits.dom" | head -n1
+}
+
+failed=0
+# check SVG WANTED: every box's text fits, and WANTED is among the boxes
+check() {
+	result=$(fits "$1")
+	over=${result%% *}
+	rest=${result#* }
+	names=${rest%% *}
+	where=${rest#* }
+	case ",$names," in
+	*",$2,"*) ;;
+	*) echo "FAIL: no '$2' measured in Chromium ('$result')"; failed=1; return ;;
+	esac
+	if ! awk -v over="$over" 'BEGIN { exit !(over + 0 <= 0) }'; then
+		echo "FAIL: text runs $over px past its border: $where"
+		failed=1
+		return
+	fi
+	echo "ok   text fits its box in Chromium: $names (closest: $over px, $where)"
+}
+check "$out/graph.svg" legend
+fixtures=$(dirname "$0")/fixtures/viewer
+"$ampview" "$fixtures/whole_loop.json" --step 0 -o "$out/notes.svg" ||
+	{ echo "FAIL: ampview whole_loop.json --step 0"; exit 1; }
+check "$out/notes.svg" elsewhere
+exit $failed

@@ -48,7 +48,7 @@ expect 2 "not supported" "$trace_fixtures/future-version.json" -o "$out/x.svg"
 expect 2 "which trace" -o "$out/x.svg"
 expect 2 "unknown option" "$fixtures/mlp.json" --colour
 expect 2 "unknown format" "$fixtures/mlp.json" --format jpg
-expect 2 "wants forward or backward" "$fixtures/mlp.json" --phase sideways
+expect 2 "wants forward, backward or optimizer" "$fixtures/mlp.json" --phase sideways
 expect 2 "no step 9" "$fixtures/mlp.json" --step 9 -o "$out/x.svg"
 expect 2 "named regions in this trace: 'forward'" "$fixtures/mlp.json" \
 	--scope decoder -o "$out/x.svg"
@@ -116,6 +116,23 @@ fi
 	[ "$(grep -c 'reuses the cast of this miss' "$out/hits.dot")" -eq 6 ] &&
 	! grep -q '"op8_cast0" -> "op1' "$out/hits.dot" &&
 	echo "ok   cache hits linked to their misses" || fail "cache hit edges"
+
+# a PyTorch step's optimizer ops: one box by default, drawn with
+# --phase optimizer (and --help says so)
+"$ampview" "$fixtures/torch_mlp.json" -o "$out/box.dot" -v 2>"$out/box.err" &&
+	grep -q 'optimizer step 1, folded' "$out/box.dot" &&
+	! grep -q 'label="mul_.Tensor' "$out/box.dot" &&
+	grep -q '12 optimizer ops into 1 boxes' "$out/box.err" &&
+	"$ampview" "$fixtures/torch_mlp.json" --phase optimizer -o "$out/opt.dot" &&
+	grep -q 'label="mul_.Tensor' "$out/opt.dot" &&
+	! grep -q 'optimizer step 1, folded' "$out/opt.dot" &&
+	"$ampview" --help | grep -q -- '--phase optimizer draws them' &&
+	"$ampview" "$fixtures/mlp.json" --phase optimizer -o "$out/none.dot" \
+		2>"$out/none.err" &&
+	grep -q 'no op of phase optimizer in the view' "$out/none.err" &&
+	! grep -q 'no op of' "$out/box.err" &&
+	echo "ok   the optimizer step is one box; --phase optimizer draws it" ||
+	fail "optimizer box"
 
 # without -o: TRACE.svg next to the trace, named on stderr, nothing on stdout
 cp "$fixtures/infer.json" "$out/default.json"

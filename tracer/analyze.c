@@ -119,6 +119,8 @@ static int collect_findings(struct analysis *a)
 
 	a->findings = computed.items;
 	a->nfindings = computed.count;
+	a->finding_occurrences = computed.occurrences;
+	a->nfinding_occurrences = computed.noccurrences;
 	return status;
 }
 
@@ -211,6 +213,7 @@ void analysis_free(struct analysis *a)
 	free(a->step_of);
 	free(a->scale_history);
 	free(a->findings);
+	free(a->finding_occurrences);
 	trace_index_free(&a->index);
 	*a = (struct analysis){ 0 };
 }

@@ -34,6 +34,9 @@ struct analysis {
 	/* findings_compute()'s, most severe first (the analysis owns them) */
 	struct trace_finding *findings;
 	size_t nfindings;
+	/* their occurrences (findings.h: chains from each finding) */
+	struct finding_occurrence *finding_occurrences;
+	size_t nfinding_occurrences;
 	/* ops by id, tensors' producers, names and uses (findings use it) */
 	struct trace_index index;
 };

@@ -186,6 +186,28 @@ static int kind_rank(const char *name)
 /* ------------------------------------------------------------ context */
 
 
+/* Chains `event` onto the finding's occurrences (findings.h). */
+static void record_occurrence(struct context *cx, struct trace_finding *f,
+			      size_t event)
+{
+	struct findings *fs = cx->out;
+
+	if (fs->noccurrences == fs->cap_occurrences) {
+		size_t cap = fs->cap_occurrences ? fs->cap_occurrences * 2 : 64;
+		struct finding_occurrence *grown =
+			realloc(fs->occurrences, cap * sizeof *grown);
+		if (!grown) {
+			cx->failed = true;
+			return;
+		}
+		fs->occurrences = grown;
+		fs->cap_occurrences = cap;
+	}
+	fs->occurrences[fs->noccurrences] =
+		(struct finding_occurrence){ event, f->occurrences };
+	f->occurrences = fs->noccurrences++;
+}
+
 /* The finding of (kind, site, pid), counted; or a new one to fill (its
  * message empty), or NULL when it exists already or memory ran out. */
 static struct trace_finding *finding_at(struct context *cx, const char *kind,
@@ -199,6 +221,7 @@ static struct trace_finding *finding_at(struct context *cx, const char *kind,
 		if (f->pid == pid && !strcmp(f->kind, kind) &&
 		    !strcmp(f->site, site)) {
 			f->count++;
+			record_occurrence(cx, f, event);
 			return NULL;
 		}
 	}
@@ -222,6 +245,8 @@ static struct trace_finding *finding_at(struct context *cx, const char *kind,
 		.thread = cx->t->events[event].tid,
 	};
 	finding_text(f->site, sizeof f->site, "%s", site);
+	f->occurrences = SIZE_MAX;
+	record_occurrence(cx, f, event);
 	return f;
 }
 
@@ -631,6 +656,7 @@ void findings_free(struct findings *findings)
 	if (!findings)
 		return;
 	free(findings->items);
+	free(findings->occurrences);
 	*findings = (struct findings){ 0 };
 }
 

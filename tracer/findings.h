@@ -13,7 +13,7 @@
  * the top of findings.c and in FORMAT.md ("amp.diag").
  *
  * Ownership: findings_compute() fills a `struct findings` that owns its
- * array; kind, fix and the strings of the trace it points into stay valid
+ * arrays; kind, fix and the strings of the trace it points into stay valid
  * while the trace lives.  findings_free() releases it. */
 #ifndef AMPTRACE_FINDINGS_H
 #define AMPTRACE_FINDINGS_H
@@ -83,11 +83,22 @@ struct trace_finding {
 	int64_t other_thread;     /* autocast-off-in-thread: the parent */
 	bool from_trace;          /* an amp.diag event of the file */
 	char site[160];           /* aggregation key within the kind */
+	size_t occurrences;       /* its newest occurrence in
+				     findings.occurrences, SIZE_MAX: none */
+};
+
+/* One occurrence folded into a finding (ampview notes every step where a
+ * finding occurs): a chain per finding, newest first. */
+struct finding_occurrence {
+	size_t event;             /* the event the rule saw it at */
+	size_t next;              /* the finding's previous one, or SIZE_MAX */
 };
 
 struct findings {
 	struct trace_finding *items; /* sorted: most severe first */
 	size_t count, cap;
+	struct finding_occurrence *occurrences;
+	size_t noccurrences, cap_occurrences;
 };
 
 /* A finding as JSON, the keys every command's output shares: kind,

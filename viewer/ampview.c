@@ -31,10 +31,13 @@ static const char usage[] =
 	"                 (default: step 1 when the trace has several, else 0)\n"
 	"  --all-steps    show the whole trace\n"
 	"  --scope NAME   only ops inside the autocast region named NAME\n"
-	"  --phase P      only forward or only backward ops\n"
+	"  --phase P      only the ops of phase P: forward, backward or optimizer\n"
+	"                 (without it, each step's optimizer ops are folded\n"
+	"                 into one box; --phase optimizer draws them)\n"
 	"  --ops N        at most N op nodes, a folded block counting as one\n"
 	"                 (default 1000; 0: no limit, layout may take minutes)\n"
-	"  --no-fold      draw repeated identical blocks (layers) in full\n"
+	"  --no-fold      draw repeated identical blocks (layers) and the\n"
+	"                 optimizer's ops in full\n"
 	"  -v, --verbose  report on stderr what was drawn and the time it took\n"
 	"  -h, --help     this text\n"
 	"      --version  the version\n"
@@ -177,9 +180,9 @@ static int parse(int argc, char **argv, struct command *c)
 			c->view.scope = optarg;
 			break;
 		case OPTION_PHASE:
-			if (strcmp(optarg, "forward") && strcmp(optarg, "backward"))
-				return bad_usage("--phase wants forward or "
-						 "backward, got '%s'", optarg);
+			if (!view_phase_known(optarg))
+				return bad_usage("--phase wants forward, backward "
+						 "or optimizer, got '%s'", optarg);
 			c->view.phase = optarg;
 			break;
 		case OPTION_OPS:
@@ -281,6 +284,16 @@ int main(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	}
 	double built = now_ms();
+	if (!stats.ops_selected && trace.counts[TRACE_OP] &&
+	    (c.view.phase || c.view.scope))
+		fprintf(stderr, "ampview: warning: no op of %s%s%s%s%s in "
+			"the view; the graph is empty (its title says what it "
+			"left out)\n",
+			c.view.phase ? "phase " : "",
+			c.view.phase ? c.view.phase : "",
+			c.view.phase && c.view.scope ? " and " : "",
+			c.view.scope ? "region " : "",
+			c.view.scope ? c.view.scope : "");
 	status = 1;
 	if (view_render(dot, dot_len, c.format, &out, &out_len, &err) != 0)
 		fprintf(stderr, "ampview: %s\n", err.message);
@@ -291,10 +304,12 @@ int main(int argc, char **argv)
 	double rendered = now_ms();
 	if (c.verbose)
 		fprintf(stderr, "ampview: %zu ops selected: %zu drawn, %zu folded "
-			"into %zu nodes, %zu left out; %zu nodes, %zu edges, "
-			"%zu clusters; load %.0f ms, graph %.0f ms, %s %.0f ms\n",
-			stats.ops_selected, stats.ops_shown, stats.ops_folded,
-			stats.folds, stats.ops_left_out, stats.nodes,
+			"into %zu nodes, %zu optimizer ops into %zu boxes, "
+			"%zu left out; %zu nodes, %zu edges, %zu clusters; "
+			"load %.0f ms, graph %.0f ms, %s %.0f ms\n",
+			stats.ops_selected, stats.ops_shown,
+			stats.ops_folded - stats.ops_boxed, stats.folds,
+			stats.ops_boxed, stats.boxes, stats.ops_left_out, stats.nodes,
 			stats.edges, stats.clusters, loaded - start,
 			built - loaded, c.format == VIEW_FORMAT_DOT ? "write"
 			: "layout+render", rendered - built);

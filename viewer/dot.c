@@ -131,9 +131,14 @@ static void title(const struct graph *g, struct jsonw *w)
 	size_t folds = 0;
 	for (size_t f = 0; f < g->nfolds; f++)
 		folds += g->folds[f].count > 0;
-	if (g->ops_folded)
+	if (g->ops_folded > g->ops_boxed)
 		jsonw_printf(w, " · folded: %zu ops of repeated blocks into %zu "
-			     "node%s", g->ops_folded, folds, folds == 1 ? "" : "s");
+			     "node%s", g->ops_folded - g->ops_boxed, folds,
+			     folds == 1 ? "" : "s");
+	if (g->ops_boxed)
+		jsonw_printf(w, " · the optimizer's %zu ops folded into %zu "
+			     "box%s (--phase optimizer draws them)", g->ops_boxed,
+			     g->nboxes, g->nboxes == 1 ? "" : "es");
 	if (g->ops_left_out)
 		jsonw_printf(w, " · left out: the last %zu ops (--ops %zu)",
 			     g->ops_left_out, g->o->max_ops);
@@ -154,13 +159,8 @@ static void title(const struct graph *g, struct jsonw *w)
 		jsonw_printf(w, "%sabout ops not drawn:", g->nfindings ?
 			     "; " : "findings ");
 		for (size_t i = 0; i < g->nelsewhere; i++) {
-			const struct trace_finding *f = g->elsewhere[i];
-			jsonw_printf(w, "%s %s %s ×%zu", i ? "," : "",
-				     finding_severity_name(f->severity), f->kind,
-				     f->count);
-			if (f->event < s->trace->nevents)
-				jsonw_printf(w, " (first in step %d)",
-					     a->step_of[f->event]);
+			jsonw_cstr(w, i ? ", " : " ");
+			graph_elsewhere_text(g, g->elsewhere[i], w);
 		}
 	}
 	if (g->nfindings || g->nelsewhere)
@@ -183,6 +183,7 @@ static const struct legend_row legend_shapes[] = {
 			     "dashed arrow to the miss that cached it" },
 	{ "#fff6c8", "leaf", "named tensor (weight, input)" },
 	{ "#e4e4e4", "×N", "folded repetitions of the block above" },
+	{ GRAPH_OPTIMIZER_FILL, "opt", "a step's optimizer ops, folded" },
 	{ "#ffe4e1", "⚠", "finding (red border on the ops it concerns)" },
 };
 
@@ -193,15 +194,11 @@ static const struct {
 	{ "f64", "f64" }, { "i64", "integer, bool" },
 };
 
-/* One line of legend text.  Graphviz sizes the cell with Pango's
- * metrics; browsers shape the same font a little wider (Chromium: ~2%,
- * 6.5 px past the border on the longest line), so each line carries
- * trailing no-break spaces in proportion to its length as slack
- * (tests/test_viewer_browser.sh measures the legend in Chromium). */
+/* One line of legend text, with its slack (graph_slack). */
 static void legend_text(struct jsonw *w, const char *text)
 {
 	html_escape(w, text);
-	for (size_t n = strlen(text) / 16 + 1; n > 0; n--)
+	for (size_t n = graph_slack(strlen(text)); n > 0; n--)
 		jsonw_cstr(w, "&#160;");
 }
 
@@ -311,6 +308,10 @@ void graph_write_dot(const struct graph *g, struct jsonw *w)
 	jsonw_free(&text);
 	if (g->nnodes > GRAPH_BIG_NODES)
 		jsonw_cstr(w, ", nslimit=\"1\", nslimit1=\"1\"");
+	/* rank=same across clusters needs the global ranking (ordering=in
+	 * would keep the parts in order too, but crashes dot with clusters) */
+	if (g->nheads)
+		jsonw_cstr(w, ", newrank=\"true\"");
 	jsonw_cstr(w, "];\n"
 		   "\tnode [shape=\"box\", style=\"rounded,filled\", "
 		   "fontname=\"Helvetica,Arial,sans-serif\", fontsize=\"10\", "
@@ -341,6 +342,14 @@ void graph_write_dot(const struct graph *g, struct jsonw *w)
 		c.tail[container] = i;
 	}
 	write_container(g, &c, 0, w, 1);
+	/* the independent parts' first nodes side by side, in program order
+	 * (graph.c joins them with invisible edges, left to right) */
+	if (g->nheads) {
+		jsonw_cstr(w, "\t{ rank=\"same\";");
+		for (size_t h = 0; h < g->nheads; h++)
+			jsonw_printf(w, " \"%s\";", g->nodes[g->heads[h]].id);
+		jsonw_cstr(w, " }\n");
+	}
 	for (size_t e = 0; e < g->nedges; e++) {
 		const struct graph_edge *edge = &g->edges[e];
 		jsonw_printf(w, "\t\"%s\" -> \"%s\" [", g->nodes[edge->from].id,

@@ -33,12 +33,26 @@ static size_t run_length(const struct finder *f, size_t start, size_t period,
 	return run;
 }
 
+/* A run usually begins with an op or two that merely equal the ones a
+ * period later (the last update of the step before, the softmax of the
+ * forward pass before): the latest start that hides as many ops lines
+ * the block up with the steps and passes it repeats. */
+static size_t latest_start(const struct finder *f, size_t start, size_t period,
+			   size_t count, size_t run, size_t hi)
+{
+	for (size_t shift = run % period; shift > 0; shift--)
+		if (run_length(f, start + shift, period, hi) / period + 1 == count)
+			return start + shift;
+	return start;
+}
+
 static void find_range(struct finder *f, size_t lo, size_t hi)
 {
 	size_t i = lo;
 
 	while (i < hi && !f->failed) {
 		size_t best_period = 0, best_count = 0, best_hidden = 0;
+		size_t best_run = 0;
 		for (size_t p = 1; p <= f->max_period && i + 2 * p <= hi; p++) {
 			size_t run = run_length(f, i, p, hi);
 			size_t count = run / p + 1;
@@ -47,12 +61,14 @@ static void find_range(struct finder *f, size_t lo, size_t hi)
 				best_period = p;
 				best_count = count;
 				best_hidden = hidden;
+				best_run = run;
 			}
 		}
 		if (best_hidden < f->min_hidden || best_hidden == 0) {
 			i++;
 			continue;
 		}
+		i = latest_start(f, i, best_period, best_count, best_run, hi);
 		if (f->nfolds == f->cap) {
 			size_t cap = f->cap ? f->cap * 2 : 16;
 			struct view_fold *grown = realloc(f->folds,
@@ -112,21 +128,6 @@ static bool same_tensor(const struct trace_tensor *a,
 	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
 }
 
-/* The ordinal of the op (or the cast's op) that made the source, or
- * VIEW_NONE when outside the selection. */
-static size_t made_at(const struct view_selection *s,
-		      const struct view_source *src)
-{
-	switch (src->kind) {
-	case VIEW_SOURCE_OP:
-		return src->index;
-	case VIEW_SOURCE_CAST:
-		return s->ordinal_of[src->index];
-	default:
-		return VIEW_NONE;
-	}
-}
-
 /* Inputs made inside their block must come from the same place in it;
  * inputs from before the block (the previous layer's output, the
  * attention mask, the activations a backward block reads, the gradient
@@ -135,7 +136,7 @@ static bool same_wiring(const struct view_selection *s, size_t i, size_t j,
 			size_t period, size_t block, const struct view_source *a,
 			const struct view_source *b)
 {
-	size_t ma = made_at(s, a), mb = made_at(s, b);
+	size_t ma = view_source_ordinal(s, a), mb = view_source_ordinal(s, b);
 	bool inside_a = ma != VIEW_NONE && ma >= block;
 	bool inside_b = mb != VIEW_NONE && mb >= block + period;
 

@@ -1,7 +1,8 @@
 /* Builds the graph of a selection (graph.h): folds repeated blocks, keeps
- * the first --ops units, and turns ops, casts, inputs and folds into nodes
- * and edges with their labels.  Storage and text helpers are in
- * graph_store.c, findings in graph_notes.c. */
+ * the first --ops units, and turns ops, casts and inputs into nodes and
+ * edges with their labels.  Folded blocks and optimizer boxes are in
+ * graph_hidden.c, storage and text helpers in graph_store.c, findings in
+ * graph_notes.c. */
 #include "graph.h"
 
 #include <stdio.h>
@@ -57,7 +58,7 @@ static int backward_cluster(struct graph_builder *b)
 	return c;
 }
 
-static int cluster_of_op(struct graph_builder *b, size_t ordinal)
+int graph_cluster_of_op(struct graph_builder *b, size_t ordinal)
 {
 	const struct view_op *v = &b->s->ops[ordinal];
 	const struct trace_op *op = view_op_of(b->s, ordinal);
@@ -88,6 +89,15 @@ static void anchor_node(struct graph_builder *b, size_t node)
 	graph_end_edge(g, edge);
 }
 
+/* Near enough, and drawn in the current independent part: a part that
+ * shared its predecessor's leaves would be pulled under it. */
+bool graph_input_near(const struct graph_builder *b, size_t node)
+{
+	size_t unit = b->g->nodes[node].unit;
+
+	return b->unit - unit <= GRAPH_LONG_EDGE && unit >= b->part_unit;
+}
+
 /* A tensor the view did not make: a named leaf, or what an op outside
  * the view (another step, phase or scope) produced.  One node each, drawn
  * again when its next use is far below the last. */
@@ -100,7 +110,7 @@ static size_t input_node(struct graph_builder *b, const struct view_source *src,
 	char tensor[160];
 
 	if (view_map_get(&b->input_nodes, src->pid, src->tensor, &found) &&
-	    b->unit - g->nodes[found].unit <= GRAPH_LONG_EDGE) {
+	    graph_input_near(b, (size_t)found)) {
 		g->nodes[found].unit = b->unit;
 		return (size_t)found;
 	}
@@ -184,8 +194,8 @@ static size_t ref_node(struct graph_builder *b, size_t target)
 
 /* The node a source is drawn as: its op, its cast, the fold hiding it (or
  * a reference to one of those when it is far above), or an input node. */
-static size_t source_node(struct graph_builder *b, const struct view_source *src,
-			  const char *dtype, const struct trace_tensor *shape)
+size_t graph_source_node(struct graph_builder *b, const struct view_source *src,
+			 const char *dtype, const struct trace_tensor *shape)
 {
 	uint64_t found;
 	size_t node = VIEW_NONE;
@@ -380,21 +390,36 @@ static void op_tooltip(struct graph_builder *b, const struct trace_op *op)
 		jsonw_cstr(&b->label, "off");
 }
 
+/* The first unit of an independent part hangs from nothing above it, so
+ * dot can put the part beside the one before (graph_write_dot). */
+void graph_begin_unit(struct graph_builder *b, size_t node, size_t ordinal)
+{
+	struct graph *g = b->g;
+
+	g->nodes[node].unit = ++b->unit;
+	if (b->part_start[ordinal]) {
+		b->anchor = VIEW_NONE;
+		b->part_unit = b->unit;
+		g->heads[g->nheads++] = node;
+	} else {
+		b->anchor = b->last_unit;
+	}
+	b->last_unit = node;
+}
+
 static void draw_op(struct graph_builder *b, size_t ordinal)
 {
 	struct graph *g = b->g;
 	const struct view_selection *s = b->s;
 	const struct view_op *v = &s->ops[ordinal];
 	const struct trace_op *op = view_op_of(s, ordinal);
-	int cluster = cluster_of_op(b, ordinal);
+	int cluster = graph_cluster_of_op(b, ordinal);
 	bool backward = !strcmp(op->phase, "backward");
 	size_t node = graph_new_node(g, cluster, "op%zu", ordinal + 1);
 	size_t start = g->text.len;
 	char name[64];
 
-	g->nodes[node].unit = ++b->unit;
-	b->anchor = b->last_unit;
-	b->last_unit = node;
+	graph_begin_unit(b, node, ordinal);
 	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief, "%s #%zu",
 		 trace_op_label(op, name, sizeof name), ordinal + 1);
 	graph_attr(g, start, "id", g->nodes[node].id);
@@ -413,182 +438,22 @@ static void draw_op(struct graph_builder *b, size_t ordinal)
 	for (size_t k = 0; k < v->ninputs; k++) {
 		const struct view_input *in = &s->inputs[v->first_input + k];
 		if (in->cast == VIEW_NONE) {
-			size_t from = source_node(b, &in->source,
-						  in->tensor->dtype, in->tensor);
+			size_t from = graph_source_node(b, &in->source,
+							in->tensor->dtype,
+							in->tensor);
 			tensor_edge(b, from, node, in->tensor->dtype, in->tensor);
 			continue;
 		}
 		const struct trace_cast *c = &s->trace->events[in->cast].cast;
-		size_t from = source_node(b, &in->source, c->from, in->tensor);
+		size_t from = graph_source_node(b, &in->source, c->from, in->tensor);
 		size_t cast = draw_cast(b, cluster, ordinal, k, in);
 		tensor_edge(b, from, cast, c->from, in->tensor);
 		tensor_edge(b, cast, node, c->to, in->tensor);
 	}
 }
 
-/* --------------------------------------------------------------- folds */
-
-struct cast_count {
-	const char *from, *to;
-	size_t casts, hits;
-};
-
-static void fold_label(struct graph_builder *b, const struct view_fold *f)
-{
-	const struct view_selection *s = b->s;
-	struct cast_count counts[8];
-	size_t ncounts = 0, casts = 0, first = f->start + f->period;
-	size_t last = f->start + f->count * f->period - 1;
-	char from[128], to[128];
-	struct view_map outside = { 0 };
-	uint64_t seen;
-
-	for (size_t k = first; k <= last; k++) {
-		const struct view_op *v = &s->ops[k];
-		for (size_t i = 0; i < v->ninputs; i++) {
-			const struct view_input *in = &s->inputs[v->first_input + i];
-			if ((in->source.kind == VIEW_SOURCE_OUTSIDE ||
-			     in->source.kind == VIEW_SOURCE_NONE) &&
-			    !view_map_get(&outside, in->source.pid,
-					  in->source.tensor, &seen) &&
-			    !view_map_put(&outside, in->source.pid,
-					  in->source.tensor, 1))
-				b->g->failed = true;
-			if (in->cast == VIEW_NONE)
-				continue;
-			const struct trace_cast *c = &s->trace->events[in->cast].cast;
-			size_t j = 0;
-			while (j < ncounts && !(counts[j].from == c->from &&
-						counts[j].to == c->to))
-				j++;
-			if (j == ncounts && ncounts < 8)
-				counts[ncounts++] = (struct cast_count){ c->from, c->to,
-									 0, 0 };
-			if (j < ncounts) {
-				counts[j].casts++;
-				counts[j].hits += !strcmp(c->cache, "hit");
-			}
-			casts++;
-		}
-	}
-	jsonw_reset(&b->label);
-	graph_text(&b->label, "folded: %zu more repetition%s\n", f->count - 1,
-		 f->count > 2 ? "s" : "");
-	graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,
-		 trace_op_label(view_op_of(s, f->start), from, sizeof from),
-		 trace_op_label(view_op_of(s, f->start + f->period - 1), to,
-				sizeof to));
-	graph_text(&b->label, "%zu ops, %zu casts hidden", last - first + 1, casts);
-	for (size_t j = 0; j < ncounts; j++)
-		graph_text(&b->label, "\n%s→%s ×%zu (%zu cache hits)",
-			 counts[j].from, counts[j].to, counts[j].casts,
-			 counts[j].hits);
-	if (view_map_size(&outside))
-		graph_text(&b->label, "\nreading %zu more tensors made outside "
-			 "the view (weights, inputs)", view_map_size(&outside));
-	view_map_free(&outside);
-}
-
-/* The fold's node sits in the cluster of the ops it hides when they all
- * share one (a layer's region), else at the top level. */
-static int cluster_of_fold(struct graph_builder *b, const struct view_fold *f)
-{
-	size_t first = f->start + f->period;
-	size_t last = f->start + f->count * f->period - 1;
-	const struct trace_op *a = view_op_of(b->s, first);
-	const struct trace_op *z = view_op_of(b->s, last);
-
-	if (b->s->ops[first].region == b->s->ops[last].region &&
-	    a->phase == z->phase)
-		return cluster_of_op(b, first);
-	b->backward_cluster = -1;
-	return -1;
-}
-
-static void draw_fold(struct graph_builder *b, size_t fold)
-{
-	struct graph *g = b->g;
-	const struct view_fold *f = &g->folds[fold];
-	int cluster = cluster_of_fold(b, f);
-	size_t node = graph_new_node(g, cluster, "fold%zu", ++b->folds_drawn);
-	size_t start = g->text.len;
-
-	g->nodes[node].unit = ++b->unit;
-	b->anchor = b->last_unit;
-	b->last_unit = node;
-	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief,
-		 "folded block %zu", b->folds_drawn);
-	graph_attr(g, start, "id", g->nodes[node].id);
-	fold_label(b, f);
-	graph_attr(g, start, "label", b->label.data);
-	graph_attr(g, start, "shape", "box3d");
-	graph_attr(g, start, "style", "filled");
-	graph_attr(g, start, "fillcolor", "#e4e4e4");
-	graph_end_node(g, node);
-	b->fold_node[fold] = node;
-}
-
-/* Whether the source is drawn already (an op, a cast, a fold), or is an
- * input whose node is near. */
-static bool drawn_source(struct graph_builder *b, const struct view_source *src)
-{
-	uint64_t found;
-
-	if (src->kind == VIEW_SOURCE_OP || (src->kind == VIEW_SOURCE_CAST &&
-					    b->s->ordinal_of[src->index] !=
-						    VIEW_NONE))
-		return true;
-	return view_map_get(&b->input_nodes, src->pid, src->tensor, &found) &&
-	       b->unit - b->g->nodes[found].unit <= GRAPH_LONG_EDGE;
-}
-
-/* A hidden op: its inputs from the drawn graph become (one) edge each
- * into the fold's node. */
-static void fold_op(struct graph_builder *b, size_t ordinal)
-{
-	struct graph *g = b->g;
-	const struct view_selection *s = b->s;
-	const struct view_op *v = &s->ops[ordinal];
-	size_t fold = b->hidden_in[ordinal];
-	const struct view_fold *f = &g->folds[fold];
-
-	if (ordinal == f->start + f->period)
-		draw_fold(b, fold);
-	size_t node = b->fold_node[fold];
-	b->node_of_op[ordinal] = node;
-	g->ops_folded++;
-	graph_op_flags(b, node, view_op_of(s, ordinal));
-	for (size_t k = 0; k < v->ninputs; k++) {
-		const struct view_input *in = &s->inputs[v->first_input + k];
-		const struct trace_cast *c =
-			in->cast != VIEW_NONE ? &s->trace->events[in->cast].cast
-					      : NULL;
-		const char *dtype = c ? c->from : in->tensor->dtype;
-		if (c) {
-			if (!view_map_put(&b->cast_nodes, 0, in->cast, node))
-				g->failed = true;
-			graph_cast_flags(b, node, c);
-		}
-		/* the hidden repetitions' own weights and inputs stand in
-		 * the shown block's: counted in the label, not drawn */
-		if (!drawn_source(b, &in->source))
-			continue;
-		size_t from = source_node(b, &in->source, dtype, in->tensor);
-		uint64_t seen;
-		if (from == node ||
-		    view_map_get(&b->fold_edges, (int64_t)from, node, &seen))
-			continue;
-		if (!view_map_put(&b->fold_edges, (int64_t)from, node, 1))
-			g->failed = true;
-		size_t edge = graph_new_edge(g, from, node);
-		size_t start = g->text.len;
-		graph_attr(g, start, "xlabel", dtype);
-		graph_attr(g, start, "color", graph_dtype_color(dtype));
-		graph_attr(g, start, "fontcolor", graph_dtype_color(dtype));
-		graph_end_edge(g, edge);
-	}
-}
-
+/* Marks the ops each fold or box hides; returns how many ops fit in
+ * max_ops units (an op, fold or box node each). */
 static size_t plan(struct graph_builder *b, const struct view_options *o)
 {
 	struct graph *g = b->g;
@@ -605,15 +470,60 @@ static size_t plan(struct graph_builder *b, const struct view_options *o)
 			b->hidden_in[k] = f;
 		b->fold_node[f] = VIEW_NONE;
 	}
+	if (!graph_plan_boxes(b)) {
+		g->failed = true;
+		return 0;
+	}
 	for (size_t k = 0; k < n; k++) {
-		size_t f = b->hidden_in[k];
-		bool unit = f == VIEW_NONE ||
+		size_t f = b->hidden_in[k], box = b->box_of[k];
+		bool unit = box != VIEW_NONE ? g->boxes[box].first == k :
+			    f == VIEW_NONE ||
 			    k == g->folds[f].start + g->folds[f].period;
 		if (unit && o->max_ops && units == o->max_ops)
 			return k;
 		units += unit;
 	}
 	return n;
+}
+
+/* Independent parts: op k starts one when no op from k on reads what an
+ * op before k made (the infer sample's second forward pass, the steps of
+ * a program whose optimizer runs no ops).  One pass from the end keeps
+ * the earliest source any later op reads. */
+static void find_parts(struct graph_builder *b)
+{
+	const struct view_selection *s = b->s;
+	size_t earliest = VIEW_NONE;
+
+	for (size_t k = s->nops; k-- > 0;) {
+		const struct view_op *v = &s->ops[k];
+		for (size_t i = 0; i < v->ninputs; i++) {
+			size_t from = view_source_ordinal(
+				s, &s->inputs[v->first_input + i].source);
+			if (from < earliest)
+				earliest = from;
+		}
+		b->part_start[k] = earliest == VIEW_NONE || earliest >= k;
+	}
+}
+
+/* The parts' first nodes (graph_begin_unit collects them), left to
+ * right in program order, joined by invisible edges that dot.c puts on
+ * one rank. */
+static void link_parts(struct graph_builder *b)
+{
+	struct graph *g = b->g;
+
+	if (g->nheads < 2) {
+		g->nheads = 0;
+		return;
+	}
+	for (size_t h = 1; h < g->nheads; h++) {
+		size_t edge = graph_new_edge(g, g->heads[h - 1], g->heads[h]);
+		size_t start = g->text.len;
+		graph_attr(g, start, "style", "invis");
+		graph_end_edge(g, edge);
+	}
 }
 
 int graph_build(struct graph *g, const struct view_selection *s,
@@ -626,25 +536,32 @@ int graph_build(struct graph *g, const struct view_selection *s,
 	*g = (struct graph){ .s = s, .o = o };
 	if (o->fold && view_fold_selection(s, &g->folds, &g->nfolds) != 0)
 		return -1;
+	graph_drop_optimizer_folds(g);
 	b.hidden_in = malloc(n * sizeof *b.hidden_in);
 	b.node_of_op = malloc(n * sizeof *b.node_of_op);
+	b.part_start = malloc(n * sizeof *b.part_start);
+	g->heads = malloc(n * sizeof *g->heads);
 	b.fold_node = malloc((g->nfolds ? g->nfolds : 1) * sizeof *b.fold_node);
 	b.region_cluster = malloc((s->nregions ? s->nregions : 1) *
 				  sizeof *b.region_cluster);
-	if (!b.hidden_in || !b.node_of_op || !b.fold_node || !b.region_cluster) {
+	if (!b.hidden_in || !b.node_of_op || !b.part_start || !g->heads ||
+	    !b.fold_node ||
+	    !b.region_cluster) {
 		g->failed = true;
 		goto out;
 	}
 	for (size_t r = 0; r < s->nregions; r++)
 		b.region_cluster[r] = -1;
 	size_t shown = plan(&b, o);
+	find_parts(&b);
 	for (size_t k = 0; k < shown && !g->failed; k++) {
-		if (b.hidden_in[k] == VIEW_NONE)
+		if (b.hidden_in[k] == VIEW_NONE && b.box_of[k] == VIEW_NONE)
 			draw_op(&b, k);
 		else
-			fold_op(&b, k);
+			graph_hide_op(&b, k);
 	}
 	g->ops_left_out = s->nops - shown;
+	link_parts(&b);
 	graph_place_findings(&b, shown);
 	graph_draw_findings(&b);
 	for (size_t f = 0; f < g->nfolds; f++)
@@ -653,7 +570,10 @@ int graph_build(struct graph *g, const struct view_selection *s,
 out:
 	free(b.hidden_in);
 	free(b.node_of_op);
+	free(b.part_start);
 	free(b.fold_node);
+	free(b.box_of);
+	free(b.box_node);
 	free(b.region_cluster);
 	view_map_free(&b.cast_nodes);
 	view_map_free(&b.cache_fills);

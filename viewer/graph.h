@@ -15,6 +15,9 @@
  * consumer goes to a reference node instead (graph.c, ref_node). */
 #define GRAPH_LONG_EDGE 30
 
+/* The fill of folded optimizer steps (graph_hidden.c, the legend). */
+#define GRAPH_OPTIMIZER_FILL "#e3eedb"
+
 /* Text spans in graph.text (DOT attribute lists, without brackets). */
 struct graph_span {
 	size_t at, len;
@@ -42,17 +45,29 @@ struct graph_cluster {
 };
 
 /* A finding of the trace's analysis (tracer/findings.h) drawn as a note
- * on the node of the op it names, or on the first node of the view with
- * the same problem. */
+ * on the first node of a step where it occurs, or on the first node of
+ * the view with the same problem. */
 struct graph_finding {
 	const struct trace_finding *finding;
 	size_t node;
+	int step, last_step;     /* the steps of its occurrences here (a fold
+				    hides several), or -1 */
+	size_t count;            /* occurrences in those steps */
+	bool first;              /* the first occurrence is among them */
 };
 
 /* Nodes of the view that show a problem of `kind` (red borders). */
 struct graph_flag {
 	const char *kind;
 	size_t first_node, count;
+};
+
+/* The optimizer's ops of one step (phase optimizer), drawn as one node
+ * (--phase optimizer draws them). */
+struct graph_box {
+	size_t first;            /* its first op's ordinal */
+	size_t nops;             /* ops it stands for */
+	int step;
 };
 
 /* The order nodes and clusters were made in, which is the order dot.c
@@ -83,7 +98,14 @@ struct graph {
 	/* what the view left out */
 	struct view_fold *folds;
 	size_t nfolds;
-	size_t ops_shown, ops_folded, ops_left_out, casts_shown;
+	struct graph_box *boxes;
+	size_t nboxes;
+	size_t ops_shown, ops_folded, ops_boxed, ops_left_out, casts_shown;
+	/* the first node of each independent part (a forward pass that
+	 * uses nothing the ones before it made, a step), in program order:
+	 * dot.c puts them on one rank, left to right */
+	size_t *heads;
+	size_t nheads;
 	bool failed;             /* out of memory somewhere */
 };
 
@@ -96,6 +118,10 @@ struct graph_builder {
 	size_t *hidden_in;        /* per op: the fold hiding it, or VIEW_NONE */
 	size_t *node_of_op;       /* per op: its node (a fold's when hidden) */
 	size_t *fold_node;        /* per fold: its node, VIEW_NONE until made */
+	size_t *box_of;           /* per op: its optimizer box, or VIEW_NONE */
+	size_t *box_node;         /* per box: its node, VIEW_NONE until made */
+	bool *part_start;         /* per op: the first of an independent part */
+	size_t part_unit;         /* the unit the current part began at */
 	int *region_cluster;      /* per region: its cluster, -1 until made */
 	int backward_cluster;     /* the open backward-pass cluster, or -1 */
 	size_t unit;              /* ops and folds drawn so far */
@@ -115,6 +141,9 @@ struct graph_builder {
 size_t graph_new_node(struct graph *g, int cluster, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void graph_end_node(struct graph *g, size_t node);
+/* Declares a top-level node before all others: of the nodes dot ranks
+ * first, the first declared goes leftmost (next to the legend). */
+void graph_declare_first(struct graph *g, size_t node);
 size_t graph_new_edge(struct graph *g, size_t from, size_t to);
 void graph_end_edge(struct graph *g, size_t edge);
 int graph_new_cluster(struct graph *g, int parent, const char *fmt, ...)
@@ -134,6 +163,27 @@ const char *graph_bytes_text(char *buf, size_t size, uint64_t bytes);
 const char *graph_time_text(char *buf, size_t size, double us);
 void graph_wrap(struct jsonw *w, const char *text, size_t width,
 		int max_lines);
+/* Graphviz sizes a box with Pango's metrics; browsers shape the same
+ * font a little wider (Chromium: ~2%, 6.5 px on the legend's longest
+ * line), so a left-justified line of `len` bytes carries this many
+ * trailing no-break spaces as slack (tests/test_viewer_browser.sh
+ * measures the legend and the notes in Chromium). */
+size_t graph_slack(size_t len);
+
+/* graph.c: nodes for sources and the wiring of ops drawn as one node. */
+int graph_cluster_of_op(struct graph_builder *b, size_t ordinal);
+size_t graph_source_node(struct graph_builder *b, const struct view_source *src,
+			 const char *dtype, const struct trace_tensor *shape);
+/* Whether an input node drawn before can be used again now. */
+bool graph_input_near(const struct graph_builder *b, size_t node);
+/* Starts a unit (an op, fold or box node) at `node`. */
+void graph_begin_unit(struct graph_builder *b, size_t node, size_t ordinal);
+
+/* graph_hidden.c: ops drawn as one node, a folded block's repetitions or
+ * a step's optimizer ops: plans the boxes, then draws each hidden op. */
+void graph_drop_optimizer_folds(struct graph *g);
+bool graph_plan_boxes(struct graph_builder *b);
+void graph_hide_op(struct graph_builder *b, size_t ordinal);
 
 /* graph_notes.c: red borders while drawing, then the notes. */
 void graph_flag(struct graph_builder *b, size_t node, const char *kind);
@@ -143,6 +193,11 @@ void graph_cast_flags(struct graph_builder *b, size_t node,
 		      const struct trace_cast *c);
 void graph_place_findings(struct graph_builder *b, size_t shown_ops);
 void graph_draw_findings(struct graph_builder *b);
+/* "warning stale-cache ×2 (first in step 1: --step 1 draws it)": a
+ * finding the view has no note for, in the title and the note about
+ * them. */
+void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
+			  struct jsonw *w);
 
 /* ------------------------------------------------------------ the API */
 

@@ -47,6 +47,16 @@ size_t graph_new_node(struct graph *g, int cluster, const char *fmt, ...)
 	return g->nnodes++;
 }
 
+void graph_declare_first(struct graph *g, size_t node)
+{
+	for (size_t i = 0; i < g->nitems; i++)
+		if (!g->items[i].cluster && g->items[i].index == node) {
+			memmove(&g->items[1], &g->items[0], i * sizeof *g->items);
+			g->items[0] = (struct graph_item){ false, node };
+			return;
+		}
+}
+
 void graph_end_node(struct graph *g, size_t node)
 {
 	if (node < g->nnodes)
@@ -105,6 +115,11 @@ void graph_attr(struct graph *g, size_t start, const char *key,
 }
 
 /* ------------------------------------------------------------- labels */
+
+size_t graph_slack(size_t len)
+{
+	return len / 16 + 1;
+}
 
 void graph_text(struct jsonw *w, const char *fmt, ...)
 {
@@ -197,5 +212,7 @@ void graph_free(struct graph *g)
 	free(g->elsewhere);
 	free(g->flags);
 	free(g->folds);
+	free(g->boxes);
+	free(g->heads);
 	*g = (struct graph){ 0 };
 }

@@ -180,6 +180,30 @@ static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
 	return !c->o->scope || analysis_op_in_scope(op, c->o->scope);
 }
 
+bool view_phase_known(const char *phase)
+{
+	return !strcmp(phase, "forward") || !strcmp(phase, "backward") ||
+	       !strcmp(phase, "optimizer");
+}
+
+bool view_boxes_optimizer(const struct view_options *o)
+{
+	return o->fold && !o->phase;
+}
+
+size_t view_source_ordinal(const struct view_selection *s,
+			   const struct view_source *src)
+{
+	switch (src->kind) {
+	case VIEW_SOURCE_OP:
+		return src->index;
+	case VIEW_SOURCE_CAST:
+		return s->ordinal_of[src->index];
+	default:
+		return VIEW_NONE;
+	}
+}
+
 bool view_op_is_factory(const struct trace_op *op)
 {
 	return !op->incomplete && !op->ninputs && op->noutputs;
@@ -561,8 +585,11 @@ static int link_all(struct view_selection *s, const struct chooser *c,
 		if (!register_outputs(&l, e, VIEW_SOURCE_OUTSIDE, i))
 			goto out;
 	}
-	for (size_t k = 0; k < s->nops; k++)
+	for (size_t k = 0; k < s->nops; k++) {
 		s->ops[k].hash = hash_op(s, &s->ops[k]);
+		s->ops[k].boxed = view_boxes_optimizer(c->o) &&
+				  !strcmp(view_op_of(s, k)->phase, "optimizer");
+	}
 	status = 0;
 out:
 	view_map_free(&l.producers);
@@ -605,9 +632,9 @@ int view_select(const struct trace *trace, const struct view_options *o,
 		if (parent != VIEW_NONE && parent != i)
 			c.composite[parent] = true;
 	}
-	if (o->phase && strcmp(o->phase, "forward") && strcmp(o->phase, "backward")) {
-		trace_error_set(err, "unknown phase '%s' (forward or backward)",
-				o->phase);
+	if (o->phase && !view_phase_known(o->phase)) {
+		trace_error_set(err, "unknown phase '%s' (forward, backward or "
+				"optimizer)", o->phase);
 		goto out;
 	}
 	if (o->scope && check_scope(s, o->scope, err) != 0)

@@ -35,7 +35,9 @@ enum view_format {
 struct view_options {
 	int step;
 	const char *scope;   /* only ops inside the named autocast region */
-	const char *phase;   /* "forward", "backward", or NULL for both */
+	const char *phase;   /* "forward", "backward", "optimizer", or NULL
+				for all (the optimizer's ops of each step
+				folded into one box unless !fold) */
 	size_t max_ops;      /* 0: no limit */
 	bool fold;           /* fold repeated identical blocks of ops */
 };
@@ -45,13 +47,19 @@ struct view_stats {
 	int step, nsteps;           /* step shown (VIEW_STEP_ALL: all) */
 	size_t ops_selected;        /* ops in the step and filters */
 	size_t ops_shown;           /* drawn as op nodes */
-	size_t ops_folded;          /* inside folded blocks */
+	size_t ops_folded;          /* inside folded blocks and boxes */
+	size_t ops_boxed;           /* of those: in optimizer boxes */
 	size_t ops_left_out;        /* beyond max_ops */
 	size_t folds;
+	size_t boxes;               /* optimizer boxes */
 	size_t nodes, edges, clusters;
 };
 
 void view_options_init(struct view_options *options);
+
+/* Whether `phase` is one view_options.phase takes: "forward",
+ * "backward" or "optimizer" (tracer/FORMAT.md's phases). */
+bool view_phase_known(const char *phase);
 
 /* "svg" → VIEW_FORMAT_SVG.  Returns 0, or -1 when unknown. */
 int view_format_from_name(const char *name, enum view_format *format);

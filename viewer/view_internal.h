@@ -75,6 +75,8 @@ struct view_op {
 	const char *parent;           /* composite op it ran inside, or NULL */
 	const char *forward;          /* backward ops: the forward op */
 	uint64_t hash;                /* of the fields fold compares */
+	bool boxed;                   /* an optimizer op: drawn in its
+					 step's box unless a fold hides it */
 };
 
 struct view_selection {
@@ -100,6 +102,15 @@ struct view_selection {
 int view_select(const struct trace *trace, const struct view_options *o,
 		struct view_selection *s, struct trace_error *err);
 void view_selection_free(struct view_selection *s);
+
+/* Whether the options fold each step's optimizer ops into one box: by
+ * default; not with --no-fold or a --phase filter. */
+bool view_boxes_optimizer(const struct view_options *o);
+
+/* The ordinal of the op (or the cast's op) that made the source, or
+ * VIEW_NONE when outside the selection. */
+size_t view_source_ordinal(const struct view_selection *s,
+			   const struct view_source *src);
 
 /* An op with no inputs that makes tensors (randn, zeros, tensor): drawn
  * as the tensors it makes, not as an op. */
