@@ -1,54 +1,301 @@
-/* Trace events as JSON (event_json.h). */
+/* Trace events as JSON (event_json.h).  Keys come in FORMAT.md's order;
+ * optional keys are left out when the model holds their "absent" value. */
 #include "event_json.h"
 
 #include <string.h>
 
-void event_json_head(struct jsonw *w, const char *name, size_t name_len,
-		     const char *cat, char ph, int64_t ts_ns, int64_t pid,
-		     int64_t tid)
+/* µs (a double holding whole ns / 1000, as the converter and the reader
+ * make it) back to the ns jsonw_us writes: exact below 2^53 / 1000 µs. */
+static void write_us(struct jsonw *w, double us)
 {
-	char phase[] = { ph, '\0' };
+	double ns = us * 1000.0;
 
-	jsonw_reset(w);
-	jsonw_lit(w, "{\"name\":");
-	jsonw_strn(w, name, name_len);
-	jsonw_lit(w, ",\"cat\":\"");
-	jsonw_cstr(w, cat);
-	jsonw_lit(w, "\",\"ph\":\"");
-	jsonw_cstr(w, phase);
-	jsonw_lit(w, "\",\"ts\":");
-	jsonw_us(w, ts_ns);
-	jsonw_lit(w, ",\"pid\":");
-	jsonw_i64(w, pid);
-	jsonw_lit(w, ",\"tid\":");
-	jsonw_i64(w, tid);
+	jsonw_us(w, (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5));
 }
 
-static void optional_u64(struct jsonw *w, const char *key_text, uint64_t v)
+static void write_head(struct jsonw *w, const struct trace_event *e)
+{
+	jsonw_reset(w);
+	jsonw_lit(w, "{\"name\":");
+	jsonw_str(w, e->name);
+	jsonw_lit(w, ",\"cat\":");
+	jsonw_str(w, e->cat);
+	char ph[] = { ',', '"', 'p', 'h', '"', ':', '"', e->ph, '"' };
+	jsonw_raw(w, ph, sizeof ph);
+	jsonw_lit(w, ",\"ts\":");
+	write_us(w, e->ts);
+	jsonw_lit(w, ",\"pid\":");
+	jsonw_i64(w, e->pid);
+	jsonw_lit(w, ",\"tid\":");
+	jsonw_i64(w, e->tid);
+	if (e->ph == 'X') {
+		jsonw_lit(w, ",\"dur\":");
+		write_us(w, e->dur);
+	}
+}
+
+static void write_optional_u64(struct jsonw *w, const char *key_text,
+			       size_t key_len, uint64_t v)
 {
 	if (!v)
 		return;
-	jsonw_cstr(w, key_text);
+	jsonw_raw(w, key_text, key_len);
 	jsonw_u64(w, v);
 }
 
-static void optional_i64(struct jsonw *w, const char *key_text, int64_t v)
+#define OPTIONAL_U64(w, literal, v)                                         \
+	write_optional_u64((w), "" literal, sizeof(literal) - 1, (v))
+
+static void write_shape(struct jsonw *w, int ndim, const int64_t *shape)
+{
+	jsonw_raw(w, "[", 1);
+	for (int d = 0; d < ndim; d++) {
+		if (d)
+			jsonw_raw(w, ",", 1);
+		jsonw_i64(w, shape[d]);
+	}
+	jsonw_raw(w, "]", 1);
+}
+
+static void write_tensor(struct jsonw *w, const struct trace_tensor *t)
+{
+	jsonw_lit(w, "{\"tensor\":");
+	jsonw_u64(w, t->id);
+	jsonw_lit(w, ",\"dtype\":");
+	jsonw_str(w, t->dtype);
+	jsonw_lit(w, ",\"shape\":");
+	write_shape(w, t->ndim, t->shape);
+	if (t->name) {
+		jsonw_lit(w, ",\"name\":");
+		jsonw_str(w, t->name);
+	}
+	if (t->requires_grad)
+		jsonw_lit(w, ",\"requires_grad\":true");
+	if (t->leaf)
+		jsonw_lit(w, ",\"leaf\":true");
+	if (t->view)
+		jsonw_lit(w, ",\"view\":true");
+	if (t->device) {
+		jsonw_lit(w, ",\"device\":");
+		jsonw_str(w, t->device);
+	}
+	jsonw_raw(w, "}", 1);
+}
+
+static void write_tensors(struct jsonw *w, const struct trace_tensor *list,
+			  int n)
+{
+	jsonw_raw(w, "[", 1);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		write_tensor(w, &list[i]);
+	}
+	jsonw_raw(w, "]", 1);
+}
+
+static void write_autocast(struct jsonw *w, const struct trace_autocast *a)
+{
+	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
+	jsonw_bool(w, a->enabled);
+	jsonw_lit(w, ",\"device\":");
+	jsonw_str(w, a->device);
+	jsonw_lit(w, ",\"dtype\":");
+	jsonw_str(w, a->dtype);
+	jsonw_lit(w, ",\"cache_enabled\":");
+	jsonw_bool(w, a->cache_enabled);
+	jsonw_lit(w, ",\"depth\":");
+	jsonw_i64(w, a->depth);
+	jsonw_lit(w, ",\"scope\":");
+	jsonw_str(w, a->scope);
+	if (a->nscopes) {
+		jsonw_lit(w, ",\"scopes\":[");
+		for (int i = 0; i < a->nscopes; i++) {
+			if (i)
+				jsonw_raw(w, ",", 1);
+			jsonw_str(w, a->scopes[i]);
+		}
+		jsonw_raw(w, "]", 1);
+	}
+	jsonw_raw(w, "}", 1);
+}
+
+static void write_op(struct jsonw *w, const struct trace_op *op)
+{
+	jsonw_lit(w, ",\"args\":{\"op_id\":");
+	jsonw_u64(w, op->op_id);
+	jsonw_lit(w, ",\"op\":");
+	jsonw_str(w, op->op);
+	jsonw_lit(w, ",\"overload\":");
+	jsonw_str(w, op->overload);
+	jsonw_lit(w, ",\"phase\":");
+	jsonw_str(w, op->phase);
+	if (!op->incomplete) {
+		jsonw_lit(w, ",\"policy\":");
+		jsonw_str(w, op->policy);
+	}
+	jsonw_lit(w, ",\"device\":");
+	jsonw_str(w, op->device);
+	jsonw_lit(w, ",\"emulated\":");
+	jsonw_bool(w, op->emulated);
+	OPTIONAL_U64(w, ",\"parent_op_id\":", op->parent_op_id);
+	OPTIONAL_U64(w, ",\"forward_op_id\":", op->forward_op_id);
+	write_autocast(w, &op->autocast);
+	if (op->incomplete) {
+		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
+		jsonw_str(w, op->closed_by);
+		jsonw_lit(w, "}}");
+		return;
+	}
+	jsonw_lit(w, ",\"inputs\":");
+	write_tensors(w, op->inputs, op->ninputs);
+	jsonw_lit(w, ",\"outputs\":");
+	write_tensors(w, op->outputs, op->noutputs);
+	if (op->status) {
+		jsonw_lit(w, ",\"status\":");
+		jsonw_i64(w, op->status);
+		jsonw_lit(w, ",\"error\":");
+		jsonw_str(w, op->error);
+	}
+	/* torch.profiler's keys, for tools that read Kineto traces. */
+	jsonw_lit(w, ",\"Input type\":[");
+	for (int i = 0; i < op->ninputs; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, op->inputs[i].profiler_type);
+	}
+	jsonw_lit(w, "],\"Input Dims\":[");
+	for (int i = 0; i < op->ninputs; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		write_shape(w, op->inputs[i].ndim, op->inputs[i].shape);
+	}
+	jsonw_lit(w, "],\"External id\":");
+	jsonw_u64(w, op->op_id);
+	jsonw_lit(w, "}}");
+}
+
+static void write_cast(struct jsonw *w, const struct trace_cast *c)
+{
+	jsonw_lit(w, ",\"args\":{\"op_id\":");
+	jsonw_u64(w, c->op_id);
+	if (c->op) {
+		jsonw_lit(w, ",\"op\":");
+		jsonw_str(w, c->op);
+		jsonw_lit(w, ",\"phase\":");
+		jsonw_str(w, c->phase);
+		if (c->scope) {
+			jsonw_lit(w, ",\"scope\":");
+			jsonw_str(w, c->scope);
+		}
+	}
+	jsonw_lit(w, ",\"arg\":");
+	jsonw_i64(w, c->arg);
+	jsonw_lit(w, ",\"tensor\":");
+	jsonw_u64(w, c->tensor);
+	jsonw_lit(w, ",\"result\":");
+	jsonw_u64(w, c->result);
+	jsonw_lit(w, ",\"from\":");
+	jsonw_str(w, c->from);
+	jsonw_lit(w, ",\"to\":");
+	jsonw_str(w, c->to);
+	jsonw_lit(w, ",\"cache\":");
+	jsonw_str(w, c->cache);
+	jsonw_lit(w, ",\"reason\":");
+	jsonw_str(w, c->reason);
+	jsonw_lit(w, ",\"bytes\":");
+	jsonw_u64(w, c->bytes);
+	if (c->stale)
+		jsonw_lit(w, ",\"stale\":true");
+	if (c->name) {
+		jsonw_lit(w, ",\"name\":");
+		jsonw_str(w, c->name);
+	}
+	jsonw_lit(w, ",\"shape\":");
+	write_shape(w, c->ndim, c->shape);
+	if (c->requires_grad)
+		jsonw_lit(w, ",\"requires_grad\":true");
+	if (c->leaf)
+		jsonw_lit(w, ",\"leaf\":true");
+	jsonw_lit(w, "}}");
+}
+
+static void write_scope(struct jsonw *w, const struct trace_event *e)
+{
+	const struct trace_scope *s = &e->scope;
+
+	if (e->kind == TRACE_SCOPE_END) {
+		jsonw_lit(w, ",\"args\":{\"depth\":");
+		jsonw_i64(w, s->depth);
+		if (s->closed_by) {
+			jsonw_lit(w, ",\"closed_by\":");
+			jsonw_str(w, s->closed_by);
+		}
+		jsonw_lit(w, "}}");
+		return;
+	}
+	jsonw_lit(w, ",\"args\":{\"scope\":");
+	jsonw_str(w, s->scope);
+	jsonw_lit(w, ",\"depth\":");
+	jsonw_i64(w, s->depth);
+	jsonw_lit(w, ",\"device\":");
+	jsonw_str(w, s->device);
+	jsonw_lit(w, ",\"dtype\":");
+	jsonw_str(w, s->dtype);
+	jsonw_lit(w, ",\"enabled\":");
+	jsonw_bool(w, s->enabled);
+	jsonw_lit(w, ",\"cache_enabled\":");
+	jsonw_bool(w, s->cache_enabled);
+	jsonw_lit(w, "}}");
+}
+
+static void write_counter(struct jsonw *w, const struct trace_counter *c)
+{
+	jsonw_lit(w, ",\"args\":{");
+	for (int i = 0; i < c->nseries; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, c->series[i]);
+		jsonw_raw(w, ":", 1);
+		jsonw_double(w, c->value[i]);
+	}
+	jsonw_lit(w, "}}");
+}
+
+static void write_scaler(struct jsonw *w, const struct trace_scaler *s)
+{
+	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"what\":");
+	jsonw_str(w, s->what);
+	jsonw_lit(w, ",\"scaler_id\":");
+	jsonw_u64(w, s->scaler_id);
+	OPTIONAL_U64(w, ",\"optimizer_id\":", s->optimizer_id);
+	/* JSON has no NaN: an absent or non-finite scale is null */
+	jsonw_lit(w, ",\"scale\":");
+	jsonw_double(w, s->scale);
+	jsonw_lit(w, ",\"found_inf\":");
+	jsonw_bool(w, s->found_inf);
+	jsonw_lit(w, ",\"step_skipped\":");
+	jsonw_bool(w, s->step_skipped);
+	OPTIONAL_U64(w, ",\"inf_tensor\":", s->inf_tensor);
+	jsonw_lit(w, "}}");
+}
+
+static void write_optional_i64(struct jsonw *w, const char *key_text,
+			       size_t key_len, int64_t v)
 {
 	if (!v)
 		return;
-	jsonw_cstr(w, key_text);
+	jsonw_raw(w, key_text, key_len);
 	jsonw_i64(w, v);
 }
 
-void event_json_diag(struct jsonw *w, const struct diag_json *d)
+static void write_diag(struct jsonw *w, const struct trace_diag *d)
 {
-	char scope[] = { d->scope, '\0' };
+	char scope[] = { ',', '"', 's', '"', ':', '"', d->scope ? d->scope : 't',
+			 '"' };
 
-	event_json_head(w, d->kind, strlen(d->kind), "amp.diag", 'i',
-			d->ts_ns, d->pid, d->tid);
-	jsonw_lit(w, ",\"s\":\"");
-	jsonw_cstr(w, scope);
-	jsonw_lit(w, "\",\"args\":{\"kind\":");
+	jsonw_raw(w, scope, sizeof scope);
+	jsonw_lit(w, ",\"args\":{\"kind\":");
 	jsonw_str(w, d->kind);
 	jsonw_lit(w, ",\"message\":");
 	jsonw_str(w, d->message);
@@ -62,9 +309,172 @@ void event_json_diag(struct jsonw *w, const struct diag_json *d)
 	}
 	/* ids only when known: a reader folds a finding's event into the
 	 * finding it recomputes by (kind, op_id, tensor), absent meaning 0 */
-	optional_u64(w, ",\"op_id\":", d->op_id);
-	optional_u64(w, ",\"tensor\":", d->tensor);
-	optional_i64(w, ",\"thread\":", d->thread);
-	optional_i64(w, ",\"other_thread\":", d->other_thread);
+	OPTIONAL_U64(w, ",\"op_id\":", d->op_id);
+	OPTIONAL_U64(w, ",\"tensor\":", d->tensor);
+	write_optional_i64(w, ",\"thread\":", 10, d->thread);
+	write_optional_i64(w, ",\"other_thread\":", 16, d->other_thread);
 	jsonw_lit(w, "}}");
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !memcmp(s + n - k, tail, k);
+}
+
+/* M events have no cat and no ts (FORMAT.md §2). */
+static void write_meta(struct jsonw *w, const struct trace_event *e)
+{
+	const struct trace_meta *m = &e->meta;
+
+	jsonw_reset(w);
+	jsonw_lit(w, "{\"name\":");
+	jsonw_str(w, e->name);
+	jsonw_lit(w, ",\"ph\":\"M\",\"pid\":");
+	jsonw_i64(w, e->pid);
+	jsonw_lit(w, ",\"tid\":");
+	jsonw_i64(w, e->tid);
+	if (ends_with(e->name, "sort_index")) {
+		jsonw_lit(w, ",\"args\":{\"sort_index\":");
+		jsonw_i64(w, m->sort_index);
+		jsonw_lit(w, "}}");
+		return;
+	}
+	if (!strcmp(e->name, "process_labels")) {
+		jsonw_lit(w, ",\"args\":{\"labels\":");
+		jsonw_str(w, m->value);
+		jsonw_lit(w, "}}");
+		return;
+	}
+	jsonw_lit(w, ",\"args\":{\"name\":");
+	jsonw_str(w, m->value);
+	if (m->rank >= 0) {
+		jsonw_lit(w, ",\"rank\":");
+		jsonw_i64(w, m->rank);
+	}
+	if (m->argv) {
+		jsonw_lit(w, ",\"argv\":[");
+		for (int i = 0; i < m->argc; i++) {
+			if (i)
+				jsonw_raw(w, ",", 1);
+			jsonw_str(w, m->argv[i]);
+		}
+		jsonw_raw(w, "]", 1);
+	}
+	if (m->framework) {
+		jsonw_lit(w, ",\"framework\":");
+		jsonw_str(w, m->framework);
+	}
+	if (m->host_pid) {
+		jsonw_lit(w, ",\"device\":");
+		jsonw_i64(w, m->device);
+		jsonw_lit(w, ",\"host_pid\":");
+		jsonw_i64(w, m->host_pid);
+	}
+	write_optional_i64(w, ",\"os_tid\":", 10, m->os_tid);
+	jsonw_lit(w, "}}");
+}
+
+/* A kernel or a copy as Kineto writes it, linked to its op or cast by
+ * "External id". */
+static void write_gpu(struct jsonw *w, const struct trace_event *e)
+{
+	const struct trace_kernel *k = &e->kernel;
+	bool copy = e->kind != TRACE_KERNEL;
+
+	jsonw_lit(w, ",\"args\":{");
+	if (k->linked) {
+		jsonw_lit(w, "\"External id\":");
+		jsonw_u64(w, k->external_id);
+		jsonw_raw(w, ",", 1);
+		if (k->cast) {
+			jsonw_lit(w, "\"amp.cast_result\":true,");
+			if (k->op_id) {
+				jsonw_lit(w, "\"amp.op_id\":");
+				jsonw_u64(w, k->op_id);
+				jsonw_raw(w, ",", 1);
+			}
+		}
+	}
+	jsonw_lit(w, "\"amp.pid\":");
+	jsonw_i64(w, k->host_pid);
+	jsonw_lit(w, ",\"correlation\":");
+	jsonw_u64(w, k->correlation);
+	jsonw_lit(w, ",\"device\":");
+	jsonw_u64(w, k->device);
+	jsonw_lit(w, ",\"stream\":");
+	jsonw_u64(w, k->stream);
+	if (copy) {
+		jsonw_lit(w, ",\"bytes\":");
+		jsonw_u64(w, k->bytes);
+		double ns = e->dur * 1000.0;
+		int64_t dur = (int64_t)(ns + 0.5);
+		if (dur > 0) {
+			jsonw_lit(w, ",\"memory bandwidth (GB/s)\":");
+			jsonw_double(w, (double)k->bytes / (double)dur);
+		}
+	} else {
+		jsonw_lit(w, ",\"grid\":");
+		for (int i = 0; i < 3; i++) {
+			jsonw_raw(w, i ? "," : "[", 1);
+			jsonw_i64(w, k->grid[i]);
+		}
+		jsonw_lit(w, "],\"block\":");
+		for (int i = 0; i < 3; i++) {
+			jsonw_raw(w, i ? "," : "[", 1);
+			jsonw_i64(w, k->block[i]);
+		}
+		jsonw_lit(w, "],\"registers per thread\":");
+		jsonw_i64(w, k->registers);
+		jsonw_lit(w, ",\"shared memory\":");
+		jsonw_i64(w, k->shared_memory);
+	}
+	jsonw_lit(w, "}}");
+}
+
+void event_json_write(struct jsonw *w, const struct trace_event *e)
+{
+	if (e->kind == TRACE_META) {
+		write_meta(w, e);
+		return;
+	}
+	write_head(w, e);
+	switch (e->kind) {
+	case TRACE_OP:
+		write_op(w, &e->op);
+		return;
+	case TRACE_CAST:
+		write_cast(w, &e->cast);
+		return;
+	case TRACE_SCOPE_BEGIN:
+	case TRACE_SCOPE_END:
+		write_scope(w, e);
+		return;
+	case TRACE_CACHE_CLEAR:
+		jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"entries\":");
+		jsonw_u64(w, e->cache.entries);
+		jsonw_lit(w, ",\"bytes\":");
+		jsonw_u64(w, e->cache.bytes);
+		jsonw_lit(w, "}}");
+		return;
+	case TRACE_COUNTER:
+		write_counter(w, &e->counter);
+		return;
+	case TRACE_SCALER:
+		write_scaler(w, &e->scaler);
+		return;
+	case TRACE_DIAG:
+		write_diag(w, &e->diag);
+		return;
+	case TRACE_KERNEL:
+		write_gpu(w, e);
+		return;
+	default:
+		if (e->cat && !strcmp(e->cat, "gpu_memcpy"))
+			write_gpu(w, e);
+		else
+			jsonw_raw(w, "}", 1);
+		return;
+	}
 }
