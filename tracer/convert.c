@@ -386,10 +386,12 @@ void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
 			    .writer_for = writer_for, .ctx = ctx,
 			    .decoded = calloc(1, sizeof *c->decoded),
 			    .scratch_tensors = calloc(2 * RAW_MAX_TENSORS,
-						      sizeof *c->scratch_tensors) };
-	if (!c->decoded || !c->scratch_tensors)
+						      sizeof *c->scratch_tensors),
+			    .json_cache = calloc(1, sizeof *c->json_cache) };
+	if (!c->decoded || !c->scratch_tensors || !c->json_cache)
 		abort(); /* as dupn: no partial state to fall back to */
 	jsonw_init(&c->buf);
+	c->buf.cache = c->json_cache;
 	jsonw_init(&c->label);
 }
 
@@ -622,6 +624,7 @@ void conv_free(struct conv *c)
 	jsonw_free(&c->buf);
 	jsonw_free(&c->label);
 	free(c->scratch_tensors);
+	free(c->json_cache);
 	if (c->decoded)
 		raw_decoded_free(c->decoded);
 	free(c->decoded);

@@ -79,7 +79,8 @@ struct conv_process {
 typedef struct trace_writer *(*conv_writer_fn)(void *ctx,
 					       const struct conv_process *p);
 /* Chooses the in-memory trace that keeps a newly seen process's events
- * as they are written (called after its writer_for), or NULL. */
+ * as they are written (called after its writer_for), or NULL.  It must
+ * outlive the conv (conv_free). */
 typedef struct trace *(*conv_trace_fn)(void *ctx,
 				       const struct conv_process *p);
 
@@ -98,6 +99,9 @@ struct conv {
 				  * allocation per event showed */
 	/* an event's tensors when its process keeps no trace */
 	struct trace_tensor *scratch_tensors;
+	/* buf's cache of escaped strings: every string of an event is
+	 * interned in a trace that outlives the conv */
+	struct jsonw_cache *json_cache;
 	struct raw_decoded *decoded; /* scratch for one record */
 	uint64_t last_scan_ns;   /* when the directories were last listed */
 	bool final;              /* conv_finish: list them on every poll */

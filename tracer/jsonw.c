@@ -75,6 +75,35 @@ static bool needs_escape(unsigned char c)
 	return c < 0x20 || c == '"' || c == '\\' || c == 0x7f;
 }
 
+/* Whether any of the 8 bytes in `word` needs an escape (or is >= 0x80:
+ * those are checked one by one, as needs_escape leaves them alone). */
+static bool word_needs_look(uint64_t word)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = ones * 0x80;
+	uint64_t quote = word ^ (ones * '"'), backslash = word ^ (ones * '\\');
+	uint64_t del = word ^ (ones * 0x7f);
+
+	return ((word - ones * 0x20) | (quote - ones) | (backslash - ones) |
+		(del - ones) | word) & highs;
+}
+
+/* The length of text's longest prefix that needs no escape. */
+static size_t clean_prefix(const char *text, size_t len)
+{
+	size_t clean = 0;
+	uint64_t word;
+
+	while (clean + 8 <= len) {
+		memcpy(&word, text + clean, 8);
+		if (word_needs_look(word))
+			break;
+		clean += 8;
+	}
+	while (clean < len && !needs_escape((unsigned char)text[clean]))
+		clean++;
+	return clean;
+}
+
 void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -88,9 +117,7 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 		return;
 	/* Most strings (op, dtype, device names) need no escape: their
 	 * longest clean prefix is copied whole, not byte by byte. */
-	size_t clean = 0;
-	while (clean < len && !needs_escape((unsigned char)text[clean]))
-		clean++;
+	size_t clean = clean_prefix(text, len);
 	char *out = w->data + w->len;
 	*out++ = '"';
 	memcpy(out, text, clean);
@@ -121,10 +148,30 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 
 void jsonw_str(struct jsonw *w, const char *text)
 {
-	jsonw_strn(w, text, text ? strlen(text) : 0);
+	if (!w->cache || !text) {
+		jsonw_strn(w, text, text ? strlen(text) : 0);
+		return;
+	}
+	/* Interned strings are 16-byte aligned (trace_alloc). */
+	struct jsonw_cache_slot *slot =
+		&w->cache->slots[((uintptr_t)text >> 4) % JSONW_CACHE_SLOTS];
+	if (slot->key != text) {
+		size_t at = w->len;
+		jsonw_strn(w, text, strlen(text));
+		if (w->failed)
+			return;
+		size_t n = w->len - at;
+		if (n <= JSONW_CACHE_TEXT) {
+			slot->key = text;
+			slot->len = (uint8_t)n;
+			memcpy(slot->json, w->data + at, n);
+		}
+		return;
+	}
+	jsonw_raw(w, slot->json, slot->len);
 }
 
-void jsonw_u64(struct jsonw *w, uint64_t value)
+void jsonw_u64_slow(struct jsonw *w, uint64_t value)
 {
 	/* Two digits per division: numbers are ~1/8 of a trace's text. */
 	static const char pairs[] = "0001020304050607080910111213141516171819"
@@ -148,16 +195,6 @@ void jsonw_u64(struct jsonw *w, uint64_t value)
 		*--p = (char)('0' + value);
 	}
 	jsonw_raw(w, p, (size_t)(buf + sizeof buf - p));
-}
-
-void jsonw_i64(struct jsonw *w, int64_t value)
-{
-	if (value < 0) {
-		jsonw_raw(w, "-", 1);
-		jsonw_u64(w, (uint64_t)0 - (uint64_t)value);
-	} else {
-		jsonw_u64(w, (uint64_t)value);
-	}
 }
 
 void jsonw_double(struct jsonw *w, double value)
