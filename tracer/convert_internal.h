@@ -105,10 +105,23 @@ const char *conv_name_of(const struct conv_process *p, enum name_table t,
  * process's trace (conv_process.strings), then written and kept. */
 const char *conv_intern(struct conv_process *p, const char *s, size_t len);
 const char *conv_intern_cstr(struct conv_process *p, const char *s);
-const char *conv_name(struct conv_process *p, enum name_table t,
-		unsigned value);
-const char *conv_lit(const struct conv_process *p, enum conv_literal lit);
 void conv_intern_names(struct conv_process *p);
+
+/* p's interned name of enum value `value` of table t ("unknown" when
+ * its table has none). */
+static inline const char *conv_name(const struct conv_process *p,
+				    enum name_table t, unsigned value)
+{
+	return value < p->name_count[t] ? p->interned_names[t][value]
+					: p->literals[LIT_UNKNOWN];
+}
+
+static inline const char *conv_lit(const struct conv_process *p,
+				   enum conv_literal lit)
+{
+	return p->literals[lit];
+}
+
 void *conv_alloc(struct conv_process *p, size_t size);
 double conv_to_us(int64_t ns);
 struct trace_event conv_head(struct conv *cv, struct conv_process *p,
@@ -122,7 +135,8 @@ void conv_emit(struct conv *cv, struct conv_process *p,
 struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
 		const struct amp_tensor_info *list, int n, bool inputs);
 struct trace_autocast conv_autocast(struct conv_process *p,
-		struct conv_thread *t, const struct amp_autocast_info *a);
+		struct conv_thread *t, const struct amp_autocast_info *a,
+		const char *scope);
 const char *conv_op_label(struct conv_process *p, const char *op,
 		const char *overload);
 const char *conv_cast_label(struct conv_process *p, unsigned from,

@@ -19,30 +19,48 @@ static struct pending_op *find_pending(struct conv_thread *t, uint64_t op_id)
 	return NULL;
 }
 
-/* The fields an op's BEGIN and END both carry. */
+/* s interned: `known` when s equals it (an END repeats its BEGIN's
+ * strings: comparing is cheaper than interning again). */
+static const char *intern_like(struct conv_process *p, const char *s,
+			       const char *known)
+{
+	if (s && known && !strcmp(s, known))
+		return known;
+	return conv_intern_cstr(p, s);
+}
+
+/* The fields an op's BEGIN and END both carry; `begin` is the op's BEGIN
+ * when e is its END, else NULL. */
 static struct trace_op op_fields(struct conv_process *p,
 				 struct conv_thread *t,
-				 const struct amp_op_event *e)
+				 const struct amp_op_event *e,
+				 const struct trace_op *begin)
 {
-	return (struct trace_op){
+	struct trace_op op = {
 		.op_id = e->op_id, .parent_op_id = e->parent_op_id,
 		.forward_op_id = e->forward_op_id,
-		.op = e->op ? conv_intern_cstr(p, e->op) : conv_lit(p, LIT_UNKNOWN),
-		.overload = e->overload ? conv_intern_cstr(p, e->overload)
+		.op = e->op ? intern_like(p, e->op, begin ? begin->op : NULL)
+			    : conv_lit(p, LIT_UNKNOWN),
+		.overload = e->overload ? intern_like(p, e->overload,
+						      begin ? begin->overload
+							    : NULL)
 					: conv_lit(p, LIT_EMPTY),
 		.phase = conv_name(p, NAMES_PHASE, e->phase),
 		.device = conv_name(p, NAMES_DEVICE, e->device),
 		.emulated = e->emulated,
-		.autocast = conv_autocast(p, t, &e->autocast),
+		.autocast = conv_autocast(p, t, &e->autocast,
+					  begin ? begin->autocast.scope : NULL),
 	};
+	return op;
 }
 
 static void on_op_begin(struct conv_process *p, struct conv_thread *t,
 			const struct amp_op_event *e, uint64_t time_ns)
 {
 	t->ops = conv_grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
-	t->ops[t->nops++] = (struct pending_op){ .begin_ns = time_ns,
-						 .op = op_fields(p, t, e) };
+	t->ops[t->nops++] = (struct pending_op){
+		.begin_ns = time_ns, .op = op_fields(p, t, e, NULL),
+	};
 }
 
 /* The amp.op X event of op `op`, from begin_ns to end_ns, written and
@@ -82,7 +100,9 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 
 	/* Ops nest on a thread, so the BEGIN is normally on top. */
 	struct pending_op *pending = find_pending(t, e->op_id);
+	struct trace_op begin;
 	if (pending) {
+		begin = pending->op;
 		size_t at = (size_t)(pending - t->ops);
 		memmove(&t->ops[at], &t->ops[at + 1],
 			(t->nops - at - 1) * sizeof *t->ops);
@@ -90,7 +110,7 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	}
 	if (!begin_ns || begin_ns > time_ns)
 		begin_ns = time_ns;
-	struct trace_op op = op_fields(p, t, e);
+	struct trace_op op = op_fields(p, t, e, pending ? &begin : NULL);
 	op.policy = conv_name(p, NAMES_POLICY, e->policy);
 	op.ninputs = e->ninputs;
 	op.noutputs = e->noutputs;

@@ -78,20 +78,10 @@ const char *conv_intern(struct conv_process *p, const char *s, size_t len)
 
 const char *conv_intern_cstr(struct conv_process *p, const char *s)
 {
-	return s ? conv_intern(p, s, strlen(s)) : NULL;
-}
-
-const char *conv_name(struct conv_process *p, enum name_table t,
-		      unsigned value)
-{
-	if (value < p->name_count[t])
-		return p->interned_names[t][value];
-	return p->literals[LIT_UNKNOWN];
-}
-
-const char *conv_lit(const struct conv_process *p, enum conv_literal lit)
-{
-	return p->literals[lit];
+	if (!s)
+		return NULL;
+	const char *kept = trace_intern(p->strings, s);
+	return kept ? kept : conv_intern(p, s, strlen(s));
 }
 
 /* Interns p's name tables and the literals once, when it is announced
@@ -283,9 +273,11 @@ static void named_scopes(struct conv_process *p, struct conv_thread *t)
 			t->named_scopes[t->nnamed_scopes++] = t->scopes[i].name;
 }
 
+/* `scope`: a's scope interned, when the caller knows it (or NULL). */
 struct trace_autocast conv_autocast(struct conv_process *p,
 				    struct conv_thread *t,
-				    const struct amp_autocast_info *a)
+				    const struct amp_autocast_info *a,
+				    const char *scope)
 {
 	named_scopes(p, t);
 	return (struct trace_autocast){
@@ -293,7 +285,9 @@ struct trace_autocast conv_autocast(struct conv_process *p,
 		.device = conv_name(p, NAMES_DEVICE, a->device),
 		.dtype = conv_name(p, NAMES_DTYPE, a->dtype),
 		.cache_enabled = a->cache_enabled, .depth = a->depth,
-		.scope = conv_intern_cstr(p, a->scope),
+		.scope = a->scope && scope && !strcmp(a->scope, scope)
+				 ? scope
+				 : conv_intern_cstr(p, a->scope),
 		.scopes = t->named_scopes, .nscopes = t->nnamed_scopes,
 	};
 }

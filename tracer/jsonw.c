@@ -146,7 +146,7 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 	w->len = (size_t)(out - w->data);
 }
 
-void jsonw_str(struct jsonw *w, const char *text)
+void jsonw_str_slow(struct jsonw *w, const char *text)
 {
 	if (!w->cache || !text) {
 		jsonw_strn(w, text, text ? strlen(text) : 0);
@@ -155,46 +155,14 @@ void jsonw_str(struct jsonw *w, const char *text)
 	/* Interned strings are 16-byte aligned (trace_alloc). */
 	struct jsonw_cache_slot *slot =
 		&w->cache->slots[((uintptr_t)text >> 4) % JSONW_CACHE_SLOTS];
-	if (slot->key != text) {
-		size_t at = w->len;
-		jsonw_strn(w, text, strlen(text));
-		if (w->failed)
-			return;
-		size_t n = w->len - at;
-		if (n <= JSONW_CACHE_TEXT) {
-			slot->key = text;
-			slot->len = (uint8_t)n;
-			memcpy(slot->json, w->data + at, n);
-		}
-		return;
+	size_t at = w->len;
+	jsonw_strn(w, text, strlen(text));
+	size_t n = w->len - at;
+	if (!w->failed && n < JSONW_CACHE_TEXT) {
+		slot->key = text;
+		slot->len = n;
+		memcpy(slot->json, w->data + at, n);
 	}
-	jsonw_raw(w, slot->json, slot->len);
-}
-
-void jsonw_u64_slow(struct jsonw *w, uint64_t value)
-{
-	/* Two digits per division: numbers are ~1/8 of a trace's text. */
-	static const char pairs[] = "0001020304050607080910111213141516171819"
-		"2021222324252627282930313233343536373839"
-		"4041424344454647484950515253545556575859"
-		"6061626364656667686970717273747576777879"
-		"8081828384858687888990919293949596979899";
-	char buf[24];
-	char *p = buf + sizeof buf;
-
-	while (value >= 100) {
-		unsigned r = (unsigned)(value % 100);
-		value /= 100;
-		p -= 2;
-		memcpy(p, &pairs[r * 2], 2);
-	}
-	if (value >= 10) {
-		p -= 2;
-		memcpy(p, &pairs[value * 2], 2);
-	} else {
-		*--p = (char)('0' + value);
-	}
-	jsonw_raw(w, p, (size_t)(buf + sizeof buf - p));
 }
 
 void jsonw_double(struct jsonw *w, double value)
@@ -214,25 +182,20 @@ void jsonw_double(struct jsonw *w, double value)
 
 void jsonw_us(struct jsonw *w, int64_t ns)
 {
-	char buf[8];
-
+	if (!jsonw_reserve(w, 26))
+		return;
+	char *out = w->data + w->len;
+	uint64_t magnitude = (uint64_t)ns;
 	if (ns < 0) {
-		jsonw_raw(w, "-", 1);
-		ns = -ns;
+		*out++ = '-';
+		magnitude = (uint64_t)0 - magnitude;
 	}
-	jsonw_u64(w, (uint64_t)ns / 1000);
-	unsigned frac = (unsigned)((uint64_t)ns % 1000);
-	buf[0] = '.';
-	buf[1] = (char)('0' + frac / 100);
-	buf[2] = (char)('0' + frac / 10 % 10);
-	buf[3] = (char)('0' + frac % 10);
-	jsonw_raw(w, buf, 4);
-}
-
-void jsonw_bool(struct jsonw *w, bool value)
-{
-	if (value)
-		jsonw_raw(w, "true", 4);
-	else
-		jsonw_raw(w, "false", 5);
+	out = jsonw_digits(out, magnitude / 1000);
+	unsigned frac = (unsigned)(magnitude % 1000);
+	out[0] = '.';
+	out[1] = (char)('0' + frac / 100);
+	out[2] = (char)('0' + frac / 10 % 10);
+	out[3] = (char)('0' + frac % 10);
+	out[4] = '\0';
+	w->len = (size_t)(out + 4 - w->data);
 }

@@ -15,11 +15,11 @@
  * and over), so that each is escaped once.  Only for strings that stay
  * unchanged at their address as long as the cache is used. */
 #define JSONW_CACHE_SLOTS 1024
-#define JSONW_CACHE_TEXT 54
+#define JSONW_CACHE_TEXT 48
 struct jsonw_cache_slot {
 	const char *key;
-	uint8_t len;
-	char json[JSONW_CACHE_TEXT + 1];
+	size_t len;
+	char json[JSONW_CACHE_TEXT]; /* copied whole: one fixed-size move */
 };
 struct jsonw_cache {
 	struct jsonw_cache_slot slots[JSONW_CACHE_SLOTS];
@@ -65,27 +65,67 @@ void jsonw_printf(struct jsonw *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* A JSON string literal with quotes; NULL writes null.  `len` bytes. */
 void jsonw_strn(struct jsonw *w, const char *text, size_t len);
-void jsonw_str(struct jsonw *w, const char *text);
-void jsonw_u64_slow(struct jsonw *w, uint64_t value);
-/* Inline for one and two digits: most numbers of a trace are dimensions,
- * flags and small ids. */
-static inline void jsonw_u64(struct jsonw *w, uint64_t value)
+/* A string through w's cache (jsonw_cache), or escaped when it is not
+ * there (the slow path fills the cache). */
+void jsonw_str_slow(struct jsonw *w, const char *text);
+static inline void jsonw_str(struct jsonw *w, const char *text)
 {
-	if (value >= 100 || !jsonw_reserve(w, 2)) {
-		jsonw_u64_slow(w, value);
+	struct jsonw_cache_slot *slot =
+		w->cache && text ? &w->cache->slots[((uintptr_t)text >> 4) %
+						    JSONW_CACHE_SLOTS]
+				 : NULL;
+
+	if (!slot || slot->key != text || !jsonw_reserve(w, JSONW_CACHE_TEXT)) {
+		jsonw_str_slow(w, text);
 		return;
 	}
-	char *out = w->data + w->len;
-	if (value >= 10) {
-		out[0] = (char)('0' + value / 10);
-		out[1] = (char)('0' + value % 10);
-		w->len += 2;
-	} else {
-		out[0] = (char)('0' + value);
-		w->len += 1;
-	}
+	/* a fixed-size copy compiles to a few moves, not a call */
+	memcpy(w->data + w->len, slot->json, JSONW_CACHE_TEXT);
+	w->len += slot->len;
 	w->data[w->len] = '\0';
 }
+
+/* The decimal digits of v at out (room for 20); returns their end.
+ * Numbers are about a third of a trace's text: two digits per division,
+ * written in place from the last. */
+static inline char *jsonw_digits(char *out, uint64_t v)
+{
+	static const char pairs[] = "0001020304050607080910111213141516171819"
+		"2021222324252627282930313233343536373839"
+		"4041424344454647484950515253545556575859"
+		"6061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+
+	if (v < 10) {
+		*out = (char)('0' + v);
+		return out + 1;
+	}
+	size_t n = 2;
+	for (uint64_t bound = 100; n < 20 && v >= bound; bound *= 10)
+		n++;
+	char *end = out + n, *p = end;
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, &pairs[(v % 100) * 2], 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, &pairs[v * 2], 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return end;
+}
+
+static inline void jsonw_u64(struct jsonw *w, uint64_t value)
+{
+	if (!jsonw_reserve(w, 20))
+		return;
+	w->len = (size_t)(jsonw_digits(w->data + w->len, value) - w->data);
+	w->data[w->len] = '\0';
+}
+
 static inline void jsonw_i64(struct jsonw *w, int64_t value)
 {
 	if (value < 0) {
@@ -99,6 +139,12 @@ static inline void jsonw_i64(struct jsonw *w, int64_t value)
 void jsonw_double(struct jsonw *w, double value);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
 void jsonw_us(struct jsonw *w, int64_t ns);
-void jsonw_bool(struct jsonw *w, bool value);
+static inline void jsonw_bool(struct jsonw *w, bool value)
+{
+	if (value)
+		jsonw_raw(w, "true", 4);
+	else
+		jsonw_raw(w, "false", 5);
+}
 
 #endif /* AMPTRACE_JSONW_H */

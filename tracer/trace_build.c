@@ -82,15 +82,11 @@ static bool grow_strings(struct trace *t)
 	return true;
 }
 
-/* Interned copy of s: equal strings share one pointer, which keeps a
- * trace of a million ops to a few distinct op names in memory. */
-const char *trace_intern_n(struct trace *t, const char *s, size_t len)
+/* Interned copy of the `len` bytes at s, none of them a NUL: equal
+ * strings share one pointer, which keeps a trace of a million ops to a
+ * few distinct op names in memory. */
+static const char *intern(struct trace *t, const char *s, size_t len)
 {
-	if (!s)
-		return NULL;
-	const char *nul = memchr(s, '\0', len);
-	if (nul)
-		len = (size_t)(nul - s);
 	if (len > UINT32_MAX)
 		return NULL;
 	if ((t->nstrings + 1) * 2 > t->cap_strings && !grow_strings(t))
@@ -114,9 +110,17 @@ const char *trace_intern_n(struct trace *t, const char *s, size_t len)
 	return copy;
 }
 
+const char *trace_intern_n(struct trace *t, const char *s, size_t len)
+{
+	if (!s)
+		return NULL;
+	const char *nul = memchr(s, '\0', len);
+	return intern(t, s, nul ? (size_t)(nul - s) : len);
+}
+
 const char *trace_intern(struct trace *t, const char *s)
 {
-	return trace_intern_n(t, s, s ? strlen(s) : 0);
+	return s ? intern(t, s, strlen(s)) : NULL;
 }
 
 int trace_init(struct trace *trace, const char *path)
