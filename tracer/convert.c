@@ -3,6 +3,7 @@
  * (convert_records.c), and says how each process ended.  Record layouts
  * are raw_schema.h's, decoded by raw_decode.c; events are FORMAT.md's. */
 #include "convert_internal.h"
+#include "event_json.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -387,8 +388,9 @@ void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
 			    .decoded = calloc(1, sizeof *c->decoded),
 			    .scratch_tensors = calloc(2 * RAW_MAX_TENSORS,
 						      sizeof *c->scratch_tensors),
-			    .json_cache = calloc(1, sizeof *c->json_cache) };
-	if (!c->decoded || !c->scratch_tensors || !c->json_cache)
+			    .json_cache = calloc(1, sizeof *c->json_cache),
+			    .memo = event_json_memo_new() };
+	if (!c->decoded || !c->scratch_tensors || !c->json_cache || !c->memo)
 		abort(); /* as dupn: no partial state to fall back to */
 	jsonw_init(&c->buf);
 	c->buf.cache = c->json_cache;
@@ -625,6 +627,7 @@ void conv_free(struct conv *c)
 	jsonw_free(&c->label);
 	free(c->scratch_tensors);
 	free(c->json_cache);
+	event_json_memo_free(c->memo);
 	if (c->decoded)
 		raw_decoded_free(c->decoded);
 	free(c->decoded);

@@ -16,6 +16,7 @@
 struct conv_thread;
 struct conv_gpu_track;
 struct conv_label_cache;
+struct event_json_memo;
 struct raw_decoded;
 
 /* One traced process (one p<pid> directory). */
@@ -102,6 +103,7 @@ struct conv {
 	/* buf's cache of escaped strings: every string of an event is
 	 * interned in a trace that outlives the conv */
 	struct jsonw_cache *json_cache;
+	struct event_json_memo *memo; /* its op templates (event_json.h) */
 	struct raw_decoded *decoded; /* scratch for one record */
 	uint64_t last_scan_ns;   /* when the directories were last listed */
 	bool final;              /* conv_finish: list them on every poll */

@@ -36,14 +36,23 @@ static const char *const literal_text[LIT_COUNT] = {
 
 /* Event names made of other strings, by the interned strings they are
  * made of: an op's "softmax.int" and a cast's "cast f32->bf16" would
- * otherwise be formatted and interned again for every event. */
+ * otherwise be formatted and interned again for every event; and lists
+ * of open regions. */
 #define OP_LABELS 256
 #define CAST_LABEL_DTYPES 16
+#define SCOPE_LISTS 32
+struct scope_list {
+	const char **names;
+	int count;
+};
 struct conv_label_cache {
 	struct {
 		const char *op, *overload, *label;
 	} ops[OP_LABELS];
 	const char *casts[CAST_LABEL_DTYPES][CAST_LABEL_DTYPES];
+	/* the lists of open named regions made so far (named_scopes) */
+	struct scope_list scope_lists[SCOPE_LISTS];
+	size_t nscope_lists;
 };
 
 /* ------------------------------------------------------------ strings */
@@ -209,7 +218,7 @@ struct trace_event conv_meta_event(struct conv_process *p,
 void conv_emit(struct conv *cv, struct conv_process *p,
 	       const struct trace_event *e)
 {
-	event_json_write(&cv->buf, e);
+	event_json_write_memo(&cv->buf, e, cv->memo);
 	if (p->writer && !cv->buf.failed)
 		trace_writer_event(p->writer, cv->buf.data, cv->buf.len);
 	if (keeping(p) && !trace_append(p->trace, e))
@@ -254,7 +263,9 @@ struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
 }
 
 /* The named regions open on t, outermost first: one array shared by the
- * thread's events until a region opens or closes. */
+ * thread's events until a region opens or closes, and by every later
+ * time the same regions are open (p keeps the arrays it made), so that
+ * ops in alike regions stay alike to the writer's templates. */
 static void named_scopes(struct conv_process *p, struct conv_thread *t)
 {
 	if (!t->named_scopes_stale)
@@ -262,15 +273,29 @@ static void named_scopes(struct conv_process *p, struct conv_thread *t)
 	t->named_scopes_stale = false;
 	t->named_scopes = NULL;
 	t->nnamed_scopes = 0;
-	size_t named = 0;
-	for (size_t i = 0; i < t->nscopes; i++)
-		named += t->scopes[i].name != NULL;
+	const char *open[64];
+	int named = 0;
+	for (size_t i = 0; i < t->nscopes && named < 64; i++)
+		if (t->scopes[i].name)
+			open[named++] = t->scopes[i].name;
 	if (!named)
 		return;
-	t->named_scopes = conv_alloc(p, named * sizeof *t->named_scopes);
-	for (size_t i = 0; i < t->nscopes; i++)
-		if (t->scopes[i].name)
-			t->named_scopes[t->nnamed_scopes++] = t->scopes[i].name;
+	struct conv_label_cache *c = p->labels;
+	for (size_t i = 0; i < c->nscope_lists; i++)
+		if (c->scope_lists[i].count == named &&
+		    !memcmp(c->scope_lists[i].names, open,
+			    (size_t)named * sizeof *open)) {
+			t->named_scopes = c->scope_lists[i].names;
+			t->nnamed_scopes = named;
+			return;
+		}
+	const char **kept = conv_alloc(p, (size_t)named * sizeof *kept);
+	memcpy(kept, open, (size_t)named * sizeof *open);
+	if (c->nscope_lists < SCOPE_LISTS)
+		c->scope_lists[c->nscope_lists++] =
+			(struct scope_list){ kept, named };
+	t->named_scopes = kept;
+	t->nnamed_scopes = named;
 }
 
 /* `scope`: a's scope interned, when the caller knows it (or NULL). */

@@ -2,6 +2,8 @@
  * optional keys are left out when the model holds their "absent" value. */
 #include "event_json.h"
 
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* µs (a double holding whole ns / 1000, as the converter and the reader
@@ -23,14 +25,18 @@ static void write_head(struct jsonw *w, const struct trace_event *e)
 	char ph[] = { ',', '"', 'p', 'h', '"', ':', '"', e->ph, '"' };
 	jsonw_raw(w, ph, sizeof ph);
 	jsonw_lit(w, ",\"ts\":");
+	jsonw_hole_begin(w);
 	write_us(w, e->ts);
+	jsonw_hole_end(w);
 	jsonw_lit(w, ",\"pid\":");
 	jsonw_i64(w, e->pid);
 	jsonw_lit(w, ",\"tid\":");
 	jsonw_i64(w, e->tid);
 	if (e->ph == 'X') {
 		jsonw_lit(w, ",\"dur\":");
+		jsonw_hole_begin(w);
 		write_us(w, e->dur);
+		jsonw_hole_end(w);
 	}
 }
 
@@ -40,7 +46,17 @@ static void write_optional_u64(struct jsonw *w, const char *key_text,
 	if (!v)
 		return;
 	jsonw_raw(w, key_text, key_len);
+	jsonw_hole_begin(w);
 	jsonw_u64(w, v);
+	jsonw_hole_end(w);
+}
+
+/* An id that differs from one event to the next (a template's hole). */
+static void write_id(struct jsonw *w, uint64_t id)
+{
+	jsonw_hole_begin(w);
+	jsonw_u64(w, id);
+	jsonw_hole_end(w);
 }
 
 #define OPTIONAL_U64(w, literal, v)                                         \
@@ -60,7 +76,7 @@ static void write_shape(struct jsonw *w, int ndim, const int64_t *shape)
 static void write_tensor(struct jsonw *w, const struct trace_tensor *t)
 {
 	jsonw_lit(w, "{\"tensor\":");
-	jsonw_u64(w, t->id);
+	write_id(w, t->id);
 	jsonw_lit(w, ",\"dtype\":");
 	jsonw_str(w, t->dtype);
 	jsonw_lit(w, ",\"shape\":");
@@ -123,7 +139,7 @@ static void write_autocast(struct jsonw *w, const struct trace_autocast *a)
 static void write_op(struct jsonw *w, const struct trace_op *op)
 {
 	jsonw_lit(w, ",\"args\":{\"op_id\":");
-	jsonw_u64(w, op->op_id);
+	write_id(w, op->op_id);
 	jsonw_lit(w, ",\"op\":");
 	jsonw_str(w, op->op);
 	jsonw_lit(w, ",\"overload\":");
@@ -171,7 +187,7 @@ static void write_op(struct jsonw *w, const struct trace_op *op)
 		write_shape(w, op->inputs[i].ndim, op->inputs[i].shape);
 	}
 	jsonw_lit(w, "],\"External id\":");
-	jsonw_u64(w, op->op_id);
+	write_id(w, op->op_id);
 	jsonw_lit(w, "}}");
 }
 
@@ -431,6 +447,242 @@ static void write_gpu(struct jsonw *w, const struct trace_event *e)
 		jsonw_i64(w, k->shared_memory);
 	}
 	jsonw_lit(w, "}}");
+}
+
+/* ------------------------------------------------------------ templates */
+
+/* The ops of a training loop repeat: the same op, on tensors of the same
+ * dtypes, shapes and names, under the same autocast state; only times and
+ * ids change.  An op event's text is kept as a template, its times and
+ * ids cut out (the jsonw holes), and the next op alike is written by
+ * copying the text between its own times and ids.  "Alike" compares
+ * every other field, strings by address (they are interned: see
+ * event_json_memo_new). */
+#define MEMO_SETS 128
+#define MEMO_WAYS 4
+#define MEMO_TENSORS 8
+#define MEMO_TEXT 2048
+
+struct tensor_key {
+	const char *dtype, *name, *device, *profiler_type;
+	int64_t shape[TRACE_MAX_DIMS];
+	int32_t ndim;
+	uint32_t flags;
+};
+
+struct op_key {
+	const char *name, *cat, *op, *overload, *phase, *policy, *device;
+	const char *closed_by, *error, *ac_device, *ac_dtype, *ac_scope;
+	const char **ac_scopes;
+	int64_t pid, tid;
+	int32_t status, ac_depth, ac_nscopes, ninputs, noutputs;
+	uint32_t flags;
+	struct tensor_key tensors[MEMO_TENSORS];
+};
+
+struct op_template {
+	struct op_key key;
+	size_t key_size;        /* 0: the slot is empty */
+	size_t len;
+	int nholes;
+	uint16_t at[JSONW_MAX_HOLES]; /* where each hole goes in text */
+	char text[MEMO_TEXT];
+};
+
+/* MEMO_WAYS templates per set: the ops of one step (a hundred or so)
+ * then rarely push each other out. */
+struct event_json_memo {
+	struct op_template slots[MEMO_SETS][MEMO_WAYS];
+	unsigned next[MEMO_SETS]; /* the way replaced next */
+};
+
+struct event_json_memo *event_json_memo_new(void)
+{
+	return calloc(1, sizeof(struct event_json_memo));
+}
+
+void event_json_memo_free(struct event_json_memo *m)
+{
+	free(m);
+}
+
+/* Fills e's key; returns its size, 0 when e has too many tensors. */
+static size_t op_key_of(const struct trace_event *e, struct op_key *k)
+{
+	const struct trace_op *op = &e->op;
+	int ntensors = op->ninputs + op->noutputs;
+
+	if (op->ninputs < 0 || op->noutputs < 0 || ntensors > MEMO_TENSORS)
+		return 0;
+	size_t size = offsetof(struct op_key, tensors) +
+		      (size_t)ntensors * sizeof(struct tensor_key);
+	/* field by field on zeros: keys are compared as bytes */
+	memset(k, 0, size);
+	k->name = e->name;
+	k->cat = e->cat;
+	k->op = op->op;
+	k->overload = op->overload;
+	k->phase = op->phase;
+	k->policy = op->policy;
+	k->device = op->device;
+	k->closed_by = op->closed_by;
+	k->error = op->error;
+	k->ac_device = op->autocast.device;
+	k->ac_dtype = op->autocast.dtype;
+	k->ac_scope = op->autocast.scope;
+	k->ac_scopes = op->autocast.scopes;
+	k->pid = e->pid;
+	k->tid = e->tid;
+	k->status = op->status;
+	k->ac_depth = op->autocast.depth;
+	k->ac_nscopes = op->autocast.nscopes;
+	k->ninputs = op->ninputs;
+	k->noutputs = op->noutputs;
+	k->flags = (uint32_t)op->emulated | (uint32_t)op->incomplete << 1 |
+		   (uint32_t)(op->parent_op_id != 0) << 2 |
+		   (uint32_t)(op->forward_op_id != 0) << 3 |
+		   (uint32_t)op->autocast.enabled << 4 |
+		   (uint32_t)op->autocast.cache_enabled << 5 |
+		   (uint32_t)(e->ph == 'X') << 6;
+	for (int i = 0; i < ntensors; i++) {
+		const struct trace_tensor *t = i < op->ninputs
+			? &op->inputs[i] : &op->outputs[i - op->ninputs];
+		struct tensor_key *tk = &k->tensors[i];
+		int ndim = t->ndim < 0 ? 0
+			   : t->ndim > TRACE_MAX_DIMS ? TRACE_MAX_DIMS : t->ndim;
+		tk->dtype = t->dtype;
+		tk->name = t->name;
+		tk->device = t->device;
+		tk->profiler_type = t->profiler_type;
+		tk->ndim = t->ndim;
+		tk->flags = (uint32_t)t->requires_grad | (uint32_t)t->leaf << 1 |
+			    (uint32_t)t->view << 2;
+		memcpy(tk->shape, t->shape, (size_t)ndim * sizeof *tk->shape);
+	}
+	return size;
+}
+
+static size_t op_key_slot(const struct op_key *k)
+{
+	uint64_t h = (uintptr_t)k->op ^ (uint64_t)k->ninputs << 48 ^
+		     (uint64_t)k->tid << 32;
+	int ntensors = k->ninputs + k->noutputs;
+
+	for (int i = 0; i < ntensors; i++)
+		h = (h ^ (uint64_t)k->tensors[i].shape[0] ^
+		     (uint64_t)k->tensors[i].shape[1] << 20 ^
+		     (uintptr_t)k->tensors[i].name) * 0x9E3779B97F4A7C15ull;
+	h ^= h >> 29;
+	return (size_t)(h % MEMO_SETS);
+}
+
+/* A hole's value: a time (µs, written as ns) or an id. */
+struct hole {
+	bool time;
+	double us;
+	uint64_t id;
+};
+
+/* e's holes in the order the writer writes them. */
+static int op_holes(const struct trace_event *e, struct hole *h)
+{
+	const struct trace_op *op = &e->op;
+	int n = 0;
+
+	h[n++] = (struct hole){ .time = true, .us = e->ts };
+	h[n++] = (struct hole){ .time = true, .us = e->dur };
+	h[n++] = (struct hole){ .id = op->op_id };
+	if (op->parent_op_id)
+		h[n++] = (struct hole){ .id = op->parent_op_id };
+	if (op->forward_op_id)
+		h[n++] = (struct hole){ .id = op->forward_op_id };
+	if (op->incomplete)
+		return n;
+	for (int i = 0; i < op->ninputs && n < JSONW_MAX_HOLES; i++)
+		h[n++] = (struct hole){ .id = op->inputs[i].id };
+	for (int i = 0; i < op->noutputs && n < JSONW_MAX_HOLES; i++)
+		h[n++] = (struct hole){ .id = op->outputs[i].id };
+	if (n < JSONW_MAX_HOLES)
+		h[n++] = (struct hole){ .id = op->op_id };
+	return n;
+}
+
+/* Writes the op event e through its template; false when it has none
+ * yet (one is then made from the text written the usual way). */
+static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
+			  struct event_json_memo *m)
+{
+	struct op_key key;
+	size_t size = op_key_of(e, &key);
+	struct hole holes[JSONW_MAX_HOLES];
+
+	if (!size)
+		return false;
+	size_t set = op_key_slot(&key);
+	struct op_template *t = NULL;
+	int nholes = op_holes(e, holes);
+	for (int way = 0; way < MEMO_WAYS && !t; way++) {
+		struct op_template *c = &m->slots[set][way];
+		if (c->key_size == size && c->nholes == nholes &&
+		    !memcmp(&c->key, &key, size))
+			t = c;
+	}
+	if (t) {
+		jsonw_reset(w);
+		if (!jsonw_reserve(w, t->len + (size_t)nholes * 26))
+			return true;
+		char *out = w->data;
+		size_t from = 0;
+		for (int i = 0; i < nholes; i++) {
+			memcpy(out, t->text + from, t->at[i] - from);
+			out += t->at[i] - from;
+			from = t->at[i];
+			if (holes[i].time) {
+				double ns = holes[i].us * 1000.0;
+				w->len = (size_t)(out - w->data);
+				jsonw_us(w, (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5));
+				out = w->data + w->len;
+			} else {
+				out = jsonw_digits(out, holes[i].id);
+			}
+		}
+		memcpy(out, t->text + from, t->len - from);
+		out += t->len - from;
+		*out = '\0';
+		w->len = (size_t)(out - w->data);
+		return true;
+	}
+	/* A new template: the event written with its holes noted. */
+	t = &m->slots[set][m->next[set]++ % MEMO_WAYS];
+	t->key_size = 0;
+	struct jsonw_holes noted = { 0 };
+	w->holes = &noted;
+	write_head(w, e);
+	write_op(w, &e->op);
+	w->holes = NULL;
+	if (w->failed || noted.count != nholes || w->len >= MEMO_TEXT)
+		return true;
+	size_t len = 0, from = 0;
+	for (int i = 0; i < nholes; i++) {
+		memcpy(t->text + len, w->data + from, noted.start[i] - from);
+		len += noted.start[i] - from;
+		t->at[i] = (uint16_t)len;
+		from = noted.end[i];
+	}
+	memcpy(t->text + len, w->data + from, w->len - from);
+	t->len = len + w->len - from;
+	t->nholes = nholes;
+	t->key = key;
+	t->key_size = size;
+	return true;
+}
+
+void event_json_write_memo(struct jsonw *w, const struct trace_event *e,
+			   struct event_json_memo *m)
+{
+	if (e->kind == TRACE_OP && m && write_op_memo(w, e, m))
+		return;
+	event_json_write(w, e);
 }
 
 void event_json_write(struct jsonw *w, const struct trace_event *e)

@@ -16,4 +16,16 @@
  * first keys only: the model does not hold the rest. */
 void event_json_write(struct jsonw *w, const struct trace_event *e);
 
+/* What event_json_write_memo remembers between events: the text of op
+ * events (templates), so that an op like one written before costs a few
+ * copies.  Only for a writer whose events' strings stay unchanged at
+ * their addresses as long as the memo is used (interned, as the
+ * converter's are): alike fields are compared by address. */
+struct event_json_memo;
+struct event_json_memo *event_json_memo_new(void); /* NULL: out of memory */
+void event_json_memo_free(struct event_json_memo *m);
+/* event_json_write, the same text, through m (NULL: none). */
+void event_json_write_memo(struct jsonw *w, const struct trace_event *e,
+			   struct event_json_memo *m);
+
 #endif /* AMPTRACE_EVENT_JSON_H */

@@ -25,12 +25,21 @@ struct jsonw_cache {
 	struct jsonw_cache_slot slots[JSONW_CACHE_SLOTS];
 };
 
+/* Where the values that vary went in a text being written (the event
+ * writer's templates, event_json.h): spans [start, end) of data. */
+#define JSONW_MAX_HOLES 32
+struct jsonw_holes {
+	int count;   /* may pass JSONW_MAX_HOLES: then not all are noted */
+	size_t start[JSONW_MAX_HOLES], end[JSONW_MAX_HOLES];
+};
+
 struct jsonw {
 	char *data;
 	size_t len;
 	size_t cap;
 	bool failed; /* an allocation failed: contents are incomplete */
 	struct jsonw_cache *cache; /* NULL, or see struct jsonw_cache */
+	struct jsonw_holes *holes; /* NULL, or noting jsonw_hole_* spans */
 };
 
 void jsonw_init(struct jsonw *w);
@@ -96,13 +105,23 @@ static inline char *jsonw_digits(char *out, uint64_t v)
 		"6061626364656667686970717273747576777879"
 		"8081828384858687888990919293949596979899";
 
+	static const uint64_t powers[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+		10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+		100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+		100000000000000000ull, 1000000000000000000ull,
+		10000000000000000000ull,
+	};
+
 	if (v < 10) {
 		*out = (char)('0' + v);
 		return out + 1;
 	}
-	size_t n = 2;
-	for (uint64_t bound = 100; n < 20 && v >= bound; bound *= 10)
-		n++;
+	/* the digit count from the bit length: log10(2) ~ 1233 / 4096 */
+	int bits = 64 - __builtin_clzll(v);
+	int n = (bits * 1233) >> 12;
+	n += v >= powers[n];
 	char *end = out + n, *p = end;
 	while (v >= 100) {
 		p -= 2;
@@ -135,6 +154,23 @@ static inline void jsonw_i64(struct jsonw *w, int64_t value)
 		jsonw_u64(w, (uint64_t)value);
 	}
 }
+/* A value that varies between texts otherwise alike: noted in w->holes
+ * when it is set (begin before writing it, end after). */
+static inline void jsonw_hole_begin(struct jsonw *w)
+{
+	if (w->holes && w->holes->count < JSONW_MAX_HOLES)
+		w->holes->start[w->holes->count] = w->len;
+}
+
+static inline void jsonw_hole_end(struct jsonw *w)
+{
+	if (!w->holes)
+		return;
+	if (w->holes->count < JSONW_MAX_HOLES)
+		w->holes->end[w->holes->count] = w->len;
+	w->holes->count++;
+}
+
 /* A number that round-trips (%.17g), or null for NaN/inf (JSON has none). */
 void jsonw_double(struct jsonw *w, double value);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
