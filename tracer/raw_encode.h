@@ -39,22 +39,29 @@ static inline uint8_t *raw_put_f64(uint8_t *p, double v)
 	return p + 8;
 }
 
+/* One pass, measuring as it copies: the strings are short names, for
+ * which strnlen and memcpy calls cost more than the bytes. */
 static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
 {
 	uint16_t len = RAW_NULL_STRING;
 
-	if (s)
-		len = (uint16_t)strnlen(s, RAW_MAX_STRING);
-	memcpy(p, &len, 2);
-	p += 2;
-	if (s) {
-		memcpy(p, s, len);
-		p += len;
+	if (!s) {
+		memcpy(p, &len, 2);
+		return p + 2;
 	}
-	return p;
+	uint8_t *out = p + 2;
+	size_t n = 0;
+	while (n < RAW_MAX_STRING && s[n]) {
+		out[n] = (uint8_t)s[n];
+		n++;
+	}
+	out[n] = '\0';
+	len = (uint16_t)n;
+	memcpy(p, &len, 2);
+	return out + n + 1;
 }
 
-#define RAW_STR_BOUND (2 + RAW_MAX_STRING)
+#define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
 #define RAW_TENSOR_BOUND (8 + 4 + 8 * AMP_MAX_DIMS + RAW_STR_BOUND)
 #define RAW_AUTOCAST_BOUND (8 + RAW_STR_BOUND)
 
