@@ -80,7 +80,16 @@ static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
 		c->bad = true;
 		t->ndim = 0;
 	}
-	take(c, t->shape, (size_t)t->ndim * sizeof *t->shape);
+	size_t shape = (size_t)t->ndim * sizeof *t->shape;
+	if ((size_t)(c->end - c->p) >= sizeof t->shape && !c->bad) {
+		/* a fixed size, inside the record: a few moves, not a call;
+		 * what is past ndim is zeroed again */
+		memcpy(t->shape, c->p, sizeof t->shape);
+		memset(t->shape + t->ndim, 0, sizeof t->shape - shape);
+		c->p += shape;
+	} else {
+		take(c, t->shape, shape);
+	}
 	t->name = get_str(c);
 }
 

@@ -39,26 +39,20 @@ static inline uint8_t *raw_put_f64(uint8_t *p, double v)
 	return p + 8;
 }
 
-/* One pass, measuring as it copies: the strings are short names, for
- * which strnlen and memcpy calls cost more than the bytes. */
 static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
 {
 	uint16_t len = RAW_NULL_STRING;
 
-	if (!s) {
-		memcpy(p, &len, 2);
-		return p + 2;
-	}
-	uint8_t *out = p + 2;
-	size_t n = 0;
-	while (n < RAW_MAX_STRING && s[n]) {
-		out[n] = (uint8_t)s[n];
-		n++;
-	}
-	out[n] = '\0';
-	len = (uint16_t)n;
+	if (s)
+		len = (uint16_t)strnlen(s, RAW_MAX_STRING);
 	memcpy(p, &len, 2);
-	return out + n + 1;
+	p += 2;
+	if (s) {
+		memcpy(p, s, len);
+		p[len] = '\0';
+		p += len + 1;
+	}
+	return p;
 }
 
 #define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
