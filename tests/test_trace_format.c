@@ -106,6 +106,57 @@ START_TEST(test_jsonw_numbers)
 }
 END_TEST
 
+/* Every digit count, at the edges where the count changes. */
+START_TEST(test_jsonw_digit_edges)
+{
+	char expected[32];
+	struct jsonw w;
+
+	jsonw_init(&w);
+	for (uint64_t power = 1;; power *= 10) {
+		uint64_t values[] = { power - 1, power, power + 1 };
+		for (int i = 0; i < 3; i++) {
+			jsonw_reset(&w);
+			jsonw_u64(&w, values[i]);
+			snprintf(expected, sizeof expected, "%llu",
+				 (unsigned long long)values[i]);
+			ck_assert_str_eq(w.data, expected);
+		}
+		if (power > UINT64_MAX / 10)
+			break;
+	}
+	jsonw_free(&w);
+}
+END_TEST
+
+/* With a cache, a string is escaped once and copied after: the same text
+ * every time, escapes and strings too long for the cache included. */
+START_TEST(test_jsonw_cache_writes_the_same)
+{
+	static struct jsonw_cache cache;
+	/* as interned strings are: aligned, unchanged at their address */
+	static _Alignas(16) const char plain[] = "linear";
+	static _Alignas(16) const char escaped[] = "a\"b\n";
+	static _Alignas(16) const char long_text[] =
+		"a name longer than the forty-eight bytes a slot holds";
+	const char *const texts[] = { plain, escaped, long_text, NULL };
+	struct jsonw bare, cached;
+
+	jsonw_init(&bare);
+	jsonw_init(&cached);
+	cached.cache = &cache;
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 4; i++) {
+			jsonw_str(&bare, texts[i]);
+			jsonw_str(&cached, texts[i]);
+		}
+	ck_assert_str_eq(cached.data, bare.data);
+	ck_assert_uint_eq(cached.len, bare.len);
+	jsonw_free(&bare);
+	jsonw_free(&cached);
+}
+END_TEST
+
 START_TEST(test_writer_close_and_cut)
 {
 	const char *path = temp_path("writer.json");
@@ -493,6 +544,8 @@ static Suite *trace_format_suite(void)
 
 	tcase_add_test(writer, test_jsonw_escapes_round_trip);
 	tcase_add_test(writer, test_jsonw_numbers);
+	tcase_add_test(writer, test_jsonw_digit_edges);
+	tcase_add_test(writer, test_jsonw_cache_writes_the_same);
 	tcase_add_test(writer, test_writer_close_and_cut);
 	tcase_add_test(reader, test_dtype_names_match_libamp);
 	tcase_add_test(reader, test_good_fixture_loads);

@@ -235,6 +235,31 @@ START_TEST(id_map_keeps_every_key)
 }
 END_TEST
 
+/* Hash-like ids (diff's keys) go to the sparse part; the array of a
+ * process may later grow over ids that went there first: each key is
+ * still one entry, found whichever part holds it. */
+START_TEST(id_map_mixes_dense_and_sparse_ids)
+{
+	struct id_map m = { 0 };
+	const uint64_t far[] = { UINT64_MAX, UINT64_C(1) << 40, 200000, 70000 };
+
+	for (size_t i = 0; i < 4; i++)
+		ck_assert(id_map_put(&m, 3, far[i], i));
+	for (uint64_t id = 1; id <= 300000; id++)
+		(*id_map_find(&m, 3, id, true))++;
+	ck_assert_uint_eq(m.count, 300002);
+	ck_assert_uint_eq(id_map_get(&m, 3, UINT64_MAX), 0);
+	ck_assert_uint_eq(id_map_get(&m, 3, UINT64_C(1) << 40), 1);
+	ck_assert_uint_eq(id_map_get(&m, 3, 200000), 3);
+	ck_assert_uint_eq(id_map_get(&m, 3, 70000), 4);
+	ck_assert_uint_eq(id_map_get(&m, 3, 69999), 1);
+	ck_assert_uint_eq(id_map_get(&m, 3, 0), SIZE_MAX);
+	ck_assert_uint_eq(id_map_get(&m, 4, 70000), SIZE_MAX);
+	ck_assert(!m.failed);
+	id_map_free(&m);
+}
+END_TEST
+
 static Suite *trace_reader_suite(void)
 {
 	Suite *s = suite_create("trace_reader");
@@ -250,6 +275,7 @@ static Suite *trace_reader_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");
 	tcase_add_test(tc, id_map_keeps_every_key);
+	tcase_add_test(tc, id_map_mixes_dense_and_sparse_ids);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,6 +3,7 @@
  * (convert_records.c), and says how each process ended.  Record layouts
  * are raw_schema.h's, decoded by raw_decode.c; events are FORMAT.md's. */
 #include "convert_internal.h"
+#include "event_json.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -74,7 +75,6 @@ const char *conv_name_of(const struct conv_process *p, enum name_table t,
 
 static void process_metadata(struct conv *cv, struct conv_process *p)
 {
-	struct jsonw *w = &cv->buf;
 	char name[256];
 
 	if (p->rank >= 0)
@@ -82,66 +82,38 @@ static void process_metadata(struct conv *cv, struct conv_process *p)
 			 p->name, p->pid);
 	else
 		snprintf(name, sizeof name, "%s (pid %ld)", p->name, p->pid);
-	jsonw_reset(w);
-	jsonw_printf(w, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,"
-			"\"tid\":0,\"args\":{\"name\":",
-		     p->pid);
-	jsonw_str(w, name);
-	if (p->rank >= 0)
-		jsonw_printf(w, ",\"rank\":%d", p->rank);
-	jsonw_lit(w, ",\"argv\":[");
-	for (int i = 0; i < p->argc; i++) {
-		if (i)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, p->argv[i]);
-	}
-	jsonw_lit(w, "]");
-	if (p->framework) {
-		jsonw_lit(w, ",\"framework\":");
-		jsonw_str(w, p->framework);
-	}
-	jsonw_lit(w, "}}");
 	struct trace_event e =
-		conv_meta_event(p, "process_name", p->pid, 0, name, 0);
+		conv_meta_event(p, LIT_PROCESS_NAME, p->pid, 0, name, 0);
 	e.meta.rank = p->rank;
-	conv_emit(p, w, &e);
+	e.meta.argv = conv_alloc(p, (size_t)(p->argc ? p->argc : 1) *
+					    sizeof *e.meta.argv);
+	for (int i = 0; i < p->argc; i++)
+		e.meta.argv[i] = conv_intern_cstr(p, p->argv[i]);
+	e.meta.argc = p->argc;
+	e.meta.framework = conv_intern_cstr(p, p->framework);
+	conv_emit(cv, p, &e);
 	long sort_index = p->rank >= 0 ? (long)p->rank : (long)cv->nprocs;
-	jsonw_reset(w);
-	jsonw_printf(w, "{\"name\":\"process_sort_index\",\"ph\":\"M\","
-			"\"pid\":%ld,\"tid\":0,\"args\":{\"sort_index\":%ld}}",
-		     p->pid, sort_index);
-	e = conv_meta_event(p, "process_sort_index", p->pid, 0, NULL, sort_index);
-	conv_emit(p, w, &e);
+	e = conv_meta_event(p, LIT_PROCESS_SORT_INDEX, p->pid, 0, NULL,
+			    sort_index);
+	conv_emit(cv, p, &e);
 }
-
 
 static void thread_metadata(struct conv *cv, struct conv_process *p,
 			    struct conv_thread *t,
 			    const struct raw_thread_header *h)
 {
-	struct jsonw *w = &cv->buf;
 	char name[64];
 
-	jsonw_reset(w);
 	snprintf(name, sizeof name, "%.32s (thread %llu)",
 		 h->name[0] ? h->name : "thread",
 		 (unsigned long long)h->amp_thread);
-	jsonw_printf(w, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%ld,"
-			"\"tid\":%llu,\"args\":{\"name\":",
-		     p->pid, (unsigned long long)t->tid);
-	jsonw_str(w, name);
-	jsonw_printf(w, ",\"os_tid\":%lld}}", (long long)h->os_tid);
 	struct trace_event e =
-		conv_meta_event(p, "thread_name", p->pid, t->tid, name, 0);
-	conv_emit(p, w, &e);
-	jsonw_reset(w);
-	jsonw_printf(w, "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%ld,"
-			"\"tid\":%llu,\"args\":{\"sort_index\":%llu}}",
-		     p->pid, (unsigned long long)t->tid,
-		     (unsigned long long)t->tid);
-	e = conv_meta_event(p, "thread_sort_index", p->pid, t->tid, NULL,
+		conv_meta_event(p, LIT_THREAD_NAME, p->pid, t->tid, name, 0);
+	e.meta.os_tid = h->os_tid;
+	conv_emit(cv, p, &e);
+	e = conv_meta_event(p, LIT_THREAD_SORT_INDEX, p->pid, t->tid, NULL,
 			    (int64_t)t->tid);
-	conv_emit(p, w, &e);
+	conv_emit(cv, p, &e);
 }
 
 static const uint8_t *map_chunk(struct conv_thread *t, uint64_t index)
@@ -187,7 +159,7 @@ static size_t read_thread(struct conv *cv, struct conv_process *p,
 			p->writer = cv->writer_for(cv->ctx, p);
 			if (cv->trace_for)
 				p->trace = cv->trace_for(cv->ctx, p);
-			conv_keep_names(p);
+			conv_intern_names(p);
 			process_metadata(cv, p);
 		}
 		if (t->tid == RAW_GPU_STREAM)
@@ -413,10 +385,15 @@ void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
 {
 	*c = (struct conv){ .raw_dir = strdup(raw_dir), .base_ns = base_ns,
 			    .writer_for = writer_for, .ctx = ctx,
-			    .decoded = calloc(1, sizeof *c->decoded) };
-	if (!c->decoded)
+			    .decoded = calloc(1, sizeof *c->decoded),
+			    .scratch_tensors = calloc(2 * RAW_MAX_TENSORS,
+						      sizeof *c->scratch_tensors),
+			    .json_cache = calloc(1, sizeof *c->json_cache),
+			    .memo = event_json_memo_new() };
+	if (!c->decoded || !c->scratch_tensors || !c->json_cache || !c->memo)
 		abort(); /* as dupn: no partial state to fall back to */
 	jsonw_init(&c->buf);
+	c->buf.cache = c->json_cache;
 	jsonw_init(&c->label);
 }
 
@@ -458,24 +435,12 @@ static void close_thread(struct conv *cv, struct conv_process *p,
 {
 	/* Innermost first, so the X events nest like the stack did. */
 	while (t->nops) {
-		struct pending_op *op = &t->ops[--t->nops];
-		const struct amp_op_event e = {
-			.op_id = op->op_id, .parent_op_id = op->parent_op_id,
-			.forward_op_id = op->forward_op_id, .op = op->op,
-			.overload = op->overload, .phase = op->phase,
-			.device = op->device, .emulated = op->emulated,
-			.autocast = op->autocast,
-		};
-		conv_op_event(cv, p, t, &e, op->begin_ns, end_ns, closed_by);
+		conv_op_close(cv, p, t, &t->ops[--t->nops], end_ns, closed_by);
 		p->in_flight_ops++;
-		conv_free_pending(op);
 	}
-	while (t->nscopes) {
-		struct open_scope *s = &t->scopes[--t->nscopes];
-		conv_scope_end(cv, p, t, s, end_ns, closed_by);
-		free(s->name);
-		free(s->label);
-	}
+	while (t->nscopes)
+		conv_scope_end(cv, p, t, &t->scopes[--t->nscopes], end_ns,
+			       closed_by);
 }
 
 static bool file_exists(const char *dir, const char *name)
@@ -531,7 +496,7 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 			const struct conv_thread *t = p->threads[j];
 			if (!t->nops)
 				continue;
-			const struct pending_op *op = &t->ops[t->nops - 1];
+			const struct trace_op *op = &t->ops[t->nops - 1].op;
 			size_t len = strlen(message);
 			snprintf(message + len, sizeof message - len,
 				 " in op %.64s%s%.32s (op %llu, thread %llu)",
@@ -546,8 +511,6 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 			conv_diag(c, p, 0, when, "process-died", message, 0, 0,
 				  'p');
 		/* The last event: how the process ended, as a label. */
-		struct jsonw *w = &c->buf;
-		jsonw_reset(w);
 		if (!strcmp(p->status, "signaled"))
 			snprintf(message, sizeof message, "killed by %s",
 				 conv_signal_name(p->signal, signame,
@@ -557,14 +520,9 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 				 p->exit_code);
 		else
 			snprintf(message, sizeof message, "%s", p->status);
-		jsonw_printf(w, "{\"name\":\"process_labels\",\"ph\":\"M\","
-				"\"pid\":%ld,\"tid\":0,\"args\":{\"labels\":",
-			     p->pid);
-		jsonw_str(w, message);
-		jsonw_lit(w, "}}");
-		struct trace_event e =
-			conv_meta_event(p, "process_labels", p->pid, 0, message, 0);
-		conv_emit(p, w, &e);
+		struct trace_event e = conv_meta_event(p, LIT_PROCESS_LABELS,
+						       p->pid, 0, message, 0);
+		conv_emit(c, p, &e);
 	}
 }
 
@@ -636,12 +594,6 @@ void conv_free(struct conv *c)
 				munmap((void *)t->chunk, RAW_CHUNK);
 			if (t->fd >= 0)
 				close(t->fd);
-			for (size_t k = 0; k < t->nops; k++)
-				conv_free_pending(&t->ops[k]);
-			for (size_t k = 0; k < t->nscopes; k++) {
-				free(t->scopes[k].name);
-				free(t->scopes[k].label);
-			}
 			free(t->ops);
 			free(t->scopes);
 			free(t->path);
@@ -649,7 +601,10 @@ void conv_free(struct conv *c)
 		}
 		free(p->threads);
 		for (int k = 0; k < NAMES_COUNT; k++)
-			free(p->trace_names[k]);
+			free(p->interned_names[k]);
+		free(p->literals);
+		free(p->labels);
+		trace_free(&p->own_strings);
 		free(p->gpu_reason);
 		free(p->gpu_tracks);
 		for (int k = 0; k < NAMES_COUNT; k++) {
@@ -670,6 +625,9 @@ void conv_free(struct conv *c)
 	free(c->raw_dir);
 	jsonw_free(&c->buf);
 	jsonw_free(&c->label);
+	free(c->scratch_tensors);
+	free(c->json_cache);
+	event_json_memo_free(c->memo);
 	if (c->decoded)
 		raw_decoded_free(c->decoded);
 	free(c->decoded);

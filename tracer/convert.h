@@ -15,6 +15,8 @@
 
 struct conv_thread;
 struct conv_gpu_track;
+struct conv_label_cache;
+struct event_json_memo;
 struct raw_decoded;
 
 /* One traced process (one p<pid> directory). */
@@ -35,12 +37,19 @@ struct conv_process {
 	 * a process that records nothing (a launcher) leaves no trace. */
 	bool announced;
 	struct trace_writer *writer; /* where its events go (NULL: dropped) */
-	/* Where its events are also kept, decoded (conv.trace_for; NULL:
-	 * nowhere), and its names interned there.  `trace_lost`: an event
-	 * could not be kept (out of memory), so `trace` is not the file. */
+	/* Where its events are also kept (conv.trace_for; NULL: nowhere).
+	 * `trace_lost`: an event could not be kept (out of memory), so
+	 * `trace` is not the file. */
 	struct trace *trace;
-	const char **trace_names[6];
 	bool trace_lost;
+	/* Where its events' strings are interned: `trace` while it keeps
+	 * them, else `own_strings`; its names and the literals every event
+	 * uses, interned once (convert_write.c). */
+	struct trace *strings;
+	struct trace own_strings;
+	const char **interned_names[6];
+	const char **literals;
+	struct conv_label_cache *labels;
 	struct conv_thread **threads;
 	size_t nthreads;
 	uint64_t last_ns;        /* latest event time seen */
@@ -71,7 +80,8 @@ struct conv_process {
 typedef struct trace_writer *(*conv_writer_fn)(void *ctx,
 					       const struct conv_process *p);
 /* Chooses the in-memory trace that keeps a newly seen process's events
- * as they are written (called after its writer_for), or NULL. */
+ * as they are written (called after its writer_for), or NULL.  It must
+ * outlive the conv (conv_free). */
 typedef struct trace *(*conv_trace_fn)(void *ctx,
 				       const struct conv_process *p);
 
@@ -88,6 +98,12 @@ struct conv {
 	struct jsonw buf;        /* scratch for one event */
 	struct jsonw label;      /* scratch for its name: reused, as an
 				  * allocation per event showed */
+	/* an event's tensors when its process keeps no trace */
+	struct trace_tensor *scratch_tensors;
+	/* buf's cache of escaped strings: every string of an event is
+	 * interned in a trace that outlives the conv */
+	struct jsonw_cache *json_cache;
+	struct event_json_memo *memo; /* its op templates (event_json.h) */
 	struct raw_decoded *decoded; /* scratch for one record */
 	uint64_t last_scan_ns;   /* when the directories were last listed */
 	bool final;              /* conv_finish: list them on every poll */

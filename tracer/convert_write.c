@@ -1,65 +1,184 @@
-/* The converter's writing half: each trace event as its JSON line
- * (FORMAT.md), and, when the process has an in-memory trace, the same
- * event decoded there (see convert_internal.h). */
+/* The converter's building half (see convert_internal.h): each trace
+ * event is built once, as a struct trace_event whose strings are interned
+ * in the process's trace, then handed to the one writer (event_json.h)
+ * for its JSON line and appended, as it is, to the kept trace. */
 #include "convert_internal.h"
 #include "event_json.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ keeping */
+static const char *const literal_text[LIT_COUNT] = {
+	[LIT_EMPTY] = "",
+	[LIT_UNKNOWN] = "unknown",
+	[LIT_CAT_OP] = "amp.op",
+	[LIT_CAT_CAST] = "amp.cast",
+	[LIT_CAT_SCOPE] = "amp.scope",
+	[LIT_CAT_CACHE] = "amp.cache",
+	[LIT_CAT_SCALER] = "amp.scaler",
+	[LIT_CAT_DIAG] = "amp.diag",
+	[LIT_CAT_KERNEL] = "kernel",
+	[LIT_CAT_MEMCPY] = "gpu_memcpy",
+	[LIT_AUTOCAST_CACHE] = "autocast cache",
+	[LIT_ENTRIES] = "entries",
+	[LIT_BYTES] = "bytes",
+	[LIT_SCALE] = "scale",
+	[LIT_SKIPPED] = "skipped",
+	[LIT_SKIPPED_STEPS] = "skipped steps",
+	[LIT_CACHE_CLEAR] = "cache clear",
+	[LIT_PROCESS_NAME] = "process_name",
+	[LIT_PROCESS_SORT_INDEX] = "process_sort_index",
+	[LIT_PROCESS_LABELS] = "process_labels",
+	[LIT_THREAD_NAME] = "thread_name",
+	[LIT_THREAD_SORT_INDEX] = "thread_sort_index",
+};
 
-/* Each event written is also kept, decoded, in the process's in-memory
- * trace (conv_process.trace) when it has one: the same values trace_load
- * would read back from the line, so that findings computed from it are
- * those of the file.  The helpers return NULL when nothing is kept. */
+/* Event names made of other strings, by the interned strings they are
+ * made of: an op's "softmax.int" and a cast's "cast f32->bf16" would
+ * otherwise be formatted and interned again for every event; and lists
+ * of open regions. */
+#define OP_LABELS 256
+#define CAST_LABEL_DTYPES 16
+#define SCOPE_LISTS 32
+struct scope_list {
+	const char **names;
+	int count;
+};
+struct conv_label_cache {
+	struct {
+		const char *op, *overload, *label;
+	} ops[OP_LABELS];
+	const char *casts[CAST_LABEL_DTYPES][CAST_LABEL_DTYPES];
+	/* the lists of open named regions made so far (named_scopes) */
+	struct scope_list scope_lists[SCOPE_LISTS];
+	size_t nscope_lists;
+};
+
+/* ------------------------------------------------------------ strings */
 
 static bool keeping(const struct conv_process *p)
 {
 	return p->trace && !p->trace_lost;
 }
 
-const char *conv_keep_str(struct conv_process *p, const char *s, size_t len)
+/* When the kept trace runs out of memory it is lost (run then computes
+ * no findings from it) and the strings go on in the process's own table:
+ * the events are still written. */
+static void lose_trace(struct conv_process *p)
 {
-	if (!s || !keeping(p))
+	p->trace_lost = true;
+	p->strings = &p->own_strings;
+}
+
+const char *conv_intern(struct conv_process *p, const char *s, size_t len)
+{
+	if (!s)
 		return NULL;
-	const char *kept = trace_intern_n(p->trace, s, len);
+	const char *kept = trace_intern_n(p->strings, s, len);
+	if (!kept && p->strings != &p->own_strings) {
+		lose_trace(p);
+		kept = trace_intern_n(p->strings, s, len);
+	}
 	if (!kept)
-		p->trace_lost = true;
+		abort(); /* as conv_dupn: no partial state to fall back to */
 	return kept;
 }
 
-const char *conv_keep_cstr(struct conv_process *p, const char *s)
+const char *conv_intern_cstr(struct conv_process *p, const char *s)
 {
-	return conv_keep_str(p, s, s ? strlen(s) : 0);
-}
-
-const char *conv_keep_name(struct conv_process *p, enum name_table t,
-			     unsigned value)
-{
-	if (!keeping(p))
+	if (!s)
 		return NULL;
-	if (value < p->name_count[t])
-		return p->trace_names[t][value];
-	return conv_keep_cstr(p, "unknown");
+	const char *kept = trace_intern(p->strings, s);
+	return kept ? kept : conv_intern(p, s, strlen(s));
 }
 
-/* Interns p's name tables once, when it gets its trace. */
-void conv_keep_names(struct conv_process *p)
+/* Interns p's name tables and the literals once, when it is announced
+ * (its trace chosen). */
+void conv_intern_names(struct conv_process *p)
 {
-	for (int k = 0; k < NAMES_COUNT && keeping(p); k++) {
-		p->trace_names[k] = calloc(p->name_count[k] + 1,
-					   sizeof *p->trace_names[k]);
-		if (!p->trace_names[k]) {
-			p->trace_lost = true;
-			break;
-		}
+	p->strings = p->trace ? p->trace : &p->own_strings;
+	p->literals = calloc(LIT_COUNT, sizeof *p->literals);
+	p->labels = calloc(1, sizeof *p->labels);
+	if (!p->literals || !p->labels)
+		abort();
+	for (int k = 0; k < LIT_COUNT; k++)
+		p->literals[k] = conv_intern_cstr(p, literal_text[k]);
+	for (int k = 0; k < NAMES_COUNT; k++) {
+		p->interned_names[k] = calloc(p->name_count[k] + 1,
+					      sizeof *p->interned_names[k]);
+		if (!p->interned_names[k])
+			abort();
 		for (size_t i = 0; i < p->name_count[k]; i++)
-			p->trace_names[k][i] = conv_keep_cstr(p, p->names[k][i]);
+			p->interned_names[k][i] =
+				conv_intern_cstr(p, p->names[k][i]);
 	}
 }
+
+/* `size` bytes that live as long as p's strings. */
+void *conv_alloc(struct conv_process *p, size_t size)
+{
+	void *room = trace_alloc(p->strings, size);
+	if (!room && p->strings != &p->own_strings) {
+		lose_trace(p);
+		room = trace_alloc(p->strings, size);
+	}
+	if (!room)
+		abort();
+	return room;
+}
+
+/* "softmax.int", or "softmax" for an empty overload. */
+const char *conv_op_label(struct conv_process *p, const char *op,
+			  const char *overload)
+{
+	size_t slot = (((uintptr_t)op >> 3) ^ ((uintptr_t)overload >> 5)) %
+		      OP_LABELS;
+	struct conv_label_cache *c = p->labels;
+
+	if (c->ops[slot].op == op && c->ops[slot].overload == overload)
+		return c->ops[slot].label;
+	const char *label = op;
+	if (*overload) {
+		size_t n = strlen(op), k = strlen(overload);
+		char *text = malloc(n + k + 2);
+		if (!text)
+			abort();
+		memcpy(text, op, n);
+		text[n] = '.';
+		memcpy(text + n + 1, overload, k + 1);
+		label = conv_intern(p, text, n + k + 1);
+		free(text);
+	}
+	c->ops[slot].op = op;
+	c->ops[slot].overload = overload;
+	c->ops[slot].label = label;
+	return label;
+}
+
+/* "cast f32->bf16" */
+const char *conv_cast_label(struct conv_process *p, unsigned from,
+			    unsigned to)
+{
+	const char **cached = from < CAST_LABEL_DTYPES && to < CAST_LABEL_DTYPES
+				      ? &p->labels->casts[from][to]
+				      : NULL;
+	char label[64];
+
+	if (cached && *cached)
+		return *cached;
+	int n = snprintf(label, sizeof label, "cast %s->%s",
+			 conv_name_of(p, NAMES_DTYPE, from),
+			 conv_name_of(p, NAMES_DTYPE, to));
+	const char *kept = conv_intern(p, label,
+				       (size_t)n < sizeof label ? (size_t)n
+							      : sizeof label - 1);
+	if (cached)
+		*cached = kept;
+	return kept;
+}
+
+/* ------------------------------------------------------------- events */
 
 /* Microseconds, as a reader parses jsonw_us's text (the double nearest
  * ns / 1000, which the division gives too). */
@@ -68,205 +187,132 @@ double conv_to_us(int64_t ns)
 	return (double)ns / 1000.0;
 }
 
-/* An M event: `value` is its args.name or args.labels. */
-struct trace_event conv_meta_event(struct conv_process *p, const char *name,
-				     int64_t pid, uint64_t tid,
-				     const char *value, int64_t sort_index)
+/* An event's first fields; `name` is interned. */
+struct trace_event conv_head(struct conv *cv, struct conv_process *p,
+			     uint64_t tid, enum trace_kind kind,
+			     const char *name, enum conv_literal cat, char ph,
+			     uint64_t time_ns)
 {
 	return (struct trace_event){
-		.kind = TRACE_META, .ph = 'M', .name = conv_keep_cstr(p, name),
-		.cat = conv_keep_cstr(p, ""), .pid = pid, .tid = (int64_t)tid,
-		.meta = { .value = conv_keep_cstr(p, value),
+		.kind = kind, .ph = ph, .name = name, .cat = p->literals[cat],
+		.pid = p->pid, .tid = (int64_t)tid,
+		.ts = conv_to_us((int64_t)(time_ns - cv->base_ns)),
+	};
+}
+
+/* An M event: `value` is its args.name or args.labels. */
+struct trace_event conv_meta_event(struct conv_process *p,
+				   enum conv_literal name, int64_t pid,
+				   uint64_t tid, const char *value,
+				   int64_t sort_index)
+{
+	return (struct trace_event){
+		.kind = TRACE_META, .ph = 'M', .name = p->literals[name],
+		.cat = p->literals[LIT_EMPTY], .pid = pid, .tid = (int64_t)tid,
+		.meta = { .value = conv_intern_cstr(p, value),
 			  .sort_index = sort_index, .rank = -1 },
 	};
 }
 
-/* ------------------------------------------------------------ writing */
-
-/* The event's first keys, written into w (replacing what it held) and
- * kept in e (`kind` is what the reader classifies cat and ph as). */
-void conv_event_head(struct jsonw *w, struct trace_event *e,
-		       enum trace_kind kind, const char *name, size_t name_len,
-		       const char *cat, char ph, int64_t ts_ns,
-		       struct conv_process *p, uint64_t tid)
+/* Writes e and keeps it. */
+void conv_emit(struct conv *cv, struct conv_process *p,
+	       const struct trace_event *e)
 {
-	*e = (struct trace_event){
-		.kind = kind, .ph = ph, .name = conv_keep_str(p, name, name_len),
-		.cat = conv_keep_cstr(p, cat), .pid = p->pid, .tid = (int64_t)tid,
-		.ts = conv_to_us(ts_ns),
-	};
-	event_json_head(w, name, name_len, cat, ph, ts_ns, p->pid,
-			(int64_t)tid);
-}
-
-/* Writes the event in w and keeps e, its decoded twin. */
-void conv_emit(struct conv_process *p, struct jsonw *w,
-		 const struct trace_event *e)
-{
-	if (p->writer)
-		trace_writer_event(p->writer, w->data, w->len);
+	event_json_write_memo(&cv->buf, e, cv->memo);
+	if (p->writer && !cv->buf.failed)
+		trace_writer_event(p->writer, cv->buf.data, cv->buf.len);
 	if (keeping(p) && !trace_append(p->trace, e))
-		p->trace_lost = true;
+		lose_trace(p);
 	p->events++;
 }
 
-static void keep_tensor(struct conv_process *p,
-			const struct amp_tensor_info *t, struct trace_tensor *kept)
+/* An event's tensors: in the kept trace, else in scratch room that the
+ * next event reuses. */
+struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
+				  const struct amp_tensor_info *list, int n,
+				  bool inputs)
 {
-	*kept = (struct trace_tensor){
-		.id = t->id, .dtype = conv_keep_name(p, NAMES_DTYPE, t->dtype),
-		.name = conv_keep_cstr(p, t->name),
-		.ndim = t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS,
-		.requires_grad = t->requires_grad, .leaf = t->is_leaf,
-		.view = t->is_view,
-	};
-	memcpy(kept->shape, t->shape, (size_t)kept->ndim * sizeof *kept->shape);
+	struct trace_tensor *out = NULL;
+
+	if (keeping(p)) {
+		out = trace_alloc(p->trace, (size_t)(n ? n : 1) * sizeof *out);
+		if (!out)
+			lose_trace(p);
+	}
+	if (!out)
+		out = inputs ? cv->scratch_tensors
+			     : cv->scratch_tensors + RAW_MAX_TENSORS;
+	for (int i = 0; i < n; i++) {
+		const struct amp_tensor_info *t = &list[i];
+		struct trace_tensor *k = &out[i];
+		k->id = t->id;
+		k->dtype = conv_name(p, NAMES_DTYPE, t->dtype);
+		k->name = conv_intern_cstr(p, t->name);
+		k->ndim = t->ndim < 0 ? 0
+			  : t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
+		memcpy(k->shape, t->shape, (size_t)k->ndim * sizeof *k->shape);
+		k->requires_grad = t->requires_grad;
+		k->leaf = t->is_leaf;
+		k->view = t->is_view;
+		k->device = t->device ? conv_name(p, NAMES_DEVICE, t->device)
+				      : NULL;
+		k->profiler_type = inputs ? conv_name(p, NAMES_PROFILER, t->dtype)
+					  : NULL;
+	}
+	return out;
 }
 
-struct trace_tensor *conv_keep_tensors(struct conv_process *p,
-					 const struct amp_tensor_info *list,
-					 int n)
+/* The named regions open on t, outermost first: one array shared by the
+ * thread's events until a region opens or closes, and by every later
+ * time the same regions are open (p keeps the arrays it made), so that
+ * ops in alike regions stay alike to the writer's templates. */
+static void named_scopes(struct conv_process *p, struct conv_thread *t)
 {
-	if (!keeping(p))
-		return NULL;
-	struct trace_tensor *kept =
-		trace_alloc(p->trace, (n ? n : 1) * sizeof *kept);
-	if (!kept) {
-		p->trace_lost = true;
-		return NULL;
-	}
-	for (int i = 0; i < n; i++)
-		keep_tensor(p, &list[i], &kept[i]);
-	return kept;
-}
-
-/* The named regions open on t, outermost first (NULL when none). */
-static const char **keep_named_scopes(struct conv_process *p,
-				      const struct conv_thread *t, int *count)
-{
-	*count = 0;
-	if (!keeping(p))
-		return NULL;
-	size_t named = 0;
-	for (size_t i = 0; i < t->nscopes; i++)
-		named += t->scopes[i].name != NULL;
-	if (!named)
-		return NULL;
-	const char **scopes = trace_alloc(p->trace, named * sizeof *scopes);
-	if (!scopes) {
-		p->trace_lost = true;
-		return NULL;
-	}
-	for (size_t i = 0; i < t->nscopes; i++)
+	if (!t->named_scopes_stale)
+		return;
+	t->named_scopes_stale = false;
+	t->named_scopes = NULL;
+	t->nnamed_scopes = 0;
+	const char *open[64];
+	int named = 0;
+	for (size_t i = 0; i < t->nscopes && named < 64; i++)
 		if (t->scopes[i].name)
-			scopes[(*count)++] = conv_keep_cstr(p, t->scopes[i].name);
-	return scopes;
-}
-
-struct trace_autocast conv_keep_autocast(struct conv_process *p,
-					   const struct conv_thread *t,
-					   const struct amp_autocast_info *a)
-{
-	struct trace_autocast kept = {
-		.enabled = a->enabled,
-		.device = conv_keep_name(p, NAMES_DEVICE, a->device),
-		.dtype = conv_keep_name(p, NAMES_DTYPE, a->dtype),
-		.cache_enabled = a->cache_enabled, .depth = a->depth,
-		.scope = conv_keep_cstr(p, a->scope),
-	};
-	kept.scopes = keep_named_scopes(p, t, &kept.nscopes);
-	return kept;
-}
-
-void conv_write_shape(struct jsonw *w, const struct amp_tensor_info *t)
-{
-	jsonw_raw(w, "[", 1);
-	for (int d = 0; d < t->ndim; d++) {
-		if (d)
-			jsonw_raw(w, ",", 1);
-		jsonw_i64(w, t->shape[d]);
-	}
-	jsonw_raw(w, "]", 1);
-}
-
-void conv_write_tensor(struct jsonw *w, const struct conv_process *p,
-			 const struct amp_tensor_info *t)
-{
-	jsonw_lit(w, "{\"tensor\":");
-	jsonw_u64(w, t->id);
-	jsonw_lit(w, ",\"dtype\":");
-	jsonw_str(w, conv_name_of(p, NAMES_DTYPE, t->dtype));
-	jsonw_lit(w, ",\"shape\":");
-	conv_write_shape(w, t);
-	if (t->name) {
-		jsonw_lit(w, ",\"name\":");
-		jsonw_str(w, t->name);
-	}
-	if (t->requires_grad)
-		jsonw_lit(w, ",\"requires_grad\":true");
-	if (t->is_leaf)
-		jsonw_lit(w, ",\"leaf\":true");
-	if (t->is_view)
-		jsonw_lit(w, ",\"view\":true");
-	if (t->device != 0)
-		jsonw_printf(w, ",\"device\":\"%s\"",
-			     conv_name_of(p, NAMES_DEVICE, t->device));
-	jsonw_raw(w, "}", 1);
-}
-
-static void write_named_scopes(struct jsonw *w, const struct conv_thread *t)
-{
-	size_t named = 0;
-
-	for (size_t i = 0; i < t->nscopes; i++)
-		named += t->scopes[i].name != NULL;
+			open[named++] = t->scopes[i].name;
 	if (!named)
 		return;
-	jsonw_lit(w, ",\"scopes\":[");
-	named = 0;
-	for (size_t i = 0; i < t->nscopes; i++) {
-		if (!t->scopes[i].name)
-			continue;
-		if (named++)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, t->scopes[i].name);
-	}
-	jsonw_raw(w, "]", 1);
+	struct conv_label_cache *c = p->labels;
+	for (size_t i = 0; i < c->nscope_lists; i++)
+		if (c->scope_lists[i].count == named &&
+		    !memcmp(c->scope_lists[i].names, open,
+			    (size_t)named * sizeof *open)) {
+			t->named_scopes = c->scope_lists[i].names;
+			t->nnamed_scopes = named;
+			return;
+		}
+	const char **kept = conv_alloc(p, (size_t)named * sizeof *kept);
+	memcpy(kept, open, (size_t)named * sizeof *open);
+	if (c->nscope_lists < SCOPE_LISTS)
+		c->scope_lists[c->nscope_lists++] =
+			(struct scope_list){ kept, named };
+	t->named_scopes = kept;
+	t->nnamed_scopes = named;
 }
 
-void conv_write_autocast(struct jsonw *w, const struct conv_process *p,
-			   const struct conv_thread *t,
-			   const struct amp_autocast_info *a)
+/* `scope`: a's scope interned, when the caller knows it (or NULL). */
+struct trace_autocast conv_autocast(struct conv_process *p,
+				    struct conv_thread *t,
+				    const struct amp_autocast_info *a,
+				    const char *scope)
 {
-	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
-	jsonw_bool(w, a->enabled);
-	jsonw_lit(w, ",\"device\":");
-	jsonw_str(w, conv_name_of(p, NAMES_DEVICE, a->device));
-	jsonw_lit(w, ",\"dtype\":");
-	jsonw_str(w, conv_name_of(p, NAMES_DTYPE, a->dtype));
-	jsonw_lit(w, ",\"cache_enabled\":");
-	jsonw_bool(w, a->cache_enabled);
-	jsonw_lit(w, ",\"depth\":");
-	jsonw_i64(w, a->depth);
-	jsonw_lit(w, ",\"scope\":");
-	jsonw_str(w, a->scope);
-	write_named_scopes(w, t);
-	jsonw_raw(w, "}", 1);
+	named_scopes(p, t);
+	return (struct trace_autocast){
+		.enabled = a->enabled,
+		.device = conv_name(p, NAMES_DEVICE, a->device),
+		.dtype = conv_name(p, NAMES_DTYPE, a->dtype),
+		.cache_enabled = a->cache_enabled, .depth = a->depth,
+		.scope = a->scope && scope && !strcmp(a->scope, scope)
+				 ? scope
+				 : conv_intern_cstr(p, a->scope),
+		.scopes = t->named_scopes, .nscopes = t->nnamed_scopes,
+	};
 }
-
-/* An op without a name (a producer's bug) is "unknown". */
-const char *conv_op_or_unknown(const char *op)
-{
-	return op ? op : "unknown";
-}
-
-void conv_op_name(struct jsonw *name, const char *op, const char *overload)
-{
-	jsonw_reset(name);
-	jsonw_cstr(name, conv_op_or_unknown(op));
-	if (overload && *overload) {
-		jsonw_raw(name, ".", 1);
-		jsonw_cstr(name, overload);
-	}
-}
-

@@ -1,35 +1,36 @@
-/* Trace events as JSON text, written once for every writer: the keys
- * every event starts with, and amp.diag events (FORMAT.md §3.7), which
- * both the converter (libamp's value checks, process-died) and `amptrace
- * run` (its findings) write. */
+/* The one writer of trace events as JSON text (FORMAT.md §3): every key
+ * of an amp.* event comes from its struct trace_event (trace_event.h)
+ * alone, so the converter (every event of `amptrace run`) and run's
+ * findings (amp.diag events) write the same text from the same model,
+ * and the reader (trace.c) reads back the same model:
+ * read(write(e)) == e (tests/test_pipeline.c). */
 #ifndef AMPTRACE_EVENT_JSON_H
 #define AMPTRACE_EVENT_JSON_H
 
 #include "jsonw.h"
+#include "trace_event.h"
 
-#include <stddef.h>
-#include <stdint.h>
+/* Replaces w's contents with e's JSON object (one line, no newline).
+ * Times are written in µs with three decimals (ns), as e->ts and e->dur
+ * hold them.  Other tools' events (TRACE_OTHER, but gpu_memcpy) get their
+ * first keys only: the model does not hold the rest. */
+void event_json_write(struct jsonw *w, const struct trace_event *e);
 
-/* Replaces w's contents with an event's first keys: name (`name_len`
- * bytes), cat, ph, ts (ns since the trace start, written in µs), pid, tid;
- * the caller adds the rest and the closing brace. */
-void event_json_head(struct jsonw *w, const char *name, size_t name_len,
-		     const char *cat, char ph, int64_t ts_ns, int64_t pid,
-		     int64_t tid);
+/* Only e's first keys (name, cat, ph, ts, pid, tid, and dur for 'X'),
+ * object left open: for an event kind whose other keys its own writer
+ * adds (the flow events, flow.c). */
+void event_json_head(struct jsonw *w, const struct trace_event *e);
 
-struct diag_json {
-	const char *kind, *message;
-	int64_t ts_ns;         /* relative to the trace start */
-	int64_t pid, tid;
-	char scope;            /* 't': the thread's, 'p': the process's */
-	uint64_t op_id, tensor; /* 0: none (the key is left out) */
-	/* A finding's (NULL fix: not a finding, none of these is written) */
-	const char *fix, *severity;
-	size_t count;
-	int64_t thread, other_thread; /* 0: none */
-};
-
-/* Replaces w's contents with the amp.diag event's JSON object. */
-void event_json_diag(struct jsonw *w, const struct diag_json *d);
+/* What event_json_write_memo remembers between events: the text of op
+ * events (templates), so that an op like one written before costs a few
+ * copies.  Only for a writer whose events' strings stay unchanged at
+ * their addresses as long as the memo is used (interned, as the
+ * converter's are): alike fields are compared by address. */
+struct event_json_memo;
+struct event_json_memo *event_json_memo_new(void); /* NULL: out of memory */
+void event_json_memo_free(struct event_json_memo *m);
+/* event_json_write, the same text, through m (NULL: none). */
+void event_json_write_memo(struct jsonw *w, const struct trace_event *e,
+			   struct event_json_memo *m);
 
 #endif /* AMPTRACE_EVENT_JSON_H */

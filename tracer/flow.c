@@ -268,11 +268,14 @@ void flow_free(struct trace_flows *flows)
 static void flow_end_json(struct jsonw *w, const struct trace_flow *f,
 			  bool start, uint64_t id)
 {
-	const char *name = flow_kind_name(f->kind);
+	struct trace_event head = {
+		.kind = TRACE_OTHER, .ph = start ? 's' : 'f',
+		.name = flow_kind_name(f->kind), .cat = "amp.flow",
+		.ts = (double)(start ? f->from_ns : f->to_ns) / 1000.0,
+		.pid = f->pid, .tid = start ? f->from_tid : f->to_tid,
+	};
 
-	event_json_head(w, name, strlen(name), "amp.flow", start ? 's' : 'f',
-			start ? f->from_ns : f->to_ns, f->pid,
-			start ? f->from_tid : f->to_tid);
+	event_json_head(w, &head);
 	if (!start)
 		jsonw_lit(w, ",\"bp\":\"e\"");
 	jsonw_lit(w, ",\"id\":");

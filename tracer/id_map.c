@@ -1,25 +1,23 @@
-/* The (pid, id) hash map (id_map.h). */
+/* The (pid, id) map (id_map.h). */
 #include "id_map.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* Ids are mostly dense and looked up roughly in order (tensor and op ids
- * count up as a trace goes on), so a run of ID_BLOCK consecutive ids keeps
- * its order in consecutive slots and only the blocks are scattered: one
- * cache miss per block instead of one per id, which was the findings'
- * largest cost on long traces.  Keys that all share their low bits still
- * spread, by their high bits, to at most cap / ID_BLOCK blocks: a map at
- * most half full then probes a few slots more, never a long chain. */
-#define ID_BLOCK 16
+/* A process's array may cover ids up to this, or up to four times its
+ * entries: room for dense ids, never for a hash. */
+#define DENSE_MIN_CAP ((size_t)1 << 16)
+
+/* ------------------------------------------------------------ sparse ids */
 
 static size_t id_hash(int64_t pid, uint64_t id)
 {
-	uint64_t h = ((uint64_t)pid * 0x9E3779B97F4A7C15ull) ^ (id / ID_BLOCK);
+	uint64_t h = ((uint64_t)pid * 0x9E3779B97F4A7C15ull) ^ id;
 
 	h ^= h >> 31;
 	h *= 0xBF58476D1CE4E5B9ull;
 	h ^= h >> 29;
-	return (size_t)(h * ID_BLOCK + id % ID_BLOCK);
+	return (size_t)h;
 }
 
 /* The slot of (pid, id), or the empty slot where it would go (cap > 0). */
@@ -34,54 +32,116 @@ static struct id_map_slot *slot_of(const struct id_map *m, int64_t pid,
 	return &m->slots[j];
 }
 
-/* Rehashes into `cap` slots (a power of two, more than twice the count). */
-static bool resize(struct id_map *m, size_t cap)
+/* Rehashes the sparse part into twice the slots (or 256). */
+static bool grow_slots(struct id_map *m)
 {
-	struct id_map grown = { .cap = cap };
+	struct id_map grown = { .cap = m->cap ? m->cap * 2 : 256 };
 
 	grown.slots = calloc(grown.cap, sizeof *grown.slots);
-	if (!grown.slots) {
-		m->failed = true;
+	if (!grown.slots)
 		return false;
-	}
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->slots[i].used)
 			*slot_of(&grown, m->slots[i].pid, m->slots[i].id) =
 				m->slots[i];
-	grown.count = m->count;
 	free(m->slots);
-	*m = grown;
+	m->slots = grown.slots;
+	m->cap = grown.cap;
 	return true;
 }
 
-static bool grow(struct id_map *m)
+/* ------------------------------------------------------------- dense ids */
+
+static struct id_map_dense *dense_of(const struct id_map *m, int64_t pid)
 {
-	return resize(m, m->cap ? m->cap * 2 : 256);
+	for (size_t i = 0; i < m->ndense; i++)
+		if (m->dense[i].pid == pid)
+			return &m->dense[i];
+	return NULL;
 }
 
-bool id_map_reserve(struct id_map *m, size_t n)
+static bool is_present(const struct id_map_dense *d, uint64_t id)
 {
-	size_t cap = m->cap ? m->cap : 256;
+	return d->present[id / 64] >> (id % 64) & 1;
+}
 
-	while (cap < SIZE_MAX / 4 / sizeof *m->slots && (n + 1) * 2 > cap)
+/* Widens d to cover `id`.  Entries of d's process that went to the
+ * sparse part before stay there: lookups try both. */
+static bool dense_cover(struct id_map_dense *d, uint64_t id)
+{
+	size_t cap = d->cap ? d->cap : 64;
+
+	while (cap <= id)
 		cap *= 2;
-	return cap == m->cap || resize(m, cap);
+	size_t *values = realloc(d->values, cap * sizeof *values);
+	if (!values)
+		return false;
+	d->values = values;
+	uint64_t *present = realloc(d->present, cap / 64 * sizeof *present);
+	if (!present)
+		return false;
+	memset(present + d->cap / 64, 0, (cap - d->cap) / 64 * sizeof *present);
+	d->present = present;
+	d->cap = cap;
+	return true;
 }
+
+/* The process's array, made when `insert`. */
+static struct id_map_dense *dense_for(struct id_map *m, int64_t pid,
+				      bool insert)
+{
+	struct id_map_dense *d = dense_of(m, pid);
+
+	if (d || !insert)
+		return d;
+	size_t n = m->ndense + 1;
+	d = realloc(m->dense, n * sizeof *d);
+	if (!d)
+		return NULL;
+	m->dense = d;
+	d = &m->dense[m->ndense++];
+	*d = (struct id_map_dense){ .pid = pid };
+	return d;
+}
+
+/* ------------------------------------------------------------------ API */
 
 size_t *id_map_find(struct id_map *m, int64_t pid, uint64_t id, bool insert)
 {
-	if (insert && (m->count + 1) * 2 > m->cap && !grow(m))
-		return NULL;
-	if (!m->cap)
-		return NULL;
-	struct id_map_slot *slot = slot_of(m, pid, id);
-	if (!slot->used) {
-		if (!insert)
-			return NULL;
-		*slot = (struct id_map_slot){ .pid = pid, .id = id, .used = true };
-		m->count++;
+	struct id_map_dense *d = dense_for(m, pid, insert);
+
+	if (!d && insert)
+		goto failed;
+	if (d && id < d->cap && is_present(d, id))
+		return &d->values[id];
+	if (m->hashed) {
+		struct id_map_slot *slot = slot_of(m, pid, id);
+		if (slot->used)
+			return &slot->value;
 	}
+	if (!insert)
+		return NULL;
+	if (id >= d->cap && id < DENSE_MIN_CAP + 4 * (d->count + 1) &&
+	    !dense_cover(d, id))
+		goto failed;
+	m->count++;
+	if (id < d->cap) {
+		d->present[id / 64] |= (uint64_t)1 << (id % 64);
+		d->values[id] = 0;
+		d->count++;
+		return &d->values[id];
+	}
+	if ((m->hashed + 1) * 2 > m->cap && !grow_slots(m)) {
+		m->count--;
+		goto failed;
+	}
+	struct id_map_slot *slot = slot_of(m, pid, id);
+	*slot = (struct id_map_slot){ .pid = pid, .id = id, .used = true };
+	m->hashed++;
 	return &slot->value;
+failed:
+	m->failed = true;
+	return NULL;
 }
 
 bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
@@ -95,7 +155,11 @@ bool id_map_put(struct id_map *m, int64_t pid, uint64_t id, size_t value)
 
 const size_t *id_map_at(const struct id_map *m, int64_t pid, uint64_t id)
 {
-	if (!m->cap)
+	const struct id_map_dense *d = dense_of(m, pid);
+
+	if (d && id < d->cap && is_present(d, id))
+		return &d->values[id];
+	if (!m->hashed)
 		return NULL;
 	const struct id_map_slot *slot = slot_of(m, pid, id);
 	return slot->used ? &slot->value : NULL;
@@ -110,6 +174,11 @@ size_t id_map_get(const struct id_map *m, int64_t pid, uint64_t id)
 
 void id_map_free(struct id_map *m)
 {
+	for (size_t i = 0; i < m->ndense; i++) {
+		free(m->dense[i].values);
+		free(m->dense[i].present);
+	}
+	free(m->dense);
 	free(m->slots);
 	*m = (struct id_map){ 0 };
 }

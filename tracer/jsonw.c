@@ -75,6 +75,35 @@ static bool needs_escape(unsigned char c)
 	return c < 0x20 || c == '"' || c == '\\' || c == 0x7f;
 }
 
+/* Whether any of the 8 bytes in `word` needs an escape (or is >= 0x80:
+ * those are checked one by one, as needs_escape leaves them alone). */
+static bool word_needs_look(uint64_t word)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = ones * 0x80;
+	uint64_t quote = word ^ (ones * '"'), backslash = word ^ (ones * '\\');
+	uint64_t del = word ^ (ones * 0x7f);
+
+	return ((word - ones * 0x20) | (quote - ones) | (backslash - ones) |
+		(del - ones) | word) & highs;
+}
+
+/* The length of text's longest prefix that needs no escape. */
+static size_t clean_prefix(const char *text, size_t len)
+{
+	size_t clean = 0;
+	uint64_t word;
+
+	while (clean + 8 <= len) {
+		memcpy(&word, text + clean, 8);
+		if (word_needs_look(word))
+			break;
+		clean += 8;
+	}
+	while (clean < len && !needs_escape((unsigned char)text[clean]))
+		clean++;
+	return clean;
+}
+
 void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -88,9 +117,7 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 		return;
 	/* Most strings (op, dtype, device names) need no escape: their
 	 * longest clean prefix is copied whole, not byte by byte. */
-	size_t clean = 0;
-	while (clean < len && !needs_escape((unsigned char)text[clean]))
-		clean++;
+	size_t clean = clean_prefix(text, len);
 	char *out = w->data + w->len;
 	*out++ = '"';
 	memcpy(out, text, clean);
@@ -119,44 +146,22 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 	w->len = (size_t)(out - w->data);
 }
 
-void jsonw_str(struct jsonw *w, const char *text)
+void jsonw_str_slow(struct jsonw *w, const char *text)
 {
-	jsonw_strn(w, text, text ? strlen(text) : 0);
-}
-
-void jsonw_u64(struct jsonw *w, uint64_t value)
-{
-	/* Two digits per division: numbers are ~1/8 of a trace's text. */
-	static const char pairs[] = "0001020304050607080910111213141516171819"
-		"2021222324252627282930313233343536373839"
-		"4041424344454647484950515253545556575859"
-		"6061626364656667686970717273747576777879"
-		"8081828384858687888990919293949596979899";
-	char buf[24];
-	char *p = buf + sizeof buf;
-
-	while (value >= 100) {
-		unsigned r = (unsigned)(value % 100);
-		value /= 100;
-		p -= 2;
-		memcpy(p, &pairs[r * 2], 2);
+	if (!w->cache || !text) {
+		jsonw_strn(w, text, text ? strlen(text) : 0);
+		return;
 	}
-	if (value >= 10) {
-		p -= 2;
-		memcpy(p, &pairs[value * 2], 2);
-	} else {
-		*--p = (char)('0' + value);
-	}
-	jsonw_raw(w, p, (size_t)(buf + sizeof buf - p));
-}
-
-void jsonw_i64(struct jsonw *w, int64_t value)
-{
-	if (value < 0) {
-		jsonw_raw(w, "-", 1);
-		jsonw_u64(w, (uint64_t)0 - (uint64_t)value);
-	} else {
-		jsonw_u64(w, (uint64_t)value);
+	/* Interned strings are 16-byte aligned (trace_alloc). */
+	struct jsonw_cache_slot *slot =
+		&w->cache->slots[((uintptr_t)text >> 4) % JSONW_CACHE_SLOTS];
+	size_t at = w->len;
+	jsonw_strn(w, text, strlen(text));
+	size_t n = w->len - at;
+	if (!w->failed && n < JSONW_CACHE_TEXT) {
+		slot->key = text;
+		slot->len = n;
+		memcpy(slot->json, w->data + at, n);
 	}
 }
 
@@ -177,25 +182,20 @@ void jsonw_double(struct jsonw *w, double value)
 
 void jsonw_us(struct jsonw *w, int64_t ns)
 {
-	char buf[8];
-
+	if (!jsonw_reserve(w, 26))
+		return;
+	char *out = w->data + w->len;
+	uint64_t magnitude = (uint64_t)ns;
 	if (ns < 0) {
-		jsonw_raw(w, "-", 1);
-		ns = -ns;
+		*out++ = '-';
+		magnitude = (uint64_t)0 - magnitude;
 	}
-	jsonw_u64(w, (uint64_t)ns / 1000);
-	unsigned frac = (unsigned)((uint64_t)ns % 1000);
-	buf[0] = '.';
-	buf[1] = (char)('0' + frac / 100);
-	buf[2] = (char)('0' + frac / 10 % 10);
-	buf[3] = (char)('0' + frac % 10);
-	jsonw_raw(w, buf, 4);
-}
-
-void jsonw_bool(struct jsonw *w, bool value)
-{
-	if (value)
-		jsonw_raw(w, "true", 4);
-	else
-		jsonw_raw(w, "false", 5);
+	out = jsonw_digits(out, magnitude / 1000);
+	unsigned frac = (unsigned)(magnitude % 1000);
+	out[0] = '.';
+	out[1] = (char)('0' + frac / 100);
+	out[2] = (char)('0' + frac / 10 % 10);
+	out[3] = (char)('0' + frac % 10);
+	out[4] = '\0';
+	w->len = (size_t)(out + 4 - w->data);
 }

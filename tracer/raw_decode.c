@@ -45,8 +45,8 @@ GETTER(get_u8, uint8_t, unsigned)
 GETTER(get_f64, double, double)
 #undef GETTER
 
-/* A copy, NUL-terminated, in d->strings: raw_decode made it as large as
- * the record, which holds every string and a length word for each. */
+/* The string where it lies in the record (the encoder ends each with a
+ * NUL, checked here): valid as long as the record is. */
 static const char *get_str(struct cursor *c)
 {
 	uint16_t len;
@@ -55,13 +55,14 @@ static const char *get_str(struct cursor *c)
 		return NULL;
 	memcpy(&len, c->p, 2);
 	c->p += 2;
-	if (len == RAW_NULL_STRING || !need(c, len))
+	if (len == RAW_NULL_STRING)
 		return NULL;
-	char *s = c->d->strings + c->d->strings_len;
-	memcpy(s, c->p, len);
-	s[len] = '\0';
-	c->d->strings_len += (size_t)len + 1;
-	c->p += len;
+	if (!need(c, (size_t)len + 1) || c->p[len] != '\0') {
+		c->bad = true;
+		return NULL;
+	}
+	const char *s = (const char *)c->p;
+	c->p += (size_t)len + 1;
 	return s;
 }
 
@@ -79,7 +80,16 @@ static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
 		c->bad = true;
 		t->ndim = 0;
 	}
-	take(c, t->shape, (size_t)t->ndim * sizeof *t->shape);
+	size_t shape = (size_t)t->ndim * sizeof *t->shape;
+	if ((size_t)(c->end - c->p) >= sizeof t->shape && !c->bad) {
+		/* a fixed size, inside the record: a few moves, not a call;
+		 * what is past ndim is zeroed again */
+		memcpy(t->shape, c->p, sizeof t->shape);
+		memset(t->shape + t->ndim, 0, sizeof t->shape - shape);
+		c->p += shape;
+	} else {
+		take(c, t->shape, shape);
+	}
 	t->name = get_str(c);
 }
 
@@ -130,14 +140,6 @@ bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
 
 	if (size < sizeof *r)
 		return false;
-	if (d->strings_cap < size) {
-		char *grown = realloc(d->strings, size);
-		if (!grown)
-			return false;
-		d->strings = grown;
-		d->strings_cap = size;
-	}
-	d->strings_len = 0;
 	d->ntensors = 0;
 	d->kind = r->kind;
 	d->time_ns = r->time_ns;
@@ -171,7 +173,5 @@ bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
 
 void raw_decoded_free(struct raw_decoded *d)
 {
-	free(d->strings);
-	d->strings = NULL;
-	d->strings_cap = d->strings_len = 0;
+	d->ntensors = 0;
 }

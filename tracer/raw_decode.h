@@ -1,7 +1,7 @@
 /* The raw record decoder, generated from raw_schema.h (the encoder's
  * tables): a record becomes its kind's model struct, the one the
- * producer encoded from, with strings NUL-terminated and tensors in
- * storage the decoder owns. */
+ * producer encoded from, its strings pointing into the record (each is
+ * NUL-terminated there) and its tensors in storage the decoder owns. */
 #ifndef AMPTRACE_RAW_DECODE_H
 #define AMPTRACE_RAW_DECODE_H
 
@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* One decoded record; the pointers inside stay valid until the next
- * raw_decode on the same struct or raw_decoded_free. */
+/* One decoded record; its strings are valid as long as the record is,
+ * its tensors until the next raw_decode on the same struct. */
 struct raw_decoded {
 	uint16_t kind;    /* enum amp_event_kind or enum raw_kind */
 	uint64_t time_ns; /* the record's time */
@@ -21,9 +21,7 @@ struct raw_decoded {
 		struct raw_gpu_status gpu_status;
 		struct raw_gpu_stats gpu_stats;
 	};
-	/* storage: every string of the record, and its tensors */
-	char *strings;
-	size_t strings_cap, strings_len;
+	/* storage: the record's tensors */
 	struct amp_tensor_info tensors[2 * RAW_MAX_TENSORS];
 	size_t ntensors;
 };

@@ -49,12 +49,13 @@ static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
 	p += 2;
 	if (s) {
 		memcpy(p, s, len);
-		p += len;
+		p[len] = '\0';
+		p += len + 1;
 	}
 	return p;
 }
 
-#define RAW_STR_BOUND (2 + RAW_MAX_STRING)
+#define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
 #define RAW_TENSOR_BOUND (8 + 4 + 8 * AMP_MAX_DIMS + RAW_STR_BOUND)
 #define RAW_AUTOCAST_BOUND (8 + RAW_STR_BOUND)
 

@@ -7,7 +7,9 @@
  * X(TYPE, field, extra), `field` being a member of the kind's model
  * struct (struct amp_event for libamp's kinds):
  *   U64 I32 U8 F64   the member as that many bytes (U8: enums, bools)
- *   STR              u16 length + bytes; RAW_NULL_STRING = NULL
+ *   STR              u16 length + bytes + a NUL (so that the decoder
+ *                    hands out the string where it lies); length
+ *                    RAW_NULL_STRING (and nothing after it) = NULL
  *   STR_IF           STR, written as NULL unless member `extra` is set
  *   U64_IF           U64, present only when member `extra` (decoded
  *                    earlier in the record) is set

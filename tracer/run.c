@@ -415,13 +415,15 @@ static uint64_t report_end(const struct run_state *s, const struct conv *cv,
 static void finding_event(const struct trace_finding *f, int64_t ts_ns,
 			  struct jsonw *w)
 {
-	event_json_diag(w, &(struct diag_json){
-		.kind = f->kind, .message = f->message, .ts_ns = ts_ns,
-		.pid = f->pid, .tid = 0, .scope = 'p', .op_id = f->op_id,
-		.tensor = f->tensor, .fix = f->fix,
-		.severity = finding_severity_name(f->severity),
-		.count = f->count, .thread = f->thread,
-		.other_thread = f->other_thread,
+	event_json_write(w, &(struct trace_event){
+		.kind = TRACE_DIAG, .ph = 'i', .name = f->kind,
+		.cat = "amp.diag", .pid = f->pid, .tid = 0,
+		.ts = (double)ts_ns / 1000.0,
+		.diag = { .kind = f->kind, .message = f->message, .scope = 'p',
+			  .op_id = f->op_id, .tensor = f->tensor, .fix = f->fix,
+			  .severity = finding_severity_name(f->severity),
+			  .count = f->count, .thread = f->thread,
+			  .other_thread = f->other_thread },
 	});
 }
 

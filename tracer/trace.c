@@ -11,93 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------ arena, strings */
-
-struct trace_arena_block {
-	struct trace_arena_block *next;
-	size_t used, size;
-	max_align_t data[];
-};
-
-void *trace_alloc(struct trace *t, size_t size)
-{
-	struct trace_arena_block *b = t->arena;
-
-	size = (size + 15) & ~(size_t)15;
-	if (!b || b->used + size > b->size) {
-		size_t block = size > 65536 ? size : 65536;
-		b = malloc(sizeof *b + block);
-		if (!b)
-			return NULL;
-		b->next = t->arena;
-		b->used = 0;
-		b->size = block;
-		t->arena = b;
-	}
-	void *p = (char *)b->data + b->used;
-	b->used += size;
-	return p;
-}
-
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static uint64_t hash_string(const char *s)
-{
-	return hash_bytes(s, strlen(s));
-}
-
-/* Interned copy of s: equal strings share one pointer, which keeps a
- * trace of a million ops to a few distinct op names in memory. */
-const char *trace_intern_n(struct trace *t, const char *s, size_t len)
-{
-	if (!s)
-		return NULL;
-	len = strnlen(s, len);
-	if ((t->nstrings + 1) * 2 > t->cap_strings) {
-		size_t cap = t->cap_strings ? t->cap_strings * 2 : 1024;
-		const char **table = calloc(cap, sizeof *table);
-		if (!table)
-			return NULL;
-		for (size_t i = 0; i < t->cap_strings; i++) {
-			if (!t->strings[i])
-				continue;
-			size_t j = hash_string(t->strings[i]) & (cap - 1);
-			while (table[j])
-				j = (j + 1) & (cap - 1);
-			table[j] = t->strings[i];
-		}
-		free(t->strings);
-		t->strings = table;
-		t->cap_strings = cap;
-	}
-	size_t j = hash_bytes(s, len) & (t->cap_strings - 1);
-	while (t->strings[j]) {
-		if (!strncmp(t->strings[j], s, len) && !t->strings[j][len])
-			return t->strings[j];
-		j = (j + 1) & (t->cap_strings - 1);
-	}
-	char *copy = trace_alloc(t, len + 1);
-	if (!copy)
-		return NULL;
-	memcpy(copy, s, len);
-	copy[len] = '\0';
-	t->strings[j] = copy;
-	t->nstrings++;
-	return copy;
-}
-
-const char *trace_intern(struct trace *t, const char *s)
-{
-	return trace_intern_n(t, s, s ? strlen(s) : 0);
-}
-
 /* ------------------------------------------------------ field access */
 
 struct loader {
@@ -266,6 +179,27 @@ static const cJSON *get_array(struct loader *l, const cJSON *obj,
 
 /* ------------------------------------------------------------ decoders */
 
+/* A shape's first TRACE_MAX_DIMS sizes. */
+static void load_shape(struct loader *l, const cJSON *shape, const char *at,
+		       int *ndim, int64_t *sizes)
+{
+	const cJSON *d;
+
+	cJSON_ArrayForEach(d, shape) {
+		if (!cJSON_IsNumber(d)) {
+			fail(l, "%sshape must hold numbers, found %s", at,
+			     type_name(d));
+			return;
+		}
+		int64_t size = integer_in(l, d->valuedouble, at, "shape", 0,
+					  JSON_INTEGER_MAX);
+		if (l->failed)
+			return;
+		if (*ndim < TRACE_MAX_DIMS)
+			sizes[(*ndim)++] = size;
+	}
+}
+
 static void load_tensor(struct loader *l, const cJSON *v, const char *where,
 			struct trace_tensor *t)
 {
@@ -284,21 +218,9 @@ static void load_tensor(struct loader *l, const cJSON *v, const char *where,
 	t->requires_grad = get_bool(l, v, "requires_grad", at, true);
 	t->leaf = get_bool(l, v, "leaf", at, true);
 	t->view = get_bool(l, v, "view", at, true);
-	const cJSON *shape = get_array(l, v, "shape", at, false);
-	const cJSON *d;
-	cJSON_ArrayForEach(d, shape) {
-		if (!cJSON_IsNumber(d)) {
-			fail(l, "%sshape must hold numbers, found %s", at,
-			     type_name(d));
-			return;
-		}
-		int64_t size = integer_in(l, d->valuedouble, at, "shape", 0,
-					  JSON_INTEGER_MAX);
-		if (l->failed)
-			return;
-		if (t->ndim < TRACE_MAX_DIMS)
-			t->shape[t->ndim++] = size;
-	}
+	t->device = get_string(l, v, "device", at, true, false);
+	load_shape(l, get_array(l, v, "shape", at, false), at, &t->ndim,
+		   t->shape);
 }
 
 static struct trace_tensor *load_tensors(struct loader *l, const cJSON *args,
@@ -376,6 +298,7 @@ static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
 	load_autocast(l, args, &op->autocast);
 	op->status = get_int(l, args, "status", at, true);
 	op->error = get_string(l, args, "error", at, true, true);
+	op->closed_by = get_string(l, args, "closed_by", at, true, false);
 	if (op->incomplete)
 		return;
 	op->policy = get_string(l, args, "policy", at, false, false);
@@ -394,10 +317,16 @@ static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
 		     cJSON_GetArraySize(types), cJSON_GetArraySize(dims));
 		return;
 	}
-	cJSON_ArrayForEach(v, types)
+	int i = 0;
+	cJSON_ArrayForEach(v, types) {
 		if (!cJSON_IsString(v))
 			fail(l, "\"Input type\" must hold strings, found %s",
 			     type_name(v));
+		else if (op->inputs)
+			op->inputs[i].profiler_type =
+				trace_intern(l->trace, v->valuestring);
+		i++;
+	}
 	cJSON_ArrayForEach(v, dims)
 		if (!cJSON_IsArray(v))
 			fail(l, "\"Input Dims\" must hold arrays, found %s",
@@ -423,6 +352,10 @@ static void load_cast(struct loader *l, const cJSON *args,
 	c->op = get_string(l, args, "op", at, true, true);
 	c->phase = get_string(l, args, "phase", at, true, true);
 	c->scope = get_string(l, args, "scope", at, true, true);
+	c->requires_grad = get_bool(l, args, "requires_grad", at, true);
+	c->leaf = get_bool(l, args, "leaf", at, true);
+	load_shape(l, get_array(l, args, "shape", at, true), at, &c->ndim,
+		   c->shape);
 }
 
 static void load_scaler(struct loader *l, const cJSON *args,
@@ -466,6 +399,139 @@ static void load_counter(struct loader *l, const cJSON *args,
 	}
 }
 
+/* An instant event's "s" (its scope: 't', 'p' or 'g'), or 0. */
+static char instant_scope(const cJSON *event)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(event, "s");
+
+	return cJSON_IsString(v) && strlen(v->valuestring) == 1
+		       ? v->valuestring[0]
+		       : 0;
+}
+
+static void load_diag(struct loader *l, const cJSON *event,
+		      const cJSON *args, struct trace_diag *d)
+{
+	const char *at = "args.";
+
+	d->scope = instant_scope(event);
+
+	d->kind = get_string(l, args, "kind", at, false, false);
+	d->message = get_string(l, args, "message", at, false, false);
+	d->op_id = get_id(l, args, "op_id", at, true);
+	d->tensor = get_id(l, args, "tensor", at, true);
+	d->fix = get_string(l, args, "fix", at, true, false);
+	d->severity = get_string(l, args, "severity", at, true, false);
+	d->count = get_id(l, args, "count", at, true);
+	d->thread = get_integer(l, args, "thread", at, true, -JSON_INTEGER_MAX,
+				JSON_INTEGER_MAX);
+	d->other_thread = get_integer(l, args, "other_thread", at, true,
+				      -JSON_INTEGER_MAX, JSON_INTEGER_MAX);
+}
+
+/* A number member, when it is one, which must then be an integer in
+ * [min, max]: other tools' kernel events may leave keys out or give
+ * them other types, but no number is taken out of its range. */
+static bool number_if_any(struct loader *l, const cJSON *obj,
+			  const char *key, double min, double max, int64_t *out)
+{
+	if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(obj, key)))
+		return false;
+	*out = get_integer(l, obj, key, "args.", false, min, max);
+	return !l->failed;
+}
+
+static void number_triple(struct loader *l, const cJSON *obj,
+			  const char *key, int32_t *out)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *v;
+	int i = 0;
+
+	cJSON_ArrayForEach(v, list) {
+		if (i < 3 && cJSON_IsNumber(v))
+			out[i] = (int32_t)integer_in(l, v->valuedouble, "args.",
+						     key, INT32_MIN, INT32_MAX);
+		i++;
+	}
+}
+
+/* kernel and gpu_memcpy events (FORMAT.md §3.8), as Kineto writes them. */
+static void load_gpu(struct loader *l, const cJSON *args,
+		     struct trace_kernel *k)
+{
+	int64_t v = 0;
+
+	k->host_pid = -1;
+	k->linked = number_if_any(l, args, "External id", 0, JSON_INTEGER_MAX,
+				  &v);
+	k->external_id = (uint64_t)v;
+	k->cast = cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(args, "amp.cast_result"));
+	if (number_if_any(l, args, "amp.op_id", 0, JSON_INTEGER_MAX, &v))
+		k->op_id = (uint64_t)v;
+	number_if_any(l, args, "amp.pid", -JSON_INTEGER_MAX, JSON_INTEGER_MAX,
+		      &k->host_pid);
+	if (number_if_any(l, args, "correlation", 0, UINT32_MAX, &v))
+		k->correlation = (uint32_t)v;
+	if (number_if_any(l, args, "device", 0, UINT32_MAX, &v))
+		k->device = (uint32_t)v;
+	if (number_if_any(l, args, "stream", 0, UINT32_MAX, &v))
+		k->stream = (uint32_t)v;
+	number_triple(l, args, "grid", k->grid);
+	number_triple(l, args, "block", k->block);
+	if (number_if_any(l, args, "registers per thread", INT32_MIN, INT32_MAX,
+			  &v))
+		k->registers = (int32_t)v;
+	if (number_if_any(l, args, "shared memory", INT32_MIN, INT32_MAX, &v))
+		k->shared_memory = (int32_t)v;
+	if (number_if_any(l, args, "bytes", 0, JSON_INTEGER_MAX, &v))
+		k->bytes = (uint64_t)v;
+}
+
+static void load_meta(struct loader *l, const cJSON *args,
+		      struct trace_meta *m)
+{
+	const char *at = "args.";
+
+	m->rank = -1;
+	if (!cJSON_IsObject(args))
+		return;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "name");
+	if (!cJSON_IsString(v))
+		v = cJSON_GetObjectItemCaseSensitive(args, "labels");
+	if (cJSON_IsString(v))
+		m->value = trace_intern(l->trace, v->valuestring);
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "sort_index")))
+		m->sort_index = get_integer(l, args, "sort_index", at, false,
+					    -JSON_INTEGER_MAX, JSON_INTEGER_MAX);
+	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "rank")))
+		m->rank = get_int(l, args, "rank", at, false);
+	/* the keys amptrace writes, each where it writes it */
+	number_if_any(l, args, "os_tid", -JSON_INTEGER_MAX, JSON_INTEGER_MAX,
+		      &m->os_tid);
+	if (number_if_any(l, args, "host_pid", -JSON_INTEGER_MAX,
+			  JSON_INTEGER_MAX, &m->host_pid))
+		number_if_any(l, args, "device", -JSON_INTEGER_MAX,
+			      JSON_INTEGER_MAX, &m->device);
+	v = cJSON_GetObjectItemCaseSensitive(args, "framework");
+	if (cJSON_IsString(v))
+		m->framework = trace_intern(l->trace, v->valuestring);
+	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(args, "argv");
+	if (!cJSON_IsArray(argv))
+		return;
+	int n = cJSON_GetArraySize(argv);
+	m->argv = trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *m->argv);
+	if (!m->argv) {
+		fail(l, "out of memory");
+		return;
+	}
+	cJSON_ArrayForEach(v, argv)
+		m->argv[m->argc++] = cJSON_IsString(v)
+					     ? trace_intern(l->trace, v->valuestring)
+					     : trace_intern(l->trace, "");
+}
+
 static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(event, key);
@@ -477,7 +543,8 @@ static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
 		/* String pids are a non-spec convenience (Perfetto accepts
 		 * them): map each distinct string to a negative number. */
 		const char *s = trace_intern(l->trace, v->valuestring);
-		return -(int64_t)(hash_string(s ? s : "") & 0x7fffffff) - 1;
+		return -(int64_t)(trace_string_hash(s ? s : "", s ? strlen(s) : 0) &
+				   0x7fffffff) - 1;
 	}
 	if (!v)
 		return 0;
@@ -616,48 +683,24 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		load_scaler(l, args, &e.scaler);
 		break;
 	case TRACE_DIAG:
-		e.diag.kind = get_string(l, args, "kind", "args.", false, false);
-		e.diag.message =
-			get_string(l, args, "message", "args.", false, false);
-		e.diag.op_id = get_id(l, args, "op_id", "args.", true);
-		e.diag.tensor = get_id(l, args, "tensor", "args.", true);
+		load_diag(l, json, args, &e.diag);
 		break;
-	case TRACE_KERNEL: {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "External id");
-		e.kernel.host_pid = -1;
-		if (cJSON_IsNumber(v)) {
-			e.kernel.linked = true;
-			e.kernel.external_id = get_id(l, args, "External id",
-						      "args.", false);
-		}
-		e.kernel.cast = cJSON_IsTrue(
-			cJSON_GetObjectItemCaseSensitive(args, "amp.cast_result"));
-		v = cJSON_GetObjectItemCaseSensitive(args, "amp.pid");
-		if (cJSON_IsNumber(v))
-			e.kernel.host_pid = get_integer(l, args, "amp.pid", "args.",
-							false, -JSON_INTEGER_MAX,
-							JSON_INTEGER_MAX);
+	case TRACE_KERNEL:
+		load_gpu(l, args, &e.kernel);
 		break;
-	}
 	case TRACE_META:
-		e.meta.rank = -1;
-		if (cJSON_IsObject(args)) {
-			const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "name");
-			if (!cJSON_IsString(v))
-				v = cJSON_GetObjectItemCaseSensitive(args, "labels");
-			if (cJSON_IsString(v))
-				e.meta.value = trace_intern(t, v->valuestring);
-			v = cJSON_GetObjectItemCaseSensitive(args, "sort_index");
-			if (cJSON_IsNumber(v))
-				e.meta.sort_index = get_integer(
-					l, args, "sort_index", "args.", false,
-					-JSON_INTEGER_MAX, JSON_INTEGER_MAX);
-			v = cJSON_GetObjectItemCaseSensitive(args, "rank");
-			if (cJSON_IsNumber(v))
-				e.meta.rank = get_int(l, args, "rank", "args.",
-						      false);
-
-		}
+		load_meta(l, args, &e.meta);
+		break;
+	case TRACE_SCOPE_END:
+		if (!cJSON_IsObject(args))
+			break;
+		e.scope.depth = get_int(l, args, "depth", "args.", true);
+		e.scope.closed_by =
+			get_string(l, args, "closed_by", "args.", true, false);
+		break;
+	case TRACE_OTHER:
+		if (!strcmp(e.cat, "gpu_memcpy"))
+			load_gpu(l, args, &e.kernel);
 		break;
 	default:
 		break;
@@ -726,31 +769,6 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 	return 0;
 }
 
-/* ------------------------------------------------------------ building */
-
-int trace_init(struct trace *trace, const char *path)
-{
-	*trace = (struct trace){ .path = strdup(path) };
-	return trace->path ? 0 : -1;
-}
-
-struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
-{
-	if (t->nevents == t->cap_events) {
-		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
-		struct trace_event *grown = realloc(t->events, cap * sizeof *grown);
-		if (!grown)
-			return NULL;
-		t->events = grown;
-		t->cap_events = cap;
-	}
-	struct trace_event *added = &t->events[t->nevents];
-	*added = *e;
-	added->index = t->nevents++;
-	t->counts[e->kind]++;
-	return added;
-}
-
 /* ------------------------------------------------------------- loading */
 
 int trace_load(const char *path, struct trace *trace, struct trace_error *err)
@@ -784,21 +802,6 @@ int trace_load_text(const char *path, const char *text, size_t len,
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
 	return 0;
-}
-
-void trace_free(struct trace *trace)
-{
-	while (trace->arena) {
-		struct trace_arena_block *next = trace->arena->next;
-		free(trace->arena);
-		trace->arena = next;
-	}
-	free(trace->events);
-	free(trace->strings);
-	free(trace->path);
-	cJSON_Delete(trace->header);
-	cJSON_Delete(trace->end);
-	*trace = (struct trace){ 0 };
 }
 
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)

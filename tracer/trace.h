@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 struct trace_arena_block;
+struct trace_string_slot;
 
 struct trace {
 	char *path;
@@ -36,7 +37,7 @@ struct trace {
 	/* internals */
 	size_t cap_events;
 	struct trace_arena_block *arena;
-	const char **strings;
+	struct trace_string_slot *strings;
 	size_t nstrings, cap_strings;
 };
 
@@ -65,6 +66,8 @@ const char *trace_intern(struct trace *trace, const char *s);
 /* The first `len` bytes of s (up to a NUL among them). */
 const char *trace_intern_n(struct trace *trace, const char *s, size_t len);
 void *trace_alloc(struct trace *trace, size_t size);
+/* The hash the string table uses (string pids use it too). */
+uint64_t trace_string_hash(const char *s, size_t len);
 struct trace_event *trace_append(struct trace *trace,
 				 const struct trace_event *event);
 

@@ -1,8 +1,10 @@
 /* The trace-event model: one FORMAT.md event as plain structs, the same
- * whoever made it.  The converter fills it as it writes each event (its
- * in-memory twin of the line), the reader (trace.c) from the JSON, and
- * every command reads it: summary, check, diff, findings, the viewer.
- * Strings point into the owning trace's arena (trace.h). */
+ * whoever made it.  The converter builds each event here and hands it to
+ * the one writer (event_json.h), which writes every key of an amp.* event
+ * from these fields alone; the reader (trace.c) fills it from the JSON,
+ * so read(write(e)) == e; every command reads it: summary, check, diff,
+ * findings, the viewer.  Strings point into the owning trace's arena
+ * (trace.h). */
 #ifndef AMPTRACE_TRACE_EVENT_H
 #define AMPTRACE_TRACE_EVENT_H
 
@@ -34,6 +36,8 @@ struct trace_tensor {
 	int ndim;
 	int64_t shape[TRACE_MAX_DIMS];
 	bool requires_grad, leaf, view;
+	const char *device;        /* NULL: absent (cpu) */
+	const char *profiler_type; /* an op input's "Input type" entry */
 };
 
 struct trace_autocast {
@@ -61,6 +65,7 @@ struct trace_op {
 	struct trace_tensor *inputs, *outputs;
 	int status;
 	const char *error;
+	const char *closed_by; /* incomplete ops: what ended them */
 };
 
 struct trace_cast {
@@ -72,13 +77,19 @@ struct trace_cast {
 	const char *phase;
 	const char *scope;
 	bool stale;
+	/* the source tensor's shape and flags */
+	int ndim;
+	int64_t shape[TRACE_MAX_DIMS];
+	bool requires_grad, leaf;
 };
 
+/* B and E events (E: depth and closed_by only). */
 struct trace_scope {
 	const char *scope;    /* NULL for unnamed regions */
 	int depth;
 	const char *device, *dtype;
 	bool enabled, cache_enabled;
+	const char *closed_by; /* E of a region the end of its thread closed */
 };
 
 struct trace_cache_clear {
@@ -101,21 +112,41 @@ struct trace_scaler {
 
 struct trace_diag {
 	const char *kind, *message;
-	uint64_t op_id, tensor;
+	uint64_t op_id, tensor;          /* 0: none (the key is left out) */
+	char scope;                      /* "s": 't' thread, 'p' process */
+	/* a finding's (NULL fix: not a finding, none of these is written) */
+	const char *fix, *severity;
+	uint64_t count;
+	int64_t thread, other_thread;    /* 0: none */
 };
 
-/* kernel X (FORMAT.md §3.8); read leniently, as other tools write it. */
+/* kernel X (FORMAT.md §3.8), and gpu_memcpy X events (kind TRACE_OTHER,
+ * cat "gpu_memcpy"), read leniently, as other tools write them. */
 struct trace_kernel {
 	bool linked;          /* has "External id" */
 	bool cast;            /* "amp.cast_result": the id is a cast's result */
 	uint64_t external_id; /* the op_id (or cast result tensor id) */
+	uint64_t op_id;       /* "amp.op_id": a cast's op, or 0 */
 	int64_t host_pid;     /* "amp.pid": the process that launched it, or -1 */
+	uint32_t correlation, device, stream;
+	int32_t grid[3], block[3];       /* kernels */
+	int32_t registers, shared_memory;
+	uint64_t bytes;                  /* copies */
 };
 
+/* What an M event's args hold depends on its name: *_sort_index a
+ * sort_index, process_labels labels (`value`), the others a name
+ * (`value`) and the optional keys below. */
 struct trace_meta {
 	const char *value;    /* args.name, or args.labels */
 	int64_t sort_index;
 	int rank;             /* process_name: args.rank, else -1 */
+	const char **argv;    /* process_name: the command; NULL: absent */
+	int argc;
+	const char *framework; /* process_name, or NULL */
+	int64_t os_tid;       /* thread_name, or 0 */
+	int64_t host_pid;     /* a GPU's process_name, or 0 (and no device) */
+	int64_t device;
 };
 
 struct trace_event {

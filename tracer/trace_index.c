@@ -11,33 +11,9 @@ static void count_use(struct trace_index *ix, int64_t pid, uint64_t tensor)
 		(*uses)++;
 }
 
-/* Sizes the maps once for the whole trace (upper bounds): growing them
- * step by step rehashed every entry at each doubling, which was the larger
- * part of the findings' time after a long `amptrace run`. */
-static void reserve(const struct trace *t, struct trace_index *ix)
-{
-	size_t ops = 0, inputs = 0, outputs = 0;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_OP) {
-			ops++;
-			inputs += (size_t)e->op.ninputs;
-			outputs += (size_t)e->op.noutputs;
-		} else if (e->kind == TRACE_CAST) {
-			inputs++;
-			outputs++;
-		}
-	}
-	id_map_reserve(&ix->ops, ops);
-	id_map_reserve(&ix->producer, outputs);
-	id_map_reserve(&ix->uses, inputs);
-}
-
 int trace_index_build(const struct trace *t, struct trace_index *ix)
 {
 	*ix = (struct trace_index){ .trace = t };
-	reserve(t, ix);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_OP) {

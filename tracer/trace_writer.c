@@ -17,10 +17,12 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 	w->f = fopen(path, "we");
 	if (!w->f)
 		return -1;
-	/* Without the large buffer stdio's own is kept: slower, as correct. */
+	/* Events are copied into buf, one memcpy each, and handed to the
+	 * kernel from there; without it they go through stdio's own buffer:
+	 * slower, as correct. */
 	w->buf = malloc(WRITE_BUFFER_SIZE);
 	if (w->buf)
-		setvbuf(w->f, w->buf, _IOFBF, WRITE_BUFFER_SIZE);
+		setvbuf(w->f, NULL, _IONBF, 0);
 	/* Only this thread writes: stdio's per-call locking is not needed. */
 	__fsetlocking(w->f, FSETLOCKING_BYCALLER);
 	w->path = strdup(path);
@@ -34,24 +36,50 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 	return 0;
 }
 
+/* Hands buf to the file. */
+static void drain(struct trace_writer *w)
+{
+	if (w->used && fwrite(w->buf, 1, w->used, w->f) != w->used)
+		w->failed = true;
+	w->used = 0;
+}
+
 void trace_writer_event(struct trace_writer *w, const char *json, size_t len)
 {
 	if (!w->f)
 		return;
 	/* The separator goes before an event, so the file always ends with a
 	 * complete element. */
-	if (w->events)
-		fputs(",\n", w->f);
-	else
-		fputc('\n', w->f);
-	if (fwrite(json, 1, len, w->f) != len)
-		w->failed = true;
+	const char *separator = w->events ? ",\n" : "\n";
+	size_t n = w->events ? 2 : 1;
 	w->events++;
+	if (!w->buf) {
+		fputs(separator, w->f);
+		if (fwrite(json, 1, len, w->f) != len)
+			w->failed = true;
+		return;
+	}
+	if (w->used + n + len > WRITE_BUFFER_SIZE)
+		drain(w);
+	memcpy(w->buf + w->used, separator, n);
+	w->used += n;
+	if (len > WRITE_BUFFER_SIZE - w->used) {
+		drain(w);
+		if (fwrite(json, 1, len, w->f) != len)
+			w->failed = true;
+		return;
+	}
+	memcpy(w->buf + w->used, json, len);
+	w->used += len;
 }
 
 void trace_writer_flush(struct trace_writer *w)
 {
-	if (w->f && fflush(w->f) != 0)
+	if (!w->f)
+		return;
+	if (w->buf)
+		drain(w);
+	if (fflush(w->f) != 0)
 		w->failed = true;
 }
 
@@ -61,6 +89,8 @@ int trace_writer_close(struct trace_writer *w, const char *end_json)
 
 	if (!w->f)
 		return -1;
+	if (w->buf)
+		drain(w);
 	fprintf(w->f, "\n],\n\"amptraceEnd\":%s\n}\n", end_json);
 	if (ferror(w->f) || w->failed)
 		status = -1;

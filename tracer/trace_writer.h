@@ -14,8 +14,9 @@
 #define TRACE_FORMAT_MAJOR 1
 
 struct trace_writer {
-	FILE *f;
-	char *buf; /* f's buffer: large, so a busy trace costs few write()s */
+	FILE *f;   /* unbuffered: events wait in buf */
+	char *buf; /* large, so a busy trace costs few write()s */
+	size_t used;
 	char *path;
 	uint64_t events;
 	bool failed;

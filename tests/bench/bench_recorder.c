@@ -13,7 +13,9 @@
  *      average is printed with them: on a busy machine the converter
  *      competes with the program for a core.
  * The recorder is linked in (tracer/recorder.c) for 1 and 2 and attached
- * with recorder_attach(), as its constructor does under `amptrace run`. */
+ * with recorder_attach(), as its constructor does under `amptrace run`.
+ * `bench_recorder --events` runs 1 and 2 only (under callgrind: the
+ * instructions per event, steadier than time on a busy machine). */
 #include "amp.h"
 #include "recorder.h"
 
@@ -118,7 +120,7 @@ static int compare_doubles(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char raw[] = "/dev/shm/amptrace-bench-XXXXXX";
 	const long events = 500000, ops = 200000;
@@ -147,6 +149,8 @@ int main(void)
 	       bare_relu / (double)ops * 1e9, traced_relu / (double)ops * 1e9,
 	       (traced_relu - bare_relu) / (double)ops / 2 * 1e9);
 
+	if (argc > 1 && !strcmp(argv[1], "--events"))
+		return 0;
 	/* OpenBLAS's idle worker threads spin on sched_yield and take the
 	 * second core from amptrace's converter: one BLAS thread for both
 	 * runs, unless the caller chose. */

@@ -1,0 +1,193 @@
+/* The converter's and the findings' cost per event, apart from the traced
+ * program: the mlp sample is recorded once (the recorder preloaded, as
+ * `amptrace run` does) into a raw directory kept as a template; each
+ * round converts a fresh copy of it into a trace file, keeping the events
+ * in memory as `amptrace run` does, then computes the findings from them.
+ *   bench_convert                 the timing (median of the rounds)
+ *   bench_convert --out FILE      one conversion into FILE, no timing:
+ *                                 two builds' outputs can be compared
+ *   bench_convert --raw DIR       use (a copy of) DIR instead of recording
+ * Under `valgrind --tool=callgrind` with --rounds 1 it gives instruction
+ * counts, steadier than time on a busy machine. */
+#include "convert.h"
+#include "findings.h"
+#include "trace.h"
+#include "trace_writer.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sink {
+	struct trace_writer writer;
+	struct trace kept;
+	const char *path;
+	bool keep;
+};
+
+static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+{
+	struct sink *s = ctx;
+
+	(void)p;
+	if (trace_writer_open(&s->writer, s->path, "", 0) != 0) {
+		perror(s->path);
+		exit(1);
+	}
+	return &s->writer;
+}
+
+static struct trace *trace_for(void *ctx, const struct conv_process *p)
+{
+	struct sink *s = ctx;
+
+	(void)p;
+	return s->keep ? &s->kept : NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run(char *const argv[], const char *raw)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		setenv("LD_PRELOAD", RECORDER_PATH, 1);
+		setenv("AMPTRACE_RAW_DIR", raw, 1);
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+			struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void copy_dir(const char *from, const char *to)
+{
+	char command[1024];
+
+	nftw(to, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	snprintf(command, sizeof command, "cp -r '%s' '%s'", from, to);
+	if (system(command) != 0) {
+		fprintf(stderr, "bench_convert: %s failed\n", command);
+		exit(1);
+	}
+}
+
+/* One conversion of `raw` into `out`; the seconds it took to convert and
+ * to compute the findings. */
+static size_t convert(const char *raw, const char *out, bool findings,
+		      double *convert_s, double *findings_s)
+{
+	struct sink sink = { .path = out, .keep = findings };
+	struct conv cv;
+
+	if (findings && trace_init(&sink.kept, out) != 0)
+		exit(1);
+	double begin = now_s();
+	conv_init(&cv, raw, 0, writer_for, &sink);
+	cv.trace_for = trace_for;
+	while (conv_poll(&cv))
+		;
+	conv_finish(&cv, -1, 0, 0);
+	trace_writer_close(&sink.writer, "{}");
+	double middle = now_s();
+	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
+	if (findings) {
+		struct findings f;
+		findings_compute(&sink.kept, &f);
+		findings_free(&f);
+	}
+	*findings_s = now_s() - middle;
+	*convert_s = middle - begin;
+	conv_free(&cv);
+	if (findings)
+		trace_free(&sink.kept);
+	return events;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	const char *out = NULL, *raw = NULL;
+	int rounds = 5;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--out"))
+			out = argv[i + 1];
+		else if (!strcmp(argv[i], "--raw"))
+			raw = argv[i + 1];
+		else if (!strcmp(argv[i], "--rounds"))
+			rounds = atoi(argv[i + 1]);
+	}
+	char template[] = "/dev/shm/amptrace-bench-convert-XXXXXX";
+	char work[sizeof template + 8];
+	if (!mkdtemp(template))
+		return 1;
+	snprintf(work, sizeof work, "%s.work", template);
+	if (raw) {
+		copy_dir(raw, work);
+		nftw(template, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		rename(work, template);
+	} else {
+		char *mlp[] = { MLP_PATH, "--batch", "8", "--hidden", "32",
+				"--layers", "4", "--steps", "300", NULL };
+		if (run(mlp, template) != 0) {
+			fprintf(stderr, "bench_convert: mlp failed\n");
+			return 1;
+		}
+	}
+	double convert_s, findings_s;
+	if (out) {
+		copy_dir(template, work);
+		convert(work, out, true, &convert_s, &findings_s);
+	} else {
+		char trace[] = "/dev/shm/amptrace-bench-convert.json";
+		double c[64], f[64];
+		size_t events = 0;
+		if (rounds < 1 || rounds > 64)
+			rounds = 5;
+		for (int i = 0; i < rounds; i++) {
+			copy_dir(template, work);
+			events = convert(work, trace, true, &c[i], &f[i]);
+		}
+		unlink(trace);
+		qsort(c, (size_t)rounds, sizeof *c, compare_doubles);
+		qsort(f, (size_t)rounds, sizeof *f, compare_doubles);
+		printf("converter: %zu events (mlp 8/32 x 300 steps), median of "
+		       "%d: convert %.0f ns per event, findings %.0f ns per "
+		       "event\n", events, rounds,
+		       c[rounds / 2] * 1e9 / (double)events,
+		       f[rounds / 2] * 1e9 / (double)events);
+	}
+	nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(template, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}

@@ -1,0 +1,162 @@
+/* A trace's memory (trace.h): the arena its events' strings and arrays
+ * live in, the table that interns its strings, and appending events. */
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct trace_arena_block {
+	struct trace_arena_block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+/* One interned string: its hash and length are kept, so that looking a
+ * string up compares them before any byte, and growing the table never
+ * reads a string again. */
+struct trace_string_slot {
+	const char *text;   /* NULL: empty slot */
+	uint32_t hash, len;
+};
+
+void *trace_alloc(struct trace *t, size_t size)
+{
+	struct trace_arena_block *b = t->arena;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!b || b->used + size > b->size) {
+		size_t block = size > 65536 ? size : 65536;
+		b = malloc(sizeof *b + block);
+		if (!b)
+			return NULL;
+		b->next = t->arena;
+		b->used = 0;
+		b->size = block;
+		t->arena = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += size;
+	return p;
+}
+
+/* Eight bytes at a time: interning is on the converter's path for every
+ * string of every event, and names are short. */
+uint64_t trace_string_hash(const char *s, size_t len)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
+	uint64_t word;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&word, s, 8);
+		h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
+		h ^= h >> 29;
+	}
+	if (len) {
+		word = 0;
+		memcpy(&word, s, len);
+		h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
+		h ^= h >> 29;
+	}
+	h *= 0x94D049BB133111EBull;
+	return h ^ (h >> 32);
+}
+
+static bool grow_strings(struct trace *t)
+{
+	size_t cap = t->cap_strings ? t->cap_strings * 2 : 1024;
+	struct trace_string_slot *table = calloc(cap, sizeof *table);
+
+	if (!table)
+		return false;
+	for (size_t i = 0; i < t->cap_strings; i++) {
+		if (!t->strings[i].text)
+			continue;
+		size_t j = t->strings[i].hash & (cap - 1);
+		while (table[j].text)
+			j = (j + 1) & (cap - 1);
+		table[j] = t->strings[i];
+	}
+	free(t->strings);
+	t->strings = table;
+	t->cap_strings = cap;
+	return true;
+}
+
+/* Interned copy of the `len` bytes at s, none of them a NUL: equal
+ * strings share one pointer, which keeps a trace of a million ops to a
+ * few distinct op names in memory. */
+static const char *intern(struct trace *t, const char *s, size_t len)
+{
+	if (len > UINT32_MAX)
+		return NULL;
+	if ((t->nstrings + 1) * 2 > t->cap_strings && !grow_strings(t))
+		return NULL;
+	uint32_t hash = (uint32_t)trace_string_hash(s, len);
+	size_t j = hash & (t->cap_strings - 1);
+	while (t->strings[j].text) {
+		const struct trace_string_slot *slot = &t->strings[j];
+		if (slot->hash == hash && slot->len == len &&
+		    !memcmp(slot->text, s, len))
+			return slot->text;
+		j = (j + 1) & (t->cap_strings - 1);
+	}
+	char *copy = trace_alloc(t, len + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	t->strings[j] = (struct trace_string_slot){ copy, hash, (uint32_t)len };
+	t->nstrings++;
+	return copy;
+}
+
+const char *trace_intern_n(struct trace *t, const char *s, size_t len)
+{
+	if (!s)
+		return NULL;
+	const char *nul = memchr(s, '\0', len);
+	return intern(t, s, nul ? (size_t)(nul - s) : len);
+}
+
+const char *trace_intern(struct trace *t, const char *s)
+{
+	return s ? intern(t, s, strlen(s)) : NULL;
+}
+
+int trace_init(struct trace *trace, const char *path)
+{
+	*trace = (struct trace){ .path = strdup(path) };
+	return trace->path ? 0 : -1;
+}
+
+struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
+{
+	if (t->nevents == t->cap_events) {
+		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
+		struct trace_event *grown = realloc(t->events, cap * sizeof *grown);
+		if (!grown)
+			return NULL;
+		t->events = grown;
+		t->cap_events = cap;
+	}
+	struct trace_event *added = &t->events[t->nevents];
+	*added = *e;
+	added->index = t->nevents++;
+	t->counts[e->kind]++;
+	return added;
+}
+
+void trace_free(struct trace *trace)
+{
+	while (trace->arena) {
+		struct trace_arena_block *next = trace->arena->next;
+		free(trace->arena);
+		trace->arena = next;
+	}
+	free(trace->events);
+	free(trace->strings);
+	free(trace->path);
+	cJSON_Delete(trace->header);
+	cJSON_Delete(trace->end);
+	*trace = (struct trace){ 0 };
+}
