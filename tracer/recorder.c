@@ -15,11 +15,11 @@
 #include "recorder.h"
 
 #include "amp.h"
+#include "gpu_session.h"
 #include "producer.h"
 #include "raw.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,94 +44,56 @@ static int hook_handle;
 
 /* ------------------------------------------------------ GPU activities */
 
-static atomic_bool gpu_tried;    /* the first cuda op was seen */
-static atomic_bool gpu_running;  /* amp_gpu_profiler_start succeeded */
-static _Atomic uint64_t gpu_last_flush_ns;
-
-/* How often activities are pulled out of CUPTI while the program runs:
- * often enough that a crash loses little, rarely enough to cost nothing. */
-#define GPU_FLUSH_INTERVAL_NS (200u * 1000 * 1000)
-
-static void on_gpu_activities(const struct amp_gpu_activity *activities,
-			      size_t count, void *user)
-{
-	(void)user;
-	producer_gpu_activities(activities, count);
-}
-
-/* At the first op on device cuda: starts kernel timing when device cuda
- * is a GPU, and records in the thread's stream whether it did and why
- * not.  Emulated cuda is told apart by libamp's backend status before
+/* Kernel timing through libamp's amp_gpu_profiler_* (gpu_session.h).
+ * Emulated cuda is told apart by libamp's backend status before
  * amp_gpu_profiler_start is asked, so the program's last error is left
- * alone in the common case. */
-static void gpu_begin(uint64_t amp_thread, uint64_t time_ns)
+ * alone in the common case; the status is what the trace records. */
+static int libamp_start(amp_gpu_activity_fn sink, char *why, size_t size)
 {
 	const char *status = amp_cuda_backend_status
 				     ? amp_cuda_backend_status()
 				     : "libamp has no kernel timing";
-	char reason[RAW_MAX_STRING];
-	int result = -1;
 
-	snprintf(reason, sizeof reason, "%s", status);
-	if (amp_gpu_profiler_start && strncmp(status, "emulated", 8) != 0) {
-		atomic_store(&gpu_last_flush_ns, time_ns);
-		result = amp_gpu_profiler_start(on_gpu_activities, NULL);
-		if (result == 0) {
-			atomic_store(&gpu_running, true);
-		} else if (amp_last_error) {
-			snprintf(reason, sizeof reason, "%s", amp_last_error());
-			if (amp_clear_error)
-				amp_clear_error();
-		}
+	snprintf(why, size, "%s", status);
+	if (!amp_gpu_profiler_start || strncmp(status, "emulated", 8) == 0)
+		return -1;
+	int result = amp_gpu_profiler_start(sink, NULL);
+	if (result != 0 && amp_last_error) {
+		snprintf(why, size, "%s", amp_last_error());
+		if (amp_clear_error)
+			amp_clear_error();
 	}
-	producer_gpu_status(amp_thread, time_ns, result, reason);
+	return result;
 }
 
-/* Pulls what CUPTI holds, at most once per interval (any thread). */
-static void gpu_flush_maybe(uint64_t time_ns)
+static int libamp_flush(void)
 {
-	uint64_t last = atomic_load_explicit(&gpu_last_flush_ns,
-					     memory_order_relaxed);
-
-	if (time_ns - last < GPU_FLUSH_INTERVAL_NS ||
-	    !atomic_compare_exchange_strong(&gpu_last_flush_ns, &last, time_ns))
-		return;
-	amp_gpu_profiler_flush();
+	return amp_gpu_profiler_flush();
 }
 
-/* Stops kernel timing: the last activities, then the counts. */
-static void gpu_end(void)
+static int libamp_stop(struct amp_gpu_profiler_stats *stats)
 {
-	struct amp_gpu_profiler_stats stats = { 0 };
-
-	if (!atomic_exchange(&gpu_running, false) || !amp_gpu_profiler_stop)
-		return;
-	amp_gpu_profiler_stop(&stats);
-	producer_gpu_stats(&stats);
+	return amp_gpu_profiler_stop(stats);
 }
+
+static const struct gpu_profiler libamp_profiler = {
+	libamp_start, libamp_flush, libamp_stop,
+};
 
 static void on_event(const struct amp_event *e, void *user)
 {
 	(void)user;
 	producer_emit(e);
 	if (__builtin_expect(e->kind == AMP_EVENT_OP_BEGIN &&
-				     e->op.device == AMP_DEVICE_CUDA, 0)) {
-		if (!atomic_load_explicit(&gpu_tried, memory_order_relaxed) &&
-		    !atomic_exchange(&gpu_tried, true))
-			gpu_begin(e->thread, e->time_ns);
-		else if (atomic_load_explicit(&gpu_running,
-					      memory_order_relaxed))
-			gpu_flush_maybe(e->time_ns);
-	}
+				     e->op.device == AMP_DEVICE_CUDA, 0))
+		gpu_session_cuda_op(&libamp_profiler, e->thread, e->time_ns);
 }
 
 /* ---------------------------------------------------------- attaching */
 
-/* CUPTI does not follow a fork: the child starts kernel timing anew. */
 static void after_fork_in_child(void)
 {
-	atomic_store(&gpu_running, false);
-	atomic_store(&gpu_tried, false);
+	gpu_session_after_fork();
 }
 
 static void install_fork_handler(void)
@@ -165,7 +127,7 @@ void recorder_detach(void)
 {
 	if (!producer_attached())
 		return;
-	gpu_end();
+	gpu_session_end(&libamp_profiler);
 	producer_detach();
 	if (amp_hook_remove)
 		amp_hook_remove(hook_handle);
@@ -185,6 +147,6 @@ __attribute__((destructor)) static void recorder_fini(void)
 {
 	if (!producer_attached())
 		return;
-	gpu_end();
+	gpu_session_end(&libamp_profiler);
 	producer_mark_exit();
 }

@@ -51,7 +51,10 @@ static int start(amp_gpu_activity_fn sink, char *why, size_t size)
 	if (!module && load(why, size) != 0)
 		return -1;
 	int result = module->profiler_start(sink, NULL);
-	if (result != 0)
+	if (result == 0)
+		snprintf(why, size, "kernel timing by CUPTI through %s",
+			 module_path);
+	else
 		snprintf(why, size, "%s", module->error ? module->error()
 							: "CUPTI refused");
 	return result;
