@@ -159,6 +159,19 @@ static struct cache_entry *cache_find(struct thread_state *s, uint64_t result,
 	}
 }
 
+/* Copies the described tensors only: the whole struct is ~8 KiB, most
+ * ops have a few tensors. */
+static void args_copy(struct obs_args *dst, const struct obs_args *src)
+{
+	int n = src->ntensors;
+
+	dst->ntensors = n;
+	dst->dtype_arg = src->dtype_arg;
+	memcpy(dst->tensors, src->tensors, (size_t)n * sizeof *src->tensors);
+	memcpy(dst->versions, src->versions, (size_t)n * sizeof *src->versions);
+	memcpy(dst->optional, src->optional, (size_t)n * sizeof *src->optional);
+}
+
 /* ------------------------------------------------------------ emitting */
 
 static void emit(struct amp_event *e)
@@ -432,7 +445,7 @@ void events_begin_args(const struct obs_args *inputs,
 
 	switch (f->role) {
 	case ROLE_OP: {
-		r->inputs = *inputs;
+		args_copy(&r->inputs, inputs);
 		memset(r->matched, 0, sizeof r->matched);
 		plan_op(r, autocast);
 		r->event.autocast.depth = s->depth;
@@ -464,7 +477,7 @@ void events_begin_args(const struct obs_args *inputs,
 		break;
 	}
 	case ROLE_INNER:
-		r->inner = *inputs;
+		args_copy(&r->inner, inputs);
 		r->inner_seen = true;
 		emit_hits(s, r);
 		break;

@@ -30,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -197,16 +198,23 @@ void read_schema(const c10::OperatorName &name, struct obs_op *op)
 }
 
 // Per operator and thread (events.c fills its policy rows lazily, so no
-// sharing), described once and owned by the thread: keyed by name.  A
-// dispatcher op's name is its schema's own string, one per overload, so
-// its address is a cheaper key; other names (autograd nodes, the
-// engine's wrappers) are built per call and are looked up by content.
-thread_local std::unordered_map<std::string, std::unique_ptr<obs_op>> ops_by_name;
+// sharing), described once and owned by the thread.  A dispatcher op's
+// name is its schema's own string, one per overload, so its address is
+// the key; other names (autograd nodes, the engine's wrappers) are built
+// per call and are looked up by content, without a copy.
+struct owned_op {
+	std::string name;
+	obs_op op;
+};
+thread_local std::unordered_map<std::string_view, std::unique_ptr<owned_op>> ops_by_name;
 thread_local std::unordered_map<const char *, struct obs_op *> ops_by_address;
 
 struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 {
-	auto op = std::make_unique<obs_op>();
+	auto owned = std::make_unique<owned_op>();
+	owned->name = name;
+	obs_op *op = &owned->op;
+	*op = obs_op{};
 	op->dtype_index = -1;
 	op->returns = -1;
 	if (!strncmp(name, "aten::", 6)) {
@@ -216,7 +224,7 @@ struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 		if (opname) {
 			snprintf(op->overload, sizeof op->overload, "%s",
 				 opname->overload_name.c_str());
-			read_schema(*opname, op.get());
+			read_schema(*opname, op);
 		}
 	} else {
 		snprintf(op->op, sizeof op->op, "%s", name);
@@ -224,9 +232,9 @@ struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 			fn.scope() == at::RecordScope::BACKWARD_FUNCTION ||
 			!strncmp(name, "autograd::", 10);
 	}
-	struct obs_op *raw = op.get();
-	ops_by_name.emplace(name, std::move(op));
-	return raw;
+	std::string_view key(owned->name);
+	ops_by_name.emplace(key, std::move(owned));
+	return op;
 }
 
 struct obs_op *op_for(const at::RecordFunction &fn)
@@ -235,11 +243,10 @@ struct obs_op *op_for(const at::RecordFunction &fn)
 	auto it = ops_by_address.find(name);
 	if (it != ops_by_address.end())
 		return it->second;
-	bool stable = !strncmp(name, "aten::", 6);
-	auto named = ops_by_name.find(name);
-	struct obs_op *op = named != ops_by_name.end() ? named->second.get()
+	auto named = ops_by_name.find(std::string_view(name));
+	struct obs_op *op = named != ops_by_name.end() ? &named->second->op
 						       : describe_op(fn, name);
-	if (stable)
+	if (!strncmp(name, "aten::", 6))
 		ops_by_address.emplace(name, op);
 	return op;
 }
