@@ -41,7 +41,7 @@ DEFINE_PAIRWISE(pairwise_f64, double)
  * a reduction over leading dims reads rows in place instead of gathering
  * a transposed copy.  IN is the element type read, LOAD(v) its opmath
  * value: bf16 rows are widened as they are read (exactly). */
-#define COLUMN_BLOCK 64
+#define COLUMN_BLOCK 256
 #define DEFINE_PAIRWISE_COLUMNS(name, T, IN, LOAD)                           \
 	static void name(const IN *x, int64_t n, int64_t ld, int width,      \
 			 T *out)                                             \
