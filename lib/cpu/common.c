@@ -311,6 +311,12 @@ int cpu_not_implemented(const char *kernel, const struct amp_tensor *t)
 	return cpu_error_with(AMP_ERR_UNSUPPORTED, t, NULL);
 }
 
+bool cpu_same_shape(const struct amp_tensor *a, const struct amp_tensor *b)
+{
+	return a->ndim == b->ndim &&
+	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
+}
+
 const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf,
 			     size_t size)
 {

@@ -97,6 +97,9 @@ void cpu_view_layout(const struct amp_tensor *t, struct amp_tensor *view);
 int cpu_expand(const struct amp_tensor *t, int ndim, const int64_t *shape,
 	       struct amp_tensor *view);
 
+/* Whether a and b have the same shape. */
+bool cpu_same_shape(const struct amp_tensor *a, const struct amp_tensor *b);
+
 /* Formats "[2, 3]" into buf. */
 const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf,
 			     size_t size);

@@ -119,20 +119,7 @@ static int activation_backward_blocked(struct amp_call *call,
 	cpu_blocked_f32(grad->dtype, 2, inputs, amp_tensor_data(out),
 			(size_t)amp_tensor_numel(out), activation_block_run,
 			&block);
-	call->outputs[0] = out;
-	if (call->noutputs < 1)
-		call->noutputs = 1;
-	return AMP_OK;
-}
-
-static bool same_shape(const struct amp_tensor *a, const struct amp_tensor *b)
-{
-	if (a->ndim != b->ndim)
-		return false;
-	for (int d = 0; d < a->ndim; d++)
-		if (a->shape[d] != b->shape[d])
-			return false;
-	return true;
+	return cpu_set_output(call, out);
 }
 
 static int activation_backward(struct amp_call *call, enum activation kind,
@@ -149,7 +136,7 @@ static int activation_backward(struct amp_call *call, enum activation kind,
 	enum amp_dtype opmath = cpu_opmath(result);
 	if (cpu_blocked_operand(operands[0], result) &&
 	    cpu_blocked_operand(operands[1], result) &&
-	    same_shape(operands[0], operands[1]))
+	    cpu_same_shape(operands[0], operands[1]))
 		return activation_backward_blocked(call, operands, kind, k0, k1);
 	status = grad_operands_load(&ops, 2, operands, opmath);
 	if (status != AMP_OK)
