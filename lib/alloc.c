@@ -1,7 +1,7 @@
 /* The host storage cache (see alloc.h).  A freed block goes onto its size
  * class's list in the freeing thread's cache, unless that would take the
  * cache over its bound; an allocation pops from its class's list, else
- * asks aligned_alloc for the class's size. */
+ * asks aligned_alloc for the class's size (fresh_block). */
 #include "alloc.h"
 #include "amp_internal.h"
 
@@ -11,12 +11,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define CLASS_STEPS 4           /* classes per power of two */
 #define MIN_BLOCK 64            /* the smallest class, the alignment */
 #define MAX_CLASS_SHIFT 26      /* blocks over 64 MiB are not cached */
 #define CLASSES ((MAX_CLASS_SHIFT - 5) * CLASS_STEPS)
 #define DEFAULT_LIMIT_MB 256
+#define HUGE_PAGE ((size_t)2 << 20)
 
 struct block {
 	struct block *next;
@@ -100,6 +102,25 @@ static bool cache_usable(void)
 	return true;
 }
 
+/* Blocks of 2 MiB and more sit on 2 MiB boundaries and ask for
+ * transparent huge pages: a step streams through its weights, gradients
+ * and momentum buffers, and with 4 KiB pages each of those is thousands
+ * of TLB misses (dearer still under a hypervisor) and page faults. */
+static void *fresh_block(size_t bytes)
+{
+	size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : MIN_BLOCK;
+	/* C11 wants the size a multiple of the alignment (a class such as
+	 * 80 bytes is not; ASan refuses it). */
+	size_t size = (bytes + align - 1) & ~(align - 1);
+	void *p = aligned_alloc(align, size);
+
+#ifdef MADV_HUGEPAGE
+	if (p && align == HUGE_PAGE)
+		madvise(p, size, MADV_HUGEPAGE); /* advice: failure is fine */
+#endif
+	return p;
+}
+
 void *amp_host_alloc(size_t nbytes)
 {
 	size_t bytes;
@@ -113,10 +134,7 @@ void *amp_host_alloc(size_t nbytes)
 		cache.bytes -= bytes;
 		return b;
 	}
-	/* C11 wants the size a multiple of the alignment (a class such as
-	 * 80 bytes is not; ASan refuses it). */
-	return aligned_alloc(MIN_BLOCK,
-			     (bytes + MIN_BLOCK - 1) & ~(size_t)(MIN_BLOCK - 1));
+	return fresh_block(bytes);
 }
 
 void amp_host_free(void *block, size_t nbytes)

@@ -5,7 +5,8 @@
  * Size classes are four per power of two (at most 25% slack), each thread
  * keeps its own free lists, bounded by AMP_ALLOC_CACHE_MB (default 256
  * MiB per thread; 0 turns the cache off), and a thread's blocks are
- * released when it exits.  Internal to libamp. */
+ * released when it exits.  Blocks of 2 MiB and more are aligned to 2 MiB
+ * and advised to use transparent huge pages.  Internal to libamp. */
 #ifndef AMP_ALLOC_H
 #define AMP_ALLOC_H
 

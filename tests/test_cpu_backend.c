@@ -3,10 +3,13 @@
  * the bf16 engine against the widened f32 product), column-wise sums
  * against the transposed row sums they replace (same bits), the AVX-512
  * copies of the optimizer and unscale loops (vector bodies, not just the
- * short tails other suites reach), and the storage cache (reuse,
- * alignment, size classes, cross-thread frees). */
+ * short tails other suites reach), the blocked f16/bf16 elementwise
+ * kernels against widen + f32 kernel + round (same bits, every pattern),
+ * and the storage cache (reuse, alignment, size classes, cross-thread
+ * frees, huge-page alignment). */
 #include "amp.h"
 #include "amp_train.h"
+#include "amp_autograd.h"
 #include "alloc.h"
 #include "cpu/cpu_ops.h"
 
@@ -253,10 +256,13 @@ static void check_column_sums(enum amp_dtype dtype, int64_t rows, int64_t cols,
 
 START_TEST(test_column_sums)
 {
-	/* past the 256-row leaf and the 64-column block, ragged both ways */
+	/* past the 256-row leaf and the 256-column block, ragged both ways
+	 * (bf16 rows are widened as they are read) */
 	check_column_sums(AMP_DTYPE_F32, 1000, 70, false);
 	check_column_sums(AMP_DTYPE_F32, 7, 3, true);
 	check_column_sums(AMP_DTYPE_BF16, 300, 129, false);
+	check_column_sums(AMP_DTYPE_BF16, 300, 600, true);
+	check_column_sums(AMP_DTYPE_F32, 9, 531, false);
 	check_column_sums(AMP_DTYPE_F64, 513, 65, true);
 }
 END_TEST
@@ -352,7 +358,100 @@ START_TEST(test_wide_unscale)
 }
 END_TEST
 
+/* ---------------------------------------------------- blocked kernels */
+
+/* Every 16-bit pattern, then random ones past a multiple of CPU_BLOCK. */
+#define PATTERNS (65536 + 2 * CPU_BLOCK + 77)
+
+static amp_tensor *patterns(enum amp_dtype dtype, unsigned seed)
+{
+	uint16_t *bits = malloc(PATTERNS * sizeof *bits);
+	int64_t shape[1] = { PATTERNS };
+
+	srand(seed);
+	for (int i = 0; i < PATTERNS; i++)
+		bits[i] = (uint16_t)(seed == 0 && i < 65536 ? i : rand());
+	amp_tensor *t = amp_from_data(1, shape, dtype, AMP_DEVICE_CPU, bits);
+	free(bits);
+	return t;
+}
+
+static void assert_same_bits(amp_tensor *got, amp_tensor *want,
+			     const char *what)
+{
+	uint16_t *g = malloc(PATTERNS * sizeof *g), *w = malloc(PATTERNS * sizeof *w);
+
+	ck_assert_int_eq(amp_tensor_dtype(got), amp_tensor_dtype(want));
+	amp_tensor_read(got, amp_tensor_dtype(got), g, PATTERNS);
+	amp_tensor_read(want, amp_tensor_dtype(want), w, PATTERNS);
+	for (int i = 0; i < PATTERNS; i++)
+		ck_assert_msg(g[i] == w[i], "%s %s element %d: 0x%04x, widened "
+			      "0x%04x", amp_dtype_name(amp_tensor_dtype(got)),
+			      what, i, g[i], w[i]);
+	free(g);
+	free(w);
+}
+
+/* relu(x) and its backward (threshold_backward) on f16/bf16 run blocked;
+ * the old path, widening whole tensors, is spelled out as the reference.
+ * NaNs, infinities, signed zeros and subnormals are all among the
+ * patterns. */
+static void check_blocked(enum amp_dtype dtype)
+{
+	amp_tensor *x = patterns(dtype, 0), *grad = patterns(dtype, 1);
+	amp_tensor *x32 = amp_to(x, AMP_DTYPE_F32);
+	amp_tensor *grad32 = amp_to(grad, AMP_DTYPE_F32);
+	amp_tensor *relu = amp_relu(x), *relu32 = amp_relu(x32);
+	amp_tensor *want = amp_to(relu32, dtype);
+	assert_same_bits(relu, want, "relu");
+
+	amp_tensor *leaf = amp_detach(x), *leaf32 = amp_detach(x32);
+	amp_tensor_set_requires_grad(leaf, true);
+	amp_tensor_set_requires_grad(leaf32, true);
+	amp_tensor *y = amp_relu(leaf), *y32 = amp_relu(leaf32);
+	ck_assert_int_eq(amp_backward(y, grad, false, false), AMP_OK);
+	ck_assert_int_eq(amp_backward(y32, grad32, false, false), AMP_OK);
+	amp_tensor *back = amp_to(amp_tensor_grad(leaf32), dtype);
+	assert_same_bits(amp_tensor_grad(leaf), back, "threshold_backward");
+	amp_tensor *all[] = { x, grad, x32, grad32, relu, relu32, want,
+			      leaf, leaf32, y, y32, back };
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		amp_tensor_free(all[i]);
+}
+
+START_TEST(test_blocked_bf16)
+{
+	check_blocked(AMP_DTYPE_BF16);
+}
+END_TEST
+
+START_TEST(test_blocked_f16)
+{
+	check_blocked(AMP_DTYPE_F16);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- cache */
+
+/* Blocks of 2 MiB and more start on a 2 MiB boundary (huge pages). */
+START_TEST(test_cache_huge_alignment)
+{
+	size_t sizes[] = { (size_t)2 << 20, ((size_t)5 << 20) + 64,
+			   (size_t)80 << 20 };
+
+	for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+		char *p = amp_host_alloc(sizes[i]);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq((uintptr_t)p % ((size_t)2 << 20), 0);
+		p[0] = 1;
+		p[sizes[i] - 1] = 2;
+		amp_host_free(p, sizes[i]);
+	}
+	void *small = amp_host_alloc(((size_t)2 << 20) - 64);
+	ck_assert_uint_eq((uintptr_t)small % 64, 0);
+	amp_host_free(small, ((size_t)2 << 20) - 64);
+}
+END_TEST
 
 START_TEST(test_cache_reuses_blocks)
 {
@@ -460,6 +559,7 @@ static Suite *cpu_backend_suite(void)
 	TCase *sums = tcase_create("sums");
 	TCase *wide = tcase_create("wide loops");
 	TCase *cache = tcase_create("cache");
+	TCase *blocked = tcase_create("blocked");
 
 	tcase_add_test(gemm, test_wanted_core);
 	tcase_add_test(gemm, test_backend_info);
@@ -471,13 +571,17 @@ static Suite *cpu_backend_suite(void)
 	tcase_add_test(sums, test_column_sums_keepdim);
 	tcase_add_test(wide, test_wide_add);
 	tcase_add_test(wide, test_wide_unscale);
+	tcase_add_test(blocked, test_blocked_bf16);
+	tcase_add_test(blocked, test_blocked_f16);
 	tcase_add_test(cache, test_cache_reuses_blocks);
+	tcase_add_test(cache, test_cache_huge_alignment);
 	tcase_add_test(cache, test_cache_cross_thread);
 	tcase_add_test(cache, test_tensors_use_the_cache);
 	tcase_add_test(cache, test_cache_limit_warnings);
 	suite_add_tcase(s, gemm);
 	suite_add_tcase(s, sums);
 	suite_add_tcase(s, wide);
+	suite_add_tcase(s, blocked);
 	suite_add_tcase(s, cache);
 	return s;
 }

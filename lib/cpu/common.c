@@ -156,6 +156,37 @@ void *cpu_alloc(size_t n, enum amp_dtype dtype)
 	return p;
 }
 
+bool cpu_blocked_operand(const struct amp_tensor *t, enum amp_dtype dtype)
+{
+	return t->dtype == dtype &&
+	       (dtype == AMP_DTYPE_BF16 || dtype == AMP_DTYPE_F16) &&
+	       amp_tensor_is_contiguous(t);
+}
+
+void cpu_blocked_f32(enum amp_dtype dtype, int ninputs,
+		     const void *const *inputs, void *out, size_t n,
+		     cpu_block_fn fn, const void *context)
+{
+	_Alignas(64) float widened[CPU_BLOCK_MAX_INPUTS][CPU_BLOCK];
+	_Alignas(64) float results[CPU_BLOCK];
+	const float *in[CPU_BLOCK_MAX_INPUTS];
+	amp_row_fn widen = amp_cast_row_for(AMP_DTYPE_F32, dtype);
+	amp_row_fn round = amp_cast_row_for(dtype, AMP_DTYPE_F32);
+	size_t size = amp_dtype_size(dtype);
+
+	AMP_ASSERT(ninputs <= CPU_BLOCK_MAX_INPUTS && widen && round);
+	for (int i = 0; i < ninputs; i++)
+		in[i] = widened[i];
+	for (size_t done = 0; done < n; done += CPU_BLOCK) {
+		size_t count = n - done < CPU_BLOCK ? n - done : CPU_BLOCK;
+		for (int i = 0; i < ninputs; i++)
+			widen(widened[i],
+			      (const char *)inputs[i] + done * size, count);
+		fn(in, results, count, context);
+		round((char *)out + done * size, results, count);
+	}
+}
+
 #if defined(__x86_64__)
 bool cpu_has_avx512(void)
 {
@@ -278,6 +309,12 @@ int cpu_not_implemented(const char *kernel, const struct amp_tensor *t)
 	amp_error(AMP_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'",
 		  kernel, amp_dtype_torch_name(t->dtype));
 	return cpu_error_with(AMP_ERR_UNSUPPORTED, t, NULL);
+}
+
+bool cpu_same_shape(const struct amp_tensor *a, const struct amp_tensor *b)
+{
+	return a->ndim == b->ndim &&
+	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
 }
 
 const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf,

@@ -97,6 +97,9 @@ void cpu_view_layout(const struct amp_tensor *t, struct amp_tensor *view);
 int cpu_expand(const struct amp_tensor *t, int ndim, const int64_t *shape,
 	       struct amp_tensor *view);
 
+/* Whether a and b have the same shape. */
+bool cpu_same_shape(const struct amp_tensor *a, const struct amp_tensor *b);
+
 /* Formats "[2, 3]" into buf. */
 const char *cpu_shape_string(int ndim, const int64_t *shape, char *buf,
 			     size_t size);
@@ -114,6 +117,23 @@ const void *cpu_load(const struct amp_tensor *t, enum amp_dtype storage,
 /* Writes n opmath values into the contiguous tensor out, rounding once. */
 void cpu_store(struct amp_tensor *out, const void *values,
 	       enum amp_dtype opmath);
+
+/* Elementwise kernels over f16/bf16 tensors without tensor-sized f32
+ * copies: `fn` sees CPU_BLOCK elements at a time, its inputs widened to
+ * f32 in buffers that stay in L1, and its f32 results are rounded into
+ * `out` at once.  Each result depends only on the inputs at its own index,
+ * so the values are those of cpu_load + the kernel + cpu_store.  inputs
+ * and out are contiguous arrays of n elements of `dtype` (f16 or bf16). */
+#define CPU_BLOCK 1024
+#define CPU_BLOCK_MAX_INPUTS 3
+typedef void (*cpu_block_fn)(const float *const *in, float *out, size_t n,
+			     const void *context);
+void cpu_blocked_f32(enum amp_dtype dtype, int ninputs,
+		     const void *const *inputs, void *out, size_t n,
+		     cpu_block_fn fn, const void *context);
+/* Whether t can be read by cpu_blocked_f32 as `dtype`: contiguous, of that
+ * dtype, and f16 or bf16. */
+bool cpu_blocked_operand(const struct amp_tensor *t, enum amp_dtype dtype);
 
 /* An allocation of n elements of dtype (error recorded when it fails). */
 void *cpu_alloc(size_t n, enum amp_dtype dtype);

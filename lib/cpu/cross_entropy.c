@@ -9,19 +9,12 @@
 #include "cpu_ops.h"
 
 #include <math.h>
-#include <string.h>
 
 static struct amp_tensor *then(struct amp_tensor *previous,
 			       struct amp_tensor *next)
 {
 	amp_tensor_free(previous);
 	return next;
-}
-
-static bool same_shape(const struct amp_tensor *a, const struct amp_tensor *b)
-{
-	return a->ndim == b->ndim &&
-	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t));
 }
 
 /* The probability-target form (ATen's cross_entropy_loss_prob_target). */
@@ -78,7 +71,7 @@ int amp_forward_cross_entropy(struct amp_call *call)
 	enum amp_reduction reduction = (enum amp_reduction)call->args[3].i;
 	int64_t ignore_index = call->args[4].i;
 
-	if (self->ndim >= 1 && same_shape(self, target)) {
+	if (self->ndim >= 1 && cpu_same_shape(self, target)) {
 		if (!amp_dtype_is_floating(target->dtype)) {
 			amp_error(AMP_ERR_DTYPE,
 				  "Expected floating point type for target with "

@@ -7,6 +7,7 @@
  *   sum (self, dtype?)          sum.dim_IntList (self, ints dim, bool keepdim, dtype?)
  *   mean (self, dtype?)         mean.dim (self, ints dim, bool keepdim, dtype?) */
 #include "cpu_ops.h"
+#include "amp_scalar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,11 @@ DEFINE_PAIRWISE(pairwise_f64, double)
 /* The same sums, bit for bit, for `width` columns at once: out[c] is
  * pairwise over x[0][c], x[ld][c], ... (n rows), with pairwise's tree, so
  * a reduction over leading dims reads rows in place instead of gathering
- * a transposed copy. */
-#define COLUMN_BLOCK 64
-#define DEFINE_PAIRWISE_COLUMNS(name, T)                                     \
-	static void name(const T *x, int64_t n, int64_t ld, int width,       \
+ * a transposed copy.  IN is the element type read, LOAD(v) its opmath
+ * value: bf16 rows are widened as they are read (exactly). */
+#define COLUMN_BLOCK 256
+#define DEFINE_PAIRWISE_COLUMNS(name, T, IN, LOAD)                           \
+	static void name(const IN *x, int64_t n, int64_t ld, int width,      \
 			 T *out)                                             \
 	{                                                                    \
 		if (n <= 256) {                                              \
@@ -50,11 +52,11 @@ DEFINE_PAIRWISE(pairwise_f64, double)
 			for (; i + 8 <= n; i += 8)                           \
 				for (int l = 0; l < 8; l++)                  \
 					for (int c = 0; c < width; c++)      \
-						lanes[l][c] +=               \
-							x[(i + l) * ld + c]; \
+						lanes[l][c] += LOAD(         \
+							x[(i + l) * ld + c]);\
 			for (; i < n; i++)                                   \
 				for (int c = 0; c < width; c++)              \
-					lanes[0][c] += x[i * ld + c];        \
+					lanes[0][c] += LOAD(x[i * ld + c]);  \
 			for (int c = 0; c < width; c++)                      \
 				out[c] = ((lanes[0][c] + lanes[1][c]) +      \
 					  (lanes[2][c] + lanes[3][c])) +     \
@@ -70,19 +72,28 @@ DEFINE_PAIRWISE(pairwise_f64, double)
 			out[c] = out[c] + right[c];                          \
 	}
 
-DEFINE_PAIRWISE_COLUMNS(pairwise_columns_f32, float)
-DEFINE_PAIRWISE_COLUMNS(pairwise_columns_f64, double)
+#define LOAD_SAME(v) (v)
+#define LOAD_BF16(v) amp_scalar_bf16_to_f32(v)
+DEFINE_PAIRWISE_COLUMNS(pairwise_columns_f32, float, float, LOAD_SAME)
+DEFINE_PAIRWISE_COLUMNS(pairwise_columns_f64, double, double, LOAD_SAME)
+DEFINE_PAIRWISE_COLUMNS(pairwise_columns_bf16, float, uint16_t, LOAD_BF16)
 
 /* out[c] = sum over the n rows of column c of the (n, cols) matrix in,
  * divided by divisor: cpu_reduce_rows of the transpose, same bits. */
-static void reduce_columns(enum amp_dtype opmath, const void *in, int64_t n,
-			   int64_t cols, double divisor, void *out)
+static void reduce_columns(enum amp_dtype dtype, enum amp_dtype opmath,
+			   const void *in, int64_t n, int64_t cols,
+			   double divisor, void *out)
 {
 	for (int64_t c = 0; c < cols; c += COLUMN_BLOCK) {
 		int width = (int)(cols - c < COLUMN_BLOCK ? cols - c : COLUMN_BLOCK);
 		if (opmath == AMP_DTYPE_F32) {
 			float *o = (float *)out + c;
-			pairwise_columns_f32((const float *)in + c, n, cols, width, o);
+			if (dtype == AMP_DTYPE_BF16)
+				pairwise_columns_bf16((const uint16_t *)in + c,
+						      n, cols, width, o);
+			else
+				pairwise_columns_f32((const float *)in + c, n,
+						     cols, width, o);
 			for (int j = 0; j < width; j++)
 				o[j] = o[j] / (float)divisor;
 		} else {
@@ -193,7 +204,14 @@ static int reduce_leading(struct amp_call *call, struct amp_tensor *self,
 	if (!out)
 		return amp_last_status();
 	void *owned = NULL;
-	const void *in = cpu_load(self, result, opmath, &owned);
+	/* bf16 rows are read as they are (widened in the sum), not copied */
+	enum amp_dtype read = self->dtype == AMP_DTYPE_BF16 &&
+				      result == AMP_DTYPE_BF16
+				      ? AMP_DTYPE_BF16
+				      : opmath;
+	const void *in = read == AMP_DTYPE_BF16
+				 ? amp_tensor_data(self)
+				 : cpu_load(self, result, opmath, &owned);
 	void *values = cpu_alloc((size_t)cols, opmath);
 	if (!in || !values) {
 		free(owned);
@@ -201,7 +219,8 @@ static int reduce_leading(struct amp_call *call, struct amp_tensor *self,
 		amp_tensor_free(out);
 		return amp_last_status();
 	}
-	reduce_columns(opmath, in, rows, cols, mean ? (double)rows : 1.0, values);
+	reduce_columns(read, opmath, in, rows, cols, mean ? (double)rows : 1.0,
+		       values);
 	cpu_store(out, values, opmath);
 	free(owned);
 	free(values);

@@ -78,6 +78,19 @@ struct unary_def {
 	unary_loop f32, f64, i64;
 };
 
+struct unary_block {
+	unary_loop loop;
+	double param;
+};
+
+static void unary_block_run(const float *const *in, float *out, size_t n,
+			    const void *context)
+{
+	const struct unary_block *block = context;
+
+	block->loop(in[0], out, (int64_t)n, block->param);
+}
+
 /* Runs `def` over self, computing in the opmath of `result`. */
 static int unary(struct amp_call *call, const struct unary_def *def,
 		 struct amp_tensor *self, enum amp_dtype result, double param)
@@ -95,6 +108,13 @@ static int unary(struct amp_call *call, const struct unary_def *def,
 	if (!out)
 		return amp_last_status();
 	int64_t n = amp_tensor_numel(out);
+	if (opmath == AMP_DTYPE_F32 && cpu_blocked_operand(self, result)) {
+		const struct unary_block block = { loop, param };
+		const void *data = amp_tensor_data(self);
+		cpu_blocked_f32(result, 1, &data, amp_tensor_data(out),
+				(size_t)n, unary_block_run, &block);
+		return cpu_set_output(call, out);
+	}
 	const void *in = cpu_load(self, result, opmath, &owned);
 	void *values = cpu_result_buffer(out, opmath);
 	if (!in || !values) {

@@ -88,6 +88,40 @@ GELU_GRAD(double, exp, erf, tanh)
 DEFINE_ACTIVATION_LOOP(activation_f32, float)
 DEFINE_ACTIVATION_LOOP(activation_f64, double)
 
+struct activation_block {
+	enum activation kind;
+	float k0, k1;
+};
+
+static void activation_block_run(const float *const *in, float *out,
+				 size_t n, const void *context)
+{
+	const struct activation_block *block = context;
+
+	activation_f32(block->kind, in[0], in[1], out, n, block->k0, block->k1);
+}
+
+/* f16/bf16 operands of one shape and dtype: cpu_blocked_f32, without
+ * tensor-sized f32 copies of the operands and the result. */
+static int activation_backward_blocked(struct amp_call *call,
+				       struct amp_tensor *const *operands,
+				       enum activation kind, double k0,
+				       double k1)
+{
+	const struct amp_tensor *grad = operands[0];
+	struct amp_tensor *out = amp_tensor_alloc(grad->ndim, grad->shape,
+						  grad->dtype, grad->device);
+	if (!out)
+		return amp_last_status();
+	const struct activation_block block = { kind, (float)k0, (float)k1 };
+	const void *inputs[2] = { amp_tensor_data(operands[0]),
+				  amp_tensor_data(operands[1]) };
+	cpu_blocked_f32(grad->dtype, 2, inputs, amp_tensor_data(out),
+			(size_t)amp_tensor_numel(out), activation_block_run,
+			&block);
+	return cpu_set_output(call, out);
+}
+
 static int activation_backward(struct amp_call *call, enum activation kind,
 			       const char *kernel, double k0, double k1)
 {
@@ -100,6 +134,10 @@ static int activation_backward(struct amp_call *call, enum activation kind,
 	if (status != AMP_OK)
 		return status;
 	enum amp_dtype opmath = cpu_opmath(result);
+	if (cpu_blocked_operand(operands[0], result) &&
+	    cpu_blocked_operand(operands[1], result) &&
+	    cpu_same_shape(operands[0], operands[1]))
+		return activation_backward_blocked(call, operands, kind, k0, k1);
 	status = grad_operands_load(&ops, 2, operands, opmath);
 	if (status != AMP_OK)
 		return cpu_error_with(status, operands[0], operands[1]);

@@ -8,12 +8,16 @@ run` costs the whole process, in one run:
      by other processes on a busy machine) of the thread's CPU time;
   2. wall time of the mlp process run directly and under `amptrace run`
      (its defaults: value checks on) at 8/32 x 2000 steps and 64/256 x 200
-     steps, ratio traced / plain per round.
+     steps, ratio traced / plain per round;
+  3. each side's losses in the last round: a benchmark must train stably
+     (no loss over 1.5x the first, the last below the first), else it
+     says which run did not and exits 1.
 Runs alternate (libamp, PyTorch, traced, plain, ...) so load from other
 processes falls on both sides; each ratio printed is the median of
 --rounds rounds, with the per-round ratios after it.  Without a Python
 that imports torch (python3-torch) it says so and exits 77 (skip)."""
 import argparse
+import math
 import os
 import re
 import statistics
@@ -25,7 +29,15 @@ import time
 SIZES = [(8, 32, 2000), (64, 256, 200), (256, 1024, 30), (512, 2048, 10)]
 TRACED = [(8, 32, 2000), (64, 256, 200)]
 LAYERS = 4
+# Both sides get the sample's learning rate: mlp_torch.py's own default
+# (0.05) diverges at 8/32 (loss up to ~300), and a diverging run is not
+# the work being compared (its momentum buffers decay through subnormals).
+LR = "0.01"
 MEDIAN = re.compile(r"^median ms/step ([0-9.]+) \(cpu ([0-9.]+);", re.M)
+LOSS = re.compile(r"^step \d+ loss (\S+)$", re.M)
+# A run "trains" when no step's loss rises above the first by more than
+# this factor and the last loss is finite and below the first.
+UNSTABLE_RISE = 1.5
 
 
 def torch_python():
@@ -43,14 +55,26 @@ def torch_python():
 
 
 def median_ms(command):
-    """(wall, cpu) median ms/step printed by the sample or mlp_torch.py."""
+    """(wall, cpu) median ms/step printed by the sample or mlp_torch.py,
+    and the per-step losses it printed."""
     out = subprocess.run(command, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"bench_mlp: {' '.join(command)} failed:\n{out.stderr}")
     found = MEDIAN.search(out.stdout)
     if not found:
         sys.exit(f"bench_mlp: no median line from {' '.join(command)}")
-    return float(found.group(1)), float(found.group(2))
+    losses = [float(v) for v in LOSS.findall(out.stdout)]
+    return float(found.group(1)), float(found.group(2)), losses
+
+
+def training(losses):
+    """'first -> last (max M)', and whether that run trained stably."""
+    if not losses:
+        return "no losses printed", False
+    first, last, top = losses[0], losses[-1], max(losses)
+    stable = (math.isfinite(last) and last < first and
+              top <= UNSTABLE_RISE * first)
+    return f"{first:.4f} -> {last:.4f} (max {top:.4f})", stable
 
 
 def wall_s(command):
@@ -65,7 +89,7 @@ def wall_s(command):
 
 def shape_flags(batch, hidden, steps):
     return ["--batch", str(batch), "--hidden", str(hidden), "--layers",
-            str(LAYERS), "--steps", str(steps)]
+            str(LAYERS), "--steps", str(steps), "--lr", LR]
 
 
 def describe(ratios):
@@ -86,7 +110,8 @@ def main():
               "the libamp/PyTorch comparison needs it")
         return 77
     env_note = os.environ.get("AMP_NUM_THREADS", "1 (default)")
-    print(f"mlp --layers {LAYERS}, cpu bf16; PyTorch via {python}, 1 thread; "
+    print(f"mlp --layers {LAYERS} --lr {LR}, cpu bf16; PyTorch via {python}, "
+          "1 thread; "
           f"libamp AMP_NUM_THREADS={env_note}")
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
 
@@ -99,7 +124,7 @@ def main():
                 flags = shape_flags(*size)
                 ms[size][0].append(median_ms([args.mlp] + flags))
                 ms[size][1].append(median_ms(
-                    [python, args.torch_script, "--quiet"] + flags))
+                    [python, args.torch_script] + flags))
             for size in TRACED:
                 flags = shape_flags(*size)
                 traced_s = wall_s([args.amptrace, "run", "-q", "-o", trace,
@@ -118,11 +143,22 @@ def main():
                   f"{statistics.median(ours):8.3f} ms  torch "
                   f"{statistics.median(theirs):8.3f} ms  ratio "
                   f"{describe(ratios)}")
+    print("\nTraining (loss, last round): a benchmark must train stably")
+    unstable = 0
+    for size in SIZES:
+        for side, label in ((0, "libamp"), (1, "torch")):
+            text, stable = training(ms[size][side][-1][2])
+            unstable += not stable
+            print(f"  {size[0]:>3}/{size[1]:<4}  {label:<6} {text}"
+                  f"{'' if stable else '  UNSTABLE'}")
     print("\n`amptrace run` whole process, traced / plain wall time")
     for size in TRACED:
         print(f"  {size[0]:>3}/{size[1]:<4} x {size[2]:>4} steps  "
               f"{describe(traced[size])}")
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
+    if unstable:
+        print(f"bench_mlp: {unstable} run(s) did not train stably")
+        return 1
     return 0
 
 
