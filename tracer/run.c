@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,6 +48,10 @@
 /* How often the raw files are polled while the program runs. */
 #define POLL_INTERVAL_NS (10 * 1000 * 1000)
 #define BUSY_POLL_INTERVAL_NS (2 * 1000 * 1000)
+/* How much nicer than the program the converter runs while the program
+ * does: on a busy machine (a multi-threaded program using every core)
+ * the program keeps its CPU and the converter catches up after it. */
+#define CONVERTER_NICE 10
 
 static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
@@ -674,6 +679,12 @@ int amptrace_run(int argc, char **argv)
 	int exec_errno = 0;
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
 	close(report[0]);
+
+	/* Only this process: the program was forked at its own priority. */
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0)
+		setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE);
 
 	struct conv cv;
 	conv_init(&cv, raw_dir, s.mono_base, writer_for, &s);
