@@ -162,6 +162,16 @@ fi
 status=$?
 check "--raw-dir missing: exit 2 ($status) naming it" eval \
 	'[ "$status" -eq 2 ] && grep -q "raw directory $work/nowhere (--raw-dir) is not a writable directory" "$work/err"'
+# --- priorities: the converter yields to the program, never the reverse
+"$amptrace" run -q -o "$work/nice.json" -- /bin/sh -c \
+	'echo "$(cut -d" " -f19 /proc/$PPID/stat) $(nice)"' \
+	>"$work/nice" 2>/dev/null
+read -r converter_nice program_nice <"$work/nice"
+own_nice=$(nice)
+check "the converter runs 10 nicer than the program ($converter_nice)" \
+	[ "${converter_nice:-x}" = "$((own_nice + 10))" ]
+check "... and the program at amptrace's own priority ($program_nice)" \
+	[ "${program_nice:-x}" = "$own_nice" ]
 check "no raw files are left by any run" raw_empty
 
 exit $fail
