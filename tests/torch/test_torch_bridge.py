@@ -13,21 +13,15 @@ import subprocess
 import sys
 import tempfile
 
+from tap import check, done
+
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 # absolute: one case runs with an empty PATH
 PYTHON = shutil.which(PYTHON) or PYTHON
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
-results = []
 
-
-def check(what, ok, detail=""):
-    results.append(ok)
-    print("%s - %s" % ("ok" if ok else "not ok", what))
-    if not ok and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("# " + line)
 
 
 def run(script, *args, env=None, out="t"):
@@ -548,5 +542,4 @@ test_injection_messages()
 test_divergence()
 test_no_false_divergence()
 test_observer_build()
-print("1..%d" % len(results))
-sys.exit(0 if all(results) else 1)
+sys.exit(done())

@@ -18,21 +18,15 @@ import subprocess
 import sys
 import tempfile
 
+from tap import check, done
+
 AMPTRACE, PYTHON = sys.argv[1:3]
 TIMING = "--timing" in sys.argv
 KEEP = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "gpu_train.py")
 TMP = KEEP or tempfile.mkdtemp(prefix="amptrace-torch-gpu-")
-results = []
 
-
-def check(what, ok, detail=""):
-    results.append(ok)
-    print("%s - %s" % ("ok" if ok else "not ok", what))
-    if not ok and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("# " + line)
 
 
 def run(args, traced, out="t", env=None):
@@ -185,8 +179,7 @@ def main():
                                capture_output=True)
         if probe.returncode == 0:
             test_trace("hf")
-    print("1..%d" % len(results))
-    return 0 if all(results) else 1
+    return done()
 
 
 if __name__ == "__main__":
