@@ -26,10 +26,16 @@ echo "ok - installed libamp builds and runs a program through pkg-config"
 if [ -f "$build/tracer/torch/sitecustomize.py" ]; then
 	site=$(find "$stage" -path '*/amptrace/python/sitecustomize.py' | head -n1)
 	[ -n "$site" ] || { echo "not ok - the PyTorch bridge is not installed"; exit 1; }
-	PYTHONPATH=$(dirname "$site") /usr/bin/python3 -c \
-		'import torch, amptrace_torch._bridge, amptrace_torch._layer' ||
-		{ echo "not ok - the installed PyTorch bridge does not load"; exit 1; }
-	echo "ok - the PyTorch bridge is installed and loads"
+	PYTHONPATH=$(dirname "$site") /usr/bin/python3 -c '
+import os, torch
+from amptrace_torch import _bridge, _layer, _observer
+_observer.load(torch, _bridge)   # the observer built for this torch binds
+src = os.path.join(os.path.dirname(_observer.__file__), "observer_src")
+assert os.path.isfile(os.path.join(src, "observer.cpp")), src
+cuda = _observer.cuda_module()
+assert not cuda or os.path.isfile(cuda), cuda
+' || { echo "not ok - the installed PyTorch bridge does not load"; exit 1; }
+	echo "ok - the PyTorch bridge is installed, loads and binds its observer"
 fi
 
 # The README's way to run a program built against an installed libamp
