@@ -324,6 +324,21 @@ static int mark_outputs(struct amp_call *c, const struct flat_args *f)
 	return AMP_OK;
 }
 
+/* Each tensor remembers the op that last wrote it (amp_tensor_info's
+ * producer_op_id): the op's new outputs and the self (or out) of an
+ * in-place op, not an input returned unchanged (to() to its own dtype).
+ * A composite wrote nothing itself: its outputs keep the inner op's id. */
+static void mark_producer(struct amp_call *c, const struct flat_args *f)
+{
+	enum amp_op_kind kind = amp_op_defs[c->op].kind;
+
+	if (kind == AMP_OP_KIND_COMPOSITE)
+		return;
+	for (int o = 0; o < c->noutputs; o++)
+		if (kind == AMP_OP_KIND_INPLACE || !is_input(f, c->outputs[o]))
+			c->outputs[o]->producer_op_id = c->op_id;
+}
+
 int amp_dispatch(struct amp_call *c)
 {
 	struct amp_autocast_tls *st = amp_autocast_state();
@@ -406,6 +421,10 @@ int amp_dispatch(struct amp_call *c)
 	    atomic_load_explicit(&amp_value_checks_on, memory_order_relaxed))
 		amp_diag_check_outputs(c);
 
+	/* the inputs as the op found them: before it marks what it wrote */
+	int ninputs = want_end ? describe_flat(&f, in_info) : 0;
+	if (status == AMP_OK)
+		mark_producer(c, &f);
 	if (want_end) {
 		struct amp_event event = { .kind = AMP_EVENT_OP_END };
 		event.op = (struct amp_op_event){
@@ -418,7 +437,7 @@ int amp_dispatch(struct amp_call *c)
 			.policy = policy,
 			.device = c->device,
 			.emulated = emulated,
-			.ninputs = describe_flat(&f, in_info),
+			.ninputs = ninputs,
 			.inputs = in_info,
 			.noutputs = c->noutputs,
 			.outputs = out_info,
