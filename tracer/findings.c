@@ -403,7 +403,8 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 	}
 	if (!low || !full)
 		return false;
-	const struct trace_op *source = producer_op(cx, i, (int)(low - op->inputs));
+	const struct trace_op *source =
+		producer_op(cx, i, (int)(low - op->inputs));
 	trace_op_label(op, label, sizeof label);
 	if (source)
 		trace_op_label(source, from, sizeof from);
