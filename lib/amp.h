@@ -457,6 +457,18 @@ struct amp_tensor_info {
 	bool is_leaf;
 	bool requires_grad;
 	bool is_view;
+	/* The op that last wrote the tensor (its op_id), in PyTorch's sense:
+	 * an op's new outputs, and the self of an in-place op (add_, an
+	 * optimizer's update), take the op's id; the program's tensors come
+	 * from factory ops (zeros, from_data...), which are ops too.  An op
+	 * returning its input unchanged (to() to the same dtype) does not
+	 * write it; a composite's outputs keep the id of the inner op that
+	 * made them; a write through a view updates the view, not its base.
+	 * 0 when no op wrote it: an autocast cast's result (its cast event
+	 * names it), or a tensor described outside libamp (the PyTorch
+	 * bridge does not know producers).  An op's inputs in its events
+	 * carry the value from before the op ran. */
+	uint64_t producer_op_id;
 };
 
 struct amp_autocast_info {

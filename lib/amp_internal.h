@@ -67,6 +67,8 @@ struct amp_tensor {
 	char *name;
 	struct amp_node *grad_fn;      /* NULL for leaves */
 	struct amp_tensor *grad;       /* accumulated gradient of a leaf */
+	uint64_t producer_op_id;       /* the op that last wrote it, 0: none
+					  (see amp_tensor_info) */
 };
 
 #define AMP_TENSOR_LIVE 0x74656e73u  /* "tens" */

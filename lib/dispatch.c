@@ -300,7 +300,10 @@ static int check_inplace(struct amp_call *c, const struct flat_args *f)
 
 /* PyTorch's autograd bookkeeping for outputs: they require grad when grad
  * mode is on and any input does; such outputs are not leaves and get a
- * graph node. */
+ * graph node.  Each remembers the op that last wrote it (amp_tensor_info's
+ * producer_op_id): the op's new outputs and the self (or out) of an
+ * in-place op, not an input returned unchanged (to() to its own dtype); a
+ * composite wrote nothing itself, its outputs keep the inner op's id. */
 static int mark_outputs(struct amp_call *c, const struct flat_args *f)
 {
 	const struct amp_op_def *def = &amp_op_defs[c->op];
@@ -312,8 +315,13 @@ static int mark_outputs(struct amp_call *c, const struct flat_args *f)
 		struct amp_tensor *out = c->outputs[o];
 		/* to()/contiguous() may return their input itself: it keeps
 		 * its own flags (a leaf stays a leaf, as in PyTorch). */
-		if (is_input(f, out))
+		if (is_input(f, out)) {
+			if (def->kind == AMP_OP_KIND_INPLACE)
+				out->producer_op_id = c->op_id;
 			continue;
+		}
+		if (def->kind != AMP_OP_KIND_COMPOSITE)
+			out->producer_op_id = c->op_id;
 		bool differentiable = requires_grad &&
 				      amp_dtype_is_floating(out->dtype);
 		out->requires_grad = differentiable;
@@ -400,6 +408,8 @@ int amp_dispatch(struct amp_call *c)
 	if (autocast_active && row)
 		st->excluded[c->device] = excluded_before;
 	st->current_op = parent;
+	/* the inputs as the op found them: before it marks what it wrote */
+	int ninputs = want_end ? describe_flat(&f, in_info) : 0;
 	if (status == AMP_OK)
 		status = mark_outputs(c, &f);
 	if (status == AMP_OK &&
@@ -418,7 +428,7 @@ int amp_dispatch(struct amp_call *c)
 			.policy = policy,
 			.device = c->device,
 			.emulated = emulated,
-			.ninputs = describe_flat(&f, in_info),
+			.ninputs = ninputs,
 			.inputs = in_info,
 			.noutputs = c->noutputs,
 			.outputs = out_info,

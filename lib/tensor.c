@@ -326,6 +326,7 @@ void amp_tensor_describe(const struct amp_tensor *t,
 	info->is_leaf = t->is_leaf;
 	info->requires_grad = t->requires_grad;
 	info->is_view = t->base != NULL;
+	info->producer_op_id = t->producer_op_id;
 }
 
 /* Visits t's elements in logical order as runs of `run` elements with a

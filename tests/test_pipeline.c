@@ -58,7 +58,7 @@ static void produce(void)
 {
 	static const struct amp_tensor_info x = {
 		.id = 1, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 4, 8 },
-		.name = "input",
+		.name = "input", .producer_op_id = 7,
 	};
 	static const struct amp_tensor_info w = {
 		.id = 2, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 8, 8 },
@@ -74,6 +74,9 @@ static void produce(void)
 		.scope = "forward",
 	};
 	const struct amp_tensor_info inputs[2] = { x, w16 };
+	/* as libamp describes an op's output: the op made it */
+	struct amp_tensor_info made = w16;
+	made.producer_op_id = 10;
 	struct amp_event e;
 
 	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_ENTER };
@@ -107,7 +110,7 @@ static void produce(void)
 		.op_id = 10, .op = "linear", .overload = "",
 		.policy = AMP_POLICY_LOWER_PRECISION_FP, .autocast = on,
 		.device = AMP_DEVICE_CUDA, .emulated = true, .ninputs = 2,
-		.inputs = inputs, .noutputs = 1, .outputs = &w16,
+		.inputs = inputs, .noutputs = 1, .outputs = &made,
 		.begin_ns = BASE_NS + 3000,
 	};
 	emit(e, 5);
@@ -174,6 +177,7 @@ static void tensors_eq(size_t i, int n, const struct trace_tensor *a,
 {
 	for (int k = 0; k < n; k++) {
 		ck_assert_uint_eq(a[k].id, b[k].id);
+		ck_assert_uint_eq(a[k].producer_op_id, b[k].producer_op_id);
 		str_eq("tensor dtype", i, a[k].dtype, b[k].dtype);
 		str_eq("tensor name", i, a[k].name, b[k].name);
 		ck_assert_int_eq(a[k].ndim, b[k].ndim);
@@ -406,6 +410,9 @@ static void memo_writes_the_same(const struct trace *kept)
 						? op->inputs[k]
 						: op->outputs[k - op->ninputs];
 					tensors[k].id += round * 100000;
+					if (tensors[k].producer_op_id)
+						tensors[k].producer_op_id +=
+							round * 1000;
 				}
 				op->inputs = tensors;
 				op->outputs = tensors + op->ninputs;
@@ -465,6 +472,18 @@ START_TEST(every_event_reads_back_as_kept)
 		payload_eq(i, a, b);
 		seen[a->kind] = true;
 	}
+	/* an op input's producer went through; an output has none (the
+	 * op itself made it), a cast's result neither (its cast did) */
+	const struct trace_event *linear = NULL;
+	for (size_t i = 0; i < read.nevents && !linear; i++)
+		if (read.events[i].kind == TRACE_OP &&
+		    read.events[i].op.op_id == 10)
+			linear = &read.events[i];
+	ck_assert_ptr_nonnull(linear);
+	ck_assert_int_eq(linear->op.ninputs, 2);
+	ck_assert_uint_eq(linear->op.inputs[0].producer_op_id, 7);
+	ck_assert_uint_eq(linear->op.inputs[1].producer_op_id, 0);
+	ck_assert_uint_eq(linear->op.outputs[0].producer_op_id, 0);
 	/* every kind the converter writes went through */
 	for (int k = 0; k < TRACE_KIND_COUNT; k++)
 		ck_assert_msg(seen[k], "no event of trace kind %d", k);

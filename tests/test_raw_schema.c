@@ -45,6 +45,7 @@ static void assert_tensor_eq(const struct amp_tensor_info *got,
 			     const struct amp_tensor_info *want)
 {
 	ck_assert_uint_eq(got->id, want->id);
+	ck_assert_uint_eq(got->producer_op_id, want->producer_op_id);
 	ck_assert_int_eq(got->dtype, want->dtype);
 	ck_assert_int_eq(got->device, want->device);
 	ck_assert_int_eq(got->ndim, want->ndim);
@@ -72,7 +73,7 @@ static const struct amp_tensor_info tensors[3] = {
 	  .ndim = 2, .shape = { 64, 3 }, .name = "fc1.weight",
 	  .is_leaf = true, .requires_grad = true },
 	{ .id = 12, .dtype = AMP_DTYPE_BF16, .ndim = 1, .shape = { 7 },
-	  .is_view = true },
+	  .is_view = true, .producer_op_id = UINT64_C(0x8000000000000005) },
 	{ .id = 13, .dtype = AMP_DTYPE_I64, .ndim = 0 },
 };
 

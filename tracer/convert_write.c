@@ -246,6 +246,7 @@ struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
 		const struct amp_tensor_info *t = &list[i];
 		struct trace_tensor *k = &out[i];
 		k->id = t->id;
+		k->producer_op_id = inputs ? t->producer_op_id : 0;
 		k->dtype = conv_name(p, NAMES_DTYPE, t->dtype);
 		k->name = conv_intern_cstr(p, t->name);
 		k->ndim = t->ndim < 0 ? 0

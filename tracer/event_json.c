@@ -77,6 +77,7 @@ static void write_tensor(struct jsonw *w, const struct trace_tensor *t)
 {
 	jsonw_lit(w, "{\"tensor\":");
 	write_id(w, t->id);
+	OPTIONAL_U64(w, ",\"producer_op_id\":", t->producer_op_id);
 	jsonw_lit(w, ",\"dtype\":");
 	jsonw_str(w, t->dtype);
 	jsonw_lit(w, ",\"shape\":");
@@ -556,7 +557,8 @@ static size_t op_key_of(const struct trace_event *e, struct op_key *k)
 		tk->profiler_type = t->profiler_type;
 		tk->ndim = t->ndim;
 		tk->flags = (uint32_t)t->requires_grad | (uint32_t)t->leaf << 1 |
-			    (uint32_t)t->view << 2;
+			    (uint32_t)t->view << 2 |
+			    (uint32_t)(t->producer_op_id != 0) << 3;
 		memcpy(tk->shape, t->shape, (size_t)ndim * sizeof *tk->shape);
 	}
 	return size;
@@ -583,6 +585,18 @@ struct hole {
 	uint64_t id;
 };
 
+/* A list's tensor ids and producers, as write_tensor writes them. */
+static int tensor_holes(struct hole *h, int n, const struct trace_tensor *list,
+			int count)
+{
+	for (int i = 0; i < count && n < JSONW_MAX_HOLES; i++) {
+		h[n++] = (struct hole){ .id = list[i].id };
+		if (list[i].producer_op_id && n < JSONW_MAX_HOLES)
+			h[n++] = (struct hole){ .id = list[i].producer_op_id };
+	}
+	return n;
+}
+
 /* e's holes in the order the writer writes them. */
 static int op_holes(const struct trace_event *e, struct hole *h)
 {
@@ -598,10 +612,8 @@ static int op_holes(const struct trace_event *e, struct hole *h)
 		h[n++] = (struct hole){ .id = op->forward_op_id };
 	if (op->incomplete)
 		return n;
-	for (int i = 0; i < op->ninputs && n < JSONW_MAX_HOLES; i++)
-		h[n++] = (struct hole){ .id = op->inputs[i].id };
-	for (int i = 0; i < op->noutputs && n < JSONW_MAX_HOLES; i++)
-		h[n++] = (struct hole){ .id = op->outputs[i].id };
+	n = tensor_holes(h, n, op->inputs, op->ninputs);
+	n = tensor_holes(h, n, op->outputs, op->noutputs);
 	if (n < JSONW_MAX_HOLES)
 		h[n++] = (struct hole){ .id = op->op_id };
 	return n;

@@ -371,17 +371,18 @@ static void rule_banned(struct context *cx, size_t i)
 		     finding_op_failed(op) ? ", so it failed" : "");
 }
 
-/* The op (inside autocast, when one is) that produced tensor `id`. */
-static const struct trace_op *producer_op(struct context *cx, int64_t pid,
-					  uint64_t id)
+/* The op (inside autocast, when one is) that produced input k of op
+ * event `event`. */
+static const struct trace_op *producer_op(struct context *cx, size_t event,
+					  int k)
 {
-	size_t i = id_map_get(&cx->ix->producer, pid, id);
+	size_t i = trace_index_input_producer(cx->ix, event, k);
 
 	if (i == SIZE_MAX)
 		return NULL;
 	const struct trace_event *e = &cx->t->events[i];
 	if (e->kind == TRACE_CAST)
-		return finding_op_of(cx, pid, e->cast.op_id);
+		return finding_op_of(cx, e->pid, e->cast.op_id);
 	return &e->op;
 }
 
@@ -402,7 +403,8 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 	}
 	if (!low || !full)
 		return false;
-	const struct trace_op *source = producer_op(cx, e->pid, low->id);
+	const struct trace_op *source =
+		producer_op(cx, i, (int)(low - op->inputs));
 	trace_op_label(op, label, sizeof label);
 	if (source)
 		trace_op_label(source, from, sizeof from);

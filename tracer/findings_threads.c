@@ -116,9 +116,10 @@ static void collect_ties(struct context *cx, struct finding_regions *r)
 		int n = e->kind == TRACE_OP ? e->op.ninputs
 			: e->kind == TRACE_CAST ? 1 : 0;
 		for (int k = 0; k < n; k++) {
-			uint64_t id = e->kind == TRACE_OP ? e->op.inputs[k].id
-							  : e->cast.tensor;
-			size_t p = id_map_get(&cx->ix->producer, e->pid, id);
+			size_t p = e->kind == TRACE_OP
+				? trace_index_input_producer(cx->ix, i, k)
+				: id_map_get(&cx->ix->producer, e->pid,
+					     e->cast.tensor);
 			if (p == SIZE_MAX || t->events[p].tid == e->tid ||
 			    t->events[p].kind != TRACE_OP)
 				continue;

@@ -222,8 +222,7 @@ static void cast_flows(struct builder *b, size_t i)
 	const struct trace_op *op = &events[i].op;
 
 	for (int k = 0; k < op->ninputs; k++) {
-		size_t p = id_map_get(&b->ix->producer, events[i].pid,
-				      op->inputs[k].id);
+		size_t p = trace_index_input_producer(b->ix, i, k);
 		if (p == SIZE_MAX || events[p].kind != TRACE_CAST)
 			continue;
 		bool again = false;

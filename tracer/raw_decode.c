@@ -69,6 +69,7 @@ static const char *get_str(struct cursor *c)
 static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
 {
 	*t = (struct amp_tensor_info){ .id = get_u64(c) };
+	t->producer_op_id = get_u64(c);
 	t->dtype = get_u8(c);
 	t->device = get_u8(c);
 	t->ndim = (int)get_u8(c);

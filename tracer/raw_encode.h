@@ -56,7 +56,7 @@ static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
 }
 
 #define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
-#define RAW_TENSOR_BOUND (8 + 4 + 8 * AMP_MAX_DIMS + RAW_STR_BOUND)
+#define RAW_TENSOR_BOUND (16 + 4 + 8 * AMP_MAX_DIMS + RAW_STR_BOUND)
 #define RAW_AUTOCAST_BOUND (8 + RAW_STR_BOUND)
 
 static inline int raw_tensor_dims(const struct amp_tensor_info *t)
@@ -69,6 +69,7 @@ static inline uint8_t *raw_put_tensor(uint8_t *p, const struct amp_tensor_info *
 	int ndim = raw_tensor_dims(t);
 
 	p = raw_put_u64(p, t->id);
+	p = raw_put_u64(p, t->producer_op_id);
 	p = raw_put_u8(p, t->dtype);
 	p = raw_put_u8(p, t->device);
 	p = raw_put_u8(p, (unsigned)ndim);

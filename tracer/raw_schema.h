@@ -15,8 +15,9 @@
  *                    earlier in the record) is set
  *   PAD              one zero byte (no member)
  *   AUTOCAST         struct amp_autocast_info (RAW_AUTOCAST_FIELDS)
- *   TENSOR           struct amp_tensor_info: u64 id, u8 dtype, u8 device,
- *                    u8 ndim, u8 RAW_TENSOR_* flags, ndim i64 dims, STR name
+ *   TENSOR           struct amp_tensor_info: u64 id, u64 producer_op_id,
+ *                    u8 dtype, u8 device, u8 ndim, u8 RAW_TENSOR_* flags,
+ *                    ndim i64 dims, STR name
  *   TENSORS          u8 count (member `extra`, at most RAW_MAX_TENSORS),
  *                    then that many TENSORs from the array `field` */
 #ifndef AMPTRACE_RAW_SCHEMA_H

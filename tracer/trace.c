@@ -213,6 +213,7 @@ static void load_tensor(struct loader *l, const cJSON *v, const char *where,
 	}
 	snprintf(at, sizeof at, "%s.", where);
 	t->id = get_id(l, v, "tensor", at, false);
+	t->producer_op_id = get_id(l, v, "producer_op_id", at, true);
 	t->dtype = get_string(l, v, "dtype", at, false, false);
 	t->name = get_string(l, v, "name", at, true, true);
 	t->requires_grad = get_bool(l, v, "requires_grad", at, true);

@@ -31,6 +31,9 @@ enum trace_kind {
 
 struct trace_tensor {
 	uint64_t id;
+	/* an op input's producing op as libamp recorded it (the op that last
+	 * wrote it before this op), 0: not recorded (FORMAT.md §3.2) */
+	uint64_t producer_op_id;
 	const char *dtype;
 	const char *name;  /* NULL when unnamed */
 	int ndim;

@@ -56,6 +56,20 @@ void trace_index_free(struct trace_index *ix)
 	id_map_free(&ix->uses);
 }
 
+size_t trace_index_input_producer(const struct trace_index *ix, size_t event,
+				  int k)
+{
+	const struct trace_event *e = &ix->trace->events[event];
+	const struct trace_tensor *t = &e->op.inputs[k];
+
+	if (t->producer_op_id) {
+		size_t p = id_map_get(&ix->ops, e->pid, t->producer_op_id);
+		if (p != SIZE_MAX)
+			return p;
+	}
+	return id_map_get(&ix->producer, e->pid, t->id);
+}
+
 const struct trace_event *trace_index_op(const struct trace_index *ix,
 					 int64_t pid, uint64_t op_id)
 {
