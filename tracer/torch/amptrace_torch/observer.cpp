@@ -131,6 +131,7 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 		info->id = e.id;
 		info->name = e.name;
 	}
+	info->producer_op_id = 0; // torch does not say which op made it
 	info->dtype = dtype_of(t.scalar_type());
 	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
 	auto sizes = impl->sizes();

@@ -100,7 +100,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 2
+#define OBS_ABI_VERSION 3
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.
