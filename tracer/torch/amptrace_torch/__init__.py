@@ -23,8 +23,10 @@ def _start_from_run():
         return
     import atexit
     import torch
-    from . import _bridge, _layer
+    from . import _bridge, _layer, _modes
 
+    if _modes.forced():
+        _modes.install(torch, _bridge)
     _bridge.attach(raw_dir, _framework(torch, _bridge))
     _install_layer_once(torch, _bridge, _layer)
     atexit.register(_bridge.mark_exit)
@@ -70,8 +72,10 @@ class trace:
     def __enter__(self):
         import subprocess
         import torch
-        from . import _bridge, _layer
+        from . import _bridge, _layer, _modes
 
+        if _modes.forced():
+            _modes.install(torch, _bridge)
         if os.environ.get("AMPTRACE_RAW_DIR"):
             raise RuntimeError("amptrace_torch.trace: already recorded by "
                                "amptrace run")

@@ -11,6 +11,7 @@
 #include <Python.h>
 
 #include "events.h"
+#include "fallback.h"
 #include "producer.h"
 
 #include <pthread.h>
@@ -72,7 +73,7 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 		.framework = framework,
 		.names = producer_amp_names(),
 	};
-	if (observer_install(error, sizeof error) != 0) {
+	if (!fallback_active() && observer_install(error, sizeof error) != 0) {
 		PyErr_Format(PyExc_RuntimeError,
 			     "cannot observe torch's ops: %s", error);
 		return NULL;
@@ -83,7 +84,8 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	pthread_once(&fork_handler, install_fork_handler);
-	observer_enable(true);
+	if (!fallback_active())
+		observer_enable(true);
 	Py_RETURN_NONE;
 }
 
@@ -91,7 +93,8 @@ static PyObject *bridge_detach(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
-	observer_enable(false);
+	if (!fallback_active())
+		observer_enable(false);
 	producer_detach();
 	Py_RETURN_NONE;
 }
@@ -185,6 +188,9 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 	(void)self;
 	if (!PyArg_ParseTuple(args, "Ks", &impl, &name))
 		return NULL;
+	if (fallback_active())
+		return PyLong_FromUnsignedLongLong(
+			fallback_name_tensor((uintptr_t)impl, name));
 	return PyLong_FromUnsignedLongLong(
 		observer_name_tensor((uintptr_t)impl, name));
 }
@@ -248,6 +254,7 @@ static PyMethodDef methods[] = {
 	  "inf_tensor_id)" },
 	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
 	  "set_thread_name(name)" },
+	FALLBACK_METHODS
 	{ NULL, NULL, 0, NULL },
 };
 
