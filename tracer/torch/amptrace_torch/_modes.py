@@ -225,8 +225,13 @@ class _Registry:
                               .get(name, name))
             name = "to"
         name = _RENAMED.get(name, name)
+        # ATen operators only (not TorchScript's builtins such as
+        # aten::tensor.float or aten::__getitem__.t), no out= variants
+        has_kernel = torch._C._dispatch_has_kernel
         schemas = [s for s in torch._C._jit_get_schemas_for_operator(
-            "aten::" + name) if not any(a.is_out for a in s.arguments)]
+            "aten::" + name) if not any(a.is_out for a in s.arguments) and
+            has_kernel(s.name + ("." + s.overload_name
+                                 if s.overload_name else ""))]
         if f.dtype is not None:
             schemas = [s for s in schemas if s.overload_name == "dtype"]
         f.kind = _Function.ATEN if schemas else _Function.OPAQUE
@@ -337,6 +342,7 @@ class _Thread:
         self.function_mode = FunctionMode()
         self.dispatch_mode = DispatchMode()
         self.function_stack_length = torch._C._len_torch_function_stack
+        self.dispatch_stack_length = torch._C._len_torch_dispatch_stack
         self.pop_function_mode = torch.overrides._pop_mode
         self.push_function_mode = torch.overrides._push_mode
 
@@ -374,7 +380,12 @@ class _Thread:
                 _guarded(self.finish, frame, result, failed)
 
     def open_frame(self, f, args, kwargs):
-        state = self.state = self.registry.flags.read()
+        if self.dispatch_stack_length():
+            state = self.state = self.registry.flags.read()
+        else:
+            # called from inside a dispatch handler (autograd detaching a
+            # saved tensor through the mode): autocast reads off there
+            state = self.state
         frame = self.frame = _Frame(f, args, kwargs, state)
         frame.wraps = frame.any and self.registry.listed(f)
         return frame
@@ -572,6 +583,34 @@ def _wrap_backward(torch):
     autograd.grad = wrap(autograd.grad)
 
 
+def _paused(fn):
+    """fn with this thread's modes off: torch 1.13's trace checker fails
+    under a dispatch mode (it hands a traced constant to aten::view), so
+    what torch.jit.trace runs is not seen."""
+    import torch.overrides as function_modes
+    import torch.utils._python_dispatch as dispatch_modes
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        thread = getattr(_local, "thread", None)
+        paused = []
+        if thread is not None:
+            for stack, top, mode in (
+                    (dispatch_modes, dispatch_modes._get_current_dispatch_mode,
+                     thread.dispatch_mode),
+                    (function_modes, function_modes._get_current_function_mode,
+                     thread.function_mode)):
+                if top() is mode:
+                    stack._pop_mode()
+                    paused.append((stack, mode))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for stack, mode in reversed(paused):
+                stack._push_mode(mode)
+    return wrapper
+
+
 def install(torch=None, bridge=None, reason=None):
     """Records this process through Python modes instead of the C++
     observer.  Call before `_bridge.attach` (attach then leaves the
@@ -596,4 +635,6 @@ def install(torch=None, bridge=None, reason=None):
                      "seen\n" % reason)
     _wrap_threads()
     _wrap_backward(torch)
+    torch.jit.trace = _paused(torch.jit.trace)
+    torch.jit.trace_module = _paused(torch.jit.trace_module)
     _enter_thread()

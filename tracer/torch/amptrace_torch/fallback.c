@@ -179,6 +179,22 @@ static struct entry *entry_of(PyObject *tensor, const char *fresh)
 	return e;
 }
 
+/* The live entry of a Python tensor, or NULL: looking never makes one
+ * (a tensor the trace has not shown gets no id). */
+static struct entry *entry_find(PyObject *tensor)
+{
+	uintptr_t impl = impl_of(tensor);
+
+	if (!impl || !table_slots) {
+		PyErr_Clear();
+		return NULL;
+	}
+	struct entry *e = slot_for(table, table_slots, impl);
+	if (!e->impl || !e->ref || entry_dead(e))
+		return NULL;
+	return e;
+}
+
 uint64_t fallback_name_tensor(uintptr_t impl, const char *name)
 {
 	if (!impl)
@@ -524,7 +540,7 @@ static int casts_in(PyObject *seen, PyObject **out, struct entry **entries,
 	if (n >= max)
 		return n;
 	if (is_tensor(seen)) {
-		struct entry *e = entry_of(seen, NULL);
+		struct entry *e = entry_find(seen);
 		if (e && e->source) {
 			out[n] = seen;
 			entries[n++] = e;
@@ -599,7 +615,7 @@ PyObject *fallback_py_sources(PyObject *self, PyObject *args)
 		PyObject *v = PyList_GET_ITEM(list, i);
 		if (!is_tensor(v))
 			continue;
-		struct entry *e = entry_of(v, NULL);
+		struct entry *e = entry_find(v);
 		PyObject *source = e && e->source_ref
 					   ? PyWeakref_GetObject(e->source_ref)
 					   : Py_None;
