@@ -65,7 +65,7 @@ def forced():
 
 class _Op:
     """One ATen operator overload as fallback.c knows it."""
-    __slots__ = ("handle", "listed", "names", "nargs")
+    __slots__ = ("handle", "listed", "listed_on", "names", "nargs")
 
     def __init__(self, bridge, schema):
         optional, dtype_index = 0, -1
@@ -78,6 +78,7 @@ class _Op:
             schema.name.split("::")[-1], schema.overload_name, optional,
             dtype_index)
         self.listed = cpu or cuda
+        self.listed_on = (cpu, cuda)
         self.names = {a.name: i for i, a in enumerate(schema.arguments)}
         self.nargs = len(schema.arguments)
 
@@ -101,7 +102,9 @@ def _fits(value, kind, torch):
     if kind == "Tensor":
         return isinstance(value, torch.Tensor)
     if kind.startswith("List[") or kind.endswith("[]"):
-        return isinstance(value, (list, tuple, torch.Size))
+        # x.reshape(-1): an int stands for a one-element int list
+        return isinstance(value, (list, tuple, torch.Size)) or (
+            kind in ("List[int]", "List[SymInt]") and isinstance(value, int))
     if kind in ("int", "SymInt"):
         return isinstance(value, (int, torch.dtype, torch.memory_format,
                                   torch.layout)) and not isinstance(value, float)
@@ -181,11 +184,14 @@ class _Registry:
                                    else None)
         return op
 
-    def listed(self, f):
-        """Whether autocast may wrap some overload of it."""
+    def listed(self, f, state):
+        """Whether autocast may wrap some overload of it in this state
+        (on CPU or CUDA: the device autocast is on for)."""
         if f.listed is None:
-            f.listed = any(self.op_named(s).listed for s in f.schemas)
-        return f.listed
+            ops = [self.op_named(s) for s in f.schemas]
+            f.listed = (any(op.listed_on[0] for op in ops),
+                        any(op.listed_on[1] for op in ops))
+        return (state[0] and f.listed[0]) or (state[2] and f.listed[1])
 
     def op_named(self, schema):
         key = (schema.name, schema.overload_name)
@@ -238,7 +244,7 @@ class _Registry:
         f.name, f.schemas = name, schemas
         return f
 
-    def resolve(self, f, args, kwargs, seen_op):
+    def resolve(self, f, args, kwargs, seen_op, seen_args=None):
         """(op, values) of a user-level call: its overload is the one that
         runs (seen_op, when it is this op and not a decomposition), else
         the first whose types fit.  None when no overload fits (not an op
@@ -248,6 +254,10 @@ class _Registry:
         if seen_op is not None and seen_op._schema.name == "aten::" + str(
                 f.name) and not seen_op._schema.overload_name.endswith("out"):
             op = self.op(seen_op)
+            if seen_args is not None:
+                # the op's own kernel: its arguments as the dispatcher
+                # has them (x * 0.5 takes a wrapped-number tensor)
+                return op, op.values(*seen_args)
             return op, op.values(args, kwargs)
         for schema in f.schemas:
             bound = (args if len(f.schemas) == 1 and f.name is None
@@ -387,18 +397,19 @@ class _Thread:
             # saved tensor through the mode): autocast reads off there
             state = self.state
         frame = self.frame = _Frame(f, args, kwargs, state)
-        frame.wraps = frame.any and self.registry.listed(f)
+        frame.wraps = self.registry.listed(f, state)
         return frame
 
-    def start(self, frame, func):
+    def start(self, frame, func, seen=None):
         """The call's first kernel: the op begins (its overload known
         now), then the casts autocast made before it."""
         registry = self.registry
         bridge = registry.bridge
         frame.started = True
         frame.transparent = True   # until it has begun
-        op, values = registry.resolve(frame.function, frame.args,
-                                      frame.kwargs, func)
+        op, values = registry.resolve(
+            frame.function, frame.args, frame.kwargs, func,
+            None if frame.pending or func is None else seen)
         if op is None:
             return
         frame.op, frame.values = op, values
@@ -407,7 +418,8 @@ class _Thread:
         frame.transparent = False
         for source, result in frame.pending:
             bridge.fallback_cast(source, result)
-        frame.wraps = frame.wraps and op.listed
+        frame.wraps = frame.wraps and ((frame.state[0] and op.listed_on[0]) or
+                                       (frame.state[2] and op.listed_on[1]))
 
     def finish(self, frame, result, failed):
         bridge = self.registry.bridge
@@ -430,7 +442,7 @@ class _Thread:
                 result = func(*args, **kwargs)
                 frame.pending.append((args[0], result))
                 return result
-            _guarded(self.start, frame, func)
+            _guarded(self.start, frame, func, (args, kwargs))
             if frame.transparent:
                 return self.top_level(func, args, kwargs)
         if frame.wraps:
