@@ -53,8 +53,10 @@ _RENAMED = {
     "__floordiv__": "floor_divide", "__mod__": "remainder",
 }
 # x.float() is aten::to(x, float32): the dtype is implied.
-_DTYPE_METHODS = ("float", "double", "half", "bfloat16", "long", "int",
-                  "bool", "short", "char", "byte")
+_DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16",
+                  "bfloat16": "bfloat16", "long": "int64", "int": "int32",
+                  "bool": "bool", "short": "int16", "char": "int8",
+                  "byte": "uint8"}
 
 
 def forced():
@@ -218,17 +220,15 @@ class _Registry:
             return f
         torch = self.torch
         if isinstance(func, torch._ops.OpOverload):
-            f.kind, f.name, f.schemas = _Function.ATEN, None, [func._schema]
+            aten = func._schema.name.startswith("aten::")
+            f.kind = _Function.ATEN if aten else _Function.OPAQUE
+            f.name, f.schemas = None, [func._schema]
             return f
         name = getattr(func, "__name__", None) or ""
         if isinstance(func, torch._ops.OpOverloadPacket):
             name = func._qualified_op_name.split("::")[-1]
         if name in _DTYPE_METHODS:
-            f.dtype = getattr(torch, {"float": "float32", "double": "float64",
-                                      "half": "float16", "long": "int64",
-                                      "int": "int32", "short": "int16",
-                                      "char": "int8", "byte": "uint8"}
-                              .get(name, name))
+            f.dtype = getattr(torch, _DTYPE_METHODS[name])
             name = "to"
         name = _RENAMED.get(name, name)
         # ATen operators only (not TorchScript's builtins such as
@@ -256,7 +256,7 @@ class _Registry:
             op = self.op(seen_op)
             if seen_args is not None:
                 # the op's own kernel: its arguments as the dispatcher
-                # has them (x * 0.5 takes a wrapped-number tensor)
+                # has them, keywords in their schema places
                 return op, op.values(*seen_args)
             return op, op.values(args, kwargs)
         for schema in f.schemas:
@@ -311,13 +311,13 @@ class _Frame:
                  "started", "op", "values", "want", "pending", "seen",
                  "candidates", "transparent")
 
-    def __init__(self, function, args, kwargs, state):
+    def __init__(self, function, args, kwargs, state, wraps):
         self.function, self.args, self.kwargs = function, args, kwargs
         self.state = state
         self.any = state[0] or state[2]
         # autocast may wrap it: leading casts of its arguments are
         # autocast's (events.c decides whether they are)
-        self.wraps = self.any
+        self.wraps = wraps
         self.started = False
         self.transparent = False
         self.op = self.values = None
@@ -396,8 +396,8 @@ class _Thread:
             # called from inside a dispatch handler (autograd detaching a
             # saved tensor through the mode): autocast reads off there
             state = self.state
-        frame = self.frame = _Frame(f, args, kwargs, state)
-        frame.wraps = self.registry.listed(f, state)
+        frame = self.frame = _Frame(f, args, kwargs, state,
+                                    self.registry.listed(f, state))
         return frame
 
     def start(self, frame, func, seen=None):
@@ -578,17 +578,27 @@ def _wrap_threads():
 
 def _wrap_backward(torch):
     """backward runs autograd's ops on this thread below the function
-    mode: they are seen in dispatch mode with the autocast state at the
-    call (inside a dispatch handler autocast reads off)."""
+    mode: they are seen in dispatch mode, with the autocast state at the
+    call (inside a dispatch handler autocast reads off).  The function
+    mode is off meanwhile: it would see only tensor attribute reads."""
     autograd = torch.autograd
+    function_modes = torch.overrides
 
     def wrap(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             thread = getattr(_local, "thread", None)
-            if thread is not None:
-                thread.state = _registry.flags.read()
-            return fn(*args, **kwargs)
+            if thread is None:
+                return fn(*args, **kwargs)
+            thread.state = _registry.flags.read()
+            mode = thread.function_mode
+            if function_modes._get_current_function_mode() is not mode:
+                return fn(*args, **kwargs)
+            function_modes._pop_mode()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                function_modes._push_mode(mode)
         return wrapper
 
     autograd.backward = wrap(autograd.backward)
