@@ -576,52 +576,26 @@ def _wrap_threads():
     threading.Thread._bootstrap_inner = _bootstrap_inner
 
 
-def _wrap_backward(torch):
-    """backward runs autograd's ops on this thread below the function
-    mode: they are seen in dispatch mode, with the autocast state at the
-    call (inside a dispatch handler autocast reads off).  The function
-    mode is off meanwhile: it would see only tensor attribute reads."""
-    autograd = torch.autograd
-    function_modes = torch.overrides
-
-    def wrap(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            thread = getattr(_local, "thread", None)
-            if thread is None:
-                return fn(*args, **kwargs)
-            thread.state = _registry.flags.read()
-            mode = thread.function_mode
-            if function_modes._get_current_function_mode() is not mode:
-                return fn(*args, **kwargs)
-            function_modes._pop_mode()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                function_modes._push_mode(mode)
-        return wrapper
-
-    autograd.backward = wrap(autograd.backward)
-    autograd.grad = wrap(autograd.grad)
-
-
-def _paused(fn):
-    """fn with this thread's modes off: torch 1.13's trace checker fails
-    under a dispatch mode (it hands a traced constant to aten::view), so
-    what torch.jit.trace runs is not seen."""
+def _without_modes(fn, dispatch_too):
+    """fn with this thread's function mode (and its dispatch mode when
+    dispatch_too) off for the call, where they are on top."""
     import torch.overrides as function_modes
     import torch.utils._python_dispatch as dispatch_modes
+
+    stacks = [(function_modes, function_modes._get_current_function_mode,
+               "function_mode")]
+    if dispatch_too:
+        stacks.insert(0, (dispatch_modes,
+                          dispatch_modes._get_current_dispatch_mode,
+                          "dispatch_mode"))
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         thread = getattr(_local, "thread", None)
         paused = []
         if thread is not None:
-            for stack, top, mode in (
-                    (dispatch_modes, dispatch_modes._get_current_dispatch_mode,
-                     thread.dispatch_mode),
-                    (function_modes, function_modes._get_current_function_mode,
-                     thread.function_mode)):
+            for stack, top, which in stacks:
+                mode = getattr(thread, which)
                 if top() is mode:
                     stack._pop_mode()
                     paused.append((stack, mode))
@@ -631,6 +605,36 @@ def _paused(fn):
             for stack, mode in reversed(paused):
                 stack._push_mode(mode)
     return wrapper
+
+
+def _wrap_backward(torch):
+    """backward runs autograd's ops on this thread below the function
+    mode: they are seen in dispatch mode, with the autocast state at the
+    call (inside a dispatch handler autocast reads off).  The function
+    mode is off meanwhile: it would see only tensor attribute reads."""
+    autograd = torch.autograd
+
+    def wrap(fn):
+        run = _without_modes(fn, False)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            thread = getattr(_local, "thread", None)
+            if thread is not None:
+                thread.state = _registry.flags.read()
+            return run(*args, **kwargs)
+        return wrapper
+
+    autograd.backward = wrap(autograd.backward)
+    autograd.grad = wrap(autograd.grad)
+
+
+def _wrap_jit_trace(torch):
+    """torch 1.13's trace checker fails under a dispatch mode (it hands a
+    traced constant to aten::view): what torch.jit.trace runs is not
+    seen."""
+    torch.jit.trace = _without_modes(torch.jit.trace, True)
+    torch.jit.trace_module = _without_modes(torch.jit.trace_module, True)
 
 
 def install(torch=None, bridge=None, reason=None):
@@ -657,6 +661,5 @@ def install(torch=None, bridge=None, reason=None):
                      "seen\n" % reason)
     _wrap_threads()
     _wrap_backward(torch)
-    torch.jit.trace = _paused(torch.jit.trace)
-    torch.jit.trace_module = _paused(torch.jit.trace_module)
+    _wrap_jit_trace(torch)
     _enter_thread()
