@@ -34,8 +34,6 @@ results = []
 
 # The bridge suite's checks that fail under the fallback, by the start of
 # their name, and why (what Python's modes cannot see).
-NO_LINK = ("backward ops carry no forward_op_id: Python has no autograd "
-           "sequence numbers")
 NO_SCRIPT_CAST = ("TorchScript's autocast ops (_autocast_to_reduced_"
                   "precision, composite) are seen below the dispatcher as "
                   "to.dtype: no amp.cast, so no policy-divergence")
@@ -43,7 +41,6 @@ BACKWARD_BELOW = ("backward ops are seen below autograd's composites: "
                   "reshape as _reshape_alias or clone + _unsafe_view "
                   "(clone's bf16 output pairs with another op's)")
 KNOWN_FAILURES = {
-    "backward ops link to their forward op": NO_LINK,
     "a scripted function's autocast: its casts are recorded": NO_SCRIPT_CAST,
     "policy-divergence script: fires": NO_SCRIPT_CAST,
     "policy-divergence traced: fires": NO_SCRIPT_CAST,

@@ -23,11 +23,19 @@ What the fallback cannot see that the observer sees:
   - threads it was not installed on: modes are per thread; threads started
     with threading.Thread after install() get them, threads that were
     already running or that C++ starts do not;
-  - which forward op a backward op belongs to (no sequence numbers in
-    Python: backward ops carry no forward_op_id), and backward ops are
-    seen below autograd's composites (`_to_copy` where the observer shows
-    `to.dtype_layout`, `view` for `reshape`);
+  - backward ops above autograd's composites: they are seen decomposed
+    (`_reshape_alias` or `clone` + `_unsafe_view` for `reshape`), and the
+    `detach` autograd makes of saved tensors goes through the mode;
+  - TorchScript's autocast ops (seen as the `to.dtype` casts they make),
+    what torch.jit.trace runs (paused: 1.13's trace checker fails under a
+    dispatch mode), ops torch runs with Python dispatch excluded
+    (nn.Parameter's detach, torch.tensor()'s internals), Python numbers
+    given to ops (wrapped-number tensors for the observer);
   - a cast's own duration (casts are replayed when the op's kernel starts).
+Backward ops link to their forward op as autograd's sequence numbers link
+them for the observer: each autograd node an op makes gets a pre-hook and
+a hook that open and close it in the event logic (node.metadata
+["amptrace"] marks a node hooked).
 """
 import functools
 import os
@@ -309,7 +317,7 @@ class _Frame:
     """A user-level ATen call in progress on this thread."""
     __slots__ = ("function", "args", "kwargs", "state", "any", "wraps",
                  "started", "op", "values", "want", "pending", "seen",
-                 "candidates", "transparent")
+                 "candidates", "transparent", "seq", "made")
 
     def __init__(self, function, args, kwargs, state, wraps):
         self.function, self.args, self.kwargs = function, args, kwargs
@@ -322,6 +330,8 @@ class _Frame:
         self.transparent = False
         self.op = self.values = None
         self.want = 0
+        self.seq = -1
+        self.made = []         # what its kernels returned (their nodes)
         self.pending = []
         self.seen = []
         self.candidates = []
@@ -339,6 +349,12 @@ class _Thread:
         self.frame = None
         self.state = registry.flags.read()
         self.bypassing = set()
+        self.next_seq = 0      # stands for autograd's sequence numbers
+        self.open_nodes = 0    # autograd nodes running backward
+        self.node_floor = 0    # ... those of the backward running now
+        self.unhooked = []     # (seq, outputs) whose nodes come later
+        self.tensor_type = torch.Tensor
+        self.grad_enabled = torch.is_grad_enabled
         thread = self
 
         class FunctionMode(TorchFunctionMode):
@@ -374,6 +390,8 @@ class _Thread:
                 self.bypassing.discard(func)
         if f.kind == _Function.OPAQUE or self.frame is not None:
             return func(*args, **kwargs)
+        if self.unhooked:
+            _guarded(self.hook_unhooked)
         frame = _guarded(self.open_frame, f, args, kwargs)
         if frame is None:
             return func(*args, **kwargs)
@@ -413,11 +431,15 @@ class _Thread:
         if op is None:
             return
         frame.op, frame.values = op, values
+        frame.seq = self.next_seq
+        self.next_seq += 1
         frame.want = bridge.fallback_begin(op.handle, values, frame.state,
-                                           frame.any)
+                                           frame.any, frame.seq)
         frame.transparent = False
         for source, result in frame.pending:
             bridge.fallback_cast(source, result)
+            if frame.state[5]:
+                frame.made.append(result)
         frame.wraps = frame.wraps and ((frame.state[0] and op.listed_on[0]) or
                                        (frame.state[2] and op.listed_on[1]))
 
@@ -430,6 +452,43 @@ class _Thread:
                                       frame.seen)
         finally:
             bridge.fallback_end(result if frame.want & 2 else None, failed)
+            if not failed and frame.state[5]:
+                self.hook_nodes(frame.seq, frame.made)
+                self.hook_nodes(frame.seq, result)
+
+    def hook_unhooked(self):
+        """Ops seen with no user-level call around (x[0:2]'s slice):
+        their nodes, made since, are hooked at the next op."""
+        unhooked, self.unhooked = self.unhooked, []
+        for seq, result in unhooked:
+            self.hook_nodes(seq, result)
+
+    def hook_nodes(self, seq, result):
+        """The autograd nodes an op made announce themselves when they run
+        backward, so that backward's ops link to the op, as autograd's
+        sequence numbers link them for the observer.  A pre-hook only: a
+        node ends where the next begins (the gradient accumulators of
+        leaves are hooked too, unlinked); a post-hook would hold the
+        gradients and make AccumulateGrad copy them.  node.metadata marks
+        a node hooked (a node passed through, x.float() of a float, is not
+        the op's)."""
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
+        for t in outputs:
+            if isinstance(t, (tuple, list)):
+                self.hook_nodes(seq, t)
+                continue
+            node = t.grad_fn if isinstance(t, self.tensor_type) else None
+            if node is None or "amptrace" in node.metadata:
+                continue
+            node.metadata["amptrace"] = seq
+            node.register_prehook(functools.partial(_node_begins, seq))
+            for following, _ in node.next_functions:
+                if (following is not None and
+                        type(following).__name__ == "AccumulateGrad" and
+                        "amptrace" not in following.metadata):
+                    following.metadata["amptrace"] = -1
+                    following.register_prehook(
+                        functools.partial(_node_begins, -1))
 
     # -------------------------------------------------- dispatch mode
     def dispatch(self, func, args, kwargs):
@@ -449,7 +508,13 @@ class _Thread:
             frame.seen.append(args)
         elif frame.any:
             return self.nested(frame, func, args, kwargs)
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if frame.state[5]:
+            # its implementation's nodes are the op's (autograd numbers
+            # them inside the op's call); below autograd they are not
+            # made yet: hooked when the op ends
+            frame.made.append(result)
+        return result
 
     def nested(self, frame, func, args, kwargs):
         """Inside an op autocast does not wrap: a listed op autocast wraps
@@ -487,8 +552,12 @@ class _Thread:
         """An op seen only here: begins with its arguments as called (the
         casts autocast made for it undone), its casts, its inner call;
         ends when it returns."""
+        if self.unhooked:
+            self.quietly(self.hook_unhooked)
+        seq = self.next_seq
+        self.next_seq += 1
         want = self.quietly(self.begin, op, values or op.values(args, kwargs),
-                            state, any_, frame)
+                            state, any_, frame, seq)
         result, failed = None, True
         try:
             result = func(*args, **kwargs)
@@ -498,6 +567,14 @@ class _Thread:
             if want is not None:
                 self.quietly(self.registry.bridge.fallback_end,
                              result if want & 2 else None, failed)
+                # below autograd its nodes are not made yet; none are
+                # with grad off (backward: holding a gradient would make
+                # AccumulateGrad copy it)
+                if not failed and self.grad_enabled():
+                    if frame is not None:
+                        frame.made.append(result)
+                    else:
+                        self.unhooked.append((seq, result))
 
     def quietly(self, fn, *args):
         """Runs a recording step with the function mode off: reading a
@@ -512,13 +589,14 @@ class _Thread:
         finally:
             self.push_function_mode(mode)
 
-    def begin(self, op, executed, state, any_, frame):
+    def begin(self, op, executed, state, any_, frame, seq):
         bridge = self.registry.bridge
         casts = frame.candidates if frame is not None else ()
         if not casts and not (any_ and op.listed):
-            return bridge.fallback_begin(op.handle, executed, state, any_)
+            return bridge.fallback_begin(op.handle, executed, state, any_,
+                                         seq)
         called = bridge.fallback_sources(executed)
-        want = bridge.fallback_begin(op.handle, called, state, any_)
+        want = bridge.fallback_begin(op.handle, called, state, any_, seq)
         try:
             for source, result in casts:
                 if any(result is v for v in executed):
@@ -528,6 +606,21 @@ class _Thread:
             if frame is not None:
                 frame.candidates = []
         return want
+
+
+def _node_begins(seq, grad_outputs):
+    """An autograd node runs: the one before it on this thread ended."""
+    thread = getattr(_local, "thread", None)
+    if thread is not None:
+        _nodes_end(thread, thread.node_floor)
+        if _guarded(_registry.bridge.fallback_node, seq) is not None:
+            thread.open_nodes += 1
+
+
+def _nodes_end(thread, level):
+    while thread.open_nodes > level:
+        thread.open_nodes -= 1
+        _guarded(_registry.bridge.fallback_node, None)
 
 
 def _guarded(fn, *args):
@@ -620,9 +713,17 @@ def _wrap_backward(torch):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             thread = getattr(_local, "thread", None)
-            if thread is not None:
-                thread.state = _registry.flags.read()
-            return run(*args, **kwargs)
+            if thread is None:
+                return run(*args, **kwargs)
+            thread.state = _registry.flags.read()
+            # a backward inside a node (double backward) leaves that
+            # node open
+            floor, thread.node_floor = thread.node_floor, thread.open_nodes
+            try:
+                return run(*args, **kwargs)
+            finally:
+                _nodes_end(thread, thread.node_floor)  # the last node ran
+                thread.node_floor = floor
         return wrapper
 
     autograd.backward = wrap(autograd.backward)

@@ -450,21 +450,25 @@ PyObject *fallback_py_op(PyObject *self, PyObject *args)
 								       : Py_False);
 }
 
-/* fallback_begin(handle, values, autocast, autocast_any) -> want: an op
- * starts (events_begin, then events_begin_args when it is wanted). */
+/* fallback_begin(handle, values, autocast, autocast_any[, seq]) -> want:
+ * an op starts (events_begin, then events_begin_args when it is wanted).
+ * `seq` stands for autograd's sequence number: the autograd node the op
+ * makes is announced with it (fallback_node), linking backward to it. */
 PyObject *fallback_py_begin(PyObject *self, PyObject *args)
 {
 	Py_ssize_t handle;
 	PyObject *values, *state;
 	int any;
+	long long seq = -1;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "nOOp", &handle, &values, &state, &any))
+	if (!PyArg_ParseTuple(args, "nOOp|L", &handle, &values, &state, &any,
+			      &seq))
 		return NULL;
 	struct obs_op *op = op_of(handle);
 	if (!op)
 		return NULL;
-	unsigned want = events_begin(op, false, -1, any);
+	unsigned want = events_begin(op, false, seq, any);
 	if (want & OBS_WANT_INPUTS) {
 		struct obs_autocast ac;
 		describe_values(values, &scratch,
@@ -626,4 +630,33 @@ PyObject *fallback_py_sources(PyObject *self, PyObject *args)
 	}
 	PyErr_Clear();
 	return list;
+}
+
+/* fallback_node(seq) -> True / fallback_node(None): an autograd node
+ * starts running backward (its pre-hook) or ends (its hook); `seq` is the
+ * one the op that made it began with. */
+PyObject *fallback_py_node(PyObject *self, PyObject *args)
+{
+	PyObject *seq;
+	static struct obs_op *node_op;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "O", &seq))
+		return NULL;
+	if (seq == Py_None) {
+		events_end(NULL, false);
+		Py_RETURN_NONE;
+	}
+	if (!node_op) {
+		node_op = op_new("(autograd node)", "", 0, -1);
+		if (!node_op)
+			return PyErr_NoMemory();
+		node_op->aten = false;
+		node_op->backward_node = true;
+	}
+	long long number = PyLong_AsLongLong(seq);
+	if (number == -1 && PyErr_Occurred())
+		return NULL;
+	events_begin(node_op, true, number, false);
+	Py_RETURN_TRUE;
 }

@@ -28,6 +28,7 @@ PyObject *fallback_py_end(PyObject *self, PyObject *args);
 PyObject *fallback_py_cast(PyObject *self, PyObject *args);
 PyObject *fallback_py_inner(PyObject *self, PyObject *args);
 PyObject *fallback_py_sources(PyObject *self, PyObject *args);
+PyObject *fallback_py_node(PyObject *self, PyObject *args);
 
 #define FALLBACK_METHODS \
 	{ "fallback_init", fallback_py_init, METH_VARARGS, \
@@ -36,7 +37,8 @@ PyObject *fallback_py_sources(PyObject *self, PyObject *args);
 	  "fallback_op(op, overload, optional_mask, dtype_index) -> " \
 	  "(handle, listed_cpu, listed_cuda)" }, \
 	{ "fallback_begin", fallback_py_begin, METH_VARARGS, \
-	  "fallback_begin(handle, values, autocast, autocast_any) -> want" }, \
+	  "fallback_begin(handle, values, autocast, autocast_any[, seq]) " \
+	  "-> want" }, \
 	{ "fallback_end", fallback_py_end, METH_VARARGS, \
 	  "fallback_end(outputs, failed)" }, \
 	{ "fallback_cast", fallback_py_cast, METH_VARARGS, \
@@ -44,6 +46,8 @@ PyObject *fallback_py_sources(PyObject *self, PyObject *args);
 	{ "fallback_inner", fallback_py_inner, METH_VARARGS, \
 	  "fallback_inner(handle, values, seen): the op run on its casts" }, \
 	{ "fallback_sources", fallback_py_sources, METH_VARARGS, \
-	  "fallback_sources(values) -> values with casts undone" },
+	  "fallback_sources(values) -> values with casts undone" }, \
+	{ "fallback_node", fallback_py_node, METH_VARARGS, \
+	  "fallback_node(seq): an autograd node runs; None: it ended" },
 
 #endif /* AMPTRACE_TORCH_FALLBACK_H */
