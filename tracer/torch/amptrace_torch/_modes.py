@@ -33,9 +33,9 @@ What the fallback cannot see that the observer sees:
     given to ops (wrapped-number tensors for the observer);
   - a cast's own duration (casts are replayed when the op's kernel starts).
 Backward ops link to their forward op as autograd's sequence numbers link
-them for the observer: each autograd node an op makes gets a pre-hook and
-a hook that open and close it in the event logic (node.metadata
-["amptrace"] marks a node hooked).
+them for the observer: each autograd node an op makes gets a pre-hook that
+opens it in the event logic (it ends where the next node begins;
+node.metadata["amptrace"] marks a node hooked).
 """
 import functools
 import os
