@@ -654,8 +654,28 @@ def _enter_thread():
         _local.thread.enter()
 
 
+def _leave_thread():
+    """Takes this thread's modes off while Python runs: torch keeps them
+    in C++ thread-locals, whose destructors would otherwise release them
+    when the OS thread ends, possibly while the interpreter finalizes
+    (taking the GIL then ends the thread from inside a destructor:
+    std::terminate)."""
+    import torch.overrides as function_modes
+    import torch.utils._python_dispatch as dispatch_modes
+
+    thread = getattr(_local, "thread", None)
+    if thread is None:
+        return
+    _local.thread = None
+    if dispatch_modes._get_current_dispatch_mode() is thread.dispatch_mode:
+        dispatch_modes._pop_mode()
+    if function_modes._get_current_function_mode() is thread.function_mode:
+        function_modes._pop_mode()
+
+
 def _wrap_threads():
-    """Modes are per thread: each thread started from now on gets them."""
+    """Modes are per thread: each thread started from now on gets them,
+    and leaves them when its run ends."""
     bootstrap = threading.Thread._bootstrap_inner
 
     @functools.wraps(bootstrap)
@@ -664,7 +684,10 @@ def _wrap_threads():
             _enter_thread()
         except Exception as e:
             _recording_failed(e)
-        return bootstrap(self)
+        try:
+            return bootstrap(self)
+        finally:
+            _guarded(_leave_thread)
 
     threading.Thread._bootstrap_inner = _bootstrap_inner
 
@@ -760,6 +783,8 @@ def install(torch=None, bridge=None, reason=None):
     sys.stderr.write("amptrace: recording torch through Python modes (%s): "
                      "slower, same trace; threads already running are not "
                      "seen\n" % reason)
+    import atexit
+    atexit.register(_guarded, _leave_thread)  # the main thread's
     _wrap_threads()
     _wrap_backward(torch)
     _wrap_jit_trace(torch)
