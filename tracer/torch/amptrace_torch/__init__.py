@@ -115,13 +115,19 @@ class trace:
 
 
 def _observe(torch, bridge):
-    """The observer for the running torch, and where kernel timing
+    """How torch's ops are seen: the C++ observer built for the running
+    torch (built on first use if need be), or, when it cannot be had (no
+    compiler, no headers) or AMPTRACE_TORCH_FALLBACK=1 asks for it, the
+    pure-Python modes (_modes.py), said in one line.  Where kernel timing
     comes from."""
-    from . import _observer
-    try:
-        _observer.load(torch, bridge)
-    except _observer.Unavailable as e:
-        raise RuntimeError(str(e)) from None
+    from . import _modes, _observer
+    if _modes.forced():
+        _modes.install(torch, bridge)
+    else:
+        try:
+            _observer.load(torch, bridge)
+        except _observer.Unavailable as e:
+            _modes.install(torch, bridge, str(e).splitlines()[0])
     bridge.gpu_module(_observer.cuda_module())
 
 

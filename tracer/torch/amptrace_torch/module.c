@@ -17,6 +17,7 @@
 
 #include "events.h"
 #include "gpu.h"
+#include "fallback.h"
 #include "producer.h"
 
 #include <dlfcn.h>
@@ -246,6 +247,9 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 	(void)self;
 	if (!PyArg_ParseTuple(args, "Ks", &impl, &name))
 		return NULL;
+	if (fallback_active())
+		return PyLong_FromUnsignedLongLong(
+			fallback_name_tensor((uintptr_t)impl, name));
 	return PyLong_FromUnsignedLongLong(
 		observer.name_tensor
 			? observer.name_tensor((uintptr_t)impl, name)
@@ -315,6 +319,7 @@ static PyMethodDef methods[] = {
 	  "inf_tensor_id)" },
 	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
 	  "set_thread_name(name)" },
+	FALLBACK_METHODS
 	{ NULL, NULL, 0, NULL },
 };
 

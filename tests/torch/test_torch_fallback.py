@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""The PyTorch bridge's pure-Python fallback (amptrace_torch/_modes.py,
+fallback.c) against the C++ observer, on real torch programs:
+
+  1. the bridge's own suite (test_torch_bridge.py) run under the fallback
+     (AMPTRACE_TORCH_FALLBACK=1): every check passes but the named ones,
+     each a fact the modes cannot see, and each of those does fail (the
+     list stays true);
+  2. the same program traced both ways: the same casts (op, argument,
+     from, to, cache hit/miss/uncacheable/disabled, reason, stale), the
+     same policies and output dtypes, and `amptrace diff` finds no
+     cast-behaviour change, on the PyTorch twins of the samples and the
+     cache scenarios; the op differences are named ones;
+  3. a real change is not hidden: the twin with the cache off differs;
+  4. what the fallback says it cannot see: a thread already running when
+     it was installed.
+
+TAP output; exit 77 (skip) when the bridge was not built or the
+interpreter has no torch.
+
+usage: test_torch_fallback.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
+SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = tempfile.mkdtemp(prefix="amptrace-fallback-test-")
+results = []
+
+# The bridge suite's checks that fail under the fallback, by the start of
+# their name, and why (what Python's modes cannot see).
+NO_SCRIPT_CAST = ("TorchScript's autocast ops (_autocast_to_reduced_"
+                  "precision, composite) are seen below the dispatcher as "
+                  "to.dtype: no amp.cast, so no policy-divergence")
+BACKWARD_BELOW = ("backward ops are seen below autograd's composites: "
+                  "reshape as _reshape_alias or clone + _unsafe_view "
+                  "(clone's bf16 output pairs with another op's)")
+KNOWN_FAILURES = {
+    "a scripted function's autocast: its casts are recorded": NO_SCRIPT_CAST,
+    "policy-divergence script: fires": NO_SCRIPT_CAST,
+    "policy-divergence traced: fires": NO_SCRIPT_CAST,
+    "... the script case names the op": NO_SCRIPT_CAST,
+    "... scenario_jit (autocast in a scripted function) gives one":
+        NO_SCRIPT_CAST,
+    "twin transformer: no cast-behaviour change": BACKWARD_BELOW,
+    "twin transformer: every op difference is a named one": BACKWARD_BELOW,
+}
+
+# Ops one trace has and the other not (op-added/op-removed of `amptrace
+# diff` observer -> fallback), by phase, and why.
+HIDDEN_FROM_PYTHON = ("torch.tensor()'s own allocation, conversion and "
+                      "detach_ run with Python dispatch excluded")
+BELOW_AUTOGRAD = ("in backward, autograd's composite calls are seen below "
+                  "autograd: reshape as _reshape_alias or clone + "
+                  "_unsafe_view, narrow as slice.Tensor, embedding_backward "
+                  "as embedding_dense_backward, sum_to_size's "
+                  "sum.IntList_out as sum.dim_IntList, mul by a number as "
+                  "mul.Scalar (the observer: mul.Tensor, a wrapped number)")
+MODE_DETACH = ("the detach autograd makes of saved tensors and new "
+               "gradients goes through the dispatch mode (with a mode on "
+               "it is an ATen call)")
+OP_DIFFERENCES = {
+    ("forward", "detach"): "nn.Parameter's detach (Tensor._make_subclass "
+                           "runs it with Python dispatch excluded)",
+    ("backward", "detach"): MODE_DETACH,
+    ("forward", "empty.memory_format"): HIDDEN_FROM_PYTHON,
+    ("optimizer", "empty.memory_format"): HIDDEN_FROM_PYTHON,
+    ("optimizer", "to.dtype"): HIDDEN_FROM_PYTHON,
+    ("optimizer", "detach_"): HIDDEN_FROM_PYTHON,
+}
+OP_DIFFERENCES.update({("backward", op): BELOW_AUTOGRAD for op in (
+    "reshape", "_reshape_alias", "_unsafe_view", "clone", "narrow",
+    "slice.Tensor", "embedding_backward", "embedding_dense_backward",
+    "sum.IntList_out", "sum.dim_IntList", "mul.Tensor", "mul.Scalar")})
+# Other changes: `diff` pairs the k-th op of a name in both traces; where
+# one trace has an op more (MODE_DETACH), the pairs are different ops.
+ALIGNED = {("output", "detach", "backward")}
+
+
+def check(what, ok, detail=""):
+    results.append(ok)
+    print("%s - %s" % ("ok" if ok else "not ok", what))
+    if not ok and detail:
+        for line in str(detail).splitlines()[:20]:
+            print("# " + line)
+
+
+def trace(script, args, fallback, out):
+    path = os.path.join(TMP, out + ".json")
+    env = dict(os.environ)
+    env.pop("AMPTRACE_TORCH_FALLBACK", None)
+    if fallback:
+        env["AMPTRACE_TORCH_FALLBACK"] = "1"
+    p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
+                        os.path.join(HERE, script)] + list(args),
+                       capture_output=True, text=True, env=env, timeout=300)
+    return p, path
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def events(t, cat):
+    return [e["args"] for e in t["traceEvents"] if e.get("cat") == cat]
+
+
+def cast_facts(t):
+    by_thread = {}
+    for e in t["traceEvents"]:
+        if e.get("cat") == "amp.cast":
+            a = e["args"]
+            by_thread.setdefault(e.get("tid"), []).append(
+                (a["op"], a["arg"], a["from"], a["to"], a["cache"],
+                 a.get("reason"), bool(a.get("stale")), a.get("name")))
+    return sorted(by_thread.values())
+
+
+def skip_unless_bridge():
+    probe = subprocess.run([PYTHON, "-c", "import torch"],
+                           capture_output=True)
+    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
+                                        "sitecustomize.py"))
+    if probe.returncode != 0 or not built:
+        print("1..0 # SKIP no torch in %s or the bridge is not built"
+              % PYTHON)
+        sys.exit(77)
+
+
+def test_bridge_suite():
+    env = dict(os.environ, AMPTRACE_TORCH_FALLBACK="1")
+    args = [AMPTRACE, VALIDATE, AMPVIEW, PYTHON] + ([SAMPLES] if SAMPLES
+                                                     else [])
+    p = subprocess.run([PYTHON, os.path.join(HERE, "test_torch_bridge.py")]
+                       + args, capture_output=True, text=True, env=env,
+                       timeout=900)
+    lines = p.stdout.splitlines()
+    passed = [l[5:] for l in lines if l.startswith("ok - ")]
+    failed = [l[9:] for l in lines if l.startswith("not ok - ")]
+
+    def known(name):
+        return next((k for k in KNOWN_FAILURES if name.startswith(k)), None)
+
+    check("the bridge suite runs under the fallback (%d checks)"
+          % (len(passed) + len(failed)),
+          len(passed) + len(failed) >= 60, p.stdout[-2000:] + p.stderr[-2000:])
+    unknown = [f for f in failed if known(f) is None]
+    check("... every check passes but the named ones", not unknown,
+          "\n".join(unknown))
+    for f in failed:
+        if known(f):
+            print("# under the fallback: %s: %s" % (f, KNOWN_FAILURES[known(f)]))
+    still = [k for k in KNOWN_FAILURES
+             if not any(f.startswith(k) for f in failed)]
+    skipped_twins = not SAMPLES and all(k.startswith("twin") for k in still)
+    check("... and each named one does fail (the list stays true)",
+          not still or skipped_twins, still)
+
+
+def compare(name, script, args):
+    """Traces `script` both ways and checks the casts are the same."""
+    p0, observer = trace(script, args, False, name + "_observer")
+    p1, fallback = trace(script, args, True, name + "_fallback")
+    check("%s: runs the same both ways" % name,
+          p0.returncode == p1.returncode == 0 and p0.stdout == p1.stdout,
+          (p0.stdout, p1.stdout, p1.stderr[-1500:]))
+    check("%s: the fallback said so on stderr" % name,
+          "recording torch through Python modes" in p1.stderr and
+          "recording torch through Python modes" not in p0.stderr, p1.stderr)
+    t0, t1 = load(observer), load(fallback)
+    check("%s: the same casts (op, arg, dtypes, cache, reason, stale, name)"
+          % name, cast_facts(t0) == cast_facts(t1),
+          (cast_facts(t0), cast_facts(t1)))
+    ok, why = valid(fallback)
+    check("%s: the fallback's trace follows FORMAT.md" % name, ok, why)
+    return observer, fallback
+
+
+def valid(path):
+    p = subprocess.run([VALIDATE, path], capture_output=True, text=True)
+    return p.returncode == 0, p.stdout + p.stderr
+
+
+def diff(base, new):
+    d = subprocess.run([AMPTRACE, "diff", "--json", base, new],
+                       capture_output=True, text=True)
+    return json.loads(d.stdout)
+
+
+def test_same_trace():
+    pairs = [("hit", "scenario_hit.py", []),
+             ("stale", "scenario_stale.py", []),
+             ("no_grad", "scenario_no_grad.py", []),
+             ("cache_off", "scenario_cache_off.py", []),
+             ("nested", "scenario_nested.py", []),
+             ("thread", "scenario_thread.py", []),
+             ("train_mlp", "train_mlp.py", [])]
+    pairs += [("twin_" + n, "twin_%s.py" % n, [steps]) for n, steps in (
+        ("mlp", "2"), ("transformer", "2"), ("whole_loop", "6"),
+        ("nested", "2"), ("threads", "2"))]
+    for name, script, args in pairs:
+        observer, fallback = compare(name, script, args)
+        d = diff(observer, fallback)
+        changes = [c for c in d["changes"]
+                   if c["kind"] not in ("op-added", "op-removed") and
+                   (c["kind"], c["op"], c["phase"]) not in ALIGNED]
+        check("%s: amptrace diff observer -> fallback: no cast-behaviour "
+              "change (dtype, policy, casts, cache)" % name, not changes,
+              changes[:5])
+        check("%s: the same casts by direction" % name, all(
+            c["base"] == c["new"] for c in d["casts_by_direction"]),
+            d["casts_by_direction"])
+        ops = sorted({(c["phase"], c["op"]) for c in d["changes"]
+                      if c["kind"] in ("op-added", "op-removed")})
+        unnamed = [o for o in ops if o not in OP_DIFFERENCES]
+        check("%s: every op one trace has and the other not is a named "
+              "one" % name, not unnamed, unnamed)
+        for o in ops:
+            print("# %s: %s %s: %s" % (name, o[0], o[1],
+                                        OP_DIFFERENCES.get(o)))
+
+
+def test_change_not_hidden():
+    """The comparison can fail: the mlp twin with the cache off, traced
+    by the fallback, differs from the observer's trace of the twin."""
+    p, fallback = trace("twin_mlp.py", ["2", "--cache-off"], True,
+                        "twin_mlp_nocache_fallback")
+    observer = os.path.join(TMP, "twin_mlp_observer.json")
+    t0, t1 = load(observer), load(fallback)
+    d = diff(observer, fallback)
+    changes = [c for c in d["changes"]
+               if c["kind"] not in ("op-added", "op-removed") and
+               (c["kind"], c["op"], c["phase"]) not in ALIGNED]
+    check("the cache off: the casts differ and diff reports it on linear",
+          p.returncode == 0 and cast_facts(t0) != cast_facts(t1) and
+          changes and all(c["op"] == "linear" for c in changes),
+          changes[:3])
+
+
+def test_early_thread():
+    p0, observer = trace("scenario_early_thread.py", [], False, "early_obs")
+    p1, fallback = trace("scenario_early_thread.py", [], True, "early_fb")
+
+    def linear_threads(path):
+        t = load(path)
+        names = {e["tid"]: e["args"]["name"].split(" (thread")[0]
+                 for e in t["traceEvents"] if e.get("name") == "thread_name"}
+        return sorted(names.get(e["tid"], "?") for e in t["traceEvents"]
+                      if e.get("cat") == "amp.op" and
+                      e["args"]["op"] == "linear")
+    check("a thread running before install: the observer sees its op",
+          p0.returncode == 0 and len(linear_threads(observer)) == 2 and
+          "late" in linear_threads(observer),
+          linear_threads(observer))
+    check("... the fallback does not (said at install), a later thread it "
+          "does", p1.returncode == 0 and
+          linear_threads(fallback) == ["late"] and
+          "threads already running are not seen" in p1.stderr,
+          (linear_threads(fallback), p1.stderr))
+
+
+skip_unless_bridge()
+test_same_trace()
+test_change_not_hidden()
+test_early_thread()
+test_bridge_suite()
+print("1..%d" % len(results))
+sys.exit(0 if all(results) else 1)

@@ -1,0 +1,791 @@
+"""The pure-Python fallback: records through torch's Python modes when the
+C++ observer is not there (no compiler, no torch headers) or when
+AMPTRACE_TORCH_FALLBACK=1 asks for it.  Same events, same trace: what the
+modes see goes to the observer's event logic (events.c) through
+fallback.c.
+
+    from amptrace_torch import _modes
+    _modes.install(torch, _bridge, "no C++ observer: <why>")  # then attach
+
+What each mode sees (torch 1.13; reference: torch-bridge.md):
+  - TorchFunctionMode: each user-level call with its arguments as given
+    (an op autocast may wrap, with f32 inputs).  Python functions in torch
+    (torch.nn.functional, Tensor.backward) are run with the mode still on,
+    so the ATen calls they make are seen one by one, as the observer sees
+    them.
+  - TorchDispatchMode, below autocast and autograd: autocast's casts
+    (`_to_copy` of an argument before the op runs), the op's own kernels
+    with the cast arguments (a cached cast consumed there is a cache hit),
+    ops autocast wraps inside an unlisted one (native_layer_norm inside
+    layer_norm), and the ops autograd runs in backward.
+
+What the fallback cannot see that the observer sees:
+  - threads it was not installed on: modes are per thread; threads started
+    with threading.Thread after install() get them, threads that were
+    already running or that C++ starts do not;
+  - backward ops above autograd's composites: they are seen decomposed
+    (`_reshape_alias` or `clone` + `_unsafe_view` for `reshape`), and the
+    `detach` autograd makes of saved tensors goes through the mode;
+  - TorchScript's autocast ops (seen as the `to.dtype` casts they make),
+    what torch.jit.trace runs (paused: 1.13's trace checker fails under a
+    dispatch mode), ops torch runs with Python dispatch excluded
+    (nn.Parameter's detach, torch.tensor()'s internals), Python numbers
+    given to ops (wrapped-number tensors for the observer);
+  - a cast's own duration (casts are replayed when the op's kernel starts).
+Backward ops link to their forward op as autograd's sequence numbers link
+them for the observer: each autograd node an op makes gets a pre-hook that
+opens it in the event logic (it ends where the next node begins;
+node.metadata["amptrace"] marks a node hooked).
+"""
+import functools
+import os
+import sys
+import threading
+import types
+
+FORCE_VARIABLE = "AMPTRACE_TORCH_FALLBACK"
+
+_DTYPES = (("float64", "f64"), ("float32", "f32"), ("float16", "f16"),
+           ("bfloat16", "bf16"), ("int64", "i64"), ("int32", "i32"),
+           ("bool", "bool"), ("complex64", "f64"), ("complex128", "f64"))
+
+# Tensor methods whose ATen op has another name.
+_RENAMED = {
+    "__add__": "add", "__radd__": "add", "__iadd__": "add_",
+    "__sub__": "sub", "__isub__": "sub_", "__mul__": "mul",
+    "__rmul__": "mul", "__imul__": "mul_", "__truediv__": "div",
+    "__itruediv__": "div_", "__div__": "div", "__matmul__": "matmul",
+    "__neg__": "neg", "__abs__": "abs", "__pow__": "pow", "__ipow__": "pow_",
+    "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le",
+    "__gt__": "gt", "__ge__": "ge", "__invert__": "bitwise_not",
+    "__floordiv__": "floor_divide", "__mod__": "remainder",
+}
+# x.float() is aten::to(x, float32): the dtype is implied.
+_DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16",
+                  "bfloat16": "bfloat16", "long": "int64", "int": "int32",
+                  "bool": "bool", "short": "int16", "char": "int8",
+                  "byte": "uint8"}
+
+
+def forced():
+    """AMPTRACE_TORCH_FALLBACK=1: use the fallback even where the observer
+    is built (to test it, or to compare the two)."""
+    return os.environ.get(FORCE_VARIABLE) == "1"
+
+
+class _Op:
+    """One ATen operator overload as fallback.c knows it."""
+    __slots__ = ("handle", "listed", "listed_on", "names", "nargs")
+
+    def __init__(self, bridge, schema):
+        optional, dtype_index = 0, -1
+        for i, a in enumerate(schema.arguments):
+            if str(a.type) == "Optional[Tensor]" and i < 64:
+                optional |= 1 << i
+            if a.name == "dtype":
+                dtype_index = i
+        self.handle, cpu, cuda = bridge.fallback_op(
+            schema.name.split("::")[-1], schema.overload_name, optional,
+            dtype_index)
+        self.listed = cpu or cuda
+        self.listed_on = (cpu, cuda)
+        self.names = {a.name: i for i, a in enumerate(schema.arguments)}
+        self.nargs = len(schema.arguments)
+
+    def values(self, args, kwargs):
+        """The arguments in schema order (observer.cpp sees them so)."""
+        if not kwargs and len(args) == self.nargs:
+            return args
+        values = list(args) + [None] * (self.nargs - len(args))
+        for k, v in kwargs.items():
+            i = self.names.get("self" if k == "input" else k)
+            if i is not None:
+                values[i] = v
+        return values
+
+
+def _fits(value, kind, torch):
+    """Whether a Python argument can bind to a schema type (the Python
+    binding's own rules, as far as overloads differ in them)."""
+    if kind.startswith("Optional["):
+        return value is None or _fits(value, kind[9:-1], torch)
+    if kind == "Tensor":
+        return isinstance(value, torch.Tensor)
+    if kind.startswith("List[") or kind.endswith("[]"):
+        # x.reshape(-1): an int stands for a one-element int list
+        return isinstance(value, (list, tuple, torch.Size)) or (
+            kind in ("List[int]", "List[SymInt]") and isinstance(value, int))
+    if kind in ("int", "SymInt"):
+        return isinstance(value, (int, torch.dtype, torch.memory_format,
+                                  torch.layout)) and not isinstance(value, float)
+    if kind in ("float", "Scalar", "number"):
+        return isinstance(value, (int, float, complex, bool))
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "Device":
+        return isinstance(value, (str, torch.device, int))
+    return True
+
+
+def _pack(schema, args):
+    """x.view(2, 3), torch.randn(2, 3): trailing ints fill a list
+    argument."""
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    if len(args) <= len(positional):
+        return args
+    for i, a in enumerate(positional):
+        kind = str(a.type)
+        if kind.startswith("List[") and i == len(positional) - 1:
+            return tuple(args[:i]) + (tuple(args[i:]),)
+    return None
+
+
+def _matches(schema, args, kwargs, torch):
+    args = _pack(schema, args)
+    if args is None:
+        return None
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    for value, a in zip(args, positional):
+        if not _fits(value, str(a.type), torch):
+            return None
+    names = {a.name for a in schema.arguments}
+    for k in kwargs:
+        if ("self" if k == "input" else k) not in names:
+            return None
+    for a in positional[len(args):]:
+        if (a.name not in kwargs and a.default_value is None and
+                not str(a.type).startswith("Optional[")):
+            return None
+    return args
+
+
+class _Function:
+    """A Python-level callable as the function mode sees it: an ATen op
+    (by name; the overload is found when it runs), a Python function to
+    run with the mode on, or neither (property getters, size(), ...)."""
+    __slots__ = ("kind", "name", "schemas", "bypass", "dtype", "listed")
+
+    ATEN, PYTHON, OPAQUE = range(3)
+
+
+class _Registry:
+    """Per process: callables and operators, described once."""
+
+    def __init__(self, torch, bridge):
+        self.torch = torch
+        self.bridge = bridge
+        self.functions = {}
+        self.ops = {}          # OpOverload or (name, overload) -> _Op
+        self.to_copy = torch.ops.aten._to_copy.default
+        self.to_dtype = torch.ops.aten.to.dtype
+        self.flags = _Flags(torch)
+        self.opaque = _Function()
+        self.opaque.kind = _Function.OPAQUE
+
+    def op(self, func):
+        """The _Op of an OpOverload; None for other namespaces (prims),
+        which the observer does not show either."""
+        op = self.ops.get(func)
+        if op is None and func not in self.ops:
+            op = self.ops[func] = (_Op(self.bridge, func._schema)
+                                   if func._schema.name.startswith("aten::")
+                                   else None)
+        return op
+
+    def listed(self, f, state):
+        """Whether autocast may wrap some overload of it in this state
+        (on CPU or CUDA: the device autocast is on for)."""
+        if f.listed is None:
+            ops = [self.op_named(s) for s in f.schemas]
+            f.listed = (any(op.listed_on[0] for op in ops),
+                        any(op.listed_on[1] for op in ops))
+        return (state[0] and f.listed[0]) or (state[2] and f.listed[1])
+
+    def op_named(self, schema):
+        key = (schema.name, schema.overload_name)
+        op = self.ops.get(key)
+        if op is None:
+            op = self.ops[key] = _Op(self.bridge, schema)
+        return op
+
+    def function(self, func):
+        try:
+            f = self.functions.get(func)
+        except TypeError:  # unhashable: not one of torch's
+            return self.opaque
+        if f is None:
+            f = self.functions[func] = self._describe(func)
+        return f
+
+    def _describe(self, func):
+        f = _Function()
+        f.dtype = f.listed = None
+        if isinstance(func, types.FunctionType):
+            f.kind = _Function.PYTHON
+            f.bypass = _bypass(func)
+            return f
+        torch = self.torch
+        if isinstance(func, torch._ops.OpOverload):
+            aten = func._schema.name.startswith("aten::")
+            f.kind = _Function.ATEN if aten else _Function.OPAQUE
+            f.name, f.schemas = None, [func._schema]
+            return f
+        name = getattr(func, "__name__", None) or ""
+        if isinstance(func, torch._ops.OpOverloadPacket):
+            name = func._qualified_op_name.split("::")[-1]
+        if name in _DTYPE_METHODS:
+            f.dtype = getattr(torch, _DTYPE_METHODS[name])
+            name = "to"
+        name = _RENAMED.get(name, name)
+        # ATen operators only (not TorchScript's builtins such as
+        # aten::tensor.float or aten::__getitem__.t), no out= variants
+        has_kernel = torch._C._dispatch_has_kernel
+        schemas = [s for s in torch._C._jit_get_schemas_for_operator(
+            "aten::" + name) if not any(a.is_out for a in s.arguments) and
+            has_kernel(s.name + ("." + s.overload_name
+                                 if s.overload_name else ""))]
+        if f.dtype is not None:
+            schemas = [s for s in schemas if s.overload_name == "dtype"]
+        f.kind = _Function.ATEN if schemas else _Function.OPAQUE
+        f.name, f.schemas = name, schemas
+        return f
+
+    def resolve(self, f, args, kwargs, seen_op, seen_args=None):
+        """(op, values) of a user-level call: its overload is the one that
+        runs (seen_op, when it is this op and not a decomposition), else
+        the first whose types fit.  None when no overload fits (not an op
+        of the trace: x[0] and the like)."""
+        if f.dtype is not None:
+            return self.op_named(f.schemas[0]), [args[0], f.dtype]
+        if seen_op is not None and seen_op._schema.name == "aten::" + str(
+                f.name) and not seen_op._schema.overload_name.endswith("out"):
+            op = self.op(seen_op)
+            if seen_args is not None:
+                # the op's own kernel: its arguments as the dispatcher
+                # has them, keywords in their schema places
+                return op, op.values(*seen_args)
+            return op, op.values(args, kwargs)
+        for schema in f.schemas:
+            bound = (args if len(f.schemas) == 1 and f.name is None
+                     else _matches(schema, args, kwargs, self.torch))
+            if bound is not None:
+                op = self.op_named(schema)
+                return op, op.values(bound, kwargs)
+        return None, None
+
+
+class _Flags:
+    """The autocast state of the calling thread, as fallback.c takes it."""
+
+    def __init__(self, torch):
+        self.cpu = torch.is_autocast_cpu_enabled
+        self.cpu_dtype = torch.get_autocast_cpu_dtype
+        self.cuda = torch.is_autocast_enabled
+        self.cuda_dtype = torch.get_autocast_gpu_dtype
+        self.cache = torch.is_autocast_cache_enabled
+        self.grad = torch.is_grad_enabled
+
+    def read(self):
+        return (self.cpu(), self.cpu_dtype(), self.cuda(), self.cuda_dtype(),
+                self.cache(), self.grad())
+
+
+def _bypass(function):
+    """The function with its own __torch_function__ check turned off, so
+    that it runs with the mode on and its torch calls reach the mode one
+    by one (the mode is off inside a handler otherwise).  Globals are read
+    through from the function's module at each use."""
+
+    class Globals(dict):
+        def __missing__(self, key):
+            return function.__globals__[key]
+
+    def no(*args, **kwargs):
+        return False
+
+    overlay = Globals(has_torch_function=no, has_torch_function_unary=no,
+                      has_torch_function_variadic=no)
+    copy = types.FunctionType(function.__code__, overlay, function.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    return copy
+
+
+class _Frame:
+    """A user-level ATen call in progress on this thread."""
+    __slots__ = ("function", "args", "kwargs", "state", "any", "wraps",
+                 "started", "op", "values", "want", "pending", "seen",
+                 "candidates", "transparent", "seq", "made")
+
+    def __init__(self, function, args, kwargs, state, wraps):
+        self.function, self.args, self.kwargs = function, args, kwargs
+        self.state = state
+        self.any = state[0] or state[2]
+        # autocast may wrap it: leading casts of its arguments are
+        # autocast's (events.c decides whether they are)
+        self.wraps = wraps
+        self.started = False
+        self.transparent = False
+        self.op = self.values = None
+        self.want = 0
+        self.seq = -1
+        self.made = []         # what its kernels returned (their nodes)
+        self.pending = []
+        self.seen = []
+        self.candidates = []
+
+
+class _Thread:
+    """One thread's modes and its call in progress."""
+
+    def __init__(self, registry):
+        import torch
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        self.registry = registry
+        self.frame = None
+        self.state = registry.flags.read()
+        self.bypassing = set()
+        self.next_seq = 0      # stands for autograd's sequence numbers
+        self.open_nodes = 0    # autograd nodes running backward
+        self.node_floor = 0    # ... those of the backward running now
+        self.unhooked = []     # (seq, outputs) whose nodes come later
+        self.tensor_type = torch.Tensor
+        self.grad_enabled = torch.is_grad_enabled
+        thread = self
+
+        class FunctionMode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return thread.function(self, func, args, kwargs or {})
+
+        class DispatchMode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return thread.dispatch(func, args, kwargs or {})
+
+        self.function_mode = FunctionMode()
+        self.dispatch_mode = DispatchMode()
+        self.function_stack_length = torch._C._len_torch_function_stack
+        self.dispatch_stack_length = torch._C._len_torch_dispatch_stack
+        self.pop_function_mode = torch.overrides._pop_mode
+        self.push_function_mode = torch.overrides._push_mode
+
+    def enter(self):
+        self.function_mode.__enter__()
+        self.dispatch_mode.__enter__()
+
+    # -------------------------------------------------- function mode
+    def function(self, mode, func, args, kwargs):
+        f = self.registry.function(func)
+        if f.kind == _Function.PYTHON:
+            if func in self.bypassing:  # its module checks some other way
+                return func(*args, **kwargs)
+            self.bypassing.add(func)
+            try:
+                with mode:
+                    return f.bypass(*args, **kwargs)
+            finally:
+                self.bypassing.discard(func)
+        if f.kind == _Function.OPAQUE or self.frame is not None:
+            return func(*args, **kwargs)
+        if self.unhooked:
+            _guarded(self.hook_unhooked)
+        frame = _guarded(self.open_frame, f, args, kwargs)
+        if frame is None:
+            return func(*args, **kwargs)
+        result, failed = None, True
+        try:
+            result = func(*args, **kwargs)
+            failed = False
+            return result
+        finally:
+            self.frame = None
+            if not frame.started and frame.pending:
+                _guarded(self.start, frame, None)
+            if frame.started and not frame.transparent:
+                _guarded(self.finish, frame, result, failed)
+
+    def open_frame(self, f, args, kwargs):
+        if self.dispatch_stack_length():
+            state = self.state = self.registry.flags.read()
+        else:
+            # called from inside a dispatch handler (autograd detaching a
+            # saved tensor through the mode): autocast reads off there
+            state = self.state
+        frame = self.frame = _Frame(f, args, kwargs, state,
+                                    self.registry.listed(f, state))
+        return frame
+
+    def start(self, frame, func, seen=None):
+        """The call's first kernel: the op begins (its overload known
+        now), then the casts autocast made before it."""
+        registry = self.registry
+        bridge = registry.bridge
+        frame.started = True
+        frame.transparent = True   # until it has begun
+        op, values = registry.resolve(
+            frame.function, frame.args, frame.kwargs, func,
+            None if frame.pending or func is None else seen)
+        if op is None:
+            return
+        frame.op, frame.values = op, values
+        frame.seq = self.next_seq
+        self.next_seq += 1
+        frame.want = bridge.fallback_begin(op.handle, values, frame.state,
+                                           frame.any, frame.seq)
+        frame.transparent = False
+        for source, result in frame.pending:
+            bridge.fallback_cast(source, result)
+            if frame.state[5]:
+                frame.made.append(result)
+        frame.wraps = frame.wraps and ((frame.state[0] and op.listed_on[0]) or
+                                       (frame.state[2] and op.listed_on[1]))
+
+    def finish(self, frame, result, failed):
+        bridge = self.registry.bridge
+        try:
+            if frame.wraps:
+                frame.seen.append([r for _, r in frame.pending])
+                bridge.fallback_inner(frame.op.handle, frame.values,
+                                      frame.seen)
+        finally:
+            bridge.fallback_end(result if frame.want & 2 else None, failed)
+            if not failed and frame.state[5]:
+                self.hook_nodes(frame.seq, frame.made)
+                self.hook_nodes(frame.seq, result)
+
+    def hook_unhooked(self):
+        """Ops seen with no user-level call around (x[0:2]'s slice):
+        their nodes, made since, are hooked at the next op."""
+        unhooked, self.unhooked = self.unhooked, []
+        for seq, result in unhooked:
+            self.hook_nodes(seq, result)
+
+    def hook_nodes(self, seq, result):
+        """The autograd nodes an op made announce themselves when they run
+        backward, so that backward's ops link to the op, as autograd's
+        sequence numbers link them for the observer.  A pre-hook only: a
+        node ends where the next begins (the gradient accumulators of
+        leaves are hooked too, unlinked); a post-hook would hold the
+        gradients and make AccumulateGrad copy them.  node.metadata marks
+        a node hooked (a node passed through, x.float() of a float, is not
+        the op's)."""
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
+        for t in outputs:
+            if isinstance(t, (tuple, list)):
+                self.hook_nodes(seq, t)
+                continue
+            node = t.grad_fn if isinstance(t, self.tensor_type) else None
+            if node is None or "amptrace" in node.metadata:
+                continue
+            node.metadata["amptrace"] = seq
+            node.register_prehook(functools.partial(_node_begins, seq))
+            for following, _ in node.next_functions:
+                if (following is not None and
+                        type(following).__name__ == "AccumulateGrad" and
+                        "amptrace" not in following.metadata):
+                    following.metadata["amptrace"] = -1
+                    following.register_prehook(
+                        functools.partial(_node_begins, -1))
+
+    # -------------------------------------------------- dispatch mode
+    def dispatch(self, func, args, kwargs):
+        frame = self.frame
+        if frame is None or frame.transparent:
+            return self.top_level(func, args, kwargs)
+        if not frame.started:
+            if (frame.wraps and func is self.registry.to_copy and
+                    any(args[0] is a for a in frame.args)):
+                result = func(*args, **kwargs)
+                frame.pending.append((args[0], result))
+                return result
+            _guarded(self.start, frame, func, (args, kwargs))
+            if frame.transparent:
+                return self.top_level(func, args, kwargs)
+        if frame.wraps:
+            frame.seen.append(args)
+        elif frame.any:
+            return self.nested(frame, func, args, kwargs)
+        result = func(*args, **kwargs)
+        if frame.state[5]:
+            # its implementation's nodes are the op's (autograd numbers
+            # them inside the op's call); below autograd they are not
+            # made yet: hooked when the op ends
+            frame.made.append(result)
+        return result
+
+    def nested(self, frame, func, args, kwargs):
+        """Inside an op autocast does not wrap: a listed op autocast wraps
+        in its turn shows here below autocast, after its casts."""
+        if func is self.registry.to_copy:
+            result = func(*args, **kwargs)
+            frame.candidates.append((args[0], result))
+            return result
+        op = _guarded(self.registry.op, func)
+        if op is None or not op.listed:
+            frame.candidates = []
+            return func(*args, **kwargs)
+        return self.run(op, func, args, kwargs, frame.state, frame.any,
+                        frame)
+
+    def top_level(self, func, args, kwargs):
+        """An op no user-level call is around (backward, TorchScript, or
+        inside x[i] and the like): an op of its own."""
+        registry = self.registry
+        if func is registry.to_copy and kwargs.get("dtype") is not None:
+            # autograd's casts (the backward of a cast) are `to.dtype`
+            # calls, composite: below autograd they are `_to_copy`.
+            op = _guarded(registry.op, registry.to_dtype)
+            values = (args[0], kwargs.get("dtype"))
+        else:
+            op = _guarded(registry.op, func)
+            values = None
+        if op is None:
+            return func(*args, **kwargs)
+        state = self.state
+        return self.run(op, func, args, kwargs, state, state[0] or state[2],
+                        None, values)
+
+    def run(self, op, func, args, kwargs, state, any_, frame, values=None):
+        """An op seen only here: begins with its arguments as called (the
+        casts autocast made for it undone), its casts, its inner call;
+        ends when it returns."""
+        if self.unhooked:
+            self.quietly(self.hook_unhooked)
+        seq = self.next_seq
+        self.next_seq += 1
+        want = self.quietly(self.begin, op, values or op.values(args, kwargs),
+                            state, any_, frame, seq)
+        result, failed = None, True
+        try:
+            result = func(*args, **kwargs)
+            failed = False
+            return result
+        finally:
+            if want is not None:
+                self.quietly(self.registry.bridge.fallback_end,
+                             result if want & 2 else None, failed)
+                # below autograd its nodes are not made yet; none are
+                # with grad off (backward: holding a gradient would make
+                # AccumulateGrad copy it)
+                if not failed and self.grad_enabled():
+                    if frame is not None:
+                        frame.made.append(result)
+                    else:
+                        self.unhooked.append((seq, result))
+
+    def quietly(self, fn, *args):
+        """Runs a recording step with the function mode off: reading a
+        tensor's dtype or shape goes through the mode otherwise (where
+        backward runs, the function mode is on around the dispatch
+        mode)."""
+        if not self.function_stack_length():
+            return _guarded(fn, *args)
+        mode = self.pop_function_mode()
+        try:
+            return _guarded(fn, *args)
+        finally:
+            self.push_function_mode(mode)
+
+    def begin(self, op, executed, state, any_, frame, seq):
+        bridge = self.registry.bridge
+        casts = frame.candidates if frame is not None else ()
+        if not casts and not (any_ and op.listed):
+            return bridge.fallback_begin(op.handle, executed, state, any_,
+                                         seq)
+        called = bridge.fallback_sources(executed)
+        want = bridge.fallback_begin(op.handle, called, state, any_, seq)
+        try:
+            for source, result in casts:
+                if any(result is v for v in executed):
+                    bridge.fallback_cast(source, result)
+            bridge.fallback_inner(op.handle, called, [executed])
+        finally:
+            if frame is not None:
+                frame.candidates = []
+        return want
+
+
+def _node_begins(seq, grad_outputs):
+    """An autograd node runs: the one before it on this thread ended."""
+    thread = getattr(_local, "thread", None)
+    if thread is not None:
+        _nodes_end(thread, thread.node_floor)
+        if _guarded(_registry.bridge.fallback_node, seq) is not None:
+            thread.open_nodes += 1
+
+
+def _nodes_end(thread, level):
+    while thread.open_nodes > level:
+        thread.open_nodes -= 1
+        _guarded(_registry.bridge.fallback_node, None)
+
+
+def _guarded(fn, *args):
+    """Recording never breaks the program: a failure is said once and
+    that call goes unrecorded (None)."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        _recording_failed(e)
+        return None
+
+
+_failed = []
+
+
+def _recording_failed(error):
+    """Recording never breaks the program: said once, then it goes on."""
+    if not _failed:
+        _failed.append(error)
+        sys.stderr.write("amptrace: recording error (the program is not "
+                         "affected): %r\n" % (error,))
+
+
+_registry = None
+_local = threading.local()
+
+
+def _enter_thread():
+    if getattr(_local, "thread", None) is None:
+        _local.thread = _Thread(_registry)
+        _local.thread.enter()
+
+
+def _leave_thread():
+    """Takes this thread's modes off while Python runs: torch keeps them
+    in C++ thread-locals, whose destructors would otherwise release them
+    when the OS thread ends, possibly while the interpreter finalizes
+    (taking the GIL then ends the thread from inside a destructor:
+    std::terminate)."""
+    import torch.overrides as function_modes
+    import torch.utils._python_dispatch as dispatch_modes
+
+    thread = getattr(_local, "thread", None)
+    if thread is None:
+        return
+    _local.thread = None
+    if dispatch_modes._get_current_dispatch_mode() is thread.dispatch_mode:
+        dispatch_modes._pop_mode()
+    if function_modes._get_current_function_mode() is thread.function_mode:
+        function_modes._pop_mode()
+
+
+def _wrap_threads():
+    """Modes are per thread: each thread started from now on gets them,
+    and leaves them when its run ends."""
+    bootstrap = threading.Thread._bootstrap_inner
+
+    @functools.wraps(bootstrap)
+    def _bootstrap_inner(self):
+        try:
+            _enter_thread()
+        except Exception as e:
+            _recording_failed(e)
+        try:
+            return bootstrap(self)
+        finally:
+            _guarded(_leave_thread)
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+
+
+def _without_modes(fn, dispatch_too):
+    """fn with this thread's function mode (and its dispatch mode when
+    dispatch_too) off for the call, where they are on top."""
+    import torch.overrides as function_modes
+    import torch.utils._python_dispatch as dispatch_modes
+
+    stacks = [(function_modes, function_modes._get_current_function_mode,
+               "function_mode")]
+    if dispatch_too:
+        stacks.insert(0, (dispatch_modes,
+                          dispatch_modes._get_current_dispatch_mode,
+                          "dispatch_mode"))
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        thread = getattr(_local, "thread", None)
+        paused = []
+        if thread is not None:
+            for stack, top, which in stacks:
+                mode = getattr(thread, which)
+                if top() is mode:
+                    stack._pop_mode()
+                    paused.append((stack, mode))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for stack, mode in reversed(paused):
+                stack._push_mode(mode)
+    return wrapper
+
+
+def _wrap_backward(torch):
+    """backward runs autograd's ops on this thread below the function
+    mode: they are seen in dispatch mode, with the autocast state at the
+    call (inside a dispatch handler autocast reads off).  The function
+    mode is off meanwhile: it would see only tensor attribute reads."""
+    autograd = torch.autograd
+
+    def wrap(fn):
+        run = _without_modes(fn, False)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            thread = getattr(_local, "thread", None)
+            if thread is None:
+                return run(*args, **kwargs)
+            thread.state = _registry.flags.read()
+            # a backward inside a node (double backward) leaves that
+            # node open
+            floor, thread.node_floor = thread.node_floor, thread.open_nodes
+            try:
+                return run(*args, **kwargs)
+            finally:
+                _nodes_end(thread, thread.node_floor)  # the last node ran
+                thread.node_floor = floor
+        return wrapper
+
+    autograd.backward = wrap(autograd.backward)
+    autograd.grad = wrap(autograd.grad)
+
+
+def _wrap_jit_trace(torch):
+    """torch 1.13's trace checker fails under a dispatch mode (it hands a
+    traced constant to aten::view): what torch.jit.trace runs is not
+    seen."""
+    torch.jit.trace = _without_modes(torch.jit.trace, True)
+    torch.jit.trace_module = _without_modes(torch.jit.trace_module, True)
+
+
+def install(torch=None, bridge=None, reason=None):
+    """Records this process through Python modes instead of the C++
+    observer.  Call before `_bridge.attach` (attach then leaves the
+    observer out); says so in one line on stderr, with `reason`.  Installs
+    the modes on the calling thread and on every thread started later.
+    Idempotent."""
+    global _registry
+    if torch is None:
+        import torch
+    if bridge is None:
+        from . import _bridge as bridge
+    if _registry is not None:
+        return
+    bridge.fallback_init(torch._C._TensorBase,
+                         [(getattr(torch, t), name) for t, name in _DTYPES])
+    _registry = _Registry(torch, bridge)
+    if reason is None:
+        reason = ("%s=1" % FORCE_VARIABLE if forced()
+                  else "no C++ observer for torch %s" % torch.__version__)
+    sys.stderr.write("amptrace: recording torch through Python modes (%s): "
+                     "slower, same trace; threads already running are not "
+                     "seen\n" % reason)
+    import atexit
+    atexit.register(_guarded, _leave_thread)  # the main thread's
+    _wrap_threads()
+    _wrap_backward(torch)
+    _wrap_jit_trace(torch)
+    _enter_thread()
