@@ -6,6 +6,8 @@
 #include "flow.h"
 #include "trace.h"
 
+#include "test_text.h"
+
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,24 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_TEXT 16384
-
-struct text {
-	char data[MAX_TEXT];
-	size_t len;
-};
-
-static void add(struct text *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void add(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	t->len += (size_t)vsnprintf(t->data + t->len, MAX_TEXT - t->len, fmt, ap);
-	va_end(ap);
-	ck_assert_uint_lt(t->len, MAX_TEXT);
-}
 
 static void begin_trace(struct text *t)
 {

@@ -3,30 +3,14 @@
  * producer rebuilt from tensor ids, as in older traces and PyTorch's. */
 #include "trace_index.h"
 
+#include "test_text.h"
+
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TEXT 8192
-
-struct text {
-	char data[MAX_TEXT];
-	size_t len;
-};
-
-static void add(struct text *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void add(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	t->len += (size_t)vsnprintf(t->data + t->len, MAX_TEXT - t->len, fmt, ap);
-	va_end(ap);
-	ck_assert_uint_lt(t->len, MAX_TEXT);
-}
 
 /* Op `op_id` of pid 7 at ts = op_id µs, reading tensor `input` (0: none;
  * its producer_op_id `producer`, 0: not recorded) and writing `output`. */

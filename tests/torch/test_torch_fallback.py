@@ -26,11 +26,12 @@ import subprocess
 import sys
 import tempfile
 
+from tap import check, done
+
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="amptrace-fallback-test-")
-results = []
 
 # The bridge suite's checks that fail under the fallback, by the start of
 # their name, and why (what Python's modes cannot see).
@@ -80,14 +81,6 @@ OP_DIFFERENCES.update({("backward", op): BELOW_AUTOGRAD for op in (
 # Other changes: `diff` pairs the k-th op of a name in both traces; where
 # one trace has an op more (MODE_DETACH), the pairs are different ops.
 ALIGNED = {("output", "detach", "backward")}
-
-
-def check(what, ok, detail=""):
-    results.append(ok)
-    print("%s - %s" % ("ok" if ok else "not ok", what))
-    if not ok and detail:
-        for line in str(detail).splitlines()[:20]:
-            print("# " + line)
 
 
 def trace(script, args, fallback, out):
@@ -270,5 +263,4 @@ test_same_trace()
 test_change_not_hidden()
 test_early_thread()
 test_bridge_suite()
-print("1..%d" % len(results))
-sys.exit(0 if all(results) else 1)
+sys.exit(done())
