@@ -74,6 +74,14 @@ def _build(torch, src, target):
     """Builds into `target`: under a lock (a DataLoader's workers may all
     start at once), into a temporary file renamed into place, so a
     half-written library is never loaded."""
+    try:
+        _build_locked(torch, src, target)
+    except OSError as e:  # an unwritable cache, a full disk
+        raise Unavailable("cannot build the observer in %s: %s"
+                          % (os.path.dirname(target), e)) from None
+
+
+def _build_locked(torch, src, target):
     import fcntl
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target + ".lock", "w") as lock:
@@ -93,8 +101,14 @@ def _build(torch, src, target):
             done = subprocess.run(cmd, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
             if done.returncode != 0:
-                raise Unavailable("building the observer failed (%s):\n%s"
-                                  % (" ".join(cmd), done.stdout[-4000:]))
+                log = target + ".log"
+                with open(log, "w") as f:
+                    f.write(" ".join(cmd) + "\n" + done.stdout)
+                first = next((l for l in done.stdout.splitlines()
+                              if "error" in l), "exit %d" % done.returncode)
+                raise Unavailable("building the observer for torch %s failed "
+                                  "(%s; the whole log: %s)"
+                                  % (torch.__version__, first.strip(), log))
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
