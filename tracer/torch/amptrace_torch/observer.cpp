@@ -1,6 +1,8 @@
-// The RecordFunction observer: the bridge's only C++ (C interface in
-// observer.h).  It describes what torch's dispatcher runs, in libamp's
-// terms, and leaves every decision to events.c.
+// The RecordFunction observer: the bridge's only C++, a library of its
+// own built against the exact torch it runs in and bound to the _bridge
+// extension at run time (observer.h: amptrace_observer_bind).  It
+// describes what torch's dispatcher runs, in libamp's terms, and leaves
+// every decision to events.c.
 //
 // Why this shape:
 //   - A global RecordFunction callback sees every op on every thread with
