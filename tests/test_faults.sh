@@ -163,8 +163,9 @@ status=$?
 check "--raw-dir missing: exit 2 ($status) naming it" eval \
 	'[ "$status" -eq 2 ] && grep -q "raw directory $work/nowhere (--raw-dir) is not a writable directory" "$work/err"'
 # --- priorities: the converter yields to the program, never the reverse
+# (it lowers its priority just after the fork: the program looks later)
 "$amptrace" run -q -o "$work/nice.json" -- /bin/sh -c \
-	'echo "$(cut -d" " -f19 /proc/$PPID/stat) $(nice)"' \
+	'sleep 0.5; echo "$(cut -d" " -f19 /proc/$PPID/stat) $(nice)"' \
 	>"$work/nice" 2>/dev/null
 read -r converter_nice program_nice <"$work/nice"
 own_nice=$(nice)

@@ -675,16 +675,15 @@ int amptrace_run(int argc, char **argv)
 			   report[1]);
 	}
 	child_pid = pid;
-	close(report[1]);
-	int exec_errno = 0;
-	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
-	close(report[0]);
-
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, 0);
 	if (errno == 0)
 		setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE);
+	close(report[1]);
+	int exec_errno = 0;
+	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
+	close(report[0]);
 
 	struct conv cv;
 	conv_init(&cv, raw_dir, s.mono_base, writer_for, &s);
