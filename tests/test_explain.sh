@@ -7,13 +7,7 @@ set -u
 set -f # ARGs such as [f16,f32] must not glob
 amptrace=$1
 op_list=${2:-} # lib/op_list.h: every op libamp executes must resolve
-fail=0
-count=0
-check() { # description, command...
-	local what=$1; shift
-	count=$((count + 1))
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 # A top-level string field of explain's JSON (cJSON_Print indents it by
 # one tab); "null" for null.
 field() { # json, key

@@ -11,13 +11,7 @@ set -u
 lib=$1
 recorder=$2
 shift 2
-count=0
-fail=0
-check() { # description, command...
-	local what=$1; shift
-	count=$((count + 1))
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -19,12 +19,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-fail=0
 
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # waits up to 10 s for a file to hold a whole line
 wait_line() {

@@ -4,11 +4,7 @@
 # the second forward pass in the same region reuses the cached weight casts.
 set -u
 infer=$1
-fail=0
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 cpu=$("$infer" --device cpu --layers 2 --repeat 2) || { echo "not ok - infer cpu exited $?"; exit 1; }
 cuda=$("$infer" --device cuda --layers 2 --repeat 2) || { echo "not ok - infer cuda exited $?"; exit 1; }

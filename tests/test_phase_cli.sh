@@ -17,19 +17,7 @@ fx=$7
 python=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
-capture() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	status=$?
-}
-status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; cat "$tmp/err"; return 1; }; }
-out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
-out_lacks() { ! grep -qF -- "$1" "$tmp/out" || { echo "# stdout has: $1"; return 1; }; }
-out_matches() { grep -qE -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
+. "$(dirname "$0")/tap.sh"
 same_file() { cmp -s "$1" "$2" || { diff "$1" "$2" | head -6 | sed 's/^/# /'; return 1; }; }
 rules() { printf '%s\n' "$@" >"$tmp/r.rules"; }
 

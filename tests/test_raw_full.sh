@@ -19,11 +19,7 @@ if ! mount -t tmpfs -o size=3m tmpfs "$work/raw" 2>/dev/null; then
 	echo "# cannot mount a small tmpfs here: skipped"
 	exit 77
 fi
-fail=0
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # 8 threads x 20000 ops need ~20 MiB of raw files at full speed
 "$amptrace" run --raw-dir "$work/raw" -o "$work/t.json" -- \

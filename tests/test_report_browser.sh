@@ -30,11 +30,7 @@ if [ -z "$chromium" ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # A fresh profile, no network, no GPU: what works in a container.
 browse() { # page, extra chromium options...

@@ -16,19 +16,7 @@ fx=$3
 whole_loop=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
-capture() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	status=$?
-}
-status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; cat "$tmp/err"; return 1; }; }
-err_has() { grep -qF -- "$1" "$tmp/err" || { echo "# stderr: $(cat "$tmp/err")"; return 1; }; }
-out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 2000 "$tmp/out")"; return 1; }; }
-no_file() { [ ! -e "$1" ] || { echo "# $1 exists"; return 1; }; }
+. "$(dirname "$0")/tap.sh"
 # The page's data (the JSON in #r-data), checked by a Python expression
 # over `d` (the data) and `s` (summary --json of the trace, when given).
 data_ok() { # page, expression, [trace]

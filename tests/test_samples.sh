@@ -4,14 +4,10 @@
 # print what their recipe is about, answer --help with 0 and bad flags
 # with 2.  Arguments: the sample executables.
 set -u
-fail=0
 declare -A exe
 for path in "$@"; do exe[$(basename "$path")]=$path; done
 
-check() { # description, command...
-	local what=$1; shift
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
+. "$(dirname "$0")/tap.sh"
 
 # the loss after "loss" on the first and the last `step N loss X` line
 learns() { # output

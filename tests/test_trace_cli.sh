@@ -18,21 +18,7 @@ whole_loop=$6
 transformer=$7
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-count=0
-check() { # description, command...
-	local what=$1; shift
-	count=$((count + 1))
-	if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
-}
-# Runs a command, keeping its status, stdout and stderr.
-capture() {
-	"$@" >"$tmp/out" 2>"$tmp/err"
-	status=$?
-}
-status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; cat "$tmp/err"; return 1; }; }
-err_has() { grep -qF -- "$1" "$tmp/err" || { echo "# stderr: $(cat "$tmp/err")"; return 1; }; }
-out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 2000 "$tmp/out")"; return 1; }; }
+. "$(dirname "$0")/tap.sh"
 
 # ------------------------------------------------------------------ help
 for cmd in run summary check diff merge; do
