@@ -15,6 +15,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "torch"))
+from tap import bridge_missing  # noqa: E402  (tests/torch/tap.py)
+
 AMPTRACE, PYTHON = sys.argv[1:3]
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,10 +40,9 @@ def worker(mode, trace):
 
 
 def main():
-    probe = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True)
-    if probe.returncode != 0 or not os.path.isfile(
-            os.path.join(os.path.dirname(AMPTRACE), "torch", "sitecustomize.py")):
-        print("SKIP: no torch in %s or the bridge is not built" % PYTHON)
+    why = bridge_missing(AMPTRACE, PYTHON)
+    if why:
+        print("SKIP: " + why)
         sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="amptrace-bench-fallback-")
     trace = os.path.join(tmp, "t.json")

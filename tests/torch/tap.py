@@ -17,3 +17,26 @@ def done():
     """Prints the plan; the exit status says whether all passed."""
     print("1..%d" % len(results))
     return 0 if all(results) else 1
+
+
+def bridge_missing(amptrace, python, need="import torch"):
+    """Why the bridge cannot be tested here (None when it can): `python`
+    cannot run `need` (no torch, or no CUDA device), or `amptrace` was
+    built without the bridge."""
+    import os
+    import subprocess
+    if subprocess.run([python, "-c", need],
+                      capture_output=True).returncode != 0:
+        return "%s cannot run `%s`" % (python, need)
+    if not os.path.isfile(os.path.join(os.path.dirname(amptrace), "torch",
+                                       "sitecustomize.py")):
+        return "amptrace was built without the PyTorch bridge"
+    return None
+
+
+def skip_unless_bridge(amptrace, python, need="import torch"):
+    """TAP's skip (exit 77) when the bridge cannot be tested here."""
+    why = bridge_missing(amptrace, python, need)
+    if why:
+        print("1..0 # SKIP %s" % why)
+        sys.exit(77)

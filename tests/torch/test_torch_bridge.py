@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done
+from tap import check, done, skip_unless_bridge
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 # absolute: one case runs with an empty PATH
@@ -61,15 +61,6 @@ def valid(path):
     return p.returncode == 0, p.stdout + p.stderr
 
 
-def skip_unless_bridge():
-    probe = subprocess.run([PYTHON, "-c", "import torch"],
-                           capture_output=True)
-    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
-                                        "sitecustomize.py"))
-    if probe.returncode != 0 or not built:
-        print("1..0 # SKIP no torch in %s or the bridge is not built"
-              % PYTHON)
-        sys.exit(77)
 
 
 def test_training_loop():
@@ -533,7 +524,7 @@ def test_observer_build():
           and len(ops(load(path), "linear")) == 6, p.stderr[-800:])
 
 
-skip_unless_bridge()
+skip_unless_bridge(AMPTRACE, PYTHON)
 test_training_loop()
 test_scenarios()
 test_api()

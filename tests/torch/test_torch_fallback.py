@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done
+from tap import check, done, skip_unless_bridge
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
@@ -115,15 +115,6 @@ def cast_facts(t):
     return sorted(by_thread.values())
 
 
-def skip_unless_bridge():
-    probe = subprocess.run([PYTHON, "-c", "import torch"],
-                           capture_output=True)
-    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
-                                        "sitecustomize.py"))
-    if probe.returncode != 0 or not built:
-        print("1..0 # SKIP no torch in %s or the bridge is not built"
-              % PYTHON)
-        sys.exit(77)
 
 
 def test_bridge_suite():
@@ -258,7 +249,7 @@ def test_early_thread():
           (linear_threads(fallback), p1.stderr))
 
 
-skip_unless_bridge()
+skip_unless_bridge(AMPTRACE, PYTHON)
 test_same_trace()
 test_change_not_hidden()
 test_early_thread()

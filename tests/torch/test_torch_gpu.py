@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done
+from tap import check, done, skip_unless_bridge
 
 AMPTRACE, PYTHON = sys.argv[1:3]
 TIMING = "--timing" in sys.argv
@@ -49,16 +49,6 @@ def ms_per_step(p):
     return float(m.group(1)) if m else None
 
 
-def skip_unless_gpu():
-    probe = subprocess.run(
-        [PYTHON, "-c", "import torch; assert torch.cuda.is_available()"],
-        capture_output=True)
-    built = os.path.isfile(os.path.join(os.path.dirname(AMPTRACE), "torch",
-                                        "sitecustomize.py"))
-    if probe.returncode != 0 or not built:
-        print("1..0 # SKIP no CUDA device for %s, or the bridge is not built"
-              % PYTHON)
-        sys.exit(77)
 
 
 def test_trace(model):
@@ -170,7 +160,8 @@ def test_timing():
 
 
 def main():
-    skip_unless_gpu()
+    skip_unless_bridge(AMPTRACE, PYTHON,
+                       "import torch; assert torch.cuda.is_available()")
     if TIMING:
         test_timing()
     else:
