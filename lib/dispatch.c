@@ -119,10 +119,9 @@ static int common_device(struct amp_call *c, const struct flat_args *f)
 }
 
 static void fill_autocast_info(struct amp_autocast_info *info,
+			       const struct amp_autocast_tls *st,
 			       enum amp_device_type device, bool active)
 {
-	const struct amp_autocast_tls *st = amp_autocast_state();
-
 	*info = (struct amp_autocast_info){
 		.enabled = active,
 		.device = device,
@@ -389,7 +388,7 @@ int amp_dispatch(struct amp_call *c)
 			.ninputs = describe_flat(&f, in_info),
 			.inputs = in_info,
 		};
-		fill_autocast_info(&event.op.autocast, c->device,
+		fill_autocast_info(&event.op.autocast, st, c->device,
 				   autocast_active);
 		amp_hook_emit(&event);
 	}
@@ -436,7 +435,7 @@ int amp_dispatch(struct amp_call *c)
 			.error = status == AMP_OK ? NULL : amp_last_error(),
 			.begin_ns = begin,
 		};
-		fill_autocast_info(&event.op.autocast, c->device,
+		fill_autocast_info(&event.op.autocast, st, c->device,
 				   autocast_active);
 		for (int o = 0; o < c->noutputs; o++)
 			amp_tensor_describe(c->outputs[o], &out_info[o]);

@@ -20,6 +20,10 @@ struct hook_slot {
 };
 
 static struct hook_slot slots[AMP_MAX_HOOKS];
+/* One past the highest slot ever used: emission walks only these (a
+ * recorder alone is one slot, not 32).  It only grows, so an emitter that
+ * reads a stale value misses at most a hook added during its event. */
+static atomic_int slots_used;
 static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
 atomic_uint amp_hook_mask;
 
@@ -80,6 +84,9 @@ int amp_hook_add(unsigned mask, amp_hook_fn fn, void *user)
 		if (atomic_load(&slots[i].mask) == 0) {
 			slot_write(&slots[i], mask, fn, user);
 			handle = i + 1;
+			if (handle > atomic_load(&slots_used))
+				atomic_store_explicit(&slots_used, handle,
+						      memory_order_release);
 			break;
 		}
 	}
@@ -110,7 +117,10 @@ uint64_t amp_now_ns(void)
 }
 
 static atomic_uint_fast64_t next_thread_number = 1;
-static _Thread_local uint64_t thread_number;
+/* initial-exec: read without a __tls_get_addr call on every event.  Eight
+ * bytes fit glibc's static TLS reserve even when libamp is dlopen()ed. */
+static _Thread_local uint64_t thread_number
+	__attribute__((tls_model("initial-exec")));
 
 uint64_t amp_thread_number(void)
 {
@@ -129,7 +139,8 @@ void amp_hook_emit(struct amp_event *event)
 		event->time_ns = amp_now_ns();
 	if (!event->thread)
 		event->thread = amp_thread_number();
-	for (int i = 0; i < AMP_MAX_HOOKS; i++) {
+	int used = atomic_load_explicit(&slots_used, memory_order_acquire);
+	for (int i = 0; i < used; i++) {
 		amp_hook_fn fn;
 		void *user;
 		if (!(atomic_load_explicit(&slots[i].mask, memory_order_relaxed) &

@@ -364,6 +364,94 @@ START_TEST(limits_are_kept)
 }
 END_TEST
 
+/* Varints keep every value: the one- and two-byte fast paths' edges,
+ * the widest values, negative dims and statuses, and begin times before,
+ * at, after and far from the record's time (0: "none"). */
+START_TEST(varints_keep_every_value)
+{
+	static const uint64_t ids[] = { 0, 1, 127, 128, 16383, 16384,
+					UINT64_C(1) << 35, UINT64_MAX };
+	static const uint64_t begins[] = { 0, 1, 999, 1000, 1001,
+					   UINT64_MAX };
+
+	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
+		struct amp_tensor_info t = {
+			.id = ids[i], .producer_op_id = ids[(i + 3) % 8],
+			.ndim = 4, .shape = { -1, INT64_MIN, INT64_MAX,
+					      (int64_t)ids[i] / 2 },
+		};
+		struct amp_event e = { .kind = AMP_EVENT_OP_END,
+				       .time_ns = 1000 };
+		e.op = (struct amp_op_event){
+			.op_id = ids[i], .parent_op_id = ids[7 - i],
+			.forward_op_id = ids[(i + 5) % 8], .op = "x",
+			.overload = "", .status = i % 2 ? INT32_MIN : -4,
+			.error = "e", .begin_ns = begins[i % 6],
+			.autocast = { .depth = i % 2 ? INT32_MAX : -1 },
+			.ninputs = 1, .inputs = &t, .noutputs = 1,
+			.outputs = &t,
+		};
+		round_trip(&e);
+		assert_op_eq(&decoded.event.op, &e.op, true);
+	}
+}
+END_TEST
+
+/* Strings of every length around the copy's and the length varint's
+ * edges come back whole. */
+START_TEST(strings_of_every_length)
+{
+	static char text[300];
+
+	for (size_t len = 0; len < sizeof text; len++) {
+		memset(text, 'a' + (int)(len % 26), len);
+		text[len] = '\0';
+		struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 1 };
+		e.diag = (struct amp_diag_event){ .kind = text, .message = "" };
+		round_trip(&e);
+		assert_str_eq(decoded.event.diag.kind, text);
+		assert_str_eq(decoded.event.diag.message, "");
+	}
+}
+END_TEST
+
+/* The point of the format: a small op's END (two 2-d tensors, ids and
+ * times as a real run has them) takes 64 bytes at most, not the ~150 of
+ * fixed-width fields (every byte is a fresh tmpfs page's share). */
+START_TEST(small_ops_encode_small)
+{
+	struct amp_tensor_info t[2] = {
+		{ .id = 4321, .producer_op_id = 4300, .ndim = 2,
+		  .shape = { 64, 256 } },
+		{ .id = 4322, .producer_op_id = 4400, .ndim = 2,
+		  .shape = { 64, 256 }, .requires_grad = true },
+	};
+	struct amp_event e = { .kind = AMP_EVENT_OP_END,
+			       .time_ns = UINT64_C(5000000000) };
+	e.op = (struct amp_op_event){
+		.op_id = 4400, .parent_op_id = 4399, .op = "relu",
+		.overload = "", .begin_ns = e.time_ns - 900,
+		.autocast = autocast, .ninputs = 1, .inputs = &t[0],
+		.noutputs = 1, .outputs = &t[1],
+	};
+	uint8_t *start = payload();
+
+	ck_assert_uint_le((size_t)(raw_event_encode(start, &e) - start), 64);
+}
+END_TEST
+
+/* A varint that never ends (11 continuation bytes) is refused. */
+START_TEST(endless_varint_is_rejected)
+{
+	uint8_t *p = payload();
+
+	memset(p, 0xff, 11);
+	p[11] = 0;
+	ck_assert(!raw_decode(record_at(AMP_EVENT_CACHE_CLEAR, 1, p + 12),
+			      &decoded));
+}
+END_TEST
+
 START_TEST(bad_records_are_rejected)
 {
 	struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 7 };
@@ -400,6 +488,10 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, gpu_activity_round_trips);
 	tcase_add_test(tc, gpu_status_and_stats_round_trip);
 	tcase_add_test(tc, limits_are_kept);
+	tcase_add_test(tc, varints_keep_every_value);
+	tcase_add_test(tc, strings_of_every_length);
+	tcase_add_test(tc, small_ops_encode_small);
+	tcase_add_test(tc, endless_varint_is_rejected);
 	tcase_add_test(tc, bad_records_are_rejected);
 	suite_add_tcase(s, tc);
 	return s;

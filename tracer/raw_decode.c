@@ -45,19 +45,41 @@ GETTER(get_u8, uint8_t, unsigned)
 GETTER(get_f64, double, double)
 #undef GETTER
 
+/* A varint (raw_encode.h's raw_put_var); 0 and bad past the end or
+ * beyond 10 bytes. */
+static uint64_t get_var(struct cursor *c)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; shift < 64 && !c->bad; shift += 7) {
+		if (c->p >= c->end)
+			break;
+		uint8_t b = *c->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->bad = true;
+	return 0;
+}
+
+static int64_t get_zigzag(struct cursor *c)
+{
+	uint64_t v = get_var(c);
+
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
 /* The string where it lies in the record (the encoder ends each with a
  * NUL, checked here): valid as long as the record is. */
 static const char *get_str(struct cursor *c)
 {
-	uint16_t len;
+	uint64_t len = get_var(c);
 
-	if (!need(c, 2))
+	if (c->bad || len-- == 0)
 		return NULL;
-	memcpy(&len, c->p, 2);
-	c->p += 2;
-	if (len == RAW_NULL_STRING)
-		return NULL;
-	if (!need(c, (size_t)len + 1) || c->p[len] != '\0') {
+	if (len > RAW_MAX_STRING || !need(c, (size_t)len + 1) ||
+	    c->p[len] != '\0') {
 		c->bad = true;
 		return NULL;
 	}
@@ -68,8 +90,8 @@ static const char *get_str(struct cursor *c)
 
 static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
 {
-	*t = (struct amp_tensor_info){ .id = get_u64(c) };
-	t->producer_op_id = get_u64(c);
+	*t = (struct amp_tensor_info){ .id = get_var(c) };
+	t->producer_op_id = get_var(c);
 	t->dtype = get_u8(c);
 	t->device = get_u8(c);
 	t->ndim = (int)get_u8(c);
@@ -81,16 +103,8 @@ static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
 		c->bad = true;
 		t->ndim = 0;
 	}
-	size_t shape = (size_t)t->ndim * sizeof *t->shape;
-	if ((size_t)(c->end - c->p) >= sizeof t->shape && !c->bad) {
-		/* a fixed size, inside the record: a few moves, not a call;
-		 * what is past ndim is zeroed again */
-		memcpy(t->shape, c->p, sizeof t->shape);
-		memset(t->shape + t->ndim, 0, sizeof t->shape - shape);
-		c->p += shape;
-	} else {
-		take(c, t->shape, shape);
-	}
+	for (int d = 0; d < t->ndim; d++)
+		t->shape[d] = get_zigzag(c);
 	t->name = get_str(c);
 }
 
@@ -110,9 +124,12 @@ static const struct amp_tensor_info *get_tensors(struct cursor *c, int *count)
 #define DEC_I32(f, x) m->f = get_i32(c);
 #define DEC_U8(f, x) m->f = get_u8(c);
 #define DEC_F64(f, x) m->f = get_f64(c);
+#define DEC_V64(f, x) m->f = get_var(c);
+#define DEC_S32(f, x) m->f = (int32_t)get_zigzag(c);
+#define DEC_T64(f, x) m->f = m->time_ns - (uint64_t)get_zigzag(c);
 #define DEC_STR(f, x) m->f = get_str(c);
 #define DEC_STR_IF(f, x) m->f = get_str(c);
-#define DEC_U64_IF(f, x) if (m->x) m->f = get_u64(c);
+#define DEC_V64_IF(f, x) if (m->x) m->f = get_var(c);
 #define DEC_PAD(f, x) get_u8(c);
 #define DEC_AUTOCAST(f, x) get_autocast(c, &m->f);
 #define DEC_TENSOR(f, x) get_tensor(c, &m->f);

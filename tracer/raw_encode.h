@@ -39,25 +39,80 @@ static inline uint8_t *raw_put_f64(uint8_t *p, double v)
 	return p + 8;
 }
 
-static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
+/* V64: 7 bits a byte, low first, the top bit set on all but the last.
+ * Ids, dims and time deltas mostly take one or two bytes: those are
+ * written without a loop. */
+static inline uint8_t *raw_put_var(uint8_t *p, uint64_t v)
 {
-	uint16_t len = RAW_NULL_STRING;
-
-	if (s)
-		len = (uint16_t)strnlen(s, RAW_MAX_STRING);
-	memcpy(p, &len, 2);
-	p += 2;
-	if (s) {
-		memcpy(p, s, len);
-		p[len] = '\0';
-		p += len + 1;
+	if (v < 0x80) {
+		*p = (uint8_t)v;
+		return p + 1;
 	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return p + 2;
+	}
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
 	return p;
 }
 
+/* Zigzag: small magnitudes of either sign become small varints. */
+static inline uint64_t raw_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* n bytes from s to p: short strings (op names, scopes, tensor names)
+ * with two overlapping moves instead of a memcpy call. */
+static inline void raw_copy(uint8_t *p, const char *s, size_t n)
+{
+	uint64_t a, b;
+	uint32_t c, d;
+
+	if (n >= 8 && n <= 16) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(p, &a, 8);
+		memcpy(p + n - 8, &b, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(&c, s, 4);
+		memcpy(&d, s + n - 4, 4);
+		memcpy(p, &c, 4);
+		memcpy(p + n - 4, &d, 4);
+	} else if (n < 4) {
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)s[i];
+	} else {
+		memcpy(p, s, n);
+	}
+}
+
+static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
+{
+	if (!s) {
+		*p = 0;
+		return p + 1;
+	}
+	size_t len = strnlen(s, RAW_MAX_STRING);
+	/* gcc cannot tie len to a constant string's size and would warn
+	 * about raw_copy's moves on branches that never run: hide s. */
+	__asm__("" : "+r"(s));
+	p = raw_put_var(p, len + 1);
+	raw_copy(p, s, len);
+	p[len] = '\0';
+	return p + len + 1;
+}
+
+#define RAW_VAR_BOUND 10
 #define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
-#define RAW_TENSOR_BOUND (16 + 4 + 8 * AMP_MAX_DIMS + RAW_STR_BOUND)
-#define RAW_AUTOCAST_BOUND (8 + RAW_STR_BOUND)
+#define RAW_TENSOR_BOUND \
+	(2 * RAW_VAR_BOUND + 4 + RAW_VAR_BOUND * AMP_MAX_DIMS + RAW_STR_BOUND)
+#define RAW_AUTOCAST_BOUND (4 + 5 + RAW_STR_BOUND)
 
 static inline int raw_tensor_dims(const struct amp_tensor_info *t)
 {
@@ -68,8 +123,8 @@ static inline uint8_t *raw_put_tensor(uint8_t *p, const struct amp_tensor_info *
 {
 	int ndim = raw_tensor_dims(t);
 
-	p = raw_put_u64(p, t->id);
-	p = raw_put_u64(p, t->producer_op_id);
+	p = raw_put_var(p, t->id);
+	p = raw_put_var(p, t->producer_op_id);
 	p = raw_put_u8(p, t->dtype);
 	p = raw_put_u8(p, t->device);
 	p = raw_put_u8(p, (unsigned)ndim);
@@ -77,8 +132,8 @@ static inline uint8_t *raw_put_tensor(uint8_t *p, const struct amp_tensor_info *
 			 (t->requires_grad ? RAW_TENSOR_REQUIRES_GRAD : 0u) |
 			 (t->is_view ? RAW_TENSOR_VIEW : 0u);
 	p = raw_put_u8(p, flags);
-	memcpy(p, t->shape, (size_t)ndim * 8);
-	p += (size_t)ndim * 8;
+	for (int d = 0; d < ndim; d++)
+		p = raw_put_var(p, raw_zigzag(t->shape[d]));
 	return raw_put_str(p, t->name);
 }
 
@@ -102,9 +157,13 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 #define RAW_ENC_I32(f, x) p = raw_put_i32(p, (int32_t)m->f);
 #define RAW_ENC_U8(f, x) p = raw_put_u8(p, (unsigned)m->f);
 #define RAW_ENC_F64(f, x) p = raw_put_f64(p, m->f);
+#define RAW_ENC_V64(f, x) p = raw_put_var(p, (uint64_t)m->f);
+#define RAW_ENC_S32(f, x) p = raw_put_var(p, raw_zigzag((int32_t)m->f));
+#define RAW_ENC_T64(f, x)                                                   \
+	p = raw_put_var(p, raw_zigzag((int64_t)(m->time_ns - m->f)));
 #define RAW_ENC_STR(f, x) p = raw_put_str(p, m->f);
 #define RAW_ENC_STR_IF(f, x) p = raw_put_str(p, m->x ? m->f : NULL);
-#define RAW_ENC_U64_IF(f, x) if (m->x) p = raw_put_u64(p, (uint64_t)m->f);
+#define RAW_ENC_V64_IF(f, x) if (m->x) p = raw_put_var(p, (uint64_t)m->f);
 #define RAW_ENC_PAD(f, x) p = raw_put_u8(p, 0);
 #define RAW_ENC_AUTOCAST(f, x) p = raw_put_autocast(p, &m->f);
 #define RAW_ENC_TENSOR(f, x) p = raw_put_tensor(p, &m->f);
@@ -116,9 +175,12 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 #define RAW_BOUND_I32(f, x) + 4
 #define RAW_BOUND_U8(f, x) + 1
 #define RAW_BOUND_F64(f, x) + 8
+#define RAW_BOUND_V64(f, x) + RAW_VAR_BOUND
+#define RAW_BOUND_S32(f, x) + 5
+#define RAW_BOUND_T64(f, x) + RAW_VAR_BOUND
 #define RAW_BOUND_STR(f, x) + RAW_STR_BOUND
 #define RAW_BOUND_STR_IF(f, x) + RAW_STR_BOUND
-#define RAW_BOUND_U64_IF(f, x) + 8
+#define RAW_BOUND_V64_IF(f, x) + RAW_VAR_BOUND
 #define RAW_BOUND_PAD(f, x) + 1
 #define RAW_BOUND_AUTOCAST(f, x) + RAW_AUTOCAST_BOUND
 #define RAW_BOUND_TENSOR(f, x) + RAW_TENSOR_BOUND

@@ -7,19 +7,27 @@
  * X(TYPE, field, extra), `field` being a member of the kind's model
  * struct (struct amp_event for libamp's kinds):
  *   U64 I32 U8 F64   the member as that many bytes (U8: enums, bools)
- *   STR              u16 length + bytes + a NUL (so that the decoder
- *                    hands out the string where it lies); length
- *                    RAW_NULL_STRING (and nothing after it) = NULL
+ *   V64              an unsigned LEB128 varint (1 byte below 128): ids,
+ *                    counts and sizes, small in practice
+ *   S32              a signed varint (zigzag, then V64's form)
+ *   T64              a time in ns as the signed varint of (the record's
+ *                    time - the member): a begin time takes 2-4 bytes,
+ *                    not 8 (struct amp_event models only: their time_ns)
+ *   STR              varint (length + 1) + bytes + a NUL (so that the
+ *                    decoder hands out the string where it lies);
+ *                    varint 0 (and nothing after it) = NULL
  *   STR_IF           STR, written as NULL unless member `extra` is set
- *   U64_IF           U64, present only when member `extra` (decoded
+ *   V64_IF           V64, present only when member `extra` (decoded
  *                    earlier in the record) is set
  *   PAD              one zero byte (no member)
  *   AUTOCAST         struct amp_autocast_info (RAW_AUTOCAST_FIELDS)
- *   TENSOR           struct amp_tensor_info: u64 id, u64 producer_op_id,
+ *   TENSOR           struct amp_tensor_info: V64 id, V64 producer_op_id,
  *                    u8 dtype, u8 device, u8 ndim, u8 RAW_TENSOR_* flags,
- *                    ndim i64 dims, STR name
+ *                    ndim dims (signed varints), STR name
  *   TENSORS          u8 count (member `extra`, at most RAW_MAX_TENSORS),
- *                    then that many TENSORs from the array `field` */
+ *                    then that many TENSORs from the array `field`
+ * Records are what the traced program pays for, page by page (a fresh
+ * tmpfs page costs ~2.5 us to allocate, zero and map): hence varints. */
 #ifndef AMPTRACE_RAW_SCHEMA_H
 #define AMPTRACE_RAW_SCHEMA_H
 
@@ -50,49 +58,49 @@ struct raw_gpu_stats {
 
 #define RAW_AUTOCAST_FIELDS(X)                                              \
 	X(U8, enabled, ) X(U8, device, ) X(U8, dtype, )                     \
-	X(U8, cache_enabled, ) X(I32, depth, ) X(STR, scope, )
+	X(U8, cache_enabled, ) X(S32, depth, ) X(STR, scope, )
 
 #define RAW_OP_BEGIN_FIELDS(X)                                              \
-	X(U64, op.op_id, ) X(U64, op.parent_op_id, )                        \
-	X(U64, op.forward_op_id, ) X(U8, op.phase, ) X(U8, op.device, )     \
-	X(U8, op.emulated, ) X(PAD, , ) X(AUTOCAST, op.autocast, )          \
+	X(V64, op.op_id, ) X(V64, op.parent_op_id, )                        \
+	X(V64, op.forward_op_id, ) X(U8, op.phase, ) X(U8, op.device, )     \
+	X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )                     \
 	X(STR, op.op, ) X(STR, op.overload, )
 
 #define RAW_OP_END_FIELDS(X)                                                \
-	X(U64, op.op_id, ) X(U64, op.parent_op_id, )                        \
-	X(U64, op.forward_op_id, ) X(U64, op.begin_ns, )                    \
-	X(I32, op.status, ) X(U8, op.phase, ) X(U8, op.policy, )            \
+	X(V64, op.op_id, ) X(V64, op.parent_op_id, )                        \
+	X(V64, op.forward_op_id, ) X(T64, op.begin_ns, )                    \
+	X(S32, op.status, ) X(U8, op.phase, ) X(U8, op.policy, )            \
 	X(U8, op.device, ) X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )  \
 	X(STR, op.op, ) X(STR, op.overload, )                               \
 	X(TENSORS, op.inputs, op.ninputs)                                   \
 	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status)
 
 #define RAW_CAST_FIELDS(X)                                                  \
-	X(U64, cast.op_id, ) X(I32, cast.arg, ) X(U8, cast.from, )          \
+	X(V64, cast.op_id, ) X(S32, cast.arg, ) X(U8, cast.from, )          \
 	X(U8, cast.to, ) X(U8, cast.cache, ) X(U8, cast.stale, )            \
-	X(U8, cast.cache_counted, ) X(U64, cast.bytes, )                    \
-	X(U64, cast.begin_ns, )                                             \
-	X(U64_IF, cast.cache_entries, cast.cache_counted)                   \
-	X(U64_IF, cast.cache_bytes, cast.cache_counted)                     \
+	X(U8, cast.cache_counted, ) X(V64, cast.bytes, )                    \
+	X(T64, cast.begin_ns, )                                             \
+	X(V64_IF, cast.cache_entries, cast.cache_counted)                   \
+	X(V64_IF, cast.cache_bytes, cast.cache_counted)                     \
 	X(TENSOR, cast.source, ) X(TENSOR, cast.result, )                   \
 	X(STR, cast.reason, )
 
 #define RAW_SCOPE_FIELDS(X)                                                 \
-	X(I32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \
+	X(S32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \
 	X(U8, scope.enabled, ) X(U8, scope.cache_enabled, )                 \
 	X(STR, scope.scope, )
 
 #define RAW_CACHE_CLEAR_FIELDS(X)                                           \
-	X(U64, cache.entries, ) X(U64, cache.bytes, )
+	X(V64, cache.entries, ) X(V64, cache.bytes, )
 
 #define RAW_SCALER_FIELDS(X)                                                \
-	X(U64, scaler.scaler_id, ) X(U64, scaler.optimizer_id, )            \
-	X(U64, scaler.inf_tensor_id, ) X(F64, scaler.scale, )               \
+	X(V64, scaler.scaler_id, ) X(V64, scaler.optimizer_id, )            \
+	X(V64, scaler.inf_tensor_id, ) X(F64, scaler.scale, )               \
 	X(U8, scaler.found_inf, ) X(U8, scaler.step_skipped, )              \
 	X(STR, scaler.what, )
 
 #define RAW_DIAG_FIELDS(X)                                                  \
-	X(U64, diag.op_id, ) X(U64, diag.tensor_id, ) X(STR, diag.kind, )   \
+	X(V64, diag.op_id, ) X(V64, diag.tensor_id, ) X(STR, diag.kind, )   \
 	X(STR, diag.message, )
 
 /* The record's time is start_ns. */
