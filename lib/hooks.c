@@ -117,10 +117,10 @@ uint64_t amp_now_ns(void)
 }
 
 static atomic_uint_fast64_t next_thread_number = 1;
-/* initial-exec: read without a __tls_get_addr call on every event.  Eight
- * bytes fit glibc's static TLS reserve even when libamp is dlopen()ed. */
-static _Thread_local uint64_t thread_number
-	__attribute__((tls_model("initial-exec")));
+/* Not initial-exec: the PyTorch bridge dlopen()s libamp into a Python
+ * that has used up glibc's static TLS reserve ("cannot allocate memory
+ * in static TLS block"). */
+static _Thread_local uint64_t thread_number;
 
 uint64_t amp_thread_number(void)
 {
