@@ -14,7 +14,8 @@
  *   p<pid>/exit           created by the recorder at a clean exit
  *
  * A thread file is a sequence of RAW_CHUNK-sized chunks that the writing
- * thread maps MAP_SHARED one at a time.  Chunk 0 starts with a
+ * thread fills one at a time (through MAP_SHARED mappings of several
+ * chunks, each chunk reserved before it is written).  Chunk 0 starts with a
  * raw_thread_header; records follow, 8-byte aligned.  A record's first
  * word is its size and is stored last, with release order, after the rest
  * of the record: a reader that sees a nonzero size sees the whole record,
