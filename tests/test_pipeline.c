@@ -530,6 +530,60 @@ START_TEST(finding_reads_back_as_written)
 }
 END_TEST
 
+/* A thread's stream longer than one of the producer's mappings (16
+ * chunks of 1 MiB): every record of every chunk, across the mapping
+ * windows, reads back in order. */
+START_TEST(a_stream_across_mapping_windows_reads_back_whole)
+{
+	enum { OPS = 18000, NAME = 1000 }; /* ~1 KiB a record: 18 chunks */
+	static char name[NAME + 1];
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	char path[64];
+	struct sink sink = { .path = path };
+	struct conv cv;
+
+	memset(name, 'n', NAME);
+	ck_assert_ptr_nonnull(mkdtemp(raw));
+	snprintf(path, sizeof path, "%s.json", raw);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	for (int i = 0; i < OPS; i++) {
+		struct amp_tensor_info t = { .id = (uint64_t)i + 7, .ndim = 1,
+					     .shape = { i }, .name = name };
+		struct amp_event e = { .kind = AMP_EVENT_OP_END };
+		e.op = (struct amp_op_event){
+			.op_id = (uint64_t)i + 1, .op = "relu", .overload = "",
+			.ninputs = 1, .inputs = &t,
+			.begin_ns = BASE_NS + (uint64_t)i * 1000,
+		};
+		emit(e, (uint64_t)i + 1);
+	}
+	producer_detach();
+	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
+	conv_init(&cv, raw, BASE_NS, writer_for, &sink);
+	cv.trace_for = trace_for;
+	conv_finish(&cv, -1, 0, BASE_NS + (uint64_t)OPS * 1000 + 1000);
+	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
+	conv_free(&cv);
+	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	unlink(path);
+
+	int ops = 0;
+	for (size_t i = 0; i < sink.kept.nevents; i++) {
+		const struct trace_event *e = &sink.kept.events[i];
+		if (e->kind != TRACE_OP)
+			continue;
+		ck_assert_uint_eq(e->op.op_id, (uint64_t)ops + 1);
+		ck_assert_int_eq(e->op.ninputs, 1);
+		ck_assert_uint_eq(e->op.inputs[0].id, (uint64_t)ops + 7);
+		ck_assert_int_eq(e->op.inputs[0].shape[0], ops);
+		ck_assert_uint_eq(strlen(e->op.inputs[0].name), NAME);
+		ops++;
+	}
+	ck_assert_int_eq(ops, OPS);
+	trace_free(&sink.kept);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -537,6 +591,7 @@ static Suite *pipeline_suite(void)
 
 	tcase_add_test(tc, every_event_reads_back_as_kept);
 	tcase_add_test(tc, finding_reads_back_as_written);
+	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }
