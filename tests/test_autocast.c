@@ -981,6 +981,47 @@ START_TEST(test_hook_slot_reuse_while_emitting)
 }
 END_TEST
 
+/* Emission walks the hook slots up to the highest one used: a hook in
+ * the last free slot, the ones before it removed, still gets its
+ * events, and none once removed. */
+static int diags;
+static void count_diags(const struct amp_event *e, void *user)
+{
+	(void)e;
+	(void)user;
+	diags++;
+}
+
+static void emit_diag(void)
+{
+	struct amp_event event = { .kind = AMP_EVENT_DIAG };
+	event.diag.kind = "test";
+	event.diag.message = "";
+	amp_hook_emit(&event);
+}
+
+START_TEST(test_hook_in_the_last_slot_is_called)
+{
+	int handles[64], n = 0;
+
+	while (n < 64 && (handles[n] = amp_hook_add(
+				  AMP_EVENT_MASK(AMP_EVENT_DIAG), count_diags,
+				  NULL)) > 0)
+		n++;
+	amp_clear_error();
+	ck_assert_int_gt(n, 1);
+	ck_assert_int_lt(n, 64);
+	for (int i = 0; i < n - 1; i++)
+		amp_hook_remove(handles[i]);
+	diags = 0;
+	emit_diag();
+	ck_assert_int_eq(diags, 1);
+	amp_hook_remove(handles[n - 1]);
+	emit_diag();
+	ck_assert_int_eq(diags, 1);
+}
+END_TEST
+
 static void abort_to_signal(const char *file, int line, const char *message)
 {
 	(void)file;
@@ -1002,6 +1043,7 @@ static Suite *autocast_suite(void)
 	TCase *state = tcase_create("state");
 	tcase_add_checked_fixture(state, setup, teardown);
 	tcase_add_test(state, test_defaults);
+	tcase_add_test(state, test_hook_in_the_last_slot_is_called);
 	tcase_add_test(state, test_region_restores_state);
 	tcase_add_test(state, test_nested_region_inherits);
 	tcase_add_test(state, test_cpu_unsupported_dtype_disables);
