@@ -1,0 +1,144 @@
+/* The value checks' element scans (diag_scan.h), written once as inline C
+ * loops on the values' bit patterns and instantiated per tier with target
+ * attributes, so gcc vectorises each for the widest registers the tier
+ * has.  The checks read every cast and every low-precision output while
+ * `amptrace run` records: these loops are most of what they cost. */
+#include "diag_scan.h"
+
+#include <string.h>
+
+/* -O2's very-cheap cost model leaves these loops scalar. */
+#pragma GCC optimize("vect-cost-model=dynamic")
+
+#define F32_ABS_BITS 0x7fffffff
+#define F32_INF_BITS 0x7f800000
+
+static int32_t f32_bits(float x)
+{
+	int32_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	return bits;
+}
+
+/* On |x|'s bit pattern a (a non-negative int32: NaNs above inf's), the
+ * float comparisons are integer ones: 0 < |x| < inf is a != 0 and a < inf,
+ * |x| < tiny is a < bits(tiny), |x| <= zero is a <= bits(zero), NaN failing
+ * each.  Four counts of one comparison each (the zeros subtracted at the
+ * end) instead of three of two; 32-bit counters per block of 2^30 so the
+ * sums vectorise. */
+static inline __attribute__((always_inline)) void
+underflow_body(const float *values, size_t n, float tiny, float zero,
+	       struct amp_underflow_counts *counts)
+{
+	const int32_t tiny_bits = f32_bits(tiny), zero_bits = f32_bits(zero);
+
+	for (size_t start = 0; start < n; start += (size_t)1 << 30) {
+		size_t end = n - start < ((size_t)1 << 30) ? n
+							   : start + ((size_t)1 << 30);
+		uint32_t finite = 0, below_tiny = 0, at_most_zero = 0, zeros = 0;
+		for (size_t i = start; i < end; i++) {
+			int32_t a;
+			memcpy(&a, values + i, sizeof a);
+			a &= F32_ABS_BITS;
+			finite += a < F32_INF_BITS;
+			below_tiny += a < tiny_bits;
+			at_most_zero += a <= zero_bits;
+			zeros += a == 0;
+		}
+		counts->nonzero += (int64_t)finite - zeros;
+		counts->flushed += (int64_t)below_tiny - zeros;
+		counts->zeroed += (int64_t)at_most_zero - zeros;
+	}
+}
+
+/* A 16-bit float is inf or NaN when h = bits & 0x7fff reaches the
+ * exponent mask, that is when h + (0x8000 - mask) sets bit 15.  Pairs are
+ * handled as 32-bit words: neither half carries into the other (h + 0x8000
+ * - mask < 0x10000), so the test is an and, an add and an or per word,
+ * with no compare, at any register width. */
+static inline __attribute__((always_inline)) bool
+non_finite_body(const uint16_t *bits, size_t n, uint16_t exponent_mask)
+{
+	const uint32_t bias = 0x8000u - exponent_mask;
+	const uint32_t bias_pair = bias | bias << 16;
+	uint32_t seen = 0;
+	size_t pairs = n / 2;
+
+	for (size_t i = 0; i < pairs; i++) {
+		uint32_t word;
+		memcpy(&word, bits + 2 * i, sizeof word);
+		seen |= (word & 0x7fff7fffu) + bias_pair;
+	}
+	if (n % 2)
+		seen |= (uint32_t)(bits[n - 1] & 0x7fffu) + bias;
+	return (seen & 0x80008000u) != 0;
+}
+
+static void scalar_underflow(const float *values, size_t n, float tiny,
+			     float zero, struct amp_underflow_counts *counts)
+{
+	underflow_body(values, n, tiny, zero, counts);
+}
+
+static bool scalar_non_finite(const uint16_t *bits, size_t n,
+			      uint16_t exponent_mask)
+{
+	return non_finite_body(bits, n, exponent_mask);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define AMP_HAVE_X86 1
+
+/* gcc ends these functions with vzeroupper itself (they use ymm/zmm
+ * registers and call nothing), so the SSE code after them pays no
+ * transition. */
+#define AVX2 __attribute__((target("avx2")))
+#define AVX512 __attribute__((target("avx512f")))
+
+AVX2 static void avx2_underflow(const float *values, size_t n, float tiny,
+				float zero, struct amp_underflow_counts *counts)
+{
+	underflow_body(values, n, tiny, zero, counts);
+}
+
+AVX2 static bool avx2_non_finite(const uint16_t *bits, size_t n,
+				 uint16_t exponent_mask)
+{
+	return non_finite_body(bits, n, exponent_mask);
+}
+
+AVX512 static void avx512_underflow(const float *values, size_t n, float tiny,
+				    float zero,
+				    struct amp_underflow_counts *counts)
+{
+	underflow_body(values, n, tiny, zero, counts);
+}
+
+AVX512 static bool avx512_non_finite(const uint16_t *bits, size_t n,
+				     uint16_t exponent_mask)
+{
+	return non_finite_body(bits, n, exponent_mask);
+}
+#endif /* x86 */
+
+static const struct {
+	amp_underflow_scan_fn underflow;
+	amp_non_finite_scan_fn non_finite;
+} tiers[AMP_ISA_COUNT] = {
+	[AMP_ISA_SCALAR] = { scalar_underflow, scalar_non_finite },
+#ifdef AMP_HAVE_X86
+	[AMP_ISA_AVX2] = { avx2_underflow, avx2_non_finite },
+	[AMP_ISA_AVX512] = { avx512_underflow, avx512_non_finite },
+	[AMP_ISA_AVX512_BF16] = { avx512_underflow, avx512_non_finite },
+#endif
+};
+
+amp_underflow_scan_fn amp_underflow_scan(enum amp_isa isa)
+{
+	return (unsigned)isa < AMP_ISA_COUNT ? tiers[isa].underflow : NULL;
+}
+
+amp_non_finite_scan_fn amp_non_finite_scan(enum amp_isa isa)
+{
+	return (unsigned)isa < AMP_ISA_COUNT ? tiers[isa].non_finite : NULL;
+}
