@@ -210,7 +210,7 @@ static void report_overflow(const struct amp_call *c,
 
 /* Whether `flushed` of `nonzero` values below `tiny` matter (see the
  * thresholds above).  The magnitude pass runs only once the share of
- * values is reached, so the common case costs no second scan. */
+ * values is reached. */
 static bool underflow_material(const float *values, int64_t n, float tiny,
 			       int64_t flushed, int64_t nonzero)
 {
@@ -247,12 +247,16 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 
 	if (!values)
 		return;
-	struct amp_underflow_counts counts = { 0 };
-	amp_underflow_scan(amp_isa_best())(values, (size_t)n, tiny, zero,
-					   &counts);
-	int64_t nonzero = counts.nonzero, flushed = counts.flushed,
-		zeroed = counts.zeroed;
+	/* one pass in the common case, where nothing is flushed; the
+	 * counts the message needs only when it is written */
+	amp_count_below_fn count = amp_count_below(amp_isa_best());
+	int64_t flushed = count(values, (size_t)n, tiny);
+	int64_t nonzero = flushed ? count(values, (size_t)n, INFINITY) : 0;
 	bool material = underflow_material(values, n, tiny, flushed, nonzero);
+	/* at most `zero`: below the next float up */
+	int64_t zeroed = material ? count(values, (size_t)n,
+					  nextafterf(zero, INFINITY))
+				  : 0;
 	free(owned);
 	if (!material)
 		return;

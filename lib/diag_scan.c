@@ -10,45 +10,31 @@
 /* -O2's very-cheap cost model leaves these loops scalar. */
 #pragma GCC optimize("vect-cost-model=dynamic")
 
-#define F32_ABS_BITS 0x7fffffff
-#define F32_INF_BITS 0x7f800000
+#define F32_ABS_BITS 0x7fffffffu
 
-static int32_t f32_bits(float x)
+/* On |v|'s bit pattern a (NaNs above inf's), 0 < |v| < limit is
+ * a - 1 < bits(limit) - 1 unsigned: zero wraps to the top, and one
+ * comparison per element is left.  32-bit counts per block of 2^30 so the
+ * sum vectorises. */
+static inline __attribute__((always_inline)) int64_t
+count_below_body(const float *values, size_t n, float limit)
 {
-	int32_t bits;
-	memcpy(&bits, &x, sizeof bits);
-	return bits;
-}
+	uint32_t limit_bits;
+	int64_t count = 0;
 
-/* On |x|'s bit pattern a (a non-negative int32: NaNs above inf's), the
- * float comparisons are integer ones: 0 < |x| < inf is a != 0 and a < inf,
- * |x| < tiny is a < bits(tiny), |x| <= zero is a <= bits(zero), NaN failing
- * each.  Four counts of one comparison each (the zeros subtracted at the
- * end) instead of three of two; 32-bit counters per block of 2^30 so the
- * sums vectorise. */
-static inline __attribute__((always_inline)) void
-underflow_body(const float *values, size_t n, float tiny, float zero,
-	       struct amp_underflow_counts *counts)
-{
-	const int32_t tiny_bits = f32_bits(tiny), zero_bits = f32_bits(zero);
-
+	memcpy(&limit_bits, &limit, sizeof limit_bits);
 	for (size_t start = 0; start < n; start += (size_t)1 << 30) {
 		size_t end = n - start < ((size_t)1 << 30) ? n
 							   : start + ((size_t)1 << 30);
-		uint32_t finite = 0, below_tiny = 0, at_most_zero = 0, zeros = 0;
+		uint32_t block = 0;
 		for (size_t i = start; i < end; i++) {
-			int32_t a;
+			uint32_t a;
 			memcpy(&a, values + i, sizeof a);
-			a &= F32_ABS_BITS;
-			finite += a < F32_INF_BITS;
-			below_tiny += a < tiny_bits;
-			at_most_zero += a <= zero_bits;
-			zeros += a == 0;
+			block += (a & F32_ABS_BITS) - 1 < limit_bits - 1;
 		}
-		counts->nonzero += (int64_t)finite - zeros;
-		counts->flushed += (int64_t)below_tiny - zeros;
-		counts->zeroed += (int64_t)at_most_zero - zeros;
+		count += block;
 	}
+	return count;
 }
 
 /* A 16-bit float is inf or NaN when h = bits & 0x7fff reaches the
@@ -74,10 +60,9 @@ non_finite_body(const uint16_t *bits, size_t n, uint16_t exponent_mask)
 	return (seen & 0x80008000u) != 0;
 }
 
-static void scalar_underflow(const float *values, size_t n, float tiny,
-			     float zero, struct amp_underflow_counts *counts)
+static int64_t scalar_count_below(const float *values, size_t n, float limit)
 {
-	underflow_body(values, n, tiny, zero, counts);
+	return count_below_body(values, n, limit);
 }
 
 static bool scalar_non_finite(const uint16_t *bits, size_t n,
@@ -95,10 +80,10 @@ static bool scalar_non_finite(const uint16_t *bits, size_t n,
 #define AVX2 __attribute__((target("avx2")))
 #define AVX512 __attribute__((target("avx512f")))
 
-AVX2 static void avx2_underflow(const float *values, size_t n, float tiny,
-				float zero, struct amp_underflow_counts *counts)
+AVX2 static int64_t avx2_count_below(const float *values, size_t n,
+				     float limit)
 {
-	underflow_body(values, n, tiny, zero, counts);
+	return count_below_body(values, n, limit);
 }
 
 AVX2 static bool avx2_non_finite(const uint16_t *bits, size_t n,
@@ -107,11 +92,10 @@ AVX2 static bool avx2_non_finite(const uint16_t *bits, size_t n,
 	return non_finite_body(bits, n, exponent_mask);
 }
 
-AVX512 static void avx512_underflow(const float *values, size_t n, float tiny,
-				    float zero,
-				    struct amp_underflow_counts *counts)
+AVX512 static int64_t avx512_count_below(const float *values, size_t n,
+					 float limit)
 {
-	underflow_body(values, n, tiny, zero, counts);
+	return count_below_body(values, n, limit);
 }
 
 AVX512 static bool avx512_non_finite(const uint16_t *bits, size_t n,
@@ -122,20 +106,20 @@ AVX512 static bool avx512_non_finite(const uint16_t *bits, size_t n,
 #endif /* x86 */
 
 static const struct {
-	amp_underflow_scan_fn underflow;
+	amp_count_below_fn count_below;
 	amp_non_finite_scan_fn non_finite;
 } tiers[AMP_ISA_COUNT] = {
-	[AMP_ISA_SCALAR] = { scalar_underflow, scalar_non_finite },
+	[AMP_ISA_SCALAR] = { scalar_count_below, scalar_non_finite },
 #ifdef AMP_HAVE_X86
-	[AMP_ISA_AVX2] = { avx2_underflow, avx2_non_finite },
-	[AMP_ISA_AVX512] = { avx512_underflow, avx512_non_finite },
-	[AMP_ISA_AVX512_BF16] = { avx512_underflow, avx512_non_finite },
+	[AMP_ISA_AVX2] = { avx2_count_below, avx2_non_finite },
+	[AMP_ISA_AVX512] = { avx512_count_below, avx512_non_finite },
+	[AMP_ISA_AVX512_BF16] = { avx512_count_below, avx512_non_finite },
 #endif
 };
 
-amp_underflow_scan_fn amp_underflow_scan(enum amp_isa isa)
+amp_count_below_fn amp_count_below(enum amp_isa isa)
 {
-	return (unsigned)isa < AMP_ISA_COUNT ? tiers[isa].underflow : NULL;
+	return (unsigned)isa < AMP_ISA_COUNT ? tiers[isa].count_below : NULL;
 }
 
 amp_non_finite_scan_fn amp_non_finite_scan(enum amp_isa isa)

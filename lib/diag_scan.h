@@ -12,22 +12,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What a cast of f32 values to a 16-bit float loses: among the finite
- * non-zero values, those below the target's smallest normal `tiny`
- * (flushed: subnormal or zero after the cast) and those at or below
- * `zero`, half its smallest subnormal (zero after the cast).  inf and NaN
- * count as none of them. */
-struct amp_underflow_counts {
-	int64_t nonzero;
-	int64_t flushed;
-	int64_t zeroed;
-};
-
-/* Adds n contiguous values' counts to *counts; tiny and zero are
- * positive finite f32 values. */
-typedef void (*amp_underflow_scan_fn)(const float *values, size_t n,
-				      float tiny, float zero,
-				      struct amp_underflow_counts *counts);
+/* How many of n contiguous f32 values v have 0 < |v| < limit, for a
+ * positive limit (inf and NaN are never counted).  The cast-underflow
+ * check counts with three limits: inf (the finite non-zero values), the
+ * target's smallest normal (those flushed), and just above half its
+ * smallest subnormal (those made zero). */
+typedef int64_t (*amp_count_below_fn)(const float *values, size_t n,
+				      float limit);
 
 /* Whether any of n contiguous 16-bit floats is inf or NaN: all the bits
  * of `exponent_mask` set (0x7c00 for f16, 0x7f80 for bf16). */
@@ -36,7 +27,7 @@ typedef bool (*amp_non_finite_scan_fn)(const uint16_t *bits, size_t n,
 
 /* The scans of tier `isa` (the best this CPU runs: amp_isa_best()); tiers
  * above amp_isa_best() crash with SIGILL when called. */
-amp_underflow_scan_fn amp_underflow_scan(enum amp_isa isa);
+amp_count_below_fn amp_count_below(enum amp_isa isa);
 amp_non_finite_scan_fn amp_non_finite_scan(enum amp_isa isa);
 
 #endif /* AMP_DIAG_SCAN_H */

@@ -26,8 +26,8 @@ static uint32_t f32_bits(float x)
 	return bits;
 }
 
-/* The thresholds diag.c passes: f16's and bf16's smallest normal, and half
- * their smallest subnormal. */
+/* f16's and bf16's smallest normal, half their smallest subnormal (diag.c's
+ * thresholds), and the exponent mask of inf and NaN. */
 static const struct {
 	const char *name;
 	float tiny, zero;
@@ -37,41 +37,36 @@ static const struct {
 	{ "bf16", 1.17549435e-38f, 4.6e-41f, 0x7f80 },
 };
 
-/* cast-underflow's definition (diag.c before the tiers). */
-static void reference_underflow(const float *values, size_t n, float tiny,
-				float zero, struct amp_underflow_counts *counts)
+/* The limits diag.c counts with: inf, the targets' smallest normals, and
+ * the floats just above half their smallest subnormals. */
+static float limits[5];
+
+static void set_limits(void)
 {
-	for (size_t i = 0; i < n; i++) {
-		float magnitude = fabsf(values[i]);
-		if (!(magnitude > 0.0f))
-			continue;
-		counts->nonzero += magnitude < INFINITY;
-		counts->flushed += magnitude < tiny;
-		counts->zeroed += magnitude <= zero;
+	limits[0] = INFINITY;
+	for (int f = 0; f < 2; f++) {
+		limits[1 + 2 * f] = formats[f].tiny;
+		limits[2 + 2 * f] = nextafterf(formats[f].zero, INFINITY);
 	}
 }
 
-static void assert_same_counts(const struct amp_underflow_counts *got,
-			       const struct amp_underflow_counts *want,
-			       const char *tier, const char *format,
-			       uint32_t bits, size_t n)
+/* The definition: cast-underflow's float comparisons before the tiers. */
+static int64_t reference_count_below(const float *values, size_t n,
+				     float limit)
 {
-	ck_assert_msg(got->nonzero == want->nonzero &&
-			      got->flushed == want->flushed &&
-			      got->zeroed == want->zeroed,
-		      "%s %s: value 0x%08x among %zu: nonzero/flushed/zeroed "
-		      "%lld/%lld/%lld, want %lld/%lld/%lld",
-		      tier, format, bits, n, (long long)got->nonzero,
-		      (long long)got->flushed, (long long)got->zeroed,
-		      (long long)want->nonzero, (long long)want->flushed,
-		      (long long)want->zeroed);
+	int64_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		float magnitude = fabsf(values[i]);
+		count += magnitude > 0.0f && magnitude < limit;
+	}
+	return count;
 }
 
-/* One value among 1.0s, at a position that moves through the vector body
- * and the scalar tail of every tier: every sign and exponent with several
- * mantissas, the neighbours of each threshold, zeros, inf and NaNs. */
-static void check_underflow_value(enum amp_isa isa, int format, uint32_t bits,
-				  unsigned seed)
+/* One value among 1.0s (counted below inf only), at a position that
+ * moves through the vector body and the scalar tail of every tier. */
+static void check_count_value(enum amp_isa isa, float limit, uint32_t bits,
+			      unsigned seed)
 {
 	float values[80];
 	size_t n = 33 + seed % 47, at = (seed / 47) % n;
@@ -79,39 +74,37 @@ static void check_underflow_value(enum amp_isa isa, int format, uint32_t bits,
 	for (size_t i = 0; i < n; i++)
 		values[i] = 1.0f;
 	values[at] = f32_from_bits(bits);
-	struct amp_underflow_counts got = { 0 }, want = { 0 };
-	float tiny = formats[format].tiny, zero = formats[format].zero;
-	amp_underflow_scan(isa)(values, n, tiny, zero, &got);
-	reference_underflow(values, n, tiny, zero, &want);
-	assert_same_counts(&got, &want, amp_isa_name(isa),
-			   formats[format].name, bits, n);
+	int64_t got = amp_count_below(isa)(values, n, limit);
+	int64_t want = reference_count_below(values, n, limit);
+	ck_assert_msg(got == want, "%s: 0x%08x at %zu of %zu below %a: %lld, "
+		      "want %lld", amp_isa_name(isa), bits, at, n,
+		      (double)limit, (long long)got, (long long)want);
 }
 
-START_TEST(test_underflow_tiers_per_value)
+/* Every sign and exponent with several mantissas, and the neighbours of
+ * each limit with both signs (zeros, inf and NaNs among them). */
+START_TEST(test_count_below_tiers_per_value)
 {
 	static const uint32_t mantissas[] = { 0, 1, 0x3fffff, 0x400000,
 					      0x7fffff };
 	unsigned seed = 0;
 
+	set_limits();
 	for (int isa = AMP_ISA_SCALAR; isa <= (int)amp_isa_best(); isa++) {
-		for (int format = 0; format < 2; format++) {
-			for (uint32_t top = 0; top < 512; top++) {
+		for (int l = 0; l < 5; l++) {
+			for (uint32_t top = 0; top < 512; top++)
 				for (size_t m = 0; m < 5; m++)
-					check_underflow_value(
-						(enum amp_isa)isa, format,
-						top << 23 | mantissas[m],
-						seed++);
-			}
-			uint32_t edges[] = { f32_bits(formats[format].tiny),
-					     f32_bits(formats[format].zero),
-					     0x7f800000 };
-			for (int e = 0; e < 3; e++)
+					check_count_value((enum amp_isa)isa,
+							  limits[l],
+							  top << 23 | mantissas[m],
+							  seed++);
+			for (int e = 0; e < 5; e++)
 				for (uint32_t sign = 0; sign < 2; sign++)
 					for (int d = -2; d <= 2; d++)
-						check_underflow_value(
-							(enum amp_isa)isa, format,
-							(edges[e] + (uint32_t)d) |
-								sign << 31,
+						check_count_value(
+							(enum amp_isa)isa, limits[l],
+							(f32_bits(limits[e]) +
+							 (uint32_t)d) | sign << 31,
 							seed++);
 		}
 	}
@@ -119,8 +112,8 @@ START_TEST(test_underflow_tiers_per_value)
 END_TEST
 
 /* Mixed vectors of every length up to 300 from unaligned starts: the
- * counts add up across the body, the tail and the 32-bit block sums. */
-START_TEST(test_underflow_tiers_mixed)
+ * counts add up across the body and the tail. */
+START_TEST(test_count_below_tiers_mixed)
 {
 	static float values[303];
 	const float picks[] = { 0.0f, -0.0f, 1.0f, -2.5f, 5e-5f, 1e-8f, 1e-39f,
@@ -129,27 +122,24 @@ START_TEST(test_underflow_tiers_mixed)
 				-1e-7f };
 	uint32_t state = 12345;
 
+	set_limits();
 	for (size_t i = 0; i < 303; i++) {
 		state = state * 1664525u + 1013904223u;
 		values[i] = picks[(state >> 16) % (sizeof picks / sizeof *picks)];
 	}
 	for (int isa = AMP_ISA_SCALAR; isa <= (int)amp_isa_best(); isa++)
-		for (int format = 0; format < 2; format++)
+		for (int l = 0; l < 5; l++)
 			for (size_t start = 0; start < 3; start++)
 				for (size_t n = 0; n <= 300; n++) {
-					struct amp_underflow_counts got = { 0 },
-								    want = { 0 };
-					float tiny = formats[format].tiny,
-					      zero = formats[format].zero;
-					amp_underflow_scan((enum amp_isa)isa)(
-						values + start, n, tiny, zero,
-						&got);
-					reference_underflow(values + start, n,
-							    tiny, zero, &want);
-					assert_same_counts(
-						&got, &want,
-						amp_isa_name((enum amp_isa)isa),
-						formats[format].name, 0, n);
+					const float *v = values + start;
+					int64_t got = amp_count_below(
+						(enum amp_isa)isa)(v, n, limits[l]);
+					ck_assert_msg(
+						got == reference_count_below(
+							       v, n, limits[l]),
+						"%s: %zu values from %zu below %a",
+						amp_isa_name((enum amp_isa)isa), n,
+						start, (double)limits[l]);
 				}
 }
 END_TEST
@@ -221,7 +211,8 @@ static struct seen checked_cast(amp_tensor *x, enum amp_dtype dtype)
 }
 
 /* A transposed 8x8 source (read through a copy): 10 values that an f16
- * cast zeroes, 10 it makes subnormal, zeros, inf and NaN (none of them
+ * cast zeroes (one exactly half the smallest subnormal), 10 it makes
+ * subnormal, zeros, inf and NaN (none of them
  * counted) and 36 normal values; the message gives the exact counts. */
 START_TEST(test_underflow_non_contiguous_f16)
 {
@@ -229,7 +220,8 @@ START_TEST(test_underflow_non_contiguous_f16)
 	int64_t shape[2] = { 8, 8 };
 
 	for (int i = 0; i < 64; i++)
-		values[i] = i < 10 ? 1e-8f : i < 20 ? -3e-5f : i < 25 ? 0.0f
+		values[i] = i < 9 ? 1e-8f : i < 10 ? 0x1p-25f /* ties to 0 */
+			  : i < 20 ? -3e-5f : i < 25 ? 0.0f
 			  : i < 27 ? INFINITY : i < 28 ? NAN : 1e-4f;
 	amp_tensor *x = amp_from_data(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU,
 				      values);
@@ -318,8 +310,8 @@ static Suite *diag_scan_suite(void)
 	TCase *tiers = tcase_create("tiers");
 	TCase *checks = tcase_create("checks");
 
-	tcase_add_test(tiers, test_underflow_tiers_per_value);
-	tcase_add_test(tiers, test_underflow_tiers_mixed);
+	tcase_add_test(tiers, test_count_below_tiers_per_value);
+	tcase_add_test(tiers, test_count_below_tiers_mixed);
 	tcase_add_test(tiers, test_non_finite_tiers_every_pattern);
 	suite_add_tcase(s, tiers);
 	tcase_add_test(checks, test_underflow_non_contiguous_f16);
