@@ -75,7 +75,8 @@ struct cache_entry {
 	uint64_t source;
 	int64_t version;
 	size_t bytes;
-	bool no_grad;          /* made with grad mode off */
+	bool no_grad;          /* made with grad mode off (and so without
+				* grad: torch before 2.11) */
 };
 
 struct thread_state {
@@ -277,7 +278,8 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 			*c = (struct cache_entry){ result->id, source->id,
 						   r->inputs.versions[arg],
 						   e.cast.bytes,
-						   !r->grad_enabled };
+						   !r->grad_enabled &&
+						   !events_cache_keeps_grad() };
 			s->cache_bytes += e.cast.bytes;
 		}
 	}
@@ -303,8 +305,9 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 		const struct cache_entry *c = cache_find(s, got->id, false);
 		bool ours = c && c->source == r->inputs.tensors[i].id;
 		bool stale = ours && c->version != r->inputs.versions[i];
-		/* torch 1.13 caches a cast made under no_grad and hands it
-		 * out with grad on: the op's output then has no grad. */
+		/* torch before 2.11 caches a cast made under no_grad and
+		 * hands it out with grad on: the op's output then has no
+		 * grad. */
 		bool gradless = ours && c->no_grad && r->grad_enabled;
 		emit_cast(s, r, i, got, AMP_CACHE_HIT,
 			  stale ? "cached cast of a tensor modified since (stale)"

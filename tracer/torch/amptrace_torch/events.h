@@ -28,6 +28,10 @@ const struct amp_policy_row *events_policy_lookup(enum amp_device_type device,
 const char *events_policy_table(const char *torch_version);
 /* The table version events_policy_lookup and the plan use. */
 enum amp_torch_version events_policy_version(void);
+/* Whether the running torch makes the casts it caches with grad mode on
+ * (2.11 and later): a cast cached under no_grad then keeps grad when it is
+ * reused; set with the table by events_policy_table(). */
+bool events_cache_keeps_grad(void);
 
 /* The calling thread's phase outside autograd nodes (forward, or
  * optimizer while an optimizer steps, backward in autograd.backward). */
