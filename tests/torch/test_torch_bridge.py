@@ -240,6 +240,27 @@ def test_scenarios():
           [i["dtype"] for i in failed[0]["inputs"]][:2] == ["bf16", "f32"] and
           "dtype-mismatch" in findings(t), (failed, findings(t)))
 
+    # the exception's text: on the failed op when it ends the thread
+    for mode, attached in (("main", True), ("thread", True),
+                           ("later", False), ("other", False)):
+        p, path = run("scenario_raise.py", mode, out="raise-" + mode)
+        t = load(path)
+        failed = [a for a in ops(t, "mm") if a.get("error")]
+        texts = [e["args"] for e in events(t, "amp.diag")
+                 if "mat1 and mat2 shapes" in e["args"]["message"]]
+        check("a failed op whose exception %s: %s" % (
+                  {"main": "ends the program", "thread": "ends a thread",
+                   "later": "was caught, an op ran, then another error",
+                   "other": "was caught, then a KeyError"}[mode],
+                  "its text is on the op" if attached else "nothing added"),
+              len(failed) == 1 and (
+                  [(d["kind"], d["op_id"]) for d in texts] ==
+                  [("op-error", failed[0]["op_id"])] if attached
+                  else not texts and "own error" in p.stderr) and
+              ("Traceback" in p.stderr) and
+              (p.returncode == 1) == (mode != "thread"),
+              (p.returncode, p.stderr[-300:], texts))
+
     p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),
                             "a", "b"], capture_output=True, text=True)

@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,10 @@ struct thread_state {
 	struct { int64_t seq; uint64_t op_id; } links[LINK_SLOTS];
 	struct cache_entry *cache;
 	size_t cache_slots, cache_used, cache_bytes;
+	/* the last op that ended here, when it failed: its exception may
+	 * still reach the thread's top level (events_op_exception) */
+	uint64_t failed_op_id;
+	char failed_op[64];
 };
 
 static __thread struct thread_state *state;
@@ -545,6 +550,9 @@ static void end_op(struct thread_state *s, struct op_record *r,
 			     "visible to the observer)";
 	}
 	emit(&e);
+	s->failed_op_id = failed ? r->op_id : 0;
+	if (failed)
+		snprintf(s->failed_op, sizeof s->failed_op, "%s", e.op.op);
 	s->nops--;
 }
 
@@ -649,4 +657,24 @@ void events_after_fork(void)
 		state->nops = 0;
 		state->dropped = 0;
 	}
+}
+
+bool events_op_exception(const char *exception)
+{
+	struct thread_state *s = state;
+	char message[768];
+
+	if (!s || !s->failed_op_id)
+		return false;
+	snprintf(message, sizeof message, "%s (op %llu) failed, and the "
+		 "exception that ended this thread came right after it, with no "
+		 "torch op in between: %s", s->failed_op,
+		 (unsigned long long)s->failed_op_id, exception);
+	struct amp_event e = { .kind = AMP_EVENT_DIAG };
+	e.diag = (struct amp_diag_event){ .kind = "op-error",
+					  .message = message,
+					  .op_id = s->failed_op_id };
+	emit(&e);
+	s->failed_op_id = 0;
+	return true;
 }

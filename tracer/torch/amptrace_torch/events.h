@@ -44,6 +44,11 @@ void events_scope(bool enter, const struct amp_scope_event *scope);
 void events_cache_clear(void);
 /* Emits an event built elsewhere (scaler), stamped with time and thread. */
 void events_emit(struct amp_event *event);
+/* An exception reached the calling thread's top level ("Type: text"):
+ * when the last op that ended on this thread failed, an `op-error` diag
+ * of that op carrying the text (the observer does not see it); false when
+ * there is no such op. */
+bool events_op_exception(const char *exception);
 /* In a forked child: calls in flight belong to the parent. */
 void events_after_fork(void);
 

@@ -294,6 +294,19 @@ static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* op_exception(text) -> bool: an uncaught exception ended this thread
+ * (the Python layer's excepthooks); attached to the op that failed last
+ * here, if the last op failed. */
+static PyObject *bridge_op_exception(PyObject *self, PyObject *args)
+{
+	const char *text;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &text))
+		return NULL;
+	return PyBool_FromLong(events_op_exception(text));
+}
+
 static PyMethodDef methods[] = {
 	{ "load_observer", bridge_load_observer, METH_VARARGS,
 	  "load_observer(path): bind the observer built for this torch" },
@@ -319,6 +332,8 @@ static PyMethodDef methods[] = {
 	  "inf_tensor_id)" },
 	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
 	  "set_thread_name(name)" },
+	{ "op_exception", bridge_op_exception, METH_VARARGS,
+	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
 	{ NULL, NULL, 0, NULL },
 };
