@@ -156,6 +156,34 @@ def _name_parameters(torch, bridge):
     torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
 
 
+def _wrap_inference_mode(torch, bridge):
+    """torch.inference_mode's state per thread, after each enter and exit
+    (nested, mode=False and decorator use alike): torch 2.11 caches no
+    cast under it."""
+    cls = torch.autograd.grad_mode.inference_mode
+    enter, exit_ = cls.__enter__, cls.__exit__
+
+    def record():
+        try:
+            bridge.set_inference_mode(torch.is_inference_mode_enabled())
+        except Exception as e:
+            _recording_failed(e)
+
+    @functools.wraps(enter)
+    def __enter__(self):
+        result = enter(self)
+        record()
+        return result
+
+    @functools.wraps(exit_)
+    def __exit__(self, *exc):
+        result = exit_(self, *exc)
+        record()
+        return result
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
 def _wrap_threads(bridge):
     bootstrap = threading.Thread._bootstrap_inner
 
@@ -280,6 +308,7 @@ def install(torch, bridge):
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge),
+                 lambda: _wrap_inference_mode(torch, bridge),
                  lambda: _hook_exceptions(bridge)):
         try:
             part()

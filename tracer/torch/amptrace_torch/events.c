@@ -97,6 +97,7 @@ struct thread_state {
 	 * still reach the thread's top level (events_op_exception) */
 	uint64_t failed_op_id;
 	char failed_op[64];
+	bool inference_mode;   /* set by the Python layer */
 };
 
 static __thread struct thread_state *state;
@@ -577,15 +578,29 @@ void events_end(const struct obs_args *outputs, bool failed)
 		if (arg >= 0 && outputs && outputs->ntensors >= 1 &&
 		    outputs->tensors[0].id != r->inputs.tensors[arg].id) {
 			const struct amp_plan_cast *pc = &r->plan.casts[arg];
+			enum amp_cache_result cache = pc->cache_if_cast;
+			const char *reason = pc->reason;
+			/* torch 2.11 caches nothing under inference_mode
+			 * (pytorch#165068) */
+			if (cache == AMP_CACHE_MISS && s->inference_mode &&
+			    events_cache_keeps_grad()) {
+				cache = AMP_CACHE_UNCACHEABLE;
+				reason = "not cached under inference_mode "
+					 "(torch 2.11+)";
+			}
 			r->matched[arg] = true;
-			emit_cast(s, r, arg, &outputs->tensors[0],
-				  pc->cache_if_cast, pc->reason, false,
-				  r->cast_begin_ns);
+			emit_cast(s, r, arg, &outputs->tensors[0], cache,
+				  reason, false, r->cast_begin_ns);
 		}
 	}
 }
 
 /* ------------------------------------------------- the Python layer's */
+
+void events_set_inference_mode(bool enabled)
+{
+	thread_state()->inference_mode = enabled;
+}
 
 void events_set_phase(enum amp_phase phase)
 {

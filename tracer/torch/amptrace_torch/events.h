@@ -33,6 +33,9 @@ enum amp_torch_version events_policy_version(void);
  * reused; set with the table by events_policy_table(). */
 bool events_cache_keeps_grad(void);
 
+/* Whether torch.inference_mode is on in the calling thread (its casts
+ * are not cached from torch 2.11 on). */
+void events_set_inference_mode(bool enabled);
 /* The calling thread's phase outside autograd nodes (forward, or
  * optimizer while an optimizer steps, backward in autograd.backward). */
 void events_set_phase(enum amp_phase phase);

@@ -219,6 +219,18 @@ static PyObject *bridge_cache_clear(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* set_inference_mode(enabled): torch.inference_mode's state here. */
+static PyObject *bridge_set_inference_mode(PyObject *self, PyObject *args)
+{
+	int enabled;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &enabled))
+		return NULL;
+	events_set_inference_mode(enabled);
+	Py_RETURN_NONE;
+}
+
 /* set_phase(phase) -> the previous phase ("forward", "backward",
  * "optimizer"). */
 static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
@@ -332,6 +344,8 @@ static PyMethodDef methods[] = {
 	  "inf_tensor_id)" },
 	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
 	  "set_thread_name(name)" },
+	{ "set_inference_mode", bridge_set_inference_mode, METH_VARARGS,
+	  "set_inference_mode(enabled)" },
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
