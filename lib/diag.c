@@ -14,15 +14,12 @@
  *   the value gone): underflow_material() says what is material. */
 #include "amp_internal.h"
 #include "backend.h"
+#include "diag_scan.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The scans below run over every checked tensor: let gcc vectorise them
- * (-O2's very-cheap cost model leaves these loops scalar). */
-#pragma GCC optimize("vect-cost-model=dynamic")
 
 /* What flushed values must reach to be reported (underflow_material):
  * 1 % of the non-zero values (below that they are the tail of a healthy
@@ -162,8 +159,8 @@ static bool inputs_finite(const struct amp_call *c, double *max_abs)
 	return true;
 }
 
-/* Low-precision outputs are scanned as bit patterns: no conversion, one
- * mask test per element (an all-ones exponent is inf or NaN). */
+/* Low-precision outputs are scanned as bit patterns: no conversion
+ * (diag_scan.c). */
 static bool has_non_finite(const struct amp_tensor *t)
 {
 	uint16_t mask = t->dtype == AMP_DTYPE_F16 ? 0x7c00 : 0x7f80;
@@ -178,12 +175,9 @@ static bool has_non_finite(const struct amp_tensor *t)
 		amp_tensor_gather(t, t->dtype, owned);
 		bits = owned;
 	}
-	/* a count, not a bool: an integer sum reduction vectorises */
-	uint32_t hits = 0;
-	for (int64_t i = 0; i < n; i++)
-		hits += (bits[i] & mask) == mask;
+	bool found = amp_non_finite_scan(amp_isa_best())(bits, (size_t)n, mask);
 	free(owned);
-	return hits != 0;
+	return found;
 }
 
 static void report_overflow(const struct amp_call *c,
@@ -216,7 +210,7 @@ static void report_overflow(const struct amp_call *c,
 
 /* Whether `flushed` of `nonzero` values below `tiny` matter (see the
  * thresholds above).  The magnitude pass runs only once the share of
- * values is reached, so the common case costs no second scan. */
+ * values is reached. */
 static bool underflow_material(const float *values, int64_t n, float tiny,
 			       int64_t flushed, int64_t nonzero)
 {
@@ -247,31 +241,22 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 	int64_t n;
 	void *owned;
 	const float *values = read_f32(source, &n, &owned);
-	int64_t nonzero = 0, flushed = 0, zeroed = 0;
 	float tiny = smallest_normal(cast->dtype);
 	/* half the smallest subnormal: below it the cast gives zero */
 	float zero = cast->dtype == AMP_DTYPE_F16 ? 2.98023224e-08f : 4.6e-41f;
 
 	if (!values)
 		return;
-	/* branch-free 32-bit counts per block, so the loop vectorises (inf
-	 * and NaN count as neither non-zero nor flushed: m < inf fails for
-	 * both) */
-	for (int64_t start = 0; start < n; start += 1 << 30) {
-		int64_t end = n - start < (1 << 30) ? n : start + (1 << 30);
-		uint32_t block_nonzero = 0, block_flushed = 0, block_zeroed = 0;
-		for (int64_t i = start; i < end; i++) {
-			float magnitude = fabsf(values[i]);
-			uint32_t positive = magnitude > 0.0f;
-			block_nonzero += positive & (magnitude < INFINITY);
-			block_flushed += positive & (magnitude < tiny);
-			block_zeroed += positive & (magnitude <= zero);
-		}
-		nonzero += block_nonzero;
-		flushed += block_flushed;
-		zeroed += block_zeroed;
-	}
+	/* one pass in the common case, where nothing is flushed; the
+	 * counts the message needs only when it is written */
+	amp_count_below_fn count = amp_count_below(amp_isa_best());
+	int64_t flushed = count(values, (size_t)n, tiny);
+	int64_t nonzero = flushed ? count(values, (size_t)n, INFINITY) : 0;
 	bool material = underflow_material(values, n, tiny, flushed, nonzero);
+	/* at most `zero`: below the next float up */
+	int64_t zeroed = material ? count(values, (size_t)n,
+					  nextafterf(zero, INFINITY))
+				  : 0;
 	free(owned);
 	if (!material)
 		return;

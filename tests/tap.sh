@@ -16,6 +16,7 @@ capture() {
 }
 status_is() { [ "$status" -eq "$1" ] || { echo "# status $status, wanted $1"; cat "$tmp/err"; return 1; }; }
 err_has() { grep -qF -- "$1" "$tmp/err" || { echo "# stderr: $(cat "$tmp/err")"; return 1; }; }
+err_lacks() { ! grep -qF -- "$1" "$tmp/err" || { echo "# stderr has: $1"; return 1; }; }
 out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
 out_lacks() { ! grep -qF -- "$1" "$tmp/out" || { echo "# stdout has: $1"; return 1; }; }
 out_matches() { grep -qE -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }

@@ -343,6 +343,51 @@ check "merge onto an input: exit 2" status_is 2
 capture "$amptrace" merge "$fx/good.json" -o /proc/no/such/dir.json
 check "merge to an unwritable path: exit 1 (documented)" status_is 1
 check "merge to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
+# The header's framework (FORMAT.md §6): the inputs' when they agree;
+# else rank 0's, with a note; each process keeps its own in process_name;
+# a 1.0 input names it in amptraceEnd.processes only.
+framework_trace() { # rank framework: one process, one event
+	printf '{"amptrace":{"format":"1.1","rank":%s,"framework":"%s"},"traceEvents":[\n' "$1" "$2"
+	printf '{"name":"process_name","ph":"M","pid":7,"tid":0,"args":{"name":"p (pid 7)","framework":"%s"}},\n' "$2"
+	printf '{"name":"x","cat":"other","ph":"X","ts":1,"dur":1,"pid":7,"tid":1}\n],"amptraceEnd":{"complete":true}}\n'
+}
+torch="torch 1.13.0a0 (policy table: 1.13)"
+framework_trace 0 "$torch" >"$tmp/f0.json"
+framework_trace 1 "$torch" >"$tmp/f1.json"
+framework_trace 1 "libamp 0.1.0" >"$tmp/f1-libamp.json"
+header_framework() { # merged file, the framework its header must name
+	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+got = d["amptrace"].get("framework")
+if got != (sys.argv[2] or None):
+    sys.exit("# header framework: %r" % got)' "$1" "$2"
+}
+capture "$amptrace" merge "$tmp/f0.json" "$tmp/f1.json" -o "$tmp/mf.json"
+check "merge of two torch traces: exit 0" status_is 0
+check "merge of two torch traces: the header keeps their framework" \
+	header_framework "$tmp/mf.json" "$torch"
+check "merge of two torch traces: no note about frameworks" \
+	err_lacks "different frameworks"
+capture "$amptrace" summary "$tmp/mf.json"
+check "merged torch traces: summary names the framework" \
+	out_has "framework: $torch"
+capture "$amptrace" merge "$tmp/f1-libamp.json" "$tmp/f0.json" -o "$tmp/mf2.json"
+check "merge of libamp and torch traces: exit 0" status_is 0
+check "merge of libamp and torch traces: the header names rank 0's" \
+	header_framework "$tmp/mf2.json" "$torch"
+check "merge of libamp and torch traces: a note says so" \
+	err_has "the inputs come from different frameworks (rank 1: libamp 0.1.0; rank 0: $torch); the header names rank 0's"
+check "merge of libamp and torch traces: each process keeps its own" \
+	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+got = {e["args"]["rank"]: e["args"]["framework"] for e in d["traceEvents"] if e["name"] == "process_name"}
+if got != {0: sys.argv[2], 1: "libamp 0.1.0"}:
+    sys.exit("# %r" % got)' "$tmp/mf2.json" "$torch"
+printf '{"amptrace":{"format":"1.0"},"traceEvents":[\n{"name":"x","cat":"other","ph":"X","ts":1,"dur":1,"pid":3,"tid":1}\n],"amptraceEnd":{"complete":true,"processes":[{"pid":3,"framework":"libamp 0.1.0"}]}}\n' >"$tmp/f-1.0.json"
+capture "$amptrace" merge "$tmp/f-1.0.json" "$fx/good.json" -o "$tmp/mf3.json"
+check "merge of a 1.0 trace naming its framework per process: carried" \
+	header_framework "$tmp/mf3.json" "libamp 0.1.0"
+capture "$amptrace" merge "$fx/good.json" "$fx/changed.json" -o "$tmp/mf4.json"
+check "merge of inputs that name no framework: none in the header" \
+	header_framework "$tmp/mf4.json" ""
 # an input with 20 processes: each keeps a pid of its own
 {
 	printf '{"amptrace":{"format":"1.0"},"traceEvents":[\n'

@@ -447,6 +447,11 @@ START_TEST(test_ranks_then_merge)
 	ck_assert_int_eq(run(merge), 0);
 	load(in_dir("all.json"), &t);
 	ck_assert_uint_eq(count_ops(&t, "relu"), 20);
+	/* both ranks are libamp's: the merged header says so too */
+	const cJSON *framework = cJSON_GetObjectItem(t.header, "framework");
+	ck_assert(cJSON_IsString(framework));
+	ck_assert_msg(!strncmp(framework->valuestring, "libamp ", 7), "%s",
+		      framework->valuestring);
 	size_t per_rank[2] = { 0, 0 };
 	for (size_t i = 0; i < t.nevents; i++) {
 		const struct trace_event *e = &t.events[i];

@@ -29,7 +29,9 @@ static const char merge_usage[] =
 	"`amptrace run`) into one trace with one process per rank: the pid of\n"
 	"a file's events becomes its rank + 1 (rank: amptrace.rank, else its\n"
 	"position on the command line, from 0), timestamps share one origin;\n"
-	"flow ids are renumbered so that each stays unique.\n"
+	"flow ids are renumbered so that each stays unique.  The header's\n"
+	"framework is the inputs' when they agree, else the first rank's\n"
+	"(a note says so); each process keeps its own in its metadata.\n"
 	"\n"
 	"  -o, --output FILE  the merged trace (required)\n"
 	"  -h, --help         this text\n"
@@ -46,6 +48,7 @@ struct input {
 	size_t len;
 	int rank;           /* from the header, or -1 */
 	double base_ns;     /* 0 when absent */
+	char *framework;    /* what produced its events (FORMAT.md §1), or NULL */
 	bool truncated;
 	size_t events;
 	cJSON *end;         /* amptraceEnd, or NULL */
@@ -69,6 +72,18 @@ struct merge {
 	uint64_t next_flow_id;
 };
 
+/* holder.framework, when it is a string, as the input's. */
+static void set_framework(struct input *in, const cJSON *holder)
+{
+	const cJSON *framework =
+		cJSON_GetObjectItemCaseSensitive(holder, "framework");
+
+	if (cJSON_IsString(framework)) {
+		free(in->framework);
+		in->framework = strdup(framework->valuestring);
+	}
+}
+
 static int header_top(void *ctx, const char *key, cJSON *value, size_t line)
 {
 	struct input *in = ctx;
@@ -78,11 +93,16 @@ static int header_top(void *ctx, const char *key, cJSON *value, size_t line)
 		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(value, "rank");
 		if (cJSON_IsNumber(rank) && rank->valuedouble >= 0)
 			in->rank = rank->valueint;
+		set_framework(in, value);
 	} else if (!strcmp(key, "baseTimeNanoseconds") && cJSON_IsNumber(value)) {
 		in->base_ns = value->valuedouble;
 	} else if (!strcmp(key, "amptraceEnd") && cJSON_IsObject(value)) {
 		cJSON_Delete(in->end);
 		in->end = cJSON_Duplicate(value, true);
+		/* format 1.0 names it per process only: the first's */
+		if (!in->framework)
+			set_framework(in, cJSON_GetArrayItem(
+				cJSON_GetObjectItemCaseSensitive(value, "processes"), 0));
 	}
 	return 0;
 }
@@ -262,11 +282,46 @@ static void free_inputs(struct merge *m)
 {
 	for (int i = 0; i < m->ninputs; i++) {
 		free(m->inputs[i].text);
+		free(m->inputs[i].framework);
 		cJSON_Delete(m->inputs[i].end);
 		free(m->inputs[i].pids);
 	}
 	free(m->inputs);
 	id_map_free(&m->flow_ids);
+}
+
+/* The merged header's framework: the one every input that names one
+ * names, else the first process's (the lowest rank's that names one), as
+ * the header of any trace names its first process's; the note says which
+ * process came from what, and each keeps its own in process_name. */
+static const char *merged_framework(const struct merge *m)
+{
+	const struct input *first = NULL;
+	bool differ = false;
+
+	for (int i = 0; i < m->ninputs; i++) {
+		const struct input *in = &m->inputs[i];
+		if (!in->framework)
+			continue;
+		if (first && strcmp(in->framework, first->framework))
+			differ = true;
+		if (!first || in->new_rank < first->new_rank)
+			first = in;
+	}
+	if (differ) {
+		fprintf(stderr, "amptrace merge: note: the inputs come from "
+			"different frameworks (");
+		for (int i = 0, listed = 0; i < m->ninputs; i++) {
+			if (!m->inputs[i].framework)
+				continue;
+			fprintf(stderr, "%srank %d: %s", listed++ ? "; " : "",
+				m->inputs[i].new_rank, m->inputs[i].framework);
+		}
+		fprintf(stderr, "); the header names rank %d's, each process "
+			"its own in its process_name metadata\n",
+			first->new_rank);
+	}
+	return first ? first->framework : NULL;
 }
 
 int amptrace_merge(int argc, char **argv)
@@ -380,6 +435,11 @@ int amptrace_merge(int argc, char **argv)
 			     m.inputs[i].truncated ? "true" : "false");
 	}
 	jsonw_raw(&header, "]", 1);
+	const char *framework = merged_framework(&m);
+	if (framework) {
+		jsonw_cstr(&header, ",\"framework\":");
+		jsonw_str(&header, framework);
+	}
 	if (trace_writer_open(&m.writer, out, header.data,
 			      (uint64_t)m.base_ns) != 0) {
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n", out,

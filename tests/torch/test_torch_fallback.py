@@ -41,6 +41,9 @@ NO_SCRIPT_CAST = ("TorchScript's autocast ops (_autocast_to_reduced_"
 BACKWARD_BELOW = ("backward ops are seen below autograd's composites: "
                   "reshape as _reshape_alias or clone + _unsafe_view "
                   "(clone's bf16 output pairs with another op's)")
+NO_INFERENCE_CAST = ("under torch.inference_mode the modes see no cast "
+                     "of a parameter (1.13: the weight and bias casts and "
+                     "their later hits are missing; the observer sees them)")
 KNOWN_FAILURES = {
     "a scripted function's autocast: its casts are recorded": NO_SCRIPT_CAST,
     "policy-divergence script: fires": NO_SCRIPT_CAST,
@@ -48,6 +51,10 @@ KNOWN_FAILURES = {
     "... the script case names the op": NO_SCRIPT_CAST,
     "... scenario_jit (autocast in a scripted function) gives one":
         NO_SCRIPT_CAST,
+    "torch 1.13.1's rule: weight casts under inference_mode":
+        NO_INFERENCE_CAST,
+    "torch 2.11.0's rule: weight casts under inference_mode":
+        NO_INFERENCE_CAST,
     "twin transformer: no cast-behaviour change": BACKWARD_BELOW,
     "twin transformer: every op difference is a named one": BACKWARD_BELOW,
 }

@@ -156,6 +156,34 @@ def _name_parameters(torch, bridge):
     torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
 
 
+def _wrap_inference_mode(torch, bridge):
+    """torch.inference_mode's state per thread, after each enter and exit
+    (nested, mode=False and decorator use alike): torch 2.11 caches no
+    cast under it."""
+    cls = torch.autograd.grad_mode.inference_mode
+    enter, exit_ = cls.__enter__, cls.__exit__
+
+    def record():
+        try:
+            bridge.set_inference_mode(torch.is_inference_mode_enabled())
+        except Exception as e:
+            _recording_failed(e)
+
+    @functools.wraps(enter)
+    def __enter__(self):
+        result = enter(self)
+        record()
+        return result
+
+    @functools.wraps(exit_)
+    def __exit__(self, *exc):
+        result = exit_(self, *exc)
+        record()
+        return result
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
 def _wrap_threads(bridge):
     bootstrap = threading.Thread._bootstrap_inner
 
@@ -222,6 +250,55 @@ def _wrap_scaler(torch, bridge):
     cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
 
 
+# What torch raises for a failed op (c10::Error and its Python mappings).
+_OP_ERRORS = (RuntimeError, TypeError, ValueError, IndexError)
+
+
+def _op_exception_text(exc):
+    """'Type: text' of the chain's first exception (`raise ... from` or
+    inside `except` keeps the op's error at the root), when it is of a
+    kind torch raises for a failed op; else None."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        root = exc.__cause__ or (None if exc.__suppress_context__
+                                 else exc.__context__)
+        if root is None:
+            break
+        exc = root
+    if not isinstance(exc, _OP_ERRORS):
+        return None
+    return "%s: %s" % (type(exc).__name__, str(exc)[:500])
+
+
+def _hook_exceptions(bridge):
+    """The observer only sees that an op failed; an exception that ends a
+    thread right after a failed op brings the text to that op (an
+    op-error diag), then the program's own hook runs as before."""
+    def attach(value):
+        try:  # never in the program's way (a __str__ that raises, a NUL)
+            text = value is not None and _op_exception_text(value)
+            if text:
+                bridge.op_exception(text)
+        except Exception:
+            pass
+
+    previous = sys.excepthook
+
+    def excepthook(kind, value, tb):
+        attach(value)
+        previous(kind, value, tb)
+
+    sys.excepthook = excepthook
+    thread_previous = threading.excepthook
+
+    def thread_excepthook(args):
+        attach(args.exc_value)
+        thread_previous(args)
+
+    threading.excepthook = thread_excepthook
+
+
 def install(torch, bridge):
     """Each part on its own: one that does not fit this torch is said
     once and the others still record."""
@@ -230,7 +307,9 @@ def install(torch, bridge):
                  lambda: _name_parameters(torch, bridge),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
-                 lambda: _wrap_scaler(torch, bridge)):
+                 lambda: _wrap_scaler(torch, bridge),
+                 lambda: _wrap_inference_mode(torch, bridge),
+                 lambda: _hook_exceptions(bridge)):
         try:
             part()
         except Exception as e:

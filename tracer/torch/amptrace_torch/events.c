@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +76,8 @@ struct cache_entry {
 	uint64_t source;
 	int64_t version;
 	size_t bytes;
-	bool no_grad;          /* made with grad mode off */
+	bool no_grad;          /* made with grad mode off (and so without
+				* grad: torch before 2.11) */
 };
 
 struct thread_state {
@@ -91,6 +93,11 @@ struct thread_state {
 	struct { int64_t seq; uint64_t op_id; } links[LINK_SLOTS];
 	struct cache_entry *cache;
 	size_t cache_slots, cache_used, cache_bytes;
+	/* the last op that ended here, when it failed: its exception may
+	 * still reach the thread's top level (events_op_exception) */
+	uint64_t failed_op_id;
+	char failed_op[64];
+	bool inference_mode;   /* set by the Python layer */
 };
 
 static __thread struct thread_state *state;
@@ -277,7 +284,8 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 			*c = (struct cache_entry){ result->id, source->id,
 						   r->inputs.versions[arg],
 						   e.cast.bytes,
-						   !r->grad_enabled };
+						   !r->grad_enabled &&
+						   !events_cache_keeps_grad() };
 			s->cache_bytes += e.cast.bytes;
 		}
 	}
@@ -303,8 +311,9 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 		const struct cache_entry *c = cache_find(s, got->id, false);
 		bool ours = c && c->source == r->inputs.tensors[i].id;
 		bool stale = ours && c->version != r->inputs.versions[i];
-		/* torch 1.13 caches a cast made under no_grad and hands it
-		 * out with grad on: the op's output then has no grad. */
+		/* torch before 2.11 caches a cast made under no_grad and
+		 * hands it out with grad on: the op's output then has no
+		 * grad. */
 		bool gradless = ours && c->no_grad && r->grad_enabled;
 		emit_cast(s, r, i, got, AMP_CACHE_HIT,
 			  stale ? "cached cast of a tensor modified since (stale)"
@@ -542,6 +551,9 @@ static void end_op(struct thread_state *s, struct op_record *r,
 			     "visible to the observer)";
 	}
 	emit(&e);
+	s->failed_op_id = failed ? r->op_id : 0;
+	if (failed)
+		snprintf(s->failed_op, sizeof s->failed_op, "%s", e.op.op);
 	s->nops--;
 }
 
@@ -566,15 +578,29 @@ void events_end(const struct obs_args *outputs, bool failed)
 		if (arg >= 0 && outputs && outputs->ntensors >= 1 &&
 		    outputs->tensors[0].id != r->inputs.tensors[arg].id) {
 			const struct amp_plan_cast *pc = &r->plan.casts[arg];
+			enum amp_cache_result cache = pc->cache_if_cast;
+			const char *reason = pc->reason;
+			/* torch 2.11 caches nothing under inference_mode
+			 * (pytorch#165068) */
+			if (cache == AMP_CACHE_MISS && s->inference_mode &&
+			    events_cache_keeps_grad()) {
+				cache = AMP_CACHE_UNCACHEABLE;
+				reason = "not cached under inference_mode "
+					 "(torch 2.11+)";
+			}
 			r->matched[arg] = true;
-			emit_cast(s, r, arg, &outputs->tensors[0],
-				  pc->cache_if_cast, pc->reason, false,
-				  r->cast_begin_ns);
+			emit_cast(s, r, arg, &outputs->tensors[0], cache,
+				  reason, false, r->cast_begin_ns);
 		}
 	}
 }
 
 /* ------------------------------------------------- the Python layer's */
+
+void events_set_inference_mode(bool enabled)
+{
+	thread_state()->inference_mode = enabled;
+}
 
 void events_set_phase(enum amp_phase phase)
 {
@@ -646,4 +672,24 @@ void events_after_fork(void)
 		state->nops = 0;
 		state->dropped = 0;
 	}
+}
+
+bool events_op_exception(const char *exception)
+{
+	struct thread_state *s = state;
+	char message[768];
+
+	if (!s || !s->failed_op_id)
+		return false;
+	snprintf(message, sizeof message, "%s (op %llu) failed, and the "
+		 "exception that ended this thread came right after it, with no "
+		 "torch op in between: %s", s->failed_op,
+		 (unsigned long long)s->failed_op_id, exception);
+	struct amp_event e = { .kind = AMP_EVENT_DIAG };
+	e.diag = (struct amp_diag_event){ .kind = "op-error",
+					  .message = message,
+					  .op_id = s->failed_op_id };
+	emit(&e);
+	s->failed_op_id = 0;
+	return true;
 }

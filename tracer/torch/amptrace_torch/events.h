@@ -28,7 +28,14 @@ const struct amp_policy_row *events_policy_lookup(enum amp_device_type device,
 const char *events_policy_table(const char *torch_version);
 /* The table version events_policy_lookup and the plan use. */
 enum amp_torch_version events_policy_version(void);
+/* Whether the running torch makes the casts it caches with grad mode on
+ * (2.11 and later): a cast cached under no_grad then keeps grad when it is
+ * reused; set with the table by events_policy_table(). */
+bool events_cache_keeps_grad(void);
 
+/* Whether torch.inference_mode is on in the calling thread (its casts
+ * are not cached from torch 2.11 on). */
+void events_set_inference_mode(bool enabled);
 /* The calling thread's phase outside autograd nodes (forward, or
  * optimizer while an optimizer steps, backward in autograd.backward). */
 void events_set_phase(enum amp_phase phase);
@@ -40,6 +47,11 @@ void events_scope(bool enter, const struct amp_scope_event *scope);
 void events_cache_clear(void);
 /* Emits an event built elsewhere (scaler), stamped with time and thread. */
 void events_emit(struct amp_event *event);
+/* An exception reached the calling thread's top level ("Type: text"):
+ * when the last op that ended on this thread failed, an `op-error` diag
+ * of that op carrying the text (the observer does not see it); false when
+ * there is no such op. */
+bool events_op_exception(const char *exception);
 /* In a forked child: calls in flight belong to the parent. */
 void events_after_fork(void);
 

@@ -219,6 +219,18 @@ static PyObject *bridge_cache_clear(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* set_inference_mode(enabled): torch.inference_mode's state here. */
+static PyObject *bridge_set_inference_mode(PyObject *self, PyObject *args)
+{
+	int enabled;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &enabled))
+		return NULL;
+	events_set_inference_mode(enabled);
+	Py_RETURN_NONE;
+}
+
 /* set_phase(phase) -> the previous phase ("forward", "backward",
  * "optimizer"). */
 static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
@@ -294,6 +306,19 @@ static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* op_exception(text) -> bool: an uncaught exception ended this thread
+ * (the Python layer's excepthooks); attached to the op that failed last
+ * here, if the last op failed. */
+static PyObject *bridge_op_exception(PyObject *self, PyObject *args)
+{
+	const char *text;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &text))
+		return NULL;
+	return PyBool_FromLong(events_op_exception(text));
+}
+
 static PyMethodDef methods[] = {
 	{ "load_observer", bridge_load_observer, METH_VARARGS,
 	  "load_observer(path): bind the observer built for this torch" },
@@ -319,6 +344,10 @@ static PyMethodDef methods[] = {
 	  "inf_tensor_id)" },
 	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
 	  "set_thread_name(name)" },
+	{ "set_inference_mode", bridge_set_inference_mode, METH_VARARGS,
+	  "set_inference_mode(enabled)" },
+	{ "op_exception", bridge_op_exception, METH_VARARGS,
+	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
 	{ NULL, NULL, 0, NULL },
 };

@@ -145,7 +145,9 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	info->requires_grad = t.requires_grad();
 	info->is_leaf = t.is_leaf();
 	info->is_view = t.is_view();
-	a->versions[i] = (int64_t)t._version();
+	/* an inference tensor has no version counter: reading it throws
+	 * inside torch's callback, which drops the call and prints a stack */
+	a->versions[i] = t.is_inference() ? 0 : (int64_t)t._version();
 }
 
 void describe_values(c10::ArrayRef<const c10::IValue> values,

@@ -1,0 +1,331 @@
+/* The value checks' element scans (lib/diag_scan.c) in every tier this CPU
+ * runs, against the checks' definitions written as plain float
+ * comparisons; then the checks end to end on the paths the scans do not
+ * take alone: non-contiguous sources, f16 and bf16 targets, f32
+ * subnormals, inf/NaN in the last element of a vector. */
+#include "amp.h"
+#include "diag_scan.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float f32_from_bits(uint32_t bits)
+{
+	float x;
+	memcpy(&x, &bits, sizeof x);
+	return x;
+}
+
+static uint32_t f32_bits(float x)
+{
+	uint32_t bits;
+	memcpy(&bits, &x, sizeof bits);
+	return bits;
+}
+
+/* f16's and bf16's smallest normal, half their smallest subnormal (diag.c's
+ * thresholds), and the exponent mask of inf and NaN. */
+static const struct {
+	const char *name;
+	float tiny, zero;
+	uint16_t exponent_mask;
+} formats[] = {
+	{ "f16", 6.103515625e-05f, 2.98023224e-08f, 0x7c00 },
+	{ "bf16", 1.17549435e-38f, 4.6e-41f, 0x7f80 },
+};
+
+/* The limits diag.c counts with: inf, the targets' smallest normals, and
+ * the floats just above half their smallest subnormals. */
+static float limits[5];
+
+static void set_limits(void)
+{
+	limits[0] = INFINITY;
+	for (int f = 0; f < 2; f++) {
+		limits[1 + 2 * f] = formats[f].tiny;
+		limits[2 + 2 * f] = nextafterf(formats[f].zero, INFINITY);
+	}
+}
+
+/* The definition: cast-underflow's float comparisons before the tiers. */
+static int64_t reference_count_below(const float *values, size_t n,
+				     float limit)
+{
+	int64_t count = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		float magnitude = fabsf(values[i]);
+		count += magnitude > 0.0f && magnitude < limit;
+	}
+	return count;
+}
+
+/* One value among 1.0s (counted below inf only), at a position that
+ * moves through the vector body and the scalar tail of every tier. */
+static void check_count_value(enum amp_isa isa, float limit, uint32_t bits,
+			      unsigned seed)
+{
+	float values[80];
+	size_t n = 33 + seed % 47, at = (seed / 47) % n;
+
+	for (size_t i = 0; i < n; i++)
+		values[i] = 1.0f;
+	values[at] = f32_from_bits(bits);
+	int64_t got = amp_count_below(isa)(values, n, limit);
+	int64_t want = reference_count_below(values, n, limit);
+	ck_assert_msg(got == want, "%s: 0x%08x at %zu of %zu below %a: %lld, "
+		      "want %lld", amp_isa_name(isa), bits, at, n,
+		      (double)limit, (long long)got, (long long)want);
+}
+
+/* Every sign and exponent with several mantissas, and the neighbours of
+ * each limit with both signs (zeros, inf and NaNs among them). */
+START_TEST(test_count_below_tiers_per_value)
+{
+	static const uint32_t mantissas[] = { 0, 1, 0x3fffff, 0x400000,
+					      0x7fffff };
+	unsigned seed = 0;
+
+	set_limits();
+	for (int isa = AMP_ISA_SCALAR; isa <= (int)amp_isa_best(); isa++) {
+		for (int l = 0; l < 5; l++) {
+			for (uint32_t top = 0; top < 512; top++)
+				for (size_t m = 0; m < 5; m++)
+					check_count_value((enum amp_isa)isa,
+							  limits[l],
+							  top << 23 | mantissas[m],
+							  seed++);
+			for (int e = 0; e < 5; e++)
+				for (uint32_t sign = 0; sign < 2; sign++)
+					for (int d = -2; d <= 2; d++)
+						check_count_value(
+							(enum amp_isa)isa, limits[l],
+							(f32_bits(limits[e]) +
+							 (uint32_t)d) | sign << 31,
+							seed++);
+		}
+	}
+}
+END_TEST
+
+/* Mixed vectors of every length up to 300 from unaligned starts: the
+ * counts add up across the body and the tail. */
+START_TEST(test_count_below_tiers_mixed)
+{
+	static float values[303];
+	const float picks[] = { 0.0f, -0.0f, 1.0f, -2.5f, 5e-5f, 1e-8f, 1e-39f,
+				1e-41f, 1e-44f, INFINITY, -INFINITY, NAN,
+				6.103515625e-05f, 1.17549435e-38f, 3e-5f,
+				-1e-7f };
+	uint32_t state = 12345;
+
+	set_limits();
+	for (size_t i = 0; i < 303; i++) {
+		state = state * 1664525u + 1013904223u;
+		values[i] = picks[(state >> 16) % (sizeof picks / sizeof *picks)];
+	}
+	for (int isa = AMP_ISA_SCALAR; isa <= (int)amp_isa_best(); isa++)
+		for (int l = 0; l < 5; l++)
+			for (size_t start = 0; start < 3; start++)
+				for (size_t n = 0; n <= 300; n++) {
+					const float *v = values + start;
+					int64_t got = amp_count_below(
+						(enum amp_isa)isa)(v, n, limits[l]);
+					ck_assert_msg(
+						got == reference_count_below(
+							       v, n, limits[l]),
+						"%s: %zu values from %zu below %a",
+						amp_isa_name((enum amp_isa)isa), n,
+						start, (double)limits[l]);
+				}
+}
+END_TEST
+
+/* Every 16-bit pattern, alone and at the start, in the body and as the
+ * odd last element of vectors of finite values. */
+START_TEST(test_non_finite_tiers_every_pattern)
+{
+	uint16_t bits[70];
+
+	for (int isa = AMP_ISA_SCALAR; isa <= (int)amp_isa_best(); isa++) {
+		amp_non_finite_scan_fn scan = amp_non_finite_scan((enum amp_isa)isa);
+		for (int format = 0; format < 2; format++) {
+			uint16_t mask = formats[format].exponent_mask;
+			for (uint32_t p = 0; p < 0x10000; p++) {
+				bool want = (p & mask) == mask;
+				size_t n = 1 + p % 70, at = (p / 70) % n;
+				for (size_t i = 0; i < n; i++)
+					bits[i] = (uint16_t)(0x3c00 + i); /* finite */
+				bits[at] = (uint16_t)p;
+				ck_assert_msg(scan(bits, n, mask) == want,
+					      "%s %s: 0x%04x at %zu of %zu",
+					      amp_isa_name((enum amp_isa)isa),
+					      formats[format].name, p, at, n);
+				bits[n - 1] = (uint16_t)p;
+				ck_assert_msg(scan(bits, n, mask) == want,
+					      "%s %s: 0x%04x last of %zu",
+					      amp_isa_name((enum amp_isa)isa),
+					      formats[format].name, p, n);
+			}
+			ck_assert(!scan(bits, 0, mask));
+		}
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------ end to end */
+
+struct seen {
+	int diags;
+	char kind[32];
+	char message[768];
+	uint64_t tensor_id;
+};
+
+static void on_diag(const struct amp_event *e, void *user)
+{
+	struct seen *s = user;
+
+	s->diags++;
+	snprintf(s->kind, sizeof s->kind, "%s", e->diag.kind);
+	snprintf(s->message, sizeof s->message, "%s", e->diag.message);
+	s->tensor_id = e->diag.tensor_id;
+}
+
+/* x.to(dtype) with the value checks on: what they reported. */
+static struct seen checked_cast(amp_tensor *x, enum amp_dtype dtype)
+{
+	struct seen s = { 0 };
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), on_diag, &s);
+
+	amp_set_value_checks(true);
+	amp_tensor *y = amp_to(x, dtype);
+	amp_set_value_checks(false);
+	amp_hook_remove(hook);
+	ck_assert_ptr_nonnull(y);
+	amp_tensor_free(y);
+	return s;
+}
+
+/* A transposed 8x8 source (read through a copy): 10 values that an f16
+ * cast zeroes (one exactly half the smallest subnormal), 10 it makes
+ * subnormal, zeros, inf and NaN (none of them
+ * counted) and 36 normal values; the message gives the exact counts. */
+START_TEST(test_underflow_non_contiguous_f16)
+{
+	float values[64];
+	int64_t shape[2] = { 8, 8 };
+
+	for (int i = 0; i < 64; i++)
+		values[i] = i < 9 ? 1e-8f : i < 10 ? 0x1p-25f /* ties to 0 */
+			  : i < 20 ? -3e-5f : i < 25 ? 0.0f
+			  : i < 27 ? INFINITY : i < 28 ? NAN : 1e-4f;
+	amp_tensor *x = amp_from_data(2, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU,
+				      values);
+	amp_tensor *xt = amp_t(x);
+	ck_assert_ptr_nonnull(xt);
+	ck_assert(!amp_tensor_is_contiguous(xt));
+	struct seen s = checked_cast(xt, AMP_DTYPE_F16);
+	ck_assert_int_eq(s.diags, 1);
+	ck_assert_str_eq(s.kind, "cast-underflow");
+	ck_assert_uint_eq(s.tensor_id, amp_tensor_id(xt));
+	ck_assert_msg(strstr(s.message, "flushed 35.7% of its non-zero values "
+					"(20 of 56; about 10 to zero)"),
+		      "%s", s.message);
+	amp_tensor_free(xt);
+	amp_tensor_free(x);
+}
+END_TEST
+
+/* bf16 flushes below f32's smallest normal: f32 subnormal sources, 37 of
+ * them (an odd tail), 13 flushed, 3 of those to zero. */
+START_TEST(test_underflow_subnormals_bf16)
+{
+	float values[37];
+	int64_t shape[1] = { 37 };
+
+	for (int i = 0; i < 37; i++)
+		values[i] = i < 3 ? 1e-41f : i < 13 ? 1e-39f : 2e-38f;
+	amp_tensor *x = amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU,
+				      values);
+	struct seen s = checked_cast(x, AMP_DTYPE_BF16);
+	ck_assert_int_eq(s.diags, 1);
+	ck_assert_msg(strstr(s.message, "(13 of 37; about 3 to zero)"), "%s",
+		      s.message);
+	/* the same values are f16-flushed too, but 2e-38 is no f16 normal
+	 * either: all 37 flushed, all to zero */
+	s = checked_cast(x, AMP_DTYPE_F16);
+	ck_assert_int_eq(s.diags, 1);
+	ck_assert_msg(strstr(s.message, "(37 of 37; about 37 to zero)"), "%s",
+		      s.message);
+	amp_tensor_free(x);
+}
+END_TEST
+
+/* a * a with one large value in the last element of an odd-length vector:
+ * inf there in f16 (300^2 > 65504) and in bf16 (1e20^2 > 3.4e38); finite
+ * one step below (200^2, 1e19^2). */
+static int squares_overflowing(enum amp_dtype dtype, float large)
+{
+	float values[33];
+	int64_t shape[1] = { 33 };
+	struct seen s = { 0 };
+
+	for (int i = 0; i < 33; i++)
+		values[i] = i == 32 ? large : 1.5f;
+	amp_tensor *f32 = amp_from_data(1, shape, AMP_DTYPE_F32, AMP_DEVICE_CPU,
+					values);
+	amp_tensor *a = amp_to(f32, dtype);
+	int hook = amp_hook_add(AMP_EVENT_MASK(AMP_EVENT_DIAG), on_diag, &s);
+	amp_set_value_checks(true);
+	amp_tensor *y = amp_mul(a, a);
+	amp_set_value_checks(false);
+	amp_hook_remove(hook);
+	ck_assert_ptr_nonnull(y);
+	if (s.diags) {
+		ck_assert_str_eq(s.kind, "fp16-overflow");
+		ck_assert_uint_eq(s.tensor_id, amp_tensor_id(y));
+	}
+	amp_tensor *done[] = { f32, a, y };
+	for (int i = 0; i < 3; i++)
+		amp_tensor_free(done[i]);
+	return s.diags;
+}
+
+START_TEST(test_overflow_in_last_element)
+{
+	ck_assert_int_eq(squares_overflowing(AMP_DTYPE_F16, 300.0f), 1);
+	ck_assert_int_eq(squares_overflowing(AMP_DTYPE_F16, 200.0f), 0);
+	ck_assert_int_eq(squares_overflowing(AMP_DTYPE_BF16, 1e20f), 1);
+	ck_assert_int_eq(squares_overflowing(AMP_DTYPE_BF16, 1e19f), 0);
+}
+END_TEST
+
+static Suite *diag_scan_suite(void)
+{
+	Suite *s = suite_create("diag_scan");
+	TCase *tiers = tcase_create("tiers");
+	TCase *checks = tcase_create("checks");
+
+	tcase_add_test(tiers, test_count_below_tiers_per_value);
+	tcase_add_test(tiers, test_count_below_tiers_mixed);
+	tcase_add_test(tiers, test_non_finite_tiers_every_pattern);
+	suite_add_tcase(s, tiers);
+	tcase_add_test(checks, test_underflow_non_contiguous_f16);
+	tcase_add_test(checks, test_underflow_subnormals_bf16);
+	tcase_add_test(checks, test_overflow_in_last_element);
+	suite_add_tcase(s, checks);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(diag_scan_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
