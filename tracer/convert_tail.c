@@ -1,0 +1,66 @@
+/* What `amptrace run` appends to a trace after its events (convert.h):
+ * the findings and the flows, both computed from the events the
+ * converter kept while writing them. */
+#include "convert.h"
+#include "event_json.h"
+#include "findings.h"
+#include "flow.h"
+#include "trace_index.h"
+
+/* One finding as an amp.diag instant event (FORMAT.md §3.7): process-wide
+ * (tid 0, "s":"p") at `ts_ns`, the end of the run, so it follows every
+ * thread's events and per-thread order holds. */
+static void finding_event(const struct trace_finding *f, int64_t ts_ns,
+			  struct jsonw *w)
+{
+	event_json_write(w, &(struct trace_event){
+		.kind = TRACE_DIAG, .ph = 'i', .name = f->kind,
+		.cat = "amp.diag", .pid = f->pid, .tid = 0,
+		.ts = (double)ts_ns / 1000.0,
+		.diag = { .kind = f->kind, .message = f->message, .scope = 'p',
+			  .op_id = f->op_id, .tensor = f->tensor, .fix = f->fix,
+			  .severity = finding_severity_name(f->severity),
+			  .count = f->count, .thread = f->thread,
+			  .other_thread = f->other_thread },
+	});
+}
+
+/* Findings that are amp.diag events already (libamp's value checks,
+ * process-died) are not repeated. */
+static void append_findings(struct trace_writer *w, const struct trace *kept,
+			    const struct trace_index *ix, int64_t ts_ns)
+{
+	struct findings f;
+	struct jsonw json;
+
+	if (ix)
+		findings_compute_indexed(ix, &f);
+	else
+		findings_compute(kept, &f);
+	jsonw_init(&json);
+	for (size_t i = 0; i < f.count; i++) {
+		if (f.items[i].from_trace)
+			continue;
+		finding_event(&f.items[i], ts_ns, &json);
+		if (!json.failed)
+			trace_writer_event(w, json.data, json.len);
+	}
+	jsonw_free(&json);
+	findings_free(&f);
+}
+
+void conv_append_tail(struct trace_writer *w, const struct trace *kept,
+		      int64_t ts_ns)
+{
+	/* one index for the findings and the flows (none when out of
+	 * memory: no flows then) */
+	struct trace_index ix = { 0 };
+	bool indexed = trace_index_build(kept, &ix) == 0;
+	append_findings(w, kept, indexed ? &ix : NULL, ts_ns);
+	struct trace_flows flows;
+	if (indexed && flow_build(&ix, &flows) == 0) {
+		flow_write(&flows, w, 1);
+		flow_free(&flows);
+	}
+	trace_index_free(&ix);
+}
