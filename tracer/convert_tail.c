@@ -7,6 +7,8 @@
 #include "flow.h"
 #include "trace_index.h"
 
+#include <pthread.h>
+
 /* One finding as an amp.diag instant event (FORMAT.md §3.7): process-wide
  * (tid 0, "s":"p") at `ts_ns`, the end of the run, so it follows every
  * thread's events and per-thread order holds. */
@@ -49,18 +51,46 @@ static void append_findings(struct trace_writer *w, const struct trace *kept,
 	findings_free(&f);
 }
 
+/* The flows, built on a thread of their own while the findings are
+ * computed (both only read the kept trace and its index): after the
+ * program has ended its cores are free, and these two are most of what
+ * is left to do. */
+struct flow_job {
+	const struct trace_index *ix;
+	struct trace_flows flows;
+	int status;
+};
+
+static void *build_flows(void *arg)
+{
+	struct flow_job *job = arg;
+
+	job->status = flow_build(job->ix, &job->flows);
+	return NULL;
+}
+
 void conv_append_tail(struct trace_writer *w, const struct trace *kept,
 		      int64_t ts_ns)
 {
 	/* one index for the findings and the flows (none when out of
 	 * memory: no flows then) */
 	struct trace_index ix = { 0 };
-	bool indexed = trace_index_build(kept, &ix) == 0;
-	append_findings(w, kept, indexed ? &ix : NULL, ts_ns);
-	struct trace_flows flows;
-	if (indexed && flow_build(&ix, &flows) == 0) {
-		flow_write(&flows, w, 1);
-		flow_free(&flows);
+	if (trace_index_build(kept, &ix) != 0) {
+		trace_index_free(&ix);
+		append_findings(w, kept, NULL, ts_ns);
+		return;
+	}
+	struct flow_job job = { .ix = &ix };
+	pthread_t thread;
+	bool threaded = pthread_create(&thread, NULL, build_flows, &job) == 0;
+	append_findings(w, kept, &ix, ts_ns);
+	if (threaded)
+		pthread_join(thread, NULL);
+	else
+		build_flows(&job);
+	if (job.status == 0) {
+		flow_write(&job.flows, w, 1);
+		flow_free(&job.flows);
 	}
 	trace_index_free(&ix);
 }

@@ -1,6 +1,6 @@
 /* Flow events from a trace in memory (see flow.h). */
 #include "flow.h"
-#include "event_json.h"
+#include "jsonw.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -263,49 +263,65 @@ void flow_free(struct trace_flows *flows)
 	*flows = (struct trace_flows){ 0 };
 }
 
-/* One end of f as its JSON event, into w (replacing what it held). */
-static void flow_end_json(struct jsonw *w, const struct trace_flow *f,
-			  bool start, uint64_t id)
+/* v's decimal text at out; returns its end. */
+static char *i64_text(char *out, int64_t v)
 {
-	struct trace_event head = {
-		.kind = TRACE_OTHER, .ph = start ? 's' : 'f',
-		.name = flow_kind_name(f->kind), .cat = "amp.flow",
-		.ts = (double)(start ? f->from_ns : f->to_ns) / 1000.0,
-		.pid = f->pid, .tid = start ? f->from_tid : f->to_tid,
-	};
+	if (v >= 0)
+		return jsonw_digits(out, (uint64_t)v);
+	*out = '-';
+	return jsonw_digits(out + 1, (uint64_t)0 - (uint64_t)v);
+}
 
-	event_json_head(w, &head);
+#define PUT(out, literal)                                                   \
+	(memcpy((out), "" literal, sizeof(literal) - 1),                     \
+	 (out) + sizeof(literal) - 1)
+
+/* One end of f as its JSON event (event_json_head's keys, then the
+ * flow's), at out; returns its end.  Written here key by key rather than
+ * through event_json_head: flows are half of a trace's events, all
+ * written after the program ended.  Room: FLOW_JSON_MAX. */
+#define FLOW_JSON_MAX 320
+static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
+			   uint64_t id)
+{
+	if (f->kind == FLOW_CAST)
+		out = PUT(out, "{\"name\":\"cast\"");
+	else
+		out = PUT(out, "{\"name\":\"backward\"");
+	if (start)
+		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":");
+	else
+		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":");
+	out = jsonw_us_text(out, start ? f->from_ns : f->to_ns);
+	out = PUT(out, ",\"pid\":");
+	out = i64_text(out, f->pid);
+	out = PUT(out, ",\"tid\":");
+	out = i64_text(out, start ? f->from_tid : f->to_tid);
 	if (!start)
-		jsonw_lit(w, ",\"bp\":\"e\"");
-	jsonw_lit(w, ",\"id\":");
-	jsonw_u64(w, id);
-	jsonw_lit(w, ",\"args\":{\"op_id\":");
-	jsonw_u64(w, start ? f->from_op_id : f->to_op_id);
+		out = PUT(out, ",\"bp\":\"e\"");
+	out = PUT(out, ",\"id\":");
+	out = jsonw_digits(out, id);
+	out = PUT(out, ",\"args\":{\"op_id\":");
+	out = jsonw_digits(out, start ? f->from_op_id : f->to_op_id);
 	if (f->kind == FLOW_CAST) {
-		jsonw_lit(w, ",\"tensor\":");
-		jsonw_u64(w, f->tensor);
+		out = PUT(out, ",\"tensor\":");
+		out = jsonw_digits(out, f->tensor);
 	}
-	jsonw_lit(w, "}}");
+	return PUT(out, "}}");
 }
 
 uint64_t flow_write(const struct trace_flows *flows, struct trace_writer *w,
 		    uint64_t first_id)
 {
-	struct jsonw start, end;
+	char start[FLOW_JSON_MAX], end[FLOW_JSON_MAX];
 	uint64_t id = first_id;
 
-	jsonw_init(&start);
-	jsonw_init(&end);
 	for (size_t i = 0; i < flows->count; i++, id++) {
-		flow_end_json(&start, &flows->items[i], true, id);
-		flow_end_json(&end, &flows->items[i], false, id);
 		/* both ends or neither: a lone end draws nothing */
-		if (start.failed || end.failed)
-			break;
-		trace_writer_event(w, start.data, start.len);
-		trace_writer_event(w, end.data, end.len);
+		char *start_end = flow_end_json(start, &flows->items[i], true, id);
+		char *end_end = flow_end_json(end, &flows->items[i], false, id);
+		trace_writer_event(w, start, (size_t)(start_end - start));
+		trace_writer_event(w, end, (size_t)(end_end - end));
 	}
-	jsonw_free(&start);
-	jsonw_free(&end);
 	return id;
 }

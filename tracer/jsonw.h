@@ -171,10 +171,35 @@ static inline void jsonw_hole_end(struct jsonw *w)
 	w->holes->count++;
 }
 
+/* Nanoseconds as microseconds with three decimals at out (room for 26);
+ * returns their end: 1234567 -> 1234.567. */
+static inline char *jsonw_us_text(char *out, int64_t ns)
+{
+	uint64_t magnitude = (uint64_t)ns;
+
+	if (ns < 0) {
+		*out++ = '-';
+		magnitude = (uint64_t)0 - magnitude;
+	}
+	out = jsonw_digits(out, magnitude / 1000);
+	unsigned frac = (unsigned)(magnitude % 1000);
+	out[0] = '.';
+	out[1] = (char)('0' + frac / 100);
+	out[2] = (char)('0' + frac / 10 % 10);
+	out[3] = (char)('0' + frac % 10);
+	return out + 4;
+}
+
 /* A number that round-trips (%.17g), or null for NaN/inf (JSON has none). */
 void jsonw_double(struct jsonw *w, double value);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
-void jsonw_us(struct jsonw *w, int64_t ns);
+static inline void jsonw_us(struct jsonw *w, int64_t ns)
+{
+	if (!jsonw_reserve(w, 26))
+		return;
+	w->len = (size_t)(jsonw_us_text(w->data + w->len, ns) - w->data);
+	w->data[w->len] = '\0';
+}
 static inline void jsonw_bool(struct jsonw *w, bool value)
 {
 	if (value)
