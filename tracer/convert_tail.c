@@ -51,21 +51,25 @@ static void append_findings(struct trace_writer *w, const struct trace *kept,
 	findings_free(&f);
 }
 
-/* The flows, built on a thread of their own while the findings are
- * computed (both only read the kept trace and its index): after the
- * program has ended its cores are free, and these two are most of what
- * is left to do. */
+/* The flows' events, built and written as text on a thread of their own
+ * while the findings are computed (both only read the kept trace and its
+ * index): after the program has ended its cores are free, and these two
+ * are most of what is left to do. */
 struct flow_job {
 	const struct trace_index *ix;
-	struct trace_flows flows;
-	int status;
+	struct jsonw text;
+	uint64_t events;
 };
 
-static void *build_flows(void *arg)
+static void *flow_events(void *arg)
 {
 	struct flow_job *job = arg;
+	struct trace_flows flows;
 
-	job->status = flow_build(job->ix, &job->flows);
+	if (flow_build(job->ix, &flows) == 0) {
+		job->events = 2 * (flow_text(&flows, 1, &job->text) - 1);
+		flow_free(&flows);
+	}
 	return NULL;
 }
 
@@ -81,16 +85,15 @@ void conv_append_tail(struct trace_writer *w, const struct trace *kept,
 		return;
 	}
 	struct flow_job job = { .ix = &ix };
+	jsonw_init(&job.text);
 	pthread_t thread;
-	bool threaded = pthread_create(&thread, NULL, build_flows, &job) == 0;
+	bool threaded = pthread_create(&thread, NULL, flow_events, &job) == 0;
 	append_findings(w, kept, &ix, ts_ns);
 	if (threaded)
 		pthread_join(thread, NULL);
 	else
-		build_flows(&job);
-	if (job.status == 0) {
-		flow_write(&job.flows, w, 1);
-		flow_free(&job.flows);
-	}
+		flow_events(&job);
+	trace_writer_events(w, job.text.data, job.text.len, job.events);
+	jsonw_free(&job.text);
 	trace_index_free(&ix);
 }

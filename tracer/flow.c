@@ -310,18 +310,37 @@ static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
 	return PUT(out, "}}");
 }
 
+uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
+		   struct jsonw *out)
+{
+	uint64_t id = first_id;
+	size_t start = out->len;
+
+	for (size_t i = 0; i < flows->count; i++, id++) {
+		if (!jsonw_reserve(out, 2 * FLOW_JSON_MAX + 4)) {
+			out->len = start;
+			return first_id;
+		}
+		char *at = out->data + out->len;
+		if (i)
+			at = PUT(at, ",\n");
+		at = flow_end_json(at, &flows->items[i], true, id);
+		at = PUT(at, ",\n");
+		at = flow_end_json(at, &flows->items[i], false, id);
+		*at = '\0';
+		out->len = (size_t)(at - out->data);
+	}
+	return id;
+}
+
 uint64_t flow_write(const struct trace_flows *flows, struct trace_writer *w,
 		    uint64_t first_id)
 {
-	char start[FLOW_JSON_MAX], end[FLOW_JSON_MAX];
-	uint64_t id = first_id;
+	struct jsonw text;
 
-	for (size_t i = 0; i < flows->count; i++, id++) {
-		/* both ends or neither: a lone end draws nothing */
-		char *start_end = flow_end_json(start, &flows->items[i], true, id);
-		char *end_end = flow_end_json(end, &flows->items[i], false, id);
-		trace_writer_event(w, start, (size_t)(start_end - start));
-		trace_writer_event(w, end, (size_t)(end_end - end));
-	}
+	jsonw_init(&text);
+	uint64_t id = flow_text(flows, first_id, &text);
+	trace_writer_events(w, text.data, text.len, 2 * (id - first_id));
+	jsonw_free(&text);
 	return id;
 }
