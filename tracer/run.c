@@ -627,8 +627,8 @@ int amptrace_run(int argc, char **argv)
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, 0);
-	if (errno == 0)
-		setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE);
+	bool niced = errno == 0 &&
+		     setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE) == 0;
 	close(report[1]);
 	int exec_errno = 0;
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
@@ -659,6 +659,12 @@ int amptrace_run(int argc, char **argv)
 		sigtimedwait(&chld, NULL, &pause);
 	}
 	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	/* What is left (the records not converted yet, the findings, the
+	 * flows) is all the user waits for now: back to amptrace's own
+	 * priority where the system lets a process raise its priority again
+	 * (root, RLIMIT_NICE), else on at the lower one. */
+	if (niced)
+		setpriority(PRIO_PROCESS, 0, nice_now);
 	child_pid = 0;
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
 
