@@ -1,5 +1,6 @@
 /* Flow events from a trace in memory (see flow.h). */
 #include "flow.h"
+#include "bigmem.h"
 #include "jsonw.h"
 
 #include <math.h>
@@ -70,6 +71,9 @@ static int slices_build(const struct trace *t, struct slices *s)
 		n += t->events[i].ph == 'X';
 	s->items = malloc((n ? n : 1) * sizeof *s->items);
 	s->of_event = malloc((t->nevents ? t->nevents : 1) * sizeof *s->of_event);
+	bigmem_advise(s->items, (n ? n : 1) * sizeof *s->items);
+	bigmem_advise(s->of_event, (t->nevents ? t->nevents : 1) *
+					   sizeof *s->of_event);
 	size_t *stack = malloc((n ? n : 1) * sizeof *stack);
 	if (!s->items || !s->of_event || !stack) {
 		free(stack);
@@ -169,7 +173,8 @@ static void add_flow(struct builder *b, enum flow_kind kind, size_t from,
 	struct trace_flows *f = b->flows;
 	if (f->count == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct trace_flow *grown = realloc(f->items, cap * sizeof *grown);
+		struct trace_flow *grown =
+			bigmem_realloc(f->items, cap * sizeof *grown);
 		if (!grown) {
 			b->failed = true;
 			return;

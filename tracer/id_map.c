@@ -1,5 +1,6 @@
 /* The (pid, id) map (id_map.h). */
 #include "id_map.h"
+#include "bigmem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +74,7 @@ static bool dense_cover(struct id_map_dense *d, uint64_t id)
 
 	while (cap <= id)
 		cap *= 2;
-	size_t *values = realloc(d->values, cap * sizeof *values);
+	size_t *values = bigmem_realloc(d->values, cap * sizeof *values);
 	if (!values)
 		return false;
 	d->values = values;
