@@ -74,26 +74,21 @@ static void *flow_events(void *arg)
 }
 
 void conv_append_tail(struct trace_writer *w, const struct trace *kept,
-		      int64_t ts_ns)
+		      struct trace_index *ix, int64_t ts_ns)
 {
-	/* one index for the findings and the flows (none when out of
-	 * memory: no flows then) */
-	struct trace_index ix = { 0 };
-	if (trace_index_build(kept, &ix) != 0) {
-		trace_index_free(&ix);
+	if (!ix || trace_index_update(ix) != 0) {
 		append_findings(w, kept, NULL, ts_ns);
 		return;
 	}
-	struct flow_job job = { .ix = &ix };
+	struct flow_job job = { .ix = ix };
 	jsonw_init(&job.text);
 	pthread_t thread;
 	bool threaded = pthread_create(&thread, NULL, flow_events, &job) == 0;
-	append_findings(w, kept, &ix, ts_ns);
+	append_findings(w, kept, ix, ts_ns);
 	if (threaded)
 		pthread_join(thread, NULL);
 	else
 		flow_events(&job);
 	trace_writer_events(w, job.text.data, job.text.len, job.events);
 	jsonw_free(&job.text);
-	trace_index_free(&ix);
 }

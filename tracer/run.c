@@ -15,6 +15,7 @@
 #include "report.h"
 #include "run_python.h"
 #include "trace_commands.h"
+#include "trace_index.h"
 #include "trace_writer.h"
 
 #include <errno.h>
@@ -99,6 +100,9 @@ struct output {
 	 * them: the findings' input, so the file is not read back. */
 	struct trace kept;
 	bool kept_ready;        /* trace_init succeeded */
+	/* kept's index for the findings and the flows, brought up to date
+	 * after every poll: built while the program runs, not after */
+	struct trace_index index;
 };
 
 struct run_state {
@@ -188,6 +192,7 @@ static struct output *output_for_rank(struct run_state *s, int rank)
 			      .path = rank >= 0 ? rank_path(s->out, rank)
 						: strdup(s->out) };
 	o->kept_ready = trace_init(&o->kept, o->path) == 0;
+	trace_index_init(&o->kept, &o->index);
 	return o;
 }
 
@@ -448,7 +453,7 @@ static void append_tail(struct output *o, const struct conv *cv,
 			"computes them)\n", o->path);
 		return;
 	}
-	conv_append_tail(&o->writer, &o->kept, ts_ns);
+	conv_append_tail(&o->writer, &o->kept, &o->index, ts_ns);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
@@ -647,8 +652,10 @@ int amptrace_run(int argc, char **argv)
 			break;
 		}
 		size_t converted = conv_poll(&cv);
-		for (size_t k = 0; k < s.noutputs; k++)
+		for (size_t k = 0; k < s.noutputs; k++) {
 			trace_writer_flush(&s.outputs[k]->writer);
+			trace_index_update(&s.outputs[k]->index);
+		}
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -726,6 +733,7 @@ int amptrace_run(int argc, char **argv)
 			code = r;
 	}
 	for (size_t k = 0; k < s.noutputs; k++) {
+		trace_index_free(&s.outputs[k]->index);
 		trace_free(&s.outputs[k]->kept);
 		free(s.outputs[k]->path);
 		free(s.outputs[k]);

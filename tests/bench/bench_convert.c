@@ -12,6 +12,7 @@
  * counts, steadier than time on a busy machine. */
 #include "convert.h"
 #include "trace.h"
+#include "trace_index.h"
 #include "trace_writer.h"
 
 #include <ftw.h>
@@ -103,20 +104,23 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 {
 	struct sink sink = { .path = out, .keep = true };
 	struct conv cv;
+	struct trace_index ix;
 
 	unlink(out);
 	if (trace_init(&sink.kept, out) != 0)
 		exit(1);
+	trace_index_init(&sink.kept, &ix);
 	double begin = now_s();
 	conv_init(&cv, raw, 0, writer_for, &sink);
 	cv.trace_for = trace_for;
+	/* run's loop: a poll, then the index of what it kept */
 	while (conv_poll(&cv))
-		;
+		trace_index_update(&ix);
 	conv_finish(&cv, -1, 0, 0);
 	double middle = now_s();
 	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
 	if (cv.nprocs)
-		conv_append_tail(&sink.writer, &sink.kept, 0);
+		conv_append_tail(&sink.writer, &sink.kept, &ix, 0);
 	if (cv.nprocs && trace_writer_close(&sink.writer, "{}") != 0) {
 		fprintf(stderr, "bench_convert: error writing %s\n", out);
 		exit(1);
@@ -124,6 +128,7 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 	*tail_s = now_s() - middle;
 	*convert_s = middle - begin;
 	conv_free(&cv);
+	trace_index_free(&ix);
 	trace_free(&sink.kept);
 	return events;
 }
