@@ -61,6 +61,32 @@ static bool contains(const struct slice *outer, const struct slice *inner)
 	       outer->begin <= inner->begin && inner->end <= outer->end;
 }
 
+/* items in compare_slices' order.  A thread's slices come as they ended,
+ * each parent just after its children: an insertion sort moves each
+ * parent back past its few children, in about linear time, where qsort
+ * took half of the flows' time.  Slices far from that order (threads
+ * interleaved, a slice around thousands of others) are left to qsort
+ * past a budget of moves; compare_slices is a total order, so either
+ * gives the same array. */
+static void sort_slices(struct slice *items, size_t n)
+{
+	size_t budget = 8 * n + 4096;
+
+	for (size_t i = 1; i < n; i++) {
+		struct slice here = items[i];
+		size_t j = i;
+		for (; j > 0 && compare_slices(&here, &items[j - 1]) < 0; j--) {
+			if (!budget--) {
+				items[j] = here;
+				trace_sort(items, n, sizeof *items, compare_slices);
+				return;
+			}
+			items[j] = items[j - 1];
+		}
+		items[j] = here;
+	}
+}
+
 /* Every X event, nested per thread as a viewer nests them. */
 static int slices_build(const struct trace *t, struct slices *s)
 {
@@ -92,7 +118,7 @@ static int slices_build(const struct trace *t, struct slices *s)
 			.next_sibling = SIZE_MAX,
 		};
 	}
-	trace_sort(s->items, s->count, sizeof *s->items, compare_slices);
+	sort_slices(s->items, s->count);
 	size_t depth = 0;
 	for (size_t k = 0; k < s->count; k++) {
 		struct slice *here = &s->items[k];

@@ -95,7 +95,7 @@ static inline void jsonw_str(struct jsonw *w, const char *text)
 }
 
 /* The decimal digits of v at out (room for 20); returns their end.
- * Numbers are about a third of a trace's text: two digits per division,
+ * Numbers are about a third of a trace's text: four digits per division,
  * written in place from the last. */
 static inline char *jsonw_digits(char *out, uint64_t v)
 {
@@ -123,7 +123,16 @@ static inline char *jsonw_digits(char *out, uint64_t v)
 	int n = (bits * 1233) >> 12;
 	n += v >= powers[n];
 	char *end = out + n, *p = end;
-	while (v >= 100) {
+	/* four digits per 64-bit division, then two per 32-bit one */
+	while (v >= 10000) {
+		uint64_t q = v / 10000;
+		uint32_t r = (uint32_t)(v - q * 10000);
+		p -= 4;
+		memcpy(p, &pairs[(r / 100) * 2], 2);
+		memcpy(p + 2, &pairs[(r % 100) * 2], 2);
+		v = q;
+	}
+	if (v >= 100) {
 		p -= 2;
 		memcpy(p, &pairs[(v % 100) * 2], 2);
 		v /= 100;
