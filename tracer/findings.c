@@ -313,11 +313,6 @@ bool finding_is_full_precision(const char *dtype)
 	return dtype && (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
 }
 
-bool finding_op_is_backward(const struct trace_op *op)
-{
-	return op->phase && !strcmp(op->phase, "backward");
-}
-
 bool finding_op_failed(const struct trace_op *op)
 {
 	return !op->incomplete && (op->status != 0 || op->error);

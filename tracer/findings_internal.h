@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CACHE_GROWTH_STEPS 3
 #define SCALER_COLLAPSE_SCALE 1.0
@@ -31,7 +32,13 @@ void finding_text(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 struct trace_finding *finding_of(struct context *cx, enum finding_kind_id kind,
 				 const char *site, int64_t pid, size_t event);
-bool finding_op_is_backward(const struct trace_op *op);
+/* Inline, the first letter first: the rules ask it of every op several
+ * times, and half of them are forward ops. */
+static inline bool finding_op_is_backward(const struct trace_op *op)
+{
+	return op->phase && op->phase[0] == 'b' &&
+	       !strcmp(op->phase, "backward");
+}
 bool finding_op_failed(const struct trace_op *op);
 const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				 char *buf, size_t size);
