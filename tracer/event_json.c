@@ -651,9 +651,8 @@ static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
 			from = t->at[i];
 			if (holes[i].time) {
 				double ns = holes[i].us * 1000.0;
-				w->len = (size_t)(out - w->data);
-				jsonw_us(w, (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5));
-				out = w->data + w->len;
+				out = jsonw_us_text(out, (int64_t)(ns < 0 ? ns - 0.5
+									  : ns + 0.5));
 			} else {
 				out = jsonw_digits(out, holes[i].id);
 			}

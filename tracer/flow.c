@@ -220,7 +220,9 @@ static void add_flow(struct builder *b, enum flow_kind kind, size_t from,
 
 static bool is_backward(const struct trace_op *op)
 {
-	return op->phase && !strcmp(op->phase, "backward");
+	/* the first letter first: half of the ops are forward ops */
+	return op->phase && op->phase[0] == 'b' &&
+	       !strcmp(op->phase, "backward");
 }
 
 /* Autograd's node for a forward op runs one or more backward ops; an op
