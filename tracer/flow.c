@@ -309,13 +309,37 @@ static char *i64_text(char *out, int64_t v)
 	(memcpy((out), "" literal, sizeof(literal) - 1),                     \
 	 (out) + sizeof(literal) - 1)
 
+/* `,"pid":P,"tid":T` of the last thread written, kept as text: the
+ * flows of a run come from a few threads, one after the other. */
+struct thread_text {
+	int64_t pid, tid;
+	size_t len;        /* 0: none yet */
+	char text[64];
+};
+
+static char *put_thread(char *out, struct thread_text *c, int64_t pid,
+			int64_t tid)
+{
+	if (!c->len || c->pid != pid || c->tid != tid) {
+		char *end = PUT(c->text, ",\"pid\":");
+		end = i64_text(end, pid);
+		end = PUT(end, ",\"tid\":");
+		end = i64_text(end, tid);
+		c->pid = pid;
+		c->tid = tid;
+		c->len = (size_t)(end - c->text);
+	}
+	memcpy(out, c->text, c->len);
+	return out + c->len;
+}
+
 /* One end of f as its JSON event (event_json_head's keys, then the
  * flow's), at out; returns its end.  Written here key by key rather than
  * through event_json_head: flows are half of a trace's events, all
  * written after the program ended.  Room: FLOW_JSON_MAX. */
 #define FLOW_JSON_MAX 320
 static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
-			   uint64_t id)
+			   uint64_t id, struct thread_text *thread)
 {
 	if (f->kind == FLOW_CAST)
 		out = PUT(out, "{\"name\":\"cast\"");
@@ -326,10 +350,7 @@ static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
 	else
 		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":");
 	out = jsonw_us_text(out, start ? f->from_ns : f->to_ns);
-	out = PUT(out, ",\"pid\":");
-	out = i64_text(out, f->pid);
-	out = PUT(out, ",\"tid\":");
-	out = i64_text(out, start ? f->from_tid : f->to_tid);
+	out = put_thread(out, thread, f->pid, start ? f->from_tid : f->to_tid);
 	if (!start)
 		out = PUT(out, ",\"bp\":\"e\"");
 	out = PUT(out, ",\"id\":");
@@ -348,6 +369,7 @@ uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
 {
 	uint64_t id = first_id;
 	size_t start = out->len;
+	struct thread_text thread = { .len = 0 };
 
 	for (size_t i = 0; i < flows->count; i++, id++) {
 		if (!jsonw_reserve(out, 2 * FLOW_JSON_MAX + 4)) {
@@ -357,9 +379,9 @@ uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
 		char *at = out->data + out->len;
 		if (i)
 			at = PUT(at, ",\n");
-		at = flow_end_json(at, &flows->items[i], true, id);
+		at = flow_end_json(at, &flows->items[i], true, id, &thread);
 		at = PUT(at, ",\n");
-		at = flow_end_json(at, &flows->items[i], false, id);
+		at = flow_end_json(at, &flows->items[i], false, id, &thread);
 		*at = '\0';
 		out->len = (size_t)(at - out->data);
 	}
