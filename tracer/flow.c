@@ -199,8 +199,7 @@ static void add_flow(struct builder *b, enum flow_kind kind, size_t from,
 	struct trace_flows *f = b->flows;
 	if (f->count == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct trace_flow *grown =
-			bigmem_realloc(f->items, cap * sizeof *grown);
+		struct trace_flow *grown = realloc(f->items, cap * sizeof *grown);
 		if (!grown) {
 			b->failed = true;
 			return;

@@ -1,6 +1,5 @@
 /* JSON text writer (see jsonw.h). */
 #include "jsonw.h"
-#include "bigmem.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -34,7 +33,7 @@ bool jsonw_grow(struct jsonw *w, size_t extra)
 	size_t cap = w->cap ? w->cap : 4096;
 	while (cap < w->len + extra + 1)
 		cap *= 2;
-	char *grown = bigmem_realloc(w->data, cap);
+	char *grown = realloc(w->data, cap);
 	if (!grown) {
 		w->failed = true;
 		return false;

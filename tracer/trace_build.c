@@ -144,7 +144,8 @@ struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
 	if (t->nevents == t->cap_events) {
 		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
 		struct trace_event *grown =
-			bigmem_realloc(t->events, cap * sizeof *grown);
+			bigmem_grow(t->events, t->cap_events * sizeof *grown,
+				    cap * sizeof *grown);
 		if (!grown)
 			return NULL;
 		t->events = grown;
@@ -164,7 +165,7 @@ void trace_free(struct trace *trace)
 		free(trace->arena);
 		trace->arena = next;
 	}
-	free(trace->events);
+	bigmem_free(trace->events, trace->cap_events * sizeof *trace->events);
 	free(trace->strings);
 	free(trace->path);
 	cJSON_Delete(trace->header);
