@@ -4,6 +4,7 @@
  * every kind of bad input, and the validator that checks what loading
  * does not (metadata, nesting, tensor-id continuity). */
 #include "amp.h"
+#include "bigmem.h"
 #include "jsonw.h"
 #include "rules.h"
 #include "trace.h"
@@ -244,6 +245,32 @@ START_TEST(test_writer_events_joined)
 	trace_free(&t);
 	jsonw_free(&text);
 	unlink(path);
+}
+END_TEST
+
+/* bigmem_grow: an array grown from nothing past BIGMEM_MIN (where it
+ * leaves malloc for a mapping of its own) and on, its contents kept at
+ * every step, then freed. */
+START_TEST(test_bigmem_grows)
+{
+	static const size_t sizes[] = { 1000, BIGMEM_MIN - 8, BIGMEM_MIN + 8,
+					3 * BIGMEM_MIN, 10 * BIGMEM_MIN };
+	unsigned char *p = NULL;
+	size_t size = 0;
+
+	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+		unsigned char *grown = bigmem_grow(p, size, sizes[k]);
+		ck_assert_ptr_nonnull(grown);
+		for (size_t i = 0; i < size; i += 4093)
+			ck_assert_uint_eq(grown[i], (unsigned char)(i * 7 + 1));
+		for (size_t i = size; i < sizes[k]; i++)
+			grown[i] = (unsigned char)(i * 7 + 1);
+		p = grown;
+		size = sizes[k];
+	}
+	ck_assert_uint_eq(p[size - 1], (unsigned char)((size - 1) * 7 + 1));
+	bigmem_free(p, size);
+	bigmem_free(bigmem_grow(NULL, 0, 100), 100);
 }
 END_TEST
 
@@ -602,6 +629,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(writer, test_jsonw_cache_writes_the_same);
 	tcase_add_test(writer, test_writer_close_and_cut);
 	tcase_add_test(writer, test_writer_events_joined);
+	tcase_add_test(writer, test_bigmem_grows);
 	tcase_add_test(reader, test_dtype_names_match_libamp);
 	tcase_add_test(reader, test_good_fixture_loads);
 	tcase_add_test(reader, test_fixtures_validate);
