@@ -196,7 +196,7 @@ END_TEST
 
 /* Events handed over joined (trace_writer_events, as the flows are): a
  * text of several MiB, one event in it longer than the writer's buffer,
- * reaches the file in pieces that each end with a whole event. */
+ * reaches the file whole, after what was buffered before it. */
 START_TEST(test_writer_events_joined)
 {
 	const char *path = temp_path("joined.json");
@@ -224,11 +224,15 @@ START_TEST(test_writer_events_joined)
 	}
 	ck_assert_int_eq(trace_writer_open(&w, path, "", 0), 0);
 	trace_writer_events(&w, text.data, text.len, count);
-	/* what was handed to the file so far ends with a whole event */
+	/* handed to the file at once, ending with the last event whole */
 	FILE *f = fopen(path, "rb");
 	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, -(long)text.len, SEEK_END), 0);
+	char head[8] = { 0 };
+	ck_assert_uint_eq(fread(head, 1, 7, f), 7);
+	ck_assert_str_eq(head, "{\"name\"");
 	ck_assert_int_eq(fseek(f, -1, SEEK_END), 0);
-	ck_assert_int_eq(fgetc(f), '\n');
+	ck_assert_int_eq(fgetc(f), '}');
 	fclose(f);
 	trace_writer_events(&w, text.data, text.len, 0); /* nothing */
 	static const char last[] =

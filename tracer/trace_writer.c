@@ -78,45 +78,14 @@ void trace_writer_events(struct trace_writer *w, const char *text, size_t len,
 {
 	if (!w->f || !count)
 		return;
-	if (!w->buf) {
-		fputs(w->events ? ",\n" : "\n", w->f);
-		w->events += count;
-		if (fwrite(text, 1, len, w->f) != len)
-			w->failed = true;
-		return;
-	}
+	/* The separator, then the text handed to the file as it is (no copy
+	 * through buf): it ends with a whole event, as each drain does. */
 	const char *separator = w->events ? ",\n" : "\n";
-	size_t n = w->events ? 2 : 1;
 	w->events += count;
-	if (w->used + n > WRITE_BUFFER_SIZE)
+	if (w->buf)
 		drain(w);
-	memcpy(w->buf + w->used, separator, n);
-	w->used += n;
-	/* In buffer-sized pieces that end with a line (a ",\n" between
-	 * events), as the buffer is handed to the file whole: a killed
-	 * writer still leaves whole events behind. */
-	while (len) {
-		size_t room = WRITE_BUFFER_SIZE - w->used;
-		size_t piece = len;
-		if (piece > room) {
-			const char *line = memrchr(text, '\n', room);
-			piece = line ? (size_t)(line - text) + 1 : 0;
-		}
-		if (!piece && !w->used) {
-			/* one event longer than the buffer */
-			const char *line = memchr(text, '\n', len);
-			piece = line ? (size_t)(line - text) + 1 : len;
-			if (fwrite(text, 1, piece, w->f) != piece)
-				w->failed = true;
-		} else {
-			memcpy(w->buf + w->used, text, piece);
-			w->used += piece;
-			if (piece < len)
-				drain(w);
-		}
-		text += piece;
-		len -= piece;
-	}
+	if (fputs(separator, w->f) == EOF || fwrite(text, 1, len, w->f) != len)
+		w->failed = true;
 }
 
 void trace_writer_flush(struct trace_writer *w)
