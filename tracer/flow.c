@@ -3,7 +3,6 @@
 #include "bigmem.h"
 #include "jsonw.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,11 +30,6 @@ const char *flow_kind_name(enum flow_kind kind)
 	return kind < FLOW_KIND_COUNT ? names[kind] : "unknown";
 }
 
-/* The ns the writer had (ts and dur carry three decimals). */
-static int64_t to_ns(double us)
-{
-	return (int64_t)llround(us * 1000.0);
-}
 
 /* Thread, then begin, then the longer first, so a parent comes before
  * the children it contains; of two equal spans the later event is the
@@ -110,10 +104,11 @@ static int slices_build(const struct trace *t, struct slices *s)
 		s->of_event[i] = SIZE_MAX;
 		if (e->ph != 'X')
 			continue;
-		int64_t begin = to_ns(e->ts);
+		int64_t begin = trace_us_to_ns(e->ts);
 		s->items[s->count++] = (struct slice){
 			.pid = e->pid, .tid = e->tid, .begin = begin,
-			.end = begin + to_ns(e->dur > 0 ? e->dur : 0), .event = i,
+			.end = begin + trace_us_to_ns(e->dur > 0 ? e->dur : 0),
+			.event = i,
 			.first_child = SIZE_MAX, .last_child = SIZE_MAX,
 			.next_sibling = SIZE_MAX,
 		};
