@@ -238,6 +238,87 @@ START_TEST(test_write_reads_back)
 }
 END_TEST
 
+static int compare_flows(const void *a, const void *b)
+{
+	const struct trace_flow *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->to_op_id > y->to_op_id) - (x->to_op_id < y->to_op_id);
+}
+
+/* Op k of process pid on thread 1, [10k, 10k + 5] µs: a forward op,
+ * or the backward op of forward op k - OPS, then with a part of its own
+ * in its first half (written first, as it ended first). */
+enum { OPS = 1500 };
+static void add_op(struct trace *t, int64_t pid, int k)
+{
+	if (k > OPS) {
+		struct trace_event part = {
+			.kind = TRACE_OP, .ph = 'X', .name = "mm", .cat = "amp.op",
+			.pid = pid, .tid = 1, .ts = 10.0 * k, .dur = 2.5,
+			.op = { .op_id = (uint64_t)k + 10000, .op = "mm",
+				.overload = "", .phase = "backward",
+				.parent_op_id = (uint64_t)k,
+				.forward_op_id = (uint64_t)(k - OPS) },
+		};
+		ck_assert_ptr_nonnull(trace_append(t, &part));
+	}
+	struct trace_event e = {
+		.kind = TRACE_OP, .ph = 'X', .name = "mm", .cat = "amp.op",
+		.pid = pid, .tid = 1, .ts = 10.0 * k, .dur = 5,
+		.op = { .op_id = (uint64_t)k, .op = "mm", .overload = "",
+			.phase = k <= OPS ? "forward" : "backward",
+			.forward_op_id = k <= OPS ? 0 : (uint64_t)(k - OPS) },
+	};
+	ck_assert_ptr_nonnull(trace_append(t, &e));
+}
+
+static void build_events(struct built *b)
+{
+	ck_assert_int_eq(trace_index_build(&b->trace, &b->index), 0);
+	ck_assert_int_eq(flow_build(&b->index, &b->flows), 0);
+	qsort(b->flows.items, b->flows.count, sizeof *b->flows.items,
+	      compare_flows);
+}
+
+/* Two processes' ops, each op a forward op's backward: written one
+ * process after the other (the order a converter writes: slices sorted
+ * almost as they come) and alternating between the two (far from
+ * sorted: flow_build sorts them another way); the same arrows, each end
+ * in its op and outside its part. */
+START_TEST(test_any_event_order)
+{
+	struct built grouped, mixed;
+
+	ck_assert_int_eq(trace_init(&grouped.trace, "grouped"), 0);
+	ck_assert_int_eq(trace_init(&mixed.trace, "mixed"), 0);
+	for (int pid = 7; pid <= 8; pid++)
+		for (int k = 1; k <= 2 * OPS; k++)
+			add_op(&grouped.trace, pid, k);
+	for (int k = 1; k <= 2 * OPS; k++)
+		for (int pid = 7; pid <= 8; pid++)
+			add_op(&mixed.trace, pid, k);
+	build_events(&grouped);
+	build_events(&mixed);
+	ck_assert_uint_eq(grouped.flows.count, 2 * OPS);
+	ck_assert_uint_eq(mixed.flows.count, 2 * OPS);
+	for (size_t i = 0; i < mixed.flows.count; i++) {
+		const struct trace_flow *f = &mixed.flows.items[i];
+		const struct trace_flow *g = &grouped.flows.items[i];
+		int64_t from = (int64_t)f->from_op_id * 10000;
+		int64_t to = (int64_t)f->to_op_id * 10000;
+		ck_assert_uint_eq(f->to_op_id, f->from_op_id + OPS);
+		ck_assert(f->from_ns > from && f->from_ns < from + 5000);
+		ck_assert(f->to_ns > to + 2500 && f->to_ns < to + 5000);
+		ck_assert(f->pid == g->pid && f->from_ns == g->from_ns &&
+			  f->to_ns == g->to_ns && f->from_op_id == g->from_op_id);
+	}
+	unbuild(&grouped);
+	unbuild(&mixed);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow");
@@ -247,6 +328,7 @@ int main(void)
 	tcase_add_test(tc, test_cast_to_consumers);
 	tcase_add_test(tc, test_nothing_to_link);
 	tcase_add_test(tc, test_write_reads_back);
+	tcase_add_test(tc, test_any_event_order);
 	suite_add_tcase(s, tc);
 	SRunner *runner = srunner_create(s);
 	srunner_run_all(runner, CK_NORMAL);

@@ -4,6 +4,7 @@
  * every kind of bad input, and the validator that checks what loading
  * does not (metadata, nesting, tensor-id continuity). */
 #include "amp.h"
+#include "bigmem.h"
 #include "jsonw.h"
 #include "rules.h"
 #include "trace.h"
@@ -190,6 +191,90 @@ START_TEST(test_writer_close_and_cut)
 	ck_assert_uint_eq(t.counts[TRACE_DIAG], 1);
 	trace_free(&t);
 	unlink(path);
+}
+END_TEST
+
+/* Events handed over joined (trace_writer_events, as the flows are): a
+ * text of several MiB, one event in it longer than the writer's buffer,
+ * reaches the file whole, after what was buffered before it. */
+START_TEST(test_writer_events_joined)
+{
+	const char *path = temp_path("joined.json");
+	struct trace_writer w;
+	struct trace t;
+	struct trace_error err;
+	struct jsonw text;
+	static const char diag[] =
+		"{\"name\":\"x\",\"cat\":\"amp.diag\",\"ph\":\"i\",\"ts\":1.5,"
+		"\"pid\":1,\"tid\":0,\"args\":{\"kind\":\"x\",\"message\":\"";
+	size_t count = 0;
+
+	jsonw_init(&text);
+	for (int i = 0; i < 40000; i++, count++) {
+		if (i)
+			jsonw_lit(&text, ",\n");
+		jsonw_cstr(&text, diag);
+		/* messages of 0..99 bytes, and one of 1.5 MiB */
+		size_t n = i == 20000 ? 3u << 19 : (size_t)(i % 100);
+		ck_assert(jsonw_reserve(&text, n));
+		memset(text.data + text.len, 'm', n);
+		text.len += n;
+		text.data[text.len] = '\0';
+		jsonw_lit(&text, "\"}}");
+	}
+	ck_assert_int_eq(trace_writer_open(&w, path, "", 0), 0);
+	trace_writer_events(&w, text.data, text.len, count);
+	/* handed to the file at once, ending with the last event whole */
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, -(long)text.len, SEEK_END), 0);
+	char head[8] = { 0 };
+	ck_assert_uint_eq(fread(head, 1, 7, f), 7);
+	ck_assert_str_eq(head, "{\"name\"");
+	ck_assert_int_eq(fseek(f, -1, SEEK_END), 0);
+	ck_assert_int_eq(fgetc(f), '}');
+	fclose(f);
+	trace_writer_events(&w, text.data, text.len, 0); /* nothing */
+	static const char last[] =
+		"{\"name\":\"y\",\"ph\":\"i\",\"ts\":2,\"pid\":1,\"tid\":0}";
+	trace_writer_event(&w, last, strlen(last));
+	ck_assert_uint_eq(w.events, count + 1);
+	ck_assert_int_eq(trace_writer_close(&w, "{\"complete\":true}"), 0);
+	ck_assert_int_eq(trace_load(path, &t, &err), 0);
+	ck_assert(t.finalized);
+	ck_assert_uint_eq(t.nevents, count + 1);
+	ck_assert_uint_eq(t.counts[TRACE_DIAG], count);
+	ck_assert_uint_eq(strlen(t.events[20000].diag.message), 3u << 19);
+	ck_assert_uint_eq(strlen(t.events[39999].diag.message), 99);
+	trace_free(&t);
+	jsonw_free(&text);
+	unlink(path);
+}
+END_TEST
+
+/* bigmem_grow: an array grown from nothing past BIGMEM_MIN (where it
+ * leaves malloc for a mapping of its own) and on, its contents kept at
+ * every step, then freed. */
+START_TEST(test_bigmem_grows)
+{
+	static const size_t sizes[] = { 1000, BIGMEM_MIN - 8, BIGMEM_MIN + 8,
+					3 * BIGMEM_MIN, 10 * BIGMEM_MIN };
+	unsigned char *p = NULL;
+	size_t size = 0;
+
+	for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+		unsigned char *grown = bigmem_grow(p, size, sizes[k]);
+		ck_assert_ptr_nonnull(grown);
+		for (size_t i = 0; i < size; i += 4093)
+			ck_assert_uint_eq(grown[i], (unsigned char)(i * 7 + 1));
+		for (size_t i = size; i < sizes[k]; i++)
+			grown[i] = (unsigned char)(i * 7 + 1);
+		p = grown;
+		size = sizes[k];
+	}
+	ck_assert_uint_eq(p[size - 1], (unsigned char)((size - 1) * 7 + 1));
+	bigmem_free(p, size);
+	bigmem_free(bigmem_grow(NULL, 0, 100), 100);
 }
 END_TEST
 
@@ -547,6 +632,8 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(writer, test_jsonw_digit_edges);
 	tcase_add_test(writer, test_jsonw_cache_writes_the_same);
 	tcase_add_test(writer, test_writer_close_and_cut);
+	tcase_add_test(writer, test_writer_events_joined);
+	tcase_add_test(writer, test_bigmem_grows);
 	tcase_add_test(reader, test_dtype_names_match_libamp);
 	tcase_add_test(reader, test_good_fixture_loads);
 	tcase_add_test(reader, test_fixtures_validate);

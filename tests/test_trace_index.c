@@ -146,6 +146,71 @@ START_TEST(test_old_trace_falls_back_to_tensor_ids)
 }
 END_TEST
 
+/* Built as the trace grows (as `amptrace run` indexes the events it
+ * keeps): the same answers as built at once, for every op, input and
+ * tensor, whatever the steps the trace grew by. */
+START_TEST(test_index_built_as_the_trace_grows)
+{
+	struct trace whole, growing;
+	struct trace_index once, grown;
+	struct trace_error err;
+
+	ck_assert_msg(trace_load(VIEWER_FIXTURES "/whole_loop.json", &whole,
+				 &err) == 0, "%s", err.message);
+	ck_assert_int_eq(trace_index_build(&whole, &once), 0);
+	ck_assert_int_eq(trace_init(&growing, "growing"), 0);
+	trace_index_init(&growing, &grown);
+	for (size_t i = 0; i < whole.nevents; i++) {
+		ck_assert_ptr_nonnull(trace_append(&growing, &whole.events[i]));
+		if (i % 7 == 0 || i % 11 == 3)
+			ck_assert_int_eq(trace_index_update(&grown), 0);
+	}
+	ck_assert_int_eq(trace_index_update(&grown), 0);
+	ck_assert_int_eq(trace_index_update(&grown), 0); /* nothing new */
+	ck_assert_uint_eq(grown.indexed, whole.nevents);
+	size_t inputs = 0;
+	for (size_t i = 0; i < whole.nevents; i++) {
+		const struct trace_event *e = &whole.events[i];
+		uint64_t ids[2 * 16];
+		int n = 0;
+		if (e->kind == TRACE_CAST) {
+			ids[n++] = e->cast.tensor;
+			ids[n++] = e->cast.result;
+		}
+		if (e->kind == TRACE_OP) {
+			ck_assert_uint_eq(id_map_get(&grown.ops, e->pid,
+						     e->op.op_id),
+					  id_map_get(&once.ops, e->pid,
+						     e->op.op_id));
+			for (int k = 0; k < e->op.ninputs; k++, inputs++) {
+				ck_assert_uint_eq(
+					trace_index_input_producer(&grown, i, k),
+					trace_index_input_producer(&once, i, k));
+				if (n < 32)
+					ids[n++] = e->op.inputs[k].id;
+			}
+			for (int k = 0; k < e->op.noutputs && n < 32; k++)
+				ids[n++] = e->op.outputs[k].id;
+		}
+		for (int k = 0; k < n; k++) {
+			ck_assert_uint_eq(id_map_get(&grown.producer, e->pid, ids[k]),
+					  id_map_get(&once.producer, e->pid, ids[k]));
+			ck_assert_uint_eq(id_map_get(&grown.names, e->pid, ids[k]),
+					  id_map_get(&once.names, e->pid, ids[k]));
+			ck_assert_uint_eq(id_map_get(&grown.uses, e->pid, ids[k]),
+					  id_map_get(&once.uses, e->pid, ids[k]));
+		}
+	}
+	ck_assert_uint_gt(inputs, 100);
+	ck_assert_uint_eq(grown.ops.count, once.ops.count);
+	ck_assert_uint_eq(grown.uses.count, once.uses.count);
+	trace_index_free(&grown);
+	trace_index_free(&once);
+	trace_free(&growing); /* its events point into whole's arena */
+	trace_free(&whole);
+}
+END_TEST
+
 static Suite *index_suite(void)
 {
 	Suite *s = suite_create("trace_index");
@@ -153,6 +218,7 @@ static Suite *index_suite(void)
 
 	tcase_add_test(tc, test_recorded_producer_wins);
 	tcase_add_test(tc, test_old_trace_falls_back_to_tensor_ids);
+	tcase_add_test(tc, test_index_built_as_the_trace_grows);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -45,7 +45,17 @@ struct scope_list {
 	const char **names;
 	int count;
 };
+/* The strings interned lately, by their length and first and last bytes:
+ * a record's strings (op names, tensor names, regions) are the same few
+ * hundred over and over, and finding one here (a compare) cost a third
+ * of interning it again (a hash of every byte and a table probe). */
+#define RECENT_STRINGS 512
+struct recent_string {
+	const char *kept;
+	size_t len;
+};
 struct conv_label_cache {
+	struct recent_string recent[RECENT_STRINGS];
 	struct {
 		const char *op, *overload, *label;
 	} ops[OP_LABELS];
@@ -69,6 +79,8 @@ static void lose_trace(struct conv_process *p)
 {
 	p->trace_lost = true;
 	p->strings = &p->own_strings;
+	if (p->labels)
+		memset(p->labels->recent, 0, sizeof p->labels->recent);
 }
 
 const char *conv_intern(struct conv_process *p, const char *s, size_t len)
@@ -85,12 +97,36 @@ const char *conv_intern(struct conv_process *p, const char *s, size_t len)
 	return kept;
 }
 
+static struct recent_string *recent_slot(struct conv_process *p,
+					 const char *s, size_t len)
+{
+	uint64_t head = 0, tail = 0;
+
+	if (len >= 8) {
+		memcpy(&head, s, 8);
+		memcpy(&tail, s + len - 8, 8);
+	} else {
+		for (size_t i = 0; i < len; i++)
+			head |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	}
+	uint64_t h = (head * 0x9E3779B97F4A7C15ull) ^
+		     (tail * 0xBF58476D1CE4E5B9ull) ^ len;
+	return &p->labels->recent[(h ^ h >> 29) % RECENT_STRINGS];
+}
+
 const char *conv_intern_cstr(struct conv_process *p, const char *s)
 {
 	if (!s)
 		return NULL;
-	const char *kept = trace_intern(p->strings, s);
-	return kept ? kept : conv_intern(p, s, strlen(s));
+	size_t len = strlen(s);
+	struct recent_string *slot = p->labels ? recent_slot(p, s, len) : NULL;
+	if (slot && slot->kept && slot->len == len &&
+	    !memcmp(slot->kept, s, len))
+		return slot->kept;
+	const char *kept = conv_intern(p, s, len);
+	if (slot)
+		*slot = (struct recent_string){ kept, len };
+	return kept;
 }
 
 /* Interns p's name tables and the literals once, when it is announced

@@ -6,13 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* µs (a double holding whole ns / 1000, as the converter and the reader
- * make it) back to the ns jsonw_us writes: exact below 2^53 / 1000 µs. */
 static void write_us(struct jsonw *w, double us)
 {
-	double ns = us * 1000.0;
-
-	jsonw_us(w, (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5));
+	jsonw_us(w, trace_us_to_ns(us));
 }
 
 void event_json_head(struct jsonw *w, const struct trace_event *e)
@@ -650,10 +646,8 @@ static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
 			out += t->at[i] - from;
 			from = t->at[i];
 			if (holes[i].time) {
-				double ns = holes[i].us * 1000.0;
-				w->len = (size_t)(out - w->data);
-				jsonw_us(w, (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5));
-				out = w->data + w->len;
+				out = jsonw_us_text(out,
+						    trace_us_to_ns(holes[i].us));
 			} else {
 				out = jsonw_digits(out, holes[i].id);
 			}

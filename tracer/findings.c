@@ -305,17 +305,14 @@ const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 
 bool finding_is_low_precision(const char *dtype)
 {
-	return dtype && (!strcmp(dtype, "f16") || !strcmp(dtype, "bf16"));
+	return dtype && (dtype[0] == 'f' || dtype[0] == 'b') &&
+	       (!strcmp(dtype, "f16") || !strcmp(dtype, "bf16"));
 }
 
 bool finding_is_full_precision(const char *dtype)
 {
-	return dtype && (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
-}
-
-bool finding_op_is_backward(const struct trace_op *op)
-{
-	return op->phase && !strcmp(op->phase, "backward");
+	return dtype && dtype[0] == 'f' &&
+	       (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
 }
 
 bool finding_op_failed(const struct trace_op *op)
@@ -334,10 +331,20 @@ static int compare_op_name(const void *key, const void *entry)
  * policy table: its dtype shows whether a thread autocasts. */
 bool finding_low_precision_op(const struct context *cx, const char *name)
 {
+	struct finding_lp_memo *m = cx->lp_memo;
+	size_t slot = ((uintptr_t)name >> 4) % LP_MEMO_SLOTS;
+
+	if (m && m->name[slot] == name)
+		return m->low[slot];
 	const struct finding_lp_op *op = bsearch(
 		name, finding_low_precision_ops, finding_low_precision_op_count,
 		sizeof *finding_low_precision_ops, compare_op_name);
-	return op && (op->versions >> cx->table & 1u);
+	bool low = op && (op->versions >> cx->table & 1u);
+	if (m) {
+		m->name[slot] = name;
+		m->low[slot] = low;
+	}
+	return low;
 }
 
 static void rule_banned(struct context *cx, size_t i)
@@ -346,7 +353,7 @@ static void rule_banned(struct context *cx, size_t i)
 	const struct trace_op *op = &e->op;
 	char label[128];
 
-	if (!op->policy || strcmp(op->policy, "banned"))
+	if (!op->policy || op->policy[0] != 'b' || strcmp(op->policy, "banned"))
 		return;
 	trace_op_label(op, label, sizeof label);
 	struct trace_finding *f =
@@ -617,7 +624,9 @@ int findings_compute_indexed(const struct trace_index *ix,
 			     struct findings *out)
 {
 	const struct trace *trace = ix->trace;
-	struct context cx = { .t = trace, .ix = ix, .out = out };
+	struct finding_lp_memo lp_memo = { 0 };
+	struct context cx = { .lp_memo = &lp_memo, .t = trace, .ix = ix,
+			      .out = out };
 	struct finding_regions regions;
 	struct finding_casts casts = { 0 };
 
@@ -630,6 +639,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 			finding_rule_backward(&cx, &regions, i);
 			rule_banned(&cx, i);
 			bool policy_banned = e->op.policy &&
+					     e->op.policy[0] == 'b' &&
 					     !strcmp(e->op.policy, "banned");
 			if (!rule_dtype_mismatch(&cx, i) && !policy_banned)
 				rule_op_error(&cx, i);

@@ -13,12 +13,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CACHE_GROWTH_STEPS 3
 #define SCALER_COLLAPSE_SCALE 1.0
 #define SCALER_COLLAPSE_HALVINGS 8
 
+/* finding_low_precision_op's answers by the name's address (a trace's
+ * names are interned: one address per name), as the op table's binary
+ * search for every op was a tenth of the findings' time. */
+#define LP_MEMO_SLOTS 256
+struct finding_lp_memo {
+	const char *name[LP_MEMO_SLOTS];
+	bool low[LP_MEMO_SLOTS];
+};
+
 struct context {
+	struct finding_lp_memo *lp_memo; /* NULL: none */
 	const struct trace *t;
 	const struct trace_index *ix; /* ops, producers, names, uses */
 	struct findings *out;
@@ -31,7 +42,13 @@ void finding_text(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 struct trace_finding *finding_of(struct context *cx, enum finding_kind_id kind,
 				 const char *site, int64_t pid, size_t event);
-bool finding_op_is_backward(const struct trace_op *op);
+/* Inline, the first letter first: the rules ask it of every op several
+ * times, and half of them are forward ops. */
+static inline bool finding_op_is_backward(const struct trace_op *op)
+{
+	return op->phase && op->phase[0] == 'b' &&
+	       !strcmp(op->phase, "backward");
+}
 bool finding_op_failed(const struct trace_op *op);
 const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
 				 char *buf, size_t size);
@@ -42,7 +59,8 @@ const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
 			     char *buf, size_t size);
 bool finding_is_low_precision(const char *dtype);  /* f16, bf16 */
 bool finding_is_full_precision(const char *dtype); /* f32, f64 */
-/* An op of a PyTorch lower-precision list in the trace's policy table. */
+/* An op of a PyTorch lower-precision list in the trace's policy table.
+ * `name`: one of the trace's strings (remembered by its address). */
 bool finding_low_precision_op(const struct context *cx, const char *name);
 
 /* findings_threads.c: the autocast regions of every thread. */

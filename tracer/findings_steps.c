@@ -207,13 +207,15 @@ static void cache_growth_of(struct context *cx, int64_t pid)
 	const struct trace *t = cx->t;
 	bool updates = false, writes = false;
 
-	for (size_t i = 0; i < t->nevents; i++) {
+	/* GradScaler updates mark the steps where there are any (optimizer
+	 * writes then do not matter: the first update ends the search) */
+	for (size_t i = 0; i < t->nevents && !updates; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->pid != pid)
 			continue;
-		updates |= e->kind == TRACE_SCALER && e->scaler.what &&
-			   !strcmp(e->scaler.what, "update");
-		writes |= is_optimizer_write(e);
+		updates = e->kind == TRACE_SCALER && e->scaler.what &&
+			  !strcmp(e->scaler.what, "update");
+		writes = writes || is_optimizer_write(e);
 	}
 	struct step_end *ends = NULL;
 	size_t nends = 0, cap = 0;

@@ -1,8 +1,8 @@
 /* Flow events from a trace in memory (see flow.h). */
 #include "flow.h"
-#include "event_json.h"
+#include "bigmem.h"
+#include "jsonw.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +30,6 @@ const char *flow_kind_name(enum flow_kind kind)
 	return kind < FLOW_KIND_COUNT ? names[kind] : "unknown";
 }
 
-/* The ns the writer had (ts and dur carry three decimals). */
-static int64_t to_ns(double us)
-{
-	return (int64_t)llround(us * 1000.0);
-}
 
 /* Thread, then begin, then the longer first, so a parent comes before
  * the children it contains; of two equal spans the later event is the
@@ -60,6 +55,32 @@ static bool contains(const struct slice *outer, const struct slice *inner)
 	       outer->begin <= inner->begin && inner->end <= outer->end;
 }
 
+/* items in compare_slices' order.  A thread's slices come as they ended,
+ * each parent just after its children: an insertion sort moves each
+ * parent back past its few children, in about linear time, where qsort
+ * took half of the flows' time.  Slices far from that order (threads
+ * interleaved, a slice around thousands of others) are left to qsort
+ * past a budget of moves; compare_slices is a total order, so either
+ * gives the same array. */
+static void sort_slices(struct slice *items, size_t n)
+{
+	size_t budget = 8 * n + 4096;
+
+	for (size_t i = 1; i < n; i++) {
+		struct slice here = items[i];
+		size_t j = i;
+		for (; j > 0 && compare_slices(&here, &items[j - 1]) < 0; j--) {
+			if (!budget--) {
+				items[j] = here;
+				trace_sort(items, n, sizeof *items, compare_slices);
+				return;
+			}
+			items[j] = items[j - 1];
+		}
+		items[j] = here;
+	}
+}
+
 /* Every X event, nested per thread as a viewer nests them. */
 static int slices_build(const struct trace *t, struct slices *s)
 {
@@ -70,6 +91,9 @@ static int slices_build(const struct trace *t, struct slices *s)
 		n += t->events[i].ph == 'X';
 	s->items = malloc((n ? n : 1) * sizeof *s->items);
 	s->of_event = malloc((t->nevents ? t->nevents : 1) * sizeof *s->of_event);
+	bigmem_advise(s->items, (n ? n : 1) * sizeof *s->items);
+	bigmem_advise(s->of_event, (t->nevents ? t->nevents : 1) *
+					   sizeof *s->of_event);
 	size_t *stack = malloc((n ? n : 1) * sizeof *stack);
 	if (!s->items || !s->of_event || !stack) {
 		free(stack);
@@ -80,15 +104,16 @@ static int slices_build(const struct trace *t, struct slices *s)
 		s->of_event[i] = SIZE_MAX;
 		if (e->ph != 'X')
 			continue;
-		int64_t begin = to_ns(e->ts);
+		int64_t begin = trace_us_to_ns(e->ts);
 		s->items[s->count++] = (struct slice){
 			.pid = e->pid, .tid = e->tid, .begin = begin,
-			.end = begin + to_ns(e->dur > 0 ? e->dur : 0), .event = i,
+			.end = begin + trace_us_to_ns(e->dur > 0 ? e->dur : 0),
+			.event = i,
 			.first_child = SIZE_MAX, .last_child = SIZE_MAX,
 			.next_sibling = SIZE_MAX,
 		};
 	}
-	trace_sort(s->items, s->count, sizeof *s->items, compare_slices);
+	sort_slices(s->items, s->count);
 	size_t depth = 0;
 	for (size_t k = 0; k < s->count; k++) {
 		struct slice *here = &s->items[k];
@@ -189,7 +214,9 @@ static void add_flow(struct builder *b, enum flow_kind kind, size_t from,
 
 static bool is_backward(const struct trace_op *op)
 {
-	return op->phase && !strcmp(op->phase, "backward");
+	/* the first letter first: half of the ops are forward ops */
+	return op->phase && op->phase[0] == 'b' &&
+	       !strcmp(op->phase, "backward");
 }
 
 /* Autograd's node for a forward op runs one or more backward ops; an op
@@ -263,49 +290,106 @@ void flow_free(struct trace_flows *flows)
 	*flows = (struct trace_flows){ 0 };
 }
 
-/* One end of f as its JSON event, into w (replacing what it held). */
-static void flow_end_json(struct jsonw *w, const struct trace_flow *f,
-			  bool start, uint64_t id)
+/* v's decimal text at out; returns its end. */
+static char *i64_text(char *out, int64_t v)
 {
-	struct trace_event head = {
-		.kind = TRACE_OTHER, .ph = start ? 's' : 'f',
-		.name = flow_kind_name(f->kind), .cat = "amp.flow",
-		.ts = (double)(start ? f->from_ns : f->to_ns) / 1000.0,
-		.pid = f->pid, .tid = start ? f->from_tid : f->to_tid,
-	};
+	if (v >= 0)
+		return jsonw_digits(out, (uint64_t)v);
+	*out = '-';
+	return jsonw_digits(out + 1, (uint64_t)0 - (uint64_t)v);
+}
 
-	event_json_head(w, &head);
-	if (!start)
-		jsonw_lit(w, ",\"bp\":\"e\"");
-	jsonw_lit(w, ",\"id\":");
-	jsonw_u64(w, id);
-	jsonw_lit(w, ",\"args\":{\"op_id\":");
-	jsonw_u64(w, start ? f->from_op_id : f->to_op_id);
-	if (f->kind == FLOW_CAST) {
-		jsonw_lit(w, ",\"tensor\":");
-		jsonw_u64(w, f->tensor);
+#define PUT(out, literal)                                                   \
+	(memcpy((out), "" literal, sizeof(literal) - 1),                     \
+	 (out) + sizeof(literal) - 1)
+
+/* `,"pid":P,"tid":T` of the last thread written, kept as text: the
+ * flows of a run come from a few threads, one after the other. */
+struct thread_text {
+	int64_t pid, tid;
+	size_t len;        /* 0: none yet */
+	char text[64];
+};
+
+static char *put_thread(char *out, struct thread_text *c, int64_t pid,
+			int64_t tid)
+{
+	if (!c->len || c->pid != pid || c->tid != tid) {
+		char *end = PUT(c->text, ",\"pid\":");
+		end = i64_text(end, pid);
+		end = PUT(end, ",\"tid\":");
+		end = i64_text(end, tid);
+		c->pid = pid;
+		c->tid = tid;
+		c->len = (size_t)(end - c->text);
 	}
-	jsonw_lit(w, "}}");
+	memcpy(out, c->text, c->len);
+	return out + c->len;
+}
+
+/* One end of f as its JSON event (event_json_head's keys, then the
+ * flow's), at out; returns its end.  Written here key by key rather than
+ * through event_json_head: flows are half of a trace's events, all
+ * written after the program ended.  Room: FLOW_JSON_MAX. */
+#define FLOW_JSON_MAX 320
+static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
+			   uint64_t id, struct thread_text *thread)
+{
+	if (f->kind == FLOW_CAST)
+		out = PUT(out, "{\"name\":\"cast\"");
+	else
+		out = PUT(out, "{\"name\":\"backward\"");
+	if (start)
+		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":");
+	else
+		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":");
+	out = jsonw_us_text(out, start ? f->from_ns : f->to_ns);
+	out = put_thread(out, thread, f->pid, start ? f->from_tid : f->to_tid);
+	if (!start)
+		out = PUT(out, ",\"bp\":\"e\"");
+	out = PUT(out, ",\"id\":");
+	out = jsonw_digits(out, id);
+	out = PUT(out, ",\"args\":{\"op_id\":");
+	out = jsonw_digits(out, start ? f->from_op_id : f->to_op_id);
+	if (f->kind == FLOW_CAST) {
+		out = PUT(out, ",\"tensor\":");
+		out = jsonw_digits(out, f->tensor);
+	}
+	return PUT(out, "}}");
+}
+
+uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
+		   struct jsonw *out)
+{
+	uint64_t id = first_id;
+	size_t start = out->len;
+	struct thread_text thread = { .len = 0 };
+
+	for (size_t i = 0; i < flows->count; i++, id++) {
+		if (!jsonw_reserve(out, 2 * FLOW_JSON_MAX + 4)) {
+			out->len = start;
+			return first_id;
+		}
+		char *at = out->data + out->len;
+		if (i)
+			at = PUT(at, ",\n");
+		at = flow_end_json(at, &flows->items[i], true, id, &thread);
+		at = PUT(at, ",\n");
+		at = flow_end_json(at, &flows->items[i], false, id, &thread);
+		*at = '\0';
+		out->len = (size_t)(at - out->data);
+	}
+	return id;
 }
 
 uint64_t flow_write(const struct trace_flows *flows, struct trace_writer *w,
 		    uint64_t first_id)
 {
-	struct jsonw start, end;
-	uint64_t id = first_id;
+	struct jsonw text;
 
-	jsonw_init(&start);
-	jsonw_init(&end);
-	for (size_t i = 0; i < flows->count; i++, id++) {
-		flow_end_json(&start, &flows->items[i], true, id);
-		flow_end_json(&end, &flows->items[i], false, id);
-		/* both ends or neither: a lone end draws nothing */
-		if (start.failed || end.failed)
-			break;
-		trace_writer_event(w, start.data, start.len);
-		trace_writer_event(w, end.data, end.len);
-	}
-	jsonw_free(&start);
-	jsonw_free(&end);
+	jsonw_init(&text);
+	uint64_t id = flow_text(flows, first_id, &text);
+	trace_writer_events(w, text.data, text.len, 2 * (id - first_id));
+	jsonw_free(&text);
 	return id;
 }

@@ -6,6 +6,7 @@
 #ifndef AMPTRACE_FLOW_H
 #define AMPTRACE_FLOW_H
 
+#include "jsonw.h"
 #include "trace_index.h"
 #include "trace_writer.h"
 
@@ -48,6 +49,13 @@ void flow_free(struct trace_flows *flows);
 
 /* The name of a flow kind as written ("backward", "cast"). */
 const char *flow_kind_name(enum flow_kind kind);
+
+/* Each flow as an `s` and an `f` event (category amp.flow) with ids
+ * first_id, first_id + 1, ..., appended to out joined by ",\n" (as
+ * trace_writer_events takes them).  Returns the next free id; first_id
+ * and out unchanged but for out->failed when out of memory. */
+uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
+		   struct jsonw *out);
 
 /* Appends each flow to w as an `s` and an `f` event (category amp.flow)
  * with ids first_id, first_id + 1, ...  Returns the next free id. */

@@ -1,5 +1,6 @@
 /* The (pid, id) map (id_map.h). */
 #include "id_map.h"
+#include "bigmem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,15 +74,17 @@ static bool dense_cover(struct id_map_dense *d, uint64_t id)
 
 	while (cap <= id)
 		cap *= 2;
-	size_t *values = realloc(d->values, cap * sizeof *values);
-	if (!values)
-		return false;
-	d->values = values;
 	uint64_t *present = realloc(d->present, cap / 64 * sizeof *present);
 	if (!present)
 		return false;
 	memset(present + d->cap / 64, 0, (cap - d->cap) / 64 * sizeof *present);
 	d->present = present;
+	/* values last: its size must stay d->cap's (bigmem_free) */
+	size_t *values = bigmem_grow(d->values, d->cap * sizeof *values,
+				     cap * sizeof *values);
+	if (!values)
+		return false;
+	d->values = values;
 	d->cap = cap;
 	return true;
 }
@@ -175,7 +178,8 @@ size_t id_map_get(const struct id_map *m, int64_t pid, uint64_t id)
 void id_map_free(struct id_map *m)
 {
 	for (size_t i = 0; i < m->ndense; i++) {
-		free(m->dense[i].values);
+		bigmem_free(m->dense[i].values,
+			    m->dense[i].cap * sizeof *m->dense[i].values);
 		free(m->dense[i].present);
 	}
 	free(m->dense);

@@ -179,23 +179,3 @@ void jsonw_double(struct jsonw *w, double value)
 	}
 	jsonw_printf(w, "%.17g", value);
 }
-
-void jsonw_us(struct jsonw *w, int64_t ns)
-{
-	if (!jsonw_reserve(w, 26))
-		return;
-	char *out = w->data + w->len;
-	uint64_t magnitude = (uint64_t)ns;
-	if (ns < 0) {
-		*out++ = '-';
-		magnitude = (uint64_t)0 - magnitude;
-	}
-	out = jsonw_digits(out, magnitude / 1000);
-	unsigned frac = (unsigned)(magnitude % 1000);
-	out[0] = '.';
-	out[1] = (char)('0' + frac / 100);
-	out[2] = (char)('0' + frac / 10 % 10);
-	out[3] = (char)('0' + frac % 10);
-	out[4] = '\0';
-	w->len = (size_t)(out + 4 - w->data);
-}

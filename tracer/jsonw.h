@@ -95,7 +95,7 @@ static inline void jsonw_str(struct jsonw *w, const char *text)
 }
 
 /* The decimal digits of v at out (room for 20); returns their end.
- * Numbers are about a third of a trace's text: two digits per division,
+ * Numbers are about a third of a trace's text: four digits per division,
  * written in place from the last. */
 static inline char *jsonw_digits(char *out, uint64_t v)
 {
@@ -123,7 +123,16 @@ static inline char *jsonw_digits(char *out, uint64_t v)
 	int n = (bits * 1233) >> 12;
 	n += v >= powers[n];
 	char *end = out + n, *p = end;
-	while (v >= 100) {
+	/* four digits per 64-bit division, then two per 32-bit one */
+	while (v >= 10000) {
+		uint64_t q = v / 10000;
+		uint32_t r = (uint32_t)(v - q * 10000);
+		p -= 4;
+		memcpy(p, &pairs[(r / 100) * 2], 2);
+		memcpy(p + 2, &pairs[(r % 100) * 2], 2);
+		v = q;
+	}
+	if (v >= 100) {
 		p -= 2;
 		memcpy(p, &pairs[(v % 100) * 2], 2);
 		v /= 100;
@@ -171,10 +180,35 @@ static inline void jsonw_hole_end(struct jsonw *w)
 	w->holes->count++;
 }
 
+/* Nanoseconds as microseconds with three decimals at out (room for 26);
+ * returns their end: 1234567 -> 1234.567. */
+static inline char *jsonw_us_text(char *out, int64_t ns)
+{
+	uint64_t magnitude = (uint64_t)ns;
+
+	if (ns < 0) {
+		*out++ = '-';
+		magnitude = (uint64_t)0 - magnitude;
+	}
+	out = jsonw_digits(out, magnitude / 1000);
+	unsigned frac = (unsigned)(magnitude % 1000);
+	out[0] = '.';
+	out[1] = (char)('0' + frac / 100);
+	out[2] = (char)('0' + frac / 10 % 10);
+	out[3] = (char)('0' + frac % 10);
+	return out + 4;
+}
+
 /* A number that round-trips (%.17g), or null for NaN/inf (JSON has none). */
 void jsonw_double(struct jsonw *w, double value);
 /* Nanoseconds as microseconds with three decimals: 1234567 -> 1234.567. */
-void jsonw_us(struct jsonw *w, int64_t ns);
+static inline void jsonw_us(struct jsonw *w, int64_t ns)
+{
+	if (!jsonw_reserve(w, 26))
+		return;
+	w->len = (size_t)(jsonw_us_text(w->data + w->len, ns) - w->data);
+	w->data[w->len] = '\0';
+}
 static inline void jsonw_bool(struct jsonw *w, bool value)
 {
 	if (value)

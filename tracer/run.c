@@ -10,14 +10,12 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "convert.h"
-#include "event_json.h"
-#include "findings.h"
-#include "flow.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
 #include "run_python.h"
 #include "trace_commands.h"
+#include "trace_index.h"
 #include "trace_writer.h"
 
 #include <errno.h>
@@ -102,6 +100,9 @@ struct output {
 	 * them: the findings' input, so the file is not read back. */
 	struct trace kept;
 	bool kept_ready;        /* trace_init succeeded */
+	/* kept's index for the findings and the flows, brought up to date
+	 * after every poll: built while the program runs, not after */
+	struct trace_index index;
 };
 
 struct run_state {
@@ -191,6 +192,7 @@ static struct output *output_for_rank(struct run_state *s, int rank)
 			      .path = rank >= 0 ? rank_path(s->out, rank)
 						: strdup(s->out) };
 	o->kept_ready = trace_init(&o->kept, o->path) == 0;
+	trace_index_init(&o->kept, &o->index);
 	return o;
 }
 
@@ -201,6 +203,14 @@ static bool open_output(struct run_state *s, struct output *o,
 
 	if (o->open)
 		return true;
+	/* The trace is made anew rather than truncated: ext4 writes a
+	 * truncated file's new blocks back when it is closed (auto_da_alloc,
+	 * its guard for files rewritten in place), which took 30-50 ms at the
+	 * end of a 148 MB trace.  Only a file of its own: a link, a device
+	 * (-o /dev/stdout) or a second name of a file is written through. */
+	struct stat st;
+	if (lstat(o->path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
+		unlink(o->path);
 	jsonw_init(&header);
 	header_json(s, o->rank, framework, &header);
 	int status = trace_writer_open(&o->writer, o->path, header.data,
@@ -414,24 +424,6 @@ static uint64_t report_end(const struct run_state *s, const struct conv *cv,
 	return ops;
 }
 
-/* One finding as an amp.diag instant event (FORMAT.md §3.7): process-wide
- * (tid 0, "s":"p") at `ts_ns`, the end of the run, so it follows every
- * thread's events and per-thread order holds. */
-static void finding_event(const struct trace_finding *f, int64_t ts_ns,
-			  struct jsonw *w)
-{
-	event_json_write(w, &(struct trace_event){
-		.kind = TRACE_DIAG, .ph = 'i', .name = f->kind,
-		.cat = "amp.diag", .pid = f->pid, .tid = 0,
-		.ts = (double)ts_ns / 1000.0,
-		.diag = { .kind = f->kind, .message = f->message, .scope = 'p',
-			  .op_id = f->op_id, .tensor = f->tensor, .fix = f->fix,
-			  .severity = finding_severity_name(f->severity),
-			  .count = f->count, .thread = f->thread,
-			  .other_thread = f->other_thread },
-	});
-}
-
 /* Whether o's kept trace holds every event of its file: not when the
  * converter could not keep one (out of memory). */
 static bool kept_whole(const struct output *o, const struct conv *cv)
@@ -446,51 +438,22 @@ static bool kept_whole(const struct output *o, const struct conv *cv)
 }
 
 /* Appends the findings computed from the events written so far, so that
- * the trace alone (Perfetto, ampview, other tools) shows them.  Their
- * input is the trace the converter kept while writing (reading the file
- * back took as long as a short run itself).  When memory ran out while
- * keeping it, the trace gets no findings (reading the file back would
- * need more memory still) and run says so: the events matter more than
- * their findings.  Findings that are amp.diag events already (libamp's
- * value checks, process-died) are not repeated. */
-static void append_findings(struct output *o, const struct conv *cv,
-			    const struct trace_index *ix, int64_t ts_ns)
+ * the trace alone (Perfetto, ampview, other tools) shows them, and the
+ * flow events.  Their input is the trace the converter kept while writing
+ * (reading the file back took as long as a short run itself).  When
+ * memory ran out while keeping it, the trace gets neither (reading the
+ * file back would need more memory still) and run says so: the events
+ * matter more than their findings. */
+static void append_tail(struct output *o, const struct conv *cv,
+			int64_t ts_ns)
 {
-	struct findings f;
-	struct jsonw w;
-
 	if (!kept_whole(o, cv)) {
 		fprintf(stderr, "amptrace run: out of memory keeping the events "
 			"of %s: its findings are not appended (amptrace summary "
 			"computes them)\n", o->path);
 		return;
 	}
-	if (ix)
-		findings_compute_indexed(ix, &f);
-	else
-		findings_compute(&o->kept, &f);
-	jsonw_init(&w);
-	for (size_t i = 0; i < f.count; i++) {
-		if (f.items[i].from_trace)
-			continue;
-		finding_event(&f.items[i], ts_ns, &w);
-		if (!w.failed)
-			trace_writer_event(&o->writer, w.data, w.len);
-	}
-	jsonw_free(&w);
-	findings_free(&f);
-}
-
-/* Appends the flow events (forward op -> backward ops, cast -> consumers)
- * computed from the same kept trace and index as the findings. */
-static void append_flows(struct output *o, const struct trace_index *ix)
-{
-	struct trace_flows flows;
-
-	if (flow_build(ix, &flows) == 0) {
-		flow_write(&flows, &o->writer, 1);
-		flow_free(&flows);
-	}
+	conv_append_tail(&o->writer, &o->kept, &o->index, ts_ns);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,
@@ -504,16 +467,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 
 		if (!o->open)
 			continue;
-		/* one index of the kept trace for the findings and the flows
-		 * (none when it is not whole: no flows then) */
-		struct trace_index ix = { 0 };
-		bool indexed = kept_whole(o, cv) &&
-			       trace_index_build(&o->kept, &ix) == 0;
-		append_findings(o, cv, indexed ? &ix : NULL,
-				(int64_t)(end_ns - s->mono_base));
-		if (indexed)
-			append_flows(o, &ix);
-		trace_index_free(&ix);
+		append_tail(o, cv, (int64_t)(end_ns - s->mono_base));
 		uint64_t events = o->writer.events;
 		jsonw_init(&end);
 		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
@@ -678,8 +632,8 @@ int amptrace_run(int argc, char **argv)
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, 0);
-	if (errno == 0)
-		setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE);
+	bool niced = errno == 0 &&
+		     setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE) == 0;
 	close(report[1]);
 	int exec_errno = 0;
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
@@ -698,8 +652,10 @@ int amptrace_run(int argc, char **argv)
 			break;
 		}
 		size_t converted = conv_poll(&cv);
-		for (size_t k = 0; k < s.noutputs; k++)
+		for (size_t k = 0; k < s.noutputs; k++) {
 			trace_writer_flush(&s.outputs[k]->writer);
+			trace_index_update(&s.outputs[k]->index);
+		}
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -710,6 +666,12 @@ int amptrace_run(int argc, char **argv)
 		sigtimedwait(&chld, NULL, &pause);
 	}
 	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	/* What is left (the records not converted yet, the findings, the
+	 * flows) is all the user waits for now: back to amptrace's own
+	 * priority where the system lets a process raise its priority again
+	 * (root, RLIMIT_NICE), else on at the lower one. */
+	if (niced)
+		setpriority(PRIO_PROCESS, 0, nice_now);
 	child_pid = 0;
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
 
@@ -771,6 +733,7 @@ int amptrace_run(int argc, char **argv)
 			code = r;
 	}
 	for (size_t k = 0; k < s.noutputs; k++) {
+		trace_index_free(&s.outputs[k]->index);
 		trace_free(&s.outputs[k]->kept);
 		free(s.outputs[k]->path);
 		free(s.outputs[k]);

@@ -1,6 +1,7 @@
 /* A trace's memory (trace.h): the arena its events' strings and arrays
  * live in, the table that interns its strings, and appending events. */
 #include "trace.h"
+#include "bigmem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +20,25 @@ struct trace_string_slot {
 	uint32_t hash, len;
 };
 
+#define ARENA_BLOCK_MAX ((size_t)8 << 20)
+
 void *trace_alloc(struct trace *t, size_t size)
 {
 	struct trace_arena_block *b = t->arena;
 
 	size = (size + 15) & ~(size_t)15;
 	if (!b || b->used + size > b->size) {
-		size_t block = size > 65536 ? size : 65536;
+		/* blocks double up to 8 MiB: a big trace's arena is a few
+		 * dozen blocks in huge pages (bigmem.h), a small one's 64 KiB */
+		size_t block = !b ? 65536 : b->size < ARENA_BLOCK_MAX
+						    ? 2 * b->size
+						    : ARENA_BLOCK_MAX;
+		if (block < size)
+			block = size;
 		b = malloc(sizeof *b + block);
 		if (!b)
 			return NULL;
+		bigmem_advise(b, sizeof *b + block);
 		b->next = t->arena;
 		b->used = 0;
 		b->size = block;
@@ -133,7 +143,9 @@ struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
 {
 	if (t->nevents == t->cap_events) {
 		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
-		struct trace_event *grown = realloc(t->events, cap * sizeof *grown);
+		struct trace_event *grown =
+			bigmem_grow(t->events, t->cap_events * sizeof *grown,
+				    cap * sizeof *grown);
 		if (!grown)
 			return NULL;
 		t->events = grown;
@@ -153,7 +165,7 @@ void trace_free(struct trace *trace)
 		free(trace->arena);
 		trace->arena = next;
 	}
-	free(trace->events);
+	bigmem_free(trace->events, trace->cap_events * sizeof *trace->events);
 	free(trace->strings);
 	free(trace->path);
 	cJSON_Delete(trace->header);

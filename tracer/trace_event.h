@@ -14,6 +14,16 @@
 
 #define TRACE_MAX_DIMS 8
 
+/* µs (a double holding whole ns / 1000, as the converter and the reader
+ * make it) back to the ns the writer writes: exact below 2^53 / 1000 µs.
+ * Inline: flows and templates convert every time they write or bind. */
+static inline int64_t trace_us_to_ns(double us)
+{
+	double ns = us * 1000.0;
+
+	return (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
+}
+
 enum trace_kind {
 	TRACE_OP,          /* amp.op X */
 	TRACE_CAST,        /* amp.cast X */

@@ -11,10 +11,16 @@ static void count_use(struct trace_index *ix, int64_t pid, uint64_t tensor)
 		(*uses)++;
 }
 
-int trace_index_build(const struct trace *t, struct trace_index *ix)
+void trace_index_init(const struct trace *t, struct trace_index *ix)
 {
 	*ix = (struct trace_index){ .trace = t };
-	for (size_t i = 0; i < t->nevents; i++) {
+}
+
+int trace_index_update(struct trace_index *ix)
+{
+	const struct trace *t = ix->trace;
+
+	for (size_t i = ix->indexed; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
@@ -42,10 +48,17 @@ int trace_index_build(const struct trace *t, struct trace_index *ix)
 					   i);
 		}
 	}
+	ix->indexed = t->nevents;
 	return ix->ops.failed || ix->producer.failed || ix->names.failed ||
 			       ix->uses.failed
 		       ? -1
 		       : 0;
+}
+
+int trace_index_build(const struct trace *t, struct trace_index *ix)
+{
+	trace_index_init(t, ix);
+	return trace_index_update(ix);
 }
 
 void trace_index_free(struct trace_index *ix)

@@ -18,10 +18,18 @@ struct trace_index {
 				   cache hit) event that made it */
 	struct id_map names;    /* (pid, tensor) -> last event naming it */
 	struct id_map uses;     /* (pid, tensor) -> uses as an op or cast input */
+	size_t indexed;         /* the events indexed so far */
 };
 
 /* Returns 0, or -1 when out of memory (the index is then partial). */
 int trace_index_build(const struct trace *trace, struct trace_index *ix);
+/* The same built as the trace grows: trace_index_init() starts an empty
+ * index of `trace`, each trace_index_update() adds the events appended
+ * since the last (`amptrace run` indexes the events it keeps while the
+ * program runs, not all of them after it ended).  -1: out of memory,
+ * now or before. */
+void trace_index_init(const struct trace *trace, struct trace_index *ix);
+int trace_index_update(struct trace_index *ix);
 void trace_index_free(struct trace_index *ix);
 /* The event that made input k of op event `event` (an index into the
  * trace): the op libamp recorded as its producer (producer_op_id), else,

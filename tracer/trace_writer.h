@@ -29,6 +29,10 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 		      const char *amptrace_json, uint64_t base_ns);
 /* Appends one event (a JSON object's text). */
 void trace_writer_event(struct trace_writer *w, const char *json, size_t len);
+/* Appends `count` events at once: `text` is their JSON objects joined
+ * by ",\n" (as the file holds them). */
+void trace_writer_events(struct trace_writer *w, const char *text, size_t len,
+			 uint64_t count);
 /* Hands what was written to the kernel. */
 void trace_writer_flush(struct trace_writer *w);
 /* Writes the trailer (`end_json`: the "amptraceEnd" object's text) and

@@ -1,8 +1,9 @@
-/* The converter's and the findings' cost per event, apart from the traced
- * program: the mlp sample is recorded once (the recorder preloaded, as
- * `amptrace run` does) into a raw directory kept as a template; each
- * round converts a fresh copy of it into a trace file, keeping the events
- * in memory as `amptrace run` does, then computes the findings from them.
+/* The converter's cost per event, apart from the traced program: the mlp
+ * sample is recorded once (the recorder preloaded, as `amptrace run`
+ * does) into a raw directory kept as a template; each round converts a
+ * fresh copy of it into a trace file, keeping the events in memory as
+ * `amptrace run` does, then appends what run appends after the program
+ * ended (findings, flows: conv_append_tail) and closes the file.
  *   bench_convert                 the timing (median of the rounds)
  *   bench_convert --out FILE      one conversion into FILE, no timing:
  *                                 two builds' outputs can be compared
@@ -10,8 +11,8 @@
  * Under `valgrind --tool=callgrind` with --rounds 1 it gives instruction
  * counts, steadier than time on a busy machine. */
 #include "convert.h"
-#include "findings.h"
 #include "trace.h"
+#include "trace_index.h"
 #include "trace_writer.h"
 
 #include <ftw.h>
@@ -95,35 +96,40 @@ static void copy_dir(const char *from, const char *to)
 	}
 }
 
-/* One conversion of `raw` into `out`; the seconds it took to convert and
- * to compute the findings. */
-static size_t convert(const char *raw, const char *out, bool findings,
-		      double *convert_s, double *findings_s)
+/* One conversion of `raw` into `out` (a file created anew, as run's
+ * are); the seconds it took to convert the records and then to append
+ * the tail and close the file. */
+static size_t convert(const char *raw, const char *out, double *convert_s,
+		      double *tail_s)
 {
-	struct sink sink = { .path = out, .keep = findings };
+	struct sink sink = { .path = out, .keep = true };
 	struct conv cv;
+	struct trace_index ix;
 
-	if (findings && trace_init(&sink.kept, out) != 0)
+	unlink(out);
+	if (trace_init(&sink.kept, out) != 0)
 		exit(1);
+	trace_index_init(&sink.kept, &ix);
 	double begin = now_s();
 	conv_init(&cv, raw, 0, writer_for, &sink);
 	cv.trace_for = trace_for;
+	/* run's loop: a poll, then the index of what it kept */
 	while (conv_poll(&cv))
-		;
+		trace_index_update(&ix);
 	conv_finish(&cv, -1, 0, 0);
-	trace_writer_close(&sink.writer, "{}");
 	double middle = now_s();
 	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
-	if (findings) {
-		struct findings f;
-		findings_compute(&sink.kept, &f);
-		findings_free(&f);
+	if (cv.nprocs)
+		conv_append_tail(&sink.writer, &sink.kept, &ix, 0);
+	if (cv.nprocs && trace_writer_close(&sink.writer, "{}") != 0) {
+		fprintf(stderr, "bench_convert: error writing %s\n", out);
+		exit(1);
 	}
-	*findings_s = now_s() - middle;
+	*tail_s = now_s() - middle;
 	*convert_s = middle - begin;
 	conv_free(&cv);
-	if (findings)
-		trace_free(&sink.kept);
+	trace_index_free(&ix);
+	trace_free(&sink.kept);
 	return events;
 }
 
@@ -164,28 +170,28 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	double convert_s, findings_s;
+	double convert_s, tail_s;
 	if (out) {
 		copy_dir(template, work);
-		convert(work, out, true, &convert_s, &findings_s);
+		convert(work, out, &convert_s, &tail_s);
 	} else {
 		char trace[] = "/dev/shm/amptrace-bench-convert.json";
-		double c[64], f[64];
+		double c[64], t[64];
 		size_t events = 0;
 		if (rounds < 1 || rounds > 64)
 			rounds = 5;
 		for (int i = 0; i < rounds; i++) {
 			copy_dir(template, work);
-			events = convert(work, trace, true, &c[i], &f[i]);
+			events = convert(work, trace, &c[i], &t[i]);
 		}
 		unlink(trace);
 		qsort(c, (size_t)rounds, sizeof *c, compare_doubles);
-		qsort(f, (size_t)rounds, sizeof *f, compare_doubles);
-		printf("converter: %zu events (mlp 8/32 x 300 steps), median of "
-		       "%d: convert %.0f ns per event, findings %.0f ns per "
-		       "event\n", events, rounds,
-		       c[rounds / 2] * 1e9 / (double)events,
-		       f[rounds / 2] * 1e9 / (double)events);
+		qsort(t, (size_t)rounds, sizeof *t, compare_doubles);
+		printf("converter: %zu events (%s), median of %d: convert %.0f "
+		       "ns per event, findings + flows + close %.0f ns per "
+		       "event\n", events, raw ? raw : "mlp 8/32 x 300 steps",
+		       rounds, c[rounds / 2] * 1e9 / (double)events,
+		       t[rounds / 2] * 1e9 / (double)events);
 	}
 	nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(template, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

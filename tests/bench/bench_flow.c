@@ -3,8 +3,9 @@
  * that `amptrace run` computes at the same moment from the same kept
  * trace (the anchor, measured in the same run, interleaved, medians of
  * 9), and their share of the trace's events and bytes.  Target: flows
- * cost at most 1.5x the findings (run.c builds the trace's index once
- * for both; flows write two lines per arrow, the findings a few lines).
+ * cost at most 1.5x the findings (`amptrace run` keeps one index for
+ * both; flows write two lines per arrow, the findings a few lines; it
+ * computes the two at once, on two threads: this times them apart).
  * The trace is the mlp sample's bigger run (--batch 64 --hidden 256
  * --layers 4 --steps 100) recorded here. */
 #include "findings.h"
@@ -54,9 +55,9 @@ static double time_findings(const struct trace *t)
 	return seconds;
 }
 
-/* What run.c adds for the flows: they share the findings' index (and
- * the trace's writer, open already), so flow_build and writing them out
- * (to /dev/null). */
+/* What `amptrace run` adds for the flows: they share the findings'
+ * index (and the trace's writer, open already), so flow_build and
+ * writing them out (to /dev/null). */
 static double time_flows(const struct trace_index *ix, struct trace_writer *w,
 			 size_t *count)
 {
