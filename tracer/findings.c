@@ -567,6 +567,12 @@ static void fold_diag(struct context *cx, size_t i)
 			    !strcmp(x->kind, d->kind) && x->op_id == d->op_id &&
 			    x->tensor == d->tensor) {
 				x->from_trace = true;
+				/* the recorder's op-error knew more than the
+				 * op event: the PyTorch bridge's carries the
+				 * exception's text (libamp's repeat ours) */
+				if (!strcmp(d->kind, "op-error") && d->message)
+					finding_text(x->message, sizeof x->message,
+						     "%s", d->message);
 				return;
 			}
 		}

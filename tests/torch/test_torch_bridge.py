@@ -246,8 +246,12 @@ def test_scenarios():
         p, path = run("scenario_raise.py", mode, out="raise-" + mode)
         t = load(path)
         failed = [a for a in ops(t, "mm") if a.get("error")]
+        # the bridge's diag, and (when there is one) the finding amptrace
+        # appended for the failed op, which takes the bridge's text
         texts = [e["args"] for e in events(t, "amp.diag")
-                 if "mat1 and mat2 shapes" in e["args"]["message"]]
+                 if "mat1 and mat2 shapes" in e["args"]["message"]][:1]
+        summary = subprocess.run([AMPTRACE, "summary", path],
+                                 capture_output=True, text=True).stdout
         check("a failed op whose exception %s: %s" % (
                   {"main": "ends the program", "thread": "ends a thread",
                    "later": "was caught, an op ran, then another error",
@@ -258,8 +262,9 @@ def test_scenarios():
                   [("op-error", failed[0]["op_id"])] if attached
                   else not texts and "own error" in p.stderr) and
               ("Traceback" in p.stderr) and
-              (p.returncode == 1) == (mode != "thread"),
-              (p.returncode, p.stderr[-300:], texts))
+              (p.returncode == 1) == (mode != "thread") and
+              ("mat1 and mat2 shapes" in summary) == attached,
+              (p.returncode, p.stderr[-300:], texts, summary[-600:]))
 
     p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),
