@@ -98,6 +98,13 @@ pids+=("$amp")
 wait_line "$work/pid"
 child=$(cat "$work/pid")
 pids+=("$child")
+# amptrace makes the trace when its converter first sees the process (the
+# file's name depends on the process's rank): killed before that, there
+# is no trace to load
+for _ in $(seq 200); do
+	grep -q '"process_name"' "$work/a.json" 2>/dev/null && break
+	sleep 0.05
+done
 kill -9 "$amp"
 wait "$amp" 2>/dev/null
 check "amptrace SIGKILLed: its raw directory goes away" raw_emptied
