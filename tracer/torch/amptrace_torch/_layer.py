@@ -139,21 +139,51 @@ def _wrap_phases(torch, bridge):
     setattr(optimizer, patch_name, patch_step)
 
 
-def _name_parameters(torch, bridge):
+def _name_parameters(torch, bridge, modules_exist):
     """Parameters get their names (fc1.weight) from the outermost module
-    that runs them, before its first forward."""
-    named = set()
+    that runs them, before its first forward.  A global forward pre-hook
+    sends every module call down torch's slow path (hooks), so it stays
+    registered only while some module has not run yet: modules made after
+    install are known (Module.__init__), those made before it
+    (`modules_exist`: the trace() API) are not, and keep it registered."""
+    import weakref
+
+    named = weakref.WeakSet()     # needed only while unknown ones exist
+    pending = weakref.WeakSet()   # made since install, not named yet
+    hook = []                     # the registration, while there is one
 
     def pre_hook(module, inputs):
-        if id(module) in named:
+        if module in named or (not modules_exist and module not in pending):
             return None
         for sub in module.modules():
-            named.add(id(sub))
+            pending.discard(sub)
+            if modules_exist:
+                named.add(sub)
         for name, param in module.named_parameters():
             bridge.name_tensor(param._cdata, name)
+        if not pending and not modules_exist and hook:
+            hook.pop().remove()
         return None
 
-    torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
+    def register():
+        if not hook:
+            hook.append(torch.nn.modules.module
+                        .register_module_forward_pre_hook(pre_hook))
+
+    init = torch.nn.Module.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        try:
+            pending.add(self)
+            register()
+        except Exception as e:
+            _recording_failed(e)
+
+    torch.nn.Module.__init__ = __init__
+    if modules_exist:
+        register()
 
 
 def _wrap_threads(bridge):
@@ -222,12 +252,14 @@ def _wrap_scaler(torch, bridge):
     cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
 
 
-def install(torch, bridge):
+def install(torch, bridge, modules_exist):
     """Each part on its own: one that does not fit this torch is said
-    once and the others still record."""
+    once and the others still record.  `modules_exist`: the program may
+    have made modules already (installed by the trace() API, not right
+    after its `import torch`)."""
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
-                 lambda: _name_parameters(torch, bridge),
+                 lambda: _name_parameters(torch, bridge, modules_exist),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge)):
