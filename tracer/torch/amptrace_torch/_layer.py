@@ -23,18 +23,34 @@ def _nesting(torch):
     return depth - 1
 
 
-def _state(torch, device):
-    """(enabled, dtype name) of the device's autocast on this thread."""
+def _state_reader(torch):
+    """(device) -> (enabled, dtype name) of the device's autocast on this
+    thread, its readers picked once for this torch: it runs at every
+    region's entry and exit."""
+    names = {}
+
+    def name(dtype):
+        found = names.get(dtype)
+        if found is None:
+            found = names[dtype] = str(dtype).replace("torch.", "")
+        return found
+
     if hasattr(torch, "get_autocast_dtype"):
         # 2.4+: the per-device functions below warn that they are
         # deprecated, which the program would see.
-        enabled = torch.is_autocast_enabled(device)
-        dtype = torch.get_autocast_dtype(device)
-    elif device == "cuda":
-        enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
-    else:
-        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
-    return enabled, str(dtype).replace("torch.", "")
+        def state(device):
+            return (torch.is_autocast_enabled(device),
+                    name(torch.get_autocast_dtype(device)))
+        return state
+    readers = {"cuda": (torch.is_autocast_enabled,
+                        torch.get_autocast_gpu_dtype),
+               "cpu": (torch.is_autocast_cpu_enabled,
+                       torch.get_autocast_cpu_dtype)}
+
+    def state(device):
+        enabled, dtype = readers[device]
+        return enabled(), name(dtype())
+    return state
 
 
 _failed = []
@@ -49,6 +65,9 @@ def _recording_failed(error):
                          "affected): %r\n" % (error,))
 
 
+_locations = {}  # (code, line) -> "file:line", made once per place
+
+
 def _location(torch_dir):
     """file:line of the code that opened the region (the `with` line or
     the decorated function's caller), outside torch's own files."""
@@ -57,14 +76,19 @@ def _location(torch_dir):
         frame = frame.f_back
     if frame is None:
         return None
-    return "%s:%d" % (os.path.basename(frame.f_code.co_filename),
-                      frame.f_lineno)
+    key = (frame.f_code, frame.f_lineno)
+    where = _locations.get(key)
+    if where is None:
+        where = _locations[key] = "%s:%d" % (
+            os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+    return where
 
 
 def _wrap_autocast(torch, bridge):
     cls = torch.amp.autocast_mode.autocast
     enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
+    state = _state_reader(torch)
     torch_dir = os.path.dirname(torch.__file__) + os.sep
 
     @functools.wraps(enter)
@@ -73,7 +97,7 @@ def _wrap_autocast(torch, bridge):
         if is_scripting() or self.device not in ("cpu", "cuda"):
             return result
         try:
-            enabled, dtype = _state(torch, self.device)
+            enabled, dtype = state(self.device)
             self._amptrace_scope = _location(torch_dir)
             bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
@@ -89,7 +113,7 @@ def _wrap_autocast(torch, bridge):
         depth = 0
         try:
             depth = _nesting(torch)
-            enabled, dtype = _state(torch, self.device)
+            enabled, dtype = state(self.device)
             bridge.scope(False, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
                          getattr(self, "_amptrace_scope", None))
