@@ -7,7 +7,9 @@ Processes alternate (plain, traced, profiler) several rounds; medians.
 Also the observer's cost per recorded event: (traced - plain) time per
 step over the trace's events per step.  Exit 77 without torch or bridge.
 
-usage: bench_torch.py AMPTRACE PYTHON [ROUNDS]
+usage: bench_torch.py AMPTRACE PYTHON [ROUNDS [AMPTRACE_BEFORE]]
+AMPTRACE_BEFORE: another build's amptrace (e.g. of the last commit), run
+in the same rounds, for a before/after comparison in one run.
 Targets (issue 11): traced <= 1.5x, 1.15x, 1.05x and below the profiler."""
 import json
 import os
@@ -22,15 +24,17 @@ from tap import bridge_missing  # noqa: E402  (tests/torch/tap.py)
 
 AMPTRACE, PYTHON = sys.argv[1:3]
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+BEFORE = sys.argv[4] if len(sys.argv) > 4 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "bench_torch_steps.py")
 TARGETS = {"8/32": 1.5, "64/256": 1.15, "256/1024": 1.05}
 
 
 def worker(mode, trace):
-    cmd = [PYTHON, WORKER, mode]
-    if mode == "traced":
-        cmd = [AMPTRACE, "run", "-q", "-o", trace, "--"] + cmd
+    cmd = [PYTHON, WORKER, "traced" if mode == "before" else mode]
+    if mode in ("traced", "before"):
+        amptrace = BEFORE if mode == "before" else AMPTRACE
+        cmd = [amptrace, "run", "-q", "-o", trace, "--"] + cmd
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -51,9 +55,12 @@ def main():
         sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="amptrace-bench-torch-")
     trace = os.path.join(tmp, "t.json")
-    runs = {"plain": [], "traced": [], "profiler": []}
+    # In this order the last trace written is the current build's.
+    modes = ["plain"] + (["before"] if BEFORE else []) + ["traced",
+                                                          "profiler"]
+    runs = {mode: [] for mode in modes}
     for _ in range(ROUNDS):
-        for mode in runs:
+        for mode in modes:
             runs[mode].append(worker(mode, trace))
     total_events = events_per_step(trace)
     # steps per traced process: (5 warm-up + 3 x n) per size
@@ -70,7 +77,20 @@ def main():
         print("%-10s %9.3f %9.3f %9.3f %7.2fx %7.2fx %6.2fx" % (
             size, med["plain"], med["traced"], med["profiler"],
             med["traced"] / med["plain"], med["profiler"] / med["plain"],
-            target))
+            target) + ("   before: %.3f ms, %.2fx" % (
+                med["before"], med["before"] / med["plain"])
+                       if BEFORE else ""))
+    print("the same, main thread CPU time (what a loaded machine's waits "
+          "for a core leave out):")
+    for size, target in TARGETS.items():
+        cpu = {m: statistics.median(r["cpu"][size] for r in runs[m])
+               for m in runs}
+        print("%-10s %9.3f %9.3f %9.3f %7.2fx %7.2fx %6.2fx" % (
+            size, cpu["plain"], cpu["traced"], cpu["profiler"],
+            cpu["traced"] / cpu["plain"], cpu["profiler"] / cpu["plain"],
+            target) + ("   before: %.3f ms, %.2fx" % (
+                cpu["before"], cpu["before"] / cpu["plain"])
+                       if BEFORE else ""))
     print("events recorded per traced run: %d (%.1f per step); observer "
           "cost per event: %.0f ns" % (
               total_events, total_events / total_steps,

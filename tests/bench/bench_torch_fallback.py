@@ -55,7 +55,7 @@ def main():
     print("%-10s %9s %9s %9s %9s %9s %9s" % (
         "batch/hid", "plain", "observer", "fallback", "obs/plain",
         "fb/plain", "fb/obs"))
-    for size in runs["plain"][0]:
+    for size in (k for k in runs["plain"][0] if k != "cpu"):
         med = {m: statistics.median(r[size] for r in runs[m]) for m in MODES}
         print("%-10s %9.3f %9.3f %9.3f %8.2fx %8.2fx %8.2fx" % (
             size, med["plain"], med["observer"], med["fallback"],

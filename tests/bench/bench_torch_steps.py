@@ -1,6 +1,8 @@
 """One process of bench_torch.py: a 4-layer bf16 autocast MLP training
 step (CPU) at each size, timed; prints one JSON line
-{"batch/hidden": [ms per step, events per step or null], ...}.
+{"batch/hidden": ms per step, ..., "cpu": {"batch/hidden": ms, ...}}:
+wall clock, and the main thread's CPU time (less noisy on a loaded
+machine: time spent waiting for a core is not in it).
 
 usage: bench_torch_steps.py plain|traced|profiler
 (traced: run under `amptrace run`, which records it)."""
@@ -32,15 +34,15 @@ def steps(model, optimizer, x, target, n):
 
 def main(mode):
     torch.manual_seed(0)
-    result = {}
+    result, cpu = {}, {}
     for batch, hidden, n in SIZES:
         model = model_for(hidden)
         optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
         x, target = torch.randn(batch, hidden), torch.randn(batch, hidden)
         steps(model, optimizer, x, target, 5)
-        times = []
+        times, cpu_times = [], []
         for _ in range(REPEATS):
-            begin = time.perf_counter()
+            begin, cpu_begin = time.perf_counter(), time.thread_time()
             if mode == "profiler":
                 with torch.profiler.profile(
                         activities=[torch.profiler.ProfilerActivity.CPU],
@@ -49,7 +51,10 @@ def main(mode):
             else:
                 steps(model, optimizer, x, target, n)
             times.append((time.perf_counter() - begin) * 1e3 / n)
+            cpu_times.append((time.thread_time() - cpu_begin) * 1e3 / n)
         result["%d/%d" % (batch, hidden)] = sorted(times)[REPEATS // 2]
+        cpu["%d/%d" % (batch, hidden)] = sorted(cpu_times)[REPEATS // 2]
+    result["cpu"] = cpu
     print(json.dumps(result))
 
 

@@ -92,6 +92,12 @@ def test_training_loop():
     backward = [a for a in ops(t) if a["phase"] == "backward"]
     check("backward ops link to their forward op",
           any(a.get("forward_op_id") for a in backward), backward[:2])
+    # Overloads of one name are different ops: the backward of each cast
+    # is Tensor::to(TensorOptions), to.dtype_layout, while autocast's own
+    # casts are to.dtype (the observer once mixed them by name).
+    overloads = {a["overload"] for a in backward if a["op"] == "to"}
+    check("backward casts keep their overload: to.dtype_layout",
+          overloads == {"dtype_layout"}, overloads)
     check("the loss runs in f32 (fp32 policy)",
           [a["policy"] for a in ops(t, "cross_entropy_loss")] == ["fp32"] * 3)
     weight_casts = [c for c in casts(t, "linear") if c.get("name")]

@@ -78,7 +78,7 @@ OP_DIFFERENCES = {
     ("backward", "detach"): MODE_DETACH,
     ("forward", "empty.memory_format"): HIDDEN_FROM_PYTHON,
     ("optimizer", "empty.memory_format"): HIDDEN_FROM_PYTHON,
-    ("optimizer", "to.dtype"): HIDDEN_FROM_PYTHON,
+    ("optimizer", "to.device"): HIDDEN_FROM_PYTHON,
     ("optimizer", "detach_"): HIDDEN_FROM_PYTHON,
 }
 OP_DIFFERENCES.update({("backward", op): BELOW_AUTOGRAD for op in (

@@ -27,7 +27,7 @@ def _start_from_run():
 
     _observe(torch, _bridge)
     _bridge.attach(raw_dir, _framework(torch, _bridge))
-    _install_layer_once(torch, _bridge, _layer)
+    _install_layer_once(torch, _bridge, _layer, modules_exist=False)
     atexit.register(_bridge.mark_exit)
 
 
@@ -101,7 +101,7 @@ class trace:
                 del os.environ["AMPTRACE_PID"]
             else:
                 os.environ["AMPTRACE_PID"] = saved
-        _install_layer_once(torch, _bridge, _layer)
+        _install_layer_once(torch, _bridge, _layer, modules_exist=True)
         return self
 
     def __exit__(self, *exc):
@@ -131,8 +131,8 @@ def _observe(torch, bridge):
     bridge.gpu_module(_observer.cuda_module())
 
 
-def _install_layer_once(torch, bridge, layer):
+def _install_layer_once(torch, bridge, layer, modules_exist):
     global _started
     if not _started:
-        layer.install(torch, bridge)
+        layer.install(torch, bridge, modules_exist)
         _started = True

@@ -23,18 +23,34 @@ def _nesting(torch):
     return depth - 1
 
 
-def _state(torch, device):
-    """(enabled, dtype name) of the device's autocast on this thread."""
+def _state_reader(torch):
+    """(device) -> (enabled, dtype name) of the device's autocast on this
+    thread, its readers picked once for this torch: it runs at every
+    region's entry and exit."""
+    names = {}
+
+    def name(dtype):
+        found = names.get(dtype)
+        if found is None:
+            found = names[dtype] = str(dtype).replace("torch.", "")
+        return found
+
     if hasattr(torch, "get_autocast_dtype"):
         # 2.4+: the per-device functions below warn that they are
         # deprecated, which the program would see.
-        enabled = torch.is_autocast_enabled(device)
-        dtype = torch.get_autocast_dtype(device)
-    elif device == "cuda":
-        enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
-    else:
-        enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
-    return enabled, str(dtype).replace("torch.", "")
+        def state(device):
+            return (torch.is_autocast_enabled(device),
+                    name(torch.get_autocast_dtype(device)))
+        return state
+    readers = {"cuda": (torch.is_autocast_enabled,
+                        torch.get_autocast_gpu_dtype),
+               "cpu": (torch.is_autocast_cpu_enabled,
+                       torch.get_autocast_cpu_dtype)}
+
+    def state(device):
+        enabled, dtype = readers[device]
+        return enabled(), name(dtype())
+    return state
 
 
 _failed = []
@@ -49,6 +65,9 @@ def _recording_failed(error):
                          "affected): %r\n" % (error,))
 
 
+_locations = {}  # (code, line) -> "file:line", made once per place
+
+
 def _location(torch_dir):
     """file:line of the code that opened the region (the `with` line or
     the decorated function's caller), outside torch's own files."""
@@ -57,14 +76,19 @@ def _location(torch_dir):
         frame = frame.f_back
     if frame is None:
         return None
-    return "%s:%d" % (os.path.basename(frame.f_code.co_filename),
-                      frame.f_lineno)
+    key = (frame.f_code, frame.f_lineno)
+    where = _locations.get(key)
+    if where is None:
+        where = _locations[key] = "%s:%d" % (
+            os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+    return where
 
 
 def _wrap_autocast(torch, bridge):
     cls = torch.amp.autocast_mode.autocast
     enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
+    state = _state_reader(torch)
     torch_dir = os.path.dirname(torch.__file__) + os.sep
 
     @functools.wraps(enter)
@@ -73,7 +97,7 @@ def _wrap_autocast(torch, bridge):
         if is_scripting() or self.device not in ("cpu", "cuda"):
             return result
         try:
-            enabled, dtype = _state(torch, self.device)
+            enabled, dtype = state(self.device)
             self._amptrace_scope = _location(torch_dir)
             bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
@@ -89,7 +113,7 @@ def _wrap_autocast(torch, bridge):
         depth = 0
         try:
             depth = _nesting(torch)
-            enabled, dtype = _state(torch, self.device)
+            enabled, dtype = state(self.device)
             bridge.scope(False, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
                          getattr(self, "_amptrace_scope", None))
@@ -139,21 +163,51 @@ def _wrap_phases(torch, bridge):
     setattr(optimizer, patch_name, patch_step)
 
 
-def _name_parameters(torch, bridge):
+def _name_parameters(torch, bridge, modules_exist):
     """Parameters get their names (fc1.weight) from the outermost module
-    that runs them, before its first forward."""
-    named = set()
+    that runs them, before its first forward.  A global forward pre-hook
+    sends every module call down torch's slow path (hooks), so it stays
+    registered only while some module has not run yet: modules made after
+    install are known (Module.__init__), those made before it
+    (`modules_exist`: the trace() API) are not, and keep it registered."""
+    import weakref
+
+    named = weakref.WeakSet()     # needed only while unknown ones exist
+    pending = weakref.WeakSet()   # made since install, not named yet
+    hook = []                     # the registration, while there is one
 
     def pre_hook(module, inputs):
-        if id(module) in named:
+        if module in named or (not modules_exist and module not in pending):
             return None
         for sub in module.modules():
-            named.add(id(sub))
+            pending.discard(sub)
+            if modules_exist:
+                named.add(sub)
         for name, param in module.named_parameters():
             bridge.name_tensor(param._cdata, name)
+        if not pending and not modules_exist and hook:
+            hook.pop().remove()
         return None
 
-    torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
+    def register():
+        if not hook:
+            hook.append(torch.nn.modules.module
+                        .register_module_forward_pre_hook(pre_hook))
+
+    init = torch.nn.Module.__init__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        try:
+            pending.add(self)
+            register()
+        except Exception as e:
+            _recording_failed(e)
+
+    torch.nn.Module.__init__ = __init__
+    if modules_exist:
+        register()
 
 
 def _wrap_inference_mode(torch, bridge):
@@ -299,12 +353,14 @@ def _hook_exceptions(bridge):
     threading.excepthook = thread_excepthook
 
 
-def install(torch, bridge):
+def install(torch, bridge, modules_exist):
     """Each part on its own: one that does not fit this torch is said
-    once and the others still record."""
+    once and the others still record.  `modules_exist`: the program may
+    have made modules already (installed by the trace() API, not right
+    after its `import torch`)."""
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
-                 lambda: _name_parameters(torch, bridge),
+                 lambda: _name_parameters(torch, bridge, modules_exist),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge),

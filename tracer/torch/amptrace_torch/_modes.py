@@ -180,6 +180,8 @@ class _Registry:
         self.ops = {}          # OpOverload or (name, overload) -> _Op
         self.to_copy = torch.ops.aten._to_copy.default
         self.to_dtype = torch.ops.aten.to.dtype
+        self.to_device = torch.ops.aten.to.device
+        self.to_dtype_layout = torch.ops.aten.to.dtype_layout
         self.flags = _Flags(torch)
         self.opaque = _Function()
         self.opaque.kind = _Function.OPAQUE
@@ -535,10 +537,21 @@ class _Thread:
         inside x[i] and the like): an op of its own."""
         registry = self.registry
         if func is registry.to_copy and kwargs.get("dtype") is not None:
-            # autograd's casts (the backward of a cast) are `to.dtype`
-            # calls, composite: below autograd they are `_to_copy`.
-            op = _guarded(registry.op, registry.to_dtype)
-            values = (args[0], kwargs.get("dtype"))
+            # autograd's casts (the backward of a cast: _to_copy_backward's
+            # Tensor::to(TensorOptions)) and torch.tensor()'s are `to`
+            # calls, composite: below autograd they are `_to_copy`, whose
+            # arguments say which overload passed them on (to.dtype sets
+            # the dtype only, to.device the device too, to.dtype_layout
+            # the layout as well).
+            dtype = kwargs.get("dtype")
+            if "layout" in kwargs:
+                to, values = registry.to_dtype_layout, (args[0], dtype)
+            elif "device" in kwargs:
+                to = registry.to_device
+                values = (args[0], kwargs["device"], dtype)
+            else:
+                to, values = registry.to_dtype, (args[0], dtype)
+            op = _guarded(registry.op, to)
         else:
             op = _guarded(registry.op, func)
             values = None

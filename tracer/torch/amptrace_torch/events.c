@@ -240,7 +240,15 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 		};
 	}
 	const struct amp_policy_row *row = policy_row(r->op, device);
-	r->plan = (struct amp_plan){ .policy = AMP_POLICY_NONE };
+	/* amp_autocast_plan fills the header and casts[0, nargs); without it
+	 * the header alone says "no plan" (the ~2 KiB of casts are never read
+	 * past nargs). */
+	r->plan.policy = AMP_POLICY_NONE;
+	r->plan.target = AMP_DTYPE_NONE;
+	r->plan.dtype_arg = AMP_DTYPE_NONE;
+	r->plan.nargs = 0;
+	r->plan.status = AMP_OK;
+	r->plan.error = NULL;
 	if (ac->enabled[device] && row)
 		amp_autocast_plan(events_policy_version(), row, device, ac->dtype[device],
 				  ac->cache_enabled, n, args,
@@ -371,8 +379,12 @@ static unsigned push(struct thread_state *s, enum role role, int record,
 	return want;
 }
 
-unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
-		      bool autocast_any)
+/* `autocast_any`: whether autocast is on for any device on this thread, or
+ * -1 when the caller has not read it: `ask` reads it then, only for a
+ * listed op nested in another (most nested calls are neither, and reading
+ * torch's thread-local state costs on every call). */
+static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
+		      int autocast_any, bool (*ask)(void))
 {
 	struct thread_state *s = thread_state();
 
@@ -413,9 +425,9 @@ unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		}
 		/* Autocast is off inside a wrapped op; elsewhere a listed op
 		 * under autocast is wrapped in its turn. */
-		bool listed = autocast_any &&
-			      (policy_row(op, AMP_DEVICE_CPU) ||
-			       policy_row(op, AMP_DEVICE_CUDA));
+		bool listed = (policy_row(op, AMP_DEVICE_CPU) ||
+			       policy_row(op, AMP_DEVICE_CUDA)) &&
+			      (autocast_any < 0 ? ask() : autocast_any);
 		if (!listed || s->nops >= MAX_OPS)
 			return push(s, ROLE_HIDDEN, owner, OBS_WANT_NOTHING);
 	} else if (s->nops >= MAX_OPS) {
@@ -443,6 +455,18 @@ unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
 			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
 								   : 0));
+}
+
+unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
+		      bool autocast_any)
+{
+	return begin(op, scope_backward, seq_nr, autocast_any, NULL);
+}
+
+unsigned events_begin_asking(struct obs_op *op, bool scope_backward,
+			     int64_t seq_nr, bool (*autocast_any)(void))
+{
+	return begin(op, scope_backward, seq_nr, -1, autocast_any);
 }
 
 void events_begin_args(const struct obs_args *inputs,

@@ -10,7 +10,11 @@
 
 struct amp_policy_row;
 
-/* The observer's calls (struct obs_events in observer.h). */
+/* The observer's calls (struct obs_events in observer.h); events_begin
+ * is the same start for a caller that has read the autocast state
+ * already (the pure-Python fallback). */
+unsigned events_begin_asking(struct obs_op *op, bool scope_backward,
+			     int64_t seq_nr, bool (*autocast_any)(void));
 unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		      bool autocast_any);
 void events_begin_args(const struct obs_args *inputs,

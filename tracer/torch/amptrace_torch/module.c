@@ -67,7 +67,7 @@ static void install_fork_handler(void)
 }
 
 static const struct obs_events events_table = {
-	events_begin, events_begin_args, events_end,
+	events_begin_asking, events_begin_args, events_end,
 };
 static struct obs_observer observer; /* bound by load_observer */
 

@@ -31,10 +31,12 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace {
 
@@ -108,6 +110,7 @@ enum amp_dtype dtype_of(c10::ScalarType t)
 const char *const made_in_backward = "(saved inside a forward op)";
 const char *const made_elsewhere = "(made outside the recorded ops)";
 
+// Called with ids_lock held (once per call, not per tensor).
 void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	      const char *fresh_name)
 {
@@ -124,15 +127,12 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 		return;
 	}
 	c10::TensorImpl *impl = t.unsafeGetTensorImpl();
-	{
-		std::lock_guard<std::mutex> guard(ids_lock);
-		uint64_t first_new = next_id;
-		tensor_entry &e = entry_for(impl);
-		if (fresh_name && e.id >= first_new)
-			e.name = fresh_name;
-		info->id = e.id;
-		info->name = e.name;
-	}
+	uint64_t first_new = next_id;
+	tensor_entry &e = entry_for(impl);
+	if (fresh_name && e.id >= first_new)
+		e.name = fresh_name;
+	info->id = e.id;
+	info->name = e.name;
 	info->producer_op_id = 0; // torch does not say which op made it
 	info->dtype = dtype_of(t.scalar_type());
 	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
@@ -156,6 +156,7 @@ void describe_values(c10::ArrayRef<const c10::IValue> values,
 {
 	a->ntensors = 0;
 	a->dtype_arg = AMP_DTYPE_NONE;
+	std::lock_guard<std::mutex> guard(ids_lock);
 	for (size_t i = 0; i < values.size(); i++) {
 		if ((int)i == dtype_index && values[i].isInt()) {
 			a->dtype_arg = dtype_of(
@@ -205,16 +206,66 @@ void read_schema(const c10::OperatorName &name, struct obs_op *op)
 // Per operator and thread (events.c fills its policy rows lazily, so no
 // sharing), described once and owned by the thread.  A dispatcher op's
 // name is its schema's own string, one per overload, so its address is
-// the key; other names (autograd nodes, the engine's wrappers) are built
-// per call and are looked up by content, without a copy.
+// the key (by content, "aten::add" would mix add.Tensor and add.Scalar);
+// other names (autograd nodes, the engine's wrappers) are built per call
+// and are looked up by content, without a copy.
 struct owned_op {
 	std::string name;
 	obs_op op;
 };
-thread_local std::unordered_map<std::string_view, std::unique_ptr<owned_op>> ops_by_name;
-thread_local std::unordered_map<const char *, struct obs_op *> ops_by_address;
 
-struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
+struct frame_context;
+
+// All a thread keeps, behind one thread-local pointer: each access to a
+// thread_local of this dlopen'ed library is a __tls_get_addr call, and
+// the callbacks run on every op of every thread.
+struct thread_cache {
+	// The operators seen last, by name address (dispatcher ops only):
+	// most calls are found here without hashing.
+	static constexpr size_t recent_slots = 256;
+	const char *recent_name[recent_slots] = {};
+	struct obs_op *recent_op[recent_slots] = {};
+	std::unordered_map<const char *, struct obs_op *> by_address;
+	std::unordered_map<std::string_view, struct obs_op *> by_name;
+	std::vector<std::unique_ptr<owned_op>> owned;
+	// The described arguments or results of the call at hand (~9 KiB:
+	// on the heap, not on the caller's stack).
+	struct obs_args args = {};
+	// frame_contexts to reuse: every call on every thread gets one.
+	frame_context *free_contexts = nullptr;
+
+	~thread_cache();
+};
+
+thread_local thread_cache *cache;
+pthread_key_t cache_key;
+pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+// Threads come and go (pools, DataLoader workers): their cache goes too.
+void cache_free(void *p)
+{
+	delete static_cast<thread_cache *>(p);
+	cache = nullptr;
+}
+
+void cache_key_create(void)
+{
+	pthread_key_create(&cache_key, cache_free);
+}
+
+thread_cache &cache_for_thread(void)
+{
+	thread_cache *c = cache;
+	if (__builtin_expect(!c, 0)) {
+		c = cache = new thread_cache;
+		pthread_once(&cache_key_once, cache_key_create);
+		pthread_setspecific(cache_key, c);
+	}
+	return *c;
+}
+
+struct obs_op *describe_op(thread_cache &tc, const at::RecordFunction &fn,
+			   const char *name)
 {
 	auto owned = std::make_unique<owned_op>();
 	owned->name = name;
@@ -231,61 +282,56 @@ struct obs_op *describe_op(const at::RecordFunction &fn, const char *name)
 				 opname->overload_name.c_str());
 			read_schema(*opname, op);
 		}
+		tc.by_address.emplace(name, op);
 	} else {
 		snprintf(op->op, sizeof op->op, "%s", name);
 		op->backward_node =
 			fn.scope() == at::RecordScope::BACKWARD_FUNCTION ||
 			!strncmp(name, "autograd::", 10);
+		tc.by_name.emplace(std::string_view(owned->name), op);
 	}
-	std::string_view key(owned->name);
-	ops_by_name.emplace(key, std::move(owned));
+	tc.owned.push_back(std::move(owned));
 	return op;
 }
 
-struct obs_op *op_for(const at::RecordFunction &fn)
+struct obs_op *op_for(thread_cache &tc, const at::RecordFunction &fn)
 {
 	const char *name = fn.name();
-	auto it = ops_by_address.find(name);
-	if (it != ops_by_address.end())
-		return it->second;
-	auto named = ops_by_name.find(std::string_view(name));
-	struct obs_op *op = named != ops_by_name.end() ? &named->second->op
-						       : describe_op(fn, name);
-	if (!strncmp(name, "aten::", 6))
-		ops_by_address.emplace(name, op);
+	size_t slot = (reinterpret_cast<uintptr_t>(name) >> 3) &
+		      (thread_cache::recent_slots - 1);
+	if (tc.recent_name[slot] == name)
+		return tc.recent_op[slot];
+	if (strncmp(name, "aten::", 6)) {
+		auto named = tc.by_name.find(std::string_view(name));
+		return named != tc.by_name.end() ? named->second
+						 : describe_op(tc, fn, name);
+	}
+	auto it = tc.by_address.find(name);
+	struct obs_op *op = it != tc.by_address.end()
+				    ? it->second
+				    : describe_op(tc, fn, name);
+	tc.recent_name[slot] = name;
+	tc.recent_op[slot] = op;
 	return op;
 }
 
-// Per thread, on the heap: the module's thread-locals must stay small
-// (the producer's initial-exec TLS puts them all in the static TLS block).
-thread_local struct obs_args *scratch_args;
-
-struct obs_args &scratch_for_thread(void)
-{
-	if (!scratch_args)
-		scratch_args = new obs_args{};
-	return *scratch_args;
-}
-
-// One per call in flight; recycled through a per-thread free list, as
-// every call on every thread gets one.
+// One per call in flight; recycled through the thread's free list.
 struct frame_context : at::ObserverContext {
 	unsigned want;
 	const struct obs_op *op;
-	int exceptions;    // std::uncaught_exceptions() at the start
+	int exceptions;    // std::uncaught_exceptions() at a recorded start
 	frame_context *next_free;
 
 	static void *operator new(size_t size);
 	static void operator delete(void *p);
 };
 
-thread_local frame_context *free_contexts;
-
 void *frame_context::operator new(size_t size)
 {
-	frame_context *c = free_contexts;
+	thread_cache &tc = cache_for_thread();
+	frame_context *c = tc.free_contexts;
 	if (c) {
-		free_contexts = c->next_free;
+		tc.free_contexts = c->next_free;
 		return c;
 	}
 	return ::operator new(size);
@@ -294,8 +340,22 @@ void *frame_context::operator new(size_t size)
 void frame_context::operator delete(void *p)
 {
 	frame_context *c = static_cast<frame_context *>(p);
-	c->next_free = free_contexts;
-	free_contexts = c;
+	thread_cache *tc = cache;
+	if (!tc) { // the thread's cache is gone (its exit)
+		::operator delete(p);
+		return;
+	}
+	c->next_free = tc->free_contexts;
+	tc->free_contexts = c;
+}
+
+thread_cache::~thread_cache()
+{
+	while (free_contexts) {
+		frame_context *c = free_contexts;
+		free_contexts = c->next_free;
+		::operator delete(c);
+	}
 }
 
 // The calling thread's autocast state.  torch 2.4 replaced the
@@ -323,37 +383,43 @@ c10::ScalarType autocast_dtype(c10::DeviceType device)
 }
 #endif
 
+bool autocast_any(void)
+{
+	return autocast_on(c10::DeviceType::CPU) ||
+	       autocast_on(c10::DeviceType::CUDA);
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 {
 	if (!enabled.load(std::memory_order_relaxed))
 		return nullptr;
-	struct obs_op *op = op_for(fn);
-	bool cpu = autocast_on(c10::DeviceType::CPU);
-	bool cuda = autocast_on(c10::DeviceType::CUDA);
+	thread_cache &tc = cache_for_thread();
+	struct obs_op *op = op_for(tc, fn);
 	unsigned want = events->begin(op, fn.scope() ==
 				      at::RecordScope::BACKWARD_FUNCTION,
-				      fn.seqNr(), cpu || cuda);
+				      fn.seqNr(), autocast_any);
 	if (want & OBS_WANT_INPUTS) {
-		struct obs_args &scratch = scratch_for_thread();
-		describe_values(fn.inputs(), &scratch,
-				(want & OBS_IN_BACKWARD) ? made_in_backward
-							 : made_elsewhere,
-				op->optional_args, op->dtype_index);
 		struct obs_autocast ac;
-		ac.enabled[AMP_DEVICE_CPU] = cpu;
-		ac.enabled[AMP_DEVICE_CUDA] = cuda;
+		ac.enabled[AMP_DEVICE_CPU] = autocast_on(c10::DeviceType::CPU);
+		ac.enabled[AMP_DEVICE_CUDA] = autocast_on(c10::DeviceType::CUDA);
 		ac.dtype[AMP_DEVICE_CPU] =
 			dtype_of(autocast_dtype(c10::DeviceType::CPU));
 		ac.dtype[AMP_DEVICE_CUDA] =
 			dtype_of(autocast_dtype(c10::DeviceType::CUDA));
 		ac.cache_enabled = at::autocast::is_autocast_cache_enabled();
 		ac.grad_enabled = c10::GradMode::is_enabled();
-		events->begin_args(&scratch, &ac);
+		describe_values(fn.inputs(), &tc.args,
+				(want & OBS_IN_BACKWARD) ? made_in_backward
+							 : made_elsewhere,
+				op->optional_args, op->dtype_index);
+		events->begin_args(&tc.args, &ac);
 	}
 	auto ctx = std::make_unique<frame_context>();
 	ctx->want = want;
 	ctx->op = op;
-	ctx->exceptions = std::uncaught_exceptions();
+	// Only a call whose results are described reports a failure.
+	ctx->exceptions =
+		(want & OBS_WANT_OUTPUTS) ? std::uncaught_exceptions() : 0;
 	return ctx;
 }
 
@@ -363,24 +429,23 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 	if (!ctx)
 		return;
 	auto *frame = static_cast<frame_context *>(ctx);
+	if (!(frame->want & OBS_WANT_OUTPUTS)) {
+		events->end(nullptr, false);
+		return;
+	}
 	// RecordFunction ends in its destructor, also when the op throws.
 	// The exception count alone misses that under torch 2.x (seen on
 	// 2.11 wheels): a kernel that threw also never set the outputs of an
 	// op whose schema returns something.
 	bool failed = std::uncaught_exceptions() > frame->exceptions;
 	const std::vector<c10::IValue> &outputs = fn.outputs();
-	auto *op = static_cast<const struct obs_op *>(frame->op);
-	if (op && op->returns > 0 && outputs.empty())
+	if (frame->op->returns > 0 && outputs.empty())
 		failed = true;
-	if (frame->want & OBS_WANT_OUTPUTS) {
-		struct obs_args &scratch = scratch_for_thread();
-		describe_values(c10::ArrayRef<const c10::IValue>(
-					outputs.data(), outputs.size()),
-				&scratch, nullptr, 0, -1);
-		events->end(&scratch, failed);
-	} else {
-		events->end(nullptr, failed);
-	}
+	thread_cache &tc = cache_for_thread();
+	describe_values(c10::ArrayRef<const c10::IValue>(outputs.data(),
+							 outputs.size()),
+			&tc.args, nullptr, 0, -1);
+	events->end(&tc.args, failed);
 }
 
 at::CallbackHandle callback;

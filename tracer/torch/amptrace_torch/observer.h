@@ -72,11 +72,13 @@ enum obs_want {
  * _observer.py); the two halves meet through these two tables, so the
  * extension itself needs no torch to build. */
 struct obs_events {
-	/* Start of a call.  `scope_backward`: an autograd node.  Returns a
-	 * mask of obs_want: with OBS_WANT_INPUTS the observer calls
+	/* Start of a call.  `scope_backward`: an autograd node.
+	 * `autocast_any` reads whether autocast is on for any device on the
+	 * calling thread; begin calls it only when the answer matters.
+	 * Returns a mask of obs_want: with OBS_WANT_INPUTS the observer calls
 	 * begin_args next. */
 	unsigned (*begin)(struct obs_op *op, bool scope_backward,
-			  int64_t seq_nr, bool autocast_any);
+			  int64_t seq_nr, bool (*autocast_any)(void));
 	void (*begin_args)(const struct obs_args *inputs,
 			   const struct obs_autocast *autocast);
 	/* End of the call that began last on this thread; `outputs` is NULL
@@ -100,7 +102,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 3
+#define OBS_ABI_VERSION 4
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.
