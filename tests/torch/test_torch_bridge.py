@@ -272,6 +272,16 @@ def test_scenarios():
               ("mat1 and mat2 shapes" in summary) == attached,
               (p.returncode, p.stderr[-300:], texts, summary[-600:]))
 
+    p, path = run("scenario_unhashable.py", out="unhashable")
+    t = load(path)
+    check("a module without __hash__ (torch cannot walk it) runs unchanged; "
+          "its submodule names its own parameters",
+          p.returncode == 0 and p.stdout == "ok torch.bfloat16\n" and
+          p.stderr == "" and
+          {c.get("name") for c in casts(t, "linear")} >=
+          {"weight", "bias"}, (p.returncode, p.stdout, p.stderr[-300:],
+                                     casts(t, "linear")))
+
     p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),
                             "a", "b"], capture_output=True, text=True)

@@ -11,6 +11,7 @@ import functools
 import os
 import sys
 import threading
+import weakref
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -163,6 +164,32 @@ def _wrap_phases(torch, bridge):
     setattr(optimizer, patch_name, patch_step)
 
 
+class _Identities:
+    """A set of live objects by identity: modules may define __eq__
+    without __hash__ (a WeakSet would raise in the program's forward), and
+    a bare id() outlives its object and comes back on a new one."""
+
+    def __init__(self):
+        self._refs = {}
+
+    def add(self, obj):
+        key = id(obj)
+        self._refs[key] = weakref.ref(
+            obj, lambda _, key=key: self._refs.pop(key, None))
+
+    def discard(self, obj):
+        ref = self._refs.get(id(obj))
+        if ref is not None and ref() is obj:
+            del self._refs[id(obj)]
+
+    def __contains__(self, obj):
+        ref = self._refs.get(id(obj))
+        return ref is not None and ref() is obj
+
+    def __len__(self):
+        return len(self._refs)
+
+
 def _name_parameters(torch, bridge, modules_exist):
     """Parameters get their names (fc1.weight) from the outermost module
     that runs them, before its first forward.  A global forward pre-hook
@@ -170,23 +197,36 @@ def _name_parameters(torch, bridge, modules_exist):
     registered only while some module has not run yet: modules made after
     install are known (Module.__init__), those made before it
     (`modules_exist`: the trace() API) are not, and keep it registered."""
-    import weakref
+    named = _Identities()     # needed only while unknown ones exist
+    pending = _Identities()   # made since install, not named yet
+    hook = []                 # the registration, while there is one
 
-    named = weakref.WeakSet()     # needed only while unknown ones exist
-    pending = weakref.WeakSet()   # made since install, not named yet
-    hook = []                     # the registration, while there is one
-
-    def pre_hook(module, inputs):
+    def name(module):
         if module in named or (not modules_exist and module not in pending):
-            return None
-        for sub in module.modules():
+            return
+        try:
+            subs = list(module.modules())
+            params = list(module.named_parameters())
+        except TypeError:
+            # torch's own walk keeps modules in a set: one without
+            # __hash__ cannot be walked (nor given to an optimizer); its
+            # submodules name their parameters as they run
+            pending.discard(module)
+            params, subs = [], []
+        for sub in subs:
             pending.discard(sub)
             if modules_exist:
                 named.add(sub)
-        for name, param in module.named_parameters():
+        for name, param in params:
             bridge.name_tensor(param._cdata, name)
         if not pending and not modules_exist and hook:
             hook.pop().remove()
+
+    def pre_hook(module, inputs):
+        try:
+            name(module)
+        except Exception as e:
+            _recording_failed(e)
         return None
 
     def register():
