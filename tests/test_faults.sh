@@ -101,10 +101,12 @@ pids+=("$child")
 # amptrace makes the trace when its converter first sees the process (the
 # file's name depends on the process's rank): killed before that, there
 # is no trace to load
+made=1
 for _ in $(seq 200); do
-	grep -q '"process_name"' "$work/a.json" 2>/dev/null && break
+	grep -q '"process_name"' "$work/a.json" 2>/dev/null && made=0 && break
 	sleep 0.05
 done
+check "amptrace made the trace within 10 s" [ "$made" -eq 0 ]
 kill -9 "$amp"
 wait "$amp" 2>/dev/null
 check "amptrace SIGKILLed: its raw directory goes away" raw_emptied

@@ -411,6 +411,15 @@ capture "$amptrace" run -q -o "$tmp/t.json" -- "$trace_prog" ops 3 5
 check "run: program status passes through" status_is 5
 check "run: program stdout passes through" out_has "trace_prog: stdout line"
 check "run: the trace reads" "$amptrace" summary "$tmp/t.json"
+# a trace written again is made anew (not truncated), with the old mode
+chmod 0640 "$tmp/t.json"
+ln -s t.json "$tmp/link.json"
+"$amptrace" run -q -o "$tmp/t.json" -- "$trace_prog" ops 3 0 >/dev/null 2>&1
+check "run: a trace written again keeps its mode ($(stat -c %a "$tmp/t.json"))" \
+	[ "$(stat -c %a "$tmp/t.json")" = 640 ]
+"$amptrace" run -q -o "$tmp/link.json" -- "$trace_prog" ops 3 0 >/dev/null 2>&1
+check "run: -o through a symbolic link writes its target, the link stays" \
+	eval '[ -L "$tmp/link.json" ] && "$amptrace" summary "$tmp/t.json" >/dev/null'
 capture "$amptrace" run -o "$tmp/t.json" -- "$tmp/no-such-program"
 check "run of a missing program: exit 127, as a shell" status_is 127
 check "run of a missing program: says so" err_has "cannot run $tmp/no-such-program: No such file"

@@ -207,10 +207,24 @@ static bool open_output(struct run_state *s, struct output *o,
 	 * truncated file's new blocks back when it is closed (auto_da_alloc,
 	 * its guard for files rewritten in place), which took 30-50 ms at the
 	 * end of a 148 MB trace.  Only a file of its own: a link, a device
-	 * (-o /dev/stdout) or a second name of a file is written through. */
+	 * (-o /dev/stdout) or a second name of a file is written through,
+	 * and so is a file whose directory amptrace cannot write.  The new
+	 * file keeps the old one's mode and, where allowed, its owner (sudo
+	 * amptrace run -o ~/t.json), as truncating it did. */
 	struct stat st;
-	if (lstat(o->path, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
-		unlink(o->path);
+	if (lstat(o->path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1 && unlink(o->path) == 0) {
+		int fd = open(o->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			      st.st_mode & 0777);
+		if (fd >= 0) {
+			/* the owner only where allowed (root): else the
+			 * file is amptrace's user's, as any new file */
+			bool kept_owner = fchown(fd, st.st_uid, st.st_gid) == 0;
+			(void)kept_owner;
+			fchmod(fd, st.st_mode & 0777); /* past the umask */
+			close(fd);
+		}
+	}
 	jsonw_init(&header);
 	header_json(s, o->rank, framework, &header);
 	int status = trace_writer_open(&o->writer, o->path, header.data,

@@ -1,7 +1,8 @@
 # A failed op whose exception ends the program (argv[1] "main"), a worker
 # thread ("thread"), or is caught and followed by another uncaught error:
 # after another op ("later"), or right after it but of a kind torch does
-# not raise for ops ("other").
+# not raise for ops ("other"), or of a kind it does, raised by the program
+# ("raised").
 import sys
 import threading
 import torch
@@ -23,4 +24,6 @@ else:
     if mode == "later":
         torch.relu(a)
         raise RuntimeError("the program's own error")
+    if mode == "raised":
+        raise ValueError("the program's own error")
     raise KeyError("the program's own error")

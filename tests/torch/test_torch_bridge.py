@@ -248,7 +248,8 @@ def test_scenarios():
 
     # the exception's text: on the failed op when it ends the thread
     for mode, attached in (("main", True), ("thread", True),
-                           ("later", False), ("other", False)):
+                           ("later", False), ("other", False),
+                           ("raised", False)):
         p, path = run("scenario_raise.py", mode, out="raise-" + mode)
         t = load(path)
         failed = [a for a in ops(t, "mm") if a.get("error")]
@@ -261,7 +262,9 @@ def test_scenarios():
         check("a failed op whose exception %s: %s" % (
                   {"main": "ends the program", "thread": "ends a thread",
                    "later": "was caught, an op ran, then another error",
-                   "other": "was caught, then a KeyError"}[mode],
+                   "other": "was caught, then a KeyError",
+                   "raised": "was caught, then the program raised a "
+                             "ValueError of its own"}[mode],
                   "its text is on the op" if attached else "nothing added"),
               len(failed) == 1 and (
                   [(d["kind"], d["op_id"]) for d in texts] ==
@@ -281,6 +284,16 @@ def test_scenarios():
           {c.get("name") for c in casts(t, "linear")} >=
           {"weight", "bias"}, (p.returncode, p.stdout, p.stderr[-300:],
                                      casts(t, "linear")))
+
+    p, path = run("scenario_copies.py", out="copies")
+    t = load(path)
+    weights = [c for c in casts(t, "linear") if c["arg"] == 1]
+    check("a deep copy and an unpickled model, run after the original, "
+          "name their parameters too",
+          p.returncode == 0 and p.stdout == "ok\n" and
+          [c.get("name") for c in weights] == ["fc1.weight", "fc2.weight"] * 3
+          and len({c["tensor"] for c in weights}) == 6,
+          (p.returncode, p.stderr[-300:], weights))
 
     p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),

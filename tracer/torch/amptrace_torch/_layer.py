@@ -8,6 +8,7 @@ or last exactly as torch would and records around it: the program's
 behaviour does not change.
 """
 import functools
+import linecache
 import os
 import sys
 import threading
@@ -200,6 +201,7 @@ def _name_parameters(torch, bridge, modules_exist):
     named = _Identities()     # needed only while unknown ones exist
     pending = _Identities()   # made since install, not named yet
     hook = []                 # the registration, while there is one
+    lock = threading.Lock()   # threads make and run modules at once
 
     def name(module):
         if module in named or (not modules_exist and module not in pending):
@@ -219,8 +221,9 @@ def _name_parameters(torch, bridge, modules_exist):
                 named.add(sub)
         for name, param in params:
             bridge.name_tensor(param._cdata, name)
-        if not pending and not modules_exist and hook:
-            hook.pop().remove()
+        with lock:
+            if not pending and not modules_exist and hook:
+                hook.pop().remove()
 
     def pre_hook(module, inputs):
         try:
@@ -230,22 +233,35 @@ def _name_parameters(torch, bridge, modules_exist):
         return None
 
     def register():
-        if not hook:
-            hook.append(torch.nn.modules.module
-                        .register_module_forward_pre_hook(pre_hook))
+        with lock:
+            if not hook:
+                hook.append(torch.nn.modules.module
+                            .register_module_forward_pre_hook(pre_hook))
 
-    init = torch.nn.Module.__init__
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
+    def made(module):
         try:
-            pending.add(self)
+            pending.add(module)
             register()
         except Exception as e:
             _recording_failed(e)
 
+    init = torch.nn.Module.__init__
+    setstate = torch.nn.Module.__setstate__
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made(self)
+
+    # copy.deepcopy and unpickling (torch.load of a whole model) make a
+    # module without __init__
+    @functools.wraps(setstate)
+    def __setstate__(self, state):
+        setstate(self, state)
+        made(self)
+
     torch.nn.Module.__init__ = __init__
+    torch.nn.Module.__setstate__ = __setstate__
     if modules_exist:
         register()
 
@@ -276,6 +292,7 @@ def _wrap_inference_mode(torch, bridge):
         return result
 
     cls.__enter__, cls.__exit__ = __enter__, __exit__
+    record()  # the trace() API may start inside inference_mode
 
 
 def _wrap_threads(bridge):
@@ -360,9 +377,22 @@ def _op_exception_text(exc):
         if root is None:
             break
         exc = root
-    if not isinstance(exc, _OP_ERRORS):
+    if not isinstance(exc, _OP_ERRORS) or _raised_by_program(exc):
         return None
     return "%s: %s" % (type(exc).__name__, str(exc)[:500])
+
+
+def _raised_by_program(exc):
+    """Whether the exception comes from a `raise` statement (the
+    program's, or torch's Python code) rather than from a call into an
+    op: its innermost frame's line starts with `raise`."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    line = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    return line.lstrip().startswith("raise")
 
 
 def _hook_exceptions(bridge):
