@@ -66,6 +66,13 @@ _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16",
                   "bool": "bool", "short": "int16", "char": "int8",
                   "byte": "uint8"}
 
+# Python functions whose C part reports to the mode under their name and
+# returns something else (1.13's Tensor._storage() reports as
+# Tensor.storage and returns an UntypedStorage): run whole with the mode
+# off, as a mode's handler runs them (torch.save went through storage()
+# run with the mode on, and failed).  They run no op of the trace's.
+_WHOLE = frozenset({"Tensor.storage", "Tensor._typed_storage"})
+
 
 def forced():
     """AMPTRACE_TORCH_FALLBACK=1: use the fallback even where the observer
@@ -225,6 +232,9 @@ class _Registry:
         f = _Function()
         f.dtype = f.listed = None
         if isinstance(func, types.FunctionType):
+            if func.__qualname__ in _WHOLE:
+                f.kind = _Function.OPAQUE
+                return f
             f.kind = _Function.PYTHON
             f.bypass = _bypass(func)
             return f
