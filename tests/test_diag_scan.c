@@ -5,26 +5,13 @@
  * subnormals, inf/NaN in the last element of a vector. */
 #include "amp.h"
 #include "diag_scan.h"
+#include "test_bits.h"
 
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static float f32_from_bits(uint32_t bits)
-{
-	float x;
-	memcpy(&x, &bits, sizeof x);
-	return x;
-}
-
-static uint32_t f32_bits(float x)
-{
-	uint32_t bits;
-	memcpy(&bits, &x, sizeof bits);
-	return bits;
-}
 
 /* f16's and bf16's smallest normal, half their smallest subnormal (diag.c's
  * thresholds), and the exponent mask of inf and NaN. */

@@ -7,6 +7,7 @@
 #include "amp.h"
 #include "amp_scalar.h"
 #include "convert_x86.h"
+#include "test_bits.h"
 
 #include <check.h>
 #include <math.h>
@@ -22,19 +23,6 @@
 
 /* ------------------------------------------------------------ references */
 
-static uint32_t f32_bits(float value)
-{
-	uint32_t bits;
-	memcpy(&bits, &value, sizeof bits);
-	return bits;
-}
-
-static float f32_from_bits(uint32_t bits)
-{
-	float value;
-	memcpy(&value, &bits, sizeof value);
-	return value;
-}
 
 static uint64_t f64_bits(double value)
 {
