@@ -10,11 +10,14 @@
 #include "convert.h"
 #include "event_json.h"
 #include "producer.h"
+#include "raw.h"
 #include "trace.h"
 #include "trace_writer.h"
 
 #include <check.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -530,20 +533,21 @@ START_TEST(finding_reads_back_as_written)
 }
 END_TEST
 
-/* A thread's stream longer than one of the producer's mappings (16
- * chunks of 1 MiB): every record of every chunk, across the mapping
- * windows, reads back in order. */
-START_TEST(a_stream_across_mapping_windows_reads_back_whole)
+/* Writes a thread's stream longer than one of the producer's mappings
+ * (16 chunks of 1 MiB) into a raw directory made from `raw_template`,
+ * converts it, and checks that every record of every chunk, across the
+ * mapping windows, reads back in order. */
+static void stream_across_windows(char *raw_template)
 {
 	enum { OPS = 18000, NAME = 1000 }; /* ~1 KiB a record: 18 chunks */
 	static char name[NAME + 1];
-	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
-	char path[64];
+	char path[PATH_MAX];
 	struct sink sink = { .path = path };
 	struct conv cv;
 
 	memset(name, 'n', NAME);
-	ck_assert_ptr_nonnull(mkdtemp(raw));
+	ck_assert_ptr_nonnull(mkdtemp(raw_template));
+	const char *raw = raw_template;
 	snprintf(path, sizeof path, "%s.json", raw);
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	for (int i = 0; i < OPS; i++) {
@@ -582,6 +586,80 @@ START_TEST(a_stream_across_mapping_windows_reads_back_whole)
 	ck_assert_int_eq(ops, OPS);
 	trace_free(&sink.kept);
 }
+
+START_TEST(a_stream_across_mapping_windows_reads_back_whole)
+{
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+
+	stream_across_windows(raw);
+}
+END_TEST
+
+/* Whether the page at `address` is in this process's page table. */
+static bool page_present(uintptr_t address)
+{
+	uint64_t entry = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	off_t at = (off_t)(address / (uintptr_t)sysconf(_SC_PAGESIZE) * 8);
+	ck_assert_int_eq(pread(fd, &entry, sizeof entry, at), sizeof entry);
+	close(fd);
+	return entry >> 63;
+}
+
+/* Where this process maps the start of a file under `dir`. */
+static uintptr_t file_mapped_at(const char *dir)
+{
+	char line[PATH_MAX + 128];
+	uintptr_t start = 0;
+	FILE *maps = fopen("/proc/self/maps", "r");
+
+	ck_assert_ptr_nonnull(maps);
+	while (!start && fgets(line, sizeof line, maps)) {
+		unsigned long from, offset;
+		if (strstr(line, dir) &&
+		    sscanf(line, "%lx-%*x %*s %lx", &from, &offset) == 2 &&
+		    offset == 0)
+			start = from;
+	}
+	fclose(maps);
+	ck_assert_uint_ne(start, 0);
+	return start;
+}
+
+/* As on a kernel before 5.14 (no MADV_POPULATE_WRITE): chunks are mapped
+ * again over their window slot with MAP_POPULATE.  A new chunk's last
+ * page is in the page table before anything writes there, and a stream
+ * across windows still reads back whole.  In /dev/shm, where the raw
+ * files live (FORMAT.md section 7). */
+START_TEST(a_stream_populated_by_mmap_reads_back_whole)
+{
+	char raw[] = "/dev/shm/amptrace-pipeline-XXXXXX";
+	char populated[] = "/dev/shm/amptrace-pipeline-XXXXXX";
+	struct amp_tensor_info t = { .ndim = 1, .shape = { 1 } };
+	static char name[1001];
+
+	producer_populate_by_mmap();
+	memset(name, 'n', sizeof name - 1);
+	t.name = name;
+	ck_assert_ptr_nonnull(mkdtemp(populated));
+	ck_assert_int_eq(producer_attach(populated, &info), 0);
+	/* ~1 KiB a record: into chunk 1, but not to its end. */
+	for (int i = 0; i < 1100; i++) {
+		struct amp_event e = { .kind = AMP_EVENT_OP_END };
+		e.op = (struct amp_op_event){
+			.op_id = (uint64_t)i + 1, .op = "relu", .overload = "",
+			.ninputs = 1, .inputs = &t, .begin_ns = BASE_NS,
+		};
+		emit(e, (uint64_t)i + 1);
+	}
+	uintptr_t window = file_mapped_at(populated);
+	ck_assert(page_present(window + 2 * (uintptr_t)RAW_CHUNK - 1));
+	producer_detach();
+	nftw(populated, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	stream_across_windows(raw);
+}
 END_TEST
 
 static Suite *pipeline_suite(void)
@@ -592,6 +670,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, every_event_reads_back_as_kept);
 	tcase_add_test(tc, finding_reads_back_as_written);
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
+	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -61,13 +61,19 @@ struct flow_job {
 	uint64_t events;
 };
 
+/* The first flow's id (the tail writes no other flows). */
+#define FIRST_FLOW_ID 1
+
+/* Runs concurrently with the findings code: both must stay free of
+ * shared mutable state (each writes only its own job's output). */
 static void *flow_events(void *arg)
 {
 	struct flow_job *job = arg;
 	struct trace_flows flows;
 
 	if (flow_build(job->ix, &flows) == 0) {
-		job->events = 2 * (flow_text(&flows, 1, &job->text) - 1);
+		job->events = 2 * (flow_text(&flows, FIRST_FLOW_ID, &job->text) -
+				   FIRST_FLOW_ID);
 		flow_free(&flows);
 	}
 	return NULL;

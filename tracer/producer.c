@@ -126,6 +126,38 @@ static bool converter_gone(void)
 #define STOP_RESERVE (sizeof(struct raw_record) + 16 + 2 + 17 + 2 + \
 		      STOP_MESSAGE_MAX + 7 + 8)
 
+/* Set once MADV_POPULATE_WRITE failed with EINVAL (Linux before 5.14):
+ * from then on populate_chunk maps chunks in with MAP_POPULATE. */
+static atomic_bool populate_by_mmap;
+
+void producer_populate_by_mmap(void)
+{
+	atomic_store(&populate_by_mmap, true);
+}
+
+/* Maps the pages of chunk `index` (at `chunk`, its space reserved) into
+ * the process with one system call instead of one page fault per page on
+ * the hot path.  Before Linux 5.14 madvise has no MADV_POPULATE_WRITE:
+ * there the chunk is mapped again over its own slot of the window (same
+ * file, same offset, so the window stays whole) with MAP_POPULATE,
+ * which faults a shared mapping's pages in for reading: on tmpfs, where
+ * the raw files live, that maps them writable too.
+ * Returns false only when that mapping failed: the slot may then be a
+ * hole, and the chunk must not be used. */
+static bool populate_chunk(struct thread_writer *w, uint8_t *chunk,
+			   uint64_t index)
+{
+	if (!atomic_load_explicit(&populate_by_mmap, memory_order_relaxed)) {
+		if (madvise(chunk, RAW_CHUNK, MADV_POPULATE_WRITE) == 0 ||
+		    errno != EINVAL)
+			return true; /* else pages fault in as written */
+		atomic_store(&populate_by_mmap, true);
+	}
+	return mmap(chunk, RAW_CHUNK, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_FIXED | MAP_POPULATE, w->fd,
+		    (off_t)(index * RAW_CHUNK)) != MAP_FAILED;
+}
+
 /* Makes chunk `index` current, its pages reserved first: a write into a
  * file page that the file system cannot back (tmpfs full) is a SIGBUS
  * that would kill the traced program, and the converter reads these
@@ -151,10 +183,13 @@ static bool map_chunk(struct thread_writer *w, uint64_t index)
 		first = index;
 	}
 	uint8_t *chunk = window + (index - first) * RAW_CHUNK;
-	/* One call maps the whole chunk instead of one page fault per page
-	 * on the hot path.  Where the kernel lacks it, pages fault in as
-	 * they are written (their space is reserved either way). */
-	madvise(chunk, RAW_CHUNK, MADV_POPULATE_WRITE);
+	if (!populate_chunk(w, chunk, index)) {
+		/* The current chunk (in another slot) is untouched: the
+		 * caller ends the stream there. */
+		if (window != w->window)
+			munmap(window, RAW_WINDOW);
+		return false;
+	}
 	uint8_t *old = w->chunk, *old_window = w->window;
 	uint32_t old_offset = w->offset;
 	w->chunk = chunk;

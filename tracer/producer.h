@@ -60,6 +60,10 @@ bool producer_attached(void);
  * leaves none). */
 void producer_mark_exit(void);
 
+/* Tests: populate new chunks as on a kernel without MADV_POPULATE_WRITE
+ * (Linux before 5.14), which the producer otherwise finds out itself. */
+void producer_populate_by_mmap(void);
+
 /* Writes one event into the calling thread's stream.  Re-entrant calls
  * (an event emitted while this thread is inside producer_emit) drop. */
 void producer_emit(const struct amp_event *event);

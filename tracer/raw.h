@@ -41,8 +41,6 @@
 #define RAW_SIZE_THREAD_END (UINT32_MAX - 1)
 /* Strings longer than this are cut (tensor names, error messages). */
 #define RAW_MAX_STRING 1024
-/* A u16 string length meaning "NULL". */
-#define RAW_NULL_STRING 0xffffu
 
 struct raw_thread_header {
 	_Atomic uint64_t magic; /* RAW_THREAD_MAGIC once the header is whole */

@@ -109,7 +109,10 @@ static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
 }
 
 #define RAW_VAR_BOUND 10
+/* A string's length + 1 is a varint of at most 2 bytes (< 2^14). */
 #define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
+_Static_assert(RAW_MAX_STRING + 1 < 0x4000,
+	       "RAW_STR_BOUND assumes a 2-byte string-length varint");
 #define RAW_TENSOR_BOUND \
 	(2 * RAW_VAR_BOUND + 4 + RAW_VAR_BOUND * AMP_MAX_DIMS + RAW_STR_BOUND)
 #define RAW_AUTOCAST_BOUND (4 + 5 + RAW_STR_BOUND)

@@ -295,6 +295,16 @@ def test_scenarios():
           and len({c["tensor"] for c in weights}) == 6,
           (p.returncode, p.stderr[-300:], weights))
 
+    p, path = run("scenario_aten_names.py", out="atennames")
+    t = load(path)
+    named = [a["op"] for a in ops(t) if a["op"].startswith("fake_")]
+    check("calls named aten::fake_a and aten::fake_b (no schema, one "
+          "stack address) stay apart, in order; the run is unchanged",
+          p.returncode == 0 and p.stdout == "320.0\n" and
+          named == ["fake_a", "fake_b", "fake_bBackward",
+                    "fake_aBackward"] * 10,
+          (p.returncode, p.stdout, p.stderr[-300:], named))
+
     p, path = run("scenario_no_torch.py", "a", "b", out="notorch")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_no_torch.py"),
                             "a", "b"], capture_output=True, text=True)

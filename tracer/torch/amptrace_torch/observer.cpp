@@ -207,8 +207,10 @@ void read_schema(const c10::OperatorName &name, struct obs_op *op)
 // sharing), described once and owned by the thread.  A dispatcher op's
 // name is its schema's own string, one per overload, so its address is
 // the key (by content, "aten::add" would mix add.Tensor and add.Scalar);
-// other names (autograd nodes, the engine's wrappers) are built per call
-// and are looked up by content, without a copy.
+// other names (autograd nodes, the engine's wrappers, a custom autograd
+// Function's apply, even when named "aten::...") are built per call, often
+// at an address the last such name had, and are looked up by content,
+// without a copy.
 struct owned_op {
 	std::string name;
 	obs_op op;
@@ -220,7 +222,7 @@ struct frame_context;
 // thread_local of this dlopen'ed library is a __tls_get_addr call, and
 // the callbacks run on every op of every thread.
 struct thread_cache {
-	// The operators seen last, by name address (dispatcher ops only):
+	// The operators seen last, by name address (schema ops only):
 	// most calls are found here without hashing.
 	static constexpr size_t recent_slots = 256;
 	const char *recent_name[recent_slots] = {};
@@ -264,8 +266,11 @@ thread_cache &cache_for_thread(void)
 	return *c;
 }
 
+// `opname`: the call's schema name where it has one (then `name` is the
+// schema's own string).
 struct obs_op *describe_op(thread_cache &tc, const at::RecordFunction &fn,
-			   const char *name)
+			   const char *name,
+			   const c10::optional<c10::OperatorName> &opname)
 {
 	auto owned = std::make_unique<owned_op>();
 	owned->name = name;
@@ -276,22 +281,31 @@ struct obs_op *describe_op(thread_cache &tc, const at::RecordFunction &fn,
 	if (!strncmp(name, "aten::", 6)) {
 		op->aten = true;
 		snprintf(op->op, sizeof op->op, "%s", name + 6);
-		auto opname = fn.operator_name();
-		if (opname) {
-			snprintf(op->overload, sizeof op->overload, "%s",
-				 opname->overload_name.c_str());
-			read_schema(*opname, op);
-		}
-		tc.by_address.emplace(name, op);
 	} else {
 		snprintf(op->op, sizeof op->op, "%s", name);
 		op->backward_node =
 			fn.scope() == at::RecordScope::BACKWARD_FUNCTION ||
 			!strncmp(name, "autograd::", 10);
+	}
+	if (opname) {
+		snprintf(op->overload, sizeof op->overload, "%s",
+			 opname->overload_name.c_str());
+		read_schema(*opname, op);
+		tc.by_address.emplace(name, op);
+	} else {
 		tc.by_name.emplace(std::string_view(owned->name), op);
 	}
 	tc.owned.push_back(std::move(owned));
 	return op;
+}
+
+struct obs_op *by_content(thread_cache &tc, const at::RecordFunction &fn,
+			  const char *name,
+			  const c10::optional<c10::OperatorName> &opname)
+{
+	auto named = tc.by_name.find(std::string_view(name));
+	return named != tc.by_name.end() ? named->second
+					 : describe_op(tc, fn, name, opname);
 }
 
 struct obs_op *op_for(thread_cache &tc, const at::RecordFunction &fn)
@@ -301,15 +315,20 @@ struct obs_op *op_for(thread_cache &tc, const at::RecordFunction &fn)
 		      (thread_cache::recent_slots - 1);
 	if (tc.recent_name[slot] == name)
 		return tc.recent_op[slot];
-	if (strncmp(name, "aten::", 6)) {
-		auto named = tc.by_name.find(std::string_view(name));
-		return named != tc.by_name.end() ? named->second
-						 : describe_op(tc, fn, name);
-	}
+	if (strncmp(name, "aten::", 6))
+		return by_content(tc, fn, name, c10::nullopt);
+	// A schema's name lives as long as its operator: an address found
+	// here or in by_address is that operator's, never another name's.
+	struct obs_op *op;
 	auto it = tc.by_address.find(name);
-	struct obs_op *op = it != tc.by_address.end()
-				    ? it->second
-				    : describe_op(tc, fn, name);
+	if (it != tc.by_address.end()) {
+		op = it->second;
+	} else {
+		auto opname = fn.operator_name();
+		if (!opname)
+			return by_content(tc, fn, name, opname);
+		op = describe_op(tc, fn, name, opname);
+	}
 	tc.recent_name[slot] = name;
 	tc.recent_op[slot] = op;
 	return op;
