@@ -10,9 +10,9 @@
 #include "findings.h"
 #include "findings_internal.h"
 #include "validate.h"
+#include "test_dirs.h"
 
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,18 +33,9 @@ static void make_dir(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void remove_dir(void)
 {
-	nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	remove_tree(dir);
 }
 
 /* Runs `PROG ARGS` under `amptrace run OPTIONS` (value checks as given

@@ -13,10 +13,10 @@
 #include "raw.h"
 #include "trace.h"
 #include "trace_writer.h"
+#include "test_dirs.h"
 
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -378,15 +378,6 @@ static struct trace *trace_for(void *ctx, const struct conv_process *p)
 	return &((struct sink *)ctx)->kept;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 /* The converter writes through a memo of op templates: each event,
  * written again and again with other times and ids (a template hit from
  * the second round on), is the text the plain writer gives. */
@@ -454,7 +445,7 @@ START_TEST(every_event_reads_back_as_kept)
 	conv_finish(&cv, -1, 0, BASE_NS + 20000);
 	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
 	conv_free(&cv);
-	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(raw);
 
 	ck_assert_msg(trace_load(path, &read, &err) == 0, "%s", err.message);
 	unlink(path);
@@ -568,7 +559,7 @@ static void stream_across_windows(char *raw_template)
 	conv_finish(&cv, -1, 0, BASE_NS + (uint64_t)OPS * 1000 + 1000);
 	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
 	conv_free(&cv);
-	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(raw);
 	unlink(path);
 
 	int ops = 0;
@@ -657,7 +648,7 @@ START_TEST(a_stream_populated_by_mmap_reads_back_whole)
 	uintptr_t window = file_mapped_at(populated);
 	ck_assert(page_present(window + 2 * (uintptr_t)RAW_CHUNK - 1));
 	producer_detach();
-	nftw(populated, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(populated);
 	stream_across_windows(raw);
 }
 END_TEST

@@ -13,9 +13,9 @@
 #include "trace.h"
 #include "trace_commands.h"
 #include "validate.h"
+#include "test_dirs.h"
 
 #include <check.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +25,6 @@
 static char raw[64], out[96];
 static struct trace_writer writer;
 static uint64_t base_ns;
-
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static struct trace_writer *writer_for(void *ctx,
 				       const struct conv_process *p)
@@ -74,7 +65,7 @@ static void convert(void)
 	ck_assert_int_eq(trace_writer_close(&writer, end.data), 0);
 	jsonw_free(&end);
 	conv_free(&c);
-	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(raw);
 }
 
 /* Converts, and loads the trace. */

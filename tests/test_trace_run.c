@@ -7,11 +7,11 @@
  * format validator (tensor-id continuity included). */
 #include "trace.h"
 #include "validate.h"
+#include "test_dirs.h"
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,17 +34,6 @@ static void make_dir(void)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	/* gone already: a killed amptrace's guard removes its raw files
-	 * while this walks */
-	return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
 static void remove_dir(void)
 {
 	int status = -1;
@@ -56,7 +45,7 @@ static void remove_dir(void)
 			struct timespec pause = { 0, 10 * 1000 * 1000 };
 			nanosleep(&pause, NULL);
 		}
-		status = nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		status = remove_tree(dir);
 	}
 	ck_assert_msg(status == 0, "cannot remove %s: %s", dir, strerror(errno));
 }

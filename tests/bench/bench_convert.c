@@ -14,8 +14,8 @@
 #include "trace.h"
 #include "trace_index.h"
 #include "trace_writer.h"
+#include "../test_dirs.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,20 +75,11 @@ static int run(char *const argv[], const char *raw)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void copy_dir(const char *from, const char *to)
 {
 	char command[1024];
 
-	nftw(to, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(to);
 	snprintf(command, sizeof command, "cp -r '%s' '%s'", from, to);
 	if (system(command) != 0) {
 		fprintf(stderr, "bench_convert: %s failed\n", command);
@@ -160,7 +151,7 @@ int main(int argc, char **argv)
 	snprintf(work, sizeof work, "%s.work", template);
 	if (raw) {
 		copy_dir(raw, work);
-		nftw(template, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		remove_tree(template);
 		rename(work, template);
 	} else {
 		char *mlp[] = { MLP_PATH, "--batch", "8", "--hidden", "32",
@@ -193,7 +184,7 @@ int main(int argc, char **argv)
 		       rounds, c[rounds / 2] * 1e9 / (double)events,
 		       t[rounds / 2] * 1e9 / (double)events);
 	}
-	nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	nftw(template, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(work);
+	remove_tree(template);
 	return 0;
 }

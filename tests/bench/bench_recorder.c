@@ -25,10 +25,10 @@
  * first holds the untraced loops, with relu's 10,000 warm-up ops). */
 #include "amp.h"
 #include "recorder.h"
+#include "../test_dirs.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,15 +48,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag,
-			struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 static double emit_loop(long n)
@@ -165,7 +156,7 @@ int main(int argc, char **argv)
 			      bare_relu[r]) / 2;
 		recorder_detach();
 	}
-	nftw(raw, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(raw);
 
 	printf("recorder: %.0f ns per recorded event (op-end event with 4 "
 	       "tensors through amp_hook_emit, median of %d rounds; the loop "
