@@ -253,10 +253,12 @@ def test_scenarios():
         p, path = run("scenario_raise.py", mode, out="raise-" + mode)
         t = load(path)
         failed = [a for a in ops(t, "mm") if a.get("error")]
-        # the bridge's diag, and (when there is one) the finding amptrace
-        # appended for the failed op, which takes the bridge's text
+        # the bridge's diags, whatever exception they carry: a negative
+        # must add none (amptrace appends no second op-error for the op:
+        # its finding takes the bridge's text)
         texts = [e["args"] for e in events(t, "amp.diag")
-                 if "mat1 and mat2 shapes" in e["args"]["message"]][:1]
+                 if "the exception that ended this thread" in
+                 e["args"]["message"]]
         summary = subprocess.run([AMPTRACE, "summary", path],
                                  capture_output=True, text=True).stdout
         check("a failed op whose exception %s: %s" % (
@@ -267,8 +269,9 @@ def test_scenarios():
                              "ValueError of its own"}[mode],
                   "its text is on the op" if attached else "nothing added"),
               len(failed) == 1 and (
-                  [(d["kind"], d["op_id"]) for d in texts] ==
-                  [("op-error", failed[0]["op_id"])] if attached
+                  [(d["kind"], d["op_id"], "mat1 and mat2 shapes" in
+                    d["message"]) for d in texts] ==
+                  [("op-error", failed[0]["op_id"], True)] if attached
                   else not texts and "own error" in p.stderr) and
               ("Traceback" in p.stderr) and
               (p.returncode == 1) == (mode != "thread") and
