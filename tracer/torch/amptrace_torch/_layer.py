@@ -203,7 +203,7 @@ def _name_parameters(torch, bridge, modules_exist):
     hook = []                 # the registration, while there is one
     lock = threading.Lock()   # threads make and run modules at once
 
-    def name(module):
+    def name_module(module):
         if module in named or (not modules_exist and module not in pending):
             return
         try:
@@ -227,7 +227,7 @@ def _name_parameters(torch, bridge, modules_exist):
 
     def pre_hook(module, inputs):
         try:
-            name(module)
+            name_module(module)
         except Exception as e:
             _recording_failed(e)
         return None
