@@ -363,6 +363,13 @@ def test_api():
               % (release, "are cached" if old else "are not cached"),
               weights == ([("miss", False)] * 2 if old else
                           [("uncacheable", True)] * 2), weights)
+    got = rule("2.11.0", "inference_mode_first")
+    weights = [(c["cache"], "inference_mode" in c["reason"])
+               for c in got if c.get("name") in ("weight", "bias")] \
+        if isinstance(got, list) else got
+    check("torch 2.11.0's rule: a trace() begun inside inference_mode "
+          "knows it (its weight casts are not cached)",
+          weights == [("uncacheable", True)] * 2, weights)
 
     path = os.path.join(TMP, "api_inside.json")
     p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api_inside.py"),

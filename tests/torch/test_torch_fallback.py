@@ -55,6 +55,8 @@ KNOWN_FAILURES = {
         NO_INFERENCE_CAST,
     "torch 2.11.0's rule: weight casts under inference_mode":
         NO_INFERENCE_CAST,
+    "torch 2.11.0's rule: a trace() begun inside inference_mode":
+        NO_INFERENCE_CAST,
     "calls named aten::fake_a and aten::fake_b": (
         "a custom autograd Function's apply and its backward node are no "
         "dispatcher calls: the modes see only the ATen ops inside them"),
