@@ -196,8 +196,8 @@ START_TEST(test_nothing_to_link)
 }
 END_TEST
 
-/* flow_write: an s and an f event per flow, ids from first_id, and a
- * trace that loads back with them. */
+/* flow_write: an s and an f event per flow, ids from first_id, written as
+ * FORMAT.md §3.10 spells them, and a trace that loads back with them. */
 START_TEST(test_write_reads_back)
 {
 	struct text t;
@@ -216,6 +216,21 @@ START_TEST(test_write_reads_back)
 			 0);
 	ck_assert_uint_eq(flow_write(&b.flows, &w, 5), 7);
 	ck_assert_int_eq(trace_writer_close(&w, "{\"complete\":true}"), 0);
+	/* the events as FORMAT.md §3.10 spells them, key by key */
+	struct jsonw text;
+	jsonw_init(&text);
+	ck_assert_uint_eq(flow_text(&b.flows, 5, &text), 7);
+	ck_assert_str_eq(text.data,
+		"{\"name\":\"cast\",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":1.500,"
+		"\"pid\":7,\"tid\":1,\"id\":5,\"args\":{\"op_id\":1,\"tensor\":50}},\n"
+		"{\"name\":\"cast\",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":6.000,"
+		"\"pid\":7,\"tid\":1,\"bp\":\"e\",\"id\":5,"
+		"\"args\":{\"op_id\":1,\"tensor\":50}},\n"
+		"{\"name\":\"backward\",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":6.000,"
+		"\"pid\":7,\"tid\":1,\"id\":6,\"args\":{\"op_id\":1}},\n"
+		"{\"name\":\"backward\",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":25.000,"
+		"\"pid\":7,\"tid\":1,\"bp\":\"e\",\"id\":6,\"args\":{\"op_id\":2}}");
+	jsonw_free(&text);
 	unbuild(&b);
 
 	struct trace back;
