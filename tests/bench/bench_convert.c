@@ -3,7 +3,7 @@
  * does) into a raw directory kept as a template; each round converts a
  * fresh copy of it into a trace file, keeping the events in memory as
  * `amptrace run` does, then appends what run appends after the program
- * ended (findings, flows: conv_append_tail) and closes the file.
+ * ended (findings, flows: tail_append) and closes the file.
  *   bench_convert                 the timing (median of the rounds)
  *   bench_convert --out FILE      one conversion into FILE, no timing:
  *                                 two builds' outputs can be compared
@@ -11,6 +11,7 @@
  * Under `valgrind --tool=callgrind` with --rounds 1 it gives instruction
  * counts, steadier than time on a busy machine. */
 #include "convert.h"
+#include "tail.h"
 #include "trace.h"
 #include "trace_index.h"
 #include "trace_writer.h"
@@ -111,7 +112,7 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 	double middle = now_s();
 	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
 	if (cv.nprocs)
-		conv_append_tail(&sink.writer, &sink.kept, &ix, 0);
+		tail_append(&sink.writer, &sink.kept, &ix, 0);
 	if (cv.nprocs && trace_writer_close(&sink.writer, "{}") != 0) {
 		fprintf(stderr, "bench_convert: error writing %s\n", out);
 		exit(1);

@@ -124,15 +124,6 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 void conv_process_json(const struct conv_process *p, struct jsonw *w);
 void conv_free(struct conv *c);
 
-/* Appends to w what follows a trace's events (convert_tail.c): the
- * findings computed from `kept`, every event w was given, as amp.diag
- * events at `ts_ns` (the end of the run), then the flow events.  `ix`:
- * kept's index (trace_index_init), brought up to date here; the flows
- * need it whole (NULL, or out of memory: the findings only). */
-struct trace_index;
-void conv_append_tail(struct trace_writer *w, const struct trace *kept,
-		      struct trace_index *ix, int64_t ts_ns);
-
 /* "SIGSEGV" for 11, or "signal N". */
 const char *conv_signal_name(int sig, char *buf, size_t size);
 

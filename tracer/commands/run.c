@@ -14,6 +14,7 @@
 #include "raw_dir.h"
 #include "report.h"
 #include "run_python.h"
+#include "tail.h"
 #include "trace_commands.h"
 #include "trace_index.h"
 #include "trace_writer.h"
@@ -467,7 +468,7 @@ static void append_tail(struct output *o, const struct conv *cv,
 			"computes them)\n", o->path);
 		return;
 	}
-	conv_append_tail(&o->writer, &o->kept, &o->index, ts_ns);
+	tail_append(&o->writer, &o->kept, &o->index, ts_ns);
 }
 
 static void finish_outputs(struct run_state *s, struct conv *cv, int status,

@@ -1,7 +1,7 @@
-/* What `amptrace run` appends to a trace after its events (convert.h):
+/* What `amptrace run` appends to a trace after its events (tail.h):
  * the findings and the flows, both computed from the events the
  * converter kept while writing them. */
-#include "convert.h"
+#include "tail.h"
 #include "event_json.h"
 #include "findings.h"
 #include "flow.h"
@@ -79,8 +79,8 @@ static void *flow_events(void *arg)
 	return NULL;
 }
 
-void conv_append_tail(struct trace_writer *w, const struct trace *kept,
-		      struct trace_index *ix, int64_t ts_ns)
+void tail_append(struct trace_writer *w, const struct trace *kept,
+		 struct trace_index *ix, int64_t ts_ns)
 {
 	if (!ix || trace_index_update(ix) != 0) {
 		append_findings(w, kept, NULL, ts_ns);
