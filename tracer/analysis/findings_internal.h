@@ -1,8 +1,10 @@
-/* The findings engine's parts (findings.h): findings.c has the table,
- * the helpers and the per-event rules; findings_threads.c the rules about
- * autocast regions and threads; findings_casts.c redundant-cast;
- * findings_steps.c the rules over a run's history (GradScaler, cache
- * growth); findings_divergence.c policy-divergence. */
+/* The findings engine's parts (findings.h), each using only those below
+ * it: findings.c runs the rules (the per-event ones are its own) and
+ * orders what they found; findings_threads.c the rules about autocast
+ * regions and threads; findings_casts.c redundant-cast; findings_steps.c
+ * the rules over a run's history (GradScaler, cache growth);
+ * findings_divergence.c policy-divergence; findings_context.c what every
+ * rule uses; findings_kinds.c the table of kinds. */
 #ifndef AMPTRACE_FINDINGS_INTERNAL_H
 #define AMPTRACE_FINDINGS_INTERNAL_H
 
@@ -37,9 +39,14 @@ struct context {
 	int table;               /* the trace's policy table (index) */
 };
 
-/* findings.c */
+/* findings_context.c */
 void finding_text(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The finding of (kind, site, pid), counted; or a new one to fill (its
+ * message empty), or NULL when it exists already or memory ran out. */
+struct trace_finding *finding_at(struct context *cx, const char *kind,
+				 const char *site, int64_t pid, size_t event);
+/* finding_at for one of the kinds of the table. */
 struct trace_finding *finding_of(struct context *cx, enum finding_kind_id kind,
 				 const char *site, int64_t pid, size_t event);
 /* Inline, the first letter first: the rules ask it of every op several

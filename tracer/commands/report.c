@@ -6,6 +6,7 @@
  * page then says how to draw the graph).  It runs while this process
  * loads and aggregates the same trace. */
 #include "report.h"
+#include "ampview_path.h"
 
 #include "report_data.h"
 

@@ -7,7 +7,6 @@
 #define AMPTRACE_REPORT_H
 
 #include <stdbool.h>
-#include <stddef.h>
 
 /* The command: argv starts at "report"; returns the exit status. */
 int amptrace_report(int argc, char **argv);
@@ -18,9 +17,5 @@ int amptrace_report(int argc, char **argv);
  * page cannot be written, 2 when the trace cannot be read. */
 int report_write(const char *trace, const char *html, bool graph,
 		 const char *who);
-
-/* ampview next to amptrace (installed), in ../viewer (build tree), or on
- * PATH, into buf; NULL when not found (run.c). */
-const char *find_ampview(char *buf, size_t size);
 
 #endif /* AMPTRACE_REPORT_H */

@@ -9,6 +9,7 @@
  * they come and appends whole lines to the trace, so if amptrace itself
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
+#include "ampview_path.h"
 #include "convert.h"
 #include "raw.h"
 #include "raw_dir.h"
@@ -277,37 +278,6 @@ static const char *find_recorder(char *buf, size_t size)
 	snprintf(buf, size, "%s/%s", AMPTRACE_RECORDER_INSTALL_DIR,
 		 RECORDER_NAME);
 	return access(buf, R_OK) == 0 ? buf : NULL;
-}
-
-/* ampview next to amptrace (installed), in ../viewer (build tree), or on
- * PATH. */
-const char *find_ampview(char *buf, size_t size)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(buf, size, "%s/ampview", exe);
-			if (access(buf, X_OK) == 0)
-				return buf;
-			snprintf(buf, size, "%s/../viewer/ampview", exe);
-			if (access(buf, X_OK) == 0)
-				return buf;
-		}
-	}
-	const char *path = getenv("PATH");
-	while (path && *path) {
-		const char *end = strchrnul(path, ':');
-		snprintf(buf, size, "%.*s/ampview", (int)(end - path), path);
-		if (end > path && access(buf, X_OK) == 0)
-			return buf;
-		path = *end ? end + 1 : end;
-	}
-	return NULL;
 }
 
 static int render_svg(const char *trace, const char *svg)

@@ -27,31 +27,6 @@ static const char *const name_table_keys[NAMES_COUNT] = {
 
 /* ------------------------------------------------------------ helpers */
 
-char *conv_dupn(const char *s, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (!d)
-		abort(); /* the converter has no partial state to fall back to */
-	memcpy(d, s, len);
-	d[len] = '\0';
-	return d;
-}
-
-void *conv_grow(void *array, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return array;
-	size_t n = *cap ? *cap * 2 : 8;
-	while (n < need)
-		n *= 2;
-	void *grown = realloc(array, n * elem);
-	if (!grown)
-		abort();
-	*cap = n;
-	return grown;
-}
-
 const char *conv_signal_name(int sig, char *buf, size_t size)
 {
 	const char *abbrev = sigabbrev_np(sig);
@@ -61,14 +36,6 @@ const char *conv_signal_name(int sig, char *buf, size_t size)
 	else
 		snprintf(buf, size, "signal %d", sig);
 	return buf;
-}
-
-const char *conv_name_of(const struct conv_process *p, enum name_table t,
-			   unsigned value)
-{
-	if (value < p->name_count[t])
-		return p->names[t][value];
-	return "unknown";
 }
 
 /* ------------------------------------------------------- thread files */

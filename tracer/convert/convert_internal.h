@@ -3,7 +3,8 @@
  *                      records in order, how each process ended;
  *   convert_records.c  one decoded record (raw_decode.h) -> trace events;
  *   convert_write.c    interned strings, building an event, handing it
- *                      to the writer (event_json.h) and the kept trace.
+ *                      to the writer (event_json.h) and the kept trace;
+ *                      the helpers the other two share.
  * Nothing outside the converter includes this. */
 #ifndef AMPTRACE_CONVERT_INTERNAL_H
 #define AMPTRACE_CONVERT_INTERNAL_H
@@ -95,14 +96,14 @@ struct conv_gpu_track {
 	uint32_t device, stream;
 };
 
-/* convert.c */
+/* convert_write.c: events are built with strings interned in the
+ * process's trace (conv_process.strings), then written and kept.  It is
+ * the bottom of the converter (convert.c -> convert_records.c ->
+ * convert_write.c): the helpers all three use are here. */
 char *conv_dupn(const char *s, size_t len);
 void *conv_grow(void *array, size_t *cap, size_t need, size_t elem);
 const char *conv_name_of(const struct conv_process *p, enum name_table t,
 		unsigned value);
-
-/* convert_write.c: events are built with strings interned in the
- * process's trace (conv_process.strings), then written and kept. */
 const char *conv_intern(struct conv_process *p, const char *s, size_t len);
 const char *conv_intern_cstr(struct conv_process *p, const char *s);
 void conv_intern_names(struct conv_process *p);

@@ -1,0 +1,174 @@
+/* What every rule of the findings uses (findings_internal.h): recording
+ * an occurrence of a finding, labels of ops and tensors, and the dtype and
+ * policy-table questions the rules ask of the trace. */
+#include "findings_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* snprintf that may cut: messages and labels are cut on purpose. */
+void finding_text(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
+/* Chains `event` onto the finding's occurrences (findings.h). */
+static void record_occurrence(struct context *cx, struct trace_finding *f,
+			      size_t event)
+{
+	struct findings *fs = cx->out;
+
+	if (fs->noccurrences == fs->cap_occurrences) {
+		size_t cap = fs->cap_occurrences ? fs->cap_occurrences * 2 : 64;
+		struct finding_occurrence *grown =
+			realloc(fs->occurrences, cap * sizeof *grown);
+		if (!grown) {
+			cx->failed = true;
+			return;
+		}
+		fs->occurrences = grown;
+		fs->cap_occurrences = cap;
+	}
+	fs->occurrences[fs->noccurrences] =
+		(struct finding_occurrence){ event, f->occurrences };
+	f->occurrences = fs->noccurrences++;
+}
+
+struct trace_finding *finding_at(struct context *cx, const char *kind,
+				 const char *site, int64_t pid, size_t event)
+{
+	struct findings *fs = cx->out;
+
+	for (size_t i = 0; i < fs->count; i++) {
+		struct trace_finding *f = &fs->items[i];
+		if (f->pid == pid && !strcmp(f->kind, kind) &&
+		    !strcmp(f->site, site)) {
+			f->count++;
+			record_occurrence(cx, f, event);
+			return NULL;
+		}
+	}
+	if (fs->count == fs->cap) {
+		size_t cap = fs->cap ? fs->cap * 2 : 16;
+		struct trace_finding *items = realloc(fs->items, cap * sizeof *items);
+		if (!items) {
+			cx->failed = true;
+			return NULL;
+		}
+		fs->items = items;
+		fs->cap = cap;
+	}
+	const struct finding_kind *k = finding_kind_lookup(kind);
+	struct trace_finding *f = &fs->items[fs->count++];
+	*f = (struct trace_finding){
+		.kind = k ? k->name : kind,
+		.severity = k ? k->severity : FINDING_WARNING,
+		.fix = k ? k->fix : "",
+		.count = 1, .event = event, .pid = pid,
+		.thread = cx->t->events[event].tid,
+	};
+	finding_text(f->site, sizeof f->site, "%s", site);
+	f->occurrences = SIZE_MAX;
+	record_occurrence(cx, f, event);
+	return f;
+}
+
+struct trace_finding *finding_of(struct context *cx,
+					enum finding_kind_id kind,
+					const char *site, int64_t pid,
+					size_t event)
+{
+	return finding_at(cx, finding_kinds[kind].name, site, pid, event);
+}
+
+const struct trace_op *finding_op_of(struct context *cx, int64_t pid,
+				     uint64_t op_id)
+{
+	size_t i = id_map_get(&cx->ix->ops, pid, op_id);
+
+	return i == SIZE_MAX ? NULL : &cx->t->events[i].op;
+}
+
+const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
+			     char *buf, size_t size)
+{
+	const struct trace_op *op = finding_op_of(cx, pid, op_id);
+
+	if (op)
+		return trace_op_label(op, buf, size);
+	finding_text(buf, size, "op %llu", (unsigned long long)op_id);
+	return buf;
+}
+
+/* "tensor 12 'fc1.weight'" or "tensor 12". */
+const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
+				char *buf, size_t size)
+{
+	size_t i = id_map_get(&cx->ix->names, pid, id);
+	const char *name = NULL;
+
+	if (i != SIZE_MAX) {
+		const struct trace_event *e = &cx->t->events[i];
+		if (e->kind == TRACE_CAST)
+			name = e->cast.name;
+		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs + e->op.noutputs; k++) {
+			const struct trace_tensor *tt = k < e->op.ninputs
+				? &e->op.inputs[k] : &e->op.outputs[k - e->op.ninputs];
+			if (tt->id == id && tt->name)
+				name = tt->name;
+		}
+	}
+	if (name)
+		finding_text(buf, size, "tensor %llu '%s'", (unsigned long long)id, name);
+	else
+		finding_text(buf, size, "tensor %llu", (unsigned long long)id);
+	return buf;
+}
+
+bool finding_is_low_precision(const char *dtype)
+{
+	return dtype && (dtype[0] == 'f' || dtype[0] == 'b') &&
+	       (!strcmp(dtype, "f16") || !strcmp(dtype, "bf16"));
+}
+
+bool finding_is_full_precision(const char *dtype)
+{
+	return dtype && dtype[0] == 'f' &&
+	       (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
+}
+
+bool finding_op_failed(const struct trace_op *op)
+{
+	return !op->incomplete && (op->status != 0 || op->error);
+}
+
+static int compare_op_name(const void *key, const void *entry)
+{
+	return strcmp(key, ((const struct finding_lp_op *)entry)->name);
+}
+
+/* An op of a PyTorch lower-precision list (any device) in the trace's
+ * policy table: its dtype shows whether a thread autocasts. */
+bool finding_low_precision_op(const struct context *cx, const char *name)
+{
+	struct finding_lp_memo *m = cx->lp_memo;
+	size_t slot = ((uintptr_t)name >> 4) % LP_MEMO_SLOTS;
+
+	if (m && m->name[slot] == name)
+		return m->low[slot];
+	const struct finding_lp_op *op = bsearch(
+		name, finding_low_precision_ops, finding_low_precision_op_count,
+		sizeof *finding_low_precision_ops, compare_op_name);
+	bool low = op && (op->versions >> cx->table & 1u);
+	if (m) {
+		m->name[slot] = name;
+		m->low[slot] = low;
+	}
+	return low;
+}
