@@ -1,7 +1,7 @@
 /* Findings: each kind has a program that makes the mistake and its fixed
  * twin (tests/findings_prog.c), run under `amptrace run`; the findings
- * computed from the trace (tracer/findings.c) must name the mistake, and
- * the twin must give none.  The samples are checked the same way: mlp is
+ * computed from the trace (tracer/analysis/findings.c) must name the mistake,
+ * and the twin must give none.  The samples are checked the same way: mlp is
  * clean; whole_loop, threads show their pitfalls; nested (the documented
  * autocast(enabled=False) fallback with explicit .float()) is correct
  * usage and must stay clean.  libamp's value checks (lib/diag.c) are also
@@ -623,8 +623,8 @@ START_TEST(test_sample_mlp_f16_clean)
 END_TEST
 
 /* The lower-precision ops come from libamp's policy table at build time
- * (tracer/gen_low_precision_ops.c): sorted, unique, the matmul and conv
- * families of both devices' lists, and no op of another policy. */
+ * (tracer/analysis/gen_low_precision_ops.c): sorted, unique, the matmul and
+ * conv families of both devices' lists, and no op of another policy. */
 START_TEST(test_low_precision_ops_from_policy)
 {
 	static const char *const expected[] = { "linear", "matmul", "mm",

@@ -1,4 +1,4 @@
-/* flow_build() (tracer/flow.c) on small traces written here: which
+/* flow_build() (tracer/analysis/flow.c) on small traces written here: which
  * forward -> backward and cast -> consumer arrows it gives, where their
  * ends bind (inside the slice, outside its children, the end after the
  * start), what it leaves out (nested backward ops, cache hits, slices

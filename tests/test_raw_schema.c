@@ -1,4 +1,4 @@
-/* The raw stream's schema (tracer/raw_schema.h): for every record kind,
+/* The raw stream's schema (tracer/record/raw_schema.h): for every record kind,
  * a model with every field set to a value of its own goes through the
  * generated encoder and decoder and comes back equal, field by field
  * (the comparisons are written out here, not generated, so a member the

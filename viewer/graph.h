@@ -44,9 +44,9 @@ struct graph_cluster {
 	struct graph_span attrs;
 };
 
-/* A finding of the trace's analysis (tracer/findings.h) drawn as a note
- * on the first node of a step where it occurs, or on the first node of
- * the view with the same problem. */
+/* A finding of the trace's analysis (tracer/analysis/findings.h) drawn as a
+ * note on the first node of a step where it occurs, or on the first node of the
+ * view with the same problem. */
 struct graph_finding {
 	const struct trace_finding *finding;
 	size_t node;

@@ -1,5 +1,5 @@
 /* Findings on the graph (graph.h): red borders on every node that shows
- * a problem the trace's analysis (tracer/findings.h) names, and a note
+ * a problem the trace's analysis (tracer/analysis/findings.h) names, and a note
  * per finding and drawn step where it occurs, on the first node of the
  * op it names there. */
 #include "graph.h"

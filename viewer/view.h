@@ -1,4 +1,4 @@
-/* ampview's library: a loaded trace (tracer/trace.h) → an annotated
+/* ampview's library: a loaded trace (tracer/trace/trace.h) → an annotated
  * computation graph as DOT text → SVG or PNG through Graphviz's libgvc.
  *
  * The DOT text is a pure function of the trace's content and the options:

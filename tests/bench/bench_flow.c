@@ -1,7 +1,7 @@
-/* What the flow events (tracer/flow.c) add to the end of `amptrace run`:
- * their time (flows and writing them), measured against the findings
- * that `amptrace run` computes at the same moment from the same kept
- * trace (the anchor, measured in the same run, interleaved, medians of
+/* What the flow events (tracer/analysis/flow.c) add to the end of `amptrace
+ * run`: their time (flows and writing them), measured against the findings that
+ * `amptrace run` computes at the same moment from the same kept trace (the
+ * anchor, measured in the same run, interleaved, medians of
  * 9), and their share of the trace's events and bytes.  Target: flows
  * cost at most 1.5x the findings (`amptrace run` keeps one index for
  * both; flows write two lines per arrow, the findings a few lines; it

@@ -16,7 +16,7 @@
  *      output, which is libamp's cost, not the recorder's).  The load
  *      average is printed with them: on a busy machine the converter
  *      competes with the program for a core.
- * The recorder is linked in (tracer/recorder.c) for 1 and 2 and attached
+ * The recorder is linked in (tracer/record/recorder.c) for 1 and 2 and attached
  * with recorder_attach(), as its constructor does under `amptrace run`.
  * `bench_recorder --events` runs 1 and 2 only.  Instructions per event,
  * steadier than time on a busy machine: `valgrind --tool=callgrind

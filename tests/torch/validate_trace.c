@@ -1,5 +1,5 @@
 /* validate_trace FILE...: loads each trace and checks it against
- * FORMAT.md with tracer/validate.c (tensor-id continuity, nesting,
+ * FORMAT.md with tracer/trace/validate.c (tensor-id continuity, nesting,
  * metadata).  Prints each problem; exit 0 when there are none, 1 when
  * some, 2 when a file does not load.  The PyTorch bridge's test runs it
  * over the traces of real torch programs. */

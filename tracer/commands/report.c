@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* tracer/report/page.html with its style, script and Chart.js inlined
+/* tracer/commands/report/page.html with its style, script and Chart.js inlined
  * (report/embed.py, at build time); @@TITLE@@, @@DATA@@ and @@GRAPH@@
  * remain to be filled. */
 extern const char report_template[];

@@ -2,7 +2,7 @@
  * charts over steps, tables, the cast graph), for bug reports and CI
  * artifacts.  The page's data comes from report_data.h; its template,
  * style, script and the charting library are embedded in amptrace at
- * build time (tracer/report/), so the page fetches nothing. */
+ * build time (tracer/commands/report/), so the page fetches nothing. */
 #ifndef AMPTRACE_REPORT_H
 #define AMPTRACE_REPORT_H
 

@@ -1,6 +1,6 @@
-/* amptrace report: draws the page from the JSON that tracer/report_data.c
- * wrote into #r-data (keys listed at the top of that file), with Chart.js
- * for the charts.  No network, no storage.
+/* amptrace report: draws the page from the JSON that
+ * tracer/commands/report_data.c wrote into #r-data (keys listed at the top of
+ * that file), with Chart.js for the charts.  No network, no storage.
  *
  * For tests and tools the page states what it drew in data attributes:
  * body[data-ready] once done, body[data-errors] (script errors seen),
