@@ -107,4 +107,17 @@ check "transformer: shared weights hit the cast cache" \
 	grep -Eq 'cache hits in one forward: [1-9]' <<<"$out"
 check "transformer: logits in bf16, loss in f32" \
 	grep -q 'logits bf16, loss f32' <<<"$out"
+
+# OPENBLAS_CORETYPE is the user's (or the machine's) choice: libamp
+# honours it without a word on stderr, which would otherwise depend on
+# where the program runs; AMP_VERBOSE=1 says which kernels run.
+err=$(OPENBLAS_CORETYPE=Haswell "${exe[mlp]}" --steps 2 2>&1 >/dev/null)
+check "OPENBLAS_CORETYPE=Haswell: nothing on stderr" test -z "$err"
+err=$(OPENBLAS_CORETYPE=Haswell AMP_VERBOSE=1 "${exe[mlp]}" --steps 2 2>&1 >/dev/null)
+check "OPENBLAS_CORETYPE=Haswell AMP_VERBOSE=1: the kernels are named" \
+	grep -q "OpenBLAS, Haswell kernels" <<<"$err"
+if grep -qw avx512dq /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo; then
+	check "... and that OPENBLAS_CORETYPE asked for them on this AVX-512 CPU" \
+		grep -q "(OPENBLAS_CORETYPE asks for them)" <<<"$err"
+fi
 exit $fail

@@ -22,8 +22,9 @@
  * AMP_BF16_GEMM=f32 (for CPUs whose vdpbf16ps is slower than their f32
  * FMAs; AMP_BF16_GEMM=onednn is the default).
  * AMP_VERBOSE=1 prints amp_backend_info() at the first product, fixes
- * included; slow kernels that stay (the fix impossible, or asked for with
- * OPENBLAS_CORETYPE) are a warning. */
+ * included; slow kernels that stay because the fix is impossible are a
+ * warning (those OPENBLAS_CORETYPE asks for are what the user chose, and
+ * only amp_backend_info() says so). */
 #include "cpu_ops.h"
 #include "convert_x86.h"
 
@@ -150,13 +151,19 @@ static void openblas_fix_core(void)
 						  amp_cpu_has_avx512_bf16());
 	if (!wanted)
 		return;
-	if (getenv("OPENBLAS_CORETYPE") || !quit || !init) {
+	if (getenv("OPENBLAS_CORETYPE")) {
+		/* The user's (or the machine's) own choice: honoured, and
+		 * not a warning: one printed here, at load, would change the
+		 * stderr of every program linked with libamp by where it
+		 * runs.  amp_backend_info() (AMP_VERBOSE=1) still says it. */
 		snprintf(blas.note, sizeof blas.note,
 			 "OpenBLAS runs %s kernels on a CPU that runs %s ones "
-			 "(%s)", blas.core, wanted,
-			 getenv("OPENBLAS_CORETYPE")
-				 ? "OPENBLAS_CORETYPE asks for them"
-				 : "this OpenBLAS cannot be re-initialised");
+			 "(OPENBLAS_CORETYPE asks for them)", blas.core, wanted);
+	} else if (!quit || !init) {
+		snprintf(blas.note, sizeof blas.note,
+			 "OpenBLAS runs %s kernels on a CPU that runs %s ones "
+			 "(this OpenBLAS cannot be re-initialised)", blas.core,
+			 wanted);
 		amp_warn("%s", blas.note);
 	} else {
 		/* gotoblas_dynamic_init reads the core type from the
