@@ -19,5 +19,8 @@ err_has() { grep -qF -- "$1" "$tmp/err" || { echo "# stderr: $(cat "$tmp/err")";
 err_lacks() { ! grep -qF -- "$1" "$tmp/err" || { echo "# stderr has: $1"; return 1; }; }
 out_has() { grep -qF -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
 out_lacks() { ! grep -qF -- "$1" "$tmp/out" || { echo "# stdout has: $1"; return 1; }; }
+# TEXT in stdout once summary's wrapping is undone (lines joined, runs of
+# spaces as one): where a line wraps depends on the paths in it.
+out_has_wrapped() { tr '\n' ' ' <"$tmp/out" | tr -s ' ' | grep -qF -- "$1" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
 out_matches() { grep -qE -- "$1" "$tmp/out" || { echo "# stdout: $(head -c 3000 "$tmp/out")"; return 1; }; }
 no_file() { [ ! -e "$1" ] || { echo "# $1 exists"; return 1; }; }

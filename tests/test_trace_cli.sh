@@ -288,7 +288,7 @@ capture "$amptrace" check "$fx/truncated.json" "$fx/issue.rules"
 check "check on a truncated trace: says so" out_has "note: "
 capture "$amptrace" summary "$fx/array-form.json"
 check "torch.profiler's legacy array form: read" status_is 0
-check "foreign trace: labelled" out_has "not written by amptrace"
+check "foreign trace: labelled" out_has_wrapped "not written by amptrace"
 
 # ---------------------------------------------------------------- diff
 capture "$amptrace" diff "$fx/good.json" "$fx/good.json"
