@@ -12,6 +12,7 @@
 #include "flow.h"
 #include "trace.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,7 @@ static double time_flows(const struct trace_index *ix, struct trace_writer *w,
 int main(void)
 {
 	char dir[] = "/tmp/bench_flow_XXXXXX";
-	char path[64], command[512];
+	char path[64], command[2 * PATH_MAX + 128];
 
 	if (!mkdtemp(dir))
 		return 1;

@@ -2,7 +2,7 @@
  * exit, standard output to /dev/null) and the libFuzzer start-up. */
 #include "fuzz_common.h"
 
-static char fuzz_dir[64];
+static char fuzz_dir[PATH_MAX];
 
 static int fuzz_remove_entry(const char *path, const struct stat *st,
 			     int flag, struct FTW *ftw)
@@ -30,9 +30,9 @@ static void fuzz_setup(void)
 {
 	const char *tmp = getenv("TMPDIR");
 
-	snprintf(fuzz_dir, sizeof fuzz_dir, "%.40s/ampfuzz-XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(fuzz_dir))
+	int n = snprintf(fuzz_dir, sizeof fuzz_dir, "%s/ampfuzz-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
+	if (n < 0 || (size_t)n >= sizeof fuzz_dir || !mkdtemp(fuzz_dir))
 		abort();
 	atexit(fuzz_cleanup);
 	int null = open("/dev/null", O_WRONLY);

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

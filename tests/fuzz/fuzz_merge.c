@@ -5,11 +5,12 @@
 
 #include "trace_commands.h"
 
+
 #define FUZZ_SPLIT "\n--8<--\n"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char first[128], second[128], out[128];
+	char first[PATH_MAX], second[PATH_MAX], out[PATH_MAX];
 	const uint8_t *cut = memmem(data, size, FUZZ_SPLIT, strlen(FUZZ_SPLIT));
 
 	fuzz_path(first, sizeof first, "rank0.json");

@@ -28,7 +28,7 @@ struct sink {
 	struct trace_writer writer;
 	bool open;
 	struct trace kept;
-	char path[128];
+	char path[PATH_MAX];
 };
 
 static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
@@ -50,7 +50,7 @@ static struct trace *trace_for(void *ctx, const struct conv_process *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char raw[128], dir[160], file[192];
+	char raw[PATH_MAX], dir[PATH_MAX + 8], file[PATH_MAX + 24];
 	struct sink s = { 0 };
 
 	if (size > 4 * RAW_CHUNK)

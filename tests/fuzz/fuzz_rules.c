@@ -6,7 +6,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char rules[128], junit[128];
+	char rules[PATH_MAX], junit[PATH_MAX];
 
 	fuzz_write(fuzz_path(rules, sizeof rules, "fuzz.rules"), data, size);
 	fuzz_path(junit, sizeof junit, "junit.xml");

@@ -25,7 +25,7 @@ static void draw(const struct trace *t, bool all_steps)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char path[128];
+	char path[PATH_MAX];
 	struct trace t;
 	struct trace_error err;
 
