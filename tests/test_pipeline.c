@@ -363,7 +363,8 @@ struct sink {
 	const char *path;
 };
 
-static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+static struct trace_writer *writer_for(void *ctx,
+				       const struct convert_process *p)
 {
 	struct sink *s = ctx;
 
@@ -372,7 +373,7 @@ static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
 	return &s->writer;
 }
 
-static struct trace *trace_for(void *ctx, const struct conv_process *p)
+static struct trace *trace_for(void *ctx, const struct convert_process *p)
 {
 	(void)p;
 	return &((struct sink *)ctx)->kept;
@@ -430,7 +431,7 @@ START_TEST(every_event_reads_back_as_kept)
 	struct sink sink = { .path = path };
 	struct trace read;
 	struct trace_error err;
-	struct conv cv;
+	struct converter cv;
 	bool seen[TRACE_KIND_COUNT] = { false };
 
 	ck_assert_ptr_nonnull(mkdtemp(raw));
@@ -439,12 +440,12 @@ START_TEST(every_event_reads_back_as_kept)
 	produce();
 	producer_detach();
 	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
-	conv_init(&cv, raw, BASE_NS, writer_for, &sink);
+	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
 	cv.trace_for = trace_for;
 	/* no exit file and not our child: the process "died" */
-	conv_finish(&cv, -1, 0, BASE_NS + 20000);
+	convert_finish(&cv, -1, 0, BASE_NS + 20000);
 	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
-	conv_free(&cv);
+	convert_free(&cv);
 	remove_tree(raw);
 
 	ck_assert_msg(trace_load(path, &read, &err) == 0, "%s", err.message);
@@ -534,7 +535,7 @@ static void stream_across_windows(char *raw_template)
 	static char name[NAME + 1];
 	char path[PATH_MAX];
 	struct sink sink = { .path = path };
-	struct conv cv;
+	struct converter cv;
 
 	memset(name, 'n', NAME);
 	ck_assert_ptr_nonnull(mkdtemp(raw_template));
@@ -554,11 +555,11 @@ static void stream_across_windows(char *raw_template)
 	}
 	producer_detach();
 	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
-	conv_init(&cv, raw, BASE_NS, writer_for, &sink);
+	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
 	cv.trace_for = trace_for;
-	conv_finish(&cv, -1, 0, BASE_NS + (uint64_t)OPS * 1000 + 1000);
+	convert_finish(&cv, -1, 0, BASE_NS + (uint64_t)OPS * 1000 + 1000);
 	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
-	conv_free(&cv);
+	convert_free(&cv);
 	remove_tree(raw);
 	unlink(path);
 

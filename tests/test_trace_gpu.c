@@ -27,7 +27,7 @@ static struct trace_writer writer;
 static uint64_t base_ns;
 
 static struct trace_writer *writer_for(void *ctx,
-				       const struct conv_process *p)
+				       const struct convert_process *p)
 {
 	(void)ctx;
 	(void)p;
@@ -51,20 +51,20 @@ static void begin(void)
  * into the trace file `out`. */
 static void convert(void)
 {
-	struct conv c;
+	struct converter c;
 	struct jsonw end;
 
 	recorder_detach();
-	conv_init(&c, raw, base_ns, writer_for, NULL);
-	conv_finish(&c, getpid(), 0, amp_now_ns());
+	convert_init(&c, raw, base_ns, writer_for, NULL);
+	convert_finish(&c, getpid(), 0, amp_now_ns());
 	jsonw_init(&end);
 	jsonw_lit(&end, "{\"complete\":true,\"processes\":[");
 	ck_assert_uint_eq(c.nprocs, 1);
-	conv_process_json(c.procs[0], &end);
+	convert_process_json(c.procs[0], &end);
 	jsonw_lit(&end, "]}");
 	ck_assert_int_eq(trace_writer_close(&writer, end.data), 0);
 	jsonw_free(&end);
-	conv_free(&c);
+	convert_free(&c);
 	remove_tree(raw);
 }
 

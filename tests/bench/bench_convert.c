@@ -31,7 +31,8 @@ struct sink {
 	bool keep;
 };
 
-static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+static struct trace_writer *writer_for(void *ctx,
+				       const struct convert_process *p)
 {
 	struct sink *s = ctx;
 
@@ -43,7 +44,7 @@ static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
 	return &s->writer;
 }
 
-static struct trace *trace_for(void *ctx, const struct conv_process *p)
+static struct trace *trace_for(void *ctx, const struct convert_process *p)
 {
 	struct sink *s = ctx;
 
@@ -95,7 +96,7 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 		      double *tail_s)
 {
 	struct sink sink = { .path = out, .keep = true };
-	struct conv cv;
+	struct converter cv;
 	struct trace_index ix;
 
 	unlink(out);
@@ -103,12 +104,12 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 		exit(1);
 	trace_index_init(&sink.kept, &ix);
 	double begin = now_s();
-	conv_init(&cv, raw, 0, writer_for, &sink);
+	convert_init(&cv, raw, 0, writer_for, &sink);
 	cv.trace_for = trace_for;
 	/* run's loop: a poll, then the index of what it kept */
-	while (conv_poll(&cv))
+	while (convert_poll(&cv))
 		trace_index_update(&ix);
-	conv_finish(&cv, -1, 0, 0);
+	convert_finish(&cv, -1, 0, 0);
 	double middle = now_s();
 	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
 	if (cv.nprocs)
@@ -119,7 +120,7 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 	}
 	*tail_s = now_s() - middle;
 	*convert_s = middle - begin;
-	conv_free(&cv);
+	convert_free(&cv);
 	trace_index_free(&ix);
 	trace_free(&sink.kept);
 	return events;

@@ -31,7 +31,8 @@ struct sink {
 	char path[PATH_MAX];
 };
 
-static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+static struct trace_writer *writer_for(void *ctx,
+				       const struct convert_process *p)
 {
 	struct sink *s = ctx;
 
@@ -42,7 +43,7 @@ static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
 	return s->open ? &s->writer : NULL;
 }
 
-static struct trace *trace_for(void *ctx, const struct conv_process *p)
+static struct trace *trace_for(void *ctx, const struct convert_process *p)
 {
 	(void)p;
 	return &((struct sink *)ctx)->kept;
@@ -70,16 +71,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (trace_init(&s.kept, s.path) != 0)
 		abort();
 
-	struct conv cv;
-	conv_init(&cv, raw, 0, writer_for, &s);
+	struct converter cv;
+	convert_init(&cv, raw, 0, writer_for, &s);
 	cv.trace_for = trace_for;
-	while (conv_poll(&cv))
+	while (convert_poll(&cv))
 		;
-	conv_finish(&cv, 100, W_EXITCODE(0, 0), 1000000);
+	convert_finish(&cv, 100, W_EXITCODE(0, 0), 1000000);
 	struct findings f;
 	if (findings_compute(&s.kept, &f) == 0)
 		findings_free(&f);
-	conv_free(&cv);
+	convert_free(&cv);
 	if (s.open)
 		trace_writer_close(&s.writer, "{\"complete\":true}");
 	trace_free(&s.kept);

@@ -84,7 +84,7 @@ static int kind_rank(const char *name)
 
 /* ----------------------------------------------------------- op rules */
 
-static void rule_banned(struct context *cx, size_t i)
+static void rule_banned(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
@@ -117,8 +117,8 @@ static void rule_banned(struct context *cx, size_t i)
 
 /* The op (inside autocast, when one is) that produced input k of op
  * event `event`. */
-static const struct trace_op *producer_op(struct context *cx, size_t event,
-					  int k)
+static const struct trace_op *producer_op(struct findings_context *cx,
+					  size_t event, int k)
 {
 	size_t i = trace_index_input_producer(cx->ix, event, k);
 
@@ -130,7 +130,7 @@ static const struct trace_op *producer_op(struct context *cx, size_t event,
 	return &e->op;
 }
 
-static bool rule_dtype_mismatch(struct context *cx, size_t i)
+static bool rule_dtype_mismatch(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
@@ -187,7 +187,7 @@ static bool rule_dtype_mismatch(struct context *cx, size_t i)
 	return true;
 }
 
-static void rule_op_error(struct context *cx, size_t i)
+static void rule_op_error(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
@@ -208,7 +208,7 @@ static void rule_op_error(struct context *cx, size_t i)
 
 /* --------------------------------------------------------- cast rules */
 
-static void rule_stale(struct context *cx, size_t i)
+static void rule_stale(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_cast *c = &e->cast;
@@ -233,7 +233,7 @@ static void rule_stale(struct context *cx, size_t i)
 		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
-static void rule_cache_disabled(struct context *cx, size_t i)
+static void rule_cache_disabled(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_cast *c = &e->cast;
@@ -263,7 +263,7 @@ static void rule_cache_disabled(struct context *cx, size_t i)
  * scaler-skipped-step's to report, not an fp16-overflow error.  Any
  * skipped step of the iteration counts: with several optimizers the
  * first may step while the one owning the overflowed gradient skips. */
-static bool overflow_handled_by_scaler(struct context *cx, size_t i)
+static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = e->diag.op_id
@@ -284,7 +284,7 @@ static bool overflow_handled_by_scaler(struct context *cx, size_t i)
 	return false;
 }
 
-static void fold_diag(struct context *cx, size_t i)
+static void fold_diag(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_diag *d = &e->diag;
@@ -368,7 +368,8 @@ int findings_compute_indexed(const struct trace_index *ix,
 {
 	const struct trace *trace = ix->trace;
 	struct finding_lp_memo lp_memo = { 0 };
-	struct context cx = { .lp_memo = &lp_memo, .t = trace, .ix = ix,
+	struct findings_context cx = { .lp_memo = &lp_memo, .t = trace,
+				      .ix = ix,
 			      .out = out };
 	struct finding_regions regions;
 	struct finding_casts casts = { 0 };

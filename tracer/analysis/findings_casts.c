@@ -59,8 +59,8 @@ static bool same(const char *a, const char *b)
 
 /* Cast `c` (event i) took the program's cast `made` back to its source
  * dtype; reported at the last use of the copy when every use did. */
-static void undone(struct context *cx, struct finding_casts *st, size_t i,
-		   const struct trace_op *made, const struct cast *c)
+static void undone(struct findings_context *cx, struct finding_casts *st,
+		   size_t i, const struct trace_op *made, const struct cast *c)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	char a[128], b[128], site[160], tensor[192];
@@ -105,8 +105,8 @@ static void undone(struct context *cx, struct finding_casts *st, size_t i,
 
 /* Autocast cast `c` (event i) made again the program's cast `made` of the
  * same, unchanged tensor: the op was given the source, not the copy. */
-static void repeated(struct context *cx, size_t i, const struct trace_op *made,
-		     const struct cast *c)
+static void repeated(struct findings_context *cx, size_t i,
+		     const struct trace_op *made, const struct cast *c)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	char a[128], b[128], site[160], tensor[192];
@@ -147,8 +147,8 @@ static void forget_written(struct finding_casts *st, const struct trace_event *e
 	}
 }
 
-void finding_rule_redundant(struct context *cx, struct finding_casts *st,
-			    size_t i)
+void finding_rule_redundant(struct findings_context *cx,
+			    struct finding_casts *st, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	struct cast c;
@@ -175,7 +175,7 @@ void finding_rule_redundant(struct context *cx, struct finding_casts *st,
 	}
 }
 
-void finding_casts_free(struct context *cx, struct finding_casts *st)
+void finding_casts_free(struct findings_context *cx, struct finding_casts *st)
 {
 	cx->failed |= st->written.failed || st->sources.failed ||
 		      st->undone.failed;

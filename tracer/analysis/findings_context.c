@@ -19,8 +19,8 @@ void finding_text(char *buf, size_t size, const char *fmt, ...)
 }
 
 /* Chains `event` onto the finding's occurrences (findings.h). */
-static void record_occurrence(struct context *cx, struct trace_finding *f,
-			      size_t event)
+static void record_occurrence(struct findings_context *cx,
+			      struct trace_finding *f, size_t event)
 {
 	struct findings *fs = cx->out;
 
@@ -40,7 +40,7 @@ static void record_occurrence(struct context *cx, struct trace_finding *f,
 	f->occurrences = fs->noccurrences++;
 }
 
-struct trace_finding *finding_at(struct context *cx, const char *kind,
+struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
 				 const char *site, int64_t pid, size_t event)
 {
 	struct findings *fs = cx->out;
@@ -79,7 +79,7 @@ struct trace_finding *finding_at(struct context *cx, const char *kind,
 	return f;
 }
 
-struct trace_finding *finding_of(struct context *cx,
+struct trace_finding *finding_of(struct findings_context *cx,
 					enum finding_kind_id kind,
 					const char *site, int64_t pid,
 					size_t event)
@@ -87,7 +87,7 @@ struct trace_finding *finding_of(struct context *cx,
 	return finding_at(cx, finding_kinds[kind].name, site, pid, event);
 }
 
-const struct trace_op *finding_op_of(struct context *cx, int64_t pid,
+const struct trace_op *finding_op_of(struct findings_context *cx, int64_t pid,
 				     uint64_t op_id)
 {
 	size_t i = id_map_get(&cx->ix->ops, pid, op_id);
@@ -95,8 +95,8 @@ const struct trace_op *finding_op_of(struct context *cx, int64_t pid,
 	return i == SIZE_MAX ? NULL : &cx->t->events[i].op;
 }
 
-const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
-			     char *buf, size_t size)
+const char *finding_op_label(struct findings_context *cx, int64_t pid,
+			     uint64_t op_id, char *buf, size_t size)
 {
 	const struct trace_op *op = finding_op_of(cx, pid, op_id);
 
@@ -107,7 +107,8 @@ const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
 }
 
 /* "tensor 12 'fc1.weight'" or "tensor 12". */
-const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
+const char *finding_tensor_label(struct findings_context *cx, int64_t pid,
+				 uint64_t id,
 				char *buf, size_t size)
 {
 	size_t i = id_map_get(&cx->ix->names, pid, id);
@@ -155,7 +156,8 @@ static int compare_op_name(const void *key, const void *entry)
 
 /* An op of a PyTorch lower-precision list (any device) in the trace's
  * policy table: its dtype shows whether a thread autocasts. */
-bool finding_low_precision_op(const struct context *cx, const char *name)
+bool finding_low_precision_op(const struct findings_context *cx,
+			      const char *name)
 {
 	struct finding_lp_memo *m = cx->lp_memo;
 	size_t slot = ((uintptr_t)name >> 4) % LP_MEMO_SLOTS;

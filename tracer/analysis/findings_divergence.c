@@ -33,7 +33,7 @@ static bool is_jit_cast(const char *op)
 
 /* The first op after event `i` on its thread that is not a TorchScript
  * cast: the op the casts were made for. */
-static const struct trace_op *consumer(struct context *cx, size_t i)
+static const struct trace_op *consumer(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *at = &cx->t->events[i];
 
@@ -46,7 +46,7 @@ static const struct trace_op *consumer(struct context *cx, size_t i)
 	return NULL;
 }
 
-static void rule_jit_cast(struct context *cx, size_t i)
+static void rule_jit_cast(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_cast *c = &e->cast;
@@ -93,7 +93,8 @@ static void rule_jit_cast(struct context *cx, size_t i)
 
 /* `off`: (pid, tid) -> 1 while the thread's last op outside any region
  * ran with autocast off and no region event came since. */
-static void rule_no_region(struct context *cx, struct id_map *off, size_t i)
+static void rule_no_region(struct findings_context *cx, struct id_map *off,
+			   size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
@@ -133,7 +134,7 @@ static void rule_no_region(struct context *cx, struct id_map *off, size_t i)
 			     : "torch.set_autocast_cpu_enabled");
 }
 
-void finding_rule_divergence(struct context *cx)
+void finding_rule_divergence(struct findings_context *cx)
 {
 	struct id_map off = { 0 };
 

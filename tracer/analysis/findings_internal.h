@@ -30,7 +30,7 @@ struct finding_lp_memo {
 	bool low[LP_MEMO_SLOTS];
 };
 
-struct context {
+struct findings_context {
 	struct finding_lp_memo *lp_memo; /* NULL: none */
 	const struct trace *t;
 	const struct trace_index *ix; /* ops, producers, names, uses */
@@ -44,10 +44,11 @@ void finding_text(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* The finding of (kind, site, pid), counted; or a new one to fill (its
  * message empty), or NULL when it exists already or memory ran out. */
-struct trace_finding *finding_at(struct context *cx, const char *kind,
+struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
 				 const char *site, int64_t pid, size_t event);
 /* finding_at for one of the kinds of the table. */
-struct trace_finding *finding_of(struct context *cx, enum finding_kind_id kind,
+struct trace_finding *finding_of(struct findings_context *cx,
+				 enum finding_kind_id kind,
 				 const char *site, int64_t pid, size_t event);
 /* Inline, the first letter first: the rules ask it of every op several
  * times, and half of them are forward ops. */
@@ -57,18 +58,19 @@ static inline bool finding_op_is_backward(const struct trace_op *op)
 	       !strcmp(op->phase, "backward");
 }
 bool finding_op_failed(const struct trace_op *op);
-const char *finding_tensor_label(struct context *cx, int64_t pid, uint64_t id,
-				 char *buf, size_t size);
+const char *finding_tensor_label(struct findings_context *cx, int64_t pid,
+				 uint64_t id, char *buf, size_t size);
 /* The amp.op of (pid, op_id), or NULL; its label, or "op N". */
-const struct trace_op *finding_op_of(struct context *cx, int64_t pid,
+const struct trace_op *finding_op_of(struct findings_context *cx, int64_t pid,
 				     uint64_t op_id);
-const char *finding_op_label(struct context *cx, int64_t pid, uint64_t op_id,
-			     char *buf, size_t size);
+const char *finding_op_label(struct findings_context *cx, int64_t pid,
+			     uint64_t op_id, char *buf, size_t size);
 bool finding_is_low_precision(const char *dtype);  /* f16, bf16 */
 bool finding_is_full_precision(const char *dtype); /* f32, f64 */
 /* An op of a PyTorch lower-precision list in the trace's policy table.
  * `name`: one of the trace's strings (remembered by its address). */
-bool finding_low_precision_op(const struct context *cx, const char *name);
+bool finding_low_precision_op(const struct findings_context *cx,
+			      const char *name);
 
 /* findings_threads.c: the autocast regions of every thread. */
 struct finding_region {
@@ -94,12 +96,13 @@ struct finding_regions {
 	struct id_map ties;   /* (pid, region << 32 | tid) -> TIE_* bits */
 };
 
-void finding_regions_build(struct context *cx, struct finding_regions *r);
+void finding_regions_build(struct findings_context *cx,
+			   struct finding_regions *r);
 void finding_regions_free(struct finding_regions *r);
-void finding_rule_backward(struct context *cx, const struct finding_regions *r,
-			   size_t i);
-void finding_rule_thread(struct context *cx, const struct finding_regions *r,
-			 size_t i);
+void finding_rule_backward(struct findings_context *cx,
+			   const struct finding_regions *r, size_t i);
+void finding_rule_thread(struct findings_context *cx,
+			 const struct finding_regions *r, size_t i);
 
 /* findings_casts.c: redundant-cast, fed every event in order. */
 struct finding_casts {
@@ -108,9 +111,10 @@ struct finding_casts {
 				  program, while the source is unchanged */
 	struct id_map undone;  /* (pid, result) -> its uses casting it back */
 };
-void finding_rule_redundant(struct context *cx, struct finding_casts *state,
-			    size_t i);
-void finding_casts_free(struct context *cx, struct finding_casts *state);
+void finding_rule_redundant(struct findings_context *cx,
+			    struct finding_casts *state, size_t i);
+void finding_casts_free(struct findings_context *cx,
+			struct finding_casts *state);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table
@@ -126,10 +130,10 @@ extern const char *const finding_policy_tables[];
 extern const int finding_policy_table_count;
 
 /* findings_steps.c */
-void finding_rule_scaler(struct context *cx);
-void finding_rule_cache_growth(struct context *cx);
+void finding_rule_scaler(struct findings_context *cx);
+void finding_rule_cache_growth(struct findings_context *cx);
 
 /* findings_divergence.c */
-void finding_rule_divergence(struct context *cx);
+void finding_rule_divergence(struct findings_context *cx);
 
 #endif /* AMPTRACE_FINDINGS_INTERNAL_H */

@@ -77,7 +77,8 @@ static enum skip_kind skip_kind_of(struct scaler_state *st)
 	return st->iteration;
 }
 
-static void report_skip(struct context *cx, size_t i, struct scaler_state *st)
+static void report_skip(struct findings_context *cx, size_t i,
+			struct scaler_state *st)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -115,7 +116,7 @@ static void report_skip(struct context *cx, size_t i, struct scaler_state *st)
 		     s->scale);
 }
 
-void finding_rule_scaler(struct context *cx)
+void finding_rule_scaler(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
 	struct scaler_state states[32];
@@ -202,7 +203,7 @@ struct step_end {
 	size_t event;
 };
 
-static void cache_growth_of(struct context *cx, int64_t pid)
+static void cache_growth_of(struct findings_context *cx, int64_t pid)
 {
 	const struct trace *t = cx->t;
 	bool updates = false, writes = false;
@@ -305,7 +306,7 @@ static void cache_growth_of(struct context *cx, int64_t pid)
 	free(ends);
 }
 
-void finding_rule_cache_growth(struct context *cx)
+void finding_rule_cache_growth(struct findings_context *cx)
 {
 	int64_t pids[64];
 	size_t npids = 0;

@@ -9,7 +9,7 @@
 
 /* ------------------------------------------------------------ regions */
 
-static bool add_region(struct context *cx, struct finding_regions *r,
+static bool add_region(struct findings_context *cx, struct finding_regions *r,
 		       const struct finding_region *g)
 {
 	if (r->count == r->cap) {
@@ -40,7 +40,7 @@ static size_t outer(const struct finding_regions *r, size_t g)
  * not around a backward() call: the last op its thread ran before it and
  * the first op inside it are backward ops.  (The next micro-batch's
  * region, entered right after a backward, starts with a forward op.) */
-static void collect(struct context *cx, struct finding_regions *r,
+static void collect(struct findings_context *cx, struct finding_regions *r,
 		    struct id_map *open, struct id_map *last_backward)
 {
 	const struct trace *t = cx->t;
@@ -107,7 +107,7 @@ static void tie(struct finding_regions *r, int64_t pid, size_t i, int64_t tid,
  * result in (TIE_GATHER).  Cast results are left out: libamp's cast cache
  * is process-wide, so a worker may hit a weight cast another thread made
  * without any hand-off. */
-static void collect_ties(struct context *cx, struct finding_regions *r)
+static void collect_ties(struct findings_context *cx, struct finding_regions *r)
 {
 	const struct trace *t = cx->t;
 
@@ -129,7 +129,8 @@ static void collect_ties(struct context *cx, struct finding_regions *r)
 	}
 }
 
-void finding_regions_build(struct context *cx, struct finding_regions *r)
+void finding_regions_build(struct findings_context *cx,
+			   struct finding_regions *r)
 {
 	struct id_map open = { 0 }, last_backward = { 0 };
 
@@ -168,8 +169,8 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 
 /* ------------------------------------------------------------- rules */
 
-void finding_rule_backward(struct context *cx, const struct finding_regions *r,
-			   size_t i)
+void finding_rule_backward(struct findings_context *cx,
+			   const struct finding_regions *r, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
@@ -207,8 +208,8 @@ void finding_rule_backward(struct context *cx, const struct finding_regions *r,
 		     finding_kinds[FINDING_BACKWARD_UNDER_AUTOCAST].fix);
 }
 
-void finding_rule_thread(struct context *cx, const struct finding_regions *r,
-			 size_t i)
+void finding_rule_thread(struct findings_context *cx,
+			 const struct finding_regions *r, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;

@@ -21,16 +21,6 @@ struct slices {
 	size_t *of_event;    /* event index -> slice, SIZE_MAX when none */
 };
 
-const char *flow_kind_name(enum flow_kind kind)
-{
-	static const char *const names[FLOW_KIND_COUNT] = {
-		[FLOW_BACKWARD] = "backward",
-		[FLOW_CAST] = "cast",
-	};
-	return kind < FLOW_KIND_COUNT ? names[kind] : "unknown";
-}
-
-
 /* Thread, then begin, then the longer first, so a parent comes before
  * the children it contains; of two equal spans the later event is the
  * parent, as an op is written after its casts and the ops inside it. */
@@ -327,10 +317,10 @@ static char *put_thread(char *out, struct thread_text *c, int64_t pid,
 	return out + c->len;
 }
 
-/* One end of f as its JSON event (event_json_head's keys, then the
- * flow's), at out; returns its end.  Written here key by key rather than
- * through event_json_head: flows are half of a trace's events, all
- * written after the program ended.  Room: FLOW_JSON_MAX. */
+/* One end of f as its JSON event (the first keys event_json.c writes,
+ * then the flow's), at out; returns its end.  Written here key by key
+ * rather than through the event writer: flows are half of a trace's
+ * events, all written after the program ended.  Room: FLOW_JSON_MAX. */
 #define FLOW_JSON_MAX 320
 static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
 			   uint64_t id, struct thread_text *thread)

@@ -47,9 +47,6 @@ struct trace_flows {
 int flow_build(const struct trace_index *ix, struct trace_flows *flows);
 void flow_free(struct trace_flows *flows);
 
-/* The name of a flow kind as written ("backward", "cast"). */
-const char *flow_kind_name(enum flow_kind kind);
-
 /* Each flow as an `s` and an `f` event (category amp.flow) with ids
  * first_id, first_id + 1, ..., appended to out joined by ",\n" (as
  * trace_writer_events takes them).  Returns the next free id; first_id

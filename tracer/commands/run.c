@@ -241,7 +241,7 @@ static bool open_output(struct run_state *s, struct output *o,
 	return true;
 }
 
-static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
+static struct trace_writer *writer_for(void *ctx, const struct convert_process *p)
 {
 	struct run_state *s = ctx;
 	struct output *o = output_for_rank(s, p->rank);
@@ -250,7 +250,7 @@ static struct trace_writer *writer_for(void *ctx, const struct conv_process *p)
 	return open_output(s, o, p->framework) ? &o->writer : NULL;
 }
 
-static struct trace *trace_for(void *ctx, const struct conv_process *p)
+static struct trace *trace_for(void *ctx, const struct convert_process *p)
 {
 	struct output *o = output_for_rank(ctx, p->rank);
 
@@ -363,7 +363,7 @@ static void exec_child(char **command, const char *recorder,
 
 /* The summary line on stderr, and the reason when no op was recorded;
  * returns the number of ops recorded. */
-static uint64_t report_end(const struct run_state *s, const struct conv *cv,
+static uint64_t report_end(const struct run_state *s, const struct converter *cv,
 			   const char *prog, int status, bool quiet)
 {
 	uint64_t events = 0, in_flight = 0, threads = 0, ops = 0;
@@ -382,7 +382,7 @@ static uint64_t report_end(const struct run_state *s, const struct conv *cv,
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		fprintf(stderr, "amptrace run: %s was killed by %s (%s)", prog,
-			conv_signal_name(sig, signame, sizeof signame),
+			convert_signal_name(sig, signame, sizeof signame),
 			strsignal(sig));
 	} else if (!quiet || ops == 0) {
 		fprintf(stderr, "amptrace run: %s exited with status %d", prog,
@@ -411,7 +411,7 @@ static uint64_t report_end(const struct run_state *s, const struct conv *cv,
 
 /* Whether o's kept trace holds every event of its file: not when the
  * converter could not keep one (out of memory). */
-static bool kept_whole(const struct output *o, const struct conv *cv)
+static bool kept_whole(const struct output *o, const struct converter *cv)
 {
 	if (!o->kept_ready)
 		return false;
@@ -429,7 +429,7 @@ static bool kept_whole(const struct output *o, const struct conv *cv)
  * memory ran out while keeping it, the trace gets neither (reading the
  * file back would need more memory still) and run says so: the events
  * matter more than their findings. */
-static void append_tail(struct output *o, const struct conv *cv,
+static void append_tail(struct output *o, const struct converter *cv,
 			int64_t ts_ns)
 {
 	if (!kept_whole(o, cv)) {
@@ -441,7 +441,7 @@ static void append_tail(struct output *o, const struct conv *cv,
 	tail_append(&o->writer, &o->kept, &o->index, ts_ns);
 }
 
-static void finish_outputs(struct run_state *s, struct conv *cv, int status,
+static void finish_outputs(struct run_state *s, struct converter *cv, int status,
 			   uint64_t end_ns, int *failed)
 {
 	char signame[32];
@@ -464,8 +464,8 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 			jsonw_printf(&end, "\"status\":\"signaled\",\"signal\":%d,"
 					   "\"signal_name\":\"%s\"}",
 				     WTERMSIG(status),
-				     conv_signal_name(WTERMSIG(status), signame,
-						      sizeof signame));
+				     convert_signal_name(WTERMSIG(status), signame,
+							 sizeof signame));
 		else
 			jsonw_printf(&end, "\"status\":\"exited\",\"code\":%d}",
 				     WEXITSTATUS(status));
@@ -476,7 +476,7 @@ static void finish_outputs(struct run_state *s, struct conv *cv, int status,
 				continue;
 			if (n++)
 				jsonw_raw(&end, ",", 1);
-			conv_process_json(cv->procs[j], &end);
+			convert_process_json(cv->procs[j], &end);
 		}
 		jsonw_cstr(&end, "]}");
 		if (trace_writer_close(&o->writer, end.data) != 0) {
@@ -624,8 +624,8 @@ int amptrace_run(int argc, char **argv)
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
 	close(report[0]);
 
-	struct conv cv;
-	conv_init(&cv, raw_dir, s.mono_base, writer_for, &s);
+	struct converter cv;
+	convert_init(&cv, raw_dir, s.mono_base, writer_for, &s);
 	cv.trace_for = trace_for;
 	int status = 0;
 	for (;;) {
@@ -636,7 +636,7 @@ int amptrace_run(int argc, char **argv)
 			status = 0;
 			break;
 		}
-		size_t converted = conv_poll(&cv);
+		size_t converted = convert_poll(&cv);
 		for (size_t k = 0; k < s.noutputs; k++) {
 			trace_writer_flush(&s.outputs[k]->writer);
 			trace_index_update(&s.outputs[k]->index);
@@ -664,12 +664,12 @@ int amptrace_run(int argc, char **argv)
 	if (got == (ssize_t)sizeof exec_errno) {
 		fprintf(stderr, "amptrace run: cannot run %s: %s\n", s.command[0],
 			strerror(exec_errno));
-		conv_free(&cv);
+		convert_free(&cv);
 		raw_dir_remove(&raw);
 		free(s.outputs);
 		return exec_errno == ENOENT ? 127 : 126;
 	}
-	conv_finish(&cv, (long)pid, status, end_ns);
+	convert_finish(&cv, (long)pid, status, end_ns);
 	if (s.noutputs == 0) {
 		/* Nothing recorded: still leave a trace that loads. */
 		struct output *o = output_for_rank(&s, -1);
@@ -683,7 +683,7 @@ int amptrace_run(int argc, char **argv)
 			"recording-stopped finding says where); %s ran on.  "
 			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
 			raw.path, s.command[0]);
-	conv_free(&cv);
+	convert_free(&cv);
 	raw_dir_remove(&raw);
 
 	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)

@@ -1,5 +1,5 @@
 /* The converter (convert.h): follows the raw directory, reads each
- * thread file's records in order and hands them to conv_record
+ * thread file's records in order and hands them to convert_record
  * (convert_records.c), and says how each process ended.  Record layouts
  * are raw_schema.h's, decoded by raw_decode.c; events are FORMAT.md's. */
 #include "convert_internal.h"
@@ -27,7 +27,7 @@ static const char *const name_table_keys[NAMES_COUNT] = {
 
 /* ------------------------------------------------------------ helpers */
 
-const char *conv_signal_name(int sig, char *buf, size_t size)
+const char *convert_signal_name(int sig, char *buf, size_t size)
 {
 	const char *abbrev = sigabbrev_np(sig);
 
@@ -40,7 +40,7 @@ const char *conv_signal_name(int sig, char *buf, size_t size)
 
 /* ------------------------------------------------------- thread files */
 
-static void process_metadata(struct conv *cv, struct conv_process *p)
+static void process_metadata(struct converter *cv, struct convert_process *p)
 {
 	char name[256];
 
@@ -50,23 +50,23 @@ static void process_metadata(struct conv *cv, struct conv_process *p)
 	else
 		snprintf(name, sizeof name, "%s (pid %ld)", p->name, p->pid);
 	struct trace_event e =
-		conv_meta_event(p, LIT_PROCESS_NAME, p->pid, 0, name, 0);
+		convert_meta_event(p, LIT_PROCESS_NAME, p->pid, 0, name, 0);
 	e.meta.rank = p->rank;
-	e.meta.argv = conv_alloc(p, (size_t)(p->argc ? p->argc : 1) *
+	e.meta.argv = convert_alloc(p, (size_t)(p->argc ? p->argc : 1) *
 					    sizeof *e.meta.argv);
 	for (int i = 0; i < p->argc; i++)
-		e.meta.argv[i] = conv_intern_cstr(p, p->argv[i]);
+		e.meta.argv[i] = convert_intern_cstr(p, p->argv[i]);
 	e.meta.argc = p->argc;
-	e.meta.framework = conv_intern_cstr(p, p->framework);
-	conv_emit(cv, p, &e);
+	e.meta.framework = convert_intern_cstr(p, p->framework);
+	convert_emit(cv, p, &e);
 	long sort_index = p->rank >= 0 ? (long)p->rank : (long)cv->nprocs;
-	e = conv_meta_event(p, LIT_PROCESS_SORT_INDEX, p->pid, 0, NULL,
-			    sort_index);
-	conv_emit(cv, p, &e);
+	e = convert_meta_event(p, LIT_PROCESS_SORT_INDEX, p->pid, 0, NULL,
+			       sort_index);
+	convert_emit(cv, p, &e);
 }
 
-static void thread_metadata(struct conv *cv, struct conv_process *p,
-			    struct conv_thread *t,
+static void thread_metadata(struct converter *cv, struct convert_process *p,
+			    struct convert_thread *t,
 			    const struct raw_thread_header *h)
 {
 	char name[64];
@@ -75,15 +75,15 @@ static void thread_metadata(struct conv *cv, struct conv_process *p,
 		 h->name[0] ? h->name : "thread",
 		 (unsigned long long)h->amp_thread);
 	struct trace_event e =
-		conv_meta_event(p, LIT_THREAD_NAME, p->pid, t->tid, name, 0);
+		convert_meta_event(p, LIT_THREAD_NAME, p->pid, t->tid, name, 0);
 	e.meta.os_tid = h->os_tid;
-	conv_emit(cv, p, &e);
-	e = conv_meta_event(p, LIT_THREAD_SORT_INDEX, p->pid, t->tid, NULL,
-			    (int64_t)t->tid);
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
+	e = convert_meta_event(p, LIT_THREAD_SORT_INDEX, p->pid, t->tid, NULL,
+			       (int64_t)t->tid);
+	convert_emit(cv, p, &e);
 }
 
-static const uint8_t *map_chunk(struct conv_thread *t, uint64_t index)
+static const uint8_t *map_chunk(struct convert_thread *t, uint64_t index)
 {
 	struct stat st;
 
@@ -95,8 +95,8 @@ static const uint8_t *map_chunk(struct conv_thread *t, uint64_t index)
 	return chunk == MAP_FAILED ? NULL : chunk;
 }
 
-static size_t read_thread(struct conv *cv, struct conv_process *p,
-			  struct conv_thread *t)
+static size_t read_thread(struct converter *cv, struct convert_process *p,
+			  struct convert_thread *t)
 {
 	size_t count = 0;
 
@@ -126,7 +126,7 @@ static size_t read_thread(struct conv *cv, struct conv_process *p,
 			p->writer = cv->writer_for(cv->ctx, p);
 			if (cv->trace_for)
 				p->trace = cv->trace_for(cv->ctx, p);
-			conv_intern_names(p);
+			convert_intern_names(p);
 			process_metadata(cv, p);
 		}
 		if (t->tid == RAW_GPU_STREAM)
@@ -170,7 +170,7 @@ static size_t read_thread(struct conv *cv, struct conv_process *p,
 			p->raw_errors++;
 			break;
 		}
-		conv_record(cv, p, t, r);
+		convert_record(cv, p, t, r);
 		t->offset += size;
 		count++;
 	}
@@ -203,7 +203,7 @@ static char *read_small_file(const char *path)
 	if (!f)
 		return NULL;
 	for (;;) {
-		text = conv_grow(text, &cap, len + 4097, 1);
+		text = convert_grow(text, &cap, len + 4097, 1);
 		size_t n = fread(text + len, 1, 4096, f);
 		len += n;
 		if (n < 4096)
@@ -215,7 +215,8 @@ static char *read_small_file(const char *path)
 }
 
 /* Reads p<pid>/process.json; NULL while it is not there yet. */
-static struct conv_process *load_process(struct conv *cv, const char *dir)
+static struct convert_process *load_process(struct converter *cv,
+					    const char *dir)
 {
 	char path[PATH_MAX + 320];
 
@@ -227,7 +228,7 @@ static struct conv_process *load_process(struct conv *cv, const char *dir)
 	free(text);
 	if (!root)
 		return NULL;
-	struct conv_process *p = calloc(1, sizeof *p);
+	struct convert_process *p = calloc(1, sizeof *p);
 	if (!p)
 		abort();
 	const cJSON *v;
@@ -256,8 +257,8 @@ static struct conv_process *load_process(struct conv *cv, const char *dir)
 	return p;
 }
 
-static struct conv_thread *find_thread(struct conv_process *p,
-				       const char *path)
+static struct convert_thread *find_thread(struct convert_process *p,
+					  const char *path)
 {
 	for (size_t i = 0; i < p->nthreads; i++)
 		if (!strcmp(p->threads[i]->path, path))
@@ -272,7 +273,7 @@ static int compare_names(const void *a, const void *b)
 
 /* New thread files of a process, in name order (t1.raw before t2.raw),
  * so thread metadata comes out in the same order every run. */
-static void scan_threads(struct conv_process *p)
+static void scan_threads(struct convert_process *p)
 {
 	DIR *d = opendir(p->dir);
 	struct dirent *e;
@@ -290,7 +291,7 @@ static void scan_threads(struct conv_process *p)
 		snprintf(path, sizeof path, "%s/%s", p->dir, e->d_name);
 		if (find_thread(p, path))
 			continue;
-		found = conv_grow(found, &cap, nfound + 1, sizeof *found);
+		found = convert_grow(found, &cap, nfound + 1, sizeof *found);
 		found[nfound++] = strdup(path);
 	}
 	closedir(d);
@@ -301,20 +302,20 @@ static void scan_threads(struct conv_process *p)
 			free(found[i]);
 			continue;
 		}
-		struct conv_thread *t = calloc(1, sizeof *t);
+		struct convert_thread *t = calloc(1, sizeof *t);
 		if (!t)
 			abort();
 		t->path = found[i];
 		t->fd = fd;
 		size_t cap_threads = p->nthreads;
-		p->threads = conv_grow(p->threads, &cap_threads, p->nthreads + 1,
-				       sizeof *p->threads);
+		p->threads = convert_grow(p->threads, &cap_threads, p->nthreads + 1,
+					  sizeof *p->threads);
 		p->threads[p->nthreads++] = t;
 	}
 	free(found);
 }
 
-static bool known_dir(const struct conv *cv, const char *dir)
+static bool known_dir(const struct converter *cv, const char *dir)
 {
 	for (size_t i = 0; i < cv->nprocs; i++)
 		if (!strcmp(cv->procs[i]->dir, dir))
@@ -322,7 +323,7 @@ static bool known_dir(const struct conv *cv, const char *dir)
 	return false;
 }
 
-static void scan_processes(struct conv *cv)
+static void scan_processes(struct converter *cv)
 {
 	DIR *d = opendir(cv->raw_dir);
 	struct dirent *e;
@@ -336,21 +337,21 @@ static void scan_processes(struct conv *cv)
 		snprintf(dir, sizeof dir, "%s/%s", cv->raw_dir, e->d_name);
 		if (known_dir(cv, dir))
 			continue;
-		struct conv_process *p = load_process(cv, dir);
+		struct convert_process *p = load_process(cv, dir);
 		if (!p)
 			continue;
 		size_t cap = cv->nprocs;
-		cv->procs = conv_grow(cv->procs, &cap, cv->nprocs + 1,
-				      sizeof *cv->procs);
+		cv->procs = convert_grow(cv->procs, &cap, cv->nprocs + 1,
+					 sizeof *cv->procs);
 		cv->procs[cv->nprocs++] = p;
 	}
 	closedir(d);
 }
 
-void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
-	       conv_writer_fn writer_for, void *ctx)
+void convert_init(struct converter *c, const char *raw_dir, uint64_t base_ns,
+		  convert_writer_fn writer_for, void *ctx)
 {
-	*c = (struct conv){ .raw_dir = strdup(raw_dir), .base_ns = base_ns,
+	*c = (struct converter){ .raw_dir = strdup(raw_dir), .base_ns = base_ns,
 			    .writer_for = writer_for, .ctx = ctx,
 			    .decoded = calloc(1, sizeof *c->decoded),
 			    .scratch_tensors = calloc(2 * RAW_MAX_TENSORS,
@@ -372,7 +373,7 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-size_t conv_poll(struct conv *c)
+size_t convert_poll(struct converter *c)
 {
 	size_t count = 0;
 	/* New processes and threads are rare: look for them every few ms,
@@ -385,7 +386,7 @@ size_t conv_poll(struct conv *c)
 		scan_processes(c);
 	}
 	for (size_t i = 0; i < c->nprocs; i++) {
-		struct conv_process *p = c->procs[i];
+		struct convert_process *p = c->procs[i];
 		if (scan)
 			scan_threads(p);
 		for (size_t j = 0; j < p->nthreads; j++)
@@ -396,18 +397,19 @@ size_t conv_poll(struct conv *c)
 
 /* ------------------------------------------------------------- the end */
 
-static void close_thread(struct conv *cv, struct conv_process *p,
-			 struct conv_thread *t, uint64_t end_ns,
+static void close_thread(struct converter *cv, struct convert_process *p,
+			 struct convert_thread *t, uint64_t end_ns,
 			 const char *closed_by)
 {
 	/* Innermost first, so the X events nest like the stack did. */
 	while (t->nops) {
-		conv_op_close(cv, p, t, &t->ops[--t->nops], end_ns, closed_by);
+		convert_op_close(cv, p, t, &t->ops[--t->nops], end_ns,
+				 closed_by);
 		p->in_flight_ops++;
 	}
 	while (t->nscopes)
-		conv_scope_end(cv, p, t, &t->scopes[--t->nscopes], end_ns,
-			       closed_by);
+		convert_scope_end(cv, p, t, &t->scopes[--t->nscopes], end_ns,
+				  closed_by);
 }
 
 static bool file_exists(const char *dir, const char *name)
@@ -418,14 +420,14 @@ static bool file_exists(const char *dir, const char *name)
 	return access(path, F_OK) == 0;
 }
 
-void conv_finish(struct conv *c, long child_pid, int wait_status,
-		 uint64_t end_ns)
+void convert_finish(struct converter *c, long child_pid, int wait_status,
+		    uint64_t end_ns)
 {
 	c->final = true;
-	while (conv_poll(c))
+	while (convert_poll(c))
 		;
 	for (size_t i = 0; i < c->nprocs; i++) {
-		struct conv_process *p = c->procs[i];
+		struct convert_process *p = c->procs[i];
 		char message[256], signame[32];
 		bool died = false;
 
@@ -436,8 +438,8 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 			snprintf(message, sizeof message,
 				 "%s (pid %ld) was killed by %s (%s)", p->name,
 				 p->pid,
-				 conv_signal_name(p->signal, signame,
-						  sizeof signame),
+				 convert_signal_name(p->signal, signame,
+						     sizeof signame),
 				 strsignal(p->signal));
 		} else if (p->pid == child_pid && WIFEXITED(wait_status)) {
 			p->status = "exited";
@@ -460,7 +462,7 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 		const char *closed_by = died ? "process died" : "process exit";
 		/* Where it died: the innermost op in flight, if any. */
 		for (size_t j = 0; died && j < p->nthreads; j++) {
-			const struct conv_thread *t = p->threads[j];
+			const struct convert_thread *t = p->threads[j];
 			if (!t->nops)
 				continue;
 			const struct trace_op *op = &t->ops[t->nops - 1].op;
@@ -475,25 +477,25 @@ void conv_finish(struct conv *c, long child_pid, int wait_status,
 		for (size_t j = 0; j < p->nthreads; j++)
 			close_thread(c, p, p->threads[j], when, closed_by);
 		if (died)
-			conv_diag(c, p, 0, when, "process-died", message, 0, 0,
-				  'p');
+			convert_diag(c, p, 0, when, "process-died", message, 0,
+				     0, 'p');
 		/* The last event: how the process ended, as a label. */
 		if (!strcmp(p->status, "signaled"))
 			snprintf(message, sizeof message, "killed by %s",
-				 conv_signal_name(p->signal, signame,
-						  sizeof signame));
+				 convert_signal_name(p->signal, signame,
+						     sizeof signame));
 		else if (!strcmp(p->status, "exited") && p->exit_code >= 0)
 			snprintf(message, sizeof message, "exit %d",
 				 p->exit_code);
 		else
 			snprintf(message, sizeof message, "%s", p->status);
-		struct trace_event e = conv_meta_event(p, LIT_PROCESS_LABELS,
-						       p->pid, 0, message, 0);
-		conv_emit(c, p, &e);
+		struct trace_event e = convert_meta_event(
+			p, LIT_PROCESS_LABELS, p->pid, 0, message, 0);
+		convert_emit(c, p, &e);
 	}
 }
 
-void conv_process_json(const struct conv_process *p, struct jsonw *w)
+void convert_process_json(const struct convert_process *p, struct jsonw *w)
 {
 	char signame[32];
 
@@ -519,7 +521,7 @@ void conv_process_json(const struct conv_process *p, struct jsonw *w)
 	if (!strcmp(p->status, "signaled"))
 		jsonw_printf(w, ",\"signal\":%d,\"signal_name\":\"%s\"",
 			     p->signal,
-			     conv_signal_name(p->signal, signame, sizeof signame));
+			     convert_signal_name(p->signal, signame, sizeof signame));
 	jsonw_printf(w, ",\"threads\":%zu,\"events\":%llu,\"ops\":%llu,"
 			"\"casts\":%llu,\"in_flight_ops\":%llu,"
 			"\"raw_errors\":%llu",
@@ -551,12 +553,12 @@ void conv_process_json(const struct conv_process *p, struct jsonw *w)
 	jsonw_raw(w, "}", 1);
 }
 
-void conv_free(struct conv *c)
+void convert_free(struct converter *c)
 {
 	for (size_t i = 0; i < c->nprocs; i++) {
-		struct conv_process *p = c->procs[i];
+		struct convert_process *p = c->procs[i];
 		for (size_t j = 0; j < p->nthreads; j++) {
-			struct conv_thread *t = p->threads[j];
+			struct convert_thread *t = p->threads[j];
 			if (t->chunk)
 				munmap((void *)t->chunk, RAW_CHUNK);
 			if (t->fd >= 0)

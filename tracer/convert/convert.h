@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct conv_thread;
-struct conv_gpu_track;
-struct conv_label_cache;
+struct convert_thread;
+struct convert_gpu_track;
+struct convert_label_cache;
 struct event_json_memo;
 struct raw_decoded;
 
 /* One traced process (one p<pid> directory). */
-struct conv_process {
+struct convert_process {
 	long pid;
 	long ppid;
 	int rank;                /* -1 when the environment gave none */
@@ -37,7 +37,7 @@ struct conv_process {
 	 * a process that records nothing (a launcher) leaves no trace. */
 	bool announced;
 	struct trace_writer *writer; /* where its events go (NULL: dropped) */
-	/* Where its events are also kept (conv.trace_for; NULL: nowhere).
+	/* Where its events are also kept (converter.trace_for; NULL: nowhere).
 	 * `trace_lost`: an event could not be kept (out of memory), so
 	 * `trace` is not the file. */
 	struct trace *trace;
@@ -49,8 +49,8 @@ struct conv_process {
 	struct trace own_strings;
 	const char **interned_names[6];
 	const char **literals;
-	struct conv_label_cache *labels;
-	struct conv_thread **threads;
+	struct convert_label_cache *labels;
+	struct convert_thread **threads;
 	size_t nthreads;
 	uint64_t last_ns;        /* latest event time seen */
 	uint64_t events;         /* trace events written */
@@ -67,9 +67,10 @@ struct conv_process {
 	uint64_t gpu_stats[7];   /* kernels memcpys unlinked untimed dropped
 				    buffers lost (raw.h RAW_KIND_GPU_STATS) */
 	uint64_t kernels, memcpys;
-	struct conv_gpu_track *gpu_tracks; /* announced devices and streams */
+	/* announced devices and streams */
+	struct convert_gpu_track *gpu_tracks;
 	size_t ngpu_tracks;
-	/* filled by conv_finish */
+	/* filled by convert_finish */
 	const char *status;      /* "exited", "signaled", "died", "running" */
 	int exit_code;           /* when status is "exited" and known */
 	int signal;              /* when "signaled" */
@@ -77,23 +78,23 @@ struct conv_process {
 };
 
 /* Chooses the writer for a newly seen process. */
-typedef struct trace_writer *(*conv_writer_fn)(void *ctx,
-					       const struct conv_process *p);
+typedef struct trace_writer *(*convert_writer_fn)(
+	void *ctx, const struct convert_process *p);
 /* Chooses the in-memory trace that keeps a newly seen process's events
  * as they are written (called after its writer_for), or NULL.  It must
- * outlive the conv (conv_free). */
-typedef struct trace *(*conv_trace_fn)(void *ctx,
-				       const struct conv_process *p);
+ * outlive the converter (convert_free). */
+typedef struct trace *(*convert_trace_fn)(void *ctx,
+					  const struct convert_process *p);
 
-struct conv {
+struct converter {
 	char *raw_dir;
 	uint64_t base_ns;        /* CLOCK_MONOTONIC of ts 0 */
-	conv_writer_fn writer_for;
-	/* Optional (NULL after conv_init): `amptrace run` computes its
+	convert_writer_fn writer_for;
+	/* Optional (NULL after convert_init): `amptrace run` computes its
 	 * findings from these traces rather than reading its files back. */
-	conv_trace_fn trace_for;
+	convert_trace_fn trace_for;
 	void *ctx;
-	struct conv_process **procs;
+	struct convert_process **procs;
 	size_t nprocs;
 	struct jsonw buf;        /* scratch for one event */
 	struct jsonw label;      /* scratch for its name: reused, as an
@@ -101,30 +102,30 @@ struct conv {
 	/* an event's tensors when its process keeps no trace */
 	struct trace_tensor *scratch_tensors;
 	/* buf's cache of escaped strings: every string of an event is
-	 * interned in a trace that outlives the conv */
+	 * interned in a trace that outlives the converter */
 	struct jsonw_cache *json_cache;
 	struct event_json_memo *memo; /* its op templates (event_json.h) */
 	struct raw_decoded *decoded; /* scratch for one record */
 	uint64_t last_scan_ns;   /* when the directories were last listed */
-	bool final;              /* conv_finish: list them on every poll */
+	bool final;              /* convert_finish: list them on every poll */
 };
 
-void conv_init(struct conv *c, const char *raw_dir, uint64_t base_ns,
-	       conv_writer_fn writer_for, void *ctx);
+void convert_init(struct converter *c, const char *raw_dir, uint64_t base_ns,
+		  convert_writer_fn writer_for, void *ctx);
 /* Picks up new processes, threads and records.  Returns the number of
  * records converted (0: nothing new). */
-size_t conv_poll(struct conv *c);
+size_t convert_poll(struct converter *c);
 /* Final pass once the program has ended: converts what is left, closes
  * what the death of a process left open (ops in flight, autocast regions),
  * says how each process ended.  `child_pid`/`wait_status` describe the
  * direct child (its status is exact); `end_ns` is when its end was seen. */
-void conv_finish(struct conv *c, long child_pid, int wait_status,
-		 uint64_t end_ns);
+void convert_finish(struct converter *c, long child_pid, int wait_status,
+		    uint64_t end_ns);
 /* The process's entry of the trailer's "processes" list. */
-void conv_process_json(const struct conv_process *p, struct jsonw *w);
-void conv_free(struct conv *c);
+void convert_process_json(const struct convert_process *p, struct jsonw *w);
+void convert_free(struct converter *c);
 
 /* "SIGSEGV" for 11, or "signal N". */
-const char *conv_signal_name(int sig, char *buf, size_t size);
+const char *convert_signal_name(int sig, char *buf, size_t size);
 
 #endif /* AMPTRACE_CONVERT_H */

@@ -29,8 +29,8 @@ enum name_table {
 	NAMES_COUNT
 };
 
-/* Strings every process's events use, interned once (conv_lit). */
-enum conv_literal {
+/* Strings every process's events use, interned once (convert_lit). */
+enum convert_literal {
 	LIT_EMPTY,
 	LIT_UNKNOWN,
 	LIT_CAT_OP,
@@ -69,7 +69,7 @@ struct open_scope {
 	int depth;
 };
 
-struct conv_thread {
+struct convert_thread {
 	char *path;
 	int fd;
 	const uint8_t *chunk;
@@ -92,68 +92,70 @@ struct conv_thread {
 
 /* A GPU "process" (device) or one of its streams, once announced by its
  * metadata events; stream UINT32_MAX stands for the device itself. */
-struct conv_gpu_track {
+struct convert_gpu_track {
 	uint32_t device, stream;
 };
 
 /* convert_write.c: events are built with strings interned in the
- * process's trace (conv_process.strings), then written and kept.  It is
+ * process's trace (convert_process.strings), then written and kept.  It is
  * the bottom of the converter (convert.c -> convert_records.c ->
  * convert_write.c): the helpers all three use are here. */
-char *conv_dupn(const char *s, size_t len);
-void *conv_grow(void *array, size_t *cap, size_t need, size_t elem);
-const char *conv_name_of(const struct conv_process *p, enum name_table t,
+char *convert_dupn(const char *s, size_t len);
+void *convert_grow(void *array, size_t *cap, size_t need, size_t elem);
+const char *convert_name_of(const struct convert_process *p, enum name_table t,
 		unsigned value);
-const char *conv_intern(struct conv_process *p, const char *s, size_t len);
-const char *conv_intern_cstr(struct conv_process *p, const char *s);
-void conv_intern_names(struct conv_process *p);
+const char *convert_intern(struct convert_process *p, const char *s,
+			   size_t len);
+const char *convert_intern_cstr(struct convert_process *p, const char *s);
+void convert_intern_names(struct convert_process *p);
 
 /* p's interned name of enum value `value` of table t ("unknown" when
  * its table has none). */
-static inline const char *conv_name(const struct conv_process *p,
-				    enum name_table t, unsigned value)
+static inline const char *convert_name(const struct convert_process *p,
+				       enum name_table t, unsigned value)
 {
 	return value < p->name_count[t] ? p->interned_names[t][value]
 					: p->literals[LIT_UNKNOWN];
 }
 
-static inline const char *conv_lit(const struct conv_process *p,
-				   enum conv_literal lit)
+static inline const char *convert_lit(const struct convert_process *p,
+				      enum convert_literal lit)
 {
 	return p->literals[lit];
 }
 
-void *conv_alloc(struct conv_process *p, size_t size);
-double conv_to_us(int64_t ns);
-struct trace_event conv_head(struct conv *cv, struct conv_process *p,
+void *convert_alloc(struct convert_process *p, size_t size);
+double convert_to_us(int64_t ns);
+struct trace_event convert_head(struct converter *cv, struct convert_process *p,
 		uint64_t tid, enum trace_kind kind, const char *name,
-		enum conv_literal cat, char ph, uint64_t time_ns);
-struct trace_event conv_meta_event(struct conv_process *p,
-		enum conv_literal name, int64_t pid, uint64_t tid,
+		enum convert_literal cat, char ph, uint64_t time_ns);
+struct trace_event convert_meta_event(struct convert_process *p,
+		enum convert_literal name, int64_t pid, uint64_t tid,
 		const char *value, int64_t sort_index);
-void conv_emit(struct conv *cv, struct conv_process *p,
+void convert_emit(struct converter *cv, struct convert_process *p,
 		const struct trace_event *e);
-struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
+struct trace_tensor *convert_tensors(struct converter *cv,
+				     struct convert_process *p,
 		const struct amp_tensor_info *list, int n, bool inputs);
-struct trace_autocast conv_autocast(struct conv_process *p,
-		struct conv_thread *t, const struct amp_autocast_info *a,
+struct trace_autocast convert_autocast(struct convert_process *p,
+		struct convert_thread *t, const struct amp_autocast_info *a,
 		const char *scope);
-const char *conv_op_label(struct conv_process *p, const char *op,
+const char *convert_op_label(struct convert_process *p, const char *op,
 		const char *overload);
-const char *conv_cast_label(struct conv_process *p, unsigned from,
+const char *convert_cast_label(struct convert_process *p, unsigned from,
 		unsigned to);
 
 /* convert_records.c */
-void conv_scope_end(struct conv *cv, struct conv_process *p,
-		struct conv_thread *t, const struct open_scope *s,
+void convert_scope_end(struct converter *cv, struct convert_process *p,
+		struct convert_thread *t, const struct open_scope *s,
 		uint64_t time_ns, const char *closed_by);
-void conv_diag(struct conv *cv, struct conv_process *p, uint64_t tid,
-	       uint64_t time_ns, const char *kind, const char *message,
-	       uint64_t op_id, uint64_t tensor_id, char scope);
-void conv_op_close(struct conv *cv, struct conv_process *p,
-		   struct conv_thread *t, const struct pending_op *op,
-		   uint64_t end_ns, const char *closed_by);
-void conv_record(struct conv *cv, struct conv_process *p,
-		struct conv_thread *t, const struct raw_record *r);
+void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
+		  uint64_t time_ns, const char *kind, const char *message,
+		  uint64_t op_id, uint64_t tensor_id, char scope);
+void convert_op_close(struct converter *cv, struct convert_process *p,
+		      struct convert_thread *t, const struct pending_op *op,
+		      uint64_t end_ns, const char *closed_by);
+void convert_record(struct converter *cv, struct convert_process *p,
+		struct convert_thread *t, const struct raw_record *r);
 
 #endif /* AMPTRACE_CONVERT_INTERNAL_H */

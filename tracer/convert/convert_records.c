@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------------- records */
 
-static struct pending_op *find_pending(struct conv_thread *t, uint64_t op_id)
+static struct pending_op *find_pending(struct convert_thread *t, uint64_t op_id)
 {
 	for (size_t i = t->nops; i-- > 0;)
 		if (t->ops[i].op.op_id == op_id)
@@ -21,18 +21,18 @@ static struct pending_op *find_pending(struct conv_thread *t, uint64_t op_id)
 
 /* s interned: `known` when s equals it (an END repeats its BEGIN's
  * strings: comparing is cheaper than interning again). */
-static const char *intern_like(struct conv_process *p, const char *s,
+static const char *intern_like(struct convert_process *p, const char *s,
 			       const char *known)
 {
 	if (s && known && !strcmp(s, known))
 		return known;
-	return conv_intern_cstr(p, s);
+	return convert_intern_cstr(p, s);
 }
 
 /* The fields an op's BEGIN and END both carry; `begin` is the op's BEGIN
  * when e is its END, else NULL. */
-static struct trace_op op_fields(struct conv_process *p,
-				 struct conv_thread *t,
+static struct trace_op op_fields(struct convert_process *p,
+				 struct convert_thread *t,
 				 const struct amp_op_event *e,
 				 const struct trace_op *begin)
 {
@@ -40,24 +40,25 @@ static struct trace_op op_fields(struct conv_process *p,
 		.op_id = e->op_id, .parent_op_id = e->parent_op_id,
 		.forward_op_id = e->forward_op_id,
 		.op = e->op ? intern_like(p, e->op, begin ? begin->op : NULL)
-			    : conv_lit(p, LIT_UNKNOWN),
+			    : convert_lit(p, LIT_UNKNOWN),
 		.overload = e->overload ? intern_like(p, e->overload,
 						      begin ? begin->overload
 							    : NULL)
-					: conv_lit(p, LIT_EMPTY),
-		.phase = conv_name(p, NAMES_PHASE, e->phase),
-		.device = conv_name(p, NAMES_DEVICE, e->device),
+					: convert_lit(p, LIT_EMPTY),
+		.phase = convert_name(p, NAMES_PHASE, e->phase),
+		.device = convert_name(p, NAMES_DEVICE, e->device),
 		.emulated = e->emulated,
-		.autocast = conv_autocast(p, t, &e->autocast,
-					  begin ? begin->autocast.scope : NULL),
+		.autocast = convert_autocast(p, t, &e->autocast,
+					     begin ? begin->autocast.scope
+						   : NULL),
 	};
 	return op;
 }
 
-static void on_op_begin(struct conv_process *p, struct conv_thread *t,
+static void on_op_begin(struct convert_process *p, struct convert_thread *t,
 			const struct amp_op_event *e, uint64_t time_ns)
 {
-	t->ops = conv_grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
+	t->ops = convert_grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
 	t->ops[t->nops++] = (struct pending_op){
 		.begin_ns = time_ns, .op = op_fields(p, t, e, NULL),
 	};
@@ -65,35 +66,37 @@ static void on_op_begin(struct conv_process *p, struct conv_thread *t,
 
 /* The amp.op X event of op `op`, from begin_ns to end_ns, written and
  * kept. */
-static void op_event(struct conv *cv, struct conv_process *p,
-		     struct conv_thread *t, const struct trace_op *op,
+static void op_event(struct converter *cv, struct convert_process *p,
+		     struct convert_thread *t, const struct trace_op *op,
 		     uint64_t begin_ns, uint64_t end_ns)
 {
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_OP,
-					 conv_op_label(p, op->op, op->overload),
-					 LIT_CAT_OP, 'X', begin_ns);
-	e.dur = conv_to_us((int64_t)(end_ns > begin_ns ? end_ns - begin_ns : 0));
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_OP,
+					    convert_op_label(p, op->op,
+							     op->overload),
+					    LIT_CAT_OP, 'X', begin_ns);
+	e.dur = convert_to_us((int64_t)(end_ns > begin_ns ? end_ns - begin_ns : 0));
 	e.op = *op;
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 	p->ops++;
 }
 
 /* An op the end of its thread or process closed (closed_by says how): an
  * incomplete op (FORMAT.md), which has no policy, inputs, outputs or
  * status. */
-void conv_op_close(struct conv *cv, struct conv_process *p,
-		   struct conv_thread *t, const struct pending_op *pending,
-		   uint64_t end_ns, const char *closed_by)
+void convert_op_close(struct converter *cv, struct convert_process *p,
+		      struct convert_thread *t,
+		      const struct pending_op *pending, uint64_t end_ns,
+		      const char *closed_by)
 {
 	struct trace_op op = pending->op;
 
 	op.incomplete = true;
-	op.closed_by = conv_intern_cstr(p, closed_by);
+	op.closed_by = convert_intern_cstr(p, closed_by);
 	op_event(cv, p, t, &op, pending->begin_ns, end_ns);
 }
 
-static void on_op_end(struct conv *cv, struct conv_process *p,
-		      struct conv_thread *t, const struct amp_op_event *e,
+static void on_op_end(struct converter *cv, struct convert_process *p,
+		      struct convert_thread *t, const struct amp_op_event *e,
 		      uint64_t time_ns)
 {
 	uint64_t begin_ns = e->begin_ns;
@@ -111,38 +114,38 @@ static void on_op_end(struct conv *cv, struct conv_process *p,
 	if (!begin_ns || begin_ns > time_ns)
 		begin_ns = time_ns;
 	struct trace_op op = op_fields(p, t, e, pending ? &begin : NULL);
-	op.policy = conv_name(p, NAMES_POLICY, e->policy);
+	op.policy = convert_name(p, NAMES_POLICY, e->policy);
 	op.ninputs = e->ninputs;
 	op.noutputs = e->noutputs;
-	op.inputs = conv_tensors(cv, p, e->inputs, e->ninputs, true);
-	op.outputs = conv_tensors(cv, p, e->outputs, e->noutputs, false);
+	op.inputs = convert_tensors(cv, p, e->inputs, e->ninputs, true);
+	op.outputs = convert_tensors(cv, p, e->outputs, e->noutputs, false);
 	op.status = e->status;
 	if (e->status)
-		op.error = e->error ? conv_intern_cstr(p, e->error)
-				    : conv_lit(p, LIT_EMPTY);
+		op.error = e->error ? convert_intern_cstr(p, e->error)
+				    : convert_lit(p, LIT_EMPTY);
 	op_event(cv, p, t, &op, begin_ns, time_ns);
 }
 
-static void counter(struct conv *cv, struct conv_process *p,
-		    struct conv_thread *t, enum conv_literal cat,
+static void counter(struct converter *cv, struct convert_process *p,
+		    struct convert_thread *t, enum convert_literal cat,
 		    const char *name, uint64_t time_ns,
-		    enum conv_literal series1, double v1,
-		    enum conv_literal series2, double v2)
+		    enum convert_literal series1, double v1,
+		    enum convert_literal series2, double v2)
 {
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_COUNTER, name,
-					 cat, 'C', time_ns);
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_COUNTER, name,
+					    cat, 'C', time_ns);
 
 	e.counter = (struct trace_counter){
 		.nseries = series2 != LIT_EMPTY ? 2 : 1,
-		.series = { conv_lit(p, series1),
-			    series2 != LIT_EMPTY ? conv_lit(p, series2) : NULL },
+		.series = { convert_lit(p, series1),
+			    series2 != LIT_EMPTY ? convert_lit(p, series2) : NULL },
 		.value = { v1, v2 },
 	};
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 }
 
-static void on_cast(struct conv *cv, struct conv_process *p,
-		    struct conv_thread *t, const struct amp_cast_event *c,
+static void on_cast(struct converter *cv, struct convert_process *p,
+		    struct convert_thread *t, const struct amp_cast_event *c,
 		    uint64_t time_ns)
 {
 	uint64_t begin_ns = c->begin_ns;
@@ -152,19 +155,20 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 		begin_ns = time_ns;
 	const struct pending_op *pending = find_pending(t, c->op_id);
 	const struct trace_op *op = pending ? &pending->op : NULL;
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_CAST,
-					 conv_cast_label(p, c->from, c->to),
-					 LIT_CAT_CAST, 'X', begin_ns);
-	e.dur = conv_to_us((int64_t)(time_ns - begin_ns));
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CAST,
+					    convert_cast_label(p, c->from,
+							       c->to),
+					    LIT_CAT_CAST, 'X', begin_ns);
+	e.dur = convert_to_us((int64_t)(time_ns - begin_ns));
 	e.cast = (struct trace_cast){
 		.op_id = c->op_id, .tensor = source->id, .result = c->result.id,
 		.bytes = c->bytes, .arg = c->arg,
-		.from = conv_name(p, NAMES_DTYPE, c->from),
-		.to = conv_name(p, NAMES_DTYPE, c->to),
-		.cache = conv_name(p, NAMES_CACHE, c->cache),
-		.reason = c->reason ? conv_intern_cstr(p, c->reason)
-				    : conv_lit(p, LIT_EMPTY),
-		.name = conv_intern_cstr(p, source->name),
+		.from = convert_name(p, NAMES_DTYPE, c->from),
+		.to = convert_name(p, NAMES_DTYPE, c->to),
+		.cache = convert_name(p, NAMES_CACHE, c->cache),
+		.reason = c->reason ? convert_intern_cstr(p, c->reason)
+				    : convert_lit(p, LIT_EMPTY),
+		.name = convert_intern_cstr(p, source->name),
 		.op = op ? op->op : NULL,
 		.phase = op ? op->phase : NULL,
 		.scope = op ? op->autocast.scope : NULL,
@@ -176,43 +180,45 @@ static void on_cast(struct conv *cv, struct conv_process *p,
 	};
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 	p->casts++;
 	if (c->cache_counted)
-		counter(cv, p, t, LIT_CAT_CACHE, conv_lit(p, LIT_AUTOCAST_CACHE),
+		counter(cv, p, t, LIT_CAT_CACHE, convert_lit(p, LIT_AUTOCAST_CACHE),
 			time_ns, LIT_ENTRIES, (double)c->cache_entries,
 			LIT_BYTES, (double)c->cache_bytes);
 }
 
-static const char *scope_label(struct conv *cv, struct conv_process *p,
+static const char *scope_label(struct converter *cv, struct convert_process *p,
 			       const char *scope, unsigned device,
 			       unsigned dtype, bool enabled)
 {
 	struct jsonw *w = &cv->label;
 
 	if (scope)
-		return conv_intern_cstr(p, scope);
+		return convert_intern_cstr(p, scope);
 	jsonw_reset(w);
-	jsonw_printf(w, "autocast(%s, %s)", conv_name_of(p, NAMES_DEVICE, device),
-		     enabled ? conv_name_of(p, NAMES_DTYPE, dtype) : "off");
-	return conv_intern(p, w->data, w->len);
+	jsonw_printf(w, "autocast(%s, %s)", convert_name_of(p, NAMES_DEVICE, device),
+		     enabled ? convert_name_of(p, NAMES_DTYPE, dtype) : "off");
+	return convert_intern(p, w->data, w->len);
 }
 
-void conv_scope_end(struct conv *cv, struct conv_process *p,
-		    struct conv_thread *t, const struct open_scope *s,
-		    uint64_t time_ns, const char *closed_by)
+void convert_scope_end(struct converter *cv, struct convert_process *p,
+		       struct convert_thread *t, const struct open_scope *s,
+		       uint64_t time_ns, const char *closed_by)
 {
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_SCOPE_END,
-					 s->label, LIT_CAT_SCOPE, 'E', time_ns);
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_SCOPE_END,
+					    s->label, LIT_CAT_SCOPE, 'E',
+					    time_ns);
 
 	e.scope = (struct trace_scope){
-		.depth = s->depth, .closed_by = conv_intern_cstr(p, closed_by),
+		.depth = s->depth, .closed_by = convert_intern_cstr(p,
+								    closed_by),
 	};
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 }
 
-static void on_scope(struct conv *cv, struct conv_process *p,
-		     struct conv_thread *t, const struct amp_scope_event *region,
+static void on_scope(struct converter *cv, struct convert_process *p,
+		     struct convert_thread *t, const struct amp_scope_event *region,
 		     uint64_t time_ns, bool enter)
 {
 	if (!enter) {
@@ -220,67 +226,67 @@ static void on_scope(struct conv *cv, struct conv_process *p,
 		 * before it attached has no B to close. */
 		if (!t->nscopes)
 			return;
-		conv_scope_end(cv, p, t, &t->scopes[--t->nscopes], time_ns,
-			       NULL);
+		convert_scope_end(cv, p, t, &t->scopes[--t->nscopes], time_ns,
+				  NULL);
 		t->named_scopes_stale = true;
 		return;
 	}
 	const char *label = scope_label(cv, p, region->scope, region->device,
 					region->dtype, region->enabled);
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_SCOPE_BEGIN, label,
-					 LIT_CAT_SCOPE, 'B', time_ns);
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_SCOPE_BEGIN, label,
+					    LIT_CAT_SCOPE, 'B', time_ns);
 	e.scope = (struct trace_scope){
-		.scope = conv_intern_cstr(p, region->scope),
+		.scope = convert_intern_cstr(p, region->scope),
 		.depth = region->depth,
-		.device = conv_name(p, NAMES_DEVICE, region->device),
-		.dtype = conv_name(p, NAMES_DTYPE, region->dtype),
+		.device = convert_name(p, NAMES_DEVICE, region->device),
+		.dtype = convert_name(p, NAMES_DTYPE, region->dtype),
 		.enabled = region->enabled,
 		.cache_enabled = region->cache_enabled,
 	};
-	conv_emit(cv, p, &e);
-	t->scopes = conv_grow(t->scopes, &t->cap_scopes, t->nscopes + 1,
-			      sizeof *t->scopes);
+	convert_emit(cv, p, &e);
+	t->scopes = convert_grow(t->scopes, &t->cap_scopes, t->nscopes + 1,
+				 sizeof *t->scopes);
 	t->scopes[t->nscopes++] = (struct open_scope){
 		.name = e.scope.scope, .label = label, .depth = region->depth,
 	};
 	t->named_scopes_stale = true;
 }
 
-static void on_cache_clear(struct conv *cv, struct conv_process *p,
-			   struct conv_thread *t, const struct amp_cache_event *c,
+static void on_cache_clear(struct converter *cv, struct convert_process *p,
+			   struct convert_thread *t, const struct amp_cache_event *c,
 			   uint64_t time_ns)
 {
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_CACHE_CLEAR,
-					 conv_lit(p, LIT_CACHE_CLEAR),
-					 LIT_CAT_CACHE, 'i', time_ns);
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CACHE_CLEAR,
+					    convert_lit(p, LIT_CACHE_CLEAR),
+					    LIT_CAT_CACHE, 'i', time_ns);
 
 	e.cache = (struct trace_cache_clear){ c->entries, c->bytes };
-	conv_emit(cv, p, &e);
-	counter(cv, p, t, LIT_CAT_CACHE, conv_lit(p, LIT_AUTOCAST_CACHE),
+	convert_emit(cv, p, &e);
+	counter(cv, p, t, LIT_CAT_CACHE, convert_lit(p, LIT_AUTOCAST_CACHE),
 		time_ns, LIT_ENTRIES, 0, LIT_BYTES, 0);
 }
 
-static void on_scaler(struct conv *cv, struct conv_process *p,
-		      struct conv_thread *t, const struct amp_scaler_event *s,
-		      uint64_t time_ns)
+static void on_scaler(struct converter *cv, struct convert_process *p,
+		      struct convert_thread *t,
+		      const struct amp_scaler_event *s, uint64_t time_ns)
 {
 	const char *what = s->what ? s->what : "";
 	double scale = s->scale;
 	char label[64];
 
 	int n = snprintf(label, sizeof label, "scaler %.40s", what);
-	struct trace_event e = conv_head(cv, p, t->tid, TRACE_SCALER,
-					 conv_intern(p, label, (size_t)n),
-					 LIT_CAT_SCALER, 'i', time_ns);
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_SCALER,
+					    convert_intern(p, label, (size_t)n),
+					    LIT_CAT_SCALER, 'i', time_ns);
 	/* JSON has no NaN or infinity: both are written as null, read as NaN */
 	e.scaler = (struct trace_scaler){
-		.what = conv_intern_cstr(p, what),
+		.what = convert_intern_cstr(p, what),
 		.scaler_id = s->scaler_id, .optimizer_id = s->optimizer_id,
 		.inf_tensor = s->inf_tensor_id,
 		.scale = isfinite(scale) ? scale : NAN,
 		.found_inf = s->found_inf, .step_skipped = s->step_skipped,
 	};
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 
 	size_t slot = (size_t)(s->scaler_id % 8);
 	if (scale == scale && scale != p->last_scale[slot]) {
@@ -291,49 +297,49 @@ static void on_scaler(struct conv *cv, struct conv_process *p,
 		else
 			n = snprintf(name, sizeof name, "grad scale");
 		counter(cv, p, t, LIT_CAT_SCALER,
-			conv_intern(p, name, (size_t)n), time_ns, LIT_SCALE,
+			convert_intern(p, name, (size_t)n), time_ns, LIT_SCALE,
 			scale, LIT_EMPTY, 0);
 		p->last_scale[slot] = scale;
 	}
 	if (s->step_skipped) {
 		p->skipped_steps++;
 		counter(cv, p, t, LIT_CAT_SCALER,
-			conv_lit(p, LIT_SKIPPED_STEPS), time_ns, LIT_SKIPPED,
+			convert_lit(p, LIT_SKIPPED_STEPS), time_ns, LIT_SKIPPED,
 			(double)p->skipped_steps, LIT_EMPTY, 0);
 	}
 }
 
-void conv_diag(struct conv *cv, struct conv_process *p, uint64_t tid,
-	       uint64_t time_ns, const char *kind, const char *message,
-	       uint64_t op_id, uint64_t tensor_id, char scope)
+void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
+		  uint64_t time_ns, const char *kind, const char *message,
+		  uint64_t op_id, uint64_t tensor_id, char scope)
 {
-	const char *name = conv_intern_cstr(p, kind);
-	struct trace_event e = conv_head(cv, p, tid, TRACE_DIAG, name,
-					 LIT_CAT_DIAG, 'i', time_ns);
+	const char *name = convert_intern_cstr(p, kind);
+	struct trace_event e = convert_head(cv, p, tid, TRACE_DIAG, name,
+					    LIT_CAT_DIAG, 'i', time_ns);
 
 	e.diag = (struct trace_diag){
-		.kind = name, .message = conv_intern_cstr(p, message),
+		.kind = name, .message = convert_intern_cstr(p, message),
 		.op_id = op_id, .tensor = tensor_id, .scope = scope,
 	};
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 }
 
-static void on_diag(struct conv *cv, struct conv_process *p,
-		    struct conv_thread *t, const struct amp_diag_event *d,
+static void on_diag(struct converter *cv, struct convert_process *p,
+		    struct convert_thread *t, const struct amp_diag_event *d,
 		    uint64_t time_ns)
 {
 	const char *kind = d->kind ? d->kind : "diag";
 	const char *message = d->message ? d->message : "";
 
-	conv_diag(cv, p, t->tid, time_ns, kind, message, d->op_id,
-		  d->tensor_id, 't');
+	convert_diag(cv, p, t->tid, time_ns, kind, message, d->op_id,
+		     d->tensor_id, 't');
 }
 
 /* ------------------------------------------------------ GPU activities */
 
 /* The pid of GPU `device` of process p: a number of its own per process
  * and device (FORMAT.md §3.8), above every Linux pid (pid_max <= 2^22). */
-static int64_t gpu_pid(const struct conv_process *p, uint32_t device)
+static int64_t gpu_pid(const struct convert_process *p, uint32_t device)
 {
 	return ((int64_t)1 << 30) + (int64_t)(device & 0xff) * ((int64_t)1 << 22) +
 	       (p->pid & (((int64_t)1 << 22) - 1));
@@ -341,7 +347,7 @@ static int64_t gpu_pid(const struct conv_process *p, uint32_t device)
 
 /* Announces p's GPU `device` (stream UINT32_MAX) or one of its streams
  * with metadata events, the first time it is seen. */
-static void gpu_announce(struct conv *cv, struct conv_process *p,
+static void gpu_announce(struct converter *cv, struct convert_process *p,
 			 uint32_t device, uint32_t stream)
 {
 	for (size_t i = 0; i < p->ngpu_tracks; i++)
@@ -349,34 +355,35 @@ static void gpu_announce(struct conv *cv, struct conv_process *p,
 		    p->gpu_tracks[i].stream == stream)
 			return;
 	size_t cap = p->ngpu_tracks;
-	p->gpu_tracks = conv_grow(p->gpu_tracks, &cap, p->ngpu_tracks + 1,
-				  sizeof *p->gpu_tracks);
-	p->gpu_tracks[p->ngpu_tracks++] = (struct conv_gpu_track){ device, stream };
+	p->gpu_tracks = convert_grow(p->gpu_tracks, &cap, p->ngpu_tracks + 1,
+				     sizeof *p->gpu_tracks);
+	p->gpu_tracks[p->ngpu_tracks++] = (struct convert_gpu_track){ device, stream };
 	int64_t pid = gpu_pid(p, device);
 	char name[64];
 	struct trace_event e;
 	if (stream == UINT32_MAX) {
 		snprintf(name, sizeof name, "GPU %u (pid %ld)", device, p->pid);
-		e = conv_meta_event(p, LIT_PROCESS_NAME, pid, 0, name, 0);
+		e = convert_meta_event(p, LIT_PROCESS_NAME, pid, 0, name, 0);
 		e.meta.device = device;
 		e.meta.host_pid = p->pid;
-		conv_emit(cv, p, &e);
-		e = conv_meta_event(p, LIT_PROCESS_SORT_INDEX, pid, 0, NULL,
-				    0x10000 + device);
+		convert_emit(cv, p, &e);
+		e = convert_meta_event(p, LIT_PROCESS_SORT_INDEX, pid, 0, NULL,
+				       0x10000 + device);
 	} else {
 		snprintf(name, sizeof name, "stream %u", stream);
-		e = conv_meta_event(p, LIT_THREAD_NAME, pid, stream, name, 0);
-		conv_emit(cv, p, &e);
-		e = conv_meta_event(p, LIT_THREAD_SORT_INDEX, pid, stream, NULL,
-				    stream);
+		e = convert_meta_event(p, LIT_THREAD_NAME, pid, stream, name,
+				       0);
+		convert_emit(cv, p, &e);
+		e = convert_meta_event(p, LIT_THREAD_SORT_INDEX, pid, stream,
+				       NULL, stream);
 	}
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 }
 
 /* One kernel or memcpy (raw.h RAW_KIND_GPU_ACTIVITY) as Kineto writes
  * it: an X event on the GPU's pid, tid = stream, linked to its op by
  * "External id". */
-static void on_gpu_activity(struct conv *cv, struct conv_process *p,
+static void on_gpu_activity(struct converter *cv, struct convert_process *p,
 			    const struct amp_gpu_activity *a)
 {
 	/* the copy kind is not written: the name says it */
@@ -387,13 +394,14 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 	gpu_announce(cv, p, a->device, a->stream);
 	uint64_t dur = a->end_ns > a->start_ns ? a->end_ns - a->start_ns : 0;
 	/* Readers know the kernel category; a memcpy is someone else's. */
-	struct trace_event e = conv_head(cv, p, a->stream,
-					 copy ? TRACE_OTHER : TRACE_KERNEL,
-					 conv_intern_cstr(p, name),
-					 copy ? LIT_CAT_MEMCPY : LIT_CAT_KERNEL,
-					 'X', a->start_ns);
+	struct trace_event e = convert_head(cv, p, a->stream,
+					    copy ? TRACE_OTHER : TRACE_KERNEL,
+					    convert_intern_cstr(p, name),
+					    copy ? LIT_CAT_MEMCPY
+						 : LIT_CAT_KERNEL,
+					    'X', a->start_ns);
 	e.pid = gpu_pid(p, a->device);
-	e.dur = conv_to_us((int64_t)dur);
+	e.dur = convert_to_us((int64_t)dur);
 	e.kernel = (struct trace_kernel){
 		.linked = a->cast_id || a->op_id, .cast = a->cast_id != 0,
 		.external_id = a->cast_id ? a->cast_id : a->op_id,
@@ -409,20 +417,21 @@ static void on_gpu_activity(struct conv *cv, struct conv_process *p,
 		p->memcpys++;
 	else
 		p->kernels++;
-	conv_emit(cv, p, &e);
+	convert_emit(cv, p, &e);
 }
 
-static void on_gpu_status(struct conv_process *p,
+static void on_gpu_status(struct convert_process *p,
 			  const struct raw_gpu_status *status)
 {
 	p->gpu_status = status->result == 0 ? 1 : -1;
 	free(p->gpu_reason);
-	p->gpu_reason = status->reason ? conv_dupn(status->reason,
-						   strlen(status->reason))
+	p->gpu_reason = status->reason ? convert_dupn(status->reason,
+						      strlen(status->reason))
 				       : NULL;
 }
 
-static void on_gpu_stats(struct conv_process *p, const struct raw_gpu_stats *s)
+static void on_gpu_stats(struct convert_process *p,
+			 const struct raw_gpu_stats *s)
 {
 	uint64_t stats[7] = { s->stats.kernels, s->stats.memcpys,
 			      s->stats.unlinked, s->stats.untimed,
@@ -432,8 +441,8 @@ static void on_gpu_stats(struct conv_process *p, const struct raw_gpu_stats *s)
 	p->gpu_stats_seen = true;
 }
 
-void conv_record(struct conv *cv, struct conv_process *p,
-			   struct conv_thread *t, const struct raw_record *r)
+void convert_record(struct converter *cv, struct convert_process *p,
+			   struct convert_thread *t, const struct raw_record *r)
 {
 	struct raw_decoded *d = cv->decoded;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *conv_dupn(const char *s, size_t len)
+char *convert_dupn(const char *s, size_t len)
 {
 	char *d = malloc(len + 1);
 
@@ -20,7 +20,7 @@ char *conv_dupn(const char *s, size_t len)
 	return d;
 }
 
-void *conv_grow(void *array, size_t *cap, size_t need, size_t elem)
+void *convert_grow(void *array, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return array;
@@ -34,7 +34,7 @@ void *conv_grow(void *array, size_t *cap, size_t need, size_t elem)
 	return grown;
 }
 
-const char *conv_name_of(const struct conv_process *p, enum name_table t,
+const char *convert_name_of(const struct convert_process *p, enum name_table t,
 			   unsigned value)
 {
 	if (value < p->name_count[t])
@@ -87,7 +87,7 @@ struct recent_string {
 	const char *kept;
 	size_t len;
 };
-struct conv_label_cache {
+struct convert_label_cache {
 	struct recent_string recent[RECENT_STRINGS];
 	struct {
 		const char *op, *overload, *label;
@@ -100,7 +100,7 @@ struct conv_label_cache {
 
 /* ------------------------------------------------------------ strings */
 
-static bool keeping(const struct conv_process *p)
+static bool keeping(const struct convert_process *p)
 {
 	return p->trace && !p->trace_lost;
 }
@@ -108,7 +108,7 @@ static bool keeping(const struct conv_process *p)
 /* When the kept trace runs out of memory it is lost (run then computes
  * no findings from it) and the strings go on in the process's own table:
  * the events are still written. */
-static void lose_trace(struct conv_process *p)
+static void lose_trace(struct convert_process *p)
 {
 	p->trace_lost = true;
 	p->strings = &p->own_strings;
@@ -116,7 +116,7 @@ static void lose_trace(struct conv_process *p)
 		memset(p->labels->recent, 0, sizeof p->labels->recent);
 }
 
-const char *conv_intern(struct conv_process *p, const char *s, size_t len)
+const char *convert_intern(struct convert_process *p, const char *s, size_t len)
 {
 	if (!s)
 		return NULL;
@@ -126,11 +126,11 @@ const char *conv_intern(struct conv_process *p, const char *s, size_t len)
 		kept = trace_intern_n(p->strings, s, len);
 	}
 	if (!kept)
-		abort(); /* as conv_dupn: no partial state to fall back to */
+		abort(); /* as convert_dupn: no partial state to fall back to */
 	return kept;
 }
 
-static struct recent_string *recent_slot(struct conv_process *p,
+static struct recent_string *recent_slot(struct convert_process *p,
 					 const char *s, size_t len)
 {
 	uint64_t head = 0, tail = 0;
@@ -147,7 +147,7 @@ static struct recent_string *recent_slot(struct conv_process *p,
 	return &p->labels->recent[(h ^ h >> 29) % RECENT_STRINGS];
 }
 
-const char *conv_intern_cstr(struct conv_process *p, const char *s)
+const char *convert_intern_cstr(struct convert_process *p, const char *s)
 {
 	if (!s)
 		return NULL;
@@ -156,7 +156,7 @@ const char *conv_intern_cstr(struct conv_process *p, const char *s)
 	if (slot && slot->kept && slot->len == len &&
 	    !memcmp(slot->kept, s, len))
 		return slot->kept;
-	const char *kept = conv_intern(p, s, len);
+	const char *kept = convert_intern(p, s, len);
 	if (slot)
 		*slot = (struct recent_string){ kept, len };
 	return kept;
@@ -164,7 +164,7 @@ const char *conv_intern_cstr(struct conv_process *p, const char *s)
 
 /* Interns p's name tables and the literals once, when it is announced
  * (its trace chosen). */
-void conv_intern_names(struct conv_process *p)
+void convert_intern_names(struct convert_process *p)
 {
 	p->strings = p->trace ? p->trace : &p->own_strings;
 	p->literals = calloc(LIT_COUNT, sizeof *p->literals);
@@ -172,7 +172,7 @@ void conv_intern_names(struct conv_process *p)
 	if (!p->literals || !p->labels)
 		abort();
 	for (int k = 0; k < LIT_COUNT; k++)
-		p->literals[k] = conv_intern_cstr(p, literal_text[k]);
+		p->literals[k] = convert_intern_cstr(p, literal_text[k]);
 	for (int k = 0; k < NAMES_COUNT; k++) {
 		p->interned_names[k] = calloc(p->name_count[k] + 1,
 					      sizeof *p->interned_names[k]);
@@ -180,12 +180,12 @@ void conv_intern_names(struct conv_process *p)
 			abort();
 		for (size_t i = 0; i < p->name_count[k]; i++)
 			p->interned_names[k][i] =
-				conv_intern_cstr(p, p->names[k][i]);
+				convert_intern_cstr(p, p->names[k][i]);
 	}
 }
 
 /* `size` bytes that live as long as p's strings. */
-void *conv_alloc(struct conv_process *p, size_t size)
+void *convert_alloc(struct convert_process *p, size_t size)
 {
 	void *room = trace_alloc(p->strings, size);
 	if (!room && p->strings != &p->own_strings) {
@@ -198,12 +198,12 @@ void *conv_alloc(struct conv_process *p, size_t size)
 }
 
 /* "softmax.int", or "softmax" for an empty overload. */
-const char *conv_op_label(struct conv_process *p, const char *op,
-			  const char *overload)
+const char *convert_op_label(struct convert_process *p, const char *op,
+			     const char *overload)
 {
 	size_t slot = (((uintptr_t)op >> 3) ^ ((uintptr_t)overload >> 5)) %
 		      OP_LABELS;
-	struct conv_label_cache *c = p->labels;
+	struct convert_label_cache *c = p->labels;
 
 	if (c->ops[slot].op == op && c->ops[slot].overload == overload)
 		return c->ops[slot].label;
@@ -216,7 +216,7 @@ const char *conv_op_label(struct conv_process *p, const char *op,
 		memcpy(text, op, n);
 		text[n] = '.';
 		memcpy(text + n + 1, overload, k + 1);
-		label = conv_intern(p, text, n + k + 1);
+		label = convert_intern(p, text, n + k + 1);
 		free(text);
 	}
 	c->ops[slot].op = op;
@@ -226,8 +226,8 @@ const char *conv_op_label(struct conv_process *p, const char *op,
 }
 
 /* "cast f32->bf16" */
-const char *conv_cast_label(struct conv_process *p, unsigned from,
-			    unsigned to)
+const char *convert_cast_label(struct convert_process *p, unsigned from,
+			       unsigned to)
 {
 	const char **cached = from < CAST_LABEL_DTYPES && to < CAST_LABEL_DTYPES
 				      ? &p->labels->casts[from][to]
@@ -237,10 +237,10 @@ const char *conv_cast_label(struct conv_process *p, unsigned from,
 	if (cached && *cached)
 		return *cached;
 	int n = snprintf(label, sizeof label, "cast %s->%s",
-			 conv_name_of(p, NAMES_DTYPE, from),
-			 conv_name_of(p, NAMES_DTYPE, to));
-	const char *kept = conv_intern(p, label,
-				       (size_t)n < sizeof label ? (size_t)n
+			 convert_name_of(p, NAMES_DTYPE, from),
+			 convert_name_of(p, NAMES_DTYPE, to));
+	const char *kept = convert_intern(p, label,
+					  (size_t)n < sizeof label ? (size_t)n
 							      : sizeof label - 1);
 	if (cached)
 		*cached = kept;
@@ -251,41 +251,41 @@ const char *conv_cast_label(struct conv_process *p, unsigned from,
 
 /* Microseconds, as a reader parses jsonw_us's text (the double nearest
  * ns / 1000, which the division gives too). */
-double conv_to_us(int64_t ns)
+double convert_to_us(int64_t ns)
 {
 	return (double)ns / 1000.0;
 }
 
 /* An event's first fields; `name` is interned. */
-struct trace_event conv_head(struct conv *cv, struct conv_process *p,
-			     uint64_t tid, enum trace_kind kind,
-			     const char *name, enum conv_literal cat, char ph,
-			     uint64_t time_ns)
+struct trace_event convert_head(struct converter *cv, struct convert_process *p,
+				uint64_t tid, enum trace_kind kind,
+				const char *name, enum convert_literal cat,
+				char ph, uint64_t time_ns)
 {
 	return (struct trace_event){
 		.kind = kind, .ph = ph, .name = name, .cat = p->literals[cat],
 		.pid = p->pid, .tid = (int64_t)tid,
-		.ts = conv_to_us((int64_t)(time_ns - cv->base_ns)),
+		.ts = convert_to_us((int64_t)(time_ns - cv->base_ns)),
 	};
 }
 
 /* An M event: `value` is its args.name or args.labels. */
-struct trace_event conv_meta_event(struct conv_process *p,
-				   enum conv_literal name, int64_t pid,
-				   uint64_t tid, const char *value,
-				   int64_t sort_index)
+struct trace_event convert_meta_event(struct convert_process *p,
+				      enum convert_literal name, int64_t pid,
+				      uint64_t tid, const char *value,
+				      int64_t sort_index)
 {
 	return (struct trace_event){
 		.kind = TRACE_META, .ph = 'M', .name = p->literals[name],
 		.cat = p->literals[LIT_EMPTY], .pid = pid, .tid = (int64_t)tid,
-		.meta = { .value = conv_intern_cstr(p, value),
+		.meta = { .value = convert_intern_cstr(p, value),
 			  .sort_index = sort_index, .rank = -1 },
 	};
 }
 
 /* Writes e and keeps it. */
-void conv_emit(struct conv *cv, struct conv_process *p,
-	       const struct trace_event *e)
+void convert_emit(struct converter *cv, struct convert_process *p,
+		  const struct trace_event *e)
 {
 	event_json_write_memo(&cv->buf, e, cv->memo);
 	if (p->writer && !cv->buf.failed)
@@ -297,9 +297,10 @@ void conv_emit(struct conv *cv, struct conv_process *p,
 
 /* An event's tensors: in the kept trace, else in scratch room that the
  * next event reuses. */
-struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
-				  const struct amp_tensor_info *list, int n,
-				  bool inputs)
+struct trace_tensor *convert_tensors(struct converter *cv,
+				     struct convert_process *p,
+				     const struct amp_tensor_info *list, int n,
+				     bool inputs)
 {
 	struct trace_tensor *out = NULL;
 
@@ -316,17 +317,17 @@ struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
 		struct trace_tensor *k = &out[i];
 		k->id = t->id;
 		k->producer_op_id = inputs ? t->producer_op_id : 0;
-		k->dtype = conv_name(p, NAMES_DTYPE, t->dtype);
-		k->name = conv_intern_cstr(p, t->name);
+		k->dtype = convert_name(p, NAMES_DTYPE, t->dtype);
+		k->name = convert_intern_cstr(p, t->name);
 		k->ndim = t->ndim < 0 ? 0
 			  : t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
 		memcpy(k->shape, t->shape, (size_t)k->ndim * sizeof *k->shape);
 		k->requires_grad = t->requires_grad;
 		k->leaf = t->is_leaf;
 		k->view = t->is_view;
-		k->device = t->device ? conv_name(p, NAMES_DEVICE, t->device)
+		k->device = t->device ? convert_name(p, NAMES_DEVICE, t->device)
 				      : NULL;
-		k->profiler_type = inputs ? conv_name(p, NAMES_PROFILER, t->dtype)
+		k->profiler_type = inputs ? convert_name(p, NAMES_PROFILER, t->dtype)
 					  : NULL;
 	}
 	return out;
@@ -336,7 +337,7 @@ struct trace_tensor *conv_tensors(struct conv *cv, struct conv_process *p,
  * thread's events until a region opens or closes, and by every later
  * time the same regions are open (p keeps the arrays it made), so that
  * ops in alike regions stay alike to the writer's templates. */
-static void named_scopes(struct conv_process *p, struct conv_thread *t)
+static void named_scopes(struct convert_process *p, struct convert_thread *t)
 {
 	if (!t->named_scopes_stale)
 		return;
@@ -350,7 +351,7 @@ static void named_scopes(struct conv_process *p, struct conv_thread *t)
 			open[named++] = t->scopes[i].name;
 	if (!named)
 		return;
-	struct conv_label_cache *c = p->labels;
+	struct convert_label_cache *c = p->labels;
 	for (size_t i = 0; i < c->nscope_lists; i++)
 		if (c->scope_lists[i].count == named &&
 		    !memcmp(c->scope_lists[i].names, open,
@@ -359,7 +360,7 @@ static void named_scopes(struct conv_process *p, struct conv_thread *t)
 			t->nnamed_scopes = named;
 			return;
 		}
-	const char **kept = conv_alloc(p, (size_t)named * sizeof *kept);
+	const char **kept = convert_alloc(p, (size_t)named * sizeof *kept);
 	memcpy(kept, open, (size_t)named * sizeof *open);
 	if (c->nscope_lists < SCOPE_LISTS)
 		c->scope_lists[c->nscope_lists++] =
@@ -369,20 +370,20 @@ static void named_scopes(struct conv_process *p, struct conv_thread *t)
 }
 
 /* `scope`: a's scope interned, when the caller knows it (or NULL). */
-struct trace_autocast conv_autocast(struct conv_process *p,
-				    struct conv_thread *t,
-				    const struct amp_autocast_info *a,
-				    const char *scope)
+struct trace_autocast convert_autocast(struct convert_process *p,
+				       struct convert_thread *t,
+				       const struct amp_autocast_info *a,
+				       const char *scope)
 {
 	named_scopes(p, t);
 	return (struct trace_autocast){
 		.enabled = a->enabled,
-		.device = conv_name(p, NAMES_DEVICE, a->device),
-		.dtype = conv_name(p, NAMES_DTYPE, a->dtype),
+		.device = convert_name(p, NAMES_DEVICE, a->device),
+		.dtype = convert_name(p, NAMES_DTYPE, a->dtype),
 		.cache_enabled = a->cache_enabled, .depth = a->depth,
 		.scope = a->scope && scope && !strcmp(a->scope, scope)
 				 ? scope
-				 : conv_intern_cstr(p, a->scope),
+				 : convert_intern_cstr(p, a->scope),
 		.scopes = t->named_scopes, .nscopes = t->nnamed_scopes,
 	};
 }

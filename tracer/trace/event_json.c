@@ -11,7 +11,9 @@ static void write_us(struct jsonw *w, double us)
 	jsonw_us(w, trace_us_to_ns(us));
 }
 
-void event_json_head(struct jsonw *w, const struct trace_event *e)
+/* e's first keys (name, cat, ph, ts, pid, tid, and dur for 'X'), the
+ * object left open. */
+static void write_head(struct jsonw *w, const struct trace_event *e)
 {
 	jsonw_reset(w);
 	jsonw_lit(w, "{\"name\":");
@@ -663,7 +665,7 @@ static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
 	t->key_size = 0;
 	struct jsonw_holes noted = { 0 };
 	w->holes = &noted;
-	event_json_head(w, e);
+	write_head(w, e);
 	write_op(w, &e->op);
 	w->holes = NULL;
 	if (w->failed || noted.count != nholes || w->len >= MEMO_TEXT)
@@ -697,7 +699,7 @@ void event_json_write(struct jsonw *w, const struct trace_event *e)
 		write_meta(w, e);
 		return;
 	}
-	event_json_head(w, e);
+	write_head(w, e);
 	switch (e->kind) {
 	case TRACE_OP:
 		write_op(w, &e->op);

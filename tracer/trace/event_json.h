@@ -16,11 +16,6 @@
  * first keys only: the model does not hold the rest. */
 void event_json_write(struct jsonw *w, const struct trace_event *e);
 
-/* Only e's first keys (name, cat, ph, ts, pid, tid, and dur for 'X'),
- * object left open: for an event kind whose other keys its own writer
- * adds (the flow events, flow.c). */
-void event_json_head(struct jsonw *w, const struct trace_event *e);
-
 /* What event_json_write_memo remembers between events: the text of op
  * events (templates), so that an op like one written before costs a few
  * copies.  Only for a writer whose events' strings stay unchanged at
