@@ -6,7 +6,7 @@
 #ifndef AMP_ELEMENTWISE_MATH_H
 #define AMP_ELEMENTWISE_MATH_H
 
-#include "amp_cuda_module.h"
+#include "amp_elementwise_ops.h"
 #include "amp_math.h"
 
 /* f(x, p), p the op's scalar parameter. */

@@ -19,12 +19,14 @@
  * when libamp itself was loaded with RTLD_LOCAL.
  *
  * The interface is libamp's, so it lives in lib/: the module's sources
- * (kernels/) include it and amp.h from here, and no lib header includes a
- * kernels header that includes lib's back. */
+ * (kernels/) include it and amp.h from here.  The elementwise ops it
+ * names are kernels/amp_elementwise_ops.h's, which includes nothing: no
+ * lib header includes a kernels header that includes lib's back. */
 #ifndef AMP_CUDA_MODULE_H
 #define AMP_CUDA_MODULE_H
 
 #include "amp.h"
+#include "amp_elementwise_ops.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,32 +47,6 @@ enum amp_cuda_copy_kind {
 	AMP_CUDA_COPY_DEVICE_TO_HOST,
 	AMP_CUDA_COPY_DEVICE_TO_DEVICE,
 	AMP_CUDA_COPY_KIND_COUNT
-};
-
-/* out = f(x, p): p is the op's scalar parameter (rounded to f32 as
- * PyTorch's opmath does). */
-enum amp_cuda_unary {
-	AMP_CUDA_UNARY_NEG,
-	AMP_CUDA_UNARY_EXP,
-	AMP_CUDA_UNARY_LOG,
-	AMP_CUDA_UNARY_RELU,
-	AMP_CUDA_UNARY_GELU,       /* erf form */
-	AMP_CUDA_UNARY_GELU_TANH,  /* approximate='tanh' */
-	AMP_CUDA_UNARY_SIGMOID,
-	AMP_CUDA_UNARY_TANH,
-	AMP_CUDA_UNARY_ADD_SCALAR, /* x + p (alpha folded in by libamp) */
-	AMP_CUDA_UNARY_MUL_SCALAR, /* x * p */
-	AMP_CUDA_UNARY_POW_SCALAR, /* pow(x, p) */
-	AMP_CUDA_UNARY_COUNT
-};
-
-/* out = a OP (alpha * b) for ADD/SUB, a OP b otherwise. */
-enum amp_cuda_binary {
-	AMP_CUDA_BINARY_ADD,
-	AMP_CUDA_BINARY_SUB,
-	AMP_CUDA_BINARY_MUL,
-	AMP_CUDA_BINARY_DIV,
-	AMP_CUDA_BINARY_COUNT
 };
 
 enum amp_cuda_reduce {

@@ -1,12 +1,12 @@
 /* The element scans behind the value checks (lib/diag.c), in the same
- * tiers as the row converters (convert_x86.h): one C loop each, compiled
+ * tiers as the row converters (cast_rows.h): one C loop each, compiled
  * for the baseline ISA, AVX2 and AVX-512F and picked at run time.  Every
  * tier gives the same answer as the scalar definition in the comments.
  * Internal to libamp; the tests compare the tiers. */
 #ifndef AMP_DIAG_SCAN_H
 #define AMP_DIAG_SCAN_H
 
-#include "convert_x86.h"
+#include "cast_rows.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -15,7 +15,7 @@
 #include "amp_internal.h"
 
 #include "amp_scalar.h"
-#include "convert_x86.h"
+#include "cast_rows.h"
 
 #include <assert.h>
 #include <string.h>

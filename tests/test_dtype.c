@@ -1,4 +1,4 @@
-/* Check suite for the dtype layer: lib/dtype.c, lib/convert_x86.c and
+/* Check suite for the dtype layer: lib/dtype.c, lib/cast_rows.c and
  * kernels/amp_scalar.h.  Names, promotion, amp_convert between all pairs
  * on edge values, and the float-format conversions on every input: all
  * 2^32 f32 patterns to f16 and bf16, all 2^16 f16 and bf16 patterns to
@@ -6,7 +6,7 @@
  * test (gcc's _Float16 for f16, FPU rounding in double for bf16). */
 #include "amp.h"
 #include "amp_scalar.h"
-#include "convert_x86.h"
+#include "cast_rows.h"
 #include "test_bits.h"
 
 #include <check.h>

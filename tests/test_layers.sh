@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The tracer's stages include only what is below them (tracer/README.md,
 # "How an event flows"): every #include "x.h" of a source in a stage's
-# folder names a header of its own stage or of one it may use.  Headers
-# outside the stages (lib/, kernels/, system) are not judged here.
-# Usage: test_layers.sh SOURCE_ROOT.  Then the same check on a copy with
-# one upward include added must fail, so the check itself is checked.
+# folder names a header of its own stage or of one it may use (headers
+# outside the stages, lib/ and system ones, are not judged); and the
+# kernels' scalar headers include no libamp header.
+# Usage: test_layers.sh SOURCE_ROOT.  Then the same checks on a copy with
+# a wrong include added must fail, so the checks themselves are checked.
 set -u
 root=$1
 tmp=$(mktemp -d)
@@ -65,12 +66,32 @@ check "every tracer folder is a stage of the table" eval '
 	for d in "$root"/tracer/*/; do d=${d%/}; case " ${layers[*]} " in *" tracer/${d##*/}:"*) ;; *) echo "# ${d##*/}"; exit 1;; esac; done'
 check "no source includes a header of a stage above it" violations "$root"
 
+# libamp and the kernels: the scalar headers (kernels/amp_*.h), shared by
+# the CPU backend and the CUDA kernels, include only each other, never
+# libamp's headers (amp.h), which include them.
+scalar_headers_alone() { # root
+	local root=$1 file header bad=0
+	for file in "$root"/kernels/amp_*.h; do
+		while IFS= read -r header; do
+			[ -e "$root/kernels/$header" ] && continue
+			echo "# ${file#"$root"/} includes $header, not a kernels header"
+			bad=1
+		done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file")
+	done
+	return $bad
+}
+check "kernels' scalar headers include no libamp header" scalar_headers_alone "$root"
+
 # The check must catch an upward include: the trace including the findings.
 mkdir -p "$tmp/copy"
-cp -r "$root/tracer" "$root/viewer" "$tmp/copy/"
+cp -r "$root/tracer" "$root/viewer" "$root/kernels" "$tmp/copy/"
 printf '#include "findings.h"\n' >>"$tmp/copy/tracer/trace/trace.c"
 check "an upward include (trace.c -> findings.h) is caught" \
 	eval '! violations "$tmp/copy" >"$tmp/caught" && grep -q "trace.c includes findings.h (analysis)" "$tmp/caught"'
+
+printf '#include "amp_cuda_module.h"\n' >>"$tmp/copy/kernels/amp_math.h"
+check "a scalar header including libamp's is caught" \
+	eval '! scalar_headers_alone "$tmp/copy" >"$tmp/caught" && grep -q "amp_math.h includes amp_cuda_module.h" "$tmp/caught"'
 
 echo "1..$count"
 exit $fail

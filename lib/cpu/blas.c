@@ -26,7 +26,7 @@
  * warning (those OPENBLAS_CORETYPE asks for are what the user chose, and
  * only amp_backend_info() says so). */
 #include "cpu_ops.h"
-#include "convert_x86.h"
+#include "cast_rows.h"
 
 #include <cblas.h>
 #include <dlfcn.h>

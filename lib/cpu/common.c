@@ -2,7 +2,7 @@
  * dimension wrapping, broadcasting, opmath buffers and error context. */
 #include "cpu_ops.h"
 #include "alloc.h"
-#include "convert_x86.h"
+#include "cast_rows.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * conversions aim at (f32 -> bf16 at least as fast as memcpy), from the
  * fastest single call of many, which a busy machine disturbs least. */
 #include "amp.h"
-#include "convert_x86.h"
+#include "cast_rows.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  * block holding one with the integer code instead, so every tier gives
  * the same bits.  Vector bodies leave fewer than one vector of elements
  * to the scalar code, which gives the same bits. */
-#include "convert_x86.h"
+#include "cast_rows.h"
 
 #include "amp_scalar.h"
 

@@ -3,8 +3,8 @@
  * (AVX2 + F16C, AVX-512F) picked at run time from the CPU's features.
  * Every tier gives the same bits as kernels/amp_scalar.h.  Internal to
  * libamp (dtype.c); tests and benchmarks use the tiers to compare them. */
-#ifndef AMP_CONVERT_X86_H
-#define AMP_CONVERT_X86_H
+#ifndef AMP_CAST_ROWS_H
+#define AMP_CAST_ROWS_H
 
 #include "amp.h"
 
@@ -40,4 +40,4 @@ amp_row_fn amp_cast_row(enum amp_isa isa, enum amp_cast_pair pair);
  * pair is not one of enum amp_cast_pair. */
 amp_row_fn amp_cast_row_for(enum amp_dtype dst, enum amp_dtype src);
 
-#endif /* AMP_CONVERT_X86_H */
+#endif /* AMP_CAST_ROWS_H */
