@@ -7,6 +7,8 @@ set -u
 set -f # ARGs such as [f16,f32] must not glob
 amptrace=$1
 op_list=${2:-} # lib/op_list.h: every op libamp executes must resolve
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"
 # A top-level string field of explain's JSON (cJSON_Print indents it by
 # one tab); "null" for null.
@@ -488,6 +490,12 @@ out=$("$amptrace" explain --torch 1.13 frobenius_norm f16)
 check "1.13 cuda frobenius_norm (default overload): fp32" grep -q '^op       frobenius_norm$' <<<"$out"
 out=$("$amptrace" explain frobenius_norm f16)
 check "newest frobenius_norm: only .dim" grep -q '^op       frobenius_norm.dim$' <<<"$out"
+
+# stdout on a full device: explain says so and fails
+"$amptrace" explain linear f32 f32 >/dev/full 2>"$tmp/err"
+status=$?
+check "explain to /dev/full: exit 2" status_is 2
+check "explain to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
 
 echo "1..$count"
 exit $fail

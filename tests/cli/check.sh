@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# amptrace check from the outside: --help, bad traces and bad rules
+# (exit 2, where and why), rules that pass (0) and fail (1) with what,
+# where and the first offending op, JUnit XML, an empty trace, findings
+# rules, and "did you mean" for names the trace lacks.  Arguments:
+# common.sh's.
+. "$(dirname "$0")/common.sh"
+
+# ------------------------------------------------------------------ help
+help_checks check
+
+# ------------------------------------------------------------ bad input
+for entry in "${bad_traces[@]}"; do
+	file=${entry%%:*}
+	message=${entry#*:}
+	capture "$amptrace" check "$fx/$file" "$fx/pass.rules"
+	check "check $file: exit 2" status_is 2
+	check "check $file: says why" err_has "$message"
+done
+make_bad_traces
+for entry in "${made_bad_traces[@]}"; do
+	file=${entry%%:*}
+	message=${entry#*:}
+	capture "$amptrace" check "$tmp/$file" "$fx/pass.rules"
+	check "check $file: exit 2" status_is 2
+	check "check $file: says why" err_has "$message"
+done
+capture "$amptrace" check "$fx" "$fx/pass.rules"
+check "check of a directory: exit 2" status_is 2
+check "check of a directory: says why" err_has "not a regular file"
+full_device_checks check "$fx/good.json" "$fx/pass.rules"
+
+# ------------------------------------------------------------ bad rules
+capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules"
+check "unknown rule keyword: exit 2" status_is 2
+check "unknown rule keyword: line:col and what was expected" \
+	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op ops casts cache scaler no finding, got 'opp'"
+capture "$amptrace" check "$fx/good.json" "$fx/bad-dtype.rules"
+check "bad dtype: exit 2" status_is 2
+check "bad dtype: line:col" err_has "bad-dtype.rules:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp8'"
+capture "$amptrace" check "$fx/good.json" "$fx/empty.rules"
+check "no rules: exit 2" status_is 2
+capture "$amptrace" check "$fx/good.json" "$fx/garbage.bin"
+check "binary rules: exit 2" status_is 2
+check "binary rules: says why" err_has "binary data"
+capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules" --junit "$tmp/bad.xml"
+check "bad rules + --junit: exit 2" status_is 2
+check "bad rules + --junit: an <error> for CI" grep -q '<error message=".*bad-keyword.rules:2:1: expected' "$tmp/bad.xml"
+check "bad rules + --junit: the testcase names trace and rules" \
+	grep -q "name=\"load $fx/good.json and $fx/bad-keyword.rules\"" "$tmp/bad.xml"
+capture "$amptrace" check "$fx/good.json"
+check "check without rules: exit 2" status_is 2
+# rule : where and what the message says
+syntax=(
+	'op linear in scope "fwd: output f16|bad.rules:1:20: unterminated string'
+	'op linear: count << 5|bad.rules:1:19: expected a number'
+	'casts f32->f16 <= 5 per epoch|bad.rules:1:25: expected '"'"'step'"'"', got '"'"'epoch'"'"
+	'casts total <= 5 junk|bad.rules:1:18: expected the end of the rule'
+	'op linear on tpu: output f16|bad.rules:1:14: expected a device (cpu cuda)'
+	'cache hitrate >= 1|bad.rules:1:7: expected a cache metric'
+	'scaler skipped-steps|bad.rules:1:21: expected a comparison'
+)
+for entry in "${syntax[@]}"; do
+	printf '%s\n' "${entry%%|*}" >"$tmp/bad.rules"
+	capture "$amptrace" check "$fx/good.json" "$tmp/bad.rules"
+	check "rule '${entry%%|*}': exit 2" status_is 2
+	check "rule '${entry%%|*}': says where" err_has "${entry#*|}"
+done
+# dtypes in every spelling of lib's alias table
+for spelling in f16 fp16 half float16 torch.float16 torch.half; do
+	printf 'op linear: output %s\nno casts f32->bf16\ncasts f32->%s <= 3 per step\n' \
+		"$spelling" "$spelling" >"$tmp/alias.rules"
+	capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+	check "rules accept dtype $spelling" status_is 0
+done
+for spelling in fp32 float float32 torch.float32; do
+	printf 'op softmax.int in scope "loss": output %s\n' "$spelling" >"$tmp/alias.rules"
+	capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+	check "rules accept dtype $spelling" status_is 0
+done
+printf 'op linear: output fp32\n' >"$tmp/alias.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+check "rules: fp32 is f32, not f16" status_is 1
+printf 'no casts %s->%s\n' bfloat16 fp32 >"$tmp/alias.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/alias.rules"
+check "rules accept bfloat16->fp32" status_is 0
+printf '\357\273\277op linear: output f16\n' >"$tmp/bom.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/bom.rules"
+check "rules with a UTF-8 byte order mark: read" status_is 0
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit /proc/no/such/dir.xml
+check "--junit to an unwritable path: exit 2" status_is 2
+check "--junit to an unwritable path: says so" err_has "amptrace check: cannot write /proc/no/such/dir.xml"
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit
+check "--junit without a file: exit 2" status_is 2
+
+
+# ---------------------------------------------------------------- check
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules"
+check "passing rules: exit 0" status_is 0
+check "passing rules: summary line" out_has "OK: 0 of 22 rules failed"
+capture "$amptrace" check "$fx/good.json" "$fx/fail.rules" --junit "$tmp/fail.xml"
+check "failing rules: exit 1" status_is 1
+check "failure names rule and line" out_has "FAIL $fx/fail.rules:2  op linear: output bf16"
+check "failure says expected" out_has "expected: every matching op outputs bf16"
+check "failure says actual" out_has "actual:   4 of 4 matching ops do not"
+check "failure names the first offending op" \
+	out_has "first:    linear (op 4, forward, scope \"fwd\", autocast on cuda f16) at $fx/good.json:12; output tensor 101 f16 [4,8]"
+check "per-step failure names the step" out_has "step 0 has 3; 2 of 2 steps fail"
+check "junit: 5 failures" grep -q 'tests="5" failures="5"' "$tmp/fail.xml"
+check "junit: one testcase per rule" test "$(grep -c '<testcase ' "$tmp/fail.xml")" -eq 5
+check "junit: failure message" grep -q '<failure type="rule" message="expected every matching op outputs bf16' "$tmp/fail.xml"
+# the suite is the trace (cpu and cuda checks of one rules file differ),
+# with where, when and how long (issue 13)
+check "junit: the testsuite is named after the trace" \
+	grep -q "<testsuite name=\"$fx/good.json\" hostname=\"$(hostname)\" " "$tmp/fail.xml"
+check "junit: an ISO 8601 timestamp and the seconds it took" \
+	grep -Eq '<testsuite .* timestamp="[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}" time="[0-9]+\.[0-9]{6}">' "$tmp/fail.xml"
+check "junit: testcases are classed under the trace" \
+	test "$(grep -c "<testcase classname=\"$fx/good.json\" name=\"$fx/fail.rules:" "$tmp/fail.xml")" -eq 5
+"$amptrace" check "$fx/changed.json" "$fx/fail.rules" --junit "$tmp/fail2.xml" >/dev/null
+check "junit: another trace, another suite" \
+	grep -q "<testsuite name=\"$fx/changed.json\" " "$tmp/fail2.xml"
+# A trace without an op (the wrong program traced) is a failure, for run
+# and for check, unless an `ops total` rule expects it (issue 13).
+record "$tmp/none.json" /usr/bin/python3 -c "print(1)"
+printf 'no finding stale-cache\ncasts total <= 200\nscaler skipped-steps <= 1\n' >"$tmp/vacuous.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/vacuous.rules" --junit "$tmp/none.xml"
+check "check of an empty trace: exit 1" status_is 1
+check "... names the reason" out_has "FAIL $tmp/none.json  no ops recorded: is /usr/bin/python3 importing torch?"
+check "... in the summary line" out_has "FAILED: 0 of 3 rules failed; no ops recorded"
+check "... and in the junit XML" grep -q '<failure type="empty-trace" message="no ops recorded' "$tmp/none.xml"
+check "... counted as a failure" grep -q 'tests="4" failures="1"' "$tmp/none.xml"
+check "... as a testcase of its own" test "$(grep -c '<testcase ' "$tmp/none.xml")" -eq 4
+printf 'ops total == 0\nno findings\n' >"$tmp/expect-none.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/expect-none.rules"
+check "'ops total == 0' expects an empty trace: exit 0" status_is 0
+check "... and says so" out_has "PASS $tmp/expect-none.rules:1  ops total == 0  (total 0)"
+printf 'ops total >= 1\n' >"$tmp/some.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/some.rules"
+check "'ops total >= 1' on an empty trace: exit 1" status_is 1
+capture "$amptrace" check "$fx/good.json" "$tmp/some.rules"
+check "'ops total >= 1' on a healthy trace: exit 0" status_is 0
+capture "$amptrace" check "$fx/good.json" "$tmp/expect-none.rules"
+check "'ops total == 0' on a healthy trace: exit 1" status_is 1
+capture "$amptrace" check "$fx/good.json" "$tmp/vacuous.rules"
+check "the vacuous rules on a healthy trace: exit 0" status_is 0
+check "... no empty-trace failure" eval '! grep -q "no ops recorded" "$tmp/out"'
+printf 'ops count >= 1\n' >"$tmp/bad-ops.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/bad-ops.rules"
+check "'ops count': exit 2 naming the metric" eval 'status_is 2 && err_has "expected an ops metric (total)"'
+
+capture "$amptrace" check "$fx/good.json" "$fx/issue.rules"
+check "the issue's rules: only 'op mm' fails (good.json has no mm)" status_is 1
+check "the issue's rules: 7 pass" test "$(grep -c '^PASS' "$tmp/out")" -eq 7
+capture "$amptrace" check "$fx/changed.json" "$fx/issue.rules"
+check "changed.json: backward under autocast is caught" \
+	out_has "FAIL $fx/issue.rules:9  no finding backward-under-autocast"
+
+capture "$amptrace" check "$fx/truncated.json" "$fx/issue.rules"
+check "check on a truncated trace: says so" out_has "note: "
+
+# ------------------------------------------------------------ findings
+printf 'no finding stale-cache\n' >"$tmp/stale.rules"
+record "$tmp/pitfall.json" "$findings_prog" backward-inside
+capture "$amptrace" check "$tmp/pitfall.json" "$tmp/stale.rules"
+check "check no finding stale-cache: the pitfall fails" status_is 1
+check "check: the failure names the op and tensor" \
+	out_has "first:    stale-cache in mm (op"
+record "$tmp/fixed.json" "$findings_prog" backward-outside
+capture "$amptrace" check "$tmp/fixed.json" "$tmp/stale.rules"
+check "check no finding stale-cache: the fix passes" status_is 0
+# computed from the events alone: good.json has no amp.diag events
+printf 'no finding scaler-skipped-step\n' >"$tmp/skip.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/skip.rules"
+check "check: counts findings the file has no amp.diag for" status_is 1
+printf 'no finding autocast-off-in-thread\nno finding cache-growth\nno finding redundant-cast\n' >"$tmp/kinds.rules"
+capture "$amptrace" check "$tmp/fixed.json" "$tmp/kinds.rules"
+check "check: every engine kind parses unquoted" status_is 0
+printf 'no finding stale-cach\n' >"$tmp/typo.rules"
+capture "$amptrace" check "$tmp/fixed.json" "$tmp/typo.rules"
+check "check: unknown kind exits 2" status_is 2
+check "check: unknown kind suggests close matches" err_has "did you mean stale-cache?"
+
+record "$tmp/mlp.json" "$mlp" --steps 4
+printf 'no findings\n' >"$tmp/none.rules"
+capture "$amptrace" check "$tmp/mlp.json" "$tmp/none.rules"
+check "sample mlp: no findings" status_is 0
+check "sample mlp: no amp.diag events" no_diag "$tmp/mlp.json" ""
+record "$tmp/whole.json" "$whole_loop" --steps 6
+capture "$amptrace" check "$tmp/whole.json" "$tmp/stale.rules"
+check "sample whole_loop: no finding stale-cache fails" status_is 1
+
+record "$tmp/tf.json" "$transformer"
+rules() { printf '%s\n' "$@" >"$tmp/r.rules"; }
+# --------------------------------------------------- check: did you mean
+rules 'op lineer: output f16'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "op lineer: fails (exit 1)" status_is 1
+check "op lineer: did you mean 'linear'" out_has "no op is named 'lineer' in this trace: did you mean 'linear'?"
+rules 'op lineer: count == 0'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "op lineer: count == 0 still holds (a hint is no verdict)" status_is 0
+check "... and says did you mean" out_has "did you mean 'linear'?"
+rules 'op softmax.in: count == 0'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "an overload is suggested with its op" out_has "did you mean 'softmax.int'?"
+rules 'op linear: output f16|bf16' 'op zzzzzzzz: count == 0' 'casts total in scope "forward" >= 1'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "names the trace has, or nothing close: exit 0" status_is 0
+check "... and no hint" out_lacks "did you mean"
+check "... nor a region note" out_lacks "no region is named"
+rules 'casts f32->f16 in scope "forwrd" <= 0'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "a misspelt region in a casts rule: still passes" status_is 0
+check "... but says so" out_has "no region is named 'forwrd' in this trace: did you mean 'forward'?"
+rules 'op linear in scope "forwrd": output f16'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "a misspelt region in an op rule: fails" status_is 1
+check "... with did you mean" out_has "did you mean 'forward'?"
+rules 'casts f32->f16 in scope "qqqqqqqq" <= 0'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "a region name far from any: said, nothing suggested" out_has "no region is named 'qqqqqqqq' in this trace)"
+rules 'casts to f16 for op lineer <= 0'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "casts for op lineer: did you mean" out_has "did you mean 'linear'?"
+
+rules 'op lerp_: output f32'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "op lerp_ (an optimizer op) in the default forward phase: fails" status_is 1
+check "... saying where it is" out_matches "no forward op matched 'lerp_'; [0-9]+ optimizer ones did \(op rules look at forward ops: add \`in optimizer\` or \`in any\`\)"
+rules 'op lerp_ in optimizer: output f32' 'op lerp_ in phase optimizer: count >= 1' \
+	'op linear in optimizer: count == 0' 'casts total in optimizer == 0'
+capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
+check "in optimizer selects the optimizer's ops (and only them)" status_is 0
+echo "1..$count"
+exit $fail

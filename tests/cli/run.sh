@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# amptrace run from the outside: --help, its arguments, the program's
+# output and exit status passing through, the trace written (again, through
+# a link, with its mode and owner), programs that cannot run or die, the
+# findings appended to the trace, and a program that records no op.
+# (Kills and full disks: ../test_faults.sh, ../test_raw_full.sh.)
+# Arguments: common.sh's.
+. "$(dirname "$0")/common.sh"
+
+# ------------------------------------------------------------------ help
+help_checks run
+
+# ----------------------------------------------------------------- run
+capture "$amptrace" run
+check "run without a program: exit 2" status_is 2
+capture "$amptrace" run -o
+check "run -o without a file: exit 2" status_is 2
+capture "$amptrace" run -q -o "$tmp/t.json" -- "$trace_prog" ops 3 5
+check "run: program status passes through" status_is 5
+check "run: program stdout passes through" out_has "trace_prog: stdout line"
+check "run: the trace reads" loads "$tmp/t.json"
+# a trace written again is made anew (not truncated), with the old mode
+chmod 0640 "$tmp/t.json"
+ln -s t.json "$tmp/link.json"
+record "$tmp/t.json" "$trace_prog" ops 3 0
+check "run: a trace written again keeps its mode ($(stat -c %a "$tmp/t.json"))" \
+	[ "$(stat -c %a "$tmp/t.json")" = 640 ]
+# ... and its owner, where amptrace may give it (root: sudo amptrace run)
+if [ "$(id -u)" = 0 ]; then
+	chown 4321:4321 "$tmp/t.json"
+	record "$tmp/t.json" "$trace_prog" ops 3 0
+	check "run (root): a trace written again keeps its owner ($(stat -c %u:%g "$tmp/t.json"))" \
+		[ "$(stat -c %u:%g "$tmp/t.json")" = 4321:4321 ]
+else
+	count=$((count + 1))
+	echo "ok - run: a trace written again keeps its owner # SKIP not root"
+fi
+record "$tmp/link.json" "$trace_prog" ops 3 0
+check "run: -o through a symbolic link writes its target, the link stays" \
+	eval '[ -L "$tmp/link.json" ] && "$amptrace" summary "$tmp/t.json" >/dev/null'
+capture "$amptrace" run -o "$tmp/t.json" -- "$tmp/no-such-program"
+check "run of a missing program: exit 127, as a shell" status_is 127
+check "run of a missing program: says so" err_has "cannot run $tmp/no-such-program: No such file"
+capture "$amptrace" run -o "$tmp/t.json" -- "$fx/good.json"
+check "run of a file that is not executable: exit 126" status_is 126
+capture "$amptrace" run -o "$tmp/t.json" -- sh -c 'kill -SEGV $$'
+check "run of a program killed by SIGSEGV: exit 139" status_is 139
+check "run of a program killed by SIGSEGV: says so" err_has "killed by SIGSEGV"
+capture "$amptrace" run -o /proc/no/such/dir.json -- "$trace_prog" ops 3 0
+check "run -o to an unwritable path: exit 2" status_is 2
+check "run -o to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
+capture "$amptrace" run -o "$tmp/t.json" --bogus -- "$trace_prog" ops 3 0
+check "run: unknown option exits 2" status_is 2
+
+# A trace without an op (the wrong program traced) is a failure (125);
+# for check, see check.sh.
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "print(1)"
+check "run of python without torch ops: exit 125" status_is 125
+check "... says why, for python" err_has "no ops recorded: is /usr/bin/python3 importing torch?"
+check "... and the program's output passes through" out_has "1"
+
+# ------------------------------------------------------------ findings
+record "$tmp/pitfall.json" "$findings_prog" backward-inside
+check "run: stale-cache appended with message and fix" \
+	diag_has "$tmp/pitfall.json" stale-cache '"fix":"enter autocast per iteration'
+check "run: the finding names its op and tensor" \
+	diag_has "$tmp/pitfall.json" stale-cache '"op_id":'
+check "run: severity" diag_has "$tmp/pitfall.json" backward-under-autocast '"severity":"warning"'
+check "run: the trailer counts the appended events" \
+	grep -q "\"events\":$(grep -c '^{"name"' "$tmp/pitfall.json")," "$tmp/pitfall.json"
+record "$tmp/thread.json" "$findings_prog" thread-pitfall
+check "run: autocast-off-in-thread appended" \
+	diag_has "$tmp/thread.json" autocast-off-in-thread '"other_thread":1'
+record "$tmp/overflow.json" "$findings_prog" overflow
+check "run: value checks on by default" diag_has "$tmp/overflow.json" fp16-overflow '"message":'
+AMP_VALUE_CHECKS=1 "$amptrace" run -q --no-value-checks -o "$tmp/nochecks.json" -- "$findings_prog" overflow
+check "run --no-value-checks: no fp16-overflow" no_diag "$tmp/nochecks.json" fp16-overflow
+capture "$amptrace" run --help
+check "run --help: --no-value-checks" out_has "--no-value-checks"
+record "$tmp/whole.json" "$whole_loop" --steps 6
+check "sample whole_loop: stale-cache in the trace" \
+	diag_has "$tmp/whole.json" stale-cache "fc1.weight"
+echo "1..$count"
+exit $fail

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# amptrace summary from the outside: --help, bad traces (exit 2 and why),
+# output that cannot be written, the text and --json on the fixtures and
+# on real runs (findings first, phases in a step's order, 100 columns,
+# colour), truncated and foreign traces.  Arguments: common.sh's.
+. "$(dirname "$0")/common.sh"
+
+# ------------------------------------------------------------------ help
+help_checks summary
+capture "$amptrace" help summary
+check "help summary" out_has "usage: amptrace summary"
+
+# ------------------------------------------------------------ bad input
+for entry in "${bad_traces[@]}"; do
+	file=${entry%%:*}
+	message=${entry#*:}
+	capture "$amptrace" summary "$fx/$file"
+	check "summary $file: exit 2" status_is 2
+	check "summary $file: says why" err_has "$message"
+	capture "$amptrace" summary --json "$fx/$file"
+	check "summary --json $file: exit 2" status_is 2
+done
+capture "$amptrace" summary "$fx"
+check "summary of a directory: exit 2" status_is 2
+check "summary of a directory: says why" err_has "not a regular file"
+make_bad_traces
+for entry in "${made_bad_traces[@]}"; do
+	file=${entry%%:*}
+	message=${entry#*:}
+	capture "$amptrace" summary "$tmp/$file"
+	check "summary $file: exit 2" status_is 2
+	check "summary $file: says why" err_has "$message"
+done
+full_device_checks summary "$fx/good.json"
+full_device_checks summary --json "$fx/good.json"
+
+# ------------------------------------------------------------- summary
+capture "$amptrace" summary "$fx/good.json"
+check "summary: exit 0" status_is 0
+check "summary: ops table" out_has "forward   linear                             4      -      4"
+check "summary: casts by direction" out_has "f32->f16             6       4"
+check "summary: cache" out_has "hits 4, misses 4, uncacheable 4, disabled 0; hit rate 0.50"
+check "summary: uncacheable reasons" out_has "4  not a leaf that requires grad"
+check "summary: regions" out_has "loss                     cuda   f16           2"
+check "summary: scaler" out_has "optimizer steps 2, skipped 1 (first in step 1)"
+check "summary: scale history" out_has "65536 (step 0) -> 32768 (step 1, inf found)"
+capture "$amptrace" summary --json "$fx/good.json"
+check "summary --json: exit 0" status_is 0
+check "summary --json: hit rate" out_has '"hit_rate":	0.5'
+capture "$amptrace" summary "$fx/changed.json"
+check "summary: findings listed" out_has "backward-under-autocast (x2)"
+check "summary: libamp diagnostics listed" out_has "stale-cache: cached cast of fc1.weight"
+# 100 columns, colour, a fix once per kind (issue 13 item 7)
+record "$tmp/tf.json" "$transformer"
+capture "$amptrace" summary "$tmp/tf.json"
+check "summary of the transformer sample: exit 0" status_is 0
+check "summary of the transformer sample: every line fits 100 columns" \
+	/usr/bin/python3 -c 'import sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+long = [l for l in lines if len(l) > 100]
+print("".join("# %d: %s\n" % (len(l), l) for l in long), end="")
+sys.exit(not lines or bool(long))' "$tmp/out"
+check "summary: a long op name is cut short" out_has "_amp_foreach_non_..."
+capture "$amptrace" summary --json "$tmp/tf.json"
+check "summary --json: the op name in full" out_has '"_amp_foreach_non_finite_check_and_unscale_"'
+"$amptrace" merge "$fx/changed.json" "$fx/changed.json" -o "$tmp/cc.json" 2>/dev/null
+capture "$amptrace" summary "$tmp/cc.json"
+check "summary: two stale-cache findings" test "$(grep -c 'warning stale-cache:' "$tmp/out")" -eq 2
+check "summary: their fix said once" test "$(grep -c 'fix: enter autocast per iteration' "$tmp/out")" -eq 1
+check "summary: no ANSI codes into a file" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+capture "$amptrace" summary --color=always "$tmp/cc.json"
+check "summary --color=always: severity coloured" out_has "$(printf '\033[33mwarning\033[0m stale-cache')"
+capture "$amptrace" summary --color "$tmp/cc.json"
+check "summary --color: always" out_has "$(printf '\033[33mwarning')"
+capture "$amptrace" summary --color=never "$tmp/cc.json"
+check "summary --color=never: no ANSI codes" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+capture "$amptrace" summary --color=sometimes "$tmp/cc.json"
+check "summary --color=sometimes: exit 2" status_is 2
+check "summary --color=sometimes: says what is allowed" err_has "--color must be auto, always or never, not 'sometimes'"
+# auto: colour on a terminal (script(1) gives one), none under NO_COLOR
+capture script -qec "'$amptrace' summary '$tmp/cc.json'" /dev/null
+check "summary on a terminal: coloured" out_has "$(printf '\033[33mwarning')"
+capture env NO_COLOR=1 script -qec "'$amptrace' summary '$tmp/cc.json'" /dev/null
+check "summary on a terminal with NO_COLOR: no colour" sh -c "! grep -q \"$(printf '\033')\\[33m\" '$tmp/out'"
+check "... but the summary" out_has "warning stale-cache"
+capture "$amptrace" summary "$fx/truncated.json"
+check "truncated amptrace trace: read (exit 0)" status_is 0
+check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 21"
+check "truncated amptrace trace: warned on stderr" err_has "truncated"
+capture "$amptrace" summary "$fx/array-form.json"
+check "torch.profiler's legacy array form: read" status_is 0
+check "foreign trace: labelled" out_has_wrapped "not written by amptrace"
+
+# ------------------------------------------------------------ findings
+record "$tmp/pitfall.json" "$findings_prog" backward-inside
+capture "$amptrace" summary "$tmp/pitfall.json"
+check "summary: findings first" in_order "Findings" "Ops by phase"
+check "summary: most severe first, with its fix" \
+	out_has "warning stale-cache (x2): mm (op"
+check "summary: one-line fix" out_has "fix: enter autocast per iteration around forward + loss only"
+capture "$amptrace" summary --json "$tmp/pitfall.json"
+check "summary --json: findings before ops" in_order '"findings":' '"ops":'
+check "summary --json: fix" out_has '"fix":	"enter autocast per iteration'
+check "summary --json: severity" out_has '"severity":	"warning"'
+record "$tmp/mlp.json" "$mlp" --steps 4
+capture "$amptrace" summary "$tmp/mlp.json"
+check "summary: the header's framework and the policy table it selects" \
+	out_has "framework: libamp 0.1.0 (policy table: newest)"
+capture "$amptrace" summary "$fx/good.json"
+check "summary: no framework line for a trace without one" \
+	sh -c "! grep -q '^framework:' '$tmp/out'"
+capture "$amptrace" summary --json "$fx/good.json"
+check "summary --json: framework null, the newest table" \
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["framework"] is None and d["policy_table"] == "newest"))' "$tmp/out"
+
+# ------------------------------------------------- phase optimizer, summary
+record "$tmp/mlp3.json" "$mlp" --steps 3
+# The op rows of summary's text, "phase op" per line.
+op_rows() {
+	"$amptrace" summary "$1" | awk '/^Ops by phase/ {on = 1; next}
+		on && /^ *phase / {next} on && NF == 0 {exit} on {print $1, $2}'
+}
+# The phases in order, each run of equal phases once.
+phase_runs() { awk '{print $1}' | uniq | tr '\n' ' '; }
+
+op_rows "$tmp/tf.json" >"$tmp/out"
+check "transformer: forward, backward, optimizer rows in that order" \
+	test "$(phase_runs <"$tmp/out")" = "forward backward optimizer "
+check "transformer: Adam's lerp_ is an optimizer op" out_has "optimizer lerp_.Scalar"
+check "transformer: GradScaler's update is an optimizer op" out_has "optimizer _amp_update_scale_"
+check "transformer: GradScaler's unscale is an optimizer op" out_has "optimizer _amp_foreach_non_..."
+check "transformer: no optimizer op among the forward rows" \
+	test "$(grep -cE '^forward (lerp_|addcdiv_|addcmul_|_amp_)' "$tmp/out")" -eq 0
+check "transformer: the model's linear is forward" out_has "forward linear"
+check "transformer: GradScaler's scale (loss * scale) stays forward" out_has "forward mul.Tensor"
+op_rows "$tmp/mlp3.json" >"$tmp/out"
+check "mlp (SGD): forward, backward, optimizer rows in that order" \
+	test "$(phase_runs <"$tmp/out")" = "forward backward optimizer "
+
+capture "$amptrace" summary --json "$tmp/tf.json"
+check "summary --json: exit 0" status_is 0
+check "summary --json: ops in phase order, optimizer ones last" $python -c '
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+order = {"forward": 0, "backward": 1, "optimizer": 2}
+ranks = [order.get(o["phase"], 3) for o in ops]
+print("# phases:", [o["phase"] for o in ops][:3], "...")
+sys.exit(not (ranks == sorted(ranks) and 2 in ranks))' "$tmp/out"
+
+# most optimizer rows outnumber the forward ones, and a phase the reader
+# does not know comes after all three
+$python - "$tmp/tf.json" "$tmp/odd.json" <<'PY'
+import json, sys
+trace = json.load(open(sys.argv[1]))
+for e in trace["traceEvents"]:
+    if e.get("cat") == "amp.op" and e["name"] == "mm":
+        e["args"]["phase"] = "warmup"
+json.dump(trace, open(sys.argv[2], "w"))
+PY
+op_rows "$tmp/odd.json" >"$tmp/out"
+check "an unknown phase is listed after the optimizer ops" \
+	test "$(phase_runs <"$tmp/out")" = "forward backward optimizer warmup "
+
+echo "1..$count"
+exit $fail
