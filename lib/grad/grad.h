@@ -1,4 +1,4 @@
-/* Autograd internals shared by the engine (lib/autograd.c) and the
+/* Autograd internals shared by the graph (lib/autograd*.c) and the
  * backward formulas (lib/grad/grad_*.c): the graph node, the context a
  * formula runs with, and the formula table indexed by enum amp_op.
  *
