@@ -5,8 +5,10 @@ the ops, casts and scaler of an unmodified program and link every GPU
 kernel to the op that launched it (CUPTI external correlation ids).
 TAP output; exit 77 (skip) without a CUDA device or without the bridge.
 
-With --timing it instead runs the program plain and traced, interleaved,
-and prints the ratio of their median ms/step.
+With --timing it instead runs the program plain, traced, traced without
+kernel timing and under torch.profiler, interleaved ($AMPTRACE_TIMING_ROUNDS
+rounds, default 3), on transformers' GPT-2 and Llama, and prints each
+one's median ms/step and whole-loop time as ratios to plain.
 
 usage: test_torch_gpu.py AMPTRACE PYTHON [--timing] [--keep DIR]
 """
@@ -26,6 +28,7 @@ KEEP = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "gpu_train.py")
 TMP = KEEP or tempfile.mkdtemp(prefix="amptrace-torch-gpu-")
+os.makedirs(TMP, exist_ok=True)
 
 
 
@@ -41,11 +44,6 @@ def run(args, traced, out="t", env=None):
 
 def loss_of(p):
     m = re.search(r"loss ([0-9.]+)", p.stdout)
-    return float(m.group(1)) if m else None
-
-
-def ms_per_step(p):
-    m = re.search(r"ms/step ([0-9.]+)", p.stdout)
     return float(m.group(1)) if m else None
 
 
@@ -125,38 +123,81 @@ def test_trace(model):
             f.write(s.stdout)
 
 
+def per_model(p, key):
+    """{model: value of `key`} from each of gpu_train.py's model lines."""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r"model (\S+) .*?%s ([0-9.]+)" % key, p.stdout)}
+
+
+def link_share(path):
+    """(kernels linked to an op, kernels) in a trace."""
+    with open(path) as f:
+        ev = json.load(f)["traceEvents"]
+    ids = {e["args"]["op_id"] for e in ev if e.get("cat") == "amp.op"}
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    linked = sum(1 for k in kernels if k["args"].get("External id") in ids)
+    return linked, len(kernels)
+
+
+# name: (traced, environment, extra program arguments)
+TIMING_RUNS = {
+    "plain": (False, {}, []),
+    "traced": (True, {}, []),
+    # without kernel timing (no CUDA module to load)
+    "untimed": (True, {"AMP_CUDA_MODULE": "/none"}, []),
+    "profiler": (False, {}, ["--profile"]),
+}
+
+
+ROUNDS = int(os.environ.get("AMPTRACE_TIMING_ROUNDS", "3"))
+
+
 def test_timing():
-    """Plain, traced (with and without kernel timing) and under
-    torch.profiler, interleaved, three times at two sizes."""
-    for name, args in (("small", []),
-                       ("medium", ["--width", "512", "--layers", "4",
-                                   "--batch", "16", "--seq", "256",
-                                   "--steps", "12"])):
-        runs = {"plain": [], "traced": [], "untimed": [], "profiler": []}
-        for _ in range(3):
-            runs["plain"].append(run(args, False)[0])
-            runs["traced"].append(run(args, True, "timing")[0])
-            # the same without kernel timing (no CUDA module to load)
-            runs["untimed"].append(run(args, True, "timing",
-                                       {"AMP_CUDA_MODULE": "/none"})[0])
-            runs["profiler"].append(run(args + ["--profile"], False)[0])
-        step = {k: [ms_per_step(p) for p in v] for k, v in runs.items()}
-        whole = {k: [float(re.search(r"whole ([0-9.]+)", p.stdout).group(1))
-                     if "whole" in p.stdout else None for p in v]
-                 for k, v in runs.items()}
-        ok = all(None not in v for v in list(step.values()) + list(whole.values()))
-        check("timing %s: every run reports ms/step" % name, ok, step)
-        if not ok:
-            continue
-        base = statistics.median(step["plain"])
-        print("# metric timing %s (median ms/step of 3; ratio to plain): %s"
-              % (name, ", ".join("%s %.3f (%.2fx)" % (
-                  k, statistics.median(v), statistics.median(v) / base)
-                  for k, v in step.items())))
-        base = statistics.median(whole["plain"])
-        print("# metric timing %s whole loop incl. warm-up and profiler exit: "
-              "%s" % (name, ", ".join("%s %.2fx" % (
-                  k, statistics.median(v) / base) for k, v in whole.items())))
+    """Every run of TIMING_RUNS, interleaved, ROUNDS times, on transformers'
+    GPT-2 and Llama (both in each process) or, without transformers, the
+    GPT-style model at two sizes."""
+    probe = subprocess.run([PYTHON, "-c", "import transformers"],
+                           capture_output=True)
+    sizes = [("gpt2+llama", ["--model", "hf,llama", "--width", "256",
+                             "--layers", "4", "--batch", "8", "--seq", "256",
+                             "--steps", "14"])]
+    if probe.returncode != 0:
+        sizes = [("small", []),
+                 ("medium", ["--width", "512", "--layers", "4", "--batch",
+                             "16", "--seq", "256", "--steps", "12"])]
+    for size, args in sizes:
+        runs = {name: [] for name in TIMING_RUNS}
+        for round_ in range(ROUNDS):
+            for name, (traced, env, extra) in TIMING_RUNS.items():
+                p, path = run(args + extra, traced, "timing-%s-%d" % (name, round_),
+                              env)
+                if p.returncode != 0:
+                    print("# %s failed: %s" % (name, p.stderr[-1500:]))
+                print("# run %s %d: %s" % (name, round_, per_model(p, "ms/step")),
+                      flush=True)
+                runs[name].append((p, path))
+        for name in runs:
+            ok = all(per_model(p, "ms/step") for p, _ in runs[name])
+            check("timing %s: every %s run reports ms/step" % (size, name),
+                  ok, [p.stderr[-300:] for p, _ in runs[name]])
+        models = sorted(per_model(runs["plain"][0][0], "ms/step"))
+        for model in models:
+            for key, what in (("ms/step", "median ms/step"),
+                              ("whole", "whole loop incl. warm-up and profiler exit")):
+                values = {name: [per_model(p, key).get(model) for p, _ in v]
+                          for name, v in runs.items()}
+                if any(None in v for v in values.values()):
+                    continue
+                base = statistics.median(values["plain"])
+                print("# metric timing %s %s (%s of %d; ratio to plain): %s" % (
+                    size, model, what, ROUNDS, ", ".join(
+                        "%s %.3f (%.2fx)" % (k, statistics.median(v),
+                                             statistics.median(v) / base)
+                        for k, v in values.items())))
+        p, path = runs["traced"][0]
+        if p.returncode == 0 and os.path.exists(path):
+            print("# metric timing %s traced: %d of %d kernels linked"
+                  % ((size,) + link_share(path)))
 
 
 def main():
@@ -170,6 +211,7 @@ def main():
                                capture_output=True)
         if probe.returncode == 0:
             test_trace("hf")
+            test_trace("llama")
     return done()
 
 
