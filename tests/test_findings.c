@@ -653,16 +653,41 @@ START_TEST(test_low_precision_ops_from_policy)
 }
 END_TEST
 
+/* A markdown table cell: one line, every '|' escaped. */
+static bool is_table_cell(const char *text)
+{
+	for (const char *c = text; *c; c++)
+		if (*c == '\n' || (*c == '|' && (c == text || c[-1] != '\\')))
+			return false;
+	return text[0] != '\0';
+}
+
 START_TEST(test_kind_table)
 {
-	/* every kind has a row (the table is indexed by enum), a severity
-	 * and a one-line fix */
+	/* every kind has a row (the table is indexed by enum), a severity,
+	 * a one-line fix and doc line, and a rule when amptrace finds it in
+	 * the events; kinds producers write have none, but for a rule that
+	 * reads their amp.diag events */
 	for (int id = 0; id < FINDING_KIND_COUNT; id++) {
 		const struct finding_kind *k = &finding_kinds[id];
 		ck_assert_msg(k->name, "kind %d has no row", id);
 		ck_assert_ptr_eq(finding_kind_lookup(k->name), k);
 		ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
+		ck_assert_msg(k->doc && is_table_cell(k->doc),
+			      "%s: doc must be one line, '|' escaped", k->name);
 		ck_assert_int_lt(k->severity, FINDING_SEVERITY_COUNT);
+		ck_assert_int_lt(k->source, FINDING_SOURCE_COUNT);
+		ck_assert_msg(!k->each == !k->reads,
+			      "%s: an event rule and what it reads go together",
+			      k->name);
+		if (k->source == FINDING_FROM_EVENTS)
+			ck_assert_msg(k->each || k->once, "%s has no rule",
+				      k->name);
+		else
+			ck_assert_msg(!k->once && (!k->each ||
+				      k->reads == FINDING_READS(TRACE_DIAG)),
+				      "%s is written by a producer: its rule "
+				      "may only read amp.diag events", k->name);
 	}
 	ck_assert_ptr_null(finding_kind_lookup("no-such-kind"));
 	ck_assert_str_eq(finding_severity_name(FINDING_ERROR), "error");

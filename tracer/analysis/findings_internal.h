@@ -1,10 +1,10 @@
 /* The findings engine's parts (findings.h), each using only those below
- * it: findings.c runs the rules (the per-event ones are its own) and
- * orders what they found; findings_threads.c the rules about autocast
- * regions and threads; findings_casts.c redundant-cast; findings_steps.c
- * the rules over a run's history (GradScaler, cache growth);
- * findings_divergence.c policy-divergence; findings_context.c what every
- * rule uses; findings_kinds.c the table of kinds. */
+ * it: findings.c runs the table's rules and folds in the trace's amp.diag
+ * events; findings_kinds.c is the table; the rules: findings_ops.c about
+ * one op or cast, findings_threads.c about autocast regions and threads,
+ * findings_casts.c redundant-cast, findings_steps.c a run's history
+ * (GradScaler, cache growth), findings_divergence.c policy-divergence;
+ * findings_context.c is what every rule uses. */
 #ifndef AMPTRACE_FINDINGS_INTERNAL_H
 #define AMPTRACE_FINDINGS_INTERNAL_H
 
@@ -30,14 +30,59 @@ struct finding_lp_memo {
 	bool low[LP_MEMO_SLOTS];
 };
 
+/* The autocast regions of every thread (findings_threads.c). */
+struct finding_region {
+	int64_t pid, tid;
+	double start, end;
+	const char *scope, *device, *dtype;
+	bool enabled;
+	bool in_backward; /* entered by a backward pass (custom_bwd) */
+	bool entered_op;  /* an op ran inside it */
+	size_t parent;    /* SIZE_MAX: outermost */
+};
+
+/* How a thread is tied to a region of another thread. */
+#define TIE_SCATTER 1u /* it used a tensor made inside the region */
+#define TIE_GATHER 2u  /* the region used a tensor it made */
+
+struct finding_regions {
+	struct finding_region *items; /* in the order they were entered */
+	size_t count, cap;
+	uint32_t *at;         /* per event: its thread's innermost open
+				 region + 1 (0: none) */
+	struct id_map first;  /* (pid, tid) -> the thread's first event */
+	struct id_map ties;   /* (pid, region << 32 | tid) -> TIE_* bits */
+};
+
+/* What redundant-cast remembers of the events before (findings_casts.c). */
+struct finding_casts {
+	struct id_map written; /* (pid, result) -> the program's cast */
+	struct id_map sources; /* (pid, source) -> its latest cast by the
+				  program, while the source is unchanged */
+	struct id_map undone;  /* (pid, result) -> its uses casting it back */
+};
+
+/* What the rules share: the trace and its index, the findings so far,
+ * and the state the rules fed event by event keep between events. */
 struct findings_context {
-	struct finding_lp_memo *lp_memo; /* NULL: none */
 	const struct trace *t;
 	const struct trace_index *ix; /* ops, producers, names, uses */
 	struct findings *out;
 	bool failed;
 	int table;               /* the trace's policy table (index) */
+	struct finding_lp_memo lp_memo;
+	struct finding_regions regions; /* built before the rules run */
+	struct finding_casts casts;
+	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
+	 * outside any region ran with autocast off, no region event since */
+	struct id_map autocast_off;
 };
+
+/* Sets up the context for `ix`'s trace (the regions built), and frees it;
+ * a failure sets cx->failed. */
+void findings_context_init(struct findings_context *cx,
+			   const struct trace_index *ix, struct findings *out);
+void findings_context_free(struct findings_context *cx);
 
 /* findings_context.c */
 void finding_text(char *buf, size_t size, const char *fmt, ...)
@@ -69,52 +114,12 @@ bool finding_is_low_precision(const char *dtype);  /* f16, bf16 */
 bool finding_is_full_precision(const char *dtype); /* f32, f64 */
 /* An op of a PyTorch lower-precision list in the trace's policy table.
  * `name`: one of the trace's strings (remembered by its address). */
-bool finding_low_precision_op(const struct findings_context *cx,
-			      const char *name);
+bool finding_low_precision_op(struct findings_context *cx, const char *name);
 
-/* findings_threads.c: the autocast regions of every thread. */
-struct finding_region {
-	int64_t pid, tid;
-	double start, end;
-	const char *scope, *device, *dtype;
-	bool enabled;
-	bool in_backward; /* entered by a backward pass (custom_bwd) */
-	bool entered_op;  /* an op ran inside it */
-	size_t parent;    /* SIZE_MAX: outermost */
-};
-
-/* How a thread is tied to a region of another thread. */
-#define TIE_SCATTER 1u /* it used a tensor made inside the region */
-#define TIE_GATHER 2u  /* the region used a tensor it made */
-
-struct finding_regions {
-	struct finding_region *items; /* in the order they were entered */
-	size_t count, cap;
-	uint32_t *at;         /* per event: its thread's innermost open
-				 region + 1 (0: none) */
-	struct id_map first;  /* (pid, tid) -> the thread's first event */
-	struct id_map ties;   /* (pid, region << 32 | tid) -> TIE_* bits */
-};
-
+/* findings_threads.c */
 void finding_regions_build(struct findings_context *cx,
 			   struct finding_regions *r);
 void finding_regions_free(struct finding_regions *r);
-void finding_rule_backward(struct findings_context *cx,
-			   const struct finding_regions *r, size_t i);
-void finding_rule_thread(struct findings_context *cx,
-			 const struct finding_regions *r, size_t i);
-
-/* findings_casts.c: redundant-cast, fed every event in order. */
-struct finding_casts {
-	struct id_map written; /* (pid, result) -> the program's cast */
-	struct id_map sources; /* (pid, source) -> its latest cast by the
-				  program, while the source is unchanged */
-	struct id_map undone;  /* (pid, result) -> its uses casting it back */
-};
-void finding_rule_redundant(struct findings_context *cx,
-			    struct finding_casts *state, size_t i);
-void finding_casts_free(struct findings_context *cx,
-			struct finding_casts *state);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table
@@ -129,11 +134,28 @@ extern const size_t finding_low_precision_op_count;
 extern const char *const finding_policy_tables[];
 extern const int finding_policy_table_count;
 
-/* findings_steps.c */
-void finding_rule_scaler(struct findings_context *cx);
-void finding_rule_cache_growth(struct findings_context *cx);
-
+/* The rules of the table's rows (findings_kinds.c), one per kind, by
+ * file; each rule's comment says when it fires. */
+/* findings_ops.c */
+finding_event_rule finding_rule_dtype_mismatch, finding_rule_banned_op,
+	finding_rule_op_error, finding_rule_stale_cache,
+	finding_rule_cache_disabled;
+/* findings_threads.c */
+finding_event_rule finding_rule_backward_under_autocast,
+	finding_rule_autocast_off_in_thread;
+/* findings_casts.c */
+finding_event_rule finding_rule_redundant_cast;
+void finding_casts_free(struct findings_context *cx);
 /* findings_divergence.c */
-void finding_rule_divergence(struct findings_context *cx);
+finding_event_rule finding_rule_policy_divergence;
+/* findings_steps.c */
+finding_event_rule finding_rule_fp16_overflow;
+finding_trace_rule finding_rule_scaler_collapse, finding_rule_cache_growth,
+	finding_rule_scaler_skipped_step;
+
+/* findings.c: an amp.diag event of the trace as a finding of its kind,
+ * or folded into the one the rules found (the fp16-overflow rule's, which
+ * decides first whether its amp.diag events are findings at all). */
+void finding_fold_diag(struct findings_context *cx, size_t event);
 
 #endif /* AMPTRACE_FINDINGS_INTERNAL_H */

@@ -1,7 +1,7 @@
 /* Findings over a run's history rather than one event: the GradScaler's
- * scale (scaler-skipped-step, scaler-collapse) and the autocast cache's
- * size across steps (cache-growth); the rules are described at the top
- * of findings.c. */
+ * scale (scaler-skipped-step, scaler-collapse), the overflows it handles
+ * (fp16-overflow), and the autocast cache's size across steps
+ * (cache-growth). */
 #include "findings_internal.h"
 
 #include <math.h>
@@ -20,13 +20,17 @@ enum skip_kind {
 	SKIP_REPEATED,    /* again, at a scale that did not grow since */
 };
 
+/* One GradScaler's history; each rule keeps its own part. */
 struct scaler_state {
 	int64_t pid;
 	uint64_t id;
-	double previous, first;
-	int halvings;
+	double previous; /* the scale at its last update */
 	uint64_t inf_tensor;
+	/* scaler-collapse */
+	double first;
+	int halvings;
 	bool reported;
+	/* scaler-skipped-step */
 	bool stepped;    /* an optimizer step was taken */
 	bool updates;    /* the scaler is ever updated */
 	bool calibrated; /* an iteration ended with no step skipped */
@@ -35,18 +39,56 @@ struct scaler_state {
 	enum skip_kind iteration; /* this iteration's skips */
 };
 
-static struct scaler_state *scaler_state(struct scaler_state *states,
-					 size_t *count, size_t cap, int64_t pid,
-					 uint64_t id)
+#define MAX_SCALERS 32
+struct scalers {
+	struct scaler_state items[MAX_SCALERS];
+	size_t count;
+};
+
+/* The state of (pid, id), new when unseen; NULL past MAX_SCALERS. */
+static struct scaler_state *scaler_of(struct scalers *s, int64_t pid,
+				      uint64_t id)
 {
-	for (size_t i = 0; i < *count; i++)
-		if (states[i].pid == pid && states[i].id == id)
-			return &states[i];
-	if (*count == cap)
+	for (size_t i = 0; i < s->count; i++)
+		if (s->items[i].pid == pid && s->items[i].id == id)
+			return &s->items[i];
+	if (s->count == MAX_SCALERS)
 		return NULL;
-	states[*count] = (struct scaler_state){ .pid = pid, .id = id,
-						.previous = NAN, .first = NAN };
-	return &states[(*count)++];
+	s->items[s->count] = (struct scaler_state){ .pid = pid, .id = id,
+						    .previous = NAN,
+						    .first = NAN };
+	return &s->items[s->count++];
+}
+
+static bool is_scaler(const struct trace_event *e, const char *what)
+{
+	return e->kind == TRACE_SCALER && e->scaler.what &&
+	       (!what || !strcmp(e->scaler.what, what));
+}
+
+/* The trace's scalers, those ever updated first (and marked so). */
+static void scalers_find(struct findings_context *cx, struct scalers *s)
+{
+	s->count = 0;
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		if (!is_scaler(e, "update"))
+			continue;
+		struct scaler_state *st = scaler_of(s, e->pid, e->scaler.scaler_id);
+		if (st)
+			st->updates = true;
+	}
+}
+
+/* The state of scaler event `e`'s scaler, its inf tensor noted. */
+static struct scaler_state *scaler_event(struct scalers *s,
+					 const struct trace_event *e)
+{
+	struct scaler_state *st = scaler_of(s, e->pid, e->scaler.scaler_id);
+
+	if (st && e->scaler.inf_tensor)
+		st->inf_tensor = e->scaler.inf_tensor;
+	return st;
 }
 
 /* Dynamic loss scaling skips steps by design: GradScaler starts at 65536
@@ -116,43 +158,49 @@ static void report_skip(struct findings_context *cx, size_t i,
 		     s->scale);
 }
 
-void finding_rule_scaler(struct findings_context *cx)
+/* scaler-skipped-step: a GradScaler `step` event with step_skipped: a
+ * warning when steps keep being skipped, info while the scale calibrates
+ * and for the scaler's normal adjustments (skip_kind_of). */
+void finding_rule_scaler_skipped_step(struct findings_context *cx)
 {
-	const struct trace *t = cx->t;
-	struct scaler_state states[32];
-	size_t nstates = 0;
-	char site[160], tensor[192];
+	struct scalers scalers;
 
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what ||
-		    strcmp(e->scaler.what, "update"))
-			continue;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, e->scaler.scaler_id);
-		if (st)
-			st->updates = true;
-	}
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what)
+	scalers_find(cx, &scalers);
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		struct scaler_state *st;
+		if (!is_scaler(e, NULL) || !(st = scaler_event(&scalers, e)))
 			continue;
 		const struct trace_scaler *s = &e->scaler;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, s->scaler_id);
-		if (!st)
-			continue;
-		if (s->inf_tensor)
-			st->inf_tensor = s->inf_tensor;
 		if (!strcmp(s->what, "step") && !s->step_skipped)
 			st->stepped = true;
 		if (!strcmp(s->what, "step") && s->step_skipped)
 			report_skip(cx, i, st);
-		if (!strcmp(s->what, "update")) {
-			st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
-			st->grew |= !isnan(st->previous) && s->scale > st->previous;
-			st->iteration = SKIP_NONE;
-		}
+		if (strcmp(s->what, "update"))
+			continue;
+		st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
+		st->grew |= !isnan(st->previous) && s->scale > st->previous;
+		st->iteration = SKIP_NONE;
+		if (!isnan(s->scale))
+			st->previous = s->scale;
+	}
+}
+
+/* scaler-collapse: a scale below SCALER_COLLAPSE_SCALE, or
+ * SCALER_COLLAPSE_HALVINGS updates in a row that each lowered the
+ * scale. */
+void finding_rule_scaler_collapse(struct findings_context *cx)
+{
+	struct scalers scalers;
+	char site[160], tensor[192];
+
+	scalers_find(cx, &scalers);
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		struct scaler_state *st;
+		if (!is_scaler(e, NULL) || !(st = scaler_event(&scalers, e)))
+			continue;
+		const struct trace_scaler *s = &e->scaler;
 		if (strcmp(s->what, "update") || isnan(s->scale))
 			continue;
 		if (isnan(st->first))
@@ -184,6 +232,45 @@ void finding_rule_scaler(struct findings_context *cx)
 			     : "",
 			     st->inf_tensor ? ")" : "");
 	}
+}
+
+/* An overflow in a backward op followed, before the GradScaler's next
+ * update, by a skipped step of the same process: the scaled gradients
+ * overflowed and the scaler did its job (skipped the step, lowered the
+ * scale), as it does while it calibrates from 65536.  That is
+ * scaler-skipped-step's to report, not an fp16-overflow error.  Any
+ * skipped step of the iteration counts: with several optimizers the
+ * first may step while the one owning the overflowed gradient skips. */
+static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = e->diag.op_id
+					    ? finding_op_of(cx, e->pid, e->diag.op_id)
+					    : NULL;
+
+	if (!op || !finding_op_is_backward(op))
+		return false;
+	for (size_t j = i + 1; j < cx->t->nevents; j++) {
+		const struct trace_event *n = &cx->t->events[j];
+		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
+			continue;
+		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
+			return true;
+		if (!strcmp(n->scaler.what, "update"))
+			return false;
+	}
+	return false;
+}
+
+/* fp16-overflow: libamp's value checks saw an op turn finite inputs into
+ * inf/NaN (its amp.diag events), unless the GradScaler handled it. */
+void finding_rule_fp16_overflow(struct findings_context *cx, size_t i)
+{
+	const char *kind = cx->t->events[i].diag.kind;
+
+	if (kind && !strcmp(kind, finding_kinds[FINDING_FP16_OVERFLOW].name) &&
+	    !overflow_handled_by_scaler(cx, i))
+		finding_fold_diag(cx, i);
 }
 
 /* ------------------------------------------------------ cache growth */
@@ -306,6 +393,12 @@ static void cache_growth_of(struct findings_context *cx, int64_t pid)
 	free(ends);
 }
 
+/* cache-growth: the autocast cache's entry count, read at the end of
+ * each step, rose in CACHE_GROWTH_STEPS consecutive steps with no cache
+ * clear.  Steps, per process: a step ends at each GradScaler `update`;
+ * without one, at the end of each optimizer update (a run of in-place
+ * forward ops on leaves that require grad); without those, each entry
+ * into an outermost autocast region starts one. */
 void finding_rule_cache_growth(struct findings_context *cx)
 {
 	int64_t pids[64];

@@ -629,8 +629,10 @@ static const char *finding_source(const struct trace_finding *f)
 {
 	const struct finding_kind *k = finding_kind_lookup(f->kind);
 
-	return (k && k->value_dependent) || (!k && f->from_trace) ? "libamp"
-								  : "amptrace";
+	return (k && k->source == FINDING_FROM_VALUE_CHECKS) ||
+			       (!k && f->from_trace)
+		       ? "libamp"
+		       : "amptrace";
 }
 
 /* Each finding with its severity, one-line fix and the op and tensor at
