@@ -116,6 +116,22 @@ check "typo'd explain option: did you mean" grep -q "did you mean '--dtype'?" <<
 err=$("$amptrace" explain --zzzzzz mm f32 f32 2>&1 >/dev/null); rc=$?
 check "far-off explain option: exit 2, no suggestion" \
 	bash -c "[ $rc -eq 2 ] && ! grep -q 'did you mean' <<<'$err'"
+check "typo'd explain option: how to get help" \
+	grep -q "Try 'amptrace explain --help'." <<<"$err"
+err=$("$amptrace" explain --d f16 mm f32 f32 2>&1 >/dev/null); rc=$?
+check "an ambiguous prefix exits 2 and names both options" \
+	bash -c "[ $rc -eq 2 ] && grep -q \"option '--d' is ambiguous: --device --dtype\" <<<\"\$0\"" "$err"
+check "an option's unambiguous prefix is the option" \
+	test "$("$amptrace" explain --dev cpu mm f32 f32)" = "$("$amptrace" explain --device cpu mm f32 f32)"
+# options anywhere: before OP, between ARGs, after; a negative number
+# is an ARG, also where an option could be
+before=$("$amptrace" explain --device cpu --json nll_loss f32 i64 none 1 -100)
+check "negative number ARGs are read (nll_loss's ignore_index)" \
+	grep -q '"query":' <<<"$before"
+check "options after a negative ARG are options" \
+	test "$before" = "$("$amptrace" explain nll_loss f32 i64 none 1 -100 --device cpu --json)"
+check "options between ARGs are options" \
+	test "$before" = "$("$amptrace" explain nll_loss f32 --json i64 none 1 -100 --device=cpu)"
 # every dtype spelling of lib's alias table, for --dtype and for arguments
 ref=$("$amptrace" explain --device cuda --dtype f16 mm f32 f32)
 for spelling in f16 fp16 half float16 torch.float16 torch.half; do

@@ -7,6 +7,7 @@
 
 # ------------------------------------------------------------------ help
 help_checks summary
+option_checks summary
 capture "$amptrace" help summary
 check "help summary" out_has "usage: amptrace summary"
 

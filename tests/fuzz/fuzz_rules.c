@@ -2,7 +2,7 @@
  * real trace (every rule kind evaluated), with a JUnit report. */
 #include "fuzz_common.h"
 
-#include "trace_commands.h"
+#include "commands.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

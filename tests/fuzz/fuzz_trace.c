@@ -5,7 +5,7 @@
 #include "fuzz_common.h"
 
 #include "trace.h"
-#include "trace_commands.h"
+#include "commands.h"
 #include "view.h"
 
 static void draw(const struct trace *t, bool all_steps)

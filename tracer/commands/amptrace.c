@@ -1,11 +1,10 @@
 /* amptrace: the command-line front end.  Each subcommand lives in its own
  * file and is one row of `commands` below; adding one is a row plus its
- * header.  A subcommand gets argv starting at its own name, answers
- * `--help` itself, and returns the exit status (2 for bad usage). */
+ * declaration in commands.h.  A subcommand gets argv starting at its own
+ * name, answers `--help` itself, and returns the exit status (2 for bad
+ * usage). */
+#include "commands.h"
 #include "edit_distance.h"
-#include "explain.h"
-#include "report.h"
-#include "trace_commands.h"
 
 #include <errno.h>
 #include <stdio.h>

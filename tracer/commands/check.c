@@ -3,10 +3,11 @@
  * holds, 1 when one fails, 2 on bad input. */
 #include "analyze.h"
 #include "check_hints.h"
+#include "command_line.h"
+#include "commands.h"
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
-#include "trace_commands.h"
 
 #include <errno.h>
 #include <math.h>
@@ -654,193 +655,260 @@ static void junit_error(const char *path, const char *trace,
 	junit_close(f, path);
 }
 
-int amptrace_check(int argc, char **argv)
+static void junit_rule_testcase(FILE *f, const char *trace,
+				const struct rules *rules, const struct rule *r,
+				const struct outcome *o)
 {
-	const char *paths[2] = { NULL, NULL };
-	const char *junit = NULL;
-	int npaths = 0;
+	junit_testcase(f, trace);
+	xml_escaped(f, rules->path);
+	fprintf(f, ":%zu: ", r->line);
+	xml_escaped(f, r->text);
+	fputs("\" file=\"", f);
+	xml_escaped(f, rules->path);
+	fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line, o->seconds);
+	if (o->pass) {
+		fputs("/>\n", f);
+		return;
+	}
+	fputs(">\n      <failure type=\"rule\" message=\"", f);
+	fprintf(f, "expected ");
+	xml_escaped(f, o->expected);
+	fputs(", got ", f);
+	xml_escaped(f, o->actual);
+	fputs("\">", f);
+	fputs("rule: ", f);
+	xml_escaped(f, r->text);
+	fputs("\nexpected: ", f);
+	xml_escaped(f, o->expected);
+	fputs("\nactual: ", f);
+	xml_escaped(f, o->actual);
+	if (o->first[0]) {
+		fputs("\nfirst: ", f);
+		xml_escaped(f, o->first);
+	}
+	fputs("</failure>\n    </testcase>\n", f);
+}
+
+static void junit_empty_testcase(FILE *f, const char *trace,
+				 const char *message)
+{
+	junit_testcase(f, trace);
+	xml_escaped(f, trace);
+	fputs(": ops recorded\" time=\"0\">\n"
+	      "      <failure type=\"empty-trace\" message=\"", f);
+	xml_escaped(f, message);
+	fputs("\"/>\n    </testcase>\n", f);
+}
+
+/* What a check found: each rule's outcome, and the empty trace's
+ * failure when it is one (empty[0] != 0). */
+struct verdict {
+	struct outcome *outcomes;
+	size_t failures;
+	char empty[512];
+};
+
+/* The results as JUnit XML; 0, or 2 when the file cannot be written. */
+static int write_junit(const char *path, const struct trace *trace,
+		       const struct rules *rules, const struct verdict *v,
+		       const struct timespec *start)
+{
+	bool is_empty = v->empty[0] != '\0';
+	FILE *f = junit_open(path, trace->path, rules->count + is_empty,
+			     v->failures + is_empty, 0, start);
+
+	if (!f)
+		return 2;
+	for (size_t i = 0; i < rules->count; i++)
+		junit_rule_testcase(f, trace->path, rules, &rules->items[i],
+				    &v->outcomes[i]);
+	if (is_empty)
+		junit_empty_testcase(f, trace->path, v->empty);
+	return junit_close(f, path) == 0 ? 0 : 2;
+}
+
+static void evaluate(const struct analysis *a, const struct rule *r,
+		     struct outcome *o)
+{
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
+	switch (r->kind) {
+	case RULE_OP:
+		eval_op(a, r, o);
+		break;
+	case RULE_CASTS:
+		eval_casts(a, r, o);
+		break;
+	case RULE_CACHE:
+	case RULE_SCALER:
+		eval_metric(a, r, o);
+		break;
+	case RULE_FINDING:
+		eval_finding(a, r, o);
+		break;
+	case RULE_OPS:
+		eval_ops(a, r, o);
+		break;
+	default:
+		break;
+	}
+	check_hints_add(a->trace, r, o->actual, sizeof o->actual);
+	o->seconds = seconds_since(&start);
+}
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+static void print_outcome(const struct rules *rules, const struct rule *r,
+			  const struct outcome *o)
+{
+	if (o->pass) {
+		printf("PASS %s:%zu  %s  (%s)\n", rules->path, r->line, r->text,
+		       o->actual);
+		return;
+	}
+	printf("FAIL %s:%zu  %s\n", rules->path, r->line, r->text);
+	printf("     expected: %s\n", o->expected);
+	printf("     actual:   %s\n", o->actual);
+	if (o->first[0])
+		printf("     first:    %s\n", o->first);
+}
+
+/* Evaluates and prints every rule, then the verdict; false when out of
+ * memory. */
+static bool judge(const struct analysis *a, const struct rules *rules,
+		 struct verdict *v)
+{
+	const struct trace *trace = a->trace;
+
+	v->outcomes = calloc(rules->count, sizeof *v->outcomes);
+	if (!v->outcomes)
+		return false;
+	for (size_t i = 0; i < rules->count; i++) {
+		evaluate(a, &rules->items[i], &v->outcomes[i]);
+		print_outcome(rules, &rules->items[i], &v->outcomes[i]);
+		v->failures += !v->outcomes[i].pass;
+	}
+	bool is_empty = empty_trace_failure(trace, rules, v->empty,
+					    sizeof v->empty);
+	if (!is_empty)
+		v->empty[0] = '\0';
+	else
+		printf("FAIL %s  %s\n", trace->path, v->empty);
+	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
+	       v->failures || is_empty ? "FAILED" : "OK", v->failures,
+	       rules->count, rules->count == 1 ? "" : "s",
+	       is_empty ? "; no ops recorded" : "", trace->path);
+	return true;
+}
+
+enum { OPTION_JUNIT = 256 };
+
+static const struct option check_options[] = {
+	{ "junit", required_argument, NULL, OPTION_JUNIT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct check_args {
+	const char *trace, *rules, *junit;
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct check_args *args)
+{
+	struct command_line cl = { "amptrace check", "h", check_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_JUNIT:
+			args->junit = optarg;
+			break;
+		case 'h':
 			fputs(check_usage, stdout);
 			return 0;
-		}
-		if (!strcmp(argv[i], "--junit")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "amptrace check: --junit needs a "
-					"file name\n");
-				return 2;
-			}
-			junit = argv[++i];
-		} else if (!strncmp(argv[i], "--junit=", 8)) {
-			junit = argv[i] + 8;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace check: unknown option '%s'\n%s",
-				argv[i], check_usage);
-			return 2;
-		} else if (npaths < 2) {
-			paths[npaths++] = argv[i];
-		} else {
-			fprintf(stderr, "amptrace check: unexpected argument "
-				"'%s'\n%s", argv[i], check_usage);
-			return 2;
-		}
-	}
-	if (npaths < 2) {
-		fprintf(stderr, "amptrace check: need a trace and a rules file\n%s",
-			check_usage);
-		return 2;
-	}
-
-	struct trace_error err;
-	struct rules rules;
-	size_t len;
-	char *text = trace_read_file(paths[1], &len, &err);
-	if (!text || rules_parse(paths[1], text, len, &rules, &err) != 0) {
-		free(text);
-		fprintf(stderr, "amptrace check: %s\n", err.message);
-		if (junit)
-			junit_error(junit, paths[0], paths[1], err.message,
-				    &start);
-		return 2;
-	}
-	free(text);
-	struct trace trace;
-	if (trace_load(paths[0], &trace, &err) != 0) {
-		fprintf(stderr, "amptrace check: %s\n", err.message);
-		if (junit)
-			junit_error(junit, paths[0], paths[1], err.message,
-				    &start);
-		rules_free(&rules);
-		return 2;
-	}
-	struct analysis a;
-	if (analysis_run(&trace, &a) != 0) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		trace_free(&trace);
-		rules_free(&rules);
-		return 2;
-	}
-	char note[512];
-	if (trace_end_note(&trace, note, sizeof note))
-		printf("note: %s: %s\n", trace.path, note);
-
-	struct outcome *outcomes = calloc(rules.count, sizeof *outcomes);
-	size_t failures = 0;
-	if (!outcomes) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		trace_free(&trace);
-		rules_free(&rules);
-		return 2;
-	}
-	for (size_t i = 0; i < rules.count; i++) {
-		const struct rule *r = &rules.items[i];
-		struct outcome *o = &outcomes[i];
-		struct timespec rule_start;
-		clock_gettime(CLOCK_MONOTONIC, &rule_start);
-		switch (r->kind) {
-		case RULE_OP:
-			eval_op(&a, r, o);
-			break;
-		case RULE_CASTS:
-			eval_casts(&a, r, o);
-			break;
-		case RULE_CACHE:
-		case RULE_SCALER:
-			eval_metric(&a, r, o);
-			break;
-		case RULE_FINDING:
-			eval_finding(&a, r, o);
-			break;
-		case RULE_OPS:
-			eval_ops(&a, r, o);
-			break;
 		default:
-			break;
+			return COMMAND_LINE_BAD_USAGE;
 		}
-		check_hints_add(&trace, r, o->actual, sizeof o->actual);
-		o->seconds = seconds_since(&rule_start);
-		if (o->pass) {
-			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
-			       r->text, o->actual);
-			continue;
-		}
-		failures++;
-		printf("FAIL %s:%zu  %s\n", rules.path, r->line, r->text);
-		printf("     expected: %s\n", o->expected);
-		printf("     actual:   %s\n", o->actual);
-		if (o->first[0])
-			printf("     first:    %s\n", o->first);
 	}
-	char empty[512];
-	bool is_empty = empty_trace_failure(&trace, &rules, empty, sizeof empty);
-	if (is_empty)
-		printf("FAIL %s  %s\n", trace.path, empty);
-	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
-	       failures || is_empty ? "FAILED" : "OK", failures, rules.count,
-	       rules.count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
-	       trace.path);
+	if (argc - optind < 2)
+		return command_line_error(&cl, "need a trace and a rules file");
+	if (argc - optind > 2)
+		return command_line_error(&cl, "unexpected argument '%s'",
+					  argv[optind + 2]);
+	args->trace = argv[optind];
+	args->rules = argv[optind + 1];
+	return -1;
+}
 
-	int status = failures || is_empty ? 1 : 0;
-	if (junit) {
-		FILE *f = junit_open(junit, trace.path, rules.count + is_empty,
-				     failures + is_empty, 0, &start);
-		if (!f) {
-			status = 2;
-		} else {
-			for (size_t i = 0; i < rules.count; i++) {
-				const struct rule *r = &rules.items[i];
-				const struct outcome *o = &outcomes[i];
-				junit_testcase(f, trace.path);
-				xml_escaped(f, rules.path);
-				fprintf(f, ":%zu: ", r->line);
-				xml_escaped(f, r->text);
-				fputs("\" file=\"", f);
-				xml_escaped(f, rules.path);
-				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
-					o->seconds);
-				if (o->pass) {
-					fputs("/>\n", f);
-					continue;
-				}
-				fputs(">\n      <failure type=\"rule\" message=\"", f);
-				fprintf(f, "expected ");
-				xml_escaped(f, o->expected);
-				fputs(", got ", f);
-				xml_escaped(f, o->actual);
-				fputs("\">", f);
-				fputs("rule: ", f);
-				xml_escaped(f, r->text);
-				fputs("\nexpected: ", f);
-				xml_escaped(f, o->expected);
-				fputs("\nactual: ", f);
-				xml_escaped(f, o->actual);
-				if (o->first[0]) {
-					fputs("\nfirst: ", f);
-					xml_escaped(f, o->first);
-				}
-				fputs("</failure>\n    </testcase>\n", f);
-			}
-			if (is_empty) {
-				junit_testcase(f, trace.path);
-				xml_escaped(f, trace.path);
-				fputs(": ops recorded\" time=\"0\">\n"
-				      "      <failure type=\"empty-trace\" "
-				      "message=\"", f);
-				xml_escaped(f, empty);
-				fputs("\"/>\n    </testcase>\n", f);
-			}
-			if (junit_close(f, junit) != 0)
-				status = 2;
-		}
+/* The rules, then the trace; 0, or 2 when either cannot be read (said,
+ * and in the JUnit file: CI shows bad input too). */
+static int load_inputs(const struct check_args *args, struct rules *rules,
+		       struct trace *trace, const struct timespec *start)
+{
+	struct trace_error err;
+	size_t len;
+	char *text = trace_read_file(args->rules, &len, &err);
+	int status = text && rules_parse(args->rules, text, len, rules,
+					 &err) == 0 ? 0 : 2;
+
+	free(text);
+	if (status == 0 && trace_load(args->trace, trace, &err) != 0) {
+		rules_free(rules);
+		status = 2;
 	}
-	free(outcomes);
+	if (status == 0)
+		return 0;
+	fprintf(stderr, "amptrace check: %s\n", err.message);
+	if (args->junit)
+		junit_error(args->junit, args->trace, args->rules, err.message,
+			    start);
+	return 2;
+}
+
+/* Judges the loaded trace by the rules; the exit status. */
+static int check(const struct check_args *args, struct trace *trace,
+		 const struct rules *rules, const struct timespec *start)
+{
+	struct analysis a;
+	struct verdict v = { 0 };
+	char note[512];
+	int status = 2;
+
+	if (analysis_run(trace, &a) != 0) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		analysis_free(&a);
+		return 2;
+	}
+	if (trace_end_note(trace, note, sizeof note))
+		printf("note: %s: %s\n", trace->path, note);
+	if (!judge(&a, rules, &v)) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+	} else {
+		status = v.failures || v.empty[0] ? 1 : 0;
+		if (args->junit &&
+		    write_junit(args->junit, trace, rules, &v, start) != 0)
+			status = 2;
+	}
+	free(v.outcomes);
 	analysis_free(&a);
+	return status;
+}
+
+int amptrace_check(int argc, char **argv)
+{
+	struct check_args args = { 0 };
+	struct timespec start;
+	struct rules rules;
+	struct trace trace;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	int status = parse_args(argc, argv, &args);
+	if (status >= 0)
+		return status;
+	if (load_inputs(&args, &rules, &trace, &start) != 0)
+		return 2;
+	status = check(&args, &trace, &rules, &start);
 	trace_free(&trace);
 	rules_free(&rules);
 	return status;
