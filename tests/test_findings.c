@@ -11,6 +11,7 @@
 #include "findings_internal.h"
 #include "validate.h"
 #include "test_dirs.h"
+#include "traced.h"
 
 #include <check.h>
 #include <math.h>
@@ -38,32 +39,33 @@ static void remove_dir(void)
 	remove_tree(dir);
 }
 
-/* Runs `PROG ARGS` under `amptrace run OPTIONS` (value checks as given
- * in the environment) and computes the findings of its trace into *out;
+/* Runs `prog args` under `amptrace run OPTION` (value checks as given in
+ * the environment) and computes the findings of its trace into *out;
  * *trace must be freed by the caller. */
-static void traced(const char *value_checks, const char *options,
-		   const char *command, struct trace *trace,
+static void traced(const char *value_checks, const char *option,
+		   const char *prog, const char *args, struct trace *trace,
 		   struct findings *out)
 {
-	char path[4200], line[8800];
-	struct trace_error err;
+	char path[4200], env[32], buf[512], why[1024];
+	const char *words[32];
+	const char *const options[] = { option, NULL };
+	const char *const environment[] = { env, NULL };
+	const struct traced how = { .trace = path, .env = environment,
+				    .options = option ? options : NULL,
+				    .out = "/dev/null", .err = "/dev/null" };
 
 	snprintf(path, sizeof path, "%s/trace.json", dir);
-	snprintf(line, sizeof line,
-		 "AMP_VALUE_CHECKS=%s '%s' run -q -o '%s' %s -- %s >/dev/null 2>&1",
-		 value_checks, AMPTRACE_PATH, path, options, command);
-	ck_assert_int_eq(system(line), 0);
-	ck_assert_msg(trace_load(path, trace, &err) == 0, "%s: %s", command,
-		      err.message);
+	snprintf(env, sizeof env, "AMP_VALUE_CHECKS=%s", value_checks);
+	ck_assert_msg(traced_load(&how, traced_command(prog, args, buf, sizeof buf,
+						       words, 32),
+				  trace, why, sizeof why) == 0,
+		      "%s %s: %s", prog, args, why);
 	ck_assert_int_eq(findings_compute(trace, out), 0);
 }
 
 static void run_mode(const char *mode, struct trace *trace, struct findings *out)
 {
-	char command[4200];
-
-	snprintf(command, sizeof command, "'%s' %s", FINDINGS_PROG_PATH, mode);
-	traced("1", "", command, trace, out);
+	traced("1", NULL, FINDINGS_PROG_PATH, mode, trace, out);
 }
 
 static char *describe(const struct findings *f)
@@ -269,16 +271,15 @@ START_TEST(test_value_checks_off)
 {
 	struct trace trace;
 	struct findings f;
-	char command[4200];
 
-	snprintf(command, sizeof command, "'%s' overflow", FINDINGS_PROG_PATH);
-	traced("0", "", command, &trace, &f);
+	traced("0", NULL, FINDINGS_PROG_PATH, "overflow", &trace, &f);
 	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
 	findings_free(&f);
 	trace_free(&trace);
 
 	/* --no-value-checks wins over the environment */
-	traced("1", "--no-value-checks", command, &trace, &f);
+	traced("1", "--no-value-checks", FINDINGS_PROG_PATH, "overflow", &trace,
+	       &f);
 	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
 	findings_free(&f);
 	trace_free(&trace);
@@ -319,10 +320,10 @@ END_TEST
 static void run_sample(const char *name, const char *args, struct trace *trace,
 		       struct findings *out)
 {
-	char command[4200];
+	char prog[4200];
 
-	snprintf(command, sizeof command, "'%s/%s' %s", SAMPLES_DIR, name, args);
-	traced("1", "", command, trace, out);
+	snprintf(prog, sizeof prog, "%s/%s", SAMPLES_DIR, name);
+	traced("1", NULL, prog, args, trace, out);
 }
 
 START_TEST(test_sample_mlp_clean)
