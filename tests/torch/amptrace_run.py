@@ -6,13 +6,15 @@ import json
 import subprocess
 
 
-def run(amptrace, command, trace, env=None, timeout=300, options=()):
+def run(amptrace, command, trace, env=None, timeout=300, options=(),
+        check=False):
     """`amptrace run -q -o TRACE OPTIONS... -- COMMAND...`; the
-    CompletedProcess, its stdout and stderr captured as text."""
+    CompletedProcess, its stdout and stderr captured as text (`check`:
+    raise when it exits non-zero, as subprocess.run)."""
     return subprocess.run([amptrace, "run", "-q", "-o", trace, *options,
                            "--", *command],
                           capture_output=True, text=True, env=env,
-                          timeout=timeout)
+                          timeout=timeout, check=check)
 
 
 def load(path):
