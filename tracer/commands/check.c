@@ -186,18 +186,56 @@ static void other_phase_text(struct outcome *o, const char *op,
 						    : "`in backward`, `in optimizer`");
 }
 
-static void eval_op(const struct analysis *a, const struct rule *r,
-		    struct outcome *o)
+/* One check of an op rule on one op; when it does not hold, what the op
+ * has instead in `detail`. */
+static bool op_check_holds(const struct op_check *c, const struct trace_op *op,
+			   char *detail, size_t size)
 {
-	const struct trace *t = a->trace;
-	size_t matched = 0, failed[RULE_MAX_CHECKS] = { 0 };
-	size_t first[RULE_MAX_CHECKS];
-	char focus[RULE_MAX_CHECKS][400];
-	char values[128];
+	if (c->kind == CHECK_OUTPUT) {
+		if (one_of(c, analysis_output_dtype(op)))
+			return true;
+		if (op->noutputs) {
+			int n = snprintf(detail, size, "output ");
+			describe_tensor(detail + n, size - (size_t)n,
+					&op->outputs[0]);
+		} else {
+			snprintf(detail, size, "no output (%s)",
+				 op->error ? op->error : "failed");
+		}
+		return false;
+	}
+	if (c->kind == CHECK_INPUTS) {
+		for (int in = 0; in < op->ninputs; in++) {
+			if (one_of(c, op->inputs[in].dtype))
+				continue;
+			int n = snprintf(detail, size, "input %d: ", in);
+			describe_tensor(detail + n, size - (size_t)n,
+					&op->inputs[in]);
+			return false;
+		}
+		return true;
+	}
+	if (c->kind == CHECK_POLICY) {
+		snprintf(detail, size, "policy %s",
+			 op->policy ? op->policy : "unknown");
+		return one_of(c, op->policy);
+	}
+	return true; /* CHECK_COUNT: judged on the count, after */
+}
 
+/* The ops an op rule selects, and how each of its checks fared. */
+struct op_tally {
+	size_t matched;
+	size_t failed[RULE_MAX_CHECKS]; /* ops that fail check k */
+	size_t first[RULE_MAX_CHECKS];  /* the first one's event */
+	char focus[RULE_MAX_CHECKS][400]; /* ... and what it has instead */
 	/* same name, left out by the default phase: backward, optimizer */
-	size_t other_phase[2] = { 0, 0 };
+	size_t other_phase[2];
+};
 
+static void tally_ops(const struct trace *t, const struct rule *r,
+		      struct op_tally *tally)
+{
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_OP || e->op.incomplete ||
@@ -206,107 +244,99 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 		if (!op_selected(&r->filter, &e->op, "forward")) {
 			if (!r->filter.phase &&
 			    op_selected(&r->filter, &e->op, "any"))
-				other_phase[e->op.phase &&
-					    !strcmp(e->op.phase, "optimizer")]++;
+				tally->other_phase[e->op.phase &&
+						   !strcmp(e->op.phase, "optimizer")]++;
 			continue;
 		}
-		matched++;
+		tally->matched++;
 		for (int k = 0; k < r->nchecks; k++) {
-			const struct op_check *c = &r->checks[k];
-			const struct trace_op *op = &e->op;
 			char detail[400] = "";
-			bool ok = true;
-			if (c->kind == CHECK_OUTPUT) {
-				ok = one_of(c, analysis_output_dtype(op));
-				if (!ok && op->noutputs) {
-					memcpy(detail, "output ", 7);
-					describe_tensor(detail + 7,
-							sizeof detail - 7,
-							&op->outputs[0]);
-				} else if (!ok) {
-					snprintf(detail, sizeof detail,
-						 "no output (%s)",
-						 op->error ? op->error : "failed");
-				}
-			} else if (c->kind == CHECK_INPUTS) {
-				for (int in = 0; in < op->ninputs && ok; in++)
-					if (!one_of(c, op->inputs[in].dtype)) {
-						ok = false;
-						int n = snprintf(detail, sizeof detail,
-								 "input %d: ", in);
-						describe_tensor(detail + n,
-								sizeof detail -
-									(size_t)n,
-								&op->inputs[in]);
-					}
-			} else if (c->kind == CHECK_POLICY) {
-				ok = one_of(c, op->policy);
-				snprintf(detail, sizeof detail, "policy %s",
-					 op->policy ? op->policy : "unknown");
-			}
-			if (!ok && !failed[k]++) {
-				first[k] = i;
-				snprintf(focus[k], sizeof focus[k], "%s", detail);
-			}
+			if (op_check_holds(&r->checks[k], &e->op, detail,
+					   sizeof detail) ||
+			    tally->failed[k]++)
+				continue;
+			tally->first[k] = i;
+			snprintf(tally->focus[k], sizeof tally->focus[k], "%s",
+				 detail);
 		}
 	}
+}
+
+/* Appends to buf (*n bytes used), "; " between parts, cut at its end. */
+static void append(char *buf, size_t size, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t size, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n)
+		*n += (size_t)snprintf(buf + *n, size - *n, "; ");
+	if (*n < size) {
+		va_start(ap, fmt);
+		*n += (size_t)vsnprintf(buf + *n, size - *n, fmt, ap);
+		va_end(ap);
+	}
+	if (*n >= size)
+		*n = size - 1;
+}
+
+/* What the rule expected, what the tally shows and its first offending
+ * op, check by check. */
+static void op_verdict(const struct trace *t, const struct rule *r,
+		       const struct op_tally *tally, struct outcome *o)
+{
+	size_t n_exp = 0, n_act = 0;
+	char values[128];
 
 	o->pass = true;
-	size_t n_exp = 0, n_act = 0;
 	for (int k = 0; k < r->nchecks; k++) {
 		const struct op_check *c = &r->checks[k];
 		const char *what = c->kind == CHECK_OUTPUT ? "outputs"
 				   : c->kind == CHECK_INPUTS ? "has inputs"
-				   : c->kind == CHECK_POLICY ? "has policy"
-							     : "count";
+							     : "has policy";
 		if (c->kind == CHECK_COUNT) {
-			bool ok = rule_compare((double)matched, c->cmp, c->number);
-			n_exp += (size_t)snprintf(o->expected + n_exp,
-						  sizeof o->expected - n_exp,
-						  "%smatching ops %s %g",
-						  n_exp ? "; " : "",
-						  rule_cmp_text(c->cmp), c->number);
-			if (!ok) {
-				o->pass = false;
-				n_act += (size_t)snprintf(
-					o->actual + n_act, sizeof o->actual - n_act,
-					"%s%zu matching ops", n_act ? "; " : "",
-					matched);
-			}
-			if (n_exp >= sizeof o->expected)
-				n_exp = sizeof o->expected - 1;
-			if (n_act >= sizeof o->actual)
-				n_act = sizeof o->actual - 1;
+			append(o->expected, sizeof o->expected, &n_exp,
+			       "matching ops %s %g", rule_cmp_text(c->cmp),
+			       c->number);
+			if (rule_compare((double)tally->matched, c->cmp,
+					 c->number))
+				continue;
+			o->pass = false;
+			append(o->actual, sizeof o->actual, &n_act,
+			       "%zu matching ops", tally->matched);
 			continue;
 		}
-		n_exp += (size_t)snprintf(o->expected + n_exp,
-					  sizeof o->expected - n_exp,
-					  "%severy matching op %s %s",
-					  n_exp ? "; " : "", what,
-					  values_text(c, values, sizeof values));
-		if (n_exp >= sizeof o->expected)
-			n_exp = sizeof o->expected - 1;
-		if (!matched) {
+		append(o->expected, sizeof o->expected, &n_exp,
+		       "every matching op %s %s", what,
+		       values_text(c, values, sizeof values));
+		if (!tally->matched) {
 			o->pass = false;
 			continue;
 		}
-		if (!failed[k])
+		if (!tally->failed[k])
 			continue;
 		o->pass = false;
-		n_act += (size_t)snprintf(o->actual + n_act,
-					  sizeof o->actual - n_act,
-					  "%s%zu of %zu matching ops do not",
-					  n_act ? "; " : "", failed[k], matched);
-		if (n_act >= sizeof o->actual)
-			n_act = sizeof o->actual - 1;
+		append(o->actual, sizeof o->actual, &n_act,
+		       "%zu of %zu matching ops do not", tally->failed[k],
+		       tally->matched);
 		if (!o->first[0])
 			describe_op(o->first, sizeof o->first, t,
-				    &t->events[first[k]], focus[k]);
+				    &t->events[tally->first[k]], tally->focus[k]);
 	}
-	if (!matched && !o->pass && !o->actual[0] &&
-	    other_phase[0] + other_phase[1])
-		other_phase_text(o, r->op, other_phase);
-	else if (!matched && !o->pass && !o->actual[0])
+}
+
+static void eval_op(const struct analysis *a, const struct rule *r,
+		    struct outcome *o)
+{
+	const struct trace *t = a->trace;
+	struct op_tally tally = { 0 };
+
+	tally_ops(t, r, &tally);
+	op_verdict(t, r, &tally, o);
+	if (!tally.matched && !o->pass && !o->actual[0] &&
+	    tally.other_phase[0] + tally.other_phase[1])
+		other_phase_text(o, r->op, tally.other_phase);
+	else if (!tally.matched && !o->pass && !o->actual[0])
 		set(o->actual, sizeof o->actual,
 		    "no op matched '%s'%s (the trace has %zu ops)", r->op,
 		    r->filter.scope || r->filter.phase || r->filter.device ||
@@ -315,8 +345,8 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 			    : "",
 		    t->counts[TRACE_OP]);
 	if (o->pass)
-		set(o->actual, sizeof o->actual, "%zu matching op%s", matched,
-		    matched == 1 ? "" : "s");
+		set(o->actual, sizeof o->actual, "%zu matching op%s",
+		    tally.matched, tally.matched == 1 ? "" : "s");
 }
 
 static void describe_cast(char *buf, size_t size, const struct analysis *a,
