@@ -104,7 +104,7 @@ void finding_fold_diag(struct findings_context *cx, size_t i)
  * compute is then folded into their finding. */
 static void fold_diags(struct findings_context *cx)
 {
-	for (size_t i = 0; i < cx->t->nevents; i++) {
+	for (size_t i = 0; cx->t->counts[TRACE_DIAG] && i < cx->t->nevents; i++) {
 		const struct trace_event *e = &cx->t->events[i];
 		if (e->kind != TRACE_DIAG)
 			continue;

@@ -162,11 +162,6 @@ bool finding_is_full_precision(const char *dtype)
 	       (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
 }
 
-bool finding_op_failed(const struct trace_op *op)
-{
-	return !op->incomplete && (op->status != 0 || op->error);
-}
-
 static int compare_op_name(const void *key, const void *entry)
 {
 	return strcmp(key, ((const struct finding_lp_op *)entry)->name);

@@ -62,6 +62,42 @@ struct finding_casts {
 	struct id_map undone;  /* (pid, result) -> its uses casting it back */
 };
 
+/* Why a step was skipped (scaler-skipped-step), decided once per
+ * iteration (the steps up to an update). */
+enum finding_skip_kind {
+	SKIP_NONE,        /* no step skipped yet in the iteration */
+	SKIP_CALIBRATING, /* no iteration without a skip yet */
+	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
+	SKIP_REPEATED,    /* again, at a scale that did not grow since */
+};
+
+/* One GradScaler's history, as its rules read it (findings_steps.c):
+ * each keeps its own part. */
+struct finding_scaler {
+	int64_t pid;
+	uint64_t id;
+	uint64_t inf_tensor; /* the last gradient seen holding inf/NaN */
+	/* scaler-collapse */
+	double first, previous; /* the scale at the first, the last update */
+	int halvings;
+	bool reported;
+	/* scaler-skipped-step */
+	double last_update;
+	bool stepped;    /* an optimizer step was taken */
+	bool updates;    /* the scaler is ever updated */
+	bool calibrated; /* an iteration ended with no step skipped */
+	bool adjusted;   /* a step was skipped after calibration... */
+	bool grew;       /* ... and the scale grew since */
+	enum finding_skip_kind iteration; /* this iteration's skips */
+};
+
+#define FINDING_MAX_SCALERS 32
+struct finding_scalers {
+	struct finding_scaler items[FINDING_MAX_SCALERS];
+	size_t count;
+	bool found; /* the trace's scalers are in items */
+};
+
 /* What the rules share: the trace and its index, the findings so far,
  * and the state the rules fed event by event keep between events. */
 struct findings_context {
@@ -73,6 +109,7 @@ struct findings_context {
 	struct finding_lp_memo lp_memo;
 	struct finding_regions regions; /* built before the rules run */
 	struct finding_casts casts;
+	struct finding_scalers scalers;
 	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
 	 * outside any region ran with autocast off, no region event since */
 	struct id_map autocast_off;
@@ -102,7 +139,11 @@ static inline bool finding_op_is_backward(const struct trace_op *op)
 	return op->phase && op->phase[0] == 'b' &&
 	       !strcmp(op->phase, "backward");
 }
-bool finding_op_failed(const struct trace_op *op);
+/* Inline too: three rules ask it of every op. */
+static inline bool finding_op_failed(const struct trace_op *op)
+{
+	return !op->incomplete && (op->status != 0 || op->error);
+}
 const char *finding_tensor_label(struct findings_context *cx, int64_t pid,
 				 uint64_t id, char *buf, size_t size);
 /* The amp.op of (pid, op_id), or NULL; its label, or "op N". */
@@ -149,9 +190,9 @@ void finding_casts_free(struct findings_context *cx);
 /* findings_divergence.c */
 finding_event_rule finding_rule_policy_divergence;
 /* findings_steps.c */
-finding_event_rule finding_rule_fp16_overflow;
-finding_trace_rule finding_rule_scaler_collapse, finding_rule_cache_growth,
+finding_event_rule finding_rule_fp16_overflow, finding_rule_scaler_collapse,
 	finding_rule_scaler_skipped_step;
+finding_trace_rule finding_rule_cache_growth;
 
 /* findings.c: an amp.diag event of the trace as a finding of its kind,
  * or folded into the one the rules found (the fp16-overflow rule's, which

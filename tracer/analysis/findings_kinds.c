@@ -54,7 +54,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	},
 	[FINDING_SCALER_COLLAPSE] = {
 		"scaler-collapse", FINDING_ERROR, FINDING_FROM_EVENTS,
-		.once = finding_rule_scaler_collapse,
+		.reads = FINDING_READS(TRACE_SCALER),
+		.each = finding_rule_scaler_collapse,
 		.fix = "find the op producing inf/NaN (fp16-overflow findings), "
 		       "use bf16, or lower the learning rate",
 		.doc = "GradScaler's scale collapsed (inf/NaN gradients at every "
@@ -135,7 +136,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	},
 	[FINDING_SCALER_SKIPPED_STEP] = {
 		"scaler-skipped-step", FINDING_WARNING, FINDING_FROM_EVENTS,
-		.once = finding_rule_scaler_skipped_step,
+		.reads = FINDING_READS(TRACE_SCALER),
+		.each = finding_rule_scaler_skipped_step,
 		.fix = "a few skips while the scale calibrates are normal; many "
 		       "mean a gradient overflows: find its op",
 		.doc = "GradScaler keeps skipping steps: a second skip after "

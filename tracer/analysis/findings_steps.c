@@ -11,52 +11,20 @@
 
 /* ------------------------------------------------------- GradScaler */
 
-/* Why a step was skipped (scaler-skipped-step), decided once per
- * iteration (the steps up to an update). */
-enum skip_kind {
-	SKIP_NONE,        /* no step skipped yet in the iteration */
-	SKIP_CALIBRATING, /* no iteration without a skip yet */
-	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
-	SKIP_REPEATED,    /* again, at a scale that did not grow since */
-};
-
-/* One GradScaler's history; each rule keeps its own part. */
-struct scaler_state {
-	int64_t pid;
-	uint64_t id;
-	double previous; /* the scale at its last update */
-	uint64_t inf_tensor;
-	/* scaler-collapse */
-	double first;
-	int halvings;
-	bool reported;
-	/* scaler-skipped-step */
-	bool stepped;    /* an optimizer step was taken */
-	bool updates;    /* the scaler is ever updated */
-	bool calibrated; /* an iteration ended with no step skipped */
-	bool adjusted;   /* a step was skipped after calibration... */
-	bool grew;       /* ... and the scale grew since */
-	enum skip_kind iteration; /* this iteration's skips */
-};
-
-#define MAX_SCALERS 32
-struct scalers {
-	struct scaler_state items[MAX_SCALERS];
-	size_t count;
-};
-
-/* The state of (pid, id), new when unseen; NULL past MAX_SCALERS. */
-static struct scaler_state *scaler_of(struct scalers *s, int64_t pid,
-				      uint64_t id)
+/* The state of (pid, id), new when unseen; NULL past
+ * FINDING_MAX_SCALERS. */
+static struct finding_scaler *scaler_of(struct finding_scalers *s, int64_t pid,
+					uint64_t id)
 {
 	for (size_t i = 0; i < s->count; i++)
 		if (s->items[i].pid == pid && s->items[i].id == id)
 			return &s->items[i];
-	if (s->count == MAX_SCALERS)
+	if (s->count == FINDING_MAX_SCALERS)
 		return NULL;
-	s->items[s->count] = (struct scaler_state){ .pid = pid, .id = id,
-						    .previous = NAN,
-						    .first = NAN };
+	s->items[s->count] = (struct finding_scaler){ .pid = pid, .id = id,
+						      .previous = NAN,
+						      .first = NAN,
+						      .last_update = NAN };
 	return &s->items[s->count++];
 }
 
@@ -66,26 +34,26 @@ static bool is_scaler(const struct trace_event *e, const char *what)
 	       (!what || !strcmp(e->scaler.what, what));
 }
 
-/* The trace's scalers, those ever updated first (and marked so). */
-static void scalers_find(struct findings_context *cx, struct scalers *s)
+/* The state of scaler event i's scaler, its inf tensor noted; or NULL.
+ * The trace's scalers are found at its first scaler event, those ever
+ * updated first (and marked so). */
+static struct finding_scaler *scaler_event(struct findings_context *cx,
+					   size_t i)
 {
-	s->count = 0;
-	for (size_t i = 0; i < cx->t->nevents; i++) {
-		const struct trace_event *e = &cx->t->events[i];
-		if (!is_scaler(e, "update"))
-			continue;
-		struct scaler_state *st = scaler_of(s, e->pid, e->scaler.scaler_id);
-		if (st)
+	struct finding_scalers *s = &cx->scalers;
+	const struct trace_event *e = &cx->t->events[i];
+
+	if (!e->scaler.what)
+		return NULL;
+	for (size_t k = 0; !s->found && k < cx->t->nevents; k++) {
+		const struct trace_event *u = &cx->t->events[k];
+		struct finding_scaler *st;
+		if (is_scaler(u, "update") &&
+		    (st = scaler_of(s, u->pid, u->scaler.scaler_id)))
 			st->updates = true;
 	}
-}
-
-/* The state of scaler event `e`'s scaler, its inf tensor noted. */
-static struct scaler_state *scaler_event(struct scalers *s,
-					 const struct trace_event *e)
-{
-	struct scaler_state *st = scaler_of(s, e->pid, e->scaler.scaler_id);
-
+	s->found = true;
+	struct finding_scaler *st = scaler_of(s, e->pid, e->scaler.scaler_id);
 	if (st && e->scaler.inf_tensor)
 		st->inf_tensor = e->scaler.inf_tensor;
 	return st;
@@ -102,7 +70,7 @@ static struct scaler_state *scaler_event(struct scalers *s,
  * not per step: with two optimizers one may step while the other's
  * gradients overflow.  A scaler never updated is calibrated by its
  * first step taken.  A scale that never settles is scaler-collapse's. */
-static enum skip_kind skip_kind_of(struct scaler_state *st)
+static enum finding_skip_kind skip_kind_of(struct finding_scaler *st)
 {
 	if (st->iteration != SKIP_NONE)
 		return st->iteration;
@@ -120,7 +88,7 @@ static enum skip_kind skip_kind_of(struct scaler_state *st)
 }
 
 static void report_skip(struct findings_context *cx, size_t i,
-			struct scaler_state *st)
+			struct finding_scaler *st)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -132,7 +100,7 @@ static void report_skip(struct findings_context *cx, size_t i,
 	};
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_scaler *s = &e->scaler;
-	enum skip_kind kind = skip_kind_of(st);
+	enum finding_skip_kind kind = skip_kind_of(st);
 	char site[160], tensor[192];
 
 	finding_text(site, sizeof site, "%llu/%llu %d",
@@ -160,78 +128,68 @@ static void report_skip(struct findings_context *cx, size_t i,
 
 /* scaler-skipped-step: a GradScaler `step` event with step_skipped: a
  * warning when steps keep being skipped, info while the scale calibrates
- * and for the scaler's normal adjustments (skip_kind_of). */
-void finding_rule_scaler_skipped_step(struct findings_context *cx)
+ * and for the scaler's normal adjustments (skip_kind_of).  Fed scaler
+ * events. */
+void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
 {
-	struct scalers scalers;
+	const struct trace_scaler *s = &cx->t->events[i].scaler;
+	struct finding_scaler *st = scaler_event(cx, i);
 
-	scalers_find(cx, &scalers);
-	for (size_t i = 0; i < cx->t->nevents; i++) {
-		const struct trace_event *e = &cx->t->events[i];
-		struct scaler_state *st;
-		if (!is_scaler(e, NULL) || !(st = scaler_event(&scalers, e)))
-			continue;
-		const struct trace_scaler *s = &e->scaler;
-		if (!strcmp(s->what, "step") && !s->step_skipped)
-			st->stepped = true;
-		if (!strcmp(s->what, "step") && s->step_skipped)
-			report_skip(cx, i, st);
-		if (strcmp(s->what, "update"))
-			continue;
-		st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
-		st->grew |= !isnan(st->previous) && s->scale > st->previous;
-		st->iteration = SKIP_NONE;
-		if (!isnan(s->scale))
-			st->previous = s->scale;
-	}
+	if (!st)
+		return;
+	if (!strcmp(s->what, "step") && !s->step_skipped)
+		st->stepped = true;
+	if (!strcmp(s->what, "step") && s->step_skipped)
+		report_skip(cx, i, st);
+	if (strcmp(s->what, "update"))
+		return;
+	st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
+	st->grew |= !isnan(st->last_update) && s->scale > st->last_update;
+	st->iteration = SKIP_NONE;
+	if (!isnan(s->scale))
+		st->last_update = s->scale;
 }
 
 /* scaler-collapse: a scale below SCALER_COLLAPSE_SCALE, or
  * SCALER_COLLAPSE_HALVINGS updates in a row that each lowered the
- * scale. */
-void finding_rule_scaler_collapse(struct findings_context *cx)
+ * scale.  Fed scaler events. */
+void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 {
-	struct scalers scalers;
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+	struct finding_scaler *st = scaler_event(cx, i);
 	char site[160], tensor[192];
 
-	scalers_find(cx, &scalers);
-	for (size_t i = 0; i < cx->t->nevents; i++) {
-		const struct trace_event *e = &cx->t->events[i];
-		struct scaler_state *st;
-		if (!is_scaler(e, NULL) || !(st = scaler_event(&scalers, e)))
-			continue;
-		const struct trace_scaler *s = &e->scaler;
-		if (strcmp(s->what, "update") || isnan(s->scale))
-			continue;
-		if (isnan(st->first))
-			st->first = s->scale;
-		st->halvings = !isnan(st->previous) && s->scale < st->previous
-				       ? st->halvings + 1 : 0;
-		st->previous = s->scale;
-		if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
-				     st->halvings < SCALER_COLLAPSE_HALVINGS))
-			continue;
-		st->reported = true;
-		finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
-		struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
-						     e->pid, i);
-		if (!f)
-			continue;
-		f->tensor = st->inf_tensor;
-		finding_text(f->message, sizeof f->message,
-			     "GradScaler %llu's scale fell to %g (from %g) after %d "
-			     "consecutive reductions (collapse: below %g or %d in a "
-			     "row): the gradients hold inf/NaN at every step%s%s%s, so "
-			     "no optimizer step is taken and training has stopped",
-			     (unsigned long long)s->scaler_id, s->scale, st->first,
-			     st->halvings, SCALER_COLLAPSE_SCALE,
-			     SCALER_COLLAPSE_HALVINGS,
-			     st->inf_tensor ? " (last seen in gradient " : "",
-			     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-			     tensor, sizeof tensor)
-			     : "",
-			     st->inf_tensor ? ")" : "");
-	}
+	if (!st || strcmp(s->what, "update") || isnan(s->scale))
+		return;
+	if (isnan(st->first))
+		st->first = s->scale;
+	st->halvings = !isnan(st->previous) && s->scale < st->previous
+			       ? st->halvings + 1 : 0;
+	st->previous = s->scale;
+	if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
+			     st->halvings < SCALER_COLLAPSE_HALVINGS))
+		return;
+	st->reported = true;
+	finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
+	struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
+					     e->pid, i);
+	if (!f)
+		return;
+	f->tensor = st->inf_tensor;
+	finding_text(f->message, sizeof f->message,
+		     "GradScaler %llu's scale fell to %g (from %g) after %d "
+		     "consecutive reductions (collapse: below %g or %d in a "
+		     "row): the gradients hold inf/NaN at every step%s%s%s, so "
+		     "no optimizer step is taken and training has stopped",
+		     (unsigned long long)s->scaler_id, s->scale, st->first,
+		     st->halvings, SCALER_COLLAPSE_SCALE,
+		     SCALER_COLLAPSE_HALVINGS,
+		     st->inf_tensor ? " (last seen in gradient " : "",
+		     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
+							   tensor, sizeof tensor)
+				    : "",
+		     st->inf_tensor ? ")" : "");
 }
 
 /* An overflow in a backward op followed, before the GradScaler's next
