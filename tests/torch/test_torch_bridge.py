@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+import amptrace_run
+from amptrace_run import casts, events, findings, load, ops
 from tap import check, done, skip_unless_bridge
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
@@ -25,35 +27,10 @@ TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
 
 
 def run(script, *args, env=None, out="t"):
+    """`amptrace run` on PYTHON running `script` here: (process, trace)."""
     path = os.path.join(TMP, out + ".json")
-    cmd = [AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
-           os.path.join(HERE, script)] + list(args)
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                       timeout=300)
-    return p, path
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def events(trace, cat):
-    return [e for e in trace["traceEvents"] if e.get("cat") == cat]
-
-
-def ops(trace, name=None):
-    return [e["args"] for e in events(trace, "amp.op")
-            if name is None or e["args"]["op"] == name]
-
-
-def casts(trace, op=None):
-    return [e["args"] for e in events(trace, "amp.cast")
-            if op is None or e["args"]["op"] == op]
-
-
-def findings(trace):
-    return [e["args"]["kind"] for e in events(trace, "amp.diag")]
+    return amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
+                                       *args], path, env=env), path
 
 
 def torch_release():
@@ -474,9 +451,8 @@ def test_twins():
     for name, steps in (("mlp", "2"), ("transformer", "2"), ("whole_loop", "6"),
                         ("nested", "2"), ("threads", "2")):
         base = os.path.join(TMP, "lib_%s.json" % name)
-        subprocess.run([AMPTRACE, "run", "-q", "-o", base, "--",
-                        os.path.join(SAMPLES, name), "--steps", steps],
-                       capture_output=True, check=True)
+        amptrace_run.run(AMPTRACE, [os.path.join(SAMPLES, name), "--steps",
+                                    steps], base, check=True)
         p, new = run("twin_%s.py" % name, steps, out="twin_" + name)
         d = subprocess.run([AMPTRACE, "diff", "--json", base, new],
                            capture_output=True, text=True)
@@ -536,9 +512,8 @@ def test_twin_negative():
 def test_injection_messages():
     for flag in ("-E", "-I", "-S"):
         path = os.path.join(TMP, "flag.json")
-        p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
-                            flag, "-c", "print(1)"], capture_output=True,
-                           text=True)
+        p = amptrace_run.run(AMPTRACE, [PYTHON, flag, "-c", "print(1)"],
+                             path)
         # nothing recorded from a program that exited 0: amptrace's 125
         check("python %s: said clearly, the program still runs" % flag,
               p.returncode == 125 and p.stdout == "1\n" and

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+import amptrace_run
+from amptrace_run import load
 from tap import check, done, skip_unless_bridge
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
@@ -101,19 +103,12 @@ def trace(script, args, fallback, out):
     env.pop("AMPTRACE_TORCH_FALLBACK", None)
     if fallback:
         env["AMPTRACE_TORCH_FALLBACK"] = "1"
-    p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
-                        os.path.join(HERE, script)] + list(args),
-                       capture_output=True, text=True, env=env, timeout=300)
-    return p, path
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
+    return amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
+                                       *args], path, env=env), path
 
 
 def events(t, cat):
-    return [e["args"] for e in t["traceEvents"] if e.get("cat") == cat]
+    return [e["args"] for e in amptrace_run.events(t, cat)]
 
 
 def cast_facts(t):
