@@ -37,9 +37,11 @@ const char *finding_severity_name(enum finding_severity severity);
 
 /* The kinds amptrace knows, in the order findings are listed within a
  * severity.  Adding one: an id here, its row in findings_kinds.c, its
- * rule in a findings_*.c file, a mistake and its fix in
- * tests/findings_prog.c (test_findings.c checks both), and RULES.md's
- * table regenerated (`ninja -C build finding-docs`). */
+ * rule in a findings_*.c file (findings_internal.h declares it), a
+ * program making the mistake and its fixed twin (a mode of
+ * tests/findings_prog.c in test_findings.c's cases, or a PyTorch
+ * scenario in tests/torch), RULES.md's table regenerated (`ninja -C
+ * build finding-docs`) and the kind named in README.md's list. */
 enum finding_kind_id {
 	FINDING_PROCESS_DIED,
 	FINDING_DTYPE_MISMATCH,
