@@ -7,8 +7,8 @@
 # The raw directory filling up is test_raw_full.sh (it needs a mount).
 #   test_faults.sh AMPTRACE TRACE_PROG
 set -u
-amptrace=$1
-prog=$2
+amptrace=$(realpath "$1")
+prog=$(realpath "$2")
 work=$(mktemp -d)
 raw=$work/raw
 mkdir "$raw"
@@ -133,6 +133,32 @@ check "... the program was killed by SIGTERM" \
 check "... the trace is whole (300 relu ops, a trailer)" eval \
 	'[ "$(relu_count "$work/t.json")" -eq 300 ] && grep -q "\"complete\":true" "$work/t.json"'
 check "... and no raw files are left" raw_empty
+
+# --- a program that closes every descriptor it did not open (closefrom,
+# os.closerange, daemons) and opens a file of its own: the recorder keeps
+# no descriptor the file could get, so it is never extended or mapped
+"$amptrace" run -q --raw-dir "$raw" -o "$work/fd.json" -- \
+	"$prog" closefds 60000 "$work/own.txt" >"$work/out" 2>"$work/err"
+status=$?
+check "closefds: the program exits 0, as untraced ($status)" [ "$status" -eq 0 ]
+check "... its own file holds its 2 bytes ($(stat -c %s "$work/own.txt"))" \
+	[ "$(stat -c %s "$work/own.txt")" -eq 2 ]
+check "... and the trace has every op after the close ($(relu_count "$work/fd.json"))" \
+	[ "$(relu_count "$work/fd.json")" -eq 60001 ]
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	(cd "$work" && "$amptrace" run -q --raw-dir "$raw" -o py.json -- \
+		/usr/bin/python3 -c 'import os, torch
+torch.ones(1) + 1
+os.closerange(3, 1024)
+f = open("d.txt", "w"); f.write("hi"); f.flush()
+[torch.ones(64) + 1 for _ in range(20000)]
+f.close(); print(os.path.getsize("d.txt"))' >"$work/out" 2>"$work/err")
+	status=$?
+	check "os.closerange under torch: exit 0 ($status), the file's size 2 ($(cat "$work/out"))" \
+		eval '[ "$status" -eq 0 ] && [ "$(cat "$work/out")" = 2 ]'
+else
+	echo "# skipped: /usr/bin/python3 has no torch (the closerange repro)"
+fi
 
 # --- where the trace cannot go
 "$amptrace" run --raw-dir "$raw" -o /dev/full -- "$prog" ops 10 \

@@ -45,7 +45,7 @@
 
 /* A thread maps its file RAW_WINDOW_CHUNKS chunks at a time: one mmap and
  * one munmap per window instead of per chunk (a third of what a fresh
- * page costs the program here, with the populate in map_chunk). */
+ * page costs the program here, with the populate in map_chunk_of). */
 #define RAW_WINDOW_CHUNKS 16
 #define RAW_WINDOW ((size_t)RAW_WINDOW_CHUNKS * RAW_CHUNK)
 #ifndef MADV_POPULATE_WRITE
@@ -54,13 +54,18 @@
 
 /* Per-thread writer state.  `generation` ties it to one process image:
  * after fork() the child starts a new generation and its inherited state
- * is dropped unused. */
+ * is dropped unused.  It holds no file descriptor: the program owns its
+ * descriptor table and may close every number it did not open itself
+ * (closefrom, os.closerange, daemon libraries) and get the same number
+ * back for a file of its own; a kept descriptor would then extend and map
+ * the program's file.  The file is opened by path for each chunk and
+ * closed at once; the mapping alone keeps it. */
 struct thread_writer {
-	int fd;
+	uint64_t amp_thread;   /* whose stream: names its file */
 	uint8_t *chunk;        /* the current chunk, or NULL */
 	uint32_t offset;       /* next record, inside chunk */
 	uint64_t chunk_index;
-	uint8_t *window;       /* the mapping chunk lies in (map_chunk) */
+	uint8_t *window;       /* the mapping chunk lies in (map_chunk_of) */
 	uint64_t window_first; /* the index of its first chunk */
 	unsigned generation;
 	int suffix;            /* the file is t<thread>-<suffix>.raw when > 0 */
@@ -102,10 +107,8 @@ static void warn_once(const char *what, const char *path)
 
 static void writer_drop(struct thread_writer *w)
 {
-	if (w->chunk) {
+	if (w->chunk)
 		munmap(w->window, RAW_WINDOW);
-		close(w->fd);
-	}
 	*w = (struct thread_writer){ .generation = w->generation,
 				     .busy = w->busy };
 }
@@ -144,8 +147,7 @@ void producer_populate_by_mmap(void)
  * the raw files live, that maps them writable too.
  * Returns false only when that mapping failed: the slot may then be a
  * hole, and the chunk must not be used. */
-static bool populate_chunk(struct thread_writer *w, uint8_t *chunk,
-			   uint64_t index)
+static bool populate_chunk(int fd, uint8_t *chunk, uint64_t index)
 {
 	if (!atomic_load_explicit(&populate_by_mmap, memory_order_relaxed)) {
 		if (madvise(chunk, RAW_CHUNK, MADV_POPULATE_WRITE) == 0 ||
@@ -154,36 +156,81 @@ static bool populate_chunk(struct thread_writer *w, uint8_t *chunk,
 		atomic_store(&populate_by_mmap, true);
 	}
 	return mmap(chunk, RAW_CHUNK, PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_FIXED | MAP_POPULATE, w->fd,
+		    MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd,
 		    (off_t)(index * RAW_CHUNK)) != MAP_FAILED;
 }
 
-/* Makes chunk `index` current, its pages reserved first: a write into a
- * file page that the file system cannot back (tmpfs full) is a SIGBUS
- * that would kill the traced program, and the converter reads these
- * pages too.  The window may reach past the end of the file: only
- * reserved chunks are ever touched. */
-static bool map_chunk(struct thread_writer *w, uint64_t index)
-{
-	int err = posix_fallocate(w->fd, (off_t)(index * RAW_CHUNK),
-				  RAW_CHUNK);
+/* Growing a file past RLIMIT_FSIZE (ulimit -f) raises SIGXFSZ, whose
+ * default kills the program.  The recorder's own growth must fail with
+ * EFBIG instead (recording stops, as when the directory is full): the
+ * signal is blocked around it, and one it raised is taken back before the
+ * mask returns (one the program had pending already is left to it). */
+struct xfsz_block {
+	sigset_t old_mask;
+	bool was_pending;
+};
 
-	if (err != 0) {
-		errno = err;
-		return false;
+static void xfsz_block(struct xfsz_block *b)
+{
+	sigset_t xfsz, pending;
+
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &b->old_mask);
+	b->was_pending = sigpending(&pending) == 0 &&
+			 sigismember(&pending, SIGXFSZ) == 1;
+}
+
+static void xfsz_unblock(struct xfsz_block *b)
+{
+	int saved = errno;
+	sigset_t xfsz, pending;
+
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	if (!b->was_pending && sigpending(&pending) == 0 &&
+	    sigismember(&pending, SIGXFSZ) == 1) {
+		struct timespec now = { 0, 0 };
+		sigtimedwait(&xfsz, NULL, &now);
 	}
+	pthread_sigmask(SIG_SETMASK, &b->old_mask, NULL);
+	errno = saved;
+}
+
+/* Reserves chunk `index` of the file open on `fd`: the space first, since
+ * a write into a file page that the file system cannot back (tmpfs full)
+ * is a SIGBUS that would kill the traced program. */
+static bool reserve_chunk(int fd, uint64_t index)
+{
+	struct xfsz_block block;
+
+	xfsz_block(&block);
+	int err = posix_fallocate(fd, (off_t)(index * RAW_CHUNK), RAW_CHUNK);
+	xfsz_unblock(&block);
+	errno = err;
+	return err == 0;
+}
+
+/* Makes chunk `index` of the file open on `fd` current, its pages reserved
+ * first (the converter reads these pages too).  The window may reach past
+ * the end of the file: only reserved chunks are ever touched.  The caller
+ * closes `fd`: the mapping keeps the file. */
+static bool map_chunk_of(struct thread_writer *w, int fd, uint64_t index)
+{
+	if (!reserve_chunk(fd, index))
+		return false;
 	uint8_t *window = w->window;
 	uint64_t first = w->window_first;
 	if (!w->chunk || index >= first + RAW_WINDOW_CHUNKS) {
 		void *mapped = mmap(NULL, RAW_WINDOW, PROT_READ | PROT_WRITE,
-				    MAP_SHARED, w->fd, (off_t)(index * RAW_CHUNK));
+				    MAP_SHARED, fd, (off_t)(index * RAW_CHUNK));
 		if (mapped == MAP_FAILED)
 			return false;
 		window = mapped;
 		first = index;
 	}
 	uint8_t *chunk = window + (index - first) * RAW_CHUNK;
-	if (!populate_chunk(w, chunk, index)) {
+	if (!populate_chunk(fd, chunk, index)) {
 		/* The current chunk (in another slot) is untouched: the
 		 * caller ends the stream there. */
 		if (window != w->window)
@@ -206,6 +253,25 @@ static bool map_chunk(struct thread_writer *w, uint64_t index)
 			munmap(old_window, RAW_WINDOW);
 	}
 	return true;
+}
+
+static void stream_path(char *path, size_t size, uint64_t amp_thread,
+			int suffix);
+
+/* The next chunk of w's stream, its file opened by path for the while. */
+static bool map_next_chunk(struct thread_writer *w)
+{
+	char path[sizeof process_dir + 64];
+
+	stream_path(path, sizeof path, w->amp_thread, w->suffix);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool mapped = map_chunk_of(w, fd, w->chunk_index + 1);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return mapped;
 }
 
 static pthread_key_t exit_key;
@@ -232,15 +298,24 @@ static void record_commit(struct thread_writer *w, struct raw_record *r,
 			  uint16_t kind, uint64_t time_ns, const uint8_t *end);
 
 /* p<pid>/stopped tells `amptrace run` that recording stopped for want of
- * room (an empty file: it needs no data block). */
-static void mark_stopped(void)
+ * room, and why: the first stop's error text (a few bytes: it fits where
+ * a chunk did not).  A stream that could not even begin has no record to
+ * say so in: the converter reports it from this file. */
+static void mark_stopped(int err)
 {
 	char path[sizeof process_dir + 16];
+	struct xfsz_block block;
 
 	snprintf(path, sizeof path, "%s/stopped", process_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	const char *reason = strerror(err);
+	xfsz_block(&block);
+	ssize_t written = write(fd, reason, strlen(reason));
+	xfsz_unblock(&block);
+	(void)written; /* the file's existence is the message */
+	close(fd);
 }
 
 /* The raw directory is full: this stream ends here, cleanly.  The
@@ -276,11 +351,9 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 			      memory_order_release);
 	writer_drop(w);
 	w->failed = true;
-	mark_stopped();
+	mark_stopped(err);
 }
 
-/* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
- * marked at thread exit), tgpu.raw for the GPU stream. */
 /* The file of `amp_thread`'s stream: t<n>.raw, tgpu.raw, or with a
  * -<suffix> when that name was taken (a thread number seen again). */
 static void stream_path(char *path, size_t size, uint64_t amp_thread,
@@ -314,13 +387,15 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 			warn_once("cannot create", path);
 		return false;
 	}
-	w->fd = fd;
-	if (!map_chunk(w, 0)) {
+	w->amp_thread = amp_thread;
+	bool mapped = map_chunk_of(w, fd, 0);
+	int err = errno;
+	close(fd);
+	if (!mapped) {
 		/* No room (amptrace run says so): the program's stderr stays
 		 * its own. */
 		unlink(path);
-		close(fd);
-		mark_stopped();
+		mark_stopped(err);
 		return false;
 	}
 	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
@@ -369,7 +444,7 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 			w->failed = true;
 			return NULL;
 		}
-		if (!map_chunk(w, w->chunk_index + 1)) {
+		if (!map_next_chunk(w)) {
 			stop_recording(w, amp_thread, errno);
 			return NULL;
 		}
@@ -560,7 +635,7 @@ static void write_cmdline(FILE *f)
 
 /* Writes p<pid>/process.json (through a temporary name, so the parent
  * never reads half of it). */
-static int write_process_file(void)
+static int write_process_file_unguarded(void)
 {
 	char tmp[sizeof process_dir + 16], path[sizeof process_dir + 16];
 	char exe[PATH_MAX];
@@ -597,6 +672,16 @@ static int write_process_file(void)
 	if (fclose(f) != 0)
 		return -1;
 	return rename(tmp, path);
+}
+
+static int write_process_file(void)
+{
+	struct xfsz_block block;
+
+	xfsz_block(&block);
+	int status = write_process_file_unguarded();
+	xfsz_unblock(&block);
+	return status;
 }
 
 /* One directory per process image: a child between fork() and exec()
