@@ -40,6 +40,19 @@ relu_count() {
 
 raw_empty() { [ -z "$(ls -A "$raw")" ]; }
 
+# waits up to 10 s for background job PID to end (a signal it swallowed
+# must fail the check, not hang the test), then SIGKILLs it; its exit
+# status in $status
+wait_status() {
+	for _ in $(seq 200); do
+		[ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ] && break
+		sleep 0.05
+	done
+	kill -9 "$1" 2>/dev/null
+	wait "$1"
+	status=$?
+}
+
 # waits up to 5 s for the raw directory to be emptied (by the guard)
 raw_emptied() {
 	for _ in $(seq 100); do raw_empty && return 0; sleep 0.05; done
@@ -159,6 +172,88 @@ f.close(); print(os.path.getsize("d.txt"))' >"$work/out" 2>"$work/err")
 else
 	echo "# skipped: /usr/bin/python3 has no torch (the closerange repro)"
 fi
+
+# with_signals 'IGNORED' 'BLOCKED' CMD...: execs CMD (in a subshell: `( )` or `&`) with exactly these
+# signals ignored and blocked (a script's background job inherits SIGINT
+# and SIGQUIT ignored, and its shell cannot reset them)
+with_signals() {
+	exec /usr/bin/python3 -c 'import os, signal, sys
+ignored, blocked = ([getattr(signal, "SIG" + n) for n in l.split()] for l in sys.argv[1:3])
+for s in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+    try:
+        signal.signal(s, signal.SIG_IGN if s in ignored else signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+os.execvp(sys.argv[3], sys.argv[3:])' "$@"
+}
+
+# --- signals sent to amptrace alone (kill, Popen.send_signal, a container's
+# stop signal) are passed on to the program, which decides; the trace is
+# finished all the same
+for sig in INT QUIT HUP; do
+	rm -f "$work/pid"
+	with_signals '' '' "$amptrace" run -q --raw-dir "$raw" -o "$work/s.json" -- \
+		"$prog" hang 20 "$work/pid" 2>"$work/err" &
+	amp=$!
+	pids+=("$amp")
+	wait_line "$work/pid"
+	pids+=("$(cat "$work/pid")")
+	kill -"$sig" "$amp"
+	wait_status "$amp"
+	check "SIG$sig sent to amptrace reaches the program: exit $((128 + $(kill -l "$sig"))) ($status)" \
+		[ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+	check "... and the trace is whole (20 relu ops, a trailer)" eval \
+		'[ "$(relu_count "$work/s.json")" -eq 20 ] && grep -q "\"complete\":true" "$work/s.json"'
+done
+
+# --- nohup: amptrace inherited SIGHUP ignored, so does the program, and
+# amptrace passes on nothing it would not have received
+rm -f "$work/pid"
+with_signals HUP '' "$amptrace" run -q --raw-dir "$raw" -o "$work/h.json" -- \
+	"$prog" hang 5 "$work/pid" 2>/dev/null &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid"
+pids+=("$(cat "$work/pid")")
+kill -HUP "$amp"
+sleep 0.3
+check "under nohup, SIGHUP to amptrace leaves the program running" \
+	kill -0 "$(cat "$work/pid")"
+kill -TERM "$amp"
+wait_status "$amp"
+check "... which SIGTERM then ends: exit 143 ($status)" [ "$status" -eq 143 ]
+
+# --- the program inherits amptrace's signal mask and dispositions exactly
+# (a blocked SIGUSR1, an ignored SIGHUP and SIGCHLD), and amptrace keeps
+# the exit status although it inherited SIGCHLD ignored
+launch() { (with_signals 'HUP CHLD' USR1 "$@"); }
+launch grep -E '^Sig(Blk|Ign)' /proc/self/status >"$work/plain.sig"
+launch "$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- \
+	grep -E '^Sig(Blk|Ign)' /proc/self/status >"$work/traced.sig" 2>/dev/null
+check "the program's signal mask and ignored set are amptrace's own" \
+	cmp -s "$work/plain.sig" "$work/traced.sig"
+launch "$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- \
+	"$prog" ops 3 9 >/dev/null 2>&1
+status=$?
+check "SIGCHLD inherited ignored: the program's exit status 9 passes ($status)" \
+	[ "$status" -eq 9 ]
+
+# --- closed stdin, stdout or stderr: amptrace's own pipes and files never
+# take their numbers (the guard kept the raw directory, the program found
+# its stdin replaced); the program still finds them closed
+for redirect in '<&-' '>&-' '2>&-'; do
+	eval '"$amptrace" run -q --raw-dir "$raw" -o "$work/c.json" -- \
+		"$prog" ops 30 >/dev/null '"$redirect"' 2>"$work/err"' 2>/dev/null
+	status=$?
+	check "$redirect: exit 0 ($status), all 30 relu ops recorded ($(relu_count "$work/c.json"))" \
+		eval '[ "$status" -eq 0 ] && [ "$(relu_count "$work/c.json")" -eq 30 ]'
+	eval 'sh -c "[ -e /proc/\$\$/fd/0 ] && [ -e /proc/\$\$/fd/1 ] && [ -e /proc/\$\$/fd/2 ]; echo \$?" '"$redirect"' >"$work/plain.fds" 2>/dev/null'
+	eval '"$amptrace" run -q --raw-dir "$raw" -o "$work/c.json" -- sh -c "[ -e /proc/\$\$/fd/0 ] && [ -e /proc/\$\$/fd/1 ] && [ -e /proc/\$\$/fd/2 ]; echo \$?" '"$redirect"' >"$work/traced.fds" 2>/dev/null'
+	check "... and the program finds it closed, as untraced" \
+		cmp -s "$work/plain.fds" "$work/traced.fds"
+done
+check "... and no raw files are left" raw_empty
 
 # --- where the trace cannot go
 "$amptrace" run --raw-dir "$raw" -o /dev/full -- "$prog" ops 10 \

@@ -4,6 +4,7 @@
  * `--help` itself, and returns the exit status (2 for bad usage). */
 #include "edit_distance.h"
 #include "explain.h"
+#include "inherit.h"
 #include "report.h"
 #include "trace_commands.h"
 
@@ -120,5 +121,6 @@ static int run_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	inherit_save();
 	return output_written(run_command(argc, argv));
 }

@@ -10,6 +10,7 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "convert.h"
+#include "inherit.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
@@ -115,14 +116,6 @@ struct run_state {
 	char hostname[256];
 	bool value_checks;
 };
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-}
 
 static uint64_t clock_ns(clockid_t clock)
 {
@@ -354,8 +347,8 @@ static bool dir_writable(const char *path)
 	return access(dir, W_OK) == 0;
 }
 
-/* The child: preload the recorder, restore signals, exec.  An exec
- * failure travels back through `report` (close-on-exec). */
+/* The child: preload the recorder, the signal state amptrace inherited,
+ * exec.  An exec failure travels back through `report` (close-on-exec). */
 static void exec_child(char **command, const char *recorder,
 		       const char *raw_dir, bool value_checks, int report)
 {
@@ -375,14 +368,8 @@ static void exec_child(char **command, const char *recorder,
 	/* libamp's value checks (fp16-overflow, cast-underflow findings):
 	 * on unless the environment chose; --no-value-checks wins over it. */
 	setenv("AMP_VALUE_CHECKS", value_checks ? "1" : "0", !value_checks);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	run_python_prepare(command);
+	inherit_restore();
 	execvp(command[0], command);
 	int err = errno;
 	if (write(report, &err, sizeof err) < 0)
@@ -524,6 +511,7 @@ int amptrace_run(int argc, char **argv)
 	bool quiet = false;
 	int i;
 
+	inherit_hold_closed_std_fds();
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -614,20 +602,25 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 	/* Like time(1): the terminal's ^C reaches the program, which decides;
-	 * we stay to finish the trace.  TERM/HUP sent to us are passed on. */
-	struct sigaction ignore = { .sa_handler = SIG_IGN };
-	struct sigaction forward = { .sa_handler = forward_signal };
-	sigaction(SIGINT, &ignore, NULL);
-	sigaction(SIGQUIT, &ignore, NULL);
-	sigaction(SIGTERM, &forward, NULL);
-	sigaction(SIGHUP, &forward, NULL);
+	 * we stay to finish the trace.  The same signals sent to us alone are
+	 * passed on (inherit.h). */
+	inherit_forward_signals();
 
 	/* SIGCHLD is blocked so that the poll below can wait for it: the end
-	 * of the program wakes us at once (the child unblocks it). */
-	sigset_t chld;
+	 * of the program wakes us at once (the child restores the inherited
+	 * mask).  The forwarded signals are blocked across the fork: until
+	 * the child has its inherited dispositions back, one sent to it
+	 * waits (amptrace passes on those it gets once the child is known). */
+	sigset_t chld, forwarded, running_mask;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
+	sigemptyset(&forwarded);
+	sigaddset(&forwarded, SIGINT);
+	sigaddset(&forwarded, SIGQUIT);
+	sigaddset(&forwarded, SIGTERM);
+	sigaddset(&forwarded, SIGHUP);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sigprocmask(SIG_BLOCK, &forwarded, &running_mask);
 	fflush(NULL);
 	s.mono_base = clock_ns(CLOCK_MONOTONIC);
 	s.real_base = clock_ns(CLOCK_REALTIME);
@@ -642,7 +635,8 @@ int amptrace_run(int argc, char **argv)
 		exec_child(s.command, recorder, raw_dir, s.value_checks,
 			   report[1]);
 	}
-	child_pid = pid;
+	inherit_set_program(pid);
+	sigprocmask(SIG_SETMASK, &running_mask, NULL);
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, 0);
@@ -686,7 +680,7 @@ int amptrace_run(int argc, char **argv)
 	 * (root, RLIMIT_NICE), else on at the lower one. */
 	if (niced)
 		setpriority(PRIO_PROCESS, 0, nice_now);
-	child_pid = 0;
+	inherit_set_program(0);
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
 
 	int failed = 0;
