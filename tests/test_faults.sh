@@ -255,6 +255,34 @@ for redirect in '<&-' '>&-' '2>&-'; do
 done
 check "... and no raw files are left" raw_empty
 
+# --- children that end with _exit (fork + _exit, os.fork + os._exit), the
+# normal end of a forked child, exited: no process-died; one that aborts
+# still died
+"$amptrace" run -q --raw-dir "$raw" -o "$work/x.json" -- \
+	"$prog" fork-exit 5 4 >/dev/null 2>&1
+status=$?
+"$amptrace" summary "$work/x.json" >"$work/summary" 2>&1
+check "4 children ending with _exit: exit 0 ($status), 5 processes, no process-died" \
+	eval '[ "$status" -eq 0 ] && grep -q "5 processes" "$work/summary" && ! grep -q process-died "$work/summary"'
+"$amptrace" run -q --raw-dir "$raw" -o "$work/x.json" -- \
+	sh -c '"$1" abort 5; exit 0' sh "$prog" >/dev/null 2>&1
+"$amptrace" summary "$work/x.json" >"$work/summary" 2>&1
+check "... a child that aborts still has its process-died" \
+	grep -q "process-died" "$work/summary"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	"$amptrace" run -q --raw-dir "$raw" -o "$work/x.json" -- \
+		/usr/bin/python3 -c 'import os, torch
+torch.ones(2) + 1
+for _ in range(3):
+    if os.fork() == 0:
+        torch.ones(2) * 2
+        os._exit(0)
+    os.wait()' >/dev/null 2>&1
+	"$amptrace" summary "$work/x.json" >"$work/summary" 2>&1
+	check "os.fork + os._exit under torch: 4 processes, no process-died" \
+		eval 'grep -q "4 processes" "$work/summary" && ! grep -q process-died "$work/summary"'
+fi
+
 # --- where the trace cannot go
 "$amptrace" run --raw-dir "$raw" -o /dev/full -- "$prog" ops 10 \
 	>/dev/null 2>"$work/err"

@@ -20,6 +20,7 @@
 #include "raw.h"
 #include "raw_encode.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -84,6 +85,12 @@ static __thread struct thread_writer writer
 #endif
 
 static char process_dir[PATH_MAX + 32];
+/* p<pid>/exit and the pid it belongs to, made with the directory: marking
+ * the exit happens inside _exit (recorder_exit.c), where it should do no
+ * more than open and close, and where a vfork child, which shares this
+ * memory, must not mark its parent's exit. */
+static char exit_path[sizeof process_dir + 8];
+static pid_t process_pid;
 static char raw_root[PATH_MAX];
 static struct producer_info info;
 static char framework[128];
@@ -696,8 +703,12 @@ static int open_process_dir(void)
 		else
 			snprintf(process_dir, sizeof process_dir, "%s/p%ld-%d",
 				 raw_root, (long)getpid(), attempt);
-		if (mkdir(process_dir, 0700) == 0)
+		if (mkdir(process_dir, 0700) == 0) {
+			snprintf(exit_path, sizeof exit_path, "%s/exit",
+				 process_dir);
+			process_pid = getpid();
 			return write_process_file();
+		}
 		if (errno != EEXIST)
 			return -1;
 	}
@@ -722,6 +733,15 @@ static void install_once(void)
 {
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	pthread_key_create(&exit_key, on_thread_exit);
+	/* _exit runs no destructor: the preloaded recorder's _exit marks
+	 * the exit of every producer in the process, this one too (a copy
+	 * in the PyTorch bridge finds it here; without `amptrace run` there
+	 * is none). */
+	void (*exit_mark_add)(void (*)(void)) =
+		(void (*)(void (*)(void)))dlsym(RTLD_DEFAULT,
+						"amptrace_exit_mark_add");
+	if (exit_mark_add)
+		exit_mark_add(producer_mark_exit);
 }
 
 /* Adapters with one signature for the name table; NULL (the producer
@@ -805,12 +825,9 @@ bool producer_attached(void)
 
 void producer_mark_exit(void)
 {
-	char path[sizeof process_dir + 16];
-
-	if (!atomic_load(&attached))
+	if (!atomic_load(&attached) || getpid() != process_pid)
 		return;
-	snprintf(path, sizeof path, "%s/exit", process_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(exit_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		close(fd);
 }
