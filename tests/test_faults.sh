@@ -283,6 +283,42 @@ for _ in range(3):
 		eval 'grep -q "4 processes" "$work/summary" && ! grep -q process-died "$work/summary"'
 fi
 
+# --- amptrace and its guard killed together (a process-tree or cgroup
+# kill): the raw directory stays, and the next run removes it; the guard
+# is told apart by its name
+rm -f "$work/pid"
+"$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- \
+	"$prog" hang 5 "$work/pid" 2>/dev/null &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid"
+pids+=("$(cat "$work/pid")")
+guard=$(pgrep -P "$amp" -x amptrace-guard)
+check "the guard is named amptrace-guard (comm and argv[0])" eval \
+	'[ -n "$guard" ] && tr "\0" "\n" <"/proc/$guard/cmdline" | head -1 | grep -qx amptrace-guard'
+kill -9 "$amp" $guard
+wait "$amp" 2>/dev/null
+for _ in $(seq 100); do [ -e "/proc/$guard" ] || break; sleep 0.05; done
+check "... amptrace and its guard SIGKILLed together leave the raw directory" \
+	eval '! raw_empty'
+"$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- "$prog" ops 1 \
+	>/dev/null 2>&1
+check "... which the next run removes" raw_empty
+kill -9 "$(cat "$work/pid")"
+
+# --- ulimit -f: the recorder's files stop growing (recording-stopped, not
+# SIGXFSZ), the program runs on; amptrace's own trace says why it is cut
+(ulimit -f 2048
+ "$amptrace" run --raw-dir "$raw" -o "$work/u.json" -- "$prog" threads 1 200000 \
+	>"$work/out" 2>"$work/err")
+status=$?
+check "ulimit -f: the program ran to its end" grep -q "threads done" "$work/out"
+check "... amptrace exits 1 ($status): error writing the trace: File too large (ulimit -f)" \
+	eval '[ "$status" -eq 1 ] && grep -q "error writing $work/u.json: File too large (the file size limit: ulimit -f)" "$work/err"'
+check "... and says recording stopped at the file size limit" \
+	grep -q "the raw files reached the file size limit (ulimit -f): recording stopped early" "$work/err"
+check "... and no raw files are left" raw_empty
+
 # --- where the trace cannot go
 "$amptrace" run --raw-dir "$raw" -o /dev/full -- "$prog" ops 10 \
 	>/dev/null 2>"$work/err"

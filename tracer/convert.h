@@ -87,6 +87,9 @@ typedef struct trace *(*conv_trace_fn)(void *ctx,
 
 struct conv {
 	char *raw_dir;
+	/* Where streams went on when raw_dir filled up (raw.h), or NULL;
+	 * set after conv_init, owned by the caller. */
+	const char *spill_dir;
 	uint64_t base_ns;        /* CLOCK_MONOTONIC of ts 0 */
 	conv_writer_fn writer_for;
 	/* Optional (NULL after conv_init): `amptrace run` computes its

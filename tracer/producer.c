@@ -70,6 +70,8 @@ struct thread_writer {
 	uint64_t window_first; /* the index of its first chunk */
 	unsigned generation;
 	int suffix;            /* the file is t<thread>-<suffix>.raw when > 0 */
+	bool spilled;          /* the file is in the spill directory */
+	bool continued;        /* ... named c<name>: it continues a stream */
 	bool busy;             /* inside producer_emit: a re-entrant event drops */
 	bool failed;           /* could not create the file: events drop */
 };
@@ -92,6 +94,10 @@ static char process_dir[PATH_MAX + 32];
 static char exit_path[sizeof process_dir + 8];
 static pid_t process_pid;
 static char raw_root[PATH_MAX];
+/* Where streams go on when raw_root is full (AMPTRACE_RAW_SPILL), or "";
+ * spill_dir is this process's directory there, made when first needed. */
+static char spill_root[PATH_MAX];
+static char spill_dir[sizeof spill_root + 64];
 static struct producer_info info;
 static char framework[128];
 /* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
@@ -262,15 +268,14 @@ static bool map_chunk_of(struct thread_writer *w, int fd, uint64_t index)
 	return true;
 }
 
-static void stream_path(char *path, size_t size, uint64_t amp_thread,
-			int suffix);
+static void stream_path(char *path, size_t size, const struct thread_writer *w);
 
 /* The next chunk of w's stream, its file opened by path for the while. */
 static bool map_next_chunk(struct thread_writer *w)
 {
-	char path[sizeof process_dir + 64];
+	char path[sizeof spill_dir + 64];
 
-	stream_path(path, sizeof path, w->amp_thread, w->suffix);
+	stream_path(path, sizeof path, w);
 	int fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -317,9 +322,10 @@ static void mark_stopped(int err)
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	const char *reason = strerror(err);
+	char reason[128];
+	int len = snprintf(reason, sizeof reason, "%d %s\n", err, strerror(err));
 	xfsz_block(&block);
-	ssize_t written = write(fd, reason, strlen(reason));
+	ssize_t written = write(fd, reason, (size_t)len);
 	xfsz_unblock(&block);
 	(void)written; /* the file's existence is the message */
 	close(fd);
@@ -340,7 +346,8 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 	snprintf(message, sizeof message,
 		 "recording stopped here: no room for more raw events in %.200s "
 		 "(%.60s); later events of this %s are not in the trace, the "
-		 "program ran on", raw_root, strerror(err),
+		 "program ran on", w->spilled ? spill_root : raw_root,
+		 strerror(err),
 		 amp_thread == RAW_GPU_STREAM ? "process's GPU stream"
 					      : "thread");
 	struct amp_event e = {
@@ -361,30 +368,61 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 	mark_stopped(err);
 }
 
-/* The file of `amp_thread`'s stream: t<n>.raw, tgpu.raw, or with a
- * -<suffix> when that name was taken (a thread number seen again). */
-static void stream_path(char *path, size_t size, uint64_t amp_thread,
-			int suffix)
+/* The file of w's stream: t<n>.raw, tgpu.raw, or with a -<suffix> when
+ * that name was taken (a thread number seen again), in this process's
+ * directory or, once spilled, in its spill directory; there a stream
+ * that began in the raw directory goes on in c<name> (the converter
+ * reaches it from the stream, never as a thread of its own). */
+static void stream_path(char *path, size_t size, const struct thread_writer *w)
 {
 	char name[24] = "gpu";
 	char tail[16] = "";
 
-	if (amp_thread != RAW_GPU_STREAM)
+	if (w->amp_thread != RAW_GPU_STREAM)
 		snprintf(name, sizeof name, "%llu",
-			 (unsigned long long)amp_thread);
-	if (suffix > 0)
-		snprintf(tail, sizeof tail, "-%d", suffix);
-	snprintf(path, size, "%s/t%s%s.raw", process_dir, name, tail);
+			 (unsigned long long)w->amp_thread);
+	if (w->suffix > 0)
+		snprintf(tail, sizeof tail, "-%d", w->suffix);
+	snprintf(path, size, "%s/%st%s%s.raw",
+		 w->spilled ? spill_dir : process_dir, w->continued ? "c" : "",
+		 name, tail);
 }
 
-static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
+/* The stream's first chunk begins with its header; the magic goes last,
+ * so the converter reads a whole header or none. */
+static void write_header(struct thread_writer *w)
 {
-	char path[sizeof process_dir + 64];
+	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
+
+	h->version = RAW_VERSION;
+	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
+	h->amp_thread = w->amp_thread;
+	h->os_tid = (int64_t)syscall(SYS_gettid);
+	if (w->amp_thread == RAW_GPU_STREAM)
+		snprintf(h->name, sizeof h->name, "gpu");
+	else
+		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
+	h->name[sizeof h->name - 1] = '\0';
+	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
+	w->offset = h->header_size;
+}
+
+/* Creates w's file (the first free suffix, a continuation keeps its
+ * stream's) in its directory and maps its first chunk; false with errno
+ * when there is no room or no file. */
+static bool create_stream(struct thread_writer *w)
+{
+	char path[sizeof spill_dir + 64];
 	int fd = -1;
 
+	if (w->spilled && mkdir(spill_dir, 0700) != 0 && errno != EEXIST)
+		return false;
 	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		stream_path(path, sizeof path, amp_thread, attempt);
-		w->suffix = attempt;
+		if (w->continued && attempt > 0)
+			break;
+		if (!w->continued)
+			w->suffix = attempt;
+		stream_path(path, sizeof path, w);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)
 			break;
@@ -394,31 +432,63 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 			warn_once("cannot create", path);
 		return false;
 	}
-	w->amp_thread = amp_thread;
 	bool mapped = map_chunk_of(w, fd, 0);
 	int err = errno;
 	close(fd);
 	if (!mapped) {
-		/* No room (amptrace run says so): the program's stderr stays
-		 * its own. */
 		unlink(path);
-		mark_stopped(err);
+		errno = err;
 		return false;
 	}
-	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
-	h->version = RAW_VERSION;
-	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
-	h->amp_thread = amp_thread;
-	h->os_tid = (int64_t)syscall(SYS_gettid);
-	if (amp_thread == RAW_GPU_STREAM)
-		snprintf(h->name, sizeof h->name, "gpu");
-	else
-		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
-	h->name[sizeof h->name - 1] = '\0';
-	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
-	w->offset = h->header_size;
+	write_header(w);
+	return true;
+}
+
+static bool can_spill(const struct thread_writer *w, int err)
+{
+	return err == ENOSPC && *spill_root && !w->spilled;
+}
+
+static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
+{
+	w->amp_thread = amp_thread;
+	bool created = create_stream(w);
+	if (!created && can_spill(w, errno)) {
+		w->spilled = true;
+		created = create_stream(w);
+	}
+	if (!created) {
+		/* No room (amptrace run says so, and the trace from the
+		 * reason left here): the program's stderr stays its own. */
+		if (errno == ENOSPC || errno == EFBIG)
+			mark_stopped(errno);
+		return false;
+	}
 	if (amp_thread != RAW_GPU_STREAM)
 		pthread_setspecific(exit_key, w);
+	return true;
+}
+
+/* The raw directory is full: the stream goes on in the spill directory,
+ * in c<its file's name>, which the converter follows from the
+ * RAW_SIZE_MOVED marker left here (the disk holds what memory could not,
+ * rather than recording stopping). */
+static bool spill_stream(struct thread_writer *w)
+{
+	struct thread_writer next = { .amp_thread = w->amp_thread,
+				      .suffix = w->suffix,
+				      .generation = w->generation,
+				      .busy = w->busy, .spilled = true,
+				      .continued = true };
+
+	if (!create_stream(&next))
+		return false;
+	/* Only now that the new file is whole may the reader follow. */
+	struct raw_record *marker = (struct raw_record *)(w->chunk + w->offset);
+	atomic_store_explicit(&marker->size, RAW_SIZE_MOVED,
+			      memory_order_release);
+	munmap(w->window, RAW_WINDOW);
+	*w = next;
 	return true;
 }
 
@@ -444,16 +514,19 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 	}
 	if (__builtin_expect(w->offset + bound + STOP_RESERVE > RAW_CHUNK, 0)) {
 		if (converter_gone()) {
-			char path[sizeof process_dir + 64];
-			stream_path(path, sizeof path, amp_thread, w->suffix);
+			char path[sizeof spill_dir + 64];
+			stream_path(path, sizeof path, w);
 			unlink(path);
 			writer_drop(w);
 			w->failed = true;
 			return NULL;
 		}
 		if (!map_next_chunk(w)) {
-			stop_recording(w, amp_thread, errno);
-			return NULL;
+			int err = errno;
+			if (!can_spill(w, err) || !spill_stream(w)) {
+				stop_recording(w, amp_thread, err);
+				return NULL;
+			}
 		}
 	}
 	return (struct raw_record *)(w->chunk + w->offset);
@@ -706,6 +779,9 @@ static int open_process_dir(void)
 		if (mkdir(process_dir, 0700) == 0) {
 			snprintf(exit_path, sizeof exit_path, "%s/exit",
 				 process_dir);
+			/* the same name under the spill directory */
+			snprintf(spill_dir, sizeof spill_dir, "%s%s", spill_root,
+				 process_dir + strlen(raw_root));
 			process_pid = getpid();
 			return write_process_file();
 		}
@@ -783,6 +859,9 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	if (pid)
 		converter_pid = (pid_t)atol(pid);
 	strcpy(raw_root, raw_dir);
+	const char *spill = getenv(RAW_ENV_SPILL);
+	if (spill && strlen(spill) < sizeof spill_root - 32)
+		strcpy(spill_root, spill);
 	if (open_process_dir() != 0) {
 		fprintf(stderr, "amptrace recorder: cannot write %s: %s\n",
 			process_dir, strerror(errno));
