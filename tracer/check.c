@@ -3,6 +3,7 @@
  * holds, 1 when one fails, 2 on bad input. */
 #include "analyze.h"
 #include "check_hints.h"
+#include "output_file.h"
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
@@ -50,6 +51,32 @@ struct outcome {
 	char first[1024];   /* the first offending op / tensor / step */
 	double seconds;     /* evaluating it took, for the JUnit testcase */
 };
+
+/* What is kept of each rule's outcome for the JUnit report. */
+struct verdict {
+	bool pass;
+	double seconds;
+	/* a failure's "expected\0actual\0first\0", with --junit; else NULL
+	 * (then "" for each) */
+	char *failure;
+};
+
+static struct verdict verdict_of(const struct outcome *o, bool keep_text)
+{
+	struct verdict v = { .pass = o->pass, .seconds = o->seconds };
+	size_t e = strlen(o->expected) + 1, a = strlen(o->actual) + 1;
+	size_t f = strlen(o->first) + 1;
+
+	if (o->pass || !keep_text)
+		return v;
+	v.failure = malloc(e + a + f + 1);
+	if (v.failure) {
+		memcpy(v.failure, o->expected, e);
+		memcpy(v.failure + e, o->actual, a);
+		memcpy(v.failure + e + a, o->first, f);
+	}
+	return v;
+}
 
 static void set(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -579,20 +606,20 @@ static double seconds_since(const struct timespec *start)
  * file against the cpu and the cuda trace are two suites in CI; hostname,
  * timestamp and time say where, when and how long, as JUnit's schema
  * has them. */
-static FILE *junit_open(const char *path, const char *trace, size_t tests,
-			size_t failures, size_t errors,
-			const struct timespec *start)
+static FILE *junit_open(struct output_file *out, const char *path,
+			const char *trace, size_t tests, size_t failures,
+			size_t errors, const struct timespec *start)
 {
-	FILE *f = fopen(path, "w");
 	char stamp[32], host[256];
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (!f) {
+	if (output_file_open(out, path) != 0) {
 		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
 			strerror(errno));
 		return NULL;
 	}
+	FILE *f = out->f;
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (gethostname(host, sizeof host) != 0)
@@ -613,10 +640,10 @@ static FILE *junit_open(const char *path, const char *trace, size_t tests,
 	return f;
 }
 
-static int junit_close(FILE *f, const char *path)
+static int junit_close(struct output_file *out, const char *path)
 {
-	fputs("  </testsuite>\n</testsuites>\n", f);
-	if (fclose(f) != 0) {
+	fputs("  </testsuite>\n</testsuites>\n", out->f);
+	if (output_file_close(out) != 0) {
 		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
 			strerror(errno));
 		return -1;
@@ -639,7 +666,8 @@ static void junit_error(const char *path, const char *trace,
 			const char *rules, const char *message,
 			const struct timespec *start)
 {
-	FILE *f = junit_open(path, trace, 1, 0, 1, start);
+	struct output_file out;
+	FILE *f = junit_open(&out, path, trace, 1, 0, 1, start);
 
 	if (!f)
 		return;
@@ -651,7 +679,7 @@ static void junit_error(const char *path, const char *trace,
 	fputs("\" time=\"0\">\n      <error message=\"", f);
 	xml_escaped(f, message);
 	fputs("\" type=\"bad input\"/>\n    </testcase>\n", f);
-	junit_close(f, path);
+	junit_close(&out, path);
 }
 
 int amptrace_check(int argc, char **argv)
@@ -694,6 +722,9 @@ int amptrace_check(int argc, char **argv)
 			check_usage);
 		return 2;
 	}
+	/* --junit t.json would replace the trace (or the rules) it checks */
+	if (junit && output_refuse_input("amptrace check", junit, paths, 2))
+		return 2;
 
 	struct trace_error err;
 	struct rules rules;
@@ -729,9 +760,11 @@ int amptrace_check(int argc, char **argv)
 	if (trace_end_note(&trace, note, sizeof note))
 		printf("note: %s: %s\n", trace.path, note);
 
-	struct outcome *outcomes = calloc(rules.count, sizeof *outcomes);
+	/* One rule's outcome at a time; only what the JUnit report needs
+	 * is kept for every rule (a rules file may hold many). */
+	struct verdict *verdicts = calloc(rules.count, sizeof *verdicts);
 	size_t failures = 0;
-	if (!outcomes) {
+	if (!verdicts) {
 		fprintf(stderr, "amptrace check: out of memory\n");
 		analysis_free(&a);
 		trace_free(&trace);
@@ -740,7 +773,7 @@ int amptrace_check(int argc, char **argv)
 	}
 	for (size_t i = 0; i < rules.count; i++) {
 		const struct rule *r = &rules.items[i];
-		struct outcome *o = &outcomes[i];
+		struct outcome scratch = { 0 }, *o = &scratch;
 		struct timespec rule_start;
 		clock_gettime(CLOCK_MONOTONIC, &rule_start);
 		switch (r->kind) {
@@ -765,6 +798,7 @@ int amptrace_check(int argc, char **argv)
 		}
 		check_hints_add(&trace, r, o->actual, sizeof o->actual);
 		o->seconds = seconds_since(&rule_start);
+		verdicts[i] = verdict_of(o, junit != NULL);
 		if (o->pass) {
 			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
 			       r->text, o->actual);
@@ -788,14 +822,16 @@ int amptrace_check(int argc, char **argv)
 
 	int status = failures || is_empty ? 1 : 0;
 	if (junit) {
-		FILE *f = junit_open(junit, trace.path, rules.count + is_empty,
+		struct output_file out;
+		FILE *f = junit_open(&out, junit, trace.path,
+				     rules.count + is_empty,
 				     failures + is_empty, 0, &start);
 		if (!f) {
 			status = 2;
 		} else {
 			for (size_t i = 0; i < rules.count; i++) {
 				const struct rule *r = &rules.items[i];
-				const struct outcome *o = &outcomes[i];
+				const struct verdict *o = &verdicts[i];
 				junit_testcase(f, trace.path);
 				xml_escaped(f, rules.path);
 				fprintf(f, ":%zu: ", r->line);
@@ -808,21 +844,24 @@ int amptrace_check(int argc, char **argv)
 					fputs("/>\n", f);
 					continue;
 				}
+				const char *expected = o->failure ? o->failure : "\0\0";
+				const char *actual = expected + strlen(expected) + 1;
+				const char *first = actual + strlen(actual) + 1;
 				fputs(">\n      <failure type=\"rule\" message=\"", f);
 				fprintf(f, "expected ");
-				xml_escaped(f, o->expected);
+				xml_escaped(f, expected);
 				fputs(", got ", f);
-				xml_escaped(f, o->actual);
+				xml_escaped(f, actual);
 				fputs("\">", f);
 				fputs("rule: ", f);
 				xml_escaped(f, r->text);
 				fputs("\nexpected: ", f);
-				xml_escaped(f, o->expected);
+				xml_escaped(f, expected);
 				fputs("\nactual: ", f);
-				xml_escaped(f, o->actual);
-				if (o->first[0]) {
+				xml_escaped(f, actual);
+				if (first[0]) {
 					fputs("\nfirst: ", f);
-					xml_escaped(f, o->first);
+					xml_escaped(f, first);
 				}
 				fputs("</failure>\n    </testcase>\n", f);
 			}
@@ -835,11 +874,13 @@ int amptrace_check(int argc, char **argv)
 				xml_escaped(f, empty);
 				fputs("\"/>\n    </testcase>\n", f);
 			}
-			if (junit_close(f, junit) != 0)
+			if (junit_close(&out, junit) != 0)
 				status = 2;
 		}
 	}
-	free(outcomes);
+	for (size_t i = 0; i < rules.count; i++)
+		free(verdicts[i].failure);
+	free(verdicts);
 	analysis_free(&a);
 	trace_free(&trace);
 	rules_free(&rules);

@@ -6,6 +6,7 @@
  * inputs that do not load as traces are refused. */
 #include "id_map.h"
 #include "jsonw.h"
+#include "output_file.h"
 #include "trace.h"
 #include "trace_scan.h"
 #include "trace_commands.h"
@@ -33,7 +34,7 @@ static const char merge_usage[] =
 	"framework is the inputs' when they agree, else the first rank's\n"
 	"(a note says so); each process keeps its own in its metadata.\n"
 	"\n"
-	"  -o, --output FILE  the merged trace (required)\n"
+	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"Exit status: 0, 1 when the output cannot be written, 2 bad input.\n";
@@ -370,9 +371,7 @@ int amptrace_merge(int argc, char **argv)
 		struct input *in = &m.inputs[i];
 		struct trace_scan_handlers h = { .ctx = in, .top = header_top };
 		struct trace_scan_result r;
-		if (!strcmp(in->path, out)) {
-			fprintf(stderr, "amptrace merge: the output %s is also an "
-				"input\n", out);
+		if (output_refuse_input("amptrace merge", out, &in->path, 1)) {
 			free_inputs(&m);
 			return 2;
 		}
@@ -442,7 +441,8 @@ int amptrace_merge(int argc, char **argv)
 	}
 	if (trace_writer_open(&m.writer, out, header.data,
 			      (uint64_t)m.base_ns) != 0) {
-		fprintf(stderr, "amptrace merge: cannot write %s: %s\n", out,
+		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
 			strerror(errno));
 		jsonw_free(&header);
 		free_inputs(&m);
@@ -459,7 +459,7 @@ int amptrace_merge(int argc, char **argv)
 		if (trace_scan(in->path, in->text, in->len, &h, &r, &err) != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", err.message);
 			trace_writer_close(&m.writer, "{\"complete\":false}");
-			remove(out);
+			output_file_discard(out);
 			free_inputs(&m);
 			return 2;
 		}
@@ -490,7 +490,9 @@ int amptrace_merge(int argc, char **argv)
 	jsonw_cstr(&end, "]}");
 	int status = trace_writer_close(&m.writer, end.data) == 0 ? 0 : 1;
 	if (status)
-		fprintf(stderr, "amptrace merge: error writing %s\n", out);
+		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
+			strerror(errno));
 	jsonw_free(&end);
 	free_inputs(&m);
 	return status;

@@ -601,6 +601,11 @@ int amptrace_run(int argc, char **argv)
 		fprintf(stderr, "amptrace run: empty output file name\n");
 		return 2;
 	}
+	if (!strcmp(s.out, "-")) {
+		fprintf(stderr, "amptrace run: -o -: the program's own output "
+			"goes to standard output; name a file\n");
+		return 2;
+	}
 	s.command = argv + i;
 	if (!dir_writable(s.out)) {
 		fprintf(stderr, "amptrace run: cannot write %s: it is a "
