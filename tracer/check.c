@@ -682,6 +682,137 @@ static void junit_error(const char *path, const char *trace,
 	junit_close(&out, path);
 }
 
+/* Everything after loading: each rule evaluated, the report printed,
+ * the JUnit file written. */
+static int check_loaded(const struct trace *trace, struct analysis *a,
+			const struct rules *rules, const char *junit,
+			const struct timespec *start)
+{
+	char note[512];
+	if (trace_end_note(trace, note, sizeof note))
+		printf("note: %s: %s\n", trace->path, note);
+
+	/* One rule's outcome at a time; only what the JUnit report needs
+	 * is kept for every rule (a rules file may hold many). */
+	struct verdict *verdicts = calloc(rules->count, sizeof *verdicts);
+	size_t failures = 0;
+	if (!verdicts) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		return 2;
+	}
+	for (size_t i = 0; i < rules->count; i++) {
+		const struct rule *r = &rules->items[i];
+		struct outcome scratch = { 0 }, *o = &scratch;
+		struct timespec rule_start;
+		clock_gettime(CLOCK_MONOTONIC, &rule_start);
+		switch (r->kind) {
+		case RULE_OP:
+			eval_op(a, r, o);
+			break;
+		case RULE_CASTS:
+			eval_casts(a, r, o);
+			break;
+		case RULE_CACHE:
+		case RULE_SCALER:
+			eval_metric(a, r, o);
+			break;
+		case RULE_FINDING:
+			eval_finding(a, r, o);
+			break;
+		case RULE_OPS:
+			eval_ops(a, r, o);
+			break;
+		default:
+			break;
+		}
+		check_hints_add(trace, r, o->actual, sizeof o->actual);
+		o->seconds = seconds_since(&rule_start);
+		verdicts[i] = verdict_of(o, junit != NULL);
+		if (o->pass) {
+			printf("PASS %s:%zu  %s  (%s)\n", rules->path, r->line,
+			       r->text, o->actual);
+			continue;
+		}
+		failures++;
+		printf("FAIL %s:%zu  %s\n", rules->path, r->line, r->text);
+		printf("     expected: %s\n", o->expected);
+		printf("     actual:   %s\n", o->actual);
+		if (o->first[0])
+			printf("     first:    %s\n", o->first);
+	}
+	char empty[512];
+	bool is_empty = empty_trace_failure(trace, rules, empty, sizeof empty);
+	if (is_empty)
+		printf("FAIL %s  %s\n", trace->path, empty);
+	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
+	       failures || is_empty ? "FAILED" : "OK", failures, rules->count,
+	       rules->count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
+	       trace->path);
+
+	int status = failures || is_empty ? 1 : 0;
+	if (junit) {
+		struct output_file out;
+		FILE *f = junit_open(&out, junit, trace->path,
+				     rules->count + is_empty,
+				     failures + is_empty, 0, start);
+		if (!f) {
+			status = 2;
+		} else {
+			for (size_t i = 0; i < rules->count; i++) {
+				const struct rule *r = &rules->items[i];
+				const struct verdict *o = &verdicts[i];
+				junit_testcase(f, trace->path);
+				xml_escaped(f, rules->path);
+				fprintf(f, ":%zu: ", r->line);
+				xml_escaped(f, r->text);
+				fputs("\" file=\"", f);
+				xml_escaped(f, rules->path);
+				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
+					o->seconds);
+				if (o->pass) {
+					fputs("/>\n", f);
+					continue;
+				}
+				const char *expected = o->failure ? o->failure : "\0\0";
+				const char *actual = expected + strlen(expected) + 1;
+				const char *first = actual + strlen(actual) + 1;
+				fputs(">\n      <failure type=\"rule\" message=\"", f);
+				fprintf(f, "expected ");
+				xml_escaped(f, expected);
+				fputs(", got ", f);
+				xml_escaped(f, actual);
+				fputs("\">", f);
+				fputs("rule: ", f);
+				xml_escaped(f, r->text);
+				fputs("\nexpected: ", f);
+				xml_escaped(f, expected);
+				fputs("\nactual: ", f);
+				xml_escaped(f, actual);
+				if (first[0]) {
+					fputs("\nfirst: ", f);
+					xml_escaped(f, first);
+				}
+				fputs("</failure>\n    </testcase>\n", f);
+			}
+			if (is_empty) {
+				junit_testcase(f, trace->path);
+				xml_escaped(f, trace->path);
+				fputs(": ops recorded\" time=\"0\">\n"
+				      "      <failure type=\"empty-trace\" "
+				      "message=\"", f);
+				xml_escaped(f, empty);
+				fputs("\"/>\n    </testcase>\n", f);
+			}
+			if (junit_close(&out, junit) != 0)
+				status = 2;
+		}
+	}
+	for (size_t i = 0; i < rules->count; i++)
+		free(verdicts[i].failure);
+	free(verdicts);
+	return status;
+}
+
 int amptrace_check(int argc, char **argv)
 {
 	const char *paths[2] = { NULL, NULL };
@@ -756,133 +887,18 @@ int amptrace_check(int argc, char **argv)
 		rules_free(&rules);
 		return 2;
 	}
-	char note[512];
-	if (trace_end_note(&trace, note, sizeof note))
-		printf("note: %s: %s\n", trace.path, note);
-
-	/* One rule's outcome at a time; only what the JUnit report needs
-	 * is kept for every rule (a rules file may hold many). */
-	struct verdict *verdicts = calloc(rules.count, sizeof *verdicts);
-	size_t failures = 0;
-	if (!verdicts) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		trace_free(&trace);
-		rules_free(&rules);
-		return 2;
-	}
-	for (size_t i = 0; i < rules.count; i++) {
-		const struct rule *r = &rules.items[i];
-		struct outcome scratch = { 0 }, *o = &scratch;
-		struct timespec rule_start;
-		clock_gettime(CLOCK_MONOTONIC, &rule_start);
-		switch (r->kind) {
-		case RULE_OP:
-			eval_op(&a, r, o);
-			break;
-		case RULE_CASTS:
-			eval_casts(&a, r, o);
-			break;
-		case RULE_CACHE:
-		case RULE_SCALER:
-			eval_metric(&a, r, o);
-			break;
-		case RULE_FINDING:
-			eval_finding(&a, r, o);
-			break;
-		case RULE_OPS:
-			eval_ops(&a, r, o);
-			break;
-		default:
-			break;
-		}
-		check_hints_add(&trace, r, o->actual, sizeof o->actual);
-		o->seconds = seconds_since(&rule_start);
-		verdicts[i] = verdict_of(o, junit != NULL);
-		if (o->pass) {
-			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
-			       r->text, o->actual);
-			continue;
-		}
-		failures++;
-		printf("FAIL %s:%zu  %s\n", rules.path, r->line, r->text);
-		printf("     expected: %s\n", o->expected);
-		printf("     actual:   %s\n", o->actual);
-		if (o->first[0])
-			printf("     first:    %s\n", o->first);
-	}
-	char empty[512];
-	bool is_empty = empty_trace_failure(&trace, &rules, empty, sizeof empty);
-	if (is_empty)
-		printf("FAIL %s  %s\n", trace.path, empty);
-	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
-	       failures || is_empty ? "FAILED" : "OK", failures, rules.count,
-	       rules.count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
-	       trace.path);
-
-	int status = failures || is_empty ? 1 : 0;
-	if (junit) {
-		struct output_file out;
-		FILE *f = junit_open(&out, junit, trace.path,
-				     rules.count + is_empty,
-				     failures + is_empty, 0, &start);
-		if (!f) {
-			status = 2;
-		} else {
-			for (size_t i = 0; i < rules.count; i++) {
-				const struct rule *r = &rules.items[i];
-				const struct verdict *o = &verdicts[i];
-				junit_testcase(f, trace.path);
-				xml_escaped(f, rules.path);
-				fprintf(f, ":%zu: ", r->line);
-				xml_escaped(f, r->text);
-				fputs("\" file=\"", f);
-				xml_escaped(f, rules.path);
-				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
-					o->seconds);
-				if (o->pass) {
-					fputs("/>\n", f);
-					continue;
-				}
-				const char *expected = o->failure ? o->failure : "\0\0";
-				const char *actual = expected + strlen(expected) + 1;
-				const char *first = actual + strlen(actual) + 1;
-				fputs(">\n      <failure type=\"rule\" message=\"", f);
-				fprintf(f, "expected ");
-				xml_escaped(f, expected);
-				fputs(", got ", f);
-				xml_escaped(f, actual);
-				fputs("\">", f);
-				fputs("rule: ", f);
-				xml_escaped(f, r->text);
-				fputs("\nexpected: ", f);
-				xml_escaped(f, expected);
-				fputs("\nactual: ", f);
-				xml_escaped(f, actual);
-				if (first[0]) {
-					fputs("\nfirst: ", f);
-					xml_escaped(f, first);
-				}
-				fputs("</failure>\n    </testcase>\n", f);
-			}
-			if (is_empty) {
-				junit_testcase(f, trace.path);
-				xml_escaped(f, trace.path);
-				fputs(": ops recorded\" time=\"0\">\n"
-				      "      <failure type=\"empty-trace\" "
-				      "message=\"", f);
-				xml_escaped(f, empty);
-				fputs("\"/>\n    </testcase>\n", f);
-			}
-			if (junit_close(&out, junit) != 0)
-				status = 2;
-		}
-	}
-	for (size_t i = 0; i < rules.count; i++)
-		free(verdicts[i].failure);
-	free(verdicts);
+	int status = check_loaded(&trace, &a, &rules, junit, &start);
 	analysis_free(&a);
 	trace_free(&trace);
 	rules_free(&rules);
 	return status;
+}
+
+int check_rules(const struct trace *trace, struct analysis *a,
+		const struct rules *rules, const char *junit)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	return check_loaded(trace, a, rules, junit, &start);
 }

@@ -325,14 +325,14 @@ static const char *merged_framework(const struct merge *m)
 	return first ? first->framework : NULL;
 }
 
+static int merge_inputs(struct merge *m, const char *out);
+
 int amptrace_merge(int argc, char **argv)
 {
 	struct merge m = { 0 };
-	struct trace_error err;
 	const char *out = NULL;
 
 	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
-	m.err = &err;
 	if (!m.inputs)
 		return 2;
 	for (int i = 1; i < argc; i++) {
@@ -365,7 +365,41 @@ int amptrace_merge(int argc, char **argv)
 		free_inputs(&m);
 		return 2;
 	}
+	return merge_inputs(&m, out);
+}
 
+int merge_texts(int count, const char *const *paths,
+		const char *const *texts, const size_t *lens, const char *out)
+{
+	struct merge m = { .inputs = calloc((size_t)count + 1,
+					    sizeof *m.inputs) };
+
+	if (!m.inputs)
+		return 2;
+	for (int i = 0; i < count; i++) {
+		char *text = malloc(lens[i] + 1);
+		if (!text) {
+			free_inputs(&m);
+			return 2;
+		}
+		memcpy(text, texts[i], lens[i]);
+		text[lens[i]] = '\0';
+		m.inputs[m.ninputs++] = (struct input){
+			.path = paths[i], .text = text, .len = lens[i],
+			.rank = -1,
+		};
+	}
+	return merge_inputs(&m, out);
+}
+
+/* The merge once the inputs are named (their text read here, or given):
+ * frees them; returns the exit status. */
+static int merge_inputs(struct merge *pm, const char *out)
+{
+	struct merge m = *pm;
+	struct trace_error err;
+
+	m.err = &err;
 	/* Pass 1: headers, ranks, time bases; every file must read. */
 	for (int i = 0; i < m.ninputs; i++) {
 		struct input *in = &m.inputs[i];
@@ -378,7 +412,8 @@ int amptrace_merge(int argc, char **argv)
 		/* Loading checks every event as summary and check would. */
 		struct trace checked;
 		int status = -1;
-		in->text = trace_read_file(in->path, &in->len, &err);
+		if (!in->text)
+			in->text = trace_read_file(in->path, &in->len, &err);
 		if (in->text && trace_load_text(in->path, in->text, in->len,
 						&checked, &err) == 0) {
 			trace_free(&checked);
