@@ -7,6 +7,8 @@
 #   - outputs never overwrite an input, by device and inode (ampview -o,
 #     check --junit, merge -o, whatever name leads to the input);
 #   - `merge -o -` writes standard output, and says when it cannot;
+#   - past `ulimit -f` a writer says "File too large" (no SIGXFSZ) and
+#     leaves no temporary file;
 #   - JSON text is UTF-8: a trace string that is not is refused with its
 #     line and column, and a program's own bytes that are not (argv) are
 #     written as U+FFFD, so the trace loads anywhere;
@@ -81,6 +83,17 @@ if [ -w /dev/full ]; then
 	check "merge -o - >/dev/full: exit 1, says so" eval \
 		'status_is 1 && err_has "error writing standard output"'
 fi
+
+# past `ulimit -f`: a write error said (EFBIG), never SIGXFSZ, and no
+# temporary file left next to the output
+(ulimit -f 1; "$ampview" "$fx/good.json" -o "$tmp/big.svg" 2>"$tmp/err")
+status=$?
+check "ampview under ulimit -f 1: exit 1, File too large, nothing left" eval \
+	'[ "$status" -eq 1 ] && grep -q "cannot write $tmp/big.svg: File too large" "$tmp/err" && [ -z "$(ls "$tmp" | grep big.svg)" ]'
+(ulimit -f 1; "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/big.html" 2>"$tmp/err")
+status=$?
+check "report under ulimit -f 1: exit 1, File too large, nothing left" eval \
+	'[ "$status" -eq 1 ] && grep -q "cannot write $tmp/big.html: File too large" "$tmp/err" && [ -z "$(ls "$tmp" | grep big.html)" ]'
 
 # ------------------------------------------------------------ UTF-8 text
 python3 - "$fx/good.json" "$tmp/latin1.json" <<'PY'

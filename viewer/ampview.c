@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,9 @@ int main(int argc, char **argv)
 	struct view_stats stats;
 	char *dot = NULL, *out = NULL;
 	size_t dot_len, out_len;
+	/* past `ulimit -f`, a write fails with EFBIG (said as any write
+	 * error) instead of SIGXFSZ killing ampview half-way */
+	signal(SIGXFSZ, SIG_IGN);
 	int status = parse(argc, argv, &c);
 
 	if (status >= 0) {
