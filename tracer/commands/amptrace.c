@@ -4,6 +4,8 @@
  * `--help` itself, and returns the exit status (2 for bad usage). */
 #include "edit_distance.h"
 #include "explain.h"
+#include "inherit.h"
+#include "raw_dir.h"
 #include "report.h"
 #include "trace_commands.h"
 
@@ -120,5 +122,9 @@ static int run_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* `amptrace run`'s guard, started under its own name (raw_dir.h) */
+	if (argc > 0 && strcmp(argv[0], RAW_DIR_GUARD_NAME) == 0)
+		return raw_dir_guard_main(argc, argv);
+	inherit_save();
 	return output_written(run_command(argc, argv));
 }

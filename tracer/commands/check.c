@@ -3,6 +3,7 @@
  * holds, 1 when one fails, 2 on bad input. */
 #include "analyze.h"
 #include "check_hints.h"
+#include "output_file.h"
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
@@ -50,6 +51,32 @@ struct outcome {
 	char first[1024];   /* the first offending op / tensor / step */
 	double seconds;     /* evaluating it took, for the JUnit testcase */
 };
+
+/* What is kept of each rule's outcome for the JUnit report. */
+struct verdict {
+	bool pass;
+	double seconds;
+	/* a failure's "expected\0actual\0first\0", with --junit; else NULL
+	 * (then "" for each) */
+	char *failure;
+};
+
+static struct verdict verdict_of(const struct outcome *o, bool keep_text)
+{
+	struct verdict v = { .pass = o->pass, .seconds = o->seconds };
+	size_t e = strlen(o->expected) + 1, a = strlen(o->actual) + 1;
+	size_t f = strlen(o->first) + 1;
+
+	if (o->pass || !keep_text)
+		return v;
+	v.failure = malloc(e + a + f + 1);
+	if (v.failure) {
+		memcpy(v.failure, o->expected, e);
+		memcpy(v.failure + e, o->actual, a);
+		memcpy(v.failure + e + a, o->first, f);
+	}
+	return v;
+}
 
 static void set(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -579,20 +606,20 @@ static double seconds_since(const struct timespec *start)
  * file against the cpu and the cuda trace are two suites in CI; hostname,
  * timestamp and time say where, when and how long, as JUnit's schema
  * has them. */
-static FILE *junit_open(const char *path, const char *trace, size_t tests,
-			size_t failures, size_t errors,
-			const struct timespec *start)
+static FILE *junit_open(struct output_file *out, const char *path,
+			const char *trace, size_t tests, size_t failures,
+			size_t errors, const struct timespec *start)
 {
-	FILE *f = fopen(path, "w");
 	char stamp[32], host[256];
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (!f) {
+	if (output_file_open(out, path) != 0) {
 		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
 			strerror(errno));
 		return NULL;
 	}
+	FILE *f = out->f;
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (gethostname(host, sizeof host) != 0)
@@ -613,10 +640,10 @@ static FILE *junit_open(const char *path, const char *trace, size_t tests,
 	return f;
 }
 
-static int junit_close(FILE *f, const char *path)
+static int junit_close(struct output_file *out, const char *path)
 {
-	fputs("  </testsuite>\n</testsuites>\n", f);
-	if (fclose(f) != 0) {
+	fputs("  </testsuite>\n</testsuites>\n", out->f);
+	if (output_file_close(out) != 0) {
 		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
 			strerror(errno));
 		return -1;
@@ -639,7 +666,8 @@ static void junit_error(const char *path, const char *trace,
 			const char *rules, const char *message,
 			const struct timespec *start)
 {
-	FILE *f = junit_open(path, trace, 1, 0, 1, start);
+	struct output_file out;
+	FILE *f = junit_open(&out, path, trace, 1, 0, 1, start);
 
 	if (!f)
 		return;
@@ -651,7 +679,138 @@ static void junit_error(const char *path, const char *trace,
 	fputs("\" time=\"0\">\n      <error message=\"", f);
 	xml_escaped(f, message);
 	fputs("\" type=\"bad input\"/>\n    </testcase>\n", f);
-	junit_close(f, path);
+	junit_close(&out, path);
+}
+
+/* Everything after loading: each rule evaluated, the report printed,
+ * the JUnit file written. */
+static int check_loaded(const struct trace *trace, struct analysis *a,
+			const struct rules *rules, const char *junit,
+			const struct timespec *start)
+{
+	char note[512];
+	if (trace_end_note(trace, note, sizeof note))
+		printf("note: %s: %s\n", trace->path, note);
+
+	/* One rule's outcome at a time; only what the JUnit report needs
+	 * is kept for every rule (a rules file may hold many). */
+	struct verdict *verdicts = calloc(rules->count, sizeof *verdicts);
+	size_t failures = 0;
+	if (!verdicts) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		return 2;
+	}
+	for (size_t i = 0; i < rules->count; i++) {
+		const struct rule *r = &rules->items[i];
+		struct outcome scratch = { 0 }, *o = &scratch;
+		struct timespec rule_start;
+		clock_gettime(CLOCK_MONOTONIC, &rule_start);
+		switch (r->kind) {
+		case RULE_OP:
+			eval_op(a, r, o);
+			break;
+		case RULE_CASTS:
+			eval_casts(a, r, o);
+			break;
+		case RULE_CACHE:
+		case RULE_SCALER:
+			eval_metric(a, r, o);
+			break;
+		case RULE_FINDING:
+			eval_finding(a, r, o);
+			break;
+		case RULE_OPS:
+			eval_ops(a, r, o);
+			break;
+		default:
+			break;
+		}
+		check_hints_add(trace, r, o->actual, sizeof o->actual);
+		o->seconds = seconds_since(&rule_start);
+		verdicts[i] = verdict_of(o, junit != NULL);
+		if (o->pass) {
+			printf("PASS %s:%zu  %s  (%s)\n", rules->path, r->line,
+			       r->text, o->actual);
+			continue;
+		}
+		failures++;
+		printf("FAIL %s:%zu  %s\n", rules->path, r->line, r->text);
+		printf("     expected: %s\n", o->expected);
+		printf("     actual:   %s\n", o->actual);
+		if (o->first[0])
+			printf("     first:    %s\n", o->first);
+	}
+	char empty[512];
+	bool is_empty = empty_trace_failure(trace, rules, empty, sizeof empty);
+	if (is_empty)
+		printf("FAIL %s  %s\n", trace->path, empty);
+	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
+	       failures || is_empty ? "FAILED" : "OK", failures, rules->count,
+	       rules->count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
+	       trace->path);
+
+	int status = failures || is_empty ? 1 : 0;
+	if (junit) {
+		struct output_file out;
+		FILE *f = junit_open(&out, junit, trace->path,
+				     rules->count + is_empty,
+				     failures + is_empty, 0, start);
+		if (!f) {
+			status = 2;
+		} else {
+			for (size_t i = 0; i < rules->count; i++) {
+				const struct rule *r = &rules->items[i];
+				const struct verdict *o = &verdicts[i];
+				junit_testcase(f, trace->path);
+				xml_escaped(f, rules->path);
+				fprintf(f, ":%zu: ", r->line);
+				xml_escaped(f, r->text);
+				fputs("\" file=\"", f);
+				xml_escaped(f, rules->path);
+				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
+					o->seconds);
+				if (o->pass) {
+					fputs("/>\n", f);
+					continue;
+				}
+				const char *expected = o->failure ? o->failure : "\0\0";
+				const char *actual = expected + strlen(expected) + 1;
+				const char *first = actual + strlen(actual) + 1;
+				fputs(">\n      <failure type=\"rule\" message=\"", f);
+				fprintf(f, "expected ");
+				xml_escaped(f, expected);
+				fputs(", got ", f);
+				xml_escaped(f, actual);
+				fputs("\">", f);
+				fputs("rule: ", f);
+				xml_escaped(f, r->text);
+				fputs("\nexpected: ", f);
+				xml_escaped(f, expected);
+				fputs("\nactual: ", f);
+				xml_escaped(f, actual);
+				if (first[0]) {
+					fputs("\nfirst: ", f);
+					xml_escaped(f, first);
+				}
+				fputs("</failure>\n    </testcase>\n", f);
+			}
+			if (is_empty) {
+				junit_testcase(f, trace->path);
+				xml_escaped(f, trace->path);
+				fputs(": ops recorded\" time=\"0\">\n"
+				      "      <failure type=\"empty-trace\" "
+				      "message=\"", f);
+				xml_escaped(f, empty);
+				fputs("\"/>\n    </testcase>\n", f);
+			}
+			if (junit_close(&out, junit) != 0)
+				status = 2;
+		}
+	}
+	for (size_t i = 0; i < rules->count; i++)
+		free(verdicts[i].failure);
+	free(verdicts);
+	return status;
 }
 
 int amptrace_check(int argc, char **argv)
@@ -694,6 +853,9 @@ int amptrace_check(int argc, char **argv)
 			check_usage);
 		return 2;
 	}
+	/* --junit t.json would replace the trace (or the rules) it checks */
+	if (junit && output_refuse_input("amptrace check", junit, paths, 2))
+		return 2;
 
 	struct trace_error err;
 	struct rules rules;
@@ -725,123 +887,18 @@ int amptrace_check(int argc, char **argv)
 		rules_free(&rules);
 		return 2;
 	}
-	char note[512];
-	if (trace_end_note(&trace, note, sizeof note))
-		printf("note: %s: %s\n", trace.path, note);
-
-	struct outcome *outcomes = calloc(rules.count, sizeof *outcomes);
-	size_t failures = 0;
-	if (!outcomes) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		trace_free(&trace);
-		rules_free(&rules);
-		return 2;
-	}
-	for (size_t i = 0; i < rules.count; i++) {
-		const struct rule *r = &rules.items[i];
-		struct outcome *o = &outcomes[i];
-		struct timespec rule_start;
-		clock_gettime(CLOCK_MONOTONIC, &rule_start);
-		switch (r->kind) {
-		case RULE_OP:
-			eval_op(&a, r, o);
-			break;
-		case RULE_CASTS:
-			eval_casts(&a, r, o);
-			break;
-		case RULE_CACHE:
-		case RULE_SCALER:
-			eval_metric(&a, r, o);
-			break;
-		case RULE_FINDING:
-			eval_finding(&a, r, o);
-			break;
-		case RULE_OPS:
-			eval_ops(&a, r, o);
-			break;
-		default:
-			break;
-		}
-		check_hints_add(&trace, r, o->actual, sizeof o->actual);
-		o->seconds = seconds_since(&rule_start);
-		if (o->pass) {
-			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
-			       r->text, o->actual);
-			continue;
-		}
-		failures++;
-		printf("FAIL %s:%zu  %s\n", rules.path, r->line, r->text);
-		printf("     expected: %s\n", o->expected);
-		printf("     actual:   %s\n", o->actual);
-		if (o->first[0])
-			printf("     first:    %s\n", o->first);
-	}
-	char empty[512];
-	bool is_empty = empty_trace_failure(&trace, &rules, empty, sizeof empty);
-	if (is_empty)
-		printf("FAIL %s  %s\n", trace.path, empty);
-	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
-	       failures || is_empty ? "FAILED" : "OK", failures, rules.count,
-	       rules.count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
-	       trace.path);
-
-	int status = failures || is_empty ? 1 : 0;
-	if (junit) {
-		FILE *f = junit_open(junit, trace.path, rules.count + is_empty,
-				     failures + is_empty, 0, &start);
-		if (!f) {
-			status = 2;
-		} else {
-			for (size_t i = 0; i < rules.count; i++) {
-				const struct rule *r = &rules.items[i];
-				const struct outcome *o = &outcomes[i];
-				junit_testcase(f, trace.path);
-				xml_escaped(f, rules.path);
-				fprintf(f, ":%zu: ", r->line);
-				xml_escaped(f, r->text);
-				fputs("\" file=\"", f);
-				xml_escaped(f, rules.path);
-				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
-					o->seconds);
-				if (o->pass) {
-					fputs("/>\n", f);
-					continue;
-				}
-				fputs(">\n      <failure type=\"rule\" message=\"", f);
-				fprintf(f, "expected ");
-				xml_escaped(f, o->expected);
-				fputs(", got ", f);
-				xml_escaped(f, o->actual);
-				fputs("\">", f);
-				fputs("rule: ", f);
-				xml_escaped(f, r->text);
-				fputs("\nexpected: ", f);
-				xml_escaped(f, o->expected);
-				fputs("\nactual: ", f);
-				xml_escaped(f, o->actual);
-				if (o->first[0]) {
-					fputs("\nfirst: ", f);
-					xml_escaped(f, o->first);
-				}
-				fputs("</failure>\n    </testcase>\n", f);
-			}
-			if (is_empty) {
-				junit_testcase(f, trace.path);
-				xml_escaped(f, trace.path);
-				fputs(": ops recorded\" time=\"0\">\n"
-				      "      <failure type=\"empty-trace\" "
-				      "message=\"", f);
-				xml_escaped(f, empty);
-				fputs("\"/>\n    </testcase>\n", f);
-			}
-			if (junit_close(f, junit) != 0)
-				status = 2;
-		}
-	}
-	free(outcomes);
+	int status = check_loaded(&trace, &a, &rules, junit, &start);
 	analysis_free(&a);
 	trace_free(&trace);
 	rules_free(&rules);
 	return status;
+}
+
+int check_rules(const struct trace *trace, struct analysis *a,
+		const struct rules *rules, const char *junit)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	return check_loaded(trace, a, rules, junit, &start);
 }

@@ -142,15 +142,9 @@ static size_t op_of_key(struct side *s, const char *text)
 	return id_map_get(&s->ops, 0, key_of(s, text));
 }
 
-static int load_side(const char *path, struct side *s)
+/* The side of s->trace, loaded: its analysis and op keys. */
+static void build_side(struct side *s)
 {
-	struct trace_error err;
-
-	memset(s, 0, sizeof *s);
-	if (trace_load(path, &s->trace, &err) != 0) {
-		fprintf(stderr, "amptrace diff: %s\n", err.message);
-		return -1;
-	}
 	if (analysis_run(&s->trace, &s->a) != 0)
 		oom();
 	order_processes(s);
@@ -188,7 +182,31 @@ static int load_side(const char *path, struct side *s)
 	}
 	id_map_free(&occurrences);
 	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
+}
+
+static int load_side(const char *path, struct side *s)
+{
+	struct trace_error err;
+
+	memset(s, 0, sizeof *s);
+	if (trace_load(path, &s->trace, &err) != 0) {
+		fprintf(stderr, "amptrace diff: %s\n", err.message);
+		return -1;
+	}
+	build_side(s);
 	return 0;
+}
+
+struct diff_side *diff_side_new(struct trace *trace)
+{
+	struct side *s = calloc(1, sizeof *s);
+
+	if (!s)
+		oom();
+	s->trace = *trace;
+	*trace = (struct trace){ 0 };
+	build_side(s);
+	return (struct diff_side *)s;
 }
 
 static void free_side(struct side *s)
@@ -552,6 +570,26 @@ int amptrace_diff(int argc, char **argv)
 			fprintf(stderr, "amptrace diff: note: %s: %s\n", t->path,
 				note);
 	}
+	int status = diff_print((struct diff_side *)b, (struct diff_side *)n,
+				json);
+	free_side(b);
+	free_side(n);
+	free(b);
+	free(n);
+	return status;
+}
+
+void diff_side_free(struct diff_side *side)
+{
+	if (!side)
+		return;
+	free_side((struct side *)side);
+	free(side);
+}
+
+int diff_print(struct diff_side *base, struct diff_side *new, bool json)
+{
+	struct side *b = (struct side *)base, *n = (struct side *)new;
 	struct changes changes = { 0 };
 	size_t matched;
 	compare(b, n, &changes, &matched);
@@ -566,9 +604,5 @@ int amptrace_diff(int argc, char **argv)
 	int status = changes.count ? 1 : 0;
 	free(dirs);
 	free(changes.items);
-	free_side(b);
-	free_side(n);
-	free(b);
-	free(n);
 	return status;
 }

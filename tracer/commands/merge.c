@@ -6,6 +6,7 @@
  * inputs that do not load as traces are refused. */
 #include "id_map.h"
 #include "jsonw.h"
+#include "output_file.h"
 #include "trace.h"
 #include "trace_scan.h"
 #include "trace_commands.h"
@@ -33,7 +34,7 @@ static const char merge_usage[] =
 	"framework is the inputs' when they agree, else the first rank's\n"
 	"(a note says so); each process keeps its own in its metadata.\n"
 	"\n"
-	"  -o, --output FILE  the merged trace (required)\n"
+	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"Exit status: 0, 1 when the output cannot be written, 2 bad input.\n";
@@ -324,14 +325,14 @@ static const char *merged_framework(const struct merge *m)
 	return first ? first->framework : NULL;
 }
 
+static int merge_inputs(struct merge *m, const char *out);
+
 int amptrace_merge(int argc, char **argv)
 {
 	struct merge m = { 0 };
-	struct trace_error err;
 	const char *out = NULL;
 
 	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
-	m.err = &err;
 	if (!m.inputs)
 		return 2;
 	for (int i = 1; i < argc; i++) {
@@ -364,22 +365,55 @@ int amptrace_merge(int argc, char **argv)
 		free_inputs(&m);
 		return 2;
 	}
+	return merge_inputs(&m, out);
+}
 
+int merge_texts(int count, const char *const *paths,
+		const char *const *texts, const size_t *lens, const char *out)
+{
+	struct merge m = { .inputs = calloc((size_t)count + 1,
+					    sizeof *m.inputs) };
+
+	if (!m.inputs)
+		return 2;
+	for (int i = 0; i < count; i++) {
+		char *text = malloc(lens[i] + 1);
+		if (!text) {
+			free_inputs(&m);
+			return 2;
+		}
+		memcpy(text, texts[i], lens[i]);
+		text[lens[i]] = '\0';
+		m.inputs[m.ninputs++] = (struct input){
+			.path = paths[i], .text = text, .len = lens[i],
+			.rank = -1,
+		};
+	}
+	return merge_inputs(&m, out);
+}
+
+/* The merge once the inputs are named (their text read here, or given):
+ * frees them; returns the exit status. */
+static int merge_inputs(struct merge *pm, const char *out)
+{
+	struct merge m = *pm;
+	struct trace_error err;
+
+	m.err = &err;
 	/* Pass 1: headers, ranks, time bases; every file must read. */
 	for (int i = 0; i < m.ninputs; i++) {
 		struct input *in = &m.inputs[i];
 		struct trace_scan_handlers h = { .ctx = in, .top = header_top };
 		struct trace_scan_result r;
-		if (!strcmp(in->path, out)) {
-			fprintf(stderr, "amptrace merge: the output %s is also an "
-				"input\n", out);
+		if (output_refuse_input("amptrace merge", out, &in->path, 1)) {
 			free_inputs(&m);
 			return 2;
 		}
 		/* Loading checks every event as summary and check would. */
 		struct trace checked;
 		int status = -1;
-		in->text = trace_read_file(in->path, &in->len, &err);
+		if (!in->text)
+			in->text = trace_read_file(in->path, &in->len, &err);
 		if (in->text && trace_load_text(in->path, in->text, in->len,
 						&checked, &err) == 0) {
 			trace_free(&checked);
@@ -442,7 +476,8 @@ int amptrace_merge(int argc, char **argv)
 	}
 	if (trace_writer_open(&m.writer, out, header.data,
 			      (uint64_t)m.base_ns) != 0) {
-		fprintf(stderr, "amptrace merge: cannot write %s: %s\n", out,
+		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
 			strerror(errno));
 		jsonw_free(&header);
 		free_inputs(&m);
@@ -459,7 +494,7 @@ int amptrace_merge(int argc, char **argv)
 		if (trace_scan(in->path, in->text, in->len, &h, &r, &err) != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", err.message);
 			trace_writer_close(&m.writer, "{\"complete\":false}");
-			remove(out);
+			output_file_discard(out);
 			free_inputs(&m);
 			return 2;
 		}
@@ -490,7 +525,9 @@ int amptrace_merge(int argc, char **argv)
 	jsonw_cstr(&end, "]}");
 	int status = trace_writer_close(&m.writer, end.data) == 0 ? 0 : 1;
 	if (status)
-		fprintf(stderr, "amptrace merge: error writing %s\n", out);
+		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
+			strerror(errno));
 	jsonw_free(&end);
 	free_inputs(&m);
 	return status;

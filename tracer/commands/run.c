@@ -11,6 +11,7 @@
  * (FORMAT.md, "Truncated traces"). */
 #include "ampview_path.h"
 #include "convert.h"
+#include "inherit.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
@@ -73,10 +74,13 @@ static const char run_usage[] =
 	"                     skip libamp's value checks (the fp16-overflow and\n"
 	"                     cast-underflow findings): they read every\n"
 	"                     low-precision result, which costs time\n"
-	"      --raw-dir DIR  where the recorder's raw files go while PROG runs\n"
-	"                     (default: $TMPDIR, else /dev/shm when it has 128 MiB\n"
-	"                     free, else /tmp); if it fills up, recording stops\n"
-	"                     there (a recording-stopped finding) and PROG runs on\n"
+	"      --raw-dir DIR  where the recorder's raw files go while PROG runs; a\n"
+	"                     second --raw-dir is where they go on once the first\n"
+	"                     is full (default: the first two of $TMPDIR, /dev/shm\n"
+	"                     and /tmp on different file systems with 16 MiB free;\n"
+	"                     a TMPDIR passed over is said); once all are full,\n"
+	"                     recording stops there (a recording-stopped finding)\n"
+	"                     and PROG runs on\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
@@ -117,14 +121,6 @@ struct run_state {
 	char hostname[256];
 	bool value_checks;
 };
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-}
 
 static uint64_t clock_ns(clockid_t clock)
 {
@@ -325,10 +321,10 @@ static bool dir_writable(const char *path)
 	return access(dir, W_OK) == 0;
 }
 
-/* The child: preload the recorder, restore signals, exec.  An exec
- * failure travels back through `report` (close-on-exec). */
+/* The child: preload the recorder, the signal state amptrace inherited,
+ * exec.  An exec failure travels back through `report` (close-on-exec). */
 static void exec_child(char **command, const char *recorder,
-		       const char *raw_dir, bool value_checks, int report)
+		       const struct raw_dir *raw, bool value_checks, int report)
 {
 	const char *old = getenv("LD_PRELOAD");
 	size_t size = strlen(recorder) + (old ? strlen(old) : 0) + 2;
@@ -341,19 +337,17 @@ static void exec_child(char **command, const char *recorder,
 	}
 	char pid[24];
 	snprintf(pid, sizeof pid, "%ld", (long)getppid());
-	setenv(RAW_ENV_DIR, raw_dir, 1);
+	setenv(RAW_ENV_DIR, raw->path, 1);
+	if (*raw->spill)
+		setenv(RAW_ENV_SPILL, raw->spill, 1);
+	else
+		unsetenv(RAW_ENV_SPILL);
 	setenv(RAW_ENV_PID, pid, 1);
 	/* libamp's value checks (fp16-overflow, cast-underflow findings):
 	 * on unless the environment chose; --no-value-checks wins over it. */
 	setenv("AMP_VALUE_CHECKS", value_checks ? "1" : "0", !value_checks);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	run_python_prepare(command);
+	inherit_restore();
 	execvp(command[0], command);
 	int err = errno;
 	if (write(report, &err, sizeof err) < 0)
@@ -361,10 +355,35 @@ static void exec_child(char **command, const char *recorder,
 	_exit(err == ENOENT ? 127 : 126);
 }
 
-/* The summary line on stderr, and the reason when no op was recorded;
- * returns the number of ops recorded. */
+/* Where the raw files went, when the user should know: a recorder that
+ * stopped for want of room (its reason: ENOSPC, or EFBIG past the file
+ * size limit), a full directory that spilled into the next. */
+static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
+			   const char *prog, bool quiet)
+{
+	if (stop_errno == EFBIG)
+		fprintf(stderr, "amptrace run: the raw files reached the file "
+			"size limit (ulimit -f): recording stopped early (the "
+			"trace's recording-stopped finding says where); %s ran "
+			"on.  Raise the limit to record it all\n", prog);
+	else if (stop_errno)
+		fprintf(stderr, "amptrace run: the raw director%s %s%s%s ran "
+			"out of space: recording stopped early (the trace's "
+			"recording-stopped finding says where); %s ran on.  "
+			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
+			*raw->spill ? "ies" : "y", raw->path,
+			*raw->spill ? " and " : "", raw->spill, prog);
+	else if (!quiet && raw_dir_spilled(raw))
+		fprintf(stderr, "amptrace run: the raw directory %s filled up; "
+			"the raw files went on in %s\n", raw->path, raw->spill);
+}
+
+/* The summary line on stderr, and the reason when no op was recorded
+ * (unless recording stopped: report_raw_dir says why); returns the
+ * number of ops recorded. */
 static uint64_t report_end(const struct run_state *s, const struct converter *cv,
-			   const char *prog, int status, bool quiet)
+			   const char *prog, int status, bool quiet,
+			   bool stopped)
 {
 	uint64_t events = 0, in_flight = 0, threads = 0, ops = 0;
 	size_t processes = 0;
@@ -401,7 +420,7 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 	for (size_t i = 0; i < s->noutputs; i++)
 		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
 	fputc('\n', stderr);
-	if (ops == 0) {
+	if (ops == 0 && !stopped) {
 		char message[PATH_MAX + 64];
 		fprintf(stderr, "amptrace run: %s\n",
 			run_no_ops_message(prog, message, sizeof message));
@@ -480,8 +499,10 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 		}
 		jsonw_cstr(&end, "]}");
 		if (trace_writer_close(&o->writer, end.data) != 0) {
-			fprintf(stderr, "amptrace run: error writing %s: %s\n",
-				o->path, strerror(errno));
+			fprintf(stderr, "amptrace run: error writing %s: %s%s\n",
+				o->path, strerror(errno),
+				errno == EFBIG ? " (the file size limit: ulimit -f)"
+					       : "");
 			*failed = 1;
 		}
 		jsonw_free(&end);
@@ -491,10 +512,12 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 int amptrace_run(int argc, char **argv)
 {
 	struct run_state s = { .out = "trace.json", .value_checks = true };
-	const char *svg = NULL, *report_html = NULL, *raw_base = NULL;
+	const char *svg = NULL, *report_html = NULL, *raw_bases[2];
+	size_t nraw_bases = 0;
 	bool quiet = false;
 	int i;
 
+	inherit_hold_closed_std_fds();
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -522,7 +545,7 @@ int amptrace_run(int argc, char **argv)
 			else if (!strcmp(a, "--report"))
 				report_html = argv[++i];
 			else if (!strcmp(a, "--raw-dir"))
-				raw_base = argv[++i];
+				raw_bases[nraw_bases++ % 2] = argv[++i];
 			else
 				s.out = argv[++i];
 		} else if (!strncmp(a, "--output=", 9)) {
@@ -532,7 +555,7 @@ int amptrace_run(int argc, char **argv)
 		} else if (!strncmp(a, "--report=", 9)) {
 			report_html = a + 9;
 		} else if (!strncmp(a, "--raw-dir=", 10)) {
-			raw_base = a + 10;
+			raw_bases[nraw_bases++ % 2] = a + 10;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
 				run_usage);
@@ -547,6 +570,11 @@ int amptrace_run(int argc, char **argv)
 	}
 	if (!*s.out) {
 		fprintf(stderr, "amptrace run: empty output file name\n");
+		return 2;
+	}
+	if (!strcmp(s.out, "-")) {
+		fprintf(stderr, "amptrace run: -o -: the program's own output "
+			"goes to standard output; name a file\n");
 		return 2;
 	}
 	s.command = argv + i;
@@ -571,11 +599,16 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 
+	if (nraw_bases > 2) {
+		fprintf(stderr, "amptrace run: --raw-dir given %zu times: one "
+			"directory, and one to go on in once it is full\n",
+			nraw_bases);
+		return 2;
+	}
 	struct raw_dir raw;
-	if (raw_dir_create(&raw, raw_base) != 0)
+	if (raw_dir_create(&raw, raw_bases, nraw_bases) != 0)
 		return 2;
 	raw_dir_guard(&raw);
-	const char *raw_dir = raw.path;
 	gethostname(s.hostname, sizeof s.hostname - 1);
 
 	int report[2];
@@ -585,20 +618,25 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 	/* Like time(1): the terminal's ^C reaches the program, which decides;
-	 * we stay to finish the trace.  TERM/HUP sent to us are passed on. */
-	struct sigaction ignore = { .sa_handler = SIG_IGN };
-	struct sigaction forward = { .sa_handler = forward_signal };
-	sigaction(SIGINT, &ignore, NULL);
-	sigaction(SIGQUIT, &ignore, NULL);
-	sigaction(SIGTERM, &forward, NULL);
-	sigaction(SIGHUP, &forward, NULL);
+	 * we stay to finish the trace.  The same signals sent to us alone are
+	 * passed on (inherit.h). */
+	inherit_forward_signals();
 
 	/* SIGCHLD is blocked so that the poll below can wait for it: the end
-	 * of the program wakes us at once (the child unblocks it). */
-	sigset_t chld;
+	 * of the program wakes us at once (the child restores the inherited
+	 * mask).  The forwarded signals are blocked across the fork: until
+	 * the child has its inherited dispositions back, one sent to it
+	 * waits (amptrace passes on those it gets once the child is known). */
+	sigset_t chld, forwarded, running_mask;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
+	sigemptyset(&forwarded);
+	sigaddset(&forwarded, SIGINT);
+	sigaddset(&forwarded, SIGQUIT);
+	sigaddset(&forwarded, SIGTERM);
+	sigaddset(&forwarded, SIGHUP);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sigprocmask(SIG_BLOCK, &forwarded, &running_mask);
 	fflush(NULL);
 	s.mono_base = clock_ns(CLOCK_MONOTONIC);
 	s.real_base = clock_ns(CLOCK_REALTIME);
@@ -610,10 +648,11 @@ int amptrace_run(int argc, char **argv)
 	}
 	if (pid == 0) {
 		close(report[0]);
-		exec_child(s.command, recorder, raw_dir, s.value_checks,
+		exec_child(s.command, recorder, &raw, s.value_checks,
 			   report[1]);
 	}
-	child_pid = pid;
+	inherit_set_program(pid);
+	sigprocmask(SIG_SETMASK, &running_mask, NULL);
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, 0);
@@ -625,7 +664,8 @@ int amptrace_run(int argc, char **argv)
 	close(report[0]);
 
 	struct converter cv;
-	convert_init(&cv, raw_dir, s.mono_base, writer_for, &s);
+	convert_init(&cv, raw.path, s.mono_base, writer_for, &s);
+	cv.spill_dir = *raw.spill ? raw.spill : NULL;
 	cv.trace_for = trace_for;
 	int status = 0;
 	for (;;) {
@@ -657,7 +697,7 @@ int amptrace_run(int argc, char **argv)
 	 * (root, RLIMIT_NICE), else on at the lower one. */
 	if (niced)
 		setpriority(PRIO_PROCESS, 0, nice_now);
-	child_pid = 0;
+	inherit_set_program(0);
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
 
 	int failed = 0;
@@ -676,13 +716,10 @@ int amptrace_run(int argc, char **argv)
 		open_output(&s, o, NULL);
 	}
 	finish_outputs(&s, &cv, status, end_ns, &failed);
-	uint64_t ops = report_end(&s, &cv, s.command[0], status, quiet);
-	if (raw_dir_ran_out(&raw))
-		fprintf(stderr, "amptrace run: the raw directory %s ran out of "
-			"space: recording stopped early (the trace's "
-			"recording-stopped finding says where); %s ran on.  "
-			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
-			raw.path, s.command[0]);
+	int stop_errno = raw_dir_stop_errno(&raw);
+	uint64_t ops = report_end(&s, &cv, s.command[0], status,
+				  quiet && !stop_errno, stop_errno != 0);
+	report_raw_dir(&raw, stop_errno, s.command[0], quiet);
 	convert_free(&cv);
 	raw_dir_remove(&raw);
 

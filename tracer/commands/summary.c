@@ -839,15 +839,25 @@ int amptrace_summary(int argc, char **argv)
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	struct summary s = { .trace = &trace };
-	if (analysis_run(&trace, &s.a) != 0) {
+	int status = summary_print(&trace, json, color);
+	char note[512];
+	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
+	    (trace.truncated || !trace.finalized))
+		fprintf(stderr, "amptrace summary: warning: %s: %s\n", path,
+			note);
+	trace_free(&trace);
+	return status;
+}
+
+int summary_print(struct trace *trace, bool json, bool color)
+{
+	struct summary s = { .trace = trace };
+	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
 		analysis_free(&s.a);
-		trace_free(&trace);
 		return 2;
 	}
 	tabulate(&s);
-	char note[512];
 	if (json) {
 		print_json(&s, stdout);
 	} else {
@@ -864,15 +874,10 @@ int amptrace_summary(int argc, char **argv)
 		}
 		free(text);
 	}
-	if (trace_end_note(&trace, note, sizeof note) &&
-	    (trace.truncated || !trace.finalized))
-		fprintf(stderr, "amptrace summary: warning: %s: %s\n", path,
-			note);
 	free(s.ops);
 	free(s.casts);
 	free(s.reasons);
 	free(s.regions);
 	analysis_free(&s.a);
-	trace_free(&trace);
 	return 0;
 }
