@@ -10,6 +10,7 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "ampview_path.h"
+#include "progress.h"
 #include "convert.h"
 #include "data_dir.h"
 #include "raw.h"
@@ -70,7 +71,10 @@ static const char run_usage[] =
 	"      --no-merge     leave the ranks' traces apart\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
 	"      --report FILE  write `amptrace report`'s HTML page afterwards\n"
-	"  -q, --quiet        no summary line on stderr when all went well\n"
+	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
+	"                     progress line (shown on a terminal while PROG runs:\n"
+	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
+	"                     it anywhere)\n"
 	"      --no-value-checks\n"
 	"                     skip libamp's value checks (the fp16-overflow and\n"
 	"                     cast-underflow findings): they read every\n"
@@ -107,6 +111,10 @@ struct output {
 	/* kept's index for the findings and the flows, brought up to date
 	 * after every poll: built while the program runs, not after */
 	struct trace_index index;
+	/* the progress line's count of steps: kept's events seen so far,
+	 * GradScaler updates and outermost autocast regions among them */
+	size_t progress_seen;
+	uint64_t scaler_updates, outer_regions;
 };
 
 struct run_state {
@@ -420,6 +428,39 @@ static bool merge_ranks(const struct run_state *s, bool quiet)
 	return n > 0 && run_ranks_merge(s->out, paths, ranks, n, quiet) == 0;
 }
 
+/* The progress line while PROG runs (on a terminal): events recorded,
+ * the traces' size, and the step, counted as summary counts them
+ * (GradScaler updates, else outermost autocast regions). */
+static void draw_progress(struct run_state *s, struct progress *p)
+{
+	uint64_t events = 0, updates = 0, regions = 0;
+	double bytes = 0;
+	struct stat st;
+
+	if (!progress_due(p))
+		return;
+	for (size_t i = 0; i < s->noutputs; i++) {
+		struct output *o = s->outputs[i];
+		events += o->writer.events;
+		if (o->open && stat(o->path, &st) == 0)
+			bytes += (double)st.st_size;
+		for (; o->kept_ready && o->progress_seen < o->kept.nevents;
+		     o->progress_seen++) {
+			const struct trace_event *e = &o->kept.events[o->progress_seen];
+			if (e->kind == TRACE_SCALER && e->scaler.what &&
+			    !strcmp(e->scaler.what, "update"))
+				o->scaler_updates++;
+			else if (e->kind == TRACE_SCOPE_END && e->scope.depth == 1)
+				o->outer_regions++;
+		}
+		updates += o->scaler_updates;
+		regions += o->outer_regions;
+	}
+	progress_draw(p, "amptrace run: %llu events, %.1f MB, step %llu",
+		      (unsigned long long)events, bytes / 1e6,
+		      (unsigned long long)(updates ? updates : regions));
+}
+
 /* Whether o's kept trace holds every event of its file: not when the
  * converter could not keep one (out of memory). */
 static bool kept_whole(const struct output *o, const struct converter *cv)
@@ -637,6 +678,8 @@ int amptrace_run(int argc, char **argv)
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
 	close(report[0]);
 
+	struct progress progress;
+	progress_init(&progress, quiet);
 	struct converter cv;
 	convert_init(&cv, raw_dir, s.mono_base, writer_for, &s);
 	cv.trace_for = trace_for;
@@ -654,6 +697,7 @@ int amptrace_run(int argc, char **argv)
 			trace_writer_flush(&s.outputs[k]->writer);
 			trace_index_update(&s.outputs[k]->index);
 		}
+		draw_progress(&s, &progress);
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -664,6 +708,7 @@ int amptrace_run(int argc, char **argv)
 		sigtimedwait(&chld, NULL, &pause);
 	}
 	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	progress_clear(&progress);
 	/* What is left (the records not converted yet, the findings, the
 	 * flows) is all the user waits for now: back to amptrace's own
 	 * priority where the system lets a process raise its priority again
