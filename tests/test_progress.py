@@ -7,7 +7,10 @@ unless AMPTRACE_PROGRESS=1 asks; never with -q.
 The program is trace_prog hang: it records its ops, then waits to be
 killed, so it runs as long as the test needs on any machine.
 
-usage: test_progress.py AMPTRACE TRACE_PROG   (TAP: ok / not ok lines)
+Then summary and ampview reading a trace of over 100 MB: a line on a
+terminal (how far through the file), none in a pipe.
+
+usage: test_progress.py AMPTRACE TRACE_PROG AMPVIEW   (TAP lines)
 """
 import os
 import pty
@@ -18,7 +21,7 @@ import sys
 import tempfile
 import time
 
-AMPTRACE, TRACE_PROG = sys.argv[1], sys.argv[2]
+AMPTRACE, TRACE_PROG, AMPVIEW = sys.argv[1:4]
 LINE = b"\ramptrace run: "
 failed = 0
 
@@ -88,6 +91,27 @@ def run(work, args, terminal, env_extra=None, seconds=2.5):
     return out
 
 
+def read_pty(command):
+    """What `command` writes with stdout and stderr on one terminal."""
+    pid, master = pty.fork()
+    if pid == 0:
+        os.environ.update(TERM="xterm")
+        os.environ.pop("AMPTRACE_PROGRESS", None)
+        os.execv(command[0], command)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    os.close(master)
+    return out
+
+
 with tempfile.TemporaryDirectory() as work:
     out = run(work, [], terminal=True)
     check(LINE in out and b" events, " in out and b" MB, step " in out,
@@ -115,4 +139,25 @@ with tempfile.TemporaryDirectory() as work:
 
     out = run(work, [], terminal=True, env_extra={"TERM": "dumb"})
     check(LINE not in out, "TERM=dumb: no progress line", out)
+
+    # Reading a big trace (over 100 MB): summary and ampview show a line.
+    big = os.path.join(work, "big.json")
+    subprocess.run([AMPTRACE, "run", "-q", "-o", big, "--", TRACE_PROG,
+                    "mlp", "5000"], stdout=subprocess.DEVNULL, check=True)
+    size = os.path.getsize(big)
+    check(size > 100e6, "a trace of %.0f MB to read" % (size / 1e6))
+    for who, command in (
+            ("amptrace summary", [AMPTRACE, "summary", big]),
+            ("ampview", [AMPVIEW, big, "-o", os.path.join(work, "big.svg")])):
+        out = read_pty(command)
+        check(b"\r" + who.encode() + b": reading " in out and b"% of " in out,
+              "%s on a terminal: reading ..., N%% of the file" % who, out)
+        done = subprocess.run(command, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        check(b"reading" not in done.stderr and b"\r" not in done.stderr,
+              "%s in a pipe: no progress line" % who, done.stderr)
+    out = read_pty([AMPTRACE, "summary", big])
+    table = out.find(big.encode() + b": amptrace trace format")
+    check(table > 0 and out[:table].endswith(b"\r\x1b[K"),
+          "summary: the line is cleared before the table", out)
 sys.exit(failed)

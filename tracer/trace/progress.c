@@ -1,16 +1,19 @@
-/* A progress line for long work, in the manner of tqdm and rich: one line
+/* A progress line for long work (amptrace run; reading a big trace), in
+ * the manner of tqdm and rich: one line
  * on stderr, rewritten in place (carriage return, then erase to the end
  * of the line), only on a terminal, so pipes and CI logs never get it
  * unless AMPTRACE_PROGRESS=1 asks.  The cursor is left at the start of
  * the line: a program sharing the terminal (amptrace run) writes over it
  * rather than after it, and the next draw rewrites its own line. */
 #include "progress.h"
+#include "trace_scan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,4 +88,38 @@ void progress_clear(struct progress *p)
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
 	p->drawn = false;
+}
+
+/* The reading in progress: one at a time (each command reads its trace
+ * once). */
+static struct progress reading;
+static char reading_label[512];
+
+static void draw_reading(size_t done, size_t total)
+{
+	bool gigabytes = total >= 1000 * 1000 * 1000;
+	progress_draw(&reading, "%s, %.0f%% of %.*f %s", reading_label,
+		      total ? 100.0 * (double)done / (double)total : 100.0,
+		      gigabytes, (double)total / (gigabytes ? 1e9 : 1e6),
+		      gigabytes ? "GB" : "MB");
+}
+
+void progress_reading(const char *who, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0 || st.st_size < PROGRESS_BIG_FILE)
+		return;
+	progress_init(&reading, false);
+	if (!reading.on)
+		return;
+	snprintf(reading_label, sizeof reading_label, "%s: reading %s", who,
+		 path);
+	trace_scan_set_progress(draw_reading);
+}
+
+void progress_reading_done(void)
+{
+	trace_scan_set_progress(NULL);
+	progress_clear(&reading);
 }

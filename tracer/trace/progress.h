@@ -25,4 +25,11 @@ void progress_draw(struct progress *p, const char *format, ...)
  * draw: what follows is printed as if there had been none. */
 void progress_clear(struct progress *p);
 
+/* While a trace file of over PROGRESS_BIG_FILE bytes is read (summary,
+ * report, ampview): "WHO: reading PATH, 42% of 1.3 GB" on a terminal.
+ * Call before trace_load(), and progress_reading_done() after it. */
+#define PROGRESS_BIG_FILE (100 * 1000 * 1000)
+void progress_reading(const char *who, const char *path);
+void progress_reading_done(void);
+
 #endif /* AMPTRACE_PROGRESS_H */
