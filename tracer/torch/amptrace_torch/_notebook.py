@@ -28,11 +28,14 @@ def _run(command):
 
 
 def _ampview(amptrace):
-    """ampview beside amptrace (both come in one install), else on PATH."""
+    """ampview beside amptrace (both come in one install; in the build
+    tree, build/viewer beside build/tracer), else on PATH."""
     import shutil
-    beside = os.path.join(os.path.dirname(amptrace), "ampview")
-    if os.path.isfile(beside) and os.access(beside, os.X_OK):
-        return beside
+    here = os.path.dirname(amptrace)
+    for candidate in (os.path.join(here, "ampview"),
+                      os.path.join(here, "..", "viewer", "ampview")):
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.normpath(candidate)
     return shutil.which("ampview")
 
 
@@ -89,12 +92,12 @@ def page(path, amptrace, graph=True):
              % (html.escape(summary.get("framework") or "libamp"),
                 summary.get("events", 0),
                 summary.get("steps", {}).get("count", 0)),
-             "<h5>Findings</h5>", _findings_html(summary.get("findings")),
-             "<details open><summary><b>Summary</b> "
-             "(<code>amptrace summary</code>)</summary><pre>%s</pre>"
-             "</details>" % html.escape(table or err)]
+             "<h5>Findings</h5>", _findings_html(summary.get("findings"))]
     if graph:
         parts.append(_graph_html(path, amptrace))
+    parts.append("<details open><summary><b>Summary</b> "
+                 "(<code>amptrace summary</code>)</summary><pre>%s</pre>"
+                 "</details>" % html.escape(table or err))
     return "\n".join(parts)
 
 
