@@ -214,8 +214,14 @@ check "run --report: page written" data_is "$tmp/run.html" \
 	'd["exit"] == "exited with 3" and d["counts"]["ops"] >= 5'
 capture "$amptrace" run -q -o "$tmp/rr.json" --report "$tmp/rr.html" -- \
 	"$trace_prog" ranks 2 5
-check "run --report with ranks: a page per rank" \
-	test -s "$tmp/rr.rank0.html" -a -s "$tmp/rr.rank1.html"
+check "run --report with ranks: one page, of their merge" \
+	test -s "$tmp/rr.html" -a ! -e "$tmp/rr.rank0.html"
+check "run --report with ranks: the page has both ranks' ops" \
+	data_is "$tmp/rr.html" 'd["counts"]["ops"] >= 10'
+capture "$amptrace" run -q --no-merge -o "$tmp/ra.json" --report "$tmp/ra.html" -- \
+	"$trace_prog" ranks 2 5
+check "run --report --no-merge: a page per rank" \
+	test -s "$tmp/ra.rank0.html" -a -s "$tmp/ra.rank1.html"
 capture "$amptrace" run --report
 check "run --report without a file: exit 2" status_is 2
 

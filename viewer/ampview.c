@@ -1,5 +1,6 @@
 /* ampview: draws a trace as an annotated computation graph (SVG, PNG or
  * DOT).  Command-line handling only; the work is in view.h. */
+#include "progress.h"
 #include "edit_distance.h"
 #include "output_file.h"
 #include "trace.h"
@@ -279,7 +280,10 @@ int main(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	}
 	double start = now_ms();
-	if (trace_load(c.trace, &trace, &err) != 0) {
+	progress_reading("ampview", c.trace);
+	status = trace_load(c.trace, &trace, &err);
+	progress_reading_done();
+	if (status != 0) {
 		fprintf(stderr, "ampview: %s\n", err.message);
 		free(c.default_output);
 		return EXIT_BAD_INPUT;

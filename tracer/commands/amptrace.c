@@ -4,6 +4,7 @@
  * `--help` itself, and returns the exit status (2 for bad usage). */
 #include "edit_distance.h"
 #include "explain.h"
+#include "help_topics.h"
 #include "inherit.h"
 #include "raw_dir.h"
 #include "report.h"
@@ -26,7 +27,7 @@ struct command {
 static const struct command commands[] = {
 	{ "explain", "why an op runs in the dtype it runs in under autocast",
 	  amptrace_explain },
-	{ "run", "run a libamp program and write its JSON trace",
+	{ "run", "run a PyTorch or libamp program and write its JSON trace",
 	  amptrace_run },
 	{ "summary", "ops, casts, cache, regions, scaler, findings of a trace",
 	  amptrace_summary },
@@ -37,6 +38,8 @@ static const struct command commands[] = {
 	{ "merge", "join per-rank traces into one", amptrace_merge },
 	{ "report", "one self-contained HTML page: findings, charts, tables, graph",
 	  amptrace_report },
+	{ "completion", "the bash completion script: eval \"$(amptrace completion bash)\"",
+	  amptrace_completion },
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -44,7 +47,9 @@ static const struct command commands[] = {
 static void usage(FILE *out)
 {
 	fputs("usage: amptrace COMMAND [ARGS...]\n"
-	      "       amptrace help COMMAND\n\ncommands:\n",
+	      "       amptrace help COMMAND\n"
+	      "       amptrace help rules      the grammar of check's rules\n"
+	      "       amptrace --version\n\ncommands:\n",
 	      out);
 	for (size_t i = 0; i < COMMAND_COUNT; i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
@@ -106,6 +111,10 @@ static int run_command(int argc, char **argv)
 	if (strcmp(name, "help") == 0) {
 		if (argc < 3) {
 			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[2], "rules") == 0) {
+			help_rules(stdout);
 			return 0;
 		}
 		const struct command *command = find_command(argv[2]);

@@ -10,12 +10,15 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "ampview_path.h"
+#include "progress.h"
 #include "convert.h"
+#include "data_dir.h"
 #include "inherit.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
 #include "run_python.h"
+#include "run_ranks.h"
 #include "tail.h"
 #include "trace_commands.h"
 #include "trace_index.h"
@@ -37,9 +40,6 @@
 #ifndef AMPTRACE_VERSION
 #define AMPTRACE_VERSION "unknown"
 #endif
-#ifndef AMPTRACE_RECORDER_INSTALL_DIR
-#define AMPTRACE_RECORDER_INSTALL_DIR "/usr/local/lib/amptrace"
-#endif
 #define RECORDER_NAME "libamptrace-recorder.so"
 
 /* `amptrace run`'s exit status when PROG exited 0 but recorded no op:
@@ -58,18 +58,24 @@ static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
 	"                    [-q] [--no-value-checks] [--raw-dir DIR] -- PROG [ARGS...]\n"
 	"\n"
-	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
-	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
+	"Runs PROG (a program linked against libamp, or Python running PyTorch:\n"
+	"python, torchrun, accelerate launch, any Python script) with the amptrace\n"
+	"recorder attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
 	"decision: ops, casts, cache hits, autocast regions, GradScaler events.\n"
 	"PROG's output passes through unchanged, and so does its exit status\n"
 	"when it recorded ops (see Exit status).\n"
 	"\n"
 	"  -o, --output FILE  trace file (default trace.json); a process with a\n"
 	"                     rank (RANK, OMPI_COMM_WORLD_RANK or PMI_RANK) writes\n"
-	"                     FILE with .rankN before the extension\n"
+	"                     FILE with .rankN before the extension, and FILE is\n"
+	"                     then their merge (`amptrace merge`)\n"
+	"      --no-merge     leave the ranks' traces apart\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
 	"      --report FILE  write `amptrace report`'s HTML page afterwards\n"
-	"  -q, --quiet        no summary line on stderr when all went well\n"
+	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
+	"                     progress line (shown on a terminal while PROG runs:\n"
+	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
+	"                     it anywhere)\n"
 	"      --no-value-checks\n"
 	"                     skip libamp's value checks (the fp16-overflow and\n"
 	"                     cast-underflow findings): they read every\n"
@@ -109,6 +115,10 @@ struct output {
 	/* kept's index for the findings and the flows, brought up to date
 	 * after every poll: built while the program runs, not after */
 	struct trace_index index;
+	/* the progress line's count of steps: kept's events seen so far,
+	 * GradScaler updates and outermost autocast regions among them */
+	size_t progress_seen;
+	uint64_t scaler_updates, outer_regions;
 };
 
 struct run_state {
@@ -256,24 +266,14 @@ static struct trace *trace_for(void *ctx, const struct convert_process *p)
 static const char *find_recorder(char *buf, size_t size)
 {
 	const char *env = getenv("AMPTRACE_RECORDER");
-	char exe[PATH_MAX];
 
 	if (env && *env)
 		return access(env, R_OK) == 0 ? env : NULL;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(buf, size, "%s/%s", exe, RECORDER_NAME);
-			if (access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
-	snprintf(buf, size, "%s/%s", AMPTRACE_RECORDER_INSTALL_DIR,
-		 RECORDER_NAME);
-	return access(buf, R_OK) == 0 ? buf : NULL;
+	if (!data_dir_find("", "", RECORDER_NAME, buf, size))
+		return NULL;
+	size_t n = strlen(buf);
+	snprintf(buf + n, size - n, "/%s", RECORDER_NAME);
+	return buf;
 }
 
 static int render_svg(const char *trace, const char *svg)
@@ -428,6 +428,58 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 	return ops;
 }
 
+/* The ranks' traces merged into the -o file, when every process had a
+ * rank (a process without one has written that file itself). */
+static bool merge_ranks(const struct run_state *s, bool quiet)
+{
+	char *paths[s->noutputs ? s->noutputs : 1];
+	int ranks[s->noutputs ? s->noutputs : 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->noutputs; i++) {
+		if (s->outputs[i]->rank < 0)
+			return false;
+		if (!s->outputs[i]->open)
+			continue;
+		paths[n] = s->outputs[i]->path;
+		ranks[n++] = s->outputs[i]->rank;
+	}
+	return n > 0 && run_ranks_merge(s->out, paths, ranks, n, quiet) == 0;
+}
+
+/* The progress line while PROG runs (on a terminal): events recorded,
+ * the traces' size, and the step, counted as summary counts them
+ * (GradScaler updates, else outermost autocast regions). */
+static void draw_progress(struct run_state *s, struct progress *p)
+{
+	uint64_t events = 0, updates = 0, regions = 0;
+	double bytes = 0;
+	struct stat st;
+
+	if (!progress_due(p))
+		return;
+	for (size_t i = 0; i < s->noutputs; i++) {
+		struct output *o = s->outputs[i];
+		events += o->writer.events;
+		if (o->open && stat(o->path, &st) == 0)
+			bytes += (double)st.st_size;
+		for (; o->kept_ready && o->progress_seen < o->kept.nevents;
+		     o->progress_seen++) {
+			const struct trace_event *e = &o->kept.events[o->progress_seen];
+			if (e->kind == TRACE_SCALER && e->scaler.what &&
+			    !strcmp(e->scaler.what, "update"))
+				o->scaler_updates++;
+			else if (e->kind == TRACE_SCOPE_END && e->scope.depth == 1)
+				o->outer_regions++;
+		}
+		updates += o->scaler_updates;
+		regions += o->outer_regions;
+	}
+	progress_draw(p, "amptrace run: %llu events, %.1f MB, step %llu",
+		      (unsigned long long)events, bytes / 1e6,
+		      (unsigned long long)(updates ? updates : regions));
+}
+
 /* Whether o's kept trace holds every event of its file: not when the
  * converter could not keep one (out of memory). */
 static bool kept_whole(const struct output *o, const struct converter *cv)
@@ -514,7 +566,7 @@ int amptrace_run(int argc, char **argv)
 	struct run_state s = { .out = "trace.json", .value_checks = true };
 	const char *svg = NULL, *report_html = NULL, *raw_bases[2];
 	size_t nraw_bases = 0;
-	bool quiet = false;
+	bool quiet = false, merge = true;
 	int i;
 
 	inherit_hold_closed_std_fds();
@@ -532,6 +584,8 @@ int amptrace_run(int argc, char **argv)
 			quiet = true;
 		} else if (!strcmp(a, "--no-value-checks")) {
 			s.value_checks = false;
+		} else if (!strcmp(a, "--no-merge")) {
+			merge = false;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
 			   !strcmp(a, "--svg") || !strcmp(a, "--report") ||
 			   !strcmp(a, "--raw-dir")) {
@@ -585,12 +639,12 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 
-	char recorder_buf[PATH_MAX + 64];
+	char recorder_buf[PATH_MAX + 64] = "";
 	const char *recorder = find_recorder(recorder_buf, sizeof recorder_buf);
 	if (!recorder) {
 		fprintf(stderr, "amptrace run: %s not found (next to amptrace, "
 			"in %s, or $AMPTRACE_RECORDER)\n", RECORDER_NAME,
-			AMPTRACE_RECORDER_INSTALL_DIR);
+			*recorder_buf ? recorder_buf : "its install directory");
 		return 2;
 	}
 	if (strpbrk(recorder, " :")) {
@@ -663,6 +717,8 @@ int amptrace_run(int argc, char **argv)
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
 	close(report[0]);
 
+	struct progress progress;
+	progress_init(&progress, quiet);
 	struct converter cv;
 	convert_init(&cv, raw.path, s.mono_base, writer_for, &s);
 	cv.spill_dir = *raw.spill ? raw.spill : NULL;
@@ -681,6 +737,7 @@ int amptrace_run(int argc, char **argv)
 			trace_writer_flush(&s.outputs[k]->writer);
 			trace_index_update(&s.outputs[k]->index);
 		}
+		draw_progress(&s, &progress);
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -691,6 +748,7 @@ int amptrace_run(int argc, char **argv)
 		sigtimedwait(&chld, NULL, &pause);
 	}
 	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	progress_clear(&progress);
 	/* What is left (the records not converted yet, the findings, the
 	 * flows) is all the user waits for now: back to amptrace's own
 	 * priority where the system lets a process raise its priority again
@@ -730,12 +788,19 @@ int amptrace_run(int argc, char **argv)
 	 * green on it.  A failing program's own status says more. */
 	if (ops == 0 && code == 0)
 		code = RUN_NO_OPS_EXIT;
+	/* With ranks, -o names their merge (run_ranks.c): the graph and the
+	 * page are drawn from it. */
+	struct output merged_output = { .rank = -1, .path = (char *)s.out };
+	struct output *merged_list[] = { &merged_output };
+	bool merged = merge && !failed && merge_ranks(&s, quiet);
+	struct output **render = merged ? merged_list : s.outputs;
+	size_t nrender = merged ? 1 : s.noutputs;
 	if (svg && !failed) {
-		for (size_t k = 0; k < s.noutputs; k++) {
-			char *svg_path = s.outputs[k]->rank >= 0
-						 ? rank_path(svg, s.outputs[k]->rank)
+		for (size_t k = 0; k < nrender; k++) {
+			char *svg_path = render[k]->rank >= 0
+						 ? rank_path(svg, render[k]->rank)
 						 : strdup(svg);
-			int r = render_svg(s.outputs[k]->path, svg_path);
+			int r = render_svg(render[k]->path, svg_path);
 			free(svg_path);
 			if (r != 0 && code == 0)
 				code = r;
@@ -743,11 +808,11 @@ int amptrace_run(int argc, char **argv)
 				break;
 		}
 	}
-	for (size_t k = 0; report_html && !failed && k < s.noutputs; k++) {
-		char *html = s.outputs[k]->rank >= 0
-				     ? rank_path(report_html, s.outputs[k]->rank)
+	for (size_t k = 0; report_html && !failed && k < nrender; k++) {
+		char *html = render[k]->rank >= 0
+				     ? rank_path(report_html, render[k]->rank)
 				     : strdup(report_html);
-		int r = html ? report_write(s.outputs[k]->path, html, true,
+		int r = html ? report_write(render[k]->path, html, true,
 					    "amptrace run")
 			     : 1;
 		free(html);

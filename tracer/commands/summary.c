@@ -2,6 +2,7 @@
  * by direction, the weight-cast cache, autocast regions, GradScaler
  * history, as a table or as JSON; the findings come first, most severe
  * first, each with its one-line fix. */
+#include "progress.h"
 #include "analyze.h"
 #include "trace.h"
 #include "trace_commands.h"
@@ -835,7 +836,10 @@ int amptrace_summary(int argc, char **argv)
 	}
 	struct trace trace;
 	struct trace_error err;
-	if (trace_load(path, &trace, &err) != 0) {
+	progress_reading("amptrace summary", path);
+	int loaded = trace_load(path, &trace, &err);
+	progress_reading_done();
+	if (loaded != 0) {
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}

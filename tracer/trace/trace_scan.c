@@ -298,6 +298,13 @@ static cJSON *parse_span(struct scanner *s, size_t start, size_t line,
 	return NULL;
 }
 
+static void (*scan_progress)(size_t done, size_t total);
+
+void trace_scan_set_progress(void (*progress)(size_t done, size_t total))
+{
+	scan_progress = progress;
+}
+
 /* 1 done, 0 ended early, -1 error. */
 static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
@@ -330,6 +337,8 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 				return -1;
 		}
 		r->events++;
+		if (scan_progress && !(r->events & 4095))
+			scan_progress(s->pos, s->len);
 		skip_ws(s);
 		if (s->pos >= s->len)
 			return 0;

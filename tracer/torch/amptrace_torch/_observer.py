@@ -176,13 +176,15 @@ def load(torch, bridge):
 
 def cuda_module():
     """libamp's CUDA module (kernel timing), next to this package in the
-    build tree (build/kernels) or installed (PREFIX/lib); "" if none."""
+    build tree (build/kernels), installed (PREFIX/lib), or in the package
+    (pip: _run/); "" if none."""
     env = os.environ.get("AMP_CUDA_MODULE")
     if env:
         return env
     top = os.path.normpath(os.path.join(_HERE, "..", "..", ".."))
     for candidate in (os.path.join(top, "kernels", "libamp_cuda.so"),
-                      os.path.join(top, "libamp_cuda.so")):
+                      os.path.join(top, "libamp_cuda.so"),
+                      os.path.join(_HERE, "_run", "libamp_cuda.so")):
         if os.path.isfile(candidate):
             return candidate
     return ""
