@@ -1,10 +1,13 @@
 /* ampview: draws a trace as an annotated computation graph (SVG, PNG or
  * DOT).  Command-line handling only; the work is in view.h. */
 #include "command_line.h"
+#include "output_file.h"
+#include "progress.h"
 #include "trace.h"
 #include "view.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,17 +214,19 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* A regular file is replaced whole; a device, FIFO or link written
+ * through (output_file.h); NULL path: standard output. */
 static int write_output(const char *path, const char *data, size_t len)
 {
-	FILE *f = path ? fopen(path, "wb") : stdout;
+	struct output_file out = { .f = stdout };
 
-	if (!f) {
+	if (path && output_file_open(&out, path) != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n", path,
 			strerror(errno));
 		return 1;
 	}
-	size_t written = fwrite(data, 1, len, f);
-	int closed = path ? fclose(f) : fflush(f);
+	size_t written = fwrite(data, 1, len, out.f);
+	int closed = path ? output_file_close(&out) : fflush(stdout);
 	if (written != len || closed != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n",
 			path ? path : "standard output", strerror(errno));
@@ -238,14 +243,25 @@ int main(int argc, char **argv)
 	struct view_stats stats;
 	char *dot = NULL, *out = NULL;
 	size_t dot_len, out_len;
+	/* past `ulimit -f`, a write fails with EFBIG (said as any write
+	 * error) instead of SIGXFSZ killing ampview half-way */
+	signal(SIGXFSZ, SIG_IGN);
 	int status = parse(argc, argv, &c);
 
 	if (status >= 0) {
 		free(c.default_output);
 		return status;
 	}
+	/* -o t.json would replace the trace it draws */
+	if (c.output && output_refuse_input("ampview", c.output, &c.trace, 1)) {
+		free(c.default_output);
+		return EXIT_BAD_INPUT;
+	}
 	double start = now_ms();
-	if (trace_load(c.trace, &trace, &err) != 0) {
+	progress_reading("ampview", c.trace);
+	status = trace_load(c.trace, &trace, &err);
+	progress_reading_done();
+	if (status != 0) {
 		fprintf(stderr, "ampview: %s\n", err.message);
 		free(c.default_output);
 		return EXIT_BAD_INPUT;

@@ -5,6 +5,9 @@
  * usage). */
 #include "commands.h"
 #include "edit_distance.h"
+#include "help_topics.h"
+#include "inherit.h"
+#include "raw_dir.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +26,7 @@ struct command {
 static const struct command commands[] = {
 	{ "explain", "why an op runs in the dtype it runs in under autocast",
 	  amptrace_explain },
-	{ "run", "run a libamp program and write its JSON trace",
+	{ "run", "run a PyTorch or libamp program and write its JSON trace",
 	  amptrace_run },
 	{ "summary", "ops, casts, cache, regions, scaler, findings of a trace",
 	  amptrace_summary },
@@ -34,6 +37,8 @@ static const struct command commands[] = {
 	{ "merge", "join per-rank traces into one", amptrace_merge },
 	{ "report", "one self-contained HTML page: findings, charts, tables, graph",
 	  amptrace_report },
+	{ "completion", "the bash completion script: eval \"$(amptrace completion bash)\"",
+	  amptrace_completion },
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -41,7 +46,9 @@ static const struct command commands[] = {
 static void usage(FILE *out)
 {
 	fputs("usage: amptrace COMMAND [ARGS...]\n"
-	      "       amptrace help COMMAND\n\ncommands:\n",
+	      "       amptrace help COMMAND\n"
+	      "       amptrace help rules      the grammar of check's rules\n"
+	      "       amptrace --version\n\ncommands:\n",
 	      out);
 	for (size_t i = 0; i < COMMAND_COUNT; i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
@@ -105,6 +112,10 @@ static int run_command(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+		if (strcmp(argv[2], "rules") == 0) {
+			help_rules(stdout);
+			return 0;
+		}
 		const struct command *command = find_command(argv[2]);
 		if (command == NULL)
 			return unknown_command(argv[2]);
@@ -119,5 +130,9 @@ static int run_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* `amptrace run`'s guard, started under its own name (raw_dir.h) */
+	if (argc > 0 && strcmp(argv[0], RAW_DIR_GUARD_NAME) == 0)
+		return raw_dir_guard_main(argc, argv);
+	inherit_save();
 	return output_written(run_command(argc, argv));
 }

@@ -5,6 +5,7 @@
 #include "check_hints.h"
 #include "command_line.h"
 #include "commands.h"
+#include "output_file.h"
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
@@ -29,7 +30,8 @@ static const char check_usage[] =
 	"    no finding backward-under-autocast\n"
 	"    scaler skipped-steps <= 1\n"
 	"    ops total == 0\n"
-	"The grammar is in tracer/RULES.md.  A trace without any op fails\n"
+	"`amptrace help rules` prints the grammar (RULES.md has it with\n"
+	"examples).  A trace without any op fails\n"
 	"(\"no ops recorded\": the wrong program was traced) unless an\n"
 	"`ops total` rule says what to expect.  An op or region a rule names\n"
 	"that the trace lacks is said with the closest name it has (\"did you\n"
@@ -51,6 +53,32 @@ struct outcome {
 	char first[1024];   /* the first offending op / tensor / step */
 	double seconds;     /* evaluating it took, for the JUnit testcase */
 };
+
+/* What is kept of each rule's outcome for the JUnit report. */
+struct verdict {
+	bool pass;
+	double seconds;
+	/* a failure's "expected\0actual\0first\0", with --junit; else NULL
+	 * (then "" for each) */
+	char *failure;
+};
+
+static struct verdict verdict_of(const struct outcome *o, bool keep_text)
+{
+	struct verdict v = { .pass = o->pass, .seconds = o->seconds };
+	size_t e = strlen(o->expected) + 1, a = strlen(o->actual) + 1;
+	size_t f = strlen(o->first) + 1;
+
+	if (o->pass || !keep_text)
+		return v;
+	v.failure = malloc(e + a + f + 1);
+	if (v.failure) {
+		memcpy(v.failure, o->expected, e);
+		memcpy(v.failure + e, o->actual, a);
+		memcpy(v.failure + e + a, o->first, f);
+	}
+	return v;
+}
 
 static void set(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -610,20 +638,20 @@ static double seconds_since(const struct timespec *start)
  * file against the cpu and the cuda trace are two suites in CI; hostname,
  * timestamp and time say where, when and how long, as JUnit's schema
  * has them. */
-static FILE *junit_open(const char *path, const char *trace, size_t tests,
-			size_t failures, size_t errors,
-			const struct timespec *start)
+static FILE *junit_open(struct output_file *out, const char *path,
+			const char *trace, size_t tests, size_t failures,
+			size_t errors, const struct timespec *start)
 {
-	FILE *f = fopen(path, "w");
 	char stamp[32], host[256];
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (!f) {
+	if (output_file_open(out, path) != 0) {
 		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
 			strerror(errno));
 		return NULL;
 	}
+	FILE *f = out->f;
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (gethostname(host, sizeof host) != 0)
@@ -644,10 +672,10 @@ static FILE *junit_open(const char *path, const char *trace, size_t tests,
 	return f;
 }
 
-static int junit_close(FILE *f, const char *path)
+static int junit_close(struct output_file *out, const char *path)
 {
-	fputs("  </testsuite>\n</testsuites>\n", f);
-	if (fclose(f) != 0) {
+	fputs("  </testsuite>\n</testsuites>\n", out->f);
+	if (output_file_close(out) != 0) {
 		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
 			strerror(errno));
 		return -1;
@@ -670,7 +698,8 @@ static void junit_error(const char *path, const char *trace,
 			const char *rules, const char *message,
 			const struct timespec *start)
 {
-	FILE *f = junit_open(path, trace, 1, 0, 1, start);
+	struct output_file out;
+	FILE *f = junit_open(&out, path, trace, 1, 0, 1, start);
 
 	if (!f)
 		return;
@@ -682,79 +711,7 @@ static void junit_error(const char *path, const char *trace,
 	fputs("\" time=\"0\">\n      <error message=\"", f);
 	xml_escaped(f, message);
 	fputs("\" type=\"bad input\"/>\n    </testcase>\n", f);
-	junit_close(f, path);
-}
-
-static void junit_rule_testcase(FILE *f, const char *trace,
-				const struct rules *rules, const struct rule *r,
-				const struct outcome *o)
-{
-	junit_testcase(f, trace);
-	xml_escaped(f, rules->path);
-	fprintf(f, ":%zu: ", r->line);
-	xml_escaped(f, r->text);
-	fputs("\" file=\"", f);
-	xml_escaped(f, rules->path);
-	fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line, o->seconds);
-	if (o->pass) {
-		fputs("/>\n", f);
-		return;
-	}
-	fputs(">\n      <failure type=\"rule\" message=\"", f);
-	fprintf(f, "expected ");
-	xml_escaped(f, o->expected);
-	fputs(", got ", f);
-	xml_escaped(f, o->actual);
-	fputs("\">", f);
-	fputs("rule: ", f);
-	xml_escaped(f, r->text);
-	fputs("\nexpected: ", f);
-	xml_escaped(f, o->expected);
-	fputs("\nactual: ", f);
-	xml_escaped(f, o->actual);
-	if (o->first[0]) {
-		fputs("\nfirst: ", f);
-		xml_escaped(f, o->first);
-	}
-	fputs("</failure>\n    </testcase>\n", f);
-}
-
-static void junit_empty_testcase(FILE *f, const char *trace,
-				 const char *message)
-{
-	junit_testcase(f, trace);
-	xml_escaped(f, trace);
-	fputs(": ops recorded\" time=\"0\">\n"
-	      "      <failure type=\"empty-trace\" message=\"", f);
-	xml_escaped(f, message);
-	fputs("\"/>\n    </testcase>\n", f);
-}
-
-/* What a check found: each rule's outcome, and the empty trace's
- * failure when it is one (empty[0] != 0). */
-struct verdict {
-	struct outcome *outcomes;
-	size_t failures;
-	char empty[512];
-};
-
-/* The results as JUnit XML; 0, or 2 when the file cannot be written. */
-static int write_junit(const char *path, const struct trace *trace,
-		       const struct rules *rules, const struct verdict *v,
-		       const struct timespec *start)
-{
-	bool is_empty = v->empty[0] != '\0';
-	FILE *f = junit_open(path, trace->path, rules->count + is_empty,
-			     v->failures + is_empty, 0, start);
-
-	if (!f)
-		return 2;
-	for (size_t i = 0; i < rules->count; i++)
-		junit_rule_testcase(f, trace->path, rules, &rules->items[i],
-				    &v->outcomes[i]);
-	if (is_empty)
-		junit_empty_testcase(f, trace->path, v->empty);
-	return junit_close(f, path) == 0 ? 0 : 2;
+	junit_close(&out, path);
 }
 
 static void evaluate(const struct analysis *a, const struct rule *r,
@@ -802,32 +759,115 @@ static void print_outcome(const struct rules *rules, const struct rule *r,
 		printf("     first:    %s\n", o->first);
 }
 
-/* Evaluates and prints every rule, then the verdict; false when out of
- * memory. */
-static bool judge(const struct analysis *a, const struct rules *rules,
-		 struct verdict *v)
+static void junit_rule_testcase(FILE *f, const char *trace,
+				const struct rules *rules, const struct rule *r,
+				const struct verdict *v)
 {
-	const struct trace *trace = a->trace;
-
-	v->outcomes = calloc(rules->count, sizeof *v->outcomes);
-	if (!v->outcomes)
-		return false;
-	for (size_t i = 0; i < rules->count; i++) {
-		evaluate(a, &rules->items[i], &v->outcomes[i]);
-		print_outcome(rules, &rules->items[i], &v->outcomes[i]);
-		v->failures += !v->outcomes[i].pass;
+	junit_testcase(f, trace);
+	xml_escaped(f, rules->path);
+	fprintf(f, ":%zu: ", r->line);
+	xml_escaped(f, r->text);
+	fputs("\" file=\"", f);
+	xml_escaped(f, rules->path);
+	fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line, v->seconds);
+	if (v->pass) {
+		fputs("/>\n", f);
+		return;
 	}
-	bool is_empty = empty_trace_failure(trace, rules, v->empty,
-					    sizeof v->empty);
-	if (!is_empty)
-		v->empty[0] = '\0';
-	else
-		printf("FAIL %s  %s\n", trace->path, v->empty);
+	const char *expected = v->failure ? v->failure : "\0\0";
+	const char *actual = expected + strlen(expected) + 1;
+	const char *first = actual + strlen(actual) + 1;
+	fputs(">\n      <failure type=\"rule\" message=\"", f);
+	fprintf(f, "expected ");
+	xml_escaped(f, expected);
+	fputs(", got ", f);
+	xml_escaped(f, actual);
+	fputs("\">", f);
+	fputs("rule: ", f);
+	xml_escaped(f, r->text);
+	fputs("\nexpected: ", f);
+	xml_escaped(f, expected);
+	fputs("\nactual: ", f);
+	xml_escaped(f, actual);
+	if (first[0]) {
+		fputs("\nfirst: ", f);
+		xml_escaped(f, first);
+	}
+	fputs("</failure>\n    </testcase>\n", f);
+}
+
+static void junit_empty_testcase(FILE *f, const char *trace,
+				 const char *message)
+{
+	junit_testcase(f, trace);
+	xml_escaped(f, trace);
+	fputs(": ops recorded\" time=\"0\">\n"
+	      "      <failure type=\"empty-trace\" message=\"", f);
+	xml_escaped(f, message);
+	fputs("\"/>\n    </testcase>\n", f);
+}
+
+/* The results as JUnit XML: a testcase per rule (`failures` of them
+ * failed) and one for an empty trace (`empty`, its failure, or NULL).
+ * Returns 0, or 2 when the file cannot be written. */
+static int write_junit(const char *path, const struct trace *trace,
+		       const struct rules *rules, const struct verdict *verdicts,
+		       size_t failures, const char *empty,
+		       const struct timespec *start)
+{
+	struct output_file out;
+	FILE *f = junit_open(&out, path, trace->path, rules->count + !!empty,
+			     failures + !!empty, 0, start);
+
+	if (!f)
+		return 2;
+	for (size_t i = 0; i < rules->count; i++)
+		junit_rule_testcase(f, trace->path, rules, &rules->items[i],
+				    &verdicts[i]);
+	if (empty)
+		junit_empty_testcase(f, trace->path, empty);
+	return junit_close(&out, path) == 0 ? 0 : 2;
+}
+
+/* Everything after loading: each rule evaluated and printed (only what
+ * the JUnit report needs kept of each: a rules file may hold many), the
+ * verdict, the JUnit file written. */
+static int check_loaded(const struct trace *trace, struct analysis *a,
+			const struct rules *rules, const char *junit,
+			const struct timespec *start)
+{
+	struct verdict *verdicts = calloc(rules->count, sizeof *verdicts);
+	size_t failures = 0;
+	char note[512], empty[512];
+
+	if (trace_end_note(trace, note, sizeof note))
+		printf("note: %s: %s\n", trace->path, note);
+	if (!verdicts) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		return 2;
+	}
+	for (size_t i = 0; i < rules->count; i++) {
+		struct outcome o = { 0 };
+		evaluate(a, &rules->items[i], &o);
+		verdicts[i] = verdict_of(&o, junit != NULL);
+		print_outcome(rules, &rules->items[i], &o);
+		failures += !o.pass;
+	}
+	bool is_empty = empty_trace_failure(trace, rules, empty, sizeof empty);
+	if (is_empty)
+		printf("FAIL %s  %s\n", trace->path, empty);
 	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
-	       v->failures || is_empty ? "FAILED" : "OK", v->failures,
-	       rules->count, rules->count == 1 ? "" : "s",
-	       is_empty ? "; no ops recorded" : "", trace->path);
-	return true;
+	       failures || is_empty ? "FAILED" : "OK", failures, rules->count,
+	       rules->count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
+	       trace->path);
+	int status = failures || is_empty ? 1 : 0;
+	if (junit && write_junit(junit, trace, rules, verdicts, failures,
+				 is_empty ? empty : NULL, start) != 0)
+		status = 2;
+	for (size_t i = 0; i < rules->count; i++)
+		free(verdicts[i].failure);
+	free(verdicts);
+	return status;
 }
 
 enum { OPTION_JUNIT = 256 };
@@ -839,7 +879,8 @@ static const struct option check_options[] = {
 };
 
 struct check_args {
-	const char *trace, *rules, *junit;
+	const char *paths[2]; /* the trace, the rules */
+	const char *junit;
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -866,8 +907,12 @@ static int parse_args(int argc, char **argv, struct check_args *args)
 	if (argc - optind > 2)
 		return command_line_error(&cl, "unexpected argument '%s'",
 					  argv[optind + 2]);
-	args->trace = argv[optind];
-	args->rules = argv[optind + 1];
+	args->paths[0] = argv[optind];
+	args->paths[1] = argv[optind + 1];
+	/* --junit t.json would replace the trace (or the rules) it checks */
+	if (args->junit &&
+	    output_refuse_input("amptrace check", args->junit, args->paths, 2))
+		return 2;
 	return -1;
 }
 
@@ -878,12 +923,12 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 {
 	struct trace_error err;
 	size_t len;
-	char *text = trace_read_file(args->rules, &len, &err);
-	int status = text && rules_parse(args->rules, text, len, rules,
+	char *text = trace_read_file(args->paths[1], &len, &err);
+	int status = text && rules_parse(args->paths[1], text, len, rules,
 					 &err) == 0 ? 0 : 2;
 
 	free(text);
-	if (status == 0 && trace_load(args->trace, trace, &err) != 0) {
+	if (status == 0 && trace_load(args->paths[0], trace, &err) != 0) {
 		rules_free(rules);
 		status = 2;
 	}
@@ -891,38 +936,9 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 		return 0;
 	fprintf(stderr, "amptrace check: %s\n", err.message);
 	if (args->junit)
-		junit_error(args->junit, args->trace, args->rules, err.message,
-			    start);
+		junit_error(args->junit, args->paths[0], args->paths[1],
+			    err.message, start);
 	return 2;
-}
-
-/* Judges the loaded trace by the rules; the exit status. */
-static int check(const struct check_args *args, struct trace *trace,
-		 const struct rules *rules, const struct timespec *start)
-{
-	struct analysis a;
-	struct verdict v = { 0 };
-	char note[512];
-	int status = 2;
-
-	if (analysis_run(trace, &a) != 0) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		return 2;
-	}
-	if (trace_end_note(trace, note, sizeof note))
-		printf("note: %s: %s\n", trace->path, note);
-	if (!judge(&a, rules, &v)) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-	} else {
-		status = v.failures || v.empty[0] ? 1 : 0;
-		if (args->junit &&
-		    write_junit(args->junit, trace, rules, &v, start) != 0)
-			status = 2;
-	}
-	free(v.outcomes);
-	analysis_free(&a);
-	return status;
 }
 
 int amptrace_check(int argc, char **argv)
@@ -931,6 +947,7 @@ int amptrace_check(int argc, char **argv)
 	struct timespec start;
 	struct rules rules;
 	struct trace trace;
+	struct analysis a;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	int status = parse_args(argc, argv, &args);
@@ -938,8 +955,23 @@ int amptrace_check(int argc, char **argv)
 		return status;
 	if (load_inputs(&args, &rules, &trace, &start) != 0)
 		return 2;
-	status = check(&args, &trace, &rules, &start);
+	if (analysis_run(&trace, &a) != 0) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		status = 2;
+	} else {
+		status = check_loaded(&trace, &a, &rules, args.junit, &start);
+	}
+	analysis_free(&a);
 	trace_free(&trace);
 	rules_free(&rules);
 	return status;
+}
+
+int check_rules(const struct trace *trace, struct analysis *a,
+		const struct rules *rules, const char *junit)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	return check_loaded(trace, a, rules, junit, &start);
 }

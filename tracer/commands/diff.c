@@ -143,15 +143,9 @@ static size_t op_of_key(struct side *s, const char *text)
 	return id_map_get(&s->ops, 0, key_of(s, text));
 }
 
-static int load_side(const char *path, struct side *s)
+/* The side of s->trace, loaded: its analysis and op keys. */
+static void build_side(struct side *s)
 {
-	struct trace_error err;
-
-	memset(s, 0, sizeof *s);
-	if (trace_load(path, &s->trace, &err) != 0) {
-		fprintf(stderr, "amptrace diff: %s\n", err.message);
-		return -1;
-	}
 	if (analysis_run(&s->trace, &s->a) != 0)
 		oom();
 	order_processes(s);
@@ -189,7 +183,31 @@ static int load_side(const char *path, struct side *s)
 	}
 	id_map_free(&occurrences);
 	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
+}
+
+static int load_side(const char *path, struct side *s)
+{
+	struct trace_error err;
+
+	memset(s, 0, sizeof *s);
+	if (trace_load(path, &s->trace, &err) != 0) {
+		fprintf(stderr, "amptrace diff: %s\n", err.message);
+		return -1;
+	}
+	build_side(s);
 	return 0;
+}
+
+struct diff_side *diff_side_new(struct trace *trace)
+{
+	struct side *s = calloc(1, sizeof *s);
+
+	if (!s)
+		oom();
+	s->trace = *trace;
+	*trace = (struct trace){ 0 };
+	build_side(s);
+	return (struct diff_side *)s;
 }
 
 static void free_side(struct side *s)
@@ -562,26 +580,6 @@ static int load_sides(const char *paths[2], struct side *b, struct side *n)
 	return 0;
 }
 
-/* Prints the changes from b to n; 1 when there are any, else 0. */
-static int report_changes(struct side *b, struct side *n,
-			  bool json)
-{
-	struct changes changes = { 0 };
-	struct direction *dirs = NULL;
-	size_t ndirs = 0, matched;
-
-	compare(b, n, &changes, &matched);
-	count_directions(b, false, &dirs, &ndirs);
-	count_directions(n, true, &dirs, &ndirs);
-	if (json)
-		print_json(b, n, &changes, matched, dirs, ndirs);
-	else
-		print_text(b, n, &changes, matched, dirs, ndirs);
-	free(dirs);
-	free(changes.items);
-	return changes.count ? 1 : 0;
-}
-
 int amptrace_diff(int argc, char **argv)
 {
 	const char *paths[2];
@@ -595,11 +593,40 @@ int amptrace_diff(int argc, char **argv)
 		oom();
 	status = load_sides(paths, b, n);
 	if (status == 0) {
-		status = report_changes(b, n, json);
+		status = diff_print((struct diff_side *)b, (struct diff_side *)n,
+				    json);
 		free_side(b);
 		free_side(n);
 	}
 	free(b);
 	free(n);
+	return status;
+}
+
+void diff_side_free(struct diff_side *side)
+{
+	if (!side)
+		return;
+	free_side((struct side *)side);
+	free(side);
+}
+
+int diff_print(struct diff_side *base, struct diff_side *new, bool json)
+{
+	struct side *b = (struct side *)base, *n = (struct side *)new;
+	struct changes changes = { 0 };
+	size_t matched;
+	compare(b, n, &changes, &matched);
+	struct direction *dirs = NULL;
+	size_t ndirs = 0;
+	count_directions(b, false, &dirs, &ndirs);
+	count_directions(n, true, &dirs, &ndirs);
+	if (json)
+		print_json(b, n, &changes, matched, dirs, ndirs);
+	else
+		print_text(b, n, &changes, matched, dirs, ndirs);
+	int status = changes.count ? 1 : 0;
+	free(dirs);
+	free(changes.items);
 	return status;
 }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "id_map.h"
 #include "jsonw.h"
+#include "output_file.h"
 #include "trace.h"
 #include "trace_scan.h"
 #include "trace_writer.h"
@@ -34,7 +35,7 @@ static const char merge_usage[] =
 	"framework is the inputs' when they agree, else the first rank's\n"
 	"(a note says so); each process keeps its own in its metadata.\n"
 	"\n"
-	"  -o, --output FILE  the merged trace (required)\n"
+	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"Exit status: 0, 1 when the output cannot be written, 2 bad input.\n";
@@ -325,6 +326,8 @@ static const char *merged_framework(const struct merge *m)
 	return first ? first->framework : NULL;
 }
 
+static int merge_inputs(struct merge *m, const char *out);
+
 enum { OPTION_OUTPUT = 'o' };
 
 static const struct option merge_options[] = {
@@ -362,8 +365,48 @@ static int parse_args(int argc, char **argv, struct merge *m,
 	return -1;
 }
 
-/* Pass 1: every input must read; its header, rank and time base.
- * Returns 0, or 2 (said). */
+int amptrace_merge(int argc, char **argv)
+{
+	struct merge m = { 0 };
+	const char *out = NULL;
+
+	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
+	if (!m.inputs)
+		return 2;
+	int status = parse_args(argc, argv, &m, &out);
+	if (status >= 0) {
+		free_inputs(&m);
+		return status;
+	}
+	return merge_inputs(&m, out);
+}
+
+int merge_texts(int count, const char *const *paths,
+		const char *const *texts, const size_t *lens, const char *out)
+{
+	struct merge m = { .inputs = calloc((size_t)count + 1,
+					    sizeof *m.inputs) };
+
+	if (!m.inputs)
+		return 2;
+	for (int i = 0; i < count; i++) {
+		char *text = malloc(lens[i] + 1);
+		if (!text) {
+			free_inputs(&m);
+			return 2;
+		}
+		memcpy(text, texts[i], lens[i]);
+		text[lens[i]] = '\0';
+		m.inputs[m.ninputs++] = (struct input){
+			.path = paths[i], .text = text, .len = lens[i],
+			.rank = -1,
+		};
+	}
+	return merge_inputs(&m, out);
+}
+
+/* Pass 1: every input must read (its text read here unless given); its
+ * header, rank and time base.  Returns 0, or 2 (said). */
 static int read_input(struct merge *m, struct input *in, const char *out)
 {
 	struct trace_scan_handlers h = { .ctx = in, .top = header_top };
@@ -371,13 +414,11 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 	struct trace checked;
 	int status = -1;
 
-	if (!strcmp(in->path, out)) {
-		fprintf(stderr, "amptrace merge: the output %s is also an "
-			"input\n", out);
+	if (output_refuse_input("amptrace merge", out, &in->path, 1))
 		return 2;
-	}
 	/* Loading checks every event as summary and check would. */
-	in->text = trace_read_file(in->path, &in->len, m->err);
+	if (!in->text)
+		in->text = trace_read_file(in->path, &in->len, m->err);
 	if (in->text && trace_load_text(in->path, in->text, in->len,
 					&checked, m->err) == 0) {
 		trace_free(&checked);
@@ -449,14 +490,15 @@ static int open_output(struct merge *m, const char *out)
 	int status = trace_writer_open(&m->writer, out, header.data,
 				       (uint64_t)m->base_ns);
 	if (status != 0)
-		fprintf(stderr, "amptrace merge: cannot write %s: %s\n", out,
+		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
 			strerror(errno));
 	jsonw_free(&header);
 	return status ? 1 : 0;
 }
 
 /* Pass 2: events, re-numbered and re-timed.  Returns 0, or 2 (said, the
- * output removed). */
+ * output discarded). */
 static int write_events(struct merge *m, const char *out)
 {
 	for (int i = 0; i < m->ninputs; i++) {
@@ -467,7 +509,7 @@ static int write_events(struct merge *m, const char *out)
 		if (trace_scan(in->path, in->text, in->len, &h, &r, m->err) != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 			trace_writer_close(&m->writer, "{\"complete\":false}");
-			remove(out);
+			output_file_discard(out);
 			return 2;
 		}
 		free(in->text);
@@ -503,38 +545,32 @@ static int close_output(struct merge *m, const char *out)
 	jsonw_cstr(&end, "]}");
 	int status = trace_writer_close(&m->writer, end.data) == 0 ? 0 : 1;
 	if (status)
-		fprintf(stderr, "amptrace merge: error writing %s\n", out);
+		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
+			strerror(errno));
 	jsonw_free(&end);
 	return status;
 }
 
-static int merge_inputs(struct merge *m, const char *out)
+/* The merge once the inputs are named (their text read here, or given):
+ * frees them; returns the exit status. */
+static int merge_inputs(struct merge *pm, const char *out)
 {
-	for (int i = 0; i < m->ninputs; i++)
-		if (read_input(m, &m->inputs[i], out) != 0)
-			return 2;
-	assign_ranks(m);
-	int status = open_output(m, out);
-	if (status == 0)
-		status = write_events(m, out);
-	if (status == 0)
-		status = close_output(m, out);
-	return status;
-}
-
-int amptrace_merge(int argc, char **argv)
-{
-	struct merge m = { 0 };
+	struct merge m = *pm;
 	struct trace_error err;
-	const char *out = NULL;
+	int status = 0;
 
-	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
 	m.err = &err;
-	if (!m.inputs)
-		return 2;
-	int status = parse_args(argc, argv, &m, &out);
-	if (status < 0)
-		status = merge_inputs(&m, out);
+	for (int i = 0; status == 0 && i < m.ninputs; i++)
+		status = read_input(&m, &m.inputs[i], out);
+	if (status == 0) {
+		assign_ranks(&m);
+		status = open_output(&m, out);
+	}
+	if (status == 0)
+		status = write_events(&m, out);
+	if (status == 0)
+		status = close_output(&m, out);
 	free_inputs(&m);
 	return status;
 }

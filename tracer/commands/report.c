@@ -10,6 +10,7 @@
 #include "command_line.h"
 #include "commands.h"
 
+#include "output_file.h"
 #include "report_data.h"
 
 #include <cJSON.h>
@@ -263,53 +264,26 @@ static void write_page(FILE *f, const char *title, const char *json,
 	}
 }
 
-/* Written next to the page, then renamed: a reader never sees half. */
+/* A regular file is written next to the page, then renamed: a reader
+ * never sees half; a device, a FIFO or a link is written through
+ * (output_file.h). */
 static int save_page(const char *html, const char *title, const char *json,
 		     const char *svg, const char *why, const char *who)
 {
-	size_t n = strlen(html);
-	char *tmp = malloc(n + 16);
+	struct output_file out;
 
-	if (!tmp) {
-		fprintf(stderr, "%s: out of memory\n", who);
-		return 1;
-	}
-	snprintf(tmp, n + 16, "%s.XXXXXX", html);
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
+	if (output_file_open(&out, html) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
 			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(tmp);
 		return 1;
 	}
-	write_page(f, title, json, svg, why);
-	int failed = ferror(f);
-	/* mkstemp made it 0600: the mode open(O_CREAT, 0666) would give */
-	mode_t mask = umask(0);
-	umask(mask);
-	failed |= fchmod(fd, 0666 & ~mask) != 0;
-	failed |= fclose(f) != 0;
-	if (failed || rename(tmp, html) != 0) {
+	write_page(out.f, title, json, svg, why);
+	if (output_file_close(&out) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
 			strerror(errno));
-		unlink(tmp);
-		free(tmp);
 		return 1;
 	}
-	free(tmp);
 	return 0;
-}
-
-/* `-o trace.json` would replace the trace by its report. */
-static bool same_file(const char *a, const char *b)
-{
-	struct stat x, y;
-
-	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
-	       x.st_ino == y.st_ino;
 }
 
 int report_write(const char *trace, const char *html, bool graph,
@@ -319,11 +293,9 @@ int report_write(const char *trace, const char *html, bool graph,
 	struct report_data data;
 	char error[1024], why[1200] = "";
 
-	if (same_file(trace, html)) {
-		fprintf(stderr, "%s: %s is the trace itself; write the report "
-			"to another file\n", who, html);
+	/* `-o trace.json` would replace the trace by its report */
+	if (output_refuse_input(who, html, &trace, 1))
 		return 2;
-	}
 	bool drawing = graph && graph_start(&job, trace) == 0;
 
 	if (!graph)

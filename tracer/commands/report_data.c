@@ -17,6 +17,7 @@
  * Steps are the analysis's (FORMAT.md §8), counted per process.  Op time
  * per step counts top-level ops only (parent_op_id 0), so that an op
  * running inside another is not counted twice. */
+#include "progress.h"
 #include "report_data.h"
 
 #include "analyze.h"
@@ -268,7 +269,10 @@ int report_data_load(const char *path, struct report_data *data,
 	struct trace_error err;
 
 	*data = (struct report_data){ 0 };
-	if (trace_load(path, &trace, &err) != 0) {
+	progress_reading("amptrace report", path);
+	int loaded = trace_load(path, &trace, &err);
+	progress_reading_done();
+	if (loaded != 0) {
 		snprintf(error, error_size, "%s", err.message);
 		return -1;
 	}

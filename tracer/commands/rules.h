@@ -51,7 +51,7 @@ struct rule {
 	char *text;             /* the rule as written (comment stripped) */
 	char *op;               /* RULE_OP: name or glob */
 	struct rule_filter filter;
-	struct op_check checks[RULE_MAX_CHECKS];
+	struct op_check *checks; /* RULE_OP: nchecks of them */
 	int nchecks;
 	const char *from, *to;  /* RULE_CASTS: NULL = any */
 	bool per_step;

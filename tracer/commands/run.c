@@ -10,11 +10,15 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "ampview_path.h"
+#include "progress.h"
 #include "convert.h"
+#include "data_dir.h"
+#include "inherit.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
 #include "run_python.h"
+#include "run_ranks.h"
 #include "tail.h"
 #include "commands.h"
 #include "trace_index.h"
@@ -36,9 +40,6 @@
 #ifndef AMPTRACE_VERSION
 #define AMPTRACE_VERSION "unknown"
 #endif
-#ifndef AMPTRACE_RECORDER_INSTALL_DIR
-#define AMPTRACE_RECORDER_INSTALL_DIR "/usr/local/lib/amptrace"
-#endif
 #define RECORDER_NAME "libamptrace-recorder.so"
 
 /* `amptrace run`'s exit status when PROG exited 0 but recorded no op:
@@ -57,29 +58,35 @@ static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
 	"                    [-q] [--no-value-checks] [--raw-dir DIR] -- PROG [ARGS...]\n"
 	"\n"
-	"Runs PROG with the amptrace recorder attached and writes a\n"
-	"Chrome/Perfetto JSON trace of every autocast decision: ops, casts,\n"
-	"cache hits, autocast regions, GradScaler events.  PROG is a program\n"
-	"linked (dynamically) against libamp, or a Python interpreter running\n"
-	"PyTorch (python3 train.py, python3 -m torch.distributed.run ...):\n"
-	"the PyTorch bridge records each of its processes that imports torch.\n"
+	"Runs PROG (a program linked against libamp, or Python running PyTorch:\n"
+	"python, torchrun, accelerate launch, any Python script) with the amptrace\n"
+	"recorder attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
+	"decision: ops, casts, cache hits, autocast regions, GradScaler events.\n"
 	"PROG's output passes through unchanged, and so does its exit status\n"
 	"when it recorded ops (see Exit status).\n"
 	"\n"
 	"  -o, --output FILE  trace file (default trace.json); a process with a\n"
 	"                     rank (RANK, OMPI_COMM_WORLD_RANK or PMI_RANK) writes\n"
-	"                     FILE with .rankN before the extension\n"
+	"                     FILE with .rankN before the extension, and FILE is\n"
+	"                     then their merge (`amptrace merge`)\n"
+	"      --no-merge     leave the ranks' traces apart\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
 	"      --report FILE  write `amptrace report`'s HTML page afterwards\n"
-	"  -q, --quiet        no summary line on stderr when all went well\n"
+	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
+	"                     progress line (shown on a terminal while PROG runs:\n"
+	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
+	"                     it anywhere)\n"
 	"      --no-value-checks\n"
 	"                     skip libamp's value checks (the fp16-overflow and\n"
 	"                     cast-underflow findings): they read every\n"
 	"                     low-precision result, which costs time\n"
-	"      --raw-dir DIR  where the recorder's raw files go while PROG runs\n"
-	"                     (default: $TMPDIR, else /dev/shm when it has 128 MiB\n"
-	"                     free, else /tmp); if it fills up, recording stops\n"
-	"                     there (a recording-stopped finding) and PROG runs on\n"
+	"      --raw-dir DIR  where the recorder's raw files go while PROG runs; a\n"
+	"                     second --raw-dir is where they go on once the first\n"
+	"                     is full (default: the first two of $TMPDIR, /dev/shm\n"
+	"                     and /tmp on different file systems with 16 MiB free;\n"
+	"                     a TMPDIR passed over is said); once all are full,\n"
+	"                     recording stops there (a recording-stopped finding)\n"
+	"                     and PROG runs on\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
@@ -108,6 +115,10 @@ struct output {
 	/* kept's index for the findings and the flows, brought up to date
 	 * after every poll: built while the program runs, not after */
 	struct trace_index index;
+	/* the progress line's count of steps: kept's events seen so far,
+	 * GradScaler updates and outermost autocast regions among them */
+	size_t progress_seen;
+	uint64_t scaler_updates, outer_regions;
 };
 
 struct run_state {
@@ -120,14 +131,6 @@ struct run_state {
 	char hostname[256];
 	bool value_checks;
 };
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-}
 
 static uint64_t clock_ns(clockid_t clock)
 {
@@ -263,24 +266,14 @@ static struct trace *trace_for(void *ctx, const struct convert_process *p)
 static const char *find_recorder(char *buf, size_t size)
 {
 	const char *env = getenv("AMPTRACE_RECORDER");
-	char exe[PATH_MAX];
 
 	if (env && *env)
 		return access(env, R_OK) == 0 ? env : NULL;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(buf, size, "%s/%s", exe, RECORDER_NAME);
-			if (access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
-	snprintf(buf, size, "%s/%s", AMPTRACE_RECORDER_INSTALL_DIR,
-		 RECORDER_NAME);
-	return access(buf, R_OK) == 0 ? buf : NULL;
+	if (!data_dir_find("", "", RECORDER_NAME, buf, size))
+		return NULL;
+	size_t n = strlen(buf);
+	snprintf(buf + n, size - n, "/%s", RECORDER_NAME);
+	return buf;
 }
 
 static int render_svg(const char *trace, const char *svg)
@@ -328,10 +321,10 @@ static bool dir_writable(const char *path)
 	return access(dir, W_OK) == 0;
 }
 
-/* The child: preload the recorder, restore signals, exec.  An exec
- * failure travels back through `report` (close-on-exec). */
+/* The child: preload the recorder, the signal state amptrace inherited,
+ * exec.  An exec failure travels back through `report` (close-on-exec). */
 static void exec_child(char **command, const char *recorder,
-		       const char *raw_dir, bool value_checks, int report)
+		       const struct raw_dir *raw, bool value_checks, int report)
 {
 	const char *old = getenv("LD_PRELOAD");
 	size_t size = strlen(recorder) + (old ? strlen(old) : 0) + 2;
@@ -344,19 +337,17 @@ static void exec_child(char **command, const char *recorder,
 	}
 	char pid[24];
 	snprintf(pid, sizeof pid, "%ld", (long)getppid());
-	setenv(RAW_ENV_DIR, raw_dir, 1);
+	setenv(RAW_ENV_DIR, raw->path, 1);
+	if (*raw->spill)
+		setenv(RAW_ENV_SPILL, raw->spill, 1);
+	else
+		unsetenv(RAW_ENV_SPILL);
 	setenv(RAW_ENV_PID, pid, 1);
 	/* libamp's value checks (fp16-overflow, cast-underflow findings):
 	 * on unless the environment chose; --no-value-checks wins over it. */
 	setenv("AMP_VALUE_CHECKS", value_checks ? "1" : "0", !value_checks);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	run_python_prepare(command);
+	inherit_restore();
 	execvp(command[0], command);
 	int err = errno;
 	if (write(report, &err, sizeof err) < 0)
@@ -364,10 +355,35 @@ static void exec_child(char **command, const char *recorder,
 	_exit(err == ENOENT ? 127 : 126);
 }
 
-/* The summary line on stderr, and the reason when no op was recorded;
- * returns the number of ops recorded. */
+/* Where the raw files went, when the user should know: a recorder that
+ * stopped for want of room (its reason: ENOSPC, or EFBIG past the file
+ * size limit), a full directory that spilled into the next. */
+static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
+			   const char *prog, bool quiet)
+{
+	if (stop_errno == EFBIG)
+		fprintf(stderr, "amptrace run: the raw files reached the file "
+			"size limit (ulimit -f): recording stopped early (the "
+			"trace's recording-stopped finding says where); %s ran "
+			"on.  Raise the limit to record it all\n", prog);
+	else if (stop_errno)
+		fprintf(stderr, "amptrace run: the raw director%s %s%s%s ran "
+			"out of space: recording stopped early (the trace's "
+			"recording-stopped finding says where); %s ran on.  "
+			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
+			*raw->spill ? "ies" : "y", raw->path,
+			*raw->spill ? " and " : "", raw->spill, prog);
+	else if (!quiet && raw_dir_spilled(raw))
+		fprintf(stderr, "amptrace run: the raw directory %s filled up; "
+			"the raw files went on in %s\n", raw->path, raw->spill);
+}
+
+/* The summary line on stderr, and the reason when no op was recorded
+ * (unless recording stopped: report_raw_dir says why); returns the
+ * number of ops recorded. */
 static uint64_t report_end(const struct run_state *s, const struct converter *cv,
-			   const char *prog, int status, bool quiet)
+			   const char *prog, int status, bool quiet,
+			   bool stopped)
 {
 	uint64_t events = 0, in_flight = 0, threads = 0, ops = 0;
 	size_t processes = 0;
@@ -404,12 +420,64 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 	for (size_t i = 0; i < s->noutputs; i++)
 		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
 	fputc('\n', stderr);
-	if (ops == 0) {
+	if (ops == 0 && !stopped) {
 		char message[PATH_MAX + 64];
 		fprintf(stderr, "amptrace run: %s\n",
 			run_no_ops_message(prog, message, sizeof message));
 	}
 	return ops;
+}
+
+/* The ranks' traces merged into the -o file, when every process had a
+ * rank (a process without one has written that file itself). */
+static bool merge_ranks(const struct run_state *s, bool quiet)
+{
+	char *paths[s->noutputs ? s->noutputs : 1];
+	int ranks[s->noutputs ? s->noutputs : 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->noutputs; i++) {
+		if (s->outputs[i]->rank < 0)
+			return false;
+		if (!s->outputs[i]->open)
+			continue;
+		paths[n] = s->outputs[i]->path;
+		ranks[n++] = s->outputs[i]->rank;
+	}
+	return n > 0 && run_ranks_merge(s->out, paths, ranks, n, quiet) == 0;
+}
+
+/* The progress line while PROG runs (on a terminal): events recorded,
+ * the traces' size, and the step, counted as summary counts them
+ * (GradScaler updates, else outermost autocast regions). */
+static void draw_progress(struct run_state *s, struct progress *p)
+{
+	uint64_t events = 0, updates = 0, regions = 0;
+	double bytes = 0;
+	struct stat st;
+
+	if (!progress_due(p))
+		return;
+	for (size_t i = 0; i < s->noutputs; i++) {
+		struct output *o = s->outputs[i];
+		events += o->writer.events;
+		if (o->open && stat(o->path, &st) == 0)
+			bytes += (double)st.st_size;
+		for (; o->kept_ready && o->progress_seen < o->kept.nevents;
+		     o->progress_seen++) {
+			const struct trace_event *e = &o->kept.events[o->progress_seen];
+			if (e->kind == TRACE_SCALER && e->scaler.what &&
+			    !strcmp(e->scaler.what, "update"))
+				o->scaler_updates++;
+			else if (e->kind == TRACE_SCOPE_END && e->scope.depth == 1)
+				o->outer_regions++;
+		}
+		updates += o->scaler_updates;
+		regions += o->outer_regions;
+	}
+	progress_draw(p, "amptrace run: %llu events, %.1f MB, step %llu",
+		      (unsigned long long)events, bytes / 1e6,
+		      (unsigned long long)(updates ? updates : regions));
 }
 
 /* Whether o's kept trace holds every event of its file: not when the
@@ -483,8 +551,10 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 		}
 		jsonw_cstr(&end, "]}");
 		if (trace_writer_close(&o->writer, end.data) != 0) {
-			fprintf(stderr, "amptrace run: error writing %s: %s\n",
-				o->path, strerror(errno));
+			fprintf(stderr, "amptrace run: error writing %s: %s%s\n",
+				o->path, strerror(errno),
+				errno == EFBIG ? " (the file size limit: ulimit -f)"
+					       : "");
 			*failed = 1;
 		}
 		jsonw_free(&end);
@@ -494,10 +564,12 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 int amptrace_run(int argc, char **argv)
 {
 	struct run_state s = { .out = "trace.json", .value_checks = true };
-	const char *svg = NULL, *report_html = NULL, *raw_base = NULL;
-	bool quiet = false;
+	const char *svg = NULL, *report_html = NULL, *raw_bases[2];
+	size_t nraw_bases = 0;
+	bool quiet = false, merge = true;
 	int i;
 
+	inherit_hold_closed_std_fds();
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--")) {
@@ -512,6 +584,8 @@ int amptrace_run(int argc, char **argv)
 			quiet = true;
 		} else if (!strcmp(a, "--no-value-checks")) {
 			s.value_checks = false;
+		} else if (!strcmp(a, "--no-merge")) {
+			merge = false;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
 			   !strcmp(a, "--svg") || !strcmp(a, "--report") ||
 			   !strcmp(a, "--raw-dir")) {
@@ -525,7 +599,7 @@ int amptrace_run(int argc, char **argv)
 			else if (!strcmp(a, "--report"))
 				report_html = argv[++i];
 			else if (!strcmp(a, "--raw-dir"))
-				raw_base = argv[++i];
+				raw_bases[nraw_bases++ % 2] = argv[++i];
 			else
 				s.out = argv[++i];
 		} else if (!strncmp(a, "--output=", 9)) {
@@ -535,7 +609,7 @@ int amptrace_run(int argc, char **argv)
 		} else if (!strncmp(a, "--report=", 9)) {
 			report_html = a + 9;
 		} else if (!strncmp(a, "--raw-dir=", 10)) {
-			raw_base = a + 10;
+			raw_bases[nraw_bases++ % 2] = a + 10;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
 				run_usage);
@@ -552,6 +626,11 @@ int amptrace_run(int argc, char **argv)
 		fprintf(stderr, "amptrace run: empty output file name\n");
 		return 2;
 	}
+	if (!strcmp(s.out, "-")) {
+		fprintf(stderr, "amptrace run: -o -: the program's own output "
+			"goes to standard output; name a file\n");
+		return 2;
+	}
 	s.command = argv + i;
 	if (!dir_writable(s.out)) {
 		fprintf(stderr, "amptrace run: cannot write %s: it is a "
@@ -560,12 +639,12 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 
-	char recorder_buf[PATH_MAX + 64];
+	char recorder_buf[PATH_MAX + 64] = "";
 	const char *recorder = find_recorder(recorder_buf, sizeof recorder_buf);
 	if (!recorder) {
 		fprintf(stderr, "amptrace run: %s not found (next to amptrace, "
 			"in %s, or $AMPTRACE_RECORDER)\n", RECORDER_NAME,
-			AMPTRACE_RECORDER_INSTALL_DIR);
+			*recorder_buf ? recorder_buf : "its install directory");
 		return 2;
 	}
 	if (strpbrk(recorder, " :")) {
@@ -574,11 +653,16 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 
+	if (nraw_bases > 2) {
+		fprintf(stderr, "amptrace run: --raw-dir given %zu times: one "
+			"directory, and one to go on in once it is full\n",
+			nraw_bases);
+		return 2;
+	}
 	struct raw_dir raw;
-	if (raw_dir_create(&raw, raw_base) != 0)
+	if (raw_dir_create(&raw, raw_bases, nraw_bases) != 0)
 		return 2;
 	raw_dir_guard(&raw);
-	const char *raw_dir = raw.path;
 	gethostname(s.hostname, sizeof s.hostname - 1);
 
 	int report[2];
@@ -588,20 +672,25 @@ int amptrace_run(int argc, char **argv)
 		return 2;
 	}
 	/* Like time(1): the terminal's ^C reaches the program, which decides;
-	 * we stay to finish the trace.  TERM/HUP sent to us are passed on. */
-	struct sigaction ignore = { .sa_handler = SIG_IGN };
-	struct sigaction forward = { .sa_handler = forward_signal };
-	sigaction(SIGINT, &ignore, NULL);
-	sigaction(SIGQUIT, &ignore, NULL);
-	sigaction(SIGTERM, &forward, NULL);
-	sigaction(SIGHUP, &forward, NULL);
+	 * we stay to finish the trace.  The same signals sent to us alone are
+	 * passed on (inherit.h). */
+	inherit_forward_signals();
 
 	/* SIGCHLD is blocked so that the poll below can wait for it: the end
-	 * of the program wakes us at once (the child unblocks it). */
-	sigset_t chld;
+	 * of the program wakes us at once (the child restores the inherited
+	 * mask).  The forwarded signals are blocked across the fork: until
+	 * the child has its inherited dispositions back, one sent to it
+	 * waits (amptrace passes on those it gets once the child is known). */
+	sigset_t chld, forwarded, running_mask;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
+	sigemptyset(&forwarded);
+	sigaddset(&forwarded, SIGINT);
+	sigaddset(&forwarded, SIGQUIT);
+	sigaddset(&forwarded, SIGTERM);
+	sigaddset(&forwarded, SIGHUP);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sigprocmask(SIG_BLOCK, &forwarded, &running_mask);
 	fflush(NULL);
 	s.mono_base = clock_ns(CLOCK_MONOTONIC);
 	s.real_base = clock_ns(CLOCK_REALTIME);
@@ -613,10 +702,11 @@ int amptrace_run(int argc, char **argv)
 	}
 	if (pid == 0) {
 		close(report[0]);
-		exec_child(s.command, recorder, raw_dir, s.value_checks,
+		exec_child(s.command, recorder, &raw, s.value_checks,
 			   report[1]);
 	}
-	child_pid = pid;
+	inherit_set_program(pid);
+	sigprocmask(SIG_SETMASK, &running_mask, NULL);
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, 0);
@@ -627,8 +717,11 @@ int amptrace_run(int argc, char **argv)
 	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
 	close(report[0]);
 
+	struct progress progress;
+	progress_init(&progress, quiet);
 	struct converter cv;
-	convert_init(&cv, raw_dir, s.mono_base, writer_for, &s);
+	convert_init(&cv, raw.path, s.mono_base, writer_for, &s);
+	cv.spill_dir = *raw.spill ? raw.spill : NULL;
 	cv.trace_for = trace_for;
 	int status = 0;
 	for (;;) {
@@ -644,6 +737,7 @@ int amptrace_run(int argc, char **argv)
 			trace_writer_flush(&s.outputs[k]->writer);
 			trace_index_update(&s.outputs[k]->index);
 		}
+		draw_progress(&s, &progress);
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -654,13 +748,14 @@ int amptrace_run(int argc, char **argv)
 		sigtimedwait(&chld, NULL, &pause);
 	}
 	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	progress_clear(&progress);
 	/* What is left (the records not converted yet, the findings, the
 	 * flows) is all the user waits for now: back to amptrace's own
 	 * priority where the system lets a process raise its priority again
 	 * (root, RLIMIT_NICE), else on at the lower one. */
 	if (niced)
 		setpriority(PRIO_PROCESS, 0, nice_now);
-	child_pid = 0;
+	inherit_set_program(0);
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
 
 	int failed = 0;
@@ -679,13 +774,10 @@ int amptrace_run(int argc, char **argv)
 		open_output(&s, o, NULL);
 	}
 	finish_outputs(&s, &cv, status, end_ns, &failed);
-	uint64_t ops = report_end(&s, &cv, s.command[0], status, quiet);
-	if (raw_dir_ran_out(&raw))
-		fprintf(stderr, "amptrace run: the raw directory %s ran out of "
-			"space: recording stopped early (the trace's "
-			"recording-stopped finding says where); %s ran on.  "
-			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
-			raw.path, s.command[0]);
+	int stop_errno = raw_dir_stop_errno(&raw);
+	uint64_t ops = report_end(&s, &cv, s.command[0], status,
+				  quiet && !stop_errno, stop_errno != 0);
+	report_raw_dir(&raw, stop_errno, s.command[0], quiet);
 	convert_free(&cv);
 	raw_dir_remove(&raw);
 
@@ -696,12 +788,19 @@ int amptrace_run(int argc, char **argv)
 	 * green on it.  A failing program's own status says more. */
 	if (ops == 0 && code == 0)
 		code = RUN_NO_OPS_EXIT;
+	/* With ranks, -o names their merge (run_ranks.c): the graph and the
+	 * page are drawn from it. */
+	struct output merged_output = { .rank = -1, .path = (char *)s.out };
+	struct output *merged_list[] = { &merged_output };
+	bool merged = merge && !failed && merge_ranks(&s, quiet);
+	struct output **render = merged ? merged_list : s.outputs;
+	size_t nrender = merged ? 1 : s.noutputs;
 	if (svg && !failed) {
-		for (size_t k = 0; k < s.noutputs; k++) {
-			char *svg_path = s.outputs[k]->rank >= 0
-						 ? rank_path(svg, s.outputs[k]->rank)
+		for (size_t k = 0; k < nrender; k++) {
+			char *svg_path = render[k]->rank >= 0
+						 ? rank_path(svg, render[k]->rank)
 						 : strdup(svg);
-			int r = render_svg(s.outputs[k]->path, svg_path);
+			int r = render_svg(render[k]->path, svg_path);
 			free(svg_path);
 			if (r != 0 && code == 0)
 				code = r;
@@ -709,11 +808,11 @@ int amptrace_run(int argc, char **argv)
 				break;
 		}
 	}
-	for (size_t k = 0; report_html && !failed && k < s.noutputs; k++) {
-		char *html = s.outputs[k]->rank >= 0
-				     ? rank_path(report_html, s.outputs[k]->rank)
+	for (size_t k = 0; report_html && !failed && k < nrender; k++) {
+		char *html = render[k]->rank >= 0
+				     ? rank_path(report_html, render[k]->rank)
 				     : strdup(report_html);
-		int r = html ? report_write(s.outputs[k]->path, html, true,
+		int r = html ? report_write(render[k]->path, html, true,
 					    "amptrace run")
 			     : 1;
 		free(html);

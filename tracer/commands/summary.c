@@ -5,6 +5,7 @@
 #include "analyze.h"
 #include "command_line.h"
 #include "commands.h"
+#include "progress.h"
 #include "textfit.h"
 #include "trace.h"
 
@@ -847,6 +848,32 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 	return -1;
 }
 
+int amptrace_summary(int argc, char **argv)
+{
+	struct summary_args args = { 0 };
+	struct trace trace;
+	struct trace_error err;
+	char note[512];
+	int status = parse_args(argc, argv, &args);
+
+	if (status >= 0)
+		return status;
+	progress_reading("amptrace summary", args.path);
+	int loaded = trace_load(args.path, &trace, &err);
+	progress_reading_done();
+	if (loaded != 0) {
+		fprintf(stderr, "amptrace summary: %s\n", err.message);
+		return 2;
+	}
+	status = summary_print(&trace, args.json, args.color);
+	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
+	    (trace.truncated || !trace.finalized))
+		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
+			args.path, note);
+	trace_free(&trace);
+	return status;
+}
+
 /* The tables, written whole, then fitted to the width line by line. */
 static void print_fitted(struct summary *s, bool color)
 {
@@ -864,10 +891,9 @@ static void print_fitted(struct summary *s, bool color)
 	free(text);
 }
 
-static int summarize(struct trace *trace, const struct summary_args *args)
+int summary_print(struct trace *trace, bool json, bool color)
 {
 	struct summary s = { .trace = trace };
-	char note[512];
 
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
@@ -875,36 +901,14 @@ static int summarize(struct trace *trace, const struct summary_args *args)
 		return 2;
 	}
 	tabulate(&s);
-	if (args->json)
+	if (json)
 		print_json(&s, stdout);
 	else
-		print_fitted(&s, args->color);
-	if (trace_end_note(trace, note, sizeof note) &&
-	    (trace->truncated || !trace->finalized))
-		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
-			args->path, note);
+		print_fitted(&s, color);
 	free(s.ops);
 	free(s.casts);
 	free(s.reasons);
 	free(s.regions);
 	analysis_free(&s.a);
 	return 0;
-}
-
-int amptrace_summary(int argc, char **argv)
-{
-	struct summary_args args = { 0 };
-	struct trace trace;
-	struct trace_error err;
-	int status = parse_args(argc, argv, &args);
-
-	if (status >= 0)
-		return status;
-	if (trace_load(args.path, &trace, &err) != 0) {
-		fprintf(stderr, "amptrace summary: %s\n", err.message);
-		return 2;
-	}
-	status = summarize(&trace, &args);
-	trace_free(&trace);
-	return status;
 }

@@ -51,9 +51,39 @@ class _ArmAfterTorch:
         return spec
 
 
+def _import_bridge():
+    """The amptrace_torch package that came with this file, whichever
+    Python runs: beside it (the build tree, meson install) or above it
+    (pip: site-packages/amptrace_torch/_run/python).  Loaded from there
+    without putting that directory on sys.path, which for pip is a whole
+    environment's site-packages, maybe of another Python."""
+    if "amptrace_torch" in sys.modules:
+        return sys.modules["amptrace_torch"]
+    import importlib.util
+    here = _HERE
+    while not os.path.isfile(os.path.join(here, "amptrace_torch",
+                                          "__init__.py")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            raise ImportError("no amptrace_torch package above %s" % _HERE)
+        here = parent
+    package = os.path.join(here, "amptrace_torch")
+    spec = importlib.util.spec_from_file_location(
+        "amptrace_torch", os.path.join(package, "__init__.py"),
+        submodule_search_locations=[package])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["amptrace_torch"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["amptrace_torch"]
+        raise
+    return module
+
+
 def _arm():
     try:
-        import amptrace_torch
+        amptrace_torch = _import_bridge()
         amptrace_torch._start_from_run()
     except Exception as e:  # never harm the traced program
         sys.stderr.write("amptrace: the PyTorch bridge could not start, "
@@ -67,8 +97,9 @@ def _no_torch_note():
     if importlib.machinery.PathFinder.find_spec("torch") is None:
         sys.stderr.write(
             "amptrace: %s has no torch, so nothing was recorded from it "
-            "(the python3 first on PATH may not be the one with torch; "
-            "Debian's is /usr/bin/python3)\n" % sys.executable)
+            "(the python on PATH is not the one with torch: activate the "
+            "environment that has it, name its python, or "
+            "pip install torch there)\n" % sys.executable)
 
 
 _chain_shadowed()

@@ -1,9 +1,11 @@
 /* Incremental trace file writer (see trace_writer.h). */
 #include "trace_writer.h"
 
+#include <fcntl.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* 1 MiB: the kernel's cost per write() call dominated with stdio's 4 KiB
  * (one call per ~8 events).  Flushes (trace_writer_flush) still decide
@@ -14,7 +16,15 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 		      const char *amptrace_json, uint64_t base_ns)
 {
 	*w = (struct trace_writer){ 0 };
-	w->f = fopen(path, "we");
+	if (strcmp(path, "-") == 0) {
+		/* a descriptor of its own: closing it leaves stdout open */
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		w->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!w->f && fd >= 0)
+			close(fd);
+	} else {
+		w->f = fopen(path, "we");
+	}
 	if (!w->f)
 		return -1;
 	/* Events are copied into buf, one memcpy each, and handed to the

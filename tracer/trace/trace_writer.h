@@ -22,9 +22,10 @@ struct trace_writer {
 	bool failed;
 };
 
-/* Creates `path` and writes the header: `amptrace_json` is the text of the
- * "amptrace" object (without the format key, which is added), and
- * `base_ns` the wall-clock time of ts 0.  Returns 0 or -1 (errno set). */
+/* Creates `path` ("-": standard output) and writes the header:
+ * `amptrace_json` is the text of the "amptrace" object (without the
+ * format key, which is added), and `base_ns` the wall-clock time of ts 0.
+ * Returns 0 or -1 (errno set). */
 int trace_writer_open(struct trace_writer *w, const char *path,
 		      const char *amptrace_json, uint64_t base_ns);
 /* Appends one event (a JSON object's text). */
