@@ -15,6 +15,8 @@ int amptrace_diff(int argc, char **argv);    /* diff.c */
 int amptrace_merge(int argc, char **argv);   /* merge.c */
 int amptrace_explain(int argc, char **argv); /* explain.c */
 int amptrace_report(int argc, char **argv);  /* report.c */
+/* the bash completion script of amptrace and ampview */
+int amptrace_completion(int argc, char **argv); /* help_topics.c */
 
 /* The same commands on traces already in memory, past the command line
  * (the fuzz harnesses run them so, with no file per input).  Each prints
