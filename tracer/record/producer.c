@@ -17,6 +17,7 @@
  */
 #include "producer.h"
 
+#include "producer_internal.h"
 #include "raw.h"
 #include "raw_encode.h"
 
@@ -79,12 +80,7 @@ struct thread_writer {
 /* initial-exec: no call on the hot path.  A producer dlopen()ed late
  * (the PyTorch bridge, loaded into Python after libtorch) cannot have it:
  * glibc keeps only a small reserve of static TLS for late modules. */
-#ifdef PRODUCER_TLS_DYNAMIC
-static __thread struct thread_writer writer;
-#else
-static __thread struct thread_writer writer
-	__attribute__((tls_model("initial-exec")));
-#endif
+static PRODUCER_TLS struct thread_writer writer;
 
 static char process_dir[PATH_MAX + 32];
 /* p<pid>/exit and the pid it belongs to, made with the directory: marking
@@ -107,6 +103,8 @@ static pid_t converter_pid;
 static atomic_uint generation = 1;
 static atomic_bool attached;
 static atomic_bool warned;
+/* chunks mapped by this process's streams, in bytes */
+static _Atomic uint64_t raw_bytes;
 
 static void warn_once(const char *what, const char *path)
 {
@@ -250,6 +248,7 @@ static bool map_chunk_of(struct thread_writer *w, int fd, uint64_t index)
 			munmap(window, RAW_WINDOW);
 		return false;
 	}
+	atomic_fetch_add_explicit(&raw_bytes, RAW_CHUNK, memory_order_relaxed);
 	uint8_t *old = w->chunk, *old_window = w->window;
 	uint32_t old_offset = w->offset;
 	w->chunk = chunk;
@@ -295,6 +294,7 @@ static void on_thread_exit(void *unused)
 	struct thread_writer *w = &writer;
 
 	(void)unused;
+	producer_steps_thread_exit();
 	if (!w->chunk ||
 	    w->generation != atomic_load_explicit(&generation,
 						  memory_order_relaxed))
@@ -521,7 +521,10 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 			w->failed = true;
 			return NULL;
 		}
-		if (!map_next_chunk(w)) {
+		bool mapped = map_next_chunk(w);
+		if (mapped)
+			producer_steps_chunk();
+		if (!mapped) {
 			int err = errno;
 			if (!can_spill(w, err) || !spill_stream(w)) {
 				stop_recording(w, amp_thread, err);
@@ -628,7 +631,7 @@ void producer_emit(const struct amp_event *e)
 	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
 		return;
 	size_t bound = raw_event_bound(e);
-	if (!bound)
+	if (!bound || !producer_steps_gate(e))
 		return;
 	w->busy = true;
 	struct raw_record *r = record_reserve(w, bound, e->thread);
@@ -637,6 +640,32 @@ void producer_emit(const struct amp_event *e)
 		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
 	}
 	w->busy = false;
+}
+
+bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
+		    size_t bound, producer_encode_fn *encode, const void *model)
+{
+	struct thread_writer *w = &writer;
+
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
+		return false;
+	w->busy = true;
+	struct raw_record *r = record_reserve(w, bound, thread);
+	if (r)
+		record_commit(w, r, kind, time_ns, encode((uint8_t *)(r + 1),
+							   model));
+	w->busy = false;
+	return r != NULL;
+}
+
+const char *producer_raw_root(void)
+{
+	return raw_root;
+}
+
+uint64_t producer_raw_bytes(void)
+{
+	return atomic_load_explicit(&raw_bytes, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------- process state */
@@ -798,6 +827,8 @@ static void after_fork_in_child(void)
 	/* The forking thread's mapping belongs to the parent's stream, and
 	 * CUPTI does not follow a fork. */
 	atomic_fetch_add(&generation, 1);
+	atomic_store(&raw_bytes, 0);
+	producer_steps_after_fork();
 	pthread_mutex_init(&gpu_lock, NULL);
 	if (open_process_dir() != 0)
 		fprintf(stderr, "amptrace recorder: cannot record forked "
@@ -869,6 +900,10 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	}
 	/* Threads start new files (matters when attaching a second time). */
 	atomic_fetch_add(&generation, 1);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	producer_steps_attach((uint64_t)now.tv_sec * 1000000000u +
+			      (uint64_t)now.tv_nsec);
 	atomic_store(&attached, true);
 	return 0;
 }
@@ -906,6 +941,7 @@ void producer_mark_exit(void)
 {
 	if (!atomic_load(&attached) || getpid() != process_pid)
 		return;
+	producer_steps_exit();
 	int fd = open(exit_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		close(fd);

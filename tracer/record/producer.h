@@ -68,6 +68,29 @@ void producer_populate_by_mmap(void);
  * (an event emitted while this thread is inside producer_emit) drop. */
 void producer_emit(const struct amp_event *event);
 
+/* Training steps (producer_steps.c; FORMAT.md §8).  A producer marks
+ * the end of each step; the recording keeps the steps AMPTRACE_STEPS
+ * selects (step_select.h; default: the first 20) in full detail and,
+ * for every other step, each thread's per-step aggregates instead of its
+ * ops, casts, regions, cache clears and diags (step_aggregate.h).
+ * Full detail also stops, at the next step, once the trace passes
+ * AMPTRACE_MAX_SIZE bytes.  GradScaler events are always recorded.
+ * Forked children follow their parent's steps until they mark one. */
+
+/* The step in progress ended now; `marker` says what ended it
+ * ("optimizer.step", "scaler.update", "amptrace_torch.step", "autocast
+ * region"), a string that lives for the process's life. */
+void producer_step_end(const char *marker, uint64_t time_ns,
+		       uint64_t thread);
+/* An evaluation window (model.eval(), a region under no_grad) ran from
+ * begin_ns to end_ns: not a training step.  `how` lives for the
+ * process's life. */
+void producer_evaluation(uint64_t begin_ns, uint64_t end_ns, const char *how,
+			 uint64_t thread);
+/* The step in progress (from 0), and whether it is recorded in full. */
+uint64_t producer_step_now(void);
+bool producer_step_detail(void);
+
 /* The GPU stream (tgpu.raw), shared by whichever threads deliver GPU
  * activities: batches of kernel/memcpy records, then the profiler's
  * counts at the end. */
