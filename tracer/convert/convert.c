@@ -630,6 +630,17 @@ void convert_process_json(const struct convert_process *p, struct jsonw *w)
 		     (unsigned long long)p->ops, (unsigned long long)p->casts,
 		     (unsigned long long)p->in_flight_ops,
 		     (unsigned long long)p->raw_errors);
+	if (p->steps || p->aggregates || p->detail_stopped) {
+		jsonw_printf(w, ",\"steps\":{\"ended\":%llu,\"detail\":%llu,"
+				"\"aggregates\":%llu",
+			     (unsigned long long)p->steps,
+			     (unsigned long long)p->detail_steps,
+			     (unsigned long long)p->aggregates);
+		if (p->detail_stopped)
+			jsonw_printf(w, ",\"detail_stopped_at\":%llu",
+				     (unsigned long long)p->detail_stop_step);
+		jsonw_raw(w, "}", 1);
+	}
 	if (p->gpu_status < 0) {
 		jsonw_lit(w, ",\"gpu\":{\"timing\":false,\"reason\":");
 		jsonw_str(w, p->gpu_reason ? p->gpu_reason : "");
@@ -665,6 +676,9 @@ void convert_free(struct converter *c)
 				close(t->fd);
 			free(t->ops);
 			free(t->scopes);
+			free(t->aggregate_ops);
+			free(t->aggregate_casts);
+			free(t->aggregate_diags);
 			free(t->path);
 			free(t);
 		}
@@ -676,6 +690,7 @@ void convert_free(struct converter *c)
 		trace_free(&p->own_strings);
 		free(p->gpu_reason);
 		free(p->gpu_tracks);
+		free(p->detail_stop_measured);
 		for (int k = 0; k < NAMES_COUNT; k++) {
 			for (size_t n = 0; n < p->name_count[k]; n++)
 				free(p->names[k][n]);

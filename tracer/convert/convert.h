@@ -59,6 +59,16 @@ struct convert_process {
 	/* counters kept across threads */
 	double last_scale[8];
 	uint64_t skipped_steps;
+	/* training steps (FORMAT.md §8): steps ended, those of them in full
+	 * detail, when the step in progress began (0: at the start), and
+	 * whether full detail stopped for size (from detail_stop_step on,
+	 * past detail_stop_limit bytes of `detail_stop_measured`) */
+	uint64_t steps, detail_steps, aggregates;
+	uint64_t step_begin_ns;
+	bool detail_stopped;
+	uint64_t detail_stop_step, detail_stop_limit;
+	char *detail_stop_measured;
+	bool detail_stop_said;   /* amptrace run said so on stderr */
 	/* GPU kernel timing (FORMAT.md §3.8) */
 	int gpu_status;          /* 0: no op on cuda; 1: timed; -1: unavailable */
 	char *gpu_reason;        /* why not (libamp's backend status) */

@@ -331,6 +331,122 @@ static void write_diag(struct jsonw *w, const struct trace_diag *d)
 	jsonw_lit(w, "}}");
 }
 
+/* amp.step (FORMAT.md §8): a step or an evaluation window (X), or the
+ * note that full detail stopped (i). */
+static void write_step(struct jsonw *w, const struct trace_event *e)
+{
+	const struct trace_step *s = &e->step;
+
+	if (e->ph != 'X') {
+		jsonw_lit(w, ",\"s\":\"p\",\"args\":{\"step\":");
+		jsonw_i64(w, s->step);
+		jsonw_lit(w, ",\"size_limit\":");
+		jsonw_u64(w, s->size_limit);
+		jsonw_lit(w, ",\"measured\":");
+		jsonw_str(w, s->measured);
+		jsonw_lit(w, "}}");
+		return;
+	}
+	jsonw_lit(w, ",\"args\":{\"step\":");
+	jsonw_i64(w, s->step);
+	if (s->evaluation) {
+		jsonw_lit(w, ",\"evaluation\":");
+		jsonw_str(w, s->evaluation);
+	} else {
+		jsonw_lit(w, ",\"marker\":");
+		jsonw_str(w, s->marker);
+		jsonw_lit(w, ",\"detail\":");
+		jsonw_bool(w, s->detail);
+	}
+	jsonw_lit(w, "}}");
+}
+
+/* amp.aggregate (FORMAT.md §3.11): rows as arrays, in the columns the
+ * format lists, to stay small over thousands of steps. */
+static void write_aggregate(struct jsonw *w, const struct trace_aggregate *a)
+{
+	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"step\":");
+	jsonw_i64(w, a->step);
+	jsonw_lit(w, ",\"begin\":");
+	write_us(w, a->begin);
+	jsonw_lit(w, ",\"events\":");
+	jsonw_u64(w, a->events);
+	jsonw_lit(w, ",\"ops\":[");
+	for (int i = 0; i < a->nops; i++) {
+		const struct trace_aggregate_op *o = &a->ops[i];
+		jsonw_raw(w, ",[" + !i, i ? 2 : 1);
+		jsonw_str(w, o->op);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, o->overload);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, o->phase);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, o->policy);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, o->dtype);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, o->device);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, o->count);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, o->failed);
+		jsonw_raw(w, ",", 1);
+		write_us(w, o->dur);
+		jsonw_raw(w, "]", 1);
+	}
+	jsonw_lit(w, "],\"casts\":[");
+	for (int i = 0; i < a->ncasts; i++) {
+		const struct trace_aggregate_cast *c = &a->casts[i];
+		jsonw_raw(w, ",[" + !i, i ? 2 : 1);
+		jsonw_str(w, c->op);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, c->from);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, c->to);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, c->cache);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, c->count);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, c->bytes);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, c->stale);
+		jsonw_raw(w, ",", 1);
+		write_us(w, c->dur);
+		jsonw_raw(w, "]", 1);
+	}
+	jsonw_lit(w, "],\"diags\":[");
+	for (int i = 0; i < a->ndiags; i++) {
+		const struct trace_aggregate_diag *d = &a->diags[i];
+		jsonw_raw(w, ",[" + !i, i ? 2 : 1);
+		jsonw_str(w, d->kind);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, d->phase);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, d->count);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, d->op_id);
+		jsonw_raw(w, ",", 1);
+		jsonw_u64(w, d->tensor);
+		jsonw_raw(w, ",", 1);
+		jsonw_str(w, d->message);
+		jsonw_raw(w, "]", 1);
+	}
+	jsonw_lit(w, "],\"regions\":");
+	jsonw_u64(w, a->regions);
+	jsonw_lit(w, ",\"cache\":{\"clears\":");
+	jsonw_u64(w, a->clears);
+	jsonw_lit(w, ",\"entries\":");
+	jsonw_u64(w, a->cache_entries);
+	jsonw_lit(w, ",\"bytes\":");
+	jsonw_u64(w, a->cache_bytes);
+	jsonw_lit(w, ",\"max_entries\":");
+	jsonw_u64(w, a->cache_max_entries);
+	jsonw_lit(w, ",\"max_bytes\":");
+	jsonw_u64(w, a->cache_max_bytes);
+	jsonw_lit(w, "}}}");
+}
+
 static bool ends_with(const char *s, const char *tail)
 {
 	size_t n = strlen(s), k = strlen(tail);
@@ -729,6 +845,12 @@ void event_json_write(struct jsonw *w, const struct trace_event *e)
 		return;
 	case TRACE_KERNEL:
 		write_gpu(w, e);
+		return;
+	case TRACE_STEP:
+		write_step(w, e);
+		return;
+	case TRACE_AGGREGATE:
+		write_aggregate(w, &e->aggregate);
 		return;
 	default:
 		if (e->cat && !strcmp(e->cat, "gpu_memcpy"))

@@ -533,6 +533,182 @@ static void load_meta(struct loader *l, const cJSON *args,
 					     : trace_intern(l->trace, "");
 }
 
+/* amp.step (FORMAT.md §8). */
+static void load_step(struct loader *l, char ph, const cJSON *args,
+		      struct trace_step *s)
+{
+	const char *at = "args.";
+
+	s->step = get_integer(l, args, "step", at, false, 0, JSON_INTEGER_MAX);
+	if (ph != 'X') {
+		s->size_limit = get_id(l, args, "size_limit", at, false);
+		s->measured = get_string(l, args, "measured", at, true, false);
+		return;
+	}
+	s->evaluation = get_string(l, args, "evaluation", at, true, false);
+	if (s->evaluation)
+		return;
+	s->marker = get_string(l, args, "marker", at, false, false);
+	s->detail = get_bool(l, args, "detail", at, false);
+}
+
+/* One row of an amp.aggregate list: an array read column by column. */
+struct row {
+	struct loader *l;
+	const cJSON *item;
+	char where[48];
+};
+
+static const cJSON *row_next(struct row *r)
+{
+	const cJSON *v = r->item;
+
+	if (!v && !r->l->failed)
+		fail(r->l, "%s has too few columns", r->where);
+	if (v)
+		r->item = v->next;
+	return v;
+}
+
+static const char *row_string(struct row *r, bool nullable)
+{
+	const cJSON *v = row_next(r);
+
+	if (cJSON_IsString(v))
+		return trace_intern(r->l->trace, v->valuestring);
+	if (v && !(nullable && cJSON_IsNull(v)))
+		fail(r->l, "%s: a column must be a string%s, got %s", r->where,
+		     nullable ? " or null" : "", type_name(v));
+	return NULL;
+}
+
+static uint64_t row_count(struct row *r)
+{
+	const cJSON *v = row_next(r);
+
+	if (cJSON_IsNumber(v))
+		return (uint64_t)integer_in(r->l, v->valuedouble, r->where,
+					    "", 0, JSON_INTEGER_MAX);
+	if (v)
+		fail(r->l, "%s: a column must be a number, got %s", r->where,
+		     type_name(v));
+	return 0;
+}
+
+static double row_time(struct row *r)
+{
+	const cJSON *v = row_next(r);
+
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	    v->valuedouble <= JSON_INTEGER_MAX)
+		return v->valuedouble;
+	if (v)
+		fail(r->l, "%s: a duration must be a number from 0, got %s",
+		     r->where, type_name(v));
+	return 0;
+}
+
+/* args.<key>: an array of rows, each read by `load` into out[i]. */
+static void *load_rows(struct loader *l, const cJSON *args, const char *key,
+		       size_t size, int *count,
+		       void (*load)(struct row *r, void *out))
+{
+	const cJSON *list = get_array(l, args, key, "args.", false);
+	const cJSON *v;
+
+	*count = 0;
+	if (!list)
+		return NULL;
+	int n = cJSON_GetArraySize(list);
+	char *out = trace_alloc(l->trace, (size_t)(n ? n : 1) * size);
+	if (!out) {
+		fail(l, "out of memory");
+		return NULL;
+	}
+	cJSON_ArrayForEach(v, list) {
+		struct row r = { l, cJSON_IsArray(v) ? v->child : NULL, "" };
+		snprintf(r.where, sizeof r.where, "args.%s[%d]", key, *count);
+		if (!cJSON_IsArray(v)) {
+			fail(l, "%s must be an array, got %s", r.where,
+			     type_name(v));
+			return NULL;
+		}
+		load(&r, out + (size_t)*count * size);
+		if (l->failed)
+			return NULL;
+		(*count)++;
+	}
+	return out;
+}
+
+static void load_aggregate_op(struct row *r, void *out)
+{
+	struct trace_aggregate_op *o = out;
+
+	o->op = row_string(r, false);
+	o->overload = row_string(r, false);
+	o->phase = row_string(r, false);
+	o->policy = row_string(r, false);
+	o->dtype = row_string(r, true);
+	o->device = row_string(r, false);
+	o->count = row_count(r);
+	o->failed = row_count(r);
+	o->dur = row_time(r);
+}
+
+static void load_aggregate_cast(struct row *r, void *out)
+{
+	struct trace_aggregate_cast *c = out;
+
+	c->op = row_string(r, false);
+	c->from = row_string(r, false);
+	c->to = row_string(r, false);
+	c->cache = row_string(r, false);
+	c->count = row_count(r);
+	c->bytes = row_count(r);
+	c->stale = row_count(r);
+	c->dur = row_time(r);
+}
+
+static void load_aggregate_diag(struct row *r, void *out)
+{
+	struct trace_aggregate_diag *d = out;
+
+	d->kind = row_string(r, false);
+	d->phase = row_string(r, false);
+	d->count = row_count(r);
+	d->op_id = row_count(r);
+	d->tensor = row_count(r);
+	d->message = row_string(r, true);
+}
+
+/* amp.aggregate (FORMAT.md §3.11). */
+static void load_aggregate(struct loader *l, const cJSON *args,
+			   struct trace_aggregate *a)
+{
+	const char *at = "args.";
+
+	a->step = get_integer(l, args, "step", at, false, 0, JSON_INTEGER_MAX);
+	a->begin = get_time(l, args, "begin", false);
+	a->events = get_id(l, args, "events", at, false);
+	a->regions = get_id(l, args, "regions", at, false);
+	a->ops = load_rows(l, args, "ops", sizeof *a->ops, &a->nops,
+			   load_aggregate_op);
+	a->casts = load_rows(l, args, "casts", sizeof *a->casts, &a->ncasts,
+			     load_aggregate_cast);
+	a->diags = load_rows(l, args, "diags", sizeof *a->diags, &a->ndiags,
+			     load_aggregate_diag);
+	const cJSON *cache = get_object(l, args, "cache", at);
+	if (!cache)
+		return;
+	at = "args.cache.";
+	a->clears = get_id(l, cache, "clears", at, false);
+	a->cache_entries = get_id(l, cache, "entries", at, false);
+	a->cache_bytes = get_id(l, cache, "bytes", at, false);
+	a->cache_max_entries = get_id(l, cache, "max_entries", at, false);
+	a->cache_max_bytes = get_id(l, cache, "max_bytes", at, false);
+}
+
 static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(event, key);
@@ -573,6 +749,10 @@ static enum trace_kind classify(const char *cat, char ph)
 		return TRACE_DIAG;
 	if (!strcmp(cat, "kernel"))
 		return TRACE_KERNEL;
+	if (!strcmp(cat, "amp.step"))
+		return TRACE_STEP;
+	if (!strcmp(cat, "amp.aggregate"))
+		return TRACE_AGGREGATE;
 	return TRACE_OTHER;
 }
 
@@ -589,7 +769,10 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	case TRACE_CACHE_CLEAR:
 	case TRACE_SCALER:
 	case TRACE_DIAG:
+	case TRACE_AGGREGATE:
 		return ph == 'i' || ph == 'I';
+	case TRACE_STEP:
+		return ph == 'X' || ph == 'i' || ph == 'I';
 	default:
 		return true;
 	}
@@ -688,6 +871,12 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		break;
 	case TRACE_KERNEL:
 		load_gpu(l, args, &e.kernel);
+		break;
+	case TRACE_STEP:
+		load_step(l, e.ph, args, &e.step);
+		break;
+	case TRACE_AGGREGATE:
+		load_aggregate(l, args, &e.aggregate);
 		break;
 	case TRACE_META:
 		load_meta(l, args, &e.meta);

@@ -35,6 +35,10 @@ enum trace_kind {
 	TRACE_DIAG,        /* amp.diag i */
 	TRACE_META,        /* M */
 	TRACE_KERNEL,      /* kernel */
+	TRACE_STEP,        /* amp.step: a training step, an evaluation window
+			    * (X), full detail stopping (i) */
+	TRACE_AGGREGATE,   /* amp.aggregate i: a thread's aggregates of a
+			    * step recorded without full detail */
 	TRACE_OTHER,       /* anything else */
 	TRACE_KIND_COUNT
 };
@@ -133,6 +137,51 @@ struct trace_diag {
 	int64_t thread, other_thread;    /* 0: none */
 };
 
+/* amp.step events (FORMAT.md §8).  A step: `marker` set; an evaluation
+ * window: `evaluation` set; ph 'i': full detail stopped from `step` on
+ * because the recording passed `size_limit` bytes. */
+struct trace_step {
+	int64_t step;            /* from 0; a window: the step it ran in */
+	const char *marker;      /* what ended the step ("optimizer step") */
+	const char *evaluation;  /* how the window was known ("model.eval()") */
+	bool detail;             /* a step: its events are in the trace */
+	uint64_t size_limit;     /* ph 'i' */
+	const char *measured;    /* ph 'i': what passed it ("the trace") */
+};
+
+/* amp.aggregate's rows (FORMAT.md §3.11): what a thread did in a step
+ * recorded without full detail. */
+struct trace_aggregate_op {
+	const char *op, *overload, *phase, *policy;
+	const char *dtype;       /* the first output's, NULL: no output */
+	const char *device;
+	uint64_t count, failed;
+	double dur;              /* µs, summed */
+};
+
+struct trace_aggregate_cast {
+	const char *op, *from, *to, *cache;
+	uint64_t count, bytes, stale;
+	double dur;              /* µs, summed */
+};
+
+struct trace_aggregate_diag {
+	const char *kind, *phase, *message; /* the first one's message */
+	uint64_t count, op_id, tensor;      /* the first one's op and tensor */
+};
+
+struct trace_aggregate {
+	int64_t step;
+	double begin;            /* µs: its first event's time */
+	uint64_t events, regions, clears;
+	/* the cache at the step's end, and at most during it */
+	uint64_t cache_entries, cache_bytes, cache_max_entries, cache_max_bytes;
+	int nops, ncasts, ndiags;
+	struct trace_aggregate_op *ops;
+	struct trace_aggregate_cast *casts;
+	struct trace_aggregate_diag *diags;
+};
+
 /* kernel X (FORMAT.md §3.8), and gpu_memcpy X events (kind TRACE_OTHER,
  * cat "gpu_memcpy"), read leniently, as other tools write them. */
 struct trace_kernel {
@@ -181,6 +230,8 @@ struct trace_event {
 		struct trace_diag diag;
 		struct trace_meta meta;
 		struct trace_kernel kernel;
+		struct trace_step step;
+		struct trace_aggregate aggregate;
 	};
 };
 
