@@ -104,7 +104,7 @@ static void step_after(const struct amp_event *e)
 		return;
 	atomic_store(&scaler_seen, true);
 	if (e->scaler.what && !strcmp(e->scaler.what, "update"))
-		producer_step_end("scaler update", e->time_ns, e->thread);
+		producer_step_end("scaler update", e->time_ns + 1, e->thread);
 }
 
 static void on_event(const struct amp_event *e, void *user)
