@@ -24,12 +24,13 @@ def _start_from_run():
         return
     import atexit
     import torch
-    from . import _bridge, _layer
+    from . import _bridge, _layer, _steps
 
     _observe(torch, _bridge)
     _bridge.attach(raw_dir, _framework(torch, _bridge))
     _install_layer_once(torch, _bridge, _layer, modules_exist=False)
     atexit.register(_bridge.mark_exit)
+    atexit.register(_steps.close_windows)  # runs first
 
 
 def _find_amptrace():
@@ -112,7 +113,8 @@ class trace:
         return self
 
     def __exit__(self, *exc):
-        from . import _bridge
+        from . import _bridge, _steps
+        _steps.close_windows()
         _bridge.mark_exit()
         _bridge.detach()
         self._converter.stdin.close()
@@ -141,8 +143,19 @@ def _observe(torch, bridge):
 def _install_layer_once(torch, bridge, layer, modules_exist):
     global _started
     if not _started:
+        from . import _steps
         layer.install(torch, bridge, modules_exist)
+        _steps.install(torch, bridge)
         _started = True
+
+
+def step():
+    """Marks the end of a training step (FORMAT.md §8), where the program
+    knows better than its optimizer calls: from the first call on, only
+    these calls end steps.  Nothing when the program is not traced."""
+    if _started:
+        from . import _steps
+        _steps.step()
 
 
 def load_ipython_extension(ipython):
