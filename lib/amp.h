@@ -429,11 +429,15 @@ enum amp_event_kind {
 #define AMP_EVENT_MASK_ALL ((1u << AMP_EVENT_KIND_COUNT) - 1u)
 
 /* OPTIMIZER: ops an optimizer's step runs, and GradScaler's unscale_()
- * and update() (PyTorch runs them under no_grad, outside autograd). */
+ * and update() (PyTorch runs them under no_grad, outside autograd).
+ * OTHER: ops outside forward, backward and the optimizer, as a producer
+ * that can tell says (the PyTorch bridge: weight initialisation, data
+ * loading, zeroing gradients); libamp itself does not use it. */
 enum amp_phase {
 	AMP_PHASE_FORWARD,
 	AMP_PHASE_BACKWARD,
 	AMP_PHASE_OPTIMIZER,
+	AMP_PHASE_OTHER,
 	AMP_PHASE_COUNT
 };
 const char *amp_phase_name(enum amp_phase phase);

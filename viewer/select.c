@@ -183,7 +183,7 @@ static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
 bool view_phase_known(const char *phase)
 {
 	return !strcmp(phase, "forward") || !strcmp(phase, "backward") ||
-	       !strcmp(phase, "optimizer");
+	       !strcmp(phase, "optimizer") || !strcmp(phase, "other");
 }
 
 bool view_boxes_optimizer(const struct view_options *o)

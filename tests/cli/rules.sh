@@ -39,7 +39,7 @@ refused 'op linear: count == x' "1:21: expected a number, got 'x'"
 refused 'op linear: count == 1e' "1:21: malformed number"
 refused 'op linear: output f16, output f32, output f16, output f16, output f16, output f16, output f16, output f16, output f16' \
 	"1:108: expected at most 8 checks, got 'output'"
-refused 'op linear in' "1:13: expected 'scope', 'phase', 'forward', 'backward', 'optimizer' or 'any' after 'in', got the end of the line"
+refused 'op linear in' "1:13: expected 'scope', 'phase', 'forward', 'backward', 'optimizer', 'other' or 'any' after 'in', got the end of the line"
 refused 'op linear in scope' "1:19: expected a scope name, got the end of the line"
 refused 'op linear in phase sideways: output f16' "1:20: expected a phase (forward backward optimizer any), got 'sideways'"
 refused 'op linear under: output f16' "1:16: expected 'autocast', got ':'"

@@ -195,23 +195,38 @@ static bool one_of(const struct op_check *c, const char *value)
 	return false;
 }
 
+/* The phases an op found only outside forward is counted in. */
+static const char *const other_phases[] = { "backward", "optimizer", "other" };
+#define OTHER_PHASES 3
+
+static size_t other_phase_of(const char *phase)
+{
+	size_t k = 0;
+
+	while (k < OTHER_PHASES - 1 && (!phase || strcmp(phase, other_phases[k])))
+		k++;
+	return k;
+}
+
 /* "no forward op matched 'lerp_'; 640 optimizer ones did (...)" */
 static void other_phase_text(struct outcome *o, const char *op,
-			     const size_t other[2])
+			     const size_t other[OTHER_PHASES])
 {
-	char counts[96];
+	char counts[160] = "", filters[96] = "";
 
-	if (other[0] && other[1])
-		set(counts, sizeof counts, "%zu backward and %zu optimizer ones",
-		    other[0], other[1]);
-	else
-		set(counts, sizeof counts, "%zu %s ones", other[0] + other[1],
-		    other[0] ? "backward" : "optimizer");
+	for (size_t k = 0, n = 0; k < OTHER_PHASES; k++) {
+		if (!other[k])
+			continue;
+		size_t used = strlen(counts), fused = strlen(filters);
+		snprintf(counts + used, sizeof counts - used, "%s%zu %s",
+			 n ? " and " : "", other[k], other_phases[k]);
+		snprintf(filters + fused, sizeof filters - fused, "%s`in %s`",
+			 n ? ", " : "", other_phases[k]);
+		n++;
+	}
 	set(o->actual, sizeof o->actual,
-	    "no forward op matched '%s'; %s did (op rules look at forward "
-	    "ops: add %s or `in any`)", op, counts,
-	    !other[1] ? "`in backward`" : !other[0] ? "`in optimizer`"
-						    : "`in backward`, `in optimizer`");
+	    "no forward op matched '%s'; %s ones did (op rules look at forward "
+	    "ops: add %s or `in any`)", op, counts, filters);
 }
 
 /* One check of an op rule on one op; when it does not hold, what the op
@@ -258,7 +273,7 @@ struct op_tally {
 	size_t first[RULE_MAX_CHECKS];  /* the first one's event */
 	char focus[RULE_MAX_CHECKS][400]; /* ... and what it has instead */
 	/* same name, left out by the default phase: backward, optimizer */
-	size_t other_phase[2];
+	size_t other_phase[OTHER_PHASES];
 };
 
 static void tally_ops(const struct trace *t, const struct rule *r,
@@ -272,8 +287,7 @@ static void tally_ops(const struct trace *t, const struct rule *r,
 		if (!op_selected(&r->filter, &e->op, "forward")) {
 			if (!r->filter.phase &&
 			    op_selected(&r->filter, &e->op, "any"))
-				tally->other_phase[e->op.phase &&
-						   !strcmp(e->op.phase, "optimizer")]++;
+				tally->other_phase[other_phase_of(e->op.phase)]++;
 			continue;
 		}
 		tally->matched++;
@@ -362,7 +376,7 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	tally_ops(t, r, &tally);
 	op_verdict(t, r, &tally, o);
 	if (!tally.matched && !o->pass && !o->actual[0] &&
-	    tally.other_phase[0] + tally.other_phase[1])
+	    tally.other_phase[0] + tally.other_phase[1] + tally.other_phase[2])
 		other_phase_text(o, r->op, tally.other_phase);
 	else if (!tally.matched && !o->pass && !o->actual[0])
 		set(o->actual, sizeof o->actual,

@@ -333,13 +333,15 @@ static int compare_reasons(const void *a, const void *b)
 }
 
 /* Forward, backward, optimizer: the order a step runs them in, so the
- * model's ops come first; phases this reader does not know come last. */
+ * model's ops come first; then the rest (other: data, initialisation),
+ * and phases this reader does not know last. */
 static int phase_rank(const char *phase)
 {
-	static const char *const order[] = { "forward", "backward", "optimizer" };
+	static const char *const order[] = { "forward", "backward", "optimizer",
+					     "other" };
 	int rank = 0;
 
-	while (rank < 3 && strcmp(phase, order[rank]))
+	while (rank < 4 && strcmp(phase, order[rank]))
 		rank++;
 	return rank;
 }

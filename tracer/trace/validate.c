@@ -205,7 +205,8 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 
 size_t trace_validate(const struct trace *t, struct validate_report *r)
 {
-	static const char *const phases[] = { "forward", "backward", "optimizer", NULL };
+	static const char *const phases[] = { "forward", "backward", "optimizer",
+					      "other", NULL };
 	static const char *const caches[] = { "hit", "miss", "uncacheable",
 					      "disabled", NULL };
 	size_t n = t->nevents + 1;

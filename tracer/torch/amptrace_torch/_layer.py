@@ -165,6 +165,24 @@ def _wrap_phases(torch, bridge):
     setattr(optimizer, patch_name, patch_step)
 
 
+def _wrap_clip_grad(torch, bridge):
+    """Gradient clipping (clip_grad_norm_, clip_grad_value_) is part of
+    the optimizer's step, not the forward pass: its ops are phase
+    optimizer.  Both names torch exports them under (torch.nn.utils and
+    torch.nn.utils.clip_grad) get the wrapper, before the program imports
+    either."""
+    import torch.nn.utils.clip_grad as clip_grad
+    utils = torch.nn.utils
+    for name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"):
+        fn = getattr(clip_grad, name, None)
+        if fn is None or getattr(fn, "_amptrace", False):
+            continue
+        wrapped = _in_phase(bridge, "optimizer", fn)
+        setattr(clip_grad, name, wrapped)
+        if getattr(utils, name, None) is fn:
+            setattr(utils, name, wrapped)
+
+
 class _Identities:
     """A set of live objects by identity: modules may define __eq__
     without __hash__ (a WeakSet would raise in the program's forward), and
@@ -430,6 +448,7 @@ def install(torch, bridge, modules_exist):
     after its `import torch`)."""
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
+                 lambda: _wrap_clip_grad(torch, bridge),
                  lambda: _name_parameters(torch, bridge, modules_exist),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
