@@ -516,14 +516,14 @@ check "sample mlp: no findings" status_is 0
 check "sample mlp: no amp.diag events" no_diag "$tmp/mlp.json" ""
 capture "$amptrace" summary "$tmp/mlp.json"
 check "summary: the header's framework and the policy table it selects" \
-	out_has "framework: libamp 0.1.0 (policy table: newest)"
+	out_has "framework: libamp 0.1.0 (policy table: 2.13)"
 capture "$amptrace" summary "$fx/good.json"
 check "summary: no framework line for a trace without one" \
 	sh -c "! grep -q '^framework:' '$tmp/out'"
 capture "$amptrace" summary --json "$fx/good.json"
-check "summary --json: framework null, the newest table" \
+check "summary --json: framework null, the newest (2.13) table" \
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-sys.exit(not (d["framework"] is None and d["policy_table"] == "newest"))' "$tmp/out"
+sys.exit(not (d["framework"] is None and d["policy_table"] == "2.13"))' "$tmp/out"
 "$amptrace" run -q -o "$tmp/whole.json" -- "$whole_loop" --steps 6 >/dev/null
 check "sample whole_loop: stale-cache in the trace" \
 	diag_has "$tmp/whole.json" stale-cache "fc1.weight"
