@@ -39,7 +39,7 @@ except ImportError as error:
     print(f"skip: torch is not importable ({error})")
     sys.exit(77)
 
-from torch_policy_cases import cases  # noqa: E402
+from torch_policy_cases import cases, cuda_only_cases  # noqa: E402
 
 AMPTRACE = sys.argv[1]
 BF16 = torch.bfloat16
@@ -118,7 +118,7 @@ class CastRecorder(TorchDispatchMode):
                 if source is t:
                     self.casts.append((i, DTYPE_NAMES[out.dtype]))
                     break
-        else:
+        elif not str(func).startswith("prim."):  # a FakeTensor's device
             self.leading = False
         return out
 
@@ -340,6 +340,88 @@ def list_variants(lower, builtin, entry):
     return variants
 
 
+def fake_cuda(value, mode):
+    """`value` with its tensors as FakeTensors of device cuda: CUDA
+    autocast's wrappers see CUDA tensors, meta kernels compute dtypes."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    if isinstance(value, torch.Tensor):
+        meta = torch.empty_strided(value.shape, value.stride(),
+                                   dtype=value.dtype, device="meta")
+        return FakeTensor(mode, meta, torch.device("cuda", 0))
+    if isinstance(value, (list, tuple)):
+        return type(value)(fake_cuda(v, mode) for v in value)
+    return value
+
+
+def run_cuda_autocast(fn, args, kwargs, inputs, lp, mode):
+    """The call under CUDA autocast, set directly (torch.autocast("cuda")
+    disables itself without a device); (outputs, error, casts)."""
+    recorder = CastRecorder(inputs)
+    torch.set_autocast_enabled("cuda", True)
+    torch.set_autocast_dtype("cuda", lp)
+    torch.autocast_increment_nesting()
+    try:
+        # the fake mode innermost: the recorder sees the casts
+        with recorder, mode:
+            return outputs_of(fn(*args, **kwargs)), None, recorder.casts
+    except RuntimeError as error:
+        return [], str(error), recorder.casts
+    finally:
+        if torch.autocast_decrement_nesting() == 0:
+            torch.clear_autocast_cache()
+        torch.set_autocast_enabled("cuda", False)
+
+
+def check_cuda_by_behaviour(rows):
+    """CUDA's rows as far as a CPU build runs them: each case of a CUDA
+    row (the CPU cases of ops both lists have, and CUDA-only ones) on
+    FakeTensors of device cuda under CUDA autocast, f16 and bf16: the
+    casts and the output dtypes must be explain's (--device cuda).  Values
+    cannot be had; a case whose meta kernel fails is counted apart."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    checked, kernel_failed = set(), []
+    for lp in (F16, BF16):
+        seen = {}
+        for label, case in list(cases(lp, rows)) + list(cuda_only_cases()):
+            if "aten::" + label in rows and not case.get("named"):
+                seen.setdefault(label, case)
+        for label, case in seen.items():
+            mode = FakeTensorMode()
+            args = fake_cuda(case["args"], mode)
+            kwargs = fake_cuda(case.get("kwargs", {}), mode)
+            inputs = flat_tensors(args, kwargs)
+            names = [DTYPE_NAMES[t.dtype] for t in inputs]
+            what = f"cuda {DTYPE_NAMES[lp]} {label}({', '.join(names)})"
+            answer = json.loads(explain("--device", "cuda", "--dtype",
+                                        DTYPE_NAMES[lp], "--json", label,
+                                        *names))
+            outs, error, observed = run_cuda_autocast(
+                case["fn"], args, kwargs, inputs, lp, mode)
+            if answer.get("error"):
+                check(error is not None and answer["error"] in error,
+                      f"{what}: raises as explain says",
+                      f"torch: {error!r}, explain: {answer['error']!r}")
+                checked.add(label)
+                continue
+            if error is not None:
+                kernel_failed.append(f"{what}: {error.splitlines()[0]}")
+                continue
+            planned = sorted((c["arg"], c["to"]) for c in answer["casts"])
+            got = sorted(observed)
+            dtypes = [DTYPE_NAMES.get(o.dtype, str(o.dtype)) for o in outs]
+            want = answer["outputs"]
+            check(got == planned and dtypes[:len(want)] == want,
+                  f"{what}: casts and output dtypes",
+                  f"torch {got} {dtypes}, explain {planned} {want}")
+            checked.add(label)
+    for line in kernel_failed:
+        print(f"# no meta kernel on FakeTensors: {line}")
+    check(len(checked) >= 60,
+          f"{len(checked)} of the {len(rows)} CUDA rows checked by "
+          f"behaviour on FakeTensors ({len(kernel_failed)} runs without a "
+          "meta kernel)")
+
+
 def check_cpu_f16_refused():
     """1.13's CPU autocast takes bf16 only: explain and torch agree that
     an f16 region raises, with the same message."""
@@ -385,6 +467,8 @@ def main():
     cpu_f16 = torch.__version__.split(".")[0] != "1"
     if not cpu_f16:
         check_cpu_f16_refused()
+    else:  # FakeTensors and torch.set_autocast_enabled(device): 2.x
+        check_cuda_by_behaviour(table("cuda"))
     for lp in (BF16, F16) if cpu_f16 else (BF16,):
         covered = set()
         for label, case in cases(lp, rows):

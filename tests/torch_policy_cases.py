@@ -384,3 +384,58 @@ def cases(lp=BF16, rows=None):
         for label, case in group():
             if rows is None or "aten::" + label in rows:
                 yield label, case
+
+
+def cuda_only_cases():
+    """Calls of CUDA rows the CPU cases do not reach (fp32_set_opt_dtype,
+    fp32_append_dtype, CUDA-only fp32 and promote ops), for the check on
+    FakeTensors of device cuda.  Inputs f16: what CUDA autocast leaves
+    alone or widens."""
+    h = F16
+    x = t(3, 4, dtype=h)
+    yield "softmax.int", dict(fn=aten.softmax.int, args=[x, 1])
+    yield "log_softmax.int", dict(fn=aten.log_softmax.int, args=[x, 1])
+    yield "sum", dict(fn=aten.sum.default, args=[x])
+    yield "sum.dim_IntList", dict(fn=aten.sum.dim_IntList, args=[x, [1]])
+    yield "prod", dict(fn=aten.prod.default, args=[x])
+    yield "cumsum", dict(fn=aten.cumsum.default, args=[x, 1])
+    yield "cumprod", dict(fn=aten.cumprod.default, args=[x, 1])
+    yield "norm.Scalar", dict(fn=aten.norm.Scalar, args=[x, 2])
+    yield "norm.ScalarOpt_dim", dict(fn=aten.norm.ScalarOpt_dim,
+                                     args=[x, 2, [1]])
+    yield "exp", dict(fn=aten.exp.default, args=[x])
+    yield "layer_norm", dict(fn=aten.layer_norm.default, args=[x, [4]])
+    yield "group_norm", dict(fn=aten.group_norm.default,
+                             args=[t(2, 4, 3, dtype=h), 2])
+    yield "rms_norm", dict(fn=aten.rms_norm.default, args=[x, [4]])
+    yield "addcmul", dict(fn=aten.addcmul.default,
+                          args=[t(3, 4), x, t(3, 4, dtype=h)])
+    yield "dot", dict(fn=aten.dot.default, args=[t(4, dtype=h), t(4)])
+    yield "atan2", dict(fn=aten.atan2.default, args=[x, t(3, 4)])
+    yield "upsample_nearest2d", dict(fn=aten.upsample_nearest2d.default,
+                                     args=[t(1, 1, 2, 2, dtype=h), [4, 4]])
+    for name in ("acos", "asin", "cosh", "erfinv", "expm1", "log", "log10",
+                 "log2", "log1p", "reciprocal", "rsqrt", "sinh", "tan",
+                 "softplus"):
+        yield name, dict(fn=getattr(aten, name).default,
+                         args=[t(3, 4, dtype=h, low=0.1) / 2])
+    yield "pow.Tensor_Scalar", dict(fn=aten.pow.Tensor_Scalar, args=[x, 2])
+    yield "pow.Tensor_Tensor", dict(fn=aten.pow.Tensor_Tensor, args=[x, x])
+    yield "pow.Scalar", dict(fn=aten.pow.Scalar, args=[2.0, x])
+    yield "logsumexp", dict(fn=aten.logsumexp.default, args=[x, [1]])
+    yield "dist", dict(fn=aten.dist.default, args=[x, t(3, 4, dtype=h)])
+    yield "pdist", dict(fn=aten.pdist.default, args=[x])
+    yield "renorm", dict(fn=aten.renorm.default, args=[x, 2, 0, 1.0])
+    yield "cosine_similarity", dict(fn=aten.cosine_similarity.default,
+                                    args=[x, t(3, 4, dtype=h)])
+    yield "native_layer_norm", dict(fn=aten.native_layer_norm.default,
+                                    args=[x, [4], None, None, 1e-5])
+    yield "frobenius_norm.dim", dict(fn=aten.frobenius_norm.dim,
+                                     args=[x, [0, 1]])
+    yield "nuclear_norm", dict(fn=aten.nuclear_norm.default, args=[x])
+    yield "upsample_bilinear2d", dict(
+        fn=aten.upsample_bilinear2d.default,
+        args=[t(1, 1, 2, 2, dtype=h), [4, 4], False])
+    yield "binary_cross_entropy", dict(
+        fn=aten.binary_cross_entropy.default,
+        args=[torch.sigmoid(t(3, 4)), torch.ones(3, 4), None, 1])
