@@ -73,7 +73,11 @@ def torch_version():
 
 
 VERSION = torch_version()
-TORCH2 = not VERSION.startswith("1.")
+RELEASE = tuple(int(n) for n in VERSION.split(".")[:2])
+TORCH2 = RELEASE >= (2, 0)
+# pytorch#165068: nothing cached under inference_mode from 2.11 (Debian
+# 13's 2.6 still caches there)
+NO_INFERENCE_CACHE = RELEASE >= (2, 11)
 TABLE = "2.13" if TORCH2 else "1.13"
 
 
@@ -99,10 +103,13 @@ def test_cache_inference():
     check("inference_mode: torch %s cast the weight %s (%s)" % (
               VERSION, made, "cached once, then a hit" if made == 1 else
               "nothing cached"),
-          made == (2 if TORCH2 else 1), p.stdout + p.stderr[-300:])
+          made == (2 if NO_INFERENCE_CACHE else 1),
+          p.stdout + p.stderr[-300:])
     check("... and the trace says so: %s" % (
-              "uncacheable twice" if TORCH2 else "a miss, then a hit"),
-          casts == (["uncacheable"] * 2 if TORCH2 else ["miss", "hit"]) and
+              "uncacheable twice" if NO_INFERENCE_CACHE
+              else "a miss, then a hit"),
+          casts == (["uncacheable"] * 2 if NO_INFERENCE_CACHE
+                    else ["miss", "hit"]) and
           len([c for c in casts if c != "hit"]) == made, casts)
 
 
