@@ -38,6 +38,15 @@ def bridge_missing(amptrace, python, need="import torch"):
     return None
 
 
+def torch_release(python):
+    """(major, minor) of the torch `python` runs."""
+    import subprocess
+    p = subprocess.run([python, "-c",
+                        "import torch; print(torch.__version__)"],
+                       capture_output=True, text=True)
+    return tuple(int(n) for n in p.stdout.split(".")[:2])
+
+
 def torch2_required():
     """This is a torch 2.13 run (tests/meson.build sets AMPTRACE_TEST_TORCH)
     and a skip of it must fail (AMPTRACE_REQUIRE_TORCH2=1: .ci/run)."""

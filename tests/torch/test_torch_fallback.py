@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done, skip_unless_bridge
+from tap import check, done, skip_unless_bridge, torch_release
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
@@ -105,13 +105,6 @@ OP_DIFFERENCES.update({("backward", "add.Tensor"): MODE_OUT_OF_PLACE,
 ALIGNED = {("output", "detach", "backward"), ("output", "add.Tensor",
                                               "backward"),
            ("output", "view", "backward")}
-
-
-def torch_release():
-    """(major, minor) of the torch PYTHON runs."""
-    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
-                       capture_output=True, text=True)
-    return tuple(int(n) for n in p.stdout.split(".")[:2])
 
 
 # torch 2.x's cast cache is one per process: which worker thread casts a
@@ -208,12 +201,27 @@ def test_bridge_suite():
           not still or skipped_twins, still)
 
 
+def same_losses(a, b):
+    """The same lines, but for numbers that may differ by 1e-3."""
+    def numbers(text):
+        return [float(w) if w[:1].isdigit() else w for w in text.split()]
+    x, y = numbers(a), numbers(b)
+    return len(x) == len(y) and all(
+        abs(u - v) <= 1e-3 if isinstance(u, float) and isinstance(v, float)
+        else u == v for u, v in zip(x, y))
+
+
 def compare(name, script, args, shared_cache=False):
     """Traces `script` both ways and checks the casts are the same."""
     p0, observer = trace(script, args, False, name + "_observer")
     p1, fallback = trace(script, args, True, name + "_fallback")
-    check("%s: runs the same both ways" % name,
-          p0.returncode == p1.returncode == 0 and p0.stdout == p1.stdout,
+    same = (p0.stdout == p1.stdout if not shared_cache else
+            same_losses(p0.stdout, p1.stdout))
+    check("%s: runs the same both ways" % name + (
+              " (losses to 1e-3: a gradient sums in bf16 when two workers "
+              "shared a cast, in f32 when not, as timing had it)"
+              if shared_cache else ""),
+          p0.returncode == p1.returncode == 0 and same,
           (p0.stdout, p1.stdout, p1.stderr[-1500:]))
     check("%s: the fallback said so on stderr" % name,
           "recording torch through Python modes" in p1.stderr and
@@ -251,7 +259,7 @@ def test_same_trace():
     pairs += [("twin_" + n, "twin_%s.py" % n, [steps]) for n, steps in (
         ("mlp", "2"), ("transformer", "2"), ("whole_loop", "6"),
         ("nested", "2"), ("threads", "2"))]
-    per_process = torch_release() >= (2, 0)
+    per_process = torch_release(PYTHON) >= (2, 0)
     for name, script, args in pairs:
         shared = per_process and name in ("twin_threads",)
         observer, fallback = compare(name, script, args, shared)

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done, skip_unless_bridge
+from tap import check, done, skip_unless_bridge, torch_release
 
 AMPTRACE, VALIDATE, PYTHON = sys.argv[1:4]
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "versions")
@@ -66,19 +66,18 @@ def weight_casts(trace):
             if c["args"].get("name") == "weight"]
 
 
-def torch_version():
-    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
-                       capture_output=True, text=True)
-    return p.stdout.strip()
-
-
-VERSION = torch_version()
-RELEASE = tuple(int(n) for n in VERSION.split(".")[:2])
-TORCH2 = RELEASE >= (2, 0)
-# pytorch#165068: nothing cached under inference_mode from 2.11 (Debian
-# 13's 2.6 still caches there)
-NO_INFERENCE_CACHE = RELEASE >= (2, 11)
-TABLE = "2.13" if TORCH2 else "1.13"
+def torch_facts():
+    """The running torch's version, and what the tests expect of it."""
+    global VERSION, TORCH2, NO_INFERENCE_CACHE, TABLE
+    VERSION = subprocess.run(
+        [PYTHON, "-c", "import torch; print(torch.__version__)"],
+        capture_output=True, text=True).stdout.strip()
+    release = torch_release(PYTHON)
+    TORCH2 = release >= (2, 0)
+    # pytorch#165068: nothing cached under inference_mode from 2.11
+    # (Debian 13's 2.6 still caches there)
+    NO_INFERENCE_CACHE = release >= (2, 11)
+    TABLE = "2.13" if TORCH2 else "1.13"
 
 
 def test_header():
@@ -228,6 +227,7 @@ def test_subclass():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
+torch_facts()
 print("# torch %s" % VERSION)
 test_header()
 test_cache_inference()
