@@ -11,9 +11,10 @@ bf16 MLP (CPU) at batch/hidden 8/32, 64/256, 256/1024, run
              outputs (floor_observer.cpp, --floor): what torch spends
              handing any observer an op,
 as ratios to plain.  Processes alternate (all five, round after round);
-medians.  Also the observer's cost per recorded event ((traced - plain)
-per event) and the bridge's own ((traced - floor) per event).  Exit 77
-without torch or the bridge.
+medians.  One intra-op thread (OMP_NUM_THREADS=1) in each.  Also the
+observer's cost per recorded event ((traced - plain) per event) and the
+bridge's own ((traced - floor) per event).  Exit 77 without torch or the
+bridge.
 
 usage: bench_torch.py AMPTRACE PYTHON [--floor LIB] [--rounds N]
                       [--before AMPTRACE_BEFORE]
@@ -37,6 +38,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "bench_torch_steps.py")
 SIZES = {"8/32": 300, "64/256": 150, "256/1024": 40}  # steps, as the worker
 SHARE_TARGET = 0.10
+# One intra-op thread in every run: pip's torch 2.13 starts one per core,
+# and on a busy 2-core machine their waits dominate (the 8/32 step's
+# backward: 11 ms of CPU with two, 0.23 ms with one); Debian's 1.13 runs
+# one anyway.  What is measured is the cost per op.
+ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1")
 
 
 def arguments():
@@ -56,7 +62,7 @@ def worker(args, mode, trace):
     if mode in ("traced", "before"):
         amptrace = args.before if mode == "before" else args.amptrace
         cmd = [amptrace, "run", "-q", "-o", trace, "--"] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ONE_THREAD)
     if out.returncode != 0:
         raise SystemExit("bench_torch: %s failed: %s" % (mode, out.stderr))
     return json.loads(out.stdout.strip().splitlines()[-1])
