@@ -808,10 +808,14 @@ START_TEST(test_policy_table_of_trace)
 		const char *framework, *table;
 	} frameworks[] = {
 		{ "torch 1.13.0a0 (policy table: 1.13)", "1.13" },
+		{ "torch 2.13.0+cpu (policy table: 2.13)", "2.13" },
+		{ "torch 2.9.0 (policy table: 2.13, none for torch 2.9.0)",
+		  "2.13" },
+		/* written before 2.13 had a table: the newest */
 		{ "torch 2.9.0 (policy table: newest, none for torch 2.9.0 yet)",
-		  "newest" },
-		{ "libamp 0.1.0", "newest" },
-		{ NULL, "newest" },
+		  "2.13" },
+		{ "libamp 0.1.0", "2.13" },
+		{ NULL, "2.13" },
 	};
 	for (size_t i = 0; i < sizeof frameworks / sizeof *frameworks; i++) {
 		struct trace t;

@@ -431,6 +431,12 @@ TWIN_OTHER = {
     ("output", "mul.Tensor"): "libamp's scaler.scale(loss) is a mul.Tensor; "
     + ALIGNED,
 }
+# ... and those of torch 2.x only.
+TWIN_OTHER_2X = {
+    ("output", "add.Tensor"): "torch 2.x's zero_grad sets gradients to None "
+    "(1.13's zeroes them), so AccumulateGrad adds no f32 gradient (1.13: an "
+    "add.Tensor per parameter and step); " + ALIGNED,
+}
 # ... and those of one twin only.
 PER_CACHE = ("torch 1.13's cast cache is per thread, the newest (libamp) "
              "process-wide: libamp's workers may reuse each other's weight "
@@ -443,6 +449,15 @@ TWIN_OTHER_OF = {
         "f32 from two casts (torch 1.13); " + PER_CACHE,
     },
 }
+
+
+def cast_decisions(trace):
+    """amp.cast events by direction, hits included."""
+    counts = {}
+    for c in casts(trace):
+        key = "%s->%s" % (c["from"], c["to"])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def test_twins():
@@ -459,7 +474,8 @@ def test_twins():
         diff = json.loads(d.stdout)
         other = [c for c in diff["changes"]
                  if c["kind"] not in ("op-added", "op-removed")]
-        named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {})}
+        named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {}),
+                 **(TWIN_OTHER_2X if torch_release() >= (2, 0) else {})}
         check("twin %s: no cast-behaviour change against libamp's sample "
               "(dtype, policy, casts, cache) but the named ones" % name,
               p.returncode == 0 and all(
@@ -468,12 +484,19 @@ def test_twins():
         for c in other:
             print("# twin %s: %s %s: %s" % (name, c["kind"], c["op"],
                                             named.get((c["kind"], c["op"]))))
-        if name == "threads":
+        if name == "threads" and torch_release() < (2, 0):
             # PER_CACHE: libamp's workers may hit where torch's cast.
             check("twin threads: casts by direction, torch's per-thread "
                   "cache making at least libamp's", all(
                       c["base"] <= c["new"] for c in diff["casts_by_direction"]),
                   diff["casts_by_direction"])
+        elif name == "threads":
+            # both caches per process: which worker casts and which hits
+            # is timing; every use of a weight is one decision either way
+            decisions = [cast_decisions(load(path)) for path in (base, new)]
+            check("twin threads: the same cast decisions (casts and hits) "
+                  "by direction, both caches per process",
+                  decisions[0] == decisions[1], decisions)
         else:
             check("twin %s: the same casts by direction" % name, all(
                 c["base"] == c["new"] for c in diff["casts_by_direction"]),
@@ -556,10 +579,13 @@ def test_divergence():
     t = load(os.path.join(TMP, "div_set_enabled.json"))
     s = subprocess.run([AMPTRACE, "summary", os.path.join(
         TMP, "div_set_enabled.json")], capture_output=True, text=True)
+    release = "%d.%d" % torch_release()
+    table = "1.13" if torch_release() < (2, 0) else "2.13"
     check("the header names torch and its policy table; summary shows it",
-          t["amptrace"].get("framework", "").startswith("torch 1.13") and
-          "(policy table: 1.13)" in t["amptrace"]["framework"] and
-          "framework: torch 1.13" in s.stdout, (t["amptrace"], s.stdout))
+          t["amptrace"].get("framework", "").startswith("torch " + release)
+          and "(policy table: %s" % table in t["amptrace"]["framework"] and
+          "framework: torch " + release in s.stdout,
+          (t["amptrace"], s.stdout))
     msg = divergences(t)[0]["message"] if divergences(t) else ""
     check("... the set_enabled case names the op and the fix",
           msg.startswith("mm (op") and "set_autocast_cpu_enabled" in msg and

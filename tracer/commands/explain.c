@@ -677,15 +677,19 @@ static int parse_torch(struct explain *ex, const char *value)
 	bool exact;
 	int status = amp_torch_version_from_string(value, &ex->torch, &exact);
 	if (status == AMP_OK) {
+		const struct amp_torch_table *table = amp_torch_table(ex->torch);
+		int major = 0, minor = 0;
+		sscanf(value, "%d.%d", &major, &minor);
+		bool below = table->major * 1000 + table->minor <=
+			     major * 1000 + minor;
 		if (!exact)
 			add_note(ex,
 				 "PyTorch %s has no table of its own: explained "
 				 "with the %s lists (%s)",
-				 value, amp_torch_table(ex->torch)->name,
-				 ex->torch == AMP_TORCH_NEWEST
-					 ? "it is newer than every numbered "
-					   "table"
-					 : "the nearest table below it");
+				 value, table->name,
+				 below ? "the nearest table below it"
+				       : "the nearest table above it: none "
+					 "below it has its major version");
 		return 0;
 	}
 	fprintf(stderr, "amptrace explain: %s PyTorch version '%s'; versions: ",

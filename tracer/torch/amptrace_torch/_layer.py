@@ -342,18 +342,40 @@ def _wrap_processes(bridge):
 
 
 def _found_inf(scaler, optimizer):
-    state = scaler._per_optimizer_states.get(id(optimizer), {})
+    """Whether unscaling `optimizer`'s gradients (or its id's) found an
+    inf or NaN."""
+    key = optimizer if isinstance(optimizer, int) else id(optimizer)
+    state = scaler._per_optimizer_states.get(key, {})
     values = state.get("found_inf_per_device", {}).values()
     return sum(v.item() for v in values) > 0
 
 
 def _wrap_scaler(torch, bridge):
-    """GradScaler: the scale after each update, found_inf and skipped
-    steps.  1.13's scaler disables itself without CUDA: no events then.
-    torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's subclasses it)."""
+    """GradScaler: each scale, unscale_, step and update, with the scale,
+    found_inf and skipped steps.  1.13's scaler disables itself without
+    CUDA: no events then.  torch 2.x's is torch.amp.GradScaler (torch.cuda.
+    amp's subclasses it), and runs on the CPU ("cpu")."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    step, update = cls.step, cls.update
+    scale, unscale, step, update = cls.scale, cls.unscale_, cls.step, \
+        cls.update
+
+    @functools.wraps(scale)
+    def scale_(self, outputs):
+        result = scale(self, outputs)
+        if self._enabled:
+            bridge.scaler("scale", id(self), 0, self.get_scale(), False,
+                          False, 0)
+        return result
+
+    @functools.wraps(unscale)
+    def unscale_(self, optimizer):
+        result = unscale(self, optimizer)
+        if self._enabled:
+            inf = _found_inf(self, optimizer)
+            bridge.scaler("unscale", id(self), id(optimizer),
+                          self.get_scale(), inf, False, 0)
+        return result
 
     @functools.wraps(step)
     def step_(self, optimizer, *args, **kwargs):
@@ -366,9 +388,14 @@ def _wrap_scaler(torch, bridge):
 
     @functools.wraps(update)
     def update_(self, *args, **kwargs):
+        # what update() consumes: every optimizer's found_inf (it resets
+        # them); the skip itself is the step event's
+        inf = self._enabled and any(
+            _found_inf(self, optimizer_id) for optimizer_id in
+            list(self._per_optimizer_states))
         result = update(self, *args, **kwargs)
         if self._enabled:
-            bridge.scaler("update", id(self), 0, self.get_scale(), False,
+            bridge.scaler("update", id(self), 0, self.get_scale(), inf,
                           False, 0)
         return result
 
@@ -376,7 +403,8 @@ def _wrap_scaler(torch, bridge):
     # optimizer step's, not the forward pass's.
     cls.step = _in_phase(bridge, "optimizer", step_)
     cls.update = _in_phase(bridge, "optimizer", update_)
-    cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
+    cls.scale = scale_
+    cls.unscale_ = _in_phase(bridge, "optimizer", unscale_)
 
 
 # What torch raises for a failed op (c10::Error and its Python mappings).
