@@ -30,6 +30,12 @@ struct trace_steps {
 	int nevaluations;     /* evaluation windows */
 	int ndetail;          /* steps recorded in full detail */
 	int naggregated;      /* steps recorded as aggregates only */
+	bool *aggregated;     /* per step: recorded as aggregates only */
+	/* the step a graph shows by default: the second in full detail
+	 * (the first warms up), else the first */
+	int default_step;
+	/* internals */
+	int naggregated_cap, nseen;
 	/* full detail stopped for size from this step on (-1: it did
 	 * not), past `detail_stop_limit` bytes of `detail_stop_measured` */
 	int64_t detail_stop_step;
