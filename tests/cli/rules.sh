@@ -41,7 +41,7 @@ refused 'op linear: output f16, output f32, output f16, output f16, output f16, 
 	"1:108: expected at most 8 checks, got 'output'"
 refused 'op linear in' "1:13: expected 'scope', 'phase', 'forward', 'backward', 'optimizer', 'other' or 'any' after 'in', got the end of the line"
 refused 'op linear in scope' "1:19: expected a scope name, got the end of the line"
-refused 'op linear in phase sideways: output f16' "1:20: expected a phase (forward backward optimizer any), got 'sideways'"
+refused 'op linear in phase sideways: output f16' "1:20: expected a phase (forward backward optimizer other any), got 'sideways'"
 refused 'op linear under: output f16' "1:16: expected 'autocast', got ':'"
 refused 'op @: output f16' "1:4: unexpected character '@'"
 refused 'casts' "1:6: expected a cast direction (DTYPE->DTYPE, total, to DTYPE, from DTYPE), got the end of the line"

@@ -1032,6 +1032,25 @@ const char *const trace_dtype_names[TRACE_DTYPE_COUNT + 1] = {
 	"f64", "f32", "f16", "bf16", "i64", "i32", "bool", NULL
 };
 
+double trace_duration_us(const struct trace *t)
+{
+	const cJSON *v = t->end ? cJSON_GetObjectItemCaseSensitive(t->end,
+								  "duration_us")
+				: NULL;
+	double t0 = INFINITY, t1 = -INFINITY;
+
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+		return v->valuedouble;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		t0 = fmin(t0, e->ts);
+		t1 = fmax(t1, e->ts + e->dur);
+	}
+	return t1 > t0 ? t1 - t0 : 0;
+}
+
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size)
 {
 	if (op->overload && op->overload[0])
