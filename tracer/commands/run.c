@@ -128,9 +128,10 @@ struct output {
 	 * after every poll: built while the program runs, not after */
 	struct trace_index index;
 	/* the progress line's count of steps: kept's events seen so far,
-	 * GradScaler updates and outermost autocast regions among them */
+	 * the steps the producers marked, else GradScaler updates and
+	 * outermost autocast regions among them */
 	size_t progress_seen;
-	uint64_t scaler_updates, outer_regions;
+	uint64_t steps, scaler_updates, outer_regions;
 };
 
 struct run_state {
@@ -476,11 +477,11 @@ static bool merge_ranks(const struct run_state *s, bool quiet)
 }
 
 /* The progress line while PROG runs (on a terminal): events recorded,
- * the traces' size, and the step, counted as summary counts them
- * (GradScaler updates, else outermost autocast regions). */
+ * the traces' size, and the step: the steps its producers marked (else
+ * GradScaler updates, else outermost autocast regions). */
 static void draw_progress(struct run_state *s, struct progress *p)
 {
-	uint64_t events = 0, updates = 0, regions = 0;
+	uint64_t events = 0, updates = 0, regions = 0, steps = 0;
 	double bytes = 0;
 	struct stat st;
 
@@ -494,18 +495,24 @@ static void draw_progress(struct run_state *s, struct progress *p)
 		for (; o->kept_ready && o->progress_seen < o->kept.nevents;
 		     o->progress_seen++) {
 			const struct trace_event *e = &o->kept.events[o->progress_seen];
-			if (e->kind == TRACE_SCALER && e->scaler.what &&
-			    !strcmp(e->scaler.what, "update"))
+			if (e->kind == TRACE_STEP && e->ph == 'X' &&
+			    e->step.marker)
+				o->steps++;
+			else if (e->kind == TRACE_SCALER && e->scaler.what &&
+				 !strcmp(e->scaler.what, "update"))
 				o->scaler_updates++;
 			else if (e->kind == TRACE_SCOPE_END && e->scope.depth == 1)
 				o->outer_regions++;
 		}
+		steps += o->steps;
 		updates += o->scaler_updates;
 		regions += o->outer_regions;
 	}
 	progress_draw(p, "amptrace run: %llu events, %.1f MB, step %llu",
 		      (unsigned long long)events, bytes / 1e6,
-		      (unsigned long long)(updates ? updates : regions));
+		      (unsigned long long)(steps     ? steps
+					   : updates ? updates
+						     : regions));
 }
 
 /* Full detail stops once the traces passed --max-size: the program's
