@@ -387,6 +387,7 @@ static void aggregate_eq(size_t i, const struct trace_aggregate *a,
 		const struct trace_aggregate_cast *x = &a->casts[k];
 		const struct trace_aggregate_cast *y = &b->casts[k];
 		str_eq("row cast op", i, x->op, y->op);
+		str_eq("row cast phase", i, x->phase, y->phase);
 		str_eq("row from", i, x->from, y->from);
 		str_eq("row to", i, x->to, y->to);
 		str_eq("row cache", i, x->cache, y->cache);

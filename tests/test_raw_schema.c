@@ -392,7 +392,7 @@ START_TEST(step_kinds_round_trip)
 
 	const struct raw_step_cast cast = {
 		.step = 8, .count = 9, .bytes = 10, .dur_ns = 11, .stale = 12,
-		.from = AMP_DTYPE_F32, .to = AMP_DTYPE_F16,
+		.phase = AMP_PHASE_OTHER, .from = AMP_DTYPE_F32, .to = AMP_DTYPE_F16,
 		.cache = AMP_CACHE_DISABLED, .op = "linear",
 	};
 	ROUND_TRIP(step_cast, RAW_KIND_STEP_CAST, cast);
@@ -402,6 +402,7 @@ START_TEST(step_kinds_round_trip)
 	ck_assert_uint_eq(c->bytes, 10);
 	ck_assert_uint_eq(c->dur_ns, 11);
 	ck_assert_uint_eq(c->stale, 12);
+	ck_assert_uint_eq(c->phase, AMP_PHASE_OTHER);
 	ck_assert_uint_eq(c->from, AMP_DTYPE_F32);
 	ck_assert_uint_eq(c->to, AMP_DTYPE_F16);
 	ck_assert_uint_eq(c->cache, AMP_CACHE_DISABLED);

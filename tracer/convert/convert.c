@@ -632,10 +632,11 @@ void convert_process_json(const struct convert_process *p, struct jsonw *w)
 		     (unsigned long long)p->raw_errors);
 	if (p->steps || p->aggregates || p->detail_stopped) {
 		jsonw_printf(w, ",\"steps\":{\"ended\":%llu,\"detail\":%llu,"
-				"\"aggregates\":%llu",
+				"\"aggregates\":%llu,\"aggregated_ops\":%llu",
 			     (unsigned long long)p->steps,
 			     (unsigned long long)p->detail_steps,
-			     (unsigned long long)p->aggregates);
+			     (unsigned long long)p->aggregates,
+			     (unsigned long long)p->aggregated_ops);
 		if (p->detail_stopped)
 			jsonw_printf(w, ",\"detail_stopped_at\":%llu",
 				     (unsigned long long)p->detail_stop_step);

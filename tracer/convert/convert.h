@@ -63,7 +63,7 @@ struct convert_process {
 	 * detail, when the step in progress began (0: at the start), and
 	 * whether full detail stopped for size (from detail_stop_step on,
 	 * past detail_stop_limit bytes of `detail_stop_measured`) */
-	uint64_t steps, detail_steps, aggregates;
+	uint64_t steps, detail_steps, aggregates, aggregated_ops;
 	uint64_t step_begin_ns;
 	bool detail_stopped;
 	uint64_t detail_stop_step, detail_stop_limit;

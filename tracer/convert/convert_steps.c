@@ -106,6 +106,7 @@ static void on_step_op(struct convert_process *p, struct convert_thread *t,
 		.count = m->count, .failed = m->failed,
 		.dur = convert_to_us((int64_t)m->dur_ns),
 	};
+	p->aggregated_ops += m->count;
 }
 
 static void on_step_cast(struct convert_process *p, struct convert_thread *t,
@@ -117,6 +118,7 @@ static void on_step_cast(struct convert_process *p, struct convert_thread *t,
 					  sizeof *t->aggregate_casts);
 	t->aggregate_casts[t->naggregate_casts++] = (struct trace_aggregate_cast){
 		.op = convert_intern_cstr(p, m->op ? m->op : ""),
+		.phase = convert_name(p, NAMES_PHASE, m->phase),
 		.from = convert_name(p, NAMES_DTYPE, m->from),
 		.to = convert_name(p, NAMES_DTYPE, m->to),
 		.cache = convert_name(p, NAMES_CACHE, m->cache),

@@ -91,10 +91,10 @@ struct raw_step_op {
 	const char *op, *overload;
 };
 
-/* ... one per (op, from, to, cache result) of its casts ... */
+/* ... one per (op, its phase, from, to, cache result) of its casts ... */
 struct raw_step_cast {
 	uint64_t step, count, bytes, dur_ns, stale;
-	uint8_t from, to, cache;
+	uint8_t phase, from, to, cache;
 	const char *op;
 };
 
@@ -193,8 +193,8 @@ struct raw_step_totals {
 
 #define RAW_STEP_CAST_FIELDS(X)                                             \
 	X(V64, step, ) X(V64, count, ) X(V64, bytes, ) X(V64, dur_ns, )     \
-	X(V64, stale, ) X(U8, from, ) X(U8, to, ) X(U8, cache, )            \
-	X(STR, op, )
+	X(V64, stale, ) X(U8, phase, ) X(U8, from, ) X(U8, to, )            \
+	X(U8, cache, ) X(STR, op, )
 
 #define RAW_STEP_DIAG_FIELDS(X)                                             \
 	X(V64, step, ) X(V64, count, ) X(V64, op_id, ) X(V64, tensor, )     \

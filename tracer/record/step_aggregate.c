@@ -210,7 +210,7 @@ static bool add_op(struct step_aggregate *a, const struct amp_event *event)
 
 struct cast_key {
 	const struct amp_cast_event *e;
-	const char *op;
+	const struct open_op *op;
 };
 
 static bool cast_matches(const struct row *r, const void *key)
@@ -219,25 +219,30 @@ static bool cast_matches(const struct row *r, const void *key)
 	const struct raw_step_cast *m = &r->m.cast;
 
 	return m->from == k->e->from && m->to == k->e->to &&
-	       m->cache == k->e->cache && same_name(r->op, NAME_LEN, k->op);
+	       m->cache == k->e->cache && m->phase == k->op->phase &&
+	       same_name(r->op, NAME_LEN, k->op->name);
 }
 
-/* The op `op_id` names among the open ones (innermost first), or "". */
-static const char *open_name(const struct step_aggregate *a, uint64_t op_id)
+/* The op `op_id` names among the open ones (innermost first). */
+static const struct open_op *open_op_of(const struct step_aggregate *a,
+					uint64_t op_id)
 {
+	static const struct open_op unknown = { 0, AMP_PHASE_FORWARD, "" };
+
 	for (int i = (a->nopen < OPEN_OPS ? a->nopen : OPEN_OPS); i-- > 0;)
 		if (a->open[i].op_id == op_id)
-			return a->open[i].name;
-	return "";
+			return &a->open[i];
+	return &unknown;
 }
 
 static bool add_cast(struct step_aggregate *a, const struct amp_event *event)
 {
 	const struct amp_cast_event *e = &event->cast;
-	struct cast_key key = { e, open_name(a, e->op_id) };
-	uint64_t h = hash_u64(hash_str(0x84222325cbf29ce4ull, key.op),
-			      (uint64_t)e->from << 16 | (uint64_t)e->to << 8 |
-				      (uint64_t)e->cache);
+	struct cast_key key = { e, open_op_of(a, e->op_id) };
+	uint64_t h = hash_u64(hash_str(0x84222325cbf29ce4ull, key.op->name),
+			      (uint64_t)key.op->phase << 24 |
+				      (uint64_t)e->from << 16 |
+				      (uint64_t)e->to << 8 | (uint64_t)e->cache);
 	bool made;
 	struct row *r = row_of(a, RAW_KIND_STEP_CAST, h, cast_matches, &key,
 			       &made);
@@ -253,8 +258,9 @@ static bool add_cast(struct step_aggregate *a, const struct amp_event *event)
 	if (!r)
 		return false;
 	if (made) {
-		copy_name(r->op, NAME_LEN, key.op);
+		copy_name(r->op, NAME_LEN, key.op->name);
 		r->m.cast = (struct raw_step_cast){
+			.phase = (uint8_t)key.op->phase,
 			.from = (uint8_t)e->from, .to = (uint8_t)e->to,
 			.cache = (uint8_t)e->cache,
 		};

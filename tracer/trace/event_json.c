@@ -400,6 +400,8 @@ static void write_aggregate(struct jsonw *w, const struct trace_aggregate *a)
 		jsonw_raw(w, ",[" + !i, i ? 2 : 1);
 		jsonw_str(w, c->op);
 		jsonw_raw(w, ",", 1);
+		jsonw_str(w, c->phase);
+		jsonw_raw(w, ",", 1);
 		jsonw_str(w, c->from);
 		jsonw_raw(w, ",", 1);
 		jsonw_str(w, c->to);

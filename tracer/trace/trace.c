@@ -661,6 +661,7 @@ static void load_aggregate_cast(struct row *r, void *out)
 	struct trace_aggregate_cast *c = out;
 
 	c->op = row_string(r, false);
+	c->phase = row_string(r, false);
 	c->from = row_string(r, false);
 	c->to = row_string(r, false);
 	c->cache = row_string(r, false);

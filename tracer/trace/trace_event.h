@@ -160,7 +160,7 @@ struct trace_aggregate_op {
 };
 
 struct trace_aggregate_cast {
-	const char *op, *from, *to, *cache;
+	const char *op, *phase, *from, *to, *cache;
 	uint64_t count, bytes, stale;
 	double dur;              /* µs, summed */
 };
