@@ -135,6 +135,36 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	return true;
 }
 
+/* The casts a step recorded as aggregates counts for a casts rule; none
+ * when the rule asks what its rows do not say (a region, a device,
+ * whether autocast applied). */
+static size_t aggregate_casts_selected(const struct rule *r,
+				       const struct trace_aggregate *g)
+{
+	const struct rule_filter *f = &r->filter;
+	size_t n = 0;
+
+	if (f->scope || f->device || f->autocast >= 0)
+		return 0;
+	for (int k = 0; k < g->ncasts; k++) {
+		const struct trace_aggregate_cast *c = &g->casts[k];
+		if ((r->from && strcmp(c->from, r->from)) ||
+		    (r->to && strcmp(c->to, r->to)))
+			continue;
+		if (!f->cache ? !strcmp(c->cache, "hit")
+			      : strcmp(f->cache, "any") &&
+					strcmp(f->cache, c->cache))
+			continue;
+		if (f->phase && strcmp(f->phase, "any") &&
+		    strcmp(c->phase, f->phase))
+			continue;
+		if (f->op && !check_name_matches(f->op, c->op, NULL))
+			continue;
+		n += c->count;
+	}
+	return n;
+}
+
 static size_t describe_tensor(char *buf, size_t size,
 			      const struct trace_tensor *t)
 {
@@ -154,6 +184,13 @@ static void describe_op(char *buf, size_t size, const struct trace *t,
 			const struct trace_event *e, const char *focus)
 {
 	const struct trace_op *op = &e->op;
+
+	if (e->kind == TRACE_AGGREGATE) {
+		set(buf, size, "%s in step %lld, recorded as per-step "
+		    "aggregates, at %s:%zu", focus,
+		    (long long)e->aggregate.step, t->path, e->line);
+		return;
+	}
 	char label[160];
 	size_t n = (size_t)snprintf(
 		buf, size, "%s (op %llu, %s", trace_op_label(op, label, sizeof label),
@@ -304,6 +341,80 @@ static void tally_ops(const struct trace *t, const struct rule *r,
 	}
 }
 
+/* A row of a step recorded as aggregates as an op (no inputs, no
+ * region, autocast unknown), for the filters and checks that need
+ * neither: into `op` and its output `out`. */
+static bool aggregate_as_op(const struct trace_aggregate_op *row,
+			    const struct rule *r, struct trace_op *op,
+			    struct trace_tensor *out)
+{
+	const struct rule_filter *f = &r->filter;
+
+	for (int k = 0; k < r->nchecks; k++)
+		if (r->checks[k].kind == CHECK_INPUTS)
+			return false;
+	if (f->scope || f->autocast >= 0)
+		return false;
+	*out = (struct trace_tensor){ .dtype = row->dtype };
+	*op = (struct trace_op){
+		.op = row->op, .overload = row->overload, .phase = row->phase,
+		.policy = row->policy, .device = row->device,
+		.noutputs = row->dtype ? 1 : 0, .outputs = out,
+		.error = row->failed ? "failed" : NULL,
+	};
+	return true;
+}
+
+/* The rows of steps recorded as aggregates, each `count` ops of one
+ * name, phase, policy, output dtype and device; rules that ask what the
+ * rows do not say (inputs, regions, autocast) leave them out. */
+static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
+				struct op_tally *tally)
+{
+	struct trace_op op;
+	struct trace_tensor out;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		for (int j = 0; e->kind == TRACE_AGGREGATE &&
+				j < e->aggregate.nops; j++) {
+			const struct trace_aggregate_op *row = &e->aggregate.ops[j];
+			if (!check_name_matches(r->op, row->op, row->overload) ||
+			    !aggregate_as_op(row, r, &op, &out))
+				continue;
+			if (!op_selected(&r->filter, &op, "forward")) {
+				if (!r->filter.phase &&
+				    op_selected(&r->filter, &op, "any"))
+					tally->other_phase[other_phase_of(
+						op.phase)] += row->count;
+				continue;
+			}
+			tally->matched += row->count;
+			for (int k = 0; k < r->nchecks; k++) {
+				const struct op_check *c = &r->checks[k];
+				char detail[400] = "";
+				if (c->kind == CHECK_COUNT ||
+				    op_check_holds(c, &op, detail, sizeof detail))
+					continue;
+				if (!tally->failed[k]) {
+					tally->first[k] = i;
+					snprintf(tally->focus[k],
+						 sizeof tally->focus[k],
+						 "%zu %s%s%s ops: %s",
+						 (size_t)row->count, row->op,
+						 row->overload[0] ? "." : "",
+						 row->overload,
+						 c->kind == CHECK_OUTPUT
+							 ? (row->dtype ? row->dtype
+								       : "no output")
+							 : detail);
+				}
+				tally->failed[k] += row->count;
+			}
+		}
+	}
+}
+
 /* Appends to buf (*n bytes used), "; " between parts, cut at its end. */
 static void append(char *buf, size_t size, size_t *n, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -374,6 +485,7 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	struct op_tally tally = { 0 };
 
 	tally_ops(t, r, &tally);
+	tally_aggregate_ops(t, r, &tally);
 	op_verdict(t, r, &tally, o);
 	if (!tally.matched && !o->pass && !o->actual[0] &&
 	    tally.other_phase[0] + tally.other_phase[1] + tally.other_phase[2])
@@ -395,8 +507,16 @@ static void describe_cast(char *buf, size_t size, const struct analysis *a,
 			  const struct trace_event *e)
 {
 	const struct trace_cast *c = &e->cast;
-	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
+	const struct trace_event *op;
 	char label[160];
+
+	if (e->kind == TRACE_AGGREGATE) {
+		snprintf(buf, size, "the casts of step %lld, recorded as "
+			 "per-step aggregates, at %s:%zu",
+			 (long long)e->aggregate.step, a->trace->path, e->line);
+		return;
+	}
+	op = analysis_op(a, e->pid, c->op_id);
 
 	snprintf(buf, size, "cast %s->%s of tensor %llu%s%s%s for %s (op %llu), "
 		 "cache %s, at %s:%zu",
@@ -438,13 +558,21 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_CAST || !cast_selected(a, r, e))
+		size_t n = e->kind == TRACE_AGGREGATE
+				   ? aggregate_casts_selected(r, &e->aggregate)
+				   : e->kind == TRACE_CAST && cast_selected(a, r, e);
+		if (!n)
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
-		if (!per_step[step]++)
-			first_in_step[step] = i;
-		if (!total++)
+		/* a step is its training: not the evaluation windows in it */
+		if (!a->evaluating[i]) {
+			if (!per_step[step])
+				first_in_step[step] = i;
+			per_step[step] += n;
+		}
+		if (!total)
 			first = i;
+		total += n;
 	}
 	casts_label(r, label, sizeof label);
 	if (!r->per_step) {

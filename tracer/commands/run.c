@@ -423,7 +423,7 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 			continue;
 		processes++;
 		events += cv->procs[i]->events;
-		ops += cv->procs[i]->ops;
+		ops += cv->procs[i]->ops + cv->procs[i]->aggregated_ops;
 		in_flight += cv->procs[i]->in_flight_ops;
 		threads += cv->procs[i]->nthreads;
 	}
