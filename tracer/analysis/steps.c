@@ -77,33 +77,35 @@ static bool is_window(const struct trace_event *e)
 	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.evaluation;
 }
 
-static bool training_phase(const char *phase)
-{
-	return phase && (!strcmp(phase, "forward") || !strcmp(phase, "backward"));
-}
-
 /* What makes events after the last step's end a step of their own: the
- * program's training, outside evaluation windows (not the gradients
- * zeroed after the last step, nor what runs after the loop). */
+ * program's training, outside evaluation windows: a backward pass, an
+ * autocast region, a cast (not the gradients zeroed after the last
+ * step, nor a loss read or a prediction made after the loop). */
 static bool counts_for_step(const struct trace_event *e, bool evaluating)
 {
 	if (evaluating)
 		return false;
 	switch (e->kind) {
 	case TRACE_OP:
-		return training_phase(e->op.phase);
+		return e->op.phase && !strcmp(e->op.phase, "backward");
 	case TRACE_AGGREGATE:
 		for (int k = 0; k < e->aggregate.nops; k++)
-			if (training_phase(e->aggregate.ops[k].phase))
+			if (!strcmp(e->aggregate.ops[k].phase, "backward"))
 				return true;
-		return false;
+		return e->aggregate.regions > 0;
 	case TRACE_CAST:
-	case TRACE_SCALER:
 	case TRACE_SCOPE_BEGIN:
 		return true;
 	default:
 		return false;
 	}
+}
+
+/* Older traces' rule: any op, cast, scaler event or region. */
+static bool counted_for_step(const struct trace_event *e)
+{
+	return e->kind == TRACE_OP || e->kind == TRACE_CAST ||
+	       e->kind == TRACE_SCALER || e->kind == TRACE_SCOPE_BEGIN;
 }
 
 /* Inside a window of its process: windows are [begin, end] pairs, sorted,
@@ -366,7 +368,7 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 					     e->ts, regions && !updates);
 		int step = updates ? (int)before : before ? (int)before - 1 : 0;
 		s->step_of[i] = step;
-		if (step + 1 > s->nsteps && counts_for_step(e, false))
+		if (step + 1 > s->nsteps && counted_for_step(e))
 			s->nsteps = step + 1;
 	}
 	free(marks.items);

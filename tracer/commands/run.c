@@ -535,15 +535,6 @@ static void limit_detail(struct run_state *s, const struct raw_dir *raw)
 	s->detail_stop_sent = true;
 }
 
-/* "100 MB" */
-static void size_text(uint64_t bytes, char *out, size_t size)
-{
-	if (bytes >= 1000000000)
-		snprintf(out, size, "%.3g GB", (double)bytes / 1e9);
-	else
-		snprintf(out, size, "%.3g MB", (double)bytes / 1e6);
-}
-
 /* Says, once per process, that its full detail stopped for size. */
 static void say_detail_stops(const struct converter *cv, struct progress *pr)
 {
@@ -553,7 +544,7 @@ static void say_detail_stops(const struct converter *cv, struct progress *pr)
 		if (!p->detail_stopped || p->detail_stop_said)
 			continue;
 		p->detail_stop_said = true;
-		size_text(p->detail_stop_limit, limit, sizeof limit);
+		step_size_text(p->detail_stop_limit, limit, sizeof limit);
 		if (pr)
 			progress_clear(pr);
 		fprintf(stderr, "amptrace run: %s passed %s (--max-size) in "

@@ -6,6 +6,7 @@
 #include "command_line.h"
 #include "commands.h"
 #include "progress.h"
+#include "step_select.h"
 #include "textfit.h"
 #include "trace.h"
 
@@ -518,13 +519,13 @@ static void print_steps(const struct analysis *a, FILE *out)
 		fprintf(out, "; %d in full detail, %d as per-step aggregates",
 			st->ndetail, st->naggregated);
 	fputc('\n', out);
-	if (st->detail_stop_step >= 0)
-		fprintf(out, "note: full detail stopped at step %lld: %s passed "
-			"%s (amptrace run --max-size)\n",
-			(long long)st->detail_stop_step,
-			st->detail_stop_measured ? st->detail_stop_measured
-						 : "the trace",
-			human_bytes(st->detail_stop_limit, limit, sizeof limit));
+	if (st->detail_stop_step < 0)
+		return;
+	step_size_text(st->detail_stop_limit, limit, sizeof limit);
+	fprintf(out, "note: full detail stopped at step %lld: %s passed %s "
+		"(amptrace run --max-size)\n", (long long)st->detail_stop_step,
+		st->detail_stop_measured ? st->detail_stop_measured : "the trace",
+		limit);
 }
 
 /* What produced the trace and the policy table its findings' reasons

@@ -74,6 +74,7 @@ struct thread_writer {
 	bool spilled;          /* the file is in the spill directory */
 	bool continued;        /* ... named c<name>: it continues a stream */
 	bool busy;             /* inside producer_emit: a re-entrant event drops */
+	uint32_t unreported;   /* bytes written, not yet in raw_bytes */
 	bool failed;           /* could not create the file: events drop */
 };
 
@@ -103,7 +104,7 @@ static pid_t converter_pid;
 static atomic_uint generation = 1;
 static atomic_bool attached;
 static atomic_bool warned;
-/* chunks mapped by this process's streams, in bytes */
+/* bytes this process's streams wrote (each thread tells every 64 KiB) */
 static _Atomic uint64_t raw_bytes;
 
 static void warn_once(const char *what, const char *path)
@@ -248,7 +249,6 @@ static bool map_chunk_of(struct thread_writer *w, int fd, uint64_t index)
 			munmap(window, RAW_WINDOW);
 		return false;
 	}
-	atomic_fetch_add_explicit(&raw_bytes, RAW_CHUNK, memory_order_relaxed);
 	uint8_t *old = w->chunk, *old_window = w->window;
 	uint32_t old_offset = w->offset;
 	w->chunk = chunk;
@@ -547,6 +547,14 @@ static void record_commit(struct thread_writer *w, struct raw_record *r,
 	r->reserved = 0;
 	r->time_ns = time_ns;
 	w->offset += size;
+	/* the size limit's measure, told in 64 KiB steps (no atomic per
+	 * record) */
+	w->unreported += size;
+	if (__builtin_expect(w->unreported >= 65536, 0)) {
+		atomic_fetch_add_explicit(&raw_bytes, w->unreported,
+					  memory_order_relaxed);
+		w->unreported = 0;
+	}
 	atomic_store_explicit(&r->size, size, memory_order_release);
 }
 

@@ -26,7 +26,7 @@ bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
 		    const void *model);
 /* The raw directory recorded into ("" before attach). */
 const char *producer_raw_root(void);
-/* Raw bytes this process has mapped for its streams so far. */
+/* Raw bytes this process wrote so far (less up to 64 KiB per thread). */
 uint64_t producer_raw_bytes(void);
 
 /* producer_steps.c, called by producer.c: */

@@ -37,11 +37,12 @@
 #include <unistd.h>
 
 #define AGGREGATE_FLUSH_EVENTS (1u << 20)
-/* Trace bytes per raw byte, at least (JSON against the varint records:
- * 4.6 for libamp's mlp, 5.3 for a torch MLP, measured): the producer's
- * own estimate that the trace passed the limit, for when amptrace run
- * lags behind the program. */
-#define TRACE_BYTES_PER_RAW_BYTE 4
+/* Trace bytes per raw byte (the JSON against the varint records, its
+ * findings and flows included; measured with --steps all: 5.7 for
+ * libamp's mlp and transformer samples, 4.8 for a torch MLP): the
+ * producer's own estimate that the trace passed the limit, for when
+ * amptrace run lags behind the program. */
+#define TRACE_BYTES_PER_RAW_BYTE 5
 
 struct step_state {
 	_Atomic uint64_t version;   /* changes after every change below */

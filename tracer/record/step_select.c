@@ -173,6 +173,16 @@ void step_select_describe(const struct step_select *s, char *out,
 	}
 }
 
+void step_size_text(uint64_t bytes, char *out, size_t size)
+{
+	if (bytes >= 1000000000)
+		snprintf(out, size, "%.3g GB", (double)bytes / 1e9);
+	else if (bytes >= 1000000)
+		snprintf(out, size, "%.3g MB", (double)bytes / 1e6);
+	else
+		snprintf(out, size, "%.3g kB", (double)bytes / 1e3);
+}
+
 int step_size_parse(const char *text, uint64_t *bytes, char *error,
 		    size_t size)
 {

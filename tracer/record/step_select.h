@@ -64,4 +64,7 @@ bool step_select_all(const struct step_select *s);
 int step_size_parse(const char *text, uint64_t *bytes, char *error,
 		    size_t size);
 
+/* A size as step_size_parse reads it back: "2 MB", "1.5 GB", "900 kB". */
+void step_size_text(uint64_t bytes, char *out, size_t size);
+
 #endif /* AMPTRACE_STEP_SELECT_H */
