@@ -64,8 +64,13 @@ def test_training_loop():
               and a["outputs"][0]["dtype"] == "bf16" for a in linear),
           linear[:1])
     phases = {a["phase"] for a in ops(t)}
-    check("phases forward, backward and optimizer",
-          phases == {"forward", "backward", "optimizer"}, phases)
+    check("phases forward, backward, optimizer and other",
+          phases == {"forward", "backward", "optimizer", "other"}, phases)
+    other = {a["op"] for a in ops(t) if a["phase"] == "other"}
+    check("... other: initialisation, data (and gradients zeroed, before "
+          "torch 2's set_to_none), no model op",
+          not other & {"linear", "relu", "mm"} and
+          {"randn", "uniform_"} <= other, other)
     backward = [a for a in ops(t) if a["phase"] == "backward"]
     check("backward ops link to their forward op",
           any(a.get("forward_op_id") for a in backward), backward[:2])
@@ -122,6 +127,134 @@ def test_training_loop():
     check("ampview renders it", v.returncode == 0 and
           os.path.getsize(svg) > 1000 and "linear" in open(svg).read(),
           v.stderr)
+
+
+def summary_json(path):
+    p = subprocess.run([AMPTRACE, "summary", "--json", path],
+                       capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr}
+
+
+def step_events(t):
+    return [e["args"] for e in events(t, "amp.step")
+            if e["ph"] == "X" and "marker" in e["args"]]
+
+
+def test_steps():
+    """Training steps as real loops have them (FORMAT.md §8): each shape
+    of scenario_steps.py prints the steps it took and the evaluation
+    windows it ran; summary must count the same."""
+    scaler_marks = "scaler update" if torch_release() >= (2, 0) \
+        else "optimizer step"   # 1.13's GradScaler disables itself on CPU
+    for mode, marker in (("accumulate", "optimizer step"),
+                         ("checkpoint", "optimizer step"),
+                         ("eval", "optimizer step"),
+                         ("nanogpt", "optimizer step"),
+                         ("timm", "optimizer step"),
+                         ("marker", "amptrace_torch.step()"),
+                         ("noopt", "autocast region"),
+                         ("scaler", scaler_marks),
+                         ("wrappers", "optimizer step")):
+        p, path = run("scenario_steps.py", mode, out="steps-" + mode)
+        words = p.stdout.split()
+        expect = (int(words[1]), int(words[3])) if len(words) == 4 else None
+        steps = summary_json(path).get("steps", {})
+        check("steps of a %s loop: %s steps, %s evaluation windows, "
+              "marked by %s" % (mode, *(expect or ("?", "?")), marker),
+              p.returncode == 0 and expect is not None and
+              (steps.get("count"), steps.get("evaluations"),
+               steps.get("marker")) == (*expect, marker),
+              (p.returncode, p.stdout, p.stderr[-300:], steps))
+    ok, why = valid(os.path.join(TMP, "steps-nanogpt.json"))
+    check("... and the nanoGPT-shaped trace is valid", ok, why)
+
+
+def test_regions():
+    """Regions are named by the program's code (scenario_regions.py), the
+    same under every torch."""
+    p, path = run("scenario_regions.py", out="regions")
+    begins = [(e["args"]["depth"], e["args"]["scope"])
+              for e in events(load(path), "amp.scope") if e["ph"] == "B"]
+    check("region names: the function and line of the `with`, the name "
+          "given, the decorated forward, checkpoint's recompute, the top "
+          "level's line",
+          p.returncode == 0 and begins == [
+              (1, "train_step (scenario_regions.py:21)"), (1, "loss"),
+              (2, "Att.forward (scenario_regions.py:15)"),
+              (1, "checkpoint recompute: Block.forward "
+                  "(scenario_regions.py:10)"),
+              (2, "checkpoint recompute: Block.forward "
+                  "(scenario_regions.py:10)"),
+              (1, "scenario_regions.py:30")],
+          (p.stderr[-300:], begins))
+    s = subprocess.run([AMPTRACE, "check", path, "/dev/stdin"],
+                       input='op linear in scope "loss": output bf16\n',
+                       capture_output=True, text=True)
+    check("... and a rule selects a region by the name given",
+          s.returncode == 0 and "1 matching op" in s.stdout, s.stdout)
+
+
+def counts_of(path):
+    """summary's counts, without times: ops by phase, name, dtype; casts
+    by direction; the cache's counts."""
+    s = summary_json(path)
+    if "error" in s:
+        return s
+    return {"ops": sorted((o["phase"], o["op"], o["count"],
+                           sorted(o["outputs"].items())) for o in s["ops"]),
+            "casts": sorted((c["from"], c["to"], c["casts"], c["hits"],
+                             c["bytes"]) for c in s["casts"]),
+            "cache": [s["cache"][k] for k in ("hits", "misses",
+                                              "uncacheable", "clears")],
+            "steps": s["steps"]["count"]}
+
+
+def test_bounded():
+    """Bounded recording of a PyTorch loop: full detail for the first 20
+    steps by default, aggregates for the others, counted the same; the
+    trace of 10,000 steps stays under 100 MB; the Python API takes
+    steps=."""
+    full = os.path.join(TMP, "loop-full.json")
+    amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, "scenario_loop.py"),
+                                "60"], full, options=["--steps", "all"])
+    p, path = run("scenario_loop.py", "60", out="loop-bounded")
+    t = load(path)
+    check("a 60-step loop: steps 0-19 in full detail, 20-59 aggregated",
+          [(a["step"], a["detail"]) for a in step_events(t)] ==
+          [(k, k < 20) for k in range(60)] and
+          len(ops(t, "linear")) == 40 and
+          sorted({e["args"]["step"] for e in events(t, "amp.aggregate")
+                  if e["args"]["step"] < 60}) == list(range(20, 60)),
+          [(a["step"], a["detail"]) for a in step_events(t)][18:22])
+    check("... summary's counts are those of the loop recorded in full",
+          counts_of(path) == counts_of(full),
+          (counts_of(path), counts_of(full)))
+    ok, why = valid(path)
+    check("... and the bounded trace is valid", ok, why)
+    p, path = run("scenario_loop.py", "2000", out="loop-long")
+    size = os.path.getsize(path)
+    steps = summary_json(path).get("steps", {})
+    check("2000 steps with no option: %d bytes, so 10,000 under 100 MB"
+          % size, p.returncode == 0 and size * 5 < 100e6 and
+          (steps.get("count"), steps.get("detail")) == (2000, 20),
+          (p.stderr[-300:], steps))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(AMPTRACE), "torch")
+    path = os.path.join(TMP, "loop-api.json")
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_loop.py"), "6",
+                        "api", path, "1:2"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    got = [(a["step"], a["detail"], a["marker"])
+           for a in step_events(load(path))] if p.returncode == 0 else p.stderr
+    check("trace(steps='1:2'): steps 1 and 2 in full detail, an optimizer "
+          "made before the block counted",
+          got == [(k, k in (1, 2), "optimizer step") for k in range(6)], got)
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_loop.py"), "6",
+                        "api", path, "9:2"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    check("trace(steps='9:2'): refused, amptrace run saying why",
+          p.stdout.startswith("refused:") and
+          "the range ends before it begins" in p.stderr, (p.stdout, p.stderr))
 
 
 def test_scenarios():
@@ -644,6 +777,9 @@ def test_observer_build():
 
 skip_unless_bridge(AMPTRACE, PYTHON)
 test_training_loop()
+test_regions()
+test_steps()
+test_bounded()
 test_scenarios()
 test_api()
 test_twins()

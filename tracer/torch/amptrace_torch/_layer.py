@@ -14,6 +14,8 @@ import sys
 import threading
 import weakref
 
+from . import _regions
+
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -67,25 +69,6 @@ def _recording_failed(error):
                          "affected): %r\n" % (error,))
 
 
-_locations = {}  # (code, line) -> "file:line", made once per place
-
-
-def _location(torch_dir):
-    """file:line of the code that opened the region (the `with` line or
-    the decorated function's caller), outside torch's own files."""
-    frame = sys._getframe(2)
-    while frame and frame.f_code.co_filename.startswith(torch_dir):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    key = (frame.f_code, frame.f_lineno)
-    where = _locations.get(key)
-    if where is None:
-        where = _locations[key] = "%s:%d" % (
-            os.path.basename(frame.f_code.co_filename), frame.f_lineno)
-    return where
-
-
 def _wrap_autocast(torch, bridge):
     cls = torch.amp.autocast_mode.autocast
     enter, exit_ = cls.__enter__, cls.__exit__
@@ -100,8 +83,9 @@ def _wrap_autocast(torch, bridge):
             return result
         try:
             enabled, dtype = state(self.device)
-            self._amptrace_scope = _location(torch_dir)
-            bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
+            depth = _nesting(torch)
+            self._amptrace_scope = _regions.name(torch_dir, depth)
+            bridge.scope(True, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
                          self._amptrace_scope)
         except Exception as e:

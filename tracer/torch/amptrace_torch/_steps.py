@@ -13,7 +13,8 @@ A step ends:
   - as long as the program has made no optimizer and no enabled
     GradScaler: when an outermost autocast region is entered in
     training mode (grad on, no inference_mode, no evaluation window
-    open) after another such region in the same step.
+    open, not in backward, where activation checkpointing recomputes)
+    after another such region in the same step.
 
 An evaluation window is not a step: from `model.eval()` to the same
 module's `model.train()` (dropped when an optimizer steps inside it: a
@@ -111,15 +112,34 @@ def _wrap_optimizers(torch):
                 if hasattr(optimizer, n))
     patch = getattr(optimizer, name)
 
+    def wrap_class(cls):
+        step_fn = cls.step
+        if not getattr(step_fn, "_amptrace_steps", False):
+            cls.step = _ends_step(step_fn)
+
     @functools.wraps(patch)
     def patch_step(self):
         patch(self)
         _state.optimizers = True
-        step_fn = self.__class__.step
-        if not getattr(step_fn, "_amptrace_steps", False):
-            self.__class__.step = _ends_step(step_fn)
+        wrap_class(self.__class__)
 
     setattr(optimizer, name, patch_step)
+    # Optimizers made before (the trace() API): torch marked the step of
+    # each class it patched ("hooked").
+    for cls in _subclasses(optimizer):
+        if getattr(cls.__dict__.get("step"), "hooked", False):
+            _state.optimizers = True
+            wrap_class(cls)
+
+
+def _subclasses(cls):
+    found, todo = [], list(cls.__subclasses__())
+    while todo:
+        sub = todo.pop()
+        if sub not in found:
+            found.append(sub)
+            todo.extend(sub.__subclasses__())
+    return found
 
 
 def _wrap_scaler(torch):
@@ -207,7 +227,9 @@ def _wrap_autocast(torch):
 
 
 def _outermost_region(torch, region):
-    if _bridge is None:
+    # activation checkpointing's recompute enters regions in backward:
+    # neither a step nor an evaluation
+    if _bridge is None or _bridge.phase() == "backward":
         return
     if not _training(torch):
         if not _evaluating() and (

@@ -250,6 +250,15 @@ static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
 	return NULL;
 }
 
+/* phase() -> this thread's phase outside autograd nodes ("forward",
+ * "backward" inside autograd.backward, "optimizer", "other"). */
+static PyObject *bridge_phase(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyUnicode_FromString(amp_phase_name(events_phase()));
+}
+
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
 static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 {
@@ -382,6 +391,7 @@ static PyMethodDef methods[] = {
 	  "the autocast cache of this thread was emptied" },
 	{ "set_phase", bridge_set_phase, METH_VARARGS,
 	  "set_phase(name) -> previous phase name" },
+	{ "phase", bridge_phase, METH_NOARGS, "phase() -> this thread's phase" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
