@@ -638,8 +638,10 @@ void producer_emit(const struct amp_event *e)
 
 	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
 		return;
+	if (!producer_steps_gate(e))
+		return;
 	size_t bound = raw_event_bound(e);
-	if (!bound || !producer_steps_gate(e))
+	if (!bound)
 		return;
 	w->busy = true;
 	struct raw_record *r = record_reserve(w, bound, e->thread);

@@ -8,6 +8,7 @@
 #define NAME_LEN 96
 #define OVERLOAD_LEN 48
 #define OPEN_OPS 16
+#define FAST_OPS 64
 
 struct row {
 	uint16_t kind;          /* RAW_KIND_STEP_OP, _CAST or _DIAG */
@@ -30,7 +31,18 @@ struct open_op {
 	char name[NAME_LEN];
 };
 
+/* An op's row as last found from its name's address: libamp's names are
+ * static and the bridge keeps one per operator, so most ops find their
+ * row here without hashing their names (the row's names are compared
+ * all the same: an address may come back with another name). */
+struct fast_op {
+	const char *op, *overload;
+	uint32_t small;        /* phase, policy, device, output dtype */
+	uint32_t row;
+};
+
 struct step_aggregate {
+	struct fast_op fast[FAST_OPS];
 	struct row *rows;
 	uint32_t nrows, cap_rows;
 	uint32_t *slots;        /* row index + 1; 0: empty */
@@ -176,17 +188,37 @@ static bool op_matches(const struct row *r, const void *key)
 	       same_name(r->overload, OVERLOAD_LEN, e->overload);
 }
 
+/* The op's row through the fast table, else by its hash. */
+static struct row *op_row_of(struct step_aggregate *a,
+			     const struct amp_op_event *e, bool *made)
+{
+	bool out = e->noutputs > 0;
+	uint32_t small = (uint32_t)e->phase << 24 | (uint32_t)e->policy << 16 |
+			 (uint32_t)e->device << 8 |
+			 (out ? 0x80u | e->outputs[0].dtype : 0);
+	struct fast_op *f = &a->fast[((uintptr_t)e->op >> 3 ^ small) &
+				     (FAST_OPS - 1)];
+
+	*made = false;
+	if (f->op == e->op && f->overload == e->overload && f->small == small &&
+	    f->row < a->nrows && a->rows[f->row].kind == RAW_KIND_STEP_OP &&
+	    op_matches(&a->rows[f->row], e))
+		return &a->rows[f->row];
+	uint64_t h = hash_u64(hash_str(hash_str(0xcbf29ce484222325ull, e->op),
+				       e->overload), small);
+	struct row *r = row_of(a, RAW_KIND_STEP_OP, h, op_matches, e, made);
+	if (r)
+		*f = (struct fast_op){ e->op, e->overload, small,
+				       (uint32_t)(r - a->rows) };
+	return r;
+}
+
 static bool add_op(struct step_aggregate *a, const struct amp_event *event)
 {
 	const struct amp_op_event *e = &event->op;
 	bool out = e->noutputs > 0;
-	uint64_t h = hash_str(hash_str(0xcbf29ce484222325ull, e->op),
-			      e->overload);
-	h = hash_u64(h, (uint64_t)e->phase << 24 | (uint64_t)e->policy << 16 |
-				(uint64_t)e->device << 8 |
-				(out ? 0x80u | e->outputs[0].dtype : 0));
 	bool made;
-	struct row *r = row_of(a, RAW_KIND_STEP_OP, h, op_matches, e, &made);
+	struct row *r = op_row_of(a, e, &made);
 
 	if (!r)
 		return false;
