@@ -142,7 +142,23 @@ static void check_metadata(const struct trace *t, struct validate_report *r)
 	free(threads);
 }
 
-static void check_tensor(const struct trace *t, struct validate_report *r,
+/* Where each process's first step recorded without full detail began
+ * (FORMAT.md §8): a tensor used after it may have been made there. */
+struct aggregated_from {
+	const struct key *keys; /* id 0, time: the step's begin */
+	size_t n;
+};
+
+static bool made_unrecorded(const struct aggregated_from *a, int64_t pid,
+			    int64_t used_at)
+{
+	const struct key *k = find_key(a->keys, a->n, pid, 0);
+
+	return k && k->time <= used_at;
+}
+
+static void check_tensor(const struct aggregated_from *aggregated,
+			 struct validate_report *r,
 			 const struct key *defs, size_t ndefs,
 			 const struct trace_event *e, const struct trace_tensor *x,
 			 const char *role, int64_t used_at)
@@ -154,12 +170,12 @@ static void check_tensor(const struct trace *t, struct validate_report *r,
 	if (x->name)
 		return; /* a named leaf needs no producer */
 	const struct key *def = find_key(defs, ndefs, e->pid, x->id);
-	if (!def || def->time > used_at)
+	if ((!def || def->time > used_at) &&
+	    !made_unrecorded(aggregated, e->pid, used_at))
 		problem(r, "line %zu: %s tensor %llu is used before it appears as "
 			"an output, a cast result or a named leaf%s", e->line,
 			role, (unsigned long long)x->id,
 			def ? " (it is produced later)" : "");
-	(void)t;
 }
 
 /* Every kernel's "External id" names an op of the process that launched
@@ -213,10 +229,11 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 	struct key *ops = malloc(n * sizeof *ops);
 	struct key *defs = malloc(2 * n * sizeof *defs);
 	struct span *spans = malloc(n * sizeof *spans);
-	size_t nops = 0, ndefs = 0, nspans = 0;
+	struct key *firsts = malloc(n * sizeof *firsts);
+	size_t nops = 0, ndefs = 0, nspans = 0, nfirsts = 0;
 
 	*r = (struct validate_report){ 0 };
-	if (!ops || !defs || !spans) {
+	if (!ops || !defs || !spans || !firsts) {
 		problem(r, "out of memory");
 		goto done;
 	}
@@ -245,9 +262,15 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				};
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 end, i };
-		} else if (e->kind == TRACE_KERNEL) {
+		} else if (e->kind == TRACE_KERNEL ||
+			   (e->kind == TRACE_STEP && e->ph == 'X')) {
+			/* steps and their windows nest on tid 0 too */
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 ns(e->ts + e->dur), i };
+			if (e->kind == TRACE_STEP && e->step.marker &&
+			    !e->step.detail)
+				firsts[nfirsts++] = (struct key){ e->pid, 0,
+								  ns(e->ts), i };
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
@@ -273,13 +296,21 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				t->events[ops[i - 1].event].line);
 	trace_sort(defs, ndefs, sizeof *defs, compare_keys);
 	check_kernels(t, r, ops, nops);
+	/* each process's earliest: compare_keys sorts by (pid, id, time) */
+	trace_sort(firsts, nfirsts, sizeof *firsts, compare_keys);
+	size_t kept = 0;
+	for (size_t i = 0; i < nfirsts; i++)
+		if (!kept || firsts[kept - 1].pid != firsts[i].pid)
+			firsts[kept++] = firsts[i];
+	const struct aggregated_from aggregated = { firsts, kept };
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_OP && !e->op.incomplete) {
 			int64_t end = ns(e->ts + e->dur);
 			for (int k = 0; k < e->op.ninputs; k++)
-				check_tensor(t, r, defs, ndefs, e, &e->op.inputs[k],
+				check_tensor(&aggregated, r, defs, ndefs, e,
+					     &e->op.inputs[k],
 					     "input", end);
 			for (int k = 0; k < e->op.noutputs; k++)
 				if (!valid_dtype(e->op.outputs[k].dtype))
@@ -303,7 +334,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			struct trace_tensor source = {
 				.id = c->tensor, .dtype = c->from, .name = c->name
 			};
-			check_tensor(t, r, defs, ndefs, e, &source, "cast source",
+			check_tensor(&aggregated, r, defs, ndefs, e, &source,
+				     "cast source",
 				     ns(e->ts + e->dur));
 		}
 	}
@@ -368,5 +400,6 @@ done:
 	free(ops);
 	free(defs);
 	free(spans);
+	free(firsts);
 	return r->problems;
 }
