@@ -725,6 +725,22 @@ def test_divergence():
           "with torch.autocast" in msg, msg)
 
 
+def test_scripted_model():
+    """timm's --torchscript: a ResNet scripted whole and trained under
+    eager autocast casts as eager autocast does (the same loss as eager):
+    no finding at all."""
+    p, path = run("scenario_jit_model.py", out="jit_model")
+    eager = subprocess.run([PYTHON, os.path.join(HERE, "scenario_jit_model.py"),
+                            "eager"], capture_output=True, text=True)
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    jit_casts = [c for c in casts(t) if c["op"].startswith("_autocast_to_")]
+    check("a scripted model under autocast: TorchScript's casts, the "
+          "eager loss, and no finding",
+          p.returncode == 0 and jit_casts and p.stdout == eager.stdout and
+          not findings(t), (p.stdout, eager.stdout, len(jit_casts),
+                            findings(t), p.stderr[-300:]))
+
+
 def test_no_false_divergence():
     """Every other trace of this run (libamp samples, scenarios, twins)
     gives no policy-divergence."""
@@ -786,6 +802,7 @@ test_twins()
 test_twin_negative()
 test_injection_messages()
 test_divergence()
+test_scripted_model()
 test_no_false_divergence()
 if os.environ.get("AMPTRACE_TORCH_FALLBACK") != "1":
     test_observer_build()  # the observer's own build; forced away here
