@@ -93,6 +93,8 @@ static const struct {
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
 	  "while thread 1" },
+	{ "autocast-off-in-thread", "thread-shared", "thread-own",
+	  "ran in it the same parameters" },
 	{ "dtype-mismatch", "mismatch", "mismatch-fixed", "'encoder'" },
 	{ "fp16-overflow", "overflow", "no-overflow", "max |input| 300" },
 	{ "cast-underflow", "underflow", "no-underflow", "100.0%" },

@@ -313,6 +313,18 @@ def test_scenarios():
     check("... and the worker thread carries its Python name",
           any(n.startswith("worker") for n in names), names)
 
+    p, path = run("scenario_thread_shared.py", out="thread_shared")
+    t = load(path)
+    check("a worker started inside a region, running the region's module "
+          "in f32: autocast-off-in-thread (the parameters tie it)",
+          p.stdout.split() == ["torch.bfloat16", "torch.float32"] and
+          "autocast-off-in-thread" in findings(t), (p.stdout, findings(t)))
+    p, path = run("scenario_thread_shared.py", "own", out="thread_own")
+    t = load(path)
+    check("... running a module of its own: none",
+          p.returncode == 0 and "autocast-off-in-thread" not in findings(t),
+          findings(t))
+
     p, path = run("scenario_thread_siblings.py", out="siblings")
     t = load(path)
     check("a sibling thread in f32 beside another's region, no hand-off: "

@@ -44,6 +44,7 @@ struct finding_region {
 /* How a thread is tied to a region of another thread. */
 #define TIE_SCATTER 1u /* it used a tensor made inside the region */
 #define TIE_GATHER 2u  /* the region used a tensor it made */
+#define TIE_SHARED 4u  /* it used a parameter the region used */
 
 struct finding_regions {
 	struct finding_region *items; /* in the order they were entered */

@@ -129,6 +129,53 @@ static void collect_ties(struct findings_context *cx, struct finding_regions *r)
 	}
 }
 
+/* A parameter (a leaf that requires grad) read by an op or cast. */
+static bool is_parameter(bool leaf, bool requires_grad)
+{
+	return leaf && requires_grad;
+}
+
+/* A thread that runs the same parameters as an enabled region of another
+ * thread (the same module: a worker started inside the region that runs
+ * it on inputs made before) is tied to that region as a hand-off ties
+ * it (TIE_SHARED).  Inside a region the parameters are read as casts'
+ * sources, outside by the ops themselves. */
+static void collect_shared(struct findings_context *cx,
+			   struct finding_regions *r)
+{
+	const struct trace *t = cx->t;
+	struct id_map used = { 0 };  /* (pid, parameter) -> its first use */
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (!r->at[i])
+			continue;
+		if (e->kind == TRACE_CAST &&
+		    is_parameter(e->cast.leaf, e->cast.requires_grad) &&
+		    id_map_get(&used, e->pid, e->cast.tensor) == SIZE_MAX)
+			id_map_put(&used, e->pid, e->cast.tensor, i);
+		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs; k++) {
+			const struct trace_tensor *x = &e->op.inputs[k];
+			if (is_parameter(x->leaf, x->requires_grad) &&
+			    id_map_get(&used, e->pid, x->id) == SIZE_MAX)
+				id_map_put(&used, e->pid, x->id, i);
+		}
+	}
+	for (size_t i = 0; used.count && i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs; k++) {
+			const struct trace_tensor *x = &e->op.inputs[k];
+			size_t p = is_parameter(x->leaf, x->requires_grad)
+					   ? id_map_get(&used, e->pid, x->id)
+					   : SIZE_MAX;
+			if (p != SIZE_MAX && t->events[p].tid != e->tid)
+				tie(r, e->pid, p, e->tid, TIE_SHARED);
+		}
+	}
+	cx->failed |= used.failed;
+	id_map_free(&used);
+}
+
 void finding_regions_build(struct findings_context *cx,
 			   struct finding_regions *r)
 {
@@ -142,8 +189,10 @@ void finding_regions_build(struct findings_context *cx,
 	}
 	collect(cx, r, &open, &last_backward);
 	/* one thread: no hand-off to look for */
-	if (r->first.count > 1 && r->count)
+	if (r->first.count > 1 && r->count) {
 		collect_ties(cx, r);
+		collect_shared(cx, r);
+	}
 	cx->failed |= open.failed || last_backward.failed || r->first.failed ||
 		      r->ties.failed;
 	id_map_free(&open);
@@ -219,7 +268,9 @@ void finding_rule_backward_under_autocast(struct findings_context *cx,
  * another thread S was inside an enabled region R that was already open
  * when T made its first event, and R handed T its work or took its
  * result: T used a tensor an op of S made inside R (DataParallel's
- * scatter), or S used inside R a tensor an op of T made (the gather).
+ * scatter), or S used inside R a tensor an op of T made (the gather), or
+ * T runs parameters S ran inside R (the same module, on inputs made
+ * before R).
  * The trace records no thread creation; the hand-off is what says T
  * worked for R, so a sibling worker or a thread of its own that merely
  * runs while R is open is not reported. */
@@ -267,9 +318,12 @@ void finding_rule_autocast_off_in_thread(struct findings_context *cx,
 			     g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
 			     g->device ? g->device : "?", g->dtype ? g->dtype : "?",
 			     (long long)e->tid,
-			     how & TIE_SCATTER ? "handed it tensors made in the region" : "",
-			     how == (TIE_SCATTER | TIE_GATHER) ? " and " : "",
-			     how & TIE_GATHER ? "used its results in the region" : "");
+			     how & TIE_SCATTER ? "handed it tensors made in the region"
+			     : how & TIE_GATHER ? "used its results in the region"
+						: "ran in it the same parameters (the same module)",
+			     how & TIE_SCATTER && how & TIE_GATHER ? " and " : "",
+			     how & TIE_SCATTER && how & TIE_GATHER
+				     ? "used its results in the region" : "");
 		return;
 	}
 }
