@@ -313,6 +313,17 @@ def test_scenarios():
     check("... and the worker thread carries its Python name",
           any(n.startswith("worker") for n in names), names)
 
+    p, path = run("scenario_no_autocast.py", out="no_autocast")
+    t = load(path)
+    check("nanoGPT's CPU context (no autocast, dtype bfloat16 asked): "
+          "info finding autocast-never-enabled",
+          p.stdout == "torch.float32\n" and
+          findings(t) == ["autocast-never-enabled"], (p.stdout, findings(t)))
+    p, path = run("scenario_no_autocast.py", "gpu-like", out="autocast_on")
+    t = load(path)
+    check("... with its autocast context: none",
+          p.returncode == 0 and not findings(t), findings(t))
+
     p, path = run("scenario_thread_shared.py", out="thread_shared")
     t = load(path)
     check("a worker started inside a region, running the region's module "

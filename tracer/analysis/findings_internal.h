@@ -185,6 +185,7 @@ finding_event_rule finding_rule_dtype_mismatch, finding_rule_banned_op,
 /* findings_threads.c */
 finding_event_rule finding_rule_backward_under_autocast,
 	finding_rule_autocast_off_in_thread;
+finding_trace_rule finding_rule_autocast_never_enabled;
 /* findings_casts.c */
 finding_event_rule finding_rule_redundant_cast;
 void finding_casts_free(struct findings_context *cx);

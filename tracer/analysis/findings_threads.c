@@ -218,6 +218,83 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 
 /* ------------------------------------------------------------- rules */
 
+/* What a process did with autocast: forward ops ran, one with autocast
+ * enabled (an op, an enabled region, an aggregated op with a policy). */
+struct autocast_use {
+	int64_t pid;
+	size_t first_forward;  /* its first forward op's event */
+	bool forward, enabled;
+};
+
+static struct autocast_use *use_of(struct autocast_use *uses, size_t *n,
+				   size_t cap, int64_t pid)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (uses[k].pid == pid)
+			return &uses[k];
+	if (*n == cap)
+		return NULL;
+	uses[*n] = (struct autocast_use){ .pid = pid };
+	return &uses[(*n)++];
+}
+
+static bool aggregate_autocasts(const struct trace_aggregate *g)
+{
+	for (int k = 0; k < g->nops; k++)
+		if (strcmp(g->ops[k].policy, "none"))
+			return true;
+	return g->ncasts > 0;
+}
+
+/* autocast-never-enabled (info): a PyTorch process ran forward ops and
+ * none with autocast enabled, in no enabled region: mixed precision was
+ * asked for nowhere (nanoGPT's CPU setting, a forgotten context).  Only
+ * PyTorch traces: libamp programs without autocast are its own tests. */
+void finding_rule_autocast_never_enabled(struct findings_context *cx)
+{
+	const struct trace *t = cx->t;
+	const char *framework = findings_framework(t);
+	struct autocast_use uses[64];
+	size_t n = 0;
+
+	if (!framework || strncmp(framework, "torch ", 6))
+		return;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		struct autocast_use *u;
+		if (e->kind != TRACE_OP && e->kind != TRACE_SCOPE_BEGIN &&
+		    e->kind != TRACE_AGGREGATE)
+			continue;
+		if (!(u = use_of(uses, &n, 64, e->pid)))
+			continue;
+		if (e->kind == TRACE_SCOPE_BEGIN)
+			u->enabled |= e->scope.enabled;
+		else if (e->kind == TRACE_AGGREGATE)
+			u->enabled |= aggregate_autocasts(&e->aggregate);
+		else if (e->op.autocast.enabled)
+			u->enabled = true;
+		else if (!u->forward && e->op.phase &&
+			 !strcmp(e->op.phase, "forward")) {
+			u->forward = true;
+			u->first_forward = i;
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (!uses[k].forward || uses[k].enabled)
+			continue;
+		struct trace_finding *f = finding_of(cx,
+			FINDING_AUTOCAST_NEVER_ENABLED, "", uses[k].pid,
+			uses[k].first_forward);
+		if (f)
+			finding_text(f->message, sizeof f->message,
+				     "autocast was never enabled in process "
+				     "%lld: its forward ops ran with no "
+				     "enabled autocast region, so each ran in "
+				     "its inputs' dtypes (no op was cast to a "
+				     "lower precision)", (long long)uses[k].pid);
+	}
+}
+
 /* backward-under-autocast: a backward op whose autocast.enabled is true,
  * unless the region that set it was entered by the backward pass itself
  * (its thread's last op before it and its first op inside it were
