@@ -407,6 +407,17 @@ static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
 			"the raw files went on in %s\n", raw->path, raw->spill);
 }
 
+/* Whether the PyTorch bridge recorded a process (its framework says
+ * torch): the program imported torch. */
+static bool torch_attached(const struct converter *cv)
+{
+	for (size_t i = 0; i < cv->nprocs; i++)
+		if (cv->procs[i]->framework &&
+		    !strncmp(cv->procs[i]->framework, "torch ", 6))
+			return true;
+	return false;
+}
+
 /* The summary line on stderr, and the reason when no op was recorded
  * (unless recording stopped: report_raw_dir says why); returns the
  * number of ops recorded. */
@@ -450,9 +461,10 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
 	fputc('\n', stderr);
 	if (ops == 0 && !stopped) {
-		char message[PATH_MAX + 64];
+		char message[2 * PATH_MAX + 128];
 		fprintf(stderr, "amptrace run: %s\n",
-			run_no_ops_message(prog, message, sizeof message));
+			run_no_ops_why(s->command, torch_attached(cv), message,
+				       sizeof message));
 	}
 	return ops;
 }
