@@ -732,6 +732,10 @@ def test_divergence():
           "mm's input was cast f32->bf16" in msg and
           "_autocast_to_reduced_precision" in msg and "no region" in msg,
           msg)
+    fed = {a["op_id"] for a in ops(t, "mm")}
+    at = [d.get("op_id") for d in divergences(t)]
+    check("... and sits on the op the cast feeds (mm), not the cast's op",
+          at and all(i in fed for i in at), (at, fed))
     t = load(os.path.join(TMP, "div_set_enabled.json"))
     s = subprocess.run([AMPTRACE, "summary", os.path.join(
         TMP, "div_set_enabled.json")], capture_output=True, text=True)

@@ -108,7 +108,8 @@ static void rule_jit_cast(struct findings_context *cx, size_t i)
 					     site, e->pid, i);
 	if (!f)
 		return;
-	f->op_id = c->op_id;
+	/* the finding (and ampview's note) sits on the op the cast feeds */
+	f->op_id = use ? use->op_id : c->op_id;
 	f->tensor = c->result;
 	if (eager)
 		finding_text(f->message, sizeof f->message,
