@@ -110,9 +110,9 @@ static const char run_usage[] =
 	"as amp.diag events, each with its one-line fix.\n"
 	"Open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing.\n"
 	"Exit status: PROG's; 128+N if signal N killed it; 125 PROG exited 0\n"
-	"but recorded no op (\"no ops recorded: is PROG linked to libamp?\",\n"
-	"or \"importing torch?\" for python); 2 usage error; 127 PROG or\n"
-	"ampview not found; 126 PROG not executable.\n";
+	"but recorded no op (\"no ops recorded: is PROG linked to libamp?\", or\n"
+	"for python what went wrong: no script, no torch, no op); 2 usage\n"
+	"error; 127 PROG or ampview not found; 126 PROG not executable.\n";
 
 struct output {
 	int rank;               /* -1: the file named by -o */
