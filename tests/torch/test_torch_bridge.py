@@ -319,6 +319,95 @@ def test_scenarios():
           p.stderr)
 
 
+def test_import_ways():
+    """The bridge arms however torch is imported (issue 23 item 4: a
+    find_spec("torch") first used to record nothing, exit 125)."""
+    for way in ("find_spec", "import_module", "dunder", "lazy", "spec",
+                "submodule"):
+        p, path = run("scenario_import.py", way, out="import-" + way)
+        linear = ops(load(path), "linear") if p.returncode == 0 else []
+        check("torch imported through %s: recorded" % way,
+              p.stdout == "%s torch.bfloat16\n" % way and len(linear) == 1
+              and linear[0]["outputs"][0]["dtype"] == "bf16",
+              (p.returncode, p.stderr[-400:]))
+    path = os.path.join(TMP, "import-m.json")
+    p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON, "-m",
+                        "scenario_import", "find_spec"], cwd=HERE,
+                       capture_output=True, text=True, timeout=300)
+    check("python -m a module that looks torch up first: recorded",
+          p.returncode == 0 and len(ops(load(path), "linear")) == 1,
+          (p.returncode, p.stderr[-400:]))
+
+
+SITECUSTOMIZE = '''MARK = "%s"
+def hello():
+    return "hello from sitecustomize"
+'''
+
+
+def user_sitecustomize(kind):
+    """A directory (or zip) for PYTHONPATH holding a sitecustomize of
+    `kind`: module, package, pyc, zip, torch (it imports torch itself),
+    raises."""
+    import zipfile
+    where = os.path.join(TMP, "site-" + kind)
+    os.makedirs(where, exist_ok=True)
+    text = SITECUSTOMIZE % kind
+    if kind == "torch":
+        text = "import torch\ntorch.set_num_threads(1)\n" + text
+    if kind == "raises":
+        text = "raise ValueError('a broken sitecustomize')\n"
+    if kind == "package":
+        os.makedirs(os.path.join(where, "sitecustomize"), exist_ok=True)
+        source = os.path.join(where, "sitecustomize", "__init__.py")
+    else:
+        source = os.path.join(where, "sitecustomize.py")
+    with open(source, "w") as f:
+        f.write(text)
+    if kind == "pyc":
+        # sourceless: the .pyc alone, compiled by the Python under test
+        subprocess.run([PYTHON, "-c", "import py_compile, sys; py_compile."
+                        "compile(sys.argv[1], cfile=sys.argv[2], doraise=True)",
+                        source, source + "c"], check=True)
+        os.unlink(source)
+    if kind == "zip":
+        archive = where + ".zip"
+        with zipfile.ZipFile(archive, "w") as z:
+            z.write(source, "sitecustomize.py")
+        os.unlink(source)
+        return archive
+    return where
+
+
+def test_sitecustomize():
+    """The program's own sitecustomize runs as Python runs it, imported as
+    the module `sitecustomize` (issue 27 item 11: it was exec'd into a
+    throwaway dict; a package, a .pyc or a zip was skipped)."""
+    script = os.path.join(HERE, "scenario_sitecustomize.py")
+    for kind in ("module", "package", "pyc", "zip", "torch", "raises"):
+        env = dict(os.environ, PYTHONPATH=user_sitecustomize(kind))
+        plain = subprocess.run([PYTHON, script], capture_output=True,
+                               text=True, env=env, timeout=300)
+        p, path = run("scenario_sitecustomize.py", env=env, out="site-" + kind)
+        linear = ops(load(path), "linear") if os.path.exists(path) else []
+        expected = ("sitecustomize %s\nhello from sitecustomize\n"
+                    "torch.bfloat16\n" % kind if kind != "raises" else
+                    "sitecustomize raised: a broken sitecustomize\n"
+                    "torch.bfloat16\n")
+        check("the program's sitecustomize (%s) runs as it does untraced, "
+              "and the program is recorded" % kind,
+              (p.returncode, p.stdout, p.stderr) ==
+              (plain.returncode, plain.stdout, plain.stderr) and
+              plain.stdout.endswith("torch.bfloat16\n") and
+              plain.stdout == expected and
+              len(linear) == 1,
+              (kind, plain.returncode, plain.stdout, plain.stderr[-300:],
+               p.returncode, p.stdout, p.stderr[-300:], len(linear)))
+    check("... a broken one is reported by Python as usual",
+          "Error in sitecustomize" in p.stderr and
+          "a broken sitecustomize" in p.stderr, p.stderr)
+
+
 def test_api():
     path = os.path.join(TMP, "api.json")
     env = dict(os.environ)
@@ -642,14 +731,15 @@ def test_observer_build():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-test_training_loop()
-test_scenarios()
-test_api()
-test_twins()
-test_twin_negative()
-test_injection_messages()
-test_divergence()
-test_no_false_divergence()
+TESTS = [test_training_loop, test_scenarios, test_import_ways,
+         test_sitecustomize, test_api,
+         test_twins, test_twin_negative, test_injection_messages,
+         test_divergence, test_no_false_divergence]
 if os.environ.get("AMPTRACE_TORCH_FALLBACK") != "1":
-    test_observer_build()  # the observer's own build; forced away here
+    TESTS.append(test_observer_build)  # the observer's own build
+# AMPTRACE_TORCH_TESTS=import_ways,api runs those alone (while iterating)
+ONLY = os.environ.get("AMPTRACE_TORCH_TESTS")
+for test in TESTS:
+    if not ONLY or test.__name__[len("test_"):] in ONLY.split(","):
+        test()
 sys.exit(done())
