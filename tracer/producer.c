@@ -78,6 +78,13 @@ static __thread struct thread_writer writer
 	__attribute__((tls_model("initial-exec")));
 #endif
 
+/* The name the calling thread's stream carries, when its runtime named
+ * it (producer_set_thread_name); else the OS thread name. */
+static __thread char thread_name[32];
+_Static_assert(sizeof thread_name ==
+	       sizeof ((struct raw_thread_header *)0)->name,
+	       "a thread name fits the raw header as it is");
+
 static char process_dir[PATH_MAX + 32];
 static char raw_root[PATH_MAX];
 static struct producer_info info;
@@ -330,6 +337,8 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 	h->os_tid = (int64_t)syscall(SYS_gettid);
 	if (amp_thread == RAW_GPU_STREAM)
 		snprintf(h->name, sizeof h->name, "gpu");
+	else if (thread_name[0])
+		memcpy(h->name, thread_name, sizeof h->name);
 	else
 		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
 	h->name[sizeof h->name - 1] = '\0';
@@ -716,6 +725,11 @@ void producer_detach(void)
 bool producer_attached(void)
 {
 	return atomic_load(&attached);
+}
+
+void producer_set_thread_name(const char *name)
+{
+	snprintf(thread_name, sizeof thread_name, "%s", name);
 }
 
 void producer_mark_exit(void)

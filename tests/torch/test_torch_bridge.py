@@ -203,6 +203,25 @@ def test_scenarios():
     check("... and the worker thread carries its Python name",
           any(n.startswith("worker") for n in names), names)
 
+    p, path = run("scenario_thread_names.py", out="thread_names")
+    plain = subprocess.run([PYTHON, os.path.join(HERE,
+                                                 "scenario_thread_names.py")],
+                           capture_output=True, text=True, timeout=300)
+    names = sorted(e["args"]["name"].rsplit(" (thread", 1)[0]
+                   for e in load(path)["traceEvents"]
+                   if e.get("name") == "thread_name") \
+        if p.returncode == 0 else []
+    check("threads named with a lone surrogate, a NUL and long multibyte "
+          "text start and run; the trace names them (escaped, cut whole)",
+          p.returncode == 0 and names == sorted(
+              ["w\\udc80", "a\\0b", "\u00fc" * 15, "worker-1"]),
+          (p.returncode, p.stderr[-500:], names))
+    check("... and their OS thread names stay the program's",
+          p.stdout == plain.stdout and plain.returncode == 0,
+          (p.stdout, plain.stdout))
+    ok, why = valid(path)
+    check("... and the trace is valid", ok, why)
+
     p, path = run("scenario_thread_siblings.py", out="siblings")
     t = load(path)
     check("a sibling thread in f32 beside another's region, no hand-off: "

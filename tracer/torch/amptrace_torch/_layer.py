@@ -63,8 +63,11 @@ def _recording_failed(error):
     once and recording goes on without the part that failed."""
     if not _failed:
         _failed.append(error)
-        sys.stderr.write("amptrace: recording error (the program is not "
-                         "affected): %r\n" % (error,))
+        try:
+            sys.stderr.write("amptrace: recording error (the program is not "
+                             "affected): %r\n" % (error,))
+        except Exception:  # no stderr to say it on (None, closed)
+            pass
 
 
 _locations = {}  # (code, line) -> "file:line", made once per place
@@ -295,12 +298,25 @@ def _wrap_inference_mode(torch, bridge):
     record()  # the trace() API may start inside inference_mode
 
 
+def _trace_name(name):
+    """A thread's name as the trace shows it: UTF-8 (lone surrogates as
+    \\udc80), NUL as \\0, at most 31 bytes, whole characters."""
+    raw = str(name).encode("utf-8", "backslashreplace")
+    raw = raw.replace(b"\0", b"\\0")[:31]
+    return raw.decode("utf-8", "ignore").encode("utf-8")
+
+
 def _wrap_threads(bridge):
+    """The trace names each thread as Python does (not the OS: the
+    thread's OS name stays the program's)."""
     bootstrap = threading.Thread._bootstrap_inner
 
     @functools.wraps(bootstrap)
     def _bootstrap_inner(self):
-        bridge.set_thread_name(self.name)
+        try:  # Thread.start() waits for this thread: never raise here
+            bridge.set_thread_name(_trace_name(self.name))
+        except Exception:
+            pass
         return bootstrap(self)
 
     threading.Thread._bootstrap_inner = _bootstrap_inner

@@ -43,6 +43,8 @@ import sys
 import threading
 import types
 
+from ._layer import _recording_failed
+
 FORCE_VARIABLE = "AMPTRACE_TORCH_FALLBACK"
 
 _DTYPES = (("float64", "f64"), ("float32", "f32"), ("float16", "f16"),
@@ -654,17 +656,6 @@ def _guarded(fn, *args):
     except Exception as e:
         _recording_failed(e)
         return None
-
-
-_failed = []
-
-
-def _recording_failed(error):
-    """Recording never breaks the program: said once, then it goes on."""
-    if not _failed:
-        _failed.append(error)
-        sys.stderr.write("amptrace: recording error (the program is not "
-                         "affected): %r\n" % (error,))
 
 
 _registry = None

@@ -23,7 +23,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 /* Scope names live for the process's life (events keep pointers). */
 static const char *intern(const char *name)
@@ -292,17 +291,17 @@ static PyObject *bridge_scaler(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* set_thread_name(name): the OS thread's name, which the trace shows. */
+/* set_thread_name(name): the name the trace shows for the calling
+ * thread (UTF-8 bytes, at most 31: the Python layer cuts Python's
+ * threading name); the OS thread keeps its own name. */
 static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 {
 	const char *name;
-	char cut[16];
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "s", &name))
+	if (!PyArg_ParseTuple(args, "y", &name))
 		return NULL;
-	snprintf(cut, sizeof cut, "%s", name);
-	prctl(PR_SET_NAME, cut, 0, 0, 0);
+	producer_set_thread_name(name);
 	Py_RETURN_NONE;
 }
 
