@@ -307,6 +307,19 @@ def test_scenarios():
           {"weight", "bias"}, (p.returncode, p.stdout, p.stderr[-300:],
                                      casts(t, "linear")))
 
+    p, path = run("scenario_subclass.py", out="subclass")
+    plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_subclass.py")],
+                           capture_output=True, text=True, timeout=300)
+    linear = ops(load(path), "linear") if p.returncode == 0 else []
+    check("tensor subclasses (as_subclass, __torch_function__, "
+          "__torch_dispatch__, a Parameter subclass) and the program's "
+          "wrappers of Tensor.backward and F.dropout: the same output "
+          "traced, each wrapper run once",
+          p.returncode == plain.returncode == 0 and p.stdout == plain.stdout
+          and "{'backward': 1, 'dropout': 1}" in plain.stdout and
+          [a["outputs"][0]["dtype"] for a in linear] == ["bf16"],
+          (p.returncode, p.stderr[-500:], p.stdout, plain.stdout))
+
     p, path = run("scenario_copies.py", out="copies")
     t = load(path)
     weights = [c for c in casts(t, "linear") if c["arg"] == 1]

@@ -32,7 +32,8 @@ PyObject *fallback_py_node(PyObject *self, PyObject *args);
 
 #define FALLBACK_METHODS \
 	{ "fallback_init", fallback_py_init, METH_VARARGS, \
-	  "fallback_init(Tensor, dtypes): record through Python modes" }, \
+	  "fallback_init(TensorBase, dtypes[, plain_types, disabled_impl, " \
+	  "quiet_type]): record through Python modes" }, \
 	{ "fallback_op", fallback_py_op, METH_VARARGS, \
 	  "fallback_op(op, overload, optional_mask, dtype_index) -> " \
 	  "(handle, listed_cpu, listed_cuda)" }, \
