@@ -300,12 +300,21 @@ def test_scenarios():
     p, path = run("scenario_unhashable.py", out="unhashable")
     t = load(path)
     check("a module without __hash__ (torch cannot walk it) runs unchanged; "
-          "its submodule names its own parameters",
+          "the bridge walks it and names its parameters",
           p.returncode == 0 and p.stdout == "ok torch.bfloat16\n" and
           "recording error" not in p.stderr and "Error" not in p.stderr and
           {c.get("name") for c in casts(t, "linear")} >=
-          {"weight", "bias"}, (p.returncode, p.stdout, p.stderr[-300:],
+          {"fc.weight", "fc.bias"}, (p.returncode, p.stdout, p.stderr[-300:],
                                      casts(t, "linear")))
+
+    p, path = run("scenario_module_hooks.py", out="module_hooks")
+    names = {c.get("name") for c in casts(load(path), "linear")} - {None}
+    check("naming calls no named_parameters() of the program's, and its "
+          "global pre-hook goes after the first step though modules are "
+          "never called (torch's fast path again)",
+          p.returncode == 0 and p.stdout == "[] [1, 0, 0]\n" and names ==
+          {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
+          (p.returncode, p.stdout, p.stderr[-300:], names))
 
     p, path = run("scenario_subclass.py", out="subclass")
     plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_subclass.py")],

@@ -193,44 +193,83 @@ class _Identities:
     def __len__(self):
         return len(self._refs)
 
+    def live(self):
+        """The objects still alive."""
+        return [obj for obj in (ref() for ref in list(self._refs.values()))
+                if obj is not None]
+
+
+def _tree(module):
+    """(modules, [(name, parameter)]) of a module's tree, in the order of
+    Module.named_parameters(), read from torch's own dicts: no method of
+    the program's (a named_parameters or modules override) is called, and
+    modules without __hash__ are walked too (torch's walk keeps a set)."""
+    modules, params = [], []
+    seen_modules, seen_params = set(), set()   # ids, all alive meanwhile
+    stack = [("", module)]
+    while stack:
+        prefix, m = stack.pop()
+        if id(m) in seen_modules:
+            continue
+        seen_modules.add(id(m))
+        modules.append(m)
+        own = getattr(m, "__dict__", {})
+        for name, param in own.get("_parameters", {}).items():
+            if param is not None and id(param) not in seen_params:
+                seen_params.add(id(param))
+                params.append((prefix + name, param))
+        children = [(name, child) for name, child in
+                    own.get("_modules", {}).items() if child is not None]
+        for name, child in reversed(children):
+            stack.append((prefix + name + ".", child))
+    return modules, params
+
 
 def _name_parameters(torch, bridge, modules_exist):
     """Parameters get their names (fc1.weight) from the outermost module
-    that runs them, before its first forward.  A global forward pre-hook
-    sends every module call down torch's slow path (hooks), so it stays
-    registered only while some module has not run yet: modules made after
-    install are known (Module.__init__), those made before it
-    (`modules_exist`: the trace() API) are not, and keep it registered."""
-    named = _Identities()     # needed only while unknown ones exist
-    pending = _Identities()   # made since install, not named yet
+    that runs them, before its first forward, through a global forward
+    pre-hook.  That hook sends every module call down torch's slow path,
+    so it is there only while modules wait for their names: once a module
+    named this way runs again (the program's loop came round), the ones
+    still waiting (never called: an unused head, a loss object) are named
+    from their own outermost modules and the hook goes, until a new module
+    is made.  The modules made before install (`modules_exist`: the
+    trace() API) are found once, on the heap."""
+    pending = _Identities()   # modules not named yet
+    roots = _Identities()     # modules whose call named their tree
     hook = []                 # the registration, while there is one
     lock = threading.Lock()   # threads make and run modules at once
 
-    def name_module(module):
-        if module in named or (not modules_exist and module not in pending):
-            return
-        try:
-            subs = list(module.modules())
-            params = list(module.named_parameters())
-        except TypeError:
-            # torch's own walk keeps modules in a set: one without
-            # __hash__ cannot be walked (nor given to an optimizer); its
-            # submodules name their parameters as they run
-            pending.discard(module)
-            params, subs = [], []
-        for sub in subs:
+    def name_tree(module):
+        modules, params = _tree(module)
+        for sub in modules:
             pending.discard(sub)
-            if modules_exist:
-                named.add(sub)
         for name, param in params:
             bridge.name_tensor(param._cdata, name)
+
+    def name_waiting():
+        """Names each waiting module that is not inside another."""
+        waiting = pending.live()
+        inside = set()
+        for module in waiting:
+            inside.update(id(sub) for sub in _tree(module)[0][1:])
+        for module in waiting:
+            if id(module) not in inside and module in pending:
+                name_tree(module)
+
+    def drop_hook():
         with lock:
-            if not pending and not modules_exist and hook:
+            if hook:
                 hook.pop().remove()
 
     def pre_hook(module, inputs):
         try:
-            name_module(module)
+            if module in pending:
+                name_tree(module)
+                roots.add(module)
+            elif module in roots:
+                name_waiting()
+                drop_hook()
         except Exception as e:
             _recording_failed(e)
         return None
@@ -266,7 +305,10 @@ def _name_parameters(torch, bridge, modules_exist):
     torch.nn.Module.__init__ = __init__
     torch.nn.Module.__setstate__ = __setstate__
     if modules_exist:
-        register()
+        import gc
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.nn.Module):
+                made(obj)
 
 
 def _wrap_inference_mode(torch, bridge):
