@@ -329,6 +329,16 @@ def test_scenarios():
           [a["outputs"][0]["dtype"] for a in linear] == ["bf16"],
           (p.returncode, p.stderr[-500:], p.stdout, plain.stdout))
 
+    p, path = run("scenario_traceback.py", out="traceback")
+    plain = subprocess.run([PYTHON, os.path.join(HERE,
+                                                 "scenario_traceback.py")],
+                           capture_output=True, text=True, timeout=300)
+    check("tracebacks through backward, autograd.grad, an optimizer's step "
+          "and a module's __init__ read as they do untraced",
+          p.returncode == plain.returncode == 0 and
+          p.stdout == plain.stdout and plain.stdout.count("Traceback") == 4,
+          (p.stderr[-300:], p.stdout, plain.stdout))
+
     p, path = run("scenario_copies.py", out="copies")
     t = load(path)
     weights = [c for c in casts(t, "linear") if c["arg"] == 1]

@@ -44,7 +44,10 @@ BACKWARD_BELOW = ("backward ops are seen below autograd's composites: "
 NO_INFERENCE_CAST = ("under torch.inference_mode the modes see no cast "
                      "of a parameter (1.13: the weight and bias casts and "
                      "their later hits are missing; the observer sees them)")
+MODE_FRAMES = ("the modes' handlers (_modes.py) are Python frames between "
+               "the program's calls and torch's: they show in tracebacks")
 KNOWN_FAILURES = {
+    "tracebacks through backward": MODE_FRAMES,
     "a scripted function's autocast: its casts are recorded": NO_SCRIPT_CAST,
     "policy-divergence script: fires": NO_SCRIPT_CAST,
     "policy-divergence traced: fires": NO_SCRIPT_CAST,

@@ -132,16 +132,17 @@ def _wrap_autocast(torch, bridge):
     cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
-def _in_phase(bridge, phase, fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        previous = bridge.set_phase(phase)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            bridge.set_phase(previous)
+def _wrapped(bridge, fn, phase=None, after=None):
+    """fn in `phase`, then after(result, *args, **kwargs): a C callable
+    (wrap.h) that leaves no frame in the program's tracebacks, binds as a
+    method and carries fn's attributes (functools.update_wrapper)."""
+    wrapper = functools.update_wrapper(bridge.wrapper(fn, phase, after), fn)
     wrapper._amptrace = True
     return wrapper
+
+
+def _in_phase(bridge, phase, fn):
+    return _wrapped(bridge, fn, phase)
 
 
 def _wrap_phases(torch, bridge):
@@ -287,23 +288,15 @@ def _name_parameters(torch, bridge, modules_exist):
         except Exception as e:
             _recording_failed(e)
 
-    init = torch.nn.Module.__init__
-    setstate = torch.nn.Module.__setstate__
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        made(self)
+    def after_made(result, module, *args, **kwargs):
+        made(module)
 
     # copy.deepcopy and unpickling (torch.load of a whole model) make a
-    # module without __init__
-    @functools.wraps(setstate)
-    def __setstate__(self, state):
-        setstate(self, state)
-        made(self)
-
-    torch.nn.Module.__init__ = __init__
-    torch.nn.Module.__setstate__ = __setstate__
+    # module without __init__, through __setstate__
+    module = torch.nn.Module
+    module.__init__ = _wrapped(bridge, module.__init__, after=after_made)
+    module.__setstate__ = _wrapped(bridge, module.__setstate__,
+                                   after=after_made)
     if modules_exist:
         import gc
         for obj in gc.get_objects():
@@ -393,29 +386,27 @@ def _wrap_scaler(torch, bridge):
     torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's subclasses it)."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    step, update = cls.step, cls.update
+    def stepped(result, self, optimizer, *args, **kwargs):
+        try:
+            if self._enabled:
+                inf = _found_inf(self, optimizer)
+                bridge.scaler("step", id(self), id(optimizer),
+                              self.get_scale(), inf, inf, 0)
+        except Exception as e:
+            _recording_failed(e)
 
-    @functools.wraps(step)
-    def step_(self, optimizer, *args, **kwargs):
-        result = step(self, optimizer, *args, **kwargs)
-        if self._enabled:
-            inf = _found_inf(self, optimizer)
-            bridge.scaler("step", id(self), id(optimizer), self.get_scale(),
-                          inf, inf, 0)
-        return result
-
-    @functools.wraps(update)
-    def update_(self, *args, **kwargs):
-        result = update(self, *args, **kwargs)
-        if self._enabled:
-            bridge.scaler("update", id(self), 0, self.get_scale(), False,
-                          False, 0)
-        return result
+    def updated(result, self, *args, **kwargs):
+        try:
+            if self._enabled:
+                bridge.scaler("update", id(self), 0, self.get_scale(), False,
+                              False, 0)
+        except Exception as e:
+            _recording_failed(e)
 
     # Its ops (unscale and inf check, the scale update) are the
     # optimizer step's, not the forward pass's.
-    cls.step = _in_phase(bridge, "optimizer", step_)
-    cls.update = _in_phase(bridge, "optimizer", update_)
+    cls.step = _wrapped(bridge, cls.step, "optimizer", stepped)
+    cls.update = _wrapped(bridge, cls.update, "optimizer", updated)
     cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
 
 

@@ -19,6 +19,7 @@
 #include "gpu.h"
 #include "fallback.h"
 #include "producer.h"
+#include "wrap.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -348,6 +349,7 @@ static PyMethodDef methods[] = {
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
+	WRAP_METHODS
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -359,5 +361,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__bridge(void)
 {
+	if (wrap_init() != 0)
+		return NULL;
 	return PyModule_Create(&module);
 }
