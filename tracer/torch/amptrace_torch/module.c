@@ -231,25 +231,6 @@ static PyObject *bridge_set_inference_mode(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* set_phase(phase) -> the previous phase ("forward", "backward",
- * "optimizer"). */
-static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
-{
-	const char *name;
-
-	(void)self;
-	if (!PyArg_ParseTuple(args, "s", &name))
-		return NULL;
-	enum amp_phase previous = events_phase();
-	for (int p = 0; p < AMP_PHASE_COUNT; p++)
-		if (!strcmp(name, amp_phase_name((enum amp_phase)p))) {
-			events_set_phase((enum amp_phase)p);
-			return PyUnicode_FromString(amp_phase_name(previous));
-		}
-	PyErr_Format(PyExc_ValueError, "unknown phase %s", name);
-	return NULL;
-}
-
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
 static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 {
@@ -335,8 +316,6 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
-	{ "set_phase", bridge_set_phase, METH_VARARGS,
-	  "set_phase(name) -> previous phase name" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
