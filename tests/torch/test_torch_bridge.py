@@ -390,6 +390,110 @@ def test_import_ways():
           (p.returncode, p.stderr[-400:]))
 
 
+def cast_count(t, origin, direction):
+    return sum(1 for c in casts(t) if c.get("origin") == origin and
+               "%s->%s" % (c["from"], c["to"]) == direction)
+
+
+def test_custom_function():
+    """Custom autograd Functions are ops (forward under the class name,
+    backward under its node's), their custom_fwd casts are theirs, and the
+    casts autograd makes in backward are casts of origin autograd (issue
+    23 item 4: all three were missing)."""
+    p, path = run("scenario_custom_function.py", out="custom_function")
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    modern = hasattr_amp_custom_fwd()
+    check("a custom autograd Function program runs as untraced",
+          p.returncode == 0 and p.stdout == "torch.bfloat16 torch.%s\n" %
+          ("float32" if modern else "bfloat16"), (p.returncode, p.stderr))
+    by_id = {a["op_id"]: a for a in ops(t)}
+    plain = [a for a in ops(t, "Plain") if a["phase"] == "forward"]
+    inner = [a for a in ops(t) if plain and
+             a.get("parent_op_id") == plain[0]["op_id"]]
+    check("a custom autograd Function's forward is an op under its class "
+          "name; autocast's matmul inside is an op of its own, with its "
+          "cast", len(plain) == 1 and
+          [i["dtype"] for i in plain[0]["inputs"]] == ["bf16", "f32"] and
+          [(a["op"], a["outputs"][0]["dtype"]) for a in inner] ==
+          [("matmul", "bf16")] and [(c["arg"], c["from"], c["to"]) for c in
+                                    casts(t) if c["op_id"] == inner[0]["op_id"]]
+          == [(1, "f32", "bf16")], (plain, inner))
+    back = ops(t, "PlainBackward")
+    children = [a for a in ops(t) if back and
+                a.get("parent_op_id") == back[0]["op_id"]]
+    check("... its backward is an op under its node's name, linked to the "
+          "forward; the program's own conversions in it are ops, no casts",
+          len(back) == 1 and back[0]["phase"] == "backward" and
+          back[0].get("forward_op_id") == plain[0]["op_id"] and
+          [a["op"] for a in children if a["op"] == "to"] == ["to", "to"] and
+          not [c for c in casts(t) if by_id.get(c["op_id"]) in children],
+          (back, children))
+    cast_fn = ops(t, "Cast")
+    fwd = [c for c in casts(t) if c.get("origin") == "custom_fwd"]
+    cast_inner = [a for a in ops(t) if cast_fn and
+                  a.get("parent_op_id") == cast_fn[0]["op_id"]]
+    if modern:
+        check("custom_fwd(cast_inputs=float32) on the CPU, torch.amp's: the "
+              "Function's bf16 input cast to f32 is its cast (origin "
+              "custom_fwd), its matmul runs in f32",
+              len(cast_fn) == 1 and
+              [(c["op_id"], c["arg"], c["from"], c["to"]) for c in fwd] ==
+              [(cast_fn[0]["op_id"], 0, "bf16", "f32")] and
+              [a["outputs"][0]["dtype"] for a in cast_inner] == ["f32"],
+              (fwd, cast_inner))
+    else:
+        check("custom_fwd(cast_inputs=float32) on the CPU, torch 1.13's "
+              "(torch.cuda.amp's): it does nothing, no cast, its matmul runs "
+              "in bf16",
+              not fwd and [a["outputs"][0]["dtype"] for a in cast_inner] ==
+              ["bf16"], (fwd, cast_inner))
+    # each version's own gradients (see the scenario): the backward of the
+    # .float() casts and of linear's weight casts (ToCopyBackward0), and
+    # the engine's casts of a gradient to its forward input's dtype
+    expected = ({"f32->bf16": 2, "bf16->f32": 3} if modern else
+                {"f32->bf16": 2, "bf16->f32": 4})
+    got = {d: cast_count(t, "autograd", d) for d in expected}
+    engine = [c for c in casts(t) if c.get("origin") == "autograd" and
+              "validate_outputs" in c["reason"]]
+    check("backward: autograd's casts are amp.cast events of origin autograd "
+          "on their `to` op, with torch's reason (%s)" % expected,
+          got == expected and len(engine) == 2 and all(
+              by_id[c["op_id"]]["phase"] == "backward" and
+              by_id[c["op_id"]]["op"] == "to" and c["cache"] == "uncacheable"
+              for c in casts(t) if c.get("origin") == "autograd"),
+          (got, engine))
+    ok, why = valid(path)
+    check("... and the trace is valid", ok, why)
+    s = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
+                       text=True)
+    check("summary counts autograd's casts apart from autocast's",
+          s.returncode == 0 and "Casts made outside autocast" in s.stdout and
+          "validate_outputs" in s.stdout and "ToCopyBackward0" in s.stdout,
+          s.stdout[-1500:])
+    rules = os.path.join(TMP, "origin.rules")
+    autocast_casts = sum(1 for c in casts(t) if not c.get("origin") and
+                         c["cache"] != "hit")
+    for text, status in (("casts bf16->f32 origin autograd == %d\n"
+                          "casts total == %d\n" % (expected["bf16->f32"],
+                                                    autocast_casts), 0),
+                         ("casts total origin any == %d\n" % (
+                             autocast_casts + sum(expected.values()) +
+                             len(fwd)), 0),
+                         ("no casts total origin autograd in backward\n", 1)):
+        with open(rules, "w") as f:
+            f.write(text)
+        c = subprocess.run([AMPTRACE, "check", path, rules],
+                           capture_output=True, text=True)
+        check("check: %s-> exit %d" % (text.replace("\n", "; "), status),
+              c.returncode == status, c.stdout + c.stderr)
+
+
+def hasattr_amp_custom_fwd():
+    p = subprocess.run([PYTHON, "-c", "import torch, sys; sys.exit(not "
+                        "hasattr(torch.amp, 'custom_fwd'))"])
+    return p.returncode == 0
+
+
 SITECUSTOMIZE = '''MARK = "%s"
 def hello():
     return "hello from sitecustomize"
@@ -782,7 +886,8 @@ def test_observer_build():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-TESTS = [test_training_loop, test_scenarios, test_import_ways,
+TESTS = [test_training_loop, test_scenarios, test_custom_function,
+         test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,
          test_divergence, test_no_false_divergence]

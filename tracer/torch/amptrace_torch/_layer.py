@@ -75,9 +75,11 @@ _locations = {}  # (code, line) -> "file:line", made once per place
 
 def _location(torch_dir):
     """file:line of the code that opened the region (the `with` line or
-    the decorated function's caller), outside torch's own files."""
+    the decorated function's caller), outside torch's and the bridge's
+    own files."""
     frame = sys._getframe(2)
-    while frame and frame.f_code.co_filename.startswith(torch_dir):
+    while frame and frame.f_code.co_filename.startswith(
+            (torch_dir, _THIS_DIR + os.sep)):
         frame = frame.f_back
     if frame is None:
         return None
@@ -304,6 +306,46 @@ def _name_parameters(torch, bridge, modules_exist):
                 made(obj)
 
 
+def _custom_functions(torch, bridge):
+    """Custom autograd Functions are ops (their apply and backward node
+    reach the observer under the class's name): the observer learns each
+    class name, of those made already and of every one made later
+    (FunctionMeta.__init__).  custom_fwd(cast_inputs=) casts a Function's
+    inputs through torch's _cast: the casts inside are the Function's."""
+    function = torch.autograd.Function
+    meta = type(function)
+    seen, todo = set(), list(function.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            bridge.custom_function(cls.__name__)
+            todo.extend(cls.__subclasses__())
+
+    def made(result, cls, *args, **kwargs):
+        try:
+            bridge.custom_function(cls.__name__)
+        except Exception as e:
+            _recording_failed(e)
+
+    meta.__init__ = _wrapped(bridge, meta.__init__, after=made)
+    for module in (torch.amp.autocast_mode, torch.cuda.amp.autocast_mode):
+        cast = getattr(module, "_cast", None)
+        if cast is not None:
+            module._cast = _casting_inputs(bridge, cast)
+
+
+def _casting_inputs(bridge, cast):
+    @functools.wraps(cast)
+    def _cast(*args, **kwargs):
+        previous = bridge.custom_casts(True)
+        try:
+            return cast(*args, **kwargs)
+        finally:
+            bridge.custom_casts(previous)
+    return _cast
+
+
 def _wrap_inference_mode(torch, bridge):
     """torch.inference_mode's state per thread, after each enter and exit
     (nested, mode=False and decorator use alike): torch 2.11 caches no
@@ -484,6 +526,7 @@ def install(torch, bridge, modules_exist):
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge),
                  lambda: _wrap_inference_mode(torch, bridge),
+                 lambda: _custom_functions(torch, bridge),
                  lambda: _hook_exceptions(bridge)):
         try:
             part()

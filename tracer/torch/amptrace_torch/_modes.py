@@ -554,14 +554,16 @@ class _Thread:
             if node is None or "amptrace" in node.metadata:
                 continue
             node.metadata["amptrace"] = seq
-            node.register_prehook(functools.partial(_node_begins, seq))
+            node.register_prehook(functools.partial(
+                _node_begins, seq, type(node).__name__))
             for following, _ in node.next_functions:
                 if (following is not None and
                         type(following).__name__ == "AccumulateGrad" and
                         "amptrace" not in following.metadata):
                     following.metadata["amptrace"] = -1
                     following.register_prehook(
-                        functools.partial(_node_begins, -1))
+                        functools.partial(_node_begins, -1,
+                                          "AccumulateGrad"))
 
     def grad_fn(self, t):
         """t.grad_fn, without running a subclass's __torch_function__."""
@@ -699,12 +701,12 @@ class _Thread:
         return want
 
 
-def _node_begins(seq, grad_outputs):
+def _node_begins(seq, name, grad_outputs):
     """An autograd node runs: the one before it on this thread ended."""
     thread = getattr(_local, "thread", None)
     if thread is not None:
         _nodes_end(thread, thread.node_floor)
-        if _guarded(_registry.bridge.fallback_node, seq) is not None:
+        if _guarded(_registry.bridge.fallback_node, seq, name) is not None:
             thread.open_nodes += 1
 
 

@@ -702,28 +702,47 @@ PyObject *fallback_py_sources(PyObject *self, PyObject *args)
 /* fallback_node(seq) -> True / fallback_node(None): an autograd node
  * starts running backward (its pre-hook) or ends (its hook); `seq` is the
  * one the op that made it began with. */
+/* The op of the autograd node named `name` (its class: ToCopyBackward0),
+ * made once; a few dozen kinds of node run in a program. */
+static struct obs_op *node_op(const char *name)
+{
+	static struct obs_op **nodes;
+	static size_t nnodes;
+
+	for (size_t i = 0; i < nnodes; i++)
+		if (!strcmp(nodes[i]->op, name))
+			return nodes[i];
+	struct obs_op **grown = realloc(nodes, (nnodes + 1) * sizeof *grown);
+	if (!grown)
+		return NULL;
+	nodes = grown;
+	struct obs_op *op = op_new(name, "", 0, -1);
+	if (!op)
+		return NULL;
+	op->aten = false;
+	op->backward_node = true;
+	nodes[nnodes++] = op;
+	return op;
+}
+
 PyObject *fallback_py_node(PyObject *self, PyObject *args)
 {
 	PyObject *seq;
-	static struct obs_op *node_op;
+	const char *name = "(autograd node)";
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "O", &seq))
+	if (!PyArg_ParseTuple(args, "O|s", &seq, &name))
 		return NULL;
 	if (seq == Py_None) {
 		events_end(NULL, false);
 		Py_RETURN_NONE;
 	}
-	if (!node_op) {
-		node_op = op_new("(autograd node)", "", 0, -1);
-		if (!node_op)
-			return PyErr_NoMemory();
-		node_op->aten = false;
-		node_op->backward_node = true;
-	}
+	struct obs_op *node = node_op(name);
+	if (!node)
+		return PyErr_NoMemory();
 	long long number = PyLong_AsLongLong(seq);
 	if (number == -1 && PyErr_Occurred())
 		return NULL;
-	events_begin(node_op, true, number, false);
+	events_begin(node, true, number, false);
 	Py_RETURN_TRUE;
 }

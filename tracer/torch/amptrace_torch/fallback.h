@@ -49,6 +49,6 @@ PyObject *fallback_py_node(PyObject *self, PyObject *args);
 	{ "fallback_sources", fallback_py_sources, METH_VARARGS, \
 	  "fallback_sources(values) -> values with casts undone" }, \
 	{ "fallback_node", fallback_py_node, METH_VARARGS, \
-	  "fallback_node(seq): an autograd node runs; None: it ended" },
+	  "fallback_node(seq[, name]): an autograd node runs; None: it ended" },
 
 #endif /* AMPTRACE_TORCH_FALLBACK_H */

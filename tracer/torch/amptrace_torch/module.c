@@ -231,6 +231,29 @@ static PyObject *bridge_set_inference_mode(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* custom_function(name): a custom autograd Function's class name. */
+static PyObject *bridge_custom_function(PyObject *self, PyObject *args)
+{
+	const char *name;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &name))
+		return NULL;
+	events_custom_function(name);
+	Py_RETURN_NONE;
+}
+
+/* custom_casts(inside) -> previous: inside custom_fwd's input casts. */
+static PyObject *bridge_custom_casts(PyObject *self, PyObject *args)
+{
+	int inside;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &inside))
+		return NULL;
+	return PyBool_FromLong(events_custom_casts(inside));
+}
+
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
 static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 {
@@ -316,6 +339,10 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
+	{ "custom_function", bridge_custom_function, METH_VARARGS,
+	  "custom_function(name): a custom autograd Function's class name" },
+	{ "custom_casts", bridge_custom_casts, METH_VARARGS,
+	  "custom_casts(inside) -> previous: inside custom_fwd's casts" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
