@@ -19,7 +19,7 @@
 #define AMPTRACE_RECORDER_INSTALL_DIR "/usr/local/lib/amptrace"
 #endif
 
-static bool is_python(const char *path)
+static bool is_interpreter(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
@@ -32,6 +32,41 @@ static bool is_python(const char *path)
 		    *c != 'm')
 			return false;
 	return true;
+}
+
+/* A Python script run as a program (torchrun, accelerate launch, a
+ * console script): its #! line names a Python interpreter, itself or
+ * through env.  `prog` is looked up on PATH as exec would. */
+static bool is_python_script(const char *prog)
+{
+	char path[PATH_MAX], line[256];
+	const char *found = strchr(prog, '/') ? prog : NULL;
+	const char *dirs = getenv("PATH");
+
+	for (const char *d = dirs; !found && d && *d;) {
+		size_t n = strcspn(d, ":");
+		snprintf(path, sizeof path, "%.*s/%s", (int)n, n ? d : ".", prog);
+		if (access(path, X_OK) == 0)
+			found = path;
+		d += n + (d[n] == ':');
+	}
+	FILE *f = found ? fopen(found, "r") : NULL;
+	bool python = false;
+	if (f && fgets(line, sizeof line, f) && !strncmp(line, "#!", 2)) {
+		char *rest, *interpreter = strtok_r(line + 2, " \t\r\n", &rest);
+		const char *base = interpreter ? strrchr(interpreter, '/') : NULL;
+		if (base && !strcmp(base, "/env"))
+			interpreter = strtok_r(NULL, " \t\r\n", &rest);
+		python = interpreter && is_interpreter(interpreter);
+	}
+	if (f)
+		fclose(f);
+	return python;
+}
+
+static bool is_python(const char *prog)
+{
+	return is_interpreter(prog) || is_python_script(prog);
 }
 
 const char *run_no_ops_message(const char *prog, char *buf, size_t size)
@@ -112,7 +147,8 @@ void run_python_prepare(char **command)
 
 	if (!is_python(command[0]))
 		return;
-	char option = defeating_option(command);
+	char option = is_interpreter(command[0]) ? defeating_option(command)
+						 : 0;
 	if (option) {
 		fprintf(stderr, "amptrace run: python -%c %s, so the PyTorch "
 			"bridge cannot be injected and nothing will be recorded "

@@ -388,6 +388,20 @@ def test_import_ways():
     check("python -m a module that looks torch up first: recorded",
           p.returncode == 0 and len(ops(load(path), "linear")) == 1,
           (p.returncode, p.stderr[-400:]))
+    # a console script (torchrun, accelerate launch) is a Python program
+    script = os.path.join(TMP, "console_script")
+    with open(script, "w") as f:
+        f.write("#!%s\nimport runpy, sys\nsys.argv[1:] = ['find_spec']\n"
+                "runpy.run_path(%r)\n" % (PYTHON, os.path.join(
+                    HERE, "scenario_import.py")))
+    os.chmod(script, 0o755)
+    path = os.path.join(TMP, "import-script.json")
+    p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", script],
+                       capture_output=True, text=True, timeout=300)
+    check("a script whose #! line runs Python (as torchrun's does): the "
+          "bridge is injected and records",
+          p.returncode == 0 and len(ops(load(path), "linear")) == 1,
+          (p.returncode, p.stderr[-400:]))
 
 
 def cast_count(t, origin, direction):
@@ -549,9 +563,12 @@ def test_sitecustomize():
                     "torch.bfloat16\n" % kind if kind != "raises" else
                     "sitecustomize raised: a broken sitecustomize\n"
                     "torch.bfloat16\n")
+        # the fallback says on stderr that it records through modes
+        stderr = "".join(l for l in p.stderr.splitlines(True) if not
+                         l.startswith("amptrace: recording torch through"))
         check("the program's sitecustomize (%s) runs as it does untraced, "
               "and the program is recorded" % kind,
-              (p.returncode, p.stdout, p.stderr) ==
+              (p.returncode, p.stdout, stderr) ==
               (plain.returncode, plain.stdout, plain.stderr) and
               plain.stdout.endswith("torch.bfloat16\n") and
               plain.stdout == expected and
