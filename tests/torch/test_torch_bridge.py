@@ -329,6 +329,17 @@ def test_scenarios():
           [a["outputs"][0]["dtype"] for a in linear] == ["bf16"],
           (p.returncode, p.stderr[-500:], p.stdout, plain.stdout))
 
+    p, path = run("scenario_closure.py", out="closure")
+    t = load(path)
+    phases = {(a["op"], a["phase"]) for a in ops(t)
+              if a["op"] in ("linear", "mm", "add_")}
+    check("optimizer.step(closure): the closure's passes are forward and "
+          "backward, the update optimizer",
+          p.returncode == 0 and {("linear", "forward"), ("mm", "backward"),
+                                 ("add_", "optimizer")} <= phases and
+          not {("linear", "optimizer"), ("mm", "optimizer")} & phases,
+          phases)
+
     p, path = run("scenario_traceback.py", out="traceback")
     plain = subprocess.run([PYTHON, os.path.join(HERE,
                                                  "scenario_traceback.py")],

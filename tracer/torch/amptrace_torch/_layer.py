@@ -134,11 +134,12 @@ def _wrap_autocast(torch, bridge):
     cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
-def _wrapped(bridge, fn, phase=None, after=None):
+def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None):
     """fn in `phase`, then after(result, *args, **kwargs): a C callable
     (wrap.h) that leaves no frame in the program's tracebacks, binds as a
     method and carries fn's attributes (functools.update_wrapper)."""
-    wrapper = functools.update_wrapper(bridge.wrapper(fn, phase, after), fn)
+    wrapper = functools.update_wrapper(
+        bridge.wrapper(fn, phase, after, closure_phase), fn)
     wrapper._amptrace = True
     return wrapper
 
@@ -164,7 +165,10 @@ def _wrap_phases(torch, bridge):
         patch(self)
         step = self.__class__.step
         if not getattr(step, "_amptrace", False):
-            wrapped = _in_phase(bridge, "optimizer", step)
+            # a closure (Lightning's, LBFGS's) runs the forward and
+            # backward passes inside the step
+            wrapped = _wrapped(bridge, step, "optimizer",
+                               closure_phase="forward")
             wrapped.hooked = getattr(step, "hooked", None)
             self.__class__.step = wrapped
 

@@ -6,6 +6,7 @@
 
 #include "events.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ struct wrapper {
 	PyObject *after;      /* NULL: nothing after */
 	PyObject *dict;       /* attributes: __wrapped__, __name__, ... */
 	int phase;            /* enum amp_phase, or -1: left as it is */
+	int closure_phase;    /* an optimizer closure's phase, or -1 */
 };
 
 static PyObject *wrapper_type;
@@ -75,11 +77,63 @@ static void call_after(struct wrapper *w, PyObject *result, PyObject *args,
 	PyErr_Clear();
 }
 
+static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
+			      int closure_phase);
+
+/* args and kwargs with an optimizer step's closure (args[1] or
+ * closure=) run in `phase`: Lightning's and LBFGS's closures run the
+ * forward and backward passes inside the step.  New references. */
+static void wrap_closure(PyObject **args, PyObject **kwargs, int phase)
+{
+	PyObject *closure = *kwargs ? PyDict_GetItemString(*kwargs, "closure")
+				    : NULL;
+	bool keyword = closure != NULL;
+
+	if (!keyword && PyTuple_Size(*args) >= 2)
+		closure = PyTuple_GetItem(*args, 1);
+	if (!closure || closure == Py_None || !PyCallable_Check(closure))
+		return;
+	PyObject *wrapped = wrapper_new(closure, phase, NULL, -1);
+	if (!wrapped) {
+		PyErr_Clear();
+		return;
+	}
+	if (keyword) {
+		PyObject *copy = PyDict_Copy(*kwargs);
+		if (copy && PyDict_SetItemString(copy, "closure", wrapped) == 0) {
+			*kwargs = copy;
+			Py_INCREF(*args);
+		} else {
+			Py_XDECREF(copy);
+			PyErr_Clear();
+		}
+	} else {
+		Py_ssize_t n = PyTuple_Size(*args);
+		PyObject *copy = PyTuple_New(n);
+		for (Py_ssize_t i = 0; copy && i < n; i++) {
+			PyObject *item = i == 1 ? wrapped : PyTuple_GetItem(*args, i);
+			Py_INCREF(item);
+			PyTuple_SetItem(copy, i, item);
+		}
+		if (copy) {
+			*args = copy;
+			Py_XINCREF(*kwargs);
+		} else {
+			PyErr_Clear();
+		}
+	}
+	Py_DECREF(wrapped);
+}
+
 static PyObject *wrapper_call(PyObject *self, PyObject *args,
 			      PyObject *kwargs)
 {
 	struct wrapper *w = (struct wrapper *)self;
 	enum amp_phase previous = AMP_PHASE_FORWARD;
+	PyObject *given_args = args, *given_kwargs = kwargs;
+
+	if (w->closure_phase >= 0)
+		wrap_closure(&args, &kwargs, w->closure_phase);
 
 	if (w->phase >= 0) {
 		previous = events_phase();
@@ -91,6 +145,13 @@ static PyObject *wrapper_call(PyObject *self, PyObject *args,
 		call_after(w, result, args, kwargs);
 	if (w->phase >= 0)
 		events_set_phase(previous);
+	if (args != given_args) {
+		Py_DECREF(args);
+		Py_XDECREF(kwargs);
+	} else if (kwargs != given_kwargs) {
+		Py_DECREF(kwargs);
+		Py_DECREF(args);
+	}
 	return result;
 }
 
@@ -184,26 +245,9 @@ int wrap_init(void)
 									 : -1;
 }
 
-PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
+static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
+			      int closure_phase)
 {
-	static char *keywords[] = { "fn", "phase", "after", NULL };
-	PyObject *fn, *after = Py_None;
-	const char *phase = NULL;
-	int phase_number = -1;
-
-	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zO", keywords, &fn,
-					 &phase, &after))
-		return NULL;
-	if (phase) {
-		for (int p = 0; p < AMP_PHASE_COUNT && phase_number < 0; p++)
-			if (!strcmp(phase, amp_phase_name((enum amp_phase)p)))
-				phase_number = p;
-		if (phase_number < 0) {
-			PyErr_Format(PyExc_ValueError, "unknown phase %s", phase);
-			return NULL;
-		}
-	}
 	allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)wrapper_type,
 						    Py_tp_alloc);
 	struct wrapper *w =
@@ -217,10 +261,39 @@ PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 	}
 	Py_INCREF(fn);
 	w->fn = fn;
-	if (after != Py_None) {
-		Py_INCREF(after);
-		w->after = after;
-	}
-	w->phase = phase_number;
+	Py_XINCREF(after);
+	w->after = after;
+	w->phase = phase;
+	w->closure_phase = closure_phase;
 	return (PyObject *)w;
+}
+
+/* A phase's number from its name; -1 (a ValueError set) if none. */
+static int phase_named(const char *name)
+{
+	for (int p = 0; p < AMP_PHASE_COUNT; p++)
+		if (!strcmp(name, amp_phase_name((enum amp_phase)p)))
+			return p;
+	PyErr_Format(PyExc_ValueError, "unknown phase %s", name);
+	return -1;
+}
+
+PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+	static char *keywords[] = { "fn", "phase", "after", "closure_phase",
+				    NULL };
+	PyObject *fn, *after = Py_None;
+	const char *phase = NULL, *closure_phase = NULL;
+	int phase_number = -1, closure_number = -1;
+
+	(void)self;
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOz", keywords, &fn,
+					 &phase, &after, &closure_phase))
+		return NULL;
+	if ((phase && (phase_number = phase_named(phase)) < 0) ||
+	    (closure_phase &&
+	     (closure_number = phase_named(closure_phase)) < 0))
+		return NULL;
+	return wrapper_new(fn, phase_number, after == Py_None ? NULL : after,
+			   closure_number);
 }
