@@ -44,9 +44,21 @@ VISION = ["vit", "resnet", "convnext"]
 DECIDED = {"linear", "addmm", "matmul", "mm", "bmm", "baddbmm", "conv2d",
            "layer_norm", "group_norm", "batch_norm", "softmax", "log_softmax",
            "embedding", "scaled_dot_product_attention", "cross_entropy",
-           "mul", "add", "pow", "tanh", "gelu", "silu", "relu", "mean",
-           "rsqrt", "sum"}
+           "mul", "add", "pow", "tanh", "gelu", "silu", "mean", "rsqrt",
+           "sum"}
 TRACE_NAMES = {"cross_entropy": "cross_entropy_loss"}
+# Casts torch made that the trace lacks, by model: (torch release the
+# trace's framework names, phase, direction, how many a step, why).  Each
+# must be missing exactly so, or the check fails (the gap is fixed: drop
+# the entry).
+KNOWN_GAPS = {
+    "vit": ("torch 2.14", "forward", "bf16->f32", 1,
+            "timm's cat of the f32 class token with the bf16 patch "
+            "embeddings: torch 2.14's CPU autocast promotes it (a bf16->f32 "
+            "_to_copy), but the observer sees no aten::to and no inner cat "
+            "inside it there (torch 2.13 shows both, and the trace has the "
+            "cast)"),
+}
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
            HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
            WANDB_DISABLED="true", PYTHONDONTWRITEBYTECODE="1")
@@ -161,8 +173,14 @@ def test_model(name):
         t = json.load(f)
     with open(log) as f:
         logged = json.load(f)
-    expected = {k: v for k, v in logged["casts"].items()
+    expected = {k: dict(v) for k, v in logged["casts"].items()
                 if k in ("forward", "backward")}
+    gap = KNOWN_GAPS.get(name)
+    if gap and t["amptrace"].get("framework", "").startswith(gap[0]):
+        release, phase, direction, per_step, why = gap
+        expected[phase][direction] -= per_step * int(STEPS)
+        print("# %s: %d %s %s cast(s) a step missing: %s"
+              % (name, per_step, phase, direction, why))
     check("%s: casts by direction as the logger saw them (%s)"
           % (name, expected), trace_casts(t) == expected,
           (trace_casts(t), logged["casts"]))
