@@ -15,7 +15,10 @@ import tempfile
 
 from tap import check, done, skip_unless_bridge
 
-AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
+# absolute: meson gives them relative to the build directory, and some
+# cases run elsewhere
+AMPTRACE, VALIDATE, AMPVIEW = (os.path.abspath(p) for p in sys.argv[1:4])
+PYTHON = sys.argv[4]
 # absolute: one case runs with an empty PATH
 PYTHON = shutil.which(PYTHON) or PYTHON
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None

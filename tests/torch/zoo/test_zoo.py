@@ -32,7 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from tap import bridge_missing, check, done  # noqa: E402
 
-AMPTRACE, VALIDATE, AMPVIEW = sys.argv[1:4]
+# absolute: meson gives them relative to the build directory
+AMPTRACE, VALIDATE, AMPVIEW = (os.path.abspath(p) for p in sys.argv[1:4])
 ONLY = sys.argv[4:]
 TMP = tempfile.mkdtemp(prefix="amptrace-zoo-")
 STEPS = "2"
