@@ -173,7 +173,7 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.op = op ? op->op : NULL,
 		.phase = op ? op->phase : NULL,
 		.scope = op ? op->autocast.scope : NULL,
-		.origin = c->origin ? conv_intern_cstr(p, c->origin) : NULL,
+		.origin = c->origin ? convert_intern_cstr(p, c->origin) : NULL,
 		.stale = c->stale,
 		.ndim = source->ndim < 0 ? 0
 			: source->ndim < TRACE_MAX_DIMS ? source->ndim
