@@ -30,7 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from tap import bridge_missing, check, done  # noqa: E402
+from tap import bridge_missing, check, done, torch2_required  # noqa: E402
 
 # absolute: meson gives them relative to the build directory
 AMPTRACE, VALIDATE, AMPVIEW = (os.path.abspath(p) for p in sys.argv[1:4])
@@ -149,6 +149,10 @@ def readers_run(name, path):
 
 def test_model(name):
     python, why = interpreter(name)
+    if python is None and torch2_required():
+        check("%s: its interpreter is there (AMPTRACE_REQUIRE_TORCH2=1)"
+              % name, False, why)
+        return True
     if python is None:
         print("# SKIP %s: %s" % (name, why))
         return False
