@@ -115,6 +115,10 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	const struct rule_filter *f = &r->filter;
 	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
 
+	if (strcmp(f->origin ? f->origin : "autocast", "any") &&
+	    strcmp(f->origin ? f->origin : "autocast",
+		   c->origin ? c->origin : "autocast"))
+		return false;
 	if (r->from && strcmp(c->from, r->from))
 		return false;
 	if (r->to && strcmp(c->to, r->to))
@@ -537,6 +541,11 @@ static void casts_label(const struct rule *r, char *buf, size_t size)
 		snprintf(buf, size, "casts to %s", r->to);
 	else
 		snprintf(buf, size, "casts");
+	if (r->filter.origin && strcmp(r->filter.origin, "autocast")) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, size - used, " (origin %s)",
+			 r->filter.origin);
+	}
 }
 
 static void eval_casts(const struct analysis *a, const struct rule *r,
@@ -558,9 +567,10 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
+		bool cast = e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST;
 		size_t n = e->kind == TRACE_AGGREGATE
 				   ? aggregate_casts_selected(r, &e->aggregate)
-				   : e->kind == TRACE_CAST && cast_selected(a, r, e);
+				   : cast && cast_selected(a, r, e);
 		if (!n)
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;

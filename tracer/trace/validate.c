@@ -188,13 +188,15 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 
 	if (!t->counts[TRACE_KERNEL])
 		return;
-	results = malloc((t->counts[TRACE_CAST] + 1) * sizeof *results);
+	results = malloc((t->counts[TRACE_CAST] + t->counts[TRACE_OTHER_CAST] +
+			  1) * sizeof *results);
 	if (!results) {
 		problem(r, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < t->nevents; i++)
-		if (t->events[i].kind == TRACE_CAST)
+		if (t->events[i].kind == TRACE_CAST ||
+		    t->events[i].kind == TRACE_OTHER_CAST)
 			results[nresults++] = (struct key){
 				t->events[i].pid, t->events[i].cast.result, 0, i
 			};
@@ -225,6 +227,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 					      "other", NULL };
 	static const char *const caches[] = { "hit", "miss", "uncacheable",
 					      "disabled", NULL };
+	static const char *const origins[] = { "autograd", "custom_fwd", NULL };
 	size_t n = t->nevents + 1;
 	struct key *ops = malloc(n * sizeof *ops);
 	struct key *defs = malloc(2 * n * sizeof *defs);
@@ -271,7 +274,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			    !e->step.detail)
 				firsts[nfirsts++] = (struct key){ e->pid, 0,
 								  ns(e->ts), i };
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST ||
+			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
 			defs[ndefs++] = (struct key){ e->pid, c->result, end, i };
@@ -285,6 +289,10 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				problem(r, "line %zu: cast cache \"%s\" is not "
 					"hit, miss, uncacheable or disabled",
 					e->line, c->cache);
+			if (c->origin && !one_of(c->origin, origins))
+				problem(r, "line %zu: cast origin \"%s\" is not "
+					"autocast, autograd or custom_fwd",
+					e->line, c->origin);
 		}
 	}
 	trace_sort(ops, nops, sizeof *ops, compare_keys);
@@ -316,7 +324,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				if (!valid_dtype(e->op.outputs[k].dtype))
 					problem(r, "line %zu: output dtype \"%s\"",
 						e->line, e->op.outputs[k].dtype);
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST ||
+			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			const struct key *op = find_key(ops, nops, e->pid, c->op_id);
 			if (!op) {

@@ -38,6 +38,10 @@ struct obs_op {
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
+	bool kind_ready;       /* the three below are set */
+	bool custom_function;  /* a custom autograd Function's apply */
+	bool custom_backward;  /* ... or its backward node */
+	bool conversion;       /* aten::to or aten::_to_copy */
 };
 
 /* The described arguments (or results) of one call. */
@@ -102,7 +106,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 4
+#define OBS_ABI_VERSION 5
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.
