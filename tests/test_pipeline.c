@@ -48,7 +48,7 @@ static const struct producer_info info = {
 		   cache_at },
 };
 
-static void emit(struct amp_event e, uint64_t at_us)
+static void emit(struct producer_event e, uint64_t at_us)
 {
 	e.time_ns = BASE_NS + at_us * 1000;
 	e.thread = 1;
@@ -59,48 +59,48 @@ static void emit(struct amp_event e, uint64_t at_us)
  * the last op is left open (the process then "dies"). */
 static void produce(void)
 {
-	static const struct amp_tensor_info x = {
+	static const struct producer_tensor x = {
 		.id = 1, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 4, 8 },
 		.name = "input", .producer_op_id = 7,
 	};
-	static const struct amp_tensor_info w = {
+	static const struct producer_tensor w = {
 		.id = 2, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 8, 8 },
-		.name = "fc1.weight", .is_leaf = true, .requires_grad = true,
+		.name = "fc1.weight", .flags = PRODUCER_TENSOR_LEAF | PRODUCER_TENSOR_REQUIRES_GRAD,
 	};
-	static const struct amp_tensor_info w16 = {
+	static const struct producer_tensor w16 = {
 		.id = 3, .dtype = AMP_DTYPE_F16, .device = AMP_DEVICE_CUDA,
-		.ndim = 2, .shape = { 8, 8 }, .is_view = true,
+		.ndim = 2, .shape = { 8, 8 }, .flags = PRODUCER_TENSOR_VIEW,
 	};
-	const struct amp_autocast_info on = {
+	const struct producer_autocast on = {
 		.enabled = true, .device = AMP_DEVICE_CUDA,
 		.dtype = AMP_DTYPE_F16, .cache_enabled = true, .depth = 1,
 		.scope = "forward",
 	};
-	const struct amp_tensor_info inputs[2] = { x, w16 };
+	const struct producer_tensor inputs[2] = { x, w16 };
 	/* as libamp describes an op's output: the op made it */
-	struct amp_tensor_info made = w16;
+	struct producer_tensor made = w16;
 	made.producer_op_id = 10;
-	struct amp_event e;
+	struct producer_event e;
 
-	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_ENTER };
-	e.scope = (struct amp_scope_event){ .depth = 1,
+	e = (struct producer_event){ .kind = PRODUCER_SCOPE_ENTER };
+	e.scope = (struct producer_scope){ .depth = 1,
 					    .device = AMP_DEVICE_CUDA,
 					    .dtype = AMP_DTYPE_F16, .enabled = true,
 					    .cache_enabled = true,
 					    .scope = "forward" };
 	emit(e, 1);
-	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_ENTER };
-	e.scope = (struct amp_scope_event){ .depth = 2, .device = AMP_DEVICE_CPU,
+	e = (struct producer_event){ .kind = PRODUCER_SCOPE_ENTER };
+	e.scope = (struct producer_scope){ .depth = 2, .device = AMP_DEVICE_CPU,
 					    .dtype = AMP_DTYPE_BF16 };
 	emit(e, 2);
-	e = (struct amp_event){ .kind = AMP_EVENT_OP_BEGIN };
-	e.op = (struct amp_op_event){ .op_id = 10, .op = "linear",
+	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
+	e.op = (struct producer_op){ .op_id = 10, .op = "linear",
 				      .overload = "", .autocast = on,
 				      .device = AMP_DEVICE_CUDA,
 				      .emulated = true };
 	emit(e, 3);
-	e = (struct amp_event){ .kind = AMP_EVENT_CAST };
-	e.cast = (struct amp_cast_event){
+	e = (struct producer_event){ .kind = PRODUCER_CAST };
+	e.cast = (struct producer_cast){
 		.op_id = 10, .arg = 1, .source = w, .result = w16,
 		.from = AMP_DTYPE_F32, .to = AMP_DTYPE_F16,
 		.cache = AMP_CACHE_MISS, .reason = "leaf weight", .bytes = 128,
@@ -108,8 +108,8 @@ static void produce(void)
 		.cache_entries = 1, .cache_bytes = 128,
 	};
 	emit(e, 4);
-	e = (struct amp_event){ .kind = AMP_EVENT_OP_END };
-	e.op = (struct amp_op_event){
+	e = (struct producer_event){ .kind = PRODUCER_OP_END };
+	e.op = (struct producer_op){
 		.op_id = 10, .op = "linear", .overload = "",
 		.policy = AMP_POLICY_LOWER_PRECISION_FP, .autocast = on,
 		.device = AMP_DEVICE_CUDA, .emulated = true, .ninputs = 2,
@@ -117,8 +117,8 @@ static void produce(void)
 		.begin_ns = BASE_NS + 3000,
 	};
 	emit(e, 5);
-	e = (struct amp_event){ .kind = AMP_EVENT_OP_END };
-	e.op = (struct amp_op_event){
+	e = (struct producer_event){ .kind = PRODUCER_OP_END };
+	e.op = (struct producer_op){
 		.op_id = 11, .parent_op_id = 10, .forward_op_id = 9,
 		.op = "mm", .overload = "out", .phase = AMP_PHASE_BACKWARD,
 		.ninputs = 1, .inputs = &x, .status = AMP_ERR_DTYPE,
@@ -126,21 +126,21 @@ static void produce(void)
 		.begin_ns = BASE_NS + 5500,
 	};
 	emit(e, 6);
-	e = (struct amp_event){ .kind = AMP_EVENT_SCOPE_EXIT };
-	e.scope = (struct amp_scope_event){ .depth = 2 };
+	e = (struct producer_event){ .kind = PRODUCER_SCOPE_EXIT };
+	e.scope = (struct producer_scope){ .depth = 2 };
 	emit(e, 7);
-	e = (struct amp_event){ .kind = AMP_EVENT_CACHE_CLEAR };
-	e.cache = (struct amp_cache_event){ .entries = 1, .bytes = 128 };
+	e = (struct producer_event){ .kind = PRODUCER_CACHE_CLEAR };
+	e.cache = (struct producer_cache_clear){ .entries = 1, .bytes = 128 };
 	emit(e, 8);
-	e = (struct amp_event){ .kind = AMP_EVENT_SCALER };
-	e.scaler = (struct amp_scaler_event){ .scaler_id = 1,
+	e = (struct producer_event){ .kind = PRODUCER_SCALER };
+	e.scaler = (struct producer_scaler){ .scaler_id = 1,
 					      .optimizer_id = 2, .what = "step",
 					      .scale = 32768.0, .found_inf = true,
 					      .step_skipped = true,
 					      .inf_tensor_id = 3 };
 	emit(e, 9);
-	e = (struct amp_event){ .kind = AMP_EVENT_DIAG };
-	e.diag = (struct amp_diag_event){ .kind = "fp16-overflow",
+	e = (struct producer_event){ .kind = PRODUCER_DIAG };
+	e.diag = (struct producer_diag){ .kind = "fp16-overflow",
 					  .message = "inf in \"out\"",
 					  .op_id = 10, .tensor_id = 3 };
 	emit(e, 10);
@@ -157,8 +157,8 @@ static void produce(void)
 	producer_gpu_activities(gpu, 2);
 	producer_gpu_stats(&(struct amp_gpu_profiler_stats){ .kernels = 1,
 							     .memcpys = 1 });
-	e = (struct amp_event){ .kind = AMP_EVENT_OP_BEGIN };
-	e.op = (struct amp_op_event){ .op_id = 12, .forward_op_id = 10,
+	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
+	e.op = (struct producer_op){ .op_id = 12, .forward_op_id = 10,
 				      .op = "relu", .overload = "",
 				      .phase = AMP_PHASE_BACKWARD,
 				      .autocast = on };
@@ -543,10 +543,10 @@ static void stream_across_windows(char *raw_template)
 	snprintf(path, sizeof path, "%s.json", raw);
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	for (int i = 0; i < OPS; i++) {
-		struct amp_tensor_info t = { .id = (uint64_t)i + 7, .ndim = 1,
+		struct producer_tensor t = { .id = (uint64_t)i + 7, .ndim = 1,
 					     .shape = { i }, .name = name };
-		struct amp_event e = { .kind = AMP_EVENT_OP_END };
-		e.op = (struct amp_op_event){
+		struct producer_event e = { .kind = PRODUCER_OP_END };
+		e.op = (struct producer_op){
 			.op_id = (uint64_t)i + 1, .op = "relu", .overload = "",
 			.ninputs = 1, .inputs = &t,
 			.begin_ns = BASE_NS + (uint64_t)i * 1000,
@@ -629,7 +629,7 @@ START_TEST(a_stream_populated_by_mmap_reads_back_whole)
 {
 	char raw[] = "/dev/shm/amptrace-pipeline-XXXXXX";
 	char populated[] = "/dev/shm/amptrace-pipeline-XXXXXX";
-	struct amp_tensor_info t = { .ndim = 1, .shape = { 1 } };
+	struct producer_tensor t = { .ndim = 1, .shape = { 1 } };
 	static char name[1001];
 
 	producer_populate_by_mmap();
@@ -639,8 +639,8 @@ START_TEST(a_stream_populated_by_mmap_reads_back_whole)
 	ck_assert_int_eq(producer_attach(populated, &info), 0);
 	/* ~1 KiB a record: into chunk 1, but not to its end. */
 	for (int i = 0; i < 1100; i++) {
-		struct amp_event e = { .kind = AMP_EVENT_OP_END };
-		e.op = (struct amp_op_event){
+		struct producer_event e = { .kind = PRODUCER_OP_END };
+		e.op = (struct producer_op){
 			.op_id = (uint64_t)i + 1, .op = "relu", .overload = "",
 			.ninputs = 1, .inputs = &t, .begin_ns = BASE_NS,
 		};

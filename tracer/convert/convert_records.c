@@ -33,7 +33,7 @@ static const char *intern_like(struct convert_process *p, const char *s,
  * when e is its END, else NULL. */
 static struct trace_op op_fields(struct convert_process *p,
 				 struct convert_thread *t,
-				 const struct amp_op_event *e,
+				 const struct producer_op *e,
 				 const struct trace_op *begin)
 {
 	struct trace_op op = {
@@ -56,7 +56,7 @@ static struct trace_op op_fields(struct convert_process *p,
 }
 
 static void on_op_begin(struct convert_process *p, struct convert_thread *t,
-			const struct amp_op_event *e, uint64_t time_ns)
+			const struct producer_op *e, uint64_t time_ns)
 {
 	t->ops = convert_grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
 	t->ops[t->nops++] = (struct pending_op){
@@ -96,7 +96,7 @@ void convert_op_close(struct converter *cv, struct convert_process *p,
 }
 
 static void on_op_end(struct converter *cv, struct convert_process *p,
-		      struct convert_thread *t, const struct amp_op_event *e,
+		      struct convert_thread *t, const struct producer_op *e,
 		      uint64_t time_ns)
 {
 	uint64_t begin_ns = e->begin_ns;
@@ -145,11 +145,11 @@ static void counter(struct converter *cv, struct convert_process *p,
 }
 
 static void on_cast(struct converter *cv, struct convert_process *p,
-		    struct convert_thread *t, const struct amp_cast_event *c,
+		    struct convert_thread *t, const struct producer_cast *c,
 		    uint64_t time_ns)
 {
 	uint64_t begin_ns = c->begin_ns;
-	const struct amp_tensor_info *source = &c->source;
+	const struct producer_tensor *source = &c->source;
 
 	if (!begin_ns || begin_ns > time_ns)
 		begin_ns = time_ns;
@@ -173,10 +173,10 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.phase = op ? op->phase : NULL,
 		.scope = op ? op->autocast.scope : NULL,
 		.stale = c->stale,
-		.ndim = source->ndim < 0 ? 0
-			: source->ndim < TRACE_MAX_DIMS ? source->ndim
-							: TRACE_MAX_DIMS,
-		.requires_grad = source->requires_grad, .leaf = source->is_leaf,
+		.ndim = source->ndim < TRACE_MAX_DIMS ? source->ndim
+						      : TRACE_MAX_DIMS,
+		.requires_grad = source->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
+		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
 	};
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
@@ -218,7 +218,7 @@ void convert_scope_end(struct converter *cv, struct convert_process *p,
 }
 
 static void on_scope(struct converter *cv, struct convert_process *p,
-		     struct convert_thread *t, const struct amp_scope_event *region,
+		     struct convert_thread *t, const struct producer_scope *region,
 		     uint64_t time_ns, bool enter)
 {
 	if (!enter) {
@@ -253,7 +253,7 @@ static void on_scope(struct converter *cv, struct convert_process *p,
 }
 
 static void on_cache_clear(struct converter *cv, struct convert_process *p,
-			   struct convert_thread *t, const struct amp_cache_event *c,
+			   struct convert_thread *t, const struct producer_cache_clear *c,
 			   uint64_t time_ns)
 {
 	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CACHE_CLEAR,
@@ -268,7 +268,7 @@ static void on_cache_clear(struct converter *cv, struct convert_process *p,
 
 static void on_scaler(struct converter *cv, struct convert_process *p,
 		      struct convert_thread *t,
-		      const struct amp_scaler_event *s, uint64_t time_ns)
+		      const struct producer_scaler *s, uint64_t time_ns)
 {
 	const char *what = s->what ? s->what : "";
 	double scale = s->scale;
@@ -325,7 +325,7 @@ void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
 }
 
 static void on_diag(struct converter *cv, struct convert_process *p,
-		    struct convert_thread *t, const struct amp_diag_event *d,
+		    struct convert_thread *t, const struct producer_diag *d,
 		    uint64_t time_ns)
 {
 	const char *kind = d->kind ? d->kind : "diag";
@@ -455,27 +455,27 @@ void convert_record(struct converter *cv, struct convert_process *p,
 		return;
 	}
 	switch (d->kind) {
-	case AMP_EVENT_OP_BEGIN:
+	case PRODUCER_OP_BEGIN:
 		on_op_begin(p, t, &d->event.op, r->time_ns);
 		break;
-	case AMP_EVENT_OP_END:
+	case PRODUCER_OP_END:
 		on_op_end(cv, p, t, &d->event.op, r->time_ns);
 		break;
-	case AMP_EVENT_CAST:
+	case PRODUCER_CAST:
 		on_cast(cv, p, t, &d->event.cast, r->time_ns);
 		break;
-	case AMP_EVENT_SCOPE_ENTER:
-	case AMP_EVENT_SCOPE_EXIT:
+	case PRODUCER_SCOPE_ENTER:
+	case PRODUCER_SCOPE_EXIT:
 		on_scope(cv, p, t, &d->event.scope, r->time_ns,
-			 d->kind == AMP_EVENT_SCOPE_ENTER);
+			 d->kind == PRODUCER_SCOPE_ENTER);
 		break;
-	case AMP_EVENT_CACHE_CLEAR:
+	case PRODUCER_CACHE_CLEAR:
 		on_cache_clear(cv, p, t, &d->event.cache, r->time_ns);
 		break;
-	case AMP_EVENT_SCALER:
+	case PRODUCER_SCALER:
 		on_scaler(cv, p, t, &d->event.scaler, r->time_ns);
 		break;
-	case AMP_EVENT_DIAG:
+	case PRODUCER_DIAG:
 		on_diag(cv, p, t, &d->event.diag, r->time_ns);
 		break;
 	case RAW_KIND_GPU_ACTIVITY:

@@ -12,13 +12,14 @@
  *   - GPU activities arrive in batches on whichever thread the profiler
  *     delivers them and go, under a lock, into a stream of their own
  *     (tgpu.raw), written like a thread's.
- *   - It needs libamp's header (the event model) but not the library: a
- *     producer that never loads libamp (the PyTorch bridge) links it alone.
+ *   - It needs libamp's header (the enums' sizes, GPU activities) but not
+ *     the library: a producer that never loads libamp (the PyTorch
+ *     bridge) links it alone.
  */
 #include "producer.h"
 
+#include "libamp_encode.h"
 #include "raw.h"
-#include "raw_encode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -261,15 +262,15 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 		 "program ran on", raw_root, strerror(err),
 		 amp_thread == RAW_GPU_STREAM ? "process's GPU stream"
 					      : "thread");
-	struct amp_event e = {
-		.kind = AMP_EVENT_DIAG,
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG,
 		.time_ns = (uint64_t)ts.tv_sec * 1000000000u +
 			   (uint64_t)ts.tv_nsec,
 		.thread = amp_thread,
 		.diag = { .kind = "recording-stopped", .message = message },
 	};
 	struct raw_record *r = (struct raw_record *)(w->chunk + w->offset);
-	record_commit(w, r, AMP_EVENT_DIAG, e.time_ns,
+	record_commit(w, r, PRODUCER_DIAG, e.time_ns,
 		      raw_event_encode((uint8_t *)(r + 1), &e));
 	struct raw_record *end = (struct raw_record *)(w->chunk + w->offset);
 	atomic_store_explicit(&end->size, RAW_SIZE_THREAD_END,
@@ -466,22 +467,46 @@ void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 
 /* ---------------------------------------------------------------- events */
 
-void producer_emit(const struct amp_event *e)
+/* Room for a record of `bound` payload bytes in the calling thread's
+ * stream, the thread marked busy until emit_commit; NULL: the event
+ * drops (not recording, re-entered, not a recorded kind, no room). */
+static inline struct raw_record *emit_reserve(size_t bound, uint64_t thread)
 {
 	struct thread_writer *w = &writer;
 
-	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
-		return;
-	size_t bound = raw_event_bound(e);
-	if (!bound)
-		return;
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed) ||
+	    !bound)
+		return NULL;
 	w->busy = true;
-	struct raw_record *r = record_reserve(w, bound, e->thread);
-	if (r) {
-		uint8_t *end = raw_event_encode((uint8_t *)(r + 1), e);
-		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
-	}
-	w->busy = false;
+	struct raw_record *r = record_reserve(w, bound, thread);
+	if (!r)
+		w->busy = false;
+	return r;
+}
+
+static inline void emit_commit(struct raw_record *r, uint16_t kind,
+			       uint64_t time_ns, const uint8_t *end)
+{
+	record_commit(&writer, r, kind, time_ns, end);
+	writer.busy = false;
+}
+
+void producer_emit(const struct producer_event *e)
+{
+	struct raw_record *r = emit_reserve(raw_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, (uint16_t)e->kind, e->time_ns,
+			    raw_event_encode((uint8_t *)(r + 1), e));
+}
+
+void producer_emit_libamp(const struct amp_event *e)
+{
+	struct raw_record *r = emit_reserve(libamp_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, libamp_event_kind(e), e->time_ns,
+			    libamp_event_encode((uint8_t *)(r + 1), e));
 }
 
 /* ------------------------------------------------------- process state */

@@ -51,7 +51,7 @@ struct op_record {
 	uint64_t op_id;
 	uint64_t begin_ns;
 	struct obs_op *op;
-	struct amp_op_event event;
+	struct producer_op event;
 	struct amp_plan plan;
 	bool autocast_wraps;   /* the plan applies: casts and an inner call */
 	bool grad_enabled;
@@ -181,7 +181,7 @@ static void args_copy(struct obs_args *dst, const struct obs_args *src)
 
 /* ------------------------------------------------------------ emitting */
 
-static void emit(struct amp_event *e)
+static void emit(struct producer_event *e)
 {
 	e->thread = amp_thread_number();
 	if (!e->time_ns)
@@ -224,19 +224,21 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 	int n = r->inputs.ntensors;
 
 	for (int i = 0; i < n; i++) {
-		const struct amp_tensor_info *t = &r->inputs.tensors[i];
+		const struct producer_tensor *t = &r->inputs.tensors[i];
 		if (t->id && t->device == AMP_DEVICE_CUDA) {
 			device = AMP_DEVICE_CUDA;
 			break;
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		const struct amp_tensor_info *t = &r->inputs.tensors[i];
+		const struct producer_tensor *t = &r->inputs.tensors[i];
 		args[i] = (struct amp_plan_arg){
 			.defined = t->id != 0, .optional = r->inputs.optional[i],
-			.dtype = t->dtype, .device = t->device,
-			.requires_grad = t->requires_grad, .is_leaf = t->is_leaf,
-			.is_view = t->is_view,
+			.dtype = (enum amp_dtype)t->dtype,
+			.device = (enum amp_device_type)t->device,
+			.requires_grad = t->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
+			.is_leaf = t->flags & PRODUCER_TENSOR_LEAF,
+			.is_view = t->flags & PRODUCER_TENSOR_VIEW,
 		};
 	}
 	const struct amp_policy_row *row = policy_row(r->op, device);
@@ -256,31 +258,34 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 	r->autocast_wraps = ac->enabled[device] && row &&
 			    r->plan.status == AMP_OK;
 	r->grad_enabled = ac->grad_enabled;
-	r->event.policy = r->plan.policy;
-	r->event.device = device;
-	r->event.autocast = (struct amp_autocast_info){
-		.enabled = ac->enabled[device], .device = device,
-		.dtype = ac->dtype[device], .cache_enabled = ac->cache_enabled,
+	r->event.policy = (uint8_t)r->plan.policy;
+	r->event.device = (uint8_t)device;
+	r->event.autocast = (struct producer_autocast){
+		.enabled = ac->enabled[device], .device = (uint8_t)device,
+		.dtype = (uint8_t)ac->dtype[device],
+		.cache_enabled = ac->cache_enabled,
 	};
 }
 
 static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
-		      const struct amp_tensor_info *result,
+		      const struct producer_tensor *result,
 		      enum amp_cache_result cache, const char *reason,
 		      bool stale, uint64_t begin_ns)
 {
-	struct amp_event e = { .kind = AMP_EVENT_CAST };
-	const struct amp_tensor_info *source = &r->inputs.tensors[arg];
+	struct producer_event e = { .kind = PRODUCER_CAST };
+	const struct producer_tensor *source = &r->inputs.tensors[arg];
 	size_t numel = 1;
 
 	for (int d = 0; d < result->ndim; d++)
 		numel *= (size_t)result->shape[d];
-	e.cast = (struct amp_cast_event){
+	e.cast = (struct producer_cast){
 		.op_id = r->op_id, .arg = arg, .source = *source,
 		.result = *result, .from = source->dtype, .to = result->dtype,
-		.cache = cache, .reason = reason, .stale = stale,
-		.bytes = cache == AMP_CACHE_HIT ? 0
-						: numel * amp_dtype_size(result->dtype),
+		.cache = (uint8_t)cache, .reason = reason, .stale = stale,
+		.bytes = cache == AMP_CACHE_HIT
+				 ? 0
+				 : numel * amp_dtype_size((enum amp_dtype)
+								  result->dtype),
 		.begin_ns = begin_ns,
 	};
 	/* Recorded before the event, which carries the cache's size. */
@@ -308,7 +313,7 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 							 : r->inputs.ntensors;
 	for (int i = 0; i < n; i++) {
 		const struct amp_plan_cast *pc = &r->plan.casts[i];
-		const struct amp_tensor_info *got = &r->inner.tensors[i];
+		const struct producer_tensor *got = &r->inner.tensors[i];
 		/* Only a cacheable cast can come from the cache; a planned
 		 * cast torch did not make (its table differs from ours) is
 		 * no cast at all. */
@@ -443,11 +448,12 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	r->gpu_pushed = false;
 	r->autocast_wraps = false;
 	r->inner.ntensors = 0;
-	r->event = (struct amp_op_event){
+	r->event = (struct producer_op){
 		.op_id = op_id,
 		.parent_op_id = owner >= 0 ? s->ops[owner].op_id : 0,
 		.op = op->op, .overload = op->overload,
-		.phase = in_backward(s) ? AMP_PHASE_BACKWARD : s->phase,
+		.phase = (uint8_t)(in_backward(s) ? AMP_PHASE_BACKWARD
+						  : s->phase),
 		.forward_op_id = backward_link(s),
 	};
 	link_forward(s, seq_nr, op_id);
@@ -486,8 +492,9 @@ void events_begin_args(const struct obs_args *inputs,
 						     : NULL;
 		r->event.ninputs = inputs->ntensors;
 		r->event.inputs = r->inputs.tensors;
-		struct amp_event e = { .kind = AMP_EVENT_OP_BEGIN,
-				       .time_ns = r->begin_ns, .op = r->event };
+		struct producer_event e = { .kind = PRODUCER_OP_BEGIN,
+					    .time_ns = r->begin_ns,
+					    .op = r->event };
 		emit(&e);
 		if (r->event.device == AMP_DEVICE_CUDA)
 			gpu_cuda_op(e.thread, e.time_ns);
@@ -538,7 +545,7 @@ static void emit_script_casts(struct thread_state *s, struct op_record *r,
 /* The defined tensors of `args`, in order, into `out` (absent optional
  * tensors are no tensor of the trace). */
 static int defined_tensors(const struct obs_args *args,
-			   struct amp_tensor_info *out)
+			   struct producer_tensor *out)
 {
 	int n = 0;
 
@@ -551,13 +558,13 @@ static int defined_tensors(const struct obs_args *args,
 static void end_op(struct thread_state *s, struct op_record *r,
 		   const struct obs_args *outputs, bool failed)
 {
-	struct amp_tensor_info in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
+	struct producer_tensor in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
 
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
 	if (r->gpu_pushed)
 		gpu_pop();
-	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
+	struct producer_event e = { .kind = PRODUCER_OP_END, .op = r->event };
 	const struct obs_args *executed = r->inner_seen ? &r->inner : &r->inputs;
 
 	e.op.ninputs = defined_tensors(executed, in);
@@ -636,11 +643,11 @@ enum amp_phase events_phase(void)
 	return thread_state()->phase;
 }
 
-void events_scope(bool enter, const struct amp_scope_event *scope)
+void events_scope(bool enter, const struct producer_scope *scope)
 {
 	struct thread_state *s = thread_state();
-	struct amp_event e = { .kind = enter ? AMP_EVENT_SCOPE_ENTER
-					     : AMP_EVENT_SCOPE_EXIT };
+	struct producer_event e = { .kind = enter ? PRODUCER_SCOPE_ENTER
+						  : PRODUCER_SCOPE_EXIT };
 
 	e.scope = *scope;
 	if (enter) {
@@ -662,9 +669,9 @@ void events_scope(bool enter, const struct amp_scope_event *scope)
 void events_cache_clear(void)
 {
 	struct thread_state *s = thread_state();
-	struct amp_event e = { .kind = AMP_EVENT_CACHE_CLEAR };
+	struct producer_event e = { .kind = PRODUCER_CACHE_CLEAR };
 
-	e.cache = (struct amp_cache_event){ s->cache_used, s->cache_bytes };
+	e.cache = (struct producer_cache_clear){ s->cache_used, s->cache_bytes };
 	if (s->cache_slots)
 		memset(s->cache, 0, s->cache_slots * sizeof *s->cache);
 	s->cache_used = 0;
@@ -682,7 +689,7 @@ struct amp_cache_stats amp_autocast_cache_stats(void)
 	return (struct amp_cache_stats){ s->cache_used, s->cache_bytes };
 }
 
-void events_emit(struct amp_event *e)
+void events_emit(struct producer_event *e)
 {
 	emit(e);
 }
@@ -709,8 +716,8 @@ bool events_op_exception(const char *exception)
 		 "exception that ended this thread came right after it, with no "
 		 "torch op in between: %s", s->failed_op,
 		 (unsigned long long)s->failed_op_id, exception);
-	struct amp_event e = { .kind = AMP_EVENT_DIAG };
-	e.diag = (struct amp_diag_event){ .kind = "op-error",
+	struct producer_event e = { .kind = PRODUCER_DIAG };
+	e.diag = (struct producer_diag){ .kind = "op-error",
 					  .message = message,
 					  .op_id = s->failed_op_id };
 	emit(&e);

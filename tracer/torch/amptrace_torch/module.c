@@ -202,8 +202,9 @@ static PyObject *bridge_scope(PyObject *self, PyObject *args)
 	}
 	if (dtype_arg(dtype_name, &dtype) != 0)
 		return NULL;
-	struct amp_scope_event scope = {
-		.depth = depth, .device = device, .dtype = dtype,
+	struct producer_scope scope = {
+		.depth = depth, .device = (uint8_t)device,
+		.dtype = (uint8_t)dtype,
 		.enabled = enabled, .cache_enabled = cache_enabled,
 		.scope = intern(name),
 	};
@@ -282,8 +283,8 @@ static PyObject *bridge_scaler(PyObject *self, PyObject *args)
 			      &optimizer_id, &scale, &found_inf, &skipped,
 			      &inf_tensor))
 		return NULL;
-	struct amp_event e = { .kind = AMP_EVENT_SCALER };
-	e.scaler = (struct amp_scaler_event){
+	struct producer_event e = { .kind = PRODUCER_SCALER };
+	e.scaler = (struct producer_scaler){
 		.scaler_id = scaler_id, .optimizer_id = optimizer_id,
 		.what = intern(what), .scale = scale, .found_inf = found_inf,
 		.step_skipped = skipped, .inf_tensor_id = inf_tensor,
