@@ -266,7 +266,6 @@ static void diag_eq(size_t i, const struct trace_diag *a,
 
 static void gpu_eq(const struct trace_kernel *a, const struct trace_kernel *b)
 {
-	ck_assert_int_eq(a->linked, b->linked);
 	ck_assert_int_eq(a->cast, b->cast);
 	ck_assert_uint_eq(a->external_id, b->external_id);
 	ck_assert_uint_eq(a->op_id, b->op_id);
@@ -335,9 +334,9 @@ static void payload_eq(size_t i, const struct trace_event *a,
 		str_eq("meta value", i, a->meta.value, b->meta.value);
 		ck_assert_int_eq(a->meta.sort_index, b->meta.sort_index);
 		ck_assert_int_eq(a->meta.rank, b->meta.rank);
-		ck_assert_int_eq(a->meta.argc, b->meta.argc);
+		ck_assert_int_eq(a->meta.nargv, b->meta.nargv);
 		ck_assert_int_eq(!a->meta.argv, !b->meta.argv);
-		for (int k = 0; k < a->meta.argc; k++)
+		for (int k = 0; k < a->meta.nargv; k++)
 			str_eq("argv", i, a->meta.argv[k], b->meta.argv[k]);
 		str_eq("framework", i, a->meta.framework, b->meta.framework);
 		ck_assert_int_eq(a->meta.os_tid, b->meta.os_tid);
@@ -369,7 +368,10 @@ static struct trace_writer *writer_for(void *ctx,
 	struct sink *s = ctx;
 
 	(void)p;
-	ck_assert_int_eq(trace_writer_open(&s->writer, s->path, "", 0), 0);
+	ck_assert_int_eq(trace_writer_open(&s->writer, s->path,
+					   &(struct trace_header){ .rank = -1 },
+					   0),
+			 0);
 	return &s->writer;
 }
 
@@ -444,7 +446,9 @@ START_TEST(every_event_reads_back_as_kept)
 	cv.trace_for = trace_for;
 	/* no exit file and not our child: the process "died" */
 	convert_finish(&cv, -1, 0, BASE_NS + 20000);
-	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
+	ck_assert_int_eq(trace_writer_close(&sink.writer,
+					    &(struct trace_trailer){ 0 }),
+			 0);
 	convert_free(&cv);
 	remove_tree(raw);
 
@@ -479,9 +483,11 @@ START_TEST(every_event_reads_back_as_kept)
 	ck_assert_uint_eq(linear->op.inputs[0].producer_op_id, 7);
 	ck_assert_uint_eq(linear->op.inputs[1].producer_op_id, 0);
 	ck_assert_uint_eq(linear->op.outputs[0].producer_op_id, 0);
-	/* every kind the converter writes went through */
+	/* every kind the converter writes went through (flows are run's
+	 * tail's, test_flow.c's; other tools' events amptrace never writes) */
 	for (int k = 0; k < TRACE_KIND_COUNT; k++)
-		ck_assert_msg(seen[k], "no event of trace kind %d", k);
+		ck_assert_msg(seen[k] || k == TRACE_FLOW || k == TRACE_OTHER,
+			      "no event of trace kind %d", k);
 	memo_writes_the_same(&sink.kept);
 	trace_free(&read);
 	trace_free(&sink.kept);
@@ -558,7 +564,9 @@ static void stream_across_windows(char *raw_template)
 	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
 	cv.trace_for = trace_for;
 	convert_finish(&cv, -1, 0, BASE_NS + (uint64_t)OPS * 1000 + 1000);
-	ck_assert_int_eq(trace_writer_close(&sink.writer, "{}"), 0);
+	ck_assert_int_eq(trace_writer_close(&sink.writer,
+					    &(struct trace_trailer){ 0 }),
+			 0);
 	convert_free(&cv);
 	remove_tree(raw);
 	unlink(path);

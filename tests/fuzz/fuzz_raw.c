@@ -37,8 +37,10 @@ static struct trace_writer *writer_for(void *ctx,
 	struct sink *s = ctx;
 
 	(void)p;
-	if (!s->open && trace_writer_open(&s->writer, s->path,
-					  "\"generator\":\"fuzz\"", 0) == 0)
+	if (!s->open &&
+	    trace_writer_open(&s->writer, s->path,
+			      &(struct trace_header){ .generator = "fuzz" },
+			      0) == 0)
 		s->open = true;
 	return s->open ? &s->writer : NULL;
 }
@@ -82,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		findings_free(&f);
 	convert_free(&cv);
 	if (s.open)
-		trace_writer_close(&s.writer, "{\"complete\":true}");
+		trace_writer_close(&s.writer, &(struct trace_trailer){ .complete = true });
 	trace_free(&s.kept);
 	fuzz_remove_tree(raw);
 	return 0;

@@ -393,9 +393,8 @@ static void on_gpu_activity(struct converter *cv, struct convert_process *p,
 	gpu_announce(cv, p, a->device, UINT32_MAX);
 	gpu_announce(cv, p, a->device, a->stream);
 	uint64_t dur = a->end_ns > a->start_ns ? a->end_ns - a->start_ns : 0;
-	/* Readers know the kernel category; a memcpy is someone else's. */
 	struct trace_event e = convert_head(cv, p, a->stream,
-					    copy ? TRACE_OTHER : TRACE_KERNEL,
+					    copy ? TRACE_MEMCPY : TRACE_KERNEL,
 					    convert_intern_cstr(p, name),
 					    copy ? LIT_CAT_MEMCPY
 						 : LIT_CAT_KERNEL,
@@ -403,7 +402,7 @@ static void on_gpu_activity(struct converter *cv, struct convert_process *p,
 	e.pid = gpu_pid(p, a->device);
 	e.dur = convert_to_us((int64_t)dur);
 	e.kernel = (struct trace_kernel){
-		.linked = a->cast_id || a->op_id, .cast = a->cast_id != 0,
+		.cast = a->cast_id != 0,
 		.external_id = a->cast_id ? a->cast_id : a->op_id,
 		.op_id = a->cast_id ? a->op_id : 0,
 		.host_pid = p->pid, .correlation = a->correlation_id,

@@ -83,6 +83,7 @@ static char process_dir[PATH_MAX + 32];
 static char raw_root[PATH_MAX];
 static struct producer_info info;
 static char framework[128];
+static char policy_table[32];
 /* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
  * files, so threads stop recording (and remove their file) instead of
  * filling memory.  Checked once per chunk. */
@@ -611,6 +612,10 @@ static int write_process_file(void)
 		fputs(",\"framework\":", f);
 		json_string(f, info.framework, strlen(info.framework));
 	}
+	if (info.policy_table) {
+		fputs(",\"policy_table\":", f);
+		json_string(f, info.policy_table, strlen(info.policy_table));
+	}
 	fputs(",\"names\":{", f);
 	json_names(f, "dtype", AMP_DTYPE_COUNT, info.names.dtype);
 	json_names(f, "profiler", AMP_DTYPE_COUNT, info.names.profiler_dtype);
@@ -699,6 +704,11 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	if (what->framework) {
 		snprintf(framework, sizeof framework, "%s", what->framework);
 		info.framework = framework;
+	}
+	if (what->policy_table) {
+		snprintf(policy_table, sizeof policy_table, "%s",
+			 what->policy_table);
+		info.policy_table = policy_table;
 	}
 	if (pid)
 		converter_pid = (pid_t)atol(pid);

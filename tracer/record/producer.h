@@ -49,6 +49,9 @@ struct producer_names producer_amp_names(void);
 struct producer_info {
 	/* What produced the events: "libamp 0.1.0", "torch 1.13.1". */
 	const char *framework;
+	/* The policy table its policies come from ("1.13", "newest"), or
+	 * NULL (libamp's own: the newest). */
+	const char *policy_table;
 	struct producer_names names;
 };
 

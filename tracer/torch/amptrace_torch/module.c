@@ -131,8 +131,10 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 	(void)self;
 	if (!PyArg_ParseTuple(args, "ss", &raw_dir, &framework))
 		return NULL;
+	/* _framework() picked the table (events_policy_table) first */
 	struct producer_info info = {
 		.framework = framework,
+		.policy_table = amp_torch_table(events_policy_version())->name,
 		.names = producer_amp_names(),
 	};
 	if (producer_attach(raw_dir, &info) != 0) {
