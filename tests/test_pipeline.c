@@ -95,7 +95,8 @@ static void produce(void)
 	emit(e, 2);
 	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
 	e.op = (struct producer_op){ .op_id = 10, .op = "linear",
-				      .overload = "", .autocast = on,
+				      .overload = "", .module = "fc1",
+				      .module_class = "Linear", .autocast = on,
 				      .device = AMP_DEVICE_CUDA,
 				      .emulated = true };
 	emit(e, 3);
@@ -105,12 +106,14 @@ static void produce(void)
 		.from = AMP_DTYPE_F32, .to = AMP_DTYPE_F16,
 		.cache = AMP_CACHE_MISS, .reason = "leaf weight", .bytes = 128,
 		.begin_ns = BASE_NS + 3500, .cache_counted = true,
-		.cache_entries = 1, .cache_bytes = 128,
+		.cache_entries = 1, .cache_bytes = 128, .module = "fc1",
+		.module_class = "Linear",
 	};
 	emit(e, 4);
 	e = (struct producer_event){ .kind = PRODUCER_OP_END };
 	e.op = (struct producer_op){
-		.op_id = 10, .op = "linear", .overload = "",
+		.op_id = 10, .op = "linear", .overload = "", .module = "fc1",
+		.module_class = "Linear",
 		.policy = AMP_POLICY_LOWER_PRECISION_FP, .autocast = on,
 		.device = AMP_DEVICE_CUDA, .emulated = true, .ninputs = 2,
 		.inputs = inputs, .noutputs = 1, .outputs = &made,
@@ -202,6 +205,8 @@ static void op_eq(size_t i, const struct trace_op *a, const struct trace_op *b)
 	ck_assert_uint_eq(a->forward_op_id, b->forward_op_id);
 	str_eq("op", i, a->op, b->op);
 	str_eq("overload", i, a->overload, b->overload);
+	str_eq("module", i, a->module, b->module);
+	str_eq("module_class", i, a->module_class, b->module_class);
 	str_eq("phase", i, a->phase, b->phase);
 	str_eq("policy", i, a->policy, b->policy);
 	str_eq("device", i, a->device, b->device);
@@ -241,6 +246,8 @@ static void cast_eq(size_t i, const struct trace_cast *a,
 	str_eq("cast op", i, a->op, b->op);
 	str_eq("cast phase", i, a->phase, b->phase);
 	str_eq("cast scope", i, a->scope, b->scope);
+	str_eq("cast module", i, a->module, b->module);
+	str_eq("cast module_class", i, a->module_class, b->module_class);
 	ck_assert_int_eq(a->stale, b->stale);
 	ck_assert_int_eq(a->ndim, b->ndim);
 	for (int d = 0; d < a->ndim; d++)
@@ -483,6 +490,9 @@ START_TEST(every_event_reads_back_as_kept)
 	ck_assert_uint_eq(linear->op.inputs[0].producer_op_id, 7);
 	ck_assert_uint_eq(linear->op.inputs[1].producer_op_id, 0);
 	ck_assert_uint_eq(linear->op.outputs[0].producer_op_id, 0);
+	/* a key a producer hands over went through as it was */
+	ck_assert_str_eq(linear->op.module, "fc1");
+	ck_assert_str_eq(linear->op.module_class, "Linear");
 	/* every kind the converter writes went through (flows are run's
 	 * tail's, test_flow.c's; other tools' events amptrace never writes) */
 	for (int k = 0; k < TRACE_KIND_COUNT; k++)

@@ -106,6 +106,8 @@ static void assert_op_eq(const struct producer_op *got,
 	ck_assert_uint_eq(got->forward_op_id, want->forward_op_id);
 	assert_str_eq(got->op, want->op);
 	assert_str_eq(got->overload, want->overload);
+	assert_str_eq(got->module, want->module);
+	assert_str_eq(got->module_class, want->module_class);
 	ck_assert_int_eq(got->phase, want->phase);
 	ck_assert_int_eq(got->device, want->device);
 	ck_assert_int_eq(got->emulated, want->emulated);
@@ -129,7 +131,7 @@ START_TEST(op_begin_round_trips)
 	struct producer_event e = { .kind = PRODUCER_OP_BEGIN, .time_ns = 1001 };
 	e.op = (struct producer_op){
 		.op_id = 5, .parent_op_id = 4, .forward_op_id = 3,
-		.op = "softmax", .overload = "int",
+		.op = "softmax", .overload = "int", .module = "h.3.attn",
 		.phase = AMP_PHASE_BACKWARD, .device = AMP_DEVICE_CUDA,
 		.emulated = true, .autocast = autocast,
 	};
@@ -144,8 +146,8 @@ START_TEST(op_end_round_trips)
 	struct producer_event e = { .kind = PRODUCER_OP_END, .time_ns = 2002 };
 	e.op = (struct producer_op){
 		.op_id = 6, .parent_op_id = 2, .forward_op_id = 1,
-		.op = "linear", .overload = "",
-		.phase = AMP_PHASE_BACKWARD,
+		.op = "linear", .overload = "", .module = "h.3.attn.c_attn",
+		.module_class = "Conv1D", .phase = AMP_PHASE_BACKWARD,
 		.policy = AMP_POLICY_LOWER_PRECISION_FP,
 		.device = AMP_DEVICE_CUDA, .emulated = true,
 		.autocast = autocast, .ninputs = 3, .inputs = tensors,
@@ -184,6 +186,7 @@ START_TEST(cast_round_trips)
 			.begin_ns = 2999, .stale = true,
 			.cache_counted = counted, .cache_entries = 17,
 			.cache_bytes = 4096,
+			.module_class = counted ? "Linear" : NULL,
 		};
 
 		round_trip(&e);
@@ -202,6 +205,8 @@ START_TEST(cast_round_trips)
 		ck_assert_int_eq(got->cache_counted, counted);
 		ck_assert_uint_eq(got->cache_entries, counted ? 17 : 0);
 		ck_assert_uint_eq(got->cache_bytes, counted ? 4096 : 0);
+		ck_assert_ptr_null(got->module);
+		assert_str_eq(got->module_class, e.cast.module_class);
 	}
 }
 END_TEST
@@ -474,6 +479,21 @@ START_TEST(bad_records_are_rejected)
 }
 END_TEST
 
+/* A key mask with a bit of no key of ../producer_keys.h is refused. */
+START_TEST(unknown_keys_are_rejected)
+{
+	struct producer_event e = { .kind = PRODUCER_OP_BEGIN, .time_ns = 8 };
+	e.op = (struct producer_op){ .op = "relu", .overload = "" };
+	uint8_t *end = raw_event_encode(payload(), &e);
+	struct raw_record *r = record_at(PRODUCER_OP_BEGIN, 8, end);
+
+	ck_assert(raw_decode(r, &decoded));
+	ck_assert_uint_eq(end[-1], 0); /* the mask: no key set */
+	end[-1] = 0x80;
+	ck_assert(!raw_decode(r, &decoded));
+}
+END_TEST
+
 /* ------------------------------------------------- libamp's events */
 
 static _Alignas(8) uint8_t twin_buffer[1 << 16];
@@ -631,6 +651,7 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, small_ops_encode_small);
 	tcase_add_test(tc, endless_varint_is_rejected);
 	tcase_add_test(tc, bad_records_are_rejected);
+	tcase_add_test(tc, unknown_keys_are_rejected);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("libamp");
 	tcase_add_test(tc, libamp_ops_encode_as_their_twins);

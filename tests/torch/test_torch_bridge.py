@@ -118,6 +118,28 @@ def test_training_loop():
               s["args"]["cache_enabled"] and
               s["args"]["scope"] == "train_mlp.py:23"
               for s in scopes if s["ph"] == "B"), scopes[:1])
+    # FORMAT 1.4: the nn.Module each op and cast runs in
+    check("linear ops name their module: fc1 and fc2, class Linear",
+          sorted(a.get("module") for a in linear) == ["fc1"] * 3 + ["fc2"] * 3
+          and {a.get("module_class") for a in linear} == {"Linear"},
+          [(a.get("module"), a.get("module_class")) for a in linear])
+    relu = ops(t, "relu")
+    check("an op of the model's own forward: the outermost module, \"\"",
+          relu and all(a.get("module") == "" and
+                       a.get("module_class") == "MLP" for a in relu), relu[:1])
+    check("an op outside every module has none",
+          all("module" not in a for a in ops(t, "cross_entropy_loss")))
+    check("a weight's cast carries its op's module",
+          all(c.get("module") == c["name"].split(".")[0] and
+              c.get("module_class") == "Linear" for c in weight_casts),
+          weight_casts[:1])
+    module_of = {a["op_id"]: a.get("module") for a in ops(t)}
+    linked = [a for a in backward if a.get("forward_op_id") in module_of]
+    check("a backward op runs in its forward op's module",
+          linked and all(a.get("module") == module_of[a["forward_op_id"]]
+                         for a in linked) and
+          {a.get("module") for a in linked} >= {"fc1", "fc2"},
+          [(a["op"], a.get("module")) for a in linked[:6]])
     clears = events(t, "amp.cache")
     check("the cache is cleared at each region's exit",
           sum(1 for c in clears if c["name"] != "autocast cache") >= 0 and

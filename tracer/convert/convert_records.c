@@ -29,6 +29,13 @@ static const char *intern_like(struct convert_process *p, const char *s,
 	return convert_intern_cstr(p, s);
 }
 
+/* The keys a producer hands over as they are (../producer_keys.h): its
+ * member copied into the trace model's, a string interned.  In op_fields
+ * (from e to op) and on_cast (from c to e.cast). */
+#define COPY_OP_KEY(X, type, f, key, since) op.f = COPY_##type(e->f);
+#define COPY_CAST_KEY(X, type, f, key, since) e.cast.f = COPY_##type(c->f);
+#define COPY_STRING(value) convert_intern_cstr(p, value)
+
 /* The fields an op's BEGIN and END both carry; `begin` is the op's BEGIN
  * when e is its END, else NULL. */
 static struct trace_op op_fields(struct convert_process *p,
@@ -52,6 +59,7 @@ static struct trace_op op_fields(struct convert_process *p,
 					     begin ? begin->autocast.scope
 						   : NULL),
 	};
+	PRODUCER_OP_KEYS(COPY_OP_KEY, _)
 	return op;
 }
 
@@ -178,6 +186,7 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.requires_grad = source->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
 		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
 	};
+	PRODUCER_CAST_KEYS(COPY_CAST_KEY, _)
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
 	convert_emit(cv, p, &e);

@@ -8,8 +8,9 @@
  *
  * libamp's members bear the model's names, so raw_schema.h's tables serve
  * both; what differs is spelled out here: a tensor's flags are three
- * bools in libamp, and a member libamp lacks (STR_EXT: a key added since
- * the model left amp.h) is written as absent.  A member libamp renames
+ * bools in libamp, and the keys producers hand over as they are
+ * (../producer_keys.h: OP_KEYS, CAST_KEYS), which libamp lacks, are
+ * written as absent.  A member libamp renames
  * fails to compile here; it cannot be misencoded.
  *   size_t libamp_event_bound(const struct amp_event *e)    0: not recorded
  *   uint16_t libamp_event_kind(const struct amp_event *e)   its record kind
@@ -39,7 +40,9 @@ _Static_assert(AMP_MAX_DIMS == PRODUCER_MAX_DIMS,
 			  (m->requires_grad ? PRODUCER_TENSOR_REQUIRES_GRAD \
 					    : 0u) |                         \
 			  (m->is_view ? PRODUCER_TENSOR_VIEW : 0u));
-#define LIBAMP_ENC_STR_EXT(f, x) p = raw_put_str(p, NULL);
+/* libamp's ops and casts have none of the keys producers hand over */
+#define LIBAMP_ENC_OP_KEYS(f, x) p = raw_put_u8(p, 0);
+#define LIBAMP_ENC_CAST_KEYS(f, x) p = raw_put_u8(p, 0);
 #define LIBAMP_ENC_AUTOCAST(f, x) p = libamp_put_autocast(p, &m->f);
 #define LIBAMP_ENC_TENSOR(f, x) p = libamp_put_tensor(p, &m->f);
 #define LIBAMP_ENC_TENSORS(f, x) p = libamp_put_tensors(p, m->f, m->x);

@@ -14,6 +14,8 @@
 #ifndef AMPTRACE_PRODUCER_EVENT_H
 #define AMPTRACE_PRODUCER_EVENT_H
 
+#include "producer_keys.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -62,6 +64,7 @@ struct producer_op {
 	uint64_t op_id, parent_op_id, forward_op_id;
 	const char *op;          /* "linear" */
 	const char *overload;    /* "" for the default overload */
+	PRODUCER_OP_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	uint8_t phase, policy, device;
 	bool emulated;           /* device cuda running on the CPU */
 	struct producer_autocast autocast;
@@ -84,6 +87,7 @@ struct producer_cast {
 	uint64_t bytes;          /* written (0 on a hit) */
 	uint64_t begin_ns;
 	const char *reason;
+	PRODUCER_CAST_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	struct producer_tensor source, result;
 };
 

@@ -112,7 +112,6 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_T64(f, x) m->f = m->time_ns - (uint64_t)get_zigzag(c);
 #define DEC_STR(f, x) m->f = get_str(c);
 #define DEC_STR_IF(f, x) m->f = get_str(c);
-#define DEC_STR_EXT(f, x) m->f = get_str(c);
 #define DEC_FLAGS(f, x) m->f = (uint8_t)get_u8(c);
 #define DEC_V64_IF(f, x) if (m->x) m->f = get_var(c);
 #define DEC_DIMS(f, x)                                                      \
@@ -121,7 +120,33 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_AUTOCAST(f, x) get_autocast(c, &m->f);
 #define DEC_TENSOR(f, x) get_tensor(c, &m->f);
 #define DEC_TENSORS(f, x) m->f = get_tensors(c, &m->x);
+#define DEC_OP_KEYS(f, x) get_op_keys(c, &m->f);
+#define DEC_CAST_KEYS(f, x) get_cast_keys(c, &m->f);
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
+
+/* OP_KEYS and CAST_KEYS: the rows of ../producer_keys.h the mask says
+ * are there; a bit of no row is a bad record. */
+#define DEC_KEY(X, type, f, key, since)                                     \
+	m->f = mask >> bit++ & 1 ? DEC_KEY_##type(c) : NULL;
+#define DEC_KEY_STRING get_str
+
+static void get_op_keys(struct cursor *c, struct producer_op *m)
+{
+	unsigned mask = get_u8(c), bit = 0;
+
+	PRODUCER_OP_KEYS(DEC_KEY, _)
+	if (mask >> bit)
+		c->bad = true;
+}
+
+static void get_cast_keys(struct cursor *c, struct producer_cast *m)
+{
+	unsigned mask = get_u8(c), bit = 0;
+
+	PRODUCER_CAST_KEYS(DEC_KEY, _)
+	if (mask >> bit)
+		c->bad = true;
+}
 
 static void get_autocast(struct cursor *c, struct producer_autocast *m)
 {

@@ -149,7 +149,6 @@ static inline int raw_tensor_count(int n)
 	p = raw_put_var(p, raw_zigzag((int64_t)(m->time_ns - m->f)));
 #define RAW_ENC_STR(f, x) p = raw_put_str(p, m->f);
 #define RAW_ENC_STR_IF(f, x) p = raw_put_str(p, m->x ? m->f : NULL);
-#define RAW_ENC_STR_EXT(f, x) p = raw_put_str(p, m->f);
 #define RAW_ENC_FLAGS(f, x) p = raw_put_u8(p, m->f);
 #define RAW_ENC_V64_IF(f, x) if (m->x) p = raw_put_var(p, (uint64_t)m->f);
 #define RAW_ENC_DIMS(f, x) p = raw_put_dims(p, m->f, m->x);
@@ -157,6 +156,8 @@ static inline int raw_tensor_count(int n)
 #define RAW_ENC_AUTOCAST(f, x) p = raw_put_autocast(p, &m->f);
 #define RAW_ENC_TENSOR(f, x) p = raw_put_tensor(p, &m->f);
 #define RAW_ENC_TENSORS(f, x) p = raw_put_tensors(p, m->f, m->x);
+#define RAW_ENC_OP_KEYS(f, x) p = raw_put_op_keys(p, &m->f);
+#define RAW_ENC_CAST_KEYS(f, x) p = raw_put_cast_keys(p, &m->f);
 #define RAW_ENC_FIELD(type, f, x) RAW_ENC_##type(f, x)
 
 /* Upper bound of one field's size. */
@@ -169,16 +170,51 @@ static inline int raw_tensor_count(int n)
 #define RAW_BOUND_T64(f, x) + RAW_VAR_BOUND
 #define RAW_BOUND_STR(f, x) + RAW_STR_BOUND
 #define RAW_BOUND_STR_IF(f, x) + RAW_STR_BOUND
-#define RAW_BOUND_STR_EXT(f, x) + RAW_STR_BOUND
 #define RAW_BOUND_FLAGS(f, x) + 1
 #define RAW_BOUND_V64_IF(f, x) + RAW_VAR_BOUND
 #define RAW_BOUND_DIMS(f, x) + RAW_DIMS_BOUND
 #define RAW_BOUND_PAD(f, x) + 1
 #define RAW_BOUND_AUTOCAST(f, x) + RAW_AUTOCAST_BOUND
 #define RAW_BOUND_TENSOR(f, x) + RAW_TENSOR_BOUND
+#define RAW_BOUND_OP_KEYS(f, x) + RAW_OP_KEYS_BOUND
+#define RAW_BOUND_CAST_KEYS(f, x) + RAW_CAST_KEYS_BOUND
 #define RAW_BOUND_TENSORS(f, x)                                             \
 	+1 + (size_t)raw_tensor_count(m->x) * RAW_TENSOR_BOUND
 #define RAW_BOUND_FIELD(type, f, x) RAW_BOUND_##type(f, x)
+
+/* OP_KEYS and CAST_KEYS: which of ../producer_keys.h's rows are set, then
+ * those.  `m` is the op or cast. */
+#define RAW_KEY_IS_SET(X, type, f, key, since)                              \
+	mask |= (m->f ? 1u : 0u) << bit++;
+#define RAW_KEY_PUT(X, type, f, key, since)                                 \
+	if (m->f)                                                           \
+		p = RAW_KEY_PUT_##type(p, m->f);
+#define RAW_KEY_PUT_STRING raw_put_str
+#define RAW_KEY_BOUND(X, type, f, key, since) + RAW_KEY_BOUND_##type
+#define RAW_KEY_BOUND_STRING RAW_STR_BOUND
+#define RAW_OP_KEYS_BOUND (1 PRODUCER_OP_KEYS(RAW_KEY_BOUND, _))
+#define RAW_CAST_KEYS_BOUND (1 PRODUCER_CAST_KEYS(RAW_KEY_BOUND, _))
+
+static inline uint8_t *raw_put_op_keys(uint8_t *p, const struct producer_op *m)
+{
+	unsigned mask = 0, bit = 0;
+
+	PRODUCER_OP_KEYS(RAW_KEY_IS_SET, _)
+	p = raw_put_u8(p, mask);
+	PRODUCER_OP_KEYS(RAW_KEY_PUT, _)
+	return p;
+}
+
+static inline uint8_t *raw_put_cast_keys(uint8_t *p,
+					 const struct producer_cast *m)
+{
+	unsigned mask = 0, bit = 0;
+
+	PRODUCER_CAST_KEYS(RAW_KEY_IS_SET, _)
+	p = raw_put_u8(p, mask);
+	PRODUCER_CAST_KEYS(RAW_KEY_PUT, _)
+	return p;
+}
 
 static inline uint8_t *raw_put_autocast(uint8_t *p,
 					const struct producer_autocast *m)

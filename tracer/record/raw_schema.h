@@ -19,9 +19,6 @@
  *                    decoder hands out the string where it lies);
  *                    varint 0 (and nothing after it) = NULL
  *   STR_IF           STR, written as NULL unless member `extra` is set
- *   STR_EXT          STR, of a member libamp's struct amp_event lacks (a
- *                    key added since the model left amp.h): written as
- *                    NULL for libamp's events (libamp_encode.h)
  *   V64_IF           V64, present only when member `extra` (decoded
  *                    earlier in the record) is set
  *   DIMS             u8 count (member `extra`, at most
@@ -34,6 +31,11 @@
  *   TENSOR           struct producer_tensor (RAW_TENSOR_FIELDS)
  *   TENSORS          u8 count (member `extra`, at most RAW_MAX_TENSORS),
  *                    then that many TENSORs from the array `field`
+ *   OP_KEYS          the keys producers hand over as they are, of the op
+ *   CAST_KEYS        `field` (or the cast): ../producer_keys.h's rows; a
+ *                    u8 of which are set (bit i: row i), then each set
+ *                    one, in the rows' order (a string as STR).  libamp's
+ *                    events have none of them: one zero byte
  * Both encoders are generated from these tables: raw_encode.h's over the
  * producer model, libamp_encode.h's over libamp's struct amp_event, whose
  * members bear the model's names.
@@ -47,6 +49,12 @@
 #include "raw.h"
 
 #include <stdint.h>
+
+/* OP_KEYS and CAST_KEYS say which keys follow in one byte. */
+#define RAW_COUNT_KEY(X, type, f, key, since) +1
+_Static_assert((0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _)) <= 8 &&
+		       (0 PRODUCER_CAST_KEYS(RAW_COUNT_KEY, _)) <= 8,
+	       "a mask byte has room for 8 keys");
 
 /* A TENSORS count is one byte. */
 #define RAW_MAX_TENSORS 255
@@ -75,7 +83,7 @@ struct raw_gpu_stats {
 	X(V64, op.op_id, ) X(V64, op.parent_op_id, )                        \
 	X(V64, op.forward_op_id, ) X(U8, op.phase, ) X(U8, op.device, )     \
 	X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )                     \
-	X(STR, op.op, ) X(STR, op.overload, )
+	X(STR, op.op, ) X(STR, op.overload, ) X(OP_KEYS, op, )
 
 #define RAW_OP_END_FIELDS(X)                                                \
 	X(V64, op.op_id, ) X(V64, op.parent_op_id, )                        \
@@ -84,7 +92,8 @@ struct raw_gpu_stats {
 	X(U8, op.device, ) X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )  \
 	X(STR, op.op, ) X(STR, op.overload, )                               \
 	X(TENSORS, op.inputs, op.ninputs)                                   \
-	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status)
+	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status) \
+	X(OP_KEYS, op, )
 
 #define RAW_CAST_FIELDS(X)                                                  \
 	X(V64, cast.op_id, ) X(S32, cast.arg, ) X(U8, cast.from, )          \
@@ -94,7 +103,7 @@ struct raw_gpu_stats {
 	X(V64_IF, cast.cache_entries, cast.cache_counted)                   \
 	X(V64_IF, cast.cache_bytes, cast.cache_counted)                     \
 	X(TENSOR, cast.source, ) X(TENSOR, cast.result, )                   \
-	X(STR, cast.reason, )
+	X(STR, cast.reason, ) X(CAST_KEYS, cast, )
 
 #define RAW_SCOPE_FIELDS(X)                                                 \
 	X(S32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \

@@ -11,6 +11,8 @@
 #ifndef AMPTRACE_TRACE_EVENT_H
 #define AMPTRACE_TRACE_EVENT_H
 
+#include "producer_keys.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +75,7 @@ struct trace_op {
 	uint64_t op_id, parent_op_id, forward_op_id;
 	const char *op;       /* "softmax" */
 	const char *overload; /* "int" or "" */
+	PRODUCER_OP_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	const char *phase;    /* "forward" / "backward" */
 	const char *policy;   /* NULL on incomplete ops */
 	const char *device;
@@ -94,6 +97,7 @@ struct trace_cast {
 	const char *op;       /* the op being cast for, when known */
 	const char *phase;
 	const char *scope;
+	PRODUCER_CAST_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	bool stale;
 	/* the source tensor's shape and flags */
 	int ndim;

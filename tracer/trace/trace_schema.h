@@ -8,9 +8,9 @@
  * for.  The writer (event_json.c) is generated from these rows, the
  * reader (trace.c) and the validator (validate.c) walk them at run time
  * (trace_schema.c), so a key added here is written, read back and checked
- * alike.  To add a key: one row here (and its member in trace_event.h),
- * the producer code that fills it; see "How to add a key" in
- * ../README.md.
+ * alike.  A key a producer hands over as it is is a row of
+ * ../producer_keys.h instead, which comes in here too; see "How to add a
+ * key" in ../README.md.
  *
  * TYPE: the JSON value and the member it lives in
  *   STRING          a string (const char *)
@@ -63,6 +63,11 @@
 
 /* ------------------------------------------------------------ events */
 
+/* The keys producers hand to the trace as they are (../producer_keys.h):
+ * written when set. */
+#define TRACE_PRODUCER_KEY(X, type, f, key, since)                          \
+	X(type, key, f, SET, NONE, since)
+
 #define TRACE_OP_KEYS(X)                                                    \
 	X(ID, "op_id", op_id, ALWAYS, NONE, "1.0")                          \
 	X(STRING, "op", op, ALWAYS, NONE, "1.0")                            \
@@ -73,6 +78,7 @@
 	X(BOOL, "emulated", emulated, DEFAULTED, NONE, "1.0")               \
 	X(ID, "parent_op_id", parent_op_id, SET, NONE, "1.0")               \
 	X(ID, "forward_op_id", forward_op_id, SET, NONE, "1.0")             \
+	PRODUCER_OP_KEYS(TRACE_PRODUCER_KEY, X)                             \
 	X(AUTOCAST, "autocast", autocast, ALWAYS, NONE, "1.0")              \
 	X(TRUE, "incomplete", incomplete, SET, NONE, "1.0")                 \
 	X(STRING, "closed_by", closed_by, SET, NONE, "1.0")                 \
@@ -111,6 +117,7 @@
 	X(STRING_OR_NULL, "op", op, SET, NONE, "1.0")                       \
 	X(STRING_OR_NULL, "phase", phase, SET, PHASE, "1.0")                \
 	X(STRING_OR_NULL, "scope", scope, SET, NONE, "1.0")                 \
+	PRODUCER_CAST_KEYS(TRACE_PRODUCER_KEY, X)                           \
 	X(INT, "arg", arg, ALWAYS, NONE, "1.0")                             \
 	X(ID, "tensor", tensor, ALWAYS, NONE, "1.0")                        \
 	X(ID, "result", result, ALWAYS, NONE, "1.0")                        \

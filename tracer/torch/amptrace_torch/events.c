@@ -36,6 +36,7 @@
 #define MAX_FRAMES 512
 #define MAX_OPS 16
 #define MAX_SCOPES 32
+#define MAX_MODULES 128
 #define LINK_SLOTS 8192
 
 enum role {
@@ -49,6 +50,7 @@ enum role {
 
 struct op_record {
 	uint64_t op_id;
+	int module;            /* its module's handle (0: none) */
 	uint64_t begin_ns;
 	struct obs_op *op;
 	struct producer_op event;
@@ -69,6 +71,7 @@ struct frame {
 	enum role role;
 	int record;            /* ROLE_OP: its op_record; else the owner's */
 	uint64_t backward_of;  /* ROLE_BACKWARD: the forward op (0 unknown) */
+	int backward_module;   /* ROLE_BACKWARD: that op's module (0: none) */
 };
 
 struct cache_entry {
@@ -90,7 +93,11 @@ struct thread_state {
 	int depth;             /* autocast nesting, set by the Python layer */
 	const char *scopes[MAX_SCOPES];
 	int nscopes;
-	struct { int64_t seq; uint64_t op_id; } links[LINK_SLOTS];
+	struct { int64_t seq; uint64_t op_id; int module; } links[LINK_SLOTS];
+	/* the modules whose forward runs here, innermost last (handles,
+	 * events_module_name); beyond MAX_MODULES only counted */
+	int modules[MAX_MODULES];
+	int nmodules;
 	struct cache_entry *cache;
 	size_t cache_slots, cache_used, cache_bytes;
 	/* the last op that ended here, when it failed: its exception may
@@ -189,18 +196,23 @@ static void emit(struct producer_event *e)
 	producer_emit(e);
 }
 
-static void link_forward(struct thread_state *s, int64_t seq, uint64_t op_id)
+static void link_forward(struct thread_state *s, int64_t seq, uint64_t op_id,
+			 int module)
 {
 	if (seq < 0 || s->phase != AMP_PHASE_FORWARD)
 		return;
 	s->links[seq % LINK_SLOTS].seq = seq;
 	s->links[seq % LINK_SLOTS].op_id = op_id;
+	s->links[seq % LINK_SLOTS].module = module;
 }
 
-static uint64_t forward_of(struct thread_state *s, int64_t seq)
+/* The forward op of autograd sequence number seq, and its module. */
+static uint64_t forward_of(struct thread_state *s, int64_t seq, int *module)
 {
+	*module = 0;
 	if (seq < 0 || s->links[seq % LINK_SLOTS].seq != seq)
 		return 0;
+	*module = s->links[seq % LINK_SLOTS].module;
 	return s->links[seq % LINK_SLOTS].op_id;
 }
 
@@ -287,6 +299,7 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 				 : numel * amp_dtype_size((enum amp_dtype)
 								  result->dtype),
 		.begin_ns = begin_ns,
+		.module = r->event.module, .module_class = r->event.module_class,
 	};
 	/* Recorded before the event, which carries the cache's size. */
 	if (cache == AMP_CACHE_MISS) {
@@ -338,6 +351,99 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 	}
 }
 
+/* --------------------------------------------------------- the modules */
+
+/* Module names by handle (events_module_name), in chunks that never
+ * move: ops on any thread read them while another thread adds one. */
+#define MODULE_CHUNK 1024
+#define MODULE_CHUNKS 1024
+struct module_name {
+	char *path, *class_name;
+};
+static struct module_name *module_chunks[MODULE_CHUNKS];
+static _Atomic int module_count;
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int events_module_name(const char *path, const char *class_name)
+{
+	pthread_mutex_lock(&module_lock);
+	int n = atomic_load(&module_count);
+	struct module_name **chunk = &module_chunks[n / MODULE_CHUNK];
+	if (n >= MODULE_CHUNK * MODULE_CHUNKS ||
+	    (!*chunk && !(*chunk = calloc(MODULE_CHUNK, sizeof **chunk)))) {
+		pthread_mutex_unlock(&module_lock);
+		return 0;
+	}
+	struct module_name *name = &(*chunk)[n % MODULE_CHUNK];
+	name->path = strdup(path);
+	name->class_name = strdup(class_name);
+	atomic_store(&module_count, n + 1);
+	pthread_mutex_unlock(&module_lock);
+	return name->path && name->class_name ? n + 1 : 0;
+}
+
+/* Handle `module`'s names, or NULLs for 0 (none). */
+static void module_names(int module, const char **path,
+			 const char **class_name)
+{
+	*path = *class_name = NULL;
+	if (module <= 0 || module > atomic_load(&module_count))
+		return;
+	const struct module_name *name =
+		&module_chunks[(module - 1) / MODULE_CHUNK][(module - 1) % MODULE_CHUNK];
+	*path = name->path;
+	*class_name = name->class_name;
+}
+
+void events_module_enter(int module)
+{
+	struct thread_state *s = thread_state();
+
+	/* a module entered again: its earlier forward raised (no hook
+	 * popped it) */
+	for (int i = s->nmodules < MAX_MODULES ? s->nmodules : MAX_MODULES;
+	     i-- > 0;)
+		if (s->modules[i] == module) {
+			s->nmodules = i;
+			break;
+		}
+	if (s->nmodules < MAX_MODULES)
+		s->modules[s->nmodules] = module;
+	s->nmodules++;
+}
+
+void events_module_exit(int module)
+{
+	struct thread_state *s = thread_state();
+
+	if (s->nmodules > MAX_MODULES) {
+		s->nmodules--;
+		return;
+	}
+	/* down to it: modules inside it whose forward raised go too */
+	for (int i = s->nmodules; i-- > 0;)
+		if (s->modules[i] == module) {
+			s->nmodules = i;
+			return;
+		}
+}
+
+int events_module_depth(void)
+{
+	return thread_state()->nmodules;
+}
+
+/* The module an op beginning now runs in: the innermost whose forward
+ * runs on the thread; in backward (no forward running), the forward
+ * op's (`backward_module`). */
+static int current_module(const struct thread_state *s, int backward_module)
+{
+	if (!s->nmodules)
+		return backward_module;
+	return s->modules[(s->nmodules < MAX_MODULES ? s->nmodules
+						      : MAX_MODULES) - 1];
+}
+
 /* ----------------------------------------------------------- the stack */
 
 static int owner_of(struct thread_state *s)
@@ -352,11 +458,14 @@ static int owner_of(struct thread_state *s)
 	return -1;
 }
 
-static uint64_t backward_link(struct thread_state *s)
+static uint64_t backward_link(struct thread_state *s, int *module)
 {
+	*module = 0;
 	for (int i = s->nframes - 1; i >= 0; i--)
-		if (s->frames[i].role == ROLE_BACKWARD)
+		if (s->frames[i].role == ROLE_BACKWARD) {
+			*module = s->frames[i].backward_module;
 			return s->frames[i].backward_of;
+		}
 	return 0;
 }
 
@@ -398,15 +507,19 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		return OBS_WANT_NOTHING;
 	}
 	if (op->backward_node) {
-		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr)
-					    : backward_link(s);
+		int module;
+		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr, &module)
+					    : backward_link(s, &module);
 		/* The engine's wrapper around a node learns the link from the
 		 * node, for the ops it runs after it (sum_to, view). */
 		if (scope_backward && s->nframes &&
-		    s->frames[s->nframes - 1].role == ROLE_BACKWARD)
+		    s->frames[s->nframes - 1].role == ROLE_BACKWARD) {
 			s->frames[s->nframes - 1].backward_of = link;
+			s->frames[s->nframes - 1].backward_module = module;
+		}
 		push(s, ROLE_BACKWARD, -1, 0);
 		s->frames[s->nframes - 1].backward_of = link;
+		s->frames[s->nframes - 1].backward_module = module;
 		return OBS_WANT_NOTHING;
 	}
 	if (!op->aten)
@@ -416,7 +529,7 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	const struct frame *parent = parent_frame(s);
 	if (owner >= 0) {
 		struct op_record *r = &s->ops[owner];
-		link_forward(s, seq_nr, r->op_id);
+		link_forward(s, seq_nr, r->op_id, r->module);
 		bool direct = parent && parent->role == ROLE_OP &&
 			      parent->record == owner;
 		if (direct && r->autocast_wraps) {
@@ -441,7 +554,10 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 
 	struct op_record *r = &s->ops[s->nops];
 	uint64_t op_id = atomic_fetch_add(&next_op_id, 1);
+	int backward_module;
+	uint64_t forward_op_id = backward_link(s, &backward_module);
 	r->op_id = op_id;
+	r->module = current_module(s, backward_module);
 	r->op = op;
 	r->begin_ns = amp_now_ns();
 	r->inner_seen = false;
@@ -454,9 +570,10 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		.op = op->op, .overload = op->overload,
 		.phase = (uint8_t)(in_backward(s) ? AMP_PHASE_BACKWARD
 						  : s->phase),
-		.forward_op_id = backward_link(s),
+		.forward_op_id = forward_op_id,
 	};
-	link_forward(s, seq_nr, op_id);
+	module_names(r->module, &r->event.module, &r->event.module_class);
+	link_forward(s, seq_nr, op_id, r->module);
 	return push(s, ROLE_OP, s->nops++,
 		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
 			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD

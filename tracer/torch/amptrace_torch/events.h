@@ -47,6 +47,15 @@ enum amp_phase events_phase(void);
 /* An autocast region entered (depth after) or exited (depth before);
  * `scope->scope` must stay valid for the process's life. */
 void events_scope(bool enter, const struct producer_scope *scope);
+/* nn.Modules (the Python layer's forward hooks): a handle for a module's
+ * path ("h.3.attn") and class name ("Attention"), made once per module
+ * (0: out of room, the module goes unnamed); its forward starting and
+ * ending on the calling thread; how many run there now.  The ops that
+ * begin inside carry the innermost's names (FORMAT.md §3.2). */
+int events_module_name(const char *path, const char *class_name);
+void events_module_enter(int module);
+void events_module_exit(int module);
+int events_module_depth(void);
 /* The region nesting dropped to 0: torch emptied this thread's cache. */
 void events_cache_clear(void);
 /* Emits an event built elsewhere (scaler), stamped with time and thread. */

@@ -214,6 +214,47 @@ static PyObject *bridge_scope(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* module_name(path, class_name) -> handle (0: none) */
+static PyObject *bridge_module_name(PyObject *self, PyObject *args)
+{
+	const char *path, *class_name;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "ss", &path, &class_name))
+		return NULL;
+	return PyLong_FromLong(events_module_name(path, class_name));
+}
+
+/* module_enter(handle), module_exit(handle): a module's forward starts
+ * and ends on this thread. */
+static PyObject *bridge_module_enter(PyObject *self, PyObject *handle)
+{
+	(void)self;
+	long module = PyLong_AsLong(handle);
+	if (module == -1 && PyErr_Occurred())
+		return NULL;
+	events_module_enter((int)module);
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_module_exit(PyObject *self, PyObject *handle)
+{
+	(void)self;
+	long module = PyLong_AsLong(handle);
+	if (module == -1 && PyErr_Occurred())
+		return NULL;
+	events_module_exit((int)module);
+	Py_RETURN_NONE;
+}
+
+/* module_depth() -> how many modules' forwards run on this thread */
+static PyObject *bridge_module_depth(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromLong(events_module_depth());
+}
+
 static PyObject *bridge_cache_clear(PyObject *self, PyObject *unused)
 {
 	(void)self;
@@ -338,6 +379,14 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
+	{ "module_name", bridge_module_name, METH_VARARGS,
+	  "module_name(path, class_name) -> handle of an nn.Module's names" },
+	{ "module_enter", bridge_module_enter, METH_O,
+	  "module_enter(handle): its forward starts on this thread" },
+	{ "module_exit", bridge_module_exit, METH_O,
+	  "module_exit(handle): its forward ended on this thread" },
+	{ "module_depth", bridge_module_depth, METH_NOARGS,
+	  "module_depth() -> modules whose forward runs on this thread" },
 	{ "set_phase", bridge_set_phase, METH_VARARGS,
 	  "set_phase(name) -> previous phase name" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
