@@ -60,7 +60,7 @@ check "two traces: exit 2" status_is 2
 # ------------------------------------------------------- bad traces
 for entry in "missing.json:cannot open" "empty.json:empty file" \
 	"garbage.bin:garbage.bin:1:1: expected a trace" \
-	"wrong-types.json:wrong-types.json:12:" \
+	"wrong-types.json:wrong-types.json:14:" \
 	"future-version.json:trace format 2.0 is not supported"; do
 	file=${entry%%:*}
 	capture "$amptrace" report "$fx/$file" -o "$tmp/bad.html"

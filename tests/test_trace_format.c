@@ -353,7 +353,7 @@ START_TEST(test_validator_finds_broken_continuity)
 	ck_assert_uint_eq(trace_validate(&t, &r), 1);
 	ck_assert_msg(strstr(r.messages[0], "input tensor 999 is used before"),
 		      "%s", r.messages[0]);
-	ck_assert_msg(strstr(r.messages[0], "line 18"), "%s", r.messages[0]);
+	ck_assert_msg(strstr(r.messages[0], "line 20"), "%s", r.messages[0]);
 	trace_free(&t);
 }
 END_TEST
@@ -366,10 +366,10 @@ START_TEST(test_truncated_fixture_is_repaired)
 
 	ck_assert_int_eq(trace_load(fixture("truncated.json"), &t, &err), 0);
 	ck_assert(t.truncated);
-	ck_assert_uint_eq(t.truncated_line, 21);
-	ck_assert_uint_eq(t.nevents, 18); /* lines 3..20, line 21 is cut */
+	ck_assert_uint_eq(t.truncated_line, 23);
+	ck_assert_uint_eq(t.nevents, 20); /* lines 3..22, line 23 is cut */
 	ck_assert_ptr_nonnull(trace_end_note(&t, note, sizeof note));
-	ck_assert_ptr_nonnull(strstr(note, "truncated at line 21"));
+	ck_assert_ptr_nonnull(strstr(note, "truncated at line 23"));
 	trace_free(&t);
 }
 END_TEST
@@ -399,7 +399,7 @@ START_TEST(test_cut_at_every_byte)
 		last = t.nevents;
 		trace_free(&t);
 	}
-	ck_assert_uint_eq(last, 48);
+	ck_assert_uint_eq(last, 52);
 	free(text);
 }
 END_TEST
@@ -414,7 +414,7 @@ static const struct bad_case bad_cases[] = {
 	{ "empty.json", "empty.json: empty file" },
 	{ "garbage.bin", "garbage.bin:1:1: expected a trace: a JSON object ('{') "
 			 "or array ('['), found byte 0x7f (not JSON text)" },
-	{ "wrong-types.json", "wrong-types.json:12: event 9 (amp.op X 'linear'): "
+	{ "wrong-types.json", "wrong-types.json:14: event 11 (amp.op X 'linear'): "
 			      "ts must be a number, got a string" },
 	{ "wrong-outputs.json", "wrong-outputs.json:5: event 2 (amp.op X "
 				"'randn'): args.outputs must be an array, got "

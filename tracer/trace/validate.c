@@ -325,6 +325,75 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 	free(results);
 }
 
+/* ------------------------------------------- the producer contract */
+
+/* What ../PRODUCERS.md asks of producers that a trace shows: a cache
+ * counter right after every miss (the next event of its thread, at the
+ * cast's end: FORMAT.md §3.5), and ops whose parent and forward op are
+ * real: a parent_op_id names an op of the process whose slice holds this
+ * one, a forward_op_id one that began before it, and only backward ops
+ * have one. */
+static void check_cache_counters(const struct trace *t,
+				 struct validate_report *r)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_CAST || strcmp(e->cast.cache, "miss"))
+			continue;
+		const struct trace_event *next = NULL;
+		for (size_t j = i + 1; j < t->nevents && !next; j++)
+			if (t->events[j].pid == e->pid &&
+			    t->events[j].tid == e->tid)
+				next = &t->events[j];
+		if (!next && t->truncated)
+			continue; /* cut before its counter */
+		if (!next || next->kind != TRACE_COUNTER ||
+		    strcmp(next->cat, "amp.cache") ||
+		    ns(next->ts) != ns(e->ts + e->dur))
+			problem(r, "line %zu: a cache miss (tensor %llu cast for "
+				"op %llu) with no \"autocast cache\" counter "
+				"right after it on its thread (FORMAT.md §3.5)",
+				e->line, (unsigned long long)e->cast.tensor,
+				(unsigned long long)e->cast.op_id);
+	}
+}
+
+static void check_op_links(const struct trace *t, struct validate_report *r,
+			   const struct key *ops, size_t nops)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_OP)
+			continue;
+		const struct trace_op *op = &e->op;
+		const struct key *parent =
+			op->parent_op_id ? find_key(ops, nops, e->pid,
+						    op->parent_op_id) : NULL;
+		const struct trace_event *p = parent ? &t->events[parent->event]
+						     : NULL;
+		if (op->parent_op_id &&
+		    (!p || p->tid != e->tid || ns(e->ts) < ns(p->ts) ||
+		     ns(e->ts + e->dur) > ns(p->ts + p->dur)))
+			problem(r, "line %zu: op %llu's parent_op_id %llu is no "
+				"op of its thread holding it", e->line,
+				(unsigned long long)op->op_id,
+				(unsigned long long)op->parent_op_id);
+		const struct key *forward =
+			op->forward_op_id ? find_key(ops, nops, e->pid,
+						     op->forward_op_id) : NULL;
+		if (op->forward_op_id &&
+		    (!forward || ns(t->events[forward->event].ts) > ns(e->ts)))
+			problem(r, "line %zu: op %llu's forward_op_id %llu is no "
+				"op that began before it", e->line,
+				(unsigned long long)op->op_id,
+				(unsigned long long)op->forward_op_id);
+		if (op->forward_op_id && strcmp(op->phase, "backward"))
+			problem(r, "line %zu: op %llu has a forward_op_id but "
+				"phase %s", e->line,
+				(unsigned long long)op->op_id, op->phase);
+	}
+}
+
 size_t trace_validate(const struct trace *t, struct validate_report *r)
 {
 	size_t n = t->nevents + 1;
@@ -380,6 +449,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				t->events[ops[i - 1].event].line);
 	trace_sort(defs, ndefs, sizeof *defs, compare_keys);
 	check_kernels(t, r, ops, nops);
+	check_op_links(t, r, ops, nops);
+	check_cache_counters(t, r);
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];

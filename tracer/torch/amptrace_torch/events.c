@@ -301,7 +301,8 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 		.begin_ns = begin_ns,
 		.module = r->event.module, .module_class = r->event.module_class,
 	};
-	/* Recorded before the event, which carries the cache's size. */
+	/* Recorded before the event, which carries the cache's size after
+	 * the miss (the counter FORMAT.md §3.5 promises after each). */
 	if (cache == AMP_CACHE_MISS) {
 		struct cache_entry *c = cache_find(s, result->id, true);
 		if (c) {
@@ -314,6 +315,9 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 						   !events_cache_keeps_grad() };
 			s->cache_bytes += e.cast.bytes;
 		}
+		e.cast.cache_counted = true;
+		e.cast.cache_entries = s->cache_used;
+		e.cast.cache_bytes = s->cache_bytes;
 	}
 	emit(&e);
 }
@@ -794,16 +798,6 @@ void events_cache_clear(void)
 	s->cache_used = 0;
 	s->cache_bytes = 0;
 	emit(&e);
-}
-
-/* The producer reads the cache's size with each miss through libamp's
- * amp_autocast_cache_stats (weak there): this module's definition is
- * this thread's torch cache, as far as its casts were seen. */
-struct amp_cache_stats amp_autocast_cache_stats(void)
-{
-	struct thread_state *s = thread_state();
-
-	return (struct amp_cache_stats){ s->cache_used, s->cache_bytes };
 }
 
 void events_emit(struct producer_event *e)
