@@ -20,6 +20,10 @@
 
 #include "libamp_encode.h"
 #include "raw.h"
+#ifdef AMPTRACE_PRODUCER_CHECKS
+#include "producer_check.h"
+#include "raw_decode.h"
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +81,23 @@ static __thread struct thread_writer writer;
 #else
 static __thread struct thread_writer writer
 	__attribute__((tls_model("initial-exec")));
+#endif
+
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* A thread's contract state and room to decode its records into (~50
+ * KiB: made on its first event, freed at its exit). */
+struct checked {
+	struct producer_check check;
+	struct raw_decoded decoded;
+};
+static __thread struct checked *checked;
+
+static void checked_free(void)
+{
+	free(checked);
+	checked = NULL;
+}
+
 #endif
 
 static char process_dir[PATH_MAX + 32];
@@ -228,6 +249,9 @@ static void on_thread_exit(void *unused)
 			      memory_order_release);
 	writer_drop(w);
 	w->failed = true; /* a late event must not reopen the file */
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	checked_free();
+#endif
 }
 
 static void record_commit(struct thread_writer *w, struct raw_record *r,
@@ -485,10 +509,43 @@ static inline struct raw_record *emit_reserve(size_t bound, uint64_t thread)
 	return r;
 }
 
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* The record just written, decoded as the converter will, against the
+ * contract; a broken rule goes into the stream right after it as a
+ * `producer-contract` diag (the program's stderr stays its own). */
+static void check_record(struct thread_writer *w, const struct raw_record *r,
+			 uint64_t thread)
+{
+	if (!checked && !(checked = calloc(1, sizeof *checked)))
+		return;
+	if (!raw_decode(r, &checked->decoded))
+		return; /* the converter counts it as a raw error */
+	checked->decoded.event.thread = thread;
+	const char *broken = producer_check(&checked->check,
+					    &checked->decoded.event);
+	if (!broken)
+		return;
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG, .time_ns = r->time_ns, .thread = thread,
+		.diag = { .kind = "producer-contract", .message = broken },
+	};
+	struct raw_record *diag = record_reserve(w, raw_event_bound(&e), thread);
+	if (diag)
+		record_commit(w, diag, PRODUCER_DIAG, e.time_ns,
+			      raw_event_encode((uint8_t *)(diag + 1), &e));
+}
+#endif
+
 static inline void emit_commit(struct raw_record *r, uint16_t kind,
-			       uint64_t time_ns, const uint8_t *end)
+			       uint64_t time_ns, const uint8_t *end,
+			       uint64_t thread)
 {
 	record_commit(&writer, r, kind, time_ns, end);
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	check_record(&writer, r, thread);
+#else
+	(void)thread;
+#endif
 	writer.busy = false;
 }
 
@@ -498,7 +555,7 @@ void producer_emit(const struct producer_event *e)
 
 	if (r)
 		emit_commit(r, (uint16_t)e->kind, e->time_ns,
-			    raw_event_encode((uint8_t *)(r + 1), e));
+			    raw_event_encode((uint8_t *)(r + 1), e), e->thread);
 }
 
 void producer_emit_libamp(const struct amp_event *e)
@@ -507,7 +564,7 @@ void producer_emit_libamp(const struct amp_event *e)
 
 	if (r)
 		emit_commit(r, libamp_event_kind(e), e->time_ns,
-			    libamp_event_encode((uint8_t *)(r + 1), e));
+			    libamp_event_encode((uint8_t *)(r + 1), e), e->thread);
 }
 
 /* ------------------------------------------------------- process state */
