@@ -34,7 +34,7 @@ static const char *intern_like(struct convert_process *p, const char *s,
  * (from e to op) and on_cast (from c to e.cast). */
 #define COPY_OP_KEY(X, type, f, key, since) op.f = COPY_##type(e->f);
 #define COPY_CAST_KEY(X, type, f, key, since) e.cast.f = COPY_##type(c->f);
-#define COPY_STRING(value) convert_intern_cstr(p, value)
+#define COPY_STRING(value) ((value) ? convert_intern_cstr(p, value) : NULL)
 
 /* The fields an op's BEGIN and END both carry; `begin` is the op's BEGIN
  * when e is its END, else NULL. */

@@ -125,7 +125,8 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
 
 /* OP_KEYS and CAST_KEYS: the rows of ../producer_keys.h the mask says
- * are there; a bit of no row is a bad record. */
+ * are there (the members are NULL already: raw_decode zeroes the
+ * event); a bit of no row is a bad record. */
 #define DEC_KEY(X, type, f, key, since)                                     \
 	m->f = mask >> bit++ & 1 ? DEC_KEY_##type(c) : NULL;
 #define DEC_KEY_STRING get_str
@@ -134,6 +135,8 @@ static void get_op_keys(struct cursor *c, struct producer_op *m)
 {
 	unsigned mask = get_u8(c), bit = 0;
 
+	if (!mask)
+		return; /* libamp's, and most */
 	PRODUCER_OP_KEYS(DEC_KEY, _)
 	if (mask >> bit)
 		c->bad = true;
@@ -143,6 +146,8 @@ static void get_cast_keys(struct cursor *c, struct producer_cast *m)
 {
 	unsigned mask = get_u8(c), bit = 0;
 
+	if (!mask)
+		return;
 	PRODUCER_CAST_KEYS(DEC_KEY, _)
 	if (mask >> bit)
 		c->bad = true;
