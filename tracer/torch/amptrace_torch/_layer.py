@@ -350,6 +350,69 @@ def _casting_inputs(bridge, cast):
     return _cast
 
 
+class _Handles:
+    """A value per live object, by identity (see _Identities)."""
+
+    def __init__(self):
+        self._items = {}
+
+    def get(self, obj):
+        item = self._items.get(id(obj))
+        return item[1] if item is not None and item[0]() is obj else None
+
+    def set(self, obj, value):
+        key = id(obj)
+        self._items[key] = (weakref.ref(
+            obj, lambda _, key=key: self._items.pop(key, None)), value)
+
+
+def _track_modules(torch, bridge):
+    """The nn.Module each op runs in (FORMAT.md: module, module_class):
+    global forward hooks push each module's handle on its thread's stack
+    (events.c) before its forward and pop it after; an op reads the
+    innermost.  A module is named by its path from the outermost module
+    that ran ("" for that one); one that runs inside others without being
+    their submodule, by its class."""
+    handles = _Handles()
+
+    def name_tree(root, prefix):
+        try:
+            modules = list(root.named_modules(prefix=prefix))
+        except TypeError:
+            # a module without __hash__ cannot be walked (torch keeps
+            # them in a set): it alone is named
+            modules = [(prefix, root)]
+        for path, module in modules:
+            if handles.get(module) is None:
+                handles.set(module, bridge.module_name(
+                    path, type(module).__name__))
+
+    def pre_hook(module, inputs):
+        try:
+            handle = handles.get(module)
+            if handle is None:
+                outermost = bridge.module_depth() == 0
+                name_tree(module, "" if outermost else type(module).__name__)
+                handle = handles.get(module)
+            bridge.module_enter(handle)
+        except Exception as e:
+            _recording_failed(e)
+        return None
+
+    def hook(module, inputs, output):
+        try:
+            handle = handles.get(module)
+            if handle is not None:
+                bridge.module_exit(handle)
+        except Exception as e:
+            _recording_failed(e)
+        return None
+
+    hooks = torch.nn.modules.module
+    hooks.register_module_forward_pre_hook(pre_hook)
+    hooks.register_module_forward_hook(hook)
+
+
 def _wrap_inference_mode(torch, bridge):
     """torch.inference_mode's state per thread, after each enter and exit
     (nested, mode=False and decorator use alike): torch 2.11 caches no
@@ -555,6 +618,7 @@ def install(torch, bridge, modules_exist):
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
                  lambda: _name_parameters(torch, bridge, modules_exist),
+                 lambda: _track_modules(torch, bridge),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge),
