@@ -187,6 +187,7 @@ START_TEST(cast_round_trips)
 			.cache_counted = counted, .cache_entries = 17,
 			.cache_bytes = 4096,
 			.module_class = counted ? "Linear" : NULL,
+			.origin = counted ? NULL : "autograd",
 		};
 
 		round_trip(&e);
@@ -207,6 +208,7 @@ START_TEST(cast_round_trips)
 		ck_assert_uint_eq(got->cache_bytes, counted ? 4096 : 0);
 		ck_assert_ptr_null(got->module);
 		assert_str_eq(got->module_class, e.cast.module_class);
+		assert_str_eq(got->origin, e.cast.origin);
 	}
 }
 END_TEST

@@ -664,6 +664,11 @@ START_TEST(test_validator_checks_keys_by_the_schema)
 		{ "\"flush\":\"event\"",
 		  "\"flush\":\"event\",\"policy_table\":\"1.13\"",
 		  "amptrace policy_table came with format 1.4; the file says 1.0" },
+		{ "\"cache\":\"miss\"", "\"cache\":\"miss\",\"origin\":\"user\"",
+		  "amp.cast args origin \"user\" is not one of" },
+		{ "\"cache\":\"miss\"",
+		  "\"cache\":\"miss\",\"origin\":\"autograd\"",
+		  "amp.cast args origin came with format 1.4; the file says 1.0" },
 	};
 	struct trace t;
 	struct validate_report r;
