@@ -1,7 +1,7 @@
 # What the bridge leaves on a program's modules: its naming must not call
-# the program's own named_parameters(), and its global forward pre-hook
-# (every module call takes torch's slow path while there is one) must go
-# once the loop comes round, though a module is never called.
+# the program's own named_parameters(), and its naming's global forward
+# pre-hook must go once the loop comes round, though a module is never
+# called (the module tracker's stays: ops name their module).
 import torch
 
 calls = []

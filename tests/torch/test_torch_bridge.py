@@ -339,10 +339,13 @@ def test_scenarios():
 
     p, path = run("scenario_module_hooks.py", out="module_hooks")
     names = {c.get("name") for c in casts(load(path), "linear")} - {None}
+    # two global pre-hooks in the first step, naming's and the module
+    # tracker's (FORMAT.md's module keys: it stays, so module calls keep
+    # torch's hooked path); naming's goes after it
     check("naming calls no named_parameters() of the program's, and its "
           "global pre-hook goes after the first step though modules are "
-          "never called (torch's fast path again)",
-          p.returncode == 0 and p.stdout == "[] [1, 0, 0]\n" and names ==
+          "never called",
+          p.returncode == 0 and p.stdout == "[] [2, 1, 1]\n" and names ==
           {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
           (p.returncode, p.stdout, p.stderr[-300:], names))
 
