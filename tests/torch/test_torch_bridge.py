@@ -342,9 +342,9 @@ def test_scenarios():
     # two global pre-hooks in the first step, naming's and the module
     # tracker's (FORMAT.md's module keys: it stays, so module calls keep
     # torch's hooked path); naming's goes after it
-    check("naming calls no named_parameters() of the program's, and its "
-          "global pre-hook goes after the first step though modules are "
-          "never called",
+    check("naming and module tracking call no named_parameters() or "
+          "named_modules() of the program's, and naming's global pre-hook "
+          "goes after the first step though modules are never called",
           p.returncode == 0 and p.stdout == "[] [2, 1, 1]\n" and names ==
           {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
           (p.returncode, p.stdout, p.stderr[-300:], names))

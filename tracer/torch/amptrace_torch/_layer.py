@@ -206,20 +206,23 @@ class _Identities:
                 if obj is not None]
 
 
-def _tree(module):
-    """(modules, [(name, parameter)]) of a module's tree, in the order of
-    Module.named_parameters(), read from torch's own dicts: no method of
-    the program's (a named_parameters or modules override) is called, and
-    modules without __hash__ are walked too (torch's walk keeps a set)."""
+def _tree(module, path=""):
+    """([(path, module)], [(name, parameter)]) of a module's tree, from
+    `path` (the root's), in the order of Module.named_modules() and
+    named_parameters(), read from torch's own dicts: no method of the
+    program's (a named_parameters or named_modules override) is called,
+    and modules without __hash__ are walked too (torch's walk keeps a
+    set)."""
     modules, params = [], []
     seen_modules, seen_params = set(), set()   # ids, all alive meanwhile
-    stack = [("", module)]
+    stack = [(path, module)]
     while stack:
-        prefix, m = stack.pop()
+        path, m = stack.pop()
         if id(m) in seen_modules:
             continue
         seen_modules.add(id(m))
-        modules.append(m)
+        modules.append((path, m))
+        prefix = path + "." if path else ""
         own = getattr(m, "__dict__", {})
         for name, param in own.get("_parameters", {}).items():
             if param is not None and id(param) not in seen_params:
@@ -228,7 +231,7 @@ def _tree(module):
         children = [(name, child) for name, child in
                     own.get("_modules", {}).items() if child is not None]
         for name, child in reversed(children):
-            stack.append((prefix + name + ".", child))
+            stack.append((prefix + name, child))
     return modules, params
 
 
@@ -249,7 +252,7 @@ def _name_parameters(torch, bridge, modules_exist):
 
     def name_tree(module):
         modules, params = _tree(module)
-        for sub in modules:
+        for _, sub in modules:
             pending.discard(sub)
         for name, param in params:
             bridge.name_tensor(param._cdata, name)
@@ -259,7 +262,7 @@ def _name_parameters(torch, bridge, modules_exist):
         waiting = pending.live()
         inside = set()
         for module in waiting:
-            inside.update(id(sub) for sub in _tree(module)[0][1:])
+            inside.update(id(sub) for _, sub in _tree(module)[0][1:])
         for module in waiting:
             if id(module) not in inside and module in pending:
                 name_tree(module)
@@ -376,13 +379,7 @@ def _track_modules(torch, bridge):
     handles = _Handles()
 
     def name_tree(root, prefix):
-        try:
-            modules = list(root.named_modules(prefix=prefix))
-        except TypeError:
-            # a module without __hash__ cannot be walked (torch keeps
-            # them in a set): it alone is named
-            modules = [(prefix, root)]
-        for path, module in modules:
+        for path, module in _tree(root, prefix)[0]:
             if handles.get(module) is None:
                 handles.set(module, bridge.module_name(
                     path, type(module).__name__))
