@@ -780,9 +780,12 @@ TWIN_OTHER_OF = {
 
 
 def cast_decisions(trace):
-    """amp.cast events by direction, hits included."""
+    """autocast's amp.cast events by direction, hits included (casts of
+    another origin, autograd's, are no decision of autocast's)."""
     counts = {}
     for c in casts(trace):
+        if c.get("origin"):
+            continue
         key = "%s->%s" % (c["from"], c["to"])
         counts[key] = counts.get(key, 0) + 1
     return counts
