@@ -429,15 +429,11 @@ enum amp_event_kind {
 #define AMP_EVENT_MASK_ALL ((1u << AMP_EVENT_KIND_COUNT) - 1u)
 
 /* OPTIMIZER: ops an optimizer's step runs, and GradScaler's unscale_()
- * and update() (PyTorch runs them under no_grad, outside autograd).
- * OTHER: ops outside forward, backward and the optimizer, as a producer
- * that can tell says (the PyTorch bridge: weight initialisation, data
- * loading, zeroing gradients); libamp itself does not use it. */
+ * and update() (PyTorch runs them under no_grad, outside autograd). */
 enum amp_phase {
 	AMP_PHASE_FORWARD,
 	AMP_PHASE_BACKWARD,
 	AMP_PHASE_OPTIMIZER,
-	AMP_PHASE_OTHER,
 	AMP_PHASE_COUNT
 };
 const char *amp_phase_name(enum amp_phase phase);
@@ -518,12 +514,6 @@ struct amp_cast_event {
 	/* hits: the source was modified in place after the cached cast was
 	 * made, so the op reads a stale copy (PyTorch does not notice). */
 	bool stale;
-	/* Who cast: NULL for autocast (every cast libamp makes); from the
-	 * PyTorch bridge "autograd" (in backward: a cast's gradient back to
-	 * its source's dtype, or the engine casting a gradient to the dtype
-	 * of the forward input it flows to) or "custom_fwd" (a custom
-	 * autograd Function's cast_inputs). */
-	const char *origin;
 	/* The cache's size once this cast was stored (misses), so that a
 	 * consumer needs no call back into the runtime; cache_counted says
 	 * whether the producer set them. */

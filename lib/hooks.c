@@ -157,7 +157,6 @@ const char *amp_phase_name(enum amp_phase phase)
 		[AMP_PHASE_FORWARD] = "forward",
 		[AMP_PHASE_BACKWARD] = "backward",
 		[AMP_PHASE_OPTIMIZER] = "optimizer",
-		[AMP_PHASE_OTHER] = "other",
 	};
 	return phase < AMP_PHASE_COUNT ? names[phase] : "unknown";
 }

@@ -55,11 +55,11 @@ static void count_aggregate(struct analysis *a, const struct trace_aggregate *g)
 {
 	for (int k = 0; k < g->ncasts; k++)
 		count_cache(a, g->casts[k].cache, g->casts[k].count);
-	a->cache_clears += g->clears;
-	if (g->cache_max_entries > a->cache_max_entries)
-		a->cache_max_entries = g->cache_max_entries;
-	if (g->cache_max_bytes > a->cache_max_bytes)
-		a->cache_max_bytes = g->cache_max_bytes;
+	a->cache_clears += g->cache.clears;
+	if (g->cache.max_entries > a->cache_max_entries)
+		a->cache_max_entries = g->cache.max_entries;
+	if (g->cache.max_bytes > a->cache_max_bytes)
+		a->cache_max_bytes = g->cache.max_bytes;
 }
 
 /* -------------------------------------------------------------- public */

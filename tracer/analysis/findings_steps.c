@@ -309,10 +309,10 @@ static void cache_growth_by_steps(struct findings_context *cx, int64_t pid,
 			end->cleared = true;
 		} else if (e->kind == TRACE_AGGREGATE) {
 			const struct trace_aggregate *g = &e->aggregate;
-			end->cleared |= g->clears > 0;
-			if (!end->seen || (double)g->cache_entries > end->entries) {
-				end->entries = (double)g->cache_entries;
-				end->bytes = (double)g->cache_bytes;
+			end->cleared |= g->cache.clears > 0;
+			if (!end->seen || (double)g->cache.entries > end->entries) {
+				end->entries = (double)g->cache.entries;
+				end->bytes = (double)g->cache.bytes;
 			}
 			end->ts = INFINITY;
 			end->event = i;

@@ -276,12 +276,12 @@ static void tabulate_aggregate(struct summary *s,
 	for (int k = 0; k < g->nops; k++) {
 		const struct trace_aggregate_op *o = &g->ops[k];
 		count_ops(s, op_row_of(s, o->phase, o->op, o->overload),
-			  o->dtype, o->policy, o->count, o->dur);
+			  o->dtype, o->policy, o->count, (double)o->dur_ns / 1000.0);
 	}
 	for (int k = 0; k < g->ncasts; k++) {
 		const struct trace_aggregate_cast *c = &g->casts[k];
 		count_casts(cast_row_of(s, c->from, c->to), c->cache, c->count,
-			    c->bytes, c->dur);
+			    c->bytes, (double)c->dur_ns / 1000.0);
 		if (!strcmp(c->cache, "uncacheable"))
 			count_reason(s, "(not recorded: steps without full "
 				     "detail)", c->count);

@@ -3,7 +3,7 @@
  * an evaluation window's when it ends (within its step), the note that
  * full detail stopped for size; and each thread's aggregates of a step
  * without full detail -> one amp.aggregate event once its totals come
- * (FORMAT.md §8, §3.11). */
+ * (FORMAT.md §8, §3.12). */
 #include "convert_internal.h"
 
 #include <stdlib.h>
@@ -71,7 +71,7 @@ static void on_detail_stop(struct converter *cv, struct convert_process *p,
 
 	e.step = (struct trace_step){
 		.step = (int64_t)s->step, .size_limit = s->limit,
-		.measured = convert_intern_cstr(p, measured),
+		.measured = convert_intern_cstr(p, measured), .scope = 'p',
 	};
 	convert_emit(cv, p, &e);
 	p->detail_stopped = true;
@@ -104,7 +104,7 @@ static void on_step_op(struct convert_process *p, struct convert_thread *t,
 		.dtype = dtype_or_null(p, m->has_dtype, m->dtype),
 		.device = convert_name(p, NAMES_DEVICE, m->device),
 		.count = m->count, .failed = m->failed,
-		.dur = convert_to_us((int64_t)m->dur_ns),
+		.dur_ns = (int64_t)m->dur_ns,
 	};
 	p->aggregated_ops += m->count;
 }
@@ -123,7 +123,8 @@ static void on_step_cast(struct convert_process *p, struct convert_thread *t,
 		.to = convert_name(p, NAMES_DTYPE, m->to),
 		.cache = convert_name(p, NAMES_CACHE, m->cache),
 		.count = m->count, .bytes = m->bytes, .stale = m->stale,
-		.dur = convert_to_us((int64_t)m->dur_ns),
+		.dur_ns = (int64_t)m->dur_ns,
+		.origin = m->origin ? convert_intern_cstr(p, m->origin) : NULL,
 	};
 }
 
@@ -167,11 +168,12 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 	uint64_t begin_ns = m->begin_ns < cv->base_ns ? cv->base_ns : m->begin_ns;
 	e.aggregate = (struct trace_aggregate){
 		.step = (int64_t)m->step,
-		.begin = convert_to_us((int64_t)(begin_ns - cv->base_ns)),
-		.events = m->events, .regions = m->regions, .clears = m->clears,
-		.cache_entries = m->cache_entries, .cache_bytes = m->cache_bytes,
-		.cache_max_entries = m->cache_max_entries,
-		.cache_max_bytes = m->cache_max_bytes,
+		.begin_ns = (int64_t)(begin_ns - cv->base_ns),
+		.events = m->events, .regions = m->regions,
+		.cache = { .clears = m->clears, .entries = m->cache_entries,
+			   .bytes = m->cache_bytes,
+			   .max_entries = m->cache_max_entries,
+			   .max_bytes = m->cache_max_bytes },
 		.nops = (int)t->naggregate_ops,
 		.ncasts = (int)t->naggregate_casts,
 		.ndiags = (int)t->naggregate_diags,

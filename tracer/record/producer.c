@@ -12,14 +12,19 @@
  *   - GPU activities arrive in batches on whichever thread the profiler
  *     delivers them and go, under a lock, into a stream of their own
  *     (tgpu.raw), written like a thread's.
- *   - It needs libamp's header (the event model) but not the library: a
- *     producer that never loads libamp (the PyTorch bridge) links it alone.
+ *   - It needs libamp's header (the enums' sizes, GPU activities) but not
+ *     the library: a producer that never loads libamp (the PyTorch
+ *     bridge) links it alone.
  */
 #include "producer.h"
 
+#include "libamp_encode.h"
 #include "producer_internal.h"
 #include "raw.h"
-#include "raw_encode.h"
+#ifdef AMPTRACE_PRODUCER_CHECKS
+#include "producer_check.h"
+#include "raw_decode.h"
+#endif
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -90,6 +95,23 @@ _Static_assert(sizeof thread_name ==
 	       sizeof ((struct raw_thread_header *)0)->name,
 	       "a thread name fits the raw header as it is");
 
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* A thread's contract state and room to decode its records into (~50
+ * KiB: made on its first event, freed at its exit). */
+struct checked {
+	struct producer_check check;
+	struct raw_decoded decoded;
+};
+static __thread struct checked *checked;
+
+static void checked_free(void)
+{
+	free(checked);
+	checked = NULL;
+}
+
+#endif
+
 static char process_dir[PATH_MAX + 32];
 /* p<pid>/exit and the pid it belongs to, made with the directory: marking
  * the exit happens inside _exit (recorder_exit.c), where it should do no
@@ -104,6 +126,7 @@ static char spill_root[PATH_MAX];
 static char spill_dir[sizeof spill_root + 64];
 static struct producer_info info;
 static char framework[128];
+static char policy_table[32];
 /* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
  * files, so threads stop recording (and remove their file) instead of
  * filling memory.  Checked once per chunk. */
@@ -311,6 +334,9 @@ static void on_thread_exit(void *unused)
 			      memory_order_release);
 	writer_drop(w);
 	w->failed = true; /* a late event must not reopen the file */
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	checked_free();
+#endif
 }
 
 static void record_commit(struct thread_writer *w, struct raw_record *r,
@@ -357,15 +383,15 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 		 strerror(err),
 		 amp_thread == RAW_GPU_STREAM ? "process's GPU stream"
 					      : "thread");
-	struct amp_event e = {
-		.kind = AMP_EVENT_DIAG,
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG,
 		.time_ns = (uint64_t)ts.tv_sec * 1000000000u +
 			   (uint64_t)ts.tv_nsec,
 		.thread = amp_thread,
 		.diag = { .kind = "recording-stopped", .message = message },
 	};
 	struct raw_record *r = (struct raw_record *)(w->chunk + w->offset);
-	record_commit(w, r, AMP_EVENT_DIAG, e.time_ns,
+	record_commit(w, r, PRODUCER_DIAG, e.time_ns,
 		      raw_event_encode((uint8_t *)(r + 1), &e));
 	struct raw_record *end = (struct raw_record *)(w->chunk + w->offset);
 	atomic_store_explicit(&end->size, RAW_SIZE_THREAD_END,
@@ -641,24 +667,104 @@ void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 
 /* ---------------------------------------------------------------- events */
 
-void producer_emit(const struct amp_event *e)
+/* Room for a record of `bound` payload bytes in the calling thread's
+ * stream, the thread marked busy until emit_commit; NULL: the event
+ * drops (not recording, re-entered, not a recorded kind, no room). */
+static inline struct raw_record *emit_reserve(size_t bound, uint64_t thread)
 {
 	struct thread_writer *w = &writer;
 
-	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
-		return;
-	if (!producer_steps_gate(e))
-		return;
-	size_t bound = raw_event_bound(e);
-	if (!bound)
-		return;
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed) ||
+	    !bound)
+		return NULL;
 	w->busy = true;
-	struct raw_record *r = record_reserve(w, bound, e->thread);
-	if (r) {
-		uint8_t *end = raw_event_encode((uint8_t *)(r + 1), e);
-		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
+	struct raw_record *r = record_reserve(w, bound, thread);
+	if (!r)
+		w->busy = false;
+	return r;
+}
+
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* The record just written, decoded as the converter will, against the
+ * contract; a broken rule goes into the stream right after it as a
+ * `producer-contract` diag (the program's stderr stays its own). */
+static void check_record(struct thread_writer *w, const struct raw_record *r,
+			 uint64_t thread)
+{
+	if (!checked && !(checked = calloc(1, sizeof *checked)))
+		return;
+	if (!raw_decode(r, &checked->decoded))
+		return; /* the converter counts it as a raw error */
+	checked->decoded.event.thread = thread;
+	const char *broken = producer_check(&checked->check,
+					    &checked->decoded.event);
+	if (!broken)
+		return;
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG, .time_ns = r->time_ns, .thread = thread,
+		.diag = { .kind = "producer-contract", .message = broken },
+	};
+	struct raw_record *diag = record_reserve(w, raw_event_bound(&e), thread);
+	if (diag)
+		record_commit(w, diag, PRODUCER_DIAG, e.time_ns,
+			      raw_event_encode((uint8_t *)(diag + 1), &e));
+}
+#endif
+
+static inline void emit_commit(struct raw_record *r, uint16_t kind,
+			       uint64_t time_ns, const uint8_t *end,
+			       uint64_t thread)
+{
+	record_commit(&writer, r, kind, time_ns, end);
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	check_record(&writer, r, thread);
+#else
+	(void)thread;
+#endif
+	writer.busy = false;
+}
+
+/* Whether the calling thread records now: attached, and not inside
+ * producer_emit already. */
+static inline bool recording(void)
+{
+	return !writer.busy &&
+	       atomic_load_explicit(&attached, memory_order_relaxed);
+}
+
+void producer_emit(const struct producer_event *e)
+{
+	if (!recording())
+		return;
+	enum step_route route = producer_steps_route(e->kind, e->thread);
+	if (__builtin_expect(route != STEP_WRITE, 0)) {
+		if (route == STEP_FOLD)
+			producer_steps_fold(e);
+		return;
 	}
-	w->busy = false;
+	struct raw_record *r = emit_reserve(raw_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, (uint16_t)e->kind, e->time_ns,
+			    raw_event_encode((uint8_t *)(r + 1), e), e->thread);
+}
+
+void producer_emit_libamp(const struct amp_event *e)
+{
+	if (!recording())
+		return;
+	enum step_route route = producer_steps_route(libamp_event_kind(e),
+						     e->thread);
+	if (__builtin_expect(route != STEP_WRITE, 0)) {
+		if (route == STEP_FOLD)
+			producer_steps_fold_libamp(e);
+		return;
+	}
+	struct raw_record *r = emit_reserve(libamp_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, libamp_event_kind(e), e->time_ns,
+			    libamp_event_encode((uint8_t *)(r + 1), e), e->thread);
 }
 
 bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
@@ -789,12 +895,16 @@ static int write_process_file_unguarded(void)
 		fputs(",\"framework\":", f);
 		json_string(f, info.framework, strlen(info.framework));
 	}
+	if (info.policy_table) {
+		fputs(",\"policy_table\":", f);
+		json_string(f, info.policy_table, strlen(info.policy_table));
+	}
 	fputs(",\"names\":{", f);
 	json_names(f, "dtype", AMP_DTYPE_COUNT, info.names.dtype);
 	json_names(f, "profiler", AMP_DTYPE_COUNT, info.names.profiler_dtype);
 	json_names(f, "policy", AMP_POLICY_COUNT, info.names.policy);
 	json_names(f, "device", AMP_DEVICE_TYPE_COUNT, info.names.device);
-	json_names(f, "phase", AMP_PHASE_COUNT, info.names.phase);
+	json_names(f, "phase", PRODUCER_PHASE_COUNT, info.names.phase);
 	json_names(f, "cache", AMP_CACHE_RESULT_COUNT, info.names.cache);
 	fputs("}}\n", f);
 	if (fclose(f) != 0)
@@ -881,7 +991,14 @@ NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
 NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
 NAME_ADAPTER(amp_policy_name, enum amp_policy)
 NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
-NAME_ADAPTER(amp_phase_name, enum amp_phase)
+/* libamp's phases and the producers' own "other" (producer.h) */
+static const char *amp_phase_name_at(int i)
+{
+	if (!amp_phase_name)
+		return NULL;
+	return i == PRODUCER_PHASE_OTHER ? "other"
+					 : amp_phase_name((enum amp_phase)i);
+}
 NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
 
 struct producer_names producer_amp_names(void)
@@ -905,6 +1022,11 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	if (what->framework) {
 		snprintf(framework, sizeof framework, "%s", what->framework);
 		info.framework = framework;
+	}
+	if (what->policy_table) {
+		snprintf(policy_table, sizeof policy_table, "%s",
+			 what->policy_table);
+		info.policy_table = policy_table;
 	}
 	if (pid)
 		converter_pid = (pid_t)atol(pid);

@@ -5,6 +5,7 @@
 #define AMPTRACE_PRODUCER_INTERNAL_H
 
 #include "amp.h"
+#include "producer_event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,9 +31,16 @@ const char *producer_raw_root(void);
 uint64_t producer_raw_bytes(void);
 
 /* producer_steps.c, called by producer.c: */
-/* Whether `e` is written in full; false when it was folded into the
- * thread's aggregates of a step recorded without full detail. */
-bool producer_steps_gate(const struct amp_event *e);
+/* What becomes of an event of `kind` (a producer_kind) on the calling
+ * thread: written, folded into the thread's aggregates of a step
+ * recorded without full detail (then handed to one of the fold
+ * functions), or dropped (the exit of a region whose entry was folded). */
+enum step_route { STEP_WRITE, STEP_FOLD, STEP_DROP };
+enum step_route producer_steps_route(unsigned kind, uint64_t thread);
+void producer_steps_fold(const struct producer_event *e);
+/* The same for one of libamp's events: the members the aggregates read,
+ * taken into the producer model (only for a folded event). */
+void producer_steps_fold_libamp(const struct amp_event *e);
 /* At attach (reads AMPTRACE_STEPS and AMPTRACE_MAX_SIZE), in a forked
  * child, at a thread's end (its aggregates go out), and at the process's
  * clean end. */

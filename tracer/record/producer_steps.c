@@ -195,7 +195,7 @@ static void follow(struct step_thread *t, uint64_t version, uint64_t thread)
 		step_aggregate_reset(t->aggregate, atomic_load(&state->step));
 }
 
-static void fold(struct step_thread *t, const struct amp_event *e)
+static void fold(struct step_thread *t, const struct producer_event *e)
 {
 	if (!t->aggregate)
 		return; /* out of memory: the step's events are lost */
@@ -204,27 +204,27 @@ static void fold(struct step_thread *t, const struct amp_event *e)
 		flush(t);
 }
 
-static bool scope_enter(struct step_thread *t, const struct amp_event *e)
+static enum step_route scope_enter(struct step_thread *t)
 {
 	int depth = t->scope_depth++;
 
 	if (depth < 64)
 		t->scope_kept = t->detail ? t->scope_kept | 1ull << depth
 					  : t->scope_kept & ~(1ull << depth);
-	if (!t->detail)
-		fold(t, e);
-	return t->detail;
+	return t->detail ? STEP_WRITE : STEP_FOLD;
 }
 
-static bool scope_exit(struct step_thread *t)
+static enum step_route scope_exit(struct step_thread *t)
 {
 	if (!t->scope_depth)
-		return t->detail; /* entered before recording began */
+		return t->detail ? STEP_WRITE : STEP_DROP; /* entered before
+							   * recording began */
 	int depth = --t->scope_depth;
-	return depth < 64 ? t->scope_kept >> depth & 1 : t->detail;
+	bool kept = depth < 64 ? t->scope_kept >> depth & 1 : t->detail;
+	return kept ? STEP_WRITE : STEP_DROP;
 }
 
-bool producer_steps_gate(const struct amp_event *e)
+enum step_route producer_steps_route(unsigned kind, uint64_t thread)
 {
 	struct step_thread *t = &me;
 	unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
@@ -238,28 +238,88 @@ bool producer_steps_gate(const struct amp_event *e)
 	uint64_t version = atomic_load_explicit(&state->version,
 						memory_order_acquire);
 	if (__builtin_expect(t->version != version, 0) && !t->op_depth)
-		follow(t, version, e->thread);
-	switch (e->kind) {
-	case AMP_EVENT_OP_BEGIN:
+		follow(t, version, thread);
+	switch (kind) {
+	case PRODUCER_OP_BEGIN:
 		t->op_depth++;
 		break;
-	case AMP_EVENT_OP_END:
+	case PRODUCER_OP_END:
 		if (t->op_depth)
 			t->op_depth--;
 		break;
-	case AMP_EVENT_SCOPE_ENTER:
-		return scope_enter(t, e);
-	case AMP_EVENT_SCOPE_EXIT:
+	case PRODUCER_SCOPE_ENTER:
+		return scope_enter(t);
+	case PRODUCER_SCOPE_EXIT:
 		return scope_exit(t);
-	case AMP_EVENT_SCALER:
-		return true;
+	case PRODUCER_SCALER:
+		return STEP_WRITE;
 	default:
+		if (kind >= PRODUCER_KIND_COUNT)
+			return STEP_WRITE; /* not recorded: the writer drops it */
 		break;
 	}
-	if (__builtin_expect(t->detail, 1))
-		return true;
-	fold(t, e);
-	return false;
+	return __builtin_expect(t->detail, 1) ? STEP_WRITE : STEP_FOLD;
+}
+
+void producer_steps_fold(const struct producer_event *e)
+{
+	fold(&me, e);
+}
+
+/* libamp's event as the producer model, as far as the aggregates read it:
+ * the names, codes and numbers they count by (libamp's members bear the
+ * model's names), the first output's dtype. */
+void producer_steps_fold_libamp(const struct amp_event *e)
+{
+	struct producer_event m = { .time_ns = e->time_ns, .thread = e->thread };
+	struct producer_tensor first = { 0 };
+
+	switch (e->kind) {
+	case AMP_EVENT_OP_BEGIN:
+	case AMP_EVENT_OP_END:
+		m.kind = e->kind == AMP_EVENT_OP_BEGIN ? PRODUCER_OP_BEGIN
+						       : PRODUCER_OP_END;
+		m.op = (struct producer_op){
+			.op_id = e->op.op_id, .op = e->op.op,
+			.overload = e->op.overload, .phase = e->op.phase,
+			.policy = e->op.policy, .device = e->op.device,
+			.status = e->op.status, .begin_ns = e->op.begin_ns,
+		};
+		if (e->op.noutputs > 0) {
+			first.dtype = (uint8_t)e->op.outputs[0].dtype;
+			m.op.noutputs = 1;
+			m.op.outputs = &first;
+		}
+		break;
+	case AMP_EVENT_CAST:
+		m.kind = PRODUCER_CAST;
+		m.cast = (struct producer_cast){
+			.op_id = e->cast.op_id, .from = e->cast.from,
+			.to = e->cast.to, .cache = e->cast.cache,
+			.stale = e->cast.stale,
+			.cache_counted = e->cast.cache_counted,
+			.cache_entries = e->cast.cache_entries,
+			.cache_bytes = e->cast.cache_bytes,
+			.bytes = e->cast.bytes, .begin_ns = e->cast.begin_ns,
+		};
+		break;
+	case AMP_EVENT_SCOPE_ENTER:
+		m.kind = PRODUCER_SCOPE_ENTER;
+		break;
+	case AMP_EVENT_CACHE_CLEAR:
+		m.kind = PRODUCER_CACHE_CLEAR;
+		break;
+	case AMP_EVENT_DIAG:
+		m.kind = PRODUCER_DIAG;
+		m.diag = (struct producer_diag){
+			.op_id = e->diag.op_id, .tensor_id = e->diag.tensor_id,
+			.kind = e->diag.kind, .message = e->diag.message,
+		};
+		break;
+	default:
+		return;
+	}
+	fold(&me, &m);
 }
 
 void producer_steps_thread_exit(void)

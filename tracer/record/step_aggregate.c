@@ -9,12 +9,13 @@
 #define OVERLOAD_LEN 48
 #define OPEN_OPS 16
 #define FAST_OPS 64
+#define ORIGIN_LEN 16
 
 struct row {
 	uint16_t kind;          /* RAW_KIND_STEP_OP, _CAST or _DIAG */
 	uint64_t hash;
 	char op[NAME_LEN];      /* the op; a diag's kind */
-	char overload[OVERLOAD_LEN];
+	char overload[OVERLOAD_LEN]; /* an op's; a cast's origin */
 	char *message;          /* a diag's first message (owned) */
 	union {
 		struct raw_step_op op;
@@ -27,7 +28,7 @@ struct row {
  * happen inside it. */
 struct open_op {
 	uint64_t op_id;
-	enum amp_phase phase;
+	uint8_t phase;
 	char name[NAME_LEN];
 };
 
@@ -50,7 +51,7 @@ struct step_aggregate {
 	struct raw_step_totals totals;
 	struct open_op open[OPEN_OPS];
 	int nopen;              /* may exceed OPEN_OPS: those are not kept */
-	enum amp_phase last_phase;
+	uint8_t last_phase;
 };
 
 struct step_aggregate *step_aggregate_new(void)
@@ -178,7 +179,7 @@ static struct row *row_of(struct step_aggregate *a, uint16_t kind,
 
 static bool op_matches(const struct row *r, const void *key)
 {
-	const struct amp_op_event *e = key;
+	const struct producer_op *e = key;
 	const struct raw_step_op *m = &r->m.op;
 	unsigned dtype = e->noutputs > 0 ? e->outputs[0].dtype : 0;
 
@@ -190,7 +191,7 @@ static bool op_matches(const struct row *r, const void *key)
 
 /* The op's row through the fast table, else by its hash. */
 static struct row *op_row_of(struct step_aggregate *a,
-			     const struct amp_op_event *e, bool *made)
+			     const struct producer_op *e, bool *made)
 {
 	bool out = e->noutputs > 0;
 	uint32_t small = (uint32_t)e->phase << 24 | (uint32_t)e->policy << 16 |
@@ -213,9 +214,10 @@ static struct row *op_row_of(struct step_aggregate *a,
 	return r;
 }
 
-static bool add_op(struct step_aggregate *a, const struct amp_event *event)
+static bool add_op(struct step_aggregate *a,
+		   const struct producer_event *event)
 {
-	const struct amp_op_event *e = &event->op;
+	const struct producer_op *e = &event->op;
 	bool out = e->noutputs > 0;
 	bool made;
 	struct row *r = op_row_of(a, e, &made);
@@ -226,13 +228,13 @@ static bool add_op(struct step_aggregate *a, const struct amp_event *event)
 		copy_name(r->op, NAME_LEN, e->op);
 		copy_name(r->overload, OVERLOAD_LEN, e->overload);
 		r->m.op = (struct raw_step_op){
-			.phase = (uint8_t)e->phase, .policy = (uint8_t)e->policy,
-			.device = (uint8_t)e->device, .has_dtype = out,
-			.dtype = out ? (uint8_t)e->outputs[0].dtype : 0,
+			.phase = e->phase, .policy = e->policy,
+			.device = e->device, .has_dtype = out,
+			.dtype = out ? e->outputs[0].dtype : 0,
 		};
 	}
 	r->m.op.count++;
-	r->m.op.failed += e->status != AMP_OK;
+	r->m.op.failed += e->status != 0;
 	r->m.op.dur_ns += event->time_ns > e->begin_ns && e->begin_ns
 				  ? event->time_ns - e->begin_ns : 0;
 	return true;
@@ -241,7 +243,7 @@ static bool add_op(struct step_aggregate *a, const struct amp_event *event)
 /* ---------------------------------------------------------------- casts */
 
 struct cast_key {
-	const struct amp_cast_event *e;
+	const struct producer_cast *e;
 	const struct open_op *op;
 };
 
@@ -252,14 +254,15 @@ static bool cast_matches(const struct row *r, const void *key)
 
 	return m->from == k->e->from && m->to == k->e->to &&
 	       m->cache == k->e->cache && m->phase == k->op->phase &&
-	       same_name(r->op, NAME_LEN, k->op->name);
+	       same_name(r->op, NAME_LEN, k->op->name) &&
+	       same_name(r->overload, ORIGIN_LEN, k->e->origin);
 }
 
 /* The op `op_id` names among the open ones (innermost first). */
 static const struct open_op *open_op_of(const struct step_aggregate *a,
 					uint64_t op_id)
 {
-	static const struct open_op unknown = { 0, AMP_PHASE_FORWARD, "" };
+	static const struct open_op unknown = { 0, 0, "" } /* phase 0: forward */;
 
 	for (int i = (a->nopen < OPEN_OPS ? a->nopen : OPEN_OPS); i-- > 0;)
 		if (a->open[i].op_id == op_id)
@@ -267,11 +270,13 @@ static const struct open_op *open_op_of(const struct step_aggregate *a,
 	return &unknown;
 }
 
-static bool add_cast(struct step_aggregate *a, const struct amp_event *event)
+static bool add_cast(struct step_aggregate *a,
+		     const struct producer_event *event)
 {
-	const struct amp_cast_event *e = &event->cast;
+	const struct producer_cast *e = &event->cast;
 	struct cast_key key = { e, open_op_of(a, e->op_id) };
-	uint64_t h = hash_u64(hash_str(0x84222325cbf29ce4ull, key.op->name),
+	uint64_t h = hash_u64(hash_str(hash_str(0x84222325cbf29ce4ull,
+						 key.op->name), e->origin),
 			      (uint64_t)key.op->phase << 24 |
 				      (uint64_t)e->from << 16 |
 				      (uint64_t)e->to << 8 | (uint64_t)e->cache);
@@ -291,10 +296,11 @@ static bool add_cast(struct step_aggregate *a, const struct amp_event *event)
 		return false;
 	if (made) {
 		copy_name(r->op, NAME_LEN, key.op->name);
+		if (e->origin)
+			copy_name(r->overload, ORIGIN_LEN, e->origin);
 		r->m.cast = (struct raw_step_cast){
-			.phase = (uint8_t)key.op->phase,
-			.from = (uint8_t)e->from, .to = (uint8_t)e->to,
-			.cache = (uint8_t)e->cache,
+			.phase = key.op->phase, .from = e->from, .to = e->to,
+			.cache = e->cache,
 		};
 	}
 	r->m.cast.count++;
@@ -309,7 +315,7 @@ static bool add_cast(struct step_aggregate *a, const struct amp_event *event)
 
 struct diag_key {
 	const char *kind;
-	enum amp_phase phase;
+	uint8_t phase;
 };
 
 static bool diag_matches(const struct row *r, const void *key)
@@ -319,9 +325,10 @@ static bool diag_matches(const struct row *r, const void *key)
 	return r->m.diag.phase == k->phase && same_name(r->op, NAME_LEN, k->kind);
 }
 
-static bool add_diag(struct step_aggregate *a, const struct amp_event *event)
+static bool add_diag(struct step_aggregate *a,
+		     const struct producer_event *event)
 {
-	const struct amp_diag_event *e = &event->diag;
+	const struct producer_diag *e = &event->diag;
 	struct diag_key key = {
 		e->kind, a->nopen > 0 && a->nopen <= OPEN_OPS
 				 ? a->open[a->nopen - 1].phase : a->last_phase,
@@ -338,7 +345,7 @@ static bool add_diag(struct step_aggregate *a, const struct amp_event *event)
 		copy_name(r->op, NAME_LEN, e->kind);
 		r->message = e->message ? strdup(e->message) : NULL;
 		r->m.diag = (struct raw_step_diag){
-			.phase = (uint8_t)key.phase, .op_id = e->op_id,
+			.phase = key.phase, .op_id = e->op_id,
 			.tensor = e->tensor_id,
 		};
 	}
@@ -348,7 +355,7 @@ static bool add_diag(struct step_aggregate *a, const struct amp_event *event)
 
 /* -------------------------------------------------------------- folding */
 
-static void open_op(struct step_aggregate *a, const struct amp_op_event *e)
+static void open_op(struct step_aggregate *a, const struct producer_op *e)
 {
 	if (a->nopen < OPEN_OPS) {
 		struct open_op *o = &a->open[a->nopen];
@@ -359,30 +366,31 @@ static void open_op(struct step_aggregate *a, const struct amp_op_event *e)
 	a->nopen++;
 }
 
-bool step_aggregate_add(struct step_aggregate *a, const struct amp_event *e)
+bool step_aggregate_add(struct step_aggregate *a,
+			const struct producer_event *e)
 {
 	if (!a->totals.events++)
 		a->totals.begin_ns = e->time_ns;
 	switch (e->kind) {
-	case AMP_EVENT_OP_BEGIN:
+	case PRODUCER_OP_BEGIN:
 		open_op(a, &e->op);
 		return true;
-	case AMP_EVENT_OP_END:
+	case PRODUCER_OP_END:
 		if (a->nopen > 0)
 			a->nopen--;
 		a->last_phase = e->op.phase;
 		return add_op(a, e);
-	case AMP_EVENT_CAST:
+	case PRODUCER_CAST:
 		return add_cast(a, e);
-	case AMP_EVENT_SCOPE_ENTER:
+	case PRODUCER_SCOPE_ENTER:
 		a->totals.regions++;
 		return true;
-	case AMP_EVENT_CACHE_CLEAR:
+	case PRODUCER_CACHE_CLEAR:
 		a->totals.clears++;
 		a->totals.cache_entries = 0;
 		a->totals.cache_bytes = 0;
 		return true;
-	case AMP_EVENT_DIAG:
+	case PRODUCER_DIAG:
 		return add_diag(a, e);
 	default:
 		return true;
@@ -405,6 +413,7 @@ void step_aggregate_rows(const struct step_aggregate *a,
 			struct raw_step_cast m = r->m.cast;
 			m.step = a->totals.step;
 			m.op = r->op;
+			m.origin = r->overload[0] ? r->overload : NULL;
 			more = row(user, r->kind, &m);
 		} else {
 			struct raw_step_diag m = r->m.diag;

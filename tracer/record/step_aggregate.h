@@ -1,9 +1,9 @@
 /* One thread's aggregates of one step recorded without full detail: what
  * the trace keeps of such a step instead of its events (FORMAT.md,
  * amp.aggregate).  Ops are counted per (op, overload, phase, policy,
- * output dtype, device), casts per (op, from, to, cache result), amp.diag
- * events per (kind, phase), plus the regions, cache clears and the cache's
- * size.  A table the producer fills on the traced thread (no lock, no
+ * output dtype, device), casts per (op, from, to, cache result, origin),
+ * amp.diag events per (kind, phase), plus the regions, cache clears and
+ * the cache's size.  A table the producer fills on the traced thread (no lock, no
  * allocation once its rows exist) and writes as raw rows (raw_schema.h)
  * when the thread moves on to another step.
  *
@@ -12,7 +12,7 @@
 #ifndef AMPTRACE_STEP_AGGREGATE_H
 #define AMPTRACE_STEP_AGGREGATE_H
 
-#include "amp.h"
+#include "producer_event.h"
 #include "raw_schema.h"
 
 #include <stdbool.h>
@@ -33,7 +33,8 @@ uint64_t step_aggregate_events(const struct step_aggregate *a);
  * diags inside take its name and phase), a cast, a region's entry, a
  * cache clear, a diag.  Returns false when a new row found no memory (the
  * event is counted in the totals only). */
-bool step_aggregate_add(struct step_aggregate *a, const struct amp_event *e);
+bool step_aggregate_add(struct step_aggregate *a,
+			const struct producer_event *e);
 
 /* Its rows, in the order they were first seen, then its totals: each
  * handed to `row` with `kind` (RAW_KIND_STEP_OP, _CAST, _DIAG, _TOTALS)

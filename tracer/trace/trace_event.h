@@ -1,12 +1,17 @@
 /* The trace-event model: one FORMAT.md event as plain structs, the same
- * whoever made it.  The converter builds each event here and hands it to
- * the one writer (event_json.h), which writes every key of an amp.* event
- * from these fields alone; the reader (trace.c) fills it from the JSON,
- * so read(write(e)) == e; every command reads it: summary, check, diff,
- * findings, the viewer.  Strings point into the owning trace's arena
+ * whoever made it, and the file's header and trailer.  The converter
+ * builds each event here and hands it to the one writer (event_json.h),
+ * which writes every key of an event from these fields alone; the reader
+ * (trace.c) fills it from the JSON, so read(write(e)) == e; every command
+ * reads it: summary, check, diff, findings, the viewer.  Which key each
+ * member is, its JSON type, when it is written and the format version
+ * that added it: trace_schema.h, the one table the writer, the reader and
+ * the validator follow.  Strings point into the owning trace's arena
  * (trace.h). */
 #ifndef AMPTRACE_TRACE_EVENT_H
 #define AMPTRACE_TRACE_EVENT_H
+
+#include "producer_keys.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,11 +43,13 @@ enum trace_kind {
 	TRACE_SCALER,      /* amp.scaler i */
 	TRACE_DIAG,        /* amp.diag i */
 	TRACE_META,        /* M */
-	TRACE_KERNEL,      /* kernel */
+	TRACE_KERNEL,      /* kernel X */
+	TRACE_MEMCPY,      /* gpu_memcpy X */
+	TRACE_FLOW,        /* amp.flow s and f (1.2) */
 	TRACE_STEP,        /* amp.step: a training step, an evaluation window
-			    * (X), full detail stopping (i) */
+			    * (X), full detail stopping (i) (1.4) */
 	TRACE_AGGREGATE,   /* amp.aggregate i: a thread's aggregates of a
-			    * step recorded without full detail */
+			    * step recorded without full detail (1.4) */
 	TRACE_OTHER,       /* anything else */
 	TRACE_KIND_COUNT
 };
@@ -76,6 +83,7 @@ struct trace_op {
 	uint64_t op_id, parent_op_id, forward_op_id;
 	const char *op;       /* "softmax" */
 	const char *overload; /* "int" or "" */
+	PRODUCER_OP_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	const char *phase;    /* "forward" / "backward" */
 	const char *policy;   /* NULL on incomplete ops */
 	const char *device;
@@ -97,7 +105,7 @@ struct trace_cast {
 	const char *op;       /* the op being cast for, when known */
 	const char *phase;
 	const char *scope;
-	const char *origin;   /* NULL: autocast; "autograd", "custom_fwd" */
+	PRODUCER_CAST_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	bool stale;
 	/* the source tensor's shape and flags */
 	int ndim;
@@ -152,53 +160,70 @@ struct trace_step {
 	bool detail;             /* a step: its events are in the trace */
 	uint64_t size_limit;     /* ph 'i' */
 	const char *measured;    /* ph 'i': what passed it ("the trace") */
+	char scope;              /* ph 'i': its "s", 'p' (the process's) */
 };
 
-/* amp.aggregate's rows (FORMAT.md §3.11): what a thread did in a step
- * recorded without full detail. */
+/* amp.aggregate's rows (FORMAT.md §3.12): what a thread did in a step
+ * recorded without full detail, each row an array of its columns. */
 struct trace_aggregate_op {
 	const char *op, *overload, *phase, *policy;
 	const char *dtype;       /* the first output's, NULL: no output */
 	const char *device;
 	uint64_t count, failed;
-	double dur;              /* µs, summed */
+	int64_t dur_ns;          /* summed */
 };
 
 struct trace_aggregate_cast {
 	const char *op, *phase, *from, *to, *cache;
 	uint64_t count, bytes, stale;
-	double dur;              /* µs, summed */
+	int64_t dur_ns;          /* summed */
+	const char *origin;      /* NULL: autocast's (§3.3) */
 };
 
 struct trace_aggregate_diag {
-	const char *kind, *phase, *message; /* the first one's message */
+	const char *kind, *phase;
 	uint64_t count, op_id, tensor;      /* the first one's op and tensor */
+	const char *message;                /* the first one's */
+};
+
+/* The weight-cast cache in the step: its clears, its size at the step's
+ * end and at most. */
+struct trace_aggregate_cache {
+	uint64_t clears, entries, bytes, max_entries, max_bytes;
 };
 
 struct trace_aggregate {
 	int64_t step;
-	double begin;            /* µs: its first event's time */
-	uint64_t events, regions, clears;
-	/* the cache at the step's end, and at most during it */
-	uint64_t cache_entries, cache_bytes, cache_max_entries, cache_max_bytes;
+	int64_t begin_ns;        /* its first folded event's time */
+	uint64_t events, regions;
 	int nops, ncasts, ndiags;
 	struct trace_aggregate_op *ops;
 	struct trace_aggregate_cast *casts;
 	struct trace_aggregate_diag *diags;
+	struct trace_aggregate_cache cache;
 };
 
-/* kernel X (FORMAT.md §3.8), and gpu_memcpy X events (kind TRACE_OTHER,
- * cat "gpu_memcpy"), read leniently, as other tools write them. */
+/* kernel and gpu_memcpy X events (FORMAT.md §3.8), read leniently, as
+ * other tools write them. */
 struct trace_kernel {
-	bool linked;          /* has "External id" */
 	bool cast;            /* "amp.cast_result": the id is a cast's result */
-	uint64_t external_id; /* the op_id (or cast result tensor id) */
+	/* "External id": the op_id (or cast result tensor id) that launched
+	 * it; 0: none (ids are from 1) */
+	uint64_t external_id;
 	uint64_t op_id;       /* "amp.op_id": a cast's op, or 0 */
 	int64_t host_pid;     /* "amp.pid": the process that launched it, or -1 */
 	uint32_t correlation, device, stream;
 	int32_t grid[3], block[3];       /* kernels */
 	int32_t registers, shared_memory;
 	uint64_t bytes;                  /* copies */
+};
+
+/* One end of an arrow (amp.flow s or f, FORMAT.md §3.10). */
+struct trace_flow_event {
+	uint64_t id;          /* the arrow's, shared by its two ends */
+	const char *bind;     /* "e" on an f end (binds to its slice), or NULL */
+	uint64_t op_id;
+	uint64_t tensor;      /* a cast arrow's result, or 0 */
 };
 
 /* What an M event's args hold depends on its name: *_sort_index a
@@ -209,7 +234,7 @@ struct trace_meta {
 	int64_t sort_index;
 	int rank;             /* process_name: args.rank, else -1 */
 	const char **argv;    /* process_name: the command; NULL: absent */
-	int argc;
+	int nargv;
 	const char *framework; /* process_name, or NULL */
 	int64_t os_tid;       /* thread_name, or 0 */
 	int64_t host_pid;     /* a GPU's process_name, or 0 (and no device) */
@@ -234,10 +259,109 @@ struct trace_event {
 		struct trace_scaler scaler;
 		struct trace_diag diag;
 		struct trace_meta meta;
-		struct trace_kernel kernel;
+		struct trace_kernel kernel;  /* kernel and memcpy */
+		struct trace_flow_event flow;
 		struct trace_step step;
 		struct trace_aggregate aggregate;
 	};
+};
+
+/* ------------------------------------------------- header and trailer */
+
+/* A merged file's inputs, in its header. */
+struct trace_merged_input {
+	const char *file;
+	int rank;
+	bool truncated;
+};
+
+/* The "amptrace" object: what wrote the file, and about what. */
+struct trace_header {
+	const char *format;   /* "1.4" */
+	const char *generator;
+	const char **command; /* NULL: absent (merged files) */
+	int ncommand;
+	int rank;             /* -1: null */
+	const char *host;
+	uint64_t monotonic_base_ns;
+	const char *flush;
+	struct trace_merged_input *merged; /* merged files, else NULL */
+	int nmerged;
+	/* what produced the first process's events, "torch 1.13.0a0
+	 * (policy table: 1.13)" (1.1), and the policy table its policies
+	 * come from, "1.13" (1.4); NULL: not said */
+	const char *framework;
+	const char *policy_table;
+	/* what `amptrace run` recorded in full detail (1.4); NULL: absent */
+	struct trace_recording *recording;
+};
+
+/* The header's "recording" (FORMAT.md §8). */
+struct trace_recording {
+	const char *steps;    /* its --steps SPEC, "0:19" */
+	uint64_t max_size;    /* its --max-size in bytes, 0: none */
+};
+
+/* How a command or a process ended. */
+struct trace_exit {
+	const char *status;   /* "exited", "signaled" (processes: "died") */
+	int code;             /* exited */
+	int signal;           /* signaled */
+	const char *signal_name;
+};
+
+/* A process's GPU kernel timing (FORMAT.md §3.8). */
+struct trace_gpu_timing {
+	bool timing;
+	const char *reason;   /* not timing: why */
+	uint64_t kernels, memcpys;
+	bool complete;        /* the profiler's end counts arrived */
+	uint64_t unlinked, untimed, dropped, buffers;
+};
+
+/* One process of `amptrace run`'s trailer. */
+struct trace_process_end {
+	int64_t pid;
+	int rank;             /* -1: null */
+	const char **argv;
+	int nargv;
+	const char *framework;
+	const char *status;   /* "exited", "signaled", "died" */
+	int exit_code;        /* exited: -1 when unknown */
+	int signal;           /* signaled */
+	const char *signal_name;
+	uint64_t threads, events, ops, casts, in_flight_ops, raw_errors;
+	struct trace_process_steps *steps; /* NULL: it marked none (1.4) */
+	struct trace_gpu_timing *gpu; /* NULL: the process used no GPU */
+};
+
+/* A process's training steps, in the trailer (FORMAT.md §8). */
+struct trace_process_steps {
+	uint64_t ended, detail, aggregates, aggregated_ops;
+	bool detail_stopped;       /* full detail stopped for size ... */
+	uint64_t detail_stopped_at; /* ... from this step on */
+};
+
+/* One input of a merged file's trailer. */
+struct trace_merged_end {
+	const char *file;
+	int rank;
+	int64_t pid;
+	uint64_t events;
+	bool truncated;
+	struct trace_exit *exit; /* NULL: the input had no trailer */
+};
+
+/* The "amptraceEnd" object. */
+struct trace_trailer {
+	bool complete;
+	uint64_t events;
+	int64_t duration_ns;  /* 0: absent (merged files) */
+	struct trace_exit *exit; /* the traced command's; NULL: absent */
+	struct trace_process_end *processes; /* NULL: absent */
+	int nprocesses;
+	struct trace_merged_end *inputs;     /* merged files, else NULL */
+	int ninputs;
 };
 
 #endif /* AMPTRACE_TRACE_EVENT_H */
