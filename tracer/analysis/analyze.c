@@ -50,11 +50,14 @@ static void count_cache(struct analysis *a, const char *cache, uint64_t n)
 		a->cache_disabled += n;
 }
 
-/* A step recorded as aggregates counts as its events would. */
+/* A step recorded as aggregates counts as its events would (autocast's
+ * casts: those of another origin, TRACE_OTHER_CAST's, are not the
+ * cache's). */
 static void count_aggregate(struct analysis *a, const struct trace_aggregate *g)
 {
 	for (int k = 0; k < g->ncasts; k++)
-		count_cache(a, g->casts[k].cache, g->casts[k].count);
+		if (!g->casts[k].origin)
+			count_cache(a, g->casts[k].cache, g->casts[k].count);
 	a->cache_clears += g->cache.clears;
 	if (g->cache.max_entries > a->cache_max_entries)
 		a->cache_max_entries = g->cache.max_entries;

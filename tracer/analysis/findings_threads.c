@@ -243,7 +243,10 @@ static bool aggregate_autocasts(const struct trace_aggregate *g)
 	for (int k = 0; k < g->nops; k++)
 		if (strcmp(g->ops[k].policy, "none"))
 			return true;
-	return g->ncasts > 0;
+	for (int k = 0; k < g->ncasts; k++)
+		if (!g->casts[k].origin)
+			return true;
+	return false;
 }
 
 /* autocast-never-enabled (info): a PyTorch process ran forward ops and

@@ -152,6 +152,10 @@ static size_t aggregate_casts_selected(const struct rule *r,
 		return 0;
 	for (int k = 0; k < g->ncasts; k++) {
 		const struct trace_aggregate_cast *c = &g->casts[k];
+		if (strcmp(f->origin ? f->origin : "autocast", "any") &&
+		    strcmp(f->origin ? f->origin : "autocast",
+			   c->origin ? c->origin : "autocast"))
+			continue;
 		if ((r->from && strcmp(c->from, r->from)) ||
 		    (r->to && strcmp(c->to, r->to)))
 			continue;

@@ -57,17 +57,21 @@ static void tabulate_aggregate(struct builder *b, const struct trace_event *e,
 		struct report_op r = {
 			.pid = e->pid, .tid = e->tid, .step = step,
 			.op = o->op, .overload = o->overload, .phase = o->phase,
-			.policy = o->policy, .dtype = o->dtype, .dur_us = (double)o->dur_ns / 1000.0,
+			.policy = o->policy, .dtype = o->dtype,
+			.dur_us = (double)o->dur_ns / 1000.0,
 			.top_level = true, .count = o->count, .aggregated = true,
 		};
 		report_agg_op(b->agg, &r);
 	}
 	for (int k = 0; k < g->ncasts; k++) {
 		const struct trace_aggregate_cast *c = &g->casts[k];
+		if (c->origin)
+			continue; /* as TRACE_OTHER_CAST: not autocast's */
 		struct report_cast r = {
 			.pid = e->pid, .tid = e->tid, .step = step,
 			.from = c->from, .to = c->to, .cache = c->cache,
-			.bytes = c->bytes, .dur_us = (double)c->dur_ns / 1000.0, .count = c->count,
+			.bytes = c->bytes, .dur_us = (double)c->dur_ns / 1000.0,
+			.count = c->count,
 			.aggregated = true,
 		};
 		report_agg_cast(b->agg, &r);

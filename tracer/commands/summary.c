@@ -263,10 +263,18 @@ static struct reason_row *reason_row_for(struct reason_row **rows, size_t *n,
 	return &(*rows)[*n - 1];
 }
 
+/* The reason of a cast of a step recorded as aggregates. */
+#define NOT_RECORDED "(not recorded: steps without full detail)"
+
 static void count_reason(struct summary *s, const char *reason, size_t count)
 {
 	reason_row_for(&s->reasons, &s->nreasons, reason)->count += count;
 }
+
+static void count_other_casts(struct summary *s, const char *origin,
+			      const char *from, const char *to, size_t count,
+			      uint64_t bytes, double time_us,
+			      const char *reason);
 
 /* A step recorded as aggregates counts as its events would; the reasons
  * of its uncacheable casts were not recorded. */
@@ -280,35 +288,42 @@ static void tabulate_aggregate(struct summary *s,
 	}
 	for (int k = 0; k < g->ncasts; k++) {
 		const struct trace_aggregate_cast *c = &g->casts[k];
+		if (c->origin) {
+			count_other_casts(s, c->origin, c->from, c->to,
+					  c->count, c->bytes,
+					  (double)c->dur_ns / 1000.0,
+					  NOT_RECORDED);
+			continue;
+		}
 		count_casts(cast_row_of(s, c->from, c->to), c->cache, c->count,
 			    c->bytes, (double)c->dur_ns / 1000.0);
 		if (!strcmp(c->cache, "uncacheable"))
-			count_reason(s, "(not recorded: steps without full "
-				     "detail)", c->count);
+			count_reason(s, NOT_RECORDED, c->count);
 	}
 }
 
-/* A cast made by autograd or custom_fwd: a table of its own. */
-static void count_other_cast(struct summary *s, const struct trace_event *e)
+/* Casts made by autograd or custom_fwd: a table of their own. */
+static void count_other_casts(struct summary *s, const char *origin,
+			      const char *from, const char *to, size_t count,
+			      uint64_t bytes, double time_us, const char *reason)
 {
-	const struct trace_cast *c = &e->cast;
 	struct cast_row *row = NULL;
 
 	for (size_t k = 0; k < s->nothers && !row; k++)
-		if (!strcmp(s->others[k].origin, c->origin) &&
-		    s->others[k].from == c->from && s->others[k].to == c->to)
+		if (!strcmp(s->others[k].origin, origin) &&
+		    s->others[k].from == from && s->others[k].to == to)
 			row = &s->others[k];
 	if (!row) {
 		s->others = push(s->others, &s->nothers, sizeof *s->others);
 		row = &s->others[s->nothers - 1];
-		*row = (struct cast_row){ .origin = c->origin, .from = c->from,
-					  .to = c->to };
+		*row = (struct cast_row){ .origin = origin, .from = from,
+					  .to = to };
 	}
-	row->casts++;
-	row->bytes += c->bytes;
-	row->time_us += e->dur;
-	reason_row_for(&s->other_reasons, &s->nother_reasons,
-		       c->reason ? c->reason : "")->count++;
+	row->casts += count;
+	row->bytes += bytes;
+	row->time_us += time_us;
+	reason_row_for(&s->other_reasons, &s->nother_reasons, reason)->count +=
+		count;
 }
 
 static void tabulate(struct summary *s)
@@ -341,7 +356,9 @@ static void tabulate(struct summary *s)
 		} else if (e->kind == TRACE_AGGREGATE) {
 			tabulate_aggregate(s, &e->aggregate);
 		} else if (e->kind == TRACE_OTHER_CAST) {
-			count_other_cast(s, e);
+			count_other_casts(s, e->cast.origin, e->cast.from,
+					  e->cast.to, 1, e->cast.bytes, e->dur,
+					  e->cast.reason ? e->cast.reason : "");
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			count_casts(cast_row_of(s, c->from, c->to), c->cache, 1,
