@@ -39,7 +39,7 @@ class _State:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.optimizers = False   # an optimizer or enabled scaler exists
+        self.optimizers = False   # an optimizer exists
         self.user = False         # amptrace_torch.step() was called
         self.region_in_step = False
         self.eval_windows = {}    # id(module) -> [begin_ns, dropped]
@@ -83,23 +83,25 @@ def _failed(error):
 
 # ------------------------------------------------------------ optimizers
 
+def _optimizer_stepped(result, *args, **kwargs):
+    try:
+        _end_step(_OPTIMIZER)
+    except Exception as e:
+        _failed(e)
+
+
 def _ends_step(step_fn):
-    """An optimizer class's step: the outermost call ends a step (not
-    inside an enabled GradScaler's step, whose update ends it)."""
-    @functools.wraps(step_fn)
-    def step(*args, **kwargs):
-        _add_depth("optimizer", 1)
-        try:
-            return step_fn(*args, **kwargs)
-        finally:
-            _add_depth("optimizer", -1)
-            if not _depth("optimizer") and not _depth("scaler"):
-                try:
-                    _end_step(_OPTIMIZER)
-                except Exception as e:
-                    _failed(e)
-    step._amptrace_steps = True
-    return step
+    """An optimizer class's step: the outermost call ends a step.  A C
+    wrapper (wrap.h: no frame in the program's tracebacks) whose callback
+    runs only for a call that entered phase optimizer: not for a step
+    inside another (a wrapper's), nor inside GradScaler.step, which
+    _layer runs in phase optimizer (its update, or its step when it is
+    disabled, ends the step then)."""
+    wrapped = functools.update_wrapper(
+        _bridge.wrapper(step_fn, "optimizer", _optimizer_stepped, None, True),
+        step_fn)
+    wrapped._amptrace_steps = True
+    return wrapped
 
 
 def _wrap_optimizers(torch):
@@ -142,40 +144,32 @@ def _subclasses(cls):
     return found
 
 
+def _scaler_stepped(result, scaler, *args, **kwargs):
+    # 1.13's disables itself without CUDA: its step() is the optimizer's
+    if not getattr(scaler, "_enabled", False):
+        _optimizer_stepped(result)
+
+
+def _scaler_updated(result, scaler, *args, **kwargs):
+    if getattr(scaler, "_enabled", False):
+        try:
+            _end_step(_SCALER)
+        except Exception as e:
+            _failed(e)
+
+
 def _wrap_scaler(torch):
     """An enabled GradScaler's update() ends the step; the optimizer step
-    its step() runs does not.  (1.13's disables itself without CUDA: its
-    step() is the optimizer's, which then ends the step.)"""
+    its step() runs does not.  A disabled one's step() is the optimizer
+    step.  C wrappers, as the optimizers'."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    init, step_fn, update = cls.__init__, cls.step, cls.update
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        if getattr(self, "_enabled", False):
-            _state.optimizers = True
-
-    @functools.wraps(step_fn)
-    def scaler_step(self, *args, **kwargs):
-        enabled = getattr(self, "_enabled", False)
-        _add_depth("scaler", enabled)
-        try:
-            return step_fn(self, *args, **kwargs)
-        finally:
-            _add_depth("scaler", -enabled)
-
-    @functools.wraps(update)
-    def scaler_update(self, *args, **kwargs):
-        result = update(self, *args, **kwargs)
-        if getattr(self, "_enabled", False):
-            try:
-                _end_step(_SCALER)
-            except Exception as e:
-                _failed(e)
-        return result
-
-    cls.__init__, cls.step, cls.update = __init__, scaler_step, scaler_update
+    step_fn, update = cls.step, cls.update
+    cls.step = functools.update_wrapper(
+        _bridge.wrapper(step_fn, "optimizer", _scaler_stepped, None, True),
+        step_fn)
+    cls.update = functools.update_wrapper(
+        _bridge.wrapper(update, None, _scaler_updated), update)
 
 
 # ---------------------------------------------------- regions and windows
