@@ -28,6 +28,9 @@ enum name_table {
 	NAMES_CACHE,
 	NAMES_COUNT
 };
+/* convert.h sizes struct convert_process's name arrays by hand */
+_Static_assert(NAMES_COUNT == sizeof ((struct convert_process *)0)->name_count
+	       / sizeof(size_t), "convert.h's name arrays: one per name_table");
 
 /* Strings every process's events use, interned once (convert_lit). */
 enum convert_literal {

@@ -959,10 +959,16 @@ static void after_fork_in_child(void)
 	atomic_store(&raw_bytes, 0);
 	producer_steps_after_fork();
 	pthread_mutex_init(&gpu_lock, NULL);
-	if (open_process_dir() != 0)
-		fprintf(stderr, "amptrace recorder: cannot record forked "
-			"process %ld into %s: %s\n", (long)getpid(), raw_root,
-			strerror(errno));
+	if (open_process_dir() != 0) {
+		/* write(2), not stdio: a stream lock another thread held at
+		 * fork() stays held in the child */
+		char line[PATH_MAX + 128];
+		int n = snprintf(line, sizeof line, "amptrace recorder: cannot "
+				 "record forked process %ld into %s: %s\n",
+				 (long)getpid(), raw_root, strerror(errno));
+		if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+			return;  /* nowhere left to say it */
+	}
 }
 
 static void install_once(void)
