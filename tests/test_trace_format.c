@@ -553,9 +553,9 @@ static const struct rule_error rule_errors[] = {
 	  "r:1:21: unterminated string" },
 	{ "op linear in space x: output f16",
 	  "r:1:14: expected 'scope', 'phase', 'forward', 'backward', "
-	  "'optimizer' or 'any'" },
+	  "'optimizer', 'other' or 'any'" },
 	{ "op lerp_ in phase optimiser: output f32",
-	  "r:1:19: expected a phase (forward backward optimizer any), got "
+	  "r:1:19: expected a phase (forward backward optimizer other any), got "
 	  "'optimiser'" },
 	{ "op mm: policy fast", "r:1:15: expected a policy" },
 	{ "casts f32->f16 <= many", "r:1:19: expected a number, got 'many'" },

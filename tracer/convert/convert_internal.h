@@ -56,6 +56,9 @@ enum convert_literal {
 	LIT_PROCESS_LABELS,
 	LIT_THREAD_NAME,
 	LIT_THREAD_SORT_INDEX,
+	LIT_CAT_STEP,
+	LIT_CAT_AGGREGATE,
+	LIT_EVALUATION,
 	LIT_COUNT
 };
 
@@ -91,6 +94,13 @@ struct convert_thread {
 	int nnamed_scopes;
 	bool named_scopes_stale;
 	uint64_t last_ns;
+	/* the rows of a step's aggregates, until its totals come */
+	struct trace_aggregate_op *aggregate_ops;
+	size_t naggregate_ops, cap_aggregate_ops;
+	struct trace_aggregate_cast *aggregate_casts;
+	size_t naggregate_casts, cap_aggregate_casts;
+	struct trace_aggregate_diag *aggregate_diags;
+	size_t naggregate_diags, cap_aggregate_diags;
 };
 
 /* A GPU "process" (device) or one of its streams, once announced by its
@@ -160,5 +170,11 @@ void convert_op_close(struct converter *cv, struct convert_process *p,
 		      uint64_t end_ns, const char *closed_by);
 void convert_record(struct converter *cv, struct convert_process *p,
 		struct convert_thread *t, const struct raw_record *r);
+
+/* convert_steps.c: steps, evaluation windows, full detail stopping and
+ * per-step aggregates (raw.h RAW_KIND_STEP...) -> amp.step and
+ * amp.aggregate events; false when d is none of those kinds. */
+bool convert_step_record(struct converter *cv, struct convert_process *p,
+			 struct convert_thread *t, const struct raw_decoded *d);
 
 #endif /* AMPTRACE_CONVERT_INTERNAL_H */

@@ -83,6 +83,12 @@ const char *trace_policy_table(const struct trace *trace);
  * "rank 0: killed by SIGSEGV".  Written into buf. */
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size);
 
+/* The run's duration, in µs, the one every reader shows: from ts 0 (the
+ * program's start) to its end as the trailer says (duration_us); without
+ * a trailer (truncated, merged by an older amptrace, another tool's
+ * trace), from the first event to the end of the last. */
+double trace_duration_us(const struct trace *trace);
+
 /* "softmax.int" or "softmax" into buf. */
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size);
 
