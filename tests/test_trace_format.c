@@ -687,6 +687,33 @@ START_TEST(test_validator_checks_keys_by_the_schema)
 }
 END_TEST
 
+/* An op with far more outputs than the trace has events (a split into
+ * 400 chunks) validates: the validator counts every output it keeps. */
+START_TEST(test_validator_takes_an_op_with_many_outputs)
+{
+	static const char one[] =
+		"\"outputs\":[{\"tensor\":1,\"dtype\":\"f32\",\"shape\":[4,8],"
+		"\"name\":\"input\"}";
+	char *many = malloc(sizeof one + 400 * 64);
+	size_t len = strlen(strcpy(many, one));
+	struct trace t;
+	struct validate_report r;
+
+	for (int k = 0; k < 400; k++)
+		len += (size_t)sprintf(many + len, ",{\"tensor\":%d,\"dtype\":"
+				       "\"f32\",\"shape\":[1]}", 5000 + k);
+	load_edited(one, many, &t);
+	free(many);
+	int most = 0;
+	for (size_t i = 0; i < t.nevents; i++)
+		if (t.events[i].kind == TRACE_OP && t.events[i].op.noutputs > most)
+			most = t.events[i].op.noutputs;
+	ck_assert_int_eq(most, 401);
+	ck_assert_msg(trace_validate(&t, &r) == 0, "%s", r.messages[0]);
+	trace_free(&t);
+}
+END_TEST
+
 /* FORMAT.md documents every key of every table: in backquotes, quotes,
  * or after a dot (`args.op_id`). */
 START_TEST(test_format_documents_every_key)
@@ -818,6 +845,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(reader, test_bad_json_shapes);
 	tcase_add_test(reader, test_foreign_traces_load);
 	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);
+	tcase_add_test(reader, test_validator_takes_an_op_with_many_outputs);
 	tcase_add_test(reader, test_format_documents_every_key);
 	tcase_add_test(reader, test_header_and_trailer_read_back);
 	tcase_add_test(reader, test_policy_table_of_older_traces);
