@@ -180,6 +180,11 @@ static void produce(void)
 		.bytes = 256, .begin_ns = BASE_NS + 14500, .origin = "autograd",
 	};
 	emit(e, 15);
+	/* origin "autocast" is absent's other spelling (FORMAT.md §3.3):
+	 * an autocast cast, to the converter as to the reader */
+	e.cast.origin = "autocast";
+	e.cast.begin_ns = BASE_NS + 15500;
+	emit(e, 16);
 }
 
 /* ---------------------------------------------------------- comparing */

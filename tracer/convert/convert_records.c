@@ -165,11 +165,7 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		begin_ns = time_ns;
 	const struct pending_op *pending = find_pending(t, c->op_id);
 	const struct trace_op *op = pending ? &pending->op : NULL;
-	/* a cast autocast did not make (origin: autograd, custom_fwd) is
-	 * a kind of its own, as the reader makes it */
-	struct trace_event e = convert_head(cv, p, t->tid,
-					    c->origin ? TRACE_OTHER_CAST
-						      : TRACE_CAST,
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CAST,
 					    convert_cast_label(p, c->from,
 							       c->to),
 					    LIT_CAT_CAST, 'X', begin_ns);
@@ -193,6 +189,9 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
 	};
 	PRODUCER_CAST_KEYS(COPY_CAST_KEY, _)
+	/* a cast autocast did not make (origin: autograd, custom_fwd) is
+	 * a kind of its own, as the reader makes it */
+	trace_cast_set_origin(&e);
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
 	convert_emit(cv, p, &e);

@@ -566,10 +566,7 @@ static void set_absent_values(struct loader *l, struct trace_event *e)
 	(void)l;
 }
 
-/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
- * its own, so that what reads autocast's decisions reads only those;
- * "autocast" is absent's other spelling. */
-static void set_cast_origin(struct trace_event *e)
+void trace_cast_set_origin(struct trace_event *e)
 {
 	if (!e->cast.origin)
 		return;
@@ -722,7 +719,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	if (e.kind == TRACE_OP && !e.op.overload)
 		e.op.overload = trace_intern(t, "");
 	if (e.kind == TRACE_CAST)
-		set_cast_origin(&e);
+		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
 	if (!trace_append(t, &e))
