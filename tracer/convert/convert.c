@@ -651,6 +651,7 @@ void convert_free(struct converter *c)
 		trace_free(&p->own_strings);
 		free(p->gpu_reason);
 		free(p->gpu_tracks);
+		free(p->scalers);
 		for (int k = 0; k < NAMES_COUNT; k++) {
 			for (size_t n = 0; n < p->name_count[k]; n++)
 				free(p->names[k][n]);
