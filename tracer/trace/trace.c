@@ -741,6 +741,27 @@ static int load_top_object(struct loader *l, const cJSON *value, size_t line,
 	return l->failed ? -1 : 0;
 }
 
+/* A number in decimal, without a leading zero: its length, else 0. */
+static size_t number_length(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 1 && s[0] == '0' ? 0 : n;
+}
+
+/* "MAJOR.MINOR" (FORMAT.md's "1.4") and nothing else, shorter than
+ * `size` (it is kept whole): what the major and minor are compared by
+ * must be what the file says. */
+static bool is_version(const char *s, size_t size)
+{
+	size_t major = number_length(s);
+
+	if (!major || s[major] != '.')
+		return false;
+	size_t minor = number_length(s + major + 1);
+	return minor && !s[major + 1 + minor] && major + 1 + minor < size;
+}
+
 static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 {
 	struct loader *l = ctx;
@@ -756,6 +777,12 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 			return trace_error_set(l->err, "%s:%zu: amptrace.format "
 					       "must be a string like \"%s\"",
 					       l->path, line,
+					       TRACE_FORMAT_VERSION);
+		if (!is_version(format->valuestring, sizeof t->format))
+			return trace_error_set(l->err, "%s:%zu: amptrace.format "
+					       "\"%s\" is not a version "
+					       "MAJOR.MINOR like \"%s\"",
+					       l->path, line, format->valuestring,
 					       TRACE_FORMAT_VERSION);
 		if (atoi(format->valuestring) != TRACE_FORMAT_MAJOR)
 			return trace_error_set(l->err, "%s:%zu: trace format %s "
