@@ -254,6 +254,11 @@ static void produce(void)
 		.origin = "autograd",
 	};
 	emit(e, 14001);
+	/* origin "autocast" is absent's other spelling (FORMAT.md §3.3):
+	 * an autocast cast, to the converter as to the reader */
+	e.cast.origin = "autocast";
+	e.cast.begin_ns = BASE_NS + 14001500;
+	emit(e, 14002);
 	/* the trace passed the size limit: full detail stops at step 3 */
 	char stop[PATH_MAX];
 	snprintf(stop, sizeof stop, "%s/detail-stop", raw_dir);
@@ -802,6 +807,68 @@ static void stream_across_windows(char *raw_template)
 	trace_free(&sink.kept);
 }
 
+/* Two GradScalers, with ids as the PyTorch bridge gives them (id(self),
+ * an address: a multiple of 16): each keeps its own last scale, and its
+ * counter is named by the order it came in (FORMAT.md §3.6), the first
+ * "grad scale". */
+START_TEST(two_scalers_count_their_own_scale)
+{
+	static const struct {
+		uint64_t id;
+		double scale;
+	} steps[] = {
+		{ 0x7f0000000010, 65536.0 }, { 0x7f0000000020, 1024.0 },
+		{ 0x7f0000000010, 32768.0 }, { 0x7f0000000020, 1024.0 },
+	};
+	static const struct {
+		const char *name;
+		double scale;
+	} counters[] = {
+		{ "grad scale", 65536.0 }, { "grad scale 2", 1024.0 },
+		{ "grad scale", 32768.0 },
+	};
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	char path[64];
+	struct sink sink = { .path = path };
+	struct converter cv;
+
+	ck_assert_ptr_nonnull(mkdtemp(raw));
+	snprintf(path, sizeof path, "%s.json", raw);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		struct producer_event e = { .kind = PRODUCER_SCALER };
+		e.scaler = (struct producer_scaler){ .scaler_id = steps[i].id,
+						      .what = "update",
+						      .scale = steps[i].scale };
+		emit(e, i + 1);
+	}
+	producer_detach();
+	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
+	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
+	cv.trace_for = trace_for;
+	convert_finish(&cv, -1, 0, BASE_NS + 10000);
+	ck_assert_int_eq(trace_writer_close(&sink.writer,
+					    &(struct trace_trailer){ 0 }),
+			 0);
+	convert_free(&cv);
+	remove_tree(raw);
+	unlink(path);
+
+	size_t n = 0;
+	for (size_t i = 0; i < sink.kept.nevents; i++) {
+		const struct trace_event *e = &sink.kept.events[i];
+		if (e->kind != TRACE_COUNTER || strncmp(e->name, "grad scale", 10))
+			continue;
+		ck_assert_uint_lt(n, sizeof counters / sizeof *counters);
+		ck_assert_str_eq(e->name, counters[n].name);
+		ck_assert(e->counter.value[0] == counters[n].scale);
+		n++;
+	}
+	ck_assert_uint_eq(n, sizeof counters / sizeof *counters);
+	trace_free(&sink.kept);
+}
+END_TEST
+
 START_TEST(a_stream_across_mapping_windows_reads_back_whole)
 {
 	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
@@ -884,6 +951,7 @@ static Suite *pipeline_suite(void)
 
 	tcase_add_test(tc, every_event_reads_back_as_kept);
 	tcase_add_test(tc, finding_reads_back_as_written);
+	tcase_add_test(tc, two_scalers_count_their_own_scale);
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
 	suite_add_tcase(s, tc);

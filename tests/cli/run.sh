@@ -101,7 +101,10 @@ check "run: autocast-off-in-thread appended" \
 	diag_has "$tmp/thread.json" autocast-off-in-thread '"other_thread":1'
 record "$tmp/overflow.json" "$findings_prog" overflow
 check "run: value checks on by default" diag_has "$tmp/overflow.json" fp16-overflow '"message":'
-AMP_VALUE_CHECKS=1 "$amptrace" run -q --no-value-checks -o "$tmp/nochecks.json" -- "$findings_prog" overflow
+capture env AMP_VALUE_CHECKS=1 "$amptrace" run -q --no-value-checks \
+	-o "$tmp/nochecks.json" -- "$findings_prog" overflow
+check "run --no-value-checks: exit 0" status_is 0
+check "run --no-value-checks: the trace loads" loads "$tmp/nochecks.json"
 check "run --no-value-checks: no fp16-overflow" no_diag "$tmp/nochecks.json" fp16-overflow
 capture "$amptrace" run --help
 check "run --help: --no-value-checks" out_has "--no-value-checks"

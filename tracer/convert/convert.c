@@ -666,6 +666,7 @@ void convert_free(struct converter *c)
 		free(p->gpu_reason);
 		free(p->gpu_tracks);
 		free(p->detail_stop_measured);
+		free(p->scalers);
 		for (int k = 0; k < NAMES_COUNT; k++) {
 			for (size_t n = 0; n < p->name_count[k]; n++)
 				free(p->names[k][n]);

@@ -15,6 +15,7 @@
 
 struct convert_thread;
 struct convert_gpu_track;
+struct convert_scaler;
 struct convert_label_cache;
 struct event_json_memo;
 struct raw_decoded;
@@ -58,7 +59,8 @@ struct convert_process {
 	uint64_t ops, casts;
 	uint64_t raw_errors;     /* records that did not decode */
 	/* counters kept across threads */
-	double last_scale[8];
+	struct convert_scaler *scalers;
+	size_t nscalers;
 	uint64_t skipped_steps;
 	/* training steps (FORMAT.md §8): steps ended, those of them in full
 	 * detail, when the step in progress began (0: at the start), and

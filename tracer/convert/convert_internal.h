@@ -109,6 +109,13 @@ struct convert_gpu_track {
 	uint32_t device, stream;
 };
 
+/* A GradScaler of the process, in the order its events first came: the
+ * first is counter "grad scale", the n-th "grad scale n" (FORMAT.md §3.6). */
+struct convert_scaler {
+	uint64_t id;
+	double last_scale; /* NaN until it has one */
+};
+
 /* convert_write.c: events are built with strings interned in the
  * process's trace (convert_process.strings), then written and kept.  It is
  * the bottom of the converter (convert.c -> convert_records.c ->

@@ -632,10 +632,7 @@ static void set_absent_values(struct loader *l, struct trace_event *e)
 	(void)l;
 }
 
-/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
- * its own, so that what reads autocast's decisions reads only those;
- * "autocast" is absent's other spelling. */
-static void set_cast_origin(struct trace_event *e)
+void trace_cast_set_origin(struct trace_event *e)
 {
 	if (!e->cast.origin)
 		return;
@@ -795,7 +792,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	if (e.kind == TRACE_OP && !e.op.overload)
 		e.op.overload = trace_intern(t, "");
 	if (e.kind == TRACE_CAST)
-		set_cast_origin(&e);
+		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
 	if (!trace_append(t, &e))
@@ -817,6 +814,27 @@ static int load_top_object(struct loader *l, const cJSON *value, size_t line,
 	return l->failed ? -1 : 0;
 }
 
+/* A number in decimal, without a leading zero: its length, else 0. */
+static size_t number_length(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 1 && s[0] == '0' ? 0 : n;
+}
+
+/* "MAJOR.MINOR" (FORMAT.md's "1.4") and nothing else, shorter than
+ * `size` (it is kept whole): what the major and minor are compared by
+ * must be what the file says. */
+static bool is_version(const char *s, size_t size)
+{
+	size_t major = number_length(s);
+
+	if (!major || s[major] != '.')
+		return false;
+	size_t minor = number_length(s + major + 1);
+	return minor && !s[major + 1 + minor] && major + 1 + minor < size;
+}
+
 static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 {
 	struct loader *l = ctx;
@@ -832,6 +850,12 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 			return trace_error_set(l->err, "%s:%zu: amptrace.format "
 					       "must be a string like \"%s\"",
 					       l->path, line,
+					       TRACE_FORMAT_VERSION);
+		if (!is_version(format->valuestring, sizeof t->format))
+			return trace_error_set(l->err, "%s:%zu: amptrace.format "
+					       "\"%s\" is not a version "
+					       "MAJOR.MINOR like \"%s\"",
+					       l->path, line, format->valuestring,
 					       TRACE_FORMAT_VERSION);
 		if (atoi(format->valuestring) != TRACE_FORMAT_MAJOR)
 			return trace_error_set(l->err, "%s:%zu: trace format %s "

@@ -424,11 +424,27 @@ static void check_op_links(const struct trace *t, struct validate_report *r,
 	}
 }
 
+/* Each op defines its outputs and each cast its result: an op may have
+ * hundreds of outputs, so the events alone do not bound the count. */
+static size_t count_defs(const struct trace *t)
+{
+	size_t n = 1;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_OP)
+			n += (size_t)e->op.noutputs;
+		else if (e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST)
+			n++;
+	}
+	return n;
+}
+
 size_t trace_validate(const struct trace *t, struct validate_report *r)
 {
 	size_t n = t->nevents + 1;
 	struct key *ops = malloc(n * sizeof *ops);
-	struct key *defs = malloc(2 * n * sizeof *defs);
+	struct key *defs = malloc(count_defs(t) * sizeof *defs);
 	struct span *spans = malloc(n * sizeof *spans);
 	struct key *firsts = malloc(n * sizeof *firsts);
 	size_t nops = 0, ndefs = 0, nspans = 0, nfirsts = 0;
