@@ -7,6 +7,10 @@
  *   - summary, summary --json, diff and the analysis of a trace with no
  *     ops, casts or reasons sort nothing without undefined behaviour;
  *   - trace_read_file reads a file into a buffer of the file's size;
+ *   - a file read through the reader's sliding window (trace_load) reads
+ *     as the same text in memory does: a UTF-8 character cut by the
+ *     window's edge, an event larger than the window, an error or a
+ *     truncation past the first window;
  *   - the (pid, id) map the trace tools share keeps every key. */
 #include "analyze.h"
 #include "id_map.h"
@@ -201,6 +205,117 @@ START_TEST(read_file_allocates_its_size)
 }
 END_TEST
 
+/* A trace of a few windows: a thread name whose 4-byte character
+ * starts 2 bytes before the first window's end, ops, an event larger
+ * than the window, more ops; `tail` ends it. */
+static char *windowed_trace(const char *tail, size_t *len)
+{
+	static const char op[] = OP(GOOD_FIELDS, "") ",\n";
+	static const char name_head[] = "{\"name\":\"thread_name\",\"ph\":\"M\","
+					"\"pid\":1,\"tid\":1,\"args\":{\"name\":\"";
+	static const char name_tail[] = "\"}},\n";
+	size_t big = TRACE_SCAN_WINDOW + TRACE_SCAN_WINDOW / 2;
+	size_t cap = 3 * TRACE_SCAN_WINDOW + big + strlen(tail) + 4096;
+	char *text = malloc(cap);
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(text);
+	n += (size_t)snprintf(text, cap, "%s", HEAD);
+	while (n + sizeof op < TRACE_SCAN_WINDOW / 2)
+		n += (size_t)snprintf(text + n, cap - n, "%s", op);
+	n += (size_t)snprintf(text + n, cap - n, "%s", name_head);
+	memset(text + n, 'x', TRACE_SCAN_WINDOW - 2 - n);
+	n = TRACE_SCAN_WINDOW - 2;
+	n += (size_t)snprintf(text + n, cap - n, "\xf0\x9f\x98\x80%s", name_tail);
+	while (n + sizeof op < 2 * TRACE_SCAN_WINDOW)
+		n += (size_t)snprintf(text + n, cap - n, "%s", op);
+	n += (size_t)snprintf(text + n, cap - n, "%s", name_head);
+	memset(text + n, 'y', big);
+	n += big;
+	n += (size_t)snprintf(text + n, cap - n, "%s", name_tail);
+	while (n + sizeof op < 2 * TRACE_SCAN_WINDOW + big + TRACE_SCAN_WINDOW / 2)
+		n += (size_t)snprintf(text + n, cap - n, "%s", op);
+	n += (size_t)snprintf(text + n, cap - n, "%s", tail);
+	*len = n;
+	return text;
+}
+
+/* The file read through the window and the same text in memory give the
+ * same events, or the same error. */
+static void assert_window_reads_as_memory(const char *text, size_t len,
+					  bool good)
+{
+	const char *path = temp_path("window.json");
+	struct trace from_file, from_memory;
+	struct trace_error file_err = { "" }, memory_err = { "" };
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	int file_status = trace_load(path, &from_file, &file_err);
+	int memory_status = trace_load_text(path, text, len, &from_memory,
+					    &memory_err);
+	unlink(path);
+	ck_assert_int_eq(file_status, good ? 0 : -1);
+	ck_assert_int_eq(memory_status, file_status);
+	ck_assert_str_eq(file_err.message, memory_err.message);
+	if (!good)
+		return;
+	ck_assert_uint_gt(from_file.nevents, 1000);
+	ck_assert_uint_eq(from_file.nevents, from_memory.nevents);
+	ck_assert_int_eq(from_file.truncated, from_memory.truncated);
+	ck_assert_uint_eq(from_file.truncated_line, from_memory.truncated_line);
+	for (size_t i = 0; i < from_file.nevents; i++) {
+		const struct trace_event *a = &from_file.events[i];
+		const struct trace_event *b = &from_memory.events[i];
+		ck_assert_int_eq(a->kind, b->kind);
+		ck_assert_uint_eq(a->line, b->line);
+		ck_assert_str_eq(a->name, b->name);
+		if (a->kind == TRACE_META)
+			ck_assert_str_eq(a->meta.value, b->meta.value);
+	}
+	trace_free(&from_file);
+	trace_free(&from_memory);
+}
+
+START_TEST(window_reads_as_memory)
+{
+	size_t len;
+	char *text = windowed_trace("{\"name\":\"thread_name\",\"ph\":\"M\","
+				    "\"pid\":1,\"tid\":2,\"args\":{\"name\":"
+				    "\"last\"}}]}\n", &len);
+
+	assert_window_reads_as_memory(text, len, true);
+	free(text);
+}
+END_TEST
+
+START_TEST(window_errors_as_memory)
+{
+	size_t len;
+	char *text = windowed_trace("{\"name\":\"relu\",\"ph\":\"X\",}]}", &len);
+
+	assert_window_reads_as_memory(text, len, false);
+	free(text);
+}
+END_TEST
+
+START_TEST(window_truncated_as_memory)
+{
+	size_t len;
+	char *text = windowed_trace("]}", &len);
+	/* cut inside an op past the first window, and inside the event
+	 * larger than the window */
+	const size_t cuts[] = { TRACE_SCAN_WINDOW + 1000,
+				2 * TRACE_SCAN_WINDOW + 100 };
+
+	for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++)
+		assert_window_reads_as_memory(text, cuts[c], true);
+	free(text);
+}
+END_TEST
+
 START_TEST(id_map_keeps_every_key)
 {
 	struct id_map m = { 0 };
@@ -272,6 +387,9 @@ static Suite *trace_reader_suite(void)
 	tc = tcase_create("sizes");
 	tcase_add_test(tc, empty_traces_summarise);
 	tcase_add_test(tc, read_file_allocates_its_size);
+	tcase_add_test(tc, window_reads_as_memory);
+	tcase_add_test(tc, window_errors_as_memory);
+	tcase_add_test(tc, window_truncated_as_memory);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");
 	tcase_add_test(tc, id_map_keeps_every_key);

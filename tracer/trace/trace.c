@@ -777,21 +777,9 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 
 /* ------------------------------------------------------------- loading */
 
-int trace_load(const char *path, struct trace *trace, struct trace_error *err)
-{
-	size_t len;
-
-	*trace = (struct trace){ 0 };
-	char *text = trace_read_file(path, &len, err);
-	if (!text)
-		return -1;
-	int status = trace_load_text(path, text, len, trace, err);
-	free(text);
-	return status;
-}
-
-int trace_load_text(const char *path, const char *text, size_t len,
-		    struct trace *trace, struct trace_error *err)
+/* Either the file `path`, streamed (text NULL), or a text in memory. */
+static int load(const char *path, const char *text, size_t len,
+		struct trace *trace, struct trace_error *err)
 {
 	struct loader l = { .trace = trace, .err = err, .path = path };
 	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
@@ -800,7 +788,8 @@ int trace_load_text(const char *path, const char *text, size_t len,
 
 	*trace = (struct trace){ 0 };
 	trace->path = strdup(path);
-	int status = trace_scan(path, text, len, &h, &result, err);
+	int status = text ? trace_scan(path, text, len, &h, &result, err)
+			  : trace_scan_file(path, &h, &result, err);
 	if (status != 0) {
 		trace_free(trace);
 		return -1;
@@ -808,6 +797,17 @@ int trace_load_text(const char *path, const char *text, size_t len,
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
 	return 0;
+}
+
+int trace_load(const char *path, struct trace *trace, struct trace_error *err)
+{
+	return load(path, NULL, 0, trace, err);
+}
+
+int trace_load_text(const char *path, const char *text, size_t len,
+		    struct trace *trace, struct trace_error *err)
+{
+	return load(path, text, len, trace, err);
 }
 
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
