@@ -11,6 +11,9 @@
  *     as the same text in memory does: a UTF-8 character cut by the
  *     window's edge, an event larger than the window, an error or a
  *     truncation past the first window;
+ *   - a reader's filter (trace_load_filtered) sees every event a whole
+ *     load keeps; the arrays of those it drops are given back, their
+ *     strings stay;
  *   - the (pid, id) map the trace tools share keeps every key. */
 #include "analyze.h"
 #include "id_map.h"
@@ -291,6 +294,56 @@ START_TEST(window_reads_as_memory)
 }
 END_TEST
 
+struct dropping {
+	size_t seen;
+	const char *output; /* the last op's output dtype, interned */
+};
+
+static int drop_each(void *ctx, struct trace *trace,
+		     const struct trace_event *e, struct trace_error *err)
+{
+	struct dropping *d = ctx;
+
+	(void)trace;
+	(void)err;
+	d->seen++;
+	if (e->kind == TRACE_OP && e->op.noutputs > 0)
+		d->output = e->op.outputs[0].dtype;
+	return TRACE_DROP;
+}
+
+START_TEST(filter_drops_arrays_keeps_strings)
+{
+	const char *path = temp_path("filtered.json");
+	size_t len;
+	char *text = windowed_trace("{\"name\":\"thread_name\",\"ph\":\"M\","
+				    "\"pid\":1,\"tid\":2,\"args\":{\"name\":"
+				    "\"last\"}}]}\n", &len);
+	FILE *f = fopen(path, "wb");
+	struct trace whole, filtered;
+	struct trace_error err = { "" };
+	struct dropping dropping = { 0 };
+	struct trace_filter filter = { &dropping, drop_each };
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(text);
+	ck_assert_int_eq(trace_load(path, &whole, &err), 0);
+	ck_assert_int_eq(trace_load_filtered(path, &filtered, &filter, &err), 0);
+	unlink(path);
+	ck_assert_uint_gt(whole.nevents, 1000);
+	ck_assert_uint_eq(dropping.seen, whole.nevents);
+	ck_assert_uint_eq(filtered.nevents, 0);
+	/* every event dropped: no array is left in the arena */
+	ck_assert_ptr_null(filtered.arena);
+	ck_assert_ptr_nonnull(dropping.output);
+	ck_assert_str_eq(dropping.output, "f32");
+	trace_free(&whole);
+	trace_free(&filtered);
+}
+END_TEST
+
 START_TEST(window_errors_as_memory)
 {
 	size_t len;
@@ -390,6 +443,7 @@ static Suite *trace_reader_suite(void)
 	tcase_add_test(tc, window_reads_as_memory);
 	tcase_add_test(tc, window_errors_as_memory);
 	tcase_add_test(tc, window_truncated_as_memory);
+	tcase_add_test(tc, filter_drops_arrays_keeps_strings);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");
 	tcase_add_test(tc, id_map_keeps_every_key);

@@ -21,6 +21,7 @@ struct loader {
 	size_t index;
 	const char *what;  /* "amp.op event" for messages */
 	bool failed;
+	const struct trace_filter *filter; /* NULL: every event is kept */
 };
 
 static void fail(struct loader *l, const char *fmt, ...)
@@ -598,11 +599,32 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	}
 }
 
+/* A decoded event to the trace, or to the reader's filter first. */
+static int hand_over(struct loader *l, const struct trace_event *e,
+		     struct trace_arena_mark mark)
+{
+	struct trace *t = l->trace;
+	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, l->err)
+			     : TRACE_KEEP;
+
+	if (keep < 0)
+		return -1;
+	if (keep == TRACE_DROP) {
+		trace_arena_release(t, mark);
+		return 0;
+	}
+	if (!trace_append(t, e))
+		return trace_error_set(l->err, "%s: out of memory after "
+				       "%zu events", l->path, t->nevents);
+	return 0;
+}
+
 static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 {
 	struct loader *l = ctx;
 	struct trace *t = l->trace;
 	struct trace_event e = { .line = line, .index = index };
+	struct trace_arena_mark mark = trace_arena_mark(t);
 
 	l->line = line;
 	l->index = index;
@@ -713,10 +735,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	}
 	if (l->failed)
 		return -1;
-	if (!trace_append(t, &e))
-		return trace_error_set(l->err, "%s: out of memory after "
-				       "%zu events", l->path, t->nevents);
-	return 0;
+	return hand_over(l, &e, mark);
 }
 
 static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
@@ -779,9 +798,11 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 
 /* Either the file `path`, streamed (text NULL), or a text in memory. */
 static int load(const char *path, const char *text, size_t len,
-		struct trace *trace, struct trace_error *err)
+		const struct trace_filter *filter, struct trace *trace,
+		struct trace_error *err)
 {
-	struct loader l = { .trace = trace, .err = err, .path = path };
+	struct loader l = { .trace = trace, .err = err, .path = path,
+			    .filter = filter };
 	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
 					 .event = on_event };
 	struct trace_scan_result result;
@@ -801,13 +822,20 @@ static int load(const char *path, const char *text, size_t len,
 
 int trace_load(const char *path, struct trace *trace, struct trace_error *err)
 {
-	return load(path, NULL, 0, trace, err);
+	return load(path, NULL, 0, NULL, trace, err);
+}
+
+int trace_load_filtered(const char *path, struct trace *trace,
+			const struct trace_filter *filter,
+			struct trace_error *err)
+{
+	return load(path, NULL, 0, filter, trace, err);
 }
 
 int trace_load_text(const char *path, const char *text, size_t len,
 		    struct trace *trace, struct trace_error *err)
 {
-	return load(path, text, len, trace, err);
+	return load(path, text, len, NULL, trace, err);
 }
 
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
