@@ -6,6 +6,7 @@
 #include "command_line.h"
 #include "commands.h"
 #include "progress.h"
+#include "summary_modules.h"
 #include "textfit.h"
 #include "trace.h"
 
@@ -16,19 +17,25 @@
 #include <string.h>
 
 static const char summary_usage[] =
-	"usage: amptrace summary [--json] [--color=WHEN] TRACE.json\n"
+	"usage: amptrace summary [--json] [--color=WHEN] [--depth N] TRACE.json\n"
 	"\n"
 	"Reports what a trace shows about mixed precision: first the findings\n"
 	"(AMP mistakes, most severe first, each with a one-line fix), then ops\n"
 	"by phase (forward, backward, optimizer: the order a step runs them)\n"
 	"and output dtype, casts by direction (count, bytes, time),\n"
 	"weight-cast cache hits/misses/uncacheable with reasons, autocast\n"
-	"regions, the GradScaler's scale history and skipped steps.\n"
+	"regions, the GradScaler's scale history and skipped steps, and ops by\n"
+	"module: for a PyTorch trace (format 1.4), each nn.Module's ops,\n"
+	"output dtypes, casts by direction, cache hits and time (of its\n"
+	"top-level ops), the module paths cut to --depth parts\n"
+	"(h.3.attn.c_attn is h.3 at depth 2); backward ops count for their\n"
+	"forward op's module, ops outside every module as (no module).\n"
 	"The text fits 100 columns: long messages wrap, long op names and\n"
 	"policies are cut short (--json has them in full); a fix is printed\n"
 	"once per kind of finding.\n"
 	"\n"
 	"  --json          one JSON object instead of tables\n"
+	"  --depth N       module paths cut to N parts (default 2)\n"
 	"  --color[=WHEN]  colour the findings by severity: auto (the default:\n"
 	"                  when stdout is a terminal and NO_COLOR is unset),\n"
 	"                  always (--color alone) or never\n"
@@ -85,6 +92,7 @@ struct summary {
 	size_t nother_reasons;
 	struct region_row *regions;
 	size_t nregions;
+	struct module_table modules;
 	int max_depth;
 	size_t processes, threads;
 	double duration_us;
@@ -221,6 +229,7 @@ static void tabulate(struct summary *s)
 	size_t npids = 0;
 
 	collect_columns(s);
+	module_table_init(&s->modules, s->modules.depth, s->ncolumns);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)
@@ -238,6 +247,8 @@ static void tabulate(struct summary *s)
 			pids = push(pids, &npids, sizeof *pids);
 			pids[npids - 1] = e->pid;
 		}
+		if (e->kind == TRACE_CAST)
+			module_table_add(&s->modules, e, -1);
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
 			struct op_row *row = NULL;
@@ -258,6 +269,7 @@ static void tabulate(struct summary *s)
 			const char *d = analysis_output_dtype(op);
 			int c = d ? column_of(s, d) : -1;
 			row->by_dtype[c >= 0 ? c : MAX_COLUMNS]++;
+			module_table_add(&s->modules, e, c);
 			for (int k = 0; k < 3 && op->policy; k++) {
 				if (row->policies[k] == op->policy)
 					break;
@@ -413,17 +425,6 @@ static const char *human_bytes(uint64_t bytes, char *buf, size_t size)
 	return buf;
 }
 
-static const char *human_time(double us, char *buf, size_t size)
-{
-	if (us >= 1e6)
-		snprintf(buf, size, "%.3f s", us / 1e6);
-	else if (us >= 1e3)
-		snprintf(buf, size, "%.3f ms", us / 1e3);
-	else
-		snprintf(buf, size, "%.3f us", us);
-	return buf;
-}
-
 static double hit_rate(const struct analysis *a)
 {
 	uint64_t n = a->cache_hits + a->cache_misses;
@@ -472,18 +473,6 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 	}
 }
 
-/* LABEL in WIDTH columns (padded when PAD), cut short with "..." when
- * longer. */
-static void print_cell(FILE *out, const char *label, int width, bool pad)
-{
-	int n = (int)strlen(label);
-
-	if (n <= width)
-		fprintf(out, "%-*s", pad ? width : 0, label);
-	else
-		fprintf(out, "%.*s...", width - 3, label);
-}
-
 /* What produced the trace and the policy table its findings' reasons
  * come from (a libamp trace, or one without a framework: the newest). */
 static void print_framework(const struct trace *t, FILE *out)
@@ -517,7 +506,7 @@ static void print_other_casts(struct summary *s, FILE *out)
 		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
 		fprintf(out, "  %-11s %-14s %7zu %12s %12s\n", r->origin, label,
 			r->casts, human_bytes(r->bytes, b1, sizeof b1),
-			human_time(r->time_us, b2, sizeof b2));
+			textfit_duration(r->time_us, b2, sizeof b2));
 	}
 	fputs("  because:\n", out);
 	trace_sort(s->other_reasons, s->nother_reasons,
@@ -541,7 +530,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 	fprintf(out, "; %zu process%s, %zu thread%s, %zu events, %s\n",
 		s->processes, s->processes == 1 ? "" : "es", s->threads,
 		s->threads == 1 ? "" : "s", t->nevents,
-		human_time(s->duration_us, b1, sizeof b1));
+		textfit_duration(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
 	print_framework(t, out);
@@ -593,7 +582,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		snprintf(label, sizeof label, "%s%s%s", r->op,
 			 r->overload[0] ? "." : "", r->overload);
 		fprintf(out, "  %-9s ", r->phase);
-		print_cell(out, label, width, true);
+		textfit_cell(out, label, width, true);
 		fprintf(out, " %7zu", r->count);
 		for (int c = 0; c < s->ncolumns; c++) {
 			if (r->by_dtype[c])
@@ -601,7 +590,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			else
 				fprintf(out, " %6s", "-");
 		}
-		fprintf(out, " %10s  ", human_time(r->time_us, b1, sizeof b1));
+		fprintf(out, " %10s  ", textfit_duration(r->time_us, b1, sizeof b1));
 		char policies[160];
 		int used = 0;
 		for (int k = 0; k < 3 && r->policies[k]; k++)
@@ -611,9 +600,11 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			snprintf(policies + used, sizeof policies - used,
 				 "%s(%zu without output)",
 				 r->policies[0] ? " " : "", r->by_dtype[MAX_COLUMNS]);
-		print_cell(out, policies, room, false);
+		textfit_cell(out, policies, room, false);
 		fputc('\n', out);
 	}
+
+	module_table_print(&s->modules, s->columns, out);
 
 	fputs("\nCasts by direction (cache hits cost no work and are counted "
 	      "apart)\n", out);
@@ -628,7 +619,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
 		fprintf(out, "  %-14s %7zu %7zu %12s %12s\n", label, r->casts,
 			r->hits, human_bytes(r->bytes, b1, sizeof b1),
-			human_time(r->time_us, b2, sizeof b2));
+			textfit_duration(r->time_us, b2, sizeof b2));
 	}
 
 	print_other_casts(s, out);
@@ -669,7 +660,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			r->device ? r->device : "?",
 			r->enabled ? (r->dtype ? r->dtype : "?") : "off",
 			r->entered, r->ops, r->casts,
-			human_time(r->time_us, b1, sizeof b1));
+			textfit_duration(r->time_us, b1, sizeof b1));
 	}
 	if (s->nregions)
 		fprintf(out, "  deepest nesting: %d\n", s->max_depth);
@@ -854,6 +845,8 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddItemToArray(regions, o);
 	}
 	cJSON_AddNumberToObject(root, "max_depth", s->max_depth);
+	cJSON_AddItemToObject(root, "modules",
+			      module_table_json(&s->modules, s->columns));
 
 	if (t->counts[TRACE_SCALER]) {
 		cJSON *sc = cJSON_AddObjectToObject(root, "scaler");
@@ -884,11 +877,12 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_Delete(root);
 }
 
-enum { OPTION_JSON = 256, OPTION_COLOR };
+enum { OPTION_JSON = 256, OPTION_COLOR, OPTION_DEPTH };
 
 static const struct option summary_options[] = {
 	{ "json", no_argument, NULL, OPTION_JSON },
 	{ "color", optional_argument, NULL, OPTION_COLOR },
+	{ "depth", required_argument, NULL, OPTION_DEPTH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -896,6 +890,7 @@ static const struct option summary_options[] = {
 struct summary_args {
 	const char *path;
 	bool json, color;
+	int depth;
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -914,6 +909,15 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 		case OPTION_COLOR:
 			when = optarg ? optarg : "always";
 			break;
+		case OPTION_DEPTH: {
+			char *end;
+			long depth = strtol(optarg, &end, 10);
+			if (*end || end == optarg || depth < 1 || depth > 64)
+				return command_line_error(&cl, "--depth must be "
+					"a number from 1 to 64, not '%s'", optarg);
+			args->depth = (int)depth;
+			break;
+		}
 		case 'h':
 			fputs(summary_usage, stdout);
 			return 0;
@@ -936,7 +940,7 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 
 int amptrace_summary(int argc, char **argv)
 {
-	struct summary_args args = { 0 };
+	struct summary_args args = { .depth = MODULE_DEPTH_DEFAULT };
 	struct trace trace;
 	struct trace_error err;
 	char note[512];
@@ -951,7 +955,7 @@ int amptrace_summary(int argc, char **argv)
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	status = summary_print(&trace, args.json, args.color);
+	status = summary_print(&trace, args.json, args.color, args.depth);
 	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
 	    (trace.truncated || !trace.finalized))
 		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
@@ -977,9 +981,9 @@ static void print_fitted(struct summary *s, bool color)
 	free(text);
 }
 
-int summary_print(struct trace *trace, bool json, bool color)
+int summary_print(struct trace *trace, bool json, bool color, int depth)
 {
-	struct summary s = { .trace = trace };
+	struct summary s = { .trace = trace, .modules.depth = depth };
 
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
@@ -995,6 +999,7 @@ int summary_print(struct trace *trace, bool json, bool color)
 	free(s.casts);
 	free(s.reasons);
 	free(s.regions);
+	module_table_free(&s.modules);
 	analysis_free(&s.a);
 	return 0;
 }
