@@ -173,13 +173,14 @@ void module_table_print(const struct module_table *m, const char *const *columns
 		width = 32;
 	int fixed = 2 + width + 8 + 7 * m->ncolumns + 8 + 8 + 11 + 2;
 	int room = TEXTFIT_WIDTH - fixed;
-	if (room < 16)
-		room = 16;
+	if (room < 10)   /* more dtype columns than fit: the row wraps */
+		room = 10;
 	fprintf(out, "  %-*s %7s", width, "module", "ops");
 	for (int c = 0; c < m->ncolumns; c++)
 		fprintf(out, " %6s", columns[c]);
-	fprintf(out, " %7s %7s %10s  %s\n", "casts", "hits", "time",
-		"cast directions");
+	fprintf(out, " %7s %7s %10s  ", "casts", "hits", "time");
+	textfit_cell(out, "directions", room, false);
+	fputc('\n', out);
 	for (size_t k = 0; k < 2 * m->nrows; k++) {
 		/* the modules first seen first, then the ops of none */
 		const struct module_row *r = &m->rows[k % m->nrows];
