@@ -493,14 +493,36 @@ static bool op_complete(const struct trace_object *table, const void *m)
 	       !((const struct trace_op *)m)->incomplete;
 }
 
+/* obj's member named like row k, as cJSON_GetObjectItemCaseSensitive
+ * finds it.  The writer writes an object's keys in its table's order, so
+ * the member after the last one found this way (*next) is nearly always
+ * it: one strcmp, not a scan of the object per row.  The members before
+ * *next were found for earlier rows, whose keys differ from k's, so the
+ * member found is the first of its name, as the scan's is. */
+static const cJSON *member_of(const cJSON *obj, const struct trace_key *k,
+			      const cJSON **next)
+{
+	if (*next && (*next)->string && !strcmp((*next)->string, k->key)) {
+		const cJSON *v = *next;
+		*next = v->next;
+		return v;
+	}
+	return cJSON_GetObjectItemCaseSensitive(obj, k->key);
+}
+
 /* Every row of `table` present in obj, then the required ones missing. */
 static void load_object(struct loader *l, const cJSON *obj,
 			const struct trace_object *table, void *m,
 			const char *where)
 {
+	const cJSON *next = obj->child;
+	uint64_t present = 0; /* of the first 64 rows, found above */
+
 	for (size_t i = 0; i < table->nkeys && !l->failed; i++) {
 		const struct trace_key *k = &table->keys[i];
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, k->key);
+		const cJSON *v = member_of(obj, k, &next);
+		if (v && i < 64)
+			present |= (uint64_t)1 << i;
 		if (!v || !type_read(k->type))
 			continue;
 		if (type_matches(k->type, v))
@@ -514,8 +536,10 @@ static void load_object(struct loader *l, const cJSON *obj,
 		bool needed = k->need == TRACE_NEED_ALWAYS ||
 			      (k->need == TRACE_NEED_COMPLETE &&
 			       op_complete(table, m));
-		if (needed && !table->lenient && type_read(k->type) &&
-		    !cJSON_GetObjectItemCaseSensitive(obj, k->key))
+		bool found = i < 64 ? (present >> i) & 1
+				    : cJSON_GetObjectItemCaseSensitive(
+					      obj, k->key) != NULL;
+		if (needed && !table->lenient && type_read(k->type) && !found)
 			fail(l, "%s%s must be %s, got missing", where, k->key,
 			     type_wanted(k->type));
 	}
