@@ -237,6 +237,24 @@ bool analysis_op_in_scope(const struct trace_op *op, const char *scope)
 	return op->autocast.scope && !fnmatch(scope, op->autocast.scope, 0);
 }
 
+bool analysis_in_module(const char *module, const char *glob)
+{
+	char path[512];
+
+	if (!module || strlen(module) >= sizeof path)
+		return false;
+	strcpy(path, module);
+	/* the module, then each one it is inside, outermost last */
+	for (;;) {
+		if (!fnmatch(glob, path, 0))
+			return true;
+		char *dot = strrchr(path, '.');
+		if (!dot)
+			return false;
+		*dot = '\0';
+	}
+}
+
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope)
 {
