@@ -255,6 +255,18 @@ bool analysis_in_module(const char *module, const char *glob)
 	}
 }
 
+size_t analysis_module_prefix(const char *module, int depth)
+{
+	size_t len = 0;
+
+	for (int part = 0; module[len] && part < depth; part++) {
+		if (part)
+			len++; /* the dot */
+		len += strcspn(module + len, ".");
+	}
+	return len;
+}
+
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope)
 {

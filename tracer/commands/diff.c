@@ -25,7 +25,9 @@ static const char diff_usage[] =
 	"Reports cast behaviour that changed between two traces of the same\n"
 	"program: ops whose output dtype or autocast policy changed, casts\n"
 	"added or removed, cache results that changed (hit/miss/uncacheable),\n"
-	"ops added or removed.  Timing and ids are ignored.\n"
+	"ops added or removed.  Timing and ids are ignored.  For PyTorch\n"
+	"traces (format 1.4), each change's first op names its nn.Module and\n"
+	"the changes are counted by module (paths cut to 2 parts: h.3).\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  -h, --help  this text\n"
@@ -49,6 +51,7 @@ struct op_record {
 	const char *signature; /* "t<tid> <label> <phase>", interned */
 	const char *label;     /* "softmax.int" */
 	const char *phase, *output, *policy;
+	const char *module;    /* its nn.Module's path, or NULL */
 	uint64_t op_id;
 	size_t line;
 	size_t occurrence;     /* of its signature in its process, from 0 */
@@ -173,6 +176,7 @@ static void add_event(struct side *s, const struct trace_event *e)
 		.phase = e->op.phase,
 		.output = analysis_output_dtype(&e->op),
 		.policy = e->op.policy,
+		.module = e->op.module,
 		.op_id = e->op.op_id,
 		.line = e->line,
 	};
@@ -317,13 +321,58 @@ struct change {
 	size_t count;
 	size_t base_line, new_line;
 	uint64_t base_op, new_op;
+	const char *module; /* the first's op's, or NULL */
+};
+
+/* Changes counted by the module of their op, cut to DIFF_MODULE_DEPTH
+ * parts (NULL: ops of no module). */
+#define DIFF_MODULE_DEPTH 2
+struct module_changes {
+	char *module;
+	size_t count;
 };
 
 struct changes {
 	struct change *items;
 	size_t count;
 	size_t total;
+	struct module_changes *modules;
+	size_t nmodules;
+	bool any_module;
 };
+
+static void count_by_module(struct changes *c, const char *module)
+{
+	size_t len = module ? analysis_module_prefix(module, DIFF_MODULE_DEPTH)
+			    : 0;
+
+	c->any_module |= module != NULL;
+	for (size_t i = 0; i < c->nmodules; i++) {
+		const char *have = c->modules[i].module;
+		if (!have ? !module
+			  : module && strlen(have) == len &&
+				    !strncmp(have, module, len)) {
+			c->modules[i].count++;
+			return;
+		}
+	}
+	struct module_changes *grown =
+		realloc(c->modules, (c->nmodules + 1) * sizeof *grown);
+	if (!grown)
+		oom();
+	c->modules = grown;
+	char *cut = module ? strndup(module, len) : NULL;
+	if (module && !cut)
+		oom();
+	c->modules[c->nmodules++] = (struct module_changes){ cut, 1 };
+}
+
+static const char *module_name(const char *module)
+{
+	if (!module)
+		return "(no module)";
+	return module[0] ? module : "(outermost)";
+}
 
 static void record(struct changes *c, const char *kind,
 		   const struct op_record *base, const struct op_record *now,
@@ -332,6 +381,7 @@ static void record(struct changes *c, const char *kind,
 	const struct op_record *any = base ? base : now;
 
 	c->total++;
+	count_by_module(c, any->module);
 	for (size_t i = 0; i < c->count; i++) {
 		struct change *x = &c->items[i];
 		if (!strcmp(x->kind, kind) && !strcmp(x->op, any->label) &&
@@ -353,6 +403,7 @@ static void record(struct changes *c, const char *kind,
 	snprintf(x->base, sizeof x->base, "%s", was);
 	snprintf(x->now, sizeof x->now, "%s", is);
 	x->count = 1;
+	x->module = any->module;
 	if (base) {
 		x->base_line = base->line;
 		x->base_op = base->op_id;
@@ -521,7 +572,20 @@ static void print_text(const struct side *b, const struct side *n,
 			printf("%s new op %llu (%s:%zu)", x->base_line ? "," : "",
 			       (unsigned long long)x->new_op, n->trace.path,
 			       x->new_line);
+		if (x->module)
+			printf(" in %s", module_name(x->module));
 		putchar('\n');
+	}
+	if (!c->any_module)
+		return;
+	printf("\nchanges by module (paths cut to %d parts):\n",
+	       DIFF_MODULE_DEPTH);
+	for (size_t k = 0; k < 2 * c->nmodules; k++) {
+		/* the modules first changed first, then the ops of none */
+		const struct module_changes *m = &c->modules[k % c->nmodules];
+		if ((m->module == NULL) == (k >= c->nmodules))
+			printf("  %-32s %zu\n", module_name(m->module),
+			       m->count);
 	}
 }
 
@@ -558,6 +622,8 @@ static void print_json(const struct side *b, const struct side *n,
 		cJSON_AddStringToObject(o, "new", x->now);
 		cJSON_AddNumberToObject(o, "count", (double)x->count);
 		cJSON *first = cJSON_AddObjectToObject(o, "first");
+		if (x->module)
+			cJSON_AddStringToObject(first, "module", x->module);
 		if (x->base_line) {
 			cJSON_AddNumberToObject(first, "base_op_id", (double)x->base_op);
 			cJSON_AddNumberToObject(first, "base_line", (double)x->base_line);
@@ -567,6 +633,16 @@ static void print_json(const struct side *b, const struct side *n,
 			cJSON_AddNumberToObject(first, "new_line", (double)x->new_line);
 		}
 		cJSON_AddItemToArray(list, o);
+	}
+	cJSON *modules = cJSON_AddArrayToObject(root, "changes_by_module");
+	for (size_t i = 0; c->any_module && i < c->nmodules; i++) {
+		cJSON *o = cJSON_CreateObject();
+		if (c->modules[i].module)
+			cJSON_AddStringToObject(o, "module", c->modules[i].module);
+		else
+			cJSON_AddNullToObject(o, "module");
+		cJSON_AddNumberToObject(o, "count", (double)c->modules[i].count);
+		cJSON_AddItemToArray(modules, o);
 	}
 	char *text = cJSON_Print(root);
 	if (text)
@@ -682,5 +758,8 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json)
 	int status = changes.count ? 1 : 0;
 	free(dirs);
 	free(changes.items);
+	for (size_t i = 0; i < changes.nmodules; i++)
+		free(changes.modules[i].module);
+	free(changes.modules);
 	return status;
 }

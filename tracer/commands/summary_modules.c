@@ -1,6 +1,7 @@
 /* summary's "by module" table (summary_modules.h). */
 #include "summary_modules.h"
 
+#include "analyze.h"
 #include "textfit.h"
 
 #include <stdlib.h>
@@ -22,14 +23,7 @@ void module_table_init(struct module_table *m, int depth, int ncolumns)
 /* The first `depth` dot-separated parts of `module` ("" stays ""). */
 static char *cut_to_depth(const char *module, int depth)
 {
-	size_t len = 0;
-
-	for (int part = 0; module[len] && part < depth; part++) {
-		if (part)
-			len++; /* the dot */
-		len += strcspn(module + len, ".");
-	}
-	char *cut = strndup(module, len);
+	char *cut = strndup(module, analysis_module_prefix(module, depth));
 	if (!cut)
 		oom();
 	return cut;
