@@ -13,7 +13,8 @@
  *     truncation past the first window;
  *   - a reader's filter (trace_load_filtered) sees every event a whole
  *     load keeps; the arrays of those it drops are given back, their
- *     strings stay;
+ *     strings stay; the commands' load without flows drops those
+ *     and counts them;
  *   - the (pid, id) map the trace tools share keeps every key. */
 #include "analyze.h"
 #include "id_map.h"
@@ -344,6 +345,39 @@ START_TEST(filter_drops_arrays_keeps_strings)
 }
 END_TEST
 
+/* Two ops and the arrow between them, as amptrace run writes it. */
+#define FLOW_TRACE                                                          \
+	"{\"amptrace\":{\"format\":\"1.4\"},\"traceEvents\":[\n"            \
+	OP(GOOD_FIELDS, "") ",\n"                                           \
+	"{\"name\":\"cast\",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":1,"    \
+	"\"pid\":1,\"tid\":1,\"id\":1,\"args\":{\"op_id\":1,\"tensor\":1}},\n" \
+	"{\"name\":\"cast\",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":2,"    \
+	"\"pid\":1,\"tid\":1,\"bp\":\"e\",\"id\":1,"                        \
+	"\"args\":{\"op_id\":1,\"tensor\":1}}]}\n"
+
+START_TEST(flows_dropped_and_counted)
+{
+	const char *path = temp_path("flows.json");
+	struct trace whole, without;
+	struct trace_error err = { "" };
+
+	write_text(path, FLOW_TRACE);
+	ck_assert_msg(trace_load(path, &whole, &err) == 0, "%s", err.message);
+	ck_assert_msg(trace_load_without_flows(path, &without, &err) == 0, "%s",
+		      err.message);
+	unlink(path);
+	ck_assert_uint_eq(whole.counts[TRACE_FLOW], 2);
+	ck_assert_uint_eq(whole.dropped, 0);
+	ck_assert_uint_eq(without.counts[TRACE_FLOW], 0);
+	ck_assert_uint_eq(without.dropped, 2);
+	ck_assert_uint_eq(without.nevents + without.dropped, whole.nevents);
+	ck_assert_uint_eq(without.counts[TRACE_OP], 1);
+	ck_assert_str_eq(without.events[0].op.op, "relu");
+	trace_free(&whole);
+	trace_free(&without);
+}
+END_TEST
+
 START_TEST(window_errors_as_memory)
 {
 	size_t len;
@@ -444,6 +478,7 @@ static Suite *trace_reader_suite(void)
 	tcase_add_test(tc, window_errors_as_memory);
 	tcase_add_test(tc, window_truncated_as_memory);
 	tcase_add_test(tc, filter_drops_arrays_keeps_strings);
+	tcase_add_test(tc, flows_dropped_and_counted);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");
 	tcase_add_test(tc, id_map_keeps_every_key);

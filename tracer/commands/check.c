@@ -939,7 +939,7 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 					 &err) == 0 ? 0 : 2;
 
 	free(text);
-	if (status == 0 && trace_load(args->paths[0], trace, &err) != 0) {
+	if (status == 0 && trace_load_without_flows(args->paths[0], trace, &err) != 0) {
 		rules_free(rules);
 		status = 2;
 	}

@@ -529,7 +529,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		fprintf(out, "Chrome trace (not written by amptrace)");
 	fprintf(out, "; %zu process%s, %zu thread%s, %zu events, %s\n",
 		s->processes, s->processes == 1 ? "" : "es", s->threads,
-		s->threads == 1 ? "" : "s", t->nevents,
+		s->threads == 1 ? "" : "s", t->nevents + t->dropped,
 		textfit_duration(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
@@ -749,7 +749,8 @@ static void print_json(struct summary *s, FILE *out)
 		finding_policy_table_name(findings_policy_table(t)));
 	cJSON_AddNumberToObject(root, "processes", (double)s->processes);
 	cJSON_AddNumberToObject(root, "threads", (double)s->threads);
-	cJSON_AddNumberToObject(root, "events", (double)t->nevents);
+	cJSON_AddNumberToObject(root, "events",
+				(double)(t->nevents + t->dropped));
 	cJSON_AddNumberToObject(root, "duration_us", s->duration_us);
 	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
 	cJSON_AddNumberToObject(steps, "count", a->nsteps);
@@ -949,7 +950,7 @@ int amptrace_summary(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	progress_reading("amptrace summary", args.path);
-	int loaded = trace_load(args.path, &trace, &err);
+	int loaded = trace_load_without_flows(args.path, &trace, &err);
 	progress_reading_done();
 	if (loaded != 0) {
 		fprintf(stderr, "amptrace summary: %s\n", err.message);

@@ -684,6 +684,7 @@ static int hand_over(struct loader *l, const struct trace_event *e,
 		return -1;
 	if (keep == TRACE_DROP) {
 		trace_arena_release(t, mark);
+		t->dropped++;
 		return 0;
 	}
 	if (!trace_append(t, e))
@@ -875,6 +876,23 @@ int trace_load_filtered(const char *path, struct trace *trace,
 			struct trace_error *err)
 {
 	return load(path, NULL, 0, filter, trace, err);
+}
+
+static int drop_flows(void *ctx, struct trace *trace,
+		      const struct trace_event *e, struct trace_error *err)
+{
+	(void)ctx;
+	(void)trace;
+	(void)err;
+	return e->kind == TRACE_FLOW ? TRACE_DROP : TRACE_KEEP;
+}
+
+int trace_load_without_flows(const char *path, struct trace *trace,
+			     struct trace_error *err)
+{
+	static const struct trace_filter without_flows = { NULL, drop_flows };
+
+	return load(path, NULL, 0, &without_flows, trace, err);
 }
 
 int trace_load_text(const char *path, const char *text, size_t len,

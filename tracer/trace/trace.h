@@ -24,6 +24,7 @@ struct trace {
 	char *path;
 	struct trace_event *events;
 	size_t nevents;
+	size_t dropped;       /* events a reader's filter dropped */
 	size_t counts[TRACE_KIND_COUNT];
 	bool amptrace;        /* written by amptrace (has the header) */
 	char format[16];      /* "1.0"; "" when not an amptrace trace */
@@ -67,6 +68,12 @@ struct trace_filter {
 int trace_load_filtered(const char *path, struct trace *trace,
 			const struct trace_filter *filter,
 			struct trace_error *err);
+/* trace_load without the amp.flow events (FORMAT.md §3.10), for the
+ * commands that read none (summary, check, report, ampview): a trace
+ * has about one arrow end per op and cast, near half its events; they
+ * are counted in trace->dropped. */
+int trace_load_without_flows(const char *path, struct trace *trace,
+			     struct trace_error *err);
 /* The same for a trace already in memory (`path` names it in messages). */
 int trace_load_text(const char *path, const char *text, size_t len,
 		    struct trace *trace, struct trace_error *err);
