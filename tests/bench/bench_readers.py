@@ -17,7 +17,8 @@ interleaved, command by command, and the ratios are printed: medians of
 
     bench_readers.py --amptrace A --ampview V --mlp MLP [--size-gb 2]
                      [--before-amptrace A0 --before-ampview V0]
-                     [--rounds 1] [--limit S] [--keep DIR]
+                     [--rounds 1] [--limit S] [--commands C,...]
+                     [--keep DIR]
 """
 import argparse
 import os
@@ -93,6 +94,8 @@ def main():
     parser.add_argument('--limit', type=float, default=600,
                         help='seconds after which a command is killed '
                         '(its row says so)')
+    parser.add_argument('--commands', help='the commands to time, '
+                        'comma-separated (default: all)')
     parser.add_argument('--keep', help='a directory to make the traces in '
                         'and leave them (made again only when missing)')
     args = parser.parse_args()
@@ -130,8 +133,15 @@ def main():
         if args.before_amptrace:
             builds.insert(0, ('before', args.before_amptrace,
                               args.before_ampview or args.ampview))
+        names = list(commands(args.amptrace, args.ampview, work))
+        if args.commands:
+            unknown = set(args.commands.split(',')) - set(names)
+            if unknown:
+                sys.exit(f'--commands: no command {", ".join(unknown)} '
+                         f'(the commands: {", ".join(names)})')
+            names = [n for n in names if n in args.commands.split(',')]
         results = {}
-        for name in commands(args.amptrace, args.ampview, work):
+        for name in names:
             for _ in range(args.rounds):
                 for build, amptrace, ampview in builds:
                     argv = commands(amptrace, ampview, work)[name]
@@ -142,7 +152,7 @@ def main():
         print(f'{"command":18} {"build":7} {"time s":>8} {"CPU s":>8} '
               f'{"RSS MB":>8}  targets '
               f'(<= {TIME_TARGET_S} s, <= {RSS_TARGET_MB} MB)')
-        for name in commands(args.amptrace, args.ampview, work):
+        for name in names:
             row = {}
             for build, _, _ in builds:
                 runs = results[(name, build)]
