@@ -568,8 +568,8 @@ struct rule_error {
 
 static const struct rule_error rule_errors[] = {
 	{ "opp linear: output f16",
-	  "r:1:1: expected a rule starting with one of: op ops casts cache scaler "
-	  "no finding, got 'opp'" },
+	  "r:1:1: expected a rule starting with one of: op module ops casts cache "
+	  "scaler no finding, got 'opp'" },
 	{ "op linear output f16", "r:1:11: expected ':'" },
 	{ "op linear: output fp8",
 	  "r:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp8'" },
@@ -579,7 +579,7 @@ static const struct rule_error rule_errors[] = {
 	{ "op softmax in scope \"loss: output f32",
 	  "r:1:21: unterminated string" },
 	{ "op linear in space x: output f16",
-	  "r:1:14: expected 'scope', 'phase', 'forward', 'backward', "
+	  "r:1:14: expected 'scope', 'module', 'phase', 'forward', 'backward', "
 	  "'optimizer', 'other' or 'any'" },
 	{ "op lerp_ in phase optimiser: output f32",
 	  "r:1:19: expected a phase (forward backward optimizer other any), got "

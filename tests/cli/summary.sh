@@ -48,6 +48,46 @@ check "summary: scale history" out_has "65536 (step 0) -> 32768 (step 1, inf fou
 capture "$amptrace" summary --json "$fx/good.json"
 check "summary --json: exit 0" status_is 0
 check "summary --json: hit rate" out_has '"hit_rate":	0.5'
+# by module (issue 24 item 4): modules.json is good.json with module keys
+# (h.0.attn.c_attn, h.0.mlp.c_fc, h.1.attn.c_attn, lm_head, the outermost)
+capture "$amptrace" summary "$fx/modules.json"
+check "summary by module: exit 0" status_is 0
+check "summary by module: h.0 at depth 2 (2 modules, a backward op)" \
+	out_has "  h.0                3      1      2       6       0   6.750 us  f32->f16 6"
+check "summary by module: cache hits" \
+	out_has "  lm_head            1      -      1       0       2   1.750 us  -"
+check "summary by module: the outermost module" \
+	out_has "  (outermost)        2      2      -       1       0   3.375 us  f16->f32 1"
+check "summary by module: ops of no module, last" in_order \
+	"  lm_head " "  (no module)        4      4      -       1       0   6.375 us"
+capture "$amptrace" summary --depth 3 "$fx/modules.json"
+check "summary --depth 3: h.0 split" out_has "  h.0.mlp            1      -      1       3"
+check "summary --depth 3: no h.0 row" out_lacks "  h.0      "
+capture "$amptrace" summary --depth 1 "$fx/modules.json"
+check "summary --depth 1: the h blocks in one row" \
+	out_has "  h                  4      1      3       6       2   8.500 us"
+capture "$amptrace" summary --json --depth 3 "$fx/modules.json"
+check "summary --json: modules" /usr/bin/python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))["modules"]
+rows = {r["module"]: r for r in m["rows"]}
+assert m["depth"] == 3, m
+assert rows["h.0.attn"] == {"module": "h.0.attn", "ops": 2,
+    "outputs": {"f32": 1, "f16": 1}, "casts": {"f32->f16": 3},
+    "cache_hits": 0, "time_us": 4.125}, rows["h.0.attn"]
+assert rows[""]["ops"] == 2 and rows[None]["ops"] == 4, rows' "$tmp/out"
+capture "$amptrace" summary "$fx/good.json"
+check "summary of a trace without modules: says why no table" \
+	out_has "(no op names its nn.Module: PyTorch traces of format 1.4 do)"
+capture "$amptrace" summary --json "$fx/good.json"
+check "summary --json of a trace without modules: no rows" \
+	/usr/bin/python3 -c 'import json, sys
+assert json.load(open(sys.argv[1]))["modules"]["rows"] == []' "$tmp/out"
+for depth in 0 -1 x 2x 65; do
+	capture "$amptrace" summary --depth "$depth" "$fx/modules.json"
+	check "summary --depth $depth: exit 2" status_is 2
+	check "summary --depth $depth: says why" \
+		err_has "--depth must be a number from 1 to 64, not '$depth'"
+done
 capture "$amptrace" summary "$fx/changed.json"
 check "summary: findings listed" out_has "backward-under-autocast (x2)"
 check "summary: libamp diagnostics listed" out_has "stale-cache: cached cast of fc1.weight"

@@ -174,6 +174,36 @@ bool analysis_op_in_scope(const struct trace_op *op, const char *scope)
 	return op->autocast.scope && !fnmatch(scope, op->autocast.scope, 0);
 }
 
+bool analysis_in_module(const char *module, const char *glob)
+{
+	char path[512];
+
+	if (!module || strlen(module) >= sizeof path)
+		return false;
+	strcpy(path, module);
+	/* the module, then each one it is inside, outermost last */
+	for (;;) {
+		if (!fnmatch(glob, path, 0))
+			return true;
+		char *dot = strrchr(path, '.');
+		if (!dot)
+			return false;
+		*dot = '\0';
+	}
+}
+
+size_t analysis_module_prefix(const char *module, int depth)
+{
+	size_t len = 0;
+
+	for (int part = 0; module[len] && part < depth; part++) {
+		if (part)
+			len++; /* the dot */
+		len += strcspn(module + len, ".");
+	}
+	return len;
+}
+
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope)
 {

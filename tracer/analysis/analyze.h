@@ -55,6 +55,13 @@ const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 const char *analysis_output_dtype(const struct trace_op *op);
 /* True when the op ran inside a named region `scope` (at any depth). */
 bool analysis_op_in_scope(const struct trace_op *op, const char *scope);
+/* Whether `module` (an op's or cast's nn.Module path, or NULL) or a
+ * module it is inside matches `glob`: "h.*.attn" matches "h.3.attn" and
+ * "h.3.attn.c_attn", not "h.3.mlp". */
+bool analysis_in_module(const char *module, const char *glob);
+/* The length of `module`'s first `depth` dot-separated parts: the module
+ * that is its ancestor at that depth ("h.3.attn.c_attn", 2: "h.3"). */
+size_t analysis_module_prefix(const char *module, int depth);
 /* Same for a cast: its op's regions when the op is known. */
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope);

@@ -98,6 +98,8 @@ static bool op_selected(const struct rule_filter *f, const struct trace_op *op,
 
 	if (f->scope && !analysis_op_in_scope(op, f->scope))
 		return false;
+	if (f->module && !analysis_in_module(op->module, f->module))
+		return false;
 	if (phase && strcmp(phase, "any") &&
 	    (!op->phase || strcmp(op->phase, phase)))
 		return false;
@@ -127,6 +129,8 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 		      : strcmp(f->cache, "any") && strcmp(f->cache, c->cache))
 		return false;
 	if (f->scope && !analysis_cast_in_scope(a, e, f->scope))
+		return false;
+	if (f->module && !analysis_in_module(c->module, f->module))
 		return false;
 	if (op && !op_selected(f, &op->op, NULL))
 		return false;
@@ -501,8 +505,8 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	else if (!tally.matched && !o->pass && !o->actual[0])
 		set(o->actual, sizeof o->actual,
 		    "no op matched '%s'%s (the trace has %zu ops)", r->op,
-		    r->filter.scope || r->filter.phase || r->filter.device ||
-				    r->filter.autocast >= 0
+		    r->filter.scope || r->filter.module || r->filter.phase ||
+				    r->filter.device || r->filter.autocast >= 0
 			    ? " with these filters"
 			    : "",
 		    t->counts[TRACE_OP]);
@@ -1081,7 +1085,7 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 					 &err) == 0 ? 0 : 2;
 
 	free(text);
-	if (status == 0 && trace_load(args->paths[0], trace, &err) != 0) {
+	if (status == 0 && trace_load_without_flows(args->paths[0], trace, &err) != 0) {
 		rules_free(rules);
 		status = 2;
 	}

@@ -253,7 +253,8 @@ static void emit_header(const struct builder *b, cJSON *root)
 	cJSON_AddNumberToObject(root, "duration_us", trace_duration_us(t));
 	emit_exit(t, root);
 	cJSON *counts = cJSON_AddObjectToObject(root, "counts");
-	cJSON_AddNumberToObject(counts, "events", (double)t->nevents);
+	cJSON_AddNumberToObject(counts, "events",
+				(double)(t->nevents + t->dropped));
 	cJSON_AddNumberToObject(counts, "ops", (double)t->counts[TRACE_OP]);
 	cJSON_AddNumberToObject(counts, "casts", (double)t->counts[TRACE_CAST]);
 	cJSON_AddNumberToObject(counts, "regions",
@@ -290,7 +291,7 @@ int report_data_load(const char *path, struct report_data *data,
 
 	*data = (struct report_data){ 0 };
 	progress_reading("amptrace report", path);
-	int loaded = trace_load(path, &trace, &err);
+	int loaded = trace_load_without_flows(path, &trace, &err);
 	progress_reading_done();
 	if (loaded != 0) {
 		snprintf(error, error_size, "%s", err.message);

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "progress.h"
 #include "step_select.h"
+#include "summary_modules.h"
 #include "textfit.h"
 #include "trace.h"
 
@@ -17,19 +18,25 @@
 #include <string.h>
 
 static const char summary_usage[] =
-	"usage: amptrace summary [--json] [--color=WHEN] TRACE.json\n"
+	"usage: amptrace summary [--json] [--color=WHEN] [--depth N] TRACE.json\n"
 	"\n"
 	"Reports what a trace shows about mixed precision: first the findings\n"
 	"(AMP mistakes, most severe first, each with a one-line fix), then ops\n"
 	"by phase (forward, backward, optimizer: the order a step runs them)\n"
 	"and output dtype, casts by direction (count, bytes, time),\n"
 	"weight-cast cache hits/misses/uncacheable with reasons, autocast\n"
-	"regions, the GradScaler's scale history and skipped steps.\n"
+	"regions, the GradScaler's scale history and skipped steps, and ops by\n"
+	"module: for a PyTorch trace (format 1.4), each nn.Module's ops,\n"
+	"output dtypes, casts by direction, cache hits and time (of its\n"
+	"top-level ops), the module paths cut to --depth parts\n"
+	"(h.3.attn.c_attn is h.3 at depth 2); backward ops count for their\n"
+	"forward op's module, ops outside every module as (no module).\n"
 	"The text fits 100 columns: long messages wrap, long op names and\n"
 	"policies are cut short (--json has them in full); a fix is printed\n"
 	"once per kind of finding.\n"
 	"\n"
 	"  --json          one JSON object instead of tables\n"
+	"  --depth N       module paths cut to N parts (default 2)\n"
 	"  --color[=WHEN]  colour the findings by severity: auto (the default:\n"
 	"                  when stdout is a terminal and NO_COLOR is unset),\n"
 	"                  always (--color alone) or never\n"
@@ -86,6 +93,7 @@ struct summary {
 	size_t nother_reasons;
 	struct region_row *regions;
 	size_t nregions;
+	struct module_table modules;
 	int max_depth;
 	size_t processes, threads;
 	double duration_us;
@@ -335,6 +343,7 @@ static void tabulate(struct summary *s)
 	size_t npids = 0;
 
 	collect_columns(s);
+	module_table_init(&s->modules, s->modules.depth, s->ncolumns);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)
@@ -348,10 +357,15 @@ static void tabulate(struct summary *s)
 			pids = push(pids, &npids, sizeof *pids);
 			pids[npids - 1] = e->pid;
 		}
+		if (e->kind == TRACE_CAST)
+			module_table_add(&s->modules, e, -1);
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
+			const char *dtype = analysis_output_dtype(op);
 			count_ops(s, op_row_of(s, op->phase, op->op, op->overload),
-				  analysis_output_dtype(op), op->policy, 1, e->dur);
+				  dtype, op->policy, 1, e->dur);
+			module_table_add(&s->modules, e,
+					 dtype ? column_of(s, dtype) : -1);
 			count_in_regions(s, st, false);
 		} else if (e->kind == TRACE_AGGREGATE) {
 			tabulate_aggregate(s, &e->aggregate);
@@ -475,17 +489,6 @@ static const char *human_bytes(uint64_t bytes, char *buf, size_t size)
 	return buf;
 }
 
-static const char *human_time(double us, char *buf, size_t size)
-{
-	if (us >= 1e6)
-		snprintf(buf, size, "%.3f s", us / 1e6);
-	else if (us >= 1e3)
-		snprintf(buf, size, "%.3f ms", us / 1e3);
-	else
-		snprintf(buf, size, "%.3f us", us);
-	return buf;
-}
-
 static double hit_rate(const struct analysis *a)
 {
 	uint64_t n = a->cache_hits + a->cache_misses;
@@ -534,8 +537,7 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 	}
 }
 
-/* LABEL in WIDTH columns (padded when PAD), cut short with "..." when
- * longer. */
+/* How many decimal digits n takes. */
 static int digits(size_t n)
 {
 	int d = 1;
@@ -609,7 +611,7 @@ static void print_other_casts(struct summary *s, FILE *out)
 		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
 		fprintf(out, "  %-11s %-14s %7zu %12s %12s\n", r->origin, label,
 			r->casts, human_bytes(r->bytes, b1, sizeof b1),
-			human_time(r->time_us, b2, sizeof b2));
+			textfit_duration(r->time_us, b2, sizeof b2));
 	}
 	fputs("  because:\n", out);
 	trace_sort(s->other_reasons, s->nother_reasons,
@@ -632,8 +634,8 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		fprintf(out, "Chrome trace (not written by amptrace)");
 	fprintf(out, "; %zu process%s, %zu thread%s, %zu events, %s\n",
 		s->processes, s->processes == 1 ? "" : "es", s->threads,
-		s->threads == 1 ? "" : "s", t->nevents,
-		human_time(s->duration_us, b1, sizeof b1));
+		s->threads == 1 ? "" : "s", t->nevents + t->dropped,
+		textfit_duration(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
 	print_framework(t, out);
@@ -698,7 +700,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			else
 				fprintf(out, " %*s", dtype_width[c], "-");
 		}
-		fprintf(out, " %10s  ", human_time(r->time_us, b1, sizeof b1));
+		fprintf(out, " %10s  ", textfit_duration(r->time_us, b1, sizeof b1));
 		char policies[160];
 		int used = 0;
 		for (int k = 0; k < 3 && r->policies[k]; k++)
@@ -710,6 +712,8 @@ static void print_text(struct summary *s, FILE *out, bool color)
 				 r->policies[0] ? " " : "", r->by_dtype[MAX_COLUMNS]);
 		fprintf(out, "%s\n", policies);
 	}
+
+	module_table_print(&s->modules, s->columns, out);
 
 	fputs("\nCasts by direction (cache hits cost no work and are counted "
 	      "apart)\n", out);
@@ -724,7 +728,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
 		fprintf(out, "  %-14s %7zu %7zu %12s %12s\n", label, r->casts,
 			r->hits, human_bytes(r->bytes, b1, sizeof b1),
-			human_time(r->time_us, b2, sizeof b2));
+			textfit_duration(r->time_us, b2, sizeof b2));
 	}
 
 	print_other_casts(s, out);
@@ -765,7 +769,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			r->device ? r->device : "?",
 			r->enabled ? (r->dtype ? r->dtype : "?") : "off",
 			r->entered, r->ops, r->casts,
-			human_time(r->time_us, b1, sizeof b1));
+			textfit_duration(r->time_us, b1, sizeof b1));
 	}
 	if (s->nregions)
 		fprintf(out, "  deepest nesting: %d\n", s->max_depth);
@@ -854,7 +858,8 @@ static void print_json(struct summary *s, FILE *out)
 		finding_policy_table_name(findings_policy_table(t)));
 	cJSON_AddNumberToObject(root, "processes", (double)s->processes);
 	cJSON_AddNumberToObject(root, "threads", (double)s->threads);
-	cJSON_AddNumberToObject(root, "events", (double)t->nevents);
+	cJSON_AddNumberToObject(root, "events",
+				(double)(t->nevents + t->dropped));
 	cJSON_AddNumberToObject(root, "duration_us", s->duration_us);
 	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
 	cJSON_AddNumberToObject(steps, "count", a->nsteps);
@@ -956,6 +961,8 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddItemToArray(regions, o);
 	}
 	cJSON_AddNumberToObject(root, "max_depth", s->max_depth);
+	cJSON_AddItemToObject(root, "modules",
+			      module_table_json(&s->modules, s->columns));
 
 	if (t->counts[TRACE_SCALER]) {
 		cJSON *sc = cJSON_AddObjectToObject(root, "scaler");
@@ -986,11 +993,12 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_Delete(root);
 }
 
-enum { OPTION_JSON = 256, OPTION_COLOR };
+enum { OPTION_JSON = 256, OPTION_COLOR, OPTION_DEPTH };
 
 static const struct option summary_options[] = {
 	{ "json", no_argument, NULL, OPTION_JSON },
 	{ "color", optional_argument, NULL, OPTION_COLOR },
+	{ "depth", required_argument, NULL, OPTION_DEPTH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -998,6 +1006,7 @@ static const struct option summary_options[] = {
 struct summary_args {
 	const char *path;
 	bool json, color;
+	int depth;
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -1016,6 +1025,15 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 		case OPTION_COLOR:
 			when = optarg ? optarg : "always";
 			break;
+		case OPTION_DEPTH: {
+			char *end;
+			long depth = strtol(optarg, &end, 10);
+			if (*end || end == optarg || depth < 1 || depth > 64)
+				return command_line_error(&cl, "--depth must be "
+					"a number from 1 to 64, not '%s'", optarg);
+			args->depth = (int)depth;
+			break;
+		}
 		case 'h':
 			fputs(summary_usage, stdout);
 			return 0;
@@ -1038,7 +1056,7 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 
 int amptrace_summary(int argc, char **argv)
 {
-	struct summary_args args = { 0 };
+	struct summary_args args = { .depth = MODULE_DEPTH_DEFAULT };
 	struct trace trace;
 	struct trace_error err;
 	char note[512];
@@ -1047,13 +1065,13 @@ int amptrace_summary(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	progress_reading("amptrace summary", args.path);
-	int loaded = trace_load(args.path, &trace, &err);
+	int loaded = trace_load_without_flows(args.path, &trace, &err);
 	progress_reading_done();
 	if (loaded != 0) {
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	status = summary_print(&trace, args.json, args.color);
+	status = summary_print(&trace, args.json, args.color, args.depth);
 	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
 	    (trace.truncated || !trace.finalized))
 		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
@@ -1079,9 +1097,9 @@ static void print_fitted(struct summary *s, bool color)
 	free(text);
 }
 
-int summary_print(struct trace *trace, bool json, bool color)
+int summary_print(struct trace *trace, bool json, bool color, int depth)
 {
-	struct summary s = { .trace = trace };
+	struct summary s = { .trace = trace, .modules.depth = depth };
 
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
@@ -1097,6 +1115,7 @@ int summary_print(struct trace *trace, bool json, bool color)
 	free(s.casts);
 	free(s.reasons);
 	free(s.regions);
+	module_table_free(&s.modules);
 	analysis_free(&s.a);
 	return 0;
 }

@@ -24,6 +24,7 @@ struct loader {
 	size_t index;
 	const char *what;  /* "amp.op event" for messages; NULL: no event */
 	bool failed;
+	const struct trace_filter *filter; /* NULL: every event is kept */
 };
 
 static void fail(struct loader *l, const char *fmt, ...)
@@ -558,14 +559,36 @@ static bool op_complete(const struct trace_object *table, const void *m)
 	       !((const struct trace_op *)m)->incomplete;
 }
 
+/* obj's member named like row k, as cJSON_GetObjectItemCaseSensitive
+ * finds it.  The writer writes an object's keys in its table's order, so
+ * the member after the last one found this way (*next) is nearly always
+ * it: one strcmp, not a scan of the object per row.  The members before
+ * *next were found for earlier rows, whose keys differ from k's, so the
+ * member found is the first of its name, as the scan's is. */
+static const cJSON *member_of(const cJSON *obj, const struct trace_key *k,
+			      const cJSON **next)
+{
+	if (*next && (*next)->string && !strcmp((*next)->string, k->key)) {
+		const cJSON *v = *next;
+		*next = v->next;
+		return v;
+	}
+	return cJSON_GetObjectItemCaseSensitive(obj, k->key);
+}
+
 /* Every row of `table` present in obj, then the required ones missing. */
 static void load_object(struct loader *l, const cJSON *obj,
 			const struct trace_object *table, void *m,
 			const char *where)
 {
+	const cJSON *next = obj->child;
+	uint64_t present = 0; /* of the first 64 rows, found above */
+
 	for (size_t i = 0; i < table->nkeys && !l->failed; i++) {
 		const struct trace_key *k = &table->keys[i];
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, k->key);
+		const cJSON *v = member_of(obj, k, &next);
+		if (v && i < 64)
+			present |= (uint64_t)1 << i;
 		if (!v || !type_read(k->type))
 			continue;
 		if (type_matches(k->type, v))
@@ -579,8 +602,10 @@ static void load_object(struct loader *l, const cJSON *obj,
 		bool needed = k->need == TRACE_NEED_ALWAYS ||
 			      (k->need == TRACE_NEED_COMPLETE &&
 			       op_complete(table, m));
-		if (needed && !table->lenient && type_read(k->type) &&
-		    !cJSON_GetObjectItemCaseSensitive(obj, k->key))
+		bool found = i < 64 ? (present >> i) & 1
+				    : cJSON_GetObjectItemCaseSensitive(
+					      obj, k->key) != NULL;
+		if (needed && !table->lenient && type_read(k->type) && !found)
 			fail(l, "%s%s must be %s, got missing", where, k->key,
 			     type_wanted(k->type));
 	}
@@ -717,11 +742,33 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	}
 }
 
+/* A decoded event to the trace, or to the reader's filter first. */
+static int hand_over(struct loader *l, const struct trace_event *e,
+		     struct trace_arena_mark mark)
+{
+	struct trace *t = l->trace;
+	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, l->err)
+			     : TRACE_KEEP;
+
+	if (keep < 0)
+		return -1;
+	if (keep == TRACE_DROP) {
+		trace_arena_release(t, mark);
+		t->dropped++;
+		return 0;
+	}
+	if (!trace_append(t, e))
+		return trace_error_set(l->err, "%s: out of memory after "
+				       "%zu events", l->path, t->nevents);
+	return 0;
+}
+
 static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 {
 	struct loader *l = ctx;
 	struct trace *t = l->trace;
 	struct trace_event e = { .line = line, .index = index };
+	struct trace_arena_mark mark = trace_arena_mark(t);
 
 	l->line = line;
 	l->index = index;
@@ -795,10 +842,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
-	if (!trace_append(t, &e))
-		return trace_error_set(l->err, "%s: out of memory after "
-				       "%zu events", l->path, t->nevents);
-	return 0;
+	return hand_over(l, &e, mark);
 }
 
 /* The header's and the trailer's keys, as the events' are read;
@@ -895,30 +939,21 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 
 /* ------------------------------------------------------------- loading */
 
-int trace_load(const char *path, struct trace *trace, struct trace_error *err)
+/* Either the file `path`, streamed (text NULL), or a text in memory. */
+static int load(const char *path, const char *text, size_t len,
+		const struct trace_filter *filter, struct trace *trace,
+		struct trace_error *err)
 {
-	size_t len;
-
-	*trace = (struct trace){ 0 };
-	char *text = trace_read_file(path, &len, err);
-	if (!text)
-		return -1;
-	int status = trace_load_text(path, text, len, trace, err);
-	free(text);
-	return status;
-}
-
-int trace_load_text(const char *path, const char *text, size_t len,
-		    struct trace *trace, struct trace_error *err)
-{
-	struct loader l = { .trace = trace, .err = err, .path = path };
+	struct loader l = { .trace = trace, .err = err, .path = path,
+			    .filter = filter };
 	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
 					 .event = on_event };
 	struct trace_scan_result result;
 
 	*trace = (struct trace){ 0 };
 	trace->path = strdup(path);
-	int status = trace_scan(path, text, len, &h, &result, err);
+	int status = text ? trace_scan(path, text, len, &h, &result, err)
+			  : trace_scan_file(path, &h, &result, err);
 	if (status != 0) {
 		trace_free(trace);
 		return -1;
@@ -926,6 +961,41 @@ int trace_load_text(const char *path, const char *text, size_t len,
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
 	return 0;
+}
+
+int trace_load(const char *path, struct trace *trace, struct trace_error *err)
+{
+	return load(path, NULL, 0, NULL, trace, err);
+}
+
+int trace_load_filtered(const char *path, struct trace *trace,
+			const struct trace_filter *filter,
+			struct trace_error *err)
+{
+	return load(path, NULL, 0, filter, trace, err);
+}
+
+static int drop_flows(void *ctx, struct trace *trace,
+		      const struct trace_event *e, struct trace_error *err)
+{
+	(void)ctx;
+	(void)trace;
+	(void)err;
+	return e->kind == TRACE_FLOW ? TRACE_DROP : TRACE_KEEP;
+}
+
+int trace_load_without_flows(const char *path, struct trace *trace,
+			     struct trace_error *err)
+{
+	static const struct trace_filter without_flows = { NULL, drop_flows };
+
+	return load(path, NULL, 0, &without_flows, trace, err);
+}
+
+int trace_load_text(const char *path, const char *text, size_t len,
+		    struct trace *trace, struct trace_error *err)
+{
+	return load(path, text, len, NULL, trace, err);
 }
 
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
