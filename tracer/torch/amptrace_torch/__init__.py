@@ -17,6 +17,15 @@ def _framework(torch, bridge):
         torch.__version__, bridge.policy_table(torch.__version__))
 
 
+def _value_checks_wanted(value_checks=None):
+    """The value checks (fp16-overflow, cast-underflow) are on unless
+    AMP_VALUE_CHECKS=0 (`amptrace run --no-value-checks` sets it) or the
+    trace() API's value_checks=False."""
+    if value_checks is not None:
+        return bool(value_checks)
+    return os.environ.get("AMP_VALUE_CHECKS", "1") not in ("", "0")
+
+
 def _start_from_run():
     """Called right after the program's `import torch` (sitecustomize)."""
     raw_dir = os.environ.get("AMPTRACE_RAW_DIR")
@@ -27,6 +36,7 @@ def _start_from_run():
     from . import _bridge, _layer
 
     _observe(torch, _bridge)
+    _bridge.value_checks(_value_checks_wanted())
     _bridge.attach(raw_dir, _framework(torch, _bridge))
     _install_layer_once(torch, _bridge, _layer, modules_exist=False)
     atexit.register(_bridge.mark_exit)
@@ -62,12 +72,16 @@ class trace:
     The file is complete when the block ends.  `amptrace run` is the
     converter: it runs alongside (a waiting child) and converts this
     process's events as they come; so a crash inside the block still
-    leaves a trace that loads."""
+    leaves a trace that loads.  `value_checks`: read the values of
+    low-precision results and casts (fp16-overflow, cast-underflow); by
+    default on unless AMP_VALUE_CHECKS=0."""
 
-    def __init__(self, path="trace.json", quiet=True, graph=True):
+    def __init__(self, path="trace.json", quiet=True, graph=True,
+                 value_checks=None):
         self.path = path
         self.quiet = quiet
         self.graph = graph  # drawn in a notebook (_repr_html_)
+        self.value_checks = _value_checks_wanted(value_checks)
         self._converter = None
 
     def _repr_html_(self):
@@ -101,6 +115,7 @@ class trace:
                                "start (status %s)" % self._converter.returncode)
         saved = os.environ.get("AMPTRACE_PID")
         os.environ["AMPTRACE_PID"] = converter
+        _bridge.value_checks(self.value_checks)
         try:
             _bridge.attach(raw_dir, _framework(torch, _bridge))
         finally:

@@ -2,8 +2,9 @@
 
 Autocast regions (enter/exit, depth, dtype, cache flag, where), cache
 clears, the phase (backward inside autograd.backward/grad, optimizer
-inside Optimizer.step), parameter names, thread names, GradScaler, and
-forked multiprocessing children.  Each wrapper calls the original first
+inside Optimizer.step), parameter names, thread names, GradScaler (and
+which gradient made it skip a step), LR scheduler steps of the optimizers
+it steps, and forked multiprocessing children.  Each wrapper calls the original first
 or last exactly as torch would and records around it: the program's
 behaviour does not change.
 """
@@ -329,21 +330,69 @@ def _found_inf(scaler, optimizer):
     return sum(v.item() for v in values) > 0
 
 
-def _wrap_scaler(torch, bridge):
+def _parameters(optimizer):
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                yield param
+
+
+def _name_grads(bridge, optimizer):
+    """Each gradient named after its parameter (fc1.weight.grad) before
+    unscale_ reads them, so the trace says whose gradient overflowed."""
+    for param in _parameters(optimizer):
+        bridge.name_grad(param._cdata, param.grad._cdata)
+
+
+def _first_non_finite_grad(torch, bridge, optimizer):
+    """The id of the first gradient (in the optimizer's order) holding
+    inf or NaN, 0 when none is found: looked for only on a skipped step,
+    with this thread's ops left out of the trace."""
+    previous = bridge.pause(True)
+    try:
+        for param in _parameters(optimizer):
+            grad = param.grad
+            values = grad._values() if grad.is_sparse else grad
+            if not bool(torch.isfinite(values).all()):
+                return bridge.name_grad(param._cdata, grad._cdata)
+    finally:
+        bridge.pause(previous)
+    return 0
+
+
+def _wrap_scaler(torch, bridge, scaled):
     """GradScaler: the scale after each update, found_inf and skipped
-    steps.  1.13's scaler disables itself without CUDA: no events then.
-    torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's subclasses it)."""
+    steps, with the first gradient that held inf/NaN.  1.13's scaler
+    disables itself without CUDA: no events then.  torch 2.x's is
+    torch.amp.GradScaler (torch.cuda.amp's subclasses it).  `scaled`: the
+    optimizers a scaler steps (their LR schedulers are watched)."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    step, update = cls.step, cls.update
+    step, update, unscale = cls.step, cls.update, cls.unscale_
+
+    @functools.wraps(unscale)
+    def unscale_(self, optimizer, *args, **kwargs):
+        if self._enabled:
+            try:
+                _name_grads(bridge, optimizer)
+            except Exception as e:
+                _recording_failed(e)
+        return unscale(self, optimizer, *args, **kwargs)
 
     @functools.wraps(step)
     def step_(self, optimizer, *args, **kwargs):
         result = step(self, optimizer, *args, **kwargs)
         if self._enabled:
             inf = _found_inf(self, optimizer)
+            culprit = 0
+            try:
+                scaled.add(optimizer)
+                if inf:
+                    culprit = _first_non_finite_grad(torch, bridge, optimizer)
+            except Exception as e:
+                _recording_failed(e)
             bridge.scaler("step", id(self), id(optimizer), self.get_scale(),
-                          inf, inf, 0)
+                          inf, inf, culprit)
         return result
 
     @functools.wraps(update)
@@ -358,7 +407,39 @@ def _wrap_scaler(torch, bridge):
     # optimizer step's, not the forward pass's.
     cls.step = _in_phase(bridge, "optimizer", step_)
     cls.update = _in_phase(bridge, "optimizer", update_)
-    cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
+    cls.unscale_ = _in_phase(bridge, "optimizer", unscale_)
+
+
+def _wrap_lr_schedulers(torch, bridge, scaled):
+    """An LR scheduler's step, for an optimizer a GradScaler steps: an
+    amp.scaler event "lr_scheduler_step" (scaler 0, the optimizer's id),
+    so that a schedule advanced on a skipped step is seen
+    (lr-scheduler-skipped-step).  One event per outermost step (a
+    SequentialLR steps its parts inside its own)."""
+    module = torch.optim.lr_scheduler
+    base = getattr(module, "LRScheduler", None) or module._LRScheduler
+    classes = [c for c in vars(module).values()
+               if isinstance(c, type) and "step" in vars(c) and
+               (issubclass(c, base) or c.__name__ == "ReduceLROnPlateau")]
+    depth = threading.local()
+
+    def wrap(original):
+        @functools.wraps(original)
+        def step(self, *args, **kwargs):
+            depth.value = getattr(depth, "value", 0) + 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                depth.value -= 1
+                optimizer = getattr(self, "optimizer", None)
+                if not depth.value and optimizer is not None and \
+                        optimizer in scaled:
+                    bridge.scaler("lr_scheduler_step", 0, id(optimizer),
+                                  float("nan"), False, False, 0)
+        return step
+
+    for cls in classes:
+        cls.step = wrap(cls.step)
 
 
 # What torch raises for a failed op (c10::Error and its Python mappings).
@@ -428,12 +509,14 @@ def install(torch, bridge, modules_exist):
     once and the others still record.  `modules_exist`: the program may
     have made modules already (installed by the trace() API, not right
     after its `import torch`)."""
+    scaled = _Identities()  # optimizers a GradScaler steps
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
                  lambda: _name_parameters(torch, bridge, modules_exist),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
-                 lambda: _wrap_scaler(torch, bridge),
+                 lambda: _wrap_scaler(torch, bridge, scaled),
+                 lambda: _wrap_lr_schedulers(torch, bridge, scaled),
                  lambda: _wrap_inference_mode(torch, bridge),
                  lambda: _hook_exceptions(bridge)):
         try:

@@ -26,6 +26,7 @@
 #include "amp_policy.h"
 #include "gpu.h"
 #include "producer.h"
+#include "values.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -62,7 +63,13 @@ struct op_record {
 	/* the pending cast (ROLE_CAST child) */
 	int cast_arg;
 	uint64_t cast_begin_ns;
+	const void *cast_data; /* its source's elements (value checks) */
+	int64_t cast_numel;
 	bool gpu_pushed;       /* its id is the kernels' correlation id */
+	int parent_record;     /* the op around it (a composite), or -1 */
+	/* a cast of its arguments or an op inside it made the first inf or
+	 * NaN (values.c): its own inf is theirs */
+	bool inner_origin;
 };
 
 struct frame {
@@ -98,6 +105,7 @@ struct thread_state {
 	uint64_t failed_op_id;
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
+	bool paused;           /* events_pause */
 };
 
 static __thread struct thread_state *state;
@@ -177,6 +185,8 @@ static void args_copy(struct obs_args *dst, const struct obs_args *src)
 	memcpy(dst->tensors, src->tensors, (size_t)n * sizeof *src->tensors);
 	memcpy(dst->versions, src->versions, (size_t)n * sizeof *src->versions);
 	memcpy(dst->optional, src->optional, (size_t)n * sizeof *src->optional);
+	memcpy(dst->data, src->data, (size_t)n * sizeof *src->data);
+	memcpy(dst->numel, src->numel, (size_t)n * sizeof *src->numel);
 }
 
 /* ------------------------------------------------------------ emitting */
@@ -392,6 +402,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		s->dropped++;
 		return OBS_WANT_NOTHING;
 	}
+	if (s->paused)
+		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
 	if (op->backward_node) {
 		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr)
 					    : backward_link(s);
@@ -417,7 +429,10 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		if (direct && r->autocast_wraps) {
 			if (!strcmp(op->op, "to"))
 				return push(s, ROLE_CAST, owner,
-					    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS);
+					    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+						    (values_enabled()
+							     ? OBS_WANT_VALUES
+							     : 0));
 			if (!r->inner_seen && !strcmp(op->op, r->op->op) &&
 			    !strcmp(op->overload, r->op->overload))
 				return push(s, ROLE_INNER, owner,
@@ -443,6 +458,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	r->gpu_pushed = false;
 	r->autocast_wraps = false;
 	r->inner.ntensors = 0;
+	r->parent_record = owner;
+	r->inner_origin = false;
 	r->event = (struct amp_op_event){
 		.op_id = op_id,
 		.parent_op_id = owner >= 0 ? s->ops[owner].op_id : 0,
@@ -451,10 +468,13 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		.forward_op_id = backward_link(s),
 	};
 	link_forward(s, seq_nr, op_id);
-	return push(s, ROLE_OP, s->nops++,
-		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
-			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
-								   : 0));
+	unsigned want = OBS_WANT_INPUTS | OBS_WANT_OUTPUTS;
+	if (r->event.phase == AMP_PHASE_BACKWARD)
+		want |= OBS_IN_BACKWARD;
+	/* the optimizer's ops run in f32 on f32 master weights */
+	if (values_enabled() && r->event.phase != AMP_PHASE_OPTIMIZER)
+		want |= OBS_WANT_VALUES;
+	return push(s, ROLE_OP, s->nops++, want);
 }
 
 unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
@@ -507,6 +527,8 @@ void events_begin_args(const struct obs_args *inputs,
 				r->cast_arg = i;
 				break;
 			}
+		r->cast_data = inputs->data[0];
+		r->cast_numel = inputs->numel[0];
 		break;
 	}
 	case ROLE_INNER:
@@ -548,6 +570,47 @@ static int defined_tensors(const struct obs_args *args,
 	return n;
 }
 
+/* ------------------------------------------------------- value checks */
+
+static struct values_op values_op_of(const struct op_record *r)
+{
+	return (struct values_op){
+		.op_id = r->op_id, .op = r->op->op, .overload = r->op->overload,
+		.phase = r->event.phase, .forward_op_id = r->event.forward_op_id,
+		.arguments = &r->inputs,
+	};
+}
+
+static bool is_cast_op(const struct obs_op *op)
+{
+	return !strcmp(op->op, "to") || !strcmp(op->op, "_to_copy");
+}
+
+/* The ops autocast touched (run with autocast on for their device) and
+ * backward's: their low-precision results; the program's own casts
+ * (x.half(), model.half()) in the forward: the cast's source.  An origin
+ * found inside an op is its composite's too. */
+static void check_values(struct thread_state *s, struct op_record *r,
+			 const struct obs_args *outputs)
+{
+	struct values_op op = values_op_of(r);
+	bool origin;
+
+	if (r->event.phase == AMP_PHASE_FORWARD && is_cast_op(r->op) &&
+	    r->inputs.ntensors && outputs->ntensors)
+		origin = values_check_cast(&op, &r->inputs.tensors[0],
+					   r->inputs.data[0],
+					   r->inputs.numel[0],
+					   &outputs->tensors[0]);
+	else if (r->event.phase == AMP_PHASE_BACKWARD ||
+		 r->event.autocast.enabled)
+		origin = values_check_results(&op, outputs, r->inner_origin);
+	else
+		return;
+	if (origin && r->parent_record >= 0)
+		s->ops[r->parent_record].inner_origin = true;
+}
+
 static void end_op(struct thread_state *s, struct op_record *r,
 		   const struct obs_args *outputs, bool failed)
 {
@@ -575,6 +638,8 @@ static void end_op(struct thread_state *s, struct op_record *r,
 			     "visible to the observer)";
 	}
 	emit(&e);
+	if (outputs && !failed && values_enabled())
+		check_values(s, r, outputs);
 	s->failed_op_id = failed ? r->op_id : 0;
 	if (failed)
 		snprintf(s->failed_op, sizeof s->failed_op, "%s", e.op.op);
@@ -615,6 +680,12 @@ void events_end(const struct obs_args *outputs, bool failed)
 			r->matched[arg] = true;
 			emit_cast(s, r, arg, &outputs->tensors[0], cache,
 				  reason, false, r->cast_begin_ns);
+			struct values_op op = values_op_of(r);
+			if (values_enabled() &&
+			    values_check_cast(&op, &r->inputs.tensors[arg],
+					      r->cast_data, r->cast_numel,
+					      &outputs->tensors[0]))
+				r->inner_origin = true;
 		}
 	}
 }
@@ -626,9 +697,17 @@ void events_set_inference_mode(bool enabled)
 	thread_state()->inference_mode = enabled;
 }
 
+/* An optimizer step begins (an optimizer's, or GradScaler's unscale_,
+ * step or update): the step's forward and backward are done, so the
+ * device's value checks are read now, before the step's GradScaler
+ * events. */
 void events_set_phase(enum amp_phase phase)
 {
-	thread_state()->phase = phase;
+	struct thread_state *s = thread_state();
+
+	if (phase == AMP_PHASE_OPTIMIZER && s->phase != AMP_PHASE_OPTIMIZER)
+		values_flush();
+	s->phase = phase;
 }
 
 enum amp_phase events_phase(void)
@@ -685,6 +764,15 @@ struct amp_cache_stats amp_autocast_cache_stats(void)
 void events_emit(struct amp_event *e)
 {
 	emit(e);
+}
+
+bool events_pause(bool paused)
+{
+	struct thread_state *s = thread_state();
+	bool previous = s->paused;
+
+	s->paused = paused;
+	return previous;
 }
 
 void events_after_fork(void)
