@@ -121,6 +121,8 @@ static int collect_findings(struct analysis *a)
 	a->nfindings = computed.count;
 	a->finding_occurrences = computed.occurrences;
 	a->nfinding_occurrences = computed.noccurrences;
+	a->skips = computed.skips;
+	a->nskips = computed.nskips;
 	return status;
 }
 
@@ -214,6 +216,7 @@ void analysis_free(struct analysis *a)
 	free(a->scale_history);
 	free(a->findings);
 	free(a->finding_occurrences);
+	free(a->skips);
 	trace_index_free(&a->index);
 	*a = (struct analysis){ 0 };
 }

@@ -413,6 +413,7 @@ void findings_free(struct findings *findings)
 		return;
 	free(findings->items);
 	free(findings->occurrences);
+	free(findings->skips);
 	*findings = (struct findings){ 0 };
 }
 

@@ -129,6 +129,37 @@ extern const size_t finding_low_precision_op_count;
 extern const char *const finding_policy_tables[];
 extern const int finding_policy_table_count;
 
+/* findings_causes.c: what made GradScaler skip a step. */
+struct finding_origins {
+	struct id_map by_op; /* (pid, op_id) -> its first fp16-overflow diag */
+};
+void finding_origins_build(struct findings_context *cx,
+			   struct finding_origins *o);
+void finding_origins_free(struct findings_context *cx,
+			  struct finding_origins *o);
+struct finding_cause {
+	uint64_t gradient; /* the first gradient holding inf/NaN, or 0 */
+	size_t maker;      /* the op event that computed it, or SIZE_MAX */
+	size_t origin;     /* the fp16-overflow diag event the walk back from
+			      it reached first, else the step's first; or
+			      SIZE_MAX */
+	bool forward;      /* that overflow is a forward op's */
+};
+/* The cause of the skip at scaler event `step` (a `step` with
+ * step_skipped), looking back no further than event `floor` (the
+ * scaler's previous update). */
+void finding_skip_cause(struct findings_context *cx,
+			const struct finding_origins *o, size_t step,
+			size_t floor, struct finding_cause *out);
+/* "gradient tensor 75 'fc1.weight.grad' (made by mm (op 66, backward of
+ * linear op 21, weight 'fc1.weight')) held inf/NaN; its first ..." */
+void finding_cause_text(struct findings_context *cx, int64_t pid,
+			const struct finding_cause *c, char *buf, size_t size);
+/* "linear (op 23, forward, weight 'big.weight')": an op and its layer. */
+const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
+				  const struct trace_op *op, char *buf,
+				  size_t size);
+
 /* findings_steps.c */
 void finding_rule_scaler(struct findings_context *cx);
 void finding_rule_cache_growth(struct findings_context *cx);

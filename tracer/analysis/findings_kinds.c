@@ -52,6 +52,11 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	[FINDING_SCALER_SKIPPED_STEP] = { "scaler-skipped-step", FINDING_WARNING,
 	  "a few skips while the scale calibrates are normal; many mean a "
 	  "gradient overflows: find its op", false },
+	[FINDING_LR_SCHEDULER_SKIPPED_STEP] = { "lr-scheduler-skipped-step",
+	  FINDING_WARNING,
+	  "step the LR scheduler only when the optimizer stepped: compare "
+	  "scaler.get_scale() before and after scaler.update() (it drops when "
+	  "the step was skipped)", false },
 	[FINDING_CAST_UNDERFLOW] = { "cast-underflow", FINDING_WARNING,
 	  "keep the tensor in f32 (fp32 policy or a disabled region), rescale "
 	  "it, or use bf16", true },

@@ -18,6 +18,7 @@ enum skip_kind {
 	SKIP_CALIBRATING, /* no iteration without a skip yet */
 	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
 	SKIP_REPEATED,    /* again, at a scale that did not grow since */
+	SKIP_FORWARD,     /* a forward op overflowed: no scale helps */
 };
 
 struct scaler_state {
@@ -33,20 +34,56 @@ struct scaler_state {
 	bool adjusted;   /* a step was skipped after calibration... */
 	bool grew;       /* ... and the scale grew since */
 	enum skip_kind iteration; /* this iteration's skips */
+	size_t floor;    /* the first event after its last update */
+	char cause[640]; /* why its last skipped step was skipped */
 };
 
-static struct scaler_state *scaler_state(struct scaler_state *states,
-					 size_t *count, size_t cap, int64_t pid,
+/* An optimizer's last step, for its LR scheduler's next one. */
+struct optimizer_state {
+	int64_t pid;
+	uint64_t id;
+	bool skipped;             /* its last step was skipped... */
+	enum skip_kind kind;      /* ... as this kind of skip */
+	size_t event;             /* that step's event */
+	const struct scaler_state *scaler;
+};
+
+#define SCALER_STATES 32
+
+struct scaler_rule {
+	struct scaler_state scalers[SCALER_STATES];
+	size_t nscalers;
+	struct optimizer_state optimizers[SCALER_STATES];
+	size_t noptimizers;
+	struct finding_origins origins;
+	bool origins_built;
+};
+
+static struct scaler_state *scaler_state(struct scaler_rule *r, int64_t pid,
 					 uint64_t id)
 {
-	for (size_t i = 0; i < *count; i++)
-		if (states[i].pid == pid && states[i].id == id)
-			return &states[i];
-	if (*count == cap)
+	for (size_t i = 0; i < r->nscalers; i++)
+		if (r->scalers[i].pid == pid && r->scalers[i].id == id)
+			return &r->scalers[i];
+	if (r->nscalers == SCALER_STATES)
 		return NULL;
-	states[*count] = (struct scaler_state){ .pid = pid, .id = id,
-						.previous = NAN, .first = NAN };
-	return &states[(*count)++];
+	r->scalers[r->nscalers] = (struct scaler_state){ .pid = pid, .id = id,
+							 .previous = NAN,
+							 .first = NAN };
+	return &r->scalers[r->nscalers++];
+}
+
+static struct optimizer_state *optimizer_state(struct scaler_rule *r,
+					       int64_t pid, uint64_t id)
+{
+	for (size_t i = 0; i < r->noptimizers; i++)
+		if (r->optimizers[i].pid == pid && r->optimizers[i].id == id)
+			return &r->optimizers[i];
+	if (r->noptimizers == SCALER_STATES)
+		return NULL;
+	r->optimizers[r->noptimizers] =
+		(struct optimizer_state){ .pid = pid, .id = id };
+	return &r->optimizers[r->noptimizers++];
 }
 
 /* Dynamic loss scaling skips steps by design: GradScaler starts at 65536
@@ -56,10 +93,12 @@ static struct scaler_state *scaler_state(struct scaler_state *states,
  * scale (every growth_interval clean iterations) and overflowed.  Those
  * skips are info.  A skip is a warning when steps keep being skipped: a
  * second one after calibration at a scale that has not grown since the
- * previous (a gradient overflows whatever the scale).  Per iteration,
- * not per step: with two optimizers one may step while the other's
- * gradients overflow.  A scaler never updated is calibrated by its
- * first step taken.  A scale that never settles is scaler-collapse's. */
+ * previous (a gradient overflows whatever the scale), or one whose first
+ * inf/NaN came from a forward op (the scale multiplies only the backward
+ * pass: lowering it cannot help).  Per iteration, not per step: with two
+ * optimizers one may step while the other's gradients overflow.  A
+ * scaler never updated is calibrated by its first step taken.  A scale
+ * that never settles is scaler-collapse's. */
 static enum skip_kind skip_kind_of(struct scaler_state *st)
 {
 	if (st->iteration != SKIP_NONE)
@@ -77,8 +116,30 @@ static enum skip_kind skip_kind_of(struct scaler_state *st)
 	return st->iteration;
 }
 
-static void report_skip(struct findings_context *cx, size_t i,
-			struct scaler_state *st)
+static void remember_skip(struct findings_context *cx, size_t event,
+			  double scale, const char *cause)
+{
+	struct findings *fs = cx->out;
+
+	if (fs->nskips == fs->cap_skips) {
+		size_t cap = fs->cap_skips ? fs->cap_skips * 2 : 16;
+		struct finding_skip *grown = realloc(fs->skips, cap * sizeof *grown);
+		if (!grown) {
+			cx->failed = true;
+			return;
+		}
+		fs->skips = grown;
+		fs->cap_skips = cap;
+	}
+	struct finding_skip *k = &fs->skips[fs->nskips++];
+	k->event = event;
+	k->scale = scale;
+	finding_text(k->cause, sizeof k->cause, "%s", cause);
+}
+
+static enum skip_kind report_skip(struct findings_context *cx,
+				  struct scaler_rule *r, size_t i,
+				  struct scaler_state *st)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -87,103 +148,180 @@ static void report_skip(struct findings_context *cx, size_t i,
 		"skip since calibration or since the scale last grew: normal)",
 		[SKIP_REPEATED] = " again, at a scale that has not grown since "
 		"its previous skip: steps keep being skipped",
+		[SKIP_FORWARD] = "",
 	};
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_scaler *s = &e->scaler;
-	enum skip_kind kind = skip_kind_of(st);
-	char site[160], tensor[192];
+	struct finding_cause cause;
+	char site[160], origin[128] = "";
 
-	finding_text(site, sizeof site, "%llu/%llu %d",
+	if (!r->origins_built) {
+		finding_origins_build(cx, &r->origins);
+		r->origins_built = true;
+	}
+	finding_skip_cause(cx, &r->origins, i, st->floor, &cause);
+	enum skip_kind kind = skip_kind_of(st);
+	if (cause.forward)
+		kind = SKIP_FORWARD;
+	finding_cause_text(cx, e->pid, &cause, st->cause, sizeof st->cause);
+	remember_skip(cx, i, s->scale, st->cause);
+	if (cause.origin != SIZE_MAX)
+		finding_op_label(cx, e->pid, cx->t->events[cause.origin].diag.op_id,
+				 origin, sizeof origin);
+	finding_text(site, sizeof site, "%llu/%llu %d %s",
 		     (unsigned long long)s->scaler_id,
-		     (unsigned long long)s->optimizer_id, (int)kind);
+		     (unsigned long long)s->optimizer_id, (int)kind, origin);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 	if (!f)
-		return;
+		return kind;
 	f->tensor = st->inf_tensor;
-	if (kind != SKIP_REPEATED)
+	if (cause.origin != SIZE_MAX)
+		f->op_id = cx->t->events[cause.origin].diag.op_id;
+	if (kind != SKIP_REPEATED && kind != SKIP_FORWARD)
 		f->severity = FINDING_INFO;
 	finding_text(f->message, sizeof f->message,
-		     "GradScaler %llu skipped the step of optimizer %llu%s: %s%s "
-		     "held inf/NaN after unscaling (scale %g), so "
-		     "optimizer.step() was not called and the scale was lowered",
+		     "GradScaler %llu skipped the step of optimizer %llu at scale "
+		     "%g%s (optimizer.step() not called, the scale lowered): %s",
 		     (unsigned long long)s->scaler_id,
-		     (unsigned long long)s->optimizer_id, why[kind],
-		     st->inf_tensor ? "gradient " : "a gradient",
-		     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-							   tensor, sizeof tensor)
-				    : "",
-		     s->scale);
+		     (unsigned long long)s->optimizer_id, s->scale, why[kind],
+		     st->cause);
+	return kind;
+}
+
+/* lr-scheduler-skipped-step: an LR scheduler stepped (the bridge's
+ * "lr_scheduler_step" scaler event) right after its optimizer's step was
+ * skipped: the schedule advanced for a step that was not taken.  Info
+ * while the scale calibrates (torch itself warns once at the start). */
+static void report_scheduler(struct findings_context *cx, size_t i,
+			     struct optimizer_state *o)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	char site[64];
+
+	if (!o || !o->skipped)
+		return;
+	o->skipped = false;
+	bool calibrating = o->kind == SKIP_CALIBRATING;
+	finding_text(site, sizeof site, "%llu %d",
+		     (unsigned long long)o->id, calibrating);
+	struct trace_finding *f = finding_of(
+		cx, FINDING_LR_SCHEDULER_SKIPPED_STEP, site, e->pid, i);
+	if (!f)
+		return;
+	if (calibrating)
+		f->severity = FINDING_INFO;
+	f->tensor = o->scaler ? o->scaler->inf_tensor : 0;
+	finding_text(f->message, sizeof f->message,
+		     "an LR scheduler of optimizer %llu stepped although GradScaler "
+		     "skipped that optimizer's step%s, so the learning-rate "
+		     "schedule ran ahead of the steps taken (Lightning#18828): %s",
+		     (unsigned long long)o->id,
+		     calibrating ? " while calibrating its scale (a few steps at "
+				   "the start)" : "",
+		     o->scaler && o->scaler->cause[0] ? o->scaler->cause
+						      : "the gradients held inf/NaN");
+}
+
+static void report_collapse(struct findings_context *cx, size_t i,
+			    const struct scaler_state *st)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+	char site[160];
+
+	finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_SCALER_COLLAPSE, site, e->pid, i);
+	if (!f)
+		return;
+	f->tensor = st->inf_tensor;
+	finding_text(f->message, sizeof f->message,
+		     "GradScaler %llu's scale fell to %g (from %g) after %d "
+		     "consecutive reductions (collapse: below %g or %d in a "
+		     "row): the gradients hold inf/NaN at every step, so no "
+		     "optimizer step is taken and training has stopped%s%s",
+		     (unsigned long long)s->scaler_id, s->scale, st->first,
+		     st->halvings, SCALER_COLLAPSE_SCALE,
+		     SCALER_COLLAPSE_HALVINGS,
+		     st->cause[0] ? "; the last skip: " : "", st->cause);
+}
+
+static void scaler_event(struct findings_context *cx, struct scaler_rule *r,
+			 size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+
+	if (!strcmp(s->what, "lr_scheduler_step")) {
+		report_scheduler(cx, i, optimizer_state(r, e->pid, s->optimizer_id));
+		return;
+	}
+	struct scaler_state *st = scaler_state(r, e->pid, s->scaler_id);
+	if (!st)
+		return;
+	if (s->inf_tensor)
+		st->inf_tensor = s->inf_tensor;
+	if (!strcmp(s->what, "step")) {
+		struct optimizer_state *o =
+			optimizer_state(r, e->pid, s->optimizer_id);
+		enum skip_kind kind = SKIP_NONE;
+		if (s->step_skipped)
+			kind = report_skip(cx, r, i, st);
+		else
+			st->stepped = true;
+		if (o)
+			*o = (struct optimizer_state){
+				.pid = e->pid, .id = s->optimizer_id,
+				.skipped = s->step_skipped, .kind = kind,
+				.event = i, .scaler = st,
+			};
+	}
+	if (strcmp(s->what, "update"))
+		return;
+	st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
+	st->grew |= !isnan(st->previous) && s->scale > st->previous;
+	st->iteration = SKIP_NONE;
+	st->floor = i + 1;
+	if (isnan(s->scale))
+		return;
+	if (isnan(st->first))
+		st->first = s->scale;
+	st->halvings = !isnan(st->previous) && s->scale < st->previous
+			       ? st->halvings + 1 : 0;
+	st->previous = s->scale;
+	if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
+			     st->halvings < SCALER_COLLAPSE_HALVINGS))
+		return;
+	st->reported = true;
+	report_collapse(cx, i, st);
 }
 
 void finding_rule_scaler(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
-	struct scaler_state states[32];
-	size_t nstates = 0;
-	char site[160], tensor[192];
+	struct scaler_rule *r = calloc(1, sizeof *r);
 
+	if (!r) {
+		cx->failed = true;
+		return;
+	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_SCALER || !e->scaler.what ||
 		    strcmp(e->scaler.what, "update"))
 			continue;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, e->scaler.scaler_id);
+		struct scaler_state *st = scaler_state(r, e->pid,
+						       e->scaler.scaler_id);
 		if (st)
 			st->updates = true;
 	}
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what)
-			continue;
-		const struct trace_scaler *s = &e->scaler;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, s->scaler_id);
-		if (!st)
-			continue;
-		if (s->inf_tensor)
-			st->inf_tensor = s->inf_tensor;
-		if (!strcmp(s->what, "step") && !s->step_skipped)
-			st->stepped = true;
-		if (!strcmp(s->what, "step") && s->step_skipped)
-			report_skip(cx, i, st);
-		if (!strcmp(s->what, "update")) {
-			st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
-			st->grew |= !isnan(st->previous) && s->scale > st->previous;
-			st->iteration = SKIP_NONE;
-		}
-		if (strcmp(s->what, "update") || isnan(s->scale))
-			continue;
-		if (isnan(st->first))
-			st->first = s->scale;
-		st->halvings = !isnan(st->previous) && s->scale < st->previous
-				       ? st->halvings + 1 : 0;
-		st->previous = s->scale;
-		if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
-				     st->halvings < SCALER_COLLAPSE_HALVINGS))
-			continue;
-		st->reported = true;
-		finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
-		struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
-						     e->pid, i);
-		if (!f)
-			continue;
-		f->tensor = st->inf_tensor;
-		finding_text(f->message, sizeof f->message,
-			     "GradScaler %llu's scale fell to %g (from %g) after %d "
-			     "consecutive reductions (collapse: below %g or %d in a "
-			     "row): the gradients hold inf/NaN at every step%s%s%s, so "
-			     "no optimizer step is taken and training has stopped",
-			     (unsigned long long)s->scaler_id, s->scale, st->first,
-			     st->halvings, SCALER_COLLAPSE_SCALE,
-			     SCALER_COLLAPSE_HALVINGS,
-			     st->inf_tensor ? " (last seen in gradient " : "",
-			     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-			     tensor, sizeof tensor)
-			     : "",
-			     st->inf_tensor ? ")" : "");
-	}
+	for (size_t i = 0; i < t->nevents; i++)
+		if (t->events[i].kind == TRACE_SCALER && t->events[i].scaler.what)
+			scaler_event(cx, r, i);
+	if (r->origins_built)
+		finding_origins_free(cx, &r->origins);
+	free(r);
 }
 
 /* ------------------------------------------------------ cache growth */
