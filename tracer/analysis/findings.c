@@ -24,9 +24,11 @@
  *                          the hand-off is what says T worked for R, so a
  *                          sibling worker or a thread of its own that
  *                          merely runs while R is open is not reported.
- * dtype-mismatch           an op outside autocast failed with f16/bf16 and
- *                          f32/f64 inputs; names the low-precision input
- *                          and the op that produced it.
+ * dtype-mismatch           an op failed with f16/bf16 and f32/f64 inputs
+ *                          where autocast did not cast them (off, or the
+ *                          op on none of its lists); says where each
+ *                          input's dtype came from and the fix that
+ *                          follows (findings_dtype.c).
  * banned-op                an op whose policy is `banned`.
  * scaler-skipped-step      a GradScaler `step` event with step_skipped: a
  *                          warning when steps keep being skipped (a second
@@ -113,78 +115,6 @@ static void rule_banned(struct findings_context *cx, size_t i)
 		     op->autocast.device ? op->autocast.device : op->device,
 		     op->emulated ? " (emulated)" : "",
 		     finding_op_failed(op) ? ", so it failed" : "");
-}
-
-/* The op (inside autocast, when one is) that produced input k of op
- * event `event`. */
-static const struct trace_op *producer_op(struct findings_context *cx,
-					  size_t event, int k)
-{
-	size_t i = trace_index_input_producer(cx->ix, event, k);
-
-	if (i == SIZE_MAX)
-		return NULL;
-	const struct trace_event *e = &cx->t->events[i];
-	if (e->kind == TRACE_CAST)
-		return finding_op_of(cx, e->pid, e->cast.op_id);
-	return &e->op;
-}
-
-static bool rule_dtype_mismatch(struct findings_context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	const struct trace_tensor *low = NULL, *full = NULL;
-	char label[128], from[128], tensor[192];
-
-	if (!finding_op_failed(op) || op->autocast.enabled)
-		return false;
-	for (int k = 0; k < op->ninputs; k++) {
-		if (!low && finding_is_low_precision(op->inputs[k].dtype))
-			low = &op->inputs[k];
-		if (!full && finding_is_full_precision(op->inputs[k].dtype))
-			full = &op->inputs[k];
-	}
-	if (!low || !full)
-		return false;
-	const struct trace_op *source =
-		producer_op(cx, i, (int)(low - op->inputs));
-	trace_op_label(op, label, sizeof label);
-	if (source)
-		trace_op_label(source, from, sizeof from);
-	else
-		finding_text(from, sizeof from, "?");
-	char site[160];
-	finding_text(site, sizeof site, "%s<-%s", label, from);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
-	if (!f)
-		return true;
-	f->op_id = op->op_id;
-	f->tensor = low->id;
-	finding_tensor_label(cx, e->pid, low->id, tensor, sizeof tensor);
-	char origin[256];
-	if (source && source->autocast.enabled)
-		finding_text(origin, sizeof origin,
-			     "produced by %s (op %llu) inside the %s%s%s autocast "
-			     "region", from, (unsigned long long)source->op_id,
-			     source->autocast.scope ? "'" : "",
-			     source->autocast.scope ? source->autocast.scope : "unnamed",
-			     source->autocast.scope ? "'" : "");
-	else if (source)
-		finding_text(origin, sizeof origin, "produced by %s (op %llu)", from,
-			     (unsigned long long)source->op_id);
-	else
-		finding_text(origin, sizeof origin, "of unknown origin");
-	finding_text(f->message, sizeof f->message,
-		     "%s (op %llu) ran outside autocast and rejected mixed dtypes: "
-		     "input %s is %s, %s, and tensor %llu is %s (%s); cast the "
-		     "autocast output back with .float() / amp_to(t, AMP_DTYPE_F32) "
-		     "before using it outside the region",
-		     label, (unsigned long long)op->op_id, tensor, low->dtype, origin,
-		     (unsigned long long)full->id, full->dtype,
-		     op->error ? op->error : "failed");
-	return true;
 }
 
 static void rule_op_error(struct findings_context *cx, size_t i)
@@ -296,6 +226,10 @@ static void fold_diag(struct findings_context *cx, size_t i)
 	if (!strcmp(d->kind, "fp16-overflow") &&
 	    overflow_handled_by_scaler(cx, i))
 		return;
+	/* the bridge's text of a dtype error is in its dtype-mismatch */
+	if (!strcmp(d->kind, "op-error") &&
+	    finding_op_has_dtype_mismatch(cx, e->pid, d->op_id))
+		return;
 	/* a finding amptrace appended earlier: already computed */
 	if (k && !k->value_dependent) {
 		for (size_t f = 0; f < cx->out->count; f++) {
@@ -385,7 +319,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 			bool policy_banned = e->op.policy &&
 					     e->op.policy[0] == 'b' &&
 					     !strcmp(e->op.policy, "banned");
-			if (!rule_dtype_mismatch(&cx, i) && !policy_banned)
+			if (!finding_rule_dtype_mismatch(&cx, i) && !policy_banned)
 				rule_op_error(&cx, i);
 			finding_rule_thread(&cx, &regions, i);
 		} else if (e->kind == TRACE_CAST) {

@@ -160,6 +160,12 @@ const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 				  const struct trace_op *op, char *buf,
 				  size_t size);
 
+/* findings_dtype.c: dtype-mismatch, for op event i (false: none). */
+bool finding_rule_dtype_mismatch(struct findings_context *cx, size_t i);
+/* Whether op (pid, op_id) has a dtype-mismatch finding already. */
+bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,
+				   uint64_t op_id);
+
 /* findings_steps.c */
 void finding_rule_scaler(struct findings_context *cx);
 void finding_rule_cache_growth(struct findings_context *cx);
