@@ -182,7 +182,8 @@ static enum skip_kind report_skip(struct findings_context *cx,
 		f->severity = FINDING_INFO;
 	finding_text(f->message, sizeof f->message,
 		     "GradScaler %llu skipped the step of optimizer %llu at scale "
-		     "%g%s (optimizer.step() not called, the scale lowered): %s",
+		     "%g%s, so optimizer.step() was not called and the scale was "
+		     "lowered: %s",
 		     (unsigned long long)s->scaler_id,
 		     (unsigned long long)s->optimizer_id, s->scale, why[kind],
 		     st->cause);
