@@ -111,6 +111,13 @@ def test_overflow_and_scheduler():
           len(lr) == 1 and lr[0]["count"] == 4 and
           lr[0]["severity"] == "warning" and BIG in lr[0]["message"], lr)
 
+    plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_overflow.py"),
+                            "scheduler"], capture_output=True, text=True)
+    check("the program's stderr is as untraced: torch's warning about the "
+          "scheduler stepping before the optimizer names the program's line",
+          p.stderr == plain.stderr and "scenario_overflow.py:" in p.stderr,
+          (p.stderr, plain.stderr))
+
     p, path = run("scenario_overflow", "scheduler-guarded")
     _, js = summary(path)
     check("the scheduler stepped only when the scale did not drop: no "

@@ -4,7 +4,11 @@
  * computed it, and, walking back from that op through the producers of
  * its inputs and from backward ops to the forward ops they differentiate
  * (forward_op_id), the op whose fp16-overflow (a value check's amp.diag
- * event) came first: the step's origin of inf/NaN. */
+ * event) came first: the step's origin of inf/NaN.  An origin in the
+ * backward pass comes before one in the forward: a forward op's inf
+ * that reached the loss leaves the backward no finite input to overflow
+ * from, so a backward origin on the gradient's path means the forward's
+ * inf went nowhere (a ReLU took it, a metric nobody reads). */
 #include "findings_internal.h"
 
 #include <stdlib.h>
@@ -98,8 +102,28 @@ static void visit(struct findings_context *cx, struct walk *w, int64_t pid,
 	w->queue[w->tail++] = event;
 }
 
-/* The earliest fp16-overflow among the ops reachable from `start` going
- * back, no further than event `floor` (the step's beginning). */
+static bool is_backward_diag(struct findings_context *cx, size_t diag)
+{
+	const struct trace_event *d = &cx->t->events[diag];
+	const struct trace_op *op = finding_op_of(cx, d->pid, d->diag.op_id);
+
+	return op && finding_op_is_backward(op);
+}
+
+/* The earlier of two origins, a backward one first. */
+static size_t preferred(struct findings_context *cx, size_t a, size_t b)
+{
+	if (a == SIZE_MAX || b == SIZE_MAX)
+		return a == SIZE_MAX ? b : a;
+	bool back_a = is_backward_diag(cx, a), back_b = is_backward_diag(cx, b);
+	if (back_a != back_b)
+		return back_a ? a : b;
+	return a < b ? a : b;
+}
+
+/* The first fp16-overflow (preferred()) among the ops reachable from
+ * `start` going back, no further than event `floor` (the step's
+ * beginning). */
 static size_t first_origin(struct findings_context *cx,
 			   const struct finding_origins *o, int64_t pid,
 			   size_t start, size_t floor)
@@ -117,8 +141,8 @@ static size_t first_origin(struct findings_context *cx,
 			continue;
 		}
 		size_t diag = id_map_get(&o->by_op, pid, e->op.op_id);
-		if (diag != SIZE_MAX && diag >= floor && diag < best)
-			best = diag;
+		if (diag != SIZE_MAX && diag >= floor)
+			best = preferred(cx, best, diag);
 		for (int k = 0; k < e->op.ninputs; k++) {
 			size_t p = trace_index_input_producer(cx->ix, i, k);
 			visit(cx, &w, pid, p < i ? p : SIZE_MAX, floor);
@@ -150,11 +174,11 @@ void finding_skip_cause(struct findings_context *cx,
 			out->origin = first_origin(cx, o, pid, out->maker, floor);
 	}
 	/* no gradient named, or none reached: the step's first overflow */
-	for (size_t i = floor; out->origin == SIZE_MAX && i < step; i++) {
+	for (size_t i = floor; out->maker == SIZE_MAX && i < step; i++) {
 		const struct trace_event *d = &cx->t->events[i];
 		if (d->kind == TRACE_DIAG && d->pid == pid && d->diag.kind &&
 		    !strcmp(d->diag.kind, "fp16-overflow"))
-			out->origin = i;
+			out->origin = preferred(cx, out->origin, i);
 	}
 	if (out->origin != SIZE_MAX) {
 		const struct trace_event *d = &cx->t->events[out->origin];

@@ -479,13 +479,24 @@ static void print_skips(FILE *out, const struct analysis *a)
 		}
 		int first = a->step_of[a->skips[i].event];
 		int last = a->step_of[a->skips[j - 1].event];
-		if (j - i == 1)
+		if (j - i == 1) {
 			fprintf(out, "    step %d (scale %g): %s\n", first,
 				a->skips[i].scale, a->skips[i].cause);
-		else
-			fprintf(out, "    steps %d-%d (%zu skips, scale %g to %g): "
-				"%s\n", first, last, j - i, a->skips[i].scale,
-				a->skips[j - 1].scale, a->skips[i].cause);
+		} else {
+			fputs("    steps ", out);
+			if (last - first + 1 == (int)(j - i)) {
+				fprintf(out, "%d-%d", first, last);
+			} else {
+				for (size_t k = i; k < j && k < i + 6; k++)
+					fprintf(out, "%s%d", k > i ? ", " : "",
+						a->step_of[a->skips[k].event]);
+				if (j - i > 6)
+					fputs(", ...", out);
+			}
+			fprintf(out, " (%zu skips, scale %g to %g): %s\n", j - i,
+				a->skips[i].scale, a->skips[j - 1].scale,
+				a->skips[i].cause);
+		}
 		i = j;
 	}
 }

@@ -414,32 +414,38 @@ def _wrap_lr_schedulers(torch, bridge, scaled):
     """An LR scheduler's step, for an optimizer a GradScaler steps: an
     amp.scaler event "lr_scheduler_step" (scaler 0, the optimizer's id),
     so that a schedule advanced on a skipped step is seen
-    (lr-scheduler-skipped-step).  One event per outermost step (a
-    SequentialLR steps its parts inside its own)."""
+    (lr-scheduler-skipped-step).  A step ends by setting the scheduler's
+    _last_lr (every scheduler of torch 1.13 and 2.x does), so that set is
+    watched rather than step() wrapped: a Python wrapper of step() would
+    stand between the program and step(), and step()'s own warnings
+    (stacklevel=2: "lr_scheduler.step() before optimizer.step()", which a
+    skipped first step triggers) would name the wrapper's line instead of
+    the program's."""
     module = torch.optim.lr_scheduler
     base = getattr(module, "LRScheduler", None) or module._LRScheduler
-    classes = [c for c in vars(module).values()
-               if isinstance(c, type) and "step" in vars(c) and
-               (issubclass(c, base) or c.__name__ == "ReduceLROnPlateau")]
-    depth = threading.local()
+    classes = [base]
+    plateau = getattr(module, "ReduceLROnPlateau", None)
+    if plateau is not None and not issubclass(plateau, base):
+        classes.append(plateau)
 
-    def wrap(original):
-        @functools.wraps(original)
-        def step(self, *args, **kwargs):
-            depth.value = getattr(depth, "value", 0) + 1
+    def watch(cls):
+        set_attribute = cls.__setattr__
+
+        def __setattr__(self, name, value):
+            set_attribute(self, name, value)
+            if name != "_last_lr":
+                return
             try:
-                return original(self, *args, **kwargs)
-            finally:
-                depth.value -= 1
-                optimizer = getattr(self, "optimizer", None)
-                if not depth.value and optimizer is not None and \
-                        optimizer in scaled:
+                optimizer = self.__dict__.get("optimizer")
+                if optimizer is not None and optimizer in scaled:
                     bridge.scaler("lr_scheduler_step", 0, id(optimizer),
                                   float("nan"), False, False, 0)
-        return step
+            except Exception as e:
+                _recording_failed(e)
+        cls.__setattr__ = __setattr__
 
     for cls in classes:
-        cls.step = wrap(cls.step)
+        watch(cls)
 
 
 # What torch raises for a failed op (c10::Error and its Python mappings).
