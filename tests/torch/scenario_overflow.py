@@ -14,6 +14,9 @@
 #   cast-overflow     an f32 input of 1e5 that autocast's cast to f16 makes
 #                     inf (the cast, not the op, is the origin)
 #   cast-underflow    an f32 input of 1e-9 that the f16 cast flushes to zero
+#   split             an attention's qkv projection overflows; the inf goes
+#                     on through q and k, views with gaps (split), into
+#                     q @ k^T: only the projection is the origin
 #   bf16-overflow     (torch 1.13 too) a bf16 layer whose output passes
 #                     3.4e38
 #   bf16-underflow    (torch 1.13 too) f32 subnormal inputs cast to bf16
@@ -95,6 +98,13 @@ elif mode == "healthy":
           guarded=True)
 elif mode == "unrelated":
     unrelated()
+elif mode == "split":
+    qkv = torch.nn.Linear(32, 96)
+    with torch.no_grad():
+        qkv.weight.mul_(1e5)
+    with torch.autocast("cpu", dtype=torch.float16):
+        q, k, v = qkv(torch.randn(4, 32)).split(32, dim=-1)
+        print("non-finite scores", (~torch.isfinite(q @ k.t())).sum().item())
 elif mode == "cast-overflow":
     train(model(1.0), torch.float16, 1, inputs=lambda: torch.full((8, 16), 1e5))
 elif mode == "cast-underflow":

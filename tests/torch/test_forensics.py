@@ -156,6 +156,17 @@ def test_collapse():
           text[-1200:])
 
 
+def test_views_with_gaps():
+    p, path = run("scenario_overflow", "split")
+    events = diags(path, "fp16-overflow")
+    check("an inf that goes on through views with gaps (q, k of a split "
+          "qkv) is not reported again: the projection is the only origin",
+          p.returncode == 0 and len(events) == 1 and
+          "weight 'weight'" in events[0]["message"] and
+          events[0]["message"].startswith("linear (op"),
+          [d["message"][:100] for d in events])
+
+
 def test_unrelated_overflow():
     p, path = run("scenario_overflow", "unrelated")
     _, js = summary(path)
@@ -253,6 +264,7 @@ if torch_release() >= (2, 0):
     test_overflow_and_scheduler()
     test_collapse()
     test_unrelated_overflow()
+    test_views_with_gaps()
     test_healthy()
     test_casts()
 test_bf16()

@@ -63,8 +63,7 @@ struct op_record {
 	/* the pending cast (ROLE_CAST child) */
 	int cast_arg;
 	uint64_t cast_begin_ns;
-	const void *cast_data; /* its source's elements (value checks) */
-	int64_t cast_numel;
+	struct values_tensor cast_source; /* its elements (value checks) */
 	bool gpu_pushed;       /* its id is the kernels' correlation id */
 	int parent_record;     /* the op around it (a composite), or -1 */
 	/* a cast of its arguments or an op inside it made the first inf or
@@ -187,6 +186,8 @@ static void args_copy(struct obs_args *dst, const struct obs_args *src)
 	memcpy(dst->optional, src->optional, (size_t)n * sizeof *src->optional);
 	memcpy(dst->data, src->data, (size_t)n * sizeof *src->data);
 	memcpy(dst->numel, src->numel, (size_t)n * sizeof *src->numel);
+	memcpy(dst->dense, src->dense, (size_t)n * sizeof *src->dense);
+	memcpy(dst->strides, src->strides, (size_t)n * sizeof *src->strides);
 }
 
 /* ------------------------------------------------------------ emitting */
@@ -527,8 +528,7 @@ void events_begin_args(const struct obs_args *inputs,
 				r->cast_arg = i;
 				break;
 			}
-		r->cast_data = inputs->data[0];
-		r->cast_numel = inputs->numel[0];
+		values_tensor_of(inputs, 0, &r->cast_source);
 		break;
 	}
 	case ROLE_INNER:
@@ -597,11 +597,11 @@ static void check_values(struct thread_state *s, struct op_record *r,
 	bool origin;
 
 	if (r->event.phase == AMP_PHASE_FORWARD && is_cast_op(r->op) &&
-	    r->inputs.ntensors && outputs->ntensors)
-		origin = values_check_cast(&op, &r->inputs.tensors[0],
-					   r->inputs.data[0],
-					   r->inputs.numel[0],
-					   &outputs->tensors[0]);
+	    r->inputs.ntensors && outputs->ntensors) {
+		struct values_tensor source;
+		values_tensor_of(&r->inputs, 0, &source);
+		origin = values_check_cast(&op, &source, &outputs->tensors[0]);
+	}
 	else if (r->event.phase == AMP_PHASE_BACKWARD ||
 		 r->event.autocast.enabled)
 		origin = values_check_results(&op, outputs, r->inner_origin);
@@ -682,8 +682,7 @@ void events_end(const struct obs_args *outputs, bool failed)
 				  reason, false, r->cast_begin_ns);
 			struct values_op op = values_op_of(r);
 			if (values_enabled() &&
-			    values_check_cast(&op, &r->inputs.tensors[arg],
-					      r->cast_data, r->cast_numel,
+			    values_check_cast(&op, &r->cast_source,
 					      &outputs->tensors[0]))
 				r->inner_origin = true;
 		}

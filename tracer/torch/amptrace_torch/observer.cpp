@@ -112,19 +112,24 @@ enum amp_dtype dtype_of(c10::ScalarType t)
 const char *const made_in_backward = "(saved inside a forward op)";
 const char *const made_elsewhere = "(made outside the recorded ops)";
 
-// The elements of a tensor in host memory with no gaps, read in place
-// (obs_args.data), or nullptr.  Not a Python subclass's (its strides may
-// be Python's to compute), nor one whose storage torch does not let be
-// read (functional and fake tensors throw).
-const void *host_elements(c10::TensorImpl *impl)
+// A tensor in host memory, read in place (obs_args.data): the address of
+// its first element, whether it is dense, its strides; or nullptr.  Not
+// a Python subclass's (its strides may be Python's to compute), nor one
+// whose storage torch does not let be read (functional and fake tensors
+// throw).
+const void *host_elements(c10::TensorImpl *impl, bool *dense,
+			  int64_t strides[AMP_MAX_DIMS])
 {
 	if (!impl->is_cpu() || impl->layout() != c10::kStrided ||
-	    !impl->has_storage() ||
+	    !impl->has_storage() || impl->dim() > AMP_MAX_DIMS ||
 	    impl->key_set().has(c10::DispatchKey::Python))
 		return nullptr;
 	try {
-		return impl->is_non_overlapping_and_dense() ? impl->data()
-							    : nullptr;
+		auto s = impl->strides();
+		for (size_t d = 0; d < s.size(); d++)
+			strides[d] = s[d];
+		*dense = impl->is_non_overlapping_and_dense();
+		return impl->data();
 	} catch (const std::exception &) {
 		return nullptr;
 	}
@@ -187,8 +192,13 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	 * inside torch's callback, which drops the call and prints a stack */
 	a->versions[i] = t.is_inference() ? 0 : (int64_t)t._version();
 	if (sink.wanted) {
-		a->data[i] = host_elements(impl);
-		a->numel[i] = impl->numel();
+		try {
+			a->numel[i] = impl->numel();
+			a->data[i] = host_elements(impl, &a->dense[i],
+						   a->strides[i]);
+		} catch (const std::exception &) {
+			// a tensor without a plain element count (nested)
+		}
 		keep_device_tensor(t, i, sink);
 	}
 }

@@ -47,12 +47,14 @@ struct obs_args {
 	int64_t versions[OBS_MAX_TENSORS]; /* version counters (stale hits) */
 	bool optional[OBS_MAX_TENSORS];    /* an optional<Tensor> slot */
 	enum amp_dtype dtype_arg;          /* the call's dtype argument */
-	/* OBS_WANT_VALUES: the elements of a tensor in host memory with no
-	 * gaps (contiguous, or dense in another order: its `numel` values
-	 * from data[i]), read in place while the call runs; else NULL (on a
-	 * GPU: obs_observer.cuda_queue, or not readable in place) */
+	/* OBS_WANT_VALUES: a tensor in host memory, read in place while the
+	 * call runs: its element [0, ..., 0], its `numel` elements laid out
+	 * by `strides` (in elements; `dense`: with no gaps, in some order);
+	 * else NULL (on a GPU: obs_observer.cuda_queue; not readable) */
 	const void *data[OBS_MAX_TENSORS];
 	int64_t numel[OBS_MAX_TENSORS];
+	bool dense[OBS_MAX_TENSORS];
+	int64_t strides[OBS_MAX_TENSORS][AMP_MAX_DIMS];
 };
 
 /* The autocast state of the calling thread, read at a call's start. */

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static atomic_bool enabled;
@@ -212,6 +213,45 @@ static void report_underflow(const char *op, uint64_t op_id,
 
 /* ------------------------------------------------- checks on the host */
 
+void values_tensor_of(const struct obs_args *args, int index,
+		      struct values_tensor *out)
+{
+	out->info = args->tensors[index];
+	out->data = args->data[index];
+	out->numel = args->numel[index];
+	out->dense = args->dense[index];
+	memcpy(out->strides, args->strides[index], sizeof out->strides);
+}
+
+/* A tensor's elements, contiguous in some order (what the scans need): in
+ * place when it is dense, else copied in logical order into *owned (the
+ * caller frees it).  NULL when they cannot be read. */
+static const void *elements(const struct values_tensor *t, void **owned)
+{
+	const struct amp_tensor_info *info = &t->info;
+	size_t size = amp_dtype_size(info->dtype);
+	int64_t index[AMP_MAX_DIMS] = { 0 };
+
+	*owned = NULL;
+	if (!t->data || t->dense)
+		return t->data;
+	char *copy = malloc(t->numel > 0 ? (size_t)t->numel * size : 1);
+	if (!copy)
+		return NULL;
+	for (int64_t k = 0; k < t->numel; k++) {
+		int64_t offset = 0;
+		for (int d = 0; d < info->ndim; d++)
+			offset += index[d] * t->strides[d];
+		memcpy(copy + (size_t)k * size,
+		       (const char *)t->data + offset * (int64_t)size, size);
+		for (int d = info->ndim - 1;
+		     d >= 0 && ++index[d] == info->shape[d]; d--)
+			index[d] = 0;
+	}
+	*owned = copy;
+	return copy;
+}
+
 /* Whether every floating argument read in place is finite; their largest
  * finite |x| into *max_abs, and which argument holds it into *largest_at
  * (-1: none). */
@@ -223,12 +263,18 @@ static bool arguments_finite(const struct obs_args *arguments,
 	*max_abs = 0.0;
 	*largest_at = -1;
 	for (int i = 0; arguments && i < arguments->ntensors; i++) {
-		const struct amp_tensor_info *t = &arguments->tensors[i];
+		struct values_tensor t;
+		void *owned;
 		double largest;
-		if (!t->id || !arguments->data[i] || !is_floating(t->dtype))
+		values_tensor_of(arguments, i, &t);
+		if (!t.info.id || !is_floating(t.info.dtype))
 			continue;
-		finite &= amp_values_range(arguments->data[i], t->dtype,
-					   (size_t)arguments->numel[i], &largest);
+		const void *values = elements(&t, &owned);
+		if (!values)
+			continue;
+		finite &= amp_values_range(values, t.info.dtype, (size_t)t.numel,
+					   &largest);
+		free(owned);
 		if (largest > *max_abs) {
 			*max_abs = largest;
 			*largest_at = i;
@@ -250,72 +296,95 @@ static void queue_on_device(const struct values_op *op, enum obs_reduce what,
 			    enum amp_dtype target, int64_t numel,
 			    bool inner_origin);
 
+/* Result t (its elements in `bits`) holds inf/NaN: reported when it is
+ * the origin.  Returns whether the op holds an origin. */
+static bool judge_result(const struct values_op *op,
+			 const struct amp_tensor_info *t, const uint16_t *bits,
+			 size_t n, bool inner_origin)
+{
+	double max_abs;
+	int at;
+
+	if (inner_origin || !arguments_finite(op->arguments, &max_abs, &at))
+		return inner_origin;
+	uint16_t mask = exponent_mask(t->dtype);
+	int64_t nan, inf = amp_count_inf_nan(bits, n, mask, &nan);
+	char where[192], tensor[160], largest[160] = "";
+	describe_op(where, sizeof where, op);
+	describe_tensor(tensor, sizeof tensor, t);
+	if (at >= 0)
+		describe_tensor(largest, sizeof largest,
+				&op->arguments->tensors[at]);
+	report_result(where, op->op_id, tensor, t->id, t->dtype, inf, nan,
+		      (int64_t)n, max_abs, largest);
+	return true;
+}
+
 bool values_check_results(const struct values_op *op,
 			  const struct obs_args *results, bool inner_origin)
 {
 	for (int i = 0; i < results->ntensors; i++) {
-		const struct amp_tensor_info *t = &results->tensors[i];
-		if (!t->id || !is_low_precision(t->dtype) ||
-		    written_in_place(op, t->id))
+		struct values_tensor t;
+		void *owned;
+		values_tensor_of(results, i, &t);
+		if (!t.info.id || !is_low_precision(t.info.dtype) ||
+		    written_in_place(op, t.info.id))
 			continue;
-		if (!results->data[i]) {
-			if (t->device == AMP_DEVICE_CUDA)
-				queue_on_device(op, OBS_REDUCE_RESULT, i, t,
-						t->dtype, results->numel[i],
-						inner_origin);
+		if (!t.data) {
+			if (t.info.device == AMP_DEVICE_CUDA)
+				queue_on_device(op, OBS_REDUCE_RESULT, i, &t.info,
+						t.info.dtype, t.numel, inner_origin);
 			continue;
 		}
-		const uint16_t *bits = results->data[i];
-		size_t n = (size_t)results->numel[i];
-		uint16_t mask = exponent_mask(t->dtype);
-		if (!amp_non_finite_scan(amp_isa_best())(bits, n, mask))
-			continue;
-		double max_abs;
-		int at;
-		if (inner_origin ||
-		    !arguments_finite(op->arguments, &max_abs, &at))
-			return inner_origin;
-		int64_t nan, inf = amp_count_inf_nan(bits, n, mask, &nan);
-		char where[192], tensor[160], largest[160] = "";
-		describe_op(where, sizeof where, op);
-		describe_tensor(tensor, sizeof tensor, t);
-		if (at >= 0)
-			describe_tensor(largest, sizeof largest,
-					&op->arguments->tensors[at]);
-		report_result(where, op->op_id, tensor, t->id, t->dtype, inf, nan,
-			      (int64_t)n, max_abs, largest);
-		return true;
+		const uint16_t *bits = elements(&t, &owned);
+		size_t n = (size_t)t.numel;
+		bool found = bits && amp_non_finite_scan(amp_isa_best())(
+					     bits, n, exponent_mask(t.info.dtype));
+		bool origin = found && judge_result(op, &t.info, bits, n,
+						    inner_origin);
+		free(owned);
+		if (found)
+			return origin;
 	}
 	return inner_origin;
 }
 
 bool values_check_cast(const struct values_op *op,
-		       const struct amp_tensor_info *source, const void *data,
-		       int64_t numel, const struct amp_tensor_info *result)
+		       const struct values_tensor *source,
+		       const struct amp_tensor_info *result)
 {
-	if (source->dtype != AMP_DTYPE_F32 || !is_low_precision(result->dtype))
+	const struct amp_tensor_info *from = &source->info;
+	void *owned;
+
+	if (from->dtype != AMP_DTYPE_F32 || !is_low_precision(result->dtype))
 		return false;
-	if (!data) {
-		if (source->device == AMP_DEVICE_CUDA)
-			queue_on_device(op, OBS_REDUCE_CAST_SOURCE, 0, source,
-					result->dtype, numel, false);
+	if (!source->data) {
+		if (from->device == AMP_DEVICE_CUDA)
+			queue_on_device(op, OBS_REDUCE_CAST_SOURCE, 0, from,
+					result->dtype, source->numel, false);
 		return false;
 	}
+	const float *values = elements(source, &owned);
+	if (!values)
+		return false;
+	size_t n = (size_t)source->numel;
 	struct amp_cast_verdict v;
-	amp_cast_verdict_of(data, (size_t)numel, result->dtype, &v);
+	double max_abs = 0.0;
+	amp_cast_verdict_of(values, n, result->dtype, &v);
+	if (v.overflowed)
+		amp_values_range(values, AMP_DTYPE_F32, n, &max_abs);
+	free(owned);
 	if (!v.overflowed && !v.underflow)
 		return false;
 	char where[192], tensor[160];
 	describe_op(where, sizeof where, op);
-	describe_tensor(tensor, sizeof tensor, source);
-	if (v.overflowed) {
-		double max_abs;
-		amp_values_range(data, AMP_DTYPE_F32, (size_t)numel, &max_abs);
-		report_cast_overflow(where, op->op_id, tensor, source->id,
-				     result->dtype, v.overflowed, numel, max_abs);
-	}
+	describe_tensor(tensor, sizeof tensor, from);
+	if (v.overflowed)
+		report_cast_overflow(where, op->op_id, tensor, from->id,
+				     result->dtype, v.overflowed, (int64_t)n,
+				     max_abs);
 	if (v.underflow)
-		report_underflow(where, op->op_id, tensor, source->id,
+		report_underflow(where, op->op_id, tensor, from->id,
 				 result->dtype, &v);
 	return v.overflowed > 0;
 }

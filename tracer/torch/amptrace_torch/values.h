@@ -40,14 +40,25 @@ struct values_op {
  * (host tensors), for the op around it. */
 bool values_check_results(const struct values_op *op,
 			  const struct obs_args *results, bool inner_origin);
+/* One described tensor with its elements, kept apart from its call's
+ * obs_args (which the observer reuses). */
+struct values_tensor {
+	struct amp_tensor_info info;
+	const void *data;        /* obs_args.data: NULL when not on the host */
+	int64_t numel;
+	bool dense;
+	int64_t strides[AMP_MAX_DIMS];
+};
+void values_tensor_of(const struct obs_args *args, int index,
+		      struct values_tensor *out);
+
 /* A cast from f32 to f16/bf16 made for `op` (an autocast cast of one of
- * its arguments, or the program's own .to()): `source` with its elements
- * in place (`data`, NULL when not on the host) and the cast's `result`.
+ * its arguments, or the program's own .to()): its `source` and `result`.
  * Called when the call that made the cast ends.  Returns whether it
  * overflowed (known now: host tensors), so the op's inf is the cast's. */
 bool values_check_cast(const struct values_op *op,
-		       const struct amp_tensor_info *source, const void *data,
-		       int64_t numel, const struct amp_tensor_info *result);
+		       const struct values_tensor *source,
+		       const struct amp_tensor_info *result);
 /* Reads the device's counts queued since the last call and reports them:
  * once per step (the Python layer's optimizer phase begins), and when
  * recording ends. */
