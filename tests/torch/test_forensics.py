@@ -231,6 +231,27 @@ def test_bf16():
           findings(js))
 
 
+def test_api():
+    env = dict(os.environ, PYTHONPATH=os.path.join(
+        os.path.dirname(AMPTRACE), "torch"))
+    env.pop("AMP_VALUE_CHECKS", None)
+    seen = {}
+    for option, variable in (("default", None), ("off", None),
+                             ("default", "0"), ("on", "0")):
+        path = os.path.join(TMP, "api-%s-%s.json" % (option, variable))
+        if variable:
+            env["AMP_VALUE_CHECKS"] = variable
+        p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api_values.py"),
+                            path, option], capture_output=True, text=True,
+                           env=env, timeout=300)
+        seen[(option, variable)] = p.returncode == 0 and \
+            len(diags(path, "fp16-overflow"))
+    check("trace(): value checks on by default, off with value_checks=False "
+          "or AMP_VALUE_CHECKS=0, and value_checks=True wins over it",
+          seen == {("default", None): 1, ("off", None): 0,
+                   ("default", "0"): 0, ("on", "0"): 1}, seen)
+
+
 DTYPE_CASES = [
     # mode, torch's words, where the odd dtype came from, the fix
     ("outside", "mat1 and mat2 must have the same dtype",
@@ -268,5 +289,6 @@ if torch_release() >= (2, 0):
     test_healthy()
     test_casts()
 test_bf16()
+test_api()
 test_dtype_errors()
 sys.exit(done())
