@@ -52,6 +52,9 @@ check "no trace: says so" err_has "no trace given"
 capture "$amptrace" report --bogus "$fx/good.json"
 check "unknown option: exit 2" status_is 2
 check "unknown option: named" err_has "unknown option '--bogus'"
+capture "$amptrace" report "$fx/good.json" --no-grahp
+check "mistyped option: did you mean" err_has "did you mean '--no-graph'?"
+check "mistyped option: how to get help" err_has "Try 'amptrace report --help'."
 capture "$amptrace" report "$fx/good.json" -o
 check "-o without a file: exit 2" status_is 2
 capture "$amptrace" report "$fx/good.json" "$fx/changed.json"

@@ -11,7 +11,7 @@
 #include "cuda_fake.h"
 #include "recorder.h"
 #include "trace.h"
-#include "trace_commands.h"
+#include "commands.h"
 #include "validate.h"
 #include "test_dirs.h"
 

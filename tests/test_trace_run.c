@@ -6,18 +6,17 @@
  * processes; merge; and every trace a real program writes passes the
  * format validator (tensor-id continuity included). */
 #include "trace.h"
+#include "traced.h"
 #include "validate.h"
 #include "test_dirs.h"
 
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,30 +62,21 @@ static const char *in_dir(const char *name)
 /* Starts argv with stdout/stderr into files of `dir`; returns the pid. */
 static pid_t start(char *const argv[], const char *out, const char *err)
 {
-	const char *out_path = in_dir(out), *err_path = in_dir(err);
-	pid_t pid = fork();
+	pid_t pid = traced_start(argv, in_dir(out), in_dir(err), NULL);
 
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(argv[0], argv);
-		_exit(126);
-	}
 	return pid;
 }
 
+/* The exit status of amptrace (or another command), which no signal
+ * killed. */
 static int finish(pid_t pid)
 {
-	int status;
+	int signal;
+	int status = traced_finish(pid, &signal);
 
-	while (waitpid(pid, &status, 0) < 0)
-		ck_assert_int_eq(errno, EINTR);
-	ck_assert_msg(WIFEXITED(status), "killed by signal %d",
-		      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-	return WEXITSTATUS(status);
+	ck_assert_msg(status >= 0 && !signal, "killed by signal %d", signal);
+	return status;
 }
 
 static int run(char *const argv[])
@@ -325,8 +315,9 @@ START_TEST(test_amptrace_killed_leaves_readable_trace)
 		nanosleep(&pause, NULL);
 	}
 	ck_assert_int_eq(kill(amptrace, SIGKILL), 0);
-	int status;
-	waitpid(amptrace, &status, 0);
+	int signal;
+	traced_finish(amptrace, &signal);
+	ck_assert_int_eq(signal, SIGKILL);
 	kill((pid_t)child, SIGKILL);
 
 	load(in_dir("t.json"), &t);

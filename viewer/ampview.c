@@ -1,13 +1,12 @@
 /* ampview: draws a trace as an annotated computation graph (SVG, PNG or
  * DOT).  Command-line handling only; the work is in view.h. */
-#include "progress.h"
-#include "edit_distance.h"
+#include "command_line.h"
 #include "output_file.h"
+#include "progress.h"
 #include "trace.h"
 #include "view.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,12 +82,11 @@ struct command {
 	struct view_options view;
 };
 
+static const struct command_line ampview_command = { "ampview" };
+
 static int bad_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "ampview: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'ampview --help'.\n");
-	return EXIT_BAD_INPUT;
+	return command_line_error(&ampview_command, fmt, arg);
 }
 
 static bool parse_count(const char *text, long max, long *value)
@@ -109,23 +107,6 @@ static enum view_format format_of_path(const char *path)
 	if (dot && !strcmp(dot, ".png"))
 		return VIEW_FORMAT_PNG;
 	return VIEW_FORMAT_SVG;
-}
-
-/* "unknown option '--stpe'; did you mean '--step'?" within two typos. */
-static int unknown_option(const char *arg)
-{
-	struct closest_name closest = CLOSEST_NAME_INIT;
-	char name[64];
-
-	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-	for (const struct option *o = long_options;
-	     !strncmp(name, "--", 2) && o->name; o++)
-		closest_name_offer(&closest, name + 2, o->name);
-	fprintf(stderr, "ampview: unknown option '%s'", arg);
-	if (closest.name)
-		fprintf(stderr, "; did you mean '--%s'?", closest.name);
-	fprintf(stderr, "\nTry 'ampview --help'.\n");
-	return EXIT_BAD_INPUT;
 }
 
 /* Without -o the graph goes next to the trace, the trace's extension
@@ -153,13 +134,12 @@ static int default_output(struct command *c)
 /* Returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct command *c)
 {
+	struct command_line cl = { "ampview", "o:vh", long_options, argc, argv };
 	int option;
 	long value;
 
 	view_options_init(&c->view);
-	opterr = 0;
-	while ((option = getopt_long(argc, argv, ":o:vh", long_options,
-				     NULL)) != -1) {
+	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case 'o':
 			c->output = optarg;
@@ -206,10 +186,8 @@ static int parse(int argc, char **argv, struct command *c)
 		case OPTION_VERSION:
 			printf("ampview %s\n", AMPTRACE_VERSION);
 			return 0;
-		case ':':
-			return bad_usage("%s needs a value", argv[optind - 1]);
 		default:
-			return unknown_option(argv[optind - 1]);
+			return EXIT_BAD_INPUT;
 		}
 	}
 	if (optind != argc - 1)

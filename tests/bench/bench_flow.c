@@ -11,8 +11,8 @@
 #include "findings.h"
 #include "flow.h"
 #include "trace.h"
+#include "../traced.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,23 +79,18 @@ static double time_flows(const struct trace_index *ix, struct trace_writer *w,
 int main(void)
 {
 	char dir[] = "/tmp/bench_flow_XXXXXX";
-	char path[64], command[2 * PATH_MAX + 128];
+	char path[64], why[1024];
+	const char *const mlp[] = { MLP_PATH, "--batch", "64", "--hidden", "256",
+				    "--layers", "4", "--steps", "100", NULL };
+	const struct traced how = { .trace = path, .out = "/dev/null",
+				    .err = "/dev/null" };
+	struct trace t;
 
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof path, "%s/mlp.json", dir);
-	snprintf(command, sizeof command,
-		 "'%s' run -q -o '%s' -- '%s' --batch 64 --hidden 256 "
-		 "--layers 4 --steps 100 >/dev/null 2>&1",
-		 AMPTRACE_PATH, path, MLP_PATH);
-	if (system(command) != 0) {
-		fprintf(stderr, "bench_flow: %s failed\n", command);
-		return 1;
-	}
-	struct trace t;
-	struct trace_error err;
-	if (trace_load(path, &t, &err) != 0) {
-		fprintf(stderr, "bench_flow: %s\n", err.message);
+	if (traced_load(&how, mlp, &t, why, sizeof why) != 0) {
+		fprintf(stderr, "bench_flow: %s\n", why);
 		return 1;
 	}
 	/* the flow lines' bytes, against the file's */

@@ -61,6 +61,24 @@ help_checks() {
 	check "$1: unknown option exits 2" status_is 2
 }
 
+# COMMAND: the command line as every command reads it (command_line.h):
+# a mistyped option names the closest one, every bad usage says how to
+# get help, options may follow the operands, and `amptrace help COMMAND`
+# is its --help.
+option_checks() {
+	capture "$amptrace" "$1" --hepl
+	check "$1 --hepl: exit 2" status_is 2
+	check "$1 --hepl: did you mean '--help'" \
+		err_has "amptrace $1: unknown option '--hepl'; did you mean '--help'?"
+	check "$1 --hepl: how to get help" err_has "Try 'amptrace $1 --help'."
+	capture "$amptrace" "$1" --frobnicate
+	check "$1 --frobnicate: no suggestion that far" err_lacks "did you mean"
+	capture "$amptrace" "$1" --help=yes
+	check "$1 --help=yes: takes no value" err_has "option '--help' takes no value"
+	capture "$amptrace" help "$1"
+	check "amptrace help $1 is $1 --help" out_has "usage: amptrace $1"
+}
+
 # ARGS...: amptrace ARGS with stdout on a full device says so and fails,
 # whatever it would have returned.
 full_device_checks() {

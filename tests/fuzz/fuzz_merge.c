@@ -3,7 +3,7 @@
  * without one, the input is merged with a real trace. */
 #include "fuzz_common.h"
 
-#include "trace_commands.h"
+#include "commands.h"
 
 
 #define FUZZ_SPLIT "\n--8<--\n"

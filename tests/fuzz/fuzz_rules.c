@@ -5,8 +5,8 @@
 #include "fuzz_common.h"
 
 #include "analyze.h"
+#include "commands.h"
 #include "rules.h"
-#include "trace_commands.h"
 
 static struct analysis *good_analysis(void)
 {

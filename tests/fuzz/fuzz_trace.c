@@ -6,7 +6,7 @@
 #include "fuzz_common.h"
 
 #include "trace.h"
-#include "trace_commands.h"
+#include "commands.h"
 #include "view.h"
 
 /* The real trace's diff side is built once and again after this many

@@ -8,7 +8,7 @@ the bf16 and dtype cases run.  TAP output; exit 77 (skip) without the
 bridge or without torch.
 
 usage: test_forensics.py AMPTRACE VALIDATE_TRACE PYTHON
-(PYTHON empty: $AMPTRACE_TEST_TORCH2_PYTHON, the torch 2.x to test)
+(PYTHON empty: $AMPTRACE_TEST_TORCH2_PYTHON; none: skip)
 """
 import json
 import os
@@ -16,14 +16,18 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done, skip_unless_bridge
+from tap import check, done, skip_unless_bridge, torch2_required
 
 AMPTRACE, VALIDATE, PYTHON = sys.argv[1:4]
 PYTHON = PYTHON or os.environ.get("AMPTRACE_TEST_TORCH2_PYTHON", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="amptrace-forensics-")
 if not PYTHON:
-    print("1..0 # SKIP no torch 2.x interpreter (AMPTRACE_TEST_TORCH2_PYTHON)")
+    why = "no torch 2.x interpreter (meson's torch2_python)"
+    if torch2_required():
+        check("torch 2.13 is required (AMPTRACE_REQUIRE_TORCH2=1)", False, why)
+        sys.exit(done())
+    print("1..0 # SKIP " + why)
     sys.exit(77)
 
 

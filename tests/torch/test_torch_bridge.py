@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+import amptrace_run
+from amptrace_run import casts, events, findings, load, ops
 from tap import check, done, skip_unless_bridge
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
@@ -25,35 +27,10 @@ TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
 
 
 def run(script, *args, env=None, out="t"):
+    """`amptrace run` on PYTHON running `script` here: (process, trace)."""
     path = os.path.join(TMP, out + ".json")
-    cmd = [AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
-           os.path.join(HERE, script)] + list(args)
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                       timeout=300)
-    return p, path
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def events(trace, cat):
-    return [e for e in trace["traceEvents"] if e.get("cat") == cat]
-
-
-def ops(trace, name=None):
-    return [e["args"] for e in events(trace, "amp.op")
-            if name is None or e["args"]["op"] == name]
-
-
-def casts(trace, op=None):
-    return [e["args"] for e in events(trace, "amp.cast")
-            if op is None or e["args"]["op"] == op]
-
-
-def findings(trace):
-    return [e["args"]["kind"] for e in events(trace, "amp.diag")]
+    return amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
+                                       *args], path, env=env), path
 
 
 def torch_release():
@@ -454,6 +431,12 @@ TWIN_OTHER = {
     ("output", "mul.Tensor"): "libamp's scaler.scale(loss) is a mul.Tensor; "
     + ALIGNED,
 }
+# ... and those of torch 2.x only.
+TWIN_OTHER_2X = {
+    ("output", "add.Tensor"): "torch 2.x's zero_grad sets gradients to None "
+    "(1.13's zeroes them), so AccumulateGrad adds no f32 gradient (1.13: an "
+    "add.Tensor per parameter and step); " + ALIGNED,
+}
 # ... and those of one twin only.
 PER_CACHE = ("torch 1.13's cast cache is per thread, the newest (libamp) "
              "process-wide: libamp's workers may reuse each other's weight "
@@ -468,22 +451,31 @@ TWIN_OTHER_OF = {
 }
 
 
+def cast_decisions(trace):
+    """amp.cast events by direction, hits included."""
+    counts = {}
+    for c in casts(trace):
+        key = "%s->%s" % (c["from"], c["to"])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def test_twins():
     if not SAMPLES:
         return
     for name, steps in (("mlp", "2"), ("transformer", "2"), ("whole_loop", "6"),
                         ("nested", "2"), ("threads", "2")):
         base = os.path.join(TMP, "lib_%s.json" % name)
-        subprocess.run([AMPTRACE, "run", "-q", "-o", base, "--",
-                        os.path.join(SAMPLES, name), "--steps", steps],
-                       capture_output=True, check=True)
+        amptrace_run.run(AMPTRACE, [os.path.join(SAMPLES, name), "--steps",
+                                    steps], base, check=True)
         p, new = run("twin_%s.py" % name, steps, out="twin_" + name)
         d = subprocess.run([AMPTRACE, "diff", "--json", base, new],
                            capture_output=True, text=True)
         diff = json.loads(d.stdout)
         other = [c for c in diff["changes"]
                  if c["kind"] not in ("op-added", "op-removed")]
-        named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {})}
+        named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {}),
+                 **(TWIN_OTHER_2X if torch_release() >= (2, 0) else {})}
         check("twin %s: no cast-behaviour change against libamp's sample "
               "(dtype, policy, casts, cache) but the named ones" % name,
               p.returncode == 0 and all(
@@ -492,12 +484,19 @@ def test_twins():
         for c in other:
             print("# twin %s: %s %s: %s" % (name, c["kind"], c["op"],
                                             named.get((c["kind"], c["op"]))))
-        if name == "threads":
+        if name == "threads" and torch_release() < (2, 0):
             # PER_CACHE: libamp's workers may hit where torch's cast.
             check("twin threads: casts by direction, torch's per-thread "
                   "cache making at least libamp's", all(
                       c["base"] <= c["new"] for c in diff["casts_by_direction"]),
                   diff["casts_by_direction"])
+        elif name == "threads":
+            # both caches per process: which worker casts and which hits
+            # is timing; every use of a weight is one decision either way
+            decisions = [cast_decisions(load(path)) for path in (base, new)]
+            check("twin threads: the same cast decisions (casts and hits) "
+                  "by direction, both caches per process",
+                  decisions[0] == decisions[1], decisions)
         else:
             check("twin %s: the same casts by direction" % name, all(
                 c["base"] == c["new"] for c in diff["casts_by_direction"]),
@@ -536,9 +535,8 @@ def test_twin_negative():
 def test_injection_messages():
     for flag in ("-E", "-I", "-S"):
         path = os.path.join(TMP, "flag.json")
-        p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
-                            flag, "-c", "print(1)"], capture_output=True,
-                           text=True)
+        p = amptrace_run.run(AMPTRACE, [PYTHON, flag, "-c", "print(1)"],
+                             path)
         # nothing recorded from a program that exited 0: amptrace's 125
         check("python %s: said clearly, the program still runs" % flag,
               p.returncode == 125 and p.stdout == "1\n" and
@@ -581,10 +579,13 @@ def test_divergence():
     t = load(os.path.join(TMP, "div_set_enabled.json"))
     s = subprocess.run([AMPTRACE, "summary", os.path.join(
         TMP, "div_set_enabled.json")], capture_output=True, text=True)
+    release = "%d.%d" % torch_release()
+    table = "1.13" if torch_release() < (2, 0) else "2.13"
     check("the header names torch and its policy table; summary shows it",
-          t["amptrace"].get("framework", "").startswith("torch 1.13") and
-          "(policy table: 1.13)" in t["amptrace"]["framework"] and
-          "framework: torch 1.13" in s.stdout, (t["amptrace"], s.stdout))
+          t["amptrace"].get("framework", "").startswith("torch " + release)
+          and "(policy table: %s" % table in t["amptrace"]["framework"] and
+          "framework: torch " + release in s.stdout,
+          (t["amptrace"], s.stdout))
     msg = divergences(t)[0]["message"] if divergences(t) else ""
     check("... the set_enabled case names the op and the fix",
           msg.startswith("mm (op") and "set_autocast_cpu_enabled" in msg and

@@ -32,7 +32,7 @@ static bool moves_values(const char *op)
 void finding_origins_build(struct findings_context *cx,
 			   struct finding_origins *o)
 {
-	*o = (struct finding_origins){ 0 };
+	*o = (struct finding_origins){ .built = true };
 	for (size_t i = 0; i < cx->t->nevents; i++) {
 		const struct trace_event *e = &cx->t->events[i];
 		if (e->kind == TRACE_DIAG && e->diag.kind && e->diag.op_id &&

@@ -219,22 +219,38 @@ static const char *torch_message(struct findings_context *cx, size_t i)
 	return NULL;
 }
 
-bool finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
+/* The first low- and full-precision inputs (*low, *full) of a failed op
+ * autocast did not cast; false when it has not both. */
+static bool mixed_dtypes(const struct trace_op *op, int *low, int *full)
 {
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	int low = -1, full = -1;
-
+	*low = *full = -1;
 	if (!finding_op_failed(op) || autocast_ran(op))
 		return false;
 	for (int k = 0; k < op->ninputs; k++) {
-		if (low < 0 && finding_is_low_precision(op->inputs[k].dtype))
-			low = k;
-		if (full < 0 && finding_is_full_precision(op->inputs[k].dtype))
-			full = k;
+		if (*low < 0 && finding_is_low_precision(op->inputs[k].dtype))
+			*low = k;
+		if (*full < 0 && finding_is_full_precision(op->inputs[k].dtype))
+			*full = k;
 	}
-	if (low < 0 || full < 0)
-		return false;
+	return *low >= 0 && *full >= 0;
+}
+
+bool finding_dtype_mismatch_explains(const struct trace_op *op)
+{
+	int low, full;
+
+	return mixed_dtypes(op, &low, &full);
+}
+
+/* dtype-mismatch (the rule at the top of this file).  Fed ops. */
+void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	int low, full;
+
+	if (!mixed_dtypes(op, &low, &full))
+		return;
 	struct dtype_origin lo, fu;
 	origin_of(cx, i, low, &lo);
 	origin_of(cx, i, full, &fu);
@@ -255,7 +271,7 @@ bool finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 	struct trace_finding *f =
 		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
 	if (!f)
-		return true;
+		return;
 	f->op_id = op->op_id;
 	f->tensor = op->inputs[low].id;
 	f->fix = cause_fix[cause];
@@ -279,7 +295,6 @@ bool finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 			   : op->error ? op->error : "failed",
 		     low_name, op->inputs[low].dtype, low_from, full_name,
 		     op->inputs[full].dtype, full_from);
-	return true;
 }
 
 bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,

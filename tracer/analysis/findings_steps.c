@@ -1,7 +1,9 @@
 /* Findings over a run's history rather than one event: the GradScaler's
- * scale (scaler-skipped-step, scaler-collapse) and the autocast cache's
- * size across steps (cache-growth); the rules are described at the top
- * of findings.c. */
+ * scale (scaler-skipped-step with why each step was skipped,
+ * scaler-collapse), the LR schedulers stepped on skipped steps
+ * (lr-scheduler-skipped-step), the overflows the scaler handles
+ * (fp16-overflow), and the autocast cache's size across steps
+ * (cache-growth). */
 #include "findings_internal.h"
 
 #include <math.h>
@@ -11,79 +13,52 @@
 
 /* ------------------------------------------------------- GradScaler */
 
-/* Why a step was skipped (scaler-skipped-step), decided once per
- * iteration (the steps up to an update). */
-enum skip_kind {
-	SKIP_NONE,        /* no step skipped yet in the iteration */
-	SKIP_CALIBRATING, /* no iteration without a skip yet */
-	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
-	SKIP_REPEATED,    /* again, at a scale that did not grow since */
-	SKIP_FORWARD,     /* a forward op overflowed: no scale helps */
-};
-
-struct scaler_state {
-	int64_t pid;
-	uint64_t id;
-	double previous, first;
-	int halvings;
-	uint64_t inf_tensor;
-	bool reported;
-	bool stepped;    /* an optimizer step was taken */
-	bool updates;    /* the scaler is ever updated */
-	bool calibrated; /* an iteration ended with no step skipped */
-	bool adjusted;   /* a step was skipped after calibration... */
-	bool grew;       /* ... and the scale grew since */
-	enum skip_kind iteration; /* this iteration's skips */
-	size_t floor;    /* the first event after its last update */
-	char cause[640]; /* why its last skipped step was skipped */
-};
-
-/* An optimizer's last step, for its LR scheduler's next one. */
-struct optimizer_state {
-	int64_t pid;
-	uint64_t id;
-	bool skipped;             /* its last step was skipped... */
-	enum skip_kind kind;      /* ... as this kind of skip */
-	size_t event;             /* that step's event */
-	const struct scaler_state *scaler;
-};
-
-#define SCALER_STATES 32
-
-struct scaler_rule {
-	struct scaler_state scalers[SCALER_STATES];
-	size_t nscalers;
-	struct optimizer_state optimizers[SCALER_STATES];
-	size_t noptimizers;
-	struct finding_origins origins;
-	bool origins_built;
-};
-
-static struct scaler_state *scaler_state(struct scaler_rule *r, int64_t pid,
-					 uint64_t id)
+/* The state of (pid, id), new when unseen; NULL past
+ * FINDING_MAX_SCALERS. */
+static struct finding_scaler *scaler_of(struct finding_scalers *s, int64_t pid,
+					uint64_t id)
 {
-	for (size_t i = 0; i < r->nscalers; i++)
-		if (r->scalers[i].pid == pid && r->scalers[i].id == id)
-			return &r->scalers[i];
-	if (r->nscalers == SCALER_STATES)
+	for (size_t i = 0; i < s->count; i++)
+		if (s->items[i].pid == pid && s->items[i].id == id)
+			return &s->items[i];
+	if (s->count == FINDING_MAX_SCALERS)
 		return NULL;
-	r->scalers[r->nscalers] = (struct scaler_state){ .pid = pid, .id = id,
-							 .previous = NAN,
-							 .first = NAN };
-	return &r->scalers[r->nscalers++];
+	s->items[s->count] = (struct finding_scaler){ .pid = pid, .id = id,
+						      .previous = NAN,
+						      .first = NAN,
+						      .last_update = NAN };
+	return &s->items[s->count++];
 }
 
-static struct optimizer_state *optimizer_state(struct scaler_rule *r,
-					       int64_t pid, uint64_t id)
+static bool is_scaler(const struct trace_event *e, const char *what)
 {
-	for (size_t i = 0; i < r->noptimizers; i++)
-		if (r->optimizers[i].pid == pid && r->optimizers[i].id == id)
-			return &r->optimizers[i];
-	if (r->noptimizers == SCALER_STATES)
+	return e->kind == TRACE_SCALER && e->scaler.what &&
+	       (!what || !strcmp(e->scaler.what, what));
+}
+
+/* The state of scaler event i's scaler, its inf tensor noted; or NULL.
+ * The trace's scalers are found at its first scaler event, those ever
+ * updated first (and marked so). */
+static struct finding_scaler *scaler_event(struct findings_context *cx,
+					   size_t i)
+{
+	struct finding_scalers *s = &cx->scalers;
+	const struct trace_event *e = &cx->t->events[i];
+
+	if (!e->scaler.what)
 		return NULL;
-	r->optimizers[r->noptimizers] =
-		(struct optimizer_state){ .pid = pid, .id = id };
-	return &r->optimizers[r->noptimizers++];
+	for (size_t k = 0; !s->found && k < cx->t->nevents; k++) {
+		const struct trace_event *u = &cx->t->events[k];
+		struct finding_scaler *st;
+		if (is_scaler(u, "update") &&
+		    (st = scaler_of(s, u->pid, u->scaler.scaler_id)))
+			st->updates = true;
+	}
+	s->found = true;
+	struct finding_scaler *st = scaler_of(s, e->pid, e->scaler.scaler_id);
+	if (st && e->scaler.inf_tensor)
+		st->inf_tensor = e->scaler.inf_tensor;
+	return st;
 }
 
 /* Dynamic loss scaling skips steps by design: GradScaler starts at 65536
@@ -99,7 +74,7 @@ static struct optimizer_state *optimizer_state(struct scaler_rule *r,
  * optimizers one may step while the other's gradients overflow.  A
  * scaler never updated is calibrated by its first step taken.  A scale
  * that never settles is scaler-collapse's. */
-static enum skip_kind skip_kind_of(struct scaler_state *st)
+static enum finding_skip_kind skip_kind_of(struct finding_scaler *st)
 {
 	if (st->iteration != SKIP_NONE)
 		return st->iteration;
@@ -116,6 +91,7 @@ static enum skip_kind skip_kind_of(struct scaler_state *st)
 	return st->iteration;
 }
 
+/* The skip, with its cause, for summary's list (findings.h). */
 static void remember_skip(struct findings_context *cx, size_t event,
 			  double scale, const char *cause)
 {
@@ -137,9 +113,8 @@ static void remember_skip(struct findings_context *cx, size_t event,
 	finding_text(k->cause, sizeof k->cause, "%s", cause);
 }
 
-static enum skip_kind report_skip(struct findings_context *cx,
-				  struct scaler_rule *r, size_t i,
-				  struct scaler_state *st)
+static enum finding_skip_kind report_skip(struct findings_context *cx,
+					  size_t i, struct finding_scaler *st)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -155,12 +130,10 @@ static enum skip_kind report_skip(struct findings_context *cx,
 	struct finding_cause cause;
 	char site[160], origin[128] = "";
 
-	if (!r->origins_built) {
-		finding_origins_build(cx, &r->origins);
-		r->origins_built = true;
-	}
-	finding_skip_cause(cx, &r->origins, i, st->floor, &cause);
-	enum skip_kind kind = skip_kind_of(st);
+	if (!cx->origins.built)
+		finding_origins_build(cx, &cx->origins);
+	finding_skip_cause(cx, &cx->origins, i, st->floor, &cause);
+	enum finding_skip_kind kind = skip_kind_of(st);
 	if (cause.forward)
 		kind = SKIP_FORWARD;
 	finding_cause_text(cx, e->pid, &cause, st->cause, sizeof st->cause);
@@ -190,22 +163,87 @@ static enum skip_kind report_skip(struct findings_context *cx,
 	return kind;
 }
 
+/* The state of optimizer (pid, id), new when unseen; NULL past
+ * FINDING_MAX_SCALERS. */
+static struct finding_optimizer *optimizer_of(struct finding_optimizers *o,
+					      int64_t pid, uint64_t id)
+{
+	for (size_t i = 0; i < o->count; i++)
+		if (o->items[i].pid == pid && o->items[i].id == id)
+			return &o->items[i];
+	if (o->count == FINDING_MAX_SCALERS)
+		return NULL;
+	o->items[o->count] = (struct finding_optimizer){ .pid = pid, .id = id };
+	return &o->items[o->count++];
+}
+
+/* The bridge's "lr_scheduler_step" events are the schedulers', not a
+ * scaler's (FORMAT.md §3.6). */
+static bool is_scheduler_step(const struct trace_scaler *s)
+{
+	return s->what && !strcmp(s->what, "lr_scheduler_step");
+}
+
+/* scaler-skipped-step: a GradScaler `step` event with step_skipped: a
+ * warning when steps keep being skipped or a forward op overflowed, info
+ * while the scale calibrates and for the scaler's normal adjustments
+ * (skip_kind_of); each with its cause (findings_causes.c).  Fed scaler
+ * events. */
+void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+	struct finding_scaler *st =
+		is_scheduler_step(s) ? NULL : scaler_event(cx, i);
+
+	if (!st)
+		return;
+	if (!strcmp(s->what, "step")) {
+		enum finding_skip_kind kind = SKIP_NONE;
+		if (s->step_skipped)
+			kind = report_skip(cx, i, st);
+		else
+			st->stepped = true;
+		struct finding_optimizer *o =
+			optimizer_of(&cx->optimizers, e->pid, s->optimizer_id);
+		if (o) {
+			o->skipped = s->step_skipped;
+			o->kind = kind;
+			o->scaler = st;
+		}
+	}
+	if (strcmp(s->what, "update"))
+		return;
+	st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
+	st->grew |= !isnan(st->last_update) && s->scale > st->last_update;
+	st->iteration = SKIP_NONE;
+	st->floor = i + 1;
+	if (!isnan(s->scale))
+		st->last_update = s->scale;
+}
+
 /* lr-scheduler-skipped-step: an LR scheduler stepped (the bridge's
  * "lr_scheduler_step" scaler event) right after its optimizer's step was
  * skipped: the schedule advanced for a step that was not taken.  Info
- * while the scale calibrates (torch itself warns once at the start). */
-static void report_scheduler(struct findings_context *cx, size_t i,
-			     struct optimizer_state *o)
+ * while the scale calibrates (torch itself warns once at the start).
+ * Fed scaler events, after scaler-skipped-step's rule. */
+void finding_rule_lr_scheduler_skipped_step(struct findings_context *cx,
+					    size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
+	struct finding_optimizer *o =
+		is_scheduler_step(&e->scaler)
+			? optimizer_of(&cx->optimizers, e->pid,
+				       e->scaler.optimizer_id)
+			: NULL;
 	char site[64];
 
 	if (!o || !o->skipped)
 		return;
 	o->skipped = false;
 	bool calibrating = o->kind == SKIP_CALIBRATING;
-	finding_text(site, sizeof site, "%llu %d",
-		     (unsigned long long)o->id, calibrating);
+	finding_text(site, sizeof site, "%llu %d", (unsigned long long)o->id,
+		     calibrating);
 	struct trace_finding *f = finding_of(
 		cx, FINDING_LR_SCHEDULER_SKIPPED_STEP, site, e->pid, i);
 	if (!f)
@@ -224,16 +262,31 @@ static void report_scheduler(struct findings_context *cx, size_t i,
 						      : "the gradients held inf/NaN");
 }
 
-static void report_collapse(struct findings_context *cx, size_t i,
-			    const struct scaler_state *st)
+/* scaler-collapse: a scale below SCALER_COLLAPSE_SCALE, or
+ * SCALER_COLLAPSE_HALVINGS updates in a row that each lowered the
+ * scale; with the last skip's cause.  Fed scaler events. */
+void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_scaler *s = &e->scaler;
+	struct finding_scaler *st =
+		is_scheduler_step(s) ? NULL : scaler_event(cx, i);
 	char site[160];
 
+	if (!st || strcmp(s->what, "update") || isnan(s->scale))
+		return;
+	if (isnan(st->first))
+		st->first = s->scale;
+	st->halvings = !isnan(st->previous) && s->scale < st->previous
+			       ? st->halvings + 1 : 0;
+	st->previous = s->scale;
+	if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
+			     st->halvings < SCALER_COLLAPSE_HALVINGS))
+		return;
+	st->reported = true;
 	finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_SCALER_COLLAPSE, site, e->pid, i);
+	struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
+					     e->pid, i);
 	if (!f)
 		return;
 	f->tensor = st->inf_tensor;
@@ -248,81 +301,44 @@ static void report_collapse(struct findings_context *cx, size_t i,
 		     st->cause[0] ? "; the last skip: " : "", st->cause);
 }
 
-static void scaler_event(struct findings_context *cx, struct scaler_rule *r,
-			 size_t i)
+/* An overflow in a backward op followed, before the GradScaler's next
+ * update, by a skipped step of the same process: the scaled gradients
+ * overflowed and the scaler did its job (skipped the step, lowered the
+ * scale), as it does while it calibrates from 65536.  That is
+ * scaler-skipped-step's to report, not an fp16-overflow error.  Any
+ * skipped step of the iteration counts: with several optimizers the
+ * first may step while the one owning the overflowed gradient skips. */
+static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_scaler *s = &e->scaler;
+	const struct trace_op *op = e->diag.op_id
+					    ? finding_op_of(cx, e->pid, e->diag.op_id)
+					    : NULL;
 
-	if (!strcmp(s->what, "lr_scheduler_step")) {
-		report_scheduler(cx, i, optimizer_state(r, e->pid, s->optimizer_id));
-		return;
+	if (!op || !finding_op_is_backward(op))
+		return false;
+	for (size_t j = i + 1; j < cx->t->nevents; j++) {
+		const struct trace_event *n = &cx->t->events[j];
+		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
+			continue;
+		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
+			return true;
+		if (!strcmp(n->scaler.what, "update"))
+			return false;
 	}
-	struct scaler_state *st = scaler_state(r, e->pid, s->scaler_id);
-	if (!st)
-		return;
-	if (s->inf_tensor)
-		st->inf_tensor = s->inf_tensor;
-	if (!strcmp(s->what, "step")) {
-		struct optimizer_state *o =
-			optimizer_state(r, e->pid, s->optimizer_id);
-		enum skip_kind kind = SKIP_NONE;
-		if (s->step_skipped)
-			kind = report_skip(cx, r, i, st);
-		else
-			st->stepped = true;
-		if (o)
-			*o = (struct optimizer_state){
-				.pid = e->pid, .id = s->optimizer_id,
-				.skipped = s->step_skipped, .kind = kind,
-				.event = i, .scaler = st,
-			};
-	}
-	if (strcmp(s->what, "update"))
-		return;
-	st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
-	st->grew |= !isnan(st->previous) && s->scale > st->previous;
-	st->iteration = SKIP_NONE;
-	st->floor = i + 1;
-	if (isnan(s->scale))
-		return;
-	if (isnan(st->first))
-		st->first = s->scale;
-	st->halvings = !isnan(st->previous) && s->scale < st->previous
-			       ? st->halvings + 1 : 0;
-	st->previous = s->scale;
-	if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
-			     st->halvings < SCALER_COLLAPSE_HALVINGS))
-		return;
-	st->reported = true;
-	report_collapse(cx, i, st);
+	return false;
 }
 
-void finding_rule_scaler(struct findings_context *cx)
+/* fp16-overflow: the value checks (libamp's, the PyTorch bridge's) saw an
+ * op turn finite inputs (or a cast finite values) into
+ * inf/NaN (its amp.diag events), unless the GradScaler handled it. */
+void finding_rule_fp16_overflow(struct findings_context *cx, size_t i)
 {
-	const struct trace *t = cx->t;
-	struct scaler_rule *r = calloc(1, sizeof *r);
+	const char *kind = cx->t->events[i].diag.kind;
 
-	if (!r) {
-		cx->failed = true;
-		return;
-	}
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what ||
-		    strcmp(e->scaler.what, "update"))
-			continue;
-		struct scaler_state *st = scaler_state(r, e->pid,
-						       e->scaler.scaler_id);
-		if (st)
-			st->updates = true;
-	}
-	for (size_t i = 0; i < t->nevents; i++)
-		if (t->events[i].kind == TRACE_SCALER && t->events[i].scaler.what)
-			scaler_event(cx, r, i);
-	if (r->origins_built)
-		finding_origins_free(cx, &r->origins);
-	free(r);
+	if (kind && !strcmp(kind, finding_kinds[FINDING_FP16_OVERFLOW].name) &&
+	    !overflow_handled_by_scaler(cx, i))
+		finding_fold_diag(cx, i);
 }
 
 /* ------------------------------------------------------ cache growth */
@@ -445,6 +461,12 @@ static void cache_growth_of(struct findings_context *cx, int64_t pid)
 	free(ends);
 }
 
+/* cache-growth: the autocast cache's entry count, read at the end of
+ * each step, rose in CACHE_GROWTH_STEPS consecutive steps with no cache
+ * clear.  Steps, per process: a step ends at each GradScaler `update`;
+ * without one, at the end of each optimizer update (a run of in-place
+ * forward ops on leaves that require grad); without those, each entry
+ * into an outermost autocast region starts one. */
 void finding_rule_cache_growth(struct findings_context *cx)
 {
 	int64_t pids[64];

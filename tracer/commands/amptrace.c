@@ -1,14 +1,14 @@
 /* amptrace: the command-line front end.  Each subcommand lives in its own
  * file and is one row of `commands` below; adding one is a row plus its
- * header.  A subcommand gets argv starting at its own name, answers
- * `--help` itself, and returns the exit status (2 for bad usage). */
+ * declaration in commands.h.  A subcommand gets argv starting at its own
+ * name, answers `--help` itself, and returns the exit status (2 for bad
+ * usage). */
+#include "command_line.h"
+#include "commands.h"
 #include "edit_distance.h"
-#include "explain.h"
 #include "help_topics.h"
 #include "inherit.h"
 #include "raw_dir.h"
-#include "report.h"
-#include "trace_commands.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -93,40 +93,64 @@ static int output_written(int status)
 	return 2;
 }
 
-static int run_command(int argc, char **argv)
+enum { OPTION_VERSION = 256 };
+
+static const struct option amptrace_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPTION_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* `amptrace help [COMMAND | rules]`. */
+static int help(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	const char *name = argv[1];
-	if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
 		usage(stdout);
 		return 0;
 	}
-	if (strcmp(name, "--version") == 0) {
-		printf("amptrace %s\n", AMPTRACE_VERSION);
+	if (strcmp(argv[1], "rules") == 0) {
+		help_rules(stdout);
 		return 0;
 	}
-	if (strcmp(name, "help") == 0) {
-		if (argc < 3) {
+	const struct command *command = find_command(argv[1]);
+	if (command == NULL)
+		return unknown_command(argv[1]);
+	char *help_argv[] = { argv[1], "--help", NULL };
+	return command->run(2, help_argv);
+}
+
+/* amptrace's own options end at the command ('+'): the rest is the
+ * command's, which it reads the same way (command_line.h). */
+static int run_command(int argc, char **argv)
+{
+	struct command_line cl = { "amptrace", "+h", amptrace_options, argc,
+				   argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case 'h':
 			usage(stdout);
 			return 0;
-		}
-		if (strcmp(argv[2], "rules") == 0) {
-			help_rules(stdout);
+		case OPTION_VERSION:
+			printf("amptrace %s\n", AMPTRACE_VERSION);
 			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
-		const struct command *command = find_command(argv[2]);
-		if (command == NULL)
-			return unknown_command(argv[2]);
-		char *help_argv[] = { argv[2], "--help", NULL };
-		return command->run(2, help_argv);
 	}
-	const struct command *command = find_command(name);
+	if (optind == argc) {
+		usage(stderr);
+		return 2;
+	}
+	argc -= optind;
+	argv += optind;
+	if (strcmp(argv[0], "help") == 0)
+		return help(argc, argv);
+	const struct command *command = find_command(argv[0]);
 	if (command == NULL)
-		return unknown_command(name);
-	return command->run(argc - 1, argv + 1);
+		return unknown_command(argv[0]);
+	return command->run(argc, argv);
 }
 
 int main(int argc, char **argv)

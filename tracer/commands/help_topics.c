@@ -3,6 +3,8 @@
  * the bash completion script.  A pip install has no man or share
  * directory to read them from. */
 #include "help_topics.h"
+#include "command_line.h"
+#include "commands.h"
 #include "findings.h"
 
 #include <string.h>
@@ -22,20 +24,32 @@ void help_rules(FILE *out)
 	      "(share/doc/amptrace, or the source).\n", out);
 }
 
+static const char completion_usage[] =
+	"usage: amptrace completion bash\n\n"
+	"Prints the bash completion of amptrace and ampview (subcommands, "
+	"options,\nfinding kinds and rule keywords). In ~/.bashrc:\n"
+	"    eval \"$(amptrace completion bash)\"\n";
+
+static const struct option completion_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 int amptrace_completion(int argc, char **argv)
 {
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		puts("usage: amptrace completion bash\n\n"
-		     "Prints the bash completion of amptrace and ampview "
-		     "(subcommands, options,\nfinding kinds and rule keywords). "
-		     "In ~/.bashrc:\n    eval \"$(amptrace completion bash)\"");
+	struct command_line cl = { "amptrace completion", "h",
+				   completion_options, argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		if (option != 'h')
+			return COMMAND_LINE_BAD_USAGE;
+		fputs(completion_usage, stdout);
 		return 0;
 	}
-	if (argc != 2 || strcmp(argv[1], "bash") != 0) {
-		fputs("amptrace completion: only bash is supported: amptrace "
-		      "completion bash\n", stderr);
-		return 2;
-	}
+	if (argc - optind != 1 || strcmp(argv[optind], "bash") != 0)
+		return command_line_error(&cl, "only bash is supported: "
+					  "amptrace completion bash");
 	fputs(bash_completion_text, stdout);
 	return 0;
 }

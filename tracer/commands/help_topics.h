@@ -8,8 +8,4 @@
  * takes, one line: "finding kinds: a b c". */
 void help_rules(FILE *out);
 
-/* `amptrace completion bash`: the bash completion script of amptrace and
- * ampview; returns the exit status (2 for another shell). */
-int amptrace_completion(int argc, char **argv);
-
 #endif /* AMPTRACE_HELP_TOPICS_H */

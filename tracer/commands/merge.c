@@ -4,12 +4,13 @@
  * clock, so ranks on different hosts line up as well as their clocks do).
  * Inputs that are truncated are merged as far as they go, with a warning;
  * inputs that do not load as traces are refused. */
+#include "command_line.h"
+#include "commands.h"
 #include "id_map.h"
 #include "jsonw.h"
 #include "output_file.h"
 #include "trace.h"
 #include "trace_scan.h"
-#include "trace_commands.h"
 #include "trace_writer.h"
 
 #include <cJSON.h>
@@ -327,6 +328,43 @@ static const char *merged_framework(const struct merge *m)
 
 static int merge_inputs(struct merge *m, const char *out);
 
+enum { OPTION_OUTPUT = 'o' };
+
+static const struct option merge_options[] = {
+	{ "output", required_argument, NULL, OPTION_OUTPUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The inputs into m, the output into *out; returns -1 to go on, else the
+ * exit status. */
+static int parse_args(int argc, char **argv, struct merge *m,
+		      const char **out)
+{
+	struct command_line cl = { "amptrace merge", "ho:", merge_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_OUTPUT:
+			*out = optarg;
+			break;
+		case 'h':
+			fputs(merge_usage, stdout);
+			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
+		}
+	}
+	if (!*out || optind == argc)
+		return command_line_error(&cl, "need input traces and -o OUT");
+	for (int i = optind; i < argc; i++)
+		m->inputs[m->ninputs++] = (struct input){ .path = argv[i],
+							  .rank = -1 };
+	return -1;
+}
+
 int amptrace_merge(int argc, char **argv)
 {
 	struct merge m = { 0 };
@@ -335,35 +373,10 @@ int amptrace_merge(int argc, char **argv)
 	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
 	if (!m.inputs)
 		return 2;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(merge_usage, stdout);
-			free_inputs(&m);
-			return 0;
-		}
-		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "amptrace merge: %s needs a file "
-					"name\n", argv[i]);
-				free_inputs(&m);
-				return 2;
-			}
-			out = argv[++i];
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace merge: unknown option '%s'\n%s",
-				argv[i], merge_usage);
-			free_inputs(&m);
-			return 2;
-		} else {
-			m.inputs[m.ninputs++] = (struct input){ .path = argv[i],
-								.rank = -1 };
-		}
-	}
-	if (!out || !m.ninputs) {
-		fprintf(stderr, "amptrace merge: need input traces and -o OUT\n%s",
-			merge_usage);
+	int status = parse_args(argc, argv, &m, &out);
+	if (status >= 0) {
 		free_inputs(&m);
-		return 2;
+		return status;
 	}
 	return merge_inputs(&m, out);
 }
@@ -392,122 +405,129 @@ int merge_texts(int count, const char *const *paths,
 	return merge_inputs(&m, out);
 }
 
-/* The merge once the inputs are named (their text read here, or given):
- * frees them; returns the exit status. */
-static int merge_inputs(struct merge *pm, const char *out)
+/* Pass 1: every input must read (its text read here unless given); its
+ * header, rank and time base.  Returns 0, or 2 (said). */
+static int read_input(struct merge *m, struct input *in, const char *out)
 {
-	struct merge m = *pm;
-	struct trace_error err;
+	struct trace_scan_handlers h = { .ctx = in, .top = header_top };
+	struct trace_scan_result r;
+	struct trace checked;
+	int status = -1;
 
-	m.err = &err;
-	/* Pass 1: headers, ranks, time bases; every file must read. */
-	for (int i = 0; i < m.ninputs; i++) {
-		struct input *in = &m.inputs[i];
-		struct trace_scan_handlers h = { .ctx = in, .top = header_top };
-		struct trace_scan_result r;
-		if (output_refuse_input("amptrace merge", out, &in->path, 1)) {
-			free_inputs(&m);
-			return 2;
-		}
-		/* Loading checks every event as summary and check would. */
-		struct trace checked;
-		int status = -1;
-		if (!in->text)
-			in->text = trace_read_file(in->path, &in->len, &err);
-		if (in->text && trace_load_text(in->path, in->text, in->len,
-						&checked, &err) == 0) {
-			trace_free(&checked);
-			status = trace_scan(in->path, in->text, in->len, &h, &r,
-					    &err);
-		}
-		if (status != 0) {
-			fprintf(stderr, "amptrace merge: %s\n", err.message);
-			free_inputs(&m);
-			return 2;
-		}
-		in->truncated = r.truncated || (r.amptrace && !in->end);
-		in->events = r.events;
-		if (in->truncated)
-			fprintf(stderr, "amptrace merge: warning: %s is truncated "
-				"(its writer was stopped); merging its %zu "
-				"complete events\n", in->path, r.events);
-		if (in->base_ns > 0 && (m.base_ns == 0 || in->base_ns < m.base_ns))
-			m.base_ns = in->base_ns;
+	if (output_refuse_input("amptrace merge", out, &in->path, 1))
+		return 2;
+	/* Loading checks every event as summary and check would. */
+	if (!in->text)
+		in->text = trace_read_file(in->path, &in->len, m->err);
+	if (in->text && trace_load_text(in->path, in->text, in->len,
+					&checked, m->err) == 0) {
+		trace_free(&checked);
+		status = trace_scan(in->path, in->text, in->len, &h, &r, m->err);
 	}
-	/* Ranks: the header's when all are known and distinct, else the
-	 * position on the command line. */
+	if (status != 0) {
+		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
+		return 2;
+	}
+	in->truncated = r.truncated || (r.amptrace && !in->end);
+	in->events = r.events;
+	if (in->truncated)
+		fprintf(stderr, "amptrace merge: warning: %s is truncated "
+			"(its writer was stopped); merging its %zu "
+			"complete events\n", in->path, r.events);
+	if (in->base_ns > 0 && (m->base_ns == 0 || in->base_ns < m->base_ns))
+		m->base_ns = in->base_ns;
+	return 0;
+}
+
+/* Ranks: the header's when all are known and distinct, else the
+ * position on the command line; pids follow (rank + 1). */
+static void assign_ranks(struct merge *m)
+{
 	bool ranks_ok = true;
-	for (int i = 0; i < m.ninputs; i++) {
-		ranks_ok &= m.inputs[i].rank >= 0;
-		for (int j = 0; j < i; j++)
-			ranks_ok &= m.inputs[i].rank != m.inputs[j].rank;
-	}
 	int max_rank = 0;
-	for (int i = 0; i < m.ninputs; i++) {
-		m.inputs[i].new_rank = ranks_ok ? m.inputs[i].rank : i;
-		m.inputs[i].new_pid = (int64_t)m.inputs[i].new_rank + 1;
-		if (m.inputs[i].new_rank > max_rank)
-			max_rank = m.inputs[i].new_rank;
+
+	for (int i = 0; i < m->ninputs; i++) {
+		ranks_ok &= m->inputs[i].rank >= 0;
+		for (int j = 0; j < i; j++)
+			ranks_ok &= m->inputs[i].rank != m->inputs[j].rank;
+	}
+	for (int i = 0; i < m->ninputs; i++) {
+		m->inputs[i].new_rank = ranks_ok ? m->inputs[i].rank : i;
+		m->inputs[i].new_pid = (int64_t)m->inputs[i].new_rank + 1;
+		if (m->inputs[i].new_rank > max_rank)
+			max_rank = m->inputs[i].new_rank;
 	}
 	if (!ranks_ok)
 		fprintf(stderr, "amptrace merge: note: not every input has a "
 			"distinct rank; using the order of the arguments (rank "
 			"= position, from 0)\n");
-	m.next_extra_pid = (int64_t)max_rank + 2;
+	m->next_extra_pid = (int64_t)max_rank + 2;
+}
 
+/* Opens the output with the merged header; 0, or 1 when it cannot be
+ * written (said). */
+static int open_output(struct merge *m, const char *out)
+{
 	struct jsonw header;
 	jsonw_init(&header);
 	jsonw_printf(&header, "\"generator\":\"amptrace %s merge\",\"rank\":null,"
 			      "\"merged\":[", AMPTRACE_VERSION);
-	for (int i = 0; i < m.ninputs; i++) {
+	for (int i = 0; i < m->ninputs; i++) {
 		if (i)
 			jsonw_raw(&header, ",", 1);
 		jsonw_cstr(&header, "{\"file\":");
-		jsonw_str(&header, m.inputs[i].path);
+		jsonw_str(&header, m->inputs[i].path);
 		jsonw_printf(&header, ",\"rank\":%d,\"truncated\":%s}",
-			     m.inputs[i].new_rank,
-			     m.inputs[i].truncated ? "true" : "false");
+			     m->inputs[i].new_rank,
+			     m->inputs[i].truncated ? "true" : "false");
 	}
 	jsonw_raw(&header, "]", 1);
-	const char *framework = merged_framework(&m);
+	const char *framework = merged_framework(m);
 	if (framework) {
 		jsonw_cstr(&header, ",\"framework\":");
 		jsonw_str(&header, framework);
 	}
-	if (trace_writer_open(&m.writer, out, header.data,
-			      (uint64_t)m.base_ns) != 0) {
+	int status = trace_writer_open(&m->writer, out, header.data,
+				       (uint64_t)m->base_ns);
+	if (status != 0)
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
 			strerror(errno));
-		jsonw_free(&header);
-		free_inputs(&m);
-		return 1;
-	}
 	jsonw_free(&header);
+	return status ? 1 : 0;
+}
 
-	/* Pass 2: events, re-numbered and re-timed. */
-	for (int i = 0; i < m.ninputs; i++) {
-		struct input *in = &m.inputs[i];
-		struct trace_scan_handlers h = { .ctx = &m, .event = merge_event };
+/* Pass 2: events, re-numbered and re-timed.  Returns 0, or 2 (said, the
+ * output discarded). */
+static int write_events(struct merge *m, const char *out)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		struct input *in = &m->inputs[i];
+		struct trace_scan_handlers h = { .ctx = m, .event = merge_event };
 		struct trace_scan_result r;
-		m.current = in;
-		if (trace_scan(in->path, in->text, in->len, &h, &r, &err) != 0) {
-			fprintf(stderr, "amptrace merge: %s\n", err.message);
-			trace_writer_close(&m.writer, "{\"complete\":false}");
+		m->current = in;
+		if (trace_scan(in->path, in->text, in->len, &h, &r, m->err) != 0) {
+			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
+			trace_writer_close(&m->writer, "{\"complete\":false}");
 			output_file_discard(out);
-			free_inputs(&m);
 			return 2;
 		}
 		free(in->text);
 		in->text = NULL;
 	}
+	return 0;
+}
 
+/* The trailer, and the file closed; 0, or 1 when it cannot be
+ * written (said). */
+static int close_output(struct merge *m, const char *out)
+{
 	struct jsonw end;
 	jsonw_init(&end);
 	jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,\"inputs\":[",
-		     (unsigned long long)m.writer.events);
-	for (int i = 0; i < m.ninputs; i++) {
-		struct input *in = &m.inputs[i];
+		     (unsigned long long)m->writer.events);
+	for (int i = 0; i < m->ninputs; i++) {
+		struct input *in = &m->inputs[i];
 		if (i)
 			jsonw_raw(&end, ",", 1);
 		jsonw_cstr(&end, "{\"file\":");
@@ -523,12 +543,34 @@ static int merge_inputs(struct merge *pm, const char *out)
 		jsonw_raw(&end, "}", 1);
 	}
 	jsonw_cstr(&end, "]}");
-	int status = trace_writer_close(&m.writer, end.data) == 0 ? 0 : 1;
+	int status = trace_writer_close(&m->writer, end.data) == 0 ? 0 : 1;
 	if (status)
 		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
 			strerror(errno));
 	jsonw_free(&end);
+	return status;
+}
+
+/* The merge once the inputs are named (their text read here, or given):
+ * frees them; returns the exit status. */
+static int merge_inputs(struct merge *pm, const char *out)
+{
+	struct merge m = *pm;
+	struct trace_error err;
+	int status = 0;
+
+	m.err = &err;
+	for (int i = 0; status == 0 && i < m.ninputs; i++)
+		status = read_input(&m, &m.inputs[i], out);
+	if (status == 0) {
+		assign_ranks(&m);
+		status = open_output(&m, out);
+	}
+	if (status == 0)
+		status = write_events(&m, out);
+	if (status == 0)
+		status = close_output(&m, out);
 	free_inputs(&m);
 	return status;
 }

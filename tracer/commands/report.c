@@ -7,6 +7,8 @@
  * loads and aggregates the same trace. */
 #include "report.h"
 #include "ampview_path.h"
+#include "command_line.h"
+#include "commands.h"
 
 #include "output_file.h"
 #include "report_data.h"
@@ -339,45 +341,59 @@ static char *default_output(const char *trace)
 	return out;
 }
 
+enum { OPTION_OUTPUT = 'o', OPTION_NO_GRAPH = 256 };
+
+static const struct option report_options[] = {
+	{ "output", required_argument, NULL, OPTION_OUTPUT },
+	{ "no-graph", no_argument, NULL, OPTION_NO_GRAPH },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char **trace,
+		      const char **html, bool *graph)
+{
+	struct command_line cl = { "amptrace report", "ho:", report_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_OUTPUT:
+			if (!optarg[0])
+				return command_line_error(&cl, "-o needs a file "
+							  "name");
+			*html = optarg;
+			break;
+		case OPTION_NO_GRAPH:
+			*graph = false;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
+		}
+	}
+	if (optind == argc)
+		return command_line_error(&cl, "no trace given");
+	if (argc - optind > 1)
+		return command_line_error(&cl, "one trace at a time (got '%s' "
+					  "and '%s')", argv[optind],
+					  argv[optind + 1]);
+	*trace = argv[optind];
+	return -1;
+}
+
 int amptrace_report(int argc, char **argv)
 {
 	const char *trace = NULL, *html = NULL;
 	bool graph = true;
+	int parsed = parse_args(argc, argv, &trace, &html, &graph);
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(report_usage, stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--no-graph")) {
-			graph = false;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc || !argv[i + 1][0]) {
-				fprintf(stderr, "amptrace report: %s needs a file "
-					"name\n%s", a, report_usage);
-				return 2;
-			}
-			html = argv[++i];
-		} else if (!strncmp(a, "--output=", 9) && a[9]) {
-			html = a + 9;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "amptrace report: unknown option '%s'\n%s",
-				a, report_usage);
-			return 2;
-		} else if (trace) {
-			fprintf(stderr, "amptrace report: one trace at a time "
-				"(got '%s' and '%s')\n", trace, a);
-			return 2;
-		} else {
-			trace = a;
-		}
-	}
-	if (!trace) {
-		fprintf(stderr, "amptrace report: no trace given\n%s",
-			report_usage);
-		return 2;
-	}
+	if (parsed >= 0)
+		return parsed;
 	char *fallback = html ? NULL : default_output(trace);
 	if (!html && !fallback) {
 		fputs("amptrace report: out of memory\n", stderr);

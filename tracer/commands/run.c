@@ -20,7 +20,8 @@
 #include "run_python.h"
 #include "run_ranks.h"
 #include "tail.h"
-#include "trace_commands.h"
+#include "command_line.h"
+#include "commands.h"
 #include "trace_index.h"
 #include "trace_writer.h"
 
@@ -563,114 +564,131 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 	}
 }
 
-int amptrace_run(int argc, char **argv)
-{
-	struct run_state s = { .out = "trace.json", .value_checks = true };
-	const char *svg = NULL, *report_html = NULL, *raw_bases[2];
-	size_t nraw_bases = 0;
-	bool quiet = false, merge = true;
-	int i;
+/* What `amptrace run` is asked to do besides recording. */
+struct run_args {
+	const char *svg, *report_html;
+	const char *raw_bases[2];
+	size_t nraw_bases;
+	bool quiet, merge;
+};
 
-	inherit_hold_closed_std_fds();
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
+enum {
+	OPTION_OUTPUT = 'o',
+	OPTION_SVG = 256,
+	OPTION_REPORT,
+	OPTION_RAW_DIR,
+	OPTION_NO_VALUE_CHECKS,
+	OPTION_NO_MERGE,
+};
+
+static const struct option run_options[] = {
+	{ "output", required_argument, NULL, OPTION_OUTPUT },
+	{ "svg", required_argument, NULL, OPTION_SVG },
+	{ "report", required_argument, NULL, OPTION_REPORT },
+	{ "raw-dir", required_argument, NULL, OPTION_RAW_DIR },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "no-value-checks", no_argument, NULL, OPTION_NO_VALUE_CHECKS },
+	{ "no-merge", no_argument, NULL, OPTION_NO_MERGE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The options up to PROG ('+': PROG's own options are its), then PROG
+ * and its arguments into s->command.  Returns -1 to go on, else the
+ * exit status. */
+static int parse_args(int argc, char **argv, struct run_state *s,
+		      struct run_args *args)
+{
+	struct command_line cl = { "amptrace run", "+ho:q", run_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_OUTPUT:
+			s->out = optarg;
 			break;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		case OPTION_SVG:
+			args->svg = optarg;
+			break;
+		case OPTION_REPORT:
+			args->report_html = optarg;
+			break;
+		case OPTION_RAW_DIR:
+			args->raw_bases[args->nraw_bases++ % 2] = optarg;
+			break;
+		case 'q':
+			args->quiet = true;
+			break;
+		case OPTION_NO_VALUE_CHECKS:
+			s->value_checks = false;
+			break;
+		case OPTION_NO_MERGE:
+			args->merge = false;
+			break;
+		case 'h':
 			fputs(run_usage, stdout);
 			return 0;
-		}
-		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if (!strcmp(a, "--no-value-checks")) {
-			s.value_checks = false;
-		} else if (!strcmp(a, "--no-merge")) {
-			merge = false;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
-			   !strcmp(a, "--svg") || !strcmp(a, "--report") ||
-			   !strcmp(a, "--raw-dir")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "amptrace run: %s needs a file "
-					"name\n%s", a, run_usage);
-				return 2;
-			}
-			if (!strcmp(a, "--svg"))
-				svg = argv[++i];
-			else if (!strcmp(a, "--report"))
-				report_html = argv[++i];
-			else if (!strcmp(a, "--raw-dir"))
-				raw_bases[nraw_bases++ % 2] = argv[++i];
-			else
-				s.out = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			s.out = a + 9;
-		} else if (!strncmp(a, "--svg=", 6)) {
-			svg = a + 6;
-		} else if (!strncmp(a, "--report=", 9)) {
-			report_html = a + 9;
-		} else if (!strncmp(a, "--raw-dir=", 10)) {
-			raw_bases[nraw_bases++ % 2] = a + 10;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
-				run_usage);
-			return 2;
-		} else {
-			break; /* PROG without `--` */
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "amptrace run: no program given\n%s", run_usage);
-		return 2;
-	}
-	if (!*s.out) {
-		fprintf(stderr, "amptrace run: empty output file name\n");
-		return 2;
-	}
-	if (!strcmp(s.out, "-")) {
-		fprintf(stderr, "amptrace run: -o -: the program's own output "
-			"goes to standard output; name a file\n");
-		return 2;
-	}
-	s.command = argv + i;
-	if (!dir_writable(s.out)) {
+	if (optind >= argc)
+		return command_line_error(&cl, "no program given");
+	if (!*s->out)
+		return command_line_error(&cl, "empty output file name");
+	if (!strcmp(s->out, "-"))
+		return command_line_error(&cl, "-o -: the program's own output "
+					  "goes to standard output; name a file");
+	if (args->nraw_bases > 2)
+		return command_line_error(&cl, "--raw-dir given %zu times: one "
+					  "directory, and one to go on in once "
+					  "it is full", args->nraw_bases);
+	s->command = argv + optind;
+	if (!dir_writable(s->out)) {
 		fprintf(stderr, "amptrace run: cannot write %s: it is a "
 			"directory, or its directory is not writable or does "
-			"not exist\n", s.out);
+			"not exist\n", s->out);
 		return 2;
 	}
+	return -1;
+}
 
-	char recorder_buf[PATH_MAX + 64] = "";
-	const char *recorder = find_recorder(recorder_buf, sizeof recorder_buf);
+/* The recorder to preload, into buf; NULL when there is none that can
+ * go in LD_PRELOAD (said). */
+static const char *preloadable_recorder(char *buf, size_t size)
+{
+	const char *recorder = find_recorder(buf, size);
+
 	if (!recorder) {
 		fprintf(stderr, "amptrace run: %s not found (next to amptrace, "
 			"in %s, or $AMPTRACE_RECORDER)\n", RECORDER_NAME,
-			*recorder_buf ? recorder_buf : "its install directory");
-		return 2;
+			*buf ? buf : "its install directory");
+		return NULL;
 	}
 	if (strpbrk(recorder, " :")) {
 		fprintf(stderr, "amptrace run: the recorder path '%s' contains "
 			"a space or ':' and cannot go in LD_PRELOAD\n", recorder);
-		return 2;
+		return NULL;
 	}
+	return recorder;
+}
 
-	if (nraw_bases > 2) {
-		fprintf(stderr, "amptrace run: --raw-dir given %zu times: one "
-			"directory, and one to go on in once it is full\n",
-			nraw_bases);
-		return 2;
-	}
-	struct raw_dir raw;
-	if (raw_dir_create(&raw, raw_bases, nraw_bases) != 0)
-		return 2;
-	raw_dir_guard(&raw);
-	gethostname(s.hostname, sizeof s.hostname - 1);
+/* The program started, and how it goes (run_program's). */
+struct program {
+	pid_t pid;
+	int report[2];    /* exec's errno comes back through it */
+	int exec_errno;   /* its failure to start, or 0 */
+	bool niced;       /* this process runs nicer while it runs */
+	int nice_before;
+};
 
-	int report[2];
-	if (pipe2(report, O_CLOEXEC) != 0) {
+/* Forks PROG with the recorder preloaded.  Returns 0, or 2 (said). */
+static int start_program(struct run_state *s, const char *recorder,
+			 struct raw_dir *raw, struct program *p)
+{
+	if (pipe2(p->report, O_CLOEXEC) != 0) {
 		fprintf(stderr, "amptrace run: pipe: %s\n", strerror(errno));
-		raw_dir_remove(&raw);
 		return 2;
 	}
 	/* Like time(1): the terminal's ^C reaches the program, which decides;
@@ -694,52 +712,60 @@ int amptrace_run(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	sigprocmask(SIG_BLOCK, &forwarded, &running_mask);
 	fflush(NULL);
-	s.mono_base = clock_ns(CLOCK_MONOTONIC);
-	s.real_base = clock_ns(CLOCK_REALTIME);
-	pid_t pid = fork();
-	if (pid < 0) {
+	s->mono_base = clock_ns(CLOCK_MONOTONIC);
+	s->real_base = clock_ns(CLOCK_REALTIME);
+	p->pid = fork();
+	if (p->pid < 0) {
 		fprintf(stderr, "amptrace run: fork: %s\n", strerror(errno));
-		raw_dir_remove(&raw);
 		return 2;
 	}
-	if (pid == 0) {
-		close(report[0]);
-		exec_child(s.command, recorder, &raw, s.value_checks,
-			   report[1]);
+	if (p->pid == 0) {
+		close(p->report[0]);
+		exec_child(s->command, recorder, raw, s->value_checks,
+			   p->report[1]);
 	}
-	inherit_set_program(pid);
+	inherit_set_program(p->pid);
 	sigprocmask(SIG_SETMASK, &running_mask, NULL);
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
-	int nice_now = getpriority(PRIO_PROCESS, 0);
-	bool niced = errno == 0 &&
-		     setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE) == 0;
-	close(report[1]);
-	int exec_errno = 0;
-	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
-	close(report[0]);
+	p->nice_before = getpriority(PRIO_PROCESS, 0);
+	p->niced = errno == 0 &&
+		   setpriority(PRIO_PROCESS, 0,
+			       p->nice_before + CONVERTER_NICE) == 0;
+	close(p->report[1]);
+	ssize_t got = read(p->report[0], &p->exec_errno, sizeof p->exec_errno);
+	close(p->report[0]);
+	if (got != (ssize_t)sizeof p->exec_errno)
+		p->exec_errno = 0;
+	return 0;
+}
 
+/* Converts the program's records while it runs; its wait status, and
+ * when it ended into *end_ns. */
+static int follow_program(struct run_state *s, struct converter *cv,
+			  struct program *p, bool quiet, uint64_t *end_ns)
+{
 	struct progress progress;
-	progress_init(&progress, quiet);
-	struct converter cv;
-	convert_init(&cv, raw.path, s.mono_base, writer_for, &s);
-	cv.spill_dir = *raw.spill ? raw.spill : NULL;
-	cv.trace_for = trace_for;
+	sigset_t chld;
 	int status = 0;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	progress_init(&progress, quiet);
 	for (;;) {
-		pid_t done = waitpid(pid, &status, WNOHANG);
-		if (done == pid)
+		pid_t done = waitpid(p->pid, &status, WNOHANG);
+		if (done == p->pid)
 			break;
 		if (done < 0 && errno != EINTR) {
 			status = 0;
 			break;
 		}
-		size_t converted = convert_poll(&cv);
-		for (size_t k = 0; k < s.noutputs; k++) {
-			trace_writer_flush(&s.outputs[k]->writer);
-			trace_index_update(&s.outputs[k]->index);
+		size_t converted = convert_poll(cv);
+		for (size_t k = 0; k < s->noutputs; k++) {
+			trace_writer_flush(&s->outputs[k]->writer);
+			trace_index_update(&s->outputs[k]->index);
 		}
-		draw_progress(&s, &progress);
+		draw_progress(s, &progress);
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -749,59 +775,36 @@ int amptrace_run(int argc, char **argv)
 		};
 		sigtimedwait(&chld, NULL, &pause);
 	}
-	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	*end_ns = clock_ns(CLOCK_MONOTONIC);
 	progress_clear(&progress);
 	/* What is left (the records not converted yet, the findings, the
 	 * flows) is all the user waits for now: back to amptrace's own
 	 * priority where the system lets a process raise its priority again
 	 * (root, RLIMIT_NICE), else on at the lower one. */
-	if (niced)
-		setpriority(PRIO_PROCESS, 0, nice_now);
+	if (p->niced)
+		setpriority(PRIO_PROCESS, 0, p->nice_before);
 	inherit_set_program(0);
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
+	return status;
+}
 
-	int failed = 0;
-	if (got == (ssize_t)sizeof exec_errno) {
-		fprintf(stderr, "amptrace run: cannot run %s: %s\n", s.command[0],
-			strerror(exec_errno));
-		convert_free(&cv);
-		raw_dir_remove(&raw);
-		free(s.outputs);
-		return exec_errno == ENOENT ? 127 : 126;
-	}
-	convert_finish(&cv, (long)pid, status, end_ns);
-	if (s.noutputs == 0) {
-		/* Nothing recorded: still leave a trace that loads. */
-		struct output *o = output_for_rank(&s, -1);
-		open_output(&s, o, NULL);
-	}
-	finish_outputs(&s, &cv, status, end_ns, &failed);
-	int stop_errno = raw_dir_stop_errno(&raw);
-	uint64_t ops = report_end(&s, &cv, s.command[0], status,
-				  quiet && !stop_errno, stop_errno != 0);
-	report_raw_dir(&raw, stop_errno, s.command[0], quiet);
-	convert_free(&cv);
-	raw_dir_remove(&raw);
-
-	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-				       : WEXITSTATUS(status);
-	/* A run that recorded no op traced the wrong program (or one not
-	 * linked to libamp, or not importing torch): a CI step should not go
-	 * green on it.  A failing program's own status says more. */
-	if (ops == 0 && code == 0)
-		code = RUN_NO_OPS_EXIT;
-	/* With ranks, -o names their merge (run_ranks.c): the graph and the
-	 * page are drawn from it. */
-	struct output merged_output = { .rank = -1, .path = (char *)s.out };
+/* With ranks, -o names their merge (run_ranks.c): the graph and the
+ * page are drawn from it, else from each output.  Returns the first
+ * failure's status, or `code`. */
+static int render_outputs(const struct run_state *s, const struct run_args *args,
+			  int code)
+{
+	struct output merged_output = { .rank = -1, .path = (char *)s->out };
 	struct output *merged_list[] = { &merged_output };
-	bool merged = merge && !failed && merge_ranks(&s, quiet);
-	struct output **render = merged ? merged_list : s.outputs;
-	size_t nrender = merged ? 1 : s.noutputs;
-	if (svg && !failed) {
+	bool merged = args->merge && merge_ranks(s, args->quiet);
+	struct output *const *render = merged ? merged_list : s->outputs;
+	size_t nrender = merged ? 1 : s->noutputs;
+
+	if (args->svg) {
 		for (size_t k = 0; k < nrender; k++) {
 			char *svg_path = render[k]->rank >= 0
-						 ? rank_path(svg, render[k]->rank)
-						 : strdup(svg);
+						 ? rank_path(args->svg, render[k]->rank)
+						 : strdup(args->svg);
 			int r = render_svg(render[k]->path, svg_path);
 			free(svg_path);
 			if (r != 0 && code == 0)
@@ -810,10 +813,10 @@ int amptrace_run(int argc, char **argv)
 				break;
 		}
 	}
-	for (size_t k = 0; report_html && !failed && k < nrender; k++) {
+	for (size_t k = 0; args->report_html && k < nrender; k++) {
 		char *html = render[k]->rank >= 0
-				     ? rank_path(report_html, render[k]->rank)
-				     : strdup(report_html);
+				     ? rank_path(args->report_html, render[k]->rank)
+				     : strdup(args->report_html);
 		int r = html ? report_write(render[k]->path, html, true,
 					    "amptrace run")
 			     : 1;
@@ -821,13 +824,96 @@ int amptrace_run(int argc, char **argv)
 		if (r != 0 && code == 0)
 			code = r;
 	}
-	for (size_t k = 0; k < s.noutputs; k++) {
-		trace_index_free(&s.outputs[k]->index);
-		trace_free(&s.outputs[k]->kept);
-		free(s.outputs[k]->path);
-		free(s.outputs[k]);
+	return code;
+}
+
+static void free_outputs(struct run_state *s)
+{
+	for (size_t k = 0; k < s->noutputs; k++) {
+		trace_index_free(&s->outputs[k]->index);
+		trace_free(&s->outputs[k]->kept);
+		free(s->outputs[k]->path);
+		free(s->outputs[k]);
 	}
-	free(s.outputs);
+	free(s->outputs);
+}
+
+/* Runs PROG under the recorder, converting as it goes, then completes
+ * the traces (findings, flows) and says what was recorded.  False when
+ * PROG could not be run at all; *code is the exit status (PROG's, but
+ * for recording nothing), *failed set when a trace could not be
+ * written. */
+static bool record(struct run_state *s, const struct run_args *args,
+		   const char *recorder, int *code, int *failed)
+{
+	struct raw_dir raw;
+	struct program p = { 0 };
+	struct converter cv;
+	uint64_t end_ns;
+
+	*code = 2;
+	if (raw_dir_create(&raw, args->raw_bases, args->nraw_bases) != 0)
+		return false;
+	raw_dir_guard(&raw);
+	gethostname(s->hostname, sizeof s->hostname - 1);
+	if (start_program(s, recorder, &raw, &p) != 0) {
+		raw_dir_remove(&raw);
+		return false;
+	}
+	convert_init(&cv, raw.path, s->mono_base, writer_for, s);
+	cv.spill_dir = *raw.spill ? raw.spill : NULL;
+	cv.trace_for = trace_for;
+	int status = follow_program(s, &cv, &p, args->quiet, &end_ns);
+	if (p.exec_errno) {
+		fprintf(stderr, "amptrace run: cannot run %s: %s\n",
+			s->command[0], strerror(p.exec_errno));
+		convert_free(&cv);
+		raw_dir_remove(&raw);
+		*code = p.exec_errno == ENOENT ? 127 : 126;
+		return false;
+	}
+	convert_finish(&cv, (long)p.pid, status, end_ns);
+	if (s->noutputs == 0) {
+		/* Nothing recorded: still leave a trace that loads. */
+		struct output *o = output_for_rank(s, -1);
+		open_output(s, o, NULL);
+	}
+	finish_outputs(s, &cv, status, end_ns, failed);
+	int stop_errno = raw_dir_stop_errno(&raw);
+	uint64_t ops = report_end(s, &cv, s->command[0], status,
+				  args->quiet && !stop_errno, stop_errno != 0);
+	report_raw_dir(&raw, stop_errno, s->command[0], args->quiet);
+	convert_free(&cv);
+	raw_dir_remove(&raw);
+
+	*code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+				    : WEXITSTATUS(status);
+	/* A run that recorded no op traced the wrong program (or one not
+	 * linked to libamp, or not importing torch): a CI step should not go
+	 * green on it.  A failing program's own status says more. */
+	if (ops == 0 && *code == 0)
+		*code = RUN_NO_OPS_EXIT;
+	return true;
+}
+
+int amptrace_run(int argc, char **argv)
+{
+	struct run_state s = { .out = "trace.json", .value_checks = true };
+	struct run_args args = { .merge = true };
+	char recorder_buf[PATH_MAX + 64] = "";
+	int code, failed = 0;
+
+	inherit_hold_closed_std_fds();
+	code = parse_args(argc, argv, &s, &args);
+	if (code >= 0)
+		return code;
+	const char *recorder = preloadable_recorder(recorder_buf,
+						    sizeof recorder_buf);
+	if (!recorder)
+		return 2;
+	if (record(&s, &args, recorder, &code, &failed) && !failed)
+		code = render_outputs(&s, &args, code);
+	free_outputs(&s);
 	if (failed && code == 0)
 		code = 1;
 	return code;

@@ -2,11 +2,12 @@
  * by direction, the weight-cast cache, autocast regions, GradScaler
  * history, as a table or as JSON; the findings come first, most severe
  * first, each with its one-line fix. */
-#include "progress.h"
 #include "analyze.h"
-#include "trace.h"
-#include "trace_commands.h"
+#include "command_line.h"
+#include "commands.h"
+#include "progress.h"
 #include "textfit.h"
+#include "trace.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -691,8 +692,10 @@ static const char *finding_source(const struct trace_finding *f)
 {
 	const struct finding_kind *k = finding_kind_lookup(f->kind);
 
-	return (k && k->value_dependent) || (!k && f->from_trace) ? "libamp"
-								  : "amptrace";
+	return (k && k->source == FINDING_FROM_VALUE_CHECKS) ||
+			       (!k && f->from_trace)
+		       ? "libamp"
+		       : "amptrace";
 }
 
 /* Each finding with its severity, one-line fix and the op and tensor at
@@ -866,89 +869,113 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_Delete(root);
 }
 
-int amptrace_summary(int argc, char **argv)
-{
-	const char *path = NULL;
-	bool json = false, color = false;
-	const char *when = "auto";
+enum { OPTION_JSON = 256, OPTION_COLOR };
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+static const struct option summary_options[] = {
+	{ "json", no_argument, NULL, OPTION_JSON },
+	{ "color", optional_argument, NULL, OPTION_COLOR },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct summary_args {
+	const char *path;
+	bool json, color;
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct summary_args *args)
+{
+	struct command_line cl = { "amptrace summary", "h", summary_options,
+				   argc, argv };
+	const char *when = "auto";
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_JSON:
+			args->json = true;
+			break;
+		case OPTION_COLOR:
+			when = optarg ? optarg : "always";
+			break;
+		case 'h':
 			fputs(summary_usage, stdout);
 			return 0;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--color")) {
-			when = "always";
-		} else if (!strncmp(argv[i], "--color=", 8)) {
-			when = argv[i] + 8;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace summary: unknown option '%s'\n%s",
-				argv[i], summary_usage);
-			return 2;
-		} else if (path) {
-			fprintf(stderr, "amptrace summary: one trace at a time "
-				"(got '%s' and '%s')\n", path, argv[i]);
-			return 2;
-		} else {
-			path = argv[i];
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
-	if (textfit_color(when, &color) != 0) {
-		fprintf(stderr, "amptrace summary: --color must be auto, always "
-			"or never, not '%s'\n", when);
-		return 2;
-	}
-	if (!path) {
-		fprintf(stderr, "amptrace summary: no trace given\n%s",
-			summary_usage);
-		return 2;
-	}
+	if (textfit_color(when, &args->color) != 0)
+		return command_line_error(&cl, "--color must be auto, always or "
+					  "never, not '%s'", when);
+	if (optind == argc)
+		return command_line_error(&cl, "no trace given");
+	if (argc - optind > 1)
+		return command_line_error(&cl, "one trace at a time (got '%s' "
+					  "and '%s')", argv[optind],
+					  argv[optind + 1]);
+	args->path = argv[optind];
+	return -1;
+}
+
+int amptrace_summary(int argc, char **argv)
+{
+	struct summary_args args = { 0 };
 	struct trace trace;
 	struct trace_error err;
-	progress_reading("amptrace summary", path);
-	int loaded = trace_load(path, &trace, &err);
+	char note[512];
+	int status = parse_args(argc, argv, &args);
+
+	if (status >= 0)
+		return status;
+	progress_reading("amptrace summary", args.path);
+	int loaded = trace_load(args.path, &trace, &err);
 	progress_reading_done();
 	if (loaded != 0) {
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	int status = summary_print(&trace, json, color);
-	char note[512];
+	status = summary_print(&trace, args.json, args.color);
 	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
 	    (trace.truncated || !trace.finalized))
-		fprintf(stderr, "amptrace summary: warning: %s: %s\n", path,
-			note);
+		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
+			args.path, note);
 	trace_free(&trace);
 	return status;
+}
+
+/* The tables, written whole, then fitted to the width line by line. */
+static void print_fitted(struct summary *s, bool color)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+
+	if (mem) {
+		print_text(s, mem, color);
+		fclose(mem);
+		textfit_write(stdout, text, len, TEXTFIT_WIDTH);
+	} else {
+		print_text(s, stdout, color);
+	}
+	free(text);
 }
 
 int summary_print(struct trace *trace, bool json, bool color)
 {
 	struct summary s = { .trace = trace };
+
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
 		analysis_free(&s.a);
 		return 2;
 	}
 	tabulate(&s);
-	if (json) {
+	if (json)
 		print_json(&s, stdout);
-	} else {
-		/* written whole, then fitted to the width line by line */
-		char *text = NULL;
-		size_t len = 0;
-		FILE *mem = open_memstream(&text, &len);
-		if (mem) {
-			print_text(&s, mem, color);
-			fclose(mem);
-			textfit_write(stdout, text, len, TEXTFIT_WIDTH);
-		} else {
-			print_text(&s, stdout, color);
-		}
-		free(text);
-	}
+	else
+		print_fitted(&s, color);
 	free(s.ops);
 	free(s.casts);
 	free(s.reasons);

@@ -325,7 +325,10 @@ def _wrap_processes(bridge):
 
 
 def _found_inf(scaler, optimizer):
-    state = scaler._per_optimizer_states.get(id(optimizer), {})
+    """Whether unscaling `optimizer`'s gradients (or its id's) found an
+    inf or NaN."""
+    key = optimizer if isinstance(optimizer, int) else id(optimizer)
+    state = scaler._per_optimizer_states.get(key, {})
     values = state.get("found_inf_per_device", {}).values()
     return sum(v.item() for v in values) > 0
 
@@ -361,23 +364,38 @@ def _first_non_finite_grad(torch, bridge, optimizer):
 
 
 def _wrap_scaler(torch, bridge, scaled):
-    """GradScaler: the scale after each update, found_inf and skipped
-    steps, with the first gradient that held inf/NaN.  1.13's scaler
-    disables itself without CUDA: no events then.  torch 2.x's is
-    torch.amp.GradScaler (torch.cuda.amp's subclasses it).  `scaled`: the
-    optimizers a scaler steps (their LR schedulers are watched)."""
+    """GradScaler: each scale, unscale_, step and update, with the scale,
+    found_inf and skipped steps, and the first gradient that held inf/NaN
+    when a step is skipped.  1.13's scaler disables itself without CUDA:
+    no events then.  torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's
+    subclasses it), and runs on the CPU ("cpu").  `scaled`: the optimizers
+    a scaler steps (their LR schedulers are watched)."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    step, update, unscale = cls.step, cls.update, cls.unscale_
+    scale, unscale, step, update = cls.scale, cls.unscale_, cls.step, \
+        cls.update
+
+    @functools.wraps(scale)
+    def scale_(self, outputs):
+        result = scale(self, outputs)
+        if self._enabled:
+            bridge.scaler("scale", id(self), 0, self.get_scale(), False,
+                          False, 0)
+        return result
 
     @functools.wraps(unscale)
-    def unscale_(self, optimizer, *args, **kwargs):
+    def unscale_(self, optimizer):
         if self._enabled:
             try:
                 _name_grads(bridge, optimizer)
             except Exception as e:
                 _recording_failed(e)
-        return unscale(self, optimizer, *args, **kwargs)
+        result = unscale(self, optimizer)
+        if self._enabled:
+            inf = _found_inf(self, optimizer)
+            bridge.scaler("unscale", id(self), id(optimizer),
+                          self.get_scale(), inf, False, 0)
+        return result
 
     @functools.wraps(step)
     def step_(self, optimizer, *args, **kwargs):
@@ -397,9 +415,14 @@ def _wrap_scaler(torch, bridge, scaled):
 
     @functools.wraps(update)
     def update_(self, *args, **kwargs):
+        # what update() consumes: every optimizer's found_inf (it resets
+        # them); the skip itself is the step event's
+        inf = self._enabled and any(
+            _found_inf(self, optimizer_id) for optimizer_id in
+            list(self._per_optimizer_states))
         result = update(self, *args, **kwargs)
         if self._enabled:
-            bridge.scaler("update", id(self), 0, self.get_scale(), False,
+            bridge.scaler("update", id(self), 0, self.get_scale(), inf,
                           False, 0)
         return result
 
@@ -407,6 +430,7 @@ def _wrap_scaler(torch, bridge, scaled):
     # optimizer step's, not the forward pass's.
     cls.step = _in_phase(bridge, "optimizer", step_)
     cls.update = _in_phase(bridge, "optimizer", update_)
+    cls.scale = scale_
     cls.unscale_ = _in_phase(bridge, "optimizer", unscale_)
 
 

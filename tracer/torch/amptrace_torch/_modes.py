@@ -509,7 +509,7 @@ class _Thread:
             return self.top_level(func, args, kwargs)
         if not frame.started:
             if (frame.wraps and func is self.registry.to_copy and
-                    any(args[0] is a for a in frame.args)):
+                    _holds(frame.args, args[0])):
                 result = func(*args, **kwargs)
                 frame.pending.append((args[0], result))
                 return result
@@ -629,6 +629,13 @@ class _Thread:
             if frame is not None:
                 frame.candidates = []
         return want
+
+
+def _holds(args, tensor):
+    """`tensor` is one of the call's arguments, or an element of a list
+    argument (cat, stack: autocast casts those too)."""
+    return any(a is tensor or (isinstance(a, (list, tuple)) and
+                               any(x is tensor for x in a)) for a in args)
 
 
 def _node_begins(seq, grad_outputs):

@@ -1,20 +1,26 @@
-/* The trace subcommands of amptrace (one file each): argv starts at the
- * command's name, the return value is the exit status. */
-#ifndef AMPTRACE_TRACE_COMMANDS_H
-#define AMPTRACE_TRACE_COMMANDS_H
+/* The amptrace subcommands, one file each (amptrace.c dispatches to
+ * them): argv starts at the command's name, the command answers --help
+ * itself (command_line.h: every one reads its options the same way), and
+ * the return value is the exit status, 2 for bad usage or bad input. */
+#ifndef AMPTRACE_COMMANDS_H
+#define AMPTRACE_COMMANDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 int amptrace_run(int argc, char **argv);     /* run.c */
 int amptrace_summary(int argc, char **argv); /* summary.c */
 int amptrace_check(int argc, char **argv);   /* check.c */
 int amptrace_diff(int argc, char **argv);    /* diff.c */
 int amptrace_merge(int argc, char **argv);   /* merge.c */
+int amptrace_explain(int argc, char **argv); /* explain.c */
+int amptrace_report(int argc, char **argv);  /* report.c */
+/* the bash completion script of amptrace and ampview */
+int amptrace_completion(int argc, char **argv); /* help_topics.c */
 
 /* The same commands on traces already in memory, past the command line
  * (the fuzz harnesses run them so, with no file per input).  Each prints
  * where its command prints and returns its exit status. */
-#include <stdbool.h>
-#include <stddef.h>
-
 struct trace;
 struct analysis;
 struct rules;
@@ -35,4 +41,4 @@ int check_rules(const struct trace *trace, struct analysis *a,
 int merge_texts(int count, const char *const *paths,
 		const char *const *texts, const size_t *lens, const char *out);
 
-#endif /* AMPTRACE_TRACE_COMMANDS_H */
+#endif /* AMPTRACE_COMMANDS_H */

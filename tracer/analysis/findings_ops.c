@@ -1,0 +1,115 @@
+/* The rules about one op or one cast at a time (findings_internal.h):
+ * banned-op, op-error, stale-cache, cache-disabled (dtype-mismatch:
+ * findings_dtype.c). */
+#include "findings_internal.h"
+
+#include <string.h>
+
+static bool is_banned(const struct trace_op *op)
+{
+	return op->policy && op->policy[0] == 'b' &&
+	       !strcmp(op->policy, "banned");
+}
+
+/* banned-op: an op whose policy is `banned`. */
+void finding_rule_banned_op(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	char label[128];
+
+	if (!is_banned(op))
+		return;
+	trace_op_label(op, label, sizeof label);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_BANNED_OP, label, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = op->op_id;
+	f->tensor = op->ninputs ? op->inputs[0].id : 0;
+	finding_text(f->message, sizeof f->message,
+		     "%s (op %llu) is banned under %s autocast%s%s. PyTorch: "
+		     "\"torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss "
+		     "are unsafe to autocast. Many models use a sigmoid layer right "
+		     "before the binary cross entropy layer. In this case, combine "
+		     "the two layers using "
+		     "torch.nn.functional.binary_cross_entropy_with_logits or "
+		     "torch.nn.BCEWithLogitsLoss. binary_cross_entropy_with_logits and "
+		     "BCEWithLogits are safe to autocast.\" Otherwise compute the loss "
+		     "with autocast disabled on .float() inputs",
+		     label, (unsigned long long)op->op_id,
+		     op->autocast.device ? op->autocast.device : op->device,
+		     op->emulated ? " (emulated)" : "",
+		     finding_op_failed(op) ? ", so it failed" : "");
+}
+
+/* op-error: an op failed, and neither banned-op nor dtype-mismatch
+ * explains why. */
+void finding_rule_op_error(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	char label[128];
+
+	if (!finding_op_failed(op) || is_banned(op) ||
+	    finding_dtype_mismatch_explains(op))
+		return;
+	trace_op_label(op, label, sizeof label);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_OP_ERROR, label, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = op->op_id;
+	finding_text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
+		     "failed: %s", label, (unsigned long long)op->op_id,
+		     (long long)e->tid, op->error ? op->error : "(no message)");
+}
+
+/* stale-cache: a cast cache hit marked `stale` (its source was modified
+ * in place after the cached cast was made). */
+void finding_rule_stale_cache(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_cast *c = &e->cast;
+	char label[128], tensor[192];
+
+	if (!c->stale)
+		return;
+	struct trace_finding *f =
+		finding_of(cx, FINDING_STALE_CACHE, "", e->pid, i);
+	if (!f)
+		return;
+	f->op_id = c->op_id;
+	f->tensor = c->tensor;
+	finding_text(f->message, sizeof f->message,
+		     "%s (op %llu) used the cached %s->%s cast of %s made before the "
+		     "tensor was updated in place (an optimizer step inside the same "
+		     "autocast region): the forward computed with the old weights; "
+		     "the cache is cleared only when the outermost region exits, so "
+		     "enter autocast per iteration around forward + loss only",
+		     finding_op_label(cx, e->pid, c->op_id, label, sizeof label),
+		     (unsigned long long)c->op_id, c->from, c->to,
+		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+}
+
+/* cache-disabled: a cacheable cast redone (cache_enabled off). */
+void finding_rule_cache_disabled(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_cast *c = &e->cast;
+	char tensor[192];
+
+	if (!c->cache || strcmp(c->cache, "disabled"))
+		return;
+	struct trace_finding *f =
+		finding_of(cx, FINDING_CACHE_DISABLED, "", e->pid, i);
+	if (!f)
+		return;
+	f->op_id = c->op_id;
+	f->tensor = c->tensor;
+	finding_text(f->message, sizeof f->message,
+		     "the cacheable %s->%s cast of %s was redone because the "
+		     "autocast cache is disabled (cache_enabled=False)",
+		     c->from, c->to,
+		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+}
