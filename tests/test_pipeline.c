@@ -163,6 +163,20 @@ static void produce(void)
 				      .phase = AMP_PHASE_BACKWARD,
 				      .autocast = on };
 	emit(e, 14);
+	/* a cast of another origin than autocast (the bridge's autograd
+	 * casts): an event kind of its own */
+	static const struct amp_tensor_info grad32 = {
+		.id = 4, .dtype = AMP_DTYPE_F32, .device = AMP_DEVICE_CUDA,
+		.ndim = 2, .shape = { 8, 8 },
+	};
+	e = (struct amp_event){ .kind = AMP_EVENT_CAST };
+	e.cast = (struct amp_cast_event){
+		.op_id = 12, .source = w16, .result = grad32,
+		.from = AMP_DTYPE_F16, .to = AMP_DTYPE_F32,
+		.cache = AMP_CACHE_UNCACHEABLE, .reason = "a gradient back",
+		.bytes = 256, .begin_ns = BASE_NS + 14500, .origin = "autograd",
+	};
+	emit(e, 15);
 }
 
 /* ---------------------------------------------------------- comparing */
@@ -242,6 +256,7 @@ static void cast_eq(size_t i, const struct trace_cast *a,
 	str_eq("cast phase", i, a->phase, b->phase);
 	str_eq("cast scope", i, a->scope, b->scope);
 	ck_assert_int_eq(a->stale, b->stale);
+	str_eq("origin", i, a->origin, b->origin);
 	ck_assert_int_eq(a->ndim, b->ndim);
 	for (int d = 0; d < a->ndim; d++)
 		ck_assert_int_eq(a->shape[d], b->shape[d]);
@@ -291,6 +306,7 @@ static void payload_eq(size_t i, const struct trace_event *a,
 		op_eq(i, &a->op, &b->op);
 		break;
 	case TRACE_CAST:
+	case TRACE_OTHER_CAST:
 		cast_eq(i, &a->cast, &b->cast);
 		break;
 	case TRACE_SCOPE_BEGIN:

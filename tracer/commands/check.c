@@ -115,6 +115,10 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	const struct rule_filter *f = &r->filter;
 	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
 
+	if (strcmp(f->origin ? f->origin : "autocast", "any") &&
+	    strcmp(f->origin ? f->origin : "autocast",
+		   c->origin ? c->origin : "autocast"))
+		return false;
 	if (r->from && strcmp(c->from, r->from))
 		return false;
 	if (r->to && strcmp(c->to, r->to))
@@ -403,6 +407,11 @@ static void casts_label(const struct rule *r, char *buf, size_t size)
 		snprintf(buf, size, "casts to %s", r->to);
 	else
 		snprintf(buf, size, "casts");
+	if (r->filter.origin && strcmp(r->filter.origin, "autocast")) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, size - used, " (origin %s)",
+			 r->filter.origin);
+	}
 }
 
 static void eval_casts(const struct analysis *a, const struct rule *r,
@@ -424,7 +433,8 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_CAST || !cast_selected(a, r, e))
+		if ((e->kind != TRACE_CAST && e->kind != TRACE_OTHER_CAST) ||
+		    !cast_selected(a, r, e))
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
 		if (!per_step[step]++)

@@ -21,6 +21,8 @@ static const char *const phase_names[] = { "forward", "backward",
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const cache_names[] = { "hit", "miss", "uncacheable",
 					   "disabled", "any", NULL };
+static const char *const origin_names[] = { "autocast", "autograd",
+					    "custom_fwd", "any", NULL };
 static const char *const cache_metrics[] = { "hit-rate", "hits", "misses",
 					     "uncacheable", "disabled",
 					     "clears", NULL };
@@ -344,6 +346,9 @@ static int parse_filters(struct parser *p, struct rule *r, bool casts)
 		} else if (casts && is_word(p, "cache")) {
 			next(p);
 			f->cache = expect_name(p, cache_names, "a cache result");
+		} else if (casts && is_word(p, "origin")) {
+			next(p);
+			f->origin = expect_name(p, origin_names, "a cast origin");
 		} else {
 			return 0;
 		}

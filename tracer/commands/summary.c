@@ -48,6 +48,7 @@ struct op_row {
 };
 
 struct cast_row {
+	const char *origin;  /* NULL: autocast's (TRACE_CAST) */
 	const char *from, *to;
 	size_t casts, hits;
 	uint64_t bytes;
@@ -77,6 +78,11 @@ struct summary {
 	size_t ncasts;
 	struct reason_row *reasons;
 	size_t nreasons;
+	/* casts autocast did not make (TRACE_OTHER_CAST), and why */
+	struct cast_row *others;
+	size_t nothers;
+	struct reason_row *other_reasons;
+	size_t nother_reasons;
 	struct region_row *regions;
 	size_t nregions;
 	int max_depth;
@@ -171,6 +177,40 @@ static void count_in_regions(struct summary *s, const struct thread_stack *st,
 	}
 }
 
+static struct reason_row *reason_row_for(struct reason_row **rows, size_t *n,
+					 const char *reason)
+{
+	for (size_t k = 0; k < *n; k++)
+		if ((*rows)[k].reason == reason || !strcmp((*rows)[k].reason, reason))
+			return &(*rows)[k];
+	*rows = push(*rows, n, sizeof **rows);
+	(*rows)[*n - 1] = (struct reason_row){ .reason = reason };
+	return &(*rows)[*n - 1];
+}
+
+/* A cast made by autograd or custom_fwd: a table of its own. */
+static void count_other_cast(struct summary *s, const struct trace_event *e)
+{
+	const struct trace_cast *c = &e->cast;
+	struct cast_row *row = NULL;
+
+	for (size_t k = 0; k < s->nothers && !row; k++)
+		if (!strcmp(s->others[k].origin, c->origin) &&
+		    s->others[k].from == c->from && s->others[k].to == c->to)
+			row = &s->others[k];
+	if (!row) {
+		s->others = push(s->others, &s->nothers, sizeof *s->others);
+		row = &s->others[s->nothers - 1];
+		*row = (struct cast_row){ .origin = c->origin, .from = c->from,
+					  .to = c->to };
+	}
+	row->casts++;
+	row->bytes += c->bytes;
+	row->time_us += e->dur;
+	reason_row_for(&s->other_reasons, &s->nother_reasons,
+		       c->reason ? c->reason : "")->count++;
+}
+
 static void tabulate(struct summary *s)
 {
 	const struct trace *t = s->trace;
@@ -227,6 +267,8 @@ static void tabulate(struct summary *s)
 				}
 			}
 			count_in_regions(s, st, false);
+		} else if (e->kind == TRACE_OTHER_CAST) {
+			count_other_cast(s, e);
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			struct cast_row *row = NULL;
@@ -517,6 +559,34 @@ static void print_framework(const struct trace *t, FILE *out)
 	fputc('\n', out);
 }
 
+/* The casts autocast did not make, when there are any: autograd's in
+ * backward, custom_fwd's (FORMAT.md §3.3 origin). */
+static void print_other_casts(struct summary *s, FILE *out)
+{
+	char label[64], b1[32], b2[32];
+
+	if (!s->nothers)
+		return;
+	fputs("\nCasts made outside autocast (counted apart from autocast's)\n",
+	      out);
+	fprintf(out, "  %-11s %-14s %7s %12s %12s\n", "origin", "direction",
+		"casts", "bytes", "time");
+	trace_sort(s->others, s->nothers, sizeof *s->others, compare_casts);
+	for (size_t i = 0; i < s->nothers; i++) {
+		const struct cast_row *r = &s->others[i];
+		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
+		fprintf(out, "  %-11s %-14s %7zu %12s %12s\n", r->origin, label,
+			r->casts, human_bytes(r->bytes, b1, sizeof b1),
+			human_time(r->time_us, b2, sizeof b2));
+	}
+	fputs("  because:\n", out);
+	trace_sort(s->other_reasons, s->nother_reasons,
+		   sizeof *s->other_reasons, compare_reasons);
+	for (size_t i = 0; i < s->nother_reasons; i++)
+		fprintf(out, "    %7zu  %s\n", s->other_reasons[i].count,
+			s->other_reasons[i].reason);
+}
+
 static void print_text(struct summary *s, FILE *out, bool color)
 {
 	const struct trace *t = s->trace;
@@ -620,6 +690,8 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			r->hits, human_bytes(r->bytes, b1, sizeof b1),
 			human_time(r->time_us, b2, sizeof b2));
 	}
+
+	print_other_casts(s, out);
 
 	fputs("\nWeight-cast cache\n", out);
 	fprintf(out, "  hits %llu, misses %llu, uncacheable %llu, disabled %llu",
@@ -791,6 +863,20 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
 		cJSON_AddNumberToObject(o, "time_us", r->time_us);
 		cJSON_AddItemToArray(casts, o);
+	}
+
+	cJSON *others = cJSON_AddArrayToObject(root, "other_casts");
+	trace_sort(s->others, s->nothers, sizeof *s->others, compare_casts);
+	for (size_t i = 0; i < s->nothers; i++) {
+		const struct cast_row *r = &s->others[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "origin", r->origin);
+		cJSON_AddStringToObject(o, "from", r->from);
+		cJSON_AddStringToObject(o, "to", r->to);
+		cJSON_AddNumberToObject(o, "casts", (double)r->casts);
+		cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+		cJSON_AddNumberToObject(o, "time_us", r->time_us);
+		cJSON_AddItemToArray(others, o);
 	}
 
 	cJSON *cache = cJSON_AddObjectToObject(root, "cache");

@@ -89,7 +89,7 @@ typedef struct trace *(*convert_trace_fn)(void *ctx,
 struct converter {
 	char *raw_dir;
 	/* Where streams went on when raw_dir filled up (raw.h), or NULL;
-	 * set after conv_init, owned by the caller. */
+	 * set after convert_init, owned by the caller. */
 	const char *spill_dir;
 	uint64_t base_ns;        /* CLOCK_MONOTONIC of ts 0 */
 	convert_writer_fn writer_for;

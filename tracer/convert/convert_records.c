@@ -155,10 +155,11 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		begin_ns = time_ns;
 	const struct pending_op *pending = find_pending(t, c->op_id);
 	const struct trace_op *op = pending ? &pending->op : NULL;
-	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CAST,
-					    convert_cast_label(p, c->from,
-							       c->to),
-					    LIT_CAT_CAST, 'X', begin_ns);
+	struct trace_event e = convert_head(cv, p, t->tid,
+					    c->origin ? TRACE_OTHER_CAST
+						   : TRACE_CAST,
+					 convert_cast_label(p, c->from, c->to),
+					 LIT_CAT_CAST, 'X', begin_ns);
 	e.dur = convert_to_us((int64_t)(time_ns - begin_ns));
 	e.cast = (struct trace_cast){
 		.op_id = c->op_id, .tensor = source->id, .result = c->result.id,
@@ -172,6 +173,7 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.op = op ? op->op : NULL,
 		.phase = op ? op->phase : NULL,
 		.scope = op ? op->autocast.scope : NULL,
+		.origin = c->origin ? convert_intern_cstr(p, c->origin) : NULL,
 		.stale = c->stale,
 		.ndim = source->ndim < 0 ? 0
 			: source->ndim < TRACE_MAX_DIMS ? source->ndim

@@ -86,6 +86,13 @@ static __thread struct thread_writer writer
 	__attribute__((tls_model("initial-exec")));
 #endif
 
+/* The name the calling thread's stream carries, when its runtime named
+ * it (producer_set_thread_name); else the OS thread name. */
+static __thread char thread_name[32];
+_Static_assert(sizeof thread_name ==
+	       sizeof ((struct raw_thread_header *)0)->name,
+	       "a thread name fits the raw header as it is");
+
 static char process_dir[PATH_MAX + 32];
 /* p<pid>/exit and the pid it belongs to, made with the directory: marking
  * the exit happens inside _exit (recorder_exit.c), where it should do no
@@ -400,6 +407,8 @@ static void write_header(struct thread_writer *w)
 	h->os_tid = (int64_t)syscall(SYS_gettid);
 	if (w->amp_thread == RAW_GPU_STREAM)
 		snprintf(h->name, sizeof h->name, "gpu");
+	else if (thread_name[0])
+		memcpy(h->name, thread_name, sizeof h->name);
 	else
 		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
 	h->name[sizeof h->name - 1] = '\0';
@@ -900,6 +909,11 @@ void producer_detach(void)
 bool producer_attached(void)
 {
 	return atomic_load(&attached);
+}
+
+void producer_set_thread_name(const char *name)
+{
+	snprintf(thread_name, sizeof thread_name, "%s", name);
 }
 
 void producer_mark_exit(void)

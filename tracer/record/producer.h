@@ -60,6 +60,13 @@ bool producer_attached(void);
  * leaves none). */
 void producer_mark_exit(void);
 
+/* The name the calling thread's stream carries from now on (its first
+ * event opens it), in place of the OS thread name: a runtime's own name
+ * for the thread (Python's threading name), without renaming it in the
+ * OS.  UTF-8; at most 31 bytes are kept, so the caller cuts it at a
+ * character boundary. */
+void producer_set_thread_name(const char *name);
+
 /* Tests: populate new chunks as on a kernel without MADV_POPULATE_WRITE
  * (Linux before 5.14), which the producer otherwise finds out itself. */
 void producer_populate_by_mmap(void);

@@ -46,7 +46,8 @@
 #define RAW_ENV_PID "AMPTRACE_PID" /* the converting amptrace process */
 #define RAW_ENV_SPILL "AMPTRACE_RAW_SPILL"
 #define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
-#define RAW_VERSION 4 /* 3: tensors carry producer_op_id; 4: varints */
+/* 3: tensors carry producer_op_id; 4: varints; 5: casts carry their origin */
+#define RAW_VERSION 5
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */

@@ -83,7 +83,7 @@ struct raw_gpu_stats {
 	X(V64_IF, cast.cache_entries, cast.cache_counted)                   \
 	X(V64_IF, cast.cache_bytes, cast.cache_counted)                     \
 	X(TENSOR, cast.source, ) X(TENSOR, cast.result, )                   \
-	X(STR, cast.reason, )
+	X(STR, cast.reason, ) X(STR, cast.origin, )
 
 #define RAW_SCOPE_FIELDS(X)                                                 \
 	X(S32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \

@@ -2,53 +2,101 @@
 
 `amptrace run` puts this file's directory first on PYTHONPATH, so Python
 runs it at start-up in place of the sitecustomize it shadows (which it
-runs in turn).  It imports nothing heavy: a program that never imports
-torch pays a few hundred microseconds.  Right after the program's own
-`import torch` it arms the bridge (amptrace_torch), which records into
-the raw directory `amptrace run` gave (AMPTRACE_RAW_DIR).
+imports in turn, as Python would have).  It imports nothing heavy: a
+program that never imports torch pays a few hundred microseconds.  Right
+after the program's own `import torch` it arms the bridge
+(amptrace_torch), which records into the raw directory `amptrace run`
+gave (AMPTRACE_RAW_DIR).
 """
 import os
 import sys
+from _thread import get_ident
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _chain_shadowed():
-    """Runs the sitecustomize.py this one hides (Debian ships one)."""
-    for entry in sys.path:
-        if os.path.abspath(entry or ".") == _HERE:
-            continue
-        path = os.path.join(entry or ".", "sitecustomize.py")
-        if os.path.isfile(path):
-            with open(path, "rb") as f:
-                code = compile(f.read(), path, "exec")
-            exec(code, {"__name__": "sitecustomize", "__file__": path})
-            return
+def _import_shadowed():
+    """Imports the sitecustomize this one hides (Debian ships one; a
+    program may have its own: a module, a package, a .pyc, one inside a
+    zip on PYTHONPATH) as the module `sitecustomize`, the way site.py
+    would have: it replaces this module in sys.modules, and an error in
+    it reaches site.py, which reports it as it would have."""
+    import importlib.machinery
+    from importlib._bootstrap import module_from_spec  # importlib.util costs ms
+
+    path = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    module = module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        if sys.modules.get("sitecustomize") is module:
+            del sys.modules["sitecustomize"]
+        raise
 
 
 class _ArmAfterTorch:
     """A meta path finder that only watches for `torch`: it lets the
-    other finders find it and runs the bridge once torch has loaded."""
+    other finders find it and arms the bridge once torch has loaded.  It
+    stays in place until then, whatever asked: a lookup alone
+    (importlib.util.find_spec, as transformers and Lightning do first) is
+    no import, and the spec it returns may be the one that loads torch
+    later (a LazyLoader, module_from_spec + exec_module)."""
+
+    def __init__(self):
+        self.finding = set()  # threads inside find_spec (a finder after
+        # this one may look torch up through sys.meta_path again)
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
             return None
-        sys.meta_path.remove(self)
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = find(name, path, target) if find else None
-            if spec is not None:
-                break
-        else:
+        thread = get_ident()
+        if thread in self.finding:
             return None
-        exec_module = spec.loader.exec_module
+        self.finding.add(thread)
+        try:
+            spec = self.others_spec(name, path, target)
+        finally:
+            self.finding.discard(thread)
+        if spec is None:
+            return None
+        exec_module = getattr(spec.loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+        finder = self
 
         def exec_then_arm(module):
             exec_module(module)
-            _arm()
+            finder.torch_loaded()
 
-        spec.loader.exec_module = exec_then_arm
+        try:
+            spec.loader.exec_module = exec_then_arm
+        except (AttributeError, TypeError):  # a loader with __slots__
+            pass
         return spec
+
+    def others_spec(self, name, path, target):
+        """The spec the finders after this one give (those before it
+        have said no already)."""
+        finders = list(sys.meta_path)
+        if self in finders:
+            finders = finders[finders.index(self) + 1:]
+        for finder in finders:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                return spec
+        return None
+
+    def torch_loaded(self):
+        """torch has run its __init__ (an import that failed leaves the
+        finder watching for the next try)."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+            _arm()
 
 
 def _import_bridge():
@@ -102,7 +150,7 @@ def _no_torch_note():
             "pip install torch there)\n" % sys.executable)
 
 
-_chain_shadowed()
+# Armed before the shadowed sitecustomize runs: it may import torch.
 if os.environ.get("AMPTRACE_RAW_DIR"):
     sys.meta_path.insert(0, _ArmAfterTorch())
     if os.environ.get("AMPTRACE_TORCH_NOTE") == "1":
@@ -110,3 +158,4 @@ if os.environ.get("AMPTRACE_RAW_DIR"):
         os.environ["AMPTRACE_TORCH_NOTE"] = "0"
         import atexit
         atexit.register(_no_torch_note)
+_import_shadowed()

@@ -220,6 +220,10 @@ static void write_cast(struct jsonw *w, const struct trace_cast *c)
 	jsonw_str(w, c->reason);
 	jsonw_lit(w, ",\"bytes\":");
 	jsonw_u64(w, c->bytes);
+	if (c->origin) {
+		jsonw_lit(w, ",\"origin\":");
+		jsonw_str(w, c->origin);
+	}
 	if (c->stale)
 		jsonw_lit(w, ",\"stale\":true");
 	if (c->name) {
@@ -705,6 +709,7 @@ void event_json_write(struct jsonw *w, const struct trace_event *e)
 		write_op(w, &e->op);
 		return;
 	case TRACE_CAST:
+	case TRACE_OTHER_CAST:
 		write_cast(w, &e->cast);
 		return;
 	case TRACE_SCOPE_BEGIN:

@@ -349,6 +349,9 @@ static void load_cast(struct loader *l, const cJSON *args,
 	c->reason = get_string(l, args, "reason", at, true, true);
 	c->bytes = get_id(l, args, "bytes", at, false);
 	c->stale = get_bool(l, args, "stale", at, true);
+	c->origin = get_string(l, args, "origin", at, true, false);
+	if (c->origin && !strcmp(c->origin, "autocast"))
+		c->origin = NULL;
 	c->name = get_string(l, args, "name", at, true, true);
 	c->op = get_string(l, args, "op", at, true, true);
 	c->phase = get_string(l, args, "phase", at, true, true);
@@ -662,6 +665,8 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		break;
 	case TRACE_CAST:
 		load_cast(l, args, &e.cast);
+		if (e.cast.origin)
+			e.kind = TRACE_OTHER_CAST;
 		break;
 	case TRACE_SCOPE_BEGIN:
 		e.scope.scope = get_string(l, args, "scope", "args.", true, true);

@@ -26,7 +26,11 @@ static inline int64_t trace_us_to_ns(double us)
 
 enum trace_kind {
 	TRACE_OP,          /* amp.op X */
-	TRACE_CAST,        /* amp.cast X */
+	TRACE_CAST,        /* amp.cast X made by autocast */
+	/* amp.cast X made by someone else (args.origin: autograd in backward,
+	 * custom_fwd): apart, so that what reads autocast's decisions (cache,
+	 * findings, diff, views) reads only those */
+	TRACE_OTHER_CAST,
 	TRACE_SCOPE_BEGIN, /* amp.scope B */
 	TRACE_SCOPE_END,   /* amp.scope E */
 	TRACE_CACHE_CLEAR, /* amp.cache i */
@@ -89,6 +93,7 @@ struct trace_cast {
 	const char *op;       /* the op being cast for, when known */
 	const char *phase;
 	const char *scope;
+	const char *origin;   /* NULL: autocast; "autograd", "custom_fwd" */
 	bool stale;
 	/* the source tensor's shape and flags */
 	int ndim;

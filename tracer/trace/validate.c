@@ -172,13 +172,15 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 
 	if (!t->counts[TRACE_KERNEL])
 		return;
-	results = malloc((t->counts[TRACE_CAST] + 1) * sizeof *results);
+	results = malloc((t->counts[TRACE_CAST] + t->counts[TRACE_OTHER_CAST] +
+			  1) * sizeof *results);
 	if (!results) {
 		problem(r, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < t->nevents; i++)
-		if (t->events[i].kind == TRACE_CAST)
+		if (t->events[i].kind == TRACE_CAST ||
+		    t->events[i].kind == TRACE_OTHER_CAST)
 			results[nresults++] = (struct key){
 				t->events[i].pid, t->events[i].cast.result, 0, i
 			};
@@ -208,6 +210,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 	static const char *const phases[] = { "forward", "backward", "optimizer", NULL };
 	static const char *const caches[] = { "hit", "miss", "uncacheable",
 					      "disabled", NULL };
+	static const char *const origins[] = { "autograd", "custom_fwd", NULL };
 	size_t n = t->nevents + 1;
 	struct key *ops = malloc(n * sizeof *ops);
 	struct key *defs = malloc(2 * n * sizeof *defs);
@@ -247,7 +250,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		} else if (e->kind == TRACE_KERNEL) {
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 ns(e->ts + e->dur), i };
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST ||
+			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
 			defs[ndefs++] = (struct key){ e->pid, c->result, end, i };
@@ -261,6 +265,10 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				problem(r, "line %zu: cast cache \"%s\" is not "
 					"hit, miss, uncacheable or disabled",
 					e->line, c->cache);
+			if (c->origin && !one_of(c->origin, origins))
+				problem(r, "line %zu: cast origin \"%s\" is not "
+					"autocast, autograd or custom_fwd",
+					e->line, c->origin);
 		}
 	}
 	trace_sort(ops, nops, sizeof *ops, compare_keys);
@@ -284,7 +292,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				if (!valid_dtype(e->op.outputs[k].dtype))
 					problem(r, "line %zu: output dtype \"%s\"",
 						e->line, e->op.outputs[k].dtype);
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST ||
+			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			const struct key *op = find_key(ops, nops, e->pid, c->op_id);
 			if (!op) {

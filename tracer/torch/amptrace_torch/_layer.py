@@ -64,8 +64,11 @@ def _recording_failed(error):
     once and recording goes on without the part that failed."""
     if not _failed:
         _failed.append(error)
-        sys.stderr.write("amptrace: recording error (the program is not "
-                         "affected): %r\n" % (error,))
+        try:
+            sys.stderr.write("amptrace: recording error (the program is not "
+                             "affected): %r\n" % (error,))
+        except Exception:  # no stderr to say it on (None, closed)
+            pass
 
 
 _locations = {}  # (code, line) -> "file:line", made once per place
@@ -73,9 +76,11 @@ _locations = {}  # (code, line) -> "file:line", made once per place
 
 def _location(torch_dir):
     """file:line of the code that opened the region (the `with` line or
-    the decorated function's caller), outside torch's own files."""
+    the decorated function's caller), outside torch's and the bridge's
+    own files."""
     frame = sys._getframe(2)
-    while frame and frame.f_code.co_filename.startswith(torch_dir):
+    while frame and frame.f_code.co_filename.startswith(
+            (torch_dir, _THIS_DIR + os.sep)):
         frame = frame.f_back
     if frame is None:
         return None
@@ -130,16 +135,20 @@ def _wrap_autocast(torch, bridge):
     cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
-def _in_phase(bridge, phase, fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        previous = bridge.set_phase(phase)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            bridge.set_phase(previous)
+def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None,
+             before=None):
+    """fn in `phase`, after before(*args, **kwargs) and then
+    after(result, *args, **kwargs): a C callable (wrap.h) that leaves no
+    frame in the program's tracebacks, binds as a method and carries fn's
+    attributes (functools.update_wrapper)."""
+    wrapper = functools.update_wrapper(
+        bridge.wrapper(fn, phase, after, closure_phase, before), fn)
     wrapper._amptrace = True
     return wrapper
+
+
+def _in_phase(bridge, phase, fn):
+    return _wrapped(bridge, fn, phase)
 
 
 def _wrap_phases(torch, bridge):
@@ -159,7 +168,10 @@ def _wrap_phases(torch, bridge):
         patch(self)
         step = self.__class__.step
         if not getattr(step, "_amptrace", False):
-            wrapped = _in_phase(bridge, "optimizer", step)
+            # a closure (Lightning's, LBFGS's) runs the forward and
+            # backward passes inside the step
+            wrapped = _wrapped(bridge, step, "optimizer",
+                               closure_phase="forward")
             wrapped.hooked = getattr(step, "hooked", None)
             self.__class__.step = wrapped
 
@@ -191,44 +203,83 @@ class _Identities:
     def __len__(self):
         return len(self._refs)
 
+    def live(self):
+        """The objects still alive."""
+        return [obj for obj in (ref() for ref in list(self._refs.values()))
+                if obj is not None]
+
+
+def _tree(module):
+    """(modules, [(name, parameter)]) of a module's tree, in the order of
+    Module.named_parameters(), read from torch's own dicts: no method of
+    the program's (a named_parameters or modules override) is called, and
+    modules without __hash__ are walked too (torch's walk keeps a set)."""
+    modules, params = [], []
+    seen_modules, seen_params = set(), set()   # ids, all alive meanwhile
+    stack = [("", module)]
+    while stack:
+        prefix, m = stack.pop()
+        if id(m) in seen_modules:
+            continue
+        seen_modules.add(id(m))
+        modules.append(m)
+        own = getattr(m, "__dict__", {})
+        for name, param in own.get("_parameters", {}).items():
+            if param is not None and id(param) not in seen_params:
+                seen_params.add(id(param))
+                params.append((prefix + name, param))
+        children = [(name, child) for name, child in
+                    own.get("_modules", {}).items() if child is not None]
+        for name, child in reversed(children):
+            stack.append((prefix + name + ".", child))
+    return modules, params
+
 
 def _name_parameters(torch, bridge, modules_exist):
     """Parameters get their names (fc1.weight) from the outermost module
-    that runs them, before its first forward.  A global forward pre-hook
-    sends every module call down torch's slow path (hooks), so it stays
-    registered only while some module has not run yet: modules made after
-    install are known (Module.__init__), those made before it
-    (`modules_exist`: the trace() API) are not, and keep it registered."""
-    named = _Identities()     # needed only while unknown ones exist
-    pending = _Identities()   # made since install, not named yet
+    that runs them, before its first forward, through a global forward
+    pre-hook.  That hook sends every module call down torch's slow path,
+    so it is there only while modules wait for their names: once a module
+    named this way runs again (the program's loop came round), the ones
+    still waiting (never called: an unused head, a loss object) are named
+    from their own outermost modules and the hook goes, until a new module
+    is made.  The modules made before install (`modules_exist`: the
+    trace() API) are found once, on the heap."""
+    pending = _Identities()   # modules not named yet
+    roots = _Identities()     # modules whose call named their tree
     hook = []                 # the registration, while there is one
     lock = threading.Lock()   # threads make and run modules at once
 
-    def name_module(module):
-        if module in named or (not modules_exist and module not in pending):
-            return
-        try:
-            subs = list(module.modules())
-            params = list(module.named_parameters())
-        except TypeError:
-            # torch's own walk keeps modules in a set: one without
-            # __hash__ cannot be walked (nor given to an optimizer); its
-            # submodules name their parameters as they run
-            pending.discard(module)
-            params, subs = [], []
-        for sub in subs:
+    def name_tree(module):
+        modules, params = _tree(module)
+        for sub in modules:
             pending.discard(sub)
-            if modules_exist:
-                named.add(sub)
         for name, param in params:
             bridge.name_tensor(param._cdata, name)
+
+    def name_waiting():
+        """Names each waiting module that is not inside another."""
+        waiting = pending.live()
+        inside = set()
+        for module in waiting:
+            inside.update(id(sub) for sub in _tree(module)[0][1:])
+        for module in waiting:
+            if id(module) not in inside and module in pending:
+                name_tree(module)
+
+    def drop_hook():
         with lock:
-            if not pending and not modules_exist and hook:
+            if hook:
                 hook.pop().remove()
 
     def pre_hook(module, inputs):
         try:
-            name_module(module)
+            if module in pending:
+                name_tree(module)
+                roots.add(module)
+            elif module in roots:
+                name_waiting()
+                drop_hook()
         except Exception as e:
             _recording_failed(e)
         return None
@@ -246,25 +297,60 @@ def _name_parameters(torch, bridge, modules_exist):
         except Exception as e:
             _recording_failed(e)
 
-    init = torch.nn.Module.__init__
-    setstate = torch.nn.Module.__setstate__
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        made(self)
+    def after_made(result, module, *args, **kwargs):
+        made(module)
 
     # copy.deepcopy and unpickling (torch.load of a whole model) make a
-    # module without __init__
-    @functools.wraps(setstate)
-    def __setstate__(self, state):
-        setstate(self, state)
-        made(self)
-
-    torch.nn.Module.__init__ = __init__
-    torch.nn.Module.__setstate__ = __setstate__
+    # module without __init__, through __setstate__
+    module = torch.nn.Module
+    module.__init__ = _wrapped(bridge, module.__init__, after=after_made)
+    module.__setstate__ = _wrapped(bridge, module.__setstate__,
+                                   after=after_made)
     if modules_exist:
-        register()
+        import gc
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.nn.Module):
+                made(obj)
+
+
+def _custom_functions(torch, bridge):
+    """Custom autograd Functions are ops (their apply and backward node
+    reach the observer under the class's name): the observer learns each
+    class name, of those made already and of every one made later
+    (FunctionMeta.__init__).  custom_fwd(cast_inputs=) casts a Function's
+    inputs through torch's _cast: the casts inside are the Function's."""
+    function = torch.autograd.Function
+    meta = type(function)
+    seen, todo = set(), list(function.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            bridge.custom_function(cls.__name__)
+            todo.extend(cls.__subclasses__())
+
+    def made(result, cls, *args, **kwargs):
+        try:
+            bridge.custom_function(cls.__name__)
+        except Exception as e:
+            _recording_failed(e)
+
+    meta.__init__ = _wrapped(bridge, meta.__init__, after=made)
+    for module in (torch.amp.autocast_mode, torch.cuda.amp.autocast_mode):
+        cast = getattr(module, "_cast", None)
+        if cast is not None:
+            module._cast = _casting_inputs(bridge, cast)
+
+
+def _casting_inputs(bridge, cast):
+    @functools.wraps(cast)
+    def _cast(*args, **kwargs):
+        previous = bridge.custom_casts(True)
+        try:
+            return cast(*args, **kwargs)
+        finally:
+            bridge.custom_casts(previous)
+    return _cast
 
 
 def _wrap_inference_mode(torch, bridge):
@@ -296,12 +382,25 @@ def _wrap_inference_mode(torch, bridge):
     record()  # the trace() API may start inside inference_mode
 
 
+def _trace_name(name):
+    """A thread's name as the trace shows it: UTF-8 (lone surrogates as
+    \\udc80), NUL as \\0, at most 31 bytes, whole characters."""
+    raw = str(name).encode("utf-8", "backslashreplace")
+    raw = raw.replace(b"\0", b"\\0")[:31]
+    return raw.decode("utf-8", "ignore").encode("utf-8")
+
+
 def _wrap_threads(bridge):
+    """The trace names each thread as Python does (not the OS: the
+    thread's OS name stays the program's)."""
     bootstrap = threading.Thread._bootstrap_inner
 
     @functools.wraps(bootstrap)
     def _bootstrap_inner(self):
-        bridge.set_thread_name(self.name)
+        try:  # Thread.start() waits for this thread: never raise here
+            bridge.set_thread_name(_trace_name(self.name))
+        except Exception:
+            pass
         return bootstrap(self)
 
     threading.Thread._bootstrap_inner = _bootstrap_inner
@@ -363,75 +462,74 @@ def _first_non_finite_grad(torch, bridge, optimizer):
     return 0
 
 
-def _wrap_scaler(torch, bridge, scaled):
+def _wrap_scaler(torch, bridge, scaled_optimizers):
     """GradScaler: each scale, unscale_, step and update, with the scale,
     found_inf and skipped steps, and the first gradient that held inf/NaN
     when a step is skipped.  1.13's scaler disables itself without CUDA:
     no events then.  torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's
-    subclasses it), and runs on the CPU ("cpu").  `scaled`: the optimizers
-    a scaler steps (their LR schedulers are watched)."""
+    subclasses it), and runs on the CPU ("cpu").  `scaled_optimizers`: the
+    optimizers a scaler steps (their LR schedulers are watched).  Each
+    gradient is named after its parameter before unscale_ reads it."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    scale, unscale, step, update = cls.scale, cls.unscale_, cls.step, \
-        cls.update
+    # found_inf of the optimizers unscaled or stepped since the last update,
+    # per scaler: update() resets them before its after-callback runs
+    pending_inf = {}
 
-    @functools.wraps(scale)
-    def scale_(self, outputs):
-        result = scale(self, outputs)
-        if self._enabled:
-            bridge.scaler("scale", id(self), 0, self.get_scale(), False,
-                          False, 0)
-        return result
+    def report(what, self, optimizer, found_inf, skipped, culprit=0):
+        bridge.scaler(what, id(self), id(optimizer) if optimizer else 0,
+                      self.get_scale(), found_inf, skipped, culprit)
 
-    @functools.wraps(unscale)
-    def unscale_(self, optimizer):
-        if self._enabled:
-            try:
+    def naming(self, optimizer):
+        try:
+            if self._enabled:
                 _name_grads(bridge, optimizer)
-            except Exception as e:
-                _recording_failed(e)
-        result = unscale(self, optimizer)
-        if self._enabled:
-            inf = _found_inf(self, optimizer)
-            bridge.scaler("unscale", id(self), id(optimizer),
-                          self.get_scale(), inf, False, 0)
-        return result
+        except Exception as e:
+            _recording_failed(e)
 
-    @functools.wraps(step)
-    def step_(self, optimizer, *args, **kwargs):
-        result = step(self, optimizer, *args, **kwargs)
-        if self._enabled:
-            inf = _found_inf(self, optimizer)
-            culprit = 0
-            try:
-                scaled.add(optimizer)
-                if inf:
-                    culprit = _first_non_finite_grad(torch, bridge, optimizer)
-            except Exception as e:
-                _recording_failed(e)
-            bridge.scaler("step", id(self), id(optimizer), self.get_scale(),
-                          inf, inf, culprit)
-        return result
+    def scaled(result, self, outputs):
+        try:
+            if self._enabled:
+                report("scale", self, None, False, False)
+        except Exception as e:
+            _recording_failed(e)
 
-    @functools.wraps(update)
-    def update_(self, *args, **kwargs):
-        # what update() consumes: every optimizer's found_inf (it resets
-        # them); the skip itself is the step event's
-        inf = self._enabled and any(
-            _found_inf(self, optimizer_id) for optimizer_id in
-            list(self._per_optimizer_states))
-        result = update(self, *args, **kwargs)
-        if self._enabled:
-            bridge.scaler("update", id(self), 0, self.get_scale(), inf,
-                          False, 0)
-        return result
+    def unscaled(result, self, optimizer):
+        try:
+            if self._enabled:
+                inf = _found_inf(self, optimizer)
+                pending_inf[id(self)] = pending_inf.get(id(self), False) or inf
+                report("unscale", self, optimizer, inf, False)
+        except Exception as e:
+            _recording_failed(e)
+
+    def stepped(result, self, optimizer, *args, **kwargs):
+        try:
+            if self._enabled:
+                inf = _found_inf(self, optimizer)
+                pending_inf[id(self)] = pending_inf.get(id(self), False) or inf
+                scaled_optimizers.add(optimizer)
+                culprit = _first_non_finite_grad(torch, bridge, optimizer) \
+                    if inf else 0
+                report("step", self, optimizer, inf, inf, culprit)
+        except Exception as e:
+            _recording_failed(e)
+
+    def updated(result, self, *args, **kwargs):
+        try:
+            inf = pending_inf.pop(id(self), False)
+            if self._enabled:
+                report("update", self, None, inf, False)
+        except Exception as e:
+            _recording_failed(e)
 
     # Its ops (unscale and inf check, the scale update) are the
     # optimizer step's, not the forward pass's.
-    cls.step = _in_phase(bridge, "optimizer", step_)
-    cls.update = _in_phase(bridge, "optimizer", update_)
-    cls.scale = scale_
-    cls.unscale_ = _in_phase(bridge, "optimizer", unscale_)
+    cls.scale = _wrapped(bridge, cls.scale, None, scaled)
+    cls.unscale_ = _wrapped(bridge, cls.unscale_, "optimizer", unscaled,
+                            before=naming)
+    cls.step = _wrapped(bridge, cls.step, "optimizer", stepped)
+    cls.update = _wrapped(bridge, cls.update, "optimizer", updated)
 
 
 def _wrap_lr_schedulers(torch, bridge, scaled):
@@ -548,6 +646,7 @@ def install(torch, bridge, modules_exist):
                  lambda: _wrap_scaler(torch, bridge, scaled),
                  lambda: _wrap_lr_schedulers(torch, bridge, scaled),
                  lambda: _wrap_inference_mode(torch, bridge),
+                 lambda: _custom_functions(torch, bridge),
                  lambda: _hook_exceptions(bridge)):
         try:
             part()

@@ -18,12 +18,23 @@
  *     its own (parent_op_id), since autocast wraps it too;
  *   - ops inside an autograd node are backward ops, linked to the forward
  *     op through the node's sequence number;
+ *   - a custom autograd Function (its apply, a call named after its class,
+ *     and its backward node, "<class>Backward") is an op too, whose ops
+ *     are ops of their own (parent_op_id): its forward and backward are
+ *     Python code; the casts custom_fwd(cast_inputs=) makes of its inputs
+ *     (the Python layer says when: events_custom_casts) are its casts,
+ *     origin custom_fwd;
+ *   - in backward, a `to` that changes a gradient's dtype inside the
+ *     backward of a cast (ToCopyBackward0), or that the engine makes after
+ *     a node (validate_outputs: a gradient cast to the dtype of the forward
+ *     input it flows to), is a cast of that op too, origin autograd;
  *   - anything else nested is the op's implementation and is not shown.
  * The cast cache is per thread in torch 1.13, and so is the record of the
  * casts made (for stale hits), cleared when the region nesting drops to 0. */
 #include "events.h"
 
 #include "amp_policy.h"
+#include "fallback.h"
 #include "gpu.h"
 #include "producer.h"
 #include "values.h"
@@ -52,6 +63,9 @@ struct op_record {
 	uint64_t op_id;
 	uint64_t begin_ns;
 	struct obs_op *op;
+	/* a backward `to` that is autograd's cast: why (else NULL) */
+	const char *gradient_cast;
+	bool function;         /* a custom autograd Function's (no plan) */
 	struct amp_op_event event;
 	struct amp_plan plan;
 	bool autocast_wraps;   /* the plan applies: casts and an inner call */
@@ -75,6 +89,10 @@ struct frame {
 	enum role role;
 	int record;            /* ROLE_OP: its op_record; else the owner's */
 	uint64_t backward_of;  /* ROLE_BACKWARD: the forward op (0 unknown) */
+	const struct obs_op *op; /* ROLE_BACKWARD: the node (its name) */
+	/* ROLE_OP of a custom autograd Function: its ops are ops of their
+	 * own; `backward`: its backward node */
+	bool function, backward;
 };
 
 struct cache_entry {
@@ -105,6 +123,7 @@ struct thread_state {
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
 	bool paused;           /* events_pause */
+	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
 };
 
 static __thread struct thread_state *state;
@@ -278,7 +297,7 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 		      const struct amp_tensor_info *result,
 		      enum amp_cache_result cache, const char *reason,
-		      bool stale, uint64_t begin_ns)
+		      bool stale, uint64_t begin_ns, const char *origin)
 {
 	struct amp_event e = { .kind = AMP_EVENT_CAST };
 	const struct amp_tensor_info *source = &r->inputs.tensors[arg];
@@ -290,6 +309,7 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 		.op_id = r->op_id, .arg = arg, .source = *source,
 		.result = *result, .from = source->dtype, .to = result->dtype,
 		.cache = cache, .reason = reason, .stale = stale,
+		.origin = origin,
 		.bytes = cache == AMP_CACHE_HIT ? 0
 						: numel * amp_dtype_size(result->dtype),
 		.begin_ns = begin_ns,
@@ -339,9 +359,63 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 			  : gradless ? "cached cast made under no_grad reused "
 				       "with grad on: it does not require grad"
 				     : "cached cast reused",
-			  stale, amp_now_ns());
+			  stale, amp_now_ns(), NULL);
 		r->matched[i] = true;
 	}
+}
+
+/* ----------------------------------------- custom autograd Functions */
+
+/* The class names of the program's custom autograd Functions, as the
+ * Python layer makes them known (events_custom_function): an apply is a
+ * call of that name, its backward node "<name>Backward".  Read once per
+ * name and thread (obs_op keeps the answer). */
+static pthread_mutex_t functions_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **function_names;
+static size_t nfunction_names;
+
+static bool is_custom_function(const char *name, size_t length)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&functions_lock);
+	for (size_t i = 0; i < nfunction_names && !found; i++)
+		found = strlen(function_names[i]) == length &&
+			!strncmp(function_names[i], name, length);
+	pthread_mutex_unlock(&functions_lock);
+	return found;
+}
+
+void events_custom_function(const char *name)
+{
+	if (is_custom_function(name, strlen(name)))
+		return;
+	pthread_mutex_lock(&functions_lock);
+	char **grown = realloc(function_names,
+			       (nfunction_names + 1) * sizeof *grown);
+	char *copy = strdup(name);
+	if (grown)
+		function_names = grown;
+	if (grown && copy)
+		function_names[nfunction_names++] = copy;
+	else
+		free(copy);
+	pthread_mutex_unlock(&functions_lock);
+}
+
+static void classify(struct obs_op *op)
+{
+	static const char backward[] = "Backward";
+	size_t n = strlen(op->op), suffix = sizeof backward - 1;
+
+	op->conversion = op->aten && (!strcmp(op->op, "to") ||
+				      !strcmp(op->op, "_to_copy"));
+	op->custom_function = !op->aten && !op->backward_node &&
+			      is_custom_function(op->op, n);
+	op->custom_backward = op->backward_node && n > suffix &&
+			      !strcmp(op->op + n - suffix, backward) &&
+			      is_custom_function(op->op, n - suffix);
+	op->kind_ready = true;
 }
 
 /* ----------------------------------------------------------- the stack */
@@ -350,7 +424,9 @@ static int owner_of(struct thread_state *s)
 {
 	for (int i = s->nframes - 1; i >= 0; i--) {
 		enum role role = s->frames[i].role;
-		if (role == ROLE_BACKWARD)
+		/* inside a node or a custom Function, ops are ops of their
+		 * own */
+		if (role == ROLE_BACKWARD || s->frames[i].function)
 			return -1;
 		if (role != ROLE_TRANSPARENT)
 			return s->frames[i].record;
@@ -358,10 +434,15 @@ static int owner_of(struct thread_state *s)
 	return -1;
 }
 
+static bool backward_frame(const struct frame *f)
+{
+	return f->role == ROLE_BACKWARD || f->backward;
+}
+
 static uint64_t backward_link(struct thread_state *s)
 {
 	for (int i = s->nframes - 1; i >= 0; i--)
-		if (s->frames[i].role == ROLE_BACKWARD)
+		if (backward_frame(&s->frames[i]))
 			return s->frames[i].backward_of;
 	return 0;
 }
@@ -369,7 +450,7 @@ static uint64_t backward_link(struct thread_state *s)
 static bool in_backward(struct thread_state *s)
 {
 	for (int i = s->nframes - 1; i >= 0; i--)
-		if (s->frames[i].role == ROLE_BACKWARD)
+		if (backward_frame(&s->frames[i]))
 			return true;
 	return false;
 }
@@ -382,11 +463,126 @@ static const struct frame *parent_frame(struct thread_state *s)
 	return NULL;
 }
 
+/* The record of the custom Function an op with no owner runs in, or -1. */
+static int enclosing_function_record(struct thread_state *s)
+{
+	for (int i = s->nframes - 1; i >= 0; i--)
+		if (s->frames[i].role == ROLE_OP)
+			return s->frames[i].function ? s->frames[i].record : -1;
+	return -1;
+}
+
+/* The custom Function an op with no owner runs in (its parent_op_id). */
+static uint64_t enclosing_function(struct thread_state *s)
+{
+	int record = enclosing_function_record(s);
+
+	return record >= 0 ? s->ops[record].op_id : 0;
+}
+
+/* Why `op`, a `to` run by autograd in backward with no op around it, is
+ * a cast of autograd's (NULL: it is not; a custom Function's backward is
+ * the program's code): torch's engine runs a node, then casts each
+ * gradient it made to the dtype of the forward input it flows to
+ * (validate_outputs: grad.to(dtype), inside the engine's
+ * evaluate_function, after the node); the node of a cast
+ * (ToCopyBackward0) casts the gradient back to the cast's source dtype
+ * (grad.to(options): to.dtype_layout).  The pure-Python fallback sees no
+ * node end (a node ends where the next begins): there the overload tells
+ * the two apart. */
+static const char *gradient_cast(struct thread_state *s,
+				 const struct obs_op *op)
+{
+	static const char *const of_cast = "the gradient of a cast goes back "
+					   "to the cast's source dtype "
+					   "(ToCopyBackward0)";
+	static const char *const of_engine = "autograd casts a gradient to "
+					     "the dtype of the forward input "
+					     "it flows to (validate_outputs)";
+	bool guessed = fallback_active();
+
+	for (int i = s->nframes - 1; i >= 0; i--) {
+		const struct frame *f = &s->frames[i];
+		if (f->function)
+			return NULL;
+		if (f->role != ROLE_BACKWARD)
+			continue;
+		const char *node = f->op ? f->op->op : "";
+		if (guessed && !strcmp(op->overload, "dtype"))
+			return of_engine;
+		if (!strncmp(node, "ToCopyBackward", 14) &&
+		    (!guessed || !strcmp(op->overload, "dtype_layout")))
+			return of_cast;
+		if (!strncmp(node, "autograd::engine::evaluate_function", 35))
+			return of_engine;
+		return NULL;
+	}
+	return NULL;
+}
+
 static unsigned push(struct thread_state *s, enum role role, int record,
 		     unsigned want)
 {
 	s->frames[s->nframes++] = (struct frame){ .role = role,
 						  .record = record };
+	return want;
+}
+
+/* An op of the trace begins: its record and frame. */
+static unsigned open_op(struct thread_state *s, struct obs_op *op,
+			int64_t seq_nr, int owner)
+{
+	struct op_record *r = &s->ops[s->nops];
+	uint64_t op_id = atomic_fetch_add(&next_op_id, 1);
+	r->op_id = op_id;
+	r->op = op;
+	r->begin_ns = amp_now_ns();
+	r->inner_seen = false;
+	r->gpu_pushed = false;
+	r->autocast_wraps = false;
+	r->function = false;
+	r->inner.ntensors = 0;
+	r->parent_record = owner >= 0 ? owner : enclosing_function_record(s);
+	r->inner_origin = false;
+	r->event = (struct amp_op_event){
+		.op_id = op_id,
+		.parent_op_id = owner >= 0 ? s->ops[owner].op_id
+					   : enclosing_function(s),
+		.op = op->op, .overload = op->overload,
+		.phase = in_backward(s) ? AMP_PHASE_BACKWARD : s->phase,
+		.forward_op_id = backward_link(s),
+	};
+	r->gradient_cast = op->conversion && owner < 0 &&
+				   r->event.phase == AMP_PHASE_BACKWARD
+			   ? gradient_cast(s, op) : NULL;
+	link_forward(s, seq_nr, op_id);
+	unsigned want = OBS_WANT_INPUTS | OBS_WANT_OUTPUTS;
+	if (r->event.phase == AMP_PHASE_BACKWARD)
+		want |= OBS_IN_BACKWARD;
+	/* the optimizer's ops run in f32 on f32 master weights */
+	if (values_enabled() && r->event.phase != AMP_PHASE_OPTIMIZER)
+		want |= OBS_WANT_VALUES;
+	return push(s, ROLE_OP, s->nops++, want);
+}
+
+/* A custom autograd Function's apply, or its backward node (`backward`,
+ * linked to the apply's op): an op whose ops are ops of their own. */
+static unsigned open_function(struct thread_state *s, struct obs_op *op,
+			      int64_t seq_nr, bool backward, uint64_t link)
+{
+	unsigned want = open_op(s, op, backward ? -1 : seq_nr, -1);
+	struct frame *f = &s->frames[s->nframes - 1];
+	struct op_record *r = &s->ops[f->record];
+
+	f->function = true;
+	r->function = true;
+	if (backward) {
+		f->backward = true;
+		f->backward_of = link;
+		r->event.phase = AMP_PHASE_BACKWARD;
+		r->event.forward_op_id = link;
+		want |= OBS_IN_BACKWARD;
+	}
 	return want;
 }
 
@@ -405,6 +601,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	}
 	if (s->paused)
 		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
+	if (!op->kind_ready)
+		classify(op);
 	if (op->backward_node) {
 		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr)
 					    : backward_link(s);
@@ -413,12 +611,18 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		if (scope_backward && s->nframes &&
 		    s->frames[s->nframes - 1].role == ROLE_BACKWARD)
 			s->frames[s->nframes - 1].backward_of = link;
+		if (op->custom_backward && s->nops < MAX_OPS)
+			return open_function(s, op, seq_nr, true, link);
 		push(s, ROLE_BACKWARD, -1, 0);
 		s->frames[s->nframes - 1].backward_of = link;
+		s->frames[s->nframes - 1].op = op;
 		return OBS_WANT_NOTHING;
 	}
-	if (!op->aten)
+	if (!op->aten) {
+		if (op->custom_function && s->nops < MAX_OPS)
+			return open_function(s, op, seq_nr, false, 0);
 		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
+	}
 
 	int owner = owner_of(s);
 	const struct frame *parent = parent_frame(s);
@@ -448,34 +652,14 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 			return push(s, ROLE_HIDDEN, owner, OBS_WANT_NOTHING);
 	} else if (s->nops >= MAX_OPS) {
 		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
+	} else if (s->custom_casts && !strcmp(op->op, "to") && parent &&
+		   parent->function && !parent->backward) {
+		/* custom_fwd's cast of the Function's input */
+		return push(s, ROLE_CAST, parent->record,
+			    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+				    (values_enabled() ? OBS_WANT_VALUES : 0));
 	}
-
-	struct op_record *r = &s->ops[s->nops];
-	uint64_t op_id = atomic_fetch_add(&next_op_id, 1);
-	r->op_id = op_id;
-	r->op = op;
-	r->begin_ns = amp_now_ns();
-	r->inner_seen = false;
-	r->gpu_pushed = false;
-	r->autocast_wraps = false;
-	r->inner.ntensors = 0;
-	r->parent_record = owner;
-	r->inner_origin = false;
-	r->event = (struct amp_op_event){
-		.op_id = op_id,
-		.parent_op_id = owner >= 0 ? s->ops[owner].op_id : 0,
-		.op = op->op, .overload = op->overload,
-		.phase = in_backward(s) ? AMP_PHASE_BACKWARD : s->phase,
-		.forward_op_id = backward_link(s),
-	};
-	link_forward(s, seq_nr, op_id);
-	unsigned want = OBS_WANT_INPUTS | OBS_WANT_OUTPUTS;
-	if (r->event.phase == AMP_PHASE_BACKWARD)
-		want |= OBS_IN_BACKWARD;
-	/* the optimizer's ops run in f32 on f32 master weights */
-	if (values_enabled() && r->event.phase != AMP_PHASE_OPTIMIZER)
-		want |= OBS_WANT_VALUES;
-	return push(s, ROLE_OP, s->nops++, want);
+	return open_op(s, op, seq_nr, owner);
 }
 
 unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
@@ -522,8 +706,12 @@ void events_begin_args(const struct obs_args *inputs,
 		r->cast_begin_ns = amp_now_ns();
 		if (inputs->ntensors < 1)
 			break;
-		for (int i = 0; i < r->inputs.ntensors && i < r->plan.nargs; i++)
-			if (r->plan.casts[i].cast && !r->matched[i] &&
+		/* a custom Function has no plan: custom_fwd casts each
+		 * floating-point input */
+		int planned = r->function ? r->inputs.ntensors : r->plan.nargs;
+		for (int i = 0; i < r->inputs.ntensors && i < planned; i++)
+			if ((r->function || r->plan.casts[i].cast) &&
+			    !r->matched[i] &&
 			    r->inputs.tensors[i].id == inputs->tensors[0].id) {
 				r->cast_arg = i;
 				break;
@@ -554,7 +742,7 @@ static void emit_script_casts(struct thread_state *s, struct op_record *r,
 			emit_cast(s, r, i, &outputs->tensors[i],
 				  AMP_CACHE_UNCACHEABLE,
 				  "cast by TorchScript's autocast (never cached)",
-				  false, r->begin_ns);
+				  false, r->begin_ns, NULL);
 }
 
 /* The defined tensors of `args`, in order, into `out` (absent optional
@@ -618,6 +806,12 @@ static void end_op(struct thread_state *s, struct op_record *r,
 
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
+	if (outputs && r->gradient_cast && outputs->ntensors >= 1 &&
+	    r->inputs.ntensors >= 1 && outputs->tensors[0].id &&
+	    outputs->tensors[0].id != r->inputs.tensors[0].id &&
+	    outputs->tensors[0].dtype != r->inputs.tensors[0].dtype)
+		emit_cast(s, r, 0, &outputs->tensors[0], AMP_CACHE_UNCACHEABLE,
+			  r->gradient_cast, false, r->begin_ns, "autograd");
 	if (r->gpu_pushed)
 		gpu_pop();
 	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
@@ -666,6 +860,16 @@ void events_end(const struct obs_args *outputs, bool failed)
 		int arg = r->cast_arg;
 		if (arg >= 0 && outputs && outputs->ntensors >= 1 &&
 		    outputs->tensors[0].id != r->inputs.tensors[arg].id) {
+			r->matched[arg] = true;
+			if (r->function) {
+				emit_cast(s, r, arg, &outputs->tensors[0],
+					  AMP_CACHE_UNCACHEABLE,
+					  "custom_fwd(cast_inputs=) casts the "
+					  "Function's floating-point inputs "
+					  "(autocast's cache is not used)", false,
+					  r->cast_begin_ns, "custom_fwd");
+				return;
+			}
 			const struct amp_plan_cast *pc = &r->plan.casts[arg];
 			enum amp_cache_result cache = pc->cache_if_cast;
 			const char *reason = pc->reason;
@@ -677,9 +881,8 @@ void events_end(const struct obs_args *outputs, bool failed)
 				reason = "not cached under inference_mode "
 					 "(torch 2.11+)";
 			}
-			r->matched[arg] = true;
 			emit_cast(s, r, arg, &outputs->tensors[0], cache,
-				  reason, false, r->cast_begin_ns);
+				  reason, false, r->cast_begin_ns, NULL);
 			struct values_op op = values_op_of(r);
 			if (values_enabled() &&
 			    values_check_cast(&op, &r->cast_source,
@@ -694,6 +897,15 @@ void events_end(const struct obs_args *outputs, bool failed)
 void events_set_inference_mode(bool enabled)
 {
 	thread_state()->inference_mode = enabled;
+}
+
+bool events_custom_casts(bool inside)
+{
+	struct thread_state *s = thread_state();
+	bool previous = s->custom_casts;
+
+	s->custom_casts = inside;
+	return previous;
 }
 
 /* An optimizer step begins (an optimizer's, or GradScaler's unscale_,

@@ -40,6 +40,13 @@ bool events_cache_keeps_grad(void);
 /* Whether torch.inference_mode is on in the calling thread (its casts
  * are not cached from torch 2.11 on). */
 void events_set_inference_mode(bool enabled);
+/* The class name of a custom autograd Function of the program's (a
+ * torch.autograd.Function subclass): its apply and its backward node are
+ * ops of the trace from now on. */
+void events_custom_function(const char *name);
+/* Whether the calling thread is inside custom_fwd's casting of a custom
+ * Function's inputs (torch.amp's _cast); returns the previous answer. */
+bool events_custom_casts(bool inside);
 /* The calling thread's phase outside autograd nodes (forward, or
  * optimizer while an optimizer steps, backward in autograd.backward). */
 void events_set_phase(enum amp_phase phase);

@@ -20,11 +20,11 @@
 #include "fallback.h"
 #include "producer.h"
 #include "values.h"
+#include "wrap.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 /* Scope names live for the process's life (events keep pointers). */
 static const char *intern(const char *name)
@@ -235,23 +235,27 @@ static PyObject *bridge_set_inference_mode(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* set_phase(phase) -> the previous phase ("forward", "backward",
- * "optimizer"). */
-static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
+/* custom_function(name): a custom autograd Function's class name. */
+static PyObject *bridge_custom_function(PyObject *self, PyObject *args)
 {
 	const char *name;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "s", &name))
 		return NULL;
-	enum amp_phase previous = events_phase();
-	for (int p = 0; p < AMP_PHASE_COUNT; p++)
-		if (!strcmp(name, amp_phase_name((enum amp_phase)p))) {
-			events_set_phase((enum amp_phase)p);
-			return PyUnicode_FromString(amp_phase_name(previous));
-		}
-	PyErr_Format(PyExc_ValueError, "unknown phase %s", name);
-	return NULL;
+	events_custom_function(name);
+	Py_RETURN_NONE;
+}
+
+/* custom_casts(inside) -> previous: inside custom_fwd's input casts. */
+static PyObject *bridge_custom_casts(PyObject *self, PyObject *args)
+{
+	int inside;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &inside))
+		return NULL;
+	return PyBool_FromLong(events_custom_casts(inside));
 }
 
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
@@ -347,17 +351,17 @@ static PyObject *bridge_scaler(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* set_thread_name(name): the OS thread's name, which the trace shows. */
+/* set_thread_name(name): the name the trace shows for the calling
+ * thread (UTF-8 bytes, at most 31: the Python layer cuts Python's
+ * threading name); the OS thread keeps its own name. */
 static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 {
 	const char *name;
-	char cut[16];
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "s", &name))
+	if (!PyArg_ParseTuple(args, "y", &name))
 		return NULL;
-	snprintf(cut, sizeof cut, "%s", name);
-	prctl(PR_SET_NAME, cut, 0, 0, 0);
+	producer_set_thread_name(name);
 	Py_RETURN_NONE;
 }
 
@@ -390,8 +394,10 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
-	{ "set_phase", bridge_set_phase, METH_VARARGS,
-	  "set_phase(name) -> previous phase name" },
+	{ "custom_function", bridge_custom_function, METH_VARARGS,
+	  "custom_function(name): a custom autograd Function's class name" },
+	{ "custom_casts", bridge_custom_casts, METH_VARARGS,
+	  "custom_casts(inside) -> previous: inside custom_fwd's casts" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
 	{ "name_grad", bridge_name_grad, METH_VARARGS,
@@ -410,6 +416,7 @@ static PyMethodDef methods[] = {
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
+	WRAP_METHODS
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -421,5 +428,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__bridge(void)
 {
+	if (wrap_init() != 0)
+		return NULL;
 	return PyModule_Create(&module);
 }

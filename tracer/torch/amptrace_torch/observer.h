@@ -38,6 +38,10 @@ struct obs_op {
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
+	bool kind_ready;       /* the three below are set */
+	bool custom_function;  /* a custom autograd Function's apply */
+	bool custom_backward;  /* ... or its backward node */
+	bool conversion;       /* aten::to or aten::_to_copy */
 };
 
 /* The described arguments (or results) of one call. */
