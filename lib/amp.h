@@ -514,12 +514,6 @@ struct amp_cast_event {
 	/* hits: the source was modified in place after the cached cast was
 	 * made, so the op reads a stale copy (PyTorch does not notice). */
 	bool stale;
-	/* Who cast: NULL for autocast (every cast libamp makes); from the
-	 * PyTorch bridge "autograd" (in backward: a cast's gradient back to
-	 * its source's dtype, or the engine casting a gradient to the dtype
-	 * of the forward input it flows to) or "custom_fwd" (a custom
-	 * autograd Function's cast_inputs). */
-	const char *origin;
 	/* The cache's size once this cast was stored (misses), so that a
 	 * consumer needs no call back into the runtime; cache_counted says
 	 * whether the producer set them. */

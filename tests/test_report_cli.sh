@@ -63,7 +63,7 @@ check "two traces: exit 2" status_is 2
 # ------------------------------------------------------- bad traces
 for entry in "missing.json:cannot open" "empty.json:empty file" \
 	"garbage.bin:garbage.bin:1:1: expected a trace" \
-	"wrong-types.json:wrong-types.json:12:" \
+	"wrong-types.json:wrong-types.json:14:" \
 	"future-version.json:trace format 2.0 is not supported"; do
 	file=${entry%%:*}
 	capture "$amptrace" report "$fx/$file" -o "$tmp/bad.html"
@@ -176,10 +176,10 @@ check "crashed program: the page says how it died" data_is "$tmp/segv.html" \
 python3 - "$fx/good.json" "$tmp/torch.json" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
-open(sys.argv[2], "w").write(text.replace('"amptrace":{', '"amptrace":{"framework":"torch","framework_version":"1.13.1",', 1))
+open(sys.argv[2], "w").write(text.replace('"amptrace":{', '"amptrace":{"framework":"torch 1.13.1 (policy table: 1.13)",', 1))
 PY
 capture "$amptrace" report "$tmp/torch.json" -o "$tmp/torch.html"
-check "framework from the header" data_is "$tmp/torch.html" 'd["framework"] == "torch 1.13.1"'
+check "framework from the header" data_is "$tmp/torch.html" 'd["framework"] == "torch 1.13.1 (policy table: 1.13)"'
 
 # ------------------------------------------------------- merged ranks
 "$amptrace" run -q -o "$tmp/r.json" -- "$trace_prog" ranks 2 10 >/dev/null 2>&1

@@ -38,7 +38,8 @@ static struct trace_writer *writer_for(void *ctx,
 	struct sink *s = ctx;
 
 	(void)p;
-	if (trace_writer_open(&s->writer, s->path, "", 0) != 0) {
+	if (trace_writer_open(&s->writer, s->path,
+			      &(struct trace_header){ .rank = -1 }, 0) != 0) {
 		perror(s->path);
 		exit(1);
 	}
@@ -110,7 +111,8 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
 	if (cv.nprocs)
 		tail_append(&sink.writer, &sink.kept, &ix, 0);
-	if (cv.nprocs && trace_writer_close(&sink.writer, "{}") != 0) {
+	if (cv.nprocs && trace_writer_close(&sink.writer,
+					       &(struct trace_trailer){ 0 }) != 0) {
 		fprintf(stderr, "bench_convert: error writing %s\n", out);
 		exit(1);
 	}

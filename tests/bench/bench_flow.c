@@ -113,7 +113,8 @@ int main(void)
 	struct trace_index ix;
 	struct trace_writer w;
 	if (trace_index_build(&t, &ix) != 0 ||
-	    trace_writer_open(&w, "/dev/null", "", 0) != 0) {
+	    trace_writer_open(&w, "/dev/null",
+			      &(struct trace_header){ .rank = -1 }, 0) != 0) {
 		fprintf(stderr, "bench_flow: out of memory\n");
 		return 1;
 	}
@@ -124,7 +125,7 @@ int main(void)
 		ratio[r] = flows[r] / findings[r];
 	}
 	trace_index_free(&ix);
-	trace_writer_close(&w, "{}");
+	trace_writer_close(&w, &(struct trace_trailer){ 0 });
 	printf("trace: %zu events, %zu ops, %zu flows; flow events %.1f%% of "
 	       "the events, %.1f%% of the %.1f MiB\n",
 	       t.nevents, ops, count,

@@ -34,7 +34,7 @@ bad_traces=(
 	"missing.json:cannot open"
 	"empty.json:empty file"
 	"truncated-foreign.json:truncated-foreign.json:2:34: the file ends in the middle of the JSON (truncated)"
-	"wrong-types.json:wrong-types.json:12: event 9 (amp.op X 'linear'): ts must be a number, got a string"
+	"wrong-types.json:wrong-types.json:14: event 11 (amp.op X 'linear'): ts must be a number, got a string"
 	"wrong-outputs.json:args.outputs must be an array"
 	"events-not-array.json:traceEvents must be an array"
 	"garbage.bin:garbage.bin:1:1: expected a trace"

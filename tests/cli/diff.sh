@@ -58,8 +58,8 @@ check "... and prints JSON" out_has '"changed":	true'
 # A variant of the good fixture per kind of change, made here: each
 # exits 1 with that one change, in text and in JSON; timing alone
 # changed exits 0.
-sed '13s/"cache":"hit"/"cache":"miss"/' "$fx/good.json" >"$tmp/cache.json"
-sed '44d' "$fx/good.json" >"$tmp/removed.json"
+sed '15s/"cache":"hit"/"cache":"miss"/' "$fx/good.json" >"$tmp/cache.json"
+sed '48d' "$fx/good.json" >"$tmp/removed.json"
 sed '7{p;s/"op_id":3,/"op_id":99,/}' "$fx/good.json" >"$tmp/added.json"
 sed 's/"dur":1.5,/"dur":9.5,/g; s/"ts":30.125,/"ts":31.5,/' "$fx/good.json" >"$tmp/slower.json"
 # diff --json BASE NEW, then the changes as "kind op phase base new count"
@@ -105,7 +105,7 @@ check "... and the direction's count" out_has "f32->f16 6 -> 7  (changed)"
 capture "$amptrace" diff "$fx/good.json" "$tmp/removed.json"
 check "an op removed: said, with where it was" \
 	out_has "op-removed   softmax_backward_data (backward) x1"
-check "... the base op's line" out_has "first: base op 11 ($fx/good.json:44)"
+check "... the base op's line" out_has "first: base op 11 ($fx/good.json:48)"
 capture "$amptrace" diff "$tmp/removed.json" "$fx/good.json"
 check "the other way round: an op added" out_has "op-added     softmax_backward_data (backward) x1"
 capture "$amptrace" diff --json "$fx/good.json" "$fx/missing.json"

@@ -129,7 +129,8 @@ check "merge of 20 processes + 1: 21 processes" out_has "21 processes"
 # ------------------------------------------------------------ renumbering
 # Two ranks whose files use the same numbers: a host process, a second
 # process, its GPU (pid 2^30 + host), a kernel naming its host, and two
-# flows (a numeric id, a hex-string id) in each.
+# flows in each: amptrace's (amp.flow, a numeric id: FORMAT.md §3.10) and
+# another tool's with a hex-string id (Perfetto reads those).
 ranked_trace() { # rank host-pid other-pid
 	local gpu=$((1073741824 + $2))
 	printf '{"amptrace":{"format":"1.2","rank":%s},"traceEvents":[\n' "$1"
@@ -139,9 +140,9 @@ ranked_trace() { # rank host-pid other-pid
 	printf '{"name":"y","cat":"other","ph":"X","ts":2,"dur":1,"pid":%s,"tid":1},\n' "$3"
 	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"GPU 0 (pid %s)","device":0,"host_pid":%s}},\n' "$gpu" "$2" "$2"
 	printf '{"name":"k","cat":"kernel","ph":"X","ts":3,"dur":1,"pid":%s,"tid":7,"args":{"amp.pid":%s,"device":0}},\n' "$gpu" "$2"
-	for id in 1 '"a"'; do
-		printf '{"name":"f","cat":"amp.flow","ph":"s","ts":1,"pid":%s,"tid":1,"id":%s,"args":{"op_id":1}},\n' "$2" "$id"
-		printf '{"name":"f","cat":"amp.flow","ph":"f","bp":"e","ts":2,"pid":%s,"tid":1,"id":%s,"args":{"op_id":1}},\n' "$2" "$id"
+	for flow in amp.flow:1 flow:'"a"'; do
+		printf '{"name":"f","cat":"%s","ph":"s","ts":1,"pid":%s,"tid":1,"id":%s,"args":{"op_id":1}},\n' "${flow%%:*}" "$2" "${flow#*:}"
+		printf '{"name":"f","cat":"%s","ph":"f","bp":"e","ts":2,"pid":%s,"tid":1,"id":%s,"args":{"op_id":1}},\n' "${flow%%:*}" "$2" "${flow#*:}"
 	done
 	printf '{"name":"z","cat":"other","ph":"X","ts":4,"dur":1,"pid":%s,"tid":1}\n],"amptraceEnd":{"complete":true}}\n' "$2"
 }
@@ -177,7 +178,7 @@ check "a kernel's amp.pid follows its host" eval 'has_line "kernel 1073741826 2"
 flow_ids() { # merged file: "pid id" per flow end, in order
 	/usr/bin/python3 -c 'import json, sys
 for e in json.load(open(sys.argv[1]))["traceEvents"]:
-    if e.get("cat") == "amp.flow":
+    if e.get("cat") in ("amp.flow", "flow"):
         print(e["ph"], e["pid"], e["id"])' "$1"
 }
 flow_ids "$tmp/mr.json" >"$tmp/flows"
@@ -198,6 +199,10 @@ check "... and its flows still four distinct ids" \
 	test "$(flow_ids "$tmp/mr2.json" | awk '{ print $3 }' | sort -u | wc -l)" -eq 4
 capture "$amptrace" summary "$tmp/mr.json"
 check "the merged trace loads" status_is 0
+sed 's/"cat":"flow"/"cat":"amp.flow"/' "$tmp/r1.json" >"$tmp/r1-hex.json"
+capture "$amptrace" merge "$tmp/r1-hex.json" "$tmp/r0.json" -o "$tmp/mr3.json"
+check "an amp.flow id that is no number: exit 2" status_is 2
+check "... said where" err_has "r1-hex.json:10: event 8 (amp.flow s 'f'): id must be a number, got a string"
 
 echo "1..$count"
 exit $fail

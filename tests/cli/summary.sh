@@ -86,7 +86,7 @@ check "summary on a terminal with NO_COLOR: no colour" sh -c "! grep -q \"$(prin
 check "... but the summary" out_has "warning stale-cache"
 capture "$amptrace" summary "$fx/truncated.json"
 check "truncated amptrace trace: read (exit 0)" status_is 0
-check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 21"
+check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 23"
 check "truncated amptrace trace: warned on stderr" err_has "truncated"
 capture "$amptrace" summary "$fx/array-form.json"
 check "torch.profiler's legacy array form: read" status_is 0

@@ -39,8 +39,10 @@ static struct trace_writer *writer_for(void *ctx,
 	struct sink *s = ctx;
 
 	(void)p;
-	if (!s->open && trace_writer_open(&s->writer, "-",
-					  "\"generator\":\"fuzz\"", 0) == 0)
+	if (!s->open &&
+	    trace_writer_open(&s->writer, "-",
+			      &(struct trace_header){ .generator = "fuzz" },
+			      0) == 0)
 		s->open = true;
 	return s->open ? &s->writer : NULL;
 }
@@ -96,7 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		findings_free(&f);
 	convert_free(&cv);
 	if (s.open)
-		trace_writer_close(&s.writer, "{\"complete\":true}");
+		trace_writer_close(&s.writer,
+				   &(struct trace_trailer){ .complete = true });
 	trace_free(&s.kept);
 	unlink(file); /* unless the converter did (a thread-end marker) */
 	return 0;

@@ -98,10 +98,41 @@ def test_training_loop():
               s["args"]["cache_enabled"] and
               s["args"]["scope"] == "train_mlp.py:23"
               for s in scopes if s["ph"] == "B"), scopes[:1])
-    clears = events(t, "amp.cache")
-    check("the cache is cleared at each region's exit",
-          sum(1 for c in clears if c["name"] != "autocast cache") >= 0 and
-          '"amp.cache"' in open(path).read())
+    # FORMAT 1.4: the nn.Module each op and cast runs in
+    check("linear ops name their module: fc1 and fc2, class Linear",
+          sorted(a.get("module") for a in linear) == ["fc1"] * 3 + ["fc2"] * 3
+          and {a.get("module_class") for a in linear} == {"Linear"},
+          [(a.get("module"), a.get("module_class")) for a in linear])
+    relu = ops(t, "relu")
+    check("an op of the model's own forward: the outermost module, \"\"",
+          relu and all(a.get("module") == "" and
+                       a.get("module_class") == "MLP" for a in relu), relu[:1])
+    check("an op outside every module has none",
+          all("module" not in a for a in ops(t, "cross_entropy_loss")))
+    check("a weight's cast carries its op's module",
+          all(c.get("module") == c["name"].split(".")[0] and
+              c.get("module_class") == "Linear" for c in weight_casts),
+          weight_casts[:1])
+    module_of = {a["op_id"]: a.get("module") for a in ops(t)}
+    linked = [a for a in backward if a.get("forward_op_id") in module_of]
+    check("a backward op runs in its forward op's module",
+          linked and all(a.get("module") == module_of[a["forward_op_id"]]
+                         for a in linked) and
+          {a.get("module") for a in linked} >= {"fc1", "fc2"},
+          [(a["op"], a.get("module")) for a in linked[:6]])
+    cache = events(t, "amp.cache")
+    clears = [c for c in cache if c["ph"] == "i"]
+    check("the cache is cleared at each region's exit, dropping the step's "
+          "4 weight casts",
+          len(clears) == 3 and
+          all(c["args"]["entries"] == 4 for c in clears), clears)
+    counters = [c["args"] for c in cache if c["ph"] == "C"]
+    check("a cache counter after each miss and clear, up to 4 entries "
+          "(FORMAT.md §3.5)",
+          len(counters) == 12 + 3 and
+          max(c["entries"] for c in counters) == 4 and
+          max(c["bytes"] for c in counters) == 2 * (8 * 16 + 16 + 16 * 4 + 4),
+          counters)
     meta = [e for e in t["traceEvents"] if e.get("name") == "process_name"]
     check("the process says which torch and which policy table",
           meta and meta[0]["args"].get("framework", "").startswith("torch ")
@@ -144,6 +175,25 @@ def test_scenarios():
           casts(t))
     check("... and the stale-cache finding fires",
           "stale-cache" in findings(t), findings(t))
+
+    # the cache's size after each miss (FORMAT.md §3.5) is what
+    # cache-growth reads
+    p, path = run("scenario_cache_growth.py", out="growth")
+    t = load(path)
+    entries = [c["args"]["entries"] for c in events(t, "amp.cache")
+               if c["ph"] == "C"]
+    check("a region around the whole loop, a new weight per step: the "
+          "cache counter climbs to 6 entries", entries[:6] == [1, 2, 3, 4, 5, 6],
+          entries)
+    check("... and cache-growth fires", "cache-growth" in findings(t),
+          findings(t))
+    p, path = run("scenario_cache_growth.py", "--fixed", out="nogrowth")
+    t = load(path)
+    check("a region per step: the cache never holds more than one entry, "
+          "no cache-growth",
+          max(c["args"]["entries"] for c in events(t, "amp.cache")
+              if c["ph"] == "C") == 1 and
+          "cache-growth" not in findings(t), findings(t))
 
     p, path = run("scenario_no_grad.py", out="nograd")
     t = load(path)
@@ -289,10 +339,13 @@ def test_scenarios():
 
     p, path = run("scenario_module_hooks.py", out="module_hooks")
     names = {c.get("name") for c in casts(load(path), "linear")} - {None}
-    check("naming calls no named_parameters() of the program's, and its "
-          "global pre-hook goes after the first step though modules are "
-          "never called (torch's fast path again)",
-          p.returncode == 0 and p.stdout == "[] [1, 0, 0]\n" and names ==
+    # two global pre-hooks in the first step, naming's and the module
+    # tracker's (FORMAT.md's module keys: it stays, so module calls keep
+    # torch's hooked path); naming's goes after it
+    check("naming and module tracking call no named_parameters() or "
+          "named_modules() of the program's, and naming's global pre-hook "
+          "goes after the first step though modules are never called",
+          p.returncode == 0 and p.stdout == "[] [2, 1, 1]\n" and names ==
           {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"},
           (p.returncode, p.stdout, p.stderr[-300:], names))
 
@@ -727,9 +780,12 @@ TWIN_OTHER_OF = {
 
 
 def cast_decisions(trace):
-    """amp.cast events by direction, hits included."""
+    """autocast's amp.cast events by direction, hits included (casts of
+    another origin, autograd's, are no decision of autocast's)."""
     counts = {}
     for c in casts(trace):
+        if c.get("origin"):
+            continue
         key = "%s->%s" % (c["from"], c["to"])
         counts[key] = counts.get(key, 0) + 1
     return counts

@@ -171,32 +171,16 @@ void findings_free(struct findings *findings)
 
 const char *findings_framework(const struct trace *trace)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(trace->header,
-							  "framework");
-	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(trace->end,
-							      "processes");
-
-	/* Traces of format 1.0 name it per process only. */
-	if (!cJSON_IsString(f) && cJSON_IsArray(procs))
-		f = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetArrayItem(procs, 0), "framework");
-	return cJSON_IsString(f) ? f->valuestring : NULL;
+	return trace_framework(trace);
 }
 
 int findings_policy_table(const struct trace *trace)
 {
-	static const char tag[] = "(policy table: ";
-	const char *framework = findings_framework(trace);
-	const char *at = framework ? strstr(framework, tag) : NULL;
+	const char *named = trace_policy_table(trace);
 	int newest = finding_policy_table_count - 1;
 
-	if (!at)
-		return newest;
-	at += sizeof tag - 1;
-	size_t len = strcspn(at, ",)");
-	for (int v = 0; v < finding_policy_table_count; v++)
-		if (strlen(finding_policy_tables[v]) == len &&
-		    !strncmp(at, finding_policy_tables[v], len))
+	for (int v = 0; named && v < finding_policy_table_count; v++)
+		if (!strcmp(named, finding_policy_tables[v]))
 			return v;
 	return newest;
 }

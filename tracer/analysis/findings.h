@@ -50,6 +50,7 @@ enum finding_kind_id {
 	FINDING_SCALER_COLLAPSE,
 	FINDING_OP_ERROR,
 	FINDING_RECORDING_STOPPED,
+	FINDING_PRODUCER_CONTRACT,
 	FINDING_STALE_CACHE,
 	FINDING_BACKWARD_UNDER_AUTOCAST,
 	FINDING_AUTOCAST_OFF_IN_THREAD,
@@ -69,6 +70,8 @@ enum finding_source {
 	FINDING_FROM_VALUE_CHECKS, /* libamp's value checks, as amp.diag events */
 	FINDING_FROM_RUN,          /* amptrace run, as amp.diag events */
 	FINDING_FROM_RECORDER,     /* amptrace run's recorder, likewise */
+	FINDING_FROM_PRODUCER_CHECKS, /* the producer API's contract checks
+				       * (-Dproducer_checks), likewise */
 	FINDING_SOURCE_COUNT
 };
 

@@ -87,6 +87,15 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.doc = "a thread's recording stopped early: the raw directory "
 		       "filled up (the program ran on)",
 	},
+	[FINDING_PRODUCER_CONTRACT] = {
+		"producer-contract", FINDING_WARNING,
+		FINDING_FROM_PRODUCER_CHECKS,
+		.fix = "report it: the recorder or the PyTorch bridge broke a "
+		       "rule of tracer/PRODUCERS.md, and readers may misread "
+		       "the events around it",
+		.doc = "a producer broke the producer contract (its message is "
+		       "the rule), once per rule and thread",
+	},
 	[FINDING_STALE_CACHE] = {
 		"stale-cache", FINDING_WARNING, FINDING_FROM_EVENTS,
 		.reads = READS_CASTS,
@@ -240,6 +249,8 @@ const char *finding_source_name(enum finding_source source)
 					      "PyTorch bridge)",
 		[FINDING_FROM_RUN] = "amptrace run",
 		[FINDING_FROM_RECORDER] = "amptrace run's recorder",
+		[FINDING_FROM_PRODUCER_CHECKS] =
+			"the producer API (-Dproducer_checks builds)",
 	};
 	return source < FINDING_SOURCE_COUNT ? names[source] : "events";
 }

@@ -609,10 +609,7 @@ static bool empty_trace_failure(const struct trace *t, const struct rules *rules
 	for (size_t i = 0; i < rules->count; i++)
 		if (rules->items[i].kind == RULE_OPS)
 			return false;
-	const cJSON *command = cJSON_GetObjectItemCaseSensitive(t->header,
-								"command");
-	const cJSON *prog = cJSON_GetArrayItem(command, 0);
-	run_no_ops_message(cJSON_IsString(prog) ? prog->valuestring : NULL,
+	run_no_ops_message(t->header.ncommand ? t->header.command[0] : NULL,
 			   message, size);
 	return true;
 }

@@ -23,6 +23,7 @@
 #include "analyze.h"
 #include "report_agg.h"
 #include "trace.h"
+#include "trace_schema.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -147,70 +148,49 @@ static void emit_findings(const struct builder *b, cJSON *root)
 	}
 }
 
-/* The framework the trace comes from: the header's "framework" (a string,
- * or an object with name and version) and optional "framework_version";
- * libamp programs write neither. */
+/* The framework the trace comes from: the header's (libamp programs
+ * before format 1.2 wrote none). */
 static void emit_framework(const struct trace *t, cJSON *root)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(t->header, "framework");
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->header,
-							  "framework_version");
-	char text[256] = "libamp";
+	const char *framework = t->header.framework;
 
-	if (cJSON_IsObject(f)) {
-		v = cJSON_GetObjectItemCaseSensitive(f, "version");
-		f = cJSON_GetObjectItemCaseSensitive(f, "name");
-	}
-	if (cJSON_IsString(f) && f->valuestring[0])
-		snprintf(text, sizeof text, "%s%s%s", f->valuestring,
-			 cJSON_IsString(v) ? " " : "",
-			 cJSON_IsString(v) ? v->valuestring : "");
-	cJSON_AddStringToObject(root, "framework", text);
+	cJSON_AddStringToObject(root, "framework",
+				framework && framework[0] ? framework : "libamp");
 }
 
 /* How the program ended, from the trailer. */
 static void emit_exit(const struct trace *t, cJSON *root)
 {
-	const cJSON *exit = cJSON_GetObjectItemCaseSensitive(t->end, "exit");
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(exit, "status");
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(exit, "code");
-	const cJSON *signal = cJSON_GetObjectItemCaseSensitive(exit, "signal_name");
+	const struct trace_exit *exit = t->trailer.exit;
 	char text[128] = "unknown (the trace has no trailer)";
 
-	if (cJSON_IsString(status) && cJSON_IsNumber(code))
-		snprintf(text, sizeof text, "%s with %d", status->valuestring,
-			 code->valueint);
-	else if (cJSON_IsString(signal))
-		snprintf(text, sizeof text, "killed by %s", signal->valuestring);
-	else if (cJSON_IsString(status))
-		snprintf(text, sizeof text, "%s", status->valuestring);
+	if (exit && trace_exit_is(exit, "exited"))
+		snprintf(text, sizeof text, "%s with %d", exit->status,
+			 exit->code);
+	else if (exit && exit->signal_name)
+		snprintf(text, sizeof text, "killed by %s", exit->signal_name);
+	else if (exit && exit->status)
+		snprintf(text, sizeof text, "%s", exit->status);
 	cJSON_AddStringToObject(root, "exit", text);
 }
 
 static void emit_header(const struct builder *b, cJSON *root)
 {
 	const struct trace *t = b->t;
-	const cJSON *h = t->header;
-	const cJSON *v;
+	const struct trace_header *h = &t->header;
 	char text[4096] = "";
 	size_t len = 0;
 
 	cJSON_AddStringToObject(root, "trace", t->path);
-	v = cJSON_GetObjectItemCaseSensitive(h, "generator");
-	add_string_or_null(root, "generator", cJSON_IsString(v) ? v->valuestring
-								: NULL);
+	add_string_or_null(root, "generator", h->generator);
 	add_string_or_null(root, "format", t->amptrace ? t->format : NULL);
 	emit_framework(t, root);
-	v = cJSON_GetObjectItemCaseSensitive(h, "command");
-	const cJSON *arg;
-	cJSON_ArrayForEach(arg, v)
-		if (cJSON_IsString(arg) && len < sizeof text)
-			len += (size_t)snprintf(text + len, sizeof text - len,
-						"%s%s", len ? " " : "",
-						arg->valuestring);
+	for (int i = 0; i < h->ncommand && len < sizeof text; i++)
+		len += (size_t)snprintf(text + len, sizeof text - len, "%s%s",
+					len ? " " : "", h->command[i]);
 	add_string_or_null(root, "command", len ? text : NULL);
-	v = cJSON_GetObjectItemCaseSensitive(h, "host");
-	add_string_or_null(root, "host", cJSON_IsString(v) ? v->valuestring : NULL);
+	add_string_or_null(root, "host", h->host);
+	const cJSON *arg;
 
 	/* devices the ops ran on, "cuda (emulated)" when no GPU ran them */
 	cJSON *devices = cJSON_AddArrayToObject(root, "devices");
@@ -231,9 +211,9 @@ static void emit_header(const struct builder *b, cJSON *root)
 		if (!seen)
 			cJSON_AddItemToArray(devices, cJSON_CreateString(text));
 	}
-	v = cJSON_GetObjectItemCaseSensitive(t->end, "duration_us");
 	cJSON_AddNumberToObject(root, "duration_us",
-		cJSON_IsNumber(v) ? v->valuedouble : t1 > t0 ? t1 - t0 : 0);
+		t->trailer.duration_ns ? (double)t->trailer.duration_ns / 1000.0
+				       : t1 > t0 ? t1 - t0 : 0);
 	emit_exit(t, root);
 	cJSON *counts = cJSON_AddObjectToObject(root, "counts");
 	cJSON_AddNumberToObject(counts, "events", (double)t->nevents);

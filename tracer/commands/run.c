@@ -159,32 +159,27 @@ static char *rank_path(const char *path, int rank)
 	return out;
 }
 
-/* `framework`: the first process's ("torch 1.13.0a0 (policy table: 1.13)"),
- * so that readers pick the policy table of the traced torch; NULL: none. */
-static void header_json(struct run_state *s, int rank, const char *framework,
-			struct jsonw *w)
+/* The header of the file whose first process is p (NULL: none): its
+ * framework ("torch 1.13.0a0 (policy table: 1.13)") and policy table, so
+ * that readers pick the policy table of the traced torch.  Its strings
+ * live in `strings`. */
+static struct trace_header header_of(const struct run_state *s, int rank,
+				     const struct convert_process *p,
+				     struct trace *strings)
 {
-	jsonw_printf(w, "\"generator\":\"amptrace %s\",\"command\":[",
-		     AMPTRACE_VERSION);
-	for (char **a = s->command; *a; a++) {
-		if (a != s->command)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, *a);
-	}
-	jsonw_cstr(w, "],\"rank\":");
-	if (rank >= 0)
-		jsonw_printf(w, "%d", rank);
-	else
-		jsonw_cstr(w, "null");
-	jsonw_cstr(w, ",\"host\":");
-	jsonw_str(w, s->hostname);
-	jsonw_cstr(w, ",\"monotonic_base_ns\":");
-	jsonw_u64(w, s->mono_base);
-	jsonw_cstr(w, ",\"flush\":\"event\"");
-	if (framework) {
-		jsonw_cstr(w, ",\"framework\":");
-		jsonw_str(w, framework);
-	}
+	int ncommand = 0;
+
+	while (s->command[ncommand])
+		ncommand++;
+	return (struct trace_header){
+		.generator = "amptrace " AMPTRACE_VERSION,
+		.command = (const char **)s->command, .ncommand = ncommand,
+		.rank = rank, .host = s->hostname,
+		.monotonic_base_ns = s->mono_base, .flush = "event",
+		.framework = p ? trace_intern(strings, p->framework) : NULL,
+		.policy_table = p ? trace_intern(strings, p->policy_table)
+				  : NULL,
+	};
 }
 
 static struct output *output_for_rank(struct run_state *s, int rank)
@@ -208,10 +203,8 @@ static struct output *output_for_rank(struct run_state *s, int rank)
 }
 
 static bool open_output(struct run_state *s, struct output *o,
-			const char *framework)
+			const struct convert_process *first)
 {
-	struct jsonw header;
-
 	if (o->open)
 		return true;
 	/* The trace is made anew rather than truncated: ext4 writes a
@@ -236,11 +229,12 @@ static bool open_output(struct run_state *s, struct output *o,
 			close(fd);
 		}
 	}
-	jsonw_init(&header);
-	header_json(s, o->rank, framework, &header);
-	int status = trace_writer_open(&o->writer, o->path, header.data,
+	/* the kept trace has the file's header: its findings judge ops by
+	 * the same policy table as a reader of the file */
+	o->kept.header = header_of(s, o->rank, first, &o->kept);
+	o->kept.amptrace = true;
+	int status = trace_writer_open(&o->writer, o->path, &o->kept.header,
 				       s->real_base);
-	jsonw_free(&header);
 	if (status != 0) {
 		fprintf(stderr, "amptrace run: cannot write %s: %s\n", o->path,
 			strerror(errno));
@@ -256,7 +250,7 @@ static struct trace_writer *writer_for(void *ctx, const struct convert_process *
 	struct output *o = output_for_rank(s, p->rank);
 
 	o->processes++;
-	return open_output(s, o, p->framework) ? &o->writer : NULL;
+	return open_output(s, o, p) ? &o->writer : NULL;
 }
 
 static struct trace *trace_for(void *ctx, const struct convert_process *p)
@@ -515,53 +509,66 @@ static void append_tail(struct output *o, const struct converter *cv,
 	tail_append(&o->writer, &o->kept, &o->index, ts_ns);
 }
 
+/* The trailer of output o: how the command ended, and each of its
+ * processes (their ends in `ends`, room for every process). */
+static struct trace_trailer trailer_of(const struct output *o,
+				       const struct converter *cv,
+				       int64_t duration_ns,
+				       struct trace_exit *exit,
+				       struct trace_process_end *ends,
+				       struct trace_gpu_timing *gpus)
+{
+	struct trace_trailer t = {
+		.complete = true, .events = o->writer.events,
+		.duration_ns = duration_ns, .exit = exit, .processes = ends,
+	};
+
+	for (size_t j = 0; j < cv->nprocs; j++)
+		if (cv->procs[j]->writer == &o->writer) {
+			convert_process_end(cv->procs[j], &ends[t.nprocesses],
+					    &gpus[t.nprocesses]);
+			t.nprocesses++;
+		}
+	return t;
+}
+
 static void finish_outputs(struct run_state *s, struct converter *cv, int status,
 			   uint64_t end_ns, int *failed)
 {
 	char signame[32];
+	struct trace_exit exit = { .status = "exited",
+				   .code = WEXITSTATUS(status) };
+	struct trace_process_end *ends = calloc(cv->nprocs + 1, sizeof *ends);
+	struct trace_gpu_timing *gpus = calloc(cv->nprocs + 1, sizeof *gpus);
 
+	if (!ends || !gpus)
+		abort();
+	if (WIFSIGNALED(status))
+		exit = (struct trace_exit){
+			.status = "signaled", .signal = WTERMSIG(status),
+			.signal_name = convert_signal_name(WTERMSIG(status),
+							   signame,
+							   sizeof signame),
+		};
 	for (size_t i = 0; i < s->noutputs; i++) {
 		struct output *o = s->outputs[i];
-		struct jsonw end;
 
 		if (!o->open)
 			continue;
-		append_tail(o, cv, (int64_t)(end_ns - s->mono_base));
-		uint64_t events = o->writer.events;
-		jsonw_init(&end);
-		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
-				   "\"duration_us\":",
-			     (unsigned long long)events);
-		jsonw_us(&end, (int64_t)(end_ns - s->mono_base));
-		jsonw_cstr(&end, ",\"exit\":{");
-		if (WIFSIGNALED(status))
-			jsonw_printf(&end, "\"status\":\"signaled\",\"signal\":%d,"
-					   "\"signal_name\":\"%s\"}",
-				     WTERMSIG(status),
-				     convert_signal_name(WTERMSIG(status), signame,
-							 sizeof signame));
-		else
-			jsonw_printf(&end, "\"status\":\"exited\",\"code\":%d}",
-				     WEXITSTATUS(status));
-		jsonw_cstr(&end, ",\"processes\":[");
-		size_t n = 0;
-		for (size_t j = 0; j < cv->nprocs; j++) {
-			if (cv->procs[j]->writer != &o->writer)
-				continue;
-			if (n++)
-				jsonw_raw(&end, ",", 1);
-			convert_process_json(cv->procs[j], &end);
-		}
-		jsonw_cstr(&end, "]}");
-		if (trace_writer_close(&o->writer, end.data) != 0) {
+		int64_t duration_ns = (int64_t)(end_ns - s->mono_base);
+		append_tail(o, cv, duration_ns);
+		struct trace_trailer trailer = trailer_of(o, cv, duration_ns,
+							  &exit, ends, gpus);
+		if (trace_writer_close(&o->writer, &trailer) != 0) {
 			fprintf(stderr, "amptrace run: error writing %s: %s%s\n",
 				o->path, strerror(errno),
 				errno == EFBIG ? " (the file size limit: ulimit -f)"
 					       : "");
 			*failed = 1;
 		}
-		jsonw_free(&end);
 	}
+	free(ends);
+	free(gpus);
 }
 
 /* What `amptrace run` is asked to do besides recording. */

@@ -56,7 +56,7 @@ static void process_metadata(struct converter *cv, struct convert_process *p)
 					    sizeof *e.meta.argv);
 	for (int i = 0; i < p->argc; i++)
 		e.meta.argv[i] = convert_intern_cstr(p, p->argv[i]);
-	e.meta.argc = p->argc;
+	e.meta.nargv = p->argc;
 	e.meta.framework = convert_intern_cstr(p, p->framework);
 	convert_emit(cv, p, &e);
 	long sort_index = p->rank >= 0 ? (long)p->rank : (long)cv->nprocs;
@@ -302,6 +302,8 @@ static struct convert_process *load_process(struct converter *cv,
 	p->name = strdup(slash ? slash + 1 : argv0);
 	v = cJSON_GetObjectItem(root, "framework");
 	p->framework = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	v = cJSON_GetObjectItem(root, "policy_table");
+	p->policy_table = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
 	const cJSON *names = cJSON_GetObjectItem(root, "names");
 	for (int i = 0; i < NAMES_COUNT; i++)
 		p->names[i] = string_array(
@@ -532,6 +534,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		if (p->pid == child_pid && WIFSIGNALED(wait_status)) {
 			p->status = "signaled";
 			p->signal = WTERMSIG(wait_status);
+			convert_signal_name(p->signal, p->signal_name,
+					    sizeof p->signal_name);
 			died = true;
 			snprintf(message, sizeof message,
 				 "%s (pid %ld) was killed by %s (%s)", p->name,
@@ -595,62 +599,33 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 	}
 }
 
-void convert_process_json(const struct convert_process *p, struct jsonw *w)
+void convert_process_end(const struct convert_process *p,
+			 struct trace_process_end *end,
+			 struct trace_gpu_timing *gpu)
 {
-	char signame[32];
-
-	jsonw_printf(w, "{\"pid\":%ld,\"rank\":", p->pid);
-	if (p->rank >= 0)
-		jsonw_printf(w, "%d", p->rank);
-	else
-		jsonw_lit(w, "null");
-	jsonw_lit(w, ",\"argv\":[");
-	for (int i = 0; i < p->argc; i++) {
-		if (i)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, p->argv[i]);
-	}
-	jsonw_lit(w, "]");
-	if (p->framework) {
-		jsonw_lit(w, ",\"framework\":");
-		jsonw_str(w, p->framework);
-	}
-	jsonw_printf(w, ",\"status\":\"%s\"", p->status);
-	if (!strcmp(p->status, "exited") && p->exit_code >= 0)
-		jsonw_printf(w, ",\"exit_code\":%d", p->exit_code);
+	*end = (struct trace_process_end){
+		.pid = p->pid, .rank = p->rank,
+		.argv = (const char **)p->argv, .nargv = p->argc,
+		.framework = p->framework, .status = p->status,
+		.exit_code = p->exit_code, .signal = p->signal,
+		.threads = p->nthreads - (p->gpu_stream ? 1 : 0),
+		.events = p->events, .ops = p->ops, .casts = p->casts,
+		.in_flight_ops = p->in_flight_ops, .raw_errors = p->raw_errors,
+	};
 	if (!strcmp(p->status, "signaled"))
-		jsonw_printf(w, ",\"signal\":%d,\"signal_name\":\"%s\"",
-			     p->signal,
-			     convert_signal_name(p->signal, signame, sizeof signame));
-	jsonw_printf(w, ",\"threads\":%zu,\"events\":%llu,\"ops\":%llu,"
-			"\"casts\":%llu,\"in_flight_ops\":%llu,"
-			"\"raw_errors\":%llu",
-		     p->nthreads - (p->gpu_stream ? 1 : 0),
-		     (unsigned long long)p->events,
-		     (unsigned long long)p->ops, (unsigned long long)p->casts,
-		     (unsigned long long)p->in_flight_ops,
-		     (unsigned long long)p->raw_errors);
-	if (p->gpu_status < 0) {
-		jsonw_lit(w, ",\"gpu\":{\"timing\":false,\"reason\":");
-		jsonw_str(w, p->gpu_reason ? p->gpu_reason : "");
-		jsonw_raw(w, "}", 1);
-	} else if (p->gpu_status > 0) {
-		jsonw_printf(w, ",\"gpu\":{\"timing\":true,\"kernels\":%llu,"
-				"\"memcpys\":%llu,\"complete\":%s",
-			     (unsigned long long)p->kernels,
-			     (unsigned long long)p->memcpys,
-			     p->gpu_stats_seen ? "true" : "false");
-		if (p->gpu_stats_seen)
-			jsonw_printf(w, ",\"unlinked\":%llu,\"untimed\":%llu,"
-					"\"dropped\":%llu,\"buffers\":%llu",
-				     (unsigned long long)p->gpu_stats[2],
-				     (unsigned long long)p->gpu_stats[3],
-				     (unsigned long long)(p->gpu_stats[4] +
-							  p->gpu_stats[6]),
-				     (unsigned long long)p->gpu_stats[5]);
-		jsonw_raw(w, "}", 1);
-	}
-	jsonw_raw(w, "}", 1);
+		end->signal_name = p->signal_name;
+	if (!p->gpu_status)
+		return;
+	*gpu = (struct trace_gpu_timing){
+		.timing = p->gpu_status > 0,
+		.reason = p->gpu_reason ? p->gpu_reason : "",
+		.kernels = p->kernels, .memcpys = p->memcpys,
+		.complete = p->gpu_stats_seen,
+		.unlinked = p->gpu_stats[2], .untimed = p->gpu_stats[3],
+		.dropped = p->gpu_stats[4] + p->gpu_stats[6],
+		.buffers = p->gpu_stats[5],
+	};
+	end->gpu = gpu;
 }
 
 void convert_free(struct converter *c)
@@ -687,6 +662,7 @@ void convert_free(struct converter *c)
 		free(p->exe);
 		free(p->name);
 		free(p->framework);
+		free(p->policy_table);
 		free(p->dir);
 		free(p);
 	}

@@ -12,13 +12,18 @@
  *   - GPU activities arrive in batches on whichever thread the profiler
  *     delivers them and go, under a lock, into a stream of their own
  *     (tgpu.raw), written like a thread's.
- *   - It needs libamp's header (the event model) but not the library: a
- *     producer that never loads libamp (the PyTorch bridge) links it alone.
+ *   - It needs libamp's header (the enums' sizes, GPU activities) but not
+ *     the library: a producer that never loads libamp (the PyTorch
+ *     bridge) links it alone.
  */
 #include "producer.h"
 
+#include "libamp_encode.h"
 #include "raw.h"
-#include "raw_encode.h"
+#ifdef AMPTRACE_PRODUCER_CHECKS
+#include "producer_check.h"
+#include "raw_decode.h"
+#endif
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -93,6 +98,23 @@ _Static_assert(sizeof thread_name ==
 	       sizeof ((struct raw_thread_header *)0)->name,
 	       "a thread name fits the raw header as it is");
 
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* A thread's contract state and room to decode its records into (~50
+ * KiB: made on its first event, freed at its exit). */
+struct checked {
+	struct producer_check check;
+	struct raw_decoded decoded;
+};
+static __thread struct checked *checked;
+
+static void checked_free(void)
+{
+	free(checked);
+	checked = NULL;
+}
+
+#endif
+
 static char process_dir[PATH_MAX + 32];
 /* p<pid>/exit and the pid it belongs to, made with the directory: marking
  * the exit happens inside _exit (recorder_exit.c), where it should do no
@@ -107,6 +129,7 @@ static char spill_root[PATH_MAX];
 static char spill_dir[sizeof spill_root + 64];
 static struct producer_info info;
 static char framework[128];
+static char policy_table[32];
 /* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
  * files, so threads stop recording (and remove their file) instead of
  * filling memory.  Checked once per chunk. */
@@ -311,6 +334,9 @@ static void on_thread_exit(void *unused)
 			      memory_order_release);
 	writer_drop(w);
 	w->failed = true; /* a late event must not reopen the file */
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	checked_free();
+#endif
 }
 
 static void record_commit(struct thread_writer *w, struct raw_record *r,
@@ -357,15 +383,15 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 		 strerror(err),
 		 amp_thread == RAW_GPU_STREAM ? "process's GPU stream"
 					      : "thread");
-	struct amp_event e = {
-		.kind = AMP_EVENT_DIAG,
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG,
 		.time_ns = (uint64_t)ts.tv_sec * 1000000000u +
 			   (uint64_t)ts.tv_nsec,
 		.thread = amp_thread,
 		.diag = { .kind = "recording-stopped", .message = message },
 	};
 	struct raw_record *r = (struct raw_record *)(w->chunk + w->offset);
-	record_commit(w, r, AMP_EVENT_DIAG, e.time_ns,
+	record_commit(w, r, PRODUCER_DIAG, e.time_ns,
 		      raw_event_encode((uint8_t *)(r + 1), &e));
 	struct raw_record *end = (struct raw_record *)(w->chunk + w->offset);
 	atomic_store_explicit(&end->size, RAW_SIZE_THREAD_END,
@@ -630,22 +656,79 @@ void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 
 /* ---------------------------------------------------------------- events */
 
-void producer_emit(const struct amp_event *e)
+/* Room for a record of `bound` payload bytes in the calling thread's
+ * stream, the thread marked busy until emit_commit; NULL: the event
+ * drops (not recording, re-entered, not a recorded kind, no room). */
+static inline struct raw_record *emit_reserve(size_t bound, uint64_t thread)
 {
 	struct thread_writer *w = &writer;
 
-	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
-		return;
-	size_t bound = raw_event_bound(e);
-	if (!bound)
-		return;
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed) ||
+	    !bound)
+		return NULL;
 	w->busy = true;
-	struct raw_record *r = record_reserve(w, bound, e->thread);
-	if (r) {
-		uint8_t *end = raw_event_encode((uint8_t *)(r + 1), e);
-		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
-	}
-	w->busy = false;
+	struct raw_record *r = record_reserve(w, bound, thread);
+	if (!r)
+		w->busy = false;
+	return r;
+}
+
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* The record just written, decoded as the converter will, against the
+ * contract; a broken rule goes into the stream right after it as a
+ * `producer-contract` diag (the program's stderr stays its own). */
+static void check_record(struct thread_writer *w, const struct raw_record *r,
+			 uint64_t thread)
+{
+	if (!checked && !(checked = calloc(1, sizeof *checked)))
+		return;
+	if (!raw_decode(r, &checked->decoded))
+		return; /* the converter counts it as a raw error */
+	checked->decoded.event.thread = thread;
+	const char *broken = producer_check(&checked->check,
+					    &checked->decoded.event);
+	if (!broken)
+		return;
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG, .time_ns = r->time_ns, .thread = thread,
+		.diag = { .kind = "producer-contract", .message = broken },
+	};
+	struct raw_record *diag = record_reserve(w, raw_event_bound(&e), thread);
+	if (diag)
+		record_commit(w, diag, PRODUCER_DIAG, e.time_ns,
+			      raw_event_encode((uint8_t *)(diag + 1), &e));
+}
+#endif
+
+static inline void emit_commit(struct raw_record *r, uint16_t kind,
+			       uint64_t time_ns, const uint8_t *end,
+			       uint64_t thread)
+{
+	record_commit(&writer, r, kind, time_ns, end);
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	check_record(&writer, r, thread);
+#else
+	(void)thread;
+#endif
+	writer.busy = false;
+}
+
+void producer_emit(const struct producer_event *e)
+{
+	struct raw_record *r = emit_reserve(raw_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, (uint16_t)e->kind, e->time_ns,
+			    raw_event_encode((uint8_t *)(r + 1), e), e->thread);
+}
+
+void producer_emit_libamp(const struct amp_event *e)
+{
+	struct raw_record *r = emit_reserve(libamp_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, libamp_event_kind(e), e->time_ns,
+			    libamp_event_encode((uint8_t *)(r + 1), e), e->thread);
 }
 
 /* ------------------------------------------------------- process state */
@@ -749,6 +832,10 @@ static int write_process_file_unguarded(void)
 	if (info.framework) {
 		fputs(",\"framework\":", f);
 		json_string(f, info.framework, strlen(info.framework));
+	}
+	if (info.policy_table) {
+		fputs(",\"policy_table\":", f);
+		json_string(f, info.policy_table, strlen(info.policy_table));
 	}
 	fputs(",\"names\":{", f);
 	json_names(f, "dtype", AMP_DTYPE_COUNT, info.names.dtype);
@@ -864,6 +951,11 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	if (what->framework) {
 		snprintf(framework, sizeof framework, "%s", what->framework);
 		info.framework = framework;
+	}
+	if (what->policy_table) {
+		snprintf(policy_table, sizeof policy_table, "%s",
+			 what->policy_table);
+		info.policy_table = policy_table;
 	}
 	if (pid)
 		converter_pid = (pid_t)atol(pid);

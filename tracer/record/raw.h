@@ -46,8 +46,9 @@
 #define RAW_ENV_PID "AMPTRACE_PID" /* the converting amptrace process */
 #define RAW_ENV_SPILL "AMPTRACE_RAW_SPILL"
 #define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
-/* 3: tensors carry producer_op_id; 4: varints; 5: casts carry their origin */
-#define RAW_VERSION 5
+#define RAW_VERSION 5 /* 3: tensors carry producer_op_id; 4: varints;
+			* 5: the producer model (producer_event.h), with
+			* its keys (../producer_keys.h: module, origin) */
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */
@@ -69,7 +70,7 @@ struct raw_thread_header {
 /* amp_thread of the GPU stream's header: no libamp thread is number 0. */
 #define RAW_GPU_STREAM 0
 
-/* Record kinds: libamp's amp_event_kind values, and these. */
+/* Record kinds: the producer's (enum producer_kind), and these. */
 enum raw_kind {
 	/* One struct amp_gpu_activity (GPU stream; time_ns = its start). */
 	RAW_KIND_GPU_ACTIVITY = 0x100,
@@ -82,7 +83,7 @@ enum raw_kind {
 
 struct raw_record {
 	_Atomic uint32_t size;  /* whole record, multiple of 8; 0 = not yet */
-	uint16_t kind;          /* enum amp_event_kind */
+	uint16_t kind;          /* enum producer_kind or enum raw_kind */
 	uint16_t reserved;
 	uint64_t time_ns;       /* CLOCK_MONOTONIC */
 	/* payload: the kind's fields, as raw_schema.h lists them */

@@ -52,14 +52,7 @@ TRACE_NAMES = {"cross_entropy": "cross_entropy_loss"}
 # trace's framework names, phase, direction, how many a step, why).  Each
 # must be missing exactly so, or the check fails (the gap is fixed: drop
 # the entry).
-KNOWN_GAPS = {
-    "vit": ("torch 2.14", "forward", "bf16->f32", 1,
-            "timm's cat of the f32 class token with the bf16 patch "
-            "embeddings: torch 2.14's CPU autocast promotes it (a bf16->f32 "
-            "_to_copy), but the observer sees no aten::to and no inner cat "
-            "inside it there (torch 2.13 shows both, and the trace has the "
-            "cast)"),
-}
+KNOWN_GAPS = {}
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
            HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
            WANDB_DISABLED="true", PYTHONDONTWRITEBYTECODE="1")

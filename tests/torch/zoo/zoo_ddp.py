@@ -23,5 +23,8 @@ for step in range(int(sys.argv[1])):
     loss.backward()
     optimizer.step()
     optimizer.zero_grad()
-    print("loss", float(loss.item()).hex(), flush=True)
+    # one write: torchrun's workers write unbuffered to one pipe, and
+    # print's pieces of two ranks interleave ("lossloss 0x...")
+    sys.stdout.write("loss %s\n" % float(loss.item()).hex())
+    sys.stdout.flush()
 dist.destroy_process_group()

@@ -209,20 +209,23 @@ class _Identities:
                 if obj is not None]
 
 
-def _tree(module):
-    """(modules, [(name, parameter)]) of a module's tree, in the order of
-    Module.named_parameters(), read from torch's own dicts: no method of
-    the program's (a named_parameters or modules override) is called, and
-    modules without __hash__ are walked too (torch's walk keeps a set)."""
+def _tree(module, path=""):
+    """([(path, module)], [(name, parameter)]) of a module's tree, from
+    `path` (the root's), in the order of Module.named_modules() and
+    named_parameters(), read from torch's own dicts: no method of the
+    program's (a named_parameters or named_modules override) is called,
+    and modules without __hash__ are walked too (torch's walk keeps a
+    set)."""
     modules, params = [], []
     seen_modules, seen_params = set(), set()   # ids, all alive meanwhile
-    stack = [("", module)]
+    stack = [(path, module)]
     while stack:
-        prefix, m = stack.pop()
+        path, m = stack.pop()
         if id(m) in seen_modules:
             continue
         seen_modules.add(id(m))
-        modules.append(m)
+        modules.append((path, m))
+        prefix = path + "." if path else ""
         own = getattr(m, "__dict__", {})
         for name, param in own.get("_parameters", {}).items():
             if param is not None and id(param) not in seen_params:
@@ -231,7 +234,7 @@ def _tree(module):
         children = [(name, child) for name, child in
                     own.get("_modules", {}).items() if child is not None]
         for name, child in reversed(children):
-            stack.append((prefix + name + ".", child))
+            stack.append((prefix + name, child))
     return modules, params
 
 
@@ -252,7 +255,7 @@ def _name_parameters(torch, bridge, modules_exist):
 
     def name_tree(module):
         modules, params = _tree(module)
-        for sub in modules:
+        for _, sub in modules:
             pending.discard(sub)
         for name, param in params:
             bridge.name_tensor(param._cdata, name)
@@ -262,7 +265,7 @@ def _name_parameters(torch, bridge, modules_exist):
         waiting = pending.live()
         inside = set()
         for module in waiting:
-            inside.update(id(sub) for sub in _tree(module)[0][1:])
+            inside.update(id(sub) for _, sub in _tree(module)[0][1:])
         for module in waiting:
             if id(module) not in inside and module in pending:
                 name_tree(module)
@@ -351,6 +354,63 @@ def _casting_inputs(bridge, cast):
         finally:
             bridge.custom_casts(previous)
     return _cast
+
+
+class _Handles:
+    """A value per live object, by identity (see _Identities)."""
+
+    def __init__(self):
+        self._items = {}
+
+    def get(self, obj):
+        item = self._items.get(id(obj))
+        return item[1] if item is not None and item[0]() is obj else None
+
+    def set(self, obj, value):
+        key = id(obj)
+        self._items[key] = (weakref.ref(
+            obj, lambda _, key=key: self._items.pop(key, None)), value)
+
+
+def _track_modules(torch, bridge):
+    """The nn.Module each op runs in (FORMAT.md: module, module_class):
+    global forward hooks push each module's handle on its thread's stack
+    (events.c) before its forward and pop it after; an op reads the
+    innermost.  A module is named by its path from the outermost module
+    that ran ("" for that one); one that runs inside others without being
+    their submodule, by its class."""
+    handles = _Handles()
+
+    def name_tree(root, prefix):
+        for path, module in _tree(root, prefix)[0]:
+            if handles.get(module) is None:
+                handles.set(module, bridge.module_name(
+                    path, type(module).__name__))
+
+    def pre_hook(module, inputs):
+        try:
+            handle = handles.get(module)
+            if handle is None:
+                outermost = bridge.module_depth() == 0
+                name_tree(module, "" if outermost else type(module).__name__)
+                handle = handles.get(module)
+            bridge.module_enter(handle)
+        except Exception as e:
+            _recording_failed(e)
+        return None
+
+    def hook(module, inputs, output):
+        try:
+            handle = handles.get(module)
+            if handle is not None:
+                bridge.module_exit(handle)
+        except Exception as e:
+            _recording_failed(e)
+        return None
+
+    hooks = torch.nn.modules.module
+    hooks.register_module_forward_pre_hook(pre_hook)
+    hooks.register_module_forward_hook(hook)
 
 
 def _wrap_inference_mode(torch, bridge):
@@ -641,6 +701,7 @@ def install(torch, bridge, modules_exist):
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
                  lambda: _name_parameters(torch, bridge, modules_exist),
+                 lambda: _track_modules(torch, bridge),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge, scaled),

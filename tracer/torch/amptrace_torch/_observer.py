@@ -16,8 +16,8 @@ import sys
 import tempfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCES = ("observer.cpp", "observer.h", "amp.h", "amp_autograd.h",
-            "amp_train.h")
+_SOURCES = ("observer.cpp", "observer.h", "producer_event.h",
+            "producer_keys.h", "amp.h", "amp_autograd.h", "amp_train.h")
 
 
 class Unavailable(Exception):

@@ -1,6 +1,6 @@
 /* The pure-Python fallback's C side (fallback.h): Python describes what
  * its modes see (an op, its arguments in schema order, the autocast
- * state); this file turns tensors into amp_tensor_info with stable ids,
+ * state); this file turns tensors into producer_tensor with stable ids,
  * exactly as observer.cpp does, and calls events.c.
  *
  * Tensor ids: keyed by the TensorImpl's address (`_cdata`, what
@@ -310,8 +310,8 @@ static void describe(PyObject *tensor, struct obs_args *a, bool optional,
 
 	if (i >= OBS_MAX_TENSORS)
 		return;
-	struct amp_tensor_info *info = &a->tensors[i];
-	*info = (struct amp_tensor_info){ 0 };
+	struct producer_tensor *info = &a->tensors[i];
+	*info = (struct producer_tensor){ 0 };
 	a->optional[i] = optional;
 	a->versions[i] = 0;
 	/* the value checks need the observer (elements read in place) */
@@ -333,14 +333,18 @@ static void describe(PyObject *tensor, struct obs_args *a, bool optional,
 	v = read_attr(tensor, attr_shape, false);
 	if (v && PyTuple_Check(v)) {
 		Py_ssize_t n = PyTuple_GET_SIZE(v);
-		info->ndim = n > AMP_MAX_DIMS ? AMP_MAX_DIMS : (int)n;
+		info->ndim = (uint8_t)(n > PRODUCER_MAX_DIMS ? PRODUCER_MAX_DIMS
+							   : n);
 		for (int d = 0; d < info->ndim; d++)
 			info->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(v, d));
 	}
 	Py_XDECREF(v);
-	info->requires_grad = flag(tensor, attr_requires_grad, false);
-	info->is_leaf = flag(tensor, attr_is_leaf, false);
-	info->is_view = flag(tensor, attr_is_view, true);
+	info->flags = (flag(tensor, attr_requires_grad, false)
+			       ? PRODUCER_TENSOR_REQUIRES_GRAD : 0u) |
+		      (flag(tensor, attr_is_leaf, false) ? PRODUCER_TENSOR_LEAF
+							 : 0u) |
+		      (flag(tensor, attr_is_view, true) ? PRODUCER_TENSOR_VIEW
+							: 0u);
 	v = read_attr(tensor, attr_version, false);
 	a->versions[i] = v ? PyLong_AsLongLong(v) : 0;
 	Py_XDECREF(v);

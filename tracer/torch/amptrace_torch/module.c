@@ -133,8 +133,10 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 	(void)self;
 	if (!PyArg_ParseTuple(args, "ss", &raw_dir, &framework))
 		return NULL;
+	/* _framework() picked the table (events_policy_table) first */
 	struct producer_info info = {
 		.framework = framework,
+		.policy_table = amp_torch_table(events_policy_version())->name,
 		.names = producer_amp_names(),
 	};
 	if (producer_attach(raw_dir, &info) != 0) {
@@ -206,13 +208,55 @@ static PyObject *bridge_scope(PyObject *self, PyObject *args)
 	}
 	if (dtype_arg(dtype_name, &dtype) != 0)
 		return NULL;
-	struct amp_scope_event scope = {
-		.depth = depth, .device = device, .dtype = dtype,
+	struct producer_scope scope = {
+		.depth = depth, .device = (uint8_t)device,
+		.dtype = (uint8_t)dtype,
 		.enabled = enabled, .cache_enabled = cache_enabled,
 		.scope = intern(name),
 	};
 	events_scope(enter, &scope);
 	Py_RETURN_NONE;
+}
+
+/* module_name(path, class_name) -> handle (0: none) */
+static PyObject *bridge_module_name(PyObject *self, PyObject *args)
+{
+	const char *path, *class_name;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "ss", &path, &class_name))
+		return NULL;
+	return PyLong_FromLong(events_module_name(path, class_name));
+}
+
+/* module_enter(handle), module_exit(handle): a module's forward starts
+ * and ends on this thread. */
+static PyObject *bridge_module_enter(PyObject *self, PyObject *handle)
+{
+	(void)self;
+	long module = PyLong_AsLong(handle);
+	if (module == -1 && PyErr_Occurred())
+		return NULL;
+	events_module_enter((int)module);
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_module_exit(PyObject *self, PyObject *handle)
+{
+	(void)self;
+	long module = PyLong_AsLong(handle);
+	if (module == -1 && PyErr_Occurred())
+		return NULL;
+	events_module_exit((int)module);
+	Py_RETURN_NONE;
+}
+
+/* module_depth() -> how many modules' forwards run on this thread */
+static PyObject *bridge_module_depth(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromLong(events_module_depth());
 }
 
 static PyObject *bridge_cache_clear(PyObject *self, PyObject *unused)
@@ -341,8 +385,8 @@ static PyObject *bridge_scaler(PyObject *self, PyObject *args)
 			      &optimizer_id, &scale, &found_inf, &skipped,
 			      &inf_tensor))
 		return NULL;
-	struct amp_event e = { .kind = AMP_EVENT_SCALER };
-	e.scaler = (struct amp_scaler_event){
+	struct producer_event e = { .kind = PRODUCER_SCALER };
+	e.scaler = (struct producer_scaler){
 		.scaler_id = scaler_id, .optimizer_id = optimizer_id,
 		.what = intern(what), .scale = scale, .found_inf = found_inf,
 		.step_skipped = skipped, .inf_tensor_id = inf_tensor,
@@ -398,6 +442,14 @@ static PyMethodDef methods[] = {
 	  "custom_function(name): a custom autograd Function's class name" },
 	{ "custom_casts", bridge_custom_casts, METH_VARARGS,
 	  "custom_casts(inside) -> previous: inside custom_fwd's casts" },
+	{ "module_name", bridge_module_name, METH_VARARGS,
+	  "module_name(path, class_name) -> handle of an nn.Module's names" },
+	{ "module_enter", bridge_module_enter, METH_O,
+	  "module_enter(handle): its forward starts on this thread" },
+	{ "module_exit", bridge_module_exit, METH_O,
+	  "module_exit(handle): its forward ended on this thread" },
+	{ "module_depth", bridge_module_depth, METH_NOARGS,
+	  "module_depth() -> modules whose forward runs on this thread" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
 	{ "name_grad", bridge_name_grad, METH_VARARGS,

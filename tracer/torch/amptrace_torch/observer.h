@@ -3,14 +3,16 @@
  *
  * The observer sees every ATen call on every thread (outer op, the casts
  * autocast makes inside it, the inner op, backward nodes) and describes
- * each in libamp's terms: tensors become amp_tensor_info with stable ids.
+ * each in the producer model's terms (producer_event.h): tensors become
+ * producer_tensor with stable ids, dtypes and devices libamp's codes.
  * events.c decides what the calls mean (ops, casts, cache hits) and emits
- * libamp events.  Describing tensors costs, so the observer asks events.c
+ * producer events.  Describing tensors costs, so the observer asks events.c
  * first whether a call's arguments or results are wanted at all. */
 #ifndef AMPTRACE_TORCH_OBSERVER_H
 #define AMPTRACE_TORCH_OBSERVER_H
 
 #include "amp.h"
+#include "producer_event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,7 +49,7 @@ struct obs_op {
 /* The described arguments (or results) of one call. */
 struct obs_args {
 	int ntensors;
-	struct amp_tensor_info tensors[OBS_MAX_TENSORS];
+	struct producer_tensor tensors[OBS_MAX_TENSORS];
 	int64_t versions[OBS_MAX_TENSORS]; /* version counters (stale hits) */
 	bool optional[OBS_MAX_TENSORS];    /* an optional<Tensor> slot */
 	enum amp_dtype dtype_arg;          /* the call's dtype argument */
@@ -58,7 +60,7 @@ struct obs_args {
 	const void *data[OBS_MAX_TENSORS];
 	int64_t numel[OBS_MAX_TENSORS];
 	bool dense[OBS_MAX_TENSORS];
-	int64_t strides[OBS_MAX_TENSORS][AMP_MAX_DIMS];
+	int64_t strides[OBS_MAX_TENSORS][PRODUCER_MAX_DIMS];
 };
 
 /* The autocast state of the calling thread, read at a call's start. */
@@ -155,7 +157,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 5
+#define OBS_ABI_VERSION 6
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.

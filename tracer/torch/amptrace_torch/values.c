@@ -95,7 +95,7 @@ static bool real_name(const char *name)
 }
 
 static void describe_tensor(char *buf, size_t size,
-			    const struct amp_tensor_info *t)
+			    const struct producer_tensor *t)
 {
 	if (real_name(t->name))
 		snprintf(buf, size, "tensor %llu '%s'",
@@ -134,11 +134,11 @@ static void describe_op(char *buf, size_t size, const struct values_op *op)
 static void emit_diag(const char *kind, const char *message, uint64_t op_id,
 		      uint64_t tensor_id)
 {
-	struct amp_event e = { .kind = AMP_EVENT_DIAG };
+	struct producer_event e = { .kind = PRODUCER_DIAG };
 
-	e.diag = (struct amp_diag_event){ .kind = kind, .message = message,
-					  .op_id = op_id,
-					  .tensor_id = tensor_id };
+	e.diag = (struct producer_diag){ .kind = kind, .message = message,
+					 .op_id = op_id,
+					 .tensor_id = tensor_id };
 	events_emit(&e);
 }
 
@@ -228,9 +228,9 @@ void values_tensor_of(const struct obs_args *args, int index,
  * caller frees it).  NULL when they cannot be read. */
 static const void *elements(const struct values_tensor *t, void **owned)
 {
-	const struct amp_tensor_info *info = &t->info;
+	const struct producer_tensor *info = &t->info;
 	size_t size = amp_dtype_size(info->dtype);
-	int64_t index[AMP_MAX_DIMS] = { 0 };
+	int64_t index[PRODUCER_MAX_DIMS] = { 0 };
 
 	*owned = NULL;
 	if (!t->data || t->dense)
@@ -292,14 +292,14 @@ static bool written_in_place(const struct values_op *op, uint64_t id)
 }
 
 static void queue_on_device(const struct values_op *op, enum obs_reduce what,
-			    int index, const struct amp_tensor_info *tensor,
+			    int index, const struct producer_tensor *tensor,
 			    enum amp_dtype target, int64_t numel,
 			    bool inner_origin);
 
 /* Result t (its elements in `bits`) holds inf/NaN: reported when it is
  * the origin.  Returns whether the op holds an origin. */
 static bool judge_result(const struct values_op *op,
-			 const struct amp_tensor_info *t, const uint16_t *bits,
+			 const struct producer_tensor *t, const uint16_t *bits,
 			 size_t n, bool inner_origin)
 {
 	double max_abs;
@@ -351,9 +351,9 @@ bool values_check_results(const struct values_op *op,
 
 bool values_check_cast(const struct values_op *op,
 		       const struct values_tensor *source,
-		       const struct amp_tensor_info *result)
+		       const struct producer_tensor *result)
 {
-	const struct amp_tensor_info *from = &source->info;
+	const struct producer_tensor *from = &source->info;
 	void *owned;
 
 	if (from->dtype != AMP_DTYPE_F32 || !is_low_precision(result->dtype))
@@ -392,7 +392,7 @@ bool values_check_cast(const struct values_op *op,
 /* ---------------------------------------------- checks on the device */
 
 static void queue_on_device(const struct values_op *op, enum obs_reduce what,
-			    int index, const struct amp_tensor_info *tensor,
+			    int index, const struct producer_tensor *tensor,
 			    enum amp_dtype target, int64_t numel,
 			    bool inner_origin)
 {

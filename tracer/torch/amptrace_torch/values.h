@@ -43,11 +43,11 @@ bool values_check_results(const struct values_op *op,
 /* One described tensor with its elements, kept apart from its call's
  * obs_args (which the observer reuses). */
 struct values_tensor {
-	struct amp_tensor_info info;
+	struct producer_tensor info;
 	const void *data;        /* obs_args.data: NULL when not on the host */
 	int64_t numel;
 	bool dense;
-	int64_t strides[AMP_MAX_DIMS];
+	int64_t strides[PRODUCER_MAX_DIMS];
 };
 void values_tensor_of(const struct obs_args *args, int index,
 		      struct values_tensor *out);
@@ -58,7 +58,7 @@ void values_tensor_of(const struct obs_args *args, int index,
  * overflowed (known now: host tensors), so the op's inf is the cast's. */
 bool values_check_cast(const struct values_op *op,
 		       const struct values_tensor *source,
-		       const struct amp_tensor_info *result);
+		       const struct producer_tensor *result);
 /* Reads the device's counts queued since the last call and reports them:
  * once per step (the Python layer's optimizer phase begins), and when
  * recording ends. */
