@@ -187,9 +187,20 @@ void finding_skip_cause(struct findings_context *cx,
 	}
 }
 
-/* "linear (op 21, weight 'fc1.weight')": the op, and the parameter it
- * read (directly, or through autocast's cast of it), which names the
- * layer; a backward op by its forward op's. */
+/* Whether `name` ("fc1.weight") lies under the module path `module`
+ * ("fc1"), which then says all it says. */
+static bool under_module(const char *name, const char *module)
+{
+	size_t n = strlen(module);
+
+	return !strncmp(name, module, n) && name[n] == '.';
+}
+
+/* "linear (op 21: forward, module 'fc1')": the op, and its layer: the
+ * module that ran it (format 1.4; not the root, whose path is ""), and
+ * the parameter it read (directly, or through autocast's cast of it)
+ * where the module's path does not name it already; a backward op by its
+ * forward op's. */
 const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 				  const struct trace_op *op, char *buf,
 				  size_t size)
@@ -213,21 +224,25 @@ const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 		if (p != SIZE_MAX && cx->t->events[p].kind == TRACE_CAST)
 			weight = cx->t->events[p].cast.name;
 	}
+	const char *module = named->module && named->module[0] ? named->module
+							       : NULL;
+	char layer[512] = "";
+	if (module)
+		finding_text(layer, sizeof layer, ", module '%s'", module);
+	if (weight && !(module && under_module(weight, module)))
+		finding_text(layer + strlen(layer), sizeof layer - strlen(layer),
+			     ", weight '%s'", weight);
 	trace_op_label(op, label, sizeof label);
 	if (forward) {
 		char of[128];
 		trace_op_label(forward, of, sizeof of);
-		finding_text(buf, size, "%s (op %llu: backward of %s op %llu%s%s%s)",
+		finding_text(buf, size, "%s (op %llu: backward of %s op %llu%s)",
 			     label, (unsigned long long)op->op_id, of,
-			     (unsigned long long)forward->op_id,
-			     weight ? ", weight '" : "", weight ? weight : "",
-			     weight ? "'" : "");
+			     (unsigned long long)forward->op_id, layer);
 	} else {
-		finding_text(buf, size, "%s (op %llu: %s%s%s%s)", label,
+		finding_text(buf, size, "%s (op %llu: %s%s)", label,
 			     (unsigned long long)op->op_id,
-			     op->phase ? op->phase : "forward",
-			     weight ? ", weight '" : "", weight ? weight : "",
-			     weight ? "'" : "");
+			     op->phase ? op->phase : "forward", layer);
 	}
 	return buf;
 }

@@ -898,7 +898,7 @@ static struct values_op values_op_of(const struct op_record *r)
 {
 	return (struct values_op){
 		.op_id = r->op_id, .op = r->op->op, .overload = r->op->overload,
-		.phase = r->event.phase, .forward_op_id = r->event.forward_op_id,
+		.module = r->event.module, .phase = r->event.phase, .forward_op_id = r->event.forward_op_id,
 		.arguments = &r->inputs,
 	};
 }

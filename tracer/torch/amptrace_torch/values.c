@@ -104,18 +104,32 @@ static void describe_tensor(char *buf, size_t size,
 		snprintf(buf, size, "tensor %llu", (unsigned long long)t->id);
 }
 
-/* "linear (op 12, forward, weight 'fc2.weight')", "mm (op 40, backward
- * of op 12)": the op, and the layer where the trace can tell it (a named
- * argument: the parameters of the module that ran it). */
+/* Whether `name` ("fc2.weight") lies under the module path `module`
+ * ("fc2"), which then says all it says. */
+static bool under_module(const char *name, const char *module)
+{
+	size_t n = strlen(module);
+
+	return !strncmp(name, module, n) && name[n] == '.';
+}
+
+/* "linear (op 12, forward, module 'fc2')", "mm (op 40, backward of op
+ * 12, weight 'fc2.weight')": the op, and the layer where the trace can
+ * tell it: the module that ran it (not the root, whose path is ""), and
+ * a named argument (a parameter) that the module's path does not name
+ * already. */
 static void describe_op(char *buf, size_t size, const struct values_op *op)
 {
 	const char *weight = NULL;
+	const char *module = op->module && op->module[0] ? op->module : NULL;
 
 	for (int i = 0; op->arguments && i < op->arguments->ntensors; i++)
 		if (real_name(op->arguments->tensors[i].name)) {
 			weight = op->arguments->tensors[i].name;
 			break;
 		}
+	if (weight && module && under_module(weight, module))
+		weight = NULL;
 	int n = snprintf(buf, size, "%s%s%s (op %llu, %s", op->op,
 			 op->overload && op->overload[0] ? "." : "",
 			 op->overload ? op->overload : "",
@@ -125,6 +139,8 @@ static void describe_op(char *buf, size_t size, const struct values_op *op)
 	if (op->phase == AMP_PHASE_BACKWARD && op->forward_op_id)
 		n += snprintf(buf + n, size - (size_t)n, " of op %llu",
 			      (unsigned long long)op->forward_op_id);
+	if ((size_t)n < size && module)
+		n += snprintf(buf + n, size - (size_t)n, ", module '%s'", module);
 	if ((size_t)n < size && weight)
 		n += snprintf(buf + n, size - (size_t)n, ", weight '%s'", weight);
 	if ((size_t)n < size)

@@ -27,6 +27,7 @@ void values_bind(const struct obs_observer *observer);
 struct values_op {
 	uint64_t op_id;
 	const char *op, *overload;
+	const char *module;           /* its module's path, or NULL/"" */
 	enum amp_phase phase;
 	uint64_t forward_op_id;       /* backward ops: the op they differentiate */
 	const struct obs_args *arguments;
