@@ -4,6 +4,7 @@
 #define AMPTRACE_ANALYZE_H
 
 #include "findings.h"
+#include "steps.h"
 #include "trace.h"
 #include "trace_index.h"
 
@@ -18,10 +19,13 @@ struct scale_change {
 
 struct analysis {
 	const struct trace *trace;
-	/* Steps: see FORMAT.md "Steps".  step_of[i] for every event. */
+	/* Steps (steps.h, FORMAT.md §8); step_of[i], evaluating[i] and
+	 * step_marker are steps' own, under the names readers use. */
+	struct trace_steps steps;
 	int *step_of;
+	bool *evaluating;
 	int nsteps;
-	const char *step_marker;  /* "scaler update", "autocast region", "none" */
+	const char *step_marker;  /* "optimizer step", "scaler update", ... */
 	/* casts by cache result (hit, miss, uncacheable, disabled, other) */
 	uint64_t cache_hits, cache_misses, cache_uncacheable, cache_disabled;
 	uint64_t cache_clears, cache_max_entries, cache_max_bytes;

@@ -46,6 +46,7 @@ struct finding_region {
 /* How a thread is tied to a region of another thread. */
 #define TIE_SCATTER 1u /* it used a tensor made inside the region */
 #define TIE_GATHER 2u  /* the region used a tensor it made */
+#define TIE_SHARED 4u  /* it used a parameter the region used */
 
 struct finding_regions {
 	struct finding_region *items; /* in the order they were entered */
@@ -248,6 +249,7 @@ finding_event_rule finding_rule_dtype_mismatch;
 /* findings_threads.c */
 finding_event_rule finding_rule_backward_under_autocast,
 	finding_rule_autocast_off_in_thread;
+finding_trace_rule finding_rule_autocast_never_enabled;
 /* findings_casts.c */
 finding_event_rule finding_rule_redundant_cast;
 void finding_casts_free(struct findings_context *cx);

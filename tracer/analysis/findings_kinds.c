@@ -216,6 +216,17 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.doc = "a cacheable cast was redone because `cache_enabled` is "
 		       "off",
 	},
+	[FINDING_AUTOCAST_NEVER_ENABLED] = {
+		"autocast-never-enabled", FINDING_INFO, FINDING_FROM_EVENTS,
+		.once = finding_rule_autocast_never_enabled,
+		.fix = "wrap the forward pass and the loss in "
+		       "torch.autocast(device_type, dtype) if mixed precision "
+		       "was meant",
+		.doc = "a PyTorch process ran forward ops and none with autocast "
+		       "enabled: no enabled region was ever entered, so every op "
+		       "ran in its inputs' dtypes (nanoGPT's CPU setting uses a "
+		       "nullcontext whatever its dtype says)",
+	},
 };
 
 cJSON *finding_json(const struct trace_finding *f)

@@ -5,6 +5,7 @@
  * (fp16-overflow), and the autocast cache's size across steps
  * (cache-growth). */
 #include "findings_internal.h"
+#include "steps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -356,7 +357,101 @@ struct step_end {
 	double entries, bytes;
 	bool cleared;
 	size_t event;
+	double ts;     /* of the value kept */
+	bool seen;     /* a value of this step */
 };
+
+static void report_growth(struct findings_context *cx, int64_t pid,
+			  const struct step_end *ends, size_t nends,
+			  const char *steps)
+{
+	size_t run = 0, best = 0, best_end = 0;
+
+	for (size_t k = 1; k < nends; k++) {
+		run = ends[k].entries > ends[k - 1].entries && !ends[k].cleared
+			      ? run + 1 : 0;
+		if (run > best) {
+			best = run;
+			best_end = k;
+		}
+	}
+	if (best < CACHE_GROWTH_STEPS)
+		return;
+	const struct step_end *from = &ends[best_end - best];
+	const struct step_end *to = &ends[best_end];
+	struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
+					     to->event);
+	if (f)
+		finding_text(f->message, sizeof f->message,
+			     "the autocast cache grew in %zu consecutive steps "
+			     "without being cleared: %.0f entries (%.0f bytes) "
+			     "after step %zu, %.0f entries (%.0f bytes) after "
+			     "step %zu (steps: %s); cached casts are freed only "
+			     "when the outermost autocast region exits, so a "
+			     "region around the whole loop keeps every one",
+			     best, from->entries, from->bytes, best_end - best + 1,
+			     to->entries, to->bytes, best_end + 1, steps);
+}
+
+/* The cache's size at the end of each of the trace's training steps
+ * (steps.h): its last counter value in the step, or a thread's
+ * aggregates of it (the largest cache among its threads); a step without
+ * either keeps the previous one's. */
+static void cache_growth_by_steps(struct findings_context *cx, int64_t pid,
+				  const struct trace_steps *steps)
+{
+	const struct trace *t = cx->t;
+	size_t nends = (size_t)steps->nsteps;
+	struct step_end *ends = calloc(nends ? nends : 1, sizeof *ends);
+
+	if (!ends) {
+		cx->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		int step = steps->step_of[i];
+		if (e->pid != pid || step < 0 || (size_t)step >= nends ||
+		    steps->evaluating[i])
+			continue;
+		struct step_end *end = &ends[step];
+		if (e->kind == TRACE_CACHE_CLEAR) {
+			end->cleared = true;
+		} else if (e->kind == TRACE_AGGREGATE) {
+			const struct trace_aggregate *g = &e->aggregate;
+			end->cleared |= g->cache.clears > 0;
+			if (!end->seen || (double)g->cache.entries > end->entries) {
+				end->entries = (double)g->cache.entries;
+				end->bytes = (double)g->cache.bytes;
+			}
+			end->ts = INFINITY;
+			end->event = i;
+			end->seen = true;
+		} else if (e->kind == TRACE_COUNTER && e->cat &&
+			   !strcmp(e->cat, "amp.cache") &&
+			   (!end->seen || e->ts >= end->ts)) {
+			for (int k = 0; k < e->counter.nseries; k++) {
+				if (!strcmp(e->counter.series[k], "entries"))
+					end->entries = e->counter.value[k];
+				else if (!strcmp(e->counter.series[k], "bytes"))
+					end->bytes = e->counter.value[k];
+			}
+			end->ts = e->ts;
+			end->event = i;
+			end->seen = true;
+		}
+	}
+	for (size_t k = 1; k < nends; k++)
+		if (!ends[k].seen) {
+			bool cleared = ends[k].cleared;
+			ends[k] = ends[k - 1];
+			ends[k].cleared = cleared;
+			if (cleared)
+				ends[k].entries = ends[k].bytes = 0;
+		}
+	report_growth(cx, pid, ends, nends, steps->marker);
+	free(ends);
+}
 
 static void cache_growth_of(struct findings_context *cx, int64_t pid)
 {
@@ -430,47 +525,32 @@ static void cache_growth_of(struct findings_context *cx, int64_t pid)
 			now.cleared = false;
 		}
 	}
-	size_t run = 0, best = 0, best_end = 0;
-	for (size_t k = 1; k < nends; k++) {
-		run = ends[k].entries > ends[k - 1].entries && !ends[k].cleared
-			      ? run + 1 : 0;
-		if (run > best) {
-			best = run;
-			best_end = k;
-		}
-	}
-	if (best >= CACHE_GROWTH_STEPS) {
-		const struct step_end *from = &ends[best_end - best];
-		const struct step_end *to = &ends[best_end];
-		struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
-						     to->event);
-		if (f)
-			finding_text(f->message, sizeof f->message,
-				     "the autocast cache grew in %zu consecutive steps "
-				     "without being cleared: %.0f entries (%.0f bytes) "
-				     "after step %zu, %.0f entries (%.0f bytes) after "
-				     "step %zu (steps: %s); cached casts are freed only "
-				     "when the outermost autocast region exits, so a "
-				     "region around the whole loop keeps every one",
-				     best, from->entries, from->bytes, best_end - best + 1,
-				     to->entries, to->bytes, best_end + 1,
-				     updates ? "GradScaler updates"
-				     : writes ? "optimizer updates"
-				     : "outermost autocast regions");
-	}
+	report_growth(cx, pid, ends, nends,
+		      updates ? "GradScaler updates"
+		      : writes ? "optimizer updates"
+		      : "outermost autocast regions");
 	free(ends);
 }
 
 /* cache-growth: the autocast cache's entry count, read at the end of
  * each step, rose in CACHE_GROWTH_STEPS consecutive steps with no cache
- * clear.  Steps, per process: a step ends at each GradScaler `update`;
- * without one, at the end of each optimizer update (a run of in-place
- * forward ops on leaves that require grad); without those, each entry
- * into an outermost autocast region starts one. */
+ * clear.  Steps, per process: the trace's training steps (steps.h) where
+ * an optimizer, a GradScaler or the program marked them; else a step
+ * ends at each GradScaler `update`; without one, at the end of each
+ * optimizer update (a run of in-place forward ops on leaves that require
+ * grad); without those, each entry into an outermost autocast region
+ * starts one.  (Regions alone cannot mark the steps of this mistake: a
+ * region around the whole loop is one.) */
 void finding_rule_cache_growth(struct findings_context *cx)
 {
 	int64_t pids[64];
 	size_t npids = 0;
+	struct trace_steps steps;
+
+	if (trace_steps_find(cx->t, &steps) != 0) {
+		cx->failed = true;
+		return;
+	}
 
 	for (size_t i = 0; i < cx->t->nevents; i++) {
 		int64_t pid = cx->t->events[i].pid;
@@ -481,5 +561,9 @@ void finding_rule_cache_growth(struct findings_context *cx)
 			pids[npids++] = pid;
 	}
 	for (size_t k = 0; k < npids; k++)
-		cache_growth_of(cx, pids[k]);
+		if (trace_steps_are_training(&steps))
+			cache_growth_by_steps(cx, pids[k], &steps);
+		else
+			cache_growth_of(cx, pids[k]);
+	trace_steps_free(&steps);
 }

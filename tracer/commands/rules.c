@@ -17,7 +17,7 @@ static const char *const policy_names[] = {
 	"fp32_append_dtype", "promote", "banned", NULL
 };
 static const char *const phase_names[] = { "forward", "backward",
-					   "optimizer", "any", NULL };
+					   "optimizer", "other", "any", NULL };
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const cache_names[] = { "hit", "miss", "uncacheable",
 					   "disabled", "any", NULL };
@@ -322,12 +322,13 @@ static int parse_filters(struct parser *p, struct rule *r, bool casts)
 				next(p);
 				f->phase = expect_name(p, phase_names, "a phase");
 			} else if (is_word(p, "forward") || is_word(p, "backward") ||
-				   is_word(p, "optimizer") || is_word(p, "any")) {
+				   is_word(p, "optimizer") || is_word(p, "other") ||
+				   is_word(p, "any")) {
 				f->phase = expect_name(p, phase_names, "a phase");
 			} else {
 				return expected(p, "'scope', 'phase', 'forward', "
-						"'backward', 'optimizer' or 'any' "
-						"after 'in'");
+						"'backward', 'optimizer', 'other' or "
+						"'any' after 'in'");
 			}
 		} else if (is_word(p, "on")) {
 			next(p);

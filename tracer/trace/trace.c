@@ -162,9 +162,16 @@ static const char *type_wanted(enum trace_key_type type)
 		return "a number or null";
 	case TRACE_TYPE_AUTOCAST:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
+	case TRACE_TYPE_AGGREGATE_CACHE:
 		return "an object";
 	case TRACE_TYPE_EXIT:
 		return "an object or null";
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
+		return "an array of rows";
 	case TRACE_TYPE_SHAPE:
 	case TRACE_TYPE_STRINGS:
 	case TRACE_TYPE_TRIPLE:
@@ -197,6 +204,9 @@ static bool type_matches(enum trace_key_type type, const cJSON *v)
 		return cJSON_IsNumber(v) || cJSON_IsNull(v);
 	case TRACE_TYPE_AUTOCAST:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
+	case TRACE_TYPE_AGGREGATE_CACHE:
 		return cJSON_IsObject(v);
 	case TRACE_TYPE_EXIT:
 		return cJSON_IsObject(v) || cJSON_IsNull(v);
@@ -209,6 +219,9 @@ static bool type_matches(enum trace_key_type type, const cJSON *v)
 	case TRACE_TYPE_PROCESSES:
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
 		return cJSON_IsArray(v);
 	default:
 		return cJSON_IsNumber(v);
@@ -324,6 +337,51 @@ static void *load_objects(struct loader *l, const cJSON *list,
 		strcat(at, ".");
 		load_object(l, v, k->object, out + (size_t)*count * k->object->size,
 			    at);
+		(*count)++;
+	}
+	return out;
+}
+
+static void load_value(struct loader *l, const struct trace_key *k,
+		       const cJSON *v, void *m, bool lenient, const char *where);
+
+/* An array of rows of `table`, each an array of its columns in order. */
+static void *load_rows(struct loader *l, const cJSON *list,
+		       const struct trace_key *k, const char *where, int *count)
+{
+	const struct trace_object *table = k->object;
+	int n = cJSON_GetArraySize(list);
+	char *out = trace_alloc(l->trace, (size_t)(n ? n : 1) * table->size);
+	char at[96];
+	const cJSON *row;
+
+	*count = 0;
+	if (!out) {
+		fail(l, "out of memory");
+		return NULL;
+	}
+	memset(out, 0, (size_t)(n ? n : 1) * table->size);
+	cJSON_ArrayForEach(row, list) {
+		snprintf(at, sizeof at, "%s%s[%d]", where, k->key, *count);
+		if (!cJSON_IsArray(row) ||
+		    cJSON_GetArraySize(row) != (int)table->nkeys) {
+			fail(l, "%s must be an array of %zu columns, got %s", at,
+			     table->nkeys, type_name(row));
+			return out;
+		}
+		const cJSON *v = row->child;
+		for (size_t i = 0; i < table->nkeys && !l->failed;
+		     i++, v = v->next) {
+			const struct trace_key *c = &table->keys[i];
+			char column[112];
+			snprintf(column, sizeof column, "%s column ", at);
+			if (type_matches(c->type, v))
+				load_value(l, c, v, out + (size_t)*count * table->size,
+					   false, column);
+			else
+				fail(l, "%s%s must be %s, got %s", column, c->key,
+				     type_wanted(c->type), type_name(v));
+		}
 		(*count)++;
 	}
 	return out;
@@ -460,7 +518,8 @@ static void load_value(struct loader *l, const struct trace_key *k,
 	case TRACE_TYPE_SCOPE:
 		*(char *)f = strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
 		break;
-	case TRACE_TYPE_AUTOCAST: {
+	case TRACE_TYPE_AUTOCAST:
+	case TRACE_TYPE_AGGREGATE_CACHE: {
 		char at[96];
 		snprintf(at, sizeof at, "%s%s.", where, k->key);
 		load_object(l, v, k->object, f, at);
@@ -468,6 +527,8 @@ static void load_value(struct loader *l, const struct trace_key *k,
 	}
 	case TRACE_TYPE_EXIT:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
 		*(void **)f = cJSON_IsNull(v) ? NULL
 					      : load_pointed(l, v, k, where);
 		break;
@@ -476,6 +537,11 @@ static void load_value(struct loader *l, const struct trace_key *k,
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
 		*(void **)f = load_objects(l, v, k, where, count);
+		break;
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
+		*(void **)f = load_rows(l, v, k, where, count);
 		break;
 	case TRACE_TYPE_ID_AGAIN:
 	case TRACE_TYPE_BANDWIDTH:
@@ -566,10 +632,7 @@ static void set_absent_values(struct loader *l, struct trace_event *e)
 	(void)l;
 }
 
-/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
- * its own, so that what reads autocast's decisions reads only those;
- * "autocast" is absent's other spelling. */
-static void set_cast_origin(struct trace_event *e)
+void trace_cast_set_origin(struct trace_event *e)
 {
 	if (!e->cast.origin)
 		return;
@@ -621,6 +684,10 @@ static enum trace_kind classify(const char *cat, char ph)
 		return TRACE_FLOW;
 	if (!strcmp(cat, "kernel"))
 		return TRACE_KERNEL;
+	if (!strcmp(cat, "amp.step"))
+		return TRACE_STEP;
+	if (!strcmp(cat, "amp.aggregate"))
+		return TRACE_AGGREGATE;
 	if (!strcmp(cat, "gpu_memcpy"))
 		return TRACE_MEMCPY;
 	return TRACE_OTHER;
@@ -639,7 +706,10 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	case TRACE_CACHE_CLEAR:
 	case TRACE_SCALER:
 	case TRACE_DIAG:
+	case TRACE_AGGREGATE:
 		return ph == 'i' || ph == 'I';
+	case TRACE_STEP:
+		return ph == 'X' || ph == 'i' || ph == 'I';
 	case TRACE_FLOW:
 		return ph == 's' || ph == 't' || ph == 'f';
 	default:
@@ -722,7 +792,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	if (e.kind == TRACE_OP && !e.op.overload)
 		e.op.overload = trace_intern(t, "");
 	if (e.kind == TRACE_CAST)
-		set_cast_origin(&e);
+		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
 	if (!trace_append(t, &e))
@@ -744,6 +814,27 @@ static int load_top_object(struct loader *l, const cJSON *value, size_t line,
 	return l->failed ? -1 : 0;
 }
 
+/* A number in decimal, without a leading zero: its length, else 0. */
+static size_t number_length(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 1 && s[0] == '0' ? 0 : n;
+}
+
+/* "MAJOR.MINOR" (FORMAT.md's "1.4") and nothing else, shorter than
+ * `size` (it is kept whole): what the major and minor are compared by
+ * must be what the file says. */
+static bool is_version(const char *s, size_t size)
+{
+	size_t major = number_length(s);
+
+	if (!major || s[major] != '.')
+		return false;
+	size_t minor = number_length(s + major + 1);
+	return minor && !s[major + 1 + minor] && major + 1 + minor < size;
+}
+
 static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 {
 	struct loader *l = ctx;
@@ -759,6 +850,12 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 			return trace_error_set(l->err, "%s:%zu: amptrace.format "
 					       "must be a string like \"%s\"",
 					       l->path, line,
+					       TRACE_FORMAT_VERSION);
+		if (!is_version(format->valuestring, sizeof t->format))
+			return trace_error_set(l->err, "%s:%zu: amptrace.format "
+					       "\"%s\" is not a version "
+					       "MAJOR.MINOR like \"%s\"",
+					       l->path, line, format->valuestring,
 					       TRACE_FORMAT_VERSION);
 		if (atoi(format->valuestring) != TRACE_FORMAT_MAJOR)
 			return trace_error_set(l->err, "%s:%zu: trace format %s "
@@ -892,6 +989,22 @@ const char *trace_policy_table(const struct trace *trace)
 const char *const trace_dtype_names[TRACE_DTYPE_COUNT + 1] = {
 	"f64", "f32", "f16", "bf16", "i64", "i32", "bool", NULL
 };
+
+double trace_duration_us(const struct trace *t)
+{
+	double t0 = INFINITY, t1 = -INFINITY;
+
+	if (t->trailer.duration_ns > 0)
+		return (double)t->trailer.duration_ns / 1000.0;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		t0 = fmin(t0, e->ts);
+		t1 = fmax(t1, e->ts + e->dur);
+	}
+	return t1 > t0 ? t1 - t0 : 0;
+}
 
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size)
 {

@@ -83,6 +83,18 @@ const char *trace_policy_table(const struct trace *trace);
  * "rank 0: killed by SIGSEGV".  Written into buf. */
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size);
 
+/* The run's duration, in µs, the one every reader shows: from ts 0 (the
+ * program's start) to its end as the trailer says (duration_us); without
+ * a trailer (truncated, merged by an older amptrace, another tool's
+ * trace), from the first event to the end of the last. */
+double trace_duration_us(const struct trace *trace);
+
+/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
+ * its own (TRACE_OTHER_CAST), so that what reads autocast's decisions
+ * reads only those; "autocast" is absent's other spelling (origin NULL).
+ * Both the reader and the converter sort a TRACE_CAST with it. */
+void trace_cast_set_origin(struct trace_event *e);
+
 /* "softmax.int" or "softmax" into buf. */
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size);
 

@@ -15,6 +15,8 @@ import sys
 import threading
 import weakref
 
+from . import _regions
+
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -71,27 +73,6 @@ def _recording_failed(error):
             pass
 
 
-_locations = {}  # (code, line) -> "file:line", made once per place
-
-
-def _location(torch_dir):
-    """file:line of the code that opened the region (the `with` line or
-    the decorated function's caller), outside torch's and the bridge's
-    own files."""
-    frame = sys._getframe(2)
-    while frame and frame.f_code.co_filename.startswith(
-            (torch_dir, _THIS_DIR + os.sep)):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    key = (frame.f_code, frame.f_lineno)
-    where = _locations.get(key)
-    if where is None:
-        where = _locations[key] = "%s:%d" % (
-            os.path.basename(frame.f_code.co_filename), frame.f_lineno)
-    return where
-
-
 def _wrap_autocast(torch, bridge):
     cls = torch.amp.autocast_mode.autocast
     enter, exit_ = cls.__enter__, cls.__exit__
@@ -106,8 +87,9 @@ def _wrap_autocast(torch, bridge):
             return result
         try:
             enabled, dtype = state(self.device)
-            self._amptrace_scope = _location(torch_dir)
-            bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
+            depth = _nesting(torch)
+            self._amptrace_scope = _regions.name(torch_dir, depth)
+            bridge.scope(True, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
                          self._amptrace_scope)
         except Exception as e:
@@ -142,7 +124,7 @@ def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None,
     frame in the program's tracebacks, binds as a method and carries fn's
     attributes (functools.update_wrapper)."""
     wrapper = functools.update_wrapper(
-        bridge.wrapper(fn, phase, after, closure_phase, before), fn)
+        bridge.wrapper(fn, phase, after, closure_phase, before=before), fn)
     wrapper._amptrace = True
     return wrapper
 
@@ -176,6 +158,24 @@ def _wrap_phases(torch, bridge):
             self.__class__.step = wrapped
 
     setattr(optimizer, patch_name, patch_step)
+
+
+def _wrap_clip_grad(torch, bridge):
+    """Gradient clipping (clip_grad_norm_, clip_grad_value_) is part of
+    the optimizer's step, not the forward pass: its ops are phase
+    optimizer.  Both names torch exports them under (torch.nn.utils and
+    torch.nn.utils.clip_grad) get the wrapper, before the program imports
+    either."""
+    import torch.nn.utils.clip_grad as clip_grad
+    utils = torch.nn.utils
+    for name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"):
+        fn = getattr(clip_grad, name, None)
+        if fn is None or getattr(fn, "_amptrace", False):
+            continue
+        wrapped = _in_phase(bridge, "optimizer", fn)
+        setattr(clip_grad, name, wrapped)
+        if getattr(utils, name, None) is fn:
+            setattr(utils, name, wrapped)
 
 
 class _Identities:
@@ -700,6 +700,7 @@ def install(torch, bridge, modules_exist):
     scaled = _Identities()  # optimizers a GradScaler steps
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
+                 lambda: _wrap_clip_grad(torch, bridge),
                  lambda: _name_parameters(torch, bridge, modules_exist),
                  lambda: _track_modules(torch, bridge),
                  lambda: _wrap_threads(bridge),

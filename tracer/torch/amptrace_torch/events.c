@@ -795,6 +795,24 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	return open_op(s, op, seq_nr, owner);
 }
 
+/* A top-level op outside backward and the optimizer is the forward
+ * pass's when autograd records it (grad on, an input that requires
+ * grad) or it runs in an autocast region; anything else (initialising
+ * weights, loading data, zeroing gradients, reading a loss) is "other". */
+static uint8_t phase_of(const struct thread_state *s,
+			const struct op_record *r,
+			const struct obs_autocast *autocast)
+{
+	if (r->event.phase != AMP_PHASE_FORWARD || r->event.parent_op_id ||
+	    s->depth > 0)
+		return r->event.phase;
+	for (int i = 0; autocast->grad_enabled && i < r->inputs.ntensors; i++)
+		if (r->inputs.tensors[i].flags &
+		    PRODUCER_TENSOR_REQUIRES_GRAD)
+			return AMP_PHASE_FORWARD;
+	return PRODUCER_PHASE_OTHER;
+}
+
 unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		      bool autocast_any)
 {
@@ -819,6 +837,7 @@ void events_begin_args(const struct obs_args *inputs,
 		args_copy(&r->inputs, inputs);
 		memset(r->matched, 0, sizeof r->matched);
 		plan_op(r, autocast);
+		r->event.phase = phase_of(s, r, autocast);
 		r->event.autocast.depth = s->depth;
 		r->event.autocast.scope = s->nscopes ? s->scopes[s->nscopes - 1]
 						     : NULL;

@@ -302,6 +302,15 @@ static PyObject *bridge_custom_casts(PyObject *self, PyObject *args)
 	return PyBool_FromLong(events_custom_casts(inside));
 }
 
+/* phase() -> this thread's phase outside autograd nodes ("forward",
+ * "backward" inside autograd.backward, "optimizer", "other"). */
+static PyObject *bridge_phase(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyUnicode_FromString(amp_phase_name(events_phase()));
+}
+
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
 static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 {
@@ -422,6 +431,51 @@ static PyObject *bridge_op_exception(PyObject *self, PyObject *args)
 	return PyBool_FromLong(events_op_exception(text));
 }
 
+/* step_end(marker): the training step in progress ended now (_steps.py
+ * decides when); `marker` says what ended it. */
+static PyObject *bridge_step_end(PyObject *self, PyObject *args)
+{
+	const char *marker;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &marker))
+		return NULL;
+	producer_step_end(intern(marker), amp_now_ns(), amp_thread_number());
+	Py_RETURN_NONE;
+}
+
+/* evaluation(begin_ns, how): an evaluation window ran from begin_ns
+ * (now()'s) to now. */
+static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
+{
+	unsigned long long begin_ns;
+	const char *how;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "Ks", &begin_ns, &how))
+		return NULL;
+	producer_evaluation(begin_ns, amp_now_ns(), intern(how),
+			    amp_thread_number());
+	Py_RETURN_NONE;
+}
+
+/* now() -> the events' clock, in ns. */
+static PyObject *bridge_now(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(amp_now_ns());
+}
+
+/* step_now() -> (the step in progress, whether it is recorded in full). */
+static PyObject *bridge_step_now(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return Py_BuildValue("(KO)", (unsigned long long)producer_step_now(),
+			     producer_step_detail() ? Py_True : Py_False);
+}
+
 static PyMethodDef methods[] = {
 	{ "load_observer", bridge_load_observer, METH_VARARGS,
 	  "load_observer(path): bind the observer built for this torch" },
@@ -438,6 +492,7 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
+	{ "phase", bridge_phase, METH_NOARGS, "phase() -> this thread's phase" },
 	{ "custom_function", bridge_custom_function, METH_VARARGS,
 	  "custom_function(name): a custom autograd Function's class name" },
 	{ "custom_casts", bridge_custom_casts, METH_VARARGS,
@@ -467,6 +522,13 @@ static PyMethodDef methods[] = {
 	  "set_inference_mode(enabled)" },
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
+	{ "step_end", bridge_step_end, METH_VARARGS,
+	  "step_end(marker): the training step in progress ended" },
+	{ "evaluation", bridge_evaluation, METH_VARARGS,
+	  "evaluation(begin_ns, how): an evaluation window ended" },
+	{ "now", bridge_now, METH_NOARGS, "now() -> the events' clock (ns)" },
+	{ "step_now", bridge_step_now, METH_NOARGS,
+	  "step_now() -> (step in progress, recorded in full detail)" },
 	FALLBACK_METHODS
 	WRAP_METHODS
 	{ NULL, NULL, 0, NULL },

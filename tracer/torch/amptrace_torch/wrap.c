@@ -18,6 +18,9 @@ struct wrapper {
 	PyObject *dict;       /* attributes: __wrapped__, __name__, ... */
 	int phase;            /* enum amp_phase, or -1: left as it is */
 	int closure_phase;    /* an optimizer closure's phase, or -1 */
+	/* after only when this call entered the phase (an optimizer step
+	 * not inside another, nor inside GradScaler.step: _steps.py) */
+	bool outermost;
 };
 
 static PyObject *wrapper_type;
@@ -81,7 +84,7 @@ static void call_after(struct wrapper *w, PyObject *result, PyObject *args,
 }
 
 static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
-			      int closure_phase);
+			      int closure_phase, bool outermost);
 
 /* before(*args, **kwargs), likewise. */
 static void call_before(struct wrapper *w, PyObject *args, PyObject *kwargs)
@@ -105,7 +108,7 @@ static void wrap_closure(PyObject **args, PyObject **kwargs, int phase)
 		closure = PyTuple_GetItem(*args, 1);
 	if (!closure || closure == Py_None || !PyCallable_Check(closure))
 		return;
-	PyObject *wrapped = wrapper_new(closure, phase, NULL, -1);
+	PyObject *wrapped = wrapper_new(closure, phase, NULL, -1, false);
 	if (!wrapped) {
 		PyErr_Clear();
 		return;
@@ -155,7 +158,8 @@ static PyObject *wrapper_call(PyObject *self, PyObject *args,
 		call_before(w, args, kwargs);
 	PyObject *result = PyObject_Call(w->fn, args, kwargs);
 	/* in the phase still: what it records (a scale read) is the call's */
-	if (result && w->after)
+	if (result && w->after &&
+	    (!w->outermost || (w->phase >= 0 && (int)previous != w->phase)))
 		call_after(w, result, args, kwargs);
 	if (w->phase >= 0)
 		events_set_phase(previous);
@@ -260,7 +264,7 @@ int wrap_init(void)
 }
 
 static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
-			      int closure_phase)
+			      int closure_phase, bool outermost)
 {
 	allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)wrapper_type,
 						    Py_tp_alloc);
@@ -279,6 +283,7 @@ static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
 	w->after = after;
 	w->phase = phase;
 	w->closure_phase = closure_phase;
+	w->outermost = outermost;
 	return (PyObject *)w;
 }
 
@@ -295,15 +300,15 @@ static int phase_named(const char *name)
 PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	static char *keywords[] = { "fn", "phase", "after", "closure_phase",
-				    "before", NULL };
+				    "outermost", "before", NULL };
 	PyObject *fn, *after = Py_None, *before = Py_None;
 	const char *phase = NULL, *closure_phase = NULL;
-	int phase_number = -1, closure_number = -1;
+	int phase_number = -1, closure_number = -1, outermost = 0;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzO", keywords, &fn,
-					 &phase, &after, &closure_phase,
-					 &before))
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzpO", keywords,
+					 &fn, &phase, &after, &closure_phase,
+					 &outermost, &before))
 		return NULL;
 	if ((phase && (phase_number = phase_named(phase)) < 0) ||
 	    (closure_phase &&
@@ -311,7 +316,7 @@ PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 		return NULL;
 	PyObject *w = wrapper_new(fn, phase_number,
 				  after == Py_None ? NULL : after,
-				  closure_number);
+				  closure_number, outermost);
 	if (w && before != Py_None) {
 		Py_INCREF(before);
 		((struct wrapper *)w)->before = before;
