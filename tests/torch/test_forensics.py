@@ -282,8 +282,12 @@ def test_dtype_errors():
               (p.stderr[-300:], findings(js)))
         p, path = run("scenario_dtype", mode + "-fixed")
         _, js = summary(path)
-        check("%s, fixed: no finding" % mode,
-              p.returncode == 0 and not findings(js), findings(js))
+        # the fixes of half-model and explicit use no autocast at all:
+        # autocast-never-enabled's info says so, rightly
+        rest = [f for f in findings(js)
+                if f["kind"] != "autocast-never-enabled"]
+        check("%s, fixed: no finding (but autocast-never-enabled's)" % mode,
+              p.returncode == 0 and not rest, rest)
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
