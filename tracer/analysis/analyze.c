@@ -33,6 +33,8 @@ static int collect_findings(struct analysis *a)
 	a->nfindings = computed.count;
 	a->finding_occurrences = computed.occurrences;
 	a->nfinding_occurrences = computed.noccurrences;
+	a->skips = computed.skips;
+	a->nskips = computed.nskips;
 	return status;
 }
 
@@ -151,6 +153,7 @@ void analysis_free(struct analysis *a)
 	free(a->scale_history);
 	free(a->findings);
 	free(a->finding_occurrences);
+	free(a->skips);
 	trace_index_free(&a->index);
 	*a = (struct analysis){ 0 };
 }

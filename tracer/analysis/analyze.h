@@ -41,6 +41,9 @@ struct analysis {
 	/* their occurrences (findings.h: chains from each finding) */
 	struct finding_occurrence *finding_occurrences;
 	size_t nfinding_occurrences;
+	/* the steps GradScaler skipped, with their causes (findings.h) */
+	struct finding_skip *skips;
+	size_t nskips;
 	/* ops by id, tensors' producers, names and uses (findings use it) */
 	struct trace_index index;
 };

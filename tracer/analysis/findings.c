@@ -59,6 +59,10 @@ void finding_fold_diag(struct findings_context *cx, size_t i)
 
 	if (!d->kind)
 		return;
+	/* the bridge's text of a dtype error is in its dtype-mismatch */
+	if (!strcmp(d->kind, "op-error") &&
+	    finding_op_has_dtype_mismatch(cx, e->pid, d->op_id))
+		return;
 	/* a finding amptrace appended earlier: already computed */
 	if (k && k->source == FINDING_FROM_EVENTS) {
 		for (size_t f = 0; f < cx->out->count; f++) {
@@ -225,6 +229,7 @@ void findings_free(struct findings *findings)
 		return;
 	free(findings->items);
 	free(findings->occurrences);
+	free(findings->skips);
 	*findings = (struct findings){ 0 };
 }
 

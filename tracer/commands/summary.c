@@ -578,6 +578,66 @@ static void print_steps(const struct analysis *a, FILE *out)
 		limit);
 }
 
+/* Whether two causes differ in more than their numbers (op and tensor
+ * ids, scales): consecutive skips of one cause are listed once. */
+static bool same_cause(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a >= '0' && *a <= '9')
+			a++;
+		while (*b >= '0' && *b <= '9')
+			b++;
+		if (*a != *b)
+			return false;
+		if (!*a)
+			return true;
+		a++;
+		b++;
+	}
+}
+
+/* Why each step was skipped: runs of steps skipped for one cause. */
+static void print_skips(FILE *out, const struct analysis *a)
+{
+	size_t runs = 0;
+
+	if (!a->nskips)
+		return;
+	fputs("  skipped steps, and why:\n", out);
+	for (size_t i = 0; i < a->nskips;) {
+		size_t j = i + 1;
+		while (j < a->nskips &&
+		       same_cause(a->skips[i].cause, a->skips[j].cause))
+			j++;
+		if (runs++ == 8) {
+			fprintf(out, "    ... %zu more skipped steps (--json lists "
+				"them all)\n", a->nskips - i);
+			return;
+		}
+		int first = a->step_of[a->skips[i].event];
+		int last = a->step_of[a->skips[j - 1].event];
+		if (j - i == 1) {
+			fprintf(out, "    step %d (scale %g): %s\n", first,
+				a->skips[i].scale, a->skips[i].cause);
+		} else {
+			fputs("    steps ", out);
+			if (last - first + 1 == (int)(j - i)) {
+				fprintf(out, "%d-%d", first, last);
+			} else {
+				for (size_t k = i; k < j && k < i + 6; k++)
+					fprintf(out, "%s%d", k > i ? ", " : "",
+						a->step_of[a->skips[k].event]);
+				if (j - i > 6)
+					fputs(", ...", out);
+			}
+			fprintf(out, " (%zu skips, scale %g to %g): %s\n", j - i,
+				a->skips[i].scale, a->skips[j - 1].scale,
+				a->skips[i].cause);
+		}
+		i = j;
+	}
+}
+
 /* What produced the trace and the policy table its findings' reasons
  * come from (a libamp trace, or one without a framework: the newest). */
 static void print_framework(const struct trace *t, FILE *out)
@@ -793,6 +853,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			fprintf(out, " -> ... %zu more changes, final %g",
 				a->nscale_history - 12, a->scale_final);
 		fputc('\n', out);
+		print_skips(out, a);
 	}
 }
 
@@ -981,6 +1042,16 @@ static void print_json(struct summary *s, FILE *out)
 			cJSON_AddBoolToObject(o, "found_inf",
 					      a->scale_history[i].found_inf);
 			cJSON_AddItemToArray(history, o);
+		}
+		cJSON *skips = cJSON_AddArrayToObject(sc, "skipped");
+		for (size_t i = 0; i < a->nskips; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "step",
+						a->step_of[a->skips[i].event]);
+			cJSON_AddItemToObject(o, "scale",
+					      number_or_null(a->skips[i].scale));
+			cJSON_AddStringToObject(o, "cause", a->skips[i].cause);
+			cJSON_AddItemToArray(skips, o);
 		}
 	} else {
 		cJSON_AddNullToObject(root, "scaler");

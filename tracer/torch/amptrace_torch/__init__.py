@@ -17,6 +17,15 @@ def _framework(torch, bridge):
         torch.__version__, bridge.policy_table(torch.__version__))
 
 
+def _value_checks_wanted(value_checks=None):
+    """The value checks (fp16-overflow, cast-underflow) are on unless
+    AMP_VALUE_CHECKS=0 (`amptrace run --no-value-checks` sets it) or the
+    trace() API's value_checks=False."""
+    if value_checks is not None:
+        return bool(value_checks)
+    return os.environ.get("AMP_VALUE_CHECKS", "1") not in ("", "0")
+
+
 def _start_from_run():
     """Called right after the program's `import torch` (sitecustomize)."""
     raw_dir = os.environ.get("AMPTRACE_RAW_DIR")
@@ -27,6 +36,7 @@ def _start_from_run():
     from . import _bridge, _layer, _steps
 
     _observe(torch, _bridge)
+    _bridge.value_checks(_value_checks_wanted())
     _bridge.attach(raw_dir, _framework(torch, _bridge))
     _install_layer_once(torch, _bridge, _layer, modules_exist=False)
     atexit.register(_bridge.mark_exit)
@@ -68,15 +78,19 @@ class trace:
     `steps` and `max_size` are `amptrace run`'s --steps and --max-size:
     the training steps recorded in full detail ("0:19" by default, "5",
     "10:13", "every:100", "all"), every other one as per-step
-    aggregates, and the size past which full detail stops ("100M")."""
+    aggregates, and the size past which full detail stops ("100M").
+    `value_checks`: read the values of low-precision results and casts
+    (fp16-overflow, cast-underflow); by default on unless
+    AMP_VALUE_CHECKS=0."""
 
     def __init__(self, path="trace.json", quiet=True, graph=True, steps=None,
-                 max_size=None):
+                 max_size=None, value_checks=None):
         self.path = path
         self.quiet = quiet
         self.graph = graph  # drawn in a notebook (_repr_html_)
         self.steps = steps
         self.max_size = max_size
+        self.value_checks = _value_checks_wanted(value_checks)
         self._converter = None
 
     def _repr_html_(self):
@@ -118,6 +132,7 @@ class trace:
         # the bridge attaches in this process: it reads them here
         saved = {name: os.environ.get(name) for name in told[1:]}
         os.environ.update(zip(told[1:], values[1:]))
+        _bridge.value_checks(self.value_checks)
         try:
             _bridge.attach(values[0], _framework(torch, _bridge))
         finally:

@@ -72,6 +72,9 @@ void events_emit(struct producer_event *event);
  * of that op carrying the text (the observer does not see it); false when
  * there is no such op. */
 bool events_op_exception(const char *exception);
+/* While paused, the calling thread's calls are not recorded (the bridge's
+ * own torch ops).  Returns the previous state. */
+bool events_pause(bool paused);
 /* In a forked child: calls in flight belong to the parent. */
 void events_after_fork(void);
 

@@ -19,6 +19,7 @@
 #include "gpu.h"
 #include "fallback.h"
 #include "producer.h"
+#include "values.h"
 #include "wrap.h"
 
 #include <dlfcn.h>
@@ -106,6 +107,7 @@ static PyObject *bridge_load_observer(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	observer = bound;
+	values_bind(&observer);
 	Py_RETURN_NONE;
 }
 
@@ -152,6 +154,7 @@ static PyObject *bridge_detach(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
+	values_flush();
 	if (observer.enable)
 		observer.enable(false);
 	gpu_end();
@@ -163,6 +166,7 @@ static PyObject *bridge_mark_exit(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
+	values_flush();
 	gpu_end();
 	producer_mark_exit();
 	Py_RETURN_NONE;
@@ -325,6 +329,57 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 			: 0);
 }
 
+/* name_grad(param_cdata, grad_cdata) -> the gradient's id: named after
+ * its parameter ("fc1.weight.grad") when the parameter has a name. */
+static PyObject *bridge_name_grad(PyObject *self, PyObject *args)
+{
+	unsigned long long param, grad;
+	char name[1100];
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "KK", &param, &grad))
+		return NULL;
+	const char *base = fallback_active()
+				   ? fallback_tensor_name((uintptr_t)param)
+			   : observer.tensor_name
+				   ? observer.tensor_name((uintptr_t)param)
+				   : NULL;
+	if (base && base[0] && base[0] != '(')
+		snprintf(name, sizeof name, "%s.grad", base);
+	else
+		snprintf(name, sizeof name, "(a gradient)");
+	if (fallback_active())
+		return PyLong_FromUnsignedLongLong(
+			fallback_name_tensor((uintptr_t)grad, name));
+	return PyLong_FromUnsignedLongLong(
+		observer.name_tensor ? observer.name_tensor((uintptr_t)grad, name)
+				     : 0);
+}
+
+/* value_checks(enabled): the bridge's value checks on or off (values.h). */
+static PyObject *bridge_value_checks(PyObject *self, PyObject *args)
+{
+	int enabled;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &enabled))
+		return NULL;
+	values_set_enabled(enabled);
+	Py_RETURN_NONE;
+}
+
+/* pause(paused) -> the previous state: while paused, the calling thread's
+ * torch ops are not recorded (the bridge's own look at the gradients). */
+static PyObject *bridge_pause(PyObject *self, PyObject *args)
+{
+	int paused;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &paused))
+		return NULL;
+	return PyBool_FromLong(events_pause(paused));
+}
+
 /* scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped,
  *        inf_tensor_id) */
 static PyObject *bridge_scaler(PyObject *self, PyObject *args)
@@ -452,6 +507,12 @@ static PyMethodDef methods[] = {
 	  "module_depth() -> modules whose forward runs on this thread" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
+	{ "name_grad", bridge_name_grad, METH_VARARGS,
+	  "name_grad(param_cdata, grad_cdata) -> the gradient's tensor id" },
+	{ "value_checks", bridge_value_checks, METH_VARARGS,
+	  "value_checks(enabled): the value checks on or off" },
+	{ "pause", bridge_pause, METH_VARARGS,
+	  "pause(paused) -> previous: this thread's ops unrecorded meanwhile" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
 	  "scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped, "
 	  "inf_tensor_id)" },

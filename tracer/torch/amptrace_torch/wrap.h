@@ -4,13 +4,14 @@
  * through them reads as it does untraced.
  *
  *     wrapper(fn, phase=None, after=None, closure_phase=None,
- *             outermost=False)
+ *             outermost=False, before=None)
  *
  * calls fn(*args, **kwargs) with the calling thread's phase set to
- * `phase` ("backward", "optimizer"), then, when fn returned, still in that
- * phase, after(result, *args, **kwargs), whose own failure is dropped
- * (the Python layer reports its failures itself); the phase is restored
- * last.  With closure_phase, an optimizer step's closure (args[1] or
+ * `phase` ("backward", "optimizer"), before it (in the phase)
+ * before(*args, **kwargs), then, when fn returned, still in that phase,
+ * after(result, *args, **kwargs); the failures of before and after are
+ * dropped (the Python layer reports its failures itself); the phase is
+ * restored last.  With closure_phase, an optimizer step's closure (args[1] or
  * closure=: Lightning's, LBFGS's) runs in that phase: the forward and
  * backward passes it runs are not the step's.  With outermost, after
  * runs only when the call entered the phase (the thread was in another):
