@@ -296,7 +296,9 @@ pids+=("$(cat "$work/pid")")
 guard=$(pgrep -P "$amp" -x amptrace-guard)
 check "the guard is named amptrace-guard (comm and argv[0])" eval \
 	'[ -n "$guard" ] && tr "\0" "\n" <"/proc/$guard/cmdline" | head -1 | grep -qx amptrace-guard'
-kill -9 "$amp" $guard
+# the guard first: amptrace's end closes the guard's pipe, and a guard
+# still alive for a moment after it removes the directory at once
+kill -9 $guard "$amp"
 wait "$amp" 2>/dev/null
 # gone, or a zombie init has not reaped yet (dead all the same)
 for _ in $(seq 200); do
