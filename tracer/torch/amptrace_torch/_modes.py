@@ -485,10 +485,18 @@ class _Thread:
         else:
             # called from inside a dispatch handler (autograd detaching a
             # saved tensor through the mode): autocast reads off there
-            state = self.state
+            state = self.below_autocast()
         frame = self.frame = _Frame(f, args, kwargs, state,
                                     self.registry.listed(f, state))
         return frame
+
+    def below_autocast(self):
+        """The state for an op seen below autocast: autocast's as last
+        read above it (it reads off in a dispatch handler), grad mode as
+        it is now.  Grad mode does not read off there, and an earlier
+        reading would be stale: nn.init's uniform_ runs under a no_grad
+        that no call the function mode saw was inside."""
+        return self.state[:5] + (self.grad_enabled(),)
 
     def start(self, frame, func, seen=None):
         """The call's first kernel: the op begins (its overload known
@@ -637,7 +645,7 @@ class _Thread:
             values = None
         if op is None:
             return func(*args, **kwargs)
-        state = self.state
+        state = self.below_autocast()
         return self.run(op, func, args, kwargs, state, state[0] or state[2],
                         None, values)
 
