@@ -163,6 +163,31 @@ static void produce(void)
 				      .phase = AMP_PHASE_BACKWARD,
 				      .autocast = on };
 	emit(e, 14);
+	/* a compile of graph 4 and one of its casts (the PyTorch bridge) */
+	e = (struct amp_event){ .kind = AMP_EVENT_OP_BEGIN };
+	e.op = (struct amp_op_event){ .op_id = 13, .op = "compile:M.forward",
+				      .overload = "", .autocast = on };
+	emit(e, 15);
+	e = (struct amp_event){ .kind = AMP_EVENT_CAST };
+	e.cast = (struct amp_cast_event){
+		.op_id = 13, .from = AMP_DTYPE_F32, .to = AMP_DTYPE_BF16,
+		.cache = AMP_CACHE_UNCACHEABLE, .reason = "traced", .bytes = 64,
+		.is_compiled = true,
+		.compiled = { .graph_id = 4, .phase = AMP_PHASE_BACKWARD,
+			      .made_by = "autocast", .op = "linear",
+			      .feeds = "addmm", .source = "m.py:7",
+			      .module = "fc1", .module_class = "Linear",
+			      .autocast = { .enabled = true,
+					    .device = AMP_DEVICE_CPU,
+					    .dtype = AMP_DTYPE_BF16 } },
+	};
+	emit(e, 16);
+	e = (struct amp_event){ .kind = AMP_EVENT_OP_END };
+	e.op = (struct amp_op_event){ .op_id = 13, .op = "compile:M.forward",
+				      .overload = "", .autocast = on,
+				      .begin_ns = BASE_NS + 15000,
+				      .graph_id = 4 };
+	emit(e, 17);
 }
 
 /* ---------------------------------------------------------- comparing */
@@ -223,6 +248,7 @@ static void op_eq(size_t i, const struct trace_op *a, const struct trace_op *b)
 	ck_assert_int_eq(a->status, b->status);
 	str_eq("error", i, a->error, b->error);
 	str_eq("closed_by", i, a->closed_by, b->closed_by);
+	ck_assert_uint_eq(a->graph, b->graph);
 }
 
 static void cast_eq(size_t i, const struct trace_cast *a,
@@ -247,6 +273,17 @@ static void cast_eq(size_t i, const struct trace_cast *a,
 		ck_assert_int_eq(a->shape[d], b->shape[d]);
 	ck_assert_int_eq(a->requires_grad, b->requires_grad);
 	ck_assert_int_eq(a->leaf, b->leaf);
+	ck_assert_int_eq(a->compiled, b->compiled);
+	ck_assert_uint_eq(a->graph, b->graph);
+	str_eq("made_by", i, a->made_by, b->made_by);
+	str_eq("feeds", i, a->feeds, b->feeds);
+	str_eq("source", i, a->source, b->source);
+	str_eq("module", i, a->module, b->module);
+	str_eq("module_class", i, a->module_class, b->module_class);
+	ck_assert_int_eq(a->autocast.enabled, b->autocast.enabled);
+	str_eq("cast autocast device", i, a->autocast.device,
+	       b->autocast.device);
+	str_eq("cast autocast dtype", i, a->autocast.dtype, b->autocast.dtype);
 }
 
 static void diag_eq(size_t i, const struct trace_diag *a,

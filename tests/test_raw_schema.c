@@ -115,6 +115,7 @@ static void assert_op_eq(const struct amp_op_event *got,
 	ck_assert_int_eq(got->status, want->status);
 	assert_str_eq(got->error, want->error);
 	ck_assert_uint_eq(got->begin_ns, want->begin_ns);
+	ck_assert_uint_eq(got->graph_id, want->graph_id);
 	ck_assert_int_eq(got->ninputs, want->ninputs);
 	for (int i = 0; i < want->ninputs; i++)
 		assert_tensor_eq(&got->inputs[i], &want->inputs[i]);
@@ -150,7 +151,7 @@ START_TEST(op_end_round_trips)
 		.autocast = autocast, .ninputs = 3, .inputs = tensors,
 		.noutputs = 1, .outputs = &tensors[1], .status = AMP_ERR_DTYPE,
 		.error = "mat1 and mat2 must have the same dtype",
-		.begin_ns = 1500,
+		.begin_ns = 1500, .graph_id = 300,
 	};
 
 	round_trip(&e);
@@ -202,6 +203,48 @@ START_TEST(cast_round_trips)
 		ck_assert_uint_eq(got->cache_entries, counted ? 17 : 0);
 		ck_assert_uint_eq(got->cache_bytes, counted ? 4096 : 0);
 	}
+}
+END_TEST
+
+/* A compiled graph's cast carries where and what for; libamp's casts
+ * pay one byte for the flag. */
+START_TEST(compiled_cast_round_trips)
+{
+	struct amp_event e = { .kind = AMP_EVENT_CAST, .time_ns = 3003 };
+	e.cast = (struct amp_cast_event){
+		.op_id = 9, .arg = 1, .from = AMP_DTYPE_F32,
+		.to = AMP_DTYPE_BF16, .cache = AMP_CACHE_UNCACHEABLE,
+		.reason = "traced into graph 2", .bytes = 512,
+		.is_compiled = true,
+		.compiled = { .graph_id = 2, .phase = AMP_PHASE_BACKWARD,
+			      .made_by = "autocast", .op = "linear",
+			      .feeds = "addmm", .source = "train.py:12",
+			      .module = "h.0.mlp", .module_class = "Linear",
+			      .autocast = { .enabled = true,
+					    .device = AMP_DEVICE_CPU,
+					    .dtype = AMP_DTYPE_BF16 } },
+	};
+	struct amp_event plain = e;
+	plain.cast.is_compiled = false;
+
+	round_trip(&e);
+	const struct amp_compiled_cast *got = &decoded.event.cast.compiled;
+	ck_assert(decoded.event.cast.is_compiled);
+	ck_assert_uint_eq(got->graph_id, 2);
+	ck_assert_int_eq(got->phase, AMP_PHASE_BACKWARD);
+	assert_str_eq(got->made_by, "autocast");
+	assert_str_eq(got->op, "linear");
+	assert_str_eq(got->feeds, "addmm");
+	assert_str_eq(got->source, "train.py:12");
+	assert_str_eq(got->module, "h.0.mlp");
+	assert_str_eq(got->module_class, "Linear");
+	ck_assert(got->autocast.enabled);
+	ck_assert_int_eq(got->autocast.dtype, AMP_DTYPE_BF16);
+
+	round_trip(&plain);
+	ck_assert(!decoded.event.cast.is_compiled);
+	ck_assert_ptr_null(decoded.event.cast.compiled.made_by);
+	ck_assert_uint_eq(decoded.event.cast.compiled.graph_id, 0);
 }
 END_TEST
 
@@ -481,6 +524,7 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, op_end_round_trips);
 	tcase_add_test(tc, op_end_error_needs_a_status);
 	tcase_add_test(tc, cast_round_trips);
+	tcase_add_test(tc, compiled_cast_round_trips);
 	tcase_add_test(tc, scope_round_trips);
 	tcase_add_test(tc, cache_clear_round_trips);
 	tcase_add_test(tc, scaler_round_trips);

@@ -15,7 +15,7 @@ check "transformer: flows bind where a viewer binds them" \
 	$python "$flow_check" "$tmp/tf.json" --expect-backward --expect-cast
 check "mlp: flows bind where a viewer binds them" \
 	$python "$flow_check" "$tmp/mlp.json" --expect-backward --expect-cast
-check "the trace says format 1.3" grep -q '"amptrace":{"format":"1.3"' "$tmp/tf.json"
+check "the trace says format 1.4" grep -q '"amptrace":{"format":"1.4"' "$tmp/tf.json"
 record "$tmp/fwd.json" "$trace_prog" ops 3
 check "forward only: cast flows, no backward flow" \
 	$python "$flow_check" "$tmp/fwd.json" --expect-no-backward --expect-cast

@@ -123,6 +123,7 @@ static void on_op_end(struct converter *cv, struct convert_process *p,
 	if (e->status)
 		op.error = e->error ? convert_intern_cstr(p, e->error)
 				    : convert_lit(p, LIT_EMPTY);
+	op.graph = e->graph_id;
 	op_event(cv, p, t, &op, begin_ns, time_ns);
 }
 
@@ -142,6 +143,31 @@ static void counter(struct converter *cv, struct convert_process *p,
 		.value = { v1, v2 },
 	};
 	convert_emit(cv, p, &e);
+}
+
+/* A compiled graph's cast: what it was cast for and where come with it,
+ * not from the op it was recorded in (the graph's compile). */
+static void compiled_fields(struct convert_process *p,
+			    const struct amp_compiled_cast *c,
+			    struct trace_cast *out)
+{
+	const struct amp_autocast_info *a = &c->autocast;
+
+	out->compiled = true;
+	out->graph = c->graph_id;
+	out->phase = convert_name(p, NAMES_PHASE, c->phase);
+	out->op = c->op ? convert_intern_cstr(p, c->op) : out->op;
+	out->scope = NULL;
+	out->made_by = convert_intern_cstr(p, c->made_by);
+	out->feeds = convert_intern_cstr(p, c->feeds);
+	out->source = convert_intern_cstr(p, c->source);
+	out->module = convert_intern_cstr(p, c->module);
+	out->module_class = convert_intern_cstr(p, c->module_class);
+	out->autocast = (struct trace_autocast){
+		.enabled = a->enabled,
+		.device = convert_name(p, NAMES_DEVICE, a->device),
+		.dtype = convert_name(p, NAMES_DTYPE, a->dtype),
+	};
 }
 
 static void on_cast(struct converter *cv, struct convert_process *p,
@@ -180,6 +206,8 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 	};
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
+	if (c->is_compiled)
+		compiled_fields(p, &c->compiled, &e.cast);
 	convert_emit(cv, p, &e);
 	p->casts++;
 	if (c->cache_counted)

@@ -34,7 +34,8 @@
 #define RAW_ENV_DIR "AMPTRACE_RAW_DIR"
 #define RAW_ENV_PID "AMPTRACE_PID" /* the converting amptrace process */
 #define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
-#define RAW_VERSION 4 /* 3: tensors carry producer_op_id; 4: varints */
+#define RAW_VERSION 5 /* 3: tensors carry producer_op_id; 4: varints;
+			* 5: compiled graphs' casts, ops' graph */
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */

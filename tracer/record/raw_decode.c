@@ -130,6 +130,8 @@ static const struct amp_tensor_info *get_tensors(struct cursor *c, int *count)
 #define DEC_STR(f, x) m->f = get_str(c);
 #define DEC_STR_IF(f, x) m->f = get_str(c);
 #define DEC_V64_IF(f, x) if (m->x) m->f = get_var(c);
+#define DEC_STR_OPT(f, x) if (m->x) m->f = get_str(c);
+#define DEC_AUTOCAST_OPT(f, x) if (m->x) get_autocast(c, &m->f);
 #define DEC_PAD(f, x) get_u8(c);
 #define DEC_AUTOCAST(f, x) get_autocast(c, &m->f);
 #define DEC_TENSOR(f, x) get_tensor(c, &m->f);

@@ -167,6 +167,8 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 #define RAW_ENC_STR(f, x) p = raw_put_str(p, m->f);
 #define RAW_ENC_STR_IF(f, x) p = raw_put_str(p, m->x ? m->f : NULL);
 #define RAW_ENC_V64_IF(f, x) if (m->x) p = raw_put_var(p, (uint64_t)m->f);
+#define RAW_ENC_STR_OPT(f, x) if (m->x) p = raw_put_str(p, m->f);
+#define RAW_ENC_AUTOCAST_OPT(f, x) if (m->x) p = raw_put_autocast(p, &m->f);
 #define RAW_ENC_PAD(f, x) p = raw_put_u8(p, 0);
 #define RAW_ENC_AUTOCAST(f, x) p = raw_put_autocast(p, &m->f);
 #define RAW_ENC_TENSOR(f, x) p = raw_put_tensor(p, &m->f);
@@ -184,6 +186,8 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 #define RAW_BOUND_STR(f, x) + RAW_STR_BOUND
 #define RAW_BOUND_STR_IF(f, x) + RAW_STR_BOUND
 #define RAW_BOUND_V64_IF(f, x) + RAW_VAR_BOUND
+#define RAW_BOUND_STR_OPT(f, x) + RAW_STR_BOUND
+#define RAW_BOUND_AUTOCAST_OPT(f, x) + RAW_AUTOCAST_BOUND
 #define RAW_BOUND_PAD(f, x) + 1
 #define RAW_BOUND_AUTOCAST(f, x) + RAW_AUTOCAST_BOUND
 #define RAW_BOUND_TENSOR(f, x) + RAW_TENSOR_BOUND

@@ -19,6 +19,8 @@
  *   STR_IF           STR, written as NULL unless member `extra` is set
  *   V64_IF           V64, present only when member `extra` (decoded
  *                    earlier in the record) is set
+ *   STR_OPT          STR, present only when member `extra` is set
+ *   AUTOCAST_OPT     AUTOCAST, present only when member `extra` is set
  *   PAD              one zero byte (no member)
  *   AUTOCAST         struct amp_autocast_info (RAW_AUTOCAST_FIELDS)
  *   TENSOR           struct amp_tensor_info: V64 id, V64 producer_op_id,
@@ -73,7 +75,8 @@ struct raw_gpu_stats {
 	X(U8, op.device, ) X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )  \
 	X(STR, op.op, ) X(STR, op.overload, )                               \
 	X(TENSORS, op.inputs, op.ninputs)                                   \
-	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status)
+	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status)  \
+	X(V64, op.graph_id, )
 
 #define RAW_CAST_FIELDS(X)                                                  \
 	X(V64, cast.op_id, ) X(S32, cast.arg, ) X(U8, cast.from, )          \
@@ -83,7 +86,21 @@ struct raw_gpu_stats {
 	X(V64_IF, cast.cache_entries, cast.cache_counted)                   \
 	X(V64_IF, cast.cache_bytes, cast.cache_counted)                     \
 	X(TENSOR, cast.source, ) X(TENSOR, cast.result, )                   \
-	X(STR, cast.reason, )
+	X(STR, cast.reason, ) RAW_COMPILED_CAST_FIELDS(X)
+
+/* A compiled graph's cast (the PyTorch bridge): one flag byte for
+ * libamp's casts, which have none of these. */
+#define RAW_COMPILED_CAST_FIELDS(X)                                         \
+	X(U8, cast.is_compiled, )                                           \
+	X(V64_IF, cast.compiled.graph_id, cast.is_compiled)                 \
+	X(V64_IF, cast.compiled.phase, cast.is_compiled)                    \
+	X(STR_OPT, cast.compiled.made_by, cast.is_compiled)                 \
+	X(STR_OPT, cast.compiled.op, cast.is_compiled)                      \
+	X(STR_OPT, cast.compiled.feeds, cast.is_compiled)                   \
+	X(STR_OPT, cast.compiled.source, cast.is_compiled)                  \
+	X(STR_OPT, cast.compiled.module, cast.is_compiled)                  \
+	X(STR_OPT, cast.compiled.module_class, cast.is_compiled)            \
+	X(AUTOCAST_OPT, cast.compiled.autocast, cast.is_compiled)
 
 #define RAW_SCOPE_FIELDS(X)                                                 \
 	X(S32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \

@@ -155,6 +155,7 @@ static void write_op(struct jsonw *w, const struct trace_op *op)
 	jsonw_bool(w, op->emulated);
 	OPTIONAL_U64(w, ",\"parent_op_id\":", op->parent_op_id);
 	OPTIONAL_U64(w, ",\"forward_op_id\":", op->forward_op_id);
+	OPTIONAL_U64(w, ",\"graph\":", op->graph);
 	write_autocast(w, &op->autocast);
 	if (op->incomplete) {
 		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
@@ -188,6 +189,36 @@ static void write_op(struct jsonw *w, const struct trace_op *op)
 	jsonw_lit(w, "],\"External id\":");
 	write_id(w, op->op_id);
 	jsonw_lit(w, "}}");
+}
+
+static void optional_string(struct jsonw *w, const char *key,
+			    const char *value)
+{
+	if (!value)
+		return;
+	jsonw_raw(w, ",\"", 2);
+	jsonw_raw(w, key, strlen(key));
+	jsonw_raw(w, "\":", 2);
+	jsonw_str(w, value);
+}
+
+/* A compiled graph's cast (FORMAT.md §3.3): where and what for. */
+static void write_compiled_cast(struct jsonw *w, const struct trace_cast *c)
+{
+	jsonw_lit(w, ",\"origin\":\"compiled\",\"graph\":");
+	jsonw_u64(w, c->graph);
+	optional_string(w, "made_by", c->made_by);
+	optional_string(w, "feeds", c->feeds);
+	optional_string(w, "source", c->source);
+	optional_string(w, "module", c->module);
+	optional_string(w, "module_class", c->module_class);
+	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
+	jsonw_bool(w, c->autocast.enabled);
+	jsonw_lit(w, ",\"device\":");
+	jsonw_str(w, c->autocast.device);
+	jsonw_lit(w, ",\"dtype\":");
+	jsonw_str(w, c->autocast.dtype);
+	jsonw_raw(w, "}", 1);
 }
 
 static void write_cast(struct jsonw *w, const struct trace_cast *c)
@@ -232,6 +263,8 @@ static void write_cast(struct jsonw *w, const struct trace_cast *c)
 		jsonw_lit(w, ",\"requires_grad\":true");
 	if (c->leaf)
 		jsonw_lit(w, ",\"leaf\":true");
+	if (c->compiled)
+		write_compiled_cast(w, c);
 	jsonw_lit(w, "}}");
 }
 
@@ -542,7 +575,8 @@ static size_t op_key_of(const struct trace_event *e, struct op_key *k)
 		   (uint32_t)(op->forward_op_id != 0) << 3 |
 		   (uint32_t)op->autocast.enabled << 4 |
 		   (uint32_t)op->autocast.cache_enabled << 5 |
-		   (uint32_t)(e->ph == 'X') << 6;
+		   (uint32_t)(e->ph == 'X') << 6 |
+		   (uint32_t)(op->graph != 0) << 7;
 	for (int i = 0; i < ntensors; i++) {
 		const struct trace_tensor *t = i < op->ninputs
 			? &op->inputs[i] : &op->outputs[i - op->ninputs];
@@ -608,6 +642,8 @@ static int op_holes(const struct trace_event *e, struct hole *h)
 		h[n++] = (struct hole){ .id = op->parent_op_id };
 	if (op->forward_op_id)
 		h[n++] = (struct hole){ .id = op->forward_op_id };
+	if (op->graph)
+		h[n++] = (struct hole){ .id = op->graph };
 	if (op->incomplete)
 		return n;
 	n = tensor_holes(h, n, op->inputs, op->ninputs);

@@ -296,6 +296,7 @@ static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
 	op->incomplete = get_bool(l, args, "incomplete", at, true);
 	op->parent_op_id = get_id(l, args, "parent_op_id", at, true);
 	op->forward_op_id = get_id(l, args, "forward_op_id", at, true);
+	op->graph = get_id(l, args, "graph", at, true);
 	load_autocast(l, args, &op->autocast);
 	op->status = get_int(l, args, "status", at, true);
 	op->error = get_string(l, args, "error", at, true, true);
@@ -334,6 +335,28 @@ static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
 			     type_name(v));
 }
 
+/* A compiled graph's cast (FORMAT.md §3.3, 1.4). */
+static void load_compiled_cast(struct loader *l, const cJSON *args,
+			       struct trace_cast *c)
+{
+	const char *at = "args.";
+	const cJSON *state = get_object(l, args, "autocast", at);
+
+	c->compiled = true;
+	c->graph = get_id(l, args, "graph", at, false);
+	c->made_by = get_string(l, args, "made_by", at, true, false);
+	c->feeds = get_string(l, args, "feeds", at, true, false);
+	c->source = get_string(l, args, "source", at, true, false);
+	c->module = get_string(l, args, "module", at, true, false);
+	c->module_class = get_string(l, args, "module_class", at, true, false);
+	if (!state)
+		return;
+	at = "args.autocast.";
+	c->autocast.enabled = get_bool(l, state, "enabled", at, false);
+	c->autocast.device = get_string(l, state, "device", at, false, false);
+	c->autocast.dtype = get_string(l, state, "dtype", at, false, false);
+}
+
 static void load_cast(struct loader *l, const cJSON *args,
 		      struct trace_cast *c)
 {
@@ -357,6 +380,9 @@ static void load_cast(struct loader *l, const cJSON *args,
 	c->leaf = get_bool(l, args, "leaf", at, true);
 	load_shape(l, get_array(l, args, "shape", at, true), at, &c->ndim,
 		   c->shape);
+	const char *origin = get_string(l, args, "origin", at, true, false);
+	if (origin && !strcmp(origin, "compiled"))
+		load_compiled_cast(l, args, c);
 }
 
 static void load_scaler(struct loader *l, const cJSON *args,

@@ -79,6 +79,7 @@ struct trace_op {
 	int status;
 	const char *error;
 	const char *closed_by; /* incomplete ops: what ended them */
+	uint64_t graph;        /* a compile or compiled call's graph, or 0 */
 };
 
 struct trace_cast {
@@ -94,7 +95,23 @@ struct trace_cast {
 	int ndim;
 	int64_t shape[TRACE_MAX_DIMS];
 	bool requires_grad, leaf;
+	/* origin "compiled" (1.4): a torch.compile'd graph's cast, recorded
+	 * once when the graph was compiled; tensor and result are 0 */
+	bool compiled;
+	uint64_t graph;
+	const char *made_by;  /* "autocast", "autograd", "program" */
+	const char *feeds;    /* the graph's op its result feeds */
+	const char *source;   /* "train.py:12", or NULL */
+	const char *module, *module_class; /* or NULL */
+	struct trace_autocast autocast; /* enabled, device, dtype only */
 };
+
+/* A cast of a compiled graph rather than of a run: counts of a run's
+ * casts, the cache and the casts' tensors leave it out. */
+static inline bool trace_cast_is_compiled(const struct trace_cast *c)
+{
+	return c->compiled;
+}
 
 /* B and E events (E: depth and closed_by only). */
 struct trace_scope {

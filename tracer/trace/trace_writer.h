@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 /* The format version written in every trace (FORMAT.md). */
-#define TRACE_FORMAT_VERSION "1.3"
+#define TRACE_FORMAT_VERSION "1.4"
 #define TRACE_FORMAT_MAJOR 1
 
 struct trace_writer {

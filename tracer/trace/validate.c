@@ -250,7 +250,9 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
-			defs[ndefs++] = (struct key){ e->pid, c->result, end, i };
+			if (!trace_cast_is_compiled(c))
+				defs[ndefs++] = (struct key){ e->pid, c->result,
+							      end, i };
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 end, i };
 			if (!valid_dtype(c->from) || !valid_dtype(c->to))
@@ -302,8 +304,13 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			struct trace_tensor source = {
 				.id = c->tensor, .dtype = c->from, .name = c->name
 			};
-			check_tensor(t, r, defs, ndefs, e, &source, "cast source",
-				     ns(e->ts + e->dur));
+			/* a compiled graph's cast has no tensors of the run */
+			if (!trace_cast_is_compiled(c))
+				check_tensor(t, r, defs, ndefs, e, &source,
+					     "cast source", ns(e->ts + e->dur));
+			else if (!c->graph)
+				problem(r, "line %zu: a compiled cast names no "
+					"graph", e->line);
 		}
 	}
 
