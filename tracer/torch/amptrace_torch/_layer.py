@@ -14,6 +14,8 @@ import sys
 import threading
 import weakref
 
+from . import _compile
+
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -225,7 +227,15 @@ def _name_parameters(torch, bridge, modules_exist):
             if not pending and not modules_exist and hook:
                 hook.pop().remove()
 
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
+
     def pre_hook(module, inputs):
+        # Dynamo traces global hooks into the graph: under compile the
+        # hook is nothing (it would break the graph); the compiled module
+        # was named when it was compiled (_compile.py)
+        if compiling():
+            return None
         try:
             name_module(module)
         except Exception as e:
@@ -239,6 +249,11 @@ def _name_parameters(torch, bridge, modules_exist):
                             .register_module_forward_pre_hook(pre_hook))
 
     def made(module):
+        # torch.compile's wrapper of a module never runs hooks itself,
+        # nor do the graph modules a compile makes
+        if type(module).__name__ == "OptimizedModule" or \
+                _compile.compiling():
+            return
         try:
             pending.add(module)
             register()
@@ -264,6 +279,7 @@ def _name_parameters(torch, bridge, modules_exist):
     torch.nn.Module.__setstate__ = __setstate__
     if modules_exist:
         register()
+    return name_module
 
 
 def _wrap_inference_mode(torch, bridge):
@@ -428,14 +444,19 @@ def install(torch, bridge, modules_exist):
     once and the others still record.  `modules_exist`: the program may
     have made modules already (installed by the trace() API, not right
     after its `import torch`)."""
+    namer = []
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
-                 lambda: _name_parameters(torch, bridge, modules_exist),
+                 lambda: namer.append(
+                     _name_parameters(torch, bridge, modules_exist)),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge),
                  lambda: _wrap_inference_mode(torch, bridge),
-                 lambda: _hook_exceptions(bridge)):
+                 lambda: _hook_exceptions(bridge),
+                 lambda: _compile.install(torch, bridge, _recording_failed,
+                                          _state_reader(torch),
+                                          namer[0] if namer else None)):
         try:
             part()
         except Exception as e:

@@ -98,6 +98,11 @@ struct thread_state {
 	uint64_t failed_op_id;
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
+	/* torch.compile (compiled.c): while a graph is compiled its ops
+	 * run on fake tensors and are none of the program's; the op of the
+	 * compiled call running here, the parent of the ops it runs */
+	bool ignoring;
+	uint64_t compiled_parent;
 };
 
 static __thread struct thread_state *state;
@@ -392,6 +397,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		s->dropped++;
 		return OBS_WANT_NOTHING;
 	}
+	if (s->ignoring)
+		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
 	if (op->backward_node) {
 		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr)
 					    : backward_link(s);
@@ -445,7 +452,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	r->inner.ntensors = 0;
 	r->event = (struct amp_op_event){
 		.op_id = op_id,
-		.parent_op_id = owner >= 0 ? s->ops[owner].op_id : 0,
+		.parent_op_id = owner >= 0 ? s->ops[owner].op_id
+					   : s->compiled_parent,
 		.op = op->op, .overload = op->overload,
 		.phase = in_backward(s) ? AMP_PHASE_BACKWARD : s->phase,
 		.forward_op_id = backward_link(s),
@@ -685,6 +693,48 @@ struct amp_cache_stats amp_autocast_cache_stats(void)
 void events_emit(struct amp_event *e)
 {
 	emit(e);
+}
+
+bool events_set_ignoring(bool ignoring)
+{
+	struct thread_state *s = thread_state();
+	bool previous = s->ignoring;
+
+	s->ignoring = ignoring;
+	return previous;
+}
+
+uint64_t events_set_compiled_parent(uint64_t op_id)
+{
+	struct thread_state *s = thread_state();
+	uint64_t previous = s->compiled_parent;
+
+	s->compiled_parent = op_id;
+	return previous;
+}
+
+uint64_t events_new_op_id(void)
+{
+	return atomic_fetch_add(&next_op_id, 1);
+}
+
+void events_link_forward(int64_t seq, uint64_t op_id)
+{
+	struct thread_state *s = thread_state();
+
+	if (seq < 0)
+		return;
+	s->links[seq % LINK_SLOTS].seq = seq;
+	s->links[seq % LINK_SLOTS].op_id = op_id;
+}
+
+void events_regions(int *depth, const char **scope)
+{
+	struct thread_state *s = thread_state();
+
+	*depth = s->depth;
+	*scope = s->nscopes && s->nscopes <= MAX_SCOPES
+			 ? s->scopes[s->nscopes - 1] : NULL;
 }
 
 void events_after_fork(void)

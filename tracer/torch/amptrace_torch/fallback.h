@@ -19,6 +19,9 @@ bool fallback_active(void);
 /* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata), as
  * observer_name_tensor does for the observer.  Returns its id. */
 uint64_t fallback_name_tensor(uintptr_t impl, const char *name);
+/* The id and name of a Python tensor, as the observer's tensor_id gives
+ * them. */
+uint64_t fallback_tensor_id(PyObject *tensor, const char **name);
 
 /* The Python entry points, for the module's method table. */
 PyObject *fallback_py_init(PyObject *self, PyObject *args);

@@ -15,6 +15,7 @@
 #define Py_LIMITED_API 0x03080000
 #include <Python.h>
 
+#include "compiled.h"
 #include "events.h"
 #include "gpu.h"
 #include "fallback.h"
@@ -268,6 +269,23 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 			: 0);
 }
 
+uint64_t bridge_tensor_id(PyObject *tensor, const char **name)
+{
+	*name = NULL;
+	if (fallback_active())
+		return fallback_tensor_id(tensor, name);
+	if (!observer.tensor_id)
+		return 0;
+	PyObject *cdata = PyObject_GetAttrString(tensor, "_cdata");
+	uintptr_t impl = cdata ? (uintptr_t)PyLong_AsVoidPtr(cdata) : 0;
+	Py_XDECREF(cdata);
+	if (!impl) {
+		PyErr_Clear();
+		return 0;
+	}
+	return observer.tensor_id(impl, name);
+}
+
 /* scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped,
  *        inf_tensor_id) */
 static PyObject *bridge_scaler(PyObject *self, PyObject *args)
@@ -349,6 +367,7 @@ static PyMethodDef methods[] = {
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
+	COMPILED_METHODS
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -511,6 +511,20 @@ uint64_t name_tensor(uintptr_t impl, const char *name)
 	return e.id;
 }
 
+uint64_t tensor_id(uintptr_t impl, const char **name)
+{
+	*name = nullptr;
+	if (!impl)
+		return 0;
+	std::lock_guard<std::mutex> guard(ids_lock);
+	uint64_t first_new = next_id;
+	tensor_entry &e = entry_for(reinterpret_cast<c10::TensorImpl *>(impl));
+	if (e.id >= first_new)
+		e.name = made_elsewhere;
+	*name = e.name;
+	return e.id;
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) int
@@ -520,6 +534,6 @@ amptrace_observer_bind(unsigned abi, const struct obs_events *table,
 	if (abi != OBS_ABI_VERSION)
 		return -1;
 	events = table;
-	*observer = obs_observer{ install, enable, name_tensor };
+	*observer = obs_observer{ install, enable, name_tensor, tensor_id };
 	return 0;
 }

@@ -98,11 +98,16 @@ struct obs_observer {
 	/* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata):
 	 * its events carry the name from now on.  Returns its id. */
 	uint64_t (*name_tensor)(uintptr_t impl, const char *name);
+	/* The id and name (NULL: none) of the tensor whose TensorImpl is
+	 * `impl`, as its events give them (a compiled call's arguments,
+	 * which no op hands over); one never seen is named as made outside
+	 * the recorded ops. */
+	uint64_t (*tensor_id)(uintptr_t impl, const char **name);
 };
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 4
+#define OBS_ABI_VERSION 5
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.
