@@ -44,6 +44,7 @@ static bool cast_at(const struct trace_event *e, struct cast *c)
 		return true;
 	}
 	if (e->kind != TRACE_CAST || !e->cast.cache ||
+	    trace_cast_is_compiled(&e->cast) ||
 	    !strcmp(e->cast.cache, "hit") || !e->cast.from || !e->cast.to ||
 	    (e->cast.phase && !strcmp(e->cast.phase, "backward")))
 		return false;

@@ -46,6 +46,10 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	  "cast as eager autocast does: run the code eagerly inside `with "
 	  "torch.autocast(...)` (no TorchScript autocast, no autocast "
 	  "switched on outside a region)", false },
+	/* the PyTorch bridge's, from the graphs torch.compile makes */
+	[FINDING_COMPILE_DIVERGENCE] = { "compile-divergence", FINDING_WARNING,
+	  "do what the message says, or leave the region uncompiled "
+	  "(torch.compiler.disable) where eager's casts matter", false },
 	[FINDING_CACHE_GROWTH] = { "cache-growth", FINDING_WARNING,
 	  "exit the outermost autocast region every iteration (the cache is "
 	  "cleared only then), or disable the cache for the long region", false },
@@ -61,6 +65,12 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	[FINDING_CACHE_DISABLED] = { "cache-disabled", FINDING_INFO,
 	  "leave cache_enabled on so weight casts are made once per region",
 	  false },
+	[FINDING_RECOMPILE] = { "recompile", FINDING_INFO,
+	  "keep the compiled region's autocast state and inputs the same "
+	  "from call to call, or mark what changes dynamic", false },
+	[FINDING_GRAPH_BREAK] = { "graph-break", FINDING_INFO,
+	  "move what breaks the graph out of the compiled region (or out "
+	  "of the autocast region, which it splits)", false },
 };
 
 cJSON *finding_json(const struct trace_finding *f)

@@ -365,7 +365,8 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_CAST || !cast_selected(a, r, e))
+		if (e->kind != TRACE_CAST || trace_cast_is_compiled(&e->cast) ||
+		    !cast_selected(a, r, e))
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
 		if (!per_step[step]++)

@@ -70,6 +70,8 @@ static void tabulate(struct builder *b)
 		}
 		case TRACE_CAST: {
 			const struct trace_cast *c = &e->cast;
+			if (trace_cast_is_compiled(c))
+				break;
 			struct report_cast r = {
 				e->pid, e->tid, step, c->from, c->to, c->cache,
 				c->reason, c->bytes, e->dur,
@@ -102,7 +104,8 @@ static void tabulate(struct builder *b)
 	 * file: casts are given to their op's group once all ops have one. */
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_CAST || !strcmp(e->cast.cache, "hit"))
+		if (e->kind != TRACE_CAST || !strcmp(e->cast.cache, "hit") ||
+		    trace_cast_is_compiled(&e->cast))
 			continue;
 		const struct trace_event *op = analysis_op(&b->a, e->pid,
 							   e->cast.op_id);

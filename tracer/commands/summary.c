@@ -4,6 +4,7 @@
  * first, each with its one-line fix. */
 #include "analyze.h"
 #include "trace.h"
+#include "summary_compiled.h"
 #include "trace_commands.h"
 #include "textfit.h"
 
@@ -225,7 +226,8 @@ static void tabulate(struct summary *s)
 				}
 			}
 			count_in_regions(s, st, false);
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST &&
+			   !trace_cast_is_compiled(&e->cast)) {
 			const struct trace_cast *c = &e->cast;
 			struct cast_row *row = NULL;
 			for (size_t k = 0; k < s->ncasts && !row; k++)
@@ -559,6 +561,8 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			human_time(r->time_us, b2, sizeof b2));
 	}
 
+	summary_compiled_text(t, out);
+
 	fputs("\nWeight-cast cache\n", out);
 	fprintf(out, "  hits %llu, misses %llu, uncacheable %llu, disabled %llu",
 		(unsigned long long)a->cache_hits,
@@ -787,6 +791,7 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddNullToObject(root, "scaler");
 	}
 
+	summary_compiled_json(t, root);
 	char *text = cJSON_Print(root);
 	if (text)
 		fprintf(out, "%s\n", text);
