@@ -9,6 +9,7 @@
  * output dtype, policy and the casts made for the op (argument, from, to,
  * cache result); unaligned ops are reported as added or removed. */
 #include "analyze.h"
+#include "diff_compiled.h"
 #include "id_map.h"
 #include "trace.h"
 #include "trace_commands.h"
@@ -24,7 +25,10 @@ static const char diff_usage[] =
 	"Reports cast behaviour that changed between two traces of the same\n"
 	"program: ops whose output dtype or autocast policy changed, casts\n"
 	"added or removed, cache results that changed (hit/miss/uncacheable),\n"
-	"ops added or removed.  Timing and ids are ignored.\n"
+	"ops added or removed.  Timing and ids are ignored.  When a trace\n"
+	"holds torch.compile'd graphs, casts are compared instead, by module\n"
+	"path, source line and op (an eager and a compiled run do not run\n"
+	"the same ops).\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  -h, --help  this text\n"
@@ -551,6 +555,14 @@ int amptrace_diff(int argc, char **argv)
 		if (trace_end_note(t, note, sizeof note))
 			fprintf(stderr, "amptrace diff: note: %s: %s\n", t->path,
 				note);
+	}
+	if (diff_compiled_applies(&b->trace, &n->trace)) {
+		int compared = diff_compiled(&b->trace, &n->trace, json);
+		free_side(b);
+		free_side(n);
+		free(b);
+		free(n);
+		return compared;
 	}
 	struct changes changes = { 0 };
 	size_t matched;
