@@ -416,7 +416,9 @@ def recorded_calls(state, graph, compiled):
         except Exception as e:
             state.failed(e)
 
-    @functools.wraps(compiled)
+    # its name and doc, not its attributes: a _boxed_call flag would
+    # change how the wrapper is called
+    @functools.wraps(compiled, updated=())
     def call(*args, **kwargs):
         op = begin(args)
         try:
