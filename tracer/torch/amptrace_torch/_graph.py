@@ -35,12 +35,18 @@ def dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
 
-def frame_name(code):
+def frame_name(code, frame_locals):
     """`f` or `M.forward`; a piece resumed after a graph break is named
-    after the function it resumes."""
+    after the function it resumes; torch's own modules (Sequential) are
+    compiled through Dynamo's wrap_inline, named after the module."""
     found = _RESUME.match(code.co_name)
-    return found.group(1) if found else getattr(code, "co_qualname",
-                                                code.co_name)
+    if found:
+        return found.group(1)
+    wrapped = frame_locals.get("fn") if code.co_name == "inner" and \
+        code.co_filename.endswith("external_utils.py") else None
+    if wrapped is not None:
+        return type(wrapped).__name__ + ".forward"
+    return getattr(code, "co_qualname", code.co_name)
 
 
 def _backend_name(compiler):
@@ -69,7 +75,8 @@ class Graph:
         self.state = state
         self.id = number
         self.compile_id = compile_id
-        self.name = frame_name(output.root_tx.f_code)
+        self.name = frame_name(output.root_tx.f_code,
+                               getattr(output.root_tx, "f_locals", None) or {})
         self.backend = _backend_name(output.compiler_fn)
         self.outer = {d: state.autocast(d) for d in ("cpu", "cuda")}
         self.cache_enabled = torch.is_autocast_cache_enabled()
