@@ -213,31 +213,16 @@ fail:
 	return NULL;
 }
 
-/* compiled_end(op_id, tensors, error, name, graph): the op that began
- * last here ends; name and graph (None, 0: as begun) may say more now. */
-PyObject *compiled_py_end(PyObject *self, PyObject *args)
+/* Emits the END of open op `o` and frees it: its outputs (a list of
+ * tensor tuples, or NULL), its error (NULL: none), and what a compile
+ * knows by its end (name NULL, graph 0: as begun). */
+static void close_op(struct open_op *o, PyObject *tensors, const char *error,
+		     const char *name, uint64_t graph)
 {
-	unsigned long long op_id, graph;
-	PyObject *tensors;
-	const char *error, *name;
-	struct compiled_thread *t = compiled_thread();
-
-	(void)self;
-	if (!PyArg_ParseTuple(args, "KOzzK", &op_id, &tensors, &error, &name,
-			      &graph))
-		return NULL;
-	if (t && t->dropped) {
-		t->dropped--;
-		Py_RETURN_NONE;
-	}
-	if (!t || !t->nops || t->ops[t->nops - 1].event.op_id != op_id) {
-		PyErr_Format(PyExc_RuntimeError,
-			     "compiled op %llu is not the last one open", op_id);
-		return NULL;
-	}
-	struct open_op *o = &t->ops[--t->nops];
 	struct amp_event end = { .kind = AMP_EVENT_OP_END, .op = o->event };
-	end.op.outputs = tensors_of(tensors, &end.op.noutputs);
+
+	if (tensors)
+		end.op.outputs = tensors_of(tensors, &end.op.noutputs);
 	PyErr_Clear(); /* an output we cannot describe is left out */
 	if (name)
 		end.op.op = name;
@@ -253,6 +238,40 @@ PyObject *compiled_py_end(PyObject *self, PyObject *args)
 	free((void *)end.op.outputs);
 	free(o->inputs);
 	free(o->name);
+}
+
+/* compiled_end(op_id, tensors, error, name, graph): op `op_id` ends; name
+ * and graph (None, 0: as begun) may say more now.  Ops opened after it
+ * and still open end with it, failed: a backward node that raises never
+ * runs the hook that would have ended its op. */
+PyObject *compiled_py_end(PyObject *self, PyObject *args)
+{
+	unsigned long long op_id, graph;
+	PyObject *tensors;
+	const char *error, *name;
+	struct compiled_thread *t = compiled_thread();
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "KOzzK", &op_id, &tensors, &error, &name,
+			      &graph))
+		return NULL;
+	if (t && t->dropped) {
+		t->dropped--;
+		Py_RETURN_NONE;
+	}
+	int at = t ? t->nops : 0;
+	while (at > 0 && t->ops[at - 1].event.op_id != op_id)
+		at--;
+	if (!at) {
+		PyErr_Format(PyExc_RuntimeError, "compiled op %llu is not open",
+			     op_id);
+		return NULL;
+	}
+	while (t->nops > at)
+		close_op(&t->ops[--t->nops], NULL,
+			 "its end was not seen: the compiled code raised", NULL,
+			 0);
+	close_op(&t->ops[--t->nops], tensors, error, name, graph);
 	Py_RETURN_NONE;
 }
 
