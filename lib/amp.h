@@ -498,24 +498,6 @@ struct amp_op_event {
 	int status;               /* END only: AMP_OK or the failure */
 	const char *error;        /* END only, when status != AMP_OK */
 	uint64_t begin_ns;        /* END only: BEGIN's timestamp */
-	/* END only: the torch.compile'd graph a compile or a call of a
-	 * compiled region is about (the PyTorch bridge), 0 for other ops */
-	uint64_t graph_id;
-};
-
-/* A cast a torch.compile'd graph makes, seen once when the graph is
- * compiled (the PyTorch bridge; libamp makes none): its source, result
- * and cache are the graph's, not a run's (no tensor ids). */
-struct amp_compiled_cast {
-	uint64_t graph_id;
-	enum amp_phase phase;     /* the graph part: forward or backward */
-	const char *made_by;      /* "autocast", "autograd" or "program" */
-	const char *op;           /* the op cast for: "linear" */
-	const char *feeds;        /* the graph's aten op its result feeds */
-	const char *source;       /* "train.py:12", or NULL */
-	const char *module;       /* nn.Module path "h.0.attn", or NULL */
-	const char *module_class; /* "Linear", or NULL */
-	struct amp_autocast_info autocast; /* state the graph traced it under */
 };
 
 struct amp_cast_event {
@@ -538,9 +520,6 @@ struct amp_cast_event {
 	bool cache_counted;
 	size_t cache_entries;
 	size_t cache_bytes;
-	/* A cast of a compiled graph, not of a run: `compiled` says what */
-	bool is_compiled;
-	struct amp_compiled_cast compiled;
 };
 
 struct amp_scope_event {

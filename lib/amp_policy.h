@@ -18,11 +18,14 @@
 /* ------------------------------------------------------------ versions */
 
 /* The PyTorch versions the table holds, oldest first.  A row holds from
- * `added` up to (not including) `removed`. */
+ * `added` up to (not including) `removed`.  Each was checked against that
+ * torch running (tests/test_torch_policy.py). */
 enum amp_torch_version {
-	AMP_TORCH_1_13,   /* 1.13.x (Debian 12's python3-torch 1.13.1) */
-	AMP_TORCH_NEWEST, /* the newest lists read (see lib/policy_table.c) */
-	AMP_TORCH_VERSION_COUNT
+	AMP_TORCH_1_13, /* 1.13.x (Debian 12's python3-torch 1.13.1) */
+	AMP_TORCH_2_13, /* 2.13.x (pip's torch 2.13.0) */
+	AMP_TORCH_VERSION_COUNT,
+	/* the newest table, libamp's own semantics; --torch newest */
+	AMP_TORCH_NEWEST = AMP_TORCH_VERSION_COUNT - 1
 };
 
 /* Who shares a weight cast the cache holds. */
@@ -36,8 +39,8 @@ enum amp_cache_scope {
 
 /* One version's rules beyond its rows. */
 struct amp_torch_table {
-	const char *name;       /* "1.13", "newest": what --torch takes */
-	int major, minor;       /* the release series; 0.0 for newest */
+	const char *name;       /* "1.13", "2.13": what --torch takes */
+	int major, minor;       /* the release series */
 	enum amp_cache_scope cache_scope;
 	bool cpu_f16;           /* CPU autocast takes float16 (1.13: bf16 only) */
 	const char *source;     /* where the rows come from, one line */
@@ -49,12 +52,13 @@ const char *amp_cache_scope_name(enum amp_cache_scope scope);
 
 /* The table version for a torch version as a trace or a user gives it:
  * "newest" or a table name ("1.13"), or a release "1.13.1", "1.13.0a0",
- * "2.1.0+cu121".  A release picks the nearest numbered table at or below
- * its major.minor, and newest when it is newer than every numbered table.
- * *exact (may be NULL) tells whether the release is one a table was read
- * for (a table name, or a release of a numbered table's series).  Returns
- * AMP_OK, AMP_ERR_INVALID (not a version) or AMP_ERR_UNSUPPORTED (older
- * than every table). */
+ * "2.1.0+cu121".  A release picks its series' table, else the nearest
+ * table below it of the same major version (2.15: 2.13), else the
+ * nearest above it (2.1: 2.13; a major's lists drift less than a major
+ * changes them).  *exact (may be NULL) tells whether the release is one a
+ * table was made for (a table name, or a release of a table's series).
+ * Returns AMP_OK, AMP_ERR_INVALID (not a version) or AMP_ERR_UNSUPPORTED
+ * (older than every table). */
 int amp_torch_version_from_string(const char *text,
 				  enum amp_torch_version *version, bool *exact);
 

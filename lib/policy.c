@@ -89,10 +89,14 @@ int amp_torch_version_from_string(const char *text,
 		exact = &exact_found;
 	if (text == NULL)
 		return AMP_ERR_INVALID;
+	if (strcmp(text, "newest") == 0) {
+		*version = AMP_TORCH_NEWEST;
+		*exact = true;
+		return AMP_OK;
+	}
 	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
-		const struct amp_torch_table *t =
-			amp_torch_table((enum amp_torch_version)v);
-		if (strcmp(text, t->name) == 0) {
+		if (strcmp(text, amp_torch_table((enum amp_torch_version)v)
+					 ->name) == 0) {
 			*version = (enum amp_torch_version)v;
 			*exact = true;
 			return AMP_OK;
@@ -103,30 +107,26 @@ int amp_torch_version_from_string(const char *text,
 		return AMP_ERR_INVALID;
 	int release = major * 1000 + minor;
 
-	/* The numbered table of the highest series at or below the release;
-	 * a release newer than every numbered series gets the newest lists. */
-	int below = -1, newest_numbered = -1;
+	/* Tables ascend (tests/test_policy_versions.c): the last one at or
+	 * below the release in its major, else the first one above it. */
+	int same_major_below = -1, above = -1;
 	for (int v = 0; v < AMP_TORCH_VERSION_COUNT; v++) {
 		const struct amp_torch_table *t =
 			amp_torch_table((enum amp_torch_version)v);
-		if (t->major == 0 && t->minor == 0)
-			continue; /* newest: no release number */
 		int series = t->major * 1000 + t->minor;
-		if (newest_numbered < series)
-			newest_numbered = series;
-		if (series <= release)
-			below = v;
+		if (series <= release && t->major == major)
+			same_major_below = v;
+		if (series > release && above < 0)
+			above = v;
 	}
-	if (release > newest_numbered) {
-		*version = AMP_TORCH_NEWEST;
-		*exact = false;
-		return AMP_OK;
-	}
-	if (below < 0)
-		return AMP_ERR_UNSUPPORTED;
+	if (above == 0)
+		return AMP_ERR_UNSUPPORTED; /* older than every table */
+	int chosen = same_major_below >= 0 ? same_major_below
+		     : above >= 0	     ? above
+					     : AMP_TORCH_NEWEST;
 	const struct amp_torch_table *t =
-		amp_torch_table((enum amp_torch_version)below);
-	*version = (enum amp_torch_version)below;
+		amp_torch_table((enum amp_torch_version)chosen);
+	*version = (enum amp_torch_version)chosen;
 	*exact = t->major * 1000 + t->minor == release;
 	return AMP_OK;
 }

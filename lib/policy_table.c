@@ -9,7 +9,7 @@
  * up to its `removed` one; rows without a range hold in every version.
  * Where an op's policy changed, each version has its own row.
  *
- * newest: checked line by line against pytorch/pytorch
+ * 2.13 (also "newest"): read line by line from pytorch/pytorch
  *   aten/src/ATen/autocast_mode.h   @ d70fe7f33910bbe8bc8b6027388a84bb102a453d
  *     (AT_FORALL_LOWER_PRECISION_FP, AT_FORALL_FP32,
  *      AT_FORALL_FP32_SET_OPT_DTYPE, AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE,
@@ -17,7 +17,14 @@
  *   aten/src/ATen/autocast_mode.cpp @ 008ec6b1840c94ff6d0f685bc10fbf585167c673
  *     (TORCH_LIBRARY_IMPL(aten, Autocast): the shared lists plus
  *      cudnn_convolution(_transpose) and the banned binary_cross_entropy;
- *      TORCH_LIBRARY_IMPL(aten, AutocastCPU): the CPU lists)
+ *      TORCH_LIBRARY_IMPL(aten, AutocastCPU): the CPU lists),
+ *   then checked against the installed torch 2.13.0+cpu
+ *   (tests/test_torch_policy.py): its AutocastCPU (127) and AutocastCUDA
+ *   (119) registrations are exactly the 2.13 rows (2.13 registers no
+ *   Dimname overload, and CUDA's rms_norm, which the sources read did
+ *   not have), every CPU row runs under torch.autocast("cpu") with bf16
+ *   and with f16 as explain says, and every CUDA row under CUDA autocast
+ *   on FakeTensors of device cuda gives explain's casts and dtypes.
  * 1.13: pytorch/pytorch tag v1.13.1, as Debian ships it
  *   (pytorch_1.13.1+dfsg.orig.tar.xz; the search store holds no v1.13.1
  *   copy of these files):
@@ -55,8 +62,8 @@
 /* ROW_IN(range, ...): a row holding only in `range` (two values: added,
  * removed), with AMP_ROW_* flags. */
 #define ALL_VERSIONS AMP_TORCH_1_13, 0
-#define NEWEST_ONLY AMP_TORCH_NEWEST, 0
-#define UNTIL_1_13 AMP_TORCH_1_13, AMP_TORCH_NEWEST
+#define FROM_2_13 AMP_TORCH_2_13, 0
+#define UNTIL_1_13 AMP_TORCH_1_13, AMP_TORCH_2_13
 #define ROW_IN(...) ROW_IN_(__VA_ARGS__)
 #define ROW_IN_(added, removed, dev, op, overload, policy, output, flags)    \
 	{ AMP_DEVICE_##dev, op, overload, AMP_POLICY_##policy, output,       \
@@ -98,7 +105,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_LP("einsum", ""),
 	CUDA_LP("mm", ""),
 	CUDA_LP("mv", ""),
-	ROW_IN(NEWEST_ONLY, CUDA, "linalg_vecdot", "",
+	ROW_IN(FROM_2_13, CUDA, "linalg_vecdot", "",
 	       LOWER_PRECISION_FP, NULL, 0),
 	CUDA_LP("linear", ""),
 	CUDA_LP("addbmm", ""),
@@ -113,9 +120,9 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_LP("rnn_tanh_cell", ""),
 	CUDA_LP("rnn_relu_cell", ""),
 	/* output, logsumexp (f32), then sequence/seed bookkeeping */
-	ROW_IN(NEWEST_ONLY, CUDA, "_scaled_dot_product_flash_attention", "",
+	ROW_IN(FROM_2_13, CUDA, "_scaled_dot_product_flash_attention", "",
 	       LOWER_PRECISION_FP, "=,f32", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "scaled_dot_product_attention", "",
+	ROW_IN(FROM_2_13, CUDA, "scaled_dot_product_attention", "",
 	       LOWER_PRECISION_FP, NULL, 0),
 	/* registered for CUDA only, after the shared list */
 	CUDA_LP("cudnn_convolution", ""),
@@ -144,6 +151,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_FP32("layer_norm", "", "self"),
 	CUDA_FP32("native_layer_norm", "", "self"), /* out, mean, rstd */
 	CUDA_FP32("group_norm", "", "self"),
+	ROW_IN(FROM_2_13, CUDA, "rms_norm", "", FP32, "self", 0),
 	ROW_IN(UNTIL_1_13, CUDA, "frobenius_norm", "", FP32, NULL, 0),
 	CUDA_FP32("frobenius_norm", "dim", NULL),
 	CUDA_FP32("nuclear_norm", "", NULL),
@@ -170,22 +178,22 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_FP32("cdist", "", NULL),
 	CUDA_FP32("renorm", "", "self"),
 	CUDA_FP32("logsumexp", "", "float"),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_nearest1d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_nearest_exact1d", "",
+	ROW_IN(FROM_2_13, CUDA, "upsample_nearest1d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "_upsample_nearest_exact1d", "",
 	       FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_nearest2d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_nearest_exact2d", "",
+	ROW_IN(FROM_2_13, CUDA, "upsample_nearest2d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "_upsample_nearest_exact2d", "",
 	       FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_nearest3d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_nearest_exact3d", "",
+	ROW_IN(FROM_2_13, CUDA, "upsample_nearest3d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "_upsample_nearest_exact3d", "",
 	       FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_linear1d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_bilinear2d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_bilinear2d_aa", "",
+	ROW_IN(FROM_2_13, CUDA, "upsample_linear1d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "upsample_bilinear2d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "_upsample_bilinear2d_aa", "",
 	       FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_trilinear3d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "upsample_bicubic2d", "", FP32, "self", 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "_upsample_bicubic2d_aa", "",
+	ROW_IN(FROM_2_13, CUDA, "upsample_trilinear3d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "upsample_bicubic2d", "", FP32, "self", 0),
+	ROW_IN(FROM_2_13, CUDA, "_upsample_bicubic2d_aa", "",
 	       FP32, "self", 0),
 
 	/* ---- CUDA fp32_set_opt_dtype: AT_FORALL_FP32_SET_OPT_DTYPE ----
@@ -193,30 +201,37 @@ static const struct amp_policy_row policy_rows[] = {
 	 * dtype is not optional) */
 	CUDA_SET_OPT("prod", "", "long"),
 	CUDA_SET_OPT("prod", "dim_int", "long"),
-	CUDA_SET_OPT("prod", "dim_Dimname", "long"),
+	ROW_IN(UNTIL_1_13, CUDA, "prod", "dim_Dimname", FP32_SET_OPT_DTYPE,
+	       "long", 0),
 	CUDA_SET_OPT("softmax", "int", NULL),
-	CUDA_SET_OPT("softmax", "Dimname", NULL),
+	ROW_IN(UNTIL_1_13, CUDA, "softmax", "Dimname", FP32_SET_OPT_DTYPE,
+	       NULL, 0),
 	CUDA_SET_OPT("log_softmax", "int", NULL),
-	CUDA_SET_OPT("log_softmax", "Dimname", NULL),
+	ROW_IN(UNTIL_1_13, CUDA, "log_softmax", "Dimname", FP32_SET_OPT_DTYPE,
+	       NULL, 0),
 	CUDA_SET_OPT("cumprod", "", "long"),
-	CUDA_SET_OPT("cumprod", "dimname", "long"),
+	ROW_IN(UNTIL_1_13, CUDA, "cumprod", "dimname", FP32_SET_OPT_DTYPE, "long",
+	       0),
 	CUDA_SET_OPT("cumsum", "", "long"),
-	CUDA_SET_OPT("cumsum", "dimname", "long"),
-	ROW_IN(NEWEST_ONLY, CUDA, "linalg_vector_norm", "",
+	ROW_IN(UNTIL_1_13, CUDA, "cumsum", "dimname", FP32_SET_OPT_DTYPE, "long",
+	       0),
+	ROW_IN(FROM_2_13, CUDA, "linalg_vector_norm", "",
 	       FP32_SET_OPT_DTYPE, NULL, 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "linalg_matrix_norm", "",
+	ROW_IN(FROM_2_13, CUDA, "linalg_matrix_norm", "",
 	       FP32_SET_OPT_DTYPE, NULL, 0),
-	ROW_IN(NEWEST_ONLY, CUDA, "linalg_matrix_norm", "str_ord",
+	ROW_IN(FROM_2_13, CUDA, "linalg_matrix_norm", "str_ord",
 	       FP32_SET_OPT_DTYPE, NULL, 0),
 	CUDA_SET_OPT("sum", "", "long"),
 	CUDA_SET_OPT("sum", "dim_IntList", "long"),
-	CUDA_SET_OPT("sum", "dim_DimnameList", "long"),
+	ROW_IN(UNTIL_1_13, CUDA, "sum", "dim_DimnameList", FP32_SET_OPT_DTYPE,
+	       "long", 0),
 
 	/* ---- CUDA fp32_append_dtype: AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE
 	 * (redispatched to the dtype-taking overload with the dtype appended) */
 	CUDA_APPEND("norm", "Scalar"),
 	CUDA_APPEND("norm", "ScalarOpt_dim"),
-	CUDA_APPEND("norm", "names_ScalarOpt_dim"),
+	ROW_IN(UNTIL_1_13, CUDA, "norm", "names_ScalarOpt_dim",
+	       FP32_APPEND_DTYPE, NULL, 0),
 
 	/* ---- CUDA promote: AT_FORALL_PROMOTE ---- */
 	CUDA_PROMOTE("addcdiv", NULL),
@@ -225,7 +240,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CUDA_PROMOTE("bilinear", NULL),
 	CUDA_PROMOTE("cross", NULL),
 	CUDA_PROMOTE("dot", NULL),
-	ROW_IN(NEWEST_ONLY, CUDA, "vdot", "", PROMOTE, NULL, 0),
+	ROW_IN(FROM_2_13, CUDA, "vdot", "", PROMOTE, NULL, 0),
 	CUDA_PROMOTE("grid_sampler", "self"),
 	CUDA_PROMOTE("index_put", "self"),
 	CUDA_PROMOTE("tensordot", NULL),
@@ -243,11 +258,11 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_LP("conv3d", "padding"),
 	CPU_LP("bmm", ""),
 	CPU_LP("mm", ""),
-	ROW_IN(NEWEST_ONLY, CPU, "linalg_vecdot", "",
+	ROW_IN(FROM_2_13, CPU, "linalg_vecdot", "",
 	       LOWER_PRECISION_FP, NULL, 0),
 	CPU_LP("baddbmm", ""),
 	CPU_LP("addmm", ""),
-	ROW_IN(NEWEST_ONLY, CPU, "_addmm_activation", "",
+	ROW_IN(FROM_2_13, CPU, "_addmm_activation", "",
 	       LOWER_PRECISION_FP, NULL, 0),
 	CPU_LP("addbmm", ""),
 	CPU_LP("linear", ""),
@@ -255,20 +270,22 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_LP("matmul", ""),
 	CPU_LP("conv_tbc", ""),
 	/* output, hy, cy, workspace */
-	ROW_IN(NEWEST_ONLY, CPU, "mkldnn_rnn_layer", "", LOWER_PRECISION_FP,
-	       "=,=,=,=", 0),
+	/* output, hy, cy; the fourth is oneDNN's u8 workspace (torch
+	 * 2.13.0 run: not the compute dtype) */
+	ROW_IN(FROM_2_13, CPU, "mkldnn_rnn_layer", "", LOWER_PRECISION_FP,
+	       "=,=,=", 0),
 	/* fp32 in 1.13 (below) */
-	ROW_IN(NEWEST_ONLY, CPU, "conv_transpose1d", "",
+	ROW_IN(FROM_2_13, CPU, "conv_transpose1d", "",
 	       LOWER_PRECISION_FP, NULL, 0),
-	ROW_IN(NEWEST_ONLY, CPU, "conv_transpose2d", "input",
+	ROW_IN(FROM_2_13, CPU, "conv_transpose2d", "input",
 	       LOWER_PRECISION_FP, NULL, 0),
-	ROW_IN(NEWEST_ONLY, CPU, "conv_transpose3d", "input",
+	ROW_IN(FROM_2_13, CPU, "conv_transpose3d", "input",
 	       LOWER_PRECISION_FP, NULL, 0),
-	ROW_IN(NEWEST_ONLY, CPU, "prelu", "", LOWER_PRECISION_FP, NULL, 0),
-	ROW_IN(NEWEST_ONLY, CPU, "scaled_dot_product_attention", "",
+	ROW_IN(FROM_2_13, CPU, "prelu", "", LOWER_PRECISION_FP, NULL, 0),
+	ROW_IN(FROM_2_13, CPU, "scaled_dot_product_attention", "",
 	       LOWER_PRECISION_FP, NULL, 0),
 	/* out, weights */
-	ROW_IN(NEWEST_ONLY, CPU, "_native_multi_head_attention", "",
+	ROW_IN(FROM_2_13, CPU, "_native_multi_head_attention", "",
 	       LOWER_PRECISION_FP, "=,=", 0),
 
 	/* ---- CPU fp32 ---- */
@@ -283,7 +300,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_FP32("polar", "", "complex"),
 	CPU_FP32("prod", "", "long"),
 	CPU_FP32("prod", "dim_int", "long"),
-	CPU_FP32("prod", "dim_Dimname", "long"),
+	ROW_IN(UNTIL_1_13, CPU, "prod", "dim_Dimname", FP32, "long", 0),
 	CPU_FP32("quantile", "", NULL),
 	CPU_FP32("quantile", "scalar", NULL),
 	CPU_FP32("nanquantile", "", NULL),
@@ -384,13 +401,13 @@ static const struct amp_policy_row policy_rows[] = {
 
 	/* ---- CPU promote ---- */
 	CPU_PROMOTE("stack", "", NULL),
-	ROW_IN(NEWEST_ONLY, CPU, "cat", "", PROMOTE, NULL, 0),
+	ROW_IN(FROM_2_13, CPU, "cat", "", PROMOTE, NULL, 0),
 	/* registered with `const ITensorListRef&`, which 1.13's header has
 	 * no prioritize/cached_cast overload for */
 	ROW_IN(UNTIL_1_13, CPU, "cat", "",
 	       PROMOTE, NULL, AMP_ROW_ARGS_UNTOUCHED),
 	CPU_PROMOTE("index_copy", "", "self"),
-	CPU_PROMOTE("index_copy", "dimname", "self"),
+	ROW_IN(UNTIL_1_13, CPU, "index_copy", "dimname", PROMOTE, "self", 0),
 };
 
 size_t amp_policy_row_count(void)
@@ -419,13 +436,16 @@ static const struct amp_torch_table torch_tables[AMP_TORCH_VERSION_COUNT] = {
 		.source = "pytorch/pytorch v1.13.1 "
 			  "aten/src/ATen/autocast_mode.{h,cpp}",
 	},
-	[AMP_TORCH_NEWEST] = {
-		.name = "newest",
+	[AMP_TORCH_2_13] = {
+		.name = "2.13",
+		.major = 2,
+		.minor = 13,
 		/* one mutex-guarded map shared by all threads */
 		.cache_scope = AMP_CACHE_PER_PROCESS,
 		.cpu_f16 = true,
 		.source = "pytorch/pytorch aten/src/ATen/autocast_mode.cpp @ "
-			  "008ec6b1840c, autocast_mode.h @ d70fe7f33910",
+			  "008ec6b1840c, autocast_mode.h @ d70fe7f33910, "
+			  "checked against torch 2.13.0",
 	},
 };
 

@@ -7,8 +7,8 @@
 # The raw directory filling up is test_raw_full.sh (it needs a mount).
 #   test_faults.sh AMPTRACE TRACE_PROG
 set -u
-amptrace=$1
-prog=$2
+amptrace=$(realpath "$1")
+prog=$(realpath "$2")
 work=$(mktemp -d)
 raw=$work/raw
 mkdir "$raw"
@@ -39,6 +39,19 @@ relu_count() {
 }
 
 raw_empty() { [ -z "$(ls -A "$raw")" ]; }
+
+# waits up to 10 s for background job PID to end (a signal it swallowed
+# must fail the check, not hang the test), then SIGKILLs it; its exit
+# status in $status
+wait_status() {
+	for _ in $(seq 200); do
+		[ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" = Z ] && break
+		sleep 0.05
+	done
+	kill -9 "$1" 2>/dev/null
+	wait "$1"
+	status=$?
+}
 
 # waits up to 5 s for the raw directory to be emptied (by the guard)
 raw_emptied() {
@@ -132,6 +145,178 @@ check "... the program was killed by SIGTERM" \
 	grep -q "was killed by SIGTERM" "$work/err"
 check "... the trace is whole (300 relu ops, a trailer)" eval \
 	'[ "$(relu_count "$work/t.json")" -eq 300 ] && grep -q "\"complete\":true" "$work/t.json"'
+check "... and no raw files are left" raw_empty
+
+# --- a program that closes every descriptor it did not open (closefrom,
+# os.closerange, daemons) and opens a file of its own: the recorder keeps
+# no descriptor the file could get, so it is never extended or mapped
+"$amptrace" run -q --raw-dir "$raw" -o "$work/fd.json" -- \
+	"$prog" closefds 60000 "$work/own.txt" >"$work/out" 2>"$work/err"
+status=$?
+check "closefds: the program exits 0, as untraced ($status)" [ "$status" -eq 0 ]
+check "... its own file holds its 2 bytes ($(stat -c %s "$work/own.txt"))" \
+	[ "$(stat -c %s "$work/own.txt")" -eq 2 ]
+check "... and the trace has every op after the close ($(relu_count "$work/fd.json"))" \
+	[ "$(relu_count "$work/fd.json")" -eq 60001 ]
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	(cd "$work" && "$amptrace" run -q --raw-dir "$raw" -o py.json -- \
+		/usr/bin/python3 -c 'import os, torch
+torch.ones(1) + 1
+os.closerange(3, 1024)
+f = open("d.txt", "w"); f.write("hi"); f.flush()
+[torch.ones(64) + 1 for _ in range(20000)]
+f.close(); print(os.path.getsize("d.txt"))' >"$work/out" 2>"$work/err")
+	status=$?
+	check "os.closerange under torch: exit 0 ($status), the file's size 2 ($(cat "$work/out"))" \
+		eval '[ "$status" -eq 0 ] && [ "$(cat "$work/out")" = 2 ]'
+else
+	echo "# skipped: /usr/bin/python3 has no torch (the closerange repro)"
+fi
+
+# with_signals 'IGNORED' 'BLOCKED' CMD...: execs CMD (in a subshell: `( )` or `&`) with exactly these
+# signals ignored and blocked (a script's background job inherits SIGINT
+# and SIGQUIT ignored, and its shell cannot reset them)
+with_signals() {
+	exec /usr/bin/python3 -c 'import os, signal, sys
+ignored, blocked = ([getattr(signal, "SIG" + n) for n in l.split()] for l in sys.argv[1:3])
+for s in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+    try:
+        signal.signal(s, signal.SIG_IGN if s in ignored else signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+os.execvp(sys.argv[3], sys.argv[3:])' "$@"
+}
+
+# --- signals sent to amptrace alone (kill, Popen.send_signal, a container's
+# stop signal) are passed on to the program, which decides; the trace is
+# finished all the same
+for sig in INT QUIT HUP; do
+	rm -f "$work/pid"
+	with_signals '' '' "$amptrace" run -q --raw-dir "$raw" -o "$work/s.json" -- \
+		"$prog" hang 20 "$work/pid" 2>"$work/err" &
+	amp=$!
+	pids+=("$amp")
+	wait_line "$work/pid"
+	pids+=("$(cat "$work/pid")")
+	kill -"$sig" "$amp"
+	wait_status "$amp"
+	check "SIG$sig sent to amptrace reaches the program: exit $((128 + $(kill -l "$sig"))) ($status)" \
+		[ "$status" -eq $((128 + $(kill -l "$sig"))) ]
+	check "... and the trace is whole (20 relu ops, a trailer)" eval \
+		'[ "$(relu_count "$work/s.json")" -eq 20 ] && grep -q "\"complete\":true" "$work/s.json"'
+done
+
+# --- nohup: amptrace inherited SIGHUP ignored, so does the program, and
+# amptrace passes on nothing it would not have received
+rm -f "$work/pid"
+with_signals HUP '' "$amptrace" run -q --raw-dir "$raw" -o "$work/h.json" -- \
+	"$prog" hang 5 "$work/pid" 2>/dev/null &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid"
+pids+=("$(cat "$work/pid")")
+kill -HUP "$amp"
+sleep 0.3
+check "under nohup, SIGHUP to amptrace leaves the program running" \
+	kill -0 "$(cat "$work/pid")"
+kill -TERM "$amp"
+wait_status "$amp"
+check "... which SIGTERM then ends: exit 143 ($status)" [ "$status" -eq 143 ]
+
+# --- the program inherits amptrace's signal mask and dispositions exactly
+# (a blocked SIGUSR1, an ignored SIGHUP and SIGCHLD), and amptrace keeps
+# the exit status although it inherited SIGCHLD ignored
+launch() { (with_signals 'HUP CHLD' USR1 "$@"); }
+launch grep -E '^Sig(Blk|Ign)' /proc/self/status >"$work/plain.sig"
+launch "$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- \
+	grep -E '^Sig(Blk|Ign)' /proc/self/status >"$work/traced.sig" 2>/dev/null
+check "the program's signal mask and ignored set are amptrace's own" \
+	cmp -s "$work/plain.sig" "$work/traced.sig"
+launch "$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- \
+	"$prog" ops 3 9 >/dev/null 2>&1
+status=$?
+check "SIGCHLD inherited ignored: the program's exit status 9 passes ($status)" \
+	[ "$status" -eq 9 ]
+
+# --- closed stdin, stdout or stderr: amptrace's own pipes and files never
+# take their numbers (the guard kept the raw directory, the program found
+# its stdin replaced); the program still finds them closed
+for redirect in '<&-' '>&-' '2>&-'; do
+	eval '"$amptrace" run -q --raw-dir "$raw" -o "$work/c.json" -- \
+		"$prog" ops 30 >/dev/null '"$redirect"' 2>"$work/err"' 2>/dev/null
+	status=$?
+	check "$redirect: exit 0 ($status), all 30 relu ops recorded ($(relu_count "$work/c.json"))" \
+		eval '[ "$status" -eq 0 ] && [ "$(relu_count "$work/c.json")" -eq 30 ]'
+	eval 'sh -c "[ -e /proc/\$\$/fd/0 ] && [ -e /proc/\$\$/fd/1 ] && [ -e /proc/\$\$/fd/2 ]; echo \$?" '"$redirect"' >"$work/plain.fds" 2>/dev/null'
+	eval '"$amptrace" run -q --raw-dir "$raw" -o "$work/c.json" -- sh -c "[ -e /proc/\$\$/fd/0 ] && [ -e /proc/\$\$/fd/1 ] && [ -e /proc/\$\$/fd/2 ]; echo \$?" '"$redirect"' >"$work/traced.fds" 2>/dev/null'
+	check "... and the program finds it closed, as untraced" \
+		cmp -s "$work/plain.fds" "$work/traced.fds"
+done
+check "... and no raw files are left" raw_empty
+
+# --- children that end with _exit (fork + _exit, os.fork + os._exit), the
+# normal end of a forked child, exited: no process-died; one that aborts
+# still died
+"$amptrace" run -q --raw-dir "$raw" -o "$work/x.json" -- \
+	"$prog" fork-exit 5 4 >/dev/null 2>&1
+status=$?
+"$amptrace" summary "$work/x.json" >"$work/summary" 2>&1
+check "4 children ending with _exit: exit 0 ($status), 5 processes, no process-died" \
+	eval '[ "$status" -eq 0 ] && grep -q "5 processes" "$work/summary" && ! grep -q process-died "$work/summary"'
+"$amptrace" run -q --raw-dir "$raw" -o "$work/x.json" -- \
+	sh -c '"$1" abort 5; exit 0' sh "$prog" >/dev/null 2>&1
+"$amptrace" summary "$work/x.json" >"$work/summary" 2>&1
+check "... a child that aborts still has its process-died" \
+	grep -q "process-died" "$work/summary"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	"$amptrace" run -q --raw-dir "$raw" -o "$work/x.json" -- \
+		/usr/bin/python3 -c 'import os, torch
+torch.ones(2) + 1
+for _ in range(3):
+    if os.fork() == 0:
+        torch.ones(2) * 2
+        os._exit(0)
+    os.wait()' >/dev/null 2>&1
+	"$amptrace" summary "$work/x.json" >"$work/summary" 2>&1
+	check "os.fork + os._exit under torch: 4 processes, no process-died" \
+		eval 'grep -q "4 processes" "$work/summary" && ! grep -q process-died "$work/summary"'
+fi
+
+# --- amptrace and its guard killed together (a process-tree or cgroup
+# kill): the raw directory stays, and the next run removes it; the guard
+# is told apart by its name
+rm -f "$work/pid"
+"$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- \
+	"$prog" hang 5 "$work/pid" 2>/dev/null &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid"
+pids+=("$(cat "$work/pid")")
+guard=$(pgrep -P "$amp" -x amptrace-guard)
+check "the guard is named amptrace-guard (comm and argv[0])" eval \
+	'[ -n "$guard" ] && tr "\0" "\n" <"/proc/$guard/cmdline" | head -1 | grep -qx amptrace-guard'
+kill -9 "$amp" $guard
+wait "$amp" 2>/dev/null
+for _ in $(seq 100); do [ -e "/proc/$guard" ] || break; sleep 0.05; done
+check "... amptrace and its guard SIGKILLed together leave the raw directory" \
+	eval '! raw_empty'
+"$amptrace" run -q --raw-dir "$raw" -o "$work/g.json" -- "$prog" ops 1 \
+	>/dev/null 2>&1
+check "... which the next run removes" raw_empty
+kill -9 "$(cat "$work/pid")"
+
+# --- ulimit -f: the recorder's files stop growing (recording-stopped, not
+# SIGXFSZ), the program runs on; amptrace's own trace says why it is cut
+(ulimit -f 2048
+ "$amptrace" run --raw-dir "$raw" -o "$work/u.json" -- "$prog" threads 1 200000 \
+	>"$work/out" 2>"$work/err")
+status=$?
+check "ulimit -f: the program ran to its end" grep -q "threads done" "$work/out"
+check "... amptrace exits 1 ($status): error writing the trace: File too large (ulimit -f)" \
+	eval '[ "$status" -eq 1 ] && grep -q "error writing $work/u.json: File too large (the file size limit: ulimit -f)" "$work/err"'
+check "... and says recording stopped at the file size limit" \
+	grep -q "the raw files reached the file size limit (ulimit -f): recording stopped early" "$work/err"
 check "... and no raw files are left" raw_empty
 
 # --- where the trace cannot go

@@ -11,6 +11,7 @@
 #include "findings_internal.h"
 #include "validate.h"
 #include "test_dirs.h"
+#include "traced.h"
 
 #include <check.h>
 #include <math.h>
@@ -38,32 +39,33 @@ static void remove_dir(void)
 	remove_tree(dir);
 }
 
-/* Runs `PROG ARGS` under `amptrace run OPTIONS` (value checks as given
- * in the environment) and computes the findings of its trace into *out;
+/* Runs `prog args` under `amptrace run OPTION` (value checks as given in
+ * the environment) and computes the findings of its trace into *out;
  * *trace must be freed by the caller. */
-static void traced(const char *value_checks, const char *options,
-		   const char *command, struct trace *trace,
+static void traced(const char *value_checks, const char *option,
+		   const char *prog, const char *args, struct trace *trace,
 		   struct findings *out)
 {
-	char path[4200], line[8800];
-	struct trace_error err;
+	char path[4200], env[32], buf[512], why[1024];
+	const char *words[32];
+	const char *const options[] = { option, NULL };
+	const char *const environment[] = { env, NULL };
+	const struct traced how = { .trace = path, .env = environment,
+				    .options = option ? options : NULL,
+				    .out = "/dev/null", .err = "/dev/null" };
 
 	snprintf(path, sizeof path, "%s/trace.json", dir);
-	snprintf(line, sizeof line,
-		 "AMP_VALUE_CHECKS=%s '%s' run -q -o '%s' %s -- %s >/dev/null 2>&1",
-		 value_checks, AMPTRACE_PATH, path, options, command);
-	ck_assert_int_eq(system(line), 0);
-	ck_assert_msg(trace_load(path, trace, &err) == 0, "%s: %s", command,
-		      err.message);
+	snprintf(env, sizeof env, "AMP_VALUE_CHECKS=%s", value_checks);
+	ck_assert_msg(traced_load(&how, traced_command(prog, args, buf, sizeof buf,
+						       words, 32),
+				  trace, why, sizeof why) == 0,
+		      "%s %s: %s", prog, args, why);
 	ck_assert_int_eq(findings_compute(trace, out), 0);
 }
 
 static void run_mode(const char *mode, struct trace *trace, struct findings *out)
 {
-	char command[4200];
-
-	snprintf(command, sizeof command, "'%s' %s", FINDINGS_PROG_PATH, mode);
-	traced("1", "", command, trace, out);
+	traced("1", NULL, FINDINGS_PROG_PATH, mode, trace, out);
 }
 
 static char *describe(const struct findings *f)
@@ -269,16 +271,15 @@ START_TEST(test_value_checks_off)
 {
 	struct trace trace;
 	struct findings f;
-	char command[4200];
 
-	snprintf(command, sizeof command, "'%s' overflow", FINDINGS_PROG_PATH);
-	traced("0", "", command, &trace, &f);
+	traced("0", NULL, FINDINGS_PROG_PATH, "overflow", &trace, &f);
 	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
 	findings_free(&f);
 	trace_free(&trace);
 
 	/* --no-value-checks wins over the environment */
-	traced("1", "--no-value-checks", command, &trace, &f);
+	traced("1", "--no-value-checks", FINDINGS_PROG_PATH, "overflow", &trace,
+	       &f);
 	ck_assert_ptr_null(findings_get(&f, "fp16-overflow"));
 	findings_free(&f);
 	trace_free(&trace);
@@ -319,10 +320,10 @@ END_TEST
 static void run_sample(const char *name, const char *args, struct trace *trace,
 		       struct findings *out)
 {
-	char command[4200];
+	char prog[4200];
 
-	snprintf(command, sizeof command, "'%s/%s' %s", SAMPLES_DIR, name, args);
-	traced("1", "", command, trace, out);
+	snprintf(prog, sizeof prog, "%s/%s", SAMPLES_DIR, name);
+	traced("1", NULL, prog, args, trace, out);
 }
 
 START_TEST(test_sample_mlp_clean)
@@ -653,16 +654,41 @@ START_TEST(test_low_precision_ops_from_policy)
 }
 END_TEST
 
+/* A markdown table cell: one line, every '|' escaped. */
+static bool is_table_cell(const char *text)
+{
+	for (const char *c = text; *c; c++)
+		if (*c == '\n' || (*c == '|' && (c == text || c[-1] != '\\')))
+			return false;
+	return text[0] != '\0';
+}
+
 START_TEST(test_kind_table)
 {
-	/* every kind has a row (the table is indexed by enum), a severity
-	 * and a one-line fix */
+	/* every kind has a row (the table is indexed by enum), a severity,
+	 * a one-line fix and doc line, and a rule when amptrace finds it in
+	 * the events; kinds producers write have none, but for a rule that
+	 * reads their amp.diag events */
 	for (int id = 0; id < FINDING_KIND_COUNT; id++) {
 		const struct finding_kind *k = &finding_kinds[id];
 		ck_assert_msg(k->name, "kind %d has no row", id);
 		ck_assert_ptr_eq(finding_kind_lookup(k->name), k);
 		ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
+		ck_assert_msg(k->doc && is_table_cell(k->doc),
+			      "%s: doc must be one line, '|' escaped", k->name);
 		ck_assert_int_lt(k->severity, FINDING_SEVERITY_COUNT);
+		ck_assert_int_lt(k->source, FINDING_SOURCE_COUNT);
+		ck_assert_msg(!k->each == !k->reads,
+			      "%s: an event rule and what it reads go together",
+			      k->name);
+		if (k->source == FINDING_FROM_EVENTS)
+			ck_assert_msg(k->each || k->once, "%s has no rule",
+				      k->name);
+		else
+			ck_assert_msg(!k->once && (!k->each ||
+				      k->reads == FINDING_READS(TRACE_DIAG)),
+				      "%s is written by a producer: its rule "
+				      "may only read amp.diag events", k->name);
 	}
 	ck_assert_ptr_null(finding_kind_lookup("no-such-kind"));
 	ck_assert_str_eq(finding_severity_name(FINDING_ERROR), "error");
@@ -782,10 +808,14 @@ START_TEST(test_policy_table_of_trace)
 		const char *framework, *table;
 	} frameworks[] = {
 		{ "torch 1.13.0a0 (policy table: 1.13)", "1.13" },
+		{ "torch 2.13.0+cpu (policy table: 2.13)", "2.13" },
+		{ "torch 2.9.0 (policy table: 2.13, none for torch 2.9.0)",
+		  "2.13" },
+		/* written before 2.13 had a table: the newest */
 		{ "torch 2.9.0 (policy table: newest, none for torch 2.9.0 yet)",
-		  "newest" },
-		{ "libamp 0.1.0", "newest" },
-		{ NULL, "newest" },
+		  "2.13" },
+		{ "libamp 0.1.0", "2.13" },
+		{ NULL, "2.13" },
 	};
 	for (size_t i = 0; i < sizeof frameworks / sizeof *frameworks; i++) {
 		struct trace t;

@@ -212,10 +212,13 @@ START_TEST(test_write_reads_back)
 	op(&t, 7, 1, "forward", 0, 10, 0, 0, 50, false);
 	op(&t, 7, 2, "backward", 20, 10, 1, 0, 0, false);
 	build(&t, &b);
-	ck_assert_int_eq(trace_writer_open(&w, path, "\"generator\":\"test\"", 0),
+	ck_assert_int_eq(trace_writer_open(&w, path,
+					   &(struct trace_header){
+						   .generator = "test" },
+					   0),
 			 0);
 	ck_assert_uint_eq(flow_write(&b.flows, &w, 5), 7);
-	ck_assert_int_eq(trace_writer_close(&w, "{\"complete\":true}"), 0);
+	ck_assert_int_eq(trace_writer_close(&w, &(struct trace_trailer){ .complete = true }), 0);
 	/* the events as FORMAT.md §3.10 spells them, key by key */
 	struct jsonw text;
 	jsonw_init(&text);
@@ -237,7 +240,7 @@ START_TEST(test_write_reads_back)
 	struct trace_error err;
 	ck_assert_msg(trace_load(path, &back, &err) == 0, "%s", err.message);
 	ck_assert_uint_eq(back.nevents, 4);
-	ck_assert_uint_eq(back.counts[TRACE_OTHER], 4);
+	ck_assert_uint_eq(back.counts[TRACE_FLOW], 4);
 	const char *expected[] = { "cast s", "cast f", "backward s",
 				   "backward f" };
 	for (size_t i = 0; i < 4; i++) {

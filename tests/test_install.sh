@@ -51,7 +51,7 @@ echo "ok - a program linked with -Wl,-rpath,\$(pkg-config --variable=libdir liba
 # The installed tools run as they are (they do not link libamp.so) and
 # answer --help; the docs they point to are installed next to them.
 for tool in amptrace ampview; do
-	bin=$(find "$stage" -type f -name "$tool" | head -n1)
+	bin=$(find "$stage" -type f -path "*/bin/$tool" | head -n1)
 	[ -n "$bin" ] || { echo "not ok - $tool not installed"; exit 1; }
 	env -u LD_LIBRARY_PATH "$bin" --help | grep -q "usage: $tool" ||
 		{ echo "not ok - installed $tool --help"; exit 1; }
@@ -62,3 +62,22 @@ for doc in FORMAT.md RULES.md README.md; do
 		{ echo "not ok - share/doc/amptrace/$doc not installed"; exit 1; }
 done
 echo "ok - FORMAT.md, RULES.md and README.md installed in share/doc/amptrace"
+
+# The installed tree can be moved: amptrace finds its recorder and the
+# bridge relative to itself (here under the staging directory, where the
+# prefix's absolute path holds nothing).
+bin=$(find "$stage" -type f -path "*/bin/amptrace" | head -n1)
+env -u LD_LIBRARY_PATH -u AMPTRACE_RECORDER "$bin" run -q -o "$stage/moved.json" \
+	-- env LD_LIBRARY_PATH="$libdir" "$stage/infer" --layers 1 --repeat 1 >/dev/null ||
+	{ echo "not ok - a moved install does not record a libamp program"; exit 1; }
+echo "ok - a moved install records a libamp program (the recorder found beside it)"
+if [ -f "$build/tracer/torch/sitecustomize.py" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	env -u AMPTRACE_TORCH_DIR -u PYTHONPATH "$bin" run -q -o "$stage/moved-torch.json" \
+		-- /usr/bin/python3 -c 'import torch; torch.ones(2) + 1' ||
+		{ echo "not ok - a moved install does not record a PyTorch program"; exit 1; }
+	echo "ok - a moved install records a PyTorch program (the bridge found beside it)"
+fi
+[ -f "$stage$prefix/share/bash-completion/completions/amptrace" ] &&
+	[ -L "$stage$prefix/share/bash-completion/completions/ampview" ] ||
+	{ echo "not ok - the bash completion is not installed"; exit 1; }
+echo "ok - the bash completion is installed for amptrace and ampview"

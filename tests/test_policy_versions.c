@@ -16,6 +16,7 @@
 #define F16 AMP_DTYPE_F16
 #define BF16 AMP_DTYPE_BF16
 #define V1_13 AMP_TORCH_1_13
+#define V2_13 AMP_TORCH_2_13
 #define NEWEST AMP_TORCH_NEWEST
 #define INVALID (-1000) /* "expect this status", not a version */
 
@@ -39,11 +40,15 @@ START_TEST(test_tables)
 	ck_assert_int_eq(old->minor, 13);
 	ck_assert_int_eq(old->cache_scope, AMP_CACHE_PER_THREAD);
 	ck_assert(!old->cpu_f16);
-	ck_assert_str_eq(newest->name, "newest");
+	ck_assert_int_eq(NEWEST, V2_13);
+	ck_assert_str_eq(newest->name, "2.13");
+	ck_assert_int_eq(newest->major, 2);
+	ck_assert_int_eq(newest->minor, 13);
 	ck_assert_int_eq(newest->cache_scope, AMP_CACHE_PER_PROCESS);
 	ck_assert(newest->cpu_f16);
 	ck_assert_ptr_nonnull(strstr(old->source, "v1.13.1"));
 	ck_assert_ptr_nonnull(strstr(newest->source, "008ec6b1840c"));
+	ck_assert_ptr_nonnull(strstr(newest->source, "torch 2.13.0"));
 	ck_assert_ptr_null(amp_torch_table(AMP_TORCH_VERSION_COUNT));
 	ck_assert_str_eq(amp_cache_scope_name(AMP_CACHE_PER_THREAD),
 			 "per-thread");
@@ -53,7 +58,7 @@ START_TEST(test_tables)
 END_TEST
 
 /* What amp_torch_version_from_string() relies on: every version has a
- * name, numbered versions ascend, newest is last and unnumbered. */
+ * name and a release series, the series ascend, newest is the last. */
 START_TEST(test_table_order)
 {
 	int previous = -1;
@@ -65,13 +70,8 @@ START_TEST(test_table_order)
 		ck_assert_ptr_nonnull(table->source);
 		ck_assert_int_lt(table->cache_scope, AMP_CACHE_SCOPE_COUNT);
 		int series = table->major * 1000 + table->minor;
-		if (v == NEWEST) {
-			ck_assert_int_eq(series, 0);
-			ck_assert_int_eq(v, AMP_TORCH_VERSION_COUNT - 1);
-		} else {
-			ck_assert_int_gt(series, previous);
-			previous = series;
-		}
+		ck_assert_int_gt(series, previous);
+		previous = series;
 	}
 }
 END_TEST
@@ -87,9 +87,16 @@ static const struct {
 	{ "1.13.1", V1_13, true, AMP_OK },
 	{ "1.13.0a0", V1_13, true, AMP_OK }, /* Debian's torch.__version__ */
 	{ "1.13.1+cpu", V1_13, true, AMP_OK },
-	/* newer than every numbered table: the newest lists */
-	{ "2.1.0+cu121", NEWEST, false, AMP_OK },
-	{ "1.14.0.dev20221201", NEWEST, false, AMP_OK },
+	{ "2.13", V2_13, true, AMP_OK },
+	{ "2.13.0+cpu", V2_13, true, AMP_OK }, /* pip's CPU wheel */
+	{ "2.13.1", V2_13, true, AMP_OK },
+	/* the nearest table below it in its major version */
+	{ "1.14.0.dev20221201", V1_13, false, AMP_OK },
+	{ "2.15.0", V2_13, false, AMP_OK },
+	/* none below it in its major: the nearest above it */
+	{ "2.1.0+cu121", V2_13, false, AMP_OK },
+	{ "2.6.0", V2_13, false, AMP_OK }, /* Debian 13's python3-torch */
+	/* newer than every table: the newest */
 	{ "10.0", NEWEST, false, AMP_OK },
 	/* older than every table */
 	{ "1.12.1", INVALID, false, AMP_ERR_UNSUPPORTED },
@@ -213,6 +220,14 @@ static const struct {
 	{ V1_13, CPU, "stack", "", AMP_POLICY_PROMOTE },
 	{ V1_13, CPU, "mm", "", AMP_POLICY_LOWER_PRECISION_FP },
 	{ V1_13, CUDA, "binary_cross_entropy", "", AMP_POLICY_BANNED },
+	/* 2.13 registers no Dimname overload; CUDA's rms_norm is new */
+	{ V1_13, CPU, "prod", "dim_Dimname", AMP_POLICY_FP32 },
+	{ V2_13, CPU, "prod", "dim_Dimname", AMP_POLICY_NONE },
+	{ V1_13, CUDA, "softmax", "Dimname", AMP_POLICY_FP32_SET_OPT_DTYPE },
+	{ V2_13, CUDA, "softmax", "Dimname", AMP_POLICY_NONE },
+	{ V2_13, CUDA, "softmax", "int", AMP_POLICY_FP32_SET_OPT_DTYPE },
+	{ V1_13, CUDA, "rms_norm", "", AMP_POLICY_NONE },
+	{ V2_13, CUDA, "rms_norm", "", AMP_POLICY_FP32 },
 };
 
 START_TEST(test_version_rows)

@@ -3,7 +3,10 @@
  * generated encoder and decoder and comes back equal, field by field
  * (the comparisons are written out here, not generated, so a member the
  * schema forgets fails); the encoder stays within its bound; a record cut
- * short or of an unknown kind is rejected. */
+ * short or of an unknown kind is rejected.  libamp's events, encoded by the
+ * recorder's own instance of the encoder (libamp_encode.h), give the same
+ * bytes as their twins in the producer model. */
+#include "libamp_encode.h"
 #include "raw_decode.h"
 #include "raw_encode.h"
 
@@ -41,8 +44,8 @@ static void assert_str_eq(const char *got, const char *want)
 		ck_assert_str_eq(got, want);
 }
 
-static void assert_tensor_eq(const struct amp_tensor_info *got,
-			     const struct amp_tensor_info *want)
+static void assert_tensor_eq(const struct producer_tensor *got,
+			     const struct producer_tensor *want)
 {
 	ck_assert_uint_eq(got->id, want->id);
 	ck_assert_uint_eq(got->producer_op_id, want->producer_op_id);
@@ -52,13 +55,11 @@ static void assert_tensor_eq(const struct amp_tensor_info *got,
 	for (int d = 0; d < want->ndim; d++)
 		ck_assert_int_eq(got->shape[d], want->shape[d]);
 	assert_str_eq(got->name, want->name);
-	ck_assert_int_eq(got->is_leaf, want->is_leaf);
-	ck_assert_int_eq(got->requires_grad, want->requires_grad);
-	ck_assert_int_eq(got->is_view, want->is_view);
+	ck_assert_uint_eq(got->flags, want->flags);
 }
 
-static void assert_autocast_eq(const struct amp_autocast_info *got,
-			       const struct amp_autocast_info *want)
+static void assert_autocast_eq(const struct producer_autocast *got,
+			       const struct producer_autocast *want)
 {
 	ck_assert_int_eq(got->enabled, want->enabled);
 	ck_assert_int_eq(got->device, want->device);
@@ -68,22 +69,22 @@ static void assert_autocast_eq(const struct amp_autocast_info *got,
 	assert_str_eq(got->scope, want->scope);
 }
 
-static const struct amp_tensor_info tensors[3] = {
+static const struct producer_tensor tensors[3] = {
 	{ .id = 11, .dtype = AMP_DTYPE_F16, .device = AMP_DEVICE_CUDA,
 	  .ndim = 2, .shape = { 64, 3 }, .name = "fc1.weight",
-	  .is_leaf = true, .requires_grad = true },
+	  .flags = PRODUCER_TENSOR_LEAF | PRODUCER_TENSOR_REQUIRES_GRAD },
 	{ .id = 12, .dtype = AMP_DTYPE_BF16, .ndim = 1, .shape = { 7 },
-	  .is_view = true, .producer_op_id = UINT64_C(0x8000000000000005) },
+	  .flags = PRODUCER_TENSOR_VIEW, .producer_op_id = UINT64_C(0x8000000000000005) },
 	{ .id = 13, .dtype = AMP_DTYPE_I64, .ndim = 0 },
 };
 
-static const struct amp_autocast_info autocast = {
+static const struct producer_autocast autocast = {
 	.enabled = true, .device = AMP_DEVICE_CUDA, .dtype = AMP_DTYPE_BF16,
 	.cache_enabled = true, .depth = 3, .scope = "forward",
 };
 
 /* Encodes e, decodes it back into `decoded` and checks the frame. */
-static void round_trip(const struct amp_event *e)
+static void round_trip(const struct producer_event *e)
 {
 	uint8_t *start = payload();
 	uint8_t *end = raw_event_encode(start, e);
@@ -97,14 +98,17 @@ static void round_trip(const struct amp_event *e)
 	ck_assert_uint_eq(decoded.event.time_ns, e->time_ns);
 }
 
-static void assert_op_eq(const struct amp_op_event *got,
-			 const struct amp_op_event *want, bool end)
+static void assert_op_eq(const struct producer_op *got,
+			 const struct producer_op *want, bool end)
 {
 	ck_assert_uint_eq(got->op_id, want->op_id);
 	ck_assert_uint_eq(got->parent_op_id, want->parent_op_id);
 	ck_assert_uint_eq(got->forward_op_id, want->forward_op_id);
 	assert_str_eq(got->op, want->op);
 	assert_str_eq(got->overload, want->overload);
+	assert_str_eq(got->module, want->module);
+	assert_str_eq(got->module_class, want->module_class);
+	ck_assert_uint_eq(got->graph, want->graph);
 	ck_assert_int_eq(got->phase, want->phase);
 	ck_assert_int_eq(got->device, want->device);
 	ck_assert_int_eq(got->emulated, want->emulated);
@@ -115,7 +119,6 @@ static void assert_op_eq(const struct amp_op_event *got,
 	ck_assert_int_eq(got->status, want->status);
 	assert_str_eq(got->error, want->error);
 	ck_assert_uint_eq(got->begin_ns, want->begin_ns);
-	ck_assert_uint_eq(got->graph_id, want->graph_id);
 	ck_assert_int_eq(got->ninputs, want->ninputs);
 	for (int i = 0; i < want->ninputs; i++)
 		assert_tensor_eq(&got->inputs[i], &want->inputs[i]);
@@ -126,10 +129,10 @@ static void assert_op_eq(const struct amp_op_event *got,
 
 START_TEST(op_begin_round_trips)
 {
-	struct amp_event e = { .kind = AMP_EVENT_OP_BEGIN, .time_ns = 1001 };
-	e.op = (struct amp_op_event){
+	struct producer_event e = { .kind = PRODUCER_OP_BEGIN, .time_ns = 1001 };
+	e.op = (struct producer_op){
 		.op_id = 5, .parent_op_id = 4, .forward_op_id = 3,
-		.op = "softmax", .overload = "int",
+		.op = "softmax", .overload = "int", .module = "h.3.attn",
 		.phase = AMP_PHASE_BACKWARD, .device = AMP_DEVICE_CUDA,
 		.emulated = true, .autocast = autocast,
 	};
@@ -141,17 +144,17 @@ END_TEST
 
 START_TEST(op_end_round_trips)
 {
-	struct amp_event e = { .kind = AMP_EVENT_OP_END, .time_ns = 2002 };
-	e.op = (struct amp_op_event){
+	struct producer_event e = { .kind = PRODUCER_OP_END, .time_ns = 2002 };
+	e.op = (struct producer_op){
 		.op_id = 6, .parent_op_id = 2, .forward_op_id = 1,
-		.op = "linear", .overload = "",
-		.phase = AMP_PHASE_BACKWARD,
+		.op = "linear", .overload = "", .module = "h.3.attn.c_attn",
+		.module_class = "Conv1D", .phase = AMP_PHASE_BACKWARD,
 		.policy = AMP_POLICY_LOWER_PRECISION_FP,
 		.device = AMP_DEVICE_CUDA, .emulated = true,
 		.autocast = autocast, .ninputs = 3, .inputs = tensors,
 		.noutputs = 1, .outputs = &tensors[1], .status = AMP_ERR_DTYPE,
 		.error = "mat1 and mat2 must have the same dtype",
-		.begin_ns = 1500, .graph_id = 300,
+		.begin_ns = 1500, .graph = 300,
 	};
 
 	round_trip(&e);
@@ -162,8 +165,8 @@ END_TEST
 /* The error string travels only with a failure status. */
 START_TEST(op_end_error_needs_a_status)
 {
-	struct amp_event e = { .kind = AMP_EVENT_OP_END, .time_ns = 3 };
-	e.op = (struct amp_op_event){ .op = "relu", .overload = "",
+	struct producer_event e = { .kind = PRODUCER_OP_END, .time_ns = 3 };
+	e.op = (struct producer_op){ .op = "relu", .overload = "",
 				      .error = "stale message" };
 
 	round_trip(&e);
@@ -175,8 +178,8 @@ END_TEST
 START_TEST(cast_round_trips)
 {
 	for (int counted = 0; counted < 2; counted++) {
-		struct amp_event e = { .kind = AMP_EVENT_CAST, .time_ns = 3003 };
-		e.cast = (struct amp_cast_event){
+		struct producer_event e = { .kind = PRODUCER_CAST, .time_ns = 3003 };
+		e.cast = (struct producer_cast){
 			.op_id = 9, .arg = 2, .source = tensors[0],
 			.result = tensors[1], .from = AMP_DTYPE_F32,
 			.to = AMP_DTYPE_BF16, .cache = AMP_CACHE_MISS,
@@ -184,10 +187,12 @@ START_TEST(cast_round_trips)
 			.begin_ns = 2999, .stale = true,
 			.cache_counted = counted, .cache_entries = 17,
 			.cache_bytes = 4096,
+			.module_class = counted ? "Linear" : NULL,
+			.origin = counted ? NULL : "autograd",
 		};
 
 		round_trip(&e);
-		const struct amp_cast_event *got = &decoded.event.cast;
+		const struct producer_cast *got = &decoded.event.cast;
 		ck_assert_uint_eq(got->op_id, 9);
 		ck_assert_int_eq(got->arg, 2);
 		assert_tensor_eq(&got->source, &tensors[0]);
@@ -202,67 +207,61 @@ START_TEST(cast_round_trips)
 		ck_assert_int_eq(got->cache_counted, counted);
 		ck_assert_uint_eq(got->cache_entries, counted ? 17 : 0);
 		ck_assert_uint_eq(got->cache_bytes, counted ? 4096 : 0);
+		ck_assert_ptr_null(got->module);
+		assert_str_eq(got->module_class, e.cast.module_class);
+		assert_str_eq(got->origin, e.cast.origin);
 	}
 }
 END_TEST
 
-/* A compiled graph's cast carries where and what for; libamp's casts
- * pay one byte for the flag. */
+/* A compiled graph's cast: every key of ../producer_keys.h set, past
+ * the first byte of the keys' mask. */
 START_TEST(compiled_cast_round_trips)
 {
-	struct amp_event e = { .kind = AMP_EVENT_CAST, .time_ns = 3003 };
-	e.cast = (struct amp_cast_event){
+	struct producer_event e = { .kind = PRODUCER_CAST, .time_ns = 3003 };
+	e.cast = (struct producer_cast){
 		.op_id = 9, .arg = 1, .from = AMP_DTYPE_F32,
 		.to = AMP_DTYPE_BF16, .cache = AMP_CACHE_UNCACHEABLE,
 		.reason = "traced into graph 2", .bytes = 512,
-		.is_compiled = true,
-		.compiled = { .graph_id = 2, .phase = AMP_PHASE_BACKWARD,
-			      .made_by = "autocast", .op = "linear",
-			      .feeds = "addmm", .source = "train.py:12",
-			      .module = "h.0.mlp", .module_class = "Linear",
-			      .autocast = { .enabled = true,
-					    .device = AMP_DEVICE_CPU,
-					    .dtype = AMP_DTYPE_BF16 } },
+		.module = "h.0.mlp", .module_class = "Linear",
+		.origin = "compiled", .graph = 2, .graph_phase = "backward",
+		.graph_op = "linear", .feeds = "addmm", .made_by = "autocast",
+		.source_line = "train.py:12",
+		.traced_under = "autocast(cpu, bf16)",
 	};
-	struct amp_event plain = e;
-	plain.cast.is_compiled = false;
 
 	round_trip(&e);
-	const struct amp_compiled_cast *got = &decoded.event.cast.compiled;
-	ck_assert(decoded.event.cast.is_compiled);
-	ck_assert_uint_eq(got->graph_id, 2);
-	ck_assert_int_eq(got->phase, AMP_PHASE_BACKWARD);
-	assert_str_eq(got->made_by, "autocast");
-	assert_str_eq(got->op, "linear");
-	assert_str_eq(got->feeds, "addmm");
-	assert_str_eq(got->source, "train.py:12");
+	const struct producer_cast *got = &decoded.event.cast;
+	ck_assert_uint_eq(got->graph, 2);
 	assert_str_eq(got->module, "h.0.mlp");
 	assert_str_eq(got->module_class, "Linear");
-	ck_assert(got->autocast.enabled);
-	ck_assert_int_eq(got->autocast.dtype, AMP_DTYPE_BF16);
-
-	round_trip(&plain);
-	ck_assert(!decoded.event.cast.is_compiled);
-	ck_assert_ptr_null(decoded.event.cast.compiled.made_by);
-	ck_assert_uint_eq(decoded.event.cast.compiled.graph_id, 0);
+	assert_str_eq(got->origin, "compiled");
+	assert_str_eq(got->graph_phase, "backward");
+	assert_str_eq(got->graph_op, "linear");
+	assert_str_eq(got->feeds, "addmm");
+	assert_str_eq(got->made_by, "autocast");
+	assert_str_eq(got->source_line, "train.py:12");
+	assert_str_eq(got->traced_under, "autocast(cpu, bf16)");
+	assert_str_eq(got->reason, "traced into graph 2");
+	ck_assert_uint_eq(got->source.id, 0);
 }
 END_TEST
 
 START_TEST(scope_round_trips)
 {
-	static const enum amp_event_kind kinds[] = { AMP_EVENT_SCOPE_ENTER,
-						     AMP_EVENT_SCOPE_EXIT };
+	static const enum producer_kind kinds[] = { PRODUCER_SCOPE_ENTER,
+						     PRODUCER_SCOPE_EXIT };
 
 	for (size_t k = 0; k < 2; k++) {
-		struct amp_event e = { .kind = kinds[k], .time_ns = 4004 };
-		e.scope = (struct amp_scope_event){
+		struct producer_event e = { .kind = kinds[k], .time_ns = 4004 };
+		e.scope = (struct producer_scope){
 			.depth = 2, .device = AMP_DEVICE_CUDA,
 			.dtype = AMP_DTYPE_F16, .enabled = true,
 			.cache_enabled = true, .scope = k ? NULL : "decoder",
 		};
 
 		round_trip(&e);
-		const struct amp_scope_event *got = &decoded.event.scope;
+		const struct producer_scope *got = &decoded.event.scope;
 		ck_assert_int_eq(got->depth, 2);
 		ck_assert_int_eq(got->device, AMP_DEVICE_CUDA);
 		ck_assert_int_eq(got->dtype, AMP_DTYPE_F16);
@@ -275,8 +274,8 @@ END_TEST
 
 START_TEST(cache_clear_round_trips)
 {
-	struct amp_event e = { .kind = AMP_EVENT_CACHE_CLEAR, .time_ns = 5 };
-	e.cache = (struct amp_cache_event){ .entries = 12, .bytes = 1 << 20 };
+	struct producer_event e = { .kind = PRODUCER_CACHE_CLEAR, .time_ns = 5 };
+	e.cache = (struct producer_cache_clear){ .entries = 12, .bytes = 1 << 20 };
 
 	round_trip(&e);
 	ck_assert_uint_eq(decoded.event.cache.entries, 12);
@@ -286,15 +285,15 @@ END_TEST
 
 START_TEST(scaler_round_trips)
 {
-	struct amp_event e = { .kind = AMP_EVENT_SCALER, .time_ns = 6 };
-	e.scaler = (struct amp_scaler_event){
+	struct producer_event e = { .kind = PRODUCER_SCALER, .time_ns = 6 };
+	e.scaler = (struct producer_scaler){
 		.scaler_id = 2, .optimizer_id = 3, .what = "step",
 		.scale = 32768.5, .found_inf = true, .step_skipped = true,
 		.inf_tensor_id = 77,
 	};
 
 	round_trip(&e);
-	const struct amp_scaler_event *got = &decoded.event.scaler;
+	const struct producer_scaler *got = &decoded.event.scaler;
 	ck_assert_uint_eq(got->scaler_id, 2);
 	ck_assert_uint_eq(got->optimizer_id, 3);
 	assert_str_eq(got->what, "step");
@@ -307,8 +306,8 @@ END_TEST
 
 START_TEST(diag_round_trips)
 {
-	struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 7 };
-	e.diag = (struct amp_diag_event){ .kind = "fp16-overflow",
+	struct producer_event e = { .kind = PRODUCER_DIAG, .time_ns = 7 };
+	e.diag = (struct producer_diag){ .kind = "fp16-overflow",
 					  .message = "inf in \"out\"",
 					  .op_id = 8, .tensor_id = 9 };
 
@@ -382,20 +381,20 @@ START_TEST(gpu_status_and_stats_round_trip)
 }
 END_TEST
 
-/* Strings are cut at RAW_MAX_STRING, dims at AMP_MAX_DIMS, tensor lists
+/* Strings are cut at RAW_MAX_STRING, dims at PRODUCER_MAX_DIMS, tensor lists
  * at RAW_MAX_TENSORS: the bound holds and the decoder reads what was
  * written. */
 START_TEST(limits_are_kept)
 {
-	static struct amp_tensor_info many[300];
+	static struct producer_tensor many[300];
 	static char long_name[3000];
 	memset(long_name, 'x', sizeof long_name - 1);
 	for (int i = 0; i < 300; i++)
-		many[i] = (struct amp_tensor_info){ .id = (uint64_t)i + 1,
-						    .ndim = AMP_MAX_DIMS,
+		many[i] = (struct producer_tensor){ .id = (uint64_t)i + 1,
+						    .ndim = PRODUCER_MAX_DIMS,
 						    .name = long_name };
-	struct amp_event e = { .kind = AMP_EVENT_OP_END, .time_ns = 9 };
-	e.op = (struct amp_op_event){ .op = long_name, .overload = "",
+	struct producer_event e = { .kind = PRODUCER_OP_END, .time_ns = 9 };
+	e.op = (struct producer_op){ .op = long_name, .overload = "",
 				      .ninputs = 300, .inputs = many };
 
 	round_trip(&e);
@@ -418,14 +417,14 @@ START_TEST(varints_keep_every_value)
 					   UINT64_MAX };
 
 	for (size_t i = 0; i < sizeof ids / sizeof *ids; i++) {
-		struct amp_tensor_info t = {
+		struct producer_tensor t = {
 			.id = ids[i], .producer_op_id = ids[(i + 3) % 8],
 			.ndim = 4, .shape = { -1, INT64_MIN, INT64_MAX,
 					      (int64_t)ids[i] / 2 },
 		};
-		struct amp_event e = { .kind = AMP_EVENT_OP_END,
+		struct producer_event e = { .kind = PRODUCER_OP_END,
 				       .time_ns = 1000 };
-		e.op = (struct amp_op_event){
+		e.op = (struct producer_op){
 			.op_id = ids[i], .parent_op_id = ids[7 - i],
 			.forward_op_id = ids[(i + 5) % 8], .op = "x",
 			.overload = "", .status = i % 2 ? INT32_MIN : -4,
@@ -449,8 +448,8 @@ START_TEST(strings_of_every_length)
 	for (size_t len = 0; len < sizeof text; len++) {
 		memset(text, 'a' + (int)(len % 26), len);
 		text[len] = '\0';
-		struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 1 };
-		e.diag = (struct amp_diag_event){ .kind = text, .message = "" };
+		struct producer_event e = { .kind = PRODUCER_DIAG, .time_ns = 1 };
+		e.diag = (struct producer_diag){ .kind = text, .message = "" };
 		round_trip(&e);
 		assert_str_eq(decoded.event.diag.kind, text);
 		assert_str_eq(decoded.event.diag.message, "");
@@ -463,15 +462,16 @@ END_TEST
  * fixed-width fields (every byte is a fresh tmpfs page's share). */
 START_TEST(small_ops_encode_small)
 {
-	struct amp_tensor_info t[2] = {
+	struct producer_tensor t[2] = {
 		{ .id = 4321, .producer_op_id = 4300, .ndim = 2,
 		  .shape = { 64, 256 } },
 		{ .id = 4322, .producer_op_id = 4400, .ndim = 2,
-		  .shape = { 64, 256 }, .requires_grad = true },
+		  .shape = { 64, 256 },
+		  .flags = PRODUCER_TENSOR_REQUIRES_GRAD },
 	};
-	struct amp_event e = { .kind = AMP_EVENT_OP_END,
+	struct producer_event e = { .kind = PRODUCER_OP_END,
 			       .time_ns = UINT64_C(5000000000) };
-	e.op = (struct amp_op_event){
+	e.op = (struct producer_op){
 		.op_id = 4400, .parent_op_id = 4399, .op = "relu",
 		.overload = "", .begin_ns = e.time_ns - 900,
 		.autocast = autocast, .ninputs = 1, .inputs = &t[0],
@@ -490,17 +490,17 @@ START_TEST(endless_varint_is_rejected)
 
 	memset(p, 0xff, 11);
 	p[11] = 0;
-	ck_assert(!raw_decode(record_at(AMP_EVENT_CACHE_CLEAR, 1, p + 12),
+	ck_assert(!raw_decode(record_at(PRODUCER_CACHE_CLEAR, 1, p + 12),
 			      &decoded));
 }
 END_TEST
 
 START_TEST(bad_records_are_rejected)
 {
-	struct amp_event e = { .kind = AMP_EVENT_DIAG, .time_ns = 7 };
-	e.diag = (struct amp_diag_event){ .kind = "k", .message = "m" };
+	struct producer_event e = { .kind = PRODUCER_DIAG, .time_ns = 7 };
+	e.diag = (struct producer_diag){ .kind = "k", .message = "m" };
 	uint8_t *end = raw_event_encode(payload(), &e);
-	struct raw_record *r = record_at(AMP_EVENT_DIAG, 7, end);
+	struct raw_record *r = record_at(PRODUCER_DIAG, 7, end);
 
 	/* every length short of the payload */
 	uint32_t full = atomic_load(&r->size);
@@ -512,6 +512,159 @@ START_TEST(bad_records_are_rejected)
 	ck_assert(raw_decode(r, &decoded));
 	r->kind = 0x1ff;
 	ck_assert(!raw_decode(r, &decoded));
+}
+END_TEST
+
+/* A key mask with a bit of no key of ../producer_keys.h is refused. */
+START_TEST(unknown_keys_are_rejected)
+{
+	struct producer_event e = { .kind = PRODUCER_OP_BEGIN, .time_ns = 8 };
+	e.op = (struct producer_op){ .op = "relu", .overload = "" };
+	uint8_t *end = raw_event_encode(payload(), &e);
+	struct raw_record *r = record_at(PRODUCER_OP_BEGIN, 8, end);
+
+	ck_assert(raw_decode(r, &decoded));
+	ck_assert_uint_eq(end[-1], 0); /* the mask: no key set */
+	unsigned rows = 0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _);
+	ck_assert_uint_lt(rows, 7); /* the bit after them fits the byte */
+	end[-1] = (uint8_t)(1u << rows);
+	ck_assert(!raw_decode(r, &decoded));
+}
+END_TEST
+
+/* ------------------------------------------------- libamp's events */
+
+static _Alignas(8) uint8_t twin_buffer[1 << 16];
+
+/* libamp's event a and its producer-model twin b encode alike, kind and
+ * bytes, within their bounds. */
+static void assert_encode_alike(const struct amp_event *a,
+				const struct producer_event *b)
+{
+	uint8_t *start = payload();
+	uint8_t *end = libamp_event_encode(start, a);
+	uint8_t *twin_end = raw_event_encode(twin_buffer, b);
+	size_t len = (size_t)(end - start);
+
+	ck_assert_int_eq(libamp_event_kind(a), b->kind);
+	ck_assert_uint_le(len, libamp_event_bound(a));
+	ck_assert_uint_eq(len, (size_t)(twin_end - twin_buffer));
+	ck_assert(!memcmp(start, twin_buffer, len));
+}
+
+static const struct amp_tensor_info libamp_tensors[2] = {
+	{ .id = 21, .dtype = AMP_DTYPE_F32, .device = AMP_DEVICE_CUDA,
+	  .ndim = 3, .shape = { 2, 3, 4 }, .name = "fc2.weight",
+	  .is_leaf = true, .requires_grad = true, .producer_op_id = 5 },
+	{ .id = 22, .dtype = AMP_DTYPE_F16, .ndim = 1, .shape = { 9 },
+	  .is_view = true },
+};
+
+static const struct producer_tensor twin_tensors[2] = {
+	{ .id = 21, .dtype = AMP_DTYPE_F32, .device = AMP_DEVICE_CUDA,
+	  .ndim = 3, .shape = { 2, 3, 4 }, .name = "fc2.weight",
+	  .flags = PRODUCER_TENSOR_LEAF | PRODUCER_TENSOR_REQUIRES_GRAD,
+	  .producer_op_id = 5 },
+	{ .id = 22, .dtype = AMP_DTYPE_F16, .ndim = 1, .shape = { 9 },
+	  .flags = PRODUCER_TENSOR_VIEW },
+};
+
+START_TEST(libamp_ops_encode_as_their_twins)
+{
+	const struct amp_autocast_info ac = {
+		.enabled = true, .device = AMP_DEVICE_CUDA,
+		.dtype = AMP_DTYPE_F16, .cache_enabled = true, .depth = 2,
+		.scope = "decoder",
+	};
+	struct amp_event a = { .kind = AMP_EVENT_OP_END, .time_ns = 900 };
+	a.op = (struct amp_op_event){
+		.op_id = 31, .parent_op_id = 30, .forward_op_id = 29,
+		.op = "linear", .overload = "out", .phase = AMP_PHASE_BACKWARD,
+		.policy = AMP_POLICY_FP32, .autocast = ac,
+		.device = AMP_DEVICE_CUDA, .emulated = true, .ninputs = 2,
+		.inputs = libamp_tensors, .noutputs = 1,
+		.outputs = &libamp_tensors[1], .status = AMP_ERR_DTYPE,
+		.error = "dtype", .begin_ns = 850,
+	};
+	struct producer_event b = { .kind = PRODUCER_OP_END, .time_ns = 900 };
+	b.op = (struct producer_op){
+		.op_id = 31, .parent_op_id = 30, .forward_op_id = 29,
+		.op = "linear", .overload = "out", .phase = AMP_PHASE_BACKWARD,
+		.policy = AMP_POLICY_FP32,
+		.autocast = { .enabled = true, .device = AMP_DEVICE_CUDA,
+			      .dtype = AMP_DTYPE_F16, .cache_enabled = true,
+			      .depth = 2, .scope = "decoder" },
+		.device = AMP_DEVICE_CUDA, .emulated = true, .ninputs = 2,
+		.inputs = twin_tensors, .noutputs = 1,
+		.outputs = &twin_tensors[1], .status = AMP_ERR_DTYPE,
+		.error = "dtype", .begin_ns = 850,
+	};
+
+	assert_encode_alike(&a, &b);
+	a.kind = AMP_EVENT_OP_BEGIN;
+	b.kind = PRODUCER_OP_BEGIN;
+	assert_encode_alike(&a, &b);
+}
+END_TEST
+
+START_TEST(libamp_casts_encode_as_their_twins)
+{
+	struct amp_event a = { .kind = AMP_EVENT_CAST, .time_ns = 70 };
+	a.cast = (struct amp_cast_event){
+		.op_id = 3, .arg = 1, .source = libamp_tensors[0],
+		.result = libamp_tensors[1], .from = AMP_DTYPE_F32,
+		.to = AMP_DTYPE_F16, .cache = AMP_CACHE_MISS, .reason = "r",
+		.bytes = 18, .begin_ns = 60, .stale = true,
+		.cache_counted = true, .cache_entries = 4, .cache_bytes = 72,
+	};
+	struct producer_event b = { .kind = PRODUCER_CAST, .time_ns = 70 };
+	b.cast = (struct producer_cast){
+		.op_id = 3, .arg = 1, .source = twin_tensors[0],
+		.result = twin_tensors[1], .from = AMP_DTYPE_F32,
+		.to = AMP_DTYPE_F16, .cache = AMP_CACHE_MISS, .reason = "r",
+		.bytes = 18, .begin_ns = 60, .stale = true,
+		.cache_counted = true, .cache_entries = 4, .cache_bytes = 72,
+	};
+
+	assert_encode_alike(&a, &b);
+}
+END_TEST
+
+START_TEST(libamp_other_kinds_encode_as_their_twins)
+{
+	struct amp_event a = { .kind = AMP_EVENT_SCOPE_EXIT, .time_ns = 1 };
+	struct producer_event b = { .kind = PRODUCER_SCOPE_EXIT, .time_ns = 1 };
+
+	a.scope = (struct amp_scope_event){ 3, AMP_DEVICE_CUDA, AMP_DTYPE_BF16,
+					    true, true, "loss" };
+	b.scope = (struct producer_scope){ 3, AMP_DEVICE_CUDA, AMP_DTYPE_BF16,
+					   true, true, "loss" };
+	assert_encode_alike(&a, &b);
+	a = (struct amp_event){ .kind = AMP_EVENT_CACHE_CLEAR, .time_ns = 2,
+				.cache = { 5, 6 } };
+	b = (struct producer_event){ .kind = PRODUCER_CACHE_CLEAR,
+				     .time_ns = 2, .cache = { 5, 6 } };
+	assert_encode_alike(&a, &b);
+	a = (struct amp_event){ .kind = AMP_EVENT_SCALER, .time_ns = 3 };
+	a.scaler = (struct amp_scaler_event){ 7, 8, "update", 0.5, true,
+					      true, 9 };
+	b = (struct producer_event){ .kind = PRODUCER_SCALER, .time_ns = 3 };
+	b.scaler = (struct producer_scaler){ .scaler_id = 7, .optimizer_id = 8,
+					     .inf_tensor_id = 9, .scale = 0.5,
+					     .found_inf = true,
+					     .step_skipped = true,
+					     .what = "update" };
+	assert_encode_alike(&a, &b);
+	a = (struct amp_event){ .kind = AMP_EVENT_DIAG, .time_ns = 4 };
+	a.diag = (struct amp_diag_event){ "cast-underflow", "m", 10, 11 };
+	b = (struct producer_event){ .kind = PRODUCER_DIAG, .time_ns = 4 };
+	b.diag = (struct producer_diag){ .op_id = 10, .tensor_id = 11,
+					 .kind = "cast-underflow",
+					 .message = "m" };
+	assert_encode_alike(&a, &b);
+	/* a kind the recorder does not know is not recorded */
+	a.kind = AMP_EVENT_KIND_COUNT;
+	ck_assert_uint_eq(libamp_event_bound(&a), 0);
 }
 END_TEST
 
@@ -537,6 +690,12 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, small_ops_encode_small);
 	tcase_add_test(tc, endless_varint_is_rejected);
 	tcase_add_test(tc, bad_records_are_rejected);
+	tcase_add_test(tc, unknown_keys_are_rejected);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("libamp");
+	tcase_add_test(tc, libamp_ops_encode_as_their_twins);
+	tcase_add_test(tc, libamp_casts_encode_as_their_twins);
+	tcase_add_test(tc, libamp_other_kinds_encode_as_their_twins);
 	suite_add_tcase(s, tc);
 	return s;
 }

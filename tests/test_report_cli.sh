@@ -52,6 +52,9 @@ check "no trace: says so" err_has "no trace given"
 capture "$amptrace" report --bogus "$fx/good.json"
 check "unknown option: exit 2" status_is 2
 check "unknown option: named" err_has "unknown option '--bogus'"
+capture "$amptrace" report "$fx/good.json" --no-grahp
+check "mistyped option: did you mean" err_has "did you mean '--no-graph'?"
+check "mistyped option: how to get help" err_has "Try 'amptrace report --help'."
 capture "$amptrace" report "$fx/good.json" -o
 check "-o without a file: exit 2" status_is 2
 capture "$amptrace" report "$fx/good.json" "$fx/changed.json"
@@ -60,7 +63,7 @@ check "two traces: exit 2" status_is 2
 # ------------------------------------------------------- bad traces
 for entry in "missing.json:cannot open" "empty.json:empty file" \
 	"garbage.bin:garbage.bin:1:1: expected a trace" \
-	"wrong-types.json:wrong-types.json:12:" \
+	"wrong-types.json:wrong-types.json:14:" \
 	"future-version.json:trace format 2.0 is not supported"; do
 	file=${entry%%:*}
 	capture "$amptrace" report "$fx/$file" -o "$tmp/bad.html"
@@ -72,6 +75,37 @@ cp "$fx/good.json" "$tmp/keep.json"
 capture "$amptrace" report "$tmp/keep.json" -o "$tmp/keep.json"
 check "-o the trace itself: exit 2" status_is 2
 check "-o the trace itself: the trace is kept" cmp -s "$fx/good.json" "$tmp/keep.json"
+ln -s keep.json "$tmp/keep-link.json"
+capture "$amptrace" report "$tmp/keep.json" -o "$tmp/keep-link.json"
+check "-o a link to the trace: exit 2, named an input" eval \
+	'status_is 2 && err_has "$tmp/keep-link.json is $tmp/keep.json, an input"'
+check "... the trace and the link are kept" eval \
+	'cmp -s "$fx/good.json" "$tmp/keep.json" && [ -L "$tmp/keep-link.json" ]'
+
+# --- outputs that are not a regular file of their own are written
+# through, never replaced: a FIFO stays a FIFO, a symlink a symlink (as
+# /dev/null, /dev/stdout would stay what they are)
+mkfifo "$tmp/page.fifo"
+timeout 10 cat "$tmp/page.fifo" >"$tmp/from-fifo.html" &
+capture "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/page.fifo"
+wait
+check "-o a FIFO: exit 0, the page went through it, the FIFO stays" eval \
+	'status_is 0 && grep -q "</html>" "$tmp/from-fifo.html" && [ -p "$tmp/page.fifo" ]'
+touch "$tmp/real.html"
+ln -s real.html "$tmp/link.html"
+capture "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/link.html"
+check "-o a symlink: exit 0, the page is in its target, the link stays" eval \
+	'status_is 0 && grep -q "</html>" "$tmp/real.html" && [ -L "$tmp/link.html" ]'
+ln -s /proc/self/fd/1 "$tmp/stdout"
+"$amptrace" report "$fx/good.json" --no-graph -o "$tmp/stdout" >"$tmp/out.html" 2>"$tmp/err"
+status=$?
+check "-o a link to standard output: exit 0, the page on stdout, the link stays" eval \
+	'[ "$status" -eq 0 ] && grep -q "</html>" "$tmp/out.html" && [ -L "$tmp/stdout" ]'
+capture "$amptrace" run --raw-dir "$tmp" -o "$tmp/rl.json" --report "$tmp/link.html" -- \
+	"$trace_prog" ops 3
+check "run --report a symlink: the link stays" eval \
+	'status_is 0 && [ -L "$tmp/link.html" ] && grep -q "</html>" "$tmp/real.html"'
+
 capture "$amptrace" report "$fx/good.json" -o "$tmp/no/such/dir/r.html"
 check "unwritable output: exit 1" status_is 1
 check "unwritable output: named" err_has "cannot write $tmp/no/such/dir/r.html"
@@ -142,10 +176,10 @@ check "crashed program: the page says how it died" data_is "$tmp/segv.html" \
 python3 - "$fx/good.json" "$tmp/torch.json" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
-open(sys.argv[2], "w").write(text.replace('"amptrace":{', '"amptrace":{"framework":"torch","framework_version":"1.13.1",', 1))
+open(sys.argv[2], "w").write(text.replace('"amptrace":{', '"amptrace":{"framework":"torch 1.13.1 (policy table: 1.13)",', 1))
 PY
 capture "$amptrace" report "$tmp/torch.json" -o "$tmp/torch.html"
-check "framework from the header" data_is "$tmp/torch.html" 'd["framework"] == "torch 1.13.1"'
+check "framework from the header" data_is "$tmp/torch.html" 'd["framework"] == "torch 1.13.1 (policy table: 1.13)"'
 
 # ------------------------------------------------------- merged ranks
 "$amptrace" run -q -o "$tmp/r.json" -- "$trace_prog" ranks 2 10 >/dev/null 2>&1
@@ -183,8 +217,14 @@ check "run --report: page written" data_is "$tmp/run.html" \
 	'd["exit"] == "exited with 3" and d["counts"]["ops"] >= 5'
 capture "$amptrace" run -q -o "$tmp/rr.json" --report "$tmp/rr.html" -- \
 	"$trace_prog" ranks 2 5
-check "run --report with ranks: a page per rank" \
-	test -s "$tmp/rr.rank0.html" -a -s "$tmp/rr.rank1.html"
+check "run --report with ranks: one page, of their merge" \
+	test -s "$tmp/rr.html" -a ! -e "$tmp/rr.rank0.html"
+check "run --report with ranks: the page has both ranks' ops" \
+	data_is "$tmp/rr.html" 'd["counts"]["ops"] >= 10'
+capture "$amptrace" run -q --no-merge -o "$tmp/ra.json" --report "$tmp/ra.html" -- \
+	"$trace_prog" ranks 2 5
+check "run --report --no-merge: a page per rank" \
+	test -s "$tmp/ra.rank0.html" -a -s "$tmp/ra.rank1.html"
 capture "$amptrace" run --report
 check "run --report without a file: exit 2" status_is 2
 

@@ -9,6 +9,7 @@
  * run, GradScaler's calibration included); the other sizes run 8 steps to
  * keep the suite fast. */
 #include "findings.h"
+#include "traced.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -77,20 +78,21 @@ START_TEST(test_sample_precision)
 	const char *name = samples[sample].name;
 	const char *device = devices[_i % NDEVICES];
 	const char *flags = size_flags(name, size);
-	char path[512], command[2048], run[1024];
+	char path[512], prog[1024], args[512], run[1024], buf[1024], why[1024];
+	const char *words[32];
 	struct trace trace;
-	struct trace_error err;
 	struct findings f;
 
 	snprintf(path, sizeof path, "%s/amptrace-precision-%ld-%d.json",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), _i);
 	snprintf(run, sizeof run, "%s %s --device %s", name, flags, device);
-	snprintf(command, sizeof command,
-		 "'%s' run -q -o '%s' -- '%s/%s' %s --device %s >/dev/null",
-		 AMPTRACE_PATH, path, SAMPLES_DIR, name, flags, device);
-	ck_assert_msg(system(command) == 0, "traced run failed: %s", command);
-	ck_assert_msg(trace_load(path, &trace, &err) == 0, "%s: %s", run,
-		      err.message);
+	snprintf(prog, sizeof prog, "%s/%s", SAMPLES_DIR, name);
+	snprintf(args, sizeof args, "%s --device %s", flags, device);
+	const struct traced how = { .trace = path, .out = "/dev/null" };
+	ck_assert_msg(traced_load(&how, traced_command(prog, args, buf, sizeof buf,
+						       words, 32),
+				  &trace, why, sizeof why) == 0,
+		      "%s: %s", run, why);
 	ck_assert_int_eq(findings_compute(&trace, &f), 0);
 	for (size_t i = 0; i < f.count; i++) {
 		const struct trace_finding *x = &f.items[i];

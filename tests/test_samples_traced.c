@@ -4,6 +4,7 @@
  * phase needs; and it follows FORMAT.md (the validator: metadata, nesting,
  * tensor-id continuity). */
 #include "trace.h"
+#include "traced.h"
 #include "validate.h"
 
 #include <cJSON.h>
@@ -93,16 +94,20 @@ START_TEST(test_sample_traces_load)
 {
 	const char *sample = samples[_i / 2].name;
 	const char *device = devices[_i % 2];
-	char path[512], command[2048];
+	char path[512], prog[1024], args[512], buf[1024];
+	const char *words[32];
 
 	snprintf(path, sizeof path, "%s/amptrace-sample-%ld-%s-%s.json",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
 		 sample, device);
-	snprintf(command, sizeof command,
-		 "'%s' run -q -o '%s' -- '%s/%s' %s --device %s >/dev/null",
-		 AMPTRACE_PATH, path, SAMPLES_DIR, sample, samples[_i / 2].args,
+	snprintf(prog, sizeof prog, "%s/%s", SAMPLES_DIR, sample);
+	snprintf(args, sizeof args, "%s --device %s", samples[_i / 2].args,
 		 device);
-	ck_assert_msg(system(command) == 0, "traced run failed: %s", command);
+	const struct traced how = { .trace = path, .out = "/dev/null" };
+	int status = traced_run(&how, traced_command(prog, args, buf, sizeof buf,
+						     words, 32));
+	ck_assert_msg(status == 0, "traced run of %s %s: exit status %d", sample,
+		      args, status);
 
 	size_t len = 0;
 	char *text = read_all(path, &len);

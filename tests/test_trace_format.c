@@ -8,6 +8,7 @@
 #include "jsonw.h"
 #include "rules.h"
 #include "trace.h"
+#include "trace_schema.h"
 #include "trace_writer.h"
 #include "validate.h"
 
@@ -171,7 +172,9 @@ START_TEST(test_writer_close_and_cut)
 		"{\"name\":\"x\",\"cat\":\"amp.diag\",\"ph\":\"i\",\"ts\":1.5,"
 		"\"pid\":1,\"tid\":0,\"args\":{\"kind\":\"x\",\"message\":\"m\"}}";
 
-	ck_assert_int_eq(trace_writer_open(&w, path, "\"rank\":null", 42), 0);
+	ck_assert_int_eq(trace_writer_open(&w, path,
+					   &(struct trace_header){ .rank = -1 },
+					   42), 0);
 	trace_writer_event(&w, meta, strlen(meta));
 	trace_writer_event(&w, diag, strlen(diag));
 	trace_writer_flush(&w);
@@ -181,7 +184,7 @@ START_TEST(test_writer_close_and_cut)
 	ck_assert(!t.finalized);
 	ck_assert_uint_eq(t.nevents, 2);
 	trace_free(&t);
-	ck_assert_int_eq(trace_writer_close(&w, "{\"complete\":true}"), 0);
+	ck_assert_int_eq(trace_writer_close(&w, &(struct trace_trailer){ .complete = true }), 0);
 	ck_assert_int_eq(trace_load(path, &t, &err), 0);
 	ck_assert(!t.truncated);
 	ck_assert(t.finalized);
@@ -222,7 +225,8 @@ START_TEST(test_writer_events_joined)
 		text.data[text.len] = '\0';
 		jsonw_lit(&text, "\"}}");
 	}
-	ck_assert_int_eq(trace_writer_open(&w, path, "", 0), 0);
+	ck_assert_int_eq(trace_writer_open(&w, path, &(struct trace_header){ 0 }, 0),
+			 0);
 	trace_writer_events(&w, text.data, text.len, count);
 	/* handed to the file at once, ending with the last event whole */
 	FILE *f = fopen(path, "rb");
@@ -239,7 +243,7 @@ START_TEST(test_writer_events_joined)
 		"{\"name\":\"y\",\"ph\":\"i\",\"ts\":2,\"pid\":1,\"tid\":0}";
 	trace_writer_event(&w, last, strlen(last));
 	ck_assert_uint_eq(w.events, count + 1);
-	ck_assert_int_eq(trace_writer_close(&w, "{\"complete\":true}"), 0);
+	ck_assert_int_eq(trace_writer_close(&w, &(struct trace_trailer){ .complete = true }), 0);
 	ck_assert_int_eq(trace_load(path, &t, &err), 0);
 	ck_assert(t.finalized);
 	ck_assert_uint_eq(t.nevents, count + 1);
@@ -349,7 +353,7 @@ START_TEST(test_validator_finds_broken_continuity)
 	ck_assert_uint_eq(trace_validate(&t, &r), 1);
 	ck_assert_msg(strstr(r.messages[0], "input tensor 999 is used before"),
 		      "%s", r.messages[0]);
-	ck_assert_msg(strstr(r.messages[0], "line 18"), "%s", r.messages[0]);
+	ck_assert_msg(strstr(r.messages[0], "line 20"), "%s", r.messages[0]);
 	trace_free(&t);
 }
 END_TEST
@@ -362,10 +366,10 @@ START_TEST(test_truncated_fixture_is_repaired)
 
 	ck_assert_int_eq(trace_load(fixture("truncated.json"), &t, &err), 0);
 	ck_assert(t.truncated);
-	ck_assert_uint_eq(t.truncated_line, 21);
-	ck_assert_uint_eq(t.nevents, 18); /* lines 3..20, line 21 is cut */
+	ck_assert_uint_eq(t.truncated_line, 23);
+	ck_assert_uint_eq(t.nevents, 20); /* lines 3..22, line 23 is cut */
 	ck_assert_ptr_nonnull(trace_end_note(&t, note, sizeof note));
-	ck_assert_ptr_nonnull(strstr(note, "truncated at line 21"));
+	ck_assert_ptr_nonnull(strstr(note, "truncated at line 23"));
 	trace_free(&t);
 }
 END_TEST
@@ -395,7 +399,7 @@ START_TEST(test_cut_at_every_byte)
 		last = t.nevents;
 		trace_free(&t);
 	}
-	ck_assert_uint_eq(last, 48);
+	ck_assert_uint_eq(last, 52);
 	free(text);
 }
 END_TEST
@@ -410,7 +414,7 @@ static const struct bad_case bad_cases[] = {
 	{ "empty.json", "empty.json: empty file" },
 	{ "garbage.bin", "garbage.bin:1:1: expected a trace: a JSON object ('{') "
 			 "or array ('['), found byte 0x7f (not JSON text)" },
-	{ "wrong-types.json", "wrong-types.json:12: event 9 (amp.op X 'linear'): "
+	{ "wrong-types.json", "wrong-types.json:14: event 11 (amp.op X 'linear'): "
 			      "ts must be a number, got a string" },
 	{ "wrong-outputs.json", "wrong-outputs.json:5: event 2 (amp.op X "
 				"'randn'): args.outputs must be an array, got "
@@ -620,6 +624,175 @@ START_TEST(test_rules_extras_parse)
 }
 END_TEST
 
+/* ------------------------------------------------------------- schema */
+
+/* good.json with `from` replaced by `to` (the first time), loaded. */
+static void load_edited(const char *from, const char *to, struct trace *t)
+{
+	size_t len;
+	struct trace_error err;
+	char *text = trace_read_file(fixture("good.json"), &len, &err);
+
+	ck_assert_ptr_nonnull(text);
+	char *at = strstr(text, from);
+	ck_assert_msg(at, "good.json has no %s", from);
+	size_t size = len - strlen(from) + strlen(to) + 1;
+	char *edited = malloc(size);
+	snprintf(edited, size, "%.*s%s%s", (int)(at - text), text, to,
+		 at + strlen(from));
+	ck_assert_msg(trace_load_text("edited.json", edited, strlen(edited), t,
+				      &err) == 0, "%s", err.message);
+	free(edited);
+	free(text);
+}
+
+/* A name the schema's CHECK column does not allow is a problem, as is a
+ * key newer than the file's format (the version column). */
+START_TEST(test_validator_checks_keys_by_the_schema)
+{
+	static const struct {
+		const char *from, *to, *message;
+	} edits[] = {
+		{ "\"cache\":\"miss\"", "\"cache\":\"maybe\"",
+		  "amp.cast args cache \"maybe\" is not one of" },
+		{ "\"policy\":\"lower_precision_fp\"", "\"policy\":\"fast\"",
+		  "amp.op args policy \"fast\"" },
+		{ "\"phase\":\"forward\"", "\"phase\":\"sideways\"",
+		  "phase \"sideways\"" },
+		{ "\"dtype\":\"f16\"", "\"dtype\":\"half\"",
+		  "dtype \"half\" is not one of" },
+		{ "\"flush\":\"event\"",
+		  "\"flush\":\"event\",\"policy_table\":\"1.13\"",
+		  "amptrace policy_table came with format 1.4; the file says 1.0" },
+		{ "\"cache\":\"miss\"",
+		  "\"cache\":\"miss\",\"origin\":\"user\"",
+		  "amp.cast args origin \"user\" is not one of" },
+		{ "\"cache\":\"miss\"",
+		  "\"cache\":\"miss\",\"origin\":\"autograd\"",
+		  "amp.cast args origin came with format 1.4; the file says 1.0" },
+	};
+	struct trace t;
+	struct validate_report r;
+
+	load_edited("\"cache\":\"miss\"", "\"cache\":\"miss\"", &t);
+	ck_assert_uint_eq(trace_validate(&t, &r), 0);
+	trace_free(&t);
+	for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+		load_edited(edits[i].from, edits[i].to, &t);
+		ck_assert_uint_ge(trace_validate(&t, &r), 1);
+		ck_assert_msg(strstr(r.messages[0], edits[i].message),
+			      "edit %zu: %s", i, r.messages[0]);
+		trace_free(&t);
+	}
+}
+END_TEST
+
+/* FORMAT.md documents every key of every table: in backquotes, quotes,
+ * or after a dot (`args.op_id`). */
+START_TEST(test_format_documents_every_key)
+{
+	char path[4096];
+	size_t len;
+	struct trace_error err;
+
+	snprintf(path, sizeof path, "%s/../../../tracer/FORMAT.md", TRACE_FIXTURES);
+	char *doc = trace_read_file(path, &len, &err);
+	ck_assert_msg(doc, "%s", err.message);
+	for (size_t i = 0; trace_schema_objects[i]; i++) {
+		const struct trace_object *o = trace_schema_objects[i];
+		for (size_t k = 0; k < o->nkeys; k++) {
+			const char *key = o->keys[k].key;
+			bool found = false;
+			for (const char *at = strstr(doc, key); at && !found;
+			     at = strstr(at + 1, key)) {
+				char before = at > doc ? at[-1] : ' ';
+				char after = at[strlen(key)];
+				found = strchr("`\".", before) &&
+					strchr("`\"", after);
+			}
+			ck_assert_msg(found, "FORMAT.md does not document %s %s",
+				      o->name, key);
+		}
+	}
+	free(doc);
+}
+END_TEST
+
+/* What the writer writes reads back as what it wrote: the header and
+ * the trailer too. */
+START_TEST(test_header_and_trailer_read_back)
+{
+	const char *path = temp_path("typed.json");
+	const char *command[] = { "train", "--steps", "2" };
+	struct trace_writer w;
+	struct trace t;
+	struct trace_error err;
+	struct trace_exit exit = { .status = "signaled", .signal = 11,
+				   .signal_name = "SIGSEGV" };
+	struct trace_gpu_timing gpu = { .timing = true, .kernels = 3,
+					.memcpys = 1, .complete = true,
+					.dropped = 2, .buffers = 4 };
+	const char *argv[] = { "train" };
+	struct trace_process_end process = {
+		.pid = 77, .rank = 1, .argv = argv, .nargv = 1,
+		.framework = "torch 2.13.0", .status = "signaled",
+		.signal = 11, .signal_name = "SIGSEGV", .threads = 2,
+		.events = 9, .ops = 4, .casts = 2, .gpu = &gpu,
+	};
+
+	ck_assert_int_eq(trace_writer_open(&w, path,
+		&(struct trace_header){ .generator = "test", .command = command,
+					.ncommand = 3, .rank = 1, .host = "h",
+					.monotonic_base_ns = 5,
+					.flush = "event",
+					.framework = "torch 2.13.0 (policy "
+						     "table: 2.13)",
+					.policy_table = "2.13" }, 7), 0);
+	ck_assert_int_eq(trace_writer_close(&w,
+		&(struct trace_trailer){ .complete = true, .duration_ns = 1500,
+					 .exit = &exit, .processes = &process,
+					 .nprocesses = 1 }), 0);
+	ck_assert_msg(trace_load(path, &t, &err) == 0, "%s", err.message);
+	unlink(path);
+	ck_assert_str_eq(t.header.format, TRACE_FORMAT_VERSION);
+	ck_assert_str_eq(t.header.generator, "test");
+	ck_assert_int_eq(t.header.ncommand, 3);
+	ck_assert_str_eq(t.header.command[2], "2");
+	ck_assert_int_eq(t.header.rank, 1);
+	ck_assert_uint_eq(t.header.monotonic_base_ns, 5);
+	ck_assert_str_eq(trace_policy_table(&t), "2.13");
+	ck_assert_int_eq(t.trailer.duration_ns, 1500);
+	ck_assert_str_eq(t.trailer.exit->signal_name, "SIGSEGV");
+	ck_assert_int_eq(t.trailer.nprocesses, 1);
+	const struct trace_process_end *p = &t.trailer.processes[0];
+	ck_assert_int_eq(p->pid, 77);
+	ck_assert_int_eq(p->signal, 11);
+	ck_assert_str_eq(p->argv[0], "train");
+	ck_assert_uint_eq(p->casts, 2);
+	ck_assert_ptr_nonnull(p->gpu);
+	ck_assert_uint_eq(p->gpu->kernels, 3);
+	ck_assert_uint_eq(p->gpu->dropped, 2);
+	trace_free(&t);
+}
+END_TEST
+
+/* A trace before 1.4 names its policy table in its framework's text
+ * only: readers still find it there. */
+START_TEST(test_policy_table_of_older_traces)
+{
+	struct trace t;
+
+	load_edited("\"flush\":\"event\"",
+		    "\"flush\":\"event\",\"framework\":\"torch 1.13.0a0 "
+		    "(policy table: 1.13)\"", &t);
+	ck_assert_str_eq(trace_policy_table(&t), "1.13");
+	trace_free(&t);
+	load_edited("\"flush\":\"event\"", "\"flush\":\"event\"", &t);
+	ck_assert_ptr_null(trace_policy_table(&t));
+	trace_free(&t);
+}
+END_TEST
+
 static Suite *trace_format_suite(void)
 {
 	Suite *s = suite_create("trace_format");
@@ -644,6 +817,10 @@ static Suite *trace_format_suite(void)
 			    sizeof bad_cases / sizeof bad_cases[0]);
 	tcase_add_test(reader, test_bad_json_shapes);
 	tcase_add_test(reader, test_foreign_traces_load);
+	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);
+	tcase_add_test(reader, test_format_documents_every_key);
+	tcase_add_test(reader, test_header_and_trailer_read_back);
+	tcase_add_test(reader, test_policy_table_of_older_traces);
 	tcase_add_test(rules, test_rules_issue_examples_parse);
 	tcase_add_loop_test(rules, test_rule_errors, 0,
 			    sizeof rule_errors / sizeof rule_errors[0]);

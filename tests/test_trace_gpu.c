@@ -11,7 +11,7 @@
 #include "cuda_fake.h"
 #include "recorder.h"
 #include "trace.h"
-#include "trace_commands.h"
+#include "commands.h"
 #include "validate.h"
 #include "test_dirs.h"
 
@@ -33,7 +33,9 @@ static struct trace_writer *writer_for(void *ctx,
 	(void)p;
 	if (!writer.f)
 		ck_assert_int_eq(trace_writer_open(&writer, out,
-						   "\"generator\":\"test\"", 0),
+						   &(struct trace_header){
+							   .generator = "test" },
+						   0),
 				 0);
 	return &writer;
 }
@@ -52,18 +54,20 @@ static void begin(void)
 static void convert(void)
 {
 	struct converter c;
-	struct jsonw end;
+	struct trace_process_end end;
+	struct trace_gpu_timing gpu;
 
 	recorder_detach();
 	convert_init(&c, raw, base_ns, writer_for, NULL);
 	convert_finish(&c, getpid(), 0, amp_now_ns());
-	jsonw_init(&end);
-	jsonw_lit(&end, "{\"complete\":true,\"processes\":[");
 	ck_assert_uint_eq(c.nprocs, 1);
-	convert_process_json(c.procs[0], &end);
-	jsonw_lit(&end, "]}");
-	ck_assert_int_eq(trace_writer_close(&writer, end.data), 0);
-	jsonw_free(&end);
+	convert_process_end(c.procs[0], &end, &gpu);
+	ck_assert_int_eq(trace_writer_close(&writer,
+					    &(struct trace_trailer){
+						    .complete = true,
+						    .processes = &end,
+						    .nprocesses = 1 }),
+			 0);
 	convert_free(&c);
 	remove_tree(raw);
 }
@@ -78,11 +82,9 @@ static void finish(struct trace *t)
 	remove(out);
 }
 
-static const cJSON *process_gpu(const struct trace *t)
+static const struct trace_gpu_timing *process_gpu(const struct trace *t)
 {
-	const cJSON *procs = cJSON_GetObjectItem(t->end, "processes");
-
-	return cJSON_GetObjectItem(cJSON_GetArrayItem(procs, 0), "gpu");
+	return t->trailer.nprocesses ? t->trailer.processes[0].gpu : NULL;
 }
 
 /* Records ids as the program sees them, to compare with the trace. */
@@ -149,7 +151,7 @@ START_TEST(test_kernels_linked_to_ops)
 		ck_assert_int_eq(e->tid, 7);
 		ck_assert_int_eq(e->kernel.host_pid, getpid());
 		ck_assert(e->pid != getpid());
-		ck_assert(e->kernel.linked);
+		ck_assert_uint_ne(e->kernel.external_id, 0);
 		if (!e->kernel.cast && e->kernel.external_id == linear_op)
 			linear_kernel = true;
 		for (int k = 0; k < ncasts && e->kernel.cast; k++)
@@ -169,12 +171,12 @@ START_TEST(test_kernels_linked_to_ops)
 	}
 	ck_assert(memcpy_seen);
 	ck_assert(gpu_named);
-	const cJSON *gpu = process_gpu(&t);
-	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(gpu, "timing")));
-	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(gpu, "complete")));
-	ck_assert_int_eq(cJSON_GetObjectItem(gpu, "kernels")->valueint,
-			 (int)t.counts[TRACE_KERNEL]);
-	ck_assert_int_eq(cJSON_GetObjectItem(gpu, "dropped")->valueint, 0);
+	const struct trace_gpu_timing *gpu = process_gpu(&t);
+	ck_assert_ptr_nonnull(gpu);
+	ck_assert(gpu->timing);
+	ck_assert(gpu->complete);
+	ck_assert_uint_eq(gpu->kernels, t.counts[TRACE_KERNEL]);
+	ck_assert_uint_eq(gpu->dropped, 0);
 	trace_free(&t);
 }
 END_TEST
@@ -268,9 +270,10 @@ START_TEST(test_no_gpu_says_why)
 	amp_tensor_free(x);
 	finish(&t);
 	ck_assert_uint_eq(t.counts[TRACE_KERNEL], 0);
-	const cJSON *gpu = process_gpu(&t);
-	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(gpu, "timing")));
-	const char *reason = cJSON_GetStringValue(cJSON_GetObjectItem(gpu, "reason"));
+	const struct trace_gpu_timing *gpu = process_gpu(&t);
+	ck_assert_ptr_nonnull(gpu);
+	ck_assert(!gpu->timing);
+	const char *reason = gpu->reason;
 	ck_assert_ptr_nonnull(reason);
 	ck_assert_msg(strstr(reason, "emulated") && strstr(reason, "AMP_CUDA_DISABLE"),
 		      "%s", reason);

@@ -11,7 +11,7 @@
 #include "analyze.h"
 #include "id_map.h"
 #include "trace.h"
-#include "trace_commands.h"
+#include "commands.h"
 
 #include <check.h>
 #include <malloc.h>

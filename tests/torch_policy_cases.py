@@ -1,19 +1,24 @@
-"""Representative calls of every op on PyTorch 1.13's CPU autocast lists,
-for test_torch_policy.py: (label, case) where label is the ATen
+"""Representative calls of every op on PyTorch's CPU autocast lists (1.13's
+and 2.13's), for test_torch_policy.py: (label, case) where label is the ATen
 "op.overload" explain is asked about and case holds `fn` (the exact
 overload, torch.ops.aten.*, or the Python API where torch.ops cannot take
 the arguments: Dimname overloads), `args`, optional `kwargs`, and
 `named` when the inputs are named tensors (which a TorchDispatchMode
 cannot see: their casts show only in the values), `raises` when the op's
-own kernel raises after autocast's casts (1.13's NYI Dimname kernels).
+own kernel raises after autocast's casts (1.13's NYI Dimname kernels),
+`compare` when only the first outputs hold values (the rest scratch).
 
-Floating inputs are f32 for lower_precision_fp ops and bf16 for fp32 ops,
-so that autocast has something to cast; promote ops get mixed inputs."""
+Floating inputs are f32 for lower_precision_fp ops and the autocast's
+lower-precision dtype (LP: bf16, or f16 in 2.x) for fp32 ops, so that
+autocast has something to cast; promote ops get mixed inputs.  An op this
+torch does not have (1.13's symeig in 2.13) gives no case."""
 import torch
 
 aten = torch.ops.aten
 F32 = torch.float32
 BF16 = torch.bfloat16
+F16 = torch.float16
+LP = BF16  # set by cases()
 
 
 def t(*shape, dtype=F32, low=None):
@@ -72,7 +77,7 @@ def lp_cases():
 
 
 def fp32_nn_cases():
-    h = BF16
+    h = LP
     x2, x3 = t(1, 1, 4, 4, dtype=h), t(1, 1, 4, 4, 4, dtype=h)
     yield "conv_transpose1d", dict(fn=aten.conv_transpose1d.default,
                                    args=[t(1, 2, 5, dtype=h), t(2, 3, 3)])
@@ -128,7 +133,7 @@ def fp32_nn_cases():
 
 
 def fp32_loss_cases():
-    h = BF16
+    h = LP
     a, b = t(3, 5, dtype=h), t(3, 5, low=0.1).to(h)
     y = torch.tensor([1.0, -1.0, 1.0]).to(h)
     target = torch.tensor([1, 0, 4])
@@ -186,13 +191,14 @@ def fp32_loss_cases():
 
 
 def fp32_math_cases():
-    h = BF16
+    h = LP
     x = t(3, 4, dtype=h)
     q = torch.tensor([0.25, 0.5]).to(h)
     yield "prod", dict(fn=aten.prod.default, args=[x])
     yield "prod.dim_int", dict(fn=aten.prod.dim_int, args=[x, 1, False])
-    yield "prod.dim_Dimname", dict(fn=lambda v: v.prod("a"),
-                                   args=[named(x, "a", "b")], named=True)
+    if hasattr(torch.Tensor, "refine_names"):  # named tensors: not in 2.13
+        yield "prod.dim_Dimname", dict(fn=lambda v: v.prod("a"),
+                                       args=[named(x, "a", "b")], named=True)
     yield "quantile", dict(fn=aten.quantile.default, args=[x, q, None, False])
     yield "quantile.scalar", dict(fn=aten.quantile.scalar,
                                   args=[x, 0.5, 1, False],
@@ -228,7 +234,7 @@ def fp32_math_cases():
 
 
 def fp32_linalg_cases():
-    h = BF16
+    h = LP
     m, s = t(3, 3, dtype=h), spd(3, h)
     lower = torch.linalg.cholesky(spd(3, F32)).to(h)
     geqrf_a, tau = torch.geqrf(t(4, 3))
@@ -278,7 +284,8 @@ def fp32_linalg_cases():
     yield "linalg_eigvalsh", dict(fn=aten.linalg_eigvalsh.default,
                                   args=[s, "L"])
     yield "linalg_eigh", dict(fn=aten.linalg_eigh.default, args=[s, "L"])
-    yield "symeig", dict(fn=aten.symeig.default, args=[s, True, True])
+    if hasattr(aten, "symeig"):  # gone after 1.13
+        yield "symeig", dict(fn=aten.symeig.default, args=[s, True, True])
     yield "linalg_inv", dict(fn=aten.linalg_inv.default, args=[s])
     yield "linalg_inv_ex", dict(fn=aten.linalg_inv_ex.default, args=[s],
                                 kwargs=dict(check_errors=False))
@@ -304,7 +311,8 @@ def fp32_linalg_cases():
 
 
 def promote_cases():
-    h, f16 = BF16, torch.float16
+    # the other half type: an unexpected one for prioritize()
+    h, f16 = LP, (F16 if LP == BF16 else BF16)
     index = torch.tensor([0, 2])
     # stack casts to the widest; 1.13's cat wrapper casts nothing
     for a, b in ((h, F32), (F32, h), (f16, f16), (f16, F32), (h, h)):
@@ -316,14 +324,118 @@ def promote_cases():
         yield "index_copy", dict(fn=aten.index_copy.default,
                                  args=[t(4, 3, dtype=a), 0, index,
                                        t(2, 3, dtype=b)])
-    # 1.13's kernel is NYI ("does not yet support"), after the casts
+    # 1.13's kernel is NYI ("does not yet support"), after the casts;
+    # 2.13 has no Dimname overloads
+    if "dimname" not in aten.index_copy.overloads():
+        return
     yield "index_copy.dimname", dict(
         fn=aten.index_copy.dimname,
         args=[t(4, 3, dtype=h), "dimname::a", index, t(2, 3)],
         raises="does not yet support")
 
 
-def cases():
+def lp_cases_2x():
+    """The CPU lower_precision_fp rows 2.x added (prelu, attention...)."""
+    if torch.__version__.startswith("1."):
+        return
+    q, k, v = t(1, 2, 4, 8), t(1, 2, 4, 8), t(1, 2, 4, 8)
+    yield "linalg_vecdot", dict(fn=aten.linalg_vecdot.default,
+                                args=[t(3, 4), t(3, 4)])
+    yield "_addmm_activation", dict(fn=aten._addmm_activation.default,
+                                    args=[t(3, 5), t(3, 4), t(4, 5)])
+    yield "prelu", dict(fn=aten.prelu.default, args=[t(2, 3, 4), t(3)])
+    yield "scaled_dot_product_attention", dict(
+        fn=aten.scaled_dot_product_attention.default, args=[q, k, v])
+    embed = 8
+    qkv_weight, qkv_bias = t(3 * embed, embed), t(3 * embed)
+    proj_weight, proj_bias = t(embed, embed), t(embed)
+    q, k, v = t(2, 4, embed), t(2, 4, embed, low=0), t(2, 4, embed, low=1)
+    yield "_native_multi_head_attention", dict(
+        fn=aten._native_multi_head_attention.default,
+        args=[q, k, v, embed, 2, qkv_weight, qkv_bias, proj_weight,
+              proj_bias])
+    # one LSTM layer through oneDNN: input, 4 weights, hx, cx, reverse,
+    # batch_sizes, mode (LSTM = 2), hidden, layers, bias, bidirectional,
+    # batch_first, train
+    hidden = 4
+    yield "mkldnn_rnn_layer", dict(
+        fn=aten.mkldnn_rnn_layer.default,
+        args=[t(3, 2, 5), t(4 * hidden, 5), t(4 * hidden, hidden),
+              t(4 * hidden), t(4 * hidden), t(2, hidden), t(2, hidden),
+              False, [], 2, hidden, 1, True, False, False, False],
+        compare=3)  # the fourth output is oneDNN's scratch workspace
+    h = LP
+    yield "conv_transpose1d", dict(fn=aten.conv_transpose1d.default,
+                                   args=[t(1, 2, 5), t(2, 3, 3, dtype=h)])
+    yield "conv_transpose2d.input", dict(
+        fn=aten.conv_transpose2d.input, args=[t(1, 2, 5, 5), t(2, 3, 3, 3)])
+    yield "conv_transpose3d.input", dict(
+        fn=aten.conv_transpose3d.input,
+        args=[t(1, 2, 3, 3, 3), t(2, 3, 2, 2, 2), t(3)])
+
+
+def cases(lp=BF16, rows=None):
+    """Every case for autocast dtype `lp` whose label is in `rows` (the
+    table's labels; None: all)."""
+    global LP
+    LP = lp
     for group in (lp_cases, fp32_nn_cases, fp32_loss_cases, fp32_math_cases,
-                  fp32_linalg_cases, promote_cases):
-        yield from group()
+                  fp32_linalg_cases, promote_cases, lp_cases_2x):
+        for label, case in group():
+            if rows is None or "aten::" + label in rows:
+                yield label, case
+
+
+def cuda_only_cases():
+    """Calls of CUDA rows the CPU cases do not reach (fp32_set_opt_dtype,
+    fp32_append_dtype, CUDA-only fp32 and promote ops), for the check on
+    FakeTensors of device cuda.  Inputs f16: what CUDA autocast leaves
+    alone or widens."""
+    h = F16
+    x = t(3, 4, dtype=h)
+    yield "softmax.int", dict(fn=aten.softmax.int, args=[x, 1])
+    yield "log_softmax.int", dict(fn=aten.log_softmax.int, args=[x, 1])
+    yield "sum", dict(fn=aten.sum.default, args=[x])
+    yield "sum.dim_IntList", dict(fn=aten.sum.dim_IntList, args=[x, [1]])
+    yield "prod", dict(fn=aten.prod.default, args=[x])
+    yield "cumsum", dict(fn=aten.cumsum.default, args=[x, 1])
+    yield "cumprod", dict(fn=aten.cumprod.default, args=[x, 1])
+    yield "norm.Scalar", dict(fn=aten.norm.Scalar, args=[x, 2])
+    yield "norm.ScalarOpt_dim", dict(fn=aten.norm.ScalarOpt_dim,
+                                     args=[x, 2, [1]])
+    yield "exp", dict(fn=aten.exp.default, args=[x])
+    yield "layer_norm", dict(fn=aten.layer_norm.default, args=[x, [4]])
+    yield "group_norm", dict(fn=aten.group_norm.default,
+                             args=[t(2, 4, 3, dtype=h), 2])
+    yield "rms_norm", dict(fn=aten.rms_norm.default, args=[x, [4]])
+    yield "addcmul", dict(fn=aten.addcmul.default,
+                          args=[t(3, 4), x, t(3, 4, dtype=h)])
+    yield "dot", dict(fn=aten.dot.default, args=[t(4, dtype=h), t(4)])
+    yield "atan2", dict(fn=aten.atan2.default, args=[x, t(3, 4)])
+    yield "upsample_nearest2d", dict(fn=aten.upsample_nearest2d.default,
+                                     args=[t(1, 1, 2, 2, dtype=h), [4, 4]])
+    for name in ("acos", "asin", "cosh", "erfinv", "expm1", "log", "log10",
+                 "log2", "log1p", "reciprocal", "rsqrt", "sinh", "tan",
+                 "softplus"):
+        yield name, dict(fn=getattr(aten, name).default,
+                         args=[t(3, 4, dtype=h, low=0.1) / 2])
+    yield "pow.Tensor_Scalar", dict(fn=aten.pow.Tensor_Scalar, args=[x, 2])
+    yield "pow.Tensor_Tensor", dict(fn=aten.pow.Tensor_Tensor, args=[x, x])
+    yield "pow.Scalar", dict(fn=aten.pow.Scalar, args=[2.0, x])
+    yield "logsumexp", dict(fn=aten.logsumexp.default, args=[x, [1]])
+    yield "dist", dict(fn=aten.dist.default, args=[x, t(3, 4, dtype=h)])
+    yield "pdist", dict(fn=aten.pdist.default, args=[x])
+    yield "renorm", dict(fn=aten.renorm.default, args=[x, 2, 0, 1.0])
+    yield "cosine_similarity", dict(fn=aten.cosine_similarity.default,
+                                    args=[x, t(3, 4, dtype=h)])
+    yield "native_layer_norm", dict(fn=aten.native_layer_norm.default,
+                                    args=[x, [4], None, None, 1e-5])
+    yield "frobenius_norm.dim", dict(fn=aten.frobenius_norm.dim,
+                                     args=[x, [0, 1]])
+    yield "nuclear_norm", dict(fn=aten.nuclear_norm.default, args=[x])
+    yield "upsample_bilinear2d", dict(
+        fn=aten.upsample_bilinear2d.default,
+        args=[t(1, 1, 2, 2, dtype=h), [4, 4], False])
+    yield "binary_cross_entropy", dict(
+        fn=aten.binary_cross_entropy.default,
+        args=[torch.sigmoid(t(3, 4)), torch.ones(3, 4), None, 1])

@@ -14,6 +14,12 @@
  *                               on stdout
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
  *   trace_prog fork N           N relu ops in this process and in a child
+ *   trace_prog fork-exit N K    K children, each N relu ops then _exit(0)
+ *                               (no atexit), the way forked children end
+ *   trace_prog closefds N FILE  one relu op, then close descriptors
+ *                               3..1023 (as closefrom(3) does) and write
+ *                               "hi" into FILE, N relu ops, then print
+ *                               FILE's size
  *   trace_prog mlp STEPS [WIDTH] [bad]
  *                               a small training loop (two linear layers
  *                               WIDTH wide, default 16, bf16 autocast on
@@ -21,11 +27,13 @@
  *                               autocast region */
 #include "amp.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,6 +198,43 @@ static int run_mlp(int steps, int64_t width, bool bad)
 	return 0;
 }
 
+/* A daemon's or a sandbox's start: every descriptor it did not open
+ * closed, then a file of its own gets one of the freed numbers.  The
+ * recorder must never write into it. */
+static int run_closefds(long n, const char *path)
+{
+	struct stat st;
+
+	relu_ops(1);
+	for (int fd = 3; fd < 1024; fd++)
+		close(fd);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, "hi", 2) != 2)
+		fail("own file");
+	relu_ops(n);
+	if (fstat(fd, &st) != 0 || close(fd) != 0)
+		fail("own file");
+	printf("trace_prog: %s holds %lld bytes\n", path, (long long)st.st_size);
+	return 0;
+}
+
+static int run_fork_exit(long n, int children)
+{
+	for (int i = 0; i < children; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			relu_ops(n);
+			_exit(0);
+		}
+	}
+	relu_ops(n);
+	int status, worst = 0;
+	while (wait(&status) > 0)
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			worst = 1;
+	return worst;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -243,12 +288,16 @@ int main(int argc, char **argv)
 		waitpid(pid, &status, 0);
 		return 0;
 	}
+	if (!strcmp(mode, "fork-exit") && argc > 3)
+		return run_fork_exit(n, atoi(argv[3]));
+	if (!strcmp(mode, "closefds") && argc > 3)
+		return run_closefds(n, argv[3]);
 	if (!strcmp(mode, "mlp")) {
 		int64_t width = argc > 3 ? atol(argv[3]) : 16;
 		return run_mlp((int)n, width > 0 ? width : 16,
 			       argc > 4 && !strcmp(argv[4], "bad"));
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|threads|ranks|"
-		"fork|mlp ...\n");
+		"fork|fork-exit|closefds|mlp ...\n");
 	return 2;
 }

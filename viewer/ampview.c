@@ -1,11 +1,13 @@
 /* ampview: draws a trace as an annotated computation graph (SVG, PNG or
  * DOT).  Command-line handling only; the work is in view.h. */
-#include "edit_distance.h"
+#include "command_line.h"
+#include "output_file.h"
+#include "progress.h"
 #include "trace.h"
 #include "view.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,12 +82,11 @@ struct command {
 	struct view_options view;
 };
 
+static const struct command_line ampview_command = { "ampview" };
+
 static int bad_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "ampview: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'ampview --help'.\n");
-	return EXIT_BAD_INPUT;
+	return command_line_error(&ampview_command, fmt, arg);
 }
 
 static bool parse_count(const char *text, long max, long *value)
@@ -106,23 +107,6 @@ static enum view_format format_of_path(const char *path)
 	if (dot && !strcmp(dot, ".png"))
 		return VIEW_FORMAT_PNG;
 	return VIEW_FORMAT_SVG;
-}
-
-/* "unknown option '--stpe'; did you mean '--step'?" within two typos. */
-static int unknown_option(const char *arg)
-{
-	struct closest_name closest = CLOSEST_NAME_INIT;
-	char name[64];
-
-	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-	for (const struct option *o = long_options;
-	     !strncmp(name, "--", 2) && o->name; o++)
-		closest_name_offer(&closest, name + 2, o->name);
-	fprintf(stderr, "ampview: unknown option '%s'", arg);
-	if (closest.name)
-		fprintf(stderr, "; did you mean '--%s'?", closest.name);
-	fprintf(stderr, "\nTry 'ampview --help'.\n");
-	return EXIT_BAD_INPUT;
 }
 
 /* Without -o the graph goes next to the trace, the trace's extension
@@ -150,13 +134,12 @@ static int default_output(struct command *c)
 /* Returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, struct command *c)
 {
+	struct command_line cl = { "ampview", "o:vh", long_options, argc, argv };
 	int option;
 	long value;
 
 	view_options_init(&c->view);
-	opterr = 0;
-	while ((option = getopt_long(argc, argv, ":o:vh", long_options,
-				     NULL)) != -1) {
+	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case 'o':
 			c->output = optarg;
@@ -203,10 +186,8 @@ static int parse(int argc, char **argv, struct command *c)
 		case OPTION_VERSION:
 			printf("ampview %s\n", AMPTRACE_VERSION);
 			return 0;
-		case ':':
-			return bad_usage("%s needs a value", argv[optind - 1]);
 		default:
-			return unknown_option(argv[optind - 1]);
+			return EXIT_BAD_INPUT;
 		}
 	}
 	if (optind != argc - 1)
@@ -233,17 +214,19 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* A regular file is replaced whole; a device, FIFO or link written
+ * through (output_file.h); NULL path: standard output. */
 static int write_output(const char *path, const char *data, size_t len)
 {
-	FILE *f = path ? fopen(path, "wb") : stdout;
+	struct output_file out = { .f = stdout };
 
-	if (!f) {
+	if (path && output_file_open(&out, path) != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n", path,
 			strerror(errno));
 		return 1;
 	}
-	size_t written = fwrite(data, 1, len, f);
-	int closed = path ? fclose(f) : fflush(f);
+	size_t written = fwrite(data, 1, len, out.f);
+	int closed = path ? output_file_close(&out) : fflush(stdout);
 	if (written != len || closed != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n",
 			path ? path : "standard output", strerror(errno));
@@ -260,14 +243,25 @@ int main(int argc, char **argv)
 	struct view_stats stats;
 	char *dot = NULL, *out = NULL;
 	size_t dot_len, out_len;
+	/* past `ulimit -f`, a write fails with EFBIG (said as any write
+	 * error) instead of SIGXFSZ killing ampview half-way */
+	signal(SIGXFSZ, SIG_IGN);
 	int status = parse(argc, argv, &c);
 
 	if (status >= 0) {
 		free(c.default_output);
 		return status;
 	}
+	/* -o t.json would replace the trace it draws */
+	if (c.output && output_refuse_input("ampview", c.output, &c.trace, 1)) {
+		free(c.default_output);
+		return EXIT_BAD_INPUT;
+	}
 	double start = now_ms();
-	if (trace_load(c.trace, &trace, &err) != 0) {
+	progress_reading("ampview", c.trace);
+	status = trace_load(c.trace, &trace, &err);
+	progress_reading_done();
+	if (status != 0) {
 		fprintf(stderr, "ampview: %s\n", err.message);
 		free(c.default_output);
 		return EXIT_BAD_INPUT;

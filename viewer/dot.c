@@ -97,11 +97,7 @@ static void html_escape(struct jsonw *w, const char *text)
  * the file's. */
 static const char *program_name(const struct trace *t)
 {
-	const cJSON *command = t->header ?
-		cJSON_GetObjectItemCaseSensitive(t->header, "command") : NULL;
-	const cJSON *argv0 = cJSON_IsArray(command) ?
-		cJSON_GetArrayItem(command, 0) : NULL;
-	const char *path = cJSON_IsString(argv0) ? argv0->valuestring : t->path;
+	const char *path = t->header.ncommand ? t->header.command[0] : t->path;
 	const char *slash = strrchr(path, '/');
 
 	return slash ? slash + 1 : path;

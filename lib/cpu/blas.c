@@ -223,9 +223,18 @@ static void bf16_engine_load(void)
 			 "widened to f32 (no AVX512_BF16)");
 		return;
 	}
-	void *library = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+	/* Debian 12's libdnnl2, then Debian 13's libdnnl3.6 (oneDNN 3.x
+	 * keeps dnnl_gemm_bf16bf16f32) */
+	static const char *const sonames[] = { "libdnnl.so.2",
+					       "libdnnl.so.3.6" };
+	void *library = NULL;
+	const char *error = NULL;
+	for (size_t i = 0; !library && i < 2; i++) {
+		library = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+		if (!library && i == 0)
+			error = dlerror(); /* the first one's reason */
+	}
 	if (!library) {
-		const char *error = dlerror();
 		snprintf(blas.bf16_status, sizeof blas.bf16_status,
 			 "widened to f32 (%s)",
 			 error ? error : "libdnnl.so.2 not found");
@@ -240,7 +249,7 @@ static void bf16_engine_load(void)
 							"omp_set_num_threads");
 	snprintf(blas.bf16_status, sizeof blas.bf16_status, "%s",
 		 blas.bf16_gemm ? "oneDNN dnnl_gemm_bf16bf16f32 (avx512_bf16)"
-				: "widened to f32 (libdnnl.so.2 has no "
+				: "widened to f32 (oneDNN has no "
 				  "dnnl_gemm_bf16bf16f32)");
 }
 

@@ -16,11 +16,12 @@
 #include "trace_index.h"
 #include "trace_writer.h"
 #include "../test_dirs.h"
+#include "../traced.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +38,8 @@ static struct trace_writer *writer_for(void *ctx,
 	struct sink *s = ctx;
 
 	(void)p;
-	if (trace_writer_open(&s->writer, s->path, "", 0) != 0) {
+	if (trace_writer_open(&s->writer, s->path,
+			      &(struct trace_header){ .rank = -1 }, 0) != 0) {
 		perror(s->path);
 		exit(1);
 	}
@@ -60,21 +62,16 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* argv with the recorder preloaded, as amptrace run starts it, writing
+ * its raw files into `raw`; the exit status. */
 static int run(char *const argv[], const char *raw)
 {
-	pid_t pid = fork();
+	char preload[PATH_MAX + 16], raw_dir[PATH_MAX + 24];
+	const char *const env[] = { preload, raw_dir, NULL };
 
-	if (pid == 0) {
-		setenv("LD_PRELOAD", RECORDER_PATH, 1);
-		setenv("AMPTRACE_RAW_DIR", raw, 1);
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int status;
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	snprintf(preload, sizeof preload, "LD_PRELOAD=%s", RECORDER_PATH);
+	snprintf(raw_dir, sizeof raw_dir, "AMPTRACE_RAW_DIR=%s", raw);
+	return traced_finish(traced_start(argv, "/dev/null", NULL, env), NULL);
 }
 
 static void copy_dir(const char *from, const char *to)
@@ -114,7 +111,8 @@ static size_t convert(const char *raw, const char *out, double *convert_s,
 	size_t events = cv.nprocs ? cv.procs[0]->events : 0;
 	if (cv.nprocs)
 		tail_append(&sink.writer, &sink.kept, &ix, 0);
-	if (cv.nprocs && trace_writer_close(&sink.writer, "{}") != 0) {
+	if (cv.nprocs && trace_writer_close(&sink.writer,
+					       &(struct trace_trailer){ 0 }) != 0) {
 		fprintf(stderr, "bench_convert: error writing %s\n", out);
 		exit(1);
 	}

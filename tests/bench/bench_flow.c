@@ -11,8 +11,8 @@
 #include "findings.h"
 #include "flow.h"
 #include "trace.h"
+#include "../traced.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,23 +79,18 @@ static double time_flows(const struct trace_index *ix, struct trace_writer *w,
 int main(void)
 {
 	char dir[] = "/tmp/bench_flow_XXXXXX";
-	char path[64], command[2 * PATH_MAX + 128];
+	char path[64], why[1024];
+	const char *const mlp[] = { MLP_PATH, "--batch", "64", "--hidden", "256",
+				    "--layers", "4", "--steps", "100", NULL };
+	const struct traced how = { .trace = path, .out = "/dev/null",
+				    .err = "/dev/null" };
+	struct trace t;
 
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof path, "%s/mlp.json", dir);
-	snprintf(command, sizeof command,
-		 "'%s' run -q -o '%s' -- '%s' --batch 64 --hidden 256 "
-		 "--layers 4 --steps 100 >/dev/null 2>&1",
-		 AMPTRACE_PATH, path, MLP_PATH);
-	if (system(command) != 0) {
-		fprintf(stderr, "bench_flow: %s failed\n", command);
-		return 1;
-	}
-	struct trace t;
-	struct trace_error err;
-	if (trace_load(path, &t, &err) != 0) {
-		fprintf(stderr, "bench_flow: %s\n", err.message);
+	if (traced_load(&how, mlp, &t, why, sizeof why) != 0) {
+		fprintf(stderr, "bench_flow: %s\n", why);
 		return 1;
 	}
 	/* the flow lines' bytes, against the file's */
@@ -118,7 +113,8 @@ int main(void)
 	struct trace_index ix;
 	struct trace_writer w;
 	if (trace_index_build(&t, &ix) != 0 ||
-	    trace_writer_open(&w, "/dev/null", "", 0) != 0) {
+	    trace_writer_open(&w, "/dev/null",
+			      &(struct trace_header){ .rank = -1 }, 0) != 0) {
 		fprintf(stderr, "bench_flow: out of memory\n");
 		return 1;
 	}
@@ -129,7 +125,7 @@ int main(void)
 		ratio[r] = flows[r] / findings[r];
 	}
 	trace_index_free(&ix);
-	trace_writer_close(&w, "{}");
+	trace_writer_close(&w, &(struct trace_trailer){ 0 });
 	printf("trace: %zu events, %zu ops, %zu flows; flow events %.1f%% of "
 	       "the events, %.1f%% of the %.1f MiB\n",
 	       t.nevents, ops, count,

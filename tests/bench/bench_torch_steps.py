@@ -4,8 +4,16 @@ step (CPU) at each size, timed; prints one JSON line
 wall clock, and the main thread's CPU time (less noisy on a loaded
 machine: time spent waiting for a core is not in it).
 
-usage: bench_torch_steps.py plain|traced|profiler
-(traced: run under `amptrace run`, which records it)."""
+usage: bench_torch_steps.py plain|traced|profiler|debugmode|floor [FLOOR]
+  traced     run under `amptrace run`, which records it
+  profiler   inside torch.profiler.profile(CPU, record_shapes), its exit
+             (the trace's collection) included in the time
+  debugmode  inside torch.utils._debug_mode.DebugMode (2.x), which records
+             each op's inputs and outputs
+  floor      with FLOOR's no-op RecordFunction callback (inputs and
+             outputs asked for) installed: what any such observer costs"""
+import contextlib
+import ctypes
 import json
 import sys
 import time
@@ -32,7 +40,21 @@ def steps(model, optimizer, x, target, n):
         optimizer.step()
 
 
-def main(mode):
+def around(mode):
+    """What the timed steps run inside."""
+    if mode == "profiler":
+        return torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU],
+            record_shapes=True)
+    if mode == "debugmode":
+        from torch.utils._debug_mode import DebugMode
+        return DebugMode(record_output=True)
+    return contextlib.nullcontext()
+
+
+def main(mode, floor=None):
+    if mode == "floor":
+        ctypes.CDLL(floor).floor_install()
     torch.manual_seed(0)
     result, cpu = {}, {}
     for batch, hidden, n in SIZES:
@@ -43,12 +65,7 @@ def main(mode):
         times, cpu_times = [], []
         for _ in range(REPEATS):
             begin, cpu_begin = time.perf_counter(), time.thread_time()
-            if mode == "profiler":
-                with torch.profiler.profile(
-                        activities=[torch.profiler.ProfilerActivity.CPU],
-                        record_shapes=True):
-                    steps(model, optimizer, x, target, n)
-            else:
+            with around(mode):
                 steps(model, optimizer, x, target, n)
             times.append((time.perf_counter() - begin) * 1e3 / n)
             cpu_times.append((time.thread_time() - cpu_begin) * 1e3 / n)
@@ -58,4 +75,4 @@ def main(mode):
     print(json.dumps(result))
 
 
-main(sys.argv[1])
+main(*sys.argv[1:3])

@@ -8,6 +8,7 @@
 
 # ------------------------------------------------------------------ help
 help_checks check
+option_checks check
 
 # ------------------------------------------------------------ bad input
 for entry in "${bad_traces[@]}"; do
@@ -104,7 +105,7 @@ check "failure names rule and line" out_has "FAIL $fx/fail.rules:2  op linear: o
 check "failure says expected" out_has "expected: every matching op outputs bf16"
 check "failure says actual" out_has "actual:   4 of 4 matching ops do not"
 check "failure names the first offending op" \
-	out_has "first:    linear (op 4, forward, scope \"fwd\", autocast on cuda f16) at $fx/good.json:12; output tensor 101 f16 [4,8]"
+	out_has "first:    linear (op 4, forward, scope \"fwd\", autocast on cuda f16) at $fx/good.json:14; output tensor 101 f16 [4,8]"
 check "per-step failure names the step" out_has "step 0 has 3; 2 of 2 steps fail"
 check "junit: 5 failures" grep -q 'tests="5" failures="5"' "$tmp/fail.xml"
 check "junit: one testcase per rule" test "$(grep -c '<testcase ' "$tmp/fail.xml")" -eq 5

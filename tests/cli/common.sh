@@ -34,7 +34,7 @@ bad_traces=(
 	"missing.json:cannot open"
 	"empty.json:empty file"
 	"truncated-foreign.json:truncated-foreign.json:2:34: the file ends in the middle of the JSON (truncated)"
-	"wrong-types.json:wrong-types.json:12: event 9 (amp.op X 'linear'): ts must be a number, got a string"
+	"wrong-types.json:wrong-types.json:14: event 11 (amp.op X 'linear'): ts must be a number, got a string"
 	"wrong-outputs.json:args.outputs must be an array"
 	"events-not-array.json:traceEvents must be an array"
 	"garbage.bin:garbage.bin:1:1: expected a trace"
@@ -59,6 +59,24 @@ help_checks() {
 	check "$1 --help prints usage" out_has "usage: amptrace $1"
 	capture "$amptrace" "$1" --bogus-option
 	check "$1: unknown option exits 2" status_is 2
+}
+
+# COMMAND: the command line as every command reads it (command_line.h):
+# a mistyped option names the closest one, every bad usage says how to
+# get help, options may follow the operands, and `amptrace help COMMAND`
+# is its --help.
+option_checks() {
+	capture "$amptrace" "$1" --hepl
+	check "$1 --hepl: exit 2" status_is 2
+	check "$1 --hepl: did you mean '--help'" \
+		err_has "amptrace $1: unknown option '--hepl'; did you mean '--help'?"
+	check "$1 --hepl: how to get help" err_has "Try 'amptrace $1 --help'."
+	capture "$amptrace" "$1" --frobnicate
+	check "$1 --frobnicate: no suggestion that far" err_lacks "did you mean"
+	capture "$amptrace" "$1" --help=yes
+	check "$1 --help=yes: takes no value" err_has "option '--help' takes no value"
+	capture "$amptrace" help "$1"
+	check "amptrace help $1 is $1 --help" out_has "usage: amptrace $1"
 }
 
 # ARGS...: amptrace ARGS with stdout on a full device says so and fails,

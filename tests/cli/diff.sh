@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # amptrace diff from the outside: --help, bad traces on either side
-# (exit 2 and why), equal traces (0), and each kind of change (1), text
-# and --json.  Arguments: common.sh's.
+# (exit 2 and why), equal traces or timing alone changed (0), and each
+# kind of change (1), text and --json (its keys and values).  Arguments: common.sh's.
 . "$(dirname "$0")/common.sh"
 
 # ------------------------------------------------------------------ help
 help_checks diff
+option_checks diff
 
 # ------------------------------------------------------------ bad input
 for entry in "${bad_traces[@]}"; do
@@ -45,6 +46,71 @@ check "diff --json: exit 1" status_is 1
 check "diff --json: changed" out_has '"changed":	true'
 capture "$amptrace" diff "$fx/good.json"
 check "diff with one trace: exit 2" status_is 2
+capture "$amptrace" diff "$fx/good.json" "$fx/good.json" "$fx/changed.json"
+check "diff with three traces: exit 2" status_is 2
+check "diff with three traces: says which is one too many" \
+	err_has "unexpected argument '$fx/changed.json'"
+capture "$amptrace" diff "$fx/good.json" "$fx/changed.json" --json
+check "diff: --json after the traces is --json" status_is 1
+check "... and prints JSON" out_has '"changed":	true'
+
+# ------------------------------------------------- exit codes and --json
+# A variant of the good fixture per kind of change, made here: each
+# exits 1 with that one change, in text and in JSON; timing alone
+# changed exits 0.
+sed '15s/"cache":"hit"/"cache":"miss"/' "$fx/good.json" >"$tmp/cache.json"
+sed '48d' "$fx/good.json" >"$tmp/removed.json"
+sed '7{p;s/"op_id":3,/"op_id":99,/}' "$fx/good.json" >"$tmp/added.json"
+sed 's/"dur":1.5,/"dur":9.5,/g; s/"ts":30.125,/"ts":31.5,/' "$fx/good.json" >"$tmp/slower.json"
+# diff --json BASE NEW, then the changes as "kind op phase base new count"
+json_changes() { # base new
+	"$amptrace" diff --json "$1" "$2" >"$tmp/diff.json"
+	echo "status $?"
+	/usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print("changed", d["changed"], "ops", d["ops"]["base"], d["ops"]["new"], d["ops"]["aligned"])
+for c in d["changes"]:
+    print(c["kind"], c["op"], c["phase"], c["base"], c["new"], c["count"], sorted(c["first"]))' "$tmp/diff.json"
+}
+expect_json() { # base new expected-lines
+	local got
+	got=$(json_changes "$1" "$2" 2>&1)
+	[ "$got" = "$3" ] || { echo "# got:"; echo "$got" | sed 's/^/#   /'; return 1; }
+}
+check "--json, equal traces: exit 0, changed false, no change" \
+	expect_json "$fx/good.json" "$fx/good.json" "status 0
+changed False ops 11 11 11"
+check "--json, timing alone changed: exit 0, no change" \
+	expect_json "$fx/good.json" "$tmp/slower.json" "status 0
+changed False ops 11 11 11"
+capture "$amptrace" diff "$fx/good.json" "$tmp/slower.json"
+check "timing alone changed: exit 0" status_is 0
+check "--json, a cache result changed: exit 1, one cache change" \
+	expect_json "$fx/good.json" "$tmp/cache.json" "status 1
+changed True ops 11 11 11
+cache linear forward arg 1 f32->f16 cache hit arg 1 f32->f16 cache miss 1 ['base_line', 'base_op_id', 'new_line', 'new_op_id']"
+check "--json, an op removed: exit 1, op-removed, first names the base op" \
+	expect_json "$fx/good.json" "$tmp/removed.json" "status 1
+changed True ops 11 10 10
+op-removed softmax_backward_data backward present absent 1 ['base_line', 'base_op_id']"
+check "--json, an op added: exit 1, op-added, first names the new op" \
+	expect_json "$fx/good.json" "$tmp/added.json" "status 1
+changed True ops 11 12 11
+op-added zeros forward absent present 1 ['new_line', 'new_op_id']"
+capture "$amptrace" diff "$fx/good.json" "$tmp/cache.json"
+check "a cache result changed: exit 1" status_is 1
+check "... said with the cast" \
+	out_has "cache        linear (forward): arg 1 f32->f16 cache hit -> arg 1 f32->f16 cache miss  x1"
+check "... and the direction's count" out_has "f32->f16 6 -> 7  (changed)"
+capture "$amptrace" diff "$fx/good.json" "$tmp/removed.json"
+check "an op removed: said, with where it was" \
+	out_has "op-removed   softmax_backward_data (backward) x1"
+check "... the base op's line" out_has "first: base op 11 ($fx/good.json:48)"
+capture "$amptrace" diff "$tmp/removed.json" "$fx/good.json"
+check "the other way round: an op added" out_has "op-added     softmax_backward_data (backward) x1"
+capture "$amptrace" diff --json "$fx/good.json" "$fx/missing.json"
+check "--json with an unreadable trace: exit 2" status_is 2
+check "... no JSON on stdout" test ! -s "$tmp/out"
 
 echo "1..$count"
 exit $fail

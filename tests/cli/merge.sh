@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # amptrace merge from the outside: --help, bad inputs (exit 2 and why),
 # pids per rank, truncated inputs, numbers out of range, the output's
-# place, the header's framework, inputs with many processes.  Arguments:
-# common.sh's.
+# place, the header's framework, inputs with many processes, and what
+# merge renumbers: pids (ranks, other processes, GPUs and the pids their
+# events name) and flow ids.  Arguments: common.sh's.
 . "$(dirname "$0")/common.sh"
 
 # ------------------------------------------------------------------ help
 help_checks merge
+option_checks merge
 
 # ------------------------------------------------------------ bad input
 for entry in "${bad_traces[@]}"; do
@@ -123,6 +125,84 @@ capture "$amptrace" merge "$tmp/many.json" "$fx/good.json" -o "$tmp/m3.json"
 check "merge of 20 processes + 1: exit 0" status_is 0
 capture "$amptrace" summary "$tmp/m3.json"
 check "merge of 20 processes + 1: 21 processes" out_has "21 processes"
+
+# ------------------------------------------------------------ renumbering
+# Two ranks whose files use the same numbers: a host process, a second
+# process, its GPU (pid 2^30 + host), a kernel naming its host, and two
+# flows in each: amptrace's (amp.flow, a numeric id: FORMAT.md §3.10) and
+# another tool's with a hex-string id (Perfetto reads those).
+ranked_trace() { # rank host-pid other-pid
+	local gpu=$((1073741824 + $2))
+	printf '{"amptrace":{"format":"1.2","rank":%s},"traceEvents":[\n' "$1"
+	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"p (pid %s)"}},\n' "$2" "$2"
+	printf '{"name":"process_sort_index","ph":"M","pid":%s,"tid":0,"args":{"sort_index":0}},\n' "$2"
+	printf '{"name":"x","cat":"other","ph":"X","ts":1,"dur":1,"pid":%s,"tid":1},\n' "$2"
+	printf '{"name":"y","cat":"other","ph":"X","ts":2,"dur":1,"pid":%s,"tid":1},\n' "$3"
+	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"GPU 0 (pid %s)","device":0,"host_pid":%s}},\n' "$gpu" "$2" "$2"
+	printf '{"name":"k","cat":"kernel","ph":"X","ts":3,"dur":1,"pid":%s,"tid":7,"args":{"amp.pid":%s,"device":0}},\n' "$gpu" "$2"
+	for flow in amp.flow:1 flow:'"a"'; do
+		printf '{"name":"f","cat":"%s","ph":"s","ts":1,"pid":%s,"tid":1,"id":%s,"args":{"op_id":1}},\n' "${flow%%:*}" "$2" "${flow#*:}"
+		printf '{"name":"f","cat":"%s","ph":"f","bp":"e","ts":2,"pid":%s,"tid":1,"id":%s,"args":{"op_id":1}},\n' "${flow%%:*}" "$2" "${flow#*:}"
+	done
+	printf '{"name":"z","cat":"other","ph":"X","ts":4,"dur":1,"pid":%s,"tid":1}\n],"amptraceEnd":{"complete":true}}\n' "$2"
+}
+ranked_trace 1 500 600 >"$tmp/r1.json"
+ranked_trace 0 700 800 >"$tmp/r0.json"
+capture "$amptrace" merge "$tmp/r1.json" "$tmp/r0.json" -o "$tmp/mr.json"
+check "merge of ranks 1 and 0: exit 0" status_is 0
+merged_pids() { # merged file, then "name pid [args]" per event of interest
+	/usr/bin/python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1]))["traceEvents"]:
+    a = e.get("args", {})
+    if e["ph"] == "M":
+        print(e["name"], e["pid"], a.get("name"), a.get("rank"), a.get("host_pid"), a.get("sort_index"))
+    elif e["cat"] == "kernel":
+        print("kernel", e["pid"], a["amp.pid"])
+    elif e["cat"] == "other":
+        print(e["name"], e["pid"])' "$1"
+}
+merged_pids "$tmp/mr.json" >"$tmp/pids"
+has_line() { grep -qxF -- "$1" "$tmp/pids" || { echo "# no line '$1' in:"; sed 's/^/#   /' "$tmp/pids"; return 1; }; }
+check "rank 1's host process is pid 2, named and ranked" \
+	has_line "process_name 2 rank 1: p (pid 500) 1 None None"
+check "rank 0's host process is pid 1" has_line "process_name 1 rank 0: p (pid 700) 0 None None"
+check "a rank's process sorts by its rank" has_line "process_sort_index 2 None None None 1"
+check "the events follow their process" has_line "x 2"
+check "each file's other process gets a pid of its own, above the ranks" \
+	eval 'has_line "y 3" && has_line "y 4"'
+check "a GPU follows its host: 2^30 + host pid, host_pid too" \
+	has_line "process_name 1073741826 GPU 0 (pid 500) None 2 None"
+check "... for each rank" has_line "process_name 1073741825 GPU 0 (pid 700) None 1 None"
+check "a kernel's amp.pid follows its host" eval 'has_line "kernel 1073741826 2" && has_line "kernel 1073741825 1"'
+# flows: ids unique in the merged file, both ends of a flow the same
+flow_ids() { # merged file: "pid id" per flow end, in order
+	/usr/bin/python3 -c 'import json, sys
+for e in json.load(open(sys.argv[1]))["traceEvents"]:
+    if e.get("cat") in ("amp.flow", "flow"):
+        print(e["ph"], e["pid"], e["id"])' "$1"
+}
+flow_ids "$tmp/mr.json" >"$tmp/flows"
+check "four flows of the same two ids in two files: four ids, each on both its ends" \
+	test "$(cat "$tmp/flows")" = "s 2 1
+f 2 1
+s 2 2
+f 2 2
+s 1 3
+f 1 3
+s 1 4
+f 1 4"
+cp "$tmp/r1.json" "$tmp/r1-again.json"
+capture "$amptrace" merge "$tmp/r1.json" "$tmp/r1-again.json" -o "$tmp/mr2.json"
+check "merge of one file twice: ranks from the argument order" \
+	err_has "not every input has a distinct rank; using the order of the arguments"
+check "... and its flows still four distinct ids" \
+	test "$(flow_ids "$tmp/mr2.json" | awk '{ print $3 }' | sort -u | wc -l)" -eq 4
+capture "$amptrace" summary "$tmp/mr.json"
+check "the merged trace loads" status_is 0
+sed 's/"cat":"flow"/"cat":"amp.flow"/' "$tmp/r1.json" >"$tmp/r1-hex.json"
+capture "$amptrace" merge "$tmp/r1-hex.json" "$tmp/r0.json" -o "$tmp/mr3.json"
+check "an amp.flow id that is no number: exit 2" status_is 2
+check "... said where" err_has "r1-hex.json:10: event 8 (amp.flow s 'f'): id must be a number, got a string"
 
 echo "1..$count"
 exit $fail

@@ -9,6 +9,7 @@
 
 # ------------------------------------------------------------------ help
 help_checks run
+option_checks run
 
 # ----------------------------------------------------------------- run
 capture "$amptrace" run
@@ -51,6 +52,16 @@ check "run -o to an unwritable path: exit 2" status_is 2
 check "run -o to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
 capture "$amptrace" run -o "$tmp/t.json" --bogus -- "$trace_prog" ops 3 0
 check "run: unknown option exits 2" status_is 2
+# run's options end at PROG: PROG's own options are its, with or
+# without `--`
+capture "$amptrace" run -q -o "$tmp/prog-opts.json" "$trace_prog" ops 3 0 -o x
+check "options after PROG are PROG's: run is not refused" test "$status" -ne 2
+check "... and -o is run's own" loads "$tmp/prog-opts.json"
+capture "$amptrace" run -q -o "$tmp/t.json"
+check "run with no PROG: exit 2, says so" eval 'status_is 2 && err_has "amptrace run: no program given"'
+capture "$amptrace" run -q --raw-dir "$tmp" --raw-dir "$tmp" --raw-dir "$tmp" -- "$trace_prog" ops 3 0
+check "run with --raw-dir three times: exit 2, says why" \
+	eval 'status_is 2 && err_has "--raw-dir given 3 times"'
 
 # A trace without an op (the wrong program traced) is a failure (125);
 # for check, see check.sh.

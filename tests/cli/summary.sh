@@ -7,6 +7,7 @@
 
 # ------------------------------------------------------------------ help
 help_checks summary
+option_checks summary
 capture "$amptrace" help summary
 check "help summary" out_has "usage: amptrace summary"
 
@@ -85,7 +86,7 @@ check "summary on a terminal with NO_COLOR: no colour" sh -c "! grep -q \"$(prin
 check "... but the summary" out_has "warning stale-cache"
 capture "$amptrace" summary "$fx/truncated.json"
 check "truncated amptrace trace: read (exit 0)" status_is 0
-check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 21"
+check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 23"
 check "truncated amptrace trace: warned on stderr" err_has "truncated"
 capture "$amptrace" summary "$fx/array-form.json"
 check "torch.profiler's legacy array form: read" status_is 0
@@ -105,14 +106,14 @@ check "summary --json: severity" out_has '"severity":	"warning"'
 record "$tmp/mlp.json" "$mlp" --steps 4
 capture "$amptrace" summary "$tmp/mlp.json"
 check "summary: the header's framework and the policy table it selects" \
-	out_has "framework: libamp 0.1.0 (policy table: newest)"
+	out_has "framework: libamp 0.1.0 (policy table: 2.13)"
 capture "$amptrace" summary "$fx/good.json"
 check "summary: no framework line for a trace without one" \
 	sh -c "! grep -q '^framework:' '$tmp/out'"
 capture "$amptrace" summary --json "$fx/good.json"
-check "summary --json: framework null, the newest table" \
+check "summary --json: framework null, the newest (2.13) table" \
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-sys.exit(not (d["framework"] is None and d["policy_table"] == "newest"))' "$tmp/out"
+sys.exit(not (d["framework"] is None and d["policy_table"] == "2.13"))' "$tmp/out"
 
 # ------------------------------------------------- phase optimizer, summary
 record "$tmp/mlp3.json" "$mlp" --steps 3

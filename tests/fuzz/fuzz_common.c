@@ -1,8 +1,17 @@
 /* What every harness shares: the process's scratch directory (removed at
- * exit, standard output to /dev/null) and the libFuzzer start-up. */
+ * exit), output that goes nowhere, the real trace read once, and the
+ * libFuzzer start-up. */
 #include "fuzz_common.h"
 
+#include "trace.h"
+#include "trace_scan.h"
+
+#include <sys/stat.h>
+
 static char fuzz_dir[PATH_MAX];
+static char *good_text;
+static size_t good_len;
+static struct trace good;
 
 static int fuzz_remove_entry(const char *path, const struct stat *st,
 			     int flag, struct FTW *ftw)
@@ -24,21 +33,49 @@ static void fuzz_cleanup(void)
 	fuzz_remove_tree(fuzz_dir);
 }
 
-/* Once per process: the scratch directory (removed at exit), stdout to
- * /dev/null. */
+static ssize_t discard(void *cookie, const char *buf, size_t size)
+{
+	(void)cookie;
+	(void)buf;
+	return (ssize_t)size;
+}
+
+/* The tables the commands print are formatted (that code is fuzzed too)
+ * and dropped, with no system call: stdout is a stream to nowhere.  The
+ * descriptor stays /dev/null for what writes it directly (merge -o -). */
+static void output_nowhere(void)
+{
+	int null = open("/dev/null", O_WRONLY);
+	cookie_io_functions_t nowhere = { .write = discard };
+	FILE *f = fopencookie(NULL, "w", nowhere);
+
+	if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || !f)
+		abort();
+	close(null);
+	setvbuf(f, NULL, _IOFBF, 1 << 16);
+	stdout = f;
+}
+
+/* Once per process: the scratch directory (removed at exit; memory when
+ * /dev/shm is there), output nowhere, the real trace loaded. */
 static void fuzz_setup(void)
 {
 	const char *tmp = getenv("TMPDIR");
+	struct stat st;
 
-	int n = snprintf(fuzz_dir, sizeof fuzz_dir, "%s/ampfuzz-XXXXXX",
-			 tmp && *tmp ? tmp : "/tmp");
+	if (!tmp || !*tmp)
+		tmp = stat("/dev/shm", &st) == 0 && access("/dev/shm", W_OK) == 0
+			      ? "/dev/shm" : "/tmp";
+	int n = snprintf(fuzz_dir, sizeof fuzz_dir, "%s/ampfuzz-XXXXXX", tmp);
 	if (n < 0 || (size_t)n >= sizeof fuzz_dir || !mkdtemp(fuzz_dir))
 		abort();
 	atexit(fuzz_cleanup);
-	int null = open("/dev/null", O_WRONLY);
-	if (null < 0 || dup2(null, STDOUT_FILENO) < 0)
+	output_nowhere();
+	struct trace_error err;
+	good_text = trace_read_file(FUZZ_GOOD_TRACE, &good_len, &err);
+	if (!good_text ||
+	    trace_load_text(FUZZ_GOOD_TRACE, good_text, good_len, &good, &err))
 		abort();
-	close(null);
 }
 
 const char *fuzz_path(char *buf, size_t size, const char *name)
@@ -55,6 +92,28 @@ void fuzz_write(const char *path, const uint8_t *data, size_t size)
 
 	if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
 		abort();
+}
+
+char *fuzz_text(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+
+	if (!text)
+		abort();
+	memcpy(text, data, size);
+	text[size] = '\0';
+	return text;
+}
+
+const char *fuzz_good_text(size_t *len)
+{
+	*len = good_len;
+	return good_text;
+}
+
+const struct trace *fuzz_good_trace(void)
+{
+	return &good;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

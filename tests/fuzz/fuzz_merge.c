@@ -1,31 +1,28 @@
-/* Two traces through amptrace merge.  The input is split at the first
- * line "--8<--" (FUZZ_SPLIT); without one, the input is merged with a
- * real trace. */
+/* Two traces through amptrace merge, in memory, the merged trace to
+ * /dev/null.  The input is split at the first line "--8<--" (FUZZ_SPLIT);
+ * without one, the input is merged with a real trace. */
 #include "fuzz_common.h"
 
-#include "trace_commands.h"
+#include "commands.h"
 
 
 #define FUZZ_SPLIT "\n--8<--\n"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char first[PATH_MAX], second[PATH_MAX], out[PATH_MAX];
+	const char *paths[2] = { "rank0.json", "rank1.json" };
+	const char *texts[2] = { (const char *)data, NULL };
+	size_t lens[2] = { size, 0 };
 	const uint8_t *cut = memmem(data, size, FUZZ_SPLIT, strlen(FUZZ_SPLIT));
 
-	fuzz_path(first, sizeof first, "rank0.json");
-	fuzz_path(second, sizeof second, "rank1.json");
-	fuzz_path(out, sizeof out, "all.json");
 	if (cut) {
-		size_t head = (size_t)(cut - data);
-		fuzz_write(first, data, head);
-		fuzz_write(second, cut + strlen(FUZZ_SPLIT),
-			   size - head - strlen(FUZZ_SPLIT));
+		lens[0] = (size_t)(cut - data);
+		texts[1] = (const char *)cut + strlen(FUZZ_SPLIT);
+		lens[1] = size - lens[0] - strlen(FUZZ_SPLIT);
 	} else {
-		fuzz_write(first, data, size);
-		snprintf(second, sizeof second, "%s", FUZZ_GOOD_TRACE);
+		texts[1] = fuzz_good_text(&lens[1]);
+		paths[1] = FUZZ_GOOD_TRACE;
 	}
-	char *argv[] = { "merge", first, second, "-o", out, NULL };
-	amptrace_merge(5, argv);
+	merge_texts(2, paths, texts, lens, "-");
 	return 0;
 }

@@ -1,8 +1,10 @@
 /* A recorder thread file (raw.h) through amptrace run's converter: the
  * input is t1.raw of one process (header and records, as the recorder
- * writes them; padded to whole chunks), next to a real process.json.  The
- * converter writes the trace and keeps its events, from which the findings
- * are computed, as `amptrace run` does. */
+ * writes them; padded to whole chunks), next to a real process.json made
+ * once.  The converter maps files, so the input is the one file per input
+ * (in the scratch directory: memory, where /dev/shm is); it writes the
+ * trace (to /dev/null) and keeps its events, from which the findings are
+ * computed, as `amptrace run` does. */
 #include "fuzz_common.h"
 
 #include "convert.h"
@@ -37,8 +39,10 @@ static struct trace_writer *writer_for(void *ctx,
 	struct sink *s = ctx;
 
 	(void)p;
-	if (!s->open && trace_writer_open(&s->writer, s->path,
-					  "\"generator\":\"fuzz\"", 0) == 0)
+	if (!s->open &&
+	    trace_writer_open(&s->writer, "-",
+			      &(struct trace_header){ .generator = "fuzz" },
+			      0) == 0)
 		s->open = true;
 	return s->open ? &s->writer : NULL;
 }
@@ -49,25 +53,37 @@ static struct trace *trace_for(void *ctx, const struct convert_process *p)
 	return &((struct sink *)ctx)->kept;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* raw/p100/process.json, made once; the raw directory's path. */
+static const char *raw_dir(void)
 {
-	char raw[PATH_MAX], dir[PATH_MAX + 8], file[PATH_MAX + 24];
-	struct sink s = { 0 };
+	static char raw[PATH_MAX];
+	char dir[PATH_MAX + 8], file[PATH_MAX + 24];
 
-	if (size > 4 * RAW_CHUNK)
-		return 0;
+	if (raw[0])
+		return raw;
 	fuzz_path(raw, sizeof raw, "raw");
 	snprintf(dir, sizeof dir, "%s/p100", raw);
 	if (mkdir(raw, 0700) != 0 || mkdir(dir, 0700) != 0)
 		abort();
 	snprintf(file, sizeof file, "%s/process.json", dir);
 	fuzz_write(file, (const uint8_t *)process_json, strlen(process_json));
-	snprintf(file, sizeof file, "%s/t1.raw", dir);
+	return raw;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char file[PATH_MAX + 24];
+	struct sink s = { 0 };
+
+	if (size > 4 * RAW_CHUNK)
+		return 0;
+	const char *raw = raw_dir();
+	snprintf(file, sizeof file, "%s/p100/t1.raw", raw);
 	fuzz_write(file, data, size);
 	if (truncate(file, (off_t)((size + RAW_CHUNK - 1) / RAW_CHUNK *
 				   RAW_CHUNK + (size ? 0 : RAW_CHUNK))) != 0)
 		abort();
-	fuzz_path(s.path, sizeof s.path, "trace.json");
+	snprintf(s.path, sizeof s.path, "fuzz.json");
 	if (trace_init(&s.kept, s.path) != 0)
 		abort();
 
@@ -82,8 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		findings_free(&f);
 	convert_free(&cv);
 	if (s.open)
-		trace_writer_close(&s.writer, "{\"complete\":true}");
+		trace_writer_close(&s.writer,
+				   &(struct trace_trailer){ .complete = true });
 	trace_free(&s.kept);
-	fuzz_remove_tree(raw);
+	unlink(file); /* unless the converter did (a thread-end marker) */
 	return 0;
 }

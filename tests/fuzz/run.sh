@@ -39,7 +39,9 @@ done
 # raw thread files as the recorder writes them (no converter attached),
 # cut after their last record
 rawdir=$(mktemp -d)
-trap 'rm -rf "$rawdir"' EXIT
+# the harnesses' scratch directory: memory where there is some
+scratch=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
+trap 'rm -rf "$rawdir" "$scratch"' EXIT
 for mode in "ops 30" "mlp 2" "threads 2 40"; do
 	# shellcheck disable=SC2086
 	AMPTRACE_RAW_DIR=$rawdir LD_PRELOAD=$build/tracer/libamptrace-recorder.so \
@@ -68,11 +70,17 @@ for name in trace rules merge raw; do
 	touch "$rawdir/start"
 	regressions=("$here/regressions/$name")
 	[ -d "${regressions[0]}" ] || regressions=()
+	# the grammar's words: JSON and FORMAT.md's keys, or the rules'
+	case $name in
+	trace | merge) dict=(-dict="$here/json.dict") ;;
+	rules) dict=(-dict="$here/rules.dict") ;;
+	*) dict=() ;;
+	esac
 	# the harness's scratch directory: libFuzzer ends with _Exit, so
 	# its atexit cleanup does not run
-	TMPDIR=$rawdir "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" \
+	TMPDIR=$scratch "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" \
 		-print_final_stats=1 -close_fd_mask=3 -timeout=20 \
-		-rss_limit_mb=2048 -max_len=262144 \
+		-rss_limit_mb=2048 -max_len=262144 "${dict[@]}" \
 		-artifact_prefix="$build/fuzz-crashes/$name-" \
 		"$corpus" "$seeds/$name" "${regressions[@]}" >"$log" 2>&1 ||
 		status=1
@@ -80,7 +88,8 @@ for name in trace rules merge raw; do
 	units=$(find "$corpus" -type f | wc -l)
 	crashes=$(find "$build/fuzz-crashes" -name "$name-*" -type f \
 		-newer "$rawdir/start" | wc -l)
-	echo "fuzz_$name: ${runs:-?} executions in ${seconds}s, corpus $units," \
+	echo "fuzz_$name: ${runs:-?} executions in ${seconds}s" \
+		"($(( ${runs:-0} / seconds )) a second), corpus $units," \
 		"new crash inputs $crashes (log: $log)"
 done
 [ "$status" -eq 0 ] || echo "fuzzing found a crash: see the logs and $build/fuzz-crashes" >&2

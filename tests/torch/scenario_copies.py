@@ -15,7 +15,9 @@ ema = copy.deepcopy(model)
 buffer = io.BytesIO()
 torch.save(model, buffer)
 buffer.seek(0)
-loaded = torch.load(buffer)
+# a whole model is no plain tensor data: 2.6+ loads only that by default
+whole = {} if torch.__version__.startswith("1.") else {"weights_only": False}
+loaded = torch.load(buffer, **whole)
 with torch.autocast("cpu", dtype=torch.bfloat16):
     ema(x)
     loaded(x)

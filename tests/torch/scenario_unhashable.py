@@ -1,6 +1,6 @@
 # A module that defines __eq__ and so no __hash__ (torch itself cannot
 # walk it: .modules() keeps a set): parameter naming must not raise in its
-# forward, and its submodules still name their parameters.
+# forward, and names its parameters all the same.
 import torch
 
 

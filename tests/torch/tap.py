@@ -25,6 +25,10 @@ def bridge_missing(amptrace, python, need="import torch"):
     built without the bridge."""
     import os
     import subprocess
+    if not python:
+        return ("no torch 2.13 environment was configured (meson "
+                "-Dtorch2_python=PYTHON; ./run makes one: "
+                "tests/torch/venv.sh main)")
     if subprocess.run([python, "-c", need],
                       capture_output=True).returncode != 0:
         return "%s cannot run `%s`" % (python, need)
@@ -34,9 +38,32 @@ def bridge_missing(amptrace, python, need="import torch"):
     return None
 
 
+def torch_release(python):
+    """(major, minor) of the torch `python` runs."""
+    import subprocess
+    p = subprocess.run([python, "-c",
+                        "import torch; print(torch.__version__)"],
+                       capture_output=True, text=True)
+    return tuple(int(n) for n in p.stdout.split(".")[:2])
+
+
+def torch2_required():
+    """This is a torch 2.13 run (tests/meson.build sets AMPTRACE_TEST_TORCH)
+    and a skip of it must fail (AMPTRACE_REQUIRE_TORCH2=1: .ci/run)."""
+    import os
+    return (os.environ.get("AMPTRACE_TEST_TORCH") == "2.13" and
+            os.environ.get("AMPTRACE_REQUIRE_TORCH2") == "1")
+
+
 def skip_unless_bridge(amptrace, python, need="import torch"):
-    """TAP's skip (exit 77) when the bridge cannot be tested here."""
-    why = bridge_missing(amptrace, python, need)
+    """TAP's skip (exit 77) when the bridge cannot be tested here; a
+    failure instead when torch 2.13 is required and cannot be had (a
+    missing GPU stays a skip)."""
+    why = bridge_missing(amptrace, python)
+    if why and torch2_required():
+        check("torch 2.13 is required (AMPTRACE_REQUIRE_TORCH2=1)", False, why)
+        sys.exit(done())
+    why = why or bridge_missing(amptrace, python, need)
     if why:
         print("1..0 # SKIP %s" % why)
         sys.exit(77)

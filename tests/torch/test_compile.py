@@ -3,7 +3,8 @@
 of tests/torch/compile/ run plain, traced, and traced with Dynamo off
 (TORCHDYNAMO_DISABLE=1: the same program run eagerly), each trace checked
 for the compiled graphs' casts, calls, notes and divergences, and diffed
-against the eager one.  The interpreter is $AMPTRACE_TEST_TORCH2_PYTHON;
+against the eager one.  The interpreter is $AMPTRACE_TEST_TORCH2_PYTHON
+(meson: the torch2_python option);
 TAP output; exit 77 (skip) without one.  Every run compiles afresh (an
 inductor cache directory of its own): inductor's CPU compiles take tens
 of seconds on a small machine, so the programs are tiny.
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from tap import check, done, skip_unless_bridge
+from tap import check, done, skip_unless_bridge, torch2_required
 
 AMPTRACE, VALIDATE = sys.argv[1:3]
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile")
@@ -107,6 +108,9 @@ def test_models(backend):
           traced.stdout == plain.stdout and "loss" in plain.stdout,
           plain.stdout + plain.stderr[-800:] + traced.stdout +
           traced.stderr[-800:])
+    check("%s: torch's warning about global module hooks (the bridge's) "
+          "is not the traced program's" % what,
+          "global hooks" not in traced.stderr, traced.stderr[-800:])
     ok, why = valid(path)
     check("%s: the trace is valid" % what, ok, why)
     trace = load(path)
@@ -116,12 +120,13 @@ def test_models(backend):
     check("%s: fc1's three f32->bf16 casts for linear, at their line, "
           "feeding addmm" % what,
           len(fc1) == 3 and all(
-              c["op"] == "linear" and c["from"] == "f32" and
+              c["graph_op"] == "linear" and c["from"] == "f32" and
               c["to"] == "bf16" and c["feeds"] == "addmm" and
-              c["source"] == "models.py:20" and c["phase"] == "forward" and
+              c["source"] == "models.py:20" and
+              c["graph_phase"] == "forward" and
               c["module_class"] == "Linear" and
-              c["autocast"] == {"enabled": True, "device": "cpu",
-                                "dtype": "bf16"} for c in fc1), fc1)
+              c["traced_under"] == "autocast(cpu, bf16)" for c in fc1),
+          fc1)
     block = {c.get("module") for c in autocast if c["graph"] == 2}
     check("%s: the block's linear layers cast (qkv, proj, up, down)" % what,
           {"qkv", "proj", "up", "down"} <= block, block)
@@ -212,7 +217,7 @@ def test_graph_break():
     trace = load(path)
     check("graph break: both graphs' matmuls cast, each in its graph",
           sorted({c["graph"] for c in compiled_casts(trace)
-                  if c["op"] == "matmul"}) == [1, 2],
+                  if c["graph_op"] == "matmul"}) == [1, 2],
           compiled_casts(trace))
 
 
@@ -306,7 +311,12 @@ def test_slow_compile_killed():
 
 def main():
     if not PYTHON:
-        skip("no torch 2.x interpreter: set AMPTRACE_TEST_TORCH2_PYTHON")
+        why = "no torch 2.x interpreter: meson's torch2_python option"
+        if torch2_required():
+            check("torch 2.13 is required (AMPTRACE_REQUIRE_TORCH2=1)",
+                  False, why)
+            sys.exit(done())
+        skip(why)
     skip_unless_bridge(AMPTRACE, PYTHON,
                        "import torch, sys; sys.exit(not hasattr(torch, "
                        "'compile'))")

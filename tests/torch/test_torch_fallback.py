@@ -26,7 +26,9 @@ import subprocess
 import sys
 import tempfile
 
-from tap import check, done, skip_unless_bridge
+import amptrace_run
+from amptrace_run import load
+from tap import check, done, skip_unless_bridge, torch_release
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
@@ -44,7 +46,19 @@ BACKWARD_BELOW = ("backward ops are seen below autograd's composites: "
 NO_INFERENCE_CAST = ("under torch.inference_mode the modes see no cast "
                      "of a parameter (1.13: the weight and bias casts and "
                      "their later hits are missing; the observer sees them)")
+MODE_FRAMES = ("the modes' handlers (_modes.py) are Python frames between "
+               "the program's calls and torch's: they show in tracebacks")
+NO_FUNCTION = ("a custom autograd Function's apply and backward node are "
+               "no dispatcher calls: the modes see only the ATen ops inside "
+               "them, no Function op, no custom_fwd cast, and a conversion "
+               "in its backward looks like the engine's cast")
 KNOWN_FAILURES = {
+    "tracebacks through backward": MODE_FRAMES,
+    "a custom autograd Function's forward is an op": NO_FUNCTION,
+    "... its backward is an op under its node's name": NO_FUNCTION,
+    "custom_fwd(cast_inputs=float32) on the CPU": NO_FUNCTION,
+    "backward: autograd's casts are amp.cast events": NO_FUNCTION,
+    "check: casts total origin any": NO_FUNCTION,
     "a scripted function's autocast: its casts are recorded": NO_SCRIPT_CAST,
     "policy-divergence script: fires": NO_SCRIPT_CAST,
     "policy-divergence traced: fires": NO_SCRIPT_CAST,
@@ -69,7 +83,7 @@ KNOWN_FAILURES = {
 HIDDEN_FROM_PYTHON = ("torch.tensor()'s own allocation, conversion and "
                       "detach_ run with Python dispatch excluded")
 BELOW_AUTOGRAD = ("in backward, autograd's composite calls are seen below "
-                  "autograd: reshape as _reshape_alias or clone + "
+                  "autograd: reshape as view, _reshape_alias or clone + "
                   "_unsafe_view, narrow as slice.Tensor, embedding_backward "
                   "as embedding_dense_backward, sum_to_size's "
                   "sum.IntList_out as sum.dim_IntList, mul by a number as "
@@ -87,12 +101,37 @@ OP_DIFFERENCES = {
     ("optimizer", "detach_"): HIDDEN_FROM_PYTHON,
 }
 OP_DIFFERENCES.update({("backward", op): BELOW_AUTOGRAD for op in (
-    "reshape", "_reshape_alias", "_unsafe_view", "clone", "narrow",
+    "reshape", "view", "_reshape_alias", "_unsafe_view", "clone", "narrow",
     "slice.Tensor", "embedding_backward", "embedding_dense_backward",
     "sum.IntList_out", "sum.dim_IntList", "mul.Tensor", "mul.Scalar")})
+# AccumulateGrad adds a second gradient into .grad in place, unless the
+# gradient looks like a tensor subclass: torch 2.x's isTensorSubclassLike
+# counts an active dispatch mode as one.
+MODE_OUT_OF_PLACE = ("AccumulateGrad adds a gradient in place (add_) unless "
+                     "it looks like a subclass, which an active dispatch "
+                     "mode makes it in torch 2.x: under the fallback, "
+                     "add.Tensor")
+OP_DIFFERENCES.update({("backward", "add.Tensor"): MODE_OUT_OF_PLACE,
+                       ("backward", "add_.Tensor"): MODE_OUT_OF_PLACE})
 # Other changes: `diff` pairs the k-th op of a name in both traces; where
-# one trace has an op more (MODE_DETACH), the pairs are different ops.
-ALIGNED = {("output", "detach", "backward")}
+# one trace has an op more (MODE_DETACH, MODE_OUT_OF_PLACE, reshape seen
+# as its view: BELOW_AUTOGRAD), the pairs are different ops.
+ALIGNED = {("output", "detach", "backward"), ("output", "add.Tensor",
+                                              "backward"),
+           ("output", "view", "backward")}
+
+
+# torch 2.x's cast cache is one per process: which worker thread casts a
+# weight and which reuses its cast is timing, and differs run to run (the
+# observer's run and the fallback's are two runs), and so does how many
+# casts backward converts back.  Compared for the threads twin without
+# hit/miss, and by every decision per direction.
+PER_PROCESS = ("two runs of worker threads sharing one cast cache: which "
+               "thread hits is timing")
+SHARED_CACHE_NAMES = {("backward", "to.dtype_layout"): PER_PROCESS}
+# ... and so which weight casts hit, and (diff pairing the k-th op of a
+# name) which backward conversion pairs with which
+SHARED_CACHE_CHANGES = {("cache", "linear"), ("output", "to.dtype_layout")}
 
 
 def trace(script, args, fallback, out):
@@ -101,30 +140,40 @@ def trace(script, args, fallback, out):
     env.pop("AMPTRACE_TORCH_FALLBACK", None)
     if fallback:
         env["AMPTRACE_TORCH_FALLBACK"] = "1"
-    p = subprocess.run([AMPTRACE, "run", "-q", "-o", path, "--", PYTHON,
-                        os.path.join(HERE, script)] + list(args),
-                       capture_output=True, text=True, env=env, timeout=300)
-    return p, path
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
+    return amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
+                                       *args], path, env=env), path
 
 
 def events(t, cat):
-    return [e["args"] for e in t["traceEvents"] if e.get("cat") == cat]
+    return [e["args"] for e in amptrace_run.events(t, cat)]
 
 
-def cast_facts(t):
+def cast_facts(t, shared_cache=False):
+    """Each thread's casts; with `shared_cache` a hit and a miss are one
+    fact (a cached weight), and the threads' casts are pooled."""
     by_thread = {}
     for e in t["traceEvents"]:
         if e.get("cat") == "amp.cast":
             a = e["args"]
-            by_thread.setdefault(e.get("tid"), []).append(
-                (a["op"], a["arg"], a["from"], a["to"], a["cache"],
-                 a.get("reason"), bool(a.get("stale")), a.get("name")))
-    return sorted(by_thread.values())
+            cache, reason = a["cache"], a.get("reason")
+            if shared_cache and cache in ("hit", "miss"):
+                cache, reason = "cached", None
+            by_thread.setdefault(None if shared_cache else e.get("tid"),
+                                 []).append(
+                (a["op"], a["arg"], a["from"], a["to"], cache, reason,
+                 bool(a.get("stale")), a.get("name")))
+    return sorted(sorted(v) if shared_cache else v
+                  for v in by_thread.values())
+
+
+def decisions(t):
+    """amp.cast events by direction, hits included."""
+    counts = {}
+    for e in t["traceEvents"]:
+        if e.get("cat") == "amp.cast":
+            key = "%s->%s" % (e["args"]["from"], e["args"]["to"])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 
@@ -159,20 +208,37 @@ def test_bridge_suite():
           not still or skipped_twins, still)
 
 
-def compare(name, script, args):
+def same_losses(a, b):
+    """The same lines, but for numbers that may differ by 1e-3."""
+    def numbers(text):
+        return [float(w) if w[:1].isdigit() else w for w in text.split()]
+    x, y = numbers(a), numbers(b)
+    return len(x) == len(y) and all(
+        abs(u - v) <= 1e-3 if isinstance(u, float) and isinstance(v, float)
+        else u == v for u, v in zip(x, y))
+
+
+def compare(name, script, args, shared_cache=False):
     """Traces `script` both ways and checks the casts are the same."""
     p0, observer = trace(script, args, False, name + "_observer")
     p1, fallback = trace(script, args, True, name + "_fallback")
-    check("%s: runs the same both ways" % name,
-          p0.returncode == p1.returncode == 0 and p0.stdout == p1.stdout,
+    same = (p0.stdout == p1.stdout if not shared_cache else
+            same_losses(p0.stdout, p1.stdout))
+    check("%s: runs the same both ways" % name + (
+              " (losses to 1e-3: a gradient sums in bf16 when two workers "
+              "shared a cast, in f32 when not, as timing had it)"
+              if shared_cache else ""),
+          p0.returncode == p1.returncode == 0 and same,
           (p0.stdout, p1.stdout, p1.stderr[-1500:]))
     check("%s: the fallback said so on stderr" % name,
           "recording torch through Python modes" in p1.stderr and
           "recording torch through Python modes" not in p0.stderr, p1.stderr)
     t0, t1 = load(observer), load(fallback)
     check("%s: the same casts (op, arg, dtypes, cache, reason, stale, name)"
-          % name, cast_facts(t0) == cast_facts(t1),
-          (cast_facts(t0), cast_facts(t1)))
+          % name + (", a hit or a miss as timing had it" if shared_cache
+                    else ""),
+          cast_facts(t0, shared_cache) == cast_facts(t1, shared_cache),
+          (cast_facts(t0, shared_cache), cast_facts(t1, shared_cache)))
     ok, why = valid(fallback)
     check("%s: the fallback's trace follows FORMAT.md" % name, ok, why)
     return observer, fallback
@@ -200,26 +266,37 @@ def test_same_trace():
     pairs += [("twin_" + n, "twin_%s.py" % n, [steps]) for n, steps in (
         ("mlp", "2"), ("transformer", "2"), ("whole_loop", "6"),
         ("nested", "2"), ("threads", "2"))]
+    per_process = torch_release(PYTHON) >= (2, 0)
     for name, script, args in pairs:
-        observer, fallback = compare(name, script, args)
+        shared = per_process and name in ("twin_threads",)
+        observer, fallback = compare(name, script, args, shared)
         d = diff(observer, fallback)
         changes = [c for c in d["changes"]
                    if c["kind"] not in ("op-added", "op-removed") and
-                   (c["kind"], c["op"], c["phase"]) not in ALIGNED]
+                   (c["kind"], c["op"], c["phase"]) not in ALIGNED and
+                   not (shared and
+                        (c["kind"], c["op"]) in SHARED_CACHE_CHANGES)]
         check("%s: amptrace diff observer -> fallback: no cast-behaviour "
               "change (dtype, policy, casts, cache)" % name, not changes,
               changes[:5])
-        check("%s: the same casts by direction" % name, all(
-            c["base"] == c["new"] for c in d["casts_by_direction"]),
-            d["casts_by_direction"])
+        if shared:
+            both = [decisions(load(p)) for p in (observer, fallback)]
+            check("%s: the same cast decisions by direction, hits "
+                  "included (%s)" % (name, PER_PROCESS), both[0] == both[1],
+                  both)
+        else:
+            check("%s: the same casts by direction" % name, all(
+                c["base"] == c["new"] for c in d["casts_by_direction"]),
+                d["casts_by_direction"])
         ops = sorted({(c["phase"], c["op"]) for c in d["changes"]
                       if c["kind"] in ("op-added", "op-removed")})
-        unnamed = [o for o in ops if o not in OP_DIFFERENCES]
+        named = {**OP_DIFFERENCES, **(SHARED_CACHE_NAMES if shared
+                                      else {})}
+        unnamed = [o for o in ops if o not in named]
         check("%s: every op one trace has and the other not is a named "
               "one" % name, not unnamed, unnamed)
         for o in ops:
-            print("# %s: %s %s: %s" % (name, o[0], o[1],
-                                        OP_DIFFERENCES.get(o)))
+            print("# %s: %s %s: %s" % (name, o[0], o[1], named.get(o)))
 
 
 def test_change_not_hidden():

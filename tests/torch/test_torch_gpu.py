@@ -12,7 +12,6 @@ one's median ms/step and whole-loop time as ratios to plain.
 
 usage: test_torch_gpu.py AMPTRACE PYTHON [--timing] [--keep DIR]
 """
-import json
 import os
 import re
 import statistics
@@ -20,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 
+import amptrace_run
 from tap import check, done, skip_unless_bridge
 
 AMPTRACE, PYTHON = sys.argv[1:3]
@@ -33,13 +33,16 @@ os.makedirs(TMP, exist_ok=True)
 
 
 def run(args, traced, out="t", env=None):
+    """gpu_train.py ARGS, under amptrace run when `traced`: (process,
+    trace)."""
     path = os.path.join(TMP, out + ".json")
     cmd = [PYTHON, PROGRAM] + args
+    env = dict(os.environ, **(env or {}))
     if traced:
-        cmd = [AMPTRACE, "run", "-q", "-o", path, "--"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                       env=dict(os.environ, **(env or {})))
-    return p, path
+        return amptrace_run.run(AMPTRACE, cmd, path, env=env,
+                                timeout=600), path
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                          env=env), path
 
 
 def loss_of(p):
@@ -64,8 +67,7 @@ def test_trace(model):
     own = [l for l in p.stderr.splitlines() if not l.startswith("amptrace")]
     check("%s: the program's stderr is unchanged" % model,
           own == plain.stderr.splitlines(), p.stderr[-2000:])
-    with open(path) as f:
-        t = json.load(f)
+    t = amptrace_run.load(path)
     ev = t["traceEvents"]
     meta = [e for e in ev if e.get("name") == "process_name" and
             "framework" in e.get("args", {})]
@@ -131,8 +133,7 @@ def per_model(p, key):
 
 def link_share(path):
     """(kernels linked to an op, kernels) in a trace."""
-    with open(path) as f:
-        ev = json.load(f)["traceEvents"]
+    ev = amptrace_run.load(path)["traceEvents"]
     ids = {e["args"]["op_id"] for e in ev if e.get("cat") == "amp.op"}
     kernels = [e for e in ev if e.get("cat") == "kernel"]
     linked = sum(1 for k in kernels if k["args"].get("External id") in ids)

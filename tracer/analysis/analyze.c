@@ -144,9 +144,6 @@ int analysis_run(const struct trace *t, struct analysis *a)
 		const struct trace_event *e = &t->events[i];
 		switch (e->kind) {
 		case TRACE_CAST:
-			/* a compiled graph's casts are not the cache's */
-			if (trace_cast_is_compiled(&e->cast))
-				break;
 			if (!strcmp(e->cast.cache, "hit"))
 				a->cache_hits++;
 			else if (!strcmp(e->cast.cache, "miss"))

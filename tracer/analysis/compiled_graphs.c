@@ -61,7 +61,7 @@ static void count_cast(struct compiled_graph *g, const struct trace_cast *c)
 {
 	const char *by = c->made_by ? c->made_by : "";
 
-	g->casts[part_of(c->phase)]++;
+	g->casts[part_of(trace_cast_for_phase(c))]++;
 	if (!strcmp(by, "program"))
 		g->by_program++;
 	else if (!strcmp(by, "autograd"))
@@ -77,8 +77,10 @@ int compiled_graphs_build(const struct trace *trace,
 	for (size_t i = 0; i < trace->nevents; i++) {
 		const struct trace_event *e = &trace->events[i];
 		uint64_t graph = e->kind == TRACE_OP ? e->op.graph
-			: e->kind == TRACE_CAST && e->cast.compiled ? e->cast.graph
-								    : 0;
+			: e->kind == TRACE_OTHER_CAST &&
+					  trace_cast_is_compiled(&e->cast)
+				  ? e->cast.graph
+				  : 0;
 		if (!graph)
 			continue;
 		struct compiled_graph *g = graph_of(out, e->pid, graph);

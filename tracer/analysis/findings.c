@@ -1,75 +1,10 @@
-/* Findings computed from a trace (see findings.h).  The rules:
- *
- * backward-under-autocast  a backward op whose autocast.enabled is true,
- *                          unless the region that set it was entered by
- *                          the backward pass itself (its thread's last op
- *                          before it and its first op inside it were
- *                          backward ops: custom_bwd re-entering the
- *                          forward's autocast state).
- * stale-cache              a cast cache hit marked `stale` (its source was
- *                          modified in place after the cached cast was made).
- * cache-growth             the autocast cache's entry count, read at the end
- *                          of each step, rose in CACHE_GROWTH_STEPS
- *                          consecutive steps with no cache clear.
- * autocast-off-in-thread   thread T ran a lower-precision-list op (matmul,
- *                          linear, conv, ...: the policy table's, see
- *                          gen_low_precision_ops.c) in the forward with
- *                          autocast off, while another thread S was inside
- *                          an enabled region R that was already open when
- *                          T made its first event, and R handed T its work
- *                          or took its result: T used a tensor an op of S
- *                          made inside R (DataParallel's scatter), or S
- *                          used inside R a tensor an op of T made (the
- *                          gather).  The trace records no thread creation;
- *                          the hand-off is what says T worked for R, so a
- *                          sibling worker or a thread of its own that
- *                          merely runs while R is open is not reported.
- * dtype-mismatch           an op outside autocast failed with f16/bf16 and
- *                          f32/f64 inputs; names the low-precision input
- *                          and the op that produced it.
- * banned-op                an op whose policy is `banned`.
- * scaler-skipped-step      a GradScaler `step` event with step_skipped: a
- *                          warning when steps keep being skipped (a second
- *                          skip after calibration at a scale that has not
- *                          grown since the previous one); info while the
- *                          scale calibrates and for the scaler's normal
- *                          adjustments (findings_steps.c).
- * scaler-collapse          a scale below SCALER_COLLAPSE_SCALE, or
- *                          SCALER_COLLAPSE_HALVINGS updates in a row that
- *                          each lowered the scale.
- * redundant-cast           a cast the program wrote (an explicit `to`
- *                          op of the forward between f32/f64 and f16/bf16,
- *                          not inside a composite) that was undone (every
- *                          use of its result cast it back, by autocast for
- *                          an op or by the program) or repeated (autocast
- *                          cast the same unchanged source to the same dtype
- *                          for an op given the source rather than the
- *                          copy).  Autocast's own casts alone (one
- *                          activation cast for each of q, k and v) and
- *                          autograd's (backward) are never reported
- *                          (findings_casts.c).
- * cache-disabled           a cacheable cast redone (cache_enabled off).
- * op-error                 an op failed, not explained by the kinds above.
- * policy-divergence        a cast by TorchScript's autocast ops, or a
- *                          table op under autocast with no region open
- *                          (findings_divergence.c).
- * fp16-overflow, cast-underflow, process-died, recording-stopped and any
- *                          other kind: amp.diag events of the file (libamp,
- *                          amptrace run and its recorder); an fp16-overflow
- *                          of a backward op followed by a skipped step
- *                          before the scaler's next update is the scaler's
- *                          (scaler-skipped-step), not reported.
- *
- * Steps (for cache-growth), per process: a step ends at each GradScaler
- * `update`; without one, at the end of each optimizer update (a run of
- * in-place forward ops on leaves that require grad); without those, each
- * entry into an outermost autocast region starts one. */
+/* The findings engine (findings.h): runs the rules of the table of kinds
+ * (findings_kinds.c) over a trace, folds in the trace's amp.diag events,
+ * and orders what was found, most severe first. */
 #include "findings_internal.h"
 
 #include <cJSON.h>
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,209 +17,40 @@ static int kind_rank(const char *name)
 	return k ? (int)(k - finding_kinds) : FINDING_KIND_COUNT;
 }
 
-/* ----------------------------------------------------------- op rules */
+/* The rules fed event by event, by the kind of event they read, in the
+ * table's order; one pass over the events feeds them all. */
+struct event_rules {
+	finding_event_rule *rules[TRACE_KIND_COUNT][FINDING_KIND_COUNT];
+	int count[TRACE_KIND_COUNT];
+};
 
-static void rule_banned(struct findings_context *cx, size_t i)
+static void run_event_rules(struct findings_context *cx)
 {
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	char label[128];
+	struct event_rules by_kind = { 0 };
 
-	if (!op->policy || op->policy[0] != 'b' || strcmp(op->policy, "banned"))
-		return;
-	trace_op_label(op, label, sizeof label);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_BANNED_OP, label, e->pid, i);
-	if (!f)
-		return;
-	f->op_id = op->op_id;
-	f->tensor = op->ninputs ? op->inputs[0].id : 0;
-	finding_text(f->message, sizeof f->message,
-		     "%s (op %llu) is banned under %s autocast%s%s. PyTorch: "
-		     "\"torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss "
-		     "are unsafe to autocast. Many models use a sigmoid layer right "
-		     "before the binary cross entropy layer. In this case, combine "
-		     "the two layers using "
-		     "torch.nn.functional.binary_cross_entropy_with_logits or "
-		     "torch.nn.BCEWithLogitsLoss. binary_cross_entropy_with_logits and "
-		     "BCEWithLogits are safe to autocast.\" Otherwise compute the loss "
-		     "with autocast disabled on .float() inputs",
-		     label, (unsigned long long)op->op_id,
-		     op->autocast.device ? op->autocast.device : op->device,
-		     op->emulated ? " (emulated)" : "",
-		     finding_op_failed(op) ? ", so it failed" : "");
-}
-
-/* The op (inside autocast, when one is) that produced input k of op
- * event `event`. */
-static const struct trace_op *producer_op(struct findings_context *cx,
-					  size_t event, int k)
-{
-	size_t i = trace_index_input_producer(cx->ix, event, k);
-
-	if (i == SIZE_MAX)
-		return NULL;
-	const struct trace_event *e = &cx->t->events[i];
-	if (e->kind == TRACE_CAST)
-		return finding_op_of(cx, e->pid, e->cast.op_id);
-	return &e->op;
-}
-
-static bool rule_dtype_mismatch(struct findings_context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	const struct trace_tensor *low = NULL, *full = NULL;
-	char label[128], from[128], tensor[192];
-
-	if (!finding_op_failed(op) || op->autocast.enabled)
-		return false;
-	for (int k = 0; k < op->ninputs; k++) {
-		if (!low && finding_is_low_precision(op->inputs[k].dtype))
-			low = &op->inputs[k];
-		if (!full && finding_is_full_precision(op->inputs[k].dtype))
-			full = &op->inputs[k];
+	for (int k = 0; k < FINDING_KIND_COUNT; k++)
+		for (int kind = 0; finding_kinds[k].each && kind < TRACE_KIND_COUNT;
+		     kind++)
+			if (finding_kinds[k].reads & FINDING_READS(kind))
+				by_kind.rules[kind][by_kind.count[kind]++] =
+					finding_kinds[k].each;
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		enum trace_kind kind = cx->t->events[i].kind;
+		for (int r = 0; r < by_kind.count[kind]; r++)
+			by_kind.rules[kind][r](cx, i);
 	}
-	if (!low || !full)
-		return false;
-	const struct trace_op *source =
-		producer_op(cx, i, (int)(low - op->inputs));
-	trace_op_label(op, label, sizeof label);
-	if (source)
-		trace_op_label(source, from, sizeof from);
-	else
-		finding_text(from, sizeof from, "?");
-	char site[160];
-	finding_text(site, sizeof site, "%s<-%s", label, from);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
-	if (!f)
-		return true;
-	f->op_id = op->op_id;
-	f->tensor = low->id;
-	finding_tensor_label(cx, e->pid, low->id, tensor, sizeof tensor);
-	char origin[256];
-	if (source && source->autocast.enabled)
-		finding_text(origin, sizeof origin,
-			     "produced by %s (op %llu) inside the %s%s%s autocast "
-			     "region", from, (unsigned long long)source->op_id,
-			     source->autocast.scope ? "'" : "",
-			     source->autocast.scope ? source->autocast.scope : "unnamed",
-			     source->autocast.scope ? "'" : "");
-	else if (source)
-		finding_text(origin, sizeof origin, "produced by %s (op %llu)", from,
-			     (unsigned long long)source->op_id);
-	else
-		finding_text(origin, sizeof origin, "of unknown origin");
-	finding_text(f->message, sizeof f->message,
-		     "%s (op %llu) ran outside autocast and rejected mixed dtypes: "
-		     "input %s is %s, %s, and tensor %llu is %s (%s); cast the "
-		     "autocast output back with .float() / amp_to(t, AMP_DTYPE_F32) "
-		     "before using it outside the region",
-		     label, (unsigned long long)op->op_id, tensor, low->dtype, origin,
-		     (unsigned long long)full->id, full->dtype,
-		     op->error ? op->error : "failed");
-	return true;
 }
 
-static void rule_op_error(struct findings_context *cx, size_t i)
+static void run_trace_rules(struct findings_context *cx)
 {
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	char label[128];
-
-	if (!finding_op_failed(op))
-		return;
-	trace_op_label(op, label, sizeof label);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_OP_ERROR, label, e->pid, i);
-	if (!f)
-		return;
-	f->op_id = op->op_id;
-	finding_text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
-		     "failed: %s", label, (unsigned long long)op->op_id,
-		     (long long)e->tid, op->error ? op->error : "(no message)");
-}
-
-/* --------------------------------------------------------- cast rules */
-
-static void rule_stale(struct findings_context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_cast *c = &e->cast;
-	char label[128], tensor[192];
-
-	if (!c->stale)
-		return;
-	struct trace_finding *f =
-		finding_of(cx, FINDING_STALE_CACHE, "", e->pid, i);
-	if (!f)
-		return;
-	f->op_id = c->op_id;
-	f->tensor = c->tensor;
-	finding_text(f->message, sizeof f->message,
-		     "%s (op %llu) used the cached %s->%s cast of %s made before the "
-		     "tensor was updated in place (an optimizer step inside the same "
-		     "autocast region): the forward computed with the old weights; "
-		     "the cache is cleared only when the outermost region exits, so "
-		     "enter autocast per iteration around forward + loss only",
-		     finding_op_label(cx, e->pid, c->op_id, label, sizeof label),
-		     (unsigned long long)c->op_id, c->from, c->to,
-		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
-}
-
-static void rule_cache_disabled(struct findings_context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_cast *c = &e->cast;
-	char tensor[192];
-
-	if (!c->cache || strcmp(c->cache, "disabled"))
-		return;
-	struct trace_finding *f =
-		finding_of(cx, FINDING_CACHE_DISABLED, "", e->pid, i);
-	if (!f)
-		return;
-	f->op_id = c->op_id;
-	f->tensor = c->tensor;
-	finding_text(f->message, sizeof f->message,
-		     "the cacheable %s->%s cast of %s was redone because the "
-		     "autocast cache is disabled (cache_enabled=False)",
-		     c->from, c->to,
-		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+	for (int k = 0; k < FINDING_KIND_COUNT; k++)
+		if (finding_kinds[k].once)
+			finding_kinds[k].once(cx);
 }
 
 /* ---------------------------------------------------- amp.diag events */
 
-/* An overflow in a backward op followed, before the GradScaler's next
- * update, by a skipped step of the same process: the scaled gradients
- * overflowed and the scaler did its job (skipped the step, lowered the
- * scale), as it does while it calibrates from 65536.  That is
- * scaler-skipped-step's to report, not an fp16-overflow error.  Any
- * skipped step of the iteration counts: with several optimizers the
- * first may step while the one owning the overflowed gradient skips. */
-static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = e->diag.op_id
-					    ? finding_op_of(cx, e->pid, e->diag.op_id)
-					    : NULL;
-
-	if (!op || !finding_op_is_backward(op))
-		return false;
-	for (size_t j = i + 1; j < cx->t->nevents; j++) {
-		const struct trace_event *n = &cx->t->events[j];
-		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
-			continue;
-		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
-			return true;
-		if (!strcmp(n->scaler.what, "update"))
-			return false;
-	}
-	return false;
-}
-
-static void fold_diag(struct findings_context *cx, size_t i)
+void finding_fold_diag(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_diag *d = &e->diag;
@@ -293,11 +59,8 @@ static void fold_diag(struct findings_context *cx, size_t i)
 
 	if (!d->kind)
 		return;
-	if (!strcmp(d->kind, "fp16-overflow") &&
-	    overflow_handled_by_scaler(cx, i))
-		return;
 	/* a finding amptrace appended earlier: already computed */
-	if (k && !k->value_dependent) {
+	if (k && k->source == FINDING_FROM_EVENTS) {
 		for (size_t f = 0; f < cx->out->count; f++) {
 			struct trace_finding *x = &cx->out->items[f];
 			if (!x->from_trace && x->pid == e->pid &&
@@ -336,6 +99,21 @@ static void fold_diag(struct findings_context *cx, size_t i)
 	finding_text(f->message, sizeof f->message, "%s", d->message ? d->message : "");
 }
 
+/* The amp.diag events no rule reads (a kind's rule that reads its own
+ * decides for them), after every rule ran: one of a kind the rules
+ * compute is then folded into their finding. */
+static void fold_diags(struct findings_context *cx)
+{
+	for (size_t i = 0; cx->t->counts[TRACE_DIAG] && i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		if (e->kind != TRACE_DIAG)
+			continue;
+		const struct finding_kind *k = finding_kind_lookup(e->diag.kind);
+		if (!k || !k->each || !(k->reads & FINDING_READS(TRACE_DIAG)))
+			finding_fold_diag(cx, i);
+	}
+}
+
 /* ------------------------------------------------------------ public */
 
 static int compare_findings(const void *pa, const void *pb)
@@ -366,44 +144,14 @@ int findings_compute(const struct trace *trace, struct findings *out)
 int findings_compute_indexed(const struct trace_index *ix,
 			     struct findings *out)
 {
-	const struct trace *trace = ix->trace;
-	struct finding_lp_memo lp_memo = { 0 };
-	struct findings_context cx = { .lp_memo = &lp_memo, .t = trace,
-				      .ix = ix,
-			      .out = out };
-	struct finding_regions regions;
-	struct finding_casts casts = { 0 };
+	struct findings_context cx;
 
-	*out = (struct findings){ 0 };
-	cx.table = findings_policy_table(trace);
-	finding_regions_build(&cx, &regions);
-	for (size_t i = 0; i < trace->nevents; i++) {
-		const struct trace_event *e = &trace->events[i];
-		if (e->kind == TRACE_OP) {
-			finding_rule_backward(&cx, &regions, i);
-			rule_banned(&cx, i);
-			bool policy_banned = e->op.policy &&
-					     e->op.policy[0] == 'b' &&
-					     !strcmp(e->op.policy, "banned");
-			if (!rule_dtype_mismatch(&cx, i) && !policy_banned)
-				rule_op_error(&cx, i);
-			finding_rule_thread(&cx, &regions, i);
-		} else if (e->kind == TRACE_CAST) {
-			rule_stale(&cx, i);
-			rule_cache_disabled(&cx, i);
-		}
-		finding_rule_redundant(&cx, &casts, i);
-	}
-	finding_rule_scaler(&cx);
-	finding_rule_cache_growth(&cx);
-	finding_rule_divergence(&cx);
-	for (size_t i = 0; i < trace->nevents; i++)
-		if (trace->events[i].kind == TRACE_DIAG)
-			fold_diag(&cx, i);
+	findings_context_init(&cx, ix, out);
+	run_event_rules(&cx);
+	run_trace_rules(&cx);
+	fold_diags(&cx);
 	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
-
-	finding_regions_free(&regions);
-	finding_casts_free(&cx, &casts);
+	findings_context_free(&cx);
 	return cx.failed ? -1 : 0;
 }
 
@@ -418,32 +166,16 @@ void findings_free(struct findings *findings)
 
 const char *findings_framework(const struct trace *trace)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(trace->header,
-							  "framework");
-	const cJSON *procs = cJSON_GetObjectItemCaseSensitive(trace->end,
-							      "processes");
-
-	/* Traces of format 1.0 name it per process only. */
-	if (!cJSON_IsString(f) && cJSON_IsArray(procs))
-		f = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetArrayItem(procs, 0), "framework");
-	return cJSON_IsString(f) ? f->valuestring : NULL;
+	return trace_framework(trace);
 }
 
 int findings_policy_table(const struct trace *trace)
 {
-	static const char tag[] = "(policy table: ";
-	const char *framework = findings_framework(trace);
-	const char *at = framework ? strstr(framework, tag) : NULL;
+	const char *named = trace_policy_table(trace);
 	int newest = finding_policy_table_count - 1;
 
-	if (!at)
-		return newest;
-	at += sizeof tag - 1;
-	size_t len = strcspn(at, ",)");
-	for (int v = 0; v < finding_policy_table_count; v++)
-		if (strlen(finding_policy_tables[v]) == len &&
-		    !strncmp(at, finding_policy_tables[v], len))
+	for (int v = 0; named && v < finding_policy_table_count; v++)
+		if (!strcmp(named, finding_policy_tables[v]))
 			return v;
 	return newest;
 }

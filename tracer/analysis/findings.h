@@ -1,16 +1,16 @@
 /* Findings: the AMP mistakes amptrace diagnoses by name, computed from a
  * loaded trace (pure analysis: no I/O, no output).
  *
- * Most kinds are recognised in the events (ops, casts, regions, cache
- * counters, GradScaler events); the value-dependent ones (fp16-overflow,
- * cast-underflow) need tensor values and arrive as amp.diag events that
- * libamp emitted while the program ran.  Every amp.diag event of the file
- * is folded in, so a finding appended to the trace earlier is not counted
- * twice.  Occurrences are aggregated per (kind, site): a loop that
- * overflows 1000 times gives one finding with count 1000.
- *
- * The rules, their thresholds and the step detection are documented at
- * the top of findings.c and in FORMAT.md ("amp.diag").
+ * Each kind is one row of `finding_kinds` (findings_kinds.c): its name,
+ * severity, who writes it, the rule that finds it in the events, a
+ * one-line fix and the line that documents it (tracer/RULES.md's table
+ * of kinds is generated from these rows: finding_docs.c).  The engine
+ * (findings.c) runs the rows' rules over the trace.  The kinds libamp
+ * or `amptrace run` see while the program runs (fp16-overflow,
+ * process-died, ...) arrive as amp.diag events; every amp.diag event of
+ * the file is folded in, so a finding appended to the trace earlier is
+ * not counted twice.  Occurrences are aggregated per (kind, site): a loop
+ * that overflows 1000 times gives one finding with count 1000.
  *
  * Ownership: findings_compute() fills a `struct findings` that owns its
  * arrays; kind, fix and the strings of the trace it points into stay valid
@@ -36,7 +36,12 @@ enum finding_severity {
 const char *finding_severity_name(enum finding_severity severity);
 
 /* The kinds amptrace knows, in the order findings are listed within a
- * severity (the rules are at the top of findings.c). */
+ * severity.  Adding one: an id here, its row in findings_kinds.c, its
+ * rule in a findings_*.c file (findings_internal.h declares it), a
+ * program making the mistake and its fixed twin (a mode of
+ * tests/findings_prog.c in test_findings.c's cases, or a PyTorch
+ * scenario in tests/torch), RULES.md's table regenerated (`ninja -C
+ * build finding-docs`) and the kind named in README.md's list. */
 enum finding_kind_id {
 	FINDING_PROCESS_DIED,
 	FINDING_DTYPE_MISMATCH,
@@ -45,6 +50,7 @@ enum finding_kind_id {
 	FINDING_SCALER_COLLAPSE,
 	FINDING_OP_ERROR,
 	FINDING_RECORDING_STOPPED,
+	FINDING_PRODUCER_CONTRACT,
 	FINDING_STALE_CACHE,
 	FINDING_BACKWARD_UNDER_AUTOCAST,
 	FINDING_AUTOCAST_OFF_IN_THREAD,
@@ -60,12 +66,41 @@ enum finding_kind_id {
 	FINDING_KIND_COUNT
 };
 
-/* One row per kind: its name, severity and one-line fix. */
+/* Who writes a kind's findings (RULES.md's "from" column). */
+enum finding_source {
+	FINDING_FROM_EVENTS,       /* amptrace, from the events: a rule */
+	FINDING_FROM_VALUE_CHECKS, /* libamp's value checks, as amp.diag events */
+	FINDING_FROM_RUN,          /* amptrace run, as amp.diag events */
+	FINDING_FROM_RECORDER,     /* amptrace run's recorder, likewise */
+	FINDING_FROM_PRODUCER_CHECKS, /* the producer API's contract checks
+				       * (-Dproducer_checks), likewise */
+	FINDING_FROM_BRIDGE,       /* the PyTorch bridge's torch.compile side
+				    * (_compile.py), likewise */
+	FINDING_SOURCE_COUNT
+};
+
+/* "events", "libamp (value checks)", "amptrace run", ... */
+const char *finding_source_name(enum finding_source source);
+
+/* A kind's rule (findings_internal.h has what rules share).  `each` is
+ * called with every event whose kind is in `reads`, in the trace's
+ * order, every rule on one event before the next event; `once` once,
+ * after that pass, for a rule over a run's history. */
+struct findings_context;
+typedef void finding_event_rule(struct findings_context *cx, size_t event);
+typedef void finding_trace_rule(struct findings_context *cx);
+#define FINDING_READS(trace_kind) (1u << (trace_kind))
+
+/* One row per kind. */
 struct finding_kind {
 	const char *name;
 	enum finding_severity severity;
-	const char *fix;
-	bool value_dependent; /* only libamp can see it (amp.diag events) */
+	enum finding_source source;
+	unsigned reads;            /* FINDING_READS bits: what `each` is fed */
+	finding_event_rule *each;  /* NULL: none */
+	finding_trace_rule *once;  /* NULL: none */
+	const char *fix;           /* one line: what to change */
+	const char *doc;           /* one line: when it fires (RULES.md) */
 };
 /* Indexed by enum finding_kind_id. */
 extern const struct finding_kind finding_kinds[FINDING_KIND_COUNT];

@@ -1,9 +1,12 @@
-/* redundant-cast: a cast the program wrote that autocast (or the program
- * itself) then undid or repeated.  The rule is described at the top of
- * findings.c; autocast's casts alone are never blamed (an activation
- * feeding the q, k and v projections is cast once for each, as PyTorch
- * does: the program wrote none of them), nor autograd's (the backward of a
- * cast casts the gradient back). */
+/* redundant-cast: a cast the program wrote (an explicit `to` op of the
+ * forward between f32/f64 and f16/bf16, not inside a composite) that was
+ * undone (every use of its result cast it back, by autocast for an op or
+ * by the program) or repeated (autocast cast the same unchanged source to
+ * the same dtype for an op given the source rather than the copy).
+ * Autocast's casts alone are never blamed (an activation feeding the q, k
+ * and v projections is cast once for each, as PyTorch does: the program
+ * wrote none of them), nor autograd's (the backward of a cast casts the
+ * gradient back). */
 #include "findings_internal.h"
 
 #include <string.h>
@@ -44,7 +47,6 @@ static bool cast_at(const struct trace_event *e, struct cast *c)
 		return true;
 	}
 	if (e->kind != TRACE_CAST || !e->cast.cache ||
-	    trace_cast_is_compiled(&e->cast) ||
 	    !strcmp(e->cast.cache, "hit") || !e->cast.from || !e->cast.to ||
 	    (e->cast.phase && !strcmp(e->cast.phase, "backward")))
 		return false;
@@ -148,9 +150,9 @@ static void forget_written(struct finding_casts *st, const struct trace_event *e
 	}
 }
 
-void finding_rule_redundant(struct findings_context *cx,
-			    struct finding_casts *st, size_t i)
+void finding_rule_redundant_cast(struct findings_context *cx, size_t i)
 {
+	struct finding_casts *st = &cx->casts;
 	const struct trace_event *e = &cx->t->events[i];
 	struct cast c;
 
@@ -176,8 +178,10 @@ void finding_rule_redundant(struct findings_context *cx,
 	}
 }
 
-void finding_casts_free(struct findings_context *cx, struct finding_casts *st)
+void finding_casts_free(struct findings_context *cx)
 {
+	struct finding_casts *st = &cx->casts;
+
 	cx->failed |= st->written.failed || st->sources.failed ||
 		      st->undone.failed;
 	id_map_free(&st->written);

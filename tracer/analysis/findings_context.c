@@ -1,12 +1,30 @@
-/* What every rule of the findings uses (findings_internal.h): recording
- * an occurrence of a finding, labels of ops and tensors, and the dtype and
- * policy-table questions the rules ask of the trace. */
+/* What every rule of the findings uses (findings_internal.h): the
+ * context they share, recording an occurrence of a finding, labels of ops
+ * and tensors, and the dtype and policy-table questions the rules ask of
+ * the trace. */
 #include "findings_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void findings_context_init(struct findings_context *cx,
+			   const struct trace_index *ix, struct findings *out)
+{
+	*out = (struct findings){ 0 };
+	*cx = (struct findings_context){ .t = ix->trace, .ix = ix, .out = out };
+	cx->table = findings_policy_table(ix->trace);
+	finding_regions_build(cx, &cx->regions);
+}
+
+void findings_context_free(struct findings_context *cx)
+{
+	finding_regions_free(&cx->regions);
+	finding_casts_free(cx);
+	cx->failed |= cx->autocast_off.failed;
+	id_map_free(&cx->autocast_off);
+}
 
 /* snprintf that may cut: messages and labels are cut on purpose. */
 void finding_text(char *buf, size_t size, const char *fmt, ...)
@@ -144,11 +162,6 @@ bool finding_is_full_precision(const char *dtype)
 	       (!strcmp(dtype, "f32") || !strcmp(dtype, "f64"));
 }
 
-bool finding_op_failed(const struct trace_op *op)
-{
-	return !op->incomplete && (op->status != 0 || op->error);
-}
-
 static int compare_op_name(const void *key, const void *entry)
 {
 	return strcmp(key, ((const struct finding_lp_op *)entry)->name);
@@ -156,21 +169,18 @@ static int compare_op_name(const void *key, const void *entry)
 
 /* An op of a PyTorch lower-precision list (any device) in the trace's
  * policy table: its dtype shows whether a thread autocasts. */
-bool finding_low_precision_op(const struct findings_context *cx,
-			      const char *name)
+bool finding_low_precision_op(struct findings_context *cx, const char *name)
 {
-	struct finding_lp_memo *m = cx->lp_memo;
+	struct finding_lp_memo *m = &cx->lp_memo;
 	size_t slot = ((uintptr_t)name >> 4) % LP_MEMO_SLOTS;
 
-	if (m && m->name[slot] == name)
+	if (m->name[slot] == name)
 		return m->low[slot];
 	const struct finding_lp_op *op = bsearch(
 		name, finding_low_precision_ops, finding_low_precision_op_count,
 		sizeof *finding_low_precision_ops, compare_op_name);
 	bool low = op && (op->versions >> cx->table & 1u);
-	if (m) {
-		m->name[slot] = name;
-		m->low[slot] = low;
-	}
+	m->name[slot] = name;
+	m->low[slot] = low;
 	return low;
 }

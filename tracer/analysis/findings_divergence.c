@@ -91,11 +91,11 @@ static void rule_jit_cast(struct findings_context *cx, size_t i)
 			     name, c->from, c->to, c->op);
 }
 
-/* `off`: (pid, tid) -> 1 while the thread's last op outside any region
- * ran with autocast off and no region event came since. */
-static void rule_no_region(struct findings_context *cx, struct id_map *off,
-			   size_t i)
+/* cx->autocast_off: (pid, tid) -> 1 while the thread's last op outside
+ * any region ran with autocast off and no region event came since. */
+static void rule_no_region(struct findings_context *cx, size_t i)
 {
+	struct id_map *off = &cx->autocast_off;
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
 	char site[160];
@@ -134,22 +134,16 @@ static void rule_no_region(struct findings_context *cx, struct id_map *off,
 			     : "torch.set_autocast_cpu_enabled");
 }
 
-void finding_rule_divergence(struct findings_context *cx)
+/* TorchScript casts appear in PyTorch traces only; autocast outside a
+ * region in libamp programs too.  Fed ops, casts and region events. */
+void finding_rule_policy_divergence(struct findings_context *cx, size_t i)
 {
-	struct id_map off = { 0 };
+	const struct trace_event *e = &cx->t->events[i];
 
-	/* TorchScript casts appear in PyTorch traces only; autocast
-	 * outside a region in libamp programs too. */
-	for (size_t i = 0; i < cx->t->nevents; i++) {
-		const struct trace_event *e = &cx->t->events[i];
-		if (e->kind == TRACE_CAST)
-			rule_jit_cast(cx, i);
-		else if (e->kind == TRACE_OP)
-			rule_no_region(cx, &off, i);
-		else if (e->kind == TRACE_SCOPE_BEGIN ||
-			 e->kind == TRACE_SCOPE_END)
-			id_map_put(&off, e->pid, (uint64_t)e->tid, 0);
-	}
-	cx->failed |= off.failed;
-	id_map_free(&off);
+	if (e->kind == TRACE_CAST)
+		rule_jit_cast(cx, i);
+	else if (e->kind == TRACE_OP)
+		rule_no_region(cx, i);
+	else if (e->kind == TRACE_SCOPE_BEGIN || e->kind == TRACE_SCOPE_END)
+		id_map_put(&cx->autocast_off, e->pid, (uint64_t)e->tid, 0);
 }

@@ -1,10 +1,10 @@
 /* The findings engine's parts (findings.h), each using only those below
- * it: findings.c runs the rules (the per-event ones are its own) and
- * orders what they found; findings_threads.c the rules about autocast
- * regions and threads; findings_casts.c redundant-cast; findings_steps.c
- * the rules over a run's history (GradScaler, cache growth);
- * findings_divergence.c policy-divergence; findings_context.c what every
- * rule uses; findings_kinds.c the table of kinds. */
+ * it: findings.c runs the table's rules and folds in the trace's amp.diag
+ * events; findings_kinds.c is the table; the rules: findings_ops.c about
+ * one op or cast, findings_threads.c about autocast regions and threads,
+ * findings_casts.c redundant-cast, findings_steps.c a run's history
+ * (GradScaler, cache growth), findings_divergence.c policy-divergence;
+ * findings_context.c is what every rule uses. */
 #ifndef AMPTRACE_FINDINGS_INTERNAL_H
 #define AMPTRACE_FINDINGS_INTERNAL_H
 
@@ -30,49 +30,7 @@ struct finding_lp_memo {
 	bool low[LP_MEMO_SLOTS];
 };
 
-struct findings_context {
-	struct finding_lp_memo *lp_memo; /* NULL: none */
-	const struct trace *t;
-	const struct trace_index *ix; /* ops, producers, names, uses */
-	struct findings *out;
-	bool failed;
-	int table;               /* the trace's policy table (index) */
-};
-
-/* findings_context.c */
-void finding_text(char *buf, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* The finding of (kind, site, pid), counted; or a new one to fill (its
- * message empty), or NULL when it exists already or memory ran out. */
-struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
-				 const char *site, int64_t pid, size_t event);
-/* finding_at for one of the kinds of the table. */
-struct trace_finding *finding_of(struct findings_context *cx,
-				 enum finding_kind_id kind,
-				 const char *site, int64_t pid, size_t event);
-/* Inline, the first letter first: the rules ask it of every op several
- * times, and half of them are forward ops. */
-static inline bool finding_op_is_backward(const struct trace_op *op)
-{
-	return op->phase && op->phase[0] == 'b' &&
-	       !strcmp(op->phase, "backward");
-}
-bool finding_op_failed(const struct trace_op *op);
-const char *finding_tensor_label(struct findings_context *cx, int64_t pid,
-				 uint64_t id, char *buf, size_t size);
-/* The amp.op of (pid, op_id), or NULL; its label, or "op N". */
-const struct trace_op *finding_op_of(struct findings_context *cx, int64_t pid,
-				     uint64_t op_id);
-const char *finding_op_label(struct findings_context *cx, int64_t pid,
-			     uint64_t op_id, char *buf, size_t size);
-bool finding_is_low_precision(const char *dtype);  /* f16, bf16 */
-bool finding_is_full_precision(const char *dtype); /* f32, f64 */
-/* An op of a PyTorch lower-precision list in the trace's policy table.
- * `name`: one of the trace's strings (remembered by its address). */
-bool finding_low_precision_op(const struct findings_context *cx,
-			      const char *name);
-
-/* findings_threads.c: the autocast regions of every thread. */
+/* The autocast regions of every thread (findings_threads.c). */
 struct finding_region {
 	int64_t pid, tid;
 	double start, end;
@@ -96,25 +54,113 @@ struct finding_regions {
 	struct id_map ties;   /* (pid, region << 32 | tid) -> TIE_* bits */
 };
 
-void finding_regions_build(struct findings_context *cx,
-			   struct finding_regions *r);
-void finding_regions_free(struct finding_regions *r);
-void finding_rule_backward(struct findings_context *cx,
-			   const struct finding_regions *r, size_t i);
-void finding_rule_thread(struct findings_context *cx,
-			 const struct finding_regions *r, size_t i);
-
-/* findings_casts.c: redundant-cast, fed every event in order. */
+/* What redundant-cast remembers of the events before (findings_casts.c). */
 struct finding_casts {
 	struct id_map written; /* (pid, result) -> the program's cast */
 	struct id_map sources; /* (pid, source) -> its latest cast by the
 				  program, while the source is unchanged */
 	struct id_map undone;  /* (pid, result) -> its uses casting it back */
 };
-void finding_rule_redundant(struct findings_context *cx,
-			    struct finding_casts *state, size_t i);
-void finding_casts_free(struct findings_context *cx,
-			struct finding_casts *state);
+
+/* Why a step was skipped (scaler-skipped-step), decided once per
+ * iteration (the steps up to an update). */
+enum finding_skip_kind {
+	SKIP_NONE,        /* no step skipped yet in the iteration */
+	SKIP_CALIBRATING, /* no iteration without a skip yet */
+	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
+	SKIP_REPEATED,    /* again, at a scale that did not grow since */
+};
+
+/* One GradScaler's history, as its rules read it (findings_steps.c):
+ * each keeps its own part. */
+struct finding_scaler {
+	int64_t pid;
+	uint64_t id;
+	uint64_t inf_tensor; /* the last gradient seen holding inf/NaN */
+	/* scaler-collapse */
+	double first, previous; /* the scale at the first, the last update */
+	int halvings;
+	bool reported;
+	/* scaler-skipped-step */
+	double last_update;
+	bool stepped;    /* an optimizer step was taken */
+	bool updates;    /* the scaler is ever updated */
+	bool calibrated; /* an iteration ended with no step skipped */
+	bool adjusted;   /* a step was skipped after calibration... */
+	bool grew;       /* ... and the scale grew since */
+	enum finding_skip_kind iteration; /* this iteration's skips */
+};
+
+#define FINDING_MAX_SCALERS 32
+struct finding_scalers {
+	struct finding_scaler items[FINDING_MAX_SCALERS];
+	size_t count;
+	bool found; /* the trace's scalers are in items */
+};
+
+/* What the rules share: the trace and its index, the findings so far,
+ * and the state the rules fed event by event keep between events. */
+struct findings_context {
+	const struct trace *t;
+	const struct trace_index *ix; /* ops, producers, names, uses */
+	struct findings *out;
+	bool failed;
+	int table;               /* the trace's policy table (index) */
+	struct finding_lp_memo lp_memo;
+	struct finding_regions regions; /* built before the rules run */
+	struct finding_casts casts;
+	struct finding_scalers scalers;
+	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
+	 * outside any region ran with autocast off, no region event since */
+	struct id_map autocast_off;
+};
+
+/* Sets up the context for `ix`'s trace (the regions built), and frees it;
+ * a failure sets cx->failed. */
+void findings_context_init(struct findings_context *cx,
+			   const struct trace_index *ix, struct findings *out);
+void findings_context_free(struct findings_context *cx);
+
+/* findings_context.c */
+void finding_text(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The finding of (kind, site, pid), counted; or a new one to fill (its
+ * message empty), or NULL when it exists already or memory ran out. */
+struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
+				 const char *site, int64_t pid, size_t event);
+/* finding_at for one of the kinds of the table. */
+struct trace_finding *finding_of(struct findings_context *cx,
+				 enum finding_kind_id kind,
+				 const char *site, int64_t pid, size_t event);
+/* Inline, the first letter first: the rules ask it of every op several
+ * times, and half of them are forward ops. */
+static inline bool finding_op_is_backward(const struct trace_op *op)
+{
+	return op->phase && op->phase[0] == 'b' &&
+	       !strcmp(op->phase, "backward");
+}
+/* Inline too: three rules ask it of every op. */
+static inline bool finding_op_failed(const struct trace_op *op)
+{
+	return !op->incomplete && (op->status != 0 || op->error);
+}
+const char *finding_tensor_label(struct findings_context *cx, int64_t pid,
+				 uint64_t id, char *buf, size_t size);
+/* The amp.op of (pid, op_id), or NULL; its label, or "op N". */
+const struct trace_op *finding_op_of(struct findings_context *cx, int64_t pid,
+				     uint64_t op_id);
+const char *finding_op_label(struct findings_context *cx, int64_t pid,
+			     uint64_t op_id, char *buf, size_t size);
+bool finding_is_low_precision(const char *dtype);  /* f16, bf16 */
+bool finding_is_full_precision(const char *dtype); /* f32, f64 */
+/* An op of a PyTorch lower-precision list in the trace's policy table.
+ * `name`: one of the trace's strings (remembered by its address). */
+bool finding_low_precision_op(struct findings_context *cx, const char *name);
+
+/* findings_threads.c */
+void finding_regions_build(struct findings_context *cx,
+			   struct finding_regions *r);
+void finding_regions_free(struct finding_regions *r);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table
@@ -129,11 +175,28 @@ extern const size_t finding_low_precision_op_count;
 extern const char *const finding_policy_tables[];
 extern const int finding_policy_table_count;
 
-/* findings_steps.c */
-void finding_rule_scaler(struct findings_context *cx);
-void finding_rule_cache_growth(struct findings_context *cx);
-
+/* The rules of the table's rows (findings_kinds.c), one per kind, by
+ * file; each rule's comment says when it fires. */
+/* findings_ops.c */
+finding_event_rule finding_rule_dtype_mismatch, finding_rule_banned_op,
+	finding_rule_op_error, finding_rule_stale_cache,
+	finding_rule_cache_disabled;
+/* findings_threads.c */
+finding_event_rule finding_rule_backward_under_autocast,
+	finding_rule_autocast_off_in_thread;
+/* findings_casts.c */
+finding_event_rule finding_rule_redundant_cast;
+void finding_casts_free(struct findings_context *cx);
 /* findings_divergence.c */
-void finding_rule_divergence(struct findings_context *cx);
+finding_event_rule finding_rule_policy_divergence;
+/* findings_steps.c */
+finding_event_rule finding_rule_fp16_overflow, finding_rule_scaler_collapse,
+	finding_rule_scaler_skipped_step;
+finding_trace_rule finding_rule_cache_growth;
+
+/* findings.c: an amp.diag event of the trace as a finding of its kind,
+ * or folded into the one the rules found (the fp16-overflow rule's, which
+ * decides first whether its amp.diag events are findings at all). */
+void finding_fold_diag(struct findings_context *cx, size_t event);
 
 #endif /* AMPTRACE_FINDINGS_INTERNAL_H */

@@ -1,76 +1,224 @@
-/* The finding kinds (findings.h): each kind's name, severity and one-line
- * fix, and a finding as JSON. */
-#include "findings.h"
+/* The finding kinds (findings.h): one row per kind, and a finding as
+ * JSON.  A row's `doc` is the kind's documentation for users: RULES.md's
+ * table of kinds is generated from these rows (finding_docs.c), in
+ * markdown, one line each. */
+#include "findings_internal.h"
 
 #include <cJSON.h>
 
 #include <string.h>
 
-static const char advice_backward[] =
-	"exit the autocast region before backward(): wrap only the forward "
-	"pass and the loss";
+_Static_assert(TRACE_KIND_COUNT <= 32,
+	       "`reads` holds a bit per trace event kind");
+
+#define READS_OPS FINDING_READS(TRACE_OP)
+#define READS_CASTS FINDING_READS(TRACE_CAST)
+#define READS_REGIONS \
+	(FINDING_READS(TRACE_SCOPE_BEGIN) | FINDING_READS(TRACE_SCOPE_END))
 
 const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
-	[FINDING_PROCESS_DIED] = { "process-died", FINDING_ERROR,
-	  "see the signal or exit status; the trace holds every event up to "
-	  "the end", false },
-	[FINDING_DTYPE_MISMATCH] = { "dtype-mismatch", FINDING_ERROR,
-	  "cast the autocast region's output back with .float() "
-	  "(amp_to(t, AMP_DTYPE_F32)) before mixing it with f32 tensors", false },
-	[FINDING_BANNED_OP] = { "banned-op", FINDING_ERROR,
-	  "use binary_cross_entropy_with_logits on the logits (drop the "
-	  "sigmoid), or compute the loss with autocast disabled on .float() "
-	  "inputs", false },
-	[FINDING_FP16_OVERFLOW] = { "fp16-overflow", FINDING_ERROR,
-	  "run the op in f32 (autocast(enabled=False) with .float() inputs) "
-	  "or autocast to bf16", true },
-	[FINDING_SCALER_COLLAPSE] = { "scaler-collapse", FINDING_ERROR,
-	  "find the op producing inf/NaN (fp16-overflow findings), use bf16, "
-	  "or lower the learning rate", false },
-	[FINDING_OP_ERROR] = { "op-error", FINDING_ERROR,
-	  "read the op's error in the trace", false },
-	[FINDING_RECORDING_STOPPED] = { "recording-stopped", FINDING_WARNING,
-	  "give amptrace run a raw directory with room (--raw-dir DIR or "
-	  "TMPDIR; about 2 MiB per thread): the trace lacks what followed",
-	  false },
-	[FINDING_STALE_CACHE] = { "stale-cache", FINDING_WARNING,
-	  "enter autocast per iteration around forward + loss only, so the "
-	  "cache is cleared before the next forward", false },
-	[FINDING_BACKWARD_UNDER_AUTOCAST] = { "backward-under-autocast",
-	  FINDING_WARNING, advice_backward, false },
-	[FINDING_AUTOCAST_OFF_IN_THREAD] = { "autocast-off-in-thread",
-	  FINDING_WARNING,
-	  "enter autocast inside the worker's forward (autocast state is "
-	  "thread-local)", false },
-	[FINDING_POLICY_DIVERGENCE] = { "policy-divergence", FINDING_WARNING,
-	  "cast as eager autocast does: run the code eagerly inside `with "
-	  "torch.autocast(...)` (no TorchScript autocast, no autocast "
-	  "switched on outside a region)", false },
-	/* the PyTorch bridge's, from the graphs torch.compile makes */
-	[FINDING_COMPILE_DIVERGENCE] = { "compile-divergence", FINDING_WARNING,
-	  "do what the message says, or leave the region uncompiled "
-	  "(torch.compiler.disable) where eager's casts matter", false },
-	[FINDING_CACHE_GROWTH] = { "cache-growth", FINDING_WARNING,
-	  "exit the outermost autocast region every iteration (the cache is "
-	  "cleared only then), or disable the cache for the long region", false },
-	[FINDING_SCALER_SKIPPED_STEP] = { "scaler-skipped-step", FINDING_WARNING,
-	  "a few skips while the scale calibrates are normal; many mean a "
-	  "gradient overflows: find its op", false },
-	[FINDING_CAST_UNDERFLOW] = { "cast-underflow", FINDING_WARNING,
-	  "keep the tensor in f32 (fp32 policy or a disabled region), rescale "
-	  "it, or use bf16", true },
-	[FINDING_REDUNDANT_CAST] = { "redundant-cast", FINDING_INFO,
-	  "drop the cast autocast undoes, or pass the op your cast's result "
-	  "instead of its source", false },
-	[FINDING_CACHE_DISABLED] = { "cache-disabled", FINDING_INFO,
-	  "leave cache_enabled on so weight casts are made once per region",
-	  false },
-	[FINDING_RECOMPILE] = { "recompile", FINDING_INFO,
-	  "keep the compiled region's autocast state and inputs the same "
-	  "from call to call, or mark what changes dynamic", false },
-	[FINDING_GRAPH_BREAK] = { "graph-break", FINDING_INFO,
-	  "move what breaks the graph out of the compiled region (or out "
-	  "of the autocast region, which it splits)", false },
+	[FINDING_PROCESS_DIED] = {
+		"process-died", FINDING_ERROR, FINDING_FROM_RUN,
+		.fix = "see the signal or exit status; the trace holds every "
+		       "event up to the end",
+		.doc = "a traced process crashed or was killed",
+	},
+	[FINDING_DTYPE_MISMATCH] = {
+		"dtype-mismatch", FINDING_ERROR, FINDING_FROM_EVENTS,
+		.reads = READS_OPS,
+		.each = finding_rule_dtype_mismatch,
+		.fix = "cast the autocast region's output back with .float() "
+		       "(amp_to(t, AMP_DTYPE_F32)) before mixing it with f32 "
+		       "tensors",
+		.doc = "an op outside autocast failed on mixed f16/bf16 and f32 "
+		       "inputs",
+	},
+	[FINDING_BANNED_OP] = {
+		"banned-op", FINDING_ERROR, FINDING_FROM_EVENTS,
+		.reads = READS_OPS,
+		.each = finding_rule_banned_op,
+		.fix = "use binary_cross_entropy_with_logits on the logits (drop "
+		       "the sigmoid), or compute the loss with autocast disabled "
+		       "on .float() inputs",
+		.doc = "an op autocast bans (binary_cross_entropy) ran",
+	},
+	[FINDING_FP16_OVERFLOW] = {
+		"fp16-overflow", FINDING_ERROR, FINDING_FROM_VALUE_CHECKS,
+		.reads = FINDING_READS(TRACE_DIAG),
+		.each = finding_rule_fp16_overflow,
+		.fix = "run the op in f32 (autocast(enabled=False) with .float() "
+		       "inputs) or autocast to bf16",
+		.doc = "a low-precision op turned finite inputs into inf/NaN (not "
+		       "a backward op whose overflow GradScaler then handled by "
+		       "skipping the step: that is `scaler-skipped-step`)",
+	},
+	[FINDING_SCALER_COLLAPSE] = {
+		"scaler-collapse", FINDING_ERROR, FINDING_FROM_EVENTS,
+		.reads = FINDING_READS(TRACE_SCALER),
+		.each = finding_rule_scaler_collapse,
+		.fix = "find the op producing inf/NaN (fp16-overflow findings), "
+		       "use bf16, or lower the learning rate",
+		.doc = "GradScaler's scale collapsed (inf/NaN gradients at every "
+		       "step): below 1, or lowered at 8 updates in a row",
+	},
+	[FINDING_OP_ERROR] = {
+		"op-error", FINDING_ERROR, FINDING_FROM_EVENTS,
+		.reads = READS_OPS,
+		.each = finding_rule_op_error,
+		.fix = "read the op's error in the trace",
+		.doc = "an op failed, not explained by `banned-op` or "
+		       "`dtype-mismatch` (the PyTorch bridge adds the "
+		       "exception's text when it ended the program or a thread)",
+	},
+	[FINDING_RECORDING_STOPPED] = {
+		"recording-stopped", FINDING_WARNING, FINDING_FROM_RECORDER,
+		.fix = "give amptrace run a raw directory with room (--raw-dir "
+		       "DIR or TMPDIR; about 2 MiB per thread): the trace lacks "
+		       "what followed",
+		.doc = "a thread's recording stopped early: the raw directory "
+		       "filled up (the program ran on)",
+	},
+	[FINDING_PRODUCER_CONTRACT] = {
+		"producer-contract", FINDING_WARNING,
+		FINDING_FROM_PRODUCER_CHECKS,
+		.fix = "report it: the recorder or the PyTorch bridge broke a "
+		       "rule of tracer/PRODUCERS.md, and readers may misread "
+		       "the events around it",
+		.doc = "a producer broke the producer contract (its message is "
+		       "the rule), once per rule and thread",
+	},
+	[FINDING_STALE_CACHE] = {
+		"stale-cache", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = READS_CASTS,
+		.each = finding_rule_stale_cache,
+		.fix = "enter autocast per iteration around forward + loss only, "
+		       "so the cache is cleared before the next forward",
+		.doc = "a cast was served from the cache after its source was "
+		       "modified in place (e.g. an optimizer step inside the "
+		       "region)",
+	},
+	[FINDING_BACKWARD_UNDER_AUTOCAST] = {
+		"backward-under-autocast", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = READS_OPS,
+		.each = finding_rule_backward_under_autocast,
+		.fix = "exit the autocast region before backward(): wrap only "
+		       "the forward pass and the loss",
+		.doc = "a backward op ran with autocast enabled (autocast should "
+		       "wrap only the forward pass and the loss); not for a "
+		       "region the backward pass entered itself (`custom_bwd` "
+		       "re-entering the forward's state)",
+	},
+	[FINDING_AUTOCAST_OFF_IN_THREAD] = {
+		"autocast-off-in-thread", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = READS_OPS,
+		.each = finding_rule_autocast_off_in_thread,
+		.fix = "enter autocast inside the worker's forward (autocast "
+		       "state is thread-local)",
+		.doc = "a worker thread ran matmul-class ops with autocast off "
+		       "for a thread that was autocasting: the worker started "
+		       "while that thread's enabled region was open, and the "
+		       "region handed it its work (the worker used a tensor made "
+		       "inside the region: DataParallel's scatter) or took its "
+		       "result (the region used a tensor the worker made: the "
+		       "gather). A sibling thread with no such hand-off is not "
+		       "reported (the trace records no thread creation)",
+	},
+	[FINDING_POLICY_DIVERGENCE] = {
+		"policy-divergence", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = READS_OPS | READS_CASTS | READS_REGIONS,
+		.each = finding_rule_policy_divergence,
+		.fix = "cast as eager autocast does: run the code eagerly inside "
+		       "`with torch.autocast(...)` (no TorchScript autocast, no "
+		       "autocast switched on outside a region)",
+		.doc = "an op's casts differ from eager autocast's under the "
+		       "recorded state: TorchScript's autocast casts, or autocast "
+		       "enabled outside any region",
+	},
+	[FINDING_COMPILE_DIVERGENCE] = {
+		"compile-divergence", FINDING_WARNING, FINDING_FROM_BRIDGE,
+		.fix = "do what the message says, or leave the region "
+		       "uncompiled (torch.compiler.disable) where eager's casts "
+		       "matter",
+		.doc = "a `torch.compile`d graph's casts differ from what eager "
+		       "autocast does with the same ops under the same state, "
+		       "in a way that changes results: its backward casts as "
+		       "autocast would (traced under the forward's state) while "
+		       "`backward()` runs with autocast off (pytorch#179804), or "
+		       "inductor fuses a cast to f16/bf16 into the f32 pointwise "
+		       "op it feeds and drops the rounding (pytorch#181568); "
+		       "written at compile and at the first backward",
+	},
+	[FINDING_CACHE_GROWTH] = {
+		"cache-growth", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.once = finding_rule_cache_growth,
+		.fix = "exit the outermost autocast region every iteration (the "
+		       "cache is cleared only then), or disable the cache for "
+		       "the long region",
+		.doc = "the autocast cache grew step after step without being "
+		       "cleared (3 steps in a row)",
+	},
+	[FINDING_SCALER_SKIPPED_STEP] = {
+		"scaler-skipped-step", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = FINDING_READS(TRACE_SCALER),
+		.each = finding_rule_scaler_skipped_step,
+		.fix = "a few skips while the scale calibrates are normal; many "
+		       "mean a gradient overflows: find its op",
+		.doc = "GradScaler keeps skipping steps: a second skip after "
+		       "calibration at a scale that has not grown since the "
+		       "previous skip (info: skips while it calibrates its scale "
+		       "from 65536, before the first iteration without one, and "
+		       "its normal adjustments: the first skip after calibration "
+		       "or after the scale grew)",
+	},
+	[FINDING_CAST_UNDERFLOW] = {
+		"cast-underflow", FINDING_WARNING, FINDING_FROM_VALUE_CHECKS,
+		.fix = "keep the tensor in f32 (fp32 policy or a disabled "
+		       "region), rescale it, or use bf16",
+		.doc = "a cast to f16/bf16 flushed a material part of its "
+		       "non-zero values to zero or subnormals: at least 1 % of "
+		       "them, carrying at least 1 % of the tensor's magnitude "
+		       "(sum of \\|x\\|: one subnormal bias value among 64, or "
+		       "tiny attention probabilities, are not material)",
+	},
+	[FINDING_REDUNDANT_CAST] = {
+		"redundant-cast", FINDING_INFO, FINDING_FROM_EVENTS,
+		.reads = READS_OPS | READS_CASTS,
+		.each = finding_rule_redundant_cast,
+		.fix = "drop the cast autocast undoes, or pass the op your "
+		       "cast's result instead of its source",
+		.doc = "a cast the program wrote (`x.to(dtype)`, `.half()`, "
+		       "`.float()` between f32 and f16/bf16) undone (every use of "
+		       "the copy cast it back, by autocast for an op or by the "
+		       "program) or repeated (autocast cast the same unchanged "
+		       "source again for an op given the source instead of the "
+		       "copy); autocast's own casts alone (an activation cast "
+		       "once for each of q, k, v) and autograd's are never "
+		       "reported",
+	},
+	[FINDING_CACHE_DISABLED] = {
+		"cache-disabled", FINDING_INFO, FINDING_FROM_EVENTS,
+		.reads = READS_CASTS,
+		.each = finding_rule_cache_disabled,
+		.fix = "leave cache_enabled on so weight casts are made once per "
+		       "region",
+		.doc = "a cacheable cast was redone because `cache_enabled` is "
+		       "off",
+	},
+	[FINDING_RECOMPILE] = {
+		"recompile", FINDING_INFO, FINDING_FROM_BRIDGE,
+		.fix = "keep the compiled region's autocast state and inputs "
+		       "the same from call to call, or mark what changes dynamic",
+		.doc = "a compiled region was compiled again: the guard that "
+		       "failed, and when it is autocast's state (an "
+		       "autocast-state guard failure) the states of both graphs",
+	},
+	[FINDING_GRAPH_BREAK] = {
+		"graph-break", FINDING_INFO, FINDING_FROM_BRIDGE,
+		.fix = "move what breaks the graph out of the compiled region "
+		       "(or out of the autocast region, which it splits)",
+		.doc = "a compiled graph ends at a graph break: where, why, and "
+		       "the autocast regions it splits",
+	},
 };
 
 cJSON *finding_json(const struct trace_finding *f)
@@ -94,6 +242,20 @@ const char *finding_severity_name(enum finding_severity severity)
 		"error", "warning", "info",
 	};
 	return severity < FINDING_SEVERITY_COUNT ? names[severity] : "info";
+}
+
+const char *finding_source_name(enum finding_source source)
+{
+	static const char *const names[FINDING_SOURCE_COUNT] = {
+		[FINDING_FROM_EVENTS] = "events",
+		[FINDING_FROM_VALUE_CHECKS] = "libamp (value checks)",
+		[FINDING_FROM_RUN] = "amptrace run",
+		[FINDING_FROM_RECORDER] = "amptrace run's recorder",
+		[FINDING_FROM_PRODUCER_CHECKS] =
+			"the producer API (-Dproducer_checks builds)",
+		[FINDING_FROM_BRIDGE] = "the PyTorch bridge (torch.compile)",
+	};
+	return source < FINDING_SOURCE_COUNT ? names[source] : "events";
 }
 
 const struct finding_kind *finding_kind_lookup(const char *name)

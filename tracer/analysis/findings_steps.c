@@ -1,7 +1,7 @@
 /* Findings over a run's history rather than one event: the GradScaler's
- * scale (scaler-skipped-step, scaler-collapse) and the autocast cache's
- * size across steps (cache-growth); the rules are described at the top
- * of findings.c. */
+ * scale (scaler-skipped-step, scaler-collapse), the overflows it handles
+ * (fp16-overflow), and the autocast cache's size across steps
+ * (cache-growth). */
 #include "findings_internal.h"
 
 #include <math.h>
@@ -11,42 +11,52 @@
 
 /* ------------------------------------------------------- GradScaler */
 
-/* Why a step was skipped (scaler-skipped-step), decided once per
- * iteration (the steps up to an update). */
-enum skip_kind {
-	SKIP_NONE,        /* no step skipped yet in the iteration */
-	SKIP_CALIBRATING, /* no iteration without a skip yet */
-	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
-	SKIP_REPEATED,    /* again, at a scale that did not grow since */
-};
-
-struct scaler_state {
-	int64_t pid;
-	uint64_t id;
-	double previous, first;
-	int halvings;
-	uint64_t inf_tensor;
-	bool reported;
-	bool stepped;    /* an optimizer step was taken */
-	bool updates;    /* the scaler is ever updated */
-	bool calibrated; /* an iteration ended with no step skipped */
-	bool adjusted;   /* a step was skipped after calibration... */
-	bool grew;       /* ... and the scale grew since */
-	enum skip_kind iteration; /* this iteration's skips */
-};
-
-static struct scaler_state *scaler_state(struct scaler_state *states,
-					 size_t *count, size_t cap, int64_t pid,
-					 uint64_t id)
+/* The state of (pid, id), new when unseen; NULL past
+ * FINDING_MAX_SCALERS. */
+static struct finding_scaler *scaler_of(struct finding_scalers *s, int64_t pid,
+					uint64_t id)
 {
-	for (size_t i = 0; i < *count; i++)
-		if (states[i].pid == pid && states[i].id == id)
-			return &states[i];
-	if (*count == cap)
+	for (size_t i = 0; i < s->count; i++)
+		if (s->items[i].pid == pid && s->items[i].id == id)
+			return &s->items[i];
+	if (s->count == FINDING_MAX_SCALERS)
 		return NULL;
-	states[*count] = (struct scaler_state){ .pid = pid, .id = id,
-						.previous = NAN, .first = NAN };
-	return &states[(*count)++];
+	s->items[s->count] = (struct finding_scaler){ .pid = pid, .id = id,
+						      .previous = NAN,
+						      .first = NAN,
+						      .last_update = NAN };
+	return &s->items[s->count++];
+}
+
+static bool is_scaler(const struct trace_event *e, const char *what)
+{
+	return e->kind == TRACE_SCALER && e->scaler.what &&
+	       (!what || !strcmp(e->scaler.what, what));
+}
+
+/* The state of scaler event i's scaler, its inf tensor noted; or NULL.
+ * The trace's scalers are found at its first scaler event, those ever
+ * updated first (and marked so). */
+static struct finding_scaler *scaler_event(struct findings_context *cx,
+					   size_t i)
+{
+	struct finding_scalers *s = &cx->scalers;
+	const struct trace_event *e = &cx->t->events[i];
+
+	if (!e->scaler.what)
+		return NULL;
+	for (size_t k = 0; !s->found && k < cx->t->nevents; k++) {
+		const struct trace_event *u = &cx->t->events[k];
+		struct finding_scaler *st;
+		if (is_scaler(u, "update") &&
+		    (st = scaler_of(s, u->pid, u->scaler.scaler_id)))
+			st->updates = true;
+	}
+	s->found = true;
+	struct finding_scaler *st = scaler_of(s, e->pid, e->scaler.scaler_id);
+	if (st && e->scaler.inf_tensor)
+		st->inf_tensor = e->scaler.inf_tensor;
+	return st;
 }
 
 /* Dynamic loss scaling skips steps by design: GradScaler starts at 65536
@@ -60,7 +70,7 @@ static struct scaler_state *scaler_state(struct scaler_state *states,
  * not per step: with two optimizers one may step while the other's
  * gradients overflow.  A scaler never updated is calibrated by its
  * first step taken.  A scale that never settles is scaler-collapse's. */
-static enum skip_kind skip_kind_of(struct scaler_state *st)
+static enum finding_skip_kind skip_kind_of(struct finding_scaler *st)
 {
 	if (st->iteration != SKIP_NONE)
 		return st->iteration;
@@ -78,7 +88,7 @@ static enum skip_kind skip_kind_of(struct scaler_state *st)
 }
 
 static void report_skip(struct findings_context *cx, size_t i,
-			struct scaler_state *st)
+			struct finding_scaler *st)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -90,7 +100,7 @@ static void report_skip(struct findings_context *cx, size_t i,
 	};
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_scaler *s = &e->scaler;
-	enum skip_kind kind = skip_kind_of(st);
+	enum finding_skip_kind kind = skip_kind_of(st);
 	char site[160], tensor[192];
 
 	finding_text(site, sizeof site, "%llu/%llu %d",
@@ -116,74 +126,109 @@ static void report_skip(struct findings_context *cx, size_t i,
 		     s->scale);
 }
 
-void finding_rule_scaler(struct findings_context *cx)
+/* scaler-skipped-step: a GradScaler `step` event with step_skipped: a
+ * warning when steps keep being skipped, info while the scale calibrates
+ * and for the scaler's normal adjustments (skip_kind_of).  Fed scaler
+ * events. */
+void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
 {
-	const struct trace *t = cx->t;
-	struct scaler_state states[32];
-	size_t nstates = 0;
+	const struct trace_scaler *s = &cx->t->events[i].scaler;
+	struct finding_scaler *st = scaler_event(cx, i);
+
+	if (!st)
+		return;
+	if (!strcmp(s->what, "step") && !s->step_skipped)
+		st->stepped = true;
+	if (!strcmp(s->what, "step") && s->step_skipped)
+		report_skip(cx, i, st);
+	if (strcmp(s->what, "update"))
+		return;
+	st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
+	st->grew |= !isnan(st->last_update) && s->scale > st->last_update;
+	st->iteration = SKIP_NONE;
+	if (!isnan(s->scale))
+		st->last_update = s->scale;
+}
+
+/* scaler-collapse: a scale below SCALER_COLLAPSE_SCALE, or
+ * SCALER_COLLAPSE_HALVINGS updates in a row that each lowered the
+ * scale.  Fed scaler events. */
+void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+	struct finding_scaler *st = scaler_event(cx, i);
 	char site[160], tensor[192];
 
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what ||
-		    strcmp(e->scaler.what, "update"))
+	if (!st || strcmp(s->what, "update") || isnan(s->scale))
+		return;
+	if (isnan(st->first))
+		st->first = s->scale;
+	st->halvings = !isnan(st->previous) && s->scale < st->previous
+			       ? st->halvings + 1 : 0;
+	st->previous = s->scale;
+	if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
+			     st->halvings < SCALER_COLLAPSE_HALVINGS))
+		return;
+	st->reported = true;
+	finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
+	struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
+					     e->pid, i);
+	if (!f)
+		return;
+	f->tensor = st->inf_tensor;
+	finding_text(f->message, sizeof f->message,
+		     "GradScaler %llu's scale fell to %g (from %g) after %d "
+		     "consecutive reductions (collapse: below %g or %d in a "
+		     "row): the gradients hold inf/NaN at every step%s%s%s, so "
+		     "no optimizer step is taken and training has stopped",
+		     (unsigned long long)s->scaler_id, s->scale, st->first,
+		     st->halvings, SCALER_COLLAPSE_SCALE,
+		     SCALER_COLLAPSE_HALVINGS,
+		     st->inf_tensor ? " (last seen in gradient " : "",
+		     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
+							   tensor, sizeof tensor)
+				    : "",
+		     st->inf_tensor ? ")" : "");
+}
+
+/* An overflow in a backward op followed, before the GradScaler's next
+ * update, by a skipped step of the same process: the scaled gradients
+ * overflowed and the scaler did its job (skipped the step, lowered the
+ * scale), as it does while it calibrates from 65536.  That is
+ * scaler-skipped-step's to report, not an fp16-overflow error.  Any
+ * skipped step of the iteration counts: with several optimizers the
+ * first may step while the one owning the overflowed gradient skips. */
+static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = e->diag.op_id
+					    ? finding_op_of(cx, e->pid, e->diag.op_id)
+					    : NULL;
+
+	if (!op || !finding_op_is_backward(op))
+		return false;
+	for (size_t j = i + 1; j < cx->t->nevents; j++) {
+		const struct trace_event *n = &cx->t->events[j];
+		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
 			continue;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, e->scaler.scaler_id);
-		if (st)
-			st->updates = true;
+		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
+			return true;
+		if (!strcmp(n->scaler.what, "update"))
+			return false;
 	}
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_SCALER || !e->scaler.what)
-			continue;
-		const struct trace_scaler *s = &e->scaler;
-		struct scaler_state *st = scaler_state(states, &nstates, 32,
-						       e->pid, s->scaler_id);
-		if (!st)
-			continue;
-		if (s->inf_tensor)
-			st->inf_tensor = s->inf_tensor;
-		if (!strcmp(s->what, "step") && !s->step_skipped)
-			st->stepped = true;
-		if (!strcmp(s->what, "step") && s->step_skipped)
-			report_skip(cx, i, st);
-		if (!strcmp(s->what, "update")) {
-			st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
-			st->grew |= !isnan(st->previous) && s->scale > st->previous;
-			st->iteration = SKIP_NONE;
-		}
-		if (strcmp(s->what, "update") || isnan(s->scale))
-			continue;
-		if (isnan(st->first))
-			st->first = s->scale;
-		st->halvings = !isnan(st->previous) && s->scale < st->previous
-				       ? st->halvings + 1 : 0;
-		st->previous = s->scale;
-		if (st->reported || (s->scale >= SCALER_COLLAPSE_SCALE &&
-				     st->halvings < SCALER_COLLAPSE_HALVINGS))
-			continue;
-		st->reported = true;
-		finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
-		struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
-						     e->pid, i);
-		if (!f)
-			continue;
-		f->tensor = st->inf_tensor;
-		finding_text(f->message, sizeof f->message,
-			     "GradScaler %llu's scale fell to %g (from %g) after %d "
-			     "consecutive reductions (collapse: below %g or %d in a "
-			     "row): the gradients hold inf/NaN at every step%s%s%s, so "
-			     "no optimizer step is taken and training has stopped",
-			     (unsigned long long)s->scaler_id, s->scale, st->first,
-			     st->halvings, SCALER_COLLAPSE_SCALE,
-			     SCALER_COLLAPSE_HALVINGS,
-			     st->inf_tensor ? " (last seen in gradient " : "",
-			     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-			     tensor, sizeof tensor)
-			     : "",
-			     st->inf_tensor ? ")" : "");
-	}
+	return false;
+}
+
+/* fp16-overflow: libamp's value checks saw an op turn finite inputs into
+ * inf/NaN (its amp.diag events), unless the GradScaler handled it. */
+void finding_rule_fp16_overflow(struct findings_context *cx, size_t i)
+{
+	const char *kind = cx->t->events[i].diag.kind;
+
+	if (kind && !strcmp(kind, finding_kinds[FINDING_FP16_OVERFLOW].name) &&
+	    !overflow_handled_by_scaler(cx, i))
+		finding_fold_diag(cx, i);
 }
 
 /* ------------------------------------------------------ cache growth */
@@ -306,6 +351,12 @@ static void cache_growth_of(struct findings_context *cx, int64_t pid)
 	free(ends);
 }
 
+/* cache-growth: the autocast cache's entry count, read at the end of
+ * each step, rose in CACHE_GROWTH_STEPS consecutive steps with no cache
+ * clear.  Steps, per process: a step ends at each GradScaler `update`;
+ * without one, at the end of each optimizer update (a run of in-place
+ * forward ops on leaves that require grad); without those, each entry
+ * into an outermost autocast region starts one. */
 void finding_rule_cache_growth(struct findings_context *cx)
 {
 	int64_t pids[64];

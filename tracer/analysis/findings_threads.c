@@ -1,6 +1,6 @@
 /* Findings about autocast regions and the threads that run in them:
- * backward-under-autocast and autocast-off-in-thread (the rules are
- * described at the top of findings.c). */
+ * backward-under-autocast and autocast-off-in-thread, on the regions of
+ * every thread, built before the rules run. */
 #include "findings_internal.h"
 
 #include <math.h>
@@ -169,9 +169,14 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 
 /* ------------------------------------------------------------- rules */
 
-void finding_rule_backward(struct findings_context *cx,
-			   const struct finding_regions *r, size_t i)
+/* backward-under-autocast: a backward op whose autocast.enabled is true,
+ * unless the region that set it was entered by the backward pass itself
+ * (its thread's last op before it and its first op inside it were
+ * backward ops: custom_bwd re-entering the forward's autocast state). */
+void finding_rule_backward_under_autocast(struct findings_context *cx,
+					  size_t i)
 {
+	const struct finding_regions *r = &cx->regions;
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
 	const char *scope = op->autocast.scope ? op->autocast.scope : "";
@@ -208,9 +213,20 @@ void finding_rule_backward(struct findings_context *cx,
 		     finding_kinds[FINDING_BACKWARD_UNDER_AUTOCAST].fix);
 }
 
-void finding_rule_thread(struct findings_context *cx,
-			 const struct finding_regions *r, size_t i)
+/* autocast-off-in-thread: thread T ran a lower-precision-list op
+ * (matmul, linear, conv, ...: the policy table's, see
+ * gen_low_precision_ops.c) in the forward with autocast off, while
+ * another thread S was inside an enabled region R that was already open
+ * when T made its first event, and R handed T its work or took its
+ * result: T used a tensor an op of S made inside R (DataParallel's
+ * scatter), or S used inside R a tensor an op of T made (the gather).
+ * The trace records no thread creation; the hand-off is what says T
+ * worked for R, so a sibling worker or a thread of its own that merely
+ * runs while R is open is not reported. */
+void finding_rule_autocast_off_in_thread(struct findings_context *cx,
+					 size_t i)
 {
+	const struct finding_regions *r = &cx->regions;
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
 	char label[128], site[160];

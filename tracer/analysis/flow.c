@@ -1,6 +1,7 @@
 /* Flow events from a trace in memory (see flow.h). */
 #include "flow.h"
 #include "bigmem.h"
+#include "event_json.h"
 #include "jsonw.h"
 
 #include <stdlib.h>
@@ -280,72 +281,22 @@ void flow_free(struct trace_flows *flows)
 	*flows = (struct trace_flows){ 0 };
 }
 
-/* v's decimal text at out; returns its end. */
-static char *i64_text(char *out, int64_t v)
+/* One end of f as its trace event (FORMAT.md §3.10). */
+static struct trace_event flow_event(const struct trace_flow *f, bool start,
+				     uint64_t id)
 {
-	if (v >= 0)
-		return jsonw_digits(out, (uint64_t)v);
-	*out = '-';
-	return jsonw_digits(out + 1, (uint64_t)0 - (uint64_t)v);
-}
-
-#define PUT(out, literal)                                                   \
-	(memcpy((out), "" literal, sizeof(literal) - 1),                     \
-	 (out) + sizeof(literal) - 1)
-
-/* `,"pid":P,"tid":T` of the last thread written, kept as text: the
- * flows of a run come from a few threads, one after the other. */
-struct thread_text {
-	int64_t pid, tid;
-	size_t len;        /* 0: none yet */
-	char text[64];
-};
-
-static char *put_thread(char *out, struct thread_text *c, int64_t pid,
-			int64_t tid)
-{
-	if (!c->len || c->pid != pid || c->tid != tid) {
-		char *end = PUT(c->text, ",\"pid\":");
-		end = i64_text(end, pid);
-		end = PUT(end, ",\"tid\":");
-		end = i64_text(end, tid);
-		c->pid = pid;
-		c->tid = tid;
-		c->len = (size_t)(end - c->text);
-	}
-	memcpy(out, c->text, c->len);
-	return out + c->len;
-}
-
-/* One end of f as its JSON event (the first keys event_json.c writes,
- * then the flow's), at out; returns its end.  Written here key by key
- * rather than through the event writer: flows are half of a trace's
- * events, all written after the program ended.  Room: FLOW_JSON_MAX. */
-#define FLOW_JSON_MAX 320
-static char *flow_end_json(char *out, const struct trace_flow *f, bool start,
-			   uint64_t id, struct thread_text *thread)
-{
-	if (f->kind == FLOW_CAST)
-		out = PUT(out, "{\"name\":\"cast\"");
-	else
-		out = PUT(out, "{\"name\":\"backward\"");
-	if (start)
-		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":");
-	else
-		out = PUT(out, ",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":");
-	out = jsonw_us_text(out, start ? f->from_ns : f->to_ns);
-	out = put_thread(out, thread, f->pid, start ? f->from_tid : f->to_tid);
-	if (!start)
-		out = PUT(out, ",\"bp\":\"e\"");
-	out = PUT(out, ",\"id\":");
-	out = jsonw_digits(out, id);
-	out = PUT(out, ",\"args\":{\"op_id\":");
-	out = jsonw_digits(out, start ? f->from_op_id : f->to_op_id);
-	if (f->kind == FLOW_CAST) {
-		out = PUT(out, ",\"tensor\":");
-		out = jsonw_digits(out, f->tensor);
-	}
-	return PUT(out, "}}");
+	return (struct trace_event){
+		.kind = TRACE_FLOW, .ph = start ? 's' : 'f',
+		.name = f->kind == FLOW_CAST ? "cast" : "backward",
+		.cat = "amp.flow", .pid = f->pid,
+		.tid = start ? f->from_tid : f->to_tid,
+		.ts = (double)(start ? f->from_ns : f->to_ns) / 1000.0,
+		.flow = {
+			.id = id, .bind = start ? NULL : "e",
+			.op_id = start ? f->from_op_id : f->to_op_id,
+			.tensor = f->kind == FLOW_CAST ? f->tensor : 0,
+		},
+	};
 }
 
 uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
@@ -353,21 +304,24 @@ uint64_t flow_text(const struct trace_flows *flows, uint64_t first_id,
 {
 	uint64_t id = first_id;
 	size_t start = out->len;
-	struct thread_text thread = { .len = 0 };
+	struct jsonw_cache *cache = out->cache;
 
-	for (size_t i = 0; i < flows->count; i++, id++) {
-		if (!jsonw_reserve(out, 2 * FLOW_JSON_MAX + 4)) {
-			out->len = start;
-			return first_id;
+	/* the events' strings are the few literals above: escaped once */
+	out->cache = calloc(1, sizeof *out->cache);
+	for (size_t i = 0; i < flows->count && !out->failed; i++, id++) {
+		for (int end = 0; end < 2; end++) {
+			struct trace_event e = flow_event(&flows->items[i],
+							  end == 0, id);
+			if (i || end)
+				jsonw_raw(out, ",\n", 2);
+			event_json_append(out, &e);
 		}
-		char *at = out->data + out->len;
-		if (i)
-			at = PUT(at, ",\n");
-		at = flow_end_json(at, &flows->items[i], true, id, &thread);
-		at = PUT(at, ",\n");
-		at = flow_end_json(at, &flows->items[i], false, id, &thread);
-		*at = '\0';
-		out->len = (size_t)(at - out->data);
+	}
+	free(out->cache);
+	out->cache = cache;
+	if (out->failed) {
+		out->len = start;
+		id = first_id;
 	}
 	return id;
 }

@@ -1,11 +1,14 @@
 /* amptrace: the command-line front end.  Each subcommand lives in its own
  * file and is one row of `commands` below; adding one is a row plus its
- * header.  A subcommand gets argv starting at its own name, answers
- * `--help` itself, and returns the exit status (2 for bad usage). */
+ * declaration in commands.h.  A subcommand gets argv starting at its own
+ * name, answers `--help` itself, and returns the exit status (2 for bad
+ * usage). */
+#include "command_line.h"
+#include "commands.h"
 #include "edit_distance.h"
-#include "explain.h"
-#include "report.h"
-#include "trace_commands.h"
+#include "help_topics.h"
+#include "inherit.h"
+#include "raw_dir.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@ struct command {
 static const struct command commands[] = {
 	{ "explain", "why an op runs in the dtype it runs in under autocast",
 	  amptrace_explain },
-	{ "run", "run a libamp program and write its JSON trace",
+	{ "run", "run a PyTorch or libamp program and write its JSON trace",
 	  amptrace_run },
 	{ "summary", "ops, casts, cache, regions, scaler, findings of a trace",
 	  amptrace_summary },
@@ -35,6 +38,8 @@ static const struct command commands[] = {
 	{ "merge", "join per-rank traces into one", amptrace_merge },
 	{ "report", "one self-contained HTML page: findings, charts, tables, graph",
 	  amptrace_report },
+	{ "completion", "the bash completion script: eval \"$(amptrace completion bash)\"",
+	  amptrace_completion },
 };
 
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
@@ -42,7 +47,9 @@ static const struct command commands[] = {
 static void usage(FILE *out)
 {
 	fputs("usage: amptrace COMMAND [ARGS...]\n"
-	      "       amptrace help COMMAND\n\ncommands:\n",
+	      "       amptrace help COMMAND\n"
+	      "       amptrace help rules      the grammar of check's rules\n"
+	      "       amptrace --version\n\ncommands:\n",
 	      out);
 	for (size_t i = 0; i < COMMAND_COUNT; i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
@@ -86,39 +93,71 @@ static int output_written(int status)
 	return 2;
 }
 
-static int run_command(int argc, char **argv)
+enum { OPTION_VERSION = 256 };
+
+static const struct option amptrace_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPTION_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* `amptrace help [COMMAND | rules]`. */
+static int help(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
-	const char *name = argv[1];
-	if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0) {
 		usage(stdout);
 		return 0;
 	}
-	if (strcmp(name, "--version") == 0) {
-		printf("amptrace %s\n", AMPTRACE_VERSION);
+	if (strcmp(argv[1], "rules") == 0) {
+		help_rules(stdout);
 		return 0;
 	}
-	if (strcmp(name, "help") == 0) {
-		if (argc < 3) {
+	const struct command *command = find_command(argv[1]);
+	if (command == NULL)
+		return unknown_command(argv[1]);
+	char *help_argv[] = { argv[1], "--help", NULL };
+	return command->run(2, help_argv);
+}
+
+/* amptrace's own options end at the command ('+'): the rest is the
+ * command's, which it reads the same way (command_line.h). */
+static int run_command(int argc, char **argv)
+{
+	struct command_line cl = { "amptrace", "+h", amptrace_options, argc,
+				   argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case 'h':
 			usage(stdout);
 			return 0;
+		case OPTION_VERSION:
+			printf("amptrace %s\n", AMPTRACE_VERSION);
+			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
-		const struct command *command = find_command(argv[2]);
-		if (command == NULL)
-			return unknown_command(argv[2]);
-		char *help_argv[] = { argv[2], "--help", NULL };
-		return command->run(2, help_argv);
 	}
-	const struct command *command = find_command(name);
+	if (optind == argc) {
+		usage(stderr);
+		return 2;
+	}
+	argc -= optind;
+	argv += optind;
+	if (strcmp(argv[0], "help") == 0)
+		return help(argc, argv);
+	const struct command *command = find_command(argv[0]);
 	if (command == NULL)
-		return unknown_command(name);
-	return command->run(argc - 1, argv + 1);
+		return unknown_command(argv[0]);
+	return command->run(argc, argv);
 }
 
 int main(int argc, char **argv)
 {
+	/* `amptrace run`'s guard, started under its own name (raw_dir.h) */
+	if (argc > 0 && strcmp(argv[0], RAW_DIR_GUARD_NAME) == 0)
+		return raw_dir_guard_main(argc, argv);
+	inherit_save();
 	return output_written(run_command(argc, argv));
 }

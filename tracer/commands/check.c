@@ -3,10 +3,12 @@
  * holds, 1 when one fails, 2 on bad input. */
 #include "analyze.h"
 #include "check_hints.h"
+#include "command_line.h"
+#include "commands.h"
+#include "output_file.h"
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
-#include "trace_commands.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,7 +30,8 @@ static const char check_usage[] =
 	"    no finding backward-under-autocast\n"
 	"    scaler skipped-steps <= 1\n"
 	"    ops total == 0\n"
-	"The grammar is in tracer/RULES.md.  A trace without any op fails\n"
+	"`amptrace help rules` prints the grammar (RULES.md has it with\n"
+	"examples).  A trace without any op fails\n"
 	"(\"no ops recorded\": the wrong program was traced) unless an\n"
 	"`ops total` rule says what to expect.  An op or region a rule names\n"
 	"that the trace lacks is said with the closest name it has (\"did you\n"
@@ -50,6 +53,32 @@ struct outcome {
 	char first[1024];   /* the first offending op / tensor / step */
 	double seconds;     /* evaluating it took, for the JUnit testcase */
 };
+
+/* What is kept of each rule's outcome for the JUnit report. */
+struct verdict {
+	bool pass;
+	double seconds;
+	/* a failure's "expected\0actual\0first\0", with --junit; else NULL
+	 * (then "" for each) */
+	char *failure;
+};
+
+static struct verdict verdict_of(const struct outcome *o, bool keep_text)
+{
+	struct verdict v = { .pass = o->pass, .seconds = o->seconds };
+	size_t e = strlen(o->expected) + 1, a = strlen(o->actual) + 1;
+	size_t f = strlen(o->first) + 1;
+
+	if (o->pass || !keep_text)
+		return v;
+	v.failure = malloc(e + a + f + 1);
+	if (v.failure) {
+		memcpy(v.failure, o->expected, e);
+		memcpy(v.failure + e, o->actual, a);
+		memcpy(v.failure + e + a, o->first, f);
+	}
+	return v;
+}
 
 static void set(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -86,6 +115,10 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	const struct rule_filter *f = &r->filter;
 	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
 
+	if (strcmp(f->origin ? f->origin : "autocast", "any") &&
+	    strcmp(f->origin ? f->origin : "autocast",
+		   c->origin ? c->origin : "autocast"))
+		return false;
 	if (r->from && strcmp(c->from, r->from))
 		return false;
 	if (r->to && strcmp(c->to, r->to))
@@ -185,18 +218,56 @@ static void other_phase_text(struct outcome *o, const char *op,
 						    : "`in backward`, `in optimizer`");
 }
 
-static void eval_op(const struct analysis *a, const struct rule *r,
-		    struct outcome *o)
+/* One check of an op rule on one op; when it does not hold, what the op
+ * has instead in `detail`. */
+static bool op_check_holds(const struct op_check *c, const struct trace_op *op,
+			   char *detail, size_t size)
 {
-	const struct trace *t = a->trace;
-	size_t matched = 0, failed[RULE_MAX_CHECKS] = { 0 };
-	size_t first[RULE_MAX_CHECKS];
-	char focus[RULE_MAX_CHECKS][400];
-	char values[128];
+	if (c->kind == CHECK_OUTPUT) {
+		if (one_of(c, analysis_output_dtype(op)))
+			return true;
+		if (op->noutputs) {
+			int n = snprintf(detail, size, "output ");
+			describe_tensor(detail + n, size - (size_t)n,
+					&op->outputs[0]);
+		} else {
+			snprintf(detail, size, "no output (%s)",
+				 op->error ? op->error : "failed");
+		}
+		return false;
+	}
+	if (c->kind == CHECK_INPUTS) {
+		for (int in = 0; in < op->ninputs; in++) {
+			if (one_of(c, op->inputs[in].dtype))
+				continue;
+			int n = snprintf(detail, size, "input %d: ", in);
+			describe_tensor(detail + n, size - (size_t)n,
+					&op->inputs[in]);
+			return false;
+		}
+		return true;
+	}
+	if (c->kind == CHECK_POLICY) {
+		snprintf(detail, size, "policy %s",
+			 op->policy ? op->policy : "unknown");
+		return one_of(c, op->policy);
+	}
+	return true; /* CHECK_COUNT: judged on the count, after */
+}
 
+/* The ops an op rule selects, and how each of its checks fared. */
+struct op_tally {
+	size_t matched;
+	size_t failed[RULE_MAX_CHECKS]; /* ops that fail check k */
+	size_t first[RULE_MAX_CHECKS];  /* the first one's event */
+	char focus[RULE_MAX_CHECKS][400]; /* ... and what it has instead */
 	/* same name, left out by the default phase: backward, optimizer */
-	size_t other_phase[2] = { 0, 0 };
+	size_t other_phase[2];
+};
 
+static void tally_ops(const struct trace *t, const struct rule *r,
+		      struct op_tally *tally)
+{
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_OP || e->op.incomplete ||
@@ -205,107 +276,99 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 		if (!op_selected(&r->filter, &e->op, "forward")) {
 			if (!r->filter.phase &&
 			    op_selected(&r->filter, &e->op, "any"))
-				other_phase[e->op.phase &&
-					    !strcmp(e->op.phase, "optimizer")]++;
+				tally->other_phase[e->op.phase &&
+						   !strcmp(e->op.phase, "optimizer")]++;
 			continue;
 		}
-		matched++;
+		tally->matched++;
 		for (int k = 0; k < r->nchecks; k++) {
-			const struct op_check *c = &r->checks[k];
-			const struct trace_op *op = &e->op;
 			char detail[400] = "";
-			bool ok = true;
-			if (c->kind == CHECK_OUTPUT) {
-				ok = one_of(c, analysis_output_dtype(op));
-				if (!ok && op->noutputs) {
-					memcpy(detail, "output ", 7);
-					describe_tensor(detail + 7,
-							sizeof detail - 7,
-							&op->outputs[0]);
-				} else if (!ok) {
-					snprintf(detail, sizeof detail,
-						 "no output (%s)",
-						 op->error ? op->error : "failed");
-				}
-			} else if (c->kind == CHECK_INPUTS) {
-				for (int in = 0; in < op->ninputs && ok; in++)
-					if (!one_of(c, op->inputs[in].dtype)) {
-						ok = false;
-						int n = snprintf(detail, sizeof detail,
-								 "input %d: ", in);
-						describe_tensor(detail + n,
-								sizeof detail -
-									(size_t)n,
-								&op->inputs[in]);
-					}
-			} else if (c->kind == CHECK_POLICY) {
-				ok = one_of(c, op->policy);
-				snprintf(detail, sizeof detail, "policy %s",
-					 op->policy ? op->policy : "unknown");
-			}
-			if (!ok && !failed[k]++) {
-				first[k] = i;
-				snprintf(focus[k], sizeof focus[k], "%s", detail);
-			}
+			if (op_check_holds(&r->checks[k], &e->op, detail,
+					   sizeof detail) ||
+			    tally->failed[k]++)
+				continue;
+			tally->first[k] = i;
+			snprintf(tally->focus[k], sizeof tally->focus[k], "%s",
+				 detail);
 		}
 	}
+}
+
+/* Appends to buf (*n bytes used), "; " between parts, cut at its end. */
+static void append(char *buf, size_t size, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t size, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (*n)
+		*n += (size_t)snprintf(buf + *n, size - *n, "; ");
+	if (*n < size) {
+		va_start(ap, fmt);
+		*n += (size_t)vsnprintf(buf + *n, size - *n, fmt, ap);
+		va_end(ap);
+	}
+	if (*n >= size)
+		*n = size - 1;
+}
+
+/* What the rule expected, what the tally shows and its first offending
+ * op, check by check. */
+static void op_verdict(const struct trace *t, const struct rule *r,
+		       const struct op_tally *tally, struct outcome *o)
+{
+	size_t n_exp = 0, n_act = 0;
+	char values[128];
 
 	o->pass = true;
-	size_t n_exp = 0, n_act = 0;
 	for (int k = 0; k < r->nchecks; k++) {
 		const struct op_check *c = &r->checks[k];
 		const char *what = c->kind == CHECK_OUTPUT ? "outputs"
 				   : c->kind == CHECK_INPUTS ? "has inputs"
-				   : c->kind == CHECK_POLICY ? "has policy"
-							     : "count";
+							     : "has policy";
 		if (c->kind == CHECK_COUNT) {
-			bool ok = rule_compare((double)matched, c->cmp, c->number);
-			n_exp += (size_t)snprintf(o->expected + n_exp,
-						  sizeof o->expected - n_exp,
-						  "%smatching ops %s %g",
-						  n_exp ? "; " : "",
-						  rule_cmp_text(c->cmp), c->number);
-			if (!ok) {
-				o->pass = false;
-				n_act += (size_t)snprintf(
-					o->actual + n_act, sizeof o->actual - n_act,
-					"%s%zu matching ops", n_act ? "; " : "",
-					matched);
-			}
-			if (n_exp >= sizeof o->expected)
-				n_exp = sizeof o->expected - 1;
-			if (n_act >= sizeof o->actual)
-				n_act = sizeof o->actual - 1;
+			append(o->expected, sizeof o->expected, &n_exp,
+			       "matching ops %s %g", rule_cmp_text(c->cmp),
+			       c->number);
+			if (rule_compare((double)tally->matched, c->cmp,
+					 c->number))
+				continue;
+			o->pass = false;
+			append(o->actual, sizeof o->actual, &n_act,
+			       "%zu matching ops", tally->matched);
 			continue;
 		}
-		n_exp += (size_t)snprintf(o->expected + n_exp,
-					  sizeof o->expected - n_exp,
-					  "%severy matching op %s %s",
-					  n_exp ? "; " : "", what,
-					  values_text(c, values, sizeof values));
-		if (n_exp >= sizeof o->expected)
-			n_exp = sizeof o->expected - 1;
-		if (!matched) {
+		append(o->expected, sizeof o->expected, &n_exp,
+		       "every matching op %s %s", what,
+		       values_text(c, values, sizeof values));
+		if (!tally->matched) {
 			o->pass = false;
 			continue;
 		}
-		if (!failed[k])
+		if (!tally->failed[k])
 			continue;
 		o->pass = false;
-		n_act += (size_t)snprintf(o->actual + n_act,
-					  sizeof o->actual - n_act,
-					  "%s%zu of %zu matching ops do not",
-					  n_act ? "; " : "", failed[k], matched);
-		if (n_act >= sizeof o->actual)
-			n_act = sizeof o->actual - 1;
+		append(o->actual, sizeof o->actual, &n_act,
+		       "%zu of %zu matching ops do not", tally->failed[k],
+		       tally->matched);
 		if (!o->first[0])
 			describe_op(o->first, sizeof o->first, t,
-				    &t->events[first[k]], focus[k]);
+				    &t->events[tally->first[k]], tally->focus[k]);
 	}
-	if (!matched && !o->pass && !o->actual[0] &&
-	    other_phase[0] + other_phase[1])
-		other_phase_text(o, r->op, other_phase);
-	else if (!matched && !o->pass && !o->actual[0])
+}
+
+static void eval_op(const struct analysis *a, const struct rule *r,
+		    struct outcome *o)
+{
+	const struct trace *t = a->trace;
+	struct op_tally tally = { 0 };
+
+	tally_ops(t, r, &tally);
+	op_verdict(t, r, &tally, o);
+	if (!tally.matched && !o->pass && !o->actual[0] &&
+	    tally.other_phase[0] + tally.other_phase[1])
+		other_phase_text(o, r->op, tally.other_phase);
+	else if (!tally.matched && !o->pass && !o->actual[0])
 		set(o->actual, sizeof o->actual,
 		    "no op matched '%s'%s (the trace has %zu ops)", r->op,
 		    r->filter.scope || r->filter.phase || r->filter.device ||
@@ -314,8 +377,8 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 			    : "",
 		    t->counts[TRACE_OP]);
 	if (o->pass)
-		set(o->actual, sizeof o->actual, "%zu matching op%s", matched,
-		    matched == 1 ? "" : "s");
+		set(o->actual, sizeof o->actual, "%zu matching op%s",
+		    tally.matched, tally.matched == 1 ? "" : "s");
 }
 
 static void describe_cast(char *buf, size_t size, const struct analysis *a,
@@ -344,6 +407,11 @@ static void casts_label(const struct rule *r, char *buf, size_t size)
 		snprintf(buf, size, "casts to %s", r->to);
 	else
 		snprintf(buf, size, "casts");
+	if (r->filter.origin && strcmp(r->filter.origin, "autocast")) {
+		size_t used = strlen(buf);
+		snprintf(buf + used, size - used, " (origin %s)",
+			 r->filter.origin);
+	}
 }
 
 static void eval_casts(const struct analysis *a, const struct rule *r,
@@ -365,7 +433,7 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_CAST || trace_cast_is_compiled(&e->cast) ||
+		if ((e->kind != TRACE_CAST && e->kind != TRACE_OTHER_CAST) ||
 		    !cast_selected(a, r, e))
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
@@ -541,10 +609,7 @@ static bool empty_trace_failure(const struct trace *t, const struct rules *rules
 	for (size_t i = 0; i < rules->count; i++)
 		if (rules->items[i].kind == RULE_OPS)
 			return false;
-	const cJSON *command = cJSON_GetObjectItemCaseSensitive(t->header,
-								"command");
-	const cJSON *prog = cJSON_GetArrayItem(command, 0);
-	run_no_ops_message(cJSON_IsString(prog) ? prog->valuestring : NULL,
+	run_no_ops_message(t->header.ncommand ? t->header.command[0] : NULL,
 			   message, size);
 	return true;
 }
@@ -580,20 +645,20 @@ static double seconds_since(const struct timespec *start)
  * file against the cpu and the cuda trace are two suites in CI; hostname,
  * timestamp and time say where, when and how long, as JUnit's schema
  * has them. */
-static FILE *junit_open(const char *path, const char *trace, size_t tests,
-			size_t failures, size_t errors,
-			const struct timespec *start)
+static FILE *junit_open(struct output_file *out, const char *path,
+			const char *trace, size_t tests, size_t failures,
+			size_t errors, const struct timespec *start)
 {
-	FILE *f = fopen(path, "w");
 	char stamp[32], host[256];
 	time_t now = time(NULL);
 	struct tm tm;
 
-	if (!f) {
+	if (output_file_open(out, path) != 0) {
 		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
 			strerror(errno));
 		return NULL;
 	}
+	FILE *f = out->f;
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
 	if (gethostname(host, sizeof host) != 0)
@@ -614,10 +679,10 @@ static FILE *junit_open(const char *path, const char *trace, size_t tests,
 	return f;
 }
 
-static int junit_close(FILE *f, const char *path)
+static int junit_close(struct output_file *out, const char *path)
 {
-	fputs("  </testsuite>\n</testsuites>\n", f);
-	if (fclose(f) != 0) {
+	fputs("  </testsuite>\n</testsuites>\n", out->f);
+	if (output_file_close(out) != 0) {
 		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
 			strerror(errno));
 		return -1;
@@ -640,7 +705,8 @@ static void junit_error(const char *path, const char *trace,
 			const char *rules, const char *message,
 			const struct timespec *start)
 {
-	FILE *f = junit_open(path, trace, 1, 0, 1, start);
+	struct output_file out;
+	FILE *f = junit_open(&out, path, trace, 1, 0, 1, start);
 
 	if (!f)
 		return;
@@ -652,197 +718,267 @@ static void junit_error(const char *path, const char *trace,
 	fputs("\" time=\"0\">\n      <error message=\"", f);
 	xml_escaped(f, message);
 	fputs("\" type=\"bad input\"/>\n    </testcase>\n", f);
-	junit_close(f, path);
+	junit_close(&out, path);
+}
+
+static void evaluate(const struct analysis *a, const struct rule *r,
+		     struct outcome *o)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	switch (r->kind) {
+	case RULE_OP:
+		eval_op(a, r, o);
+		break;
+	case RULE_CASTS:
+		eval_casts(a, r, o);
+		break;
+	case RULE_CACHE:
+	case RULE_SCALER:
+		eval_metric(a, r, o);
+		break;
+	case RULE_FINDING:
+		eval_finding(a, r, o);
+		break;
+	case RULE_OPS:
+		eval_ops(a, r, o);
+		break;
+	default:
+		break;
+	}
+	check_hints_add(a->trace, r, o->actual, sizeof o->actual);
+	o->seconds = seconds_since(&start);
+}
+
+static void print_outcome(const struct rules *rules, const struct rule *r,
+			  const struct outcome *o)
+{
+	if (o->pass) {
+		printf("PASS %s:%zu  %s  (%s)\n", rules->path, r->line, r->text,
+		       o->actual);
+		return;
+	}
+	printf("FAIL %s:%zu  %s\n", rules->path, r->line, r->text);
+	printf("     expected: %s\n", o->expected);
+	printf("     actual:   %s\n", o->actual);
+	if (o->first[0])
+		printf("     first:    %s\n", o->first);
+}
+
+static void junit_rule_testcase(FILE *f, const char *trace,
+				const struct rules *rules, const struct rule *r,
+				const struct verdict *v)
+{
+	junit_testcase(f, trace);
+	xml_escaped(f, rules->path);
+	fprintf(f, ":%zu: ", r->line);
+	xml_escaped(f, r->text);
+	fputs("\" file=\"", f);
+	xml_escaped(f, rules->path);
+	fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line, v->seconds);
+	if (v->pass) {
+		fputs("/>\n", f);
+		return;
+	}
+	const char *expected = v->failure ? v->failure : "\0\0";
+	const char *actual = expected + strlen(expected) + 1;
+	const char *first = actual + strlen(actual) + 1;
+	fputs(">\n      <failure type=\"rule\" message=\"", f);
+	fprintf(f, "expected ");
+	xml_escaped(f, expected);
+	fputs(", got ", f);
+	xml_escaped(f, actual);
+	fputs("\">", f);
+	fputs("rule: ", f);
+	xml_escaped(f, r->text);
+	fputs("\nexpected: ", f);
+	xml_escaped(f, expected);
+	fputs("\nactual: ", f);
+	xml_escaped(f, actual);
+	if (first[0]) {
+		fputs("\nfirst: ", f);
+		xml_escaped(f, first);
+	}
+	fputs("</failure>\n    </testcase>\n", f);
+}
+
+static void junit_empty_testcase(FILE *f, const char *trace,
+				 const char *message)
+{
+	junit_testcase(f, trace);
+	xml_escaped(f, trace);
+	fputs(": ops recorded\" time=\"0\">\n"
+	      "      <failure type=\"empty-trace\" message=\"", f);
+	xml_escaped(f, message);
+	fputs("\"/>\n    </testcase>\n", f);
+}
+
+/* The results as JUnit XML: a testcase per rule (`failures` of them
+ * failed) and one for an empty trace (`empty`, its failure, or NULL).
+ * Returns 0, or 2 when the file cannot be written. */
+static int write_junit(const char *path, const struct trace *trace,
+		       const struct rules *rules, const struct verdict *verdicts,
+		       size_t failures, const char *empty,
+		       const struct timespec *start)
+{
+	struct output_file out;
+	FILE *f = junit_open(&out, path, trace->path, rules->count + !!empty,
+			     failures + !!empty, 0, start);
+
+	if (!f)
+		return 2;
+	for (size_t i = 0; i < rules->count; i++)
+		junit_rule_testcase(f, trace->path, rules, &rules->items[i],
+				    &verdicts[i]);
+	if (empty)
+		junit_empty_testcase(f, trace->path, empty);
+	return junit_close(&out, path) == 0 ? 0 : 2;
+}
+
+/* Everything after loading: each rule evaluated and printed (only what
+ * the JUnit report needs kept of each: a rules file may hold many), the
+ * verdict, the JUnit file written. */
+static int check_loaded(const struct trace *trace, struct analysis *a,
+			const struct rules *rules, const char *junit,
+			const struct timespec *start)
+{
+	struct verdict *verdicts = calloc(rules->count, sizeof *verdicts);
+	size_t failures = 0;
+	char note[512], empty[512];
+
+	if (trace_end_note(trace, note, sizeof note))
+		printf("note: %s: %s\n", trace->path, note);
+	if (!verdicts) {
+		fprintf(stderr, "amptrace check: out of memory\n");
+		return 2;
+	}
+	for (size_t i = 0; i < rules->count; i++) {
+		struct outcome o = { 0 };
+		evaluate(a, &rules->items[i], &o);
+		verdicts[i] = verdict_of(&o, junit != NULL);
+		print_outcome(rules, &rules->items[i], &o);
+		failures += !o.pass;
+	}
+	bool is_empty = empty_trace_failure(trace, rules, empty, sizeof empty);
+	if (is_empty)
+		printf("FAIL %s  %s\n", trace->path, empty);
+	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
+	       failures || is_empty ? "FAILED" : "OK", failures, rules->count,
+	       rules->count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
+	       trace->path);
+	int status = failures || is_empty ? 1 : 0;
+	if (junit && write_junit(junit, trace, rules, verdicts, failures,
+				 is_empty ? empty : NULL, start) != 0)
+		status = 2;
+	for (size_t i = 0; i < rules->count; i++)
+		free(verdicts[i].failure);
+	free(verdicts);
+	return status;
+}
+
+enum { OPTION_JUNIT = 256 };
+
+static const struct option check_options[] = {
+	{ "junit", required_argument, NULL, OPTION_JUNIT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct check_args {
+	const char *paths[2]; /* the trace, the rules */
+	const char *junit;
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct check_args *args)
+{
+	struct command_line cl = { "amptrace check", "h", check_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_JUNIT:
+			args->junit = optarg;
+			break;
+		case 'h':
+			fputs(check_usage, stdout);
+			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
+		}
+	}
+	if (argc - optind < 2)
+		return command_line_error(&cl, "need a trace and a rules file");
+	if (argc - optind > 2)
+		return command_line_error(&cl, "unexpected argument '%s'",
+					  argv[optind + 2]);
+	args->paths[0] = argv[optind];
+	args->paths[1] = argv[optind + 1];
+	/* --junit t.json would replace the trace (or the rules) it checks */
+	if (args->junit &&
+	    output_refuse_input("amptrace check", args->junit, args->paths, 2))
+		return 2;
+	return -1;
+}
+
+/* The rules, then the trace; 0, or 2 when either cannot be read (said,
+ * and in the JUnit file: CI shows bad input too). */
+static int load_inputs(const struct check_args *args, struct rules *rules,
+		       struct trace *trace, const struct timespec *start)
+{
+	struct trace_error err;
+	size_t len;
+	char *text = trace_read_file(args->paths[1], &len, &err);
+	int status = text && rules_parse(args->paths[1], text, len, rules,
+					 &err) == 0 ? 0 : 2;
+
+	free(text);
+	if (status == 0 && trace_load(args->paths[0], trace, &err) != 0) {
+		rules_free(rules);
+		status = 2;
+	}
+	if (status == 0)
+		return 0;
+	fprintf(stderr, "amptrace check: %s\n", err.message);
+	if (args->junit)
+		junit_error(args->junit, args->paths[0], args->paths[1],
+			    err.message, start);
+	return 2;
 }
 
 int amptrace_check(int argc, char **argv)
 {
-	const char *paths[2] = { NULL, NULL };
-	const char *junit = NULL;
-	int npaths = 0;
+	struct check_args args = { 0 };
 	struct timespec start;
+	struct rules rules;
+	struct trace trace;
+	struct analysis a;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(check_usage, stdout);
-			return 0;
-		}
-		if (!strcmp(argv[i], "--junit")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "amptrace check: --junit needs a "
-					"file name\n");
-				return 2;
-			}
-			junit = argv[++i];
-		} else if (!strncmp(argv[i], "--junit=", 8)) {
-			junit = argv[i] + 8;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace check: unknown option '%s'\n%s",
-				argv[i], check_usage);
-			return 2;
-		} else if (npaths < 2) {
-			paths[npaths++] = argv[i];
-		} else {
-			fprintf(stderr, "amptrace check: unexpected argument "
-				"'%s'\n%s", argv[i], check_usage);
-			return 2;
-		}
-	}
-	if (npaths < 2) {
-		fprintf(stderr, "amptrace check: need a trace and a rules file\n%s",
-			check_usage);
+	int status = parse_args(argc, argv, &args);
+	if (status >= 0)
+		return status;
+	if (load_inputs(&args, &rules, &trace, &start) != 0)
 		return 2;
-	}
-
-	struct trace_error err;
-	struct rules rules;
-	size_t len;
-	char *text = trace_read_file(paths[1], &len, &err);
-	if (!text || rules_parse(paths[1], text, len, &rules, &err) != 0) {
-		free(text);
-		fprintf(stderr, "amptrace check: %s\n", err.message);
-		if (junit)
-			junit_error(junit, paths[0], paths[1], err.message,
-				    &start);
-		return 2;
-	}
-	free(text);
-	struct trace trace;
-	if (trace_load(paths[0], &trace, &err) != 0) {
-		fprintf(stderr, "amptrace check: %s\n", err.message);
-		if (junit)
-			junit_error(junit, paths[0], paths[1], err.message,
-				    &start);
-		rules_free(&rules);
-		return 2;
-	}
-	struct analysis a;
 	if (analysis_run(&trace, &a) != 0) {
 		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		trace_free(&trace);
-		rules_free(&rules);
-		return 2;
+		status = 2;
+	} else {
+		status = check_loaded(&trace, &a, &rules, args.junit, &start);
 	}
-	char note[512];
-	if (trace_end_note(&trace, note, sizeof note))
-		printf("note: %s: %s\n", trace.path, note);
-
-	struct outcome *outcomes = calloc(rules.count, sizeof *outcomes);
-	size_t failures = 0;
-	if (!outcomes) {
-		fprintf(stderr, "amptrace check: out of memory\n");
-		analysis_free(&a);
-		trace_free(&trace);
-		rules_free(&rules);
-		return 2;
-	}
-	for (size_t i = 0; i < rules.count; i++) {
-		const struct rule *r = &rules.items[i];
-		struct outcome *o = &outcomes[i];
-		struct timespec rule_start;
-		clock_gettime(CLOCK_MONOTONIC, &rule_start);
-		switch (r->kind) {
-		case RULE_OP:
-			eval_op(&a, r, o);
-			break;
-		case RULE_CASTS:
-			eval_casts(&a, r, o);
-			break;
-		case RULE_CACHE:
-		case RULE_SCALER:
-			eval_metric(&a, r, o);
-			break;
-		case RULE_FINDING:
-			eval_finding(&a, r, o);
-			break;
-		case RULE_OPS:
-			eval_ops(&a, r, o);
-			break;
-		default:
-			break;
-		}
-		check_hints_add(&trace, r, o->actual, sizeof o->actual);
-		o->seconds = seconds_since(&rule_start);
-		if (o->pass) {
-			printf("PASS %s:%zu  %s  (%s)\n", rules.path, r->line,
-			       r->text, o->actual);
-			continue;
-		}
-		failures++;
-		printf("FAIL %s:%zu  %s\n", rules.path, r->line, r->text);
-		printf("     expected: %s\n", o->expected);
-		printf("     actual:   %s\n", o->actual);
-		if (o->first[0])
-			printf("     first:    %s\n", o->first);
-	}
-	char empty[512];
-	bool is_empty = empty_trace_failure(&trace, &rules, empty, sizeof empty);
-	if (is_empty)
-		printf("FAIL %s  %s\n", trace.path, empty);
-	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
-	       failures || is_empty ? "FAILED" : "OK", failures, rules.count,
-	       rules.count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
-	       trace.path);
-
-	int status = failures || is_empty ? 1 : 0;
-	if (junit) {
-		FILE *f = junit_open(junit, trace.path, rules.count + is_empty,
-				     failures + is_empty, 0, &start);
-		if (!f) {
-			status = 2;
-		} else {
-			for (size_t i = 0; i < rules.count; i++) {
-				const struct rule *r = &rules.items[i];
-				const struct outcome *o = &outcomes[i];
-				junit_testcase(f, trace.path);
-				xml_escaped(f, rules.path);
-				fprintf(f, ":%zu: ", r->line);
-				xml_escaped(f, r->text);
-				fputs("\" file=\"", f);
-				xml_escaped(f, rules.path);
-				fprintf(f, "\" line=\"%zu\" time=\"%.6f\"", r->line,
-					o->seconds);
-				if (o->pass) {
-					fputs("/>\n", f);
-					continue;
-				}
-				fputs(">\n      <failure type=\"rule\" message=\"", f);
-				fprintf(f, "expected ");
-				xml_escaped(f, o->expected);
-				fputs(", got ", f);
-				xml_escaped(f, o->actual);
-				fputs("\">", f);
-				fputs("rule: ", f);
-				xml_escaped(f, r->text);
-				fputs("\nexpected: ", f);
-				xml_escaped(f, o->expected);
-				fputs("\nactual: ", f);
-				xml_escaped(f, o->actual);
-				if (o->first[0]) {
-					fputs("\nfirst: ", f);
-					xml_escaped(f, o->first);
-				}
-				fputs("</failure>\n    </testcase>\n", f);
-			}
-			if (is_empty) {
-				junit_testcase(f, trace.path);
-				xml_escaped(f, trace.path);
-				fputs(": ops recorded\" time=\"0\">\n"
-				      "      <failure type=\"empty-trace\" "
-				      "message=\"", f);
-				xml_escaped(f, empty);
-				fputs("\"/>\n    </testcase>\n", f);
-			}
-			if (junit_close(f, junit) != 0)
-				status = 2;
-		}
-	}
-	free(outcomes);
 	analysis_free(&a);
 	trace_free(&trace);
 	rules_free(&rules);
 	return status;
+}
+
+int check_rules(const struct trace *trace, struct analysis *a,
+		const struct rules *rules, const char *junit)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	return check_loaded(trace, a, rules, junit, &start);
 }

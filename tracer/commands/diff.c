@@ -9,10 +9,11 @@
  * output dtype, policy and the casts made for the op (argument, from, to,
  * cache result); unaligned ops are reported as added or removed. */
 #include "analyze.h"
+#include "command_line.h"
+#include "commands.h"
 #include "diff_compiled.h"
 #include "id_map.h"
 #include "trace.h"
-#include "trace_commands.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -146,15 +147,9 @@ static size_t op_of_key(struct side *s, const char *text)
 	return id_map_get(&s->ops, 0, key_of(s, text));
 }
 
-static int load_side(const char *path, struct side *s)
+/* The side of s->trace, loaded: its analysis and op keys. */
+static void build_side(struct side *s)
 {
-	struct trace_error err;
-
-	memset(s, 0, sizeof *s);
-	if (trace_load(path, &s->trace, &err) != 0) {
-		fprintf(stderr, "amptrace diff: %s\n", err.message);
-		return -1;
-	}
 	if (analysis_run(&s->trace, &s->a) != 0)
 		oom();
 	order_processes(s);
@@ -192,7 +187,31 @@ static int load_side(const char *path, struct side *s)
 	}
 	id_map_free(&occurrences);
 	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
+}
+
+static int load_side(const char *path, struct side *s)
+{
+	struct trace_error err;
+
+	memset(s, 0, sizeof *s);
+	if (trace_load(path, &s->trace, &err) != 0) {
+		fprintf(stderr, "amptrace diff: %s\n", err.message);
+		return -1;
+	}
+	build_side(s);
 	return 0;
+}
+
+struct diff_side *diff_side_new(struct trace *trace)
+{
+	struct side *s = calloc(1, sizeof *s);
+
+	if (!s)
+		oom();
+	s->trace = *trace;
+	*trace = (struct trace){ 0 };
+	build_side(s);
+	return (struct diff_side *)s;
 }
 
 static void free_side(struct side *s)
@@ -506,64 +525,102 @@ static void print_json(const struct side *b, const struct side *n,
 	cJSON_Delete(root);
 }
 
-int amptrace_diff(int argc, char **argv)
-{
-	const char *paths[2] = { NULL, NULL };
-	bool json = false;
-	int npaths = 0;
+enum { OPTION_JSON = 256 };
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+static const struct option diff_options[] = {
+	{ "json", no_argument, NULL, OPTION_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* BASE and NEW into paths; returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char *paths[2], bool *json)
+{
+	struct command_line cl = { "amptrace diff", "h", diff_options, argc,
+				   argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_JSON:
+			*json = true;
+			break;
+		case 'h':
 			fputs(diff_usage, stdout);
 			return 0;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace diff: unknown option '%s'\n%s",
-				argv[i], diff_usage);
-			return 2;
-		} else if (npaths < 2) {
-			paths[npaths++] = argv[i];
-		} else {
-			fprintf(stderr, "amptrace diff: unexpected argument "
-				"'%s'\n%s", argv[i], diff_usage);
-			return 2;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
-	if (npaths < 2) {
-		fprintf(stderr, "amptrace diff: need two traces\n%s", diff_usage);
+	if (argc - optind < 2)
+		return command_line_error(&cl, "need two traces (BASE.json "
+					  "NEW.json)");
+	if (argc - optind > 2)
+		return command_line_error(&cl, "unexpected argument '%s'",
+					  argv[optind + 2]);
+	paths[0] = argv[optind];
+	paths[1] = argv[optind + 1];
+	return -1;
+}
+
+/* Both traces loaded into *b and *n, each with its note; 2 when one
+ * cannot be read (said), else 0. */
+static int load_sides(const char *paths[2], struct side *b, struct side *n)
+{
+	char note[512];
+
+	if (load_side(paths[0], b) != 0)
 		return 2;
-	}
-	struct side *b = calloc(1, sizeof *b), *n = calloc(1, sizeof *n);
-	if (!b || !n)
-		oom();
-	if (load_side(paths[0], b) != 0) {
-		free(b);
-		free(n);
-		return 2;
-	}
 	if (load_side(paths[1], n) != 0) {
 		free_side(b);
-		free(b);
-		free(n);
 		return 2;
 	}
-	char note[512];
 	for (int k = 0; k < 2; k++) {
 		const struct trace *t = k ? &n->trace : &b->trace;
 		if (trace_end_note(t, note, sizeof note))
 			fprintf(stderr, "amptrace diff: note: %s: %s\n", t->path,
 				note);
 	}
-	if (diff_compiled_applies(&b->trace, &n->trace)) {
-		int compared = diff_compiled(&b->trace, &n->trace, json);
+	return 0;
+}
+
+int amptrace_diff(int argc, char **argv)
+{
+	const char *paths[2];
+	bool json = false;
+	int status = parse_args(argc, argv, paths, &json);
+
+	if (status >= 0)
+		return status;
+	struct side *b = calloc(1, sizeof *b), *n = calloc(1, sizeof *n);
+	if (!b || !n)
+		oom();
+	status = load_sides(paths, b, n);
+	if (status == 0) {
+		status = diff_print((struct diff_side *)b, (struct diff_side *)n,
+				    json);
 		free_side(b);
 		free_side(n);
-		free(b);
-		free(n);
-		return compared;
 	}
+	free(b);
+	free(n);
+	return status;
+}
+
+void diff_side_free(struct diff_side *side)
+{
+	if (!side)
+		return;
+	free_side((struct side *)side);
+	free(side);
+}
+
+int diff_print(struct diff_side *base, struct diff_side *new, bool json)
+{
+	struct side *b = (struct side *)base, *n = (struct side *)new;
+
+	if (diff_compiled_applies(&b->trace, &n->trace))
+		return diff_compiled(&b->trace, &n->trace, json);
 	struct changes changes = { 0 };
 	size_t matched;
 	compare(b, n, &changes, &matched);
@@ -578,9 +635,5 @@ int amptrace_diff(int argc, char **argv)
 	int status = changes.count ? 1 : 0;
 	free(dirs);
 	free(changes.items);
-	free_side(b);
-	free_side(n);
-	free(b);
-	free(n);
 	return status;
 }

@@ -92,17 +92,20 @@ static int collect(const struct trace *t, struct signatures *s)
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const struct trace_cast *c = &e->cast;
-		if (e->kind != TRACE_CAST ||
-		    (c->compiled && (!c->made_by ||
-				     strcmp(c->made_by, "autocast"))))
+		bool compiled = e->kind == TRACE_OTHER_CAST &&
+				trace_cast_is_compiled(c);
+		/* autocast's decisions: a run's, or a graph's autocast made */
+		if (e->kind != TRACE_CAST &&
+		    !(compiled && c->made_by && !strcmp(c->made_by, "autocast")))
 			continue;
 		struct signature sig = {
-			.module = c->module, .op = c->op, .phase = c->phase,
-			.from = c->from, .to = c->to, .source = c->source,
-			.graph = c->compiled ? c->graph : 0, .count = 1,
+			.module = c->module, .op = trace_cast_for_op(c),
+			.phase = trace_cast_for_phase(c), .from = c->from,
+			.to = c->to, .source = c->source_line,
+			.graph = compiled ? c->graph : 0, .count = 1,
 			.line = e->line,
 		};
-		if (c->compiled)
+		if (compiled)
 			s->compiled++;
 		if (add(s, &sig) != 0)
 			return -1;
@@ -116,7 +119,8 @@ bool diff_compiled_applies(const struct trace *base, const struct trace *now)
 		const struct trace *t = k ? now : base;
 		for (size_t i = 0; i < t->nevents; i++) {
 			const struct trace_event *e = &t->events[i];
-			if ((e->kind == TRACE_CAST && e->cast.compiled) ||
+			if ((e->kind == TRACE_OTHER_CAST &&
+			     trace_cast_is_compiled(&e->cast)) ||
 			    (e->kind == TRACE_OP && e->op.graph))
 				return true;
 		}

@@ -34,6 +34,8 @@
  * conflicts).  Exit status 0 for any answer (an autocast error included:
  * it is in `error`), 2 for bad usage (unknown op, dtype or option).
  */
+#include "command_line.h"
+#include "commands.h"
 #include "edit_distance.h"
 #include "explain.h"
 
@@ -113,32 +115,11 @@ static void usage(FILE *out)
 	      out);
 }
 
+static const struct command_line explain_command = { "amptrace explain" };
+
 static int usage_error(const char *fmt, const char *arg)
 {
-	fputs("amptrace explain: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\n(amptrace explain --help for usage)\n", stderr);
-	return 2;
-}
-
-/* "unknown option '--dtpye'; did you mean '--dtype'?" */
-static int unknown_option(const char *arg)
-{
-	static const char *const options[] = { "--help", "--json", "--no-cache",
-					       "--list", "--device", "--dtype",
-					       "--torch" };
-	struct closest_name closest = CLOSEST_NAME_INIT;
-	char name[64];
-
-	snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-	for (size_t i = 0; i < sizeof options / sizeof *options; i++)
-		closest_name_offer(&closest, name, options[i]);
-	if (!closest.name)
-		return usage_error("unknown option '%s'", arg);
-	fprintf(stderr, "amptrace explain: unknown option '%s'; did you mean "
-		"'%s'?\n(amptrace explain --help for usage)\n", arg,
-		closest.name);
-	return 2;
+	return command_line_error(&explain_command, fmt, arg);
 }
 
 static void add_note(struct explain *ex, const char *fmt, const char *a,
@@ -696,15 +677,19 @@ static int parse_torch(struct explain *ex, const char *value)
 	bool exact;
 	int status = amp_torch_version_from_string(value, &ex->torch, &exact);
 	if (status == AMP_OK) {
+		const struct amp_torch_table *table = amp_torch_table(ex->torch);
+		int major = 0, minor = 0;
+		sscanf(value, "%d.%d", &major, &minor);
+		bool below = table->major * 1000 + table->minor <=
+			     major * 1000 + minor;
 		if (!exact)
 			add_note(ex,
 				 "PyTorch %s has no table of its own: explained "
 				 "with the %s lists (%s)",
-				 value, amp_torch_table(ex->torch)->name,
-				 ex->torch == AMP_TORCH_NEWEST
-					 ? "it is newer than every numbered "
-					   "table"
-					 : "the nearest table below it");
+				 value, table->name,
+				 below ? "the nearest table below it"
+				       : "the nearest table above it: none "
+					 "below it has its major version");
 		return 0;
 	}
 	fprintf(stderr, "amptrace explain: %s PyTorch version '%s'; versions: ",
@@ -717,77 +702,88 @@ static int parse_torch(struct explain *ex, const char *value)
 	return 2;
 }
 
+enum {
+	OPTION_JSON = 256,
+	OPTION_NO_CACHE,
+	OPTION_LIST,
+	OPTION_DEVICE,
+	OPTION_DTYPE,
+	OPTION_TORCH,
+};
+
+static const struct option explain_options[] = {
+	{ "json", no_argument, NULL, OPTION_JSON },
+	{ "no-cache", no_argument, NULL, OPTION_NO_CACHE },
+	{ "list", no_argument, NULL, OPTION_LIST },
+	{ "device", required_argument, NULL, OPTION_DEVICE },
+	{ "dtype", required_argument, NULL, OPTION_DTYPE },
+	{ "torch", required_argument, NULL, OPTION_TORCH },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A negative number ("-100", "-.5") is an ARG, not an option. */
+static bool is_number_arg(const char *arg)
+{
+	return isdigit((unsigned char)arg[1]) || arg[1] == '.';
+}
+
+/* One option with its value (optarg); 0, or the exit status. */
+static int set_option(struct explain *ex, int option, bool *dtype_set,
+		      bool *list)
+{
+	switch (option) {
+	case OPTION_JSON:
+		ex->json = true;
+		return 0;
+	case OPTION_NO_CACHE:
+		ex->cache_enabled = false;
+		return 0;
+	case OPTION_LIST:
+		*list = true;
+		return 0;
+	case OPTION_TORCH:
+		return parse_torch(ex, optarg);
+	case OPTION_DEVICE:
+		if (amp_device_type_from_name(optarg, &ex->device) != 0)
+			return usage_error("unknown device '%s' (cuda or cpu)",
+					   optarg);
+		return 0;
+	case OPTION_DTYPE:
+		if (amp_dtype_from_name(optarg, &ex->lp) != 0 ||
+		    (ex->lp != AMP_DTYPE_F16 && ex->lp != AMP_DTYPE_BF16))
+			return usage_error("unsupported autocast dtype '%s' "
+					   "(f16 or bf16)", optarg);
+		*dtype_set = true;
+		return 0;
+	default:
+		return COMMAND_LINE_BAD_USAGE;
+	}
+}
+
 /* Options may come anywhere (before "--"); the rest are OP and ARGs,
- * collected in order into `positional`. */
+ * collected in order into `positional`.  Returns 0, 1 after --help, or
+ * the exit status. */
 static int parse_options(struct explain *ex, int argc, char **argv,
 			 char **positional, int *npositional, bool *list)
 {
+	struct command_line cl = { "amptrace explain", "h", explain_options,
+				   argc, argv, .is_operand = is_number_arg };
 	bool dtype_set = false;
-	bool options_done = false;
-	*npositional = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		const char *value = NULL;
-		if (options_done || arg[0] != '-' ||
-		    isdigit((unsigned char)arg[1]) || arg[1] == '.') {
-			positional[(*npositional)++] = argv[i];
-			continue;
-		}
-		if (strcmp(arg, "--") == 0) {
-			options_done = true;
-			continue;
-		}
-		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		if (option == 'h') {
 			usage(stdout);
 			return 1;
 		}
-		if (strcmp(arg, "--json") == 0) {
-			ex->json = true;
-			continue;
-		}
-		if (strcmp(arg, "--no-cache") == 0) {
-			ex->cache_enabled = false;
-			continue;
-		}
-		if (strcmp(arg, "--list") == 0) {
-			*list = true;
-			continue;
-		}
-		bool is_device = strncmp(arg, "--device", 8) == 0;
-		bool is_dtype = strncmp(arg, "--dtype", 7) == 0;
-		bool is_torch = strncmp(arg, "--torch", 7) == 0;
-		if (!is_device && !is_dtype && !is_torch)
-			return unknown_option(arg);
-		const char *eq = strchr(arg, '=');
-		size_t name_len = is_device ? 8 : 7;
-		if (eq != NULL && (size_t)(eq - arg) == name_len)
-			value = eq + 1;
-		else if (arg[name_len] != '\0')
-			return usage_error("unknown option '%s'", arg);
-		else if (i + 1 < argc)
-			value = argv[++i];
-		else
-			return usage_error("option '%s' needs a value", arg);
-		if (is_torch) {
-			int status = parse_torch(ex, value);
-			if (status != 0)
-				return status;
-		} else if (is_device) {
-			if (amp_device_type_from_name(value, &ex->device) != 0)
-				return usage_error(
-					"unknown device '%s' (cuda or cpu)",
-					value);
-		} else {
-			if (amp_dtype_from_name(value, &ex->lp) != 0 ||
-			    (ex->lp != AMP_DTYPE_F16 &&
-			     ex->lp != AMP_DTYPE_BF16))
-				return usage_error(
-					"unsupported autocast dtype '%s' "
-					"(f16 or bf16)",
-					value);
-			dtype_set = true;
-		}
+		int status = set_option(ex, option, &dtype_set, list);
+		if (status != 0)
+			return status;
 	}
+	*npositional = 0;
+	for (int i = optind; i < argc; i++)
+		positional[(*npositional)++] = argv[i];
 	if (!dtype_set)
 		ex->lp = ex->device == AMP_DEVICE_CPU ? AMP_DTYPE_BF16
 						      : AMP_DTYPE_F16;

@@ -12,9 +12,6 @@
 
 #include <stdio.h>
 
-/* The subcommand; argv[0] is "explain".  Returns the exit status. */
-int amptrace_explain(int argc, char **argv);
-
 /* ------------------------------------------------------- op resolution */
 
 /* Longest op name explain accepts (a buffer of this size holds any

@@ -4,11 +4,14 @@
  * clock, so ranks on different hosts line up as well as their clocks do).
  * Inputs that are truncated are merged as far as they go, with a warning;
  * inputs that do not load as traces are refused. */
+#include "command_line.h"
+#include "commands.h"
+#include "event_json.h"
 #include "id_map.h"
 #include "jsonw.h"
+#include "output_file.h"
 #include "trace.h"
 #include "trace_scan.h"
-#include "trace_commands.h"
 #include "trace_writer.h"
 
 #include <cJSON.h>
@@ -33,7 +36,7 @@ static const char merge_usage[] =
 	"framework is the inputs' when they agree, else the first rank's\n"
 	"(a note says so); each process keeps its own in its metadata.\n"
 	"\n"
-	"  -o, --output FILE  the merged trace (required)\n"
+	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"Exit status: 0, 1 when the output cannot be written, 2 bad input.\n";
@@ -46,17 +49,18 @@ struct input {
 	const char *path;
 	char *text;
 	size_t len;
-	int rank;           /* from the header, or -1 */
-	double base_ns;     /* 0 when absent */
-	char *framework;    /* what produced its events (FORMAT.md §1), or NULL */
+	/* the input read, its events as the model holds them: written
+	 * again through the one writer (event_json.h) */
+	struct trace trace;
+	bool loaded;
 	bool truncated;
 	size_t events;
-	cJSON *end;         /* amptraceEnd, or NULL */
 	/* pass 2 */
 	struct pid_map *pids; /* original pid -> merged pid, in order seen */
 	size_t npids, pids_cap;
 	int new_rank;
 	int64_t new_pid;     /* new_rank + 1: Perfetto treats pid 0 as special */
+	double shift_us;     /* onto the merged trace's time base */
 };
 
 struct merge {
@@ -67,44 +71,16 @@ struct merge {
 	struct trace_writer writer;
 	struct input *current;
 	struct trace_error *err;
+	struct jsonw text;   /* one event's */
 	/* (input, flow id) -> merged id: flow ids are unique per file only */
 	struct id_map flow_ids;
 	uint64_t next_flow_id;
 };
 
-/* holder.framework, when it is a string, as the input's. */
-static void set_framework(struct input *in, const cJSON *holder)
+/* The input's rank from its header, or -1. */
+static int header_rank(const struct input *in)
 {
-	const cJSON *framework =
-		cJSON_GetObjectItemCaseSensitive(holder, "framework");
-
-	if (cJSON_IsString(framework)) {
-		free(in->framework);
-		in->framework = strdup(framework->valuestring);
-	}
-}
-
-static int header_top(void *ctx, const char *key, cJSON *value, size_t line)
-{
-	struct input *in = ctx;
-
-	(void)line;
-	if (!strcmp(key, "amptrace") && cJSON_IsObject(value)) {
-		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(value, "rank");
-		if (cJSON_IsNumber(rank) && rank->valuedouble >= 0)
-			in->rank = rank->valueint;
-		set_framework(in, value);
-	} else if (!strcmp(key, "baseTimeNanoseconds") && cJSON_IsNumber(value)) {
-		in->base_ns = value->valuedouble;
-	} else if (!strcmp(key, "amptraceEnd") && cJSON_IsObject(value)) {
-		cJSON_Delete(in->end);
-		in->end = cJSON_Duplicate(value, true);
-		/* format 1.0 names it per process only: the first's */
-		if (!in->framework)
-			set_framework(in, cJSON_GetArrayItem(
-				cJSON_GetObjectItemCaseSensitive(value, "processes"), 0));
-	}
-	return 0;
+	return in->trace.amptrace ? in->trace.header.rank : -1;
 }
 
 /* GPU n of host process P has pid 2^30 + n*2^22 + P (FORMAT.md §3.8). */
@@ -143,19 +119,73 @@ static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
 /* The numbers merge turns into integers (pids, ts, rank) were
  * range-checked by the reader (trace_load_text) before it starts. */
 
-/* The pid of an event, keyed as the reader does (trace.c): a number; 0
- * when missing; each distinct string (Perfetto accepts them) a negative
- * number of its own. */
-static int64_t pid_key(const cJSON *pid)
+/* A flow id of the input as one unique in the merged file, the same for
+ * every end of the flow.  0 when out of memory. */
+static uint64_t map_flow_id(struct merge *m, struct input *in, uint64_t old)
 {
-	if (cJSON_IsNumber(pid))
-		return (int64_t)pid->valuedouble;
-	if (!cJSON_IsString(pid))
+	size_t *mapped = id_map_find(&m->flow_ids, in - m->inputs, old, true);
+
+	if (!mapped) {
+		trace_error_set(m->err, "out of memory");
 		return 0;
-	uint32_t hash = 2166136261u;
-	for (const char *c = pid->valuestring; *c; c++)
-		hash = (hash ^ (unsigned char)*c) * 16777619u;
-	return -(int64_t)(hash & 0x7fffffff) - 1;
+	}
+	if (!*mapped)
+		*mapped = (size_t)++m->next_flow_id;
+	return *mapped;
+}
+
+/* ts (µs) moved onto the merged trace's time base, rounded to the ns the
+ * format keeps; false when it leaves the range a reader accepts. */
+static bool move_ts(const struct input *in, double *ts)
+{
+	double moved = *ts + in->shift_us;
+
+	if (!(fabs(moved) <= 9007199254740992.0))
+		return false;
+	*ts = (double)trace_us_to_ns(moved) / 1000.0;
+	return true;
+}
+
+/* e, one of amptrace's events, as the merged trace has it. */
+static int merge_model_event(struct merge *m, struct input *in,
+			     struct trace_event e)
+{
+	char label[1100];
+
+	e.pid = map_pid(m, in, e.pid);
+	if (e.kind != TRACE_META && !move_ts(in, &e.ts))
+		return trace_error_set(m->err, "%s:%zu: event %zu: ts %g moved "
+				       "to the merged trace's start is out of "
+				       "range", in->path, e.line, e.index,
+				       e.ts);
+	/* Kernels name their host process, GPU processes too: both follow
+	 * the host's new pid. */
+	if ((e.kind == TRACE_KERNEL || e.kind == TRACE_MEMCPY) &&
+	    e.kernel.host_pid != -1)
+		e.kernel.host_pid = map_pid(m, in, e.kernel.host_pid);
+	if (e.kind == TRACE_META && e.meta.host_pid)
+		e.meta.host_pid = map_pid(m, in, e.meta.host_pid);
+	if (e.kind == TRACE_META && e.pid == in->new_pid) {
+		char prefix[32];
+		snprintf(prefix, sizeof prefix, "rank %d:", in->new_rank);
+		if (!strcmp(e.name, "process_name") && e.meta.value &&
+		    strncmp(e.meta.value, prefix, strlen(prefix))) {
+			snprintf(label, sizeof label, "%s %.1024s", prefix,
+				 e.meta.value);
+			e.meta.value = label;
+		}
+		if (!strcmp(e.name, "process_name") && e.meta.rank < 0)
+			e.meta.rank = in->new_rank;
+		if (!strcmp(e.name, "process_sort_index"))
+			e.meta.sort_index = in->new_rank;
+	}
+	if (e.kind == TRACE_FLOW && !(e.flow.id = map_flow_id(m, in, e.flow.id)))
+		return -1;
+	event_json_write(&m->text, &e);
+	if (m->text.failed)
+		return trace_error_set(m->err, "out of memory");
+	trace_writer_event(&m->writer, m->text.data, m->text.len);
+	return 0;
 }
 
 /* Sets object[key] to a number, adding the key when it is missing. */
@@ -170,10 +200,10 @@ static void set_number(cJSON *object, const char *key, double value)
 		cJSON_AddNumberToObject(object, key, value);
 }
 
-/* A flow event's id (`s`, `t`, `f`: a number, or a hex string as
- * Perfetto reads it) becomes one unique in the merged file, the same for
- * every end of the flow; ids that are neither are left alone. */
-static int map_flow_id(struct merge *m, struct input *in, cJSON *event)
+/* A flow event's id of another tool (`s`, `t`, `f`: a number, or a hex
+ * string as Perfetto reads it); ids that are neither are left alone. */
+static int map_foreign_flow_id(struct merge *m, struct input *in,
+			       cJSON *event)
 {
 	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(event, "ph");
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(event, "id");
@@ -195,80 +225,29 @@ static int map_flow_id(struct merge *m, struct input *in, cJSON *event)
 	}
 	if (!known)
 		return 0;
-	size_t *mapped = id_map_find(&m->flow_ids, in - m->inputs, old, true);
+	uint64_t mapped = map_flow_id(m, in, old);
 	if (!mapped)
-		return trace_error_set(m->err, "out of memory");
-	if (!*mapped)
-		*mapped = (size_t)++m->next_flow_id;
-	set_number(event, "id", (double)*mapped);
+		return -1;
+	set_number(event, "id", (double)mapped);
 	return 0;
 }
 
-static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
+/* An event of another tool, which the model does not hold whole: its
+ * text again, with its pid, time and flow id moved as amptrace's. */
+static int merge_foreign_event(struct merge *m, struct input *in,
+			       cJSON *event, const struct trace_event *e)
 {
-	struct merge *m = ctx;
-	struct input *in = m->current;
-
-	if (!cJSON_IsObject(event))
-		return trace_error_set(m->err, "%s:%zu: an event must be a JSON "
-				       "object", in->path, line);
-	cJSON *pid = cJSON_GetObjectItemCaseSensitive(event, "pid");
-	if (pid && !cJSON_IsNumber(pid) && !cJSON_IsString(pid))
-		return trace_error_set(m->err, "%s:%zu: pid must be a number",
-				       in->path, line);
-	int64_t mapped = map_pid(m, in, pid_key(pid));
-	set_number(event, "pid", (double)mapped);
+	set_number(event, "pid", (double)map_pid(m, in, e->pid));
 	cJSON *ts = cJSON_GetObjectItemCaseSensitive(event, "ts");
-	if (cJSON_IsNumber(ts) && in->base_ns > 0) {
-		/* ns → µs, rounded to the ns the format keeps */
-		double shift = (in->base_ns - m->base_ns) / 1000.0;
-		double moved = ts->valuedouble + shift;
-		if (!(fabs(moved) <= 9007199254740992.0))
-			return trace_error_set(m->err, "%s:%zu: event %zu: ts "
-					       "%g moved to the merged trace's "
-					       "start is out of range", in->path,
-					       line, index, ts->valuedouble);
-		cJSON_SetNumberValue(ts, (double)(int64_t)(moved * 1000.0 + 0.5) /
-						 1000.0);
-	}
-	cJSON *name = cJSON_GetObjectItemCaseSensitive(event, "name");
-	cJSON *args = cJSON_GetObjectItemCaseSensitive(event, "args");
-	const cJSON *ph = cJSON_GetObjectItemCaseSensitive(event, "ph");
-	/* Kernels name their host process ("amp.pid"), GPU processes too
-	 * ("host_pid"): both follow the host's new pid. */
-	static const char *const host_keys[] = { "amp.pid", "host_pid" };
-	for (size_t k = 0; k < 2 && cJSON_IsObject(args); k++) {
-		cJSON *host = cJSON_GetObjectItemCaseSensitive(args, host_keys[k]);
-		if (cJSON_IsNumber(host))
-			set_number(args, host_keys[k],
-				   (double)map_pid(m, in, (int64_t)host->valuedouble));
-	}
-	if (cJSON_IsString(ph) && !strcmp(ph->valuestring, "M") &&
-	    cJSON_IsString(name) && cJSON_IsObject(args) &&
-	    mapped == in->new_pid) {
-		char prefix[32];
-		snprintf(prefix, sizeof prefix, "rank %d:", in->new_rank);
-		cJSON *label = cJSON_GetObjectItemCaseSensitive(args, "name");
-		if (!strcmp(name->valuestring, "process_name") &&
-		    cJSON_IsString(label) &&
-		    strncmp(label->valuestring, prefix, strlen(prefix))) {
-			size_t size = strlen(label->valuestring) + 40;
-			char *text = malloc(size);
-			if (text) {
-				snprintf(text, size, "%s %s", prefix,
-					 label->valuestring);
-				cJSON_ReplaceItemInObjectCaseSensitive(
-					args, "name", cJSON_CreateString(text));
-				free(text);
-			}
-		}
-		if (!strcmp(name->valuestring, "process_name") &&
-		    !cJSON_GetObjectItemCaseSensitive(args, "rank"))
-			cJSON_AddNumberToObject(args, "rank", in->new_rank);
-		if (!strcmp(name->valuestring, "process_sort_index"))
-			set_number(args, "sort_index", in->new_rank);
-	}
-	if (map_flow_id(m, in, event) != 0)
+	double moved = e->ts;
+	if (cJSON_IsNumber(ts) && !move_ts(in, &moved))
+		return trace_error_set(m->err, "%s:%zu: event %zu: ts %g moved "
+				       "to the merged trace's start is out of "
+				       "range", in->path, e->line, e->index,
+				       e->ts);
+	if (cJSON_IsNumber(ts))
+		cJSON_SetNumberValue(ts, moved);
+	if (map_foreign_flow_id(m, in, event) != 0)
 		return -1;
 	char *text = cJSON_PrintUnformatted(event);
 	if (!text)
@@ -278,32 +257,52 @@ static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
 	return 0;
 }
 
+/* Pass 2's handler: the event at `index` of the current input. */
+static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
+{
+	struct merge *m = ctx;
+	struct input *in = m->current;
+
+	(void)line;
+	if (index >= in->trace.nevents)
+		return trace_error_set(m->err, "%s: event %zu was not read",
+				       in->path, index);
+	const struct trace_event *e = &in->trace.events[index];
+	/* amptrace's own events are the model's whole */
+	if (in->trace.amptrace && e->kind != TRACE_OTHER)
+		return merge_model_event(m, in, *e);
+	return merge_foreign_event(m, in, event, e);
+}
+
 static void free_inputs(struct merge *m)
 {
 	for (int i = 0; i < m->ninputs; i++) {
 		free(m->inputs[i].text);
-		free(m->inputs[i].framework);
-		cJSON_Delete(m->inputs[i].end);
+		if (m->inputs[i].loaded)
+			trace_free(&m->inputs[i].trace);
 		free(m->inputs[i].pids);
 	}
 	free(m->inputs);
 	id_map_free(&m->flow_ids);
+	jsonw_free(&m->text);
 }
 
-/* The merged header's framework: the one every input that names one
- * names, else the first process's (the lowest rank's that names one), as
- * the header of any trace names its first process's; the note says which
- * process came from what, and each keeps its own in process_name. */
-static const char *merged_framework(const struct merge *m)
+/* The merged header's framework and policy table: the ones every input
+ * that names one names, else the first process's (the lowest rank's that
+ * names one), as the header of any trace names its first process's; the
+ * note says which process came from what, and each keeps its own in
+ * process_name. */
+static const struct input *framework_input(const struct merge *m)
 {
 	const struct input *first = NULL;
 	bool differ = false;
 
 	for (int i = 0; i < m->ninputs; i++) {
 		const struct input *in = &m->inputs[i];
-		if (!in->framework)
+		const char *framework = trace_framework(&in->trace);
+		if (!framework)
 			continue;
-		if (first && strcmp(in->framework, first->framework))
+		if (first && strcmp(framework, trace_framework(&first->trace)))
 			differ = true;
 		if (!first || in->new_rank < first->new_rank)
 			first = in;
@@ -312,186 +311,277 @@ static const char *merged_framework(const struct merge *m)
 		fprintf(stderr, "amptrace merge: note: the inputs come from "
 			"different frameworks (");
 		for (int i = 0, listed = 0; i < m->ninputs; i++) {
-			if (!m->inputs[i].framework)
+			const char *framework =
+				trace_framework(&m->inputs[i].trace);
+			if (!framework)
 				continue;
 			fprintf(stderr, "%srank %d: %s", listed++ ? "; " : "",
-				m->inputs[i].new_rank, m->inputs[i].framework);
+				m->inputs[i].new_rank, framework);
 		}
 		fprintf(stderr, "); the header names rank %d's, each process "
 			"its own in its process_name metadata\n",
 			first->new_rank);
 	}
-	return first ? first->framework : NULL;
+	return first;
+}
+
+/* The merged file's header; the inputs' list in `merged`. */
+static struct trace_header merged_header(const struct merge *m,
+					 struct trace_merged_input *merged)
+{
+	const struct input *source = framework_input(m);
+	struct trace_header h = {
+		.generator = "amptrace " AMPTRACE_VERSION " merge", .rank = -1,
+		.merged = merged, .nmerged = m->ninputs,
+	};
+
+	for (int i = 0; i < m->ninputs; i++)
+		merged[i] = (struct trace_merged_input){
+			.file = m->inputs[i].path,
+			.rank = m->inputs[i].new_rank,
+			.truncated = m->inputs[i].truncated,
+		};
+	if (source) {
+		h.framework = trace_framework(&source->trace);
+		h.policy_table = trace_policy_table(&source->trace);
+	}
+	return h;
+}
+
+/* The merged file's trailer; the inputs' ends in `ends`. */
+static struct trace_trailer merged_trailer(const struct merge *m,
+					   struct trace_merged_end *ends)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		const struct input *in = &m->inputs[i];
+		ends[i] = (struct trace_merged_end){
+			.file = in->path, .rank = in->new_rank,
+			.pid = in->new_pid, .events = in->events,
+			.truncated = in->truncated,
+			.exit = in->trace.finalized ? in->trace.trailer.exit : NULL,
+		};
+	}
+	return (struct trace_trailer){
+		.complete = true, .events = m->writer.events,
+		.inputs = ends, .ninputs = m->ninputs,
+	};
+}
+
+static int merge_inputs(struct merge *m, const char *out);
+
+enum { OPTION_OUTPUT = 'o' };
+
+static const struct option merge_options[] = {
+	{ "output", required_argument, NULL, OPTION_OUTPUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The inputs into m, the output into *out; returns -1 to go on, else the
+ * exit status. */
+static int parse_args(int argc, char **argv, struct merge *m,
+		      const char **out)
+{
+	struct command_line cl = { "amptrace merge", "ho:", merge_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_OUTPUT:
+			*out = optarg;
+			break;
+		case 'h':
+			fputs(merge_usage, stdout);
+			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
+		}
+	}
+	if (!*out || optind == argc)
+		return command_line_error(&cl, "need input traces and -o OUT");
+	for (int i = optind; i < argc; i++)
+		m->inputs[m->ninputs++] = (struct input){ .path = argv[i] };
+	return -1;
 }
 
 int amptrace_merge(int argc, char **argv)
 {
 	struct merge m = { 0 };
-	struct trace_error err;
 	const char *out = NULL;
 
 	m.inputs = calloc((size_t)argc, sizeof *m.inputs);
-	m.err = &err;
 	if (!m.inputs)
 		return 2;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(merge_usage, stdout);
-			free_inputs(&m);
-			return 0;
-		}
-		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "amptrace merge: %s needs a file "
-					"name\n", argv[i]);
-				free_inputs(&m);
-				return 2;
-			}
-			out = argv[++i];
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace merge: unknown option '%s'\n%s",
-				argv[i], merge_usage);
+	int status = parse_args(argc, argv, &m, &out);
+	if (status >= 0) {
+		free_inputs(&m);
+		return status;
+	}
+	return merge_inputs(&m, out);
+}
+
+int merge_texts(int count, const char *const *paths,
+		const char *const *texts, const size_t *lens, const char *out)
+{
+	struct merge m = { .inputs = calloc((size_t)count + 1,
+					    sizeof *m.inputs) };
+
+	if (!m.inputs)
+		return 2;
+	for (int i = 0; i < count; i++) {
+		char *text = malloc(lens[i] + 1);
+		if (!text) {
 			free_inputs(&m);
 			return 2;
-		} else {
-			m.inputs[m.ninputs++] = (struct input){ .path = argv[i],
-								.rank = -1 };
 		}
+		memcpy(text, texts[i], lens[i]);
+		text[lens[i]] = '\0';
+		m.inputs[m.ninputs++] = (struct input){
+			.path = paths[i], .text = text, .len = lens[i],
+		};
 	}
-	if (!out || !m.ninputs) {
-		fprintf(stderr, "amptrace merge: need input traces and -o OUT\n%s",
-			merge_usage);
-		free_inputs(&m);
+	return merge_inputs(&m, out);
+}
+
+/* Pass 1: every input must read (its text read here unless given; every
+ * event checked, as summary and check would); its header, rank and time
+ * base.  Returns 0, or 2 (said). */
+static int read_input(struct merge *m, struct input *in, const char *out)
+{
+	struct trace_scan_handlers h = { 0 };
+	struct trace_scan_result r;
+
+	if (output_refuse_input("amptrace merge", out, &in->path, 1))
+		return 2;
+	if (!in->text)
+		in->text = trace_read_file(in->path, &in->len, m->err);
+	if (!in->text || trace_load_text(in->path, in->text, in->len,
+					 &in->trace, m->err) != 0 ||
+	    trace_scan(in->path, in->text, in->len, &h, &r, m->err) != 0) {
+		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 		return 2;
 	}
+	in->loaded = true;
+	in->truncated = r.truncated || (r.amptrace && !in->trace.finalized);
+	in->events = r.events;
+	if (in->truncated)
+		fprintf(stderr, "amptrace merge: warning: %s is truncated "
+			"(its writer was stopped); merging its %zu "
+			"complete events\n", in->path, r.events);
+	if (in->trace.base_ns > 0 &&
+	    (m->base_ns == 0 || in->trace.base_ns < m->base_ns))
+		m->base_ns = in->trace.base_ns;
+	return 0;
+}
 
-	/* Pass 1: headers, ranks, time bases; every file must read. */
-	for (int i = 0; i < m.ninputs; i++) {
-		struct input *in = &m.inputs[i];
-		struct trace_scan_handlers h = { .ctx = in, .top = header_top };
-		struct trace_scan_result r;
-		if (!strcmp(in->path, out)) {
-			fprintf(stderr, "amptrace merge: the output %s is also an "
-				"input\n", out);
-			free_inputs(&m);
-			return 2;
-		}
-		/* Loading checks every event as summary and check would. */
-		struct trace checked;
-		int status = -1;
-		in->text = trace_read_file(in->path, &in->len, &err);
-		if (in->text && trace_load_text(in->path, in->text, in->len,
-						&checked, &err) == 0) {
-			trace_free(&checked);
-			status = trace_scan(in->path, in->text, in->len, &h, &r,
-					    &err);
-		}
-		if (status != 0) {
-			fprintf(stderr, "amptrace merge: %s\n", err.message);
-			free_inputs(&m);
-			return 2;
-		}
-		in->truncated = r.truncated || (r.amptrace && !in->end);
-		in->events = r.events;
-		if (in->truncated)
-			fprintf(stderr, "amptrace merge: warning: %s is truncated "
-				"(its writer was stopped); merging its %zu "
-				"complete events\n", in->path, r.events);
-		if (in->base_ns > 0 && (m.base_ns == 0 || in->base_ns < m.base_ns))
-			m.base_ns = in->base_ns;
-	}
-	/* Ranks: the header's when all are known and distinct, else the
-	 * position on the command line. */
+/* Ranks: the headers' when all are known and distinct, else the
+ * position on the command line. */
+static void assign_ranks(struct merge *m)
+{
 	bool ranks_ok = true;
-	for (int i = 0; i < m.ninputs; i++) {
-		ranks_ok &= m.inputs[i].rank >= 0;
-		for (int j = 0; j < i; j++)
-			ranks_ok &= m.inputs[i].rank != m.inputs[j].rank;
-	}
 	int max_rank = 0;
-	for (int i = 0; i < m.ninputs; i++) {
-		m.inputs[i].new_rank = ranks_ok ? m.inputs[i].rank : i;
-		m.inputs[i].new_pid = (int64_t)m.inputs[i].new_rank + 1;
-		if (m.inputs[i].new_rank > max_rank)
-			max_rank = m.inputs[i].new_rank;
+
+	for (int i = 0; i < m->ninputs; i++) {
+		ranks_ok &= header_rank(&m->inputs[i]) >= 0;
+		for (int j = 0; j < i; j++)
+			ranks_ok &= header_rank(&m->inputs[i]) !=
+				    header_rank(&m->inputs[j]);
+	}
+	for (int i = 0; i < m->ninputs; i++) {
+		struct input *in = &m->inputs[i];
+		in->new_rank = ranks_ok ? header_rank(in) : i;
+		in->new_pid = (int64_t)in->new_rank + 1;
+		if (in->new_rank > max_rank)
+			max_rank = in->new_rank;
+		if (in->trace.base_ns > 0)
+			in->shift_us = (in->trace.base_ns - m->base_ns) / 1000.0;
 	}
 	if (!ranks_ok)
 		fprintf(stderr, "amptrace merge: note: not every input has a "
 			"distinct rank; using the order of the arguments (rank "
 			"= position, from 0)\n");
-	m.next_extra_pid = (int64_t)max_rank + 2;
+	m->next_extra_pid = (int64_t)max_rank + 2;
+}
 
-	struct jsonw header;
-	jsonw_init(&header);
-	jsonw_printf(&header, "\"generator\":\"amptrace %s merge\",\"rank\":null,"
-			      "\"merged\":[", AMPTRACE_VERSION);
-	for (int i = 0; i < m.ninputs; i++) {
-		if (i)
-			jsonw_raw(&header, ",", 1);
-		jsonw_cstr(&header, "{\"file\":");
-		jsonw_str(&header, m.inputs[i].path);
-		jsonw_printf(&header, ",\"rank\":%d,\"truncated\":%s}",
-			     m.inputs[i].new_rank,
-			     m.inputs[i].truncated ? "true" : "false");
-	}
-	jsonw_raw(&header, "]", 1);
-	const char *framework = merged_framework(&m);
-	if (framework) {
-		jsonw_cstr(&header, ",\"framework\":");
-		jsonw_str(&header, framework);
-	}
-	if (trace_writer_open(&m.writer, out, header.data,
-			      (uint64_t)m.base_ns) != 0) {
-		fprintf(stderr, "amptrace merge: cannot write %s: %s\n", out,
+/* Opens the output with the merged header; 0, or 1 when it cannot be
+ * written (said). */
+static int open_output(struct merge *m, const char *out)
+{
+	struct trace_merged_input *merged = calloc((unsigned)m->ninputs,
+						   sizeof *merged);
+
+	if (!merged)
+		return 2;
+	struct trace_header header = merged_header(m, merged);
+	int status = trace_writer_open(&m->writer, out, &header,
+				       (uint64_t)m->base_ns);
+	if (status != 0)
+		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
 			strerror(errno));
-		jsonw_free(&header);
-		free_inputs(&m);
-		return 1;
-	}
-	jsonw_free(&header);
+	free(merged);
+	return status ? 1 : 0;
+}
 
-	/* Pass 2: events, re-numbered and re-timed. */
-	for (int i = 0; i < m.ninputs; i++) {
-		struct input *in = &m.inputs[i];
-		struct trace_scan_handlers h = { .ctx = &m, .event = merge_event };
+/* Pass 2: events, re-numbered and re-timed.  Returns 0, or 2 (said, the
+ * output discarded). */
+static int write_events(struct merge *m, const char *out)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		struct input *in = &m->inputs[i];
+		struct trace_scan_handlers h = { .ctx = m, .event = merge_event };
 		struct trace_scan_result r;
-		m.current = in;
-		if (trace_scan(in->path, in->text, in->len, &h, &r, &err) != 0) {
-			fprintf(stderr, "amptrace merge: %s\n", err.message);
-			trace_writer_close(&m.writer, "{\"complete\":false}");
-			remove(out);
-			free_inputs(&m);
+		m->current = in;
+		if (trace_scan(in->path, in->text, in->len, &h, &r, m->err) != 0) {
+			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
+			trace_writer_close(&m->writer,
+					   &(struct trace_trailer){ 0 });
+			output_file_discard(out);
 			return 2;
 		}
-		free(in->text);
-		in->text = NULL;
 	}
+	return 0;
+}
 
-	struct jsonw end;
-	jsonw_init(&end);
-	jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,\"inputs\":[",
-		     (unsigned long long)m.writer.events);
-	for (int i = 0; i < m.ninputs; i++) {
-		struct input *in = &m.inputs[i];
-		if (i)
-			jsonw_raw(&end, ",", 1);
-		jsonw_cstr(&end, "{\"file\":");
-		jsonw_str(&end, in->path);
-		jsonw_printf(&end, ",\"rank\":%d,\"pid\":%lld,\"events\":%zu,"
-				   "\"truncated\":%s,\"exit\":",
-			     in->new_rank, (long long)in->new_pid, in->events,
-			     in->truncated ? "true" : "false");
-		cJSON *exit = cJSON_GetObjectItemCaseSensitive(in->end, "exit");
-		char *text = exit ? cJSON_PrintUnformatted(exit) : NULL;
-		jsonw_cstr(&end, text ? text : "null");
-		free(text);
-		jsonw_raw(&end, "}", 1);
-	}
-	jsonw_cstr(&end, "]}");
-	int status = trace_writer_close(&m.writer, end.data) == 0 ? 0 : 1;
+/* The trailer, and the file closed; 0, or 1 when it cannot be written
+ * (said). */
+static int close_output(struct merge *m, const char *out)
+{
+	struct trace_merged_end *ends = calloc((unsigned)m->ninputs,
+					       sizeof *ends);
+
+	if (!ends)
+		return 2;
+	struct trace_trailer trailer = merged_trailer(m, ends);
+	int status = trace_writer_close(&m->writer, &trailer) == 0 ? 0 : 1;
 	if (status)
-		fprintf(stderr, "amptrace merge: error writing %s\n", out);
-	jsonw_free(&end);
+		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
+			strcmp(out, "-") ? out : "standard output",
+			strerror(errno));
+	free(ends);
+	return status;
+}
+
+/* The merge once the inputs are named (their text read here, or given):
+ * frees them; returns the exit status. */
+static int merge_inputs(struct merge *pm, const char *out)
+{
+	struct merge m = *pm;
+	struct trace_error err;
+	int status = 0;
+
+	m.err = &err;
+	for (int i = 0; status == 0 && i < m.ninputs; i++)
+		status = read_input(&m, &m.inputs[i], out);
+	if (status == 0) {
+		assign_ranks(&m);
+		status = open_output(&m, out);
+	}
+	if (status == 0)
+		status = write_events(&m, out);
+	if (status == 0)
+		status = close_output(&m, out);
 	free_inputs(&m);
 	return status;
 }

@@ -7,7 +7,10 @@
  * loads and aggregates the same trace. */
 #include "report.h"
 #include "ampview_path.h"
+#include "command_line.h"
+#include "commands.h"
 
+#include "output_file.h"
 #include "report_data.h"
 
 #include <cJSON.h>
@@ -261,53 +264,26 @@ static void write_page(FILE *f, const char *title, const char *json,
 	}
 }
 
-/* Written next to the page, then renamed: a reader never sees half. */
+/* A regular file is written next to the page, then renamed: a reader
+ * never sees half; a device, a FIFO or a link is written through
+ * (output_file.h). */
 static int save_page(const char *html, const char *title, const char *json,
 		     const char *svg, const char *why, const char *who)
 {
-	size_t n = strlen(html);
-	char *tmp = malloc(n + 16);
+	struct output_file out;
 
-	if (!tmp) {
-		fprintf(stderr, "%s: out of memory\n", who);
-		return 1;
-	}
-	snprintf(tmp, n + 16, "%s.XXXXXX", html);
-	int fd = mkstemp(tmp);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
+	if (output_file_open(&out, html) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
 			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(tmp);
 		return 1;
 	}
-	write_page(f, title, json, svg, why);
-	int failed = ferror(f);
-	/* mkstemp made it 0600: the mode open(O_CREAT, 0666) would give */
-	mode_t mask = umask(0);
-	umask(mask);
-	failed |= fchmod(fd, 0666 & ~mask) != 0;
-	failed |= fclose(f) != 0;
-	if (failed || rename(tmp, html) != 0) {
+	write_page(out.f, title, json, svg, why);
+	if (output_file_close(&out) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
 			strerror(errno));
-		unlink(tmp);
-		free(tmp);
 		return 1;
 	}
-	free(tmp);
 	return 0;
-}
-
-/* `-o trace.json` would replace the trace by its report. */
-static bool same_file(const char *a, const char *b)
-{
-	struct stat x, y;
-
-	return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
-	       x.st_ino == y.st_ino;
 }
 
 int report_write(const char *trace, const char *html, bool graph,
@@ -317,11 +293,9 @@ int report_write(const char *trace, const char *html, bool graph,
 	struct report_data data;
 	char error[1024], why[1200] = "";
 
-	if (same_file(trace, html)) {
-		fprintf(stderr, "%s: %s is the trace itself; write the report "
-			"to another file\n", who, html);
+	/* `-o trace.json` would replace the trace by its report */
+	if (output_refuse_input(who, html, &trace, 1))
 		return 2;
-	}
 	bool drawing = graph && graph_start(&job, trace) == 0;
 
 	if (!graph)
@@ -367,45 +341,59 @@ static char *default_output(const char *trace)
 	return out;
 }
 
+enum { OPTION_OUTPUT = 'o', OPTION_NO_GRAPH = 256 };
+
+static const struct option report_options[] = {
+	{ "output", required_argument, NULL, OPTION_OUTPUT },
+	{ "no-graph", no_argument, NULL, OPTION_NO_GRAPH },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, const char **trace,
+		      const char **html, bool *graph)
+{
+	struct command_line cl = { "amptrace report", "ho:", report_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_OUTPUT:
+			if (!optarg[0])
+				return command_line_error(&cl, "-o needs a file "
+							  "name");
+			*html = optarg;
+			break;
+		case OPTION_NO_GRAPH:
+			*graph = false;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return 0;
+		default:
+			return COMMAND_LINE_BAD_USAGE;
+		}
+	}
+	if (optind == argc)
+		return command_line_error(&cl, "no trace given");
+	if (argc - optind > 1)
+		return command_line_error(&cl, "one trace at a time (got '%s' "
+					  "and '%s')", argv[optind],
+					  argv[optind + 1]);
+	*trace = argv[optind];
+	return -1;
+}
+
 int amptrace_report(int argc, char **argv)
 {
 	const char *trace = NULL, *html = NULL;
 	bool graph = true;
+	int parsed = parse_args(argc, argv, &trace, &html, &graph);
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(report_usage, stdout);
-			return 0;
-		}
-		if (!strcmp(a, "--no-graph")) {
-			graph = false;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (i + 1 >= argc || !argv[i + 1][0]) {
-				fprintf(stderr, "amptrace report: %s needs a file "
-					"name\n%s", a, report_usage);
-				return 2;
-			}
-			html = argv[++i];
-		} else if (!strncmp(a, "--output=", 9) && a[9]) {
-			html = a + 9;
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "amptrace report: unknown option '%s'\n%s",
-				a, report_usage);
-			return 2;
-		} else if (trace) {
-			fprintf(stderr, "amptrace report: one trace at a time "
-				"(got '%s' and '%s')\n", trace, a);
-			return 2;
-		} else {
-			trace = a;
-		}
-	}
-	if (!trace) {
-		fprintf(stderr, "amptrace report: no trace given\n%s",
-			report_usage);
-		return 2;
-	}
+	if (parsed >= 0)
+		return parsed;
 	char *fallback = html ? NULL : default_output(trace);
 	if (!html && !fallback) {
 		fputs("amptrace report: out of memory\n", stderr);

@@ -8,9 +8,6 @@
 
 #include <stdbool.h>
 
-/* The command: argv starts at "report"; returns the exit status. */
-int amptrace_report(int argc, char **argv);
-
 /* Writes the report of the trace at `trace` to `html`, drawing the graph
  * with ampview unless `graph` is false.  Messages go to stderr prefixed
  * with `who` ("amptrace report", "amptrace run").  Returns 0, 1 when the

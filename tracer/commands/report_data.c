@@ -17,11 +17,13 @@
  * Steps are the analysis's (FORMAT.md §8), counted per process.  Op time
  * per step counts top-level ops only (parent_op_id 0), so that an op
  * running inside another is not counted twice. */
+#include "progress.h"
 #include "report_data.h"
 
 #include "analyze.h"
 #include "report_agg.h"
 #include "trace.h"
+#include "trace_schema.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -70,8 +72,6 @@ static void tabulate(struct builder *b)
 		}
 		case TRACE_CAST: {
 			const struct trace_cast *c = &e->cast;
-			if (trace_cast_is_compiled(c))
-				break;
 			struct report_cast r = {
 				e->pid, e->tid, step, c->from, c->to, c->cache,
 				c->reason, c->bytes, e->dur,
@@ -104,8 +104,7 @@ static void tabulate(struct builder *b)
 	 * file: casts are given to their op's group once all ops have one. */
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_CAST || !strcmp(e->cast.cache, "hit") ||
-		    trace_cast_is_compiled(&e->cast))
+		if (e->kind != TRACE_CAST || !strcmp(e->cast.cache, "hit"))
 			continue;
 		const struct trace_event *op = analysis_op(&b->a, e->pid,
 							   e->cast.op_id);
@@ -149,70 +148,49 @@ static void emit_findings(const struct builder *b, cJSON *root)
 	}
 }
 
-/* The framework the trace comes from: the header's "framework" (a string,
- * or an object with name and version) and optional "framework_version";
- * libamp programs write neither. */
+/* The framework the trace comes from: the header's (libamp programs
+ * before format 1.2 wrote none). */
 static void emit_framework(const struct trace *t, cJSON *root)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(t->header, "framework");
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->header,
-							  "framework_version");
-	char text[256] = "libamp";
+	const char *framework = t->header.framework;
 
-	if (cJSON_IsObject(f)) {
-		v = cJSON_GetObjectItemCaseSensitive(f, "version");
-		f = cJSON_GetObjectItemCaseSensitive(f, "name");
-	}
-	if (cJSON_IsString(f) && f->valuestring[0])
-		snprintf(text, sizeof text, "%s%s%s", f->valuestring,
-			 cJSON_IsString(v) ? " " : "",
-			 cJSON_IsString(v) ? v->valuestring : "");
-	cJSON_AddStringToObject(root, "framework", text);
+	cJSON_AddStringToObject(root, "framework",
+				framework && framework[0] ? framework : "libamp");
 }
 
 /* How the program ended, from the trailer. */
 static void emit_exit(const struct trace *t, cJSON *root)
 {
-	const cJSON *exit = cJSON_GetObjectItemCaseSensitive(t->end, "exit");
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(exit, "status");
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(exit, "code");
-	const cJSON *signal = cJSON_GetObjectItemCaseSensitive(exit, "signal_name");
+	const struct trace_exit *exit = t->trailer.exit;
 	char text[128] = "unknown (the trace has no trailer)";
 
-	if (cJSON_IsString(status) && cJSON_IsNumber(code))
-		snprintf(text, sizeof text, "%s with %d", status->valuestring,
-			 code->valueint);
-	else if (cJSON_IsString(signal))
-		snprintf(text, sizeof text, "killed by %s", signal->valuestring);
-	else if (cJSON_IsString(status))
-		snprintf(text, sizeof text, "%s", status->valuestring);
+	if (exit && trace_exit_is(exit, "exited"))
+		snprintf(text, sizeof text, "%s with %d", exit->status,
+			 exit->code);
+	else if (exit && exit->signal_name)
+		snprintf(text, sizeof text, "killed by %s", exit->signal_name);
+	else if (exit && exit->status)
+		snprintf(text, sizeof text, "%s", exit->status);
 	cJSON_AddStringToObject(root, "exit", text);
 }
 
 static void emit_header(const struct builder *b, cJSON *root)
 {
 	const struct trace *t = b->t;
-	const cJSON *h = t->header;
-	const cJSON *v;
+	const struct trace_header *h = &t->header;
 	char text[4096] = "";
 	size_t len = 0;
 
 	cJSON_AddStringToObject(root, "trace", t->path);
-	v = cJSON_GetObjectItemCaseSensitive(h, "generator");
-	add_string_or_null(root, "generator", cJSON_IsString(v) ? v->valuestring
-								: NULL);
+	add_string_or_null(root, "generator", h->generator);
 	add_string_or_null(root, "format", t->amptrace ? t->format : NULL);
 	emit_framework(t, root);
-	v = cJSON_GetObjectItemCaseSensitive(h, "command");
-	const cJSON *arg;
-	cJSON_ArrayForEach(arg, v)
-		if (cJSON_IsString(arg) && len < sizeof text)
-			len += (size_t)snprintf(text + len, sizeof text - len,
-						"%s%s", len ? " " : "",
-						arg->valuestring);
+	for (int i = 0; i < h->ncommand && len < sizeof text; i++)
+		len += (size_t)snprintf(text + len, sizeof text - len, "%s%s",
+					len ? " " : "", h->command[i]);
 	add_string_or_null(root, "command", len ? text : NULL);
-	v = cJSON_GetObjectItemCaseSensitive(h, "host");
-	add_string_or_null(root, "host", cJSON_IsString(v) ? v->valuestring : NULL);
+	add_string_or_null(root, "host", h->host);
+	const cJSON *arg;
 
 	/* devices the ops ran on, "cuda (emulated)" when no GPU ran them */
 	cJSON *devices = cJSON_AddArrayToObject(root, "devices");
@@ -233,9 +211,9 @@ static void emit_header(const struct builder *b, cJSON *root)
 		if (!seen)
 			cJSON_AddItemToArray(devices, cJSON_CreateString(text));
 	}
-	v = cJSON_GetObjectItemCaseSensitive(t->end, "duration_us");
 	cJSON_AddNumberToObject(root, "duration_us",
-		cJSON_IsNumber(v) ? v->valuedouble : t1 > t0 ? t1 - t0 : 0);
+		t->trailer.duration_ns ? (double)t->trailer.duration_ns / 1000.0
+				       : t1 > t0 ? t1 - t0 : 0);
 	emit_exit(t, root);
 	cJSON *counts = cJSON_AddObjectToObject(root, "counts");
 	cJSON_AddNumberToObject(counts, "events", (double)t->nevents);
@@ -271,7 +249,10 @@ int report_data_load(const char *path, struct report_data *data,
 	struct trace_error err;
 
 	*data = (struct report_data){ 0 };
-	if (trace_load(path, &trace, &err) != 0) {
+	progress_reading("amptrace report", path);
+	int loaded = trace_load(path, &trace, &err);
+	progress_reading_done();
+	if (loaded != 0) {
 		snprintf(error, error_size, "%s", err.message);
 		return -1;
 	}

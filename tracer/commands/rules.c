@@ -21,6 +21,9 @@ static const char *const phase_names[] = { "forward", "backward",
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const cache_names[] = { "hit", "miss", "uncacheable",
 					   "disabled", "any", NULL };
+static const char *const origin_names[] = { "autocast", "autograd",
+					    "custom_fwd", "compiled", "any",
+					    NULL };
 static const char *const cache_metrics[] = { "hit-rate", "hits", "misses",
 					     "uncacheable", "disabled",
 					     "clears", NULL };
@@ -52,6 +55,26 @@ struct parser {
 };
 
 /* ------------------------------------------------------------- lexing */
+
+/* The length of the decimal number at s: digits, a fraction, an
+ * exponent.  Not strtod's grammar, which also reads 0x10 and inf. */
+static size_t decimal_length(const char *s)
+{
+	size_t n = 0;
+
+	while (isdigit((unsigned char)s[n]))
+		n++;
+	if (s[n] == '.' && isdigit((unsigned char)s[n + 1]))
+		for (n++; isdigit((unsigned char)s[n]); n++)
+			;
+	if (s[n] == 'e' || s[n] == 'E') {
+		size_t sign = s[n + 1] == '+' || s[n + 1] == '-';
+		if (isdigit((unsigned char)s[n + 1 + sign]))
+			for (n += 1 + sign; isdigit((unsigned char)s[n]); n++)
+				;
+	}
+	return n;
+}
 
 static bool word_start(char c)
 {
@@ -114,12 +137,15 @@ static int next(struct parser *p)
 	}
 	if (isdigit((unsigned char)c) ||
 	    (c == '.' && isdigit((unsigned char)s[p->pos + 1]))) {
-		char *end;
-		t->number = strtod(s + p->pos, &end);
-		size_t n = (size_t)(end - (s + p->pos));
-		if (word_char(end) && *end != '.')
-			return lex_error(p, t->col, "malformed number");
+		size_t n = decimal_length(s + p->pos);
+		const char *end = s + p->pos + n;
+		if ((word_char(end) && *end != '.') || n >= sizeof t->text)
+			return lex_error(p, t->col, "malformed number (a "
+					 "decimal: 12, 0.5, 1e-3)");
 		snprintf(t->text, sizeof t->text, "%.*s", (int)n, s + p->pos);
+		t->number = strtod(t->text, NULL);
+		if (isinf(t->number))
+			return lex_error(p, t->col, "number out of range");
 		p->pos += n;
 		t->kind = TOKEN_NUMBER;
 		return 0;
@@ -321,6 +347,9 @@ static int parse_filters(struct parser *p, struct rule *r, bool casts)
 		} else if (casts && is_word(p, "cache")) {
 			next(p);
 			f->cache = expect_name(p, cache_names, "a cache result");
+		} else if (casts && is_word(p, "origin")) {
+			next(p);
+			f->origin = expect_name(p, origin_names, "a cast origin");
 		} else {
 			return 0;
 		}
@@ -359,7 +388,16 @@ static int parse_op_rule(struct parser *p, struct rule *r)
 			return -1;
 		if (r->nchecks == RULE_MAX_CHECKS)
 			return expected(p, "at most 8 checks");
+		/* as many as written: a rules file may hold many rules */
+		struct op_check *grown =
+			realloc(r->checks, (size_t)(r->nchecks + 1) *
+						   sizeof *grown);
+		if (!grown)
+			return trace_error_set(p->err, "%s: out of memory",
+					       p->path);
+		r->checks = grown;
 		struct op_check *c = &r->checks[r->nchecks++];
+		*c = (struct op_check){ 0 };
 		if (is_word(p, "output")) {
 			c->kind = CHECK_OUTPUT;
 			next(p);
@@ -547,6 +585,7 @@ static int parse_rule(struct parser *p, struct rule *r)
 
 static void rule_free(struct rule *r)
 {
+	free(r->checks);
 	free(r->text);
 	free(r->op);
 	free(r->filter.scope);
@@ -554,11 +593,24 @@ static void rule_free(struct rule *r)
 	free(r->finding);
 }
 
+/* rules->items with room for one more rule (doubling: a file may hold
+ * many), or NULL. */
+static struct rule *room_for_one_more(struct rules *rules, size_t *cap)
+{
+	if (rules->count < *cap)
+		return rules->items;
+	size_t more = *cap ? *cap * 2 : 16;
+	struct rule *grown = realloc(rules->items, more * sizeof *grown);
+	if (grown)
+		*cap = more;
+	return grown;
+}
+
 int rules_parse(const char *path, const char *text, size_t len,
 		struct rules *rules, struct trace_error *err)
 {
 	struct parser p = { .path = path, .err = err };
-	size_t start = 0;
+	size_t start = 0, cap = 0;
 
 	*rules = (struct rules){ .path = strdup(path) };
 	if (memchr(text, '\0', len)) {
@@ -599,9 +651,8 @@ int rules_parse(const char *path, const char *text, size_t len,
 				while (isspace((unsigned char)line[lead]))
 					lead++;
 				r.text = strndup(line + lead, n - lead);
-				struct rule *grown = realloc(
-					rules->items,
-					(rules->count + 1) * sizeof *grown);
+				struct rule *grown = room_for_one_more(rules,
+								       &cap);
 				if (!grown) {
 					status = trace_error_set(err, "%s: out "
 								 "of memory",

@@ -43,6 +43,8 @@ struct rule_filter {
 	int autocast;       /* -1 any, 1 under autocast, 0 outside autocast */
 	char *op;           /* casts: for op NAME, or NULL */
 	const char *cache;  /* casts: cache RESULT; NULL = every result but hit */
+	/* casts: origin autocast|autograd|custom_fwd|compiled|any; NULL = autocast */
+	const char *origin;
 };
 
 struct rule {
@@ -51,7 +53,7 @@ struct rule {
 	char *text;             /* the rule as written (comment stripped) */
 	char *op;               /* RULE_OP: name or glob */
 	struct rule_filter filter;
-	struct op_check checks[RULE_MAX_CHECKS];
+	struct op_check *checks; /* RULE_OP: nchecks of them */
 	int nchecks;
 	const char *from, *to;  /* RULE_CASTS: NULL = any */
 	bool per_step;

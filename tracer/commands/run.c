@@ -10,13 +10,18 @@
  * is killed the trace is cut at a line boundary and readers repair it
  * (FORMAT.md, "Truncated traces"). */
 #include "ampview_path.h"
+#include "progress.h"
 #include "convert.h"
+#include "data_dir.h"
+#include "inherit.h"
 #include "raw.h"
 #include "raw_dir.h"
 #include "report.h"
 #include "run_python.h"
+#include "run_ranks.h"
 #include "tail.h"
-#include "trace_commands.h"
+#include "command_line.h"
+#include "commands.h"
 #include "trace_index.h"
 #include "trace_writer.h"
 
@@ -36,9 +41,6 @@
 #ifndef AMPTRACE_VERSION
 #define AMPTRACE_VERSION "unknown"
 #endif
-#ifndef AMPTRACE_RECORDER_INSTALL_DIR
-#define AMPTRACE_RECORDER_INSTALL_DIR "/usr/local/lib/amptrace"
-#endif
 #define RECORDER_NAME "libamptrace-recorder.so"
 
 /* `amptrace run`'s exit status when PROG exited 0 but recorded no op:
@@ -57,26 +59,35 @@ static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
 	"                    [-q] [--no-value-checks] [--raw-dir DIR] -- PROG [ARGS...]\n"
 	"\n"
-	"Runs PROG (a program linked against libamp) with the amptrace recorder\n"
-	"attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
+	"Runs PROG (a program linked against libamp, or Python running PyTorch:\n"
+	"python, torchrun, accelerate launch, any Python script) with the amptrace\n"
+	"recorder attached and writes a Chrome/Perfetto JSON trace of every autocast\n"
 	"decision: ops, casts, cache hits, autocast regions, GradScaler events.\n"
 	"PROG's output passes through unchanged, and so does its exit status\n"
 	"when it recorded ops (see Exit status).\n"
 	"\n"
 	"  -o, --output FILE  trace file (default trace.json); a process with a\n"
 	"                     rank (RANK, OMPI_COMM_WORLD_RANK or PMI_RANK) writes\n"
-	"                     FILE with .rankN before the extension\n"
+	"                     FILE with .rankN before the extension, and FILE is\n"
+	"                     then their merge (`amptrace merge`)\n"
+	"      --no-merge     leave the ranks' traces apart\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
 	"      --report FILE  write `amptrace report`'s HTML page afterwards\n"
-	"  -q, --quiet        no summary line on stderr when all went well\n"
+	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
+	"                     progress line (shown on a terminal while PROG runs:\n"
+	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
+	"                     it anywhere)\n"
 	"      --no-value-checks\n"
 	"                     skip libamp's value checks (the fp16-overflow and\n"
 	"                     cast-underflow findings): they read every\n"
 	"                     low-precision result, which costs time\n"
-	"      --raw-dir DIR  where the recorder's raw files go while PROG runs\n"
-	"                     (default: $TMPDIR, else /dev/shm when it has 128 MiB\n"
-	"                     free, else /tmp); if it fills up, recording stops\n"
-	"                     there (a recording-stopped finding) and PROG runs on\n"
+	"      --raw-dir DIR  where the recorder's raw files go while PROG runs; a\n"
+	"                     second --raw-dir is where they go on once the first\n"
+	"                     is full (default: the first two of $TMPDIR, /dev/shm\n"
+	"                     and /tmp on different file systems with 16 MiB free;\n"
+	"                     a TMPDIR passed over is said); once all are full,\n"
+	"                     recording stops there (a recording-stopped finding)\n"
+	"                     and PROG runs on\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
@@ -105,6 +116,10 @@ struct output {
 	/* kept's index for the findings and the flows, brought up to date
 	 * after every poll: built while the program runs, not after */
 	struct trace_index index;
+	/* the progress line's count of steps: kept's events seen so far,
+	 * GradScaler updates and outermost autocast regions among them */
+	size_t progress_seen;
+	uint64_t scaler_updates, outer_regions;
 };
 
 struct run_state {
@@ -117,14 +132,6 @@ struct run_state {
 	char hostname[256];
 	bool value_checks;
 };
-
-static volatile sig_atomic_t child_pid;
-
-static void forward_signal(int sig)
-{
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
-}
 
 static uint64_t clock_ns(clockid_t clock)
 {
@@ -150,32 +157,27 @@ static char *rank_path(const char *path, int rank)
 	return out;
 }
 
-/* `framework`: the first process's ("torch 1.13.0a0 (policy table: 1.13)"),
- * so that readers pick the policy table of the traced torch; NULL: none. */
-static void header_json(struct run_state *s, int rank, const char *framework,
-			struct jsonw *w)
+/* The header of the file whose first process is p (NULL: none): its
+ * framework ("torch 1.13.0a0 (policy table: 1.13)") and policy table, so
+ * that readers pick the policy table of the traced torch.  Its strings
+ * live in `strings`. */
+static struct trace_header header_of(const struct run_state *s, int rank,
+				     const struct convert_process *p,
+				     struct trace *strings)
 {
-	jsonw_printf(w, "\"generator\":\"amptrace %s\",\"command\":[",
-		     AMPTRACE_VERSION);
-	for (char **a = s->command; *a; a++) {
-		if (a != s->command)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, *a);
-	}
-	jsonw_cstr(w, "],\"rank\":");
-	if (rank >= 0)
-		jsonw_printf(w, "%d", rank);
-	else
-		jsonw_cstr(w, "null");
-	jsonw_cstr(w, ",\"host\":");
-	jsonw_str(w, s->hostname);
-	jsonw_cstr(w, ",\"monotonic_base_ns\":");
-	jsonw_u64(w, s->mono_base);
-	jsonw_cstr(w, ",\"flush\":\"event\"");
-	if (framework) {
-		jsonw_cstr(w, ",\"framework\":");
-		jsonw_str(w, framework);
-	}
+	int ncommand = 0;
+
+	while (s->command[ncommand])
+		ncommand++;
+	return (struct trace_header){
+		.generator = "amptrace " AMPTRACE_VERSION,
+		.command = (const char **)s->command, .ncommand = ncommand,
+		.rank = rank, .host = s->hostname,
+		.monotonic_base_ns = s->mono_base, .flush = "event",
+		.framework = p ? trace_intern(strings, p->framework) : NULL,
+		.policy_table = p ? trace_intern(strings, p->policy_table)
+				  : NULL,
+	};
 }
 
 static struct output *output_for_rank(struct run_state *s, int rank)
@@ -199,10 +201,8 @@ static struct output *output_for_rank(struct run_state *s, int rank)
 }
 
 static bool open_output(struct run_state *s, struct output *o,
-			const char *framework)
+			const struct convert_process *first)
 {
-	struct jsonw header;
-
 	if (o->open)
 		return true;
 	/* The trace is made anew rather than truncated: ext4 writes a
@@ -227,11 +227,12 @@ static bool open_output(struct run_state *s, struct output *o,
 			close(fd);
 		}
 	}
-	jsonw_init(&header);
-	header_json(s, o->rank, framework, &header);
-	int status = trace_writer_open(&o->writer, o->path, header.data,
+	/* the kept trace has the file's header: its findings judge ops by
+	 * the same policy table as a reader of the file */
+	o->kept.header = header_of(s, o->rank, first, &o->kept);
+	o->kept.amptrace = true;
+	int status = trace_writer_open(&o->writer, o->path, &o->kept.header,
 				       s->real_base);
-	jsonw_free(&header);
 	if (status != 0) {
 		fprintf(stderr, "amptrace run: cannot write %s: %s\n", o->path,
 			strerror(errno));
@@ -247,7 +248,7 @@ static struct trace_writer *writer_for(void *ctx, const struct convert_process *
 	struct output *o = output_for_rank(s, p->rank);
 
 	o->processes++;
-	return open_output(s, o, p->framework) ? &o->writer : NULL;
+	return open_output(s, o, p) ? &o->writer : NULL;
 }
 
 static struct trace *trace_for(void *ctx, const struct convert_process *p)
@@ -260,24 +261,14 @@ static struct trace *trace_for(void *ctx, const struct convert_process *p)
 static const char *find_recorder(char *buf, size_t size)
 {
 	const char *env = getenv("AMPTRACE_RECORDER");
-	char exe[PATH_MAX];
 
 	if (env && *env)
 		return access(env, R_OK) == 0 ? env : NULL;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(buf, size, "%s/%s", exe, RECORDER_NAME);
-			if (access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
-	snprintf(buf, size, "%s/%s", AMPTRACE_RECORDER_INSTALL_DIR,
-		 RECORDER_NAME);
-	return access(buf, R_OK) == 0 ? buf : NULL;
+	if (!data_dir_find("", "", RECORDER_NAME, buf, size))
+		return NULL;
+	size_t n = strlen(buf);
+	snprintf(buf + n, size - n, "/%s", RECORDER_NAME);
+	return buf;
 }
 
 static int render_svg(const char *trace, const char *svg)
@@ -325,10 +316,10 @@ static bool dir_writable(const char *path)
 	return access(dir, W_OK) == 0;
 }
 
-/* The child: preload the recorder, restore signals, exec.  An exec
- * failure travels back through `report` (close-on-exec). */
+/* The child: preload the recorder, the signal state amptrace inherited,
+ * exec.  An exec failure travels back through `report` (close-on-exec). */
 static void exec_child(char **command, const char *recorder,
-		       const char *raw_dir, bool value_checks, int report)
+		       const struct raw_dir *raw, bool value_checks, int report)
 {
 	const char *old = getenv("LD_PRELOAD");
 	size_t size = strlen(recorder) + (old ? strlen(old) : 0) + 2;
@@ -341,19 +332,17 @@ static void exec_child(char **command, const char *recorder,
 	}
 	char pid[24];
 	snprintf(pid, sizeof pid, "%ld", (long)getppid());
-	setenv(RAW_ENV_DIR, raw_dir, 1);
+	setenv(RAW_ENV_DIR, raw->path, 1);
+	if (*raw->spill)
+		setenv(RAW_ENV_SPILL, raw->spill, 1);
+	else
+		unsetenv(RAW_ENV_SPILL);
 	setenv(RAW_ENV_PID, pid, 1);
 	/* libamp's value checks (fp16-overflow, cast-underflow findings):
 	 * on unless the environment chose; --no-value-checks wins over it. */
 	setenv("AMP_VALUE_CHECKS", value_checks ? "1" : "0", !value_checks);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	run_python_prepare(command);
+	inherit_restore();
 	execvp(command[0], command);
 	int err = errno;
 	if (write(report, &err, sizeof err) < 0)
@@ -361,10 +350,35 @@ static void exec_child(char **command, const char *recorder,
 	_exit(err == ENOENT ? 127 : 126);
 }
 
-/* The summary line on stderr, and the reason when no op was recorded;
- * returns the number of ops recorded. */
+/* Where the raw files went, when the user should know: a recorder that
+ * stopped for want of room (its reason: ENOSPC, or EFBIG past the file
+ * size limit), a full directory that spilled into the next. */
+static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
+			   const char *prog, bool quiet)
+{
+	if (stop_errno == EFBIG)
+		fprintf(stderr, "amptrace run: the raw files reached the file "
+			"size limit (ulimit -f): recording stopped early (the "
+			"trace's recording-stopped finding says where); %s ran "
+			"on.  Raise the limit to record it all\n", prog);
+	else if (stop_errno)
+		fprintf(stderr, "amptrace run: the raw director%s %s%s%s ran "
+			"out of space: recording stopped early (the trace's "
+			"recording-stopped finding says where); %s ran on.  "
+			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
+			*raw->spill ? "ies" : "y", raw->path,
+			*raw->spill ? " and " : "", raw->spill, prog);
+	else if (!quiet && raw_dir_spilled(raw))
+		fprintf(stderr, "amptrace run: the raw directory %s filled up; "
+			"the raw files went on in %s\n", raw->path, raw->spill);
+}
+
+/* The summary line on stderr, and the reason when no op was recorded
+ * (unless recording stopped: report_raw_dir says why); returns the
+ * number of ops recorded. */
 static uint64_t report_end(const struct run_state *s, const struct converter *cv,
-			   const char *prog, int status, bool quiet)
+			   const char *prog, int status, bool quiet,
+			   bool stopped)
 {
 	uint64_t events = 0, in_flight = 0, threads = 0, ops = 0;
 	size_t processes = 0;
@@ -401,12 +415,64 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 	for (size_t i = 0; i < s->noutputs; i++)
 		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
 	fputc('\n', stderr);
-	if (ops == 0) {
+	if (ops == 0 && !stopped) {
 		char message[PATH_MAX + 64];
 		fprintf(stderr, "amptrace run: %s\n",
 			run_no_ops_message(prog, message, sizeof message));
 	}
 	return ops;
+}
+
+/* The ranks' traces merged into the -o file, when every process had a
+ * rank (a process without one has written that file itself). */
+static bool merge_ranks(const struct run_state *s, bool quiet)
+{
+	char *paths[s->noutputs ? s->noutputs : 1];
+	int ranks[s->noutputs ? s->noutputs : 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->noutputs; i++) {
+		if (s->outputs[i]->rank < 0)
+			return false;
+		if (!s->outputs[i]->open)
+			continue;
+		paths[n] = s->outputs[i]->path;
+		ranks[n++] = s->outputs[i]->rank;
+	}
+	return n > 0 && run_ranks_merge(s->out, paths, ranks, n, quiet) == 0;
+}
+
+/* The progress line while PROG runs (on a terminal): events recorded,
+ * the traces' size, and the step, counted as summary counts them
+ * (GradScaler updates, else outermost autocast regions). */
+static void draw_progress(struct run_state *s, struct progress *p)
+{
+	uint64_t events = 0, updates = 0, regions = 0;
+	double bytes = 0;
+	struct stat st;
+
+	if (!progress_due(p))
+		return;
+	for (size_t i = 0; i < s->noutputs; i++) {
+		struct output *o = s->outputs[i];
+		events += o->writer.events;
+		if (o->open && stat(o->path, &st) == 0)
+			bytes += (double)st.st_size;
+		for (; o->kept_ready && o->progress_seen < o->kept.nevents;
+		     o->progress_seen++) {
+			const struct trace_event *e = &o->kept.events[o->progress_seen];
+			if (e->kind == TRACE_SCALER && e->scaler.what &&
+			    !strcmp(e->scaler.what, "update"))
+				o->scaler_updates++;
+			else if (e->kind == TRACE_SCOPE_END && e->scope.depth == 1)
+				o->outer_regions++;
+		}
+		updates += o->scaler_updates;
+		regions += o->outer_regions;
+	}
+	progress_draw(p, "amptrace run: %llu events, %.1f MB, step %llu",
+		      (unsigned long long)events, bytes / 1e6,
+		      (unsigned long long)(updates ? updates : regions));
 }
 
 /* Whether o's kept trace holds every event of its file: not when the
@@ -441,206 +507,270 @@ static void append_tail(struct output *o, const struct converter *cv,
 	tail_append(&o->writer, &o->kept, &o->index, ts_ns);
 }
 
+/* The trailer of output o: how the command ended, and each of its
+ * processes (their ends in `ends`, room for every process). */
+static struct trace_trailer trailer_of(const struct output *o,
+				       const struct converter *cv,
+				       int64_t duration_ns,
+				       struct trace_exit *exit,
+				       struct trace_process_end *ends,
+				       struct trace_gpu_timing *gpus)
+{
+	struct trace_trailer t = {
+		.complete = true, .events = o->writer.events,
+		.duration_ns = duration_ns, .exit = exit, .processes = ends,
+	};
+
+	for (size_t j = 0; j < cv->nprocs; j++)
+		if (cv->procs[j]->writer == &o->writer) {
+			convert_process_end(cv->procs[j], &ends[t.nprocesses],
+					    &gpus[t.nprocesses]);
+			t.nprocesses++;
+		}
+	return t;
+}
+
 static void finish_outputs(struct run_state *s, struct converter *cv, int status,
 			   uint64_t end_ns, int *failed)
 {
 	char signame[32];
+	struct trace_exit exit = { .status = "exited",
+				   .code = WEXITSTATUS(status) };
+	struct trace_process_end *ends = calloc(cv->nprocs + 1, sizeof *ends);
+	struct trace_gpu_timing *gpus = calloc(cv->nprocs + 1, sizeof *gpus);
 
+	if (!ends || !gpus)
+		abort();
+	if (WIFSIGNALED(status))
+		exit = (struct trace_exit){
+			.status = "signaled", .signal = WTERMSIG(status),
+			.signal_name = convert_signal_name(WTERMSIG(status),
+							   signame,
+							   sizeof signame),
+		};
 	for (size_t i = 0; i < s->noutputs; i++) {
 		struct output *o = s->outputs[i];
-		struct jsonw end;
 
 		if (!o->open)
 			continue;
-		append_tail(o, cv, (int64_t)(end_ns - s->mono_base));
-		uint64_t events = o->writer.events;
-		jsonw_init(&end);
-		jsonw_printf(&end, "{\"complete\":true,\"events\":%llu,"
-				   "\"duration_us\":",
-			     (unsigned long long)events);
-		jsonw_us(&end, (int64_t)(end_ns - s->mono_base));
-		jsonw_cstr(&end, ",\"exit\":{");
-		if (WIFSIGNALED(status))
-			jsonw_printf(&end, "\"status\":\"signaled\",\"signal\":%d,"
-					   "\"signal_name\":\"%s\"}",
-				     WTERMSIG(status),
-				     convert_signal_name(WTERMSIG(status), signame,
-							 sizeof signame));
-		else
-			jsonw_printf(&end, "\"status\":\"exited\",\"code\":%d}",
-				     WEXITSTATUS(status));
-		jsonw_cstr(&end, ",\"processes\":[");
-		size_t n = 0;
-		for (size_t j = 0; j < cv->nprocs; j++) {
-			if (cv->procs[j]->writer != &o->writer)
-				continue;
-			if (n++)
-				jsonw_raw(&end, ",", 1);
-			convert_process_json(cv->procs[j], &end);
-		}
-		jsonw_cstr(&end, "]}");
-		if (trace_writer_close(&o->writer, end.data) != 0) {
-			fprintf(stderr, "amptrace run: error writing %s: %s\n",
-				o->path, strerror(errno));
+		int64_t duration_ns = (int64_t)(end_ns - s->mono_base);
+		append_tail(o, cv, duration_ns);
+		struct trace_trailer trailer = trailer_of(o, cv, duration_ns,
+							  &exit, ends, gpus);
+		if (trace_writer_close(&o->writer, &trailer) != 0) {
+			fprintf(stderr, "amptrace run: error writing %s: %s%s\n",
+				o->path, strerror(errno),
+				errno == EFBIG ? " (the file size limit: ulimit -f)"
+					       : "");
 			*failed = 1;
 		}
-		jsonw_free(&end);
 	}
+	free(ends);
+	free(gpus);
 }
 
-int amptrace_run(int argc, char **argv)
-{
-	struct run_state s = { .out = "trace.json", .value_checks = true };
-	const char *svg = NULL, *report_html = NULL, *raw_base = NULL;
-	bool quiet = false;
-	int i;
+/* What `amptrace run` is asked to do besides recording. */
+struct run_args {
+	const char *svg, *report_html;
+	const char *raw_bases[2];
+	size_t nraw_bases;
+	bool quiet, merge;
+};
 
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
+enum {
+	OPTION_OUTPUT = 'o',
+	OPTION_SVG = 256,
+	OPTION_REPORT,
+	OPTION_RAW_DIR,
+	OPTION_NO_VALUE_CHECKS,
+	OPTION_NO_MERGE,
+};
+
+static const struct option run_options[] = {
+	{ "output", required_argument, NULL, OPTION_OUTPUT },
+	{ "svg", required_argument, NULL, OPTION_SVG },
+	{ "report", required_argument, NULL, OPTION_REPORT },
+	{ "raw-dir", required_argument, NULL, OPTION_RAW_DIR },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "no-value-checks", no_argument, NULL, OPTION_NO_VALUE_CHECKS },
+	{ "no-merge", no_argument, NULL, OPTION_NO_MERGE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The options up to PROG ('+': PROG's own options are its), then PROG
+ * and its arguments into s->command.  Returns -1 to go on, else the
+ * exit status. */
+static int parse_args(int argc, char **argv, struct run_state *s,
+		      struct run_args *args)
+{
+	struct command_line cl = { "amptrace run", "+ho:q", run_options,
+				   argc, argv };
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_OUTPUT:
+			s->out = optarg;
 			break;
-		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		case OPTION_SVG:
+			args->svg = optarg;
+			break;
+		case OPTION_REPORT:
+			args->report_html = optarg;
+			break;
+		case OPTION_RAW_DIR:
+			args->raw_bases[args->nraw_bases++ % 2] = optarg;
+			break;
+		case 'q':
+			args->quiet = true;
+			break;
+		case OPTION_NO_VALUE_CHECKS:
+			s->value_checks = false;
+			break;
+		case OPTION_NO_MERGE:
+			args->merge = false;
+			break;
+		case 'h':
 			fputs(run_usage, stdout);
 			return 0;
-		}
-		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if (!strcmp(a, "--no-value-checks")) {
-			s.value_checks = false;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output") ||
-			   !strcmp(a, "--svg") || !strcmp(a, "--report") ||
-			   !strcmp(a, "--raw-dir")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "amptrace run: %s needs a file "
-					"name\n%s", a, run_usage);
-				return 2;
-			}
-			if (!strcmp(a, "--svg"))
-				svg = argv[++i];
-			else if (!strcmp(a, "--report"))
-				report_html = argv[++i];
-			else if (!strcmp(a, "--raw-dir"))
-				raw_base = argv[++i];
-			else
-				s.out = argv[++i];
-		} else if (!strncmp(a, "--output=", 9)) {
-			s.out = a + 9;
-		} else if (!strncmp(a, "--svg=", 6)) {
-			svg = a + 6;
-		} else if (!strncmp(a, "--report=", 9)) {
-			report_html = a + 9;
-		} else if (!strncmp(a, "--raw-dir=", 10)) {
-			raw_base = a + 10;
-		} else if (a[0] == '-') {
-			fprintf(stderr, "amptrace run: unknown option '%s'\n%s", a,
-				run_usage);
-			return 2;
-		} else {
-			break; /* PROG without `--` */
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "amptrace run: no program given\n%s", run_usage);
-		return 2;
-	}
-	if (!*s.out) {
-		fprintf(stderr, "amptrace run: empty output file name\n");
-		return 2;
-	}
-	s.command = argv + i;
-	if (!dir_writable(s.out)) {
+	if (optind >= argc)
+		return command_line_error(&cl, "no program given");
+	if (!*s->out)
+		return command_line_error(&cl, "empty output file name");
+	if (!strcmp(s->out, "-"))
+		return command_line_error(&cl, "-o -: the program's own output "
+					  "goes to standard output; name a file");
+	if (args->nraw_bases > 2)
+		return command_line_error(&cl, "--raw-dir given %zu times: one "
+					  "directory, and one to go on in once "
+					  "it is full", args->nraw_bases);
+	s->command = argv + optind;
+	if (!dir_writable(s->out)) {
 		fprintf(stderr, "amptrace run: cannot write %s: it is a "
 			"directory, or its directory is not writable or does "
-			"not exist\n", s.out);
+			"not exist\n", s->out);
 		return 2;
 	}
+	return -1;
+}
 
-	char recorder_buf[PATH_MAX + 64];
-	const char *recorder = find_recorder(recorder_buf, sizeof recorder_buf);
+/* The recorder to preload, into buf; NULL when there is none that can
+ * go in LD_PRELOAD (said). */
+static const char *preloadable_recorder(char *buf, size_t size)
+{
+	const char *recorder = find_recorder(buf, size);
+
 	if (!recorder) {
 		fprintf(stderr, "amptrace run: %s not found (next to amptrace, "
 			"in %s, or $AMPTRACE_RECORDER)\n", RECORDER_NAME,
-			AMPTRACE_RECORDER_INSTALL_DIR);
-		return 2;
+			*buf ? buf : "its install directory");
+		return NULL;
 	}
 	if (strpbrk(recorder, " :")) {
 		fprintf(stderr, "amptrace run: the recorder path '%s' contains "
 			"a space or ':' and cannot go in LD_PRELOAD\n", recorder);
-		return 2;
+		return NULL;
 	}
+	return recorder;
+}
 
-	struct raw_dir raw;
-	if (raw_dir_create(&raw, raw_base) != 0)
-		return 2;
-	raw_dir_guard(&raw);
-	const char *raw_dir = raw.path;
-	gethostname(s.hostname, sizeof s.hostname - 1);
+/* The program started, and how it goes (run_program's). */
+struct program {
+	pid_t pid;
+	int report[2];    /* exec's errno comes back through it */
+	int exec_errno;   /* its failure to start, or 0 */
+	bool niced;       /* this process runs nicer while it runs */
+	int nice_before;
+};
 
-	int report[2];
-	if (pipe2(report, O_CLOEXEC) != 0) {
+/* Forks PROG with the recorder preloaded.  Returns 0, or 2 (said). */
+static int start_program(struct run_state *s, const char *recorder,
+			 struct raw_dir *raw, struct program *p)
+{
+	if (pipe2(p->report, O_CLOEXEC) != 0) {
 		fprintf(stderr, "amptrace run: pipe: %s\n", strerror(errno));
-		raw_dir_remove(&raw);
 		return 2;
 	}
 	/* Like time(1): the terminal's ^C reaches the program, which decides;
-	 * we stay to finish the trace.  TERM/HUP sent to us are passed on. */
-	struct sigaction ignore = { .sa_handler = SIG_IGN };
-	struct sigaction forward = { .sa_handler = forward_signal };
-	sigaction(SIGINT, &ignore, NULL);
-	sigaction(SIGQUIT, &ignore, NULL);
-	sigaction(SIGTERM, &forward, NULL);
-	sigaction(SIGHUP, &forward, NULL);
+	 * we stay to finish the trace.  The same signals sent to us alone are
+	 * passed on (inherit.h). */
+	inherit_forward_signals();
 
 	/* SIGCHLD is blocked so that the poll below can wait for it: the end
-	 * of the program wakes us at once (the child unblocks it). */
-	sigset_t chld;
+	 * of the program wakes us at once (the child restores the inherited
+	 * mask).  The forwarded signals are blocked across the fork: until
+	 * the child has its inherited dispositions back, one sent to it
+	 * waits (amptrace passes on those it gets once the child is known). */
+	sigset_t chld, forwarded, running_mask;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
+	sigemptyset(&forwarded);
+	sigaddset(&forwarded, SIGINT);
+	sigaddset(&forwarded, SIGQUIT);
+	sigaddset(&forwarded, SIGTERM);
+	sigaddset(&forwarded, SIGHUP);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sigprocmask(SIG_BLOCK, &forwarded, &running_mask);
 	fflush(NULL);
-	s.mono_base = clock_ns(CLOCK_MONOTONIC);
-	s.real_base = clock_ns(CLOCK_REALTIME);
-	pid_t pid = fork();
-	if (pid < 0) {
+	s->mono_base = clock_ns(CLOCK_MONOTONIC);
+	s->real_base = clock_ns(CLOCK_REALTIME);
+	p->pid = fork();
+	if (p->pid < 0) {
 		fprintf(stderr, "amptrace run: fork: %s\n", strerror(errno));
-		raw_dir_remove(&raw);
 		return 2;
 	}
-	if (pid == 0) {
-		close(report[0]);
-		exec_child(s.command, recorder, raw_dir, s.value_checks,
-			   report[1]);
+	if (p->pid == 0) {
+		close(p->report[0]);
+		exec_child(s->command, recorder, raw, s->value_checks,
+			   p->report[1]);
 	}
-	child_pid = pid;
+	inherit_set_program(p->pid);
+	sigprocmask(SIG_SETMASK, &running_mask, NULL);
 	/* Only this process: the program was forked at its own priority. */
 	errno = 0;
-	int nice_now = getpriority(PRIO_PROCESS, 0);
-	bool niced = errno == 0 &&
-		     setpriority(PRIO_PROCESS, 0, nice_now + CONVERTER_NICE) == 0;
-	close(report[1]);
-	int exec_errno = 0;
-	ssize_t got = read(report[0], &exec_errno, sizeof exec_errno);
-	close(report[0]);
+	p->nice_before = getpriority(PRIO_PROCESS, 0);
+	p->niced = errno == 0 &&
+		   setpriority(PRIO_PROCESS, 0,
+			       p->nice_before + CONVERTER_NICE) == 0;
+	close(p->report[1]);
+	ssize_t got = read(p->report[0], &p->exec_errno, sizeof p->exec_errno);
+	close(p->report[0]);
+	if (got != (ssize_t)sizeof p->exec_errno)
+		p->exec_errno = 0;
+	return 0;
+}
 
-	struct converter cv;
-	convert_init(&cv, raw_dir, s.mono_base, writer_for, &s);
-	cv.trace_for = trace_for;
+/* Converts the program's records while it runs; its wait status, and
+ * when it ended into *end_ns. */
+static int follow_program(struct run_state *s, struct converter *cv,
+			  struct program *p, bool quiet, uint64_t *end_ns)
+{
+	struct progress progress;
+	sigset_t chld;
 	int status = 0;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	progress_init(&progress, quiet);
 	for (;;) {
-		pid_t done = waitpid(pid, &status, WNOHANG);
-		if (done == pid)
+		pid_t done = waitpid(p->pid, &status, WNOHANG);
+		if (done == p->pid)
 			break;
 		if (done < 0 && errno != EINTR) {
 			status = 0;
 			break;
 		}
-		size_t converted = convert_poll(&cv);
-		for (size_t k = 0; k < s.noutputs; k++) {
-			trace_writer_flush(&s.outputs[k]->writer);
-			trace_index_update(&s.outputs[k]->index);
+		size_t converted = convert_poll(cv);
+		for (size_t k = 0; k < s->noutputs; k++) {
+			trace_writer_flush(&s->outputs[k]->writer);
+			trace_index_update(&s->outputs[k]->index);
 		}
+		draw_progress(s, &progress);
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
 		 * program), an idle one every POLL_INTERVAL; its end wakes us
@@ -650,55 +780,37 @@ int amptrace_run(int argc, char **argv)
 		};
 		sigtimedwait(&chld, NULL, &pause);
 	}
-	uint64_t end_ns = clock_ns(CLOCK_MONOTONIC);
+	*end_ns = clock_ns(CLOCK_MONOTONIC);
+	progress_clear(&progress);
 	/* What is left (the records not converted yet, the findings, the
 	 * flows) is all the user waits for now: back to amptrace's own
 	 * priority where the system lets a process raise its priority again
 	 * (root, RLIMIT_NICE), else on at the lower one. */
-	if (niced)
-		setpriority(PRIO_PROCESS, 0, nice_now);
-	child_pid = 0;
+	if (p->niced)
+		setpriority(PRIO_PROCESS, 0, p->nice_before);
+	inherit_set_program(0);
 	sigprocmask(SIG_UNBLOCK, &chld, NULL);
+	return status;
+}
 
-	int failed = 0;
-	if (got == (ssize_t)sizeof exec_errno) {
-		fprintf(stderr, "amptrace run: cannot run %s: %s\n", s.command[0],
-			strerror(exec_errno));
-		convert_free(&cv);
-		raw_dir_remove(&raw);
-		free(s.outputs);
-		return exec_errno == ENOENT ? 127 : 126;
-	}
-	convert_finish(&cv, (long)pid, status, end_ns);
-	if (s.noutputs == 0) {
-		/* Nothing recorded: still leave a trace that loads. */
-		struct output *o = output_for_rank(&s, -1);
-		open_output(&s, o, NULL);
-	}
-	finish_outputs(&s, &cv, status, end_ns, &failed);
-	uint64_t ops = report_end(&s, &cv, s.command[0], status, quiet);
-	if (raw_dir_ran_out(&raw))
-		fprintf(stderr, "amptrace run: the raw directory %s ran out of "
-			"space: recording stopped early (the trace's "
-			"recording-stopped finding says where); %s ran on.  "
-			"Give amptrace room with --raw-dir DIR or TMPDIR\n",
-			raw.path, s.command[0]);
-	convert_free(&cv);
-	raw_dir_remove(&raw);
+/* With ranks, -o names their merge (run_ranks.c): the graph and the
+ * page are drawn from it, else from each output.  Returns the first
+ * failure's status, or `code`. */
+static int render_outputs(const struct run_state *s, const struct run_args *args,
+			  int code)
+{
+	struct output merged_output = { .rank = -1, .path = (char *)s->out };
+	struct output *merged_list[] = { &merged_output };
+	bool merged = args->merge && merge_ranks(s, args->quiet);
+	struct output *const *render = merged ? merged_list : s->outputs;
+	size_t nrender = merged ? 1 : s->noutputs;
 
-	int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-				       : WEXITSTATUS(status);
-	/* A run that recorded no op traced the wrong program (or one not
-	 * linked to libamp, or not importing torch): a CI step should not go
-	 * green on it.  A failing program's own status says more. */
-	if (ops == 0 && code == 0)
-		code = RUN_NO_OPS_EXIT;
-	if (svg && !failed) {
-		for (size_t k = 0; k < s.noutputs; k++) {
-			char *svg_path = s.outputs[k]->rank >= 0
-						 ? rank_path(svg, s.outputs[k]->rank)
-						 : strdup(svg);
-			int r = render_svg(s.outputs[k]->path, svg_path);
+	if (args->svg) {
+		for (size_t k = 0; k < nrender; k++) {
+			char *svg_path = render[k]->rank >= 0
+						 ? rank_path(args->svg, render[k]->rank)
+						 : strdup(args->svg);
+			int r = render_svg(render[k]->path, svg_path);
 			free(svg_path);
 			if (r != 0 && code == 0)
 				code = r;
@@ -706,24 +818,107 @@ int amptrace_run(int argc, char **argv)
 				break;
 		}
 	}
-	for (size_t k = 0; report_html && !failed && k < s.noutputs; k++) {
-		char *html = s.outputs[k]->rank >= 0
-				     ? rank_path(report_html, s.outputs[k]->rank)
-				     : strdup(report_html);
-		int r = html ? report_write(s.outputs[k]->path, html, true,
+	for (size_t k = 0; args->report_html && k < nrender; k++) {
+		char *html = render[k]->rank >= 0
+				     ? rank_path(args->report_html, render[k]->rank)
+				     : strdup(args->report_html);
+		int r = html ? report_write(render[k]->path, html, true,
 					    "amptrace run")
 			     : 1;
 		free(html);
 		if (r != 0 && code == 0)
 			code = r;
 	}
-	for (size_t k = 0; k < s.noutputs; k++) {
-		trace_index_free(&s.outputs[k]->index);
-		trace_free(&s.outputs[k]->kept);
-		free(s.outputs[k]->path);
-		free(s.outputs[k]);
+	return code;
+}
+
+static void free_outputs(struct run_state *s)
+{
+	for (size_t k = 0; k < s->noutputs; k++) {
+		trace_index_free(&s->outputs[k]->index);
+		trace_free(&s->outputs[k]->kept);
+		free(s->outputs[k]->path);
+		free(s->outputs[k]);
 	}
-	free(s.outputs);
+	free(s->outputs);
+}
+
+/* Runs PROG under the recorder, converting as it goes, then completes
+ * the traces (findings, flows) and says what was recorded.  False when
+ * PROG could not be run at all; *code is the exit status (PROG's, but
+ * for recording nothing), *failed set when a trace could not be
+ * written. */
+static bool record(struct run_state *s, const struct run_args *args,
+		   const char *recorder, int *code, int *failed)
+{
+	struct raw_dir raw;
+	struct program p = { 0 };
+	struct converter cv;
+	uint64_t end_ns;
+
+	*code = 2;
+	if (raw_dir_create(&raw, args->raw_bases, args->nraw_bases) != 0)
+		return false;
+	raw_dir_guard(&raw);
+	gethostname(s->hostname, sizeof s->hostname - 1);
+	if (start_program(s, recorder, &raw, &p) != 0) {
+		raw_dir_remove(&raw);
+		return false;
+	}
+	convert_init(&cv, raw.path, s->mono_base, writer_for, s);
+	cv.spill_dir = *raw.spill ? raw.spill : NULL;
+	cv.trace_for = trace_for;
+	int status = follow_program(s, &cv, &p, args->quiet, &end_ns);
+	if (p.exec_errno) {
+		fprintf(stderr, "amptrace run: cannot run %s: %s\n",
+			s->command[0], strerror(p.exec_errno));
+		convert_free(&cv);
+		raw_dir_remove(&raw);
+		*code = p.exec_errno == ENOENT ? 127 : 126;
+		return false;
+	}
+	convert_finish(&cv, (long)p.pid, status, end_ns);
+	if (s->noutputs == 0) {
+		/* Nothing recorded: still leave a trace that loads. */
+		struct output *o = output_for_rank(s, -1);
+		open_output(s, o, NULL);
+	}
+	finish_outputs(s, &cv, status, end_ns, failed);
+	int stop_errno = raw_dir_stop_errno(&raw);
+	uint64_t ops = report_end(s, &cv, s->command[0], status,
+				  args->quiet && !stop_errno, stop_errno != 0);
+	report_raw_dir(&raw, stop_errno, s->command[0], args->quiet);
+	convert_free(&cv);
+	raw_dir_remove(&raw);
+
+	*code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+				    : WEXITSTATUS(status);
+	/* A run that recorded no op traced the wrong program (or one not
+	 * linked to libamp, or not importing torch): a CI step should not go
+	 * green on it.  A failing program's own status says more. */
+	if (ops == 0 && *code == 0)
+		*code = RUN_NO_OPS_EXIT;
+	return true;
+}
+
+int amptrace_run(int argc, char **argv)
+{
+	struct run_state s = { .out = "trace.json", .value_checks = true };
+	struct run_args args = { .merge = true };
+	char recorder_buf[PATH_MAX + 64] = "";
+	int code, failed = 0;
+
+	inherit_hold_closed_std_fds();
+	code = parse_args(argc, argv, &s, &args);
+	if (code >= 0)
+		return code;
+	const char *recorder = preloadable_recorder(recorder_buf,
+						    sizeof recorder_buf);
+	if (!recorder)
+		return 2;
+	if (record(&s, &args, recorder, &code, &failed) && !failed)
+		code = render_outputs(&s, &args, code);
+	free_outputs(&s);
 	if (failed && code == 0)
 		code = 1;
 	return code;

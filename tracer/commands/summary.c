@@ -3,10 +3,12 @@
  * history, as a table or as JSON; the findings come first, most severe
  * first, each with its one-line fix. */
 #include "analyze.h"
-#include "trace.h"
+#include "command_line.h"
+#include "commands.h"
+#include "progress.h"
 #include "summary_compiled.h"
-#include "trace_commands.h"
 #include "textfit.h"
+#include "trace.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -47,6 +49,7 @@ struct op_row {
 };
 
 struct cast_row {
+	const char *origin;  /* NULL: autocast's (TRACE_CAST) */
 	const char *from, *to;
 	size_t casts, hits;
 	uint64_t bytes;
@@ -76,6 +79,11 @@ struct summary {
 	size_t ncasts;
 	struct reason_row *reasons;
 	size_t nreasons;
+	/* casts autocast did not make (TRACE_OTHER_CAST), and why */
+	struct cast_row *others;
+	size_t nothers;
+	struct reason_row *other_reasons;
+	size_t nother_reasons;
 	struct region_row *regions;
 	size_t nregions;
 	int max_depth;
@@ -170,6 +178,40 @@ static void count_in_regions(struct summary *s, const struct thread_stack *st,
 	}
 }
 
+static struct reason_row *reason_row_for(struct reason_row **rows, size_t *n,
+					 const char *reason)
+{
+	for (size_t k = 0; k < *n; k++)
+		if ((*rows)[k].reason == reason || !strcmp((*rows)[k].reason, reason))
+			return &(*rows)[k];
+	*rows = push(*rows, n, sizeof **rows);
+	(*rows)[*n - 1] = (struct reason_row){ .reason = reason };
+	return &(*rows)[*n - 1];
+}
+
+/* A cast made by autograd or custom_fwd: a table of its own. */
+static void count_other_cast(struct summary *s, const struct trace_event *e)
+{
+	const struct trace_cast *c = &e->cast;
+	struct cast_row *row = NULL;
+
+	for (size_t k = 0; k < s->nothers && !row; k++)
+		if (!strcmp(s->others[k].origin, c->origin) &&
+		    s->others[k].from == c->from && s->others[k].to == c->to)
+			row = &s->others[k];
+	if (!row) {
+		s->others = push(s->others, &s->nothers, sizeof *s->others);
+		row = &s->others[s->nothers - 1];
+		*row = (struct cast_row){ .origin = c->origin, .from = c->from,
+					  .to = c->to };
+	}
+	row->casts++;
+	row->bytes += c->bytes;
+	row->time_us += e->dur;
+	reason_row_for(&s->other_reasons, &s->nother_reasons,
+		       c->reason ? c->reason : "")->count++;
+}
+
 static void tabulate(struct summary *s)
 {
 	const struct trace *t = s->trace;
@@ -226,8 +268,11 @@ static void tabulate(struct summary *s)
 				}
 			}
 			count_in_regions(s, st, false);
-		} else if (e->kind == TRACE_CAST &&
-			   !trace_cast_is_compiled(&e->cast)) {
+		} else if (e->kind == TRACE_OTHER_CAST) {
+			/* a compiled graph's casts: summary_compiled.c's */
+			if (!trace_cast_is_compiled(&e->cast))
+				count_other_cast(s, e);
+		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			struct cast_row *row = NULL;
 			for (size_t k = 0; k < s->ncasts && !row; k++)
@@ -457,6 +502,34 @@ static void print_framework(const struct trace *t, FILE *out)
 	fputc('\n', out);
 }
 
+/* The casts autocast did not make, when there are any: autograd's in
+ * backward, custom_fwd's (FORMAT.md §3.3 origin). */
+static void print_other_casts(struct summary *s, FILE *out)
+{
+	char label[64], b1[32], b2[32];
+
+	if (!s->nothers)
+		return;
+	fputs("\nCasts made outside autocast (counted apart from autocast's)\n",
+	      out);
+	fprintf(out, "  %-11s %-14s %7s %12s %12s\n", "origin", "direction",
+		"casts", "bytes", "time");
+	trace_sort(s->others, s->nothers, sizeof *s->others, compare_casts);
+	for (size_t i = 0; i < s->nothers; i++) {
+		const struct cast_row *r = &s->others[i];
+		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
+		fprintf(out, "  %-11s %-14s %7zu %12s %12s\n", r->origin, label,
+			r->casts, human_bytes(r->bytes, b1, sizeof b1),
+			human_time(r->time_us, b2, sizeof b2));
+	}
+	fputs("  because:\n", out);
+	trace_sort(s->other_reasons, s->nother_reasons,
+		   sizeof *s->other_reasons, compare_reasons);
+	for (size_t i = 0; i < s->nother_reasons; i++)
+		fprintf(out, "    %7zu  %s\n", s->other_reasons[i].count,
+			s->other_reasons[i].reason);
+}
+
 static void print_text(struct summary *s, FILE *out, bool color)
 {
 	const struct trace *t = s->trace;
@@ -561,6 +634,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			human_time(r->time_us, b2, sizeof b2));
 	}
 
+	print_other_casts(s, out);
 	summary_compiled_text(t, out);
 
 	fputs("\nWeight-cast cache\n", out);
@@ -633,8 +707,10 @@ static const char *finding_source(const struct trace_finding *f)
 {
 	const struct finding_kind *k = finding_kind_lookup(f->kind);
 
-	return (k && k->value_dependent) || (!k && f->from_trace) ? "libamp"
-								  : "amptrace";
+	return (k && k->source == FINDING_FROM_VALUE_CHECKS) ||
+			       (!k && f->from_trace)
+		       ? "libamp"
+		       : "amptrace";
 }
 
 /* Each finding with its severity, one-line fix and the op and tensor at
@@ -732,6 +808,20 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddItemToArray(casts, o);
 	}
 
+	cJSON *others = cJSON_AddArrayToObject(root, "other_casts");
+	trace_sort(s->others, s->nothers, sizeof *s->others, compare_casts);
+	for (size_t i = 0; i < s->nothers; i++) {
+		const struct cast_row *r = &s->others[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "origin", r->origin);
+		cJSON_AddStringToObject(o, "from", r->from);
+		cJSON_AddStringToObject(o, "to", r->to);
+		cJSON_AddNumberToObject(o, "casts", (double)r->casts);
+		cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+		cJSON_AddNumberToObject(o, "time_us", r->time_us);
+		cJSON_AddItemToArray(others, o);
+	}
+
 	cJSON *cache = cJSON_AddObjectToObject(root, "cache");
 	cJSON_AddNumberToObject(cache, "hits", (double)a->cache_hits);
 	cJSON_AddNumberToObject(cache, "misses", (double)a->cache_misses);
@@ -799,85 +889,117 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_Delete(root);
 }
 
-int amptrace_summary(int argc, char **argv)
-{
-	const char *path = NULL;
-	bool json = false, color = false;
-	const char *when = "auto";
+enum { OPTION_JSON = 256, OPTION_COLOR };
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+static const struct option summary_options[] = {
+	{ "json", no_argument, NULL, OPTION_JSON },
+	{ "color", optional_argument, NULL, OPTION_COLOR },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct summary_args {
+	const char *path;
+	bool json, color;
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct summary_args *args)
+{
+	struct command_line cl = { "amptrace summary", "h", summary_options,
+				   argc, argv };
+	const char *when = "auto";
+	int option;
+
+	while ((option = command_line_next(&cl)) != -1) {
+		switch (option) {
+		case OPTION_JSON:
+			args->json = true;
+			break;
+		case OPTION_COLOR:
+			when = optarg ? optarg : "always";
+			break;
+		case 'h':
 			fputs(summary_usage, stdout);
 			return 0;
-		}
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--color")) {
-			when = "always";
-		} else if (!strncmp(argv[i], "--color=", 8)) {
-			when = argv[i] + 8;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "amptrace summary: unknown option '%s'\n%s",
-				argv[i], summary_usage);
-			return 2;
-		} else if (path) {
-			fprintf(stderr, "amptrace summary: one trace at a time "
-				"(got '%s' and '%s')\n", path, argv[i]);
-			return 2;
-		} else {
-			path = argv[i];
+		default:
+			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
-	if (textfit_color(when, &color) != 0) {
-		fprintf(stderr, "amptrace summary: --color must be auto, always "
-			"or never, not '%s'\n", when);
-		return 2;
-	}
-	if (!path) {
-		fprintf(stderr, "amptrace summary: no trace given\n%s",
-			summary_usage);
-		return 2;
-	}
+	if (textfit_color(when, &args->color) != 0)
+		return command_line_error(&cl, "--color must be auto, always or "
+					  "never, not '%s'", when);
+	if (optind == argc)
+		return command_line_error(&cl, "no trace given");
+	if (argc - optind > 1)
+		return command_line_error(&cl, "one trace at a time (got '%s' "
+					  "and '%s')", argv[optind],
+					  argv[optind + 1]);
+	args->path = argv[optind];
+	return -1;
+}
+
+int amptrace_summary(int argc, char **argv)
+{
+	struct summary_args args = { 0 };
 	struct trace trace;
 	struct trace_error err;
-	if (trace_load(path, &trace, &err) != 0) {
+	char note[512];
+	int status = parse_args(argc, argv, &args);
+
+	if (status >= 0)
+		return status;
+	progress_reading("amptrace summary", args.path);
+	int loaded = trace_load(args.path, &trace, &err);
+	progress_reading_done();
+	if (loaded != 0) {
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	struct summary s = { .trace = &trace };
-	if (analysis_run(&trace, &s.a) != 0) {
+	status = summary_print(&trace, args.json, args.color);
+	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
+	    (trace.truncated || !trace.finalized))
+		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
+			args.path, note);
+	trace_free(&trace);
+	return status;
+}
+
+/* The tables, written whole, then fitted to the width line by line. */
+static void print_fitted(struct summary *s, bool color)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+
+	if (mem) {
+		print_text(s, mem, color);
+		fclose(mem);
+		textfit_write(stdout, text, len, TEXTFIT_WIDTH);
+	} else {
+		print_text(s, stdout, color);
+	}
+	free(text);
+}
+
+int summary_print(struct trace *trace, bool json, bool color)
+{
+	struct summary s = { .trace = trace };
+
+	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
 		analysis_free(&s.a);
-		trace_free(&trace);
 		return 2;
 	}
 	tabulate(&s);
-	char note[512];
-	if (json) {
+	if (json)
 		print_json(&s, stdout);
-	} else {
-		/* written whole, then fitted to the width line by line */
-		char *text = NULL;
-		size_t len = 0;
-		FILE *mem = open_memstream(&text, &len);
-		if (mem) {
-			print_text(&s, mem, color);
-			fclose(mem);
-			textfit_write(stdout, text, len, TEXTFIT_WIDTH);
-		} else {
-			print_text(&s, stdout, color);
-		}
-		free(text);
-	}
-	if (trace_end_note(&trace, note, sizeof note) &&
-	    (trace.truncated || !trace.finalized))
-		fprintf(stderr, "amptrace summary: warning: %s: %s\n", path,
-			note);
+	else
+		print_fitted(&s, color);
 	free(s.ops);
 	free(s.casts);
 	free(s.reasons);
 	free(s.regions);
 	analysis_free(&s.a);
-	trace_free(&trace);
 	return 0;
 }

@@ -56,7 +56,7 @@ static void process_metadata(struct converter *cv, struct convert_process *p)
 					    sizeof *e.meta.argv);
 	for (int i = 0; i < p->argc; i++)
 		e.meta.argv[i] = convert_intern_cstr(p, p->argv[i]);
-	e.meta.argc = p->argc;
+	e.meta.nargv = p->argc;
 	e.meta.framework = convert_intern_cstr(p, p->framework);
 	convert_emit(cv, p, &e);
 	long sort_index = p->rank >= 0 ? (long)p->rank : (long)cv->nprocs;
@@ -83,6 +83,17 @@ static void thread_metadata(struct converter *cv, struct convert_process *p,
 	convert_emit(cv, p, &e);
 }
 
+/* The process's first events: its writer, its trace, its names. */
+static void announce(struct converter *cv, struct convert_process *p)
+{
+	p->announced = true;
+	p->writer = cv->writer_for(cv->ctx, p);
+	if (cv->trace_for)
+		p->trace = cv->trace_for(cv->ctx, p);
+	convert_intern_names(p);
+	process_metadata(cv, p);
+}
+
 static const uint8_t *map_chunk(struct convert_thread *t, uint64_t index)
 {
 	struct stat st;
@@ -93,6 +104,51 @@ static const uint8_t *map_chunk(struct convert_thread *t, uint64_t index)
 	void *chunk = mmap(NULL, RAW_CHUNK, PROT_READ, MAP_SHARED, t->fd,
 			   (off_t)(index * RAW_CHUNK));
 	return chunk == MAP_FAILED ? NULL : chunk;
+}
+
+static bool header_valid(const struct raw_thread_header *h)
+{
+	return h->version == RAW_VERSION && h->header_size >= sizeof *h &&
+	       h->header_size < RAW_CHUNK && h->header_size % 8 == 0;
+}
+
+/* The stream moved to the spill directory (RAW_SIZE_MOVED): the same
+ * thread goes on after the header of c<this file's name> there; this
+ * file, done, goes (it held memory). */
+static bool follow_move(const struct converter *cv, const struct convert_process *p,
+			struct convert_thread *t)
+{
+	char path[PATH_MAX + 640];
+	const char *process = strrchr(p->dir, '/');
+	const char *file = strrchr(t->path, '/');
+
+	if (!cv->spill_dir || !process || !file)
+		return false;
+	snprintf(path, sizeof path, "%s%s/c%s", cv->spill_dir, process,
+		 file + 1);
+	struct convert_thread next = { .fd = open(path, O_RDWR | O_CLOEXEC) };
+	if (next.fd < 0)
+		return false;
+	const uint8_t *chunk = map_chunk(&next, 0);
+	const struct raw_thread_header *h = (const void *)chunk;
+	if (!chunk || atomic_load_explicit(&h->magic, memory_order_acquire) !=
+			      RAW_THREAD_MAGIC ||
+	    !header_valid(h) || h->amp_thread != t->tid) {
+		if (chunk)
+			munmap((void *)chunk, RAW_CHUNK);
+		close(next.fd);
+		return false;
+	}
+	munmap((void *)t->chunk, RAW_CHUNK);
+	close(t->fd);
+	unlink(t->path);
+	free(t->path);
+	t->path = strdup(path);
+	t->fd = next.fd;
+	t->chunk = chunk;
+	t->chunk_index = 0;
+	t->offset = h->header_size;
+	return true;
 }
 
 static size_t read_thread(struct converter *cv, struct convert_process *p,
@@ -112,8 +168,7 @@ static size_t read_thread(struct converter *cv, struct convert_process *p,
 		if (atomic_load_explicit(&((struct raw_thread_header *)h)->magic,
 					 memory_order_acquire) != RAW_THREAD_MAGIC)
 			return 0;
-		if (h->version != RAW_VERSION || h->header_size < sizeof *h ||
-		    h->header_size >= RAW_CHUNK || h->header_size % 8) {
+		if (!header_valid(h)) {
 			t->stopped = true;
 			p->raw_errors++;
 			return 0;
@@ -121,14 +176,8 @@ static size_t read_thread(struct converter *cv, struct convert_process *p,
 		t->tid = h->amp_thread;
 		t->offset = h->header_size;
 		t->started = true;
-		if (!p->announced) {
-			p->announced = true;
-			p->writer = cv->writer_for(cv->ctx, p);
-			if (cv->trace_for)
-				p->trace = cv->trace_for(cv->ctx, p);
-			convert_intern_names(p);
-			process_metadata(cv, p);
-		}
+		if (!p->announced)
+			announce(cv, p);
 		if (t->tid == RAW_GPU_STREAM)
 			p->gpu_stream = true;
 		else
@@ -150,6 +199,13 @@ static size_t read_thread(struct converter *cv, struct convert_process *p,
 			t->fd = -1;
 			unlink(t->path);
 			t->stopped = true;
+			break;
+		}
+		if (size == RAW_SIZE_MOVED) {
+			if (follow_move(cv, p, t))
+				continue;
+			t->stopped = true;
+			p->raw_errors++;
 			break;
 		}
 		if (size == RAW_SIZE_NEXT_CHUNK) {
@@ -246,6 +302,8 @@ static struct convert_process *load_process(struct converter *cv,
 	p->name = strdup(slash ? slash + 1 : argv0);
 	v = cJSON_GetObjectItem(root, "framework");
 	p->framework = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	v = cJSON_GetObjectItem(root, "policy_table");
+	p->policy_table = cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
 	const cJSON *names = cJSON_GetObjectItem(root, "names");
 	for (int i = 0; i < NAMES_COUNT; i++)
 		p->names[i] = string_array(
@@ -257,7 +315,7 @@ static struct convert_process *load_process(struct converter *cv,
 	return p;
 }
 
-static struct convert_thread *find_thread(struct convert_process *p,
+static struct convert_thread *find_thread(const struct convert_process *p,
 					  const char *path)
 {
 	for (size_t i = 0; i < p->nthreads; i++)
@@ -271,14 +329,12 @@ static int compare_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* New thread files of a process, in name order (t1.raw before t2.raw),
- * so thread metadata comes out in the same order every run. */
-static void scan_threads(struct convert_process *p)
+/* Adds the thread files in `dir` that are not known yet to `found`. */
+static void list_threads(const struct convert_process *p, const char *dir,
+			 char ***found, size_t *nfound, size_t *cap)
 {
-	DIR *d = opendir(p->dir);
+	DIR *d = opendir(dir);
 	struct dirent *e;
-	char **found = NULL;
-	size_t nfound = 0, cap = 0;
 
 	if (!d)
 		return;
@@ -287,14 +343,31 @@ static void scan_threads(struct convert_process *p)
 		if (e->d_name[0] != 't' || len < 5 ||
 		    strcmp(e->d_name + len - 4, ".raw"))
 			continue;
-		char path[PATH_MAX + 320];
-		snprintf(path, sizeof path, "%s/%s", p->dir, e->d_name);
+		char path[PATH_MAX + 640];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		if (find_thread(p, path))
 			continue;
-		found = convert_grow(found, &cap, nfound + 1, sizeof *found);
-		found[nfound++] = strdup(path);
+		*found = convert_grow(*found, cap, *nfound + 1, sizeof **found);
+		(*found)[(*nfound)++] = strdup(path);
 	}
 	closedir(d);
+}
+
+/* New thread files of a process, in name order (t1.raw before t2.raw),
+ * so thread metadata comes out in the same order every run; those begun
+ * in the spill directory once the raw directory was full come after. */
+static void scan_threads(const struct converter *cv, struct convert_process *p)
+{
+	char **found = NULL;
+	size_t nfound = 0, cap = 0;
+	const char *process = strrchr(p->dir, '/');
+
+	list_threads(p, p->dir, &found, &nfound, &cap);
+	if (cv->spill_dir && process) {
+		char spilled[PATH_MAX + 320];
+		snprintf(spilled, sizeof spilled, "%s%s", cv->spill_dir, process);
+		list_threads(p, spilled, &found, &nfound, &cap);
+	}
 	trace_sort(found, nfound, sizeof *found, compare_names);
 	for (size_t i = 0; i < nfound; i++) {
 		int fd = open(found[i], O_RDWR | O_CLOEXEC);
@@ -388,7 +461,7 @@ size_t convert_poll(struct converter *c)
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct convert_process *p = c->procs[i];
 		if (scan)
-			scan_threads(p);
+			scan_threads(c, p);
 		for (size_t j = 0; j < p->nthreads; j++)
 			count += read_thread(c, p, p->threads[j]);
 	}
@@ -420,6 +493,33 @@ static bool file_exists(const char *dir, const char *name)
 	return access(path, F_OK) == 0;
 }
 
+/* A process whose streams could not even begin (no room for a first
+ * chunk) wrote only p<pid>/stopped: the trace still says so, as a
+ * recording-stopped finding, rather than holding nothing at all. */
+static bool stopped_at_start(struct converter *cv, struct convert_process *p)
+{
+	char path[PATH_MAX + 320], message[512], reason[128] = "";
+	int err = 0;
+
+	snprintf(path, sizeof path, "%s/stopped", p->dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fscanf(f, "%d %127[^\n]", &err, reason) < 2)
+		snprintf(reason, sizeof reason, "%s", strerror(ENOSPC));
+	fclose(f);
+	snprintf(message, sizeof message,
+		 "recording stopped at the start: no room for the first raw "
+		 "events in %.200s (%s); nothing of this process is in the "
+		 "trace, the program ran on", cv->raw_dir, reason);
+	announce(cv, p);
+	if (p->last_ns < cv->base_ns)
+		p->last_ns = cv->base_ns; /* no event: the run's start */
+	convert_diag(cv, p, 0, p->last_ns, "recording-stopped", message, 0, 0,
+		  'p');
+	return true;
+}
+
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns)
 {
@@ -434,6 +534,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		if (p->pid == child_pid && WIFSIGNALED(wait_status)) {
 			p->status = "signaled";
 			p->signal = WTERMSIG(wait_status);
+			convert_signal_name(p->signal, p->signal_name,
+					    sizeof p->signal_name);
 			died = true;
 			snprintf(message, sizeof message,
 				 "%s (pid %ld) was killed by %s (%s)", p->name,
@@ -454,6 +556,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 				 "%s (pid %ld) ended without a clean exit "
 				 "(crashed or killed)", p->name, p->pid);
 		}
+		if (!p->announced)
+			stopped_at_start(c, p);
 		if (!p->announced)
 			continue; /* it recorded nothing */
 		uint64_t when = p->last_ns;
@@ -495,62 +599,33 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 	}
 }
 
-void convert_process_json(const struct convert_process *p, struct jsonw *w)
+void convert_process_end(const struct convert_process *p,
+			 struct trace_process_end *end,
+			 struct trace_gpu_timing *gpu)
 {
-	char signame[32];
-
-	jsonw_printf(w, "{\"pid\":%ld,\"rank\":", p->pid);
-	if (p->rank >= 0)
-		jsonw_printf(w, "%d", p->rank);
-	else
-		jsonw_lit(w, "null");
-	jsonw_lit(w, ",\"argv\":[");
-	for (int i = 0; i < p->argc; i++) {
-		if (i)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, p->argv[i]);
-	}
-	jsonw_lit(w, "]");
-	if (p->framework) {
-		jsonw_lit(w, ",\"framework\":");
-		jsonw_str(w, p->framework);
-	}
-	jsonw_printf(w, ",\"status\":\"%s\"", p->status);
-	if (!strcmp(p->status, "exited") && p->exit_code >= 0)
-		jsonw_printf(w, ",\"exit_code\":%d", p->exit_code);
+	*end = (struct trace_process_end){
+		.pid = p->pid, .rank = p->rank,
+		.argv = (const char **)p->argv, .nargv = p->argc,
+		.framework = p->framework, .status = p->status,
+		.exit_code = p->exit_code, .signal = p->signal,
+		.threads = p->nthreads - (p->gpu_stream ? 1 : 0),
+		.events = p->events, .ops = p->ops, .casts = p->casts,
+		.in_flight_ops = p->in_flight_ops, .raw_errors = p->raw_errors,
+	};
 	if (!strcmp(p->status, "signaled"))
-		jsonw_printf(w, ",\"signal\":%d,\"signal_name\":\"%s\"",
-			     p->signal,
-			     convert_signal_name(p->signal, signame, sizeof signame));
-	jsonw_printf(w, ",\"threads\":%zu,\"events\":%llu,\"ops\":%llu,"
-			"\"casts\":%llu,\"in_flight_ops\":%llu,"
-			"\"raw_errors\":%llu",
-		     p->nthreads - (p->gpu_stream ? 1 : 0),
-		     (unsigned long long)p->events,
-		     (unsigned long long)p->ops, (unsigned long long)p->casts,
-		     (unsigned long long)p->in_flight_ops,
-		     (unsigned long long)p->raw_errors);
-	if (p->gpu_status < 0) {
-		jsonw_lit(w, ",\"gpu\":{\"timing\":false,\"reason\":");
-		jsonw_str(w, p->gpu_reason ? p->gpu_reason : "");
-		jsonw_raw(w, "}", 1);
-	} else if (p->gpu_status > 0) {
-		jsonw_printf(w, ",\"gpu\":{\"timing\":true,\"kernels\":%llu,"
-				"\"memcpys\":%llu,\"complete\":%s",
-			     (unsigned long long)p->kernels,
-			     (unsigned long long)p->memcpys,
-			     p->gpu_stats_seen ? "true" : "false");
-		if (p->gpu_stats_seen)
-			jsonw_printf(w, ",\"unlinked\":%llu,\"untimed\":%llu,"
-					"\"dropped\":%llu,\"buffers\":%llu",
-				     (unsigned long long)p->gpu_stats[2],
-				     (unsigned long long)p->gpu_stats[3],
-				     (unsigned long long)(p->gpu_stats[4] +
-							  p->gpu_stats[6]),
-				     (unsigned long long)p->gpu_stats[5]);
-		jsonw_raw(w, "}", 1);
-	}
-	jsonw_raw(w, "}", 1);
+		end->signal_name = p->signal_name;
+	if (!p->gpu_status)
+		return;
+	*gpu = (struct trace_gpu_timing){
+		.timing = p->gpu_status > 0,
+		.reason = p->gpu_reason ? p->gpu_reason : "",
+		.kernels = p->kernels, .memcpys = p->memcpys,
+		.complete = p->gpu_stats_seen,
+		.unlinked = p->gpu_stats[2], .untimed = p->gpu_stats[3],
+		.dropped = p->gpu_stats[4] + p->gpu_stats[6],
+		.buffers = p->gpu_stats[5],
+	};
+	end->gpu = gpu;
 }
 
 void convert_free(struct converter *c)
@@ -587,6 +662,7 @@ void convert_free(struct converter *c)
 		free(p->exe);
 		free(p->name);
 		free(p->framework);
+		free(p->policy_table);
 		free(p->dir);
 		free(p);
 	}

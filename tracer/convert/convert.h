@@ -27,6 +27,7 @@ struct convert_process {
 	char *exe;
 	char *name;              /* basename of argv[0] */
 	char *framework;         /* "torch 1.13.1 (...)", "libamp 0.1.0"; or NULL */
+	char *policy_table;      /* the producer's policy table ("1.13"), or NULL */
 	char **argv;
 	int argc;
 	/* libamp's names for its enum values, from process.json */
@@ -74,6 +75,7 @@ struct convert_process {
 	const char *status;      /* "exited", "signaled", "died", "running" */
 	int exit_code;           /* when status is "exited" and known */
 	int signal;              /* when "signaled" */
+	char signal_name[32];    /* its name: "SIGSEGV" */
 	uint64_t in_flight_ops;
 };
 
@@ -88,6 +90,9 @@ typedef struct trace *(*convert_trace_fn)(void *ctx,
 
 struct converter {
 	char *raw_dir;
+	/* Where streams went on when raw_dir filled up (raw.h), or NULL;
+	 * set after convert_init, owned by the caller. */
+	const char *spill_dir;
 	uint64_t base_ns;        /* CLOCK_MONOTONIC of ts 0 */
 	convert_writer_fn writer_for;
 	/* Optional (NULL after convert_init): `amptrace run` computes its
@@ -121,8 +126,12 @@ size_t convert_poll(struct converter *c);
  * direct child (its status is exact); `end_ns` is when its end was seen. */
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns);
-/* The process's entry of the trailer's "processes" list. */
-void convert_process_json(const struct convert_process *p, struct jsonw *w);
+/* The process's entry of the trailer's "processes" list; `gpu` is the
+ * room for its GPU timing (end->gpu points there when it used a GPU).
+ * Valid as long as p. */
+void convert_process_end(const struct convert_process *p,
+			 struct trace_process_end *end,
+			 struct trace_gpu_timing *gpu);
 void convert_free(struct converter *c);
 
 /* "SIGSEGV" for 11, or "signal N". */

@@ -136,9 +136,9 @@ void convert_emit(struct converter *cv, struct convert_process *p,
 		const struct trace_event *e);
 struct trace_tensor *convert_tensors(struct converter *cv,
 				     struct convert_process *p,
-		const struct amp_tensor_info *list, int n, bool inputs);
+		const struct producer_tensor *list, int n, bool inputs);
 struct trace_autocast convert_autocast(struct convert_process *p,
-		struct convert_thread *t, const struct amp_autocast_info *a,
+		struct convert_thread *t, const struct producer_autocast *a,
 		const char *scope);
 const char *convert_op_label(struct convert_process *p, const char *op,
 		const char *overload);

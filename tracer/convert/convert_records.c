@@ -29,11 +29,21 @@ static const char *intern_like(struct convert_process *p, const char *s,
 	return convert_intern_cstr(p, s);
 }
 
+/* The keys a producer hands over as they are (../producer_keys.h): its
+ * member copied into the trace model's, a string interned.  In op_fields
+ * (from e to op) and on_cast (from c to e.cast). */
+#define COPY_OP_KEY(X, type, f, key, check, since)                          \
+	op.f = COPY_##type(e->f);
+#define COPY_CAST_KEY(X, type, f, key, check, since)                        \
+	e.cast.f = COPY_##type(c->f);
+#define COPY_STRING(value) ((value) ? convert_intern_cstr(p, value) : NULL)
+#define COPY_ID(value) (value)
+
 /* The fields an op's BEGIN and END both carry; `begin` is the op's BEGIN
  * when e is its END, else NULL. */
 static struct trace_op op_fields(struct convert_process *p,
 				 struct convert_thread *t,
-				 const struct amp_op_event *e,
+				 const struct producer_op *e,
 				 const struct trace_op *begin)
 {
 	struct trace_op op = {
@@ -52,11 +62,12 @@ static struct trace_op op_fields(struct convert_process *p,
 					     begin ? begin->autocast.scope
 						   : NULL),
 	};
+	PRODUCER_OP_KEYS(COPY_OP_KEY, _)
 	return op;
 }
 
 static void on_op_begin(struct convert_process *p, struct convert_thread *t,
-			const struct amp_op_event *e, uint64_t time_ns)
+			const struct producer_op *e, uint64_t time_ns)
 {
 	t->ops = convert_grow(t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops);
 	t->ops[t->nops++] = (struct pending_op){
@@ -96,7 +107,7 @@ void convert_op_close(struct converter *cv, struct convert_process *p,
 }
 
 static void on_op_end(struct converter *cv, struct convert_process *p,
-		      struct convert_thread *t, const struct amp_op_event *e,
+		      struct convert_thread *t, const struct producer_op *e,
 		      uint64_t time_ns)
 {
 	uint64_t begin_ns = e->begin_ns;
@@ -123,7 +134,6 @@ static void on_op_end(struct converter *cv, struct convert_process *p,
 	if (e->status)
 		op.error = e->error ? convert_intern_cstr(p, e->error)
 				    : convert_lit(p, LIT_EMPTY);
-	op.graph = e->graph_id;
 	op_event(cv, p, t, &op, begin_ns, time_ns);
 }
 
@@ -145,43 +155,22 @@ static void counter(struct converter *cv, struct convert_process *p,
 	convert_emit(cv, p, &e);
 }
 
-/* A compiled graph's cast: what it was cast for and where come with it,
- * not from the op it was recorded in (the graph's compile). */
-static void compiled_fields(struct convert_process *p,
-			    const struct amp_compiled_cast *c,
-			    struct trace_cast *out)
-{
-	const struct amp_autocast_info *a = &c->autocast;
-
-	out->compiled = true;
-	out->graph = c->graph_id;
-	out->phase = convert_name(p, NAMES_PHASE, c->phase);
-	out->op = c->op ? convert_intern_cstr(p, c->op) : out->op;
-	out->scope = NULL;
-	out->made_by = convert_intern_cstr(p, c->made_by);
-	out->feeds = convert_intern_cstr(p, c->feeds);
-	out->source = convert_intern_cstr(p, c->source);
-	out->module = convert_intern_cstr(p, c->module);
-	out->module_class = convert_intern_cstr(p, c->module_class);
-	out->autocast = (struct trace_autocast){
-		.enabled = a->enabled,
-		.device = convert_name(p, NAMES_DEVICE, a->device),
-		.dtype = convert_name(p, NAMES_DTYPE, a->dtype),
-	};
-}
-
 static void on_cast(struct converter *cv, struct convert_process *p,
-		    struct convert_thread *t, const struct amp_cast_event *c,
+		    struct convert_thread *t, const struct producer_cast *c,
 		    uint64_t time_ns)
 {
 	uint64_t begin_ns = c->begin_ns;
-	const struct amp_tensor_info *source = &c->source;
+	const struct producer_tensor *source = &c->source;
 
 	if (!begin_ns || begin_ns > time_ns)
 		begin_ns = time_ns;
 	const struct pending_op *pending = find_pending(t, c->op_id);
 	const struct trace_op *op = pending ? &pending->op : NULL;
-	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CAST,
+	/* a cast autocast did not make (origin: autograd, custom_fwd) is
+	 * a kind of its own, as the reader makes it */
+	struct trace_event e = convert_head(cv, p, t->tid,
+					    c->origin ? TRACE_OTHER_CAST
+						      : TRACE_CAST,
 					    convert_cast_label(p, c->from,
 							       c->to),
 					    LIT_CAT_CAST, 'X', begin_ns);
@@ -199,15 +188,14 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.phase = op ? op->phase : NULL,
 		.scope = op ? op->autocast.scope : NULL,
 		.stale = c->stale,
-		.ndim = source->ndim < 0 ? 0
-			: source->ndim < TRACE_MAX_DIMS ? source->ndim
-							: TRACE_MAX_DIMS,
-		.requires_grad = source->requires_grad, .leaf = source->is_leaf,
+		.ndim = source->ndim < TRACE_MAX_DIMS ? source->ndim
+						      : TRACE_MAX_DIMS,
+		.requires_grad = source->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
+		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
 	};
+	PRODUCER_CAST_KEYS(COPY_CAST_KEY, _)
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
-	if (c->is_compiled)
-		compiled_fields(p, &c->compiled, &e.cast);
 	convert_emit(cv, p, &e);
 	p->casts++;
 	if (c->cache_counted)
@@ -246,7 +234,7 @@ void convert_scope_end(struct converter *cv, struct convert_process *p,
 }
 
 static void on_scope(struct converter *cv, struct convert_process *p,
-		     struct convert_thread *t, const struct amp_scope_event *region,
+		     struct convert_thread *t, const struct producer_scope *region,
 		     uint64_t time_ns, bool enter)
 {
 	if (!enter) {
@@ -281,7 +269,7 @@ static void on_scope(struct converter *cv, struct convert_process *p,
 }
 
 static void on_cache_clear(struct converter *cv, struct convert_process *p,
-			   struct convert_thread *t, const struct amp_cache_event *c,
+			   struct convert_thread *t, const struct producer_cache_clear *c,
 			   uint64_t time_ns)
 {
 	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CACHE_CLEAR,
@@ -296,7 +284,7 @@ static void on_cache_clear(struct converter *cv, struct convert_process *p,
 
 static void on_scaler(struct converter *cv, struct convert_process *p,
 		      struct convert_thread *t,
-		      const struct amp_scaler_event *s, uint64_t time_ns)
+		      const struct producer_scaler *s, uint64_t time_ns)
 {
 	const char *what = s->what ? s->what : "";
 	double scale = s->scale;
@@ -353,7 +341,7 @@ void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
 }
 
 static void on_diag(struct converter *cv, struct convert_process *p,
-		    struct convert_thread *t, const struct amp_diag_event *d,
+		    struct convert_thread *t, const struct producer_diag *d,
 		    uint64_t time_ns)
 {
 	const char *kind = d->kind ? d->kind : "diag";
@@ -421,9 +409,8 @@ static void on_gpu_activity(struct converter *cv, struct convert_process *p,
 	gpu_announce(cv, p, a->device, UINT32_MAX);
 	gpu_announce(cv, p, a->device, a->stream);
 	uint64_t dur = a->end_ns > a->start_ns ? a->end_ns - a->start_ns : 0;
-	/* Readers know the kernel category; a memcpy is someone else's. */
 	struct trace_event e = convert_head(cv, p, a->stream,
-					    copy ? TRACE_OTHER : TRACE_KERNEL,
+					    copy ? TRACE_MEMCPY : TRACE_KERNEL,
 					    convert_intern_cstr(p, name),
 					    copy ? LIT_CAT_MEMCPY
 						 : LIT_CAT_KERNEL,
@@ -431,7 +418,7 @@ static void on_gpu_activity(struct converter *cv, struct convert_process *p,
 	e.pid = gpu_pid(p, a->device);
 	e.dur = convert_to_us((int64_t)dur);
 	e.kernel = (struct trace_kernel){
-		.linked = a->cast_id || a->op_id, .cast = a->cast_id != 0,
+		.cast = a->cast_id != 0,
 		.external_id = a->cast_id ? a->cast_id : a->op_id,
 		.op_id = a->cast_id ? a->op_id : 0,
 		.host_pid = p->pid, .correlation = a->correlation_id,
@@ -483,27 +470,27 @@ void convert_record(struct converter *cv, struct convert_process *p,
 		return;
 	}
 	switch (d->kind) {
-	case AMP_EVENT_OP_BEGIN:
+	case PRODUCER_OP_BEGIN:
 		on_op_begin(p, t, &d->event.op, r->time_ns);
 		break;
-	case AMP_EVENT_OP_END:
+	case PRODUCER_OP_END:
 		on_op_end(cv, p, t, &d->event.op, r->time_ns);
 		break;
-	case AMP_EVENT_CAST:
+	case PRODUCER_CAST:
 		on_cast(cv, p, t, &d->event.cast, r->time_ns);
 		break;
-	case AMP_EVENT_SCOPE_ENTER:
-	case AMP_EVENT_SCOPE_EXIT:
+	case PRODUCER_SCOPE_ENTER:
+	case PRODUCER_SCOPE_EXIT:
 		on_scope(cv, p, t, &d->event.scope, r->time_ns,
-			 d->kind == AMP_EVENT_SCOPE_ENTER);
+			 d->kind == PRODUCER_SCOPE_ENTER);
 		break;
-	case AMP_EVENT_CACHE_CLEAR:
+	case PRODUCER_CACHE_CLEAR:
 		on_cache_clear(cv, p, t, &d->event.cache, r->time_ns);
 		break;
-	case AMP_EVENT_SCALER:
+	case PRODUCER_SCALER:
 		on_scaler(cv, p, t, &d->event.scaler, r->time_ns);
 		break;
-	case AMP_EVENT_DIAG:
+	case PRODUCER_DIAG:
 		on_diag(cv, p, t, &d->event.diag, r->time_ns);
 		break;
 	case RAW_KIND_GPU_ACTIVITY:

@@ -299,7 +299,7 @@ void convert_emit(struct converter *cv, struct convert_process *p,
  * next event reuses. */
 struct trace_tensor *convert_tensors(struct converter *cv,
 				     struct convert_process *p,
-				     const struct amp_tensor_info *list, int n,
+				     const struct producer_tensor *list, int n,
 				     bool inputs)
 {
 	struct trace_tensor *out = NULL;
@@ -313,18 +313,17 @@ struct trace_tensor *convert_tensors(struct converter *cv,
 		out = inputs ? cv->scratch_tensors
 			     : cv->scratch_tensors + RAW_MAX_TENSORS;
 	for (int i = 0; i < n; i++) {
-		const struct amp_tensor_info *t = &list[i];
+		const struct producer_tensor *t = &list[i];
 		struct trace_tensor *k = &out[i];
 		k->id = t->id;
 		k->producer_op_id = inputs ? t->producer_op_id : 0;
 		k->dtype = convert_name(p, NAMES_DTYPE, t->dtype);
 		k->name = convert_intern_cstr(p, t->name);
-		k->ndim = t->ndim < 0 ? 0
-			  : t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
+		k->ndim = t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
 		memcpy(k->shape, t->shape, (size_t)k->ndim * sizeof *k->shape);
-		k->requires_grad = t->requires_grad;
-		k->leaf = t->is_leaf;
-		k->view = t->is_view;
+		k->requires_grad = t->flags & PRODUCER_TENSOR_REQUIRES_GRAD;
+		k->leaf = t->flags & PRODUCER_TENSOR_LEAF;
+		k->view = t->flags & PRODUCER_TENSOR_VIEW;
 		k->device = t->device ? convert_name(p, NAMES_DEVICE, t->device)
 				      : NULL;
 		k->profiler_type = inputs ? convert_name(p, NAMES_PROFILER, t->dtype)
@@ -372,7 +371,7 @@ static void named_scopes(struct convert_process *p, struct convert_thread *t)
 /* `scope`: a's scope interned, when the caller knows it (or NULL). */
 struct trace_autocast convert_autocast(struct convert_process *p,
 				       struct convert_thread *t,
-				       const struct amp_autocast_info *a,
+				       const struct producer_autocast *a,
 				       const char *scope)
 {
 	named_scopes(p, t);

@@ -12,14 +12,20 @@
  *   - GPU activities arrive in batches on whichever thread the profiler
  *     delivers them and go, under a lock, into a stream of their own
  *     (tgpu.raw), written like a thread's.
- *   - It needs libamp's header (the event model) but not the library: a
- *     producer that never loads libamp (the PyTorch bridge) links it alone.
+ *   - It needs libamp's header (the enums' sizes, GPU activities) but not
+ *     the library: a producer that never loads libamp (the PyTorch
+ *     bridge) links it alone.
  */
 #include "producer.h"
 
+#include "libamp_encode.h"
 #include "raw.h"
-#include "raw_encode.h"
+#ifdef AMPTRACE_PRODUCER_CHECKS
+#include "producer_check.h"
+#include "raw_decode.h"
+#endif
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -45,7 +51,7 @@
 
 /* A thread maps its file RAW_WINDOW_CHUNKS chunks at a time: one mmap and
  * one munmap per window instead of per chunk (a third of what a fresh
- * page costs the program here, with the populate in map_chunk). */
+ * page costs the program here, with the populate in map_chunk_of). */
 #define RAW_WINDOW_CHUNKS 16
 #define RAW_WINDOW ((size_t)RAW_WINDOW_CHUNKS * RAW_CHUNK)
 #ifndef MADV_POPULATE_WRITE
@@ -54,16 +60,23 @@
 
 /* Per-thread writer state.  `generation` ties it to one process image:
  * after fork() the child starts a new generation and its inherited state
- * is dropped unused. */
+ * is dropped unused.  It holds no file descriptor: the program owns its
+ * descriptor table and may close every number it did not open itself
+ * (closefrom, os.closerange, daemon libraries) and get the same number
+ * back for a file of its own; a kept descriptor would then extend and map
+ * the program's file.  The file is opened by path for each chunk and
+ * closed at once; the mapping alone keeps it. */
 struct thread_writer {
-	int fd;
+	uint64_t amp_thread;   /* whose stream: names its file */
 	uint8_t *chunk;        /* the current chunk, or NULL */
 	uint32_t offset;       /* next record, inside chunk */
 	uint64_t chunk_index;
-	uint8_t *window;       /* the mapping chunk lies in (map_chunk) */
+	uint8_t *window;       /* the mapping chunk lies in (map_chunk_of) */
 	uint64_t window_first; /* the index of its first chunk */
 	unsigned generation;
 	int suffix;            /* the file is t<thread>-<suffix>.raw when > 0 */
+	bool spilled;          /* the file is in the spill directory */
+	bool continued;        /* ... named c<name>: it continues a stream */
 	bool busy;             /* inside producer_emit: a re-entrant event drops */
 	bool failed;           /* could not create the file: events drop */
 };
@@ -78,10 +91,45 @@ static __thread struct thread_writer writer
 	__attribute__((tls_model("initial-exec")));
 #endif
 
+/* The name the calling thread's stream carries, when its runtime named
+ * it (producer_set_thread_name); else the OS thread name. */
+static __thread char thread_name[32];
+_Static_assert(sizeof thread_name ==
+	       sizeof ((struct raw_thread_header *)0)->name,
+	       "a thread name fits the raw header as it is");
+
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* A thread's contract state and room to decode its records into (~50
+ * KiB: made on its first event, freed at its exit). */
+struct checked {
+	struct producer_check check;
+	struct raw_decoded decoded;
+};
+static __thread struct checked *checked;
+
+static void checked_free(void)
+{
+	free(checked);
+	checked = NULL;
+}
+
+#endif
+
 static char process_dir[PATH_MAX + 32];
+/* p<pid>/exit and the pid it belongs to, made with the directory: marking
+ * the exit happens inside _exit (recorder_exit.c), where it should do no
+ * more than open and close, and where a vfork child, which shares this
+ * memory, must not mark its parent's exit. */
+static char exit_path[sizeof process_dir + 8];
+static pid_t process_pid;
 static char raw_root[PATH_MAX];
+/* Where streams go on when raw_root is full (AMPTRACE_RAW_SPILL), or "";
+ * spill_dir is this process's directory there, made when first needed. */
+static char spill_root[PATH_MAX];
+static char spill_dir[sizeof spill_root + 64];
 static struct producer_info info;
 static char framework[128];
+static char policy_table[32];
 /* amptrace's pid (AMPTRACE_PID): once it is gone nobody converts the raw
  * files, so threads stop recording (and remove their file) instead of
  * filling memory.  Checked once per chunk. */
@@ -102,10 +150,8 @@ static void warn_once(const char *what, const char *path)
 
 static void writer_drop(struct thread_writer *w)
 {
-	if (w->chunk) {
+	if (w->chunk)
 		munmap(w->window, RAW_WINDOW);
-		close(w->fd);
-	}
 	*w = (struct thread_writer){ .generation = w->generation,
 				     .busy = w->busy };
 }
@@ -144,8 +190,7 @@ void producer_populate_by_mmap(void)
  * the raw files live, that maps them writable too.
  * Returns false only when that mapping failed: the slot may then be a
  * hole, and the chunk must not be used. */
-static bool populate_chunk(struct thread_writer *w, uint8_t *chunk,
-			   uint64_t index)
+static bool populate_chunk(int fd, uint8_t *chunk, uint64_t index)
 {
 	if (!atomic_load_explicit(&populate_by_mmap, memory_order_relaxed)) {
 		if (madvise(chunk, RAW_CHUNK, MADV_POPULATE_WRITE) == 0 ||
@@ -154,36 +199,81 @@ static bool populate_chunk(struct thread_writer *w, uint8_t *chunk,
 		atomic_store(&populate_by_mmap, true);
 	}
 	return mmap(chunk, RAW_CHUNK, PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_FIXED | MAP_POPULATE, w->fd,
+		    MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd,
 		    (off_t)(index * RAW_CHUNK)) != MAP_FAILED;
 }
 
-/* Makes chunk `index` current, its pages reserved first: a write into a
- * file page that the file system cannot back (tmpfs full) is a SIGBUS
- * that would kill the traced program, and the converter reads these
- * pages too.  The window may reach past the end of the file: only
- * reserved chunks are ever touched. */
-static bool map_chunk(struct thread_writer *w, uint64_t index)
-{
-	int err = posix_fallocate(w->fd, (off_t)(index * RAW_CHUNK),
-				  RAW_CHUNK);
+/* Growing a file past RLIMIT_FSIZE (ulimit -f) raises SIGXFSZ, whose
+ * default kills the program.  The recorder's own growth must fail with
+ * EFBIG instead (recording stops, as when the directory is full): the
+ * signal is blocked around it, and one it raised is taken back before the
+ * mask returns (one the program had pending already is left to it). */
+struct xfsz_block {
+	sigset_t old_mask;
+	bool was_pending;
+};
 
-	if (err != 0) {
-		errno = err;
-		return false;
+static void xfsz_block(struct xfsz_block *b)
+{
+	sigset_t xfsz, pending;
+
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &b->old_mask);
+	b->was_pending = sigpending(&pending) == 0 &&
+			 sigismember(&pending, SIGXFSZ) == 1;
+}
+
+static void xfsz_unblock(struct xfsz_block *b)
+{
+	int saved = errno;
+	sigset_t xfsz, pending;
+
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	if (!b->was_pending && sigpending(&pending) == 0 &&
+	    sigismember(&pending, SIGXFSZ) == 1) {
+		struct timespec now = { 0, 0 };
+		sigtimedwait(&xfsz, NULL, &now);
 	}
+	pthread_sigmask(SIG_SETMASK, &b->old_mask, NULL);
+	errno = saved;
+}
+
+/* Reserves chunk `index` of the file open on `fd`: the space first, since
+ * a write into a file page that the file system cannot back (tmpfs full)
+ * is a SIGBUS that would kill the traced program. */
+static bool reserve_chunk(int fd, uint64_t index)
+{
+	struct xfsz_block block;
+
+	xfsz_block(&block);
+	int err = posix_fallocate(fd, (off_t)(index * RAW_CHUNK), RAW_CHUNK);
+	xfsz_unblock(&block);
+	errno = err;
+	return err == 0;
+}
+
+/* Makes chunk `index` of the file open on `fd` current, its pages reserved
+ * first (the converter reads these pages too).  The window may reach past
+ * the end of the file: only reserved chunks are ever touched.  The caller
+ * closes `fd`: the mapping keeps the file. */
+static bool map_chunk_of(struct thread_writer *w, int fd, uint64_t index)
+{
+	if (!reserve_chunk(fd, index))
+		return false;
 	uint8_t *window = w->window;
 	uint64_t first = w->window_first;
 	if (!w->chunk || index >= first + RAW_WINDOW_CHUNKS) {
 		void *mapped = mmap(NULL, RAW_WINDOW, PROT_READ | PROT_WRITE,
-				    MAP_SHARED, w->fd, (off_t)(index * RAW_CHUNK));
+				    MAP_SHARED, fd, (off_t)(index * RAW_CHUNK));
 		if (mapped == MAP_FAILED)
 			return false;
 		window = mapped;
 		first = index;
 	}
 	uint8_t *chunk = window + (index - first) * RAW_CHUNK;
-	if (!populate_chunk(w, chunk, index)) {
+	if (!populate_chunk(fd, chunk, index)) {
 		/* The current chunk (in another slot) is untouched: the
 		 * caller ends the stream there. */
 		if (window != w->window)
@@ -208,6 +298,24 @@ static bool map_chunk(struct thread_writer *w, uint64_t index)
 	return true;
 }
 
+static void stream_path(char *path, size_t size, const struct thread_writer *w);
+
+/* The next chunk of w's stream, its file opened by path for the while. */
+static bool map_next_chunk(struct thread_writer *w)
+{
+	char path[sizeof spill_dir + 64];
+
+	stream_path(path, sizeof path, w);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool mapped = map_chunk_of(w, fd, w->chunk_index + 1);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return mapped;
+}
+
 static pthread_key_t exit_key;
 
 /* Thread exit (a pthread key destructor): end the stream and give the
@@ -226,21 +334,34 @@ static void on_thread_exit(void *unused)
 			      memory_order_release);
 	writer_drop(w);
 	w->failed = true; /* a late event must not reopen the file */
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	checked_free();
+#endif
 }
 
 static void record_commit(struct thread_writer *w, struct raw_record *r,
 			  uint16_t kind, uint64_t time_ns, const uint8_t *end);
 
 /* p<pid>/stopped tells `amptrace run` that recording stopped for want of
- * room (an empty file: it needs no data block). */
-static void mark_stopped(void)
+ * room, and why: the first stop's error text (a few bytes: it fits where
+ * a chunk did not).  A stream that could not even begin has no record to
+ * say so in: the converter reports it from this file. */
+static void mark_stopped(int err)
 {
 	char path[sizeof process_dir + 16];
+	struct xfsz_block block;
 
 	snprintf(path, sizeof path, "%s/stopped", process_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	char reason[128];
+	int len = snprintf(reason, sizeof reason, "%d %s\n", err, strerror(err));
+	xfsz_block(&block);
+	ssize_t written = write(fd, reason, (size_t)len);
+	xfsz_unblock(&block);
+	(void)written; /* the file's existence is the message */
+	close(fd);
 }
 
 /* The raw directory is full: this stream ends here, cleanly.  The
@@ -258,53 +379,85 @@ static void stop_recording(struct thread_writer *w, uint64_t amp_thread,
 	snprintf(message, sizeof message,
 		 "recording stopped here: no room for more raw events in %.200s "
 		 "(%.60s); later events of this %s are not in the trace, the "
-		 "program ran on", raw_root, strerror(err),
+		 "program ran on", w->spilled ? spill_root : raw_root,
+		 strerror(err),
 		 amp_thread == RAW_GPU_STREAM ? "process's GPU stream"
 					      : "thread");
-	struct amp_event e = {
-		.kind = AMP_EVENT_DIAG,
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG,
 		.time_ns = (uint64_t)ts.tv_sec * 1000000000u +
 			   (uint64_t)ts.tv_nsec,
 		.thread = amp_thread,
 		.diag = { .kind = "recording-stopped", .message = message },
 	};
 	struct raw_record *r = (struct raw_record *)(w->chunk + w->offset);
-	record_commit(w, r, AMP_EVENT_DIAG, e.time_ns,
+	record_commit(w, r, PRODUCER_DIAG, e.time_ns,
 		      raw_event_encode((uint8_t *)(r + 1), &e));
 	struct raw_record *end = (struct raw_record *)(w->chunk + w->offset);
 	atomic_store_explicit(&end->size, RAW_SIZE_THREAD_END,
 			      memory_order_release);
 	writer_drop(w);
 	w->failed = true;
-	mark_stopped();
+	mark_stopped(err);
 }
 
-/* Creates the stream's file: t<amp_thread>.raw for a thread (its end is
- * marked at thread exit), tgpu.raw for the GPU stream. */
-/* The file of `amp_thread`'s stream: t<n>.raw, tgpu.raw, or with a
- * -<suffix> when that name was taken (a thread number seen again). */
-static void stream_path(char *path, size_t size, uint64_t amp_thread,
-			int suffix)
+/* The file of w's stream: t<n>.raw, tgpu.raw, or with a -<suffix> when
+ * that name was taken (a thread number seen again), in this process's
+ * directory or, once spilled, in its spill directory; there a stream
+ * that began in the raw directory goes on in c<name> (the converter
+ * reaches it from the stream, never as a thread of its own). */
+static void stream_path(char *path, size_t size, const struct thread_writer *w)
 {
 	char name[24] = "gpu";
 	char tail[16] = "";
 
-	if (amp_thread != RAW_GPU_STREAM)
+	if (w->amp_thread != RAW_GPU_STREAM)
 		snprintf(name, sizeof name, "%llu",
-			 (unsigned long long)amp_thread);
-	if (suffix > 0)
-		snprintf(tail, sizeof tail, "-%d", suffix);
-	snprintf(path, size, "%s/t%s%s.raw", process_dir, name, tail);
+			 (unsigned long long)w->amp_thread);
+	if (w->suffix > 0)
+		snprintf(tail, sizeof tail, "-%d", w->suffix);
+	snprintf(path, size, "%s/%st%s%s.raw",
+		 w->spilled ? spill_dir : process_dir, w->continued ? "c" : "",
+		 name, tail);
 }
 
-static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
+/* The stream's first chunk begins with its header; the magic goes last,
+ * so the converter reads a whole header or none. */
+static void write_header(struct thread_writer *w)
 {
-	char path[sizeof process_dir + 64];
+	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
+
+	h->version = RAW_VERSION;
+	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
+	h->amp_thread = w->amp_thread;
+	h->os_tid = (int64_t)syscall(SYS_gettid);
+	if (w->amp_thread == RAW_GPU_STREAM)
+		snprintf(h->name, sizeof h->name, "gpu");
+	else if (thread_name[0])
+		memcpy(h->name, thread_name, sizeof h->name);
+	else
+		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
+	h->name[sizeof h->name - 1] = '\0';
+	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
+	w->offset = h->header_size;
+}
+
+/* Creates w's file (the first free suffix, a continuation keeps its
+ * stream's) in its directory and maps its first chunk; false with errno
+ * when there is no room or no file. */
+static bool create_stream(struct thread_writer *w)
+{
+	char path[sizeof spill_dir + 64];
 	int fd = -1;
 
+	if (w->spilled && mkdir(spill_dir, 0700) != 0 && errno != EEXIST)
+		return false;
 	for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-		stream_path(path, sizeof path, amp_thread, attempt);
-		w->suffix = attempt;
+		if (w->continued && attempt > 0)
+			break;
+		if (!w->continued)
+			w->suffix = attempt;
+		stream_path(path, sizeof path, w);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)
 			break;
@@ -314,29 +467,63 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 			warn_once("cannot create", path);
 		return false;
 	}
-	w->fd = fd;
-	if (!map_chunk(w, 0)) {
-		/* No room (amptrace run says so): the program's stderr stays
-		 * its own. */
+	bool mapped = map_chunk_of(w, fd, 0);
+	int err = errno;
+	close(fd);
+	if (!mapped) {
 		unlink(path);
-		close(fd);
-		mark_stopped();
+		errno = err;
 		return false;
 	}
-	struct raw_thread_header *h = (struct raw_thread_header *)w->chunk;
-	h->version = RAW_VERSION;
-	h->header_size = (uint32_t)((sizeof *h + 7) & ~(size_t)7);
-	h->amp_thread = amp_thread;
-	h->os_tid = (int64_t)syscall(SYS_gettid);
-	if (amp_thread == RAW_GPU_STREAM)
-		snprintf(h->name, sizeof h->name, "gpu");
-	else
-		pthread_getname_np(pthread_self(), h->name, sizeof h->name);
-	h->name[sizeof h->name - 1] = '\0';
-	atomic_store_explicit(&h->magic, RAW_THREAD_MAGIC, memory_order_release);
-	w->offset = h->header_size;
+	write_header(w);
+	return true;
+}
+
+static bool can_spill(const struct thread_writer *w, int err)
+{
+	return err == ENOSPC && *spill_root && !w->spilled;
+}
+
+static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
+{
+	w->amp_thread = amp_thread;
+	bool created = create_stream(w);
+	if (!created && can_spill(w, errno)) {
+		w->spilled = true;
+		created = create_stream(w);
+	}
+	if (!created) {
+		/* No room (amptrace run says so, and the trace from the
+		 * reason left here): the program's stderr stays its own. */
+		if (errno == ENOSPC || errno == EFBIG)
+			mark_stopped(errno);
+		return false;
+	}
 	if (amp_thread != RAW_GPU_STREAM)
 		pthread_setspecific(exit_key, w);
+	return true;
+}
+
+/* The raw directory is full: the stream goes on in the spill directory,
+ * in c<its file's name>, which the converter follows from the
+ * RAW_SIZE_MOVED marker left here (the disk holds what memory could not,
+ * rather than recording stopping). */
+static bool spill_stream(struct thread_writer *w)
+{
+	struct thread_writer next = { .amp_thread = w->amp_thread,
+				      .suffix = w->suffix,
+				      .generation = w->generation,
+				      .busy = w->busy, .spilled = true,
+				      .continued = true };
+
+	if (!create_stream(&next))
+		return false;
+	/* Only now that the new file is whole may the reader follow. */
+	struct raw_record *marker = (struct raw_record *)(w->chunk + w->offset);
+	atomic_store_explicit(&marker->size, RAW_SIZE_MOVED,
+			      memory_order_release);
+	munmap(w->window, RAW_WINDOW);
+	*w = next;
 	return true;
 }
 
@@ -362,16 +549,19 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 	}
 	if (__builtin_expect(w->offset + bound + STOP_RESERVE > RAW_CHUNK, 0)) {
 		if (converter_gone()) {
-			char path[sizeof process_dir + 64];
-			stream_path(path, sizeof path, amp_thread, w->suffix);
+			char path[sizeof spill_dir + 64];
+			stream_path(path, sizeof path, w);
 			unlink(path);
 			writer_drop(w);
 			w->failed = true;
 			return NULL;
 		}
-		if (!map_chunk(w, w->chunk_index + 1)) {
-			stop_recording(w, amp_thread, errno);
-			return NULL;
+		if (!map_next_chunk(w)) {
+			int err = errno;
+			if (!can_spill(w, err) || !spill_stream(w)) {
+				stop_recording(w, amp_thread, err);
+				return NULL;
+			}
 		}
 	}
 	return (struct raw_record *)(w->chunk + w->offset);
@@ -466,22 +656,79 @@ void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 
 /* ---------------------------------------------------------------- events */
 
-void producer_emit(const struct amp_event *e)
+/* Room for a record of `bound` payload bytes in the calling thread's
+ * stream, the thread marked busy until emit_commit; NULL: the event
+ * drops (not recording, re-entered, not a recorded kind, no room). */
+static inline struct raw_record *emit_reserve(size_t bound, uint64_t thread)
 {
 	struct thread_writer *w = &writer;
 
-	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
-		return;
-	size_t bound = raw_event_bound(e);
-	if (!bound)
-		return;
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed) ||
+	    !bound)
+		return NULL;
 	w->busy = true;
-	struct raw_record *r = record_reserve(w, bound, e->thread);
-	if (r) {
-		uint8_t *end = raw_event_encode((uint8_t *)(r + 1), e);
-		record_commit(w, r, (uint16_t)e->kind, e->time_ns, end);
-	}
-	w->busy = false;
+	struct raw_record *r = record_reserve(w, bound, thread);
+	if (!r)
+		w->busy = false;
+	return r;
+}
+
+#ifdef AMPTRACE_PRODUCER_CHECKS
+/* The record just written, decoded as the converter will, against the
+ * contract; a broken rule goes into the stream right after it as a
+ * `producer-contract` diag (the program's stderr stays its own). */
+static void check_record(struct thread_writer *w, const struct raw_record *r,
+			 uint64_t thread)
+{
+	if (!checked && !(checked = calloc(1, sizeof *checked)))
+		return;
+	if (!raw_decode(r, &checked->decoded))
+		return; /* the converter counts it as a raw error */
+	checked->decoded.event.thread = thread;
+	const char *broken = producer_check(&checked->check,
+					    &checked->decoded.event);
+	if (!broken)
+		return;
+	struct producer_event e = {
+		.kind = PRODUCER_DIAG, .time_ns = r->time_ns, .thread = thread,
+		.diag = { .kind = "producer-contract", .message = broken },
+	};
+	struct raw_record *diag = record_reserve(w, raw_event_bound(&e), thread);
+	if (diag)
+		record_commit(w, diag, PRODUCER_DIAG, e.time_ns,
+			      raw_event_encode((uint8_t *)(diag + 1), &e));
+}
+#endif
+
+static inline void emit_commit(struct raw_record *r, uint16_t kind,
+			       uint64_t time_ns, const uint8_t *end,
+			       uint64_t thread)
+{
+	record_commit(&writer, r, kind, time_ns, end);
+#ifdef AMPTRACE_PRODUCER_CHECKS
+	check_record(&writer, r, thread);
+#else
+	(void)thread;
+#endif
+	writer.busy = false;
+}
+
+void producer_emit(const struct producer_event *e)
+{
+	struct raw_record *r = emit_reserve(raw_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, (uint16_t)e->kind, e->time_ns,
+			    raw_event_encode((uint8_t *)(r + 1), e), e->thread);
+}
+
+void producer_emit_libamp(const struct amp_event *e)
+{
+	struct raw_record *r = emit_reserve(libamp_event_bound(e), e->thread);
+
+	if (r)
+		emit_commit(r, libamp_event_kind(e), e->time_ns,
+			    libamp_event_encode((uint8_t *)(r + 1), e), e->thread);
 }
 
 /* ------------------------------------------------------- process state */
@@ -560,7 +807,7 @@ static void write_cmdline(FILE *f)
 
 /* Writes p<pid>/process.json (through a temporary name, so the parent
  * never reads half of it). */
-static int write_process_file(void)
+static int write_process_file_unguarded(void)
 {
 	char tmp[sizeof process_dir + 16], path[sizeof process_dir + 16];
 	char exe[PATH_MAX];
@@ -586,6 +833,10 @@ static int write_process_file(void)
 		fputs(",\"framework\":", f);
 		json_string(f, info.framework, strlen(info.framework));
 	}
+	if (info.policy_table) {
+		fputs(",\"policy_table\":", f);
+		json_string(f, info.policy_table, strlen(info.policy_table));
+	}
 	fputs(",\"names\":{", f);
 	json_names(f, "dtype", AMP_DTYPE_COUNT, info.names.dtype);
 	json_names(f, "profiler", AMP_DTYPE_COUNT, info.names.profiler_dtype);
@@ -597,6 +848,16 @@ static int write_process_file(void)
 	if (fclose(f) != 0)
 		return -1;
 	return rename(tmp, path);
+}
+
+static int write_process_file(void)
+{
+	struct xfsz_block block;
+
+	xfsz_block(&block);
+	int status = write_process_file_unguarded();
+	xfsz_unblock(&block);
+	return status;
 }
 
 /* One directory per process image: a child between fork() and exec()
@@ -611,8 +872,15 @@ static int open_process_dir(void)
 		else
 			snprintf(process_dir, sizeof process_dir, "%s/p%ld-%d",
 				 raw_root, (long)getpid(), attempt);
-		if (mkdir(process_dir, 0700) == 0)
+		if (mkdir(process_dir, 0700) == 0) {
+			snprintf(exit_path, sizeof exit_path, "%s/exit",
+				 process_dir);
+			/* the same name under the spill directory */
+			snprintf(spill_dir, sizeof spill_dir, "%s%s", spill_root,
+				 process_dir + strlen(raw_root));
+			process_pid = getpid();
 			return write_process_file();
+		}
 		if (errno != EEXIST)
 			return -1;
 	}
@@ -637,6 +905,15 @@ static void install_once(void)
 {
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	pthread_key_create(&exit_key, on_thread_exit);
+	/* _exit runs no destructor: the preloaded recorder's _exit marks
+	 * the exit of every producer in the process, this one too (a copy
+	 * in the PyTorch bridge finds it here; without `amptrace run` there
+	 * is none). */
+	void (*exit_mark_add)(void (*)(void)) =
+		(void (*)(void (*)(void)))dlsym(RTLD_DEFAULT,
+						"amptrace_exit_mark_add");
+	if (exit_mark_add)
+		exit_mark_add(producer_mark_exit);
 }
 
 /* Adapters with one signature for the name table; NULL (the producer
@@ -675,9 +952,17 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 		snprintf(framework, sizeof framework, "%s", what->framework);
 		info.framework = framework;
 	}
+	if (what->policy_table) {
+		snprintf(policy_table, sizeof policy_table, "%s",
+			 what->policy_table);
+		info.policy_table = policy_table;
+	}
 	if (pid)
 		converter_pid = (pid_t)atol(pid);
 	strcpy(raw_root, raw_dir);
+	const char *spill = getenv(RAW_ENV_SPILL);
+	if (spill && strlen(spill) < sizeof spill_root - 32)
+		strcpy(spill_root, spill);
 	if (open_process_dir() != 0) {
 		fprintf(stderr, "amptrace recorder: cannot write %s: %s\n",
 			process_dir, strerror(errno));
@@ -718,14 +1003,16 @@ bool producer_attached(void)
 	return atomic_load(&attached);
 }
 
+void producer_set_thread_name(const char *name)
+{
+	snprintf(thread_name, sizeof thread_name, "%s", name);
+}
+
 void producer_mark_exit(void)
 {
-	char path[sizeof process_dir + 16];
-
-	if (!atomic_load(&attached))
+	if (!atomic_load(&attached) || getpid() != process_pid)
 		return;
-	snprintf(path, sizeof path, "%s/exit", process_dir);
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(exit_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		close(fd);
 }

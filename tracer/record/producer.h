@@ -1,8 +1,9 @@
 /* The producer API: the one way events get into the crash-safe raw
  * stream (raw.h) that `amptrace run` converts.  Every event source calls
  * it: libamp's hook subscriber (recorder.c) is one caller, the PyTorch
- * bridge another.  An event is libamp's `struct amp_event` (amp.h): the
- * model every producer fills, whatever runtime it observes.
+ * bridge another.  An event is a `struct producer_event`
+ * (producer_event.h): the model every producer fills, whatever runtime it
+ * observes; what it must hold is the producer contract (../PRODUCERS.md).
  *
  * Threads: each calling thread writes its own stream, t<thread>.raw,
  * where <thread> is the event's `thread` field (a producer-assigned number,
@@ -16,6 +17,7 @@
 #define AMPTRACE_PRODUCER_H
 
 #include "amp.h"
+#include "producer_event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,12 +42,16 @@ struct producer_names {
 
 /* libamp's own names for the enums of amp.h, from its name functions
  * where the process has them (weak references: NULL, so numbers, where
- * it has not).  What a producer whose events use amp.h's enums passes. */
+ * it has not).  What a producer whose codes are amp.h's enum values
+ * passes (the recorder, the bridge). */
 struct producer_names producer_amp_names(void);
 
 struct producer_info {
 	/* What produced the events: "libamp 0.1.0", "torch 1.13.1". */
 	const char *framework;
+	/* The policy table its policies come from ("1.13", "newest"), or
+	 * NULL (libamp's own: the newest). */
+	const char *policy_table;
 	struct producer_names names;
 };
 
@@ -60,13 +66,24 @@ bool producer_attached(void);
  * leaves none). */
 void producer_mark_exit(void);
 
+/* The name the calling thread's stream carries from now on (its first
+ * event opens it), in place of the OS thread name: a runtime's own name
+ * for the thread (Python's threading name), without renaming it in the
+ * OS.  UTF-8; at most 31 bytes are kept, so the caller cuts it at a
+ * character boundary. */
+void producer_set_thread_name(const char *name);
+
 /* Tests: populate new chunks as on a kernel without MADV_POPULATE_WRITE
  * (Linux before 5.14), which the producer otherwise finds out itself. */
 void producer_populate_by_mmap(void);
 
 /* Writes one event into the calling thread's stream.  Re-entrant calls
  * (an event emitted while this thread is inside producer_emit) drop. */
-void producer_emit(const struct amp_event *event);
+void producer_emit(const struct producer_event *event);
+/* The same for one of libamp's events (amp.h's hook API): written as the
+ * producer model's record, its members mapped by name at compile time
+ * (libamp_encode.h), so that libamp's ABI is not the model. */
+void producer_emit_libamp(const struct amp_event *event);
 
 /* The GPU stream (tgpu.raw), shared by whichever threads deliver GPU
  * activities: batches of kernel/memcpy records, then the profiler's

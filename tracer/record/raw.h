@@ -11,7 +11,16 @@
  *   p<pid>/tgpu.raw       GPU activities (CUPTI), written by whichever
  *                         thread CUPTI delivers them on, under a lock;
  *                         its header's amp_thread is RAW_GPU_STREAM
- *   p<pid>/exit           created by the recorder at a clean exit
+ *   p<pid>/exit           created by the recorder at a clean exit (or
+ *                         _exit)
+ *   p<pid>/stopped        "<errno> <text>": a stream stopped for want of
+ *                         room (ENOSPC, EFBIG past ulimit -f)
+ *
+ * When the raw directory fills up, streams go on in the spill directory
+ * (AMPTRACE_RAW_SPILL, set when there is one: on another file system),
+ * under the same p<pid> name: a stream begun there is p<pid>/t<n>.raw, one
+ * that moved there p<pid>/ct<n>.raw (its continuation, reached only from
+ * its RAW_SIZE_MOVED marker).
  *
  * A thread file is a sequence of RAW_CHUNK-sized chunks that the writing
  * thread fills one at a time (through MAP_SHARED mappings of several
@@ -24,7 +33,9 @@
  * Because the pages belong to the file, not the process, every completed
  * record survives SIGKILL.  RAW_SIZE_NEXT_CHUNK as a size means "the
  * stream continues at the start of the next chunk", RAW_SIZE_THREAD_END
- * "the thread exited" (its file can go: threads come and go in pools). */
+ * "the thread exited" (its file can go: threads come and go in pools),
+ * RAW_SIZE_MOVED "the stream goes on in the spill directory's c<name of
+ * this file>, after its header" (written once that file is whole). */
 #ifndef AMPTRACE_RAW_H
 #define AMPTRACE_RAW_H
 
@@ -33,13 +44,19 @@
 
 #define RAW_ENV_DIR "AMPTRACE_RAW_DIR"
 #define RAW_ENV_PID "AMPTRACE_PID" /* the converting amptrace process */
+#define RAW_ENV_SPILL "AMPTRACE_RAW_SPILL"
 #define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
-#define RAW_VERSION 5 /* 3: tensors carry producer_op_id; 4: varints;
-			* 5: compiled graphs' casts, ops' graph */
+#define RAW_VERSION 6 /* 3: tensors carry producer_op_id; 4: varints;
+			* 5: the producer model (producer_event.h), with
+			* its keys (../producer_keys.h: module, origin);
+			* 6: the keys' mask a varint, numbers among them
+			* (a compiled graph's) */
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */
 #define RAW_SIZE_THREAD_END (UINT32_MAX - 1)
+/* As a size: the stream continues in the spill directory. */
+#define RAW_SIZE_MOVED (UINT32_MAX - 2)
 /* Strings longer than this are cut (tensor names, error messages). */
 #define RAW_MAX_STRING 1024
 
@@ -55,7 +72,7 @@ struct raw_thread_header {
 /* amp_thread of the GPU stream's header: no libamp thread is number 0. */
 #define RAW_GPU_STREAM 0
 
-/* Record kinds: libamp's amp_event_kind values, and these. */
+/* Record kinds: the producer's (enum producer_kind), and these. */
 enum raw_kind {
 	/* One struct amp_gpu_activity (GPU stream; time_ns = its start). */
 	RAW_KIND_GPU_ACTIVITY = 0x100,
@@ -68,7 +85,7 @@ enum raw_kind {
 
 struct raw_record {
 	_Atomic uint32_t size;  /* whole record, multiple of 8; 0 = not yet */
-	uint16_t kind;          /* enum amp_event_kind */
+	uint16_t kind;          /* enum producer_kind or enum raw_kind */
 	uint16_t reserved;
 	uint64_t time_ns;       /* CLOCK_MONOTONIC */
 	/* payload: the kind's fields, as raw_schema.h lists them */

@@ -88,36 +88,19 @@ static const char *get_str(struct cursor *c)
 	return s;
 }
 
-static void get_tensor(struct cursor *c, struct amp_tensor_info *t)
+/* DIMS: a count (at most `max`, else the record is bad), then as many
+ * signed varints. */
+static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 {
-	*t = (struct amp_tensor_info){ .id = get_var(c) };
-	t->producer_op_id = get_var(c);
-	t->dtype = get_u8(c);
-	t->device = get_u8(c);
-	t->ndim = (int)get_u8(c);
-	unsigned flags = get_u8(c);
-	t->is_leaf = flags & RAW_TENSOR_LEAF;
-	t->requires_grad = flags & RAW_TENSOR_REQUIRES_GRAD;
-	t->is_view = flags & RAW_TENSOR_VIEW;
-	if (t->ndim > AMP_MAX_DIMS) {
+	unsigned n = get_u8(c);
+
+	if (n > max) {
 		c->bad = true;
-		t->ndim = 0;
+		return 0;
 	}
-	for (int d = 0; d < t->ndim; d++)
-		t->shape[d] = get_zigzag(c);
-	t->name = get_str(c);
-}
-
-static const struct amp_tensor_info *get_tensors(struct cursor *c, int *count)
-{
-	struct raw_decoded *d = c->d;
-	struct amp_tensor_info *list = &d->tensors[d->ntensors];
-
-	*count = (int)get_u8(c);
-	for (int i = 0; i < *count && !c->bad; i++)
-		get_tensor(c, &list[i]);
-	d->ntensors += (size_t)*count;
-	return list;
+	for (unsigned d = 0; d < n; d++)
+		dims[d] = get_zigzag(c);
+	return (uint8_t)n;
 }
 
 #define DEC_U64(f, x) m->f = get_u64(c);
@@ -129,18 +112,73 @@ static const struct amp_tensor_info *get_tensors(struct cursor *c, int *count)
 #define DEC_T64(f, x) m->f = m->time_ns - (uint64_t)get_zigzag(c);
 #define DEC_STR(f, x) m->f = get_str(c);
 #define DEC_STR_IF(f, x) m->f = get_str(c);
+#define DEC_FLAGS(f, x) m->f = (uint8_t)get_u8(c);
 #define DEC_V64_IF(f, x) if (m->x) m->f = get_var(c);
-#define DEC_STR_OPT(f, x) if (m->x) m->f = get_str(c);
-#define DEC_AUTOCAST_OPT(f, x) if (m->x) get_autocast(c, &m->f);
+#define DEC_DIMS(f, x)                                                      \
+	m->x = get_dims(c, m->f, sizeof m->f / sizeof m->f[0]);
 #define DEC_PAD(f, x) get_u8(c);
 #define DEC_AUTOCAST(f, x) get_autocast(c, &m->f);
 #define DEC_TENSOR(f, x) get_tensor(c, &m->f);
 #define DEC_TENSORS(f, x) m->f = get_tensors(c, &m->x);
+#define DEC_OP_KEYS(f, x) get_op_keys(c, &m->f);
+#define DEC_CAST_KEYS(f, x) get_cast_keys(c, &m->f);
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
 
-static void get_autocast(struct cursor *c, struct amp_autocast_info *m)
+/* OP_KEYS and CAST_KEYS: the rows of ../producer_keys.h the mask says
+ * are there (the members are NULL already: raw_decode zeroes the
+ * event); a bit of no row is a bad record. */
+#define DEC_KEY(X, type, f, key, check, since)                              \
+	if (mask >> bit++ & 1)                                              \
+		m->f = DEC_KEY_##type(c);
+#define DEC_KEY_STRING get_str
+#define DEC_KEY_ID get_var
+
+static void get_op_keys(struct cursor *c, struct producer_op *m)
+{
+	uint64_t mask = get_var(c);
+	unsigned bit = 0;
+
+	if (!mask)
+		return; /* libamp's, and most */
+	PRODUCER_OP_KEYS(DEC_KEY, _)
+	if (mask >> bit)
+		c->bad = true;
+}
+
+static void get_cast_keys(struct cursor *c, struct producer_cast *m)
+{
+	uint64_t mask = get_var(c);
+	unsigned bit = 0;
+
+	if (!mask)
+		return;
+	PRODUCER_CAST_KEYS(DEC_KEY, _)
+	if (mask >> bit)
+		c->bad = true;
+}
+
+static void get_autocast(struct cursor *c, struct producer_autocast *m)
 {
 	RAW_AUTOCAST_FIELDS(DEC_FIELD)
+}
+
+static void get_tensor(struct cursor *c, struct producer_tensor *m)
+{
+	*m = (struct producer_tensor){ 0 };
+	RAW_TENSOR_FIELDS(DEC_FIELD)
+}
+
+static const struct producer_tensor *get_tensors(struct cursor *c,
+						 int32_t *count)
+{
+	struct raw_decoded *d = c->d;
+	struct producer_tensor *list = &d->tensors[d->ntensors];
+
+	*count = (int32_t)get_u8(c);
+	for (int i = 0; i < *count && !c->bad; i++)
+		get_tensor(c, &list[i]);
+	d->ntensors += (size_t)*count;
+	return list;
 }
 
 #define DECODER(name, number, model, fields)                                \
@@ -166,8 +204,8 @@ bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
 	switch (r->kind) {
 #define DECODE_EVENT(name, number, model, fields)                           \
 	case number:                                                        \
-		d->event = (struct amp_event){ .kind = number,              \
-					       .time_ns = r->time_ns };     \
+		d->event = (struct producer_event){ .kind = number,         \
+						    .time_ns = r->time_ns }; \
 		decode_##name(&c, &d->event);                               \
 		break;
 		RAW_EVENT_KINDS(DECODE_EVENT)

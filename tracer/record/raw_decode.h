@@ -13,16 +13,16 @@
 /* One decoded record; its strings are valid as long as the record is,
  * its tensors until the next raw_decode on the same struct. */
 struct raw_decoded {
-	uint16_t kind;    /* enum amp_event_kind or enum raw_kind */
+	uint16_t kind;    /* enum producer_kind or enum raw_kind */
 	uint64_t time_ns; /* the record's time */
 	union {
-		struct amp_event event; /* libamp's kinds (thread is 0) */
+		struct producer_event event; /* the producer's kinds (thread 0) */
 		struct amp_gpu_activity gpu_activity;
 		struct raw_gpu_status gpu_status;
 		struct raw_gpu_stats gpu_stats;
 	};
 	/* storage: the record's tensors */
-	struct amp_tensor_info tensors[2 * RAW_MAX_TENSORS];
+	struct producer_tensor tensors[2 * RAW_MAX_TENSORS];
 	size_t ntensors;
 };
 

@@ -5,8 +5,8 @@
  *       payload, without strlen (the record must fit before it is written)
  *   uint8_t *raw_encode_<name>(uint8_t *p, const MODEL *m)   writes the
  *       payload at p, returns its end
- * and raw_event_bound/raw_event_encode dispatch a struct amp_event on its
- * kind (bound 0: not a recorded kind). */
+ * and raw_event_bound/raw_event_encode dispatch a struct producer_event
+ * on its kind (bound 0: not a recorded kind). */
 #ifndef AMPTRACE_RAW_ENCODE_H
 #define AMPTRACE_RAW_ENCODE_H
 
@@ -113,46 +113,29 @@ static inline uint8_t *raw_put_str(uint8_t *p, const char *s)
 #define RAW_STR_BOUND (2 + RAW_MAX_STRING + 1)
 _Static_assert(RAW_MAX_STRING + 1 < 0x4000,
 	       "RAW_STR_BOUND assumes a 2-byte string-length varint");
-#define RAW_TENSOR_BOUND \
-	(2 * RAW_VAR_BOUND + 4 + RAW_VAR_BOUND * AMP_MAX_DIMS + RAW_STR_BOUND)
+#define RAW_DIMS_BOUND (1 + 10 * PRODUCER_MAX_DIMS)
+#define RAW_TENSOR_BOUND (2 * RAW_VAR_BOUND + 3 + RAW_DIMS_BOUND + RAW_STR_BOUND)
 #define RAW_AUTOCAST_BOUND (4 + 5 + RAW_STR_BOUND)
 
-static inline int raw_tensor_dims(const struct amp_tensor_info *t)
+/* A DIMS count, within what the decoder accepts. */
+static inline unsigned raw_dims_count(unsigned n)
 {
-	return t->ndim < 0 ? 0 : t->ndim > AMP_MAX_DIMS ? AMP_MAX_DIMS : t->ndim;
+	return n > PRODUCER_MAX_DIMS ? PRODUCER_MAX_DIMS : n;
 }
 
-static inline uint8_t *raw_put_tensor(uint8_t *p, const struct amp_tensor_info *t)
+static inline uint8_t *raw_put_dims(uint8_t *p, const int64_t *dims,
+				    unsigned n)
 {
-	int ndim = raw_tensor_dims(t);
-
-	p = raw_put_var(p, t->id);
-	p = raw_put_var(p, t->producer_op_id);
-	p = raw_put_u8(p, t->dtype);
-	p = raw_put_u8(p, t->device);
-	p = raw_put_u8(p, (unsigned)ndim);
-	unsigned flags = (t->is_leaf ? RAW_TENSOR_LEAF : 0u) |
-			 (t->requires_grad ? RAW_TENSOR_REQUIRES_GRAD : 0u) |
-			 (t->is_view ? RAW_TENSOR_VIEW : 0u);
-	p = raw_put_u8(p, flags);
-	for (int d = 0; d < ndim; d++)
-		p = raw_put_var(p, raw_zigzag(t->shape[d]));
-	return raw_put_str(p, t->name);
+	n = raw_dims_count(n);
+	p = raw_put_u8(p, n);
+	for (unsigned d = 0; d < n; d++)
+		p = raw_put_var(p, raw_zigzag(dims[d]));
+	return p;
 }
 
 static inline int raw_tensor_count(int n)
 {
 	return n < 0 ? 0 : n > RAW_MAX_TENSORS ? RAW_MAX_TENSORS : n;
-}
-
-static inline uint8_t *raw_put_tensors(uint8_t *p,
-				       const struct amp_tensor_info *list, int n)
-{
-	n = raw_tensor_count(n);
-	p = raw_put_u8(p, (unsigned)n);
-	for (int i = 0; i < n; i++)
-		p = raw_put_tensor(p, &list[i]);
-	return p;
 }
 
 /* One field: X(TYPE, field, extra) of a model `m`, written at p. */
@@ -166,13 +149,15 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 	p = raw_put_var(p, raw_zigzag((int64_t)(m->time_ns - m->f)));
 #define RAW_ENC_STR(f, x) p = raw_put_str(p, m->f);
 #define RAW_ENC_STR_IF(f, x) p = raw_put_str(p, m->x ? m->f : NULL);
+#define RAW_ENC_FLAGS(f, x) p = raw_put_u8(p, m->f);
 #define RAW_ENC_V64_IF(f, x) if (m->x) p = raw_put_var(p, (uint64_t)m->f);
-#define RAW_ENC_STR_OPT(f, x) if (m->x) p = raw_put_str(p, m->f);
-#define RAW_ENC_AUTOCAST_OPT(f, x) if (m->x) p = raw_put_autocast(p, &m->f);
+#define RAW_ENC_DIMS(f, x) p = raw_put_dims(p, m->f, m->x);
 #define RAW_ENC_PAD(f, x) p = raw_put_u8(p, 0);
 #define RAW_ENC_AUTOCAST(f, x) p = raw_put_autocast(p, &m->f);
 #define RAW_ENC_TENSOR(f, x) p = raw_put_tensor(p, &m->f);
 #define RAW_ENC_TENSORS(f, x) p = raw_put_tensors(p, m->f, m->x);
+#define RAW_ENC_OP_KEYS(f, x) p = raw_put_op_keys(p, &m->f);
+#define RAW_ENC_CAST_KEYS(f, x) p = raw_put_cast_keys(p, &m->f);
 #define RAW_ENC_FIELD(type, f, x) RAW_ENC_##type(f, x)
 
 /* Upper bound of one field's size. */
@@ -185,20 +170,78 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 #define RAW_BOUND_T64(f, x) + RAW_VAR_BOUND
 #define RAW_BOUND_STR(f, x) + RAW_STR_BOUND
 #define RAW_BOUND_STR_IF(f, x) + RAW_STR_BOUND
+#define RAW_BOUND_FLAGS(f, x) + 1
 #define RAW_BOUND_V64_IF(f, x) + RAW_VAR_BOUND
-#define RAW_BOUND_STR_OPT(f, x) + RAW_STR_BOUND
-#define RAW_BOUND_AUTOCAST_OPT(f, x) + RAW_AUTOCAST_BOUND
+#define RAW_BOUND_DIMS(f, x) + RAW_DIMS_BOUND
 #define RAW_BOUND_PAD(f, x) + 1
 #define RAW_BOUND_AUTOCAST(f, x) + RAW_AUTOCAST_BOUND
 #define RAW_BOUND_TENSOR(f, x) + RAW_TENSOR_BOUND
+#define RAW_BOUND_OP_KEYS(f, x) + RAW_OP_KEYS_BOUND
+#define RAW_BOUND_CAST_KEYS(f, x) + RAW_CAST_KEYS_BOUND
 #define RAW_BOUND_TENSORS(f, x)                                             \
 	+1 + (size_t)raw_tensor_count(m->x) * RAW_TENSOR_BOUND
 #define RAW_BOUND_FIELD(type, f, x) RAW_BOUND_##type(f, x)
 
+/* OP_KEYS and CAST_KEYS: which of ../producer_keys.h's rows are set, then
+ * those.  `m` is the op or cast. */
+#define RAW_KEY_IS_SET(X, type, f, key, check, since)                       \
+	mask |= (m->f ? 1u : 0u) << bit++;
+#define RAW_KEY_PUT(X, type, f, key, check, since)                          \
+	if (m->f)                                                           \
+		p = RAW_KEY_PUT_##type(p, m->f);
+#define RAW_KEY_PUT_STRING raw_put_str
+#define RAW_KEY_PUT_ID raw_put_var
+#define RAW_KEY_BOUND(X, type, f, key, check, since)                        \
+	+ RAW_KEY_BOUND_##type
+#define RAW_KEY_BOUND_STRING RAW_STR_BOUND
+#define RAW_KEY_BOUND_ID RAW_VAR_BOUND
+#define RAW_OP_KEYS_BOUND                                                   \
+	(RAW_VAR_BOUND PRODUCER_OP_KEYS(RAW_KEY_BOUND, _))
+#define RAW_CAST_KEYS_BOUND                                                 \
+	(RAW_VAR_BOUND PRODUCER_CAST_KEYS(RAW_KEY_BOUND, _))
+
+static inline uint8_t *raw_put_op_keys(uint8_t *p, const struct producer_op *m)
+{
+	unsigned mask = 0, bit = 0;
+
+	PRODUCER_OP_KEYS(RAW_KEY_IS_SET, _)
+	p = raw_put_var(p, mask);
+	PRODUCER_OP_KEYS(RAW_KEY_PUT, _)
+	return p;
+}
+
+static inline uint8_t *raw_put_cast_keys(uint8_t *p,
+					 const struct producer_cast *m)
+{
+	unsigned mask = 0, bit = 0;
+
+	PRODUCER_CAST_KEYS(RAW_KEY_IS_SET, _)
+	p = raw_put_var(p, mask);
+	PRODUCER_CAST_KEYS(RAW_KEY_PUT, _)
+	return p;
+}
+
 static inline uint8_t *raw_put_autocast(uint8_t *p,
-					const struct amp_autocast_info *m)
+					const struct producer_autocast *m)
 {
 	RAW_AUTOCAST_FIELDS(RAW_ENC_FIELD)
+	return p;
+}
+
+static inline uint8_t *raw_put_tensor(uint8_t *p,
+				      const struct producer_tensor *m)
+{
+	RAW_TENSOR_FIELDS(RAW_ENC_FIELD)
+	return p;
+}
+
+static inline uint8_t *raw_put_tensors(uint8_t *p,
+				       const struct producer_tensor *list, int n)
+{
+	n = raw_tensor_count(n);
+	p = raw_put_u8(p, (unsigned)n);
+	for (int i = 0; i < n; i++)
+		p = raw_put_tensor(p, &list[i]);
 	return p;
 }
 
@@ -216,7 +259,7 @@ RAW_EVENT_KINDS(RAW_ENCODER)
 RAW_GPU_KINDS(RAW_ENCODER)
 #undef RAW_ENCODER
 
-static inline size_t raw_event_bound(const struct amp_event *e)
+static inline size_t raw_event_bound(const struct producer_event *e)
 {
 	switch (e->kind) {
 #define RAW_CASE(name, number, model, fields)                               \
@@ -229,7 +272,8 @@ static inline size_t raw_event_bound(const struct amp_event *e)
 	}
 }
 
-static inline uint8_t *raw_event_encode(uint8_t *p, const struct amp_event *e)
+static inline uint8_t *raw_event_encode(uint8_t *p,
+					const struct producer_event *e)
 {
 	switch (e->kind) {
 #define RAW_CASE(name, number, model, fields)                               \

@@ -5,43 +5,58 @@
  *
  * A kind's table lists its payload fields in order as
  * X(TYPE, field, extra), `field` being a member of the kind's model
- * struct (struct amp_event for libamp's kinds):
- *   U64 I32 U8 F64   the member as that many bytes (U8: enums, bools)
+ * struct (struct producer_event for the producer's kinds,
+ * producer_event.h):
+ *   U64 I32 U8 F64   the member as that many bytes (U8: codes, bools)
  *   V64              an unsigned LEB128 varint (1 byte below 128): ids,
  *                    counts and sizes, small in practice
  *   S32              a signed varint (zigzag, then V64's form)
  *   T64              a time in ns as the signed varint of (the record's
  *                    time - the member): a begin time takes 2-4 bytes,
- *                    not 8 (struct amp_event models only: their time_ns)
+ *                    not 8 (struct producer_event models only: their
+ *                    time_ns)
  *   STR              varint (length + 1) + bytes + a NUL (so that the
  *                    decoder hands out the string where it lies);
  *                    varint 0 (and nothing after it) = NULL
  *   STR_IF           STR, written as NULL unless member `extra` is set
  *   V64_IF           V64, present only when member `extra` (decoded
  *                    earlier in the record) is set
- *   STR_OPT          STR, present only when member `extra` is set
- *   AUTOCAST_OPT     AUTOCAST, present only when member `extra` is set
+ *   DIMS             u8 count (member `extra`, at most
+ *                    PRODUCER_MAX_DIMS), then that many signed varints
+ *                    from the array `field`
+ *   FLAGS            U8 of a tensor's PRODUCER_TENSOR_* bits (libamp's
+ *                    tensors hold them as three bools)
  *   PAD              one zero byte (no member)
- *   AUTOCAST         struct amp_autocast_info (RAW_AUTOCAST_FIELDS)
- *   TENSOR           struct amp_tensor_info: V64 id, V64 producer_op_id,
- *                    u8 dtype, u8 device, u8 ndim, u8 RAW_TENSOR_* flags,
- *                    ndim dims (signed varints), STR name
+ *   AUTOCAST         struct producer_autocast (RAW_AUTOCAST_FIELDS)
+ *   TENSOR           struct producer_tensor (RAW_TENSOR_FIELDS)
  *   TENSORS          u8 count (member `extra`, at most RAW_MAX_TENSORS),
  *                    then that many TENSORs from the array `field`
+ *   OP_KEYS          the keys producers hand over as they are, of the op
+ *   CAST_KEYS        `field` (or the cast): ../producer_keys.h's rows; a
+ *                    V64 of which are set (bit i: row i), then each set
+ *                    one, in the rows' order (a string as STR, a number
+ *                    as V64).  libamp's events have none of them: one
+ *                    zero byte
+ * Both encoders are generated from these tables: raw_encode.h's over the
+ * producer model, libamp_encode.h's over libamp's struct amp_event, whose
+ * members bear the model's names.
  * Records are what the traced program pays for, page by page (a fresh
  * tmpfs page costs ~2.5 us to allocate, zero and map): hence varints. */
 #ifndef AMPTRACE_RAW_SCHEMA_H
 #define AMPTRACE_RAW_SCHEMA_H
 
 #include "amp.h"
+#include "producer_event.h"
 #include "raw.h"
 
 #include <stdint.h>
 
-/* Tensor flag bits (TENSOR's fourth byte). */
-#define RAW_TENSOR_LEAF 1u
-#define RAW_TENSOR_REQUIRES_GRAD 2u
-#define RAW_TENSOR_VIEW 4u
+/* OP_KEYS and CAST_KEYS say which keys follow in a varint mask: one
+ * byte while the keys set are among the first 7 rows. */
+#define RAW_COUNT_KEY(X, type, f, key, check, since) +1
+_Static_assert((0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _)) <= 32 &&
+		       (0 PRODUCER_CAST_KEYS(RAW_COUNT_KEY, _)) <= 32,
+	       "a mask (unsigned) has room for 32 keys");
 
 /* A TENSORS count is one byte. */
 #define RAW_MAX_TENSORS 255
@@ -58,6 +73,10 @@ struct raw_gpu_stats {
 	uint64_t lost; /* activities the producer found no room for */
 };
 
+#define RAW_TENSOR_FIELDS(X)                                                \
+	X(V64, id, ) X(V64, producer_op_id, ) X(U8, dtype, )                \
+	X(U8, device, ) X(FLAGS, flags, ) X(DIMS, shape, ndim) X(STR, name, )
+
 #define RAW_AUTOCAST_FIELDS(X)                                              \
 	X(U8, enabled, ) X(U8, device, ) X(U8, dtype, )                     \
 	X(U8, cache_enabled, ) X(S32, depth, ) X(STR, scope, )
@@ -66,7 +85,7 @@ struct raw_gpu_stats {
 	X(V64, op.op_id, ) X(V64, op.parent_op_id, )                        \
 	X(V64, op.forward_op_id, ) X(U8, op.phase, ) X(U8, op.device, )     \
 	X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )                     \
-	X(STR, op.op, ) X(STR, op.overload, )
+	X(STR, op.op, ) X(STR, op.overload, ) X(OP_KEYS, op, )
 
 #define RAW_OP_END_FIELDS(X)                                                \
 	X(V64, op.op_id, ) X(V64, op.parent_op_id, )                        \
@@ -75,8 +94,8 @@ struct raw_gpu_stats {
 	X(U8, op.device, ) X(U8, op.emulated, ) X(AUTOCAST, op.autocast, )  \
 	X(STR, op.op, ) X(STR, op.overload, )                               \
 	X(TENSORS, op.inputs, op.ninputs)                                   \
-	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status)  \
-	X(V64, op.graph_id, )
+	X(TENSORS, op.outputs, op.noutputs) X(STR_IF, op.error, op.status) \
+	X(OP_KEYS, op, )
 
 #define RAW_CAST_FIELDS(X)                                                  \
 	X(V64, cast.op_id, ) X(S32, cast.arg, ) X(U8, cast.from, )          \
@@ -86,21 +105,7 @@ struct raw_gpu_stats {
 	X(V64_IF, cast.cache_entries, cast.cache_counted)                   \
 	X(V64_IF, cast.cache_bytes, cast.cache_counted)                     \
 	X(TENSOR, cast.source, ) X(TENSOR, cast.result, )                   \
-	X(STR, cast.reason, ) RAW_COMPILED_CAST_FIELDS(X)
-
-/* A compiled graph's cast (the PyTorch bridge): one flag byte for
- * libamp's casts, which have none of these. */
-#define RAW_COMPILED_CAST_FIELDS(X)                                         \
-	X(U8, cast.is_compiled, )                                           \
-	X(V64_IF, cast.compiled.graph_id, cast.is_compiled)                 \
-	X(V64_IF, cast.compiled.phase, cast.is_compiled)                    \
-	X(STR_OPT, cast.compiled.made_by, cast.is_compiled)                 \
-	X(STR_OPT, cast.compiled.op, cast.is_compiled)                      \
-	X(STR_OPT, cast.compiled.feeds, cast.is_compiled)                   \
-	X(STR_OPT, cast.compiled.source, cast.is_compiled)                  \
-	X(STR_OPT, cast.compiled.module, cast.is_compiled)                  \
-	X(STR_OPT, cast.compiled.module_class, cast.is_compiled)            \
-	X(AUTOCAST_OPT, cast.compiled.autocast, cast.is_compiled)
+	X(STR, cast.reason, ) X(CAST_KEYS, cast, )
 
 #define RAW_SCOPE_FIELDS(X)                                                 \
 	X(S32, scope.depth, ) X(U8, scope.device, ) X(U8, scope.dtype, )    \
@@ -137,21 +142,21 @@ struct raw_gpu_stats {
 	X(U64, stats.dropped, ) X(U64, stats.buffers, ) X(U64, lost, )
 
 /* Every kind: X(name, kind number, model struct, field table).  The
- * struct amp_event kinds come first (RAW_EVENT_KINDS): producer_emit
- * takes any of them. */
+ * producer's kinds come first (RAW_EVENT_KINDS): producer_emit takes any
+ * of them. */
 #define RAW_EVENT_KINDS(X)                                                  \
-	X(op_begin, AMP_EVENT_OP_BEGIN, struct amp_event,                   \
+	X(op_begin, PRODUCER_OP_BEGIN, struct producer_event,               \
 	  RAW_OP_BEGIN_FIELDS)                                              \
-	X(op_end, AMP_EVENT_OP_END, struct amp_event, RAW_OP_END_FIELDS)    \
-	X(cast, AMP_EVENT_CAST, struct amp_event, RAW_CAST_FIELDS)          \
-	X(scope_enter, AMP_EVENT_SCOPE_ENTER, struct amp_event,             \
+	X(op_end, PRODUCER_OP_END, struct producer_event, RAW_OP_END_FIELDS) \
+	X(cast, PRODUCER_CAST, struct producer_event, RAW_CAST_FIELDS)      \
+	X(scope_enter, PRODUCER_SCOPE_ENTER, struct producer_event,         \
 	  RAW_SCOPE_FIELDS)                                                 \
-	X(scope_exit, AMP_EVENT_SCOPE_EXIT, struct amp_event,               \
+	X(scope_exit, PRODUCER_SCOPE_EXIT, struct producer_event,           \
 	  RAW_SCOPE_FIELDS)                                                 \
-	X(cache_clear, AMP_EVENT_CACHE_CLEAR, struct amp_event,             \
+	X(cache_clear, PRODUCER_CACHE_CLEAR, struct producer_event,         \
 	  RAW_CACHE_CLEAR_FIELDS)                                           \
-	X(scaler, AMP_EVENT_SCALER, struct amp_event, RAW_SCALER_FIELDS)    \
-	X(diag, AMP_EVENT_DIAG, struct amp_event, RAW_DIAG_FIELDS)
+	X(scaler, PRODUCER_SCALER, struct producer_event, RAW_SCALER_FIELDS) \
+	X(diag, PRODUCER_DIAG, struct producer_event, RAW_DIAG_FIELDS)
 
 #define RAW_GPU_KINDS(X)                                                    \
 	X(gpu_activity, RAW_KIND_GPU_ACTIVITY, struct amp_gpu_activity,     \

@@ -1,6 +1,9 @@
 /* The recorder (see recorder.h): libamp's event source for the producer
  * API (producer.h).  It subscribes to libamp's hook API and hands every
- * event to the producer, which streams it into the raw directory.
+ * event to the producer, which streams it into the raw directory as a
+ * record of the tracer's producer model (producer_emit_libamp,
+ * libamp_encode.h): libamp's struct amp_event is libamp's ABI, not the
+ * tracer's model.
  *
  * Why this shape:
  *   - It talks to libamp through the public hook API only, and references
@@ -83,7 +86,7 @@ static const struct gpu_profiler libamp_profiler = {
 static void on_event(const struct amp_event *e, void *user)
 {
 	(void)user;
-	producer_emit(e);
+	producer_emit_libamp(e);
 	if (__builtin_expect(e->kind == AMP_EVENT_OP_BEGIN &&
 				     e->op.device == AMP_DEVICE_CUDA, 0))
 		gpu_session_cuda_op(&libamp_profiler, e->thread, e->time_ns);

@@ -15,4 +15,9 @@ int recorder_attach(const char *raw_dir);
 /* Stops recording (events after this are not recorded). */
 void recorder_detach(void);
 
+/* recorder_exit.c: the recorder's _exit marks the exit of each producer
+ * of the process that added its mark here (producer.c does, through
+ * dlsym, so a producer without the recorder needs none). */
+void amptrace_exit_mark_add(void (*mark)(void));
+
 #endif /* AMPTRACE_RECORDER_H */

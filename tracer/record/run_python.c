@@ -7,6 +7,7 @@
  * (-E, -I, -S) defeat the injection: that is said here, before the
  * program runs, rather than leaving an empty trace unexplained. */
 #include "run_python.h"
+#include "data_dir.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -15,11 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef AMPTRACE_RECORDER_INSTALL_DIR
-#define AMPTRACE_RECORDER_INSTALL_DIR "/usr/local/lib/amptrace"
-#endif
-
-static bool is_python(const char *path)
+bool run_is_python(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
@@ -34,12 +31,95 @@ static bool is_python(const char *path)
 	return true;
 }
 
+/* PROG as execvp would find it: itself when it names a path, else the
+ * first executable of that name on PATH; false when there is none. */
+static bool resolve_on_path(const char *prog, char *buf, size_t size)
+{
+	if (strchr(prog, '/')) {
+		snprintf(buf, size, "%s", prog);
+		return true;
+	}
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *dir = path;;) {
+		size_t len = strcspn(dir, ":");
+		snprintf(buf, size, "%.*s%s%s", (int)len, dir, len ? "/" : "",
+			 prog);
+		if (access(buf, X_OK) == 0)
+			return true;
+		if (!dir[len])
+			return false;
+		dir += len + 1;
+	}
+}
+
+/* The word at *p (blanks and the quotes of a shell line skipped), cut
+ * out in place; NULL at the end of the line. */
+static char *next_word(char **p)
+{
+	char *s = *p + strspn(*p, " \t\r'\"");
+	if (!*s)
+		return NULL;
+	char *end = s + strcspn(s, " \t\r'\"");
+	*p = *end ? end + 1 : end;
+	*end = '\0';
+	return s;
+}
+
+/* Whether a script's first lines start a Python: `#!/venv/bin/python3`,
+ * `#!/usr/bin/env python3`, or pip's launcher for an interpreter path
+ * too long for a shebang (`#!/bin/sh`, then `'''exec' /long/python`).
+ * Console scripts are how launchers come: torchrun, accelerate,
+ * lightning, deepspeed. */
+static bool script_runs_python(const char *path)
+{
+	char head[PATH_MAX + 256];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	size_t n = fread(head, 1, sizeof head - 1, f);
+	fclose(f);
+	head[n] = '\0';
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return false;
+	char *end = strchr(head, '\n');
+	char *second = end ? end + 1 : NULL;
+	if (end)
+		*end = '\0';
+	char *p = head + 2;
+	char *word = next_word(&p);
+	if (word && !strcmp(strrchr(word, '/') ? strrchr(word, '/') + 1 : word,
+			    "env"))
+		while ((word = next_word(&p)) && word[0] == '-')
+			; /* env -S ... */
+	if (word && run_is_python(word))
+		return true;
+	if (!second || strncmp(second, "'''exec' ", 9) != 0)
+		return false;
+	second[strcspn(second, "\n")] = '\0';
+	p = second + 9;
+	word = next_word(&p);
+	return word && run_is_python(word);
+}
+
+bool run_python_program(const char *prog)
+{
+	char path[PATH_MAX];
+
+	if (run_is_python(prog))
+		return true;
+	return resolve_on_path(prog, path, sizeof path) &&
+	       script_runs_python(path);
+}
+
 const char *run_no_ops_message(const char *prog, char *buf, size_t size)
 {
 	if (!prog)
 		snprintf(buf, size, "no ops recorded: is the program linked to "
 			 "libamp / importing torch?");
-	else if (is_python(prog))
+	else if (run_python_program(prog))
 		snprintf(buf, size, "no ops recorded: is %s importing torch?",
 			 prog);
 	else
@@ -74,45 +154,30 @@ static char defeating_option(char **command)
 	return 0;
 }
 
-/* The bridge's directory: next to amptrace in the build tree
- * (tracer/torch), or the installed one; AMPTRACE_TORCH_DIR overrides. */
+/* The bridge's directory (the one holding sitecustomize.py): next to
+ * amptrace in the build tree (tracer/torch), or the installed one
+ * (data_dir.c); AMPTRACE_TORCH_DIR overrides. */
 static bool find_bridge(char *buf, size_t size)
 {
 	const char *env = getenv("AMPTRACE_TORCH_DIR");
-	char exe[PATH_MAX], probe[PATH_MAX + 64];
-
-	if (size < PATH_MAX + 16)
-		return false;
+	char probe[PATH_MAX + 64];
 
 	if (env && *env) {
 		snprintf(buf, size, "%s", env);
 		snprintf(probe, sizeof probe, "%s/sitecustomize.py", buf);
 		return access(probe, R_OK) == 0;
 	}
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			snprintf(buf, size, "%.*s/torch", PATH_MAX - 1, exe);
-			snprintf(probe, sizeof probe, "%s/sitecustomize.py", buf);
-			if (access(probe, R_OK) == 0)
-				return true;
-		}
-	}
-	snprintf(buf, size, "%s/python", AMPTRACE_RECORDER_INSTALL_DIR);
-	snprintf(probe, sizeof probe, "%s/sitecustomize.py", buf);
-	return access(probe, R_OK) == 0;
+	return data_dir_find("torch", "python", "sitecustomize.py", buf, size);
 }
 
 void run_python_prepare(char **command)
 {
 	char dir[PATH_MAX + 16];
 
-	if (!is_python(command[0]))
+	if (!run_python_program(command[0]))
 		return;
-	char option = defeating_option(command);
+	/* a script's arguments are its own, not the interpreter's */
+	char option = run_is_python(command[0]) ? defeating_option(command) : 0;
 	if (option) {
 		fprintf(stderr, "amptrace run: python -%c %s, so the PyTorch "
 			"bridge cannot be injected and nothing will be recorded "

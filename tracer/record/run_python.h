@@ -3,9 +3,20 @@
 #ifndef AMPTRACE_RUN_PYTHON_H
 #define AMPTRACE_RUN_PYTHON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
-/* In the child, before exec: when `command` runs a Python interpreter,
+/* Whether `path` names a Python interpreter: python, python3, python3.11
+ * (any directory). */
+bool run_is_python(const char *path);
+
+/* Whether PROG runs Python: an interpreter, or a script whose shebang
+ * starts one (found on PATH as execvp would: torchrun, accelerate,
+ * lightning and any other console script of a Python environment). */
+bool run_python_program(const char *prog);
+
+/* In the child, before exec: when `command` runs Python (an interpreter
+ * or a Python script, run_python_program),
  * puts the bridge's sitecustomize.py first on PYTHONPATH, or says on
  * stderr why the program cannot be recorded (-E/-I/-S, bridge not
  * built).  Does nothing for other programs. */

@@ -1,6 +1,8 @@
-/* Trace events as JSON (event_json.h).  Keys come in FORMAT.md's order;
- * optional keys are left out when the model holds their "absent" value. */
+/* Trace events, and a file's header and trailer, as JSON (event_json.h):
+ * generated from trace_schema.h, one function per table, each key
+ * written in the table's order when its WHEN holds. */
 #include "event_json.h"
+#include "trace_schema.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@ static void write_us(struct jsonw *w, double us)
  * object left open. */
 static void write_head(struct jsonw *w, const struct trace_event *e)
 {
-	jsonw_reset(w);
 	jsonw_lit(w, "{\"name\":");
 	jsonw_str(w, e->name);
 	jsonw_lit(w, ",\"cat\":");
@@ -38,16 +39,18 @@ static void write_head(struct jsonw *w, const struct trace_event *e)
 	}
 }
 
-static void write_optional_u64(struct jsonw *w, const char *key_text,
-			       size_t key_len, uint64_t v)
+/* M events have no cat and no ts (FORMAT.md §2). */
+static void write_meta_head(struct jsonw *w, const struct trace_event *e)
 {
-	if (!v)
-		return;
-	jsonw_raw(w, key_text, key_len);
-	jsonw_hole_begin(w);
-	jsonw_u64(w, v);
-	jsonw_hole_end(w);
+	jsonw_lit(w, "{\"name\":");
+	jsonw_str(w, e->name);
+	jsonw_lit(w, ",\"ph\":\"M\",\"pid\":");
+	jsonw_i64(w, e->pid);
+	jsonw_lit(w, ",\"tid\":");
+	jsonw_i64(w, e->tid);
 }
+
+/* ----------------------------------------------------------- values */
 
 /* An id that differs from one event to the next (a template's hole). */
 static void write_id(struct jsonw *w, uint64_t id)
@@ -56,9 +59,6 @@ static void write_id(struct jsonw *w, uint64_t id)
 	jsonw_u64(w, id);
 	jsonw_hole_end(w);
 }
-
-#define OPTIONAL_U64(w, literal, v)                                         \
-	write_optional_u64((w), "" literal, sizeof(literal) - 1, (v))
 
 static void write_shape(struct jsonw *w, int ndim, const int64_t *shape)
 {
@@ -71,232 +71,197 @@ static void write_shape(struct jsonw *w, int ndim, const int64_t *shape)
 	jsonw_raw(w, "]", 1);
 }
 
-static void write_tensor(struct jsonw *w, const struct trace_tensor *t)
-{
-	jsonw_lit(w, "{\"tensor\":");
-	write_id(w, t->id);
-	OPTIONAL_U64(w, ",\"producer_op_id\":", t->producer_op_id);
-	jsonw_lit(w, ",\"dtype\":");
-	jsonw_str(w, t->dtype);
-	jsonw_lit(w, ",\"shape\":");
-	write_shape(w, t->ndim, t->shape);
-	if (t->name) {
-		jsonw_lit(w, ",\"name\":");
-		jsonw_str(w, t->name);
-	}
-	if (t->requires_grad)
-		jsonw_lit(w, ",\"requires_grad\":true");
-	if (t->leaf)
-		jsonw_lit(w, ",\"leaf\":true");
-	if (t->view)
-		jsonw_lit(w, ",\"view\":true");
-	if (t->device) {
-		jsonw_lit(w, ",\"device\":");
-		jsonw_str(w, t->device);
-	}
-	jsonw_raw(w, "}", 1);
-}
-
-static void write_tensors(struct jsonw *w, const struct trace_tensor *list,
-			  int n)
+static void write_strings(struct jsonw *w, const char *const *list, int n)
 {
 	jsonw_raw(w, "[", 1);
 	for (int i = 0; i < n; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
-		write_tensor(w, &list[i]);
+		jsonw_str(w, list[i]);
 	}
 	jsonw_raw(w, "]", 1);
 }
 
-static void write_autocast(struct jsonw *w, const struct trace_autocast *a)
+static void write_triple(struct jsonw *w, const int32_t *v)
 {
-	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
-	jsonw_bool(w, a->enabled);
-	jsonw_lit(w, ",\"device\":");
-	jsonw_str(w, a->device);
-	jsonw_lit(w, ",\"dtype\":");
-	jsonw_str(w, a->dtype);
-	jsonw_lit(w, ",\"cache_enabled\":");
-	jsonw_bool(w, a->cache_enabled);
-	jsonw_lit(w, ",\"depth\":");
-	jsonw_i64(w, a->depth);
-	jsonw_lit(w, ",\"scope\":");
-	jsonw_str(w, a->scope);
-	if (a->nscopes) {
-		jsonw_lit(w, ",\"scopes\":[");
-		for (int i = 0; i < a->nscopes; i++) {
-			if (i)
-				jsonw_raw(w, ",", 1);
-			jsonw_str(w, a->scopes[i]);
-		}
-		jsonw_raw(w, "]", 1);
+	for (int i = 0; i < 3; i++) {
+		jsonw_raw(w, i ? "," : "[", 1);
+		jsonw_i64(w, v[i]);
 	}
+	jsonw_raw(w, "]", 1);
+}
+
+/* torch.profiler's keys, for tools that read Kineto traces. */
+static void write_profiler_types(struct jsonw *w,
+				 const struct trace_tensor *inputs, int n)
+{
+	jsonw_raw(w, "[", 1);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		jsonw_str(w, inputs[i].profiler_type);
+	}
+	jsonw_raw(w, "]", 1);
+}
+
+static void write_profiler_dims(struct jsonw *w,
+				const struct trace_tensor *inputs, int n)
+{
+	jsonw_raw(w, "[", 1);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			jsonw_raw(w, ",", 1);
+		write_shape(w, inputs[i].ndim, inputs[i].shape);
+	}
+	jsonw_raw(w, "]", 1);
+}
+
+static void write_scope(struct jsonw *w, char scope)
+{
+	char text[] = { '"', scope ? scope : 't', '"' };
+
+	jsonw_raw(w, text, sizeof text);
+}
+
+/* ---------------------------------------------------------- objects */
+
+/* A table's keys are written each with a comma before it: the first
+ * comma becomes the object's '{' (object_close). */
+static size_t object_open(const struct jsonw *w)
+{
+	return w->len;
+}
+
+static void object_close(struct jsonw *w, size_t open)
+{
+	if (w->failed)
+		return;
+	if (w->len == open) {
+		jsonw_raw(w, "{}", 2);
+		return;
+	}
+	w->data[open] = '{';
 	jsonw_raw(w, "}", 1);
 }
 
-static void write_op(struct jsonw *w, const struct trace_op *op)
+/* One row of trace_schema.h, written when its WHEN holds: `e` the event
+ * (NULL in the header and trailer), `m` the table's struct. */
+#define WRITE_ROW(type, key, f, when, check, since)                         \
+	if (TRACE_WHEN_##when(e, m, f)) {                                   \
+		jsonw_lit(w, ",\"" key "\":");                               \
+		WRITE_##type(m, f)                                          \
+	}
+#define WRITE_STRING(m, f) jsonw_str(w, (m)->f);
+#define WRITE_STRING_OR_NULL(m, f) jsonw_str(w, (m)->f);
+#define WRITE_ID(m, f) write_id(w, (m)->f);
+#define WRITE_ID_AGAIN(m, f) write_id(w, (m)->f);
+#define WRITE_U64(m, f) jsonw_u64(w, (m)->f);
+#define WRITE_U32(m, f) jsonw_u64(w, (m)->f);
+#define WRITE_I64(m, f) jsonw_i64(w, (m)->f);
+#define WRITE_INT(m, f) jsonw_i64(w, (m)->f);
+#define WRITE_INT_OR_NULL(m, f)                                             \
+	if ((m)->f < 0)                                                     \
+		jsonw_lit(w, "null");                                       \
+	else                                                                \
+		jsonw_i64(w, (m)->f);
+#define WRITE_BOOL(m, f) jsonw_bool(w, (m)->f);
+#define WRITE_TRUE(m, f) jsonw_lit(w, "true");
+/* JSON has no NaN: an absent or non-finite number is null */
+#define WRITE_NUMBER_OR_NULL(m, f) jsonw_double(w, (m)->f);
+#define WRITE_US(m, f) jsonw_us(w, (m)->f);
+#define WRITE_SHAPE(m, f) write_shape(w, (m)->ndim, (m)->f);
+#define WRITE_STRINGS(m, f) write_strings(w, (m)->f, (m)->n##f);
+#define WRITE_TRIPLE(m, f) write_triple(w, (m)->f);
+#define WRITE_PROFILER_TYPES(m, f) write_profiler_types(w, (m)->f, (m)->n##f);
+#define WRITE_PROFILER_DIMS(m, f) write_profiler_dims(w, (m)->f, (m)->n##f);
+#define WRITE_BANDWIDTH(m, f)                                               \
+	jsonw_double(w, (double)(m)->f / (double)trace_us_to_ns(e->dur));
+#define WRITE_SCOPE(m, f) write_scope(w, (m)->f);
+#define WRITE_SCOPE_THREAD(m, f) write_scope(w, 't');
+#define WRITE_AUTOCAST(m, f) write_autocast(w, e, &(m)->f);
+#define WRITE_EXIT(m, f) write_exit_or_null(w, e, (m)->f);
+#define WRITE_GPU(m, f) write_gpu_timing(w, e, (m)->f);
+#define WRITE_TENSORS(m, f) write_tensor_list(w, e, (m)->f, (m)->n##f);
+#define WRITE_PROCESSES(m, f) write_process_list(w, e, (m)->f, (m)->n##f);
+#define WRITE_MERGED(m, f) write_merged_input_list(w, e, (m)->f, (m)->n##f);
+#define WRITE_MERGED_ENDS(m, f) write_merged_end_list(w, e, (m)->f, (m)->n##f);
+
+/* write_<name>(w, e, m): the object of table KEYS over struct S. */
+#define OBJECT_WRITER(name, S, KEYS)                                        \
+	static void write_##name(struct jsonw *w, const struct trace_event *e, \
+				 const S *m)                                \
+	{                                                                   \
+		size_t open = object_open(w);                               \
+		(void)e;                                                    \
+		KEYS(WRITE_ROW)                                             \
+		object_close(w, open);                                      \
+	}
+/* write_<name>_list(w, e, list, n): an array of them. */
+#define LIST_WRITER(name, S)                                                \
+	static void write_##name##_list(struct jsonw *w,                    \
+					const struct trace_event *e,        \
+					const S *list, int n)               \
+	{                                                                   \
+		jsonw_raw(w, "[", 1);                                       \
+		for (int i = 0; i < n; i++) {                               \
+			if (i)                                              \
+				jsonw_raw(w, ",", 1);                       \
+			write_##name(w, e, &list[i]);                       \
+		}                                                           \
+		jsonw_raw(w, "]", 1);                                       \
+	}
+/* The keys of table KEYS written inside an object left open. */
+#define KEYS_WRITER(name, S, KEYS)                                          \
+	static void write_##name##_keys(struct jsonw *w,                    \
+					const struct trace_event *e,        \
+					const S *m)                         \
+	{                                                                   \
+		KEYS(WRITE_ROW)                                             \
+	}
+
+OBJECT_WRITER(autocast, struct trace_autocast, TRACE_AUTOCAST_KEYS)
+OBJECT_WRITER(tensor, struct trace_tensor, TRACE_TENSOR_KEYS)
+LIST_WRITER(tensor, struct trace_tensor)
+OBJECT_WRITER(op, struct trace_op, TRACE_OP_KEYS)
+OBJECT_WRITER(cast, struct trace_cast, TRACE_CAST_KEYS)
+OBJECT_WRITER(scope_begin, struct trace_scope, TRACE_SCOPE_BEGIN_KEYS)
+OBJECT_WRITER(scope_end, struct trace_scope, TRACE_SCOPE_END_KEYS)
+OBJECT_WRITER(cache_clear, struct trace_cache_clear, TRACE_CACHE_CLEAR_KEYS)
+KEYS_WRITER(cache_clear_top, struct trace_cache_clear,
+	    TRACE_CACHE_CLEAR_TOP_KEYS)
+OBJECT_WRITER(scaler, struct trace_scaler, TRACE_SCALER_KEYS)
+KEYS_WRITER(scaler_top, struct trace_scaler, TRACE_SCALER_TOP_KEYS)
+OBJECT_WRITER(diag, struct trace_diag, TRACE_DIAG_KEYS)
+KEYS_WRITER(diag_top, struct trace_diag, TRACE_DIAG_TOP_KEYS)
+OBJECT_WRITER(kernel, struct trace_kernel, TRACE_KERNEL_KEYS)
+OBJECT_WRITER(memcpy, struct trace_kernel, TRACE_MEMCPY_KEYS)
+OBJECT_WRITER(flow, struct trace_flow_event, TRACE_FLOW_KEYS)
+KEYS_WRITER(flow_top, struct trace_flow_event, TRACE_FLOW_TOP_KEYS)
+OBJECT_WRITER(meta, struct trace_meta, TRACE_META_KEYS)
+OBJECT_WRITER(merged_input, struct trace_merged_input,
+	      TRACE_MERGED_INPUT_KEYS)
+LIST_WRITER(merged_input, struct trace_merged_input)
+OBJECT_WRITER(header, struct trace_header, TRACE_HEADER_KEYS)
+OBJECT_WRITER(exit, struct trace_exit, TRACE_EXIT_KEYS)
+
+/* A merged input's exit is null when the input had no trailer. */
+static void write_exit_or_null(struct jsonw *w, const struct trace_event *e,
+			       const struct trace_exit *exit)
 {
-	jsonw_lit(w, ",\"args\":{\"op_id\":");
-	write_id(w, op->op_id);
-	jsonw_lit(w, ",\"op\":");
-	jsonw_str(w, op->op);
-	jsonw_lit(w, ",\"overload\":");
-	jsonw_str(w, op->overload);
-	jsonw_lit(w, ",\"phase\":");
-	jsonw_str(w, op->phase);
-	if (!op->incomplete) {
-		jsonw_lit(w, ",\"policy\":");
-		jsonw_str(w, op->policy);
-	}
-	jsonw_lit(w, ",\"device\":");
-	jsonw_str(w, op->device);
-	jsonw_lit(w, ",\"emulated\":");
-	jsonw_bool(w, op->emulated);
-	OPTIONAL_U64(w, ",\"parent_op_id\":", op->parent_op_id);
-	OPTIONAL_U64(w, ",\"forward_op_id\":", op->forward_op_id);
-	OPTIONAL_U64(w, ",\"graph\":", op->graph);
-	write_autocast(w, &op->autocast);
-	if (op->incomplete) {
-		jsonw_lit(w, ",\"incomplete\":true,\"closed_by\":");
-		jsonw_str(w, op->closed_by);
-		jsonw_lit(w, "}}");
-		return;
-	}
-	jsonw_lit(w, ",\"inputs\":");
-	write_tensors(w, op->inputs, op->ninputs);
-	jsonw_lit(w, ",\"outputs\":");
-	write_tensors(w, op->outputs, op->noutputs);
-	if (op->status) {
-		jsonw_lit(w, ",\"status\":");
-		jsonw_i64(w, op->status);
-		jsonw_lit(w, ",\"error\":");
-		jsonw_str(w, op->error);
-	}
-	/* torch.profiler's keys, for tools that read Kineto traces. */
-	jsonw_lit(w, ",\"Input type\":[");
-	for (int i = 0; i < op->ninputs; i++) {
-		if (i)
-			jsonw_raw(w, ",", 1);
-		jsonw_str(w, op->inputs[i].profiler_type);
-	}
-	jsonw_lit(w, "],\"Input Dims\":[");
-	for (int i = 0; i < op->ninputs; i++) {
-		if (i)
-			jsonw_raw(w, ",", 1);
-		write_shape(w, op->inputs[i].ndim, op->inputs[i].shape);
-	}
-	jsonw_lit(w, "],\"External id\":");
-	write_id(w, op->op_id);
-	jsonw_lit(w, "}}");
+	if (exit)
+		write_exit(w, e, exit);
+	else
+		jsonw_lit(w, "null");
 }
 
-static void optional_string(struct jsonw *w, const char *key,
-			    const char *value)
-{
-	if (!value)
-		return;
-	jsonw_raw(w, ",\"", 2);
-	jsonw_raw(w, key, strlen(key));
-	jsonw_raw(w, "\":", 2);
-	jsonw_str(w, value);
-}
+OBJECT_WRITER(gpu_timing, struct trace_gpu_timing, TRACE_GPU_TIMING_KEYS)
+OBJECT_WRITER(process, struct trace_process_end, TRACE_PROCESS_END_KEYS)
+LIST_WRITER(process, struct trace_process_end)
+OBJECT_WRITER(merged_end, struct trace_merged_end, TRACE_MERGED_END_KEYS)
+LIST_WRITER(merged_end, struct trace_merged_end)
+OBJECT_WRITER(trailer, struct trace_trailer, TRACE_TRAILER_KEYS)
 
-/* A compiled graph's cast (FORMAT.md §3.3): where and what for. */
-static void write_compiled_cast(struct jsonw *w, const struct trace_cast *c)
-{
-	jsonw_lit(w, ",\"origin\":\"compiled\",\"graph\":");
-	jsonw_u64(w, c->graph);
-	optional_string(w, "made_by", c->made_by);
-	optional_string(w, "feeds", c->feeds);
-	optional_string(w, "source", c->source);
-	optional_string(w, "module", c->module);
-	optional_string(w, "module_class", c->module_class);
-	jsonw_lit(w, ",\"autocast\":{\"enabled\":");
-	jsonw_bool(w, c->autocast.enabled);
-	jsonw_lit(w, ",\"device\":");
-	jsonw_str(w, c->autocast.device);
-	jsonw_lit(w, ",\"dtype\":");
-	jsonw_str(w, c->autocast.dtype);
-	jsonw_raw(w, "}", 1);
-}
-
-static void write_cast(struct jsonw *w, const struct trace_cast *c)
-{
-	jsonw_lit(w, ",\"args\":{\"op_id\":");
-	jsonw_u64(w, c->op_id);
-	if (c->op) {
-		jsonw_lit(w, ",\"op\":");
-		jsonw_str(w, c->op);
-		jsonw_lit(w, ",\"phase\":");
-		jsonw_str(w, c->phase);
-		if (c->scope) {
-			jsonw_lit(w, ",\"scope\":");
-			jsonw_str(w, c->scope);
-		}
-	}
-	jsonw_lit(w, ",\"arg\":");
-	jsonw_i64(w, c->arg);
-	jsonw_lit(w, ",\"tensor\":");
-	jsonw_u64(w, c->tensor);
-	jsonw_lit(w, ",\"result\":");
-	jsonw_u64(w, c->result);
-	jsonw_lit(w, ",\"from\":");
-	jsonw_str(w, c->from);
-	jsonw_lit(w, ",\"to\":");
-	jsonw_str(w, c->to);
-	jsonw_lit(w, ",\"cache\":");
-	jsonw_str(w, c->cache);
-	jsonw_lit(w, ",\"reason\":");
-	jsonw_str(w, c->reason);
-	jsonw_lit(w, ",\"bytes\":");
-	jsonw_u64(w, c->bytes);
-	if (c->stale)
-		jsonw_lit(w, ",\"stale\":true");
-	if (c->name) {
-		jsonw_lit(w, ",\"name\":");
-		jsonw_str(w, c->name);
-	}
-	jsonw_lit(w, ",\"shape\":");
-	write_shape(w, c->ndim, c->shape);
-	if (c->requires_grad)
-		jsonw_lit(w, ",\"requires_grad\":true");
-	if (c->leaf)
-		jsonw_lit(w, ",\"leaf\":true");
-	if (c->compiled)
-		write_compiled_cast(w, c);
-	jsonw_lit(w, "}}");
-}
-
-static void write_scope(struct jsonw *w, const struct trace_event *e)
-{
-	const struct trace_scope *s = &e->scope;
-
-	if (e->kind == TRACE_SCOPE_END) {
-		jsonw_lit(w, ",\"args\":{\"depth\":");
-		jsonw_i64(w, s->depth);
-		if (s->closed_by) {
-			jsonw_lit(w, ",\"closed_by\":");
-			jsonw_str(w, s->closed_by);
-		}
-		jsonw_lit(w, "}}");
-		return;
-	}
-	jsonw_lit(w, ",\"args\":{\"scope\":");
-	jsonw_str(w, s->scope);
-	jsonw_lit(w, ",\"depth\":");
-	jsonw_i64(w, s->depth);
-	jsonw_lit(w, ",\"device\":");
-	jsonw_str(w, s->device);
-	jsonw_lit(w, ",\"dtype\":");
-	jsonw_str(w, s->dtype);
-	jsonw_lit(w, ",\"enabled\":");
-	jsonw_bool(w, s->enabled);
-	jsonw_lit(w, ",\"cache_enabled\":");
-	jsonw_bool(w, s->cache_enabled);
-	jsonw_lit(w, "}}");
-}
-
+/* Counters' args are their series, named as they come. */
 static void write_counter(struct jsonw *w, const struct trace_counter *c)
 {
 	jsonw_lit(w, ",\"args\":{");
@@ -310,176 +275,17 @@ static void write_counter(struct jsonw *w, const struct trace_counter *c)
 	jsonw_lit(w, "}}");
 }
 
-static void write_scaler(struct jsonw *w, const struct trace_scaler *s)
+void event_json_header(struct jsonw *w, const struct trace_header *h)
 {
-	jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"what\":");
-	jsonw_str(w, s->what);
-	jsonw_lit(w, ",\"scaler_id\":");
-	jsonw_u64(w, s->scaler_id);
-	OPTIONAL_U64(w, ",\"optimizer_id\":", s->optimizer_id);
-	/* JSON has no NaN: an absent or non-finite scale is null */
-	jsonw_lit(w, ",\"scale\":");
-	jsonw_double(w, s->scale);
-	jsonw_lit(w, ",\"found_inf\":");
-	jsonw_bool(w, s->found_inf);
-	jsonw_lit(w, ",\"step_skipped\":");
-	jsonw_bool(w, s->step_skipped);
-	OPTIONAL_U64(w, ",\"inf_tensor\":", s->inf_tensor);
-	jsonw_lit(w, "}}");
+	write_header(w, NULL, h);
 }
 
-static void write_optional_i64(struct jsonw *w, const char *key_text,
-			       size_t key_len, int64_t v)
+void event_json_trailer(struct jsonw *w, const struct trace_trailer *t)
 {
-	if (!v)
-		return;
-	jsonw_raw(w, key_text, key_len);
-	jsonw_i64(w, v);
+	write_trailer(w, NULL, t);
 }
 
-static void write_diag(struct jsonw *w, const struct trace_diag *d)
-{
-	char scope[] = { ',', '"', 's', '"', ':', '"', d->scope ? d->scope : 't',
-			 '"' };
-
-	jsonw_raw(w, scope, sizeof scope);
-	jsonw_lit(w, ",\"args\":{\"kind\":");
-	jsonw_str(w, d->kind);
-	jsonw_lit(w, ",\"message\":");
-	jsonw_str(w, d->message);
-	if (d->fix) {
-		jsonw_lit(w, ",\"fix\":");
-		jsonw_str(w, d->fix);
-		jsonw_lit(w, ",\"severity\":");
-		jsonw_str(w, d->severity);
-		jsonw_lit(w, ",\"count\":");
-		jsonw_u64(w, d->count);
-	}
-	/* ids only when known: a reader folds a finding's event into the
-	 * finding it recomputes by (kind, op_id, tensor), absent meaning 0 */
-	OPTIONAL_U64(w, ",\"op_id\":", d->op_id);
-	OPTIONAL_U64(w, ",\"tensor\":", d->tensor);
-	write_optional_i64(w, ",\"thread\":", 10, d->thread);
-	write_optional_i64(w, ",\"other_thread\":", 16, d->other_thread);
-	jsonw_lit(w, "}}");
-}
-
-static bool ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), k = strlen(tail);
-
-	return n >= k && !memcmp(s + n - k, tail, k);
-}
-
-/* M events have no cat and no ts (FORMAT.md §2). */
-static void write_meta(struct jsonw *w, const struct trace_event *e)
-{
-	const struct trace_meta *m = &e->meta;
-
-	jsonw_reset(w);
-	jsonw_lit(w, "{\"name\":");
-	jsonw_str(w, e->name);
-	jsonw_lit(w, ",\"ph\":\"M\",\"pid\":");
-	jsonw_i64(w, e->pid);
-	jsonw_lit(w, ",\"tid\":");
-	jsonw_i64(w, e->tid);
-	if (ends_with(e->name, "sort_index")) {
-		jsonw_lit(w, ",\"args\":{\"sort_index\":");
-		jsonw_i64(w, m->sort_index);
-		jsonw_lit(w, "}}");
-		return;
-	}
-	if (!strcmp(e->name, "process_labels")) {
-		jsonw_lit(w, ",\"args\":{\"labels\":");
-		jsonw_str(w, m->value);
-		jsonw_lit(w, "}}");
-		return;
-	}
-	jsonw_lit(w, ",\"args\":{\"name\":");
-	jsonw_str(w, m->value);
-	if (m->rank >= 0) {
-		jsonw_lit(w, ",\"rank\":");
-		jsonw_i64(w, m->rank);
-	}
-	if (m->argv) {
-		jsonw_lit(w, ",\"argv\":[");
-		for (int i = 0; i < m->argc; i++) {
-			if (i)
-				jsonw_raw(w, ",", 1);
-			jsonw_str(w, m->argv[i]);
-		}
-		jsonw_raw(w, "]", 1);
-	}
-	if (m->framework) {
-		jsonw_lit(w, ",\"framework\":");
-		jsonw_str(w, m->framework);
-	}
-	if (m->host_pid) {
-		jsonw_lit(w, ",\"device\":");
-		jsonw_i64(w, m->device);
-		jsonw_lit(w, ",\"host_pid\":");
-		jsonw_i64(w, m->host_pid);
-	}
-	write_optional_i64(w, ",\"os_tid\":", 10, m->os_tid);
-	jsonw_lit(w, "}}");
-}
-
-/* A kernel or a copy as Kineto writes it, linked to its op or cast by
- * "External id". */
-static void write_gpu(struct jsonw *w, const struct trace_event *e)
-{
-	const struct trace_kernel *k = &e->kernel;
-	bool copy = e->kind != TRACE_KERNEL;
-
-	jsonw_lit(w, ",\"args\":{");
-	if (k->linked) {
-		jsonw_lit(w, "\"External id\":");
-		jsonw_u64(w, k->external_id);
-		jsonw_raw(w, ",", 1);
-		if (k->cast) {
-			jsonw_lit(w, "\"amp.cast_result\":true,");
-			if (k->op_id) {
-				jsonw_lit(w, "\"amp.op_id\":");
-				jsonw_u64(w, k->op_id);
-				jsonw_raw(w, ",", 1);
-			}
-		}
-	}
-	jsonw_lit(w, "\"amp.pid\":");
-	jsonw_i64(w, k->host_pid);
-	jsonw_lit(w, ",\"correlation\":");
-	jsonw_u64(w, k->correlation);
-	jsonw_lit(w, ",\"device\":");
-	jsonw_u64(w, k->device);
-	jsonw_lit(w, ",\"stream\":");
-	jsonw_u64(w, k->stream);
-	if (copy) {
-		jsonw_lit(w, ",\"bytes\":");
-		jsonw_u64(w, k->bytes);
-		double ns = e->dur * 1000.0;
-		int64_t dur = (int64_t)(ns + 0.5);
-		if (dur > 0) {
-			jsonw_lit(w, ",\"memory bandwidth (GB/s)\":");
-			jsonw_double(w, (double)k->bytes / (double)dur);
-		}
-	} else {
-		jsonw_lit(w, ",\"grid\":");
-		for (int i = 0; i < 3; i++) {
-			jsonw_raw(w, i ? "," : "[", 1);
-			jsonw_i64(w, k->grid[i]);
-		}
-		jsonw_lit(w, "],\"block\":");
-		for (int i = 0; i < 3; i++) {
-			jsonw_raw(w, i ? "," : "[", 1);
-			jsonw_i64(w, k->block[i]);
-		}
-		jsonw_lit(w, "],\"registers per thread\":");
-		jsonw_i64(w, k->registers);
-		jsonw_lit(w, ",\"shared memory\":");
-		jsonw_i64(w, k->shared_memory);
-	}
-	jsonw_lit(w, "}}");
-}
+static void write_body(struct jsonw *w, const struct trace_event *e);
 
 /* ------------------------------------------------------------ templates */
 
@@ -489,34 +295,35 @@ static void write_gpu(struct jsonw *w, const struct trace_event *e)
  * ids cut out (the jsonw holes), and the next op alike is written by
  * copying the text between its own times and ids.  "Alike" compares
  * every other field, strings by address (they are interned: see
- * event_json_memo_new). */
+ * event_json_memo_new): the key and the holes come from the same rows
+ * of trace_schema.h as the text, so a key added there is in both. */
 #define MEMO_SETS 128
 #define MEMO_WAYS 4
-#define MEMO_TENSORS 8
+#define MEMO_MAX_TENSORS 8
+#define MEMO_KEY_WORDS 320
 #define MEMO_TEXT 2048
 
-struct tensor_key {
-	const char *dtype, *name, *device, *profiler_type;
-	int64_t shape[TRACE_MAX_DIMS];
-	int32_t ndim;
-	uint32_t flags;
+/* A hole's value: a time (µs, written as ns) or an id. */
+struct hole {
+	bool time;
+	double us;
+	uint64_t id;
 };
 
-struct op_key {
-	const char *name, *cat, *op, *overload, *phase, *policy, *device;
-	const char *closed_by, *error, *ac_device, *ac_dtype, *ac_scope;
-	const char **ac_scopes;
-	int64_t pid, tid;
-	int32_t status, ac_depth, ac_nscopes, ninputs, noutputs;
-	uint32_t flags;
-	struct tensor_key tensors[MEMO_TENSORS];
+/* What an op's text depends on: its words (beside its holes) and the
+ * holes' values, in the order the writer writes them. */
+struct op_memo {
+	int nwords, nholes;
+	bool full;            /* too much to keep: written without a template */
+	uint64_t words[MEMO_KEY_WORDS];
+	struct hole holes[JSONW_MAX_HOLES];
 };
 
 struct op_template {
-	struct op_key key;
-	size_t key_size;        /* 0: the slot is empty */
-	size_t len;
+	int nwords;           /* 0: the slot is empty */
 	int nholes;
+	uint64_t words[MEMO_KEY_WORDS];
+	size_t len;
 	uint16_t at[JSONW_MAX_HOLES]; /* where each hole goes in text */
 	char text[MEMO_TEXT];
 };
@@ -538,119 +345,129 @@ void event_json_memo_free(struct event_json_memo *m)
 	free(m);
 }
 
-/* Fills e's key; returns its size, 0 when e has too many tensors. */
-static size_t op_key_of(const struct trace_event *e, struct op_key *k)
+/* Inline: an op's memo is a few dozen words, made for every op. */
+static inline void memo_word(struct op_memo *k, uint64_t word)
 {
-	const struct trace_op *op = &e->op;
-	int ntensors = op->ninputs + op->noutputs;
-
-	if (op->ninputs < 0 || op->noutputs < 0 || ntensors > MEMO_TENSORS)
-		return 0;
-	size_t size = offsetof(struct op_key, tensors) +
-		      (size_t)ntensors * sizeof(struct tensor_key);
-	/* field by field on zeros: keys are compared as bytes */
-	memset(k, 0, size);
-	k->name = e->name;
-	k->cat = e->cat;
-	k->op = op->op;
-	k->overload = op->overload;
-	k->phase = op->phase;
-	k->policy = op->policy;
-	k->device = op->device;
-	k->closed_by = op->closed_by;
-	k->error = op->error;
-	k->ac_device = op->autocast.device;
-	k->ac_dtype = op->autocast.dtype;
-	k->ac_scope = op->autocast.scope;
-	k->ac_scopes = op->autocast.scopes;
-	k->pid = e->pid;
-	k->tid = e->tid;
-	k->status = op->status;
-	k->ac_depth = op->autocast.depth;
-	k->ac_nscopes = op->autocast.nscopes;
-	k->ninputs = op->ninputs;
-	k->noutputs = op->noutputs;
-	k->flags = (uint32_t)op->emulated | (uint32_t)op->incomplete << 1 |
-		   (uint32_t)(op->parent_op_id != 0) << 2 |
-		   (uint32_t)(op->forward_op_id != 0) << 3 |
-		   (uint32_t)op->autocast.enabled << 4 |
-		   (uint32_t)op->autocast.cache_enabled << 5 |
-		   (uint32_t)(e->ph == 'X') << 6 |
-		   (uint32_t)(op->graph != 0) << 7;
-	for (int i = 0; i < ntensors; i++) {
-		const struct trace_tensor *t = i < op->ninputs
-			? &op->inputs[i] : &op->outputs[i - op->ninputs];
-		struct tensor_key *tk = &k->tensors[i];
-		int ndim = t->ndim < 0 ? 0
-			   : t->ndim > TRACE_MAX_DIMS ? TRACE_MAX_DIMS : t->ndim;
-		tk->dtype = t->dtype;
-		tk->name = t->name;
-		tk->device = t->device;
-		tk->profiler_type = t->profiler_type;
-		tk->ndim = t->ndim;
-		tk->flags = (uint32_t)t->requires_grad | (uint32_t)t->leaf << 1 |
-			    (uint32_t)t->view << 2 |
-			    (uint32_t)(t->producer_op_id != 0) << 3;
-		memcpy(tk->shape, t->shape, (size_t)ndim * sizeof *tk->shape);
+	if (__builtin_expect(k->nwords == MEMO_KEY_WORDS, 0)) {
+		k->full = true;
+		return;
 	}
-	return size;
+	k->words[k->nwords++] = word;
 }
 
-static size_t op_key_slot(const struct op_key *k)
+static inline void memo_hole(struct op_memo *k, struct hole hole)
 {
-	uint64_t h = (uintptr_t)k->op ^ (uint64_t)k->ninputs << 48 ^
-		     (uint64_t)k->tid << 32;
-	int ntensors = k->ninputs + k->noutputs;
+	if (__builtin_expect(k->nholes == JSONW_MAX_HOLES, 0)) {
+		k->full = true;
+		return;
+	}
+	k->holes[k->nholes++] = hole;
+}
 
-	for (int i = 0; i < ntensors; i++)
-		h = (h ^ (uint64_t)k->tensors[i].shape[0] ^
-		     (uint64_t)k->tensors[i].shape[1] << 20 ^
-		     (uintptr_t)k->tensors[i].name) * 0x9E3779B97F4A7C15ull;
+/* One row of trace_schema.h as the memo sees it: its words, or its
+ * hole.  A value that says whether its key is written (a string's
+ * address, NULL when absent; a number, 0 when absent; a flag) is the
+ * row's word; other rows whose WHEN varies add whether it holds. */
+#define MEMO_ROW(type, key, f, when, check, since)                          \
+	{                                                                   \
+		bool present = TRACE_WHEN_##when(e, m, f);                  \
+		if (MEMO_VARIES_##when && !MEMO_SHOWN_##type)               \
+			memo_word(k, present);                              \
+		if (MEMO_SHOWN_##type || present) {                         \
+			MEMO_##type(m, f)                                   \
+		}                                                           \
+	}
+#define MEMO_VARIES_ALWAYS 0
+#define MEMO_VARIES_DEFAULTED 0
+#define MEMO_VARIES_SET 1
+#define MEMO_VARIES_NONEMPTY 1
+#define MEMO_VARIES_COMPLETE 1
+/* the types whose value shows it (their word is written either way) */
+#define MEMO_SHOWN_STRING 1
+#define MEMO_SHOWN_STRING_OR_NULL 1
+#define MEMO_SHOWN_INT 1
+#define MEMO_SHOWN_BOOL 1
+#define MEMO_SHOWN_TRUE 1
+#define MEMO_SHOWN_ID 0
+#define MEMO_SHOWN_ID_AGAIN 0
+#define MEMO_SHOWN_SHAPE 0
+#define MEMO_SHOWN_STRINGS 0
+#define MEMO_SHOWN_AUTOCAST 0
+#define MEMO_SHOWN_TENSORS 0
+#define MEMO_SHOWN_PROFILER_TYPES 0
+#define MEMO_SHOWN_PROFILER_DIMS 0
+#define MEMO_STRING(m, f) memo_word(k, (uintptr_t)(m)->f);
+#define MEMO_STRING_OR_NULL(m, f) memo_word(k, (uintptr_t)(m)->f);
+#define MEMO_ID(m, f) memo_hole(k, (struct hole){ .id = (m)->f });
+#define MEMO_ID_AGAIN(m, f) memo_hole(k, (struct hole){ .id = (m)->f });
+#define MEMO_INT(m, f) memo_word(k, (uint64_t)(m)->f);
+#define MEMO_BOOL(m, f) memo_word(k, (m)->f);
+#define MEMO_TRUE(m, f) memo_word(k, (m)->f);
+#define MEMO_SHAPE(m, f)                                                    \
+	memo_word(k, (uint64_t)(m)->ndim);                                  \
+	for (int d = 0; d < (m)->ndim; d++)                                 \
+		memo_word(k, (uint64_t)(m)->f[d]);
+#define MEMO_STRINGS(m, f)                                                  \
+	memo_word(k, (uintptr_t)(m)->f);                                    \
+	memo_word(k, (uint64_t)(m)->n##f);
+#define MEMO_AUTOCAST(m, f) memo_autocast(k, e, &(m)->f);
+#define MEMO_TENSORS(m, f)                                                  \
+	memo_word(k, (uint64_t)(m)->n##f);                                  \
+	for (int i = 0; i < (m)->n##f; i++)                                 \
+		memo_tensor(k, e, &(m)->f[i]);
+#define MEMO_PROFILER_TYPES(m, f)                                           \
+	for (int i = 0; i < (m)->n##f; i++)                                 \
+		memo_word(k, (uintptr_t)(m)->f[i].profiler_type);
+#define MEMO_PROFILER_DIMS(m, f) /* the inputs' shapes, already in */
+
+#define MEMO_OF(name, S, KEYS)                                              \
+	static inline void memo_##name(struct op_memo *k,                   \
+				       const struct trace_event *e,         \
+				       const S *m)                          \
+	{                                                                   \
+		KEYS(MEMO_ROW)                                              \
+	}
+MEMO_OF(autocast, struct trace_autocast, TRACE_AUTOCAST_KEYS)
+MEMO_OF(tensor, struct trace_tensor, TRACE_TENSOR_KEYS)
+MEMO_OF(op_args, struct trace_op, TRACE_OP_KEYS)
+
+/* Which set of ways an op's templates are in: a hash of what most often
+ * tells ops apart (the key compares everything). */
+static size_t memo_set(const struct trace_event *e)
+{
+	const struct trace_op *op = &e->op;
+	uint64_t h = (uintptr_t)op->op ^ (uint64_t)op->ninputs << 48 ^
+		     (uint64_t)e->tid << 32;
+
+	for (int i = 0; i < op->ninputs + op->noutputs; i++) {
+		const struct trace_tensor *t = i < op->ninputs
+			? &op->inputs[i] : &op->outputs[i - op->ninputs];
+		h = (h ^ (uint64_t)(t->ndim > 0 ? t->shape[0] : 0) ^
+		     (uint64_t)(t->ndim > 1 ? t->shape[1] : 0) << 20 ^
+		     (uintptr_t)t->name) * 0x9E3779B97F4A7C15ull;
+	}
 	h ^= h >> 29;
 	return (size_t)(h % MEMO_SETS);
 }
 
-/* A hole's value: a time (µs, written as ns) or an id. */
-struct hole {
-	bool time;
-	double us;
-	uint64_t id;
-};
-
-/* A list's tensor ids and producers, as write_tensor writes them. */
-static int tensor_holes(struct hole *h, int n, const struct trace_tensor *list,
-			int count)
+/* e's memo; false when it is too big for a template. */
+static bool op_memo_of(const struct trace_event *e, struct op_memo *k)
 {
-	for (int i = 0; i < count && n < JSONW_MAX_HOLES; i++) {
-		h[n++] = (struct hole){ .id = list[i].id };
-		if (list[i].producer_op_id && n < JSONW_MAX_HOLES)
-			h[n++] = (struct hole){ .id = list[i].producer_op_id };
-	}
-	return n;
-}
-
-/* e's holes in the order the writer writes them. */
-static int op_holes(const struct trace_event *e, struct hole *h)
-{
-	const struct trace_op *op = &e->op;
-	int n = 0;
-
-	h[n++] = (struct hole){ .time = true, .us = e->ts };
-	h[n++] = (struct hole){ .time = true, .us = e->dur };
-	h[n++] = (struct hole){ .id = op->op_id };
-	if (op->parent_op_id)
-		h[n++] = (struct hole){ .id = op->parent_op_id };
-	if (op->forward_op_id)
-		h[n++] = (struct hole){ .id = op->forward_op_id };
-	if (op->graph)
-		h[n++] = (struct hole){ .id = op->graph };
-	if (op->incomplete)
-		return n;
-	n = tensor_holes(h, n, op->inputs, op->ninputs);
-	n = tensor_holes(h, n, op->outputs, op->noutputs);
-	if (n < JSONW_MAX_HOLES)
-		h[n++] = (struct hole){ .id = op->op_id };
-	return n;
+	if (e->op.ninputs + e->op.noutputs > MEMO_MAX_TENSORS)
+		return false;
+	k->nwords = 0;
+	k->nholes = 0;
+	k->full = false;
+	memo_word(k, (uintptr_t)e->name);
+	memo_word(k, (uintptr_t)e->cat);
+	memo_word(k, (uint64_t)e->pid);
+	memo_word(k, (uint64_t)e->tid);
+	memo_word(k, (uint64_t)e->ph);
+	memo_hole(k, (struct hole){ .time = true, .us = e->ts });
+	if (e->ph == 'X')
+		memo_hole(k, (struct hole){ .time = true, .us = e->dur });
+	memo_op_args(k, e, &e->op);
+	return !k->full;
 }
 
 /* Writes the op event e through its template; false when it has none
@@ -658,19 +475,19 @@ static int op_holes(const struct trace_event *e, struct hole *h)
 static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
 			  struct event_json_memo *m)
 {
-	struct op_key key;
-	size_t size = op_key_of(e, &key);
-	struct hole holes[JSONW_MAX_HOLES];
+	struct op_memo key;
 
-	if (!size)
+	if (!op_memo_of(e, &key))
 		return false;
-	size_t set = op_key_slot(&key);
+	int nholes = key.nholes;
+	const struct hole *holes = key.holes;
+	size_t words = (size_t)key.nwords * sizeof *key.words;
+	size_t set = memo_set(e);
 	struct op_template *t = NULL;
-	int nholes = op_holes(e, holes);
 	for (int way = 0; way < MEMO_WAYS && !t; way++) {
 		struct op_template *c = &m->slots[set][way];
-		if (c->key_size == size && c->nholes == nholes &&
-		    !memcmp(&c->key, &key, size))
+		if (c->nwords == key.nwords && c->nholes == nholes &&
+		    !memcmp(c->words, key.words, words))
 			t = c;
 	}
 	if (t) {
@@ -698,11 +515,12 @@ static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
 	}
 	/* A new template: the event written with its holes noted. */
 	t = &m->slots[set][m->next[set]++ % MEMO_WAYS];
-	t->key_size = 0;
+	t->nwords = 0;
 	struct jsonw_holes noted = { 0 };
 	w->holes = &noted;
+	jsonw_reset(w);
 	write_head(w, e);
-	write_op(w, &e->op);
+	write_body(w, e);
 	w->holes = NULL;
 	if (w->failed || noted.count != nholes || w->len >= MEMO_TEXT)
 		return true;
@@ -716,8 +534,8 @@ static bool write_op_memo(struct jsonw *w, const struct trace_event *e,
 	memcpy(t->text + len, w->data + from, w->len - from);
 	t->len = len + w->len - from;
 	t->nholes = nholes;
-	t->key = key;
-	t->key_size = size;
+	memcpy(t->words, key.words, words);
+	t->nwords = key.nwords;
 	return true;
 }
 
@@ -729,48 +547,79 @@ void event_json_write_memo(struct jsonw *w, const struct trace_event *e,
 	event_json_write(w, e);
 }
 
-void event_json_write(struct jsonw *w, const struct trace_event *e)
+/* Writes e's args (and the keys outside them) from its table. */
+static void write_body(struct jsonw *w, const struct trace_event *e)
 {
-	if (e->kind == TRACE_META) {
-		write_meta(w, e);
-		return;
-	}
-	write_head(w, e);
 	switch (e->kind) {
 	case TRACE_OP:
-		write_op(w, &e->op);
-		return;
+		jsonw_lit(w, ",\"args\":");
+		write_op(w, e, &e->op);
+		break;
 	case TRACE_CAST:
-		write_cast(w, &e->cast);
-		return;
+	case TRACE_OTHER_CAST:
+		jsonw_lit(w, ",\"args\":");
+		write_cast(w, e, &e->cast);
+		break;
 	case TRACE_SCOPE_BEGIN:
+		jsonw_lit(w, ",\"args\":");
+		write_scope_begin(w, e, &e->scope);
+		break;
 	case TRACE_SCOPE_END:
-		write_scope(w, e);
-		return;
+		jsonw_lit(w, ",\"args\":");
+		write_scope_end(w, e, &e->scope);
+		break;
 	case TRACE_CACHE_CLEAR:
-		jsonw_lit(w, ",\"s\":\"t\",\"args\":{\"entries\":");
-		jsonw_u64(w, e->cache.entries);
-		jsonw_lit(w, ",\"bytes\":");
-		jsonw_u64(w, e->cache.bytes);
-		jsonw_lit(w, "}}");
-		return;
+		write_cache_clear_top_keys(w, e, &e->cache);
+		jsonw_lit(w, ",\"args\":");
+		write_cache_clear(w, e, &e->cache);
+		break;
 	case TRACE_COUNTER:
 		write_counter(w, &e->counter);
 		return;
 	case TRACE_SCALER:
-		write_scaler(w, &e->scaler);
-		return;
+		write_scaler_top_keys(w, e, &e->scaler);
+		jsonw_lit(w, ",\"args\":");
+		write_scaler(w, e, &e->scaler);
+		break;
 	case TRACE_DIAG:
-		write_diag(w, &e->diag);
-		return;
+		write_diag_top_keys(w, e, &e->diag);
+		jsonw_lit(w, ",\"args\":");
+		write_diag(w, e, &e->diag);
+		break;
 	case TRACE_KERNEL:
-		write_gpu(w, e);
-		return;
+		jsonw_lit(w, ",\"args\":");
+		write_kernel(w, e, &e->kernel);
+		break;
+	case TRACE_MEMCPY:
+		jsonw_lit(w, ",\"args\":");
+		write_memcpy(w, e, &e->kernel);
+		break;
+	case TRACE_FLOW:
+		write_flow_top_keys(w, e, &e->flow);
+		jsonw_lit(w, ",\"args\":");
+		write_flow(w, e, &e->flow);
+		break;
+	case TRACE_META:
+		jsonw_lit(w, ",\"args\":");
+		write_meta(w, e, &e->meta);
+		break;
 	default:
-		if (e->cat && !strcmp(e->cat, "gpu_memcpy"))
-			write_gpu(w, e);
-		else
-			jsonw_raw(w, "}", 1);
-		return;
+		break; /* other tools' events: the model holds no more */
 	}
+	jsonw_raw(w, "}", 1);
+}
+
+void event_json_append(struct jsonw *w, const struct trace_event *e)
+{
+	if (e->kind == TRACE_META)
+		write_meta_head(w, e);
+	else
+		write_head(w, e);
+	write_body(w, e);
+}
+
+void event_json_write(struct jsonw *w, const struct trace_event *e)
+{
+	jsonw_reset(w);
+	event_json_append(w, e);
 }

@@ -1,6 +1,8 @@
 /* JSON text writer (see jsonw.h). */
 #include "jsonw.h"
 
+#include "utf8.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,7 +101,8 @@ static size_t clean_prefix(const char *text, size_t len)
 			break;
 		clean += 8;
 	}
-	while (clean < len && !needs_escape((unsigned char)text[clean]))
+	while (clean < len && !needs_escape((unsigned char)text[clean]) &&
+	       (unsigned char)text[clean] < 0x80)
 		clean++;
 	return clean;
 }
@@ -136,8 +139,22 @@ void jsonw_strn(struct jsonw *w, const char *text, size_t len)
 				out[4] = hex[c >> 4];
 				out[5] = hex[c & 15];
 				out += 6;
-			} else {
+			} else if (c < 0x80) {
 				*out++ = (char)c;
+			} else {
+				/* JSON is UTF-8: a malformed byte (a name
+				 * from a program that is not UTF-8) becomes
+				 * U+FFFD, the replacement character. */
+				int n = utf8_sequence_length(
+					(const unsigned char *)text + i, len - i);
+				if (n > 0) {
+					memcpy(out, text + i, (size_t)n);
+					out += n;
+					i += (size_t)n - 1;
+				} else {
+					memcpy(out, "\xef\xbf\xbd", 3);
+					out += 3;
+				}
 			}
 		}
 	}

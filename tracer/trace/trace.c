@@ -2,7 +2,10 @@
  * FORMAT.md's). */
 #include "trace.h"
 
+#include "trace_schema.h"
 #include "trace_writer.h"
+
+#include <cJSON.h>
 
 #include <limits.h>
 #include <math.h>
@@ -19,7 +22,7 @@ struct loader {
 	const char *path;
 	size_t line;
 	size_t index;
-	const char *what;  /* "amp.op event" for messages */
+	const char *what;  /* "amp.op event" for messages; NULL: no event */
 	bool failed;
 };
 
@@ -35,8 +38,11 @@ static void fail(struct loader *l, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof detail, fmt, ap);
 	va_end(ap);
-	trace_error_set(l->err, "%s:%zu: event %zu (%s): %s", l->path, l->line,
-			l->index, l->what, detail);
+	if (l->what)
+		trace_error_set(l->err, "%s:%zu: event %zu (%s): %s", l->path,
+				l->line, l->index, l->what, detail);
+	else
+		trace_error_set(l->err, "%s:%zu: %s", l->path, l->line, detail);
 	l->failed = true;
 }
 
@@ -115,19 +121,6 @@ static int64_t get_integer(struct loader *l, const cJSON *obj,
 	return l->failed ? 0 : integer_in(l, value, where, key, min, max);
 }
 
-static int get_int(struct loader *l, const cJSON *obj, const char *key,
-		   const char *where, bool optional)
-{
-	return (int)get_integer(l, obj, key, where, optional, INT_MIN, INT_MAX);
-}
-
-static uint64_t get_id(struct loader *l, const cJSON *obj, const char *key,
-		       const char *where, bool optional)
-{
-	return (uint64_t)get_integer(l, obj, key, where, optional, 0,
-				     JSON_INTEGER_MAX);
-}
-
 /* ts and dur, in µs: any value whose nanoseconds are a 64-bit count. */
 static double get_time(struct loader *l, const cJSON *obj, const char *key,
 		       bool optional)
@@ -140,44 +133,124 @@ static double get_time(struct loader *l, const cJSON *obj, const char *key,
 	return v;
 }
 
-static bool get_bool(struct loader *l, const cJSON *obj, const char *key,
-		     const char *where, bool optional)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (cJSON_IsBool(v))
-		return cJSON_IsTrue(v);
-	if (!v && optional)
-		return false;
-	fail(l, "%s%s must be true or false, got %s", where, key, type_name(v));
-	return false;
-}
-
-static const cJSON *get_object(struct loader *l, const cJSON *obj,
-			       const char *key, const char *where)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (cJSON_IsObject(v))
-		return v;
-	fail(l, "%s%s must be an object, got %s", where, key, type_name(v));
-	return NULL;
-}
-
-static const cJSON *get_array(struct loader *l, const cJSON *obj,
-			      const char *key, const char *where, bool optional)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (cJSON_IsArray(v))
-		return v;
-	if (!v && optional)
-		return NULL;
-	fail(l, "%s%s must be an array, got %s", where, key, type_name(v));
-	return NULL;
-}
-
 /* ------------------------------------------------------------ decoders */
+
+/* The keys of trace_schema.h's tables are read by walking the rows: each
+ * value is checked against its row's type (and range) and stored in the
+ * row's member.  Strict for amptrace's own tables, lenient for the ones
+ * other tools write too (a value of another type is then ignored; a
+ * number out of range is still an error). */
+
+static void load_object(struct loader *l, const cJSON *obj,
+			const struct trace_object *table, void *m,
+			const char *where);
+
+/* What a type's value must be, for messages. */
+static const char *type_wanted(enum trace_key_type type)
+{
+	switch (type) {
+	case TRACE_TYPE_STRING:
+	case TRACE_TYPE_SCOPE:
+		return "a string";
+	case TRACE_TYPE_STRING_OR_NULL:
+		return "a string or null";
+	case TRACE_TYPE_BOOL:
+	case TRACE_TYPE_TRUE:
+		return "true or false";
+	case TRACE_TYPE_NUMBER_OR_NULL:
+	case TRACE_TYPE_INT_OR_NULL:
+		return "a number or null";
+	case TRACE_TYPE_AUTOCAST:
+	case TRACE_TYPE_GPU:
+		return "an object";
+	case TRACE_TYPE_EXIT:
+		return "an object or null";
+	case TRACE_TYPE_SHAPE:
+	case TRACE_TYPE_STRINGS:
+	case TRACE_TYPE_TRIPLE:
+	case TRACE_TYPE_PROFILER_TYPES:
+	case TRACE_TYPE_PROFILER_DIMS:
+	case TRACE_TYPE_TENSORS:
+	case TRACE_TYPE_PROCESSES:
+	case TRACE_TYPE_MERGED:
+	case TRACE_TYPE_MERGED_ENDS:
+		return "an array";
+	default:
+		return "a number";
+	}
+}
+
+/* Whether v is of the JSON type `type` stores. */
+static bool type_matches(enum trace_key_type type, const cJSON *v)
+{
+	switch (type) {
+	case TRACE_TYPE_STRING:
+	case TRACE_TYPE_SCOPE:
+		return cJSON_IsString(v);
+	case TRACE_TYPE_STRING_OR_NULL:
+		return cJSON_IsString(v) || cJSON_IsNull(v);
+	case TRACE_TYPE_BOOL:
+	case TRACE_TYPE_TRUE:
+		return cJSON_IsBool(v);
+	case TRACE_TYPE_NUMBER_OR_NULL:
+	case TRACE_TYPE_INT_OR_NULL:
+		return cJSON_IsNumber(v) || cJSON_IsNull(v);
+	case TRACE_TYPE_AUTOCAST:
+	case TRACE_TYPE_GPU:
+		return cJSON_IsObject(v);
+	case TRACE_TYPE_EXIT:
+		return cJSON_IsObject(v) || cJSON_IsNull(v);
+	case TRACE_TYPE_SHAPE:
+	case TRACE_TYPE_STRINGS:
+	case TRACE_TYPE_TRIPLE:
+	case TRACE_TYPE_PROFILER_TYPES:
+	case TRACE_TYPE_PROFILER_DIMS:
+	case TRACE_TYPE_TENSORS:
+	case TRACE_TYPE_PROCESSES:
+	case TRACE_TYPE_MERGED:
+	case TRACE_TYPE_MERGED_ENDS:
+		return cJSON_IsArray(v);
+	default:
+		return cJSON_IsNumber(v);
+	}
+}
+
+/* Whether a reader reads values of the type (the others are written
+ * from other members). */
+static bool type_read(enum trace_key_type type)
+{
+	return type != TRACE_TYPE_ID_AGAIN && type != TRACE_TYPE_BANDWIDTH &&
+	       type != TRACE_TYPE_SCOPE_THREAD;
+}
+
+/* An integer of a number type, within the range of its member. */
+static int64_t load_integer(struct loader *l, const struct trace_key *k,
+			    const cJSON *v, const char *where)
+{
+	double min = -JSON_INTEGER_MAX, max = JSON_INTEGER_MAX;
+
+	switch (k->type) {
+	case TRACE_TYPE_ID:
+	case TRACE_TYPE_U64:
+		min = 0;
+		break;
+	case TRACE_TYPE_U32:
+		min = 0;
+		max = UINT32_MAX;
+		break;
+	case TRACE_TYPE_INT:
+		min = INT_MIN;
+		max = INT_MAX;
+		break;
+	case TRACE_TYPE_INT_OR_NULL:
+		min = 0;
+		max = INT_MAX;
+		break;
+	default:
+		break;
+	}
+	return integer_in(l, v->valuedouble, where, k->key, min, max);
+}
 
 /* A shape's first TRACE_MAX_DIMS sizes. */
 static void load_shape(struct loader *l, const cJSON *shape, const char *at,
@@ -200,209 +273,255 @@ static void load_shape(struct loader *l, const cJSON *shape, const char *at,
 	}
 }
 
-static void load_tensor(struct loader *l, const cJSON *v, const char *where,
-			struct trace_tensor *t)
+/* An array of strings; a lenient table takes other values as "". */
+static void load_strings(struct loader *l, const cJSON *list, bool lenient,
+			 const char *where, const char *key,
+			 const char ***out, int *count)
 {
-	char at[80];
+	int n = cJSON_GetArraySize(list);
+	const cJSON *v;
 
-	*t = (struct trace_tensor){ 0 };
-	if (!cJSON_IsObject(v)) {
-		fail(l, "%s must be an object {tensor, dtype, shape}, got %s",
-		     where, type_name(v));
+	*out = trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof **out);
+	*count = 0;
+	if (!*out) {
+		fail(l, "out of memory");
 		return;
 	}
-	snprintf(at, sizeof at, "%s.", where);
-	t->id = get_id(l, v, "tensor", at, false);
-	t->producer_op_id = get_id(l, v, "producer_op_id", at, true);
-	t->dtype = get_string(l, v, "dtype", at, false, false);
-	t->name = get_string(l, v, "name", at, true, true);
-	t->requires_grad = get_bool(l, v, "requires_grad", at, true);
-	t->leaf = get_bool(l, v, "leaf", at, true);
-	t->view = get_bool(l, v, "view", at, true);
-	t->device = get_string(l, v, "device", at, true, false);
-	load_shape(l, get_array(l, v, "shape", at, false), at, &t->ndim,
-		   t->shape);
+	cJSON_ArrayForEach(v, list) {
+		if (!cJSON_IsString(v) && !lenient) {
+			fail(l, "%s%s must hold strings", where, key);
+			return;
+		}
+		(*out)[(*count)++] = trace_intern(l->trace, cJSON_IsString(v)
+								    ? v->valuestring
+								    : "");
+	}
 }
 
-static struct trace_tensor *load_tensors(struct loader *l, const cJSON *args,
-					 const char *key, int *count)
+/* An array of objects of `table`, into room of the trace's. */
+static void *load_objects(struct loader *l, const cJSON *list,
+			  const struct trace_key *k, const char *where,
+			  int *count)
 {
-	const cJSON *list = get_array(l, args, key, "args.", false);
-	char where[64];
+	int n = cJSON_GetArraySize(list);
+	char *out = trace_alloc(l->trace, (size_t)(n ? n : 1) * k->object->size);
+	char at[96];
+	const cJSON *v;
 
 	*count = 0;
-	if (!list)
-		return NULL;
-	int n = cJSON_GetArraySize(list);
-	struct trace_tensor *out =
-		trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *out);
 	if (!out) {
 		fail(l, "out of memory");
 		return NULL;
 	}
-	const cJSON *v;
+	memset(out, 0, (size_t)(n ? n : 1) * k->object->size);
 	cJSON_ArrayForEach(v, list) {
-		snprintf(where, sizeof where, "args.%s[%d]", key, *count);
-		load_tensor(l, v, where, &out[*count]);
+		snprintf(at, sizeof at, "%s%s[%d]", where, k->key, *count);
+		if (!cJSON_IsObject(v)) {
+			fail(l, "%s must be an object, got %s", at,
+			     type_name(v));
+			return out;
+		}
+		strcat(at, ".");
+		load_object(l, v, k->object, out + (size_t)*count * k->object->size,
+			    at);
 		(*count)++;
 	}
 	return out;
 }
 
-static void load_autocast(struct loader *l, const cJSON *args,
-			  struct trace_autocast *a)
+/* An object member a pointer names (EXIT, GPU): made in the trace. */
+static void *load_pointed(struct loader *l, const cJSON *v,
+			  const struct trace_key *k, const char *where)
 {
-	const cJSON *v = get_object(l, args, "autocast", "args.");
-	const char *at = "args.autocast.";
+	char at[96];
+	void *out = trace_alloc(l->trace, k->object->size);
 
-	if (!v)
-		return;
-	a->enabled = get_bool(l, v, "enabled", at, false);
-	a->device = get_string(l, v, "device", at, false, false);
-	a->dtype = get_string(l, v, "dtype", at, false, false);
-	a->cache_enabled = get_bool(l, v, "cache_enabled", at, true);
-	a->depth = get_int(l, v, "depth", at, false);
-	a->scope = get_string(l, v, "scope", at, true, true);
-	const cJSON *scopes = get_array(l, v, "scopes", at, true);
-	if (scopes) {
-		int n = cJSON_GetArraySize(scopes);
-		a->scopes = trace_alloc(l->trace, (size_t)(n ? n : 1) *
-						    sizeof *a->scopes);
-		const cJSON *s;
-		cJSON_ArrayForEach(s, scopes) {
-			if (!cJSON_IsString(s)) {
-				fail(l, "%sscopes must hold strings", at);
-				return;
-			}
-			if (a->scopes)
-				a->scopes[a->nscopes++] =
-					trace_intern(l->trace, s->valuestring);
-		}
+	if (!out) {
+		fail(l, "out of memory");
+		return NULL;
 	}
+	memset(out, 0, k->object->size);
+	snprintf(at, sizeof at, "%s%s.", where, k->key);
+	load_object(l, v, k->object, out, at);
+	return out;
 }
 
-static void load_op(struct loader *l, const cJSON *args, struct trace_op *op)
+/* "Input type": one name per input, set on the inputs already read. */
+static void load_profiler_types(struct loader *l, const cJSON *list,
+				struct trace_tensor *inputs, int ninputs)
 {
-	const char *at = "args.";
-
-	op->op_id = get_id(l, args, "op_id", at, false);
-	op->op = get_string(l, args, "op", at, false, false);
-	op->overload = get_string(l, args, "overload", at, true, false);
-	if (!op->overload)
-		op->overload = trace_intern(l->trace, "");
-	op->phase = get_string(l, args, "phase", at, false, false);
-	op->device = get_string(l, args, "device", at, false, false);
-	op->emulated = get_bool(l, args, "emulated", at, true);
-	op->incomplete = get_bool(l, args, "incomplete", at, true);
-	op->parent_op_id = get_id(l, args, "parent_op_id", at, true);
-	op->forward_op_id = get_id(l, args, "forward_op_id", at, true);
-	op->graph = get_id(l, args, "graph", at, true);
-	load_autocast(l, args, &op->autocast);
-	op->status = get_int(l, args, "status", at, true);
-	op->error = get_string(l, args, "error", at, true, true);
-	op->closed_by = get_string(l, args, "closed_by", at, true, false);
-	if (op->incomplete)
-		return;
-	op->policy = get_string(l, args, "policy", at, false, false);
-	op->inputs = load_tensors(l, args, "inputs", &op->ninputs);
-	op->outputs = load_tensors(l, args, "outputs", &op->noutputs);
-	/* torch.profiler's keys: one entry per input, as Kineto writes them */
-	const cJSON *types = get_array(l, args, "Input type", at, false);
-	const cJSON *dims = get_array(l, args, "Input Dims", at, false);
 	const cJSON *v;
-	if (l->failed)
-		return;
-	if (cJSON_GetArraySize(types) != op->ninputs ||
-	    cJSON_GetArraySize(dims) != op->ninputs) {
-		fail(l, "\"Input type\" and \"Input Dims\" must have one entry "
-		     "per input (%d), got %d and %d", op->ninputs,
-		     cJSON_GetArraySize(types), cJSON_GetArraySize(dims));
+	int i = 0;
+
+	if (cJSON_GetArraySize(list) != ninputs) {
+		fail(l, "\"Input type\" must have one entry per input (%d), "
+		     "got %d", ninputs, cJSON_GetArraySize(list));
 		return;
 	}
-	int i = 0;
-	cJSON_ArrayForEach(v, types) {
-		if (!cJSON_IsString(v))
+	cJSON_ArrayForEach(v, list) {
+		if (!cJSON_IsString(v)) {
 			fail(l, "\"Input type\" must hold strings, found %s",
 			     type_name(v));
-		else if (op->inputs)
-			op->inputs[i].profiler_type =
+			return;
+		}
+		if (inputs)
+			inputs[i].profiler_type =
 				trace_intern(l->trace, v->valuestring);
 		i++;
 	}
-	cJSON_ArrayForEach(v, dims)
+}
+
+static void load_profiler_dims(struct loader *l, const cJSON *list,
+			       int ninputs)
+{
+	const cJSON *v;
+
+	if (cJSON_GetArraySize(list) != ninputs) {
+		fail(l, "\"Input Dims\" must have one entry per input (%d), "
+		     "got %d", ninputs, cJSON_GetArraySize(list));
+		return;
+	}
+	cJSON_ArrayForEach(v, list)
 		if (!cJSON_IsArray(v))
 			fail(l, "\"Input Dims\" must hold arrays, found %s",
 			     type_name(v));
 }
 
-/* A compiled graph's cast (FORMAT.md §3.3, 1.4). */
-static void load_compiled_cast(struct loader *l, const cJSON *args,
-			       struct trace_cast *c)
+/* The value v of row k into its member of m (v of the row's type). */
+static void load_value(struct loader *l, const struct trace_key *k,
+		       const cJSON *v, void *m, bool lenient, const char *where)
 {
-	const char *at = "args.";
-	const cJSON *state = get_object(l, args, "autocast", at);
+	void *f = trace_key_member(k, m);
+	int *count = (int *)((char *)m + k->count_offset);
 
-	c->compiled = true;
-	c->graph = get_id(l, args, "graph", at, false);
-	c->made_by = get_string(l, args, "made_by", at, true, false);
-	c->feeds = get_string(l, args, "feeds", at, true, false);
-	c->source = get_string(l, args, "source", at, true, false);
-	c->module = get_string(l, args, "module", at, true, false);
-	c->module_class = get_string(l, args, "module_class", at, true, false);
-	if (!state)
-		return;
-	at = "args.autocast.";
-	c->autocast.enabled = get_bool(l, state, "enabled", at, false);
-	c->autocast.device = get_string(l, state, "device", at, false, false);
-	c->autocast.dtype = get_string(l, state, "dtype", at, false, false);
+	switch (k->type) {
+	case TRACE_TYPE_STRING:
+	case TRACE_TYPE_STRING_OR_NULL:
+		*(const char **)f = cJSON_IsString(v)
+					    ? trace_intern(l->trace, v->valuestring)
+					    : NULL;
+		break;
+	case TRACE_TYPE_ID:
+	case TRACE_TYPE_U64:
+		*(uint64_t *)f = (uint64_t)load_integer(l, k, v, where);
+		break;
+	case TRACE_TYPE_U32:
+		*(uint32_t *)f = (uint32_t)load_integer(l, k, v, where);
+		break;
+	case TRACE_TYPE_I64:
+		*(int64_t *)f = load_integer(l, k, v, where);
+		break;
+	case TRACE_TYPE_INT:
+		*(int *)f = (int)load_integer(l, k, v, where);
+		break;
+	case TRACE_TYPE_INT_OR_NULL:
+		*(int *)f = cJSON_IsNull(v) ? -1
+					    : (int)load_integer(l, k, v, where);
+		break;
+	case TRACE_TYPE_BOOL:
+	case TRACE_TYPE_TRUE:
+		*(bool *)f = cJSON_IsTrue(v);
+		break;
+	case TRACE_TYPE_NUMBER_OR_NULL:
+		*(double *)f = cJSON_IsNull(v) ? NAN : v->valuedouble;
+		break;
+	case TRACE_TYPE_US:
+		if (!(fabs(v->valuedouble) <= JSON_INTEGER_MAX))
+			fail(l, "%s%s must be a number from -%.0f to %.0f, "
+			     "got %g", where, k->key, JSON_INTEGER_MAX,
+			     JSON_INTEGER_MAX, v->valuedouble);
+		else
+			*(int64_t *)f = trace_us_to_ns(v->valuedouble);
+		break;
+	case TRACE_TYPE_SHAPE:
+		load_shape(l, v, where, count, f);
+		break;
+	case TRACE_TYPE_STRINGS:
+		load_strings(l, v, lenient, where, k->key, f, count);
+		break;
+	case TRACE_TYPE_TRIPLE: {
+		const cJSON *item;
+		int i = 0;
+		cJSON_ArrayForEach(item, v) {
+			if (i < 3 && cJSON_IsNumber(item))
+				((int32_t *)f)[i] = (int32_t)integer_in(
+					l, item->valuedouble, where, k->key,
+					INT32_MIN, INT32_MAX);
+			i++;
+		}
+		break;
+	}
+	case TRACE_TYPE_PROFILER_TYPES:
+		load_profiler_types(l, v, *(struct trace_tensor **)f, *count);
+		break;
+	case TRACE_TYPE_PROFILER_DIMS:
+		load_profiler_dims(l, v, *count);
+		break;
+	case TRACE_TYPE_SCOPE:
+		*(char *)f = strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
+		break;
+	case TRACE_TYPE_AUTOCAST: {
+		char at[96];
+		snprintf(at, sizeof at, "%s%s.", where, k->key);
+		load_object(l, v, k->object, f, at);
+		break;
+	}
+	case TRACE_TYPE_EXIT:
+	case TRACE_TYPE_GPU:
+		*(void **)f = cJSON_IsNull(v) ? NULL
+					      : load_pointed(l, v, k, where);
+		break;
+	case TRACE_TYPE_TENSORS:
+	case TRACE_TYPE_PROCESSES:
+	case TRACE_TYPE_MERGED:
+	case TRACE_TYPE_MERGED_ENDS:
+		*(void **)f = load_objects(l, v, k, where, count);
+		break;
+	case TRACE_TYPE_ID_AGAIN:
+	case TRACE_TYPE_BANDWIDTH:
+	case TRACE_TYPE_SCOPE_THREAD:
+		break; /* written from other members */
+	}
 }
 
-static void load_cast(struct loader *l, const cJSON *args,
-		      struct trace_cast *c)
+/* Whether the op m (of table `table`) is complete: its COMPLETE keys are
+ * then required. */
+static bool op_complete(const struct trace_object *table, const void *m)
 {
-	const char *at = "args.";
-
-	c->op_id = get_id(l, args, "op_id", at, false);
-	c->arg = get_int(l, args, "arg", at, false);
-	c->tensor = get_id(l, args, "tensor", at, false);
-	c->result = get_id(l, args, "result", at, false);
-	c->from = get_string(l, args, "from", at, false, false);
-	c->to = get_string(l, args, "to", at, false, false);
-	c->cache = get_string(l, args, "cache", at, false, false);
-	c->reason = get_string(l, args, "reason", at, true, true);
-	c->bytes = get_id(l, args, "bytes", at, false);
-	c->stale = get_bool(l, args, "stale", at, true);
-	c->name = get_string(l, args, "name", at, true, true);
-	c->op = get_string(l, args, "op", at, true, true);
-	c->phase = get_string(l, args, "phase", at, true, true);
-	c->scope = get_string(l, args, "scope", at, true, true);
-	c->requires_grad = get_bool(l, args, "requires_grad", at, true);
-	c->leaf = get_bool(l, args, "leaf", at, true);
-	load_shape(l, get_array(l, args, "shape", at, true), at, &c->ndim,
-		   c->shape);
-	const char *origin = get_string(l, args, "origin", at, true, false);
-	if (origin && !strcmp(origin, "compiled"))
-		load_compiled_cast(l, args, c);
+	return table != &trace_schema_op ||
+	       !((const struct trace_op *)m)->incomplete;
 }
 
-static void load_scaler(struct loader *l, const cJSON *args,
-			struct trace_scaler *s)
+/* Every row of `table` present in obj, then the required ones missing. */
+static void load_object(struct loader *l, const cJSON *obj,
+			const struct trace_object *table, void *m,
+			const char *where)
 {
-	const char *at = "args.";
-	const cJSON *scale = cJSON_GetObjectItemCaseSensitive(args, "scale");
-
-	s->what = get_string(l, args, "what", at, false, false);
-	s->scaler_id = get_id(l, args, "scaler_id", at, true);
-	s->optimizer_id = get_id(l, args, "optimizer_id", at, true);
-	s->inf_tensor = get_id(l, args, "inf_tensor", at, true);
-	s->found_inf = get_bool(l, args, "found_inf", at, false);
-	s->step_skipped = get_bool(l, args, "step_skipped", at, false);
-	if (cJSON_IsNull(scale) || !scale)
-		s->scale = NAN;
-	else
-		s->scale = get_number(l, args, "scale", at, false, NAN);
+	for (size_t i = 0; i < table->nkeys && !l->failed; i++) {
+		const struct trace_key *k = &table->keys[i];
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, k->key);
+		if (!v || !type_read(k->type))
+			continue;
+		if (type_matches(k->type, v))
+			load_value(l, k, v, m, table->lenient, where);
+		else if (!table->lenient)
+			fail(l, "%s%s must be %s, got %s", where, k->key,
+			     type_wanted(k->type), type_name(v));
+	}
+	for (size_t i = 0; i < table->nkeys && !l->failed; i++) {
+		const struct trace_key *k = &table->keys[i];
+		bool needed = k->need == TRACE_NEED_ALWAYS ||
+			      (k->need == TRACE_NEED_COMPLETE &&
+			       op_complete(table, m));
+		if (needed && !table->lenient && type_read(k->type) &&
+		    !cJSON_GetObjectItemCaseSensitive(obj, k->key))
+			fail(l, "%s%s must be %s, got missing", where, k->key,
+			     type_wanted(k->type));
+	}
 }
 
+/* Counters' args are their series, each a number (or a number's text,
+ * as some tools write them). */
 static void load_counter(struct loader *l, const cJSON *args,
 			 struct trace_counter *c)
 {
@@ -426,137 +545,38 @@ static void load_counter(struct loader *l, const cJSON *args,
 	}
 }
 
-/* An instant event's "s" (its scope: 't', 'p' or 'g'), or 0. */
-static char instant_scope(const cJSON *event)
+/* What the model holds for keys a reader does not find, where that is
+ * not zero. */
+static void set_absent_values(struct loader *l, struct trace_event *e)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(event, "s");
-
-	return cJSON_IsString(v) && strlen(v->valuestring) == 1
-		       ? v->valuestring[0]
-		       : 0;
-}
-
-static void load_diag(struct loader *l, const cJSON *event,
-		      const cJSON *args, struct trace_diag *d)
-{
-	const char *at = "args.";
-
-	d->scope = instant_scope(event);
-
-	d->kind = get_string(l, args, "kind", at, false, false);
-	d->message = get_string(l, args, "message", at, false, false);
-	d->op_id = get_id(l, args, "op_id", at, true);
-	d->tensor = get_id(l, args, "tensor", at, true);
-	d->fix = get_string(l, args, "fix", at, true, false);
-	d->severity = get_string(l, args, "severity", at, true, false);
-	d->count = get_id(l, args, "count", at, true);
-	d->thread = get_integer(l, args, "thread", at, true, -JSON_INTEGER_MAX,
-				JSON_INTEGER_MAX);
-	d->other_thread = get_integer(l, args, "other_thread", at, true,
-				      -JSON_INTEGER_MAX, JSON_INTEGER_MAX);
-}
-
-/* A number member, when it is one, which must then be an integer in
- * [min, max]: other tools' kernel events may leave keys out or give
- * them other types, but no number is taken out of its range. */
-static bool number_if_any(struct loader *l, const cJSON *obj,
-			  const char *key, double min, double max, int64_t *out)
-{
-	if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(obj, key)))
-		return false;
-	*out = get_integer(l, obj, key, "args.", false, min, max);
-	return !l->failed;
-}
-
-static void number_triple(struct loader *l, const cJSON *obj,
-			  const char *key, int32_t *out)
-{
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(obj, key);
-	const cJSON *v;
-	int i = 0;
-
-	cJSON_ArrayForEach(v, list) {
-		if (i < 3 && cJSON_IsNumber(v))
-			out[i] = (int32_t)integer_in(l, v->valuedouble, "args.",
-						     key, INT32_MIN, INT32_MAX);
-		i++;
+	switch (e->kind) {
+	case TRACE_SCALER:
+		e->scaler.scale = NAN;
+		break;
+	case TRACE_KERNEL:
+	case TRACE_MEMCPY:
+		e->kernel.host_pid = -1;
+		break;
+	case TRACE_META:
+		e->meta.rank = -1;
+		break;
+	default:
+		break;
 	}
+	(void)l;
 }
 
-/* kernel and gpu_memcpy events (FORMAT.md §3.8), as Kineto writes them. */
-static void load_gpu(struct loader *l, const cJSON *args,
-		     struct trace_kernel *k)
+/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
+ * its own, so that what reads autocast's decisions reads only those;
+ * "autocast" is absent's other spelling. */
+static void set_cast_origin(struct trace_event *e)
 {
-	int64_t v = 0;
-
-	k->host_pid = -1;
-	k->linked = number_if_any(l, args, "External id", 0, JSON_INTEGER_MAX,
-				  &v);
-	k->external_id = (uint64_t)v;
-	k->cast = cJSON_IsTrue(
-		cJSON_GetObjectItemCaseSensitive(args, "amp.cast_result"));
-	if (number_if_any(l, args, "amp.op_id", 0, JSON_INTEGER_MAX, &v))
-		k->op_id = (uint64_t)v;
-	number_if_any(l, args, "amp.pid", -JSON_INTEGER_MAX, JSON_INTEGER_MAX,
-		      &k->host_pid);
-	if (number_if_any(l, args, "correlation", 0, UINT32_MAX, &v))
-		k->correlation = (uint32_t)v;
-	if (number_if_any(l, args, "device", 0, UINT32_MAX, &v))
-		k->device = (uint32_t)v;
-	if (number_if_any(l, args, "stream", 0, UINT32_MAX, &v))
-		k->stream = (uint32_t)v;
-	number_triple(l, args, "grid", k->grid);
-	number_triple(l, args, "block", k->block);
-	if (number_if_any(l, args, "registers per thread", INT32_MIN, INT32_MAX,
-			  &v))
-		k->registers = (int32_t)v;
-	if (number_if_any(l, args, "shared memory", INT32_MIN, INT32_MAX, &v))
-		k->shared_memory = (int32_t)v;
-	if (number_if_any(l, args, "bytes", 0, JSON_INTEGER_MAX, &v))
-		k->bytes = (uint64_t)v;
-}
-
-static void load_meta(struct loader *l, const cJSON *args,
-		      struct trace_meta *m)
-{
-	const char *at = "args.";
-
-	m->rank = -1;
-	if (!cJSON_IsObject(args))
+	if (!e->cast.origin)
 		return;
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "name");
-	if (!cJSON_IsString(v))
-		v = cJSON_GetObjectItemCaseSensitive(args, "labels");
-	if (cJSON_IsString(v))
-		m->value = trace_intern(l->trace, v->valuestring);
-	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "sort_index")))
-		m->sort_index = get_integer(l, args, "sort_index", at, false,
-					    -JSON_INTEGER_MAX, JSON_INTEGER_MAX);
-	if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "rank")))
-		m->rank = get_int(l, args, "rank", at, false);
-	/* the keys amptrace writes, each where it writes it */
-	number_if_any(l, args, "os_tid", -JSON_INTEGER_MAX, JSON_INTEGER_MAX,
-		      &m->os_tid);
-	if (number_if_any(l, args, "host_pid", -JSON_INTEGER_MAX,
-			  JSON_INTEGER_MAX, &m->host_pid))
-		number_if_any(l, args, "device", -JSON_INTEGER_MAX,
-			      JSON_INTEGER_MAX, &m->device);
-	v = cJSON_GetObjectItemCaseSensitive(args, "framework");
-	if (cJSON_IsString(v))
-		m->framework = trace_intern(l->trace, v->valuestring);
-	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(args, "argv");
-	if (!cJSON_IsArray(argv))
-		return;
-	int n = cJSON_GetArraySize(argv);
-	m->argv = trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *m->argv);
-	if (!m->argv) {
-		fail(l, "out of memory");
-		return;
-	}
-	cJSON_ArrayForEach(v, argv)
-		m->argv[m->argc++] = cJSON_IsString(v)
-					     ? trace_intern(l->trace, v->valuestring)
-					     : trace_intern(l->trace, "");
+	if (!strcmp(e->cast.origin, "autocast"))
+		e->cast.origin = NULL;
+	else
+		e->kind = TRACE_OTHER_CAST;
 }
 
 static int64_t get_pid(struct loader *l, const cJSON *event, const char *key)
@@ -597,8 +617,12 @@ static enum trace_kind classify(const char *cat, char ph)
 		return TRACE_SCALER;
 	if (!strcmp(cat, "amp.diag"))
 		return TRACE_DIAG;
+	if (!strcmp(cat, "amp.flow"))
+		return TRACE_FLOW;
 	if (!strcmp(cat, "kernel"))
 		return TRACE_KERNEL;
+	if (!strcmp(cat, "gpu_memcpy"))
+		return TRACE_MEMCPY;
 	return TRACE_OTHER;
 }
 
@@ -616,6 +640,8 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	case TRACE_SCALER:
 	case TRACE_DIAG:
 		return ph == 'i' || ph == 'I';
+	case TRACE_FLOW:
+		return ph == 's' || ph == 't' || ph == 'f';
 	default:
 		return true;
 	}
@@ -682,62 +708,40 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	if (l->failed)
 		return -1;
 
-	switch (e.kind) {
-	case TRACE_OP:
-		load_op(l, args, &e.op);
-		break;
-	case TRACE_CAST:
-		load_cast(l, args, &e.cast);
-		break;
-	case TRACE_SCOPE_BEGIN:
-		e.scope.scope = get_string(l, args, "scope", "args.", true, true);
-		e.scope.depth = get_int(l, args, "depth", "args.", false);
-		e.scope.device = get_string(l, args, "device", "args.", true, false);
-		e.scope.dtype = get_string(l, args, "dtype", "args.", true, false);
-		e.scope.enabled = get_bool(l, args, "enabled", "args.", true);
-		e.scope.cache_enabled =
-			get_bool(l, args, "cache_enabled", "args.", true);
-		break;
-	case TRACE_CACHE_CLEAR:
-		e.cache.entries = get_id(l, args, "entries", "args.", false);
-		e.cache.bytes = get_id(l, args, "bytes", "args.", false);
-		break;
-	case TRACE_COUNTER:
-		if (args)
-			load_counter(l, args, &e.counter);
-		break;
-	case TRACE_SCALER:
-		load_scaler(l, args, &e.scaler);
-		break;
-	case TRACE_DIAG:
-		load_diag(l, json, args, &e.diag);
-		break;
-	case TRACE_KERNEL:
-		load_gpu(l, args, &e.kernel);
-		break;
-	case TRACE_META:
-		load_meta(l, args, &e.meta);
-		break;
-	case TRACE_SCOPE_END:
-		if (!cJSON_IsObject(args))
-			break;
-		e.scope.depth = get_int(l, args, "depth", "args.", true);
-		e.scope.closed_by =
-			get_string(l, args, "closed_by", "args.", true, false);
-		break;
-	case TRACE_OTHER:
-		if (!strcmp(e.cat, "gpu_memcpy"))
-			load_gpu(l, args, &e.kernel);
-		break;
-	default:
-		break;
-	}
+	set_absent_values(l, &e);
+	const struct trace_object *top = trace_schema_top(e.kind);
+	const struct trace_object *table = trace_schema_args(e.kind);
+	/* the kind's struct: every member of the union starts there */
+	void *model = &e.op;
+	if (top)
+		load_object(l, json, top, model, "");
+	if (e.kind == TRACE_COUNTER && args)
+		load_counter(l, args, &e.counter);
+	else if (table && cJSON_IsObject(args))
+		load_object(l, args, table, model, "args.");
+	if (e.kind == TRACE_OP && !e.op.overload)
+		e.op.overload = trace_intern(t, "");
+	if (e.kind == TRACE_CAST)
+		set_cast_origin(&e);
 	if (l->failed)
 		return -1;
 	if (!trace_append(t, &e))
 		return trace_error_set(l->err, "%s: out of memory after "
 				       "%zu events", l->path, t->nevents);
 	return 0;
+}
+
+/* The header's and the trailer's keys, as the events' are read;
+ * messages name "amptrace.<key>" at the object's line. */
+static int load_top_object(struct loader *l, const cJSON *value, size_t line,
+			   const struct trace_object *table, void *m,
+			   const char *where)
+{
+	l->line = line;
+	l->what = NULL;
+	l->failed = false;
+	load_object(l, value, table, m, where);
+	return l->failed ? -1 : 0;
 }
 
 static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
@@ -762,25 +766,21 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 					       "reads %d.x)", l->path, line,
 					       format->valuestring,
 					       TRACE_FORMAT_MAJOR);
-		const cJSON *rank = cJSON_GetObjectItemCaseSensitive(value, "rank");
-		if (cJSON_IsNumber(rank) &&
-		    !(rank->valuedouble >= 0 && rank->valuedouble <= INT_MAX &&
-		      rank->valuedouble == floor(rank->valuedouble)))
-			return trace_error_set(l->err, "%s:%zu: amptrace.rank "
-					       "must be an integer from 0 to %d, "
-					       "got %g", l->path, line, INT_MAX,
-					       rank->valuedouble);
+		t->header = (struct trace_header){ .rank = -1 };
+		if (load_top_object(l, value, line, &trace_schema_header,
+				    &t->header, "amptrace.") != 0)
+			return -1;
 		snprintf(t->format, sizeof t->format, "%s", format->valuestring);
 		t->amptrace = true;
-		cJSON_Delete(t->header);
-		t->header = cJSON_Duplicate(value, true);
 	} else if (!strcmp(key, "amptraceEnd")) {
 		if (!cJSON_IsObject(value))
 			return trace_error_set(l->err, "%s:%zu: \"amptraceEnd\" "
 					       "must be an object, got %s",
 					       l->path, line, type_name(value));
-		cJSON_Delete(t->end);
-		t->end = cJSON_Duplicate(value, true);
+		t->trailer = (struct trace_trailer){ 0 };
+		if (load_top_object(l, value, line, &trace_schema_trailer,
+				    &t->trailer, "amptraceEnd.") != 0)
+			return -1;
 		t->finalized = true;
 	} else if (!strcmp(key, "baseTimeNanoseconds")) {
 		/* 2^62 ns: room to shift any ts by it in ns (merge) */
@@ -844,14 +844,11 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 			 "(amptraceEnd; its writer was stopped)");
 		return buf;
 	}
-	const cJSON *exit = cJSON_GetObjectItemCaseSensitive(trace->end, "exit");
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(exit, "status");
-	if (cJSON_IsString(status) && !strcmp(status->valuestring, "signaled")) {
-		const cJSON *name =
-			cJSON_GetObjectItemCaseSensitive(exit, "signal_name");
+	const struct trace_exit *exit = trace->trailer.exit;
+	if (exit && trace_exit_is(exit, "signaled")) {
 		snprintf(buf, size, "the program was killed by %s; the trace "
 			 "ends at its death",
-			 cJSON_IsString(name) ? name->valuestring : "a signal");
+			 exit->signal_name ? exit->signal_name : "a signal");
 		return buf;
 	}
 	for (size_t i = 0; i < trace->nevents; i++) {
@@ -863,6 +860,33 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 		}
 	}
 	return NULL;
+}
+
+const char *trace_framework(const struct trace *trace)
+{
+	if (trace->header.framework)
+		return trace->header.framework;
+	/* format 1.0 names it per process only */
+	if (trace->trailer.nprocesses)
+		return trace->trailer.processes[0].framework;
+	return NULL;
+}
+
+const char *trace_policy_table(const struct trace *trace)
+{
+	static const char tag[] = "(policy table: ";
+	static __thread char named[32];
+
+	if (trace->header.policy_table)
+		return trace->header.policy_table;
+	/* before 1.4: "torch 1.13.0a0 (policy table: 1.13)" */
+	const char *framework = trace_framework(trace);
+	const char *at = framework ? strstr(framework, tag) : NULL;
+	if (!at)
+		return NULL;
+	at += sizeof tag - 1;
+	snprintf(named, sizeof named, "%.*s", (int)strcspn(at, ",)"), at);
+	return named;
 }
 
 const char *const trace_dtype_names[TRACE_DTYPE_COUNT + 1] = {

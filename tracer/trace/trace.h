@@ -12,7 +12,6 @@
 #include "trace_event.h"
 #include "trace_scan.h"
 
-#include <cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,8 +31,8 @@ struct trace {
 	size_t truncated_line;
 	bool finalized;       /* the trailer ("amptraceEnd") is present */
 	double base_ns;       /* baseTimeNanoseconds, or 0 */
-	cJSON *header;        /* the "amptrace" object, or NULL */
-	cJSON *end;           /* "amptraceEnd", or NULL */
+	struct trace_header header;   /* amptrace: the "amptrace" object */
+	struct trace_trailer trailer; /* finalized: "amptraceEnd" */
 	/* internals */
 	size_t cap_events;
 	struct trace_arena_block *arena;
@@ -70,6 +69,14 @@ void *trace_alloc(struct trace *trace, size_t size);
 uint64_t trace_string_hash(const char *s, size_t len);
 struct trace_event *trace_append(struct trace *trace,
 				 const struct trace_event *event);
+
+/* What produced the trace's events: the header's framework, else (format
+ * 1.0) its first process's; NULL when neither says. */
+const char *trace_framework(const struct trace *trace);
+/* The policy table its policies come from ("1.13", "newest"): the
+ * header's policy_table, else (before format 1.4) the one its framework
+ * names in "(policy table: 1.13)"; NULL when none is named. */
+const char *trace_policy_table(const struct trace *trace);
 
 /* A one-line description of how the trace ended, or NULL when it ended
  * normally: "truncated at line 1234 (its writer was stopped ...)" or

@@ -168,7 +168,5 @@ void trace_free(struct trace *trace)
 	bigmem_free(trace->events, trace->cap_events * sizeof *trace->events);
 	free(trace->strings);
 	free(trace->path);
-	cJSON_Delete(trace->header);
-	cJSON_Delete(trace->end);
 	*trace = (struct trace){ 0 };
 }

@@ -1,16 +1,22 @@
 /* The trace-event model: one FORMAT.md event as plain structs, the same
- * whoever made it.  The converter builds each event here and hands it to
- * the one writer (event_json.h), which writes every key of an amp.* event
- * from these fields alone; the reader (trace.c) fills it from the JSON,
- * so read(write(e)) == e; every command reads it: summary, check, diff,
- * findings, the viewer.  Strings point into the owning trace's arena
+ * whoever made it, and the file's header and trailer.  The converter
+ * builds each event here and hands it to the one writer (event_json.h),
+ * which writes every key of an event from these fields alone; the reader
+ * (trace.c) fills it from the JSON, so read(write(e)) == e; every command
+ * reads it: summary, check, diff, findings, the viewer.  Which key each
+ * member is, its JSON type, when it is written and the format version
+ * that added it: trace_schema.h, the one table the writer, the reader and
+ * the validator follow.  Strings point into the owning trace's arena
  * (trace.h). */
 #ifndef AMPTRACE_TRACE_EVENT_H
 #define AMPTRACE_TRACE_EVENT_H
 
+#include "producer_keys.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TRACE_MAX_DIMS 8
 
@@ -26,7 +32,11 @@ static inline int64_t trace_us_to_ns(double us)
 
 enum trace_kind {
 	TRACE_OP,          /* amp.op X */
-	TRACE_CAST,        /* amp.cast X */
+	TRACE_CAST,        /* amp.cast X made by autocast */
+	/* amp.cast X made by someone else (args.origin: autograd in backward,
+	 * custom_fwd): apart, so that what reads autocast's decisions (cache,
+	 * findings, diff, views) reads only those */
+	TRACE_OTHER_CAST,
 	TRACE_SCOPE_BEGIN, /* amp.scope B */
 	TRACE_SCOPE_END,   /* amp.scope E */
 	TRACE_CACHE_CLEAR, /* amp.cache i */
@@ -34,7 +44,9 @@ enum trace_kind {
 	TRACE_SCALER,      /* amp.scaler i */
 	TRACE_DIAG,        /* amp.diag i */
 	TRACE_META,        /* M */
-	TRACE_KERNEL,      /* kernel */
+	TRACE_KERNEL,      /* kernel X */
+	TRACE_MEMCPY,      /* gpu_memcpy X */
+	TRACE_FLOW,        /* amp.flow s and f (1.2) */
 	TRACE_OTHER,       /* anything else */
 	TRACE_KIND_COUNT
 };
@@ -68,6 +80,7 @@ struct trace_op {
 	uint64_t op_id, parent_op_id, forward_op_id;
 	const char *op;       /* "softmax" */
 	const char *overload; /* "int" or "" */
+	PRODUCER_OP_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	const char *phase;    /* "forward" / "backward" */
 	const char *policy;   /* NULL on incomplete ops */
 	const char *device;
@@ -79,7 +92,6 @@ struct trace_op {
 	int status;
 	const char *error;
 	const char *closed_by; /* incomplete ops: what ended them */
-	uint64_t graph;        /* a compile or compiled call's graph, or 0 */
 };
 
 struct trace_cast {
@@ -90,27 +102,33 @@ struct trace_cast {
 	const char *op;       /* the op being cast for, when known */
 	const char *phase;
 	const char *scope;
+	PRODUCER_CAST_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	bool stale;
 	/* the source tensor's shape and flags */
 	int ndim;
 	int64_t shape[TRACE_MAX_DIMS];
 	bool requires_grad, leaf;
-	/* origin "compiled" (1.4): a torch.compile'd graph's cast, recorded
-	 * once when the graph was compiled; tensor and result are 0 */
-	bool compiled;
-	uint64_t graph;
-	const char *made_by;  /* "autocast", "autograd", "program" */
-	const char *feeds;    /* the graph's op its result feeds */
-	const char *source;   /* "train.py:12", or NULL */
-	const char *module, *module_class; /* or NULL */
-	struct trace_autocast autocast; /* enabled, device, dtype only */
 };
 
-/* A cast of a compiled graph rather than of a run: counts of a run's
- * casts, the cache and the casts' tensors leave it out. */
+/* A cast of a torch.compile'd graph (origin "compiled", FORMAT.md
+ * §3.11), recorded once when the graph was compiled, not by a run: its
+ * tensor and result are 0, its op is the compile it was recorded in. */
 static inline bool trace_cast_is_compiled(const struct trace_cast *c)
 {
-	return c->compiled;
+	return c->origin && !strcmp(c->origin, "compiled");
+}
+
+/* The op a cast is for, and its phase: a compiled graph's cast's own
+ * (graph_op, graph_phase), else its op's. */
+static inline const char *trace_cast_for_op(const struct trace_cast *c)
+{
+	return trace_cast_is_compiled(c) && c->graph_op ? c->graph_op : c->op;
+}
+
+static inline const char *trace_cast_for_phase(const struct trace_cast *c)
+{
+	return trace_cast_is_compiled(c) && c->graph_phase ? c->graph_phase
+							   : c->phase;
 }
 
 /* B and E events (E: depth and closed_by only). */
@@ -150,18 +168,27 @@ struct trace_diag {
 	int64_t thread, other_thread;    /* 0: none */
 };
 
-/* kernel X (FORMAT.md §3.8), and gpu_memcpy X events (kind TRACE_OTHER,
- * cat "gpu_memcpy"), read leniently, as other tools write them. */
+/* kernel and gpu_memcpy X events (FORMAT.md §3.8), read leniently, as
+ * other tools write them. */
 struct trace_kernel {
-	bool linked;          /* has "External id" */
 	bool cast;            /* "amp.cast_result": the id is a cast's result */
-	uint64_t external_id; /* the op_id (or cast result tensor id) */
+	/* "External id": the op_id (or cast result tensor id) that launched
+	 * it; 0: none (ids are from 1) */
+	uint64_t external_id;
 	uint64_t op_id;       /* "amp.op_id": a cast's op, or 0 */
 	int64_t host_pid;     /* "amp.pid": the process that launched it, or -1 */
 	uint32_t correlation, device, stream;
 	int32_t grid[3], block[3];       /* kernels */
 	int32_t registers, shared_memory;
 	uint64_t bytes;                  /* copies */
+};
+
+/* One end of an arrow (amp.flow s or f, FORMAT.md §3.10). */
+struct trace_flow_event {
+	uint64_t id;          /* the arrow's, shared by its two ends */
+	const char *bind;     /* "e" on an f end (binds to its slice), or NULL */
+	uint64_t op_id;
+	uint64_t tensor;      /* a cast arrow's result, or 0 */
 };
 
 /* What an M event's args hold depends on its name: *_sort_index a
@@ -172,7 +199,7 @@ struct trace_meta {
 	int64_t sort_index;
 	int rank;             /* process_name: args.rank, else -1 */
 	const char **argv;    /* process_name: the command; NULL: absent */
-	int argc;
+	int nargv;
 	const char *framework; /* process_name, or NULL */
 	int64_t os_tid;       /* thread_name, or 0 */
 	int64_t host_pid;     /* a GPU's process_name, or 0 (and no device) */
@@ -197,8 +224,91 @@ struct trace_event {
 		struct trace_scaler scaler;
 		struct trace_diag diag;
 		struct trace_meta meta;
-		struct trace_kernel kernel;
+		struct trace_kernel kernel;  /* kernel and memcpy */
+		struct trace_flow_event flow;
 	};
+};
+
+/* ------------------------------------------------- header and trailer */
+
+/* A merged file's inputs, in its header. */
+struct trace_merged_input {
+	const char *file;
+	int rank;
+	bool truncated;
+};
+
+/* The "amptrace" object: what wrote the file, and about what. */
+struct trace_header {
+	const char *format;   /* "1.4" */
+	const char *generator;
+	const char **command; /* NULL: absent (merged files) */
+	int ncommand;
+	int rank;             /* -1: null */
+	const char *host;
+	uint64_t monotonic_base_ns;
+	const char *flush;
+	struct trace_merged_input *merged; /* merged files, else NULL */
+	int nmerged;
+	/* what produced the first process's events, "torch 1.13.0a0
+	 * (policy table: 1.13)" (1.1), and the policy table its policies
+	 * come from, "1.13" (1.4); NULL: not said */
+	const char *framework;
+	const char *policy_table;
+};
+
+/* How a command or a process ended. */
+struct trace_exit {
+	const char *status;   /* "exited", "signaled" (processes: "died") */
+	int code;             /* exited */
+	int signal;           /* signaled */
+	const char *signal_name;
+};
+
+/* A process's GPU kernel timing (FORMAT.md §3.8). */
+struct trace_gpu_timing {
+	bool timing;
+	const char *reason;   /* not timing: why */
+	uint64_t kernels, memcpys;
+	bool complete;        /* the profiler's end counts arrived */
+	uint64_t unlinked, untimed, dropped, buffers;
+};
+
+/* One process of `amptrace run`'s trailer. */
+struct trace_process_end {
+	int64_t pid;
+	int rank;             /* -1: null */
+	const char **argv;
+	int nargv;
+	const char *framework;
+	const char *status;   /* "exited", "signaled", "died" */
+	int exit_code;        /* exited: -1 when unknown */
+	int signal;           /* signaled */
+	const char *signal_name;
+	uint64_t threads, events, ops, casts, in_flight_ops, raw_errors;
+	struct trace_gpu_timing *gpu; /* NULL: the process used no GPU */
+};
+
+/* One input of a merged file's trailer. */
+struct trace_merged_end {
+	const char *file;
+	int rank;
+	int64_t pid;
+	uint64_t events;
+	bool truncated;
+	struct trace_exit *exit; /* NULL: the input had no trailer */
+};
+
+/* The "amptraceEnd" object. */
+struct trace_trailer {
+	bool complete;
+	uint64_t events;
+	int64_t duration_ns;  /* 0: absent (merged files) */
+	struct trace_exit *exit; /* the traced command's; NULL: absent */
+	struct trace_process_end *processes; /* NULL: absent */
+	int nprocesses;
+	struct trace_merged_end *inputs;     /* merged files, else NULL */
+	int ninputs;
 };
 
 #endif /* AMPTRACE_TRACE_EVENT_H */

@@ -38,8 +38,7 @@ int trace_index_update(struct trace_index *ix)
 					id_map_put(&ix->names, e->pid,
 						   op->outputs[k].id, i);
 			}
-		} else if (e->kind == TRACE_CAST &&
-			   !trace_cast_is_compiled(&e->cast)) {
+		} else if (e->kind == TRACE_CAST) {
 			count_use(ix, e->pid, e->cast.tensor);
 			if (e->cast.cache && strcmp(e->cast.cache, "hit"))
 				id_map_put(&ix->producer, e->pid,

@@ -1,12 +1,18 @@
 /* Streaming walk over a trace file's JSON (see trace_scan.h). */
 #include "trace_scan.h"
 
+#include "utf8.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_NESTING 512
 
@@ -20,54 +26,124 @@ int trace_error_set(struct trace_error *err, const char *fmt, ...)
 	return -1;
 }
 
+/* An input that is not a regular file (a pipe: `<(zcat t.json.gz)`, a
+ * FIFO, a socket) is read up to this much: one that never ends must not
+ * take the machine's memory.  A device is not read at all: /dev/zero
+ * never ends, a terminal holds no trace. */
+#define READ_STREAM_MAX ((size_t)1 << 30)
+/* How long a FIFO is waited for until its first byte: a FIFO that no
+ * process writes would otherwise block for ever. */
+#define READ_FIFO_WAIT_MS 10000
+
+/* Opened without blocking (a FIFO's open waits for a writer), then
+ * checked: what kind of file, and for a stream, that something comes. */
+static int open_input(const char *path, size_t *limit, struct trace_error *err)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		trace_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+		trace_error_set(err, "%s: not a regular file (a directory)", path);
+		close(fd);
+		return -1;
+	}
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		trace_error_set(err, "%s: not a regular file (a device): give "
+				"the trace as a file", path);
+		close(fd);
+		return -1;
+	}
+	*limit = S_ISREG(st.st_mode) ? SIZE_MAX : READ_STREAM_MAX;
+	if (!S_ISREG(st.st_mode)) {
+		struct pollfd ready = { .fd = fd, .events = POLLIN };
+		int n;
+		while ((n = poll(&ready, 1, READ_FIFO_WAIT_MS)) < 0 &&
+		       errno == EINTR)
+			;
+		if (n == 0) {
+			trace_error_set(err, "%s: nothing to read after %d s (a "
+					"FIFO that no process writes?)", path,
+					READ_FIFO_WAIT_MS / 1000);
+			close(fd);
+			return -1;
+		}
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 char *trace_read_file(const char *path, size_t *len, struct trace_error *err)
 {
-	FILE *f = fopen(path, "rb");
 	struct stat st;
+	size_t limit;
+	int fd = open_input(path, &limit, err);
 
-	if (!f) {
-		trace_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+	if (fd < 0)
 		return NULL;
-	}
-	if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
-		trace_error_set(err, "%s: not a regular file", path);
-		fclose(f);
-		return NULL;
-	}
-	size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 65536;
+	size_t cap = fstat(fd, &st) == 0 && st.st_size > 0
+			     ? (size_t)st.st_size + 1 : 65536;
 	char *text = malloc(cap);
 	size_t n = 0;
-	while (text) {
-		n += fread(text + n, 1, cap - n - 1, f);
-		if (n < cap - 1 || ferror(f))
-			break;
-		/* Full: at the end of a file of st_size bytes, the usual case,
-		 * nothing is left and the buffer stays the file's size. */
-		int next = getc(f);
-		if (next == EOF)
-			break;
-		char *grown = realloc(text, cap * 2);
-		if (!grown) {
-			free(text);
-			text = NULL;
-			break;
+	ssize_t got = 1;
+	while (text && got > 0) {
+		if (n == cap - 1) {
+			/* Full: at the end of a file of st_size bytes, the usual
+			 * case, the next read finds nothing and the buffer stays
+			 * the file's size. */
+			char probe;
+			while ((got = read(fd, &probe, 1)) < 0 && errno == EINTR)
+				;
+			if (got <= 0)
+				break;
+			if (n >= limit) {
+				trace_error_set(err, "%s: more than %zu MiB from a "
+						"pipe or FIFO: give the trace as a "
+						"file", path, limit >> 20);
+				free(text);
+				close(fd);
+				return NULL;
+			}
+			char *grown = realloc(text, cap * 2);
+			if (!grown) {
+				free(text);
+				text = NULL;
+				break;
+			}
+			text = grown;
+			cap *= 2;
+			text[n++] = probe;
 		}
-		text = grown;
-		cap *= 2;
-		text[n++] = (char)next;
+		size_t want = cap - 1 - n;
+		if (limit - n < want)
+			want = limit - n + 1; /* one past: says it went over */
+		got = read(fd, text + n, want);
+		if (got < 0 && errno == EINTR)
+			got = 1;
+		else if (got > 0)
+			n += (size_t)got;
 	}
 	if (!text) {
 		trace_error_set(err, "%s: out of memory reading the file", path);
-		fclose(f);
+		close(fd);
 		return NULL;
 	}
-	if (ferror(f)) {
+	if (got < 0) {
 		trace_error_set(err, "%s: read error: %s", path, strerror(errno));
 		free(text);
-		fclose(f);
+		close(fd);
 		return NULL;
 	}
-	fclose(f);
+	close(fd);
+	if (n > limit) {
+		trace_error_set(err, "%s: more than %zu MiB from a pipe or FIFO: "
+				"give the trace as a file", path, limit >> 20);
+		free(text);
+		return NULL;
+	}
 	text[n] = '\0';
 	*len = n;
 	return text;
@@ -161,6 +237,18 @@ static int skip_value(struct scanner *s)
 						return 0;
 				} else if (d == '"') {
 					break;
+				} else if ((unsigned char)d >= 0x80) {
+					int n = utf8_sequence_length(
+						(const unsigned char *)s->text +
+							s->pos,
+						s->len - s->pos);
+					if (n < 0)
+						return 0;
+					if (n == 0)
+						return syntax_error(
+							s, "invalid UTF-8 in a "
+							   "string");
+					s->pos += (size_t)n - 1;
 				}
 				advance(s);
 			}
@@ -210,6 +298,13 @@ static cJSON *parse_span(struct scanner *s, size_t start, size_t line,
 	return NULL;
 }
 
+static void (*scan_progress)(size_t done, size_t total);
+
+void trace_scan_set_progress(void (*progress)(size_t done, size_t total))
+{
+	scan_progress = progress;
+}
+
 /* 1 done, 0 ended early, -1 error. */
 static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
@@ -242,6 +337,8 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 				return -1;
 		}
 		r->events++;
+		if (scan_progress && !(r->events & 4095))
+			scan_progress(s->pos, s->len);
 		skip_ws(s);
 		if (s->pos >= s->len)
 			return 0;

@@ -46,6 +46,11 @@ struct trace_scan_result {
  * size.  The buffer is NUL-terminated. */
 char *trace_read_file(const char *path, size_t *len, struct trace_error *err);
 
+/* Called now and then while events are scanned (every few thousand):
+ * `done` of `total` bytes.  For a progress line on big files (progress.h);
+ * NULL (the default): none. */
+void trace_scan_set_progress(void (*progress)(size_t done, size_t total));
+
 /* Scans `text` (`len` bytes; named `path` in messages).  Returns 0 or -1. */
 int trace_scan(const char *path, const char *text, size_t len,
 	       const struct trace_scan_handlers *h,

@@ -1,9 +1,14 @@
 /* Incremental trace file writer (see trace_writer.h). */
 #include "trace_writer.h"
 
+#include "event_json.h"
+#include "jsonw.h"
+
+#include <fcntl.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* 1 MiB: the kernel's cost per write() call dominated with stdio's 4 KiB
  * (one call per ~8 events).  Flushes (trace_writer_flush) still decide
@@ -11,10 +16,21 @@
 #define WRITE_BUFFER_SIZE (1u << 20)
 
 int trace_writer_open(struct trace_writer *w, const char *path,
-		      const char *amptrace_json, uint64_t base_ns)
+		      const struct trace_header *h, uint64_t base_ns)
 {
+	struct trace_header header = *h;
+	struct jsonw text;
+
 	*w = (struct trace_writer){ 0 };
-	w->f = fopen(path, "we");
+	if (strcmp(path, "-") == 0) {
+		/* a descriptor of its own: closing it leaves stdout open */
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		w->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!w->f && fd >= 0)
+			close(fd);
+	} else {
+		w->f = fopen(path, "we");
+	}
 	if (!w->f)
 		return -1;
 	/* Events are copied into buf, one memcpy each, and handed to the
@@ -27,12 +43,16 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 	__fsetlocking(w->f, FSETLOCKING_BYCALLER);
 	w->path = strdup(path);
 	/* displayTimeUnit first: Perfetto only honours it near the start. */
+	header.format = TRACE_FORMAT_VERSION;
+	jsonw_init(&text);
+	event_json_header(&text, &header);
 	fprintf(w->f,
 		"{\"displayTimeUnit\":\"ms\",\"schemaVersion\":1,"
-		"\"amptrace\":{\"format\":\"%s\"%s%s},"
+		"\"amptrace\":%s,"
 		"\"baseTimeNanoseconds\":%llu,\n\"traceEvents\":[",
-		TRACE_FORMAT_VERSION, *amptrace_json ? "," : "", amptrace_json,
-		(unsigned long long)base_ns);
+		text.failed ? "{}" : text.data, (unsigned long long)base_ns);
+	w->failed = text.failed;
+	jsonw_free(&text);
 	return 0;
 }
 
@@ -98,15 +118,21 @@ void trace_writer_flush(struct trace_writer *w)
 		w->failed = true;
 }
 
-int trace_writer_close(struct trace_writer *w, const char *end_json)
+int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t)
 {
 	int status = 0;
+	struct jsonw text;
 
 	if (!w->f)
 		return -1;
 	if (w->buf)
 		drain(w);
-	fprintf(w->f, "\n],\n\"amptraceEnd\":%s\n}\n", end_json);
+	jsonw_init(&text);
+	event_json_trailer(&text, t);
+	fprintf(w->f, "\n],\n\"amptraceEnd\":%s\n}\n",
+		text.failed ? "{}" : text.data);
+	w->failed |= text.failed;
+	jsonw_free(&text);
 	if (ferror(w->f) || w->failed)
 		status = -1;
 	if (fclose(w->f) != 0)

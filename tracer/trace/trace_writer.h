@@ -5,6 +5,8 @@
 #ifndef AMPTRACE_TRACE_WRITER_H
 #define AMPTRACE_TRACE_WRITER_H
 
+#include "trace_event.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,11 +24,11 @@ struct trace_writer {
 	bool failed;
 };
 
-/* Creates `path` and writes the header: `amptrace_json` is the text of the
- * "amptrace" object (without the format key, which is added), and
- * `base_ns` the wall-clock time of ts 0.  Returns 0 or -1 (errno set). */
+/* Creates `path` ("-": standard output) and writes the header, `h` with
+ * the format this writer writes (TRACE_FORMAT_VERSION), and `base_ns`,
+ * the wall-clock time of ts 0.  Returns 0 or -1 (errno set). */
 int trace_writer_open(struct trace_writer *w, const char *path,
-		      const char *amptrace_json, uint64_t base_ns);
+		      const struct trace_header *h, uint64_t base_ns);
 /* Appends one event (a JSON object's text). */
 void trace_writer_event(struct trace_writer *w, const char *json, size_t len);
 /* Appends `count` events at once: `text` is their JSON objects joined
@@ -35,8 +37,8 @@ void trace_writer_events(struct trace_writer *w, const char *text, size_t len,
 			 uint64_t count);
 /* Hands what was written to the kernel. */
 void trace_writer_flush(struct trace_writer *w);
-/* Writes the trailer (`end_json`: the "amptraceEnd" object's text) and
- * closes.  Returns 0, or -1 when anything failed since open. */
-int trace_writer_close(struct trace_writer *w, const char *end_json);
+/* Writes the trailer and closes.  Returns 0, or -1 when anything failed
+ * since open. */
+int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t);
 
 #endif /* AMPTRACE_TRACE_WRITER_H */

@@ -1,6 +1,8 @@
 /* Trace validation against FORMAT.md (see validate.h). */
 #include "validate.h"
 
+#include "trace_schema.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,9 +32,137 @@ static bool one_of(const char *s, const char *const *names)
 	return false;
 }
 
-static bool valid_dtype(const char *d)
+/* ------------------------------------------------- keys (the schema) */
+
+static const char *const devices[] = { "cpu", "cuda", NULL };
+static const char *const phases[] = { "forward", "backward", "optimizer",
+				      NULL };
+static const char *const policies[] = { "none", "lower_precision_fp", "fp32",
+					"fp32_set_opt_dtype",
+					"fp32_append_dtype", "promote",
+					"banned", NULL };
+static const char *const caches[] = { "hit", "miss", "uncacheable",
+				      "disabled", NULL };
+static const char *const origins[] = { "autocast", "autograd", "custom_fwd",
+				       "compiled", NULL };
+
+/* The names a CHECK column allows (FORMAT.md §3), NULL: any. */
+static const char *const *allowed_names(enum trace_key_check check)
 {
-	return one_of(d, trace_dtype_names);
+	switch (check) {
+	case TRACE_CHECK_DTYPE:
+		return trace_dtype_names;
+	case TRACE_CHECK_DEVICE:
+		return devices;
+	case TRACE_CHECK_PHASE:
+		return phases;
+	case TRACE_CHECK_POLICY:
+		return policies;
+	case TRACE_CHECK_CACHE:
+		return caches;
+	case TRACE_CHECK_ORIGIN:
+		return origins;
+	default:
+		return NULL;
+	}
+}
+
+/* Whether row k's member in m holds a value (the key is in the file). */
+static bool member_set(const struct trace_key *k, const void *m)
+{
+	const void *f = (const char *)m + k->offset;
+	const int *count = (const int *)((const char *)m + k->count_offset);
+
+	switch (k->type) {
+	case TRACE_TYPE_STRING:
+	case TRACE_TYPE_STRING_OR_NULL:
+	case TRACE_TYPE_EXIT:
+	case TRACE_TYPE_GPU:
+		return *(const void *const *)f != NULL;
+	case TRACE_TYPE_ID:
+	case TRACE_TYPE_U64:
+		return *(const uint64_t *)f != 0;
+	case TRACE_TYPE_U32:
+		return *(const uint32_t *)f != 0;
+	case TRACE_TYPE_I64:
+	case TRACE_TYPE_US:
+		return *(const int64_t *)f != 0;
+	case TRACE_TYPE_INT:
+		return *(const int *)f != 0;
+	case TRACE_TYPE_INT_OR_NULL:
+		return *(const int *)f >= 0;
+	case TRACE_TYPE_BOOL:
+	case TRACE_TYPE_TRUE:
+		return *(const bool *)f;
+	case TRACE_TYPE_NUMBER_OR_NULL:
+		return !isnan(*(const double *)f);
+	case TRACE_TYPE_SCOPE:
+		return *(const char *)f != 0;
+	case TRACE_TYPE_SHAPE:
+	case TRACE_TYPE_STRINGS:
+	case TRACE_TYPE_TENSORS:
+	case TRACE_TYPE_PROCESSES:
+	case TRACE_TYPE_MERGED:
+	case TRACE_TYPE_MERGED_ENDS:
+		return *count > 0;
+	default:
+		return false; /* written from other members, or always */
+	}
+}
+
+/* The keys of m (a struct of `table`, at line `line`) against their rows:
+ * names among those FORMAT.md allows, and no key newer than the file's
+ * format says; objects and lists of objects too. */
+static void check_keys(const struct trace *t, struct validate_report *r,
+		       const struct trace_object *table, const void *m,
+		       size_t line)
+{
+	for (size_t i = 0; i < table->nkeys; i++) {
+		const struct trace_key *k = &table->keys[i];
+		const void *f = (const char *)m + k->offset;
+		const char *const *names = allowed_names(k->check);
+		const char *name = names ? *(const char *const *)f : NULL;
+		if (name && !one_of(name, names))
+			problem(r, "line %zu: %s %s \"%s\" is not one of "
+				"FORMAT.md's names", line, table->name, k->key,
+				name);
+		if (t->amptrace && member_set(k, m) &&
+		    trace_version_compare(k->since, t->format) > 0)
+			problem(r, "line %zu: %s %s came with format %s; the "
+				"file says %s", line, table->name, k->key,
+				k->since, t->format);
+		if (!k->object)
+			continue;
+		if (k->type == TRACE_TYPE_AUTOCAST) {
+			check_keys(t, r, k->object, f, line);
+			continue;
+		}
+		const char *list = *(const char *const *)f;
+		int n = k->type == TRACE_TYPE_EXIT || k->type == TRACE_TYPE_GPU
+				? list != NULL
+				: *(const int *)((const char *)m + k->count_offset);
+		for (int j = 0; j < n; j++)
+			check_keys(t, r, k->object,
+				   list + (size_t)j * k->object->size, line);
+	}
+}
+
+/* Every event's keys, and the header's and the trailer's. */
+static void check_all_keys(const struct trace *t, struct validate_report *r)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		const struct trace_object *args = trace_schema_args(e->kind);
+		const struct trace_object *top = trace_schema_top(e->kind);
+		if (args)
+			check_keys(t, r, args, &e->op, e->line);
+		if (top)
+			check_keys(t, r, top, &e->op, e->line);
+	}
+	if (t->amptrace)
+		check_keys(t, r, &trace_schema_header, &t->header, 1);
+	if (t->finalized)
+		check_keys(t, r, &trace_schema_trailer, &t->trailer, 0);
 }
 
 static int64_t ns(double us)
@@ -147,10 +277,6 @@ static void check_tensor(const struct trace *t, struct validate_report *r,
 			 const struct trace_event *e, const struct trace_tensor *x,
 			 const char *role, int64_t used_at)
 {
-	if (!valid_dtype(x->dtype))
-		problem(r, "line %zu: %s tensor %llu has dtype \"%s\", not one "
-			"of f64 f32 f16 bf16 i64 i32 bool", e->line, role,
-			(unsigned long long)x->id, x->dtype);
 	if (x->name)
 		return; /* a named leaf needs no producer */
 	const struct key *def = find_key(defs, ndefs, e->pid, x->id);
@@ -172,20 +298,22 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 
 	if (!t->counts[TRACE_KERNEL])
 		return;
-	results = malloc((t->counts[TRACE_CAST] + 1) * sizeof *results);
+	results = malloc((t->counts[TRACE_CAST] + t->counts[TRACE_OTHER_CAST] +
+			  1) * sizeof *results);
 	if (!results) {
 		problem(r, "out of memory");
 		return;
 	}
 	for (size_t i = 0; i < t->nevents; i++)
-		if (t->events[i].kind == TRACE_CAST)
+		if (t->events[i].kind == TRACE_CAST ||
+		    t->events[i].kind == TRACE_OTHER_CAST)
 			results[nresults++] = (struct key){
 				t->events[i].pid, t->events[i].cast.result, 0, i
 			};
 	trace_sort(results, nresults, sizeof *results, compare_keys);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind != TRACE_KERNEL || !e->kernel.linked)
+		if (e->kind != TRACE_KERNEL || !e->kernel.external_id)
 			continue;
 		int64_t pid = e->kernel.host_pid >= 0 ? e->kernel.host_pid : e->pid;
 		bool found = e->kernel.cast
@@ -203,11 +331,77 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 	free(results);
 }
 
+/* ------------------------------------------- the producer contract */
+
+/* What ../PRODUCERS.md asks of producers that a trace shows: a cache
+ * counter right after every miss (the next event of its thread, at the
+ * cast's end: FORMAT.md §3.5), and ops whose parent and forward op are
+ * real: a parent_op_id names an op of the process whose slice holds this
+ * one, a forward_op_id one that began before it, and only backward ops
+ * have one. */
+static void check_cache_counters(const struct trace *t,
+				 struct validate_report *r)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_CAST || strcmp(e->cast.cache, "miss"))
+			continue;
+		const struct trace_event *next = NULL;
+		for (size_t j = i + 1; j < t->nevents && !next; j++)
+			if (t->events[j].pid == e->pid &&
+			    t->events[j].tid == e->tid)
+				next = &t->events[j];
+		if (!next && t->truncated)
+			continue; /* cut before its counter */
+		if (!next || next->kind != TRACE_COUNTER ||
+		    strcmp(next->cat, "amp.cache") ||
+		    ns(next->ts) != ns(e->ts + e->dur))
+			problem(r, "line %zu: a cache miss (tensor %llu cast for "
+				"op %llu) with no \"autocast cache\" counter "
+				"right after it on its thread (FORMAT.md §3.5)",
+				e->line, (unsigned long long)e->cast.tensor,
+				(unsigned long long)e->cast.op_id);
+	}
+}
+
+static void check_op_links(const struct trace *t, struct validate_report *r,
+			   const struct key *ops, size_t nops)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_OP)
+			continue;
+		const struct trace_op *op = &e->op;
+		const struct key *parent =
+			op->parent_op_id ? find_key(ops, nops, e->pid,
+						    op->parent_op_id) : NULL;
+		const struct trace_event *p = parent ? &t->events[parent->event]
+						     : NULL;
+		if (op->parent_op_id &&
+		    (!p || p->tid != e->tid || ns(e->ts) < ns(p->ts) ||
+		     ns(e->ts + e->dur) > ns(p->ts + p->dur)))
+			problem(r, "line %zu: op %llu's parent_op_id %llu is no "
+				"op of its thread holding it", e->line,
+				(unsigned long long)op->op_id,
+				(unsigned long long)op->parent_op_id);
+		const struct key *forward =
+			op->forward_op_id ? find_key(ops, nops, e->pid,
+						     op->forward_op_id) : NULL;
+		if (op->forward_op_id &&
+		    (!forward || ns(t->events[forward->event].ts) > ns(e->ts)))
+			problem(r, "line %zu: op %llu's forward_op_id %llu is no "
+				"op that began before it", e->line,
+				(unsigned long long)op->op_id,
+				(unsigned long long)op->forward_op_id);
+		if (op->forward_op_id && strcmp(op->phase, "backward"))
+			problem(r, "line %zu: op %llu has a forward_op_id but "
+				"phase %s", e->line,
+				(unsigned long long)op->op_id, op->phase);
+	}
+}
+
 size_t trace_validate(const struct trace *t, struct validate_report *r)
 {
-	static const char *const phases[] = { "forward", "backward", "optimizer", NULL };
-	static const char *const caches[] = { "hit", "miss", "uncacheable",
-					      "disabled", NULL };
 	size_t n = t->nevents + 1;
 	struct key *ops = malloc(n * sizeof *ops);
 	struct key *defs = malloc(2 * n * sizeof *defs);
@@ -225,6 +419,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		problem(r, "no \"amptraceEnd\" trailer: the trace was not "
 			"finished (truncated%s)", t->truncated ? ", repaired" : "");
 	check_metadata(t, r);
+	check_all_keys(t, r);
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -233,10 +428,6 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
 			ops[nops++] = (struct key){ e->pid, op->op_id, 0, i };
-			if (!one_of(op->phase, phases))
-				problem(r, "line %zu: op %llu has phase \"%s\"",
-					e->line, (unsigned long long)op->op_id,
-					op->phase);
 			int64_t end = ns(e->ts + e->dur);
 			for (int k = 0; k < op->noutputs; k++)
 				defs[ndefs++] = (struct key){
@@ -247,7 +438,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		} else if (e->kind == TRACE_KERNEL) {
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 ns(e->ts + e->dur), i };
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST ||
+			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
 			if (!trace_cast_is_compiled(c))
@@ -255,14 +447,6 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 							      end, i };
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 end, i };
-			if (!valid_dtype(c->from) || !valid_dtype(c->to))
-				problem(r, "line %zu: cast %s->%s uses a dtype "
-					"name outside f64 f32 f16 bf16 i64 i32 "
-					"bool", e->line, c->from, c->to);
-			if (!one_of(c->cache, caches))
-				problem(r, "line %zu: cast cache \"%s\" is not "
-					"hit, miss, uncacheable or disabled",
-					e->line, c->cache);
 		}
 	}
 	trace_sort(ops, nops, sizeof *ops, compare_keys);
@@ -274,6 +458,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				t->events[ops[i - 1].event].line);
 	trace_sort(defs, ndefs, sizeof *defs, compare_keys);
 	check_kernels(t, r, ops, nops);
+	check_op_links(t, r, ops, nops);
+	check_cache_counters(t, r);
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -282,11 +468,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			for (int k = 0; k < e->op.ninputs; k++)
 				check_tensor(t, r, defs, ndefs, e, &e->op.inputs[k],
 					     "input", end);
-			for (int k = 0; k < e->op.noutputs; k++)
-				if (!valid_dtype(e->op.outputs[k].dtype))
-					problem(r, "line %zu: output dtype \"%s\"",
-						e->line, e->op.outputs[k].dtype);
-		} else if (e->kind == TRACE_CAST) {
+		} else if (e->kind == TRACE_CAST ||
+			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			const struct key *op = find_key(ops, nops, e->pid, c->op_id);
 			if (!op) {

@@ -3,7 +3,8 @@ autocast decisions (ops and their dtypes, every cast autocast inserts and
 why, cache hits, regions, GradScaler) into an amptrace trace.
 
 `amptrace run -- python3 train.py` loads it through sitecustomize.py;
-in a notebook or script: `with amptrace_torch.trace("t.json"): ...`.
+in a notebook or script: `with amptrace_torch.trace("t.json"): ...`, or
+`%load_ext amptrace_torch` and a cell headed `%%amptrace`.
 """
 import os
 import sys
@@ -63,10 +64,16 @@ class trace:
     process's events as they come; so a crash inside the block still
     leaves a trace that loads."""
 
-    def __init__(self, path="trace.json", quiet=True):
+    def __init__(self, path="trace.json", quiet=True, graph=True):
         self.path = path
         self.quiet = quiet
+        self.graph = graph  # drawn in a notebook (_repr_html_)
         self._converter = None
+
+    def _repr_html_(self):
+        """In Jupyter: the findings, summary and graph (_notebook.py)."""
+        from . import _notebook
+        return _notebook.page(self.path, _find_amptrace(), self.graph)
 
     def __enter__(self):
         import subprocess
@@ -136,3 +143,9 @@ def _install_layer_once(torch, bridge, layer, modules_exist):
     if not _started:
         layer.install(torch, bridge, modules_exist)
         _started = True
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext amptrace_torch`: the %%amptrace cell magic."""
+    from . import _notebook
+    _notebook.load_ipython_extension(ipython)

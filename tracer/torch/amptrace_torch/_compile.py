@@ -33,6 +33,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 from . import _diverge, _graph
 
@@ -107,9 +108,7 @@ class _State:
         return cuda if cuda[0] else self.autocast("cpu")
 
     def phase(self):
-        previous = self.bridge.set_phase("forward")
-        self.bridge.set_phase(previous)
-        return previous
+        return self.bridge.compiled_phase()
 
 
 def _arm(state):
@@ -117,12 +116,24 @@ def _arm(state):
         if _armed:
             return
         _armed.append(True)
-    for part in (_hook_compiles, _hook_graphs, _hook_recompiles,
-                 _hook_inductor, _hook_aot):
+    for part in (_quiet_hook_warning, _hook_compiles, _hook_graphs,
+                 _hook_recompiles, _hook_inductor, _hook_aot):
         try:
             part(state)
         except Exception as e:
             state.failed(e)
+
+
+def _quiet_hook_warning(state):
+    """torch warns at a compiled module's call when any global module hook
+    exists: the bridge's module hooks (_layer.py) would have it say so to
+    a program that has none.  Those hooks do nothing for the compiled
+    module (_layer.py skips OptimizedModule), so the warning is filtered
+    out: warnings.filters holds one more entry."""
+    warnings.filterwarnings(
+        "ignore", category=UserWarning,
+        message=r"Using `torch\.compile\(module\)` when there are global "
+                r"hooks on modules")
 
 
 # ------------------------------------------------------------ compiles

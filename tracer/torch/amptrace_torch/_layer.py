@@ -65,8 +65,11 @@ def _recording_failed(error):
     once and recording goes on without the part that failed."""
     if not _failed:
         _failed.append(error)
-        sys.stderr.write("amptrace: recording error (the program is not "
-                         "affected): %r\n" % (error,))
+        try:
+            sys.stderr.write("amptrace: recording error (the program is not "
+                             "affected): %r\n" % (error,))
+        except Exception:  # no stderr to say it on (None, closed)
+            pass
 
 
 _locations = {}  # (code, line) -> "file:line", made once per place
@@ -74,9 +77,11 @@ _locations = {}  # (code, line) -> "file:line", made once per place
 
 def _location(torch_dir):
     """file:line of the code that opened the region (the `with` line or
-    the decorated function's caller), outside torch's own files."""
+    the decorated function's caller), outside torch's and the bridge's
+    own files."""
     frame = sys._getframe(2)
-    while frame and frame.f_code.co_filename.startswith(torch_dir):
+    while frame and frame.f_code.co_filename.startswith(
+            (torch_dir, _THIS_DIR + os.sep)):
         frame = frame.f_back
     if frame is None:
         return None
@@ -131,16 +136,18 @@ def _wrap_autocast(torch, bridge):
     cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
-def _in_phase(bridge, phase, fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        previous = bridge.set_phase(phase)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            bridge.set_phase(previous)
+def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None):
+    """fn in `phase`, then after(result, *args, **kwargs): a C callable
+    (wrap.h) that leaves no frame in the program's tracebacks, binds as a
+    method and carries fn's attributes (functools.update_wrapper)."""
+    wrapper = functools.update_wrapper(
+        bridge.wrapper(fn, phase, after, closure_phase), fn)
     wrapper._amptrace = True
     return wrapper
+
+
+def _in_phase(bridge, phase, fn):
+    return _wrapped(bridge, fn, phase)
 
 
 def _wrap_phases(torch, bridge):
@@ -160,7 +167,10 @@ def _wrap_phases(torch, bridge):
         patch(self)
         step = self.__class__.step
         if not getattr(step, "_amptrace", False):
-            wrapped = _in_phase(bridge, "optimizer", step)
+            # a closure (Lightning's, LBFGS's) runs the forward and
+            # backward passes inside the step
+            wrapped = _wrapped(bridge, step, "optimizer",
+                               closure_phase="forward")
             wrapped.hooked = getattr(step, "hooked", None)
             self.__class__.step = wrapped
 
@@ -192,40 +202,83 @@ class _Identities:
     def __len__(self):
         return len(self._refs)
 
+    def live(self):
+        """The objects still alive."""
+        return [obj for obj in (ref() for ref in list(self._refs.values()))
+                if obj is not None]
+
+
+def _tree(module, path=""):
+    """([(path, module)], [(name, parameter)]) of a module's tree, from
+    `path` (the root's), in the order of Module.named_modules() and
+    named_parameters(), read from torch's own dicts: no method of the
+    program's (a named_parameters or named_modules override) is called,
+    and modules without __hash__ are walked too (torch's walk keeps a
+    set)."""
+    modules, params = [], []
+    seen_modules, seen_params = set(), set()   # ids, all alive meanwhile
+    stack = [(path, module)]
+    while stack:
+        path, m = stack.pop()
+        if id(m) in seen_modules:
+            continue
+        seen_modules.add(id(m))
+        modules.append((path, m))
+        prefix = path + "." if path else ""
+        own = getattr(m, "__dict__", {})
+        for name, param in own.get("_parameters", {}).items():
+            if param is not None and id(param) not in seen_params:
+                seen_params.add(id(param))
+                params.append((prefix + name, param))
+        children = [(name, child) for name, child in
+                    own.get("_modules", {}).items() if child is not None]
+        for name, child in reversed(children):
+            stack.append((prefix + name, child))
+    return modules, params
+
 
 def _name_parameters(torch, bridge, modules_exist):
     """Parameters get their names (fc1.weight) from the outermost module
-    that runs them, before its first forward.  A global forward pre-hook
-    sends every module call down torch's slow path (hooks), so it stays
-    registered only while some module has not run yet: modules made after
-    install are known (Module.__init__), those made before it
-    (`modules_exist`: the trace() API) are not, and keep it registered."""
-    named = _Identities()     # needed only while unknown ones exist
-    pending = _Identities()   # made since install, not named yet
+    that runs them, before its first forward, through a global forward
+    pre-hook.  That hook sends every module call down torch's slow path,
+    so it is there only while modules wait for their names: once a module
+    named this way runs again (the program's loop came round), the ones
+    still waiting (never called: an unused head, a loss object) are named
+    from their own outermost modules and the hook goes, until a new module
+    is made.  The modules made before install (`modules_exist`: the
+    trace() API) are found once, on the heap."""
+    pending = _Identities()   # modules not named yet
+    roots = _Identities()     # modules whose call named their tree
     hook = []                 # the registration, while there is one
     lock = threading.Lock()   # threads make and run modules at once
 
-    def name_module(module):
-        if module in named or (not modules_exist and module not in pending):
-            return
-        try:
-            subs = list(module.modules())
-            params = list(module.named_parameters())
-        except TypeError:
-            # torch's own walk keeps modules in a set: one without
-            # __hash__ cannot be walked (nor given to an optimizer); its
-            # submodules name their parameters as they run
-            pending.discard(module)
-            params, subs = [], []
-        for sub in subs:
+    def name_tree(module):
+        modules, params = _tree(module)
+        for _, sub in modules:
             pending.discard(sub)
-            if modules_exist:
-                named.add(sub)
         for name, param in params:
             bridge.name_tensor(param._cdata, name)
+
+    def name_waiting():
+        """Names each waiting module that is not inside another."""
+        waiting = pending.live()
+        inside = set()
+        for module in waiting:
+            inside.update(id(sub) for _, sub in _tree(module)[0][1:])
+        for module in waiting:
+            if id(module) not in inside and module in pending:
+                name_tree(module)
+
+    def drop_hook():
         with lock:
-            if not pending and not modules_exist and hook:
+            if hook:
                 hook.pop().remove()
+
+    def name_module(module):
+        """Names a module's tree now: a compiled module's calls run no
+        hooks (_compile.py names it when it is compiled)."""
+        if module in pending:
+            name_tree(module)
 
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
                         lambda: False)
@@ -237,7 +290,12 @@ def _name_parameters(torch, bridge, modules_exist):
         if compiling():
             return None
         try:
-            name_module(module)
+            if module in pending:
+                name_tree(module)
+                roots.add(module)
+            elif module in roots:
+                name_waiting()
+                drop_hook()
         except Exception as e:
             _recording_failed(e)
         return None
@@ -260,26 +318,133 @@ def _name_parameters(torch, bridge, modules_exist):
         except Exception as e:
             _recording_failed(e)
 
-    init = torch.nn.Module.__init__
-    setstate = torch.nn.Module.__setstate__
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        made(self)
+    def after_made(result, module, *args, **kwargs):
+        made(module)
 
     # copy.deepcopy and unpickling (torch.load of a whole model) make a
-    # module without __init__
-    @functools.wraps(setstate)
-    def __setstate__(self, state):
-        setstate(self, state)
-        made(self)
-
-    torch.nn.Module.__init__ = __init__
-    torch.nn.Module.__setstate__ = __setstate__
+    # module without __init__, through __setstate__
+    module = torch.nn.Module
+    module.__init__ = _wrapped(bridge, module.__init__, after=after_made)
+    module.__setstate__ = _wrapped(bridge, module.__setstate__,
+                                   after=after_made)
     if modules_exist:
-        register()
+        import gc
+        for obj in gc.get_objects():
+            if isinstance(obj, torch.nn.Module):
+                made(obj)
     return name_module
+
+
+def _custom_functions(torch, bridge):
+    """Custom autograd Functions are ops (their apply and backward node
+    reach the observer under the class's name): the observer learns each
+    class name, of those made already and of every one made later
+    (FunctionMeta.__init__).  custom_fwd(cast_inputs=) casts a Function's
+    inputs through torch's _cast: the casts inside are the Function's."""
+    function = torch.autograd.Function
+    meta = type(function)
+    seen, todo = set(), list(function.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            bridge.custom_function(cls.__name__)
+            todo.extend(cls.__subclasses__())
+
+    def made(result, cls, *args, **kwargs):
+        try:
+            bridge.custom_function(cls.__name__)
+        except Exception as e:
+            _recording_failed(e)
+
+    meta.__init__ = _wrapped(bridge, meta.__init__, after=made)
+    for module in (torch.amp.autocast_mode, torch.cuda.amp.autocast_mode):
+        cast = getattr(module, "_cast", None)
+        if cast is not None:
+            module._cast = _casting_inputs(bridge, cast)
+
+
+def _casting_inputs(bridge, cast):
+    @functools.wraps(cast)
+    def _cast(*args, **kwargs):
+        previous = bridge.custom_casts(True)
+        try:
+            return cast(*args, **kwargs)
+        finally:
+            bridge.custom_casts(previous)
+    return _cast
+
+
+class _Handles:
+    """A value per live object, by identity (see _Identities)."""
+
+    def __init__(self):
+        self._items = {}
+
+    def get(self, obj):
+        item = self._items.get(id(obj))
+        return item[1] if item is not None and item[0]() is obj else None
+
+    def set(self, obj, value):
+        key = id(obj)
+        self._items[key] = (weakref.ref(
+            obj, lambda _, key=key: self._items.pop(key, None)), value)
+
+
+def _track_modules(torch, bridge):
+    """The nn.Module each op runs in (FORMAT.md: module, module_class):
+    global forward hooks push each module's handle on its thread's stack
+    (events.c) before its forward and pop it after; an op reads the
+    innermost.  A module is named by its path from the outermost module
+    that ran ("" for that one); one that runs inside others without being
+    their submodule, by its class."""
+    handles = _Handles()
+    # Dynamo traces global hooks into the graph: under compile they are
+    # nothing (a call into the bridge would break the graph); a compiled
+    # graph's casts carry their modules from the graph (_compile.py)
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
+
+    def name_tree(root, prefix):
+        for path, module in _tree(root, prefix)[0]:
+            if handles.get(module) is None:
+                handles.set(module, bridge.module_name(
+                    path, type(module).__name__))
+
+    def ours(module):
+        # torch.compile's wrapper of a module runs the global hooks an
+        # extra time, around the module's own
+        return not compiling() and \
+            type(module).__name__ != "OptimizedModule"
+
+    def pre_hook(module, inputs):
+        if not ours(module):
+            return None
+        try:
+            handle = handles.get(module)
+            if handle is None:
+                outermost = bridge.module_depth() == 0
+                name_tree(module, "" if outermost else type(module).__name__)
+                handle = handles.get(module)
+            bridge.module_enter(handle)
+        except Exception as e:
+            _recording_failed(e)
+        return None
+
+    def hook(module, inputs, output):
+        if not ours(module):
+            return None
+        try:
+            handle = handles.get(module)
+            if handle is not None:
+                bridge.module_exit(handle)
+        except Exception as e:
+            _recording_failed(e)
+        return None
+
+    hooks = torch.nn.modules.module
+    hooks.register_module_forward_pre_hook(pre_hook)
+    hooks.register_module_forward_hook(hook)
 
 
 def _wrap_inference_mode(torch, bridge):
@@ -311,12 +476,25 @@ def _wrap_inference_mode(torch, bridge):
     record()  # the trace() API may start inside inference_mode
 
 
+def _trace_name(name):
+    """A thread's name as the trace shows it: UTF-8 (lone surrogates as
+    \\udc80), NUL as \\0, at most 31 bytes, whole characters."""
+    raw = str(name).encode("utf-8", "backslashreplace")
+    raw = raw.replace(b"\0", b"\\0")[:31]
+    return raw.decode("utf-8", "ignore").encode("utf-8")
+
+
 def _wrap_threads(bridge):
+    """The trace names each thread as Python does (not the OS: the
+    thread's OS name stays the program's)."""
     bootstrap = threading.Thread._bootstrap_inner
 
     @functools.wraps(bootstrap)
     def _bootstrap_inner(self):
-        bridge.set_thread_name(self.name)
+        try:  # Thread.start() waits for this thread: never raise here
+            bridge.set_thread_name(_trace_name(self.name))
+        except Exception:
+            pass
         return bootstrap(self)
 
     threading.Thread._bootstrap_inner = _bootstrap_inner
@@ -340,41 +518,68 @@ def _wrap_processes(bridge):
 
 
 def _found_inf(scaler, optimizer):
-    state = scaler._per_optimizer_states.get(id(optimizer), {})
+    """Whether unscaling `optimizer`'s gradients (or its id's) found an
+    inf or NaN."""
+    key = optimizer if isinstance(optimizer, int) else id(optimizer)
+    state = scaler._per_optimizer_states.get(key, {})
     values = state.get("found_inf_per_device", {}).values()
     return sum(v.item() for v in values) > 0
 
 
 def _wrap_scaler(torch, bridge):
-    """GradScaler: the scale after each update, found_inf and skipped
-    steps.  1.13's scaler disables itself without CUDA: no events then.
-    torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's subclasses it)."""
+    """GradScaler: each scale, unscale_, step and update, with the scale,
+    found_inf and skipped steps.  1.13's scaler disables itself without
+    CUDA: no events then.  torch 2.x's is torch.amp.GradScaler (torch.cuda.
+    amp's subclasses it), and runs on the CPU ("cpu")."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
-    step, update = cls.step, cls.update
+    # found_inf of the optimizers unscaled or stepped since the last update,
+    # per scaler: update() resets them before its after-callback runs
+    pending_inf = {}
 
-    @functools.wraps(step)
-    def step_(self, optimizer, *args, **kwargs):
-        result = step(self, optimizer, *args, **kwargs)
-        if self._enabled:
-            inf = _found_inf(self, optimizer)
-            bridge.scaler("step", id(self), id(optimizer), self.get_scale(),
-                          inf, inf, 0)
-        return result
+    def report(what, self, optimizer, found_inf, skipped):
+        bridge.scaler(what, id(self), id(optimizer) if optimizer else 0,
+                      self.get_scale(), found_inf, skipped, 0)
 
-    @functools.wraps(update)
-    def update_(self, *args, **kwargs):
-        result = update(self, *args, **kwargs)
-        if self._enabled:
-            bridge.scaler("update", id(self), 0, self.get_scale(), False,
-                          False, 0)
-        return result
+    def scaled(result, self, outputs):
+        try:
+            if self._enabled:
+                report("scale", self, None, False, False)
+        except Exception as e:
+            _recording_failed(e)
+
+    def unscaled(result, self, optimizer):
+        try:
+            if self._enabled:
+                inf = _found_inf(self, optimizer)
+                pending_inf[id(self)] = pending_inf.get(id(self), False) or inf
+                report("unscale", self, optimizer, inf, False)
+        except Exception as e:
+            _recording_failed(e)
+
+    def stepped(result, self, optimizer, *args, **kwargs):
+        try:
+            if self._enabled:
+                inf = _found_inf(self, optimizer)
+                pending_inf[id(self)] = pending_inf.get(id(self), False) or inf
+                report("step", self, optimizer, inf, inf)
+        except Exception as e:
+            _recording_failed(e)
+
+    def updated(result, self, *args, **kwargs):
+        try:
+            inf = pending_inf.pop(id(self), False)
+            if self._enabled:
+                report("update", self, None, inf, False)
+        except Exception as e:
+            _recording_failed(e)
 
     # Its ops (unscale and inf check, the scale update) are the
     # optimizer step's, not the forward pass's.
-    cls.step = _in_phase(bridge, "optimizer", step_)
-    cls.update = _in_phase(bridge, "optimizer", update_)
-    cls.unscale_ = _in_phase(bridge, "optimizer", cls.unscale_)
+    cls.scale = _wrapped(bridge, cls.scale, None, scaled)
+    cls.unscale_ = _wrapped(bridge, cls.unscale_, "optimizer", unscaled)
+    cls.step = _wrapped(bridge, cls.step, "optimizer", stepped)
+    cls.update = _wrapped(bridge, cls.update, "optimizer", updated)
 
 
 # What torch raises for a failed op (c10::Error and its Python mappings).
@@ -449,10 +654,12 @@ def install(torch, bridge, modules_exist):
                  lambda: _wrap_phases(torch, bridge),
                  lambda: namer.append(
                      _name_parameters(torch, bridge, modules_exist)),
+                 lambda: _track_modules(torch, bridge),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge),
                  lambda: _wrap_inference_mode(torch, bridge),
+                 lambda: _custom_functions(torch, bridge),
                  lambda: _hook_exceptions(bridge),
                  lambda: _compile.install(torch, bridge, _recording_failed,
                                           _state_reader(torch),

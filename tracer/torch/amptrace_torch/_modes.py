@@ -19,6 +19,14 @@ What each mode sees (torch 1.13; reference: torch-bridge.md):
     ops autocast wraps inside an unlisted one (native_layer_norm inside
     layer_norm), and the ops autograd runs in backward.
 
+What the program sees of it: nothing, as far as a mode allows.  A tensor
+subclass's own __torch_function__ runs only for the program's calls (the
+recording reads its tensors with it off); a program's wrapper in place of
+one of torch's Python functions (Tensor.backward = mine), which torch
+hands to the mode when it checks for overrides, runs once, as untraced
+(the mode runs torch's function); 1.13's Tensor.as_subclass, which no
+dispatch mode lets work, runs with the modes off.
+
 What the fallback cannot see that the observer sees:
   - threads it was not installed on: modes are per thread; threads started
     with threading.Thread after install() get them, threads that were
@@ -42,6 +50,8 @@ import os
 import sys
 import threading
 import types
+
+from ._layer import _recording_failed
 
 FORCE_VARIABLE = "AMPTRACE_TORCH_FALLBACK"
 
@@ -72,6 +82,13 @@ _DTYPE_METHODS = {"float": "float32", "double": "float64", "half": "float16",
 # off, as a mode's handler runs them (torch.save went through storage()
 # run with the mode on, and failed).  They run no op of the trace's.
 _WHOLE = frozenset({"Tensor.storage", "Tensor._typed_storage"})
+# Where torch's Python functions that call handle_torch_function live: a
+# program's wrapper in their place (Tensor.backward = mine) is looked up
+# by them at each call, and the mode must run torch's, not the wrapper.
+_OVERRIDABLE = ("torch._tensor", "torch.nn.functional", "torch.functional")
+# The files of the frames between such a function and the mode's handler
+# (this one, torch.overrides' handle_torch_function): set by install().
+_PASSING = set()
 
 
 def forced():
@@ -172,7 +189,8 @@ class _Function:
     """A Python-level callable as the function mode sees it: an ATen op
     (by name; the overload is found when it runs), a Python function to
     run with the mode on, or neither (property getters, size(), ...)."""
-    __slots__ = ("kind", "name", "schemas", "bypass", "dtype", "listed")
+    __slots__ = ("kind", "name", "schemas", "bypass", "dtype", "listed",
+                 "foreign")
 
     ATEN, PYTHON, OPAQUE = range(3)
 
@@ -192,6 +210,7 @@ class _Registry:
         self.flags = _Flags(torch)
         self.opaque = _Function()
         self.opaque.kind = _Function.OPAQUE
+        self.torch_functions = _torch_functions(torch)
 
     def op(self, func):
         """The _Op of an OpOverload; None for other namespaces (prims),
@@ -231,12 +250,14 @@ class _Registry:
     def _describe(self, func):
         f = _Function()
         f.dtype = f.listed = None
+        f.foreign = False
         if isinstance(func, types.FunctionType):
             if func.__qualname__ in _WHOLE:
                 f.kind = _Function.OPAQUE
                 return f
             f.kind = _Function.PYTHON
             f.bypass = _bypass(func)
+            f.foreign = func.__code__ not in self.torch_functions
             return f
         torch = self.torch
         if isinstance(func, torch._ops.OpOverload):
@@ -264,6 +285,20 @@ class _Registry:
         f.name, f.schemas = name, schemas
         return f
 
+    def standing_in(self, func, f):
+        """(function, _Function) the mode runs for a call of a Python
+        function that is not torch's: when torch's own function called the
+        mode with it (a wrapper the program put in its place, looked up at
+        each call), torch's; else the function itself."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename in _PASSING:
+            frame = frame.f_back
+        caller = frame.f_code if frame is not None else None
+        original = self.torch_functions.get(caller)
+        if caller is func.__code__ or original is None:
+            return func, f
+        return original, self.function(original)
+
     def resolve(self, f, args, kwargs, seen_op, seen_args=None):
         """(op, values) of a user-level call: its overload is the one that
         runs (seen_op, when it is this op and not a decomposition), else
@@ -286,6 +321,27 @@ class _Registry:
                 op = self.op_named(schema)
                 return op, op.values(bound, kwargs)
         return None, None
+
+
+def _code_file(function):
+    return function.__code__.co_filename
+
+
+def _torch_functions(torch):
+    """code -> function, of torch's Python functions that may hand a
+    program's wrapper of themselves to the mode (_OVERRIDABLE)."""
+    found = {}
+    for name in _OVERRIDABLE:
+        module = sys.modules.get(name)
+        spaces = [vars(module)] if module is not None else []
+        if name == "torch._tensor":
+            spaces.append(vars(torch.Tensor))
+        for space in spaces:
+            for value in list(space.values()):
+                if (isinstance(value, types.FunctionType) and
+                        (value.__module__ or "").startswith("torch")):
+                    found[value.__code__] = value
+    return found
 
 
 class _Flags:
@@ -366,6 +422,8 @@ class _Thread:
         self.node_floor = 0    # ... those of the backward running now
         self.unhooked = []     # (seq, outputs) whose nodes come later
         self.tensor_type = torch.Tensor
+        self.plain_types = (torch.Tensor, torch.nn.Parameter)
+        self.quiet = _quiet_type(torch)
         self.grad_enabled = torch.is_grad_enabled
         thread = self
 
@@ -406,6 +464,8 @@ class _Thread:
     # -------------------------------------------------- function mode
     def function(self, mode, func, args, kwargs):
         f = self.registry.function(func)
+        if f.kind == _Function.PYTHON and f.foreign:
+            func, f = self.registry.standing_in(func, f)
         if f.kind == _Function.PYTHON:
             if func in self.bypassing:  # its module checks some other way
                 return func(*args, **kwargs)
@@ -504,18 +564,28 @@ class _Thread:
             if isinstance(t, (tuple, list)):
                 self.hook_nodes(seq, t)
                 continue
-            node = t.grad_fn if isinstance(t, self.tensor_type) else None
+            node = self.grad_fn(t) if isinstance(t, self.tensor_type) \
+                else None
             if node is None or "amptrace" in node.metadata:
                 continue
             node.metadata["amptrace"] = seq
-            node.register_prehook(functools.partial(_node_begins, seq))
+            node.register_prehook(functools.partial(
+                _node_begins, seq, type(node).__name__))
             for following, _ in node.next_functions:
                 if (following is not None and
                         type(following).__name__ == "AccumulateGrad" and
                         "amptrace" not in following.metadata):
                     following.metadata["amptrace"] = -1
                     following.register_prehook(
-                        functools.partial(_node_begins, -1))
+                        functools.partial(_node_begins, -1,
+                                          "AccumulateGrad"))
+
+    def grad_fn(self, t):
+        """t.grad_fn, without running a subclass's __torch_function__."""
+        if type(t) in self.plain_types:
+            return t.grad_fn
+        with self.quiet():
+            return t.grad_fn
 
     # -------------------------------------------------- dispatch mode
     def dispatch(self, func, args, kwargs):
@@ -524,7 +594,7 @@ class _Thread:
             return self.top_level(func, args, kwargs)
         if not frame.started:
             if (frame.wraps and func is self.registry.to_copy and
-                    any(args[0] is a for a in frame.args)):
+                    _holds(frame.args, args[0])):
                 result = func(*args, **kwargs)
                 frame.pending.append((args[0], result))
                 return result
@@ -646,12 +716,19 @@ class _Thread:
         return want
 
 
-def _node_begins(seq, grad_outputs):
+def _holds(args, tensor):
+    """`tensor` is one of the call's arguments, or an element of a list
+    argument (cat, stack: autocast casts those too)."""
+    return any(a is tensor or (isinstance(a, (list, tuple)) and
+                               any(x is tensor for x in a)) for a in args)
+
+
+def _node_begins(seq, name, grad_outputs):
     """An autograd node runs: the one before it on this thread ended."""
     thread = getattr(_local, "thread", None)
     if thread is not None:
         _nodes_end(thread, thread.node_floor)
-        if _guarded(_registry.bridge.fallback_node, seq) is not None:
+        if _guarded(_registry.bridge.fallback_node, seq, name) is not None:
             thread.open_nodes += 1
 
 
@@ -669,17 +746,6 @@ def _guarded(fn, *args):
     except Exception as e:
         _recording_failed(e)
         return None
-
-
-_failed = []
-
-
-def _recording_failed(error):
-    """Recording never breaks the program: said once, then it goes on."""
-    if not _failed:
-        _failed.append(error)
-        sys.stderr.write("amptrace: recording error (the program is not "
-                         "affected): %r\n" % (error,))
 
 
 _registry = None
@@ -791,6 +857,36 @@ def _wrap_backward(torch):
     autograd.grad = wrap(autograd.grad)
 
 
+def _quiet_type(torch):
+    """The context under which reading a tensor subclass's attributes runs
+    none of its __torch_function__ (2.x; 1.13 has only the one that turns
+    every override off)."""
+    return getattr(torch._C, "DisableTorchFunctionSubclass", None) or \
+        torch._C.DisableTorchFunction
+
+
+def _wrap_as_subclass(torch):
+    """torch 1.13's Tensor.as_subclass fails under any dispatch mode (its
+    alias comes back with a Python object already: "the raw Tensor object
+    is already associated to a python object of type Tensor"): where it
+    does, it runs with the modes off, as it would untraced."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passing(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class Probe(torch.Tensor):
+        pass
+
+    try:
+        with Passing():
+            torch.empty(0).as_subclass(Probe)
+    except RuntimeError:
+        torch.Tensor.as_subclass = _without_modes(torch.Tensor.as_subclass,
+                                                  True)
+
+
 def _wrap_jit_trace(torch):
     """torch 1.13's trace checker fails under a dispatch mode (it hands a
     traced constant to aten::view): what torch.jit.trace runs is not
@@ -812,8 +908,13 @@ def install(torch=None, bridge=None, reason=None):
         from . import _bridge as bridge
     if _registry is not None:
         return
+    import torch.overrides
+    _PASSING.update({_code_file(_Thread.function), torch.overrides.__file__})
     bridge.fallback_init(torch._C._TensorBase,
-                         [(getattr(torch, t), name) for t, name in _DTYPES])
+                         [(getattr(torch, t), name) for t, name in _DTYPES],
+                         (torch.Tensor, torch.nn.Parameter),
+                         torch._C._disabled_torch_function_impl,
+                         _quiet_type(torch))
     _registry = _Registry(torch, bridge)
     if reason is None:
         reason = ("%s=1" % FORCE_VARIABLE if forced()
@@ -826,4 +927,5 @@ def install(torch=None, bridge=None, reason=None):
     _wrap_threads()
     _wrap_backward(torch)
     _wrap_jit_trace(torch)
+    _wrap_as_subclass(torch)
     _enter_thread()

@@ -16,8 +16,8 @@ import sys
 import tempfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCES = ("observer.cpp", "observer.h", "amp.h", "amp_autograd.h",
-            "amp_train.h")
+_SOURCES = ("observer.cpp", "observer.h", "producer_event.h",
+            "producer_keys.h", "amp.h", "amp_autograd.h", "amp_train.h")
 
 
 class Unavailable(Exception):
@@ -72,7 +72,7 @@ def _command(torch, compiler, src, out):
 
 def _build(torch, src, target):
     """Builds into `target`: under a lock (a DataLoader's workers may all
-    start at once), into a temporary file renamed into place, so a
+    start at once), in a directory of its own renamed into place, so a
     half-written library is never loaded."""
     try:
         _build_locked(torch, src, target)
@@ -81,25 +81,63 @@ def _build(torch, src, target):
                           % (os.path.dirname(target), e)) from None
 
 
+# The compiler runs in a process group of its own under this shell, which
+# ends the whole group (the driver, cc1plus, as, ld) when the process that
+# builds dies, even by SIGKILL: the watcher reads a pipe whose only writer
+# is that process, so its end is the pipe's end.
+_GUARDED = ('"$@" & compiler=$!; '
+            '(read _ <&%d; kill -TERM -$$) & watcher=$!; '
+            'wait $compiler; status=$?; kill $watcher 2>/dev/null; '
+            'exit $status')
+
+
+def _run_guarded(cmd):
+    read_end, write_end = os.pipe()
+    try:
+        return subprocess.run(["/bin/sh", "-c", _GUARDED % read_end, "sh"]
+                              + cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True,
+                              stdin=subprocess.DEVNULL, pass_fds=(read_end,),
+                              start_new_session=True)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _sweep(directory):
+    """Leftovers of builds that died (the lock is held: none runs now):
+    their build directories, and the temporary libraries of earlier
+    amptrace versions."""
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        if name.startswith("build-") and os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif name.startswith("tmp") and name.endswith(".so"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
 def _build_locked(torch, src, target):
     import fcntl
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    directory = os.path.dirname(target)
+    os.makedirs(directory, exist_ok=True)
     with open(target + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.isfile(target):
             return
+        _sweep(directory)
         compiler = _compiler()
-        fd, tmp = tempfile.mkstemp(suffix=".so",
-                                   dir=os.path.dirname(target))
-        os.close(fd)
-        cmd = _command(torch, compiler, src, tmp)
+        work = tempfile.mkdtemp(prefix="build-", dir=directory)
+        built = os.path.join(work, "_observer.so")
+        cmd = _command(torch, compiler, src, built)
         sys.stderr.write("amptrace: building the PyTorch observer for torch "
                          "%s (once; cached in %s)\n"
-                         % (torch.__version__, os.path.dirname(target)))
+                         % (torch.__version__, directory))
         sys.stderr.flush()
         try:
-            done = subprocess.run(cmd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
+            done = _run_guarded(cmd)
             if done.returncode != 0:
                 log = target + ".log"
                 with open(log, "w") as f:
@@ -109,10 +147,9 @@ def _build_locked(torch, src, target):
                 raise Unavailable("building the observer for torch %s failed "
                                   "(%s; the whole log: %s)"
                                   % (torch.__version__, first.strip(), log))
-            os.replace(tmp, target)
+            os.replace(built, target)
         finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def path(torch):
@@ -139,13 +176,15 @@ def load(torch, bridge):
 
 def cuda_module():
     """libamp's CUDA module (kernel timing), next to this package in the
-    build tree (build/kernels) or installed (PREFIX/lib); "" if none."""
+    build tree (build/kernels), installed (PREFIX/lib), or in the package
+    (pip: _run/); "" if none."""
     env = os.environ.get("AMP_CUDA_MODULE")
     if env:
         return env
     top = os.path.normpath(os.path.join(_HERE, "..", "..", ".."))
     for candidate in (os.path.join(top, "kernels", "libamp_cuda.so"),
-                      os.path.join(top, "libamp_cuda.so")):
+                      os.path.join(top, "libamp_cuda.so"),
+                      os.path.join(_HERE, "_run", "libamp_cuda.so")):
         if os.path.isfile(candidate):
             return candidate
     return ""

@@ -7,7 +7,9 @@
 
 #include "amp_policy.h"
 #include "events.h"
+#include "producer_event.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,9 +17,9 @@
 #define MAX_TENSORS 255 /* what one raw record holds (raw_schema.h) */
 
 struct open_op {
-	struct amp_op_event event;     /* as BEGIN said it */
+	struct producer_op event;      /* as BEGIN said it */
 	char *name;                    /* owns event.op */
-	struct amp_tensor_info *inputs;
+	struct producer_tensor *inputs;
 	uint64_t previous_parent;      /* restored at the end */
 };
 
@@ -36,25 +38,27 @@ static struct compiled_thread *compiled_thread(void)
 	return thread;
 }
 
-static int phase_of(const char *name, enum amp_phase *out)
+static int phase_of(const char *name, uint8_t *out)
 {
 	for (int p = 0; p < AMP_PHASE_COUNT; p++)
 		if (!strcmp(name, amp_phase_name((enum amp_phase)p))) {
-			*out = (enum amp_phase)p;
+			*out = (uint8_t)p;
 			return 0;
 		}
 	PyErr_Format(PyExc_ValueError, "unknown phase %s", name);
 	return -1;
 }
 
-static int dtype_of(const char *name, enum amp_dtype *out)
+/* The dtype's code (the producer's names are libamp's). */
+static uint8_t dtype_of(const char *name)
 {
-	if (amp_dtype_from_name(name, out) == 0)
-		return 0;
+	enum amp_dtype dtype;
+
+	if (amp_dtype_from_name(name, &dtype) == 0)
+		return (uint8_t)dtype;
 	/* libamp has no 8/16-bit integers: the nearest type autocast treats
 	 * the same way (never cast), as the observer does */
-	*out = AMP_DTYPE_I32;
-	return 0;
+	return AMP_DTYPE_I32;
 }
 
 static int device_of(const char *name, enum amp_device_type *out)
@@ -65,24 +69,44 @@ static int device_of(const char *name, enum amp_device_type *out)
 	return -1;
 }
 
-/* (enabled, device, dtype) -> the state an op or a cast records. */
-static int autocast_of(PyObject *state, struct amp_autocast_info *out)
+/* (enabled, device, dtype) -> the state an op records. */
+static int autocast_of(PyObject *state, struct producer_autocast *out)
+{
+	int enabled, depth;
+	const char *device_name, *dtype;
+	enum amp_device_type device;
+
+	if (!PyArg_ParseTuple(state, "pss", &enabled, &device_name, &dtype) ||
+	    device_of(device_name, &device) != 0)
+		return -1;
+	*out = (struct producer_autocast){ .enabled = enabled,
+					   .device = (uint8_t)device,
+					   .dtype = dtype_of(dtype) };
+	events_regions(&depth, &out->scope);
+	out->depth = depth;
+	return 0;
+}
+
+/* (enabled, device, dtype) -> "autocast(cpu, bf16)", "autocast(cpu, off)"
+ * into buf: the state a compiled graph's cast was traced under, named as
+ * the trace names an unnamed region (FORMAT.md §3.4). */
+static int traced_under(PyObject *state, char *buf, size_t size)
 {
 	int enabled;
-	const char *device, *dtype;
+	const char *device_name, *dtype;
+	enum amp_device_type device;
 
-	if (!PyArg_ParseTuple(state, "pss", &enabled, &device, &dtype))
+	if (!PyArg_ParseTuple(state, "pss", &enabled, &device_name, &dtype) ||
+	    device_of(device_name, &device) != 0)
 		return -1;
-	*out = (struct amp_autocast_info){ .enabled = enabled };
-	if (device_of(device, &out->device) != 0 ||
-	    dtype_of(dtype, &out->dtype) != 0)
-		return -1;
-	events_regions(&out->depth, &out->scope);
+	snprintf(buf, size, "autocast(%s, %s)", amp_device_type_name(device),
+		 enabled ? amp_dtype_name((enum amp_dtype)dtype_of(dtype))
+			 : "off");
 	return 0;
 }
 
 /* (tensor, dtype, shape, requires_grad, is_leaf) -> its description. */
-static int tensor_of(PyObject *item, struct amp_tensor_info *out)
+static int tensor_of(PyObject *item, struct producer_tensor *out)
 {
 	PyObject *tensor, *shape;
 	const char *dtype;
@@ -94,11 +118,15 @@ static int tensor_of(PyObject *item, struct amp_tensor_info *out)
 	Py_ssize_t ndim = PySequence_Size(shape);
 	if (ndim < 0)
 		return -1;
-	*out = (struct amp_tensor_info){
-		.requires_grad = requires_grad, .is_leaf = is_leaf,
-		.ndim = ndim > AMP_MAX_DIMS ? AMP_MAX_DIMS : (int)ndim,
+	*out = (struct producer_tensor){
+		.flags = (uint8_t)((requires_grad
+					    ? PRODUCER_TENSOR_REQUIRES_GRAD
+					    : 0u) |
+				   (is_leaf ? PRODUCER_TENSOR_LEAF : 0u)),
+		.ndim = (uint8_t)(ndim > PRODUCER_MAX_DIMS ? PRODUCER_MAX_DIMS
+							   : ndim),
+		.dtype = dtype_of(dtype),
 	};
-	dtype_of(dtype, &out->dtype);
 	for (int d = 0; d < out->ndim; d++) {
 		PyObject *size = PySequence_GetItem(shape, d);
 		out->shape[d] = size ? PyLong_AsLongLong(size) : 0;
@@ -111,10 +139,10 @@ static int tensor_of(PyObject *item, struct amp_tensor_info *out)
 }
 
 /* A list of tensor tuples -> a malloc'd array (NULL and 0 when empty). */
-static struct amp_tensor_info *tensors_of(PyObject *list, int *count)
+static struct producer_tensor *tensors_of(PyObject *list, int32_t *count)
 {
 	Py_ssize_t n = PySequence_Size(list);
-	struct amp_tensor_info *out;
+	struct producer_tensor *out;
 
 	*count = 0;
 	if (n < 0)
@@ -137,7 +165,7 @@ static struct amp_tensor_info *tensors_of(PyObject *list, int *count)
 			return NULL;
 		}
 	}
-	*count = (int)n;
+	*count = (int32_t)n;
 	return out;
 }
 
@@ -150,6 +178,14 @@ PyObject *compiled_py_ignore(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "p", &on))
 		return NULL;
 	return PyBool_FromLong(events_set_ignoring(on));
+}
+
+/* compiled_phase() -> this thread's phase outside autograd's nodes */
+PyObject *compiled_py_phase(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyUnicode_FromString(amp_phase_name(events_phase()));
 }
 
 /* compiled_now() -> the trace clock's time, in ns */
@@ -184,7 +220,7 @@ PyObject *compiled_py_begin(PyObject *self, PyObject *args)
 	}
 	struct open_op *o = &t->ops[t->nops];
 	*o = (struct open_op){ .name = strdup(name) };
-	struct amp_op_event *e = &o->event;
+	struct producer_op *e = &o->event;
 	if (!o->name || phase_of(phase, &e->phase) != 0 ||
 	    autocast_of(state, &e->autocast) != 0)
 		goto fail;
@@ -194,15 +230,15 @@ PyObject *compiled_py_begin(PyObject *self, PyObject *args)
 	e->op_id = events_new_op_id();
 	e->op = o->name;
 	e->overload = "";
-	e->graph_id = graph;
+	e->graph = graph;
 	e->forward_op_id = forward;
 	e->device = e->autocast.device;
 	e->inputs = o->inputs;
 	e->policy = AMP_POLICY_NONE;
 	o->previous_parent = parent ? events_set_compiled_parent(e->op_id)
 				    : UINT64_MAX;
-	struct amp_event begin = { .kind = AMP_EVENT_OP_BEGIN,
-				   .time_ns = begin_ns, .op = *e };
+	struct producer_event begin = { .kind = PRODUCER_OP_BEGIN,
+					.time_ns = begin_ns, .op = *e };
 	events_emit(&begin);
 	e->begin_ns = begin.time_ns;
 	t->nops++;
@@ -219,7 +255,7 @@ fail:
 static void close_op(struct open_op *o, PyObject *tensors, const char *error,
 		     const char *name, uint64_t graph)
 {
-	struct amp_event end = { .kind = AMP_EVENT_OP_END, .op = o->event };
+	struct producer_event end = { .kind = PRODUCER_OP_END, .op = o->event };
 
 	if (tensors)
 		end.op.outputs = tensors_of(tensors, &end.op.noutputs);
@@ -227,7 +263,7 @@ static void close_op(struct open_op *o, PyObject *tensors, const char *error,
 	if (name)
 		end.op.op = name;
 	if (graph)
-		end.op.graph_id = graph;
+		end.op.graph = graph;
 	if (error) {
 		end.op.status = AMP_ERR_INVALID;
 		end.op.error = error;
@@ -283,33 +319,36 @@ PyObject *compiled_py_cast(PyObject *self, PyObject *args)
 	const char *phase, *made_by, *op, *feeds, *source, *module, *class_;
 	const char *from, *to, *reason;
 	int arg;
+	uint8_t part;
+	char state_name[64];
 	PyObject *shape, *state;
-	struct amp_event e = { .kind = AMP_EVENT_CAST };
-	struct amp_cast_event *c = &e.cast;
+	struct producer_event e = { .kind = PRODUCER_CAST };
+	struct producer_cast *c = &e.cast;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "K(KssszzzzssiOsO)", &op_id, &graph, &phase,
 			      &made_by, &op, &feeds, &source, &module, &class_,
 			      &from, &to, &arg, &shape, &reason, &state))
 		return NULL;
-	*c = (struct amp_cast_event){
-		.op_id = op_id, .arg = arg, .cache = AMP_CACHE_UNCACHEABLE,
-		.reason = reason, .is_compiled = true,
-		.compiled = { .graph_id = graph, .made_by = made_by, .op = op,
-			      .feeds = feeds, .source = source,
-			      .module = module, .module_class = class_ },
-	};
-	if (phase_of(phase, &c->compiled.phase) != 0 ||
-	    autocast_of(state, &c->compiled.autocast) != 0)
+	if (phase_of(phase, &part) != 0 ||
+	    traced_under(state, state_name, sizeof state_name) != 0)
 		return NULL;
-	dtype_of(from, &c->from);
-	dtype_of(to, &c->to);
+	*c = (struct producer_cast){
+		.op_id = op_id, .arg = arg, .cache = AMP_CACHE_UNCACHEABLE,
+		.reason = reason, .origin = "compiled", .graph = graph,
+		.graph_phase = amp_phase_name((enum amp_phase)part),
+		.graph_op = op, .feeds = feeds, .made_by = made_by,
+		.source_line = source, .module = module,
+		.module_class = class_, .traced_under = state_name,
+		.from = dtype_of(from), .to = dtype_of(to),
+	};
 	Py_ssize_t ndim = PySequence_Size(shape);
 	if (ndim < 0)
 		return NULL;
 	c->source.dtype = c->from;
 	c->result.dtype = c->to;
-	c->source.ndim = ndim > AMP_MAX_DIMS ? AMP_MAX_DIMS : (int)ndim;
+	c->source.ndim = (uint8_t)(ndim > PRODUCER_MAX_DIMS ? PRODUCER_MAX_DIMS
+							    : ndim);
 	size_t numel = 1;
 	for (int d = 0; d < c->source.ndim; d++) {
 		PyObject *size = PySequence_GetItem(shape, d);
@@ -321,7 +360,7 @@ PyObject *compiled_py_cast(PyObject *self, PyObject *args)
 		return NULL;
 	c->result.ndim = c->source.ndim;
 	memcpy(c->result.shape, c->source.shape, sizeof c->source.shape);
-	c->bytes = numel * amp_dtype_size(c->to);
+	c->bytes = numel * amp_dtype_size((enum amp_dtype)c->to);
 	events_emit(&e);
 	Py_RETURN_NONE;
 }
@@ -331,13 +370,13 @@ PyObject *compiled_py_diag(PyObject *self, PyObject *args)
 {
 	const char *kind, *message;
 	unsigned long long op_id;
-	struct amp_event e = { .kind = AMP_EVENT_DIAG };
+	struct producer_event e = { .kind = PRODUCER_DIAG };
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "ssK", &kind, &message, &op_id))
 		return NULL;
-	e.diag = (struct amp_diag_event){ .kind = kind, .message = message,
-					  .op_id = op_id };
+	e.diag = (struct producer_diag){ .kind = kind, .message = message,
+					 .op_id = op_id };
 	events_emit(&e);
 	Py_RETURN_NONE;
 }
@@ -373,6 +412,7 @@ PyObject *compiled_py_plan(PyObject *self, PyObject *args)
 	enum amp_device_type device;
 	enum amp_dtype lp;
 	struct amp_plan_arg plan_args[AMP_PLAN_MAX_ARGS];
+
 	static struct amp_plan plan; /* ~2 KiB; the GIL is held */
 
 	(void)self;
@@ -381,7 +421,7 @@ PyObject *compiled_py_plan(PyObject *self, PyObject *args)
 		return NULL;
 	if (device_of(device_name, &device) != 0)
 		return NULL;
-	dtype_of(lp_name, &lp);
+	lp = (enum amp_dtype)dtype_of(lp_name);
 	const struct amp_policy_row *row = any_overload(device, op, overload);
 	if (!row)
 		Py_RETURN_NONE;
@@ -402,7 +442,7 @@ PyObject *compiled_py_plan(PyObject *self, PyObject *args)
 			a->defined = true;
 			a->requires_grad = requires_grad;
 			a->is_leaf = is_leaf;
-			dtype_of(dtype, &a->dtype);
+			a->dtype = (enum amp_dtype)dtype_of(dtype);
 		} else if (item == Py_None) {
 			a->optional = true;
 		}

@@ -20,6 +20,7 @@ uint64_t bridge_tensor_id(PyObject *tensor, const char **name);
 
 PyObject *compiled_py_ignore(PyObject *self, PyObject *args);
 PyObject *compiled_py_now(PyObject *self, PyObject *unused);
+PyObject *compiled_py_phase(PyObject *self, PyObject *unused);
 PyObject *compiled_py_begin(PyObject *self, PyObject *args);
 PyObject *compiled_py_end(PyObject *self, PyObject *args);
 PyObject *compiled_py_cast(PyObject *self, PyObject *args);
@@ -32,6 +33,9 @@ PyObject *compiled_py_link(PyObject *self, PyObject *args);
 	  "compiled_ignore(on) -> previous: this thread's ops unrecorded" }, \
 	{ "compiled_now", compiled_py_now, METH_NOARGS, \
 	  "compiled_now() -> the trace clock, ns" }, \
+	{ "compiled_phase", compiled_py_phase, METH_NOARGS, \
+	  "compiled_phase() -> this thread's phase (forward, optimizer, " \
+	  "backward)" }, \
 	{ "compiled_begin", compiled_py_begin, METH_VARARGS, \
 	  "compiled_begin(name, graph, phase, forward_op_id, tensors, " \
 	  "autocast, parent, begin_ns) -> op_id" }, \

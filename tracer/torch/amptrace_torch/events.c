@@ -18,12 +18,23 @@
  *     its own (parent_op_id), since autocast wraps it too;
  *   - ops inside an autograd node are backward ops, linked to the forward
  *     op through the node's sequence number;
+ *   - a custom autograd Function (its apply, a call named after its class,
+ *     and its backward node, "<class>Backward") is an op too, whose ops
+ *     are ops of their own (parent_op_id): its forward and backward are
+ *     Python code; the casts custom_fwd(cast_inputs=) makes of its inputs
+ *     (the Python layer says when: events_custom_casts) are its casts,
+ *     origin custom_fwd;
+ *   - in backward, a `to` that changes a gradient's dtype inside the
+ *     backward of a cast (ToCopyBackward0), or that the engine makes after
+ *     a node (validate_outputs: a gradient cast to the dtype of the forward
+ *     input it flows to), is a cast of that op too, origin autograd;
  *   - anything else nested is the op's implementation and is not shown.
  * The cast cache is per thread in torch 1.13, and so is the record of the
  * casts made (for stale hits), cleared when the region nesting drops to 0. */
 #include "events.h"
 
 #include "amp_policy.h"
+#include "fallback.h"
 #include "gpu.h"
 #include "producer.h"
 
@@ -36,6 +47,7 @@
 #define MAX_FRAMES 512
 #define MAX_OPS 16
 #define MAX_SCOPES 32
+#define MAX_MODULES 128
 #define LINK_SLOTS 8192
 
 enum role {
@@ -49,9 +61,13 @@ enum role {
 
 struct op_record {
 	uint64_t op_id;
+	int module;            /* its module's handle (0: none) */
 	uint64_t begin_ns;
 	struct obs_op *op;
-	struct amp_op_event event;
+	/* a backward `to` that is autograd's cast: why (else NULL) */
+	const char *gradient_cast;
+	bool function;         /* a custom autograd Function's (no plan) */
+	struct producer_op event;
 	struct amp_plan plan;
 	bool autocast_wraps;   /* the plan applies: casts and an inner call */
 	bool grad_enabled;
@@ -69,6 +85,11 @@ struct frame {
 	enum role role;
 	int record;            /* ROLE_OP: its op_record; else the owner's */
 	uint64_t backward_of;  /* ROLE_BACKWARD: the forward op (0 unknown) */
+	int backward_module;   /* ROLE_BACKWARD: that op's module (0: none) */
+	const struct obs_op *op; /* ROLE_BACKWARD: the node (its name) */
+	/* ROLE_OP of a custom autograd Function: its ops are ops of their
+	 * own; `backward`: its backward node */
+	bool function, backward;
 };
 
 struct cache_entry {
@@ -90,7 +111,11 @@ struct thread_state {
 	int depth;             /* autocast nesting, set by the Python layer */
 	const char *scopes[MAX_SCOPES];
 	int nscopes;
-	struct { int64_t seq; uint64_t op_id; } links[LINK_SLOTS];
+	struct { int64_t seq; uint64_t op_id; int module; } links[LINK_SLOTS];
+	/* the modules whose forward runs here, innermost last (handles,
+	 * events_module_name); beyond MAX_MODULES only counted */
+	int modules[MAX_MODULES];
+	int nmodules;
 	struct cache_entry *cache;
 	size_t cache_slots, cache_used, cache_bytes;
 	/* the last op that ended here, when it failed: its exception may
@@ -98,6 +123,7 @@ struct thread_state {
 	uint64_t failed_op_id;
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
+	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
 	/* torch.compile (compiled.c): while a graph is compiled its ops
 	 * run on fake tensors and are none of the program's; the op of the
 	 * compiled call running here, the parent of the ops it runs */
@@ -186,7 +212,7 @@ static void args_copy(struct obs_args *dst, const struct obs_args *src)
 
 /* ------------------------------------------------------------ emitting */
 
-static void emit(struct amp_event *e)
+static void emit(struct producer_event *e)
 {
 	e->thread = amp_thread_number();
 	if (!e->time_ns)
@@ -194,18 +220,23 @@ static void emit(struct amp_event *e)
 	producer_emit(e);
 }
 
-static void link_forward(struct thread_state *s, int64_t seq, uint64_t op_id)
+static void link_forward(struct thread_state *s, int64_t seq, uint64_t op_id,
+			 int module)
 {
 	if (seq < 0 || s->phase != AMP_PHASE_FORWARD)
 		return;
 	s->links[seq % LINK_SLOTS].seq = seq;
 	s->links[seq % LINK_SLOTS].op_id = op_id;
+	s->links[seq % LINK_SLOTS].module = module;
 }
 
-static uint64_t forward_of(struct thread_state *s, int64_t seq)
+/* The forward op of autograd sequence number seq, and its module. */
+static uint64_t forward_of(struct thread_state *s, int64_t seq, int *module)
 {
+	*module = 0;
 	if (seq < 0 || s->links[seq % LINK_SLOTS].seq != seq)
 		return 0;
+	*module = s->links[seq % LINK_SLOTS].module;
 	return s->links[seq % LINK_SLOTS].op_id;
 }
 
@@ -229,19 +260,21 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 	int n = r->inputs.ntensors;
 
 	for (int i = 0; i < n; i++) {
-		const struct amp_tensor_info *t = &r->inputs.tensors[i];
+		const struct producer_tensor *t = &r->inputs.tensors[i];
 		if (t->id && t->device == AMP_DEVICE_CUDA) {
 			device = AMP_DEVICE_CUDA;
 			break;
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		const struct amp_tensor_info *t = &r->inputs.tensors[i];
+		const struct producer_tensor *t = &r->inputs.tensors[i];
 		args[i] = (struct amp_plan_arg){
 			.defined = t->id != 0, .optional = r->inputs.optional[i],
-			.dtype = t->dtype, .device = t->device,
-			.requires_grad = t->requires_grad, .is_leaf = t->is_leaf,
-			.is_view = t->is_view,
+			.dtype = (enum amp_dtype)t->dtype,
+			.device = (enum amp_device_type)t->device,
+			.requires_grad = t->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
+			.is_leaf = t->flags & PRODUCER_TENSOR_LEAF,
+			.is_view = t->flags & PRODUCER_TENSOR_VIEW,
 		};
 	}
 	const struct amp_policy_row *row = policy_row(r->op, device);
@@ -261,34 +294,40 @@ static void plan_op(struct op_record *r, const struct obs_autocast *ac)
 	r->autocast_wraps = ac->enabled[device] && row &&
 			    r->plan.status == AMP_OK;
 	r->grad_enabled = ac->grad_enabled;
-	r->event.policy = r->plan.policy;
-	r->event.device = device;
-	r->event.autocast = (struct amp_autocast_info){
-		.enabled = ac->enabled[device], .device = device,
-		.dtype = ac->dtype[device], .cache_enabled = ac->cache_enabled,
+	r->event.policy = (uint8_t)r->plan.policy;
+	r->event.device = (uint8_t)device;
+	r->event.autocast = (struct producer_autocast){
+		.enabled = ac->enabled[device], .device = (uint8_t)device,
+		.dtype = (uint8_t)ac->dtype[device],
+		.cache_enabled = ac->cache_enabled,
 	};
 }
 
 static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
-		      const struct amp_tensor_info *result,
+		      const struct producer_tensor *result,
 		      enum amp_cache_result cache, const char *reason,
-		      bool stale, uint64_t begin_ns)
+		      bool stale, uint64_t begin_ns, const char *origin)
 {
-	struct amp_event e = { .kind = AMP_EVENT_CAST };
-	const struct amp_tensor_info *source = &r->inputs.tensors[arg];
+	struct producer_event e = { .kind = PRODUCER_CAST };
+	const struct producer_tensor *source = &r->inputs.tensors[arg];
 	size_t numel = 1;
 
 	for (int d = 0; d < result->ndim; d++)
 		numel *= (size_t)result->shape[d];
-	e.cast = (struct amp_cast_event){
+	e.cast = (struct producer_cast){
 		.op_id = r->op_id, .arg = arg, .source = *source,
 		.result = *result, .from = source->dtype, .to = result->dtype,
-		.cache = cache, .reason = reason, .stale = stale,
-		.bytes = cache == AMP_CACHE_HIT ? 0
-						: numel * amp_dtype_size(result->dtype),
+		.cache = (uint8_t)cache, .reason = reason, .stale = stale,
+		.bytes = cache == AMP_CACHE_HIT
+				 ? 0
+				 : numel * amp_dtype_size((enum amp_dtype)
+								  result->dtype),
 		.begin_ns = begin_ns,
+		.module = r->event.module, .module_class = r->event.module_class,
+		.origin = origin,
 	};
-	/* Recorded before the event, which carries the cache's size. */
+	/* Recorded before the event, which carries the cache's size after
+	 * the miss (the counter FORMAT.md §3.5 promises after each). */
 	if (cache == AMP_CACHE_MISS) {
 		struct cache_entry *c = cache_find(s, result->id, true);
 		if (c) {
@@ -301,6 +340,9 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 						   !events_cache_keeps_grad() };
 			s->cache_bytes += e.cast.bytes;
 		}
+		e.cast.cache_counted = true;
+		e.cast.cache_entries = s->cache_used;
+		e.cast.cache_bytes = s->cache_bytes;
 	}
 	emit(&e);
 }
@@ -313,7 +355,7 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 							 : r->inputs.ntensors;
 	for (int i = 0; i < n; i++) {
 		const struct amp_plan_cast *pc = &r->plan.casts[i];
-		const struct amp_tensor_info *got = &r->inner.tensors[i];
+		const struct producer_tensor *got = &r->inner.tensors[i];
 		/* Only a cacheable cast can come from the cache; a planned
 		 * cast torch did not make (its table differs from ours) is
 		 * no cast at all. */
@@ -333,9 +375,156 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 			  : gradless ? "cached cast made under no_grad reused "
 				       "with grad on: it does not require grad"
 				     : "cached cast reused",
-			  stale, amp_now_ns());
+			  stale, amp_now_ns(), NULL);
 		r->matched[i] = true;
 	}
+}
+
+/* ----------------------------------------- custom autograd Functions */
+
+/* The class names of the program's custom autograd Functions, as the
+ * Python layer makes them known (events_custom_function): an apply is a
+ * call of that name, its backward node "<name>Backward".  Read once per
+ * name and thread (obs_op keeps the answer). */
+static pthread_mutex_t functions_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **function_names;
+static size_t nfunction_names;
+
+static bool is_custom_function(const char *name, size_t length)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&functions_lock);
+	for (size_t i = 0; i < nfunction_names && !found; i++)
+		found = strlen(function_names[i]) == length &&
+			!strncmp(function_names[i], name, length);
+	pthread_mutex_unlock(&functions_lock);
+	return found;
+}
+
+void events_custom_function(const char *name)
+{
+	if (is_custom_function(name, strlen(name)))
+		return;
+	pthread_mutex_lock(&functions_lock);
+	char **grown = realloc(function_names,
+			       (nfunction_names + 1) * sizeof *grown);
+	char *copy = strdup(name);
+	if (grown)
+		function_names = grown;
+	if (grown && copy)
+		function_names[nfunction_names++] = copy;
+	else
+		free(copy);
+	pthread_mutex_unlock(&functions_lock);
+}
+
+static void classify(struct obs_op *op)
+{
+	static const char backward[] = "Backward";
+	size_t n = strlen(op->op), suffix = sizeof backward - 1;
+
+	op->conversion = op->aten && (!strcmp(op->op, "to") ||
+				      !strcmp(op->op, "_to_copy"));
+	op->custom_function = !op->aten && !op->backward_node &&
+			      is_custom_function(op->op, n);
+	op->custom_backward = op->backward_node && n > suffix &&
+			      !strcmp(op->op + n - suffix, backward) &&
+			      is_custom_function(op->op, n - suffix);
+	op->kind_ready = true;
+}
+
+/* --------------------------------------------------------- the modules */
+
+/* Module names by handle (events_module_name), in chunks that never
+ * move: ops on any thread read them while another thread adds one. */
+#define MODULE_CHUNK 1024
+#define MODULE_CHUNKS 1024
+struct module_name {
+	char *path, *class_name;
+};
+static struct module_name *module_chunks[MODULE_CHUNKS];
+static _Atomic int module_count;
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int events_module_name(const char *path, const char *class_name)
+{
+	pthread_mutex_lock(&module_lock);
+	int n = atomic_load(&module_count);
+	struct module_name **chunk = &module_chunks[n / MODULE_CHUNK];
+	if (n >= MODULE_CHUNK * MODULE_CHUNKS ||
+	    (!*chunk && !(*chunk = calloc(MODULE_CHUNK, sizeof **chunk)))) {
+		pthread_mutex_unlock(&module_lock);
+		return 0;
+	}
+	struct module_name *name = &(*chunk)[n % MODULE_CHUNK];
+	name->path = strdup(path);
+	name->class_name = strdup(class_name);
+	atomic_store(&module_count, n + 1);
+	pthread_mutex_unlock(&module_lock);
+	return name->path && name->class_name ? n + 1 : 0;
+}
+
+/* Handle `module`'s names, or NULLs for 0 (none). */
+static void module_names(int module, const char **path,
+			 const char **class_name)
+{
+	*path = *class_name = NULL;
+	if (module <= 0 || module > atomic_load(&module_count))
+		return;
+	const struct module_name *name =
+		&module_chunks[(module - 1) / MODULE_CHUNK][(module - 1) % MODULE_CHUNK];
+	*path = name->path;
+	*class_name = name->class_name;
+}
+
+void events_module_enter(int module)
+{
+	struct thread_state *s = thread_state();
+
+	/* a module entered again: its earlier forward raised (no hook
+	 * popped it) */
+	for (int i = s->nmodules < MAX_MODULES ? s->nmodules : MAX_MODULES;
+	     i-- > 0;)
+		if (s->modules[i] == module) {
+			s->nmodules = i;
+			break;
+		}
+	if (s->nmodules < MAX_MODULES)
+		s->modules[s->nmodules] = module;
+	s->nmodules++;
+}
+
+void events_module_exit(int module)
+{
+	struct thread_state *s = thread_state();
+
+	if (s->nmodules > MAX_MODULES) {
+		s->nmodules--;
+		return;
+	}
+	/* down to it: modules inside it whose forward raised go too */
+	for (int i = s->nmodules; i-- > 0;)
+		if (s->modules[i] == module) {
+			s->nmodules = i;
+			return;
+		}
+}
+
+int events_module_depth(void)
+{
+	return thread_state()->nmodules;
+}
+
+/* The module an op beginning now runs in: the innermost whose forward
+ * runs on the thread; in backward (no forward running), the forward
+ * op's (`backward_module`). */
+static int current_module(const struct thread_state *s, int backward_module)
+{
+	if (!s->nmodules)
+		return backward_module;
+	return s->modules[(s->nmodules < MAX_MODULES ? s->nmodules
+						      : MAX_MODULES) - 1];
 }
 
 /* ----------------------------------------------------------- the stack */
@@ -344,7 +533,9 @@ static int owner_of(struct thread_state *s)
 {
 	for (int i = s->nframes - 1; i >= 0; i--) {
 		enum role role = s->frames[i].role;
-		if (role == ROLE_BACKWARD)
+		/* inside a node or a custom Function, ops are ops of their
+		 * own */
+		if (role == ROLE_BACKWARD || s->frames[i].function)
 			return -1;
 		if (role != ROLE_TRANSPARENT)
 			return s->frames[i].record;
@@ -352,18 +543,26 @@ static int owner_of(struct thread_state *s)
 	return -1;
 }
 
-static uint64_t backward_link(struct thread_state *s)
+static bool backward_frame(const struct frame *f)
 {
+	return f->role == ROLE_BACKWARD || f->backward;
+}
+
+static uint64_t backward_link(struct thread_state *s, int *module)
+{
+	*module = 0;
 	for (int i = s->nframes - 1; i >= 0; i--)
-		if (s->frames[i].role == ROLE_BACKWARD)
+		if (backward_frame(&s->frames[i])) {
+			*module = s->frames[i].backward_module;
 			return s->frames[i].backward_of;
+		}
 	return 0;
 }
 
 static bool in_backward(struct thread_state *s)
 {
 	for (int i = s->nframes - 1; i >= 0; i--)
-		if (s->frames[i].role == ROLE_BACKWARD)
+		if (backward_frame(&s->frames[i]))
 			return true;
 	return false;
 }
@@ -376,11 +575,135 @@ static const struct frame *parent_frame(struct thread_state *s)
 	return NULL;
 }
 
+/* The custom Function an op with no owner runs in (its parent_op_id). */
+static uint64_t enclosing_function(struct thread_state *s)
+{
+	for (int i = s->nframes - 1; i >= 0; i--)
+		if (s->frames[i].role == ROLE_OP)
+			return s->frames[i].function
+				       ? s->ops[s->frames[i].record].op_id
+				       : 0;
+	return 0;
+}
+
+/* The parent of an op no op of this thread owns: the custom Function
+ * around it, else the compiled call running it (0: none). */
+static uint64_t enclosing_op(struct thread_state *s)
+{
+	uint64_t function = enclosing_function(s);
+
+	return function ? function : s->compiled_parent;
+}
+
+/* Why `op`, a `to` run by autograd in backward with no op around it, is
+ * a cast of autograd's (NULL: it is not; a custom Function's backward is
+ * the program's code): torch's engine runs a node, then casts each
+ * gradient it made to the dtype of the forward input it flows to
+ * (validate_outputs: grad.to(dtype), inside the engine's
+ * evaluate_function, after the node); the node of a cast
+ * (ToCopyBackward0) casts the gradient back to the cast's source dtype
+ * (grad.to(options): to.dtype_layout).  The pure-Python fallback sees no
+ * node end (a node ends where the next begins): there the overload tells
+ * the two apart. */
+static const char *gradient_cast(struct thread_state *s,
+				 const struct obs_op *op)
+{
+	static const char *const of_cast = "the gradient of a cast goes back "
+					   "to the cast's source dtype "
+					   "(ToCopyBackward0)";
+	static const char *const of_engine = "autograd casts a gradient to "
+					     "the dtype of the forward input "
+					     "it flows to (validate_outputs)";
+	bool guessed = fallback_active();
+
+	for (int i = s->nframes - 1; i >= 0; i--) {
+		const struct frame *f = &s->frames[i];
+		if (f->function)
+			return NULL;
+		if (f->role != ROLE_BACKWARD)
+			continue;
+		const char *node = f->op ? f->op->op : "";
+		if (guessed && !strcmp(op->overload, "dtype"))
+			return of_engine;
+		if (!strncmp(node, "ToCopyBackward", 14) &&
+		    (!guessed || !strcmp(op->overload, "dtype_layout")))
+			return of_cast;
+		if (!strncmp(node, "autograd::engine::evaluate_function", 35))
+			return of_engine;
+		return NULL;
+	}
+	return NULL;
+}
+
 static unsigned push(struct thread_state *s, enum role role, int record,
 		     unsigned want)
 {
 	s->frames[s->nframes++] = (struct frame){ .role = role,
 						  .record = record };
+	return want;
+}
+
+/* An op of the trace begins: its record and frame. */
+static unsigned open_op(struct thread_state *s, struct obs_op *op,
+			int64_t seq_nr, int owner)
+{
+	struct op_record *r = &s->ops[s->nops];
+	uint64_t op_id = atomic_fetch_add(&next_op_id, 1);
+	int backward_module;
+	uint64_t forward_op_id = backward_link(s, &backward_module);
+	r->op_id = op_id;
+	r->module = current_module(s, backward_module);
+	r->op = op;
+	r->begin_ns = amp_now_ns();
+	r->inner_seen = false;
+	r->gpu_pushed = false;
+	r->autocast_wraps = false;
+	r->function = false;
+	r->inner.ntensors = 0;
+	r->event = (struct producer_op){
+		.op_id = op_id,
+		.parent_op_id = owner >= 0 ? s->ops[owner].op_id
+					   : enclosing_op(s),
+		.op = op->op, .overload = op->overload,
+		.phase = (uint8_t)(in_backward(s) ? AMP_PHASE_BACKWARD
+						  : s->phase),
+		.forward_op_id = forward_op_id,
+	};
+	module_names(r->module, &r->event.module, &r->event.module_class);
+	r->gradient_cast = op->conversion && owner < 0 &&
+				   r->event.phase == AMP_PHASE_BACKWARD
+			   ? gradient_cast(s, op) : NULL;
+	link_forward(s, seq_nr, op_id, r->module);
+	return push(s, ROLE_OP, s->nops++,
+		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
+								   : 0));
+}
+
+/* A custom autograd Function's apply, or its backward node (`backward`,
+ * linked to the apply's op, whose module is `module`): an op whose ops
+ * are ops of their own. */
+static unsigned open_function(struct thread_state *s, struct obs_op *op,
+			      int64_t seq_nr, bool backward, uint64_t link,
+			      int module)
+{
+	unsigned want = open_op(s, op, backward ? -1 : seq_nr, -1);
+	struct frame *f = &s->frames[s->nframes - 1];
+	struct op_record *r = &s->ops[f->record];
+
+	f->function = true;
+	r->function = true;
+	if (backward) {
+		f->backward = true;
+		f->backward_of = link;
+		f->backward_module = module;
+		r->event.phase = AMP_PHASE_BACKWARD;
+		r->event.forward_op_id = link;
+		r->module = current_module(s, module);
+		module_names(r->module, &r->event.module,
+			     &r->event.module_class);
+		want |= OBS_IN_BACKWARD;
+	}
 	return want;
 }
 
@@ -399,26 +722,38 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	}
 	if (s->ignoring)
 		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
+	if (!op->kind_ready)
+		classify(op);
 	if (op->backward_node) {
-		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr)
-					    : backward_link(s);
+		int module;
+		uint64_t link = seq_nr >= 0 ? forward_of(s, seq_nr, &module)
+					    : backward_link(s, &module);
 		/* The engine's wrapper around a node learns the link from the
 		 * node, for the ops it runs after it (sum_to, view). */
 		if (scope_backward && s->nframes &&
-		    s->frames[s->nframes - 1].role == ROLE_BACKWARD)
+		    s->frames[s->nframes - 1].role == ROLE_BACKWARD) {
 			s->frames[s->nframes - 1].backward_of = link;
+			s->frames[s->nframes - 1].backward_module = module;
+		}
+		if (op->custom_backward && s->nops < MAX_OPS)
+			return open_function(s, op, seq_nr, true, link, module);
 		push(s, ROLE_BACKWARD, -1, 0);
 		s->frames[s->nframes - 1].backward_of = link;
+		s->frames[s->nframes - 1].backward_module = module;
+		s->frames[s->nframes - 1].op = op;
 		return OBS_WANT_NOTHING;
 	}
-	if (!op->aten)
+	if (!op->aten) {
+		if (op->custom_function && s->nops < MAX_OPS)
+			return open_function(s, op, seq_nr, false, 0, 0);
 		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
+	}
 
 	int owner = owner_of(s);
 	const struct frame *parent = parent_frame(s);
 	if (owner >= 0) {
 		struct op_record *r = &s->ops[owner];
-		link_forward(s, seq_nr, r->op_id);
+		link_forward(s, seq_nr, r->op_id, r->module);
 		bool direct = parent && parent->role == ROLE_OP &&
 			      parent->record == owner;
 		if (direct && r->autocast_wraps) {
@@ -439,30 +774,13 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 			return push(s, ROLE_HIDDEN, owner, OBS_WANT_NOTHING);
 	} else if (s->nops >= MAX_OPS) {
 		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
+	} else if (s->custom_casts && !strcmp(op->op, "to") && parent &&
+		   parent->function && !parent->backward) {
+		/* custom_fwd's cast of the Function's input */
+		return push(s, ROLE_CAST, parent->record,
+			    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS);
 	}
-
-	struct op_record *r = &s->ops[s->nops];
-	uint64_t op_id = atomic_fetch_add(&next_op_id, 1);
-	r->op_id = op_id;
-	r->op = op;
-	r->begin_ns = amp_now_ns();
-	r->inner_seen = false;
-	r->gpu_pushed = false;
-	r->autocast_wraps = false;
-	r->inner.ntensors = 0;
-	r->event = (struct amp_op_event){
-		.op_id = op_id,
-		.parent_op_id = owner >= 0 ? s->ops[owner].op_id
-					   : s->compiled_parent,
-		.op = op->op, .overload = op->overload,
-		.phase = in_backward(s) ? AMP_PHASE_BACKWARD : s->phase,
-		.forward_op_id = backward_link(s),
-	};
-	link_forward(s, seq_nr, op_id);
-	return push(s, ROLE_OP, s->nops++,
-		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
-			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
-								   : 0));
+	return open_op(s, op, seq_nr, owner);
 }
 
 unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
@@ -494,8 +812,9 @@ void events_begin_args(const struct obs_args *inputs,
 						     : NULL;
 		r->event.ninputs = inputs->ntensors;
 		r->event.inputs = r->inputs.tensors;
-		struct amp_event e = { .kind = AMP_EVENT_OP_BEGIN,
-				       .time_ns = r->begin_ns, .op = r->event };
+		struct producer_event e = { .kind = PRODUCER_OP_BEGIN,
+					    .time_ns = r->begin_ns,
+					    .op = r->event };
 		emit(&e);
 		if (r->event.device == AMP_DEVICE_CUDA)
 			gpu_cuda_op(e.thread, e.time_ns);
@@ -509,8 +828,12 @@ void events_begin_args(const struct obs_args *inputs,
 		r->cast_begin_ns = amp_now_ns();
 		if (inputs->ntensors < 1)
 			break;
-		for (int i = 0; i < r->inputs.ntensors && i < r->plan.nargs; i++)
-			if (r->plan.casts[i].cast && !r->matched[i] &&
+		/* a custom Function has no plan: custom_fwd casts each
+		 * floating-point input */
+		int planned = r->function ? r->inputs.ntensors : r->plan.nargs;
+		for (int i = 0; i < r->inputs.ntensors && i < planned; i++)
+			if ((r->function || r->plan.casts[i].cast) &&
+			    !r->matched[i] &&
 			    r->inputs.tensors[i].id == inputs->tensors[0].id) {
 				r->cast_arg = i;
 				break;
@@ -540,13 +863,13 @@ static void emit_script_casts(struct thread_state *s, struct op_record *r,
 			emit_cast(s, r, i, &outputs->tensors[i],
 				  AMP_CACHE_UNCACHEABLE,
 				  "cast by TorchScript's autocast (never cached)",
-				  false, r->begin_ns);
+				  false, r->begin_ns, NULL);
 }
 
 /* The defined tensors of `args`, in order, into `out` (absent optional
  * tensors are no tensor of the trace). */
 static int defined_tensors(const struct obs_args *args,
-			   struct amp_tensor_info *out)
+			   struct producer_tensor *out)
 {
 	int n = 0;
 
@@ -559,13 +882,19 @@ static int defined_tensors(const struct obs_args *args,
 static void end_op(struct thread_state *s, struct op_record *r,
 		   const struct obs_args *outputs, bool failed)
 {
-	struct amp_tensor_info in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
+	struct producer_tensor in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
 
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
+	if (outputs && r->gradient_cast && outputs->ntensors >= 1 &&
+	    r->inputs.ntensors >= 1 && outputs->tensors[0].id &&
+	    outputs->tensors[0].id != r->inputs.tensors[0].id &&
+	    outputs->tensors[0].dtype != r->inputs.tensors[0].dtype)
+		emit_cast(s, r, 0, &outputs->tensors[0], AMP_CACHE_UNCACHEABLE,
+			  r->gradient_cast, false, r->begin_ns, "autograd");
 	if (r->gpu_pushed)
 		gpu_pop();
-	struct amp_event e = { .kind = AMP_EVENT_OP_END, .op = r->event };
+	struct producer_event e = { .kind = PRODUCER_OP_END, .op = r->event };
 	const struct obs_args *executed = r->inner_seen ? &r->inner : &r->inputs;
 
 	e.op.ninputs = defined_tensors(executed, in);
@@ -609,6 +938,16 @@ void events_end(const struct obs_args *outputs, bool failed)
 		int arg = r->cast_arg;
 		if (arg >= 0 && outputs && outputs->ntensors >= 1 &&
 		    outputs->tensors[0].id != r->inputs.tensors[arg].id) {
+			r->matched[arg] = true;
+			if (r->function) {
+				emit_cast(s, r, arg, &outputs->tensors[0],
+					  AMP_CACHE_UNCACHEABLE,
+					  "custom_fwd(cast_inputs=) casts the "
+					  "Function's floating-point inputs "
+					  "(autocast's cache is not used)", false,
+					  r->cast_begin_ns, "custom_fwd");
+				return;
+			}
 			const struct amp_plan_cast *pc = &r->plan.casts[arg];
 			enum amp_cache_result cache = pc->cache_if_cast;
 			const char *reason = pc->reason;
@@ -620,9 +959,8 @@ void events_end(const struct obs_args *outputs, bool failed)
 				reason = "not cached under inference_mode "
 					 "(torch 2.11+)";
 			}
-			r->matched[arg] = true;
 			emit_cast(s, r, arg, &outputs->tensors[0], cache,
-				  reason, false, r->cast_begin_ns);
+				  reason, false, r->cast_begin_ns, NULL);
 		}
 	}
 }
@@ -632,6 +970,15 @@ void events_end(const struct obs_args *outputs, bool failed)
 void events_set_inference_mode(bool enabled)
 {
 	thread_state()->inference_mode = enabled;
+}
+
+bool events_custom_casts(bool inside)
+{
+	struct thread_state *s = thread_state();
+	bool previous = s->custom_casts;
+
+	s->custom_casts = inside;
+	return previous;
 }
 
 void events_set_phase(enum amp_phase phase)
@@ -644,11 +991,11 @@ enum amp_phase events_phase(void)
 	return thread_state()->phase;
 }
 
-void events_scope(bool enter, const struct amp_scope_event *scope)
+void events_scope(bool enter, const struct producer_scope *scope)
 {
 	struct thread_state *s = thread_state();
-	struct amp_event e = { .kind = enter ? AMP_EVENT_SCOPE_ENTER
-					     : AMP_EVENT_SCOPE_EXIT };
+	struct producer_event e = { .kind = enter ? PRODUCER_SCOPE_ENTER
+						  : PRODUCER_SCOPE_EXIT };
 
 	e.scope = *scope;
 	if (enter) {
@@ -670,9 +1017,9 @@ void events_scope(bool enter, const struct amp_scope_event *scope)
 void events_cache_clear(void)
 {
 	struct thread_state *s = thread_state();
-	struct amp_event e = { .kind = AMP_EVENT_CACHE_CLEAR };
+	struct producer_event e = { .kind = PRODUCER_CACHE_CLEAR };
 
-	e.cache = (struct amp_cache_event){ s->cache_used, s->cache_bytes };
+	e.cache = (struct producer_cache_clear){ s->cache_used, s->cache_bytes };
 	if (s->cache_slots)
 		memset(s->cache, 0, s->cache_slots * sizeof *s->cache);
 	s->cache_used = 0;
@@ -680,17 +1027,7 @@ void events_cache_clear(void)
 	emit(&e);
 }
 
-/* The producer reads the cache's size with each miss through libamp's
- * amp_autocast_cache_stats (weak there): this module's definition is
- * this thread's torch cache, as far as its casts were seen. */
-struct amp_cache_stats amp_autocast_cache_stats(void)
-{
-	struct thread_state *s = thread_state();
-
-	return (struct amp_cache_stats){ s->cache_used, s->cache_bytes };
-}
-
-void events_emit(struct amp_event *e)
+void events_emit(struct producer_event *e)
 {
 	emit(e);
 }
@@ -726,6 +1063,7 @@ void events_link_forward(int64_t seq, uint64_t op_id)
 		return;
 	s->links[seq % LINK_SLOTS].seq = seq;
 	s->links[seq % LINK_SLOTS].op_id = op_id;
+	s->links[seq % LINK_SLOTS].module = 0;
 }
 
 void events_regions(int *depth, const char **scope)
@@ -759,8 +1097,8 @@ bool events_op_exception(const char *exception)
 		 "exception that ended this thread came right after it, with no "
 		 "torch op in between: %s", s->failed_op,
 		 (unsigned long long)s->failed_op_id, exception);
-	struct amp_event e = { .kind = AMP_EVENT_DIAG };
-	e.diag = (struct amp_diag_event){ .kind = "op-error",
+	struct producer_event e = { .kind = PRODUCER_DIAG };
+	e.diag = (struct producer_diag){ .kind = "op-error",
 					  .message = message,
 					  .op_id = s->failed_op_id };
 	emit(&e);

@@ -1,5 +1,5 @@
 /* The bridge's event logic (events.c): turns the observer's calls into
- * libamp events and hands them to the producer API; and the entry points
+ * producer events (producer_event.h) and hands them to the producer API; and the entry points
  * the Python layer (module.c) uses for what the observer cannot see:
  * autocast regions, cache clears, phases, GradScaler. */
 #ifndef AMPTRACE_TORCH_EVENTS_H
@@ -40,17 +40,33 @@ bool events_cache_keeps_grad(void);
 /* Whether torch.inference_mode is on in the calling thread (its casts
  * are not cached from torch 2.11 on). */
 void events_set_inference_mode(bool enabled);
+/* The class name of a custom autograd Function of the program's (a
+ * torch.autograd.Function subclass): its apply and its backward node are
+ * ops of the trace from now on. */
+void events_custom_function(const char *name);
+/* Whether the calling thread is inside custom_fwd's casting of a custom
+ * Function's inputs (torch.amp's _cast); returns the previous answer. */
+bool events_custom_casts(bool inside);
 /* The calling thread's phase outside autograd nodes (forward, or
  * optimizer while an optimizer steps, backward in autograd.backward). */
 void events_set_phase(enum amp_phase phase);
 enum amp_phase events_phase(void);
 /* An autocast region entered (depth after) or exited (depth before);
  * `scope->scope` must stay valid for the process's life. */
-void events_scope(bool enter, const struct amp_scope_event *scope);
+void events_scope(bool enter, const struct producer_scope *scope);
+/* nn.Modules (the Python layer's forward hooks): a handle for a module's
+ * path ("h.3.attn") and class name ("Attention"), made once per module
+ * (0: out of room, the module goes unnamed); its forward starting and
+ * ending on the calling thread; how many run there now.  The ops that
+ * begin inside carry the innermost's names (FORMAT.md §3.2). */
+int events_module_name(const char *path, const char *class_name);
+void events_module_enter(int module);
+void events_module_exit(int module);
+int events_module_depth(void);
 /* The region nesting dropped to 0: torch emptied this thread's cache. */
 void events_cache_clear(void);
 /* Emits an event built elsewhere (scaler), stamped with time and thread. */
-void events_emit(struct amp_event *event);
+void events_emit(struct producer_event *event);
 /* An exception reached the calling thread's top level ("Type: text"):
  * when the last op that ended on this thread failed, an `op-error` diag
  * of that op carrying the text (the observer does not see it); false when

@@ -1,6 +1,6 @@
 /* The pure-Python fallback's C side (fallback.h): Python describes what
  * its modes see (an op, its arguments in schema order, the autocast
- * state); this file turns tensors into amp_tensor_info with stable ids,
+ * state); this file turns tensors into producer_tensor with stable ids,
  * exactly as observer.cpp does, and calls events.c.
  *
  * Tensor ids: keyed by the TensorImpl's address (`_cdata`, what
@@ -50,7 +50,15 @@ static enum amp_dtype dtype_values[MAX_DTYPES];
 static int ndtypes;
 
 static PyObject *attr_cdata, *attr_dtype, *attr_shape, *attr_requires_grad,
-	*attr_is_leaf, *attr_is_cuda, *attr_version, *attr_is_view;
+	*attr_is_leaf, *attr_is_cuda, *attr_version, *attr_is_view,
+	*attr_torch_function, *attr_enter;
+
+/* Reading a tensor's attributes must not run a subclass's own
+ * __torch_function__ (the program would see calls it never made): such a
+ * tensor is read with it off (torch._C.DisableTorchFunctionSubclass, or
+ * 1.13's DisableTorchFunction).  torch.Tensor, nn.Parameter and their
+ * subclasses that keep torch's disabled impl have none to run. */
+static PyObject *plain_types, *disabled_impl, *quiet_type;
 
 bool fallback_active(void)
 {
@@ -149,9 +157,59 @@ static struct entry *entry_for(uintptr_t impl)
 	return e;
 }
 
+/* Whether reading `tensor`'s attributes would run Python code of its
+ * class (the last type asked is remembered: ops see few types). */
+static bool runs_torch_function(PyObject *tensor)
+{
+	static PyTypeObject *last_type;
+	static bool last_answer;
+	PyTypeObject *type = Py_TYPE(tensor);
+
+	if (!quiet_type)
+		return false;
+	if (type == last_type)
+		return last_answer;
+	for (Py_ssize_t i = 0; i < PyTuple_Size(plain_types); i++)
+		if ((PyObject *)type == PyTuple_GetItem(plain_types, i))
+			return false;
+	PyObject *impl = PyObject_GetAttr((PyObject *)type, attr_torch_function);
+	last_answer = !impl || impl != disabled_impl;
+	Py_XDECREF(impl);
+	PyErr_Clear();
+	last_type = type;
+	return last_answer;
+}
+
+/* tensor.attr, or tensor.attr() when `call`, with a subclass's own
+ * __torch_function__ off. */
+static PyObject *read_attr(PyObject *tensor, PyObject *attr, bool call)
+{
+	if (!runs_torch_function(tensor))
+		return call ? PyObject_CallMethodNoArgs(tensor, attr)
+			    : PyObject_GetAttr(tensor, attr);
+	PyObject *guard = PyObject_CallObject(quiet_type, NULL);
+	PyObject *entered = guard ? PyObject_CallMethodNoArgs(guard, attr_enter)
+				  : NULL;
+	PyObject *v = NULL;
+	if (entered) {
+		v = call ? PyObject_CallMethodNoArgs(tensor, attr)
+			 : PyObject_GetAttr(tensor, attr);
+		PyObject *error[3];
+		PyErr_Fetch(&error[0], &error[1], &error[2]);
+		PyObject *left = PyObject_CallMethod(guard, "__exit__", "OOO",
+						     Py_None, Py_None, Py_None);
+		Py_XDECREF(left);
+		PyErr_Clear();
+		PyErr_Restore(error[0], error[1], error[2]);
+	}
+	Py_XDECREF(entered);
+	Py_XDECREF(guard);
+	return v;
+}
+
 static uintptr_t impl_of(PyObject *tensor)
 {
-	PyObject *cdata = PyObject_GetAttr(tensor, attr_cdata);
+	PyObject *cdata = read_attr(tensor, attr_cdata, false);
 	uintptr_t impl = cdata ? (uintptr_t)PyLong_AsVoidPtr(cdata) : 0;
 
 	Py_XDECREF(cdata);
@@ -238,8 +296,7 @@ static bool is_tensor(PyObject *value)
 /* A boolean attribute; false when it cannot be read. */
 static bool flag(PyObject *tensor, PyObject *attr, bool call)
 {
-	PyObject *v = call ? PyObject_CallMethodNoArgs(tensor, attr)
-			   : PyObject_GetAttr(tensor, attr);
+	PyObject *v = read_attr(tensor, attr, call);
 	int truth = v ? PyObject_IsTrue(v) : 0;
 
 	Py_XDECREF(v);
@@ -255,8 +312,8 @@ static void describe(PyObject *tensor, struct obs_args *a, bool optional,
 
 	if (i >= OBS_MAX_TENSORS)
 		return;
-	struct amp_tensor_info *info = &a->tensors[i];
-	*info = (struct amp_tensor_info){ 0 };
+	struct producer_tensor *info = &a->tensors[i];
+	*info = (struct producer_tensor){ 0 };
 	a->optional[i] = optional;
 	a->versions[i] = 0;
 	a->ntensors = i + 1;
@@ -267,23 +324,27 @@ static void describe(PyObject *tensor, struct obs_args *a, bool optional,
 	}
 	info->id = e->id;
 	info->name = e->name;
-	PyObject *v = PyObject_GetAttr(tensor, attr_dtype);
+	PyObject *v = read_attr(tensor, attr_dtype, false);
 	info->dtype = v ? dtype_of(v) : AMP_DTYPE_I32;
 	Py_XDECREF(v);
 	info->device = flag(tensor, attr_is_cuda, false) ? AMP_DEVICE_CUDA
 							 : AMP_DEVICE_CPU;
-	v = PyObject_GetAttr(tensor, attr_shape);
+	v = read_attr(tensor, attr_shape, false);
 	if (v && PyTuple_Check(v)) {
 		Py_ssize_t n = PyTuple_GET_SIZE(v);
-		info->ndim = n > AMP_MAX_DIMS ? AMP_MAX_DIMS : (int)n;
+		info->ndim = (uint8_t)(n > PRODUCER_MAX_DIMS ? PRODUCER_MAX_DIMS
+							   : n);
 		for (int d = 0; d < info->ndim; d++)
 			info->shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(v, d));
 	}
 	Py_XDECREF(v);
-	info->requires_grad = flag(tensor, attr_requires_grad, false);
-	info->is_leaf = flag(tensor, attr_is_leaf, false);
-	info->is_view = flag(tensor, attr_is_view, true);
-	v = PyObject_GetAttr(tensor, attr_version);
+	info->flags = (flag(tensor, attr_requires_grad, false)
+			       ? PRODUCER_TENSOR_REQUIRES_GRAD : 0u) |
+		      (flag(tensor, attr_is_leaf, false) ? PRODUCER_TENSOR_LEAF
+							 : 0u) |
+		      (flag(tensor, attr_is_view, true) ? PRODUCER_TENSOR_VIEW
+							: 0u);
+	v = read_attr(tensor, attr_version, false);
 	a->versions[i] = v ? PyLong_AsLongLong(v) : 0;
 	Py_XDECREF(v);
 	PyErr_Clear();
@@ -390,10 +451,12 @@ static struct obs_op *op_new(const char *name, const char *overload,
 
 PyObject *fallback_py_init(PyObject *self, PyObject *args)
 {
-	PyObject *type, *dtypes;
+	PyObject *type, *dtypes, *plain = NULL, *disabled = NULL,
+		*quiet = NULL;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "OO", &type, &dtypes))
+	if (!PyArg_ParseTuple(args, "OO|O!OO", &type, &dtypes, &PyTuple_Type,
+			      &plain, &disabled, &quiet))
 		return NULL;
 	if (!PyType_Check(type)) {
 		PyErr_SetString(PyExc_TypeError, "fallback_init: not a type");
@@ -423,6 +486,14 @@ PyObject *fallback_py_init(PyObject *self, PyObject *args)
 	Py_DECREF(seq);
 	Py_INCREF(type);
 	tensor_type = type;
+	Py_XINCREF(plain);
+	plain_types = plain;
+	Py_XINCREF(disabled);
+	disabled_impl = disabled;
+	Py_XINCREF(quiet);
+	quiet_type = quiet;
+	attr_torch_function = PyUnicode_InternFromString("__torch_function__");
+	attr_enter = PyUnicode_InternFromString("__enter__");
 	attr_cdata = PyUnicode_InternFromString("_cdata");
 	attr_dtype = PyUnicode_InternFromString("dtype");
 	attr_shape = PyUnicode_InternFromString("shape");
@@ -645,28 +716,47 @@ PyObject *fallback_py_sources(PyObject *self, PyObject *args)
 /* fallback_node(seq) -> True / fallback_node(None): an autograd node
  * starts running backward (its pre-hook) or ends (its hook); `seq` is the
  * one the op that made it began with. */
+/* The op of the autograd node named `name` (its class: ToCopyBackward0),
+ * made once; a few dozen kinds of node run in a program. */
+static struct obs_op *node_op(const char *name)
+{
+	static struct obs_op **nodes;
+	static size_t nnodes;
+
+	for (size_t i = 0; i < nnodes; i++)
+		if (!strcmp(nodes[i]->op, name))
+			return nodes[i];
+	struct obs_op **grown = realloc(nodes, (nnodes + 1) * sizeof *grown);
+	if (!grown)
+		return NULL;
+	nodes = grown;
+	struct obs_op *op = op_new(name, "", 0, -1);
+	if (!op)
+		return NULL;
+	op->aten = false;
+	op->backward_node = true;
+	nodes[nnodes++] = op;
+	return op;
+}
+
 PyObject *fallback_py_node(PyObject *self, PyObject *args)
 {
 	PyObject *seq;
-	static struct obs_op *node_op;
+	const char *name = "(autograd node)";
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "O", &seq))
+	if (!PyArg_ParseTuple(args, "O|s", &seq, &name))
 		return NULL;
 	if (seq == Py_None) {
 		events_end(NULL, false);
 		Py_RETURN_NONE;
 	}
-	if (!node_op) {
-		node_op = op_new("(autograd node)", "", 0, -1);
-		if (!node_op)
-			return PyErr_NoMemory();
-		node_op->aten = false;
-		node_op->backward_node = true;
-	}
+	struct obs_op *node = node_op(name);
+	if (!node)
+		return PyErr_NoMemory();
 	long long number = PyLong_AsLongLong(seq);
 	if (number == -1 && PyErr_Occurred())
 		return NULL;
-	events_begin(node_op, true, number, false);
+	events_begin(node, true, number, false);
 	Py_RETURN_TRUE;
 }

@@ -35,7 +35,8 @@ PyObject *fallback_py_node(PyObject *self, PyObject *args);
 
 #define FALLBACK_METHODS \
 	{ "fallback_init", fallback_py_init, METH_VARARGS, \
-	  "fallback_init(Tensor, dtypes): record through Python modes" }, \
+	  "fallback_init(TensorBase, dtypes[, plain_types, disabled_impl, " \
+	  "quiet_type]): record through Python modes" }, \
 	{ "fallback_op", fallback_py_op, METH_VARARGS, \
 	  "fallback_op(op, overload, optional_mask, dtype_index) -> " \
 	  "(handle, listed_cpu, listed_cuda)" }, \
@@ -51,6 +52,6 @@ PyObject *fallback_py_node(PyObject *self, PyObject *args);
 	{ "fallback_sources", fallback_py_sources, METH_VARARGS, \
 	  "fallback_sources(values) -> values with casts undone" }, \
 	{ "fallback_node", fallback_py_node, METH_VARARGS, \
-	  "fallback_node(seq): an autograd node runs; None: it ended" },
+	  "fallback_node(seq[, name]): an autograd node runs; None: it ended" },
 
 #endif /* AMPTRACE_TORCH_FALLBACK_H */

@@ -20,11 +20,11 @@
 #include "gpu.h"
 #include "fallback.h"
 #include "producer.h"
+#include "wrap.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 /* Scope names live for the process's life (events keep pointers). */
 static const char *intern(const char *name)
@@ -132,8 +132,10 @@ static PyObject *bridge_attach(PyObject *self, PyObject *args)
 	(void)self;
 	if (!PyArg_ParseTuple(args, "ss", &raw_dir, &framework))
 		return NULL;
+	/* _framework() picked the table (events_policy_table) first */
 	struct producer_info info = {
 		.framework = framework,
+		.policy_table = amp_torch_table(events_policy_version())->name,
 		.names = producer_amp_names(),
 	};
 	if (producer_attach(raw_dir, &info) != 0) {
@@ -203,13 +205,55 @@ static PyObject *bridge_scope(PyObject *self, PyObject *args)
 	}
 	if (dtype_arg(dtype_name, &dtype) != 0)
 		return NULL;
-	struct amp_scope_event scope = {
-		.depth = depth, .device = device, .dtype = dtype,
+	struct producer_scope scope = {
+		.depth = depth, .device = (uint8_t)device,
+		.dtype = (uint8_t)dtype,
 		.enabled = enabled, .cache_enabled = cache_enabled,
 		.scope = intern(name),
 	};
 	events_scope(enter, &scope);
 	Py_RETURN_NONE;
+}
+
+/* module_name(path, class_name) -> handle (0: none) */
+static PyObject *bridge_module_name(PyObject *self, PyObject *args)
+{
+	const char *path, *class_name;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "ss", &path, &class_name))
+		return NULL;
+	return PyLong_FromLong(events_module_name(path, class_name));
+}
+
+/* module_enter(handle), module_exit(handle): a module's forward starts
+ * and ends on this thread. */
+static PyObject *bridge_module_enter(PyObject *self, PyObject *handle)
+{
+	(void)self;
+	long module = PyLong_AsLong(handle);
+	if (module == -1 && PyErr_Occurred())
+		return NULL;
+	events_module_enter((int)module);
+	Py_RETURN_NONE;
+}
+
+static PyObject *bridge_module_exit(PyObject *self, PyObject *handle)
+{
+	(void)self;
+	long module = PyLong_AsLong(handle);
+	if (module == -1 && PyErr_Occurred())
+		return NULL;
+	events_module_exit((int)module);
+	Py_RETURN_NONE;
+}
+
+/* module_depth() -> how many modules' forwards run on this thread */
+static PyObject *bridge_module_depth(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromLong(events_module_depth());
 }
 
 static PyObject *bridge_cache_clear(PyObject *self, PyObject *unused)
@@ -232,23 +276,27 @@ static PyObject *bridge_set_inference_mode(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* set_phase(phase) -> the previous phase ("forward", "backward",
- * "optimizer"). */
-static PyObject *bridge_set_phase(PyObject *self, PyObject *args)
+/* custom_function(name): a custom autograd Function's class name. */
+static PyObject *bridge_custom_function(PyObject *self, PyObject *args)
 {
 	const char *name;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "s", &name))
 		return NULL;
-	enum amp_phase previous = events_phase();
-	for (int p = 0; p < AMP_PHASE_COUNT; p++)
-		if (!strcmp(name, amp_phase_name((enum amp_phase)p))) {
-			events_set_phase((enum amp_phase)p);
-			return PyUnicode_FromString(amp_phase_name(previous));
-		}
-	PyErr_Format(PyExc_ValueError, "unknown phase %s", name);
-	return NULL;
+	events_custom_function(name);
+	Py_RETURN_NONE;
+}
+
+/* custom_casts(inside) -> previous: inside custom_fwd's input casts. */
+static PyObject *bridge_custom_casts(PyObject *self, PyObject *args)
+{
+	int inside;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &inside))
+		return NULL;
+	return PyBool_FromLong(events_custom_casts(inside));
 }
 
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
@@ -300,8 +348,8 @@ static PyObject *bridge_scaler(PyObject *self, PyObject *args)
 			      &optimizer_id, &scale, &found_inf, &skipped,
 			      &inf_tensor))
 		return NULL;
-	struct amp_event e = { .kind = AMP_EVENT_SCALER };
-	e.scaler = (struct amp_scaler_event){
+	struct producer_event e = { .kind = PRODUCER_SCALER };
+	e.scaler = (struct producer_scaler){
 		.scaler_id = scaler_id, .optimizer_id = optimizer_id,
 		.what = intern(what), .scale = scale, .found_inf = found_inf,
 		.step_skipped = skipped, .inf_tensor_id = inf_tensor,
@@ -310,17 +358,17 @@ static PyObject *bridge_scaler(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* set_thread_name(name): the OS thread's name, which the trace shows. */
+/* set_thread_name(name): the name the trace shows for the calling
+ * thread (UTF-8 bytes, at most 31: the Python layer cuts Python's
+ * threading name); the OS thread keeps its own name. */
 static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 {
 	const char *name;
-	char cut[16];
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "s", &name))
+	if (!PyArg_ParseTuple(args, "y", &name))
 		return NULL;
-	snprintf(cut, sizeof cut, "%s", name);
-	prctl(PR_SET_NAME, cut, 0, 0, 0);
+	producer_set_thread_name(name);
 	Py_RETURN_NONE;
 }
 
@@ -353,8 +401,18 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
-	{ "set_phase", bridge_set_phase, METH_VARARGS,
-	  "set_phase(name) -> previous phase name" },
+	{ "custom_function", bridge_custom_function, METH_VARARGS,
+	  "custom_function(name): a custom autograd Function's class name" },
+	{ "custom_casts", bridge_custom_casts, METH_VARARGS,
+	  "custom_casts(inside) -> previous: inside custom_fwd's casts" },
+	{ "module_name", bridge_module_name, METH_VARARGS,
+	  "module_name(path, class_name) -> handle of an nn.Module's names" },
+	{ "module_enter", bridge_module_enter, METH_O,
+	  "module_enter(handle): its forward starts on this thread" },
+	{ "module_exit", bridge_module_exit, METH_O,
+	  "module_exit(handle): its forward ended on this thread" },
+	{ "module_depth", bridge_module_depth, METH_NOARGS,
+	  "module_depth() -> modules whose forward runs on this thread" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
@@ -368,6 +426,7 @@ static PyMethodDef methods[] = {
 	  "op_exception(text) -> whether the last op here failed" },
 	FALLBACK_METHODS
 	COMPILED_METHODS
+	WRAP_METHODS
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -379,5 +438,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__bridge(void)
 {
+	if (wrap_init() != 0)
+		return NULL;
 	return PyModule_Create(&module);
 }

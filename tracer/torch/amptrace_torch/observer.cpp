@@ -117,11 +117,11 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	int i = a->ntensors;
 	if (i >= OBS_MAX_TENSORS)
 		return;
-	struct amp_tensor_info *info = &a->tensors[i];
+	struct producer_tensor *info = &a->tensors[i];
 	a->optional[i] = optional;
 	a->ntensors = i + 1;
 	if (!t.defined()) {
-		*info = amp_tensor_info{};
+		*info = producer_tensor{};
 		info->id = 0;
 		a->versions[i] = 0;
 		return;
@@ -137,14 +137,14 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	info->dtype = dtype_of(t.scalar_type());
 	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
 	auto sizes = impl->sizes();
-	info->ndim = (int)sizes.size();
-	for (int d = 0; d < info->ndim && d < AMP_MAX_DIMS; d++)
+	size_t ndim = sizes.size() < PRODUCER_MAX_DIMS ? sizes.size()
+						       : PRODUCER_MAX_DIMS;
+	info->ndim = (uint8_t)ndim;
+	for (size_t d = 0; d < ndim; d++)
 		info->shape[d] = sizes[d];
-	if (info->ndim > AMP_MAX_DIMS)
-		info->ndim = AMP_MAX_DIMS;
-	info->requires_grad = t.requires_grad();
-	info->is_leaf = t.is_leaf();
-	info->is_view = t.is_view();
+	info->flags = (t.requires_grad() ? PRODUCER_TENSOR_REQUIRES_GRAD : 0u) |
+		      (t.is_leaf() ? PRODUCER_TENSOR_LEAF : 0u) |
+		      (t.is_view() ? PRODUCER_TENSOR_VIEW : 0u);
 	/* an inference tensor has no version counter: reading it throws
 	 * inside torch's callback, which drops the call and prints a stack */
 	a->versions[i] = t.is_inference() ? 0 : (int64_t)t._version();

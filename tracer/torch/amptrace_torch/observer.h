@@ -3,14 +3,16 @@
  *
  * The observer sees every ATen call on every thread (outer op, the casts
  * autocast makes inside it, the inner op, backward nodes) and describes
- * each in libamp's terms: tensors become amp_tensor_info with stable ids.
+ * each in the producer model's terms (producer_event.h): tensors become
+ * producer_tensor with stable ids, dtypes and devices libamp's codes.
  * events.c decides what the calls mean (ops, casts, cache hits) and emits
- * libamp events.  Describing tensors costs, so the observer asks events.c
+ * producer events.  Describing tensors costs, so the observer asks events.c
  * first whether a call's arguments or results are wanted at all. */
 #ifndef AMPTRACE_TORCH_OBSERVER_H
 #define AMPTRACE_TORCH_OBSERVER_H
 
 #include "amp.h"
+#include "producer_event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,12 +40,16 @@ struct obs_op {
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
+	bool kind_ready;       /* the three below are set */
+	bool custom_function;  /* a custom autograd Function's apply */
+	bool custom_backward;  /* ... or its backward node */
+	bool conversion;       /* aten::to or aten::_to_copy */
 };
 
 /* The described arguments (or results) of one call. */
 struct obs_args {
 	int ntensors;
-	struct amp_tensor_info tensors[OBS_MAX_TENSORS];
+	struct producer_tensor tensors[OBS_MAX_TENSORS];
 	int64_t versions[OBS_MAX_TENSORS]; /* version counters (stale hits) */
 	bool optional[OBS_MAX_TENSORS];    /* an optional<Tensor> slot */
 	enum amp_dtype dtype_arg;          /* the call's dtype argument */
@@ -107,7 +113,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 5
+#define OBS_ABI_VERSION 6
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.

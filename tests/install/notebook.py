@@ -1,0 +1,85 @@
+"""Runs a notebook headlessly (nbclient, the environment's own kernel)
+that uses amptrace as the README shows, and checks what it displays:
+`%load_ext amptrace_torch` and a `%%amptrace` cell, then
+`amptrace_torch.trace()` as a cell's value.  Each must show the findings,
+the summary (its linear ops in bf16) and the graph inline (SVG), and
+the cell's own output must pass through.
+
+usage: python notebook.py WORKDIR   (prints TAP lines: ok / not ok)
+"""
+import os
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+MODEL = """import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                            torch.nn.Linear(32, 4))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step():
+    with torch.autocast("cpu", torch.bfloat16):
+        loss = torch.nn.functional.cross_entropy(
+            model(torch.randn(8, 16)), torch.randint(0, 4, (8,)))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss.item()
+"""
+
+CELLS = [
+    MODEL,
+    "%load_ext amptrace_torch",
+    "%%amptrace -o magic.json\nfor _ in range(2):\n    step()\n"
+    "print('cell ran')",
+    "import amptrace_torch\nwith amptrace_torch.trace('api.json') as t:\n"
+    "    step()\nt",
+]
+
+
+def html_of(cell):
+    for output in cell.outputs:
+        data = output.get("data", {})
+        if "text/html" in data:
+            return data["text/html"]
+    return ""
+
+
+def stdout_of(cell):
+    return "".join(o.get("text", "") for o in cell.outputs
+                   if o.get("output_type") == "stream"
+                   and o.get("name") == "stdout")
+
+
+def main():
+    work = sys.argv[1]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": work}})
+    client.execute()
+    failed = 0
+
+    def check(ok, what):
+        nonlocal failed
+        print("%s - %s" % ("ok" if ok else "not ok", what))
+        failed += not ok
+
+    for index, name in ((2, "%%amptrace cell"), (3, "trace() as a value")):
+        page = html_of(nb.cells[index])
+        check("Findings" in page, "%s: shows the findings" % name)
+        check("lower_precision_fp" in page and "linear" in page,
+              "%s: shows the summary (linear, lower_precision_fp)" % name)
+        check("<svg" in page, "%s: shows the graph inline (SVG)" % name)
+        if not page:
+            print("# outputs: %r" % nb.cells[index].outputs)
+    check("cell ran" in stdout_of(nb.cells[2]),
+          "%%amptrace: the cell's own output passes through")
+    check(os.path.isfile(os.path.join(work, "magic.json")),
+          "%%amptrace -o: the trace is written where asked")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

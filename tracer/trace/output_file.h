@@ -1,0 +1,44 @@
+/* Where an output may go: never over an input, and into a file the way
+ * that keeps what is there what it is.  Every writer of amptrace and
+ * ampview asks here (report, merge, check --junit, ampview -o, run). */
+#ifndef AMPTRACE_OUTPUT_FILE_H
+#define AMPTRACE_OUTPUT_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* The input that `output` is, by device and inode (whatever names lead
+ * to it: a link, ./t.json, a second hard link), or NULL: writing there
+ * would destroy what is being read. */
+const char *output_is_input(const char *output, const char *const *inputs,
+			    size_t count);
+/* output_is_input, said on stderr as "WHO: OUTPUT is INPUT, an input:
+ * write to another file"; true when refused. */
+bool output_refuse_input(const char *who, const char *output,
+			 const char *const *inputs, size_t count);
+
+/* An output written whole before it replaces what was there: a regular
+ * file of its own (one name, not a symlink) is written next to it and
+ * renamed over it, so a reader never sees half of it.  Anything else
+ * (a symlink, a second hard link, a FIFO, a device, /dev/stdout) is
+ * written through, as a shell's `>` would: renaming over it would
+ * replace the device or the link itself. */
+struct output_file {
+	FILE *f;
+	char *path;
+	char *temporary; /* the name written, renamed to path; NULL when
+			  * written through */
+};
+
+/* Opens `path` for writing; -1 with errno when it cannot. */
+int output_file_open(struct output_file *o, const char *path);
+/* Closes it and puts it in place; -1 with errno when any write failed
+ * (the temporary is removed and the old file stays). */
+int output_file_close(struct output_file *o);
+
+/* Removes what a writer left half-written at `path`: only a regular
+ * file (never a device, a FIFO, "-" or a link's target). */
+void output_file_discard(const char *path);
+
+#endif /* AMPTRACE_OUTPUT_FILE_H */
