@@ -40,8 +40,21 @@ def environment(**extra):
     return env
 
 
+# Runs made once and asked for again (an untraced run, an eager twin):
+# each costs seconds of compiling on a small machine.
+_runs = {}
+
+
 def run(script, *args, traced=True, out="t", **env):
     """The program's CompletedProcess and its trace's path."""
+    key = (script, args, traced, out if traced else None,
+           tuple(sorted(env.items())))
+    if key not in _runs:
+        _runs[key] = _run(script, *args, traced=traced, out=out, **env)
+    return _runs[key]
+
+
+def _run(script, *args, traced=True, out="t", **env):
     path = os.path.join(TMP, out + ".json")
     cmd = [PYTHON, os.path.join(HERE, script)] + list(args)
     if traced:
@@ -91,6 +104,8 @@ def valid(path):
 
 
 def eager_twin(script, *args, out):
+    """The program run eagerly (a backend argument, which Dynamo off
+    ignores, is no part of it)."""
     return run(script, *args, out=out, TORCHDYNAMO_DISABLE="1")
 
 
@@ -143,8 +158,7 @@ def test_models(backend):
     check("%s: summary counts each graph's casts per call" % what,
           len(rows) == 2 and rows[0]["forward_casts"] == 5 and
           rows[0]["forward_calls"] == 2, rows)
-    eager, eager_path = eager_twin("models.py", backend,
-                                   out="models-eager-" + backend)
+    eager, eager_path = eager_twin("models.py", "eager", out="models-eager")
     d = amptrace("diff", eager_path, path)
     check("%s: diff against the eager run: no cast behaviour change" % what,
           eager.stdout == plain.stdout and d.returncode == 0 and
