@@ -32,7 +32,7 @@
  * its graph, the graph's part (forward, backward), the op it is cast for,
  * the graph's op its result feeds, who made it (autocast, program,
  * autograd), the program's line and the autocast state the graph was
- * traced under ("autocast(cpu, bfloat16)", "autocast(cpu, off)"). */
+ * traced under ("autocast(cpu, bf16)", "autocast(cpu, off)"). */
 #define PRODUCER_CAST_KEYS(ROW, X)                                          \
 	ROW(X, STRING, module, "module", NONE, "1.4")                       \
 	ROW(X, STRING, module_class, "module_class", NONE, "1.4")           \
@@ -42,7 +42,7 @@
 	ROW(X, STRING, graph_op, "graph_op", NONE, "1.4")                   \
 	ROW(X, STRING, feeds, "feeds", NONE, "1.4")                         \
 	ROW(X, STRING, made_by, "made_by", NONE, "1.4")                     \
-	ROW(X, STRING, source_line, "source", NONE, "1.4")                       \
+	ROW(X, STRING, source_line, "source", NONE, "1.4")                  \
 	ROW(X, STRING, traced_under, "traced_under", NONE, "1.4")
 
 /* A row's member, declared in a model's struct. */

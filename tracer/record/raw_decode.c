@@ -125,7 +125,7 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
 
 /* OP_KEYS and CAST_KEYS: the rows of ../producer_keys.h the mask says
- * are there (the members are NULL already: raw_decode zeroes the
+ * are there (the members are NULL or 0 already: raw_decode zeroes the
  * event); a bit of no row is a bad record. */
 #define DEC_KEY(X, type, f, key, check, since)                              \
 	if (mask >> bit++ & 1)                                              \
