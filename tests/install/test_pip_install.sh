@@ -92,8 +92,18 @@ awk '/<!-- install-test -->/ { marked = 1; next }
      marked && /^```/ { if (inside) exit; inside = 1; next }
      inside && !/^pip install/' "$src/README.md" >"$tmp/commands"
 check "the README has its install-test block" test -s "$tmp/commands"
+# torch 2.13's gloo aborts a rank at exit now and then, plain or traced
+# ("terminate called without an active exception": a gloo worker drops its
+# last work, whose thread state holds a Python object, after finalization
+# began; 4 of 18 plain torchrun runs of train.py on a loaded 2-core
+# machine): a run that died of exactly that is run again, twice at most.
+torch_exit_race() { grep -q 'terminate called without an active exception' "$tmp/err"; }
 while IFS= read -r line; do
-	capture in_venv bash -c "$line"
+	for try in 1 2 3; do
+		capture in_venv bash -c "$line"
+		[ "$status" -ne 0 ] && torch_exit_race || break
+		echo "# torch's gloo exit race (try $try): $line"
+	done
 	check "README: $line" status_is 0
 	cat "$tmp/out" "$tmp/err" >>"$tmp/readme.log"
 done <"$tmp/commands"

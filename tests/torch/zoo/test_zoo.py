@@ -74,6 +74,21 @@ def run(cmd, timeout=600):
                           cwd=HERE, timeout=timeout)
 
 
+def run_torchrun(cmd):
+    """torch 2.13's gloo aborts a rank at exit now and then, plain or
+    traced ("terminate called without an active exception": a gloo worker
+    drops its last work, whose thread state holds a Python object, after
+    finalization began; 4 of 18 plain torchrun runs on a loaded 2-core
+    machine): a run that died of exactly that is run again, twice at most."""
+    for attempt in range(3):
+        p = run(cmd)
+        if p.returncode == 0 or \
+                "terminate called without an active exception" not in p.stderr:
+            return p
+        print("# torch's gloo exit race (try %d): %s" % (attempt + 1, cmd[-3:]))
+    return p
+
+
 def losses(stdout):
     return [l for l in stdout.splitlines() if l.startswith("loss ")]
 
@@ -207,10 +222,10 @@ def test_ddp():
         return False
     torchrun = os.path.join(os.path.dirname(python), "torchrun")
     out = os.path.join(TMP, "ddp.json")
-    p = run([AMPTRACE, "run", "-q", "-o", out, "--", torchrun,
+    p = run_torchrun([AMPTRACE, "run", "-q", "-o", out, "--", torchrun,
              "--nproc_per_node", "2", "--standalone", "zoo_ddp.py",
              STEPS])
-    plain = run([torchrun, "--nproc_per_node", "2", "--standalone",
+    plain = run_torchrun([torchrun, "--nproc_per_node", "2", "--standalone",
                  "zoo_ddp.py", STEPS])
     ranks = [os.path.join(TMP, "ddp.rank%d.json" % r) for r in (0, 1)]
     check("ddp: torchrun --nproc_per_node 2 (gloo) under amptrace run: the "
