@@ -11,7 +11,8 @@
  *   in-place ops have overwritten their input).
  * cast-underflow: a cast to f16/bf16 turned a material part of the
  *   source's non-zero values into zero or subnormals (precision lost, or
- *   the value gone): underflow_material() says what is material. */
+ *   the value gone): amp_cast_verdict_of() (diag_scan.c, shared with the
+ *   PyTorch bridge) says what is material. */
 #include "amp_internal.h"
 #include "backend.h"
 #include "diag_scan.h"
@@ -20,18 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* What flushed values must reach to be reported (underflow_material):
- * 1 % of the non-zero values (below that they are the tail of a healthy
- * distribution: N(0,1) puts 5e-5 of its mass under f16's smallest
- * normal) and 1 % of the tensor's magnitude (sum of |x|: values that
- * carry less change a sum or a dot product over the tensor by less than
- * that).  One bias value of 5e-5 among 64 near 0.05 is 1.6 % of the
- * values but 1e-5 of the magnitude; attention probabilities below 6e-5
- * are many but weigh nothing; 1e-8-scale inputs, or small activations
- * and gradients lost wholesale, are both. */
-#define AMP_DIAG_UNDERFLOW_FRACTION 0.01
-#define AMP_DIAG_UNDERFLOW_MAGNITUDE 0.01
 
 atomic_bool amp_value_checks_on;
 
@@ -57,11 +46,6 @@ bool amp_value_checks_enabled(void)
 static bool is_low_precision(enum amp_dtype dtype)
 {
 	return dtype == AMP_DTYPE_F16 || dtype == AMP_DTYPE_BF16;
-}
-
-static float smallest_normal(enum amp_dtype dtype)
-{
-	return dtype == AMP_DTYPE_F16 ? 6.103515625e-05f : 1.17549435e-38f;
 }
 
 /* t's elements in place when they can be read so (contiguous, in host
@@ -208,32 +192,7 @@ static void report_overflow(const struct amp_call *c,
 
 /* --------------------------------------------------------- cast-underflow */
 
-/* Whether `flushed` of `nonzero` values below `tiny` matter (see the
- * thresholds above).  The magnitude pass runs only once the share of
- * values is reached. */
-static bool underflow_material(const float *values, int64_t n, float tiny,
-			       int64_t flushed, int64_t nonzero)
-{
-	if (!flushed)
-		return false;
-	double share = (double)flushed / (double)nonzero;
-	if (share < AMP_DIAG_UNDERFLOW_FRACTION)
-		return false;
-	double lost = 0.0, total = 0.0;
-	for (int64_t i = 0; i < n; i++) {
-		double magnitude = fabs((double)values[i]);
-		if (!isfinite(magnitude))
-			continue;
-		total += magnitude;
-		if (magnitude < tiny)
-			lost += magnitude;
-	}
-	return lost >= AMP_DIAG_UNDERFLOW_MAGNITUDE * total;
-}
-
-/* Reads the source only: a value flushes when it lies below the target's
- * smallest normal (the few values within half an ulp of it that round up
- * are counted too: the fraction is a diagnosis, not a kernel). */
+/* Reads the source only (diag_scan.c). */
 static void check_underflow(uint64_t op_id, const char *op_name,
 			    const struct amp_tensor *source,
 			    const struct amp_tensor *cast)
@@ -241,24 +200,13 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 	int64_t n;
 	void *owned;
 	const float *values = read_f32(source, &n, &owned);
-	float tiny = smallest_normal(cast->dtype);
-	/* half the smallest subnormal: below it the cast gives zero */
-	float zero = cast->dtype == AMP_DTYPE_F16 ? 2.98023224e-08f : 4.6e-41f;
+	struct amp_cast_verdict verdict;
 
 	if (!values)
 		return;
-	/* one pass in the common case, where nothing is flushed; the
-	 * counts the message needs only when it is written */
-	amp_count_below_fn count = amp_count_below(amp_isa_best());
-	int64_t flushed = count(values, (size_t)n, tiny);
-	int64_t nonzero = flushed ? count(values, (size_t)n, INFINITY) : 0;
-	bool material = underflow_material(values, n, tiny, flushed, nonzero);
-	/* at most `zero`: below the next float up */
-	int64_t zeroed = material ? count(values, (size_t)n,
-					  nextafterf(zero, INFINITY))
-				  : 0;
+	amp_cast_verdict_of(values, (size_t)n, cast->dtype, &verdict);
 	free(owned);
-	if (!material)
+	if (!verdict.underflow)
 		return;
 
 	char from[160], to[160], message[768];
@@ -272,9 +220,10 @@ static void check_underflow(uint64_t op_id, const char *op_name,
 		 "it (as GradScaler does for gradients), or use bf16",
 		 amp_dtype_name(source->dtype), amp_dtype_name(cast->dtype), from,
 		 op_name, (unsigned long long)op_id,
-		 100.0 * (double)flushed / (double)nonzero, (long long)flushed,
-		 (long long)nonzero, (long long)zeroed,
-		 amp_dtype_name(cast->dtype), (double)tiny, to);
+		 100.0 * (double)verdict.flushed / (double)verdict.nonzero,
+		 (long long)verdict.flushed, (long long)verdict.nonzero,
+		 (long long)verdict.zeroed, amp_dtype_name(cast->dtype),
+		 (double)amp_cast_limits_of(cast->dtype).tiny, to);
 	emit("cast-underflow", message, op_id, source->id);
 }
 

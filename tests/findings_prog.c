@@ -284,6 +284,43 @@ static void *sibling_f32(void *arg)
 	return NULL;
 }
 
+/* A worker started inside the main thread's region runs the region's
+ * own layer (its weight) on an input made before the region, with no
+ * region of its own: nothing is handed over, but it runs the parameters
+ * the region runs.  The fix gives the worker a layer of its own. */
+struct shared_layer {
+	amp_tensor *input, *weight, *output;
+};
+
+static void *shared_worker(void *arg)
+{
+	struct shared_layer *s = arg;
+
+	s->output = check(amp_linear(s->input, s->weight, NULL), "linear");
+	return NULL;
+}
+
+static void shared_layer(bool own)
+{
+	amp_tensor *x = filled(4, 8, 1.0);
+	amp_tensor *w = weight(8, 8, "layer.weight");
+	amp_tensor *w2 = own ? weight(8, 8, "other.weight") : amp_tensor_ref(w);
+	struct shared_layer s = { .input = x, .weight = w2 };
+	pthread_t thread;
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "main");
+	amp_tensor *y = check(amp_linear(x, w, NULL), "linear");
+	if (pthread_create(&thread, NULL, shared_worker, &s) != 0)
+		check(NULL, "pthread_create");
+	pthread_join(thread, NULL);
+	amp_autocast_exit();
+	amp_tensor *done[] = { x, w, w2, y, s.output };
+	free_all(done, 5);
+}
+
+static void mode_thread_shared(void) { shared_layer(false); }
+static void mode_thread_own(void) { shared_layer(true); }
+
 static void mode_thread_siblings(void)
 {
 	pthread_t a, b;
@@ -488,6 +525,8 @@ static const struct {
 	{ "thread-pitfall", mode_thread_pitfall },
 	{ "thread-fix", mode_thread_fix },
 	{ "thread-siblings", mode_thread_siblings },
+	{ "thread-shared", mode_thread_shared },
+	{ "thread-own", mode_thread_own },
 	{ "mismatch", mode_mismatch },
 	{ "mismatch-fixed", mode_mismatch_fixed },
 	{ "overflow", mode_overflow },

@@ -163,6 +163,175 @@ START_TEST(test_non_finite_tiers_every_pattern)
 }
 END_TEST
 
+/* The definition of count_outside: the same two questions as float
+ * comparisons. */
+static void reference_outside(const float *values, size_t n, float low,
+			      float high, int64_t counts[2])
+{
+	counts[0] = counts[1] = 0;
+	for (size_t i = 0; i < n; i++) {
+		float magnitude = fabsf(values[i]);
+		counts[0] += magnitude > 0.0f && magnitude < low;
+		counts[1] += isfinite(magnitude) && magnitude >= high;
+	}
+}
+
+/* Every tier against the definition: each sign and exponent next to the
+ * bounds the cast checks use (both formats' smallest normal and
+ * overflow), in vectors of every length to 100 from unaligned starts. */
+START_TEST(test_count_outside_tiers)
+{
+	static float values[160];
+	uint32_t state = 777;
+
+	for (int format = 0; format < 2; format++) {
+		struct amp_cast_limits l = amp_cast_limits_of(
+			format ? AMP_DTYPE_BF16 : AMP_DTYPE_F16);
+		uint32_t edges[] = { f32_bits(l.tiny), f32_bits(l.overflow),
+				     0x7f800000u, 0x7fc00000u, 0, 1 };
+		for (size_t i = 0; i < 160; i++) {
+			state = state * 1664525u + 1013904223u;
+			uint32_t edge = edges[(state >> 8) % 6];
+			int delta = (int)((state >> 16) % 5) - 2;
+			uint32_t bits = edge + (uint32_t)delta;
+			if (bits > 0x7fffffffu) /* below zero's pattern */
+				bits = 0;
+			values[i] = f32_from_bits(bits | (state >> 31) << 31);
+		}
+		for (int isa = AMP_ISA_SCALAR; isa <= (int)amp_isa_best(); isa++)
+			for (size_t start = 0; start < 3; start++)
+				for (size_t n = 0; n <= 100; n++) {
+					int64_t got[2], want[2];
+					amp_count_outside((enum amp_isa)isa)(
+						values + start, n, l.tiny,
+						l.overflow, got);
+					reference_outside(values + start, n, l.tiny,
+							  l.overflow, want);
+					ck_assert_msg(got[0] == want[0] &&
+						      got[1] == want[1],
+						      "%s: %zu from %zu: %lld/%lld, "
+						      "want %lld/%lld",
+						      amp_isa_name((enum amp_isa)isa),
+						      n, start, (long long)got[0],
+						      (long long)got[1],
+						      (long long)want[0],
+						      (long long)want[1]);
+				}
+	}
+}
+END_TEST
+
+/* The limits are where libamp's own conversion (round to nearest even)
+ * loses values: `overflow` rounds to inf and the float below it to the
+ * largest finite; the smallest normal stays normal and half of it is
+ * subnormal; `zero` rounds to zero, the float above it does not. */
+START_TEST(test_cast_limits_match_the_conversion)
+{
+	const enum amp_dtype targets[] = { AMP_DTYPE_F16, AMP_DTYPE_BF16 };
+	int64_t shape[1] = { 6 };
+
+	for (int t = 0; t < 2; t++) {
+		struct amp_cast_limits l = amp_cast_limits_of(targets[t]);
+		float values[6] = { l.overflow, nextafterf(l.overflow, 0.0f),
+				    l.tiny, l.tiny / 2, l.zero,
+				    nextafterf(l.zero, INFINITY) };
+		amp_tensor *x = amp_from_data(1, shape, AMP_DTYPE_F32,
+					      AMP_DEVICE_CPU, values);
+		amp_tensor *y = amp_to(x, targets[t]);
+		amp_tensor *back = amp_to(y, AMP_DTYPE_F32);
+		float got[6];
+		ck_assert_int_eq(amp_tensor_read(back, AMP_DTYPE_F32, got, 6), AMP_OK);
+		ck_assert_msg(isinf(got[0]), "%s: %a", amp_dtype_name(targets[t]),
+			      (double)got[0]);
+		ck_assert_float_eq(got[1], l.largest);
+		ck_assert_float_eq(got[2], l.tiny);
+		ck_assert(got[3] < l.tiny && got[3] > 0.0f);
+		ck_assert_float_eq(got[4], 0.0f);
+		ck_assert(got[5] > 0.0f);
+		amp_tensor *done[] = { x, y, back };
+		for (int i = 0; i < 3; i++)
+			amp_tensor_free(done[i]);
+	}
+}
+END_TEST
+
+/* The verdict of one cast: overflows counted always, the underflow's
+ * counts only when something flushed, the zeroed only when material;
+ * inf, NaN and zeros are never counted. */
+START_TEST(test_cast_verdict)
+{
+	float values[100];
+	struct amp_cast_verdict v;
+
+	for (int i = 0; i < 100; i++)
+		values[i] = i < 3 ? 70000.0f : i < 4 ? -1e6f : i < 5 ? INFINITY
+			  : i < 6 ? NAN : i < 10 ? 0.0f : 1.0f;
+	amp_cast_verdict_of(values, 100, AMP_DTYPE_F16, &v);
+	ck_assert_int_eq(v.overflowed, 4);
+	ck_assert_int_eq(v.flushed, 0);
+	ck_assert_int_eq(v.nonzero, 0);
+	ck_assert(!v.underflow);
+	amp_cast_verdict_of(values, 100, AMP_DTYPE_BF16, &v);
+	ck_assert_int_eq(v.overflowed, 0);
+	/* 90 of 94 finite non-zero values below f16's smallest normal: a
+	 * share and a magnitude above 1 %, the 49 at 1e-8 to zero */
+	for (int i = 0; i < 4; i++)
+		values[i] = 1e-4f;
+	for (int i = 50; i < 100; i++)
+		values[i] = i == 50 ? 3e-5f : 1e-8f;
+	for (int i = 10; i < 50; i++)
+		values[i] = 1e-6f;
+	amp_cast_verdict_of(values, 100, AMP_DTYPE_F16, &v);
+	ck_assert_int_eq(v.flushed, 90);
+	ck_assert_int_eq(v.nonzero, 94);
+	ck_assert(v.underflow);
+	ck_assert_int_eq(v.zeroed, 49);
+	/* one flushed value among many ordinary ones is not material */
+	for (int i = 10; i < 100; i++)
+		values[i] = i == 10 ? 1e-8f : 1.0f;
+	amp_cast_verdict_of(values, 100, AMP_DTYPE_F16, &v);
+	ck_assert_int_eq(v.flushed, 1);
+	ck_assert(!v.underflow);
+	ck_assert_int_eq(v.zeroed, 0);
+}
+END_TEST
+
+/* inf and NaN counted apart in both formats (both signs, every NaN
+ * payload); the range of each source dtype, with its non-finite values
+ * left out of the maximum. */
+START_TEST(test_inf_nan_and_range)
+{
+	const uint16_t masks[] = { 0x7c00, 0x7f80 };
+	uint16_t bits[6];
+	int64_t nan;
+
+	for (int f = 0; f < 2; f++) {
+		uint16_t m = masks[f];
+		uint16_t set[6] = { m, (uint16_t)(m | 0x8000), (uint16_t)(m | 1),
+				    (uint16_t)(m | 0x8000 | (m == 0x7c00 ? 0x3ff : 0x7f)),
+				    0x3c00 & (uint16_t)~0u, 0 };
+		memcpy(bits, set, sizeof bits);
+		ck_assert_int_eq(amp_count_inf_nan(bits, 6, m, &nan), 2);
+		ck_assert_int_eq(nan, 2);
+	}
+	float f32[4] = { -3.5f, 2.0f, INFINITY, 0.0f };
+	double f64[3] = { 1e300, -2.0, 0.5 };
+	uint16_t f16[3] = { 0xc500 /* -5 */, 0x7c00, 0x3c00 };
+	uint16_t bf16[2] = { 0x4120 /* 10 */, 0xbf80 /* -1 */ };
+	double max_abs;
+	ck_assert(!amp_values_range(f32, AMP_DTYPE_F32, 4, &max_abs));
+	ck_assert_double_eq(max_abs, 3.5);
+	ck_assert(amp_values_range(f64, AMP_DTYPE_F64, 3, &max_abs));
+	ck_assert_double_eq(max_abs, 1e300);
+	ck_assert(!amp_values_range(f16, AMP_DTYPE_F16, 3, &max_abs));
+	ck_assert_double_eq(max_abs, 5.0);
+	ck_assert(amp_values_range(bf16, AMP_DTYPE_BF16, 2, &max_abs));
+	ck_assert_double_eq(max_abs, 10.0);
+	ck_assert(amp_values_range(f32, AMP_DTYPE_F32, 0, &max_abs));
+	ck_assert_double_eq(max_abs, 0.0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ end to end */
 
 struct seen {
@@ -300,6 +469,10 @@ static Suite *diag_scan_suite(void)
 	tcase_add_test(tiers, test_count_below_tiers_per_value);
 	tcase_add_test(tiers, test_count_below_tiers_mixed);
 	tcase_add_test(tiers, test_non_finite_tiers_every_pattern);
+	tcase_add_test(tiers, test_count_outside_tiers);
+	tcase_add_test(checks, test_cast_limits_match_the_conversion);
+	tcase_add_test(checks, test_cast_verdict);
+	tcase_add_test(checks, test_inf_nan_and_range);
 	suite_add_tcase(s, tiers);
 	tcase_add_test(checks, test_underflow_non_contiguous_f16);
 	tcase_add_test(checks, test_underflow_subnormals_bf16);

@@ -84,6 +84,20 @@ check "promote: order matters" grep -q '^output   f32$' <<<"$out"
 err=$("$amptrace" explain sofmax f16 2>&1 >/dev/null); rc=$?
 check "unknown op exits 2" test "$rc" -eq 2
 check "unknown op suggests softmax" grep -q "unknown op 'sofmax'.*did you mean: softmax" <<<"$err"
+# An op of a trace on no list amptrace knows (lstm, native_dropout): an
+# answer, not "unknown op" (issue 24); a name one edit from a known one
+# stays a typo.
+out=$("$amptrace" explain lstm.input f32 f32); rc=$?
+check "lstm.input (a real op on no list): answered, exit 0" test "$rc" -eq 0
+check "lstm.input: policy none" grep -q '^policy   none' <<<"$out"
+check "lstm.input: no autocast rule, its inputs' dtypes" \
+	grep -q "no autocast rule: .* it runs in its inputs' dtypes" <<<"$out"
+json=$("$amptrace" explain --json native_dropout bf16)
+check "native_dropout --json: policy none, output bf16" \
+	python3 -c 'import json, sys; d = json.load(sys.stdin)
+sys.exit(not (d["policy"] == "none" and d["output"] == "bf16" and not d["casts"]))' <<<"$json"
+err=$("$amptrace" explain 'Lstm!' f32 2>&1 >/dev/null); rc=$?
+check "a name that is no ATen name: unknown op (exit 2)" test "$rc" -eq 2
 err=$("$amptrace" explain softmax.intt f16 2>&1 >/dev/null); rc=$?
 check "unknown overload exits 2" test "$rc" -eq 2
 check "unknown overload lists overloads" grep -q 'known overloads: softmax.int$' <<<"$err"

@@ -93,6 +93,8 @@ static const struct {
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
 	  "while thread 1" },
+	{ "autocast-off-in-thread", "thread-shared", "thread-own",
+	  "ran in it the same parameters" },
 	{ "dtype-mismatch", "mismatch", "mismatch-fixed", "'encoder'" },
 	{ "fp16-overflow", "overflow", "no-overflow", "max |input| 300" },
 	{ "cast-underflow", "underflow", "no-underflow", "100.0%" },
@@ -120,6 +122,49 @@ START_TEST(test_mistake_found)
 		      cases[_i].in_message, hit->message);
 	ck_assert_ptr_nonnull(hit->fix);
 	ck_assert(hit->fix[0] && !strchr(hit->fix, '\n'));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* The kinds a step recorded as aggregates still shows (its GradScaler
+ * events, the cache's size at its end, its value checks' diags): found
+ * with no step in full detail (--steps none), and their fixes clean. */
+static const struct {
+	const char *kind, *mistake, *fix, *in_message;
+} aggregated_cases[] = {
+	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
+	{ "scaler-collapse", "scaler-collapse", "scaler-clean",
+	  "consecutive reductions" },
+	{ "fp16-overflow", "overflow", "no-overflow", "max |input| 300" },
+	{ "cast-underflow", "underflow", "no-underflow", "100.0%" },
+};
+
+START_TEST(test_found_in_aggregates)
+{
+	struct trace trace;
+	struct findings f;
+
+	traced("1", "--steps=none", FINDINGS_PROG_PATH,
+	       aggregated_cases[_i].mistake, &trace, &f);
+	ck_assert_msg(trace.counts[TRACE_AGGREGATE] > 0 &&
+		      trace.counts[TRACE_CAST] == 0,
+		      "%s: not recorded as aggregates", aggregated_cases[_i].mistake);
+	const struct trace_finding *hit = findings_get(&f,
+						       aggregated_cases[_i].kind);
+	ck_assert_msg(hit, "%s --steps none: no %s finding; found:%s",
+		      aggregated_cases[_i].mistake, aggregated_cases[_i].kind,
+		      describe(&f));
+	ck_assert_msg(strstr(hit->message, aggregated_cases[_i].in_message),
+		      "%s: message lacks '%s': %s", aggregated_cases[_i].kind,
+		      aggregated_cases[_i].in_message, hit->message);
+	findings_free(&f);
+	trace_free(&trace);
+	traced("1", "--steps=none", FINDINGS_PROG_PATH,
+	       aggregated_cases[_i].fix, &trace, &f);
+	ck_assert_msg(f.count == 0, "%s --steps none (the fix for %s) has "
+		      "findings:%s", aggregated_cases[_i].fix,
+		      aggregated_cases[_i].kind, describe(&f));
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -847,6 +892,9 @@ static Suite *findings_suite(void)
 	tcase_add_unchecked_fixture(kinds, make_dir, remove_dir);
 	tcase_add_loop_test(kinds, test_mistake_found, 0, n);
 	tcase_add_loop_test(kinds, test_fix_clean, 0, n);
+	tcase_add_loop_test(kinds, test_found_in_aggregates, 0,
+			    (int)(sizeof aggregated_cases /
+				  sizeof aggregated_cases[0]));
 	tcase_add_loop_test(kinds, test_healthy_not_found, 0,
 			    (int)(sizeof healthy_modes / sizeof healthy_modes[0]));
 	tcase_add_test(kinds, test_ids);

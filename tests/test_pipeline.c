@@ -55,6 +55,78 @@ static void emit(struct producer_event e, uint64_t at_us)
 	producer_emit(&e);
 }
 
+static const char *raw_dir;
+
+/* Steps (AMPTRACE_STEPS=0,2): step 0 above ends; step 1, not in full
+ * detail, gives one of each aggregate row; step 2 holds an evaluation
+ * window and the open op. */
+static void produce_steps(struct producer_autocast on,
+			  const struct producer_tensor *inputs,
+			  const struct producer_tensor *made)
+{
+	static const struct producer_tensor w = {
+		.id = 2, .dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 8, 8 },
+		.name = "fc1.weight",
+		.flags = PRODUCER_TENSOR_LEAF | PRODUCER_TENSOR_REQUIRES_GRAD,
+	};
+	struct producer_event e;
+
+	producer_step_end("scaler update", BASE_NS + 13500, 1);
+	e = (struct producer_event){ .kind = PRODUCER_SCOPE_ENTER };
+	e.scope = (struct producer_scope){ .depth = 1,
+					   .device = AMP_DEVICE_CUDA,
+					   .dtype = AMP_DTYPE_F16,
+					   .enabled = true };
+	emit(e, 13600);
+	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
+	e.op = (struct producer_op){ .op_id = 20, .op = "linear",
+				     .overload = "", .autocast = on };
+	emit(e, 13601);
+	e = (struct producer_event){ .kind = PRODUCER_CAST };
+	e.cast = (struct producer_cast){
+		.op_id = 20, .arg = 1, .source = w, .result = *made,
+		.from = AMP_DTYPE_F32, .to = AMP_DTYPE_F16,
+		.cache = AMP_CACHE_MISS, .bytes = 128, .stale = true,
+		.begin_ns = BASE_NS + 13601500, .cache_counted = true,
+		.cache_entries = 3, .cache_bytes = 384,
+	};
+	emit(e, 13602);
+	/* the same cast made by autograd: a row of its own */
+	e.cast.origin = "autograd";
+	e.cast.cache = AMP_CACHE_UNCACHEABLE;
+	e.cast.cache_counted = false;
+	emit(e, 13602);
+	e = (struct producer_event){ .kind = PRODUCER_DIAG };
+	e.diag = (struct producer_diag){ .kind = "fp16-overflow",
+					 .message = "inf in \"linear\"",
+					 .op_id = 20, .tensor_id = 3 };
+	emit(e, 13603);
+	e = (struct producer_event){ .kind = PRODUCER_OP_END };
+	e.op = (struct producer_op){
+		.op_id = 20, .op = "linear", .overload = "",
+		.policy = AMP_POLICY_LOWER_PRECISION_FP, .autocast = on,
+		.ninputs = 2, .inputs = inputs, .noutputs = 1, .outputs = made,
+		.begin_ns = BASE_NS + 13601000,
+	};
+	emit(e, 13604);
+	e = (struct producer_event){ .kind = PRODUCER_OP_END };
+	e.op = (struct producer_op){
+		.op_id = 21, .op = "_amp_foreach_non_finite_check_and_unscale_",
+		.overload = "", .phase = AMP_PHASE_OPTIMIZER,
+		.status = AMP_ERR_DTYPE, .begin_ns = BASE_NS + 13604500,
+	};
+	emit(e, 13605);
+	e = (struct producer_event){ .kind = PRODUCER_SCOPE_EXIT };
+	e.scope = (struct producer_scope){ .depth = 1 };
+	emit(e, 13606);
+	e = (struct producer_event){ .kind = PRODUCER_CACHE_CLEAR };
+	e.cache = (struct producer_cache_clear){ .entries = 3, .bytes = 384 };
+	emit(e, 13607);
+	producer_step_end("scaler update", BASE_NS + 13700000, 1);
+	producer_evaluation(BASE_NS + 13800000, BASE_NS + 13900000,
+			    "model.eval()", 1);
+}
+
 /* One of each kind, as libamp's hooks and the GPU profiler produce them;
  * the last op is left open (the process then "dies"). */
 static void produce(void)
@@ -160,12 +232,13 @@ static void produce(void)
 	producer_gpu_activities(gpu, 2);
 	producer_gpu_stats(&(struct amp_gpu_profiler_stats){ .kernels = 1,
 							     .memcpys = 1 });
+	produce_steps(on, inputs, &made);
 	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
 	e.op = (struct producer_op){ .op_id = 12, .forward_op_id = 10,
 				      .op = "relu", .overload = "",
 				      .phase = AMP_PHASE_BACKWARD,
 				      .autocast = on };
-	emit(e, 14);
+	emit(e, 14000);
 	/* a cast of another origin than autocast (the bridge's autograd
 	 * casts): an event kind of its own */
 	static const struct producer_tensor grad32 = {
@@ -177,15 +250,21 @@ static void produce(void)
 		.op_id = 12, .source = w16, .result = grad32,
 		.from = AMP_DTYPE_F16, .to = AMP_DTYPE_F32,
 		.cache = AMP_CACHE_UNCACHEABLE, .reason = "a gradient back",
-		.bytes = 256, .begin_ns = BASE_NS + 14500, .origin = "autograd",
+		.bytes = 256, .begin_ns = BASE_NS + 14000500,
+		.origin = "autograd",
 	};
-	emit(e, 15);
+	emit(e, 14001);
+	/* origin "autocast" is absent's other spelling (FORMAT.md §3.3):
+	 * an autocast cast, to the converter as to the reader */
+	e.cast.origin = "autocast";
+	e.cast.begin_ns = BASE_NS + 14001500;
+	emit(e, 14002);
 	/* a compile of graph 4 (the bridge's torch.compile) and one of its
 	 * graph's casts: every key of producer_keys.h set */
 	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
 	e.op = (struct producer_op){ .op_id = 13, .op = "compile:M.forward",
 				      .overload = "", .autocast = on };
-	emit(e, 16);
+	emit(e, 14003);
 	static const struct producer_tensor graph_value = {
 		.dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 4, 8 },
 	};
@@ -201,12 +280,17 @@ static void produce(void)
 		.graph_op = "linear", .feeds = "addmm", .made_by = "autocast",
 		.source_line = "m.py:7", .traced_under = "autocast(cpu, bf16)",
 	};
-	emit(e, 17);
+	emit(e, 14004);
 	e = (struct producer_event){ .kind = PRODUCER_OP_END };
 	e.op = (struct producer_op){ .op_id = 13, .op = "compile:M.forward",
 				      .overload = "", .autocast = on,
-				      .begin_ns = BASE_NS + 16000, .graph = 4 };
-	emit(e, 18);
+				      .begin_ns = BASE_NS + 14003000, .graph = 4 };
+	emit(e, 14005);
+	/* the trace passed the size limit: full detail stops at step 3 */
+	char stop[PATH_MAX];
+	snprintf(stop, sizeof stop, "%s/detail-stop", raw_dir);
+	close(open(stop, O_WRONLY | O_CREAT, 0600));
+	producer_step_end("scaler update", BASE_NS + 15000000, 1);
 }
 
 /* ---------------------------------------------------------- comparing */
@@ -333,6 +417,59 @@ static void gpu_eq(const struct trace_kernel *a, const struct trace_kernel *b)
 	ck_assert_uint_eq(a->bytes, b->bytes);
 }
 
+static void aggregate_eq(size_t i, const struct trace_aggregate *a,
+			 const struct trace_aggregate *b)
+{
+	ck_assert_int_eq(a->step, b->step);
+	ck_assert_int_eq(a->begin_ns, b->begin_ns);
+	ck_assert_uint_eq(a->events, b->events);
+	ck_assert_uint_eq(a->regions, b->regions);
+	ck_assert_uint_eq(a->cache.clears, b->cache.clears);
+	ck_assert_uint_eq(a->cache.entries, b->cache.entries);
+	ck_assert_uint_eq(a->cache.bytes, b->cache.bytes);
+	ck_assert_uint_eq(a->cache.max_entries, b->cache.max_entries);
+	ck_assert_uint_eq(a->cache.max_bytes, b->cache.max_bytes);
+	ck_assert_int_eq(a->nops, b->nops);
+	ck_assert_int_eq(a->ncasts, b->ncasts);
+	ck_assert_int_eq(a->ndiags, b->ndiags);
+	for (int k = 0; k < a->nops; k++) {
+		const struct trace_aggregate_op *x = &a->ops[k], *y = &b->ops[k];
+		str_eq("row op", i, x->op, y->op);
+		str_eq("row overload", i, x->overload, y->overload);
+		str_eq("row phase", i, x->phase, y->phase);
+		str_eq("row policy", i, x->policy, y->policy);
+		str_eq("row dtype", i, x->dtype, y->dtype);
+		str_eq("row device", i, x->device, y->device);
+		ck_assert_uint_eq(x->count, y->count);
+		ck_assert_uint_eq(x->failed, y->failed);
+		ck_assert_int_eq(x->dur_ns, y->dur_ns);
+	}
+	for (int k = 0; k < a->ncasts; k++) {
+		const struct trace_aggregate_cast *x = &a->casts[k];
+		const struct trace_aggregate_cast *y = &b->casts[k];
+		str_eq("row cast op", i, x->op, y->op);
+		str_eq("row cast phase", i, x->phase, y->phase);
+		str_eq("row from", i, x->from, y->from);
+		str_eq("row to", i, x->to, y->to);
+		str_eq("row cache", i, x->cache, y->cache);
+		ck_assert_uint_eq(x->count, y->count);
+		ck_assert_uint_eq(x->bytes, y->bytes);
+		ck_assert_uint_eq(x->stale, y->stale);
+		ck_assert_int_eq(x->dur_ns, y->dur_ns);
+		str_eq("row origin", i, x->origin, y->origin);
+	}
+	for (int k = 0; k < a->ndiags; k++) {
+		const struct trace_aggregate_diag *x = &a->diags[k];
+		const struct trace_aggregate_diag *y = &b->diags[k];
+		str_eq("row kind", i, x->kind, y->kind);
+		str_eq("row diag phase", i, x->phase, y->phase);
+		str_eq("row message", i, x->message, y->message);
+		ck_assert_uint_eq(x->count, y->count);
+		ck_assert_uint_eq(x->op_id, y->op_id);
+		ck_assert_uint_eq(x->tensor, y->tensor);
+	}
+}
+
 static void payload_eq(size_t i, const struct trace_event *a,
 		       const struct trace_event *b)
 {
@@ -397,6 +534,19 @@ static void payload_eq(size_t i, const struct trace_event *a,
 		break;
 	case TRACE_KERNEL:
 		gpu_eq(&a->kernel, &b->kernel);
+		break;
+	case TRACE_STEP:
+		ck_assert_int_eq(a->step.step, b->step.step);
+		str_eq("step marker", i, a->step.marker, b->step.marker);
+		str_eq("step evaluation", i, a->step.evaluation,
+		       b->step.evaluation);
+		ck_assert_int_eq(a->step.detail, b->step.detail);
+		ck_assert_uint_eq(a->step.size_limit, b->step.size_limit);
+		str_eq("step measured", i, a->step.measured, b->step.measured);
+		ck_assert_int_eq(a->step.scope, b->step.scope);
+		break;
+	case TRACE_AGGREGATE:
+		aggregate_eq(i, &a->aggregate, &b->aggregate);
 		break;
 	default:
 		/* copies are other tools' category, with a kernel's fields */
@@ -490,6 +640,9 @@ START_TEST(every_event_reads_back_as_kept)
 
 	ck_assert_ptr_nonnull(mkdtemp(raw));
 	snprintf(path, sizeof path, "%s.json", raw);
+	setenv("AMPTRACE_STEPS", "0,2", 1);
+	unsetenv("AMPTRACE_MAX_SIZE");
+	raw_dir = raw;
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	produce();
 	producer_detach();
@@ -497,7 +650,7 @@ START_TEST(every_event_reads_back_as_kept)
 	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
 	cv.trace_for = trace_for;
 	/* no exit file and not our child: the process "died" */
-	convert_finish(&cv, -1, 0, BASE_NS + 20000);
+	convert_finish(&cv, -1, 0, BASE_NS + 20000000);
 	ck_assert_int_eq(trace_writer_close(&sink.writer,
 					    &(struct trace_trailer){ 0 }),
 			 0);
@@ -535,6 +688,47 @@ START_TEST(every_event_reads_back_as_kept)
 	ck_assert_uint_eq(linear->op.inputs[0].producer_op_id, 7);
 	ck_assert_uint_eq(linear->op.inputs[1].producer_op_id, 0);
 	ck_assert_uint_eq(linear->op.outputs[0].producer_op_id, 0);
+	/* the steps: 0 and 2 in full, 1 aggregated (one row of each),
+	 * an evaluation window, full detail stopping at 3 */
+	int steps = 0, windows = 0, stops = 0, aggregates = 0;
+	for (size_t i = 0; i < read.nevents; i++) {
+		const struct trace_event *e = &read.events[i];
+		if (e->kind == TRACE_STEP && e->step.marker) {
+			ck_assert_int_eq(e->step.step, steps);
+			ck_assert_int_eq(e->step.detail, steps != 1);
+			steps++;
+		} else if (e->kind == TRACE_STEP && e->step.evaluation) {
+			ck_assert_int_eq(e->step.step, 2);
+			windows++;
+		} else if (e->kind == TRACE_STEP) {
+			ck_assert_int_eq(e->step.step, 3);
+			stops++;
+		} else if (e->kind == TRACE_AGGREGATE) {
+			const struct trace_aggregate *a = &e->aggregate;
+			ck_assert_int_eq(a->step, 1);
+			ck_assert_int_eq(a->nops, 2);
+			ck_assert_int_eq(a->ncasts, 2);
+			ck_assert_int_eq(a->ndiags, 1);
+			ck_assert_str_eq(a->diags[0].phase, "forward");
+			ck_assert_uint_eq(a->casts[0].stale, 1);
+			ck_assert_str_eq(a->casts[0].op, "linear");
+			ck_assert_ptr_null(a->casts[0].origin);
+			ck_assert_str_eq(a->casts[1].origin, "autograd");
+			ck_assert_uint_eq(a->ops[1].failed, 1);
+			ck_assert_ptr_null(a->ops[1].dtype);
+			ck_assert_uint_eq(a->regions, 1);
+			ck_assert_uint_eq(a->cache.clears, 1);
+			ck_assert_uint_eq(a->cache.max_entries, 3);
+			ck_assert_uint_eq(a->cache.entries, 0);
+			aggregates++;
+		} else if (e->kind == TRACE_OP) {
+			ck_assert_uint_ne(e->op.op_id, 20);
+		}
+	}
+	ck_assert_int_eq(steps, 3);
+	ck_assert_int_eq(windows, 1);
+	ck_assert_int_eq(stops, 1);
+	ck_assert_int_eq(aggregates, 1);
 	/* a key a producer hands over went through as it was */
 	ck_assert_str_eq(linear->op.module, "fc1");
 	ck_assert_str_eq(linear->op.module_class, "Linear");
@@ -662,6 +856,68 @@ static void stream_across_windows(char *raw_template)
 	trace_free(&sink.kept);
 }
 
+/* Two GradScalers, with ids as the PyTorch bridge gives them (id(self),
+ * an address: a multiple of 16): each keeps its own last scale, and its
+ * counter is named by the order it came in (FORMAT.md §3.6), the first
+ * "grad scale". */
+START_TEST(two_scalers_count_their_own_scale)
+{
+	static const struct {
+		uint64_t id;
+		double scale;
+	} steps[] = {
+		{ 0x7f0000000010, 65536.0 }, { 0x7f0000000020, 1024.0 },
+		{ 0x7f0000000010, 32768.0 }, { 0x7f0000000020, 1024.0 },
+	};
+	static const struct {
+		const char *name;
+		double scale;
+	} counters[] = {
+		{ "grad scale", 65536.0 }, { "grad scale 2", 1024.0 },
+		{ "grad scale", 32768.0 },
+	};
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	char path[64];
+	struct sink sink = { .path = path };
+	struct converter cv;
+
+	ck_assert_ptr_nonnull(mkdtemp(raw));
+	snprintf(path, sizeof path, "%s.json", raw);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+		struct producer_event e = { .kind = PRODUCER_SCALER };
+		e.scaler = (struct producer_scaler){ .scaler_id = steps[i].id,
+						      .what = "update",
+						      .scale = steps[i].scale };
+		emit(e, i + 1);
+	}
+	producer_detach();
+	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
+	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
+	cv.trace_for = trace_for;
+	convert_finish(&cv, -1, 0, BASE_NS + 10000);
+	ck_assert_int_eq(trace_writer_close(&sink.writer,
+					    &(struct trace_trailer){ 0 }),
+			 0);
+	convert_free(&cv);
+	remove_tree(raw);
+	unlink(path);
+
+	size_t n = 0;
+	for (size_t i = 0; i < sink.kept.nevents; i++) {
+		const struct trace_event *e = &sink.kept.events[i];
+		if (e->kind != TRACE_COUNTER || strncmp(e->name, "grad scale", 10))
+			continue;
+		ck_assert_uint_lt(n, sizeof counters / sizeof *counters);
+		ck_assert_str_eq(e->name, counters[n].name);
+		ck_assert(e->counter.value[0] == counters[n].scale);
+		n++;
+	}
+	ck_assert_uint_eq(n, sizeof counters / sizeof *counters);
+	trace_free(&sink.kept);
+}
+END_TEST
+
 START_TEST(a_stream_across_mapping_windows_reads_back_whole)
 {
 	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
@@ -744,6 +1000,7 @@ static Suite *pipeline_suite(void)
 
 	tcase_add_test(tc, every_event_reads_back_as_kept);
 	tcase_add_test(tc, finding_reads_back_as_written);
+	tcase_add_test(tc, two_scalers_count_their_own_scale);
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
 	suite_add_tcase(s, tc);

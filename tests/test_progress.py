@@ -142,8 +142,9 @@ with tempfile.TemporaryDirectory() as work:
 
     # Reading a big trace (over 100 MB): summary and ampview show a line.
     big = os.path.join(work, "big.json")
-    subprocess.run([AMPTRACE, "run", "-q", "-o", big, "--", TRACE_PROG,
-                    "mlp", "5000"], stdout=subprocess.DEVNULL, check=True)
+    subprocess.run([AMPTRACE, "run", "-q", "-o", big, "--steps", "all",
+                    "--", TRACE_PROG, "mlp", "5000"],
+                   stdout=subprocess.DEVNULL, check=True)
     size = os.path.getsize(big)
     check(size > 100e6, "a trace of %.0f MB to read" % (size / 1e6))
     for who, command in (

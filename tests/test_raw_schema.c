@@ -6,6 +6,7 @@
  * short or of an unknown kind is rejected.  libamp's events, encoded by the
  * recorder's own instance of the encoder (libamp_encode.h), give the same
  * bytes as their twins in the producer model. */
+#include "producer.h"
 #include "libamp_encode.h"
 #include "raw_decode.h"
 #include "raw_encode.h"
@@ -381,6 +382,108 @@ START_TEST(gpu_status_and_stats_round_trip)
 }
 END_TEST
 
+/* Each step kind: encode, decode, every member back. */
+#define ROUND_TRIP(name, kind, model)                                       \
+	do {                                                                \
+		uint8_t *start = payload();                                 \
+		uint8_t *end = raw_encode_##name(start, &(model));          \
+		ck_assert_uint_le((size_t)(end - start),                    \
+				  raw_bound_##name(&(model)));              \
+		ck_assert(raw_decode(record_at(kind, 99, end), &decoded));  \
+	} while (0)
+
+START_TEST(step_kinds_round_trip)
+{
+	const struct raw_step step = { 12, 987654321, 1, "optimizer step" };
+	ROUND_TRIP(step, RAW_KIND_STEP, step);
+	ck_assert_uint_eq(decoded.step.step, 12);
+	ck_assert_uint_eq(decoded.step.begin_ns, 987654321);
+	ck_assert_uint_eq(decoded.step.detail, 1);
+	assert_str_eq(decoded.step.marker, "optimizer step");
+
+	const struct raw_evaluation window = { 5000, 3, "model.eval()" };
+	ROUND_TRIP(evaluation, RAW_KIND_EVALUATION, window);
+	ck_assert_uint_eq(decoded.evaluation.begin_ns, 5000);
+	ck_assert_uint_eq(decoded.evaluation.step, 3);
+	assert_str_eq(decoded.evaluation.how, "model.eval()");
+
+	const struct raw_detail_stop stop = { 57, 100000000, "the trace" };
+	ROUND_TRIP(detail_stop, RAW_KIND_DETAIL_STOP, stop);
+	ck_assert_uint_eq(decoded.detail_stop.step, 57);
+	ck_assert_uint_eq(decoded.detail_stop.limit, 100000000);
+	assert_str_eq(decoded.detail_stop.measured, "the trace");
+
+	const struct raw_step_op op = {
+		.step = 7, .count = 400, .failed = 2, .dur_ns = 123456789,
+		.phase = AMP_PHASE_BACKWARD, .policy = AMP_POLICY_FP32,
+		.device = AMP_DEVICE_CUDA, .has_dtype = 1,
+		.dtype = AMP_DTYPE_BF16, .op = "softmax", .overload = "int",
+	};
+	ROUND_TRIP(step_op, RAW_KIND_STEP_OP, op);
+	const struct raw_step_op *o = &decoded.step_op;
+	ck_assert_uint_eq(o->step, 7);
+	ck_assert_uint_eq(o->count, 400);
+	ck_assert_uint_eq(o->failed, 2);
+	ck_assert_uint_eq(o->dur_ns, 123456789);
+	ck_assert_uint_eq(o->phase, AMP_PHASE_BACKWARD);
+	ck_assert_uint_eq(o->policy, AMP_POLICY_FP32);
+	ck_assert_uint_eq(o->device, AMP_DEVICE_CUDA);
+	ck_assert_uint_eq(o->has_dtype, 1);
+	ck_assert_uint_eq(o->dtype, AMP_DTYPE_BF16);
+	assert_str_eq(o->op, "softmax");
+	assert_str_eq(o->overload, "int");
+
+	const struct raw_step_cast cast = {
+		.step = 8, .count = 9, .bytes = 10, .dur_ns = 11, .stale = 12,
+		.phase = PRODUCER_PHASE_OTHER, .from = AMP_DTYPE_F32,
+		.to = AMP_DTYPE_F16,
+		.cache = AMP_CACHE_DISABLED, .op = "linear",
+		.origin = "autograd",
+	};
+	ROUND_TRIP(step_cast, RAW_KIND_STEP_CAST, cast);
+	const struct raw_step_cast *c = &decoded.step_cast;
+	ck_assert_uint_eq(c->step, 8);
+	ck_assert_uint_eq(c->count, 9);
+	ck_assert_uint_eq(c->bytes, 10);
+	ck_assert_uint_eq(c->dur_ns, 11);
+	ck_assert_uint_eq(c->stale, 12);
+	ck_assert_uint_eq(c->phase, PRODUCER_PHASE_OTHER);
+	ck_assert_uint_eq(c->from, AMP_DTYPE_F32);
+	ck_assert_uint_eq(c->to, AMP_DTYPE_F16);
+	ck_assert_uint_eq(c->cache, AMP_CACHE_DISABLED);
+	assert_str_eq(c->op, "linear");
+	assert_str_eq(c->origin, "autograd");
+
+	const struct raw_step_diag diag = {
+		.step = 4, .count = 5, .op_id = 6, .tensor = 7,
+		.phase = AMP_PHASE_OPTIMIZER, .kind = "fp16-overflow",
+		.message = NULL,
+	};
+	ROUND_TRIP(step_diag, RAW_KIND_STEP_DIAG, diag);
+	const struct raw_step_diag *d = &decoded.step_diag;
+	ck_assert_uint_eq(d->step, 4);
+	ck_assert_uint_eq(d->count, 5);
+	ck_assert_uint_eq(d->op_id, 6);
+	ck_assert_uint_eq(d->tensor, 7);
+	ck_assert_uint_eq(d->phase, AMP_PHASE_OPTIMIZER);
+	assert_str_eq(d->kind, "fp16-overflow");
+	assert_str_eq(d->message, NULL);
+
+	const struct raw_step_totals totals = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	ROUND_TRIP(step_totals, RAW_KIND_STEP_TOTALS, totals);
+	const struct raw_step_totals *t = &decoded.step_totals;
+	ck_assert_uint_eq(t->step, 1);
+	ck_assert_uint_eq(t->begin_ns, 2);
+	ck_assert_uint_eq(t->events, 3);
+	ck_assert_uint_eq(t->regions, 4);
+	ck_assert_uint_eq(t->clears, 5);
+	ck_assert_uint_eq(t->cache_entries, 6);
+	ck_assert_uint_eq(t->cache_bytes, 7);
+	ck_assert_uint_eq(t->cache_max_entries, 8);
+	ck_assert_uint_eq(t->cache_max_bytes, 9);
+}
+END_TEST
+
 /* Strings are cut at RAW_MAX_STRING, dims at PRODUCER_MAX_DIMS, tensor lists
  * at RAW_MAX_TENSORS: the bound holds and the decoder reads what was
  * written. */
@@ -684,6 +787,7 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, diag_round_trips);
 	tcase_add_test(tc, gpu_activity_round_trips);
 	tcase_add_test(tc, gpu_status_and_stats_round_trip);
+	tcase_add_test(tc, step_kinds_round_trip);
 	tcase_add_test(tc, limits_are_kept);
 	tcase_add_test(tc, varints_keep_every_value);
 	tcase_add_test(tc, strings_of_every_length);

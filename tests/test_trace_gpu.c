@@ -56,12 +56,13 @@ static void convert(void)
 	struct converter c;
 	struct trace_process_end end;
 	struct trace_gpu_timing gpu;
+	struct trace_process_steps steps;
 
 	recorder_detach();
 	convert_init(&c, raw, base_ns, writer_for, NULL);
 	convert_finish(&c, getpid(), 0, amp_now_ns());
 	ck_assert_uint_eq(c.nprocs, 1);
-	convert_process_end(c.procs[0], &end, &gpu);
+	convert_process_end(c.procs[0], &end, &gpu, &steps);
 	ck_assert_int_eq(trace_writer_close(&writer,
 					    &(struct trace_trailer){
 						    .complete = true,

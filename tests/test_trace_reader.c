@@ -7,6 +7,14 @@
  *   - summary, summary --json, diff and the analysis of a trace with no
  *     ops, casts or reasons sort nothing without undefined behaviour;
  *   - trace_read_file reads a file into a buffer of the file's size;
+ *   - a file read through the reader's sliding window (trace_load) reads
+ *     as the same text in memory does: a UTF-8 character cut by the
+ *     window's edge, an event larger than the window, an error or a
+ *     truncation past the first window;
+ *   - a reader's filter (trace_load_filtered) sees every event a whole
+ *     load keeps; the arrays of those it drops are given back, their
+ *     strings stay; the commands' load without flows drops those
+ *     and counts them;
  *   - the (pid, id) map the trace tools share keeps every key. */
 #include "analyze.h"
 #include "id_map.h"
@@ -201,6 +209,200 @@ START_TEST(read_file_allocates_its_size)
 }
 END_TEST
 
+/* A trace of a few windows: a thread name whose 4-byte character
+ * starts 2 bytes before the first window's end, ops, an event larger
+ * than the window, more ops; `tail` ends it. */
+static char *windowed_trace(const char *tail, size_t *len)
+{
+	static const char op[] = OP(GOOD_FIELDS, "") ",\n";
+	static const char name_head[] = "{\"name\":\"thread_name\",\"ph\":\"M\","
+					"\"pid\":1,\"tid\":1,\"args\":{\"name\":\"";
+	static const char name_tail[] = "\"}},\n";
+	size_t big = TRACE_SCAN_WINDOW + TRACE_SCAN_WINDOW / 2;
+	size_t cap = 3 * TRACE_SCAN_WINDOW + big + strlen(tail) + 4096;
+	char *text = malloc(cap);
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(text);
+	n += (size_t)snprintf(text, cap, "%s", HEAD);
+	while (n + sizeof op < TRACE_SCAN_WINDOW / 2)
+		n += (size_t)snprintf(text + n, cap - n, "%s", op);
+	n += (size_t)snprintf(text + n, cap - n, "%s", name_head);
+	memset(text + n, 'x', TRACE_SCAN_WINDOW - 2 - n);
+	n = TRACE_SCAN_WINDOW - 2;
+	n += (size_t)snprintf(text + n, cap - n, "\xf0\x9f\x98\x80%s", name_tail);
+	while (n + sizeof op < 2 * TRACE_SCAN_WINDOW)
+		n += (size_t)snprintf(text + n, cap - n, "%s", op);
+	n += (size_t)snprintf(text + n, cap - n, "%s", name_head);
+	memset(text + n, 'y', big);
+	n += big;
+	n += (size_t)snprintf(text + n, cap - n, "%s", name_tail);
+	while (n + sizeof op < 2 * TRACE_SCAN_WINDOW + big + TRACE_SCAN_WINDOW / 2)
+		n += (size_t)snprintf(text + n, cap - n, "%s", op);
+	n += (size_t)snprintf(text + n, cap - n, "%s", tail);
+	*len = n;
+	return text;
+}
+
+/* The file read through the window and the same text in memory give the
+ * same events, or the same error. */
+static void assert_window_reads_as_memory(const char *text, size_t len,
+					  bool good)
+{
+	const char *path = temp_path("window.json");
+	struct trace from_file, from_memory;
+	struct trace_error file_err = { "" }, memory_err = { "" };
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	int file_status = trace_load(path, &from_file, &file_err);
+	int memory_status = trace_load_text(path, text, len, &from_memory,
+					    &memory_err);
+	unlink(path);
+	ck_assert_int_eq(file_status, good ? 0 : -1);
+	ck_assert_int_eq(memory_status, file_status);
+	ck_assert_str_eq(file_err.message, memory_err.message);
+	if (!good)
+		return;
+	ck_assert_uint_gt(from_file.nevents, 1000);
+	ck_assert_uint_eq(from_file.nevents, from_memory.nevents);
+	ck_assert_int_eq(from_file.truncated, from_memory.truncated);
+	ck_assert_uint_eq(from_file.truncated_line, from_memory.truncated_line);
+	for (size_t i = 0; i < from_file.nevents; i++) {
+		const struct trace_event *a = &from_file.events[i];
+		const struct trace_event *b = &from_memory.events[i];
+		ck_assert_int_eq(a->kind, b->kind);
+		ck_assert_uint_eq(a->line, b->line);
+		ck_assert_str_eq(a->name, b->name);
+		if (a->kind == TRACE_META)
+			ck_assert_str_eq(a->meta.value, b->meta.value);
+	}
+	trace_free(&from_file);
+	trace_free(&from_memory);
+}
+
+START_TEST(window_reads_as_memory)
+{
+	size_t len;
+	char *text = windowed_trace("{\"name\":\"thread_name\",\"ph\":\"M\","
+				    "\"pid\":1,\"tid\":2,\"args\":{\"name\":"
+				    "\"last\"}}]}\n", &len);
+
+	assert_window_reads_as_memory(text, len, true);
+	free(text);
+}
+END_TEST
+
+struct dropping {
+	size_t seen;
+	const char *output; /* the last op's output dtype, interned */
+};
+
+static int drop_each(void *ctx, struct trace *trace,
+		     const struct trace_event *e, struct trace_error *err)
+{
+	struct dropping *d = ctx;
+
+	(void)trace;
+	(void)err;
+	d->seen++;
+	if (e->kind == TRACE_OP && e->op.noutputs > 0)
+		d->output = e->op.outputs[0].dtype;
+	return TRACE_DROP;
+}
+
+START_TEST(filter_drops_arrays_keeps_strings)
+{
+	const char *path = temp_path("filtered.json");
+	size_t len;
+	char *text = windowed_trace("{\"name\":\"thread_name\",\"ph\":\"M\","
+				    "\"pid\":1,\"tid\":2,\"args\":{\"name\":"
+				    "\"last\"}}]}\n", &len);
+	FILE *f = fopen(path, "wb");
+	struct trace whole, filtered;
+	struct trace_error err = { "" };
+	struct dropping dropping = { 0 };
+	struct trace_filter filter = { &dropping, drop_each };
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(text);
+	ck_assert_int_eq(trace_load(path, &whole, &err), 0);
+	ck_assert_int_eq(trace_load_filtered(path, &filtered, &filter, &err), 0);
+	unlink(path);
+	ck_assert_uint_gt(whole.nevents, 1000);
+	ck_assert_uint_eq(dropping.seen, whole.nevents);
+	ck_assert_uint_eq(filtered.nevents, 0);
+	/* every event dropped: no array is left in the arena */
+	ck_assert_ptr_null(filtered.arena);
+	ck_assert_ptr_nonnull(dropping.output);
+	ck_assert_str_eq(dropping.output, "f32");
+	trace_free(&whole);
+	trace_free(&filtered);
+}
+END_TEST
+
+/* Two ops and the arrow between them, as amptrace run writes it. */
+#define FLOW_TRACE                                                          \
+	"{\"amptrace\":{\"format\":\"1.4\"},\"traceEvents\":[\n"            \
+	OP(GOOD_FIELDS, "") ",\n"                                           \
+	"{\"name\":\"cast\",\"cat\":\"amp.flow\",\"ph\":\"s\",\"ts\":1,"    \
+	"\"pid\":1,\"tid\":1,\"id\":1,\"args\":{\"op_id\":1,\"tensor\":1}},\n" \
+	"{\"name\":\"cast\",\"cat\":\"amp.flow\",\"ph\":\"f\",\"ts\":2,"    \
+	"\"pid\":1,\"tid\":1,\"bp\":\"e\",\"id\":1,"                        \
+	"\"args\":{\"op_id\":1,\"tensor\":1}}]}\n"
+
+START_TEST(flows_dropped_and_counted)
+{
+	const char *path = temp_path("flows.json");
+	struct trace whole, without;
+	struct trace_error err = { "" };
+
+	write_text(path, FLOW_TRACE);
+	ck_assert_msg(trace_load(path, &whole, &err) == 0, "%s", err.message);
+	ck_assert_msg(trace_load_without_flows(path, &without, &err) == 0, "%s",
+		      err.message);
+	unlink(path);
+	ck_assert_uint_eq(whole.counts[TRACE_FLOW], 2);
+	ck_assert_uint_eq(whole.dropped, 0);
+	ck_assert_uint_eq(without.counts[TRACE_FLOW], 0);
+	ck_assert_uint_eq(without.dropped, 2);
+	ck_assert_uint_eq(without.nevents + without.dropped, whole.nevents);
+	ck_assert_uint_eq(without.counts[TRACE_OP], 1);
+	ck_assert_str_eq(without.events[0].op.op, "relu");
+	trace_free(&whole);
+	trace_free(&without);
+}
+END_TEST
+
+START_TEST(window_errors_as_memory)
+{
+	size_t len;
+	char *text = windowed_trace("{\"name\":\"relu\",\"ph\":\"X\",}]}", &len);
+
+	assert_window_reads_as_memory(text, len, false);
+	free(text);
+}
+END_TEST
+
+START_TEST(window_truncated_as_memory)
+{
+	size_t len;
+	char *text = windowed_trace("]}", &len);
+	/* cut inside an op past the first window, and inside the event
+	 * larger than the window */
+	const size_t cuts[] = { TRACE_SCAN_WINDOW + 1000,
+				2 * TRACE_SCAN_WINDOW + 100 };
+
+	for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++)
+		assert_window_reads_as_memory(text, cuts[c], true);
+	free(text);
+}
+END_TEST
+
 START_TEST(id_map_keeps_every_key)
 {
 	struct id_map m = { 0 };
@@ -272,6 +474,11 @@ static Suite *trace_reader_suite(void)
 	tc = tcase_create("sizes");
 	tcase_add_test(tc, empty_traces_summarise);
 	tcase_add_test(tc, read_file_allocates_its_size);
+	tcase_add_test(tc, window_reads_as_memory);
+	tcase_add_test(tc, window_errors_as_memory);
+	tcase_add_test(tc, window_truncated_as_memory);
+	tcase_add_test(tc, filter_drops_arrays_keeps_strings);
+	tcase_add_test(tc, flows_dropped_and_counted);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");
 	tcase_add_test(tc, id_map_keeps_every_key);

@@ -521,6 +521,33 @@ START_TEST(test_training_trace_is_valid_and_checkable)
 }
 END_TEST
 
+/* A trace whose steps are partly aggregated (FORMAT.md §8) follows the
+ * format: the steps kept in full after aggregated ones (their tensors,
+ * the mlp sample's GradScaler state, may have been made in a step the
+ * trace has no events of), the step slices nested on tid 0, the regions
+ * balanced. */
+START_TEST(test_bounded_trace_is_valid)
+{
+	const char *const specs[] = { "2:3", "every:2", "none", "0" };
+
+	make_dir();
+	for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+		struct trace t;
+		char *argv[] = { AMPTRACE_PATH, "run", "-q", "-o",
+				 (char *)in_dir("window.json"), "--steps",
+				 (char *)specs[k], "--", SAMPLES_DIR "/mlp",
+				 "--steps", "6", NULL };
+		ck_assert_int_eq(run(argv), 0);
+		load(in_dir("window.json"), &t);
+		ck_assert_msg(t.counts[TRACE_AGGREGATE] > 0, "--steps %s",
+			      specs[k]);
+		assert_valid(&t);
+		trace_free(&t);
+	}
+	remove_dir();
+}
+END_TEST
+
 START_TEST(test_run_errors)
 {
 	make_dir();
@@ -621,6 +648,7 @@ static Suite *trace_run_suite(void)
 	tcase_add_test(tc, test_fork_traces_both_processes);
 	tcase_add_test(tc, test_ranks_then_merge);
 	tcase_add_test(tc, test_training_trace_is_valid_and_checkable);
+	tcase_add_test(tc, test_bounded_trace_is_valid);
 	tcase_add_test(tc, test_run_errors);
 	tcase_add_test(tc, test_svg_needs_ampview);
 	suite_add_tcase(s, tc);

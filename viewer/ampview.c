@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 	}
 	double start = now_ms();
 	progress_reading("ampview", c.trace);
-	status = trace_load(c.trace, &trace, &err);
+	status = trace_load_without_flows(c.trace, &trace, &err);
 	progress_reading_done();
 	if (status != 0) {
 		fprintf(stderr, "ampview: %s\n", err.message);

@@ -166,11 +166,14 @@ struct chooser {
 	bool *composite;   /* per event: an op that ran other ops */
 };
 
+/* A step's graph is its training: evaluation windows inside it are not
+ * drawn (the whole trace's graph has them). */
 static bool op_in_step(const struct view_selection *s, const struct chooser *c,
 		       size_t event)
 {
 	return c->step == VIEW_STEP_ALL ||
-	       s->analysis.step_of[event] == c->step;
+	       (s->analysis.step_of[event] == c->step &&
+		!s->analysis.evaluating[event]);
 }
 
 static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
@@ -183,7 +186,7 @@ static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
 bool view_phase_known(const char *phase)
 {
 	return !strcmp(phase, "forward") || !strcmp(phase, "backward") ||
-	       !strcmp(phase, "optimizer");
+	       !strcmp(phase, "optimizer") || !strcmp(phase, "other");
 }
 
 bool view_boxes_optimizer(const struct view_options *o)
@@ -230,7 +233,7 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 
 	if (op != VIEW_NONE && s->trace->events[op].kind == TRACE_OP)
 		return op_chosen(s, c, op);
-	if (c->step != VIEW_STEP_ALL && s->analysis.step_of[event] != c->step)
+	if (!op_in_step(s, c, event))
 		return false;
 	if (c->o->phase && (!e->cast.phase || strcmp(e->cast.phase, c->o->phase)))
 		return false;
@@ -246,7 +249,7 @@ static int choose_step(const struct view_selection *s,
 
 	if (o->step == VIEW_STEP_ALL || o->step == VIEW_STEP_DEFAULT) {
 		*step = o->step == VIEW_STEP_ALL ? VIEW_STEP_ALL
-						 : nsteps >= 2 ? 1 : 0;
+						 : s->analysis.steps.default_step;
 		return 0;
 	}
 	if (o->step < 0 || (o->step >= nsteps && o->step != 0))
@@ -256,6 +259,13 @@ static int choose_step(const struct view_selection *s,
 				       nsteps == 1 ? "" : "s",
 				       nsteps ? nsteps - 1 : 0,
 				       s->analysis.step_marker);
+	if (s->analysis.steps.aggregated[o->step])
+		return trace_error_set(err, "%s: step %d was recorded as "
+				       "per-step aggregates only (amptrace run "
+				       "--steps chooses the steps recorded in "
+				       "full detail); the default graph shows "
+				       "step %d", s->trace->path, o->step,
+				       s->analysis.steps.default_step);
 	*step = o->step;
 	return 0;
 }

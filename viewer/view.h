@@ -25,7 +25,7 @@ enum view_format {
 
 /* view_options.step: a step number (0-based, as `amptrace summary` counts
  * them), or one of these. */
-#define VIEW_STEP_DEFAULT (-1) /* the second step when there are several */
+#define VIEW_STEP_DEFAULT (-1) /* steps.h default_step: the second in full detail */
 #define VIEW_STEP_ALL (-2)     /* the whole trace */
 
 /* How many op nodes (a folded block counts as one) a graph shows unless

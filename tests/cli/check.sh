@@ -35,7 +35,7 @@ full_device_checks check "$fx/good.json" "$fx/pass.rules"
 capture "$amptrace" check "$fx/good.json" "$fx/bad-keyword.rules"
 check "unknown rule keyword: exit 2" status_is 2
 check "unknown rule keyword: line:col and what was expected" \
-	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op ops casts cache scaler no finding, got 'opp'"
+	err_has "bad-keyword.rules:2:1: expected a rule starting with one of: op module ops casts cache scaler no finding, got 'opp'"
 capture "$amptrace" check "$fx/good.json" "$fx/bad-dtype.rules"
 check "bad dtype: exit 2" status_is 2
 check "bad dtype: line:col" err_has "bad-dtype.rules:1:19: expected a dtype (f64 f32 f16 bf16 i64 i32 bool), got 'fp8'"
@@ -88,6 +88,30 @@ check "rules accept bfloat16->fp32" status_is 0
 printf '\357\273\277op linear: output f16\n' >"$tmp/bom.rules"
 capture "$amptrace" check "$fx/good.json" "$tmp/bom.rules"
 check "rules with a UTF-8 byte order mark: read" status_is 0
+# module rules (issue 24 item 4) on good.json with module keys: a path
+# glob matches the module and those inside it; each kind passes and fails
+module_verdict() { # rule PASS|FAIL [what a pass counted]
+	printf '%s\n' "$1" >"$tmp/module.rules"
+	capture "$amptrace" check "$fx/modules.json" "$tmp/module.rules"
+	check "'$1': $2" out_has "$2 $tmp/module.rules:1  $1${3:+  ($3)}"
+}
+module_verdict 'module h.*.attn: output f16' PASS "2 matching ops"
+module_verdict 'module h.*.attn: output f32' FAIL
+module_verdict 'module h.0: count == 2' PASS "2 matching ops"
+module_verdict 'module h.0 in any: count == 3' PASS "3 matching ops"
+module_verdict 'module h.0.mlp: count == 2' FAIL
+module_verdict 'op linear in module h.1: count == 1' PASS "1 matching op"
+module_verdict 'op linear in module h.1.mlp: count == 0' PASS "0 matching ops"
+module_verdict 'casts total in module h.0 == 6' PASS "6 casts"
+module_verdict 'casts total in module lm_head == 0' PASS "0 casts"
+module_verdict 'casts total in module h.* == 0' FAIL
+module_verdict 'casts total in module lm_head cache hit == 2' PASS "2 casts"
+module_verdict 'module h.*.attn: output f32' FAIL
+check "module rule failed: exit 1" status_is 1
+printf 'module h.*: output f16\n' >"$tmp/module.rules"
+capture "$amptrace" check "$fx/good.json" "$tmp/module.rules"
+check "module rule on a trace without modules: fails" out_has "no op matched '*' with these filters"
+check "module rule on a trace without modules: exit 1" status_is 1
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit /proc/no/such/dir.xml
 check "--junit to an unwritable path: exit 2" status_is 2
 check "--junit to an unwritable path: says so" err_has "amptrace check: cannot write /proc/no/such/dir.xml"

@@ -108,6 +108,25 @@ check "an op removed: said, with where it was" \
 check "... the base op's line" out_has "first: base op 11 ($fx/good.json:48)"
 capture "$amptrace" diff "$tmp/removed.json" "$fx/good.json"
 check "the other way round: an op added" out_has "op-added     softmax_backward_data (backward) x1"
+# by module (issue 24 item 4): the linear ops' outputs f16 -> bf16 in
+# modules.json (good.json with module keys: h.0, h.1, lm_head)
+sed 's/"dtype":"f16","shape":\[4,8\]}\],"Input type"/"dtype":"bf16","shape":[4,8]}],"Input type"/' \
+	"$fx/modules.json" >"$tmp/modules-bf16.json"
+capture "$amptrace" diff "$fx/modules.json" "$tmp/modules-bf16.json"
+check "diff by module: exit 1" status_is 1
+check "diff by module: the first op's module" \
+	out_has "new op 4 ($tmp/modules-bf16.json:14) in h.0.attn.c_attn"
+check "diff by module: h.0's changes" in_order "changes by module (paths cut to 2 parts):" \
+	"  h.0                              2"
+check "diff by module: lm_head's" out_has "  lm_head                          1"
+capture "$amptrace" diff --json "$fx/modules.json" "$tmp/modules-bf16.json"
+check "diff --json by module" /usr/bin/python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["changes_by_module"] == [{"module": "h.0", "count": 2},
+    {"module": "h.1", "count": 1}, {"module": "lm_head", "count": 1}], d
+assert d["changes"][0]["first"]["module"] == "h.0.attn.c_attn", d' "$tmp/out"
+capture "$amptrace" diff "$fx/good.json" "$fx/changed.json"
+check "diff of traces without modules: no module table" out_lacks "changes by module"
 capture "$amptrace" diff --json "$fx/good.json" "$fx/missing.json"
 check "--json with an unreadable trace: exit 2" status_is 2
 check "... no JSON on stdout" test ! -s "$tmp/out"

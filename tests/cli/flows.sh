@@ -48,12 +48,18 @@ end = lines.index("],")
 lines[end - 1] = lines[end - 1].rstrip(",")
 open(sys.argv[2], "w").write("\n".join(lines))
 PY
+# (each must succeed and say something: two failures' empty outputs are
+# the same too)
 for d in with without; do
-	(cd "$tmp/$d" && "$amptrace" summary --json t.json | grep -v '"events":' >summary
+	(cd "$tmp/$d" && "$amptrace" summary --json t.json >summary.json &&
+	 grep -v '"events":' summary.json >summary &&
 	 "$amptrace" check t.json "$tmp/r.rules" >check)
+	check "$d flows: summary and check exit 0" test $? -eq 0
 	"$ampview" "$tmp/$d/t.json" --format dot -o "$tmp/$d/graph.dot" 2>/dev/null
+	check "$d flows: ampview exits 0" test $? -eq 0
 done
 for f in summary check graph.dot; do
+	check "with flows: $f is not empty" test -s "$tmp/with/$f"
 	check "with or without flows: the same $f" same_file "$tmp/with/$f" "$tmp/without/$f"
 done
 

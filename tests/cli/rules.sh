@@ -25,9 +25,9 @@ accepted() { # rules
 # ------------------------------------------------ one error per production
 dtypes="a dtype (f64 f32 f16 bf16 i64 i32 bool)"
 cmps="a comparison (<= < >= > == !=)"
-refused 'opp linear: output f16' "1:1: expected a rule starting with one of: op ops casts cache scaler no finding, got 'opp'"
+refused 'opp linear: output f16' "1:1: expected a rule starting with one of: op module ops casts cache scaler no finding, got 'opp'"
 refused 'op' "1:3: expected an op name (e.g. linear, softmax.int, mm*), got the end of the line"
-refused 'op linear' "1:10: expected ':' (or a filter: in scope NAME, in phase PHASE, on DEVICE, under autocast, outside autocast), got the end of the line"
+refused 'op linear' "1:10: expected ':' (or a filter: in scope NAME, in module PATH, in phase PHASE, on DEVICE, under autocast, outside autocast), got the end of the line"
 refused 'op linear:' "1:11: expected a check (output DTYPE, inputs DTYPE, policy POLICY, count CMP N), got the end of the line"
 refused 'op linear: output' "1:18: expected $dtypes, got the end of the line"
 refused 'op linear: output f16|' "1:23: expected $dtypes, got the end of the line"
@@ -39,9 +39,16 @@ refused 'op linear: count == x' "1:21: expected a number, got 'x'"
 refused 'op linear: count == 1e' "1:21: malformed number"
 refused 'op linear: output f16, output f32, output f16, output f16, output f16, output f16, output f16, output f16, output f16' \
 	"1:108: expected at most 8 checks, got 'output'"
-refused 'op linear in' "1:13: expected 'scope', 'phase', 'forward', 'backward', 'optimizer' or 'any' after 'in', got the end of the line"
+refused 'op linear in' "1:13: expected 'scope', 'module', 'phase', 'forward', 'backward', 'optimizer', 'other' or 'any' after 'in', got the end of the line"
+refused 'op linear in module' "1:20: expected a module path (e.g. h.*.attn), got the end of the line"
+refused 'op linear in module :' "1:21: expected a module path (e.g. h.*.attn), got ':'"
+refused 'module' "1:7: expected a module path (e.g. h.*.attn, lm_head), got the end of the line"
+refused 'module h.*.attn' "1:16: expected ':' (or a filter: in scope NAME, in module PATH, in phase PHASE, on DEVICE, under autocast, outside autocast), got the end of the line"
+refused 'module h.*.attn: casts == 0' "1:18: expected a check (output DTYPE, inputs DTYPE, policy POLICY, count CMP N), got 'casts'"
+refused 'module lm_head on tpu: output f16' "1:19: expected a device (cpu cuda), got 'tpu'"
+refused 'casts total in module == 0' "1:23: expected a module path (e.g. h.*.attn), got '=='"
 refused 'op linear in scope' "1:19: expected a scope name, got the end of the line"
-refused 'op linear in phase sideways: output f16' "1:20: expected a phase (forward backward optimizer any), got 'sideways'"
+refused 'op linear in phase sideways: output f16' "1:20: expected a phase (forward backward optimizer other any), got 'sideways'"
 refused 'op linear under: output f16' "1:16: expected 'autocast', got ':'"
 refused 'op @: output f16' "1:4: unexpected character '@'"
 refused 'casts' "1:6: expected a cast direction (DTYPE->DTYPE, total, to DTYPE, from DTYPE), got the end of the line"
@@ -103,6 +110,10 @@ accepted 'op soft*.int in any under autocast: output f32|f16, count >= 1, policy
 accepted 'op aten::linear: count == 4'
 accepted 'op "a\"b": count == 0'
 accepted 'casts total in scope "f*" on cuda for op lin* cache any < 100 per step'
+accepted 'module h.*.attn in backward on cuda: output f16|f32, count >= 1'
+accepted 'module "h.0.attn.c_attn": policy lower_precision_fp'
+accepted 'op linear in module lm_head under autocast: output f16'
+accepted 'casts f32->f16 in module h.* cache any <= 10 per step'
 accepted 'casts to f16 in backward cache hit != 3'
 accepted 'finding "x y" != 2'
 accepted 'no findings'

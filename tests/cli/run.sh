@@ -67,8 +67,25 @@ check "run with --raw-dir three times: exit 2, says why" \
 # for check, see check.sh.
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "print(1)"
 check "run of python without torch ops: exit 125" status_is 125
-check "... says why, for python" err_has "no ops recorded: is /usr/bin/python3 importing torch?"
+check "... says why, for python: it never imported torch" \
+	err_has "no ops recorded: /usr/bin/python3 never imported torch (the program ran without it)"
 check "... and the program's output passes through" out_has "1"
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 "$tmp/missing.py"
+check "run of a missing script: python's status (2), says so" eval \
+	'status_is 2 && err_has "no ops recorded: /usr/bin/python3 found no script $tmp/missing.py (no such file)"'
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import torch"
+	check "run of python importing torch, running no op: says so" \
+		err_has "no ops recorded: /usr/bin/python3 imported torch (its process was recorded) but ran no torch op"
+fi
+# an interpreter whose environment has no torch: asked (find_spec), it
+# says none
+printf '#!/bin/sh\ncase "$2" in *find_spec*) exit 1;; esac\nexit 0\n' \
+	>"$tmp/python3"
+chmod +x "$tmp/python3"
+capture "$amptrace" run -o "$tmp/none.json" -- "$tmp/python3" -c "print(1)"
+check "run of an interpreter without torch: says so" \
+	err_has "no ops recorded: $tmp/python3 has no torch"
 
 # ------------------------------------------------------------ findings
 record "$tmp/pitfall.json" "$findings_prog" backward-inside
@@ -84,7 +101,10 @@ check "run: autocast-off-in-thread appended" \
 	diag_has "$tmp/thread.json" autocast-off-in-thread '"other_thread":1'
 record "$tmp/overflow.json" "$findings_prog" overflow
 check "run: value checks on by default" diag_has "$tmp/overflow.json" fp16-overflow '"message":'
-AMP_VALUE_CHECKS=1 "$amptrace" run -q --no-value-checks -o "$tmp/nochecks.json" -- "$findings_prog" overflow
+capture env AMP_VALUE_CHECKS=1 "$amptrace" run -q --no-value-checks \
+	-o "$tmp/nochecks.json" -- "$findings_prog" overflow
+check "run --no-value-checks: exit 0" status_is 0
+check "run --no-value-checks: the trace loads" loads "$tmp/nochecks.json"
 check "run --no-value-checks: no fp16-overflow" no_diag "$tmp/nochecks.json" fp16-overflow
 capture "$amptrace" run --help
 check "run --help: --no-value-checks" out_has "--no-value-checks"

@@ -38,7 +38,7 @@ full_device_checks summary --json "$fx/good.json"
 # ------------------------------------------------------------- summary
 capture "$amptrace" summary "$fx/good.json"
 check "summary: exit 0" status_is 0
-check "summary: ops table" out_has "forward   linear                             4      -      4"
+check "summary: ops table" out_has "forward   linear                     4   -   4"
 check "summary: casts by direction" out_has "f32->f16             6       4"
 check "summary: cache" out_has "hits 4, misses 4, uncacheable 4, disabled 0; hit rate 0.50"
 check "summary: uncacheable reasons" out_has "4  not a leaf that requires grad"
@@ -48,6 +48,46 @@ check "summary: scale history" out_has "65536 (step 0) -> 32768 (step 1, inf fou
 capture "$amptrace" summary --json "$fx/good.json"
 check "summary --json: exit 0" status_is 0
 check "summary --json: hit rate" out_has '"hit_rate":	0.5'
+# by module (issue 24 item 4): modules.json is good.json with module keys
+# (h.0.attn.c_attn, h.0.mlp.c_fc, h.1.attn.c_attn, lm_head, the outermost)
+capture "$amptrace" summary "$fx/modules.json"
+check "summary by module: exit 0" status_is 0
+check "summary by module: h.0 at depth 2 (2 modules, a backward op)" \
+	out_has "  h.0                3      1      2       6       0   6.750 us  f32->f16 6"
+check "summary by module: cache hits" \
+	out_has "  lm_head            1      -      1       0       2   1.750 us  -"
+check "summary by module: the outermost module" \
+	out_has "  (outermost)        2      2      -       1       0   3.375 us  f16->f32 1"
+check "summary by module: ops of no module, last" in_order \
+	"  lm_head " "  (no module)        4      4      -       1       0   6.375 us"
+capture "$amptrace" summary --depth 3 "$fx/modules.json"
+check "summary --depth 3: h.0 split" out_has "  h.0.mlp            1      -      1       3"
+check "summary --depth 3: no h.0 row" out_lacks "  h.0      "
+capture "$amptrace" summary --depth 1 "$fx/modules.json"
+check "summary --depth 1: the h blocks in one row" \
+	out_has "  h                  4      1      3       6       2   8.500 us"
+capture "$amptrace" summary --json --depth 3 "$fx/modules.json"
+check "summary --json: modules" /usr/bin/python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))["modules"]
+rows = {r["module"]: r for r in m["rows"]}
+assert m["depth"] == 3, m
+assert rows["h.0.attn"] == {"module": "h.0.attn", "ops": 2,
+    "outputs": {"f32": 1, "f16": 1}, "casts": {"f32->f16": 3},
+    "cache_hits": 0, "time_us": 4.125}, rows["h.0.attn"]
+assert rows[""]["ops"] == 2 and rows[None]["ops"] == 4, rows' "$tmp/out"
+capture "$amptrace" summary "$fx/good.json"
+check "summary of a trace without modules: says why no table" \
+	out_has "(no op names its nn.Module: PyTorch traces of format 1.4 do)"
+capture "$amptrace" summary --json "$fx/good.json"
+check "summary --json of a trace without modules: no rows" \
+	/usr/bin/python3 -c 'import json, sys
+assert json.load(open(sys.argv[1]))["modules"]["rows"] == []' "$tmp/out"
+for depth in 0 -1 x 2x 65; do
+	capture "$amptrace" summary --depth "$depth" "$fx/modules.json"
+	check "summary --depth $depth: exit 2" status_is 2
+	check "summary --depth $depth: says why" \
+		err_has "--depth must be a number from 1 to 64, not '$depth'"
+done
 capture "$amptrace" summary "$fx/changed.json"
 check "summary: findings listed" out_has "backward-under-autocast (x2)"
 check "summary: libamp diagnostics listed" out_has "stale-cache: cached cast of fc1.weight"
@@ -61,7 +101,10 @@ lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
 long = [l for l in lines if len(l) > 100]
 print("".join("# %d: %s\n" % (len(l), l) for l in long), end="")
 sys.exit(not lines or bool(long))' "$tmp/out"
-check "summary: a long op name is cut short" out_has "_amp_foreach_non_..."
+check "summary: a long op name is whole, on a line of its own" \
+	out_has "optimizer _amp_foreach_non_finite_check_and_unscale_
+  "
+check "summary: nothing is cut short" sh -c "! grep -q '\.\.\.' '$tmp/out'"
 capture "$amptrace" summary --json "$tmp/tf.json"
 check "summary --json: the op name in full" out_has '"_amp_foreach_non_finite_check_and_unscale_"'
 "$amptrace" merge "$fx/changed.json" "$fx/changed.json" -o "$tmp/cc.json" 2>/dev/null
@@ -108,6 +151,7 @@ capture "$amptrace" summary "$tmp/mlp.json"
 check "summary: the header's framework and the policy table it selects" \
 	out_has "framework: libamp 0.1.0 (policy table: 2.13)"
 capture "$amptrace" summary "$fx/good.json"
+check "summary of a trace without a framework: exit 0" status_is 0
 check "summary: no framework line for a trace without one" \
 	sh -c "! grep -q '^framework:' '$tmp/out'"
 capture "$amptrace" summary --json "$fx/good.json"
@@ -117,10 +161,12 @@ sys.exit(not (d["framework"] is None and d["policy_table"] == "2.13"))' "$tmp/ou
 
 # ------------------------------------------------- phase optimizer, summary
 record "$tmp/mlp3.json" "$mlp" --steps 3
-# The op rows of summary's text, "phase op" per line.
+# The op rows of summary's text, "phase op" per line (the numbers of an
+# op too long for its column are on a line of their own: skipped).
 op_rows() {
 	"$amptrace" summary "$1" | awk '/^Ops by phase/ {on = 1; next}
-		on && /^ *phase / {next} on && NF == 0 {exit} on {print $1, $2}'
+		on && /^ *phase / {next} on && NF == 0 {exit}
+		on && $1 ~ /^[0-9]/ {next} on {print $1, $2}'
 }
 # The phases in order, each run of equal phases once.
 phase_runs() { awk '{print $1}' | uniq | tr '\n' ' '; }
@@ -130,7 +176,7 @@ check "transformer: forward, backward, optimizer rows in that order" \
 	test "$(phase_runs <"$tmp/out")" = "forward backward optimizer "
 check "transformer: Adam's lerp_ is an optimizer op" out_has "optimizer lerp_.Scalar"
 check "transformer: GradScaler's update is an optimizer op" out_has "optimizer _amp_update_scale_"
-check "transformer: GradScaler's unscale is an optimizer op" out_has "optimizer _amp_foreach_non_..."
+check "transformer: GradScaler's unscale is an optimizer op" out_has "optimizer _amp_foreach_non_finite_check_and_unscale_"
 check "transformer: no optimizer op among the forward rows" \
 	test "$(grep -cE '^forward (lerp_|addcdiv_|addcmul_|_amp_)' "$tmp/out")" -eq 0
 check "transformer: the model's linear is forward" out_has "forward linear"

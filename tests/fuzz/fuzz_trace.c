@@ -55,8 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct trace_error err;
 
 	if (trace_load_text("fuzz.json", text, size, &t, &err) == 0) {
-		summary_print(&t, false, false);
-		summary_print(&t, true, false);
+		summary_print(&t, false, false, 2);
+		summary_print(&t, true, false, 2);
 		draw(&t, true);
 		draw(&t, false);
 		struct diff_side *input = diff_side_new(&t);

@@ -67,8 +67,13 @@ def test_training_loop():
               and a["outputs"][0]["dtype"] == "bf16" for a in linear),
           linear[:1])
     phases = {a["phase"] for a in ops(t)}
-    check("phases forward, backward and optimizer",
-          phases == {"forward", "backward", "optimizer"}, phases)
+    check("phases forward, backward, optimizer and other",
+          phases == {"forward", "backward", "optimizer", "other"}, phases)
+    other = {a["op"] for a in ops(t) if a["phase"] == "other"}
+    check("... other: initialisation, data (and gradients zeroed, before "
+          "torch 2's set_to_none), no model op",
+          not other & {"linear", "relu", "mm"} and
+          {"randn", "uniform_"} <= other, other)
     backward = [a for a in ops(t) if a["phase"] == "backward"]
     check("backward ops link to their forward op",
           any(a.get("forward_op_id") for a in backward), backward[:2])
@@ -158,6 +163,134 @@ def test_training_loop():
           v.stderr)
 
 
+def summary_json(path):
+    p = subprocess.run([AMPTRACE, "summary", "--json", path],
+                       capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr}
+
+
+def step_events(t):
+    return [e["args"] for e in events(t, "amp.step")
+            if e["ph"] == "X" and "marker" in e["args"]]
+
+
+def test_steps():
+    """Training steps as real loops have them (FORMAT.md §8): each shape
+    of scenario_steps.py prints the steps it took and the evaluation
+    windows it ran; summary must count the same."""
+    scaler_marks = "scaler update" if torch_release() >= (2, 0) \
+        else "optimizer step"   # 1.13's GradScaler disables itself on CPU
+    for mode, marker in (("accumulate", "optimizer step"),
+                         ("checkpoint", "optimizer step"),
+                         ("eval", "optimizer step"),
+                         ("nanogpt", "optimizer step"),
+                         ("timm", "optimizer step"),
+                         ("marker", "amptrace_torch.step()"),
+                         ("noopt", "autocast region"),
+                         ("scaler", scaler_marks),
+                         ("wrappers", "optimizer step")):
+        p, path = run("scenario_steps.py", mode, out="steps-" + mode)
+        words = p.stdout.split()
+        expect = (int(words[1]), int(words[3])) if len(words) == 4 else None
+        steps = summary_json(path).get("steps", {})
+        check("steps of a %s loop: %s steps, %s evaluation windows, "
+              "marked by %s" % (mode, *(expect or ("?", "?")), marker),
+              p.returncode == 0 and expect is not None and
+              (steps.get("count"), steps.get("evaluations"),
+               steps.get("marker")) == (*expect, marker),
+              (p.returncode, p.stdout, p.stderr[-300:], steps))
+    ok, why = valid(os.path.join(TMP, "steps-nanogpt.json"))
+    check("... and the nanoGPT-shaped trace is valid", ok, why)
+
+
+def test_regions():
+    """Regions are named by the program's code (scenario_regions.py), the
+    same under every torch."""
+    p, path = run("scenario_regions.py", out="regions")
+    begins = [(e["args"]["depth"], e["args"]["scope"])
+              for e in events(load(path), "amp.scope") if e["ph"] == "B"]
+    check("region names: the function and line of the `with`, the name "
+          "given, the decorated forward, checkpoint's recompute, the top "
+          "level's line",
+          p.returncode == 0 and begins == [
+              (1, "train_step (scenario_regions.py:21)"), (1, "loss"),
+              (2, "Att.forward (scenario_regions.py:15)"),
+              (1, "checkpoint recompute: Block.forward "
+                  "(scenario_regions.py:10)"),
+              (2, "checkpoint recompute: Block.forward "
+                  "(scenario_regions.py:10)"),
+              (1, "scenario_regions.py:30")],
+          (p.stderr[-300:], begins))
+    s = subprocess.run([AMPTRACE, "check", path, "/dev/stdin"],
+                       input='op linear in scope "loss": output bf16\n',
+                       capture_output=True, text=True)
+    check("... and a rule selects a region by the name given",
+          s.returncode == 0 and "1 matching op" in s.stdout, s.stdout)
+
+
+def counts_of(path):
+    """summary's counts, without times: ops by phase, name, dtype; casts
+    by direction; the cache's counts."""
+    s = summary_json(path)
+    if "error" in s:
+        return s
+    return {"ops": sorted((o["phase"], o["op"], o["count"],
+                           sorted(o["outputs"].items())) for o in s["ops"]),
+            "casts": sorted((c["from"], c["to"], c["casts"], c["hits"],
+                             c["bytes"]) for c in s["casts"]),
+            "cache": [s["cache"][k] for k in ("hits", "misses",
+                                              "uncacheable", "clears")],
+            "steps": s["steps"]["count"]}
+
+
+def test_bounded():
+    """Bounded recording of a PyTorch loop: full detail for the first 20
+    steps by default, aggregates for the others, counted the same; the
+    trace of 10,000 steps stays under 100 MB; the Python API takes
+    steps=."""
+    full = os.path.join(TMP, "loop-full.json")
+    amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, "scenario_loop.py"),
+                                "60"], full, options=["--steps", "all"])
+    p, path = run("scenario_loop.py", "60", out="loop-bounded")
+    t = load(path)
+    check("a 60-step loop: steps 0-19 in full detail, 20-59 aggregated",
+          [(a["step"], a["detail"]) for a in step_events(t)] ==
+          [(k, k < 20) for k in range(60)] and
+          len(ops(t, "linear")) == 40 and
+          sorted({e["args"]["step"] for e in events(t, "amp.aggregate")
+                  if e["args"]["step"] < 60}) == list(range(20, 60)),
+          [(a["step"], a["detail"]) for a in step_events(t)][18:22])
+    check("... summary's counts are those of the loop recorded in full",
+          counts_of(path) == counts_of(full),
+          (counts_of(path), counts_of(full)))
+    ok, why = valid(path)
+    check("... and the bounded trace is valid", ok, why)
+    p, path = run("scenario_loop.py", "2000", out="loop-long")
+    size = os.path.getsize(path)
+    steps = summary_json(path).get("steps", {})
+    check("2000 steps with no option: %d bytes, so 10,000 under 100 MB"
+          % size, p.returncode == 0 and size * 5 < 100e6 and
+          (steps.get("count"), steps.get("detail")) == (2000, 20),
+          (p.stderr[-300:], steps))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(AMPTRACE), "torch")
+    path = os.path.join(TMP, "loop-api.json")
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_loop.py"), "6",
+                        "api", path, "1:2"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    got = [(a["step"], a["detail"], a["marker"])
+           for a in step_events(load(path))] if p.returncode == 0 else p.stderr
+    check("trace(steps='1:2'): steps 1 and 2 in full detail, an optimizer "
+          "made before the block counted",
+          got == [(k, k in (1, 2), "optimizer step") for k in range(6)], got)
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_loop.py"), "6",
+                        "api", path, "9:2"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    check("trace(steps='9:2'): refused, amptrace run saying why",
+          p.stdout.startswith("refused:") and
+          "the range ends before it begins" in p.stderr, (p.stdout, p.stderr))
+
+
 def test_scenarios():
     p, path = run("scenario_hit.py", out="hit")
     t = load(path)
@@ -232,6 +365,29 @@ def test_scenarios():
              if e.get("name") == "thread_name"]
     check("... and the worker thread carries its Python name",
           any(n.startswith("worker") for n in names), names)
+
+    p, path = run("scenario_no_autocast.py", out="no_autocast")
+    t = load(path)
+    check("nanoGPT's CPU context (no autocast, dtype bfloat16 asked): "
+          "info finding autocast-never-enabled",
+          p.stdout == "torch.float32\n" and
+          findings(t) == ["autocast-never-enabled"], (p.stdout, findings(t)))
+    p, path = run("scenario_no_autocast.py", "gpu-like", out="autocast_on")
+    t = load(path)
+    check("... with its autocast context: none",
+          p.returncode == 0 and not findings(t), findings(t))
+
+    p, path = run("scenario_thread_shared.py", out="thread_shared")
+    t = load(path)
+    check("a worker started inside a region, running the region's module "
+          "in f32: autocast-off-in-thread (the parameters tie it)",
+          p.stdout.split() == ["torch.bfloat16", "torch.float32"] and
+          "autocast-off-in-thread" in findings(t), (p.stdout, findings(t)))
+    p, path = run("scenario_thread_shared.py", "own", out="thread_own")
+    t = load(path)
+    check("... running a module of its own: none",
+          p.returncode == 0 and "autocast-off-in-thread" not in findings(t),
+          findings(t))
 
     p, path = run("scenario_thread_names.py", out="thread_names")
     plain = subprocess.run([PYTHON, os.path.join(HERE,
@@ -410,7 +566,7 @@ def test_scenarios():
           (p.returncode, p.stdout) == (plain.returncode, plain.stdout) ==
           (3, "hello ['a', 'b']\n"), (p.returncode, p.stdout, p.stderr))
     check("... and amptrace says it recorded no op (its own status kept)",
-          "no ops recorded: is %s importing torch?" % PYTHON in p.stderr,
+          "no ops recorded: %s never imported torch" % PYTHON in p.stderr,
           p.stderr)
 
 
@@ -907,6 +1063,10 @@ def test_divergence():
           "mm's input was cast f32->bf16" in msg and
           "_autocast_to_reduced_precision" in msg and "no region" in msg,
           msg)
+    fed = {a["op_id"] for a in ops(t, "mm")}
+    at = [d.get("op_id") for d in divergences(t)]
+    check("... and sits on the op the cast feeds (mm), not the cast's op",
+          at and all(i in fed for i in at), (at, fed))
     t = load(os.path.join(TMP, "div_set_enabled.json"))
     s = subprocess.run([AMPTRACE, "summary", os.path.join(
         TMP, "div_set_enabled.json")], capture_output=True, text=True)
@@ -921,6 +1081,22 @@ def test_divergence():
     check("... the set_enabled case names the op and the fix",
           msg.startswith("mm (op") and "set_autocast_cpu_enabled" in msg and
           "with torch.autocast" in msg, msg)
+
+
+def test_scripted_model():
+    """timm's --torchscript: a ResNet scripted whole and trained under
+    eager autocast casts as eager autocast does (the same loss as eager):
+    no finding at all."""
+    p, path = run("scenario_jit_model.py", out="jit_model")
+    eager = subprocess.run([PYTHON, os.path.join(HERE, "scenario_jit_model.py"),
+                            "eager"], capture_output=True, text=True)
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    jit_casts = [c for c in casts(t) if c["op"].startswith("_autocast_to_")]
+    check("a scripted model under autocast: TorchScript's casts, the "
+          "eager loss, and no finding",
+          p.returncode == 0 and jit_casts and p.stdout == eager.stdout and
+          not findings(t), (p.stdout, eager.stdout, len(jit_casts),
+                            findings(t), p.stderr[-300:]))
 
 
 def test_no_false_divergence():
@@ -974,11 +1150,11 @@ def test_observer_build():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-TESTS = [test_training_loop, test_scenarios, test_custom_function,
-         test_import_ways,
+TESTS = [test_training_loop, test_regions, test_steps, test_bounded,
+         test_scenarios, test_custom_function, test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,
-         test_divergence, test_no_false_divergence]
+         test_divergence, test_scripted_model, test_no_false_divergence]
 if os.environ.get("AMPTRACE_TORCH_FALLBACK") != "1":
     TESTS.append(test_observer_build)  # the observer's own build
 # AMPTRACE_TORCH_TESTS=import_ways,api runs those alone (while iterating)

@@ -9,102 +9,14 @@
 
 /* -------------------------------------------------------------- steps */
 
-struct marker {
-	int64_t pid;
-	double ts;
-};
-
-static int compare_markers(const void *a, const void *b)
-{
-	const struct marker *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return (x->ts > y->ts) - (x->ts < y->ts);
-}
-
-/* Markers of `pid` with ts < `ts` (or <= when `inclusive`). */
-static size_t markers_before(const struct marker *m, size_t n, int64_t pid,
-			     double ts, bool inclusive)
-{
-	size_t lo = 0, hi = n;
-
-	/* first marker of pid */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t first = lo;
-	hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m[mid].pid < pid ||
-		    (m[mid].pid == pid &&
-		     (inclusive ? m[mid].ts <= ts : m[mid].ts < ts)))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - first;
-}
-
 static int assign_steps(const struct trace *t, struct analysis *a)
 {
-	struct marker *markers = NULL;
-	size_t n = 0, cap = 0;
-	bool updates = false, regions = false;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_SCALER && e->scaler.what &&
-		    !strcmp(e->scaler.what, "update"))
-			updates = true;
-		if (e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1)
-			regions = true;
-	}
-	a->step_marker = updates ? "scaler update" : regions ? "autocast region"
-							     : "none";
-	a->step_of = calloc(t->nevents ? t->nevents : 1, sizeof *a->step_of);
-	if (!a->step_of)
+	if (trace_steps_find(t, &a->steps) != 0)
 		return -1;
-	for (size_t i = 0; i < t->nevents && (updates || regions); i++) {
-		const struct trace_event *e = &t->events[i];
-		bool marker = updates ? e->kind == TRACE_SCALER && e->scaler.what &&
-						!strcmp(e->scaler.what, "update")
-				      : e->kind == TRACE_SCOPE_BEGIN &&
-						e->scope.depth == 1;
-		if (!marker)
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct marker *grown = realloc(markers, cap * sizeof *grown);
-			if (!grown) {
-				free(markers);
-				return -1;
-			}
-			markers = grown;
-		}
-		markers[n++] = (struct marker){ e->pid, e->ts };
-	}
-	trace_sort(markers, n, sizeof *markers, compare_markers);
-	a->nsteps = t->nevents ? 1 : 0;
-	for (size_t i = 0; i < t->nevents && n; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_META)
-			continue;
-		size_t before = markers_before(markers, n, e->pid, e->ts, regions &&
-								      !updates);
-		int step = updates ? (int)before : before ? (int)before - 1 : 0;
-		a->step_of[i] = step;
-		if (step + 1 > a->nsteps &&
-		    (e->kind == TRACE_OP || e->kind == TRACE_CAST ||
-		     e->kind == TRACE_SCALER || e->kind == TRACE_SCOPE_BEGIN))
-			a->nsteps = step + 1;
-	}
-	free(markers);
+	a->step_of = a->steps.step_of;
+	a->evaluating = a->steps.evaluating;
+	a->nsteps = a->steps.nsteps;
+	a->step_marker = a->steps.marker;
 	return 0;
 }
 
@@ -121,7 +33,38 @@ static int collect_findings(struct analysis *a)
 	a->nfindings = computed.count;
 	a->finding_occurrences = computed.occurrences;
 	a->nfinding_occurrences = computed.noccurrences;
+	a->skips = computed.skips;
+	a->nskips = computed.nskips;
 	return status;
+}
+
+/* ---------------------------------------------------------- the cache */
+
+static void count_cache(struct analysis *a, const char *cache, uint64_t n)
+{
+	if (!strcmp(cache, "hit"))
+		a->cache_hits += n;
+	else if (!strcmp(cache, "miss"))
+		a->cache_misses += n;
+	else if (!strcmp(cache, "uncacheable"))
+		a->cache_uncacheable += n;
+	else if (!strcmp(cache, "disabled"))
+		a->cache_disabled += n;
+}
+
+/* A step recorded as aggregates counts as its events would (autocast's
+ * casts: those of another origin, TRACE_OTHER_CAST's, are not the
+ * cache's). */
+static void count_aggregate(struct analysis *a, const struct trace_aggregate *g)
+{
+	for (int k = 0; k < g->ncasts; k++)
+		if (!g->casts[k].origin)
+			count_cache(a, g->casts[k].cache, g->casts[k].count);
+	a->cache_clears += g->cache.clears;
+	if (g->cache.max_entries > a->cache_max_entries)
+		a->cache_max_entries = g->cache.max_entries;
+	if (g->cache.max_bytes > a->cache_max_bytes)
+		a->cache_max_bytes = g->cache.max_bytes;
 }
 
 /* -------------------------------------------------------------- public */
@@ -144,17 +87,13 @@ int analysis_run(const struct trace *t, struct analysis *a)
 		const struct trace_event *e = &t->events[i];
 		switch (e->kind) {
 		case TRACE_CAST:
-			if (!strcmp(e->cast.cache, "hit"))
-				a->cache_hits++;
-			else if (!strcmp(e->cast.cache, "miss"))
-				a->cache_misses++;
-			else if (!strcmp(e->cast.cache, "uncacheable"))
-				a->cache_uncacheable++;
-			else if (!strcmp(e->cast.cache, "disabled"))
-				a->cache_disabled++;
+			count_cache(a, e->cast.cache, 1);
 			break;
 		case TRACE_CACHE_CLEAR:
 			a->cache_clears++;
+			break;
+		case TRACE_AGGREGATE:
+			count_aggregate(a, &e->aggregate);
 			break;
 		case TRACE_COUNTER:
 			if (!strcmp(e->name, "autocast cache"))
@@ -210,10 +149,11 @@ int analysis_run(const struct trace *t, struct analysis *a)
 
 void analysis_free(struct analysis *a)
 {
-	free(a->step_of);
+	trace_steps_free(&a->steps);
 	free(a->scale_history);
 	free(a->findings);
 	free(a->finding_occurrences);
+	free(a->skips);
 	trace_index_free(&a->index);
 	*a = (struct analysis){ 0 };
 }
@@ -235,6 +175,36 @@ bool analysis_op_in_scope(const struct trace_op *op, const char *scope)
 		if (!fnmatch(scope, op->autocast.scopes[i], 0))
 			return true;
 	return op->autocast.scope && !fnmatch(scope, op->autocast.scope, 0);
+}
+
+bool analysis_in_module(const char *module, const char *glob)
+{
+	char path[512];
+
+	if (!module || strlen(module) >= sizeof path)
+		return false;
+	strcpy(path, module);
+	/* the module, then each one it is inside, outermost last */
+	for (;;) {
+		if (!fnmatch(glob, path, 0))
+			return true;
+		char *dot = strrchr(path, '.');
+		if (!dot)
+			return false;
+		*dot = '\0';
+	}
+}
+
+size_t analysis_module_prefix(const char *module, int depth)
+{
+	size_t len = 0;
+
+	for (int part = 0; module[len] && part < depth; part++) {
+		if (part)
+			len++; /* the dot */
+		len += strcspn(module + len, ".");
+	}
+	return len;
 }
 
 bool analysis_cast_in_scope(const struct analysis *a,

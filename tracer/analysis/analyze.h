@@ -4,6 +4,7 @@
 #define AMPTRACE_ANALYZE_H
 
 #include "findings.h"
+#include "steps.h"
 #include "trace.h"
 #include "trace_index.h"
 
@@ -18,10 +19,13 @@ struct scale_change {
 
 struct analysis {
 	const struct trace *trace;
-	/* Steps: see FORMAT.md "Steps".  step_of[i] for every event. */
+	/* Steps (steps.h, FORMAT.md §8); step_of[i], evaluating[i] and
+	 * step_marker are steps' own, under the names readers use. */
+	struct trace_steps steps;
 	int *step_of;
+	bool *evaluating;
 	int nsteps;
-	const char *step_marker;  /* "scaler update", "autocast region", "none" */
+	const char *step_marker;  /* "optimizer step", "scaler update", ... */
 	/* casts by cache result (hit, miss, uncacheable, disabled, other) */
 	uint64_t cache_hits, cache_misses, cache_uncacheable, cache_disabled;
 	uint64_t cache_clears, cache_max_entries, cache_max_bytes;
@@ -37,6 +41,9 @@ struct analysis {
 	/* their occurrences (findings.h: chains from each finding) */
 	struct finding_occurrence *finding_occurrences;
 	size_t nfinding_occurrences;
+	/* the steps GradScaler skipped, with their causes (findings.h) */
+	struct finding_skip *skips;
+	size_t nskips;
 	/* ops by id, tensors' producers, names and uses (findings use it) */
 	struct trace_index index;
 };
@@ -51,6 +58,13 @@ const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 const char *analysis_output_dtype(const struct trace_op *op);
 /* True when the op ran inside a named region `scope` (at any depth). */
 bool analysis_op_in_scope(const struct trace_op *op, const char *scope);
+/* Whether `module` (an op's or cast's nn.Module path, or NULL) or a
+ * module it is inside matches `glob`: "h.*.attn" matches "h.3.attn" and
+ * "h.3.attn.c_attn", not "h.3.mlp". */
+bool analysis_in_module(const char *module, const char *glob);
+/* The length of `module`'s first `depth` dot-separated parts: the module
+ * that is its ancestor at that depth ("h.3.attn.c_attn", 2: "h.3"). */
+size_t analysis_module_prefix(const char *module, int depth);
 /* Same for a cast: its op's regions when the op is known. */
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope);

@@ -59,6 +59,10 @@ void finding_fold_diag(struct findings_context *cx, size_t i)
 
 	if (!d->kind)
 		return;
+	/* the bridge's text of a dtype error is in its dtype-mismatch */
+	if (!strcmp(d->kind, "op-error") &&
+	    finding_op_has_dtype_mismatch(cx, e->pid, d->op_id))
+		return;
 	/* a finding amptrace appended earlier: already computed */
 	if (k && k->source == FINDING_FROM_EVENTS) {
 		for (size_t f = 0; f < cx->out->count; f++) {
@@ -114,6 +118,69 @@ static void fold_diags(struct findings_context *cx)
 	}
 }
 
+/* A step recorded as aggregates kept its amp.diag events as rows: a
+ * backward op's overflow in a step whose GradScaler skipped (scaler
+ * events are always recorded) is the scaler's to report, as for the
+ * events (fp16-overflow's rule); any other row is a finding counted by
+ * the row, its first message kept. */
+static bool skipped_in(const struct trace *t, const struct trace_event *g)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_SCALER && e->pid == g->pid &&
+		    e->scaler.step_skipped && e->ts >= (double)g->aggregate.begin_ns / 1000.0 &&
+		    e->ts <= g->ts)
+			return true;
+	}
+	return false;
+}
+
+static void fold_aggregate_row(struct findings_context *cx, size_t i,
+			       const struct trace_aggregate_diag *row)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	char site[160];
+
+	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
+		     "aggregates", row->kind, row->phase);
+	for (size_t k = 0; k < cx->out->count; k++) {
+		struct trace_finding *f = &cx->out->items[k];
+		if (f->pid == e->pid && !strcmp(f->kind, row->kind) &&
+		    !strcmp(f->site, site)) {
+			f->count += row->count;
+			return;
+		}
+	}
+	struct trace_finding *f = finding_at(cx, row->kind, site, e->pid, i);
+	if (!f)
+		return;
+	f->from_trace = true;
+	f->count = row->count;
+	finding_text(f->message, sizeof f->message, "%s (first of %s in "
+		     "steps recorded as per-step aggregates; --steps records "
+		     "them in full)", row->message ? row->message : row->kind,
+		     row->phase);
+}
+
+static void fold_aggregate_diags(struct findings_context *cx)
+{
+	const struct trace *t = cx->t;
+
+	for (size_t i = 0; t->counts[TRACE_AGGREGATE] && i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		for (int k = 0; e->kind == TRACE_AGGREGATE &&
+				k < e->aggregate.ndiags; k++) {
+			const struct trace_aggregate_diag *row =
+				&e->aggregate.diags[k];
+			if (!strcmp(row->kind, finding_kinds[FINDING_FP16_OVERFLOW]
+							.name) &&
+			    !strcmp(row->phase, "backward") && skipped_in(t, e))
+				continue;
+			fold_aggregate_row(cx, i, row);
+		}
+	}
+}
+
 /* ------------------------------------------------------------ public */
 
 static int compare_findings(const void *pa, const void *pb)
@@ -150,6 +217,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 	run_event_rules(&cx);
 	run_trace_rules(&cx);
 	fold_diags(&cx);
+	fold_aggregate_diags(&cx);
 	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
 	findings_context_free(&cx);
 	return cx.failed ? -1 : 0;
@@ -161,6 +229,7 @@ void findings_free(struct findings *findings)
 		return;
 	free(findings->items);
 	free(findings->occurrences);
+	free(findings->skips);
 	*findings = (struct findings){ 0 };
 }
 

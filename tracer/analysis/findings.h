@@ -58,11 +58,13 @@ enum finding_kind_id {
 	FINDING_COMPILE_DIVERGENCE,
 	FINDING_CACHE_GROWTH,
 	FINDING_SCALER_SKIPPED_STEP,
+	FINDING_LR_SCHEDULER_SKIPPED_STEP,
 	FINDING_CAST_UNDERFLOW,
 	FINDING_REDUNDANT_CAST,
 	FINDING_CACHE_DISABLED,
 	FINDING_RECOMPILE,
 	FINDING_GRAPH_BREAK,
+	FINDING_AUTOCAST_NEVER_ENABLED,
 	FINDING_KIND_COUNT
 };
 
@@ -132,11 +134,20 @@ struct finding_occurrence {
 	size_t next;              /* the finding's previous one, or SIZE_MAX */
 };
 
+/* A step GradScaler skipped, and why (summary's "skipped steps"). */
+struct finding_skip {
+	size_t event;             /* the scaler's `step` event */
+	double scale;             /* the scale it skipped at */
+	char cause[640];          /* finding_cause_text's */
+};
+
 struct findings {
 	struct trace_finding *items; /* sorted: most severe first */
 	size_t count, cap;
 	struct finding_occurrence *occurrences;
 	size_t noccurrences, cap_occurrences;
+	struct finding_skip *skips;  /* in the trace's order */
+	size_t nskips, cap_skips;
 };
 
 /* A finding as JSON, the keys every command's output shares: kind,

@@ -22,6 +22,7 @@ void findings_context_free(struct findings_context *cx)
 {
 	finding_regions_free(&cx->regions);
 	finding_casts_free(cx);
+	finding_origins_free(cx, &cx->origins);
 	cx->failed |= cx->autocast_off.failed;
 	id_map_free(&cx->autocast_off);
 }

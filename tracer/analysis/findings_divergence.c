@@ -17,8 +17,10 @@
  *   amptrace_torch.trace() block inside `with autocast`) also shows
  *   depth 0, but with autocast on from the thread's first op.
  *
- * Divergences that leave the eager trace unchanged (eager autocast
- * enabled around a scripted autocast(enabled=False); custom_fwd's
+ * A TorchScript cast under eager autocast that casts as eager autocast
+ * would (cast_as_eager: a scripted model trained under autocast) is no
+ * divergence.  Divergences that leave the eager trace unchanged (eager
+ * autocast enabled around a scripted autocast(enabled=False); custom_fwd's
  * cast_inputs on CPU in 1.13) cannot be told from healthy programs. */
 #include "findings_internal.h"
 
@@ -31,19 +33,57 @@ static bool is_jit_cast(const char *op)
 	return op && !strncmp(op, jit_cast_prefix, sizeof jit_cast_prefix - 1);
 }
 
-/* The first op after event `i` on its thread that is not a TorchScript
- * cast: the op the casts were made for. */
+/* The op the cast at event `i` was made for: the first later op on its
+ * thread, not a TorchScript cast, that reads the cast's result. */
 static const struct trace_op *consumer(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *at = &cx->t->events[i];
 
 	for (size_t k = i + 1; k < cx->t->nevents; k++) {
 		const struct trace_event *e = &cx->t->events[k];
-		if (e->kind == TRACE_OP && e->pid == at->pid &&
-		    e->tid == at->tid && !is_jit_cast(e->op.op))
-			return &e->op;
+		if (e->kind != TRACE_OP || e->pid != at->pid ||
+		    e->tid != at->tid || is_jit_cast(e->op.op))
+			continue;
+		for (int in = 0; in < e->op.ninputs; in++)
+			if (e->op.inputs[in].id == at->cast.result)
+				return &e->op;
 	}
 	return NULL;
+}
+
+static bool one_of_policies(const char *policy, const char *const *list)
+{
+	for (; policy && *list; list++)
+		if (!strcmp(policy, *list))
+			return true;
+	return false;
+}
+
+/* Whether eager autocast casts `use`'s input as the TorchScript cast did:
+ * to the autocast dtype for a lower-precision op, to f32 for an fp32 one
+ * or a promote op with another input in full precision (its policy, as
+ * recorded, is the traced torch's table's).  A scripted model run under
+ * eager autocast casts exactly these: no finding (timm's --torchscript
+ * trains bit-identically to eager). */
+static bool cast_as_eager(const struct trace_cast *c, const struct trace_op *use)
+{
+	static const char *const fp32[] = { "fp32", "fp32_set_opt_dtype",
+					     "fp32_append_dtype", NULL };
+
+	if (finding_is_low_precision(c->to))
+		return use->policy && !strcmp(use->policy, "lower_precision_fp") &&
+		       use->autocast.dtype && !strcmp(use->autocast.dtype, c->to);
+	if (!finding_is_full_precision(c->to))
+		return false;
+	if (one_of_policies(use->policy, fp32))
+		return true;
+	if (!use->policy || strcmp(use->policy, "promote"))
+		return false;
+	for (int in = 0; in < use->ninputs; in++)
+		if (use->inputs[in].id != c->result &&
+		    finding_is_full_precision(use->inputs[in].dtype))
+			return true;
+	return false;
 }
 
 static void rule_jit_cast(struct findings_context *cx, size_t i)
@@ -57,6 +97,9 @@ static void rule_jit_cast(struct findings_context *cx, size_t i)
 	bool eager = oe && oe->op.autocast.enabled;
 	const struct trace_op *use = consumer(cx, i);
 	const char *name = use ? use->op : "?";
+
+	if (eager && use && cast_as_eager(c, use))
+		return;
 	char site[160];
 
 	finding_text(site, sizeof site, "jit:%s:%s:%s", eager ? "on" : "off",
@@ -65,7 +108,8 @@ static void rule_jit_cast(struct findings_context *cx, size_t i)
 					     site, e->pid, i);
 	if (!f)
 		return;
-	f->op_id = c->op_id;
+	/* the finding (and ampview's note) sits on the op the cast feeds */
+	f->op_id = use ? use->op_id : c->op_id;
 	f->tensor = c->result;
 	if (eager)
 		finding_text(f->message, sizeof f->message,

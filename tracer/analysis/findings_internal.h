@@ -1,9 +1,11 @@
 /* The findings engine's parts (findings.h), each using only those below
  * it: findings.c runs the table's rules and folds in the trace's amp.diag
  * events; findings_kinds.c is the table; the rules: findings_ops.c about
- * one op or cast, findings_threads.c about autocast regions and threads,
- * findings_casts.c redundant-cast, findings_steps.c a run's history
- * (GradScaler, cache growth), findings_divergence.c policy-divergence;
+ * one op or cast, findings_dtype.c dtype-mismatch, findings_threads.c
+ * about autocast regions and threads, findings_casts.c redundant-cast,
+ * findings_steps.c a run's history (GradScaler, LR schedulers, cache
+ * growth) with findings_causes.c why a step was skipped,
+ * findings_divergence.c policy-divergence;
  * findings_context.c is what every rule uses. */
 #ifndef AMPTRACE_FINDINGS_INTERNAL_H
 #define AMPTRACE_FINDINGS_INTERNAL_H
@@ -44,6 +46,7 @@ struct finding_region {
 /* How a thread is tied to a region of another thread. */
 #define TIE_SCATTER 1u /* it used a tensor made inside the region */
 #define TIE_GATHER 2u  /* the region used a tensor it made */
+#define TIE_SHARED 4u  /* it used a parameter the region used */
 
 struct finding_regions {
 	struct finding_region *items; /* in the order they were entered */
@@ -69,6 +72,7 @@ enum finding_skip_kind {
 	SKIP_CALIBRATING, /* no iteration without a skip yet */
 	SKIP_ADJUSTING,   /* the first skip since then, or since the scale grew */
 	SKIP_REPEATED,    /* again, at a scale that did not grow since */
+	SKIP_FORWARD,     /* a forward op overflowed: no scale helps */
 };
 
 /* One GradScaler's history, as its rules read it (findings_steps.c):
@@ -89,6 +93,8 @@ struct finding_scaler {
 	bool adjusted;   /* a step was skipped after calibration... */
 	bool grew;       /* ... and the scale grew since */
 	enum finding_skip_kind iteration; /* this iteration's skips */
+	size_t floor;    /* the first event after its last update */
+	char cause[640]; /* why its last skipped step was skipped */
 };
 
 #define FINDING_MAX_SCALERS 32
@@ -96,6 +102,26 @@ struct finding_scalers {
 	struct finding_scaler items[FINDING_MAX_SCALERS];
 	size_t count;
 	bool found; /* the trace's scalers are in items */
+};
+
+/* An optimizer's last step under a GradScaler, for its LR scheduler's
+ * next one (lr-scheduler-skipped-step). */
+struct finding_optimizer {
+	int64_t pid;
+	uint64_t id;
+	bool skipped;                 /* its last step was skipped... */
+	enum finding_skip_kind kind;  /* ... as this kind of skip */
+	const struct finding_scaler *scaler;
+};
+struct finding_optimizers {
+	struct finding_optimizer items[FINDING_MAX_SCALERS];
+	size_t count;
+};
+
+/* The fp16-overflow amp.diag events by op (findings_causes.c). */
+struct finding_origins {
+	struct id_map by_op; /* (pid, op_id) -> its first fp16-overflow diag */
+	bool built;
 };
 
 /* What the rules share: the trace and its index, the findings so far,
@@ -110,6 +136,8 @@ struct findings_context {
 	struct finding_regions regions; /* built before the rules run */
 	struct finding_casts casts;
 	struct finding_scalers scalers;
+	struct finding_optimizers optimizers;
+	struct finding_origins origins; /* built at the first skipped step */
 	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
 	 * outside any region ran with autocast off, no region event since */
 	struct id_map autocast_off;
@@ -162,6 +190,42 @@ void finding_regions_build(struct findings_context *cx,
 			   struct finding_regions *r);
 void finding_regions_free(struct finding_regions *r);
 
+/* findings_causes.c: what made GradScaler skip a step. */
+void finding_origins_build(struct findings_context *cx,
+			   struct finding_origins *o);
+void finding_origins_free(struct findings_context *cx,
+			  struct finding_origins *o);
+struct finding_cause {
+	uint64_t gradient; /* the first gradient holding inf/NaN, or 0 */
+	size_t maker;      /* the op event that computed it, or SIZE_MAX */
+	size_t origin;     /* the fp16-overflow diag event the walk back from
+			      it reached first (a backward one before a
+			      forward one), else the step's first; or
+			      SIZE_MAX */
+	bool forward;      /* that overflow is a forward op's */
+};
+/* The cause of the skip at scaler event `step` (a `step` with
+ * step_skipped), looking back no further than event `floor` (the
+ * scaler's previous update). */
+void finding_skip_cause(struct findings_context *cx,
+			const struct finding_origins *o, size_t step,
+			size_t floor, struct finding_cause *out);
+/* "gradient tensor 75 'fc1.weight.grad', made by mm (op 66: backward of
+ * linear op 21, weight 'fc1.weight'), held inf/NaN; ..." */
+void finding_cause_text(struct findings_context *cx, int64_t pid,
+			const struct finding_cause *c, char *buf, size_t size);
+/* "linear (op 23: forward, weight 'big.weight')": an op and its layer. */
+const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
+				  const struct trace_op *op, char *buf,
+				  size_t size);
+
+/* findings_dtype.c: whether a failed op is dtype-mismatch's (mixed
+ * low- and full-precision inputs where autocast did not cast them), and
+ * whether op (pid, op_id) has that finding already. */
+bool finding_dtype_mismatch_explains(const struct trace_op *op);
+bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,
+				   uint64_t op_id);
+
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table
  * versions (bit v: amp_torch_version v) that list it; and the versions'
@@ -178,12 +242,14 @@ extern const int finding_policy_table_count;
 /* The rules of the table's rows (findings_kinds.c), one per kind, by
  * file; each rule's comment says when it fires. */
 /* findings_ops.c */
-finding_event_rule finding_rule_dtype_mismatch, finding_rule_banned_op,
-	finding_rule_op_error, finding_rule_stale_cache,
-	finding_rule_cache_disabled;
+finding_event_rule finding_rule_banned_op, finding_rule_op_error,
+	finding_rule_stale_cache, finding_rule_cache_disabled;
+/* findings_dtype.c */
+finding_event_rule finding_rule_dtype_mismatch;
 /* findings_threads.c */
 finding_event_rule finding_rule_backward_under_autocast,
 	finding_rule_autocast_off_in_thread;
+finding_trace_rule finding_rule_autocast_never_enabled;
 /* findings_casts.c */
 finding_event_rule finding_rule_redundant_cast;
 void finding_casts_free(struct findings_context *cx);
@@ -191,7 +257,8 @@ void finding_casts_free(struct findings_context *cx);
 finding_event_rule finding_rule_policy_divergence;
 /* findings_steps.c */
 finding_event_rule finding_rule_fp16_overflow, finding_rule_scaler_collapse,
-	finding_rule_scaler_skipped_step;
+	finding_rule_scaler_skipped_step,
+	finding_rule_lr_scheduler_skipped_step;
 finding_trace_rule finding_rule_cache_growth;
 
 /* findings.c: an amp.diag event of the trace as a finding of its kind,

@@ -30,8 +30,13 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.fix = "cast the autocast region's output back with .float() "
 		       "(amp_to(t, AMP_DTYPE_F32)) before mixing it with f32 "
 		       "tensors",
-		.doc = "an op outside autocast failed on mixed f16/bf16 and f32 "
-		       "inputs",
+		.doc = "an op failed on mixed f16/bf16 and f32 inputs where "
+		       "autocast did not cast them (outside autocast, or an op "
+		       "on none of its lists, as a custom op, under it); says "
+		       "where each input's dtype came from (autocast and its "
+		       "policy, the program's `.to()`/`.half()`, a converted "
+		       "module, the op that made it) and the fix for that cause, "
+		       "with torch's text of the error when it ended the program",
 	},
 	[FINDING_BANNED_OP] = {
 		"banned-op", FINDING_ERROR, FINDING_FROM_EVENTS,
@@ -48,9 +53,12 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.each = finding_rule_fp16_overflow,
 		.fix = "run the op in f32 (autocast(enabled=False) with .float() "
 		       "inputs) or autocast to bf16",
-		.doc = "a low-precision op turned finite inputs into inf/NaN (not "
-		       "a backward op whose overflow GradScaler then handled by "
-		       "skipping the step: that is `scaler-skipped-step`)",
+		.doc = "a low-precision op turned finite inputs into inf/NaN, or "
+		       "a cast to f16/bf16 turned finite values into inf: the "
+		       "first offending op of its step, the ops carrying the "
+		       "value on are not reported (not a backward op whose "
+		       "overflow GradScaler then handled by skipping the step: "
+		       "that is `scaler-skipped-step`)",
 	},
 	[FINDING_SCALER_COLLAPSE] = {
 		"scaler-collapse", FINDING_ERROR, FINDING_FROM_EVENTS,
@@ -59,7 +67,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.fix = "find the op producing inf/NaN (fp16-overflow findings), "
 		       "use bf16, or lower the learning rate",
 		.doc = "GradScaler's scale collapsed (inf/NaN gradients at every "
-		       "step): below 1, or lowered at 8 updates in a row",
+		       "step): below 1, or lowered at 8 updates in a row; names "
+		       "the last skip's cause",
 	},
 	[FINDING_OP_ERROR] = {
 		"op-error", FINDING_ERROR, FINDING_FROM_EVENTS,
@@ -165,10 +174,27 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "mean a gradient overflows: find its op",
 		.doc = "GradScaler keeps skipping steps: a second skip after "
 		       "calibration at a scale that has not grown since the "
-		       "previous skip (info: skips while it calibrates its scale "
-		       "from 65536, before the first iteration without one, and "
-		       "its normal adjustments: the first skip after calibration "
-		       "or after the scale grew)",
+		       "previous skip, or a skip whose first inf/NaN came from a "
+		       "forward op (no scale helps) (info: skips while it "
+		       "calibrates its scale from 65536, before the first "
+		       "iteration without one, and its normal adjustments: the "
+		       "first skip after calibration or after the scale grew). "
+		       "Each names the first gradient holding inf/NaN, the "
+		       "backward op that made it and, walking back from it, the "
+		       "step's first `fp16-overflow`; `summary` lists every "
+		       "skipped step with its cause",
+	},
+	[FINDING_LR_SCHEDULER_SKIPPED_STEP] = {
+		"lr-scheduler-skipped-step", FINDING_WARNING,
+		FINDING_FROM_EVENTS,
+		.reads = FINDING_READS(TRACE_SCALER),
+		.each = finding_rule_lr_scheduler_skipped_step,
+		.fix = "step the LR scheduler only when the optimizer stepped: "
+		       "compare scaler.get_scale() before and after "
+		       "scaler.update() (it drops when the step was skipped)",
+		.doc = "an LR scheduler stepped right after GradScaler skipped "
+		       "its optimizer's step: the schedule runs ahead of the "
+		       "steps taken (info while the scale calibrates)",
 	},
 	[FINDING_CAST_UNDERFLOW] = {
 		"cast-underflow", FINDING_WARNING, FINDING_FROM_VALUE_CHECKS,
@@ -219,6 +245,17 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.doc = "a compiled graph ends at a graph break: where, why, and "
 		       "the autocast regions it splits",
 	},
+	[FINDING_AUTOCAST_NEVER_ENABLED] = {
+		"autocast-never-enabled", FINDING_INFO, FINDING_FROM_EVENTS,
+		.once = finding_rule_autocast_never_enabled,
+		.fix = "wrap the forward pass and the loss in "
+		       "torch.autocast(device_type, dtype) if mixed precision "
+		       "was meant",
+		.doc = "a PyTorch process ran forward ops and none with autocast "
+		       "enabled: no enabled region was ever entered, so every op "
+		       "ran in its inputs' dtypes (nanoGPT's CPU setting uses a "
+		       "nullcontext whatever its dtype says)",
+	},
 };
 
 cJSON *finding_json(const struct trace_finding *f)
@@ -248,7 +285,8 @@ const char *finding_source_name(enum finding_source source)
 {
 	static const char *const names[FINDING_SOURCE_COUNT] = {
 		[FINDING_FROM_EVENTS] = "events",
-		[FINDING_FROM_VALUE_CHECKS] = "libamp (value checks)",
+		[FINDING_FROM_VALUE_CHECKS] = "value checks (libamp, the "
+					      "PyTorch bridge)",
 		[FINDING_FROM_RUN] = "amptrace run",
 		[FINDING_FROM_RECORDER] = "amptrace run's recorder",
 		[FINDING_FROM_PRODUCER_CHECKS] =

@@ -1,5 +1,6 @@
 /* The rules about one op or one cast at a time (findings_internal.h):
- * dtype-mismatch, banned-op, op-error, stale-cache, cache-disabled. */
+ * banned-op, op-error, stale-cache, cache-disabled (dtype-mismatch:
+ * findings_dtype.c). */
 #include "findings_internal.h"
 
 #include <string.h>
@@ -42,100 +43,16 @@ void finding_rule_banned_op(struct findings_context *cx, size_t i)
 		     finding_op_failed(op) ? ", so it failed" : "");
 }
 
-/* The op (inside autocast, when one is) that produced input k of op
- * event `event`. */
-static const struct trace_op *producer_op(struct findings_context *cx,
-					  size_t event, int k)
-{
-	size_t i = trace_index_input_producer(cx->ix, event, k);
-
-	if (i == SIZE_MAX)
-		return NULL;
-	const struct trace_event *e = &cx->t->events[i];
-	if (e->kind == TRACE_CAST)
-		return finding_op_of(cx, e->pid, e->cast.op_id);
-	return &e->op;
-}
-
-/* A failed op outside autocast with a low-precision (*low) and a
- * full-precision (*full) input: what dtype-mismatch reports. */
-static bool mixed_dtypes_failed(const struct trace_op *op,
-				const struct trace_tensor **low,
-				const struct trace_tensor **full)
-{
-	*low = *full = NULL;
-	if (!finding_op_failed(op) || op->autocast.enabled)
-		return false;
-	for (int k = 0; k < op->ninputs; k++) {
-		if (!*low && finding_is_low_precision(op->inputs[k].dtype))
-			*low = &op->inputs[k];
-		if (!*full && finding_is_full_precision(op->inputs[k].dtype))
-			*full = &op->inputs[k];
-	}
-	return *low && *full;
-}
-
-/* dtype-mismatch: an op outside autocast failed with f16/bf16 and f32/f64
- * inputs; names the low-precision input and the op that produced it. */
-void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
-{
-	const struct trace_event *e = &cx->t->events[i];
-	const struct trace_op *op = &e->op;
-	const struct trace_tensor *low, *full;
-	char label[128], from[128], tensor[192];
-
-	if (!mixed_dtypes_failed(op, &low, &full))
-		return;
-	const struct trace_op *source =
-		producer_op(cx, i, (int)(low - op->inputs));
-	trace_op_label(op, label, sizeof label);
-	if (source)
-		trace_op_label(source, from, sizeof from);
-	else
-		finding_text(from, sizeof from, "?");
-	char site[160];
-	finding_text(site, sizeof site, "%s<-%s", label, from);
-	struct trace_finding *f =
-		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
-	if (!f)
-		return;
-	f->op_id = op->op_id;
-	f->tensor = low->id;
-	finding_tensor_label(cx, e->pid, low->id, tensor, sizeof tensor);
-	char origin[256];
-	if (source && source->autocast.enabled)
-		finding_text(origin, sizeof origin,
-			     "produced by %s (op %llu) inside the %s%s%s autocast "
-			     "region", from, (unsigned long long)source->op_id,
-			     source->autocast.scope ? "'" : "",
-			     source->autocast.scope ? source->autocast.scope : "unnamed",
-			     source->autocast.scope ? "'" : "");
-	else if (source)
-		finding_text(origin, sizeof origin, "produced by %s (op %llu)", from,
-			     (unsigned long long)source->op_id);
-	else
-		finding_text(origin, sizeof origin, "of unknown origin");
-	finding_text(f->message, sizeof f->message,
-		     "%s (op %llu) ran outside autocast and rejected mixed dtypes: "
-		     "input %s is %s, %s, and tensor %llu is %s (%s); cast the "
-		     "autocast output back with .float() / amp_to(t, AMP_DTYPE_F32) "
-		     "before using it outside the region",
-		     label, (unsigned long long)op->op_id, tensor, low->dtype, origin,
-		     (unsigned long long)full->id, full->dtype,
-		     op->error ? op->error : "failed");
-}
-
 /* op-error: an op failed, and neither banned-op nor dtype-mismatch
  * explains why. */
 void finding_rule_op_error(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
-	const struct trace_tensor *low, *full;
 	char label[128];
 
 	if (!finding_op_failed(op) || is_banned(op) ||
-	    mixed_dtypes_failed(op, &low, &full))
+	    finding_dtype_mismatch_explains(op))
 		return;
 	trace_op_label(op, label, sizeof label);
 	struct trace_finding *f =

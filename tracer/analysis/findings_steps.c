@@ -1,8 +1,11 @@
 /* Findings over a run's history rather than one event: the GradScaler's
- * scale (scaler-skipped-step, scaler-collapse), the overflows it handles
+ * scale (scaler-skipped-step with why each step was skipped,
+ * scaler-collapse), the LR schedulers stepped on skipped steps
+ * (lr-scheduler-skipped-step), the overflows the scaler handles
  * (fp16-overflow), and the autocast cache's size across steps
  * (cache-growth). */
 #include "findings_internal.h"
+#include "steps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -66,10 +69,12 @@ static struct finding_scaler *scaler_event(struct findings_context *cx,
  * scale (every growth_interval clean iterations) and overflowed.  Those
  * skips are info.  A skip is a warning when steps keep being skipped: a
  * second one after calibration at a scale that has not grown since the
- * previous (a gradient overflows whatever the scale).  Per iteration,
- * not per step: with two optimizers one may step while the other's
- * gradients overflow.  A scaler never updated is calibrated by its
- * first step taken.  A scale that never settles is scaler-collapse's. */
+ * previous (a gradient overflows whatever the scale), or one whose first
+ * inf/NaN came from a forward op (the scale multiplies only the backward
+ * pass: lowering it cannot help).  Per iteration, not per step: with two
+ * optimizers one may step while the other's gradients overflow.  A
+ * scaler never updated is calibrated by its first step taken.  A scale
+ * that never settles is scaler-collapse's. */
 static enum finding_skip_kind skip_kind_of(struct finding_scaler *st)
 {
 	if (st->iteration != SKIP_NONE)
@@ -87,8 +92,30 @@ static enum finding_skip_kind skip_kind_of(struct finding_scaler *st)
 	return st->iteration;
 }
 
-static void report_skip(struct findings_context *cx, size_t i,
-			struct finding_scaler *st)
+/* The skip, with its cause, for summary's list (findings.h). */
+static void remember_skip(struct findings_context *cx, size_t event,
+			  double scale, const char *cause)
+{
+	struct findings *fs = cx->out;
+
+	if (fs->nskips == fs->cap_skips) {
+		size_t cap = fs->cap_skips ? fs->cap_skips * 2 : 16;
+		struct finding_skip *grown = realloc(fs->skips, cap * sizeof *grown);
+		if (!grown) {
+			cx->failed = true;
+			return;
+		}
+		fs->skips = grown;
+		fs->cap_skips = cap;
+	}
+	struct finding_skip *k = &fs->skips[fs->nskips++];
+	k->event = event;
+	k->scale = scale;
+	finding_text(k->cause, sizeof k->cause, "%s", cause);
+}
+
+static enum finding_skip_kind report_skip(struct findings_context *cx,
+					  size_t i, struct finding_scaler *st)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -97,68 +124,155 @@ static void report_skip(struct findings_context *cx, size_t i,
 		"skip since calibration or since the scale last grew: normal)",
 		[SKIP_REPEATED] = " again, at a scale that has not grown since "
 		"its previous skip: steps keep being skipped",
+		[SKIP_FORWARD] = "",
 	};
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_scaler *s = &e->scaler;
-	enum finding_skip_kind kind = skip_kind_of(st);
-	char site[160], tensor[192];
+	struct finding_cause cause;
+	char site[160], origin[128] = "";
 
-	finding_text(site, sizeof site, "%llu/%llu %d",
+	if (!cx->origins.built)
+		finding_origins_build(cx, &cx->origins);
+	finding_skip_cause(cx, &cx->origins, i, st->floor, &cause);
+	enum finding_skip_kind kind = skip_kind_of(st);
+	if (cause.forward)
+		kind = SKIP_FORWARD;
+	finding_cause_text(cx, e->pid, &cause, st->cause, sizeof st->cause);
+	remember_skip(cx, i, s->scale, st->cause);
+	if (cause.origin != SIZE_MAX)
+		finding_op_label(cx, e->pid, cx->t->events[cause.origin].diag.op_id,
+				 origin, sizeof origin);
+	finding_text(site, sizeof site, "%llu/%llu %d %s",
 		     (unsigned long long)s->scaler_id,
-		     (unsigned long long)s->optimizer_id, (int)kind);
+		     (unsigned long long)s->optimizer_id, (int)kind, origin);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 	if (!f)
-		return;
+		return kind;
 	f->tensor = st->inf_tensor;
-	if (kind != SKIP_REPEATED)
+	if (cause.origin != SIZE_MAX)
+		f->op_id = cx->t->events[cause.origin].diag.op_id;
+	if (kind != SKIP_REPEATED && kind != SKIP_FORWARD)
 		f->severity = FINDING_INFO;
 	finding_text(f->message, sizeof f->message,
-		     "GradScaler %llu skipped the step of optimizer %llu%s: %s%s "
-		     "held inf/NaN after unscaling (scale %g), so "
-		     "optimizer.step() was not called and the scale was lowered",
+		     "GradScaler %llu skipped the step of optimizer %llu at scale "
+		     "%g%s, so optimizer.step() was not called and the scale was "
+		     "lowered: %s",
 		     (unsigned long long)s->scaler_id,
-		     (unsigned long long)s->optimizer_id, why[kind],
-		     st->inf_tensor ? "gradient " : "a gradient",
-		     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-							   tensor, sizeof tensor)
-				    : "",
-		     s->scale);
+		     (unsigned long long)s->optimizer_id, s->scale, why[kind],
+		     st->cause);
+	return kind;
+}
+
+/* The state of optimizer (pid, id), new when unseen; NULL past
+ * FINDING_MAX_SCALERS. */
+static struct finding_optimizer *optimizer_of(struct finding_optimizers *o,
+					      int64_t pid, uint64_t id)
+{
+	for (size_t i = 0; i < o->count; i++)
+		if (o->items[i].pid == pid && o->items[i].id == id)
+			return &o->items[i];
+	if (o->count == FINDING_MAX_SCALERS)
+		return NULL;
+	o->items[o->count] = (struct finding_optimizer){ .pid = pid, .id = id };
+	return &o->items[o->count++];
+}
+
+/* The bridge's "lr_scheduler_step" events are the schedulers', not a
+ * scaler's (FORMAT.md §3.6). */
+static bool is_scheduler_step(const struct trace_scaler *s)
+{
+	return s->what && !strcmp(s->what, "lr_scheduler_step");
 }
 
 /* scaler-skipped-step: a GradScaler `step` event with step_skipped: a
- * warning when steps keep being skipped, info while the scale calibrates
- * and for the scaler's normal adjustments (skip_kind_of).  Fed scaler
+ * warning when steps keep being skipped or a forward op overflowed, info
+ * while the scale calibrates and for the scaler's normal adjustments
+ * (skip_kind_of); each with its cause (findings_causes.c).  Fed scaler
  * events. */
 void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
 {
-	const struct trace_scaler *s = &cx->t->events[i].scaler;
-	struct finding_scaler *st = scaler_event(cx, i);
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_scaler *s = &e->scaler;
+	struct finding_scaler *st =
+		is_scheduler_step(s) ? NULL : scaler_event(cx, i);
 
 	if (!st)
 		return;
-	if (!strcmp(s->what, "step") && !s->step_skipped)
-		st->stepped = true;
-	if (!strcmp(s->what, "step") && s->step_skipped)
-		report_skip(cx, i, st);
+	if (!strcmp(s->what, "step")) {
+		enum finding_skip_kind kind = SKIP_NONE;
+		if (s->step_skipped)
+			kind = report_skip(cx, i, st);
+		else
+			st->stepped = true;
+		struct finding_optimizer *o =
+			optimizer_of(&cx->optimizers, e->pid, s->optimizer_id);
+		if (o) {
+			o->skipped = s->step_skipped;
+			o->kind = kind;
+			o->scaler = st;
+		}
+	}
 	if (strcmp(s->what, "update"))
 		return;
 	st->calibrated |= st->stepped && st->iteration == SKIP_NONE;
 	st->grew |= !isnan(st->last_update) && s->scale > st->last_update;
 	st->iteration = SKIP_NONE;
+	st->floor = i + 1;
 	if (!isnan(s->scale))
 		st->last_update = s->scale;
 }
 
+/* lr-scheduler-skipped-step: an LR scheduler stepped (the bridge's
+ * "lr_scheduler_step" scaler event) right after its optimizer's step was
+ * skipped: the schedule advanced for a step that was not taken.  Info
+ * while the scale calibrates (torch itself warns once at the start).
+ * Fed scaler events, after scaler-skipped-step's rule. */
+void finding_rule_lr_scheduler_skipped_step(struct findings_context *cx,
+					    size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	struct finding_optimizer *o =
+		is_scheduler_step(&e->scaler)
+			? optimizer_of(&cx->optimizers, e->pid,
+				       e->scaler.optimizer_id)
+			: NULL;
+	char site[64];
+
+	if (!o || !o->skipped)
+		return;
+	o->skipped = false;
+	bool calibrating = o->kind == SKIP_CALIBRATING;
+	finding_text(site, sizeof site, "%llu %d", (unsigned long long)o->id,
+		     calibrating);
+	struct trace_finding *f = finding_of(
+		cx, FINDING_LR_SCHEDULER_SKIPPED_STEP, site, e->pid, i);
+	if (!f)
+		return;
+	if (calibrating)
+		f->severity = FINDING_INFO;
+	f->tensor = o->scaler ? o->scaler->inf_tensor : 0;
+	finding_text(f->message, sizeof f->message,
+		     "an LR scheduler of optimizer %llu stepped although GradScaler "
+		     "skipped that optimizer's step%s, so the learning-rate "
+		     "schedule ran ahead of the steps taken (Lightning#18828): %s",
+		     (unsigned long long)o->id,
+		     calibrating ? " while calibrating its scale (a few steps at "
+				   "the start)" : "",
+		     o->scaler && o->scaler->cause[0] ? o->scaler->cause
+						      : "the gradients held inf/NaN");
+}
+
 /* scaler-collapse: a scale below SCALER_COLLAPSE_SCALE, or
  * SCALER_COLLAPSE_HALVINGS updates in a row that each lowered the
- * scale.  Fed scaler events. */
+ * scale; with the last skip's cause.  Fed scaler events. */
 void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_scaler *s = &e->scaler;
-	struct finding_scaler *st = scaler_event(cx, i);
-	char site[160], tensor[192];
+	struct finding_scaler *st =
+		is_scheduler_step(s) ? NULL : scaler_event(cx, i);
+	char site[160];
 
 	if (!st || strcmp(s->what, "update") || isnan(s->scale))
 		return;
@@ -180,16 +294,12 @@ void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 	finding_text(f->message, sizeof f->message,
 		     "GradScaler %llu's scale fell to %g (from %g) after %d "
 		     "consecutive reductions (collapse: below %g or %d in a "
-		     "row): the gradients hold inf/NaN at every step%s%s%s, so "
-		     "no optimizer step is taken and training has stopped",
+		     "row): the gradients hold inf/NaN at every step, so no "
+		     "optimizer step is taken and training has stopped%s%s",
 		     (unsigned long long)s->scaler_id, s->scale, st->first,
 		     st->halvings, SCALER_COLLAPSE_SCALE,
 		     SCALER_COLLAPSE_HALVINGS,
-		     st->inf_tensor ? " (last seen in gradient " : "",
-		     st->inf_tensor ? finding_tensor_label(cx, e->pid, st->inf_tensor,
-							   tensor, sizeof tensor)
-				    : "",
-		     st->inf_tensor ? ")" : "");
+		     st->cause[0] ? "; the last skip: " : "", st->cause);
 }
 
 /* An overflow in a backward op followed, before the GradScaler's next
@@ -220,7 +330,8 @@ static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
 	return false;
 }
 
-/* fp16-overflow: libamp's value checks saw an op turn finite inputs into
+/* fp16-overflow: the value checks (libamp's, the PyTorch bridge's) saw an
+ * op turn finite inputs (or a cast finite values) into
  * inf/NaN (its amp.diag events), unless the GradScaler handled it. */
 void finding_rule_fp16_overflow(struct findings_context *cx, size_t i)
 {
@@ -246,7 +357,101 @@ struct step_end {
 	double entries, bytes;
 	bool cleared;
 	size_t event;
+	double ts;     /* of the value kept */
+	bool seen;     /* a value of this step */
 };
+
+static void report_growth(struct findings_context *cx, int64_t pid,
+			  const struct step_end *ends, size_t nends,
+			  const char *steps)
+{
+	size_t run = 0, best = 0, best_end = 0;
+
+	for (size_t k = 1; k < nends; k++) {
+		run = ends[k].entries > ends[k - 1].entries && !ends[k].cleared
+			      ? run + 1 : 0;
+		if (run > best) {
+			best = run;
+			best_end = k;
+		}
+	}
+	if (best < CACHE_GROWTH_STEPS)
+		return;
+	const struct step_end *from = &ends[best_end - best];
+	const struct step_end *to = &ends[best_end];
+	struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
+					     to->event);
+	if (f)
+		finding_text(f->message, sizeof f->message,
+			     "the autocast cache grew in %zu consecutive steps "
+			     "without being cleared: %.0f entries (%.0f bytes) "
+			     "after step %zu, %.0f entries (%.0f bytes) after "
+			     "step %zu (steps: %s); cached casts are freed only "
+			     "when the outermost autocast region exits, so a "
+			     "region around the whole loop keeps every one",
+			     best, from->entries, from->bytes, best_end - best + 1,
+			     to->entries, to->bytes, best_end + 1, steps);
+}
+
+/* The cache's size at the end of each of the trace's training steps
+ * (steps.h): its last counter value in the step, or a thread's
+ * aggregates of it (the largest cache among its threads); a step without
+ * either keeps the previous one's. */
+static void cache_growth_by_steps(struct findings_context *cx, int64_t pid,
+				  const struct trace_steps *steps)
+{
+	const struct trace *t = cx->t;
+	size_t nends = (size_t)steps->nsteps;
+	struct step_end *ends = calloc(nends ? nends : 1, sizeof *ends);
+
+	if (!ends) {
+		cx->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		int step = steps->step_of[i];
+		if (e->pid != pid || step < 0 || (size_t)step >= nends ||
+		    steps->evaluating[i])
+			continue;
+		struct step_end *end = &ends[step];
+		if (e->kind == TRACE_CACHE_CLEAR) {
+			end->cleared = true;
+		} else if (e->kind == TRACE_AGGREGATE) {
+			const struct trace_aggregate *g = &e->aggregate;
+			end->cleared |= g->cache.clears > 0;
+			if (!end->seen || (double)g->cache.entries > end->entries) {
+				end->entries = (double)g->cache.entries;
+				end->bytes = (double)g->cache.bytes;
+			}
+			end->ts = INFINITY;
+			end->event = i;
+			end->seen = true;
+		} else if (e->kind == TRACE_COUNTER && e->cat &&
+			   !strcmp(e->cat, "amp.cache") &&
+			   (!end->seen || e->ts >= end->ts)) {
+			for (int k = 0; k < e->counter.nseries; k++) {
+				if (!strcmp(e->counter.series[k], "entries"))
+					end->entries = e->counter.value[k];
+				else if (!strcmp(e->counter.series[k], "bytes"))
+					end->bytes = e->counter.value[k];
+			}
+			end->ts = e->ts;
+			end->event = i;
+			end->seen = true;
+		}
+	}
+	for (size_t k = 1; k < nends; k++)
+		if (!ends[k].seen) {
+			bool cleared = ends[k].cleared;
+			ends[k] = ends[k - 1];
+			ends[k].cleared = cleared;
+			if (cleared)
+				ends[k].entries = ends[k].bytes = 0;
+		}
+	report_growth(cx, pid, ends, nends, steps->marker);
+	free(ends);
+}
 
 static void cache_growth_of(struct findings_context *cx, int64_t pid)
 {
@@ -320,47 +525,32 @@ static void cache_growth_of(struct findings_context *cx, int64_t pid)
 			now.cleared = false;
 		}
 	}
-	size_t run = 0, best = 0, best_end = 0;
-	for (size_t k = 1; k < nends; k++) {
-		run = ends[k].entries > ends[k - 1].entries && !ends[k].cleared
-			      ? run + 1 : 0;
-		if (run > best) {
-			best = run;
-			best_end = k;
-		}
-	}
-	if (best >= CACHE_GROWTH_STEPS) {
-		const struct step_end *from = &ends[best_end - best];
-		const struct step_end *to = &ends[best_end];
-		struct trace_finding *f = finding_of(cx, FINDING_CACHE_GROWTH, "", pid,
-						     to->event);
-		if (f)
-			finding_text(f->message, sizeof f->message,
-				     "the autocast cache grew in %zu consecutive steps "
-				     "without being cleared: %.0f entries (%.0f bytes) "
-				     "after step %zu, %.0f entries (%.0f bytes) after "
-				     "step %zu (steps: %s); cached casts are freed only "
-				     "when the outermost autocast region exits, so a "
-				     "region around the whole loop keeps every one",
-				     best, from->entries, from->bytes, best_end - best + 1,
-				     to->entries, to->bytes, best_end + 1,
-				     updates ? "GradScaler updates"
-				     : writes ? "optimizer updates"
-				     : "outermost autocast regions");
-	}
+	report_growth(cx, pid, ends, nends,
+		      updates ? "GradScaler updates"
+		      : writes ? "optimizer updates"
+		      : "outermost autocast regions");
 	free(ends);
 }
 
 /* cache-growth: the autocast cache's entry count, read at the end of
  * each step, rose in CACHE_GROWTH_STEPS consecutive steps with no cache
- * clear.  Steps, per process: a step ends at each GradScaler `update`;
- * without one, at the end of each optimizer update (a run of in-place
- * forward ops on leaves that require grad); without those, each entry
- * into an outermost autocast region starts one. */
+ * clear.  Steps, per process: the trace's training steps (steps.h) where
+ * an optimizer, a GradScaler or the program marked them; else a step
+ * ends at each GradScaler `update`; without one, at the end of each
+ * optimizer update (a run of in-place forward ops on leaves that require
+ * grad); without those, each entry into an outermost autocast region
+ * starts one.  (Regions alone cannot mark the steps of this mistake: a
+ * region around the whole loop is one.) */
 void finding_rule_cache_growth(struct findings_context *cx)
 {
 	int64_t pids[64];
 	size_t npids = 0;
+	struct trace_steps steps;
+
+	if (trace_steps_find(cx->t, &steps) != 0) {
+		cx->failed = true;
+		return;
+	}
 
 	for (size_t i = 0; i < cx->t->nevents; i++) {
 		int64_t pid = cx->t->events[i].pid;
@@ -371,5 +561,9 @@ void finding_rule_cache_growth(struct findings_context *cx)
 			pids[npids++] = pid;
 	}
 	for (size_t k = 0; k < npids; k++)
-		cache_growth_of(cx, pids[k]);
+		if (trace_steps_are_training(&steps))
+			cache_growth_by_steps(cx, pids[k], &steps);
+		else
+			cache_growth_of(cx, pids[k]);
+	trace_steps_free(&steps);
 }

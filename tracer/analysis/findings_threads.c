@@ -129,6 +129,53 @@ static void collect_ties(struct findings_context *cx, struct finding_regions *r)
 	}
 }
 
+/* A parameter (a leaf that requires grad) read by an op or cast. */
+static bool is_parameter(bool leaf, bool requires_grad)
+{
+	return leaf && requires_grad;
+}
+
+/* A thread that runs the same parameters as an enabled region of another
+ * thread (the same module: a worker started inside the region that runs
+ * it on inputs made before) is tied to that region as a hand-off ties
+ * it (TIE_SHARED).  Inside a region the parameters are read as casts'
+ * sources, outside by the ops themselves. */
+static void collect_shared(struct findings_context *cx,
+			   struct finding_regions *r)
+{
+	const struct trace *t = cx->t;
+	struct id_map used = { 0 };  /* (pid, parameter) -> its first use */
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (!r->at[i])
+			continue;
+		if (e->kind == TRACE_CAST &&
+		    is_parameter(e->cast.leaf, e->cast.requires_grad) &&
+		    id_map_get(&used, e->pid, e->cast.tensor) == SIZE_MAX)
+			id_map_put(&used, e->pid, e->cast.tensor, i);
+		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs; k++) {
+			const struct trace_tensor *x = &e->op.inputs[k];
+			if (is_parameter(x->leaf, x->requires_grad) &&
+			    id_map_get(&used, e->pid, x->id) == SIZE_MAX)
+				id_map_put(&used, e->pid, x->id, i);
+		}
+	}
+	for (size_t i = 0; used.count && i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs; k++) {
+			const struct trace_tensor *x = &e->op.inputs[k];
+			size_t p = is_parameter(x->leaf, x->requires_grad)
+					   ? id_map_get(&used, e->pid, x->id)
+					   : SIZE_MAX;
+			if (p != SIZE_MAX && t->events[p].tid != e->tid)
+				tie(r, e->pid, p, e->tid, TIE_SHARED);
+		}
+	}
+	cx->failed |= used.failed;
+	id_map_free(&used);
+}
+
 void finding_regions_build(struct findings_context *cx,
 			   struct finding_regions *r)
 {
@@ -142,8 +189,10 @@ void finding_regions_build(struct findings_context *cx,
 	}
 	collect(cx, r, &open, &last_backward);
 	/* one thread: no hand-off to look for */
-	if (r->first.count > 1 && r->count)
+	if (r->first.count > 1 && r->count) {
 		collect_ties(cx, r);
+		collect_shared(cx, r);
+	}
 	cx->failed |= open.failed || last_backward.failed || r->first.failed ||
 		      r->ties.failed;
 	id_map_free(&open);
@@ -168,6 +217,86 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 }
 
 /* ------------------------------------------------------------- rules */
+
+/* What a process did with autocast: forward ops ran, one with autocast
+ * enabled (an op, an enabled region, an aggregated op with a policy). */
+struct autocast_use {
+	int64_t pid;
+	size_t first_forward;  /* its first forward op's event */
+	bool forward, enabled;
+};
+
+static struct autocast_use *use_of(struct autocast_use *uses, size_t *n,
+				   size_t cap, int64_t pid)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (uses[k].pid == pid)
+			return &uses[k];
+	if (*n == cap)
+		return NULL;
+	uses[*n] = (struct autocast_use){ .pid = pid };
+	return &uses[(*n)++];
+}
+
+static bool aggregate_autocasts(const struct trace_aggregate *g)
+{
+	for (int k = 0; k < g->nops; k++)
+		if (strcmp(g->ops[k].policy, "none"))
+			return true;
+	for (int k = 0; k < g->ncasts; k++)
+		if (!g->casts[k].origin)
+			return true;
+	return false;
+}
+
+/* autocast-never-enabled (info): a PyTorch process ran forward ops and
+ * none with autocast enabled, in no enabled region: mixed precision was
+ * asked for nowhere (nanoGPT's CPU setting, a forgotten context).  Only
+ * PyTorch traces: libamp programs without autocast are its own tests. */
+void finding_rule_autocast_never_enabled(struct findings_context *cx)
+{
+	const struct trace *t = cx->t;
+	const char *framework = findings_framework(t);
+	struct autocast_use uses[64];
+	size_t n = 0;
+
+	if (!framework || strncmp(framework, "torch ", 6))
+		return;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		struct autocast_use *u;
+		if (e->kind != TRACE_OP && e->kind != TRACE_SCOPE_BEGIN &&
+		    e->kind != TRACE_AGGREGATE)
+			continue;
+		if (!(u = use_of(uses, &n, 64, e->pid)))
+			continue;
+		if (e->kind == TRACE_SCOPE_BEGIN)
+			u->enabled |= e->scope.enabled;
+		else if (e->kind == TRACE_AGGREGATE)
+			u->enabled |= aggregate_autocasts(&e->aggregate);
+		else if (e->op.autocast.enabled)
+			u->enabled = true;
+		else if (!u->forward && e->op.phase &&
+			 !strcmp(e->op.phase, "forward")) {
+			u->forward = true;
+			u->first_forward = i;
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (!uses[k].forward || uses[k].enabled)
+			continue;
+		struct trace_finding *f = finding_of(cx,
+			FINDING_AUTOCAST_NEVER_ENABLED, "", uses[k].pid,
+			uses[k].first_forward);
+		if (f)
+			finding_text(f->message, sizeof f->message,
+				     "autocast was never enabled in process "
+				     "%lld: its forward ops ran with no "
+				     "enabled autocast region, so each ran in "
+				     "its inputs' dtypes (no op was cast to a "
+				     "lower precision)", (long long)uses[k].pid);
+	}
+}
 
 /* backward-under-autocast: a backward op whose autocast.enabled is true,
  * unless the region that set it was entered by the backward pass itself
@@ -219,7 +348,9 @@ void finding_rule_backward_under_autocast(struct findings_context *cx,
  * another thread S was inside an enabled region R that was already open
  * when T made its first event, and R handed T its work or took its
  * result: T used a tensor an op of S made inside R (DataParallel's
- * scatter), or S used inside R a tensor an op of T made (the gather).
+ * scatter), or S used inside R a tensor an op of T made (the gather), or
+ * T runs parameters S ran inside R (the same module, on inputs made
+ * before R).
  * The trace records no thread creation; the hand-off is what says T
  * worked for R, so a sibling worker or a thread of its own that merely
  * runs while R is open is not reported. */
@@ -267,9 +398,12 @@ void finding_rule_autocast_off_in_thread(struct findings_context *cx,
 			     g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
 			     g->device ? g->device : "?", g->dtype ? g->dtype : "?",
 			     (long long)e->tid,
-			     how & TIE_SCATTER ? "handed it tensors made in the region" : "",
-			     how == (TIE_SCATTER | TIE_GATHER) ? " and " : "",
-			     how & TIE_GATHER ? "used its results in the region" : "");
+			     how & TIE_SCATTER ? "handed it tensors made in the region"
+			     : how & TIE_GATHER ? "used its results in the region"
+						: "ran in it the same parameters (the same module)",
+			     how & TIE_SCATTER && how & TIE_GATHER ? " and " : "",
+			     how & TIE_SCATTER && how & TIE_GATHER
+				     ? "used its results in the region" : "");
 		return;
 	}
 }

@@ -65,6 +65,8 @@ _amptrace() {
 	--dtype) COMPREPLY=($(compgen -W "f16 bf16" -- "$cur")); return ;;
 	--torch) COMPREPLY=($(compgen -W "1.13 2.13 newest" -- "$cur")); return ;;
 	--color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+	--steps) COMPREPLY=($(compgen -W "0:19 all none every:" -- "$cur")); return ;;
+	--max-size) COMPREPLY=($(compgen -W "100M 1G none" -- "$cur")); return ;;
 	esac
 	# a rule typed inline, quoted (check reads them from a file: this is
 	# for `<(echo '...')` and here-strings): the keyword being typed

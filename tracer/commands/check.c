@@ -98,6 +98,8 @@ static bool op_selected(const struct rule_filter *f, const struct trace_op *op,
 
 	if (f->scope && !analysis_op_in_scope(op, f->scope))
 		return false;
+	if (f->module && !analysis_in_module(op->module, f->module))
+		return false;
 	if (phase && strcmp(phase, "any") &&
 	    (!op->phase || strcmp(op->phase, phase)))
 		return false;
@@ -128,6 +130,8 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 		return false;
 	if (f->scope && !analysis_cast_in_scope(a, e, f->scope))
 		return false;
+	if (f->module && !analysis_in_module(c->module, f->module))
+		return false;
 	if (op && !op_selected(f, &op->op, NULL))
 		return false;
 	if (!op && f->phase && strcmp(f->phase, "any") &&
@@ -137,6 +141,40 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 				   op ? op->op.overload : NULL))
 		return false;
 	return true;
+}
+
+/* The casts a step recorded as aggregates counts for a casts rule; none
+ * when the rule asks what its rows do not say (a region, a device,
+ * whether autocast applied). */
+static size_t aggregate_casts_selected(const struct rule *r,
+				       const struct trace_aggregate *g)
+{
+	const struct rule_filter *f = &r->filter;
+	size_t n = 0;
+
+	if (f->scope || f->device || f->autocast >= 0)
+		return 0;
+	for (int k = 0; k < g->ncasts; k++) {
+		const struct trace_aggregate_cast *c = &g->casts[k];
+		if (strcmp(f->origin ? f->origin : "autocast", "any") &&
+		    strcmp(f->origin ? f->origin : "autocast",
+			   c->origin ? c->origin : "autocast"))
+			continue;
+		if ((r->from && strcmp(c->from, r->from)) ||
+		    (r->to && strcmp(c->to, r->to)))
+			continue;
+		if (!f->cache ? !strcmp(c->cache, "hit")
+			      : strcmp(f->cache, "any") &&
+					strcmp(f->cache, c->cache))
+			continue;
+		if (f->phase && strcmp(f->phase, "any") &&
+		    strcmp(c->phase, f->phase))
+			continue;
+		if (f->op && !check_name_matches(f->op, c->op, NULL))
+			continue;
+		n += c->count;
+	}
+	return n;
 }
 
 static size_t describe_tensor(char *buf, size_t size,
@@ -158,6 +196,13 @@ static void describe_op(char *buf, size_t size, const struct trace *t,
 			const struct trace_event *e, const char *focus)
 {
 	const struct trace_op *op = &e->op;
+
+	if (e->kind == TRACE_AGGREGATE) {
+		set(buf, size, "%s in step %lld, recorded as per-step "
+		    "aggregates, at %s:%zu", focus,
+		    (long long)e->aggregate.step, t->path, e->line);
+		return;
+	}
 	char label[160];
 	size_t n = (size_t)snprintf(
 		buf, size, "%s (op %llu, %s", trace_op_label(op, label, sizeof label),
@@ -199,23 +244,38 @@ static bool one_of(const struct op_check *c, const char *value)
 	return false;
 }
 
+/* The phases an op found only outside forward is counted in. */
+static const char *const other_phases[] = { "backward", "optimizer", "other" };
+#define OTHER_PHASES 3
+
+static size_t other_phase_of(const char *phase)
+{
+	size_t k = 0;
+
+	while (k < OTHER_PHASES - 1 && (!phase || strcmp(phase, other_phases[k])))
+		k++;
+	return k;
+}
+
 /* "no forward op matched 'lerp_'; 640 optimizer ones did (...)" */
 static void other_phase_text(struct outcome *o, const char *op,
-			     const size_t other[2])
+			     const size_t other[OTHER_PHASES])
 {
-	char counts[96];
+	char counts[160] = "", filters[96] = "";
 
-	if (other[0] && other[1])
-		set(counts, sizeof counts, "%zu backward and %zu optimizer ones",
-		    other[0], other[1]);
-	else
-		set(counts, sizeof counts, "%zu %s ones", other[0] + other[1],
-		    other[0] ? "backward" : "optimizer");
+	for (size_t k = 0, n = 0; k < OTHER_PHASES; k++) {
+		if (!other[k])
+			continue;
+		size_t used = strlen(counts), fused = strlen(filters);
+		snprintf(counts + used, sizeof counts - used, "%s%zu %s",
+			 n ? " and " : "", other[k], other_phases[k]);
+		snprintf(filters + fused, sizeof filters - fused, "%s`in %s`",
+			 n ? ", " : "", other_phases[k]);
+		n++;
+	}
 	set(o->actual, sizeof o->actual,
-	    "no forward op matched '%s'; %s did (op rules look at forward "
-	    "ops: add %s or `in any`)", op, counts,
-	    !other[1] ? "`in backward`" : !other[0] ? "`in optimizer`"
-						    : "`in backward`, `in optimizer`");
+	    "no forward op matched '%s'; %s ones did (op rules look at forward "
+	    "ops: add %s or `in any`)", op, counts, filters);
 }
 
 /* One check of an op rule on one op; when it does not hold, what the op
@@ -262,7 +322,7 @@ struct op_tally {
 	size_t first[RULE_MAX_CHECKS];  /* the first one's event */
 	char focus[RULE_MAX_CHECKS][400]; /* ... and what it has instead */
 	/* same name, left out by the default phase: backward, optimizer */
-	size_t other_phase[2];
+	size_t other_phase[OTHER_PHASES];
 };
 
 static void tally_ops(const struct trace *t, const struct rule *r,
@@ -276,8 +336,7 @@ static void tally_ops(const struct trace *t, const struct rule *r,
 		if (!op_selected(&r->filter, &e->op, "forward")) {
 			if (!r->filter.phase &&
 			    op_selected(&r->filter, &e->op, "any"))
-				tally->other_phase[e->op.phase &&
-						   !strcmp(e->op.phase, "optimizer")]++;
+				tally->other_phase[other_phase_of(e->op.phase)]++;
 			continue;
 		}
 		tally->matched++;
@@ -290,6 +349,80 @@ static void tally_ops(const struct trace *t, const struct rule *r,
 			tally->first[k] = i;
 			snprintf(tally->focus[k], sizeof tally->focus[k], "%s",
 				 detail);
+		}
+	}
+}
+
+/* A row of a step recorded as aggregates as an op (no inputs, no
+ * region, autocast unknown), for the filters and checks that need
+ * neither: into `op` and its output `out`. */
+static bool aggregate_as_op(const struct trace_aggregate_op *row,
+			    const struct rule *r, struct trace_op *op,
+			    struct trace_tensor *out)
+{
+	const struct rule_filter *f = &r->filter;
+
+	for (int k = 0; k < r->nchecks; k++)
+		if (r->checks[k].kind == CHECK_INPUTS)
+			return false;
+	if (f->scope || f->autocast >= 0)
+		return false;
+	*out = (struct trace_tensor){ .dtype = row->dtype };
+	*op = (struct trace_op){
+		.op = row->op, .overload = row->overload, .phase = row->phase,
+		.policy = row->policy, .device = row->device,
+		.noutputs = row->dtype ? 1 : 0, .outputs = out,
+		.error = row->failed ? "failed" : NULL,
+	};
+	return true;
+}
+
+/* The rows of steps recorded as aggregates, each `count` ops of one
+ * name, phase, policy, output dtype and device; rules that ask what the
+ * rows do not say (inputs, regions, autocast) leave them out. */
+static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
+				struct op_tally *tally)
+{
+	struct trace_op op;
+	struct trace_tensor out;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		for (int j = 0; e->kind == TRACE_AGGREGATE &&
+				j < e->aggregate.nops; j++) {
+			const struct trace_aggregate_op *row = &e->aggregate.ops[j];
+			if (!check_name_matches(r->op, row->op, row->overload) ||
+			    !aggregate_as_op(row, r, &op, &out))
+				continue;
+			if (!op_selected(&r->filter, &op, "forward")) {
+				if (!r->filter.phase &&
+				    op_selected(&r->filter, &op, "any"))
+					tally->other_phase[other_phase_of(
+						op.phase)] += row->count;
+				continue;
+			}
+			tally->matched += row->count;
+			for (int k = 0; k < r->nchecks; k++) {
+				const struct op_check *c = &r->checks[k];
+				char detail[400] = "";
+				if (c->kind == CHECK_COUNT ||
+				    op_check_holds(c, &op, detail, sizeof detail))
+					continue;
+				if (!tally->failed[k]) {
+					tally->first[k] = i;
+					snprintf(tally->focus[k],
+						 sizeof tally->focus[k],
+						 "%zu %s%s%s ops: %s",
+						 (size_t)row->count, row->op,
+						 row->overload[0] ? "." : "",
+						 row->overload,
+						 c->kind == CHECK_OUTPUT
+							 ? (row->dtype ? row->dtype
+								       : "no output")
+							 : detail);
+				}
+				tally->failed[k] += row->count;
+			}
 		}
 	}
 }
@@ -364,15 +497,16 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	struct op_tally tally = { 0 };
 
 	tally_ops(t, r, &tally);
+	tally_aggregate_ops(t, r, &tally);
 	op_verdict(t, r, &tally, o);
 	if (!tally.matched && !o->pass && !o->actual[0] &&
-	    tally.other_phase[0] + tally.other_phase[1])
+	    tally.other_phase[0] + tally.other_phase[1] + tally.other_phase[2])
 		other_phase_text(o, r->op, tally.other_phase);
 	else if (!tally.matched && !o->pass && !o->actual[0])
 		set(o->actual, sizeof o->actual,
 		    "no op matched '%s'%s (the trace has %zu ops)", r->op,
-		    r->filter.scope || r->filter.phase || r->filter.device ||
-				    r->filter.autocast >= 0
+		    r->filter.scope || r->filter.module || r->filter.phase ||
+				    r->filter.device || r->filter.autocast >= 0
 			    ? " with these filters"
 			    : "",
 		    t->counts[TRACE_OP]);
@@ -385,8 +519,16 @@ static void describe_cast(char *buf, size_t size, const struct analysis *a,
 			  const struct trace_event *e)
 {
 	const struct trace_cast *c = &e->cast;
-	const struct trace_event *op = analysis_op(a, e->pid, c->op_id);
+	const struct trace_event *op;
 	char label[160];
+
+	if (e->kind == TRACE_AGGREGATE) {
+		snprintf(buf, size, "the casts of step %lld, recorded as "
+			 "per-step aggregates, at %s:%zu",
+			 (long long)e->aggregate.step, a->trace->path, e->line);
+		return;
+	}
+	op = analysis_op(a, e->pid, c->op_id);
 
 	snprintf(buf, size, "cast %s->%s of tensor %llu%s%s%s for %s (op %llu), "
 		 "cache %s, at %s:%zu",
@@ -433,14 +575,22 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if ((e->kind != TRACE_CAST && e->kind != TRACE_OTHER_CAST) ||
-		    !cast_selected(a, r, e))
+		bool cast = e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST;
+		size_t n = e->kind == TRACE_AGGREGATE
+				   ? aggregate_casts_selected(r, &e->aggregate)
+				   : cast && cast_selected(a, r, e);
+		if (!n)
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
-		if (!per_step[step]++)
-			first_in_step[step] = i;
-		if (!total++)
+		/* a step is its training: not the evaluation windows in it */
+		if (!a->evaluating[i]) {
+			if (!per_step[step])
+				first_in_step[step] = i;
+			per_step[step] += n;
+		}
+		if (!total)
 			first = i;
+		total += n;
 	}
 	casts_label(r, label, sizeof label);
 	if (!r->per_step) {
@@ -935,7 +1085,7 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 					 &err) == 0 ? 0 : 2;
 
 	free(text);
-	if (status == 0 && trace_load(args->paths[0], trace, &err) != 0) {
+	if (status == 0 && trace_load_without_flows(args->paths[0], trace, &err) != 0) {
 		rules_free(rules);
 		status = 2;
 	}

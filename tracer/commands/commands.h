@@ -26,8 +26,9 @@ struct analysis;
 struct rules;
 struct diff_side;
 
-/* amptrace summary [--json] of `trace` (loaded). */
-int summary_print(struct trace *trace, bool json, bool color);
+/* amptrace summary [--json] of `trace` (loaded), module paths cut to
+ * `depth` parts. */
+int summary_print(struct trace *trace, bool json, bool color, int depth);
 /* One side of amptrace diff: `trace` (loaded) is taken over. */
 struct diff_side *diff_side_new(struct trace *trace);
 void diff_side_free(struct diff_side *side);

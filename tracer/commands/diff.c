@@ -26,10 +26,12 @@ static const char diff_usage[] =
 	"Reports cast behaviour that changed between two traces of the same\n"
 	"program: ops whose output dtype or autocast policy changed, casts\n"
 	"added or removed, cache results that changed (hit/miss/uncacheable),\n"
-	"ops added or removed.  Timing and ids are ignored.  When a trace\n"
-	"holds torch.compile'd graphs, casts are compared instead, by module\n"
-	"path, source line and op (an eager and a compiled run do not run\n"
-	"the same ops).\n"
+	"ops added or removed.  Timing and ids are ignored.  For PyTorch\n"
+	"traces (format 1.4), each change's first op names its nn.Module and\n"
+	"the changes are counted by module (paths cut to 2 parts: h.3).  When\n"
+	"a trace holds torch.compile'd graphs, casts are compared instead, by\n"
+	"module path, source line and op (an eager and a compiled run do not\n"
+	"run the same ops).\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  -h, --help  this text\n"
@@ -44,43 +46,72 @@ static void oom(void)
 
 /* ------------------------------------------------------------- sides */
 
-struct cast_ref {
+/* What diff compares of an op, held compactly: a side holds one of these
+ * per op and one cast_record per cast, never the events themselves (the
+ * reader hands them over one by one and drops them), so two traces of
+ * millions of ops are compared in the memory of their records. */
+struct op_record {
+	int64_t pid;
+	const char *signature; /* "t<tid> <label> <phase>", interned */
+	const char *label;     /* "softmax.int" */
+	const char *phase, *output, *policy;
+	const char *module;    /* its nn.Module's path, or NULL */
+	uint64_t op_id;
+	size_t line;
+	size_t occurrence;     /* of its signature in its process, from 0 */
+};
+
+struct cast_record {
 	int64_t pid;
 	uint64_t op_id;
-	size_t event;
+	size_t order;          /* file order, among the side's casts */
+	int arg;
+	const char *from, *to, *cache;
 };
-
-struct side {
-	struct trace trace;
-	struct analysis a;
-	/* alignment key (interned in `trace`, so one pointer per string)
-	 * -> op event, in the trace tools' map (id_map.h) */
-	struct id_map ops;
-	const char **keys;      /* alignment key of each op, in file order */
-	size_t *op_events;
-	size_t nops;
-	struct cast_ref *casts; /* sorted by (pid, op_id) */
-	size_t ncasts;
-	int64_t *pids;          /* process order */
-	size_t npids;
-};
-
-static int compare_cast_refs(const void *a, const void *b)
-{
-	const struct cast_ref *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->op_id != y->op_id)
-		return x->op_id < y->op_id ? -1 : 1;
-	return (x->event > y->event) - (x->event < y->event);
-}
 
 struct pid_order {
 	int64_t pid;
 	int rank;
 	double first_ts;
 };
+
+struct side {
+	struct trace trace;     /* its strings, header and trailer */
+	struct op_record *ops;  /* in file order */
+	size_t nops, cap_ops;
+	struct cast_record *casts; /* sorted by (pid, op_id) once read */
+	size_t ncasts, cap_casts;
+	struct pid_order *order; /* processes, sorted by rank then start */
+	size_t npids;
+	/* alignment: (process ordinal << 32 | signature number, k) -> the
+	 * op that is the k-th of its signature in its process */
+	struct id_map aligned;
+	struct id_map signatures; /* (0, signature) -> its number */
+	size_t nsignatures;
+	struct diff_compiled_side compiled; /* diff_compiled.c's */
+};
+
+static void *grow(void *array, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return array;
+	*cap = *cap ? *cap * 2 : 1024;
+	void *grown = realloc(array, *cap * elem);
+	if (!grown)
+		oom();
+	return grown;
+}
+
+static int compare_cast_records(const void *a, const void *b)
+{
+	const struct cast_record *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->op_id != y->op_id)
+		return x->op_id < y->op_id ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
 
 static int compare_pids(const void *a, const void *b)
 {
@@ -91,114 +122,150 @@ static int compare_pids(const void *a, const void *b)
 	return (x->first_ts > y->first_ts) - (x->first_ts < y->first_ts);
 }
 
-static size_t process_ordinal(const struct side *s, int64_t pid)
+/* Each process's rank and first timestamp, as the events come. */
+static void note_process(struct side *s, const struct trace_event *e)
 {
-	for (size_t i = 0; i < s->npids; i++)
-		if (s->pids[i] == pid)
-			return i;
-	return 0;
-}
+	size_t k;
 
-static void order_processes(struct side *s)
-{
-	const struct trace *t = &s->trace;
-	struct pid_order *order = NULL;
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		size_t k;
-		for (k = 0; k < n && order[k].pid != e->pid; k++)
-			;
-		if (k == n) {
-			order = realloc(order, (n + 1) * sizeof *order);
-			if (!order)
-				oom();
-			order[n++] = (struct pid_order){ e->pid, 1 << 30, e->ts };
-		}
-		if (e->kind == TRACE_META && e->meta.rank >= 0)
-			order[k].rank = e->meta.rank;
-		if (e->kind != TRACE_META && e->ts < order[k].first_ts)
-			order[k].first_ts = e->ts;
+	for (k = 0; k < s->npids && s->order[k].pid != e->pid; k++)
+		;
+	if (k == s->npids) {
+		struct pid_order *grown =
+			realloc(s->order, (s->npids + 1) * sizeof *grown);
+		if (!grown)
+			oom();
+		s->order = grown;
+		s->order[s->npids++] = (struct pid_order){ e->pid, 1 << 30, e->ts };
 	}
-	trace_sort(order, n, sizeof *order, compare_pids);
-	s->pids = malloc((n ? n : 1) * sizeof *s->pids);
-	if (!s->pids)
-		oom();
-	for (size_t i = 0; i < n; i++)
-		s->pids[i] = order[i].pid;
-	s->npids = n;
-	free(order);
+	if (e->kind == TRACE_META && e->meta.rank >= 0)
+		s->order[k].rank = e->meta.rank;
+	if (e->kind != TRACE_META && e->ts < s->order[k].first_ts)
+		s->order[k].first_ts = e->ts;
 }
 
-/* `text` interned in s's trace, as a map key. */
-static uint64_t key_of(struct side *s, const char *text)
+/* `text` interned in s's trace. */
+static const char *intern(struct side *s, const char *text)
 {
 	const char *interned = trace_intern(&s->trace, text);
 
 	if (!interned)
 		oom();
-	return (uint64_t)(uintptr_t)interned;
+	return interned;
 }
 
-/* The op event of alignment key `text` in s, or SIZE_MAX. */
-static size_t op_of_key(struct side *s, const char *text)
+/* One event of the side's trace into its records. */
+static void add_event(struct side *s, const struct trace_event *e)
 {
-	return id_map_get(&s->ops, 0, key_of(s, text));
+	note_process(s, e);
+	diff_compiled_add(&s->compiled, e);
+	if (e->kind == TRACE_CAST) {
+		s->casts = grow(s->casts, &s->cap_casts, s->ncasts,
+				sizeof *s->casts);
+		s->casts[s->ncasts] = (struct cast_record){
+			e->pid, e->cast.op_id, s->ncasts, e->cast.arg,
+			e->cast.from, e->cast.to, e->cast.cache
+		};
+		s->ncasts++;
+		return;
+	}
+	if (e->kind != TRACE_OP)
+		return;
+	char label[160], signature[400];
+	trace_op_label(&e->op, label, sizeof label);
+	snprintf(signature, sizeof signature, "t%lld %s %s",
+		 (long long)e->tid, label, e->op.phase);
+	s->ops = grow(s->ops, &s->cap_ops, s->nops, sizeof *s->ops);
+	s->ops[s->nops++] = (struct op_record){
+		.pid = e->pid,
+		.signature = intern(s, signature),
+		.label = intern(s, label),
+		.phase = e->op.phase,
+		.output = analysis_output_dtype(&e->op),
+		.policy = e->op.policy,
+		.module = e->op.module,
+		.op_id = e->op.op_id,
+		.line = e->line,
+	};
 }
 
-/* The side of s->trace, loaded: its analysis and op keys. */
-static void build_side(struct side *s)
+static int add_streamed(void *ctx, struct trace *trace,
+			const struct trace_event *e, struct trace_error *err)
 {
-	if (analysis_run(&s->trace, &s->a) != 0)
+	(void)trace;
+	(void)err;
+	add_event(ctx, e);
+	return TRACE_DROP;
+}
+
+static size_t process_ordinal(const struct side *s, int64_t pid)
+{
+	for (size_t i = 0; i < s->npids; i++)
+		if (s->order[i].pid == pid)
+			return i;
+	return 0;
+}
+
+static size_t signature_number(struct side *s, const char *signature)
+{
+	size_t *number = id_map_find(&s->signatures, 0,
+				     (uint64_t)(uintptr_t)signature, true);
+
+	if (!number)
 		oom();
-	order_processes(s);
-	const struct trace *t = &s->trace;
-	struct id_map occurrences = { 0 }; /* signature -> last occurrence */
-	s->keys = malloc((t->counts[TRACE_OP] + 1) * sizeof *s->keys);
-	s->op_events = malloc((t->counts[TRACE_OP] + 1) * sizeof *s->op_events);
-	s->casts = malloc((t->counts[TRACE_CAST] + 1) * sizeof *s->casts);
-	if (!s->keys || !s->op_events || !s->casts)
-		oom();
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_CAST) {
-			s->casts[s->ncasts++] = (struct cast_ref){
-				e->pid, e->cast.op_id, i
-			};
-			continue;
-		}
-		if (e->kind != TRACE_OP)
-			continue;
-		char label[160], sig[400], key[440];
-		snprintf(sig, sizeof sig, "p%zu t%lld %s %s",
-			 process_ordinal(s, e->pid), (long long)e->tid,
-			 trace_op_label(&e->op, label, sizeof label),
-			 e->op.phase);
-		size_t k = id_map_get(&occurrences, 0, key_of(s, sig));
-		k = k == SIZE_MAX ? 0 : k + 1;
-		snprintf(key, sizeof key, "%s #%zu", sig, k);
-		uint64_t op_key = key_of(s, key);
-		if (!id_map_put(&occurrences, 0, key_of(s, sig), k) ||
-		    !id_map_put(&s->ops, 0, op_key, i))
+	if (!*number)
+		*number = ++s->nsignatures;
+	return *number;
+}
+
+static int64_t alignment_slot(size_t process, size_t signature)
+{
+	return (int64_t)((uint64_t)process << 32 | signature);
+}
+
+/* Once every event is in: processes ordered, casts sorted, each op's
+ * occurrence of its signature numbered. */
+static void finish_side(struct side *s)
+{
+	trace_sort(s->order, s->npids, sizeof *s->order, compare_pids);
+	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_records);
+	struct id_map occurrences = { 0 }; /* slot -> ops of it so far */
+	for (size_t i = 0; i < s->nops; i++) {
+		const struct op_record *r = &s->ops[i];
+		int64_t slot = alignment_slot(process_ordinal(s, r->pid),
+					      signature_number(s, r->signature));
+		size_t *k = id_map_find(&occurrences, slot, 0, true);
+		if (!k)
 			oom();
-		s->keys[s->nops] = (const char *)(uintptr_t)op_key;
-		s->op_events[s->nops++] = i;
+		s->ops[i].occurrence = (*k)++;
+		if (!id_map_put(&s->aligned, slot, s->ops[i].occurrence, i))
+			oom();
 	}
 	id_map_free(&occurrences);
-	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_refs);
+}
+
+/* The op of `other` that is the same occurrence as op i of s, or
+ * SIZE_MAX. */
+static size_t aligned_op(struct side *s, size_t i, struct side *other)
+{
+	const struct op_record *r = &s->ops[i];
+	const char *theirs = intern(other, r->signature);
+	int64_t slot = alignment_slot(process_ordinal(s, r->pid),
+				      signature_number(other, theirs));
+
+	return id_map_get(&other->aligned, slot, r->occurrence);
 }
 
 static int load_side(const char *path, struct side *s)
 {
 	struct trace_error err;
+	struct trace_filter filter = { s, add_streamed };
 
 	memset(s, 0, sizeof *s);
-	if (trace_load(path, &s->trace, &err) != 0) {
+	if (trace_load_filtered(path, &s->trace, &filter, &err) != 0) {
 		fprintf(stderr, "amptrace diff: %s\n", err.message);
 		return -1;
 	}
-	build_side(s);
+	finish_side(s);
 	return 0;
 }
 
@@ -210,31 +277,33 @@ struct diff_side *diff_side_new(struct trace *trace)
 		oom();
 	s->trace = *trace;
 	*trace = (struct trace){ 0 };
-	build_side(s);
+	for (size_t i = 0; i < s->trace.nevents; i++)
+		add_event(s, &s->trace.events[i]);
+	finish_side(s);
 	return (struct diff_side *)s;
 }
 
 static void free_side(struct side *s)
 {
-	free(s->keys);
-	free(s->op_events);
+	free(s->ops);
 	free(s->casts);
-	free(s->pids);
-	id_map_free(&s->ops);
-	analysis_free(&s->a);
+	free(s->order);
+	id_map_free(&s->aligned);
+	id_map_free(&s->signatures);
+	diff_compiled_free(&s->compiled);
 	trace_free(&s->trace);
 }
 
 /* The casts made for one op: [*first, *first + count) of s->casts. */
-static size_t casts_of(const struct side *s, const struct trace_event *op,
+static size_t casts_of(const struct side *s, const struct op_record *op,
 		       size_t *first)
 {
 	size_t lo = 0, hi = s->ncasts;
-	struct cast_ref key = { op->pid, op->op.op_id, 0 };
+	struct cast_record key = { op->pid, op->op_id, 0, 0, NULL, NULL, NULL };
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (compare_cast_refs(&s->casts[mid], &key) < 0)
+		if (compare_cast_records(&s->casts[mid], &key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -242,7 +311,7 @@ static size_t casts_of(const struct side *s, const struct trace_event *op,
 	*first = lo;
 	size_t n = 0;
 	while (lo + n < s->ncasts && s->casts[lo + n].pid == op->pid &&
-	       s->casts[lo + n].op_id == op->op.op_id)
+	       s->casts[lo + n].op_id == op->op_id)
 		n++;
 	return n;
 }
@@ -259,27 +328,71 @@ struct change {
 	size_t count;
 	size_t base_line, new_line;
 	uint64_t base_op, new_op;
+	const char *module; /* the first's op's, or NULL */
+};
+
+/* Changes counted by the module of their op, cut to DIFF_MODULE_DEPTH
+ * parts (NULL: ops of no module). */
+#define DIFF_MODULE_DEPTH 2
+struct module_changes {
+	char *module;
+	size_t count;
 };
 
 struct changes {
 	struct change *items;
 	size_t count;
 	size_t total;
+	struct module_changes *modules;
+	size_t nmodules;
+	bool any_module;
 };
 
+static void count_by_module(struct changes *c, const char *module)
+{
+	size_t len = module ? analysis_module_prefix(module, DIFF_MODULE_DEPTH)
+			    : 0;
+
+	c->any_module |= module != NULL;
+	for (size_t i = 0; i < c->nmodules; i++) {
+		const char *have = c->modules[i].module;
+		if (!have ? !module
+			  : module && strlen(have) == len &&
+				    !strncmp(have, module, len)) {
+			c->modules[i].count++;
+			return;
+		}
+	}
+	struct module_changes *grown =
+		realloc(c->modules, (c->nmodules + 1) * sizeof *grown);
+	if (!grown)
+		oom();
+	c->modules = grown;
+	char *cut = module ? strndup(module, len) : NULL;
+	if (module && !cut)
+		oom();
+	c->modules[c->nmodules++] = (struct module_changes){ cut, 1 };
+}
+
+static const char *module_name(const char *module)
+{
+	if (!module)
+		return "(no module)";
+	return module[0] ? module : "(outermost)";
+}
+
 static void record(struct changes *c, const char *kind,
-		   const struct trace_event *base, const struct trace_event *now,
+		   const struct op_record *base, const struct op_record *now,
 		   const char *was, const char *is)
 {
-	const struct trace_event *any = base ? base : now;
-	char label[160];
+	const struct op_record *any = base ? base : now;
 
-	trace_op_label(&any->op, label, sizeof label);
 	c->total++;
+	count_by_module(c, any->module);
 	for (size_t i = 0; i < c->count; i++) {
 		struct change *x = &c->items[i];
-		if (!strcmp(x->kind, kind) && !strcmp(x->op, label) &&
-		    !strcmp(x->phase, any->op.phase) && !strcmp(x->base, was) &&
+		if (!strcmp(x->kind, kind) && !strcmp(x->op, any->label) &&
+		    !strcmp(x->phase, any->phase) && !strcmp(x->base, was) &&
 		    !strcmp(x->now, is)) {
 			x->count++;
 			return;
@@ -292,30 +405,31 @@ static void record(struct changes *c, const char *kind,
 	struct change *x = &c->items[c->count++];
 	memset(x, 0, sizeof *x);
 	snprintf(x->kind, sizeof x->kind, "%s", kind);
-	snprintf(x->op, sizeof x->op, "%s", label);
-	snprintf(x->phase, sizeof x->phase, "%s", any->op.phase);
+	snprintf(x->op, sizeof x->op, "%s", any->label);
+	snprintf(x->phase, sizeof x->phase, "%s", any->phase);
 	snprintf(x->base, sizeof x->base, "%s", was);
 	snprintf(x->now, sizeof x->now, "%s", is);
 	x->count = 1;
+	x->module = any->module;
 	if (base) {
 		x->base_line = base->line;
-		x->base_op = base->op.op_id;
+		x->base_op = base->op_id;
 	}
 	if (now) {
 		x->new_line = now->line;
-		x->new_op = now->op.op_id;
+		x->new_op = now->op_id;
 	}
 }
 
-static void cast_text(const struct trace_cast *c, bool with_cache, char *buf,
+static void cast_text(const struct cast_record *c, bool with_cache, char *buf,
 		      size_t size)
 {
 	snprintf(buf, size, "arg %d %s->%s%s%s", c->arg, c->from, c->to,
 		 with_cache ? " cache " : "", with_cache ? c->cache : "");
 }
 
-static void compare_casts(const struct side *b, const struct trace_event *bop,
-			  const struct side *n, const struct trace_event *nop,
+static void compare_casts(const struct side *b, const struct op_record *bop,
+			  const struct side *n, const struct op_record *nop,
 			  struct changes *changes)
 {
 	size_t bf = 0, nf = 0;
@@ -325,12 +439,10 @@ static void compare_casts(const struct side *b, const struct trace_event *bop,
 	char was[200], is[200];
 
 	for (size_t i = 0; i < bn; i++) {
-		const struct trace_cast *bc =
-			&b->trace.events[b->casts[bf + i].event].cast;
+		const struct cast_record *bc = &b->casts[bf + i];
 		bool found = false;
 		for (size_t j = 0; j < nn && j < 128 && !found; j++) {
-			const struct trace_cast *nc =
-				&n->trace.events[n->casts[nf + j].event].cast;
+			const struct cast_record *nc = &n->casts[nf + j];
 			if (used[j] || nc->arg != bc->arg ||
 			    strcmp(nc->from, bc->from) || strcmp(nc->to, bc->to))
 				continue;
@@ -349,9 +461,7 @@ static void compare_casts(const struct side *b, const struct trace_event *bop,
 	for (size_t j = 0; j < nn && j < 128; j++) {
 		if (used[j])
 			continue;
-		const struct trace_cast *nc =
-			&n->trace.events[n->casts[nf + j].event].cast;
-		cast_text(nc, true, is, sizeof is);
+		cast_text(&n->casts[nf + j], true, is, sizeof is);
 		record(changes, "cast-added", bop, nop, "-", is);
 	}
 }
@@ -366,31 +476,30 @@ static void compare(struct side *b, struct side *n,
 {
 	*matched = 0;
 	for (size_t i = 0; i < b->nops; i++) {
-		const struct trace_event *be = &b->trace.events[b->op_events[i]];
-		size_t j = op_of_key(n, b->keys[i]);
+		const struct op_record *bo = &b->ops[i];
+		size_t j = aligned_op(b, i, n);
 		if (j == SIZE_MAX) {
-			record(changes, "op-removed", be, NULL, "present",
+			record(changes, "op-removed", bo, NULL, "present",
 			       "absent");
-			compare_casts(b, be, n, NULL, changes);
+			compare_casts(b, bo, n, NULL, changes);
 			continue;
 		}
-		const struct trace_event *ne = &n->trace.events[j];
+		const struct op_record *no = &n->ops[j];
 		(*matched)++;
-		const char *bo = analysis_output_dtype(&be->op);
-		const char *no = analysis_output_dtype(&ne->op);
-		if (strcmp(or_none(bo), or_none(no)))
-			record(changes, "output", be, ne, or_none(bo), or_none(no));
-		if (strcmp(or_none(be->op.policy), or_none(ne->op.policy)))
-			record(changes, "policy", be, ne, or_none(be->op.policy),
-			       or_none(ne->op.policy));
-		compare_casts(b, be, n, ne, changes);
+		if (strcmp(or_none(bo->output), or_none(no->output)))
+			record(changes, "output", bo, no, or_none(bo->output),
+			       or_none(no->output));
+		if (strcmp(or_none(bo->policy), or_none(no->policy)))
+			record(changes, "policy", bo, no, or_none(bo->policy),
+			       or_none(no->policy));
+		compare_casts(b, bo, n, no, changes);
 	}
 	for (size_t i = 0; i < n->nops; i++) {
-		if (op_of_key(b, n->keys[i]) != SIZE_MAX)
+		if (aligned_op(n, i, b) != SIZE_MAX)
 			continue;
-		const struct trace_event *ne = &n->trace.events[n->op_events[i]];
-		record(changes, "op-added", NULL, ne, "absent", "present");
-		compare_casts(b, NULL, n, ne, changes);
+		const struct op_record *no = &n->ops[i];
+		record(changes, "op-added", NULL, no, "absent", "present");
+		compare_casts(b, NULL, n, no, changes);
 	}
 }
 
@@ -403,14 +512,14 @@ struct direction {
 static void count_directions(const struct side *s, bool is_new,
 			     struct direction **dirs, size_t *n)
 {
-	for (size_t i = 0; i < s->trace.nevents; i++) {
-		const struct trace_event *e = &s->trace.events[i];
-		if (e->kind != TRACE_CAST || !strcmp(e->cast.cache, "hit"))
+	for (size_t i = 0; i < s->ncasts; i++) {
+		const struct cast_record *c = &s->casts[i];
+		if (!strcmp(c->cache, "hit"))
 			continue;
 		size_t k;
 		for (k = 0; k < *n; k++)
-			if (!strcmp((*dirs)[k].from, e->cast.from) &&
-			    !strcmp((*dirs)[k].to, e->cast.to))
+			if (!strcmp((*dirs)[k].from, c->from) &&
+			    !strcmp((*dirs)[k].to, c->to))
 				break;
 		if (k == *n) {
 			*dirs = realloc(*dirs, (*n + 1) * sizeof **dirs);
@@ -418,9 +527,8 @@ static void count_directions(const struct side *s, bool is_new,
 				oom();
 			memset(&(*dirs)[k], 0, sizeof **dirs);
 			snprintf((*dirs)[k].from, sizeof (*dirs)[k].from, "%s",
-				 e->cast.from);
-			snprintf((*dirs)[k].to, sizeof (*dirs)[k].to, "%s",
-				 e->cast.to);
+				 c->from);
+			snprintf((*dirs)[k].to, sizeof (*dirs)[k].to, "%s", c->to);
 			(*n)++;
 		}
 		if (is_new)
@@ -471,7 +579,20 @@ static void print_text(const struct side *b, const struct side *n,
 			printf("%s new op %llu (%s:%zu)", x->base_line ? "," : "",
 			       (unsigned long long)x->new_op, n->trace.path,
 			       x->new_line);
+		if (x->module)
+			printf(" in %s", module_name(x->module));
 		putchar('\n');
+	}
+	if (!c->any_module)
+		return;
+	printf("\nchanges by module (paths cut to %d parts):\n",
+	       DIFF_MODULE_DEPTH);
+	for (size_t k = 0; k < 2 * c->nmodules; k++) {
+		/* the modules first changed first, then the ops of none */
+		const struct module_changes *m = &c->modules[k % c->nmodules];
+		if ((m->module == NULL) == (k >= c->nmodules))
+			printf("  %-32s %zu\n", module_name(m->module),
+			       m->count);
 	}
 }
 
@@ -508,6 +629,8 @@ static void print_json(const struct side *b, const struct side *n,
 		cJSON_AddStringToObject(o, "new", x->now);
 		cJSON_AddNumberToObject(o, "count", (double)x->count);
 		cJSON *first = cJSON_AddObjectToObject(o, "first");
+		if (x->module)
+			cJSON_AddStringToObject(first, "module", x->module);
 		if (x->base_line) {
 			cJSON_AddNumberToObject(first, "base_op_id", (double)x->base_op);
 			cJSON_AddNumberToObject(first, "base_line", (double)x->base_line);
@@ -517,6 +640,16 @@ static void print_json(const struct side *b, const struct side *n,
 			cJSON_AddNumberToObject(first, "new_line", (double)x->new_line);
 		}
 		cJSON_AddItemToArray(list, o);
+	}
+	cJSON *modules = cJSON_AddArrayToObject(root, "changes_by_module");
+	for (size_t i = 0; c->any_module && i < c->nmodules; i++) {
+		cJSON *o = cJSON_CreateObject();
+		if (c->modules[i].module)
+			cJSON_AddStringToObject(o, "module", c->modules[i].module);
+		else
+			cJSON_AddNullToObject(o, "module");
+		cJSON_AddNumberToObject(o, "count", (double)c->modules[i].count);
+		cJSON_AddItemToArray(modules, o);
 	}
 	char *text = cJSON_Print(root);
 	if (text)
@@ -619,8 +752,9 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json)
 {
 	struct side *b = (struct side *)base, *n = (struct side *)new;
 
-	if (diff_compiled_applies(&b->trace, &n->trace))
-		return diff_compiled(&b->trace, &n->trace, json);
+	if (diff_compiled_applies(&b->compiled, &n->compiled))
+		return diff_compiled(&b->trace, &b->compiled, &n->trace,
+				     &n->compiled, json);
 	struct changes changes = { 0 };
 	size_t matched;
 	compare(b, n, &changes, &matched);
@@ -635,5 +769,8 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json)
 	int status = changes.count ? 1 : 0;
 	free(dirs);
 	free(changes.items);
+	for (size_t i = 0; i < changes.nmodules; i++)
+		free(changes.modules[i].module);
+	free(changes.modules);
 	return status;
 }

@@ -18,18 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct signature {
+struct compiled_signature {
 	const char *module, *op, *phase, *from, *to, *source;
 	uint64_t graph;  /* the compiled graph, 0 for a cast that ran */
 	size_t count;
 	size_t line;     /* the first one's line in its file */
 	bool matched;
-};
-
-struct signatures {
-	struct signature *items;
-	size_t count;
-	size_t compiled; /* casts of compiled graphs among them */
 };
 
 static bool same(const char *a, const char *b)
@@ -56,19 +50,22 @@ static bool same_module(const char *a, const char *b)
 	return !strcmp(a + na - nb, b) && (na == nb || a[na - nb - 1] == '.');
 }
 
-static bool same_place(const struct signature *a, const struct signature *b)
+static bool same_place(const struct compiled_signature *a,
+		       const struct compiled_signature *b)
 {
 	return same(a->op, b->op) && same(a->phase, b->phase) &&
 	       same_module(a->module, b->module) &&
 	       (!a->source || !b->source || same(a->source, b->source));
 }
 
-static bool same_cast(const struct signature *a, const struct signature *b)
+static bool same_cast(const struct compiled_signature *a,
+		      const struct compiled_signature *b)
 {
 	return same_place(a, b) && same(a->from, b->from) && same(a->to, b->to);
 }
 
-static int add(struct signatures *s, const struct signature *sig)
+static int add(struct diff_compiled_side *s,
+	       const struct compiled_signature *sig)
 {
 	for (size_t i = 0; i < s->count; i++)
 		if (same_cast(&s->items[i], sig) && same(s->items[i].module,
@@ -77,7 +74,7 @@ static int add(struct signatures *s, const struct signature *sig)
 			s->items[i].count++;
 			return 0;
 		}
-	struct signature *grown = realloc(s->items,
+	struct compiled_signature *grown = realloc(s->items,
 					  (s->count + 1) * sizeof *grown);
 	if (!grown)
 		return -1;
@@ -86,56 +83,52 @@ static int add(struct signatures *s, const struct signature *sig)
 	return 0;
 }
 
-static int collect(const struct trace *t, struct signatures *s)
+void diff_compiled_add(struct diff_compiled_side *s,
+		       const struct trace_event *e)
 {
-	*s = (struct signatures){ 0 };
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		const struct trace_cast *c = &e->cast;
-		bool compiled = e->kind == TRACE_OTHER_CAST &&
-				trace_cast_is_compiled(c);
-		/* autocast's decisions: a run's, or a graph's autocast made */
-		if (e->kind != TRACE_CAST &&
-		    !(compiled && c->made_by && !strcmp(c->made_by, "autocast")))
-			continue;
-		struct signature sig = {
-			.module = c->module, .op = trace_cast_for_op(c),
-			.phase = trace_cast_for_phase(c), .from = c->from,
-			.to = c->to, .source = c->source_line,
-			.graph = compiled ? c->graph : 0, .count = 1,
-			.line = e->line,
-		};
-		if (compiled)
-			s->compiled++;
-		if (add(s, &sig) != 0)
-			return -1;
-	}
-	return 0;
+	const struct trace_cast *c = &e->cast;
+	bool compiled = e->kind == TRACE_OTHER_CAST &&
+			trace_cast_is_compiled(c);
+
+	if (compiled || (e->kind == TRACE_OP && e->op.graph))
+		s->has_graphs = true;
+	/* autocast's decisions: a run's, or a graph's autocast made */
+	if (s->failed || (e->kind != TRACE_CAST &&
+	    !(compiled && c->made_by && !strcmp(c->made_by, "autocast"))))
+		return;
+	struct compiled_signature sig = {
+		.module = c->module, .op = trace_cast_for_op(c),
+		.phase = trace_cast_for_phase(c), .from = c->from,
+		.to = c->to, .source = c->source_line,
+		.graph = compiled ? c->graph : 0, .count = 1,
+		.line = e->line,
+	};
+	if (compiled)
+		s->compiled++;
+	if (add(s, &sig) != 0)
+		s->failed = true;
 }
 
-bool diff_compiled_applies(const struct trace *base, const struct trace *now)
+void diff_compiled_free(struct diff_compiled_side *s)
 {
-	for (int k = 0; k < 2; k++) {
-		const struct trace *t = k ? now : base;
-		for (size_t i = 0; i < t->nevents; i++) {
-			const struct trace_event *e = &t->events[i];
-			if ((e->kind == TRACE_OTHER_CAST &&
-			     trace_cast_is_compiled(&e->cast)) ||
-			    (e->kind == TRACE_OP && e->op.graph))
-				return true;
-		}
-	}
-	return false;
+	free(s->items);
+	*s = (struct diff_compiled_side){ 0 };
+}
+
+bool diff_compiled_applies(const struct diff_compiled_side *base,
+			   const struct diff_compiled_side *now)
+{
+	return base->has_graphs || now->has_graphs;
 }
 
 /* ------------------------------------------------------------ changes */
 
 struct change {
 	const char *kind;     /* cast-added, cast-removed, cast-changed */
-	const struct signature *base, *now;
+	const struct compiled_signature *base, *now;
 };
 
-static void describe(const struct signature *s, char *buf, size_t size)
+static void describe(const struct compiled_signature *s, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s (%s)", s->op ? s->op : "?",
 			 s->phase ? s->phase : "?");
@@ -145,14 +138,16 @@ static void describe(const struct signature *s, char *buf, size_t size)
 		snprintf(buf + n, size - (size_t)n, " at %s", s->source);
 }
 
-static void direction(const struct signature *s, char *buf, size_t size)
+static void direction(const struct compiled_signature *s, char *buf,
+		      size_t size)
 {
 	snprintf(buf, size, "%s->%s", s->from, s->to);
 }
 
 /* Signatures of one side the other lacks; the same place with another
  * direction on the other side is one change, not two. */
-static size_t changes_of(struct signatures *b, struct signatures *n,
+static size_t changes_of(struct diff_compiled_side *b,
+			 struct diff_compiled_side *n,
 			 struct change *out)
 {
 	size_t count = 0;
@@ -162,10 +157,10 @@ static size_t changes_of(struct signatures *b, struct signatures *n,
 			if (same_cast(&b->items[i], &n->items[k]))
 				b->items[i].matched = n->items[k].matched = true;
 	for (size_t i = 0; i < b->count; i++) {
-		struct signature *s = &b->items[i];
+		struct compiled_signature *s = &b->items[i];
 		if (s->matched)
 			continue;
-		struct signature *other = NULL;
+		struct compiled_signature *other = NULL;
 		for (size_t k = 0; k < n->count && !other; k++)
 			if (!n->items[k].matched &&
 			    same_place(s, &n->items[k]))
@@ -183,7 +178,8 @@ static size_t changes_of(struct signatures *b, struct signatures *n,
 }
 
 static void print_text(const struct trace *base, const struct trace *now,
-		       const struct signatures *b, const struct signatures *n,
+		       const struct diff_compiled_side *b,
+		       const struct diff_compiled_side *n,
 		       const struct change *changes, size_t count)
 {
 	char where[256], from[32], to[32];
@@ -199,7 +195,7 @@ static void print_text(const struct trace *base, const struct trace *now,
 	printf("%zu cast behaviour change%s:\n", count, count == 1 ? "" : "s");
 	for (size_t i = 0; i < count; i++) {
 		const struct change *c = &changes[i];
-		const struct signature *s = c->now ? c->now : c->base;
+		const struct compiled_signature *s = c->now ? c->now : c->base;
 		describe(s, where, sizeof where);
 		if (c->base && c->now) {
 			direction(c->base, from, sizeof from);
@@ -214,7 +210,7 @@ static void print_text(const struct trace *base, const struct trace *now,
 	}
 }
 
-static cJSON *signature_json(const struct signature *s)
+static cJSON *signature_json(const struct compiled_signature *s)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -260,30 +256,22 @@ static void print_json(const struct trace *base, const struct trace *now,
 	cJSON_Delete(root);
 }
 
-int diff_compiled(const struct trace *base, const struct trace *now,
+int diff_compiled(const struct trace *base_trace, struct diff_compiled_side *b,
+		  const struct trace *now_trace, struct diff_compiled_side *n,
 		  bool json)
 {
-	struct signatures b = { 0 }, n = { 0 };
-	int status = 2;
+	struct change *changes = b->failed || n->failed ? NULL :
+		calloc(b->count + n->count + 1, sizeof *changes);
 
-	if (collect(base, &b) != 0 || collect(now, &n) != 0) {
-		fputs("amptrace diff: out of memory\n", stderr);
-		goto out;
-	}
-	struct change *changes = calloc(b.count + n.count + 1, sizeof *changes);
 	if (!changes) {
 		fputs("amptrace diff: out of memory\n", stderr);
-		goto out;
+		return 2;
 	}
-	size_t count = changes_of(&b, &n, changes);
+	size_t count = changes_of(b, n, changes);
 	if (json)
-		print_json(base, now, changes, count);
+		print_json(base_trace, now_trace, changes, count);
 	else
-		print_text(base, now, &b, &n, changes, count);
-	status = count ? 1 : 0;
+		print_text(base_trace, now_trace, b, n, changes, count);
 	free(changes);
-out:
-	free(b.items);
-	free(n.items);
-	return status;
+	return count ? 1 : 0;
 }

@@ -93,9 +93,10 @@ static void usage(FILE *out)
 		fprintf(out, "%s%s", v ? ", " : "",
 			amp_torch_table((enum amp_torch_version)v)->name);
 	fputs(" (default newest);\n"
-	      "                     a release (1.13.1, 2.1.0) picks the "
-	      "nearest version at or\n"
-	      "                     below it, newest when newer than all\n"
+	      "                     a release picks its series' table, else "
+	      "the nearest table of\n"
+	      "                     its major version (2.1.0 and 2.15.0: 2.13); "
+	      "an older one has none\n"
 	      "  --device cuda|cpu  autocast device (default cuda)\n"
 	      "  --dtype f16|bf16   autocast dtype (default f16 on cuda, bf16 "
 	      "on cpu)\n"

@@ -5,6 +5,7 @@
 #include "edit_distance.h"
 #include "explain.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -351,6 +352,60 @@ static void take_row(struct explain_op *op, const struct amp_policy_row *row,
 	op->takes_dtype = takes_dtype_listed(row->op);
 }
 
+static const char no_rule_note[] =
+	"no autocast rule: on no autocast list amptrace knows (for any "
+	"device or PyTorch version) nor among the unlisted ops it describes, "
+	"so autocast leaves it alone and it runs in its inputs' dtypes (its "
+	"outputs are its own)";
+
+/* The smallest edit distance from `name` to a name explain knows. */
+static int closest_distance(const char *name, enum amp_torch_version version)
+{
+	int best = INT_MAX;
+
+	for (size_t i = 0; i < amp_policy_row_count(); i++) {
+		const struct amp_policy_row *row = amp_policy_row_at(i);
+		int d = row_known(row, version) ? edit_distance(name, row->op)
+						: INT_MAX;
+		if (d < best)
+			best = d;
+	}
+	for (size_t i = 0; i < COUNT(unlisted_ops); i++) {
+		int d = edit_distance(name, unlisted_ops[i].name);
+		if (d < best)
+			best = d;
+	}
+	return best;
+}
+
+/* A well-formed ATen name (lower case, digits, '_'). */
+static bool aten_name(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_'))
+			return false;
+	return name[0] != '\0';
+}
+
+/* A name on no list and not among the unlisted ops: an op of a trace
+ * (lstm, native_dropout, ...) autocast leaves alone, answered as such,
+ * unless a known name is one edit away (a typo: "sofmax") or it only
+ * older lists had (symeig: gone from PyTorch since). */
+static enum explain_resolution unknown_name(char *name, const char *overload,
+					    enum amp_torch_version version,
+					    struct explain_op *op)
+{
+	if (!aten_name(name) || closest_distance(name, version) <= 1 ||
+	    explain_listed_before(name, version))
+		return EXPLAIN_UNKNOWN_OP;
+	op->name = name;
+	op->overload = overload ? overload : "";
+	op->output = NULL;
+	op->note = no_rule_note;
+	return EXPLAIN_RESOLVED;
+}
+
 static enum explain_resolution resolve_plain(char *name, const char *overload,
 					     enum amp_torch_version version,
 					     enum amp_device_type device,
@@ -392,8 +447,9 @@ static enum explain_resolution resolve_plain(char *name, const char *overload,
 		op->note = unlisted->note;
 		return EXPLAIN_RESOLVED;
 	}
-	return name_is_known(name, version) ? EXPLAIN_UNKNOWN_OVERLOAD
-					    : EXPLAIN_UNKNOWN_OP;
+	if (name_is_known(name, version))
+		return EXPLAIN_UNKNOWN_OVERLOAD;
+	return unknown_name(name, overload, version, op);
 }
 
 enum explain_resolution explain_resolve_op(const char *text,

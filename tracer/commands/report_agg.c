@@ -270,10 +270,11 @@ int report_agg_op(struct report_agg *agg, const struct report_op *op)
 
 	if (!p)
 		return -1;
-	add(agg, &p->ops[d], op->step, 1);
+	add(agg, &p->ops[d], op->step, (double)op->count);
 	if (op->top_level)
 		add(agg, &p->time_us[d], op->step, op->dur_us);
-	count_in_regions(agg, p, op->tid, false);
+	if (!op->aggregated)
+		count_in_regions(agg, p, op->tid, false);
 	size_t g = 0;
 	while (g < p->ngroups &&
 	       !(same(p->groups[g].op, op->op) &&
@@ -289,13 +290,13 @@ int report_agg_op(struct report_agg *agg, const struct report_op *op)
 		p->groups[g] = (struct op_group){ op->op, op->overload,
 			op->phase, op->policy, op->dtype, 0, 0, 0, 0 };
 	}
-	p->groups[g].count++;
+	p->groups[g].count += op->count;
 	p->groups[g].time_us += op->dur_us;
 	return (int)g;
 }
 
 static void count_reason(struct report_agg *agg, struct process *p,
-			 const char *reason)
+			 const char *reason, size_t count)
 {
 	size_t r = 0;
 
@@ -308,7 +309,7 @@ static void count_reason(struct report_agg *agg, struct process *p,
 			return;
 		p->reasons[r].reason = reason;
 	}
-	p->reasons[r].count++;
+	p->reasons[r].count += count;
 }
 
 void report_agg_cast(struct report_agg *agg, const struct report_cast *c)
@@ -317,29 +318,33 @@ void report_agg_cast(struct report_agg *agg, const struct report_cast *c)
 	bool hit = same(c->cache, "hit");
 	int dir = direction_index(agg, c->from, c->to);
 
+	double n = (double)c->count;
 	if (!p)
 		return;
 	if (hit)
-		add(agg, &p->hits, c->step, 1);
+		add(agg, &p->hits, c->step, n);
 	else if (same(c->cache, "miss"))
-		add(agg, &p->misses, c->step, 1);
+		add(agg, &p->misses, c->step, n);
 	else if (same(c->cache, "uncacheable"))
-		add(agg, &p->uncacheable, c->step, 1);
+		add(agg, &p->uncacheable, c->step, n);
 	if (!hit)
 		add(agg, &p->cast_bytes, c->step, (double)c->bytes);
 	if (dir >= 0) {
 		struct direction_total *d = &p->directions[dir];
-		d->hits += hit;
+		d->hits += hit ? c->count : 0;
 		if (!hit) {
-			d->casts++;
+			d->casts += c->count;
 			d->bytes += c->bytes;
 			d->time_us += c->dur_us;
-			add(agg, &p->casts[dir], c->step, 1);
+			add(agg, &p->casts[dir], c->step, n);
 		}
 	}
 	if (same(c->cache, "uncacheable"))
-		count_reason(agg, p, c->reason ? c->reason : "");
-	count_in_regions(agg, p, c->tid, true);
+		count_reason(agg, p, c->reason ? c->reason
+					       : "(not recorded: steps without "
+						 "full detail)", c->count);
+	if (!c->aggregated)
+		count_in_regions(agg, p, c->tid, true);
 }
 
 void report_agg_cast_for_group(struct report_agg *agg, int64_t pid, int group,
@@ -350,6 +355,22 @@ void report_agg_cast_for_group(struct report_agg *agg, int64_t pid, int group,
 	if (p && group >= 0 && (size_t)group < p->ngroups) {
 		p->groups[group].casts++;
 		p->groups[group].cast_bytes += bytes;
+	}
+}
+
+void report_agg_casts_for_op(struct report_agg *agg, int64_t pid,
+			     const char *op, size_t count, uint64_t bytes)
+{
+	struct process *p = process_of(agg, pid);
+	size_t found = (size_t)-1;
+
+	for (size_t g = 0; p && g < p->ngroups; g++)
+		if (same(p->groups[g].op, op) &&
+		    (found == (size_t)-1 || same(p->groups[g].phase, "forward")))
+			found = g;
+	if (found != (size_t)-1) {
+		p->groups[found].casts += count;
+		p->groups[found].cast_bytes += bytes;
 	}
 }
 
@@ -423,14 +444,44 @@ void report_agg_region_end(struct report_agg *agg, int64_t pid, int64_t tid,
 	}
 }
 
+/* Ops that keep training going but are not what a mixed-precision
+ * question is about: reading a value, zeroing and accumulating gradients,
+ * copies and fresh buffers.  Those no cast was made for, and every op of
+ * phase other (data, initialisation), are folded into one row after the
+ * others: the table leads with where the casts and the time go. */
+static const char *const bookkeeping_ops[] = {
+	"item", "_local_scalar_dense", "add_", "zero_", "fill_", "copy_",
+	"detach", "detach_", "clone", "zeros", "zeros_like", "empty",
+	"empty_like", "ones_like", "full", "lift_fresh", "set_", "resize_",
+	NULL,
+};
+
+static bool is_bookkeeping(const struct op_group *g)
+{
+	if (g->casts)
+		return false;
+	if (same(g->phase, "other"))
+		return true;
+	for (int k = 0; bookkeeping_ops[k]; k++)
+		if (same(g->op, bookkeeping_ops[k]))
+			return true;
+	return false;
+}
+
 void report_agg_group_id(const struct report_agg *agg, int64_t pid, int group,
 			 char *buf, size_t size)
 {
-	for (size_t i = 0; i < agg->nprocs; i++)
-		if (agg->procs[i].pid == pid) {
+	for (size_t i = 0; i < agg->nprocs; i++) {
+		const struct process *p = &agg->procs[i];
+		if (p->pid != pid)
+			continue;
+		if (group >= 0 && (size_t)group < p->ngroups &&
+		    is_bookkeeping(&p->groups[group]))
+			snprintf(buf, size, "p%zu-bookkeeping", i);
+		else
 			snprintf(buf, size, "p%zu-g%d", i, group);
-			return;
-		}
+		return;
+	}
 	snprintf(buf, size, "none");
 }
 
@@ -506,6 +557,45 @@ static void emit_series(const struct report_agg *agg,
 	}
 }
 
+/* The bookkeeping ops' one row: every name in it (the page's filter
+ * finds them), their counts and time summed. */
+static void emit_bookkeeping(const struct process *p, size_t index,
+			     cJSON *table)
+{
+	char label[1024] = "bookkeeping:", id[64];
+	size_t used = strlen(label), count = 0;
+	double time_us = 0;
+
+	for (size_t g = 0; g < p->ngroups; g++) {
+		const struct op_group *r = &p->groups[g];
+		if (!is_bookkeeping(r))
+			continue;
+		if (used < sizeof label)
+			used += (size_t)snprintf(label + used, sizeof label - used,
+						 "%s %s%s%s", count ? "," : "",
+						 r->op, r->overload && r->overload[0]
+						 ? "." : "",
+						 r->overload ? r->overload : "");
+		count += r->count;
+		time_us += r->time_us;
+	}
+	if (!count)
+		return;
+	cJSON *x = cJSON_CreateObject();
+	snprintf(id, sizeof id, "p%zu-bookkeeping", index);
+	cJSON_AddStringToObject(x, "id", id);
+	cJSON_AddStringToObject(x, "op", label);
+	cJSON_AddStringToObject(x, "phase", "");
+	cJSON_AddStringToObject(x, "policy", "");
+	cJSON_AddStringToObject(x, "dtype", "");
+	cJSON_AddNumberToObject(x, "count", (double)count);
+	cJSON_AddNumberToObject(x, "time_us", rounded(time_us));
+	cJSON_AddNumberToObject(x, "casts", 0);
+	cJSON_AddNumberToObject(x, "cast_bytes", 0);
+	cJSON_AddBoolToObject(x, "folded", true);
+	cJSON_AddItemToArray(table, x);
+}
+
 static void emit_tables(const struct report_agg *agg, size_t index, cJSON *o)
 {
 	const struct process *p = &agg->procs[index];
@@ -514,6 +604,8 @@ static void emit_tables(const struct report_agg *agg, size_t index, cJSON *o)
 
 	for (size_t g = 0; g < p->ngroups; g++) {
 		const struct op_group *r = &p->groups[g];
+		if (is_bookkeeping(r))
+			continue;
 		cJSON *x = cJSON_CreateObject();
 		snprintf(label, sizeof label, "p%zu-g%zu", index, g);
 		cJSON_AddStringToObject(x, "id", label);
@@ -530,6 +622,7 @@ static void emit_tables(const struct report_agg *agg, size_t index, cJSON *o)
 		cJSON_AddNumberToObject(x, "cast_bytes", (double)r->cast_bytes);
 		cJSON_AddItemToArray(table, x);
 	}
+	emit_bookkeeping(p, index, table);
 	cJSON *directions = cJSON_AddArrayToObject(o, "cast_table");
 	for (int d = 0; d < agg->ndirections; d++) {
 		const struct direction_total *r = &p->directions[d];

@@ -30,6 +30,10 @@ struct report_op {
 	const char *dtype;             /* the first output's; NULL: none */
 	double dur_us;
 	bool top_level;                /* not run inside another op */
+	/* how many ops this is: a step recorded as aggregates gives its
+	 * ops by the row, their time summed (and no region is known) */
+	size_t count;
+	bool aggregated;
 };
 
 struct report_cast {
@@ -40,6 +44,8 @@ struct report_cast {
 	const char *reason;            /* why uncacheable, or NULL */
 	uint64_t bytes;
 	double dur_us;
+	size_t count;                  /* as report_op's */
+	bool aggregated;
 };
 
 struct report_region {
@@ -67,6 +73,11 @@ void report_agg_cast(struct report_agg *agg, const struct report_cast *cast);
 /* A cast (not a cache hit) made for an op of `group` in process `pid`. */
 void report_agg_cast_for_group(struct report_agg *agg, int64_t pid, int group,
 			       uint64_t bytes);
+/* `count` casts (not cache hits) of a step recorded as aggregates, made
+ * for op `op` (its name only): given to its forward group, else its
+ * first. */
+void report_agg_casts_for_op(struct report_agg *agg, int64_t pid,
+			     const char *op, size_t count, uint64_t bytes);
 /* A GradScaler event; `scale` NaN when it carries none. */
 void report_agg_scaler(struct report_agg *agg, int64_t pid, int step,
 		       double scale, bool found_inf, bool skipped);

@@ -45,6 +45,42 @@ static void add_string_or_null(cJSON *object, const char *key, const char *s)
 		cJSON_AddNullToObject(object, key);
 }
 
+/* A step recorded as aggregates, row by row: its ops' time is summed
+ * over nested ones too (the rows do not say which ran inside another). */
+static void tabulate_aggregate(struct builder *b, const struct trace_event *e,
+			       int step)
+{
+	const struct trace_aggregate *g = &e->aggregate;
+
+	for (int k = 0; k < g->nops; k++) {
+		const struct trace_aggregate_op *o = &g->ops[k];
+		struct report_op r = {
+			.pid = e->pid, .tid = e->tid, .step = step,
+			.op = o->op, .overload = o->overload, .phase = o->phase,
+			.policy = o->policy, .dtype = o->dtype,
+			.dur_us = (double)o->dur_ns / 1000.0,
+			.top_level = true, .count = o->count, .aggregated = true,
+		};
+		report_agg_op(b->agg, &r);
+	}
+	for (int k = 0; k < g->ncasts; k++) {
+		const struct trace_aggregate_cast *c = &g->casts[k];
+		if (c->origin)
+			continue; /* as TRACE_OTHER_CAST: not autocast's */
+		struct report_cast r = {
+			.pid = e->pid, .tid = e->tid, .step = step,
+			.from = c->from, .to = c->to, .cache = c->cache,
+			.bytes = c->bytes, .dur_us = (double)c->dur_ns / 1000.0,
+			.count = c->count,
+			.aggregated = true,
+		};
+		report_agg_cast(b->agg, &r);
+		if (strcmp(c->cache, "hit"))
+			report_agg_casts_for_op(b->agg, e->pid, c->op, c->count,
+						c->bytes);
+	}
+}
+
 /* Every op, cast, GradScaler and region event, as report_agg's records. */
 static void tabulate(struct builder *b)
 {
@@ -63,9 +99,12 @@ static void tabulate(struct builder *b)
 		case TRACE_OP: {
 			const struct trace_op *op = &e->op;
 			struct report_op r = {
-				e->pid, e->tid, step, op->op, op->overload,
-				op->phase, op->policy, analysis_output_dtype(op),
-				e->dur, !op->parent_op_id,
+				.pid = e->pid, .tid = e->tid, .step = step,
+				.op = op->op, .overload = op->overload,
+				.phase = op->phase, .policy = op->policy,
+				.dtype = analysis_output_dtype(op),
+				.dur_us = e->dur, .top_level = !op->parent_op_id,
+				.count = 1,
 			};
 			b->group_of[i] = report_agg_op(b->agg, &r);
 			break;
@@ -73,12 +112,17 @@ static void tabulate(struct builder *b)
 		case TRACE_CAST: {
 			const struct trace_cast *c = &e->cast;
 			struct report_cast r = {
-				e->pid, e->tid, step, c->from, c->to, c->cache,
-				c->reason, c->bytes, e->dur,
+				.pid = e->pid, .tid = e->tid, .step = step,
+				.from = c->from, .to = c->to, .cache = c->cache,
+				.reason = c->reason, .bytes = c->bytes,
+				.dur_us = e->dur, .count = 1,
 			};
 			report_agg_cast(b->agg, &r);
 			break;
 		}
+		case TRACE_AGGREGATE:
+			tabulate_aggregate(b, e, step);
+			break;
 		case TRACE_SCALER:
 			report_agg_scaler(b->agg, e->pid, step, e->scaler.scale,
 					  e->scaler.found_inf,
@@ -194,13 +238,8 @@ static void emit_header(const struct builder *b, cJSON *root)
 
 	/* devices the ops ran on, "cuda (emulated)" when no GPU ran them */
 	cJSON *devices = cJSON_AddArrayToObject(root, "devices");
-	double t0 = INFINITY, t1 = 0;
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_META)
-			continue;
-		t0 = fmin(t0, e->ts);
-		t1 = fmax(t1, e->ts + e->dur);
 		if (e->kind != TRACE_OP || !e->op.device)
 			continue;
 		snprintf(text, sizeof text, "%s%s", e->op.device,
@@ -211,12 +250,11 @@ static void emit_header(const struct builder *b, cJSON *root)
 		if (!seen)
 			cJSON_AddItemToArray(devices, cJSON_CreateString(text));
 	}
-	cJSON_AddNumberToObject(root, "duration_us",
-		t->trailer.duration_ns ? (double)t->trailer.duration_ns / 1000.0
-				       : t1 > t0 ? t1 - t0 : 0);
+	cJSON_AddNumberToObject(root, "duration_us", trace_duration_us(t));
 	emit_exit(t, root);
 	cJSON *counts = cJSON_AddObjectToObject(root, "counts");
-	cJSON_AddNumberToObject(counts, "events", (double)t->nevents);
+	cJSON_AddNumberToObject(counts, "events",
+				(double)(t->nevents + t->dropped));
 	cJSON_AddNumberToObject(counts, "ops", (double)t->counts[TRACE_OP]);
 	cJSON_AddNumberToObject(counts, "casts", (double)t->counts[TRACE_CAST]);
 	cJSON_AddNumberToObject(counts, "regions",
@@ -227,6 +265,9 @@ static void emit_header(const struct builder *b, cJSON *root)
 	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
 	cJSON_AddNumberToObject(steps, "count", b->a.nsteps);
 	cJSON_AddStringToObject(steps, "marker", b->a.step_marker);
+	cJSON_AddNumberToObject(steps, "evaluations", b->a.steps.nevaluations);
+	cJSON_AddNumberToObject(steps, "detail", b->a.steps.ndetail);
+	cJSON_AddNumberToObject(steps, "aggregated", b->a.steps.naggregated);
 }
 
 static cJSON *emit(const struct builder *b, const struct report_data *data)
@@ -250,7 +291,7 @@ int report_data_load(const char *path, struct report_data *data,
 
 	*data = (struct report_data){ 0 };
 	progress_reading("amptrace report", path);
-	int loaded = trace_load(path, &trace, &err);
+	int loaded = trace_load_without_flows(path, &trace, &err);
 	progress_reading_done();
 	if (loaded != 0) {
 		snprintf(error, error_size, "%s", err.message);
@@ -262,8 +303,8 @@ int report_data_load(const char *path, struct report_data *data,
 	bool failed = !b.group_of || analysis_run(&trace, &b.a) != 0 ||
 		      !(b.agg = report_agg_new(b.a.nsteps, trace_dtype_names));
 	/* ampview's default view (view.h, VIEW_STEP_DEFAULT): the second
-	 * step when there are several, the first being warm-up. */
-	data->graph_step = b.a.nsteps > 1 ? 1 : 0;
+	 * step in full detail, the first being warm-up. */
+	data->graph_step = failed ? 0 : b.a.steps.default_step;
 	data->truncated = trace.truncated || (trace.amptrace && !trace.finalized);
 	if (trace_end_note(&trace, data->note, sizeof data->note))
 		data->truncated = true;

@@ -17,7 +17,7 @@ static const char *const policy_names[] = {
 	"fp32_append_dtype", "promote", "banned", NULL
 };
 static const char *const phase_names[] = { "forward", "backward",
-					   "optimizer", "any", NULL };
+					   "optimizer", "other", "any", NULL };
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const cache_names[] = { "hit", "miss", "uncacheable",
 					   "disabled", "any", NULL };
@@ -31,7 +31,7 @@ static const char *const scaler_metrics[] = { "skipped-steps", "steps",
 					      "scale-min", "scale-max",
 					      "scale-final", NULL };
 static const char *const ops_metrics[] = { "total", NULL };
-static const char *const rule_starts[] = { "op", "ops", "casts", "cache",
+static const char *const rule_starts[] = { "op", "module", "ops", "casts", "cache",
 					   "scaler", "no", "finding", NULL };
 
 enum token_kind { TOKEN_END, TOKEN_WORD, TOKEN_STRING, TOKEN_NUMBER,
@@ -319,16 +319,22 @@ static int parse_filters(struct parser *p, struct rule *r, bool casts)
 				next(p);
 				free(f->scope);
 				f->scope = expect_pattern(p, "a scope name");
+			} else if (is_word(p, "module")) {
+				next(p);
+				free(f->module);
+				f->module = expect_pattern(p, "a module path "
+							   "(e.g. h.*.attn)");
 			} else if (is_word(p, "phase")) {
 				next(p);
 				f->phase = expect_name(p, phase_names, "a phase");
 			} else if (is_word(p, "forward") || is_word(p, "backward") ||
-				   is_word(p, "optimizer") || is_word(p, "any")) {
+				   is_word(p, "optimizer") || is_word(p, "other") ||
+				   is_word(p, "any")) {
 				f->phase = expect_name(p, phase_names, "a phase");
 			} else {
-				return expected(p, "'scope', 'phase', 'forward', "
-						"'backward', 'optimizer' or 'any' "
-						"after 'in'");
+				return expected(p, "'scope', 'module', 'phase', "
+						"'forward', 'backward', 'optimizer', "
+						"'other' or 'any' after 'in'");
 			}
 		} else if (is_word(p, "on")) {
 			next(p);
@@ -373,16 +379,40 @@ static int parse_values(struct parser *p, struct op_check *c,
 	return 0;
 }
 
+static int parse_op_checks(struct parser *p, struct rule *r);
+
 static int parse_op_rule(struct parser *p, struct rule *r)
 {
 	r->kind = RULE_OP;
 	r->op = expect_pattern(p, "an op name (e.g. linear, softmax.int, mm*)");
 	if (!r->op || parse_filters(p, r, false) != 0)
 		return -1;
+	return parse_op_checks(p, r);
+}
+
+/* "module PATH ...: checks" is "op * in module PATH ...: checks". */
+static int parse_module_rule(struct parser *p, struct rule *r)
+{
+	r->kind = RULE_OP;
+	r->filter.module = expect_pattern(p, "a module path (e.g. h.*.attn, "
+					  "lm_head)");
+	if (!r->filter.module)
+		return -1;
+	r->op = strdup("*");
+	if (!r->op)
+		return trace_error_set(p->err, "%s: out of memory", p->path);
+	if (parse_filters(p, r, false) != 0)
+		return -1;
+	return parse_op_checks(p, r);
+}
+
+/* ":" and the checks of an op rule. */
+static int parse_op_checks(struct parser *p, struct rule *r)
+{
 	if (!is_symbol(p, ":"))
-		return expected(p, "':' (or a filter: in scope NAME, in phase "
-				"PHASE, on DEVICE, under autocast, outside "
-				"autocast)");
+		return expected(p, "':' (or a filter: in scope NAME, in module "
+				"PATH, in phase PHASE, on DEVICE, under "
+				"autocast, outside autocast)");
 	do {
 		if (next(p) != 0)
 			return -1;
@@ -529,6 +559,10 @@ static int parse_rule(struct parser *p, struct rule *r)
 		next(p);
 		return parse_casts_rule(p, r, false);
 	}
+	if (is_word(p, "module")) {
+		next(p);
+		return parse_module_rule(p, r);
+	}
 	if (is_word(p, "cache")) {
 		next(p);
 		r->kind = RULE_CACHE;
@@ -589,6 +623,7 @@ static void rule_free(struct rule *r)
 	free(r->text);
 	free(r->op);
 	free(r->filter.scope);
+	free(r->filter.module);
 	free(r->filter.op);
 	free(r->finding);
 }

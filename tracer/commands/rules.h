@@ -36,6 +36,7 @@ struct op_check {
 
 struct rule_filter {
 	char *scope;        /* in scope NAME (a glob), or NULL */
+	char *module;       /* in module PATH (a glob), or NULL */
 	/* in phase forward|backward|optimizer|any; NULL: op rules mean
 	 * forward (the phase autocast decides in), casts rules any */
 	const char *phase;

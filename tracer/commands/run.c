@@ -19,6 +19,7 @@
 #include "report.h"
 #include "run_python.h"
 #include "run_ranks.h"
+#include "step_select.h"
 #include "tail.h"
 #include "command_line.h"
 #include "commands.h"
@@ -57,7 +58,8 @@
 
 static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
-	"                    [-q] [--no-value-checks] [--raw-dir DIR] -- PROG [ARGS...]\n"
+	"                    [--steps SPEC] [--max-size SIZE] [-q] [--no-value-checks]\n"
+	"                    [--raw-dir DIR] -- PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG (a program linked against libamp, or Python running PyTorch:\n"
 	"python, torchrun, accelerate launch, any Python script) with the amptrace\n"
@@ -73,13 +75,24 @@ static const char run_usage[] =
 	"      --no-merge     leave the ranks' traces apart\n"
 	"      --svg FILE     render the computation graph with ampview afterwards\n"
 	"      --report FILE  write `amptrace report`'s HTML page afterwards\n"
+	"      --steps SPEC   the training steps recorded in full detail (from 0):\n"
+	"                     N, A:B (both included), A:, every:K, all, none, or a\n"
+	"                     comma-separated list (default " STEP_SELECT_DEFAULT "); every other\n"
+	"                     step is recorded as per-step aggregates: ops and\n"
+	"                     casts by op and direction, cache hits, step time\n"
+	"      --max-size SIZE\n"
+	"                     stop full detail, at the end of a step, once the\n"
+	"                     trace passes SIZE (100M, 2G, none; default 1G);\n"
+	"                     aggregates go on\n"
 	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
 	"                     progress line (shown on a terminal while PROG runs:\n"
 	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
 	"                     it anywhere)\n"
 	"      --no-value-checks\n"
-	"                     skip libamp's value checks (the fp16-overflow and\n"
-	"                     cast-underflow findings): they read every\n"
+	"                     skip the value checks, libamp's and the PyTorch\n"
+	"                     bridge's (the fp16-overflow and cast-underflow\n"
+	"                     findings, and the overflow a skipped GradScaler\n"
+	"                     step traces back to): they read every\n"
 	"                     low-precision result, which costs time\n"
 	"      --raw-dir DIR  where the recorder's raw files go while PROG runs; a\n"
 	"                     second --raw-dir is where they go on once the first\n"
@@ -92,16 +105,16 @@ static const char run_usage[] =
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
 	"trace still holds every event up to its death, and says how it died.\n"
-	"libamp's value checks are on unless --no-value-checks is given or\n"
+	"The value checks are on unless --no-value-checks is given or\n"
 	"AMP_VALUE_CHECKS is set (AMP_VALUE_CHECKS=0: off).  When PROG ends, the\n"
 	"findings amptrace computes from the events (stale-cache,\n"
 	"dtype-mismatch, ...; see `amptrace summary`) are appended to the trace\n"
 	"as amp.diag events, each with its one-line fix.\n"
 	"Open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing.\n"
 	"Exit status: PROG's; 128+N if signal N killed it; 125 PROG exited 0\n"
-	"but recorded no op (\"no ops recorded: is PROG linked to libamp?\",\n"
-	"or \"importing torch?\" for python); 2 usage error; 127 PROG or\n"
-	"ampview not found; 126 PROG not executable.\n";
+	"but recorded no op (\"no ops recorded: is PROG linked to libamp?\", or\n"
+	"for python what went wrong: no script, no torch, no op); 2 usage\n"
+	"error; 127 PROG or ampview not found; 126 PROG not executable.\n";
 
 struct output {
 	int rank;               /* -1: the file named by -o */
@@ -117,9 +130,10 @@ struct output {
 	 * after every poll: built while the program runs, not after */
 	struct trace_index index;
 	/* the progress line's count of steps: kept's events seen so far,
-	 * GradScaler updates and outermost autocast regions among them */
+	 * the steps the producers marked, else GradScaler updates and
+	 * outermost autocast regions among them */
 	size_t progress_seen;
-	uint64_t scaler_updates, outer_regions;
+	uint64_t steps, scaler_updates, outer_regions;
 };
 
 struct run_state {
@@ -131,6 +145,11 @@ struct run_state {
 	size_t noutputs;
 	char hostname[256];
 	bool value_checks;
+	/* the steps recorded in full (step_select.h), the size past which
+	 * full detail stops (0: none), and whether the program was told */
+	const char *steps;
+	uint64_t max_size;
+	bool detail_stop_sent;
 };
 
 static uint64_t clock_ns(clockid_t clock)
@@ -166,9 +185,17 @@ static struct trace_header header_of(const struct run_state *s, int rank,
 				     struct trace *strings)
 {
 	int ncommand = 0;
+	/* what was recorded in full detail (--steps, --max-size) */
+	struct trace_recording *recording =
+		trace_alloc(strings, sizeof *recording);
 
 	while (s->command[ncommand])
 		ncommand++;
+	if (recording)
+		*recording = (struct trace_recording){
+			.steps = trace_intern(strings, s->steps),
+			.max_size = s->max_size,
+		};
 	return (struct trace_header){
 		.generator = "amptrace " AMPTRACE_VERSION,
 		.command = (const char **)s->command, .ncommand = ncommand,
@@ -177,6 +204,7 @@ static struct trace_header header_of(const struct run_state *s, int rank,
 		.framework = p ? trace_intern(strings, p->framework) : NULL,
 		.policy_table = p ? trace_intern(strings, p->policy_table)
 				  : NULL,
+		.recording = recording,
 	};
 }
 
@@ -318,9 +346,12 @@ static bool dir_writable(const char *path)
 
 /* The child: preload the recorder, the signal state amptrace inherited,
  * exec.  An exec failure travels back through `report` (close-on-exec). */
-static void exec_child(char **command, const char *recorder,
-		       const struct raw_dir *raw, bool value_checks, int report)
+static void exec_child(const struct run_state *s, const char *recorder,
+		       const struct raw_dir *raw, int report)
 {
+	char **command = s->command;
+	bool value_checks = s->value_checks;
+	char max_size[24];
 	const char *old = getenv("LD_PRELOAD");
 	size_t size = strlen(recorder) + (old ? strlen(old) : 0) + 2;
 	char *preload = malloc(size);
@@ -338,6 +369,10 @@ static void exec_child(char **command, const char *recorder,
 	else
 		unsetenv(RAW_ENV_SPILL);
 	setenv(RAW_ENV_PID, pid, 1);
+	snprintf(max_size, sizeof max_size, "%llu",
+		 (unsigned long long)s->max_size);
+	setenv(STEP_SELECT_ENV, s->steps, 1);
+	setenv(STEP_MAX_SIZE_ENV, max_size, 1);
 	/* libamp's value checks (fp16-overflow, cast-underflow findings):
 	 * on unless the environment chose; --no-value-checks wins over it. */
 	setenv("AMP_VALUE_CHECKS", value_checks ? "1" : "0", !value_checks);
@@ -373,6 +408,17 @@ static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
 			"the raw files went on in %s\n", raw->path, raw->spill);
 }
 
+/* Whether the PyTorch bridge recorded a process (its framework says
+ * torch): the program imported torch. */
+static bool torch_attached(const struct converter *cv)
+{
+	for (size_t i = 0; i < cv->nprocs; i++)
+		if (cv->procs[i]->framework &&
+		    !strncmp(cv->procs[i]->framework, "torch ", 6))
+			return true;
+	return false;
+}
+
 /* The summary line on stderr, and the reason when no op was recorded
  * (unless recording stopped: report_raw_dir says why); returns the
  * number of ops recorded. */
@@ -389,7 +435,7 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 			continue;
 		processes++;
 		events += cv->procs[i]->events;
-		ops += cv->procs[i]->ops;
+		ops += cv->procs[i]->ops + cv->procs[i]->aggregated_ops;
 		in_flight += cv->procs[i]->in_flight_ops;
 		threads += cv->procs[i]->nthreads;
 	}
@@ -416,9 +462,10 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
 	fputc('\n', stderr);
 	if (ops == 0 && !stopped) {
-		char message[PATH_MAX + 64];
+		char message[2 * PATH_MAX + 128];
 		fprintf(stderr, "amptrace run: %s\n",
-			run_no_ops_message(prog, message, sizeof message));
+			run_no_ops_why(s->command, torch_attached(cv), message,
+				       sizeof message));
 	}
 	return ops;
 }
@@ -443,11 +490,11 @@ static bool merge_ranks(const struct run_state *s, bool quiet)
 }
 
 /* The progress line while PROG runs (on a terminal): events recorded,
- * the traces' size, and the step, counted as summary counts them
- * (GradScaler updates, else outermost autocast regions). */
+ * the traces' size, and the step: the steps its producers marked (else
+ * GradScaler updates, else outermost autocast regions). */
 static void draw_progress(struct run_state *s, struct progress *p)
 {
-	uint64_t events = 0, updates = 0, regions = 0;
+	uint64_t events = 0, updates = 0, regions = 0, steps = 0;
 	double bytes = 0;
 	struct stat st;
 
@@ -461,18 +508,87 @@ static void draw_progress(struct run_state *s, struct progress *p)
 		for (; o->kept_ready && o->progress_seen < o->kept.nevents;
 		     o->progress_seen++) {
 			const struct trace_event *e = &o->kept.events[o->progress_seen];
-			if (e->kind == TRACE_SCALER && e->scaler.what &&
-			    !strcmp(e->scaler.what, "update"))
+			if (e->kind == TRACE_STEP && e->ph == 'X' &&
+			    e->step.marker)
+				o->steps++;
+			else if (e->kind == TRACE_SCALER && e->scaler.what &&
+				 !strcmp(e->scaler.what, "update"))
 				o->scaler_updates++;
 			else if (e->kind == TRACE_SCOPE_END && e->scope.depth == 1)
 				o->outer_regions++;
 		}
+		steps += o->steps;
 		updates += o->scaler_updates;
 		regions += o->outer_regions;
 	}
 	progress_draw(p, "amptrace run: %llu events, %.1f MB, step %llu",
 		      (unsigned long long)events, bytes / 1e6,
-		      (unsigned long long)(updates ? updates : regions));
+		      (unsigned long long)(steps     ? steps
+					   : updates ? updates
+						     : regions));
+}
+
+/* Full detail stops once the traces passed --max-size: the program's
+ * producers see the file at their next step's end. */
+static void limit_detail(struct run_state *s, const struct raw_dir *raw)
+{
+	uint64_t bytes = 0;
+	char path[sizeof raw->path + 32];
+
+	if (s->detail_stop_sent || !s->max_size)
+		return;
+	for (size_t i = 0; i < s->noutputs; i++)
+		bytes += s->outputs[i]->writer.bytes;
+	if (bytes < s->max_size)
+		return;
+	snprintf(path, sizeof path, "%s/" STEP_DETAIL_STOP_FILE, raw->path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	s->detail_stop_sent = true;
+}
+
+/* Says, once per process, that its full detail stopped for size. */
+static void say_detail_stops(const struct converter *cv, struct progress *pr)
+{
+	for (size_t i = 0; i < cv->nprocs; i++) {
+		struct convert_process *p = cv->procs[i];
+		char limit[32];
+		if (!p->detail_stopped || p->detail_stop_said)
+			continue;
+		p->detail_stop_said = true;
+		step_size_text(p->detail_stop_limit, limit, sizeof limit);
+		if (pr)
+			progress_clear(pr);
+		fprintf(stderr, "amptrace run: %s passed %s (--max-size) in "
+			"process %ld: full detail stops at step %llu; every "
+			"step goes on as per-step aggregates\n",
+			p->detail_stop_measured, limit, p->pid,
+			(unsigned long long)p->detail_stop_step);
+	}
+}
+
+/* One line when steps were recorded as aggregates only: which were
+ * kept in full, and how to choose. */
+static void say_detail(const struct run_state *s, const struct converter *cv)
+{
+	uint64_t steps = 0, detail = 0;
+	struct step_select select;
+	char which[128], error[160];
+
+	for (size_t i = 0; i < cv->nprocs; i++) {
+		steps += cv->procs[i]->steps;
+		detail += cv->procs[i]->detail_steps;
+	}
+	if (detail == steps ||
+	    step_select_parse(s->steps, &select, error, sizeof error) != 0)
+		return;
+	step_select_describe(&select, which, sizeof which);
+	fprintf(stderr, "amptrace run: %llu of %llu steps in full detail "
+		"(steps %s%s; --steps to choose), per-step aggregates for "
+		"the others\n", (unsigned long long)detail,
+		(unsigned long long)steps, which,
+		strcmp(s->steps, STEP_SELECT_DEFAULT) ? "" : ", the default");
 }
 
 /* Whether o's kept trace holds every event of its file: not when the
@@ -514,7 +630,8 @@ static struct trace_trailer trailer_of(const struct output *o,
 				       int64_t duration_ns,
 				       struct trace_exit *exit,
 				       struct trace_process_end *ends,
-				       struct trace_gpu_timing *gpus)
+				       struct trace_gpu_timing *gpus,
+				       struct trace_process_steps *steps)
 {
 	struct trace_trailer t = {
 		.complete = true, .events = o->writer.events,
@@ -524,7 +641,8 @@ static struct trace_trailer trailer_of(const struct output *o,
 	for (size_t j = 0; j < cv->nprocs; j++)
 		if (cv->procs[j]->writer == &o->writer) {
 			convert_process_end(cv->procs[j], &ends[t.nprocesses],
-					    &gpus[t.nprocesses]);
+					    &gpus[t.nprocesses],
+					    &steps[t.nprocesses]);
 			t.nprocesses++;
 		}
 	return t;
@@ -538,8 +656,10 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 				   .code = WEXITSTATUS(status) };
 	struct trace_process_end *ends = calloc(cv->nprocs + 1, sizeof *ends);
 	struct trace_gpu_timing *gpus = calloc(cv->nprocs + 1, sizeof *gpus);
+	struct trace_process_steps *steps = calloc(cv->nprocs + 1,
+						   sizeof *steps);
 
-	if (!ends || !gpus)
+	if (!ends || !gpus || !steps)
 		abort();
 	if (WIFSIGNALED(status))
 		exit = (struct trace_exit){
@@ -556,7 +676,7 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 		int64_t duration_ns = (int64_t)(end_ns - s->mono_base);
 		append_tail(o, cv, duration_ns);
 		struct trace_trailer trailer = trailer_of(o, cv, duration_ns,
-							  &exit, ends, gpus);
+							  &exit, ends, gpus, steps);
 		if (trace_writer_close(&o->writer, &trailer) != 0) {
 			fprintf(stderr, "amptrace run: error writing %s: %s%s\n",
 				o->path, strerror(errno),
@@ -567,6 +687,7 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 	}
 	free(ends);
 	free(gpus);
+	free(steps);
 }
 
 /* What `amptrace run` is asked to do besides recording. */
@@ -584,6 +705,8 @@ enum {
 	OPTION_RAW_DIR,
 	OPTION_NO_VALUE_CHECKS,
 	OPTION_NO_MERGE,
+	OPTION_STEPS,
+	OPTION_MAX_SIZE,
 };
 
 static const struct option run_options[] = {
@@ -594,6 +717,8 @@ static const struct option run_options[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "no-value-checks", no_argument, NULL, OPTION_NO_VALUE_CHECKS },
 	{ "no-merge", no_argument, NULL, OPTION_NO_MERGE },
+	{ "steps", required_argument, NULL, OPTION_STEPS },
+	{ "max-size", required_argument, NULL, OPTION_MAX_SIZE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -606,6 +731,8 @@ static int parse_args(int argc, char **argv, struct run_state *s,
 {
 	struct command_line cl = { "amptrace run", "+ho:q", run_options,
 				   argc, argv };
+	struct step_select select;
+	char error[160];
 	int option;
 
 	while ((option = command_line_next(&cl)) != -1) {
@@ -630,6 +757,19 @@ static int parse_args(int argc, char **argv, struct run_state *s,
 			break;
 		case OPTION_NO_MERGE:
 			args->merge = false;
+			break;
+		case OPTION_STEPS:
+			s->steps = optarg;
+			if (step_select_parse(optarg, &select, error,
+					      sizeof error) != 0)
+				return command_line_error(&cl, "--steps %s",
+							  error);
+			break;
+		case OPTION_MAX_SIZE:
+			if (step_size_parse(optarg, &s->max_size, error,
+					    sizeof error) != 0)
+				return command_line_error(&cl, "--max-size %s",
+							  error);
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -726,8 +866,7 @@ static int start_program(struct run_state *s, const char *recorder,
 	}
 	if (p->pid == 0) {
 		close(p->report[0]);
-		exec_child(s->command, recorder, raw, s->value_checks,
-			   p->report[1]);
+		exec_child(s, recorder, raw, p->report[1]);
 	}
 	inherit_set_program(p->pid);
 	sigprocmask(SIG_SETMASK, &running_mask, NULL);
@@ -748,7 +887,8 @@ static int start_program(struct run_state *s, const char *recorder,
 /* Converts the program's records while it runs; its wait status, and
  * when it ended into *end_ns. */
 static int follow_program(struct run_state *s, struct converter *cv,
-			  struct program *p, bool quiet, uint64_t *end_ns)
+			  const struct raw_dir *raw, struct program *p,
+			  bool quiet, uint64_t *end_ns)
 {
 	struct progress progress;
 	sigset_t chld;
@@ -770,6 +910,8 @@ static int follow_program(struct run_state *s, struct converter *cv,
 			trace_writer_flush(&s->outputs[k]->writer);
 			trace_index_update(&s->outputs[k]->index);
 		}
+		limit_detail(s, raw);
+		say_detail_stops(cv, &progress);
 		draw_progress(s, &progress);
 		/* A busy program is followed every BUSY_POLL_INTERVAL (in
 		 * batches: polling without a pause took a core from the
@@ -868,7 +1010,7 @@ static bool record(struct run_state *s, const struct run_args *args,
 	convert_init(&cv, raw.path, s->mono_base, writer_for, s);
 	cv.spill_dir = *raw.spill ? raw.spill : NULL;
 	cv.trace_for = trace_for;
-	int status = follow_program(s, &cv, &p, args->quiet, &end_ns);
+	int status = follow_program(s, &cv, &raw, &p, args->quiet, &end_ns);
 	if (p.exec_errno) {
 		fprintf(stderr, "amptrace run: cannot run %s: %s\n",
 			s->command[0], strerror(p.exec_errno));
@@ -885,8 +1027,11 @@ static bool record(struct run_state *s, const struct run_args *args,
 	}
 	finish_outputs(s, &cv, status, end_ns, failed);
 	int stop_errno = raw_dir_stop_errno(&raw);
+	say_detail_stops(&cv, NULL);
 	uint64_t ops = report_end(s, &cv, s->command[0], status,
 				  args->quiet && !stop_errno, stop_errno != 0);
+	if (!args->quiet)
+		say_detail(s, &cv);
 	report_raw_dir(&raw, stop_errno, s->command[0], args->quiet);
 	convert_free(&cv);
 	raw_dir_remove(&raw);
@@ -901,6 +1046,23 @@ static bool record(struct run_state *s, const struct run_args *args,
 	return true;
 }
 
+/* The steps and size of full detail the environment asks for, when
+ * valid (a program run by amptrace inside another keeps its bounds). */
+static void recording_defaults(struct run_state *s)
+{
+	struct step_select select;
+	char error[160];
+	const char *steps = getenv(STEP_SELECT_ENV);
+	const char *size = getenv(STEP_MAX_SIZE_ENV);
+
+	s->steps = steps && step_select_parse(steps, &select, error,
+					      sizeof error) == 0
+			   ? steps : STEP_SELECT_DEFAULT;
+	if (!size || step_size_parse(size, &s->max_size, error,
+				     sizeof error) != 0)
+		s->max_size = STEP_MAX_SIZE_DEFAULT;
+}
+
 int amptrace_run(int argc, char **argv)
 {
 	struct run_state s = { .out = "trace.json", .value_checks = true };
@@ -909,6 +1071,7 @@ int amptrace_run(int argc, char **argv)
 	int code, failed = 0;
 
 	inherit_hold_closed_std_fds();
+	recording_defaults(&s);
 	code = parse_args(argc, argv, &s, &args);
 	if (code >= 0)
 		return code;

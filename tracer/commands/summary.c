@@ -6,7 +6,9 @@
 #include "command_line.h"
 #include "commands.h"
 #include "progress.h"
+#include "step_select.h"
 #include "summary_compiled.h"
+#include "summary_modules.h"
 #include "textfit.h"
 #include "trace.h"
 
@@ -17,19 +19,25 @@
 #include <string.h>
 
 static const char summary_usage[] =
-	"usage: amptrace summary [--json] [--color=WHEN] TRACE.json\n"
+	"usage: amptrace summary [--json] [--color=WHEN] [--depth N] TRACE.json\n"
 	"\n"
 	"Reports what a trace shows about mixed precision: first the findings\n"
 	"(AMP mistakes, most severe first, each with a one-line fix), then ops\n"
 	"by phase (forward, backward, optimizer: the order a step runs them)\n"
 	"and output dtype, casts by direction (count, bytes, time),\n"
 	"weight-cast cache hits/misses/uncacheable with reasons, autocast\n"
-	"regions, the GradScaler's scale history and skipped steps.\n"
+	"regions, the GradScaler's scale history and skipped steps, and ops by\n"
+	"module: for a PyTorch trace (format 1.4), each nn.Module's ops,\n"
+	"output dtypes, casts by direction, cache hits and time (of its\n"
+	"top-level ops), the module paths cut to --depth parts\n"
+	"(h.3.attn.c_attn is h.3 at depth 2); backward ops count for their\n"
+	"forward op's module, ops outside every module as (no module).\n"
 	"The text fits 100 columns: long messages wrap, long op names and\n"
 	"policies are cut short (--json has them in full); a fix is printed\n"
 	"once per kind of finding.\n"
 	"\n"
 	"  --json          one JSON object instead of tables\n"
+	"  --depth N       module paths cut to N parts (default 2)\n"
 	"  --color[=WHEN]  colour the findings by severity: auto (the default:\n"
 	"                  when stdout is a terminal and NO_COLOR is unset),\n"
 	"                  always (--color alone) or never\n"
@@ -86,6 +94,7 @@ struct summary {
 	size_t nother_reasons;
 	struct region_row *regions;
 	size_t nregions;
+	struct module_table modules;
 	int max_depth;
 	size_t processes, threads;
 	double duration_us;
@@ -112,7 +121,20 @@ static int column_of(struct summary *s, const char *dtype)
 	return -1;
 }
 
-/* Output dtypes seen, in the usual order, then any others. */
+static void see_column(struct summary *s, bool *seen, const char *d)
+{
+	bool known = false;
+
+	for (int k = 0; k < TRACE_DTYPE_COUNT; k++)
+		if (!strcmp(d, trace_dtype_names[k]))
+			seen[k] = known = true;
+	if (!known && column_of(s, d) < 0 &&
+	    s->ncolumns < MAX_COLUMNS - TRACE_DTYPE_COUNT)
+		s->columns[s->ncolumns++] = d;
+}
+
+/* Output dtypes seen (ops and the aggregates of steps without full
+ * detail), in the usual order, then any others. */
 static void collect_columns(struct summary *s)
 {
 	const struct trace *t = s->trace;
@@ -121,14 +143,14 @@ static void collect_columns(struct summary *s)
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const char *d;
+		if (e->kind == TRACE_AGGREGATE)
+			for (int k = 0; k < e->aggregate.nops; k++)
+				if (e->aggregate.ops[k].dtype)
+					see_column(s, seen,
+						   e->aggregate.ops[k].dtype);
 		if (e->kind != TRACE_OP || !(d = analysis_output_dtype(&e->op)))
 			continue;
-		bool known = false;
-		for (int k = 0; k < TRACE_DTYPE_COUNT; k++)
-			if (!strcmp(d, trace_dtype_names[k]))
-				seen[k] = known = true;
-		if (!known && column_of(s, d) < 0 && s->ncolumns < MAX_COLUMNS - TRACE_DTYPE_COUNT)
-			s->columns[s->ncolumns++] = d;
+		see_column(s, seen, d);
 	}
 	const char *others[MAX_COLUMNS];
 	int nothers = s->ncolumns;
@@ -178,6 +200,67 @@ static void count_in_regions(struct summary *s, const struct thread_stack *st,
 	}
 }
 
+/* The row of (phase, op, overload), made when new. */
+static struct op_row *op_row_of(struct summary *s, const char *phase,
+				const char *op, const char *overload)
+{
+	for (size_t k = 0; k < s->nops; k++)
+		if (s->ops[k].op == op && s->ops[k].overload == overload &&
+		    s->ops[k].phase == phase)
+			return &s->ops[k];
+	s->ops = push(s->ops, &s->nops, sizeof *s->ops);
+	struct op_row *row = &s->ops[s->nops - 1];
+	row->phase = phase;
+	row->op = op;
+	row->overload = overload;
+	return row;
+}
+
+/* `count` ops of the row with output dtype `dtype` (NULL: none), under
+ * `policy` (NULL: unknown), taking `time_us` in all. */
+static void count_ops(struct summary *s, struct op_row *row, const char *dtype,
+		      const char *policy, size_t count, double time_us)
+{
+	int c = dtype ? column_of(s, dtype) : -1;
+
+	row->count += count;
+	row->time_us += time_us;
+	row->by_dtype[c >= 0 ? c : MAX_COLUMNS] += count;
+	for (int k = 0; k < 3 && policy; k++) {
+		if (row->policies[k] == policy)
+			break;
+		if (!row->policies[k]) {
+			row->policies[k] = policy;
+			break;
+		}
+	}
+}
+
+static struct cast_row *cast_row_of(struct summary *s, const char *from,
+				    const char *to)
+{
+	for (size_t k = 0; k < s->ncasts; k++)
+		if (s->casts[k].from == from && s->casts[k].to == to)
+			return &s->casts[k];
+	s->casts = push(s->casts, &s->ncasts, sizeof *s->casts);
+	struct cast_row *row = &s->casts[s->ncasts - 1];
+	row->from = from;
+	row->to = to;
+	return row;
+}
+
+static void count_casts(struct cast_row *row, const char *cache, size_t count,
+			uint64_t bytes, double time_us)
+{
+	if (!strcmp(cache, "hit")) {
+		row->hits += count;
+	} else {
+		row->casts += count;
+		row->bytes += bytes;
+		row->time_us += time_us;
+	}
+}
+
 static struct reason_row *reason_row_for(struct reason_row **rows, size_t *n,
 					 const char *reason)
 {
@@ -189,27 +272,67 @@ static struct reason_row *reason_row_for(struct reason_row **rows, size_t *n,
 	return &(*rows)[*n - 1];
 }
 
-/* A cast made by autograd or custom_fwd: a table of its own. */
-static void count_other_cast(struct summary *s, const struct trace_event *e)
+/* The reason of a cast of a step recorded as aggregates. */
+#define NOT_RECORDED "(not recorded: steps without full detail)"
+
+static void count_reason(struct summary *s, const char *reason, size_t count)
 {
-	const struct trace_cast *c = &e->cast;
+	reason_row_for(&s->reasons, &s->nreasons, reason)->count += count;
+}
+
+static void count_other_casts(struct summary *s, const char *origin,
+			      const char *from, const char *to, size_t count,
+			      uint64_t bytes, double time_us,
+			      const char *reason);
+
+/* A step recorded as aggregates counts as its events would; the reasons
+ * of its uncacheable casts were not recorded. */
+static void tabulate_aggregate(struct summary *s,
+			       const struct trace_aggregate *g)
+{
+	for (int k = 0; k < g->nops; k++) {
+		const struct trace_aggregate_op *o = &g->ops[k];
+		count_ops(s, op_row_of(s, o->phase, o->op, o->overload),
+			  o->dtype, o->policy, o->count, (double)o->dur_ns / 1000.0);
+	}
+	for (int k = 0; k < g->ncasts; k++) {
+		const struct trace_aggregate_cast *c = &g->casts[k];
+		if (c->origin) {
+			count_other_casts(s, c->origin, c->from, c->to,
+					  c->count, c->bytes,
+					  (double)c->dur_ns / 1000.0,
+					  NOT_RECORDED);
+			continue;
+		}
+		count_casts(cast_row_of(s, c->from, c->to), c->cache, c->count,
+			    c->bytes, (double)c->dur_ns / 1000.0);
+		if (!strcmp(c->cache, "uncacheable"))
+			count_reason(s, NOT_RECORDED, c->count);
+	}
+}
+
+/* Casts made by autograd or custom_fwd: a table of their own. */
+static void count_other_casts(struct summary *s, const char *origin,
+			      const char *from, const char *to, size_t count,
+			      uint64_t bytes, double time_us, const char *reason)
+{
 	struct cast_row *row = NULL;
 
 	for (size_t k = 0; k < s->nothers && !row; k++)
-		if (!strcmp(s->others[k].origin, c->origin) &&
-		    s->others[k].from == c->from && s->others[k].to == c->to)
+		if (!strcmp(s->others[k].origin, origin) &&
+		    s->others[k].from == from && s->others[k].to == to)
 			row = &s->others[k];
 	if (!row) {
 		s->others = push(s->others, &s->nothers, sizeof *s->others);
 		row = &s->others[s->nothers - 1];
-		*row = (struct cast_row){ .origin = c->origin, .from = c->from,
-					  .to = c->to };
+		*row = (struct cast_row){ .origin = origin, .from = from,
+					  .to = to };
 	}
-	row->casts++;
-	row->bytes += c->bytes;
-	row->time_us += e->dur;
-	reason_row_for(&s->other_reasons, &s->nother_reasons,
-		       c->reason ? c->reason : "")->count++;
+	row->casts += count;
+	row->bytes += bytes;
+	row->time_us += time_us;
+	reason_row_for(&s->other_reasons, &s->nother_reasons, reason)->count +=
+		count;
 }
 
 static void tabulate(struct summary *s)
@@ -217,19 +340,15 @@ static void tabulate(struct summary *s)
 	const struct trace *t = s->trace;
 	struct thread_stack *stacks = NULL;
 	size_t nstacks = 0;
-	double t0 = INFINITY, t1 = -INFINITY;
 	int64_t *pids = NULL;
 	size_t npids = 0;
 
 	collect_columns(s);
+	module_table_init(&s->modules, s->modules.depth, s->ncolumns);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)
 			continue;
-		if (e->ts < t0)
-			t0 = e->ts;
-		if (e->ts + e->dur > t1)
-			t1 = e->ts + e->dur;
 		struct thread_stack *st = stack_for(&stacks, &nstacks, e->pid,
 						    e->tid);
 		bool new_pid = true;
@@ -239,75 +358,32 @@ static void tabulate(struct summary *s)
 			pids = push(pids, &npids, sizeof *pids);
 			pids[npids - 1] = e->pid;
 		}
+		if (e->kind == TRACE_CAST)
+			module_table_add(&s->modules, e, -1);
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
-			struct op_row *row = NULL;
-			for (size_t k = 0; k < s->nops && !row; k++)
-				if (s->ops[k].op == op->op &&
-				    s->ops[k].overload == op->overload &&
-				    s->ops[k].phase == op->phase)
-					row = &s->ops[k];
-			if (!row) {
-				s->ops = push(s->ops, &s->nops, sizeof *s->ops);
-				row = &s->ops[s->nops - 1];
-				row->phase = op->phase;
-				row->op = op->op;
-				row->overload = op->overload;
-			}
-			row->count++;
-			row->time_us += e->dur;
-			const char *d = analysis_output_dtype(op);
-			int c = d ? column_of(s, d) : -1;
-			row->by_dtype[c >= 0 ? c : MAX_COLUMNS]++;
-			for (int k = 0; k < 3 && op->policy; k++) {
-				if (row->policies[k] == op->policy)
-					break;
-				if (!row->policies[k]) {
-					row->policies[k] = op->policy;
-					break;
-				}
-			}
+			const char *dtype = analysis_output_dtype(op);
+			count_ops(s, op_row_of(s, op->phase, op->op, op->overload),
+				  dtype, op->policy, 1, e->dur);
+			module_table_add(&s->modules, e,
+					 dtype ? column_of(s, dtype) : -1);
 			count_in_regions(s, st, false);
+		} else if (e->kind == TRACE_AGGREGATE) {
+			tabulate_aggregate(s, &e->aggregate);
 		} else if (e->kind == TRACE_OTHER_CAST) {
 			/* a compiled graph's casts: summary_compiled.c's */
 			if (!trace_cast_is_compiled(&e->cast))
-				count_other_cast(s, e);
+				count_other_casts(s, e->cast.origin,
+						  e->cast.from, e->cast.to, 1,
+						  e->cast.bytes, e->dur,
+						  e->cast.reason ?
+						  e->cast.reason : "");
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
-			struct cast_row *row = NULL;
-			for (size_t k = 0; k < s->ncasts && !row; k++)
-				if (s->casts[k].from == c->from &&
-				    s->casts[k].to == c->to)
-					row = &s->casts[k];
-			if (!row) {
-				s->casts = push(s->casts, &s->ncasts,
-						sizeof *s->casts);
-				row = &s->casts[s->ncasts - 1];
-				row->from = c->from;
-				row->to = c->to;
-			}
-			if (!strcmp(c->cache, "hit")) {
-				row->hits++;
-			} else {
-				row->casts++;
-				row->bytes += c->bytes;
-				row->time_us += e->dur;
-			}
-			if (!strcmp(c->cache, "uncacheable")) {
-				const char *reason = c->reason ? c->reason : "";
-				struct reason_row *r = NULL;
-				for (size_t k = 0; k < s->nreasons && !r; k++)
-					if (s->reasons[k].reason == reason ||
-					    !strcmp(s->reasons[k].reason, reason))
-						r = &s->reasons[k];
-				if (!r) {
-					s->reasons = push(s->reasons, &s->nreasons,
-							  sizeof *s->reasons);
-					r = &s->reasons[s->nreasons - 1];
-					r->reason = reason;
-				}
-				r->count++;
-			}
+			count_casts(cast_row_of(s, c->from, c->to), c->cache, 1,
+				    c->bytes, e->dur);
+			if (!strcmp(c->cache, "uncacheable"))
+				count_reason(s, c->reason ? c->reason : "", 1);
 			count_in_regions(s, st, true);
 		} else if (e->kind == TRACE_SCOPE_BEGIN) {
 			const struct trace_scope *sc = &e->scope;
@@ -359,7 +435,7 @@ static void tabulate(struct summary *s)
 	}
 	free(stacks);
 	free(pids);
-	s->duration_us = t1 > t0 ? t1 - t0 : 0;
+	s->duration_us = trace_duration_us(t);
 }
 
 static int compare_casts(const void *a, const void *b)
@@ -378,13 +454,15 @@ static int compare_reasons(const void *a, const void *b)
 }
 
 /* Forward, backward, optimizer: the order a step runs them in, so the
- * model's ops come first; phases this reader does not know come last. */
+ * model's ops come first; then the rest (other: data, initialisation),
+ * and phases this reader does not know last. */
 static int phase_rank(const char *phase)
 {
-	static const char *const order[] = { "forward", "backward", "optimizer" };
+	static const char *const order[] = { "forward", "backward", "optimizer",
+					     "other" };
 	int rank = 0;
 
-	while (rank < 3 && strcmp(phase, order[rank]))
+	while (rank < 4 && strcmp(phase, order[rank]))
 		rank++;
 	return rank;
 }
@@ -413,17 +491,6 @@ static const char *human_bytes(uint64_t bytes, char *buf, size_t size)
 		snprintf(buf, size, "%llu B", (unsigned long long)bytes);
 	else
 		snprintf(buf, size, "%.1f %s", v, units[u]);
-	return buf;
-}
-
-static const char *human_time(double us, char *buf, size_t size)
-{
-	if (us >= 1e6)
-		snprintf(buf, size, "%.3f s", us / 1e6);
-	else if (us >= 1e3)
-		snprintf(buf, size, "%.3f ms", us / 1e3);
-	else
-		snprintf(buf, size, "%.3f us", us);
 	return buf;
 }
 
@@ -475,16 +542,105 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 	}
 }
 
-/* LABEL in WIDTH columns (padded when PAD), cut short with "..." when
- * longer. */
-static void print_cell(FILE *out, const char *label, int width, bool pad)
+/* How many decimal digits n takes. */
+static int digits(size_t n)
 {
-	int n = (int)strlen(label);
+	int d = 1;
 
-	if (n <= width)
-		fprintf(out, "%-*s", pad ? width : 0, label);
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* "steps: 200 (marked by optimizer step); 3 evaluation windows; 20 in
+ * full detail, 180 as per-step aggregates" */
+static void print_steps(const struct analysis *a, FILE *out)
+{
+	const struct trace_steps *st = &a->steps;
+	char limit[32];
+
+	if (strcmp(a->step_marker, "none"))
+		fprintf(out, "steps: %d (marked by %s)", a->nsteps,
+			a->step_marker);
 	else
-		fprintf(out, "%.*s...", width - 3, label);
+		fprintf(out, "steps: %d (no optimizer, scaler update or "
+			     "autocast region marks them)", a->nsteps);
+	if (st->nevaluations)
+		fprintf(out, "; %d evaluation window%s", st->nevaluations,
+			st->nevaluations == 1 ? "" : "s");
+	if (st->naggregated)
+		fprintf(out, "; %d in full detail, %d as per-step aggregates",
+			st->ndetail, st->naggregated);
+	fputc('\n', out);
+	if (st->detail_stop_step < 0)
+		return;
+	step_size_text(st->detail_stop_limit, limit, sizeof limit);
+	fprintf(out, "note: full detail stopped at step %lld: %s passed %s "
+		"(amptrace run --max-size)\n", (long long)st->detail_stop_step,
+		st->detail_stop_measured ? st->detail_stop_measured : "the trace",
+		limit);
+}
+
+/* Whether two causes differ in more than their numbers (op and tensor
+ * ids, scales): consecutive skips of one cause are listed once. */
+static bool same_cause(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a >= '0' && *a <= '9')
+			a++;
+		while (*b >= '0' && *b <= '9')
+			b++;
+		if (*a != *b)
+			return false;
+		if (!*a)
+			return true;
+		a++;
+		b++;
+	}
+}
+
+/* Why each step was skipped: runs of steps skipped for one cause. */
+static void print_skips(FILE *out, const struct analysis *a)
+{
+	size_t runs = 0;
+
+	if (!a->nskips)
+		return;
+	fputs("  skipped steps, and why:\n", out);
+	for (size_t i = 0; i < a->nskips;) {
+		size_t j = i + 1;
+		while (j < a->nskips &&
+		       same_cause(a->skips[i].cause, a->skips[j].cause))
+			j++;
+		if (runs++ == 8) {
+			fprintf(out, "    ... %zu more skipped steps (--json lists "
+				"them all)\n", a->nskips - i);
+			return;
+		}
+		int first = a->step_of[a->skips[i].event];
+		int last = a->step_of[a->skips[j - 1].event];
+		if (j - i == 1) {
+			fprintf(out, "    step %d (scale %g): %s\n", first,
+				a->skips[i].scale, a->skips[i].cause);
+		} else {
+			fputs("    steps ", out);
+			if (last - first + 1 == (int)(j - i)) {
+				fprintf(out, "%d-%d", first, last);
+			} else {
+				for (size_t k = i; k < j && k < i + 6; k++)
+					fprintf(out, "%s%d", k > i ? ", " : "",
+						a->step_of[a->skips[k].event]);
+				if (j - i > 6)
+					fputs(", ...", out);
+			}
+			fprintf(out, " (%zu skips, scale %g to %g): %s\n", j - i,
+				a->skips[i].scale, a->skips[j - 1].scale,
+				a->skips[i].cause);
+		}
+		i = j;
+	}
 }
 
 /* What produced the trace and the policy table its findings' reasons
@@ -520,7 +676,7 @@ static void print_other_casts(struct summary *s, FILE *out)
 		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
 		fprintf(out, "  %-11s %-14s %7zu %12s %12s\n", r->origin, label,
 			r->casts, human_bytes(r->bytes, b1, sizeof b1),
-			human_time(r->time_us, b2, sizeof b2));
+			textfit_duration(r->time_us, b2, sizeof b2));
 	}
 	fputs("  because:\n", out);
 	trace_sort(s->other_reasons, s->nother_reasons,
@@ -543,29 +699,31 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		fprintf(out, "Chrome trace (not written by amptrace)");
 	fprintf(out, "; %zu process%s, %zu thread%s, %zu events, %s\n",
 		s->processes, s->processes == 1 ? "" : "es", s->threads,
-		s->threads == 1 ? "" : "s", t->nevents,
-		human_time(s->duration_us, b1, sizeof b1));
+		s->threads == 1 ? "" : "s", t->nevents + t->dropped,
+		textfit_duration(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
 	print_framework(t, out);
-	if (strcmp(a->step_marker, "none"))
-		fprintf(out, "steps: %d (marked by %s)\n", a->nsteps,
-			a->step_marker);
-	else
-		fprintf(out, "steps: %d (no scaler update or autocast region "
-			     "marks them)\n",
-			a->nsteps);
+	print_steps(a, out);
 	print_findings(a, out, color);
 
-	/* The op column fits the longest name (ATen has some long ones) as
-	 * far as the row, policies included, fits TEXTFIT_WIDTH; names and
-	 * policies longer than that are cut short. */
-	int width = 28, policy = 0;
+	/* Nothing is cut short.  Numbers take the columns they need; the op
+	 * column fits the longest name (ATen has some long ones) as far as
+	 * the row, policies whole, fits TEXTFIT_WIDTH: a longer name has a
+	 * line of its own, its numbers on the next. */
+	int width = 20, count_width = 5, dtype_width[MAX_COLUMNS], policy = 0;
+	for (int c = 0; c < s->ncolumns; c++)
+		dtype_width[c] = (int)strlen(s->columns[c]);
 	for (size_t i = 0; i < s->nops; i++) {
 		const struct op_row *r = &s->ops[i];
 		int n = (int)(strlen(r->op) + 1 + strlen(r->overload)), p = 0;
 		if (n > width)
 			width = n;
+		if (digits(r->count) > count_width)
+			count_width = digits(r->count);
+		for (int c = 0; c < s->ncolumns; c++)
+			if (digits(r->by_dtype[c]) > dtype_width[c])
+				dtype_width[c] = digits(r->by_dtype[c]);
 		for (int k = 0; k < 3 && r->policies[k]; k++)
 			p += (k ? 2 : 0) + (int)strlen(r->policies[k]);
 		if (r->by_dtype[MAX_COLUMNS])
@@ -573,21 +731,21 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		if (p > policy)
 			policy = p;
 	}
-	int fixed = 2 + 10 + 1 + 7 + 7 * s->ncolumns + 11 + 2;
+	int fixed = 2 + 10 + 1 + count_width + 11 + 2;
+	for (int c = 0; c < s->ncolumns; c++)
+		fixed += 1 + dtype_width[c];
 	if (fixed + width + policy > TEXTFIT_WIDTH)
 		width = TEXTFIT_WIDTH - fixed - policy;
 	if (width < 20)
 		width = 20;
-	int room = TEXTFIT_WIDTH - fixed - width;
-	if (room < 8)   /* more dtype columns than fit: the row wraps */
-		room = 8;
 	fputs("\nOps by phase and output dtype\n", out);
 	if (!s->nops)
 		fputs("  (no ops)\n", out);
 	else {
-		fprintf(out, "  %-9s %-*s %7s", "phase", width, "op", "count");
+		fprintf(out, "  %-9s %-*s %*s", "phase", width, "op",
+			count_width, "count");
 		for (int c = 0; c < s->ncolumns; c++)
-			fprintf(out, " %6s", s->columns[c]);
+			fprintf(out, " %*s", dtype_width[c], s->columns[c]);
 		fprintf(out, " %10s  %s\n", "time", "policy");
 	}
 	trace_sort(s->ops, s->nops, sizeof *s->ops, compare_ops);
@@ -595,16 +753,19 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		const struct op_row *r = &s->ops[i];
 		snprintf(label, sizeof label, "%s%s%s", r->op,
 			 r->overload[0] ? "." : "", r->overload);
-		fprintf(out, "  %-9s ", r->phase);
-		print_cell(out, label, width, true);
-		fprintf(out, " %7zu", r->count);
+		if ((int)strlen(label) > width)
+			fprintf(out, "  %-9s %s\n  %-9s %-*s", r->phase, label, "",
+				width, "");
+		else
+			fprintf(out, "  %-9s %-*s", r->phase, width, label);
+		fprintf(out, " %*zu", count_width, r->count);
 		for (int c = 0; c < s->ncolumns; c++) {
 			if (r->by_dtype[c])
-				fprintf(out, " %6zu", r->by_dtype[c]);
+				fprintf(out, " %*zu", dtype_width[c], r->by_dtype[c]);
 			else
-				fprintf(out, " %6s", "-");
+				fprintf(out, " %*s", dtype_width[c], "-");
 		}
-		fprintf(out, " %10s  ", human_time(r->time_us, b1, sizeof b1));
+		fprintf(out, " %10s  ", textfit_duration(r->time_us, b1, sizeof b1));
 		char policies[160];
 		int used = 0;
 		for (int k = 0; k < 3 && r->policies[k]; k++)
@@ -614,9 +775,10 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			snprintf(policies + used, sizeof policies - used,
 				 "%s(%zu without output)",
 				 r->policies[0] ? " " : "", r->by_dtype[MAX_COLUMNS]);
-		print_cell(out, policies, room, false);
-		fputc('\n', out);
+		fprintf(out, "%s\n", policies);
 	}
+
+	module_table_print(&s->modules, s->columns, out);
 
 	fputs("\nCasts by direction (cache hits cost no work and are counted "
 	      "apart)\n", out);
@@ -631,7 +793,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		snprintf(label, sizeof label, "%s->%s", r->from, r->to);
 		fprintf(out, "  %-14s %7zu %7zu %12s %12s\n", label, r->casts,
 			r->hits, human_bytes(r->bytes, b1, sizeof b1),
-			human_time(r->time_us, b2, sizeof b2));
+			textfit_duration(r->time_us, b2, sizeof b2));
 	}
 
 	print_other_casts(s, out);
@@ -673,7 +835,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			r->device ? r->device : "?",
 			r->enabled ? (r->dtype ? r->dtype : "?") : "off",
 			r->entered, r->ops, r->casts,
-			human_time(r->time_us, b1, sizeof b1));
+			textfit_duration(r->time_us, b1, sizeof b1));
 	}
 	if (s->nregions)
 		fprintf(out, "  deepest nesting: %d\n", s->max_depth);
@@ -697,6 +859,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			fprintf(out, " -> ... %zu more changes, final %g",
 				a->nscale_history - 12, a->scale_final);
 		fputc('\n', out);
+		print_skips(out, a);
 	}
 }
 
@@ -762,11 +925,18 @@ static void print_json(struct summary *s, FILE *out)
 		finding_policy_table_name(findings_policy_table(t)));
 	cJSON_AddNumberToObject(root, "processes", (double)s->processes);
 	cJSON_AddNumberToObject(root, "threads", (double)s->threads);
-	cJSON_AddNumberToObject(root, "events", (double)t->nevents);
+	cJSON_AddNumberToObject(root, "events",
+				(double)(t->nevents + t->dropped));
 	cJSON_AddNumberToObject(root, "duration_us", s->duration_us);
 	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
 	cJSON_AddNumberToObject(steps, "count", a->nsteps);
 	cJSON_AddStringToObject(steps, "marker", a->step_marker);
+	cJSON_AddNumberToObject(steps, "evaluations", a->steps.nevaluations);
+	cJSON_AddNumberToObject(steps, "detail", a->steps.ndetail);
+	cJSON_AddNumberToObject(steps, "aggregated", a->steps.naggregated);
+	if (a->steps.detail_stop_step >= 0)
+		cJSON_AddNumberToObject(steps, "detail_stopped_at",
+					(double)a->steps.detail_stop_step);
 	findings_json(a, root);
 
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
@@ -858,6 +1028,8 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddItemToArray(regions, o);
 	}
 	cJSON_AddNumberToObject(root, "max_depth", s->max_depth);
+	cJSON_AddItemToObject(root, "modules",
+			      module_table_json(&s->modules, s->columns));
 
 	if (t->counts[TRACE_SCALER]) {
 		cJSON *sc = cJSON_AddObjectToObject(root, "scaler");
@@ -877,6 +1049,16 @@ static void print_json(struct summary *s, FILE *out)
 					      a->scale_history[i].found_inf);
 			cJSON_AddItemToArray(history, o);
 		}
+		cJSON *skips = cJSON_AddArrayToObject(sc, "skipped");
+		for (size_t i = 0; i < a->nskips; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "step",
+						a->step_of[a->skips[i].event]);
+			cJSON_AddItemToObject(o, "scale",
+					      number_or_null(a->skips[i].scale));
+			cJSON_AddStringToObject(o, "cause", a->skips[i].cause);
+			cJSON_AddItemToArray(skips, o);
+		}
 	} else {
 		cJSON_AddNullToObject(root, "scaler");
 	}
@@ -889,11 +1071,12 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_Delete(root);
 }
 
-enum { OPTION_JSON = 256, OPTION_COLOR };
+enum { OPTION_JSON = 256, OPTION_COLOR, OPTION_DEPTH };
 
 static const struct option summary_options[] = {
 	{ "json", no_argument, NULL, OPTION_JSON },
 	{ "color", optional_argument, NULL, OPTION_COLOR },
+	{ "depth", required_argument, NULL, OPTION_DEPTH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -901,6 +1084,7 @@ static const struct option summary_options[] = {
 struct summary_args {
 	const char *path;
 	bool json, color;
+	int depth;
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -919,6 +1103,15 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 		case OPTION_COLOR:
 			when = optarg ? optarg : "always";
 			break;
+		case OPTION_DEPTH: {
+			char *end;
+			long depth = strtol(optarg, &end, 10);
+			if (*end || end == optarg || depth < 1 || depth > 64)
+				return command_line_error(&cl, "--depth must be "
+					"a number from 1 to 64, not '%s'", optarg);
+			args->depth = (int)depth;
+			break;
+		}
 		case 'h':
 			fputs(summary_usage, stdout);
 			return 0;
@@ -941,7 +1134,7 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 
 int amptrace_summary(int argc, char **argv)
 {
-	struct summary_args args = { 0 };
+	struct summary_args args = { .depth = MODULE_DEPTH_DEFAULT };
 	struct trace trace;
 	struct trace_error err;
 	char note[512];
@@ -950,13 +1143,13 @@ int amptrace_summary(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	progress_reading("amptrace summary", args.path);
-	int loaded = trace_load(args.path, &trace, &err);
+	int loaded = trace_load_without_flows(args.path, &trace, &err);
 	progress_reading_done();
 	if (loaded != 0) {
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	status = summary_print(&trace, args.json, args.color);
+	status = summary_print(&trace, args.json, args.color, args.depth);
 	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
 	    (trace.truncated || !trace.finalized))
 		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
@@ -982,9 +1175,9 @@ static void print_fitted(struct summary *s, bool color)
 	free(text);
 }
 
-int summary_print(struct trace *trace, bool json, bool color)
+int summary_print(struct trace *trace, bool json, bool color, int depth)
 {
-	struct summary s = { .trace = trace };
+	struct summary s = { .trace = trace, .modules.depth = depth };
 
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
@@ -1000,6 +1193,7 @@ int summary_print(struct trace *trace, bool json, bool color)
 	free(s.casts);
 	free(s.reasons);
 	free(s.regions);
+	module_table_free(&s.modules);
 	analysis_free(&s.a);
 	return 0;
 }

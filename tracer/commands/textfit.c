@@ -114,3 +114,24 @@ int textfit_color(const char *when, bool *color)
 	}
 	return 0;
 }
+
+void textfit_cell(FILE *out, const char *label, int width, bool pad)
+{
+	int n = (int)strlen(label);
+
+	if (n <= width)
+		fprintf(out, "%-*s", pad ? width : 0, label);
+	else
+		fprintf(out, "%.*s...", width - 3, label);
+}
+
+const char *textfit_duration(double us, char *buf, size_t size)
+{
+	if (us >= 1e6)
+		snprintf(buf, size, "%.3f s", us / 1e6);
+	else if (us >= 1e3)
+		snprintf(buf, size, "%.3f ms", us / 1e3);
+	else
+		snprintf(buf, size, "%.3f us", us);
+	return buf;
+}

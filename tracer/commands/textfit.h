@@ -22,4 +22,11 @@ size_t textfit_columns(const char *s, size_t len);
  * NO_COLOR is unset or empty).  Returns -1 for any other WHEN. */
 int textfit_color(const char *when, bool *color);
 
+/* LABEL in WIDTH columns (padded when PAD), cut short with "..." when
+ * longer. */
+void textfit_cell(FILE *out, const char *label, int width, bool pad);
+
+/* US microseconds as "1.500 ms" (us, ms or s) in BUF. */
+const char *textfit_duration(double us, char *buf, size_t size);
+
 #endif

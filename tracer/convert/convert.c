@@ -601,7 +601,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 
 void convert_process_end(const struct convert_process *p,
 			 struct trace_process_end *end,
-			 struct trace_gpu_timing *gpu)
+			 struct trace_gpu_timing *gpu,
+			 struct trace_process_steps *steps)
 {
 	*end = (struct trace_process_end){
 		.pid = p->pid, .rank = p->rank,
@@ -614,6 +615,16 @@ void convert_process_end(const struct convert_process *p,
 	};
 	if (!strcmp(p->status, "signaled"))
 		end->signal_name = p->signal_name;
+	if (p->steps || p->aggregates || p->detail_stopped) {
+		*steps = (struct trace_process_steps){
+			.ended = p->steps, .detail = p->detail_steps,
+			.aggregates = p->aggregates,
+			.aggregated_ops = p->aggregated_ops,
+			.detail_stopped = p->detail_stopped,
+			.detail_stopped_at = p->detail_stop_step,
+		};
+		end->steps = steps;
+	}
 	if (!p->gpu_status)
 		return;
 	*gpu = (struct trace_gpu_timing){
@@ -640,6 +651,9 @@ void convert_free(struct converter *c)
 				close(t->fd);
 			free(t->ops);
 			free(t->scopes);
+			free(t->aggregate_ops);
+			free(t->aggregate_casts);
+			free(t->aggregate_diags);
 			free(t->path);
 			free(t);
 		}
@@ -651,6 +665,8 @@ void convert_free(struct converter *c)
 		trace_free(&p->own_strings);
 		free(p->gpu_reason);
 		free(p->gpu_tracks);
+		free(p->detail_stop_measured);
+		free(p->scalers);
 		for (int k = 0; k < NAMES_COUNT; k++) {
 			for (size_t n = 0; n < p->name_count[k]; n++)
 				free(p->names[k][n]);

@@ -15,6 +15,7 @@
 
 struct convert_thread;
 struct convert_gpu_track;
+struct convert_scaler;
 struct convert_label_cache;
 struct event_json_memo;
 struct raw_decoded;
@@ -58,8 +59,19 @@ struct convert_process {
 	uint64_t ops, casts;
 	uint64_t raw_errors;     /* records that did not decode */
 	/* counters kept across threads */
-	double last_scale[8];
+	struct convert_scaler *scalers;
+	size_t nscalers;
 	uint64_t skipped_steps;
+	/* training steps (FORMAT.md §8): steps ended, those of them in full
+	 * detail, when the step in progress began (0: at the start), and
+	 * whether full detail stopped for size (from detail_stop_step on,
+	 * past detail_stop_limit bytes of `detail_stop_measured`) */
+	uint64_t steps, detail_steps, aggregates, aggregated_ops;
+	uint64_t step_begin_ns;
+	bool detail_stopped;
+	uint64_t detail_stop_step, detail_stop_limit;
+	char *detail_stop_measured;
+	bool detail_stop_said;   /* amptrace run said so on stderr */
 	/* GPU kernel timing (FORMAT.md §3.8) */
 	int gpu_status;          /* 0: no op on cuda; 1: timed; -1: unavailable */
 	char *gpu_reason;        /* why not (libamp's backend status) */
@@ -127,11 +139,13 @@ size_t convert_poll(struct converter *c);
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns);
 /* The process's entry of the trailer's "processes" list; `gpu` is the
- * room for its GPU timing (end->gpu points there when it used a GPU).
- * Valid as long as p. */
+ * room for its GPU timing (end->gpu points there when it used a GPU),
+ * `steps` for its steps (end->steps, when it marked any).  Valid as long
+ * as p. */
 void convert_process_end(const struct convert_process *p,
 			 struct trace_process_end *end,
-			 struct trace_gpu_timing *gpu);
+			 struct trace_gpu_timing *gpu,
+			 struct trace_process_steps *steps);
 void convert_free(struct converter *c);
 
 /* "SIGSEGV" for 11, or "signal N". */

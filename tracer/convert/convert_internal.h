@@ -28,6 +28,9 @@ enum name_table {
 	NAMES_CACHE,
 	NAMES_COUNT
 };
+/* convert.h sizes struct convert_process's name arrays by hand */
+_Static_assert(NAMES_COUNT == sizeof ((struct convert_process *)0)->name_count
+	       / sizeof(size_t), "convert.h's name arrays: one per name_table");
 
 /* Strings every process's events use, interned once (convert_lit). */
 enum convert_literal {
@@ -53,6 +56,9 @@ enum convert_literal {
 	LIT_PROCESS_LABELS,
 	LIT_THREAD_NAME,
 	LIT_THREAD_SORT_INDEX,
+	LIT_CAT_STEP,
+	LIT_CAT_AGGREGATE,
+	LIT_EVALUATION,
 	LIT_COUNT
 };
 
@@ -88,12 +94,26 @@ struct convert_thread {
 	int nnamed_scopes;
 	bool named_scopes_stale;
 	uint64_t last_ns;
+	/* the rows of a step's aggregates, until its totals come */
+	struct trace_aggregate_op *aggregate_ops;
+	size_t naggregate_ops, cap_aggregate_ops;
+	struct trace_aggregate_cast *aggregate_casts;
+	size_t naggregate_casts, cap_aggregate_casts;
+	struct trace_aggregate_diag *aggregate_diags;
+	size_t naggregate_diags, cap_aggregate_diags;
 };
 
 /* A GPU "process" (device) or one of its streams, once announced by its
  * metadata events; stream UINT32_MAX stands for the device itself. */
 struct convert_gpu_track {
 	uint32_t device, stream;
+};
+
+/* A GradScaler of the process, in the order its events first came: the
+ * first is counter "grad scale", the n-th "grad scale n" (FORMAT.md §3.6). */
+struct convert_scaler {
+	uint64_t id;
+	double last_scale; /* NaN until it has one */
 };
 
 /* convert_write.c: events are built with strings interned in the
@@ -157,5 +177,11 @@ void convert_op_close(struct converter *cv, struct convert_process *p,
 		      uint64_t end_ns, const char *closed_by);
 void convert_record(struct converter *cv, struct convert_process *p,
 		struct convert_thread *t, const struct raw_record *r);
+
+/* convert_steps.c: steps, evaluation windows, full detail stopping and
+ * per-step aggregates (raw.h RAW_KIND_STEP...) -> amp.step and
+ * amp.aggregate events; false when d is none of those kinds. */
+bool convert_step_record(struct converter *cv, struct convert_process *p,
+			 struct convert_thread *t, const struct raw_decoded *d);
 
 #endif /* AMPTRACE_CONVERT_INTERNAL_H */

@@ -166,11 +166,7 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		begin_ns = time_ns;
 	const struct pending_op *pending = find_pending(t, c->op_id);
 	const struct trace_op *op = pending ? &pending->op : NULL;
-	/* a cast autocast did not make (origin: autograd, custom_fwd) is
-	 * a kind of its own, as the reader makes it */
-	struct trace_event e = convert_head(cv, p, t->tid,
-					    c->origin ? TRACE_OTHER_CAST
-						      : TRACE_CAST,
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_CAST,
 					    convert_cast_label(p, c->from,
 							       c->to),
 					    LIT_CAT_CAST, 'X', begin_ns);
@@ -194,6 +190,9 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
 	};
 	PRODUCER_CAST_KEYS(COPY_CAST_KEY, _)
+	/* a cast autocast did not make (origin: autograd, custom_fwd) is
+	 * a kind of its own, as the reader makes it */
+	trace_cast_set_origin(&e);
 	memcpy(e.cast.shape, source->shape,
 	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
 	convert_emit(cv, p, &e);
@@ -282,6 +281,21 @@ static void on_cache_clear(struct converter *cv, struct convert_process *p,
 		time_ns, LIT_ENTRIES, 0, LIT_BYTES, 0);
 }
 
+/* Where scaler_id is in p's scalers, added the first time it comes: its
+ * ids are the producer's (libamp's 1, 2, ...; the bridge's id(self), an
+ * address), its counters' names the order it came in. */
+static size_t scaler_index(struct convert_process *p, uint64_t scaler_id)
+{
+	for (size_t i = 0; i < p->nscalers; i++)
+		if (p->scalers[i].id == scaler_id)
+			return i;
+	size_t cap = p->nscalers;
+	p->scalers = convert_grow(p->scalers, &cap, p->nscalers + 1,
+				  sizeof *p->scalers);
+	p->scalers[p->nscalers] = (struct convert_scaler){ scaler_id, NAN };
+	return p->nscalers++;
+}
+
 static void on_scaler(struct converter *cv, struct convert_process *p,
 		      struct convert_thread *t,
 		      const struct producer_scaler *s, uint64_t time_ns)
@@ -304,18 +318,19 @@ static void on_scaler(struct converter *cv, struct convert_process *p,
 	};
 	convert_emit(cv, p, &e);
 
-	size_t slot = (size_t)(s->scaler_id % 8);
-	if (scale == scale && scale != p->last_scale[slot]) {
+	size_t index = scaler_index(p, s->scaler_id);
+	struct convert_scaler *scaler = &p->scalers[index];
+	if (scale == scale && scale != scaler->last_scale) {
 		char name[32];
-		if (s->scaler_id > 1)
-			n = snprintf(name, sizeof name, "grad scale %llu",
-				     (unsigned long long)s->scaler_id);
+		if (index)
+			n = snprintf(name, sizeof name, "grad scale %zu",
+				     index + 1);
 		else
 			n = snprintf(name, sizeof name, "grad scale");
 		counter(cv, p, t, LIT_CAT_SCALER,
 			convert_intern(p, name, (size_t)n), time_ns, LIT_SCALE,
 			scale, LIT_EMPTY, 0);
-		p->last_scale[slot] = scale;
+		scaler->last_scale = scale;
 	}
 	if (s->step_skipped) {
 		p->skipped_steps++;
@@ -501,6 +516,9 @@ void convert_record(struct converter *cv, struct convert_process *p,
 		break;
 	case RAW_KIND_GPU_STATS:
 		on_gpu_stats(p, &d->gpu_stats);
+		break;
+	default:
+		convert_step_record(cv, p, t, d);
 		break;
 	}
 }

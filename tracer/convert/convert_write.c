@@ -65,6 +65,9 @@ static const char *const literal_text[LIT_COUNT] = {
 	[LIT_PROCESS_LABELS] = "process_labels",
 	[LIT_THREAD_NAME] = "thread_name",
 	[LIT_THREAD_SORT_INDEX] = "thread_sort_index",
+	[LIT_CAT_STEP] = "amp.step",
+	[LIT_CAT_AGGREGATE] = "amp.aggregate",
+	[LIT_EVALUATION] = "evaluation",
 };
 
 /* Event names made of other strings, by the interned strings they are

@@ -56,6 +56,8 @@ static bool inherited_ignored(int sig)
 
 static void forward(int sig, siginfo_t *info, void *context)
 {
+	int saved_errno = errno;
+
 	(void)context;
 	/* The terminal signals the whole foreground process group, the
 	 * program with it (SI_KERNEL: the tty driver); only a signal meant
@@ -74,6 +76,7 @@ static void forward(int sig, siginfo_t *info, void *context)
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
+	errno = saved_errno;  /* kill() fails with ESRCH once it is gone */
 }
 
 void inherit_forward_signals(void)

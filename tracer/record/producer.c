@@ -19,6 +19,7 @@
 #include "producer.h"
 
 #include "libamp_encode.h"
+#include "producer_internal.h"
 #include "raw.h"
 #ifdef AMPTRACE_PRODUCER_CHECKS
 #include "producer_check.h"
@@ -78,18 +79,14 @@ struct thread_writer {
 	bool spilled;          /* the file is in the spill directory */
 	bool continued;        /* ... named c<name>: it continues a stream */
 	bool busy;             /* inside producer_emit: a re-entrant event drops */
+	uint32_t unreported;   /* bytes written, not yet in raw_bytes */
 	bool failed;           /* could not create the file: events drop */
 };
 
 /* initial-exec: no call on the hot path.  A producer dlopen()ed late
  * (the PyTorch bridge, loaded into Python after libtorch) cannot have it:
  * glibc keeps only a small reserve of static TLS for late modules. */
-#ifdef PRODUCER_TLS_DYNAMIC
-static __thread struct thread_writer writer;
-#else
-static __thread struct thread_writer writer
-	__attribute__((tls_model("initial-exec")));
-#endif
+static PRODUCER_TLS struct thread_writer writer;
 
 /* The name the calling thread's stream carries, when its runtime named
  * it (producer_set_thread_name); else the OS thread name. */
@@ -137,6 +134,8 @@ static pid_t converter_pid;
 static atomic_uint generation = 1;
 static atomic_bool attached;
 static atomic_bool warned;
+/* bytes this process's streams wrote (each thread tells every 64 KiB) */
+static _Atomic uint64_t raw_bytes;
 
 static void warn_once(const char *what, const char *path)
 {
@@ -325,6 +324,7 @@ static void on_thread_exit(void *unused)
 	struct thread_writer *w = &writer;
 
 	(void)unused;
+	producer_steps_thread_exit();
 	if (!w->chunk ||
 	    w->generation != atomic_load_explicit(&generation,
 						  memory_order_relaxed))
@@ -556,7 +556,10 @@ static struct raw_record *record_reserve(struct thread_writer *w,
 			w->failed = true;
 			return NULL;
 		}
-		if (!map_next_chunk(w)) {
+		bool mapped = map_next_chunk(w);
+		if (mapped)
+			producer_steps_chunk();
+		if (!mapped) {
 			int err = errno;
 			if (!can_spill(w, err) || !spill_stream(w)) {
 				stop_recording(w, amp_thread, err);
@@ -579,6 +582,14 @@ static void record_commit(struct thread_writer *w, struct raw_record *r,
 	r->reserved = 0;
 	r->time_ns = time_ns;
 	w->offset += size;
+	/* the size limit's measure, told in 64 KiB steps (no atomic per
+	 * record) */
+	w->unreported += size;
+	if (__builtin_expect(w->unreported >= 65536, 0)) {
+		atomic_fetch_add_explicit(&raw_bytes, w->unreported,
+					  memory_order_relaxed);
+		w->unreported = 0;
+	}
 	atomic_store_explicit(&r->size, size, memory_order_release);
 }
 
@@ -713,8 +724,24 @@ static inline void emit_commit(struct raw_record *r, uint16_t kind,
 	writer.busy = false;
 }
 
+/* Whether the calling thread records now: attached, and not inside
+ * producer_emit already. */
+static inline bool recording(void)
+{
+	return !writer.busy &&
+	       atomic_load_explicit(&attached, memory_order_relaxed);
+}
+
 void producer_emit(const struct producer_event *e)
 {
+	if (!recording())
+		return;
+	enum step_route route = producer_steps_route(e->kind, e->thread);
+	if (__builtin_expect(route != STEP_WRITE, 0)) {
+		if (route == STEP_FOLD)
+			producer_steps_fold(e);
+		return;
+	}
 	struct raw_record *r = emit_reserve(raw_event_bound(e), e->thread);
 
 	if (r)
@@ -724,11 +751,46 @@ void producer_emit(const struct producer_event *e)
 
 void producer_emit_libamp(const struct amp_event *e)
 {
+	if (!recording())
+		return;
+	enum step_route route = producer_steps_route(libamp_event_kind(e),
+						     e->thread);
+	if (__builtin_expect(route != STEP_WRITE, 0)) {
+		if (route == STEP_FOLD)
+			producer_steps_fold_libamp(e);
+		return;
+	}
 	struct raw_record *r = emit_reserve(libamp_event_bound(e), e->thread);
 
 	if (r)
 		emit_commit(r, libamp_event_kind(e), e->time_ns,
 			    libamp_event_encode((uint8_t *)(r + 1), e), e->thread);
+}
+
+bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
+		    size_t bound, producer_encode_fn *encode, const void *model)
+{
+	struct thread_writer *w = &writer;
+
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
+		return false;
+	w->busy = true;
+	struct raw_record *r = record_reserve(w, bound, thread);
+	if (r)
+		record_commit(w, r, kind, time_ns, encode((uint8_t *)(r + 1),
+							   model));
+	w->busy = false;
+	return r != NULL;
+}
+
+const char *producer_raw_root(void)
+{
+	return raw_root;
+}
+
+uint64_t producer_raw_bytes(void)
+{
+	return atomic_load_explicit(&raw_bytes, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------- process state */
@@ -842,7 +904,7 @@ static int write_process_file_unguarded(void)
 	json_names(f, "profiler", AMP_DTYPE_COUNT, info.names.profiler_dtype);
 	json_names(f, "policy", AMP_POLICY_COUNT, info.names.policy);
 	json_names(f, "device", AMP_DEVICE_TYPE_COUNT, info.names.device);
-	json_names(f, "phase", AMP_PHASE_COUNT, info.names.phase);
+	json_names(f, "phase", PRODUCER_PHASE_COUNT, info.names.phase);
 	json_names(f, "cache", AMP_CACHE_RESULT_COUNT, info.names.cache);
 	fputs("}}\n", f);
 	if (fclose(f) != 0)
@@ -894,11 +956,19 @@ static void after_fork_in_child(void)
 	/* The forking thread's mapping belongs to the parent's stream, and
 	 * CUPTI does not follow a fork. */
 	atomic_fetch_add(&generation, 1);
+	atomic_store(&raw_bytes, 0);
+	producer_steps_after_fork();
 	pthread_mutex_init(&gpu_lock, NULL);
-	if (open_process_dir() != 0)
-		fprintf(stderr, "amptrace recorder: cannot record forked "
-			"process %ld into %s: %s\n", (long)getpid(), raw_root,
-			strerror(errno));
+	if (open_process_dir() != 0) {
+		/* write(2), not stdio: a stream lock another thread held at
+		 * fork() stays held in the child */
+		char line[PATH_MAX + 128];
+		int n = snprintf(line, sizeof line, "amptrace recorder: cannot "
+				 "record forked process %ld into %s: %s\n",
+				 (long)getpid(), raw_root, strerror(errno));
+		if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+			return;  /* nowhere left to say it */
+	}
 }
 
 static void install_once(void)
@@ -927,7 +997,14 @@ NAME_ADAPTER(amp_dtype_name, enum amp_dtype)
 NAME_ADAPTER(amp_dtype_profiler_name, enum amp_dtype)
 NAME_ADAPTER(amp_policy_name, enum amp_policy)
 NAME_ADAPTER(amp_device_type_name, enum amp_device_type)
-NAME_ADAPTER(amp_phase_name, enum amp_phase)
+/* libamp's phases and the producers' own "other" (producer.h) */
+static const char *amp_phase_name_at(int i)
+{
+	if (!amp_phase_name)
+		return NULL;
+	return i == PRODUCER_PHASE_OTHER ? "other"
+					 : amp_phase_name((enum amp_phase)i);
+}
 NAME_ADAPTER(amp_cache_result_name, enum amp_cache_result)
 
 struct producer_names producer_amp_names(void)
@@ -970,6 +1047,10 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	}
 	/* Threads start new files (matters when attaching a second time). */
 	atomic_fetch_add(&generation, 1);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	producer_steps_attach((uint64_t)now.tv_sec * 1000000000u +
+			      (uint64_t)now.tv_nsec);
 	atomic_store(&attached, true);
 	return 0;
 }
@@ -1012,6 +1093,7 @@ void producer_mark_exit(void)
 {
 	if (!atomic_load(&attached) || getpid() != process_pid)
 		return;
+	producer_steps_exit();
 	int fd = open(exit_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		close(fd);

@@ -46,6 +46,16 @@ struct producer_names {
  * passes (the recorder, the bridge). */
 struct producer_names producer_amp_names(void);
 
+/* The phase codes producers use: libamp's (enum amp_phase), then one
+ * libamp has no use for, which producer_amp_names names "other": ops
+ * outside forward, backward and the optimizer, as a producer that can
+ * tell says (the PyTorch bridge: weight initialisation, data loading,
+ * zeroing gradients). */
+enum {
+	PRODUCER_PHASE_OTHER = AMP_PHASE_COUNT,
+	PRODUCER_PHASE_COUNT
+};
+
 struct producer_info {
 	/* What produced the events: "libamp 0.1.0", "torch 1.13.1". */
 	const char *framework;
@@ -84,6 +94,29 @@ void producer_emit(const struct producer_event *event);
  * producer model's record, its members mapped by name at compile time
  * (libamp_encode.h), so that libamp's ABI is not the model. */
 void producer_emit_libamp(const struct amp_event *event);
+
+/* Training steps (producer_steps.c; FORMAT.md §8).  A producer marks
+ * the end of each step; the recording keeps the steps AMPTRACE_STEPS
+ * selects (step_select.h; default: the first 20) in full detail and,
+ * for every other step, each thread's per-step aggregates instead of its
+ * ops, casts, regions, cache clears and diags (step_aggregate.h).
+ * Full detail also stops, at the next step, once the trace passes
+ * AMPTRACE_MAX_SIZE bytes.  GradScaler events are always recorded.
+ * Forked children follow their parent's steps until they mark one. */
+
+/* The step in progress ended now; `marker` says what ended it
+ * ("optimizer.step", "scaler.update", "amptrace_torch.step", "autocast
+ * region"), a string that lives for the process's life. */
+void producer_step_end(const char *marker, uint64_t time_ns,
+		       uint64_t thread);
+/* An evaluation window (model.eval(), a region under no_grad) ran from
+ * begin_ns to end_ns: not a training step.  `how` lives for the
+ * process's life. */
+void producer_evaluation(uint64_t begin_ns, uint64_t end_ns, const char *how,
+			 uint64_t thread);
+/* The step in progress (from 0), and whether it is recorded in full. */
+uint64_t producer_step_now(void);
+bool producer_step_detail(void);
 
 /* The GPU stream (tgpu.raw), shared by whichever threads deliver GPU
  * activities: batches of kernel/memcpy records, then the profiler's

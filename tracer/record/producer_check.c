@@ -4,6 +4,7 @@
 #include "producer_check.h"
 
 #include "amp.h"
+#include "producer.h"
 #include "raw_schema.h"
 
 #include <stddef.h>
@@ -89,7 +90,7 @@ static void check_op_begin(struct producer_check *c,
 {
 	require(v, op->op_id && op->op_id > c->last_op_id, RULE_OP_ID);
 	require(v, op->op && op->overload, RULE_OP_NAME);
-	require(v, op->phase < AMP_PHASE_COUNT &&
+	require(v, op->phase < PRODUCER_PHASE_COUNT &&
 		   op->device < AMP_DEVICE_TYPE_COUNT, RULE_CODE);
 	/* ops open before the producer attached are not known */
 	require(v, !op->parent_op_id || !c->nops ||
@@ -107,7 +108,7 @@ static void check_op_end(struct producer_check *c,
 			 const struct producer_op *op, struct verdict *v)
 {
 	require(v, op->op && op->overload, RULE_OP_NAME);
-	require(v, op->phase < AMP_PHASE_COUNT &&
+	require(v, op->phase < PRODUCER_PHASE_COUNT &&
 		   op->policy < AMP_POLICY_COUNT &&
 		   op->device < AMP_DEVICE_TYPE_COUNT, RULE_CODE);
 	require(v, valid_tensors(op->inputs, op->ninputs) &&

@@ -107,7 +107,9 @@ struct producer_scaler {
 	uint64_t scaler_id, optimizer_id, inf_tensor_id;
 	double scale;            /* NaN: none */
 	bool found_inf, step_skipped;
-	const char *what;        /* "scale", "unscale", "step", "update" */
+	/* "scale", "unscale", "step", "update" ("lr_scheduler_step": the
+	 * bridge's, for an LR scheduler of a GradScaler's optimizer) */
+	const char *what;
 };
 
 struct producer_diag {

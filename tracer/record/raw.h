@@ -46,11 +46,12 @@
 #define RAW_ENV_PID "AMPTRACE_PID" /* the converting amptrace process */
 #define RAW_ENV_SPILL "AMPTRACE_RAW_SPILL"
 #define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
-#define RAW_VERSION 6 /* 3: tensors carry producer_op_id; 4: varints;
-			* 5: the producer model (producer_event.h), with
-			* its keys (../producer_keys.h: module, origin);
-			* 6: the keys' mask a varint, numbers among them
-			* (a compiled graph's) */
+/* 3: tensors carry producer_op_id; 4: varints; 5: the producer model
+ * (producer_event.h), with its keys (../producer_keys.h: module, origin);
+ * 6: steps and aggregates (branch steps), or, on branch compile, the keys'
+ * mask a varint with numbers among the keys (a compiled graph's): two
+ * different 6s, so 7: both */
+#define RAW_VERSION 7
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */
@@ -81,6 +82,18 @@ enum raw_kind {
 	RAW_KIND_GPU_STATUS,
 	/* amp_gpu_profiler_stop's counts (GPU stream, at the end). */
 	RAW_KIND_GPU_STATS,
+	/* Training steps and what the recording kept of them (steps.h,
+	 * raw_schema.h's models): a step ended, an evaluation window
+	 * ended, full detail stopped for size; a thread's aggregates of a
+	 * step without full detail: its op, cast and diag rows, then its
+	 * totals, which end them. */
+	RAW_KIND_STEP = 0x200,
+	RAW_KIND_EVALUATION,
+	RAW_KIND_DETAIL_STOP,
+	RAW_KIND_STEP_OP,
+	RAW_KIND_STEP_CAST,
+	RAW_KIND_STEP_DIAG,
+	RAW_KIND_STEP_TOTALS,
 };
 
 struct raw_record {

@@ -20,6 +20,9 @@ struct raw_decoded {
 		struct amp_gpu_activity gpu_activity;
 		struct raw_gpu_status gpu_status;
 		struct raw_gpu_stats gpu_stats;
+#define RAW_DECODED_MEMBER(name, number, model, fields) model name;
+		RAW_STEP_KINDS(RAW_DECODED_MEMBER)
+#undef RAW_DECODED_MEMBER
 	};
 	/* storage: the record's tensors */
 	struct producer_tensor tensors[2 * RAW_MAX_TENSORS];

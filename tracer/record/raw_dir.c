@@ -44,7 +44,8 @@ static void remove_tree(const char *path)
 
 /* A process's start time (clock ticks after boot, /proc/PID/stat's 22nd
  * field): with the pid, it names one process even after the pid is
- * reused.  0 when it is gone or cannot be read. */
+ * reused.  0 when it is gone, a zombie (dead, its parent has not reaped
+ * it yet: a killed guard waits for init), or cannot be read. */
 static unsigned long long start_time(pid_t pid)
 {
 	char path[64], text[1024];
@@ -61,6 +62,8 @@ static unsigned long long start_time(pid_t pid)
 	text[n] = '\0';
 	/* the name, in parentheses, may hold spaces: count after it */
 	char *field = strrchr(text, ')');
+	if (field && (field[1] != ' ' || field[2] == 'Z' || field[2] == 'X'))
+		return 0;
 	for (int i = 2; field && i < 22; i++)
 		field = strchr(field + 1, ' ');
 	if (field)

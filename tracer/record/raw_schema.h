@@ -73,6 +73,66 @@ struct raw_gpu_stats {
 	uint64_t lost; /* activities the producer found no room for */
 };
 
+/* RAW_KIND_STEP's model: a training step ended (producer.h,
+ * producer_step_end); the record's time is its end. */
+struct raw_step {
+	uint64_t step;       /* from 0 */
+	uint64_t begin_ns;   /* when it began */
+	uint8_t detail;      /* its events were recorded in full */
+	const char *marker;  /* what ended it: "optimizer.step", ... */
+};
+
+/* RAW_KIND_EVALUATION's model: an evaluation window ended (the record's
+ * time). */
+struct raw_evaluation {
+	uint64_t begin_ns;
+	uint64_t step;       /* the step it ran in */
+	const char *how;     /* "model.eval()", "no_grad", ... */
+};
+
+/* RAW_KIND_DETAIL_STOP's model: full detail stops from step `step` on,
+ * whatever the selection says, because the recording reached `limit`
+ * bytes (--max-size): `measured` is what reached it. */
+struct raw_detail_stop {
+	uint64_t step;
+	uint64_t limit;
+	const char *measured; /* "the trace", "the raw stream" */
+};
+
+/* A step without full detail, per thread: one row per (op, overload,
+ * phase, policy, output dtype, device) of its ops... */
+struct raw_step_op {
+	uint64_t step, count, failed, dur_ns;
+	uint8_t phase, policy, device;
+	uint8_t has_dtype, dtype;  /* the first output's (none: no output) */
+	const char *op, *overload;
+};
+
+/* ... one per (op, its phase, from, to, cache result, origin) of its
+ * casts ... */
+struct raw_step_cast {
+	uint64_t step, count, bytes, dur_ns, stale;
+	uint8_t phase, from, to, cache;
+	const char *op;
+	const char *origin;  /* NULL: autocast's (producer_keys.h) */
+};
+
+/* ... one per (kind, phase of the op it happened in) of its amp.diag
+ * events, the first one's message, op and tensor kept ... */
+struct raw_step_diag {
+	uint64_t step, count, op_id, tensor;
+	uint8_t phase;
+	const char *kind, *message;
+};
+
+/* ... then the totals, which end the thread's aggregates of the step:
+ * the events folded (all kinds), its autocast regions entered, cache
+ * clears, the cache's size at the step's end and at most. */
+struct raw_step_totals {
+	uint64_t step, begin_ns, events, regions, clears;
+	uint64_t cache_entries, cache_bytes, cache_max_entries, cache_max_bytes;
+};
+
 #define RAW_TENSOR_FIELDS(X)                                                \
 	X(V64, id, ) X(V64, producer_op_id, ) X(U8, dtype, )                \
 	X(U8, device, ) X(FLAGS, flags, ) X(DIMS, shape, ndim) X(STR, name, )
@@ -141,6 +201,35 @@ struct raw_gpu_stats {
 	X(U64, stats.unlinked, ) X(U64, stats.untimed, )                    \
 	X(U64, stats.dropped, ) X(U64, stats.buffers, ) X(U64, lost, )
 
+#define RAW_STEP_FIELDS(X)                                                  \
+	X(V64, step, ) X(V64, begin_ns, ) X(U8, detail, ) X(STR, marker, )
+
+#define RAW_EVALUATION_FIELDS(X)                                            \
+	X(V64, begin_ns, ) X(V64, step, ) X(STR, how, )
+
+#define RAW_DETAIL_STOP_FIELDS(X)                                           \
+	X(V64, step, ) X(V64, limit, ) X(STR, measured, )
+
+#define RAW_STEP_OP_FIELDS(X)                                               \
+	X(V64, step, ) X(V64, count, ) X(V64, failed, ) X(V64, dur_ns, )    \
+	X(U8, phase, ) X(U8, policy, ) X(U8, device, ) X(U8, has_dtype, )   \
+	X(U8, dtype, ) X(STR, op, ) X(STR, overload, )
+
+#define RAW_STEP_CAST_FIELDS(X)                                             \
+	X(V64, step, ) X(V64, count, ) X(V64, bytes, ) X(V64, dur_ns, )     \
+	X(V64, stale, ) X(U8, phase, ) X(U8, from, ) X(U8, to, )            \
+	X(U8, cache, ) X(STR, op, ) X(STR, origin, )
+
+#define RAW_STEP_DIAG_FIELDS(X)                                             \
+	X(V64, step, ) X(V64, count, ) X(V64, op_id, ) X(V64, tensor, )     \
+	X(U8, phase, ) X(STR, kind, ) X(STR, message, )
+
+#define RAW_STEP_TOTALS_FIELDS(X)                                           \
+	X(V64, step, ) X(V64, begin_ns, ) X(V64, events, )                  \
+	X(V64, regions, ) X(V64, clears, ) X(V64, cache_entries, )          \
+	X(V64, cache_bytes, ) X(V64, cache_max_entries, )                   \
+	X(V64, cache_max_bytes, )
+
 /* Every kind: X(name, kind number, model struct, field table).  The
  * producer's kinds come first (RAW_EVENT_KINDS): producer_emit takes any
  * of them. */
@@ -165,5 +254,19 @@ struct raw_gpu_stats {
 	  RAW_GPU_STATUS_FIELDS)                                            \
 	X(gpu_stats, RAW_KIND_GPU_STATS, struct raw_gpu_stats,              \
 	  RAW_GPU_STATS_FIELDS)
+
+#define RAW_STEP_KINDS(X)                                                   \
+	X(step, RAW_KIND_STEP, struct raw_step, RAW_STEP_FIELDS)            \
+	X(evaluation, RAW_KIND_EVALUATION, struct raw_evaluation,           \
+	  RAW_EVALUATION_FIELDS)                                            \
+	X(detail_stop, RAW_KIND_DETAIL_STOP, struct raw_detail_stop,        \
+	  RAW_DETAIL_STOP_FIELDS)                                           \
+	X(step_op, RAW_KIND_STEP_OP, struct raw_step_op, RAW_STEP_OP_FIELDS) \
+	X(step_cast, RAW_KIND_STEP_CAST, struct raw_step_cast,              \
+	  RAW_STEP_CAST_FIELDS)                                             \
+	X(step_diag, RAW_KIND_STEP_DIAG, struct raw_step_diag,              \
+	  RAW_STEP_DIAG_FIELDS)                                             \
+	X(step_totals, RAW_KIND_STEP_TOTALS, struct raw_step_totals,        \
+	  RAW_STEP_TOTALS_FIELDS)
 
 #endif /* AMPTRACE_RAW_SCHEMA_H */

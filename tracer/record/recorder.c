@@ -23,6 +23,7 @@
 #include "raw.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,10 +84,40 @@ static const struct gpu_profiler libamp_profiler = {
 	libamp_start, libamp_flush, libamp_stop,
 };
 
+/* ----------------------------------------------------------------- steps */
+
+/* libamp programs' steps (FORMAT.md §8): once the program has a
+ * GradScaler (its first event), a step ends at each of its updates;
+ * before that, each entry into an outermost autocast region after the
+ * first starts a new step. */
+static atomic_bool scaler_seen;
+static atomic_bool region_in_step;
+
+static void step_before(const struct amp_event *e)
+{
+	if (e->kind == AMP_EVENT_SCOPE_ENTER && e->scope.depth == 1 &&
+	    !atomic_load_explicit(&scaler_seen, memory_order_relaxed) &&
+	    atomic_exchange(&region_in_step, true))
+		producer_step_end("autocast region", e->time_ns, e->thread);
+}
+
+static void step_after(const struct amp_event *e)
+{
+	if (e->kind != AMP_EVENT_SCALER)
+		return;
+	atomic_store(&scaler_seen, true);
+	if (e->scaler.what && !strcmp(e->scaler.what, "update"))
+		producer_step_end("scaler update", e->time_ns + 1, e->thread);
+}
+
 static void on_event(const struct amp_event *e, void *user)
 {
 	(void)user;
+	if (__builtin_expect(e->kind >= AMP_EVENT_SCOPE_ENTER, 0))
+		step_before(e);
 	producer_emit_libamp(e);
+	if (__builtin_expect(e->kind >= AMP_EVENT_SCOPE_ENTER, 0))
+		step_after(e);
 	if (__builtin_expect(e->kind == AMP_EVENT_OP_BEGIN &&
 				     e->op.device == AMP_DEVICE_CUDA, 0))
 		gpu_session_cuda_op(&libamp_profiler, e->thread, e->time_ns);

@@ -9,11 +9,13 @@
 #include "run_python.h"
 #include "data_dir.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 bool run_is_python(const char *path)
@@ -125,6 +127,82 @@ const char *run_no_ops_message(const char *prog, char *buf, size_t size)
 	else
 		snprintf(buf, size, "no ops recorded: is %s linked to libamp "
 			 "(dynamically)?", prog);
+	return buf;
+}
+
+/* The script an interpreter's command runs: its first argument after the
+ * options, NULL with -c or -m (no file) or none. */
+static const char *script_of(char **command)
+{
+	for (char **a = command + 1; *a; a++) {
+		const char *arg = *a;
+		if (arg[0] != '-' || !arg[1])
+			return arg[0] == '-' ? NULL : arg;  /* '-': stdin */
+		if (!strcmp(arg, "--"))
+			return a[1];
+		for (const char *c = arg + 1; *c && arg[1] != '-'; c++) {
+			if (*c == 'c' || *c == 'm')
+				return NULL;
+			if (*c == 'W' || *c == 'X') {
+				if (!c[1] && !*++a)
+					return NULL;
+				break;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Whether `python` finds torch, asked without importing it (a fraction
+ * of a second): -1 when it could not be asked. */
+static int python_has_torch(const char *python)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp(python, python, "-c",
+		       "import importlib.util, sys; "
+		       "sys.exit(importlib.util.find_spec('torch') is None)",
+		       (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+		return -1;
+	return WEXITSTATUS(status) == 0;
+}
+
+const char *run_no_ops_why(char **command, bool torch_attached, char *buf,
+			   size_t size)
+{
+	const char *prog = command[0];
+	const char *script = run_is_python(prog) ? script_of(command) : NULL;
+
+	if (!run_is_python(prog))
+		return run_no_ops_message(prog, buf, size);
+	if (script && access(script, F_OK) != 0)
+		snprintf(buf, size, "no ops recorded: %s found no script %s "
+			 "(no such file)", prog, script);
+	else if (torch_attached)
+		snprintf(buf, size, "no ops recorded: %s imported torch (its "
+			 "process was recorded) but ran no torch op before it "
+			 "ended", prog);
+	else if (python_has_torch(prog) == 0)
+		snprintf(buf, size, "no ops recorded: %s has no torch (import "
+			 "torch fails there: install torch in that Python's "
+			 "environment, or run the Python that has it)", prog);
+	else
+		snprintf(buf, size, "no ops recorded: %s never imported torch "
+			 "(the program ran without it)", prog);
 	return buf;
 }
 

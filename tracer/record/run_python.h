@@ -29,4 +29,12 @@ void run_python_prepare(char **command);
  * is NULL (not known). */
 const char *run_no_ops_message(const char *prog, char *buf, size_t size);
 
+/* `amptrace run`'s own, which knows the command and what its processes
+ * said: for a Python interpreter, which of its script missing, torch
+ * imported (`torch_attached`: the bridge recorded a process) with no op
+ * run, an interpreter without torch, a program that never imported it;
+ * else run_no_ops_message's. */
+const char *run_no_ops_why(char **command, bool torch_attached, char *buf,
+			   size_t size);
+
 #endif /* AMPTRACE_RUN_PYTHON_H */

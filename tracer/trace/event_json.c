@@ -185,6 +185,14 @@ static void object_close(struct jsonw *w, size_t open)
 #define WRITE_PROCESSES(m, f) write_process_list(w, e, (m)->f, (m)->n##f);
 #define WRITE_MERGED(m, f) write_merged_input_list(w, e, (m)->f, (m)->n##f);
 #define WRITE_MERGED_ENDS(m, f) write_merged_end_list(w, e, (m)->f, (m)->n##f);
+#define WRITE_RECORDING(m, f) write_recording(w, e, (m)->f);
+#define WRITE_STEPS(m, f) write_process_steps(w, e, (m)->f);
+#define WRITE_AGGREGATE_CACHE(m, f) write_aggregate_cache(w, e, &(m)->f);
+#define WRITE_OP_ROWS(m, f) write_aggregate_op_rows(w, e, (m)->f, (m)->n##f);
+#define WRITE_CAST_ROWS(m, f)                                               \
+	write_aggregate_cast_rows(w, e, (m)->f, (m)->n##f);
+#define WRITE_DIAG_ROWS(m, f)                                               \
+	write_aggregate_diag_rows(w, e, (m)->f, (m)->n##f);
 
 /* write_<name>(w, e, m): the object of table KEYS over struct S. */
 #define OBJECT_WRITER(name, S, KEYS)                                        \
@@ -207,6 +215,30 @@ static void object_close(struct jsonw *w, size_t open)
 			if (i)                                              \
 				jsonw_raw(w, ",", 1);                       \
 			write_##name(w, e, &list[i]);                       \
+		}                                                           \
+		jsonw_raw(w, "]", 1);                                       \
+	}
+/* write_<name>_rows(w, e, list, n): an array of rows, each an array of
+ * the table's columns in order (all of them: no key, no WHEN). */
+#define WRITE_COLUMN(type, key, f, when, check, since)                      \
+	jsonw_raw(w, ",", 1);                                               \
+	WRITE_##type(m, f)
+#define ROWS_WRITER(name, S, COLUMNS)                                       \
+	static void write_##name##_rows(struct jsonw *w,                    \
+					const struct trace_event *e,        \
+					const S *list, int n)               \
+	{                                                                   \
+		(void)e;                                                    \
+		jsonw_raw(w, "[", 1);                                       \
+		for (int i = 0; i < n; i++) {                               \
+			const S *m = &list[i];                              \
+			if (i)                                              \
+				jsonw_raw(w, ",", 1);                       \
+			size_t open = w->len;                               \
+			COLUMNS(WRITE_COLUMN)                               \
+			if (!w->failed)                                     \
+				w->data[open] = '[';                        \
+			jsonw_raw(w, "]", 1);                               \
 		}                                                           \
 		jsonw_raw(w, "]", 1);                                       \
 	}
@@ -241,6 +273,19 @@ OBJECT_WRITER(meta, struct trace_meta, TRACE_META_KEYS)
 OBJECT_WRITER(merged_input, struct trace_merged_input,
 	      TRACE_MERGED_INPUT_KEYS)
 LIST_WRITER(merged_input, struct trace_merged_input)
+OBJECT_WRITER(step, struct trace_step, TRACE_STEP_KEYS)
+KEYS_WRITER(step_top, struct trace_step, TRACE_STEP_TOP_KEYS)
+ROWS_WRITER(aggregate_op, struct trace_aggregate_op,
+	    TRACE_AGGREGATE_OP_COLUMNS)
+ROWS_WRITER(aggregate_cast, struct trace_aggregate_cast,
+	    TRACE_AGGREGATE_CAST_COLUMNS)
+ROWS_WRITER(aggregate_diag, struct trace_aggregate_diag,
+	    TRACE_AGGREGATE_DIAG_COLUMNS)
+OBJECT_WRITER(aggregate_cache, struct trace_aggregate_cache,
+	      TRACE_AGGREGATE_CACHE_KEYS)
+OBJECT_WRITER(aggregate, struct trace_aggregate, TRACE_AGGREGATE_KEYS)
+KEYS_WRITER(aggregate_top, struct trace_aggregate, TRACE_AGGREGATE_TOP_KEYS)
+OBJECT_WRITER(recording, struct trace_recording, TRACE_RECORDING_KEYS)
 OBJECT_WRITER(header, struct trace_header, TRACE_HEADER_KEYS)
 OBJECT_WRITER(exit, struct trace_exit, TRACE_EXIT_KEYS)
 
@@ -255,6 +300,8 @@ static void write_exit_or_null(struct jsonw *w, const struct trace_event *e,
 }
 
 OBJECT_WRITER(gpu_timing, struct trace_gpu_timing, TRACE_GPU_TIMING_KEYS)
+OBJECT_WRITER(process_steps, struct trace_process_steps,
+	      TRACE_PROCESS_STEPS_KEYS)
 OBJECT_WRITER(process, struct trace_process_end, TRACE_PROCESS_END_KEYS)
 LIST_WRITER(process, struct trace_process_end)
 OBJECT_WRITER(merged_end, struct trace_merged_end, TRACE_MERGED_END_KEYS)
@@ -602,6 +649,16 @@ static void write_body(struct jsonw *w, const struct trace_event *e)
 	case TRACE_META:
 		jsonw_lit(w, ",\"args\":");
 		write_meta(w, e, &e->meta);
+		break;
+	case TRACE_STEP:
+		write_step_top_keys(w, e, &e->step);
+		jsonw_lit(w, ",\"args\":");
+		write_step(w, e, &e->step);
+		break;
+	case TRACE_AGGREGATE:
+		write_aggregate_top_keys(w, e, &e->aggregate);
+		jsonw_lit(w, ",\"args\":");
+		write_aggregate(w, e, &e->aggregate);
 		break;
 	default:
 		break; /* other tools' events: the model holds no more */

@@ -44,6 +44,18 @@ static bool replaceable(const char *path)
 	return S_ISREG(st.st_mode) && st.st_nlink == 1;
 }
 
+/* Frees what output_file_open took; keeps errno.  Returns -1. */
+static int open_failed(struct output_file *o)
+{
+	int err = errno;
+
+	free(o->path);
+	free(o->temporary);
+	*o = (struct output_file){ 0 };
+	errno = err;
+	return -1;
+}
+
 int output_file_open(struct output_file *o, const char *path)
 {
 	*o = (struct output_file){ .path = strdup(path) };
@@ -51,20 +63,18 @@ int output_file_open(struct output_file *o, const char *path)
 		return -1;
 	if (!replaceable(path)) {
 		o->f = fopen(path, "we");
-		return o->f ? 0 : -1;
+		return o->f ? 0 : open_failed(o);
 	}
 	size_t size = strlen(path) + 16;
 	o->temporary = malloc(size);
 	if (!o->temporary)
-		return -1;
+		return open_failed(o);
 	snprintf(o->temporary, size, "%s.XXXXXX", path);
 	int fd = mkostemp(o->temporary, O_CLOEXEC);
-	if (fd < 0) {
-		free(o->temporary);
-		o->temporary = NULL;
-		return -1;
-	}
-	/* mkostemp made it 0600: the mode open(O_CREAT, 0666) would give */
+	if (fd < 0)
+		return open_failed(o);
+	/* mkostemp made it 0600: the mode open(O_CREAT, 0666) would give
+	 * (reading the umask sets it: the commands run one thread) */
 	mode_t mask = umask(0);
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
@@ -74,7 +84,7 @@ int output_file_open(struct output_file *o, const char *path)
 		close(fd);
 		unlink(o->temporary);
 		errno = err;
-		return -1;
+		return open_failed(o);
 	}
 	return 0;
 }

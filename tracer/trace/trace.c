@@ -24,6 +24,7 @@ struct loader {
 	size_t index;
 	const char *what;  /* "amp.op event" for messages; NULL: no event */
 	bool failed;
+	const struct trace_filter *filter; /* NULL: every event is kept */
 };
 
 static void fail(struct loader *l, const char *fmt, ...)
@@ -162,9 +163,16 @@ static const char *type_wanted(enum trace_key_type type)
 		return "a number or null";
 	case TRACE_TYPE_AUTOCAST:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
+	case TRACE_TYPE_AGGREGATE_CACHE:
 		return "an object";
 	case TRACE_TYPE_EXIT:
 		return "an object or null";
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
+		return "an array of rows";
 	case TRACE_TYPE_SHAPE:
 	case TRACE_TYPE_STRINGS:
 	case TRACE_TYPE_TRIPLE:
@@ -197,6 +205,9 @@ static bool type_matches(enum trace_key_type type, const cJSON *v)
 		return cJSON_IsNumber(v) || cJSON_IsNull(v);
 	case TRACE_TYPE_AUTOCAST:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
+	case TRACE_TYPE_AGGREGATE_CACHE:
 		return cJSON_IsObject(v);
 	case TRACE_TYPE_EXIT:
 		return cJSON_IsObject(v) || cJSON_IsNull(v);
@@ -209,6 +220,9 @@ static bool type_matches(enum trace_key_type type, const cJSON *v)
 	case TRACE_TYPE_PROCESSES:
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
 		return cJSON_IsArray(v);
 	default:
 		return cJSON_IsNumber(v);
@@ -324,6 +338,51 @@ static void *load_objects(struct loader *l, const cJSON *list,
 		strcat(at, ".");
 		load_object(l, v, k->object, out + (size_t)*count * k->object->size,
 			    at);
+		(*count)++;
+	}
+	return out;
+}
+
+static void load_value(struct loader *l, const struct trace_key *k,
+		       const cJSON *v, void *m, bool lenient, const char *where);
+
+/* An array of rows of `table`, each an array of its columns in order. */
+static void *load_rows(struct loader *l, const cJSON *list,
+		       const struct trace_key *k, const char *where, int *count)
+{
+	const struct trace_object *table = k->object;
+	int n = cJSON_GetArraySize(list);
+	char *out = trace_alloc(l->trace, (size_t)(n ? n : 1) * table->size);
+	char at[96];
+	const cJSON *row;
+
+	*count = 0;
+	if (!out) {
+		fail(l, "out of memory");
+		return NULL;
+	}
+	memset(out, 0, (size_t)(n ? n : 1) * table->size);
+	cJSON_ArrayForEach(row, list) {
+		snprintf(at, sizeof at, "%s%s[%d]", where, k->key, *count);
+		if (!cJSON_IsArray(row) ||
+		    cJSON_GetArraySize(row) != (int)table->nkeys) {
+			fail(l, "%s must be an array of %zu columns, got %s", at,
+			     table->nkeys, type_name(row));
+			return out;
+		}
+		const cJSON *v = row->child;
+		for (size_t i = 0; i < table->nkeys && !l->failed;
+		     i++, v = v->next) {
+			const struct trace_key *c = &table->keys[i];
+			char column[112];
+			snprintf(column, sizeof column, "%s column ", at);
+			if (type_matches(c->type, v))
+				load_value(l, c, v, out + (size_t)*count * table->size,
+					   false, column);
+			else
+				fail(l, "%s%s must be %s, got %s", column, c->key,
+				     type_wanted(c->type), type_name(v));
+		}
 		(*count)++;
 	}
 	return out;
@@ -460,7 +519,8 @@ static void load_value(struct loader *l, const struct trace_key *k,
 	case TRACE_TYPE_SCOPE:
 		*(char *)f = strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
 		break;
-	case TRACE_TYPE_AUTOCAST: {
+	case TRACE_TYPE_AUTOCAST:
+	case TRACE_TYPE_AGGREGATE_CACHE: {
 		char at[96];
 		snprintf(at, sizeof at, "%s%s.", where, k->key);
 		load_object(l, v, k->object, f, at);
@@ -468,6 +528,8 @@ static void load_value(struct loader *l, const struct trace_key *k,
 	}
 	case TRACE_TYPE_EXIT:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
 		*(void **)f = cJSON_IsNull(v) ? NULL
 					      : load_pointed(l, v, k, where);
 		break;
@@ -476,6 +538,11 @@ static void load_value(struct loader *l, const struct trace_key *k,
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
 		*(void **)f = load_objects(l, v, k, where, count);
+		break;
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
+		*(void **)f = load_rows(l, v, k, where, count);
 		break;
 	case TRACE_TYPE_ID_AGAIN:
 	case TRACE_TYPE_BANDWIDTH:
@@ -492,14 +559,36 @@ static bool op_complete(const struct trace_object *table, const void *m)
 	       !((const struct trace_op *)m)->incomplete;
 }
 
+/* obj's member named like row k, as cJSON_GetObjectItemCaseSensitive
+ * finds it.  The writer writes an object's keys in its table's order, so
+ * the member after the last one found this way (*next) is nearly always
+ * it: one strcmp, not a scan of the object per row.  The members before
+ * *next were found for earlier rows, whose keys differ from k's, so the
+ * member found is the first of its name, as the scan's is. */
+static const cJSON *member_of(const cJSON *obj, const struct trace_key *k,
+			      const cJSON **next)
+{
+	if (*next && (*next)->string && !strcmp((*next)->string, k->key)) {
+		const cJSON *v = *next;
+		*next = v->next;
+		return v;
+	}
+	return cJSON_GetObjectItemCaseSensitive(obj, k->key);
+}
+
 /* Every row of `table` present in obj, then the required ones missing. */
 static void load_object(struct loader *l, const cJSON *obj,
 			const struct trace_object *table, void *m,
 			const char *where)
 {
+	const cJSON *next = obj->child;
+	uint64_t present = 0; /* of the first 64 rows, found above */
+
 	for (size_t i = 0; i < table->nkeys && !l->failed; i++) {
 		const struct trace_key *k = &table->keys[i];
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, k->key);
+		const cJSON *v = member_of(obj, k, &next);
+		if (v && i < 64)
+			present |= (uint64_t)1 << i;
 		if (!v || !type_read(k->type))
 			continue;
 		if (type_matches(k->type, v))
@@ -513,8 +602,10 @@ static void load_object(struct loader *l, const cJSON *obj,
 		bool needed = k->need == TRACE_NEED_ALWAYS ||
 			      (k->need == TRACE_NEED_COMPLETE &&
 			       op_complete(table, m));
-		if (needed && !table->lenient && type_read(k->type) &&
-		    !cJSON_GetObjectItemCaseSensitive(obj, k->key))
+		bool found = i < 64 ? (present >> i) & 1
+				    : cJSON_GetObjectItemCaseSensitive(
+					      obj, k->key) != NULL;
+		if (needed && !table->lenient && type_read(k->type) && !found)
 			fail(l, "%s%s must be %s, got missing", where, k->key,
 			     type_wanted(k->type));
 	}
@@ -566,10 +657,7 @@ static void set_absent_values(struct loader *l, struct trace_event *e)
 	(void)l;
 }
 
-/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
- * its own, so that what reads autocast's decisions reads only those;
- * "autocast" is absent's other spelling. */
-static void set_cast_origin(struct trace_event *e)
+void trace_cast_set_origin(struct trace_event *e)
 {
 	if (!e->cast.origin)
 		return;
@@ -621,6 +709,10 @@ static enum trace_kind classify(const char *cat, char ph)
 		return TRACE_FLOW;
 	if (!strcmp(cat, "kernel"))
 		return TRACE_KERNEL;
+	if (!strcmp(cat, "amp.step"))
+		return TRACE_STEP;
+	if (!strcmp(cat, "amp.aggregate"))
+		return TRACE_AGGREGATE;
 	if (!strcmp(cat, "gpu_memcpy"))
 		return TRACE_MEMCPY;
 	return TRACE_OTHER;
@@ -639,7 +731,10 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	case TRACE_CACHE_CLEAR:
 	case TRACE_SCALER:
 	case TRACE_DIAG:
+	case TRACE_AGGREGATE:
 		return ph == 'i' || ph == 'I';
+	case TRACE_STEP:
+		return ph == 'X' || ph == 'i' || ph == 'I';
 	case TRACE_FLOW:
 		return ph == 's' || ph == 't' || ph == 'f';
 	default:
@@ -647,11 +742,33 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	}
 }
 
+/* A decoded event to the trace, or to the reader's filter first. */
+static int hand_over(struct loader *l, const struct trace_event *e,
+		     struct trace_arena_mark mark)
+{
+	struct trace *t = l->trace;
+	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, l->err)
+			     : TRACE_KEEP;
+
+	if (keep < 0)
+		return -1;
+	if (keep == TRACE_DROP) {
+		trace_arena_release(t, mark);
+		t->dropped++;
+		return 0;
+	}
+	if (!trace_append(t, e))
+		return trace_error_set(l->err, "%s: out of memory after "
+				       "%zu events", l->path, t->nevents);
+	return 0;
+}
+
 static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 {
 	struct loader *l = ctx;
 	struct trace *t = l->trace;
 	struct trace_event e = { .line = line, .index = index };
+	struct trace_arena_mark mark = trace_arena_mark(t);
 
 	l->line = line;
 	l->index = index;
@@ -722,13 +839,10 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 	if (e.kind == TRACE_OP && !e.op.overload)
 		e.op.overload = trace_intern(t, "");
 	if (e.kind == TRACE_CAST)
-		set_cast_origin(&e);
+		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
-	if (!trace_append(t, &e))
-		return trace_error_set(l->err, "%s: out of memory after "
-				       "%zu events", l->path, t->nevents);
-	return 0;
+	return hand_over(l, &e, mark);
 }
 
 /* The header's and the trailer's keys, as the events' are read;
@@ -742,6 +856,27 @@ static int load_top_object(struct loader *l, const cJSON *value, size_t line,
 	l->failed = false;
 	load_object(l, value, table, m, where);
 	return l->failed ? -1 : 0;
+}
+
+/* A number in decimal, without a leading zero: its length, else 0. */
+static size_t number_length(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 1 && s[0] == '0' ? 0 : n;
+}
+
+/* "MAJOR.MINOR" (FORMAT.md's "1.4") and nothing else, shorter than
+ * `size` (it is kept whole): what the major and minor are compared by
+ * must be what the file says. */
+static bool is_version(const char *s, size_t size)
+{
+	size_t major = number_length(s);
+
+	if (!major || s[major] != '.')
+		return false;
+	size_t minor = number_length(s + major + 1);
+	return minor && !s[major + 1 + minor] && major + 1 + minor < size;
 }
 
 static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
@@ -759,6 +894,12 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 			return trace_error_set(l->err, "%s:%zu: amptrace.format "
 					       "must be a string like \"%s\"",
 					       l->path, line,
+					       TRACE_FORMAT_VERSION);
+		if (!is_version(format->valuestring, sizeof t->format))
+			return trace_error_set(l->err, "%s:%zu: amptrace.format "
+					       "\"%s\" is not a version "
+					       "MAJOR.MINOR like \"%s\"",
+					       l->path, line, format->valuestring,
 					       TRACE_FORMAT_VERSION);
 		if (atoi(format->valuestring) != TRACE_FORMAT_MAJOR)
 			return trace_error_set(l->err, "%s:%zu: trace format %s "
@@ -798,30 +939,21 @@ static int on_top(void *ctx, const char *key, cJSON *value, size_t line)
 
 /* ------------------------------------------------------------- loading */
 
-int trace_load(const char *path, struct trace *trace, struct trace_error *err)
+/* Either the file `path`, streamed (text NULL), or a text in memory. */
+static int load(const char *path, const char *text, size_t len,
+		const struct trace_filter *filter, struct trace *trace,
+		struct trace_error *err)
 {
-	size_t len;
-
-	*trace = (struct trace){ 0 };
-	char *text = trace_read_file(path, &len, err);
-	if (!text)
-		return -1;
-	int status = trace_load_text(path, text, len, trace, err);
-	free(text);
-	return status;
-}
-
-int trace_load_text(const char *path, const char *text, size_t len,
-		    struct trace *trace, struct trace_error *err)
-{
-	struct loader l = { .trace = trace, .err = err, .path = path };
+	struct loader l = { .trace = trace, .err = err, .path = path,
+			    .filter = filter };
 	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
 					 .event = on_event };
 	struct trace_scan_result result;
 
 	*trace = (struct trace){ 0 };
 	trace->path = strdup(path);
-	int status = trace_scan(path, text, len, &h, &result, err);
+	int status = text ? trace_scan(path, text, len, &h, &result, err)
+			  : trace_scan_file(path, &h, &result, err);
 	if (status != 0) {
 		trace_free(trace);
 		return -1;
@@ -829,6 +961,41 @@ int trace_load_text(const char *path, const char *text, size_t len,
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
 	return 0;
+}
+
+int trace_load(const char *path, struct trace *trace, struct trace_error *err)
+{
+	return load(path, NULL, 0, NULL, trace, err);
+}
+
+int trace_load_filtered(const char *path, struct trace *trace,
+			const struct trace_filter *filter,
+			struct trace_error *err)
+{
+	return load(path, NULL, 0, filter, trace, err);
+}
+
+static int drop_flows(void *ctx, struct trace *trace,
+		      const struct trace_event *e, struct trace_error *err)
+{
+	(void)ctx;
+	(void)trace;
+	(void)err;
+	return e->kind == TRACE_FLOW ? TRACE_DROP : TRACE_KEEP;
+}
+
+int trace_load_without_flows(const char *path, struct trace *trace,
+			     struct trace_error *err)
+{
+	static const struct trace_filter without_flows = { NULL, drop_flows };
+
+	return load(path, NULL, 0, &without_flows, trace, err);
+}
+
+int trace_load_text(const char *path, const char *text, size_t len,
+		    struct trace *trace, struct trace_error *err)
+{
+	return load(path, text, len, NULL, trace, err);
 }
 
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
@@ -892,6 +1059,22 @@ const char *trace_policy_table(const struct trace *trace)
 const char *const trace_dtype_names[TRACE_DTYPE_COUNT + 1] = {
 	"f64", "f32", "f16", "bf16", "i64", "i32", "bool", NULL
 };
+
+double trace_duration_us(const struct trace *t)
+{
+	double t0 = INFINITY, t1 = -INFINITY;
+
+	if (t->trailer.duration_ns > 0)
+		return (double)t->trailer.duration_ns / 1000.0;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		t0 = fmin(t0, e->ts);
+		t1 = fmax(t1, e->ts + e->dur);
+	}
+	return t1 > t0 ? t1 - t0 : 0;
+}
 
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size)
 {

@@ -24,6 +24,7 @@ struct trace {
 	char *path;
 	struct trace_event *events;
 	size_t nevents;
+	size_t dropped;       /* events a reader's filter dropped */
 	size_t counts[TRACE_KIND_COUNT];
 	bool amptrace;        /* written by amptrace (has the header) */
 	char format[16];      /* "1.0"; "" when not an amptrace trace */
@@ -35,7 +36,8 @@ struct trace {
 	struct trace_trailer trailer; /* finalized: "amptraceEnd" */
 	/* internals */
 	size_t cap_events;
-	struct trace_arena_block *arena;
+	struct trace_arena_block *arena;        /* events' arrays */
+	struct trace_arena_block *string_arena; /* interned strings */
 	struct trace_string_slot *strings;
 	size_t nstrings, cap_strings;
 };
@@ -48,6 +50,30 @@ extern const char *const trace_dtype_names[];
 #define TRACE_DTYPE_COUNT 7
 
 int trace_load(const char *path, struct trace *trace, struct trace_error *err);
+
+/* What a reader holds of a trace it reads: each event, once decoded, is
+ * handed to `event`, which returns TRACE_KEEP (it is appended to
+ * trace->events, as trace_load does with all), TRACE_DROP (its arrays are
+ * given back: a reader that counts or aggregates holds the memory of one
+ * event, whatever the trace's size), or -1 after setting err.  Whatever
+ * the event points to lives until the call returns unless kept; its
+ * strings (interned) live as long as the trace.  The header is read
+ * before the first event, the trailer after the last. */
+enum trace_keep { TRACE_DROP, TRACE_KEEP };
+struct trace_filter {
+	void *ctx;
+	int (*event)(void *ctx, struct trace *trace,
+		     const struct trace_event *event, struct trace_error *err);
+};
+int trace_load_filtered(const char *path, struct trace *trace,
+			const struct trace_filter *filter,
+			struct trace_error *err);
+/* trace_load without the amp.flow events (FORMAT.md §3.10), for the
+ * commands that read none (summary, check, report, ampview): a trace
+ * has about one arrow end per op and cast, near half its events; they
+ * are counted in trace->dropped. */
+int trace_load_without_flows(const char *path, struct trace *trace,
+			     struct trace_error *err);
 /* The same for a trace already in memory (`path` names it in messages). */
 int trace_load_text(const char *path, const char *text, size_t len,
 		    struct trace *trace, struct trace_error *err);
@@ -65,6 +91,14 @@ const char *trace_intern(struct trace *trace, const char *s);
 /* The first `len` bytes of s (up to a NUL among them). */
 const char *trace_intern_n(struct trace *trace, const char *s, size_t len);
 void *trace_alloc(struct trace *trace, size_t size);
+/* Everything trace_alloc() gave since trace_arena_mark(), given back
+ * (interned strings stay). */
+struct trace_arena_mark {
+	struct trace_arena_block *block;
+	size_t used;
+};
+struct trace_arena_mark trace_arena_mark(const struct trace *trace);
+void trace_arena_release(struct trace *trace, struct trace_arena_mark mark);
 /* The hash the string table uses (string pids use it too). */
 uint64_t trace_string_hash(const char *s, size_t len);
 struct trace_event *trace_append(struct trace *trace,
@@ -82,6 +116,18 @@ const char *trace_policy_table(const struct trace *trace);
  * normally: "truncated at line 1234 (its writer was stopped ...)" or
  * "rank 0: killed by SIGSEGV".  Written into buf. */
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size);
+
+/* The run's duration, in µs, the one every reader shows: from ts 0 (the
+ * program's start) to its end as the trailer says (duration_us); without
+ * a trailer (truncated, merged by an older amptrace, another tool's
+ * trace), from the first event to the end of the last. */
+double trace_duration_us(const struct trace *trace);
+
+/* A cast of another origin than autocast's (FORMAT.md §3.3) is a kind of
+ * its own (TRACE_OTHER_CAST), so that what reads autocast's decisions
+ * reads only those; "autocast" is absent's other spelling (origin NULL).
+ * Both the reader and the converter sort a TRACE_CAST with it. */
+void trace_cast_set_origin(struct trace_event *e);
 
 /* "softmax.int" or "softmax" into buf. */
 const char *trace_op_label(const struct trace_op *op, char *buf, size_t size);

@@ -1,5 +1,8 @@
-/* A trace's memory (trace.h): the arena its events' strings and arrays
- * live in, the table that interns its strings, and appending events. */
+/* A trace's memory (trace.h): the arenas its events' arrays and its
+ * strings live in, the table that interns its strings, and appending
+ * events.  Strings have an arena of their own, so that the arrays of an
+ * event a reader drops can be given back (trace_arena_release) while
+ * the strings it interned stay. */
 #include "trace.h"
 #include "bigmem.h"
 
@@ -22,9 +25,9 @@ struct trace_string_slot {
 
 #define ARENA_BLOCK_MAX ((size_t)8 << 20)
 
-void *trace_alloc(struct trace *t, size_t size)
+static void *arena_alloc(struct trace_arena_block **arena, size_t size)
 {
-	struct trace_arena_block *b = t->arena;
+	struct trace_arena_block *b = *arena;
 
 	size = (size + 15) & ~(size_t)15;
 	if (!b || b->used + size > b->size) {
@@ -39,14 +42,45 @@ void *trace_alloc(struct trace *t, size_t size)
 		if (!b)
 			return NULL;
 		bigmem_advise(b, sizeof *b + block);
-		b->next = t->arena;
+		b->next = *arena;
 		b->used = 0;
 		b->size = block;
-		t->arena = b;
+		*arena = b;
 	}
 	void *p = (char *)b->data + b->used;
 	b->used += size;
 	return p;
+}
+
+static void arena_free(struct trace_arena_block **arena)
+{
+	while (*arena) {
+		struct trace_arena_block *next = (*arena)->next;
+		free(*arena);
+		*arena = next;
+	}
+}
+
+void *trace_alloc(struct trace *t, size_t size)
+{
+	return arena_alloc(&t->arena, size);
+}
+
+struct trace_arena_mark trace_arena_mark(const struct trace *t)
+{
+	return (struct trace_arena_mark){ t->arena,
+					  t->arena ? t->arena->used : 0 };
+}
+
+void trace_arena_release(struct trace *t, struct trace_arena_mark mark)
+{
+	while (t->arena && t->arena != mark.block) {
+		struct trace_arena_block *next = t->arena->next;
+		free(t->arena);
+		t->arena = next;
+	}
+	if (t->arena)
+		t->arena->used = mark.used;
 }
 
 /* Eight bytes at a time: interning is on the converter's path for every
@@ -110,7 +144,7 @@ static const char *intern(struct trace *t, const char *s, size_t len)
 			return slot->text;
 		j = (j + 1) & (t->cap_strings - 1);
 	}
-	char *copy = trace_alloc(t, len + 1);
+	char *copy = arena_alloc(&t->string_arena, len + 1);
 	if (!copy)
 		return NULL;
 	memcpy(copy, s, len);
@@ -160,11 +194,8 @@ struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
 
 void trace_free(struct trace *trace)
 {
-	while (trace->arena) {
-		struct trace_arena_block *next = trace->arena->next;
-		free(trace->arena);
-		trace->arena = next;
-	}
+	arena_free(&trace->arena);
+	arena_free(&trace->string_arena);
 	bigmem_free(trace->events, trace->cap_events * sizeof *trace->events);
 	free(trace->strings);
 	free(trace->path);

@@ -47,6 +47,10 @@ enum trace_kind {
 	TRACE_KERNEL,      /* kernel X */
 	TRACE_MEMCPY,      /* gpu_memcpy X */
 	TRACE_FLOW,        /* amp.flow s and f (1.2) */
+	TRACE_STEP,        /* amp.step: a training step, an evaluation window
+			    * (X), full detail stopping (i) (1.4) */
+	TRACE_AGGREGATE,   /* amp.aggregate i: a thread's aggregates of a
+			    * step recorded without full detail (1.4) */
 	TRACE_OTHER,       /* anything else */
 	TRACE_KIND_COUNT
 };
@@ -168,6 +172,59 @@ struct trace_diag {
 	int64_t thread, other_thread;    /* 0: none */
 };
 
+/* amp.step events (FORMAT.md §8).  A step: `marker` set; an evaluation
+ * window: `evaluation` set; ph 'i': full detail stopped from `step` on
+ * because the recording passed `size_limit` bytes. */
+struct trace_step {
+	int64_t step;            /* from 0; a window: the step it ran in */
+	const char *marker;      /* what ended the step ("optimizer step") */
+	const char *evaluation;  /* how the window was known ("model.eval()") */
+	bool detail;             /* a step: its events are in the trace */
+	uint64_t size_limit;     /* ph 'i' */
+	const char *measured;    /* ph 'i': what passed it ("the trace") */
+	char scope;              /* ph 'i': its "s", 'p' (the process's) */
+};
+
+/* amp.aggregate's rows (FORMAT.md §3.12): what a thread did in a step
+ * recorded without full detail, each row an array of its columns. */
+struct trace_aggregate_op {
+	const char *op, *overload, *phase, *policy;
+	const char *dtype;       /* the first output's, NULL: no output */
+	const char *device;
+	uint64_t count, failed;
+	int64_t dur_ns;          /* summed */
+};
+
+struct trace_aggregate_cast {
+	const char *op, *phase, *from, *to, *cache;
+	uint64_t count, bytes, stale;
+	int64_t dur_ns;          /* summed */
+	const char *origin;      /* NULL: autocast's (§3.3) */
+};
+
+struct trace_aggregate_diag {
+	const char *kind, *phase;
+	uint64_t count, op_id, tensor;      /* the first one's op and tensor */
+	const char *message;                /* the first one's */
+};
+
+/* The weight-cast cache in the step: its clears, its size at the step's
+ * end and at most. */
+struct trace_aggregate_cache {
+	uint64_t clears, entries, bytes, max_entries, max_bytes;
+};
+
+struct trace_aggregate {
+	int64_t step;
+	int64_t begin_ns;        /* its first folded event's time */
+	uint64_t events, regions;
+	int nops, ncasts, ndiags;
+	struct trace_aggregate_op *ops;
+	struct trace_aggregate_cast *casts;
+	struct trace_aggregate_diag *diags;
+	struct trace_aggregate_cache cache;
+};
+
 /* kernel and gpu_memcpy X events (FORMAT.md §3.8), read leniently, as
  * other tools write them. */
 struct trace_kernel {
@@ -226,6 +283,8 @@ struct trace_event {
 		struct trace_meta meta;
 		struct trace_kernel kernel;  /* kernel and memcpy */
 		struct trace_flow_event flow;
+		struct trace_step step;
+		struct trace_aggregate aggregate;
 	};
 };
 
@@ -255,6 +314,14 @@ struct trace_header {
 	 * come from, "1.13" (1.4); NULL: not said */
 	const char *framework;
 	const char *policy_table;
+	/* what `amptrace run` recorded in full detail (1.4); NULL: absent */
+	struct trace_recording *recording;
+};
+
+/* The header's "recording" (FORMAT.md §8). */
+struct trace_recording {
+	const char *steps;    /* its --steps SPEC, "0:19" */
+	uint64_t max_size;    /* its --max-size in bytes, 0: none */
 };
 
 /* How a command or a process ended. */
@@ -286,7 +353,15 @@ struct trace_process_end {
 	int signal;           /* signaled */
 	const char *signal_name;
 	uint64_t threads, events, ops, casts, in_flight_ops, raw_errors;
+	struct trace_process_steps *steps; /* NULL: it marked none (1.4) */
 	struct trace_gpu_timing *gpu; /* NULL: the process used no GPU */
+};
+
+/* A process's training steps, in the trailer (FORMAT.md §8). */
+struct trace_process_steps {
+	uint64_t ended, detail, aggregates, aggregated_ops;
+	bool detail_stopped;       /* full detail stopped for size ... */
+	uint64_t detail_stopped_at; /* ... from this step on */
 };
 
 /* One input of a merged file's trailer. */

@@ -149,27 +149,115 @@ char *trace_read_file(const char *path, size_t *len, struct trace_error *err)
 	return text;
 }
 
+/* The bytes the scanner looks at: the whole text (trace_scan), or a
+ * window of a file that slides forward as events are consumed
+ * (trace_scan_file), so a trace of any size needs memory for the window
+ * only.  Offsets into the input (`keep`, line starts, spans) are
+ * absolute; `text[i]` is the input's byte `base + i`. */
 struct scanner {
 	const char *path;
-	const char *text;
-	size_t len;
-	size_t pos;
+	char *text;
+	size_t len;         /* bytes of the window in text */
+	size_t pos;         /* index in text */
+	size_t base;        /* the input's offset of text[0] */
 	size_t line;        /* 1-based line of text[pos] */
-	size_t line_start;  /* offset of that line's first byte */
+	size_t line_start;  /* absolute offset of that line's first byte */
 	struct trace_error *err;
+	/* a file's window: fd >= 0 */
+	int fd;
+	size_t cap;         /* room in text */
+	size_t keep;        /* absolute offset of the first byte still needed */
+	size_t total;       /* the file's size, for progress (0: a stream) */
+	bool eof;
+	bool failed;        /* reading failed: err is set */
 };
+
+/* The largest single value a window grows to hold: one event (or the
+ * header) of a trace is a few KiB; a value larger than this is not one. */
+#define SCAN_VALUE_MAX ((size_t)1 << 30)
+
+static size_t offset(const struct scanner *s, size_t index)
+{
+	return s->base + index;
+}
+
+/* More of the file into the window, dropping what is before `keep`.
+ * Returns whether bytes were added. */
+static bool refill(struct scanner *s)
+{
+	if (s->fd < 0 || s->eof || s->failed)
+		return false;
+	size_t drop = s->keep - s->base;
+	if (drop) {
+		memmove(s->text, s->text + drop, s->len - drop);
+		s->len -= drop;
+		s->pos -= drop;
+		s->base += drop;
+	}
+	if (s->len == s->cap) {
+		if (s->cap >= SCAN_VALUE_MAX) {
+			trace_error_set(s->err, "%s:%zu: a value of more than "
+					"%zu MiB (not a trace event)", s->path,
+					s->line, SCAN_VALUE_MAX >> 20);
+			s->failed = true;
+			return false;
+		}
+		char *grown = realloc(s->text, s->cap * 2);
+		if (!grown) {
+			trace_error_set(s->err, "%s: out of memory reading the "
+					"file", s->path);
+			s->failed = true;
+			return false;
+		}
+		s->text = grown;
+		s->cap *= 2;
+	}
+	ssize_t got;
+	while ((got = read(s->fd, s->text + s->len, s->cap - s->len)) < 0 &&
+	       errno == EINTR)
+		;
+	if (got < 0) {
+		trace_error_set(s->err, "%s: read error: %s", s->path,
+				strerror(errno));
+		s->failed = true;
+		return false;
+	}
+	if (got == 0) {
+		s->eof = true;
+		return false;
+	}
+	s->len += (size_t)got;
+	return true;
+}
+
+/* Whether the input ends at pos (reading more when the window does). */
+static bool at_end(struct scanner *s)
+{
+	return s->pos >= s->len && !refill(s);
+}
+
+/* At least n bytes from pos in the window, unless the input ends first. */
+static void ensure(struct scanner *s, size_t n)
+{
+	while (s->len - s->pos < n && refill(s))
+		;
+}
 
 static size_t column(const struct scanner *s)
 {
-	return s->pos - s->line_start + 1;
+	return offset(s, s->pos) - s->line_start + 1;
 }
 
 static int syntax_error(struct scanner *s, const char *what)
 {
-	if (s->pos >= s->len)
-		return trace_error_set(s->err, "%s:%zu:%zu: %s, but the file "
-				       "ends here", s->path, s->line, column(s),
-				       what);
+	if (s->failed)
+		return -1;
+	if (at_end(s))
+		return s->failed ? -1
+				 : trace_error_set(s->err, "%s:%zu:%zu: %s, but "
+						   "the file ends here",
+						   s->path, s->line, column(s),
+						   what);
 	unsigned char c = (unsigned char)s->text[s->pos];
 	if (c >= 0x20 && c < 0x7f)
 		return trace_error_set(s->err, "%s:%zu:%zu: %s, found '%c'",
@@ -183,14 +271,14 @@ static void advance(struct scanner *s)
 {
 	if (s->text[s->pos] == '\n') {
 		s->line++;
-		s->line_start = s->pos + 1;
+		s->line_start = offset(s, s->pos) + 1;
 	}
 	s->pos++;
 }
 
 static void skip_ws(struct scanner *s)
 {
-	while (s->pos < s->len) {
+	while (!at_end(s)) {
 		char c = s->text[s->pos];
 		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
 			break;
@@ -199,16 +287,16 @@ static void skip_ws(struct scanner *s)
 }
 
 /* Moves past one JSON value.  1: done; 0: the file ended inside it;
- * -1: malformed (err set).  Only brackets and strings are checked here;
- * cJSON checks the rest when the value is parsed. */
+ * -1: malformed or unreadable (err set).  Only brackets and strings are
+ * checked here; cJSON checks the rest when the value is parsed. */
 static int skip_value(struct scanner *s)
 {
 	char closers[MAX_NESTING];
 	int depth = 0;
 
 	do {
-		if (s->pos >= s->len)
-			return 0;
+		if (at_end(s))
+			return s->failed ? -1 : 0;
 		char c = s->text[s->pos];
 		if (c == '{' || c == '[') {
 			if (depth == MAX_NESTING)
@@ -228,22 +316,23 @@ static int skip_value(struct scanner *s)
 		} else if (c == '"') {
 			advance(s);
 			for (;;) {
-				if (s->pos >= s->len)
-					return 0;
+				if (at_end(s))
+					return s->failed ? -1 : 0;
 				char d = s->text[s->pos];
 				if (d == '\\') {
 					advance(s);
-					if (s->pos >= s->len)
-						return 0;
+					if (at_end(s))
+						return s->failed ? -1 : 0;
 				} else if (d == '"') {
 					break;
 				} else if ((unsigned char)d >= 0x80) {
+					ensure(s, 4);
 					int n = utf8_sequence_length(
 						(const unsigned char *)s->text +
 							s->pos,
 						s->len - s->pos);
 					if (n < 0)
-						return 0;
+						return s->failed ? -1 : 0;
 					if (n == 0)
 						return syntax_error(
 							s, "invalid UTF-8 in a "
@@ -259,42 +348,58 @@ static int skip_value(struct scanner *s)
 				return syntax_error(s, "expected a value");
 			advance(s);
 		} else {
-			size_t start = s->pos;
-			while (s->pos < s->len &&
+			size_t start = offset(s, s->pos);
+			while (!at_end(s) &&
 			       strchr("+-.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
 				      s->text[s->pos]) &&
 			       s->text[s->pos])
 				advance(s);
-			if (s->pos == start)
+			if (s->failed)
+				return -1;
+			if (offset(s, s->pos) == start)
 				return syntax_error(s, "expected a JSON value");
 			/* A bare number at the very end may be cut short. */
-			if (!depth && s->pos >= s->len)
-				return 0;
+			if (!depth && at_end(s))
+				return s->failed ? -1 : 0;
 		}
 	} while (depth);
 	return 1;
 }
 
-/* Parses text[start, s->pos) with cJSON; on error names the position. */
-static cJSON *parse_span(struct scanner *s, size_t start, size_t line,
-			 size_t line_start)
+/* Where a value starts: its absolute offset, line and line start.  The
+ * window keeps it until the value is parsed. */
+struct span_start {
+	size_t at, line, line_start;
+};
+
+static struct span_start mark(struct scanner *s)
 {
+	s->keep = offset(s, s->pos);
+	return (struct span_start){ s->keep, s->line, s->line_start };
+}
+
+/* Parses the input from `from` to pos with cJSON; on error names the
+ * position. */
+static cJSON *parse_span(struct scanner *s, struct span_start from)
+{
+	const char *begin = s->text + (from.at - s->base);
 	const char *end = NULL;
-	cJSON *value = cJSON_ParseWithLengthOpts(s->text + start, s->pos - start,
-						 &end, 0);
+	size_t length = offset(s, s->pos) - from.at;
+	cJSON *value = cJSON_ParseWithLengthOpts(begin, length, &end, 0);
 
 	if (value)
 		return value;
-	size_t at = end ? (size_t)(end - s->text) : start;
-	if (at < start || at > s->pos)
-		at = start;
-	for (size_t i = start; i < at; i++)
-		if (s->text[i] == '\n') {
+	size_t at = end ? (size_t)(end - begin) : 0;
+	if (at > length)
+		at = 0;
+	size_t line = from.line, line_start = from.line_start;
+	for (size_t i = 0; i < at; i++)
+		if (begin[i] == '\n') {
 			line++;
-			line_start = i + 1;
+			line_start = from.at + i + 1;
 		}
 	trace_error_set(s->err, "%s:%zu:%zu: malformed JSON value", s->path,
-			line, at - line_start + 1);
+			line, from.at + at - line_start + 1);
 	return NULL;
 }
 
@@ -305,6 +410,12 @@ void trace_scan_set_progress(void (*progress)(size_t done, size_t total))
 	scan_progress = progress;
 }
 
+/* The next byte is c (reading more when needed). */
+static bool next_is(struct scanner *s, char c)
+{
+	return !at_end(s) && s->text[s->pos] == c;
+}
+
 /* 1 done, 0 ended early, -1 error. */
 static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
@@ -312,36 +423,37 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 	advance(s); /* '[' */
 	r->has_events = true;
 	skip_ws(s);
-	if (s->pos < s->len && s->text[s->pos] == ']') {
+	if (next_is(s, ']')) {
 		advance(s);
 		return 1;
 	}
 	for (;;) {
 		skip_ws(s);
-		if (s->pos >= s->len)
-			return 0;
-		size_t start = s->pos, line = s->line, line_start = s->line_start;
-		if (s->text[start] != '{')
+		if (at_end(s))
+			return s->failed ? -1 : 0;
+		struct span_start from = mark(s);
+		if (s->text[s->pos] != '{')
 			return syntax_error(s, "expected an event object "
 					    "('{') in traceEvents");
 		int status = skip_value(s);
 		if (status <= 0)
 			return status;
 		if (h->event) {
-			cJSON *event = parse_span(s, start, line, line_start);
+			cJSON *event = parse_span(s, from);
 			if (!event)
 				return -1;
-			status = h->event(h->ctx, event, r->events, line);
+			status = h->event(h->ctx, event, r->events, from.line);
 			cJSON_Delete(event);
 			if (status != 0)
 				return -1;
 		}
 		r->events++;
 		if (scan_progress && !(r->events & 4095))
-			scan_progress(s->pos, s->len);
+			scan_progress(offset(s, s->pos),
+				      s->total ? s->total : offset(s, s->len));
 		skip_ws(s);
-		if (s->pos >= s->len)
-			return 0;
+		if (at_end(s))
+			return s->failed ? -1 : 0;
 		if (s->text[s->pos] == ']') {
 			advance(s);
 			return 1;
@@ -355,6 +467,8 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 
 static int ended_early(struct scanner *s, struct trace_scan_result *r)
 {
+	if (s->failed)
+		return -1;
 	if (r->amptrace && r->has_events) {
 		r->truncated = true;
 		r->truncated_line = s->line;
@@ -373,7 +487,7 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 	advance(s); /* '{' */
 	for (bool first = true;; first = false) {
 		skip_ws(s);
-		if (s->pos >= s->len)
+		if (at_end(s))
 			return ended_early(s, r);
 		if (s->text[s->pos] == '}' && first) {
 			advance(s);
@@ -381,13 +495,13 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 		}
 		if (s->text[s->pos] != '"')
 			return syntax_error(s, "expected a key (a string)");
-		size_t start = s->pos, line = s->line, line_start = s->line_start;
+		struct span_start from = mark(s);
 		int status = skip_value(s);
 		if (status < 0)
 			return -1;
 		if (status == 0)
 			return ended_early(s, r);
-		cJSON *key = parse_span(s, start, line, line_start);
+		cJSON *key = parse_span(s, from);
 		if (!key)
 			return -1;
 		char name[64];
@@ -395,13 +509,13 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 			 cJSON_IsString(key) ? key->valuestring : "");
 		cJSON_Delete(key);
 		skip_ws(s);
-		if (s->pos >= s->len)
+		if (at_end(s))
 			return ended_early(s, r);
 		if (s->text[s->pos] != ':')
 			return syntax_error(s, "expected ':' after a key");
 		advance(s);
 		skip_ws(s);
-		if (s->pos >= s->len)
+		if (at_end(s))
 			return ended_early(s, r);
 		if (!strcmp(name, "traceEvents")) {
 			if (s->text[s->pos] != '[')
@@ -416,26 +530,25 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 			if (status == 0)
 				return ended_early(s, r);
 		} else {
-			start = s->pos;
-			line = s->line;
-			line_start = s->line_start;
+			from = mark(s);
 			status = skip_value(s);
 			if (status < 0)
 				return -1;
 			if (status == 0)
 				return ended_early(s, r);
-			cJSON *value = parse_span(s, start, line, line_start);
+			cJSON *value = parse_span(s, from);
 			if (!value)
 				return -1;
 			if (!strcmp(name, "amptrace") && !r->has_events)
 				r->amptrace = true;
-			status = h->top ? h->top(h->ctx, name, value, line) : 0;
+			status = h->top ? h->top(h->ctx, name, value, from.line)
+					: 0;
 			cJSON_Delete(value);
 			if (status != 0)
 				return -1;
 		}
 		skip_ws(s);
-		if (s->pos >= s->len)
+		if (at_end(s))
 			return ended_early(s, r);
 		if (s->text[s->pos] == '}') {
 			advance(s);
@@ -448,44 +561,78 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 	}
 }
 
-int trace_scan(const char *path, const char *text, size_t len,
-	       const struct trace_scan_handlers *h,
-	       struct trace_scan_result *result, struct trace_error *err)
+static int scan(struct scanner *s, const struct trace_scan_handlers *h,
+		struct trace_scan_result *result)
 {
-	struct scanner s = { .path = path, .text = text, .len = len,
-			     .line = 1, .err = err };
-
 	*result = (struct trace_scan_result){ 0 };
-	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
-		s.pos = s.line_start = 3;
-	skip_ws(&s);
-	if (s.pos >= s.len)
-		return trace_error_set(err, "%s: empty file (a trace is a JSON "
-				       "object with a traceEvents array)",
-				       path);
-	if (text[s.pos] == '[') {
+	ensure(s, 3);
+	if (s->len >= 3 && !memcmp(s->text, "\xef\xbb\xbf", 3)) {
+		s->pos = 3;
+		s->line_start = 3;
+	}
+	skip_ws(s);
+	if (at_end(s))
+		return s->failed ? -1
+				 : trace_error_set(s->err, "%s: empty file (a "
+						   "trace is a JSON object "
+						   "with a traceEvents array)",
+						   s->path);
+	if (s->text[s->pos] == '[') {
 		result->array_form = true;
-		int status = scan_events(&s, h, result);
+		int status = scan_events(s, h, result);
 		if (status < 0)
 			return -1;
 		if (status == 0)
-			return ended_early(&s, result);
-	} else if (text[s.pos] == '{') {
-		if (scan_object(&s, h, result) != 0)
+			return ended_early(s, result);
+	} else if (s->text[s->pos] == '{') {
+		if (scan_object(s, h, result) != 0)
 			return -1;
 		if (result->truncated)
 			return 0;
 		if (!result->has_events)
-			return trace_error_set(err, "%s: no traceEvents array "
-					       "(not a Chrome/Perfetto JSON "
-					       "trace)", path);
+			return trace_error_set(s->err, "%s: no traceEvents "
+					       "array (not a Chrome/Perfetto "
+					       "JSON trace)", s->path);
 	} else {
-		return syntax_error(&s, "expected a trace: a JSON object "
+		return syntax_error(s, "expected a trace: a JSON object "
 				    "('{') or array ('[')");
 	}
-	skip_ws(&s);
-	if (s.pos < s.len)
-		return syntax_error(&s, "expected the end of the file after "
+	s->keep = offset(s, s->pos);
+	skip_ws(s);
+	if (!at_end(s))
+		return syntax_error(s, "expected the end of the file after "
 				    "the trace");
-	return 0;
+	return s->failed ? -1 : 0;
+}
+
+int trace_scan(const char *path, const char *text, size_t len,
+	       const struct trace_scan_handlers *h,
+	       struct trace_scan_result *result, struct trace_error *err)
+{
+	struct scanner s = { .path = path, .text = (char *)text, .len = len,
+			     .line = 1, .err = err, .fd = -1 };
+
+	return scan(&s, h, result);
+}
+
+int trace_scan_file(const char *path, const struct trace_scan_handlers *h,
+		    struct trace_scan_result *result, struct trace_error *err)
+{
+	struct stat st;
+	size_t limit;
+	int fd = open_input(path, &limit, err);
+
+	*result = (struct trace_scan_result){ 0 };
+	if (fd < 0)
+		return -1;
+	struct scanner s = { .path = path, .line = 1, .err = err, .fd = fd,
+			     .cap = TRACE_SCAN_WINDOW, .text = malloc(TRACE_SCAN_WINDOW) };
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		s.total = (size_t)st.st_size;
+	int status = s.text ? scan(&s, h, result)
+			    : trace_error_set(err, "%s: out of memory reading "
+					      "the file", path);
+	free(s.text);
+	close(fd);
+	return status;
 }

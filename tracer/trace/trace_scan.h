@@ -1,7 +1,10 @@
 /* Walks a trace file's JSON without holding it as one tree: each element
  * of "traceEvents" is parsed (cJSON) and handed over on its own, with the
  * line it starts on, so a trace of millions of events needs memory for
- * one event at a time and errors can name a line.
+ * one event at a time and errors can name a line.  trace_scan_file reads
+ * the file through a window of a few MiB that slides forward, never the
+ * whole file: a trace of any size (a killed 10 GB one too) is walked in
+ * the memory of its largest event.
  *
  * Truncation: a trace whose writer was killed ends in the middle of the
  * events array (FORMAT.md, "Truncated traces").  When the file carries
@@ -55,5 +58,15 @@ void trace_scan_set_progress(void (*progress)(size_t done, size_t total));
 int trace_scan(const char *path, const char *text, size_t len,
 	       const struct trace_scan_handlers *h,
 	       struct trace_scan_result *result, struct trace_error *err);
+/* The window's first size, in bytes (it doubles while one value does not
+ * fit). */
+#define TRACE_SCAN_WINDOW ((size_t)4 << 20)
+
+/* The same reading the file `path` as it goes: a regular file, or a pipe
+ * or FIFO (of any length: nothing but the window is held).  A device is
+ * refused, a FIFO no process writes is given up after 10 s, as
+ * trace_read_file does. */
+int trace_scan_file(const char *path, const struct trace_scan_handlers *h,
+		    struct trace_scan_result *result, struct trace_error *err);
 
 #endif /* AMPTRACE_TRACE_SCAN_H */

@@ -21,6 +21,9 @@
 #define NEED_TIMED TRACE_NEED_OPTIONAL
 #define NEED_UNTIMED TRACE_NEED_OPTIONAL
 #define NEED_TIMED_COMPLETE TRACE_NEED_OPTIONAL
+#define NEED_STEP_SPAN TRACE_NEED_OPTIONAL
+#define NEED_STEP_NOTE TRACE_NEED_OPTIONAL
+#define NEED_DETAIL_STOPPED TRACE_NEED_OPTIONAL
 
 /* A list's count member, n<member>; 0 for the others. */
 #define COUNT_OF_LIST(S, f) offsetof(S, n##f)
@@ -29,6 +32,9 @@
 #define COUNT_PROCESSES COUNT_OF_LIST
 #define COUNT_MERGED COUNT_OF_LIST
 #define COUNT_MERGED_ENDS COUNT_OF_LIST
+#define COUNT_OP_ROWS COUNT_OF_LIST
+#define COUNT_CAST_ROWS COUNT_OF_LIST
+#define COUNT_DIAG_ROWS COUNT_OF_LIST
 #define COUNT_SHAPE(S, f) offsetof(S, ndim)
 #define COUNT_NONE(S, f) 0
 #define COUNT_STRING COUNT_NONE
@@ -53,6 +59,9 @@
 #define COUNT_AUTOCAST COUNT_NONE
 #define COUNT_EXIT COUNT_NONE
 #define COUNT_GPU COUNT_NONE
+#define COUNT_RECORDING COUNT_NONE
+#define COUNT_STEPS COUNT_NONE
+#define COUNT_AGGREGATE_CACHE COUNT_NONE
 
 /* The table an object type's value (or its list's elements) follows. */
 #define OBJECT_AUTOCAST &trace_schema_autocast
@@ -62,6 +71,12 @@
 #define OBJECT_PROCESSES &trace_schema_process_end
 #define OBJECT_MERGED &trace_schema_merged_input
 #define OBJECT_MERGED_ENDS &trace_schema_merged_end
+#define OBJECT_RECORDING &trace_schema_recording
+#define OBJECT_STEPS &trace_schema_process_steps
+#define OBJECT_AGGREGATE_CACHE &trace_schema_aggregate_cache
+#define OBJECT_OP_ROWS &trace_schema_aggregate_op
+#define OBJECT_CAST_ROWS &trace_schema_aggregate_cast
+#define OBJECT_DIAG_ROWS &trace_schema_aggregate_diag
 #define OBJECT_STRING NULL
 #define OBJECT_STRING_OR_NULL NULL
 #define OBJECT_ID NULL
@@ -126,6 +141,22 @@
 	KEY_ROW(struct trace_process_end, __VA_ARGS__)
 #define KEY_ROW_gpu_timing(...) KEY_ROW(struct trace_gpu_timing, __VA_ARGS__)
 #define KEY_ROW_merged_end(...) KEY_ROW(struct trace_merged_end, __VA_ARGS__)
+#define KEY_ROW_step(...) KEY_ROW(struct trace_step, __VA_ARGS__)
+#define KEY_ROW_step_top(...) KEY_ROW(struct trace_step, __VA_ARGS__)
+#define KEY_ROW_aggregate(...) KEY_ROW(struct trace_aggregate, __VA_ARGS__)
+#define KEY_ROW_aggregate_top(...)                                          \
+	KEY_ROW(struct trace_aggregate, __VA_ARGS__)
+#define KEY_ROW_aggregate_op(...)                                           \
+	KEY_ROW(struct trace_aggregate_op, __VA_ARGS__)
+#define KEY_ROW_aggregate_cast(...)                                         \
+	KEY_ROW(struct trace_aggregate_cast, __VA_ARGS__)
+#define KEY_ROW_aggregate_diag(...)                                         \
+	KEY_ROW(struct trace_aggregate_diag, __VA_ARGS__)
+#define KEY_ROW_aggregate_cache(...)                                        \
+	KEY_ROW(struct trace_aggregate_cache, __VA_ARGS__)
+#define KEY_ROW_recording(...) KEY_ROW(struct trace_recording, __VA_ARGS__)
+#define KEY_ROW_process_steps(...)                                          \
+	KEY_ROW(struct trace_process_steps, __VA_ARGS__)
 
 TABLE(op, "amp.op args", struct trace_op, TRACE_OP_KEYS, false)
 TABLE(autocast, "args.autocast", struct trace_autocast, TRACE_AUTOCAST_KEYS,
@@ -164,6 +195,25 @@ TABLE(gpu_timing, "gpu", struct trace_gpu_timing, TRACE_GPU_TIMING_KEYS,
 TABLE(merged_end, "amptraceEnd.inputs[]", struct trace_merged_end,
       TRACE_MERGED_END_KEYS, false)
 
+TABLE(step, "amp.step args", struct trace_step, TRACE_STEP_KEYS, false)
+TABLE(step_top, "amp.step", struct trace_step, TRACE_STEP_TOP_KEYS, false)
+TABLE(aggregate, "amp.aggregate args", struct trace_aggregate,
+      TRACE_AGGREGATE_KEYS, false)
+TABLE(aggregate_top, "amp.aggregate", struct trace_aggregate,
+      TRACE_AGGREGATE_TOP_KEYS, false)
+TABLE(aggregate_op, "amp.aggregate args.ops[]", struct trace_aggregate_op,
+      TRACE_AGGREGATE_OP_COLUMNS, false)
+TABLE(aggregate_cast, "amp.aggregate args.casts[]",
+      struct trace_aggregate_cast, TRACE_AGGREGATE_CAST_COLUMNS, false)
+TABLE(aggregate_diag, "amp.aggregate args.diags[]",
+      struct trace_aggregate_diag, TRACE_AGGREGATE_DIAG_COLUMNS, false)
+TABLE(aggregate_cache, "amp.aggregate args.cache",
+      struct trace_aggregate_cache, TRACE_AGGREGATE_CACHE_KEYS, false)
+TABLE(recording, "amptrace.recording", struct trace_recording,
+      TRACE_RECORDING_KEYS, false)
+TABLE(process_steps, "amptraceEnd.processes[].steps",
+      struct trace_process_steps, TRACE_PROCESS_STEPS_KEYS, false)
+
 const struct trace_object *const trace_schema_objects[] = {
 	&trace_schema_op, &trace_schema_autocast, &trace_schema_tensor,
 	&trace_schema_cast, &trace_schema_scope_begin, &trace_schema_scope_end,
@@ -174,7 +224,11 @@ const struct trace_object *const trace_schema_objects[] = {
 	&trace_schema_flow_top, &trace_schema_header,
 	&trace_schema_merged_input, &trace_schema_trailer, &trace_schema_exit,
 	&trace_schema_process_end, &trace_schema_gpu_timing,
-	&trace_schema_merged_end, NULL,
+	&trace_schema_merged_end, &trace_schema_step, &trace_schema_step_top,
+	&trace_schema_aggregate, &trace_schema_aggregate_top,
+	&trace_schema_aggregate_op, &trace_schema_aggregate_cast,
+	&trace_schema_aggregate_diag, &trace_schema_aggregate_cache,
+	&trace_schema_recording, &trace_schema_process_steps, NULL,
 };
 
 const struct trace_object *trace_schema_args(enum trace_kind kind)
@@ -203,6 +257,10 @@ const struct trace_object *trace_schema_args(enum trace_kind kind)
 		return &trace_schema_flow;
 	case TRACE_META:
 		return &trace_schema_meta;
+	case TRACE_STEP:
+		return &trace_schema_step;
+	case TRACE_AGGREGATE:
+		return &trace_schema_aggregate;
 	default:
 		return NULL; /* counters' series; other tools' events */
 	}
@@ -219,6 +277,10 @@ const struct trace_object *trace_schema_top(enum trace_kind kind)
 		return &trace_schema_diag_top;
 	case TRACE_FLOW:
 		return &trace_schema_flow_top;
+	case TRACE_STEP:
+		return &trace_schema_step_top;
+	case TRACE_AGGREGATE:
+		return &trace_schema_aggregate_top;
 	default:
 		return NULL;
 	}

@@ -40,6 +40,12 @@
  *                   be null (NULL)
  *   TENSORS, PROCESSES, MERGED, MERGED_ENDS
  *                   an array of objects: `member`[`n<member>`]
+ *   RECORDING, STEPS  an object that table's struct pointer names (NULL:
+ *                   absent)
+ *   AGGREGATE_CACHE an object: that table's struct
+ *   OP_ROWS, CAST_ROWS, DIAG_ROWS
+ *                   an array of rows, each an array of that table's
+ *                   columns in order: `member`[`n<member>`]
  * WHEN: when the writer writes the key, and what the reader asks of it
  *   ALWAYS     always; a reader requires it
  *   DEFAULTED  always; a reader takes it absent as the member's zero
@@ -171,6 +177,69 @@
 	X(I64, "thread", thread, SET, NONE, "1.0")                          \
 	X(I64, "other_thread", other_thread, SET, NONE, "1.0")
 
+/* amp.step X, a step or an evaluation window, and i, the note that full
+ * detail stopped (struct trace_step, FORMAT.md §8). */
+#define TRACE_STEP_KEYS(X)                                                  \
+	X(I64, "step", step, ALWAYS, NONE, "1.4")                           \
+	X(STRING, "evaluation", evaluation, SET, NONE, "1.4")               \
+	X(STRING, "marker", marker, STEP_SPAN, NONE, "1.4")                 \
+	X(BOOL, "detail", detail, STEP_SPAN, NONE, "1.4")                   \
+	X(U64, "size_limit", size_limit, STEP_NOTE, NONE, "1.4")            \
+	X(STRING, "measured", measured, STEP_NOTE, NONE, "1.4")
+
+/* amp.aggregate i (struct trace_aggregate, FORMAT.md §3.12): its lists
+ * are rows, arrays of the columns below, to stay small over thousands of
+ * steps. */
+#define TRACE_AGGREGATE_KEYS(X)                                             \
+	X(I64, "step", step, ALWAYS, NONE, "1.4")                           \
+	X(US, "begin", begin_ns, ALWAYS, NONE, "1.4")                       \
+	X(U64, "events", events, ALWAYS, NONE, "1.4")                       \
+	X(OP_ROWS, "ops", ops, ALWAYS, NONE, "1.4")                         \
+	X(CAST_ROWS, "casts", casts, ALWAYS, NONE, "1.4")                   \
+	X(DIAG_ROWS, "diags", diags, ALWAYS, NONE, "1.4")                   \
+	X(U64, "regions", regions, ALWAYS, NONE, "1.4")                     \
+	X(AGGREGATE_CACHE, "cache", cache, ALWAYS, NONE, "1.4")
+
+/* Its rows' columns (every one written, in this order). */
+#define TRACE_AGGREGATE_OP_COLUMNS(X)                                       \
+	X(STRING, "op", op, ALWAYS, NONE, "1.4")                            \
+	X(STRING, "overload", overload, ALWAYS, NONE, "1.4")                \
+	X(STRING, "phase", phase, ALWAYS, PHASE, "1.4")                     \
+	X(STRING, "policy", policy, ALWAYS, POLICY, "1.4")                  \
+	X(STRING_OR_NULL, "dtype", dtype, ALWAYS, DTYPE, "1.4")             \
+	X(STRING, "device", device, ALWAYS, DEVICE, "1.4")                  \
+	X(U64, "count", count, ALWAYS, NONE, "1.4")                         \
+	X(U64, "failed", failed, ALWAYS, NONE, "1.4")                       \
+	X(US, "time", dur_ns, ALWAYS, NONE, "1.4")
+
+#define TRACE_AGGREGATE_CAST_COLUMNS(X)                                     \
+	X(STRING, "op", op, ALWAYS, NONE, "1.4")                            \
+	X(STRING, "phase", phase, ALWAYS, PHASE, "1.4")                     \
+	X(STRING, "from", from, ALWAYS, DTYPE, "1.4")                       \
+	X(STRING, "to", to, ALWAYS, DTYPE, "1.4")                           \
+	X(STRING, "cache", cache, ALWAYS, CACHE, "1.4")                     \
+	X(U64, "count", count, ALWAYS, NONE, "1.4")                         \
+	X(U64, "bytes", bytes, ALWAYS, NONE, "1.4")                         \
+	X(U64, "stale", stale, ALWAYS, NONE, "1.4")                         \
+	X(US, "time", dur_ns, ALWAYS, NONE, "1.4")                          \
+	X(STRING_OR_NULL, "origin", origin, ALWAYS, ORIGIN, "1.4")
+
+#define TRACE_AGGREGATE_DIAG_COLUMNS(X)                                     \
+	X(STRING, "kind", kind, ALWAYS, NONE, "1.4")                        \
+	X(STRING, "phase", phase, ALWAYS, PHASE, "1.4")                     \
+	X(U64, "count", count, ALWAYS, NONE, "1.4")                         \
+	X(U64, "op_id", op_id, ALWAYS, NONE, "1.4")                         \
+	X(U64, "tensor", tensor, ALWAYS, NONE, "1.4")                       \
+	X(STRING_OR_NULL, "message", message, ALWAYS, NONE, "1.4")
+
+/* args.cache (struct trace_aggregate_cache). */
+#define TRACE_AGGREGATE_CACHE_KEYS(X)                                       \
+	X(U64, "clears", clears, ALWAYS, NONE, "1.4")                       \
+	X(U64, "entries", entries, ALWAYS, NONE, "1.4")                     \
+	X(U64, "bytes", bytes, ALWAYS, NONE, "1.4")                         \
+	X(U64, "max_entries", max_entries, ALWAYS, NONE, "1.4")             \
+	X(U64, "max_bytes", max_bytes, ALWAYS, NONE, "1.4")
+
 /* kernel and gpu_memcpy (struct trace_kernel): Kineto's keys; read
  * leniently (trace_schema.c), as other tools write them. */
 #define TRACE_GPU_KEYS(X)                                                   \
@@ -221,6 +290,10 @@
 	X(SCOPE_THREAD, "s", what, DEFAULTED, NONE, "1.0")
 #define TRACE_DIAG_TOP_KEYS(X)                                              \
 	X(SCOPE, "s", scope, DEFAULTED, NONE, "1.0")
+#define TRACE_STEP_TOP_KEYS(X)                                              \
+	X(SCOPE, "s", scope, STEP_NOTE, NONE, "1.4")
+#define TRACE_AGGREGATE_TOP_KEYS(X)                                         \
+	X(SCOPE_THREAD, "s", step, DEFAULTED, NONE, "1.4")
 #define TRACE_FLOW_TOP_KEYS(X)                                              \
 	X(STRING, "bp", bind, SET, NONE, "1.2")                             \
 	X(ID, "id", id, ALWAYS, NONE, "1.2")
@@ -238,7 +311,13 @@
 	X(STRING, "flush", flush, SET, NONE, "1.0")                         \
 	X(MERGED, "merged", merged, SET, NONE, "1.0")                       \
 	X(STRING, "framework", framework, SET, NONE, "1.1")                 \
-	X(STRING, "policy_table", policy_table, SET, NONE, "1.4")
+	X(STRING, "policy_table", policy_table, SET, NONE, "1.4")           \
+	X(RECORDING, "recording", recording, SET, NONE, "1.4")
+
+/* amptrace.recording (struct trace_recording, FORMAT.md §8). */
+#define TRACE_RECORDING_KEYS(X)                                             \
+	X(STRING, "steps", steps, ALWAYS, NONE, "1.4")                      \
+	X(U64, "max_size", max_size, DEFAULTED, NONE, "1.4")
 
 #define TRACE_MERGED_INPUT_KEYS(X)                                          \
 	X(STRING, "file", file, DEFAULTED, NONE, "1.0")                     \
@@ -275,7 +354,17 @@
 	X(U64, "casts", casts, DEFAULTED, NONE, "1.0")                      \
 	X(U64, "in_flight_ops", in_flight_ops, DEFAULTED, NONE, "1.0")      \
 	X(U64, "raw_errors", raw_errors, DEFAULTED, NONE, "1.0")            \
+	X(STEPS, "steps", steps, SET, NONE, "1.4")                          \
 	X(GPU, "gpu", gpu, SET, NONE, "1.0")
+
+/* A process's "steps" (struct trace_process_steps, FORMAT.md §8). */
+#define TRACE_PROCESS_STEPS_KEYS(X)                                         \
+	X(U64, "ended", ended, DEFAULTED, NONE, "1.4")                      \
+	X(U64, "detail", detail, DEFAULTED, NONE, "1.4")                    \
+	X(U64, "aggregates", aggregates, DEFAULTED, NONE, "1.4")            \
+	X(U64, "aggregated_ops", aggregated_ops, DEFAULTED, NONE, "1.4")    \
+	X(U64, "detail_stopped_at", detail_stopped_at, DETAIL_STOPPED,      \
+	  NONE, "1.4")
 
 #define TRACE_GPU_TIMING_KEYS(X)                                            \
 	X(BOOL, "timing", timing, DEFAULTED, NONE, "1.0")                   \
@@ -319,6 +408,9 @@
 #define TRACE_WHEN_TIMED(e, m, f) ((m)->timing)
 #define TRACE_WHEN_UNTIMED(e, m, f) (!(m)->timing)
 #define TRACE_WHEN_TIMED_COMPLETE(e, m, f) ((m)->timing && (m)->complete)
+#define TRACE_WHEN_STEP_SPAN(e, m, f) ((e)->ph == 'X' && !(m)->evaluation)
+#define TRACE_WHEN_STEP_NOTE(e, m, f) ((e)->ph != 'X')
+#define TRACE_WHEN_DETAIL_STOPPED(e, m, f) ((m)->detail_stopped)
 
 /* What an M event's args hold, by its name. */
 enum trace_meta_holds {
@@ -344,7 +436,9 @@ enum trace_key_type {
 	TRACE_TYPE_BANDWIDTH, TRACE_TYPE_SCOPE, TRACE_TYPE_SCOPE_THREAD,
 	TRACE_TYPE_AUTOCAST, TRACE_TYPE_EXIT, TRACE_TYPE_GPU,
 	TRACE_TYPE_TENSORS, TRACE_TYPE_PROCESSES, TRACE_TYPE_MERGED,
-	TRACE_TYPE_MERGED_ENDS,
+	TRACE_TYPE_MERGED_ENDS, TRACE_TYPE_RECORDING, TRACE_TYPE_STEPS,
+	TRACE_TYPE_AGGREGATE_CACHE, TRACE_TYPE_OP_ROWS, TRACE_TYPE_CAST_ROWS,
+	TRACE_TYPE_DIAG_ROWS,
 };
 
 /* What a reader asks of a key (WHEN, as far as it matters to reading). */
@@ -396,7 +490,11 @@ extern const struct trace_object trace_schema_op, trace_schema_autocast,
 	trace_schema_scaler_top, trace_schema_diag_top, trace_schema_flow_top,
 	trace_schema_header, trace_schema_merged_input, trace_schema_trailer,
 	trace_schema_exit, trace_schema_process_end, trace_schema_gpu_timing,
-	trace_schema_merged_end;
+	trace_schema_merged_end, trace_schema_step, trace_schema_step_top,
+	trace_schema_aggregate, trace_schema_aggregate_top,
+	trace_schema_aggregate_op, trace_schema_aggregate_cast,
+	trace_schema_aggregate_diag, trace_schema_aggregate_cache,
+	trace_schema_recording, trace_schema_process_steps;
 
 /* Every table, for documentation checks (NULL-terminated). */
 extern const struct trace_object *const trace_schema_objects[];

@@ -73,6 +73,7 @@ void trace_writer_event(struct trace_writer *w, const char *json, size_t len)
 	const char *separator = w->events ? ",\n" : "\n";
 	size_t n = w->events ? 2 : 1;
 	w->events++;
+	w->bytes += n + len;
 	if (!w->buf) {
 		fputs(separator, w->f);
 		if (fwrite(json, 1, len, w->f) != len)
@@ -101,6 +102,7 @@ void trace_writer_events(struct trace_writer *w, const char *text, size_t len,
 	/* The separator, then the text handed to the file as it is (no copy
 	 * through buf): it ends with a whole event, as each drain does. */
 	const char *separator = w->events ? ",\n" : "\n";
+	w->bytes += (w->events ? 2 : 1) + len;
 	w->events += count;
 	if (w->buf)
 		drain(w);

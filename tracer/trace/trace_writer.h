@@ -21,6 +21,7 @@ struct trace_writer {
 	size_t used;
 	char *path;
 	uint64_t events;
+	uint64_t bytes;  /* of events written (the header not counted) */
 	bool failed;
 };
 

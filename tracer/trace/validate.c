@@ -36,7 +36,7 @@ static bool one_of(const char *s, const char *const *names)
 
 static const char *const devices[] = { "cpu", "cuda", NULL };
 static const char *const phases[] = { "forward", "backward", "optimizer",
-				      NULL };
+				      "other", NULL };
 static const char *const policies[] = { "none", "lower_precision_fp", "fp32",
 					"fp32_set_opt_dtype",
 					"fp32_append_dtype", "promote",
@@ -78,6 +78,8 @@ static bool member_set(const struct trace_key *k, const void *m)
 	case TRACE_TYPE_STRING_OR_NULL:
 	case TRACE_TYPE_EXIT:
 	case TRACE_TYPE_GPU:
+	case TRACE_TYPE_RECORDING:
+	case TRACE_TYPE_STEPS:
 		return *(const void *const *)f != NULL;
 	case TRACE_TYPE_ID:
 	case TRACE_TYPE_U64:
@@ -104,6 +106,9 @@ static bool member_set(const struct trace_key *k, const void *m)
 	case TRACE_TYPE_PROCESSES:
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
+	case TRACE_TYPE_OP_ROWS:
+	case TRACE_TYPE_CAST_ROWS:
+	case TRACE_TYPE_DIAG_ROWS:
 		return *count > 0;
 	default:
 		return false; /* written from other members, or always */
@@ -133,12 +138,15 @@ static void check_keys(const struct trace *t, struct validate_report *r,
 				k->since, t->format);
 		if (!k->object)
 			continue;
-		if (k->type == TRACE_TYPE_AUTOCAST) {
+		if (k->type == TRACE_TYPE_AUTOCAST ||
+		    k->type == TRACE_TYPE_AGGREGATE_CACHE) {
 			check_keys(t, r, k->object, f, line);
 			continue;
 		}
 		const char *list = *(const char *const *)f;
-		int n = k->type == TRACE_TYPE_EXIT || k->type == TRACE_TYPE_GPU
+		int n = k->type == TRACE_TYPE_EXIT || k->type == TRACE_TYPE_GPU ||
+				k->type == TRACE_TYPE_RECORDING ||
+				k->type == TRACE_TYPE_STEPS
 				? list != NULL
 				: *(const int *)((const char *)m + k->count_offset);
 		for (int j = 0; j < n; j++)
@@ -272,7 +280,23 @@ static void check_metadata(const struct trace *t, struct validate_report *r)
 	free(threads);
 }
 
-static void check_tensor(const struct trace *t, struct validate_report *r,
+/* Where each process's first step recorded without full detail began
+ * (FORMAT.md §8): a tensor used after it may have been made there. */
+struct aggregated_from {
+	const struct key *keys; /* id 0, time: the step's begin */
+	size_t n;
+};
+
+static bool made_unrecorded(const struct aggregated_from *a, int64_t pid,
+			    int64_t used_at)
+{
+	const struct key *k = find_key(a->keys, a->n, pid, 0);
+
+	return k && k->time <= used_at;
+}
+
+static void check_tensor(const struct aggregated_from *aggregated,
+			 struct validate_report *r,
 			 const struct key *defs, size_t ndefs,
 			 const struct trace_event *e, const struct trace_tensor *x,
 			 const char *role, int64_t used_at)
@@ -280,12 +304,12 @@ static void check_tensor(const struct trace *t, struct validate_report *r,
 	if (x->name)
 		return; /* a named leaf needs no producer */
 	const struct key *def = find_key(defs, ndefs, e->pid, x->id);
-	if (!def || def->time > used_at)
+	if ((!def || def->time > used_at) &&
+	    !made_unrecorded(aggregated, e->pid, used_at))
 		problem(r, "line %zu: %s tensor %llu is used before it appears as "
 			"an output, a cast result or a named leaf%s", e->line,
 			role, (unsigned long long)x->id,
 			def ? " (it is produced later)" : "");
-	(void)t;
 }
 
 /* Every kernel's "External id" names an op of the process that launched
@@ -400,16 +424,33 @@ static void check_op_links(const struct trace *t, struct validate_report *r,
 	}
 }
 
+/* Each op defines its outputs and each cast its result: an op may have
+ * hundreds of outputs, so the events alone do not bound the count. */
+static size_t count_defs(const struct trace *t)
+{
+	size_t n = 1;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_OP)
+			n += (size_t)e->op.noutputs;
+		else if (e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST)
+			n++;
+	}
+	return n;
+}
+
 size_t trace_validate(const struct trace *t, struct validate_report *r)
 {
 	size_t n = t->nevents + 1;
 	struct key *ops = malloc(n * sizeof *ops);
-	struct key *defs = malloc(2 * n * sizeof *defs);
+	struct key *defs = malloc(count_defs(t) * sizeof *defs);
 	struct span *spans = malloc(n * sizeof *spans);
-	size_t nops = 0, ndefs = 0, nspans = 0;
+	struct key *firsts = malloc(n * sizeof *firsts);
+	size_t nops = 0, ndefs = 0, nspans = 0, nfirsts = 0;
 
 	*r = (struct validate_report){ 0 };
-	if (!ops || !defs || !spans) {
+	if (!ops || !defs || !spans || !firsts) {
 		problem(r, "out of memory");
 		goto done;
 	}
@@ -435,9 +476,15 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				};
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 end, i };
-		} else if (e->kind == TRACE_KERNEL) {
+		} else if (e->kind == TRACE_KERNEL ||
+			   (e->kind == TRACE_STEP && e->ph == 'X')) {
+			/* steps and their windows nest on tid 0 too */
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 ns(e->ts + e->dur), i };
+			if (e->kind == TRACE_STEP && e->step.marker &&
+			    !e->step.detail)
+				firsts[nfirsts++] = (struct key){ e->pid, 0,
+								  ns(e->ts), i };
 		} else if (e->kind == TRACE_CAST ||
 			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
@@ -458,6 +505,13 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 				t->events[ops[i - 1].event].line);
 	trace_sort(defs, ndefs, sizeof *defs, compare_keys);
 	check_kernels(t, r, ops, nops);
+	/* each process's earliest: compare_keys sorts by (pid, id, time) */
+	trace_sort(firsts, nfirsts, sizeof *firsts, compare_keys);
+	size_t kept = 0;
+	for (size_t i = 0; i < nfirsts; i++)
+		if (!kept || firsts[kept - 1].pid != firsts[i].pid)
+			firsts[kept++] = firsts[i];
+	const struct aggregated_from aggregated = { firsts, kept };
 	check_op_links(t, r, ops, nops);
 	check_cache_counters(t, r);
 
@@ -466,7 +520,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		if (e->kind == TRACE_OP && !e->op.incomplete) {
 			int64_t end = ns(e->ts + e->dur);
 			for (int k = 0; k < e->op.ninputs; k++)
-				check_tensor(t, r, defs, ndefs, e, &e->op.inputs[k],
+				check_tensor(&aggregated, r, defs, ndefs, e,
+					     &e->op.inputs[k],
 					     "input", end);
 		} else if (e->kind == TRACE_CAST ||
 			   e->kind == TRACE_OTHER_CAST) {
@@ -489,8 +544,9 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			};
 			/* a compiled graph's cast has no tensors of the run */
 			if (!trace_cast_is_compiled(c))
-				check_tensor(t, r, defs, ndefs, e, &source,
-					     "cast source", ns(e->ts + e->dur));
+				check_tensor(&aggregated, r, defs, ndefs, e,
+					     &source, "cast source",
+					     ns(e->ts + e->dur));
 			else if (!c->graph)
 				problem(r, "line %zu: a compiled cast names no "
 					"graph", e->line);
@@ -557,5 +613,6 @@ done:
 	free(ops);
 	free(defs);
 	free(spans);
+	free(firsts);
 	return r->problems;
 }

@@ -14,7 +14,9 @@ code.
     explicit  the program's own conversions, in forward,
     backward  inside Tensor.backward / torch.autograd.backward or .grad,
   and none inside an optimizer's step (a global step hook says when),
-  but for its closure's (Lightning runs the passes inside the step).
+  but for its closure's (Lightning runs the passes inside the step), or
+  inside torch.nn.utils.clip_grad_norm_ (the optimizer's side of a step,
+  as amptrace counts it).
 - outputs: the dtype of the first output of each call the function mode
   sees at its top, in forward, by function name (F.linear -> linear,
   x + y -> add): what the program asked for, as autocast answered it.
@@ -126,12 +128,23 @@ class DtypeLog:
         if threading.get_ident() == self.thread:
             self.stepping -= 1
 
+    def _clipping(self, clip):
+        def clip_grad_norm_(*args, **kwargs):
+            self.stepping += threading.get_ident() == self.thread
+            try:
+                return clip(*args, **kwargs)
+            finally:
+                self.stepping -= threading.get_ident() == self.thread
+        return clip_grad_norm_
+
     def __enter__(self):
         import torch.optim.optimizer as optim
         self._hooks = [optim.register_optimizer_step_pre_hook(
                            self._step_begins),
                        optim.register_optimizer_step_post_hook(
                            self._step_ends)]
+        self._clip = torch.nn.utils.clip_grad_norm_
+        torch.nn.utils.clip_grad_norm_ = self._clipping(self._clip)
         self._modes = [_Functions(self), _Kernels(self)]
         for mode in self._modes:
             mode.__enter__()
@@ -142,6 +155,7 @@ class DtypeLog:
             mode.__exit__(*exc)
         for hook in self._hooks:
             hook.remove()
+        torch.nn.utils.clip_grad_norm_ = self._clip
         return False
 
     def summary(self):

@@ -384,7 +384,9 @@
       { key: "time_us", label: "time", num: true, format: time },
       { key: "casts", label: "casts", num: true, format: count },
       { key: "cast_bytes", label: "cast bytes", num: true, format: bytes },
-    ], p.op_table.slice().sort((a, b) => b.count - a.count), (r) => r.id);
+    ], p.op_table.slice().sort((a, b) =>
+      (a.folded === true) - (b.folded === true) || b.casts - a.casts || b.time_us - a.time_us),
+    (r) => r.id);
     const filter = document.getElementById("r-op-filter");
     filter.oninput = () => {
       const words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);

@@ -17,6 +17,15 @@ def _framework(torch, bridge):
         torch.__version__, bridge.policy_table(torch.__version__))
 
 
+def _value_checks_wanted(value_checks=None):
+    """The value checks (fp16-overflow, cast-underflow) are on unless
+    AMP_VALUE_CHECKS=0 (`amptrace run --no-value-checks` sets it) or the
+    trace() API's value_checks=False."""
+    if value_checks is not None:
+        return bool(value_checks)
+    return os.environ.get("AMP_VALUE_CHECKS", "1") not in ("", "0")
+
+
 def _start_from_run():
     """Called right after the program's `import torch` (sitecustomize)."""
     raw_dir = os.environ.get("AMPTRACE_RAW_DIR")
@@ -24,12 +33,14 @@ def _start_from_run():
         return
     import atexit
     import torch
-    from . import _bridge, _layer
+    from . import _bridge, _layer, _steps
 
     _observe(torch, _bridge)
+    _bridge.value_checks(_value_checks_wanted())
     _bridge.attach(raw_dir, _framework(torch, _bridge))
     _install_layer_once(torch, _bridge, _layer, modules_exist=False)
     atexit.register(_bridge.mark_exit)
+    atexit.register(_steps.close_windows)  # runs first
 
 
 def _find_amptrace():
@@ -62,12 +73,24 @@ class trace:
     The file is complete when the block ends.  `amptrace run` is the
     converter: it runs alongside (a waiting child) and converts this
     process's events as they come; so a crash inside the block still
-    leaves a trace that loads."""
+    leaves a trace that loads.
 
-    def __init__(self, path="trace.json", quiet=True, graph=True):
+    `steps` and `max_size` are `amptrace run`'s --steps and --max-size:
+    the training steps recorded in full detail ("0:19" by default, "5",
+    "10:13", "every:100", "all"), every other one as per-step
+    aggregates, and the size past which full detail stops ("100M").
+    `value_checks`: read the values of low-precision results and casts
+    (fp16-overflow, cast-underflow); by default on unless
+    AMP_VALUE_CHECKS=0."""
+
+    def __init__(self, path="trace.json", quiet=True, graph=True, steps=None,
+                 max_size=None, value_checks=None):
         self.path = path
         self.quiet = quiet
         self.graph = graph  # drawn in a notebook (_repr_html_)
+        self.steps = steps
+        self.max_size = max_size
+        self.value_checks = _value_checks_wanted(value_checks)
         self._converter = None
 
     def _repr_html_(self):
@@ -87,32 +110,43 @@ class trace:
         cmd = [_find_amptrace(), "run", "-o", self.path]
         if self.quiet:
             cmd.append("-q")
-        # The waiting child tells where the raw files go, then waits for
-        # the end of the block (its stdin closes).
+        if self.steps is not None:
+            cmd += ["--steps", str(self.steps)]
+        if self.max_size is not None:
+            cmd += ["--max-size", str(self.max_size)]
+        # The waiting child tells where the raw files go and what to
+        # record (amptrace run checked --steps and --max-size), then waits
+        # for the end of the block (its stdin closes).
+        told = ("AMPTRACE_RAW_DIR", "AMPTRACE_PID", "AMPTRACE_STEPS",
+                "AMPTRACE_MAX_SIZE")
         cmd += ["--", "/bin/sh", "-c",
-                'echo "$AMPTRACE_RAW_DIR"; echo "$AMPTRACE_PID"; cat >/dev/null']
+                "".join('echo "$%s"; ' % name for name in told) +
+                "cat >/dev/null"]
         self._converter = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        raw_dir = self._converter.stdout.readline().strip()
-        converter = self._converter.stdout.readline().strip()
-        if not raw_dir:
+        values = [self._converter.stdout.readline().strip() for _ in told]
+        if not values[0]:
             self._converter.wait()
             raise RuntimeError("amptrace_torch.trace: amptrace run did not "
                                "start (status %s)" % self._converter.returncode)
-        saved = os.environ.get("AMPTRACE_PID")
-        os.environ["AMPTRACE_PID"] = converter
+        # the bridge attaches in this process: it reads them here
+        saved = {name: os.environ.get(name) for name in told[1:]}
+        os.environ.update(zip(told[1:], values[1:]))
+        _bridge.value_checks(self.value_checks)
         try:
-            _bridge.attach(raw_dir, _framework(torch, _bridge))
+            _bridge.attach(values[0], _framework(torch, _bridge))
         finally:
-            if saved is None:
-                del os.environ["AMPTRACE_PID"]
-            else:
-                os.environ["AMPTRACE_PID"] = saved
+            for name, value in saved.items():
+                if value is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = value
         _install_layer_once(torch, _bridge, _layer, modules_exist=True)
         return self
 
     def __exit__(self, *exc):
-        from . import _bridge
+        from . import _bridge, _steps
+        _steps.close_windows()
         _bridge.mark_exit()
         _bridge.detach()
         self._converter.stdin.close()
@@ -141,8 +175,22 @@ def _observe(torch, bridge):
 def _install_layer_once(torch, bridge, layer, modules_exist):
     global _started
     if not _started:
+        from . import _steps
         layer.install(torch, bridge, modules_exist)
+        _steps.install(torch, bridge)
         _started = True
+
+
+from ._regions import region  # noqa: E402 (no torch needed)
+
+
+def step():
+    """Marks the end of a training step (FORMAT.md §8), where the program
+    knows better than its optimizer calls: from the first call on, only
+    these calls end steps.  Nothing when the program is not traced."""
+    if _started:
+        from . import _steps
+        _steps.step()
 
 
 def load_ipython_extension(ipython):

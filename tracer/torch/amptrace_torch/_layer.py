@@ -2,8 +2,9 @@
 
 Autocast regions (enter/exit, depth, dtype, cache flag, where), cache
 clears, the phase (backward inside autograd.backward/grad, optimizer
-inside Optimizer.step), parameter names, thread names, GradScaler, and
-forked multiprocessing children.  Each wrapper calls the original first
+inside Optimizer.step), parameter names, thread names, GradScaler (and
+which gradient made it skip a step), LR scheduler steps of the optimizers
+it steps, and forked multiprocessing children.  Each wrapper calls the original first
 or last exactly as torch would and records around it: the program's
 behaviour does not change.
 """
@@ -15,6 +16,7 @@ import threading
 import weakref
 
 from . import _compile
+from . import _regions
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -72,27 +74,6 @@ def _recording_failed(error):
             pass
 
 
-_locations = {}  # (code, line) -> "file:line", made once per place
-
-
-def _location(torch_dir):
-    """file:line of the code that opened the region (the `with` line or
-    the decorated function's caller), outside torch's and the bridge's
-    own files."""
-    frame = sys._getframe(2)
-    while frame and frame.f_code.co_filename.startswith(
-            (torch_dir, _THIS_DIR + os.sep)):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    key = (frame.f_code, frame.f_lineno)
-    where = _locations.get(key)
-    if where is None:
-        where = _locations[key] = "%s:%d" % (
-            os.path.basename(frame.f_code.co_filename), frame.f_lineno)
-    return where
-
-
 def _wrap_autocast(torch, bridge):
     cls = torch.amp.autocast_mode.autocast
     enter, exit_ = cls.__enter__, cls.__exit__
@@ -107,8 +88,9 @@ def _wrap_autocast(torch, bridge):
             return result
         try:
             enabled, dtype = state(self.device)
-            self._amptrace_scope = _location(torch_dir)
-            bridge.scope(True, _nesting(torch), self.device, dtype, enabled,
+            depth = _nesting(torch)
+            self._amptrace_scope = _regions.name(torch_dir, depth)
+            bridge.scope(True, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
                          self._amptrace_scope)
         except Exception as e:
@@ -136,12 +118,14 @@ def _wrap_autocast(torch, bridge):
     cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
-def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None):
-    """fn in `phase`, then after(result, *args, **kwargs): a C callable
-    (wrap.h) that leaves no frame in the program's tracebacks, binds as a
-    method and carries fn's attributes (functools.update_wrapper)."""
+def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None,
+             before=None):
+    """fn in `phase`, after before(*args, **kwargs) and then
+    after(result, *args, **kwargs): a C callable (wrap.h) that leaves no
+    frame in the program's tracebacks, binds as a method and carries fn's
+    attributes (functools.update_wrapper)."""
     wrapper = functools.update_wrapper(
-        bridge.wrapper(fn, phase, after, closure_phase), fn)
+        bridge.wrapper(fn, phase, after, closure_phase, before=before), fn)
     wrapper._amptrace = True
     return wrapper
 
@@ -175,6 +159,24 @@ def _wrap_phases(torch, bridge):
             self.__class__.step = wrapped
 
     setattr(optimizer, patch_name, patch_step)
+
+
+def _wrap_clip_grad(torch, bridge):
+    """Gradient clipping (clip_grad_norm_, clip_grad_value_) is part of
+    the optimizer's step, not the forward pass: its ops are phase
+    optimizer.  Both names torch exports them under (torch.nn.utils and
+    torch.nn.utils.clip_grad) get the wrapper, before the program imports
+    either."""
+    import torch.nn.utils.clip_grad as clip_grad
+    utils = torch.nn.utils
+    for name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"):
+        fn = getattr(clip_grad, name, None)
+        if fn is None or getattr(fn, "_amptrace", False):
+            continue
+        wrapped = _in_phase(bridge, "optimizer", fn)
+        setattr(clip_grad, name, wrapped)
+        if getattr(utils, name, None) is fn:
+            setattr(utils, name, wrapped)
 
 
 class _Identities:
@@ -526,20 +528,60 @@ def _found_inf(scaler, optimizer):
     return sum(v.item() for v in values) > 0
 
 
-def _wrap_scaler(torch, bridge):
+def _parameters(optimizer):
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                yield param
+
+
+def _name_grads(bridge, optimizer):
+    """Each gradient named after its parameter (fc1.weight.grad) before
+    unscale_ reads them, so the trace says whose gradient overflowed."""
+    for param in _parameters(optimizer):
+        bridge.name_grad(param._cdata, param.grad._cdata)
+
+
+def _first_non_finite_grad(torch, bridge, optimizer):
+    """The id of the first gradient (in the optimizer's order) holding
+    inf or NaN, 0 when none is found: looked for only on a skipped step,
+    with this thread's ops left out of the trace."""
+    previous = bridge.pause(True)
+    try:
+        for param in _parameters(optimizer):
+            grad = param.grad
+            values = grad._values() if grad.is_sparse else grad
+            if not bool(torch.isfinite(values).all()):
+                return bridge.name_grad(param._cdata, grad._cdata)
+    finally:
+        bridge.pause(previous)
+    return 0
+
+
+def _wrap_scaler(torch, bridge, scaled_optimizers):
     """GradScaler: each scale, unscale_, step and update, with the scale,
-    found_inf and skipped steps.  1.13's scaler disables itself without
-    CUDA: no events then.  torch 2.x's is torch.amp.GradScaler (torch.cuda.
-    amp's subclasses it), and runs on the CPU ("cpu")."""
+    found_inf and skipped steps, and the first gradient that held inf/NaN
+    when a step is skipped.  1.13's scaler disables itself without CUDA:
+    no events then.  torch 2.x's is torch.amp.GradScaler (torch.cuda.amp's
+    subclasses it), and runs on the CPU ("cpu").  `scaled_optimizers`: the
+    optimizers a scaler steps (their LR schedulers are watched).  Each
+    gradient is named after its parameter before unscale_ reads it."""
     amp = getattr(torch, "amp", None)
     cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
     # found_inf of the optimizers unscaled or stepped since the last update,
     # per scaler: update() resets them before its after-callback runs
     pending_inf = {}
 
-    def report(what, self, optimizer, found_inf, skipped):
+    def report(what, self, optimizer, found_inf, skipped, culprit=0):
         bridge.scaler(what, id(self), id(optimizer) if optimizer else 0,
-                      self.get_scale(), found_inf, skipped, 0)
+                      self.get_scale(), found_inf, skipped, culprit)
+
+    def naming(self, optimizer):
+        try:
+            if self._enabled:
+                _name_grads(bridge, optimizer)
+        except Exception as e:
+            _recording_failed(e)
 
     def scaled(result, self, outputs):
         try:
@@ -562,7 +604,10 @@ def _wrap_scaler(torch, bridge):
             if self._enabled:
                 inf = _found_inf(self, optimizer)
                 pending_inf[id(self)] = pending_inf.get(id(self), False) or inf
-                report("step", self, optimizer, inf, inf)
+                scaled_optimizers.add(optimizer)
+                culprit = _first_non_finite_grad(torch, bridge, optimizer) \
+                    if inf else 0
+                report("step", self, optimizer, inf, inf, culprit)
         except Exception as e:
             _recording_failed(e)
 
@@ -577,9 +622,48 @@ def _wrap_scaler(torch, bridge):
     # Its ops (unscale and inf check, the scale update) are the
     # optimizer step's, not the forward pass's.
     cls.scale = _wrapped(bridge, cls.scale, None, scaled)
-    cls.unscale_ = _wrapped(bridge, cls.unscale_, "optimizer", unscaled)
+    cls.unscale_ = _wrapped(bridge, cls.unscale_, "optimizer", unscaled,
+                            before=naming)
     cls.step = _wrapped(bridge, cls.step, "optimizer", stepped)
     cls.update = _wrapped(bridge, cls.update, "optimizer", updated)
+
+
+def _wrap_lr_schedulers(torch, bridge, scaled):
+    """An LR scheduler's step, for an optimizer a GradScaler steps: an
+    amp.scaler event "lr_scheduler_step" (scaler 0, the optimizer's id),
+    so that a schedule advanced on a skipped step is seen
+    (lr-scheduler-skipped-step).  A step ends by setting the scheduler's
+    _last_lr (every scheduler of torch 1.13 and 2.x does), so that set is
+    watched rather than step() wrapped: a Python wrapper of step() would
+    stand between the program and step(), and step()'s own warnings
+    (stacklevel=2: "lr_scheduler.step() before optimizer.step()", which a
+    skipped first step triggers) would name the wrapper's line instead of
+    the program's."""
+    module = torch.optim.lr_scheduler
+    base = getattr(module, "LRScheduler", None) or module._LRScheduler
+    classes = [base]
+    plateau = getattr(module, "ReduceLROnPlateau", None)
+    if plateau is not None and not issubclass(plateau, base):
+        classes.append(plateau)
+
+    def watch(cls):
+        set_attribute = cls.__setattr__
+
+        def __setattr__(self, name, value):
+            set_attribute(self, name, value)
+            if name != "_last_lr":
+                return
+            try:
+                optimizer = self.__dict__.get("optimizer")
+                if optimizer is not None and optimizer in scaled:
+                    bridge.scaler("lr_scheduler_step", 0, id(optimizer),
+                                  float("nan"), False, False, 0)
+            except Exception as e:
+                _recording_failed(e)
+        cls.__setattr__ = __setattr__
+
+    for cls in classes:
+        watch(cls)
 
 
 # What torch raises for a failed op (c10::Error and its Python mappings).
@@ -649,15 +733,18 @@ def install(torch, bridge, modules_exist):
     once and the others still record.  `modules_exist`: the program may
     have made modules already (installed by the trace() API, not right
     after its `import torch`)."""
+    scaled = _Identities()  # optimizers a GradScaler steps
     namer = []
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
+                 lambda: _wrap_clip_grad(torch, bridge),
                  lambda: namer.append(
                      _name_parameters(torch, bridge, modules_exist)),
                  lambda: _track_modules(torch, bridge),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
-                 lambda: _wrap_scaler(torch, bridge),
+                 lambda: _wrap_scaler(torch, bridge, scaled),
+                 lambda: _wrap_lr_schedulers(torch, bridge, scaled),
                  lambda: _wrap_inference_mode(torch, bridge),
                  lambda: _custom_functions(torch, bridge),
                  lambda: _hook_exceptions(bridge),

@@ -37,6 +37,7 @@
 #include "fallback.h"
 #include "gpu.h"
 #include "producer.h"
+#include "values.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -78,7 +79,12 @@ struct op_record {
 	/* the pending cast (ROLE_CAST child) */
 	int cast_arg;
 	uint64_t cast_begin_ns;
+	struct values_tensor cast_source; /* its elements (value checks) */
 	bool gpu_pushed;       /* its id is the kernels' correlation id */
+	int parent_record;     /* the op around it (a composite), or -1 */
+	/* a cast of its arguments or an op inside it made the first inf or
+	 * NaN (values.c): its own inf is theirs */
+	bool inner_origin;
 };
 
 struct frame {
@@ -123,6 +129,7 @@ struct thread_state {
 	uint64_t failed_op_id;
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
+	bool paused;           /* events_pause */
 	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
 	/* torch.compile (compiled.c): while a graph is compiled its ops
 	 * run on fake tensors and are none of the program's; the op of the
@@ -208,6 +215,10 @@ static void args_copy(struct obs_args *dst, const struct obs_args *src)
 	memcpy(dst->tensors, src->tensors, (size_t)n * sizeof *src->tensors);
 	memcpy(dst->versions, src->versions, (size_t)n * sizeof *src->versions);
 	memcpy(dst->optional, src->optional, (size_t)n * sizeof *src->optional);
+	memcpy(dst->data, src->data, (size_t)n * sizeof *src->data);
+	memcpy(dst->numel, src->numel, (size_t)n * sizeof *src->numel);
+	memcpy(dst->dense, src->dense, (size_t)n * sizeof *src->dense);
+	memcpy(dst->strides, src->strides, (size_t)n * sizeof *src->strides);
 }
 
 /* ------------------------------------------------------------ emitting */
@@ -575,15 +586,21 @@ static const struct frame *parent_frame(struct thread_state *s)
 	return NULL;
 }
 
-/* The custom Function an op with no owner runs in (its parent_op_id). */
-static uint64_t enclosing_function(struct thread_state *s)
+/* The record of the custom Function an op with no owner runs in, or -1. */
+static int enclosing_function_record(struct thread_state *s)
 {
 	for (int i = s->nframes - 1; i >= 0; i--)
 		if (s->frames[i].role == ROLE_OP)
-			return s->frames[i].function
-				       ? s->ops[s->frames[i].record].op_id
-				       : 0;
-	return 0;
+			return s->frames[i].function ? s->frames[i].record : -1;
+	return -1;
+}
+
+/* The custom Function an op with no owner runs in (its parent_op_id). */
+static uint64_t enclosing_function(struct thread_state *s)
+{
+	int record = enclosing_function_record(s);
+
+	return record >= 0 ? s->ops[record].op_id : 0;
 }
 
 /* The parent of an op no op of this thread owns: the custom Function
@@ -660,6 +677,8 @@ static unsigned open_op(struct thread_state *s, struct obs_op *op,
 	r->autocast_wraps = false;
 	r->function = false;
 	r->inner.ntensors = 0;
+	r->parent_record = owner >= 0 ? owner : enclosing_function_record(s);
+	r->inner_origin = false;
 	r->event = (struct producer_op){
 		.op_id = op_id,
 		.parent_op_id = owner >= 0 ? s->ops[owner].op_id
@@ -674,10 +693,13 @@ static unsigned open_op(struct thread_state *s, struct obs_op *op,
 				   r->event.phase == AMP_PHASE_BACKWARD
 			   ? gradient_cast(s, op) : NULL;
 	link_forward(s, seq_nr, op_id, r->module);
-	return push(s, ROLE_OP, s->nops++,
-		    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
-			    (r->event.phase == AMP_PHASE_BACKWARD ? OBS_IN_BACKWARD
-								   : 0));
+	unsigned want = OBS_WANT_INPUTS | OBS_WANT_OUTPUTS;
+	if (r->event.phase == AMP_PHASE_BACKWARD)
+		want |= OBS_IN_BACKWARD;
+	/* the optimizer's ops run in f32 on f32 master weights */
+	if (values_enabled() && r->event.phase != AMP_PHASE_OPTIMIZER)
+		want |= OBS_WANT_VALUES;
+	return push(s, ROLE_OP, s->nops++, want);
 }
 
 /* A custom autograd Function's apply, or its backward node (`backward`,
@@ -722,6 +744,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 	}
 	if (s->ignoring)
 		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
+	if (s->paused)
+		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
 	if (!op->kind_ready)
 		classify(op);
 	if (op->backward_node) {
@@ -759,7 +783,10 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		if (direct && r->autocast_wraps) {
 			if (!strcmp(op->op, "to"))
 				return push(s, ROLE_CAST, owner,
-					    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS);
+					    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+						    (values_enabled()
+							     ? OBS_WANT_VALUES
+							     : 0));
 			if (!r->inner_seen && !strcmp(op->op, r->op->op) &&
 			    !strcmp(op->overload, r->op->overload))
 				return push(s, ROLE_INNER, owner,
@@ -778,9 +805,28 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		   parent->function && !parent->backward) {
 		/* custom_fwd's cast of the Function's input */
 		return push(s, ROLE_CAST, parent->record,
-			    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS);
+			    OBS_WANT_INPUTS | OBS_WANT_OUTPUTS |
+				    (values_enabled() ? OBS_WANT_VALUES : 0));
 	}
 	return open_op(s, op, seq_nr, owner);
+}
+
+/* A top-level op outside backward and the optimizer is the forward
+ * pass's when autograd records it (grad on, an input that requires
+ * grad) or it runs in an autocast region; anything else (initialising
+ * weights, loading data, zeroing gradients, reading a loss) is "other". */
+static uint8_t phase_of(const struct thread_state *s,
+			const struct op_record *r,
+			const struct obs_autocast *autocast)
+{
+	if (r->event.phase != AMP_PHASE_FORWARD || r->event.parent_op_id ||
+	    s->depth > 0)
+		return r->event.phase;
+	for (int i = 0; autocast->grad_enabled && i < r->inputs.ntensors; i++)
+		if (r->inputs.tensors[i].flags &
+		    PRODUCER_TENSOR_REQUIRES_GRAD)
+			return AMP_PHASE_FORWARD;
+	return PRODUCER_PHASE_OTHER;
 }
 
 unsigned events_begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
@@ -807,6 +853,7 @@ void events_begin_args(const struct obs_args *inputs,
 		args_copy(&r->inputs, inputs);
 		memset(r->matched, 0, sizeof r->matched);
 		plan_op(r, autocast);
+		r->event.phase = phase_of(s, r, autocast);
 		r->event.autocast.depth = s->depth;
 		r->event.autocast.scope = s->nscopes ? s->scopes[s->nscopes - 1]
 						     : NULL;
@@ -838,6 +885,7 @@ void events_begin_args(const struct obs_args *inputs,
 				r->cast_arg = i;
 				break;
 			}
+		values_tensor_of(inputs, 0, &r->cast_source);
 		break;
 	}
 	case ROLE_INNER:
@@ -879,6 +927,47 @@ static int defined_tensors(const struct obs_args *args,
 	return n;
 }
 
+/* ------------------------------------------------------- value checks */
+
+static struct values_op values_op_of(const struct op_record *r)
+{
+	return (struct values_op){
+		.op_id = r->op_id, .op = r->op->op, .overload = r->op->overload,
+		.module = r->event.module, .phase = r->event.phase, .forward_op_id = r->event.forward_op_id,
+		.arguments = &r->inputs,
+	};
+}
+
+static bool is_cast_op(const struct obs_op *op)
+{
+	return !strcmp(op->op, "to") || !strcmp(op->op, "_to_copy");
+}
+
+/* The ops autocast touched (run with autocast on for their device) and
+ * backward's: their low-precision results; the program's own casts
+ * (x.half(), model.half()) in the forward: the cast's source.  An origin
+ * found inside an op is its composite's too. */
+static void check_values(struct thread_state *s, struct op_record *r,
+			 const struct obs_args *outputs)
+{
+	struct values_op op = values_op_of(r);
+	bool origin;
+
+	if (r->event.phase == AMP_PHASE_FORWARD && is_cast_op(r->op) &&
+	    r->inputs.ntensors && outputs->ntensors) {
+		struct values_tensor source;
+		values_tensor_of(&r->inputs, 0, &source);
+		origin = values_check_cast(&op, &source, &outputs->tensors[0]);
+	}
+	else if (r->event.phase == AMP_PHASE_BACKWARD ||
+		 r->event.autocast.enabled)
+		origin = values_check_results(&op, outputs, r->inner_origin);
+	else
+		return;
+	if (origin && r->parent_record >= 0)
+		s->ops[r->parent_record].inner_origin = true;
+}
+
 static void end_op(struct thread_state *s, struct op_record *r,
 		   const struct obs_args *outputs, bool failed)
 {
@@ -912,6 +1001,8 @@ static void end_op(struct thread_state *s, struct op_record *r,
 			     "visible to the observer)";
 	}
 	emit(&e);
+	if (outputs && !failed && values_enabled())
+		check_values(s, r, outputs);
 	s->failed_op_id = failed ? r->op_id : 0;
 	if (failed)
 		snprintf(s->failed_op, sizeof s->failed_op, "%s", e.op.op);
@@ -961,6 +1052,11 @@ void events_end(const struct obs_args *outputs, bool failed)
 			}
 			emit_cast(s, r, arg, &outputs->tensors[0], cache,
 				  reason, false, r->cast_begin_ns, NULL);
+			struct values_op op = values_op_of(r);
+			if (values_enabled() &&
+			    values_check_cast(&op, &r->cast_source,
+					      &outputs->tensors[0]))
+				r->inner_origin = true;
 		}
 	}
 }
@@ -981,9 +1077,17 @@ bool events_custom_casts(bool inside)
 	return previous;
 }
 
+/* An optimizer step begins (an optimizer's, or GradScaler's unscale_,
+ * step or update): the step's forward and backward are done, so the
+ * device's value checks are read now, before the step's GradScaler
+ * events. */
 void events_set_phase(enum amp_phase phase)
 {
-	thread_state()->phase = phase;
+	struct thread_state *s = thread_state();
+
+	if (phase == AMP_PHASE_OPTIMIZER && s->phase != AMP_PHASE_OPTIMIZER)
+		values_flush();
+	s->phase = phase;
 }
 
 enum amp_phase events_phase(void)
@@ -1073,6 +1177,15 @@ void events_regions(int *depth, const char **scope)
 	*depth = s->depth;
 	*scope = s->nscopes && s->nscopes <= MAX_SCOPES
 			 ? s->scopes[s->nscopes - 1] : NULL;
+}
+
+bool events_pause(bool paused)
+{
+	struct thread_state *s = thread_state();
+	bool previous = s->paused;
+
+	s->paused = paused;
+	return previous;
 }
 
 void events_after_fork(void)

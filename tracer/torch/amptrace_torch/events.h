@@ -86,6 +86,9 @@ uint64_t events_new_op_id(void);
 void events_link_forward(int64_t seq, uint64_t op_id);
 /* The autocast regions open on this thread: nesting and innermost name. */
 void events_regions(int *depth, const char **scope);
+/* While paused, the calling thread's calls are not recorded (the bridge's
+ * own torch ops).  Returns the previous state. */
+bool events_pause(bool paused);
 /* In a forked child: calls in flight belong to the parent. */
 void events_after_fork(void);
 

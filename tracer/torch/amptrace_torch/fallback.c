@@ -276,6 +276,14 @@ uint64_t fallback_name_tensor(uintptr_t impl, const char *name)
 	return e->id;
 }
 
+const char *fallback_tensor_name(uintptr_t impl)
+{
+	if (!impl || !table_slots)
+		return NULL;
+	struct entry *e = slot_for(table, table_slots, impl);
+	return e->impl == impl && !entry_dead(e) ? e->name : NULL;
+}
+
 /* ------------------------------------------------------- describing */
 
 static enum amp_dtype dtype_of(PyObject *dtype)
@@ -316,6 +324,9 @@ static void describe(PyObject *tensor, struct obs_args *a, bool optional,
 	*info = (struct producer_tensor){ 0 };
 	a->optional[i] = optional;
 	a->versions[i] = 0;
+	/* the value checks need the observer (elements read in place) */
+	a->data[i] = NULL;
+	a->numel[i] = 0;
 	a->ntensors = i + 1;
 	struct entry *e = entry_of(tensor, fresh);
 	if (!e) {

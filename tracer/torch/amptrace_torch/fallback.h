@@ -22,6 +22,8 @@ uint64_t fallback_name_tensor(uintptr_t impl, const char *name);
 /* The id and name of a Python tensor, as the observer's tensor_id gives
  * them. */
 uint64_t fallback_tensor_id(PyObject *tensor, const char **name);
+/* The name of the tensor whose TensorImpl is `impl`, or NULL. */
+const char *fallback_tensor_name(uintptr_t impl);
 
 /* The Python entry points, for the module's method table. */
 PyObject *fallback_py_init(PyObject *self, PyObject *args);

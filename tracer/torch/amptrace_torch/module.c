@@ -20,6 +20,7 @@
 #include "gpu.h"
 #include "fallback.h"
 #include "producer.h"
+#include "values.h"
 #include "wrap.h"
 
 #include <dlfcn.h>
@@ -107,6 +108,7 @@ static PyObject *bridge_load_observer(PyObject *self, PyObject *args)
 		return NULL;
 	}
 	observer = bound;
+	values_bind(&observer);
 	Py_RETURN_NONE;
 }
 
@@ -153,6 +155,7 @@ static PyObject *bridge_detach(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
+	values_flush();
 	if (observer.enable)
 		observer.enable(false);
 	gpu_end();
@@ -164,6 +167,7 @@ static PyObject *bridge_mark_exit(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
+	values_flush();
 	gpu_end();
 	producer_mark_exit();
 	Py_RETURN_NONE;
@@ -299,6 +303,15 @@ static PyObject *bridge_custom_casts(PyObject *self, PyObject *args)
 	return PyBool_FromLong(events_custom_casts(inside));
 }
 
+/* phase() -> this thread's phase outside autograd nodes ("forward",
+ * "backward" inside autograd.backward, "optimizer", "other"). */
+static PyObject *bridge_phase(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyUnicode_FromString(amp_phase_name(events_phase()));
+}
+
 /* name_tensor(cdata, name) -> id: cdata is a Tensor's _cdata. */
 static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 {
@@ -332,6 +345,57 @@ uint64_t bridge_tensor_id(PyObject *tensor, const char **name)
 		return 0;
 	}
 	return observer.tensor_id(impl, name);
+}
+
+/* name_grad(param_cdata, grad_cdata) -> the gradient's id: named after
+ * its parameter ("fc1.weight.grad") when the parameter has a name. */
+static PyObject *bridge_name_grad(PyObject *self, PyObject *args)
+{
+	unsigned long long param, grad;
+	char name[1100];
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "KK", &param, &grad))
+		return NULL;
+	const char *base = fallback_active()
+				   ? fallback_tensor_name((uintptr_t)param)
+			   : observer.tensor_name
+				   ? observer.tensor_name((uintptr_t)param)
+				   : NULL;
+	if (base && base[0] && base[0] != '(')
+		snprintf(name, sizeof name, "%s.grad", base);
+	else
+		snprintf(name, sizeof name, "(a gradient)");
+	if (fallback_active())
+		return PyLong_FromUnsignedLongLong(
+			fallback_name_tensor((uintptr_t)grad, name));
+	return PyLong_FromUnsignedLongLong(
+		observer.name_tensor ? observer.name_tensor((uintptr_t)grad, name)
+				     : 0);
+}
+
+/* value_checks(enabled): the bridge's value checks on or off (values.h). */
+static PyObject *bridge_value_checks(PyObject *self, PyObject *args)
+{
+	int enabled;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &enabled))
+		return NULL;
+	values_set_enabled(enabled);
+	Py_RETURN_NONE;
+}
+
+/* pause(paused) -> the previous state: while paused, the calling thread's
+ * torch ops are not recorded (the bridge's own look at the gradients). */
+static PyObject *bridge_pause(PyObject *self, PyObject *args)
+{
+	int paused;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &paused))
+		return NULL;
+	return PyBool_FromLong(events_pause(paused));
 }
 
 /* scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped,
@@ -385,6 +449,51 @@ static PyObject *bridge_op_exception(PyObject *self, PyObject *args)
 	return PyBool_FromLong(events_op_exception(text));
 }
 
+/* step_end(marker): the training step in progress ended now (_steps.py
+ * decides when); `marker` says what ended it. */
+static PyObject *bridge_step_end(PyObject *self, PyObject *args)
+{
+	const char *marker;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s", &marker))
+		return NULL;
+	producer_step_end(intern(marker), amp_now_ns(), amp_thread_number());
+	Py_RETURN_NONE;
+}
+
+/* evaluation(begin_ns, how): an evaluation window ran from begin_ns
+ * (now()'s) to now. */
+static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
+{
+	unsigned long long begin_ns;
+	const char *how;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "Ks", &begin_ns, &how))
+		return NULL;
+	producer_evaluation(begin_ns, amp_now_ns(), intern(how),
+			    amp_thread_number());
+	Py_RETURN_NONE;
+}
+
+/* now() -> the events' clock, in ns. */
+static PyObject *bridge_now(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(amp_now_ns());
+}
+
+/* step_now() -> (the step in progress, whether it is recorded in full). */
+static PyObject *bridge_step_now(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return Py_BuildValue("(KO)", (unsigned long long)producer_step_now(),
+			     producer_step_detail() ? Py_True : Py_False);
+}
+
 static PyMethodDef methods[] = {
 	{ "load_observer", bridge_load_observer, METH_VARARGS,
 	  "load_observer(path): bind the observer built for this torch" },
@@ -401,6 +510,7 @@ static PyMethodDef methods[] = {
 	  "scope(enter, depth, device, dtype, enabled, cache_enabled, name)" },
 	{ "cache_clear", bridge_cache_clear, METH_NOARGS,
 	  "the autocast cache of this thread was emptied" },
+	{ "phase", bridge_phase, METH_NOARGS, "phase() -> this thread's phase" },
 	{ "custom_function", bridge_custom_function, METH_VARARGS,
 	  "custom_function(name): a custom autograd Function's class name" },
 	{ "custom_casts", bridge_custom_casts, METH_VARARGS,
@@ -415,6 +525,12 @@ static PyMethodDef methods[] = {
 	  "module_depth() -> modules whose forward runs on this thread" },
 	{ "name_tensor", bridge_name_tensor, METH_VARARGS,
 	  "name_tensor(cdata, name) -> tensor id" },
+	{ "name_grad", bridge_name_grad, METH_VARARGS,
+	  "name_grad(param_cdata, grad_cdata) -> the gradient's tensor id" },
+	{ "value_checks", bridge_value_checks, METH_VARARGS,
+	  "value_checks(enabled): the value checks on or off" },
+	{ "pause", bridge_pause, METH_VARARGS,
+	  "pause(paused) -> previous: this thread's ops unrecorded meanwhile" },
 	{ "scaler", bridge_scaler, METH_VARARGS,
 	  "scaler(what, scaler_id, optimizer_id, scale, found_inf, skipped, "
 	  "inf_tensor_id)" },
@@ -424,6 +540,13 @@ static PyMethodDef methods[] = {
 	  "set_inference_mode(enabled)" },
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
+	{ "step_end", bridge_step_end, METH_VARARGS,
+	  "step_end(marker): the training step in progress ended" },
+	{ "evaluation", bridge_evaluation, METH_VARARGS,
+	  "evaluation(begin_ns, how): an evaluation window ended" },
+	{ "now", bridge_now, METH_NOARGS, "now() -> the events' clock (ns)" },
+	{ "step_now", bridge_step_now, METH_NOARGS,
+	  "step_now() -> (step in progress, recorded in full detail)" },
 	FALLBACK_METHODS
 	COMPILED_METHODS
 	WRAP_METHODS

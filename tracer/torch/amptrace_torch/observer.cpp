@@ -23,12 +23,14 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/version.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
@@ -110,9 +112,48 @@ enum amp_dtype dtype_of(c10::ScalarType t)
 const char *const made_in_backward = "(saved inside a forward op)";
 const char *const made_elsewhere = "(made outside the recorded ops)";
 
+// A tensor in host memory, read in place (obs_args.data): the address of
+// its first element, whether it is dense, its strides; or nullptr.  Not
+// a Python subclass's (its strides may be Python's to compute), nor one
+// whose storage torch does not let be read (functional and fake tensors
+// throw).
+const void *host_elements(c10::TensorImpl *impl, bool *dense,
+			  int64_t strides[PRODUCER_MAX_DIMS])
+{
+	if (!impl->is_cpu() || impl->layout() != c10::kStrided ||
+	    !impl->has_storage() || impl->dim() > PRODUCER_MAX_DIMS ||
+	    impl->key_set().has(c10::DispatchKey::Python))
+		return nullptr;
+	try {
+		auto s = impl->strides();
+		for (size_t d = 0; d < s.size(); d++)
+			strides[d] = s[d];
+		*dense = impl->is_non_overlapping_and_dense();
+		return impl->data();
+	} catch (const std::exception &) {
+		return nullptr;
+	}
+}
+
+// Where describe() puts what the value checks read: the elements of host
+// tensors (obs_args.data), and device tensors kept for cuda_queue.
+struct value_sink {
+	bool wanted;
+	std::vector<at::Tensor> *device; // index i: tensor i, if on a GPU
+};
+
+void keep_device_tensor(const at::Tensor &t, int i, const value_sink &sink)
+{
+	if (!sink.device || !t.is_cuda())
+		return;
+	if ((int)sink.device->size() <= i)
+		sink.device->resize(i + 1);
+	(*sink.device)[i] = t;
+}
+
 // Called with ids_lock held (once per call, not per tensor).
 void describe(const at::Tensor &t, struct obs_args *a, bool optional,
-	      const char *fresh_name)
+	      const char *fresh_name, const value_sink &sink)
 {
 	int i = a->ntensors;
 	if (i >= OBS_MAX_TENSORS)
@@ -120,6 +161,8 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	struct producer_tensor *info = &a->tensors[i];
 	a->optional[i] = optional;
 	a->ntensors = i + 1;
+	a->data[i] = nullptr;
+	a->numel[i] = 0;
 	if (!t.defined()) {
 		*info = producer_tensor{};
 		info->id = 0;
@@ -148,11 +191,22 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	/* an inference tensor has no version counter: reading it throws
 	 * inside torch's callback, which drops the call and prints a stack */
 	a->versions[i] = t.is_inference() ? 0 : (int64_t)t._version();
+	if (sink.wanted) {
+		try {
+			a->numel[i] = impl->numel();
+			a->data[i] = host_elements(impl, &a->dense[i],
+						   a->strides[i]);
+		} catch (const std::exception &) {
+			// a tensor without a plain element count (nested)
+		}
+		keep_device_tensor(t, i, sink);
+	}
 }
 
 void describe_values(c10::ArrayRef<const c10::IValue> values,
 		     struct obs_args *a, const char *fresh_name,
-		     uint64_t optional_args, int dtype_index)
+		     uint64_t optional_args, int dtype_index,
+		     const value_sink &sink)
 {
 	a->ntensors = 0;
 	a->dtype_arg = AMP_DTYPE_NONE;
@@ -166,14 +220,16 @@ void describe_values(c10::ArrayRef<const c10::IValue> values,
 		const c10::IValue &v = values[i];
 		if (v.isTensor()) {
 			describe(v.toTensor(), a,
-				 i < 64 && (optional_args >> i & 1), fresh_name);
+				 i < 64 && (optional_args >> i & 1), fresh_name,
+				 sink);
 		} else if (v.isTensorList()) {
 			for (const at::Tensor &t : v.toTensorList().vec())
-				describe(t, a, false, fresh_name);
+				describe(t, a, false, fresh_name, sink);
 		} else if (v.isList()) {
 			for (const c10::IValue &e : v.toListRef())
 				if (e.isTensor())
-					describe(e.toTensor(), a, false, fresh_name);
+					describe(e.toTensor(), a, false, fresh_name,
+						 sink);
 		}
 	}
 }
@@ -235,6 +291,10 @@ struct thread_cache {
 	struct obs_args args = {};
 	// frame_contexts to reuse: every call on every thread gets one.
 	frame_context *free_contexts = nullptr;
+	// The call events.c is ending now, and its device results: what
+	// cuda_queue reads.
+	frame_context *ending = nullptr;
+	std::vector<at::Tensor> ending_results;
 
 	~thread_cache();
 };
@@ -339,6 +399,9 @@ struct frame_context : at::ObserverContext {
 	unsigned want;
 	const struct obs_op *op;
 	int exceptions;    // std::uncaught_exceptions() at a recorded start
+	// OBS_WANT_VALUES: the arguments on a GPU (index as described),
+	// released when the call ends
+	std::vector<at::Tensor> device_args;
 	frame_context *next_free;
 
 	static void *operator new(size_t size);
@@ -356,6 +419,8 @@ void *frame_context::operator new(size_t size)
 	return ::operator new(size);
 }
 
+// A context is destroyed before its memory comes here: the next call
+// that takes it constructs it again.
 void frame_context::operator delete(void *p)
 {
 	frame_context *c = static_cast<frame_context *>(p);
@@ -417,6 +482,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 	unsigned want = events->begin(op, fn.scope() ==
 				      at::RecordScope::BACKWARD_FUNCTION,
 				      fn.seqNr(), autocast_any);
+	auto ctx = std::make_unique<frame_context>();
 	if (want & OBS_WANT_INPUTS) {
 		struct obs_autocast ac;
 		ac.enabled[AMP_DEVICE_CPU] = autocast_on(c10::DeviceType::CPU);
@@ -427,13 +493,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 			dtype_of(autocast_dtype(c10::DeviceType::CUDA));
 		ac.cache_enabled = at::autocast::is_autocast_cache_enabled();
 		ac.grad_enabled = c10::GradMode::is_enabled();
+		value_sink sink{ (want & OBS_WANT_VALUES) != 0,
+				 &ctx->device_args };
 		describe_values(fn.inputs(), &tc.args,
 				(want & OBS_IN_BACKWARD) ? made_in_backward
 							 : made_elsewhere,
-				op->optional_args, op->dtype_index);
+				op->optional_args, op->dtype_index, sink);
 		events->begin_args(&tc.args, &ac);
 	}
-	auto ctx = std::make_unique<frame_context>();
 	ctx->want = want;
 	ctx->op = op;
 	// Only a call whose results are described reports a failure.
@@ -461,10 +528,16 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 	if (frame->op->returns > 0 && outputs.empty())
 		failed = true;
 	thread_cache &tc = cache_for_thread();
+	value_sink sink{ (frame->want & OBS_WANT_VALUES) != 0,
+			 &tc.ending_results };
 	describe_values(c10::ArrayRef<const c10::IValue>(outputs.data(),
 							 outputs.size()),
-			&tc.args, nullptr, 0, -1);
+			&tc.args, nullptr, 0, -1, sink);
+	tc.ending = frame;
 	events->end(&tc.args, failed);
+	tc.ending = nullptr;
+	tc.ending_results.clear();
+	frame->device_args.clear();
 }
 
 at::CallbackHandle callback;
@@ -525,6 +598,170 @@ uint64_t tensor_id(uintptr_t impl, const char **name)
 	return e.id;
 }
 
+const char *tensor_name(uintptr_t impl)
+{
+	if (!impl)
+		return nullptr;
+	std::lock_guard<std::mutex> guard(ids_lock);
+	auto it = ids.find(reinterpret_cast<c10::TensorImpl *>(impl));
+	return it != ids.end() && !it->second.weak.expired() ? it->second.name
+							     : nullptr;
+}
+
+// ------------------------------------------------ value checks on a GPU
+//
+// One small reduction per checked call, queued on the device as a few
+// counts in one tensor, and read with all the others of the step by
+// cuda_collect (one copy to the host), never a sync per op.  The counts
+// are the ones the host checks make (diag_scan.h); events.c applies the
+// same verdicts to them.  Not run here: no GPU on the machines this was
+// written on (README.md says so).
+
+struct queued_reduction {
+	uint64_t tag;
+	enum obs_reduce what;
+	at::Tensor counts; // (8,) f64 on the device
+};
+std::mutex queued_lock;
+std::vector<queued_reduction> queued;
+
+constexpr int64_t reduction_size = 8;
+
+at::Tensor as_f64(const at::Tensor &t)
+{
+	return t.to(at::kDouble);
+}
+
+// [inf, nan, arguments' non-finite, arguments' largest finite |x|]
+at::Tensor result_counts(const at::Tensor &result,
+			 const std::vector<at::Tensor> &arguments)
+{
+	at::Tensor non_finite = at::zeros({}, result.options().dtype(at::kLong));
+	at::Tensor max_abs = at::zeros({}, result.options().dtype(at::kDouble));
+	for (const at::Tensor &a : arguments) {
+		if (!a.defined() || !a.is_floating_point() || !a.numel() ||
+		    a.device() != result.device())
+			continue;
+		at::Tensor finite = a.isfinite();
+		non_finite = non_finite + finite.logical_not().sum();
+		max_abs = at::maximum(max_abs,
+				      as_f64(a.abs().masked_fill(
+					      finite.logical_not(), 0).max()));
+	}
+	at::Tensor zero = at::zeros({}, max_abs.options());
+	return at::stack({ as_f64(result.isinf().sum()),
+			   as_f64(result.isnan().sum()), as_f64(non_finite),
+			   max_abs, zero, zero, zero, zero });
+}
+
+// [overflowed, flushed, nonzero, zeroed, lost, total, max |x|, 0]
+at::Tensor cast_counts(const at::Tensor &source, const float limits[3])
+{
+	at::Tensor a = source.abs();
+	at::Tensor finite = a.isfinite(), positive = a.gt(0);
+	at::Tensor flushed = positive.logical_and(a.lt(limits[0]));
+	at::Tensor finite_abs = as_f64(a.masked_fill(finite.logical_not(), 0));
+	at::Tensor zero = at::zeros({}, finite_abs.options());
+	return at::stack({
+		as_f64(finite.logical_and(a.ge(limits[2])).sum()),
+		as_f64(flushed.sum()),
+		as_f64(finite.logical_and(positive).sum()),
+		as_f64(positive.logical_and(a.le(limits[1])).sum()),
+		as_f64(a.masked_fill(flushed.logical_not(), 0)).sum(),
+		finite_abs.sum(),
+		a.numel() ? finite_abs.max() : zero,
+		zero });
+}
+
+bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
+		uint64_t tag)
+{
+	thread_cache &tc = cache_for_thread();
+	frame_context *frame = tc.ending;
+	if (!frame)
+		return false;
+	const std::vector<at::Tensor> &tensors =
+		what == OBS_REDUCE_RESULT ? tc.ending_results : frame->device_args;
+	if (what == OBS_REDUCE_CAST_SOURCE)
+		index = 0;
+	if (index < 0 || index >= (int)tensors.size() ||
+	    !tensors[index].defined())
+		return false;
+	// Our reductions are no ops of the program: unobserved, outside
+	// autograd and autocast.
+	at::RecordFunctionGuard unobserved(false);
+	at::NoGradGuard no_grad;
+	c10::impl::ExcludeDispatchKeyGuard no_autocast(
+		c10::autocast_dispatch_keyset);
+	try {
+		at::Tensor counts =
+			what == OBS_REDUCE_RESULT
+				? result_counts(tensors[index], frame->device_args)
+				: cast_counts(tensors[index], limits);
+		std::lock_guard<std::mutex> guard(queued_lock);
+		queued.push_back({ tag, what, counts });
+	} catch (const std::exception &) {
+		return false;
+	}
+	return true;
+}
+
+struct obs_reduction reduction_of(enum obs_reduce what, const double *v)
+{
+	struct obs_reduction r = {};
+	r.what = what;
+	if (what == OBS_REDUCE_RESULT) {
+		r.inf = (int64_t)v[0];
+		r.nan = (int64_t)v[1];
+		r.arguments_non_finite = (int64_t)v[2];
+		r.arguments_max_abs = v[3];
+	} else {
+		r.overflowed = (int64_t)v[0];
+		r.flushed = (int64_t)v[1];
+		r.nonzero = (int64_t)v[2];
+		r.zeroed = (int64_t)v[3];
+		r.lost = v[4];
+		r.total = v[5];
+		r.max_abs = v[6];
+	}
+	return r;
+}
+
+// Per device: the queued counts stacked and copied to the host at once.
+void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
+{
+	std::vector<queued_reduction> taken;
+	{
+		std::lock_guard<std::mutex> guard(queued_lock);
+		taken.swap(queued);
+	}
+	if (taken.empty())
+		return;
+	at::RecordFunctionGuard unobserved(false);
+	at::NoGradGuard no_grad;
+	std::map<int, std::vector<size_t>> by_device;
+	for (size_t i = 0; i < taken.size(); i++)
+		by_device[taken[i].counts.device().index()].push_back(i);
+	for (const auto &device : by_device) {
+		std::vector<at::Tensor> counts;
+		for (size_t i : device.second)
+			counts.push_back(taken[i].counts);
+		try {
+			at::Tensor host = at::stack(counts).cpu().contiguous();
+			const double *v = host.data_ptr<double>();
+			for (size_t k = 0; k < device.second.size(); k++) {
+				const queued_reduction &q = taken[device.second[k]];
+				struct obs_reduction r =
+					reduction_of(q.what, v + k * reduction_size);
+				deliver(q.tag, &r);
+			}
+		} catch (const std::exception &) {
+			// a device error: these counts are lost, the program's
+			// own next call on the device reports it
+		}
+	}
+}
+
 } // namespace
 
 extern "C" __attribute__((visibility("default"))) int
@@ -534,6 +771,8 @@ amptrace_observer_bind(unsigned abi, const struct obs_events *table,
 	if (abi != OBS_ABI_VERSION)
 		return -1;
 	events = table;
-	*observer = obs_observer{ install, enable, name_tensor, tensor_id };
+	*observer = obs_observer{ install,     enable,	   name_tensor,
+				  tensor_name, cuda_queue, cuda_collect,
+				  tensor_id };
 	return 0;
 }

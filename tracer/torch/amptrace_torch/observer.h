@@ -53,6 +53,14 @@ struct obs_args {
 	int64_t versions[OBS_MAX_TENSORS]; /* version counters (stale hits) */
 	bool optional[OBS_MAX_TENSORS];    /* an optional<Tensor> slot */
 	enum amp_dtype dtype_arg;          /* the call's dtype argument */
+	/* OBS_WANT_VALUES: a tensor in host memory, read in place while the
+	 * call runs: its element [0, ..., 0], its `numel` elements laid out
+	 * by `strides` (in elements; `dense`: with no gaps, in some order);
+	 * else NULL (on a GPU: obs_observer.cuda_queue; not readable) */
+	const void *data[OBS_MAX_TENSORS];
+	int64_t numel[OBS_MAX_TENSORS];
+	bool dense[OBS_MAX_TENSORS];
+	int64_t strides[OBS_MAX_TENSORS][PRODUCER_MAX_DIMS];
 };
 
 /* The autocast state of the calling thread, read at a call's start. */
@@ -70,6 +78,31 @@ enum obs_want {
 	OBS_WANT_OUTPUTS = 2,
 	/* the call runs inside an autograd node (backward) */
 	OBS_IN_BACKWARD = 4,
+	/* the tensors' elements too: obs_args.data, and CUDA tensors kept
+	 * for obs_observer.cuda_queue until the call ends */
+	OBS_WANT_VALUES = 8,
+};
+
+/* What a reduction on the GPU counts (the value checks' questions, asked
+ * of a device tensor: obs_observer.cuda_queue). */
+enum obs_reduce {
+	/* a low-precision result: its inf and NaN; the call's floating
+	 * arguments: their non-finite values and largest finite |x| */
+	OBS_REDUCE_RESULT,
+	/* the source of a cast (argument 0): the counts of the cast verdict
+	 * (diag_scan.h), against the limits given */
+	OBS_REDUCE_CAST_SOURCE,
+};
+
+struct obs_reduction {
+	enum obs_reduce what;
+	/* OBS_REDUCE_RESULT */
+	int64_t inf, nan;
+	int64_t arguments_non_finite;
+	double arguments_max_abs;
+	/* OBS_REDUCE_CAST_SOURCE */
+	int64_t overflowed, flushed, nonzero, zeroed;
+	double lost, total, max_abs;
 };
 
 /* What the observer calls (events.c, in the _bridge extension).  The
@@ -104,6 +137,22 @@ struct obs_observer {
 	/* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata):
 	 * its events carry the name from now on.  Returns its id. */
 	uint64_t (*name_tensor)(uintptr_t impl, const char *name);
+	/* The name of the tensor whose TensorImpl is `impl`, NULL when it
+	 * has none (valid for the process's life). */
+	const char *(*tensor_name)(uintptr_t impl);
+	/* Value checks on a GPU, without a sync per op: queues one small
+	 * reduction on the device, of result `index` of the call ending now
+	 * (OBS_REDUCE_RESULT, with the arguments the call began with) or of
+	 * the argument 0 it began with (OBS_REDUCE_CAST_SOURCE, `limits`:
+	 * the cast's tiny, zero and overflow points).  Only from events.c's
+	 * end, for a call that asked OBS_WANT_VALUES.  `tag` comes back with
+	 * its counts.  false: not queued (not on a GPU, or torch refused). */
+	bool (*cuda_queue)(enum obs_reduce what, int index,
+			   const float limits[3], uint64_t tag);
+	/* Reads every reduction queued (one copy to the host for all:
+	 * called once per step) and hands each to `deliver`. */
+	void (*cuda_collect)(void (*deliver)(uint64_t tag,
+					     const struct obs_reduction *r));
 	/* The id and name (NULL: none) of the tensor whose TensorImpl is
 	 * `impl`, as its events give them (a compiled call's arguments,
 	 * which no op hands over); one never seen is named as made outside
@@ -113,7 +162,9 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 6
+#define OBS_ABI_VERSION 7 /* 6 on two branches (forensics: element data,
+			     * tensor_name, the GPU queue; compile:
+			     * tensor_id): 7 has both */
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.

@@ -13,10 +13,14 @@
 struct wrapper {
 	PyObject_HEAD
 	PyObject *fn;
+	PyObject *before;     /* NULL: nothing before */
 	PyObject *after;      /* NULL: nothing after */
 	PyObject *dict;       /* attributes: __wrapped__, __name__, ... */
 	int phase;            /* enum amp_phase, or -1: left as it is */
 	int closure_phase;    /* an optimizer closure's phase, or -1 */
+	/* after only when this call entered the phase (an optimizer step
+	 * not inside another, nor inside GradScaler.step: _steps.py) */
+	bool outermost;
 };
 
 static PyObject *wrapper_type;
@@ -28,6 +32,7 @@ static int wrapper_traverse(PyObject *self, visitproc visit, void *arg)
 	struct wrapper *w = (struct wrapper *)self;
 
 	Py_VISIT(w->fn);
+	Py_VISIT(w->before);
 	Py_VISIT(w->after);
 	Py_VISIT(w->dict);
 	return 0;
@@ -38,6 +43,7 @@ static int wrapper_clear(PyObject *self)
 	struct wrapper *w = (struct wrapper *)self;
 
 	Py_CLEAR(w->fn);
+	Py_CLEAR(w->before);
 	Py_CLEAR(w->after);
 	Py_CLEAR(w->dict);
 	return 0;
@@ -78,7 +84,16 @@ static void call_after(struct wrapper *w, PyObject *result, PyObject *args,
 }
 
 static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
-			      int closure_phase);
+			      int closure_phase, bool outermost);
+
+/* before(*args, **kwargs), likewise. */
+static void call_before(struct wrapper *w, PyObject *args, PyObject *kwargs)
+{
+	PyObject *done = PyObject_Call(w->before, args, kwargs);
+
+	Py_XDECREF(done);
+	PyErr_Clear();
+}
 
 /* args and kwargs with an optimizer step's closure (args[1] or
  * closure=) run in `phase`: Lightning's and LBFGS's closures run the
@@ -93,7 +108,7 @@ static void wrap_closure(PyObject **args, PyObject **kwargs, int phase)
 		closure = PyTuple_GetItem(*args, 1);
 	if (!closure || closure == Py_None || !PyCallable_Check(closure))
 		return;
-	PyObject *wrapped = wrapper_new(closure, phase, NULL, -1);
+	PyObject *wrapped = wrapper_new(closure, phase, NULL, -1, false);
 	if (!wrapped) {
 		PyErr_Clear();
 		return;
@@ -139,9 +154,12 @@ static PyObject *wrapper_call(PyObject *self, PyObject *args,
 		previous = events_phase();
 		events_set_phase((enum amp_phase)w->phase);
 	}
+	if (w->before)
+		call_before(w, args, kwargs);
 	PyObject *result = PyObject_Call(w->fn, args, kwargs);
 	/* in the phase still: what it records (a scale read) is the call's */
-	if (result && w->after)
+	if (result && w->after &&
+	    (!w->outermost || (w->phase >= 0 && (int)previous != w->phase)))
 		call_after(w, result, args, kwargs);
 	if (w->phase >= 0)
 		events_set_phase(previous);
@@ -246,7 +264,7 @@ int wrap_init(void)
 }
 
 static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
-			      int closure_phase)
+			      int closure_phase, bool outermost)
 {
 	allocfunc alloc = (allocfunc)PyType_GetSlot((PyTypeObject *)wrapper_type,
 						    Py_tp_alloc);
@@ -265,6 +283,7 @@ static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
 	w->after = after;
 	w->phase = phase;
 	w->closure_phase = closure_phase;
+	w->outermost = outermost;
 	return (PyObject *)w;
 }
 
@@ -281,19 +300,26 @@ static int phase_named(const char *name)
 PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	static char *keywords[] = { "fn", "phase", "after", "closure_phase",
-				    NULL };
-	PyObject *fn, *after = Py_None;
+				    "outermost", "before", NULL };
+	PyObject *fn, *after = Py_None, *before = Py_None;
 	const char *phase = NULL, *closure_phase = NULL;
-	int phase_number = -1, closure_number = -1;
+	int phase_number = -1, closure_number = -1, outermost = 0;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOz", keywords, &fn,
-					 &phase, &after, &closure_phase))
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzpO", keywords,
+					 &fn, &phase, &after, &closure_phase,
+					 &outermost, &before))
 		return NULL;
 	if ((phase && (phase_number = phase_named(phase)) < 0) ||
 	    (closure_phase &&
 	     (closure_number = phase_named(closure_phase)) < 0))
 		return NULL;
-	return wrapper_new(fn, phase_number, after == Py_None ? NULL : after,
-			   closure_number);
+	PyObject *w = wrapper_new(fn, phase_number,
+				  after == Py_None ? NULL : after,
+				  closure_number, outermost);
+	if (w && before != Py_None) {
+		Py_INCREF(before);
+		((struct wrapper *)w)->before = before;
+	}
+	return w;
 }

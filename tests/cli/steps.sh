@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Bounded recording (FORMAT.md §8): amptrace run keeps the steps --steps
+# selects in full detail (default the first 20) and every other step as
+# per-step aggregates, which summary, check and the findings count as
+# the events would be; --max-size stops full detail past a size.  On the
+# mlp sample (libamp).  Arguments: common.sh's.
+. "$(dirname "$0")/common.sh"
+
+# The detail flag of each step event of TRACE: "0:1 1:1 2:0 ...".
+detail_of_steps() {
+	$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+print(" ".join("%d:%d" % (e["args"]["step"], e["args"]["detail"])
+	for e in t["traceEvents"] if e.get("cat") == "amp.step" and
+	e["ph"] == "X" and "marker" in e["args"]))' "$1"
+}
+
+# Summary's counts (ops by phase, name and output dtype; casts by
+# direction; the cache; GradScaler steps) without the times.
+counts() {
+	"$amptrace" summary --json "$1" | $python -c 'import json, sys
+s = json.load(sys.stdin)
+print(json.dumps({
+	"ops": sorted((o["phase"], o["op"], o["count"], sorted(o["outputs"].items()))
+		      for o in s["ops"]),
+	"casts": sorted((c["from"], c["to"], c["casts"], c["hits"], c["bytes"])
+			for c in s["casts"]),
+	"cache": {k: v for k, v in s["cache"].items() if k != "uncacheable_reasons"},
+	"steps": s["steps"]["count"]}, sort_keys=True))'
+}
+
+# ------------------------------------------- aggregates count as events
+"$amptrace" run -q -o "$tmp/full.json" --steps all -- "$mlp" --steps 60 \
+	>/dev/null 2>&1
+capture "$amptrace" run -o "$tmp/bounded.json" -- "$mlp" --steps 60
+check "default: the run says how many steps are in full detail" \
+	err_has "20 of 60 steps in full detail (steps 0-19, the default; --steps to choose)"
+check "default: steps 0-19 in full detail, 20-59 aggregated" \
+	test "$(detail_of_steps "$tmp/bounded.json")" = \
+	"$($python -c 'print(" ".join("%d:%d" % (k, k < 20) for k in range(60)))')"
+check "default: summary's counts are the full trace's" \
+	test "$(counts "$tmp/bounded.json")" = "$(counts "$tmp/full.json")"
+check "--steps all: every step in full detail, nothing said" \
+	test "$(detail_of_steps "$tmp/full.json" | tr ' ' '\n' | grep -c ':1$')" -eq 60
+capture "$amptrace" summary "$tmp/bounded.json"
+check "summary: the steps line says what is aggregated" \
+	out_has "steps: 60 (marked by scaler update); 20 in full detail, 40 as per-step aggregates"
+printf 'op linear: output bf16, count == 180\ncasts f32->bf16 <= 7 per step\ncasts f32->bf16 == 420\n' \
+	>"$tmp/mlp.rules"
+capture "$amptrace" check "$tmp/bounded.json" "$tmp/mlp.rules"
+check "check: rules count the aggregated steps" status_is 0
+printf 'casts f32->bf16 <= 6 per step\n' >"$tmp/tight.rules"
+capture "$amptrace" check "$tmp/bounded.json" "$tmp/tight.rules"
+check "check: a per-step rule fails in the aggregated steps too" \
+	out_has "60 of 60 steps fail"
+
+# -------------------------------------------------------- choosing steps
+"$amptrace" run -q -o "$tmp/window.json" --steps 10:13 -- "$mlp" --steps 30 \
+	>/dev/null 2>&1
+check "--steps 10:13: those four in full detail" \
+	test "$(detail_of_steps "$tmp/window.json" | tr ' ' '\n' | grep ':1$' | tr '\n' ' ')" = \
+	"10:1 11:1 12:1 13:1 "
+check "--steps 10:13: the trace is valid for ampview (default step 11)" \
+	sh -c "'$ampview' '$tmp/window.json' -o '$tmp/window.svg' && grep -q 'step 11 of' '$tmp/window.svg'"
+capture "$ampview" "$tmp/window.json" --step 3 -o "$tmp/w3.svg"
+check "ampview --step 3 of aggregates: refused, saying why" \
+	err_has "step 3 was recorded as per-step aggregates only"
+"$amptrace" run -q -o "$tmp/every.json" --steps every:10,0:1 -- "$mlp" \
+	--steps 30 >/dev/null 2>&1
+check "--steps every:10,0:1: steps 0, 1, 10 and 20" \
+	test "$(detail_of_steps "$tmp/every.json" | tr ' ' '\n' | grep ':1$' | tr '\n' ' ')" = \
+	"0:1 1:1 10:1 20:1 "
+"$amptrace" run -q -o "$tmp/none.json" --steps none -- "$mlp" --steps 30 \
+	>/dev/null 2>&1
+check "--steps none: aggregates only, and the same counts" \
+	test "$(counts "$tmp/none.json")" = "$(counts "$tmp/every.json")"
+AMPTRACE_STEPS=5 "$amptrace" run -q -o "$tmp/env.json" -- "$mlp" --steps 10 \
+	>/dev/null 2>&1
+check "AMPTRACE_STEPS in the environment chooses too" \
+	test "$(detail_of_steps "$tmp/env.json" | tr ' ' '\n' | grep ':1$')" = "5:1"
+
+bad_spec() { # SPEC MESSAGE
+	capture "$amptrace" run --steps "$1" -- "$mlp"
+	check "--steps $1: exit 2" status_is 2
+	check "--steps $1: says why" err_has "$2"
+}
+bad_spec 10:3 "'10:3': the range ends before it begins"
+bad_spec every:0 "'every:0': every:K needs a step count K of at least 1"
+bad_spec x "'x': expected N, A:B, A:, every:K, all or none"
+bad_spec 1,,2 "'': expected N, A:B, A:, every:K, all or none"
+capture "$amptrace" run --max-size 12Q -- "$mlp"
+check "--max-size 12Q: exit 2, says why" \
+	sh -c "[ $status -eq 2 ] && grep -qF \"unknown unit 'Q'\" '$tmp/err'"
+
+# ---------------------------------------------------------------- size
+capture "$amptrace" run -o "$tmp/limited.json" --steps all --max-size 2M -- \
+	"$mlp" --steps 600
+check "--max-size 2M: said on stderr" err_has "passed 2 MB (--max-size)"
+size=$(stat -c %s "$tmp/limited.json")
+check "--max-size 2M: the trace stops growing in detail ($size bytes)" \
+	test "$size" -lt 6000000
+capture "$amptrace" summary "$tmp/limited.json"
+check "--max-size 2M: summary's note says where full detail stopped" \
+	out_has "note: full detail stopped at step"
+check "--max-size 2M: every step is still counted" out_has "steps: 600 ("
+
+# A 10,000-step run with no option gives a trace under 100 MB.
+capture "$amptrace" run -o "$tmp/long.json" -- "$mlp" --steps 10000
+size=$(stat -c %s "$tmp/long.json")
+echo "# 10000 mlp steps, no option: $size bytes"
+check "10,000 steps, no option: under 100 MB ($size bytes)" \
+	test "$size" -lt 100000000
+capture "$amptrace" summary "$tmp/long.json"
+check "10,000 steps: summary counts them all" \
+	out_has "steps: 10000 (marked by scaler update); 20 in full detail, 9980 as per-step aggregates"
+check "10,000 steps: linear counted in every step" \
+	out_has_wrapped "forward linear 30000"
+
+echo "1..$count"
+exit $fail

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Overflow and dtype-error forensics of PyTorch programs (issue 26),
+end to end: `amptrace run` on scenario_overflow.py and scenario_dtype.py,
+then what summary says.  Each finding is checked where it must fire and
+where it must not (the program's fix, a healthy model, the checks off).
+GradScaler and f16 autocast on the CPU need torch 2.x: under torch 1.13
+the bf16 and dtype cases run.  TAP output; exit 77 (skip) without the
+bridge or without torch.
+
+usage: test_forensics.py AMPTRACE VALIDATE_TRACE PYTHON
+(PYTHON empty: $AMPTRACE_TEST_TORCH2_PYTHON; none: skip)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from tap import check, done, skip_unless_bridge, torch2_required
+
+AMPTRACE, VALIDATE, PYTHON = sys.argv[1:4]
+PYTHON = PYTHON or os.environ.get("AMPTRACE_TEST_TORCH2_PYTHON", "")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = tempfile.mkdtemp(prefix="amptrace-forensics-")
+if not PYTHON:
+    why = "no torch 2.x interpreter (meson's torch2_python)"
+    if torch2_required():
+        check("torch 2.13 is required (AMPTRACE_REQUIRE_TORCH2=1)", False, why)
+        sys.exit(done())
+    print("1..0 # SKIP " + why)
+    sys.exit(77)
+
+
+def run(script, mode, *options, env=None):
+    path = os.path.join(TMP, "%s-%s.json" % (script, mode))
+    cmd = [AMPTRACE, "run", "-q", *options, "-o", path, "--", PYTHON,
+           os.path.join(HERE, script + ".py"), mode]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                       env=env)
+    return p, path
+
+
+def summary(path):
+    text = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
+                          text=True, env=dict(os.environ, COLUMNS="100"))
+    js = subprocess.run([AMPTRACE, "summary", "--json", path],
+                        capture_output=True, text=True)
+    return text.stdout, json.loads(js.stdout)
+
+
+def findings(js, kind=None):
+    return [f for f in js["findings"] if kind is None or f["kind"] == kind]
+
+
+def diags(path, kind):
+    with open(path) as f:
+        trace = json.load(f)
+    return [e["args"] for e in trace["traceEvents"]
+            if e.get("cat") == "amp.diag" and e["args"].get("kind") == kind]
+
+
+def valid(path):
+    p = subprocess.run([VALIDATE, path], capture_output=True, text=True)
+    return p.returncode == 0, p.stdout + p.stderr
+
+
+def torch_release():
+    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
+                       capture_output=True, text=True)
+    return tuple(int(n) for n in p.stdout.split(".")[:2])
+
+
+# the layer as the findings name it: its module's path (the trace's
+# module key), its weight then left out as the path names it
+BIG = "module 'big'"
+
+
+def test_overflow_and_scheduler():
+    p, path = run("scenario_overflow", "scheduler")
+    check("an overflowing f16 model runs unchanged (exit 0, its own output)",
+          p.returncode == 0 and p.stdout.startswith("loss "), p.stderr)
+    ok, why = valid(path)
+    check("its trace follows FORMAT.md", ok, why)
+    text, js = summary(path)
+    over = findings(js, "fp16-overflow")
+    check("fp16-overflow names the first layer that overflowed: linear of "
+          "'big' in the forward, with the input's range",
+          len(over) == 1 and over[0]["severity"] == "error" and
+          "linear (op" in over[0]["message"] and BIG in over[0]["message"]
+          and "forward" in over[0]["message"] and
+          "max |input|" in over[0]["message"], over)
+    events = diags(path, "fp16-overflow")
+    check("one fp16-overflow per step, the step's first offending op: "
+          "the later layers that carry the inf on are not reported",
+          len(events) == 4 and all(BIG in d["message"] for d in events),
+          [d["message"][:120] for d in events])
+    skips = findings(js, "scaler-skipped-step")
+    check("each skipped step names the first non-finite gradient, the "
+          "backward op that made it and the forward op that overflowed",
+          len(skips) == 1 and skips[0]["count"] == 4 and
+          skips[0]["severity"] == "warning" and
+          ".grad'" in skips[0]["message"] and
+          "made by mm (op" in skips[0]["message"] and
+          BIG in skips[0]["message"] and
+          "no scale helps" in skips[0]["message"], skips)
+    causes = js["scaler"]["skipped"]
+    check("summary --json: why each step was skipped, step by step",
+          [c["step"] for c in causes] == [0, 1, 2, 3] and
+          all(BIG in c["cause"] for c in causes) and
+          [c["scale"] for c in causes] == [65536, 32768, 16384, 8192], causes)
+    check("summary's GradScaler section says why the steps were skipped",
+          "skipped steps, and why:" in text and
+          "steps 0-3 (4 skips" in text, text[-1500:])
+    lr = findings(js, "lr-scheduler-skipped-step")
+    check("an LR scheduler stepped on each skipped step: "
+          "lr-scheduler-skipped-step, with the skip's cause",
+          len(lr) == 1 and lr[0]["count"] == 4 and
+          lr[0]["severity"] == "warning" and BIG in lr[0]["message"], lr)
+
+    plain = subprocess.run([PYTHON, os.path.join(HERE, "scenario_overflow.py"),
+                            "scheduler"], capture_output=True, text=True)
+    check("the program's stderr is as untraced: torch's warning about the "
+          "scheduler stepping before the optimizer names the program's line",
+          p.stderr == plain.stderr and "scenario_overflow.py:" in p.stderr,
+          (p.stderr, plain.stderr))
+
+    p, path = run("scenario_overflow", "scheduler-guarded")
+    _, js = summary(path)
+    check("the scheduler stepped only when the scale did not drop: no "
+          "lr-scheduler-skipped-step", p.returncode == 0 and
+          not findings(js, "lr-scheduler-skipped-step") and
+          findings(js, "scaler-skipped-step"), findings(js))
+
+    p, path = run("scenario_overflow", "scheduler", "--no-value-checks")
+    _, js = summary(path)
+    skips = findings(js, "scaler-skipped-step")
+    check("--no-value-checks: no fp16-overflow; the skips name the "
+          "gradient and its backward op only",
+          not diags(path, "fp16-overflow") and
+          not findings(js, "fp16-overflow") and skips and
+          ".grad'" in skips[0]["message"] and
+          BIG not in skips[0]["message"], findings(js))
+    p, path = run("scenario_overflow", "scheduler",
+                  env=dict(os.environ, AMP_VALUE_CHECKS="0"))
+    check("AMP_VALUE_CHECKS=0: no value checks either",
+          p.returncode == 0 and not diags(path, "fp16-overflow"),
+          diags(path, "fp16-overflow")[:1])
+
+
+def test_collapse():
+    p, path = run("scenario_overflow", "collapse")
+    text, js = summary(path)
+    collapse = findings(js, "scaler-collapse")
+    check("a collapsing loss scale: scaler-collapse names the cause (the "
+          "forward layer whose f16 output overflows)",
+          p.returncode == 0 and len(collapse) == 1 and
+          "consecutive reductions" in collapse[0]["message"] and
+          BIG in collapse[0]["message"], collapse)
+    check("summary names the first layer that overflowed and why each "
+          "step was skipped", "steps 0-11 (12 skips" in text and
+          BIG in text.split("skipped steps, and why:")[-1],
+          text[-1200:])
+
+
+def test_views_with_gaps():
+    p, path = run("scenario_overflow", "split")
+    events = diags(path, "fp16-overflow")
+    check("an inf that goes on through views with gaps (q, k of a split "
+          "qkv) is not reported again: the projection is the only origin",
+          p.returncode == 0 and len(events) == 1 and
+          "weight 'weight'" in events[0]["message"] and
+          events[0]["message"].startswith("linear (op"),
+          [d["message"][:100] for d in events])
+
+
+def test_unrelated_overflow():
+    p, path = run("scenario_overflow", "unrelated")
+    _, js = summary(path)
+    skips = findings(js, "scaler-skipped-step")
+    probe = findings(js, "fp16-overflow")
+    check("skips while the scale calibrates are traced, from the gradient, "
+          "to the backward op whose scaled gradient overflowed, not to an "
+          "earlier overflow the loss does not depend on",
+          p.returncode == 0 and len(skips) == 1 and
+          skips[0]["severity"] == "info" and
+          "fc1.weight.grad" in skips[0]["message"] and
+          "a backward op (the scaled gradients overflowed)" in
+          skips[0]["message"] and "'big" not in skips[0]["message"],
+          skips)
+    check("... and the probe's own overflow is an fp16-overflow of its own",
+          len(probe) == 1 and "forward" in probe[0]["message"] and
+          "fc1" not in probe[0]["message"], probe)
+
+
+def test_healthy():
+    p, path = run("scenario_overflow", "healthy")
+    _, js = summary(path)
+    check("a healthy f16 model with a GradScaler and a guarded scheduler: "
+          "no finding at all", p.returncode == 0 and not findings(js),
+          findings(js))
+    p, path = run("scenario_overflow", "overflow-bf16")
+    _, js = summary(path)
+    check("the same large layer in bf16: no value finding (bf16 has f32's "
+          "range)", p.returncode == 0 and not findings(js), findings(js))
+
+
+def test_casts():
+    p, path = run("scenario_overflow", "cast-overflow")
+    _, js = summary(path)
+    over = findings(js, "fp16-overflow")
+    check("an f32 input past 65504: the autocast cast to f16 is the origin, "
+          "not the linear that got inf", len(over) == 1 and
+          over[0]["message"].startswith("the f32->f16 cast of tensor") and
+          "for linear (op" in over[0]["message"] and
+          "module 'fc1'" in over[0]["message"] and
+          len(diags(path, "fp16-overflow")) == 1, over)
+    p, path = run("scenario_overflow", "cast-underflow")
+    _, js = summary(path)
+    under = findings(js, "cast-underflow")
+    check("an f32 input of 1e-9 cast to f16: cast-underflow (libamp's rule)",
+          len(under) == 1 and "flushed 100.0%" in under[0]["message"] and
+          not findings(js, "fp16-overflow"), findings(js))
+
+
+def test_bf16():
+    p, path = run("scenario_overflow", "bf16-overflow")
+    _, js = summary(path)
+    over = findings(js, "fp16-overflow")
+    check("a bf16 layer past 3.4e38: fp16-overflow names it",
+          len(over) == 1 and BIG in over[0]["message"] and
+          "bf16 output" in over[0]["message"], findings(js))
+    p, path = run("scenario_overflow", "bf16-underflow")
+    _, js = summary(path)
+    under = findings(js, "cast-underflow")
+    check("f32 subnormal inputs cast to bf16: cast-underflow",
+          len(under) == 1 and "f32->bf16 cast" in under[0]["message"],
+          findings(js))
+
+
+def test_api():
+    env = dict(os.environ, PYTHONPATH=os.path.join(
+        os.path.dirname(AMPTRACE), "torch"))
+    env.pop("AMP_VALUE_CHECKS", None)
+    seen = {}
+    for option, variable in (("default", None), ("off", None),
+                             ("default", "0"), ("on", "0")):
+        path = os.path.join(TMP, "api-%s-%s.json" % (option, variable))
+        if variable:
+            env["AMP_VALUE_CHECKS"] = variable
+        p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api_values.py"),
+                            path, option], capture_output=True, text=True,
+                           env=env, timeout=300)
+        seen[(option, variable)] = p.returncode == 0 and \
+            len(diags(path, "fp16-overflow"))
+    check("trace(): value checks on by default, off with value_checks=False "
+          "or AMP_VALUE_CHECKS=0, and value_checks=True wins over it",
+          seen == {("default", None): 1, ("off", None): 0,
+                   ("default", "0"): 0, ("on", "0"): 1}, seen)
+
+
+DTYPE_CASES = [
+    # mode, torch's words, where the odd dtype came from, the fix
+    ("outside", "mat1 and mat2 must have the same dtype",
+     "came from autocast: linear", "outside the autocast region"),
+    ("half-model", "expected scalar type Float but found Half",
+     "a parameter of a converted module", "model.half()"),
+    ("explicit", "should be the same", "the program's own cast f32->bf16",
+     "program's own cast"),
+    ("uncovered", "", "came from autocast: linear", "does not cover"),
+]
+
+
+def test_dtype_errors():
+    for mode, words, origin, fix in DTYPE_CASES:
+        p, path = run("scenario_dtype", mode)
+        _, js = summary(path)
+        m = findings(js, "dtype-mismatch")
+        check("%s: the dtype error is traced to its origin (%s) with its fix"
+              % (mode, origin), p.returncode == 1 and len(m) == 1 and
+              origin in m[0]["message"] and fix in m[0]["fix"] and
+              words in m[0]["message"] and not findings(js, "op-error"),
+              (p.stderr[-300:], findings(js)))
+        p, path = run("scenario_dtype", mode + "-fixed")
+        _, js = summary(path)
+        # the fixes of half-model and explicit use no autocast at all:
+        # autocast-never-enabled's info says so, rightly
+        rest = [f for f in findings(js)
+                if f["kind"] != "autocast-never-enabled"]
+        check("%s, fixed: no finding (but autocast-never-enabled's)" % mode,
+              p.returncode == 0 and not rest, rest)
+
+
+skip_unless_bridge(AMPTRACE, PYTHON)
+if torch_release() >= (2, 0):
+    test_overflow_and_scheduler()
+    test_collapse()
+    test_unrelated_overflow()
+    test_views_with_gaps()
+    test_healthy()
+    test_casts()
+test_bf16()
+test_api()
+test_dtype_errors()
+sys.exit(done())

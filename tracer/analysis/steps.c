@@ -1,0 +1,446 @@
+/* A trace's steps (steps.h): from its amp.step events, else the rules
+ * older traces were counted by. */
+#include "steps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A moment of a process: a step's end, a region's entry, a window's
+ * edge. */
+struct mark {
+	int64_t pid;
+	double ts;
+};
+
+static int compare_marks(const void *a, const void *b)
+{
+	const struct mark *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* Marks of `pid` at `ts` or before (`inclusive`), or strictly before. */
+static size_t marks_before(const struct mark *m, size_t n, int64_t pid,
+			   double ts, bool inclusive)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t first = lo;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (m[mid].pid < pid ||
+		    (m[mid].pid == pid &&
+		     (inclusive ? m[mid].ts <= ts : m[mid].ts < ts)))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - first;
+}
+
+struct marks {
+	struct mark *items;
+	size_t count, cap;
+};
+
+static bool add_mark(struct marks *m, int64_t pid, double ts)
+{
+	if (m->count == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct mark *grown = realloc(m->items, cap * sizeof *grown);
+		if (!grown)
+			return false;
+		m->items = grown;
+		m->cap = cap;
+	}
+	m->items[m->count++] = (struct mark){ pid, ts };
+	return true;
+}
+
+static bool is_step(const struct trace_event *e)
+{
+	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.marker;
+}
+
+static bool is_window(const struct trace_event *e)
+{
+	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.evaluation;
+}
+
+/* What makes events after the last step's end a step of their own: the
+ * program's training, outside evaluation windows: a backward pass, an
+ * autocast region, a cast (not the gradients zeroed after the last
+ * step, nor a loss read or a prediction made after the loop). */
+static bool counts_for_step(const struct trace_event *e, bool evaluating)
+{
+	if (evaluating)
+		return false;
+	switch (e->kind) {
+	case TRACE_OP:
+		return e->op.phase && !strcmp(e->op.phase, "backward");
+	case TRACE_AGGREGATE:
+		for (int k = 0; k < e->aggregate.nops; k++)
+			if (!strcmp(e->aggregate.ops[k].phase, "backward"))
+				return true;
+		return e->aggregate.regions > 0;
+	case TRACE_CAST:
+	case TRACE_SCOPE_BEGIN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Older traces' rule: any op, cast, scaler event or region. */
+static bool counted_for_step(const struct trace_event *e)
+{
+	return e->kind == TRACE_OP || e->kind == TRACE_CAST ||
+	       e->kind == TRACE_SCALER || e->kind == TRACE_SCOPE_BEGIN;
+}
+
+/* Inside a window of its process: windows are [begin, end] pairs, sorted,
+ * and do not overlap within a process (they nest inside steps). */
+static bool inside_window(const struct marks *begins, const struct marks *ends,
+			  int64_t pid, double ts)
+{
+	size_t opened = marks_before(begins->items, begins->count, pid, ts,
+				     true);
+	size_t closed = marks_before(ends->items, ends->count, pid, ts, false);
+
+	return opened > closed;
+}
+
+/* Which marks of a process end its steps: the program's own marker
+ * (amptrace_torch.step()) over an optimizer's or a GradScaler's, and those
+ * over autocast regions; a producer step ended by a lower kind is part of
+ * the step the next higher one ends (a program that marks its steps
+ * after a few optimizer steps, regions before the optimizer was made). */
+static int marker_rank(const char *marker)
+{
+	if (!strcmp(marker, "amptrace_torch.step()"))
+		return 3;
+	return strcmp(marker, "autocast region") ? 2 : 1;
+}
+
+/* A process's steps as its producer numbered them. */
+struct producer_step {
+	int64_t number;
+	double end;
+	int rank;
+	bool detail;
+};
+
+struct process_steps {
+	int64_t pid;
+	struct producer_step *steps;
+	size_t count, cap;
+	int rank;               /* the kind that ends its steps */
+	int *step_of_number;    /* producer step -> step, by number */
+	size_t numbers;
+	int final;              /* the step after its last kept end */
+};
+
+static int compare_numbers(const void *a, const void *b)
+{
+	const struct producer_step *x = a, *y = b;
+
+	return (x->number > y->number) - (x->number < y->number);
+}
+
+static struct process_steps *process_of(struct process_steps **list,
+					size_t *n, int64_t pid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*list)[i].pid == pid)
+			return &(*list)[i];
+	struct process_steps *grown = realloc(*list, (*n + 1) * sizeof *grown);
+	if (!grown)
+		return NULL;
+	*list = grown;
+	grown[*n] = (struct process_steps){ .pid = pid };
+	return &grown[(*n)++];
+}
+
+/* Step `step` of some process was recorded in full detail, or not (a
+ * step is aggregated when no process recorded it in full). */
+static bool note_detail(struct trace_steps *s, int step, bool detail)
+{
+	if (step >= s->naggregated_cap) {
+		int cap = s->naggregated_cap ? s->naggregated_cap * 2 : 64;
+		while (cap <= step)
+			cap *= 2;
+		bool *grown = realloc(s->aggregated, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return false;
+		for (int k = s->naggregated_cap; k < cap; k++)
+			grown[k] = true;
+		s->aggregated = grown;
+		s->naggregated_cap = cap;
+	}
+	if (step >= s->nseen)
+		s->nseen = step + 1;
+	s->aggregated[step] &= !detail;
+	return true;
+}
+
+/* Numbers each process's producer steps as steps, and lists the ends of
+ * those that end one. */
+static bool number_steps(struct process_steps *p, struct marks *ends,
+			 struct trace_steps *s)
+{
+	trace_sort(p->steps, p->count, sizeof *p->steps, compare_numbers);
+	int64_t last = p->count ? p->steps[p->count - 1].number : -1;
+	p->numbers = (size_t)(last + 1);
+	p->step_of_number = calloc(p->numbers ? p->numbers : 1,
+				   sizeof *p->step_of_number);
+	if (!p->step_of_number)
+		return false;
+	int step = 0;
+	bool detail = false;
+	for (size_t i = 0; i < p->count; i++) {
+		const struct producer_step *ps = &p->steps[i];
+		if (ps->number >= 0 && (size_t)ps->number < p->numbers)
+			p->step_of_number[ps->number] = step;
+		detail |= ps->detail;
+		if (ps->rank != p->rank)
+			continue;
+		if (!add_mark(ends, p->pid, ps->end) ||
+		    !note_detail(s, step, detail))
+			return false;
+		detail = false;
+		step++;
+	}
+	p->final = step;
+	return true;
+}
+
+static int step_numbered(const struct process_steps *p, int64_t number)
+{
+	if (!p)
+		return 0;
+	return number >= 0 && (size_t)number < p->numbers
+		       ? p->step_of_number[number] : p->final;
+}
+
+static const struct process_steps *find_process(const struct process_steps *list,
+						size_t n, int64_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i].pid == pid)
+			return &list[i];
+	return NULL;
+}
+
+/* The steps the producer marked (amp.step events). */
+static int marked_steps(const struct trace *t, struct trace_steps *s)
+{
+	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 };
+	struct process_steps *procs = NULL;
+	size_t nprocs = 0;
+	int status = -1;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (is_step(e)) {
+			struct process_steps *p = process_of(&procs, &nprocs,
+							     e->pid);
+			if (!p)
+				goto out;
+			if (p->count == p->cap) {
+				size_t cap = p->cap ? p->cap * 2 : 64;
+				struct producer_step *grown =
+					realloc(p->steps, cap * sizeof *grown);
+				if (!grown)
+					goto out;
+				p->steps = grown;
+				p->cap = cap;
+			}
+			int rank = marker_rank(e->step.marker);
+			p->steps[p->count++] = (struct producer_step){
+				e->step.step, e->ts + e->dur, rank,
+				e->step.detail,
+			};
+			if (rank > p->rank)
+				p->rank = rank;
+			if (!s->marker || marker_rank(s->marker) < rank)
+				s->marker = e->step.marker;
+		} else if (is_window(e)) {
+			if (!add_mark(&begins, e->pid, e->ts) ||
+			    !add_mark(&stops, e->pid, e->ts + e->dur))
+				goto out;
+			s->nevaluations++;
+		} else if (e->kind == TRACE_STEP && e->ph != 'X' &&
+			   s->detail_stop_step < 0) {
+			s->detail_stop_step = e->step.step;
+			s->detail_stop_limit = e->step.size_limit;
+			s->detail_stop_measured = e->step.measured;
+		}
+	}
+	for (size_t k = 0; k < nprocs; k++)
+		if (!number_steps(&procs[k], &ends, s))
+			goto out;
+	trace_sort(ends.items, ends.count, sizeof *ends.items, compare_marks);
+	trace_sort(begins.items, begins.count, sizeof *begins.items,
+		   compare_marks);
+	trace_sort(stops.items, stops.count, sizeof *stops.items,
+		   compare_marks);
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		const struct process_steps *p = find_process(procs, nprocs,
+							     e->pid);
+		int step;
+		if (e->kind == TRACE_META)
+			continue;
+		if (e->kind == TRACE_STEP)
+			step = step_numbered(p, e->step.step);
+		else if (e->kind == TRACE_AGGREGATE)
+			step = step_numbered(p, e->aggregate.step);
+		else
+			step = (int)marks_before(ends.items, ends.count, e->pid,
+						 e->ts, true);
+		s->step_of[i] = step;
+		s->evaluating[i] = e->kind != TRACE_STEP && begins.count &&
+				   inside_window(&begins, &stops, e->pid, e->ts);
+		if (step + 1 > s->nsteps &&
+		    ((is_step(e) && p && step < p->final) ||
+		     counts_for_step(e, s->evaluating[i])))
+			s->nsteps = step + 1;
+	}
+	status = 0;
+out:
+	for (size_t k = 0; k < nprocs; k++) {
+		free(procs[k].steps);
+		free(procs[k].step_of_number);
+	}
+	free(procs);
+	free(ends.items);
+	free(begins.items);
+	free(stops.items);
+	return status;
+}
+
+/* Older traces (FORMAT.md §8 before 1.4): GradScaler updates, else
+ * outermost regions' entries. */
+static int counted_steps(const struct trace *t, struct trace_steps *s)
+{
+	struct marks marks = { 0 };
+	bool updates = false, regions = false;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_SCALER && e->scaler.what &&
+		    !strcmp(e->scaler.what, "update"))
+			updates = true;
+		if (e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1)
+			regions = true;
+	}
+	s->marker = updates ? "scaler update" : regions ? "autocast region"
+							: "none";
+	for (size_t i = 0; i < t->nevents && (updates || regions); i++) {
+		const struct trace_event *e = &t->events[i];
+		bool mark = updates ? e->kind == TRACE_SCALER && e->scaler.what &&
+					      !strcmp(e->scaler.what, "update")
+				    : e->kind == TRACE_SCOPE_BEGIN &&
+					      e->scope.depth == 1;
+		if (mark && !add_mark(&marks, e->pid, e->ts)) {
+			free(marks.items);
+			return -1;
+		}
+	}
+	trace_sort(marks.items, marks.count, sizeof *marks.items,
+		   compare_marks);
+	s->nsteps = t->nevents ? 1 : 0;
+	for (size_t i = 0; i < t->nevents && marks.count; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind == TRACE_META)
+			continue;
+		size_t before = marks_before(marks.items, marks.count, e->pid,
+					     e->ts, regions && !updates);
+		int step = updates ? (int)before : before ? (int)before - 1 : 0;
+		s->step_of[i] = step;
+		if (step + 1 > s->nsteps && counted_for_step(e))
+			s->nsteps = step + 1;
+	}
+	free(marks.items);
+	return 0;
+}
+
+/* Steps in full detail and as aggregates (a step after the last marked
+ * one, or of an unmarked trace, is in full detail), and the default
+ * graph's step. */
+static int count_detail(struct trace_steps *s)
+{
+	bool *aggregated = calloc((size_t)(s->nsteps ? s->nsteps : 1),
+				  sizeof *aggregated);
+	int detailed = 0;
+
+	if (!aggregated)
+		return -1;
+	s->ndetail = s->naggregated = 0;
+	s->default_step = -1;
+	for (int k = 0; k < s->nsteps; k++) {
+		aggregated[k] = k < s->nseen && s->aggregated[k];
+		if (aggregated[k]) {
+			s->naggregated++;
+			continue;
+		}
+		s->ndetail++;
+		if (detailed++ < 2)
+			s->default_step = k;
+	}
+	if (s->default_step < 0)
+		s->default_step = 0;
+	free(s->aggregated);
+	s->aggregated = aggregated;
+	return 0;
+}
+
+int trace_steps_find(const struct trace *t, struct trace_steps *s)
+{
+	size_t n = t->nevents ? t->nevents : 1;
+	bool marked = false;
+
+	*s = (struct trace_steps){ .detail_stop_step = -1 };
+	s->step_of = calloc(n, sizeof *s->step_of);
+	s->evaluating = calloc(n, sizeof *s->evaluating);
+	if (!s->step_of || !s->evaluating) {
+		trace_steps_free(s);
+		return -1;
+	}
+	for (size_t i = 0; i < t->nevents && !marked; i++)
+		marked = is_step(&t->events[i]);
+	s->marked = marked;
+	int status = marked ? marked_steps(t, s) : counted_steps(t, s);
+	if (status == 0 && !s->nsteps && t->nevents)
+		s->nsteps = 1;
+	if (status == 0)
+		status = count_detail(s);
+	if (status != 0)
+		trace_steps_free(s);
+	return status;
+}
+
+void trace_steps_free(struct trace_steps *s)
+{
+	free(s->step_of);
+	free(s->evaluating);
+	free(s->aggregated);
+	s->step_of = NULL;
+	s->evaluating = NULL;
+	s->aggregated = NULL;
+}
+
+bool trace_steps_are_training(const struct trace_steps *s)
+{
+	return s->marked && s->marker && strcmp(s->marker, "autocast region");
+}

@@ -1,0 +1,53 @@
+/* A trace's training steps (FORMAT.md §8): one definition for every
+ * reader (summary, check's `per step` rules, report, ampview, the
+ * findings).
+ *
+ * A trace with amp.step events has the steps its producer marked: step k
+ * holds the events of its process from the end of step k-1 (exclusive)
+ * to its own end (inclusive: an event at the very nanosecond a step
+ * ends is the next step's); events after the last end are a final step
+ * when a training op is among them; an amp.aggregate event is in the
+ * step it names.  Events inside an evaluation window are `evaluating`:
+ * in a step, but not part of its training.  Older traces: a step ends at
+ * each GradScaler update; without one, each entry into an outermost
+ * autocast region begins one; without those, the trace is one step. */
+#ifndef AMPTRACE_STEPS_H
+#define AMPTRACE_STEPS_H
+
+#include "trace.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct trace_steps {
+	int *step_of;         /* per event (0 for metadata) */
+	bool *evaluating;     /* per event: inside an evaluation window */
+	int nsteps;
+	/* what marks them: "optimizer step", "scaler update",
+	 * "amptrace_torch.step()", "autocast region", "none" */
+	const char *marker;
+	bool marked;          /* from amp.step events */
+	int nevaluations;     /* evaluation windows */
+	int ndetail;          /* steps recorded in full detail */
+	int naggregated;      /* steps recorded as aggregates only */
+	bool *aggregated;     /* per step: recorded as aggregates only */
+	/* the step a graph shows by default: the second in full detail
+	 * (the first warms up), else the first */
+	int default_step;
+	/* internals */
+	int naggregated_cap, nseen;
+	/* full detail stopped for size from this step on (-1: it did
+	 * not), past `detail_stop_limit` bytes of `detail_stop_measured` */
+	int64_t detail_stop_step;
+	uint64_t detail_stop_limit;
+	const char *detail_stop_measured;
+};
+
+/* Returns 0, or -1 when out of memory. */
+int trace_steps_find(const struct trace *t, struct trace_steps *s);
+void trace_steps_free(struct trace_steps *s);
+/* Whether the steps end where a training step really ends (an optimizer,
+ * a GradScaler, the program's own marker), not at autocast regions. */
+bool trace_steps_are_training(const struct trace_steps *s);
+
+#endif /* AMPTRACE_STEPS_H */

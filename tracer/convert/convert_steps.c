@@ -1,0 +1,220 @@
+/* Training steps as the producer marked them (producer.h) -> amp.step
+ * events on tid 0, the process's own track: a step's slice when it ends,
+ * an evaluation window's when it ends (within its step), the note that
+ * full detail stopped for size; and each thread's aggregates of a step
+ * without full detail -> one amp.aggregate event once its totals come
+ * (FORMAT.md §8, §3.12). */
+#include "convert_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct trace_event step_head(struct converter *cv,
+				    struct convert_process *p, char ph,
+				    const char *name, uint64_t begin_ns)
+{
+	return convert_head(cv, p, 0, TRACE_STEP, convert_intern_cstr(p, name),
+			    LIT_CAT_STEP, ph, begin_ns);
+}
+
+static void on_step(struct converter *cv, struct convert_process *p,
+		    const struct raw_step *s, uint64_t end_ns)
+{
+	char name[48];
+	uint64_t begin_ns = s->begin_ns < cv->base_ns ? cv->base_ns : s->begin_ns;
+
+	if (begin_ns > end_ns)
+		begin_ns = end_ns;
+	snprintf(name, sizeof name, "step %llu", (unsigned long long)s->step);
+	struct trace_event e = step_head(cv, p, 'X', name, begin_ns);
+	e.dur = convert_to_us((int64_t)(end_ns - begin_ns));
+	e.step = (struct trace_step){
+		.step = (int64_t)s->step,
+		.marker = convert_intern_cstr(p, s->marker ? s->marker
+							   : "unknown"),
+		.detail = s->detail,
+	};
+	convert_emit(cv, p, &e);
+	p->steps++;
+	p->detail_steps += s->detail;
+	p->step_begin_ns = end_ns;
+}
+
+/* A window is drawn inside its step: the step's slice and the window's
+ * nest on the process's track. */
+static void on_evaluation(struct converter *cv, struct convert_process *p,
+			  const struct raw_evaluation *w, uint64_t end_ns)
+{
+	uint64_t begin_ns = w->begin_ns;
+
+	if (begin_ns < p->step_begin_ns)
+		begin_ns = p->step_begin_ns;
+	if (begin_ns < cv->base_ns)
+		begin_ns = cv->base_ns;
+	if (begin_ns > end_ns)
+		begin_ns = end_ns;
+	struct trace_event e = step_head(cv, p, 'X', "evaluation", begin_ns);
+	e.dur = convert_to_us((int64_t)(end_ns - begin_ns));
+	e.step = (struct trace_step){
+		.step = (int64_t)w->step,
+		.evaluation = convert_intern_cstr(p, w->how ? w->how : "unknown"),
+	};
+	convert_emit(cv, p, &e);
+}
+
+static void on_detail_stop(struct converter *cv, struct convert_process *p,
+			   const struct raw_detail_stop *s, uint64_t time_ns)
+{
+	const char *measured = s->measured ? s->measured : "the trace";
+	struct trace_event e = step_head(cv, p, 'i', "full detail stops",
+					 time_ns);
+
+	e.step = (struct trace_step){
+		.step = (int64_t)s->step, .size_limit = s->limit,
+		.measured = convert_intern_cstr(p, measured), .scope = 'p',
+	};
+	convert_emit(cv, p, &e);
+	p->detail_stopped = true;
+	p->detail_stop_step = s->step;
+	p->detail_stop_limit = s->limit;
+	free(p->detail_stop_measured);
+	p->detail_stop_measured = convert_dupn(measured, strlen(measured));
+}
+
+/* ---------------------------------------------------------- aggregates */
+
+static const char *dtype_or_null(struct convert_process *p, bool has,
+				 unsigned dtype)
+{
+	return has ? convert_name(p, NAMES_DTYPE, dtype) : NULL;
+}
+
+static void on_step_op(struct convert_process *p, struct convert_thread *t,
+		       const struct raw_step_op *m)
+{
+	t->aggregate_ops = convert_grow(t->aggregate_ops, &t->cap_aggregate_ops,
+					t->naggregate_ops + 1,
+					sizeof *t->aggregate_ops);
+	t->aggregate_ops[t->naggregate_ops++] = (struct trace_aggregate_op){
+		.op = convert_intern_cstr(p, m->op ? m->op : "unknown"),
+		.overload = convert_intern_cstr(p, m->overload ? m->overload
+							       : ""),
+		.phase = convert_name(p, NAMES_PHASE, m->phase),
+		.policy = convert_name(p, NAMES_POLICY, m->policy),
+		.dtype = dtype_or_null(p, m->has_dtype, m->dtype),
+		.device = convert_name(p, NAMES_DEVICE, m->device),
+		.count = m->count, .failed = m->failed,
+		.dur_ns = (int64_t)m->dur_ns,
+	};
+	p->aggregated_ops += m->count;
+}
+
+static void on_step_cast(struct convert_process *p, struct convert_thread *t,
+			 const struct raw_step_cast *m)
+{
+	t->aggregate_casts = convert_grow(t->aggregate_casts,
+					  &t->cap_aggregate_casts,
+					  t->naggregate_casts + 1,
+					  sizeof *t->aggregate_casts);
+	t->aggregate_casts[t->naggregate_casts++] = (struct trace_aggregate_cast){
+		.op = convert_intern_cstr(p, m->op ? m->op : ""),
+		.phase = convert_name(p, NAMES_PHASE, m->phase),
+		.from = convert_name(p, NAMES_DTYPE, m->from),
+		.to = convert_name(p, NAMES_DTYPE, m->to),
+		.cache = convert_name(p, NAMES_CACHE, m->cache),
+		.count = m->count, .bytes = m->bytes, .stale = m->stale,
+		.dur_ns = (int64_t)m->dur_ns,
+		.origin = m->origin ? convert_intern_cstr(p, m->origin) : NULL,
+	};
+}
+
+static void on_step_diag(struct convert_process *p, struct convert_thread *t,
+			 const struct raw_step_diag *m)
+{
+	t->aggregate_diags = convert_grow(t->aggregate_diags,
+					  &t->cap_aggregate_diags,
+					  t->naggregate_diags + 1,
+					  sizeof *t->aggregate_diags);
+	t->aggregate_diags[t->naggregate_diags++] = (struct trace_aggregate_diag){
+		.kind = convert_intern_cstr(p, m->kind ? m->kind : "diag"),
+		.phase = convert_name(p, NAMES_PHASE, m->phase),
+		.message = m->message ? convert_intern_cstr(p, m->message) : NULL,
+		.count = m->count, .op_id = m->op_id, .tensor = m->tensor,
+	};
+}
+
+/* The rows, copied where the event's strings live. */
+static void *kept(struct convert_process *p, const void *rows, size_t n,
+		  size_t size)
+{
+	void *copy = convert_alloc(p, (n ? n : 1) * size);
+
+	if (n)
+		memcpy(copy, rows, n * size);
+	return copy;
+}
+
+static void on_step_totals(struct converter *cv, struct convert_process *p,
+			   struct convert_thread *t,
+			   const struct raw_step_totals *m, uint64_t time_ns)
+{
+	char name[48];
+
+	snprintf(name, sizeof name, "step %llu aggregates",
+		 (unsigned long long)m->step);
+	struct trace_event e = convert_head(cv, p, t->tid, TRACE_AGGREGATE,
+					    convert_intern_cstr(p, name),
+					    LIT_CAT_AGGREGATE, 'i', time_ns);
+	uint64_t begin_ns = m->begin_ns < cv->base_ns ? cv->base_ns : m->begin_ns;
+	e.aggregate = (struct trace_aggregate){
+		.step = (int64_t)m->step,
+		.begin_ns = (int64_t)(begin_ns - cv->base_ns),
+		.events = m->events, .regions = m->regions,
+		.cache = { .clears = m->clears, .entries = m->cache_entries,
+			   .bytes = m->cache_bytes,
+			   .max_entries = m->cache_max_entries,
+			   .max_bytes = m->cache_max_bytes },
+		.nops = (int)t->naggregate_ops,
+		.ncasts = (int)t->naggregate_casts,
+		.ndiags = (int)t->naggregate_diags,
+		.ops = kept(p, t->aggregate_ops, t->naggregate_ops,
+			    sizeof *t->aggregate_ops),
+		.casts = kept(p, t->aggregate_casts, t->naggregate_casts,
+			      sizeof *t->aggregate_casts),
+		.diags = kept(p, t->aggregate_diags, t->naggregate_diags,
+			      sizeof *t->aggregate_diags),
+	};
+	convert_emit(cv, p, &e);
+	p->aggregates++;
+	t->naggregate_ops = t->naggregate_casts = t->naggregate_diags = 0;
+}
+
+bool convert_step_record(struct converter *cv, struct convert_process *p,
+			 struct convert_thread *t, const struct raw_decoded *d)
+{
+	switch (d->kind) {
+	case RAW_KIND_STEP:
+		on_step(cv, p, &d->step, d->time_ns);
+		return true;
+	case RAW_KIND_EVALUATION:
+		on_evaluation(cv, p, &d->evaluation, d->time_ns);
+		return true;
+	case RAW_KIND_DETAIL_STOP:
+		on_detail_stop(cv, p, &d->detail_stop, d->time_ns);
+		return true;
+	case RAW_KIND_STEP_OP:
+		on_step_op(p, t, &d->step_op);
+		return true;
+	case RAW_KIND_STEP_CAST:
+		on_step_cast(p, t, &d->step_cast);
+		return true;
+	case RAW_KIND_STEP_DIAG:
+		on_step_diag(p, t, &d->step_diag);
+		return true;
+	case RAW_KIND_STEP_TOTALS:
+		on_step_totals(cv, p, t, &d->step_totals, d->time_ns);
+		return true;
+	default:
+		return false;
+	}
+}

@@ -1,0 +1,55 @@
+/* What producer.c and producer_steps.c share (not part of the producer
+ * API): one record into the calling thread's stream, and the steps'
+ * hooks into the producer's life. */
+#ifndef AMPTRACE_PRODUCER_INTERNAL_H
+#define AMPTRACE_PRODUCER_INTERNAL_H
+
+#include "amp.h"
+#include "producer_event.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The producer's thread-local storage model (producer.c says why). */
+#ifdef PRODUCER_TLS_DYNAMIC
+#define PRODUCER_TLS __thread
+#else
+#define PRODUCER_TLS __thread __attribute__((tls_model("initial-exec")))
+#endif
+
+/* Writes a record of `kind` at most `bound` payload bytes, encoded by
+ * `encode` from `model`, into `thread`'s stream.  false when it could not
+ * be written (not attached, no room, inside another record). */
+typedef uint8_t *producer_encode_fn(uint8_t *p, const void *model);
+bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
+		    size_t bound, producer_encode_fn *encode,
+		    const void *model);
+/* The raw directory recorded into ("" before attach). */
+const char *producer_raw_root(void);
+/* Raw bytes this process wrote so far (less up to 64 KiB per thread). */
+uint64_t producer_raw_bytes(void);
+
+/* producer_steps.c, called by producer.c: */
+/* What becomes of an event of `kind` (a producer_kind) on the calling
+ * thread: written, folded into the thread's aggregates of a step
+ * recorded without full detail (then handed to one of the fold
+ * functions), or dropped (the exit of a region whose entry was folded). */
+enum step_route { STEP_WRITE, STEP_FOLD, STEP_DROP };
+enum step_route producer_steps_route(unsigned kind, uint64_t thread);
+void producer_steps_fold(const struct producer_event *e);
+/* The same for one of libamp's events: the members the aggregates read,
+ * taken into the producer model (only for a folded event). */
+void producer_steps_fold_libamp(const struct amp_event *e);
+/* At attach (reads AMPTRACE_STEPS and AMPTRACE_MAX_SIZE), in a forked
+ * child, at a thread's end (its aggregates go out), and at the process's
+ * clean end. */
+void producer_steps_attach(uint64_t now_ns);
+void producer_steps_after_fork(void);
+void producer_steps_thread_exit(void);
+void producer_steps_exit(void);
+/* A new chunk was mapped: where a process that marks no step learns
+ * that the recording passed its size limit. */
+void producer_steps_chunk(void);
+
+#endif /* AMPTRACE_PRODUCER_INTERNAL_H */

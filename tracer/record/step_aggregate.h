@@ -1,0 +1,47 @@
+/* One thread's aggregates of one step recorded without full detail: what
+ * the trace keeps of such a step instead of its events (FORMAT.md,
+ * amp.aggregate).  Ops are counted per (op, overload, phase, policy,
+ * output dtype, device), casts per (op, from, to, cache result, origin),
+ * amp.diag events per (kind, phase), plus the regions, cache clears and
+ * the cache's size.  A table the producer fills on the traced thread (no lock, no
+ * allocation once its rows exist) and writes as raw rows (raw_schema.h)
+ * when the thread moves on to another step.
+ *
+ * Strings are copied: the PyTorch bridge's op names live in a buffer per
+ * call. */
+#ifndef AMPTRACE_STEP_AGGREGATE_H
+#define AMPTRACE_STEP_AGGREGATE_H
+
+#include "producer_event.h"
+#include "raw_schema.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct step_aggregate;
+
+/* NULL when out of memory. */
+struct step_aggregate *step_aggregate_new(void);
+void step_aggregate_free(struct step_aggregate *a);
+/* Empties it for step `step`, keeping its storage. */
+void step_aggregate_reset(struct step_aggregate *a, uint64_t step);
+uint64_t step_aggregate_step(const struct step_aggregate *a);
+/* Events folded since the reset. */
+uint64_t step_aggregate_events(const struct step_aggregate *a);
+
+/* Folds one event in: an op's END (its BEGIN opens it: the casts and
+ * diags inside take its name and phase), a cast, a region's entry, a
+ * cache clear, a diag.  Returns false when a new row found no memory (the
+ * event is counted in the totals only). */
+bool step_aggregate_add(struct step_aggregate *a,
+			const struct producer_event *e);
+
+/* Its rows, in the order they were first seen, then its totals: each
+ * handed to `row` with `kind` (RAW_KIND_STEP_OP, _CAST, _DIAG, _TOTALS)
+ * and the model to encode.  Stops early when `row` returns false. */
+typedef bool step_aggregate_row_fn(void *user, uint16_t kind,
+				   const void *model);
+void step_aggregate_rows(const struct step_aggregate *a,
+			 step_aggregate_row_fn *row, void *user);
+
+#endif /* AMPTRACE_STEP_AGGREGATE_H */

@@ -1,0 +1,304 @@
+"""Training steps and evaluation windows: where a PyTorch program's steps
+begin and end (FORMAT.md §8).  The one place that decides it; the C side
+(producer_step_end) numbers the steps and chooses which are recorded in
+full detail.
+
+A step ends:
+  - when the outermost `step()` of a torch.optim.Optimizer returns (the
+    wrappers of Lightning, accelerate and Hugging Face call it), unless
+    it ran inside an enabled GradScaler's `step()`;
+  - when an enabled GradScaler's `update()` returns;
+  - at `amptrace_torch.step()`: once a program calls it, only its calls
+    end steps;
+  - as long as the program has made no optimizer and no enabled
+    GradScaler: when an outermost autocast region is entered in
+    training mode (grad on, no inference_mode, no evaluation window
+    open, not in backward, where activation checkpointing recomputes)
+    after another such region in the same step.
+
+An evaluation window is not a step: from `model.eval()` to the same
+module's `model.train()` (dropped when an optimizer steps inside it: a
+module kept in eval mode, as an EMA copy is, while the program trains),
+or an outermost autocast region entered under no_grad or inference_mode
+outside such a window.  Each is recorded when it ends.
+
+Each wrapper calls the original exactly as torch would; recording
+failures are said once and never reach the program (_layer's rule).
+"""
+import functools
+import threading
+
+_USER = "amptrace_torch.step()"
+_OPTIMIZER = "optimizer step"
+_SCALER = "scaler update"
+_REGION = "autocast region"
+
+
+class _State:
+    """What decides the next step's end, shared by the program's threads."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.optimizers = False   # an optimizer exists
+        self.user = False         # amptrace_torch.step() was called
+        self.region_in_step = False
+        self.eval_windows = {}    # id(module) -> [begin_ns, dropped]
+        self.local = threading.local()
+
+
+_state = _State()
+_bridge = None
+
+
+def _depth(name):
+    return getattr(_state.local, name, 0)
+
+
+def _add_depth(name, delta):
+    setattr(_state.local, name, _depth(name) + delta)
+
+
+def _end_step(marker):
+    """The step in progress ends now, if `marker` is the program's kind."""
+    if _bridge is None or (_state.user and marker != _USER):
+        return
+    with _state.lock:
+        _state.region_in_step = False
+        for window in _state.eval_windows.values():
+            window[1] = True
+    _bridge.step_end(marker)
+
+
+def step():
+    """amptrace_torch.step(): the program says where its training step
+    ends; from then on only these calls end steps."""
+    _state.user = True
+    _end_step(_USER)
+
+
+def _failed(error):
+    from . import _layer
+    _layer._recording_failed(error)
+
+
+# ------------------------------------------------------------ optimizers
+
+def _optimizer_stepped(result, *args, **kwargs):
+    try:
+        _end_step(_OPTIMIZER)
+    except Exception as e:
+        _failed(e)
+
+
+def _ends_step(step_fn):
+    """An optimizer class's step: the outermost call ends a step.  A C
+    wrapper (wrap.h: no frame in the program's tracebacks) whose callback
+    runs only for a call that entered phase optimizer: not for a step
+    inside another (a wrapper's), nor inside GradScaler.step, which
+    _layer runs in phase optimizer (its update, or its step when it is
+    disabled, ends the step then)."""
+    wrapped = functools.update_wrapper(
+        _bridge.wrapper(step_fn, "optimizer", _optimizer_stepped, None, True),
+        step_fn)
+    wrapped._amptrace_steps = True
+    return wrapped
+
+
+def _wrap_optimizers(torch):
+    """Every Optimizer wraps its class's step once (for the profiler:
+    _hook_for_profile in 1.13, _patch_step_function in 2.x): wrap it
+    there, after the phase's wrapper, so each class's own step is
+    covered, subclasses that override step() included."""
+    optimizer = torch.optim.Optimizer
+    name = next(n for n in ("_patch_step_function", "_hook_for_profile")
+                if hasattr(optimizer, n))
+    patch = getattr(optimizer, name)
+
+    def wrap_class(cls):
+        step_fn = cls.step
+        if not getattr(step_fn, "_amptrace_steps", False):
+            cls.step = _ends_step(step_fn)
+
+    @functools.wraps(patch)
+    def patch_step(self):
+        patch(self)
+        _state.optimizers = True
+        wrap_class(self.__class__)
+
+    setattr(optimizer, name, patch_step)
+    # Optimizers made before (the trace() API): torch marked the step of
+    # each class it patched ("hooked").
+    for cls in _subclasses(optimizer):
+        if getattr(cls.__dict__.get("step"), "hooked", False):
+            _state.optimizers = True
+            wrap_class(cls)
+
+
+def _subclasses(cls):
+    found, todo = [], list(cls.__subclasses__())
+    while todo:
+        sub = todo.pop()
+        if sub not in found:
+            found.append(sub)
+            todo.extend(sub.__subclasses__())
+    return found
+
+
+def _scaler_stepped(result, scaler, *args, **kwargs):
+    # 1.13's disables itself without CUDA: its step() is the optimizer's
+    if not getattr(scaler, "_enabled", False):
+        _optimizer_stepped(result)
+
+
+def _scaler_updated(result, scaler, *args, **kwargs):
+    if getattr(scaler, "_enabled", False):
+        try:
+            _end_step(_SCALER)
+        except Exception as e:
+            _failed(e)
+
+
+def _wrap_scaler(torch):
+    """An enabled GradScaler's update() ends the step; the optimizer step
+    its step() runs does not.  A disabled one's step() is the optimizer
+    step.  C wrappers, as the optimizers'."""
+    amp = getattr(torch, "amp", None)
+    cls = getattr(amp, "GradScaler", None) or torch.cuda.amp.GradScaler
+    step_fn, update = cls.step, cls.update
+    cls.step = functools.update_wrapper(
+        _bridge.wrapper(step_fn, "optimizer", _scaler_stepped, None, True),
+        step_fn)
+    cls.update = functools.update_wrapper(
+        _bridge.wrapper(update, None, _scaler_updated), update)
+
+
+# ---------------------------------------------------- regions and windows
+
+def _evaluating():
+    """Whether an evaluation window of model.eval() is open (one dropped
+    for an optimizer step inside it is a module kept in eval mode)."""
+    return any(not dropped for _, dropped in _state.eval_windows.values())
+
+
+def _training(torch):
+    return (torch.is_grad_enabled() and
+            not torch.is_inference_mode_enabled() and not _evaluating())
+
+
+def _wrap_autocast(torch):
+    """Before a region is recorded (_layer's wrapper, inside this one):
+    without optimizers, a second outermost region in training mode in a
+    step begins the next; a region under no_grad or inference_mode is an
+    evaluation window."""
+    from ._layer import _nesting
+    cls = torch.amp.autocast_mode.autocast
+    enter, exit_ = cls.__enter__, cls.__exit__
+    is_scripting = torch._jit_internal.is_scripting
+
+    @functools.wraps(enter)
+    def __enter__(self):
+        try:
+            if not is_scripting() and _nesting(torch) == 0:
+                _outermost_region(torch, self)
+        except Exception as e:
+            _failed(e)
+        return enter(self)
+
+    @functools.wraps(exit_)
+    def __exit__(self, *exc):
+        result = exit_(self, *exc)
+        begin = self.__dict__.pop("_amptrace_window", None)
+        if begin is not None:
+            try:
+                _bridge.evaluation(begin, "autocast region under " + (
+                    "inference_mode" if torch.is_inference_mode_enabled()
+                    else "no_grad"))
+            except Exception as e:
+                _failed(e)
+        return result
+
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+
+def _outermost_region(torch, region):
+    # activation checkpointing's recompute enters regions in backward:
+    # neither a step nor an evaluation
+    if _bridge is None or _bridge.phase() == "backward":
+        return
+    if not _training(torch):
+        if not _evaluating() and (
+                not torch.is_grad_enabled() or
+                torch.is_inference_mode_enabled()):
+            region._amptrace_window = _bridge.now()
+        return
+    if _state.optimizers or _state.user:
+        return
+    with _state.lock:
+        ends = _state.region_in_step
+        _state.region_in_step = True
+    if ends:
+        _bridge.step_end(_REGION)
+        with _state.lock:
+            _state.region_in_step = True
+
+
+def _wrap_train_mode(torch):
+    """model.eval() opens an evaluation window of the module, its
+    model.train() closes it; only the outermost call of a module tree
+    counts (train() walks the children)."""
+    train = torch.nn.Module.train
+
+    @functools.wraps(train)
+    def wrapper(self, mode=True):
+        outermost = not _depth("train")
+        _add_depth("train", 1)
+        try:
+            return train(self, mode)
+        finally:
+            _add_depth("train", -1)
+            if outermost and _bridge is not None:
+                try:
+                    _train_mode(self, mode)
+                except Exception as e:
+                    _failed(e)
+
+    torch.nn.Module.train = wrapper
+
+
+def _train_mode(module, mode):
+    key = id(module)
+    with _state.lock:
+        window = _state.eval_windows.get(key)
+        if not mode and window is None:
+            _state.eval_windows[key] = [_bridge.now(), False]
+            return
+        if not mode or window is None:
+            return
+        del _state.eval_windows[key]
+    if not window[1]:
+        _bridge.evaluation(window[0], "model.eval()")
+
+
+def close_windows():
+    """At the program's end: the windows still open end there."""
+    if _bridge is None:
+        return
+    with _state.lock:
+        windows = list(_state.eval_windows.values())
+        _state.eval_windows.clear()
+    for begin, dropped in windows:
+        if not dropped:
+            _bridge.evaluation(begin, "model.eval()")
+
+
+def install(torch, bridge):
+    """Each part on its own, after _layer's wrappers (so these run
+    around them)."""
+    global _bridge
+    _bridge = bridge
+    for part in (_wrap_optimizers, _wrap_scaler, _wrap_autocast,
+                 _wrap_train_mode):
+        try:
+            part(torch)
+        except Exception as e:
+            _failed(e)
