@@ -259,6 +259,33 @@ static void produce(void)
 	e.cast.origin = "autocast";
 	e.cast.begin_ns = BASE_NS + 14001500;
 	emit(e, 14002);
+	/* a compile of graph 4 (the bridge's torch.compile) and one of its
+	 * graph's casts: every key of producer_keys.h set */
+	e = (struct producer_event){ .kind = PRODUCER_OP_BEGIN };
+	e.op = (struct producer_op){ .op_id = 13, .op = "compile:M.forward",
+				      .overload = "", .autocast = on };
+	emit(e, 14003);
+	static const struct producer_tensor graph_value = {
+		.dtype = AMP_DTYPE_F32, .ndim = 2, .shape = { 4, 8 },
+	};
+	struct producer_tensor graph_result = graph_value;
+	graph_result.dtype = AMP_DTYPE_BF16;
+	e = (struct producer_event){ .kind = PRODUCER_CAST };
+	e.cast = (struct producer_cast){
+		.op_id = 13, .source = graph_value, .result = graph_result,
+		.from = AMP_DTYPE_F32, .to = AMP_DTYPE_BF16,
+		.cache = AMP_CACHE_UNCACHEABLE, .reason = "traced",
+		.bytes = 64, .module = "fc1", .module_class = "Linear",
+		.origin = "compiled", .graph = 4, .graph_phase = "backward",
+		.graph_op = "linear", .feeds = "addmm", .made_by = "autocast",
+		.source_line = "m.py:7", .traced_under = "autocast(cpu, bf16)",
+	};
+	emit(e, 14004);
+	e = (struct producer_event){ .kind = PRODUCER_OP_END };
+	e.op = (struct producer_op){ .op_id = 13, .op = "compile:M.forward",
+				      .overload = "", .autocast = on,
+				      .begin_ns = BASE_NS + 14003000, .graph = 4 };
+	emit(e, 14005);
 	/* the trace passed the size limit: full detail stops at step 3 */
 	char stop[PATH_MAX];
 	snprintf(stop, sizeof stop, "%s/detail-stop", raw_dir);
@@ -296,6 +323,11 @@ static void tensors_eq(size_t i, int n, const struct trace_tensor *a,
 	}
 }
 
+/* A row of ../tracer/producer_keys.h, kept against read. */
+#define KEY_EQ(X, type, f, key, check, since) KEY_EQ_##type(key, a->f, b->f)
+#define KEY_EQ_STRING(key, kept, read) str_eq(key, i, kept, read);
+#define KEY_EQ_ID(key, kept, read) ck_assert_uint_eq(kept, read);
+
 static void op_eq(size_t i, const struct trace_op *a, const struct trace_op *b)
 {
 	ck_assert_uint_eq(a->op_id, b->op_id);
@@ -303,8 +335,7 @@ static void op_eq(size_t i, const struct trace_op *a, const struct trace_op *b)
 	ck_assert_uint_eq(a->forward_op_id, b->forward_op_id);
 	str_eq("op", i, a->op, b->op);
 	str_eq("overload", i, a->overload, b->overload);
-	str_eq("module", i, a->module, b->module);
-	str_eq("module_class", i, a->module_class, b->module_class);
+	PRODUCER_OP_KEYS(KEY_EQ, _)
 	str_eq("phase", i, a->phase, b->phase);
 	str_eq("policy", i, a->policy, b->policy);
 	str_eq("device", i, a->device, b->device);
@@ -344,10 +375,8 @@ static void cast_eq(size_t i, const struct trace_cast *a,
 	str_eq("cast op", i, a->op, b->op);
 	str_eq("cast phase", i, a->phase, b->phase);
 	str_eq("cast scope", i, a->scope, b->scope);
-	str_eq("cast module", i, a->module, b->module);
-	str_eq("cast module_class", i, a->module_class, b->module_class);
+	PRODUCER_CAST_KEYS(KEY_EQ, _)
 	ck_assert_int_eq(a->stale, b->stale);
-	str_eq("origin", i, a->origin, b->origin);
 	ck_assert_int_eq(a->ndim, b->ndim);
 	for (int d = 0; d < a->ndim; d++)
 		ck_assert_int_eq(a->shape[d], b->shape[d]);
@@ -703,6 +732,26 @@ START_TEST(every_event_reads_back_as_kept)
 	/* a key a producer hands over went through as it was */
 	ck_assert_str_eq(linear->op.module, "fc1");
 	ck_assert_str_eq(linear->op.module_class, "Linear");
+	/* so did a compiled graph's cast's, numbers among them, and its
+	 * compile's graph */
+	const struct trace_event *graph_cast = NULL, *compile = NULL;
+	for (size_t i = 0; i < read.nevents; i++) {
+		const struct trace_event *e = &read.events[i];
+		if (e->kind == TRACE_OTHER_CAST &&
+		    trace_cast_is_compiled(&e->cast))
+			graph_cast = e;
+		else if (e->kind == TRACE_OP && e->op.op_id == 13)
+			compile = e;
+	}
+	ck_assert_ptr_nonnull(graph_cast);
+	ck_assert_ptr_nonnull(compile);
+	ck_assert_uint_eq(compile->op.graph, 4);
+	ck_assert_uint_eq(graph_cast->cast.graph, 4);
+	ck_assert_str_eq(trace_cast_for_op(&graph_cast->cast), "linear");
+	ck_assert_str_eq(trace_cast_for_phase(&graph_cast->cast), "backward");
+	ck_assert_str_eq(graph_cast->cast.source_line, "m.py:7");
+	ck_assert_str_eq(graph_cast->cast.traced_under, "autocast(cpu, bf16)");
+	ck_assert_uint_eq(graph_cast->cast.tensor, 0);
 	/* every kind the converter writes went through (flows are run's
 	 * tail's, test_flow.c's; other tools' events amptrace never writes) */
 	for (int k = 0; k < TRACE_KIND_COUNT; k++)

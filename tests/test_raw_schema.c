@@ -109,6 +109,7 @@ static void assert_op_eq(const struct producer_op *got,
 	assert_str_eq(got->overload, want->overload);
 	assert_str_eq(got->module, want->module);
 	assert_str_eq(got->module_class, want->module_class);
+	ck_assert_uint_eq(got->graph, want->graph);
 	ck_assert_int_eq(got->phase, want->phase);
 	ck_assert_int_eq(got->device, want->device);
 	ck_assert_int_eq(got->emulated, want->emulated);
@@ -154,7 +155,7 @@ START_TEST(op_end_round_trips)
 		.autocast = autocast, .ninputs = 3, .inputs = tensors,
 		.noutputs = 1, .outputs = &tensors[1], .status = AMP_ERR_DTYPE,
 		.error = "mat1 and mat2 must have the same dtype",
-		.begin_ns = 1500,
+		.begin_ns = 1500, .graph = 300,
 	};
 
 	round_trip(&e);
@@ -211,6 +212,39 @@ START_TEST(cast_round_trips)
 		assert_str_eq(got->module_class, e.cast.module_class);
 		assert_str_eq(got->origin, e.cast.origin);
 	}
+}
+END_TEST
+
+/* A compiled graph's cast: every key of ../producer_keys.h set, past
+ * the first byte of the keys' mask. */
+START_TEST(compiled_cast_round_trips)
+{
+	struct producer_event e = { .kind = PRODUCER_CAST, .time_ns = 3003 };
+	e.cast = (struct producer_cast){
+		.op_id = 9, .arg = 1, .from = AMP_DTYPE_F32,
+		.to = AMP_DTYPE_BF16, .cache = AMP_CACHE_UNCACHEABLE,
+		.reason = "traced into graph 2", .bytes = 512,
+		.module = "h.0.mlp", .module_class = "Linear",
+		.origin = "compiled", .graph = 2, .graph_phase = "backward",
+		.graph_op = "linear", .feeds = "addmm", .made_by = "autocast",
+		.source_line = "train.py:12",
+		.traced_under = "autocast(cpu, bf16)",
+	};
+
+	round_trip(&e);
+	const struct producer_cast *got = &decoded.event.cast;
+	ck_assert_uint_eq(got->graph, 2);
+	assert_str_eq(got->module, "h.0.mlp");
+	assert_str_eq(got->module_class, "Linear");
+	assert_str_eq(got->origin, "compiled");
+	assert_str_eq(got->graph_phase, "backward");
+	assert_str_eq(got->graph_op, "linear");
+	assert_str_eq(got->feeds, "addmm");
+	assert_str_eq(got->made_by, "autocast");
+	assert_str_eq(got->source_line, "train.py:12");
+	assert_str_eq(got->traced_under, "autocast(cpu, bf16)");
+	assert_str_eq(got->reason, "traced into graph 2");
+	ck_assert_uint_eq(got->source.id, 0);
 }
 END_TEST
 
@@ -594,7 +628,9 @@ START_TEST(unknown_keys_are_rejected)
 
 	ck_assert(raw_decode(r, &decoded));
 	ck_assert_uint_eq(end[-1], 0); /* the mask: no key set */
-	end[-1] = 0x80;
+	unsigned rows = 0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _);
+	ck_assert_uint_lt(rows, 7); /* the bit after them fits the byte */
+	end[-1] = (uint8_t)(1u << rows);
 	ck_assert(!raw_decode(r, &decoded));
 }
 END_TEST
@@ -744,6 +780,7 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, op_end_round_trips);
 	tcase_add_test(tc, op_end_error_needs_a_status);
 	tcase_add_test(tc, cast_round_trips);
+	tcase_add_test(tc, compiled_cast_round_trips);
 	tcase_add_test(tc, scope_round_trips);
 	tcase_add_test(tc, cache_clear_round_trips);
 	tcase_add_test(tc, scaler_round_trips);

@@ -10,28 +10,45 @@
  *
  *   ROW(X, TYPE, member, "key", CHECK, "format version")
  *
- * TYPE: STRING, a string (NULL: absent).  CHECK: the names the value must
- * be one of (trace/trace_schema.h's column: NONE, or ORIGIN ...).  `X` is
+ * TYPE: STRING, a string (NULL: absent); ID, a number (uint64_t, 0:
+ * absent).  CHECK: the names the value must be one of
+ * (trace/trace_schema.h's column: NONE, or ORIGIN, PHASE ...).  `X` is
  * the caller's, handed through. */
 #ifndef AMPTRACE_PRODUCER_KEYS_H
 #define AMPTRACE_PRODUCER_KEYS_H
 
-/* amp.op's, after forward_op_id (FORMAT.md §3.2). */
+/* amp.op's, after forward_op_id (FORMAT.md §3.2); graph: the
+ * torch.compile'd graph a compile (compile:f) or a compiled call
+ * (compiled:f) is about (§3.12). */
 #define PRODUCER_OP_KEYS(ROW, X)                                            \
 	ROW(X, STRING, module, "module", NONE, "1.4")                       \
-	ROW(X, STRING, module_class, "module_class", NONE, "1.4")
+	ROW(X, STRING, module_class, "module_class", NONE, "1.4")           \
+	ROW(X, ID, graph, "graph", NONE, "1.4")
 
 /* amp.cast's, after scope (FORMAT.md §3.3): its op's module, and who
  * cast when not autocast (NULL): "autograd" or "custom_fwd" (the PyTorch
- * bridge's). */
+ * bridge's), or "compiled": a cast of a torch.compile'd graph, recorded
+ * once when the graph is compiled, with the rows after origin (§3.12):
+ * its graph, the graph's part (forward, backward), the op it is cast for,
+ * the graph's op its result feeds, who made it (autocast, program,
+ * autograd), the program's line and the autocast state the graph was
+ * traced under ("autocast(cpu, bf16)", "autocast(cpu, off)"). */
 #define PRODUCER_CAST_KEYS(ROW, X)                                          \
 	ROW(X, STRING, module, "module", NONE, "1.4")                       \
 	ROW(X, STRING, module_class, "module_class", NONE, "1.4")           \
-	ROW(X, STRING, origin, "origin", ORIGIN, "1.4")
+	ROW(X, STRING, origin, "origin", ORIGIN, "1.4")                     \
+	ROW(X, ID, graph, "graph", NONE, "1.4")                             \
+	ROW(X, STRING, graph_phase, "graph_phase", PHASE, "1.4")            \
+	ROW(X, STRING, graph_op, "graph_op", NONE, "1.4")                   \
+	ROW(X, STRING, feeds, "feeds", NONE, "1.4")                         \
+	ROW(X, STRING, made_by, "made_by", NONE, "1.4")                     \
+	ROW(X, STRING, source_line, "source", NONE, "1.4")                  \
+	ROW(X, STRING, traced_under, "traced_under", NONE, "1.4")
 
 /* A row's member, declared in a model's struct. */
 #define PRODUCER_KEY_MEMBER(X, type, f, key, check, since)                  \
 	PRODUCER_KEY_##type f;
 #define PRODUCER_KEY_STRING const char *
+#define PRODUCER_KEY_ID uint64_t
 
 #endif /* AMPTRACE_PRODUCER_KEYS_H */

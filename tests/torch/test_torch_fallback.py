@@ -154,11 +154,12 @@ def events(t, cat):
 
 
 def cast_facts(t, shared_cache=False):
-    """Each thread's casts; with `shared_cache` a hit and a miss are one
-    fact (a cached weight), and the threads' casts are pooled."""
+    """Each thread's autocast casts (not autograd's: timing decides them
+    when workers share a cast); with `shared_cache` a hit and a miss are
+    one fact (a cached weight), and the threads' casts are pooled."""
     by_thread = {}
     for e in t["traceEvents"]:
-        if e.get("cat") == "amp.cast":
+        if e.get("cat") == "amp.cast" and not e["args"].get("origin"):
             a = e["args"]
             cache, reason = a["cache"], a.get("reason")
             if shared_cache and cache in ("hit", "miss"):
@@ -172,10 +173,12 @@ def cast_facts(t, shared_cache=False):
 
 
 def decisions(t):
-    """amp.cast events by direction, hits included."""
+    """autocast's amp.cast events by direction, hits included (casts of
+    another origin, autograd's, are no decision of autocast's: a gradient
+    sums in bf16 or f32 as timing had it)."""
     counts = {}
     for e in t["traceEvents"]:
-        if e.get("cat") == "amp.cast":
+        if e.get("cat") == "amp.cast" and not e["args"].get("origin"):
             key = "%s->%s" % (e["args"]["from"], e["args"]["to"])
             counts[key] = counts.get(key, 0) + 1
     return counts

@@ -128,10 +128,11 @@ static int check_names(const char *path, const char *from, const char *to,
 		if (!end)
 			break;
 		size_t len = (size_t)(end - q - 1);
-		if (is_kind_like(q + 1, len)) {
-			char word[64];
-			snprintf(word, sizeof word, "%.*s", (int)len, q + 1);
-			const struct finding_kind *k = finding_kind_lookup(word);
+		char word[64];
+		snprintf(word, sizeof word, "%.*s", (int)len, q + 1);
+		const struct finding_kind *k = finding_kind_lookup(word);
+		/* a kind without a dash (recompile) is one only by name */
+		if (is_kind_like(q + 1, len) || k) {
 			if (!k) {
 				fprintf(stderr, "%s: names `%s`, which is not a "
 					"finding kind\n", path, word);

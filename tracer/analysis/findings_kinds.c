@@ -143,6 +143,20 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "recorded state: TorchScript's autocast casts, or autocast "
 		       "enabled outside any region",
 	},
+	[FINDING_COMPILE_DIVERGENCE] = {
+		"compile-divergence", FINDING_WARNING, FINDING_FROM_BRIDGE,
+		.fix = "do what the message says, or leave the region "
+		       "uncompiled (torch.compiler.disable) where eager's casts "
+		       "matter",
+		.doc = "a `torch.compile`d graph's casts differ from what eager "
+		       "autocast does with the same ops under the same state, "
+		       "in a way that changes results: its backward casts as "
+		       "autocast would (traced under the forward's state) while "
+		       "`backward()` runs with autocast off (pytorch#179804), or "
+		       "inductor fuses a cast to f16/bf16 into the f32 pointwise "
+		       "op it feeds and drops the rounding (pytorch#181568); "
+		       "written at compile and at the first backward",
+	},
 	[FINDING_CACHE_GROWTH] = {
 		"cache-growth", FINDING_WARNING, FINDING_FROM_EVENTS,
 		.once = finding_rule_cache_growth,
@@ -216,6 +230,21 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.doc = "a cacheable cast was redone because `cache_enabled` is "
 		       "off",
 	},
+	[FINDING_RECOMPILE] = {
+		"recompile", FINDING_INFO, FINDING_FROM_BRIDGE,
+		.fix = "keep the compiled region's autocast state and inputs "
+		       "the same from call to call, or mark what changes dynamic",
+		.doc = "a compiled region was compiled again: the guard that "
+		       "failed, and when it is autocast's state (an "
+		       "autocast-state guard failure) the states of both graphs",
+	},
+	[FINDING_GRAPH_BREAK] = {
+		"graph-break", FINDING_INFO, FINDING_FROM_BRIDGE,
+		.fix = "move what breaks the graph out of the compiled region "
+		       "(or out of the autocast region, which it splits)",
+		.doc = "a compiled graph ends at a graph break: where, why, and "
+		       "the autocast regions it splits",
+	},
 	[FINDING_AUTOCAST_NEVER_ENABLED] = {
 		"autocast-never-enabled", FINDING_INFO, FINDING_FROM_EVENTS,
 		.once = finding_rule_autocast_never_enabled,
@@ -262,6 +291,7 @@ const char *finding_source_name(enum finding_source source)
 		[FINDING_FROM_RECORDER] = "amptrace run's recorder",
 		[FINDING_FROM_PRODUCER_CHECKS] =
 			"the producer API (-Dproducer_checks builds)",
+		[FINDING_FROM_BRIDGE] = "the PyTorch bridge (torch.compile)",
 	};
 	return source < FINDING_SOURCE_COUNT ? names[source] : "events";
 }

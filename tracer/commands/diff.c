@@ -11,6 +11,7 @@
 #include "analyze.h"
 #include "command_line.h"
 #include "commands.h"
+#include "diff_compiled.h"
 #include "id_map.h"
 #include "trace.h"
 
@@ -27,7 +28,10 @@ static const char diff_usage[] =
 	"added or removed, cache results that changed (hit/miss/uncacheable),\n"
 	"ops added or removed.  Timing and ids are ignored.  For PyTorch\n"
 	"traces (format 1.4), each change's first op names its nn.Module and\n"
-	"the changes are counted by module (paths cut to 2 parts: h.3).\n"
+	"the changes are counted by module (paths cut to 2 parts: h.3).  When\n"
+	"a trace holds torch.compile'd graphs, casts are compared instead, by\n"
+	"module path, source line and op (an eager and a compiled run do not\n"
+	"run the same ops).\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  -h, --help  this text\n"
@@ -84,6 +88,7 @@ struct side {
 	struct id_map aligned;
 	struct id_map signatures; /* (0, signature) -> its number */
 	size_t nsignatures;
+	struct diff_compiled_side compiled; /* diff_compiled.c's */
 };
 
 static void *grow(void *array, size_t *cap, size_t n, size_t elem)
@@ -152,6 +157,7 @@ static const char *intern(struct side *s, const char *text)
 static void add_event(struct side *s, const struct trace_event *e)
 {
 	note_process(s, e);
+	diff_compiled_add(&s->compiled, e);
 	if (e->kind == TRACE_CAST) {
 		s->casts = grow(s->casts, &s->cap_casts, s->ncasts,
 				sizeof *s->casts);
@@ -284,6 +290,7 @@ static void free_side(struct side *s)
 	free(s->order);
 	id_map_free(&s->aligned);
 	id_map_free(&s->signatures);
+	diff_compiled_free(&s->compiled);
 	trace_free(&s->trace);
 }
 
@@ -744,6 +751,10 @@ void diff_side_free(struct diff_side *side)
 int diff_print(struct diff_side *base, struct diff_side *new, bool json)
 {
 	struct side *b = (struct side *)base, *n = (struct side *)new;
+
+	if (diff_compiled_applies(&b->compiled, &n->compiled))
+		return diff_compiled(&b->trace, &b->compiled, &n->trace,
+				     &n->compiled, json);
 	struct changes changes = { 0 };
 	size_t matched;
 	compare(b, n, &changes, &matched);

@@ -22,7 +22,8 @@ static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const cache_names[] = { "hit", "miss", "uncacheable",
 					   "disabled", "any", NULL };
 static const char *const origin_names[] = { "autocast", "autograd",
-					    "custom_fwd", "any", NULL };
+					    "custom_fwd", "compiled", "any",
+					    NULL };
 static const char *const cache_metrics[] = { "hit-rate", "hits", "misses",
 					     "uncacheable", "disabled",
 					     "clears", NULL };

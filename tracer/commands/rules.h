@@ -44,7 +44,7 @@ struct rule_filter {
 	int autocast;       /* -1 any, 1 under autocast, 0 outside autocast */
 	char *op;           /* casts: for op NAME, or NULL */
 	const char *cache;  /* casts: cache RESULT; NULL = every result but hit */
-	/* casts: origin autocast|autograd|custom_fwd|any; NULL = autocast */
+	/* casts: origin autocast|autograd|custom_fwd|compiled|any; NULL = autocast */
 	const char *origin;
 };
 

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "progress.h"
 #include "step_select.h"
+#include "summary_compiled.h"
 #include "summary_modules.h"
 #include "textfit.h"
 #include "trace.h"
@@ -370,9 +371,13 @@ static void tabulate(struct summary *s)
 		} else if (e->kind == TRACE_AGGREGATE) {
 			tabulate_aggregate(s, &e->aggregate);
 		} else if (e->kind == TRACE_OTHER_CAST) {
-			count_other_casts(s, e->cast.origin, e->cast.from,
-					  e->cast.to, 1, e->cast.bytes, e->dur,
-					  e->cast.reason ? e->cast.reason : "");
+			/* a compiled graph's casts: summary_compiled.c's */
+			if (!trace_cast_is_compiled(&e->cast))
+				count_other_casts(s, e->cast.origin,
+						  e->cast.from, e->cast.to, 1,
+						  e->cast.bytes, e->dur,
+						  e->cast.reason ?
+						  e->cast.reason : "");
 		} else if (e->kind == TRACE_CAST) {
 			const struct trace_cast *c = &e->cast;
 			count_casts(cast_row_of(s, c->from, c->to), c->cache, 1,
@@ -792,6 +797,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 	}
 
 	print_other_casts(s, out);
+	summary_compiled_text(t, out);
 
 	fputs("\nWeight-cast cache\n", out);
 	fprintf(out, "  hits %llu, misses %llu, uncacheable %llu, disabled %llu",
@@ -1057,6 +1063,7 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddNullToObject(root, "scaler");
 	}
 
+	summary_compiled_json(t, root);
 	char *text = cJSON_Print(root);
 	if (text)
 		fprintf(out, "%s\n", text);

@@ -37,6 +37,7 @@ static const char *intern_like(struct convert_process *p, const char *s,
 #define COPY_CAST_KEY(X, type, f, key, check, since)                        \
 	e.cast.f = COPY_##type(c->f);
 #define COPY_STRING(value) ((value) ? convert_intern_cstr(p, value) : NULL)
+#define COPY_ID(value) (value)
 
 /* The fields an op's BEGIN and END both carry; `begin` is the op's BEGIN
  * when e is its END, else NULL. */

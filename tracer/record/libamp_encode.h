@@ -40,7 +40,8 @@ _Static_assert(AMP_MAX_DIMS == PRODUCER_MAX_DIMS,
 			  (m->requires_grad ? PRODUCER_TENSOR_REQUIRES_GRAD \
 					    : 0u) |                         \
 			  (m->is_view ? PRODUCER_TENSOR_VIEW : 0u));
-/* libamp's ops and casts have none of the keys producers hand over */
+/* libamp's ops and casts have none of the keys producers hand over:
+ * a mask of 0, one byte */
 #define LIBAMP_ENC_OP_KEYS(f, x) p = raw_put_u8(p, 0);
 #define LIBAMP_ENC_CAST_KEYS(f, x) p = raw_put_u8(p, 0);
 #define LIBAMP_ENC_AUTOCAST(f, x) p = libamp_put_autocast(p, &m->f);

@@ -8,6 +8,7 @@
 #include "raw_schema.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* The rules, as PRODUCERS.md states them. */
 #define PRODUCER_RULES(X)                                                   \
@@ -26,7 +27,8 @@
 	X(ERROR, "a failed op (status not 0) says why")                     \
 	X(CAST_OP, "a cast is for the innermost op open on its thread")    \
 	X(CAST, "a cast changes a tensor's dtype, from a tensor with an "   \
-		"id to one with an id, and a hit writes no bytes")          \
+		"id to one with an id (a compiled graph's: none), and a "   \
+		"hit writes no bytes")                                      \
 	X(CACHE_COUNTED, "a cache miss carries the cache's size after it "  \
 			 "(FORMAT.md 3.5)")                                 \
 	X(SCOPE, "a region's depth counts it: 1 for the outermost")        \
@@ -129,8 +131,10 @@ static void check_cast(const struct producer_check *c,
 		   c->nops > PRODUCER_CHECK_DEPTH, RULE_CAST_OP);
 	require(v, cast->from < AMP_DTYPE_COUNT && cast->to < AMP_DTYPE_COUNT &&
 		   cast->cache < AMP_CACHE_RESULT_COUNT, RULE_CODE);
-	require(v, cast->from != cast->to && cast->source.id &&
-		   cast->result.id && cast->begin_ns <= time_ns &&
+	bool compiled = cast->origin && !strcmp(cast->origin, "compiled");
+	require(v, cast->from != cast->to &&
+		   (compiled || (cast->source.id && cast->result.id)) &&
+		   (!compiled || cast->graph) && cast->begin_ns <= time_ns &&
 		   (cast->cache != AMP_CACHE_HIT || !cast->bytes), RULE_CAST);
 	require(v, cast->cache != AMP_CACHE_MISS || cast->cache_counted,
 		RULE_CACHE_COUNTED);

@@ -48,8 +48,10 @@
 #define RAW_THREAD_MAGIC UINT64_C(0x3157415254504d41) /* "AMPTRAW1" */
 /* 3: tensors carry producer_op_id; 4: varints; 5: the producer model
  * (producer_event.h), with its keys (../producer_keys.h: module, origin);
- * 6: steps and aggregates */
-#define RAW_VERSION 6
+ * 6: steps and aggregates (branch steps), or, on branch compile, the keys'
+ * mask a varint with numbers among the keys (a compiled graph's): two
+ * different 6s, so 7: both */
+#define RAW_VERSION 7
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */

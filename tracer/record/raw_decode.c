@@ -125,15 +125,18 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
 
 /* OP_KEYS and CAST_KEYS: the rows of ../producer_keys.h the mask says
- * are there (the members are NULL already: raw_decode zeroes the
+ * are there (the members are NULL or 0 already: raw_decode zeroes the
  * event); a bit of no row is a bad record. */
 #define DEC_KEY(X, type, f, key, check, since)                              \
-	m->f = mask >> bit++ & 1 ? DEC_KEY_##type(c) : NULL;
+	if (mask >> bit++ & 1)                                              \
+		m->f = DEC_KEY_##type(c);
 #define DEC_KEY_STRING get_str
+#define DEC_KEY_ID get_var
 
 static void get_op_keys(struct cursor *c, struct producer_op *m)
 {
-	unsigned mask = get_u8(c), bit = 0;
+	uint64_t mask = get_var(c);
+	unsigned bit = 0;
 
 	if (!mask)
 		return; /* libamp's, and most */
@@ -144,7 +147,8 @@ static void get_op_keys(struct cursor *c, struct producer_op *m)
 
 static void get_cast_keys(struct cursor *c, struct producer_cast *m)
 {
-	unsigned mask = get_u8(c), bit = 0;
+	uint64_t mask = get_var(c);
+	unsigned bit = 0;
 
 	if (!mask)
 		return;

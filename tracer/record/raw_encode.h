@@ -190,18 +190,22 @@ static inline int raw_tensor_count(int n)
 	if (m->f)                                                           \
 		p = RAW_KEY_PUT_##type(p, m->f);
 #define RAW_KEY_PUT_STRING raw_put_str
+#define RAW_KEY_PUT_ID raw_put_var
 #define RAW_KEY_BOUND(X, type, f, key, check, since)                        \
 	+ RAW_KEY_BOUND_##type
 #define RAW_KEY_BOUND_STRING RAW_STR_BOUND
-#define RAW_OP_KEYS_BOUND (1 PRODUCER_OP_KEYS(RAW_KEY_BOUND, _))
-#define RAW_CAST_KEYS_BOUND (1 PRODUCER_CAST_KEYS(RAW_KEY_BOUND, _))
+#define RAW_KEY_BOUND_ID RAW_VAR_BOUND
+#define RAW_OP_KEYS_BOUND                                                   \
+	(RAW_VAR_BOUND PRODUCER_OP_KEYS(RAW_KEY_BOUND, _))
+#define RAW_CAST_KEYS_BOUND                                                 \
+	(RAW_VAR_BOUND PRODUCER_CAST_KEYS(RAW_KEY_BOUND, _))
 
 static inline uint8_t *raw_put_op_keys(uint8_t *p, const struct producer_op *m)
 {
 	unsigned mask = 0, bit = 0;
 
 	PRODUCER_OP_KEYS(RAW_KEY_IS_SET, _)
-	p = raw_put_u8(p, mask);
+	p = raw_put_var(p, mask);
 	PRODUCER_OP_KEYS(RAW_KEY_PUT, _)
 	return p;
 }
@@ -212,7 +216,7 @@ static inline uint8_t *raw_put_cast_keys(uint8_t *p,
 	unsigned mask = 0, bit = 0;
 
 	PRODUCER_CAST_KEYS(RAW_KEY_IS_SET, _)
-	p = raw_put_u8(p, mask);
+	p = raw_put_var(p, mask);
 	PRODUCER_CAST_KEYS(RAW_KEY_PUT, _)
 	return p;
 }

@@ -33,9 +33,10 @@
  *                    then that many TENSORs from the array `field`
  *   OP_KEYS          the keys producers hand over as they are, of the op
  *   CAST_KEYS        `field` (or the cast): ../producer_keys.h's rows; a
- *                    u8 of which are set (bit i: row i), then each set
- *                    one, in the rows' order (a string as STR).  libamp's
- *                    events have none of them: one zero byte
+ *                    V64 of which are set (bit i: row i), then each set
+ *                    one, in the rows' order (a string as STR, a number
+ *                    as V64).  libamp's events have none of them: one
+ *                    zero byte
  * Both encoders are generated from these tables: raw_encode.h's over the
  * producer model, libamp_encode.h's over libamp's struct amp_event, whose
  * members bear the model's names.
@@ -50,11 +51,12 @@
 
 #include <stdint.h>
 
-/* OP_KEYS and CAST_KEYS say which keys follow in one byte. */
+/* OP_KEYS and CAST_KEYS say which keys follow in a varint mask: one
+ * byte while the keys set are among the first 7 rows. */
 #define RAW_COUNT_KEY(X, type, f, key, check, since) +1
-_Static_assert((0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _)) <= 8 &&
-		       (0 PRODUCER_CAST_KEYS(RAW_COUNT_KEY, _)) <= 8,
-	       "a mask byte has room for 8 keys");
+_Static_assert((0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _)) <= 32 &&
+		       (0 PRODUCER_CAST_KEYS(RAW_COUNT_KEY, _)) <= 32,
+	       "a mask (unsigned) has room for 32 keys");
 
 /* A TENSORS count is one byte. */
 #define RAW_MAX_TENSORS 255

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TRACE_MAX_DIMS 8
 
@@ -112,6 +113,27 @@ struct trace_cast {
 	int64_t shape[TRACE_MAX_DIMS];
 	bool requires_grad, leaf;
 };
+
+/* A cast of a torch.compile'd graph (origin "compiled", FORMAT.md
+ * §3.11), recorded once when the graph was compiled, not by a run: its
+ * tensor and result are 0, its op is the compile it was recorded in. */
+static inline bool trace_cast_is_compiled(const struct trace_cast *c)
+{
+	return c->origin && !strcmp(c->origin, "compiled");
+}
+
+/* The op a cast is for, and its phase: a compiled graph's cast's own
+ * (graph_op, graph_phase), else its op's. */
+static inline const char *trace_cast_for_op(const struct trace_cast *c)
+{
+	return trace_cast_is_compiled(c) && c->graph_op ? c->graph_op : c->op;
+}
+
+static inline const char *trace_cast_for_phase(const struct trace_cast *c)
+{
+	return trace_cast_is_compiled(c) && c->graph_phase ? c->graph_phase
+							   : c->phase;
+}
 
 /* B and E events (E: depth and closed_by only). */
 struct trace_scope {

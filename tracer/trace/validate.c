@@ -44,7 +44,7 @@ static const char *const policies[] = { "none", "lower_precision_fp", "fp32",
 static const char *const caches[] = { "hit", "miss", "uncacheable",
 				      "disabled", NULL };
 static const char *const origins[] = { "autocast", "autograd", "custom_fwd",
-				       NULL };
+				       "compiled", NULL };
 
 /* The names a CHECK column allows (FORMAT.md §3), NULL: any. */
 static const char *const *allowed_names(enum trace_key_check check)
@@ -489,7 +489,9 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			   e->kind == TRACE_OTHER_CAST) {
 			const struct trace_cast *c = &e->cast;
 			int64_t end = ns(e->ts + e->dur);
-			defs[ndefs++] = (struct key){ e->pid, c->result, end, i };
+			if (!trace_cast_is_compiled(c))
+				defs[ndefs++] = (struct key){ e->pid, c->result,
+							      end, i };
 			spans[nspans++] = (struct span){ e->pid, e->tid, ns(e->ts),
 							 end, i };
 		}
@@ -540,9 +542,14 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			struct trace_tensor source = {
 				.id = c->tensor, .dtype = c->from, .name = c->name
 			};
-			check_tensor(&aggregated, r, defs, ndefs, e, &source,
-				     "cast source",
-				     ns(e->ts + e->dur));
+			/* a compiled graph's cast has no tensors of the run */
+			if (!trace_cast_is_compiled(c))
+				check_tensor(&aggregated, r, defs, ndefs, e,
+					     &source, "cast source",
+					     ns(e->ts + e->dur));
+			else if (!c->graph)
+				problem(r, "line %zu: a compiled cast names no "
+					"graph", e->line);
 		}
 	}
 

@@ -15,6 +15,7 @@ import sys
 import threading
 import weakref
 
+from . import _compile
 from . import _regions
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -275,7 +276,21 @@ def _name_parameters(torch, bridge, modules_exist):
             if hook:
                 hook.pop().remove()
 
+    def name_module(module):
+        """Names a module's tree now: a compiled module's calls run no
+        hooks (_compile.py names it when it is compiled)."""
+        if module in pending:
+            name_tree(module)
+
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
+
     def pre_hook(module, inputs):
+        # Dynamo traces global hooks into the graph: under compile the
+        # hook is nothing (it would break the graph); the compiled module
+        # was named when it was compiled (_compile.py)
+        if compiling():
+            return None
         try:
             if module in pending:
                 name_tree(module)
@@ -294,6 +309,11 @@ def _name_parameters(torch, bridge, modules_exist):
                             .register_module_forward_pre_hook(pre_hook))
 
     def made(module):
+        # torch.compile's wrapper of a module never runs hooks itself,
+        # nor do the graph modules a compile makes
+        if type(module).__name__ == "OptimizedModule" or \
+                _compile.compiling():
+            return
         try:
             pending.add(module)
             register()
@@ -314,6 +334,7 @@ def _name_parameters(torch, bridge, modules_exist):
         for obj in gc.get_objects():
             if isinstance(obj, torch.nn.Module):
                 made(obj)
+    return name_module
 
 
 def _custom_functions(torch, bridge):
@@ -380,6 +401,11 @@ def _track_modules(torch, bridge):
     that ran ("" for that one); one that runs inside others without being
     their submodule, by its class."""
     handles = _Handles()
+    # Dynamo traces global hooks into the graph: under compile they are
+    # nothing (a call into the bridge would break the graph); a compiled
+    # graph's casts carry their modules from the graph (_compile.py)
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
+                        lambda: False)
 
     def name_tree(root, prefix):
         for path, module in _tree(root, prefix)[0]:
@@ -387,7 +413,15 @@ def _track_modules(torch, bridge):
                 handles.set(module, bridge.module_name(
                     path, type(module).__name__))
 
+    def ours(module):
+        # torch.compile's wrapper of a module runs the global hooks an
+        # extra time, around the module's own
+        return not compiling() and \
+            type(module).__name__ != "OptimizedModule"
+
     def pre_hook(module, inputs):
+        if not ours(module):
+            return None
         try:
             handle = handles.get(module)
             if handle is None:
@@ -400,6 +434,8 @@ def _track_modules(torch, bridge):
         return None
 
     def hook(module, inputs, output):
+        if not ours(module):
+            return None
         try:
             handle = handles.get(module)
             if handle is not None:
@@ -698,10 +734,12 @@ def install(torch, bridge, modules_exist):
     have made modules already (installed by the trace() API, not right
     after its `import torch`)."""
     scaled = _Identities()  # optimizers a GradScaler steps
+    namer = []
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
                  lambda: _wrap_clip_grad(torch, bridge),
-                 lambda: _name_parameters(torch, bridge, modules_exist),
+                 lambda: namer.append(
+                     _name_parameters(torch, bridge, modules_exist)),
                  lambda: _track_modules(torch, bridge),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
@@ -709,7 +747,10 @@ def install(torch, bridge, modules_exist):
                  lambda: _wrap_lr_schedulers(torch, bridge, scaled),
                  lambda: _wrap_inference_mode(torch, bridge),
                  lambda: _custom_functions(torch, bridge),
-                 lambda: _hook_exceptions(bridge)):
+                 lambda: _hook_exceptions(bridge),
+                 lambda: _compile.install(torch, bridge, _recording_failed,
+                                          _state_reader(torch),
+                                          namer[0] if namer else None)):
         try:
             part()
         except Exception as e:

@@ -427,13 +427,28 @@ class _Thread:
         self.grad_enabled = torch.is_grad_enabled
         thread = self
 
+        compiling = getattr(getattr(torch, "compiler", None),
+                            "is_compiling", lambda: False)
+
         class FunctionMode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
+                # Dynamo traces the function modes on the stack: under
+                # compile this one is nothing (its calls into the
+                # extension would break the graph)
+                if compiling():
+                    return func(*args, **(kwargs or {}))
                 return thread.function(self, func, args, kwargs or {})
 
         class DispatchMode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 return thread.dispatch(func, args, kwargs or {})
+
+            # torch.compile (2.x) compiles nothing under a dispatch mode
+            # unless it asks to be off while compiling and back on for
+            # the compiled code: the ops a compiled graph runs are seen
+            @classmethod
+            def ignore_compile_internals(cls):
+                return True
 
         self.function_mode = FunctionMode()
         self.dispatch_mode = DispatchMode()

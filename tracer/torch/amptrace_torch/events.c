@@ -131,6 +131,11 @@ struct thread_state {
 	bool inference_mode;   /* set by the Python layer */
 	bool paused;           /* events_pause */
 	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
+	/* torch.compile (compiled.c): while a graph is compiled its ops
+	 * run on fake tensors and are none of the program's; the op of the
+	 * compiled call running here, the parent of the ops it runs */
+	bool ignoring;
+	uint64_t compiled_parent;
 };
 
 static __thread struct thread_state *state;
@@ -598,6 +603,15 @@ static uint64_t enclosing_function(struct thread_state *s)
 	return record >= 0 ? s->ops[record].op_id : 0;
 }
 
+/* The parent of an op no op of this thread owns: the custom Function
+ * around it, else the compiled call running it (0: none). */
+static uint64_t enclosing_op(struct thread_state *s)
+{
+	uint64_t function = enclosing_function(s);
+
+	return function ? function : s->compiled_parent;
+}
+
 /* Why `op`, a `to` run by autograd in backward with no op around it, is
  * a cast of autograd's (NULL: it is not; a custom Function's backward is
  * the program's code): torch's engine runs a node, then casts each
@@ -668,7 +682,7 @@ static unsigned open_op(struct thread_state *s, struct obs_op *op,
 	r->event = (struct producer_op){
 		.op_id = op_id,
 		.parent_op_id = owner >= 0 ? s->ops[owner].op_id
-					   : enclosing_function(s),
+					   : enclosing_op(s),
 		.op = op->op, .overload = op->overload,
 		.phase = (uint8_t)(in_backward(s) ? AMP_PHASE_BACKWARD
 						  : s->phase),
@@ -728,6 +742,8 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 		s->dropped++;
 		return OBS_WANT_NOTHING;
 	}
+	if (s->ignoring)
+		return push(s, ROLE_HIDDEN, -1, OBS_WANT_NOTHING);
 	if (s->paused)
 		return push(s, ROLE_TRANSPARENT, -1, OBS_WANT_NOTHING);
 	if (!op->kind_ready)
@@ -1118,6 +1134,49 @@ void events_cache_clear(void)
 void events_emit(struct producer_event *e)
 {
 	emit(e);
+}
+
+bool events_set_ignoring(bool ignoring)
+{
+	struct thread_state *s = thread_state();
+	bool previous = s->ignoring;
+
+	s->ignoring = ignoring;
+	return previous;
+}
+
+uint64_t events_set_compiled_parent(uint64_t op_id)
+{
+	struct thread_state *s = thread_state();
+	uint64_t previous = s->compiled_parent;
+
+	s->compiled_parent = op_id;
+	return previous;
+}
+
+uint64_t events_new_op_id(void)
+{
+	return atomic_fetch_add(&next_op_id, 1);
+}
+
+void events_link_forward(int64_t seq, uint64_t op_id)
+{
+	struct thread_state *s = thread_state();
+
+	if (seq < 0)
+		return;
+	s->links[seq % LINK_SLOTS].seq = seq;
+	s->links[seq % LINK_SLOTS].op_id = op_id;
+	s->links[seq % LINK_SLOTS].module = 0;
+}
+
+void events_regions(int *depth, const char **scope)
+{
+	struct thread_state *s = thread_state();
+
+	*depth = s->depth;
+	*scope = s->nscopes && s->nscopes <= MAX_SCOPES
+			 ? s->scopes[s->nscopes - 1] : NULL;
 }
 
 bool events_pause(bool paused)

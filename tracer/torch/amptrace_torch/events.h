@@ -72,6 +72,20 @@ void events_emit(struct producer_event *event);
  * of that op carrying the text (the observer does not see it); false when
  * there is no such op. */
 bool events_op_exception(const char *exception);
+/* torch.compile (compiled.c).  While ignoring, this thread's calls are
+ * not recorded (a graph being compiled runs on fake tensors); returns
+ * the previous setting. */
+bool events_set_ignoring(bool ignoring);
+/* The op of the compiled call running on this thread (0: none): the
+ * parent of the ops the call runs.  Returns the previous one. */
+uint64_t events_set_compiled_parent(uint64_t op_id);
+/* An op id, unique in the process. */
+uint64_t events_new_op_id(void);
+/* Backward ops of autograd sequence number `seq` differentiate op
+ * `op_id` (a compiled call's graph, whose forward is no aten op). */
+void events_link_forward(int64_t seq, uint64_t op_id);
+/* The autocast regions open on this thread: nesting and innermost name. */
+void events_regions(int *depth, const char **scope);
 /* While paused, the calling thread's calls are not recorded (the bridge's
  * own torch ops).  Returns the previous state. */
 bool events_pause(bool paused);

@@ -253,6 +253,16 @@ static struct entry *entry_find(PyObject *tensor)
 	return e;
 }
 
+uint64_t fallback_tensor_id(PyObject *tensor, const char **name)
+{
+	struct entry *e = entry_of(tensor, made_elsewhere);
+
+	if (!e)
+		PyErr_Clear();
+	*name = e ? e->name : NULL;
+	return e ? e->id : 0;
+}
+
 uint64_t fallback_name_tensor(uintptr_t impl, const char *name)
 {
 	if (!impl)

@@ -19,6 +19,9 @@ bool fallback_active(void);
 /* Names the tensor whose TensorImpl is `impl` (a Tensor's _cdata), as
  * observer_name_tensor does for the observer.  Returns its id. */
 uint64_t fallback_name_tensor(uintptr_t impl, const char *name);
+/* The id and name of a Python tensor, as the observer's tensor_id gives
+ * them. */
+uint64_t fallback_tensor_id(PyObject *tensor, const char **name);
 /* The name of the tensor whose TensorImpl is `impl`, or NULL. */
 const char *fallback_tensor_name(uintptr_t impl);
 

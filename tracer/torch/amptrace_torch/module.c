@@ -15,6 +15,7 @@
 #define Py_LIMITED_API 0x03080000
 #include <Python.h>
 
+#include "compiled.h"
 #include "events.h"
 #include "gpu.h"
 #include "fallback.h"
@@ -329,6 +330,23 @@ static PyObject *bridge_name_tensor(PyObject *self, PyObject *args)
 			: 0);
 }
 
+uint64_t bridge_tensor_id(PyObject *tensor, const char **name)
+{
+	*name = NULL;
+	if (fallback_active())
+		return fallback_tensor_id(tensor, name);
+	if (!observer.tensor_id)
+		return 0;
+	PyObject *cdata = PyObject_GetAttrString(tensor, "_cdata");
+	uintptr_t impl = cdata ? (uintptr_t)PyLong_AsVoidPtr(cdata) : 0;
+	Py_XDECREF(cdata);
+	if (!impl) {
+		PyErr_Clear();
+		return 0;
+	}
+	return observer.tensor_id(impl, name);
+}
+
 /* name_grad(param_cdata, grad_cdata) -> the gradient's id: named after
  * its parameter ("fc1.weight.grad") when the parameter has a name. */
 static PyObject *bridge_name_grad(PyObject *self, PyObject *args)
@@ -530,6 +548,7 @@ static PyMethodDef methods[] = {
 	{ "step_now", bridge_step_now, METH_NOARGS,
 	  "step_now() -> (step in progress, recorded in full detail)" },
 	FALLBACK_METHODS
+	COMPILED_METHODS
 	WRAP_METHODS
 	{ NULL, NULL, 0, NULL },
 };

@@ -584,6 +584,20 @@ uint64_t name_tensor(uintptr_t impl, const char *name)
 	return e.id;
 }
 
+uint64_t tensor_id(uintptr_t impl, const char **name)
+{
+	*name = nullptr;
+	if (!impl)
+		return 0;
+	std::lock_guard<std::mutex> guard(ids_lock);
+	uint64_t first_new = next_id;
+	tensor_entry &e = entry_for(reinterpret_cast<c10::TensorImpl *>(impl));
+	if (e.id >= first_new)
+		e.name = made_elsewhere;
+	*name = e.name;
+	return e.id;
+}
+
 const char *tensor_name(uintptr_t impl)
 {
 	if (!impl)
@@ -757,7 +771,8 @@ amptrace_observer_bind(unsigned abi, const struct obs_events *table,
 	if (abi != OBS_ABI_VERSION)
 		return -1;
 	events = table;
-	*observer = obs_observer{ install,    enable,	   name_tensor,
-				  tensor_name, cuda_queue, cuda_collect };
+	*observer = obs_observer{ install,     enable,	   name_tensor,
+				  tensor_name, cuda_queue, cuda_collect,
+				  tensor_id };
 	return 0;
 }

@@ -153,11 +153,18 @@ struct obs_observer {
 	 * called once per step) and hands each to `deliver`. */
 	void (*cuda_collect)(void (*deliver)(uint64_t tag,
 					     const struct obs_reduction *r));
+	/* The id and name (NULL: none) of the tensor whose TensorImpl is
+	 * `impl`, as its events give them (a compiled call's arguments,
+	 * which no op hands over); one never seen is named as made outside
+	 * the recorded ops. */
+	uint64_t (*tensor_id)(uintptr_t impl, const char **name);
 };
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 6
+#define OBS_ABI_VERSION 7 /* 6 on two branches (forensics: element data,
+			     * tensor_name, the GPU queue; compile:
+			     * tensor_id): 7 has both */
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.

@@ -1,0 +1,427 @@
+"""torch.compile under amptrace: what the trace of a compiled program holds.
+
+A compile is an op `compile:<f>`.  While it runs, the ops torch runs on
+fake tensors are not recorded (they are none of the program's); the casts
+of each graph it makes are, once, as compiled casts (origin `compiled`):
+autocast's casts traced into the graph, autograd's casts of their
+gradients and the program's own conversions, each with its source line,
+module, the graph op it feeds and the autocast state it was traced under.
+Each call of a compiled region is an op `compiled:<f>` with its graph id,
+parent of the ops the call runs (inductor's kernels run no op; the calls
+its code makes to aten do), and so is the backward of an AOTAutograd
+graph.  Graph breaks and recompilations are notes; where a graph's casts
+differ from what eager autocast does, a compile-divergence (_diverge.py).
+
+Where torch 2.x shows it (checked on 2.13):
+- Dynamo's compile start and end callbacks bound a compile, and the lazy
+  compile of a backward;
+- OutputGraph.call_user_compiler hands each graph to the backend, under
+  the autocast state the graph was traced with, with its break reason;
+- inductor runs config.post_grad_custom_pre_pass on its forward and
+  backward graphs: ours is added to the program's own; its uuid keys
+  inductor's caches, and is new in every process, so a traced run
+  compiles its graphs itself (a cached graph's casts could not be seen);
+- other AOTAutograd backends (aot_eager) hand their graphs to compilers,
+  which are wrapped;
+- the eager backend runs its graph as Python: autocast casts as in eager,
+  and the observer records those casts as it always does.
+torch 1.x has no torch.compile: nothing is installed there.
+"""
+import functools
+import itertools
+import os
+import sys
+import threading
+import time
+import warnings
+
+from . import _diverge, _graph
+
+_local = threading.local()
+_graphs_by_compile = {}     # Dynamo's compile id "0/1" -> its graphs
+_graph_ids = itertools.count(1)
+_armed = []                 # one True once the hooks are in
+_arm_lock = threading.Lock()
+_pass_uuid = "amptrace-compile-%d-%s" % (os.getpid(), os.urandom(8).hex())
+# seconds spent reading graphs and registering them (bench_compile.py)
+_spent = {"graphs": 0.0, "casts": 0.0}
+
+
+def spent():
+    """Seconds the compile hooks spent: registering graphs ("graphs")
+    and reading their casts ("casts")."""
+    return dict(_spent)
+
+
+def install(torch, bridge, failed, autocast_state, name_module=None):
+    """Arms the hooks at the first torch.compile: importing torch._dynamo
+    costs seconds, which a program that never compiles should not pay.
+    `failed(error)` says a recording failure once; `autocast_state(device)`
+    reads (enabled, dtype name) on this thread; `name_module(m)` names a
+    module's parameters, done when it is compiled, as its own hooks will
+    not run under compile (_layer.py has both)."""
+    if not hasattr(torch, "compile"):
+        return
+    state = _State(torch, bridge, failed, autocast_state)
+    if "torch._dynamo" in sys.modules:
+        _arm(state)
+    original = torch.compile
+
+    @functools.wraps(original)
+    def compile(*args, **kwargs):
+        _arm(state)
+        if name_module is not None and args:
+            _name_compiled(torch, name_module, args[0], failed)
+        return original(*args, **kwargs)
+
+    torch.compile = compile
+
+
+def _name_compiled(torch, name_module, target, failed):
+    """torch.compile(model) and model.compile() (a bound _call_impl)."""
+    module = target if isinstance(target, torch.nn.Module) \
+        else getattr(target, "__self__", None)
+    if isinstance(module, torch.nn.Module):
+        try:
+            name_module(module)
+        except Exception as e:
+            failed(e)
+
+
+class _State:
+    """What every hook needs: torch, the extension, the failure sink."""
+
+    def __init__(self, torch, bridge, failed, autocast_state):
+        self.torch = torch
+        self.bridge = bridge
+        self.failed = failed
+        self.autocast_state = autocast_state
+
+    def autocast(self, device):
+        """(enabled, device, dtype name) of `device` on this thread."""
+        enabled, dtype = self.autocast_state(device)
+        return enabled, device, dtype
+
+    def call_state(self):
+        """The state a call records: CUDA's when on there, else CPU's."""
+        cuda = self.autocast("cuda")
+        return cuda if cuda[0] else self.autocast("cpu")
+
+    def phase(self):
+        return self.bridge.compiled_phase()
+
+
+def _arm(state):
+    with _arm_lock:
+        if _armed:
+            return
+        _armed.append(True)
+    for part in (_quiet_hook_warning, _hook_compiles, _hook_graphs,
+                 _hook_recompiles, _hook_inductor, _hook_aot):
+        try:
+            part(state)
+        except Exception as e:
+            state.failed(e)
+
+
+def _quiet_hook_warning(state):
+    """torch warns at a compiled module's call when any global module hook
+    exists: the bridge's module hooks (_layer.py) would have it say so to
+    a program that has none.  Those hooks do nothing for the compiled
+    module (_layer.py skips OptimizedModule), so the warning is filtered
+    out: warnings.filters holds one more entry."""
+    warnings.filterwarnings(
+        "ignore", category=UserWarning,
+        message=r"Using `torch\.compile\(module\)` when there are global "
+                r"hooks on modules")
+
+
+# ------------------------------------------------------------ compiles
+
+def compiling():
+    """Whether this thread is compiling a graph."""
+    return bool(getattr(_local, "compiles", None))
+
+
+def _compiles():
+    """This thread's open compiles, innermost last."""
+    stack = getattr(_local, "compiles", None)
+    if stack is None:
+        stack = _local.compiles = []
+    return stack
+
+
+class _Compile:
+    """A compile on this thread: its op is opened at its first graph
+    (many frames Dynamo looks at give none), or at its end when it
+    fails, with the time it began."""
+
+    def __init__(self, state, ignoring, trigger):
+        self.state = state
+        self.ignoring = ignoring
+        self.lazy_backward = trigger == "LAZY_BACKWARD"
+        self.phase = "backward" if self.lazy_backward else state.phase()
+        self.autocast = state.call_state()
+        self.begin_ns = state.bridge.compiled_now()
+        self.op = 0
+        self.graphs = []
+
+    def op_for(self, graph):
+        """The compile's op, opened for its first graph (a backward
+        compiled lazily has only the graph its forward came from)."""
+        if graph not in self.graphs:
+            self.graphs.append(graph)
+        if not self.op:
+            self.op = self._open(_compile_name(self, graph), graph.id)
+        return self.op
+
+    def _open(self, name, graph):
+        return self.state.bridge.compiled_begin(
+            name, graph, self.phase, 0, [], self.autocast, False,
+            self.begin_ns)
+
+    def close(self, error):
+        if not self.op and error:
+            self.op = self._open("compile", 0)
+        if self.op:
+            self.state.bridge.compiled_end(self.op, [], error, None, 0)
+
+
+def _compile_name(c, graph):
+    what = "compile backward:" if c.lazy_backward else "compile:"
+    return what + graph.name
+
+
+def _hook_compiles(state):
+    """Dynamo's start and end callbacks bound each compile; the ops it
+    runs meanwhile are on fake tensors, and not recorded."""
+    import torch._dynamo
+    handler = torch._dynamo.callback_handler
+    bridge = state.bridge
+
+    def start(args):
+        try:
+            trigger = getattr(args.callback_trigger, "name", "")
+            ignoring = bridge.compiled_ignore(True)
+            _compiles().append(_Compile(state, ignoring, trigger))
+        except Exception as e:
+            state.failed(e)
+
+    def end(args):
+        # the guards' failures Dynamo read before this compile began are
+        # its own: a compile that made no graph leaves none behind
+        _local.recompile = None
+        stack = _compiles()
+        if not stack:
+            return
+        c = stack.pop()
+        try:
+            c.close(_compile_error(sys.exc_info()[1]))
+        except Exception as e:
+            state.failed(e)
+        finally:
+            bridge.compiled_ignore(c.ignoring)
+
+    handler.register_start_callback(start)
+    handler.register_end_callback(end)
+
+
+def _compile_error(exc):
+    """The text of an exception that ends a compile, or None: the
+    program sees the exception itself, untouched.  Dynamo skipping a
+    frame (it then runs eagerly) is no error."""
+    if exc is None or type(exc).__name__ in ("SkipFrame",
+                                             "SkipCodeRecursiveException"):
+        return None
+    return "%s: %s" % (type(exc).__name__, str(exc).split("\n")[0][:500])
+
+
+# -------------------------------------------------------------- graphs
+
+def _hook_graphs(state):
+    """Each graph Dynamo hands its backend: registered (id, name, the
+    autocast state it was traced under, its autocast regions), noted
+    (graph break, recompilation), and its calls recorded."""
+    from torch._dynamo import output_graph
+    cls = output_graph.OutputGraph
+    original = cls.call_user_compiler
+
+    @functools.wraps(original)
+    def call_user_compiler(self, gm, example_inputs):
+        graph = None
+        began = time.perf_counter()
+        try:
+            graph = _register(state, self, gm)
+        except Exception as e:
+            state.failed(e)
+        _spent["graphs"] += time.perf_counter() - began
+        previous = getattr(_local, "graph", None)
+        _local.graph = graph
+        try:
+            compiled = original(self, gm, example_inputs)
+        finally:
+            _local.graph = previous
+        if graph is None:
+            return compiled
+        try:
+            return _graph.recorded_calls(state, graph, compiled)
+        except Exception as e:
+            state.failed(e)
+            return compiled
+
+    cls.call_user_compiler = call_user_compiler
+
+
+def _register(state, output, gm):
+    compile_id = str(output.dynamo_compile_id)
+    graph = _graph.Graph(state, next(_graph_ids), output, gm, compile_id)
+    _graphs_by_compile.setdefault(compile_id, []).append(graph)
+    stack = _compiles()
+    op = stack[-1].op_for(graph) if stack else 0
+    graph.compile_op = op
+    _diverge.note_break(state, graph, output, op)
+    reasons = getattr(_local, "recompile", None)
+    _local.recompile = None
+    if reasons and output.dynamo_compile_id.frame_compile_id:
+        _diverge.note_recompile(state, graph, reasons, op,
+                                _graphs_by_compile)
+    return graph
+
+
+def _hook_recompiles(state):
+    """Why Dynamo compiles a frame again: the guards that failed."""
+    from torch._dynamo import convert_frame
+    original = convert_frame.get_and_maybe_log_recompilation_reasons
+
+    @functools.wraps(original)
+    def reasons(*args, **kwargs):
+        found = original(*args, **kwargs)
+        _local.recompile = list(found or ())
+        return found
+
+    convert_frame.get_and_maybe_log_recompilation_reasons = reasons
+
+
+def current_graph(torch):
+    """The graph being compiled on this thread: the one Dynamo handed
+    its backend, or for a backward compiled lazily, the one of its
+    compile id."""
+    graph = getattr(_local, "graph", None)
+    if graph is not None:
+        return graph
+    context = torch._guards.CompileContext.try_get()
+    compile_id = str(context.compile_id) if context else None
+    graphs = _graphs_by_compile.get(compile_id)
+    return graphs[-1] if graphs else None
+
+
+def _record(state, fx_graph, backend):
+    began = time.perf_counter()
+    try:
+        _record_graph(state, fx_graph, backend)
+    finally:
+        _spent["casts"] += time.perf_counter() - began
+
+
+def _record_graph(state, fx_graph, backend):
+    graph = current_graph(state.torch)
+    if graph is None:
+        return
+    stack = _compiles()
+    op = stack[-1].op_for(graph) if stack else graph.compile_op
+    graph.record_casts(fx_graph, op, backend)
+
+
+# ------------------------------------------------------------ backends
+
+_inductor_pass = []         # (inductor's config, our pass) once armed
+
+
+def _hook_inductor(state):
+    """Ours among inductor's post-grad pre passes, after the program's
+    own: it reads the graph and changes nothing."""
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class RecordCasts(CustomGraphPass):
+        def __call__(self, fx_graph):
+            try:
+                _record(state, fx_graph, "inductor")
+            except Exception as e:
+                state.failed(e)
+
+        def uuid(self):
+            return _pass_uuid
+
+    ours = RecordCasts()
+    _inductor_pass.append((config, ours))
+    _add_pass(config, ours)
+
+
+def _add_pass(config, ours):
+    """Puts ours last in the pre passes, keeping the program's."""
+    passes = config.post_grad_custom_pre_pass
+    if passes is None:
+        config.post_grad_custom_pre_pass = [ours]
+    elif isinstance(passes, (list, tuple)):
+        if not any(p is ours for p in passes):
+            config.post_grad_custom_pre_pass = list(passes) + [ours]
+    elif passes is not ours:
+        config.post_grad_custom_pre_pass = [passes, ours]
+
+
+def _ensure_inductor_pass():
+    """The program may have set its own passes since, or patch them for
+    one compile (torch.compile's options): ours is added back before
+    AOTAutograd runs, inside any such patch."""
+    for config, ours in _inductor_pass:
+        _add_pass(config, ours)
+
+
+def _hook_aot(state):
+    """AOTAutograd backends other than inductor (aot_eager, custom
+    aot_autograd backends): their compilers see the forward, backward and
+    inference graphs; inductor's are left to its pass."""
+    from torch._dynamo.backends import common
+    original = common.aot_module_simplified
+
+    @functools.wraps(original)
+    def aot_module_simplified(module, args, **kwargs):
+        _ensure_inductor_pass()
+        if not _is_inductor(kwargs.get("fw_compiler")):
+            for key in ("fw_compiler", "bw_compiler", "inference_compiler"):
+                if kwargs.get(key) is not None:
+                    kwargs[key] = _recording_compiler(state, kwargs[key])
+        return original(module, args, **kwargs)
+
+    common.aot_module_simplified = aot_module_simplified
+
+
+def _is_inductor(compiler):
+    """Whether inductor's code is inside the compiler's wrappers
+    (SerializableAOTDispatchCompiler, functools.partial)."""
+    for _ in range(8):
+        if compiler is None:
+            return False
+        module = getattr(compiler, "__module__", "") or ""
+        if module.startswith("torch._inductor"):
+            return True
+        compiler = getattr(compiler, "compiler_fn", None) or \
+            getattr(compiler, "func", None)
+    return False
+
+
+def _recording_compiler(state, compiler):
+    if getattr(compiler, "_amptrace", False):
+        return compiler
+
+    @functools.wraps(compiler)
+    def recording(gm, example_inputs, *args, **kwargs):
+        try:
+            _record(state, gm.graph, "aot")
+        except Exception as e:
+            state.failed(e)
+        return compiler(gm, example_inputs, *args, **kwargs)
+
+    recording._amptrace = True
+    return recording
