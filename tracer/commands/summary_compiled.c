@@ -3,16 +3,7 @@
 #include "summary_compiled.h"
 
 #include "compiled_graphs.h"
-
-static void time_text(double us, char *buf, size_t size)
-{
-	if (us >= 1e6)
-		snprintf(buf, size, "%.3f s", us / 1e6);
-	else if (us >= 1e3)
-		snprintf(buf, size, "%.3f ms", us / 1e3);
-	else
-		snprintf(buf, size, "%.3f us", us);
-}
+#include "textfit.h"
 
 void summary_compiled_text(const struct trace *trace, FILE *out)
 {
@@ -32,7 +23,7 @@ void summary_compiled_text(const struct trace *trace, FILE *out)
 	for (size_t i = 0; i < g.count; i++) {
 		const struct compiled_graph *c = &g.items[i];
 		char calls[32], casts[32];
-		time_text(c->compile_us, compile, sizeof compile);
+		textfit_duration(c->compile_us, compile, sizeof compile);
 		snprintf(calls, sizeof calls, "%zu/%zu", c->calls[COMPILED_FORWARD],
 			 c->calls[COMPILED_BACKWARD]);
 		snprintf(casts, sizeof casts, "%zu/%zu", c->casts[COMPILED_FORWARD],
