@@ -65,15 +65,28 @@ check "--steps 10:13: the trace is valid for ampview (default step 11)" \
 capture "$ampview" "$tmp/window.json" --step 3 -o "$tmp/w3.svg"
 check "ampview --step 3 of aggregates: refused, saying why" \
 	err_has "step 3 was recorded as per-step aggregates only"
-"$amptrace" run -q -o "$tmp/every.json" --steps every:10,0:1 -- "$mlp" \
-	--steps 30 >/dev/null 2>&1
+capture "$amptrace" run -q -o "$tmp/every.json" --steps every:10,0:1 -- "$mlp" \
+	--steps 30
+check "--steps every:10,0:1: the run succeeds" status_is 0
 check "--steps every:10,0:1: steps 0, 1, 10 and 20" \
 	test "$(detail_of_steps "$tmp/every.json" | tr ' ' '\n' | grep ':1$' | tr '\n' ' ')" = \
 	"0:1 1:1 10:1 20:1 "
-"$amptrace" run -q -o "$tmp/none.json" --steps none -- "$mlp" --steps 30 \
-	>/dev/null 2>&1
-check "--steps none: aggregates only, and the same counts" \
-	test "$(counts "$tmp/none.json")" = "$(counts "$tmp/every.json")"
+capture "$amptrace" run -q -o "$tmp/none.json" --steps none -- "$mlp" --steps 30
+check "--steps none: the run succeeds" status_is 0
+check "--steps none: aggregates only" \
+	eval '[ -n "$(detail_of_steps "$tmp/none.json")" ] &&
+	      ! detail_of_steps "$tmp/none.json" | grep -q ":1"'
+none_counts=$(counts "$tmp/none.json")
+check "--steps none: the same counts (summary read both)" \
+	eval '[ -n "$none_counts" ] && [ "$none_counts" = "$(counts "$tmp/every.json")" ]'
+printf 'ops total >= 1\n' >"$tmp/ops.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/ops.rules"
+check "--steps none: check counts the aggregated ops (ops total, no 'no ops recorded')" \
+	status_is 0
+printf 'casts f32->bf16 <= 7 per step\n' >"$tmp/per-step.rules"
+capture "$amptrace" check "$tmp/none.json" "$tmp/per-step.rules"
+check "--steps none: a trace of aggregates only is no empty trace to check" \
+	eval 'status_is 0 && ! grep -q "no ops recorded" "$tmp/out"'
 AMPTRACE_STEPS=5 "$amptrace" run -q -o "$tmp/env.json" -- "$mlp" --steps 10 \
 	>/dev/null 2>&1
 check "AMPTRACE_STEPS in the environment chooses too" \
