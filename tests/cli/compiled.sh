@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The readers on a trace of torch.compile'd graphs (FORMAT.md §3.12),
+# The readers on a trace of torch.compile'd graphs (FORMAT.md §3.13),
 # written by hand: compiled.json (a compile holding its graph's casts,
 # three calls, a compile-divergence note) and compiled-eager.json (the
 # same program's eager casts).  Hermetic: no torch needed; the torch 2.x

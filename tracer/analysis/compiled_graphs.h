@@ -1,4 +1,4 @@
-/* The torch.compile'd graphs of a trace (FORMAT.md §3.12): per graph,
+/* The torch.compile'd graphs of a trace (FORMAT.md §3.13): per graph,
  * its compiles, its calls and the casts its forward and backward make,
  * which every call runs.  Built from the `compile:` and `compiled:` ops
  * and the compiled casts (their `graph`); summary prints it.

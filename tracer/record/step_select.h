@@ -24,9 +24,10 @@
 
 #define STEP_SELECT_DEFAULT "0:19"
 #define STEP_SELECT_ENV "AMPTRACE_STEPS"
-/* The trace size past which full detail stops (bytes; 0: no limit). */
+/* The trace size past which full detail stops (bytes; 0: no limit);
+ * the default is 1G as --max-size reads it (decimal). */
 #define STEP_MAX_SIZE_ENV "AMPTRACE_MAX_SIZE"
-#define STEP_MAX_SIZE_DEFAULT ((uint64_t)1 << 30)
+#define STEP_MAX_SIZE_DEFAULT ((uint64_t)1000000000)
 #define STEP_SELECT_MAX_ITEMS 16
 /* The file `amptrace run` creates in the raw directory once the trace has
  * passed the size limit: producers stop full detail at their next step. */

@@ -115,7 +115,7 @@ struct trace_cast {
 };
 
 /* A cast of a torch.compile'd graph (origin "compiled", FORMAT.md
- * §3.11), recorded once when the graph was compiled, not by a run: its
+ * §3.13), recorded once when the graph was compiled, not by a run: its
  * tensor and result are 0, its op is the compile it was recorded in. */
 static inline bool trace_cast_is_compiled(const struct trace_cast *c)
 {
