@@ -77,7 +77,7 @@ assert rows["h.0.attn"] == {"module": "h.0.attn", "ops": 2,
 assert rows[""]["ops"] == 2 and rows[None]["ops"] == 4, rows' "$tmp/out"
 capture "$amptrace" summary "$fx/good.json"
 check "summary of a trace without modules: says why no table" \
-	out_has "(no op names its nn.Module: PyTorch traces of format 1.4 do)"
+	out_has "(no op of the run names its nn.Module: the PyTorch bridge's do, from format 1.4;"
 capture "$amptrace" summary --json "$fx/good.json"
 check "summary --json of a trace without modules: no rows" \
 	/usr/bin/python3 -c 'import json, sys

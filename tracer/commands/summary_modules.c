@@ -154,8 +154,9 @@ void module_table_print(const struct module_table *m, const char *const *columns
 	fprintf(out, "\nOps by module (module paths cut to depth %d: "
 		     "--depth N)\n", m->depth);
 	if (!m->any_module) {
-		fputs("  (no op names its nn.Module: PyTorch traces of format "
-		      "1.4 do)\n", out);
+		fputs("  (no op of the run names its nn.Module: the PyTorch "
+		      "bridge's do, from format 1.4;\n   a compiled graph's "
+		      "casts are counted per graph)\n", out);
 		return;
 	}
 	for (size_t i = 0; i < m->nrows; i++) {
