@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# As a PyTorch user: a venv with torch 2.13, `pip install` of this
+# As a PyTorch user: a venv with torch==2.13.0+cpu (requirements.txt pins
+# it and what it pulls in: never a bare torch), `pip install` of this
 # checkout, then the README's PyTorch commands from that venv with no
 # other setup (no PYTHONPATH, the venv's bin first on PATH), the notebook
 # API in a headless notebook, `python -m build`'s wheel, and a

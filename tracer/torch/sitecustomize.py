@@ -146,8 +146,10 @@ def _no_torch_note():
         sys.stderr.write(
             "amptrace: %s has no torch, so nothing was recorded from it "
             "(the python on PATH is not the one with torch: activate the "
-            "environment that has it, name its python, or "
-            "pip install torch there)\n" % sys.executable)
+            "environment that has it, name its python, or install a "
+            "pinned torch there, e.g. pip install torch==2.13.0: a bare "
+            "`pip install torch` takes a CUDA build of several GB)\n"
+            % sys.executable)
 
 
 # Armed before the shadowed sitecustomize runs: it may import torch.
