@@ -146,33 +146,49 @@ static void load_object(struct loader *l, const cJSON *obj,
 			const struct trace_object *table, void *m,
 			const char *where);
 
-/* What a type's value must be, for messages. */
-static const char *type_wanted(enum trace_key_type type)
+/* The JSON a key type stores: its name for messages and the cJSON
+ * types (cJSON's low type bits) a value of it may have. */
+struct json_shape {
+	const char *wanted;
+	int types;
+};
+
+static const struct json_shape *shape_of(enum trace_key_type type)
 {
+	static const struct json_shape string = { "a string", cJSON_String },
+		string_or_null = { "a string or null", cJSON_String | cJSON_NULL },
+		boolean = { "true or false", cJSON_True | cJSON_False },
+		number = { "a number", cJSON_Number },
+		number_or_null = { "a number or null", cJSON_Number | cJSON_NULL },
+		object = { "an object", cJSON_Object },
+		object_or_null = { "an object or null", cJSON_Object | cJSON_NULL },
+		array = { "an array", cJSON_Array },
+		rows = { "an array of rows", cJSON_Array };
+
 	switch (type) {
 	case TRACE_TYPE_STRING:
 	case TRACE_TYPE_SCOPE:
-		return "a string";
+		return &string;
 	case TRACE_TYPE_STRING_OR_NULL:
-		return "a string or null";
+		return &string_or_null;
 	case TRACE_TYPE_BOOL:
 	case TRACE_TYPE_TRUE:
-		return "true or false";
+		return &boolean;
 	case TRACE_TYPE_NUMBER_OR_NULL:
 	case TRACE_TYPE_INT_OR_NULL:
-		return "a number or null";
+		return &number_or_null;
 	case TRACE_TYPE_AUTOCAST:
 	case TRACE_TYPE_GPU:
 	case TRACE_TYPE_RECORDING:
 	case TRACE_TYPE_STEPS:
 	case TRACE_TYPE_AGGREGATE_CACHE:
-		return "an object";
+		return &object;
 	case TRACE_TYPE_EXIT:
-		return "an object or null";
+		return &object_or_null;
 	case TRACE_TYPE_OP_ROWS:
 	case TRACE_TYPE_CAST_ROWS:
 	case TRACE_TYPE_DIAG_ROWS:
-		return "an array of rows";
+		return &rows;
 	case TRACE_TYPE_SHAPE:
 	case TRACE_TYPE_STRINGS:
 	case TRACE_TYPE_TRIPLE:
@@ -182,51 +198,22 @@ static const char *type_wanted(enum trace_key_type type)
 	case TRACE_TYPE_PROCESSES:
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
-		return "an array";
+		return &array;
 	default:
-		return "a number";
+		return &number;
 	}
+}
+
+/* What a type's value must be, for messages. */
+static const char *type_wanted(enum trace_key_type type)
+{
+	return shape_of(type)->wanted;
 }
 
 /* Whether v is of the JSON type `type` stores. */
 static bool type_matches(enum trace_key_type type, const cJSON *v)
 {
-	switch (type) {
-	case TRACE_TYPE_STRING:
-	case TRACE_TYPE_SCOPE:
-		return cJSON_IsString(v);
-	case TRACE_TYPE_STRING_OR_NULL:
-		return cJSON_IsString(v) || cJSON_IsNull(v);
-	case TRACE_TYPE_BOOL:
-	case TRACE_TYPE_TRUE:
-		return cJSON_IsBool(v);
-	case TRACE_TYPE_NUMBER_OR_NULL:
-	case TRACE_TYPE_INT_OR_NULL:
-		return cJSON_IsNumber(v) || cJSON_IsNull(v);
-	case TRACE_TYPE_AUTOCAST:
-	case TRACE_TYPE_GPU:
-	case TRACE_TYPE_RECORDING:
-	case TRACE_TYPE_STEPS:
-	case TRACE_TYPE_AGGREGATE_CACHE:
-		return cJSON_IsObject(v);
-	case TRACE_TYPE_EXIT:
-		return cJSON_IsObject(v) || cJSON_IsNull(v);
-	case TRACE_TYPE_SHAPE:
-	case TRACE_TYPE_STRINGS:
-	case TRACE_TYPE_TRIPLE:
-	case TRACE_TYPE_PROFILER_TYPES:
-	case TRACE_TYPE_PROFILER_DIMS:
-	case TRACE_TYPE_TENSORS:
-	case TRACE_TYPE_PROCESSES:
-	case TRACE_TYPE_MERGED:
-	case TRACE_TYPE_MERGED_ENDS:
-	case TRACE_TYPE_OP_ROWS:
-	case TRACE_TYPE_CAST_ROWS:
-	case TRACE_TYPE_DIAG_ROWS:
-		return cJSON_IsArray(v);
-	default:
-		return cJSON_IsNumber(v);
-	}
+	return v && (v->type & 0xFF & shape_of(type)->types);
 }
 
 /* Whether a reader reads values of the type (the others are written
