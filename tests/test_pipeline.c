@@ -13,6 +13,7 @@
 #include "raw.h"
 #include "trace.h"
 #include "trace_writer.h"
+#include "convert_sink.h"
 #include "test_dirs.h"
 
 #include <check.h>
@@ -558,30 +559,6 @@ static void payload_eq(size_t i, const struct trace_event *a,
 
 /* ------------------------------------------------------------- the run */
 
-struct sink {
-	struct trace_writer writer;
-	struct trace kept;
-	const char *path;
-};
-
-static struct trace_writer *writer_for(void *ctx,
-				       const struct convert_process *p)
-{
-	struct sink *s = ctx;
-
-	(void)p;
-	ck_assert_int_eq(trace_writer_open(&s->writer, s->path,
-					   &(struct trace_header){ .rank = -1 },
-					   0),
-			 0);
-	return &s->writer;
-}
-
-static struct trace *trace_for(void *ctx, const struct convert_process *p)
-{
-	(void)p;
-	return &((struct sink *)ctx)->kept;
-}
 
 /* The converter writes through a memo of op templates: each event,
  * written again and again with other times and ids (a template hit from
@@ -635,7 +612,6 @@ START_TEST(every_event_reads_back_as_kept)
 	struct sink sink = { .path = path };
 	struct trace read;
 	struct trace_error err;
-	struct converter cv;
 	bool seen[TRACE_KIND_COUNT] = { false };
 
 	ck_assert_ptr_nonnull(mkdtemp(raw));
@@ -646,15 +622,8 @@ START_TEST(every_event_reads_back_as_kept)
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	produce();
 	producer_detach();
-	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
-	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
-	cv.trace_for = trace_for;
 	/* no exit file and not our child: the process "died" */
-	convert_finish(&cv, -1, 0, BASE_NS + 20000000);
-	ck_assert_int_eq(trace_writer_close(&sink.writer,
-					    &(struct trace_trailer){ 0 }),
-			 0);
-	convert_free(&cv);
+	sink_convert(&sink, raw, BASE_NS, BASE_NS + 20000000);
 	remove_tree(raw);
 
 	ck_assert_msg(trace_load(path, &read, &err) == 0, "%s", err.message);
@@ -810,7 +779,6 @@ static void stream_across_windows(char *raw_template)
 	static char name[NAME + 1];
 	char path[PATH_MAX];
 	struct sink sink = { .path = path };
-	struct converter cv;
 
 	memset(name, 'n', NAME);
 	ck_assert_ptr_nonnull(mkdtemp(raw_template));
@@ -829,14 +797,8 @@ static void stream_across_windows(char *raw_template)
 		emit(e, (uint64_t)i + 1);
 	}
 	producer_detach();
-	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
-	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
-	cv.trace_for = trace_for;
-	convert_finish(&cv, -1, 0, BASE_NS + (uint64_t)OPS * 1000 + 1000);
-	ck_assert_int_eq(trace_writer_close(&sink.writer,
-					    &(struct trace_trailer){ 0 }),
-			 0);
-	convert_free(&cv);
+	sink_convert(&sink, raw, BASE_NS,
+		     BASE_NS + (uint64_t)OPS * 1000 + 1000);
 	remove_tree(raw);
 	unlink(path);
 
@@ -879,7 +841,6 @@ START_TEST(two_scalers_count_their_own_scale)
 	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
 	char path[64];
 	struct sink sink = { .path = path };
-	struct converter cv;
 
 	ck_assert_ptr_nonnull(mkdtemp(raw));
 	snprintf(path, sizeof path, "%s.json", raw);
@@ -892,14 +853,7 @@ START_TEST(two_scalers_count_their_own_scale)
 		emit(e, i + 1);
 	}
 	producer_detach();
-	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
-	convert_init(&cv, raw, BASE_NS, writer_for, &sink);
-	cv.trace_for = trace_for;
-	convert_finish(&cv, -1, 0, BASE_NS + 10000);
-	ck_assert_int_eq(trace_writer_close(&sink.writer,
-					    &(struct trace_trailer){ 0 }),
-			 0);
-	convert_free(&cv);
+	sink_convert(&sink, raw, BASE_NS, BASE_NS + 10000);
 	remove_tree(raw);
 	unlink(path);
 

@@ -6,6 +6,7 @@
 #include "convert.h"
 #include "producer.h"
 #include "producer_check.h"
+#include "convert_sink.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -162,30 +163,6 @@ END_TEST
 
 /* ------------------------------------------------------- end to end */
 
-struct sink {
-	struct trace_writer writer;
-	struct trace kept;
-	const char *path;
-};
-
-static struct trace_writer *writer_for(void *ctx,
-				       const struct convert_process *p)
-{
-	struct sink *s = ctx;
-
-	(void)p;
-	ck_assert_int_eq(trace_writer_open(&s->writer, s->path,
-					   &(struct trace_header){ .rank = -1 },
-					   0),
-			 0);
-	return &s->writer;
-}
-
-static struct trace *trace_for(void *ctx, const struct convert_process *p)
-{
-	(void)p;
-	return &((struct sink *)ctx)->kept;
-}
 
 /* The miss counted, then not: one producer-contract diag, on the cast's
  * thread, right after it. */
@@ -194,7 +171,6 @@ START_TEST(the_checking_producer_writes_the_rule_into_the_trace)
 	char raw[] = "/tmp/amptrace-contract-XXXXXX";
 	char path[64];
 	struct sink sink = { .path = path };
-	struct converter cv;
 	const struct producer_info info = { .framework = "test",
 					    .names = producer_amp_names() };
 	uint64_t now = amp_now_ns();
@@ -212,14 +188,7 @@ START_TEST(the_checking_producer_writes_the_rule_into_the_trace)
 	producer_emit(&e);
 	producer_mark_exit();
 	producer_detach();
-	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
-	convert_init(&cv, raw, now, writer_for, &sink);
-	cv.trace_for = trace_for;
-	convert_finish(&cv, -1, 0, now + 5);
-	ck_assert_int_eq(trace_writer_close(&sink.writer,
-					    &(struct trace_trailer){ 0 }),
-			 0);
-	convert_free(&cv);
+	sink_convert(&sink, raw, now, now + 5);
 	size_t diags = 0, casts = 0;
 	for (size_t i = 0; i < sink.kept.nevents; i++) {
 		const struct trace_event *t = &sink.kept.events[i];
