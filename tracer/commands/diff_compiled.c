@@ -64,22 +64,83 @@ static bool same_cast(const struct compiled_signature *a,
 	return same_place(a, b) && same(a->from, b->from) && same(a->to, b->to);
 }
 
+static uint64_t hash_text(uint64_t h, const char *text)
+{
+	for (const char *c = text ? text : ""; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	return (h ^ (text ? 0xff : 0xfe)) * 1099511628211ull;
+}
+
+/* The hash of what add() tells apart: every part of the signature. */
+static uint64_t signature_hash(const struct compiled_signature *sig)
+{
+	const char *parts[] = { sig->module, sig->op, sig->phase, sig->from,
+				sig->to, sig->source };
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+		h = hash_text(h, parts[i]);
+	return h;
+}
+
+static bool same_signature(const struct compiled_signature *a,
+			   const struct compiled_signature *b)
+{
+	return same(a->module, b->module) && same(a->op, b->op) &&
+	       same(a->phase, b->phase) && same(a->from, b->from) &&
+	       same(a->to, b->to) && same(a->source, b->source);
+}
+
+/* The slot of sig: its item's, or the empty one it would take. */
+static uint32_t *slot_of(const struct diff_compiled_side *s,
+			 const struct compiled_signature *sig)
+{
+	size_t mask = s->nslots - 1, i = signature_hash(sig) & mask;
+
+	while (s->slots[i] && !same_signature(&s->items[s->slots[i] - 1], sig))
+		i = (i + 1) & mask;
+	return &s->slots[i];
+}
+
+/* Room for one more item, and the index kept under half full. */
+static int grow(struct diff_compiled_side *s)
+{
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct compiled_signature *items =
+			realloc(s->items, cap * sizeof *items);
+		if (!items)
+			return -1;
+		s->items = items;
+		s->cap = cap;
+	}
+	if (2 * (s->count + 1) <= s->nslots)
+		return 0;
+	size_t nslots = s->nslots ? 2 * s->nslots : 128;
+	uint32_t *slots = calloc(nslots, sizeof *slots);
+	if (!slots)
+		return -1;
+	free(s->slots);
+	s->slots = slots;
+	s->nslots = nslots;
+	for (size_t i = 0; i < s->count; i++)
+		*slot_of(s, &s->items[i]) = (uint32_t)i + 1;
+	return 0;
+}
+
+/* Counts sig: once more if the side has it, else a new item. */
 static int add(struct diff_compiled_side *s,
 	       const struct compiled_signature *sig)
 {
-	for (size_t i = 0; i < s->count; i++)
-		if (same_cast(&s->items[i], sig) && same(s->items[i].module,
-							 sig->module) &&
-		    same(s->items[i].source, sig->source)) {
-			s->items[i].count++;
-			return 0;
-		}
-	struct compiled_signature *grown = realloc(s->items,
-					  (s->count + 1) * sizeof *grown);
-	if (!grown)
+	if (grow(s) != 0)
 		return -1;
-	s->items = grown;
-	grown[s->count++] = *sig;
+	uint32_t *slot = slot_of(s, sig);
+	if (*slot) {
+		s->items[*slot - 1].count++;
+		return 0;
+	}
+	s->items[s->count++] = *sig;
+	*slot = (uint32_t)s->count;
 	return 0;
 }
 
@@ -112,6 +173,7 @@ void diff_compiled_add(struct diff_compiled_side *s,
 void diff_compiled_free(struct diff_compiled_side *s)
 {
 	free(s->items);
+	free(s->slots);
 	*s = (struct diff_compiled_side){ 0 };
 }
 

@@ -14,7 +14,9 @@
  * reader hands the events over (their strings are the trace's). */
 struct diff_compiled_side {
 	struct compiled_signature *items;
-	size_t count;
+	size_t count, cap;
+	uint32_t *slots;  /* items by hash of the signature: index + 1 */
+	size_t nslots;    /* a power of two, over twice count */
 	size_t compiled;  /* casts of compiled graphs among them */
 	bool has_graphs;  /* a compiled cast or call seen */
 	bool failed;      /* out of memory */
