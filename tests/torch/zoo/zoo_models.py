@@ -18,8 +18,9 @@ def tokens(seed):
 
 
 def causal_lm_steps(model, steps, lr=1e-3):
-    """The plain PyTorch loop: forward and loss under autocast, backward
-    and the optimizer's step outside it."""
+    """The plain PyTorch loop of a model taking input_ids and labels (a
+    causal LM, or T5 copying its input): forward and loss under autocast,
+    backward and the optimizer's step outside it."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
     for step in range(steps):
@@ -93,17 +94,7 @@ def train_t5(steps):
     model = T5ForConditionalGeneration(T5Config(
         vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=2,
         num_heads=2, dropout_rate=0.0, decoder_start_token_id=0))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    losses = []
-    for step in range(steps):
-        ids = tokens(step)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
-    return losses
+    return causal_lm_steps(model, steps)
 
 
 def train_lora(steps):
