@@ -25,20 +25,9 @@ skip() {
 	exit 77
 }
 
-# torch 2.13.0's CPU wheels are for CPython 3.11 only.
-base_python() {
-	local candidate
-	for candidate in "${AMPTRACE_VENV_PYTHON:-}" python3.11 python3 \
-		/usr/bin/python3.11; do
-		[ -n "$candidate" ] || continue
-		candidate=$(command -v "$candidate" 2>/dev/null) || continue
-		"$candidate" -c 'import sys, venv
-sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null &&
-			{ echo "$candidate"; return 0; }
-	done
-	return 1
-}
-base=$(base_python) || skip "no Python 3.11 with venv (torch 2.13's wheels)"
+# torch 2.13.0's CPU wheels are for CPython 3.11 only: venv.sh's base
+base=$("$here/../torch/venv.sh" base 2>/dev/null) ||
+	skip "no Python 3.11 with venv (torch 2.13's wheels)"
 root=${AMPTRACE_VENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/amptrace/venvs}
 key=$( (cat "$here/requirements.txt"; "$base" -c 'import sys, platform
 print(sys.version, platform.machine())') | sha256sum | cut -c1-12)

@@ -5,6 +5,7 @@
 #   venv.sh vision   timm's set (requirements-vision.txt): its own torch
 #                    and torchvision; the main one where a torchvision for
 #                    the CPU torch 2.13 lies on disk (see below)
+#   venv.sh base     no environment: the Python 3.11 they are made with
 # Prints the environment's python on stdout.  Exit 1, with the reason on
 # stderr, when it cannot be had (no Python 3.11, pip failed).
 #
@@ -43,6 +44,11 @@ sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
 	return 1
 }
 
+if [ "$set_name" = base ]; then
+	base_python || fail "no Python 3.11 with its venv module"
+	exit 0
+fi
+
 # A torchvision built for the CPU torch 2.13.0 among pip's local wheels
 # (Debian 13 images carry one): then timm joins the main set.
 cpu_torchvision_on_disk() {
@@ -69,7 +75,7 @@ vision)
 	requirements=("$here/requirements-vision.txt")
 	;;
 *)
-	echo "usage: venv.sh main|vision" >&2
+	echo "usage: venv.sh main|vision|base" >&2
 	exit 2
 	;;
 esac
