@@ -154,6 +154,8 @@ struct trace_event convert_meta_event(struct convert_process *p,
 		const char *value, int64_t sort_index);
 void convert_emit(struct converter *cv, struct convert_process *p,
 		const struct trace_event *e);
+const int64_t *convert_shape(struct convert_process *p, const int64_t *sizes,
+			     int ndim);
 struct trace_tensor *convert_tensors(struct converter *cv,
 				     struct convert_process *p,
 		const struct producer_tensor *list, int n, bool inputs);

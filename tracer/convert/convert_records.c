@@ -193,8 +193,7 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 	/* a cast autocast did not make (origin: autograd, custom_fwd) is
 	 * a kind of its own, as the reader makes it */
 	trace_cast_set_origin(&e);
-	memcpy(e.cast.shape, source->shape,
-	       (size_t)e.cast.ndim * sizeof *e.cast.shape);
+	e.cast.shape = convert_shape(p, source->shape, e.cast.ndim);
 	convert_emit(cv, p, &e);
 	p->casts++;
 	if (c->cache_counted)

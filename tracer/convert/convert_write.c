@@ -298,6 +298,19 @@ void convert_emit(struct converter *cv, struct convert_process *p,
 	p->events++;
 }
 
+/* A shape, interned in the kept trace; else the producer's own sizes,
+ * which live until the event is written. */
+const int64_t *convert_shape(struct convert_process *p, const int64_t *sizes,
+			     int ndim)
+{
+	const int64_t *kept = keeping(p) ? trace_intern_shape(p->trace, sizes,
+							      ndim)
+					 : NULL;
+	if (!kept && keeping(p))
+		lose_trace(p);
+	return kept ? kept : sizes;
+}
+
 /* An event's tensors: in the kept trace, else in scratch room that the
  * next event reuses. */
 struct trace_tensor *convert_tensors(struct converter *cv,
@@ -323,7 +336,7 @@ struct trace_tensor *convert_tensors(struct converter *cv,
 		k->dtype = convert_name(p, NAMES_DTYPE, t->dtype);
 		k->name = convert_intern_cstr(p, t->name);
 		k->ndim = t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
-		memcpy(k->shape, t->shape, (size_t)k->ndim * sizeof *k->shape);
+		k->shape = convert_shape(p, t->shape, k->ndim);
 		k->requires_grad = t->flags & PRODUCER_TENSOR_REQUIRES_GRAD;
 		k->leaf = t->flags & PRODUCER_TENSOR_LEAF;
 		k->view = t->flags & PRODUCER_TENSOR_VIEW;

@@ -253,10 +253,11 @@ static int64_t load_integer(struct loader *l, const struct trace_key *k,
 	return integer_in(l, v->valuedouble, where, k->key, min, max);
 }
 
-/* A shape's first TRACE_MAX_DIMS sizes. */
+/* A shape's first TRACE_MAX_DIMS sizes, interned. */
 static void load_shape(struct loader *l, const cJSON *shape, const char *at,
-		       int *ndim, int64_t *sizes)
+		       int *ndim, const int64_t **out)
 {
+	int64_t sizes[TRACE_MAX_DIMS];
 	const cJSON *d;
 
 	cJSON_ArrayForEach(d, shape) {
@@ -272,6 +273,9 @@ static void load_shape(struct loader *l, const cJSON *shape, const char *at,
 		if (*ndim < TRACE_MAX_DIMS)
 			sizes[(*ndim)++] = size;
 	}
+	*out = trace_intern_shape(l->trace, sizes, *ndim);
+	if (!*out)
+		fail(l, "out of memory");
 }
 
 /* An array of strings; a lenient table takes other values as "". */

@@ -91,6 +91,10 @@ const char *trace_intern(struct trace *trace, const char *s);
 /* The first `len` bytes of s (up to a NUL among them). */
 const char *trace_intern_n(struct trace *trace, const char *s, size_t len);
 void *trace_alloc(struct trace *trace, size_t size);
+/* The `ndim` sizes, interned with the strings: equal shapes share one
+ * array, which lives as long as the trace. */
+const int64_t *trace_intern_shape(struct trace *trace, const int64_t *sizes,
+				  int ndim);
 /* Everything trace_alloc() gave since trace_arena_mark(), given back
  * (interned strings stay). */
 struct trace_arena_mark {

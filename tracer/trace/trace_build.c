@@ -126,9 +126,9 @@ static bool grow_strings(struct trace *t)
 	return true;
 }
 
-/* Interned copy of the `len` bytes at s, none of them a NUL: equal
- * strings share one pointer, which keeps a trace of a million ops to a
- * few distinct op names in memory. */
+/* Interned copy of the `len` bytes at s (a string's have no NUL; a
+ * shape's may): equal strings share one pointer, which keeps a trace of
+ * a million ops to a few distinct op names in memory. */
 static const char *intern(struct trace *t, const char *s, size_t len)
 {
 	if (len > UINT32_MAX)
@@ -165,6 +165,16 @@ const char *trace_intern_n(struct trace *t, const char *s, size_t len)
 const char *trace_intern(struct trace *t, const char *s)
 {
 	return s ? intern(t, s, strlen(s)) : NULL;
+}
+
+/* A shape's bytes interned as a string's are: arena allocations are
+ * aligned for int64_t, and equal bytes are equal sizes whatever interned
+ * them first. */
+const int64_t *trace_intern_shape(struct trace *t, const int64_t *sizes,
+				  int ndim)
+{
+	return (const int64_t *)intern(t, (const char *)sizes,
+				       (size_t)ndim * sizeof *sizes);
 }
 
 int trace_init(struct trace *trace, const char *path)

@@ -62,8 +62,10 @@ struct trace_tensor {
 	uint64_t producer_op_id;
 	const char *dtype;
 	const char *name;  /* NULL when unnamed */
+	/* its ndim sizes, interned (trace_intern_shape): a big trace holds
+	 * millions of tensors of a few shapes */
+	const int64_t *shape;
 	int ndim;
-	int64_t shape[TRACE_MAX_DIMS];
 	bool requires_grad, leaf, view;
 	const char *device;        /* NULL: absent (cpu) */
 	const char *profiler_type; /* an op input's "Input type" entry */
@@ -101,17 +103,17 @@ struct trace_op {
 struct trace_cast {
 	uint64_t op_id, tensor, result, bytes;
 	int arg;
+	int ndim;             /* the source tensor's, as `shape` below */
 	const char *from, *to, *cache, *reason;
 	const char *name;     /* the source tensor's name, or NULL */
 	const char *op;       /* the op being cast for, when known */
 	const char *phase;
 	const char *scope;
 	PRODUCER_CAST_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
-	bool stale;
-	/* the source tensor's shape and flags */
-	int ndim;
-	int64_t shape[TRACE_MAX_DIMS];
+	/* the source tensor's shape (interned, as a tensor's) and flags */
+	const int64_t *shape;
 	bool requires_grad, leaf;
+	bool stale;
 };
 
 /* A cast of a torch.compile'd graph (origin "compiled", FORMAT.md
