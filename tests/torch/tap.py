@@ -29,8 +29,11 @@ def bridge_missing(amptrace, python, need="import torch"):
         return ("no torch 2.13 environment was configured (meson "
                 "-Dtorch2_python=PYTHON; ./run makes one: "
                 "tests/torch/venv.sh main)")
-    if subprocess.run([python, "-c", need],
-                      capture_output=True).returncode != 0:
+    try:
+        ran = subprocess.run([python, "-c", need], capture_output=True)
+    except OSError as e:  # a configured venv since removed
+        return "%s cannot be run: %s" % (python, e.strerror)
+    if ran.returncode != 0:
         return "%s cannot run `%s`" % (python, need)
     if not os.path.isfile(os.path.join(os.path.dirname(amptrace), "torch",
                                        "sitecustomize.py")):
