@@ -92,6 +92,46 @@ AMPTRACE_STEPS=5 "$amptrace" run -q -o "$tmp/env.json" -- "$mlp" --steps 10 \
 check "AMPTRACE_STEPS in the environment chooses too" \
 	test "$(detail_of_steps "$tmp/env.json" | tr ' ' '\n' | grep ':1$')" = "5:1"
 
+# --------------------------------------- diff of the aggregated steps
+# A change only in steps recorded as aggregates is found (the default
+# records the first 20 in full): an aggregate row of step 25 edited.
+"$amptrace" run -q -o "$tmp/agg_base.json" -- "$mlp" --steps 30 >/dev/null 2>&1
+"$amptrace" run -q -o "$tmp/agg_same.json" -- "$mlp" --steps 30 >/dev/null 2>&1
+"$amptrace" run -q -o "$tmp/agg_short.json" -- "$mlp" --steps 25 >/dev/null 2>&1
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+	if e.get("cat") == "amp.aggregate" and e["args"]["step"] == 25:
+		for row in e["args"]["ops"]:
+			if row[0] == "linear":
+				row[4] = "f16"
+		for row in e["args"]["casts"]:
+			if row[0] == "linear" and row[4] == "miss":
+				row[4] = "hit"
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/agg_base.json" "$tmp/agg_edited.json"
+capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_same.json"
+check "diff of two default runs: the aggregated steps compared, no change" \
+	eval 'status_is 0 && out_has "aggregated steps compared: 10 (20 to 29)"'
+capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_edited.json"
+check "diff: a change in an aggregated step only: exit 1" status_is 1
+check "diff: the aggregated step's output dtype change" \
+	out_has "output       linear (forward): bf16 -> f16  x3"
+check "diff: the aggregated step's cache change" \
+	out_has "cache        linear (forward): f32->bf16 cache miss -> f32->bf16 cache hit  x6"
+check "diff: said to be in the aggregated steps" \
+	out_has "first: in the aggregated steps 20 to 29"
+capture "$amptrace" diff --json "$tmp/agg_base.json" "$tmp/agg_edited.json"
+check "diff --json: aggregated_steps and the change's aggregated_step" \
+	$python -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+got = [d["aggregated_steps"]["compared"],
+       [c["first"].get("aggregated_step") for c in d["changes"]
+	if c["kind"] == "output"]]
+sys.exit(got != [10, [20]] and print("# got", got) is None)' "$tmp/out"
+capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_short.json"
+check "diff of runs of 30 and 25 steps: the 5 more are not compared, no change" \
+	eval 'status_is 0 && out_has "not compared, in one trace only: 5 in base, 0 in new"'
+
 bad_spec() { # SPEC MESSAGE
 	capture "$amptrace" run --steps "$1" -- "$mlp"
 	check "--steps $1: exit 2" status_is 2

@@ -11,6 +11,7 @@
 #include "analyze.h"
 #include "command_line.h"
 #include "commands.h"
+#include "diff_aggregate.h"
 #include "diff_compiled.h"
 #include "id_map.h"
 #include "trace.h"
@@ -31,7 +32,9 @@ static const char diff_usage[] =
 	"the changes are counted by module (paths cut to 2 parts: h.3).  When\n"
 	"a trace holds torch.compile'd graphs, casts are compared instead, by\n"
 	"module path, source line and op (an eager and a compiled run do not\n"
-	"run the same ops).\n"
+	"run the same ops).  Steps recorded as aggregates (`run --steps`)\n"
+	"are compared by step number: their ops' output dtypes and policies\n"
+	"and their casts, as counts per op and direction.\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  -h, --help  this text\n"
@@ -89,6 +92,7 @@ struct side {
 	struct id_map signatures; /* (0, signature) -> its number */
 	size_t nsignatures;
 	struct diff_compiled_side compiled; /* diff_compiled.c's */
+	struct diff_aggregate_side aggregates; /* diff_aggregate.c's */
 };
 
 static void *grow(void *array, size_t *cap, size_t n, size_t elem)
@@ -158,6 +162,7 @@ static void add_event(struct side *s, const struct trace_event *e)
 {
 	note_process(s, e);
 	diff_compiled_add(&s->compiled, e);
+	diff_aggregate_add(&s->aggregates, e);
 	if (e->kind == TRACE_CAST) {
 		s->casts = grow(s->casts, &s->cap_casts, s->ncasts,
 				sizeof *s->casts);
@@ -203,6 +208,11 @@ static size_t process_ordinal(const struct side *s, int64_t pid)
 		if (s->order[i].pid == pid)
 			return i;
 	return 0;
+}
+
+static size_t side_process_ordinal(const void *side, int64_t pid)
+{
+	return process_ordinal(side, pid);
 }
 
 static size_t signature_number(struct side *s, const char *signature)
@@ -291,6 +301,7 @@ static void free_side(struct side *s)
 	id_map_free(&s->aligned);
 	id_map_free(&s->signatures);
 	diff_compiled_free(&s->compiled);
+	diff_aggregate_free(&s->aggregates);
 	trace_free(&s->trace);
 }
 
@@ -329,6 +340,9 @@ struct change {
 	size_t base_line, new_line;
 	uint64_t base_op, new_op;
 	const char *module; /* the first's op's, or NULL */
+	/* first seen in the aggregated steps (base_line and new_line are
+	 * then the first compared step's amp.aggregate events) */
+	bool aggregated;
 };
 
 /* Changes counted by the module of their op, cut to DIFF_MODULE_DEPTH
@@ -348,7 +362,8 @@ struct changes {
 	bool any_module;
 };
 
-static void count_by_module(struct changes *c, const char *module)
+static void count_by_module(struct changes *c, const char *module,
+			    size_t count)
 {
 	size_t len = module ? analysis_module_prefix(module, DIFF_MODULE_DEPTH)
 			    : 0;
@@ -359,7 +374,7 @@ static void count_by_module(struct changes *c, const char *module)
 		if (!have ? !module
 			  : module && strlen(have) == len &&
 				    !strncmp(have, module, len)) {
-			c->modules[i].count++;
+			c->modules[i].count += count;
 			return;
 		}
 	}
@@ -371,7 +386,7 @@ static void count_by_module(struct changes *c, const char *module)
 	char *cut = module ? strndup(module, len) : NULL;
 	if (module && !cut)
 		oom();
-	c->modules[c->nmodules++] = (struct module_changes){ cut, 1 };
+	c->modules[c->nmodules++] = (struct module_changes){ cut, count };
 }
 
 static const char *module_name(const char *module)
@@ -381,21 +396,25 @@ static const char *module_name(const char *module)
 	return module[0] ? module : "(outermost)";
 }
 
-static void record(struct changes *c, const char *kind,
-		   const struct op_record *base, const struct op_record *now,
-		   const char *was, const char *is)
+/* `count` changes of one kind, grouped with the same ones; returns the
+ * group when it is new, else NULL. */
+static struct change *record_counted(struct changes *c, const char *kind,
+				     const struct op_record *base,
+				     const struct op_record *now,
+				     const char *was, const char *is,
+				     size_t count)
 {
 	const struct op_record *any = base ? base : now;
 
-	c->total++;
-	count_by_module(c, any->module);
+	c->total += count;
+	count_by_module(c, any->module, count);
 	for (size_t i = 0; i < c->count; i++) {
 		struct change *x = &c->items[i];
 		if (!strcmp(x->kind, kind) && !strcmp(x->op, any->label) &&
 		    !strcmp(x->phase, any->phase) && !strcmp(x->base, was) &&
 		    !strcmp(x->now, is)) {
-			x->count++;
-			return;
+			x->count += count;
+			return NULL;
 		}
 	}
 	struct change *grown = realloc(c->items, (c->count + 1) * sizeof *grown);
@@ -409,7 +428,7 @@ static void record(struct changes *c, const char *kind,
 	snprintf(x->phase, sizeof x->phase, "%s", any->phase);
 	snprintf(x->base, sizeof x->base, "%s", was);
 	snprintf(x->now, sizeof x->now, "%s", is);
-	x->count = 1;
+	x->count = count;
 	x->module = any->module;
 	if (base) {
 		x->base_line = base->line;
@@ -419,6 +438,34 @@ static void record(struct changes *c, const char *kind,
 		x->new_line = now->line;
 		x->new_op = now->op_id;
 	}
+	return x;
+}
+
+static void record(struct changes *c, const char *kind,
+		   const struct op_record *base, const struct op_record *now,
+		   const char *was, const char *is)
+{
+	record_counted(c, kind, base, now, was, is, 1);
+}
+
+/* A change diff_aggregate.c found in the aggregated steps. */
+struct aggregated_changes {
+	struct changes *changes;
+	const struct diff_aggregate_steps *steps;
+};
+
+static void record_aggregated(void *ctx, const struct diff_aggregate_change *a)
+{
+	struct aggregated_changes *to = ctx;
+	struct op_record base = { .label = a->op, .phase = a->phase,
+				  .line = to->steps->base_line };
+	struct op_record now = base;
+
+	now.line = to->steps->new_line;
+	struct change *x = record_counted(to->changes, a->kind, &base, &now,
+					  a->base, a->now, a->count);
+	if (x)
+		x->aggregated = true;
 }
 
 static void cast_text(const struct cast_record *c, bool with_cache, char *buf,
@@ -509,43 +556,83 @@ struct direction {
 	size_t base, now;
 };
 
+static void count_direction(const char *from, const char *to, size_t count,
+			    bool is_new, struct direction **dirs, size_t *n)
+{
+	size_t k;
+
+	for (k = 0; k < *n; k++)
+		if (!strcmp((*dirs)[k].from, from) && !strcmp((*dirs)[k].to, to))
+			break;
+	if (k == *n) {
+		*dirs = realloc(*dirs, (*n + 1) * sizeof **dirs);
+		if (!*dirs)
+			oom();
+		memset(&(*dirs)[k], 0, sizeof **dirs);
+		snprintf((*dirs)[k].from, sizeof (*dirs)[k].from, "%s", from);
+		snprintf((*dirs)[k].to, sizeof (*dirs)[k].to, "%s", to);
+		(*n)++;
+	}
+	if (is_new)
+		(*dirs)[k].now += count;
+	else
+		(*dirs)[k].base += count;
+}
+
+struct directions {
+	struct direction **dirs;
+	size_t *n;
+	bool is_new;
+};
+
+static void count_aggregated(void *ctx, const struct trace_aggregate_cast *c)
+{
+	struct directions *d = ctx;
+
+	if (strcmp(c->cache, "hit"))
+		count_direction(c->from, c->to, c->count, d->is_new, d->dirs,
+				d->n);
+}
+
+/* The side's casts, and those of the aggregated steps compared. */
 static void count_directions(const struct side *s, bool is_new,
 			     struct direction **dirs, size_t *n)
 {
+	struct directions d = { dirs, n, is_new };
+
 	for (size_t i = 0; i < s->ncasts; i++) {
 		const struct cast_record *c = &s->casts[i];
-		if (!strcmp(c->cache, "hit"))
-			continue;
-		size_t k;
-		for (k = 0; k < *n; k++)
-			if (!strcmp((*dirs)[k].from, c->from) &&
-			    !strcmp((*dirs)[k].to, c->to))
-				break;
-		if (k == *n) {
-			*dirs = realloc(*dirs, (*n + 1) * sizeof **dirs);
-			if (!*dirs)
-				oom();
-			memset(&(*dirs)[k], 0, sizeof **dirs);
-			snprintf((*dirs)[k].from, sizeof (*dirs)[k].from, "%s",
-				 c->from);
-			snprintf((*dirs)[k].to, sizeof (*dirs)[k].to, "%s", c->to);
-			(*n)++;
-		}
-		if (is_new)
-			(*dirs)[k].now++;
-		else
-			(*dirs)[k].base++;
+		if (strcmp(c->cache, "hit"))
+			count_direction(c->from, c->to, 1, is_new, dirs, n);
 	}
+	diff_aggregate_each_compared_cast(&s->aggregates, count_aggregated, &d);
+}
+
+/* "aggregated steps compared: 80 (20 to 99); 30 only in base" */
+static void print_aggregated_steps(const struct diff_aggregate_steps *a)
+{
+	if (!a->compared && !a->base_only && !a->new_only)
+		return;
+	printf("aggregated steps compared: %zu", a->compared);
+	if (a->compared)
+		printf(" (%lld to %lld)", (long long)a->first,
+		       (long long)a->last);
+	if (a->base_only || a->new_only)
+		printf("; not compared, in one trace only: %zu in base, %zu "
+		       "in new", a->base_only, a->new_only);
+	putchar('\n');
 }
 
 static void print_text(const struct side *b, const struct side *n,
 		       const struct changes *c, size_t matched,
+		       const struct diff_aggregate_steps *aggregated,
 		       const struct direction *dirs, size_t ndirs)
 {
 	printf("base: %s (%zu ops, %zu casts)\nnew:  %s (%zu ops, %zu casts)\n",
 	       b->trace.path, b->nops, b->ncasts, n->trace.path, n->nops,
 	       n->ncasts);
 	printf("aligned ops: %zu\n", matched);
+	print_aggregated_steps(aggregated);
 	if (ndirs) {
 		printf("casts by direction (cache hits not counted):\n");
 		for (size_t i = 0; i < ndirs; i++)
@@ -571,6 +658,14 @@ static void print_text(const struct side *b, const struct side *n,
 		else
 			printf(": %s -> %s  x%zu", x->base, x->now, x->count);
 		printf("\n               first:");
+		if (x->aggregated) {
+			printf(" in the aggregated steps %lld to %lld "
+			       "(%s:%zu, %s:%zu)\n",
+			       (long long)aggregated->first,
+			       (long long)aggregated->last, b->trace.path,
+			       x->base_line, n->trace.path, x->new_line);
+			continue;
+		}
 		if (x->base_line)
 			printf(" base op %llu (%s:%zu)",
 			       (unsigned long long)x->base_op, b->trace.path,
@@ -598,6 +693,7 @@ static void print_text(const struct side *b, const struct side *n,
 
 static void print_json(const struct side *b, const struct side *n,
 		       const struct changes *c, size_t matched,
+		       const struct diff_aggregate_steps *aggregated,
 		       const struct direction *dirs, size_t ndirs)
 {
 	cJSON *root = cJSON_CreateObject();
@@ -609,6 +705,14 @@ static void print_json(const struct side *b, const struct side *n,
 	cJSON_AddNumberToObject(ops, "base", (double)b->nops);
 	cJSON_AddNumberToObject(ops, "new", (double)n->nops);
 	cJSON_AddNumberToObject(ops, "aligned", (double)matched);
+	cJSON *steps = cJSON_AddObjectToObject(root, "aggregated_steps");
+	cJSON_AddNumberToObject(steps, "compared", (double)aggregated->compared);
+	if (aggregated->compared) {
+		cJSON_AddNumberToObject(steps, "first", (double)aggregated->first);
+		cJSON_AddNumberToObject(steps, "last", (double)aggregated->last);
+	}
+	cJSON_AddNumberToObject(steps, "base_only", (double)aggregated->base_only);
+	cJSON_AddNumberToObject(steps, "new_only", (double)aggregated->new_only);
 	cJSON *totals = cJSON_AddArrayToObject(root, "casts_by_direction");
 	for (size_t i = 0; i < ndirs; i++) {
 		cJSON *o = cJSON_CreateObject();
@@ -631,11 +735,16 @@ static void print_json(const struct side *b, const struct side *n,
 		cJSON *first = cJSON_AddObjectToObject(o, "first");
 		if (x->module)
 			cJSON_AddStringToObject(first, "module", x->module);
-		if (x->base_line) {
+		if (x->aggregated) {
+			cJSON_AddNumberToObject(first, "aggregated_step",
+						(double)aggregated->first);
+			cJSON_AddNumberToObject(first, "base_line", (double)x->base_line);
+			cJSON_AddNumberToObject(first, "new_line", (double)x->new_line);
+		} else if (x->base_line) {
 			cJSON_AddNumberToObject(first, "base_op_id", (double)x->base_op);
 			cJSON_AddNumberToObject(first, "base_line", (double)x->base_line);
 		}
-		if (x->new_line) {
+		if (x->new_line && !x->aggregated) {
 			cJSON_AddNumberToObject(first, "new_op_id", (double)x->new_op);
 			cJSON_AddNumberToObject(first, "new_line", (double)x->new_line);
 		}
@@ -758,14 +867,20 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json)
 	struct changes changes = { 0 };
 	size_t matched;
 	compare(b, n, &changes, &matched);
+	struct diff_aggregate_steps aggregated;
+	struct aggregated_changes to = { &changes, &aggregated };
+	if (diff_aggregates(&b->aggregates, b, &n->aggregates, n,
+			    side_process_ordinal, record_aggregated, &to,
+			    &aggregated) != 0)
+		oom();
 	struct direction *dirs = NULL;
 	size_t ndirs = 0;
 	count_directions(b, false, &dirs, &ndirs);
 	count_directions(n, true, &dirs, &ndirs);
 	if (json)
-		print_json(b, n, &changes, matched, dirs, ndirs);
+		print_json(b, n, &changes, matched, &aggregated, dirs, ndirs);
 	else
-		print_text(b, n, &changes, matched, dirs, ndirs);
+		print_text(b, n, &changes, matched, &aggregated, dirs, ndirs);
 	int status = changes.count ? 1 : 0;
 	free(dirs);
 	free(changes.items);

@@ -1,0 +1,72 @@
+/* `amptrace diff` of the steps both traces recorded as aggregates
+ * (amp.aggregate, FORMAT.md §3.12; diff_aggregate.c): a run recorded
+ * with the default --steps holds its later steps only so, and a change
+ * there must not go unseen.  Steps align by process, thread and step
+ * number; their rows are compared as counts, since aggregates hold no
+ * single op to align. */
+#ifndef AMPTRACE_DIFF_AGGREGATE_H
+#define AMPTRACE_DIFF_AGGREGATE_H
+
+#include "trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one side holds of its aggregates, gathered as diff.c's reader
+ * hands the events over (the rows' strings are the trace's). */
+struct diff_aggregate_side {
+	struct aggregate_step *steps;
+	size_t nsteps, cap_steps;
+	struct trace_aggregate_op *ops;
+	size_t nops, cap_ops;
+	struct trace_aggregate_cast *casts;
+	size_t ncasts, cap_casts;
+	bool failed;      /* out of memory */
+};
+
+/* One event of the side's trace; events of no interest are ignored. */
+void diff_aggregate_add(struct diff_aggregate_side *side,
+			const struct trace_event *e);
+void diff_aggregate_free(struct diff_aggregate_side *side);
+
+/* A change in the compared steps, in diff.c's terms: kind (output,
+ * policy, op-added, op-removed, cast-added, cast-removed, cache), the
+ * op's label and phase, what base had and new has, how many times. */
+struct diff_aggregate_change {
+	const char *kind, *op, *phase, *base, *now;
+	size_t count;
+};
+
+/* Which aggregated steps were compared: those both traces hold (`first`
+ * to `last`, the first one's line in each file), and those only one
+ * holds (not compared). */
+struct diff_aggregate_steps {
+	size_t compared, base_only, new_only;
+	int64_t first, last;
+	size_t base_line, new_line;
+};
+
+/* The process of `pid` as diff.c orders a side's processes (by rank, then
+ * start), so that two runs' pids align. */
+typedef size_t (*diff_process_ordinal)(const void *side, int64_t pid);
+
+/* Compares the steps both sides aggregated: per op and phase, output
+ * dtypes and policies; per op, phase and direction, cache results.  Each
+ * change is handed to `report`; the steps compared are marked.  Returns
+ * -1 when out of memory. */
+int diff_aggregates(struct diff_aggregate_side *base,
+		    const void *base_side,
+		    struct diff_aggregate_side *now,
+		    const void *now_side, diff_process_ordinal ordinal,
+		    void (*report)(void *ctx,
+				   const struct diff_aggregate_change *change),
+		    void *ctx, struct diff_aggregate_steps *steps);
+
+/* Each autocast cast row of the steps diff_aggregates() compared. */
+void diff_aggregate_each_compared_cast(
+	const struct diff_aggregate_side *side,
+	void (*each)(void *ctx, const struct trace_aggregate_cast *cast),
+	void *ctx);
+
+#endif /* AMPTRACE_DIFF_AGGREGATE_H */
