@@ -125,6 +125,17 @@ d = json.load(open(sys.argv[1]))
 assert d["changes_by_module"] == [{"module": "h.0", "count": 2},
     {"module": "h.1", "count": 1}, {"module": "lm_head", "count": 1}], d
 assert d["changes"][0]["first"]["module"] == "h.0.attn.c_attn", d' "$tmp/out"
+capture "$amptrace" diff --depth 3 "$fx/modules.json" "$tmp/modules-bf16.json"
+check "diff --depth 3: module paths cut to 3 parts" \
+	in_order "changes by module (paths cut to 3 parts):" \
+	"  h.0.attn                         1"
+check "diff --depth 3: h.0's two changes apart (attn, mlp)" \
+	out_has "  h.0.mlp                          1"
+for depth in 0 65 x; do
+	capture "$amptrace" diff --depth "$depth" "$fx/modules.json" "$fx/modules.json"
+	check "diff --depth $depth: exit 2, says why" \
+		eval 'status_is 2 && err_has "--depth must be a number from 1 to 64, not '"'$depth'"'"'
+done
 capture "$amptrace" diff "$fx/good.json" "$fx/changed.json"
 check "diff of traces without modules: no module table" out_lacks "changes by module"
 capture "$amptrace" diff --json "$fx/good.json" "$fx/missing.json"

@@ -61,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		draw(&t, false);
 		struct diff_side *input = diff_side_new(&t);
 		struct diff_side *good = good_diff_side();
-		diff_print(good, input, false);
-		diff_print(input, good, true);
+		diff_print(good, input, false, DIFF_MODULE_DEPTH);
+		diff_print(input, good, true, 1);
 		diff_side_free(input);
 	}
 	free(text);

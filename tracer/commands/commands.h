@@ -32,7 +32,10 @@ int summary_print(struct trace *trace, bool json, bool color, int depth);
 /* One side of amptrace diff: `trace` (loaded) is taken over. */
 struct diff_side *diff_side_new(struct trace *trace);
 void diff_side_free(struct diff_side *side);
-int diff_print(struct diff_side *base, struct diff_side *new, bool json);
+/* Module paths cut to `depth` parts (DIFF_MODULE_DEPTH by default). */
+#define DIFF_MODULE_DEPTH 2
+int diff_print(struct diff_side *base, struct diff_side *new, bool json,
+	       int depth);
 /* amptrace check of `rules` against `trace` and its analysis (both
  * kept), with a JUnit report in `junit` (or NULL). */
 int check_rules(const struct trace *trace, struct analysis *a,

@@ -22,14 +22,15 @@
 #include <string.h>
 
 static const char diff_usage[] =
-	"usage: amptrace diff [--json] BASE.json NEW.json\n"
+	"usage: amptrace diff [--json] [--depth N] BASE.json NEW.json\n"
 	"\n"
 	"Reports cast behaviour that changed between two traces of the same\n"
 	"program: ops whose output dtype or autocast policy changed, casts\n"
 	"added or removed, cache results that changed (hit/miss/uncacheable),\n"
 	"ops added or removed.  Timing and ids are ignored.  For PyTorch\n"
 	"traces (format 1.4), each change's first op names its nn.Module and\n"
-	"the changes are counted by module (paths cut to 2 parts: h.3).  When\n"
+	"the changes are counted by module (paths cut to --depth parts: h.3 at\n"
+	"2, the default).  When\n"
 	"a trace holds torch.compile'd graphs, casts are compared instead, by\n"
 	"module path, source line and op (an eager and a compiled run do not\n"
 	"run the same ops).  Steps recorded as aggregates (`run --steps`)\n"
@@ -37,6 +38,8 @@ static const char diff_usage[] =
 	"and their casts, as counts per op and direction.\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
+	"  --depth N   module paths cut to N parts in the changes by module\n"
+	"              (default 2)\n"
 	"  -h, --help  this text\n"
 	"\n"
 	"Exit status: 0 no change, 1 changes, 2 bad input.\n";
@@ -345,15 +348,15 @@ struct change {
 	bool aggregated;
 };
 
-/* Changes counted by the module of their op, cut to DIFF_MODULE_DEPTH
- * parts (NULL: ops of no module). */
-#define DIFF_MODULE_DEPTH 2
+/* Changes counted by the module of their op, cut to `depth` parts
+ * (NULL: ops of no module). */
 struct module_changes {
 	char *module;
 	size_t count;
 };
 
 struct changes {
+	int depth;            /* --depth */
 	struct change *items;
 	size_t count;
 	size_t total;
@@ -365,8 +368,7 @@ struct changes {
 static void count_by_module(struct changes *c, const char *module,
 			    size_t count)
 {
-	size_t len = module ? analysis_module_prefix(module, DIFF_MODULE_DEPTH)
-			    : 0;
+	size_t len = module ? analysis_module_prefix(module, c->depth) : 0;
 
 	c->any_module |= module != NULL;
 	for (size_t i = 0; i < c->nmodules; i++) {
@@ -681,7 +683,7 @@ static void print_text(const struct side *b, const struct side *n,
 	if (!c->any_module)
 		return;
 	printf("\nchanges by module (paths cut to %d parts):\n",
-	       DIFF_MODULE_DEPTH);
+	       c->depth);
 	for (size_t k = 0; k < 2 * c->nmodules; k++) {
 		/* the modules first changed first, then the ops of none */
 		const struct module_changes *m = &c->modules[k % c->nmodules];
@@ -767,25 +769,38 @@ static void print_json(const struct side *b, const struct side *n,
 	cJSON_Delete(root);
 }
 
-enum { OPTION_JSON = 256 };
+enum { OPTION_JSON = 256, OPTION_DEPTH };
 
 static const struct option diff_options[] = {
 	{ "json", no_argument, NULL, OPTION_JSON },
+	{ "depth", required_argument, NULL, OPTION_DEPTH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-/* BASE and NEW into paths; returns -1 to go on, else the exit status. */
-static int parse_args(int argc, char **argv, const char *paths[2], bool *json)
+struct diff_args {
+	const char *paths[2];  /* BASE and NEW */
+	bool json;
+	int depth;
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct diff_args *args)
 {
 	struct command_line cl = { "amptrace diff", "h", diff_options, argc,
 				   argv };
-	int option;
+	int option, status;
 
 	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case OPTION_JSON:
-			*json = true;
+			args->json = true;
+			break;
+		case OPTION_DEPTH:
+			status = command_line_number(&cl, "--depth", optarg, 1,
+						     64, &args->depth);
+			if (status >= 0)
+				return status;
 			break;
 		case 'h':
 			fputs(diff_usage, stdout);
@@ -800,8 +815,8 @@ static int parse_args(int argc, char **argv, const char *paths[2], bool *json)
 	if (argc - optind > 2)
 		return command_line_error(&cl, "unexpected argument '%s'",
 					  argv[optind + 2]);
-	paths[0] = argv[optind];
-	paths[1] = argv[optind + 1];
+	args->paths[0] = argv[optind];
+	args->paths[1] = argv[optind + 1];
 	return -1;
 }
 
@@ -828,19 +843,18 @@ static int load_sides(const char *paths[2], struct side *b, struct side *n)
 
 int amptrace_diff(int argc, char **argv)
 {
-	const char *paths[2];
-	bool json = false;
-	int status = parse_args(argc, argv, paths, &json);
+	struct diff_args args = { .depth = DIFF_MODULE_DEPTH };
+	int status = parse_args(argc, argv, &args);
 
 	if (status >= 0)
 		return status;
 	struct side *b = calloc(1, sizeof *b), *n = calloc(1, sizeof *n);
 	if (!b || !n)
 		oom();
-	status = load_sides(paths, b, n);
+	status = load_sides(args.paths, b, n);
 	if (status == 0) {
 		status = diff_print((struct diff_side *)b, (struct diff_side *)n,
-				    json);
+				    args.json, args.depth);
 		free_side(b);
 		free_side(n);
 	}
@@ -857,14 +871,15 @@ void diff_side_free(struct diff_side *side)
 	free(side);
 }
 
-int diff_print(struct diff_side *base, struct diff_side *new, bool json)
+int diff_print(struct diff_side *base, struct diff_side *new, bool json,
+	       int depth)
 {
 	struct side *b = (struct side *)base, *n = (struct side *)new;
 
 	if (diff_compiled_applies(&b->compiled, &n->compiled))
 		return diff_compiled(&b->trace, &b->compiled, &n->trace,
 				     &n->compiled, json);
-	struct changes changes = { 0 };
+	struct changes changes = { .depth = depth };
 	size_t matched;
 	compare(b, n, &changes, &matched);
 	struct diff_aggregate_steps aggregated;

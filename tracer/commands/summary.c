@@ -1107,12 +1107,10 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 			when = optarg ? optarg : "always";
 			break;
 		case OPTION_DEPTH: {
-			char *end;
-			long depth = strtol(optarg, &end, 10);
-			if (*end || end == optarg || depth < 1 || depth > 64)
-				return command_line_error(&cl, "--depth must be "
-					"a number from 1 to 64, not '%s'", optarg);
-			args->depth = (int)depth;
+			int status = command_line_number(&cl, "--depth", optarg,
+							 1, 64, &args->depth);
+			if (status >= 0)
+				return status;
 			break;
 		}
 		case 'h':

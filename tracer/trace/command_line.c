@@ -21,6 +21,19 @@ int command_line_error(const struct command_line *c, const char *fmt, ...)
 	return COMMAND_LINE_BAD_USAGE;
 }
 
+int command_line_number(const struct command_line *c, const char *name,
+			const char *text, long min, long max, int *out)
+{
+	char *end;
+	long value = strtol(text, &end, 10);
+
+	if (*end || end == text || value < min || value > max)
+		return command_line_error(c, "%s must be a number from %ld to "
+					  "%ld, not '%s'", name, min, max, text);
+	*out = (int)value;
+	return -1;
+}
+
 /* getopt stands for operands that look like options ("-1"): they are
  * swapped for this one while it parses, and back after. */
 static char operand_stand_in[] = "";

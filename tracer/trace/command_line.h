@@ -37,4 +37,10 @@ int command_line_next(struct command_line *c);
 int command_line_error(const struct command_line *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* An option's value `text` as a whole number from min to max (within
+ * int) into *out: returns -1, else says "NAME must be a number from MIN
+ * to MAX, not 'TEXT'" (command_line_error) and returns its status. */
+int command_line_number(const struct command_line *c, const char *name,
+			const char *text, long min, long max, int *out);
+
 #endif /* AMPTRACE_COMMAND_LINE_H */
