@@ -26,6 +26,36 @@ capture "$amptrace" summary --json "$eager"
 check "summary --json of an eager trace: no compiled graph" \
 	out_has '"compiled_graphs":	[]'
 
+# Calls in steps recorded as aggregates (run's default past step 19):
+# their rows name the region, not the graph; they count for the region's
+# one graph, and a region of two graphs says it cannot tell them apart.
+aggregated() { # TRACE OUT: TRACE with a step of two forward calls aggregated
+	$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+row = ["compiled:M.forward", "", "forward", "none", "bf16", "cpu", 2, 0, 5.0]
+t["traceEvents"].append({"name": "step 1 aggregates", "cat": "amp.aggregate",
+	"ph": "i", "s": "t", "ts": 90.0, "pid": 7, "tid": 1, "args": {
+	"step": 1, "begin": 80.0, "events": 4, "ops": [row], "casts": [],
+	"diags": [], "regions": 1, "cache": {"clears": 0, "entries": 0,
+	"bytes": 0, "max_entries": 0, "max_bytes": 0}}})
+json.dump(t, open(sys.argv[2], "w"))' "$1" "$2"
+}
+aggregated "$compiled" "$tmp/aggregated.json"
+capture "$amptrace" summary "$tmp/aggregated.json"
+check "summary: calls in an aggregated step count for the region's graph" \
+	out_has "      1  M.forward                  4/1       4/1"
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+second = [dict(e, args=dict(e["args"], graph=2)) for e in t["traceEvents"]
+	  if e.get("args", {}).get("graph") == 1 and e["ph"] == "X"
+	  and e["args"].get("op", "").startswith("compile:")]
+t["traceEvents"] += second
+json.dump(t, open(sys.argv[2], "w"))' "$compiled" "$tmp/recompiled.json"
+aggregated "$tmp/recompiled.json" "$tmp/recompiled-aggregated.json"
+capture "$amptrace" summary "$tmp/recompiled-aggregated.json"
+check "summary: a region of two graphs: its aggregated calls said apart" \
+	out_has "and 2 calls in steps recorded as aggregates, of regions compiled to several graphs"
+
 # ----------------------------------------------------------------- check
 printf 'casts f32->bf16 <= 0 per step\nfinding compile-divergence == 1\n' \
 	>"$tmp/compiled.rules"

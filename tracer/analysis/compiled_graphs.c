@@ -70,6 +70,39 @@ static void count_cast(struct compiled_graph *g, const struct trace_cast *c)
 		g->by_autocast++;
 }
 
+/* The one graph of `region` in process pid, or NULL (none, or several). */
+static struct compiled_graph *only_graph_of(struct compiled_graphs *g,
+					    int64_t pid, const char *region)
+{
+	struct compiled_graph *found = NULL;
+
+	for (size_t i = 0; i < g->count; i++) {
+		struct compiled_graph *c = &g->items[i];
+		if (c->pid != pid || !c->name || strcmp(c->name, region))
+			continue;
+		if (found)
+			return NULL;
+		found = c;
+	}
+	return found;
+}
+
+/* The calls of an aggregated step: its op rows of `compiled:` ops. */
+static void count_aggregated_calls(struct compiled_graphs *g,
+				   const struct trace_event *e)
+{
+	for (int i = 0; i < e->aggregate.nops; i++) {
+		const struct trace_aggregate_op *row = &e->aggregate.ops[i];
+		if (strncmp(row->op, "compiled:", 9))
+			continue;
+		struct compiled_graph *c = only_graph_of(g, e->pid, row->op + 9);
+		if (c)
+			c->calls[part_of(row->phase)] += row->count;
+		else
+			g->unattributed_calls += row->count;
+	}
+}
+
 int compiled_graphs_build(const struct trace *trace,
 			  struct compiled_graphs *out)
 {
@@ -91,6 +124,11 @@ int compiled_graphs_build(const struct trace *trace,
 		else
 			count_cast(g, &e->cast);
 	}
+	/* after the graphs: a compile may be written after a call */
+	for (size_t i = 0; trace->counts[TRACE_AGGREGATE] && i < trace->nevents;
+	     i++)
+		if (trace->events[i].kind == TRACE_AGGREGATE)
+			count_aggregated_calls(out, &trace->events[i]);
 	return 0;
 }
 

@@ -31,6 +31,11 @@ struct compiled_graph {
 struct compiled_graphs {
 	struct compiled_graph *items; /* in the order graphs appear */
 	size_t count;
+	/* calls in steps recorded as aggregates, whose rows name the region
+	 * but not the graph: counted for the region's graph when its process
+	 * has one, else here (a recompiled region's graphs are not told
+	 * apart) */
+	size_t unattributed_calls;
 };
 
 /* Returns 0, or -1 when out of memory. */

@@ -33,6 +33,11 @@ void summary_compiled_text(const struct trace *trace, FILE *out)
 			calls, casts, c->by_autocast, c->by_program,
 			c->by_autograd, compile, c->failed ? " (failed)" : "");
 	}
+	if (g.unattributed_calls)
+		fprintf(out, "  and %zu calls in steps recorded as aggregates, of "
+			"regions compiled to several graphs\n  (the aggregates do "
+			"not say which graph ran; run --steps all records it)\n",
+			g.unattributed_calls);
 	compiled_graphs_free(&g);
 }
 
@@ -68,5 +73,7 @@ void summary_compiled_json(const struct trace *trace, cJSON *root)
 		cJSON_AddNumberToObject(o, "by_autograd", (double)c->by_autograd);
 		cJSON_AddItemToArray(list, o);
 	}
+	cJSON_AddNumberToObject(root, "compiled_calls_unattributed",
+				(double)g.unattributed_calls);
 	compiled_graphs_free(&g);
 }
