@@ -66,81 +66,59 @@ void diff_aggregate_free(struct diff_aggregate_side *s)
 
 /* ------------------------------------------------------------ tallies */
 
-/* Counts summed over the compared steps of one side.  The rows' strings
- * are interned by the side's reader, so within a side equal strings are
- * equal pointers. */
-struct op_tally {
-	const char *op, *overload, *phase, *policy, *dtype;
-	size_t count;
-};
-
-struct cast_tally {
-	const char *op, *phase, *from, *to, *cache;
+/* A row's count summed over the compared steps of one side: `group` is
+ * what it is compared within (ops: op, overload, phase; casts: op,
+ * phase, from, to), `what` the rest (ops: policy, dtype; casts: cache).
+ * The rows' strings are interned by the side's reader, so within a side
+ * equal strings are equal pointers. */
+struct tally {
+	const char *group[4];
+	const char *what[2];
 	size_t count;
 };
 
 struct tallies {
-	struct op_tally *ops;
-	size_t nops, cap_ops;
-	struct cast_tally *casts;
-	size_t ncasts, cap_casts;
+	struct tally *items;
+	size_t count, cap;
 };
 
-static bool tally_op(struct tallies *t, const struct trace_aggregate_op *r)
+static bool add_tally(struct tallies *t, const struct tally *row)
 {
-	for (size_t i = 0; i < t->nops; i++) {
-		struct op_tally *x = &t->ops[i];
-		if (x->op == r->op && x->overload == r->overload &&
-		    x->phase == r->phase && x->policy == r->policy &&
-		    x->dtype == r->dtype) {
-			x->count += r->count;
+	for (size_t i = 0; i < t->count; i++) {
+		struct tally *x = &t->items[i];
+		if (!memcmp(x->group, row->group, sizeof x->group) &&
+		    !memcmp(x->what, row->what, sizeof x->what)) {
+			x->count += row->count;
 			return true;
 		}
 	}
-	if (!grow((void **)&t->ops, &t->cap_ops, t->nops + 1, sizeof *t->ops))
+	if (!grow((void **)&t->items, &t->cap, t->count + 1, sizeof *t->items))
 		return false;
-	t->ops[t->nops++] = (struct op_tally){ r->op, r->overload, r->phase,
-					       r->policy, r->dtype, r->count };
+	t->items[t->count++] = *row;
 	return true;
 }
 
-static bool tally_cast(struct tallies *t,
-		       const struct trace_aggregate_cast *r)
-{
-	for (size_t i = 0; i < t->ncasts; i++) {
-		struct cast_tally *x = &t->casts[i];
-		if (x->op == r->op && x->phase == r->phase &&
-		    x->from == r->from && x->to == r->to &&
-		    x->cache == r->cache) {
-			x->count += r->count;
-			return true;
-		}
-	}
-	if (!grow((void **)&t->casts, &t->cap_casts, t->ncasts + 1,
-		  sizeof *t->casts))
-		return false;
-	t->casts[t->ncasts++] = (struct cast_tally){ r->op, r->phase, r->from,
-						     r->to, r->cache,
-						     r->count };
-	return true;
-}
-
-static bool tally_step(struct tallies *t, const struct diff_aggregate_side *s,
+/* A step's rows into the side's op and cast tallies. */
+static bool tally_step(struct tallies *ops, struct tallies *casts,
+		       const struct diff_aggregate_side *s,
 		       const struct aggregate_step *step)
 {
-	for (size_t i = 0; i < step->nops; i++)
-		if (!tally_op(t, &s->ops[step->first_op + i]))
+	for (size_t i = 0; i < step->nops; i++) {
+		const struct trace_aggregate_op *r = &s->ops[step->first_op + i];
+		struct tally row = { { r->op, r->overload, r->phase, NULL },
+				     { r->policy, r->dtype }, r->count };
+		if (!add_tally(ops, &row))
 			return false;
-	for (size_t i = 0; i < step->ncasts; i++)
-		if (!tally_cast(t, &s->casts[step->first_cast + i]))
+	}
+	for (size_t i = 0; i < step->ncasts; i++) {
+		const struct trace_aggregate_cast *r =
+			&s->casts[step->first_cast + i];
+		struct tally row = { { r->op, r->phase, r->from, r->to },
+				     { r->cache, NULL }, r->count };
+		if (!add_tally(casts, &row))
 			return false;
+	}
 	return true;
-}
-
-static void free_tallies(struct tallies *t)
-{
-	free(t->ops);
-	free(t->casts);
 }
 
 /* ------------------------------------------------------ aligned steps */
@@ -191,12 +169,17 @@ static void note_compared(struct diff_aggregate_steps *steps,
 		steps->last = b->step;
 }
 
+/* What one side's compared steps hold: their op rows and cast rows. */
+struct side_tallies {
+	struct tallies ops, casts;
+};
+
 /* Both sides' tallies over the steps both hold. */
 static bool tally_aligned(struct diff_aggregate_side *base,
 			  const void *base_side,
 			  struct diff_aggregate_side *now,
 			  const void *now_side, diff_process_ordinal ordinal,
-			  struct tallies *tb, struct tallies *tn,
+			  struct side_tallies *tb, struct side_tallies *tn,
 			  struct diff_aggregate_steps *steps)
 {
 	struct keyed_step *kb = keyed_steps(base, base_side, ordinal);
@@ -217,8 +200,8 @@ static bool tally_aligned(struct diff_aggregate_side *base,
 		} else {
 			note_compared(steps, &kb[i], &kn[j]);
 			kb[i].s->compared = kn[j].s->compared = true;
-			ok = tally_step(tb, base, kb[i++].s) &&
-			     tally_step(tn, now, kn[j++].s);
+			ok = tally_step(&tb->ops, &tb->casts, base, kb[i++].s) &&
+			     tally_step(&tn->ops, &tn->casts, now, kn[j++].s);
 		}
 	}
 	free(kb);
@@ -233,232 +216,200 @@ static bool same(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
+static bool same_group(const struct tally *x, const struct tally *y)
+{
+	for (size_t i = 0; i < sizeof x->group / sizeof *x->group; i++)
+		if (!same(x->group[i], y->group[i]))
+			return false;
+	return true;
+}
+
+static size_t smaller(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* How the changes of one kind of row read (ops, casts): `changed` for a
+ * count of base's `what` that new has as another, `left_over` for what
+ * one side has and the other lacks. */
+struct reporter;
+struct change_words {
+	void (*changed)(const struct reporter *r, const struct tally *base,
+			const struct tally *now, size_t count);
+	void (*left_over)(const struct reporter *r, const struct tally *t,
+			  bool added, size_t count);
+};
+
+struct reporter {
+	void (*report)(void *ctx, const struct diff_aggregate_change *change);
+	void *ctx;
+	const struct change_words *words;
+};
+
+/* One group's entries (b from base, n from new, `left` their counts not
+ * matched yet): equal ones cancel out, the rest pair up, base's with
+ * new's, as changes, and what is left over was removed or added. */
+static void compare_group(const struct reporter *r, const struct tally **b,
+			  size_t *b_left, size_t nb, const struct tally **n,
+			  size_t *n_left, size_t nn)
+{
+	for (size_t i = 0; i < nb; i++)
+		for (size_t j = 0; j < nn; j++)
+			if (same(b[i]->what[0], n[j]->what[0]) &&
+			    same(b[i]->what[1], n[j]->what[1])) {
+				size_t m = smaller(b_left[i], n_left[j]);
+				b_left[i] -= m;
+				n_left[j] -= m;
+			}
+	for (size_t i = 0; i < nb; i++)
+		for (size_t j = 0; j < nn && b_left[i]; j++) {
+			size_t m = smaller(b_left[i], n_left[j]);
+			if (!m)
+				continue;
+			r->words->changed(r, b[i], n[j], m);
+			b_left[i] -= m;
+			n_left[j] -= m;
+		}
+	for (size_t i = 0; i < nb; i++)
+		if (b_left[i])
+			r->words->left_over(r, b[i], false, b_left[i]);
+	for (size_t j = 0; j < nn; j++)
+		if (n_left[j])
+			r->words->left_over(r, n[j], true, n_left[j]);
+}
+
+/* The entries of t in x's group not taken yet, taken. */
+static size_t group_of(const struct tallies *t, bool *taken,
+		       const struct tally *x, const struct tally **out,
+		       size_t *left)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->count; i++)
+		if (!taken[i] && same_group(&t->items[i], x)) {
+			taken[i] = true;
+			out[n] = &t->items[i];
+			left[n++] = t->items[i].count;
+		}
+	return n;
+}
+
+/* Every group of either side compared. */
+static bool compare_tallies(const struct reporter *r,
+			    const struct tallies *tb, const struct tallies *tn)
+{
+	size_t most = tb->count + tn->count + 1;
+	bool *taken = calloc(most, sizeof *taken);
+	const struct tally **b = malloc(most * sizeof *b);
+	const struct tally **n = malloc(most * sizeof *n);
+	size_t *b_left = malloc(most * sizeof *b_left);
+	size_t *n_left = malloc(most * sizeof *n_left);
+	bool ok = taken && b && n && b_left && n_left;
+
+	/* taken[k]: base's item k, then new's item k - tb->count */
+	for (size_t k = 0; ok && k < tb->count + tn->count; k++) {
+		if (taken[k])
+			continue;
+		const struct tally *x = k < tb->count
+						? &tb->items[k]
+						: &tn->items[k - tb->count];
+		size_t nb = group_of(tb, taken, x, b, b_left);
+		size_t nn = group_of(tn, taken + tb->count, x, n, n_left);
+		compare_group(r, b, b_left, nb, n, n_left, nn);
+	}
+	free(taken);
+	free(b);
+	free(n);
+	free(b_left);
+	free(n_left);
+	return ok;
+}
+
 static const char *or_none(const char *s)
 {
 	return s ? s : "none";
 }
 
-struct reporter {
-	void (*report)(void *ctx, const struct diff_aggregate_change *change);
-	void *ctx;
-};
+/* "linear" or "softmax.int", in buf. */
+static const char *op_label(const struct tally *t, char *buf, size_t size)
+{
+	const char *overload = t->group[1];
+
+	snprintf(buf, size, "%s%s%s", t->group[0],
+		 overload && overload[0] ? "." : "",
+		 overload ? overload : "");
+	return buf;
+}
 
 static void say(const struct reporter *r, const char *kind, const char *op,
 		const char *phase, const char *base, const char *now,
 		size_t count)
 {
-	if (!count)
-		return;
 	struct diff_aggregate_change c = { kind, op, phase, base, now, count };
 	r->report(r->ctx, &c);
 }
 
-/* An entry of one group (same op, phase; same direction for casts) on
- * one side: what it is and how many are not matched yet. */
-struct entry {
-	const char *a, *b;  /* ops: policy, dtype; casts: cache, unused */
-	size_t left;
-};
-
-/* The group's entries that match exactly cancel out; the rest pair up,
- * base's with new's, as changes (`changed`), and what is left over is
- * removed (`removed`) or added (`added`). */
-static void compare_group(const struct reporter *r, struct entry *b,
-			  size_t nb, struct entry *n, size_t nn,
-			  void (*changed)(const struct reporter *,
-					  const struct entry *,
-					  const struct entry *, size_t,
-					  const void *),
-			  void (*left_over)(const struct reporter *,
-					    const struct entry *, bool,
-					    const void *),
-			  const void *group)
+static void op_changed(const struct reporter *r, const struct tally *b,
+		       const struct tally *n, size_t count)
 {
-	for (size_t i = 0; i < nb; i++)
-		for (size_t j = 0; j < nn; j++)
-			if (same(b[i].a, n[j].a) && same(b[i].b, n[j].b)) {
-				size_t m = b[i].left < n[j].left ? b[i].left
-								 : n[j].left;
-				b[i].left -= m;
-				n[j].left -= m;
-			}
-	for (size_t i = 0; i < nb; i++)
-		for (size_t j = 0; j < nn && b[i].left; j++) {
-			size_t m = b[i].left < n[j].left ? b[i].left
-							 : n[j].left;
-			if (!m)
-				continue;
-			changed(r, &b[i], &n[j], m, group);
-			b[i].left -= m;
-			n[j].left -= m;
-		}
-	for (size_t i = 0; i < nb; i++)
-		left_over(r, &b[i], false, group);
-	for (size_t j = 0; j < nn; j++)
-		left_over(r, &n[j], true, group);
-}
-
-struct op_group {
 	char label[160];
-	const char *phase;
-};
 
-static void op_changed(const struct reporter *r, const struct entry *b,
-		       const struct entry *n, size_t m, const void *group)
-{
-	const struct op_group *g = group;
-
-	if (!same(b->b, n->b))
-		say(r, "output", g->label, g->phase, or_none(b->b),
-		    or_none(n->b), m);
-	if (!same(b->a, n->a))
-		say(r, "policy", g->label, g->phase, or_none(b->a),
-		    or_none(n->a), m);
+	op_label(b, label, sizeof label);
+	if (!same(b->what[1], n->what[1]))
+		say(r, "output", label, b->group[2],
+		    or_none(b->what[1]), or_none(n->what[1]), count);
+	if (!same(b->what[0], n->what[0]))
+		say(r, "policy", label, b->group[2],
+		    or_none(b->what[0]), or_none(n->what[0]), count);
 }
 
-static void op_left_over(const struct reporter *r, const struct entry *e,
-			 bool added, const void *group)
+static void op_left_over(const struct reporter *r, const struct tally *t,
+			 bool added, size_t count)
 {
-	const struct op_group *g = group;
+	char label[160];
 
-	say(r, added ? "op-added" : "op-removed", g->label, g->phase,
-	    added ? "absent" : "present", added ? "present" : "absent",
-	    e->left);
+	say(r, added ? "op-added" : "op-removed",
+	    op_label(t, label, sizeof label), t->group[2],
+	    added ? "absent" : "present", added ? "present" : "absent", count);
 }
 
-static bool same_op_group(const struct op_tally *x, const struct op_tally *y)
+/* "f32->bf16 cache miss" */
+static const char *cast_text(const struct tally *t, const char *cache,
+			     char *buf, size_t size)
 {
-	return same(x->op, y->op) && same(x->overload, y->overload) &&
-	       same(x->phase, y->phase);
+	snprintf(buf, size, "%s->%s cache %s", t->group[2], t->group[3],
+		 cache);
+	return buf;
 }
 
-/* The entries of `t`'s ops in x's group, each marked done. */
-static size_t op_entries(const struct tallies *t, bool *done,
-			 const struct op_tally *x, struct entry *out)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->nops; i++)
-		if (!done[i] && same_op_group(&t->ops[i], x)) {
-			done[i] = true;
-			out[n++] = (struct entry){ t->ops[i].policy,
-						   t->ops[i].dtype,
-						   t->ops[i].count };
-		}
-	return n;
-}
-
-static bool compare_ops(const struct reporter *r, const struct tallies *tb,
-			const struct tallies *tn)
-{
-	bool *done_b = calloc(tb->nops + 1, 1), *done_n = calloc(tn->nops + 1, 1);
-	struct entry *eb = malloc((tb->nops + 1) * sizeof *eb);
-	struct entry *en = malloc((tn->nops + 1) * sizeof *en);
-	bool ok = done_b && done_n && eb && en;
-
-	for (size_t k = 0; ok && k < tb->nops + tn->nops; k++) {
-		bool base = k < tb->nops;
-		size_t i = base ? k : k - tb->nops;
-		if (base ? done_b[i] : done_n[i])
-			continue;
-		const struct op_tally *x = base ? &tb->ops[i] : &tn->ops[i];
-		struct op_group g = { .phase = x->phase };
-		if (x->overload && x->overload[0])
-			snprintf(g.label, sizeof g.label, "%s.%s", x->op,
-				 x->overload);
-		else
-			snprintf(g.label, sizeof g.label, "%s", x->op);
-		size_t nb = op_entries(tb, done_b, x, eb);
-		size_t nn = op_entries(tn, done_n, x, en);
-		compare_group(r, eb, nb, en, nn, op_changed, op_left_over, &g);
-	}
-	free(done_b);
-	free(done_n);
-	free(eb);
-	free(en);
-	return ok;
-}
-
-struct cast_group {
-	const char *op, *phase, *from, *to;
-};
-
-static void cast_text(const struct cast_group *g, const char *cache,
-		      char *buf, size_t size)
-{
-	snprintf(buf, size, "%s->%s cache %s", g->from, g->to, cache);
-}
-
-static void cast_changed(const struct reporter *r, const struct entry *b,
-			 const struct entry *n, size_t m, const void *group)
+static void cast_changed(const struct reporter *r, const struct tally *b,
+			 const struct tally *n, size_t count)
 {
 	char was[200], is[200];
 
-	cast_text(group, b->a, was, sizeof was);
-	cast_text(group, n->a, is, sizeof is);
-	say(r, "cache", ((const struct cast_group *)group)->op,
-	    ((const struct cast_group *)group)->phase, was, is, m);
+	say(r, "cache", b->group[0], b->group[1],
+	    cast_text(b, b->what[0], was, sizeof was),
+	    cast_text(n, n->what[0], is, sizeof is), count);
 }
 
-static void cast_left_over(const struct reporter *r, const struct entry *e,
-			   bool added, const void *group)
+static void cast_left_over(const struct reporter *r, const struct tally *t,
+			   bool added, size_t count)
 {
-	const struct cast_group *g = group;
 	char text[200];
 
-	cast_text(g, e->a, text, sizeof text);
-	say(r, added ? "cast-added" : "cast-removed", g->op, g->phase,
-	    added ? "-" : text, added ? text : "-", e->left);
+	cast_text(t, t->what[0], text, sizeof text);
+	say(r, added ? "cast-added" : "cast-removed", t->group[0],
+	    t->group[1], added ? "-" : text, added ? text : "-", count);
 }
 
-static bool same_cast_group(const struct cast_tally *x,
-			    const struct cast_tally *y)
+static const struct change_words op_words = { op_changed, op_left_over };
+static const struct change_words cast_words = { cast_changed,
+						 cast_left_over };
+
+static void free_tallies(struct side_tallies *t)
 {
-	return same(x->op, y->op) && same(x->phase, y->phase) &&
-	       same(x->from, y->from) && same(x->to, y->to);
-}
-
-static size_t cast_entries(const struct tallies *t, bool *done,
-			   const struct cast_tally *x, struct entry *out)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->ncasts; i++)
-		if (!done[i] && same_cast_group(&t->casts[i], x)) {
-			done[i] = true;
-			out[n++] = (struct entry){ t->casts[i].cache, NULL,
-						   t->casts[i].count };
-		}
-	return n;
-}
-
-static bool compare_casts(const struct reporter *r, const struct tallies *tb,
-			  const struct tallies *tn)
-{
-	bool *done_b = calloc(tb->ncasts + 1, 1);
-	bool *done_n = calloc(tn->ncasts + 1, 1);
-	struct entry *eb = malloc((tb->ncasts + 1) * sizeof *eb);
-	struct entry *en = malloc((tn->ncasts + 1) * sizeof *en);
-	bool ok = done_b && done_n && eb && en;
-
-	for (size_t k = 0; ok && k < tb->ncasts + tn->ncasts; k++) {
-		bool base = k < tb->ncasts;
-		size_t i = base ? k : k - tb->ncasts;
-		if (base ? done_b[i] : done_n[i])
-			continue;
-		const struct cast_tally *x = base ? &tb->casts[i]
-						  : &tn->casts[i];
-		struct cast_group g = { x->op, x->phase, x->from, x->to };
-		size_t nb = cast_entries(tb, done_b, x, eb);
-		size_t nn = cast_entries(tn, done_n, x, en);
-		compare_group(r, eb, nb, en, nn, cast_changed, cast_left_over,
-			      &g);
-	}
-	free(done_b);
-	free(done_n);
-	free(eb);
-	free(en);
-	return ok;
+	free(t->ops.items);
+	free(t->casts.items);
 }
 
 int diff_aggregates(struct diff_aggregate_side *base,
@@ -469,14 +420,16 @@ int diff_aggregates(struct diff_aggregate_side *base,
 				   const struct diff_aggregate_change *change),
 		    void *ctx, struct diff_aggregate_steps *steps)
 {
-	struct tallies tb = { 0 }, tn = { 0 };
-	struct reporter r = { report, ctx };
+	struct side_tallies tb = { 0 }, tn = { 0 };
+	struct reporter ops = { report, ctx, &op_words };
+	struct reporter casts = { report, ctx, &cast_words };
 
 	*steps = (struct diff_aggregate_steps){ 0 };
 	bool ok = !base->failed && !now->failed &&
 		  tally_aligned(base, base_side, now, now_side, ordinal, &tb,
 				&tn, steps) &&
-		  compare_ops(&r, &tb, &tn) && compare_casts(&r, &tb, &tn);
+		  compare_tallies(&ops, &tb.ops, &tn.ops) &&
+		  compare_tallies(&casts, &tb.casts, &tn.casts);
 	free_tallies(&tb);
 	free_tallies(&tn);
 	return ok ? 0 : -1;
