@@ -75,57 +75,62 @@ def _recording_failed(error):
 
 
 def _wrap_autocast(torch, bridge):
+    """Each region's entry and exit recorded around autocast's own, by C
+    wrappers (no frame in a traceback through them)."""
     cls = torch.amp.autocast_mode.autocast
-    enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
     state = _state_reader(torch)
     torch_dir = os.path.dirname(torch.__file__) + os.sep
 
-    @functools.wraps(enter)
-    def __enter__(self):
-        result = enter(self)
-        if is_scripting() or self.device not in ("cpu", "cuda"):
-            return result
-        try:
-            enabled, dtype = state(self.device)
-            depth = _nesting(torch)
-            self._amptrace_scope = _regions.name(torch_dir, depth)
-            bridge.scope(True, depth, self.device, dtype, enabled,
-                         torch.is_autocast_cache_enabled(),
-                         self._amptrace_scope)
-        except Exception as e:
-            _recording_failed(e)
-        return result
+    def recorded(region):
+        return not is_scripting() and region.device in ("cpu", "cuda")
 
-    @functools.wraps(exit_)
-    def __exit__(self, *exc):
-        if is_scripting() or self.device not in ("cpu", "cuda"):
-            return exit_(self, *exc)
-        depth = 0
+    def entered(result, region):
+        if not recorded(region):
+            return
         try:
+            enabled, dtype = state(region.device)
             depth = _nesting(torch)
-            enabled, dtype = state(self.device)
-            bridge.scope(False, depth, self.device, dtype, enabled,
+            region._amptrace_scope = _regions.name(torch_dir, depth)
+            bridge.scope(True, depth, region.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
-                         getattr(self, "_amptrace_scope", None))
+                         region._amptrace_scope)
         except Exception as e:
             _recording_failed(e)
-        result = exit_(self, *exc)
-        if depth == 1:
+
+    def exiting(region, *exc):
+        if not recorded(region):
+            return
+        try:
+            depth = _nesting(torch)
+            enabled, dtype = state(region.device)
+            bridge.scope(False, depth, region.device, dtype, enabled,
+                         torch.is_autocast_cache_enabled(),
+                         getattr(region, "_amptrace_scope", None))
+            region._amptrace_outermost = depth == 1
+        except Exception as e:
+            _recording_failed(e)
+
+    def exited(result, region, *exc):
+        # the outermost region's end empties the weight-cast cache
+        if region.__dict__.pop("_amptrace_outermost", False):
             bridge.cache_clear()
-        return result
 
-    cls.__enter__, cls.__exit__ = __enter__, __exit__
+    cls.__enter__ = _wrapped(bridge, cls.__enter__, after=entered)
+    cls.__exit__ = _wrapped(bridge, cls.__exit__, before=exiting,
+                            after=exited)
 
 
 def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None,
-             before=None):
+             before=None, always=None):
     """fn in `phase`, after before(*args, **kwargs) and then
-    after(result, *args, **kwargs): a C callable (wrap.h) that leaves no
-    frame in the program's tracebacks, binds as a method and carries fn's
-    attributes (functools.update_wrapper)."""
+    after(result, *args, **kwargs) when it returned, always(*args,
+    **kwargs) whether it returned or raised: a C callable (wrap.h) that
+    leaves no frame in the program's tracebacks, binds as a method and
+    carries fn's attributes (functools.update_wrapper)."""
     wrapper = functools.update_wrapper(
-        bridge.wrapper(fn, phase, after, closure_phase, before=before), fn)
+        bridge.wrapper(fn, phase, after, closure_phase, before=before,
+                       always=always), fn)
     wrapper._amptrace = True
     return wrapper
 

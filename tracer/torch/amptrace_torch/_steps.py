@@ -190,24 +190,19 @@ def _wrap_autocast(torch):
     without optimizers, a second outermost region in training mode in a
     step begins the next; a region under no_grad or inference_mode is an
     evaluation window."""
-    from ._layer import _nesting
+    from ._layer import _nesting, _wrapped
     cls = torch.amp.autocast_mode.autocast
-    enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
 
-    @functools.wraps(enter)
-    def __enter__(self):
+    def entering(region):
         try:
             if not is_scripting() and _nesting(torch) == 0:
-                _outermost_region(torch, self)
+                _outermost_region(torch, region)
         except Exception as e:
             _failed(e)
-        return enter(self)
 
-    @functools.wraps(exit_)
-    def __exit__(self, *exc):
-        result = exit_(self, *exc)
-        begin = self.__dict__.pop("_amptrace_window", None)
+    def exited(result, region, *exc):
+        begin = region.__dict__.pop("_amptrace_window", None)
         if begin is not None:
             try:
                 _bridge.evaluation(begin, "autocast region under " + (
@@ -215,9 +210,9 @@ def _wrap_autocast(torch):
                     else "no_grad"))
             except Exception as e:
                 _failed(e)
-        return result
 
-    cls.__enter__, cls.__exit__ = __enter__, __exit__
+    cls.__enter__ = _wrapped(_bridge, cls.__enter__, before=entering)
+    cls.__exit__ = _wrapped(_bridge, cls.__exit__, after=exited)
 
 
 def _outermost_region(torch, region):
@@ -246,23 +241,24 @@ def _wrap_train_mode(torch):
     """model.eval() opens an evaluation window of the module, its
     model.train() closes it; only the outermost call of a module tree
     counts (train() walks the children)."""
-    train = torch.nn.Module.train
+    from ._layer import _wrapped
 
-    @functools.wraps(train)
-    def wrapper(self, mode=True):
-        outermost = not _depth("train")
+    def entering(module, mode=True):
         _add_depth("train", 1)
-        try:
-            return train(self, mode)
-        finally:
-            _add_depth("train", -1)
-            if outermost and _bridge is not None:
-                try:
-                    _train_mode(self, mode)
-                except Exception as e:
-                    _failed(e)
 
-    torch.nn.Module.train = wrapper
+    def trained(result, module, mode=True):
+        if _depth("train") == 1:
+            try:
+                _train_mode(module, mode)
+            except Exception as e:
+                _failed(e)
+
+    def left(module, mode=True):
+        _add_depth("train", -1)
+
+    torch.nn.Module.train = _wrapped(_bridge, torch.nn.Module.train,
+                                     before=entering, after=trained,
+                                     always=left)
 
 
 def _train_mode(module, mode):

@@ -15,6 +15,7 @@ struct wrapper {
 	PyObject *fn;
 	PyObject *before;     /* NULL: nothing before */
 	PyObject *after;      /* NULL: nothing after */
+	PyObject *always;     /* NULL: nothing once it returned or raised */
 	PyObject *dict;       /* attributes: __wrapped__, __name__, ... */
 	int phase;            /* enum amp_phase, or -1: left as it is */
 	int closure_phase;    /* an optimizer closure's phase, or -1 */
@@ -34,6 +35,7 @@ static int wrapper_traverse(PyObject *self, visitproc visit, void *arg)
 	Py_VISIT(w->fn);
 	Py_VISIT(w->before);
 	Py_VISIT(w->after);
+	Py_VISIT(w->always);
 	Py_VISIT(w->dict);
 	return 0;
 }
@@ -45,6 +47,7 @@ static int wrapper_clear(PyObject *self)
 	Py_CLEAR(w->fn);
 	Py_CLEAR(w->before);
 	Py_CLEAR(w->after);
+	Py_CLEAR(w->always);
 	Py_CLEAR(w->dict);
 	return 0;
 }
@@ -93,6 +96,19 @@ static void call_before(struct wrapper *w, PyObject *args, PyObject *kwargs)
 
 	Py_XDECREF(done);
 	PyErr_Clear();
+}
+
+/* always(*args, **kwargs), whether fn returned or raised: what it raised
+ * is the caller's still. */
+static void call_always(struct wrapper *w, PyObject *args, PyObject *kwargs)
+{
+	PyObject *type, *value, *traceback;
+
+	PyErr_Fetch(&type, &value, &traceback);
+	PyObject *done = PyObject_Call(w->always, args, kwargs);
+	Py_XDECREF(done);
+	PyErr_Clear();
+	PyErr_Restore(type, value, traceback);
 }
 
 /* args and kwargs with an optimizer step's closure (args[1] or
@@ -161,6 +177,8 @@ static PyObject *wrapper_call(PyObject *self, PyObject *args,
 	if (result && w->after &&
 	    (!w->outermost || (w->phase >= 0 && (int)previous != w->phase)))
 		call_after(w, result, args, kwargs);
+	if (w->always)
+		call_always(w, args, kwargs);
 	if (w->phase >= 0)
 		events_set_phase(previous);
 	if (args != given_args) {
@@ -300,15 +318,15 @@ static int phase_named(const char *name)
 PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	static char *keywords[] = { "fn", "phase", "after", "closure_phase",
-				    "outermost", "before", NULL };
-	PyObject *fn, *after = Py_None, *before = Py_None;
+				    "outermost", "before", "always", NULL };
+	PyObject *fn, *after = Py_None, *before = Py_None, *always = Py_None;
 	const char *phase = NULL, *closure_phase = NULL;
 	int phase_number = -1, closure_number = -1, outermost = 0;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzpO", keywords,
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzpOO", keywords,
 					 &fn, &phase, &after, &closure_phase,
-					 &outermost, &before))
+					 &outermost, &before, &always))
 		return NULL;
 	if ((phase && (phase_number = phase_named(phase)) < 0) ||
 	    (closure_phase &&
@@ -320,6 +338,10 @@ PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 	if (w && before != Py_None) {
 		Py_INCREF(before);
 		((struct wrapper *)w)->before = before;
+	}
+	if (w && always != Py_None) {
+		Py_INCREF(always);
+		((struct wrapper *)w)->always = always;
 	}
 	return w;
 }

@@ -1,15 +1,17 @@
 /* The Python layer's wrappers of torch's functions and methods
- * (autograd.backward, Optimizer.step, GradScaler's steps, Module.__init__)
+ * (autograd.backward, Optimizer.step, GradScaler's steps, Module.__init__,
+ * Module.train, autocast's __enter__ and __exit__)
  * as C callables (wrap.c): a C call leaves no frame, so a traceback
  * through them reads as it does untraced.
  *
  *     wrapper(fn, phase=None, after=None, closure_phase=None,
- *             outermost=False, before=None)
+ *             outermost=False, before=None, always=None)
  *
  * calls fn(*args, **kwargs) with the calling thread's phase set to
  * `phase` ("backward", "optimizer"), before it (in the phase)
  * before(*args, **kwargs), then, when fn returned, still in that phase,
- * after(result, *args, **kwargs); the failures of before and after are
+ * after(result, *args, **kwargs), then, whether fn returned or raised,
+ * always(*args, **kwargs); the failures of before, after and always are
  * dropped (the Python layer reports its failures itself); the phase is
  * restored last.  With closure_phase, an optimizer step's closure (args[1] or
  * closure=: Lightning's, LBFGS's) runs in that phase: the forward and
