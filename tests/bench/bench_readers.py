@@ -40,8 +40,8 @@ def record(amptrace, mlp, out, steps, dtype):
     """A trace of `steps` steps of the mlp, every one in full detail (the
     default records the first 20 and aggregates the rest)."""
     env = dict(os.environ, AMP_VALUE_CHECKS='0')
-    subprocess.run([amptrace, 'run', '-q', '-o', out, '--steps', 'all',
-                    '--max-size', 'none', '--', mlp, '--steps', str(steps), '--dtype', dtype]
+    subprocess.run([amptrace, 'run', '-q', '-o', out,
+                    '--steps', 'all', '--max-size', 'none', '--', mlp, '--steps', str(steps), '--dtype', dtype]
                    + MLP_SIZES, env=env, check=True,
                    stdout=subprocess.DEVNULL)
 

@@ -55,6 +55,9 @@ aggregated "$tmp/recompiled.json" "$tmp/recompiled-aggregated.json"
 capture "$amptrace" summary "$tmp/recompiled-aggregated.json"
 check "summary: a region of two graphs: its aggregated calls said apart" \
 	out_has "and 2 calls in steps recorded as aggregates, of regions compiled to several graphs"
+capture "$amptrace" summary --json "$tmp/recompiled-aggregated.json"
+check "summary --json: compiled_calls_unattributed" \
+	out_has '"compiled_calls_unattributed":	2'
 
 # ----------------------------------------------------------------- check
 printf 'casts f32->bf16 <= 0 per step\nfinding compile-divergence == 1\n' \

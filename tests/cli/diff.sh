@@ -136,6 +136,26 @@ for depth in 0 65 x; do
 	check "diff --depth $depth: exit 2, says why" \
 		eval 'status_is 2 && err_has "--depth must be a number from 1 to 64, not '"'$depth'"'"'
 done
+# A change in an aggregated step (whose rows name no module) is no
+# module's: the table counts the detailed ops' only.
+with_aggregate() { # IN OUT DTYPE: IN with a step 5 of two linear ops of DTYPE
+	/usr/bin/python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+pid, tid = next((e["pid"], e["tid"]) for e in t["traceEvents"]
+		if e.get("cat") == "amp.op")
+t["traceEvents"].append({"name": "step 5 aggregates", "cat": "amp.aggregate",
+	"ph": "i", "s": "t", "ts": 1.0, "pid": pid, "tid": tid, "args": {
+	"step": 5, "begin": 0.5, "events": 2, "casts": [], "diags": [],
+	"ops": [["linear", "", "forward", "lower_precision_fp", sys.argv[3],
+		 "cpu", 2, 0, 1.0]], "regions": 1, "cache": {"clears": 0,
+	"entries": 0, "bytes": 0, "max_entries": 0, "max_bytes": 0}}})
+json.dump(t, open(sys.argv[2], "w"))' "$@"
+}
+with_aggregate "$fx/modules.json" "$tmp/modules-agg.json" f16
+with_aggregate "$tmp/modules-bf16.json" "$tmp/modules-bf16-agg.json" bf16
+capture "$amptrace" diff "$tmp/modules-agg.json" "$tmp/modules-bf16-agg.json"
+check "diff: an aggregated step's change counts in the group, not by module" \
+	eval 'out_has "(2 in aggregated steps)" && out_has "  h.0                              2" && out_lacks "(no module)"'
 capture "$amptrace" diff "$fx/good.json" "$fx/changed.json"
 check "diff of traces without modules: no module table" out_lacks "changes by module"
 capture "$amptrace" diff --json "$fx/good.json" "$fx/missing.json"

@@ -94,21 +94,28 @@ check "AMPTRACE_STEPS in the environment chooses too" \
 
 # --------------------------------------- diff of the aggregated steps
 # A change only in steps recorded as aggregates is found (the default
-# records the first 20 in full): an aggregate row of step 25 edited.
+# records the first 20 in full): aggregate rows edited by edit_aggregates.
 "$amptrace" run -q -o "$tmp/agg_base.json" -- "$mlp" --steps 30 >/dev/null 2>&1
 "$amptrace" run -q -o "$tmp/agg_same.json" -- "$mlp" --steps 30 >/dev/null 2>&1
 "$amptrace" run -q -o "$tmp/agg_short.json" -- "$mlp" --steps 25 >/dev/null 2>&1
-$python -c 'import json, sys
-t = json.load(open(sys.argv[1]))
-for e in t["traceEvents"]:
-	if e.get("cat") == "amp.aggregate" and e["args"]["step"] == 25:
-		for row in e["args"]["ops"]:
-			if row[0] == "linear":
-				row[4] = "f16"
-		for row in e["args"]["casts"]:
-			if row[0] == "linear" and row[4] == "miss":
-				row[4] = "hit"
-json.dump(t, open(sys.argv[2], "w"))' "$tmp/agg_base.json" "$tmp/agg_edited.json"
+# edit_aggregates OUT PYTHON [IN]: IN (agg_base.json) with PYTHON run on
+# each amp.aggregate event `e` (its list is `events`) into OUT.
+edit_aggregates() {
+	$python -c 'import json, sys
+t = json.load(open(sys.argv[3]))
+events = t["traceEvents"]
+for e in [e for e in events if e.get("cat") == "amp.aggregate"]:
+	exec(sys.argv[2])
+json.dump(t, open(sys.argv[1], "w"))' "$1" "$2" "${3:-$tmp/agg_base.json}"
+}
+edit_aggregates "$tmp/agg_edited.json" '
+if e["args"]["step"] == 25:
+	for row in e["args"]["ops"]:
+		if row[0] == "linear":
+			row[4] = "f16"
+	for row in e["args"]["casts"]:
+		if row[0] == "linear" and row[4] == "miss":
+			row[4] = "hit"'
 capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_same.json"
 check "diff of two default runs: the aggregated steps compared, no change" \
 	eval 'status_is 0 && out_has "aggregated steps compared: 10 (20 to 29)"'
@@ -118,19 +125,72 @@ check "diff: the aggregated step's output dtype change" \
 	out_has "output       linear (forward): bf16 -> f16  x3"
 check "diff: the aggregated step's cache change" \
 	out_has "cache        linear (forward): f32->bf16 cache miss -> f32->bf16 cache hit  x6"
-check "diff: said to be in the aggregated steps" \
-	out_has "first: in the aggregated steps 20 to 29"
+check "diff: the step it is in, and where in each file" \
+	out_has "first in the aggregated steps: step 25 ($tmp/agg_base.json:"
 capture "$amptrace" diff --json "$tmp/agg_base.json" "$tmp/agg_edited.json"
-check "diff --json: aggregated_steps and the change's aggregated_step" \
+check "diff --json: aggregated_steps, and each change's aggregated count and step" \
 	$python -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 got = [d["aggregated_steps"]["compared"],
-       [c["first"].get("aggregated_step") for c in d["changes"]
-	if c["kind"] == "output"]]
-sys.exit(got != [10, [20]] and print("# got", got) is None)' "$tmp/out"
+       [(c["aggregated"]["count"], c["aggregated"]["first_step"])
+	for c in d["changes"]]]
+sys.exit(got != [10, [(3, 25), (6, 25)]] and print("# got", got) is None)' "$tmp/out"
 capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_short.json"
 check "diff of runs of 30 and 25 steps: the 5 more are not compared, no change" \
 	eval 'status_is 0 && out_has "not compared, in one trace only: 5 in base, 0 in new"'
+
+edit_aggregates "$tmp/agg_policy.json" '
+if e["args"]["step"] == 22:
+	for row in e["args"]["ops"]:
+		if row[0] == "relu":
+			row[3] = "fp32"'
+capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_policy.json"
+check "diff: an aggregated policy change, no output change" \
+	eval 'out_has "policy       relu (forward): none -> fp32  x2" && out_lacks "output       relu"'
+# Rows pair up by what stayed the same: base (lower_precision_fp, bf16)
+# x2 and (fp32, f32) x1 against new (fp32, bf16) x1 and
+# (lower_precision_fp, f16) x2 are two dtype changes, no policy change.
+linear_rows() { # PYTHON list of (policy, dtype, count) for step 27
+	echo '
+if e["args"]["step"] == 27:
+	row = next(r for r in e["args"]["ops"] if r[0] == "linear")
+	e["args"]["ops"].remove(row)
+	for policy, dtype, count in '"$1"':
+		e["args"]["ops"].append(row[:3] + [policy, dtype] + row[5:6] + [count] + row[7:])'
+}
+edit_aggregates "$tmp/agg_pair_base.json" "$(linear_rows '[("lower_precision_fp", "bf16", 2), ("fp32", "f32", 1)]')"
+edit_aggregates "$tmp/agg_pair_new.json" "$(linear_rows '[("fp32", "bf16", 1), ("lower_precision_fp", "f16", 2)]')"
+capture "$amptrace" diff "$tmp/agg_pair_base.json" "$tmp/agg_pair_new.json"
+check "diff: aggregated rows pair by the policy they keep" \
+	eval 'out_has "output       linear (forward): bf16 -> f16  x2" && out_has "output       linear (forward): f32 -> bf16  x1" && out_lacks "policy "'
+# Steps are compared one by one: step 23's relu rows moved to step 24
+# are two changes (removed in 23, added in 24), not none.
+edit_aggregates "$tmp/agg_moved.json" '
+if e["args"]["step"] in (23, 24):
+	relu = next(r for r in e["args"]["ops"] if r[0] == "relu")
+	relu[6] = 0 if e["args"]["step"] == 23 else 2 * relu[6]'
+capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_moved.json"
+check "diff: ops moved from one aggregated step to the next: removed, then added" \
+	eval 'status_is 1 && in_order "op-removed   relu (forward) x2" "first in the aggregated steps: step 23" && in_order "op-added     relu (forward) x2" "first in the aggregated steps: step 24"'
+# A step written as two amp.aggregate events (past 2^20 folded events):
+# the same step as one event in the other trace, no change.
+edit_aggregates "$tmp/agg_split.json" '
+if e["args"]["step"] == 26:
+	half = dict(e, args=dict(e["args"], ops=e["args"]["ops"][:3], casts=[]))
+	e["args"]["ops"] = e["args"]["ops"][3:]
+	events.insert(events.index(e), half)'
+capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_split.json"
+check "diff: a step written as two events is one step, no change" \
+	eval 'status_is 0 && out_has "aggregated steps compared: 10 (20 to 29)"'
+
+# Steps count once whatever threads ran them: step 21 aggregated on a
+# second thread too, in both traces.
+edit_aggregates "$tmp/agg_threads.json" '
+if e["args"]["step"] == 21:
+	events.append(dict(e, tid=e["tid"] + 1))'
+capture "$amptrace" diff "$tmp/agg_threads.json" "$tmp/agg_threads.json"
+check "diff: a step two threads aggregated counts once" \
+	out_has "aggregated steps compared: 10 (20 to 29)"
 
 bad_spec() { # SPEC MESSAGE
 	capture "$amptrace" run --steps "$1" -- "$mlp"

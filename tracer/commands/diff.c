@@ -29,13 +29,14 @@ static const char diff_usage[] =
 	"added or removed, cache results that changed (hit/miss/uncacheable),\n"
 	"ops added or removed.  Timing and ids are ignored.  For PyTorch\n"
 	"traces (format 1.4), each change's first op names its nn.Module and\n"
-	"the changes are counted by module (paths cut to --depth parts: h.3 at\n"
-	"2, the default).  When\n"
-	"a trace holds torch.compile'd graphs, casts are compared instead, by\n"
-	"module path, source line and op (an eager and a compiled run do not\n"
-	"run the same ops).  Steps recorded as aggregates (`run --steps`)\n"
-	"are compared by step number: their ops' output dtypes and policies\n"
-	"and their casts, as counts per op and direction.\n"
+	"the changes are counted by module (paths cut to --depth parts: h.3\n"
+	"at 2, the default).  Steps recorded as aggregates (`run --steps`)\n"
+	"are compared step by step, by step number: their ops' output dtypes\n"
+	"and policies and their casts' cache results, as counts per op and\n"
+	"direction (aggregates name no module).  When a trace holds\n"
+	"torch.compile'd graphs, casts are compared instead, by module path,\n"
+	"source line and op (an eager and a compiled run do not run the same\n"
+	"ops), and aggregated steps are not compared.\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  --depth N   module paths cut to N parts in the changes by module\n"
@@ -343,9 +344,11 @@ struct change {
 	size_t base_line, new_line;
 	uint64_t base_op, new_op;
 	const char *module; /* the first's op's, or NULL */
-	/* first seen in the aggregated steps (base_line and new_line are
-	 * then the first compared step's amp.aggregate events) */
-	bool aggregated;
+	/* how many of them were in the steps recorded as aggregates, and
+	 * the first such step, with its amp.aggregate events' lines */
+	size_t aggregated;
+	int64_t aggregated_step;
+	size_t aggregated_base_line, aggregated_new_line;
 };
 
 /* Changes counted by the module of their op, cut to `depth` parts
@@ -398,26 +401,18 @@ static const char *module_name(const char *module)
 	return module[0] ? module : "(outermost)";
 }
 
-/* `count` changes of one kind, grouped with the same ones; returns the
- * group when it is new, else NULL. */
-static struct change *record_counted(struct changes *c, const char *kind,
-				     const struct op_record *base,
-				     const struct op_record *now,
-				     const char *was, const char *is,
-				     size_t count)
+/* The group of changes of this kind, op, phase, before and after: found,
+ * else added (count 0). */
+static struct change *group_of(struct changes *c, const char *kind,
+			       const char *op, const char *phase,
+			       const char *was, const char *is)
 {
-	const struct op_record *any = base ? base : now;
-
-	c->total += count;
-	count_by_module(c, any->module, count);
 	for (size_t i = 0; i < c->count; i++) {
 		struct change *x = &c->items[i];
-		if (!strcmp(x->kind, kind) && !strcmp(x->op, any->label) &&
-		    !strcmp(x->phase, any->phase) && !strcmp(x->base, was) &&
-		    !strcmp(x->now, is)) {
-			x->count += count;
-			return NULL;
-		}
+		if (!strcmp(x->kind, kind) && !strcmp(x->op, op) &&
+		    !strcmp(x->phase, phase) && !strcmp(x->base, was) &&
+		    !strcmp(x->now, is))
+			return x;
 	}
 	struct change *grown = realloc(c->items, (c->count + 1) * sizeof *grown);
 	if (!grown)
@@ -426,11 +421,29 @@ static struct change *record_counted(struct changes *c, const char *kind,
 	struct change *x = &c->items[c->count++];
 	memset(x, 0, sizeof *x);
 	snprintf(x->kind, sizeof x->kind, "%s", kind);
-	snprintf(x->op, sizeof x->op, "%s", any->label);
-	snprintf(x->phase, sizeof x->phase, "%s", any->phase);
+	snprintf(x->op, sizeof x->op, "%s", op);
+	snprintf(x->phase, sizeof x->phase, "%s", phase);
 	snprintf(x->base, sizeof x->base, "%s", was);
 	snprintf(x->now, sizeof x->now, "%s", is);
-	x->count = count;
+	return x;
+}
+
+/* A change of an op of the detailed steps (the first of its group names
+ * the ops and their module). */
+static void record(struct changes *c, const char *kind,
+		   const struct op_record *base, const struct op_record *now,
+		   const char *was, const char *is)
+{
+	const struct op_record *any = base ? base : now;
+	struct change *x = group_of(c, kind, any->label, any->phase, was, is);
+
+	bool first = x->count == x->aggregated; /* of the detailed steps */
+
+	c->total++;
+	x->count++;
+	count_by_module(c, any->module, 1);
+	if (!first)
+		return;
 	x->module = any->module;
 	if (base) {
 		x->base_line = base->line;
@@ -440,34 +453,24 @@ static struct change *record_counted(struct changes *c, const char *kind,
 		x->new_line = now->line;
 		x->new_op = now->op_id;
 	}
-	return x;
 }
 
-static void record(struct changes *c, const char *kind,
-		   const struct op_record *base, const struct op_record *now,
-		   const char *was, const char *is)
-{
-	record_counted(c, kind, base, now, was, is, 1);
-}
-
-/* A change diff_aggregate.c found in the aggregated steps. */
-struct aggregated_changes {
-	struct changes *changes;
-	const struct diff_aggregate_steps *steps;
-};
-
+/* Changes diff_aggregate.c found in an aggregated step.  Aggregates name
+ * no module: they are not in the changes by module. */
 static void record_aggregated(void *ctx, const struct diff_aggregate_change *a)
 {
-	struct aggregated_changes *to = ctx;
-	struct op_record base = { .label = a->op, .phase = a->phase,
-				  .line = to->steps->base_line };
-	struct op_record now = base;
+	struct changes *c = ctx;
+	struct change *x = group_of(c, a->kind, a->op, a->phase, a->base,
+				    a->now);
 
-	now.line = to->steps->new_line;
-	struct change *x = record_counted(to->changes, a->kind, &base, &now,
-					  a->base, a->now, a->count);
-	if (x)
-		x->aggregated = true;
+	c->total += a->count;
+	x->count += a->count;
+	if (!x->aggregated) {
+		x->aggregated_step = a->step;
+		x->aggregated_base_line = a->base_line;
+		x->aggregated_new_line = a->new_line;
+	}
+	x->aggregated += a->count;
 }
 
 static void cast_text(const struct cast_record *c, bool with_cache, char *buf,
@@ -610,6 +613,32 @@ static void count_directions(const struct side *s, bool is_new,
 	diff_aggregate_each_compared_cast(&s->aggregates, count_aggregated, &d);
 }
 
+/* Where a change group was first seen: an op of the detailed steps, and
+ * a step recorded as aggregates. */
+static void print_first(const struct side *b, const struct side *n,
+			const struct change *x)
+{
+	if (x->count > x->aggregated) {
+		printf("               first:");
+		if (x->base_line)
+			printf(" base op %llu (%s:%zu)",
+			       (unsigned long long)x->base_op, b->trace.path,
+			       x->base_line);
+		if (x->new_line)
+			printf("%s new op %llu (%s:%zu)", x->base_line ? "," : "",
+			       (unsigned long long)x->new_op, n->trace.path,
+			       x->new_line);
+		if (x->module)
+			printf(" in %s", module_name(x->module));
+		putchar('\n');
+	}
+	if (x->aggregated)
+		printf("               first in the aggregated steps: step %lld "
+		       "(%s:%zu, %s:%zu)\n", (long long)x->aggregated_step,
+		       b->trace.path, x->aggregated_base_line, n->trace.path,
+		       x->aggregated_new_line);
+}
+
 /* "aggregated steps compared: 80 (20 to 99); 30 only in base" */
 static void print_aggregated_steps(const struct diff_aggregate_steps *a)
 {
@@ -659,26 +688,10 @@ static void print_text(const struct side *b, const struct side *n,
 			printf(": %s, only in new  x%zu", x->now, x->count);
 		else
 			printf(": %s -> %s  x%zu", x->base, x->now, x->count);
-		printf("\n               first:");
-		if (x->aggregated) {
-			printf(" in the aggregated steps %lld to %lld "
-			       "(%s:%zu, %s:%zu)\n",
-			       (long long)aggregated->first,
-			       (long long)aggregated->last, b->trace.path,
-			       x->base_line, n->trace.path, x->new_line);
-			continue;
-		}
-		if (x->base_line)
-			printf(" base op %llu (%s:%zu)",
-			       (unsigned long long)x->base_op, b->trace.path,
-			       x->base_line);
-		if (x->new_line)
-			printf("%s new op %llu (%s:%zu)", x->base_line ? "," : "",
-			       (unsigned long long)x->new_op, n->trace.path,
-			       x->new_line);
-		if (x->module)
-			printf(" in %s", module_name(x->module));
+		if (x->aggregated && x->aggregated < x->count)
+			printf(" (%zu in aggregated steps)", x->aggregated);
 		putchar('\n');
+		print_first(b, n, x);
 	}
 	if (!c->any_module)
 		return;
@@ -691,6 +704,18 @@ static void print_text(const struct side *b, const struct side *n,
 			printf("  %-32s %zu\n", module_name(m->module),
 			       m->count);
 	}
+}
+
+/* "aggregated": how many of a change group's were in aggregated steps,
+ * and the first such step. */
+static void add_aggregated_json(cJSON *change, const struct change *x)
+{
+	cJSON *o = cJSON_AddObjectToObject(change, "aggregated");
+
+	cJSON_AddNumberToObject(o, "count", (double)x->aggregated);
+	cJSON_AddNumberToObject(o, "first_step", (double)x->aggregated_step);
+	cJSON_AddNumberToObject(o, "base_line", (double)x->aggregated_base_line);
+	cJSON_AddNumberToObject(o, "new_line", (double)x->aggregated_new_line);
 }
 
 static void print_json(const struct side *b, const struct side *n,
@@ -737,19 +762,16 @@ static void print_json(const struct side *b, const struct side *n,
 		cJSON *first = cJSON_AddObjectToObject(o, "first");
 		if (x->module)
 			cJSON_AddStringToObject(first, "module", x->module);
-		if (x->aggregated) {
-			cJSON_AddNumberToObject(first, "aggregated_step",
-						(double)aggregated->first);
-			cJSON_AddNumberToObject(first, "base_line", (double)x->base_line);
-			cJSON_AddNumberToObject(first, "new_line", (double)x->new_line);
-		} else if (x->base_line) {
+		if (x->base_line) {
 			cJSON_AddNumberToObject(first, "base_op_id", (double)x->base_op);
 			cJSON_AddNumberToObject(first, "base_line", (double)x->base_line);
 		}
-		if (x->new_line && !x->aggregated) {
+		if (x->new_line) {
 			cJSON_AddNumberToObject(first, "new_op_id", (double)x->new_op);
 			cJSON_AddNumberToObject(first, "new_line", (double)x->new_line);
 		}
+		if (x->aggregated)
+			add_aggregated_json(o, x);
 		cJSON_AddItemToArray(list, o);
 	}
 	cJSON *modules = cJSON_AddArrayToObject(root, "changes_by_module");
@@ -883,9 +905,8 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json,
 	size_t matched;
 	compare(b, n, &changes, &matched);
 	struct diff_aggregate_steps aggregated;
-	struct aggregated_changes to = { &changes, &aggregated };
 	if (diff_aggregates(&b->aggregates, b, &n->aggregates, n,
-			    side_process_ordinal, record_aggregated, &to,
+			    side_process_ordinal, record_aggregated, &changes,
 			    &aggregated) != 0)
 		oom();
 	struct direction *dirs = NULL;

@@ -66,14 +66,15 @@ void diff_aggregate_free(struct diff_aggregate_side *s)
 
 /* ------------------------------------------------------------ tallies */
 
-/* A row's count summed over the compared steps of one side: `group` is
- * what it is compared within (ops: op, overload, phase; casts: op,
- * phase, from, to), `what` the rest (ops: policy, dtype; casts: cache).
- * The rows' strings are interned by the side's reader, so within a side
- * equal strings are equal pointers. */
+/* A row's count in one step of one side.  Rows are compared within their
+ * group: the same op and phase, and for ops the same overload, for casts
+ * the same direction; `what` is what may differ (ops: policy, output
+ * dtype; casts: cache result).  The rows' strings are interned by the
+ * side's reader, so within a side equal strings are equal pointers. */
 struct tally {
-	const char *group[4];
-	const char *what[2];
+	const char *op, *phase;
+	const char *detail[2];  /* ops: overload; casts: from, to */
+	const char *what[2];    /* ops: policy, dtype; casts: cache */
 	size_t count;
 };
 
@@ -86,7 +87,8 @@ static bool add_tally(struct tallies *t, const struct tally *row)
 {
 	for (size_t i = 0; i < t->count; i++) {
 		struct tally *x = &t->items[i];
-		if (!memcmp(x->group, row->group, sizeof x->group) &&
+		if (x->op == row->op && x->phase == row->phase &&
+		    !memcmp(x->detail, row->detail, sizeof x->detail) &&
 		    !memcmp(x->what, row->what, sizeof x->what)) {
 			x->count += row->count;
 			return true;
@@ -98,115 +100,39 @@ static bool add_tally(struct tallies *t, const struct tally *row)
 	return true;
 }
 
-/* A step's rows into the side's op and cast tallies. */
-static bool tally_step(struct tallies *ops, struct tallies *casts,
-		       const struct diff_aggregate_side *s,
-		       const struct aggregate_step *step)
+/* What one side's step holds: its op rows and cast rows. */
+struct step_tallies {
+	struct tallies ops, casts;
+};
+
+/* An aggregate event's rows into its step's tallies (a step may be
+ * written as several events: FORMAT.md §3.12). */
+static bool tally_event(struct step_tallies *t,
+			const struct diff_aggregate_side *s,
+			const struct aggregate_step *step)
 {
 	for (size_t i = 0; i < step->nops; i++) {
 		const struct trace_aggregate_op *r = &s->ops[step->first_op + i];
-		struct tally row = { { r->op, r->overload, r->phase, NULL },
+		struct tally row = { r->op, r->phase, { r->overload, NULL },
 				     { r->policy, r->dtype }, r->count };
-		if (!add_tally(ops, &row))
+		if (!add_tally(&t->ops, &row))
 			return false;
 	}
 	for (size_t i = 0; i < step->ncasts; i++) {
 		const struct trace_aggregate_cast *r =
 			&s->casts[step->first_cast + i];
-		struct tally row = { { r->op, r->phase, r->from, r->to },
+		struct tally row = { r->op, r->phase, { r->from, r->to },
 				     { r->cache, NULL }, r->count };
-		if (!add_tally(casts, &row))
+		if (!add_tally(&t->casts, &row))
 			return false;
 	}
 	return true;
 }
 
-/* ------------------------------------------------------ aligned steps */
-
-struct keyed_step {
-	size_t process;
-	int64_t tid, step;
-	struct aggregate_step *s;
-};
-
-static int compare_keyed(const void *a, const void *b)
+static void free_tallies(struct step_tallies *t)
 {
-	const struct keyed_step *x = a, *y = b;
-
-	if (x->process != y->process)
-		return x->process < y->process ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return (x->step > y->step) - (x->step < y->step);
-}
-
-static struct keyed_step *keyed_steps(struct diff_aggregate_side *s,
-				      const void *side,
-				      diff_process_ordinal ordinal)
-{
-	struct keyed_step *k = malloc((s->nsteps ? s->nsteps : 1) * sizeof *k);
-
-	if (!k)
-		return NULL;
-	for (size_t i = 0; i < s->nsteps; i++)
-		k[i] = (struct keyed_step){ ordinal(side, s->steps[i].pid),
-					    s->steps[i].tid, s->steps[i].step,
-					    &s->steps[i] };
-	trace_sort(k, s->nsteps, sizeof *k, compare_keyed);
-	return k;
-}
-
-static void note_compared(struct diff_aggregate_steps *steps,
-			  const struct keyed_step *b,
-			  const struct keyed_step *n)
-{
-	if (!steps->compared++ || b->step < steps->first) {
-		steps->first = b->step;
-		steps->base_line = b->s->line;
-		steps->new_line = n->s->line;
-	}
-	if (steps->compared == 1 || b->step > steps->last)
-		steps->last = b->step;
-}
-
-/* What one side's compared steps hold: their op rows and cast rows. */
-struct side_tallies {
-	struct tallies ops, casts;
-};
-
-/* Both sides' tallies over the steps both hold. */
-static bool tally_aligned(struct diff_aggregate_side *base,
-			  const void *base_side,
-			  struct diff_aggregate_side *now,
-			  const void *now_side, diff_process_ordinal ordinal,
-			  struct side_tallies *tb, struct side_tallies *tn,
-			  struct diff_aggregate_steps *steps)
-{
-	struct keyed_step *kb = keyed_steps(base, base_side, ordinal);
-	struct keyed_step *kn = keyed_steps(now, now_side, ordinal);
-	bool ok = kb && kn;
-	size_t i = 0, j = 0;
-
-	while (ok && (i < base->nsteps || j < now->nsteps)) {
-		int order = i == base->nsteps ? 1
-			    : j == now->nsteps ? -1
-					       : compare_keyed(&kb[i], &kn[j]);
-		if (order < 0) {
-			steps->base_only++;
-			i++;
-		} else if (order > 0) {
-			steps->new_only++;
-			j++;
-		} else {
-			note_compared(steps, &kb[i], &kn[j]);
-			kb[i].s->compared = kn[j].s->compared = true;
-			ok = tally_step(&tb->ops, &tb->casts, base, kb[i++].s) &&
-			     tally_step(&tn->ops, &tn->casts, now, kn[j++].s);
-		}
-	}
-	free(kb);
-	free(kn);
-	return ok;
+	free(t->ops.items);
+	free(t->casts.items);
 }
 
 /* -------------------------------------------------------- comparison */
@@ -218,10 +144,9 @@ static bool same(const char *a, const char *b)
 
 static bool same_group(const struct tally *x, const struct tally *y)
 {
-	for (size_t i = 0; i < sizeof x->group / sizeof *x->group; i++)
-		if (!same(x->group[i], y->group[i]))
-			return false;
-	return true;
+	return same(x->op, y->op) && same(x->phase, y->phase) &&
+	       same(x->detail[0], y->detail[0]) &&
+	       same(x->detail[1], y->detail[1]);
 }
 
 static size_t smaller(size_t a, size_t b)
@@ -229,10 +154,11 @@ static size_t smaller(size_t a, size_t b)
 	return a < b ? a : b;
 }
 
+struct reporter;
+
 /* How the changes of one kind of row read (ops, casts): `changed` for a
  * count of base's `what` that new has as another, `left_over` for what
  * one side has and the other lacks. */
-struct reporter;
 struct change_words {
 	void (*changed)(const struct reporter *r, const struct tally *base,
 			const struct tally *now, size_t count);
@@ -244,32 +170,46 @@ struct reporter {
 	void (*report)(void *ctx, const struct diff_aggregate_change *change);
 	void *ctx;
 	const struct change_words *words;
+	/* the step compared now, and its first event's line on each side */
+	int64_t step;
+	size_t base_line, new_line;
 };
 
+/* Whether base's entry and new's pair up in `pass`: the same policy or
+ * cache result first, then the same output dtype, then any, so that a
+ * change reads as what changed (bf16 -> f16), not as two. */
+static bool pairs_in(int pass, const struct tally *b, const struct tally *n)
+{
+	switch (pass) {
+	case 0:
+		return same(b->what[0], n->what[0]) && same(b->what[1], n->what[1]);
+	case 1:
+		return same(b->what[0], n->what[0]);
+	case 2:
+		return same(b->what[1], n->what[1]);
+	default:
+		return true;
+	}
+}
+
 /* One group's entries (b from base, n from new, `left` their counts not
- * matched yet): equal ones cancel out, the rest pair up, base's with
- * new's, as changes, and what is left over was removed or added. */
+ * matched yet): equal ones cancel out, the rest pair up as changes, and
+ * what is left over was removed or added. */
 static void compare_group(const struct reporter *r, const struct tally **b,
 			  size_t *b_left, size_t nb, const struct tally **n,
 			  size_t *n_left, size_t nn)
 {
-	for (size_t i = 0; i < nb; i++)
-		for (size_t j = 0; j < nn; j++)
-			if (same(b[i]->what[0], n[j]->what[0]) &&
-			    same(b[i]->what[1], n[j]->what[1])) {
+	for (int pass = 0; pass < 4; pass++)
+		for (size_t i = 0; i < nb; i++)
+			for (size_t j = 0; j < nn && b_left[i]; j++) {
 				size_t m = smaller(b_left[i], n_left[j]);
+				if (!m || !pairs_in(pass, b[i], n[j]))
+					continue;
+				if (pass)
+					r->words->changed(r, b[i], n[j], m);
 				b_left[i] -= m;
 				n_left[j] -= m;
 			}
-	for (size_t i = 0; i < nb; i++)
-		for (size_t j = 0; j < nn && b_left[i]; j++) {
-			size_t m = smaller(b_left[i], n_left[j]);
-			if (!m)
-				continue;
-			r->words->changed(r, b[i], n[j], m);
-			b_left[i] -= m;
-			n_left[j] -= m;
-		}
 	for (size_t i = 0; i < nb; i++)
 		if (b_left[i])
 			r->words->left_over(r, b[i], false, b_left[i]);
@@ -294,7 +234,7 @@ static size_t group_of(const struct tallies *t, bool *taken,
 	return n;
 }
 
-/* Every group of either side compared. */
+/* Every group of either side's tallies of a step compared. */
 static bool compare_tallies(const struct reporter *r,
 			    const struct tallies *tb, const struct tallies *tn)
 {
@@ -330,23 +270,23 @@ static const char *or_none(const char *s)
 	return s ? s : "none";
 }
 
-/* "linear" or "softmax.int", in buf. */
-static const char *op_label(const struct tally *t, char *buf, size_t size)
-{
-	const char *overload = t->group[1];
-
-	snprintf(buf, size, "%s%s%s", t->group[0],
-		 overload && overload[0] ? "." : "",
-		 overload ? overload : "");
-	return buf;
-}
-
 static void say(const struct reporter *r, const char *kind, const char *op,
 		const char *phase, const char *base, const char *now,
 		size_t count)
 {
-	struct diff_aggregate_change c = { kind, op, phase, base, now, count };
+	struct diff_aggregate_change c = { kind, op, phase, base, now, count,
+					   r->step, r->base_line, r->new_line };
 	r->report(r->ctx, &c);
+}
+
+/* "linear" or "softmax.int", in buf. */
+static const char *op_label(const struct tally *t, char *buf, size_t size)
+{
+	const char *overload = t->detail[0];
+
+	snprintf(buf, size, "%s%s%s", t->op, overload && overload[0] ? "." : "",
+		 overload ? overload : "");
+	return buf;
 }
 
 static void op_changed(const struct reporter *r, const struct tally *b,
@@ -356,11 +296,11 @@ static void op_changed(const struct reporter *r, const struct tally *b,
 
 	op_label(b, label, sizeof label);
 	if (!same(b->what[1], n->what[1]))
-		say(r, "output", label, b->group[2],
-		    or_none(b->what[1]), or_none(n->what[1]), count);
+		say(r, "output", label, b->phase, or_none(b->what[1]),
+		    or_none(n->what[1]), count);
 	if (!same(b->what[0], n->what[0]))
-		say(r, "policy", label, b->group[2],
-		    or_none(b->what[0]), or_none(n->what[0]), count);
+		say(r, "policy", label, b->phase, or_none(b->what[0]),
+		    or_none(n->what[0]), count);
 }
 
 static void op_left_over(const struct reporter *r, const struct tally *t,
@@ -369,16 +309,15 @@ static void op_left_over(const struct reporter *r, const struct tally *t,
 	char label[160];
 
 	say(r, added ? "op-added" : "op-removed",
-	    op_label(t, label, sizeof label), t->group[2],
+	    op_label(t, label, sizeof label), t->phase,
 	    added ? "absent" : "present", added ? "present" : "absent", count);
 }
 
 /* "f32->bf16 cache miss" */
-static const char *cast_text(const struct tally *t, const char *cache,
-			     char *buf, size_t size)
+static const char *cast_text(const struct tally *t, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s->%s cache %s", t->group[2], t->group[3],
-		 cache);
+	snprintf(buf, size, "%s->%s cache %s", t->detail[0], t->detail[1],
+		 t->what[0]);
 	return buf;
 }
 
@@ -387,9 +326,8 @@ static void cast_changed(const struct reporter *r, const struct tally *b,
 {
 	char was[200], is[200];
 
-	say(r, "cache", b->group[0], b->group[1],
-	    cast_text(b, b->what[0], was, sizeof was),
-	    cast_text(n, n->what[0], is, sizeof is), count);
+	say(r, "cache", b->op, b->phase, cast_text(b, was, sizeof was),
+	    cast_text(n, is, sizeof is), count);
 }
 
 static void cast_left_over(const struct reporter *r, const struct tally *t,
@@ -397,19 +335,130 @@ static void cast_left_over(const struct reporter *r, const struct tally *t,
 {
 	char text[200];
 
-	cast_text(t, t->what[0], text, sizeof text);
-	say(r, added ? "cast-added" : "cast-removed", t->group[0],
-	    t->group[1], added ? "-" : text, added ? text : "-", count);
+	cast_text(t, text, sizeof text);
+	say(r, added ? "cast-added" : "cast-removed", t->op, t->phase,
+	    added ? "-" : text, added ? text : "-", count);
 }
 
 static const struct change_words op_words = { op_changed, op_left_over };
 static const struct change_words cast_words = { cast_changed,
 						 cast_left_over };
 
-static void free_tallies(struct side_tallies *t)
+/* ------------------------------------------------------ aligned steps */
+
+struct keyed_step {
+	size_t process;
+	int64_t tid, step;
+	struct aggregate_step *s;
+};
+
+static int compare_keyed(const void *a, const void *b)
 {
-	free(t->ops.items);
-	free(t->casts.items);
+	const struct keyed_step *x = a, *y = b;
+
+	if (x->process != y->process)
+		return x->process < y->process ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return (x->s > y->s) - (x->s < y->s); /* file order */
+}
+
+static bool same_key(const struct keyed_step *x, const struct keyed_step *y)
+{
+	return x->process == y->process && x->tid == y->tid &&
+	       x->step == y->step;
+}
+
+/* A side's steps in key order, their events in file order. */
+static struct keyed_step *keyed_steps(struct diff_aggregate_side *s,
+				      const void *side,
+				      diff_process_ordinal ordinal)
+{
+	struct keyed_step *k = malloc((s->nsteps ? s->nsteps : 1) * sizeof *k);
+
+	if (!k)
+		return NULL;
+	for (size_t i = 0; i < s->nsteps; i++)
+		k[i] = (struct keyed_step){ ordinal(side, s->steps[i].pid),
+					    s->steps[i].tid, s->steps[i].step,
+					    &s->steps[i] };
+	trace_sort(k, s->nsteps, sizeof *k, compare_keyed);
+	return k;
+}
+
+/* The events of k[from]'s step (same process, thread and step). */
+static size_t run_of(const struct keyed_step *k, size_t from, size_t n)
+{
+	size_t end = from + 1;
+
+	while (end < n && same_key(&k[from], &k[end]))
+		end++;
+	return end - from;
+}
+
+/* The step numbers seen, to count each once (threads and processes
+ * share them). */
+struct step_numbers {
+	int64_t *items;
+	size_t count, cap;
+	bool failed;
+};
+
+static void note_step(struct step_numbers *n, int64_t step)
+{
+	if (!grow((void **)&n->items, &n->cap, n->count + 1, sizeof *n->items))
+		n->failed = true;
+	else
+		n->items[n->count++] = step;
+}
+
+static int compare_steps(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static size_t distinct_steps(struct step_numbers *n)
+{
+	size_t distinct = 0;
+
+	trace_sort(n->items, n->count, sizeof *n->items, compare_steps);
+	for (size_t i = 0; i < n->count; i++)
+		if (!i || n->items[i] != n->items[i - 1])
+			distinct++;
+	free(n->items);
+	return distinct;
+}
+
+/* One step both sides hold: its events on each side tallied, compared. */
+static bool compare_step(const struct diff_aggregate_side *base,
+			 const struct keyed_step *kb, size_t nb,
+			 const struct diff_aggregate_side *now,
+			 const struct keyed_step *kn, size_t nn,
+			 struct reporter *ops, struct reporter *casts)
+{
+	struct step_tallies tb = { 0 }, tn = { 0 };
+	bool ok = true;
+
+	for (size_t i = 0; ok && i < nb; i++) {
+		kb[i].s->compared = true;
+		ok = tally_event(&tb, base, kb[i].s);
+	}
+	for (size_t j = 0; ok && j < nn; j++) {
+		kn[j].s->compared = true;
+		ok = tally_event(&tn, now, kn[j].s);
+	}
+	ops->step = casts->step = kb->step;
+	ops->base_line = casts->base_line = kb->s->line;
+	ops->new_line = casts->new_line = kn->s->line;
+	ok = ok && compare_tallies(ops, &tb.ops, &tn.ops) &&
+	     compare_tallies(casts, &tb.casts, &tn.casts);
+	free_tallies(&tb);
+	free_tallies(&tn);
+	return ok;
 }
 
 int diff_aggregates(struct diff_aggregate_side *base,
@@ -420,18 +469,46 @@ int diff_aggregates(struct diff_aggregate_side *base,
 				   const struct diff_aggregate_change *change),
 		    void *ctx, struct diff_aggregate_steps *steps)
 {
-	struct side_tallies tb = { 0 }, tn = { 0 };
-	struct reporter ops = { report, ctx, &op_words };
-	struct reporter casts = { report, ctx, &cast_words };
+	struct keyed_step *kb = keyed_steps(base, base_side, ordinal);
+	struct keyed_step *kn = keyed_steps(now, now_side, ordinal);
+	struct reporter ops = { report, ctx, &op_words, 0, 0, 0 };
+	struct reporter casts = { report, ctx, &cast_words, 0, 0, 0 };
+	struct step_numbers compared = { 0 }, base_only = { 0 },
+			    new_only = { 0 };
+	bool ok = kb && kn && !base->failed && !now->failed;
+	size_t i = 0, j = 0;
 
 	*steps = (struct diff_aggregate_steps){ 0 };
-	bool ok = !base->failed && !now->failed &&
-		  tally_aligned(base, base_side, now, now_side, ordinal, &tb,
-				&tn, steps) &&
-		  compare_tallies(&ops, &tb.ops, &tn.ops) &&
-		  compare_tallies(&casts, &tb.casts, &tn.casts);
-	free_tallies(&tb);
-	free_tallies(&tn);
+	while (ok && (i < base->nsteps || j < now->nsteps)) {
+		size_t rb = i < base->nsteps ? run_of(kb, i, base->nsteps) : 0;
+		size_t rn = j < now->nsteps ? run_of(kn, j, now->nsteps) : 0;
+		int order = !rb ? 1 : !rn ? -1 : compare_keyed(&kb[i], &kn[j]);
+		if (rb && rn && same_key(&kb[i], &kn[j]))
+			order = 0;
+		if (order < 0) {
+			note_step(&base_only, kb[i].step);
+			i += rb;
+		} else if (order > 0) {
+			note_step(&new_only, kn[j].step);
+			j += rn;
+		} else {
+			if (!compared.count || kb[i].step < steps->first)
+				steps->first = kb[i].step;
+			if (!compared.count || kb[i].step > steps->last)
+				steps->last = kb[i].step;
+			note_step(&compared, kb[i].step);
+			ok = compare_step(base, &kb[i], rb, now, &kn[j], rn, &ops,
+					  &casts);
+			i += rb;
+			j += rn;
+		}
+	}
+	ok = ok && !compared.failed && !base_only.failed && !new_only.failed;
+	steps->compared = distinct_steps(&compared);
+	steps->base_only = distinct_steps(&base_only);
+	steps->new_only = distinct_steps(&new_only);
+	free(kb);
+	free(kn);
 	return ok ? 0 : -1;
 }
 

@@ -30,31 +30,35 @@ void diff_aggregate_add(struct diff_aggregate_side *side,
 			const struct trace_event *e);
 void diff_aggregate_free(struct diff_aggregate_side *side);
 
-/* A change in the compared steps, in diff.c's terms: kind (output,
+/* A change in one compared step, in diff.c's terms: kind (output,
  * policy, op-added, op-removed, cast-added, cast-removed, cache), the
- * op's label and phase, what base had and new has, how many times. */
+ * op's label and phase, what base had and new has, how many times, and
+ * where: the step and its (first) amp.aggregate event's line in each
+ * file. */
 struct diff_aggregate_change {
 	const char *kind, *op, *phase, *base, *now;
 	size_t count;
+	int64_t step;
+	size_t base_line, new_line;
 };
 
-/* Which aggregated steps were compared: those both traces hold (`first`
- * to `last`, the first one's line in each file), and those only one
- * holds (not compared). */
+/* Which aggregated steps were compared (by step number, whatever
+ * threads and processes ran them): those both traces hold, `first` to
+ * `last`, and those only one holds (not compared). */
 struct diff_aggregate_steps {
 	size_t compared, base_only, new_only;
 	int64_t first, last;
-	size_t base_line, new_line;
 };
 
 /* The process of `pid` as diff.c orders a side's processes (by rank, then
  * start), so that two runs' pids align. */
 typedef size_t (*diff_process_ordinal)(const void *side, int64_t pid);
 
-/* Compares the steps both sides aggregated: per op and phase, output
- * dtypes and policies; per op, phase and direction, cache results.  Each
- * change is handed to `report`; the steps compared are marked.  Returns
- * -1 when out of memory. */
+/* Compares the steps both sides aggregated, step by step (a step's
+ * events, when it was written as several, together): per op and phase,
+ * output dtypes and policies; per op, phase and direction, cache
+ * results.  Each change is handed to `report`; the steps compared are
+ * marked.  Returns -1 when out of memory. */
 int diff_aggregates(struct diff_aggregate_side *base,
 		    const void *base_side,
 		    struct diff_aggregate_side *now,
