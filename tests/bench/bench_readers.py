@@ -41,7 +41,8 @@ def record(amptrace, mlp, out, steps, dtype):
     default records the first 20 and aggregates the rest)."""
     env = dict(os.environ, AMP_VALUE_CHECKS='0')
     subprocess.run([amptrace, 'run', '-q', '-o', out,
-                    '--steps', 'all', '--max-size', 'none', '--', mlp, '--steps', str(steps), '--dtype', dtype]
+                    '--steps', 'all', '--max-size', 'none',
+                    '--', mlp, '--steps', str(steps), '--dtype', dtype]
                    + MLP_SIZES, env=env, check=True,
                    stdout=subprocess.DEVNULL)
 
