@@ -75,50 +75,52 @@ def _recording_failed(error):
 
 
 def _wrap_autocast(torch, bridge):
-    """Each region's entry and exit recorded around autocast's own, by C
-    wrappers (no frame in a traceback through them)."""
+    """Each region's entry and exit recorded around autocast's own.
+    Python functions, not C wrappers (wrap.h): a scripted function that
+    uses torch.autocast has TorchScript compile the class from its
+    methods' Python source ("Cannot instantiate class 'autocast'"
+    otherwise), so a traceback through them shows their frame."""
     cls = torch.amp.autocast_mode.autocast
+    enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
     state = _state_reader(torch)
     torch_dir = os.path.dirname(torch.__file__) + os.sep
 
-    def recorded(region):
-        return not is_scripting() and region.device in ("cpu", "cuda")
-
-    def entered(result, region):
-        if not recorded(region):
-            return
+    @functools.wraps(enter)
+    def __enter__(self):
+        result = enter(self)
+        if is_scripting() or self.device not in ("cpu", "cuda"):
+            return result
         try:
-            enabled, dtype = state(region.device)
+            enabled, dtype = state(self.device)
             depth = _nesting(torch)
-            region._amptrace_scope = _regions.name(torch_dir, depth)
-            bridge.scope(True, depth, region.device, dtype, enabled,
+            self._amptrace_scope = _regions.name(torch_dir, depth)
+            bridge.scope(True, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
-                         region._amptrace_scope)
+                         self._amptrace_scope)
         except Exception as e:
             _recording_failed(e)
+        return result
 
-    def exiting(region, *exc):
-        if not recorded(region):
-            return
+    @functools.wraps(exit_)
+    def __exit__(self, *exc):
+        if is_scripting() or self.device not in ("cpu", "cuda"):
+            return exit_(self, *exc)
+        depth = 0
         try:
             depth = _nesting(torch)
-            enabled, dtype = state(region.device)
-            bridge.scope(False, depth, region.device, dtype, enabled,
+            enabled, dtype = state(self.device)
+            bridge.scope(False, depth, self.device, dtype, enabled,
                          torch.is_autocast_cache_enabled(),
-                         getattr(region, "_amptrace_scope", None))
-            region._amptrace_outermost = depth == 1
+                         getattr(self, "_amptrace_scope", None))
         except Exception as e:
             _recording_failed(e)
-
-    def exited(result, region, *exc):
-        # the outermost region's end empties the weight-cast cache
-        if region.__dict__.pop("_amptrace_outermost", False):
+        result = exit_(self, *exc)
+        if depth == 1:
             bridge.cache_clear()
+        return result
 
-    cls.__enter__ = _wrapped(bridge, cls.__enter__, after=entered)
-    cls.__exit__ = _wrapped(bridge, cls.__exit__, before=exiting,
-                            after=exited)
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
 def _wrapped(bridge, fn, phase=None, after=None, closure_phase=None,

@@ -189,20 +189,25 @@ def _wrap_autocast(torch):
     """Before a region is recorded (_layer's wrapper, inside this one):
     without optimizers, a second outermost region in training mode in a
     step begins the next; a region under no_grad or inference_mode is an
-    evaluation window."""
-    from ._layer import _nesting, _wrapped
+    evaluation window.  A Python function for TorchScript, as _layer's."""
+    from ._layer import _nesting
     cls = torch.amp.autocast_mode.autocast
+    enter, exit_ = cls.__enter__, cls.__exit__
     is_scripting = torch._jit_internal.is_scripting
 
-    def entering(region):
+    @functools.wraps(enter)
+    def __enter__(self):
         try:
             if not is_scripting() and _nesting(torch) == 0:
-                _outermost_region(torch, region)
+                _outermost_region(torch, self)
         except Exception as e:
             _failed(e)
+        return enter(self)
 
-    def exited(result, region, *exc):
-        begin = region.__dict__.pop("_amptrace_window", None)
+    @functools.wraps(exit_)
+    def __exit__(self, *exc):
+        result = exit_(self, *exc)
+        begin = self.__dict__.pop("_amptrace_window", None)
         if begin is not None:
             try:
                 _bridge.evaluation(begin, "autocast region under " + (
@@ -210,9 +215,9 @@ def _wrap_autocast(torch):
                     else "no_grad"))
             except Exception as e:
                 _failed(e)
+        return result
 
-    cls.__enter__ = _wrapped(_bridge, cls.__enter__, before=entering)
-    cls.__exit__ = _wrapped(_bridge, cls.__exit__, after=exited)
+    cls.__enter__, cls.__exit__ = __enter__, __exit__
 
 
 def _outermost_region(torch, region):

@@ -1,6 +1,6 @@
 /* The Python layer's wrappers of torch's functions and methods
  * (autograd.backward, Optimizer.step, GradScaler's steps, Module.__init__,
- * Module.train, autocast's __enter__ and __exit__)
+ * Module.train)
  * as C callables (wrap.c): a C call leaves no frame, so a traceback
  * through them reads as it does untraced.
  *
