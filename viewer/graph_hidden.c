@@ -276,8 +276,6 @@ static void draw_box(struct graph_builder *b, size_t index)
 void graph_hide_op(struct graph_builder *b, size_t ordinal)
 {
 	struct graph *g = b->g;
-	const struct view_selection *s = b->s;
-	const struct view_op *v = &s->ops[ordinal];
 	size_t box = b->box_of[ordinal], node;
 
 	if (box != VIEW_NONE) {
@@ -292,8 +290,17 @@ void graph_hide_op(struct graph_builder *b, size_t ordinal)
 			draw_fold(b, fold);
 		node = b->fold_node[fold];
 	}
-	b->node_of_op[ordinal] = node;
 	g->ops_folded++;
+	graph_wire_hidden(b, ordinal, node);
+}
+
+void graph_wire_hidden(struct graph_builder *b, size_t ordinal, size_t node)
+{
+	struct graph *g = b->g;
+	const struct view_selection *s = b->s;
+	const struct view_op *v = &s->ops[ordinal];
+
+	b->node_of_op[ordinal] = node;
 	graph_op_flags(b, node, view_op_of(s, ordinal));
 	for (size_t k = 0; k < v->ninputs; k++) {
 		const struct view_input *in = &s->inputs[v->first_input + k];
@@ -308,7 +315,8 @@ void graph_hide_op(struct graph_builder *b, size_t ordinal)
 		}
 		/* the hidden repetitions' own weights and inputs stand in
 		 * the shown block's, the optimizer's parameters in the
-		 * forward pass's: counted in the label, not drawn */
+		 * forward pass's, a module's weights in its node: counted
+		 * in the label, not drawn */
 		if (!drawn_source(b, &in->source))
 			continue;
 		size_t from = graph_source_node(b, &in->source, dtype, in->tensor);
