@@ -342,8 +342,9 @@ int main(int argc, char **argv)
 			: "layout+render", rendered - built);
 	if (c.verbose && stats.depth != VIEW_DEPTH_OPS)
 		fprintf(stderr, "ampview: modules %d levels deep: %zu ops in %zu "
-			"module nodes%s", stats.depth, stats.ops_collapsed,
-			stats.modules, stats.width_px ? "" : "\n");
+			"module node%s%s", stats.depth, stats.ops_collapsed,
+			stats.modules, stats.modules == 1 ? "" : "s",
+			stats.width_px ? "" : "\n");
 	if (c.verbose && stats.depth != VIEW_DEPTH_OPS && stats.width_px)
 		fprintf(stderr, " (the deepest whose layout, %.0fx%.0f px, fits "
 			"%dx%d)\n", stats.width_px, stats.height_px, VIEW_FIT_PX,

@@ -266,7 +266,9 @@ static int module_cluster(struct graph_builder *b, int outer,
 {
 	struct graph *g = b->g;
 
-	if (parts < graph_module_base(g->o))
+	/* a model recorded without its own path ("") has no cluster */
+	if (parts < graph_module_base(g->o) ||
+	    (!len && !module_class(b->s, module, len)))
 		return outer;
 	for (size_t i = 0; i < b->nmodule_clusters; i++) {
 		const struct module_cluster *c = &b->module_clusters[i];
