@@ -86,7 +86,7 @@ void module_table_print(const struct module_table *m, const char *const *columns
 	}
 }
 
-static cJSON *row_json(const struct module_table *m,
+cJSON *module_row_json(const struct module_table *m,
 		       const struct module_row *r, const char *const *columns)
 {
 	cJSON *row = cJSON_CreateObject();
@@ -130,7 +130,7 @@ cJSON *module_table_json(const struct module_table *m,
 	for (size_t k = 0; m->any_module && k < 2 * m->nrows; k++) {
 		const struct module_row *r = &m->rows[k % m->nrows];
 		if ((r->module == NULL) == (k >= m->nrows))
-			cJSON_AddItemToArray(rows, row_json(m, r, columns));
+			cJSON_AddItemToArray(rows, module_row_json(m, r, columns));
 	}
 	return modules;
 }

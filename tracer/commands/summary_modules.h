@@ -14,6 +14,11 @@
 /* The table as text, dtype columns named by `columns`. */
 void module_table_print(const struct module_table *m, const char *const *columns,
 			FILE *out);
+/* One row as summary --json's "modules" rows: module, ops, outputs
+ * {dtype: n, none: n}, casts {"f32->bf16": n, other: n}, cache_hits,
+ * time_us (the report's module tree writes its rows so too). */
+cJSON *module_row_json(const struct module_table *m,
+		       const struct module_row *r, const char *const *columns);
 /* The table as summary --json's "modules". */
 cJSON *module_table_json(const struct module_table *m,
 			 const char *const *columns);
