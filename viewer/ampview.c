@@ -341,8 +341,9 @@ int main(int argc, char **argv)
 			built - loaded, c.format == VIEW_FORMAT_DOT ? "write"
 			: "layout+render", rendered - built);
 	if (c.verbose && stats.depth != VIEW_DEPTH_OPS)
-		fprintf(stderr, "ampview: modules %d levels deep: %zu ops in %zu "
-			"module node%s%s", stats.depth, stats.ops_collapsed,
+		fprintf(stderr, "ampview: modules %d level%s deep: %zu ops in %zu "
+			"module node%s%s", stats.depth,
+			stats.depth == 1 ? "" : "s", stats.ops_collapsed,
 			stats.modules, stats.modules == 1 ? "" : "s",
 			stats.width_px ? "" : "\n");
 	if (c.verbose && stats.depth != VIEW_DEPTH_OPS && stats.width_px)

@@ -71,6 +71,26 @@ static void close_layout(GVC_t *gvc, Agraph_t *g)
 		gvFreeContext(gvc);
 }
 
+/* Graphviz's Pango plugin remembers the font name of the last text it
+ * measured, a string owned by that text's graph, and compares the next
+ * text's with it: a layout after the previous graph was closed reads
+ * freed memory (valgrind shows it when ampview lays out each depth).
+ * So the graph laid out last stays open until the next one is laid out:
+ * one graph at a time, as the plugin's own memory is per process. */
+static GVC_t *kept_gvc;
+static Agraph_t *kept_graph;
+
+static void close_after_next_layout(GVC_t *gvc, Agraph_t *g)
+{
+	if (!g) {
+		close_layout(gvc, g);
+		return;
+	}
+	close_layout(kept_gvc, kept_graph);
+	kept_gvc = gvc;
+	kept_graph = g;
+}
+
 int view_layout_size(const char *dot, double *width_pt, double *height_pt,
 		     struct trace_error *err)
 {
@@ -88,7 +108,7 @@ int view_layout_size(const char *dot, double *width_pt, double *height_pt,
 		*height_pt = bb.UR.y - bb.LL.y;
 		status = 0;
 	}
-	close_layout(gvc, g);
+	close_after_next_layout(gvc, g);
 	agseterr(level);
 	agseterrf(previous);
 	return status;
@@ -125,7 +145,7 @@ int view_render(const char *dot, size_t len, enum view_format format,
 		status = 0;
 	if (data)
 		gvFreeRenderData(data);
-	close_layout(gvc, g);
+	close_after_next_layout(gvc, g);
 	agseterr(level);
 	agseterrf(previous);
 	return status;
