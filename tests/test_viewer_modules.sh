@@ -3,7 +3,8 @@
 # tests/viewer_module_trace.py writes it): the default depth is the
 # deepest whose layout fits 2000x2000 px, --depth, --module zooms (an
 # unknown path suggests the closest), a finding's note stays on the
-# module node that hides its op, --no-modules draws ops.
+# module node that hides its op, repeated module patterns fold,
+# --no-modules draws ops.
 #
 #   test_viewer_modules.sh AMPVIEW TRACE_SCRIPT
 set -u
@@ -79,6 +80,15 @@ status=$?
 [ $? -eq 2 ] && grep -q "did you mean 'blocks.0.fc2'" "$out/bad.err" &&
 	echo "ok   an unknown --module is an error suggesting the closest" ||
 	fail "unknown module: $(cat "$out/bad.err")"
+
+# a Sequential of Linear, ReLU, Linear, ...: the repeating pattern of
+# module nodes folds as repeated ops do
+python3 "$script" "$out/flat.json" 8 --flat &&
+	"$ampview" "$out/flat.json" --format dot -o "$out/flat.dot" -v \
+		2>"$out/flat.err" &&
+	grep -q 'label="folded: 7 more repetitions\\nof the 2 modules 1 · ReLU … 2 · Linear above\\n14 ops, 7 casts hidden' "$out/flat.dot" &&
+	grep -q '3 ops in 3 module nodes' "$out/flat.err" &&
+	echo "ok   repeated module patterns fold" || fail "module folds: $(cat "$out/flat.err")"
 
 # --no-modules and --depth all draw the ops, as before
 "$ampview" "$out/model.json" --format dot -o "$out/ops.dot" --no-modules &&

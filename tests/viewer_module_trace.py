@@ -4,9 +4,10 @@ for ampview's module views (tests/test_viewer_modules.sh): a model of
 BLOCKS blocks, each blocks.N.fc1 (linear, its weight cast f32->bf16) ->
 blocks.N.act (relu) -> blocks.N.fc2 (linear) -> blocks.N (residual add),
 then head (linear).  With --error, blocks.2.fc2's linear failed (an
-op-error finding).  No torch needed.
+op-error finding).  With --flat, a Sequential instead: modules 0, 1, 2,
+... alternately Linear and ReLU, BLOCKS of each.  No torch needed.
 
-    viewer_module_trace.py OUT.json BLOCKS [--error]
+    viewer_module_trace.py OUT.json BLOCKS [--error] [--flat]
 """
 import json
 import sys
@@ -17,6 +18,7 @@ PID, TID = 100, 1
 def main():
     out, blocks = sys.argv[1], int(sys.argv[2])
     error = "--error" in sys.argv[3:]
+    flat = "--flat" in sys.argv[3:]
     events = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
                "args": {"name": "python3", "argv": ["python3", "model.py"],
                         "framework": "torch 2.13.0 (policy table: 2.13)"}}]
@@ -74,13 +76,16 @@ def main():
                             "dtype": "bf16", "enabled": True,
                             "cache_enabled": True}})
     x = tensor("f32")
-    for n in range(blocks):
+    for n in range(blocks if flat else 0):
+        x = linear(str(2 * n), x)
+        x = op("relu", str(2 * n + 1), "ReLU", [x], "bf16")
+    for n in range(0 if flat else blocks):
         block = "blocks.%d" % n
         h = linear(block + ".fc1", x)
         h = op("relu", block + ".act", "ReLU", [h], "bf16")
         h = linear(block + ".fc2", h)
         x = op("add", block, "Block", [x, h], "f32", "promote")
-    linear("head", x)
+    linear(str(2 * blocks) if flat else "head", x)
     state["ts"] += 10
     events.append({"name": region, "cat": "amp.scope", "ph": "E",
                    "ts": state["ts"], "pid": PID, "tid": TID,

@@ -115,7 +115,7 @@ static void modules_title(const struct graph *g, struct jsonw *w)
 		     "draws every op)", g->module_depth,
 		     g->module_depth == 1 ? "" : "s",
 		     g->o->module ? " below it" : "", g->ops_collapsed,
-		     g->nmodules, g->nmodules == 1 ? "" : "s");
+		     g->module_nodes, g->module_nodes == 1 ? "" : "s");
 	if (g->o->phase && !strcmp(g->o->phase, "forward"))
 		jsonw_cstr(w, " · --phase backward draws the backward pass");
 	jsonw_cstr(w, "\v");

@@ -471,7 +471,7 @@ static size_t plan(struct graph_builder *b, const struct view_options *o)
 			b->hidden_in[k] = f;
 		b->fold_node[f] = VIEW_NONE;
 	}
-	if (!graph_plan_boxes(b) || !graph_plan_modules(b)) {
+	if (!graph_plan_boxes(b)) {
 		g->failed = true;
 		return 0;
 	}
@@ -541,6 +541,11 @@ int graph_build(struct graph *g, const struct view_selection *s,
 	if (o->fold && view_fold_selection(s, &g->folds, &g->nfolds) != 0)
 		return -1;
 	graph_drop_optimizer_folds(g);
+	/* module nodes first: repeated runs of them fold, as ops do */
+	if (!graph_plan_modules(&b)) {
+		g->failed = true;
+		goto out;
+	}
 	b.hidden_in = malloc(n * sizeof *b.hidden_in);
 	b.node_of_op = malloc(n * sizeof *b.node_of_op);
 	b.part_start = malloc(n * sizeof *b.part_start);

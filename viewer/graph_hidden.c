@@ -55,10 +55,15 @@ static void fold_label(struct graph_builder *b, const struct view_fold *f)
 	jsonw_reset(&b->label);
 	graph_text(&b->label, "folded: %zu more repetition%s\n", f->count - 1,
 		 f->count > 2 ? "s" : "");
-	graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,
-		 trace_op_label(view_op_of(s, f->start), from, sizeof from),
-		 trace_op_label(view_op_of(s, f->start + f->period - 1), to,
-				sizeof to));
+	if (f->calls)   /* module nodes (graph_modules.c), drawn above */
+		graph_text(&b->label, "of the %zu modules %s … %s above\n",
+			   f->calls, b->g->nodes[b->node_of_op[f->start]].brief,
+			   b->g->nodes[b->node_of_op[f->start + f->period - 1]].brief);
+	else
+		graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,
+			   trace_op_label(view_op_of(s, f->start), from, sizeof from),
+			   trace_op_label(view_op_of(s, f->start + f->period - 1),
+					  to, sizeof to));
 	graph_text(&b->label, "%zu ops, %zu casts hidden", last - first + 1, casts);
 	for (size_t j = 0; j < ncounts; j++)
 		graph_text(&b->label, "\n%s→%s ×%zu (%zu cache hits)",
@@ -71,9 +76,12 @@ static void fold_label(struct graph_builder *b, const struct view_fold *f)
 }
 
 /* The fold's node sits in the cluster of the ops it hides when they all
- * share one (a layer's region), else at the top level. */
+ * share one (a layer's region), else at the top level; a fold of module
+ * nodes beside them. */
 static int cluster_of_fold(struct graph_builder *b, const struct view_fold *f)
 {
+	if (f->calls)   /* beside the module nodes it repeats */
+		return b->g->nodes[b->node_of_op[f->start]].cluster;
 	size_t first = f->start + f->period;
 	size_t last = f->start + f->count * f->period - 1;
 	const struct trace_op *a = view_op_of(b->s, first);

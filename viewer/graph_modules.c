@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The longest repeating pattern of module nodes folded (conv, norm,
+ * activation is 3). */
+#define MODULE_FOLD_PERIOD 8
+
 /* A module path prefix drawn as a cluster, inside `outer`. */
 struct module_cluster {
 	int outer;
@@ -155,6 +159,93 @@ static void merge_repeats(struct graph_builder *b)
 	g->nmodules = kept;
 }
 
+/* Module calls `call` and `call - 1` ran back to back, no op between. */
+static bool follows(const struct graph *g, size_t call)
+{
+	const struct graph_module *before = &g->modules[call - 1];
+
+	return before->first + before->nops == g->modules[call].first;
+}
+
+/* Whether module calls i and j (a period later) are the same: sibling
+ * modules (or groups of as many calls) that ran the same ops with the
+ * same casts, each call right after the one before it. */
+static bool same_call(void *ctx, size_t i, size_t j, size_t period,
+		      size_t block)
+{
+	const struct graph_builder *b = ctx;
+	const struct graph *g = b->g;
+	const struct view_selection *s = b->s;
+	const struct graph_module *x = &g->modules[i], *y = &g->modules[j];
+	size_t parent = parent_len(x->module, x->len);
+
+	(void)period;
+	(void)block;
+	if (!follows(g, i + 1) || !follows(g, j) || x->nops != y->nops ||
+	    x->calls != y->calls || !x->len || !y->len ||
+	    parent != parent_len(y->module, y->len) ||
+	    strncmp(x->module, y->module, parent))
+		return false;
+	for (size_t k = 0; k < x->nops; k++) {
+		const struct view_op *vx = &s->ops[x->first + k];
+		const struct view_op *vy = &s->ops[y->first + k];
+		const struct trace_op *ox = view_op_of(s, x->first + k);
+		const struct trace_op *oy = view_op_of(s, y->first + k);
+		if (ox->op != oy->op || ox->overload != oy->overload ||
+		    ox->module_class != oy->module_class ||
+		    vx->ninputs != vy->ninputs)
+			return false;
+		for (size_t a = 0; a < vx->ninputs; a++) {
+			size_t cx = s->inputs[vx->first_input + a].cast;
+			size_t cy = s->inputs[vy->first_input + a].cast;
+			if ((cx == VIEW_NONE) != (cy == VIEW_NONE))
+				return false;
+			if (cx != VIEW_NONE &&
+			    strcmp(s->trace->events[cx].cast.cache,
+				   s->trace->events[cy].cast.cache))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Module nodes whose pattern repeats (a CNN's conv, batch norm, ReLU,
+ * conv, ...) fold as repeated ops do: the first repetition drawn, one
+ * node for the rest (graph_hidden.c), each fold turned into the ops it
+ * spans. */
+static bool fold_modules(struct graph_builder *b)
+{
+	struct graph *g = b->g;
+	struct view_fold *folds;
+	size_t nfolds;
+
+	if (g->nmodules < 2)
+		return true;
+	if (view_fold_find(g->nmodules, MODULE_FOLD_PERIOD, 2, same_call, b,
+			   &folds, &nfolds) != 0)
+		return false;
+	struct view_fold *grown = realloc(g->folds, (g->nfolds + nfolds + 1) *
+						    sizeof *grown);
+	if (!grown) {
+		free(folds);
+		return false;
+	}
+	g->folds = grown;
+	for (size_t f = 0; f < nfolds; f++) {
+		const struct view_fold *m = &folds[f];
+		size_t first = g->modules[m->start].first;
+		size_t period = g->modules[m->start + m->period].first - first;
+		g->folds[g->nfolds++] = (struct view_fold){
+			first, period, m->count, m->period };
+		/* the repetitions after the first are the fold's, not
+		 * module nodes */
+		for (size_t k = first + period; k < first + m->count * period; k++)
+			b->module_of[k] = VIEW_NONE;
+	}
+	free(folds);
+	return true;
+}
+
 /* A backward op that names no module (the bridge names the forward op's
  * for most; a gradient's accumulation into a leaf has none) is drawn in
  * the module of the op that made its first input, so that a module's
@@ -223,6 +314,8 @@ bool graph_plan_modules(struct graph_builder *b)
 		b->module_of[k] = g->nmodules++;
 	}
 	merge_repeats(b);
+	if (!fold_modules(b))
+		return false;
 	b->module_node = malloc((g->nmodules ? g->nmodules : 1) *
 				sizeof *b->module_node);
 	if (!b->module_node)
@@ -456,8 +549,10 @@ static void draw_module(struct graph_builder *b, size_t index)
 	size_t start = g->text.len;
 
 	graph_begin_unit(b, node, m->first);
-	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief, "%.*s",
-		 (int)(m->len < 60 ? m->len : 60), m->len ? m->module : "model");
+	const char *class = module_class(b->s, m->module, m->len);
+	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief, "%.*s%s%.20s",
+		 (int)(m->len < 50 ? m->len : 50), m->len ? m->module : "model",
+		 class ? " · " : "", class ? class : "");
 	graph_attr(g, start, "id", g->nodes[node].id);
 	const char *fill = module_label(b, m);
 	graph_attr(g, start, "label", b->label.data);
@@ -470,6 +565,7 @@ static void draw_module(struct graph_builder *b, size_t index)
 	graph_attr(g, start, "tooltip", b->label.data);
 	graph_end_node(g, node);
 	b->module_node[index] = node;
+	g->module_nodes++;
 }
 
 void graph_collapse_op(struct graph_builder *b, size_t ordinal)

@@ -167,7 +167,7 @@ int view_dot(const struct trace *trace, const struct view_options *options,
 			.clusters = g.nclusters,
 			.depth = g.module_depth,
 			.ops_collapsed = g.ops_collapsed,
-			.modules = g.nmodules,
+			.modules = g.module_nodes,
 			.width_px = size[0],
 			.height_px = size[1],
 		};
