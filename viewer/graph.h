@@ -212,26 +212,35 @@ void graph_hide_op(struct graph_builder *b, size_t ordinal);
  * into `node`, the node standing for it. */
 void graph_wire_hidden(struct graph_builder *b, size_t ordinal, size_t node);
 
-/* graph_modules.c: modules drawn as clusters down to the view's depth,
- * and as one node each at it. */
+/* graph_modules.c: which ops each module node stands for. */
+/* The depth a module node's path is cut to: --module's and --depth's. */
+int graph_module_cut(const struct graph *g);
+/* Whether paths a[0..alen) and b[0..blen) are the same module. */
+bool graph_same_path(const char *a, size_t alen, const char *b, size_t blen);
+/* The length of the path of the module holding module[0..len), the part
+ * before its last dot (0 for an outermost one). */
+size_t graph_parent_len(const char *module, size_t len);
 /* The deepest module path among the selection's ops, in parts (-1:
  * none names a module). */
 int graph_max_module_depth(const struct view_selection *s);
 /* The parts of the --module path: module depths count from it. */
 int graph_module_base(const struct view_options *o);
-/* Finds the runs of ops drawn as one module node (module_of); returns
- * false when out of memory. */
+/* Finds the runs of ops drawn as one module node (module_of) and folds
+ * repeating patterns of them into g->folds; returns false when out of
+ * memory. */
 bool graph_plan_modules(struct graph_builder *b);
+/* The module op `ordinal` is drawn in (its own, or for a backward op
+ * naming none, its first input's maker's), or NULL. */
+const char *graph_op_module(const struct graph_builder *b, size_t ordinal);
+void graph_free_modules(struct graph_builder *b);
+
+/* graph_module_nodes.c: module nodes and module clusters. */
 /* The cluster an op drawn alone sits in: its module's, inside `outer`
  * (its autocast region's or the backward pass's). */
 int graph_module_cluster_of_op(struct graph_builder *b, size_t ordinal,
 			       int outer);
-/* The module op `ordinal` is drawn in (its own, or for a backward op
- * naming none, its first input's maker's), or NULL. */
-const char *graph_op_module(const struct graph_builder *b, size_t ordinal);
 /* A collapsed op: its module's node, drawn at its first op. */
 void graph_collapse_op(struct graph_builder *b, size_t ordinal);
-void graph_free_modules(struct graph_builder *b);
 
 /* graph_notes.c: red borders while drawing, then the notes. */
 void graph_flag(struct graph_builder *b, size_t node, const char *kind);

@@ -21,23 +21,6 @@ struct tree {
 	cJSON *rows;
 };
 
-static int module_parts(const char *module)
-{
-	int parts = module[0] != '\0';
-
-	for (const char *p = module; *p; p++)
-		parts += *p == '.';
-	return parts;
-}
-
-static int dtype_column(const char *dtype)
-{
-	for (int d = 0; dtype && d < TRACE_DTYPE_COUNT; d++)
-		if (!strcmp(dtype, trace_dtype_names[d]))
-			return d;
-	return -1;
-}
-
 /* Summary's counts, paths cut to `depth`: returns false (memory). */
 static bool count_level(const struct trace *t, struct module_table *m,
 			int depth)
@@ -46,7 +29,7 @@ static bool count_level(const struct trace *t, struct module_table *m,
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		int column = e->kind == TRACE_OP ?
-			dtype_column(analysis_output_dtype(&e->op)) : -1;
+			analysis_dtype_index(analysis_output_dtype(&e->op)) : -1;
 		if ((e->kind == TRACE_OP || e->kind == TRACE_CAST) &&
 		    !module_table_add(m, e, column))
 			return false;
@@ -60,7 +43,8 @@ static size_t level_rows(const struct module_table *m, int depth)
 	size_t n = 0;
 
 	for (size_t r = 0; r < m->nrows; r++)
-		n += m->rows[r].module && module_parts(m->rows[r].module) == depth;
+		n += m->rows[r].module &&
+		     analysis_module_depth(m->rows[r].module) == depth;
 	return n;
 }
 
@@ -109,7 +93,7 @@ static bool add_level(struct tree *tr, int depth, const char *parent)
 
 	for (size_t i = 0; i < m->nrows; i++) {
 		const char *path = m->rows[i].module;
-		if (!path || module_parts(path) != depth ||
+		if (!path || analysis_module_depth(path) != depth ||
 		    (parent && (strncmp(path, parent, plen) || path[plen] != '.')))
 			continue;
 		const char *dot = strrchr(path, '.');
