@@ -266,6 +266,28 @@ static int write_output(const char *path, const char *data, size_t len)
 	return 0;
 }
 
+/* -v: the modules' depth drawn and, when ampview chose it, why. */
+static void report_modules(const struct view_stats *stats)
+{
+	bool chosen = stats->width_px > 0;
+	bool fits = stats->width_px <= VIEW_FIT_PX &&
+		    stats->height_px <= VIEW_FIT_PX;
+
+	fprintf(stderr, "ampview: modules %d level%s deep: %zu op%s in %zu "
+		"module node%s", stats->depth, stats->depth == 1 ? "" : "s",
+		stats->ops_collapsed, stats->ops_collapsed == 1 ? "" : "s",
+		stats->modules, stats->modules == 1 ? "" : "s");
+	if (chosen && fits)
+		fprintf(stderr, " (the deepest whose layout, %.0fx%.0f px, fits "
+			"%dx%d)", stats->width_px, stats->height_px,
+			VIEW_FIT_PX, VIEW_FIT_PX);
+	else if (chosen)
+		fprintf(stderr, " (no depth fits %dx%d: this one lays out "
+			"%.0fx%.0f px)", VIEW_FIT_PX, VIEW_FIT_PX,
+			stats->width_px, stats->height_px);
+	fputc('\n', stderr);
+}
+
 int main(int argc, char **argv)
 {
 	struct command c = { 0 };
@@ -341,15 +363,7 @@ int main(int argc, char **argv)
 			built - loaded, c.format == VIEW_FORMAT_DOT ? "write"
 			: "layout+render", rendered - built);
 	if (c.verbose && stats.depth != VIEW_DEPTH_OPS)
-		fprintf(stderr, "ampview: modules %d level%s deep: %zu ops in %zu "
-			"module node%s%s", stats.depth,
-			stats.depth == 1 ? "" : "s", stats.ops_collapsed,
-			stats.modules, stats.modules == 1 ? "" : "s",
-			stats.width_px ? "" : "\n");
-	if (c.verbose && stats.depth != VIEW_DEPTH_OPS && stats.width_px)
-		fprintf(stderr, " (the deepest whose layout, %.0fx%.0f px, fits "
-			"%dx%d)\n", stats.width_px, stats.height_px, VIEW_FIT_PX,
-			VIEW_FIT_PX);
+		report_modules(&stats);
 	free(dot);
 	free(out);
 	free(c.default_output);
