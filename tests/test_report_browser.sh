@@ -107,6 +107,24 @@ for sample in whole_loop transformer; do
 done
 render "$tmp/whole_loop.html"
 check "whole_loop: a finding links into the graph" dom_has '→ in the graph'
+check "whole_loop: no module tree (its ops name no module)" \
+	dom_has '<div id="r-modules-box" hidden'
+
+# A trace whose ops name their modules (hand-made, no torch): the module
+# tree is shown, one table row per module, indented under its parent.
+python3 "$(dirname "$0")/viewer_module_trace.py" "$tmp/modules.json" 8
+"$amptrace" report "$tmp/modules.json" -o "$tmp/modules.html" >/dev/null
+render "$tmp/modules.html"
+check "modules: no script error" dom_has 'data-errors="0"'
+check "modules: the tree's 34 rows drawn" python3 - "$tmp/dom" <<'PY'
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+table = re.search(r'<table id="r-modules" data-rows="34">(.*?)</table>', dom, re.S)
+rows = re.findall(r'<tr>(.*?)</tr>', table.group(1), re.S) if table else []
+fc2 = [r for r in rows if 'title="blocks.3.fc2"' in r]
+print("# module rows:", len(rows) - 1)
+sys.exit(0 if len(rows) == 35 and fc2 and "padding-left:2.4em" in fc2[0] else 1)
+PY
 
 # The checks bite: a planted error shows on the console and in the DOM.
 sed 's|</body>|<script>null.planted;</script></body>|' "$tmp/whole_loop.html" \

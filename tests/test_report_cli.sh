@@ -209,6 +209,40 @@ capture timeout 60 "$tmp/bin/amptrace" report "$fx/good.json" -o "$tmp/noisy.htm
 check "ampview noisy on stderr: the report finishes" status_is 0
 check "ampview noisy on stderr: its SVG embedded" grep -q '<svg id="fake">' "$tmp/noisy.html"
 
+# ------------------------------------------------------- module tree
+# A torch-style trace whose ops name their modules (made by hand, no
+# torch): the page's module tree has each module under the one holding
+# it, as deep as keeps it to 60 rows, each row as summary --depth N
+# counts it; the graph is ampview's module view.
+python3 "$(dirname "$0")/viewer_module_trace.py" "$tmp/modules.json" 8
+capture "$amptrace" report "$tmp/modules.json" -o "$tmp/modules.html"
+check "module tree: the page is written" status_is 0
+check "module tree: 3 levels, 34 rows, blocks.3.fc2 under blocks.3" data_is \
+	"$tmp/modules.html" '[(r["depth"], r["name"], r["class"]) for r in d["modules"]["rows"]][:6] == [(1, "blocks", None), (2, "0", "Block"), (3, "fc1", "Linear"), (3, "act", "ReLU"), (3, "fc2", "Linear"), (2, "1", "Block")] and d["modules"]["depth"] == 3 and len(d["modules"]["rows"]) == 34 and d["modules"]["rows"][-1]["module"] == "head"'
+check "module tree: every row as summary --depth counts it" python3 - \
+	"$tmp/modules.html" "$tmp/modules.json" "$amptrace" <<'PY'
+import json, re, subprocess, sys
+html = open(sys.argv[1], encoding="utf-8").read()
+d = json.loads(re.search(r'<script id="r-data" type="application/json">(.*?)</script>',
+                         html, re.S).group(1))
+keys = ("ops", "outputs", "casts", "cache_hits", "time_us")
+for depth in (1, 2, 3):
+    s = json.loads(subprocess.run([sys.argv[3], "summary", "--json", "--depth",
+                                   str(depth), sys.argv[2]],
+                                  capture_output=True, check=True).stdout)
+    want = {r["module"]: r for r in s["modules"]["rows"]}
+    for r in d["modules"]["rows"]:
+        if r["depth"] == depth and r["module"] is not None:
+            got = {k: r[k] for k in keys}
+            if got != {k: want[r["module"]][k] for k in keys}:
+                sys.exit("row %s: %s, summary: %s" % (r["module"], got,
+                                                      want[r["module"]]))
+PY
+check "module tree: the graph is ampview's module view" \
+	grep -q 'modules 2 levels deep' "$tmp/modules.html"
+check "no module tree for a trace whose ops name none" data_is "$page" \
+	'd["modules"] is None'
+
 # ------------------------------------------------------ run --report
 capture "$amptrace" run -q -o "$tmp/run.json" --report "$tmp/run.html" -- \
 	"$trace_prog" ops 5 3

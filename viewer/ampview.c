@@ -33,9 +33,18 @@ static const char usage[] =
 	"                 (default: step 1 when the trace has several, else 0)\n"
 	"  --all-steps    show the whole trace\n"
 	"  --scope NAME   only ops inside the autocast region named NAME\n"
+	"  --module PATH  only ops inside the nn.Module PATH (and its modules),\n"
+	"                 e.g. transformer.h.3; a glob matches too (h.*.attn)\n"
+	"  --depth N      draw modules N levels deep (below --module's), each\n"
+	"                 module there as one node: ops, output dtypes, casts,\n"
+	"                 cache hits, time; 0: the model is one node.  Default:\n"
+	"                 the deepest whose graph fits 2000x2000 px.  Traces\n"
+	"                 whose ops name their modules (PyTorch's) only\n"
+	"  --no-modules   draw every op, not modules (also --depth all)\n"
 	"  --phase P      only the ops of phase P: forward, backward or optimizer\n"
-	"                 (without it, each step's optimizer ops are folded\n"
-	"                 into one box; --phase optimizer draws them)\n"
+	"                 (default: forward when drawing modules; else all,\n"
+	"                 each step's optimizer ops folded into one box:\n"
+	"                 --phase optimizer draws them)\n"
 	"  --ops N        at most N op nodes, a folded block counting as one\n"
 	"                 (default 1000; 0: no limit, layout may take minutes)\n"
 	"  --no-fold      draw repeated identical blocks (layers) and the\n"
@@ -56,6 +65,9 @@ enum {
 	OPTION_PHASE,
 	OPTION_OPS,
 	OPTION_NO_FOLD,
+	OPTION_MODULE,
+	OPTION_DEPTH,
+	OPTION_NO_MODULES,
 	OPTION_VERSION,
 };
 
@@ -68,6 +80,9 @@ static const struct option long_options[] = {
 	{ "phase", required_argument, NULL, OPTION_PHASE },
 	{ "ops", required_argument, NULL, OPTION_OPS },
 	{ "no-fold", no_argument, NULL, OPTION_NO_FOLD },
+	{ "module", required_argument, NULL, OPTION_MODULE },
+	{ "depth", required_argument, NULL, OPTION_DEPTH },
+	{ "no-modules", no_argument, NULL, OPTION_NO_MODULES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPTION_VERSION },
@@ -177,6 +192,22 @@ static int parse(int argc, char **argv, struct command *c)
 		case OPTION_NO_FOLD:
 			c->view.fold = false;
 			break;
+		case OPTION_MODULE:
+			c->view.module = optarg;
+			break;
+		case OPTION_DEPTH:
+			if (!strcmp(optarg, "all"))
+				c->view.depth = VIEW_DEPTH_OPS;
+			else if (parse_count(optarg, 1000, &value))
+				c->view.depth = (int)value;
+			else
+				return bad_usage("--depth wants a module depth "
+						 "(0, 1, ...) or all, got '%s'",
+						 optarg);
+			break;
+		case OPTION_NO_MODULES:
+			c->view.depth = VIEW_DEPTH_OPS;
+			break;
 		case 'v':
 			c->verbose = true;
 			break;
@@ -235,6 +266,28 @@ static int write_output(const char *path, const char *data, size_t len)
 	return 0;
 }
 
+/* -v: the modules' depth drawn and, when ampview chose it, why. */
+static void report_modules(const struct view_stats *stats)
+{
+	bool chosen = stats->width_px > 0;
+	bool fits = stats->width_px <= VIEW_FIT_PX &&
+		    stats->height_px <= VIEW_FIT_PX;
+
+	fprintf(stderr, "ampview: modules %d level%s deep: %zu op%s in %zu "
+		"module node%s", stats->depth, stats->depth == 1 ? "" : "s",
+		stats->ops_collapsed, stats->ops_collapsed == 1 ? "" : "s",
+		stats->modules, stats->modules == 1 ? "" : "s");
+	if (chosen && fits)
+		fprintf(stderr, " (the deepest whose layout, %.0fx%.0f px, fits "
+			"%dx%d)", stats->width_px, stats->height_px,
+			VIEW_FIT_PX, VIEW_FIT_PX);
+	else if (chosen)
+		fprintf(stderr, " (no depth fits %dx%d: this one lays out "
+			"%.0fx%.0f px)", VIEW_FIT_PX, VIEW_FIT_PX,
+			stats->width_px, stats->height_px);
+	fputc('\n', stderr);
+}
+
 int main(int argc, char **argv)
 {
 	struct command c = { 0 };
@@ -279,15 +332,17 @@ int main(int argc, char **argv)
 	}
 	double built = now_ms();
 	if (!stats.ops_selected && trace.counts[TRACE_OP] &&
-	    (c.view.phase || c.view.scope))
-		fprintf(stderr, "ampview: warning: no op of %s%s%s%s%s in "
+	    (c.view.phase || c.view.scope || c.view.module))
+		fprintf(stderr, "ampview: warning: no op of %s%s%s%s%s%s%s in "
 			"the view; the graph is empty (its title says what it "
 			"left out)\n",
 			c.view.phase ? "phase " : "",
 			c.view.phase ? c.view.phase : "",
 			c.view.phase && c.view.scope ? " and " : "",
 			c.view.scope ? "region " : "",
-			c.view.scope ? c.view.scope : "");
+			c.view.scope ? c.view.scope : "",
+			c.view.module ? " in module " : "",
+			c.view.module ? c.view.module : "");
 	status = 1;
 	if (view_render(dot, dot_len, c.format, &out, &out_len, &err) != 0)
 		fprintf(stderr, "ampview: %s\n", err.message);
@@ -307,6 +362,8 @@ int main(int argc, char **argv)
 			stats.edges, stats.clusters, loaded - start,
 			built - loaded, c.format == VIEW_FORMAT_DOT ? "write"
 			: "layout+render", rendered - built);
+	if (c.verbose && stats.depth != VIEW_DEPTH_OPS)
+		report_modules(&stats);
 	free(dot);
 	free(out);
 	free(c.default_output);

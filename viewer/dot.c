@@ -103,6 +103,44 @@ static const char *program_name(const struct trace *t)
 	return slash ? slash + 1 : path;
 }
 
+/* " · 40 ops outside the region and phase filters" */
+static void filtered_title(const struct graph *g, struct jsonw *w)
+{
+	const char *filters[3];
+	size_t n = 0;
+
+	if (g->o->scope)
+		filters[n++] = "region";
+	if (g->o->phase)
+		filters[n++] = "phase";
+	if (g->o->module)
+		filters[n++] = "module";
+	jsonw_printf(w, " · %zu ops outside the ", g->s->ops_filtered);
+	for (size_t i = 0; i < n; i++)
+		jsonw_printf(w, "%s%s", i == 0 ? "" : i + 1 < n ? ", " : " and ",
+			     filters[i]);
+	jsonw_cstr(w, n > 1 ? " filters" : " filter");
+}
+
+/* What the modules drawn as one node stand for, and how to see more. */
+static void modules_title(const struct graph *g, struct jsonw *w)
+{
+	if (g->module_depth == VIEW_DEPTH_OPS)
+		return;
+	if (g->o->module)
+		jsonw_printf(w, "module %s · ", g->o->module);
+	jsonw_printf(w, "modules %d level%s deep%s: %zu op%s in %zu module "
+		     "node%s (--depth N, --module PATH zooms, --no-modules "
+		     "draws every op)", g->module_depth,
+		     g->module_depth == 1 ? "" : "s",
+		     g->o->module ? " below it" : "", g->ops_collapsed,
+		     g->ops_collapsed == 1 ? "" : "s",
+		     g->module_nodes, g->module_nodes == 1 ? "" : "s");
+	if (g->o->phase && !strcmp(g->o->phase, "forward"))
+		jsonw_cstr(w, " · --phase backward draws the backward pass");
+	jsonw_cstr(w, "\v");
+}
+
 static void title(const struct graph *g, struct jsonw *w)
 {
 	const struct view_selection *s = g->s;
@@ -142,10 +180,9 @@ static void title(const struct graph *g, struct jsonw *w)
 		jsonw_printf(w, " · not shown: %zu ops of other steps",
 			     s->ops_other_steps);
 	if (s->ops_filtered)
-		jsonw_printf(w, " · %zu ops outside the %s filter", s->ops_filtered,
-			     g->o->scope && g->o->phase ? "region and phase" :
-			     g->o->scope ? "region" : "phase");
+		filtered_title(g, w);
 	jsonw_cstr(w, "\v");
+	modules_title(g, w);
 	if (trace_end_note(s->trace, note, sizeof note))
 		jsonw_printf(w, "trace: %s\v", note);
 	if (g->nfindings)

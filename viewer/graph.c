@@ -413,7 +413,8 @@ static void draw_op(struct graph_builder *b, size_t ordinal)
 	const struct view_selection *s = b->s;
 	const struct view_op *v = &s->ops[ordinal];
 	const struct trace_op *op = view_op_of(s, ordinal);
-	int cluster = graph_cluster_of_op(b, ordinal);
+	int cluster = graph_module_cluster_of_op(b, ordinal,
+						 graph_cluster_of_op(b, ordinal));
 	bool backward = !strcmp(op->phase, "backward");
 	size_t node = graph_new_node(g, cluster, "op%zu", ordinal + 1);
 	size_t start = g->text.len;
@@ -476,7 +477,9 @@ static size_t plan(struct graph_builder *b, const struct view_options *o)
 	}
 	for (size_t k = 0; k < n; k++) {
 		size_t f = b->hidden_in[k], box = b->box_of[k];
-		bool unit = box != VIEW_NONE ? g->boxes[box].first == k :
+		size_t module = b->module_of[k];
+		bool unit = module != VIEW_NONE ? g->modules[module].first == k :
+			    box != VIEW_NONE ? g->boxes[box].first == k :
 			    f == VIEW_NONE ||
 			    k == g->folds[f].start + g->folds[f].period;
 		if (unit && o->max_ops && units == o->max_ops)
@@ -533,10 +536,16 @@ int graph_build(struct graph *g, const struct view_selection *s,
 			     .last_unit = VIEW_NONE, .anchor = VIEW_NONE };
 	size_t n = s->nops ? s->nops : 1;
 
-	*g = (struct graph){ .s = s, .o = o };
+	*g = (struct graph){ .s = s, .o = o, .module_depth =
+			     o->depth >= 0 ? o->depth : VIEW_DEPTH_OPS };
 	if (o->fold && view_fold_selection(s, &g->folds, &g->nfolds) != 0)
 		return -1;
 	graph_drop_optimizer_folds(g);
+	/* module nodes first: repeated runs of them fold, as ops do */
+	if (!graph_plan_modules(&b)) {
+		g->failed = true;
+		goto out;
+	}
 	b.hidden_in = malloc(n * sizeof *b.hidden_in);
 	b.node_of_op = malloc(n * sizeof *b.node_of_op);
 	b.part_start = malloc(n * sizeof *b.part_start);
@@ -555,7 +564,9 @@ int graph_build(struct graph *g, const struct view_selection *s,
 	size_t shown = plan(&b, o);
 	find_parts(&b);
 	for (size_t k = 0; k < shown && !g->failed; k++) {
-		if (b.hidden_in[k] == VIEW_NONE && b.box_of[k] == VIEW_NONE)
+		if (b.module_of[k] != VIEW_NONE)
+			graph_collapse_op(&b, k);
+		else if (b.hidden_in[k] == VIEW_NONE && b.box_of[k] == VIEW_NONE)
 			draw_op(&b, k);
 		else
 			graph_hide_op(&b, k);
@@ -575,6 +586,7 @@ out:
 	free(b.box_of);
 	free(b.box_node);
 	free(b.region_cluster);
+	graph_free_modules(&b);
 	view_map_free(&b.cast_nodes);
 	view_map_free(&b.cache_fills);
 	view_map_free(&b.input_nodes);

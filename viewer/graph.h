@@ -70,6 +70,18 @@ struct graph_box {
 	int step;
 };
 
+/* A module drawn as one node (graph_modules.c): a run of consecutive
+ * ops inside one module path cut to the view's depth. */
+struct graph_module {
+	size_t first, nops;      /* its first op's ordinal; ops it stands for */
+	const char *module;      /* the first op's path (interned) */
+	size_t len;              /* of its prefix drawn: the module's path */
+	size_t calls;            /* >1: repeated sibling modules drawn as one
+				    (h.0 … h.11), each call as the first */
+	const char *last;        /* the last one's path, and its length */
+	size_t last_len;
+};
+
 /* The order nodes and clusters were made in, which is the order dot.c
  * declares them (and so dot's initial ordering). */
 struct graph_item {
@@ -100,6 +112,12 @@ struct graph {
 	size_t nfolds;
 	struct graph_box *boxes;
 	size_t nboxes;
+	struct graph_module *modules;
+	size_t nmodules;
+	int module_depth;        /* parts of a collapsed module's path, or
+				    VIEW_DEPTH_OPS when ops are drawn alone */
+	size_t ops_collapsed;    /* inside modules */
+	size_t module_nodes;     /* drawn (repetitions folded are not) */
 	size_t ops_shown, ops_folded, ops_boxed, ops_left_out, casts_shown;
 	/* the first node of each independent part (a forward pass that
 	 * uses nothing the ones before it made, a step), in program order:
@@ -124,6 +142,11 @@ struct graph_builder {
 	size_t part_unit;         /* the unit the current part began at */
 	int *region_cluster;      /* per region: its cluster, -1 until made */
 	int backward_cluster;     /* the open backward-pass cluster, or -1 */
+	size_t *module_of;        /* per op: its collapsed module, or VIEW_NONE */
+	const char **op_module;   /* per op: the module it is drawn in */
+	size_t *module_node;      /* per module: its node, VIEW_NONE until made */
+	struct module_cluster *module_clusters;
+	size_t nmodule_clusters;
 	size_t unit;              /* ops and folds drawn so far */
 	size_t last_unit;         /* the node of the last op or fold drawn */
 	size_t anchor;            /* the one before the op being drawn */
@@ -184,6 +207,40 @@ void graph_begin_unit(struct graph_builder *b, size_t node, size_t ordinal);
 void graph_drop_optimizer_folds(struct graph *g);
 bool graph_plan_boxes(struct graph_builder *b);
 void graph_hide_op(struct graph_builder *b, size_t ordinal);
+
+/* Draws a hidden op's inputs from the drawn graph as (one) edge each
+ * into `node`, the node standing for it. */
+void graph_wire_hidden(struct graph_builder *b, size_t ordinal, size_t node);
+
+/* graph_modules.c: which ops each module node stands for. */
+/* The depth a module node's path is cut to: --module's and --depth's. */
+int graph_module_cut(const struct graph *g);
+/* Whether paths a[0..alen) and b[0..blen) are the same module. */
+bool graph_same_path(const char *a, size_t alen, const char *b, size_t blen);
+/* The length of the path of the module holding module[0..len), the part
+ * before its last dot (0 for an outermost one). */
+size_t graph_parent_len(const char *module, size_t len);
+/* The deepest module path among the selection's ops, in parts (-1:
+ * none names a module). */
+int graph_max_module_depth(const struct view_selection *s);
+/* The parts of the --module path: module depths count from it. */
+int graph_module_base(const struct view_options *o);
+/* Finds the runs of ops drawn as one module node (module_of) and folds
+ * repeating patterns of them into g->folds; returns false when out of
+ * memory. */
+bool graph_plan_modules(struct graph_builder *b);
+/* The module op `ordinal` is drawn in (its own, or for a backward op
+ * naming none, its first input's maker's), or NULL. */
+const char *graph_op_module(const struct graph_builder *b, size_t ordinal);
+void graph_free_modules(struct graph_builder *b);
+
+/* graph_module_nodes.c: module nodes and module clusters. */
+/* The cluster an op drawn alone sits in: its module's, inside `outer`
+ * (its autocast region's or the backward pass's). */
+int graph_module_cluster_of_op(struct graph_builder *b, size_t ordinal,
+			       int outer);
+/* A collapsed op: its module's node, drawn at its first op. */
+void graph_collapse_op(struct graph_builder *b, size_t ordinal);
 
 /* graph_notes.c: red borders while drawing, then the notes. */
 void graph_flag(struct graph_builder *b, size_t node, const char *kind);

@@ -55,10 +55,15 @@ static void fold_label(struct graph_builder *b, const struct view_fold *f)
 	jsonw_reset(&b->label);
 	graph_text(&b->label, "folded: %zu more repetition%s\n", f->count - 1,
 		 f->count > 2 ? "s" : "");
-	graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,
-		 trace_op_label(view_op_of(s, f->start), from, sizeof from),
-		 trace_op_label(view_op_of(s, f->start + f->period - 1), to,
-				sizeof to));
+	if (f->calls)   /* module nodes (graph_modules.c), drawn above */
+		graph_text(&b->label, "of the %zu modules %s … %s above\n",
+			   f->calls, b->g->nodes[b->node_of_op[f->start]].brief,
+			   b->g->nodes[b->node_of_op[f->start + f->period - 1]].brief);
+	else
+		graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,
+			   trace_op_label(view_op_of(s, f->start), from, sizeof from),
+			   trace_op_label(view_op_of(s, f->start + f->period - 1),
+					  to, sizeof to));
 	graph_text(&b->label, "%zu ops, %zu casts hidden", last - first + 1, casts);
 	for (size_t j = 0; j < ncounts; j++)
 		graph_text(&b->label, "\n%s→%s ×%zu (%zu cache hits)",
@@ -71,9 +76,12 @@ static void fold_label(struct graph_builder *b, const struct view_fold *f)
 }
 
 /* The fold's node sits in the cluster of the ops it hides when they all
- * share one (a layer's region), else at the top level. */
+ * share one (a layer's region), else at the top level; a fold of module
+ * nodes beside them. */
 static int cluster_of_fold(struct graph_builder *b, const struct view_fold *f)
 {
+	if (f->calls)   /* beside the module nodes it repeats */
+		return b->g->nodes[b->node_of_op[f->start]].cluster;
 	size_t first = f->start + f->period;
 	size_t last = f->start + f->count * f->period - 1;
 	const struct trace_op *a = view_op_of(b->s, first);
@@ -276,8 +284,6 @@ static void draw_box(struct graph_builder *b, size_t index)
 void graph_hide_op(struct graph_builder *b, size_t ordinal)
 {
 	struct graph *g = b->g;
-	const struct view_selection *s = b->s;
-	const struct view_op *v = &s->ops[ordinal];
 	size_t box = b->box_of[ordinal], node;
 
 	if (box != VIEW_NONE) {
@@ -292,8 +298,17 @@ void graph_hide_op(struct graph_builder *b, size_t ordinal)
 			draw_fold(b, fold);
 		node = b->fold_node[fold];
 	}
-	b->node_of_op[ordinal] = node;
 	g->ops_folded++;
+	graph_wire_hidden(b, ordinal, node);
+}
+
+void graph_wire_hidden(struct graph_builder *b, size_t ordinal, size_t node)
+{
+	struct graph *g = b->g;
+	const struct view_selection *s = b->s;
+	const struct view_op *v = &s->ops[ordinal];
+
+	b->node_of_op[ordinal] = node;
 	graph_op_flags(b, node, view_op_of(s, ordinal));
 	for (size_t k = 0; k < v->ninputs; k++) {
 		const struct view_input *in = &s->inputs[v->first_input + k];
@@ -308,7 +323,8 @@ void graph_hide_op(struct graph_builder *b, size_t ordinal)
 		}
 		/* the hidden repetitions' own weights and inputs stand in
 		 * the shown block's, the optimizer's parameters in the
-		 * forward pass's: counted in the label, not drawn */
+		 * forward pass's, a module's weights in its node: counted
+		 * in the label, not drawn */
 		if (!drawn_source(b, &in->source))
 			continue;
 		size_t from = graph_source_node(b, &in->source, dtype, in->tensor);

@@ -213,6 +213,7 @@ void graph_free(struct graph *g)
 	free(g->flags);
 	free(g->folds);
 	free(g->boxes);
+	free(g->modules);
 	free(g->heads);
 	*g = (struct graph){ 0 };
 }

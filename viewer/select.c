@@ -180,6 +180,8 @@ static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
 {
 	if (c->o->phase && strcmp(op->phase, c->o->phase))
 		return false;
+	if (c->o->module && !analysis_in_module(op->module, c->o->module))
+		return false;
 	return !c->o->scope || analysis_op_in_scope(op, c->o->scope);
 }
 
@@ -236,6 +238,8 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 	if (!op_in_step(s, c, event))
 		return false;
 	if (c->o->phase && (!e->cast.phase || strcmp(e->cast.phase, c->o->phase)))
+		return false;
+	if (c->o->module && !analysis_in_module(e->cast.module, c->o->module))
 		return false;
 	return !c->o->scope ||
 	       analysis_cast_in_scope(&s->analysis, e, c->o->scope);
@@ -303,6 +307,49 @@ static int check_scope(const struct view_selection *s, const char *scope,
 			       closest.name ? closest.name : "",
 			       closest.name ? "'?)" : "",
 			       used ? names : "none");
+}
+
+/* An unknown --module is an error that suggests the closest path (or
+ * one that ends in it: "h.3" for "transformer.h.3") and lists the
+ * outermost modules. */
+static int check_module(const struct view_selection *s, const char *module,
+			struct trace_error *err)
+{
+	const struct trace *t = s->trace;
+	char names[400] = "";
+	size_t used = 0, len = strlen(module);
+	struct closest_name closest = CLOSEST_NAME_INIT;
+	const char *ending = NULL, *last = NULL;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const char *path = t->events[i].kind == TRACE_OP ?
+				   t->events[i].op.module : NULL;
+		if (!path || path == last)   /* interned: runs repeat it */
+			continue;
+		if (analysis_in_module(path, module))
+			return 0;
+		last = path;
+		closest_name_offer(&closest, module, path);
+		size_t n = strlen(path);
+		if (!ending && n > len && path[n - len - 1] == '.' &&
+		    !strcmp(path + n - len, module))
+			ending = path;
+		size_t top = analysis_module_prefix(path, 1);
+		if (!top || used + top + 8 >= sizeof names)
+			continue;
+		char quoted[80];
+		snprintf(quoted, sizeof quoted, "'%.*s'", (int)top, path);
+		if (!strstr(names, quoted))
+			used += (size_t)snprintf(names + used, sizeof names - used,
+						 "%s%s", used ? ", " : "", quoted);
+	}
+	const char *suggestion = closest.name ? closest.name : ending;
+	return trace_error_set(err, "%s: no op ran in a module named '%s'%s%s%s; "
+			       "outermost modules in this trace: %s", t->path,
+			       module, suggestion ? " (did you mean '" : "",
+			       suggestion ? suggestion : "",
+			       suggestion ? "'?)" : "",
+			       used ? names : "none (no op names its nn.Module)");
 }
 
 /* ------------------------------------------------------------ linking */
@@ -648,6 +695,8 @@ int view_select(const struct trace *trace, const struct view_options *o,
 		goto out;
 	}
 	if (o->scope && check_scope(s, o->scope, err) != 0)
+		goto out;
+	if (o->module && check_module(s, o->module, err) != 0)
 		goto out;
 	if (choose_step(s, o, &c.step, err) != 0)
 		goto out;

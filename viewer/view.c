@@ -17,6 +17,7 @@ void view_options_init(struct view_options *options)
 {
 	*options = (struct view_options){
 		.step = VIEW_STEP_DEFAULT,
+		.depth = VIEW_DEPTH_AUTO,
 		.max_ops = VIEW_DEFAULT_MAX_OPS,
 		.fold = true,
 	};
@@ -37,28 +38,116 @@ const char *view_format_name(enum view_format format)
 	return format < VIEW_FORMAT_COUNT ? format_names[format] : "?";
 }
 
+/* The selection's graph as DOT text in `out`.  Returns 0 or -1 (memory). */
+static int graph_dot(const struct view_selection *s,
+		     const struct view_options *o, struct graph *g,
+		     struct jsonw *out)
+{
+	jsonw_init(out);
+	if (graph_build(g, s, o) != 0)
+		return -1;
+	graph_write_dot(g, out);
+	return out->failed ? -1 : 0;
+}
+
+/* Whether the trace's ops name their nn.Module (torch traces): those
+ * are drawn by module unless told otherwise. */
+static bool ops_name_modules(const struct trace *t)
+{
+	for (size_t i = 0; i < t->nevents; i++)
+		if (t->events[i].kind == TRACE_OP && t->events[i].op.module)
+			return true;
+	return false;
+}
+
+/* The deepest module depth whose graph Graphviz lays out within
+ * VIEW_FIT_PX both ways: each depth is laid out, from the model as one
+ * node down, until one does not fit (a deeper one only adds nodes, and
+ * dot lays out a step's module graph in well under a second, so the
+ * real size is used rather than an estimate from node counts).
+ * Returns 0, or -1 with err set; `size` gets the chosen depth's layout
+ * size in px. */
+static int choose_depth(const struct view_selection *s,
+			struct view_options *o, double size[2],
+			struct trace_error *err)
+{
+	int deepest = graph_max_module_depth(s) - graph_module_base(o);
+	int chosen = 0;
+
+	for (int depth = 0; depth <= deepest; depth++) {
+		struct graph g;
+		struct jsonw dot;
+		double width, height;
+		o->depth = depth;
+		int status = graph_dot(s, o, &g, &dot);
+		graph_free(&g);
+		if (status != 0) {
+			jsonw_free(&dot);
+			return trace_error_set(err, "%s: out of memory while "
+					       "building the graph",
+					       s->trace->path);
+		}
+		status = view_layout_size(dot.data, &width, &height, err);
+		jsonw_free(&dot);
+		if (status != 0)
+			return -1;
+		/* 96 CSS px per inch, 72 points */
+		width *= 96.0 / 72;
+		height *= 96.0 / 72;
+		if (depth && (width > VIEW_FIT_PX || height > VIEW_FIT_PX))
+			break;
+		chosen = depth;
+		size[0] = width;
+		size[1] = height;
+	}
+	o->depth = chosen;
+	return 0;
+}
+
+/* The options as drawn: a trace whose ops name their modules is drawn
+ * by module, forward only unless --phase says otherwise, without
+ * folding (the modules are what keeps it small); others as given. */
+static struct view_options resolve(const struct trace *trace,
+				   const struct view_options *options)
+{
+	struct view_options o = *options;
+
+	if (o.depth == VIEW_DEPTH_OPS || !ops_name_modules(trace)) {
+		o.depth = VIEW_DEPTH_OPS;
+		return o;
+	}
+	if (!o.phase)
+		o.phase = "forward";
+	o.fold = false;
+	return o;
+}
+
 int view_dot(const struct trace *trace, const struct view_options *options,
 	     char **dot, size_t *len, struct view_stats *stats,
 	     struct trace_error *err)
 {
+	struct view_options o = resolve(trace, options);
 	struct view_selection s;
-	struct graph g;
+	struct graph g = { 0 };
 	struct jsonw out;
+	double size[2] = { 0, 0 };
 	int status = -1;
 
 	*dot = NULL;
 	*len = 0;
-	if (view_select(trace, options, &s, err) != 0)
+	if (view_select(trace, &o, &s, err) != 0)
 		return -1;
-	jsonw_init(&out);
-	if (graph_build(&g, &s, options) == 0) {
-		graph_write_dot(&g, &out);
-		if (!out.failed) {
-			*dot = out.data;
-			*len = out.len;
-			out.data = NULL;
-			status = 0;
-		}
+	if (o.depth != VIEW_DEPTH_OPS && graph_max_module_depth(&s) < 0)
+		o.depth = VIEW_DEPTH_OPS;   /* no op of the view names one */
+	if (o.depth == VIEW_DEPTH_AUTO && choose_depth(&s, &o, size, err) != 0) {
+		view_selection_free(&s);
+		return -1;
+	}
+	if (graph_dot(&s, &o, &g, &out) == 0) {
+		*dot = out.data;
+		*len = out.len;
+		out.data = NULL;
+		status = 0;
 	}
 	if (status)
 		trace_error_set(err, "%s: out of memory while building the graph",
@@ -76,6 +165,11 @@ int view_dot(const struct trace *trace, const struct view_options *options,
 			.nodes = g.nnodes,
 			.edges = g.nedges,
 			.clusters = g.nclusters,
+			.depth = g.module_depth,
+			.ops_collapsed = g.ops_collapsed,
+			.modules = g.module_nodes,
+			.width_px = size[0],
+			.height_px = size[1],
 		};
 		for (size_t f = 0; f < g.nfolds; f++)
 			stats->folds += g.folds[f].count > 0;

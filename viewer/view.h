@@ -32,12 +32,25 @@ enum view_format {
  * told otherwise: keeps dot's layout time around a second. */
 #define VIEW_DEFAULT_MAX_OPS 1000
 
+/* view_options.depth: how deep module paths are drawn before a module
+ * becomes one node (0: the model, or --module's, is one node), or: */
+#define VIEW_DEPTH_AUTO (-1) /* the deepest whose layout fits VIEW_FIT_PX */
+#define VIEW_DEPTH_OPS (-2)  /* no modules: every op drawn, as for libamp */
+
+/* The size, in CSS px (96 per inch) both ways, the default module view
+ * is made to fit. */
+#define VIEW_FIT_PX 2000
+
 struct view_options {
 	int step;
 	const char *scope;   /* only ops inside the named autocast region */
 	const char *phase;   /* "forward", "backward", "optimizer", or NULL
 				for all (the optimizer's ops of each step
 				folded into one box unless !fold) */
+	const char *module;  /* only ops inside this nn.Module path (a glob) */
+	int depth;           /* VIEW_DEPTH_*, or module parts below --module
+				drawn before a module is one node; traces
+				whose ops name no module are drawn as ops */
 	size_t max_ops;      /* 0: no limit */
 	bool fold;           /* fold repeated identical blocks of ops */
 };
@@ -53,6 +66,12 @@ struct view_stats {
 	size_t folds;
 	size_t boxes;               /* optimizer boxes */
 	size_t nodes, edges, clusters;
+	int depth;                  /* the modules' depth drawn, or
+				       VIEW_DEPTH_OPS */
+	size_t ops_collapsed;       /* inside collapsed modules */
+	size_t modules;             /* their nodes */
+	double width_px, height_px; /* laid out, when the depth was chosen
+				       by size (else 0) */
 };
 
 void view_options_init(struct view_options *options);
@@ -76,5 +95,10 @@ int view_dot(const struct trace *trace, const struct view_options *options,
  * (SVG or PNG; DOT is returned as is).  Returns 0, or -1 with err set. */
 int view_render(const char *dot, size_t len, enum view_format format,
 		char **out, size_t *out_len, struct trace_error *err);
+
+/* The size `dot` lays out to, in points (72 per inch), with Graphviz's
+ * dot engine.  Returns 0, or -1 with err set. */
+int view_layout_size(const char *dot, double *width_pt, double *height_pt,
+		     struct trace_error *err);
 
 #endif /* AMPTRACE_VIEW_H */

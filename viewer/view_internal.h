@@ -134,6 +134,8 @@ const char *view_tensor_name(const struct view_selection *s, int64_t pid,
  * folded into one node. */
 struct view_fold {
 	size_t start, period, count;
+	size_t calls;   /* module calls per repetition (graph_modules.c's
+			   folds of module nodes), or 0 for ops */
 };
 
 /* Whether ops i and j = i + period are the same op in the same place of

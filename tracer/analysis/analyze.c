@@ -207,6 +207,23 @@ size_t analysis_module_prefix(const char *module, int depth)
 	return len;
 }
 
+int analysis_module_depth(const char *module)
+{
+	int parts = module[0] != '\0';
+
+	for (const char *p = module; *p; p++)
+		parts += *p == '.';
+	return parts;
+}
+
+int analysis_dtype_index(const char *dtype)
+{
+	for (int d = 0; dtype && d < TRACE_DTYPE_COUNT; d++)
+		if (!strcmp(dtype, trace_dtype_names[d]))
+			return d;
+	return -1;
+}
+
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope)
 {

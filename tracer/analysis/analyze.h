@@ -65,6 +65,12 @@ bool analysis_in_module(const char *module, const char *glob);
 /* The length of `module`'s first `depth` dot-separated parts: the module
  * that is its ancestor at that depth ("h.3.attn.c_attn", 2: "h.3"). */
 size_t analysis_module_prefix(const char *module, int depth);
+/* How many dot-separated parts `module` has, its depth: "" (the model
+ * itself) 0, "h.3.attn" 3. */
+int analysis_module_depth(const char *module);
+/* The index of `dtype` in trace_dtype_names, or -1 (NULL, or a name the
+ * format does not list): a column per dtype for module_table.h. */
+int analysis_dtype_index(const char *dtype);
 /* Same for a cast: its op's regions when the op is known. */
 bool analysis_cast_in_scope(const struct analysis *a,
 			    const struct trace_event *cast, const char *scope);

@@ -1,5 +1,6 @@
-/* The report's adapter (see report_data.h): the only file of the report
- * that reads the trace model.  One pass over a loaded trace and its
+/* The report's adapter (see report_data.h): with its module tree
+ * (report_modules.c), the only file of the report that reads the trace
+ * model.  One pass over a loaded trace and its
  * analysis (steps, findings) feeds report_agg.h's records; the header and
  * the findings are written here.  The page's JSON:
  *
@@ -12,7 +13,9 @@
  *   directions[] ("f32->f16"), processes[] (pid, rank, name, steps; per
  *   step ops{dtype: []}, time_us{dtype: []}, casts{direction: []},
  *   cast_bytes[], hits[], misses[], uncacheable[]; scale[] (step, scale,
- *   found_inf, skipped); op_table[], cast_table[], reasons[], regions[]).
+ *   found_inf, skipped); op_table[], cast_table[], reasons[], regions[]),
+ *   and from report_modules.c: modules (null, or depth and rows[]: the
+ *   module tree, summary --json's module rows with depth, name, class).
  *
  * Steps are the analysis's (FORMAT.md §8), counted per process.  Op time
  * per step counts top-level ops only (parent_op_id 0), so that an op
@@ -22,6 +25,7 @@
 
 #include "analyze.h"
 #include "report_agg.h"
+#include "report_modules.h"
 #include "trace.h"
 #include "trace_schema.h"
 
@@ -279,6 +283,12 @@ static cJSON *emit(const struct builder *b, const struct report_data *data)
 	add_string_or_null(root, "note", data->note[0] ? data->note : NULL);
 	cJSON_AddNumberToObject(root, "graph_step", data->graph_step);
 	emit_findings(b, root);
+	cJSON *modules = report_modules_json(b->t);
+	if (!modules) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	cJSON_AddItemToObject(root, "modules", modules);
 	report_agg_json(b->agg, root);
 	return root;
 }

@@ -1,8 +1,9 @@
 /* The report's adapter: a trace file → the aggregates `amptrace report`
  * draws (header, findings, per-step series, tables), as one JSON object.
  *
- * This is the only file of the report that knows the trace model
- * (trace.h) and the analysis (analyze.h): the page, its template and the
+ * This and its module tree (report_modules.c) are the only files of the
+ * report that know the trace model (trace.h) and the analysis
+ * (analyze.h): the page, its template and the
  * command line see only the JSON, whose keys are described at the top of
  * report_data.c.  The JSON holds nothing per event: its size grows with
  * the steps and the distinct ops, not with the trace.

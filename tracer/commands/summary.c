@@ -116,6 +116,16 @@ static void *push(void *array, size_t *n, size_t elem)
 	return grown;
 }
 
+/* Out of memory counting by module: summary gives up, as push does. */
+static void add_to_modules(struct summary *s, const struct trace_event *e,
+			   int column)
+{
+	if (!module_table_add(&s->modules, e, column)) {
+		fputs("amptrace summary: out of memory\n", stderr);
+		exit(2);
+	}
+}
+
 static int column_of(struct summary *s, const char *dtype)
 {
 	for (int i = 0; i < s->ncolumns; i++)
@@ -362,14 +372,13 @@ static void tabulate(struct summary *s)
 			pids[npids - 1] = e->pid;
 		}
 		if (e->kind == TRACE_CAST)
-			module_table_add(&s->modules, e, -1);
+			add_to_modules(s, e, -1);
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
 			const char *dtype = analysis_output_dtype(op);
 			count_ops(s, op_row_of(s, op->phase, op->op, op->overload),
 				  dtype, op->policy, 1, e->dur);
-			module_table_add(&s->modules, e,
-					 dtype ? column_of(s, dtype) : -1);
+			add_to_modules(s, e, dtype ? column_of(s, dtype) : -1);
 			count_in_regions(s, st, false);
 		} else if (e->kind == TRACE_AGGREGATE) {
 			tabulate_aggregate(s, &e->aggregate);

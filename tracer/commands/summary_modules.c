@@ -1,122 +1,10 @@
 /* summary's "by module" table (summary_modules.h). */
 #include "summary_modules.h"
 
-#include "analyze.h"
 #include "textfit.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static void oom(void)
-{
-	fputs("amptrace summary: out of memory\n", stderr);
-	exit(2);
-}
-
-void module_table_init(struct module_table *m, int depth, int ncolumns)
-{
-	memset(m, 0, sizeof *m);
-	m->depth = depth;
-	m->ncolumns = ncolumns;
-}
-
-/* The first `depth` dot-separated parts of `module` ("" stays ""). */
-static char *cut_to_depth(const char *module, int depth)
-{
-	char *cut = strndup(module, analysis_module_prefix(module, depth));
-	if (!cut)
-		oom();
-	return cut;
-}
-
-static struct module_row *new_row(struct module_table *m, char *module)
-{
-	struct module_row *grown =
-		realloc(m->rows, (m->nrows + 1) * sizeof *m->rows);
-
-	if (!grown)
-		oom();
-	m->rows = grown;
-	struct module_row *row = &m->rows[m->nrows++];
-	memset(row, 0, sizeof *row);
-	row->module = module;
-	row->by_dtype = calloc((size_t)m->ncolumns + 1, sizeof *row->by_dtype);
-	if (!row->by_dtype)
-		oom();
-	return row;
-}
-
-/* The row of `module` (interned, or NULL), made when new; paths that cut
- * to the same prefix share one row. */
-static struct module_row *row_of(struct module_table *m, const char *module)
-{
-	/* NULL is key (1, 0): interned pointers are keys (0, pointer) */
-	size_t *slot = id_map_find(&m->row_of, module ? 0 : 1,
-				   (uint64_t)(uintptr_t)module, true);
-
-	if (!slot)
-		oom();
-	if (*slot)
-		return &m->rows[*slot - 1];
-	char *cut = module ? cut_to_depth(module, m->depth) : NULL;
-	for (size_t i = 0; i < m->nrows; i++) {
-		const char *have = m->rows[i].module;
-		if ((!have && !cut) || (have && cut && !strcmp(have, cut))) {
-			free(cut);
-			*slot = i + 1;
-			return &m->rows[i];
-		}
-	}
-	new_row(m, cut);
-	*slot = m->nrows;
-	return &m->rows[m->nrows - 1];
-}
-
-static void add_cast(struct module_row *row, const struct trace_cast *c)
-{
-	if (!strcmp(c->cache, "hit")) {
-		row->hits++;
-		return;
-	}
-	for (size_t i = 0; i < row->ndirections; i++) {
-		struct module_direction *d = &row->directions[i];
-		if (d->from == c->from && d->to == c->to) {
-			d->casts++;
-			return;
-		}
-	}
-	if (row->ndirections == MODULE_MAX_DIRECTIONS) {
-		row->other_directions++;
-		return;
-	}
-	row->directions[row->ndirections++] =
-		(struct module_direction){ c->from, c->to, 1 };
-}
-
-void module_table_add(struct module_table *m, const struct trace_event *e,
-		      int column)
-{
-	if (e->kind == TRACE_OP) {
-		struct module_row *row = row_of(m, e->op.module);
-		m->any_module |= e->op.module != NULL;
-		row->ops++;
-		row->by_dtype[column >= 0 ? column : m->ncolumns]++;
-		if (!e->op.parent_op_id)
-			row->time_us += e->dur;
-	} else if (e->kind == TRACE_CAST) {
-		m->any_module |= e->cast.module != NULL;
-		add_cast(row_of(m, e->cast.module), &e->cast);
-	}
-}
-
-static size_t row_casts(const struct module_row *r)
-{
-	size_t n = r->other_directions;
-
-	for (size_t i = 0; i < r->ndirections; i++)
-		n += r->directions[i].casts;
-	return n;
-}
 
 static const char *row_name(const struct module_row *r)
 {
@@ -191,14 +79,14 @@ void module_table_print(const struct module_table *m, const char *const *columns
 				fprintf(out, " %6s", "-");
 		}
 		directions_text(r, directions, sizeof directions);
-		fprintf(out, " %7zu %7zu %10s  ", row_casts(r), r->hits,
+		fprintf(out, " %7zu %7zu %10s  ", module_row_casts(r), r->hits,
 			textfit_duration(r->time_us, time, sizeof time));
 		textfit_cell(out, directions, room, false);
 		fputc('\n', out);
 	}
 }
 
-static cJSON *row_json(const struct module_table *m,
+cJSON *module_row_json(const struct module_table *m,
 		       const struct module_row *r, const char *const *columns)
 {
 	cJSON *row = cJSON_CreateObject();
@@ -242,17 +130,7 @@ cJSON *module_table_json(const struct module_table *m,
 	for (size_t k = 0; m->any_module && k < 2 * m->nrows; k++) {
 		const struct module_row *r = &m->rows[k % m->nrows];
 		if ((r->module == NULL) == (k >= m->nrows))
-			cJSON_AddItemToArray(rows, row_json(m, r, columns));
+			cJSON_AddItemToArray(rows, module_row_json(m, r, columns));
 	}
 	return modules;
-}
-
-void module_table_free(struct module_table *m)
-{
-	for (size_t i = 0; i < m->nrows; i++) {
-		free(m->rows[i].module);
-		free(m->rows[i].by_dtype);
-	}
-	free(m->rows);
-	id_map_free(&m->row_of);
 }

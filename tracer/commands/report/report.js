@@ -5,7 +5,8 @@
  * For tests and tools the page states what it drew in data attributes:
  * body[data-ready] once done, body[data-errors] (script errors seen),
  * figure.r-chart[data-points] (points/bars drawn per chart),
- * #r-findings[data-findings], #r-graph-view[data-graph]. */
+ * #r-findings[data-findings], #r-graph-view[data-graph],
+ * #r-modules[data-rows]. */
 "use strict";
 
 (function () {
@@ -414,6 +415,34 @@
     ], p.regions);
   }
 
+  /* ---------------------------------------------------------- modules */
+  /* "bf16 2,328, f32 576": an object of counts, largest first. */
+  function counts(o) {
+    const entries = Object.entries(o || {}).sort((a, b) => b[1] - a[1]);
+    return entries.length ? entries.map(([k, n]) => k + " " + count(n)).join(", ") : "-";
+  }
+  /* The module tree (whole trace, every process): a row per module under
+   * the one holding it, as summary --depth counts them. */
+  function modules() {
+    const m = data.modules;
+    if (!m) return;
+    document.getElementById("r-modules-box").hidden = false;
+    document.getElementById("r-modules-note").textContent =
+      "ops, output dtypes, autocast's casts and time per nn.Module, " + m.depth +
+      " level" + (m.depth === 1 ? "" : "s") + " deep, all processes (amptrace summary --depth N counts them so)";
+    table("r-modules", [
+      { key: "name", label: "module", format: (v, r) =>
+        el("span", { style: "padding-left:" + (r.depth - 1) * 1.2 + "em", title: r.module === null ? "" : r.module }, v) },
+      { key: "class", label: "class", format: (v) => v === null ? "" : v },
+      { key: "ops", label: "ops", num: true, format: count },
+      { key: "outputs", label: "output dtypes", format: counts },
+      { key: "casts", label: "casts", format: counts },
+      { key: "cache_hits", label: "cache hits", num: true, format: count },
+      { key: "time_us", label: "time", num: true, format: time },
+    ], m.rows);
+    document.getElementById("r-modules").dataset.rows = String(m.rows.length);
+  }
+
   /* ------------------------------------------------------------ graph */
   const view = document.getElementById("r-graph-view");
   const svg = view.querySelector("svg");
@@ -453,6 +482,7 @@
     view.dataset.graph = g.drawn && svg ? "drawn" : "missing";
     document.getElementById("r-graph-note").textContent = g.drawn && svg
       ? "ampview's default view: step " + data.graph_step + " of " + data.steps.count +
+        (data.modules ? ", its forward pass by module (--no-modules draws every op)" : "") +
         "; drag to pan, wheel or buttons to zoom"
       : "not drawn: " + g.why;
     if (!g.drawn || !svg) view.classList.add("r-missing");
@@ -467,6 +497,8 @@
     for (const p of processes) for (const r of p.regions) if (r.scope) scopes.add(r.scope);
     for (const s of scopes) scopeSelect.append(el("option", { value: s }, s));
     const phaseSelect = document.getElementById("r-graph-phase");
+    /* a trace drawn by module shows its forward pass unless told */
+    if (data.modules) document.getElementById("r-graph-phase-default").textContent = "forward";
     const command = document.getElementById("r-graph-command");
     function update() {
       const parts = ["ampview", shellQuote(g.trace)];
@@ -548,6 +580,7 @@
     ranks();
     graph();
     findings();
+    modules();
     selectProcess(0);
   } catch (e) {
     fail(e && e.stack ? e.stack : e);

@@ -1,0 +1,105 @@
+#!/bin/sh
+# ampview's module views on a hand-made torch-style trace (no torch:
+# tests/viewer_module_trace.py writes it): the default depth is the
+# deepest whose layout fits 2000x2000 px, --depth, --module zooms (an
+# unknown path suggests the closest), a finding's note stays on the
+# module node that hides its op, repeated module patterns fold,
+# --no-modules draws ops.
+#
+#   test_viewer_modules.sh AMPVIEW TRACE_SCRIPT
+set -u
+ampview=$1
+script=$2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+
+# the SVG's size in points: "WIDTH HEIGHT"
+svg_size() {
+	sed -n 's/^<svg width="\([0-9.]*\)pt" height="\([0-9.]*\)pt".*/\1 \2/p' "$1"
+}
+
+# fits SVG: both sides within 2000 CSS px (1500 pt)
+fits() {
+	svg_size "$1" | awk '{ exit !($1 <= 1500 && $2 <= 1500) }'
+}
+
+python3 "$script" "$out/model.json" 8 --error || { echo "FAIL: trace"; exit 1; }
+
+# eight blocks of fc1, act, fc2: at depth 2 the blocks are one node, at
+# depth 3 their layers are drawn and the graph is too tall
+"$ampview" "$out/model.json" -o "$out/auto.svg" -v 2>"$out/auto.err" &&
+	grep -q 'modules 2 levels deep' "$out/auto.err" && fits "$out/auto.svg" &&
+	"$ampview" "$out/model.json" -o "$out/deep.svg" --depth 3 &&
+	! fits "$out/deep.svg" &&
+	echo "ok   the default depth is the deepest that fits ($(svg_size \
+		"$out/auto.svg") pt; depth 3: $(svg_size "$out/deep.svg") pt)" ||
+	fail "depth choice: $(cat "$out/auto.err"); auto $(svg_size \
+		"$out/auto.svg"), depth 3 $(svg_size "$out/deep.svg")"
+
+# a collapsed module: path, class, ops, dtypes, casts; repeated blocks one
+# node; edges between modules carry the dtype
+"$ampview" "$out/model.json" --format dot -o "$out/auto.dot" &&
+	grep -q 'label="blocks.0 · Block\\n… 7: 8 calls of the same ops\\n32 ops · 160.0 µs → f32 ×8, bf16 ×24\\ncasts f32→bf16 ×16"' "$out/auto.dot" &&
+	grep -q '"module1" -> "module2" \[xlabel="f32"' "$out/auto.dot" &&
+	! grep -q 'label="linear' "$out/auto.dot" &&
+	echo "ok   a module node sums its ops and casts" ||
+	fail "module node label"
+
+# the note of a failed op inside a collapsed module goes to its node
+grep -q '"finding1" -> "module1"' "$out/auto.dot" &&
+	grep -q 'op-error' "$out/auto.dot" &&
+	echo "ok   a finding's note is kept on the module node" ||
+	fail "finding note on the module node"
+
+"$ampview" "$out/model.json" --format dot -o "$out/zero.dot" --depth 0 -v \
+	2>"$out/zero.err" &&
+	grep -q '33 ops in 1 module node$' "$out/zero.err" &&
+	echo "ok   --depth 0: the model is one node" || fail "--depth 0: $(cat "$out/zero.err")"
+
+# --module zooms into one block: its layers, nothing else
+"$ampview" "$out/model.json" --format dot -o "$out/zoom.dot" \
+	--module blocks.3 --depth 1 &&
+	grep -q 'label="blocks.3.fc1 · Linear' "$out/zoom.dot" &&
+	grep -q 'label="blocks.3.fc2 · Linear' "$out/zoom.dot" &&
+	grep -q 'label="add' "$out/zoom.dot" &&
+	! grep -q 'blocks.2\|head · Linear' "$out/zoom.dot" &&
+	echo "ok   --module zooms into a module" || fail "--module zoom"
+
+"$ampview" "$out/model.json" -o "$out/bad.svg" --module blocks.3.fc3 \
+	2>"$out/bad.err"
+status=$?
+[ "$status" -eq 2 ] && [ ! -e "$out/bad.svg" ] &&
+	grep -q "no op ran in a module named 'blocks.3.fc3' (did you mean 'blocks.3.fc1'?); outermost modules in this trace: 'blocks', 'head'" "$out/bad.err" &&
+	"$ampview" "$out/model.json" -o "$out/bad.svg" --module fc2 2>"$out/bad.err"
+[ $? -eq 2 ] && grep -q "did you mean 'blocks.0.fc2'" "$out/bad.err" &&
+	echo "ok   an unknown --module is an error suggesting the closest" ||
+	fail "unknown module: $(cat "$out/bad.err")"
+
+# a Sequential of Linear, ReLU, Linear, ...: the repeating pattern of
+# module nodes folds as repeated ops do
+python3 "$script" "$out/flat.json" 8 --flat &&
+	"$ampview" "$out/flat.json" --format dot -o "$out/flat.dot" -v \
+		2>"$out/flat.err" &&
+	grep -q 'label="folded: 7 more repetitions\\nof the 2 modules 1 · ReLU … 2 · Linear above\\n14 ops, 7 casts hidden' "$out/flat.dot" &&
+	grep -q '3 ops in 3 module nodes' "$out/flat.err" &&
+	echo "ok   repeated module patterns fold" || fail "module folds: $(cat "$out/flat.err")"
+
+# --no-modules and --depth all draw the ops, as before
+"$ampview" "$out/model.json" --format dot -o "$out/ops.dot" --no-modules &&
+	"$ampview" "$out/model.json" --format dot -o "$out/all.dot" --depth all &&
+	cmp -s "$out/ops.dot" "$out/all.dot" &&
+	grep -q 'label="linear' "$out/ops.dot" && ! grep -q '"module1"' "$out/ops.dot" &&
+	echo "ok   --no-modules draws every op" || fail "--no-modules"
+
+"$ampview" "$out/model.json" -o "$out/x.svg" --depth two 2>"$out/x.err"
+[ $? -eq 2 ] && grep -q -- "--depth wants a module depth" "$out/x.err" &&
+	echo "ok   a bad --depth is a usage error" || fail "--depth two"
+
+[ "$failed" -eq 0 ] || exit 1
+echo "all module view checks passed"
