@@ -5,9 +5,11 @@ BLOCKS blocks, each blocks.N.fc1 (linear, its weight cast f32->bf16) ->
 blocks.N.act (relu) -> blocks.N.fc2 (linear) -> blocks.N (residual add),
 then head (linear).  With --error, blocks.2.fc2's linear failed (an
 op-error finding).  With --flat, a Sequential instead: modules 0, 1, 2,
-... alternately Linear and ReLU, BLOCKS of each.  No torch needed.
+... alternately Linear and ReLU, BLOCKS of each.  With --prefix=PATH,
+every module sits inside PATH (a deep model's long paths).  No torch
+needed.
 
-    viewer_module_trace.py OUT.json BLOCKS [--error] [--flat]
+    viewer_module_trace.py OUT.json BLOCKS [--error] [--flat] [--prefix=PATH]
 """
 import json
 import sys
@@ -19,6 +21,10 @@ def main():
     out, blocks = sys.argv[1], int(sys.argv[2])
     error = "--error" in sys.argv[3:]
     flat = "--flat" in sys.argv[3:]
+    prefix = ""
+    for arg in sys.argv[3:]:
+        if arg.startswith("--prefix="):
+            prefix = arg[len("--prefix="):] + "."
     events = [{"name": "process_name", "ph": "M", "pid": PID, "tid": 0,
                "args": {"name": "python3", "argv": ["python3", "model.py"],
                         "framework": "torch 2.13.0 (policy table: 2.13)"}}]
@@ -30,6 +36,7 @@ def main():
         return {"tensor": state["tensor"], "dtype": dtype, "shape": list(shape)}
 
     def op(name, module, cls, inputs, out_dtype, policy="none", fail=False):
+        module = prefix + module
         state["op"] += 1
         state["ts"] += 10
         output = tensor(out_dtype)
@@ -60,12 +67,14 @@ def main():
                        "ts": state["ts"], "pid": PID, "tid": TID, "dur": 1.0,
                        "args": {"op_id": state["op"] + 1, "op": "linear",
                                 "phase": "forward", "scope": region,
-                                "module": module, "module_class": "Linear",
+                                "module": prefix + module,
+                                "module_class": "Linear",
                                 "arg": 1, "tensor": weight["tensor"],
                                 "result": cast["tensor"], "from": "f32",
                                 "to": "bf16", "cache": "miss",
                                 "reason": "leaf f32 weight requiring grad",
-                                "bytes": 128, "name": module + ".weight",
+                                "bytes": 128,
+                                "name": prefix + module + ".weight",
                                 "shape": [8, 8], "leaf": True}})
         return op("linear", module, "Linear", [x, cast], "bf16",
                   "lower_precision_fp", error and module == "blocks.2.fc2")

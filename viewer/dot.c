@@ -324,21 +324,71 @@ static void write_container(const struct graph *g, const struct containers *c,
 	}
 }
 
+/* A title line longer than this many characters wraps: the longest the
+ * title says on its own (179 on the committed fixtures) is ~1300 px,
+ * so a long --module path or findings list never makes the title, not
+ * the graph, decide whether a depth fits (view.c, choose_depth). */
+#define TITLE_WIDTH 180
+
+/* Characters, not bytes: "·" and "…" are one each. */
+static size_t chars(const char *text, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		n += ((unsigned char)text[i] & 0xc0) != 0x80;
+	return n;
+}
+
+/* The title's '\v'-ended lines, each wrapped at spaces into lines of at
+ * most TITLE_WIDTH characters (a longer word stays whole). */
+static void wrap_title(const char *text, struct jsonw *w)
+{
+	size_t line = 0;
+
+	while (*text) {
+		if (*text == '\v') {
+			jsonw_cstr(w, "\v");
+			line = 0;
+			text++;
+			continue;
+		}
+		size_t word = strcspn(text, " \v");
+		size_t width = chars(text, word);
+		if (line && line + 1 + width > TITLE_WIDTH) {
+			jsonw_cstr(w, "\v");
+			line = 0;
+		} else if (line) {
+			jsonw_cstr(w, " ");
+			line++;
+		}
+		jsonw_raw(w, text, word);
+		line += width;
+		text += word;
+		while (*text == ' ')
+			text++;
+	}
+}
+
 void graph_write_dot(const struct graph *g, struct jsonw *w)
 {
 	struct containers c;
 	size_t ncontainers = g->nclusters + 1;
-	struct jsonw text;
+	struct jsonw text, wrapped;
 
 	jsonw_init(&text);
+	jsonw_init(&wrapped);
 	title(g, &text);
+	wrap_title(text.data ? text.data : "", &wrapped);
+	jsonw_free(&text);
 	jsonw_cstr(w, "digraph amptrace {\n\tgraph [");
 	jsonw_cstr(w, "fontname=\"Helvetica,Arial,sans-serif\", fontsize=\"12\", "
 		   "labelloc=\"t\", labeljust=\"l\", rankdir=\"TB\", "
 		   "nodesep=\"0.25\", ranksep=\"0.35\", "
 		   "outputorder=\"edgesfirst\", label=");
-	graph_quote(w, text.data);
-	jsonw_free(&text);
+	graph_quote(w, wrapped.data);
+	w->failed |= wrapped.failed;
+	jsonw_free(&wrapped);
 	if (g->nnodes > GRAPH_BIG_NODES)
 		jsonw_cstr(w, ", nslimit=\"1\", nslimit1=\"1\"");
 	/* rank=same across clusters needs the global ranking (ordering=in
