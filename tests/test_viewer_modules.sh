@@ -81,6 +81,36 @@ status=$?
 	echo "ok   an unknown --module is an error suggesting the closest" ||
 	fail "unknown module: $(cat "$out/bad.err")"
 
+# a long --module path wraps in the title: the graph below it decides
+# the depth, not the title's width
+long=an_unusually_long_module_path_for_the_encoder.inner_stack_of_layers
+python3 "$script" "$out/long.json" 8 "--prefix=$long" &&
+	"$ampview" "$out/long.json" -o "$out/long.svg" --module "$long" -v \
+		2>"$out/long.err" &&
+	grep -q 'modules 2 levels deep' "$out/long.err" && fits "$out/long.svg" &&
+	echo "ok   a long --module path does not decide the depth" ||
+	fail "long --module path: $(cat "$out/long.err")"
+
+# a glob's * stays within one part of the path: '*fc1' is an outermost
+# module (there is none), 'blocks.*.fc1' the eight fc1 layers
+"$ampview" "$out/model.json" --format dot -o "$out/glob.dot" \
+	--module '*fc1' --depth 0 2>"$out/glob.err"
+[ $? -eq 2 ] && grep -q "no op ran in a module named '\*fc1'" "$out/glob.err" &&
+	"$ampview" "$out/model.json" --format dot -o "$out/glob.dot" \
+		--module 'blocks.*.fc1' --depth 0 -v 2>"$out/glob.err" &&
+	grep -q '8 ops in 8 module nodes' "$out/glob.err" &&
+	grep -q 'label="blocks.7.fc1 · Linear' "$out/glob.dot" &&
+	echo "ok   a --module glob matches within one part of the path" ||
+	fail "--module glob: $(cat "$out/glob.err")"
+
+# a ModuleDict key may hold glob characters: the name itself matches
+python3 "$script" "$out/dict.json" 2 '--prefix=blocks.[x]*' &&
+	"$ampview" "$out/dict.json" --format dot -o "$out/dict.dot" \
+		--module 'blocks.[x]*' --depth 1 2>"$out/dict.err" &&
+	grep -q 'label="blocks.\[x\]\*.head · Linear' "$out/dict.dot" &&
+	echo "ok   a module named like a glob is selected by its name" ||
+	fail "--module with glob characters: $(cat "$out/dict.err")"
+
 # a Sequential of Linear, ReLU, Linear, ...: the repeating pattern of
 # module nodes folds as repeated ops do
 python3 "$script" "$out/flat.json" 8 --flat &&

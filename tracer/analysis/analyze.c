@@ -177,21 +177,53 @@ bool analysis_op_in_scope(const struct trace_op *op, const char *scope)
 	return op->autocast.scope && !fnmatch(scope, op->autocast.scope, 0);
 }
 
+/* Whether module[0..len) matches `glob` part by part: a '*' or '?'
+ * stays within one dot-separated part, as a path's '/' does with
+ * FNM_PATHNAME, so "*fc1" is an outermost module, never "blocks.0.fc1". */
+static bool parts_match(const char *glob, const char *module, size_t len)
+{
+	char glob_part[256], module_part[256];
+
+	for (;;) {
+		size_t g = strcspn(glob, ".");
+		size_t m = 0;
+		while (m < len && module[m] != '.')
+			m++;
+		if (g >= sizeof glob_part || m >= sizeof module_part) {
+			if (g != m || strncmp(glob, module, g))
+				return false;   /* too long for a pattern */
+		} else {
+			memcpy(glob_part, glob, g);
+			glob_part[g] = '\0';
+			memcpy(module_part, module, m);
+			module_part[m] = '\0';
+			if (fnmatch(glob_part, module_part, 0))
+				return false;
+		}
+		if (!glob[g] || m == len)
+			return !glob[g] && m == len;
+		glob += g + 1;
+		module += m + 1;
+		len -= m + 1;
+	}
+}
+
 bool analysis_in_module(const char *module, const char *glob)
 {
-	char path[512];
-
-	if (!module || strlen(module) >= sizeof path)
+	if (!module)
 		return false;
-	strcpy(path, module);
-	/* the module, then each one it is inside, outermost last */
-	for (;;) {
-		if (!fnmatch(glob, path, 0))
+	/* the module, then each one it is inside, outermost last; a name
+	 * is itself before it is a pattern (a ModuleDict key may hold
+	 * '*' or '[') */
+	for (size_t len = strlen(module);;) {
+		if ((strlen(glob) == len && !strncmp(module, glob, len)) ||
+		    parts_match(glob, module, len))
 			return true;
-		char *dot = strrchr(path, '.');
-		if (!dot)
+		while (len && module[len - 1] != '.')
+			len--;
+		if (!len)
 			return false;
-		*dot = '\0';
+		len--;
 	}
 }
 

@@ -59,8 +59,10 @@ const char *analysis_output_dtype(const struct trace_op *op);
 /* True when the op ran inside a named region `scope` (at any depth). */
 bool analysis_op_in_scope(const struct trace_op *op, const char *scope);
 /* Whether `module` (an op's or cast's nn.Module path, or NULL) or a
- * module it is inside matches `glob`: "h.*.attn" matches "h.3.attn" and
- * "h.3.attn.c_attn", not "h.3.mlp". */
+ * module it is inside is `glob` or matches it: "h.*.attn" matches
+ * "h.3.attn" and "h.3.attn.c_attn", not "h.3.mlp".  A wildcard matches
+ * within one dot-separated part ("*fc1" is an outermost module), so the
+ * module matched is as deep as the glob has parts. */
 bool analysis_in_module(const char *module, const char *glob);
 /* The length of `module`'s first `depth` dot-separated parts: the module
  * that is its ancestor at that depth ("h.3.attn.c_attn", 2: "h.3"). */
