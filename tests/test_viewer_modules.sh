@@ -81,6 +81,15 @@ status=$?
 	echo "ok   an unknown --module is an error suggesting the closest" ||
 	fail "unknown module: $(cat "$out/bad.err")"
 
+# a depth of too many nodes to fit is not laid out: 300 blocks' layers
+# are ~1,500 nodes, so depths 0, 1 and 2 are the only layouts made
+python3 "$script" "$out/wide.json" 300 &&
+	"$ampview" "$out/wide.json" --ops 0 --format dot -o "$out/wide.dot" -v \
+		2>"$out/wide.err" &&
+	grep -q 'modules 2 levels deep: 1201 ops in 2 module nodes (the deepest whose layout, [0-9x]* px, fits 2000x2000); 3 layouts to choose it$' "$out/wide.err" &&
+	echo "ok   a depth of too many nodes is not laid out" ||
+	fail "layouts made to choose the depth: $(cat "$out/wide.err")"
+
 # a long --module path wraps in the title: the graph below it decides
 # the depth, not the title's width
 long=an_unusually_long_module_path_for_the_encoder.inner_stack_of_layers

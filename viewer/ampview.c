@@ -285,6 +285,9 @@ static void report_modules(const struct view_stats *stats)
 		fprintf(stderr, " (no depth fits %dx%d: this one lays out "
 			"%.0fx%.0f px)", VIEW_FIT_PX, VIEW_FIT_PX,
 			stats->width_px, stats->height_px);
+	if (chosen)
+		fprintf(stderr, "; %zu layout%s to choose it", stats->layouts,
+			stats->layouts == 1 ? "" : "s");
 	fputc('\n', stderr);
 }
 

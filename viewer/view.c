@@ -60,45 +60,78 @@ static bool ops_name_modules(const struct trace *t)
 	return false;
 }
 
+/* A depth with more nodes than this is taken not to fit VIEW_FIT_PX
+ * without laying it out: 2000 px hold ~25 ranks of module nodes, and
+ * 300 nodes would need 12 a rank at under 170 px each; laying out a
+ * few thousand takes seconds. */
+#define VIEW_FIT_NODES 300
+
+/* Lays out `dot`: whether it fits VIEW_FIT_PX both ways, its size in
+ * px in `size`.  Returns 0, or -1 with err set. */
+static int layout_fits(const char *dot, double size[2], bool *fits,
+		       struct trace_error *err)
+{
+	double width, height;
+
+	if (view_layout_size(dot, &width, &height, err) != 0)
+		return -1;
+	/* 96 CSS px per inch, 72 points */
+	size[0] = width * 96.0 / 72;
+	size[1] = height * 96.0 / 72;
+	*fits = size[0] <= VIEW_FIT_PX && size[1] <= VIEW_FIT_PX;
+	return 0;
+}
+
 /* The deepest module depth whose graph Graphviz lays out within
  * VIEW_FIT_PX both ways: each depth is laid out, from the model as one
- * node down, until one does not fit (a deeper one only adds nodes, and
- * dot lays out a step's module graph in well under a second, so the
- * real size is used rather than an estimate from node counts).
- * Returns 0, or -1 with err set; `size` gets the chosen depth's layout
- * size in px. */
+ * node down, until one does not fit (a deeper one only adds nodes); one
+ * with over VIEW_FIT_NODES nodes does not, unlaid.  The real size is
+ * used rather than an estimate from node counts: dot lays out a small
+ * module graph in well under a second.  The chosen depth's graph and
+ * DOT are kept in `g` and `out`, built once.  Returns 0, or -1 with err
+ * set; `size` gets the chosen depth's layout size in px, `layouts` how
+ * many were made. */
 static int choose_depth(const struct view_selection *s,
-			struct view_options *o, double size[2],
+			struct view_options *o, struct graph *g,
+			struct jsonw *out, double size[2], size_t *layouts,
 			struct trace_error *err)
 {
 	int deepest = graph_max_module_depth(s) - graph_module_base(o);
 	int chosen = 0;
 
 	for (int depth = 0; depth <= deepest; depth++) {
-		struct graph g;
+		struct graph trial = { 0 };
 		struct jsonw dot;
-		double width, height;
+		double trial_size[2];
+		bool fits = false;
 		o->depth = depth;
-		int status = graph_dot(s, o, &g, &dot);
-		graph_free(&g);
-		if (status != 0) {
+		if (graph_dot(s, o, &trial, &dot) != 0) {
+			graph_free(&trial);
 			jsonw_free(&dot);
 			return trace_error_set(err, "%s: out of memory while "
 					       "building the graph",
 					       s->trace->path);
 		}
-		status = view_layout_size(dot.data, &width, &height, err);
-		jsonw_free(&dot);
-		if (status != 0)
-			return -1;
-		/* 96 CSS px per inch, 72 points */
-		width *= 96.0 / 72;
-		height *= 96.0 / 72;
-		if (depth && (width > VIEW_FIT_PX || height > VIEW_FIT_PX))
+		if (!depth || trial.nnodes <= VIEW_FIT_NODES) {
+			(*layouts)++;
+			if (layout_fits(dot.data, trial_size, &fits, err) != 0) {
+				graph_free(&trial);
+				jsonw_free(&dot);
+				return -1;
+			}
+		}
+		if (depth && !fits) {
+			graph_free(&trial);
+			jsonw_free(&dot);
 			break;
+		}
+		graph_free(g);
+		jsonw_free(out);
+		*g = trial;
+		*out = dot;
 		chosen = depth;
-		size[0] = width;
-		size[1] = height;
+		size[0] = trial_size[0];
+		size[1] = trial_size[1];
 	}
 	o->depth = chosen;
 	return 0;
@@ -131,19 +164,28 @@ int view_dot(const struct trace *trace, const struct view_options *options,
 	struct graph g = { 0 };
 	struct jsonw out;
 	double size[2] = { 0, 0 };
-	int status = -1;
+	size_t layouts = 0;
+	int status = -1, built;
 
 	*dot = NULL;
 	*len = 0;
+	jsonw_init(&out);
 	if (view_select(trace, &o, &s, err) != 0)
 		return -1;
 	if (o.depth != VIEW_DEPTH_OPS && graph_max_module_depth(&s) < 0)
 		o.depth = VIEW_DEPTH_OPS;   /* no op of the view names one */
-	if (o.depth == VIEW_DEPTH_AUTO && choose_depth(&s, &o, size, err) != 0) {
-		view_selection_free(&s);
-		return -1;
+	if (o.depth == VIEW_DEPTH_AUTO) {
+		if (choose_depth(&s, &o, &g, &out, size, &layouts, err) != 0) {
+			graph_free(&g);
+			jsonw_free(&out);
+			view_selection_free(&s);
+			return -1;
+		}
+		built = 0;
+	} else {
+		built = graph_dot(&s, &o, &g, &out);
 	}
-	if (graph_dot(&s, &o, &g, &out) == 0) {
+	if (built == 0) {
 		*dot = out.data;
 		*len = out.len;
 		out.data = NULL;
@@ -170,6 +212,7 @@ int view_dot(const struct trace *trace, const struct view_options *options,
 			.modules = g.module_nodes,
 			.width_px = size[0],
 			.height_px = size[1],
+			.layouts = layouts,
 		};
 		for (size_t f = 0; f < g.nfolds; f++)
 			stats->folds += g.folds[f].count > 0;

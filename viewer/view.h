@@ -72,6 +72,7 @@ struct view_stats {
 	size_t modules;             /* their nodes */
 	double width_px, height_px; /* laid out, when the depth was chosen
 				       by size (else 0) */
+	size_t layouts;             /* made to choose it */
 };
 
 void view_options_init(struct view_options *options);
