@@ -90,6 +90,21 @@ python3 "$script" "$out/wide.json" 300 &&
 	echo "ok   a depth of too many nodes is not laid out" ||
 	fail "layouts made to choose the depth: $(cat "$out/wide.err")"
 
+# a module view draws the forward pass by default: a trace (or module)
+# with only backward ops warns so, naming --phase
+python3 "$script" "$out/backward.json" 4 --backward &&
+	"$ampview" "$out/backward.json" -o "$out/backward.svg" \
+		2>"$out/backward.err" &&
+	grep -q '^ampview: warning: no op is of phase forward (by default in a module view; --phase backward or optimizer draws another); the graph is empty$' "$out/backward.err" &&
+	"$ampview" "$out/backward.json" -o "$out/backward.svg" \
+		--module blocks.3 2>"$out/backward.err" &&
+	grep -q '^ampview: warning: no op is of phase forward (by default in a module view; --phase backward or optimizer draws another) and in module blocks.3; the graph is empty$' "$out/backward.err" &&
+	"$ampview" "$out/backward.json" -o "$out/backward.svg" \
+		--module blocks.3 --phase backward 2>"$out/backward.err" &&
+	[ ! -s "$out/backward.err" ] &&
+	echo "ok   an empty module view says which filters emptied it" ||
+	fail "empty module view: $(cat "$out/backward.err")"
+
 # a long --module path wraps in the title: the graph below it decides
 # the depth, not the title's width
 long=an_unusually_long_module_path_for_the_encoder.inner_stack_of_layers

@@ -6,10 +6,12 @@ blocks.N.act (relu) -> blocks.N.fc2 (linear) -> blocks.N (residual add),
 then head (linear).  With --error, blocks.2.fc2's linear failed (an
 op-error finding).  With --flat, a Sequential instead: modules 0, 1, 2,
 ... alternately Linear and ReLU, BLOCKS of each.  With --prefix=PATH,
-every module sits inside PATH (a deep model's long paths).  No torch
+every module sits inside PATH (a deep model's long paths).  With
+--backward, every op is a backward one (no forward pass).  No torch
 needed.
 
     viewer_module_trace.py OUT.json BLOCKS [--error] [--flat] [--prefix=PATH]
+                           [--backward]
 """
 import json
 import sys
@@ -21,6 +23,7 @@ def main():
     out, blocks = sys.argv[1], int(sys.argv[2])
     error = "--error" in sys.argv[3:]
     flat = "--flat" in sys.argv[3:]
+    phase = "backward" if "--backward" in sys.argv[3:] else "forward"
     prefix = ""
     for arg in sys.argv[3:]:
         if arg.startswith("--prefix="):
@@ -41,7 +44,7 @@ def main():
         state["ts"] += 10
         output = tensor(out_dtype)
         args = {"op_id": state["op"], "op": name, "overload": "",
-                "phase": "forward", "policy": policy, "device": "cpu",
+                "phase": phase, "policy": policy, "device": "cpu",
                 "emulated": False,
                 "autocast": {"enabled": True, "device": "cpu", "dtype": "bf16",
                              "cache_enabled": True, "depth": 1,
@@ -66,7 +69,7 @@ def main():
         events.append({"name": "cast f32->bf16", "cat": "amp.cast", "ph": "X",
                        "ts": state["ts"], "pid": PID, "tid": TID, "dur": 1.0,
                        "args": {"op_id": state["op"] + 1, "op": "linear",
-                                "phase": "forward", "scope": region,
+                                "phase": phase, "scope": region,
                                 "module": prefix + module,
                                 "module_class": "Linear",
                                 "arg": 1, "tensor": weight["tensor"],

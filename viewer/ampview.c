@@ -267,6 +267,41 @@ static int write_output(const char *path, const char *data, size_t len)
 }
 
 /* -v: the modules' depth drawn and, when ampview chose it, why. */
+/* "ampview: warning: no op of step 0 is of phase forward (by default
+ * in a module view; --phase backward or optimizer draws another) and in
+ * module blocks.3; the graph is empty; 12 are in step 2 (--step 2)". */
+static void warn_empty(const struct view_options *o,
+		       const struct view_stats *stats)
+{
+	const char *and = "";
+
+	fprintf(stderr, "ampview: warning: no op ");
+	if (stats->step != VIEW_STEP_ALL && stats->nsteps > 1)
+		fprintf(stderr, "of step %d ", stats->step);
+	fprintf(stderr, "is");
+	if (stats->phase) {
+		fprintf(stderr, " of phase %s", stats->phase);
+		if (stats->phase_by_default)
+			fprintf(stderr, " (by default in a module view; "
+				"--phase backward or optimizer draws another)");
+		and = " and";
+	}
+	if (o->scope) {
+		fprintf(stderr, "%s in region %s", and, o->scope);
+		and = " and";
+	}
+	if (o->module)
+		fprintf(stderr, "%s in module %s", and, o->module);
+	fprintf(stderr, "; the graph is empty");
+	if (stats->ops_matching_elsewhere)
+		fprintf(stderr, "; %zu op%s of other steps %s, the first in "
+			"step %d (--step %d)", stats->ops_matching_elsewhere,
+			stats->ops_matching_elsewhere == 1 ? "" : "s",
+			stats->ops_matching_elsewhere == 1 ? "is" : "are",
+			stats->step_matching, stats->step_matching);
+	fputc('\n', stderr);
+}
+
 static void report_modules(const struct view_stats *stats)
 {
 	bool chosen = stats->width_px > 0;
@@ -335,17 +370,8 @@ int main(int argc, char **argv)
 	}
 	double built = now_ms();
 	if (!stats.ops_selected && trace.counts[TRACE_OP] &&
-	    (c.view.phase || c.view.scope || c.view.module))
-		fprintf(stderr, "ampview: warning: no op of %s%s%s%s%s%s%s in "
-			"the view; the graph is empty (its title says what it "
-			"left out)\n",
-			c.view.phase ? "phase " : "",
-			c.view.phase ? c.view.phase : "",
-			c.view.phase && c.view.scope ? " and " : "",
-			c.view.scope ? "region " : "",
-			c.view.scope ? c.view.scope : "",
-			c.view.module ? " in module " : "",
-			c.view.module ? c.view.module : "");
+	    (stats.phase || c.view.scope || c.view.module))
+		warn_empty(&c.view, &stats);
 	status = 1;
 	if (view_render(dot, dot_len, c.format, &out, &out_len, &err) != 0)
 		fprintf(stderr, "ampview: %s\n", err.message);

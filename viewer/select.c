@@ -629,6 +629,9 @@ static int link_all(struct view_selection *s, const struct chooser *c,
 		}
 		if (!op_in_step(s, c, i)) {
 			s->ops_other_steps++;
+			if (op_in_filters(c, &e->op) &&
+			    !s->ops_matching_elsewhere++)
+				s->step_matching = s->analysis.step_of[i];
 		} else if (!op_in_filters(c, &e->op)) {
 			s->ops_filtered++;
 		} else {
@@ -667,7 +670,7 @@ int view_select(const struct trace *trace, const struct view_options *o,
 	int status = -1;
 	size_t n = trace->nevents;
 
-	*s = (struct view_selection){ .trace = trace };
+	*s = (struct view_selection){ .trace = trace, .step_matching = -1 };
 	if (analysis_run(trace, &s->analysis) != 0)
 		return trace_error_set(err, "%s: out of memory", trace->path);
 	s->analysed = true;

@@ -213,6 +213,10 @@ int view_dot(const struct trace *trace, const struct view_options *options,
 			.width_px = size[0],
 			.height_px = size[1],
 			.layouts = layouts,
+			.phase = o.phase,
+			.phase_by_default = o.phase && !options->phase,
+			.ops_matching_elsewhere = s.ops_matching_elsewhere,
+			.step_matching = s.step_matching,
 		};
 		for (size_t f = 0; f < g.nfolds; f++)
 			stats->folds += g.folds[f].count > 0;

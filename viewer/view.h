@@ -73,6 +73,10 @@ struct view_stats {
 	double width_px, height_px; /* laid out, when the depth was chosen
 				       by size (else 0) */
 	size_t layouts;             /* made to choose it */
+	const char *phase;          /* the phase drawn, or NULL: all */
+	bool phase_by_default;      /* forward: a module view's default */
+	size_t ops_matching_elsewhere; /* in the filters, in other steps */
+	int step_matching;          /* the first of those steps */
 };
 
 void view_options_init(struct view_options *options);

@@ -95,6 +95,8 @@ struct view_selection {
 	struct view_map names;        /* (pid, tensor) -> interned name */
 	size_t ops_other_steps;       /* not in the chosen step */
 	size_t ops_filtered;          /* in the step, not in scope/phase */
+	size_t ops_matching_elsewhere; /* in the filters, not in the step */
+	int step_matching;            /* the first step of those, or -1 */
 };
 
 /* Chooses the step and the ops, links every input to its source.
