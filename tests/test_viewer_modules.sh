@@ -60,6 +60,9 @@ grep -q '"finding1" -> "module1"' "$out/auto.dot" &&
 "$ampview" "$out/model.json" --format dot -o "$out/zero.dot" --depth 0 -v \
 	2>"$out/zero.err" &&
 	grep -q '33 ops in 1 module node$' "$out/zero.err" &&
+	grep -q 'label="the model\\n33 ops' "$out/zero.dot" &&
+	grep -q 'tooltip="the model, collapsed: --depth 1 draws its modules"' \
+		"$out/zero.dot" &&
 	echo "ok   --depth 0: the model is one node" || fail "--depth 0: $(cat "$out/zero.err")"
 
 # --module zooms into one block: its layers, nothing else

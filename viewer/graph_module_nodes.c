@@ -40,8 +40,10 @@ static void module_name(struct jsonw *w, const struct view_selection *s,
 	if (len)
 		graph_text(w, "%.*s%s%s", (int)len, module, class ? " · " : "",
 			   class ? class : "");
+	else if (class)
+		graph_text(w, "%s (the model)", class);
 	else
-		graph_text(w, "%s (the model)", class ? class : "module ''");
+		graph_text(w, "the model");
 }
 
 /* The cluster of path prefix module[0..len) inside `outer`, made with
@@ -230,9 +232,14 @@ static void draw_module(struct graph_builder *b, size_t index)
 
 	graph_begin_unit(b, node, m->first);
 	const char *class = module_class(b->s, m->module, m->len);
-	snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief, "%.*s%s%.20s",
-		 (int)(m->len < 50 ? m->len : 50), m->len ? m->module : "model",
-		 class ? " · " : "", class ? class : "");
+	if (m->len)
+		snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief,
+			 "%.*s%s%.20s", (int)(m->len < 50 ? m->len : 50),
+			 m->module, class ? " · " : "", class ? class : "");
+	else
+		snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief,
+			 "the model%s%.20s", class ? " · " : "",
+			 class ? class : "");
 	graph_attr(g, start, "id", g->nodes[node].id);
 	const char *fill = module_label(b, m);
 	graph_attr(g, start, "label", b->label.data);
@@ -240,8 +247,13 @@ static void draw_module(struct graph_builder *b, size_t index)
 	graph_attr(g, start, "style", "filled,bold");
 	graph_attr(g, start, "fillcolor", graph_dtype_fill(fill));
 	jsonw_reset(&b->label);
-	graph_text(&b->label, "module %.*s, collapsed: --module %.*s draws "
-		   "its ops", (int)m->len, m->module, (int)m->len, m->module);
+	if (m->len)
+		graph_text(&b->label, "module %.*s, collapsed: --module %.*s "
+			   "draws its ops", (int)m->len, m->module, (int)m->len,
+			   m->module);
+	else
+		graph_text(&b->label, "the model, collapsed: --depth 1 draws "
+			   "its modules");
 	graph_attr(g, start, "tooltip", b->label.data);
 	graph_end_node(g, node);
 	b->module_node[index] = node;
