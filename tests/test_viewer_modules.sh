@@ -144,7 +144,9 @@ python3 "$script" "$out/flat.json" 8 --flat &&
 	"$ampview" "$out/flat.json" --format dot -o "$out/flat.dot" -v \
 		2>"$out/flat.err" &&
 	grep -q 'label="folded: 7 more repetitions\\nof the 2 modules 1 · ReLU … 2 · Linear above\\n14 ops, 7 casts hidden' "$out/flat.dot" &&
-	grep -q '3 ops in 3 module nodes' "$out/flat.err" &&
+	grep -q "17 ops selected: 3 drawn, 14 folded" "$out/flat.err" &&
+	grep -q '3 ops in 3 module nodes, 14 in their folded repetitions' "$out/flat.err" &&
+	grep -q 'shown: 3 ops, 2 casts · folded: 14 ops' "$out/flat.dot" &&
 	echo "ok   repeated module patterns fold" || fail "module folds: $(cat "$out/flat.err")"
 
 # --no-modules and --depth all draw the ops, as before

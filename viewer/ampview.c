@@ -312,6 +312,9 @@ static void report_modules(const struct view_stats *stats)
 		"module node%s", stats->depth, stats->depth == 1 ? "" : "s",
 		stats->ops_collapsed, stats->ops_collapsed == 1 ? "" : "s",
 		stats->modules, stats->modules == 1 ? "" : "s");
+	if (stats->ops_folded > stats->ops_boxed)
+		fprintf(stderr, ", %zu in their folded repetitions",
+			stats->ops_folded - stats->ops_boxed);
 	if (chosen && fits)
 		fprintf(stderr, " (the deepest whose layout, %.0fx%.0f px, fits "
 			"%dx%d)", stats->width_px, stats->height_px,
@@ -385,7 +388,7 @@ int main(int argc, char **argv)
 			"into %zu nodes, %zu optimizer ops into %zu boxes, "
 			"%zu left out; %zu nodes, %zu edges, %zu clusters; "
 			"load %.0f ms, graph %.0f ms, %s %.0f ms\n",
-			stats.ops_selected, stats.ops_shown,
+			stats.ops_selected, stats.ops_shown + stats.ops_collapsed,
 			stats.ops_folded - stats.ops_boxed, stats.folds,
 			stats.ops_boxed, stats.boxes, stats.ops_left_out, stats.nodes,
 			stats.edges, stats.clusters, loaded - start,

@@ -130,12 +130,15 @@ static void modules_title(const struct graph *g, struct jsonw *w)
 	if (g->o->module)
 		jsonw_printf(w, "module %s · ", g->o->module);
 	jsonw_printf(w, "modules %d level%s deep%s: %zu op%s in %zu module "
-		     "node%s (--depth N, --module PATH zooms, --no-modules "
-		     "draws every op)", g->module_depth,
-		     g->module_depth == 1 ? "" : "s",
+		     "node%s", g->module_depth, g->module_depth == 1 ? "" : "s",
 		     g->o->module ? " below it" : "", g->ops_collapsed,
 		     g->ops_collapsed == 1 ? "" : "s",
 		     g->module_nodes, g->module_nodes == 1 ? "" : "s");
+	if (g->ops_folded > g->ops_boxed)
+		jsonw_printf(w, ", %zu in their folded repetitions",
+			     g->ops_folded - g->ops_boxed);
+	jsonw_cstr(w, " (--depth N, --module PATH zooms, --no-modules draws "
+		   "every op)");
 	if (g->o->phase && !strcmp(g->o->phase, "forward"))
 		jsonw_cstr(w, " · --phase backward draws the backward pass");
 	jsonw_cstr(w, "\v");
@@ -160,8 +163,10 @@ static void title(const struct graph *g, struct jsonw *w)
 		jsonw_printf(w, " · region '%s'", g->o->scope);
 	if (g->o->phase)
 		jsonw_printf(w, " · %s ops only", g->o->phase);
-	jsonw_printf(w, "\vshown: %zu ops, %zu casts", g->ops_shown,
-		     g->casts_shown);
+	/* a module node draws its ops and casts, summed */
+	jsonw_printf(w, "\vshown: %zu ops, %zu casts",
+		     g->ops_shown + g->ops_collapsed,
+		     g->casts_shown + g->casts_collapsed);
 	size_t folds = 0;
 	for (size_t f = 0; f < g->nfolds; f++)
 		folds += g->folds[f].count > 0;

@@ -117,6 +117,7 @@ struct graph {
 	int module_depth;        /* parts of a collapsed module's path, or
 				    VIEW_DEPTH_OPS when ops are drawn alone */
 	size_t ops_collapsed;    /* inside modules */
+	size_t casts_collapsed;  /* their casts */
 	size_t module_nodes;     /* drawn (repetitions folded are not) */
 	size_t ops_shown, ops_folded, ops_boxed, ops_left_out, casts_shown;
 	/* the first node of each independent part (a forward pass that

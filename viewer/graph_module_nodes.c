@@ -200,6 +200,7 @@ static const char *module_label(struct graph_builder *b,
 		}
 	}
 	size_t casts = module_row_casts(r);
+	b->g->casts_collapsed += casts;
 	if (casts || r->hits)
 		graph_text(&b->label, "\ncasts");
 	for (size_t i = 0; i < r->ndirections; i++)
