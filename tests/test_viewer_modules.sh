@@ -149,6 +149,15 @@ python3 "$script" "$out/flat.json" 8 --flat &&
 	grep -q 'shown: 3 ops, 2 casts · folded: 14 ops' "$out/flat.dot" &&
 	echo "ok   repeated module patterns fold" || fail "module folds: $(cat "$out/flat.err")"
 
+# --no-fold draws every module node
+"$ampview" "$out/flat.json" --format dot -o "$out/nofold.dot" --depth 1 \
+	--no-fold -v 2>"$out/nofold.err" &&
+	grep -q '17 ops in 17 module nodes$' "$out/nofold.err" &&
+	grep -q 'label="7 · ReLU' "$out/nofold.dot" &&
+	! grep -q 'label="folded' "$out/nofold.dot" &&
+	echo "ok   --no-fold draws every module node" ||
+	fail "--no-fold in a module view: $(cat "$out/nofold.err")"
+
 # --no-modules and --depth all draw the ops, as before
 "$ampview" "$out/model.json" --format dot -o "$out/ops.dot" --no-modules &&
 	"$ampview" "$out/model.json" --format dot -o "$out/all.dot" --depth all &&

@@ -538,7 +538,9 @@ int graph_build(struct graph *g, const struct view_selection *s,
 
 	*g = (struct graph){ .s = s, .o = o, .module_depth =
 			     o->depth >= 0 ? o->depth : VIEW_DEPTH_OPS };
-	if (o->fold && view_fold_selection(s, &g->folds, &g->nfolds) != 0)
+	/* in a module view the module nodes fold instead (graph_modules.c) */
+	if (o->fold && o->depth == VIEW_DEPTH_OPS &&
+	    view_fold_selection(s, &g->folds, &g->nfolds) != 0)
 		return -1;
 	graph_drop_optimizer_folds(g);
 	/* module nodes first: repeated runs of them fold, as ops do */

@@ -196,7 +196,7 @@ static bool fold_modules(struct graph_builder *b)
 	struct view_fold *folds;
 	size_t nfolds;
 
-	if (g->nmodules < 2)
+	if (g->nmodules < 2 || !g->o->fold)   /* --no-fold */
 		return true;
 	if (view_fold_find(g->nmodules, MODULE_FOLD_PERIOD, 2, same_call, b,
 			   &folds, &nfolds) != 0)

@@ -138,8 +138,8 @@ static int choose_depth(const struct view_selection *s,
 }
 
 /* The options as drawn: a trace whose ops name their modules is drawn
- * by module, forward only unless --phase says otherwise, without
- * folding (the modules are what keeps it small); others as given. */
+ * by module, forward only unless --phase says otherwise (its module
+ * nodes fold, not its ops: graph.c); others as given. */
 static struct view_options resolve(const struct trace *trace,
 				   const struct view_options *options)
 {
@@ -151,7 +151,6 @@ static struct view_options resolve(const struct trace *trace,
 	}
 	if (!o.phase)
 		o.phase = "forward";
-	o.fold = false;
 	return o;
 }
 
