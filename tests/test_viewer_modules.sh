@@ -165,6 +165,23 @@ python3 "$script" "$out/flat.json" 8 --flat &&
 	grep -q 'label="linear' "$out/ops.dot" && ! grep -q '"module1"' "$out/ops.dot" &&
 	echo "ok   --no-modules draws every op" || fail "--no-modules"
 
+# a --depth past the deepest module draws them all and says so; one on a
+# trace whose ops name no module says that every op is drawn
+"$ampview" "$out/model.json" --format dot -o "$out/d99.dot" --depth 99 -v \
+	2>"$out/d99.err" &&
+	grep -q '^ampview: warning: --depth 99: the modules go 3 levels deep; drawing them all$' "$out/d99.err" &&
+	grep -q '^ampview: modules 3 levels deep' "$out/d99.err" &&
+	python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    e.get("args", {}).pop("module", None)
+json.dump(t, open(sys.argv[2], "w"))' "$out/model.json" "$out/plain.json" &&
+	"$ampview" "$out/plain.json" --format dot -o "$out/plain.dot" --depth 2 \
+		2>"$out/plain.err" &&
+	grep -q '^ampview: warning: --depth 2: no op in the view names its nn.Module (torch traces do); every op is drawn$' "$out/plain.err" &&
+	echo "ok   a --depth the view cannot draw is said" ||
+	fail "--depth past the modules: $(cat "$out/d99.err" "$out/plain.err")"
+
 "$ampview" "$out/model.json" -o "$out/x.svg" --depth two 2>"$out/x.err"
 [ $? -eq 2 ] && grep -q -- "--depth wants a module depth" "$out/x.err" &&
 	echo "ok   a bad --depth is a usage error" || fail "--depth two"

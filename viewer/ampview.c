@@ -302,6 +302,24 @@ static void warn_empty(const struct view_options *o,
 	fputc('\n', stderr);
 }
 
+/* A --depth the view cannot draw: no op names a module, or the modules
+ * do not go that deep (the deepest is drawn, which looks the same). */
+static void warn_depth(const struct view_options *o,
+		       const struct view_stats *stats)
+{
+	if (o->depth < 0 || (stats->depth >= 0 && stats->depth >= o->depth))
+		return;
+	if (stats->depth == VIEW_DEPTH_OPS)
+		fprintf(stderr, "ampview: warning: --depth %d: no op in the view "
+			"names its nn.Module (torch traces do); every op is "
+			"drawn\n", o->depth);
+	else
+		fprintf(stderr, "ampview: warning: --depth %d: the modules go "
+			"%d level%s deep%s%s; drawing them all\n", o->depth,
+			stats->depth, stats->depth == 1 ? "" : "s",
+			o->module ? " below " : "", o->module ? o->module : "");
+}
+
 static void report_modules(const struct view_stats *stats)
 {
 	bool chosen = stats->width_px > 0;
@@ -375,6 +393,7 @@ int main(int argc, char **argv)
 	if (!stats.ops_selected && trace.counts[TRACE_OP] &&
 	    (stats.phase || c.view.scope || c.view.module))
 		warn_empty(&c.view, &stats);
+	warn_depth(&c.view, &stats);
 	status = 1;
 	if (view_render(dot, dot_len, c.format, &out, &out_len, &err) != 0)
 		fprintf(stderr, "ampview: %s\n", err.message);
