@@ -65,6 +65,27 @@ grep -q '"finding1" -> "module1"' "$out/auto.dot" &&
 		"$out/zero.dot" &&
 	echo "ok   --depth 0: the model is one node" || fail "--depth 0: $(cat "$out/zero.err")"
 
+# two processes' ops interleaved (merged ranks): a module node that sums
+# both says so; one process's does not
+python3 -c 'import copy, json, sys
+t = json.load(open(sys.argv[1]))
+more = []
+for e in t["traceEvents"]:
+    e = copy.deepcopy(e)
+    e["pid"] = 101
+    e["ts"] = e.get("ts", 0) + 1
+    more.append(e)
+t["traceEvents"] = sorted(t["traceEvents"] + more,
+                          key=lambda e: (e["ph"] != "M", e.get("ts", 0)))
+t["amptraceEnd"]["events"] = len(t["traceEvents"])
+json.dump(t, open(sys.argv[2], "w"))' "$out/model.json" "$out/ranks.json" &&
+	"$ampview" "$out/ranks.json" --format dot -o "$out/ranks.dot" --depth 2 &&
+	grep -q 'label="blocks.0 · Block\\n… 7: 8 calls of the same ops\\n64 ops of 2 processes · ' "$out/ranks.dot" &&
+	"$ampview" "$out/model.json" --format dot -o "$out/one.dot" --depth 2 &&
+	! grep -q 'processes' "$out/one.dot" &&
+	echo "ok   a module node of several processes says so" ||
+	fail "module node of merged ranks"
+
 # --module zooms into one block: its layers, nothing else
 "$ampview" "$out/model.json" --format dot -o "$out/zoom.dot" \
 	--module blocks.3 --depth 1 &&

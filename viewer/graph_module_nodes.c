@@ -154,6 +154,34 @@ static double module_time(const struct graph_builder *b,
 	return us;
 }
 
+/* How many processes ran the module's ops: merged ranks' ops of one
+ * module interleave, and a node sums them (0 when out of memory). */
+static size_t module_processes(const struct graph_builder *b,
+			       const struct graph_module *m)
+{
+	const struct view_selection *s = b->s;
+	int64_t *pids = NULL;
+	size_t npids = 0;
+
+	for (size_t k = m->first; k < m->first + m->nops; k++) {
+		int64_t pid = s->trace->events[s->ops[k].event].pid;
+		size_t i = 0;
+		while (i < npids && pids[i] != pid)
+			i++;
+		if (i < npids)
+			continue;
+		int64_t *grown = realloc(pids, (npids + 1) * sizeof *grown);
+		if (!grown) {
+			free(pids);
+			return 0;
+		}
+		pids = grown;
+		pids[npids++] = pid;
+	}
+	free(pids);
+	return npids;
+}
+
 /* "transformer.h.3 · GPT2Block / 52 ops · 1.2 ms → bf16 ×30, f32 ×22 /
  * casts f32→bf16 ×8 · 4 cache hits"; returns the most frequent
  * output dtype (the fill), or NULL. */
@@ -184,7 +212,16 @@ static const char *module_label(struct graph_builder *b,
 		return NULL;
 	}
 	const struct module_row *r = &t.rows[0];
-	graph_text(&b->label, "\n%zu op%s · %s →", r->ops, r->ops == 1 ? "" : "s",
+	size_t processes = module_processes(b, m);
+	if (!processes) {
+		b->g->failed = true;
+		module_table_free(&t);
+		return NULL;
+	}
+	graph_text(&b->label, "\n%zu op%s", r->ops, r->ops == 1 ? "" : "s");
+	if (processes > 1)
+		graph_text(&b->label, " of %zu processes", processes);
+	graph_text(&b->label, " · %s →",
 		   graph_time_text(time, sizeof time, module_time(b, m)));
 	const char *sep = " ";
 	for (int d = 0; d <= TRACE_DTYPE_COUNT; d++) {
