@@ -125,6 +125,17 @@ fc2 = [r for r in rows if 'title="blocks.3.fc2"' in r]
 print("# module rows:", len(rows) - 1)
 sys.exit(0 if len(rows) == 35 and fc2 and "padding-left:2.4em" in fc2[0] else 1)
 PY
+# a tree's order is its structure: its headers do not sort it; the op
+# table's do
+check "modules: the tree is not sortable, the op table is" python3 - "$tmp/dom" <<'PY'
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+def head(table):
+    found = re.search(r'<table id="%s"[^>]*><thead>(.*?)</thead>' % table, dom, re.S)
+    return found.group(1) if found else ""
+sys.exit(0 if 'click to sort' in head("r-ops") and head("r-modules") and
+         'click to sort' not in head("r-modules") else 1)
+PY
 
 # The checks bite: a planted error shows on the console and in the DOM.
 sed 's|</body>|<script>null.planted;</script></body>|' "$tmp/whole_loop.html" \

@@ -333,7 +333,9 @@
   }
 
   /* ----------------------------------------------------------- tables */
-  function table(id, columns, rows, rowId) {
+  /* A table of rows; clicking a header sorts by it unless `sortable` is
+   * false (a tree, whose order is its structure). */
+  function table(id, columns, rows, rowId, sortable = true) {
     const t = document.getElementById(id);
     t.replaceChildren();
     const head = el("tr");
@@ -362,7 +364,10 @@
         body.append(el("tr", {}, el("td", { class: "r-none", colspan: columns.length }, "(none)")));
     }
     for (const c of columns) {
-      const th = el("th", { class: c.num ? "num" : null, scope: "col" }, c.label);
+      const th = el("th", { class: c.num ? "num" : null, scope: "col",
+                            title: sortable ? "click to sort" : null }, c.label);
+      head.append(th);
+      if (!sortable) continue;
       th.addEventListener("click", () => {
         ascending = sortKey === c.key ? !ascending : !c.num;
         sortKey = c.key;
@@ -370,7 +375,6 @@
         th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
         fill();
       });
-      head.append(th);
     }
     t.append(el("thead", {}, head), body);
     fill();
@@ -439,7 +443,7 @@
       { key: "casts", label: "casts", format: counts },
       { key: "cache_hits", label: "cache hits", num: true, format: count },
       { key: "time_us", label: "time", num: true, format: time },
-    ], m.rows);
+    ], m.rows, null, false);
     document.getElementById("r-modules").dataset.rows = String(m.rows.length);
   }
 
