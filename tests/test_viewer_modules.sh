@@ -141,6 +141,16 @@ python3 "$script" "$out/long.json" 8 "--prefix=$long" &&
 	echo "ok   a long --module path does not decide the depth" ||
 	fail "long --module path: $(cat "$out/long.err")"
 
+# a path of over 511 characters is no different (a fixed buffer cut it)
+deep=$(python3 -c 'print(".".join(["level%d_" % n + "x" * 120 for n in range(5)]))')
+python3 "$script" "$out/deep.json" 2 "--prefix=$deep" &&
+	"$ampview" "$out/deep.json" --format dot -o "$out/deep.dot" \
+		--module "$deep" --depth 1 -v 2>"$out/deep.err" &&
+	grep -q '9 ops in 2 module nodes$' "$out/deep.err" &&
+	grep -q "label=\"$deep.head · Linear" "$out/deep.dot" &&
+	echo "ok   a module path of over 511 characters is drawn" ||
+	fail "long module path: $(cat "$out/deep.err")"
+
 # a glob's * stays within one part of the path: '*fc1' is an outermost
 # module (there is none), 'blocks.*.fc1' the eight fc1 layers
 "$ampview" "$out/model.json" --format dot -o "$out/glob.dot" \

@@ -17,25 +17,11 @@ struct module_cluster {
 	int cluster;
 };
 
-/* The class of the module at exactly this path, from an op that ran in
- * it directly (a ModuleList, never called, has none). */
-static const char *module_class(const struct view_selection *s,
-				const char *module, size_t len)
-{
-	for (size_t k = 0; k < s->nops; k++) {
-		const struct trace_op *op = view_op_of(s, k);
-		if (op->module && op->module_class &&
-		    graph_same_path(op->module, strlen(op->module), module, len))
-			return op->module_class;
-	}
-	return NULL;
-}
-
 /* "transformer.h.3 · GPT2Block"; the model itself by its class. */
 static void module_name(struct jsonw *w, const struct view_selection *s,
 			const char *module, size_t len)
 {
-	const char *class = module_class(s, module, len);
+	const char *class = analysis_module_class(s->trace, module, len);
 
 	if (len)
 		graph_text(w, "%.*s%s%s", (int)len, module, class ? " · " : "",
@@ -55,7 +41,7 @@ static int module_cluster(struct graph_builder *b, int outer,
 
 	/* a model recorded without its own path ("") has no cluster */
 	if (parts < graph_module_base(g->o) ||
-	    (!len && !module_class(b->s, module, len)))
+	    (!len && !analysis_module_class(b->s->trace, module, len)))
 		return outer;
 	for (size_t i = 0; i < b->nmodule_clusters; i++) {
 		const struct module_cluster *c = &b->module_clusters[i];
@@ -194,9 +180,8 @@ static const char *module_label(struct graph_builder *b,
 	char time[32];
 
 	/* a group of calls counts as one row: their parent's */
-	char path[512];
-	snprintf(path, sizeof path, "%.*s", (int)m->len, m->module);
-	module_table_init(&t, analysis_module_depth(path) - (m->calls > 1),
+	module_table_init(&t, analysis_path_depth(m->module, m->len) -
+			      (m->calls > 1),
 			  TRACE_DTYPE_COUNT);
 	jsonw_reset(&b->label);
 	module_name(&b->label, b->s, m->module, m->len);
@@ -258,9 +243,7 @@ static void draw_module(struct graph_builder *b, size_t index)
 	struct graph *g = b->g;
 	const struct graph_module *m = &g->modules[index];
 	int outer = graph_cluster_of_op(b, m->first);
-	char path[512];
-	snprintf(path, sizeof path, "%.*s", (int)m->len, m->module);
-	int parts = analysis_module_depth(path);
+	int parts = analysis_path_depth(m->module, m->len);
 	int cluster = parts > graph_module_base(g->o) ?
 		module_cluster(b, outer, m->module,
 			       analysis_module_prefix(m->module, parts - 1),
@@ -269,7 +252,7 @@ static void draw_module(struct graph_builder *b, size_t index)
 	size_t start = g->text.len;
 
 	graph_begin_unit(b, node, m->first);
-	const char *class = module_class(b->s, m->module, m->len);
+	const char *class = analysis_module_class(b->s->trace, m->module, m->len);
 	if (m->len)
 		snprintf(g->nodes[node].brief, sizeof g->nodes[node].brief,
 			 "%.*s%s%.20s", (int)(m->len < 50 ? m->len : 50),

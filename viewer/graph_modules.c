@@ -48,11 +48,9 @@ static bool has_submodules(const struct view_selection *s, const char *module,
 	const char *last = NULL;
 
 	for (size_t k = 0; k < s->nops; k++) {
-		const char *other = view_op_of(s, k)->module;
-		if (!other || other == last)   /* interned: runs repeat it */
-			continue;
-		last = other;
-		if (strlen(other) > len && !strncmp(other, module, len) &&
+		const char *other = analysis_new_module(view_op_of(s, k)->module,
+							&last);
+		if (other && strlen(other) > len && !strncmp(other, module, len) &&
 		    (!len || other[len] == '.'))
 			return true;
 	}

@@ -322,13 +322,13 @@ static int check_module(const struct view_selection *s, const char *module,
 	const char *ending = NULL, *last = NULL;
 
 	for (size_t i = 0; i < t->nevents; i++) {
-		const char *path = t->events[i].kind == TRACE_OP ?
-				   t->events[i].op.module : NULL;
-		if (!path || path == last)   /* interned: runs repeat it */
+		const char *path = analysis_new_module(
+			t->events[i].kind == TRACE_OP ? t->events[i].op.module
+						      : NULL, &last);
+		if (!path)
 			continue;
 		if (analysis_in_module(path, module))
 			return 0;
-		last = path;
 		closest_name_offer(&closest, module, path);
 		size_t n = strlen(path);
 		if (!ending && n > len && path[n - len - 1] == '.' &&

@@ -239,13 +239,43 @@ size_t analysis_module_prefix(const char *module, int depth)
 	return len;
 }
 
+int analysis_path_depth(const char *module, size_t len)
+{
+	int parts = len != 0;
+
+	for (size_t i = 0; i < len; i++)
+		parts += module[i] == '.';
+	return parts;
+}
+
 int analysis_module_depth(const char *module)
 {
-	int parts = module[0] != '\0';
+	return analysis_path_depth(module, strlen(module));
+}
 
-	for (const char *p = module; *p; p++)
-		parts += *p == '.';
-	return parts;
+const char *analysis_new_module(const char *module, const char **last)
+{
+	if (!module || module == *last)
+		return NULL;
+	*last = module;
+	return module;
+}
+
+const char *analysis_module_class(const struct trace *t, const char *module,
+				  size_t len)
+{
+	const char *last = NULL;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		if (t->events[i].kind != TRACE_OP)
+			continue;
+		const struct trace_op *op = &t->events[i].op;
+		const char *path = analysis_new_module(op->module, &last);
+		if (path && op->module_class && strlen(path) == len &&
+		    !strncmp(path, module, len))
+			return op->module_class;
+	}
+	return NULL;
 }
 
 int analysis_dtype_index(const char *dtype)

@@ -68,8 +68,17 @@ bool analysis_in_module(const char *module, const char *glob);
  * that is its ancestor at that depth ("h.3.attn.c_attn", 2: "h.3"). */
 size_t analysis_module_prefix(const char *module, int depth);
 /* How many dot-separated parts `module` has, its depth: "" (the model
- * itself) 0, "h.3.attn" 3. */
+ * itself) 0, "h.3.attn" 3; analysis_path_depth of module[0..len). */
 int analysis_module_depth(const char *module);
+int analysis_path_depth(const char *module, size_t len);
+/* `module` when it is not the path seen last (`*last`, then updated),
+ * else NULL (and for NULL): paths are interned, so a scan over ops meets
+ * each once per run of its ops rather than once per op. */
+const char *analysis_new_module(const char *module, const char **last);
+/* The class of the module at exactly module[0..len), from the first op
+ * that ran in it directly (a ModuleList, never called, has none). */
+const char *analysis_module_class(const struct trace *t, const char *module,
+				  size_t len);
 /* The index of `dtype` in trace_dtype_names, or -1 (NULL, or a name the
  * format does not list): a column per dtype for module_table.h. */
 int analysis_dtype_index(const char *dtype);

@@ -48,29 +48,12 @@ static size_t level_rows(const struct module_table *m, int depth)
 	return n;
 }
 
-/* The class of the module at `path`, from the first op that ran in it
- * directly (a ModuleList, never called, has none). */
-static const char *module_class(const struct trace *t, const char *path)
-{
-	const char *last = NULL;
-
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_op *op = &t->events[i].op;
-		if (t->events[i].kind != TRACE_OP || !op->module ||
-		    op->module == last)
-			continue;
-		last = op->module;
-		if (!strcmp(op->module, path))
-			return op->module_class;
-	}
-	return NULL;
-}
-
 static bool add_row(struct tree *tr, const struct module_table *m,
 		    const struct module_row *r, int depth, const char *name)
 {
 	cJSON *row = module_row_json(m, r, trace_dtype_names);
-	const char *class = r->module ? module_class(tr->t, r->module) : NULL;
+	const char *class = r->module ? analysis_module_class(
+		tr->t, r->module, strlen(r->module)) : NULL;
 
 	if (!row)
 		return false;
