@@ -131,6 +131,30 @@ python3 "$script" "$out/backward.json" 4 --backward &&
 	echo "ok   an empty module view says which filters emptied it" ||
 	fail "empty module view: $(cat "$out/backward.err")"
 
+# blocks 0-3 in step 0, the rest in step 1: a module of another step
+# points to --step
+python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+ts = [e["ts"] for e in ev if "ts" in e]
+cut = min(e["ts"] for e in ev
+          if e.get("args", {}).get("module", "").startswith("blocks.4")) - 0.5
+for n, (a, b) in enumerate([(min(ts), cut), (cut, max(ts) + 1)]):
+    ev.append({"name": "step %d" % n, "cat": "amp.step", "ph": "X", "ts": a,
+               "dur": b - a, "pid": 100, "tid": 0,
+               "args": {"step": n, "marker": "amptrace_torch.step()",
+                        "detail": True}})
+t["amptraceEnd"]["events"] = len(ev)
+json.dump(t, open(sys.argv[2], "w"))' "$out/model.json" "$out/steps.json" &&
+	"$ampview" "$out/steps.json" --format dot -o "$out/steps.dot" \
+		--module blocks.2 --step 1 2>"$out/steps.err" &&
+	grep -q "^ampview: warning: no op of step 1 is of phase forward (by default in a module view; --phase backward or optimizer draws another) and in module blocks.2; the graph is empty; 4 ops of other steps match, the first in step 0 (--step 0 draws it)$" "$out/steps.err" &&
+	"$ampview" "$out/steps.json" --format dot -o "$out/steps.dot" \
+		--module blocks.2 --step 0 2>"$out/steps.err" &&
+	[ ! -s "$out/steps.err" ] &&
+	echo "ok   a module of another step points to --step" ||
+	fail "module of another step: $(cat "$out/steps.err")"
+
 # a long --module path wraps in the title: the graph below it decides
 # the depth, not the title's width
 long=an_unusually_long_module_path_for_the_encoder.inner_stack_of_layers

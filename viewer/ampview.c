@@ -267,9 +267,10 @@ static int write_output(const char *path, const char *data, size_t len)
 }
 
 /* -v: the modules' depth drawn and, when ampview chose it, why. */
-/* "ampview: warning: no op of step 0 is of phase forward (by default
+/* "ampview: warning: no op of step 1 is of phase forward (by default
  * in a module view; --phase backward or optimizer draws another) and in
- * module blocks.3; the graph is empty; 12 are in step 2 (--step 2)". */
+ * module blocks.2; the graph is empty; 4 ops of other steps match, the
+ * first in step 0 (--step 0 draws it)". */
 static void warn_empty(const struct view_options *o,
 		       const struct view_stats *stats)
 {
@@ -294,10 +295,11 @@ static void warn_empty(const struct view_options *o,
 		fprintf(stderr, "%s in module %s", and, o->module);
 	fprintf(stderr, "; the graph is empty");
 	if (stats->ops_matching_elsewhere)
-		fprintf(stderr, "; %zu op%s of other steps %s, the first in "
-			"step %d (--step %d)", stats->ops_matching_elsewhere,
+		fprintf(stderr, "; %zu op%s of other steps match%s, the first "
+			"in step %d (--step %d draws it)",
+			stats->ops_matching_elsewhere,
 			stats->ops_matching_elsewhere == 1 ? "" : "s",
-			stats->ops_matching_elsewhere == 1 ? "is" : "are",
+			stats->ops_matching_elsewhere == 1 ? "es" : "",
 			stats->step_matching, stats->step_matching);
 	fputc('\n', stderr);
 }
