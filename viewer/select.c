@@ -180,7 +180,8 @@ static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
 {
 	if (c->o->phase && strcmp(op->phase, c->o->phase))
 		return false;
-	if (c->o->module && !analysis_in_module(op->module, c->o->module))
+	if (c->o->module &&
+	    !analysis_in_module_by_part(op->module, c->o->module))
 		return false;
 	return !c->o->scope || analysis_op_in_scope(op, c->o->scope);
 }
@@ -239,7 +240,8 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 		return false;
 	if (c->o->phase && (!e->cast.phase || strcmp(e->cast.phase, c->o->phase)))
 		return false;
-	if (c->o->module && !analysis_in_module(e->cast.module, c->o->module))
+	if (c->o->module &&
+	    !analysis_in_module_by_part(e->cast.module, c->o->module))
 		return false;
 	return !c->o->scope ||
 	       analysis_cast_in_scope(&s->analysis, e, c->o->scope);
@@ -327,7 +329,7 @@ static int check_module(const struct view_selection *s, const char *module,
 						      : NULL, &last);
 		if (!path)
 			continue;
-		if (analysis_in_module(path, module))
+		if (analysis_in_module_by_part(path, module))
 			return 0;
 		closest_name_offer(&closest, module, path);
 		size_t n = strlen(path);

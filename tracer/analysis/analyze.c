@@ -208,7 +208,23 @@ static bool parts_match(const char *glob, const char *module, size_t len)
 	}
 }
 
-bool analysis_in_module(const char *module, const char *glob)
+/* Whether module[0..len) matches `glob` as a whole: '*' crosses dots. */
+static bool whole_match(const char *glob, const char *module, size_t len)
+{
+	char buffer[512];
+	char *path = len < sizeof buffer ? buffer : malloc(len + 1);
+
+	if (!path)
+		return false;
+	memcpy(path, module, len);
+	path[len] = '\0';
+	bool match = !fnmatch(glob, path, 0);
+	if (path != buffer)
+		free(path);
+	return match;
+}
+
+static bool in_module(const char *module, const char *glob, bool by_part)
 {
 	if (!module)
 		return false;
@@ -217,7 +233,8 @@ bool analysis_in_module(const char *module, const char *glob)
 	 * '*' or '[') */
 	for (size_t len = strlen(module);;) {
 		if ((strlen(glob) == len && !strncmp(module, glob, len)) ||
-		    parts_match(glob, module, len))
+		    (by_part ? parts_match(glob, module, len)
+			     : whole_match(glob, module, len)))
 			return true;
 		while (len && module[len - 1] != '.')
 			len--;
@@ -225,6 +242,16 @@ bool analysis_in_module(const char *module, const char *glob)
 			return false;
 		len--;
 	}
+}
+
+bool analysis_in_module(const char *module, const char *glob)
+{
+	return in_module(module, glob, false);
+}
+
+bool analysis_in_module_by_part(const char *module, const char *glob)
+{
+	return in_module(module, glob, true);
 }
 
 size_t analysis_module_prefix(const char *module, int depth)

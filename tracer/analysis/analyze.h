@@ -60,10 +60,12 @@ const char *analysis_output_dtype(const struct trace_op *op);
 bool analysis_op_in_scope(const struct trace_op *op, const char *scope);
 /* Whether `module` (an op's or cast's nn.Module path, or NULL) or a
  * module it is inside is `glob` or matches it: "h.*.attn" matches
- * "h.3.attn" and "h.3.attn.c_attn", not "h.3.mlp".  A wildcard matches
- * within one dot-separated part ("*fc1" is an outermost module), so the
- * module matched is as deep as the glob has parts. */
+ * "h.3.attn" and "h.3.attn.c_attn", not "h.3.mlp".  For rules
+ * (RULES.md), '*' matches across dots too; ampview's _by_part keeps a
+ * wildcard within one dot-separated part ("*fc1" is an outermost
+ * module), so the module matched is as deep as the glob has parts. */
 bool analysis_in_module(const char *module, const char *glob);
+bool analysis_in_module_by_part(const char *module, const char *glob);
 /* The length of `module`'s first `depth` dot-separated parts: the module
  * that is its ancestor at that depth ("h.3.attn.c_attn", 2: "h.3"). */
 size_t analysis_module_prefix(const char *module, int depth);
