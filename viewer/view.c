@@ -174,7 +174,7 @@ int view_dot(const struct trace *trace, const struct view_options *options,
 	int deepest = graph_max_module_depth(&s) - graph_module_base(&o);
 	if (o.depth != VIEW_DEPTH_OPS && graph_max_module_depth(&s) < 0)
 		o.depth = VIEW_DEPTH_OPS;   /* no op of the view names one */
-	else if (o.depth > deepest)
+	else if (deepest >= 0 && o.depth > deepest)
 		o.depth = deepest;          /* draws the same, says so */
 	if (o.depth == VIEW_DEPTH_AUTO) {
 		if (choose_depth(&s, &o, &g, &out, size, &layouts, err) != 0) {
