@@ -55,14 +55,12 @@ struct marks {
 
 static bool add_mark(struct marks *m, int64_t pid, double ts)
 {
-	if (m->count == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct mark *grown = realloc(m->items, cap * sizeof *grown);
-		if (!grown)
-			return false;
-		m->items = grown;
-		m->cap = cap;
-	}
+	struct mark *grown = trace_grow(m->items, &m->cap, m->count + 1,
+					sizeof *grown);
+
+	if (!grown)
+		return false;
+	m->items = grown;
 	m->items[m->count++] = (struct mark){ pid, ts };
 	return true;
 }

@@ -99,12 +99,11 @@ struct side {
 	struct diff_aggregate_side aggregates; /* diff_aggregate.c's */
 };
 
+/* `array` with room for one more than its `n`. */
 static void *grow(void *array, size_t *cap, size_t n, size_t elem)
 {
-	if (n < *cap)
-		return array;
-	*cap = *cap ? *cap * 2 : 1024;
-	void *grown = realloc(array, *cap * elem);
+	void *grown = trace_grow(array, cap, n + 1, elem);
+
 	if (!grown)
 		oom();
 	return grown;

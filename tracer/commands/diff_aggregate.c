@@ -13,19 +13,14 @@ struct aggregate_step {
 	bool compared;  /* the other side holds it too */
 };
 
-static bool grow(void **array, size_t *cap, size_t want, size_t elem)
+/* *array given room for `need` (trace_grow); false when out of memory. */
+static bool grow(void **array, size_t *cap, size_t need, size_t elem)
 {
-	if (want <= *cap)
-		return true;
-	size_t cap2 = *cap ? *cap : 64;
-	while (cap2 < want)
-		cap2 *= 2;
-	void *grown = realloc(*array, cap2 * elem);
-	if (!grown)
-		return false;
-	*array = grown;
-	*cap = cap2;
-	return true;
+	void *grown = trace_grow(*array, cap, need, elem);
+
+	if (grown)
+		*array = grown;
+	return grown != NULL;
 }
 
 void diff_aggregate_add(struct diff_aggregate_side *s,

@@ -22,15 +22,10 @@ char *convert_dupn(const char *s, size_t len)
 
 void *convert_grow(void *array, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return array;
-	size_t n = *cap ? *cap * 2 : 8;
-	while (n < need)
-		n *= 2;
-	void *grown = realloc(array, n * elem);
+	void *grown = trace_grow(array, cap, need, elem);
+
 	if (!grown)
-		abort();
-	*cap = n;
+		abort(); /* as convert_dupn */
 	return grown;
 }
 

@@ -91,6 +91,13 @@ const char *trace_intern(struct trace *trace, const char *s);
 /* The first `len` bytes of s (up to a NUL among them). */
 const char *trace_intern_n(struct trace *trace, const char *s, size_t len);
 void *trace_alloc(struct trace *trace, size_t size);
+/* `array`, of elements of `elem` bytes with room for *cap, given room
+ * for at least `need`: its room doubled as often as it takes (from 64).
+ * Returns the array, perhaps moved, or NULL when out of memory (then
+ * `array` and *cap are as they were); never NULL otherwise, even for
+ * `need` 0.  The one growth of the tracer's
+ * arrays; each caller keeps its own answer to running out. */
+void *trace_grow(void *array, size_t *cap, size_t need, size_t elem);
 /* The `ndim` sizes, interned with the strings: equal shapes share one
  * array, which lives as long as the trace. */
 const int64_t *trace_intern_shape(struct trace *trace, const int64_t *sizes,

@@ -6,6 +6,7 @@
 #include "trace.h"
 #include "bigmem.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,26 @@ static void arena_free(struct trace_arena_block **arena)
 		free(*arena);
 		*arena = next;
 	}
+}
+
+void *trace_grow(void *array, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap && array)
+		return array;
+	if (need < 1)
+		need = 1; /* an array, so that NULL says only "out of memory" */
+	size_t n = *cap ? *cap : 64;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			return NULL;
+		n *= 2;
+	}
+	if (elem && n > SIZE_MAX / elem)
+		return NULL;
+	void *grown = realloc(array, n * elem);
+	if (grown)
+		*cap = n;
+	return grown;
 }
 
 void *trace_alloc(struct trace *t, size_t size)
