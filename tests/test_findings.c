@@ -222,7 +222,7 @@ START_TEST(test_backward_per_step)
 	for (size_t i = 0; i < trace.nevents; i++)
 		under += trace.events[i].kind == TRACE_OP &&
 			 finding_op_is_backward(&trace.events[i].op) &&
-			 trace.events[i].op.autocast.enabled;
+			 trace.events[i].op.autocast->enabled;
 	const struct trace_finding *b = findings_get(&f, "backward-under-autocast");
 	ck_assert_msg(b, "no backward-under-autocast:%s", describe(&f));
 	ck_assert_uint_ge(under, 3);

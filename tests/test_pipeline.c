@@ -308,24 +308,26 @@ static void tensors_eq(size_t i, int n, const struct trace_tensor *a,
 		       const struct trace_tensor *b)
 {
 	for (int k = 0; k < n; k++) {
+		const struct trace_tensor_info *x = a[k].info, *y = b[k].info;
 		ck_assert_uint_eq(a[k].id, b[k].id);
 		ck_assert_uint_eq(a[k].producer_op_id, b[k].producer_op_id);
-		str_eq("tensor dtype", i, a[k].dtype, b[k].dtype);
-		str_eq("tensor name", i, a[k].name, b[k].name);
-		ck_assert_int_eq(a[k].ndim, b[k].ndim);
-		for (int d = 0; d < a[k].ndim; d++)
-			ck_assert_int_eq(a[k].shape[d], b[k].shape[d]);
-		ck_assert_int_eq(a[k].requires_grad, b[k].requires_grad);
-		ck_assert_int_eq(a[k].leaf, b[k].leaf);
-		ck_assert_int_eq(a[k].view, b[k].view);
-		str_eq("tensor device", i, a[k].device, b[k].device);
-		str_eq("Input type", i, a[k].profiler_type,
-		       b[k].profiler_type);
+		str_eq("tensor dtype", i, x->dtype, y->dtype);
+		str_eq("tensor name", i, x->name, y->name);
+		ck_assert_int_eq(x->ndim, y->ndim);
+		for (int d = 0; d < x->ndim; d++)
+			ck_assert_int_eq(x->shape[d], y->shape[d]);
+		ck_assert_int_eq(x->requires_grad, y->requires_grad);
+		ck_assert_int_eq(x->leaf, y->leaf);
+		ck_assert_int_eq(x->view, y->view);
+		str_eq("tensor device", i, x->device, y->device);
+		str_eq("Input type", i, x->profiler_type, y->profiler_type);
 	}
 }
 
 /* A row of ../tracer/producer_keys.h, kept against read. */
 #define KEY_EQ(X, type, f, key, check, since) KEY_EQ_##type(key, a->f, b->f)
+#define COMPILED_EQ(X, type, f, key, check, since)                          \
+	KEY_EQ_##type(key, kept->f, read->f)
 #define KEY_EQ_STRING(key, kept, read) str_eq(key, i, kept, read);
 #define KEY_EQ_ID(key, kept, read) ck_assert_uint_eq(kept, read);
 
@@ -342,15 +344,15 @@ static void op_eq(size_t i, const struct trace_op *a, const struct trace_op *b)
 	str_eq("device", i, a->device, b->device);
 	ck_assert_int_eq(a->emulated, b->emulated);
 	ck_assert_int_eq(a->incomplete, b->incomplete);
-	ck_assert_int_eq(a->autocast.enabled, b->autocast.enabled);
-	str_eq("autocast device", i, a->autocast.device, b->autocast.device);
-	str_eq("autocast dtype", i, a->autocast.dtype, b->autocast.dtype);
-	ck_assert_int_eq(a->autocast.cache_enabled, b->autocast.cache_enabled);
-	ck_assert_int_eq(a->autocast.depth, b->autocast.depth);
-	str_eq("autocast scope", i, a->autocast.scope, b->autocast.scope);
-	ck_assert_int_eq(a->autocast.nscopes, b->autocast.nscopes);
-	for (int k = 0; k < a->autocast.nscopes; k++)
-		str_eq("scopes", i, a->autocast.scopes[k], b->autocast.scopes[k]);
+	ck_assert_int_eq(a->autocast->enabled, b->autocast->enabled);
+	str_eq("autocast device", i, a->autocast->device, b->autocast->device);
+	str_eq("autocast dtype", i, a->autocast->dtype, b->autocast->dtype);
+	ck_assert_int_eq(a->autocast->cache_enabled, b->autocast->cache_enabled);
+	ck_assert_int_eq(a->autocast->depth, b->autocast->depth);
+	str_eq("autocast scope", i, a->autocast->scope, b->autocast->scope);
+	ck_assert_int_eq(a->autocast->nscopes, b->autocast->nscopes);
+	for (int k = 0; k < a->autocast->nscopes; k++)
+		str_eq("scopes", i, a->autocast->scopes[k], b->autocast->scopes[k]);
 	ck_assert_int_eq(a->ninputs, b->ninputs);
 	ck_assert_int_eq(a->noutputs, b->noutputs);
 	tensors_eq(i, a->ninputs, a->inputs, b->inputs);
@@ -372,17 +374,23 @@ static void cast_eq(size_t i, const struct trace_cast *a,
 	str_eq("to", i, a->to, b->to);
 	str_eq("cache", i, a->cache, b->cache);
 	str_eq("reason", i, a->reason, b->reason);
-	str_eq("name", i, a->name, b->name);
+	str_eq("name", i, a->source->name, b->source->name);
 	str_eq("cast op", i, a->op, b->op);
 	str_eq("cast phase", i, a->phase, b->phase);
 	str_eq("cast scope", i, a->scope, b->scope);
-	PRODUCER_CAST_KEYS(KEY_EQ, _)
+	PRODUCER_CAST_RUN_KEYS(KEY_EQ, _)
+	ck_assert_int_eq(!a->compiled, !b->compiled);
+	{
+		const struct trace_cast_compiled *kept = trace_cast_graph(a);
+		const struct trace_cast_compiled *read = trace_cast_graph(b);
+		PRODUCER_CAST_COMPILED_KEYS(COMPILED_EQ, _)
+	}
 	ck_assert_int_eq(a->stale, b->stale);
-	ck_assert_int_eq(a->ndim, b->ndim);
-	for (int d = 0; d < a->ndim; d++)
-		ck_assert_int_eq(a->shape[d], b->shape[d]);
-	ck_assert_int_eq(a->requires_grad, b->requires_grad);
-	ck_assert_int_eq(a->leaf, b->leaf);
+	ck_assert_int_eq(a->source->ndim, b->source->ndim);
+	for (int d = 0; d < a->source->ndim; d++)
+		ck_assert_int_eq(a->source->shape[d], b->source->shape[d]);
+	ck_assert_int_eq(a->source->requires_grad, b->source->requires_grad);
+	ck_assert_int_eq(a->source->leaf, b->source->leaf);
 }
 
 static void diag_eq(size_t i, const struct trace_diag *a,
@@ -715,11 +723,12 @@ START_TEST(every_event_reads_back_as_kept)
 	ck_assert_ptr_nonnull(graph_cast);
 	ck_assert_ptr_nonnull(compile);
 	ck_assert_uint_eq(compile->op.graph, 4);
-	ck_assert_uint_eq(graph_cast->cast.graph, 4);
+	ck_assert_uint_eq(trace_cast_graph(&graph_cast->cast)->graph, 4);
 	ck_assert_str_eq(trace_cast_for_op(&graph_cast->cast), "linear");
 	ck_assert_str_eq(trace_cast_for_phase(&graph_cast->cast), "backward");
-	ck_assert_str_eq(graph_cast->cast.source_line, "m.py:7");
-	ck_assert_str_eq(graph_cast->cast.traced_under, "autocast(cpu, bf16)");
+	ck_assert_str_eq(graph_cast->cast.compiled->source_line, "m.py:7");
+	ck_assert_str_eq(graph_cast->cast.compiled->traced_under,
+			 "autocast(cpu, bf16)");
 	ck_assert_uint_eq(graph_cast->cast.tensor, 0);
 	/* every kind the converter writes went through (flows are run's
 	 * tail's, test_flow.c's; other tools' events amptrace never writes) */
@@ -810,8 +819,8 @@ static void stream_across_windows(char *raw_template)
 		ck_assert_uint_eq(e->op.op_id, (uint64_t)ops + 1);
 		ck_assert_int_eq(e->op.ninputs, 1);
 		ck_assert_uint_eq(e->op.inputs[0].id, (uint64_t)ops + 7);
-		ck_assert_int_eq(e->op.inputs[0].shape[0], ops);
-		ck_assert_uint_eq(strlen(e->op.inputs[0].name), NAME);
+		ck_assert_int_eq(e->op.inputs[0].info->shape[0], ops);
+		ck_assert_uint_eq(strlen(e->op.inputs[0].info->name), NAME);
 		ops++;
 	}
 	ck_assert_int_eq(ops, OPS);

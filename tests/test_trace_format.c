@@ -319,10 +319,83 @@ START_TEST(test_good_fixture_loads)
 			linear = &t.events[i];
 	ck_assert_ptr_nonnull(linear);
 	ck_assert_str_eq(linear->op.policy, "lower_precision_fp");
-	ck_assert_str_eq(linear->op.outputs[0].dtype, "f16");
-	ck_assert_str_eq(linear->op.autocast.scope, "fwd");
+	ck_assert_str_eq(linear->op.outputs[0].info->dtype, "f16");
+	ck_assert_str_eq(linear->op.autocast->scope, "fwd");
 	ck_assert(linear->op.emulated);
 	ck_assert_int_eq(linear->op.ninputs, 3);
+	trace_free(&t);
+}
+END_TEST
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static bool same_kind(const struct trace_tensor_info *a,
+		      const struct trace_tensor_info *b)
+{
+	return same_text(a->dtype, b->dtype) && same_text(a->name, b->name) &&
+	       a->ndim == b->ndim &&
+	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape) &&
+	       a->requires_grad == b->requires_grad && a->leaf == b->leaf &&
+	       a->view == b->view && same_text(a->device, b->device) &&
+	       same_text(a->profiler_type, b->profiler_type);
+}
+
+static bool same_state(const struct trace_autocast *a,
+		       const struct trace_autocast *b)
+{
+	if (a->enabled != b->enabled || !same_text(a->device, b->device) ||
+	    !same_text(a->dtype, b->dtype) ||
+	    a->cache_enabled != b->cache_enabled || a->depth != b->depth ||
+	    !same_text(a->scope, b->scope) || a->nscopes != b->nscopes)
+		return false;
+	for (int k = 0; k < a->nscopes; k++)
+		if (!same_text(a->scopes[k], b->scopes[k]))
+			return false;
+	return true;
+}
+
+/* What repeats is held once (the readers' memory, issue 24): tensors of
+ * one kind share it, ops of one autocast state share that, whoever read
+ * them first; and what differs stays apart. */
+START_TEST(test_repeated_kinds_are_shared)
+{
+	struct trace t;
+	struct trace_error err;
+	const struct trace_tensor_info *kinds[512];
+	const struct trace_autocast *states[128];
+	size_t nkinds = 0, nstates = 0, shared = 0;
+
+	ck_assert_msg(trace_load(fixture("good.json"), &t, &err) == 0, "%s",
+		      err.message);
+	for (size_t i = 0; i < t.nevents; i++) {
+		const struct trace_event *e = &t.events[i];
+		if (e->kind == TRACE_CAST && nkinds < 512)
+			kinds[nkinds++] = e->cast.source;
+		if (e->kind != TRACE_OP)
+			continue;
+		if (nstates < 128)
+			states[nstates++] = e->op.autocast;
+		for (int k = 0; k < e->op.ninputs && nkinds < 512; k++)
+			kinds[nkinds++] = e->op.inputs[k].info;
+		for (int k = 0; k < e->op.noutputs && nkinds < 512; k++)
+			kinds[nkinds++] = e->op.outputs[k].info;
+	}
+	ck_assert_uint_lt(nkinds, 512);
+	for (size_t a = 0; a < nkinds; a++)
+		for (size_t b = a + 1; b < nkinds; b++) {
+			bool same = same_kind(kinds[a], kinds[b]);
+			ck_assert_int_eq(same, kinds[a] == kinds[b]);
+			shared += same;
+		}
+	for (size_t a = 0; a < nstates; a++)
+		for (size_t b = a + 1; b < nstates; b++)
+			ck_assert_int_eq(same_state(states[a], states[b]),
+					 states[a] == states[b]);
+	ck_assert_uint_gt(shared, 10);
+	ck_assert_uint_gt(nstates, 4);
 	trace_free(&t);
 }
 END_TEST
@@ -863,6 +936,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(writer, test_bigmem_grows);
 	tcase_add_test(reader, test_dtype_names_match_libamp);
 	tcase_add_test(reader, test_good_fixture_loads);
+	tcase_add_test(reader, test_repeated_kinds_are_shared);
 	tcase_add_test(reader, test_fixtures_validate);
 	tcase_add_test(reader, test_validator_finds_broken_continuity);
 	tcase_add_test(reader, test_truncated_fixture_is_repaired);

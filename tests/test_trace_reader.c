@@ -309,7 +309,7 @@ static int drop_each(void *ctx, struct trace *trace,
 	(void)err;
 	d->seen++;
 	if (e->kind == TRACE_OP && e->op.noutputs > 0)
-		d->output = e->op.outputs[0].dtype;
+		d->output = e->op.outputs[0].info->dtype;
 	return TRACE_DROP;
 }
 

@@ -165,8 +165,8 @@ START_TEST(test_output_and_status_pass_through)
 	bool weight_cast = false;
 	for (size_t i = 0; i < t.nevents; i++) {
 		const struct trace_event *e = &t.events[i];
-		if (e->kind == TRACE_CAST && e->cast.name &&
-		    !strcmp(e->cast.name, "fc.weight")) {
+		if (e->kind == TRACE_CAST && e->cast.source->name &&
+		    !strcmp(e->cast.source->name, "fc.weight")) {
 			weight_cast = true;
 			ck_assert_str_eq(e->cast.from, "f32");
 			ck_assert_str_eq(e->cast.to, "bf16");

@@ -34,9 +34,15 @@
  * autograd), the program's line and the autocast state the graph was
  * traced under ("autocast(cpu, bf16)", "autocast(cpu, off)"). */
 #define PRODUCER_CAST_KEYS(ROW, X)                                          \
+	PRODUCER_CAST_RUN_KEYS(ROW, X)                                      \
+	PRODUCER_CAST_COMPILED_KEYS(ROW, X)
+/* The first: any cast's.  The others: only a compiled graph's, which the
+ * trace model keeps apart (trace/trace_event.h). */
+#define PRODUCER_CAST_RUN_KEYS(ROW, X)                                      \
 	ROW(X, STRING, module, "module", NONE, "1.4")                       \
 	ROW(X, STRING, module_class, "module_class", NONE, "1.4")           \
-	ROW(X, STRING, origin, "origin", ORIGIN, "1.4")                     \
+	ROW(X, STRING, origin, "origin", ORIGIN, "1.4")
+#define PRODUCER_CAST_COMPILED_KEYS(ROW, X)                                 \
 	ROW(X, ID, graph, "graph", NONE, "1.4")                             \
 	ROW(X, STRING, graph_phase, "graph_phase", PHASE, "1.4")            \
 	ROW(X, STRING, graph_op, "graph_op", NONE, "1.4")                   \

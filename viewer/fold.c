@@ -124,8 +124,9 @@ static bool same_tensor(const struct trace_tensor *a,
 {
 	if (!a || !b)
 		return a == b;
-	return a->dtype == b->dtype && a->ndim == b->ndim &&
-	       !memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
+	const struct trace_tensor_info *x = a->info, *y = b->info;
+	return x->dtype == y->dtype && x->ndim == y->ndim &&
+	       !memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof *x->shape);
 }
 
 /* Inputs made inside their block must come from the same place in it;
@@ -166,10 +167,10 @@ static bool ops_equal(void *ctx, size_t i, size_t j, size_t period,
 	if (a->op != b->op || a->overload != b->overload ||
 	    a->phase != b->phase || a->policy != b->policy ||
 	    a->incomplete != b->incomplete ||
-	    a->autocast.enabled != b->autocast.enabled ||
-	    a->autocast.dtype != b->autocast.dtype ||
-	    a->autocast.depth != b->autocast.depth ||
-	    a->autocast.scope != b->autocast.scope ||
+	    a->autocast->enabled != b->autocast->enabled ||
+	    a->autocast->dtype != b->autocast->dtype ||
+	    a->autocast->depth != b->autocast->depth ||
+	    a->autocast->scope != b->autocast->scope ||
 	    a->noutputs != b->noutputs)
 		return false;
 	for (int k = 0; k < a->noutputs; k++)

@@ -317,8 +317,8 @@ static size_t draw_cast(struct graph_builder *b, int cluster, size_t ordinal,
 	graph_attr(g, start, "id", g->nodes[node].id);
 	jsonw_reset(&b->label);
 	graph_text(&b->label, "cast %s→%s\n", c->from, c->to);
-	if (c->name)
-		graph_text(&b->label, "%s · ", c->name);
+	if (c->source->name)
+		graph_text(&b->label, "%s · ", c->source->name);
 	graph_text(&b->label, "%s\n", graph_bytes_text(bytes, sizeof bytes, c->bytes));
 	if (!strcmp(c->cache, "uncacheable") && c->reason)
 		graph_text(&b->label, "uncacheable: %s", c->reason);
@@ -366,7 +366,7 @@ static void op_label(struct graph_builder *b, size_t ordinal)
 	graph_text(&b->label, "%s → ", op->policy);
 	if (op->noutputs)
 		graph_text(&b->label, "%s", graph_tensor_text(tensor, sizeof tensor,
-						      op->outputs[0].dtype,
+						      op->outputs[0].info->dtype,
 						      &op->outputs[0]));
 	else
 		jsonw_cstr(&b->label, "no output");
@@ -377,7 +377,7 @@ static void op_label(struct graph_builder *b, size_t ordinal)
 
 static void op_tooltip(struct graph_builder *b, const struct trace_op *op)
 {
-	const struct trace_autocast *a = &op->autocast;
+	const struct trace_autocast *a = op->autocast;
 
 	jsonw_reset(&b->label);
 	graph_text(&b->label, "%s on %s%s · autocast ", op->phase, op->device,
@@ -428,7 +428,7 @@ static void draw_op(struct graph_builder *b, size_t ordinal)
 	graph_attr(g, start, "label", b->label.data);
 	graph_attr(g, start, "style", backward ? "filled,dashed" : "rounded,filled");
 	graph_attr(g, start, "fillcolor", graph_dtype_fill(op->noutputs ?
-						     op->outputs[0].dtype : NULL));
+						     op->outputs[0].info->dtype : NULL));
 	op_tooltip(b, op);
 	graph_attr(g, start, "tooltip", b->label.data);
 	graph_end_node(g, node);
@@ -440,9 +440,10 @@ static void draw_op(struct graph_builder *b, size_t ordinal)
 		const struct view_input *in = &s->inputs[v->first_input + k];
 		if (in->cast == VIEW_NONE) {
 			size_t from = graph_source_node(b, &in->source,
-							in->tensor->dtype,
+							in->tensor->info->dtype,
 							in->tensor);
-			tensor_edge(b, from, node, in->tensor->dtype, in->tensor);
+			tensor_edge(b, from, node, in->tensor->info->dtype,
+				    in->tensor);
 			continue;
 		}
 		const struct trace_cast *c = &s->trace->events[in->cast].cast;

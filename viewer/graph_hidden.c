@@ -315,7 +315,7 @@ void graph_wire_hidden(struct graph_builder *b, size_t ordinal, size_t node)
 		const struct trace_cast *c =
 			in->cast != VIEW_NONE ? &s->trace->events[in->cast].cast
 					      : NULL;
-		const char *dtype = c ? c->from : in->tensor->dtype;
+		const char *dtype = c ? c->from : in->tensor->info->dtype;
 		if (c) {
 			if (!view_map_put(&b->cast_nodes, 0, in->cast, node))
 				g->failed = true;

@@ -34,7 +34,7 @@ void graph_flag(struct graph_builder *b, size_t node, const char *kind)
 
 void graph_op_flags(struct graph_builder *b, size_t node, const struct trace_op *op)
 {
-	if (!strcmp(op->phase, "backward") && op->autocast.enabled)
+	if (!strcmp(op->phase, "backward") && op->autocast->enabled)
 		graph_flag(b, node, "backward-under-autocast");
 	if (op->status || op->error)
 		graph_flag(b, node, "op-error");

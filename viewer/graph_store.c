@@ -141,9 +141,9 @@ const char *graph_tensor_text(char *buf, size_t size, const char *dtype,
 	if (!t)
 		return buf;
 	used += (size_t)snprintf(buf + used, size - used, "[");
-	for (int d = 0; d < t->ndim && used < size; d++)
+	for (int d = 0; d < t->info->ndim && used < size; d++)
 		used += (size_t)snprintf(buf + used, size - used, "%s%lld",
-					 d ? "," : "", (long long)t->shape[d]);
+					 d ? "," : "", (long long)t->info->shape[d]);
 	if (used < size)
 		snprintf(buf + used, size - used, "]");
 	return buf;

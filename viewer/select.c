@@ -55,9 +55,9 @@ static bool collect_names(struct view_selection *s)
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_CAST && e->cast.name &&
+		if (e->kind == TRACE_CAST && e->cast.source->name &&
 		    !view_map_put(&s->names, e->pid, e->cast.tensor,
-				  (uintptr_t)e->cast.name))
+				  (uintptr_t)e->cast.source->name))
 			return false;
 		if (e->kind != TRACE_OP)
 			continue;
@@ -66,10 +66,10 @@ static bool collect_names(struct view_selection *s)
 		int counts[2] = { e->op.ninputs, e->op.noutputs };
 		for (int l = 0; l < 2; l++)
 			for (int k = 0; k < counts[l]; k++)
-				if (lists[l][k].name &&
+				if (lists[l][k].info->name &&
 				    !view_map_put(&s->names, e->pid,
 						  lists[l][k].id,
-						  (uintptr_t)lists[l][k].name))
+						  (uintptr_t)lists[l][k].info->name))
 					return false;
 	}
 	return true;
@@ -414,10 +414,10 @@ static uint64_t hash_tensor(uint64_t h, const struct trace_tensor *t)
 {
 	if (!t)
 		return mix(h, 1);
-	h = mix(h, (uintptr_t)t->dtype);
-	h = mix(h, (uint64_t)t->ndim);
-	for (int d = 0; d < t->ndim; d++)
-		h = mix(h, (uint64_t)t->shape[d]);
+	h = mix(h, (uintptr_t)t->info->dtype);
+	h = mix(h, (uint64_t)t->info->ndim);
+	for (int d = 0; d < t->info->ndim; d++)
+		h = mix(h, (uint64_t)t->info->shape[d]);
 	return h;
 }
 
@@ -428,13 +428,13 @@ static uint64_t hash_op(const struct view_selection *s, const struct view_op *v)
 	const struct trace_op *op = &s->trace->events[v->event].op;
 	uint64_t h = 0;
 	const void *fields[] = { op->op, op->overload, op->phase, op->policy,
-				 op->device, op->autocast.dtype,
-				 op->autocast.scope, v->parent, v->forward };
+				 op->device, op->autocast->dtype,
+				 op->autocast->scope, v->parent, v->forward };
 
 	for (size_t f = 0; f < sizeof fields / sizeof *fields; f++)
 		h = mix(h, (uintptr_t)fields[f]);
-	h = mix(h, (uint64_t)op->autocast.enabled << 1 | op->incomplete);
-	h = mix(h, (uint64_t)op->autocast.depth);
+	h = mix(h, (uint64_t)op->autocast->enabled << 1 | op->incomplete);
+	h = mix(h, (uint64_t)op->autocast->depth);
 	h = mix(h, (uint64_t)op->noutputs);
 	for (int k = 0; k < op->noutputs; k++)
 		h = hash_tensor(h, &op->outputs[k]);

@@ -166,15 +166,15 @@ const struct trace_event *analysis_op(const struct analysis *a, int64_t pid,
 
 const char *analysis_output_dtype(const struct trace_op *op)
 {
-	return op->noutputs > 0 ? op->outputs[0].dtype : NULL;
+	return op->noutputs > 0 ? op->outputs[0].info->dtype : NULL;
 }
 
 bool analysis_op_in_scope(const struct trace_op *op, const char *scope)
 {
-	for (int i = 0; i < op->autocast.nscopes; i++)
-		if (!fnmatch(scope, op->autocast.scopes[i], 0))
+	for (int i = 0; i < op->autocast->nscopes; i++)
+		if (!fnmatch(scope, op->autocast->scopes[i], 0))
 			return true;
-	return op->autocast.scope && !fnmatch(scope, op->autocast.scope, 0);
+	return op->autocast->scope && !fnmatch(scope, op->autocast->scope, 0);
 }
 
 /* Whether module[0..len) matches `glob` part by part: a '*' or '?'

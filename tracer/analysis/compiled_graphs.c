@@ -59,7 +59,8 @@ static void count_op(struct compiled_graph *g, const struct trace_event *e)
 
 static void count_cast(struct compiled_graph *g, const struct trace_cast *c)
 {
-	const char *by = c->made_by ? c->made_by : "";
+	const char *by = trace_cast_graph(c)->made_by ? trace_cast_graph(c)->made_by
+						 : "";
 
 	g->casts[part_of(trace_cast_for_phase(c))]++;
 	if (!strcmp(by, "program"))
@@ -112,7 +113,7 @@ int compiled_graphs_build(const struct trace *trace,
 		uint64_t graph = e->kind == TRACE_OP ? e->op.graph
 			: e->kind == TRACE_OTHER_CAST &&
 					  trace_cast_is_compiled(&e->cast)
-				  ? e->cast.graph
+				  ? trace_cast_graph(&e->cast)->graph
 				  : 0;
 		if (!graph)
 			continue;

@@ -25,7 +25,8 @@ static bool written_cast(const struct trace_event *e)
 	    (strcmp(op->op, "to") && strcmp(op->op, "_to_copy")) ||
 	    op->ninputs < 1 || op->noutputs != 1)
 		return false;
-	const char *from = op->inputs[0].dtype, *to = op->outputs[0].dtype;
+	const char *from = op->inputs[0].info->dtype;
+	const char *to = op->outputs[0].info->dtype;
 	return (finding_is_full_precision(from) && finding_is_low_precision(to)) ||
 	       (finding_is_low_precision(from) && finding_is_full_precision(to));
 }
@@ -42,8 +43,8 @@ static bool cast_at(const struct trace_event *e, struct cast *c)
 {
 	if (written_cast(e)) {
 		*c = (struct cast){ e->op.op_id, e->op.inputs[0].id,
-				    e->op.outputs[0].id, e->op.inputs[0].dtype,
-				    e->op.outputs[0].dtype, true };
+				    e->op.outputs[0].id, e->op.inputs[0].info->dtype,
+				    e->op.outputs[0].info->dtype, true };
 		return true;
 	}
 	if (e->kind != TRACE_CAST || !e->cast.cache ||
@@ -163,13 +164,13 @@ void finding_rule_redundant_cast(struct findings_context *cx, size_t i)
 	}
 	size_t made = id_map_get(&st->written, e->pid, c.source);
 	if (made != SIZE_MAX &&
-	    same(cx->t->events[made].op.inputs[0].dtype, c.to))
+	    same(cx->t->events[made].op.inputs[0].info->dtype, c.to))
 		undone(cx, st, i, &cx->t->events[made].op, &c);
 	size_t earlier = c.written ? SIZE_MAX
 				   : id_map_get(&st->sources, e->pid, c.source);
 	if (earlier != SIZE_MAX) {
 		const struct trace_op *first = &cx->t->events[earlier].op;
-		if (same(first->outputs[0].dtype, c.to))
+		if (same(first->outputs[0].info->dtype, c.to))
 			repeated(cx, i, first, &c);
 	}
 	if (c.written) {

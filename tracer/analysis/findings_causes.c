@@ -214,7 +214,7 @@ const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 	size_t at = id_map_get(&cx->ix->ops, pid, named->op_id);
 
 	for (int k = 0; k < named->ninputs && !weight; k++) {
-		const char *n = named->inputs[k].name;
+		const char *n = named->inputs[k].info->name;
 		if (n && n[0] != '(') {
 			weight = n;
 			break;
@@ -222,7 +222,7 @@ const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 		size_t p = at == SIZE_MAX ? SIZE_MAX
 					  : trace_index_input_producer(cx->ix, at, k);
 		if (p != SIZE_MAX && cx->t->events[p].kind == TRACE_CAST)
-			weight = cx->t->events[p].cast.name;
+			weight = cx->t->events[p].cast.source->name;
 	}
 	const char *module = named->module && named->module[0] ? named->module
 							       : NULL;

@@ -136,12 +136,12 @@ const char *finding_tensor_label(struct findings_context *cx, int64_t pid,
 	if (i != SIZE_MAX) {
 		const struct trace_event *e = &cx->t->events[i];
 		if (e->kind == TRACE_CAST)
-			name = e->cast.name;
+			name = e->cast.source->name;
 		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs + e->op.noutputs; k++) {
 			const struct trace_tensor *tt = k < e->op.ninputs
 				? &e->op.inputs[k] : &e->op.outputs[k - e->op.ninputs];
-			if (tt->id == id && tt->name)
-				name = tt->name;
+			if (tt->id == id && tt->info->name)
+				name = tt->info->name;
 		}
 	}
 	if (name)

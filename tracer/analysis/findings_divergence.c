@@ -72,7 +72,7 @@ static bool cast_as_eager(const struct trace_cast *c, const struct trace_op *use
 
 	if (finding_is_low_precision(c->to))
 		return use->policy && !strcmp(use->policy, "lower_precision_fp") &&
-		       use->autocast.dtype && !strcmp(use->autocast.dtype, c->to);
+		       use->autocast->dtype && !strcmp(use->autocast->dtype, c->to);
 	if (!finding_is_full_precision(c->to))
 		return false;
 	if (one_of_policies(use->policy, fp32))
@@ -81,7 +81,7 @@ static bool cast_as_eager(const struct trace_cast *c, const struct trace_op *use
 		return false;
 	for (int in = 0; in < use->ninputs; in++)
 		if (use->inputs[in].id != c->result &&
-		    finding_is_full_precision(use->inputs[in].dtype))
+		    finding_is_full_precision(use->inputs[in].info->dtype))
 			return true;
 	return false;
 }
@@ -94,7 +94,7 @@ static void rule_jit_cast(struct findings_context *cx, size_t i)
 	if (!is_jit_cast(c->op))
 		return;
 	const struct trace_event *oe = trace_index_op(cx->ix, e->pid, c->op_id);
-	bool eager = oe && oe->op.autocast.enabled;
+	bool eager = oe && oe->op.autocast->enabled;
 	const struct trace_op *use = consumer(cx, i);
 	const char *name = use ? use->op : "?";
 
@@ -144,16 +144,16 @@ static void rule_no_region(struct findings_context *cx, size_t i)
 	const struct trace_op *op = &e->op;
 	char site[160];
 
-	if (op->autocast.depth != 0 || finding_op_is_backward(op))
+	if (op->autocast->depth != 0 || finding_op_is_backward(op))
 		return;
 	bool was_off = id_map_get(off, e->pid, (uint64_t)e->tid) == 1;
-	id_map_put(off, e->pid, (uint64_t)e->tid, !op->autocast.enabled);
-	if (!was_off || !op->autocast.enabled ||
+	id_map_put(off, e->pid, (uint64_t)e->tid, !op->autocast->enabled);
+	if (!was_off || !op->autocast->enabled ||
 	    finding_op_is_backward(op) || !op->policy ||
 	    !strcmp(op->policy, "none") || is_jit_cast(op->op))
 		return;
 	finding_text(site, sizeof site, "noregion:%s",
-		     op->autocast.device ? op->autocast.device : "?");
+		     op->autocast->device ? op->autocast->device : "?");
 	struct trace_finding *f = finding_of(cx, FINDING_POLICY_DIVERGENCE,
 					     site, e->pid, i);
 	if (!f)
@@ -169,11 +169,11 @@ static void rule_no_region(struct findings_context *cx, size_t i)
 		     "torch.autocast(...)` (amp_autocast_enter) around the "
 		     "forward pass",
 		     op->op, (unsigned long long)op->op_id,
-		     op->autocast.device ? op->autocast.device : "?",
-		     op->autocast.dtype ? op->autocast.dtype : "?", op->policy,
-		     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype
-							   : "?",
-		     op->autocast.device && !strcmp(op->autocast.device, "cuda")
+		     op->autocast->device ? op->autocast->device : "?",
+		     op->autocast->dtype ? op->autocast->dtype : "?", op->policy,
+		     op->noutputs && op->outputs[0].info->dtype
+			     ? op->outputs[0].info->dtype : "?",
+		     op->autocast->device && !strcmp(op->autocast->device, "cuda")
 			     ? "torch.set_autocast_enabled"
 			     : "torch.set_autocast_cpu_enabled");
 }

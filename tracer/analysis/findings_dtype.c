@@ -58,8 +58,8 @@ static size_t conversion_of(struct findings_context *cx, int64_t pid,
 		if (e->kind == TRACE_OP && e->pid == pid && is_cast_op(&e->op) &&
 		    e->op.ninputs && e->op.noutputs &&
 		    e->op.inputs[0].id == id &&
-		    !same(e->op.inputs[0].dtype, dtype) &&
-		    same(e->op.outputs[0].dtype, dtype))
+		    !same(e->op.inputs[0].info->dtype, dtype) &&
+		    same(e->op.outputs[0].info->dtype, dtype))
 			return i;
 	}
 	return SIZE_MAX;
@@ -67,7 +67,7 @@ static size_t conversion_of(struct findings_context *cx, int64_t pid,
 
 static bool autocast_ran(const struct trace_op *op)
 {
-	return op->autocast.enabled && op->policy && strcmp(op->policy, "none");
+	return op->autocast->enabled && op->policy && strcmp(op->policy, "none");
 }
 
 /* Where input k of op event `event` got its dtype. */
@@ -76,11 +76,11 @@ static void origin_of(struct findings_context *cx, size_t event, int k,
 {
 	const struct trace_event *e = &cx->t->events[event];
 	const struct trace_tensor *t = &e->op.inputs[k];
-	const char *dtype = t->dtype;
+	const char *dtype = t->info->dtype;
 
 	/* A parameter's dtype is the module's: made so, or converted (its
 	 * data replaced, which no op shows, after an op cast it). */
-	if (t->name && t->name[0] != '(' && t->leaf) {
+	if (t->info->name && t->info->name[0] != '(' && t->info->leaf) {
 		size_t c = conversion_of(cx, e->pid, t->id, dtype, event);
 		*out = (struct dtype_origin){
 			c != SIZE_MAX ? ORIGIN_CONVERTED : ORIGIN_PARAMETER, c };
@@ -99,7 +99,7 @@ static void origin_of(struct findings_context *cx, size_t event, int k,
 		}
 		const struct trace_op *op = &q->op;
 		if (is_cast_op(op) && op->ninputs &&
-		    !same(op->inputs[0].dtype, dtype)) {
+		    !same(op->inputs[0].info->dtype, dtype)) {
 			*out = (struct dtype_origin){ ORIGIN_EXPLICIT_CAST, p };
 			return;
 		}
@@ -109,7 +109,7 @@ static void origin_of(struct findings_context *cx, size_t event, int k,
 		}
 		int next = -1;
 		for (int j = 0; j < op->ninputs && next < 0; j++)
-			if (same(op->inputs[j].dtype, dtype))
+			if (same(op->inputs[j].info->dtype, dtype))
 				next = j;
 		if (next < 0) {
 			*out = (struct dtype_origin){ ORIGIN_MADE, p };
@@ -135,12 +135,12 @@ static void origin_text(struct findings_context *cx,
 		trace_op_label(&e->op, label, sizeof label);
 	switch (o->kind) {
 	case ORIGIN_AUTOCAST_OP: {
-		const char *scope = e->op.autocast.scope;
+		const char *scope = e->op.autocast->scope;
 		finding_text(buf, size, "autocast: %s (op %llu, policy %s) ran in "
 			     "%s in the %s%s%s autocast region", label,
 			     (unsigned long long)e->op.op_id, e->op.policy,
-			     e->op.noutputs ? e->op.outputs[0].dtype
-					    : e->op.autocast.dtype,
+			     e->op.noutputs ? e->op.outputs[0].info->dtype
+					    : e->op.autocast->dtype,
 			     scope ? "'" : "", scope ? scope : "unnamed",
 			     scope ? "'" : "");
 		break;
@@ -156,14 +156,15 @@ static void origin_text(struct findings_context *cx,
 	}
 	case ORIGIN_EXPLICIT_CAST:
 		finding_text(buf, size, "the program's own cast %s->%s (%s, op "
-			     "%llu: .to()/.half())", e->op.inputs[0].dtype,
-			     e->op.outputs[0].dtype, label,
+			     "%llu: .to()/.half())", e->op.inputs[0].info->dtype,
+			     e->op.outputs[0].info->dtype, label,
 			     (unsigned long long)e->op.op_id);
 		break;
 	case ORIGIN_CONVERTED:
 		finding_text(buf, size, "a parameter of a converted module: cast "
 			     "%s->%s by %s (op %llu: model.half() or .to())",
-			     e->op.inputs[0].dtype, e->op.outputs[0].dtype, label,
+			     e->op.inputs[0].info->dtype,
+			     e->op.outputs[0].info->dtype, label,
 			     (unsigned long long)e->op.op_id);
 		break;
 	case ORIGIN_PARAMETER:
@@ -227,9 +228,9 @@ static bool mixed_dtypes(const struct trace_op *op, int *low, int *full)
 	if (!finding_op_failed(op) || autocast_ran(op))
 		return false;
 	for (int k = 0; k < op->ninputs; k++) {
-		if (*low < 0 && finding_is_low_precision(op->inputs[k].dtype))
+		if (*low < 0 && finding_is_low_precision(op->inputs[k].info->dtype))
 			*low = k;
-		if (*full < 0 && finding_is_full_precision(op->inputs[k].dtype))
+		if (*full < 0 && finding_is_full_precision(op->inputs[k].info->dtype))
 			*full = k;
 	}
 	return *low >= 0 && *full >= 0;
@@ -255,7 +256,7 @@ void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 	origin_of(cx, i, low, &lo);
 	origin_of(cx, i, full, &fu);
 	enum mismatch_cause cause =
-		op->autocast.enabled ? CAUSE_UNCOVERED
+		op->autocast->enabled ? CAUSE_UNCOVERED
 		: lo.kind == ORIGIN_CONVERTED || lo.kind == ORIGIN_PARAMETER
 			? CAUSE_CONVERTED
 		: lo.kind == ORIGIN_EXPLICIT_CAST ? CAUSE_EXPLICIT
@@ -288,13 +289,13 @@ void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 		     "%s (op %llu) %s and failed on mixed dtypes (%.200s): input "
 		     "%s (%s) came from %s; input %s (%s) from %s",
 		     label, (unsigned long long)op->op_id,
-		     op->autocast.enabled ? "ran under autocast, which does not "
+		     op->autocast->enabled ? "ran under autocast, which does not "
 					    "cover it,"
 					  : "ran outside autocast",
 		     torch ? strstr(torch, ": ") ? strstr(torch, ": ") + 2 : torch
 			   : op->error ? op->error : "failed",
-		     low_name, op->inputs[low].dtype, low_from, full_name,
-		     op->inputs[full].dtype, full_from);
+		     low_name, op->inputs[low].info->dtype, low_from, full_name,
+		     op->inputs[full].info->dtype, full_from);
 }
 
 bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,

@@ -38,7 +38,7 @@ void finding_rule_banned_op(struct findings_context *cx, size_t i)
 		     "BCEWithLogits are safe to autocast.\" Otherwise compute the loss "
 		     "with autocast disabled on .float() inputs",
 		     label, (unsigned long long)op->op_id,
-		     op->autocast.device ? op->autocast.device : op->device,
+		     op->autocast->device ? op->autocast->device : op->device,
 		     op->emulated ? " (emulated)" : "",
 		     finding_op_failed(op) ? ", so it failed" : "");
 }

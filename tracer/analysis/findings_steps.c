@@ -350,7 +350,7 @@ static bool is_optimizer_write(const struct trace_event *e)
 		return false;
 	size_t n = strcspn(e->op.op, ".");
 	return n > 1 && e->op.op[n - 1] == '_' && e->op.op[0] != '_' &&
-	       e->op.outputs[0].leaf && e->op.outputs[0].requires_grad;
+	       e->op.outputs[0].info->leaf && e->op.outputs[0].info->requires_grad;
 }
 
 struct step_end {

@@ -151,12 +151,13 @@ static void collect_shared(struct findings_context *cx,
 		if (!r->at[i])
 			continue;
 		if (e->kind == TRACE_CAST &&
-		    is_parameter(e->cast.leaf, e->cast.requires_grad) &&
+		    is_parameter(e->cast.source->leaf,
+				 e->cast.source->requires_grad) &&
 		    id_map_get(&used, e->pid, e->cast.tensor) == SIZE_MAX)
 			id_map_put(&used, e->pid, e->cast.tensor, i);
 		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs; k++) {
 			const struct trace_tensor *x = &e->op.inputs[k];
-			if (is_parameter(x->leaf, x->requires_grad) &&
+			if (is_parameter(x->info->leaf, x->info->requires_grad) &&
 			    id_map_get(&used, e->pid, x->id) == SIZE_MAX)
 				id_map_put(&used, e->pid, x->id, i);
 		}
@@ -165,7 +166,7 @@ static void collect_shared(struct findings_context *cx,
 		const struct trace_event *e = &t->events[i];
 		for (int k = 0; e->kind == TRACE_OP && k < e->op.ninputs; k++) {
 			const struct trace_tensor *x = &e->op.inputs[k];
-			size_t p = is_parameter(x->leaf, x->requires_grad)
+			size_t p = is_parameter(x->info->leaf, x->info->requires_grad)
 					   ? id_map_get(&used, e->pid, x->id)
 					   : SIZE_MAX;
 			if (p != SIZE_MAX && t->events[p].tid != e->tid)
@@ -274,7 +275,7 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 			u->enabled |= e->scope.enabled;
 		else if (e->kind == TRACE_AGGREGATE)
 			u->enabled |= aggregate_autocasts(&e->aggregate);
-		else if (e->op.autocast.enabled)
+		else if (e->op.autocast->enabled)
 			u->enabled = true;
 		else if (!u->forward && e->op.phase &&
 			 !strcmp(e->op.phase, "forward")) {
@@ -308,17 +309,17 @@ void finding_rule_backward_under_autocast(struct findings_context *cx,
 	const struct finding_regions *r = &cx->regions;
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
-	const char *scope = op->autocast.scope ? op->autocast.scope : "";
+	const char *scope = op->autocast->scope ? op->autocast->scope : "";
 	char label[128];
 
-	if (!finding_op_is_backward(op) || !op->autocast.enabled)
+	if (!finding_op_is_backward(op) || !op->autocast->enabled)
 		return;
 	/* the region that set the op's device's autocast state: one the
 	 * backward pass entered itself (custom_bwd) is autocast's design */
 	for (size_t g = r->at ? r->at[i] : 0; g; g = outer(r, g)) {
 		const struct finding_region *region = &r->items[g - 1];
-		if (region->device && op->autocast.device &&
-		    !strcmp(region->device, op->autocast.device)) {
+		if (region->device && op->autocast->device &&
+		    !strcmp(region->device, op->autocast->device)) {
 			if (region->in_backward)
 				return;
 			break;
@@ -337,8 +338,9 @@ void finding_rule_backward_under_autocast(struct findings_context *cx,
 		     trace_op_label(op, label, sizeof label),
 		     (unsigned long long)op->op_id, (long long)e->tid,
 		     scope[0] ? "'" : "", scope[0] ? scope : "unnamed",
-		     scope[0] ? "'" : "", op->autocast.device ? op->autocast.device : "?",
-		     op->autocast.dtype ? op->autocast.dtype : "?",
+		     scope[0] ? "'" : "",
+		     op->autocast->device ? op->autocast->device : "?",
+		     op->autocast->dtype ? op->autocast->dtype : "?",
 		     finding_kinds[FINDING_BACKWARD_UNDER_AUTOCAST].fix);
 }
 
@@ -362,7 +364,7 @@ void finding_rule_autocast_off_in_thread(struct findings_context *cx,
 	const struct trace_op *op = &e->op;
 	char label[128], site[160];
 
-	if (!r->count || finding_op_is_backward(op) || op->autocast.enabled ||
+	if (!r->count || finding_op_is_backward(op) || op->autocast->enabled ||
 	    !finding_low_precision_op(cx, op->op))
 		return;
 	size_t first = id_map_get(&r->first, e->pid, (uint64_t)e->tid);
@@ -393,7 +395,8 @@ void finding_rule_autocast_off_in_thread(struct findings_context *cx,
 			     "replicas) do not inherit it; enter autocast inside "
 			     "the worker's forward",
 			     (long long)e->tid, label, (unsigned long long)op->op_id,
-			     op->noutputs && op->outputs[0].dtype ? op->outputs[0].dtype : "?",
+			     op->noutputs && op->outputs[0].info->dtype
+				     ? op->outputs[0].info->dtype : "?",
 			     (long long)g->tid, g->scope ? "'" : "",
 			     g->scope ? g->scope : "unnamed", g->scope ? "'" : "",
 			     g->device ? g->device : "?", g->dtype ? g->dtype : "?",

@@ -105,7 +105,7 @@ static bool op_selected(const struct rule_filter *f, const struct trace_op *op,
 		return false;
 	if (f->device && (!op->device || strcmp(op->device, f->device)))
 		return false;
-	if (f->autocast >= 0 && op->autocast.enabled != (f->autocast == 1))
+	if (f->autocast >= 0 && op->autocast->enabled != (f->autocast == 1))
 		return false;
 	return true;
 }
@@ -180,13 +180,14 @@ static size_t aggregate_casts_selected(const struct rule *r,
 static size_t describe_tensor(char *buf, size_t size,
 			      const struct trace_tensor *t)
 {
+	const struct trace_tensor_info *x = t->info;
 	size_t n = (size_t)snprintf(buf, size, "tensor %llu%s%s%s %s [",
 				    (unsigned long long)t->id,
-				    t->name ? " '" : "", t->name ? t->name : "",
-				    t->name ? "'" : "", t->dtype);
-	for (int d = 0; d < t->ndim && n < size; d++)
+				    x->name ? " '" : "", x->name ? x->name : "",
+				    x->name ? "'" : "", x->dtype);
+	for (int d = 0; d < x->ndim && n < size; d++)
 		n += (size_t)snprintf(buf + n, size - n, "%s%lld", d ? "," : "",
-				      (long long)t->shape[d]);
+				      (long long)x->shape[d]);
 	if (n < size)
 		n += (size_t)snprintf(buf + n, size - n, "]");
 	return n < size ? n : size;
@@ -208,15 +209,15 @@ static void describe_op(char *buf, size_t size, const struct trace *t,
 		buf, size, "%s (op %llu, %s", trace_op_label(op, label, sizeof label),
 		(unsigned long long)op->op_id, op->phase);
 
-	if (op->autocast.scope && n < size)
+	if (op->autocast->scope && n < size)
 		n += (size_t)snprintf(buf + n, size - n, ", scope \"%s\"",
-				      op->autocast.scope);
+				      op->autocast->scope);
 	if (n < size)
 		n += (size_t)snprintf(buf + n, size - n, ", autocast %s",
-				      op->autocast.enabled ? "on" : "off");
-	if (op->autocast.enabled && n < size)
+				      op->autocast->enabled ? "on" : "off");
+	if (op->autocast->enabled && n < size)
 		n += (size_t)snprintf(buf + n, size - n, " %s %s",
-				      op->autocast.device, op->autocast.dtype);
+				      op->autocast->device, op->autocast->dtype);
 	if (n < size)
 		n += (size_t)snprintf(buf + n, size - n, ") at %s:%zu", t->path,
 				      e->line);
@@ -298,7 +299,7 @@ static bool op_check_holds(const struct op_check *c, const struct trace_op *op,
 	}
 	if (c->kind == CHECK_INPUTS) {
 		for (int in = 0; in < op->ninputs; in++) {
-			if (one_of(c, op->inputs[in].dtype))
+			if (one_of(c, op->inputs[in].info->dtype))
 				continue;
 			int n = snprintf(detail, size, "input %d: ", in);
 			describe_tensor(detail + n, size - (size_t)n,
@@ -355,11 +356,13 @@ static void tally_ops(const struct trace *t, const struct rule *r,
 
 /* A row of a step recorded as aggregates as an op (no inputs, no
  * region, autocast unknown), for the filters and checks that need
- * neither: into `op` and its output `out`. */
+ * neither: into `op` and its output `out` (of kind `out_info`). */
 static bool aggregate_as_op(const struct trace_aggregate_op *row,
 			    const struct rule *r, struct trace_op *op,
-			    struct trace_tensor *out)
+			    struct trace_tensor *out,
+			    struct trace_tensor_info *out_info)
 {
+	static const struct trace_autocast unknown = { 0 };
 	const struct rule_filter *f = &r->filter;
 
 	for (int k = 0; k < r->nchecks; k++)
@@ -367,10 +370,12 @@ static bool aggregate_as_op(const struct trace_aggregate_op *row,
 			return false;
 	if (f->scope || f->autocast >= 0)
 		return false;
-	*out = (struct trace_tensor){ .dtype = row->dtype };
+	*out_info = (struct trace_tensor_info){ .dtype = row->dtype };
+	*out = (struct trace_tensor){ .info = out_info };
 	*op = (struct trace_op){
 		.op = row->op, .overload = row->overload, .phase = row->phase,
 		.policy = row->policy, .device = row->device,
+		.autocast = &unknown,
 		.noutputs = row->dtype ? 1 : 0, .outputs = out,
 		.error = row->failed ? "failed" : NULL,
 	};
@@ -385,6 +390,7 @@ static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
 {
 	struct trace_op op;
 	struct trace_tensor out;
+	struct trace_tensor_info out_info;
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -392,7 +398,7 @@ static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
 				j < e->aggregate.nops; j++) {
 			const struct trace_aggregate_op *row = &e->aggregate.ops[j];
 			if (!check_name_matches(r->op, row->op, row->overload) ||
-			    !aggregate_as_op(row, r, &op, &out))
+			    !aggregate_as_op(row, r, &op, &out, &out_info))
 				continue;
 			if (!op_selected(&r->filter, &op, "forward")) {
 				if (!r->filter.phase &&
@@ -530,10 +536,11 @@ static void describe_cast(char *buf, size_t size, const struct analysis *a,
 	}
 	op = analysis_op(a, e->pid, c->op_id);
 
+	const char *name = c->source->name;
 	snprintf(buf, size, "cast %s->%s of tensor %llu%s%s%s for %s (op %llu), "
 		 "cache %s, at %s:%zu",
 		 c->from, c->to, (unsigned long long)c->tensor,
-		 c->name ? " '" : "", c->name ? c->name : "", c->name ? "'" : "",
+		 name ? " '" : "", name ? name : "", name ? "'" : "",
 		 op ? trace_op_label(&op->op, label, sizeof label)
 		    : c->op ? c->op : "?",
 		 (unsigned long long)c->op_id, c->cache, a->trace->path, e->line);

@@ -123,8 +123,8 @@ static void hint_scope(const struct trace *t, const char *pattern,
 		if (e->kind == TRACE_SCOPE_BEGIN)
 			offer_scope(&c, pattern, e->scope.scope);
 		else if (e->kind == TRACE_OP)
-			for (int k = 0; k < e->op.autocast.nscopes; k++)
-				offer_scope(&c, pattern, e->op.autocast.scopes[k]);
+			for (int k = 0; k < e->op.autocast->nscopes; k++)
+				offer_scope(&c, pattern, e->op.autocast->scopes[k]);
 	}
 	if (c.matched)
 		return;

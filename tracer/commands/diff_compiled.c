@@ -155,13 +155,14 @@ void diff_compiled_add(struct diff_compiled_side *s,
 		s->has_graphs = true;
 	/* autocast's decisions: a run's, or a graph's autocast made */
 	if (s->failed || (e->kind != TRACE_CAST &&
-	    !(compiled && c->made_by && !strcmp(c->made_by, "autocast"))))
+	    !(compiled && trace_cast_graph(c)->made_by &&
+	      !strcmp(trace_cast_graph(c)->made_by, "autocast"))))
 		return;
 	struct compiled_signature sig = {
 		.module = c->module, .op = trace_cast_for_op(c),
 		.phase = trace_cast_for_phase(c), .from = c->from,
-		.to = c->to, .source = c->source_line,
-		.graph = compiled ? c->graph : 0, .count = 1,
+		.to = c->to, .source = trace_cast_graph(c)->source_line,
+		.graph = trace_cast_graph(c)->graph, .count = 1,
 		.line = e->line,
 	};
 	if (compiled)

@@ -429,9 +429,12 @@ void convert_init(struct converter *c, const char *raw_dir, uint64_t base_ns,
 			    .decoded = calloc(1, sizeof *c->decoded),
 			    .scratch_tensors = calloc(2 * RAW_MAX_TENSORS,
 						      sizeof *c->scratch_tensors),
+			    .scratch_infos = calloc(CONVERT_SCRATCH_INFOS,
+						    sizeof *c->scratch_infos),
 			    .json_cache = calloc(1, sizeof *c->json_cache),
 			    .memo = event_json_memo_new() };
-	if (!c->decoded || !c->scratch_tensors || !c->json_cache || !c->memo)
+	if (!c->decoded || !c->scratch_tensors || !c->scratch_infos ||
+	    !c->json_cache || !c->memo)
 		abort(); /* as dupn: no partial state to fall back to */
 	jsonw_init(&c->buf);
 	c->buf.cache = c->json_cache;
@@ -687,6 +690,7 @@ void convert_free(struct converter *c)
 	jsonw_free(&c->buf);
 	jsonw_free(&c->label);
 	free(c->scratch_tensors);
+	free(c->scratch_infos);
 	free(c->json_cache);
 	event_json_memo_free(c->memo);
 	if (c->decoded)

@@ -118,6 +118,7 @@ struct converter {
 				  * allocation per event showed */
 	/* an event's tensors when its process keeps no trace */
 	struct trace_tensor *scratch_tensors;
+	struct trace_tensor_info *scratch_infos; /* their kinds */
 	/* buf's cache of escaped strings: every string of an event is
 	 * interned in a trace that outlives the converter */
 	struct jsonw_cache *json_cache;

@@ -156,10 +156,19 @@ void convert_emit(struct converter *cv, struct convert_process *p,
 		const struct trace_event *e);
 const int64_t *convert_shape(struct convert_process *p, const int64_t *sizes,
 			     int ndim);
+/* The scratch kinds' slots: an op's inputs, its outputs, a cast's
+ * source. */
+#define CONVERT_SCRATCH_CAST_SOURCE (2 * RAW_MAX_TENSORS)
+#define CONVERT_SCRATCH_INFOS (2 * RAW_MAX_TENSORS + 1)
+const struct trace_tensor_info *convert_tensor_info(struct converter *cv,
+		struct convert_process *p, const struct trace_tensor_info *info,
+		int slot);
+const struct trace_cast_compiled *convert_cast_compiled(
+		struct convert_process *p, const struct trace_cast_compiled *keys);
 struct trace_tensor *convert_tensors(struct converter *cv,
 				     struct convert_process *p,
 		const struct producer_tensor *list, int n, bool inputs);
-struct trace_autocast convert_autocast(struct convert_process *p,
+const struct trace_autocast *convert_autocast(struct convert_process *p,
 		struct convert_thread *t, const struct producer_autocast *a,
 		const char *scope);
 const char *convert_op_label(struct convert_process *p, const char *op,

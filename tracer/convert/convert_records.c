@@ -31,11 +31,14 @@ static const char *intern_like(struct convert_process *p, const char *s,
 
 /* The keys a producer hands over as they are (../producer_keys.h): its
  * member copied into the trace model's, a string interned.  In op_fields
- * (from e to op) and on_cast (from c to e.cast). */
+ * (from e to op) and on_cast (from c to e.cast, and a compiled graph's
+ * keys to `compiled`). */
 #define COPY_OP_KEY(X, type, f, key, check, since)                          \
 	op.f = COPY_##type(e->f);
 #define COPY_CAST_KEY(X, type, f, key, check, since)                        \
 	e.cast.f = COPY_##type(c->f);
+#define COPY_COMPILED_KEY(X, type, f, key, check, since)                    \
+	compiled.f = COPY_##type(c->f);
 #define COPY_STRING(value) ((value) ? convert_intern_cstr(p, value) : NULL)
 #define COPY_ID(value) (value)
 
@@ -59,7 +62,7 @@ static struct trace_op op_fields(struct convert_process *p,
 		.device = convert_name(p, NAMES_DEVICE, e->device),
 		.emulated = e->emulated,
 		.autocast = convert_autocast(p, t, &e->autocast,
-					     begin ? begin->autocast.scope
+					     begin ? begin->autocast->scope
 						   : NULL),
 	};
 	PRODUCER_OP_KEYS(COPY_OP_KEY, _)
@@ -171,29 +174,36 @@ static void on_cast(struct converter *cv, struct convert_process *p,
 							       c->to),
 					    LIT_CAT_CAST, 'X', begin_ns);
 	e.dur = convert_to_us((int64_t)(time_ns - begin_ns));
+	int ndim = source->ndim < TRACE_MAX_DIMS ? source->ndim : TRACE_MAX_DIMS;
+	struct trace_tensor_info source_info = {
+		.dtype = convert_name(p, NAMES_DTYPE, c->from),
+		.name = convert_intern_cstr(p, source->name),
+		.shape = convert_shape(p, source->shape, ndim), .ndim = ndim,
+		.requires_grad = source->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
+		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
+	};
 	e.cast = (struct trace_cast){
 		.op_id = c->op_id, .tensor = source->id, .result = c->result.id,
 		.bytes = c->bytes, .arg = c->arg,
-		.from = convert_name(p, NAMES_DTYPE, c->from),
+		.from = source_info.dtype,
 		.to = convert_name(p, NAMES_DTYPE, c->to),
 		.cache = convert_name(p, NAMES_CACHE, c->cache),
 		.reason = c->reason ? convert_intern_cstr(p, c->reason)
 				    : convert_lit(p, LIT_EMPTY),
-		.name = convert_intern_cstr(p, source->name),
 		.op = op ? op->op : NULL,
 		.phase = op ? op->phase : NULL,
-		.scope = op ? op->autocast.scope : NULL,
+		.scope = op ? op->autocast->scope : NULL,
 		.stale = c->stale,
-		.ndim = source->ndim < TRACE_MAX_DIMS ? source->ndim
-						      : TRACE_MAX_DIMS,
-		.requires_grad = source->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
-		.leaf = source->flags & PRODUCER_TENSOR_LEAF,
+		.source = convert_tensor_info(cv, p, &source_info,
+					      CONVERT_SCRATCH_CAST_SOURCE),
 	};
-	PRODUCER_CAST_KEYS(COPY_CAST_KEY, _)
+	PRODUCER_CAST_RUN_KEYS(COPY_CAST_KEY, _)
+	struct trace_cast_compiled compiled = { 0 };
+	PRODUCER_CAST_COMPILED_KEYS(COPY_COMPILED_KEY, _)
+	e.cast.compiled = convert_cast_compiled(p, &compiled);
 	/* a cast autocast did not make (origin: autograd, custom_fwd) is
 	 * a kind of its own, as the reader makes it */
 	trace_cast_set_origin(&e);
-	e.cast.shape = convert_shape(p, source->shape, e.cast.ndim);
 	convert_emit(cv, p, &e);
 	p->casts++;
 	if (c->cache_counted)

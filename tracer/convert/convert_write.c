@@ -306,6 +306,38 @@ const int64_t *convert_shape(struct convert_process *p, const int64_t *sizes,
 	return kept ? kept : sizes;
 }
 
+/* A tensor's kind, interned in the kept trace; else in scratch room
+ * that the next event reuses (`slot` of it). */
+const struct trace_tensor_info *
+convert_tensor_info(struct converter *cv, struct convert_process *p,
+		    const struct trace_tensor_info *info, int slot)
+{
+	const struct trace_tensor_info *kept =
+		keeping(p) ? trace_intern_tensor_info(p->trace, info) : NULL;
+
+	if (!kept && keeping(p))
+		lose_trace(p);
+	if (kept)
+		return kept;
+	cv->scratch_infos[slot] = *info;
+	return &cv->scratch_infos[slot];
+}
+
+/* A compiled graph's cast's keys, in p's room; NULL when none is set
+ * (a cast of the run). */
+const struct trace_cast_compiled *
+convert_cast_compiled(struct convert_process *p,
+		      const struct trace_cast_compiled *keys)
+{
+	static const struct trace_cast_compiled none;
+
+	if (!memcmp(keys, &none, sizeof none))
+		return NULL;
+	struct trace_cast_compiled *kept = convert_alloc(p, sizeof *kept);
+	*kept = *keys;
+	return kept;
+}
+
 /* An event's tensors: in the kept trace, else in scratch room that the
  * next event reuses. */
 struct trace_tensor *convert_tensors(struct converter *cv,
@@ -314,6 +346,7 @@ struct trace_tensor *convert_tensors(struct converter *cv,
 				     bool inputs)
 {
 	struct trace_tensor *out = NULL;
+	int scratch = inputs ? 0 : RAW_MAX_TENSORS;
 
 	if (keeping(p)) {
 		out = trace_alloc(p->trace, (size_t)(n ? n : 1) * sizeof *out);
@@ -321,24 +354,30 @@ struct trace_tensor *convert_tensors(struct converter *cv,
 			lose_trace(p);
 	}
 	if (!out)
-		out = inputs ? cv->scratch_tensors
-			     : cv->scratch_tensors + RAW_MAX_TENSORS;
+		out = cv->scratch_tensors + scratch;
 	for (int i = 0; i < n; i++) {
 		const struct producer_tensor *t = &list[i];
-		struct trace_tensor *k = &out[i];
-		k->id = t->id;
-		k->producer_op_id = inputs ? t->producer_op_id : 0;
-		k->dtype = convert_name(p, NAMES_DTYPE, t->dtype);
-		k->name = convert_intern_cstr(p, t->name);
-		k->ndim = t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
-		k->shape = convert_shape(p, t->shape, k->ndim);
-		k->requires_grad = t->flags & PRODUCER_TENSOR_REQUIRES_GRAD;
-		k->leaf = t->flags & PRODUCER_TENSOR_LEAF;
-		k->view = t->flags & PRODUCER_TENSOR_VIEW;
-		k->device = t->device ? convert_name(p, NAMES_DEVICE, t->device)
-				      : NULL;
-		k->profiler_type = inputs ? convert_name(p, NAMES_PROFILER, t->dtype)
-					  : NULL;
+		int ndim = t->ndim < TRACE_MAX_DIMS ? t->ndim : TRACE_MAX_DIMS;
+		struct trace_tensor_info info = {
+			.dtype = convert_name(p, NAMES_DTYPE, t->dtype),
+			.name = convert_intern_cstr(p, t->name),
+			.ndim = ndim,
+			.shape = convert_shape(p, t->shape, ndim),
+			.requires_grad = t->flags & PRODUCER_TENSOR_REQUIRES_GRAD,
+			.leaf = t->flags & PRODUCER_TENSOR_LEAF,
+			.view = t->flags & PRODUCER_TENSOR_VIEW,
+			.device = t->device ? convert_name(p, NAMES_DEVICE,
+							   t->device)
+					    : NULL,
+			.profiler_type = inputs ? convert_name(p, NAMES_PROFILER,
+							       t->dtype)
+						: NULL,
+		};
+		out[i] = (struct trace_tensor){
+			.id = t->id,
+			.producer_op_id = inputs ? t->producer_op_id : 0,
+			.info = convert_tensor_info(cv, p, &info, scratch + i),
+		};
 	}
 	return out;
 }
@@ -380,13 +419,13 @@ static void named_scopes(struct convert_process *p, struct convert_thread *t)
 }
 
 /* `scope`: a's scope interned, when the caller knows it (or NULL). */
-struct trace_autocast convert_autocast(struct convert_process *p,
-				       struct convert_thread *t,
-				       const struct producer_autocast *a,
-				       const char *scope)
+const struct trace_autocast *convert_autocast(struct convert_process *p,
+					      struct convert_thread *t,
+					      const struct producer_autocast *a,
+					      const char *scope)
 {
 	named_scopes(p, t);
-	return (struct trace_autocast){
+	struct trace_autocast state = {
 		.enabled = a->enabled,
 		.device = convert_name(p, NAMES_DEVICE, a->device),
 		.dtype = convert_name(p, NAMES_DTYPE, a->dtype),
@@ -396,4 +435,13 @@ struct trace_autocast convert_autocast(struct convert_process *p,
 				 : convert_intern_cstr(p, a->scope),
 		.scopes = t->named_scopes, .nscopes = t->nnamed_scopes,
 	};
+	const struct trace_autocast *kept =
+		trace_intern_autocast(p->strings, &state);
+	if (!kept && p->strings != &p->own_strings) {
+		lose_trace(p);
+		kept = trace_intern_autocast(p->strings, &state);
+	}
+	if (!kept)
+		abort(); /* as convert_intern */
+	return kept;
 }

@@ -99,7 +99,7 @@ static void write_profiler_types(struct jsonw *w,
 	for (int i = 0; i < n; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
-		jsonw_str(w, inputs[i].profiler_type);
+		jsonw_str(w, inputs[i].info->profiler_type);
 	}
 	jsonw_raw(w, "]", 1);
 }
@@ -111,7 +111,7 @@ static void write_profiler_dims(struct jsonw *w,
 	for (int i = 0; i < n; i++) {
 		if (i)
 			jsonw_raw(w, ",", 1);
-		write_shape(w, inputs[i].ndim, inputs[i].shape);
+		write_shape(w, inputs[i].info->ndim, inputs[i].info->shape);
 	}
 	jsonw_raw(w, "]", 1);
 }
@@ -178,7 +178,7 @@ static void object_close(struct jsonw *w, size_t open)
 	jsonw_double(w, (double)(m)->f / (double)trace_us_to_ns(e->dur));
 #define WRITE_SCOPE(m, f) write_scope(w, (m)->f);
 #define WRITE_SCOPE_THREAD(m, f) write_scope(w, 't');
-#define WRITE_AUTOCAST(m, f) write_autocast(w, e, &(m)->f);
+#define WRITE_AUTOCAST(m, f) write_autocast(w, e, (m)->f);
 #define WRITE_EXIT(m, f) write_exit_or_null(w, e, (m)->f);
 #define WRITE_GPU(m, f) write_gpu_timing(w, e, (m)->f);
 #define WRITE_TENSORS(m, f) write_tensor_list(w, e, (m)->f, (m)->n##f);
@@ -252,10 +252,26 @@ static void object_close(struct jsonw *w, size_t open)
 	}
 
 OBJECT_WRITER(autocast, struct trace_autocast, TRACE_AUTOCAST_KEYS)
-OBJECT_WRITER(tensor, struct trace_tensor, TRACE_TENSOR_KEYS)
+OBJECT_WRITER(tensor_record, struct trace_tensor_record, TRACE_TENSOR_KEYS)
+
+static void write_tensor(struct jsonw *w, const struct trace_event *e,
+			 const struct trace_tensor *t)
+{
+	struct trace_tensor_record record = trace_tensor_record(t);
+
+	write_tensor_record(w, e, &record);
+}
 LIST_WRITER(tensor, struct trace_tensor)
 OBJECT_WRITER(op, struct trace_op, TRACE_OP_KEYS)
-OBJECT_WRITER(cast, struct trace_cast, TRACE_CAST_KEYS)
+OBJECT_WRITER(cast_record, struct trace_cast_record, TRACE_CAST_KEYS)
+
+static void write_cast(struct jsonw *w, const struct trace_event *e,
+		       const struct trace_cast *c)
+{
+	struct trace_cast_record record = trace_cast_record(c);
+
+	write_cast_record(w, e, &record);
+}
 OBJECT_WRITER(scope_begin, struct trace_scope, TRACE_SCOPE_BEGIN_KEYS)
 OBJECT_WRITER(scope_end, struct trace_scope, TRACE_SCOPE_END_KEYS)
 OBJECT_WRITER(cache_clear, struct trace_cache_clear, TRACE_CACHE_CLEAR_KEYS)
@@ -457,14 +473,14 @@ static inline void memo_hole(struct op_memo *k, struct hole hole)
 #define MEMO_STRINGS(m, f)                                                  \
 	memo_word(k, (uintptr_t)(m)->f);                                    \
 	memo_word(k, (uint64_t)(m)->n##f);
-#define MEMO_AUTOCAST(m, f) memo_autocast(k, e, &(m)->f);
+#define MEMO_AUTOCAST(m, f) memo_autocast(k, e, (m)->f);
 #define MEMO_TENSORS(m, f)                                                  \
 	memo_word(k, (uint64_t)(m)->n##f);                                  \
 	for (int i = 0; i < (m)->n##f; i++)                                 \
 		memo_tensor(k, e, &(m)->f[i]);
 #define MEMO_PROFILER_TYPES(m, f)                                           \
 	for (int i = 0; i < (m)->n##f; i++)                                 \
-		memo_word(k, (uintptr_t)(m)->f[i].profiler_type);
+		memo_word(k, (uintptr_t)(m)->f[i].info->profiler_type);
 #define MEMO_PROFILER_DIMS(m, f) /* the inputs' shapes, already in */
 
 #define MEMO_OF(name, S, KEYS)                                              \
@@ -475,7 +491,15 @@ static inline void memo_hole(struct op_memo *k, struct hole hole)
 		KEYS(MEMO_ROW)                                              \
 	}
 MEMO_OF(autocast, struct trace_autocast, TRACE_AUTOCAST_KEYS)
-MEMO_OF(tensor, struct trace_tensor, TRACE_TENSOR_KEYS)
+MEMO_OF(tensor_record, struct trace_tensor_record, TRACE_TENSOR_KEYS)
+
+static inline void memo_tensor(struct op_memo *k, const struct trace_event *e,
+			       const struct trace_tensor *t)
+{
+	struct trace_tensor_record record = trace_tensor_record(t);
+
+	memo_tensor_record(k, e, &record);
+}
 MEMO_OF(op_args, struct trace_op, TRACE_OP_KEYS)
 
 /* Which set of ways an op's templates are in: a hash of what most often
@@ -489,9 +513,10 @@ static size_t memo_set(const struct trace_event *e)
 	for (int i = 0; i < op->ninputs + op->noutputs; i++) {
 		const struct trace_tensor *t = i < op->ninputs
 			? &op->inputs[i] : &op->outputs[i - op->ninputs];
-		h = (h ^ (uint64_t)(t->ndim > 0 ? t->shape[0] : 0) ^
-		     (uint64_t)(t->ndim > 1 ? t->shape[1] : 0) << 20 ^
-		     (uintptr_t)t->name) * 0x9E3779B97F4A7C15ull;
+		const struct trace_tensor_info *info = t->info;
+		h = (h ^ (uint64_t)(info->ndim > 0 ? info->shape[0] : 0) ^
+		     (uint64_t)(info->ndim > 1 ? info->shape[1] : 0) << 20 ^
+		     (uintptr_t)info->name) * 0x9E3779B97F4A7C15ull;
 	}
 	h ^= h >> 29;
 	return (size_t)(h % MEMO_SETS);

@@ -396,6 +396,80 @@ static void *load_pointed(struct loader *l, const cJSON *v,
 	return out;
 }
 
+/* An array of tensors: each read as its record, kept as its id and its
+ * interned kind. */
+static struct trace_tensor *load_tensors(struct loader *l, const cJSON *list,
+					 const struct trace_key *k,
+					 const char *where, int *count)
+{
+	int n = cJSON_GetArraySize(list);
+	struct trace_tensor *out =
+		trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *out);
+	char at[96];
+	const cJSON *v;
+
+	*count = 0;
+	if (!out) {
+		fail(l, "out of memory");
+		return NULL;
+	}
+	cJSON_ArrayForEach(v, list) {
+		struct trace_tensor_record record = { 0 };
+		snprintf(at, sizeof at, "%s%s[%d]", where, k->key, *count);
+		if (!cJSON_IsObject(v)) {
+			fail(l, "%s must be an object, got %s", at,
+			     type_name(v));
+			return out;
+		}
+		strcat(at, ".");
+		load_object(l, v, k->object, &record, at);
+		out[*count] = (struct trace_tensor){
+			.id = record.id,
+			.producer_op_id = record.producer_op_id,
+			.info = trace_intern_tensor_info(l->trace, &record.info),
+		};
+		if (!out[*count].info) {
+			fail(l, "out of memory");
+			return out;
+		}
+		(*count)++;
+	}
+	return out;
+}
+
+/* An op's autocast state, interned: its scopes list, read into the
+ * trace's room, is given back once the state is. */
+static const struct trace_autocast *load_autocast(struct loader *l,
+						  const cJSON *v,
+						  const struct trace_key *k,
+						  const char *where)
+{
+	struct trace_arena_mark mark = trace_arena_mark(l->trace);
+	struct trace_autocast state = { 0 };
+	const struct trace_autocast *kept;
+	char at[96];
+
+	snprintf(at, sizeof at, "%s%s.", where, k->key);
+	load_object(l, v, k->object, &state, at);
+	kept = trace_intern_autocast(l->trace, &state);
+	trace_arena_release(l->trace, mark);
+	if (!kept)
+		fail(l, "out of memory");
+	return kept;
+}
+
+/* A cast's args: read as its record, kept with its source's kind
+ * interned. */
+static void load_cast(struct loader *l, const cJSON *args,
+		      struct trace_cast *cast)
+{
+	struct trace_cast_record record = { 0 };
+
+	load_object(l, args, &trace_schema_cast, &record, "args.");
+	if (!l->failed && trace_cast_from_record(l->trace, &record, cast))
+		fail(l, "out of memory");
+}
+
 /* "Input type": one name per input, set on the inputs already read. */
 static void load_profiler_types(struct loader *l, const cJSON *list,
 				struct trace_tensor *inputs, int ninputs)
@@ -414,9 +488,17 @@ static void load_profiler_types(struct loader *l, const cJSON *list,
 			     type_name(v));
 			return;
 		}
-		if (inputs)
-			inputs[i].profiler_type =
+		if (inputs) {
+			struct trace_tensor_info info = *inputs[i].info;
+			info.profiler_type =
 				trace_intern(l->trace, v->valuestring);
+			inputs[i].info =
+				trace_intern_tensor_info(l->trace, &info);
+			if (!inputs[i].info) {
+				fail(l, "out of memory");
+				return;
+			}
+		}
 		i++;
 	}
 }
@@ -511,6 +593,8 @@ static void load_value(struct loader *l, const struct trace_key *k,
 		*(char *)f = strlen(v->valuestring) == 1 ? v->valuestring[0] : 0;
 		break;
 	case TRACE_TYPE_AUTOCAST:
+		*(const struct trace_autocast **)f = load_autocast(l, v, k, where);
+		break;
 	case TRACE_TYPE_AGGREGATE_CACHE: {
 		char at[96];
 		snprintf(at, sizeof at, "%s%s.", where, k->key);
@@ -525,6 +609,8 @@ static void load_value(struct loader *l, const struct trace_key *k,
 					      : load_pointed(l, v, k, where);
 		break;
 	case TRACE_TYPE_TENSORS:
+		*(void **)f = load_tensors(l, v, k, where, count);
+		break;
 	case TRACE_TYPE_PROCESSES:
 	case TRACE_TYPE_MERGED:
 	case TRACE_TYPE_MERGED_ENDS:
@@ -825,6 +911,8 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		load_object(l, json, top, model, "");
 	if (e.kind == TRACE_COUNTER && args)
 		load_counter(l, args, &e.counter);
+	else if (table == &trace_schema_cast && cJSON_IsObject(args))
+		load_cast(l, args, &e.cast);
 	else if (table && cJSON_IsObject(args))
 		load_object(l, args, table, model, "args.");
 	if (e.kind == TRACE_OP && !e.op.overload)

@@ -102,6 +102,24 @@ void *trace_grow(void *array, size_t *cap, size_t need, size_t elem);
  * array, which lives as long as the trace. */
 const int64_t *trace_intern_shape(struct trace *trace, const int64_t *sizes,
 				  int ndim);
+/* A tensor's kind, interned with the strings: equal kinds share one
+ * struct, which lives as long as the trace.  Its strings and shape must
+ * be the trace's own (interned), as a kind compares them by address. */
+const struct trace_tensor_info *
+trace_intern_tensor_info(struct trace *trace,
+			 const struct trace_tensor_info *info);
+/* An op's autocast state, interned as a tensor's kind is (its scopes
+ * list too): equal states share one struct. */
+const struct trace_autocast *
+trace_intern_autocast(struct trace *trace,
+		      const struct trace_autocast *state);
+/* `cast` from its record: its source's kind interned (its dtype: from),
+ * its compiled graph's keys, when any is set, copied into the trace's
+ * room.  Returns 0, or -1 when out of memory.  The record's strings and
+ * shape must be the trace's own. */
+int trace_cast_from_record(struct trace *trace,
+			   const struct trace_cast_record *record,
+			   struct trace_cast *cast);
 /* Everything trace_alloc() gave since trace_arena_mark(), given back
  * (interned strings stay). */
 struct trace_arena_mark {

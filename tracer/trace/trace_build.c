@@ -198,6 +198,74 @@ const int64_t *trace_intern_shape(struct trace *t, const int64_t *sizes,
 				       (size_t)ndim * sizeof *sizes);
 }
 
+/* A kind's bytes interned as a shape's are: its members are interned
+ * strings and shapes, so equal kinds are equal bytes once the padding
+ * is zero. */
+const struct trace_tensor_info *
+trace_intern_tensor_info(struct trace *t, const struct trace_tensor_info *info)
+{
+	struct trace_tensor_info key;
+
+	memset(&key, 0, sizeof key);
+	key.dtype = info->dtype;
+	key.name = info->name;
+	key.shape = info->shape;
+	key.ndim = info->ndim;
+	key.requires_grad = info->requires_grad;
+	key.leaf = info->leaf;
+	key.view = info->view;
+	key.device = info->device;
+	key.profiler_type = info->profiler_type;
+	return (const struct trace_tensor_info *)intern(t, (const char *)&key,
+							sizeof key);
+}
+
+const struct trace_autocast *
+trace_intern_autocast(struct trace *t, const struct trace_autocast *state)
+{
+	struct trace_autocast key;
+
+	memset(&key, 0, sizeof key);
+	key.enabled = state->enabled;
+	key.device = state->device;
+	key.dtype = state->dtype;
+	key.cache_enabled = state->cache_enabled;
+	key.depth = state->depth;
+	key.scope = state->scope;
+	key.nscopes = state->nscopes;
+	if (state->nscopes > 0) {
+		key.scopes = (const char **)intern(
+			t, (const char *)state->scopes,
+			(size_t)state->nscopes * sizeof *state->scopes);
+		if (!key.scopes)
+			return NULL;
+	}
+	return (const struct trace_autocast *)intern(t, (const char *)&key,
+						     sizeof key);
+}
+
+int trace_cast_from_record(struct trace *t,
+			   const struct trace_cast_record *record,
+			   struct trace_cast *cast)
+{
+	static const struct trace_cast_compiled none;
+	struct trace_tensor_info source = record->source;
+
+	*cast = record->cast;
+	source.dtype = cast->from;
+	cast->source = trace_intern_tensor_info(t, &source);
+	cast->compiled = NULL;
+	if (memcmp(&record->compiled, &none, sizeof none)) {
+		struct trace_cast_compiled *compiled =
+			trace_alloc(t, sizeof *compiled);
+		if (!compiled)
+			return -1;
+		*compiled = record->compiled;
+		cast->compiled = compiled;
+	}
+	return cast->source ? 0 : -1;
+}
+
 int trace_init(struct trace *trace, const char *path)
 {
 	*trace = (struct trace){ .path = strdup(path) };

@@ -55,21 +55,55 @@ enum trace_kind {
 	TRACE_KIND_COUNT
 };
 
+/* What a tensor is, apart from which one: its dtype, shape, name, flags
+ * and device.  Interned (trace_intern_tensor_info): a big trace holds
+ * millions of tensors of a few kinds, so each names its kind.  One list
+ * of members for the kind and for the record below. */
+#define TRACE_TENSOR_INFO_MEMBERS                                           \
+	const char *dtype;                                                  \
+	const char *name;          /* NULL when unnamed */                  \
+	/* its ndim sizes, interned (trace_intern_shape) */                 \
+	const int64_t *shape;                                               \
+	int ndim;                                                           \
+	bool requires_grad, leaf, view;                                     \
+	const char *device;        /* NULL: absent (cpu) */                 \
+	const char *profiler_type; /* an op input's "Input type" entry */
+
+struct trace_tensor_info {
+	TRACE_TENSOR_INFO_MEMBERS
+};
+
+/* An op's input or output. */
 struct trace_tensor {
 	uint64_t id;
 	/* an op input's producing op as libamp recorded it (the op that last
 	 * wrote it before this op), 0: not recorded (FORMAT.md §3.2) */
 	uint64_t producer_op_id;
-	const char *dtype;
-	const char *name;  /* NULL when unnamed */
-	/* its ndim sizes, interned (trace_intern_shape): a big trace holds
-	 * millions of tensors of a few shapes */
-	const int64_t *shape;
-	int ndim;
-	bool requires_grad, leaf, view;
-	const char *device;        /* NULL: absent (cpu) */
-	const char *profiler_type; /* an op input's "Input type" entry */
+	const struct trace_tensor_info *info; /* never NULL */
 };
+
+/* A tensor as the JSON spells it, every key a member: what the schema's
+ * reader fills and its writer writes (trace_schema.h), made into a
+ * trace_tensor by interning its info. */
+struct trace_tensor_record {
+	uint64_t id, producer_op_id;
+	union {
+		struct trace_tensor_info info;
+		struct {
+			TRACE_TENSOR_INFO_MEMBERS
+		};
+	};
+};
+
+/* t as its record (the writer and the validator walk the schema's rows
+ * over it). */
+static inline struct trace_tensor_record
+trace_tensor_record(const struct trace_tensor *t)
+{
+	return (struct trace_tensor_record){ .id = t->id,
+					     .producer_op_id = t->producer_op_id,
+					     .info = *t->info };
+}
 
 struct trace_autocast {
 	bool enabled;
@@ -92,29 +126,63 @@ struct trace_op {
 	const char *device;
 	bool emulated;
 	bool incomplete;      /* in flight when the process ended */
-	struct trace_autocast autocast;
+	int status;
+	/* interned (trace_intern_autocast): ops share a few states; never
+	 * NULL */
+	const struct trace_autocast *autocast;
 	int ninputs, noutputs;
 	struct trace_tensor *inputs, *outputs;
-	int status;
 	const char *error;
 	const char *closed_by; /* incomplete ops: what ended them */
+};
+
+/* A compiled graph's cast's own keys (origin "compiled"). */
+struct trace_cast_compiled {
+	PRODUCER_CAST_COMPILED_KEYS(PRODUCER_KEY_MEMBER, _)
 };
 
 struct trace_cast {
 	uint64_t op_id, tensor, result, bytes;
 	int arg;
-	int ndim;             /* the source tensor's, as `shape` below */
+	bool stale;
 	const char *from, *to, *cache, *reason;
-	const char *name;     /* the source tensor's name, or NULL */
 	const char *op;       /* the op being cast for, when known */
 	const char *phase;
 	const char *scope;
-	PRODUCER_CAST_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
-	/* the source tensor's shape (interned, as a tensor's) and flags */
-	const int64_t *shape;
-	bool requires_grad, leaf;
-	bool stale;
+	PRODUCER_CAST_RUN_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
+	/* origin "compiled": the graph's keys; else NULL (a trace holds
+	 * millions of casts of the run, which have none) */
+	const struct trace_cast_compiled *compiled;
+	/* the source tensor's name, shape and flags (its dtype is `from`),
+	 * interned as an op's tensors' kinds are; never NULL */
+	const struct trace_tensor_info *source;
 };
+
+/* A cast as the JSON spells it, every key a member: what the schema's
+ * reader fills and its writer writes (trace_schema.h), made into a
+ * trace_cast by trace_cast_from_record(). */
+struct trace_cast_record {
+	struct trace_cast cast;
+	struct trace_cast_compiled compiled;
+	union {
+		struct trace_tensor_info source;
+		struct {
+			TRACE_TENSOR_INFO_MEMBERS
+		};
+	};
+};
+
+/* c as its record (the writer and the validator walk the schema's rows
+ * over it). */
+static inline struct trace_cast_record
+trace_cast_record(const struct trace_cast *c)
+{
+	struct trace_cast_record r = { .cast = *c, .source = *c->source };
+
+	if (c->compiled)
+		r.compiled = *c->compiled;
+	return r;
+}
 
 /* A cast of a torch.compile'd graph (origin "compiled", FORMAT.md
  * §3.13), recorded once when the graph was compiled, not by a run: its
@@ -124,17 +192,29 @@ static inline bool trace_cast_is_compiled(const struct trace_cast *c)
 	return c->origin && !strcmp(c->origin, "compiled");
 }
 
+/* c's compiled graph's keys; all absent (none) for a cast of the run. */
+static inline const struct trace_cast_compiled *
+trace_cast_graph(const struct trace_cast *c)
+{
+	static const struct trace_cast_compiled none;
+
+	return c->compiled ? c->compiled : &none;
+}
+
 /* The op a cast is for, and its phase: a compiled graph's cast's own
  * (graph_op, graph_phase), else its op's. */
 static inline const char *trace_cast_for_op(const struct trace_cast *c)
 {
-	return trace_cast_is_compiled(c) && c->graph_op ? c->graph_op : c->op;
+	return trace_cast_is_compiled(c) && trace_cast_graph(c)->graph_op
+		       ? trace_cast_graph(c)->graph_op
+		       : c->op;
 }
 
 static inline const char *trace_cast_for_phase(const struct trace_cast *c)
 {
-	return trace_cast_is_compiled(c) && c->graph_phase ? c->graph_phase
-							   : c->phase;
+	return trace_cast_is_compiled(c) && trace_cast_graph(c)->graph_phase
+		       ? trace_cast_graph(c)->graph_phase
+		       : c->phase;
 }
 
 /* B and E events (E: depth and closed_by only). */

@@ -27,14 +27,14 @@ int trace_index_update(struct trace_index *ix)
 			id_map_put(&ix->ops, e->pid, op->op_id, i);
 			for (int k = 0; k < op->ninputs; k++) {
 				count_use(ix, e->pid, op->inputs[k].id);
-				if (op->inputs[k].name)
+				if (op->inputs[k].info->name)
 					id_map_put(&ix->names, e->pid,
 						   op->inputs[k].id, i);
 			}
 			for (int k = 0; k < op->noutputs; k++) {
 				id_map_put(&ix->producer, e->pid,
 					   op->outputs[k].id, i);
-				if (op->outputs[k].name)
+				if (op->outputs[k].info->name)
 					id_map_put(&ix->names, e->pid,
 						   op->outputs[k].id, i);
 			}
@@ -43,7 +43,7 @@ int trace_index_update(struct trace_index *ix)
 			if (e->cast.cache && strcmp(e->cast.cache, "hit"))
 				id_map_put(&ix->producer, e->pid,
 					   e->cast.result, i);
-			if (e->cast.name)
+			if (e->cast.source->name)
 				id_map_put(&ix->names, e->pid, e->cast.tensor,
 					   i);
 		}

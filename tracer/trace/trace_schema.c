@@ -115,8 +115,8 @@
 
 #define KEY_ROW_op(...) KEY_ROW(struct trace_op, __VA_ARGS__)
 #define KEY_ROW_autocast(...) KEY_ROW(struct trace_autocast, __VA_ARGS__)
-#define KEY_ROW_tensor(...) KEY_ROW(struct trace_tensor, __VA_ARGS__)
-#define KEY_ROW_cast(...) KEY_ROW(struct trace_cast, __VA_ARGS__)
+#define KEY_ROW_tensor(...) KEY_ROW(struct trace_tensor_record, __VA_ARGS__)
+#define KEY_ROW_cast(...) KEY_ROW(struct trace_cast_record, __VA_ARGS__)
 #define KEY_ROW_scope_begin(...) KEY_ROW(struct trace_scope, __VA_ARGS__)
 #define KEY_ROW_scope_end(...) KEY_ROW(struct trace_scope, __VA_ARGS__)
 #define KEY_ROW_cache_clear(...)                                            \
@@ -161,8 +161,10 @@
 TABLE(op, "amp.op args", struct trace_op, TRACE_OP_KEYS, false)
 TABLE(autocast, "args.autocast", struct trace_autocast, TRACE_AUTOCAST_KEYS,
       false)
-TABLE(tensor, "tensor", struct trace_tensor, TRACE_TENSOR_KEYS, false)
-TABLE(cast, "amp.cast args", struct trace_cast, TRACE_CAST_KEYS, false)
+TABLE(tensor, "tensor", struct trace_tensor_record, TRACE_TENSOR_KEYS,
+      false)
+TABLE(cast, "amp.cast args", struct trace_cast_record, TRACE_CAST_KEYS,
+      false)
 TABLE(scope_begin, "amp.scope B args", struct trace_scope,
       TRACE_SCOPE_BEGIN_KEYS, false)
 TABLE(scope_end, "amp.scope E args", struct trace_scope, TRACE_SCOPE_END_KEYS,

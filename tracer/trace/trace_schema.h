@@ -106,7 +106,7 @@
 	X(STRING_OR_NULL, "scope", scope, DEFAULTED, NONE, "1.0")           \
 	X(STRINGS, "scopes", scopes, NONEMPTY, NONE, "1.0")
 
-/* An op's input or output (struct trace_tensor, FORMAT.md §3.1). */
+/* An op's input or output (struct trace_tensor_record, FORMAT.md §3.1). */
 #define TRACE_TENSOR_KEYS(X)                                                \
 	X(ID, "tensor", id, ALWAYS, NONE, "1.0")                            \
 	X(ID, "producer_op_id", producer_op_id, SET, NONE, "1.3")           \
@@ -118,21 +118,28 @@
 	X(TRUE, "view", view, SET, NONE, "1.0")                             \
 	X(STRING, "device", device, SET, DEVICE, "1.0")
 
+/* A cast's (struct trace_cast_record): the cast's own members, a
+ * compiled graph's keys and its source tensor's. */
+#define TRACE_CAST_RUN_KEY(X, type, f, key, check, since)                   \
+	X(type, key, cast.f, SET, check, since)
+#define TRACE_CAST_COMPILED_KEY(X, type, f, key, check, since)              \
+	X(type, key, compiled.f, SET, check, since)
 #define TRACE_CAST_KEYS(X)                                                  \
-	X(ID, "op_id", op_id, ALWAYS, NONE, "1.0")                          \
-	X(STRING_OR_NULL, "op", op, SET, NONE, "1.0")                       \
-	X(STRING_OR_NULL, "phase", phase, SET, PHASE, "1.0")                \
-	X(STRING_OR_NULL, "scope", scope, SET, NONE, "1.0")                 \
-	PRODUCER_CAST_KEYS(TRACE_PRODUCER_KEY, X)                           \
-	X(INT, "arg", arg, ALWAYS, NONE, "1.0")                             \
-	X(ID, "tensor", tensor, ALWAYS, NONE, "1.0")                        \
-	X(ID, "result", result, ALWAYS, NONE, "1.0")                        \
-	X(STRING, "from", from, ALWAYS, DTYPE, "1.0")                       \
-	X(STRING, "to", to, ALWAYS, DTYPE, "1.0")                           \
-	X(STRING, "cache", cache, ALWAYS, CACHE, "1.0")                     \
-	X(STRING_OR_NULL, "reason", reason, DEFAULTED, NONE, "1.0")         \
-	X(U64, "bytes", bytes, ALWAYS, NONE, "1.0")                         \
-	X(TRUE, "stale", stale, SET, NONE, "1.0")                           \
+	X(ID, "op_id", cast.op_id, ALWAYS, NONE, "1.0")                     \
+	X(STRING_OR_NULL, "op", cast.op, SET, NONE, "1.0")                  \
+	X(STRING_OR_NULL, "phase", cast.phase, SET, PHASE, "1.0")           \
+	X(STRING_OR_NULL, "scope", cast.scope, SET, NONE, "1.0")            \
+	PRODUCER_CAST_RUN_KEYS(TRACE_CAST_RUN_KEY, X)                       \
+	PRODUCER_CAST_COMPILED_KEYS(TRACE_CAST_COMPILED_KEY, X)             \
+	X(INT, "arg", cast.arg, ALWAYS, NONE, "1.0")                        \
+	X(ID, "tensor", cast.tensor, ALWAYS, NONE, "1.0")                   \
+	X(ID, "result", cast.result, ALWAYS, NONE, "1.0")                   \
+	X(STRING, "from", cast.from, ALWAYS, DTYPE, "1.0")                  \
+	X(STRING, "to", cast.to, ALWAYS, DTYPE, "1.0")                      \
+	X(STRING, "cache", cast.cache, ALWAYS, CACHE, "1.0")                \
+	X(STRING_OR_NULL, "reason", cast.reason, DEFAULTED, NONE, "1.0")    \
+	X(U64, "bytes", cast.bytes, ALWAYS, NONE, "1.0")                    \
+	X(TRUE, "stale", cast.stale, SET, NONE, "1.0")                      \
 	X(STRING_OR_NULL, "name", name, SET, NONE, "1.0")                   \
 	X(SHAPE, "shape", shape, DEFAULTED, NONE, "1.0")                    \
 	X(TRUE, "requires_grad", requires_grad, SET, NONE, "1.0")           \

@@ -138,8 +138,12 @@ static void check_keys(const struct trace *t, struct validate_report *r,
 				k->since, t->format);
 		if (!k->object)
 			continue;
-		if (k->type == TRACE_TYPE_AUTOCAST ||
-		    k->type == TRACE_TYPE_AGGREGATE_CACHE) {
+		if (k->type == TRACE_TYPE_AUTOCAST) {
+			check_keys(t, r, k->object, *(const void *const *)f,
+				   line);
+			continue;
+		}
+		if (k->type == TRACE_TYPE_AGGREGATE_CACHE) {
 			check_keys(t, r, k->object, f, line);
 			continue;
 		}
@@ -149,9 +153,19 @@ static void check_keys(const struct trace *t, struct validate_report *r,
 				k->type == TRACE_TYPE_STEPS
 				? list != NULL
 				: *(const int *)((const char *)m + k->count_offset);
-		for (int j = 0; j < n; j++)
-			check_keys(t, r, k->object,
-				   list + (size_t)j * k->object->size, line);
+		for (int j = 0; j < n; j++) {
+			if (k->type == TRACE_TYPE_TENSORS) {
+				const struct trace_tensor *x =
+					(const struct trace_tensor *)list + j;
+				struct trace_tensor_record record =
+					trace_tensor_record(x);
+				check_keys(t, r, k->object, &record, line);
+			} else {
+				check_keys(t, r, k->object,
+					   list + (size_t)j * k->object->size,
+					   line);
+			}
+		}
 	}
 }
 
@@ -162,8 +176,13 @@ static void check_all_keys(const struct trace *t, struct validate_report *r)
 		const struct trace_event *e = &t->events[i];
 		const struct trace_object *args = trace_schema_args(e->kind);
 		const struct trace_object *top = trace_schema_top(e->kind);
-		if (args)
+		if (args == &trace_schema_cast) {
+			struct trace_cast_record record =
+				trace_cast_record(&e->cast);
+			check_keys(t, r, args, &record, e->line);
+		} else if (args) {
 			check_keys(t, r, args, &e->op, e->line);
+		}
 		if (top)
 			check_keys(t, r, top, &e->op, e->line);
 	}
@@ -298,17 +317,17 @@ static bool made_unrecorded(const struct aggregated_from *a, int64_t pid,
 static void check_tensor(const struct aggregated_from *aggregated,
 			 struct validate_report *r,
 			 const struct key *defs, size_t ndefs,
-			 const struct trace_event *e, const struct trace_tensor *x,
-			 const char *role, int64_t used_at)
+			 const struct trace_event *e, uint64_t id,
+			 const char *name, const char *role, int64_t used_at)
 {
-	if (x->name)
+	if (name)
 		return; /* a named leaf needs no producer */
-	const struct key *def = find_key(defs, ndefs, e->pid, x->id);
+	const struct key *def = find_key(defs, ndefs, e->pid, id);
 	if ((!def || def->time > used_at) &&
 	    !made_unrecorded(aggregated, e->pid, used_at))
 		problem(r, "line %zu: %s tensor %llu is used before it appears as "
 			"an output, a cast result or a named leaf%s", e->line,
-			role, (unsigned long long)x->id,
+			role, (unsigned long long)id,
 			def ? " (it is produced later)" : "");
 }
 
@@ -521,7 +540,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			int64_t end = ns(e->ts + e->dur);
 			for (int k = 0; k < e->op.ninputs; k++)
 				check_tensor(&aggregated, r, defs, ndefs, e,
-					     &e->op.inputs[k],
+					     e->op.inputs[k].id,
+					     e->op.inputs[k].info->name,
 					     "input", end);
 		} else if (e->kind == TRACE_CAST ||
 			   e->kind == TRACE_OTHER_CAST) {
@@ -539,15 +559,13 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 						"its op (line %zu)", e->line,
 						o->line);
 			}
-			struct trace_tensor source = {
-				.id = c->tensor, .dtype = c->from, .name = c->name
-			};
 			/* a compiled graph's cast has no tensors of the run */
 			if (!trace_cast_is_compiled(c))
 				check_tensor(&aggregated, r, defs, ndefs, e,
-					     &source, "cast source",
+					     c->tensor, c->source->name,
+					     "cast source",
 					     ns(e->ts + e->dur));
-			else if (!c->graph)
+			else if (!trace_cast_graph(c)->graph)
 				problem(r, "line %zu: a compiled cast names no "
 					"graph", e->line);
 		}
