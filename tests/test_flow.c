@@ -271,6 +271,8 @@ static int compare_flows(const void *a, const void *b)
 enum { OPS = 1500 };
 static void add_op(struct trace *t, int64_t pid, int k)
 {
+	static const struct trace_autocast off = { 0 };
+
 	if (k > OPS) {
 		struct trace_event part = {
 			.kind = TRACE_OP, .ph = 'X', .name = "mm", .cat = "amp.op",
@@ -278,7 +280,8 @@ static void add_op(struct trace *t, int64_t pid, int k)
 			.op = { .op_id = (uint64_t)k + 10000, .op = "mm",
 				.overload = "", .phase = "backward",
 				.parent_op_id = (uint64_t)k,
-				.forward_op_id = (uint64_t)(k - OPS) },
+				.forward_op_id = (uint64_t)(k - OPS),
+				.autocast = &off },
 		};
 		ck_assert_ptr_nonnull(trace_append(t, &part));
 	}
@@ -287,7 +290,8 @@ static void add_op(struct trace *t, int64_t pid, int k)
 		.pid = pid, .tid = 1, .ts = 10.0 * k, .dur = 5,
 		.op = { .op_id = (uint64_t)k, .op = "mm", .overload = "",
 			.phase = k <= OPS ? "forward" : "backward",
-			.forward_op_id = k <= OPS ? 0 : (uint64_t)(k - OPS) },
+			.forward_op_id = k <= OPS ? 0 : (uint64_t)(k - OPS),
+			.autocast = &off },
 	};
 	ck_assert_ptr_nonnull(trace_append(t, &e));
 }

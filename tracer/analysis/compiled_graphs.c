@@ -59,8 +59,8 @@ static void count_op(struct compiled_graph *g, const struct trace_event *e)
 
 static void count_cast(struct compiled_graph *g, const struct trace_cast *c)
 {
-	const char *by = trace_cast_graph(c)->made_by ? trace_cast_graph(c)->made_by
-						 : "";
+	const char *made_by = trace_cast_graph(c)->made_by;
+	const char *by = made_by ? made_by : "";
 
 	g->casts[part_of(trace_cast_for_phase(c))]++;
 	if (!strcmp(by, "program"))

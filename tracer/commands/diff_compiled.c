@@ -162,7 +162,7 @@ void diff_compiled_add(struct diff_compiled_side *s,
 		.module = c->module, .op = trace_cast_for_op(c),
 		.phase = trace_cast_for_phase(c), .from = c->from,
 		.to = c->to, .source = trace_cast_graph(c)->source_line,
-		.graph = trace_cast_graph(c)->graph, .count = 1,
+		.graph = compiled ? trace_cast_graph(c)->graph : 0, .count = 1,
 		.line = e->line,
 	};
 	if (compiled)

@@ -329,9 +329,7 @@ const struct trace_cast_compiled *
 convert_cast_compiled(struct convert_process *p,
 		      const struct trace_cast_compiled *keys)
 {
-	static const struct trace_cast_compiled none;
-
-	if (!memcmp(keys, &none, sizeof none))
+	if (!trace_cast_compiled_set(keys))
 		return NULL;
 	struct trace_cast_compiled *kept = convert_alloc(p, sizeof *kept);
 	*kept = *keys;

@@ -489,6 +489,8 @@ static void load_profiler_types(struct loader *l, const cJSON *list,
 			return;
 		}
 		if (inputs) {
+			/* the kind read with the input, again with its type
+			 * (the first stays interned: a few per trace) */
 			struct trace_tensor_info info = *inputs[i].info;
 			info.profiler_type =
 				trace_intern(l->trace, v->valuestring);

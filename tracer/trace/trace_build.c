@@ -200,7 +200,13 @@ const int64_t *trace_intern_shape(struct trace *t, const int64_t *sizes,
 
 /* A kind's bytes interned as a shape's are: its members are interned
  * strings and shapes, so equal kinds are equal bytes once the padding
- * is zero. */
+ * is zero, which copying member by member into a zeroed key makes sure
+ * of (a struct copy may carry the padding along).  A new member must be
+ * copied too: */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct trace_tensor_info) == 48,
+	       "copy the new member of struct trace_tensor_info below");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct trace_autocast) == 56,
+	       "copy the new member of struct trace_autocast below");
 const struct trace_tensor_info *
 trace_intern_tensor_info(struct trace *t, const struct trace_tensor_info *info)
 {
@@ -248,14 +254,13 @@ int trace_cast_from_record(struct trace *t,
 			   const struct trace_cast_record *record,
 			   struct trace_cast *cast)
 {
-	static const struct trace_cast_compiled none;
 	struct trace_tensor_info source = record->source;
 
 	*cast = record->cast;
 	source.dtype = cast->from;
 	cast->source = trace_intern_tensor_info(t, &source);
 	cast->compiled = NULL;
-	if (memcmp(&record->compiled, &none, sizeof none)) {
+	if (trace_cast_compiled_set(&record->compiled)) {
 		struct trace_cast_compiled *compiled =
 			trace_alloc(t, sizeof *compiled);
 		if (!compiled)

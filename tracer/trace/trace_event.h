@@ -192,13 +192,20 @@ static inline bool trace_cast_is_compiled(const struct trace_cast *c)
 	return c->origin && !strcmp(c->origin, "compiled");
 }
 
-/* c's compiled graph's keys; all absent (none) for a cast of the run. */
+static const struct trace_cast_compiled trace_cast_no_graph;
+
+/* c's compiled graph's keys; all absent for a cast of the run. */
 static inline const struct trace_cast_compiled *
 trace_cast_graph(const struct trace_cast *c)
 {
-	static const struct trace_cast_compiled none;
+	return c->compiled ? c->compiled : &trace_cast_no_graph;
+}
 
-	return c->compiled ? c->compiled : &none;
+/* Whether any of a compiled graph's keys is set (ids and pointers, no
+ * padding between them). */
+static inline bool trace_cast_compiled_set(const struct trace_cast_compiled *k)
+{
+	return memcmp(k, &trace_cast_no_graph, sizeof *k) != 0;
 }
 
 /* The op a cast is for, and its phase: a compiled graph's cast's own

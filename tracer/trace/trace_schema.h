@@ -35,11 +35,15 @@
  *   SCOPE           an instant event's "s": `member` is its char
  *   SCOPE_THREAD    "s":"t", an instant event of its thread (not read;
  *                   its member is unused)
- *   AUTOCAST        an object: that table's struct
+ *   AUTOCAST        an object: that table's struct, interned, which
+ *                   `member` points to (trace_intern_autocast)
  *   EXIT, GPU       an object that table's struct pointer names; EXIT may
  *                   be null (NULL)
  *   TENSORS, PROCESSES, MERGED, MERGED_ENDS
- *                   an array of objects: `member`[`n<member>`]
+ *                   an array of objects: `member`[`n<member>`]; a
+ *                   tensor's table is over its record (struct
+ *                   trace_tensor_record), the array holds struct
+ *                   trace_tensor (trace_tensor_record() between them)
  *   RECORDING, STEPS  an object that table's struct pointer names (NULL:
  *                   absent)
  *   AGGREGATE_CACHE an object: that table's struct
