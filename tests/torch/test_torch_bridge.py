@@ -934,6 +934,25 @@ TWIN_OTHER_OF = {
         "f32 from two casts (torch 1.13); " + PER_CACHE,
     },
 }
+# Run by test_torch_fallback.py under the pure-Python fallback, on torch
+# 2.x (one cast cache per process), the threads twin may miss a cached
+# weight cast one worker consumed (seen in 1 of about 10 suite runs;
+# test_torch_fallback.py's UNSEEN_SHARED): a linear cast fewer, at most
+# one f32->bf16 decision in four, never another kind.
+FALLBACK = os.environ.get("AMPTRACE_TORCH_FALLBACK") == "1"
+UNSEEN_SHARED = ("under the fallback, a cached weight cast of a worker "
+                 "that shares the cache may go unseen")
+
+
+def same_thread_decisions(base, new, fallback):
+    """The twins' cast decisions by direction: the same, or under the
+    fallback, up to a quarter of the f32->bf16 ones unseen."""
+    if not fallback:
+        return base == new
+    lost = base.get("f32->bf16", 0) - new.get("f32->bf16", 0)
+    return (base.keys() == new.keys() and 0 <= lost and
+            lost * 4 <= base.get("f32->bf16", 0) and
+            all(base[k] == new[k] for k in base if k != "f32->bf16"))
 
 
 def cast_decisions(trace):
@@ -964,6 +983,8 @@ def test_twins():
                  if c["kind"] not in ("op-added", "op-removed")]
         named = {**TWIN_OTHER, **TWIN_OTHER_OF.get(name, {}),
                  **(TWIN_OTHER_2X if torch_release() >= (2, 0) else {})}
+        if name == "threads" and FALLBACK:
+            named[("cast-removed", "linear")] = UNSEEN_SHARED
         check("twin %s: no cast-behaviour change against libamp's sample "
               "(dtype, policy, casts, cache) but the named ones" % name,
               p.returncode == 0 and all(
@@ -983,8 +1004,9 @@ def test_twins():
             # is timing; every use of a weight is one decision either way
             decisions = [cast_decisions(load(path)) for path in (base, new)]
             check("twin threads: the same cast decisions (casts and hits) "
-                  "by direction, both caches per process",
-                  decisions[0] == decisions[1], decisions)
+                  "by direction, both caches per process" +
+                  (" (%s)" % UNSEEN_SHARED if FALLBACK else ""),
+                  same_thread_decisions(*decisions, FALLBACK), decisions)
         else:
             check("twin %s: the same casts by direction" % name, all(
                 c["base"] == c["new"] for c in diff["casts_by_direction"]),
