@@ -200,7 +200,7 @@ static void describe_op(char *buf, size_t size, const struct trace *t,
 
 	if (e->kind == TRACE_AGGREGATE) {
 		set(buf, size, "%s in step %lld, recorded as per-step "
-		    "aggregates, at %s:%zu", focus,
+		    "aggregates, at %s:%u", focus,
 		    (long long)e->aggregate.step, t->path, e->line);
 		return;
 	}
@@ -219,7 +219,7 @@ static void describe_op(char *buf, size_t size, const struct trace *t,
 		n += (size_t)snprintf(buf + n, size - n, " %s %s",
 				      op->autocast->device, op->autocast->dtype);
 	if (n < size)
-		n += (size_t)snprintf(buf + n, size - n, ") at %s:%zu", t->path,
+		n += (size_t)snprintf(buf + n, size - n, ") at %s:%u", t->path,
 				      e->line);
 	if (focus && n < size)
 		set(buf + n, size - n, "; %s", focus);
@@ -530,7 +530,7 @@ static void describe_cast(char *buf, size_t size, const struct analysis *a,
 
 	if (e->kind == TRACE_AGGREGATE) {
 		snprintf(buf, size, "the casts of step %lld, recorded as "
-			 "per-step aggregates, at %s:%zu",
+			 "per-step aggregates, at %s:%u",
 			 (long long)e->aggregate.step, a->trace->path, e->line);
 		return;
 	}
@@ -538,7 +538,7 @@ static void describe_cast(char *buf, size_t size, const struct analysis *a,
 
 	const char *name = c->source->name;
 	snprintf(buf, size, "cast %s->%s of tensor %llu%s%s%s for %s (op %llu), "
-		 "cache %s, at %s:%zu",
+		 "cache %s, at %s:%u",
 		 c->from, c->to, (unsigned long long)c->tensor,
 		 name ? " '" : "", name ? name : "", name ? "'" : "",
 		 op ? trace_op_label(&op->op, label, sizeof label)
@@ -711,10 +711,10 @@ static void describe_finding(char *buf, size_t size, const struct analysis *a,
 		if (n < size)
 			describe_op(buf + n, size - n, a->trace, op, NULL);
 	} else if (f->op_id) {
-		set(buf, size, "%s in op %llu at %s:%zu", f->kind,
+		set(buf, size, "%s in op %llu at %s:%u", f->kind,
 		    (unsigned long long)f->op_id, a->trace->path, at->line);
 	} else {
-		set(buf, size, "%s at %s:%zu", f->kind, a->trace->path, at->line);
+		set(buf, size, "%s at %s:%u", f->kind, a->trace->path, at->line);
 	}
 	n = strlen(buf);
 	if (n < size)

@@ -154,7 +154,7 @@ static int merge_model_event(struct merge *m, struct input *in,
 
 	e.pid = map_pid(m, in, e.pid);
 	if (e.kind != TRACE_META && !move_ts(in, &e.ts))
-		return trace_error_set(m->err, "%s:%zu: event %zu: ts %g moved "
+		return trace_error_set(m->err, "%s:%u: event %u: ts %g moved "
 				       "to the merged trace's start is out of "
 				       "range", in->path, e.line, e.index,
 				       e.ts);
@@ -241,7 +241,7 @@ static int merge_foreign_event(struct merge *m, struct input *in,
 	cJSON *ts = cJSON_GetObjectItemCaseSensitive(event, "ts");
 	double moved = e->ts;
 	if (cJSON_IsNumber(ts) && !move_ts(in, &moved))
-		return trace_error_set(m->err, "%s:%zu: event %zu: ts %g moved "
+		return trace_error_set(m->err, "%s:%u: event %u: ts %g moved "
 				       "to the merged trace's start is out of "
 				       "range", in->path, e->line, e->index,
 				       e->ts);

@@ -846,7 +846,10 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 {
 	struct loader *l = ctx;
 	struct trace *t = l->trace;
-	struct trace_event e = { .line = line, .index = index };
+	struct trace_event e = {
+		.line = line < UINT32_MAX ? (uint32_t)line : UINT32_MAX,
+		.index = index < UINT32_MAX ? (uint32_t)index : UINT32_MAX,
+	};
 	struct trace_arena_mark mark = trace_arena_mark(t);
 
 	l->line = line;

@@ -359,8 +359,11 @@ struct trace_event {
 	const char *cat;      /* "" when absent */
 	int64_t pid, tid;
 	double ts, dur;       /* microseconds */
-	size_t line;          /* where the event starts in the file */
-	size_t index;         /* position in traceEvents */
+	/* 32 bits each, as a trace that loads holds far fewer events (a
+	 * few hundred bytes each in memory) and lines (the reader keeps
+	 * UINT32_MAX for a line past it) */
+	uint32_t line;        /* where the event starts in the file */
+	uint32_t index;       /* position in traceEvents */
 	union {
 		struct trace_op op;
 		struct trace_cast cast;

@@ -282,13 +282,13 @@ static void check_metadata(const struct trace *t, struct validate_report *r)
 		if (e->kind == TRACE_META)
 			continue;
 		if (!find_key(procs, np, e->pid, 0)) {
-			problem(r, "line %zu: pid %lld has no process_name M event",
+			problem(r, "line %u: pid %lld has no process_name M event",
 				e->line, (long long)e->pid);
 			procs[np++] = (struct key){ e->pid, 0, 0, i };
 			trace_sort(procs, np, sizeof *procs, compare_keys);
 		}
 		if (e->tid != 0 && !find_key(threads, nt, e->pid, (uint64_t)e->tid)) {
-			problem(r, "line %zu: thread %lld of pid %lld has no "
+			problem(r, "line %u: thread %lld of pid %lld has no "
 				"thread_name M event", e->line, (long long)e->tid,
 				(long long)e->pid);
 			threads[nt++] = (struct key){ e->pid, (uint64_t)e->tid, 0, i };
@@ -325,7 +325,7 @@ static void check_tensor(const struct aggregated_from *aggregated,
 	const struct key *def = find_key(defs, ndefs, e->pid, id);
 	if ((!def || def->time > used_at) &&
 	    !made_unrecorded(aggregated, e->pid, used_at))
-		problem(r, "line %zu: %s tensor %llu is used before it appears as "
+		problem(r, "line %u: %s tensor %llu is used before it appears as "
 			"an output, a cast result or a named leaf%s", e->line,
 			role, (unsigned long long)id,
 			def ? " (it is produced later)" : "");
@@ -365,7 +365,7 @@ static void check_kernels(const struct trace *t, struct validate_report *r,
 				     : find_key(ops, nops, pid,
 						e->kernel.external_id) != NULL;
 		if (!found)
-			problem(r, "line %zu: kernel's External id %llu names no "
+			problem(r, "line %u: kernel's External id %llu names no "
 				"%s of pid %lld in the trace", e->line,
 				(unsigned long long)e->kernel.external_id,
 				e->kernel.cast ? "cast result" : "op",
@@ -399,7 +399,7 @@ static void check_cache_counters(const struct trace *t,
 		if (!next || next->kind != TRACE_COUNTER ||
 		    strcmp(next->cat, "amp.cache") ||
 		    ns(next->ts) != ns(e->ts + e->dur))
-			problem(r, "line %zu: a cache miss (tensor %llu cast for "
+			problem(r, "line %u: a cache miss (tensor %llu cast for "
 				"op %llu) with no \"autocast cache\" counter "
 				"right after it on its thread (FORMAT.md §3.5)",
 				e->line, (unsigned long long)e->cast.tensor,
@@ -423,7 +423,7 @@ static void check_op_links(const struct trace *t, struct validate_report *r,
 		if (op->parent_op_id &&
 		    (!p || p->tid != e->tid || ns(e->ts) < ns(p->ts) ||
 		     ns(e->ts + e->dur) > ns(p->ts + p->dur)))
-			problem(r, "line %zu: op %llu's parent_op_id %llu is no "
+			problem(r, "line %u: op %llu's parent_op_id %llu is no "
 				"op of its thread holding it", e->line,
 				(unsigned long long)op->op_id,
 				(unsigned long long)op->parent_op_id);
@@ -432,12 +432,12 @@ static void check_op_links(const struct trace *t, struct validate_report *r,
 						     op->forward_op_id) : NULL;
 		if (op->forward_op_id &&
 		    (!forward || ns(t->events[forward->event].ts) > ns(e->ts)))
-			problem(r, "line %zu: op %llu's forward_op_id %llu is no "
+			problem(r, "line %u: op %llu's forward_op_id %llu is no "
 				"op that began before it", e->line,
 				(unsigned long long)op->op_id,
 				(unsigned long long)op->forward_op_id);
 		if (op->forward_op_id && strcmp(op->phase, "backward"))
-			problem(r, "line %zu: op %llu has a forward_op_id but "
+			problem(r, "line %u: op %llu has a forward_op_id but "
 				"phase %s", e->line,
 				(unsigned long long)op->op_id, op->phase);
 	}
@@ -484,7 +484,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_META && e->ts < 0)
-			problem(r, "line %zu: negative ts %g", e->line, e->ts);
+			problem(r, "line %u: negative ts %g", e->line, e->ts);
 		if (e->kind == TRACE_OP) {
 			const struct trace_op *op = &e->op;
 			ops[nops++] = (struct key){ e->pid, op->op_id, 0, i };
@@ -518,8 +518,8 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 	trace_sort(ops, nops, sizeof *ops, compare_keys);
 	for (size_t i = 1; i < nops; i++)
 		if (ops[i].pid == ops[i - 1].pid && ops[i].id == ops[i - 1].id)
-			problem(r, "line %zu: op_id %llu appears twice (also line "
-				"%zu)", t->events[ops[i].event].line,
+			problem(r, "line %u: op_id %llu appears twice (also line "
+				"%u)", t->events[ops[i].event].line,
 				(unsigned long long)ops[i].id,
 				t->events[ops[i - 1].event].line);
 	trace_sort(defs, ndefs, sizeof *defs, compare_keys);
@@ -548,15 +548,15 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 			const struct trace_cast *c = &e->cast;
 			const struct key *op = find_key(ops, nops, e->pid, c->op_id);
 			if (!op) {
-				problem(r, "line %zu: cast for op %llu, which is "
+				problem(r, "line %u: cast for op %llu, which is "
 					"not in the trace", e->line,
 					(unsigned long long)c->op_id);
 			} else {
 				const struct trace_event *o = &t->events[op->event];
 				if (ns(e->ts) < ns(o->ts) ||
 				    ns(e->ts + e->dur) > ns(o->ts + o->dur))
-					problem(r, "line %zu: cast is not inside "
-						"its op (line %zu)", e->line,
+					problem(r, "line %u: cast is not inside "
+						"its op (line %u)", e->line,
 						o->line);
 			}
 			/* a compiled graph's cast has no tensors of the run */
@@ -566,7 +566,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 					     "cast source",
 					     ns(e->ts + e->dur));
 			else if (!trace_cast_graph(c)->graph)
-				problem(r, "line %zu: a compiled cast names no "
+				problem(r, "line %u: a compiled cast names no "
 					"graph", e->line);
 		}
 	}
@@ -582,7 +582,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		while (depth && spans[stack[depth - 1]].end <= s->begin)
 			depth--;
 		if (depth && spans[stack[depth - 1]].end < s->end)
-			problem(r, "line %zu: slice overlaps line %zu on the same "
+			problem(r, "line %u: slice overlaps line %u on the same "
 				"thread without nesting",
 				t->events[s->event].line,
 				t->events[spans[stack[depth - 1]].event].line);
@@ -616,7 +616,7 @@ size_t trace_validate(const struct trace *t, struct validate_report *r)
 		if (e->kind == TRACE_SCOPE_BEGIN)
 			threads[k].depth++;
 		else if (threads[k].depth-- == 0) {
-			problem(r, "line %zu: an amp.scope E with no open B on its "
+			problem(r, "line %u: an amp.scope E with no open B on its "
 				"thread", e->line);
 			threads[k].depth = 0;
 		}
