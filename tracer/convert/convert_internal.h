@@ -93,6 +93,11 @@ struct convert_thread {
 	const char **named_scopes;
 	int nnamed_scopes;
 	bool named_scopes_stale;
+	/* the last autocast state interned for its ops, and what it was
+	 * made of (padding zeroed): an op's BEGIN and END, and most ops
+	 * after, are under the same one */
+	struct trace_autocast autocast_made;
+	const struct trace_autocast *autocast;
 	uint64_t last_ns;
 	/* the rows of a step's aggregates, until its totals come */
 	struct trace_aggregate_op *aggregate_ops;

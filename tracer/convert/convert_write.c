@@ -422,17 +422,22 @@ const struct trace_autocast *convert_autocast(struct convert_process *p,
 					      const struct producer_autocast *a,
 					      const char *scope)
 {
+	struct trace_autocast state;
+
 	named_scopes(p, t);
-	struct trace_autocast state = {
-		.enabled = a->enabled,
-		.device = convert_name(p, NAMES_DEVICE, a->device),
-		.dtype = convert_name(p, NAMES_DTYPE, a->dtype),
-		.cache_enabled = a->cache_enabled, .depth = a->depth,
-		.scope = a->scope && scope && !strcmp(a->scope, scope)
-				 ? scope
-				 : convert_intern_cstr(p, a->scope),
-		.scopes = t->named_scopes, .nscopes = t->nnamed_scopes,
-	};
+	memset(&state, 0, sizeof state);
+	state.enabled = a->enabled;
+	state.device = convert_name(p, NAMES_DEVICE, a->device);
+	state.dtype = convert_name(p, NAMES_DTYPE, a->dtype);
+	state.cache_enabled = a->cache_enabled;
+	state.depth = a->depth;
+	state.scope = a->scope && scope && !strcmp(a->scope, scope)
+			      ? scope
+			      : convert_intern_cstr(p, a->scope);
+	state.scopes = t->named_scopes;
+	state.nscopes = t->nnamed_scopes;
+	if (t->autocast && !memcmp(&state, &t->autocast_made, sizeof state))
+		return t->autocast;
 	const struct trace_autocast *kept =
 		trace_intern_autocast(p->strings, &state);
 	if (!kept && p->strings != &p->own_strings) {
@@ -441,5 +446,7 @@ const struct trace_autocast *convert_autocast(struct convert_process *p,
 	}
 	if (!kept)
 		abort(); /* as convert_intern */
+	memcpy(&t->autocast_made, &state, sizeof state);
+	t->autocast = kept;
 	return kept;
 }
