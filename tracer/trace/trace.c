@@ -396,8 +396,8 @@ static void *load_pointed(struct loader *l, const cJSON *v,
 	return out;
 }
 
-/* An array of tensors: each read as its record, kept as its id and its
- * interned kind. */
+/* An array of tensors: read as records (given back after), kept as
+ * their ids and interned kinds. */
 static struct trace_tensor *load_tensors(struct loader *l, const cJSON *list,
 					 const struct trace_key *k,
 					 const char *where, int *count)
@@ -405,35 +405,27 @@ static struct trace_tensor *load_tensors(struct loader *l, const cJSON *list,
 	int n = cJSON_GetArraySize(list);
 	struct trace_tensor *out =
 		trace_alloc(l->trace, (size_t)(n ? n : 1) * sizeof *out);
-	char at[96];
-	const cJSON *v;
 
 	*count = 0;
 	if (!out) {
 		fail(l, "out of memory");
 		return NULL;
 	}
-	cJSON_ArrayForEach(v, list) {
-		struct trace_tensor_record record = { 0 };
-		snprintf(at, sizeof at, "%s%s[%d]", where, k->key, *count);
-		if (!cJSON_IsObject(v)) {
-			fail(l, "%s must be an object, got %s", at,
-			     type_name(v));
-			return out;
-		}
-		strcat(at, ".");
-		load_object(l, v, k->object, &record, at);
-		out[*count] = (struct trace_tensor){
-			.id = record.id,
-			.producer_op_id = record.producer_op_id,
-			.info = trace_intern_tensor_info(l->trace, &record.info),
+	struct trace_arena_mark mark = trace_arena_mark(l->trace);
+	const struct trace_tensor_record *records =
+		load_objects(l, list, k, where, count);
+
+	for (int i = 0; records && i < *count && !l->failed; i++) {
+		out[i] = (struct trace_tensor){
+			.id = records[i].id,
+			.producer_op_id = records[i].producer_op_id,
+			.info = trace_intern_tensor_info(l->trace,
+							 &records[i].info),
 		};
-		if (!out[*count].info) {
+		if (!out[i].info)
 			fail(l, "out of memory");
-			return out;
-		}
-		(*count)++;
 	}
+	trace_arena_release(l->trace, mark);
 	return out;
 }
 
