@@ -414,7 +414,6 @@ static struct trace_tensor *load_tensors(struct loader *l, const cJSON *list,
 	struct trace_arena_mark mark = trace_arena_mark(l->trace);
 	const struct trace_tensor_record *records =
 		load_objects(l, list, k, where, count);
-
 	for (int i = 0; records && i < *count && !l->failed; i++) {
 		out[i] = (struct trace_tensor){
 			.id = records[i].id,
@@ -425,6 +424,8 @@ static struct trace_tensor *load_tensors(struct loader *l, const cJSON *list,
 		if (!out[i].info)
 			fail(l, "out of memory");
 	}
+	if (l->failed)
+		*count = 0; /* what it read may be partly unmade */
 	trace_arena_release(l->trace, mark);
 	return out;
 }

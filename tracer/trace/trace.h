@@ -85,7 +85,8 @@ void trace_free(struct trace *trace);
  * `path`; the strings and arrays an event points to must come from
  * trace_intern()/trace_alloc() of the same trace (they live as long as
  * it); trace_append() copies the event in, setting its index, and
- * counts it.  Each returns NULL (trace_init -1) when out of memory. */
+ * counts it.  Each returns NULL (trace_init -1) when out of memory
+ * (trace_append too past UINT32_MAX events: an index is 32 bits). */
 int trace_init(struct trace *trace, const char *path);
 const char *trace_intern(struct trace *trace, const char *s);
 /* The first `len` bytes of s (up to a NUL among them). */

@@ -279,6 +279,8 @@ int trace_init(struct trace *trace, const char *path)
 
 struct trace_event *trace_append(struct trace *t, const struct trace_event *e)
 {
+	if (t->nevents >= UINT32_MAX)
+		return NULL; /* an event's index is 32 bits */
 	if (t->nevents == t->cap_events) {
 		size_t cap = t->cap_events ? t->cap_events * 2 : 1024;
 		struct trace_event *grown =
