@@ -23,11 +23,7 @@ transformer=$3
 trace_prog=$4
 interact=$5
 keep=${6:-}
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
-	echo "SKIP: chromium is not installed (Debian: apt-get install chromium)"
-	exit 77
-fi
+. "$(dirname "$0")/chromium.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/tap.sh"

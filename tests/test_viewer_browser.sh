@@ -15,11 +15,7 @@ ampview=$1
 amptrace=$2
 transformer=$3
 keep=${4:-}
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
-	echo "SKIP: chromium is not installed (Debian: apt-get install chromium)"
-	exit 77
-fi
+. "$(dirname "$0")/chromium.sh"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -13,11 +13,7 @@ ampview=$2
 torch2_python=$3
 vision_python=$4
 here=$(cd "$(dirname "$0")" && pwd)
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
-	echo "SKIP: chromium is not installed (Debian: apt-get install chromium)"
-	exit 77
-fi
+. "$here/chromium.sh"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 failed=0
