@@ -113,7 +113,7 @@ struct graph {
 	struct graph_box *boxes;
 	size_t nboxes;
 	struct graph_module *modules;
-	size_t nmodules;
+	size_t nmodules, cap_modules;
 	int module_depth;        /* parts of a collapsed module's path, or
 				    VIEW_DEPTH_OPS when ops are drawn alone */
 	size_t ops_collapsed;    /* inside modules */
@@ -147,7 +147,7 @@ struct graph_builder {
 	const char **op_module;   /* per op: the module it is drawn in */
 	size_t *module_node;      /* per module: its node, VIEW_NONE until made */
 	struct module_cluster *module_clusters;
-	size_t nmodule_clusters;
+	size_t nmodule_clusters, cap_module_clusters;
 	size_t unit;              /* ops and folds drawn so far */
 	size_t last_unit;         /* the node of the last op or fold drawn */
 	size_t anchor;            /* the one before the op being drawn */

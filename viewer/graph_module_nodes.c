@@ -54,8 +54,9 @@ static int module_cluster(struct graph_builder *b, int outer,
 		parent = module_cluster(b, outer, module,
 					analysis_module_prefix(module, parts - 1),
 					parts - 1);
-	struct module_cluster *grown = realloc(
-		b->module_clusters, (b->nmodule_clusters + 1) * sizeof *grown);
+	struct module_cluster *grown =
+		trace_grow(b->module_clusters, &b->cap_module_clusters,
+			   b->nmodule_clusters + 1, sizeof *grown);
 	if (!grown) {
 		g->failed = true;
 		return outer;
@@ -147,7 +148,7 @@ static size_t module_processes(const struct graph_builder *b,
 {
 	const struct view_selection *s = b->s;
 	int64_t *pids = NULL;
-	size_t npids = 0;
+	size_t npids = 0, cap = 0;
 
 	for (size_t k = m->first; k < m->first + m->nops; k++) {
 		int64_t pid = s->trace->events[s->ops[k].event].pid;
@@ -156,7 +157,7 @@ static size_t module_processes(const struct graph_builder *b,
 			i++;
 		if (i < npids)
 			continue;
-		int64_t *grown = realloc(pids, (npids + 1) * sizeof *grown);
+		int64_t *grown = trace_grow(pids, &cap, npids + 1, sizeof *grown);
 		if (!grown) {
 			free(pids);
 			return 0;

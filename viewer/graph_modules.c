@@ -279,8 +279,9 @@ bool graph_plan_modules(struct graph_builder *b)
 			last->nops++;
 			continue;
 		}
-		struct graph_module *grown = realloc(
-			g->modules, (g->nmodules + 1) * sizeof *grown);
+		struct graph_module *grown =
+			trace_grow(g->modules, &g->cap_modules, g->nmodules + 1,
+				   sizeof *grown);
 		if (!grown)
 			return false;
 		g->modules = grown;

@@ -16,7 +16,7 @@ void module_table_init(struct module_table *m, int depth, int ncolumns)
 static struct module_row *new_row(struct module_table *m, char *module)
 {
 	struct module_row *grown =
-		realloc(m->rows, (m->nrows + 1) * sizeof *m->rows);
+		trace_grow(m->rows, &m->cap_rows, m->nrows + 1, sizeof *m->rows);
 
 	if (!grown)
 		return NULL;

@@ -33,7 +33,7 @@ struct module_table {
 	int depth;
 	int ncolumns;          /* output dtype columns, the caller's */
 	struct module_row *rows; /* in the order first seen */
-	size_t nrows;
+	size_t nrows, cap_rows;
 	struct id_map row_of;  /* interned module path -> row + 1 */
 	bool any_module;       /* some op or cast carries one */
 };
