@@ -54,8 +54,8 @@ python3 "$script" "$out/model.json" 8 --error || { echo "FAIL: trace"; exit 1; }
 	fail "module node label"
 
 # the note of a failed op inside a collapsed module goes to its node
-grep -q '"finding1" -> "module1"' "$out/depth2.dot" &&
-	grep -q 'op-error' "$out/depth2.dot" &&
+grep -q '"finding1" \[label="⚠ error: op-error' "$out/depth2.dot" &&
+	grep -q '"finding1" -> "module1"' "$out/depth2.dot" &&
 	echo "ok   a finding's note is kept on the module node" ||
 	fail "finding note on the module node"
 
@@ -100,12 +100,15 @@ json.dump(t, open(sys.argv[2], "w"))' "$out/model.json" "$out/ranks.json" &&
 "$ampview" "$out/model.json" -o "$out/bad.svg" --module blocks.3.fc3 \
 	2>"$out/bad.err"
 status=$?
+"$ampview" "$out/model.json" -o "$out/bad2.svg" --module fc2 \
+	2>"$out/bad2.err"
+status2=$?
 [ "$status" -eq 2 ] && [ ! -e "$out/bad.svg" ] &&
 	grep -q "no op ran in a module named 'blocks.3.fc3' (did you mean 'blocks.3.fc1'?); outermost modules in this trace: 'blocks', 'head'" "$out/bad.err" &&
-	"$ampview" "$out/model.json" -o "$out/bad.svg" --module fc2 2>"$out/bad.err"
-[ $? -eq 2 ] && grep -q "did you mean 'blocks.0.fc2'" "$out/bad.err" &&
+	[ "$status2" -eq 2 ] && [ ! -e "$out/bad2.svg" ] &&
+	grep -q "did you mean 'blocks.0.fc2'" "$out/bad2.err" &&
 	echo "ok   an unknown --module is an error suggesting the closest" ||
-	fail "unknown module: $(cat "$out/bad.err")"
+	fail "unknown module: $(cat "$out/bad.err" "$out/bad2.err")"
 
 # a depth of too many nodes to fit is not laid out: 300 blocks' layers
 # are ~1,500 nodes, so depths 0, 1 and 2 are the only layouts made

@@ -66,7 +66,7 @@ sed 's/"dur":1.5,/"dur":9.5,/g; s/"ts":30.125,/"ts":31.5,/' "$fx/good.json" >"$t
 json_changes() { # base new
 	"$amptrace" diff --json "$1" "$2" >"$tmp/diff.json"
 	echo "status $?"
-	/usr/bin/python3 -c 'import json, sys
+	"$python" -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 print("changed", d["changed"], "ops", d["ops"]["base"], d["ops"]["new"], d["ops"]["aligned"])
 for c in d["changes"]:
@@ -120,7 +120,7 @@ check "diff by module: h.0's changes" in_order "changes by module (paths cut to 
 	"  h.0                              2"
 check "diff by module: lm_head's" out_has "  lm_head                          1"
 capture "$amptrace" diff --json "$fx/modules.json" "$tmp/modules-bf16.json"
-check "diff --json by module" /usr/bin/python3 -c 'import json, sys
+check "diff --json by module" "$python" -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["changes_by_module"] == [{"module": "h.0", "count": 2},
     {"module": "h.1", "count": 1}, {"module": "lm_head", "count": 1}], d
@@ -139,7 +139,7 @@ done
 # A change in an aggregated step (whose rows name no module) is no
 # module's: the table counts the detailed ops' only.
 with_aggregate() { # IN OUT DTYPE: IN with a step 5 of two linear ops of DTYPE
-	/usr/bin/python3 -c 'import json, sys
+	"$python" -c 'import json, sys
 t = json.load(open(sys.argv[1]))
 pid, tid = next((e["pid"], e["tid"]) for e in t["traceEvents"]
 		if e.get("cat") == "amp.op")

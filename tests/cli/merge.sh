@@ -38,7 +38,7 @@ capture "$amptrace" summary "$tmp/m.json"
 check "merged trace: two processes" out_has "2 processes"
 # pids start at 1: Perfetto treats pid 0 as special (issue 13)
 check "merged trace: rank 0 is pid 1, rank 1 pid 2" \
-	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 pids = {e["args"]["rank"]: e["pid"] for e in d["traceEvents"] if e["name"] == "process_name"}
 inputs = [(i["rank"], i["pid"]) for i in d["amptraceEnd"]["inputs"]]
 sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.json"
@@ -80,7 +80,7 @@ framework_trace 0 "$torch" >"$tmp/f0.json"
 framework_trace 1 "$torch" >"$tmp/f1.json"
 framework_trace 1 "libamp 0.1.0" >"$tmp/f1-libamp.json"
 header_framework() { # merged file, the framework its header must name
-	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 got = d["amptrace"].get("framework")
 if got != (sys.argv[2] or None):
     sys.exit("# header framework: %r" % got)' "$1" "$2"
@@ -101,7 +101,7 @@ check "merge of libamp and torch traces: the header names rank 0's" \
 check "merge of libamp and torch traces: a note says so" \
 	err_has "the inputs come from different frameworks (rank 1: libamp 0.1.0; rank 0: $torch); the header names rank 0's"
 check "merge of libamp and torch traces: each process keeps its own" \
-	/usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 got = {e["args"]["rank"]: e["args"]["framework"] for e in d["traceEvents"] if e["name"] == "process_name"}
 if got != {0: sys.argv[2], 1: "libamp 0.1.0"}:
     sys.exit("# %r" % got)' "$tmp/mf2.json" "$torch"
@@ -151,7 +151,7 @@ ranked_trace 0 700 800 >"$tmp/r0.json"
 capture "$amptrace" merge "$tmp/r1.json" "$tmp/r0.json" -o "$tmp/mr.json"
 check "merge of ranks 1 and 0: exit 0" status_is 0
 merged_pids() { # merged file, then "name pid [args]" per event of interest
-	/usr/bin/python3 -c 'import json, sys
+	"$python" -c 'import json, sys
 for e in json.load(open(sys.argv[1]))["traceEvents"]:
     a = e.get("args", {})
     if e["ph"] == "M":
@@ -176,7 +176,7 @@ check "... for each rank" has_line "process_name 1073741825 GPU 0 (pid 700) None
 check "a kernel's amp.pid follows its host" eval 'has_line "kernel 1073741826 2" && has_line "kernel 1073741825 1"'
 # flows: ids unique in the merged file, both ends of a flow the same
 flow_ids() { # merged file: "pid id" per flow end, in order
-	/usr/bin/python3 -c 'import json, sys
+	"$python" -c 'import json, sys
 for e in json.load(open(sys.argv[1]))["traceEvents"]:
     if e.get("cat") in ("amp.flow", "flow"):
         print(e["ph"], e["pid"], e["id"])' "$1"
