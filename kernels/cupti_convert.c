@@ -68,6 +68,16 @@ find_link(struct amp_cupti_converter *converter, uint32_t correlation_id)
 	return NULL;
 }
 
+/* Work amptrace itself launched (AMP_GPU_OWN_WORK): counted, not kept. */
+static bool own_work(struct amp_cupti_converter *converter,
+		     const struct amp_cupti_link *link)
+{
+	if (!link || link->op_id != AMP_GPU_OWN_WORK)
+		return false;
+	converter->stats.own++;
+	return true;
+}
+
 static void apply_link(struct amp_cupti_converter *converter,
 		       struct amp_gpu_activity *activity,
 		       const struct amp_cupti_link *link)
@@ -102,6 +112,11 @@ static bool convert_kernel(struct amp_cupti_converter *converter,
 			   const amp_cupti_kernel_record *k,
 			   struct amp_gpu_activity *out)
 {
+	const struct amp_cupti_link *link =
+		find_link(converter, k->correlationId);
+
+	if (own_work(converter, link))
+		return false;
 	if (k->start == 0 && k->end == 0) {
 		converter->stats.untimed++;
 		return false;
@@ -120,7 +135,7 @@ static bool convert_kernel(struct amp_cupti_converter *converter,
 		.shared_memory = k->staticSharedMemory + k->dynamicSharedMemory,
 	};
 	converter->stats.kernels++;
-	apply_link(converter, out, find_link(converter, k->correlationId));
+	apply_link(converter, out, link);
 	return true;
 }
 
@@ -128,6 +143,15 @@ static bool convert_memcpy(struct amp_cupti_converter *converter,
 			   const amp_cupti_memcpy_record *m,
 			   struct amp_gpu_activity *out)
 {
+	/* the runtime call (cudaMemcpy) carries our push; the driver call
+	 * under it has its own id */
+	const struct amp_cupti_link *link =
+		find_link(converter, m->runtimeCorrelationId);
+
+	if (!link)
+		link = find_link(converter, m->correlationId);
+	if (own_work(converter, link))
+		return false;
 	if (m->start == 0 && m->end == 0) {
 		converter->stats.untimed++;
 		return false;
@@ -145,12 +169,6 @@ static bool convert_memcpy(struct amp_cupti_converter *converter,
 		.copy_kind = m->copyKind,
 	};
 	converter->stats.memcpys++;
-	/* the runtime call (cudaMemcpy) carries our push; the driver call
-	 * under it has its own id */
-	const struct amp_cupti_link *link =
-		find_link(converter, m->runtimeCorrelationId);
-	if (!link)
-		link = find_link(converter, m->correlationId);
 	apply_link(converter, out, link);
 	return true;
 }

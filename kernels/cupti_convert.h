@@ -51,8 +51,9 @@ void amp_cupti_converter_init(struct amp_cupti_converter *converter,
 
 /* Converts `count` records (in buffer order) into at most `count`
  * activities in `out`; returns how many were written.  Records of other
- * kinds are skipped; untimed kernels (start = end = 0) are counted and
- * skipped.  Names point into CUPTI's records. */
+ * kinds are skipped; untimed kernels (start = end = 0) and the work of
+ * amptrace's own (linked to AMP_GPU_OWN_WORK) are counted and skipped.
+ * Names point into CUPTI's records. */
 size_t amp_cupti_convert(struct amp_cupti_converter *converter,
 			 const CUpti_Activity *const *records, size_t count,
 			 struct amp_gpu_activity *out);

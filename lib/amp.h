@@ -112,6 +112,11 @@ enum amp_gpu_correlation {
 	AMP_GPU_CORRELATION_CAST, /* id = the autocast cast's result tensor id */
 	AMP_GPU_CORRELATION_COUNT
 };
+/* The op id amptrace's own work on the GPU is pushed under (the value
+ * checks' reductions and reads): its kernels and copies are not the
+ * program's, so kernel timing leaves them out (and counts them).  No op
+ * has this id. */
+#define AMP_GPU_OWN_WORK UINT64_MAX
 
 enum amp_gpu_activity_kind {
 	AMP_GPU_ACTIVITY_KERNEL,
@@ -147,6 +152,7 @@ struct amp_gpu_profiler_stats {
 	uint64_t untimed;    /* records CUPTI could not time (start=end=0) */
 	uint64_t dropped;    /* records CUPTI dropped (buffers full) */
 	uint64_t buffers;
+	uint64_t own;        /* activities of amptrace's own work, left out */
 };
 
 /* GPU kernel timing (CUPTI): the functions. */

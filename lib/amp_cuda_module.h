@@ -38,7 +38,7 @@ extern "C" {
 
 #define AMP_CUDA_MODULE_SYMBOL "amp_cuda_module"
 /* Bumped on any incompatible change; libamp refuses other versions. */
-#define AMP_CUDA_MODULE_VERSION 1
+#define AMP_CUDA_MODULE_VERSION 2
 #define AMP_CUDA_UNSUPPORTED 1
 #define AMP_CUDA_MAX_DIMS AMP_MAX_DIMS
 

@@ -181,6 +181,39 @@ START_TEST(test_cupti_cast_and_op)
 }
 END_TEST
 
+/* The value checks' reductions run inside the op they check: pushed as
+ * amptrace's own work, their kernels and copies are not the op's. */
+START_TEST(test_cupti_own_work_left_out)
+{
+	CUpti_ActivityExternalCorrelation op = external(OP, 42, 7);
+	CUpti_ActivityExternalCorrelation own = external(OP, AMP_GPU_OWN_WORK, 8);
+	CUpti_ActivityExternalCorrelation own_copy =
+		external(OP, AMP_GPU_OWN_WORK, 9);
+	amp_cupti_kernel_record gemm = kernel(7, 10, 20, "gemm_kernel");
+	amp_cupti_kernel_record reduce = kernel(8, 30, 40, "reduce_kernel");
+	amp_cupti_memcpy_record read;
+	memset(&read, 0, sizeof read);
+	read.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	read.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	read.runtimeCorrelationId = 9;
+	read.correlationId = 10;
+	read.start = 50;
+	read.end = 60;
+	const CUpti_Activity *records[] = { RECORD(op), RECORD(own),
+					    RECORD(own_copy), RECORD(gemm),
+					    RECORD(reduce), RECORD(read) };
+	struct amp_gpu_activity out[6];
+
+	ck_assert_uint_eq(amp_cupti_convert(converter, records, 6, out), 1);
+	ck_assert_str_eq(out[0].name, "gemm_kernel");
+	ck_assert_uint_eq(out[0].op_id, 42);
+	ck_assert_uint_eq(converter->stats.own, 2);
+	ck_assert_uint_eq(converter->stats.kernels, 1);
+	ck_assert_uint_eq(converter->stats.memcpys, 0);
+	ck_assert_uint_eq(converter->stats.unlinked, 0);
+}
+END_TEST
+
 START_TEST(test_cupti_untimed_and_other_kinds)
 {
 	amp_cupti_kernel_record untimed = kernel(1, 0, 0, "untimed");
@@ -1044,6 +1077,7 @@ static Suite *cuda_host_suite(void)
 	tcase_add_test(tc, test_cupti_link_order_in_batch);
 	tcase_add_test(tc, test_cupti_link_across_batches);
 	tcase_add_test(tc, test_cupti_cast_and_op);
+	tcase_add_test(tc, test_cupti_own_work_left_out);
 	tcase_add_test(tc, test_cupti_untimed_and_other_kinds);
 	tcase_add_test(tc, test_cupti_memcpy);
 	tcase_add_test(tc, test_cupti_slot_reuse);

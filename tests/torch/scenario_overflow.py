@@ -20,6 +20,8 @@
 #   bf16-overflow     (torch 1.13 too) a bf16 layer whose output passes
 #                     3.4e38
 #   bf16-underflow    (torch 1.13 too) f32 subnormal inputs cast to bf16
+#   written-later     (torch 1.13 too) a finite bf16 result that a later
+#                     in-place op makes inf: the layer is no origin
 import sys
 import torch
 
@@ -113,3 +115,9 @@ elif mode == "bf16-overflow":
     train(model(1e30), torch.bfloat16, 1, inputs=lambda: torch.full((8, 16), 1e9))
 elif mode == "bf16-underflow":
     train(model(1.0), torch.bfloat16, 1, inputs=lambda: torch.full((8, 16), 1e-40))
+elif mode == "written-later":
+    layer = torch.nn.Linear(16, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = layer(torch.randn(4, 16))
+        y.mul_(float("inf"))
+        print("non-finite", (~torch.isfinite(y)).sum().item())

@@ -12,6 +12,7 @@ usage: test_forensics.py AMPTRACE VALIDATE_TRACE PYTHON
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,8 +32,8 @@ if not PYTHON:
     sys.exit(77)
 
 
-def run(script, mode, *options, env=None):
-    path = os.path.join(TMP, "%s-%s.json" % (script, mode))
+def run(script, mode, *options, env=None, tag=""):
+    path = os.path.join(TMP, "%s-%s%s.json" % (script, mode, tag))
     cmd = [AMPTRACE, "run", "-q", *options, "-o", path, "--", PYTHON,
            os.path.join(HERE, script + ".py"), mode]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
@@ -290,6 +291,42 @@ def test_dtype_errors():
               p.returncode == 0 and not rest, rest)
 
 
+def normalized_diags(path):
+    """(kind, message) of each value finding, without the host checks'
+    naming of the largest input (the device's counts do not say which)."""
+    with open(path) as f:
+        trace = json.load(f)
+    return [(e["args"]["kind"],
+             re.sub(r", in tensor \d+( '[^']*')?", "", e["args"]["message"]))
+            for e in trace["traceEvents"] if e.get("cat") == "amp.diag"
+            and e["args"].get("kind") in ("fp16-overflow", "cast-underflow")]
+
+
+def test_queued(modes):
+    """The checks of tensors the host cannot read (a GPU's) are batched
+    and counted by torch's ops on the device; AMPTRACE_TEST_QUEUED_VALUES
+    sends host tensors that way, so each scenario must find what the host
+    checks find, op by op and count by count."""
+    queued = dict(os.environ, AMPTRACE_TEST_QUEUED_VALUES="1")
+    for mode in modes:
+        _, host = run("scenario_overflow", mode)
+        p, path = run("scenario_overflow", mode, env=queued, tag="-queued")
+        same = normalized_diags(path) == normalized_diags(host)
+        check("%s, counted in batches as on a GPU: the same value findings "
+              "as the host checks (%d)" % (mode, len(normalized_diags(host))),
+              p.returncode == 0 and same,
+              (p.stderr[-500:], normalized_diags(path)[:3],
+               normalized_diags(host)[:3]))
+    path = os.path.join(TMP, "scenario_overflow-%s-queued.json" % modes[0])
+    with open(path) as f:
+        messages = [e["args"]["message"] for e in json.load(f)["traceEvents"]
+                    if e.get("cat") == "amp.diag"]
+    check("... and the batched path ran: its findings do not name the "
+          "largest input, which only the host checks know",
+          messages and not any(", in tensor" in m for m in messages),
+          messages[:2])
+
+
 skip_unless_bridge(AMPTRACE, PYTHON)
 if torch_release() >= (2, 0):
     test_overflow_and_scheduler()
@@ -298,7 +335,10 @@ if torch_release() >= (2, 0):
     test_views_with_gaps()
     test_healthy()
     test_casts()
+    test_queued(["scheduler", "collapse", "unrelated", "split", "healthy",
+                 "cast-overflow", "cast-underflow"])
 test_bf16()
+test_queued(["bf16-overflow", "bf16-underflow", "written-later"])
 test_api()
 test_dtype_errors()
 sys.exit(done())

@@ -85,6 +85,11 @@ bool gpu_push(uint64_t op_id)
 	return true;
 }
 
+bool gpu_push_own(void)
+{
+	return gpu_push(AMP_GPU_OWN_WORK);
+}
+
 void gpu_pop(void)
 {
 	module->correlation_pop(AMP_GPU_CORRELATION_OP);

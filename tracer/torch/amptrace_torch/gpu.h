@@ -16,6 +16,10 @@ void gpu_cuda_op(uint64_t thread, uint64_t time_ns);
  * end, on the same thread). */
 bool gpu_push(uint64_t op_id);
 void gpu_pop(void);
+/* The same around amptrace's own work on the device (the value checks'
+ * reductions and reads): its kernels are not the program's, and kernel
+ * timing leaves them out (AMP_GPU_OWN_WORK). */
+bool gpu_push_own(void);
 /* The last activities and the counts (at exit or detach). */
 void gpu_end(void);
 void gpu_after_fork(void);

@@ -22,12 +22,17 @@
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <ATen/Functions.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -117,10 +122,15 @@ const char *const made_elsewhere = "(made outside the recorded ops)";
 // a Python subclass's (its strides may be Python's to compute), nor one
 // whose storage torch does not let be read (functional and fake tensors
 // throw).
+// Tests: the value checks read host tensors as they read a GPU's, queued
+// and counted in batches (AMPTRACE_TEST_QUEUED_VALUES=1, read at bind).
+bool queue_host_values;
+
 const void *host_elements(c10::TensorImpl *impl, bool *dense,
 			  int64_t strides[PRODUCER_MAX_DIMS])
 {
-	if (!impl->is_cpu() || impl->layout() != c10::kStrided ||
+	if (!impl->is_cpu() || queue_host_values ||
+	    impl->layout() != c10::kStrided ||
 	    !impl->has_storage() || impl->dim() > PRODUCER_MAX_DIMS ||
 	    impl->key_set().has(c10::DispatchKey::Python))
 		return nullptr;
@@ -144,7 +154,7 @@ struct value_sink {
 
 void keep_device_tensor(const at::Tensor &t, int i, const value_sink &sink)
 {
-	if (!sink.device || !t.is_cuda())
+	if (!sink.device || !(t.is_cuda() || (queue_host_values && t.is_cpu())))
 		return;
 	if ((int)sink.device->size() <= i)
 		sink.device->resize(i + 1);
@@ -610,67 +620,297 @@ const char *tensor_name(uintptr_t impl)
 
 // ------------------------------------------------ value checks on a GPU
 //
-// One small reduction per checked call, queued on the device as a few
-// counts in one tensor, and read with all the others of the step by
-// cuda_collect (one copy to the host), never a sync per op.  The counts
-// are the ones the host checks make (diag_scan.h); events.c applies the
-// same verdicts to them.  Not run here: no GPU on the machines this was
-// written on (README.md says so).
+// A device tensor cannot be read where its op ends without a sync per op,
+// and reducing it there costs some thirty small kernels per check: more
+// launches than the program's own.  So a check is kept (its tensors held,
+// their versions noted) and computed with the others of its stream in a
+// batch: a few dozen kernels per batch whatever its size (the batch's
+// tensors concatenated by dtype, counted per tensor by segment_reduce),
+// the counts left on the device until cuda_collect reads them all (one
+// copy to the host per step).  A tensor held by several checks of a batch
+// (a layer's output, the next layer's input; a weight) is read once.  A
+// check whose tensor was written in place before its batch ran is not
+// judged: the values it asks about are gone.  The counts are the ones
+// the host checks make (diag_scan.h); values.c judges them as it judges
+// those.  Not run on a GPU yet: tests run this path on host tensors
+// (AMPTRACE_TEST_QUEUED_VALUES).
 
-struct queued_reduction {
-	uint64_t tag;
-	enum obs_reduce what;
-	at::Tensor counts; // (8,) f64 on the device
-};
-std::mutex queued_lock;
-std::vector<queued_reduction> queued;
-
+constexpr size_t batch_checks = 512;
+constexpr int64_t batch_elements = (int64_t)1 << 24;
 constexpr int64_t reduction_size = 8;
 
-at::Tensor as_f64(const at::Tensor &t)
+struct queued_check {
+	uint64_t tag;
+	enum obs_reduce what;
+	float limits[3];
+	// [0]: the result, or the cast's source; then (OBS_REDUCE_RESULT)
+	// the call's floating arguments on the same device
+	std::vector<at::Tensor> tensors;
+	std::vector<int64_t> versions; // -1: no version counter (inference)
+};
+
+struct check_batch {
+	c10::Stream stream;
+	std::vector<queued_check> checks;
+	int64_t elements = 0;
+	bool now = false; // holds a tensor whose writes cannot be seen
+
+	explicit check_batch(c10::Stream s) : stream(s) {}
+};
+
+// A computed batch: its rows' tags, and the rows on the device.
+struct computed_batch {
+	std::vector<std::pair<uint64_t, enum obs_reduce>> rows;
+	at::Tensor counts; // (rows, reduction_size) f64
+};
+
+std::mutex queued_lock;
+std::vector<check_batch> open_batches;
+std::vector<computed_batch> computed;
+
+int64_t version_of(const at::Tensor &t)
 {
-	return t.to(at::kDouble);
+	return t.is_inference() ? -1 : (int64_t)t._version();
 }
 
-// [inf, nan, arguments' non-finite, arguments' largest finite |x|]
-at::Tensor result_counts(const at::Tensor &result,
-			 const std::vector<at::Tensor> &arguments)
+bool unchanged(const queued_check &c)
 {
-	at::Tensor non_finite = at::zeros({}, result.options().dtype(at::kLong));
-	at::Tensor max_abs = at::zeros({}, result.options().dtype(at::kDouble));
-	for (const at::Tensor &a : arguments) {
-		if (!a.defined() || !a.is_floating_point() || !a.numel() ||
-		    a.device() != result.device())
-			continue;
-		at::Tensor finite = a.isfinite();
-		non_finite = non_finite + finite.logical_not().sum();
-		max_abs = at::maximum(max_abs,
-				      as_f64(a.abs().masked_fill(
-					      finite.logical_not(), 0).max()));
+	for (size_t i = 0; i < c.tensors.size(); i++)
+		if (c.versions[i] >= 0 && version_of(c.tensors[i]) != c.versions[i])
+			return false;
+	return true;
+}
+
+// Exact counts: f32 while no segment passes 2^24 elements.
+at::ScalarType counting_type(const std::vector<int64_t> &lengths)
+{
+	for (int64_t n : lengths)
+		if (n > ((int64_t)1 << 24))
+			return at::kDouble;
+	return at::kFloat;
+}
+
+// Per segment of `values` (lengths on its device), their sum or max.
+at::Tensor per_segment(const at::Tensor &values, const at::Tensor &lengths,
+		       c10::string_view reduce, at::ScalarType type)
+{
+	return at::segment_reduce(values.to(type), reduce, lengths, {}, {}, 0,
+				  /*unsafe: lengths are ours*/ true,
+				  at::Scalar(0.0))
+		.to(at::kDouble);
+}
+
+// Tensors of one dtype, concatenated: one segment each.
+struct dtype_run {
+	std::vector<at::Tensor> parts;
+	std::vector<int64_t> lengths;
+
+	at::Tensor flat() const { return at::cat(parts); }
+	at::Tensor lengths_on(const at::Device &device) const
+	{
+		return at::tensor(lengths, at::kLong).to(device);
 	}
-	at::Tensor zero = at::zeros({}, max_abs.options());
-	return at::stack({ as_f64(result.isinf().sum()),
-			   as_f64(result.isnan().sum()), as_f64(non_finite),
-			   max_abs, zero, zero, zero, zero });
+};
+
+// `tensors` in runs of one dtype, in order (the caller sorted them).
+std::vector<dtype_run> runs_of(const std::vector<at::Tensor> &tensors)
+{
+	std::vector<dtype_run> runs;
+	for (size_t i = 0; i < tensors.size(); i++) {
+		if (!i || tensors[i].scalar_type() != tensors[i - 1].scalar_type())
+			runs.emplace_back();
+		runs.back().parts.push_back(tensors[i].reshape(-1));
+		runs.back().lengths.push_back(tensors[i].numel());
+	}
+	return runs;
 }
 
-// [overflowed, flushed, nonzero, zeroed, lost, total, max |x|, 0]
-at::Tensor cast_counts(const at::Tensor &source, const float limits[3])
+// The results' checks: every distinct tensor read once, [inf, nan, max
+// finite |x|] per tensor, then gathered per check.
+at::Tensor result_rows(const std::vector<const queued_check *> &checks,
+		       const at::Device &device)
 {
-	at::Tensor a = source.abs();
-	at::Tensor finite = a.isfinite(), positive = a.gt(0);
-	at::Tensor flushed = positive.logical_and(a.lt(limits[0]));
-	at::Tensor finite_abs = as_f64(a.masked_fill(finite.logical_not(), 0));
-	at::Tensor zero = at::zeros({}, finite_abs.options());
-	return at::stack({
-		as_f64(finite.logical_and(a.ge(limits[2])).sum()),
-		as_f64(flushed.sum()),
-		as_f64(finite.logical_and(positive).sum()),
-		as_f64(positive.logical_and(a.le(limits[1])).sum()),
-		as_f64(a.masked_fill(flushed.logical_not(), 0)).sum(),
-		finite_abs.sum(),
-		a.numel() ? finite_abs.max() : zero,
-		zero });
+	std::vector<at::Tensor> distinct;
+	std::map<const c10::TensorImpl *, int64_t> index_of;
+	std::vector<std::vector<int64_t>> uses(checks.size());
+	for (size_t k = 0; k < checks.size(); k++)
+		for (const at::Tensor &t : checks[k]->tensors) {
+			auto found = index_of.emplace(t.unsafeGetTensorImpl(),
+						      (int64_t)distinct.size());
+			if (found.second)
+				distinct.push_back(t);
+			uses[k].push_back(found.first->second);
+		}
+	std::vector<int64_t> order(distinct.size());
+	for (size_t i = 0; i < order.size(); i++)
+		order[i] = (int64_t)i;
+	std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+		return distinct[a].scalar_type() < distinct[b].scalar_type();
+	});
+	std::vector<at::Tensor> sorted;
+	std::vector<int64_t> position(distinct.size());
+	for (size_t i = 0; i < order.size(); i++) {
+		sorted.push_back(distinct[order[i]]);
+		position[order[i]] = (int64_t)i;
+	}
+	std::vector<at::Tensor> inf, nan, max_abs;
+	for (const dtype_run &run : runs_of(sorted)) {
+		at::Tensor flat = run.flat(), lengths = run.lengths_on(device);
+		at::ScalarType type = counting_type(run.lengths);
+		at::Tensor finite = flat.isfinite();
+		inf.push_back(per_segment(flat.isinf(), lengths, "sum", type));
+		nan.push_back(per_segment(flat.isnan(), lengths, "sum", type));
+		max_abs.push_back(per_segment(
+			flat.abs().masked_fill(finite.logical_not(), 0), lengths,
+			"max", at::kFloat));
+	}
+	at::Tensor tensor_inf = at::cat(inf), tensor_nan = at::cat(nan),
+		   tensor_max = at::cat(max_abs);
+
+	// per check: its result [0]; its arguments summed (non-finite) and
+	// maxed (|x|), through (check, tensor) pairs
+	std::vector<int64_t> subject, pair_check, pair_tensor;
+	for (size_t k = 0; k < checks.size(); k++) {
+		subject.push_back(position[uses[k][0]]);
+		for (size_t j = 1; j < uses[k].size(); j++) {
+			pair_check.push_back((int64_t)k);
+			pair_tensor.push_back(position[uses[k][j]]);
+		}
+	}
+	at::TensorOptions f64 = at::TensorOptions(device).dtype(at::kDouble);
+	int64_t n = (int64_t)checks.size();
+	at::Tensor subjects = at::tensor(subject, at::kLong).to(device);
+	at::Tensor arguments_non_finite = at::zeros({ n }, f64);
+	at::Tensor arguments_max = at::zeros({ n }, f64);
+	if (!pair_check.empty()) {
+		at::Tensor to = at::tensor(pair_check, at::kLong).to(device);
+		at::Tensor from = at::tensor(pair_tensor, at::kLong).to(device);
+		arguments_non_finite.index_add_(
+			0, to, (tensor_inf + tensor_nan).index_select(0, from));
+		arguments_max.scatter_reduce_(0, to, tensor_max.index_select(0, from),
+					      "amax");
+	}
+	at::Tensor zero = at::zeros({ n }, f64);
+	return at::stack({ tensor_inf.index_select(0, subjects),
+			   tensor_nan.index_select(0, subjects),
+			   arguments_non_finite, arguments_max, zero, zero, zero,
+			   zero },
+			 1);
+}
+
+// Casts' checks of the same limits: [overflowed, flushed, nonzero,
+// zeroed, lost, total, max finite |x|, 0] of each source.
+at::Tensor cast_rows(const std::vector<const queued_check *> &checks,
+		     const float limits[3], const at::Device &device)
+{
+	std::vector<const queued_check *> sorted(checks);
+	std::stable_sort(sorted.begin(), sorted.end(),
+			 [](const queued_check *a, const queued_check *b) {
+				 return a->tensors[0].scalar_type() <
+					b->tensors[0].scalar_type();
+			 });
+	std::vector<at::Tensor> sources;
+	for (const queued_check *c : sorted)
+		sources.push_back(c->tensors[0]);
+	std::vector<at::Tensor> rows;
+	for (const dtype_run &run : runs_of(sources)) {
+		at::Tensor a = run.flat().abs(), lengths = run.lengths_on(device);
+		at::ScalarType type = counting_type(run.lengths);
+		at::Tensor finite = a.isfinite(), positive = a.gt(0);
+		at::Tensor flushed = positive.logical_and(a.lt(limits[0]));
+		at::Tensor finite_abs = a.masked_fill(finite.logical_not(), 0);
+		rows.push_back(at::stack(
+			{ per_segment(finite.logical_and(a.ge(limits[2])),
+				      lengths, "sum", type),
+			  per_segment(flushed, lengths, "sum", type),
+			  per_segment(finite.logical_and(positive), lengths,
+				      "sum", type),
+			  per_segment(positive.logical_and(a.le(limits[1])),
+				      lengths, "sum", type),
+			  per_segment(a.masked_fill(flushed.logical_not(), 0),
+				      lengths, "sum", at::kDouble),
+			  per_segment(finite_abs, lengths, "sum", at::kDouble),
+			  per_segment(finite_abs, lengths, "max", at::kFloat),
+			  at::zeros({ (int64_t)run.lengths.size() },
+				    at::TensorOptions(device).dtype(
+					    at::kDouble)) },
+			1));
+	}
+	// back in the callers' order
+	at::Tensor all = at::cat(rows);
+	std::vector<int64_t> back(checks.size());
+	for (size_t i = 0; i < sorted.size(); i++)
+		back[std::find(checks.begin(), checks.end(), sorted[i]) -
+		     checks.begin()] = (int64_t)i;
+	return all.index_select(0, at::tensor(back, at::kLong).to(device));
+}
+
+// Computes a batch's counts on its stream; called with queued_lock held.
+void compute(check_batch &batch)
+{
+	std::vector<const queued_check *> results;
+	std::map<std::vector<float>, std::vector<const queued_check *>> casts;
+	for (const queued_check &c : batch.checks) {
+		if (!unchanged(c))
+			continue;
+		if (c.what == OBS_REDUCE_RESULT)
+			results.push_back(&c);
+		else
+			casts[{ c.limits[0], c.limits[1], c.limits[2] }].push_back(&c);
+	}
+	computed_batch out;
+	std::vector<at::Tensor> rows;
+	c10::StreamGuard on_stream(batch.stream);
+	c10::Device device = batch.stream.device();
+	if (!results.empty()) {
+		rows.push_back(result_rows(results, device));
+		for (const queued_check *c : results)
+			out.rows.emplace_back(c->tag, c->what);
+	}
+	for (const auto &group : casts) {
+		rows.push_back(cast_rows(group.second, group.first.data(), device));
+		for (const queued_check *c : group.second)
+			out.rows.emplace_back(c->tag, c->what);
+	}
+	batch.checks.clear();
+	batch.elements = 0;
+	batch.now = false;
+	if (rows.empty())
+		return;
+	out.counts = at::cat(rows);
+	computed.push_back(std::move(out));
+}
+
+// Our reductions are no ops of the program: unobserved, outside autograd
+// and autocast.
+struct unobserved_work {
+	at::RecordFunctionGuard unobserved{ false };
+	at::NoGradGuard no_grad;
+	c10::impl::ExcludeDispatchKeyGuard no_autocast{
+		c10::autocast_dispatch_keyset
+	};
+};
+
+// Computes a batch, dropping its checks when torch refuses (a device
+// error: the program's own next call on the device reports it).
+void compute_or_drop(check_batch &batch)
+{
+	try {
+		compute(batch);
+	} catch (const std::exception &) {
+		batch.checks.clear();
+		batch.elements = 0;
+		batch.now = false;
+	}
+}
+
+check_batch &batch_for(const c10::Stream &stream)
+{
+	for (check_batch &b : open_batches)
+		if (b.stream == stream)
+			return b;
+	open_batches.emplace_back(stream);
+	return open_batches.back();
 }
 
 bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
@@ -687,19 +927,35 @@ bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
 	if (index < 0 || index >= (int)tensors.size() ||
 	    !tensors[index].defined())
 		return false;
-	// Our reductions are no ops of the program: unobserved, outside
-	// autograd and autocast.
-	at::RecordFunctionGuard unobserved(false);
-	at::NoGradGuard no_grad;
-	c10::impl::ExcludeDispatchKeyGuard no_autocast(
-		c10::autocast_dispatch_keyset);
+	unobserved_work guards;
 	try {
-		at::Tensor counts =
-			what == OBS_REDUCE_RESULT
-				? result_counts(tensors[index], frame->device_args)
-				: cast_counts(tensors[index], limits);
+		const at::Tensor &subject = tensors[index];
+		queued_check c{ tag, what, { limits[0], limits[1], limits[2] },
+				{ subject }, {} };
+		if (what == OBS_REDUCE_RESULT)
+			for (const at::Tensor &a : frame->device_args)
+				if (a.defined() && a.is_floating_point() &&
+				    a.numel() && a.device() == subject.device())
+					c.tensors.push_back(a);
+		int64_t elements = 0;
+		for (const at::Tensor &t : c.tensors) {
+			c.versions.push_back(version_of(t));
+			elements += t.numel();
+		}
+		bool now = c.versions[0] < 0;
+		c10::Stream stream =
+			c10::impl::getDeviceGuardImpl(subject.device().type())
+				->getStream(subject.device());
 		std::lock_guard<std::mutex> guard(queued_lock);
-		queued.push_back({ tag, what, counts });
+		check_batch &batch = batch_for(stream);
+		if (batch.elements && batch.elements + elements > batch_elements)
+			compute_or_drop(batch);
+		batch.checks.push_back(std::move(c));
+		batch.elements += elements;
+		batch.now = batch.now || now;
+		if (batch.now || batch.checks.size() >= batch_checks ||
+		    batch.elements >= batch_elements)
+			compute_or_drop(batch);
 	} catch (const std::exception &) {
 		return false;
 	}
@@ -727,39 +983,45 @@ struct obs_reduction reduction_of(enum obs_reduce what, const double *v)
 	return r;
 }
 
-// Per device: the queued counts stacked and copied to the host at once.
+// Every open batch computed, then all counts copied to the host at once
+// (one copy per device) and handed over in the order they were queued.
 void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
 {
-	std::vector<queued_reduction> taken;
+	unobserved_work guards;
+	std::vector<computed_batch> taken;
 	{
 		std::lock_guard<std::mutex> guard(queued_lock);
-		taken.swap(queued);
+		for (check_batch &b : open_batches)
+			compute_or_drop(b);
+		open_batches.clear();
+		taken.swap(computed);
 	}
-	if (taken.empty())
-		return;
-	at::RecordFunctionGuard unobserved(false);
-	at::NoGradGuard no_grad;
-	std::map<int, std::vector<size_t>> by_device;
-	for (size_t i = 0; i < taken.size(); i++)
-		by_device[taken[i].counts.device().index()].push_back(i);
+	std::map<int, std::vector<const computed_batch *>> by_device;
+	for (const computed_batch &b : taken)
+		by_device[b.counts.device().index()].push_back(&b);
+	std::vector<std::pair<uint64_t, struct obs_reduction>> read;
 	for (const auto &device : by_device) {
 		std::vector<at::Tensor> counts;
-		for (size_t i : device.second)
-			counts.push_back(taken[i].counts);
+		for (const computed_batch *b : device.second)
+			counts.push_back(b->counts);
 		try {
-			at::Tensor host = at::stack(counts).cpu().contiguous();
+			at::Tensor host = at::cat(counts).cpu().contiguous();
 			const double *v = host.data_ptr<double>();
-			for (size_t k = 0; k < device.second.size(); k++) {
-				const queued_reduction &q = taken[device.second[k]];
-				struct obs_reduction r =
-					reduction_of(q.what, v + k * reduction_size);
-				deliver(q.tag, &r);
-			}
+			for (const computed_batch *b : device.second)
+				for (const auto &row : b->rows) {
+					read.emplace_back(row.first,
+							  reduction_of(row.second, v));
+					v += reduction_size;
+				}
 		} catch (const std::exception &) {
 			// a device error: these counts are lost, the program's
 			// own next call on the device reports it
 		}
 	}
+	std::stable_sort(read.begin(), read.end(),
+			 [](const auto &a, const auto &b) { return a.first < b.first; });
+	for (const auto &r : read)
+		deliver(r.first, &r.second);
 }
 
 } // namespace
@@ -771,6 +1033,8 @@ amptrace_observer_bind(unsigned abi, const struct obs_events *table,
 	if (abi != OBS_ABI_VERSION)
 		return -1;
 	events = table;
+	const char *queued = getenv("AMPTRACE_TEST_QUEUED_VALUES");
+	queue_host_values = queued && !strcmp(queued, "1");
 	*observer = obs_observer{ install,     enable,	   name_tensor,
 				  tensor_name, cuda_queue, cuda_collect,
 				  tensor_id };

@@ -10,14 +10,16 @@
  *   (from 65520) or bf16 (amp_cast_limits_of).
  * cast-underflow: libamp's rule (amp_cast_verdict_of), the same code.
  *
- * Host tensors are judged when the op ends.  A device tensor's counts are
- * queued on the device by the observer (one small reduction per checked
- * op) and judged when values_flush reads them all, once per step; its
- * diag events then come at the step's end, in the order of the ops. */
+ * Host tensors are judged when the op ends.  A tensor whose elements the
+ * host cannot read (on a GPU) is queued to the observer, which counts it
+ * on the device with the others of a batch (observer.cpp), and judged
+ * when values_flush reads them all, once per step; its diag events then
+ * come at the step's end, in the order of the ops. */
 #include "values.h"
 
 #include "diag_scan.h"
 #include "events.h"
+#include "gpu.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -347,9 +349,8 @@ bool values_check_results(const struct values_op *op,
 		    written_in_place(op, t.info.id))
 			continue;
 		if (!t.data) {
-			if (t.info.device == AMP_DEVICE_CUDA)
-				queue_on_device(op, OBS_REDUCE_RESULT, i, &t.info,
-						t.info.dtype, t.numel, inner_origin);
+			queue_on_device(op, OBS_REDUCE_RESULT, i, &t.info,
+					t.info.dtype, t.numel, inner_origin);
 			continue;
 		}
 		const uint16_t *bits = elements(&t, &owned);
@@ -375,9 +376,8 @@ bool values_check_cast(const struct values_op *op,
 	if (from->dtype != AMP_DTYPE_F32 || !is_low_precision(result->dtype))
 		return false;
 	if (!source->data) {
-		if (from->device == AMP_DEVICE_CUDA)
-			queue_on_device(op, OBS_REDUCE_CAST_SOURCE, 0, from,
-					result->dtype, source->numel, false);
+		queue_on_device(op, OBS_REDUCE_CAST_SOURCE, 0, from,
+				result->dtype, source->numel, false);
 		return false;
 	}
 	const float *values = elements(source, &owned);
@@ -423,8 +423,12 @@ static void queue_on_device(const struct values_op *op, enum obs_reduce what,
 	if (full)
 		values_flush();
 	pthread_mutex_lock(&pending_lock);
-	if (npending < PENDING_LIMIT &&
-	    device.cuda_queue(what, index, limits, npending)) {
+	bool own = gpu_push_own();
+	bool queued = npending < PENDING_LIMIT &&
+		      device.cuda_queue(what, index, limits, npending);
+	if (own)
+		gpu_pop();
+	if (queued) {
 		struct pending *p = &pending[npending++];
 		*p = (struct pending){
 			.what = what, .inner_origin = inner_origin,
@@ -488,7 +492,10 @@ void values_flush(void)
 	pthread_mutex_lock(&pending_lock);
 	if (npending) {
 		nrecent = 0;
+		bool own = gpu_push_own();
 		device.cuda_collect(deliver);
+		if (own)
+			gpu_pop();
 		npending = 0;
 	}
 	pthread_mutex_unlock(&pending_lock);
