@@ -320,6 +320,11 @@ void amp_device_free(enum amp_device_type device, void *ptr);
  * and emulated cuda; the CUDA backend when it implements the op, else the
  * CPU kernel over host copies. */
 int amp_backend_forward(struct amp_call *call);
+/* Around amptrace's own reads of device memory (the value checks'):
+ * pushed as AMP_GPU_OWN_WORK while kernel timing runs, so the copies are
+ * not taken for the program's.  end() takes what begin() returned. */
+bool amp_backend_own_work_begin(void);
+void amp_backend_own_work_end(bool pushed);
 
 /* ------------------------------------------------------------- hooks */
 

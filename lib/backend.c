@@ -693,6 +693,20 @@ int amp_backend_forward(struct amp_call *call)
 	return status;
 }
 
+bool amp_backend_own_work_begin(void)
+{
+	const struct amp_cuda_module *m = backend.module;
+
+	return m && annotate_begin(m, AMP_GPU_CORRELATION_OP, AMP_GPU_OWN_WORK,
+				   NULL).correlation;
+}
+
+void amp_backend_own_work_end(bool pushed)
+{
+	if (pushed)
+		backend.module->correlation_pop(AMP_GPU_CORRELATION_OP);
+}
+
 /* ---------------------------------------------------------- casting */
 
 int amp_backend_convert(struct amp_tensor *out, const struct amp_tensor *src)

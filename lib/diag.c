@@ -240,7 +240,7 @@ static const struct amp_tensor *first_tensor(const struct amp_call *c)
 	return NULL;
 }
 
-void amp_diag_check_outputs(const struct amp_call *call)
+static void check_outputs(const struct amp_call *call)
 {
 	const struct amp_op_def *def = &amp_op_defs[call->op];
 
@@ -267,6 +267,15 @@ void amp_diag_check_outputs(const struct amp_call *call)
 	}
 }
 
+/* The checks read device tensors through copies: amptrace's own work. */
+void amp_diag_check_outputs(const struct amp_call *call)
+{
+	bool own = amp_backend_own_work_begin();
+
+	check_outputs(call);
+	amp_backend_own_work_end(own);
+}
+
 void amp_diag_check_cast(const struct amp_call *call,
 			 const struct amp_tensor *source,
 			 const struct amp_tensor *cast)
@@ -274,5 +283,7 @@ void amp_diag_check_cast(const struct amp_call *call,
 	if (!is_low_precision(cast->dtype) ||
 	    !(source->dtype == AMP_DTYPE_F32 || source->dtype == AMP_DTYPE_F64))
 		return;
+	bool own = amp_backend_own_work_begin();
 	check_underflow(call->op_id, amp_op_defs[call->op].name, source, cast);
+	amp_backend_own_work_end(own);
 }

@@ -413,6 +413,12 @@ static struct amp_gpu_activity *profile_next(void)
 {
 	if (!profiler.running)
 		return NULL;
+	/* amptrace's own work: left out and counted, as cupti_convert.c does */
+	if (profiler.depth > 0 && profiler.depth <= 32 &&
+	    profiler.stack[profiler.depth - 1].id == AMP_GPU_OWN_WORK) {
+		profiler.stats.own++;
+		return NULL;
+	}
 	if (profiler.nheld == CUDA_FAKE_ACTIVITY_MAX) {
 		profiler.stats.dropped++;
 		return NULL;

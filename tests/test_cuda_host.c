@@ -1036,6 +1036,52 @@ START_TEST(test_fake_correlation_ids)
 }
 END_TEST
 
+static uint64_t own_linked;
+
+static void count_own(const struct amp_gpu_activity *activities, size_t count,
+		      void *user)
+{
+	(void)user;
+	for (size_t i = 0; i < count; i++)
+		own_linked += activities[i].op_id == AMP_GPU_OWN_WORK;
+}
+
+/* The value checks read an f16 result back to the host: that copy is
+ * amptrace's own work, pushed as such, and kernel timing leaves it out. */
+START_TEST(test_fake_value_checks_own_work)
+{
+	int64_t xs[2] = { 4, 8 }, ws[2] = { 3, 8 };
+	amp_tensor *hx = cuda_random(2, xs, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 1);
+	amp_tensor *hw = cuda_random(2, ws, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 2);
+	amp_tensor *x = amp_to_device(hx, AMP_DEVICE_CUDA);
+	amp_tensor *w = amp_to_device(hw, AMP_DEVICE_CUDA);
+	char line[64];
+
+	own_linked = 0;
+	ck_assert_int_eq(amp_gpu_profiler_start(count_own, NULL), AMP_OK);
+	amp_set_value_checks(true);
+	cuda_fake_reset();
+	struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CUDA);
+	ck_assert_int_eq(amp_autocast_enter(&opts), AMP_OK);
+	amp_tensor *y = amp_linear(x, w, NULL);
+	amp_autocast_exit();
+	amp_set_value_checks(false);
+	ck_assert_ptr_nonnull(y);
+	snprintf(line, sizeof line, "push op %llu",
+		 (unsigned long long)AMP_GPU_OWN_WORK);
+	ck_assert_msg(logged(line), "no \"%s\"", line);
+	struct amp_gpu_profiler_stats stats;
+	ck_assert_int_eq(amp_gpu_profiler_stop(&stats), AMP_OK);
+	ck_assert_uint_gt(stats.own, 0);
+	ck_assert_uint_eq(own_linked, 0);
+	amp_tensor_free(y);
+	amp_tensor_free(w);
+	amp_tensor_free(x);
+	amp_tensor_free(hw);
+	amp_tensor_free(hx);
+}
+END_TEST
+
 START_TEST(test_fake_kernel_error)
 {
 	int64_t shape[1] = { 4 };
@@ -1125,6 +1171,7 @@ static Suite *cuda_host_suite(void)
 	tcase_add_test(tc, test_fake_scaler);
 	tcase_add_test(tc, test_fake_scaler_f64_factors);
 	tcase_add_test(tc, test_fake_correlation_ids);
+	tcase_add_test(tc, test_fake_value_checks_own_work);
 	tcase_add_test(tc, test_fake_kernel_error);
 	suite_add_tcase(s, tc);
 

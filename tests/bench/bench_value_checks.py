@@ -2,10 +2,14 @@
 """The cost of the bridge's value checks (issue 26): ms per training step
 of a 4-layer MLP under CPU autocast, traced by `amptrace run` with value
 checks on (the default) and off (--no-value-checks), at batch/hidden
-64/256 and 256/1024, bf16 and (torch 2.x) f16 with a GradScaler.  The runs
-alternate on/off within each round, for every size and dtype; medians of
-the rounds, ratio on/off.  Target: at most 1.10x at 64/256.  Exit 77
-without torch or the bridge.
+64/256 and 256/1024, bf16 and (torch 2.x) f16 with a GradScaler.  A
+third mode, "batched", sends the host tensors down the path a GPU's take
+(AMPTRACE_TEST_QUEUED_VALUES=1: held, counted by torch's ops in batches,
+read once per step): on the CPU it costs what those ops cost, a stand-in
+for a GPU's launches.  The runs alternate off/on/batched within each
+round, for every size and dtype; medians of the rounds, ratios to off.
+Target: on at most 1.10x at 64/256.  Exit 77 without torch or the
+bridge.
 
 usage: bench_value_checks.py AMPTRACE PYTHON [ROUNDS]"""
 import json
@@ -30,13 +34,18 @@ SIZES = ("64/256", "256/1024")
 TARGET = {"64/256": 1.10}
 
 
-def run(size, dtype, checks, trace):
+MODES = ("off", "on", "batched")
+
+
+def run(size, dtype, mode, trace):
     batch, hidden = size.split("/")
     cmd = [AMPTRACE, "run", "-q", "-o", trace] + \
-        ([] if checks else ["--no-value-checks"]) + \
+        (["--no-value-checks"] if mode == "off" else []) + \
         ["--", PYTHON, WORKER, batch, hidden, str(STEPS[(size, dtype)]), dtype]
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               AMPTRACE_TEST_QUEUED_VALUES="1" if mode == "batched" else "0")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
-                         env=dict(os.environ, OMP_NUM_THREADS="1"))
+                         env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])["ms"]
 
 
@@ -55,24 +64,25 @@ def main():
     for _ in range(ROUNDS):
         for size in SIZES:
             for dtype in dtypes:
-                for checks in (False, True):
-                    ms.setdefault((size, dtype, checks), []).append(
-                        run(size, dtype, checks, trace))
+                for mode in MODES:
+                    ms.setdefault((size, dtype, mode), []).append(
+                        run(size, dtype, mode, trace))
     print("value checks of the PyTorch bridge: ms per training step (main "
           "thread CPU time), median of %d interleaved rounds, %s" % (
               ROUNDS, PYTHON))
-    print("%-10s %-5s %10s %10s %7s %7s" % ("batch/hid", "dtype", "checks off",
-                                          "checks on", "ratio", "target"))
+    print("%-10s %-5s %10s %10s %7s %7s %10s %7s" % (
+        "batch/hid", "dtype", "checks off", "checks on", "ratio", "target",
+        "batched", "ratio"))
     failed = False
     for size in SIZES:
         for dtype in dtypes:
-            off = statistics.median(ms[(size, dtype, False)])
-            on = statistics.median(ms[(size, dtype, True)])
+            off, on, batched = (statistics.median(ms[(size, dtype, mode)])
+                                for mode in MODES)
             target = TARGET.get(size)
             failed |= bool(target) and on / off > target
-            print("%-10s %-5s %10.3f %10.3f %6.2fx %7s" % (
+            print("%-10s %-5s %10.3f %10.3f %6.2fx %7s %10.3f %6.2fx" % (
                 size, dtype, off, on, on / off,
-                "%.2fx" % target if target else "-"))
+                "%.2fx" % target if target else "-", batched, batched / off))
     sys.exit(1 if failed else 0)
 
 

@@ -6,7 +6,8 @@ kernel to the op that launched it (CUPTI external correlation ids).
 TAP output; exit 77 (skip) without a CUDA device or without the bridge.
 
 With --timing it instead runs the program plain, traced, traced without
-kernel timing and under torch.profiler, interleaved ($AMPTRACE_TIMING_ROUNDS
+value checks, traced without kernel timing and under torch.profiler,
+interleaved ($AMPTRACE_TIMING_ROUNDS
 rounds, default 3), on transformers' GPT-2 and Llama, and prints each
 one's median ms/step and whole-loop time as ratios to plain.
 
@@ -111,6 +112,17 @@ def test_trace(model):
                       "_scaled_dot_product_efficient_attention",
                       "_scaled_dot_product_flash_attention"},
           gemm_ops)
+    own = [k["name"] for k in kernels if "segment_reduce" in k["name"]]
+    check("%s: the value checks' own kernels are not in the trace" % model,
+          not own, own[:2])
+    if model == "torch":
+        _, unchecked = run(["--model", model], True, "gpu-unchecked",
+                           {"AMP_VALUE_CHECKS": "0"})
+        without = [e for e in amptrace_run.load(unchecked)["traceEvents"]
+                   if e.get("cat") == "kernel"]
+        check("%s: as many kernels with the value checks as without (%d, %d)"
+              % (model, len(kernels), len(without)),
+              abs(len(kernels) - len(without)) <= 0.01 * len(without))
     s = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
                        text=True)
     check("%s: amptrace summary reads it" % model,
@@ -144,6 +156,7 @@ def link_share(path):
 TIMING_RUNS = {
     "plain": (False, {}, []),
     "traced": (True, {}, []),
+    "unchecked": (True, {"AMP_VALUE_CHECKS": "0"}, []),
     # without kernel timing (no CUDA module to load)
     "untimed": (True, {"AMP_CUDA_MODULE": "/none"}, []),
     "profiler": (False, {}, ["--profile"]),
