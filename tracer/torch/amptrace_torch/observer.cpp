@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -624,20 +625,28 @@ const char *tensor_name(uintptr_t impl)
 // and reducing it there costs some thirty small kernels per check: more
 // launches than the program's own.  So a check is kept (its tensors held,
 // their versions noted) and computed with the others of its stream in a
-// batch: a few dozen kernels per batch whatever its size (the batch's
-// tensors concatenated by dtype, counted per tensor by segment_reduce),
-// the counts left on the device until cuda_collect reads them all (one
-// copy to the host per step).  A tensor held by several checks of a batch
-// (a layer's output, the next layer's input; a weight) is read once.  A
-// check whose tensor was written in place before its batch ran is not
-// judged: the values it asks about are gone.  The counts are the ones
-// the host checks make (diag_scan.h); values.c judges them as it judges
-// those.  Not run on a GPU yet: tests run this path on host tensors
-// (AMPTRACE_TEST_QUEUED_VALUES).
+// batch, a handful of kernels per dtype whatever the batch's size: its
+// tensors concatenated and reduced per tensor by segment_reduce over 1-D
+// data (CUB's segmented reduction; the 2-D form runs a thread per
+// segment).  A tensor that several checks of a batch read (a layer's
+// output, the next layer's input; a weight) is read once.  The results
+// left on the device are copied to the host once per step (cuda_collect).
+// A check whose tensor was written in place before its batch ran is not
+// judged: the values it asks about are gone.
+//
+// A result's check needs whether it holds inf or NaN and its arguments'
+// largest finite |x|: each tensor's largest and smallest element give
+// both (NaN wins in segment_reduce, as in torch.max), with no copy but
+// the concatenation; the counts of inf and NaN are not known then
+// (obs_reduction.counted).  A cast's check counts as the host's does
+// (diag_scan.h).  Not run on a GPU yet: tests run this path on host
+// tensors (AMPTRACE_TEST_QUEUED_VALUES) against the host checks.
 
 constexpr size_t batch_checks = 512;
-constexpr int64_t batch_elements = (int64_t)1 << 24;
-constexpr int64_t reduction_size = 8;
+// the concatenation of a batch's tensors (and, for casts, their masks
+// and sums) is the memory this costs the program
+constexpr int64_t batch_elements = (int64_t)1 << 25;
+constexpr int64_t cast_row_size = 7;
 
 struct queued_check {
 	uint64_t tag;
@@ -658,10 +667,19 @@ struct check_batch {
 	explicit check_batch(c10::Stream s) : stream(s) {}
 };
 
-// A computed batch: its rows' tags, and the rows on the device.
+// A result's check, by rows of its batch's `extremes`.
+struct result_check {
+	uint64_t tag;
+	int64_t result;
+	std::vector<int64_t> arguments;
+};
+
+// A computed batch, its numbers still on the device.
 struct computed_batch {
-	std::vector<std::pair<uint64_t, enum obs_reduce>> rows;
-	at::Tensor counts; // (rows, reduction_size) f64
+	std::vector<result_check> results;
+	at::Tensor extremes; // (tensors, 2) f64: largest, smallest element
+	std::vector<uint64_t> casts;
+	at::Tensor cast_counts; // (casts, cast_row_size) f64
 };
 
 std::mutex queued_lock;
@@ -681,6 +699,28 @@ bool unchanged(const queued_check &c)
 	return true;
 }
 
+// Host indices on `device`, without a sync: a GPU's copy is made from
+// pinned memory, asynchronously (a pageable one waits for the stream).
+at::Tensor indices_on(const std::vector<int64_t> &values,
+		      const at::Device &device)
+{
+	at::Tensor host = at::tensor(values, at::kLong);
+	if (device.is_cpu())
+		return host;
+	return host.pin_memory().to(device, /*non_blocking*/ true);
+}
+
+// Per segment of 1-D `values` (`lengths` elements each), their sum, max
+// or min, as f64.
+at::Tensor per_segment(const at::Tensor &values, const at::Tensor &lengths,
+		       c10::string_view reduce)
+{
+	return at::segment_reduce(values, reduce, lengths, {}, {}, 0,
+				  /*unsafe: lengths are ours*/ true,
+				  at::Scalar(0.0))
+		.to(at::kDouble);
+}
+
 // Exact counts: f32 while no segment passes 2^24 elements.
 at::ScalarType counting_type(const std::vector<int64_t> &lengths)
 {
@@ -690,162 +730,130 @@ at::ScalarType counting_type(const std::vector<int64_t> &lengths)
 	return at::kFloat;
 }
 
-// Per segment of `values` (lengths on its device), their sum or max.
-at::Tensor per_segment(const at::Tensor &values, const at::Tensor &lengths,
-		       c10::string_view reduce, at::ScalarType type)
-{
-	return at::segment_reduce(values.to(type), reduce, lengths, {}, {}, 0,
-				  /*unsafe: lengths are ours*/ true,
-				  at::Scalar(0.0))
-		.to(at::kDouble);
-}
-
-// Tensors of one dtype, concatenated: one segment each.
+// `tensors`, in runs of one dtype (the caller sorted them): each run
+// concatenated, with its tensors' lengths.
 struct dtype_run {
-	std::vector<at::Tensor> parts;
+	at::Tensor flat;
 	std::vector<int64_t> lengths;
-
-	at::Tensor flat() const { return at::cat(parts); }
-	at::Tensor lengths_on(const at::Device &device) const
-	{
-		return at::tensor(lengths, at::kLong).to(device);
-	}
 };
 
-// `tensors` in runs of one dtype, in order (the caller sorted them).
 std::vector<dtype_run> runs_of(const std::vector<at::Tensor> &tensors)
 {
 	std::vector<dtype_run> runs;
+	std::vector<at::Tensor> parts;
 	for (size_t i = 0; i < tensors.size(); i++) {
 		if (!i || tensors[i].scalar_type() != tensors[i - 1].scalar_type())
 			runs.emplace_back();
-		runs.back().parts.push_back(tensors[i].reshape(-1));
+		parts.push_back(tensors[i].reshape(-1));
 		runs.back().lengths.push_back(tensors[i].numel());
+		if (i + 1 == tensors.size() ||
+		    tensors[i + 1].scalar_type() != tensors[i].scalar_type()) {
+			runs.back().flat = at::cat(parts);
+			parts.clear();
+		}
 	}
 	return runs;
 }
 
-// The results' checks: every distinct tensor read once, [inf, nan, max
-// finite |x|] per tensor, then gathered per check.
-at::Tensor result_rows(const std::vector<const queued_check *> &checks,
-		       const at::Device &device)
+bool by_dtype(const at::Tensor &a, const at::Tensor &b)
+{
+	return a.scalar_type() < b.scalar_type();
+}
+
+// The results' checks: every distinct tensor read once, its largest and
+// smallest element; `out` says which rows each check reads.
+at::Tensor result_extremes(const std::vector<const queued_check *> &checks,
+			   const at::Device &device,
+			   std::vector<result_check> &out)
 {
 	std::vector<at::Tensor> distinct;
 	std::map<const c10::TensorImpl *, int64_t> index_of;
-	std::vector<std::vector<int64_t>> uses(checks.size());
-	for (size_t k = 0; k < checks.size(); k++)
-		for (const at::Tensor &t : checks[k]->tensors) {
+	for (const queued_check *c : checks) {
+		result_check r{ c->tag, 0, {} };
+		for (size_t i = 0; i < c->tensors.size(); i++) {
+			const at::Tensor &t = c->tensors[i];
 			auto found = index_of.emplace(t.unsafeGetTensorImpl(),
 						      (int64_t)distinct.size());
 			if (found.second)
 				distinct.push_back(t);
-			uses[k].push_back(found.first->second);
+			if (i == 0)
+				r.result = found.first->second;
+			else
+				r.arguments.push_back(found.first->second);
 		}
-	std::vector<int64_t> order(distinct.size());
+		out.push_back(std::move(r));
+	}
+	// rows in dtype order: renumber the checks' rows
+	std::vector<int64_t> order(distinct.size()), row(distinct.size());
 	for (size_t i = 0; i < order.size(); i++)
 		order[i] = (int64_t)i;
 	std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-		return distinct[a].scalar_type() < distinct[b].scalar_type();
+		return by_dtype(distinct[a], distinct[b]);
 	});
 	std::vector<at::Tensor> sorted;
-	std::vector<int64_t> position(distinct.size());
 	for (size_t i = 0; i < order.size(); i++) {
 		sorted.push_back(distinct[order[i]]);
-		position[order[i]] = (int64_t)i;
+		row[order[i]] = (int64_t)i;
 	}
-	std::vector<at::Tensor> inf, nan, max_abs;
+	for (result_check &r : out) {
+		r.result = row[r.result];
+		for (int64_t &a : r.arguments)
+			a = row[a];
+	}
+	std::vector<at::Tensor> largest, smallest;
 	for (const dtype_run &run : runs_of(sorted)) {
-		at::Tensor flat = run.flat(), lengths = run.lengths_on(device);
-		at::ScalarType type = counting_type(run.lengths);
-		at::Tensor finite = flat.isfinite();
-		inf.push_back(per_segment(flat.isinf(), lengths, "sum", type));
-		nan.push_back(per_segment(flat.isnan(), lengths, "sum", type));
-		max_abs.push_back(per_segment(
-			flat.abs().masked_fill(finite.logical_not(), 0), lengths,
-			"max", at::kFloat));
+		at::Tensor lengths = indices_on(run.lengths, device);
+		largest.push_back(per_segment(run.flat, lengths, "max"));
+		smallest.push_back(per_segment(run.flat, lengths, "min"));
 	}
-	at::Tensor tensor_inf = at::cat(inf), tensor_nan = at::cat(nan),
-		   tensor_max = at::cat(max_abs);
-
-	// per check: its result [0]; its arguments summed (non-finite) and
-	// maxed (|x|), through (check, tensor) pairs
-	std::vector<int64_t> subject, pair_check, pair_tensor;
-	for (size_t k = 0; k < checks.size(); k++) {
-		subject.push_back(position[uses[k][0]]);
-		for (size_t j = 1; j < uses[k].size(); j++) {
-			pair_check.push_back((int64_t)k);
-			pair_tensor.push_back(position[uses[k][j]]);
-		}
-	}
-	at::TensorOptions f64 = at::TensorOptions(device).dtype(at::kDouble);
-	int64_t n = (int64_t)checks.size();
-	at::Tensor subjects = at::tensor(subject, at::kLong).to(device);
-	at::Tensor arguments_non_finite = at::zeros({ n }, f64);
-	at::Tensor arguments_max = at::zeros({ n }, f64);
-	if (!pair_check.empty()) {
-		at::Tensor to = at::tensor(pair_check, at::kLong).to(device);
-		at::Tensor from = at::tensor(pair_tensor, at::kLong).to(device);
-		arguments_non_finite.index_add_(
-			0, to, (tensor_inf + tensor_nan).index_select(0, from));
-		arguments_max.scatter_reduce_(0, to, tensor_max.index_select(0, from),
-					      "amax");
-	}
-	at::Tensor zero = at::zeros({ n }, f64);
-	return at::stack({ tensor_inf.index_select(0, subjects),
-			   tensor_nan.index_select(0, subjects),
-			   arguments_non_finite, arguments_max, zero, zero, zero,
-			   zero },
-			 1);
+	return at::stack({ at::cat(largest), at::cat(smallest) }, 1);
 }
 
-// Casts' checks of the same limits: [overflowed, flushed, nonzero,
-// zeroed, lost, total, max finite |x|, 0] of each source.
-at::Tensor cast_rows(const std::vector<const queued_check *> &checks,
-		     const float limits[3], const at::Device &device)
+// Casts' checks of the same limits, in their order: [overflowed, flushed,
+// nonzero, zeroed, lost, total, max finite |x|] of each source.
+at::Tensor cast_counts(const std::vector<const queued_check *> &checks,
+		       const float limits[3], const at::Device &device)
 {
-	std::vector<const queued_check *> sorted(checks);
-	std::stable_sort(sorted.begin(), sorted.end(),
-			 [](const queued_check *a, const queued_check *b) {
-				 return a->tensors[0].scalar_type() <
-					b->tensors[0].scalar_type();
-			 });
+	std::vector<int64_t> order(checks.size());
+	for (size_t i = 0; i < order.size(); i++)
+		order[i] = (int64_t)i;
+	std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+		return by_dtype(checks[a]->tensors[0], checks[b]->tensors[0]);
+	});
 	std::vector<at::Tensor> sources;
-	for (const queued_check *c : sorted)
-		sources.push_back(c->tensors[0]);
+	for (int64_t i : order)
+		sources.push_back(checks[i]->tensors[0]);
 	std::vector<at::Tensor> rows;
 	for (const dtype_run &run : runs_of(sources)) {
-		at::Tensor a = run.flat().abs(), lengths = run.lengths_on(device);
-		at::ScalarType type = counting_type(run.lengths);
+		at::Tensor a = run.flat.abs(), lengths = indices_on(run.lengths, device);
+		at::ScalarType count = counting_type(run.lengths);
 		at::Tensor finite = a.isfinite(), positive = a.gt(0);
 		at::Tensor flushed = positive.logical_and(a.lt(limits[0]));
 		at::Tensor finite_abs = a.masked_fill(finite.logical_not(), 0);
+		auto counted = [&](const at::Tensor &mask) {
+			return per_segment(mask.to(count), lengths, "sum");
+		};
+		auto summed = [&](const at::Tensor &values) {
+			return per_segment(values.to(at::kDouble), lengths, "sum");
+		};
 		rows.push_back(at::stack(
-			{ per_segment(finite.logical_and(a.ge(limits[2])),
-				      lengths, "sum", type),
-			  per_segment(flushed, lengths, "sum", type),
-			  per_segment(finite.logical_and(positive), lengths,
-				      "sum", type),
-			  per_segment(positive.logical_and(a.le(limits[1])),
-				      lengths, "sum", type),
-			  per_segment(a.masked_fill(flushed.logical_not(), 0),
-				      lengths, "sum", at::kDouble),
-			  per_segment(finite_abs, lengths, "sum", at::kDouble),
-			  per_segment(finite_abs, lengths, "max", at::kFloat),
-			  at::zeros({ (int64_t)run.lengths.size() },
-				    at::TensorOptions(device).dtype(
-					    at::kDouble)) },
+			{ counted(finite.logical_and(a.ge(limits[2]))),
+			  counted(flushed),
+			  counted(finite.logical_and(positive)),
+			  counted(positive.logical_and(a.le(limits[1]))),
+			  summed(a.masked_fill(flushed.logical_not(), 0)),
+			  summed(finite_abs),
+			  per_segment(finite_abs, lengths, "max") },
 			1));
 	}
-	// back in the callers' order
-	at::Tensor all = at::cat(rows);
+	// back in the checks' order
 	std::vector<int64_t> back(checks.size());
-	for (size_t i = 0; i < sorted.size(); i++)
-		back[std::find(checks.begin(), checks.end(), sorted[i]) -
-		     checks.begin()] = (int64_t)i;
-	return all.index_select(0, at::tensor(back, at::kLong).to(device));
+	for (size_t i = 0; i < order.size(); i++)
+		back[order[i]] = (int64_t)i;
+	return at::cat(rows).index_select(0, indices_on(back, device));
 }
 
-// Computes a batch's counts on its stream; called with queued_lock held.
+// Computes a batch's numbers on its stream; called with queued_lock held.
 void compute(check_batch &batch)
 {
 	std::vector<const queued_check *> results;
@@ -859,26 +867,24 @@ void compute(check_batch &batch)
 			casts[{ c.limits[0], c.limits[1], c.limits[2] }].push_back(&c);
 	}
 	computed_batch out;
-	std::vector<at::Tensor> rows;
 	c10::StreamGuard on_stream(batch.stream);
 	c10::Device device = batch.stream.device();
-	if (!results.empty()) {
-		rows.push_back(result_rows(results, device));
-		for (const queued_check *c : results)
-			out.rows.emplace_back(c->tag, c->what);
-	}
+	if (!results.empty())
+		out.extremes = result_extremes(results, device, out.results);
+	std::vector<at::Tensor> counts;
 	for (const auto &group : casts) {
-		rows.push_back(cast_rows(group.second, group.first.data(), device));
+		counts.push_back(cast_counts(group.second, group.first.data(),
+					     device));
 		for (const queued_check *c : group.second)
-			out.rows.emplace_back(c->tag, c->what);
+			out.casts.push_back(c->tag);
 	}
+	if (!counts.empty())
+		out.cast_counts = at::cat(counts);
 	batch.checks.clear();
 	batch.elements = 0;
 	batch.now = false;
-	if (rows.empty())
-		return;
-	out.counts = at::cat(rows);
-	computed.push_back(std::move(out));
+	if (!out.results.empty() || !out.casts.empty())
+		computed.push_back(std::move(out));
 }
 
 // Our reductions are no ops of the program: unobserved, outside autograd
@@ -962,29 +968,77 @@ bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
 	return true;
 }
 
-struct obs_reduction reduction_of(enum obs_reduce what, const double *v)
+// A tensor's largest and smallest element, as a result's check reads
+// them: inf or NaN, and the largest finite |x|.
+struct extremes {
+	bool nan, inf;
+	double max_abs; // when neither
+};
+
+extremes extremes_of(const double *row)
+{
+	extremes e{ std::isnan(row[0]) || std::isnan(row[1]), false, 0.0 };
+	e.inf = !e.nan && (std::isinf(row[0]) || std::isinf(row[1]));
+	if (!e.nan && !e.inf)
+		e.max_abs = std::max(std::fabs(row[0]), std::fabs(row[1]));
+	return e;
+}
+
+struct obs_reduction result_reduction(const result_check &c, const double *rows)
 {
 	struct obs_reduction r = {};
-	r.what = what;
-	if (what == OBS_REDUCE_RESULT) {
-		r.inf = (int64_t)v[0];
-		r.nan = (int64_t)v[1];
-		r.arguments_non_finite = (int64_t)v[2];
-		r.arguments_max_abs = v[3];
-	} else {
-		r.overflowed = (int64_t)v[0];
-		r.flushed = (int64_t)v[1];
-		r.nonzero = (int64_t)v[2];
-		r.zeroed = (int64_t)v[3];
-		r.lost = v[4];
-		r.total = v[5];
-		r.max_abs = v[6];
+	r.what = OBS_REDUCE_RESULT;
+	extremes result = extremes_of(rows + 2 * c.result);
+	r.inf = result.inf;
+	r.nan = result.nan;
+	r.counted = false;
+	for (int64_t a : c.arguments) {
+		extremes e = extremes_of(rows + 2 * a);
+		r.arguments_non_finite += e.nan || e.inf;
+		r.arguments_max_abs = std::max(r.arguments_max_abs, e.max_abs);
 	}
 	return r;
 }
 
-// Every open batch computed, then all counts copied to the host at once
-// (one copy per device) and handed over in the order they were queued.
+struct obs_reduction cast_reduction(const double *v)
+{
+	struct obs_reduction r = {};
+	r.what = OBS_REDUCE_CAST_SOURCE;
+	r.overflowed = (int64_t)v[0];
+	r.flushed = (int64_t)v[1];
+	r.nonzero = (int64_t)v[2];
+	r.zeroed = (int64_t)v[3];
+	r.lost = v[4];
+	r.total = v[5];
+	r.max_abs = v[6];
+	return r;
+}
+
+// One device's computed batches, read with one copy to the host.
+void read_batches(const std::vector<const computed_batch *> &batches,
+		  std::vector<std::pair<uint64_t, struct obs_reduction>> &read)
+{
+	std::vector<at::Tensor> parts;
+	for (const computed_batch *b : batches)
+		for (const at::Tensor &t : { b->extremes, b->cast_counts })
+			if (t.defined())
+				parts.push_back(t.reshape(-1));
+	at::Tensor host = at::cat(parts).cpu().contiguous();
+	const double *v = host.data_ptr<double>();
+	for (const computed_batch *b : batches) {
+		for (const result_check &c : b->results)
+			read.emplace_back(c.tag, result_reduction(c, v));
+		if (b->extremes.defined())
+			v += b->extremes.numel();
+		for (uint64_t tag : b->casts) {
+			read.emplace_back(tag, cast_reduction(v));
+			v += cast_row_size;
+		}
+	}
+}
+
+// Every open batch computed, then each device's numbers copied to the
+// host at once and handed over in the order the checks were queued.
 void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
 {
 	unobserved_work guards;
@@ -996,26 +1050,20 @@ void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
 		open_batches.clear();
 		taken.swap(computed);
 	}
-	std::map<int, std::vector<const computed_batch *>> by_device;
-	for (const computed_batch &b : taken)
-		by_device[b.counts.device().index()].push_back(&b);
+	std::map<std::pair<int, int>, std::vector<const computed_batch *>> by_device;
+	for (const computed_batch &b : taken) {
+		const at::Tensor &any = b.extremes.defined() ? b.extremes
+							     : b.cast_counts;
+		by_device[{ (int)any.device().type(), any.device().index() }]
+			.push_back(&b);
+	}
 	std::vector<std::pair<uint64_t, struct obs_reduction>> read;
 	for (const auto &device : by_device) {
-		std::vector<at::Tensor> counts;
-		for (const computed_batch *b : device.second)
-			counts.push_back(b->counts);
 		try {
-			at::Tensor host = at::cat(counts).cpu().contiguous();
-			const double *v = host.data_ptr<double>();
-			for (const computed_batch *b : device.second)
-				for (const auto &row : b->rows) {
-					read.emplace_back(row.first,
-							  reduction_of(row.second, v));
-					v += reduction_size;
-				}
+			read_batches(device.second, read);
 		} catch (const std::exception &) {
-			// a device error: these counts are lost, the program's
-			// own next call on the device reports it
+			// a device error: these are lost, the program's own
+			// next call on the device reports it
 		}
 	}
 	std::stable_sort(read.begin(), read.end(),

@@ -96,8 +96,11 @@ enum obs_reduce {
 
 struct obs_reduction {
 	enum obs_reduce what;
-	/* OBS_REDUCE_RESULT */
+	/* OBS_REDUCE_RESULT.  `counted` false: inf and nan only say whether
+	 * there are any (nan set: inf unknown); arguments_non_finite counts
+	 * arguments holding some */
 	int64_t inf, nan;
+	bool counted;
 	int64_t arguments_non_finite;
 	double arguments_max_abs;
 	/* OBS_REDUCE_CAST_SOURCE */
@@ -162,9 +165,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 7 /* 6 on two branches (forensics: element data,
-			     * tensor_name, the GPU queue; compile:
-			     * tensor_id): 7 has both */
+#define OBS_ABI_VERSION 8 /* 8: obs_reduction.counted */
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.

@@ -172,18 +172,31 @@ static const char *overflow_advice(enum amp_dtype dtype)
 }
 
 /* `largest`: the input holding max |input| ("" when not known). */
-static void report_result(const char *op, uint64_t op_id, const char *tensor,
-			  uint64_t tensor_id, enum amp_dtype dtype, int64_t inf,
-			  int64_t nan, int64_t numel, double max_abs,
-			  const char *largest)
-{
-	char message[768];
+/* What a result holds: counted (the host's checks), or only whether
+ * (a GPU's: obs_reduction.counted). */
+struct non_finite {
+	int64_t inf, nan;
+	bool counted;
+};
 
+static void report_result(const char *op, uint64_t op_id, const char *tensor,
+			  uint64_t tensor_id, enum amp_dtype dtype,
+			  struct non_finite held, int64_t numel,
+			  double max_abs, const char *largest)
+{
+	char message[768], counts[96];
+
+	if (held.counted)
+		snprintf(counts, sizeof counts, "%lld inf, %lld NaN of %lld values",
+			 (long long)held.inf, (long long)held.nan,
+			 (long long)numel);
+	else
+		snprintf(counts, sizeof counts, "%s among its %lld values",
+			 held.nan ? "NaN" : "inf, no NaN,", (long long)numel);
 	snprintf(message, sizeof message,
-		 "%s produced inf/NaN in its %s output %s (%lld inf, %lld NaN "
-		 "of %lld values) from finite inputs (max |input| %g%s%s): %s",
-		 op, amp_dtype_name(dtype), tensor, (long long)inf,
-		 (long long)nan, (long long)numel, max_abs,
+		 "%s produced inf/NaN in its %s output %s (%s) from finite "
+		 "inputs (max |input| %g%s%s): %s",
+		 op, amp_dtype_name(dtype), tensor, counts, max_abs,
 		 largest[0] ? ", in " : "", largest, overflow_advice(dtype));
 	emit_diag("fp16-overflow", message, op_id, tensor_id);
 }
@@ -333,8 +346,9 @@ static bool judge_result(const struct values_op *op,
 	if (at >= 0)
 		describe_tensor(largest, sizeof largest,
 				&op->arguments->tensors[at]);
-	report_result(where, op->op_id, tensor, t->id, t->dtype, inf, nan,
-		      (int64_t)n, max_abs, largest);
+	report_result(where, op->op_id, tensor, t->id, t->dtype,
+		      (struct non_finite){ inf, nan, true }, (int64_t)n,
+		      max_abs, largest);
 	return true;
 }
 
@@ -464,8 +478,9 @@ static void deliver(uint64_t tag, const struct obs_reduction *r)
 		    recent_origin(p->op_id))
 			return;
 		report_result(p->place, p->op_id, p->tensor, p->tensor_id,
-			      p->dtype, r->inf, r->nan, p->numel,
-			      r->arguments_max_abs, "");
+			      p->dtype,
+			      (struct non_finite){ r->inf, r->nan, r->counted },
+			      p->numel, r->arguments_max_abs, "");
 		return;
 	}
 	if (r->overflowed) {
