@@ -4,9 +4,12 @@ of a 4-layer MLP under CPU autocast, traced by `amptrace run` with value
 checks on (the default) and off (--no-value-checks), at batch/hidden
 64/256 and 256/1024, bf16 and (torch 2.x) f16 with a GradScaler.  A
 third mode, "batched", sends the host tensors down the path a GPU's take
-(AMPTRACE_TEST_QUEUED_VALUES=1: held, counted by torch's ops in batches,
-read once per step): on the CPU it costs what those ops cost, a stand-in
-for a GPU's launches.  The runs alternate off/on/batched within each
+(AMPTRACE_TEST_QUEUED_VALUES=1: held, reduced by torch's ops in batches,
+read once per step).  On the CPU that costs torch's dispatch per op, the
+stand-in for a GPU's launches, plus its element loops, of which
+segment_reduce's is scalar (some 20x amax's): the column says how few
+ops the batches take where tensors are small, not what a GPU pays for
+large ones.  No target.  The runs alternate off/on/batched within each
 round, for every size and dtype; medians of the rounds, ratios to off.
 Target: on at most 1.10x at 64/256.  Exit 77 without torch or the
 bridge.
