@@ -2,7 +2,7 @@
 """The cost of the bridge's value checks (issue 26): ms per training step
 of a 4-layer MLP under CPU autocast, traced by `amptrace run` with value
 checks on (the default) and off (--no-value-checks), at batch/hidden
-64/256 and 256/1024, bf16 and (torch 2.x) f16 with a GradScaler.  A
+4/16 (dispatch-bound), 64/256 and 256/1024, bf16 and (torch 2.x) f16 with a GradScaler.  A
 third mode, "batched", sends the host tensors down the path a GPU's take
 (AMPTRACE_TEST_QUEUED_VALUES=1: held, reduced by torch's ops in batches,
 read once per step).  On the CPU that costs torch's dispatch per op, the
@@ -31,9 +31,10 @@ ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       "value_checks_steps.py")
 # steps per run (f16 GEMMs on a CPU without f16 arithmetic are slow)
-STEPS = {("64/256", "bf16"): 60, ("64/256", "f16"): 60,
+STEPS = {("4/16", "bf16"): 200, ("4/16", "f16"): 100,
+         ("64/256", "bf16"): 60, ("64/256", "f16"): 60,
          ("256/1024", "bf16"): 20, ("256/1024", "f16"): 4}
-SIZES = ("64/256", "256/1024")
+SIZES = ("4/16", "64/256", "256/1024")
 TARGET = {"64/256": 1.10}
 
 
