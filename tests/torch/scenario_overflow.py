@@ -1,6 +1,6 @@
 # GradScaler forensics (torch 2.x: f16 autocast and GradScaler("cpu") run
-# on the CPU).  A model whose layer `big` has weights so large that its
-# f16 output overflows (argv[1]):
+# on the CPU; argv[2] "cuda" runs the same on a GPU).  A model whose layer
+# `big` has weights so large that its f16 output overflows (argv[1]):
 #   overflow          3 steps with a GradScaler: every step is skipped
 #   collapse          12 steps: the scale collapses
 #   scheduler         a StepLR stepped every step, skipped or not
@@ -27,6 +27,10 @@ import torch
 
 torch.manual_seed(0)
 mode = sys.argv[1]
+# argv[2], optional: the device (cpu; cuda on a GPU, torch 2.x)
+DEVICE = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+if DEVICE != "cpu":
+    torch.set_default_device(DEVICE)
 
 
 def model(scale_big):
@@ -45,7 +49,7 @@ def train(m, dtype, steps, scaler=None, scheduler=None, guarded=False,
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     sched = torch.optim.lr_scheduler.StepLR(opt, 1) if scheduler else None
     for _ in range(steps):
-        with torch.autocast("cpu", dtype=dtype):
+        with torch.autocast(DEVICE, dtype=dtype):
             loss = m(inputs()).float().pow(2).mean()
         opt.zero_grad()
         if scaler is None:
@@ -64,7 +68,7 @@ def train(m, dtype, steps, scaler=None, scheduler=None, guarded=False,
 
 
 def scaler():
-    return torch.amp.GradScaler("cpu")
+    return torch.amp.GradScaler(DEVICE)
 
 
 def unrelated():
@@ -76,7 +80,7 @@ def unrelated():
     scale = scaler()
     for _ in range(3):
         x = torch.randn(8, 16)
-        with torch.autocast("cpu", dtype=torch.float16):
+        with torch.autocast(DEVICE, dtype=torch.float16):
             loss = (m(x).float() * 300).pow(2).mean()
             probe(torch.relu(m.fc1(x)))  # a metric nobody reads
         opt.zero_grad()
@@ -104,7 +108,7 @@ elif mode == "split":
     qkv = torch.nn.Linear(32, 96)
     with torch.no_grad():
         qkv.weight.mul_(1e5)
-    with torch.autocast("cpu", dtype=torch.float16):
+    with torch.autocast(DEVICE, dtype=torch.float16):
         q, k, v = qkv(torch.randn(4, 32)).split(32, dim=-1)
         print("non-finite scores", (~torch.isfinite(q @ k.t())).sum().item())
 elif mode == "cast-overflow":
@@ -117,7 +121,7 @@ elif mode == "bf16-underflow":
     train(model(1.0), torch.bfloat16, 1, inputs=lambda: torch.full((8, 16), 1e-40))
 elif mode == "written-later":
     layer = torch.nn.Linear(16, 16)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
         y = layer(torch.randn(4, 16))
         y.mul_(float("inf"))
         print("non-finite", (~torch.isfinite(y)).sum().item())

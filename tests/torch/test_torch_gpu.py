@@ -137,6 +137,36 @@ def test_trace(model):
             f.write(s.stdout)
 
 
+def test_value_checks():
+    """The value checks on a GPU (the device's tensors reduced in batches,
+    read once per step): the forensics scenarios find there what they
+    find on the CPU (test_forensics.py)."""
+    scenario = os.path.join(HERE, "scenario_overflow.py")
+    found = {}
+    for mode in ("scheduler", "split", "cast-overflow", "healthy"):
+        path = os.path.join(TMP, "overflow-%s.json" % mode)
+        p = amptrace_run.run(AMPTRACE, [PYTHON, scenario, mode, "cuda"],
+                             path, timeout=600)
+        found[mode] = [] if p.returncode else [
+            e["args"]["message"] for e in amptrace_run.load(path)["traceEvents"]
+            if e.get("cat") == "amp.diag" and
+            e["args"].get("kind") == "fp16-overflow"]
+    big = found["scheduler"]
+    check("value checks on cuda: one fp16-overflow per step, the linear of "
+          "'big', in the forward", len(big) == 4 and all(
+              m.startswith("linear (op") and "module 'big'" in m and
+              "forward" in m and "among its" in m for m in big), big[:2])
+    check("value checks on cuda: the inf through q and k (views with gaps) "
+          "is the projection's only", len(found["split"]) == 1 and
+          found["split"][0].startswith("linear (op"), found["split"])
+    check("value checks on cuda: the f32->f16 cast is the origin, not the "
+          "linear", len(found["cast-overflow"]) == 1 and
+          found["cast-overflow"][0].startswith("the f32->f16 cast of"),
+          found["cast-overflow"])
+    check("value checks on cuda: a healthy model, no fp16-overflow",
+          not found["healthy"], found["healthy"][:2])
+
+
 def per_model(p, key):
     """{model: value of `key`} from each of gpu_train.py's model lines."""
     return {m.group(1): float(m.group(2)) for m in re.finditer(
@@ -221,6 +251,7 @@ def main():
         test_timing()
     else:
         test_trace("torch")
+        test_value_checks()
         probe = subprocess.run([PYTHON, "-c", "import transformers"],
                                capture_output=True)
         if probe.returncode == 0:
