@@ -2,17 +2,16 @@
 """The cost of the bridge's value checks (issue 26): ms per training step
 of a 4-layer MLP under CPU autocast, traced by `amptrace run` with value
 checks on (the default) and off (--no-value-checks), at batch/hidden
-4/16 (dispatch-bound), 64/256 and 256/1024, bf16 and (torch 2.x) f16 with a GradScaler.  A
-third mode, "batched", sends the host tensors down the path a GPU's take
-(AMPTRACE_TEST_QUEUED_VALUES=1: held, reduced by torch's ops in batches,
-read once per step).  On the CPU that costs torch's dispatch per op, the
-stand-in for a GPU's launches, plus its element loops, of which
-segment_reduce's is scalar (some 20x amax's): the column says how few
-ops the batches take where tensors are small, not what a GPU pays for
-large ones.  No target.  The runs alternate off/on/batched within each
-round, for every size and dtype; medians of the rounds, ratios to off.
-Target: on at most 1.10x at 64/256.  Exit 77 without torch or the
-bridge.
+4/16 (dispatch-bound), 64/256 and 256/1024, bf16 and (torch 2.x) f16
+with a GradScaler.  A third mode, "device", sends the host tensors down
+the path a GPU's take (AMPTRACE_TEST_QUEUED_VALUES=1: reduced by torch's
+ops where the op ends, read once per step).  On the CPU that costs
+torch's dispatch per op, the stand-in for a GPU's launches, plus its
+element loops: the column says how few ops the checks take where tensors
+are small, not what a GPU pays for large ones (no target).  The runs
+alternate off/on/device within each round, for every size and dtype;
+medians of the rounds, ratios to off.  Target: on at most 1.10x at
+64/256.  Exit 77 without torch or the bridge.
 
 usage: bench_value_checks.py AMPTRACE PYTHON [ROUNDS]"""
 import json
@@ -38,7 +37,7 @@ SIZES = ("4/16", "64/256", "256/1024")
 TARGET = {"64/256": 1.10}
 
 
-MODES = ("off", "on", "batched")
+MODES = ("off", "on", "device")
 
 
 def run(size, dtype, mode, trace):
@@ -47,7 +46,7 @@ def run(size, dtype, mode, trace):
         (["--no-value-checks"] if mode == "off" else []) + \
         ["--", PYTHON, WORKER, batch, hidden, str(STEPS[(size, dtype)]), dtype]
     env = dict(os.environ, OMP_NUM_THREADS="1",
-               AMPTRACE_TEST_QUEUED_VALUES="1" if mode == "batched" else "0")
+               AMPTRACE_TEST_QUEUED_VALUES="1" if mode == "device" else "0")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])["ms"]
@@ -76,17 +75,17 @@ def main():
               ROUNDS, PYTHON))
     print("%-10s %-5s %10s %10s %7s %7s %10s %7s" % (
         "batch/hid", "dtype", "checks off", "checks on", "ratio", "target",
-        "batched", "ratio"))
+        "device", "ratio"))
     failed = False
     for size in SIZES:
         for dtype in dtypes:
-            off, on, batched = (statistics.median(ms[(size, dtype, mode)])
+            off, on, device = (statistics.median(ms[(size, dtype, mode)])
                                 for mode in MODES)
             target = TARGET.get(size)
             failed |= bool(target) and on / off > target
             print("%-10s %-5s %10.3f %10.3f %6.2fx %7s %10.3f %6.2fx" % (
                 size, dtype, off, on, on / off,
-                "%.2fx" % target if target else "-", batched, batched / off))
+                "%.2fx" % target if target else "-", device, device / off))
     sys.exit(1 if failed else 0)
 
 

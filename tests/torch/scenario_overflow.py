@@ -21,7 +21,11 @@
 #                     3.4e38
 #   bf16-underflow    (torch 1.13 too) f32 subnormal inputs cast to bf16
 #   written-later     (torch 1.13 too) a finite bf16 result that a later
-#                     in-place op makes inf: the layer is no origin
+#                     in-place op makes inf, read by the layer again: the
+#                     layer is no origin, either time
+#   overflow-written  (torch 1.13 too) a bf16 layer that overflows, its
+#                     output then rewritten in place (relu_): still the
+#                     layer's overflow
 import sys
 import torch
 
@@ -124,4 +128,13 @@ elif mode == "written-later":
     with torch.autocast(DEVICE, dtype=torch.bfloat16):
         y = layer(torch.randn(4, 16))
         y.mul_(float("inf"))
+        z = layer(y)  # inf in, inf out: no origin either
+        print("non-finite", (~torch.isfinite(z)).sum().item())
+elif mode == "overflow-written":
+    layer = torch.nn.Linear(16, 16)
+    with torch.no_grad():
+        layer.weight.mul_(1e30)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        y = layer(torch.full((4, 16), 1e9))
+        y.relu_()
         print("non-finite", (~torch.isfinite(y)).sum().item())

@@ -295,7 +295,7 @@ def uncounted(match):
     """The host's counts of inf and NaN, as a GPU's check says them: only
     whether there are any."""
     inf, nan, n = (int(g) for g in match.groups())
-    return "(%s among its %d values)" % ("NaN" if nan else "inf, no NaN,", n)
+    return "(some %s of %d values)" % ("NaN" if nan else "inf, no NaN,", n)
 
 
 def normalized_diags(path):
@@ -313,25 +313,28 @@ def normalized_diags(path):
 
 
 def test_queued(modes):
-    """The checks of tensors the host cannot read (a GPU's) are batched
-    and counted by torch's ops on the device; AMPTRACE_TEST_QUEUED_VALUES
-    sends host tensors that way, so each scenario must find what the host
-    checks find, op by op and count by count."""
+    """The checks of tensors the host cannot read (a GPU's) are reduced by
+    torch's ops on the device where the op ends and read once per step;
+    AMPTRACE_TEST_QUEUED_VALUES sends host tensors that way, so each
+    scenario (mode: how many value findings) must find what the host
+    checks find, op by op."""
     queued = dict(os.environ, AMPTRACE_TEST_QUEUED_VALUES="1")
-    for mode in modes:
+    for mode, found in modes.items():
         _, host = run("scenario_overflow", mode)
         p, path = run("scenario_overflow", mode, env=queued, tag="-queued")
         same = normalized_diags(path) == normalized_diags(host)
-        check("%s, counted in batches as on a GPU: the same value findings "
-              "as the host checks (%d)" % (mode, len(normalized_diags(host))),
-              p.returncode == 0 and same,
+        check("%s, reduced on the device as on a GPU: the same value "
+              "findings as the host checks (%d)" % (mode, found),
+              p.returncode == 0 and same and
+              len(normalized_diags(host)) == found,
               (p.stderr[-500:], normalized_diags(path)[:3],
                normalized_diags(host)[:3]))
-    path = os.path.join(TMP, "scenario_overflow-%s-queued.json" % modes[0])
+    path = os.path.join(TMP, "scenario_overflow-%s-queued.json" %
+                        next(iter(modes)))
     with open(path) as f:
         messages = [e["args"]["message"] for e in json.load(f)["traceEvents"]
                     if e.get("cat") == "amp.diag"]
-    check("... and the batched path ran: its findings do not name the "
+    check("... and the device's path ran: its findings do not name the "
           "largest input nor count inf, which only the host checks do",
           messages and not any(", in tensor" in m or " inf, " in m and
                                " NaN of " in m for m in messages),
@@ -346,10 +349,11 @@ if torch_release() >= (2, 0):
     test_views_with_gaps()
     test_healthy()
     test_casts()
-    test_queued(["scheduler", "collapse", "unrelated", "split", "healthy",
-                 "cast-overflow", "cast-underflow"])
+    test_queued({"scheduler": 4, "collapse": 12, "unrelated": 6, "split": 1,
+                 "healthy": 0, "cast-overflow": 1, "cast-underflow": 1})
 test_bf16()
-test_queued(["bf16-overflow", "bf16-underflow", "written-later"])
+test_queued({"bf16-overflow": 1, "bf16-underflow": 1, "written-later": 0,
+             "overflow-written": 1})
 test_api()
 test_dtype_errors()
 sys.exit(done())

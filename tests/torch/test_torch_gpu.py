@@ -112,9 +112,6 @@ def test_trace(model):
                       "_scaled_dot_product_efficient_attention",
                       "_scaled_dot_product_flash_attention"},
           gemm_ops)
-    own = [k["name"] for k in kernels if "segment_reduce" in k["name"]]
-    check("%s: the value checks' own kernels are not in the trace" % model,
-          not own, own[:2])
     if model == "torch":
         _, unchecked = run(["--model", model], True, "gpu-unchecked",
                            {"AMP_VALUE_CHECKS": "0"})
@@ -138,8 +135,8 @@ def test_trace(model):
 
 
 def test_value_checks():
-    """The value checks on a GPU (the device's tensors reduced in batches,
-    read once per step): the forensics scenarios find there what they
+    """The value checks on a GPU (the device's tensors reduced where their
+    op ends, read once per step): the forensics scenarios find there what they
     find on the CPU (test_forensics.py)."""
     scenario = os.path.join(HERE, "scenario_overflow.py")
     found = {}
@@ -155,7 +152,7 @@ def test_value_checks():
     check("value checks on cuda: one fp16-overflow per step, the linear of "
           "'big', in the forward", len(big) == 4 and all(
               m.startswith("linear (op") and "module 'big'" in m and
-              "forward" in m and "among its" in m for m in big), big[:2])
+              "forward" in m and "(some inf" in m for m in big), big[:2])
     check("value checks on cuda: the inf through q and k (views with gaps) "
           "is the projection's only", len(found["split"]) == 1 and
           found["split"][0].startswith("linear (op"), found["split"])

@@ -23,7 +23,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <ATen/Functions.h>
-#include <c10/core/StreamGuard.h>
+#include <c10/core/Event.h>
 #include <c10/core/TensorImpl.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -118,15 +118,15 @@ enum amp_dtype dtype_of(c10::ScalarType t)
 const char *const made_in_backward = "(saved inside a forward op)";
 const char *const made_elsewhere = "(made outside the recorded ops)";
 
+// Tests: the value checks read host tensors as they read a GPU's, reduced
+// where their op ends (AMPTRACE_TEST_QUEUED_VALUES=1, read at bind).
+bool queue_host_values;
+
 // A tensor in host memory, read in place (obs_args.data): the address of
 // its first element, whether it is dense, its strides; or nullptr.  Not
 // a Python subclass's (its strides may be Python's to compute), nor one
 // whose storage torch does not let be read (functional and fake tensors
 // throw).
-// Tests: the value checks read host tensors as they read a GPU's, queued
-// and counted in batches (AMPTRACE_TEST_QUEUED_VALUES=1, read at bind).
-bool queue_host_values;
-
 const void *host_elements(c10::TensorImpl *impl, bool *dense,
 			  int64_t strides[PRODUCER_MAX_DIMS])
 {
@@ -621,270 +621,110 @@ const char *tensor_name(uintptr_t impl)
 
 // ------------------------------------------------ value checks on a GPU
 //
-// A device tensor cannot be read where its op ends without a sync per op,
-// and reducing it there costs some thirty small kernels per check: more
-// launches than the program's own.  So a check is kept (its tensors held,
-// their versions noted) and computed with the others of its stream in a
-// batch, a handful of kernels per dtype whatever the batch's size: its
-// tensors concatenated and reduced per tensor by segment_reduce over 1-D
-// data (CUB's segmented reduction; the 2-D form runs a thread per
-// segment).  A tensor that several checks of a batch read (a layer's
-// output, the next layer's input; a weight) is read once.  The results
-// left on the device are copied to the host once per step (cuda_collect).
-// A check whose tensor was written in place before its batch ran is not
-// judged: the values it asks about are gone.
+// A device tensor cannot be read where its op ends without a sync per op.
+// So its check is reduced there, on the op's stream, into a few numbers
+// that stay on the device until cuda_collect copies them all to the host
+// at once (one sync per step).  Reducing where the op ends keeps the
+// values the op made (a later in-place write cannot change them) and
+// holds no tensor of the program.
 //
 // A result's check needs whether it holds inf or NaN and its arguments'
-// largest finite |x|: each tensor's largest and smallest element give
-// both (NaN wins in segment_reduce, as in torch.max), with no copy but
-// the concatenation; the counts of inf and NaN are not known then
+// largest finite |x|: each tensor's smallest and largest element give
+// both (NaN wins in aminmax, as in torch.max), in one kernel, with no
+// temporary.  A tensor is reduced once per step (until it is written):
+// a layer's output is the next layer's argument, a weight is read by
+// every op of its layer.  The counts of inf and NaN are not known then
 // (obs_reduction.counted).  A cast's check counts as the host's does
-// (diag_scan.h).  Not run on a GPU yet: tests run this path on host
-// tensors (AMPTRACE_TEST_QUEUED_VALUES) against the host checks.
+// (diag_scan.h), in some fifteen kernels.  Not run on a GPU yet: tests run
+// this path on host tensors (AMPTRACE_TEST_QUEUED_VALUES) against the
+// host checks.
 
-constexpr size_t batch_checks = 512;
-// the concatenation of a batch's tensors (and, for casts, their masks
-// and sums) is the memory this costs the program
-constexpr int64_t batch_elements = (int64_t)1 << 25;
-constexpr int64_t cast_row_size = 7;
+// A tensor's smallest and largest element, on its device.
+struct extremes_on_device {
+	at::Tensor min, max;
+};
 
+// A tensor reduced this step: which extremes, while unwritten.  The weak
+// reference keeps its address from being reused by another tensor.
+struct reduced_tensor {
+	c10::weak_intrusive_ptr<c10::TensorImpl> weak;
+	int64_t version;
+	size_t extremes;
+};
+
+// A queued check: a result's (rows of `extremes`; -1: an empty tensor),
+// or a cast's (its raw counts on the device, cast_raw_size of them).
 struct queued_check {
 	uint64_t tag;
 	enum obs_reduce what;
-	float limits[3];
-	// [0]: the result, or the cast's source; then (OBS_REDUCE_RESULT)
-	// the call's floating arguments on the same device
-	std::vector<at::Tensor> tensors;
-	std::vector<int64_t> versions; // -1: no version counter (inference)
-};
-
-struct check_batch {
-	c10::Stream stream;
-	std::vector<queued_check> checks;
-	int64_t elements = 0;
-	bool now = false; // holds a tensor whose writes cannot be seen
-
-	explicit check_batch(c10::Stream s) : stream(s) {}
-};
-
-// A result's check, by rows of its batch's `extremes`.
-struct result_check {
-	uint64_t tag;
 	int64_t result;
 	std::vector<int64_t> arguments;
+	at::Tensor cast_raw;
 };
 
-// A computed batch, its numbers still on the device.
-struct computed_batch {
-	std::vector<result_check> results;
-	at::Tensor extremes; // (tensors, 2) f64: largest, smallest element
-	std::vector<uint64_t> casts;
-	at::Tensor cast_counts; // (casts, cast_row_size) f64
-};
+constexpr int64_t cast_raw_size = 7;
 
 std::mutex queued_lock;
-std::vector<check_batch> open_batches;
-std::vector<computed_batch> computed;
+std::vector<extremes_on_device> extremes;
+std::unordered_map<const c10::TensorImpl *, reduced_tensor> reduced;
+std::vector<queued_check> queued;
+std::vector<c10::Stream> streams; // that reduced something this step
 
 int64_t version_of(const at::Tensor &t)
 {
 	return t.is_inference() ? -1 : (int64_t)t._version();
 }
 
-bool unchanged(const queued_check &c)
+// The stream t's reduction runs on (the op's), noted for cuda_collect.
+void note_stream(const at::Tensor &t)
 {
-	for (size_t i = 0; i < c.tensors.size(); i++)
-		if (c.versions[i] >= 0 && version_of(c.tensors[i]) != c.versions[i])
-			return false;
-	return true;
+	c10::Stream s = c10::impl::getDeviceGuardImpl(t.device().type())
+				->getStream(t.device());
+	if (std::find(streams.begin(), streams.end(), s) == streams.end())
+		streams.push_back(s);
 }
 
-// Host indices on `device`, without a sync: a GPU's copy is made from
-// pinned memory, asynchronously (a pageable one waits for the stream).
-at::Tensor indices_on(const std::vector<int64_t> &values,
-		      const at::Device &device)
+// Which row of `extremes` holds t's, reducing it unless this step did;
+// -1 for an empty tensor (nothing to read).  queued_lock held.
+int64_t extremes_row(const at::Tensor &t)
 {
-	at::Tensor host = at::tensor(values, at::kLong);
-	if (device.is_cpu())
-		return host;
-	return host.pin_memory().to(device, /*non_blocking*/ true);
+	if (!t.numel())
+		return -1;
+	c10::TensorImpl *impl = t.unsafeGetTensorImpl();
+	int64_t version = version_of(t);
+	auto it = reduced.find(impl);
+	if (it != reduced.end() && version >= 0 &&
+	    it->second.version == version)
+		return (int64_t)it->second.extremes;
+	at::Tensor min, max;
+	try {
+		std::tie(min, max) = at::aminmax(t);
+	} catch (const std::exception &) {
+		min = t.amin(); // aminmax has no half kernel on torch 1.13's CPU
+		max = t.amax();
+	}
+	extremes.push_back({ min, max });
+	reduced.insert_or_assign(
+		impl, reduced_tensor{ c10::weak_intrusive_ptr<c10::TensorImpl>(
+					      t.getIntrusivePtr()),
+				      version, extremes.size() - 1 });
+	return (int64_t)extremes.size() - 1;
 }
 
-// Per segment of 1-D `values` (`lengths` elements each), their sum, max
-// or min, as f64.
-at::Tensor per_segment(const at::Tensor &values, const at::Tensor &lengths,
-		       c10::string_view reduce)
+// What a cast's verdict needs of its source's |x|, finite ones only:
+// [>= overflow, > 0, >= tiny, > zero point, sum of those >= tiny, sum,
+// max]; cast_reduction derives the verdict's counts from them.
+at::Tensor cast_raw_counts(const at::Tensor &source, const float limits[3])
 {
-	return at::segment_reduce(values, reduce, lengths, {}, {}, 0,
-				  /*unsafe: lengths are ours*/ true,
-				  at::Scalar(0.0))
-		.to(at::kDouble);
-}
-
-// Exact counts: f32 while no segment passes 2^24 elements.
-at::ScalarType counting_type(const std::vector<int64_t> &lengths)
-{
-	for (int64_t n : lengths)
-		if (n > ((int64_t)1 << 24))
-			return at::kDouble;
-	return at::kFloat;
-}
-
-// `tensors`, in runs of one dtype (the caller sorted them): each run
-// concatenated, with its tensors' lengths.
-struct dtype_run {
-	at::Tensor flat;
-	std::vector<int64_t> lengths;
-};
-
-std::vector<dtype_run> runs_of(const std::vector<at::Tensor> &tensors)
-{
-	std::vector<dtype_run> runs;
-	std::vector<at::Tensor> parts;
-	for (size_t i = 0; i < tensors.size(); i++) {
-		if (!i || tensors[i].scalar_type() != tensors[i - 1].scalar_type())
-			runs.emplace_back();
-		parts.push_back(tensors[i].reshape(-1));
-		runs.back().lengths.push_back(tensors[i].numel());
-		if (i + 1 == tensors.size() ||
-		    tensors[i + 1].scalar_type() != tensors[i].scalar_type()) {
-			runs.back().flat = at::cat(parts);
-			parts.clear();
-		}
-	}
-	return runs;
-}
-
-bool by_dtype(const at::Tensor &a, const at::Tensor &b)
-{
-	return a.scalar_type() < b.scalar_type();
-}
-
-// The results' checks: every distinct tensor read once, its largest and
-// smallest element; `out` says which rows each check reads.
-at::Tensor result_extremes(const std::vector<const queued_check *> &checks,
-			   const at::Device &device,
-			   std::vector<result_check> &out)
-{
-	std::vector<at::Tensor> distinct;
-	std::map<const c10::TensorImpl *, int64_t> index_of;
-	for (const queued_check *c : checks) {
-		result_check r{ c->tag, 0, {} };
-		for (size_t i = 0; i < c->tensors.size(); i++) {
-			const at::Tensor &t = c->tensors[i];
-			auto found = index_of.emplace(t.unsafeGetTensorImpl(),
-						      (int64_t)distinct.size());
-			if (found.second)
-				distinct.push_back(t);
-			if (i == 0)
-				r.result = found.first->second;
-			else
-				r.arguments.push_back(found.first->second);
-		}
-		out.push_back(std::move(r));
-	}
-	// rows in dtype order: renumber the checks' rows
-	std::vector<int64_t> order(distinct.size()), row(distinct.size());
-	for (size_t i = 0; i < order.size(); i++)
-		order[i] = (int64_t)i;
-	std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-		return by_dtype(distinct[a], distinct[b]);
-	});
-	std::vector<at::Tensor> sorted;
-	for (size_t i = 0; i < order.size(); i++) {
-		sorted.push_back(distinct[order[i]]);
-		row[order[i]] = (int64_t)i;
-	}
-	for (result_check &r : out) {
-		r.result = row[r.result];
-		for (int64_t &a : r.arguments)
-			a = row[a];
-	}
-	std::vector<at::Tensor> largest, smallest;
-	for (const dtype_run &run : runs_of(sorted)) {
-		at::Tensor lengths = indices_on(run.lengths, device);
-		largest.push_back(per_segment(run.flat, lengths, "max"));
-		smallest.push_back(per_segment(run.flat, lengths, "min"));
-	}
-	return at::stack({ at::cat(largest), at::cat(smallest) }, 1);
-}
-
-// Casts' checks of the same limits, in their order: [overflowed, flushed,
-// nonzero, zeroed, lost, total, max finite |x|] of each source.
-at::Tensor cast_counts(const std::vector<const queued_check *> &checks,
-		       const float limits[3], const at::Device &device)
-{
-	std::vector<int64_t> order(checks.size());
-	for (size_t i = 0; i < order.size(); i++)
-		order[i] = (int64_t)i;
-	std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-		return by_dtype(checks[a]->tensors[0], checks[b]->tensors[0]);
-	});
-	std::vector<at::Tensor> sources;
-	for (int64_t i : order)
-		sources.push_back(checks[i]->tensors[0]);
-	std::vector<at::Tensor> rows;
-	for (const dtype_run &run : runs_of(sources)) {
-		at::Tensor a = run.flat.abs(), lengths = indices_on(run.lengths, device);
-		at::ScalarType count = counting_type(run.lengths);
-		at::Tensor finite = a.isfinite(), positive = a.gt(0);
-		at::Tensor flushed = positive.logical_and(a.lt(limits[0]));
-		at::Tensor finite_abs = a.masked_fill(finite.logical_not(), 0);
-		auto counted = [&](const at::Tensor &mask) {
-			return per_segment(mask.to(count), lengths, "sum");
-		};
-		auto summed = [&](const at::Tensor &values) {
-			return per_segment(values.to(at::kDouble), lengths, "sum");
-		};
-		rows.push_back(at::stack(
-			{ counted(finite.logical_and(a.ge(limits[2]))),
-			  counted(flushed),
-			  counted(finite.logical_and(positive)),
-			  counted(positive.logical_and(a.le(limits[1]))),
-			  summed(a.masked_fill(flushed.logical_not(), 0)),
-			  summed(finite_abs),
-			  per_segment(finite_abs, lengths, "max") },
-			1));
-	}
-	// back in the checks' order
-	std::vector<int64_t> back(checks.size());
-	for (size_t i = 0; i < order.size(); i++)
-		back[order[i]] = (int64_t)i;
-	return at::cat(rows).index_select(0, indices_on(back, device));
-}
-
-// Computes a batch's numbers on its stream; called with queued_lock held.
-void compute(check_batch &batch)
-{
-	std::vector<const queued_check *> results;
-	std::map<std::vector<float>, std::vector<const queued_check *>> casts;
-	for (const queued_check &c : batch.checks) {
-		if (!unchanged(c))
-			continue;
-		if (c.what == OBS_REDUCE_RESULT)
-			results.push_back(&c);
-		else
-			casts[{ c.limits[0], c.limits[1], c.limits[2] }].push_back(&c);
-	}
-	computed_batch out;
-	c10::StreamGuard on_stream(batch.stream);
-	c10::Device device = batch.stream.device();
-	if (!results.empty())
-		out.extremes = result_extremes(results, device, out.results);
-	std::vector<at::Tensor> counts;
-	for (const auto &group : casts) {
-		counts.push_back(cast_counts(group.second, group.first.data(),
-					     device));
-		for (const queued_check *c : group.second)
-			out.casts.push_back(c->tag);
-	}
-	if (!counts.empty())
-		out.cast_counts = at::cat(counts);
-	batch.checks.clear();
-	batch.elements = 0;
-	batch.now = false;
-	if (!out.results.empty() || !out.casts.empty())
-		computed.push_back(std::move(out));
+	at::Tensor f = source.abs().nan_to_num(0.0, 0.0, 0.0);
+	at::Tensor normal = f.ge(limits[0]);
+	return at::stack({ f.ge(limits[2]).sum(at::kDouble),
+			   f.gt(0).sum(at::kDouble),
+			   normal.sum(at::kDouble),
+			   f.gt(limits[1]).sum(at::kDouble),
+			   f.mul(normal).sum(at::kDouble),
+			   f.sum(at::kDouble),
+			   f.amax().to(at::kDouble) });
 }
 
 // Our reductions are no ops of the program: unobserved, outside autograd
@@ -897,26 +737,13 @@ struct unobserved_work {
 	};
 };
 
-// Computes a batch, dropping its checks when torch refuses (a device
-// error: the program's own next call on the device reports it).
-void compute_or_drop(check_batch &batch)
+bool readable_on_device(const at::Tensor &t)
 {
-	try {
-		compute(batch);
-	} catch (const std::exception &) {
-		batch.checks.clear();
-		batch.elements = 0;
-		batch.now = false;
-	}
-}
-
-check_batch &batch_for(const c10::Stream &stream)
-{
-	for (check_batch &b : open_batches)
-		if (b.stream == stream)
-			return b;
-	open_batches.emplace_back(stream);
-	return open_batches.back();
+	at::ScalarType s = t.scalar_type();
+	return t.defined() && t.layout() == c10::kStrided && t.has_storage() &&
+	       !t.key_set().has(c10::DispatchKey::Python) &&
+	       (s == at::kHalf || s == at::kBFloat16 || s == at::kFloat ||
+		s == at::kDouble);
 }
 
 bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
@@ -931,145 +758,198 @@ bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
 	if (what == OBS_REDUCE_CAST_SOURCE)
 		index = 0;
 	if (index < 0 || index >= (int)tensors.size() ||
-	    !tensors[index].defined())
+	    !readable_on_device(tensors[index]) || !tensors[index].numel())
 		return false;
+	const at::Tensor &subject = tensors[index];
 	unobserved_work guards;
 	try {
-		const at::Tensor &subject = tensors[index];
-		queued_check c{ tag, what, { limits[0], limits[1], limits[2] },
-				{ subject }, {} };
-		if (what == OBS_REDUCE_RESULT)
-			for (const at::Tensor &a : frame->device_args)
-				if (a.defined() && a.is_floating_point() &&
-				    a.numel() && a.device() == subject.device())
-					c.tensors.push_back(a);
-		int64_t elements = 0;
-		for (const at::Tensor &t : c.tensors) {
-			c.versions.push_back(version_of(t));
-			elements += t.numel();
-		}
-		bool now = c.versions[0] < 0;
-		c10::Stream stream =
-			c10::impl::getDeviceGuardImpl(subject.device().type())
-				->getStream(subject.device());
+		queued_check c{ tag, what, -1, {}, {} };
 		std::lock_guard<std::mutex> guard(queued_lock);
-		check_batch &batch = batch_for(stream);
-		if (batch.elements && batch.elements + elements > batch_elements)
-			compute_or_drop(batch);
-		batch.checks.push_back(std::move(c));
-		batch.elements += elements;
-		batch.now = batch.now || now;
-		if (batch.now || batch.checks.size() >= batch_checks ||
-		    batch.elements >= batch_elements)
-			compute_or_drop(batch);
+		note_stream(subject);
+		if (what == OBS_REDUCE_CAST_SOURCE) {
+			c.cast_raw = cast_raw_counts(subject, limits);
+		} else {
+			c.result = extremes_row(subject);
+			for (const at::Tensor &a : frame->device_args)
+				if (readable_on_device(a) &&
+				    a.device() == subject.device())
+					c.arguments.push_back(extremes_row(a));
+		}
+		queued.push_back(std::move(c));
 	} catch (const std::exception &) {
 		return false;
 	}
 	return true;
 }
 
-// A tensor's largest and smallest element, as a result's check reads
-// them: inf or NaN, and the largest finite |x|.
-struct extremes {
+// A tensor's extremes, as a result's check reads them: inf or NaN, and
+// the largest finite |x|.
+struct read_extremes {
 	bool nan, inf;
 	double max_abs; // when neither
 };
 
-extremes extremes_of(const double *row)
+read_extremes extremes_of(const double *min_max)
 {
-	extremes e{ std::isnan(row[0]) || std::isnan(row[1]), false, 0.0 };
-	e.inf = !e.nan && (std::isinf(row[0]) || std::isinf(row[1]));
+	read_extremes e{ std::isnan(min_max[0]) || std::isnan(min_max[1]),
+			 false, 0.0 };
+	e.inf = !e.nan && (std::isinf(min_max[0]) || std::isinf(min_max[1]));
 	if (!e.nan && !e.inf)
-		e.max_abs = std::max(std::fabs(row[0]), std::fabs(row[1]));
+		e.max_abs = std::max(std::fabs(min_max[0]), std::fabs(min_max[1]));
 	return e;
 }
 
-struct obs_reduction result_reduction(const result_check &c, const double *rows)
+// rows: each tensor's [min, max] as read; -1 rows are empty tensors.
+struct obs_reduction result_reduction(const queued_check &c,
+				      const double *rows)
 {
 	struct obs_reduction r = {};
 	r.what = OBS_REDUCE_RESULT;
-	extremes result = extremes_of(rows + 2 * c.result);
-	r.inf = result.inf;
-	r.nan = result.nan;
 	r.counted = false;
+	if (c.result >= 0) {
+		read_extremes result = extremes_of(rows + 2 * c.result);
+		r.inf = result.inf;
+		r.nan = result.nan;
+	}
 	for (int64_t a : c.arguments) {
-		extremes e = extremes_of(rows + 2 * a);
+		if (a < 0)
+			continue;
+		read_extremes e = extremes_of(rows + 2 * a);
 		r.arguments_non_finite += e.nan || e.inf;
 		r.arguments_max_abs = std::max(r.arguments_max_abs, e.max_abs);
 	}
 	return r;
 }
 
-struct obs_reduction cast_reduction(const double *v)
+struct obs_reduction cast_reduction(const double *raw)
 {
 	struct obs_reduction r = {};
 	r.what = OBS_REDUCE_CAST_SOURCE;
-	r.overflowed = (int64_t)v[0];
-	r.flushed = (int64_t)v[1];
-	r.nonzero = (int64_t)v[2];
-	r.zeroed = (int64_t)v[3];
-	r.lost = v[4];
-	r.total = v[5];
-	r.max_abs = v[6];
+	r.overflowed = (int64_t)raw[0];
+	r.nonzero = (int64_t)raw[1];
+	r.flushed = (int64_t)(raw[1] - raw[2]);
+	r.zeroed = (int64_t)(raw[1] - raw[3]);
+	r.lost = raw[5] - raw[4];
+	r.total = raw[5];
+	r.max_abs = raw[6];
 	return r;
 }
 
-// One device's computed batches, read with one copy to the host.
-void read_batches(const std::vector<const computed_batch *> &batches,
-		  std::vector<std::pair<uint64_t, struct obs_reduction>> &read)
+// The streams that reduced something are waited for on the current
+// ones, which read the numbers.
+void wait_for_streams()
 {
-	std::vector<at::Tensor> parts;
-	for (const computed_batch *b : batches)
-		for (const at::Tensor &t : { b->extremes, b->cast_counts })
-			if (t.defined())
-				parts.push_back(t.reshape(-1));
-	at::Tensor host = at::cat(parts).cpu().contiguous();
-	const double *v = host.data_ptr<double>();
-	for (const computed_batch *b : batches) {
-		for (const result_check &c : b->results)
-			read.emplace_back(c.tag, result_reduction(c, v));
-		if (b->extremes.defined())
-			v += b->extremes.numel();
-		for (uint64_t tag : b->casts) {
-			read.emplace_back(tag, cast_reduction(v));
-			v += cast_row_size;
+	for (const c10::Stream &s : streams) {
+		if (s.device_type() == c10::DeviceType::CPU)
+			continue;
+		c10::Stream current =
+			c10::impl::getDeviceGuardImpl(s.device_type())
+				->getStream(s.device());
+		if (s != current) {
+			c10::Event made(s.device_type());
+			made.record(s);
+			made.block(current);
 		}
 	}
 }
 
-// Every open batch computed, then each device's numbers copied to the
-// host at once and handed over in the order the checks were queued.
+// This step's numbers on the host: each tensor's [min, max] by row, each
+// cast's raw counts by its index in `queued` (cast_raw_size each).
+struct host_numbers {
+	std::vector<double> extremes;
+	std::unordered_map<size_t, std::vector<double>> casts;
+};
+
+// One device's numbers, stacked there and copied to the host at once.
+void read_device(const c10::Device &device, host_numbers &out)
+{
+	std::map<at::ScalarType, std::vector<size_t>> rows_by_dtype;
+	for (size_t r = 0; r < extremes.size(); r++)
+		if (extremes[r].min.device() == device)
+			rows_by_dtype[extremes[r].min.scalar_type()].push_back(r);
+	std::vector<at::Tensor> parts;
+	std::vector<size_t> rows;
+	for (const auto &dtype : rows_by_dtype) {
+		std::vector<at::Tensor> min, max;
+		for (size_t r : dtype.second) {
+			min.push_back(extremes[r].min);
+			max.push_back(extremes[r].max);
+			rows.push_back(r);
+		}
+		parts.push_back(at::stack({ at::stack(min), at::stack(max) }, 1)
+					.to(at::kDouble)
+					.reshape(-1));
+	}
+	std::vector<size_t> casts;
+	std::vector<at::Tensor> raw;
+	for (size_t i = 0; i < queued.size(); i++)
+		if (queued[i].cast_raw.defined() &&
+		    queued[i].cast_raw.device() == device) {
+			casts.push_back(i);
+			raw.push_back(queued[i].cast_raw);
+		}
+	if (!raw.empty())
+		parts.push_back(at::cat(raw));
+	if (parts.empty())
+		return;
+	at::Tensor host = at::cat(parts).cpu().contiguous();
+	const double *v = host.data_ptr<double>();
+	for (size_t r : rows) {
+		out.extremes[2 * r] = *v++;
+		out.extremes[2 * r + 1] = *v++;
+	}
+	for (size_t i : casts) {
+		out.casts[i].assign(v, v + cast_raw_size);
+		v += cast_raw_size;
+	}
+}
+
+// Every check queued this step, read from the device (one copy per
+// device), judged in the order they were queued.
 void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
 {
 	unobserved_work guards;
-	std::vector<computed_batch> taken;
+	std::vector<queued_check> checks;
+	host_numbers numbers;
+	bool read = true;
 	{
 		std::lock_guard<std::mutex> guard(queued_lock);
-		for (check_batch &b : open_batches)
-			compute_or_drop(b);
-		open_batches.clear();
-		taken.swap(computed);
-	}
-	std::map<std::pair<int, int>, std::vector<const computed_batch *>> by_device;
-	for (const computed_batch &b : taken) {
-		const at::Tensor &any = b.extremes.defined() ? b.extremes
-							     : b.cast_counts;
-		by_device[{ (int)any.device().type(), any.device().index() }]
-			.push_back(&b);
-	}
-	std::vector<std::pair<uint64_t, struct obs_reduction>> read;
-	for (const auto &device : by_device) {
+		numbers.extremes.assign(2 * extremes.size(), 0.0);
+		std::vector<c10::Device> devices;
+		for (const extremes_on_device &e : extremes)
+			if (std::find(devices.begin(), devices.end(),
+				      e.min.device()) == devices.end())
+				devices.push_back(e.min.device());
+		for (const queued_check &c : queued)
+			if (c.cast_raw.defined() &&
+			    std::find(devices.begin(), devices.end(),
+				      c.cast_raw.device()) == devices.end())
+				devices.push_back(c.cast_raw.device());
 		try {
-			read_batches(device.second, read);
+			wait_for_streams();
+			for (const c10::Device &d : devices)
+				read_device(d, numbers);
 		} catch (const std::exception &) {
 			// a device error: these are lost, the program's own
 			// next call on the device reports it
+			read = false;
 		}
+		checks.swap(queued);
+		extremes.clear();
+		reduced.clear();
+		streams.clear();
 	}
-	std::stable_sort(read.begin(), read.end(),
-			 [](const auto &a, const auto &b) { return a.first < b.first; });
-	for (const auto &r : read)
-		deliver(r.first, &r.second);
+	if (!read)
+		return;
+	for (size_t i = 0; i < checks.size(); i++) {
+		const queued_check &c = checks[i];
+		struct obs_reduction r;
+		if (c.what == OBS_REDUCE_RESULT)
+			r = result_reduction(c, numbers.extremes.data());
+		else
+			r = cast_reduction(numbers.casts[i].data());
+		deliver(c.tag, &r);
+	}
 }
 
 } // namespace

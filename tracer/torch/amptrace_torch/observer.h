@@ -143,8 +143,8 @@ struct obs_observer {
 	/* The name of the tensor whose TensorImpl is `impl`, NULL when it
 	 * has none (valid for the process's life). */
 	const char *(*tensor_name)(uintptr_t impl);
-	/* Value checks on a GPU, without a sync per op: queues the counts
-	 * (computed on the device in batches), of result `index` of the call ending now
+	/* Value checks on a GPU, without a sync per op: reduces, on the
+	 * device, result `index` of the call ending now
 	 * (OBS_REDUCE_RESULT, with the arguments the call began with) or of
 	 * the argument 0 it began with (OBS_REDUCE_CAST_SOURCE, `limits`:
 	 * the cast's tiny, zero and overflow points).  Only from events.c's

@@ -12,7 +12,7 @@
  *
  * Host tensors are judged when the op ends.  A tensor whose elements the
  * host cannot read (on a GPU) is queued to the observer, which counts it
- * on the device with the others of a batch (observer.cpp), and judged
+ * on the device where the op ends (observer.cpp), and judged
  * when values_flush reads them all, once per step; its diag events then
  * come at the step's end, in the order of the ops. */
 #include "values.h"
@@ -171,7 +171,6 @@ static const char *overflow_advice(enum amp_dtype dtype)
 			 "with .float() inputs)";
 }
 
-/* `largest`: the input holding max |input| ("" when not known). */
 /* What a result holds: counted (the host's checks), or only whether
  * (a GPU's: obs_reduction.counted). */
 struct non_finite {
@@ -179,6 +178,7 @@ struct non_finite {
 	bool counted;
 };
 
+/* `largest`: the input holding max |input| ("" when not known). */
 static void report_result(const char *op, uint64_t op_id, const char *tensor,
 			  uint64_t tensor_id, enum amp_dtype dtype,
 			  struct non_finite held, int64_t numel,
@@ -191,7 +191,7 @@ static void report_result(const char *op, uint64_t op_id, const char *tensor,
 			 (long long)held.inf, (long long)held.nan,
 			 (long long)numel);
 	else
-		snprintf(counts, sizeof counts, "%s among its %lld values",
+		snprintf(counts, sizeof counts, "some %s of %lld values",
 			 held.nan ? "NaN" : "inf, no NaN,", (long long)numel);
 	snprintf(message, sizeof message,
 		 "%s produced inf/NaN in its %s output %s (%s) from finite "
