@@ -737,13 +737,16 @@ struct unobserved_work {
 	};
 };
 
+// What the device's reductions read: plain tensors of the dtypes the
+// host checks read (not float8, not a Python subclass's).
 bool readable_on_device(const at::Tensor &t)
 {
+	if (!t.defined() || t.layout() != c10::kStrided || !t.has_storage() ||
+	    t.key_set().has(c10::DispatchKey::Python))
+		return false;
 	at::ScalarType s = t.scalar_type();
-	return t.defined() && t.layout() == c10::kStrided && t.has_storage() &&
-	       !t.key_set().has(c10::DispatchKey::Python) &&
-	       (s == at::kHalf || s == at::kBFloat16 || s == at::kFloat ||
-		s == at::kDouble);
+	return s == at::kHalf || s == at::kBFloat16 || s == at::kFloat ||
+	       s == at::kDouble;
 }
 
 bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
