@@ -102,6 +102,24 @@ static CUpti_ActivityAPI runtime_call(uint32_t correlation)
 	return a;
 }
 
+/* A copy made by the runtime call `runtime` through the driver call
+ * `driver` (the ids CUPTI gives them), 4096 bytes from 100 to 200 ns. */
+static amp_cupti_memcpy_record copy_record(uint8_t copy_kind, uint32_t runtime,
+					   uint32_t driver)
+{
+	amp_cupti_memcpy_record m;
+
+	memset(&m, 0, sizeof m);
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = copy_kind;
+	m.bytes = 4096;
+	m.start = 100;
+	m.end = 200;
+	m.runtimeCorrelationId = runtime;
+	m.correlationId = driver;
+	return m;
+}
+
 #define RECORD(r) ((const CUpti_Activity *)&(r))
 #define OP CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
 #define CAST CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1
@@ -191,14 +209,8 @@ START_TEST(test_cupti_own_work_left_out)
 		external(OP, AMP_GPU_OWN_WORK, 9);
 	amp_cupti_kernel_record gemm = kernel(7, 10, 20, "gemm_kernel");
 	amp_cupti_kernel_record reduce = kernel(8, 30, 40, "reduce_kernel");
-	amp_cupti_memcpy_record read;
-	memset(&read, 0, sizeof read);
-	read.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-	read.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-	read.runtimeCorrelationId = 9;
-	read.correlationId = 10;
-	read.start = 50;
-	read.end = 60;
+	amp_cupti_memcpy_record read =
+		copy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 9, 10);
 	const CUpti_Activity *records[] = { RECORD(op), RECORD(own),
 					    RECORD(own_copy), RECORD(gemm),
 					    RECORD(reduce), RECORD(read) };
@@ -233,22 +245,14 @@ END_TEST
 
 START_TEST(test_cupti_memcpy)
 {
-	amp_cupti_memcpy_record h2d, d2h;
 	CUpti_ActivityExternalCorrelation runtime = external(OP, 21, 50);
 	CUpti_ActivityExternalCorrelation driver = external(OP, 22, 61);
-
-	memset(&h2d, 0, sizeof h2d);
-	h2d.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-	h2d.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-	h2d.bytes = 4096;
-	h2d.start = 100;
-	h2d.end = 200;
-	h2d.correlationId = 51;        /* the driver call under cudaMemcpy */
-	h2d.runtimeCorrelationId = 50; /* cudaMemcpy, which we pushed around */
-	d2h = h2d;
-	d2h.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
-	d2h.correlationId = 61;
-	d2h.runtimeCorrelationId = 60; /* not linked: the driver id is */
+	/* cudaMemcpy (50), which we pushed around, and its driver call (51) */
+	amp_cupti_memcpy_record h2d =
+		copy_record(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 50, 51);
+	/* not linked by the runtime's id (60): the driver's (61) is */
+	amp_cupti_memcpy_record d2h =
+		copy_record(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 60, 61);
 	const CUpti_Activity *records[] = { RECORD(runtime), RECORD(driver),
 					    RECORD(h2d), RECORD(d2h) };
 	struct amp_gpu_activity out[4];
@@ -968,6 +972,17 @@ static void record_events(const struct amp_event *event, void *user)
 	}
 }
 
+/* linear(x, w, b) under CUDA autocast (f16). */
+static amp_tensor *autocast_linear(amp_tensor *x, amp_tensor *w, amp_tensor *b)
+{
+	struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CUDA);
+
+	ck_assert_int_eq(amp_autocast_enter(&opts), AMP_OK);
+	amp_tensor *y = amp_linear(x, w, b);
+	amp_autocast_exit();
+	return y;
+}
+
 static bool logged(const char *line)
 {
 	for (int i = 0; i < cuda_fake_log_count; i++)
@@ -994,10 +1009,7 @@ START_TEST(test_fake_correlation_ids)
 					AMP_EVENT_MASK(AMP_EVENT_OP_BEGIN),
 				record_events, NULL);
 	cuda_fake_reset();
-	struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CUDA);
-	ck_assert_int_eq(amp_autocast_enter(&opts), AMP_OK);
-	amp_tensor *y = amp_linear(x, w, b);
-	amp_autocast_exit();
+	amp_tensor *y = autocast_linear(x, w, b);
 	amp_hook_remove(hook);
 	ck_assert_ptr_nonnull(y);
 	ck_assert_int_eq(amp_tensor_dtype(y), AMP_DTYPE_F16);
@@ -1061,10 +1073,7 @@ START_TEST(test_fake_value_checks_own_work)
 	ck_assert_int_eq(amp_gpu_profiler_start(count_own, NULL), AMP_OK);
 	amp_set_value_checks(true);
 	cuda_fake_reset();
-	struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CUDA);
-	ck_assert_int_eq(amp_autocast_enter(&opts), AMP_OK);
-	amp_tensor *y = amp_linear(x, w, NULL);
-	amp_autocast_exit();
+	amp_tensor *y = autocast_linear(x, w, NULL);
 	amp_set_value_checks(false);
 	ck_assert_ptr_nonnull(y);
 	snprintf(line, sizeof line, "push op %llu",
