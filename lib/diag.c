@@ -270,7 +270,8 @@ static void check_outputs(const struct amp_call *call)
 /* The checks read device tensors through copies: amptrace's own work. */
 void amp_diag_check_outputs(const struct amp_call *call)
 {
-	bool own = amp_backend_own_work_begin();
+	bool own = call->device == AMP_DEVICE_CUDA &&
+		   amp_backend_own_work_begin();
 
 	check_outputs(call);
 	amp_backend_own_work_end(own);
@@ -283,7 +284,8 @@ void amp_diag_check_cast(const struct amp_call *call,
 	if (!is_low_precision(cast->dtype) ||
 	    !(source->dtype == AMP_DTYPE_F32 || source->dtype == AMP_DTYPE_F64))
 		return;
-	bool own = amp_backend_own_work_begin();
+	bool own = amp_storage_on_gpu(source->storage) &&
+		   amp_backend_own_work_begin();
 	check_underflow(call->op_id, amp_op_defs[call->op].name, source, cast);
 	amp_backend_own_work_end(own);
 }
