@@ -26,6 +26,8 @@
 #   overflow-written  (torch 1.13 too) a bf16 layer that overflows, its
 #                     output then rewritten in place (relu_): still the
 #                     layer's overflow
+#   captured          a bf16 layer that overflows inside a CUDA graph's
+#                     capture (faked on the CPU), then again after it
 import sys
 import torch
 
@@ -137,4 +139,24 @@ elif mode == "overflow-written":
     with torch.autocast(DEVICE, dtype=torch.bfloat16):
         y = layer(torch.full((4, 16), 1e9))
         y.relu_()
+        print("non-finite", (~torch.isfinite(y)).sum().item())
+elif mode == "captured":
+    # A CPU build's CUDAGraph stands on a dummy base: give it a capture
+    # that does nothing, so the program's calls run as on a GPU.
+    base = torch.cuda.CUDAGraph.__mro__[1]
+    base.__new__ = lambda cls, *args, **kwargs: object.__new__(cls)
+    base.__init__ = lambda self, *args, **kwargs: None
+    base.capture_begin = lambda self, *args, **kwargs: None
+    base.capture_end = lambda self: None
+    layer = torch.nn.Linear(16, 16)
+    with torch.no_grad():
+        layer.weight.mul_(1e30)
+    graph = torch.cuda.CUDAGraph()
+    for captured in (True, False):
+        if captured:
+            graph.capture_begin()
+        with torch.autocast(DEVICE, dtype=torch.bfloat16):
+            y = layer(torch.full((4, 16), 1e9))
+        if captured:
+            graph.capture_end()
         print("non-finite", (~torch.isfinite(y)).sum().item())

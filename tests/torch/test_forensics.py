@@ -341,6 +341,20 @@ def test_queued(modes):
           messages[:2])
 
 
+def test_capture():
+    """A CUDA graph's capture (faked on the CPU) pauses the device's
+    checks: their reductions would be captured with the graph and read
+    before it ran.  The host's checks read host tensors throughout."""
+    queued = dict(os.environ, AMPTRACE_TEST_QUEUED_VALUES="1")
+    _, host = run("scenario_overflow", "captured")
+    p, path = run("scenario_overflow", "captured", env=queued, tag="-queued")
+    both, after = normalized_diags(host), normalized_diags(path)
+    check("a CUDA graph's capture pauses the device's value checks: the "
+          "overflow after it is found, not the one inside it",
+          p.returncode == 0 and len(both) == 2 and after == both[1:],
+          (p.stderr[-500:], after, both))
+
+
 skip_unless_bridge(AMPTRACE, PYTHON)
 if torch_release() >= (2, 0):
     test_overflow_and_scheduler()
@@ -351,6 +365,7 @@ if torch_release() >= (2, 0):
     test_casts()
     test_queued({"scheduler": 4, "collapse": 12, "unrelated": 6, "split": 1,
                  "healthy": 0, "cast-overflow": 1, "cast-underflow": 1})
+    test_capture()
 test_bf16()
 test_queued({"bf16-overflow": 1, "bf16-underflow": 1, "written-later": 0,
              "overflow-written": 1})

@@ -172,6 +172,28 @@ def _wrap_scaler(torch):
         _bridge.wrapper(update, None, _scaler_updated), update)
 
 
+def _capture_began(result, *args, **kwargs):
+    _bridge.graph_capture(True)
+
+
+def _capture_ended(*args, **kwargs):
+    _bridge.graph_capture(False)
+
+
+def _wrap_graph_capture(torch):
+    """While a CUDA graph captures (torch.cuda.graph, torch.compile's
+    reduce-overhead), the value checks' device reductions would be
+    captured with it and read before the graph ever ran: they pause from
+    a capture_begin that succeeded to its capture_end (values.h).  C
+    wrappers, as the optimizers'."""
+    cls = torch.cuda.CUDAGraph
+    begin, end = cls.capture_begin, cls.capture_end
+    cls.capture_begin = functools.update_wrapper(
+        _bridge.wrapper(begin, None, _capture_began), begin)
+    cls.capture_end = functools.update_wrapper(
+        _bridge.wrapper(end, always=_capture_ended), end)
+
+
 # ---------------------------------------------------- regions and windows
 
 def _evaluating():
@@ -298,7 +320,7 @@ def install(torch, bridge):
     global _bridge
     _bridge = bridge
     for part in (_wrap_optimizers, _wrap_scaler, _wrap_autocast,
-                 _wrap_train_mode):
+                 _wrap_train_mode, _wrap_graph_capture):
         try:
             part(torch)
         except Exception as e:

@@ -386,6 +386,19 @@ static PyObject *bridge_value_checks(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* graph_capture(began): a CUDA graph began or ended capturing
+ * (values.h). */
+static PyObject *bridge_graph_capture(PyObject *self, PyObject *args)
+{
+	int began;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "p", &began))
+		return NULL;
+	values_capturing(began);
+	Py_RETURN_NONE;
+}
+
 /* pause(paused) -> the previous state: while paused, the calling thread's
  * torch ops are not recorded (the bridge's own look at the gradients). */
 static PyObject *bridge_pause(PyObject *self, PyObject *args)
@@ -529,6 +542,8 @@ static PyMethodDef methods[] = {
 	  "name_grad(param_cdata, grad_cdata) -> the gradient's tensor id" },
 	{ "value_checks", bridge_value_checks, METH_VARARGS,
 	  "value_checks(enabled): the value checks on or off" },
+	{ "graph_capture", bridge_graph_capture, METH_VARARGS,
+	  "graph_capture(began): a CUDA graph began or ended capturing" },
 	{ "pause", bridge_pause, METH_VARARGS,
 	  "pause(paused) -> previous: this thread's ops unrecorded meanwhile" },
 	{ "scaler", bridge_scaler, METH_VARARGS,

@@ -28,6 +28,7 @@
 #include <string.h>
 
 static atomic_bool enabled;
+static atomic_int captures; /* CUDA graphs capturing now */
 static struct obs_observer device; /* its cuda_* entries, or NULL */
 
 /* Device checks queued and not read yet; past this many, they are read
@@ -60,6 +61,18 @@ static size_t nrecent;
 void values_set_enabled(bool on)
 {
 	atomic_store(&enabled, on);
+}
+
+void values_capturing(bool began)
+{
+	int now = atomic_load(&captures);
+
+	/* an end without its beginning (recording began inside a capture)
+	 * does not go below none */
+	while (!atomic_compare_exchange_weak(&captures, &now,
+					      began ? now + 1
+						    : now > 0 ? now - 1 : 0))
+		;
 }
 
 bool values_enabled(void)
@@ -429,7 +442,7 @@ static void queue_on_device(const struct values_op *op, enum obs_reduce what,
 	struct amp_cast_limits l = amp_cast_limits_of(target);
 	const float limits[3] = { l.tiny, l.zero, l.overflow };
 
-	if (!device.cuda_queue)
+	if (!device.cuda_queue || atomic_load(&captures) > 0)
 		return;
 	pthread_mutex_lock(&pending_lock);
 	bool full = npending == PENDING_LIMIT;

@@ -19,6 +19,10 @@
  * --no-value-checks sets to 0); the module sets it at attach. */
 void values_set_enabled(bool on);
 bool values_enabled(void);
+/* A CUDA graph began (true) or ended capturing: while one captures, the
+ * device's checks are not queued (their reductions would be captured with
+ * the graph and read before it ever ran); host tensors are still read. */
+void values_capturing(bool began);
 /* The observer's device reductions (NULL entries: none, as under the
  * pure-Python fallback, which has no elements to read either). */
 void values_bind(const struct obs_observer *observer);
