@@ -60,6 +60,17 @@ amp_tensor *cuda_random(int ndim, const int64_t *shape, enum amp_dtype dtype,
 	return out;
 }
 
+amp_tensor *cuda_random_on_device(int ndim, const int64_t *shape,
+				  enum amp_dtype dtype, enum cuda_values kind,
+				  uint64_t seed)
+{
+	amp_tensor *host = cuda_random(ndim, shape, dtype, kind, seed);
+	amp_tensor *device = amp_to_device(host, AMP_DEVICE_CUDA);
+
+	amp_tensor_free(host);
+	return device;
+}
+
 double cuda_rtol(enum amp_dtype dtype)
 {
 	switch (dtype) {

@@ -56,5 +56,9 @@ void cuda_fill(float *values, size_t n, enum cuda_values kind, uint64_t seed);
 /* A cpu tensor of `dtype` filled by cuda_fill. */
 amp_tensor *cuda_random(int ndim, const int64_t *shape, enum amp_dtype dtype,
 			enum cuda_values kind, uint64_t seed);
+/* cuda_random's tensor on device cuda (the cpu one freed). */
+amp_tensor *cuda_random_on_device(int ndim, const int64_t *shape,
+				  enum amp_dtype dtype, enum cuda_values kind,
+				  uint64_t seed);
 
 #endif /* CUDA_COMPARE_H */

@@ -996,12 +996,12 @@ static bool logged(const char *line)
 START_TEST(test_fake_correlation_ids)
 {
 	int64_t xs[2] = { 4, 8 }, ws[2] = { 3, 8 }, bs[1] = { 3 };
-	amp_tensor *hx = cuda_random(2, xs, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 1);
-	amp_tensor *hw = cuda_random(2, ws, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 2);
-	amp_tensor *hb = cuda_random(1, bs, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 3);
-	amp_tensor *x = amp_to_device(hx, AMP_DEVICE_CUDA);
-	amp_tensor *w = amp_to_device(hw, AMP_DEVICE_CUDA);
-	amp_tensor *b = amp_to_device(hb, AMP_DEVICE_CUDA);
+	amp_tensor *x = cuda_random_on_device(2, xs, AMP_DTYPE_F32,
+					      CUDA_VALUES_SIGNED, 1);
+	amp_tensor *w = cuda_random_on_device(2, ws, AMP_DTYPE_F32,
+					      CUDA_VALUES_SIGNED, 2);
+	amp_tensor *b = cuda_random_on_device(1, bs, AMP_DTYPE_F32,
+					      CUDA_VALUES_SIGNED, 3);
 	char line[64];
 
 	ck_assert_int_eq(amp_gpu_profiler_start(ignore_activities, NULL), AMP_OK);
@@ -1042,9 +1042,6 @@ START_TEST(test_fake_correlation_ids)
 	amp_tensor_free(b);
 	amp_tensor_free(w);
 	amp_tensor_free(x);
-	amp_tensor_free(hb);
-	amp_tensor_free(hw);
-	amp_tensor_free(hx);
 }
 END_TEST
 
@@ -1063,10 +1060,10 @@ static void count_own(const struct amp_gpu_activity *activities, size_t count,
 START_TEST(test_fake_value_checks_own_work)
 {
 	int64_t xs[2] = { 4, 8 }, ws[2] = { 3, 8 };
-	amp_tensor *hx = cuda_random(2, xs, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 1);
-	amp_tensor *hw = cuda_random(2, ws, AMP_DTYPE_F32, CUDA_VALUES_SIGNED, 2);
-	amp_tensor *x = amp_to_device(hx, AMP_DEVICE_CUDA);
-	amp_tensor *w = amp_to_device(hw, AMP_DEVICE_CUDA);
+	amp_tensor *x = cuda_random_on_device(2, xs, AMP_DTYPE_F32,
+					      CUDA_VALUES_SIGNED, 1);
+	amp_tensor *w = cuda_random_on_device(2, ws, AMP_DTYPE_F32,
+					      CUDA_VALUES_SIGNED, 2);
 	char line[64];
 
 	own_linked = 0;
@@ -1086,8 +1083,6 @@ START_TEST(test_fake_value_checks_own_work)
 	amp_tensor_free(y);
 	amp_tensor_free(w);
 	amp_tensor_free(x);
-	amp_tensor_free(hw);
-	amp_tensor_free(hx);
 }
 END_TEST
 

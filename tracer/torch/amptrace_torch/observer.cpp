@@ -122,6 +122,15 @@ const char *const made_elsewhere = "(made outside the recorded ops)";
 // where their op ends (AMPTRACE_TEST_QUEUED_VALUES=1, read at bind).
 bool queue_host_values;
 
+// A tensor whose elements the value checks may read, on the host or on a
+// device: strided, with storage, not a Python subclass's (its strides may
+// be Python's to compute; a DTensor's or FakeTensor's are not local).
+bool plain_tensor(const c10::TensorImpl *impl)
+{
+	return impl->layout() == c10::kStrided && impl->has_storage() &&
+	       !impl->key_set().has(c10::DispatchKey::Python);
+}
+
 // A tensor in host memory, read in place (obs_args.data): the address of
 // its first element, whether it is dense, its strides; or nullptr.  Not
 // a Python subclass's (its strides may be Python's to compute), nor one
@@ -130,10 +139,8 @@ bool queue_host_values;
 const void *host_elements(c10::TensorImpl *impl, bool *dense,
 			  int64_t strides[PRODUCER_MAX_DIMS])
 {
-	if (!impl->is_cpu() || queue_host_values ||
-	    impl->layout() != c10::kStrided ||
-	    !impl->has_storage() || impl->dim() > PRODUCER_MAX_DIMS ||
-	    impl->key_set().has(c10::DispatchKey::Python))
+	if (!impl->is_cpu() || queue_host_values || !plain_tensor(impl) ||
+	    impl->dim() > PRODUCER_MAX_DIMS)
 		return nullptr;
 	try {
 		auto s = impl->strides();
@@ -738,11 +745,10 @@ struct unobserved_work {
 };
 
 // What the device's reductions read: plain tensors of the dtypes the
-// host checks read (not float8, not a Python subclass's).
+// host checks read (not float8).
 bool readable_on_device(const at::Tensor &t)
 {
-	if (!t.defined() || t.layout() != c10::kStrided || !t.has_storage() ||
-	    t.key_set().has(c10::DispatchKey::Python))
+	if (!t.defined() || !plain_tensor(t.unsafeGetTensorImpl()))
 		return false;
 	at::ScalarType s = t.scalar_type();
 	return s == at::kHalf || s == at::kBFloat16 || s == at::kFloat ||
@@ -907,6 +913,27 @@ void read_device(const c10::Device &device, host_numbers &out)
 	}
 }
 
+// This step's numbers, read from each device that made some (its
+// streams'); false on a device error: these are lost, the program's own
+// next call on the device reports it.  queued_lock held.
+bool read_all(host_numbers &out)
+{
+	out.extremes.assign(2 * extremes.size(), 0.0);
+	std::vector<c10::Device> devices;
+	for (const c10::Stream &s : streams)
+		if (std::find(devices.begin(), devices.end(), s.device()) ==
+		    devices.end())
+			devices.push_back(s.device());
+	try {
+		wait_for_streams();
+		for (const c10::Device &d : devices)
+			read_device(d, out);
+	} catch (const std::exception &) {
+		return false;
+	}
+	return true;
+}
+
 // Every check queued this step, read from the device (one copy per
 // device), judged in the order they were queued.
 void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
@@ -914,29 +941,10 @@ void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
 	unobserved_work guards;
 	std::vector<queued_check> checks;
 	host_numbers numbers;
-	bool read = true;
+	bool read;
 	{
 		std::lock_guard<std::mutex> guard(queued_lock);
-		numbers.extremes.assign(2 * extremes.size(), 0.0);
-		std::vector<c10::Device> devices;
-		for (const extremes_on_device &e : extremes)
-			if (std::find(devices.begin(), devices.end(),
-				      e.min.device()) == devices.end())
-				devices.push_back(e.min.device());
-		for (const queued_check &c : queued)
-			if (c.cast_raw.defined() &&
-			    std::find(devices.begin(), devices.end(),
-				      c.cast_raw.device()) == devices.end())
-				devices.push_back(c.cast_raw.device());
-		try {
-			wait_for_streams();
-			for (const c10::Device &d : devices)
-				read_device(d, numbers);
-		} catch (const std::exception &) {
-			// a device error: these are lost, the program's own
-			// next call on the device reports it
-			read = false;
-		}
+		read = read_all(numbers);
 		checks.swap(queued);
 		extremes.clear();
 		reduced.clear();

@@ -65,13 +65,15 @@ void values_set_enabled(bool on)
 
 void values_capturing(bool began)
 {
+	if (began) {
+		atomic_fetch_add(&captures, 1);
+		return;
+	}
+	/* an end without its beginning (recording began inside a capture,
+	 * or capture_end raised) does not go below none */
 	int now = atomic_load(&captures);
-
-	/* an end without its beginning (recording began inside a capture)
-	 * does not go below none */
-	while (!atomic_compare_exchange_weak(&captures, &now,
-					      began ? now + 1
-						    : now > 0 ? now - 1 : 0))
+	while (now > 0 &&
+	       !atomic_compare_exchange_weak(&captures, &now, now - 1))
 		;
 }
 
