@@ -1,8 +1,14 @@
 /* The CUPTI session: asynchronous activity buffers for CONCURRENT_KERNEL,
  * MEMCPY, RUNTIME, DRIVER and EXTERNAL_CORRELATION records, converted by
- * cupti_convert.c and handed to libamp's sink.  The API kinds are enabled
- * because CUPTI writes external-correlation records for the API calls it
- * traces; their records are otherwise ignored.
+ * cupti_convert.c and handed to libamp's sink.
+ *
+ * API records: CUPTI writes an external-correlation record (the link from
+ * a kernel to its op) only for a runtime or driver API call it records.
+ * Of those, only the calls that launch a kernel or copy memory are kept
+ * (skip_other_api_records), as Kineto skips a few: torch makes several
+ * other CUDA calls per op (cudaGetDevice, cuCtxGetCurrent, ...), whose
+ * records and correlation records cost more than the kernels' own.  Their
+ * records are otherwise ignored.
  *
  * Clock: CUPTI is asked to take its timestamps from CLOCK_MONOTONIC (the
  * trace clock, amp_now_ns) through cuptiActivityRegisterTimestampCallback,
@@ -31,6 +37,9 @@ static const CUpti_ActivityKind traced_kinds[] = {
 	CUPTI_ACTIVITY_KIND_MEMCPY,
 };
 #define TRACED_KIND_COUNT (sizeof traced_kinds / sizeof traced_kinds[0])
+
+/* Per-API selection came with CUPTI 12.5. */
+#define HAS_API_SELECTION (CUDART_VERSION >= 12050)
 
 static struct {
 	pthread_mutex_t lock;
@@ -146,10 +155,50 @@ static int64_t measure_clock_offset(void)
 	return amp_clock_offset(samples, count);
 }
 
+static bool launches_work(CUpti_CallbackDomain domain, uint32_t cbid)
+{
+	const char *name = NULL;
+
+	return cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS &&
+	       amp_cupti_launches_work(name);
+}
+
+/* Stops recording the runtime and driver calls that launch no work, once
+ * their kinds are enabled (CUPTI_ACTIVITY_KIND_RUNTIME and _DRIVER record
+ * every call; enabling them again records all again).  Where this CUPTI
+ * cannot select calls one by one, every call stays recorded. */
+static void skip_other_api_records(void)
+{
+#if HAS_API_SELECTION
+	for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
+		if (!launches_work(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))
+			cuptiActivityEnableRuntimeApi(cbid, 0);
+	for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++)
+		if (!launches_work(CUPTI_CB_DOMAIN_DRIVER_API, cbid))
+			cuptiActivityEnableDriverApi(cbid, 0);
+#else
+	(void)launches_work;
+#endif
+}
+
 static void disable_kinds(size_t count)
 {
 	for (size_t i = 0; i < count; i++)
 		cuptiActivityDisable(traced_kinds[i]);
+}
+
+/* Enables the traced kinds, all of them or none. */
+static CUptiResult enable_kinds(void)
+{
+	for (size_t i = 0; i < TRACED_KIND_COUNT; i++) {
+		CUptiResult result = cuptiActivityEnable(traced_kinds[i]);
+		if (result != CUPTI_SUCCESS) {
+			disable_kinds(i);
+			return result;
+		}
+	}
+	skip_other_api_records();
+	return CUPTI_SUCCESS;
 }
 
 int amp_cuda_profiler_start(amp_gpu_activity_fn sink, void *user)
@@ -189,17 +238,14 @@ int amp_cuda_profiler_start(amp_gpu_activity_fn sink, void *user)
 	session.active = true;
 	pthread_mutex_unlock(&session.lock);
 
-	for (size_t i = 0; i < TRACED_KIND_COUNT; i++) {
-		result = cuptiActivityEnable(traced_kinds[i]);
-		if (result != CUPTI_SUCCESS) {
-			disable_kinds(i);
-			pthread_mutex_lock(&session.lock);
-			session.active = false;
-			session.converter = NULL;
-			pthread_mutex_unlock(&session.lock);
-			free(converter);
-			return fail_cupti("cuptiActivityEnable", result);
-		}
+	result = enable_kinds();
+	if (result != CUPTI_SUCCESS) {
+		pthread_mutex_lock(&session.lock);
+		session.active = false;
+		session.converter = NULL;
+		pthread_mutex_unlock(&session.lock);
+		free(converter);
+		return fail_cupti("cuptiActivityEnable", result);
 	}
 	cuptiActivityFlushPeriod(FLUSH_PERIOD_MS);
 	return 0;

@@ -10,6 +10,11 @@ void amp_cupti_converter_init(struct amp_cupti_converter *converter,
 	converter->clock_offset_ns = clock_offset_ns;
 }
 
+bool amp_cupti_launches_work(const char *name)
+{
+	return name && (strstr(name, "Launch") || strstr(name, "Memcpy"));
+}
+
 int64_t amp_clock_offset(const struct amp_clock_sample *samples, size_t count)
 {
 	const struct amp_clock_sample *best = NULL;

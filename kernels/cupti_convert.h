@@ -31,8 +31,9 @@ typedef CUpti_ActivityKernel10 amp_cupti_kernel_record;
 typedef CUpti_ActivityMemcpy6 amp_cupti_memcpy_record;
 
 /* Correlation ids are sequential: a slot is reused after this many API
- * calls, far more than are in flight between a launch and its record. */
-#define AMP_CUPTI_LINK_SLOTS 65536u
+ * calls.  A kernel's record may come a flush interval (200 ms) after its
+ * launch, and torch makes some ten CUDA calls per op (12 MB of links). */
+#define AMP_CUPTI_LINK_SLOTS (1u << 19)
 
 struct amp_cupti_link {
 	uint32_t correlation_id;
@@ -57,6 +58,11 @@ void amp_cupti_converter_init(struct amp_cupti_converter *converter,
 size_t amp_cupti_convert(struct amp_cupti_converter *converter,
 			 const CUpti_Activity *const *records, size_t count,
 			 struct amp_gpu_activity *out);
+
+/* Whether the runtime or driver call of this name (cuptiGetCallbackName)
+ * launches a kernel or copies memory: the calls whose records link work
+ * to an op.  False for NULL. */
+bool amp_cupti_launches_work(const char *name);
 
 /* One reading of both clocks: host before, CUPTI, host after. */
 struct amp_clock_sample {

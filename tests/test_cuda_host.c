@@ -290,6 +290,29 @@ START_TEST(test_cupti_slot_reuse)
 }
 END_TEST
 
+START_TEST(test_cupti_launching_calls)
+{
+	/* as cuptiGetCallbackName spells them */
+	const char *launching[] = {
+		"cudaLaunchKernel_v7000", "cudaLaunchKernelExC_ptsz_v11060",
+		"cudaGraphLaunch_v10000", "cudaMemcpyAsync_v3020",
+		"cuLaunchKernel", "cuLaunchKernelEx", "cuMemcpyDtoHAsync_v2",
+		"cuGraphLaunch_ptsz",
+	};
+	const char *others[] = {
+		"cudaGetDevice_v3020", "cudaStreamIsCapturing_v10000",
+		"cudaEventRecord_v3020", "cudaMemsetAsync_v3020",
+		"cuCtxGetCurrent", "cuKernelGetAttribute", "cuMemAlloc_v2", "",
+	};
+
+	for (size_t i = 0; i < sizeof launching / sizeof *launching; i++)
+		ck_assert_msg(amp_cupti_launches_work(launching[i]), "%s", launching[i]);
+	for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+		ck_assert_msg(!amp_cupti_launches_work(others[i]), "%s", others[i]);
+	ck_assert(!amp_cupti_launches_work(NULL));
+}
+END_TEST
+
 START_TEST(test_clock_offset_tightest_sample)
 {
 	struct amp_clock_sample samples[] = {
@@ -1131,6 +1154,7 @@ static Suite *cuda_host_suite(void)
 	tcase_add_test(tc, test_cupti_untimed_and_other_kinds);
 	tcase_add_test(tc, test_cupti_memcpy);
 	tcase_add_test(tc, test_cupti_slot_reuse);
+	tcase_add_test(tc, test_cupti_launching_calls);
 	tcase_add_test(tc, test_clock_offset_tightest_sample);
 	tcase_add_test(tc, test_clock_map);
 	tcase_add_test(tc, test_cupti_converter_applies_offset);
