@@ -59,6 +59,12 @@ int amp_cuda_unscale(void *const *tensors, const enum amp_dtype *dtypes,
 int amp_cuda_update_scale(float *scale, int32_t *growth_tracker,
 			  const float *found_inf, double growth_factor,
 			  double backoff_factor, int32_t growth_interval);
+/* value_stats.cu */
+int amp_cuda_value_stats(const void *data, enum amp_dtype dtype, int64_t count,
+			 const struct amp_value_limits *limits, int device,
+			 void *stream, int64_t *row);
+int amp_cuda_value_stats_read(int device, void *stream,
+			      struct amp_value_stats *rows, int64_t count);
 /* gemm.c */
 int amp_cuda_gemm(const struct amp_cuda_gemm *gemm);
 /* cupti.c */

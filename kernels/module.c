@@ -40,4 +40,6 @@ const struct amp_cuda_module amp_cuda_module = {
 	.correlation_pop = amp_cuda_correlation_pop,
 	.range_push = amp_cuda_range_push,
 	.range_pop = amp_cuda_range_pop,
+	.value_stats = amp_cuda_value_stats,
+	.value_stats_read = amp_cuda_value_stats_read,
 };

@@ -27,6 +27,7 @@
 
 #include "amp.h"
 #include "amp_elementwise_ops.h"
+#include "amp_value_stats.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,7 +39,7 @@ extern "C" {
 
 #define AMP_CUDA_MODULE_SYMBOL "amp_cuda_module"
 /* Bumped on any incompatible change; libamp refuses other versions. */
-#define AMP_CUDA_MODULE_VERSION 2
+#define AMP_CUDA_MODULE_VERSION 3
 #define AMP_CUDA_UNSUPPORTED 1
 #define AMP_CUDA_MAX_DIMS AMP_MAX_DIMS
 
@@ -164,6 +165,23 @@ struct amp_cuda_module {
 	void (*correlation_pop)(enum amp_gpu_correlation kind);
 	void (*range_push)(const char *message);
 	void (*range_pop)(void);
+
+	/* The tracer's value checks on a GPU, without a sync per check; both
+	 * or neither may be NULL.  Unlike the kernels above, these run on
+	 * `stream` (a cudaStream_t of device `device`; NULL: its legacy
+	 * default stream) and make `device` current only while they launch.
+	 * value_stats reduces `count` contiguous elements of `data` (f32,
+	 * f16 or bf16) into a new row of statistics kept on the device
+	 * (kernels/amp_value_stats.h) and sets *row to its number: 0, 1, ...
+	 * since the device's last read. */
+	int (*value_stats)(const void *data, enum amp_dtype dtype,
+			   int64_t count, const struct amp_value_limits *limits,
+			   int device, void *stream, int64_t *row);
+	/* Once the work queued on `stream` (of `device`) is done, copies the
+	 * device's first `count` rows to host `rows`; the next row is 0
+	 * again. */
+	int (*value_stats_read)(int device, void *stream,
+				struct amp_value_stats *rows, int64_t count);
 };
 
 #ifdef __cplusplus

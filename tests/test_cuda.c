@@ -10,12 +10,17 @@
  *     strided;
  *   - the fused unscale and the scale update against the CPU backend;
  *   - CUPTI: kernels arrive linked to the ops and casts that launched
- *     them, inside the host time window, none dropped.
+ *     them, inside the host time window, none dropped;
+ *   - the value checks' statistics (value_stats) against the host's one
+ *     pass (kernels/amp_value_stats.h) on the same values.
  * No fork: CUDA does not survive fork() once initialised. */
 #include "amp.h"
+#include "amp_cuda_module.h"
+#include "amp_scalar.h"
 #include "amp_train.h"
 #include "backend.h"
 #include "cuda_compare.h"
+#include "diag_scan.h"
 
 #include <check.h>
 #include <math.h>
@@ -284,6 +289,126 @@ static bool in(const uint64_t *ids, int n, uint64_t id)
 	return false;
 }
 
+/* Values of every kind the checks tell apart: zeros, inf, NaN, the f16
+ * and bf16 limits and the floats either side, and |x| from 1e-12 to 1e6. */
+static float stats_value(unsigned *state)
+{
+	static float edges[18];
+	if (!edges[0]) {
+		enum amp_dtype targets[] = { AMP_DTYPE_F16, AMP_DTYPE_BF16 };
+		for (int t = 0; t < 2; t++) {
+			struct amp_cast_limits c = amp_cast_limits_of(targets[t]);
+			float at[] = { c.tiny, c.zero, c.overflow };
+			for (int l = 0; l < 3; l++) {
+				edges[9 * t + 3 * l] = at[l];
+				edges[9 * t + 3 * l + 1] = nextafterf(at[l], 0.0f);
+				edges[9 * t + 3 * l + 2] = nextafterf(at[l], INFINITY);
+			}
+		}
+	}
+	*state = *state * 1103515245u + 12345u;
+	unsigned r = *state >> 8;
+	float sign = r & 16 ? -1.0f : 1.0f;
+	switch (r % 32) {
+	case 0: return 0.0f;
+	case 1: return INFINITY;
+	case 2: return -INFINITY;
+	case 3: return NAN;
+	case 4: case 5: case 6: return sign * edges[(r >> 5) % 18];
+	default:
+		return sign * powf(10.0f, -12.0f + 18.0f * (float)(r >> 5 & 1023) / 1023.0f);
+	}
+}
+
+/* n values of `dtype` at `bits` (host), and the f32 each stands for. */
+static void stats_values(enum amp_dtype dtype, size_t n, unsigned seed,
+			 void *bits, float *exact)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = stats_value(&seed);
+		if (dtype == AMP_DTYPE_F16) {
+			((uint16_t *)bits)[i] = amp_scalar_f32_to_f16(v);
+			v = amp_scalar_f16_to_f32(((uint16_t *)bits)[i]);
+		} else if (dtype == AMP_DTYPE_BF16) {
+			((uint16_t *)bits)[i] = amp_scalar_f32_to_bf16(v);
+			v = amp_scalar_bf16_to_f32(((uint16_t *)bits)[i]);
+		} else {
+			((float *)bits)[i] = v;
+		}
+		exact[i] = v;
+	}
+}
+
+static void assert_same_stats(const struct amp_value_stats *got,
+			      const struct amp_value_stats *want, int row)
+{
+	const double *g = (const double *)got, *w = (const double *)want;
+	for (size_t f = 0; f < sizeof *got / sizeof(double); f++)
+		ck_assert_msg(fabs(g[f] - w[f]) <= 1e-9 * fabs(w[f]),
+			      "row %d field %zu: %.17g, host %.17g", row, f,
+			      g[f], w[f]);
+}
+
+/* Rows of every dtype and size (empty, one block's, many blocks'), as a
+ * result's and against a cast's limits, past a chunk of rows (1024), each
+ * as the host computes it; then rows start over, and an ask for more rows
+ * than were made fails. */
+START_TEST(test_value_stats)
+{
+	const struct amp_cuda_module *m = amp_cuda_backend_module();
+	ck_assert_ptr_nonnull(m);
+	ck_assert(m->value_stats && m->value_stats_read);
+	enum { rows = 1100, big = 300000 };
+	size_t sizes[] = { 0, 1, 255, 256 * 32 + 1, big };
+	struct amp_cast_limits f16 = amp_cast_limits_of(AMP_DTYPE_F16);
+	struct amp_value_limits cast = { f16.tiny, f16.zero, f16.overflow, 1 };
+	struct amp_value_limits result = { 0 };
+	float *exact = malloc(big * sizeof *exact);
+	void *bits = malloc(big * sizeof(float));
+	void *device = m->alloc(big * sizeof(float));
+	struct amp_value_stats *want = calloc(rows, sizeof *want);
+	struct amp_value_stats *got = calloc(rows, sizeof *got);
+	ck_assert(exact && bits && device && want && got);
+
+	for (int r = 0; r < rows; r++) {
+		enum amp_dtype dtype = float_dtypes[r % 3];
+		size_t n = r < 15 ? sizes[r / 3] : (size_t)(r % 50);
+		const struct amp_value_limits *limits = r % 2 ? &cast : &result;
+		stats_values(dtype, n, 7u + (unsigned)r, bits, exact);
+		ck_assert_int_eq(m->copy(device, bits, n * amp_dtype_size(dtype),
+					 AMP_CUDA_COPY_HOST_TO_DEVICE), 0);
+		amp_value_stats_init(&want[r]);
+		for (size_t i = 0; i < n; i++)
+			amp_value_stats_add(&want[r], exact[i], limits);
+		int64_t row = -1;
+		ck_assert_int_eq(m->value_stats(device, dtype, (int64_t)n, limits,
+						0, NULL, &row), 0);
+		ck_assert_int_eq(row, r);
+		/* the next row's values may overwrite these: wait */
+		ck_assert_int_eq(m->synchronize(), 0);
+	}
+	ck_assert_int_eq(m->value_stats_read(0, NULL, got, rows), 0);
+	for (int r = 0; r < rows; r++)
+		assert_same_stats(&got[r], &want[r], r);
+	/* row 11: 8193 bf16 values against f16's limits */
+	ck_assert(got[11].inf > 0 && got[11].nan > 0 &&
+		  got[11].overflowed > 0 && got[11].nonzero > got[11].normal);
+
+	int64_t row = -1;
+	ck_assert_int_eq(m->value_stats(device, AMP_DTYPE_F32, 1, &result, 0,
+					NULL, &row), 0);
+	ck_assert_int_eq(row, 0);
+	ck_assert_int_eq(m->value_stats_read(0, NULL, got, 2), -1);
+	ck_assert_int_eq(m->value_stats(device, AMP_DTYPE_F64, 1, &result, 0,
+					NULL, &row), AMP_CUDA_UNSUPPORTED);
+	m->free(device);
+	free(exact);
+	free(bits);
+	free(want);
+	free(got);
+}
+END_TEST
+
 START_TEST(test_cupti_links_kernels)
 {
 	int64_t xs[2] = { 64, 128 }, ws[2] = { 96, 128 };
@@ -360,6 +485,7 @@ static Suite *cuda_suite(void)
 	tcase_add_loop_test(tc, test_gemm_against_f64, 0, 15);
 	tcase_add_loop_test(tc, test_casts_bit_exact, 0, 2);
 	tcase_add_test(tc, test_scaler);
+	tcase_add_test(tc, test_value_stats);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("cupti");
 	tcase_set_timeout(tc, 120);

@@ -312,33 +312,44 @@ def normalized_diags(path):
             and e["args"].get("kind") in ("fp16-overflow", "cast-underflow")]
 
 
+# How AMPTRACE_TEST_QUEUED_VALUES sends host tensors down a GPU's path:
+# (value, what reduces them, whether its findings count inf and NaN).
+QUEUED_PATHS = (("1", "as the CUDA module does", True),
+                ("torch", "by torch's ops", False))
+
+
 def test_queued(modes):
-    """The checks of tensors the host cannot read (a GPU's) are reduced by
-    torch's ops on the device where the op ends and read once per step;
-    AMPTRACE_TEST_QUEUED_VALUES sends host tensors that way, so each
-    scenario (mode: how many value findings) must find what the host
-    checks find, op by op."""
-    queued = dict(os.environ, AMPTRACE_TEST_QUEUED_VALUES="1")
-    for mode, found in modes.items():
-        _, host = run("scenario_overflow", mode)
-        p, path = run("scenario_overflow", mode, env=queued, tag="-queued")
-        same = normalized_diags(path) == normalized_diags(host)
-        check("%s, reduced on the device as on a GPU: the same value "
-              "findings as the host checks (%d)" % (mode, found),
-              p.returncode == 0 and same and
-              len(normalized_diags(host)) == found,
-              (p.stderr[-500:], normalized_diags(path)[:3],
-               normalized_diags(host)[:3]))
-    path = os.path.join(TMP, "scenario_overflow-%s-queued.json" %
-                        next(iter(modes)))
-    with open(path) as f:
-        messages = [e["args"]["message"] for e in json.load(f)["traceEvents"]
-                    if e.get("cat") == "amp.diag"]
-    check("... and the device's path ran: its findings do not name the "
-          "largest input nor count inf, which only the host checks do",
-          messages and not any(", in tensor" in m or " inf, " in m and
-                               " NaN of " in m for m in messages),
-          messages[:2])
+    """The checks of tensors the host cannot read (a GPU's) are reduced on
+    the device where the op ends (by the CUDA module, else by torch's ops)
+    and read once per step; AMPTRACE_TEST_QUEUED_VALUES sends host tensors
+    either way, so each scenario (mode: how many value findings) must find
+    what the host checks find, op by op."""
+    for how, what, counted in QUEUED_PATHS:
+        queued = dict(os.environ, AMPTRACE_TEST_QUEUED_VALUES=how)
+        for mode, found in modes.items():
+            _, host = run("scenario_overflow", mode)
+            p, path = run("scenario_overflow", mode, env=queued,
+                          tag="-queued-" + how)
+            same = normalized_diags(path) == normalized_diags(host)
+            check("%s, reduced on the device %s: the same value findings "
+                  "as the host checks (%d)" % (mode, what, found),
+                  p.returncode == 0 and same and
+                  len(normalized_diags(host)) == found,
+                  (p.stderr[-500:], normalized_diags(path)[:3],
+                   normalized_diags(host)[:3]))
+        path = os.path.join(TMP, "scenario_overflow-%s-queued-%s.json" %
+                            (next(iter(modes)), how))
+        with open(path) as f:
+            messages = [e["args"]["message"]
+                        for e in json.load(f)["traceEvents"]
+                        if e.get("cat") == "amp.diag"]
+        says_counts = [" inf, " in m and " NaN of " in m for m in messages]
+        check("... and the device's path ran %s: its findings do not name "
+              "the largest input, which only the host checks do, and %s "
+              "inf and NaN" % (what, "count" if counted else "do not count"),
+              messages and not any(", in tensor" in m for m in messages) and
+              any(says_counts) == counted,
+              messages[:2])
 
 
 def test_capture():

@@ -17,7 +17,8 @@ import tempfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = ("observer.cpp", "observer.h", "producer_event.h",
-            "producer_keys.h", "amp.h", "amp_autograd.h", "amp_train.h")
+            "producer_keys.h", "amp.h", "amp_autograd.h", "amp_train.h",
+            "amp_value_stats.h")
 
 
 class Unavailable(Exception):

@@ -11,10 +11,13 @@
 #include "gpu_session.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 static char module_path[4096];
 static const struct amp_cuda_module *module;
+/* `module` for other threads (the value checks' ask from any) */
+static _Atomic(const struct amp_cuda_module *) loaded;
 
 void gpu_set_module(const char *path)
 {
@@ -43,6 +46,7 @@ static int load(char *why, size_t size)
 		return -1;
 	}
 	module = m;
+	atomic_store(&loaded, m);
 	return 0;
 }
 
@@ -93,6 +97,11 @@ bool gpu_push_own(void)
 void gpu_pop(void)
 {
 	module->correlation_pop(AMP_GPU_CORRELATION_OP);
+}
+
+const struct amp_cuda_module *gpu_module(void)
+{
+	return atomic_load_explicit(&loaded, memory_order_acquire);
 }
 
 void gpu_end(void)

@@ -5,6 +5,8 @@
 #ifndef AMPTRACE_TORCH_GPU_H
 #define AMPTRACE_TORCH_GPU_H
 
+#include "amp_cuda_module.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,6 +22,9 @@ void gpu_pop(void);
  * reductions and reads): its kernels are not the program's, and kernel
  * timing leaves them out (AMP_GPU_OWN_WORK). */
 bool gpu_push_own(void);
+/* The CUDA module once it is loaded (the first op on device cuda), else
+ * NULL. */
+const struct amp_cuda_module *gpu_module(void);
 /* The last activities and the counts (at exit or detach). */
 void gpu_end(void);
 void gpu_after_fork(void);

@@ -20,6 +20,7 @@
 #include "gpu.h"
 #include "fallback.h"
 #include "producer.h"
+#include "value_stats.h"
 #include "values.h"
 #include "wrap.h"
 
@@ -70,6 +71,7 @@ static void install_fork_handler(void)
 
 static const struct obs_events events_table = {
 	events_begin_asking, events_begin_args, events_end,
+	value_stats,	     value_stats_read,
 };
 static struct obs_observer observer; /* bound by load_observer */
 

@@ -119,8 +119,10 @@ const char *const made_in_backward = "(saved inside a forward op)";
 const char *const made_elsewhere = "(made outside the recorded ops)";
 
 // Tests: the value checks read host tensors as they read a GPU's, reduced
-// where their op ends (AMPTRACE_TEST_QUEUED_VALUES=1, read at bind).
-bool queue_host_values;
+// where their op ends (AMPTRACE_TEST_QUEUED_VALUES, read at bind): as the
+// CUDA module reduces them (1), or by torch's ops (torch; a GPU's too).
+enum host_values { host_values_read, host_values_module, host_values_torch };
+host_values queue_host_values = host_values_read;
 
 // A tensor whose elements the value checks may read, on the host or on a
 // device: strided, with storage, not a Python subclass's (its strides may
@@ -139,7 +141,8 @@ bool plain_tensor(const c10::TensorImpl *impl)
 const void *host_elements(c10::TensorImpl *impl, bool *dense,
 			  int64_t strides[PRODUCER_MAX_DIMS])
 {
-	if (!impl->is_cpu() || queue_host_values || !plain_tensor(impl) ||
+	if (!impl->is_cpu() || queue_host_values != host_values_read ||
+	    !plain_tensor(impl) ||
 	    impl->dim() > PRODUCER_MAX_DIMS)
 		return nullptr;
 	try {
@@ -162,7 +165,9 @@ struct value_sink {
 
 void keep_device_tensor(const at::Tensor &t, int i, const value_sink &sink)
 {
-	if (!sink.device || !(t.is_cuda() || (queue_host_values && t.is_cpu())))
+	if (!sink.device ||
+	    !(t.is_cuda() ||
+	      (queue_host_values != host_values_read && t.is_cpu())))
 		return;
 	if ((int)sink.device->size() <= i)
 		sink.device->resize(i + 1);
@@ -629,50 +634,61 @@ const char *tensor_name(uintptr_t impl)
 // ------------------------------------------------ value checks on a GPU
 //
 // A device tensor cannot be read where its op ends without a sync per op.
-// So its check is reduced there, on the op's stream, into a few numbers
-// that stay on the device until cuda_collect copies them all to the host
-// at once (one sync per step).  Reducing where the op ends keeps the
-// values the op made (a later in-place write cannot change them) and
-// holds no tensor of the program.
+// So its check is reduced there, on the op's stream, into statistics that
+// stay on the device until cuda_collect copies them to the host at once
+// (one sync per step).  Reducing where the op ends keeps the values the op
+// made (a later in-place write cannot change them) and holds no tensor of
+// the program.
 //
-// A result's check needs whether it holds inf or NaN and its arguments'
-// largest finite |x|: each tensor's smallest and largest element give
-// both (NaN wins in aminmax, as in torch.max), in one kernel, with no
-// temporary.  A tensor is reduced once per step (until it is written):
-// a layer's output is the next layer's argument, a weight is read by
-// every op of its layer.  The counts of inf and NaN are not known then
-// (obs_reduction.counted).  A cast's check counts as the host's does
-// (diag_scan.h), in some fifteen kernels.  Not run on a GPU yet: tests run
-// this path on host tensors (AMPTRACE_TEST_QUEUED_VALUES) against the
-// host checks.
+// The CUDA module reduces a dense f32, f16 or bf16 tensor in one launch
+// (obs_events.value_stats): a result's inf and NaN, counted, and the
+// largest finite |x| of its arguments; a cast source's verdict counts.
+// Where it cannot (no module loaded, another dtype or layout, a torch
+// without stream handles), torch's ops reduce: a result's smallest and
+// largest element (NaN wins in aminmax, as in torch.max) say whether it
+// holds inf or NaN, in one kernel, not how many (obs_reduction.counted);
+// a cast source's counts take some fifteen kernels.  A tensor is reduced
+// once per step until it is written: a layer's output is the next
+// layer's argument, a weight is read by every op of its layer.  The tests
+// run both paths on host tensors (AMPTRACE_TEST_QUEUED_VALUES).
 
-// A tensor's smallest and largest element, on its device.
-struct extremes_on_device {
+// Where a tensor's statistics are read at the step's end: the module's
+// row on `device`, or (row -1) torch's numbers on it, a result's extremes
+// or a cast source's raw counts.
+struct stats_slot {
+	c10::Device device;
+	int64_t row;
 	at::Tensor min, max;
+	at::Tensor cast_raw;
 };
 
-// A tensor reduced this step: which extremes, while unwritten.  The weak
+// A tensor reduced this step: its slot, while unwritten.  The weak
 // reference keeps its address from being reused by another tensor.
 struct reduced_tensor {
 	c10::weak_intrusive_ptr<c10::TensorImpl> weak;
 	int64_t version;
-	size_t extremes;
+	size_t slot;
 };
 
-// A queued check: a result's (rows of `extremes`; -1: an empty tensor),
-// or a cast's (its raw counts on the device, cast_raw_size of them).
+// A queued check: a result's (the slots of the result, -1 when empty, and
+// of the arguments) or a cast's (the slot of its source).
 struct queued_check {
 	uint64_t tag;
 	enum obs_reduce what;
-	int64_t result;
+	int64_t subject;
 	std::vector<int64_t> arguments;
-	at::Tensor cast_raw;
+};
+
+// A slot as read; `counted`: inf and nan are counts, not 0/1 flags.
+struct read_stats {
+	amp_value_stats s;
+	bool counted;
 };
 
 constexpr int64_t cast_raw_size = 7;
 
 std::mutex queued_lock;
-std::vector<extremes_on_device> extremes;
+std::vector<stats_slot> slots;
 std::unordered_map<const c10::TensorImpl *, reduced_tensor> reduced;
 std::vector<queued_check> queued;
 std::vector<c10::Stream> streams; // that reduced something this step
@@ -682,18 +698,101 @@ int64_t version_of(const at::Tensor &t)
 	return t.is_inference() ? -1 : (int64_t)t._version();
 }
 
+c10::Stream current_stream(const c10::Device &device)
+{
+	return c10::impl::getDeviceGuardImpl(device.type())->getStream(device);
+}
+
 // The stream t's reduction runs on (the op's), noted for cuda_collect.
 void note_stream(const at::Tensor &t)
 {
-	c10::Stream s = c10::impl::getDeviceGuardImpl(t.device().type())
-				->getStream(t.device());
+	c10::Stream s = current_stream(t.device());
 	if (std::find(streams.begin(), streams.end(), s) == streams.end())
 		streams.push_back(s);
 }
 
-// Which row of `extremes` holds t's, reducing it unless this step did;
-// -1 for an empty tensor (nothing to read).  queued_lock held.
-int64_t extremes_row(const at::Tensor &t)
+// The module's device number and cudaStream_t for `device`'s current
+// stream (-1 and none: the host); false where torch cannot say.
+bool module_place(const c10::Device &device, int *index, void **stream)
+{
+	*index = -1;
+	*stream = nullptr;
+	if (queue_host_values == host_values_torch)
+		return false;
+	if (device.is_cpu())
+		return queue_host_values == host_values_module;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+	if (!device.is_cuda())
+		return false;
+	*index = device.index();
+	*stream = current_stream(device).native_handle();
+	return true;
+#else
+	return false;
+#endif
+}
+
+// The module's row of t's statistics against `limits`, or -1 where it
+// cannot reduce t.
+int64_t module_row(const at::Tensor &t, const amp_value_limits &limits)
+{
+	enum amp_dtype dtype;
+	switch (t.scalar_type()) {
+	case at::kHalf: dtype = AMP_DTYPE_F16; break;
+	case at::kBFloat16: dtype = AMP_DTYPE_BF16; break;
+	case at::kFloat: dtype = AMP_DTYPE_F32; break;
+	default: return -1;
+	}
+	int device;
+	void *stream;
+	int64_t row;
+	if (!t.is_non_overlapping_and_dense() ||
+	    !module_place(t.device(), &device, &stream) ||
+	    events->value_stats(t.data_ptr(), dtype, t.numel(), &limits,
+				device, stream, &row) != 0)
+		return -1;
+	return row;
+}
+
+// What a cast's verdict needs of its source's |x|, finite ones only:
+// [>= overflow, > 0, >= tiny, > zero point, sum of those >= tiny, sum,
+// max], as amp_value_stats counts them.
+at::Tensor cast_raw_counts(const at::Tensor &source, const amp_value_limits &l)
+{
+	at::Tensor f = source.abs().nan_to_num(0.0, 0.0, 0.0);
+	at::Tensor normal = f.ge(l.tiny);
+	return at::stack({ f.ge(l.overflow).sum(at::kDouble),
+			   f.gt(0).sum(at::kDouble),
+			   normal.sum(at::kDouble),
+			   f.gt(l.zero).sum(at::kDouble),
+			   f.mul(normal).sum(at::kDouble),
+			   f.sum(at::kDouble),
+			   f.amax().to(at::kDouble) });
+}
+
+// A new slot holding t's statistics (a cast source's when limits.cast).
+// queued_lock held.
+size_t new_slot(const at::Tensor &t, const amp_value_limits &limits)
+{
+	stats_slot s{ t.device(), module_row(t, limits), {}, {}, {} };
+	if (s.row < 0 && limits.cast) {
+		s.cast_raw = cast_raw_counts(t, limits);
+	} else if (s.row < 0) {
+		try {
+			std::tie(s.min, s.max) = at::aminmax(t);
+		} catch (const std::exception &) {
+			s.min = t.amin(); // no half aminmax on torch 1.13's CPU
+			s.max = t.amax();
+		}
+	}
+	slots.push_back(std::move(s));
+	return slots.size() - 1;
+}
+
+// The slot of t's statistics as a result or argument, reducing it unless
+// this step did; -1 for an empty tensor (nothing to read).  queued_lock
+// held.
+int64_t slot_of(const at::Tensor &t)
 {
 	if (!t.numel())
 		return -1;
@@ -702,36 +801,13 @@ int64_t extremes_row(const at::Tensor &t)
 	auto it = reduced.find(impl);
 	if (it != reduced.end() && version >= 0 &&
 	    it->second.version == version)
-		return (int64_t)it->second.extremes;
-	at::Tensor min, max;
-	try {
-		std::tie(min, max) = at::aminmax(t);
-	} catch (const std::exception &) {
-		min = t.amin(); // aminmax has no half kernel on torch 1.13's CPU
-		max = t.amax();
-	}
-	extremes.push_back({ min, max });
+		return (int64_t)it->second.slot;
+	size_t slot = new_slot(t, amp_value_limits{ 0.0f, 0.0f, 0.0f, 0 });
 	reduced.insert_or_assign(
 		impl, reduced_tensor{ c10::weak_intrusive_ptr<c10::TensorImpl>(
 					      t.getIntrusivePtr()),
-				      version, extremes.size() - 1 });
-	return (int64_t)extremes.size() - 1;
-}
-
-// What a cast's verdict needs of its source's |x|, finite ones only:
-// [>= overflow, > 0, >= tiny, > zero point, sum of those >= tiny, sum,
-// max]; cast_reduction derives the verdict's counts from them.
-at::Tensor cast_raw_counts(const at::Tensor &source, const float limits[3])
-{
-	at::Tensor f = source.abs().nan_to_num(0.0, 0.0, 0.0);
-	at::Tensor normal = f.ge(limits[0]);
-	return at::stack({ f.ge(limits[2]).sum(at::kDouble),
-			   f.gt(0).sum(at::kDouble),
-			   normal.sum(at::kDouble),
-			   f.gt(limits[1]).sum(at::kDouble),
-			   f.mul(normal).sum(at::kDouble),
-			   f.sum(at::kDouble),
-			   f.amax().to(at::kDouble) });
+				      version, slot });
+	return (int64_t)slot;
 }
 
 // Our reductions are no ops of the program: unobserved, outside autograd
@@ -772,17 +848,19 @@ bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
 	const at::Tensor &subject = tensors[index];
 	unobserved_work guards;
 	try {
-		queued_check c{ tag, what, -1, {}, {} };
+		queued_check c{ tag, what, -1, {} };
 		std::lock_guard<std::mutex> guard(queued_lock);
 		note_stream(subject);
 		if (what == OBS_REDUCE_CAST_SOURCE) {
-			c.cast_raw = cast_raw_counts(subject, limits);
+			c.subject = (int64_t)new_slot(
+				subject, amp_value_limits{ limits[0], limits[1],
+							   limits[2], 1 });
 		} else {
-			c.result = extremes_row(subject);
+			c.subject = slot_of(subject);
 			for (const at::Tensor &a : frame->device_args)
 				if (readable_on_device(a) &&
 				    a.device() == subject.device())
-					c.arguments.push_back(extremes_row(a));
+					c.arguments.push_back(slot_of(a));
 		}
 		queued.push_back(std::move(c));
 	} catch (const std::exception &) {
@@ -791,56 +869,65 @@ bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
 	return true;
 }
 
-// A tensor's extremes, as a result's check reads them: inf or NaN, and
-// the largest finite |x|.
-struct read_extremes {
-	bool nan, inf;
-	double max_abs; // when neither
-};
-
-read_extremes extremes_of(const double *min_max)
+// A result's extremes as torch read them: NaN wins, then inf; the
+// largest finite |x| when neither.
+read_stats extremes_stats(double min, double max)
 {
-	read_extremes e{ std::isnan(min_max[0]) || std::isnan(min_max[1]),
-			 false, 0.0 };
-	e.inf = !e.nan && (std::isinf(min_max[0]) || std::isinf(min_max[1]));
-	if (!e.nan && !e.inf)
-		e.max_abs = std::max(std::fabs(min_max[0]), std::fabs(min_max[1]));
-	return e;
+	read_stats r{ {}, false };
+	amp_value_stats_init(&r.s);
+	r.s.nan = std::isnan(min) || std::isnan(max);
+	r.s.inf = !r.s.nan && (std::isinf(min) || std::isinf(max));
+	if (!r.s.nan && !r.s.inf)
+		r.s.max_abs = std::max(std::fabs(min), std::fabs(max));
+	return r;
 }
 
-// rows: each tensor's [min, max] as read; -1 rows are empty tensors.
+read_stats cast_raw_stats(const double *raw)
+{
+	read_stats r{ {}, true };
+	amp_value_stats_init(&r.s);
+	r.s.overflowed = raw[0];
+	r.s.nonzero = raw[1];
+	r.s.normal = raw[2];
+	r.s.above_zero = raw[3];
+	r.s.normal_sum = raw[4];
+	r.s.sum = raw[5];
+	r.s.max_abs = raw[6];
+	return r;
+}
+
 struct obs_reduction result_reduction(const queued_check &c,
-				      const double *rows)
+				      const std::vector<read_stats> &read)
 {
 	struct obs_reduction r = {};
 	r.what = OBS_REDUCE_RESULT;
-	r.counted = false;
-	if (c.result >= 0) {
-		read_extremes result = extremes_of(rows + 2 * c.result);
-		r.inf = result.inf;
-		r.nan = result.nan;
+	if (c.subject >= 0) {
+		const read_stats &result = read[c.subject];
+		r.inf = (int64_t)result.s.inf;
+		r.nan = (int64_t)result.s.nan;
+		r.counted = result.counted;
 	}
 	for (int64_t a : c.arguments) {
 		if (a < 0)
 			continue;
-		read_extremes e = extremes_of(rows + 2 * a);
-		r.arguments_non_finite += e.nan || e.inf;
-		r.arguments_max_abs = std::max(r.arguments_max_abs, e.max_abs);
+		const amp_value_stats &s = read[a].s;
+		r.arguments_non_finite += s.nan || s.inf;
+		r.arguments_max_abs = std::max(r.arguments_max_abs, s.max_abs);
 	}
 	return r;
 }
 
-struct obs_reduction cast_reduction(const double *raw)
+struct obs_reduction cast_reduction(const amp_value_stats &s)
 {
 	struct obs_reduction r = {};
 	r.what = OBS_REDUCE_CAST_SOURCE;
-	r.overflowed = (int64_t)raw[0];
-	r.nonzero = (int64_t)raw[1];
-	r.flushed = (int64_t)(raw[1] - raw[2]);
-	r.zeroed = (int64_t)(raw[1] - raw[3]);
-	r.lost = raw[5] - raw[4];
-	r.total = raw[5];
-	r.max_abs = raw[6];
+	r.overflowed = (int64_t)s.overflowed;
+	r.nonzero = (int64_t)s.nonzero;
+	r.flushed = (int64_t)(s.nonzero - s.normal);
+	r.zeroed = (int64_t)(s.nonzero - s.above_zero);
+	r.lost = s.sum - s.normal_sum;
+	r.total = s.sum;
+	r.max_abs = s.max_abs;
 	return r;
 }
 
@@ -851,9 +938,7 @@ void wait_for_streams()
 	for (const c10::Stream &s : streams) {
 		if (s.device_type() == c10::DeviceType::CPU)
 			continue;
-		c10::Stream current =
-			c10::impl::getDeviceGuardImpl(s.device_type())
-				->getStream(s.device());
+		c10::Stream current = current_stream(s.device());
 		if (s != current) {
 			c10::Event made(s.device_type());
 			made.record(s);
@@ -862,103 +947,120 @@ void wait_for_streams()
 	}
 }
 
-// This step's numbers on the host: each tensor's [min, max] by row, each
-// cast's raw counts by its index in `queued` (cast_raw_size each).
-struct host_numbers {
-	std::vector<double> extremes;
-	std::unordered_map<size_t, std::vector<double>> casts;
-};
-
-// One device's numbers, stacked there and copied to the host at once.
-void read_device(const c10::Device &device, host_numbers &out)
+// The module's rows of `device`, in one copy; false when they are lost.
+bool read_module_rows(const c10::Device &device, std::vector<read_stats> &out)
 {
-	std::map<at::ScalarType, std::vector<size_t>> rows_by_dtype;
-	for (size_t r = 0; r < extremes.size(); r++)
-		if (extremes[r].min.device() == device)
-			rows_by_dtype[extremes[r].min.scalar_type()].push_back(r);
+	int64_t count = 0;
+	for (const stats_slot &s : slots)
+		if (s.device == device && s.row >= count)
+			count = s.row + 1;
+	int index;
+	void *stream;
+	if (!count || !module_place(device, &index, &stream))
+		return true;
+	std::vector<amp_value_stats> rows((size_t)count);
+	if (events->value_stats_read(index, stream, rows.data(), count) != 0)
+		return false;
+	for (size_t i = 0; i < slots.size(); i++)
+		if (slots[i].device == device && slots[i].row >= 0)
+			out[i] = read_stats{ rows[(size_t)slots[i].row], true };
+	return true;
+}
+
+// torch's numbers on `device`, stacked there and copied at once.
+void read_torch_numbers(const c10::Device &device, std::vector<read_stats> &out)
+{
+	std::map<at::ScalarType, std::vector<size_t>> extremes_by_dtype;
+	std::vector<size_t> casts;
+	std::vector<at::Tensor> raw;
+	for (size_t i = 0; i < slots.size(); i++) {
+		const stats_slot &s = slots[i];
+		if (s.device != device || s.row >= 0)
+			continue;
+		if (s.cast_raw.defined()) {
+			casts.push_back(i);
+			raw.push_back(s.cast_raw);
+		} else {
+			extremes_by_dtype[s.min.scalar_type()].push_back(i);
+		}
+	}
 	std::vector<at::Tensor> parts;
-	std::vector<size_t> rows;
-	for (const auto &dtype : rows_by_dtype) {
+	std::vector<size_t> extremes;
+	for (const auto &dtype : extremes_by_dtype) {
 		std::vector<at::Tensor> min, max;
-		for (size_t r : dtype.second) {
-			min.push_back(extremes[r].min);
-			max.push_back(extremes[r].max);
-			rows.push_back(r);
+		for (size_t i : dtype.second) {
+			min.push_back(slots[i].min);
+			max.push_back(slots[i].max);
+			extremes.push_back(i);
 		}
 		parts.push_back(at::stack({ at::stack(min), at::stack(max) }, 1)
 					.to(at::kDouble)
 					.reshape(-1));
 	}
-	std::vector<size_t> casts;
-	std::vector<at::Tensor> raw;
-	for (size_t i = 0; i < queued.size(); i++)
-		if (queued[i].cast_raw.defined() &&
-		    queued[i].cast_raw.device() == device) {
-			casts.push_back(i);
-			raw.push_back(queued[i].cast_raw);
-		}
 	if (!raw.empty())
 		parts.push_back(at::cat(raw));
 	if (parts.empty())
 		return;
 	at::Tensor host = at::cat(parts).cpu().contiguous();
 	const double *v = host.data_ptr<double>();
-	for (size_t r : rows) {
-		out.extremes[2 * r] = *v++;
-		out.extremes[2 * r + 1] = *v++;
+	for (size_t i : extremes) {
+		out[i] = extremes_stats(v[0], v[1]);
+		v += 2;
 	}
 	for (size_t i : casts) {
-		out.casts[i].assign(v, v + cast_raw_size);
+		out[i] = cast_raw_stats(v);
 		v += cast_raw_size;
 	}
 }
 
-// This step's numbers, read from each device that made some (its
-// streams'); false on a device error: these are lost, the program's own
-// next call on the device reports it.  queued_lock held.
-bool read_all(host_numbers &out)
+// This step's slots, read from each device that made some; false on a
+// device error: these are lost, the program's own next call on the
+// device reports it.  queued_lock held.
+bool read_all(std::vector<read_stats> &out)
 {
-	out.extremes.assign(2 * extremes.size(), 0.0);
+	out.assign(slots.size(), read_stats{ {}, false });
 	std::vector<c10::Device> devices;
-	for (const c10::Stream &s : streams)
-		if (std::find(devices.begin(), devices.end(), s.device()) ==
+	for (const stats_slot &s : slots)
+		if (std::find(devices.begin(), devices.end(), s.device) ==
 		    devices.end())
-			devices.push_back(s.device());
+			devices.push_back(s.device);
+	bool read = true;
 	try {
 		wait_for_streams();
-		for (const c10::Device &d : devices)
-			read_device(d, out);
+		for (const c10::Device &d : devices) {
+			read = read_module_rows(d, out) && read;
+			read_torch_numbers(d, out);
+		}
 	} catch (const std::exception &) {
 		return false;
 	}
-	return true;
+	return read;
 }
 
-// Every check queued this step, read from the device (one copy per
-// device), judged in the order they were queued.
+// Every check queued this step, read from the devices (a copy or two
+// each), judged in the order they were queued.
 void cuda_collect(void (*deliver)(uint64_t tag, const struct obs_reduction *r))
 {
 	unobserved_work guards;
 	std::vector<queued_check> checks;
-	host_numbers numbers;
+	std::vector<read_stats> numbers;
 	bool read;
 	{
 		std::lock_guard<std::mutex> guard(queued_lock);
 		read = read_all(numbers);
 		checks.swap(queued);
-		extremes.clear();
+		slots.clear();
 		reduced.clear();
 		streams.clear();
 	}
 	if (!read)
 		return;
-	for (size_t i = 0; i < checks.size(); i++) {
-		const queued_check &c = checks[i];
+	for (const queued_check &c : checks) {
 		struct obs_reduction r;
 		if (c.what == OBS_REDUCE_RESULT)
-			r = result_reduction(c, numbers.extremes.data());
+			r = result_reduction(c, numbers);
 		else
-			r = cast_reduction(numbers.casts[i].data());
+			r = cast_reduction(numbers[c.subject].s);
 		deliver(c.tag, &r);
 	}
 }
@@ -973,7 +1075,10 @@ amptrace_observer_bind(unsigned abi, const struct obs_events *table,
 		return -1;
 	events = table;
 	const char *queued = getenv("AMPTRACE_TEST_QUEUED_VALUES");
-	queue_host_values = queued && !strcmp(queued, "1");
+	queue_host_values = !queued		  ? host_values_read
+			    : !strcmp(queued, "1")     ? host_values_module
+			    : !strcmp(queued, "torch") ? host_values_torch
+						       : host_values_read;
 	*observer = obs_observer{ install,     enable,	   name_tensor,
 				  tensor_name, cuda_queue, cuda_collect,
 				  tensor_id };

@@ -12,6 +12,7 @@
 #define AMPTRACE_TORCH_OBSERVER_H
 
 #include "amp.h"
+#include "amp_value_stats.h"
 #include "producer_event.h"
 
 #include <stdbool.h>
@@ -127,6 +128,18 @@ struct obs_events {
 	 * unless the begin asked for OBS_WANT_OUTPUTS.  `failed`: the call
 	 * raised (its end runs while the exception unwinds). */
 	void (*end)(const struct obs_args *outputs, bool failed);
+	/* Value statistics (amp_value_stats.h) of `count` contiguous
+	 * elements at `data` (f32, f16, bf16) of a tensor on GPU `device`,
+	 * reduced on its cudaStream_t `stream` into a row read once per step
+	 * (or on the host, device -1: the tests).  0 with *row set; else
+	 * the observer reduces with torch's ops. */
+	int (*value_stats)(const void *data, enum amp_dtype dtype,
+			   int64_t count, const struct amp_value_limits *limits,
+			   int device, void *stream, int64_t *row);
+	/* The device's first `count` rows, once `stream`'s work is done; its
+	 * rows start over.  0, or -1 (lost). */
+	int (*value_stats_read)(int device, void *stream,
+				struct amp_value_stats *rows, int64_t count);
 };
 
 /* What the observer offers. */
@@ -165,7 +178,7 @@ struct obs_observer {
 
 /* Bumped whenever either table or the structs above change: a cached
  * observer built from older sources is then rebuilt, not misread. */
-#define OBS_ABI_VERSION 8 /* 8: obs_reduction.counted */
+#define OBS_ABI_VERSION 9 /* 9: obs_events.value_stats */
 #define OBS_BIND_SYMBOL "amptrace_observer_bind"
 
 /* The observer library's one export: keeps `events`, fills `observer`.

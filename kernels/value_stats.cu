@@ -1,0 +1,207 @@
+// The tracer's value checks on a GPU (lib/amp_cuda_module.h, value_stats):
+// one launch per check, on the program's stream, into a row kept on the
+// device; one read per step.  Costs the program a kernel launch per check,
+// where torch's own reductions cost several ops, each with its dispatch and
+// allocations.
+//
+// A row is the partials of a fixed number of blocks, each written whole by
+// its block: nothing is zeroed or accumulated atomically, so rows need no
+// set-up and are deterministic.  The read merges each row's partials on the
+// device, then copies the merged rows.  Rows live in chunks that are kept
+// for the process's life and are never moved (a launch in flight may be
+// writing one); a step that needs more rows adds a chunk.
+#include "cuda_common.cuh"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static const int stats_blocks = 32;
+static const int stats_threads = 256;
+static const int64_t chunk_rows = 1024;
+enum { max_devices = 64, max_chunks = 4096 };
+
+struct chunk {
+	amp_value_stats *partials; // chunk_rows * stats_blocks
+	amp_value_stats *merged;   // chunk_rows
+};
+
+struct device_rows {
+	chunk chunks[max_chunks];
+	int64_t nchunks, used;
+};
+
+static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
+static device_rows *devices[max_devices];
+
+__global__ void value_stats_kernel(const void *data, int dtype, int64_t count,
+				   amp_value_limits limits,
+				   amp_value_stats *partials)
+{
+	__shared__ amp_value_stats shared[stats_threads];
+	amp_value_stats s;
+	amp_value_stats_init(&s);
+	int64_t stride = (int64_t)gridDim.x * blockDim.x;
+
+	for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	     i < count; i += stride)
+		amp_value_stats_add(&s, load_f32(data, dtype, i), &limits);
+	shared[threadIdx.x] = s;
+	__syncthreads();
+	for (int half = blockDim.x / 2; half > 0; half /= 2) {
+		if (threadIdx.x < half)
+			amp_value_stats_merge(&shared[threadIdx.x],
+					      &shared[threadIdx.x + half]);
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		partials[blockIdx.x] = shared[0];
+}
+
+__global__ void merge_kernel(const amp_value_stats *partials,
+			     amp_value_stats *merged, int64_t rows)
+{
+	int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (row >= rows)
+		return;
+	amp_value_stats s = partials[row * stats_blocks];
+	for (int b = 1; b < stats_blocks; b++)
+		amp_value_stats_merge(&s, &partials[row * stats_blocks + b]);
+	merged[row] = s;
+}
+
+static int fail_cuda(const char *what, cudaError_t error)
+{
+	return amp_cuda_fail(what, cudaGetErrorString(error));
+}
+
+// The device's row `row`, adding a chunk when it is the first beyond them;
+// NULL (error recorded) when that fails.  rows_lock held.
+static amp_value_stats *row_partials(device_rows *d, int64_t row)
+{
+	int64_t c = row / chunk_rows;
+	if (c >= max_chunks) {
+		amp_cuda_fail("value_stats", "too many rows before a read");
+		return NULL;
+	}
+	if (c == d->nchunks) {
+		chunk n = { NULL, NULL };
+		cudaError_t e = cudaMalloc((void **)&n.partials,
+					   chunk_rows * stats_blocks *
+						   sizeof *n.partials);
+		if (e == cudaSuccess)
+			e = cudaMalloc((void **)&n.merged,
+				       chunk_rows * sizeof *n.merged);
+		if (e != cudaSuccess) {
+			cudaFree(n.partials);
+			fail_cuda("cudaMalloc", e);
+			return NULL;
+		}
+		d->chunks[d->nchunks++] = n;
+	}
+	return d->chunks[c].partials + (row % chunk_rows) * stats_blocks;
+}
+
+static device_rows *rows_of(int device)
+{
+	if (device < 0 || device >= max_devices)
+		return NULL;
+	if (!devices[device])
+		devices[device] = (device_rows *)calloc(1, sizeof(device_rows));
+	return devices[device];
+}
+
+// Runs the caller's launches with `device` current, as it was after.
+struct current_device {
+	int previous;
+	bool switched;
+};
+
+static int enter_device(int device, current_device *saved)
+{
+	cudaError_t e = cudaGetDevice(&saved->previous);
+	saved->switched = e == cudaSuccess && saved->previous != device;
+	if (e == cudaSuccess && saved->switched)
+		e = cudaSetDevice(device);
+	return e == cudaSuccess ? 0 : fail_cuda("cudaSetDevice", e);
+}
+
+static void leave_device(const current_device *saved)
+{
+	if (saved->switched)
+		cudaSetDevice(saved->previous);
+}
+
+extern "C" int amp_cuda_value_stats(const void *data, enum amp_dtype dtype,
+				    int64_t count,
+				    const struct amp_value_limits *limits,
+				    int device, void *stream, int64_t *row)
+{
+	if (!amp_cuda_float_dtype(dtype) || count < 0)
+		return AMP_CUDA_UNSUPPORTED;
+	current_device saved;
+	if (enter_device(device, &saved) != 0)
+		return -1;
+	pthread_mutex_lock(&rows_lock);
+	int status = -1;
+	device_rows *d = rows_of(device);
+	amp_value_stats *partials = d ? row_partials(d, d->used) : NULL;
+	if (partials) {
+		value_stats_kernel<<<stats_blocks, stats_threads, 0,
+				     (cudaStream_t)stream>>>(data, dtype, count,
+							     *limits, partials);
+		status = amp_cuda_check_launch("value_stats_kernel");
+		if (status == 0)
+			*row = d->used++;
+	} else if (!d) {
+		amp_cuda_fail("value_stats", "no such device");
+	}
+	pthread_mutex_unlock(&rows_lock);
+	leave_device(&saved);
+	return status;
+}
+
+// Merges and copies chunk c's first `rows` rows into `out`.
+static int read_chunk(const chunk *c, cudaStream_t stream,
+		      amp_value_stats *out, int64_t rows)
+{
+	merge_kernel<<<(unsigned)((rows + 127) / 128), 128, 0, stream>>>(
+		c->partials, c->merged, rows);
+	if (amp_cuda_check_launch("merge_kernel") != 0)
+		return -1;
+	cudaError_t e = cudaMemcpyAsync(out, c->merged, rows * sizeof *out,
+					cudaMemcpyDeviceToHost, stream);
+	return e == cudaSuccess ? 0 : fail_cuda("cudaMemcpyAsync", e);
+}
+
+extern "C" int amp_cuda_value_stats_read(int device, void *stream,
+					 struct amp_value_stats *rows,
+					 int64_t count)
+{
+	current_device saved;
+	if (enter_device(device, &saved) != 0)
+		return -1;
+	pthread_mutex_lock(&rows_lock);
+	device_rows *d = rows_of(device);
+	int status = d && count >= 0 && count <= d->used
+			     ? 0
+			     : amp_cuda_fail("value_stats_read",
+					     "more rows asked than made");
+	cudaStream_t s = (cudaStream_t)stream;
+	for (int64_t first = 0; status == 0 && first < count;
+	     first += chunk_rows) {
+		int64_t n = count - first < chunk_rows ? count - first
+						       : chunk_rows;
+		status = read_chunk(&d->chunks[first / chunk_rows], s,
+				    rows + first, n);
+	}
+	if (status == 0) {
+		cudaError_t e = cudaStreamSynchronize(s);
+		if (e != cudaSuccess)
+			status = fail_cuda("cudaStreamSynchronize", e);
+	}
+	if (d)
+		d->used = 0;
+	pthread_mutex_unlock(&rows_lock);
+	leave_device(&saved);
+	return status;
+}
