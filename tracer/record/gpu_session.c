@@ -5,10 +5,12 @@
 #include "raw.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 static atomic_bool tried;    /* the first cuda op was seen */
 static atomic_bool running;  /* the profiler started */
 static _Atomic uint64_t last_flush_ns;
+static const struct gpu_profiler *started; /* for end_at_exit */
 
 /* How often activities are pulled out of CUPTI while the program runs:
  * often enough that a crash loses little, rarely enough to cost nothing. */
@@ -21,15 +23,29 @@ static void on_activities(const struct amp_gpu_activity *activities,
 	producer_gpu_activities(activities, count);
 }
 
+/* At exit, before CUDA's own exit handlers: the CUDA runtime registered
+ * them when it started, before the first op, so this one, registered
+ * later, runs first.  A destructor (the preloaded recorder's) runs after
+ * them all, when CUPTI can no longer be stopped safely. */
+static void end_at_exit(void)
+{
+	gpu_session_end(started);
+}
+
 static void begin(const struct gpu_profiler *profiler, uint64_t thread,
 		  uint64_t time_ns)
 {
+	static atomic_bool exit_handler;
 	char why[RAW_MAX_STRING] = "";
 
 	atomic_store(&last_flush_ns, time_ns);
 	int result = profiler->start(on_activities, why, sizeof why);
-	if (result == 0)
+	if (result == 0) {
+		started = profiler;
 		atomic_store(&running, true);
+		if (!atomic_exchange(&exit_handler, true))
+			atexit(end_at_exit);
+	}
 	producer_gpu_status(thread, time_ns, result, why);
 }
 
