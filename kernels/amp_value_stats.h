@@ -8,8 +8,8 @@
  * the f32 source of a cast, against the limits of the cast's target, the
  * raw numbers of the cast verdict (lib/diag_scan.h): finite |x| at or
  * above the overflow point, above 0, at or above the smallest normal,
- * above the zero point, and the sums of finite |x| (all, and the normal
- * ones).  Counts are doubles: exact to 2^53 values, and one type lets a
+ * above the zero point, and the sums of finite |x| (all, and those below
+ * the smallest normal: the magnitude a cast flushes).  Counts are doubles: exact to 2^53 values, and one type lets a
  * partial be merged field by field. */
 #ifndef AMP_VALUE_STATS_H
 #define AMP_VALUE_STATS_H
@@ -30,7 +30,7 @@ extern "C" {
 
 struct amp_value_stats {
 	double nan, inf, max_abs;
-	double overflowed, nonzero, normal, above_zero, normal_sum, sum;
+	double overflowed, nonzero, normal, above_zero, flushed_sum, sum;
 };
 
 /* A cast target's smallest normal, zero point and overflow point; a
@@ -44,7 +44,7 @@ static inline AMP_HD void amp_value_stats_init(struct amp_value_stats *s)
 {
 	s->nan = s->inf = s->max_abs = 0.0;
 	s->overflowed = s->nonzero = s->normal = s->above_zero = 0.0;
-	s->normal_sum = s->sum = 0.0;
+	s->flushed_sum = s->sum = 0.0;
 }
 
 static inline AMP_HD void amp_value_stats_add(struct amp_value_stats *s,
@@ -68,10 +68,10 @@ static inline AMP_HD void amp_value_stats_add(struct amp_value_stats *s,
 	s->nonzero += a > 0.0f;
 	s->above_zero += a > l->zero;
 	s->sum += a;
-	if (a >= l->tiny) {
+	if (a >= l->tiny)
 		s->normal += 1.0;
-		s->normal_sum += a;
-	}
+	else
+		s->flushed_sum += a;
 }
 
 static inline AMP_HD void amp_value_stats_merge(struct amp_value_stats *s,
@@ -85,7 +85,7 @@ static inline AMP_HD void amp_value_stats_merge(struct amp_value_stats *s,
 	s->nonzero += o->nonzero;
 	s->normal += o->normal;
 	s->above_zero += o->above_zero;
-	s->normal_sum += o->normal_sum;
+	s->flushed_sum += o->flushed_sum;
 	s->sum += o->sum;
 }
 

@@ -5,7 +5,7 @@
  * API records: CUPTI writes an external-correlation record (the link from
  * a kernel to its op) only for a runtime or driver API call it records.
  * Of those, only the calls that launch a kernel or copy memory are kept
- * (skip_other_api_records), as Kineto skips a few: torch makes several
+ * (skip_other_api_records, with CUPTI 12.5+), as Kineto skips a few: torch makes several
  * other CUDA calls per op (cudaGetDevice, cuCtxGetCurrent, ...), whose
  * records and correlation records cost more than the kernels' own.  Their
  * records are otherwise ignored.
@@ -21,6 +21,7 @@
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,10 @@ static const CUpti_ActivityKind traced_kinds[] = {
 };
 #define TRACED_KIND_COUNT (sizeof traced_kinds / sizeof traced_kinds[0])
 
-/* Per-API selection came with CUPTI 12.5. */
-#define HAS_API_SELECTION (CUDART_VERSION >= 12050)
+/* CUPTI's selection of API records one by one (cuptiActivityEnable-
+ * RuntimeApi, -DriverApi), looked up at run time: the CUPTI the module
+ * runs with is the program's (torch's), which may predate them. */
+typedef CUptiResult (*select_api_fn)(CUpti_CallbackId cbid, uint8_t enable);
 
 static struct {
 	pthread_mutex_t lock;
@@ -163,22 +166,41 @@ static bool launches_work(CUpti_CallbackDomain domain, uint32_t cbid)
 	       amp_cupti_launches_work(name);
 }
 
+/* `name` in the CUPTI library this module's CUPTI calls resolve to; NULL
+ * where it has none. */
+static void *cupti_symbol(const char *name)
+{
+	Dl_info info;
+
+	if (!dladdr((void *)cuptiActivityEnable, &info) || !info.dli_fname)
+		return NULL;
+	void *cupti = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!cupti)
+		return NULL;
+	void *symbol = dlsym(cupti, name);
+	dlclose(cupti); /* the module's own reference keeps it loaded */
+	return symbol;
+}
+
 /* Stops recording the runtime and driver calls that launch no work, once
  * their kinds are enabled (CUPTI_ACTIVITY_KIND_RUNTIME and _DRIVER record
  * every call; enabling them again records all again).  Where this CUPTI
  * cannot select calls one by one, every call stays recorded. */
 static void skip_other_api_records(void)
 {
-#if HAS_API_SELECTION
-	for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; cbid++)
+	select_api_fn runtime = (select_api_fn)cupti_symbol(
+		"cuptiActivityEnableRuntimeApi");
+	select_api_fn driver = (select_api_fn)cupti_symbol(
+		"cuptiActivityEnableDriverApi");
+
+	for (uint32_t cbid = 1; runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE;
+	     cbid++)
 		if (!launches_work(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))
-			cuptiActivityEnableRuntimeApi(cbid, 0);
-	for (uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++)
+			runtime(cbid, 0);
+	for (uint32_t cbid = 1; driver && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE;
+	     cbid++)
 		if (!launches_work(CUPTI_CB_DOMAIN_DRIVER_API, cbid))
-			cuptiActivityEnableDriverApi(cbid, 0);
-#else
-	(void)launches_work;
-#endif
+			driver(cbid, 0);
 }
 
 static void disable_kinds(size_t count)

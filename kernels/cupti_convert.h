@@ -31,8 +31,9 @@ typedef CUpti_ActivityKernel10 amp_cupti_kernel_record;
 typedef CUpti_ActivityMemcpy6 amp_cupti_memcpy_record;
 
 /* Correlation ids are sequential: a slot is reused after this many API
- * calls.  A kernel's record may come a flush interval (200 ms) after its
- * launch, and torch makes some ten CUDA calls per op (12 MB of links). */
+ * calls.  A kernel's record may come a pull (the tracer's, every 200 ms)
+ * after its launch, and torch makes some ten CUDA calls per op (12 MB of
+ * links). */
 #define AMP_CUPTI_LINK_SLOTS (1u << 19)
 
 struct amp_cupti_link {

@@ -9,7 +9,9 @@
 // set-up and are deterministic.  The read merges each row's partials on the
 // device, then copies the merged rows.  Rows live in chunks that are kept
 // for the process's life and are never moved (a launch in flight may be
-// writing one); a step that needs more rows adds a chunk.
+// writing one); a step that needs more rows adds a chunk, up to a cap on
+// the device memory they take outside the program's allocator (then the
+// caller reduces another way).
 #include "cuda_common.cuh"
 
 #include <pthread.h>
@@ -17,8 +19,8 @@
 
 static const int stats_blocks = 32;
 static const int stats_threads = 256;
-static const int64_t chunk_rows = 1024;
-enum { max_devices = 64, max_chunks = 4096 };
+static const int64_t chunk_rows = 1024; // 2.4 MB of partials
+enum { max_devices = 64, max_chunks = 16 };
 
 struct chunk {
 	amp_value_stats *partials; // chunk_rows * stats_blocks
@@ -27,7 +29,8 @@ struct chunk {
 
 struct device_rows {
 	chunk chunks[max_chunks];
-	int64_t nchunks, used;
+	int64_t chunk_count;
+	int64_t used; // rows made since the last read
 };
 
 static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,44 +72,51 @@ __global__ void merge_kernel(const amp_value_stats *partials,
 	merged[row] = s;
 }
 
+// Records a CUDA failure of ours and clears it, so that the program's next
+// launch check does not take it for its own.
 static int fail_cuda(const char *what, cudaError_t error)
 {
+	cudaGetLastError();
 	return amp_cuda_fail(what, cudaGetErrorString(error));
 }
 
 // The device's row `row`, adding a chunk when it is the first beyond them;
 // NULL (error recorded) when that fails.  rows_lock held.
-static amp_value_stats *row_partials(device_rows *d, int64_t row)
+static amp_value_stats *row_partials(device_rows *rows, int64_t row)
 {
-	int64_t c = row / chunk_rows;
-	if (c >= max_chunks) {
-		amp_cuda_fail("value_stats", "too many rows before a read");
+	int64_t index = row / chunk_rows;
+	if (index >= max_chunks) {
+		amp_cuda_fail("value_stats", "the rows of a step are full");
 		return NULL;
 	}
-	if (c == d->nchunks) {
-		chunk n = { NULL, NULL };
-		cudaError_t e = cudaMalloc((void **)&n.partials,
-					   chunk_rows * stats_blocks *
-						   sizeof *n.partials);
-		if (e == cudaSuccess)
-			e = cudaMalloc((void **)&n.merged,
-				       chunk_rows * sizeof *n.merged);
-		if (e != cudaSuccess) {
-			cudaFree(n.partials);
-			fail_cuda("cudaMalloc", e);
+	if (index == rows->chunk_count) {
+		chunk added = { NULL, NULL };
+		cudaError_t error = cudaMalloc((void **)&added.partials,
+					       chunk_rows * stats_blocks *
+						       sizeof *added.partials);
+		if (error == cudaSuccess)
+			error = cudaMalloc((void **)&added.merged,
+					   chunk_rows * sizeof *added.merged);
+		if (error != cudaSuccess) {
+			cudaFree(added.partials);
+			fail_cuda("cudaMalloc", error);
 			return NULL;
 		}
-		d->chunks[d->nchunks++] = n;
+		rows->chunks[rows->chunk_count++] = added;
 	}
-	return d->chunks[c].partials + (row % chunk_rows) * stats_blocks;
+	return rows->chunks[index].partials + (row % chunk_rows) * stats_blocks;
 }
 
 static device_rows *rows_of(int device)
 {
-	if (device < 0 || device >= max_devices)
+	if (device < 0 || device >= max_devices) {
+		amp_cuda_fail("value_stats", "no such device");
 		return NULL;
+	}
 	if (!devices[device])
 		devices[device] = (device_rows *)calloc(1, sizeof(device_rows));
+	if (!devices[device])
+		amp_cuda_fail("value_stats", "out of memory");
 	return devices[device];
 }
 
@@ -118,11 +128,12 @@ struct current_device {
 
 static int enter_device(int device, current_device *saved)
 {
-	cudaError_t e = cudaGetDevice(&saved->previous);
-	saved->switched = e == cudaSuccess && saved->previous != device;
-	if (e == cudaSuccess && saved->switched)
-		e = cudaSetDevice(device);
-	return e == cudaSuccess ? 0 : fail_cuda("cudaSetDevice", e);
+	cudaError_t error = cudaGetDevice(&saved->previous);
+	if (error != cudaSuccess)
+		return fail_cuda("cudaGetDevice", error);
+	saved->switched = saved->previous != device;
+	error = saved->switched ? cudaSetDevice(device) : cudaSuccess;
+	return error == cudaSuccess ? 0 : fail_cuda("cudaSetDevice", error);
 }
 
 static void leave_device(const current_device *saved)
@@ -143,64 +154,65 @@ extern "C" int amp_cuda_value_stats(const void *data, enum amp_dtype dtype,
 		return -1;
 	pthread_mutex_lock(&rows_lock);
 	int status = -1;
-	device_rows *d = rows_of(device);
-	amp_value_stats *partials = d ? row_partials(d, d->used) : NULL;
+	device_rows *rows = rows_of(device);
+	amp_value_stats *partials = rows ? row_partials(rows, rows->used) : NULL;
 	if (partials) {
 		value_stats_kernel<<<stats_blocks, stats_threads, 0,
 				     (cudaStream_t)stream>>>(data, dtype, count,
 							     *limits, partials);
 		status = amp_cuda_check_launch("value_stats_kernel");
 		if (status == 0)
-			*row = d->used++;
-	} else if (!d) {
-		amp_cuda_fail("value_stats", "no such device");
+			*row = rows->used++;
 	}
 	pthread_mutex_unlock(&rows_lock);
 	leave_device(&saved);
 	return status;
 }
 
-// Merges and copies chunk c's first `rows` rows into `out`.
+// Merges chunk c's first `count` rows and copies them into `out`.
 static int read_chunk(const chunk *c, cudaStream_t stream,
-		      amp_value_stats *out, int64_t rows)
+		      amp_value_stats *out, int64_t count)
 {
-	merge_kernel<<<(unsigned)((rows + 127) / 128), 128, 0, stream>>>(
-		c->partials, c->merged, rows);
+	merge_kernel<<<(unsigned)((count + 127) / 128), 128, 0, stream>>>(
+		c->partials, c->merged, count);
 	if (amp_cuda_check_launch("merge_kernel") != 0)
 		return -1;
-	cudaError_t e = cudaMemcpyAsync(out, c->merged, rows * sizeof *out,
-					cudaMemcpyDeviceToHost, stream);
-	return e == cudaSuccess ? 0 : fail_cuda("cudaMemcpyAsync", e);
+	cudaError_t error = cudaMemcpyAsync(out, c->merged, count * sizeof *out,
+					    cudaMemcpyDeviceToHost, stream);
+	return error == cudaSuccess ? 0 : fail_cuda("cudaMemcpyAsync", error);
 }
 
+// Rows start over only once read: a failed read keeps them (and their
+// numbers) for the next, as launches in flight may still write them.
 extern "C" int amp_cuda_value_stats_read(int device, void *stream,
-					 struct amp_value_stats *rows,
+					 struct amp_value_stats *out,
 					 int64_t count)
 {
 	current_device saved;
 	if (enter_device(device, &saved) != 0)
 		return -1;
 	pthread_mutex_lock(&rows_lock);
-	device_rows *d = rows_of(device);
-	int status = d && count >= 0 && count <= d->used
-			     ? 0
-			     : amp_cuda_fail("value_stats_read",
-					     "more rows asked than made");
+	device_rows *rows = rows_of(device);
+	int status = !rows ? -1
+		     : count < 0 || count > rows->used
+			     ? amp_cuda_fail("value_stats_read",
+					     "more rows asked than made")
+			     : 0;
 	cudaStream_t s = (cudaStream_t)stream;
 	for (int64_t first = 0; status == 0 && first < count;
 	     first += chunk_rows) {
 		int64_t n = count - first < chunk_rows ? count - first
 						       : chunk_rows;
-		status = read_chunk(&d->chunks[first / chunk_rows], s,
-				    rows + first, n);
+		status = read_chunk(&rows->chunks[first / chunk_rows], s,
+				    out + first, n);
 	}
 	if (status == 0) {
-		cudaError_t e = cudaStreamSynchronize(s);
-		if (e != cudaSuccess)
-			status = fail_cuda("cudaStreamSynchronize", e);
+		cudaError_t error = cudaStreamSynchronize(s);
+		if (error != cudaSuccess)
+			status = fail_cuda("cudaStreamSynchronize", error);
 	}
-	if (d)
-		d->used = 0;
+	if (status == 0)
+		rows->used = 0;
 	pthread_mutex_unlock(&rows_lock);
 	leave_device(&saved);
 	return status;

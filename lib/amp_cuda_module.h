@@ -173,13 +173,16 @@ struct amp_cuda_module {
 	 * value_stats reduces `count` contiguous elements of `data` (f32,
 	 * f16 or bf16) into a new row of statistics kept on the device
 	 * (kernels/amp_value_stats.h) and sets *row to its number: 0, 1, ...
-	 * since the device's last read. */
+	 * since the device's last read.  The rows of a step are capped (some
+	 * 16k a device, 38 MB): past it, -1, and the caller reduces another
+	 * way. */
 	int (*value_stats)(const void *data, enum amp_dtype dtype,
 			   int64_t count, const struct amp_value_limits *limits,
 			   int device, void *stream, int64_t *row);
 	/* Once the work queued on `stream` (of `device`) is done, copies the
-	 * device's first `count` rows to host `rows`; the next row is 0
-	 * again. */
+	 * device's first `count` rows to host `rows`, and the next row is 0
+	 * again; a failed read keeps them.  Rows made on other streams must
+	 * be ordered before `stream` by the caller (an event). */
 	int (*value_stats_read)(int device, void *stream,
 				struct amp_value_stats *rows, int64_t count);
 };

@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "cuda_compare.h"
 #include "diag_scan.h"
+#include "value_spread.h"
 
 #include <check.h>
 #include <math.h>
@@ -289,43 +290,12 @@ static bool in(const uint64_t *ids, int n, uint64_t id)
 	return false;
 }
 
-/* Values of every kind the checks tell apart: zeros, inf, NaN, the f16
- * and bf16 limits and the floats either side, and |x| from 1e-12 to 1e6. */
-static float stats_value(unsigned *state)
-{
-	static float edges[18];
-	if (!edges[0]) {
-		enum amp_dtype targets[] = { AMP_DTYPE_F16, AMP_DTYPE_BF16 };
-		for (int t = 0; t < 2; t++) {
-			struct amp_cast_limits c = amp_cast_limits_of(targets[t]);
-			float at[] = { c.tiny, c.zero, c.overflow };
-			for (int l = 0; l < 3; l++) {
-				edges[9 * t + 3 * l] = at[l];
-				edges[9 * t + 3 * l + 1] = nextafterf(at[l], 0.0f);
-				edges[9 * t + 3 * l + 2] = nextafterf(at[l], INFINITY);
-			}
-		}
-	}
-	*state = *state * 1103515245u + 12345u;
-	unsigned r = *state >> 8;
-	float sign = r & 16 ? -1.0f : 1.0f;
-	switch (r % 32) {
-	case 0: return 0.0f;
-	case 1: return INFINITY;
-	case 2: return -INFINITY;
-	case 3: return NAN;
-	case 4: case 5: case 6: return sign * edges[(r >> 5) % 18];
-	default:
-		return sign * powf(10.0f, -12.0f + 18.0f * (float)(r >> 5 & 1023) / 1023.0f);
-	}
-}
-
 /* n values of `dtype` at `bits` (host), and the f32 each stands for. */
 static void stats_values(enum amp_dtype dtype, size_t n, unsigned seed,
 			 void *bits, float *exact)
 {
 	for (size_t i = 0; i < n; i++) {
-		float v = stats_value(&seed);
+		float v = value_spread_next(&seed);
 		if (dtype == AMP_DTYPE_F16) {
 			((uint16_t *)bits)[i] = amp_scalar_f32_to_f16(v);
 			v = amp_scalar_f16_to_f32(((uint16_t *)bits)[i]);

@@ -7,6 +7,7 @@
 #include "amp_value_stats.h"
 #include "diag_scan.h"
 #include "test_bits.h"
+#include "value_spread.h"
 
 #include <check.h>
 #include <math.h>
@@ -299,51 +300,8 @@ END_TEST
 
 /* A GPU's one pass (kernels/amp_value_stats.h) decides as the host's
  * checks do: the cast verdict from its counts, and the inf, NaN and
- * largest finite |v| of a result, on values spread across every limit. */
-static float spread_value(unsigned *seed)
-{
-	static float edges[18];
-	if (!edges[0]) { /* each target's limits, and the floats either side */
-		enum amp_dtype targets[] = { AMP_DTYPE_F16, AMP_DTYPE_BF16 };
-		for (int t = 0; t < 2; t++) {
-			struct amp_cast_limits c = amp_cast_limits_of(targets[t]);
-			float at[] = { c.tiny, c.zero, c.overflow };
-			for (int l = 0; l < 3; l++) {
-				edges[9 * t + 3 * l] = at[l];
-				edges[9 * t + 3 * l + 1] = nextafterf(at[l], 0.0f);
-				edges[9 * t + 3 * l + 2] = nextafterf(at[l], INFINITY);
-			}
-		}
-	}
-	*seed = *seed * 1103515245u + 12345u;
-	unsigned r = *seed >> 8;
-	switch (r % 16) {
-	case 0: return 0.0f;
-	case 1: return INFINITY;
-	case 2: return -INFINITY;
-	case 3: return NAN;
-	case 4: case 5: return (r & 16 ? -1.0f : 1.0f) * edges[(r >> 5) % 18];
-	default: /* |v| log-uniform over 1e-12 .. 1e6, either sign */
-		return (r & 16 ? -1.0f : 1.0f) *
-		       powf(10.0f, -12.0f + 18.0f * (float)(r >> 5 & 1023) / 1023.0f);
-	}
-}
-
-/* Four values about a target's zero point: on it, the floats either
- * side, and half its smallest normal. */
-static const float *edges_of(enum amp_dtype target)
-{
-	static float f16[4], bf16[4];
-	float *e = target == AMP_DTYPE_F16 ? f16 : bf16;
-	struct amp_cast_limits c = amp_cast_limits_of(target);
-
-	e[0] = c.zero;
-	e[1] = nextafterf(c.zero, 0.0f);
-	e[2] = nextafterf(c.zero, INFINITY);
-	e[3] = c.tiny / 2;
-	return e;
-}
-
+ * largest finite |v| of a result, on values spread across every limit
+ * (value_spread.h). */
 static struct amp_value_stats stats_of(const float *values, size_t n,
 				       struct amp_value_limits against)
 {
@@ -364,7 +322,7 @@ START_TEST(test_value_stats_decide_as_the_host)
 		unsigned state = seed;
 		size_t n = 1 + seed * 97 % 4096;
 		for (size_t i = 0; i < n; i++)
-			values[i] = spread_value(&state);
+			values[i] = value_spread_next(&state);
 		for (int t = 0; t < 2; t++) {
 			struct amp_cast_limits c = amp_cast_limits_of(targets[t]);
 			struct amp_value_stats s = stats_of(
@@ -374,9 +332,18 @@ START_TEST(test_value_stats_decide_as_the_host)
 			amp_cast_verdict_of(values, n, targets[t], &v);
 			int64_t nonzero = (int64_t)s.nonzero;
 			int64_t flushed = nonzero - (int64_t)s.normal;
+			double lost = 0.0, total = 0.0;
+			for (size_t i = 0; i < n; i++)
+				if (isfinite(values[i])) {
+					total += fabsf(values[i]);
+					lost += fabsf(values[i]) < c.tiny
+							? fabsf(values[i]) : 0.0;
+				}
+			ck_assert(fabs(s.flushed_sum - lost) <= 1e-12 * lost);
+			ck_assert_double_eq_tol(s.sum, total, 1e-12 * total);
 			ck_assert_int_eq((int64_t)s.overflowed, v.overflowed);
 			ck_assert(amp_underflow_material(flushed, nonzero,
-							 s.sum - s.normal_sum,
+							 s.flushed_sum,
 							 s.sum) == v.underflow);
 			if (v.flushed) {
 				ck_assert_int_eq(flushed, v.flushed);
@@ -388,8 +355,10 @@ START_TEST(test_value_stats_decide_as_the_host)
 		}
 		/* only small values: each cast's underflow is material, and
 		 * its zeroed count compares at the zero point */
+		float near_zero[4];
+		value_spread_small(targets[seed % 2], near_zero);
 		for (size_t i = 0; i < 64; i++)
-			values[i] = edges_of(targets[seed % 2])[i % 4];
+			values[i] = near_zero[i % 4];
 		struct amp_cast_limits c = amp_cast_limits_of(targets[seed % 2]);
 		struct amp_value_stats small = stats_of(
 			values, 64, (struct amp_value_limits){ c.tiny, c.zero,
@@ -400,7 +369,7 @@ START_TEST(test_value_stats_decide_as_the_host)
 		ck_assert_int_eq((int64_t)(small.nonzero - small.above_zero),
 				 v.zeroed);
 		for (size_t i = 0; i < n; i++)
-			values[i] = spread_value(&state);
+			values[i] = value_spread_next(&state);
 		struct amp_value_stats r =
 			stats_of(values, n, (struct amp_value_limits){ 0 });
 		int64_t inf = 0, nan = 0;

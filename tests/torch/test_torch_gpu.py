@@ -139,9 +139,24 @@ def test_trace(model):
             f.write(s.stdout)
 
 
-# What a GPU's check says of a result's inf and NaN: counted (the CUDA
-# module's statistics) or only whether there are any (torch's reductions).
-COUNTS = r"\((\d+ inf, \d+ NaN|some inf, no NaN,|some NaN) of \d+ values\)"
+# What a GPU's check says of a result's inf and NaN: counted by the CUDA
+# module (loaded for kernel timing; torch 2.5+ gives it the stream), else
+# only whether there are any (torch's reductions).
+COUNTED = r"\(\d+ inf, \d+ NaN of \d+ values\)"
+UNCOUNTED = r"\((some inf, no NaN,|some NaN) of \d+ values\)"
+
+
+def counts_said(path):
+    """The form a GPU's overflow message takes in the trace at `path`:
+    counted where the CUDA module was loaded (the trace has kernels) under
+    torch 2.5+."""
+    probe = subprocess.run([PYTHON, "-c", "import torch; print(tuple(int(x) "
+                            "for x in torch.__version__.split('.')[:2]) >= "
+                            "(2, 5))"], capture_output=True, text=True)
+    timed = os.path.exists(path) and any(
+        e.get("cat") == "kernel"
+        for e in amptrace_run.load(path)["traceEvents"])
+    return COUNTED if timed and probe.stdout.strip() == "True" else UNCOUNTED
 
 
 def test_value_checks():
@@ -159,11 +174,13 @@ def test_value_checks():
             if e.get("cat") == "amp.diag" and
             e["args"].get("kind") == "fp16-overflow"]
     big = found["scheduler"]
-    print("# e.g. %s" % big[:1])
+    counts = counts_said(os.path.join(TMP, "overflow-scheduler.json"))
     check("value checks on cuda: one fp16-overflow per step, the linear of "
-          "'big', in the forward", len(big) == 4 and all(
+          "'big', in the forward, its inf and NaN %s" % (
+              "counted" if counts == COUNTED else "flagged"),
+          len(big) == 4 and all(
               m.startswith("linear (op") and "module 'big'" in m and
-              "forward" in m and re.search(COUNTS, m) for m in big), big[:2])
+              "forward" in m and re.search(counts, m) for m in big), big[:2])
     check("value checks on cuda: the inf through q and k (views with gaps) "
           "is the projection's only", len(found["split"]) == 1 and
           found["split"][0].startswith("linear (op"), found["split"])
@@ -216,9 +233,10 @@ def also_timed(spec):
 
 
 TIMING_RUNS.update(also_timed(os.environ.get("AMPTRACE_TIMING_ALSO", "")))
-if os.environ.get("AMPTRACE_TIMING_ONLY"):  # "plain,traced,...": these
+if os.environ.get("AMPTRACE_TIMING_ONLY"):  # "traced,...": these and plain
     TIMING_RUNS = {name: run for name, run in TIMING_RUNS.items()
-                   if name in os.environ["AMPTRACE_TIMING_ONLY"].split(",")}
+                   if name == "plain" or
+                   name in os.environ["AMPTRACE_TIMING_ONLY"].split(",")}
 
 
 def test_timing():

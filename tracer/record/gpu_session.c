@@ -10,7 +10,7 @@
 static atomic_bool tried;    /* the first cuda op was seen */
 static atomic_bool running;  /* the profiler started */
 static _Atomic uint64_t last_flush_ns;
-static const struct gpu_profiler *started; /* for end_at_exit */
+static _Atomic(const struct gpu_profiler *) started; /* for end_at_exit */
 
 /* How often activities are pulled out of CUPTI while the program runs:
  * often enough that a crash loses little, rarely enough to cost nothing. */
@@ -29,7 +29,7 @@ static void on_activities(const struct amp_gpu_activity *activities,
  * them all, when CUPTI can no longer be stopped safely. */
 static void end_at_exit(void)
 {
-	gpu_session_end(started);
+	gpu_session_end(atomic_load(&started));
 }
 
 static void begin(const struct gpu_profiler *profiler, uint64_t thread,
@@ -41,7 +41,7 @@ static void begin(const struct gpu_profiler *profiler, uint64_t thread,
 	atomic_store(&last_flush_ns, time_ns);
 	int result = profiler->start(on_activities, why, sizeof why);
 	if (result == 0) {
-		started = profiler;
+		atomic_store(&started, profiler);
 		atomic_store(&running, true);
 		if (!atomic_exchange(&exit_handler, true))
 			atexit(end_at_exit);

@@ -736,20 +736,13 @@ bool module_place(const c10::Device &device, int *index, void **stream)
 // cannot reduce t.
 int64_t module_row(const at::Tensor &t, const amp_value_limits &limits)
 {
-	enum amp_dtype dtype;
-	switch (t.scalar_type()) {
-	case at::kHalf: dtype = AMP_DTYPE_F16; break;
-	case at::kBFloat16: dtype = AMP_DTYPE_BF16; break;
-	case at::kFloat: dtype = AMP_DTYPE_F32; break;
-	default: return -1;
-	}
 	int device;
 	void *stream;
 	int64_t row;
 	if (!t.is_non_overlapping_and_dense() ||
 	    !module_place(t.device(), &device, &stream) ||
-	    events->value_stats(t.data_ptr(), dtype, t.numel(), &limits,
-				device, stream, &row) != 0)
+	    events->value_stats(t.data_ptr(), dtype_of(t.scalar_type()),
+				t.numel(), &limits, device, stream, &row) != 0)
 		return -1;
 	return row;
 }
@@ -890,7 +883,7 @@ read_stats cast_raw_stats(const double *raw)
 	r.s.nonzero = raw[1];
 	r.s.normal = raw[2];
 	r.s.above_zero = raw[3];
-	r.s.normal_sum = raw[4];
+	r.s.flushed_sum = raw[5] - raw[4];
 	r.s.sum = raw[5];
 	r.s.max_abs = raw[6];
 	return r;
@@ -925,7 +918,7 @@ struct obs_reduction cast_reduction(const amp_value_stats &s)
 	r.nonzero = (int64_t)s.nonzero;
 	r.flushed = (int64_t)(s.nonzero - s.normal);
 	r.zeroed = (int64_t)(s.nonzero - s.above_zero);
-	r.lost = s.sum - s.normal_sum;
+	r.lost = s.flushed_sum;
 	r.total = s.sum;
 	r.max_abs = s.max_abs;
 	return r;

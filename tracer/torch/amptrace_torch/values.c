@@ -186,8 +186,9 @@ static const char *overflow_advice(enum amp_dtype dtype)
 			 "with .float() inputs)";
 }
 
-/* What a result holds: counted (the host's checks), or only whether
- * (a GPU's: obs_reduction.counted). */
+/* What a result holds: counted (the host's checks, a GPU's through the
+ * CUDA module), or only whether (torch's reductions on a GPU:
+ * obs_reduction.counted). */
 struct non_finite {
 	int64_t inf, nan;
 	bool counted;
