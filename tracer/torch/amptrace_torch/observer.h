@@ -136,8 +136,9 @@ struct obs_events {
 	int (*value_stats)(const void *data, enum amp_dtype dtype,
 			   int64_t count, const struct amp_value_limits *limits,
 			   int device, void *stream, int64_t *row);
-	/* The device's first `count` rows, once `stream`'s work is done; its
-	 * rows start over.  0, or -1 (lost). */
+	/* The device's first `count` rows, once `stream`'s work is done, and
+	 * its rows start over: 0; or -1, this step's numbers lost (its rows
+	 * kept: the next read's counts go past them). */
 	int (*value_stats_read)(int device, void *stream,
 				struct amp_value_stats *rows, int64_t count);
 };

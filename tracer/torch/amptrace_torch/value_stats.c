@@ -62,7 +62,8 @@ static int host_value_stats_read(struct amp_value_stats *rows, int64_t count)
 	bool enough = count >= 0 && count <= host_used;
 	if (enough && count)
 		memcpy(rows, host_rows, (size_t)count * sizeof *rows);
-	host_used = 0;
+	if (enough) /* as the module's: rows start over once read */
+		host_used = 0;
 	pthread_mutex_unlock(&host_lock);
 	return enough ? 0 : -1;
 }

@@ -16,8 +16,8 @@
 int value_stats(const void *data, enum amp_dtype dtype, int64_t count,
 		const struct amp_value_limits *limits, int device,
 		void *stream, int64_t *row);
-/* 0 with the device's first `count` rows in `rows`, or -1; its rows start
- * over either way. */
+/* 0 with the device's first `count` rows in `rows`, its rows starting
+ * over; or -1, its rows kept. */
 int value_stats_read(int device, void *stream, struct amp_value_stats *rows,
 		     int64_t count);
 
