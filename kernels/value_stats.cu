@@ -138,8 +138,8 @@ static int enter_device(int device, current_device *saved)
 
 static void leave_device(const current_device *saved)
 {
-	if (saved->switched)
-		cudaSetDevice(saved->previous);
+	if (saved->switched && cudaSetDevice(saved->previous) != cudaSuccess)
+		cudaGetLastError(); // ours: not the program's to see
 }
 
 extern "C" int amp_cuda_value_stats(const void *data, enum amp_dtype dtype,
@@ -149,6 +149,10 @@ extern "C" int amp_cuda_value_stats(const void *data, enum amp_dtype dtype,
 {
 	if (!amp_cuda_float_dtype(dtype) || count < 0)
 		return AMP_CUDA_UNSUPPORTED;
+	// An error the program has not checked yet stays the program's: our
+	// launch check would take it for ours, and clear it.
+	if (cudaPeekAtLastError() != cudaSuccess)
+		return amp_cuda_fail("value_stats", "a CUDA error is pending");
 	current_device saved;
 	if (enter_device(device, &saved) != 0)
 		return -1;

@@ -173,9 +173,9 @@ struct amp_cuda_module {
 	 * value_stats reduces `count` contiguous elements of `data` (f32,
 	 * f16 or bf16) into a new row of statistics kept on the device
 	 * (kernels/amp_value_stats.h) and sets *row to its number: 0, 1, ...
-	 * since the device's last read.  The rows of a step are capped (some
-	 * 16k a device, 38 MB): past it, -1, and the caller reduces another
-	 * way. */
+	 * since the device's last read.  The rows not yet read are capped
+	 * (16384 a device, 38 MB): past it, -1, and the caller reduces
+	 * another way. */
 	int (*value_stats)(const void *data, enum amp_dtype dtype,
 			   int64_t count, const struct amp_value_limits *limits,
 			   int device, void *stream, int64_t *row);

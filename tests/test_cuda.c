@@ -364,11 +364,20 @@ START_TEST(test_value_stats)
 	ck_assert(got[11].inf > 0 && got[11].nan > 0 &&
 		  got[11].overflowed > 0 && got[11].nonzero > got[11].normal);
 
+	/* a failed read keeps the rows, with their numbers */
 	int64_t row = -1;
 	ck_assert_int_eq(m->value_stats(device, AMP_DTYPE_F32, 1, &result, 0,
 					NULL, &row), 0);
 	ck_assert_int_eq(row, 0);
 	ck_assert_int_eq(m->value_stats_read(0, NULL, got, 2), -1);
+	ck_assert_int_eq(m->value_stats(device, AMP_DTYPE_F32, 1, &result, 0,
+					NULL, &row), 0);
+	ck_assert_int_eq(row, 1);
+	ck_assert_int_eq(m->value_stats_read(0, NULL, got, 2), 0);
+	ck_assert_int_eq(m->value_stats(device, AMP_DTYPE_F32, 1, &result, 0,
+					NULL, &row), 0);
+	ck_assert_int_eq(row, 0);
+	ck_assert_int_eq(m->value_stats_read(0, NULL, got, 1), 0);
 	ck_assert_int_eq(m->value_stats(device, AMP_DTYPE_F64, 1, &result, 0,
 					NULL, &row), AMP_CUDA_UNSUPPORTED);
 	m->free(device);

@@ -748,7 +748,7 @@ int64_t module_row(const at::Tensor &t, const amp_value_limits &limits)
 }
 
 // What a cast's verdict needs of its source's |x|, finite ones only:
-// [>= overflow, > 0, >= tiny, > zero point, sum of those >= tiny, sum,
+// [>= overflow, > 0, >= tiny, > zero point, sum of those < tiny, sum,
 // max], as amp_value_stats counts them.
 at::Tensor cast_raw_counts(const at::Tensor &source, const amp_value_limits &l)
 {
@@ -758,7 +758,7 @@ at::Tensor cast_raw_counts(const at::Tensor &source, const amp_value_limits &l)
 			   f.gt(0).sum(at::kDouble),
 			   normal.sum(at::kDouble),
 			   f.gt(l.zero).sum(at::kDouble),
-			   f.mul(normal).sum(at::kDouble),
+			   f.mul(normal.logical_not()).sum(at::kDouble),
 			   f.sum(at::kDouble),
 			   f.amax().to(at::kDouble) });
 }
@@ -883,7 +883,7 @@ read_stats cast_raw_stats(const double *raw)
 	r.s.nonzero = raw[1];
 	r.s.normal = raw[2];
 	r.s.above_zero = raw[3];
-	r.s.flushed_sum = raw[5] - raw[4];
+	r.s.flushed_sum = raw[4];
 	r.s.sum = raw[5];
 	r.s.max_abs = raw[6];
 	return r;
