@@ -16,7 +16,6 @@
  * No fork: CUDA does not survive fork() once initialised. */
 #include "amp.h"
 #include "amp_cuda_module.h"
-#include "amp_scalar.h"
 #include "amp_train.h"
 #include "backend.h"
 #include "cuda_compare.h"
@@ -290,25 +289,6 @@ static bool in(const uint64_t *ids, int n, uint64_t id)
 	return false;
 }
 
-/* n values of `dtype` at `bits` (host), and the f32 each stands for. */
-static void stats_values(enum amp_dtype dtype, size_t n, unsigned seed,
-			 void *bits, float *exact)
-{
-	for (size_t i = 0; i < n; i++) {
-		float v = value_spread_next(&seed);
-		if (dtype == AMP_DTYPE_F16) {
-			((uint16_t *)bits)[i] = amp_scalar_f32_to_f16(v);
-			v = amp_scalar_f16_to_f32(((uint16_t *)bits)[i]);
-		} else if (dtype == AMP_DTYPE_BF16) {
-			((uint16_t *)bits)[i] = amp_scalar_f32_to_bf16(v);
-			v = amp_scalar_bf16_to_f32(((uint16_t *)bits)[i]);
-		} else {
-			((float *)bits)[i] = v;
-		}
-		exact[i] = v;
-	}
-}
-
 static void assert_same_stats(const struct amp_value_stats *got,
 			      const struct amp_value_stats *want, int row)
 {
@@ -344,7 +324,7 @@ START_TEST(test_value_stats)
 		enum amp_dtype dtype = float_dtypes[r % 3];
 		size_t n = r < 15 ? sizes[r / 3] : (size_t)(r % 50);
 		const struct amp_value_limits *limits = r % 2 ? &cast : &result;
-		stats_values(dtype, n, 7u + (unsigned)r, bits, exact);
+		value_spread_fill(dtype, n, 7u + (unsigned)r, bits, exact);
 		ck_assert_int_eq(m->copy(device, bits, n * amp_dtype_size(dtype),
 					 AMP_CUDA_COPY_HOST_TO_DEVICE), 0);
 		amp_value_stats_init(&want[r]);

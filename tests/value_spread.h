@@ -2,11 +2,13 @@
  * one reckoning of them to another: zeros, inf, NaN, f16's and bf16's
  * smallest normal, zero point and overflow point with the floats either
  * side, and |x| log-uniform from 1e-12 to 1e6; either sign.  Also four
- * values about a target's zero point, where only small values are cast. */
+ * values about a target's zero point, where only small values are cast,
+ * and spread values stored in a 16-bit dtype. */
 #ifndef AMP_TEST_VALUE_SPREAD_H
 #define AMP_TEST_VALUE_SPREAD_H
 
 #include "amp.h"
+#include "amp_scalar.h"
 #include "diag_scan.h"
 
 #include <math.h>
@@ -51,6 +53,26 @@ static inline void value_spread_small(enum amp_dtype target, float out[4])
 	out[1] = nextafterf(c.zero, 0.0f);
 	out[2] = nextafterf(c.zero, INFINITY);
 	out[3] = c.tiny / 2;
+}
+
+/* n spread values stored as `dtype` (f32, f16 or bf16) in `bits`, and
+ * each as the f32 it stands for in `exact`. */
+static inline void value_spread_fill(enum amp_dtype dtype, size_t n,
+				     unsigned seed, void *bits, float *exact)
+{
+	for (size_t i = 0; i < n; i++) {
+		float v = value_spread_next(&seed);
+		if (dtype == AMP_DTYPE_F16) {
+			((uint16_t *)bits)[i] = amp_scalar_f32_to_f16(v);
+			v = amp_scalar_f16_to_f32(((uint16_t *)bits)[i]);
+		} else if (dtype == AMP_DTYPE_BF16) {
+			((uint16_t *)bits)[i] = amp_scalar_f32_to_bf16(v);
+			v = amp_scalar_bf16_to_f32(((uint16_t *)bits)[i]);
+		} else {
+			((float *)bits)[i] = v;
+		}
+		exact[i] = v;
+	}
 }
 
 #endif
