@@ -9,8 +9,10 @@
  * raw numbers of the cast verdict (lib/diag_scan.h): finite |x| at or
  * above the overflow point, above 0, at or above the smallest normal,
  * above the zero point, and the sums of finite |x| (all, and those below
- * the smallest normal: the magnitude a cast flushes).  Counts are doubles: exact to 2^53 values, and one type lets a
- * partial be merged field by field. */
+ * the smallest normal: the magnitude a cast flushes).  Counts are
+ * doubles: exact to 2^53 values, and one type lets a partial be merged
+ * field by field.  lib/diag_scan.h's amp_cast_verdict_of_stats judges a
+ * cast source's. */
 #ifndef AMP_VALUE_STATS_H
 #define AMP_VALUE_STATS_H
 

@@ -269,6 +269,22 @@ void amp_cast_verdict_of(const float *values, size_t n, enum amp_dtype target,
 			values, n, nextafterf(limits.zero, INFINITY));
 }
 
+void amp_cast_verdict_of_stats(const struct amp_value_stats *stats,
+			       struct amp_cast_verdict *out)
+{
+	*out = (struct amp_cast_verdict){
+		.overflowed = (int64_t)stats->overflowed,
+		.flushed = (int64_t)(stats->nonzero - stats->normal),
+	};
+	if (!out->flushed)
+		return;
+	out->nonzero = (int64_t)stats->nonzero;
+	out->underflow = amp_underflow_material(out->flushed, out->nonzero,
+						stats->flushed_sum, stats->sum);
+	if (out->underflow)
+		out->zeroed = (int64_t)(stats->nonzero - stats->above_zero);
+}
+
 int64_t amp_count_inf_nan(const uint16_t *bits, size_t n,
 			  uint16_t exponent_mask, int64_t *nan)
 {

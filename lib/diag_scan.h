@@ -9,6 +9,7 @@
 #ifndef AMP_DIAG_SCAN_H
 #define AMP_DIAG_SCAN_H
 
+#include "amp_value_stats.h"
 #include "cast_rows.h"
 
 #include <stdbool.h>
@@ -74,6 +75,10 @@ bool amp_underflow_material(int64_t flushed, int64_t nonzero, double lost,
  * nothing (the common case), more only to explain a loss. */
 void amp_cast_verdict_of(const float *values, size_t n, enum amp_dtype target,
 			 struct amp_cast_verdict *out);
+/* The same verdict from the source's statistics against the target's
+ * limits (amp_value_stats.h: a GPU's, counted where the cast ran). */
+void amp_cast_verdict_of_stats(const struct amp_value_stats *stats,
+			       struct amp_cast_verdict *out);
 
 /* Of n contiguous 16-bit floats with exponent mask `exponent_mask`: how
  * many are inf (returned) and NaN (*nan).  Scalar: for messages, after a

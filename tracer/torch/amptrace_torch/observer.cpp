@@ -824,8 +824,8 @@ bool readable_on_device(const at::Tensor &t)
 	       s == at::kDouble;
 }
 
-bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
-		uint64_t tag)
+bool cuda_queue(enum obs_reduce what, int index,
+		const struct amp_value_limits *limits, uint64_t tag)
 {
 	thread_cache &tc = cache_for_thread();
 	frame_context *frame = tc.ending;
@@ -845,9 +845,7 @@ bool cuda_queue(enum obs_reduce what, int index, const float limits[3],
 		std::lock_guard<std::mutex> guard(queued_lock);
 		note_stream(subject);
 		if (what == OBS_REDUCE_CAST_SOURCE) {
-			c.subject = (int64_t)new_slot(
-				subject, amp_value_limits{ limits[0], limits[1],
-							   limits[2], 1 });
+			c.subject = (int64_t)new_slot(subject, *limits);
 		} else {
 			c.subject = slot_of(subject);
 			for (const at::Tensor &a : frame->device_args)
@@ -914,13 +912,7 @@ struct obs_reduction cast_reduction(const amp_value_stats &s)
 {
 	struct obs_reduction r = {};
 	r.what = OBS_REDUCE_CAST_SOURCE;
-	r.overflowed = (int64_t)s.overflowed;
-	r.nonzero = (int64_t)s.nonzero;
-	r.flushed = (int64_t)(s.nonzero - s.normal);
-	r.zeroed = (int64_t)(s.nonzero - s.above_zero);
-	r.lost = s.flushed_sum;
-	r.total = s.sum;
-	r.max_abs = s.max_abs;
+	r.source = s;
 	return r;
 }
 

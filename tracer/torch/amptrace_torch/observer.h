@@ -104,9 +104,9 @@ struct obs_reduction {
 	bool counted;
 	int64_t arguments_non_finite;
 	double arguments_max_abs;
-	/* OBS_REDUCE_CAST_SOURCE */
-	int64_t overflowed, flushed, nonzero, zeroed;
-	double lost, total, max_abs;
+	/* OBS_REDUCE_CAST_SOURCE: the source's statistics against the
+	 * target's limits (amp_cast_verdict_of_stats judges them) */
+	struct amp_value_stats source;
 };
 
 /* What the observer calls (events.c, in the _bridge extension).  The
@@ -160,12 +160,12 @@ struct obs_observer {
 	/* Value checks on a GPU, without a sync per op: reduces, on the
 	 * device, result `index` of the call ending now
 	 * (OBS_REDUCE_RESULT, with the arguments the call began with) or of
-	 * the argument 0 it began with (OBS_REDUCE_CAST_SOURCE, `limits`:
-	 * the cast's tiny, zero and overflow points).  Only from events.c's
-	 * end, for a call that asked OBS_WANT_VALUES.  `tag` comes back with
-	 * its counts.  false: not queued (not on a GPU, or torch refused). */
+	 * the argument 0 it began with (OBS_REDUCE_CAST_SOURCE, against the
+	 * cast target's `limits`).  Only from events.c's end, for a call
+	 * that asked OBS_WANT_VALUES.  `tag` comes back with its counts.
+	 * false: not queued (not on a GPU, or torch refused). */
 	bool (*cuda_queue)(enum obs_reduce what, int index,
-			   const float limits[3], uint64_t tag);
+			   const struct amp_value_limits *limits, uint64_t tag);
 	/* Reads every reduction queued (one copy to the host for all:
 	 * called once per step) and hands each to `deliver`. */
 	void (*cuda_collect)(void (*deliver)(uint64_t tag,

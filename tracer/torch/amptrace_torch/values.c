@@ -443,7 +443,9 @@ static void queue_on_device(const struct values_op *op, enum obs_reduce what,
 			    bool inner_origin)
 {
 	struct amp_cast_limits l = amp_cast_limits_of(target);
-	const float limits[3] = { l.tiny, l.zero, l.overflow };
+	const struct amp_value_limits limits = {
+		l.tiny, l.zero, l.overflow, what == OBS_REDUCE_CAST_SOURCE
+	};
 
 	if (!device.cuda_queue || atomic_load(&captures) > 0)
 		return;
@@ -455,7 +457,7 @@ static void queue_on_device(const struct values_op *op, enum obs_reduce what,
 	pthread_mutex_lock(&pending_lock);
 	bool own = gpu_push_own();
 	bool queued = npending < PENDING_LIMIT &&
-		      device.cuda_queue(what, index, limits, npending);
+		      device.cuda_queue(what, index, &limits, npending);
 	if (own)
 		gpu_pop();
 	if (queued) {
@@ -499,21 +501,17 @@ static void deliver(uint64_t tag, const struct obs_reduction *r)
 			      p->numel, r->arguments_max_abs, "");
 		return;
 	}
-	if (r->overflowed) {
+	struct amp_cast_verdict v;
+	amp_cast_verdict_of_stats(&r->source, &v);
+	if (v.overflowed) {
 		recent_origins[nrecent++ % RECENT_ORIGINS] = p->op_id;
 		report_cast_overflow(p->place, p->op_id, p->tensor, p->tensor_id,
-				     p->target, r->overflowed, p->numel,
-				     r->max_abs);
+				     p->target, v.overflowed, p->numel,
+				     r->source.max_abs);
 	}
-	if (amp_underflow_material(r->flushed, r->nonzero, r->lost, r->total)) {
-		struct amp_cast_verdict v = { .overflowed = r->overflowed,
-					      .flushed = r->flushed,
-					      .nonzero = r->nonzero,
-					      .zeroed = r->zeroed,
-					      .underflow = true };
+	if (v.underflow)
 		report_underflow(p->place, p->op_id, p->tensor, p->tensor_id,
 				 p->target, &v);
-	}
 }
 
 void values_flush(void)
