@@ -5,10 +5,10 @@
  * API records: CUPTI writes an external-correlation record (the link from
  * a kernel to its op) only for a runtime or driver API call it records.
  * Of those, only the calls that launch a kernel or copy memory are kept
- * (skip_other_api_records, with CUPTI 12.5+), as Kineto skips a few: torch makes several
- * other CUDA calls per op (cudaGetDevice, cuCtxGetCurrent, ...), whose
- * records and correlation records cost more than the kernels' own.  Their
- * records are otherwise ignored.
+ * (skip_other_api_records, with CUPTI 12.5+), as Kineto skips a few:
+ * torch makes several other CUDA calls per op (cudaGetDevice,
+ * cuCtxGetCurrent, ...), whose records and correlation records cost more
+ * than the kernels' own.  Their records are otherwise ignored.
  *
  * Clock: CUPTI is asked to take its timestamps from CLOCK_MONOTONIC (the
  * trace clock, amp_now_ns) through cuptiActivityRegisterTimestampCallback,

@@ -86,7 +86,7 @@ static amp_value_stats *row_partials(device_rows *rows, int64_t row)
 {
 	int64_t index = row / chunk_rows;
 	if (index >= max_chunks) {
-		amp_cuda_fail("value_stats", "the rows of a step are full");
+		amp_cuda_fail("value_stats", "the rows not yet read are full");
 		return NULL;
 	}
 	if (index == rows->chunk_count) {

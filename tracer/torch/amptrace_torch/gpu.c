@@ -15,9 +15,13 @@
 #include <stdio.h>
 
 static char module_path[4096];
-static const struct amp_cuda_module *module;
-/* `module` for other threads (the value checks' ask from any) */
-static _Atomic(const struct amp_cuda_module *) loaded;
+/* Loaded once, then read from any thread (ops and the value checks). */
+static _Atomic(const struct amp_cuda_module *) module;
+
+static const struct amp_cuda_module *loaded(void)
+{
+	return atomic_load_explicit(&module, memory_order_acquire);
+}
 
 void gpu_set_module(const char *path)
 {
@@ -45,33 +49,32 @@ static int load(char *why, size_t size)
 			 AMP_CUDA_MODULE_VERSION);
 		return -1;
 	}
-	module = m;
-	atomic_store(&loaded, m);
+	atomic_store(&module, m);
 	return 0;
 }
 
 static int start(amp_gpu_activity_fn sink, char *why, size_t size)
 {
-	if (!module && load(why, size) != 0)
+	if (!loaded() && load(why, size) != 0)
 		return -1;
-	int result = module->profiler_start(sink, NULL);
+	int result = loaded()->profiler_start(sink, NULL);
 	if (result == 0)
 		snprintf(why, size, "kernel timing by CUPTI through %s",
 			 module_path);
 	else
-		snprintf(why, size, "%s", module->error ? module->error()
+		snprintf(why, size, "%s", loaded()->error ? loaded()->error()
 							: "CUPTI refused");
 	return result;
 }
 
 static int flush(void)
 {
-	return module->profiler_flush();
+	return loaded()->profiler_flush();
 }
 
 static int stop(struct amp_gpu_profiler_stats *stats)
 {
-	return module->profiler_stop(stats);
+	return loaded()->profiler_stop(stats);
 }
 
 static const struct gpu_profiler profiler = { start, flush, stop };
@@ -85,7 +88,7 @@ bool gpu_push(uint64_t op_id)
 {
 	if (!gpu_session_running())
 		return false;
-	module->correlation_push(AMP_GPU_CORRELATION_OP, op_id);
+	loaded()->correlation_push(AMP_GPU_CORRELATION_OP, op_id);
 	return true;
 }
 
@@ -96,12 +99,12 @@ bool gpu_push_own(void)
 
 void gpu_pop(void)
 {
-	module->correlation_pop(AMP_GPU_CORRELATION_OP);
+	loaded()->correlation_pop(AMP_GPU_CORRELATION_OP);
 }
 
 const struct amp_cuda_module *gpu_module(void)
 {
-	return atomic_load_explicit(&loaded, memory_order_acquire);
+	return loaded();
 }
 
 void gpu_end(void)
