@@ -714,15 +714,19 @@ int amp_backend_convert(struct amp_tensor *out, const struct amp_tensor *src)
 	const struct amp_cuda_module *m = amp_cuda_backend_module();
 	struct amp_cuda_shape shape = { .ndim = src->ndim };
 	uint64_t op = amp_autocast_state()->current_op;
-	struct annotation a = { 0 };
+	struct annotation a = { 0 }, for_op = { 0 };
 	char message[96];
 
 	if (!m || !AMP_CUDA_HAS(m, convert))
 		return AMP_CUDA_UNSUPPORTED;
 	memcpy(shape.size, src->shape, sizeof shape.size);
 	/* before its op's forward: an autocast cast, linked by the id of the
-	 * tensor it produces (the cast event's result) */
+	 * tensor it produces (the cast event's result), and to the op it is
+	 * for (CUPTI keeps a stack per kind: the kernel gets both) */
 	if (op != forward_op) {
+		if (op)
+			for_op = annotate_begin(m, AMP_GPU_CORRELATION_OP, op,
+						NULL);
 		if (backend.nvtx)
 			snprintf(message, sizeof message,
 				 "cast %s->%s #%" PRIu64, amp_dtype_name(src->dtype),
@@ -734,6 +738,7 @@ int amp_backend_convert(struct amp_tensor *out, const struct amp_tensor *src)
 				amp_tensor_data(src), src->dtype, &shape,
 				src->strides);
 	annotate_end(m, a);
+	annotate_end(m, for_op);
 	return amp_cuda_status(m, result);
 }
 

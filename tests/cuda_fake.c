@@ -388,7 +388,7 @@ static void log_line(const char *format, const char *what, uint64_t id)
 }
 
 /* Kernel timing: while started, every kernel entry and copy becomes one
- * activity, linked to the innermost correlation pushed, timed back to
+ * activity, linked to the innermost op and cast pushed, timed back to
  * back on stream 7 (1 us each), and held until flush or stop delivers
  * them to the sink, as CUPTI's buffers do. */
 #define FAKE_STREAM 7
@@ -424,6 +424,7 @@ static struct amp_gpu_activity *profile_next(void)
 		return NULL;
 	}
 	struct amp_gpu_activity *a = &profiler.held[profiler.nheld++];
+	cuda_fake_counts.activities++;
 	uint64_t now = amp_now_ns();
 	*a = (struct amp_gpu_activity){
 		.start_ns = now > profiler.last_end_ns ? now : profiler.last_end_ns,
@@ -432,15 +433,16 @@ static struct amp_gpu_activity *profile_next(void)
 	};
 	a->end_ns = a->start_ns + FAKE_DURATION_NS;
 	profiler.last_end_ns = a->end_ns;
-	if (profiler.depth > 0) {
-		int top = profiler.depth - 1;
-		if (profiler.stack[top].kind == AMP_GPU_CORRELATION_CAST)
-			a->cast_id = profiler.stack[top].id;
-		else
-			a->op_id = profiler.stack[top].id;
-	} else {
-		profiler.stats.unlinked++;
+	/* as CUPTI: one stack per kind, each activity linked to the top of
+	 * each (a cast's kernel names its op too) */
+	for (int i = profiler.depth < 32 ? profiler.depth : 32; i-- > 0;) {
+		uint64_t *id = profiler.stack[i].kind == AMP_GPU_CORRELATION_CAST
+				       ? &a->cast_id : &a->op_id;
+		if (!*id)
+			*id = profiler.stack[i].id;
 	}
+	if (!a->op_id && !a->cast_id)
+		profiler.stats.unlinked++;
 	return a;
 }
 

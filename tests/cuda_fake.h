@@ -25,6 +25,7 @@ struct cuda_fake_counts {
 	int kernels;
 	int convert, gemm, unscale, update_scale;
 	int copies;
+	int activities; /* handed to kernel timing (own work left out) */
 };
 extern struct cuda_fake_counts cuda_fake_counts;
 void cuda_fake_reset(void);
@@ -39,8 +40,8 @@ extern char cuda_fake_log[CUDA_FAKE_LOG_MAX][64];
 extern int cuda_fake_log_count;
 
 /* Kernel timing (profiler_start/flush/stop): while started, each kernel
- * entry and copy is one activity linked to the innermost correlation
- * pushed (op_id, or cast_id for a cast); flush hands them to the sink on
+ * entry and copy is one activity linked, as CUPTI links it, to the
+ * innermost op pushed (op_id) and the innermost cast (cast_id); flush hands them to the sink on
  * the calling thread.  At most this many are held between flushes (the
  * rest count as dropped). */
 #define CUDA_FAKE_ACTIVITY_MAX 4096

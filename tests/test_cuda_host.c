@@ -1051,8 +1051,10 @@ START_TEST(test_fake_correlation_ids)
 		ck_assert_int_ge(depth, 0);
 	}
 	ck_assert_int_eq(depth, 0);
-	/* the casts ran before the op's forward, each inside its own push */
-	ck_assert(has_prefix(cuda_fake_log[0], "push cast"));
+	/* the casts ran before the op's forward, each inside its own push
+	 * and one of the op it is for (its kernel names both) */
+	ck_assert_str_eq(cuda_fake_log[0], line);
+	ck_assert(has_prefix(cuda_fake_log[1], "push cast"));
 	struct amp_gpu_profiler_stats stats;
 	ck_assert_int_eq(amp_gpu_profiler_stop(&stats), AMP_OK);
 	ck_assert_int_eq(amp_gpu_profiler_stop(&stats), AMP_ERR_STATE);
