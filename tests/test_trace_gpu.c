@@ -157,6 +157,9 @@ START_TEST(test_kernels_linked_to_ops)
 			linear_kernel = true;
 		for (int k = 0; k < ncasts && e->kernel.cast; k++)
 			cast_kernels += e->kernel.external_id == cast_results[k];
+		/* a cast's kernel names the op it cast for */
+		if (e->kernel.cast)
+			ck_assert_uint_eq(e->kernel.op_id, linear_op);
 	}
 	ck_assert(linear_kernel);
 	ck_assert_int_eq(cast_kernels, 3);
@@ -178,6 +181,41 @@ START_TEST(test_kernels_linked_to_ops)
 	ck_assert(gpu->complete);
 	ck_assert_uint_eq(gpu->kernels, t.counts[TRACE_KERNEL]);
 	ck_assert_uint_eq(gpu->dropped, 0);
+	ck_assert_uint_eq(gpu->aggregated, 0);
+	trace_free(&t);
+}
+END_TEST
+
+/* A step recorded without full detail keeps none of its ops' kernels and
+ * copies: the trailer counts them instead, so every one written names an
+ * op or cast of the trace.  AMPTRACE_STEPS=0: the second outermost region
+ * begins step 1. */
+START_TEST(test_folded_step_gpu_work_counted)
+{
+	struct trace t;
+
+	amp_cuda_backend_install(cuda_fake_module(CUDA_FAKE_FULL), "fake");
+	cuda_fake_reset();
+	setenv("AMPTRACE_STEPS", "0", 1);
+	begin();
+	run_linear();
+	run_linear();
+	finish(&t);
+
+	struct validate_report report;
+	size_t problems = trace_validate(&t, &report);
+	ck_assert_msg(problems == 0, "%zu problems, first: %s", problems,
+		      report.messages[0]);
+	const struct trace_gpu_timing *gpu = process_gpu(&t);
+	ck_assert_ptr_nonnull(gpu);
+	ck_assert(gpu->complete);
+	/* the second region's linear, casts, relu and copy back */
+	ck_assert_uint_ge(gpu->aggregated, 6);
+	ck_assert_uint_eq(gpu->kernels + gpu->memcpys + gpu->aggregated,
+			  cuda_fake_counts.activities);
+	ck_assert_uint_eq(gpu->kernels, t.counts[TRACE_KERNEL]);
+	ck_assert_uint_eq(gpu->memcpys, t.counts[TRACE_MEMCPY]);
+	ck_assert_uint_gt(gpu->kernels, 0);
 	trace_free(&t);
 }
 END_TEST
@@ -305,6 +343,7 @@ int main(void)
 	SRunner *sr;
 
 	tcase_add_test(tc, test_kernels_linked_to_ops);
+	tcase_add_test(tc, test_folded_step_gpu_work_counted);
 	tcase_add_test(tc, test_merge_renumbers_gpu_processes);
 	tcase_add_test(tc, test_validator_unknown_external_id);
 	tcase_add_test(tc, test_no_gpu_says_why);

@@ -635,9 +635,9 @@ void convert_process_end(const struct convert_process *p,
 		.reason = p->gpu_reason ? p->gpu_reason : "",
 		.kernels = p->kernels, .memcpys = p->memcpys,
 		.complete = p->gpu_stats_seen,
-		.unlinked = p->gpu_stats[2], .untimed = p->gpu_stats[3],
-		.dropped = p->gpu_stats[4] + p->gpu_stats[6],
-		.buffers = p->gpu_stats[5],
+		.unlinked = p->gpu_unlinked, .untimed = p->gpu_untimed,
+		.dropped = p->gpu_dropped, .buffers = p->gpu_buffers,
+		.aggregated = p->gpu_aggregated,
 	};
 	end->gpu = gpu;
 }

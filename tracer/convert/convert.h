@@ -76,9 +76,9 @@ struct convert_process {
 	int gpu_status;          /* 0: no op on cuda; 1: timed; -1: unavailable */
 	char *gpu_reason;        /* why not (libamp's backend status) */
 	bool gpu_stream;         /* a tgpu.raw stream was seen */
-	bool gpu_stats_seen;
-	uint64_t gpu_stats[7];   /* kernels memcpys unlinked untimed dropped
-				    buffers lost (raw.h RAW_KIND_GPU_STATS) */
+	bool gpu_stats_seen;     /* the counts at the end (RAW_KIND_GPU_STATS) */
+	uint64_t gpu_unlinked, gpu_untimed, gpu_dropped, gpu_buffers,
+		gpu_aggregated;
 	uint64_t kernels, memcpys;
 	/* announced devices and streams */
 	struct convert_gpu_track *gpu_tracks;

@@ -472,11 +472,12 @@ static void on_gpu_status(struct convert_process *p,
 static void on_gpu_stats(struct convert_process *p,
 			 const struct raw_gpu_stats *s)
 {
-	uint64_t stats[7] = { s->stats.kernels, s->stats.memcpys,
-			      s->stats.unlinked, s->stats.untimed,
-			      s->stats.dropped, s->stats.buffers, s->lost };
-
-	memcpy(p->gpu_stats, stats, sizeof stats);
+	p->gpu_unlinked = s->stats.unlinked;
+	p->gpu_untimed = s->stats.untimed;
+	/* CUPTI's drops and the producer's: lost either way */
+	p->gpu_dropped = s->stats.dropped + s->lost;
+	p->gpu_buffers = s->stats.buffers;
+	p->gpu_aggregated = s->aggregated;
 	p->gpu_stats_seen = true;
 }
 

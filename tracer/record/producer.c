@@ -600,6 +600,7 @@ static void record_commit(struct thread_writer *w, struct raw_record *r,
 static struct thread_writer gpu_writer;
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gpu_lost;        /* activities that found no room */
+static uint64_t gpu_aggregated;  /* activities of folded ops: counted */
 
 void producer_gpu_activities(const struct amp_gpu_activity *activities,
 			     size_t count)
@@ -609,6 +610,10 @@ void producer_gpu_activities(const struct amp_gpu_activity *activities,
 	pthread_mutex_lock(&gpu_lock);
 	for (size_t i = 0; i < count; i++) {
 		const struct amp_gpu_activity *a = &activities[i];
+		if (producer_steps_folded_op(a->op_id)) {
+			gpu_aggregated++;
+			continue;
+		}
 		struct raw_record *r =
 			record_reserve(&gpu_writer, raw_bound_gpu_activity(a),
 				       RAW_GPU_STREAM);
@@ -643,7 +648,7 @@ void producer_gpu_status(uint64_t thread, uint64_t time_ns, int result,
 void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 {
 	pthread_mutex_lock(&gpu_lock);
-	struct raw_gpu_stats counts = { *stats, gpu_lost };
+	struct raw_gpu_stats counts = { *stats, gpu_lost, gpu_aggregated };
 	struct raw_record *r = record_reserve(&gpu_writer,
 					      raw_bound_gpu_stats(&counts),
 					      RAW_GPU_STREAM);

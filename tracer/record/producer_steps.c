@@ -17,7 +17,10 @@
  *     (so a killed process loses little).
  *   - The state lives in a shared anonymous mapping: a forked child (a
  *     DataLoader worker) follows its parent's steps, so its recording is
- *     bounded too, until it marks steps of its own. */
+ *     bounded too, until it marks steps of its own.
+ *   - The ops folded are remembered by id, in a window indexed by the id
+ *     (ids grow by one per op): the GPU's kernel records, delivered on
+ *     CUPTI's thread a flush interval later, name only their op. */
 #include "producer.h"
 
 #include "producer_internal.h"
@@ -75,6 +78,10 @@ struct step_thread {
 };
 
 static PRODUCER_TLS struct step_thread me;
+
+/* Slot id % FOLDED_OP_WINDOW: the latest op folded there (0: none). */
+static _Atomic uint64_t folded_ops[FOLDED_OP_WINDOW];
+static atomic_bool folded_any; /* since attach */
 
 /* The clock of event times (the producer needs no libamp). */
 static uint64_t now_ns(void)
@@ -195,8 +202,27 @@ static void follow(struct step_thread *t, uint64_t version, uint64_t thread)
 		step_aggregate_reset(t->aggregate, atomic_load(&state->step));
 }
 
+static void remember_folded_op(uint64_t op_id)
+{
+	if (!op_id)
+		return;
+	atomic_store_explicit(&folded_ops[op_id % FOLDED_OP_WINDOW], op_id,
+			      memory_order_relaxed);
+	if (!atomic_load_explicit(&folded_any, memory_order_relaxed))
+		atomic_store(&folded_any, true);
+}
+
+bool producer_steps_folded_op(uint64_t op_id)
+{
+	return op_id && atomic_load_explicit(&folded_ops[op_id % FOLDED_OP_WINDOW],
+					     memory_order_relaxed) == op_id;
+}
+
 static void fold(struct step_thread *t, const struct producer_event *e)
 {
+	/* by its END too: one whose BEGIN came before attach has no other */
+	if (e->kind == PRODUCER_OP_BEGIN || e->kind == PRODUCER_OP_END)
+		remember_folded_op(e->op.op_id);
 	if (!t->aggregate)
 		return; /* out of memory: the step's events are lost */
 	step_aggregate_add(t->aggregate, e);
@@ -372,6 +398,9 @@ void producer_steps_attach(uint64_t now_ns)
 			state = shared;
 	}
 	read_environment();
+	/* a second recording's op ids may start over */
+	if (atomic_exchange(&folded_any, false))
+		memset(folded_ops, 0, sizeof folded_ops);
 	uint64_t version = atomic_load(&state->version);
 	atomic_store(&state->step, 0);
 	atomic_store(&state->begin_ns, now_ns);

@@ -50,8 +50,9 @@
  * (producer_event.h), with its keys (../producer_keys.h: module, origin);
  * 6: steps and aggregates (branch steps), or, on branch compile, the keys'
  * mask a varint with numbers among the keys (a compiled graph's): two
- * different 6s, so 7: both */
-#define RAW_VERSION 7
+ * different 6s, so 7: both; 8: the GPU's counts end with the activities
+ * of folded ops */
+#define RAW_VERSION 8
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */

@@ -71,6 +71,7 @@ struct raw_gpu_status {
 struct raw_gpu_stats {
 	struct amp_gpu_profiler_stats stats;
 	uint64_t lost; /* activities the producer found no room for */
+	uint64_t aggregated; /* ... it counted: their op was folded */
 };
 
 /* RAW_KIND_STEP's model: a training step ended (producer.h,
@@ -199,7 +200,8 @@ struct raw_step_totals {
 #define RAW_GPU_STATS_FIELDS(X)                                             \
 	X(U64, stats.kernels, ) X(U64, stats.memcpys, )                     \
 	X(U64, stats.unlinked, ) X(U64, stats.untimed, )                    \
-	X(U64, stats.dropped, ) X(U64, stats.buffers, ) X(U64, lost, )
+	X(U64, stats.dropped, ) X(U64, stats.buffers, ) X(U64, lost, )      \
+	X(U64, aggregated, )
 
 #define RAW_STEP_FIELDS(X)                                                  \
 	X(V64, step, ) X(V64, begin_ns, ) X(U8, detail, ) X(STR, marker, )

@@ -431,6 +431,7 @@ struct trace_gpu_timing {
 	uint64_t kernels, memcpys;
 	bool complete;        /* the profiler's end counts arrived */
 	uint64_t unlinked, untimed, dropped, buffers;
+	uint64_t aggregated;  /* of steps without full detail: not written */
 };
 
 /* One process of `amptrace run`'s trailer. */

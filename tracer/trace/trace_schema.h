@@ -386,7 +386,8 @@
 	X(U64, "unlinked", unlinked, TIMED_COMPLETE, NONE, "1.0")           \
 	X(U64, "untimed", untimed, TIMED_COMPLETE, NONE, "1.0")             \
 	X(U64, "dropped", dropped, TIMED_COMPLETE, NONE, "1.0")             \
-	X(U64, "buffers", buffers, TIMED_COMPLETE, NONE, "1.0")
+	X(U64, "buffers", buffers, TIMED_COMPLETE, NONE, "1.0")             \
+	X(U64, "aggregated", aggregated, TIMED_COMPLETE, NONE, "1.4")
 
 #define TRACE_MERGED_END_KEYS(X)                                            \
 	X(STRING, "file", file, DEFAULTED, NONE, "1.0")                     \
