@@ -199,12 +199,16 @@ def per_model(p, key):
 
 
 def link_share(path):
-    """(kernels linked to an op, kernels) in a trace."""
-    ev = amptrace_run.load(path)["traceEvents"]
+    """(kernels linked to an op, kernels, steps ended, kernels and copies
+    of the steps without full detail) in a trace."""
+    trace = amptrace_run.load(path)
+    ev = trace["traceEvents"]
     ids = {e["args"]["op_id"] for e in ev if e.get("cat") == "amp.op"}
     kernels = [e for e in ev if e.get("cat") == "kernel"]
     linked = sum(1 for k in kernels if k["args"].get("External id") in ids)
-    return linked, len(kernels)
+    process = trace["amptraceEnd"]["processes"][0]
+    return (linked, len(kernels), process.get("steps", {}).get("ended", 0),
+            process.get("gpu", {}).get("aggregated", 0))
 
 
 # name: (traced, environment, extra program arguments)
@@ -283,8 +287,15 @@ def test_timing():
                         for k, v in values.items())))
         p, path = runs["traced"][0]
         if p.returncode == 0 and os.path.exists(path):
-            print("# metric timing %s traced: %d of %d kernels linked"
-                  % ((size,) + link_share(path)))
+            linked, kernels, steps, aggregated = link_share(path)
+            print("# metric timing %s traced: %d of %d kernels linked; %d "
+                  "steps, their kernels and copies past the first 20 "
+                  "counted: %d" % (size, linked, kernels, steps, aggregated))
+            check("timing %s traced: every kernel written is linked to an "
+                  "op, those of the steps past the first 20 counted instead"
+                  % size, linked == kernels and
+                  (aggregated > 0) == (steps > 20),
+                  (linked, kernels, steps, aggregated))
 
 
 def main():
