@@ -18,11 +18,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "torch"))
-from tap import bridge_missing, check, done, torch2_required  # noqa: E402
+from tap import bridge_missing, check, done, scratch, torch2_required  # noqa: E402
 
 # absolute: the twins run from tests/torch
 AMPTRACE, VALIDATE, SAMPLES = (os.path.abspath(a) for a in sys.argv[1:4])
@@ -31,7 +30,7 @@ TORCH2 = os.environ.get("AMPTRACE_TEST_TORCH2_PYTHON")
 # Whether the producers check the contract as they go (-Dproducer_checks;
 # tests/meson.build says): without it no producer-contract diag can come.
 PRODUCER_CHECKS = os.environ.get("AMPTRACE_TEST_PRODUCER_CHECKS") == "1"
-TMP = tempfile.mkdtemp(prefix="amptrace-conformance-")
+TMP = scratch("amptrace-conformance-")
 
 # libamp's samples, each a few steps: every recipe the dispatcher has
 # (nested regions, threads, custom ops, accumulation, clipping, several

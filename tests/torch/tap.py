@@ -13,6 +13,28 @@ def check(what, ok, detail=""):
             print("# " + line)
 
 
+def scratch(prefix, keep=None):
+    """A directory for the script's files, removed at exit when every
+    check passed (or none ran: a skip) and kept, its path printed, when one
+    failed, to look into; `keep` (a --keep DIR) is made and always kept."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        return keep
+    path = tempfile.mkdtemp(prefix=prefix)
+
+    def clean():
+        if all(results):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            print("# kept for the failures: %s" % path)
+    atexit.register(clean)
+    return path
+
+
 def done():
     """Prints the plan; the exit status says whether all passed."""
     print("1..%d" % len(results))

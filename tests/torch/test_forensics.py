@@ -15,14 +15,13 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
-from tap import check, done, skip_unless_bridge, torch2_required
+from tap import check, done, scratch, skip_unless_bridge, torch2_required
 
 AMPTRACE, VALIDATE, PYTHON = sys.argv[1:4]
 PYTHON = PYTHON or os.environ.get("AMPTRACE_TEST_TORCH2_PYTHON", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
-TMP = tempfile.mkdtemp(prefix="amptrace-forensics-")
+TMP = scratch("amptrace-forensics-")
 if not PYTHON:
     why = "no torch 2.x interpreter (meson's torch2_python)"
     if torch2_required():

@@ -11,11 +11,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import amptrace_run
 from amptrace_run import casts, events, findings, load, ops
-from tap import check, done, skip_unless_bridge
+from tap import check, done, scratch, skip_unless_bridge
 
 # absolute: meson gives them relative to the build directory, and some
 # cases run elsewhere
@@ -25,7 +24,7 @@ PYTHON = sys.argv[4]
 PYTHON = shutil.which(PYTHON) or PYTHON
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
-TMP = tempfile.mkdtemp(prefix="amptrace-torch-test-")
+TMP = scratch("amptrace-torch-test-")
 
 
 

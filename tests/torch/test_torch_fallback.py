@@ -24,16 +24,15 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import amptrace_run
 from amptrace_run import load
-from tap import check, done, skip_unless_bridge, torch_release
+from tap import check, done, scratch, skip_unless_bridge, torch_release
 
 AMPTRACE, VALIDATE, AMPVIEW, PYTHON = sys.argv[1:5]
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
-TMP = tempfile.mkdtemp(prefix="amptrace-fallback-test-")
+TMP = scratch("amptrace-fallback-test-")
 
 # The bridge suite's checks that fail under the fallback, by the start of
 # their name, and why (what Python's modes cannot see).

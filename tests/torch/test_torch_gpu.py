@@ -22,10 +22,9 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 
 import amptrace_run
-from tap import check, done, skip_unless_bridge
+from tap import check, done, scratch, skip_unless_bridge
 
 AMPTRACE, PYTHON = sys.argv[1:3]
 TIMING = "--timing" in sys.argv
@@ -33,8 +32,7 @@ VALUES_ONLY = "--values" in sys.argv
 KEEP = sys.argv[sys.argv.index("--keep") + 1] if "--keep" in sys.argv else None
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "gpu_train.py")
-TMP = KEEP or tempfile.mkdtemp(prefix="amptrace-torch-gpu-")
-os.makedirs(TMP, exist_ok=True)
+TMP = scratch("amptrace-torch-gpu-", KEEP)
 
 
 

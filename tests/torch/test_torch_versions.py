@@ -28,13 +28,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
-from tap import check, done, skip_unless_bridge, torch_release
+from tap import check, done, scratch, skip_unless_bridge, torch_release
 
 AMPTRACE, VALIDATE, PYTHON = sys.argv[1:4]
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "versions")
-TMP = tempfile.mkdtemp(prefix="amptrace-torch-versions-")
+TMP = scratch("amptrace-torch-versions-")
 
 
 def run(script, traced=True):
