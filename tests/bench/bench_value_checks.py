@@ -63,15 +63,15 @@ def main():
                             "__version__.split('.')[0])"],
                            capture_output=True, text=True).stdout.strip()
     dtypes = ["bf16"] + (["f16"] if major != "1" else [])
-    trace = os.path.join(tempfile.mkdtemp(prefix="amptrace-bench-vc-"),
-                         "t.json")
     ms = {}
-    for _ in range(ROUNDS):
-        for size in SIZES:
-            for dtype in dtypes:
-                for mode in MODES:
-                    ms.setdefault((size, dtype, mode), []).append(
-                        run(size, dtype, mode, trace))
+    with tempfile.TemporaryDirectory(prefix="amptrace-bench-vc-") as tmp:
+        trace = os.path.join(tmp, "t.json")
+        for _ in range(ROUNDS):
+            for size in SIZES:
+                for dtype in dtypes:
+                    for mode in MODES:
+                        ms.setdefault((size, dtype, mode), []).append(
+                            run(size, dtype, mode, trace))
     print("value checks of the PyTorch bridge: ms per training step (main "
           "thread CPU time), median of %d interleaved rounds, %s" % (
               ROUNDS, PYTHON))
