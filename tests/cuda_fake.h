@@ -41,8 +41,8 @@ extern int cuda_fake_log_count;
 
 /* Kernel timing (profiler_start/flush/stop): while started, each kernel
  * entry and copy is one activity linked, as CUPTI links it, to the
- * innermost op pushed (op_id) and the innermost cast (cast_id); flush hands them to the sink on
- * the calling thread.  At most this many are held between flushes (the
+ * innermost op pushed (op_id) and the innermost cast (cast_id); flush
+ * hands them to the sink on the calling thread.  At most this many are held between flushes (the
  * rest count as dropped). */
 #define CUDA_FAKE_ACTIVITY_MAX 4096
 

@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "event_json.h"
 #include "producer.h"
+#include "producer_internal.h"
 #include "raw.h"
 #include "trace.h"
 #include "trace_writer.h"
@@ -956,6 +957,44 @@ START_TEST(a_stream_populated_by_mmap_reads_back_whole)
 }
 END_TEST
 
+/* The ops folded are remembered by id for the GPU work that names them
+ * later (producer_steps_folded_op), in a window of FOLDED_OP_WINDOW ids:
+ * every op of a step without full detail, until an op that many ids
+ * later takes its slot; a kept op never. */
+START_TEST(folded_ops_are_remembered_for_a_window_of_ids)
+{
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	const uint64_t last = FOLDED_OP_WINDOW + 1;
+
+	ck_assert_ptr_nonnull(mkdtemp(raw));
+	setenv("AMPTRACE_STEPS", "1", 1); /* step 0 folded, step 1 kept */
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	for (uint64_t id = 1; id <= last; id++) {
+		struct producer_event e = { .kind = PRODUCER_OP_BEGIN };
+		e.op = (struct producer_op){ .op_id = id, .op = "relu",
+					     .overload = "" };
+		emit(e, id);
+		e.kind = PRODUCER_OP_END;
+		emit(e, id);
+	}
+	ck_assert(!producer_steps_folded_op(1)); /* its slot is last's */
+	ck_assert(producer_steps_folded_op(2));
+	ck_assert(producer_steps_folded_op(last));
+	ck_assert(!producer_steps_folded_op(last + 1)); /* not yet begun */
+	ck_assert(!producer_steps_folded_op(0));
+	producer_step_end("scaler update", BASE_NS + last * 1000 + 1, 1);
+	struct producer_event kept = { .kind = PRODUCER_OP_BEGIN };
+	kept.op = (struct producer_op){ .op_id = last + 1, .op = "relu",
+					.overload = "" };
+	emit(kept, last + 1);
+	ck_assert(!producer_steps_folded_op(last + 1));
+	ck_assert(producer_steps_folded_op(last));
+	producer_detach();
+	remove_tree(raw);
+	unsetenv("AMPTRACE_STEPS");
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -966,6 +1005,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, two_scalers_count_their_own_scale);
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
+	tcase_add_test(tc, folded_ops_are_remembered_for_a_window_of_ids);
 	suite_add_tcase(s, tc);
 	return s;
 }

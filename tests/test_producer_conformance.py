@@ -21,7 +21,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "torch"))
-from tap import bridge_missing, check, done, scratch, torch2_required  # noqa: E402
+from tap import (bridge_missing, check, done, scratch,  # noqa: E402
+                 torch2_required)
 
 # absolute: the twins run from tests/torch
 AMPTRACE, VALIDATE, SAMPLES = (os.path.abspath(a) for a in sys.argv[1:4])

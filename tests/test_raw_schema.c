@@ -367,7 +367,7 @@ START_TEST(gpu_status_and_stats_round_trip)
 	ck_assert_int_eq(decoded.gpu_status.result, -3);
 	assert_str_eq(decoded.gpu_status.reason, "no CUDA device");
 
-	const struct raw_gpu_stats stats = { { 1, 2, 3, 4, 5, 6 }, 7 };
+	const struct raw_gpu_stats stats = { { 1, 2, 3, 4, 5, 6 }, 7, 8 };
 	start = payload();
 	end = raw_encode_gpu_stats(start, &stats);
 	ck_assert(raw_decode(record_at(RAW_KIND_GPU_STATS, 2, end), &decoded));
@@ -379,6 +379,7 @@ START_TEST(gpu_status_and_stats_round_trip)
 	ck_assert_uint_eq(got->stats.dropped, 5);
 	ck_assert_uint_eq(got->stats.buffers, 6);
 	ck_assert_uint_eq(got->lost, 7);
+	ck_assert_uint_eq(got->aggregated, 8);
 }
 END_TEST
 

@@ -16,7 +16,8 @@ def check(what, ok, detail=""):
 def scratch(prefix, keep=None):
     """A directory for the script's files, removed at exit when every
     check passed (or none ran: a skip) and kept, its path printed, when one
-    failed, to look into; `keep` (a --keep DIR) is made and always kept."""
+    failed or the script died of an exception, to look into; `keep` (a
+    --keep DIR) is made and always kept."""
     import atexit
     import os
     import shutil
@@ -27,7 +28,8 @@ def scratch(prefix, keep=None):
     path = tempfile.mkdtemp(prefix=prefix)
 
     def clean():
-        if all(results):
+        # an uncaught exception is in sys.last_value by the time atexit runs
+        if all(results) and not hasattr(sys, "last_value"):
             shutil.rmtree(path, ignore_errors=True)
         else:
             print("# kept for the failures: %s" % path)

@@ -206,7 +206,8 @@ def decisions(t):
 
 
 def test_bridge_suite():
-    env = dict(os.environ, AMPTRACE_TORCH_FALLBACK="1")
+    # its scratch directory, kept for the failures known here, in ours
+    env = dict(os.environ, AMPTRACE_TORCH_FALLBACK="1", TMPDIR=TMP)
     args = [AMPTRACE, VALIDATE, AMPVIEW, PYTHON] + ([SAMPLES] if SAMPLES
                                                      else [])
     p = subprocess.run([PYTHON, os.path.join(HERE, "test_torch_bridge.py")]

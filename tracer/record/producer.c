@@ -602,6 +602,13 @@ static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gpu_lost;        /* activities that found no room */
 static uint64_t gpu_aggregated;  /* activities of folded ops: counted */
 
+/* A new recording (attach, a forked child) counts from nothing. */
+static void gpu_counts_reset(void)
+{
+	gpu_lost = 0;
+	gpu_aggregated = 0;
+}
+
 void producer_gpu_activities(const struct amp_gpu_activity *activities,
 			     size_t count)
 {
@@ -618,8 +625,8 @@ void producer_gpu_activities(const struct amp_gpu_activity *activities,
 			record_reserve(&gpu_writer, raw_bound_gpu_activity(a),
 				       RAW_GPU_STREAM);
 		if (!r) {
-			gpu_lost += count - i;
-			break;
+			gpu_lost++;
+			continue; /* the writer has failed: the rest are lost */
 		}
 		uint8_t *p = raw_encode_gpu_activity((uint8_t *)(r + 1), a);
 		record_commit(&gpu_writer, r, RAW_KIND_GPU_ACTIVITY, a->start_ns,
@@ -964,6 +971,7 @@ static void after_fork_in_child(void)
 	atomic_store(&raw_bytes, 0);
 	producer_steps_after_fork();
 	pthread_mutex_init(&gpu_lock, NULL);
+	gpu_counts_reset();
 	if (open_process_dir() != 0) {
 		/* write(2), not stdio: a stream lock another thread held at
 		 * fork() stays held in the child */
@@ -1052,6 +1060,7 @@ static int attach_locked(const char *raw_dir, const struct producer_info *what,
 	}
 	/* Threads start new files (matters when attaching a second time). */
 	atomic_fetch_add(&generation, 1);
+	gpu_counts_reset();
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	producer_steps_attach((uint64_t)now.tv_sec * 1000000000u +

@@ -51,11 +51,12 @@ void producer_steps_exit(void);
 /* A new chunk was mapped: where a process that marks no step learns
  * that the recording passed its size limit. */
 void producer_steps_chunk(void);
-/* Whether op `op_id` was folded into a step's aggregates, as far as the
- * window of the latest FOLDED_OP_WINDOW folded ops remembers (any
- * thread): a GPU's activities name their op long after it ran, and those
- * of a folded op are counted, not written (FORMAT.md §3.12).  An op past
- * the window reads as kept: its activities are written, unlinked. */
+/* Whether op `op_id` was folded into a step's aggregates, as far as a
+ * window of FOLDED_OP_WINDOW op ids remembers (any thread): a GPU's
+ * activities name their op long after it ran, and those of a folded op
+ * are counted, not written (FORMAT.md §3.12).  A folded op asked after
+ * FOLDED_OP_WINDOW more ops began reads as kept: its activities are
+ * written, naming an op the trace lacks. */
 #define FOLDED_OP_WINDOW (1u << 16)
 bool producer_steps_folded_op(uint64_t op_id);
 

@@ -79,9 +79,10 @@ struct step_thread {
 
 static PRODUCER_TLS struct step_thread me;
 
-/* Slot id % FOLDED_OP_WINDOW: the latest op folded there (0: none). */
+/* Slot id % FOLDED_OP_WINDOW: the latest op folded there (0: none).
+ * Never emptied: op ids are unique in the process (PRODUCERS.md), a
+ * second recording's too. */
 static _Atomic uint64_t folded_ops[FOLDED_OP_WINDOW];
-static atomic_bool folded_any; /* since attach */
 
 /* The clock of event times (the producer needs no libamp). */
 static uint64_t now_ns(void)
@@ -208,14 +209,14 @@ static void remember_folded_op(uint64_t op_id)
 		return;
 	atomic_store_explicit(&folded_ops[op_id % FOLDED_OP_WINDOW], op_id,
 			      memory_order_relaxed);
-	if (!atomic_load_explicit(&folded_any, memory_order_relaxed))
-		atomic_store(&folded_any, true);
 }
 
 bool producer_steps_folded_op(uint64_t op_id)
 {
-	return op_id && atomic_load_explicit(&folded_ops[op_id % FOLDED_OP_WINDOW],
-					     memory_order_relaxed) == op_id;
+	_Atomic uint64_t *slot = &folded_ops[op_id % FOLDED_OP_WINDOW];
+
+	return op_id &&
+	       atomic_load_explicit(slot, memory_order_relaxed) == op_id;
 }
 
 static void fold(struct step_thread *t, const struct producer_event *e)
@@ -398,9 +399,6 @@ void producer_steps_attach(uint64_t now_ns)
 			state = shared;
 	}
 	read_environment();
-	/* a second recording's op ids may start over */
-	if (atomic_exchange(&folded_any, false))
-		memset(folded_ops, 0, sizeof folded_ops);
 	uint64_t version = atomic_load(&state->version);
 	atomic_store(&state->step, 0);
 	atomic_store(&state->begin_ns, now_ns);
