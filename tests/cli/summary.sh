@@ -209,5 +209,36 @@ op_rows "$tmp/odd.json" >"$tmp/out"
 check "an unknown phase is listed after the optimizer ops" \
 	test "$(phase_runs <"$tmp/out")" = "forward backward optimizer warmup "
 
+# ------------------------------------------------- GPU kernel timing
+# the trailer's gpu entries (FORMAT.md section 3.8): why timing was
+# unavailable (cuda emulated here), or the counts of a timed run
+record "$tmp/tfcuda.json" "$transformer" --device cuda --steps 2
+capture "$amptrace" summary "$tmp/tfcuda.json"
+check "summary, cuda emulated: why kernels were not timed" \
+	out_has_wrapped "GPU kernel timing: unavailable (emulated on the CPU"
+capture "$amptrace" summary "$tmp/mlp.json"
+check "summary, device cpu: no GPU line" out_lacks "GPU kernel timing"
+capture "$amptrace" summary --json "$tmp/mlp.json"
+check "summary --json, device cpu: gpu null" $python -c 'import json, sys
+sys.exit(json.load(open(sys.argv[1]))["gpu"] is not None)' "$tmp/out"
+$python - "$tmp/tfcuda.json" "$tmp/timed.json" <<'PY'
+import json, sys
+trace = json.load(open(sys.argv[1]))
+process = trace["amptraceEnd"]["processes"][0]
+process["gpu"] = {"timing": True, "kernels": 1200, "memcpys": 30,
+                  "complete": True, "unlinked": 0, "untimed": 0,
+                  "dropped": 2, "buffers": 3, "aggregated": 400}
+json.dump(trace, open(sys.argv[2], "w"))
+PY
+capture "$amptrace" summary "$tmp/timed.json"
+check "summary, kernels timed: their counts, the folded steps' and the lost" \
+	out_has_wrapped "GPU kernel timing: 1200 kernels, 30 copies; 400 more in the steps without full detail, counted; 2 lost (CUPTI's buffers or the raw stream full)"
+capture "$amptrace" summary --json "$tmp/timed.json"
+check "summary --json, kernels timed: the counts" $python -c 'import json, sys
+g = json.load(open(sys.argv[1]))["gpu"]
+assert g == {"processes": 1, "timed": 1, "kernels": 1200, "memcpys": 30,
+             "aggregated": 400, "dropped": 2, "complete": True,
+             "reason": None}, g' "$tmp/out"
+
 echo "1..$count"
 exit $fail

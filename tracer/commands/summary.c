@@ -8,6 +8,7 @@
 #include "progress.h"
 #include "step_select.h"
 #include "summary_compiled.h"
+#include "summary_gpu.h"
 #include "summary_modules.h"
 #include "textfit.h"
 #include "trace.h"
@@ -717,6 +718,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		fprintf(out, "note: %s\n", note);
 	print_framework(t, out);
 	print_steps(a, out);
+	summary_gpu_text(t, out);
 	print_findings(a, out, color);
 
 	/* Nothing is cut short.  Numbers take the columns they need; the op
@@ -949,6 +951,7 @@ static void print_json(struct summary *s, FILE *out)
 	if (a->steps.detail_stop_step >= 0)
 		cJSON_AddNumberToObject(steps, "detail_stopped_at",
 					(double)a->steps.detail_stop_step);
+	summary_gpu_json(t, root);
 	findings_json(a, root);
 
 	cJSON *ops = cJSON_AddArrayToObject(root, "ops");
