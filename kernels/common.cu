@@ -45,11 +45,6 @@ unsigned amp_cuda_grid(int64_t n, int threads)
 int amp_cuda_check_launch(const char *what)
 {
 	cudaError_t error = cudaGetLastError();
-	char message[256];
 
-	if (error == cudaSuccess)
-		return 0;
-	snprintf(message, sizeof message, "%s (%s)", cudaGetErrorString(error),
-		 cudaGetErrorName(error));
-	return amp_cuda_fail(what, message);
+	return error == cudaSuccess ? 0 : amp_cuda_fail_call(what, error);
 }

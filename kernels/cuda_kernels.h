@@ -22,6 +22,10 @@ int amp_cuda_synchronize(void);
 const char *amp_cuda_error(void);
 /* Records "what: message" as the thread's error and returns -1. */
 int amp_cuda_fail(const char *what, const char *message);
+/* The same for a CUDA call that returned `error` (a cudaError_t), which
+ * it clears: the program's next launch check must not take it for its
+ * own. */
+int amp_cuda_fail_call(const char *what, int error);
 /* Multiprocessors of the current device (launch sizing), >= 1. */
 extern int amp_cuda_multiprocessors;
 

@@ -182,25 +182,28 @@ static void *cupti_symbol(const char *name)
 	return symbol;
 }
 
+/* Stops recording the calls of `domain` (ids below `ids`) that launch no
+ * work, through CUPTI's `selector`, when it has one. */
+static void skip_calls(const char *selector, CUpti_CallbackDomain domain,
+		       uint32_t ids)
+{
+	select_api_fn select = (select_api_fn)cupti_symbol(selector);
+
+	for (uint32_t cbid = 1; select && cbid < ids; cbid++)
+		if (!launches_work(domain, cbid))
+			select(cbid, 0);
+}
+
 /* Stops recording the runtime and driver calls that launch no work, once
  * their kinds are enabled (CUPTI_ACTIVITY_KIND_RUNTIME and _DRIVER record
  * every call; enabling them again records all again).  Where this CUPTI
  * cannot select calls one by one, every call stays recorded. */
 static void skip_other_api_records(void)
 {
-	select_api_fn runtime = (select_api_fn)cupti_symbol(
-		"cuptiActivityEnableRuntimeApi");
-	select_api_fn driver = (select_api_fn)cupti_symbol(
-		"cuptiActivityEnableDriverApi");
-
-	for (uint32_t cbid = 1; runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE;
-	     cbid++)
-		if (!launches_work(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))
-			runtime(cbid, 0);
-	for (uint32_t cbid = 1; driver && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE;
-	     cbid++)
-		if (!launches_work(CUPTI_CB_DOMAIN_DRIVER_API, cbid))
-			driver(cbid, 0);
+	skip_calls("cuptiActivityEnableRuntimeApi", CUPTI_CB_DOMAIN_RUNTIME_API,
+		   CUPTI_RUNTIME_TRACE_CBID_SIZE);
+	skip_calls("cuptiActivityEnableDriverApi", CUPTI_CB_DOMAIN_DRIVER_API,
+		   CUPTI_DRIVER_TRACE_CBID_SIZE);
 }
 
 static void disable_kinds(size_t count)

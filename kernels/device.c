@@ -23,12 +23,13 @@ int amp_cuda_fail(const char *what, const char *message)
 	return -1;
 }
 
-static int fail_cuda(const char *what, cudaError_t error)
+int amp_cuda_fail_call(const char *what, int error)
 {
 	char message[256];
 
-	snprintf(message, sizeof message, "%s (%s)", cudaGetErrorString(error),
-		 cudaGetErrorName(error));
+	snprintf(message, sizeof message, "%s (%s)",
+		 cudaGetErrorString((cudaError_t)error),
+		 cudaGetErrorName((cudaError_t)error));
 	cudaGetLastError(); /* clear a non-sticky error for the next call */
 	return amp_cuda_fail(what, message);
 }
@@ -108,7 +109,7 @@ void *amp_cuda_alloc(size_t nbytes)
 					    : cudaMalloc(&ptr, nbytes);
 
 	if (error != cudaSuccess) {
-		fail_cuda("cudaMalloc", error);
+		amp_cuda_fail_call("cudaMalloc", error);
 		return NULL;
 	}
 	return ptr;
@@ -141,12 +142,12 @@ int amp_cuda_copy(void *dst, const void *src, size_t nbytes,
 	/* synchronous with respect to the host for pageable memory, and
 	 * ordered after the kernels on the legacy stream */
 	error = cudaMemcpy(dst, src, nbytes, kinds[kind]);
-	return error == cudaSuccess ? 0 : fail_cuda("cudaMemcpy", error);
+	return error == cudaSuccess ? 0 : amp_cuda_fail_call("cudaMemcpy", error);
 }
 
 int amp_cuda_synchronize(void)
 {
 	cudaError_t error = cudaDeviceSynchronize();
 
-	return error == cudaSuccess ? 0 : fail_cuda("cudaDeviceSynchronize", error);
+	return error == cudaSuccess ? 0 : amp_cuda_fail_call("cudaDeviceSynchronize", error);
 }

@@ -72,14 +72,6 @@ __global__ void merge_kernel(const amp_value_stats *partials,
 	merged[row] = s;
 }
 
-// Records a CUDA failure of ours and clears it, so that the program's next
-// launch check does not take it for its own.
-static int fail_cuda(const char *what, cudaError_t error)
-{
-	cudaGetLastError();
-	return amp_cuda_fail(what, cudaGetErrorString(error));
-}
-
 // The device's row `row`, adding a chunk when it is the first beyond them;
 // NULL (error recorded) when that fails.  rows_lock held.
 static amp_value_stats *row_partials(device_rows *rows, int64_t row)
@@ -99,7 +91,7 @@ static amp_value_stats *row_partials(device_rows *rows, int64_t row)
 					   chunk_rows * sizeof *added.merged);
 		if (error != cudaSuccess) {
 			cudaFree(added.partials);
-			fail_cuda("cudaMalloc", error);
+			amp_cuda_fail_call("cudaMalloc", error);
 			return NULL;
 		}
 		rows->chunks[rows->chunk_count++] = added;
@@ -130,16 +122,26 @@ static int enter_device(int device, current_device *saved)
 {
 	cudaError_t error = cudaGetDevice(&saved->previous);
 	if (error != cudaSuccess)
-		return fail_cuda("cudaGetDevice", error);
+		return amp_cuda_fail_call("cudaGetDevice", error);
 	saved->switched = saved->previous != device;
 	error = saved->switched ? cudaSetDevice(device) : cudaSuccess;
-	return error == cudaSuccess ? 0 : fail_cuda("cudaSetDevice", error);
+	return error == cudaSuccess ? 0 : amp_cuda_fail_call("cudaSetDevice", error);
 }
 
 static void leave_device(const current_device *saved)
 {
 	if (saved->switched && cudaSetDevice(saved->previous) != cudaSuccess)
 		cudaGetLastError(); // ours: not the program's to see
+}
+
+// An error the program has not checked yet stays the program's: our launch
+// checks would take it for ours, and clear it.
+static bool program_error_pending(const char *what)
+{
+	if (cudaPeekAtLastError() == cudaSuccess)
+		return false;
+	amp_cuda_fail(what, "a CUDA error is pending");
+	return true;
 }
 
 extern "C" int amp_cuda_value_stats(const void *data, enum amp_dtype dtype,
@@ -149,10 +151,8 @@ extern "C" int amp_cuda_value_stats(const void *data, enum amp_dtype dtype,
 {
 	if (!amp_cuda_float_dtype(dtype) || count < 0)
 		return AMP_CUDA_UNSUPPORTED;
-	// An error the program has not checked yet stays the program's: our
-	// launch check would take it for ours, and clear it.
-	if (cudaPeekAtLastError() != cudaSuccess)
-		return amp_cuda_fail("value_stats", "a CUDA error is pending");
+	if (program_error_pending("value_stats"))
+		return -1;
 	current_device saved;
 	if (enter_device(device, &saved) != 0)
 		return -1;
@@ -183,7 +183,7 @@ static int read_chunk(const chunk *c, cudaStream_t stream,
 		return -1;
 	cudaError_t error = cudaMemcpyAsync(out, c->merged, count * sizeof *out,
 					    cudaMemcpyDeviceToHost, stream);
-	return error == cudaSuccess ? 0 : fail_cuda("cudaMemcpyAsync", error);
+	return error == cudaSuccess ? 0 : amp_cuda_fail_call("cudaMemcpyAsync", error);
 }
 
 // Rows start over only once read: a failed read keeps them (and their
@@ -193,7 +193,8 @@ extern "C" int amp_cuda_value_stats_read(int device, void *stream,
 					 int64_t count)
 {
 	current_device saved;
-	if (enter_device(device, &saved) != 0)
+	if (program_error_pending("value_stats_read") ||
+	    enter_device(device, &saved) != 0)
 		return -1;
 	pthread_mutex_lock(&rows_lock);
 	device_rows *rows = rows_of(device);
@@ -213,7 +214,7 @@ extern "C" int amp_cuda_value_stats_read(int device, void *stream,
 	if (status == 0) {
 		cudaError_t error = cudaStreamSynchronize(s);
 		if (error != cudaSuccess)
-			status = fail_cuda("cudaStreamSynchronize", error);
+			status = amp_cuda_fail_call("cudaStreamSynchronize", error);
 	}
 	if (status == 0)
 		rows->used = 0;
