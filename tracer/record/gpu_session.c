@@ -10,7 +10,7 @@
 static atomic_bool tried;    /* the first cuda op was seen */
 static atomic_bool running;  /* the profiler started */
 static _Atomic uint64_t last_flush_ns;
-static _Atomic(const struct gpu_profiler *) started; /* for end_at_exit */
+static _Atomic(const struct gpu_profiler *) started; /* the one running */
 
 /* How often activities are pulled out of CUPTI while the program runs:
  * often enough that a crash loses little, rarely enough to cost nothing. */
@@ -21,15 +21,6 @@ static void on_activities(const struct amp_gpu_activity *activities,
 {
 	(void)user;
 	producer_gpu_activities(activities, count);
-}
-
-/* At exit, before CUDA's own exit handlers: the CUDA runtime registered
- * them when it started, before the first op, so this one, registered
- * later, runs first.  A destructor (the preloaded recorder's) runs after
- * them all, when CUPTI can no longer be stopped safely. */
-static void end_at_exit(void)
-{
-	gpu_session_end(atomic_load(&started));
 }
 
 static void begin(const struct gpu_profiler *profiler, uint64_t thread,
@@ -43,8 +34,13 @@ static void begin(const struct gpu_profiler *profiler, uint64_t thread,
 	if (result == 0) {
 		atomic_store(&started, profiler);
 		atomic_store(&running, true);
+		/* at exit, before CUDA's own exit handlers: the CUDA runtime
+		 * registered them when it started, before the first op, so
+		 * this one, registered later, runs first.  A destructor (the
+		 * preloaded recorder's) runs after them all, when CUPTI can
+		 * no longer be stopped safely. */
 		if (!atomic_exchange(&exit_handler, true))
-			atexit(end_at_exit);
+			atexit(gpu_session_end);
 	}
 	producer_gpu_status(thread, time_ns, result, why);
 }
@@ -76,13 +72,13 @@ bool gpu_session_running(void)
 	return atomic_load_explicit(&running, memory_order_relaxed);
 }
 
-void gpu_session_end(const struct gpu_profiler *profiler)
+void gpu_session_end(void)
 {
 	struct amp_gpu_profiler_stats stats = { 0 };
 
 	if (!atomic_exchange(&running, false))
 		return;
-	profiler->stop(&stats);
+	atomic_load(&started)->stop(&stats);
 	producer_gpu_stats(&stats);
 }
 

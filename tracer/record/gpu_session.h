@@ -30,9 +30,10 @@ void gpu_session_cuda_op(const struct gpu_profiler *profiler, uint64_t thread,
 			 uint64_t time_ns);
 /* Timing is on: ops may push correlation ids. */
 bool gpu_session_running(void);
-/* Stops timing: the last activities, then the counts.  It also stops at
- * exit, before the CUDA runtime's exit handlers, whatever the source. */
-void gpu_session_end(const struct gpu_profiler *profiler);
+/* Stops timing, through the profiler that started it: the last
+ * activities, then the counts.  It also stops at exit, before the CUDA
+ * runtime's exit handlers. */
+void gpu_session_end(void);
 /* In a forked child: CUPTI does not follow a fork, timing starts anew. */
 void gpu_session_after_fork(void);
 

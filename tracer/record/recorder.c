@@ -161,7 +161,7 @@ void recorder_detach(void)
 {
 	if (!producer_attached())
 		return;
-	gpu_session_end(&libamp_profiler);
+	gpu_session_end();
 	producer_detach();
 	if (amp_hook_remove)
 		amp_hook_remove(hook_handle);
@@ -181,6 +181,6 @@ __attribute__((destructor)) static void recorder_fini(void)
 {
 	if (!producer_attached())
 		return;
-	gpu_session_end(&libamp_profiler);
+	gpu_session_end();
 	producer_mark_exit();
 }

@@ -57,13 +57,14 @@ static int start(amp_gpu_activity_fn sink, char *why, size_t size)
 {
 	if (!loaded() && load(why, size) != 0)
 		return -1;
-	int result = loaded()->profiler_start(sink, NULL);
+	const struct amp_cuda_module *m = loaded();
+	int result = m->profiler_start(sink, NULL);
 	if (result == 0)
 		snprintf(why, size, "kernel timing by CUPTI through %s",
 			 module_path);
 	else
-		snprintf(why, size, "%s", loaded()->error ? loaded()->error()
-							: "CUPTI refused");
+		snprintf(why, size, "%s",
+			 m->error ? m->error() : "CUPTI refused");
 	return result;
 }
 
@@ -109,7 +110,7 @@ const struct amp_cuda_module *gpu_module(void)
 
 void gpu_end(void)
 {
-	gpu_session_end(&profiler);
+	gpu_session_end();
 }
 
 void gpu_after_fork(void)
