@@ -670,8 +670,9 @@ struct reduced_tensor {
 	size_t slot;
 };
 
-// A queued check: a result's (the slots of the result, -1 when empty, and
-// of the arguments) or a cast's (the slot of its source).
+// A queued check: a result's (the slots of the result and of the
+// arguments, -1 for an empty argument) or a cast's (the slot of its
+// source).  Its subject is never empty (cuda_queue).
 struct queued_check {
 	uint64_t tag;
 	enum obs_reduce what;
@@ -892,12 +893,10 @@ struct obs_reduction result_reduction(const queued_check &c,
 {
 	struct obs_reduction r = {};
 	r.what = OBS_REDUCE_RESULT;
-	if (c.subject >= 0) {
-		const read_stats &result = read[c.subject];
-		r.inf = (int64_t)result.s.inf;
-		r.nan = (int64_t)result.s.nan;
-		r.counted = result.counted;
-	}
+	const read_stats &result = read[c.subject];
+	r.inf = (int64_t)result.s.inf;
+	r.nan = (int64_t)result.s.nan;
+	r.counted = result.counted;
 	for (int64_t a : c.arguments) {
 		if (a < 0)
 			continue;
