@@ -324,6 +324,21 @@ static struct amp_value_stats stats_of(const float *values, size_t n,
 	return s;
 }
 
+/* Statistics merged from parts (a GPU's blocks) against those of the
+ * whole: counts and the largest |v| exactly, sums to their rounding. */
+static void assert_merged_as_whole(const struct amp_value_stats *got,
+				   const struct amp_value_stats *want)
+{
+	ck_assert(got->nan == want->nan && got->inf == want->inf &&
+		  got->max_abs == want->max_abs &&
+		  got->overflowed == want->overflowed &&
+		  got->nonzero == want->nonzero && got->normal == want->normal &&
+		  got->above_zero == want->above_zero);
+	ck_assert_double_eq_tol(got->flushed_sum, want->flushed_sum,
+				1e-12 * want->flushed_sum);
+	ck_assert_double_eq_tol(got->sum, want->sum, 1e-12 * want->sum);
+}
+
 START_TEST(test_value_stats_decide_as_the_host)
 {
 	enum amp_dtype targets[] = { AMP_DTYPE_F16, AMP_DTYPE_BF16 };
@@ -352,6 +367,14 @@ START_TEST(test_value_stats_decide_as_the_host)
 				}
 			ck_assert(fabs(s.flushed_sum - lost) <= 1e-12 * lost);
 			ck_assert_double_eq_tol(s.sum, total, 1e-12 * total);
+			struct amp_value_limits against = {
+				c.tiny, c.zero, c.overflow, 1 };
+			struct amp_value_stats merged = stats_of(values, n / 3,
+								 against);
+			struct amp_value_stats rest = stats_of(
+				values + n / 3, n - n / 3, against);
+			amp_value_stats_merge(&merged, &rest);
+			assert_merged_as_whole(&merged, &s);
 		}
 		/* only small values: each cast's underflow is material, and
 		 * its zeroed count compares at the zero point */
@@ -380,6 +403,10 @@ START_TEST(test_value_stats_decide_as_the_host)
 		amp_cast_verdict_of(values, 100, targets[seed % 2], &v);
 		amp_cast_verdict_of_stats(&small, &from_stats);
 		ck_assert(v.underflow == (share > 0.01));
+		/* exact: 50 equal floats then 50 others, summed in double */
+		double flushed = 50.0 * (c.tiny / 2);
+		ck_assert_double_eq(small.flushed_sum, flushed);
+		ck_assert_double_eq(small.sum, flushed + 50.0 * values[99]);
 		assert_same_verdict(&from_stats, &v);
 		for (size_t i = 0; i < n; i++)
 			values[i] = value_spread_next(&state);

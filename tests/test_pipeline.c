@@ -995,6 +995,69 @@ START_TEST(folded_ops_are_remembered_for_a_window_of_ids)
 }
 END_TEST
 
+/* One recording of op `op_id` and a kernel it launched, steps `steps`
+ * in full detail: the trailer's GPU counts as the converter makes them. */
+static struct trace_gpu_timing recorded_gpu(const char *steps,
+					    uint64_t op_id)
+{
+	char raw[] = "/tmp/amptrace-pipeline-XXXXXX", path[64];
+	struct sink sink = { .path = path };
+	struct converter cv;
+	struct trace_process_end end;
+	struct trace_gpu_timing gpu;
+	struct trace_process_steps steps_end;
+
+	ck_assert_ptr_nonnull(mkdtemp(raw));
+	snprintf(path, sizeof path, "%s.json", raw);
+	setenv("AMPTRACE_STEPS", steps, 1);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	producer_gpu_status(1, BASE_NS, 0, "timed");
+	struct producer_event e = { .kind = PRODUCER_OP_BEGIN };
+	e.op = (struct producer_op){ .op_id = op_id, .op = "relu",
+				     .overload = "" };
+	emit(e, 1);
+	e.kind = PRODUCER_OP_END;
+	emit(e, 2);
+	const struct amp_gpu_activity kernel = {
+		.kind = AMP_GPU_ACTIVITY_KERNEL, .name = "relu_kernel",
+		.start_ns = BASE_NS + 3000, .end_ns = BASE_NS + 4000,
+		.stream = 7, .op_id = op_id,
+	};
+	producer_gpu_activities(&kernel, 1);
+	producer_gpu_stats(&(struct amp_gpu_profiler_stats){ .kernels = 1 });
+	producer_detach();
+	unsetenv("AMPTRACE_STEPS");
+	ck_assert_int_eq(trace_init(&sink.kept, path), 0);
+	convert_init(&cv, raw, BASE_NS, sink_writer_for, &sink);
+	cv.trace_for = sink_trace_for;
+	convert_finish(&cv, -1, 0, BASE_NS + 10000);
+	ck_assert_uint_eq(cv.nprocs, 1);
+	convert_process_end(cv.procs[0], &end, &gpu, &steps_end);
+	ck_assert_int_eq(trace_writer_close(&sink.writer,
+					    &(struct trace_trailer){ 0 }),
+			 0);
+	convert_free(&cv);
+	trace_free(&sink.kept);
+	remove_tree(raw);
+	unlink(path);
+	gpu.reason = NULL; /* the converter's, freed */
+	return gpu;
+}
+
+/* A folded op's kernel is counted, a kept one's written; the counts are a
+ * recording's own (a second one in the process starts from nothing). */
+START_TEST(gpu_counts_are_a_recordings_own)
+{
+	struct trace_gpu_timing folded = recorded_gpu("1", 30);
+	ck_assert(folded.timing && folded.complete);
+	ck_assert_uint_eq(folded.aggregated, 1);
+	ck_assert_uint_eq(folded.kernels, 0);
+	struct trace_gpu_timing kept = recorded_gpu("0", 31);
+	ck_assert_uint_eq(kept.aggregated, 0);
+	ck_assert_uint_eq(kept.kernels, 1);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -1006,6 +1069,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
 	tcase_add_test(tc, folded_ops_are_remembered_for_a_window_of_ids);
+	tcase_add_test(tc, gpu_counts_are_a_recordings_own);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -23,6 +23,9 @@ const struct amp_cuda_module *gpu_module(void)
 
 static struct {
 	const void *data;
+	enum amp_dtype dtype;
+	const struct amp_value_limits *limits;
+	struct amp_value_stats *rows;
 	int device;
 	void *stream;
 	int64_t count;
@@ -32,9 +35,9 @@ static int fake_value_stats(const void *data, enum amp_dtype dtype,
 			    int64_t count, const struct amp_value_limits *limits,
 			    int device, void *stream, int64_t *row)
 {
-	(void)dtype;
-	(void)limits;
 	given.data = data;
+	given.dtype = dtype;
+	given.limits = limits;
 	given.device = device;
 	given.stream = stream;
 	given.count = count;
@@ -45,7 +48,7 @@ static int fake_value_stats(const void *data, enum amp_dtype dtype,
 static int fake_value_stats_read(int device, void *stream,
 				 struct amp_value_stats *rows, int64_t count)
 {
-	(void)rows;
+	given.rows = rows;
 	given.device = device;
 	given.stream = stream;
 	given.count = count;
@@ -119,7 +122,7 @@ START_TEST(test_other_dtypes_refused)
 END_TEST
 
 /* A device's rows: refused without a module, or with one that has no
- * value statistics; else handed to it as given. */
+ * value statistics or cannot read them; else handed to it as given. */
 START_TEST(test_device_rows_go_to_the_module)
 {
 	struct amp_cuda_module module = { .version = AMP_CUDA_MODULE_VERSION };
@@ -136,14 +139,19 @@ START_TEST(test_device_rows_go_to_the_module)
 	ck_assert_int_eq(value_stats(x, AMP_DTYPE_F32, 4, &result_limits, 0,
 				     &stream, &row), AMP_CUDA_UNSUPPORTED);
 	module.value_stats = fake_value_stats;
+	ck_assert_int_eq(value_stats(x, AMP_DTYPE_F32, 4, &result_limits, 0,
+				     &stream, &row), AMP_CUDA_UNSUPPORTED);
 	module.value_stats_read = fake_value_stats_read;
 	ck_assert_int_eq(value_stats(x, AMP_DTYPE_BF16, 4, &result_limits, 2,
 				     &stream, &row), 0);
 	ck_assert_int_eq(row, 41);
-	ck_assert(given.data == x && given.device == 2 &&
+	ck_assert(given.data == x && given.dtype == AMP_DTYPE_BF16 &&
+		  given.limits == &result_limits && given.device == 2 &&
 		  given.stream == &stream && given.count == 4);
+	memset(&given, 0, sizeof given);
 	ck_assert_int_eq(value_stats_read(3, &stream, rows, 1), 0);
-	ck_assert(given.device == 3 && given.count == 1);
+	ck_assert(given.rows == rows && given.device == 3 &&
+		  given.stream == &stream && given.count == 1);
 	loaded = NULL;
 }
 END_TEST

@@ -211,11 +211,11 @@ check "an unknown phase is listed after the optimizer ops" \
 
 # ------------------------------------------------- GPU kernel timing
 # the trailer's gpu entries (FORMAT.md section 3.8): why timing was
-# unavailable (cuda emulated here), or the counts of a timed run
-record "$tmp/tfcuda.json" "$transformer" --device cuda --steps 2
+# unavailable (cuda emulated, even on a GPU), or the counts of a timed run
+AMP_CUDA_DISABLE=1 record "$tmp/tfcuda.json" "$transformer" --device cuda --steps 2
 capture "$amptrace" summary "$tmp/tfcuda.json"
 check "summary, cuda emulated: why kernels were not timed" \
-	out_has_wrapped "GPU kernel timing: unavailable (emulated on the CPU"
+	out_has_wrapped "GPU kernel timing: unavailable (emulated on the CPU: disabled by AMP_CUDA_DISABLE)"
 capture "$amptrace" summary "$tmp/mlp.json"
 check "summary, device cpu: no GPU line" out_lacks "GPU kernel timing"
 capture "$amptrace" summary --json "$tmp/mlp.json"

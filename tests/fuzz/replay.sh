@@ -33,7 +33,7 @@ raw_h=$regressions/../../../tracer/record/raw.h
 version=$(sed -n 's/^#define RAW_VERSION \([0-9]*\)$/\1/p' "$raw_h")
 of_version() { # file: its header's version byte is raw.h's
 	[ -n "$version" ] &&
-		[ "$(od -An -tu1 -j8 -N1 "$1" | tr -d ' ')" = "$version" ]
+		[ "$(od -An -tu4 -j8 -N4 "$1" | tr -d ' ')" = "$version" ]
 }
 for f in "$regressions"/raw/v4-*.raw; do
 	check "${f##*/} is of raw format $version (raw.h)" of_version "$f"
