@@ -11,7 +11,8 @@ interleaved ($AMPTRACE_TIMING_ROUNDS rounds, default 3;
 $AMPTRACE_TIMING_ALSO adds traced runs with other settings,
 "NAME:VAR=VALUE,...;...", and $AMPTRACE_TIMING_ONLY="plain,traced,..."
 keeps those), on transformers' GPT-2 and Llama, and prints
-each one's median ms/step and whole-loop time as ratios to plain.
+each one's median ms/step and whole-loop time, with the median of each
+round's ratio to plain, and traced's to torch.profiler (issue 29's target).
 
 With --values it runs the value checks' scenarios alone.
 
@@ -249,6 +250,13 @@ if os.environ.get("AMPTRACE_TIMING_ONLY"):  # "traced,...": these and plain
                    name in os.environ["AMPTRACE_TIMING_ONLY"].split(",")}
 
 
+def paired_ratio(values, bases):
+    """The median of the rounds' own ratios: runs of one round ran side by
+    side, so a GPU's drift between rounds (plain moved 25-55% between
+    rounds on an H200) cancels out."""
+    return statistics.median(v / b for v, b in zip(values, bases))
+
+
 def test_timing():
     """Every run of TIMING_RUNS, interleaved, ROUNDS times, on transformers'
     GPT-2 and Llama (both in each process) or, without transformers, the
@@ -285,12 +293,15 @@ def test_timing():
                           for name, v in runs.items()}
                 if any(None in v for v in values.values()):
                     continue
-                base = statistics.median(values["plain"])
                 print("# metric timing %s %s (%s of %d; ratio to plain): %s" % (
                     size, model, what, ROUNDS, ", ".join(
                         "%s %.3f (%.2fx)" % (k, statistics.median(v),
-                                             statistics.median(v) / base)
+                                             paired_ratio(v, values["plain"]))
                         for k, v in values.items())))
+                if "traced" in values and "profiler" in values:
+                    print("# metric timing %s %s (%s): traced/profiler %.2fx" % (
+                        size, model, what,
+                        paired_ratio(values["traced"], values["profiler"])))
         p, path = runs.get("traced", [(None, "")])[0]
         if p and p.returncode == 0 and os.path.exists(path):
             linked, kernels, steps, aggregated = link_share(path)
