@@ -23,6 +23,7 @@
 #include "tail.h"
 #include "command_line.h"
 #include "commands.h"
+#include "output_file.h"
 #include "trace_index.h"
 #include "trace_writer.h"
 
@@ -723,6 +724,64 @@ static const struct option run_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* The directory part of `path` ("." when none), into buf. */
+static const char *directory_of(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return ".";
+	snprintf(buf, size, "%.*s", (int)(slash - path + 1), path);
+	return buf;
+}
+
+/* Whether two output names lead to one file, there yet or not: by inode,
+ * else by the same name in the same directory (./t.json and t.json). */
+static bool same_output(const char *a, const char *b)
+{
+	char dir_a[PATH_MAX], dir_b[PATH_MAX];
+	const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
+	struct stat st_a, st_b;
+
+	if (output_is_input(a, &b, 1))
+		return true;
+	if (strcmp(base_a ? base_a + 1 : a, base_b ? base_b + 1 : b) != 0)
+		return false;
+	return stat(directory_of(a, dir_a, sizeof dir_a), &st_a) == 0 &&
+	       stat(directory_of(b, dir_b, sizeof dir_b), &st_b) == 0 &&
+	       st_a.st_dev == st_b.st_dev && st_a.st_ino == st_b.st_ino;
+}
+
+/* Whether an output would be written over the program, a file among its
+ * arguments (its script, its data) or another output; said when so. */
+static bool outputs_clash(const struct run_state *s,
+			  const struct run_args *args)
+{
+	const char *outputs[] = { s->out, args->svg, args->report_html };
+	const char *options[] = { "-o", "--svg", "--report" };
+	size_t ninputs = 0;
+
+	while (s->command[ninputs])
+		ninputs++;
+	for (size_t i = 0; i < 3; i++) {
+		if (!outputs[i])
+			continue;
+		if (output_refuse_input("amptrace run", outputs[i],
+					(const char *const *)s->command,
+					ninputs))
+			return true;
+		for (size_t j = 0; j < i; j++) {
+			if (!outputs[j] || !same_output(outputs[i], outputs[j]))
+				continue;
+			fprintf(stderr, "amptrace run: %s %s and %s %s are one "
+				"file: name two\n", options[j], outputs[j],
+				options[i], outputs[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The options up to PROG ('+': PROG's own options are its), then PROG
  * and its arguments into s->command.  Returns -1 to go on, else the
  * exit status. */
@@ -790,6 +849,8 @@ static int parse_args(int argc, char **argv, struct run_state *s,
 					  "directory, and one to go on in once "
 					  "it is full", args->nraw_bases);
 	s->command = argv + optind;
+	if (outputs_clash(s, args))
+		return 2;
 	if (!dir_writable(s->out)) {
 		fprintf(stderr, "amptrace run: cannot write %s: it is a "
 			"directory, or its directory is not writable or does "
