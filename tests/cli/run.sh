@@ -57,6 +57,16 @@ check "run: unknown option exits 2" status_is 2
 capture "$amptrace" run -q -o "$tmp/prog-opts.json" "$trace_prog" ops 3 0 -o x
 check "options after PROG are PROG's: run is not refused" test "$status" -ne 2
 check "... and -o is run's own" loads "$tmp/prog-opts.json"
+# an output never goes over the program's own files, nor over another
+printf 'print(1)\n' >"$tmp/train.py"
+capture "$amptrace" run -q -o "$tmp/train.py" -- /usr/bin/python3 "$tmp/train.py"
+check "run -o naming the program's script: exit 2, the script kept" eval \
+	'status_is 2 && err_has "is $tmp/train.py, an input" && [ "$(cat "$tmp/train.py")" = "print(1)" ]'
+capture "$amptrace" run -q -o "$tmp/t.json" --report "$tmp/./train.py" -- /usr/bin/python3 "$tmp/train.py"
+check "run --report naming the script another way: exit 2" status_is 2
+capture "$amptrace" run -q -o "$tmp/new.json" --svg "$tmp/./out.svg" --report "$tmp/out.svg" -- "$trace_prog" ops 3 0
+check "run --svg and --report naming one new file: exit 2, says so" eval \
+	'status_is 2 && err_has "are one file" && [ ! -e "$tmp/new.json" ]'
 capture "$amptrace" run -q -o "$tmp/t.json"
 check "run with no PROG: exit 2, says so" eval 'status_is 2 && err_has "amptrace run: no program given"'
 capture "$amptrace" run -q --raw-dir "$tmp" --raw-dir "$tmp" --raw-dir "$tmp" -- "$trace_prog" ops 3 0
