@@ -207,6 +207,43 @@ for sig in INT QUIT HUP; do
 		'[ "$(relu_count "$work/s.json")" -eq 20 ] && grep -q "\"complete\":true" "$work/s.json"'
 done
 
+# --- `timeout` (without --foreground) signals amptrace and then its whole
+# process group, the program with it, then sends both SIGCONT: the
+# program gets SIGTERM once, as untraced (it got two, and a handler's
+# cleanup was cut by the second); with --foreground only amptrace is
+# signalled, and passes it on
+sigterms() { cut -d' ' -f1 "$work/count" 2>/dev/null; }
+for mode in "" --foreground; do
+	rm -f "$work/count"
+	timeout $mode -s TERM 2 "$amptrace" run -q --raw-dir "$raw" -o "$work/c.json" -- \
+		"$prog" sigterms 3 "$work/count" >/dev/null 2>&1
+	check "timeout${mode:+ $mode}: the program gets SIGTERM once ($(sigterms))" \
+		[ "$(sigterms)" = 1 ]
+done
+# timeout's order, with time between the signals so that each is taken
+# before the next (with none, two may merge and hide a second)
+cat >"$work/timeout.py" <<'PY'
+import os, signal, subprocess, sys, time
+try:
+    os.setpgid(0, 0)  # a group of its own, as timeout leads
+except PermissionError:
+    pass  # a session leader leads its group already
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # its group's signal
+child.stdout.readline()  # ready
+os.kill(child.pid, signal.SIGTERM)
+time.sleep(0.05)
+os.killpg(0, signal.SIGTERM)
+os.kill(child.pid, signal.SIGCONT)
+os.killpg(0, signal.SIGCONT)
+sys.exit(child.wait())
+PY
+rm -f "$work/count"
+/usr/bin/python3 "$work/timeout.py" "$amptrace" run -q --raw-dir "$raw" -o "$work/c.json" -- \
+	"$prog" sigterms 3 "$work/count" 2>/dev/null
+check "timeout's signals 50 ms apart: the program gets SIGTERM once ($(sigterms))" \
+	[ "$(sigterms)" = 1 ]
+
 # --- nohup: amptrace inherited SIGHUP ignored, so does the program, and
 # amptrace passes on nothing it would not have received
 rm -f "$work/pid"

@@ -10,6 +10,10 @@
  *   trace_prog segv-in-op N     N relu ops, then a segfault inside an op
  *                               (amp_from_data reading a bad pointer)
  *   trace_prog hang N PIDFILE   N relu ops, write the pid, wait to be killed
+ *   trace_prog sigterms N FILE  N relu ops, "ready" on stdout, then busy
+ *                               until a SIGTERM and for 0.5 s more;
+ *                               writes to FILE how many came and their
+ *                               senders' pids
  *   trace_prog threads T N      T threads x N relu ops each, then a line
  *                               on stdout
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
@@ -35,6 +39,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void fail(const char *what)
@@ -235,6 +240,48 @@ static int run_fork_exit(long n, int children)
 	return worst;
 }
 
+static volatile sig_atomic_t sigterms;
+static volatile sig_atomic_t sigterm_senders[8];
+
+static void count_sigterm(int sig, siginfo_t *info, void *context)
+{
+	(void)sig;
+	(void)context;
+	if (sigterms < 8)
+		sigterm_senders[sigterms] = info->si_pid;
+	sigterms++;
+}
+
+/* Busy, not asleep, so that each SIGTERM is taken as it comes: one that
+ * came while another was pending would merge with it. */
+static int run_sigterms(long n, const char *path)
+{
+	struct sigaction count = { .sa_sigaction = count_sigterm,
+				   .sa_flags = SA_SIGINFO };
+	struct timespec now, end;
+
+	sigaction(SIGTERM, &count, NULL);
+	relu_ops(n);
+	printf("ready\n");
+	fflush(stdout);
+	while (!sigterms)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_nsec += 500000000;
+	do
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	while (now.tv_sec + now.tv_nsec / 1e9 < end.tv_sec + end.tv_nsec / 1e9);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		fail("count file");
+	fprintf(f, "%d", (int)sigterms);
+	for (int i = 0; i < sigterms && i < 8; i++)
+		fprintf(f, " %d", (int)sigterm_senders[i]);
+	fprintf(f, "\n");
+	fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -275,6 +322,8 @@ int main(int argc, char **argv)
 		for (;;)
 			pause();
 	}
+	if (!strcmp(mode, "sigterms") && argc > 3)
+		return run_sigterms(n, argv[3]);
 	if (!strcmp(mode, "threads") && argc > 3)
 		return run_threads((int)n, atol(argv[3]));
 	if (!strcmp(mode, "ranks") && argc > 3)
@@ -297,7 +346,7 @@ int main(int argc, char **argv)
 		return run_mlp((int)n, width > 0 ? width : 16,
 			       argc > 4 && !strcmp(argv[4], "bad"));
 	}
-	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|threads|ranks|"
+	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
 		"fork|fork-exit|closefds|mlp ...\n");
 	return 2;
 }

@@ -5,12 +5,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Every signal whose disposition amptrace may change. */
-static const int changed_signals[] = { SIGINT,  SIGQUIT, SIGTERM,
-				       SIGHUP,  SIGXFSZ, SIGCHLD };
+static const int changed_signals[] = { SIGINT,  SIGQUIT, SIGTERM, SIGHUP,
+				       SIGXFSZ, SIGCHLD, SIGCONT };
 static const int forwarded_signals[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -54,6 +57,73 @@ static bool inherited_ignored(int sig)
 	return false;
 }
 
+/* ---------------------------------------- signals sent to the group */
+
+/* coreutils' `timeout` (without --foreground) leads its own process
+ * group: when time is up it signals its child, then the whole group (the
+ * program with it), then sends both SIGCONT.  The kernel does not say a
+ * signal went to a group, but that SIGCONT does: a signal from our parent,
+ * the leader of our group, that its SIGCONT follows has reached the
+ * program already, and passing it on would deliver it twice. */
+#define GROUP_CONTINUE_WAIT_NS (100 * 1000 * 1000)
+#define GROUP_REPEAT_NS (1000 * 1000 * 1000)
+
+static _Atomic int64_t continue_ns;   /* when the last SIGCONT came */
+static _Atomic int continue_sender;   /* and from whom */
+static _Atomic int64_t group_ns;      /* when a group's signal was seen */
+static _Atomic int group_signal, group_sender;
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void note_continue(int sig, siginfo_t *info, void *context)
+{
+	(void)sig;
+	(void)context;
+	atomic_store(&continue_sender, info->si_pid);
+	atomic_store(&continue_ns, monotonic_ns());
+}
+
+static bool continued_by(pid_t sender, int64_t since_ns)
+{
+	return atomic_load(&continue_sender) == sender &&
+	       atomic_load(&continue_ns) >= since_ns;
+}
+
+/* Whether `info`'s signal went to our whole process group (the program
+ * has it): waits up to GROUP_CONTINUE_WAIT_NS for the sender's SIGCONT,
+ * which runs note_continue in between (nanosleep is interrupted). */
+static bool sent_to_group(int sig, const siginfo_t *info)
+{
+	pid_t sender = info->si_pid;
+
+	if (info->si_code != SI_USER || sender != getppid() ||
+	    sender != getpgrp())
+		return false;
+	int64_t now = monotonic_ns();
+	/* the group's copy of a signal already found sent to the group */
+	if (atomic_load(&group_signal) == sig &&
+	    atomic_load(&group_sender) == sender &&
+	    now - atomic_load(&group_ns) < GROUP_REPEAT_NS)
+		return true;
+	int64_t since = now - GROUP_CONTINUE_WAIT_NS;
+	struct timespec step = { 0, 1000 * 1000 };
+	while (!continued_by(sender, since) &&
+	       monotonic_ns() - now < GROUP_CONTINUE_WAIT_NS)
+		nanosleep(&step, NULL);
+	if (!continued_by(sender, since))
+		return false;
+	atomic_store(&group_signal, sig);
+	atomic_store(&group_sender, sender);
+	atomic_store(&group_ns, now);
+	return true;
+}
+
 static void forward(int sig, siginfo_t *info, void *context)
 {
 	int saved_errno = errno;
@@ -62,8 +132,10 @@ static void forward(int sig, siginfo_t *info, void *context)
 	/* The terminal signals the whole foreground process group, the
 	 * program with it (SI_KERNEL: the tty driver); only a signal meant
 	 * for amptrace alone is the program's through us. */
-	if (info->si_code == SI_KERNEL)
+	if (info->si_code == SI_KERNEL || sent_to_group(sig, info)) {
+		errno = saved_errno;
 		return;
+	}
 	pid_t pid = (pid_t)program_pid;
 	if (pid > 0) {
 		kill(pid, sig);
@@ -88,6 +160,12 @@ void inherit_forward_signals(void)
 	for (size_t i = 0; i < COUNT(forwarded_signals); i++)
 		if (!inherited_ignored(forwarded_signals[i]))
 			sigaction(forwarded_signals[i], &action, NULL);
+	/* a stopped amptrace still continues: the kernel does that before
+	 * any handler */
+	struct sigaction note = { .sa_sigaction = note_continue,
+				  .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&note.sa_mask);
+	sigaction(SIGCONT, &note, NULL);
 }
 
 void inherit_set_program(pid_t pid)
