@@ -229,5 +229,31 @@ check "10,000 steps: summary counts them all" \
 check "10,000 steps: linear counted in every step" \
 	out_has_wrapped "forward linear 30000"
 
+# ------------------------------------------------- evaluation windows
+# A program that only evaluated (three autocast regions under
+# inference_mode) has evaluation windows and no training step: its
+# regions are no steps, and a per-step rule counts none of its casts.
+evaluated=$fx/evaluation-only.json
+capture "$amptrace" summary "$evaluated"
+check "evaluation windows only: no training step, the windows counted" \
+	out_has "steps: 0 (no training step); 3 evaluation windows"
+printf 'casts f32->bf16 <= 1 per step\n' >"$tmp/one.rules"
+capture "$amptrace" check "$evaluated" "$tmp/one.rules"
+check "evaluation windows only: a per-step rule counts no window's casts" \
+	eval 'status_is 0 && out_has "no training step; 3 evaluation windows, not counted"'
+# Training steps with a window in step 1 are counted as before: one cast
+# a step, the window's 3 not among them.
+trained=$fx/steps-evaluation.json
+capture "$amptrace" summary "$trained"
+check "steps and a window: the steps counted as before" \
+	out_has "steps: 2 (marked by optimizer step); 1 evaluation window"
+capture "$amptrace" check "$trained" "$tmp/one.rules"
+check "steps and a window: the window's casts are not the step's" \
+	eval 'status_is 0 && out_has "at most 1 per step over 2 steps"'
+printf 'casts f32->bf16 <= 0 per step\n' >"$tmp/none.rules"
+capture "$amptrace" check "$trained" "$tmp/none.rules"
+check "steps and a window: a per-step rule still fails in every step" \
+	out_has "2 of 2 steps fail"
+
 echo "1..$count"
 exit $fail

@@ -314,6 +314,8 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		     counts_for_step(e, s->evaluating[i])))
 			s->nsteps = step + 1;
 	}
+	if (!s->marker)
+		s->marker = "none";
 	status = 0;
 out:
 	for (size_t k = 0; k < nprocs; k++) {
@@ -415,12 +417,13 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s)
 		trace_steps_free(s);
 		return -1;
 	}
+	/* any amp.step event, an evaluation window's too: a program that
+	 * only evaluated has no training step, and the older rules would
+	 * count its windows' regions as steps */
 	for (size_t i = 0; i < t->nevents && !marked; i++)
-		marked = is_step(&t->events[i]);
+		marked = t->events[i].kind == TRACE_STEP;
 	s->marked = marked;
 	int status = marked ? marked_steps(t, s) : counted_steps(t, s);
-	if (status == 0 && !s->nsteps && t->nevents)
-		s->nsteps = 1;
 	if (status == 0)
 		status = count_detail(s);
 	if (status != 0)
