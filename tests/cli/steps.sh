@@ -241,6 +241,10 @@ printf 'casts f32->bf16 <= 1 per step\n' >"$tmp/one.rules"
 capture "$amptrace" check "$evaluated" "$tmp/one.rules"
 check "evaluation windows only: a per-step rule counts no window's casts" \
 	eval 'status_is 0 && out_has "no training step; 3 evaluation windows, not counted"'
+capture "$ampview" "$evaluated" --format dot -o "$tmp/evaluated.dot"
+check "evaluation windows only: ampview draws the whole trace, its 3 ops" \
+	eval 'grep -qF "the whole trace (no training step; 3 evaluation windows)" "$tmp/evaluated.dot" &&
+	      grep -qF "shown: 3 ops, 9 casts" "$tmp/evaluated.dot"'
 # Training steps with a window in step 1 are counted as before: one cast
 # a step, the window's 3 not among them.
 trained=$fx/steps-evaluation.json
