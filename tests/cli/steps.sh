@@ -259,5 +259,25 @@ capture "$amptrace" check "$trained" "$tmp/none.rules"
 check "steps and a window: a per-step rule still fails in every step" \
 	out_has "2 of 2 steps fail"
 
+# A long run's step numbers can be large: the steps are looked up by
+# number, not held in a table as long as the largest.
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+	if e.get("cat") == "amp.step":
+		e["args"]["step"] += 9000000000
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/huge-numbers.json"
+capture "$amptrace" summary "$tmp/huge-numbers.json"
+check "step numbers from 9,000,000,000: summary counts the steps" \
+	eval 'status_is 0 && out_has "steps: 2 (marked by optimizer step); 1 evaluation window"'
+capture "$amptrace" check "$tmp/huge-numbers.json" "$tmp/one.rules"
+check "step numbers from 9,000,000,000: check counts each step" \
+	eval 'status_is 0 && out_has "at most 1 per step over 2 steps"'
+capture "$amptrace" report "$tmp/huge-numbers.json" -o "$tmp/huge-numbers.html"
+check "step numbers from 9,000,000,000: report writes its page" status_is 0
+capture "$ampview" "$tmp/huge-numbers.json" -o "$tmp/huge-numbers.svg"
+check "step numbers from 9,000,000,000: ampview draws step 1" \
+	eval 'status_is 0 && grep -qF "step 1 of 0..1" "$tmp/huge-numbers.svg"'
+
 echo "1..$count"
 exit $fail
