@@ -144,6 +144,18 @@ static void modules_title(const struct graph *g, struct jsonw *w)
 	jsonw_cstr(w, "\v");
 }
 
+/* "the whole trace (no training step; 3 evaluation windows)" */
+static void no_step_title(const struct analysis *a, struct jsonw *w)
+{
+	int windows = a->steps.nevaluations;
+
+	jsonw_cstr(w, "the whole trace (no training step");
+	if (windows)
+		jsonw_printf(w, "; %d evaluation window%s", windows,
+			     windows == 1 ? "" : "s");
+	jsonw_cstr(w, ")");
+}
+
 static void title(const struct graph *g, struct jsonw *w)
 {
 	const struct view_selection *s = g->s;
@@ -151,7 +163,9 @@ static void title(const struct graph *g, struct jsonw *w)
 	char note[600];
 
 	jsonw_printf(w, "%s: ", program_name(s->trace));
-	if (s->step == VIEW_STEP_ALL)
+	if (!a->nsteps)
+		no_step_title(a, w);
+	else if (s->step == VIEW_STEP_ALL)
 		jsonw_printf(w, "all %d step%s", a->nsteps, a->nsteps == 1 ? "" : "s");
 	else if (a->nsteps <= 1)
 		jsonw_cstr(w, "the whole trace (one step)");

@@ -253,9 +253,16 @@ static int choose_step(const struct view_selection *s,
 {
 	int nsteps = s->analysis.nsteps;
 
-	if (o->step == VIEW_STEP_ALL || o->step == VIEW_STEP_DEFAULT) {
-		*step = o->step == VIEW_STEP_ALL ? VIEW_STEP_ALL
-						 : s->analysis.steps.default_step;
+	/* without a training step (a program that only evaluated), step 0
+	 * is the whole trace: a step's graph would leave out its
+	 * evaluation windows, all there is */
+	if (o->step == VIEW_STEP_ALL ||
+	    (!nsteps && (o->step == VIEW_STEP_DEFAULT || o->step == 0))) {
+		*step = VIEW_STEP_ALL;
+		return 0;
+	}
+	if (o->step == VIEW_STEP_DEFAULT) {
+		*step = s->analysis.steps.default_step;
 		return 0;
 	}
 	if (o->step < 0 || (o->step >= nsteps && o->step != 0))

@@ -229,5 +229,55 @@ check "10,000 steps: summary counts them all" \
 check "10,000 steps: linear counted in every step" \
 	out_has_wrapped "forward linear 30000"
 
+# ------------------------------------------------- evaluation windows
+# A program that only evaluated (three autocast regions under
+# inference_mode) has evaluation windows and no training step: its
+# regions are no steps, and a per-step rule counts none of its casts.
+evaluated=$fx/evaluation-only.json
+capture "$amptrace" summary "$evaluated"
+check "evaluation windows only: no training step, the windows counted" \
+	out_has "steps: 0 (no training step); 3 evaluation windows"
+printf 'casts f32->bf16 <= 1 per step\n' >"$tmp/one.rules"
+capture "$amptrace" check "$evaluated" "$tmp/one.rules"
+check "evaluation windows only: a per-step rule counts no window's casts" \
+	eval 'status_is 0 && out_has "no training step; 3 evaluation windows, not counted"'
+capture "$ampview" "$evaluated" --format dot -o "$tmp/evaluated.dot"
+check "evaluation windows only: ampview draws the whole trace, its 3 ops" \
+	eval 'grep -qF "the whole trace (no training step; 3 evaluation windows)" "$tmp/evaluated.dot" &&
+	      grep -qF "shown: 3 ops, 9 casts" "$tmp/evaluated.dot"'
+# Training steps with a window in step 1 are counted as before: one cast
+# a step, the window's 3 not among them.
+trained=$fx/steps-evaluation.json
+capture "$amptrace" summary "$trained"
+check "steps and a window: the steps counted as before" \
+	out_has "steps: 2 (marked by optimizer step); 1 evaluation window"
+capture "$amptrace" check "$trained" "$tmp/one.rules"
+check "steps and a window: the window's casts are not the step's" \
+	eval 'status_is 0 && out_has "at most 1 per step over 2 steps"'
+printf 'casts f32->bf16 <= 0 per step\n' >"$tmp/none.rules"
+capture "$amptrace" check "$trained" "$tmp/none.rules"
+check "steps and a window: a per-step rule still fails in every step" \
+	out_has "2 of 2 steps fail"
+
+# A long run's step numbers can be large: the steps are looked up by
+# number, not held in a table as long as the largest.
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+	if e.get("cat") == "amp.step":
+		e["args"]["step"] += 9000000000
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/huge-numbers.json"
+capture "$amptrace" summary "$tmp/huge-numbers.json"
+check "step numbers from 9,000,000,000: summary counts the steps" \
+	eval 'status_is 0 && out_has "steps: 2 (marked by optimizer step); 1 evaluation window"'
+capture "$amptrace" check "$tmp/huge-numbers.json" "$tmp/one.rules"
+check "step numbers from 9,000,000,000: check counts each step" \
+	eval 'status_is 0 && out_has "at most 1 per step over 2 steps"'
+capture "$amptrace" report "$tmp/huge-numbers.json" -o "$tmp/huge-numbers.html"
+check "step numbers from 9,000,000,000: report writes its page" status_is 0
+capture "$ampview" "$tmp/huge-numbers.json" -o "$tmp/huge-numbers.svg"
+check "step numbers from 9,000,000,000: ampview draws step 1" \
+	eval 'status_is 0 && grep -qF "step 1 of 0..1" "$tmp/huge-numbers.svg"'
+
 echo "1..$count"
 exit $fail

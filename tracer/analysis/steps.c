@@ -136,6 +136,7 @@ struct producer_step {
 	double end;
 	int rank;
 	bool detail;
+	int counted;            /* the step it is part of */
 };
 
 struct process_steps {
@@ -143,8 +144,6 @@ struct process_steps {
 	struct producer_step *steps;
 	size_t count, cap;
 	int rank;               /* the kind that ends its steps */
-	int *step_of_number;    /* producer step -> step, by number */
-	size_t numbers;
 	int final;              /* the step after its last kept end */
 };
 
@@ -192,23 +191,18 @@ static bool note_detail(struct trace_steps *s, int step, bool detail)
 }
 
 /* Numbers each process's producer steps as steps, and lists the ends of
- * those that end one. */
+ * those that end one.  The producer steps stay sorted by number, to be
+ * looked up: a long run's numbers can be far larger than its count of
+ * step events (a table by number would be as large). */
 static bool number_steps(struct process_steps *p, struct marks *ends,
 			 struct trace_steps *s)
 {
 	trace_sort(p->steps, p->count, sizeof *p->steps, compare_numbers);
-	int64_t last = p->count ? p->steps[p->count - 1].number : -1;
-	p->numbers = (size_t)(last + 1);
-	p->step_of_number = calloc(p->numbers ? p->numbers : 1,
-				   sizeof *p->step_of_number);
-	if (!p->step_of_number)
-		return false;
 	int step = 0;
 	bool detail = false;
 	for (size_t i = 0; i < p->count; i++) {
-		const struct producer_step *ps = &p->steps[i];
-		if (ps->number >= 0 && (size_t)ps->number < p->numbers)
-			p->step_of_number[ps->number] = step;
+		struct producer_step *ps = &p->steps[i];
+		ps->counted = step;
 		detail |= ps->detail;
 		if (ps->rank != p->rank)
 			continue;
@@ -222,12 +216,25 @@ static bool number_steps(struct process_steps *p, struct marks *ends,
 	return true;
 }
 
+/* The step that producer step `number` is part of: a number with no
+ * step event of its own (an aggregate after the last step's end) is in
+ * the next numbered one, else in the final step. */
 static int step_numbered(const struct process_steps *p, int64_t number)
 {
+	size_t lo = 0, hi = p ? p->count : 0;
+
 	if (!p)
 		return 0;
-	return number >= 0 && (size_t)number < p->numbers
-		       ? p->step_of_number[number] : p->final;
+	if (number < 0)
+		return p->final;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->steps[mid].number < number)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->count ? p->steps[lo].counted : p->final;
 }
 
 static const struct process_steps *find_process(const struct process_steps *list,
@@ -314,12 +321,12 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		     counts_for_step(e, s->evaluating[i])))
 			s->nsteps = step + 1;
 	}
+	if (!s->marker)
+		s->marker = "none";
 	status = 0;
 out:
-	for (size_t k = 0; k < nprocs; k++) {
+	for (size_t k = 0; k < nprocs; k++)
 		free(procs[k].steps);
-		free(procs[k].step_of_number);
-	}
 	free(procs);
 	free(ends.items);
 	free(begins.items);
@@ -415,12 +422,13 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s)
 		trace_steps_free(s);
 		return -1;
 	}
+	/* any amp.step event, an evaluation window's too: a program that
+	 * only evaluated has no training step, and the older rules would
+	 * count its windows' regions as steps */
 	for (size_t i = 0; i < t->nevents && !marked; i++)
-		marked = is_step(&t->events[i]);
+		marked = t->events[i].kind == TRACE_STEP;
 	s->marked = marked;
 	int status = marked ? marked_steps(t, s) : counted_steps(t, s);
-	if (status == 0 && !s->nsteps && t->nevents)
-		s->nsteps = 1;
 	if (status == 0)
 		status = count_detail(s);
 	if (status != 0)

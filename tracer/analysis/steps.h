@@ -8,7 +8,10 @@
  * ends is the next step's); events after the last end are a final step
  * when a training op is among them; an amp.aggregate event is in the
  * step it names.  Events inside an evaluation window are `evaluating`:
- * in a step, but not part of its training.  Older traces: a step ends at
+ * in a step, but not part of its training.  A trace whose amp.step
+ * events are evaluation windows only (a program that only evaluated) has
+ * no step end: no step, unless training ran outside its windows (the
+ * final step).  Older traces: a step ends at
  * each GradScaler update; without one, each entry into an outermost
  * autocast region begins one; without those, the trace is one step. */
 #ifndef AMPTRACE_STEPS_H
@@ -22,11 +25,11 @@
 struct trace_steps {
 	int *step_of;         /* per event (0 for metadata) */
 	bool *evaluating;     /* per event: inside an evaluation window */
-	int nsteps;
+	int nsteps;           /* 0: no event, or no training step */
 	/* what marks them: "optimizer step", "scaler update",
 	 * "amptrace_torch.step()", "autocast region", "none" */
 	const char *marker;
-	bool marked;          /* from amp.step events */
+	bool marked;          /* from amp.step events (windows too) */
 	int nevaluations;     /* evaluation windows */
 	int ndetail;          /* steps recorded in full detail */
 	int naggregated;      /* steps recorded as aggregates only */

@@ -608,6 +608,15 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		if (!o->pass && first != SIZE_MAX)
 			describe_cast(o->first, sizeof o->first, a,
 				      &t->events[first]);
+	} else if (!a->nsteps) {
+		/* a program that only evaluated: nothing a per-step rule
+		 * counts (FORMAT.md §8) */
+		o->pass = true;
+		set(o->expected, sizeof o->expected, "%s %s %g in every step",
+		    label, rule_cmp_text(r->cmp), r->number);
+		set(o->actual, sizeof o->actual, "no training step; %d "
+		    "evaluation window%s, not counted", a->steps.nevaluations,
+		    a->steps.nevaluations == 1 ? "" : "s");
 	} else {
 		int bad = 0, first_bad = -1;
 		for (int s = 0; s < nsteps; s++)

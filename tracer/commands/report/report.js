@@ -55,6 +55,17 @@
   function shellQuote(s) {
     return /^[\w@%+=:,./-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
   }
+  // "3 (marked by optimizer step); 2 evaluation windows", as summary says it
+  function stepsText() {
+    const st = data.steps;
+    const marked = st.count === 0 && st.marker === "none" ? "no training step" : "marked by " + st.marker;
+    return st.count + " (" + marked + ")" + (st.evaluations ? "; " + plural(st.evaluations, "evaluation window") : "");
+  }
+  // A trace without a training step is drawn whole (ampview's step 0).
+  function graphShown() {
+    return data.steps.count ? "step " + data.graph_step + " of " + data.steps.count
+      : "the whole trace (no training step)";
+  }
   function processLabel(p) {
     return p.name || (p.rank !== null ? "rank " + p.rank + " · " : "") + "pid " + p.pid;
   }
@@ -81,7 +92,7 @@
       ["Events", count(c.events) + ": " + [plural(c.ops, "op"), plural(c.casts, "cast"),
         plural(c.regions, "autocast region"), plural(c.scaler, "scaler event"),
         plural(c.kernels, "GPU kernel"), plural(c.diag, "diagnostic")].join(", ")],
-      ["Steps", data.steps.count + " (marked by " + data.steps.marker + ")"],
+      ["Steps", stepsText()],
       ["Processes", processes.map(processLabel).join("; ") || "(none)"],
       ["Trace", data.trace + " · " + (data.generator || "not written by amptrace") +
         (data.format ? ", format " + data.format : "") + (data.host ? " · host " + data.host : "")],
@@ -160,8 +171,8 @@
         links.append(el("a", { href: "#r-graph", onclick: (e) => { e.preventDefault(); graphFocus(node); } },
           "→ in the graph"));
       else
-        links.append(el("span", { class: "r-missing" }, "not drawn in the graph below (it shows step " +
-          data.graph_step + "); draw step " + f.step + ": ",
+        links.append(el("span", { class: "r-missing" }, "not drawn in the graph below (it shows " +
+          graphShown() + "); draw step " + f.step + ": ",
           el("code", {}, "ampview " + shellQuote(data.trace) + " --step " + f.step + " -o step" + f.step + ".svg")));
       list.append(el("li", { class: f.severity, "data-kind": f.kind },
         el("div", {}, el("span", { class: "sev" }, f.severity), el("span", { class: "kind" }, f.kind),
@@ -485,7 +496,7 @@
     const g = data.graph;
     view.dataset.graph = g.drawn && svg ? "drawn" : "missing";
     document.getElementById("r-graph-note").textContent = g.drawn && svg
-      ? "ampview's default view: step " + data.graph_step + " of " + data.steps.count +
+      ? "ampview's default view: " + graphShown() +
         (data.modules ? ", its forward pass by module (--no-modules draws every op)" : "") +
         "; drag to pan, wheel or buttons to zoom"
       : "not drawn: " + g.why;
@@ -494,7 +505,7 @@
     for (let s = 0; s < data.steps.count; s++)
       stepSelect.append(el("option", { value: String(s) }, String(s)));
     stepSelect.append(el("option", { value: "all" }, "all"));
-    stepSelect.value = String(data.graph_step);
+    stepSelect.value = data.steps.count ? String(data.graph_step) : "all";
     const scopeSelect = document.getElementById("r-graph-scope");
     scopeSelect.append(el("option", { value: "" }, "any"));
     const scopes = new Set();
