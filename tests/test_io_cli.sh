@@ -7,6 +7,8 @@
 #   - outputs never overwrite an input, by device and inode (ampview -o,
 #     check --junit, merge -o, whatever name leads to the input);
 #   - `merge -o -` writes standard output, and says when it cannot;
+#   - report reads a pipe or a FIFO once, though ampview draws its graph
+#     from the same trace;
 #   - past `ulimit -f` a writer says "File too large" (no SIGXFSZ) and
 #     leaves no temporary file;
 #   - JSON text is UTF-8: a trace string that is not is refused with its
@@ -49,6 +51,24 @@ check "ampview /dev/zero: exit 2" status_is 2
 capture "$amptrace" summary <(cat "$fx/good.json")
 check "summary of a pipe (<(...)): read, exit 0" eval \
 	'status_is 0 && out_has "amptrace trace format"'
+
+# report's graph is drawn by ampview from the same trace: a stream is
+# read once for both, else each reader gets part of it
+capture "$amptrace" report <(cat "$fx/good.json") -o "$tmp/pipe.html"
+check "report of a pipe (<(...)): exit 0, the graph drawn" eval \
+	'status_is 0 && grep -q "<svg" "$tmp/pipe.html"'
+mkfifo "$tmp/in.fifo"
+(timeout 20 cat "$fx/good.json" >"$tmp/in.fifo") &
+capture "$amptrace" report "$tmp/in.fifo" -o "$tmp/fifo.html"
+wait $!
+check "report of a FIFO: exit 0, the graph drawn" eval \
+	'status_is 0 && grep -q "<svg" "$tmp/fifo.html"'
+mkfifo "$tmp/bad.fifo"
+(timeout 20 echo '{"traceEvents":[' >"$tmp/bad.fifo") &
+capture "$amptrace" report "$tmp/bad.fifo" -o "$tmp/bad.html"
+wait $!
+check "report of a FIFO's broken trace: exit 2, the FIFO named" eval \
+	'status_is 2 && err_has "$tmp/bad.fifo:2:1:"'
 
 # --------------------------------------------------------------- outputs
 cp "$fx/good.json" "$tmp/t.json"
