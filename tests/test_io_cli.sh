@@ -6,7 +6,10 @@
 #     pipe is read;
 #   - outputs never overwrite an input, by device and inode (ampview -o,
 #     check --junit, merge -o, whatever name leads to the input);
-#   - `merge -o -` writes standard output, and says when it cannot;
+#   - `-` is standard output for every output option (merge -o, report
+#     -o, ampview -o, check --junit), and no file named "-" is made;
+#   - an output FIFO that no process reads is given up after 10 s (merge
+#     -o, report -o, ampview -o, check --junit), as an input one is;
 #   - report reads a pipe or a FIFO once, though ampview draws its graph
 #     from the same trace;
 #   - past `ulimit -f` a writer says "File too large" (no SIGXFSZ) and
@@ -25,8 +28,10 @@ trace_prog=$3
 fx=$4
 tmp=$(mktemp -d)
 waiting=
+unread=
 cleanup() {
 	[ -n "$waiting" ] && kill "$waiting" 2>/dev/null
+	for pid in $unread; do kill "$pid" 2>/dev/null; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -38,6 +43,18 @@ mkfifo "$tmp/nobody.fifo"
 (timeout 30 "$amptrace" summary "$tmp/nobody.fifo" >/dev/null 2>"$tmp/fifo.err"
  echo $? >"$tmp/fifo.status") &
 waiting=$!
+# Each writer to a FIFO nobody reads waits its 10 s beside the others.
+unread_fifo() { # name, then the command writing to $tmp/name.fifo
+	local name=$1
+	shift
+	mkfifo "$tmp/$name.fifo"
+	(timeout 30 "$@" >/dev/null 2>"$tmp/$name.err"; echo $? >"$tmp/$name.status") &
+	unread="$unread $!"
+}
+unread_fifo merge "$amptrace" merge "$fx/good.json" -o "$tmp/merge.fifo"
+unread_fifo report "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/report.fifo"
+unread_fifo ampview "$ampview" "$fx/good.json" --format dot -o "$tmp/ampview.fifo"
+unread_fifo junit "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit "$tmp/junit.fifo"
 
 # ---------------------------------------------------------------- inputs
 capture timeout 20 "$amptrace" summary /dev/zero
@@ -71,6 +88,16 @@ check "report of a FIFO's broken trace: exit 2, the FIFO named" eval \
 	'status_is 2 && err_has "$tmp/bad.fifo:2:1:"'
 
 # --------------------------------------------------------------- outputs
+# "-" is standard output for every writer, never a file named "-" (in
+# $tmp, where they run: amptrace and the fixtures by absolute names)
+fx_abs=$(realpath "$fx")
+amptrace_abs=$(realpath "$amptrace")
+(cd "$tmp" && "$amptrace_abs" report "$fx_abs/good.json" --no-graph -o - >"$tmp/dash.html" 2>"$tmp/err")
+check "report -o -: the page on stdout, no 'wrote', no file '-'" eval \
+	'grep -q "</html>" "$tmp/dash.html" && ! grep -q "^wrote" "$tmp/dash.html" && [ ! -e "$tmp/-" ]'
+(cd "$tmp" && "$amptrace_abs" check "$fx_abs/good.json" "$fx_abs/pass.rules" --junit - >"$tmp/dash.xml" 2>"$tmp/err")
+check "check --junit -: XML alone on stdout, the text on stderr, no file '-'" eval \
+	'head -1 "$tmp/dash.xml" | grep -q "^<?xml" && grep -q "</testsuites>" "$tmp/dash.xml" && [ -s "$tmp/err" ] && [ ! -e "$tmp/-" ]'
 cp "$fx/good.json" "$tmp/t.json"
 cp "$fx/pass.rules" "$tmp/r.rules"
 ln -s t.json "$tmp/t-link.json"
@@ -167,6 +194,13 @@ check "200,000 rules (with --junit) in at most 200 MiB ($peak MiB)" \
 # ----------------------------------------------------- the waiting FIFO
 wait "$waiting"
 waiting=
+for pid in $unread; do wait "$pid"; done
+unread=
 check "summary of a FIFO nobody writes: given up, exit 2 ($(cat "$tmp/fifo.status"))" eval \
 	'[ "$(cat "$tmp/fifo.status")" = 2 ] && grep -q "nobody.fifo: nothing to read after 10 s" "$tmp/fifo.err"'
+for name in merge report ampview junit; do
+	check "$name to a FIFO nobody reads: given up, exit non-zero ($(cat "$tmp/$name.status" 2>/dev/null))" eval \
+		'[ -s "$tmp/$name.status" ] && [ "$(cat "$tmp/$name.status")" != 0 ] && [ "$(cat "$tmp/$name.status")" != 124 ] &&
+		 grep -q "$name.fifo: no process reads it" "$tmp/$name.err"'
+done
 exit $fail

@@ -254,14 +254,14 @@ static int write_output(const char *path, const char *data, size_t len)
 
 	if (path && output_file_open(&out, path) != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n", path,
-			strerror(errno));
+			output_strerror(errno));
 		return 1;
 	}
 	size_t written = fwrite(data, 1, len, out.f);
 	int closed = path ? output_file_close(&out) : fflush(stdout);
 	if (written != len || closed != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n",
-			path ? path : "standard output", strerror(errno));
+			path ? path : "standard output", output_strerror(errno));
 		return 1;
 	}
 	return 0;

@@ -11,6 +11,7 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -828,7 +829,7 @@ static FILE *junit_open(struct output_file *out, const char *path,
 
 	if (output_file_open(out, path) != 0) {
 		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
-			strerror(errno));
+			output_strerror(errno));
 		return NULL;
 	}
 	FILE *f = out->f;
@@ -857,7 +858,7 @@ static int junit_close(struct output_file *out, const char *path)
 	fputs("  </testsuite>\n</testsuites>\n", out->f);
 	if (output_file_close(out) != 0) {
 		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
-			strerror(errno));
+			output_strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1121,6 +1122,19 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 	return 2;
 }
 
+/* `--junit -`: the XML is standard output, so the text report moves to
+ * stderr rather than interleave with it.  The XML then goes to a copy of
+ * the first standard output, by the name returned (NULL: no copy). */
+static const char *junit_take_stdout(char *name, size_t size)
+{
+	fflush(stdout);
+	int xml = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (xml < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		return NULL;
+	snprintf(name, size, "/dev/fd/%d", xml);
+	return name;
+}
+
 int amptrace_check(int argc, char **argv)
 {
 	struct check_args args = { 0 };
@@ -1128,11 +1142,19 @@ int amptrace_check(int argc, char **argv)
 	struct rules rules;
 	struct trace trace;
 	struct analysis a;
+	char junit_stdout[32];
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	int status = parse_args(argc, argv, &args);
 	if (status >= 0)
 		return status;
+	if (args.junit && strcmp(args.junit, "-") == 0 &&
+	    !(args.junit = junit_take_stdout(junit_stdout,
+					     sizeof junit_stdout))) {
+		fprintf(stderr, "amptrace check: cannot write standard "
+			"output: %s\n", strerror(errno));
+		return 2;
+	}
 	if (load_inputs(&args, &rules, &trace, &start) != 0)
 		return 2;
 	if (analysis_run(&trace, &a) != 0) {

@@ -519,7 +519,7 @@ static int open_output(struct merge *m, const char *out)
 	if (status != 0)
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
-			strerror(errno));
+			output_strerror(errno));
 	free(merged);
 	return status ? 1 : 0;
 }
@@ -558,7 +558,7 @@ static int close_output(struct merge *m, const char *out)
 	if (status)
 		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
-			strerror(errno));
+			output_strerror(errno));
 	free(ends);
 	return status;
 }

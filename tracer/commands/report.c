@@ -49,7 +49,8 @@ static const char report_usage[] =
 	"network: it can be attached to a bug report or kept by CI.  Merged\n"
 	"traces get a rank selector; truncated traces say so at the top.\n"
 	"\n"
-	"  -o, --output FILE  the page (default: TRACE with .html for .json)\n"
+	"  -o, --output FILE  the page (default: TRACE with .html for .json;\n"
+	"                     -: standard output)\n"
 	"      --no-graph     leave the graph out (no ampview run)\n"
 	"  -h, --help         this text\n"
 	"\n"
@@ -278,13 +279,13 @@ static int save_page(const char *html, const char *title, const char *json,
 
 	if (output_file_open(&out, html) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
-			strerror(errno));
+			output_strerror(errno));
 		return 1;
 	}
 	write_page(out.f, title, json, svg, why);
 	if (output_file_close(&out) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
-			strerror(errno));
+			output_strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -487,7 +488,8 @@ int amptrace_report(int argc, char **argv)
 	}
 	int status = report_write(trace, html ? html : fallback, graph,
 				  "amptrace report");
-	if (status == 0)
+	/* "-": the page is standard output, which "wrote" would spoil */
+	if (status == 0 && !(html && strcmp(html, "-") == 0))
 		printf("wrote %s\n", html ? html : fallback);
 	free(fallback);
 	return status;
