@@ -92,6 +92,10 @@ for typo in linaer:linear layer_nrom:layer_norm lyaer_nrom:layer_norm; do
 	check "typo ${typo%%:*}: exit 2, did you mean ${typo#*:}" eval \
 		'[ "$rc" -eq 2 ] && grep -q "unknown op .${typo%%:*}.*did you mean: ${typo#*:}" <<<"$err"'
 done
+err=$("$amptrace" SUMMARY 2>&1 >/dev/null)
+check "command in capitals: did you mean" grep -q "did you mean 'summary'?" <<<"$err"
+out=$("$amptrace" help help); rc=$?
+check "help help: the usage, exit 0" eval '[ "$rc" -eq 0 ] && grep -q "^usage: amptrace COMMAND" <<<"$out"'
 err=$("$amptrace" smumray 2>&1 >/dev/null)
 check "two swaps in a command (smumray): did you mean" grep -q "did you mean 'summary'?" <<<"$err"
 # An op of a trace on no list amptrace knows (lstm, native_dropout): an

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int smallest(int a, int b)
 {
@@ -44,7 +45,9 @@ int edit_distance(const char *a, const char *b)
 void closest_name_offer(struct closest_name *c, const char *word,
 			const char *candidate)
 {
-	int distance = edit_distance(word, candidate);
+	/* SUMMARY for summary: one typo (caps lock), not seven */
+	int distance = strcasecmp(word, candidate) == 0
+			       ? 1 : edit_distance(word, candidate);
 
 	if (distance < c->distance) {
 		c->distance = distance;

@@ -13,7 +13,8 @@ int edit_distance(const char *a, const char *b);
 
 /* The candidate closest to a mistyped word, within two typos: a caller
  * offers every candidate, then suggests `name` when it is not NULL
- * ("did you mean 'summary'?").  Ties keep the first offered. */
+ * ("did you mean 'summary'?").  Ties keep the first offered.  A word
+ * that differs from a candidate in case only is one typo from it. */
 struct closest_name {
 	const char *name;
 	int distance;
