@@ -78,6 +78,9 @@ sys.exit(abs(duration(sys.argv[2]) - duration(sys.argv[3])) > 0.001)' \
 	"$amptrace" "$tmp/twice.json" "$tmp/span-a.json"
 capture "$amptrace" merge "$fx/good.json"
 check "merge without -o: exit 2" status_is 2
+capture "$amptrace" merge "$fx/good.json" -o ''
+check "merge -o '': bad usage (exit 2), an empty name" eval \
+	'status_is 2 && err_has "empty output file name"'
 capture "$amptrace" merge "$fx/good.json" -o "$fx/good.json"
 check "merge onto an input: exit 2" status_is 2
 capture "$amptrace" merge "$fx/good.json" -o /proc/no/such/dir.json

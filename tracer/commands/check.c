@@ -1074,6 +1074,9 @@ static int parse_args(int argc, char **argv, struct check_args *args)
 	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case OPTION_JUNIT:
+			if (!optarg[0])
+				return command_line_error(&cl, "empty output "
+							  "file name");
 			args->junit = optarg;
 			break;
 		case 'h':
@@ -1097,6 +1100,18 @@ static int parse_args(int argc, char **argv, struct check_args *args)
 	return -1;
 }
 
+/* trace_read_file's advice is for a trace ("give the trace as a file":
+ * a device, a pipe too long); for the rules it names the rules. */
+static void name_rules_file(struct trace_error *err)
+{
+	static const char trace_advice[] = "give the trace as a file";
+	char *advice = strstr(err->message, trace_advice);
+
+	if (advice)
+		snprintf(advice, sizeof err->message - (size_t)(advice -
+			 err->message), "give the rules as a file");
+}
+
 /* The rules, then the trace; 0, or 2 when either cannot be read (said,
  * and in the JUnit file: CI shows bad input too). */
 static int load_inputs(const struct check_args *args, struct rules *rules,
@@ -1105,6 +1120,8 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 	struct trace_error err;
 	size_t len;
 	char *text = trace_read_file(args->paths[1], &len, &err);
+	if (!text)
+		name_rules_file(&err);
 	int status = text && rules_parse(args->paths[1], text, len, rules,
 					 &err) == 0 ? 0 : 2;
 

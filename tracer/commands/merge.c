@@ -419,6 +419,9 @@ static int parse_args(int argc, char **argv, struct merge *m,
 	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case OPTION_OUTPUT:
+			if (!optarg[0])
+				return command_line_error(&cl, "empty output "
+							  "file name");
 			*out = optarg;
 			break;
 		case 'h':
