@@ -84,6 +84,20 @@ check "promote: order matters" grep -q '^output   f32$' <<<"$out"
 err=$("$amptrace" explain sofmax f16 2>&1 >/dev/null); rc=$?
 check "unknown op exits 2" test "$rc" -eq 2
 check "unknown op suggests softmax" grep -q "unknown op 'sofmax'.*did you mean: softmax" <<<"$err"
+# Swapped neighbours are one typo, not two (optimal string alignment), and
+# a name of six bytes or more may hold two typos, as every "did you mean"
+# allows: both stay typos, never "autocast never touches linaer".
+for typo in linaer:linear layer_nrom:layer_norm lyaer_nrom:layer_norm; do
+	err=$("$amptrace" explain "${typo%%:*}" 2>&1 >/dev/null); rc=$?
+	check "typo ${typo%%:*}: exit 2, did you mean ${typo#*:}" eval \
+		'[ "$rc" -eq 2 ] && grep -q "unknown op .${typo%%:*}.*did you mean: ${typo#*:}" <<<"$err"'
+done
+err=$("$amptrace" SUMMARY 2>&1 >/dev/null)
+check "command in capitals: did you mean" grep -q "did you mean 'summary'?" <<<"$err"
+out=$("$amptrace" help help); rc=$?
+check "help help: the usage, exit 0" eval '[ "$rc" -eq 0 ] && grep -q "^usage: amptrace COMMAND" <<<"$out"'
+err=$("$amptrace" smumray 2>&1 >/dev/null)
+check "two swaps in a command (smumray): did you mean" grep -q "did you mean 'summary'?" <<<"$err"
 # An op of a trace on no list amptrace knows (lstm, native_dropout): an
 # answer, not "unknown op" (issue 24); a name one edit from a known one
 # stays a typo.

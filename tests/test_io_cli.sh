@@ -6,7 +6,12 @@
 #     pipe is read;
 #   - outputs never overwrite an input, by device and inode (ampview -o,
 #     check --junit, merge -o, whatever name leads to the input);
-#   - `merge -o -` writes standard output, and says when it cannot;
+#   - `-` is standard output for every output option (merge -o, report
+#     -o, ampview -o, check --junit), and no file named "-" is made;
+#   - an output FIFO that no process reads is given up after 10 s (merge
+#     -o, report -o, ampview -o, check --junit), as an input one is;
+#   - report reads a pipe or a FIFO once, though ampview draws its graph
+#     from the same trace;
 #   - past `ulimit -f` a writer says "File too large" (no SIGXFSZ) and
 #     leaves no temporary file;
 #   - JSON text is UTF-8: a trace string that is not is refused with its
@@ -23,8 +28,10 @@ trace_prog=$3
 fx=$4
 tmp=$(mktemp -d)
 waiting=
+unread=
 cleanup() {
 	[ -n "$waiting" ] && kill "$waiting" 2>/dev/null
+	for pid in $unread; do kill "$pid" 2>/dev/null; done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -36,6 +43,18 @@ mkfifo "$tmp/nobody.fifo"
 (timeout 30 "$amptrace" summary "$tmp/nobody.fifo" >/dev/null 2>"$tmp/fifo.err"
  echo $? >"$tmp/fifo.status") &
 waiting=$!
+# Each writer to a FIFO nobody reads waits its 10 s beside the others.
+unread_fifo() { # name, then the command writing to $tmp/name.fifo
+	local name=$1
+	shift
+	mkfifo "$tmp/$name.fifo"
+	(timeout 30 "$@" >/dev/null 2>"$tmp/$name.err"; echo $? >"$tmp/$name.status") &
+	unread="$unread $!"
+}
+unread_fifo merge "$amptrace" merge "$fx/good.json" -o "$tmp/merge.fifo"
+unread_fifo report "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/report.fifo"
+unread_fifo ampview "$ampview" "$fx/good.json" --format dot -o "$tmp/ampview.fifo"
+unread_fifo junit "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit "$tmp/junit.fifo"
 
 # ---------------------------------------------------------------- inputs
 capture timeout 20 "$amptrace" summary /dev/zero
@@ -50,7 +69,35 @@ capture "$amptrace" summary <(cat "$fx/good.json")
 check "summary of a pipe (<(...)): read, exit 0" eval \
 	'status_is 0 && out_has "amptrace trace format"'
 
+# report's graph is drawn by ampview from the same trace: a stream is
+# read once for both, else each reader gets part of it
+capture "$amptrace" report <(cat "$fx/good.json") -o "$tmp/pipe.html"
+check "report of a pipe (<(...)): exit 0, the graph drawn" eval \
+	'status_is 0 && grep -q "<svg" "$tmp/pipe.html"'
+mkfifo "$tmp/in.fifo"
+(timeout 20 cat "$fx/good.json" >"$tmp/in.fifo") &
+capture "$amptrace" report "$tmp/in.fifo" -o "$tmp/fifo.html"
+wait $!
+check "report of a FIFO: exit 0, the graph drawn" eval \
+	'status_is 0 && grep -q "<svg" "$tmp/fifo.html"'
+mkfifo "$tmp/bad.fifo"
+(timeout 20 echo '{"traceEvents":[' >"$tmp/bad.fifo") &
+capture "$amptrace" report "$tmp/bad.fifo" -o "$tmp/bad.html"
+wait $!
+check "report of a FIFO's broken trace: exit 2, the FIFO named" eval \
+	'status_is 2 && err_has "$tmp/bad.fifo:2:1:"'
+
 # --------------------------------------------------------------- outputs
+# "-" is standard output for every writer, never a file named "-" (in
+# $tmp, where they run: amptrace and the fixtures by absolute names)
+fx_abs=$(realpath "$fx")
+amptrace_abs=$(realpath "$amptrace")
+(cd "$tmp" && "$amptrace_abs" report "$fx_abs/good.json" --no-graph -o - >"$tmp/dash.html" 2>"$tmp/err")
+check "report -o -: the page on stdout, no 'wrote', no file '-'" eval \
+	'grep -q "</html>" "$tmp/dash.html" && ! grep -q "^wrote" "$tmp/dash.html" && [ ! -e "$tmp/-" ]'
+(cd "$tmp" && "$amptrace_abs" check "$fx_abs/good.json" "$fx_abs/pass.rules" --junit - >"$tmp/dash.xml" 2>"$tmp/err")
+check "check --junit -: XML alone on stdout, the text on stderr, no file '-'" eval \
+	'head -1 "$tmp/dash.xml" | grep -q "^<?xml" && grep -q "</testsuites>" "$tmp/dash.xml" && [ -s "$tmp/err" ] && [ ! -e "$tmp/-" ]'
 cp "$fx/good.json" "$tmp/t.json"
 cp "$fx/pass.rules" "$tmp/r.rules"
 ln -s t.json "$tmp/t-link.json"
@@ -147,6 +194,13 @@ check "200,000 rules (with --junit) in at most 200 MiB ($peak MiB)" \
 # ----------------------------------------------------- the waiting FIFO
 wait "$waiting"
 waiting=
+for pid in $unread; do wait "$pid"; done
+unread=
 check "summary of a FIFO nobody writes: given up, exit 2 ($(cat "$tmp/fifo.status"))" eval \
 	'[ "$(cat "$tmp/fifo.status")" = 2 ] && grep -q "nobody.fifo: nothing to read after 10 s" "$tmp/fifo.err"'
+for name in merge report ampview junit; do
+	check "$name to a FIFO nobody reads: given up, exit non-zero ($(cat "$tmp/$name.status" 2>/dev/null))" eval \
+		'[ -s "$tmp/$name.status" ] && [ "$(cat "$tmp/$name.status")" != 0 ] && [ "$(cat "$tmp/$name.status")" != 124 ] &&
+		 grep -q "$name.fifo: no process reads it" "$tmp/$name.err"'
+done
 exit $fail

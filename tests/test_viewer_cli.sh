@@ -56,6 +56,11 @@ expect 2 "'forwrd' (did you mean 'forward'?)" "$fixtures/mlp.json" \
 	--scope forwrd -o "$out/x.svg"
 expect 2 "did you mean '--step'" "$fixtures/mlp.json" --stpe 1
 expect 2 "not_an_option'" "$fixtures/mlp.json" --not_an_option
+expect 2 "empty output file name" "$fixtures/mlp.json" -o ''
+expect 2 "--all-steps and --step 1 conflict" "$fixtures/mlp.json" \
+	--all-steps --step 1 -o "$out/x.svg"
+expect 2 "--all-steps and --step 1 conflict" "$fixtures/mlp.json" \
+	--step 1 --all-steps -o "$out/x.svg"
 expect 1 "cannot write" "$fixtures/infer.json" -o "$out/no/such/dir/x.svg"
 [ ! -e "$out/x.svg" ] || fail "a failed run left $out/x.svg"
 

@@ -153,11 +153,16 @@ static int parse(int argc, char **argv, struct command *c)
 	struct command_line cl = { "ampview", "o:vh", long_options, argc, argv };
 	int option;
 	long value;
+	const char *step = NULL; /* --step's, to say it conflicts */
+	bool all_steps = false;
 
 	view_options_init(&c->view);
 	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case 'o':
+			if (!optarg[0])
+				return command_line_error(&cl, "empty output "
+							  "file name");
 			c->output = optarg;
 			break;
 		case OPTION_FORMAT:
@@ -170,10 +175,11 @@ static int parse(int argc, char **argv, struct command *c)
 			if (!parse_count(optarg, 1000000000, &value))
 				return bad_usage("--step wants a step number "
 						 "(0, 1, ...), got '%s'", optarg);
+			step = optarg;
 			c->view.step = (int)value;
 			break;
 		case OPTION_ALL_STEPS:
-			c->view.step = VIEW_STEP_ALL;
+			all_steps = true;
 			break;
 		case OPTION_SCOPE:
 			c->view.scope = optarg;
@@ -222,6 +228,12 @@ static int parse(int argc, char **argv, struct command *c)
 			return EXIT_BAD_INPUT;
 		}
 	}
+	/* which of the two views was meant cannot be guessed */
+	if (all_steps && step)
+		return command_line_error(&cl, "--all-steps and --step %s "
+					  "conflict: give one", step);
+	if (all_steps)
+		c->view.step = VIEW_STEP_ALL;
 	if (optind != argc - 1)
 		return bad_usage("%s", optind >= argc ? "which trace? (ampview "
 				 "TRACE.json -o graph.svg)" : "one trace at a time");
@@ -254,14 +266,14 @@ static int write_output(const char *path, const char *data, size_t len)
 
 	if (path && output_file_open(&out, path) != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n", path,
-			strerror(errno));
+			output_strerror(errno));
 		return 1;
 	}
 	size_t written = fwrite(data, 1, len, out.f);
 	int closed = path ? output_file_close(&out) : fflush(stdout);
 	if (written != len || closed != 0) {
 		fprintf(stderr, "ampview: cannot write %s: %s\n",
-			path ? path : "standard output", strerror(errno));
+			path ? path : "standard output", output_strerror(errno));
 		return 1;
 	}
 	return 0;

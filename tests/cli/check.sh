@@ -117,6 +117,12 @@ check "--junit to an unwritable path: exit 2" status_is 2
 check "--junit to an unwritable path: says so" err_has "amptrace check: cannot write /proc/no/such/dir.xml"
 capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit
 check "--junit without a file: exit 2" status_is 2
+capture "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit ''
+check "--junit '': exit 2, an empty name" eval \
+	'status_is 2 && err_has "empty output file name"'
+capture "$amptrace" check "$fx/good.json" /dev/null
+check "rules /dev/null: exit 2, the rules named, not the trace" eval \
+	'status_is 2 && err_has "/dev/null: not a regular file (a device): give the rules as a file"'
 
 
 # ---------------------------------------------------------------- check

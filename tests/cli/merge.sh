@@ -60,8 +60,27 @@ capture "$amptrace" merge "$tmp/early.json" "$tmp/late.json" -o "$tmp/m4.json"
 check "merge moving a ts out of range: exit 2" status_is 2
 check "merge moving a ts out of range: says which" \
 	err_has "late.json:1: event 0: ts 9e+15 moved to the merged trace's start is out of range"
+# The merged duration runs from the merged ts 0 (the earliest input's) to
+# the end of the input that ends last: b starts 2 ms after a and runs
+# 4 ms, so 6 ms; without duration_us a reader would take the events' span.
+printf '{"baseTimeNanoseconds":1000000000,"traceEvents":[{"name":"x","ph":"X","ts":10,"dur":1,"pid":1,"tid":1}],"amptraceEnd":{"complete":true,"events":1,"duration_us":5000}}' >"$tmp/span-a.json"
+printf '{"baseTimeNanoseconds":1002000000,"traceEvents":[{"name":"x","ph":"X","ts":10,"dur":1,"pid":2,"tid":1}],"amptraceEnd":{"complete":true,"events":1,"duration_us":4000}}' >"$tmp/span-b.json"
+capture "$amptrace" merge "$tmp/span-a.json" "$tmp/span-b.json" -o "$tmp/span.json"
+check "merge: duration_us spans every input (6000 us)" \
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(abs(d["amptraceEnd"].get("duration_us", 0) - 6000) > 0.001)' "$tmp/span.json"
+capture "$amptrace" merge "$tmp/span-a.json" "$tmp/span-a.json" -o "$tmp/twice.json"
+check "merge of a trace with itself: summary says the input's duration" \
+	"$python" -c 'import json, subprocess, sys
+duration = lambda f: json.loads(subprocess.run([sys.argv[1], "summary", "--json", f],
+                                               capture_output=True).stdout)["duration_us"]
+sys.exit(abs(duration(sys.argv[2]) - duration(sys.argv[3])) > 0.001)' \
+	"$amptrace" "$tmp/twice.json" "$tmp/span-a.json"
 capture "$amptrace" merge "$fx/good.json"
 check "merge without -o: exit 2" status_is 2
+capture "$amptrace" merge "$fx/good.json" -o ''
+check "merge -o '': bad usage (exit 2), an empty name" eval \
+	'status_is 2 && err_has "empty output file name"'
 capture "$amptrace" merge "$fx/good.json" -o "$fx/good.json"
 check "merge onto an input: exit 2" status_is 2
 capture "$amptrace" merge "$fx/good.json" -o /proc/no/such/dir.json

@@ -112,6 +112,10 @@ static int help(int argc, char **argv)
 		help_rules(stdout);
 		return 0;
 	}
+	if (strcmp(argv[1], "help") == 0) { /* help's help is the usage */
+		usage(stdout);
+		return 0;
+	}
 	const struct command *command = find_command(argv[1]);
 	if (command == NULL)
 		return unknown_command(argv[1]);

@@ -11,6 +11,7 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -837,7 +838,7 @@ static FILE *junit_open(struct output_file *out, const char *path,
 
 	if (output_file_open(out, path) != 0) {
 		fprintf(stderr, "amptrace check: cannot write %s: %s\n", path,
-			strerror(errno));
+			output_strerror(errno));
 		return NULL;
 	}
 	FILE *f = out->f;
@@ -866,7 +867,7 @@ static int junit_close(struct output_file *out, const char *path)
 	fputs("  </testsuite>\n</testsuites>\n", out->f);
 	if (output_file_close(out) != 0) {
 		fprintf(stderr, "amptrace check: error writing %s: %s\n", path,
-			strerror(errno));
+			output_strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1082,6 +1083,9 @@ static int parse_args(int argc, char **argv, struct check_args *args)
 	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case OPTION_JUNIT:
+			if (!optarg[0])
+				return command_line_error(&cl, "empty output "
+							  "file name");
 			args->junit = optarg;
 			break;
 		case 'h':
@@ -1105,6 +1109,18 @@ static int parse_args(int argc, char **argv, struct check_args *args)
 	return -1;
 }
 
+/* trace_read_file's advice is for a trace ("give the trace as a file":
+ * a device, a pipe too long); for the rules it names the rules. */
+static void name_rules_file(struct trace_error *err)
+{
+	static const char trace_advice[] = "give the trace as a file";
+	char *advice = strstr(err->message, trace_advice);
+
+	if (advice)
+		snprintf(advice, sizeof err->message - (size_t)(advice -
+			 err->message), "give the rules as a file");
+}
+
 /* The rules, then the trace; 0, or 2 when either cannot be read (said,
  * and in the JUnit file: CI shows bad input too). */
 static int load_inputs(const struct check_args *args, struct rules *rules,
@@ -1113,6 +1129,8 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 	struct trace_error err;
 	size_t len;
 	char *text = trace_read_file(args->paths[1], &len, &err);
+	if (!text)
+		name_rules_file(&err);
 	int status = text && rules_parse(args->paths[1], text, len, rules,
 					 &err) == 0 ? 0 : 2;
 
@@ -1130,6 +1148,19 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 	return 2;
 }
 
+/* `--junit -`: the XML is standard output, so the text report moves to
+ * stderr rather than interleave with it.  The XML then goes to a copy of
+ * the first standard output, by the name returned (NULL: no copy). */
+static const char *junit_take_stdout(char *name, size_t size)
+{
+	fflush(stdout);
+	int xml = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (xml < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		return NULL;
+	snprintf(name, size, "/dev/fd/%d", xml);
+	return name;
+}
+
 int amptrace_check(int argc, char **argv)
 {
 	struct check_args args = { 0 };
@@ -1137,11 +1168,19 @@ int amptrace_check(int argc, char **argv)
 	struct rules rules;
 	struct trace trace;
 	struct analysis a;
+	char junit_stdout[32];
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	int status = parse_args(argc, argv, &args);
 	if (status >= 0)
 		return status;
+	if (args.junit && strcmp(args.junit, "-") == 0 &&
+	    !(args.junit = junit_take_stdout(junit_stdout,
+					     sizeof junit_stdout))) {
+		fprintf(stderr, "amptrace check: cannot write standard "
+			"output: %s\n", strerror(errno));
+		return 2;
+	}
 	if (load_inputs(&args, &rules, &trace, &start) != 0)
 		return 2;
 	if (analysis_run(&trace, &a) != 0) {

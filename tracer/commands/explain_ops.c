@@ -390,13 +390,14 @@ static bool aten_name(const char *name)
 
 /* A name on no list and not among the unlisted ops: an op of a trace
  * (lstm, native_dropout, ...) autocast leaves alone, answered as such,
- * unless a known name is one edit away (a typo: "sofmax") or it only
- * older lists had (symeig: gone from PyTorch since). */
+ * unless it is a typo of a known name (closest_name_is_typo: "sofmax",
+ * "linaer", "layer_nrom") or it only older lists had
+ * (symeig: gone from PyTorch since). */
 static enum explain_resolution unknown_name(char *name, const char *overload,
 					    enum amp_torch_version version,
 					    struct explain_op *op)
 {
-	if (!aten_name(name) || closest_distance(name, version) <= 1 ||
+	if (!aten_name(name) || closest_name_is_typo(name, closest_distance(name, version)) ||
 	    explain_listed_before(name, version))
 		return EXPLAIN_UNKNOWN_OP;
 	op->name = name;

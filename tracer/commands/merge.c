@@ -349,6 +349,35 @@ static struct trace_header merged_header(const struct merge *m,
 }
 
 /* The merged file's trailer; the inputs' ends in `ends`. */
+/* Where an input ends on the merged time base, in µs: its trailer's
+ * duration (from its ts 0 to the program's end), else the end of its last
+ * event (a truncated input). */
+static double input_end_us(const struct input *in)
+{
+	const struct trace *t = &in->trace;
+	double end = 0;
+
+	if (t->trailer.duration_ns > 0)
+		end = (double)t->trailer.duration_ns / 1000.0;
+	else
+		for (size_t i = 0; i < t->nevents; i++)
+			if (t->events[i].kind != TRACE_META)
+				end = fmax(end, t->events[i].ts + t->events[i].dur);
+	return in->shift_us + end;
+}
+
+/* The merged trace's duration_us: from its ts 0 (the earliest input's)
+ * to the end of the input that ends last (FORMAT.md §6).  Without it a
+ * reader takes the span of the events, shorter than any program's run. */
+static int64_t merged_duration_ns(const struct merge *m)
+{
+	double end_us = 0;
+
+	for (int i = 0; i < m->ninputs; i++)
+		end_us = fmax(end_us, input_end_us(&m->inputs[i]));
+	return (int64_t)llround(end_us * 1000.0);
+}
+
 static struct trace_trailer merged_trailer(const struct merge *m,
 					   struct trace_merged_end *ends)
 {
@@ -363,6 +392,7 @@ static struct trace_trailer merged_trailer(const struct merge *m,
 	}
 	return (struct trace_trailer){
 		.complete = true, .events = m->writer.events,
+		.duration_ns = merged_duration_ns(m),
 		.inputs = ends, .ninputs = m->ninputs,
 	};
 }
@@ -389,6 +419,9 @@ static int parse_args(int argc, char **argv, struct merge *m,
 	while ((option = command_line_next(&cl)) != -1) {
 		switch (option) {
 		case OPTION_OUTPUT:
+			if (!optarg[0])
+				return command_line_error(&cl, "empty output "
+							  "file name");
 			*out = optarg;
 			break;
 		case 'h':
@@ -519,7 +552,7 @@ static int open_output(struct merge *m, const char *out)
 	if (status != 0)
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
-			strerror(errno));
+			output_strerror(errno));
 	free(merged);
 	return status ? 1 : 0;
 }
@@ -558,7 +591,7 @@ static int close_output(struct merge *m, const char *out)
 	if (status)
 		fprintf(stderr, "amptrace merge: error writing %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
-			strerror(errno));
+			output_strerror(errno));
 	free(ends);
 	return status;
 }

@@ -4,7 +4,9 @@
  * to amptrace, as `amptrace run --svg` runs it, so that amptrace does not
  * link Graphviz and a machine without ampview still gets a report (the
  * page then says how to draw the graph).  It runs while this process
- * loads and aggregates the same trace. */
+ * loads and aggregates the same trace: a trace that is not a regular
+ * file (a pipe, a FIFO) is read once, into an anonymous file both read
+ * (struct spool), since two readers of one stream would each get half. */
 #include "report.h"
 #include "ampview_path.h"
 #include "command_line.h"
@@ -12,6 +14,7 @@
 
 #include "output_file.h"
 #include "report_data.h"
+#include "trace_scan.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,7 +49,8 @@ static const char report_usage[] =
 	"network: it can be attached to a bug report or kept by CI.  Merged\n"
 	"traces get a rank selector; truncated traces say so at the top.\n"
 	"\n"
-	"  -o, --output FILE  the page (default: TRACE with .html for .json)\n"
+	"  -o, --output FILE  the page (default: TRACE with .html for .json;\n"
+	"                     -: standard output)\n"
 	"      --no-graph     leave the graph out (no ampview run)\n"
 	"  -h, --help         this text\n"
 	"\n"
@@ -274,39 +279,102 @@ static int save_page(const char *html, const char *title, const char *json,
 
 	if (output_file_open(&out, html) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
-			strerror(errno));
+			output_strerror(errno));
 		return 1;
 	}
 	write_page(out.f, title, json, svg, why);
 	if (output_file_close(&out) != 0) {
 		fprintf(stderr, "%s: cannot write %s: %s\n", who, html,
-			strerror(errno));
+			output_strerror(errno));
 		return 1;
 	}
 	return 0;
 }
 
-int report_write(const char *trace, const char *html, bool graph,
-		 const char *who)
+/* The trace as ampview and report_data_load read it: `path` is the trace
+ * itself when it is a regular file, else /dev/fd/N of an anonymous file
+ * (memfd: nothing is left behind, even when killed) holding what the
+ * stream gave, read once with trace_read_file's limits and FIFO wait. */
+struct spool {
+	int fd; /* -1: not spooled */
+	char path[32];
+};
+
+/* Returns the name to read, or NULL with `error` set. */
+static const char *spool_open(struct spool *s, const char *trace,
+			      char *error, size_t error_size)
+{
+	struct stat st;
+	struct trace_error err;
+	size_t len;
+
+	s->fd = -1;
+	if (stat(trace, &st) != 0 || S_ISREG(st.st_mode))
+		return trace; /* a missing file is the loader's to say */
+	char *text = trace_read_file(trace, &len, &err);
+	if (!text) {
+		snprintf(error, error_size, "%s", err.message);
+		return NULL;
+	}
+	/* not close-on-exec: ampview opens it by its /dev/fd name */
+	s->fd = memfd_create("amptrace-report-trace", 0);
+	size_t done = 0;
+	while (s->fd >= 0 && done < len) {
+		ssize_t n = write(s->fd, text + done, len - done);
+		if (n < 0 && errno != EINTR)
+			break;
+		done += n > 0 ? (size_t)n : 0;
+	}
+	free(text);
+	if (s->fd < 0 || done < len) {
+		snprintf(error, error_size, "%s: cannot keep a copy of the "
+			 "stream: %s", trace, strerror(errno));
+		if (s->fd >= 0)
+			close(s->fd);
+		s->fd = -1;
+		return NULL;
+	}
+	snprintf(s->path, sizeof s->path, "/dev/fd/%d", s->fd);
+	return s->path;
+}
+
+static void spool_close(struct spool *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+/* A loader's message names what it read; the user gave `trace`. */
+static void say_load_error(const char *who, const char *error,
+			   const char *trace, const char *source)
+{
+	size_t n = strlen(source);
+
+	if (source != trace && strncmp(error, source, n) == 0)
+		fprintf(stderr, "%s: %s%s\n", who, trace, error + n);
+	else
+		fprintf(stderr, "%s: %s\n", who, error);
+}
+
+/* The report of `trace`, read from `source` (the trace or its spool). */
+static int report_from(const char *trace, const char *source, const char *html,
+		       bool graph, const char *who)
 {
 	struct graph_job job;
 	struct report_data data;
 	char error[1024], why[1200] = "";
-
-	/* `-o trace.json` would replace the trace by its report */
-	if (output_refuse_input(who, html, &trace, 1))
-		return 2;
-	bool drawing = graph && graph_start(&job, trace) == 0;
+	bool drawing = graph && graph_start(&job, source) == 0;
 
 	if (!graph)
 		snprintf(why, sizeof why, "the graph was left out (--no-graph)");
 	else if (!drawing)
 		snprintf(why, sizeof why, "ampview was not found next to "
 			 "amptrace or on PATH");
-	int status = report_data_load(trace, &data, error, sizeof error);
+	int status = report_data_load(source, &data, error, sizeof error);
 	char *svg = drawing ? graph_finish(&job, why, sizeof why) : NULL;
 	if (status != 0) {
-		fprintf(stderr, "%s: %s\n", who, error);
+		say_load_error(who, error, trace, source);
 		free(svg);
 		return 2;
 	}
@@ -323,6 +391,25 @@ int report_write(const char *trace, const char *html, bool graph,
 	free(json);
 	free(svg);
 	report_data_free(&data);
+	return status;
+}
+
+int report_write(const char *trace, const char *html, bool graph,
+		 const char *who)
+{
+	struct spool spool;
+	char error[1024];
+
+	/* `-o trace.json` would replace the trace by its report */
+	if (output_refuse_input(who, html, &trace, 1))
+		return 2;
+	const char *source = spool_open(&spool, trace, error, sizeof error);
+	if (!source) {
+		fprintf(stderr, "%s: %s\n", who, error);
+		return 2;
+	}
+	int status = report_from(trace, source, html, graph, who);
+	spool_close(&spool);
 	return status;
 }
 
@@ -401,7 +488,8 @@ int amptrace_report(int argc, char **argv)
 	}
 	int status = report_write(trace, html ? html : fallback, graph,
 				  "amptrace report");
-	if (status == 0)
+	/* "-": the page is standard output, which "wrote" would spoil */
+	if (status == 0 && !(html && strcmp(html, "-") == 0))
 		printf("wrote %s\n", html ? html : fallback);
 	free(fallback);
 	return status;

@@ -7,14 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* What `output` names: "-" is standard output wherever it leads. */
+static int output_stat(const char *output, struct stat *st)
+{
+	if (strcmp(output, "-") == 0)
+		return fstat(STDOUT_FILENO, st);
+	return stat(output, st);
+}
 
 const char *output_is_input(const char *output, const char *const *inputs,
 			    size_t count)
 {
 	struct stat out, in;
 
-	if (stat(output, &out) != 0)
+	if (output_stat(output, &out) != 0)
 		return NULL; /* not there yet: nothing to destroy */
 	for (size_t i = 0; i < count; i++)
 		if (inputs[i] && stat(inputs[i], &in) == 0 &&
@@ -34,11 +43,56 @@ bool output_refuse_input(const char *who, const char *output,
 	return input != NULL;
 }
 
-/* A file that renaming over would leave as it was, only newer. */
+static double monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Opening a FIFO for writing blocks until a reader comes, for ever when
+ * none does: without blocking, the open fails with ENXIO while no process
+ * reads, so it is tried again until one does or the wait is over. */
+static int open_waiting_for_reader(const char *path)
+{
+	const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC;
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	double deadline = monotonic_ms() + OUTPUT_FIFO_WAIT_MS;
+	int fd;
+
+	while ((fd = open(path, flags, 0666)) < 0 &&
+	       (errno == ENXIO || errno == EINTR) && monotonic_ms() < deadline)
+		nanosleep(&pause, NULL);
+	if (fd < 0)
+		return -1;
+	/* writes block as a shell's `>` would: a slow reader is no error */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+int output_fd_open(const char *path)
+{
+	if (strcmp(path, "-") == 0)
+		return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	return open_waiting_for_reader(path);
+}
+
+const char *output_strerror(int err)
+{
+	if (err == ENXIO)
+		return "no process reads it (a FIFO without a reader?)";
+	return strerror(err);
+}
+
+/* A file that renaming over would leave as it was, only newer: never
+ * "-", standard output. */
 static bool replaceable(const char *path)
 {
 	struct stat st;
 
+	if (strcmp(path, "-") == 0)
+		return false;
 	if (lstat(path, &st) != 0)
 		return errno == ENOENT;
 	return S_ISREG(st.st_mode) && st.st_nlink == 1;
@@ -62,7 +116,13 @@ int output_file_open(struct output_file *o, const char *path)
 	if (!o->path)
 		return -1;
 	if (!replaceable(path)) {
-		o->f = fopen(path, "we");
+		int fd = output_fd_open(path);
+		o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!o->f && fd >= 0) {
+			int err = errno;
+			close(fd);
+			errno = err;
+		}
 		return o->f ? 0 : open_failed(o);
 	}
 	size_t size = strlen(path) + 16;

@@ -1,6 +1,11 @@
 /* Where an output may go: never over an input, and into a file the way
  * that keeps what is there what it is.  Every writer of amptrace and
- * ampview asks here (report, merge, check --junit, ampview -o, run). */
+ * ampview asks here (report, merge, check --junit, ampview -o, run).
+ *
+ * Two names are special for every writer: "-" is standard output, and a
+ * FIFO that no process reads is given up after OUTPUT_FIFO_WAIT_MS (as
+ * trace_scan gives up an input FIFO no process writes) instead of
+ * blocking for ever. */
 #ifndef AMPTRACE_OUTPUT_FILE_H
 #define AMPTRACE_OUTPUT_FILE_H
 
@@ -31,7 +36,23 @@ struct output_file {
 			  * written through */
 };
 
-/* Opens `path` for writing; -1 with errno when it cannot. */
+/* How long an output FIFO is waited for until a process reads it: the
+ * same 10 s an input FIFO gets (trace_scan.c). */
+#define OUTPUT_FIFO_WAIT_MS 10000
+
+/* A descriptor to write `path` through (created or truncated as a
+ * shell's `>` would), close-on-exec: "-" gives a descriptor of its own on
+ * standard output (closing it leaves stdout open).  -1 with errno when
+ * it cannot; ENXIO when `path` is a FIFO that no process opened for
+ * reading within OUTPUT_FIFO_WAIT_MS. */
+int output_fd_open(const char *path);
+
+/* strerror(err), saying what ENXIO from output_fd_open means: "no
+ * process reads it (a FIFO without a reader?)". */
+const char *output_strerror(int err);
+
+/* Opens `path` for writing ("-": standard output); -1 with errno when it
+ * cannot (output_strerror says why). */
 int output_file_open(struct output_file *o, const char *path);
 /* Closes it and puts it in place; -1 with errno when any write failed
  * (the temporary is removed and the old file stays). */

@@ -471,7 +471,7 @@ struct trace_merged_end {
 struct trace_trailer {
 	bool complete;
 	uint64_t events;
-	int64_t duration_ns;  /* 0: absent (merged files) */
+	int64_t duration_ns;  /* 0: absent (an older amptrace's merged files) */
 	struct trace_exit *exit; /* the traced command's; NULL: absent */
 	struct trace_process_end *processes; /* NULL: absent */
 	int nprocesses;

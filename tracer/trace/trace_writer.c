@@ -3,6 +3,7 @@
 
 #include "event_json.h"
 #include "jsonw.h"
+#include "output_file.h"
 
 #include <fcntl.h>
 #include <stdio_ext.h>
@@ -22,17 +23,14 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 	struct jsonw text;
 
 	*w = (struct trace_writer){ 0 };
-	if (strcmp(path, "-") == 0) {
-		/* a descriptor of its own: closing it leaves stdout open */
-		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-		w->f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!w->f && fd >= 0)
+	/* "-" and a FIFO without a reader as every writer has them */
+	int fd = output_fd_open(path);
+	w->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!w->f) {
+		if (fd >= 0)
 			close(fd);
-	} else {
-		w->f = fopen(path, "we");
-	}
-	if (!w->f)
 		return -1;
+	}
 	/* Events are copied into buf, one memcpy each, and handed to the
 	 * kernel from there; without it they go through stdio's own buffer:
 	 * slower, as correct. */
