@@ -515,17 +515,25 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
-static void load_text_fails(const char *text, const char *message)
+/* The file of `len` bytes of text (a raw NUL among them) fails with
+ * `message`. */
+static void load_text_fails_n(const char *text, size_t len,
+			      const char *message)
 {
 	const char *path = temp_path("inline.json");
 	struct trace t;
 	struct trace_error err;
 
-	write_file(path, text, strlen(text));
+	write_file(path, text, len);
 	ck_assert_int_eq(trace_load(path, &t, &err), -1);
 	ck_assert_msg(strstr(err.message, message), "\"%s\": got \"%s\"", text,
 		      err.message);
 	unlink(path);
+}
+
+static void load_text_fails(const char *text, const char *message)
+{
+	load_text_fails_n(text, strlen(text), message);
 }
 
 /* amptrace.format is MAJOR.MINOR, digits only (FORMAT.md): what is not
@@ -560,6 +568,19 @@ START_TEST(test_bad_json_shapes)
 	load_text_fails("   \n\t ", "empty file");
 	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\"]}", ":1:26: mismatched bracket");
 	load_text_fails("{\"traceEvents\":[1,2]}", "expected an event object");
+	/* JSON forbids raw control bytes in strings, a NUL and a newline
+	 * too; \u0000 is JSON but would cut a C string short */
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\tb\"}]}",
+			":1:36: a control character in a string");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\n\"name\":\"a\nb\"}]}",
+			":2:10: a control character in a string");
+	load_text_fails_n("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\0b\"}]}", 41,
+			  ":1:36: a control character in a string");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"lin\\u0000ear\"}]}",
+			":1:38: \\u0000 in a string");
+	load_text_fails("{\"a\\u0000\":1,\"traceEvents\":[]}",
+			":1:4: \\u0000 in a string");
+
 	load_text_fails("{\"traceEvents\":[]} x", "expected the end of the file");
 	load_text_fails("{\"other\":1}", "no traceEvents array");
 	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":tru}]}",

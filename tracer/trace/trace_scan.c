@@ -286,6 +286,54 @@ static void skip_ws(struct scanner *s)
 	}
 }
 
+/* At a backslash in a string: whether the escape is \u0000.  The model
+ * holds names as C strings, where it would cut the name short. */
+static bool at_nul_escape(struct scanner *s)
+{
+	ensure(s, 6);
+	return s->len - s->pos >= 6 && !memcmp(s->text + s->pos, "\\u0000", 6);
+}
+
+/* Moves past one string (at its opening quote), with skip_value's
+ * returns.  JSON forbids raw control bytes in a string (a raw newline
+ * too): they are refused here, where the position is known. */
+static int skip_string(struct scanner *s)
+{
+	advance(s);
+	for (;;) {
+		if (at_end(s))
+			return s->failed ? -1 : 0;
+		unsigned char d = (unsigned char)s->text[s->pos];
+		if (d == '\\') {
+			if (at_nul_escape(s))
+				return syntax_error(s, "\\u0000 in a string (a "
+						    "NUL would cut the name "
+						    "short)");
+			advance(s);
+			if (at_end(s))
+				return s->failed ? -1 : 0;
+		} else if (d == '"') {
+			break;
+		} else if (d < 0x20) {
+			return syntax_error(s, "a control character in a string "
+					    "(JSON wants it escaped)");
+		} else if (d >= 0x80) {
+			ensure(s, 4);
+			int n = utf8_sequence_length(
+				(const unsigned char *)s->text + s->pos,
+				s->len - s->pos);
+			if (n < 0)
+				return s->failed ? -1 : 0;
+			if (n == 0)
+				return syntax_error(s, "invalid UTF-8 in a string");
+			s->pos += (size_t)n - 1;
+		}
+		advance(s);
+	}
+	advance(s);
+	return 1;
+}
+
 /* Moves past one JSON value.  1: done; 0: the file ended inside it;
  * -1: malformed or unreadable (err set).  Only brackets and strings are
  * checked here; cJSON checks the rest when the value is parsed. */
@@ -314,34 +362,9 @@ static int skip_value(struct scanner *s)
 			depth--;
 			advance(s);
 		} else if (c == '"') {
-			advance(s);
-			for (;;) {
-				if (at_end(s))
-					return s->failed ? -1 : 0;
-				char d = s->text[s->pos];
-				if (d == '\\') {
-					advance(s);
-					if (at_end(s))
-						return s->failed ? -1 : 0;
-				} else if (d == '"') {
-					break;
-				} else if ((unsigned char)d >= 0x80) {
-					ensure(s, 4);
-					int n = utf8_sequence_length(
-						(const unsigned char *)s->text +
-							s->pos,
-						s->len - s->pos);
-					if (n < 0)
-						return s->failed ? -1 : 0;
-					if (n == 0)
-						return syntax_error(
-							s, "invalid UTF-8 in a "
-							   "string");
-					s->pos += (size_t)n - 1;
-				}
-				advance(s);
-			}
-			advance(s);
+			int status = skip_string(s);
+			if (status <= 0)
+				return status;
 		} else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
 			   c == ',' || c == ':') {
 			if (!depth)
