@@ -598,6 +598,43 @@ START_TEST(test_bad_json_shapes)
 }
 END_TEST
 
+/* A key given twice is refused where JSON readers disagree on which
+ * counts: at the top level (two traceEvents were read as one), in an
+ * event (cJSON took the first, Perfetto the last) and in its args; in
+ * objects of any size. */
+START_TEST(test_repeated_keys)
+{
+	load_text_fails("{\"traceEvents\":[],\"x\":1,\n \"traceEvents\":[]}",
+			":2:2: the key \"traceEvents\" is given twice in the "
+			"top-level object");
+	load_text_fails("{\"amptrace\":{\"format\":\"1.3\"},\"amptrace\":"
+			"{\"format\":\"1.3\"},\"traceEvents\":[]}",
+			":1:30: the key \"amptrace\" is given twice");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"m\"},\n{\"name\":\"a\","
+			"\"ph\":\"i\",\"name\":\"b\"}]}",
+			":2: event 1: the key \"name\" is given twice in an "
+			"event (");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"i\",\"args\":{\"x\":1,"
+			"\"y\":2,\"x\":3}}]}",
+			":1: event 0: the key \"x\" is given twice in an "
+			"event's args");
+	/* past the keys an event has, and past the set's first size */
+	char head[2048], text[2100];
+	int n = snprintf(head, sizeof head, "{");
+	for (int i = 0; i < 100; i++)
+		n += snprintf(head + n, sizeof head - (size_t)n, "\"k%d\":%d,", i, i);
+	n += snprintf(head + n, sizeof head - (size_t)n, "\"traceEvents\":[{"
+		      "\"ph\":\"i\",\"name\":\"e\",\"args\":{");
+	for (int i = 0; i < 100; i++)
+		n += snprintf(head + n, sizeof head - (size_t)n, "\"a%d\":%d,", i, i);
+	snprintf(text, sizeof text, "%s\"a99\":0}}]}", head);
+	load_text_fails(text, "the key \"a99\" is given twice in an event's "
+			"args");
+	snprintf(text, sizeof text, "%s\"a100\":0}}],\"k0\":0}", head);
+	load_text_fails(text, "the key \"k0\" is given twice in the top-level");
+}
+END_TEST
+
 START_TEST(test_foreign_traces_load)
 {
 	struct trace t;
@@ -965,6 +1002,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_loop_test(reader, test_bad_input, 0,
 			    sizeof bad_cases / sizeof bad_cases[0]);
 	tcase_add_test(reader, test_bad_json_shapes);
+	tcase_add_test(reader, test_repeated_keys);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);
 	tcase_add_test(reader, test_foreign_traces_load);
 	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);
