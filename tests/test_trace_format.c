@@ -7,6 +7,7 @@
 #include "bigmem.h"
 #include "jsonw.h"
 #include "rules.h"
+#include "terminal_text.h"
 #include "trace.h"
 #include "trace_schema.h"
 #include "trace_writer.h"
@@ -635,6 +636,26 @@ START_TEST(test_repeated_keys)
 }
 END_TEST
 
+/* stdout's filter (terminal_text.h): a trace's control characters as
+ * '?', amptrace's own colours as ESC '[', one split across writes too. */
+START_TEST(test_terminal_filter)
+{
+	static const char in[] = "a\033]0;x\007\177\tb\n" TERMINAL_COLOUR
+				 "1;31mred" TERMINAL_COLOUR "0m" TERMINAL_COLOUR
+				 "9x";
+	char out[256];
+
+	for (size_t cut = 0; cut <= sizeof in - 1; cut++) {
+		struct terminal_filter f = { 0 };
+		size_t n = terminal_filter(&f, in, cut, out);
+		n += terminal_filter(&f, in + cut, sizeof in - 1 - cut, out + n);
+		n += terminal_filter(&f, NULL, 0, out + n);
+		out[n] = '\0';
+		ck_assert_str_eq(out, "a?]0;x??\tb\n\033[1;31mred\033[0m?9x");
+	}
+}
+END_TEST
+
 START_TEST(test_foreign_traces_load)
 {
 	struct trace t;
@@ -1003,6 +1024,7 @@ static Suite *trace_format_suite(void)
 			    sizeof bad_cases / sizeof bad_cases[0]);
 	tcase_add_test(reader, test_bad_json_shapes);
 	tcase_add_test(reader, test_repeated_keys);
+	tcase_add_test(reader, test_terminal_filter);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);
 	tcase_add_test(reader, test_foreign_traces_load);
 	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);
