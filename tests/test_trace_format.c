@@ -581,6 +581,9 @@ START_TEST(test_bad_json_shapes)
 			":1:38: \\u0000 in a string");
 	load_text_fails("{\"a\\u0000\":1,\"traceEvents\":[]}",
 			":1:4: \\u0000 in a string");
+	/* a message quotes the trace, for a terminal */
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"\\u001b]0;x\\u0007\"}]}",
+			"ph must be one character, got \"?]0;x?\"");
 
 	load_text_fails("{\"traceEvents\":[]} x", "expected the end of the file");
 	load_text_fails("{\"other\":1}", "no traceEvents array");

@@ -23,6 +23,12 @@ int trace_error_set(struct trace_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof err->message, fmt, ap);
 	va_end(ap);
+	/* A message quotes the trace (a name, a ph) and goes to a terminal:
+	 * a trace's "\u001b]0;..." must not reach it as control bytes. */
+	for (char *c = err->message; *c; c++)
+		if (((unsigned char)*c < 0x20 && *c != '\n' && *c != '\t') ||
+		    *c == 0x7f)
+			*c = '?';
 	return -1;
 }
 
