@@ -7,6 +7,7 @@
 #include "bigmem.h"
 #include "jsonw.h"
 #include "rules.h"
+#include "terminal_text.h"
 #include "trace.h"
 #include "trace_schema.h"
 #include "trace_writer.h"
@@ -515,17 +516,25 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
-static void load_text_fails(const char *text, const char *message)
+/* The file of `len` bytes of text (a raw NUL among them) fails with
+ * `message`. */
+static void load_text_fails_n(const char *text, size_t len,
+			      const char *message)
 {
 	const char *path = temp_path("inline.json");
 	struct trace t;
 	struct trace_error err;
 
-	write_file(path, text, strlen(text));
+	write_file(path, text, len);
 	ck_assert_int_eq(trace_load(path, &t, &err), -1);
 	ck_assert_msg(strstr(err.message, message), "\"%s\": got \"%s\"", text,
 		      err.message);
 	unlink(path);
+}
+
+static void load_text_fails(const char *text, const char *message)
+{
+	load_text_fails_n(text, strlen(text), message);
 }
 
 /* amptrace.format is MAJOR.MINOR, digits only (FORMAT.md): what is not
@@ -560,6 +569,22 @@ START_TEST(test_bad_json_shapes)
 	load_text_fails("   \n\t ", "empty file");
 	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\"]}", ":1:26: mismatched bracket");
 	load_text_fails("{\"traceEvents\":[1,2]}", "expected an event object");
+	/* JSON forbids raw control bytes in strings, a NUL and a newline
+	 * too; \u0000 is JSON but would cut a C string short */
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\tb\"}]}",
+			":1:36: a control character in a string");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\n\"name\":\"a\nb\"}]}",
+			":2:10: a control character in a string");
+	load_text_fails_n("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\0b\"}]}", 41,
+			  ":1:36: a control character in a string");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"lin\\u0000ear\"}]}",
+			":1:38: \\u0000 in a string");
+	load_text_fails("{\"a\\u0000\":1,\"traceEvents\":[]}",
+			":1:4: \\u0000 in a string");
+	/* a message quotes the trace, for a terminal */
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"\\u001b]0;x\\u0007\"}]}",
+			"ph must be one character, got \"?]0;x?\"");
+
 	load_text_fails("{\"traceEvents\":[]} x", "expected the end of the file");
 	load_text_fails("{\"other\":1}", "no traceEvents array");
 	load_text_fails("{\"traceEvents\":[{\"ph\":\"X\",\"ts\":tru}]}",
@@ -574,6 +599,63 @@ START_TEST(test_bad_json_shapes)
 			"args is missing");
 	load_text_fails("{\"amptrace\":[],\"traceEvents\":[]}",
 			"\"amptrace\" must be an object");
+}
+END_TEST
+
+/* A key given twice is refused where JSON readers disagree on which
+ * counts: at the top level (two traceEvents were read as one), in an
+ * event (cJSON took the first, Perfetto the last) and in its args; in
+ * objects of any size. */
+START_TEST(test_repeated_keys)
+{
+	load_text_fails("{\"traceEvents\":[],\"x\":1,\n \"traceEvents\":[]}",
+			":2:2: the key \"traceEvents\" is given twice in the "
+			"top-level object");
+	load_text_fails("{\"amptrace\":{\"format\":\"1.3\"},\"amptrace\":"
+			"{\"format\":\"1.3\"},\"traceEvents\":[]}",
+			":1:30: the key \"amptrace\" is given twice");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"m\"},\n{\"name\":\"a\","
+			"\"ph\":\"i\",\"name\":\"b\"}]}",
+			":2: event 1: the key \"name\" is given twice in an "
+			"event (");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"i\",\"args\":{\"x\":1,"
+			"\"y\":2,\"x\":3}}]}",
+			":1: event 0: the key \"x\" is given twice in an "
+			"event's args");
+	/* past the keys an event has, and past the set's first size */
+	char head[2048], text[2100];
+	int n = snprintf(head, sizeof head, "{");
+	for (int i = 0; i < 100; i++)
+		n += snprintf(head + n, sizeof head - (size_t)n, "\"k%d\":%d,", i, i);
+	n += snprintf(head + n, sizeof head - (size_t)n, "\"traceEvents\":[{"
+		      "\"ph\":\"i\",\"name\":\"e\",\"args\":{");
+	for (int i = 0; i < 100; i++)
+		n += snprintf(head + n, sizeof head - (size_t)n, "\"a%d\":%d,", i, i);
+	snprintf(text, sizeof text, "%s\"a99\":0}}]}", head);
+	load_text_fails(text, "the key \"a99\" is given twice in an event's "
+			"args");
+	snprintf(text, sizeof text, "%s\"a100\":0}}],\"k0\":0}", head);
+	load_text_fails(text, "the key \"k0\" is given twice in the top-level");
+}
+END_TEST
+
+/* stdout's filter (terminal_text.h): a trace's control characters as
+ * '?', amptrace's own colours as ESC '[', one split across writes too. */
+START_TEST(test_terminal_filter)
+{
+	static const char in[] = "a\033]0;x\007\177\tb\n" TERMINAL_COLOUR
+				 "1;31mred" TERMINAL_COLOUR "0m" TERMINAL_COLOUR
+				 "9x";
+	char out[256];
+
+	for (size_t cut = 0; cut <= sizeof in - 1; cut++) {
+		struct terminal_filter f = { 0 };
+		size_t n = terminal_filter(&f, in, cut, out);
+		n += terminal_filter(&f, in + cut, sizeof in - 1 - cut, out + n);
+		n += terminal_filter(&f, NULL, 0, out + n);
+		out[n] = '\0';
+		ck_assert_str_eq(out, "a?]0;x??\tb\n\033[1;31mred\033[0m?9x");
+	}
 }
 END_TEST
 
@@ -944,6 +1026,8 @@ static Suite *trace_format_suite(void)
 	tcase_add_loop_test(reader, test_bad_input, 0,
 			    sizeof bad_cases / sizeof bad_cases[0]);
 	tcase_add_test(reader, test_bad_json_shapes);
+	tcase_add_test(reader, test_repeated_keys);
+	tcase_add_test(reader, test_terminal_filter);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);
 	tcase_add_test(reader, test_foreign_traces_load);
 	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);

@@ -137,6 +137,13 @@ check "failure says actual" out_has "actual:   4 of 4 matching ops do not"
 check "failure names the first offending op" \
 	out_has "first:    linear (op 4, forward, scope \"fwd\", autocast on cuda f16) at $fx/good.json:14; output tensor 101 f16 [4,8]"
 check "per-step failure names the step" out_has "step 0 has 3; 2 of 2 steps fail"
+# a trace's name is JSON: "\u001b]0;..." would set the terminal's title
+sed 's/"fwd"/"f\\u001b]0;pwned\\u0007wd"/g' "$fx/good.json" >"$tmp/escape.json"
+capture "$amptrace" check "$tmp/escape.json" "$fx/fail.rules"
+check "first: a trace's control characters shown as '?'" \
+	out_has 'scope "f?]0;pwned?wd", autocast'
+check "first: no control character of the trace's" \
+	sh -c "! grep -q \"$(printf '[\033\007]')\" '$tmp/out'"
 check "junit: 5 failures" grep -q 'tests="5" failures="5"' "$tmp/fail.xml"
 check "junit: one testcase per rule" test "$(grep -c '<testcase ' "$tmp/fail.xml")" -eq 5
 check "junit: failure message" grep -q '<failure type="rule" message="expected every matching op outputs bf16' "$tmp/fail.xml"

@@ -40,16 +40,23 @@ bad_traces=(
 	"garbage.bin:garbage.bin:1:1: expected a trace"
 	"future-version.json:trace format 2.0 is not supported"
 )
-# ... and two made here, in $tmp: a JSON array of numbers, and nesting
-# too deep for the reader.
+# ... and more made here, in $tmp: a JSON array of numbers, nesting too
+# deep for the reader, a raw control byte and a \u0000 in a string, a key
+# given twice.
 make_bad_traces() {
 	printf '[1,2,3]\n' >"$tmp/numbers.json"
+	printf '[{"ph":"i","name":"a\tb"}]\n' >"$tmp/control.json"
+	printf '[{"ph":"i","name":"a\\u0000b"}]\n' >"$tmp/nul.json"
+	printf '{"traceEvents":[],\n"traceEvents":[]}\n' >"$tmp/twice.json"
 	awk 'BEGIN { for (i = 0; i < 100000; i++) printf "{\"a\":"; printf "1";
 		     for (i = 0; i < 100000; i++) printf "}"; print "" }' >"$tmp/deep.json"
 }
 made_bad_traces=(
 	"numbers.json:numbers.json:1:2: expected an event object ('{') in traceEvents, found '1'"
 	"deep.json:nesting deeper than 512"
+	"control.json:control.json:1:21: a control character in a string"
+	"nul.json:nul.json:1:21: \\u0000 in a string"
+	"twice.json:twice.json:2:1: the key \"traceEvents\" is given twice"
 )
 
 # COMMAND: --help and an unknown option.

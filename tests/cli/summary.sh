@@ -112,6 +112,16 @@ capture "$amptrace" summary "$tmp/cc.json"
 check "summary: two stale-cache findings" test "$(grep -c 'warning stale-cache:' "$tmp/out")" -eq 2
 check "summary: their fix said once" test "$(grep -c 'fix: enter autocast per iteration' "$tmp/out")" -eq 1
 check "summary: no ANSI codes into a file" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+# a trace's name is JSON: "\u001b[31m" would colour the terminal; the
+# --json output writes it back as it is
+sed 's/"fwd"/"f\\u001b]0;pwned\\u0007\\u001b[31mwd"/g' "$fx/good.json" >"$tmp/escape.json"
+capture "$amptrace" summary --color=always "$tmp/escape.json"
+check "summary: a trace's control characters shown as '?'" out_has "f?]0;pwned??[31mwd"
+check "summary: no control character of the trace's" \
+	sh -c "! grep -q \"$(printf '[\007]')\" '$tmp/out' && ! grep -q \"$(printf '\033')\\[31mwd\" '$tmp/out'"
+capture "$amptrace" summary --json "$tmp/escape.json"
+check "summary --json: the name as the trace has it" \
+	out_has '"f\u001b]0;pwned\u0007\u001b[31mwd"'
 capture "$amptrace" summary --color=always "$tmp/cc.json"
 check "summary --color=always: severity coloured" out_has "$(printf '\033[33mwarning\033[0m stale-cache')"
 capture "$amptrace" summary --color "$tmp/cc.json"

@@ -9,8 +9,10 @@
 #include "help_topics.h"
 #include "inherit.h"
 #include "raw_dir.h"
+#include "terminal_text.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,11 +84,16 @@ static int unknown_command(const char *name)
 }
 
 /* Output that could not be written (a full disk, /dev/full, a closed
- * pipe) must not pass for success: stdout is checked once, at the end. */
+ * pipe) must not pass for success: stdout is checked once, at the end.
+ * Closed, not flushed: its filter (terminal_text.h) lets go of what it
+ * holds only then. */
 static int output_written(int status)
 {
 	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	bool failed = ferror(stdout);
+	if (fclose(stdout) != 0)
+		failed = true;
+	if (!failed)
 		return status;
 	fprintf(stderr, "amptrace: cannot write the output%s%s\n",
 		errno ? ": " : "", errno ? strerror(errno) : "");
@@ -163,5 +170,6 @@ int main(int argc, char **argv)
 	if (argc > 0 && strcmp(argv[0], RAW_DIR_GUARD_NAME) == 0)
 		return raw_dir_guard_main(argc, argv);
 	inherit_save();
+	terminal_filter_stdout();
 	return output_written(run_command(argc, argv));
 }

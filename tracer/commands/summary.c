@@ -10,6 +10,7 @@
 #include "summary_compiled.h"
 #include "summary_gpu.h"
 #include "summary_modules.h"
+#include "terminal_text.h"
 #include "textfit.h"
 #include "trace.h"
 
@@ -516,11 +517,12 @@ static double hit_rate(const struct analysis *a)
 
 /* Findings come first: they are what a user acts on.  The analysis has
  * them most severe first. */
-/* ANSI colours of the severities: red, yellow, cyan. */
+/* ANSI colours of the severities: red, yellow, cyan (stdout's filter
+ * makes them ESC '[', terminal_text.h). */
 static const char *const severity_color[FINDING_SEVERITY_COUNT] = {
-	[FINDING_ERROR] = "\033[1;31m",
-	[FINDING_WARNING] = "\033[33m",
-	[FINDING_INFO] = "\033[36m",
+	[FINDING_ERROR] = TERMINAL_COLOUR "1;31m",
+	[FINDING_WARNING] = TERMINAL_COLOUR "33m",
+	[FINDING_INFO] = TERMINAL_COLOUR "36m",
 };
 
 /* A kind's fix is the same for each of its findings: said once, under
@@ -542,7 +544,7 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 		const struct trace_finding *f = &a->findings[i];
 		const char *name = finding_severity_name(f->severity);
 		if (color)
-			fprintf(out, "  %s%s\033[0m%*s %s",
+			fprintf(out, "  %s%s" TERMINAL_COLOUR "0m%*s %s",
 				severity_color[f->severity], name,
 				7 - (int)strlen(name), "", f->kind);
 		else

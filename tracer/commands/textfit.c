@@ -1,16 +1,19 @@
 /* Wrapping and colour decisions for text output (textfit.h). */
 #include "textfit.h"
 
+#include "terminal_text.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Bytes of the ANSI CSI sequence at S ("\033[...m"), 0 when none. */
+/* Bytes of amptrace's colour at S (TERMINAL_COLOUR "...m"), 0 when
+ * none.  A trace's ESC is no colour: stdout shows it as '?'. */
 static size_t escape_length(const char *s, size_t len)
 {
-	size_t i = 2;
+	size_t i = 1;
 
-	if (len < 2 || s[0] != '\033' || s[1] != '[')
+	if (len < 1 || s[0] != TERMINAL_COLOUR[0])
 		return 0;
 	while (i < len && !(s[i] >= 0x40 && s[i] <= 0x7e))
 		i++;

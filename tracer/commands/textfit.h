@@ -1,6 +1,7 @@
 /* Fitting text output to a terminal's width: long lines are wrapped at
  * spaces (or cut inside a word longer than a line), continuation lines
- * indented under the first; ANSI colour codes take no column. */
+ * indented under the first; amptrace's colours (terminal_text.h) take
+ * no column. */
 #ifndef AMPTRACE_TEXTFIT_H
 #define AMPTRACE_TEXTFIT_H
 
@@ -15,7 +16,7 @@
  * to at most WIDTH columns. */
 void textfit_write(FILE *out, const char *text, size_t len, int width);
 
-/* Columns S takes: UTF-8 characters, ANSI escape sequences none. */
+/* Columns S takes: UTF-8 characters, amptrace's colours none. */
 size_t textfit_columns(const char *s, size_t len);
 
 /* --color=WHEN: "always", "never" or "auto" (stdout is a terminal and

@@ -23,6 +23,12 @@ int trace_error_set(struct trace_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof err->message, fmt, ap);
 	va_end(ap);
+	/* A message quotes the trace (a name, a ph) and goes to a terminal:
+	 * a trace's "\u001b]0;..." must not reach it as control bytes. */
+	for (char *c = err->message; *c; c++)
+		if (((unsigned char)*c < 0x20 && *c != '\n' && *c != '\t') ||
+		    *c == 0x7f)
+			*c = '?';
 	return -1;
 }
 
@@ -149,6 +155,72 @@ char *trace_read_file(const char *path, size_t *len, struct trace_error *err)
 	return text;
 }
 
+/* A set of keys, for finding one given twice in an object: JSON readers
+ * disagree on which of two equal keys counts (cJSON takes the first;
+ * Python, JavaScript and Perfetto the last), so the reader refuses them.
+ * Open addressing over the keys' hashes: an object's keys are checked in
+ * one pass, not each against all the others. */
+struct key_set {
+	const char **slots; /* NULL: free */
+	size_t size;        /* a power of two, twice the keys or more */
+	size_t count;
+};
+
+static size_t key_hash(const char *key)
+{
+	size_t hash = 2166136261u;
+
+	for (; *key; key++)
+		hash = (hash ^ (unsigned char)*key) * 16777619u;
+	return hash;
+}
+
+/* Adds key (not copied); false when it is there already. */
+static bool key_set_add(struct key_set *set, const char *key)
+{
+	size_t i = key_hash(key) & (set->size - 1);
+
+	for (; set->slots[i]; i = (i + 1) & (set->size - 1))
+		if (!strcmp(set->slots[i], key))
+			return false;
+	set->slots[i] = key;
+	set->count++;
+	return true;
+}
+
+/* Room for an event's keys on the stack: events have about ten. */
+#define KEY_SET_SMALL 64
+
+/* The first key of obj that repeats an earlier one, NULL when none.
+ * -1 when out of memory (err not set). */
+static int repeated_key(const cJSON *obj, const char **repeated)
+{
+	const char *small[KEY_SET_SMALL];
+	struct key_set set = { .slots = small, .size = KEY_SET_SMALL };
+	const cJSON *member;
+	size_t n = 0;
+
+	*repeated = NULL;
+	if (!cJSON_IsObject(obj))
+		return 0;
+	cJSON_ArrayForEach(member, obj)
+		n++;
+	while (set.size < 2 * n)
+		set.size *= 2;
+	if (set.size > KEY_SET_SMALL &&
+	    !(set.slots = malloc(set.size * sizeof *set.slots)))
+		return -1;
+	memset(set.slots, 0, set.size * sizeof *set.slots);
+	cJSON_ArrayForEach(member, obj)
+		if (!key_set_add(&set, member->string)) {
+			*repeated = member->string;
+			break;
+		}
+	if (set.slots != small)
+		free(set.slots);
+	return 0;
+}
+
 /* The bytes the scanner looks at: the whole text (trace_scan), or a
  * window of a file that slides forward as events are consumed
  * (trace_scan_file), so a trace of any size needs memory for the window
@@ -170,6 +242,7 @@ struct scanner {
 	size_t total;       /* the file's size, for progress (0: a stream) */
 	bool eof;
 	bool failed;        /* reading failed: err is set */
+	struct key_set top_keys; /* the top-level object's, copies */
 };
 
 /* The largest single value a window grows to hold: one event (or the
@@ -286,6 +359,54 @@ static void skip_ws(struct scanner *s)
 	}
 }
 
+/* At a backslash in a string: whether the escape is \u0000.  The model
+ * holds names as C strings, where it would cut the name short. */
+static bool at_nul_escape(struct scanner *s)
+{
+	ensure(s, 6);
+	return s->len - s->pos >= 6 && !memcmp(s->text + s->pos, "\\u0000", 6);
+}
+
+/* Moves past one string (at its opening quote), with skip_value's
+ * returns.  JSON forbids raw control bytes in a string (a raw newline
+ * too): they are refused here, where the position is known. */
+static int skip_string(struct scanner *s)
+{
+	advance(s);
+	for (;;) {
+		if (at_end(s))
+			return s->failed ? -1 : 0;
+		unsigned char d = (unsigned char)s->text[s->pos];
+		if (d == '\\') {
+			if (at_nul_escape(s))
+				return syntax_error(s, "\\u0000 in a string (a "
+						    "NUL would cut the name "
+						    "short)");
+			advance(s);
+			if (at_end(s))
+				return s->failed ? -1 : 0;
+		} else if (d == '"') {
+			break;
+		} else if (d < 0x20) {
+			return syntax_error(s, "a control character in a string "
+					    "(JSON wants it escaped)");
+		} else if (d >= 0x80) {
+			ensure(s, 4);
+			int n = utf8_sequence_length(
+				(const unsigned char *)s->text + s->pos,
+				s->len - s->pos);
+			if (n < 0)
+				return s->failed ? -1 : 0;
+			if (n == 0)
+				return syntax_error(s, "invalid UTF-8 in a string");
+			s->pos += (size_t)n - 1;
+		}
+		advance(s);
+	}
+	advance(s);
+	return 1;
+}
+
 /* Moves past one JSON value.  1: done; 0: the file ended inside it;
  * -1: malformed or unreadable (err set).  Only brackets and strings are
  * checked here; cJSON checks the rest when the value is parsed. */
@@ -314,34 +435,9 @@ static int skip_value(struct scanner *s)
 			depth--;
 			advance(s);
 		} else if (c == '"') {
-			advance(s);
-			for (;;) {
-				if (at_end(s))
-					return s->failed ? -1 : 0;
-				char d = s->text[s->pos];
-				if (d == '\\') {
-					advance(s);
-					if (at_end(s))
-						return s->failed ? -1 : 0;
-				} else if (d == '"') {
-					break;
-				} else if ((unsigned char)d >= 0x80) {
-					ensure(s, 4);
-					int n = utf8_sequence_length(
-						(const unsigned char *)s->text +
-							s->pos,
-						s->len - s->pos);
-					if (n < 0)
-						return s->failed ? -1 : 0;
-					if (n == 0)
-						return syntax_error(
-							s, "invalid UTF-8 in a "
-							   "string");
-					s->pos += (size_t)n - 1;
-				}
-				advance(s);
-			}
-			advance(s);
+			int status = skip_string(s);
+			if (status <= 0)
+				return status;
 		} else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
 			   c == ',' || c == ':') {
 			if (!depth)
@@ -416,6 +512,31 @@ static bool next_is(struct scanner *s, char c)
 	return !at_end(s) && s->text[s->pos] == c;
 }
 
+/* Refuses a key given twice in an event or in its args (key_set).  The
+ * event is one line in amptrace's traces: its line names the key's. */
+static int check_event_keys(struct scanner *s, const cJSON *event,
+			    size_t index, size_t line)
+{
+	const char *where = "an event", *key;
+	int status = repeated_key(event, &key);
+
+	if (status == 0 && !key) {
+		where = "an event's args";
+		status = repeated_key(cJSON_GetObjectItemCaseSensitive(event,
+								       "args"),
+				      &key);
+	}
+	if (status < 0)
+		return trace_error_set(s->err, "%s: out of memory reading the "
+				       "file", s->path);
+	if (!key)
+		return 0;
+	return trace_error_set(s->err, "%s:%zu: event %zu: the key \"%.60s\" "
+			       "is given twice in %s (JSON readers disagree on "
+			       "which one counts)", s->path, line, index, key,
+			       where);
+}
+
 /* 1 done, 0 ended early, -1 error. */
 static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
@@ -442,7 +563,11 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 			cJSON *event = parse_span(s, from);
 			if (!event)
 				return -1;
-			status = h->event(h->ctx, event, r->events, from.line);
+			status = check_event_keys(s, event, r->events,
+						  from.line);
+			if (status == 0)
+				status = h->event(h->ctx, event, r->events,
+						  from.line);
 			cJSON_Delete(event);
 			if (status != 0)
 				return -1;
@@ -481,6 +606,59 @@ static int ended_early(struct scanner *s, struct trace_scan_result *r)
 					   : "");
 }
 
+/* Records a top-level key (a copy).  1: new; 0: given before; -1: out
+ * of memory.  The set grows: a top level has a few keys, but nothing
+ * bounds their number. */
+static int top_key_add(struct scanner *s, const char *key)
+{
+	struct key_set *set = &s->top_keys;
+
+	if (2 * (set->count + 1) > set->size) {
+		struct key_set grown = { .size = set->size ? 2 * set->size : 16 };
+		grown.slots = calloc(grown.size, sizeof *grown.slots);
+		if (!grown.slots)
+			return -1;
+		for (size_t i = 0; i < set->size; i++)
+			if (set->slots[i])
+				key_set_add(&grown, set->slots[i]);
+		free(set->slots);
+		*set = grown;
+	}
+	char *copy = strdup(key);
+	if (!copy)
+		return -1;
+	if (key_set_add(set, copy))
+		return 1;
+	free(copy);
+	return 0;
+}
+
+static void top_keys_free(struct key_set *set)
+{
+	for (size_t i = 0; i < set->size; i++)
+		free((char *)set->slots[i]);
+	free(set->slots);
+	*set = (struct key_set){ 0 };
+}
+
+/* A top-level key given twice is refused (key_set): two traceEvents
+ * would be read as one, a second header would replace the first. */
+static int check_top_key(struct scanner *s, const char *key,
+			 struct span_start at)
+{
+	int status = top_key_add(s, key);
+
+	if (status < 0)
+		return trace_error_set(s->err, "%s: out of memory reading the "
+				       "file", s->path);
+	if (status > 0)
+		return 0;
+	return trace_error_set(s->err, "%s:%zu:%zu: the key \"%.60s\" is "
+			       "given twice in the top-level object (JSON "
+			       "readers disagree on which one counts)", s->path,
+			       at.line, at.at - at.line_start + 1, key);
+}
+
 static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
 {
@@ -504,6 +682,11 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 		cJSON *key = parse_span(s, from);
 		if (!key)
 			return -1;
+		if (check_top_key(s, cJSON_IsString(key) ? key->valuestring : "",
+				  from) != 0) {
+			cJSON_Delete(key);
+			return -1;
+		}
 		char name[64];
 		snprintf(name, sizeof name, "%s",
 			 cJSON_IsString(key) ? key->valuestring : "");
@@ -585,7 +768,9 @@ static int scan(struct scanner *s, const struct trace_scan_handlers *h,
 		if (status == 0)
 			return ended_early(s, result);
 	} else if (s->text[s->pos] == '{') {
-		if (scan_object(s, h, result) != 0)
+		int status = scan_object(s, h, result);
+		top_keys_free(&s->top_keys);
+		if (status != 0)
 			return -1;
 		if (result->truncated)
 			return 0;

@@ -1,0 +1,129 @@
+/* The filter between the text printers and stdout (terminal_text.h). */
+#include "terminal_text.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool is_control(unsigned char c)
+{
+	return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
+}
+
+/* The held bytes as text: the marker as '?', the digits as they are. */
+static size_t release(struct terminal_filter *f, char *out)
+{
+	size_t n = f->npending;
+
+	if (n) {
+		out[0] = '?';
+		memcpy(out + 1, f->pending + 1, n - 1);
+	}
+	f->npending = 0;
+	return n;
+}
+
+/* The held colour, finished by its 'm', as the terminal's ESC '['. */
+static size_t colour(struct terminal_filter *f, char *out)
+{
+	out[0] = '\033';
+	out[1] = '[';
+	memcpy(out + 2, f->pending + 1, f->npending - 1);
+	out[f->npending + 1] = 'm';
+	size_t n = f->npending + 2;
+	f->npending = 0;
+	return n;
+}
+
+size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
+		       char *out)
+{
+	size_t written = 0;
+
+	if (!in)
+		return release(f, out);
+	for (size_t i = 0; i < n; i++) {
+		char c = in[i];
+		if (f->npending) {
+			if (c == 'm') {
+				written += colour(f, out + written);
+				continue;
+			}
+			if (((c >= '0' && c <= '9') || c == ';') &&
+			    f->npending < sizeof f->pending) {
+				f->pending[f->npending++] = c;
+				continue;
+			}
+			written += release(f, out + written);
+		}
+		if (c == TERMINAL_COLOUR[0])
+			f->pending[f->npending++] = c;
+		else
+			out[written++] = is_control((unsigned char)c) ? '?' : c;
+	}
+	return written;
+}
+
+struct filtered_stdout {
+	struct terminal_filter filter;
+	int fd;
+};
+
+static int write_all(int fd, const char *bytes, size_t n)
+{
+	while (n) {
+		ssize_t got = write(fd, bytes, n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -1;
+		bytes += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+#define FILTER_CHUNK 4096
+
+static ssize_t filtered_write(void *cookie, const char *in, size_t n)
+{
+	struct filtered_stdout *s = cookie;
+	char out[2 * FILTER_CHUNK + sizeof s->filter.pending];
+
+	for (size_t done = 0; done < n;) {
+		size_t chunk = n - done < FILTER_CHUNK ? n - done : FILTER_CHUNK;
+		size_t len = terminal_filter(&s->filter, in + done, chunk, out);
+		if (write_all(s->fd, out, len) != 0)
+			return -1;
+		done += chunk;
+	}
+	return (ssize_t)n;
+}
+
+static int filtered_close(void *cookie)
+{
+	struct filtered_stdout *s = cookie;
+	char out[sizeof s->filter.pending];
+
+	return write_all(s->fd, out, terminal_filter(&s->filter, NULL, 0, out));
+}
+
+int terminal_filter_stdout(void)
+{
+	static struct filtered_stdout state = { .fd = STDOUT_FILENO };
+	cookie_io_functions_t io = { .write = filtered_write,
+				     .close = filtered_close };
+	FILE *filtered = fopencookie(&state, "w", io);
+
+	if (!filtered)
+		return -1;
+	/* as stdout: line by line to a terminal, so that it interleaves
+	 * with stderr as a user reads it */
+	if (isatty(STDOUT_FILENO))
+		setvbuf(filtered, NULL, _IOLBF, 0);
+	fflush(stdout);
+	stdout = filtered;
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* Text for a terminal carries no control characters from a trace.  A
+ * trace's strings (op names, categories, args) are JSON, where
+ * "x\u001b]0;pwned\u0007" is a valid name: printed as it is, it would set
+ * the terminal's title, move its cursor or write its clipboard.  The
+ * model keeps names faithful (merge and the --json outputs write them back
+ * JSON-escaped, so they hold no raw control bytes), and the text printers
+ * print them as they are; stdout is filtered once instead, in main, so no
+ * printer can forget it. */
+#ifndef AMPTRACE_TERMINAL_TEXT_H
+#define AMPTRACE_TERMINAL_TEXT_H
+
+#include <stddef.h>
+
+/* amptrace's own colours: TERMINAL_COLOUR "1;31m" for ESC "[1;31m".  The
+ * byte 0xff is never in UTF-8 text and the reader refuses a trace that is
+ * not UTF-8, so no trace can write it: the filter makes it ESC '[', and
+ * turns every ESC (a trace's) into '?'. */
+#define TERMINAL_COLOUR "\xff"
+
+/* Where a filter is inside a colour, across writes. */
+struct terminal_filter {
+	char pending[16]; /* TERMINAL_COLOUR and the digits after it */
+	size_t npending;
+};
+
+/* Copies n bytes of in to out (room for 2 n + sizeof f->pending), each
+ * control character but '\n' and '\t' (C0 and DEL) replaced by '?', and
+ * each TERMINAL_COLOUR sequence, TERMINAL_COLOUR digits and ';' 'm', by
+ * its ESC '[' sequence.  An unfinished one is held in f for the next
+ * call; in NULL (n 0) lets it go, as '?' and its digits.  Returns the
+ * bytes written to out. */
+size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
+		       char *out);
+
+/* Makes stdout a stream that writes through terminal_filter (stdout must
+ * then be closed, not only flushed, for the last bytes).  Returns 0, or
+ * -1 (stdout left as it was). */
+int terminal_filter_stdout(void);
+
+#endif
