@@ -11,6 +11,7 @@ of seconds on a small machine, so the programs are tiny.
 
 usage: test_compile.py AMPTRACE VALIDATE_TRACE
 """
+import functools
 import json
 import os
 import shutil
@@ -326,6 +327,21 @@ def test_slow_compile_killed():
           "%s %s %s" % (p.returncode, why, incomplete))
 
 
+TESTS = [functools.partial(test_models, "aot_eager"),
+         functools.partial(test_models, "inductor"),
+         test_inner_disabled, test_dropped_rounding, test_graph_break,
+         test_recompile, test_modes, test_fallback, test_compile_error,
+         test_slow_compile_killed]
+# AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while
+# iterating)
+ONLY = os.environ.get("AMPTRACE_COMPILE_TESTS")
+
+
+def selected(test):
+    name = getattr(test, "func", test).__name__[len("test_"):]
+    return not ONLY or name in ONLY.split(",")
+
+
 def main():
     if not PYTHON:
         why = "no torch 2.x interpreter: meson's torch2_python option"
@@ -339,16 +355,9 @@ def main():
                        "'compile'))")
     started = time.time()
     try:
-        for backend in ("aot_eager", "inductor"):
-            test_models(backend)
-        test_inner_disabled()
-        test_dropped_rounding()
-        test_graph_break()
-        test_recompile()
-        test_modes()
-        test_fallback()
-        test_compile_error()
-        test_slow_compile_killed()
+        for test in TESTS:
+            if selected(test):
+                test()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     print("# %.0f s" % (time.time() - started))
