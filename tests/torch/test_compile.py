@@ -11,6 +11,7 @@ of seconds on a small machine, so the programs are tiny.
 
 usage: test_compile.py AMPTRACE VALIDATE_TRACE
 """
+import functools
 import json
 import os
 import shutil
@@ -286,6 +287,35 @@ def test_fallback():
           findings(path).get("findings"))
 
 
+def cache_files(cache):
+    """Every file under an inductor cache directory, by its path there."""
+    return {os.path.relpath(os.path.join(d, f), cache)
+            for d, _, files in os.walk(cache) for f in files}
+
+
+def test_cache_reuse():
+    """Two traced runs over one inductor cache: the second adds nothing
+    to it (a traced run's graphs are compiled afresh, their casts seen,
+    and not stored), and both print the untraced run's bits."""
+    cache = tempfile.mkdtemp(dir=TMP)
+    plain, _ = run("cache_reuse.py", traced=False)
+    seen = []
+    for out in ("cache-first", "cache-second"):
+        traced, path = run("cache_reuse.py", out=out,
+                           TORCHINDUCTOR_CACHE_DIR=cache)
+        check("cache reuse, %s run: the untraced run's bits" % out[6:],
+              traced.returncode == 0 and plain.returncode == 0 and
+              traced.stdout == plain.stdout and "bfloat16" in plain.stdout,
+              plain.stdout + traced.stdout + traced.stderr[-800:])
+        check("cache reuse, %s run: the graph's casts recorded" % out[6:],
+              len(compiled_casts(load(path))) > 0,
+              compiled_casts(load(path)))
+        seen.append(cache_files(cache))
+    check("cache reuse: the second traced run adds no file to inductor's "
+          "cache", bool(seen[0]) and seen[1] <= seen[0],
+          sorted(seen[1] - seen[0]))
+
+
 def test_compile_error():
     traced, path = run("compile_error.py", out="error")
     plain, _ = run("compile_error.py", traced=False)
@@ -326,6 +356,21 @@ def test_slow_compile_killed():
           "%s %s %s" % (p.returncode, why, incomplete))
 
 
+TESTS = [functools.partial(test_models, "aot_eager"),
+         functools.partial(test_models, "inductor"),
+         test_inner_disabled, test_dropped_rounding, test_graph_break,
+         test_recompile, test_modes, test_fallback, test_compile_error,
+         test_slow_compile_killed, test_cache_reuse]
+# AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while
+# iterating)
+ONLY = os.environ.get("AMPTRACE_COMPILE_TESTS")
+
+
+def selected(test):
+    name = getattr(test, "func", test).__name__[len("test_"):]
+    return not ONLY or name in ONLY.split(",")
+
+
 def main():
     if not PYTHON:
         why = "no torch 2.x interpreter: meson's torch2_python option"
@@ -339,16 +384,9 @@ def main():
                        "'compile'))")
     started = time.time()
     try:
-        for backend in ("aot_eager", "inductor"):
-            test_models(backend)
-        test_inner_disabled()
-        test_dropped_rounding()
-        test_graph_break()
-        test_recompile()
-        test_modes()
-        test_fallback()
-        test_compile_error()
-        test_slow_compile_killed()
+        for test in TESTS:
+            if selected(test):
+                test()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     print("# %.0f s" % (time.time() - started))

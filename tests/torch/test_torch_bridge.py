@@ -1146,6 +1146,33 @@ def test_no_false_divergence():
           bool(divergences(t)))
 
 
+def test_nested_tensors():
+    """Nested and sparse tensors have no plain sizes (a nested one's
+    sizes() throws): the observer describes them without a shape, and
+    the program runs as untraced, every op recorded and ended."""
+    script = os.path.join(HERE, "scenario_nested_tensors.py")
+    plain = subprocess.run([PYTHON, script], capture_output=True, text=True)
+    for checks in ("0", "1"):
+        env = dict(os.environ, AMP_VALUE_CHECKS=checks)
+        p, path = run("scenario_nested_tensors.py", env=env,
+                      out="nested-tensors-" + checks)
+        t = load(path)
+        ended = [o["op"] for o in ops(t) if not o.get("incomplete")]
+        check("nested tensors (value checks %s): output and stderr as "
+              "untraced" % checks,
+              p.returncode == 0 and p.stdout == plain.stdout and
+              p.stderr == plain.stderr, p.stderr[-1500:])
+        check("... mul and relu of a nested tensor recorded, no op left "
+              "incomplete", {"mul", "relu"} <= set(ended) and
+              len(ended) == len(ops(t)),
+              [o for o in ops(t) if o.get("incomplete")])
+        made = [(o["dtype"], o["shape"])
+                for op in ops(t, "_nested_tensor_from_tensor_list")
+                for o in op.get("outputs", [])]
+        check("... a nested result: dtype kept, no shape",
+              made == [("f32", [])], made)
+
+
 def test_observer_build():
     """A torch other than the one amptrace was built for: the observer is
     built on first use into the cache, said in one line, then reused."""
@@ -1176,7 +1203,8 @@ TESTS = [test_training_loop, test_regions, test_steps, test_bounded,
          test_scenarios, test_custom_function, test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,
-         test_divergence, test_scripted_model, test_no_false_divergence]
+         test_divergence, test_scripted_model, test_no_false_divergence,
+         test_nested_tensors]
 if os.environ.get("AMPTRACE_TORCH_FALLBACK") != "1":
     TESTS.append(test_observer_build)  # the observer's own build
 # AMPTRACE_TORCH_TESTS=import_ways,api runs those alone (while iterating)

@@ -18,9 +18,9 @@ Where torch 2.x shows it (checked on 2.13):
 - OutputGraph.call_user_compiler hands each graph to the backend, under
   the autocast state the graph was traced with, with its break reason;
 - inductor runs config.post_grad_custom_pre_pass on its forward and
-  backward graphs: ours is added to the program's own; its uuid keys
-  inductor's caches, and is new in every process, so a traced run
-  compiles its graphs itself (a cached graph's casts could not be seen);
+  backward graphs: ours is added to the program's own, without a uuid,
+  so inductor neither takes a traced run's graphs from its caches (a
+  cached graph's casts could not be seen) nor stores them there;
 - other AOTAutograd backends (aot_eager) hand their graphs to compilers,
   which are wrapped;
 - the eager backend runs its graph as Python: autocast casts as in eager,
@@ -29,7 +29,6 @@ torch 1.x has no torch.compile: nothing is installed there.
 """
 import functools
 import itertools
-import os
 import sys
 import threading
 import time
@@ -42,7 +41,6 @@ _graphs_by_compile = {}     # Dynamo's compile id "0/1" -> its graphs
 _graph_ids = itertools.count(1)
 _armed = []                 # one True once the hooks are in
 _arm_lock = threading.Lock()
-_pass_uuid = "amptrace-compile-%d-%s" % (os.getpid(), os.urandom(8).hex())
 # seconds spent reading graphs and registering them (bench_compile.py)
 _spent = {"graphs": 0.0, "casts": 0.0}
 
@@ -351,7 +349,13 @@ def _hook_inductor(state):
                 state.failed(e)
 
         def uuid(self):
-            return _pass_uuid
+            # None: inductor bypasses its FX graph and AOTAutograd
+            # caches for the graph.  A uuid of ours would be a cache key:
+            # a stable one, and the next traced run takes the graph
+            # compiled, its casts unseen; a new one each process, and
+            # each traced run stores entries no run reads again (the
+            # user's cache grew by ~1 MB a run).
+            return None
 
     ours = RecordCasts()
     _inductor_pass.append((config, ours))

@@ -125,12 +125,39 @@ enum host_values { host_values_read, host_values_module, host_values_torch };
 host_values queue_host_values = host_values_read;
 
 // A tensor whose elements the value checks may read, on the host or on a
-// device: strided, with storage, not a Python subclass's (its strides may
-// be Python's to compute; a DTensor's or FakeTensor's are not local).
+// device: strided, with storage, not nested (its parts have no common
+// strides), not a Python subclass's (its strides may be Python's to
+// compute; a DTensor's or FakeTensor's are not local).
 bool plain_tensor(const c10::TensorImpl *impl)
 {
 	return impl->layout() == c10::kStrided && impl->has_storage() &&
+	       !impl->is_nested() &&
 	       !impl->key_set().has(c10::DispatchKey::Python);
+}
+
+// Whether torch gives the tensor's dimensions as numbers.  A nested
+// tensor has none (its parts differ; sizes() throws, and torch prints
+// the throw, drops our callback and leaves the op open), nor has one
+// with symbolic sizes (jagged, or traced with dynamic shapes).
+bool has_plain_sizes(const c10::TensorImpl *impl)
+{
+	return !impl->is_nested() && !impl->has_symbolic_sizes_strides();
+}
+
+// The tensor's dimensions into info, or none (shape [], FORMAT.md
+// allows no absent shape) for a tensor without plain sizes.
+void describe_shape(const c10::TensorImpl *impl,
+		    struct producer_tensor *info)
+{
+	info->ndim = 0;
+	if (!has_plain_sizes(impl))
+		return;
+	auto sizes = impl->sizes();
+	size_t ndim = sizes.size() < PRODUCER_MAX_DIMS ? sizes.size()
+						       : PRODUCER_MAX_DIMS;
+	info->ndim = (uint8_t)ndim;
+	for (size_t d = 0; d < ndim; d++)
+		info->shape[d] = sizes[d];
 }
 
 // A tensor in host memory, read in place (obs_args.data): the address of
@@ -202,12 +229,7 @@ void describe(const at::Tensor &t, struct obs_args *a, bool optional,
 	info->producer_op_id = 0; // torch does not say which op made it
 	info->dtype = dtype_of(t.scalar_type());
 	info->device = t.is_cuda() ? AMP_DEVICE_CUDA : AMP_DEVICE_CPU;
-	auto sizes = impl->sizes();
-	size_t ndim = sizes.size() < PRODUCER_MAX_DIMS ? sizes.size()
-						       : PRODUCER_MAX_DIMS;
-	info->ndim = (uint8_t)ndim;
-	for (size_t d = 0; d < ndim; d++)
-		info->shape[d] = sizes[d];
+	describe_shape(impl, info);
 	info->flags = (t.requires_grad() ? PRODUCER_TENSOR_REQUIRES_GRAD : 0u) |
 		      (t.is_leaf() ? PRODUCER_TENSOR_LEAF : 0u) |
 		      (t.is_view() ? PRODUCER_TENSOR_VIEW : 0u);
