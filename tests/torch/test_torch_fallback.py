@@ -51,6 +51,10 @@ NO_FUNCTION = ("a custom autograd Function's apply and backward node are "
                "no dispatcher calls: the modes see only the ATen ops inside "
                "them, no Function op, no custom_fwd cast, and a conversion "
                "in its backward looks like the engine's cast")
+FAST_PATH_OFF = ("with a Python mode on, torch 1.13's TransformerEncoder "
+                 "leaves its nested fast path (has_torch_function): its "
+                 "output keeps the positions every mask hides, (2, 3, 8) "
+                 "where untraced gives (2, 2, 8)")
 KNOWN_FAILURES = {
     "tracebacks through backward": MODE_FRAMES,
     "a custom autograd Function's forward is an op": NO_FUNCTION,
@@ -75,6 +79,7 @@ KNOWN_FAILURES = {
     "calls named aten::fake_a and aten::fake_b": (
         "a custom autograd Function's apply and its backward node are no "
         "dispatcher calls: the modes see only the ATen ops inside them"),
+    "nested tensors (value checks": FAST_PATH_OFF,
     "twin transformer: no cast-behaviour change": BACKWARD_BELOW,
     "twin transformer: every op difference is a named one": BACKWARD_BELOW,
 }
