@@ -79,10 +79,11 @@ KNOWN_FAILURES = {
     "calls named aten::fake_a and aten::fake_b": (
         "a custom autograd Function's apply and its backward node are no "
         "dispatcher calls: the modes see only the ATen ops inside them"),
-    "nested tensors (value checks": FAST_PATH_OFF,
     "twin transformer: no cast-behaviour change": BACKWARD_BELOW,
     "twin transformer: every op difference is a named one": BACKWARD_BELOW,
 }
+if torch_release(PYTHON) < (2, 0):
+    KNOWN_FAILURES["nested tensors (value checks"] = FAST_PATH_OFF
 
 # Ops one trace has and the other not (op-added/op-removed of `amptrace
 # diff` observer -> fallback), by phase, and why.
