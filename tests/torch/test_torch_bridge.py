@@ -1176,6 +1176,68 @@ def test_nested_tensors():
               made == [("f32", [])], made)
 
 
+def has_torch_func():
+    return subprocess.run([PYTHON, "-c", "import torch.func"],
+                          capture_output=True).returncode == 0
+
+
+def autocast_casts(t, op_id):
+    """(arg, tensor, result, from->to) of autocast's casts for op `op_id`."""
+    return sorted((c["arg"], c["tensor"], c["result"],
+                   "%s->%s" % (c["from"], c["to"])) for c in casts(t)
+                  if c["op_id"] == op_id and not c.get("origin"))
+
+
+def test_functorch():
+    """Autocast under torch.func's transforms: each op is dispatched
+    again by the transform's layer before autocast's kernel runs, so its
+    casts come one call deeper (they were lost, and the op inside the
+    matmul was given the casts' results as its own)."""
+    if not has_torch_func():
+        check("torch.func under autocast # SKIP no torch.func here", True)
+        return
+    if FALLBACK:
+        # known gap: the modes record no autocast cast under torch.func
+        check("torch.func under autocast # SKIP not seen by the fallback's "
+              "modes", True)
+        return
+    p, path = run("scenario_functorch.py", "grad", out="func_grad")
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    matmul = ops(t, "matmul")
+    mm = [a for a in ops(t, "mm") if matmul and
+          a.get("parent_op_id") == matmul[0]["op_id"]]
+    got = autocast_casts(t, matmul[0]["op_id"]) if matmul else []
+    called = [i["tensor"] for i in matmul[0]["inputs"]] if matmul else []
+    check("grad(f), a matmul under autocast: its 2 casts f32->bf16, of "
+          "its arguments, and the op inside it has one result",
+          p.stdout == "(16, 3) torch.float32\n" and len(matmul) == 1 and
+          [(arg, d) for arg, _, _, d in got] ==
+          [(0, "f32->bf16"), (1, "f32->bf16")] and
+          sorted(r for _, _, r, _ in got) == sorted(called) and
+          len(mm) == 1 and len(mm[0]["outputs"]) == 1,
+          (p.stderr[-300:], matmul, got, mm))
+    p, path = run("scenario_functorch.py", "explicit", out="func_explicit")
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    check("... the program's own x.to(bf16) under grad and autocast is an "
+          "op, not autocast's cast",
+          p.returncode == 0 and len(ops(t, "to")) >= 3 and not [
+              c for c in casts(t) if c["phase"] == "forward"],
+          (p.stderr[-300:], casts(t)))
+    p, path = run("scenario_functorch.py", "per_sample", out="func_vmap")
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    forward = [c for c in casts(t) if c["phase"] == "forward"]
+    check("... per-sample gradients (vmap(grad(loss)), functional_call): "
+          "autocast's casts of the weight, bias and input, and one "
+          "result per op",
+          p.stdout == "(4, 3, 16) torch.float32\n" and
+          sorted(c["arg"] for c in forward) == [0, 1, 2] and all(
+              "%s->%s" % (c["from"], c["to"]) == "f32->bf16" and
+              not c.get("origin") for c in forward) and all(
+              len(a["outputs"]) == 1 for a in ops(t)
+              if a["op"] in ("linear", "addmm", "mm", "matmul")),
+          (p.stderr[-300:], forward))
+
+
 def test_observer_build():
     """A torch other than the one amptrace was built for: the observer is
     built on first use into the cache, said in one line, then reused."""
@@ -1206,8 +1268,8 @@ TESTS = [test_training_loop, test_regions, test_steps, test_bounded,
          test_scenarios, test_custom_function, test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,
-         test_divergence, test_scripted_model, test_no_false_divergence,
-         test_nested_tensors]
+         test_divergence, test_scripted_model, test_functorch,
+         test_no_false_divergence, test_nested_tensors]
 if os.environ.get("AMPTRACE_TORCH_FALLBACK") != "1":
     TESTS.append(test_observer_build)  # the observer's own build
 # AMPTRACE_TORCH_TESTS=import_ways,api runs those alone (while iterating)

@@ -14,6 +14,11 @@
  *     argument the plan casts but no `aten::to` did arrives as a cached
  *     cast: a cache hit, stale when the source's version counter moved
  *     since the cast was made;
+ *   - under functorch's transforms (torch.func: grad, vmap) each layer
+ *     dispatches the op again before autocast's kernel runs: a direct
+ *     child with the op's own name while autocast is still on is that
+ *     re-dispatch, not the inner call, and its children (the casts, the
+ *     inner call) are the op's own;
  *   - a listed op under autocast inside an unlisted composite is an op of
  *     its own (parent_op_id), since autocast wraps it too;
  *   - ops inside an autograd node are backward ops, linked to the forward
@@ -841,6 +846,18 @@ unsigned events_begin_asking(struct obs_op *op, bool scope_backward,
 	return begin(op, scope_backward, seq_nr, -1, autocast_any);
 }
 
+/* Whether a call taken for `r`'s inner call (its own name, a direct
+ * child) is the op dispatched again instead: functorch's transforms
+ * (grad, vmap) re-dispatch every op from their DynamicLayer before
+ * autocast's kernel runs, so its casts and inner call come one call
+ * deeper.  The inner call runs with autocast's key excluded; the
+ * re-dispatch still has autocast on, and its children are then `r`'s. */
+static bool redispatched(const struct op_record *r,
+			 const struct obs_autocast *autocast)
+{
+	return autocast->enabled[r->event.device];
+}
+
 void events_begin_args(const struct obs_args *inputs,
 		       const struct obs_autocast *autocast)
 {
@@ -889,6 +906,10 @@ void events_begin_args(const struct obs_args *inputs,
 		break;
 	}
 	case ROLE_INNER:
+		if (redispatched(r, autocast)) {
+			f->role = ROLE_TRANSPARENT;
+			break;
+		}
 		args_copy(&r->inner, inputs);
 		r->inner_seen = true;
 		emit_hits(s, r);

@@ -301,7 +301,10 @@ void read_schema(const c10::OperatorName &name, struct obs_op *op)
 			mask |= uint64_t(1) << i;
 	}
 	op->optional_args = mask;
-	op->returns = (int)handle->schema().returns().size();
+	if (!handle->schema().is_varret())
+		op->returns = (int)handle->schema().returns().size();
+	if (!handle->schema().is_vararg())
+		op->arguments = (int)args.size();
 }
 
 // Per operator and thread (events.c fills its policy rows lazily, so no
@@ -383,6 +386,7 @@ struct obs_op *describe_op(thread_cache &tc, const at::RecordFunction &fn,
 	*op = obs_op{};
 	op->dtype_index = -1;
 	op->returns = -1;
+	op->arguments = -1;
 	if (!strncmp(name, "aten::", 6)) {
 		op->aten = true;
 		snprintf(op->op, sizeof op->op, "%s", name + 6);
@@ -518,6 +522,17 @@ bool autocast_any(void)
 	       autocast_on(c10::DeviceType::CUDA);
 }
 
+// A call's own `count` values (count < 0: all): a boxed call (functorch's
+// transforms re-dispatch every op boxed) records the whole stack, whose
+// bottom holds the values of the calls it runs inside.
+c10::ArrayRef<const c10::IValue> own_values(
+	c10::ArrayRef<const c10::IValue> all, int count)
+{
+	if (count < 0 || all.size() <= (size_t)count)
+		return all;
+	return all.slice(all.size() - count);
+}
+
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 {
 	if (!enabled.load(std::memory_order_relaxed))
@@ -540,7 +555,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 		ac.grad_enabled = c10::GradMode::is_enabled();
 		value_sink sink{ (want & OBS_WANT_VALUES) != 0,
 				 &ctx->device_args };
-		describe_values(fn.inputs(), &tc.args,
+		describe_values(own_values(fn.inputs(), op->arguments), &tc.args,
 				(want & OBS_IN_BACKWARD) ? made_in_backward
 							 : made_elsewhere,
 				op->optional_args, op->dtype_index, sink);
@@ -575,9 +590,10 @@ void on_end(const at::RecordFunction &fn, at::ObserverContext *ctx)
 	thread_cache &tc = cache_for_thread();
 	value_sink sink{ (frame->want & OBS_WANT_VALUES) != 0,
 			 &tc.ending_results };
-	describe_values(c10::ArrayRef<const c10::IValue>(outputs.data(),
-							 outputs.size()),
-			&tc.args, nullptr, 0, -1, sink);
+	c10::ArrayRef<const c10::IValue> results(outputs.data(),
+						 outputs.size());
+	describe_values(own_values(results, frame->op->returns), &tc.args,
+			nullptr, 0, -1, sink);
 	tc.ending = frame;
 	events->end(&tc.args, failed);
 	tc.ending = nullptr;

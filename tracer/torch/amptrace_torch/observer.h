@@ -38,6 +38,7 @@ struct obs_op {
 	uint64_t optional_args;
 	int dtype_index;       /* the `ScalarType? dtype` argument, or -1 */
 	int returns;           /* results in the schema, -1 unknown */
+	int arguments;         /* arguments in the schema, -1 unknown */
 	/* filled by events.c on first use */
 	bool policy_ready;
 	const void *policy_row[AMP_DEVICE_TYPE_COUNT];
