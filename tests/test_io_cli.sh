@@ -98,6 +98,13 @@ check "report -o -: the page on stdout, no 'wrote', no file '-'" eval \
 (cd "$tmp" && "$amptrace_abs" check "$fx_abs/good.json" "$fx_abs/pass.rules" --junit - >"$tmp/dash.xml" 2>"$tmp/err")
 check "check --junit -: XML alone on stdout, the text on stderr, no file '-'" eval \
 	'head -1 "$tmp/dash.xml" | grep -q "^<?xml" && grep -q "</testsuites>" "$tmp/dash.xml" && [ -s "$tmp/err" ] && [ ! -e "$tmp/-" ]'
+echo "earlier line" >"$tmp/append.xml"
+"$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit - >>"$tmp/append.xml" 2>/dev/null
+check "check --junit - >> FILE: written through its descriptor, what FILE held is kept" eval \
+	'[ "$(head -1 "$tmp/append.xml")" = "earlier line" ] && grep -q "</testsuites>" "$tmp/append.xml"'
+"$amptrace" merge "$fx/good.json" -o - >>"$tmp/append.xml" 2>/dev/null
+check "merge -o - >> FILE: the same" eval \
+	'[ "$(head -1 "$tmp/append.xml")" = "earlier line" ] && grep -q "traceEvents" "$tmp/append.xml"'
 cp "$fx/good.json" "$tmp/t.json"
 cp "$fx/pass.rules" "$tmp/r.rules"
 ln -s t.json "$tmp/t-link.json"

@@ -1149,16 +1149,16 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 }
 
 /* `--junit -`: the XML is standard output, so the text report moves to
- * stderr rather than interleave with it.  The XML then goes to a copy of
- * the first standard output, by the name returned (NULL: no copy). */
-static const char *junit_take_stdout(char *name, size_t size)
+ * stderr rather than interleave with it.  "-" then writes to a copy of
+ * the first standard output; false when it cannot be kept. */
+static bool junit_take_stdout(void)
 {
 	fflush(stdout);
 	int xml = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 	if (xml < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-		return NULL;
-	snprintf(name, size, "/dev/fd/%d", xml);
-	return name;
+		return false;
+	output_file_stdout_is(xml);
+	return true;
 }
 
 int amptrace_check(int argc, char **argv)
@@ -1168,15 +1168,13 @@ int amptrace_check(int argc, char **argv)
 	struct rules rules;
 	struct trace trace;
 	struct analysis a;
-	char junit_stdout[32];
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	int status = parse_args(argc, argv, &args);
 	if (status >= 0)
 		return status;
 	if (args.junit && strcmp(args.junit, "-") == 0 &&
-	    !(args.junit = junit_take_stdout(junit_stdout,
-					     sizeof junit_stdout))) {
+	    !junit_take_stdout()) {
 		fprintf(stderr, "amptrace check: cannot write standard "
 			"output: %s\n", strerror(errno));
 		return 2;

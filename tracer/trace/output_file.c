@@ -10,11 +10,19 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The descriptor "-" writes to (output_file_stdout_is). */
+static int stdout_fd = STDOUT_FILENO;
+
+void output_file_stdout_is(int fd)
+{
+	stdout_fd = fd;
+}
+
 /* What `output` names: "-" is standard output wherever it leads. */
 static int output_stat(const char *output, struct stat *st)
 {
 	if (strcmp(output, "-") == 0)
-		return fstat(STDOUT_FILENO, st);
+		return fstat(stdout_fd, st);
 	return stat(output, st);
 }
 
@@ -73,8 +81,10 @@ static int open_waiting_for_reader(const char *path)
 
 int output_fd_open(const char *path)
 {
+	/* the descriptor itself, never its name reopened: that would
+	 * truncate a file appended to (>>) and fail on a socket */
 	if (strcmp(path, "-") == 0)
-		return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+		return fcntl(stdout_fd, F_DUPFD_CLOEXEC, 3);
 	return open_waiting_for_reader(path);
 }
 

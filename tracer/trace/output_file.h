@@ -47,6 +47,11 @@ struct output_file {
  * reading within OUTPUT_FIFO_WAIT_MS. */
 int output_fd_open(const char *path);
 
+/* Makes "-" write to `fd` rather than to STDOUT_FILENO: a command that
+ * moved its text off standard output (check --junit -) keeps the first
+ * standard output there. */
+void output_file_stdout_is(int fd);
+
 /* strerror(err), saying what ENXIO from output_fd_open means: "no
  * process reads it (a FIFO without a reader?)". */
 const char *output_strerror(int err);
