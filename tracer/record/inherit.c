@@ -8,6 +8,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,9 +64,11 @@ static bool inherited_ignored(int sig)
 /* coreutils' `timeout` (without --foreground) leads its own process
  * group: when time is up it signals its child, then the whole group (the
  * program with it), then sends both SIGCONT.  The kernel does not say a
- * signal went to a group, but that SIGCONT does: a signal from our parent,
- * the leader of our group, that its SIGCONT follows has reached the
- * program already, and passing it on would deliver it twice. */
+ * signal went to a group, but that SIGCONT does: a signal from our parent
+ * `timeout`, the leader of the group the program is in, that its SIGCONT
+ * follows has reached the program already, and passing it on would
+ * deliver it twice.  Only `timeout` is trusted so: another parent may
+ * send SIGCONT for its own reasons. */
 #define GROUP_CONTINUE_WAIT_NS (100 * 1000 * 1000)
 #define GROUP_REPEAT_NS (1000 * 1000 * 1000)
 
@@ -72,6 +76,24 @@ static _Atomic int64_t continue_ns;   /* when the last SIGCONT came */
 static _Atomic int continue_sender;   /* and from whom */
 static _Atomic int64_t group_ns;      /* when a group's signal was seen */
 static _Atomic int group_signal, group_sender;
+static pid_t timeout_parent;          /* our parent, when it is timeout */
+
+/* Our parent when it is `timeout` (its command name), else 0: read
+ * before any signal is forwarded, as a handler cannot read files. */
+static pid_t parent_timeout(void)
+{
+	char path[64], name[32] = "";
+	pid_t parent = getppid();
+
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)parent);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, name, sizeof name - 1);
+	close(fd);
+	name[n > 0 ? n : 0] = '\0';
+	return strcmp(name, "timeout\n") == 0 ? parent : 0;
+}
 
 static int64_t monotonic_ns(void)
 {
@@ -98,12 +120,14 @@ static bool continued_by(pid_t sender, int64_t since_ns)
 /* Whether `info`'s signal went to our whole process group (the program
  * has it): waits up to GROUP_CONTINUE_WAIT_NS for the sender's SIGCONT,
  * which runs note_continue in between (nanosleep is interrupted). */
-static bool sent_to_group(int sig, const siginfo_t *info)
+static bool sent_to_group(int sig, const siginfo_t *info, pid_t program)
 {
 	pid_t sender = info->si_pid;
 
-	if (info->si_code != SI_USER || sender != getppid() ||
-	    sender != getpgrp())
+	if (info->si_code != SI_USER || !timeout_parent ||
+	    sender != timeout_parent || sender != getppid() ||
+	    sender != getpgrp() || program <= 0 ||
+	    getpgid(program) != sender)
 		return false;
 	int64_t now = monotonic_ns();
 	/* the group's copy of a signal already found sent to the group */
@@ -132,11 +156,11 @@ static void forward(int sig, siginfo_t *info, void *context)
 	/* The terminal signals the whole foreground process group, the
 	 * program with it (SI_KERNEL: the tty driver); only a signal meant
 	 * for amptrace alone is the program's through us. */
-	if (info->si_code == SI_KERNEL || sent_to_group(sig, info)) {
+	pid_t pid = (pid_t)program_pid;
+	if (info->si_code == SI_KERNEL || sent_to_group(sig, info, pid)) {
 		errno = saved_errno;
 		return;
 	}
-	pid_t pid = (pid_t)program_pid;
 	if (pid > 0) {
 		kill(pid, sig);
 	} else if (pid == 0) {
@@ -156,6 +180,7 @@ void inherit_forward_signals(void)
 	struct sigaction action = { .sa_sigaction = forward,
 				    .sa_flags = SA_SIGINFO | SA_RESTART };
 
+	timeout_parent = parent_timeout();
 	sigemptyset(&action.sa_mask);
 	for (size_t i = 0; i < COUNT(forwarded_signals); i++)
 		if (!inherited_ignored(forwarded_signals[i]))

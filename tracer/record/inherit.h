@@ -25,8 +25,10 @@ void inherit_hold_closed_std_fds(void);
  * (kill, Popen.send_signal, a container's stop signal) are passed on to
  * the program, which decides, as timeout(1) does; those the terminal sends
  * to the whole foreground group (^C, ^\, hangup) reached the program
- * already and are not sent twice.  A signal amptrace inherited ignored
- * stays ignored: the program would not have received it. */
+ * already and are not sent twice, nor are those our parent `timeout`
+ * sends its whole group (it follows them with SIGCONT).  A signal
+ * amptrace inherited ignored stays ignored: the program would not have
+ * received it. */
 void inherit_forward_signals(void);
 /* The program to forward to, from its fork on; a signal that came
  * before it existed is passed on now.  0 once it ended: then a signal
