@@ -645,7 +645,7 @@ START_TEST(test_terminal_filter)
 {
 	static const char in[] = "a\033]0;x\007\177\tb\n" TERMINAL_COLOUR
 				 "1;31mred" TERMINAL_COLOUR "0m" TERMINAL_COLOUR
-				 "9x";
+				 "9x\xc2\x9b" "2J\xc2\xa0\xc2";
 	char out[256];
 
 	for (size_t cut = 0; cut <= sizeof in - 1; cut++) {
@@ -654,7 +654,8 @@ START_TEST(test_terminal_filter)
 		n += terminal_filter(&f, in + cut, sizeof in - 1 - cut, out + n);
 		n += terminal_filter(&f, NULL, 0, out + n);
 		out[n] = '\0';
-		ck_assert_str_eq(out, "a?]0;x??\tb\n\033[1;31mred\033[0m?9x");
+		ck_assert_str_eq(out, "a?]0;x??\tb\n\033[1;31mred\033[0m?9x"
+				      "?2J\xc2\xa0\xc2");
 	}
 }
 END_TEST

@@ -12,6 +12,14 @@ static bool is_control(unsigned char c)
 	return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
 }
 
+/* UTF-8's C1 controls (U+0080-U+009F: CSI is U+009B) are 0xc2 and one of
+ * these; some terminals obey them as their ESC sequences. */
+#define C1_LEAD 0xc2
+static bool is_c1_tail(unsigned char c)
+{
+	return c >= 0x80 && c <= 0x9f;
+}
+
 /* The held bytes as text: the marker as '?', the digits as they are. */
 static size_t release(struct terminal_filter *f, char *out)
 {
@@ -42,10 +50,23 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 {
 	size_t written = 0;
 
-	if (!in)
-		return release(f, out);
+	if (!in) {
+		written = release(f, out);
+		if (f->c1_lead)
+			out[written++] = (char)C1_LEAD;
+		f->c1_lead = false;
+		return written;
+	}
 	for (size_t i = 0; i < n; i++) {
 		char c = in[i];
+		if (f->c1_lead) {
+			f->c1_lead = false;
+			if (is_c1_tail((unsigned char)c)) {
+				out[written++] = '?';
+				continue;
+			}
+			out[written++] = (char)C1_LEAD;
+		}
 		if (f->npending) {
 			if (c == 'm') {
 				written += colour(f, out + written);
@@ -60,6 +81,8 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 		}
 		if (c == TERMINAL_COLOUR[0])
 			f->pending[f->npending++] = c;
+		else if ((unsigned char)c == C1_LEAD)
+			f->c1_lead = true;
 		else
 			out[written++] = is_control((unsigned char)c) ? '?' : c;
 	}

@@ -9,6 +9,7 @@
 #ifndef AMPTRACE_TERMINAL_TEXT_H
 #define AMPTRACE_TERMINAL_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* amptrace's own colours: TERMINAL_COLOUR "1;31m" for ESC "[1;31m".  The
@@ -21,10 +22,12 @@
 struct terminal_filter {
 	char pending[16]; /* TERMINAL_COLOUR and the digits after it */
 	size_t npending;
+	bool c1_lead;     /* a 0xc2 held: a C1 control's first byte? */
 };
 
 /* Copies n bytes of in to out (room for 2 n + sizeof f->pending), each
- * control character but '\n' and '\t' (C0 and DEL) replaced by '?', and
+ * control character but '\n' and '\t' (C0, DEL, and UTF-8's C1
+ * U+0080-U+009F) replaced by '?', and
  * each TERMINAL_COLOUR sequence, TERMINAL_COLOUR digits and ';' 'm', by
  * its ESC '[' sequence.  An unfinished one is held in f for the next
  * call; in NULL (n 0) lets it go, as '?' and its digits.  Returns the

@@ -25,10 +25,11 @@ int trace_error_set(struct trace_error *err, const char *fmt, ...)
 	va_end(ap);
 	/* A message quotes the trace (a name, a ph) and goes to a terminal:
 	 * a trace's "\u001b]0;..." must not reach it as control bytes. */
-	for (char *c = err->message; *c; c++)
-		if (((unsigned char)*c < 0x20 && *c != '\n' && *c != '\t') ||
-		    *c == 0x7f)
+	for (unsigned char *c = (unsigned char *)err->message; *c; c++)
+		if ((*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f)
 			*c = '?';
+		else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
+			c[0] = c[1] = '?'; /* a C1 control, U+0080-U+009F */
 	return -1;
 }
 
