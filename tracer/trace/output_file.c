@@ -59,6 +59,17 @@ static double monotonic_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Keeps errno: ENXIO is also a socket's or an absent device's. */
+static bool is_fifo(const char *path)
+{
+	struct stat st;
+	int err = errno;
+	bool fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+
+	errno = err;
+	return fifo;
+}
+
 /* Opening a FIFO for writing blocks until a reader comes, for ever when
  * none does: without blocking, the open fails with ENXIO while no process
  * reads, so it is tried again until one does or the wait is over. */
@@ -70,7 +81,8 @@ static int open_waiting_for_reader(const char *path)
 	int fd;
 
 	while ((fd = open(path, flags, 0666)) < 0 &&
-	       (errno == ENXIO || errno == EINTR) && monotonic_ms() < deadline)
+	       (errno == EINTR || (errno == ENXIO && is_fifo(path))) &&
+	       monotonic_ms() < deadline)
 		nanosleep(&pause, NULL);
 	if (fd < 0)
 		return -1;
