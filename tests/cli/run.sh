@@ -67,6 +67,13 @@ check "run --report naming the script another way: exit 2" status_is 2
 capture "$amptrace" run -q -o "$tmp/new.json" --svg "$tmp/./out.svg" --report "$tmp/out.svg" -- "$trace_prog" ops 3 0
 check "run --svg and --report naming one new file: exit 2, says so" eval \
 	'status_is 2 && err_has "are one file" && [ ! -e "$tmp/new.json" ]'
+echo old >"$tmp/out.html"
+"$amptrace" run -q -o "$tmp/new.json" --svg - --report "$tmp/out.html" -- "$trace_prog" ops 3 0 >"$tmp/out.html" 2>"$tmp/err"
+status=$?
+check "run --svg - into the file --report names: exit 2" eval 'status_is 2 && grep -q "are one file" "$tmp/err"'
+capture "$amptrace" run -q -o "$tmp/null.json" --svg /dev/null -- "$trace_prog" ops 3 0 /dev/null
+check "run --svg /dev/null with /dev/null among the program's arguments: not refused" \
+	eval 'status_is 0 && loads "$tmp/null.json"'
 capture "$amptrace" run -q -o "$tmp/t.json"
 check "run with no PROG: exit 2, says so" eval 'status_is 2 && err_has "amptrace run: no program given"'
 capture "$amptrace" run -q --raw-dir "$tmp" --raw-dir "$tmp" --raw-dir "$tmp" -- "$trace_prog" ops 3 0

@@ -743,6 +743,9 @@ static bool same_output(const char *a, const char *b)
 	const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
 	struct stat st_a, st_b;
 
+	if (!strcmp(a, "-") || !strcmp(b, "-"))
+		return !strcmp(a, b) || output_is_input(a, &b, 1) ||
+		       output_is_input(b, &a, 1);
 	if (output_is_input(a, &b, 1))
 		return true;
 	if (strcmp(base_a ? base_a + 1 : a, base_b ? base_b + 1 : b) != 0)

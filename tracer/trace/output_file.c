@@ -31,8 +31,9 @@ const char *output_is_input(const char *output, const char *const *inputs,
 {
 	struct stat out, in;
 
-	if (output_stat(output, &out) != 0)
-		return NULL; /* not there yet: nothing to destroy */
+	/* not there yet, or no file (a device, a FIFO): nothing to destroy */
+	if (output_stat(output, &out) != 0 || !S_ISREG(out.st_mode))
+		return NULL;
 	for (size_t i = 0; i < count; i++)
 		if (inputs[i] && stat(inputs[i], &in) == 0 &&
 		    in.st_dev == out.st_dev && in.st_ino == out.st_ino)

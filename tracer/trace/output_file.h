@@ -14,8 +14,9 @@
 #include <stdio.h>
 
 /* The input that `output` is, by device and inode (whatever names lead
- * to it: a link, ./t.json, a second hard link), or NULL: writing there
- * would destroy what is being read. */
+ * to it: a link, ./t.json, a second hard link, "-" redirected to it), or
+ * NULL: writing there would destroy what is being read.  Only a regular
+ * file can be: /dev/null as an input and an output destroys nothing. */
 const char *output_is_input(const char *output, const char *const *inputs,
 			    size_t count);
 /* output_is_input, said on stderr as "WHO: OUTPUT is INPUT, an input:
