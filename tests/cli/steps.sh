@@ -245,6 +245,22 @@ capture "$ampview" "$evaluated" --format dot -o "$tmp/evaluated.dot"
 check "evaluation windows only: ampview draws the whole trace, its 3 ops" \
 	eval 'grep -qF "the whole trace (no training step; 3 evaluation windows)" "$tmp/evaluated.dot" &&
 	      grep -qF "shown: 3 ops, 9 casts" "$tmp/evaluated.dot"'
+# ... with training outside its windows: one step, said to be unmarked
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+events = t["traceEvents"]
+op = json.loads(json.dumps(next(e for e in events if e.get("cat") == "amp.op")))
+op["ts"] = max(e.get("ts", 0) for e in events) + 100
+op["args"]["op_id"] = 99
+op["args"]["phase"] = "backward"  # training
+events.append(op)
+json.dump(t, open(sys.argv[2], "w"))' "$evaluated" "$tmp/evaluated-trained.json"
+capture "$amptrace" summary "$tmp/evaluated-trained.json"
+check "windows and training outside them: one step, not marked" \
+	out_has "steps: 1 (not marked: the training outside the evaluation windows); 3 evaluation windows"
+capture "$amptrace" check "$tmp/evaluated-trained.json" "$tmp/one.rules"
+check "... and a per-step rule says so, not 'marked by none'" \
+	eval 'out_has "not marked: the training outside" && ! out_has "marked by none"'
 # Training steps with a window in step 1 are counted as before: one cast
 # a step, the window's 3 not among them.
 trained=$fx/steps-evaluation.json

@@ -564,10 +564,23 @@ static void casts_label(const struct rule *r, char *buf, size_t size)
 	}
 }
 
+/* "marked by optimizer step", or what stands for steps nothing marks. */
+static const char *marked_by(const struct analysis *a, char *buf, size_t size)
+{
+	if (strcmp(a->step_marker, "none") != 0)
+		snprintf(buf, size, "marked by %s", a->step_marker);
+	else
+		snprintf(buf, size, "not marked: %s", a->steps.marked
+			 ? "the training outside the evaluation windows"
+			 : "the whole trace");
+	return buf;
+}
+
 static void eval_casts(const struct analysis *a, const struct rule *r,
 		       struct outcome *o)
 {
 	const struct trace *t = a->trace;
+	char marker[96];
 	int nsteps = a->nsteps > 0 ? a->nsteps : 1;
 	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
 	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
@@ -635,12 +648,14 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 				if (per_step[s] > most)
 					most = per_step[s];
 			set(o->actual, sizeof o->actual, "at most %zu per step "
-			    "over %d step%s, marked by %s", most, nsteps,
-			    nsteps == 1 ? "" : "s", a->step_marker);
+			    "over %d step%s, %s", most, nsteps,
+			    nsteps == 1 ? "" : "s", marked_by(a, marker,
+							      sizeof marker));
 		} else {
 			set(o->actual, sizeof o->actual, "step %d has %zu; %d of "
-			    "%d steps fail (steps marked by %s)", first_bad,
-			    per_step[first_bad], bad, nsteps, a->step_marker);
+			    "%d steps fail (steps %s)", first_bad,
+			    per_step[first_bad], bad, nsteps,
+			    marked_by(a, marker, sizeof marker));
 			if (per_step[first_bad])
 				describe_cast(o->first, sizeof o->first, a,
 					      &t->events[first_in_step[first_bad]]);

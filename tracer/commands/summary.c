@@ -579,8 +579,11 @@ static void print_steps(const struct analysis *a, FILE *out)
 	if (strcmp(a->step_marker, "none"))
 		fprintf(out, "steps: %d (marked by %s)", a->nsteps,
 			a->step_marker);
+	else if (st->marked && !a->nsteps)
+		fprintf(out, "steps: 0 (no training step)");
 	else if (st->marked)
-		fprintf(out, "steps: %d (no training step)", a->nsteps);
+		fprintf(out, "steps: %d (not marked: the training outside the "
+			     "evaluation windows)", a->nsteps);
 	else
 		fprintf(out, "steps: %d (no optimizer, scaler update or "
 			     "autocast region marks them)", a->nsteps);

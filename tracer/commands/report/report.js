@@ -58,7 +58,9 @@
   // "3 (marked by optimizer step); 2 evaluation windows", as summary says it
   function stepsText() {
     const st = data.steps;
-    const marked = st.count === 0 && st.marker === "none" ? "no training step" : "marked by " + st.marker;
+    const marked = st.marker !== "none" ? "marked by " + st.marker
+      : st.count === 0 ? "no training step"
+      : "not marked: the training outside the evaluation windows";
     return st.count + " (" + marked + ")" + (st.evaluations ? "; " + plural(st.evaluations, "evaluation window") : "");
   }
   // A trace without a training step is drawn whole (ampview's step 0).
