@@ -294,11 +294,14 @@ def cache_files(cache):
 
 
 def test_cache_reuse():
-    """Two traced runs over one inductor cache: the second adds nothing
-    to it (a traced run's graphs are compiled afresh, their casts seen,
-    and not stored), and both print the untraced run's bits."""
+    """An untraced run, then two traced runs, over one inductor cache:
+    the traced runs see their graphs' casts although the untraced run
+    stored those graphs (a traced run compiles afresh), the second adds
+    nothing to the cache (nor is it stored), and both print the untraced
+    run's bits."""
     cache = tempfile.mkdtemp(dir=TMP)
-    plain, _ = run("cache_reuse.py", traced=False)
+    plain, _ = run("cache_reuse.py", traced=False,
+                   TORCHINDUCTOR_CACHE_DIR=cache)
     seen = []
     for out in ("cache-first", "cache-second"):
         traced, path = run("cache_reuse.py", out=out,
