@@ -2,13 +2,14 @@
  * (inherit.h). */
 #include "inherit.h"
 
+#include "proc_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -82,16 +83,11 @@ static pid_t timeout_parent;          /* our parent, when it is timeout */
  * before any signal is forwarded, as a handler cannot read files. */
 static pid_t parent_timeout(void)
 {
-	char path[64], name[32] = "";
+	char name[32];
 	pid_t parent = getppid();
 
-	snprintf(path, sizeof path, "/proc/%d/comm", (int)parent);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!proc_file_read(parent, "comm", name, sizeof name))
 		return 0;
-	ssize_t n = read(fd, name, sizeof name - 1);
-	close(fd);
-	name[n > 0 ? n : 0] = '\0';
 	return strcmp(name, "timeout\n") == 0 ? parent : 0;
 }
 

@@ -4,6 +4,8 @@
  * (raw_dir.h). */
 #include "raw_dir.h"
 
+#include "proc_file.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,18 +50,11 @@ static void remove_tree(const char *path)
  * it yet: a killed guard waits for init), or cannot be read. */
 static unsigned long long start_time(pid_t pid)
 {
-	char path[64], text[1024];
+	char text[1024];
 	unsigned long long start = 0;
 
-	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!proc_file_read(pid, "stat", text, sizeof text))
 		return 0;
-	ssize_t n = read(fd, text, sizeof text - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	text[n] = '\0';
 	/* the name, in parentheses, may hold spaces: count after it */
 	char *field = strrchr(text, ')');
 	if (field && (field[1] != ' ' || field[2] == 'Z' || field[2] == 'X'))
