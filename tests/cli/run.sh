@@ -71,6 +71,9 @@ echo old >"$tmp/out.html"
 "$amptrace" run -q -o "$tmp/new.json" --svg - --report "$tmp/out.html" -- "$trace_prog" ops 3 0 >"$tmp/out.html" 2>"$tmp/err"
 status=$?
 check "run --svg - into the file --report names: exit 2" eval 'status_is 2 && grep -q "are one file" "$tmp/err"'
+"$amptrace" run -q -o /dev/stdout --svg - -- "$trace_prog" ops 3 0 2>"$tmp/err" | cat >/dev/null
+status=${PIPESTATUS[0]}
+check "run -o /dev/stdout --svg - into one pipe: exit 2" eval 'status_is 2 && grep -q "are one file" "$tmp/err"'
 capture "$amptrace" run -q -o "$tmp/null.json" --svg /dev/null -- "$trace_prog" ops 3 0 /dev/null
 check "run --svg /dev/null with /dev/null among the program's arguments: not refused" \
 	eval 'status_is 0 && loads "$tmp/null.json"'

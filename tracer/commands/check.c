@@ -570,9 +570,10 @@ static const char *marked_by(const struct analysis *a, char *buf, size_t size)
 	if (strcmp(a->step_marker, "none") != 0)
 		snprintf(buf, size, "marked by %s", a->step_marker);
 	else
-		snprintf(buf, size, "not marked: %s", a->steps.marked
-			 ? "the training outside the evaluation windows"
-			 : "the whole trace");
+		snprintf(buf, size, "not marked: %s",
+			 a->steps.marked && a->nsteps > 0
+				 ? "the training outside the evaluation windows"
+				 : "the whole trace");
 	return buf;
 }
 

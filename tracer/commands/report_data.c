@@ -6,7 +6,7 @@
  *
  *   trace, generator, format, framework, command, host, devices[],
  *   duration_us, exit, truncated, note, counts{events, ops, casts,
- *   regions, scaler, kernels, diag}, steps{count, marker}, graph_step,
+ *   regions, scaler, kernels, diag}, steps{count, marker, marked}, graph_step,
  *   graph{drawn, why, trace} (report.c), findings[] (most severe first:
  *   kind, severity, count, message, fix, op_id, op, phase, tensor, pid,
  *   step, group: the op-table row), and from report_agg.c: dtypes[],
@@ -269,6 +269,7 @@ static void emit_header(const struct builder *b, cJSON *root)
 	cJSON *steps = cJSON_AddObjectToObject(root, "steps");
 	cJSON_AddNumberToObject(steps, "count", b->a.nsteps);
 	cJSON_AddStringToObject(steps, "marker", b->a.step_marker);
+	cJSON_AddBoolToObject(steps, "marked", b->a.steps.marked);
 	cJSON_AddNumberToObject(steps, "evaluations", b->a.steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", b->a.steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", b->a.steps.naggregated);

@@ -735,19 +735,29 @@ static const char *directory_of(const char *path, char *buf, size_t size)
 	return buf;
 }
 
-/* Whether two output names lead to one file, there yet or not: by inode,
- * else by the same name in the same directory (./t.json and t.json). */
+/* What an output name leads to: "-" is standard output. */
+static int output_target(const char *name, struct stat *st)
+{
+	return strcmp(name, "-") ? stat(name, st) : fstat(STDOUT_FILENO, st);
+}
+
+/* Whether two output names lead to one file, there yet or not: by inode
+ * (a pipe, a FIFO, a regular file; not a character device, /dev/null,
+ * which takes any number of writers), else by the same name in the same
+ * directory (./t.json and t.json). */
 static bool same_output(const char *a, const char *b)
 {
 	char dir_a[PATH_MAX], dir_b[PATH_MAX];
 	const char *base_a = strrchr(a, '/'), *base_b = strrchr(b, '/');
 	struct stat st_a, st_b;
 
-	if (!strcmp(a, "-") || !strcmp(b, "-"))
-		return !strcmp(a, b) || output_is_input(a, &b, 1) ||
-		       output_is_input(b, &a, 1);
-	if (output_is_input(a, &b, 1))
+	if (output_target(a, &st_a) == 0 && output_target(b, &st_b) == 0)
+		return st_a.st_dev == st_b.st_dev && st_a.st_ino == st_b.st_ino &&
+		       !S_ISCHR(st_a.st_mode);
+	if (!strcmp(a, b))
 		return true;
+	if (!strcmp(a, "-") || !strcmp(b, "-"))
+		return false; /* standard output is there: the other is not */
 	if (strcmp(base_a ? base_a + 1 : a, base_b ? base_b + 1 : b) != 0)
 		return false;
 	return stat(directory_of(a, dir_a, sizeof dir_a), &st_a) == 0 &&

@@ -120,6 +120,8 @@ static bool sent_to_group(int sig, const siginfo_t *info, pid_t program)
 {
 	pid_t sender = info->si_pid;
 
+	/* getppid, getpgrp and getpgid are bare system calls in glibc and
+	 * musl, safe in a handler (POSIX lists only the first two) */
 	if (info->si_code != SI_USER || !timeout_parent ||
 	    sender != timeout_parent || sender != getppid() ||
 	    sender != getpgrp() || program <= 0 ||

@@ -59,8 +59,9 @@
   function stepsText() {
     const st = data.steps;
     const marked = st.marker !== "none" ? "marked by " + st.marker
-      : st.count === 0 ? "no training step"
-      : "not marked: the training outside the evaluation windows";
+      : st.marked && st.count === 0 ? "no training step"
+      : st.marked ? "not marked: the training outside the evaluation windows"
+      : "no optimizer, scaler update or autocast region marks them";
     return st.count + " (" + marked + ")" + (st.evaluations ? "; " + plural(st.evaluations, "evaluation window") : "");
   }
   // A trace without a training step is drawn whole (ampview's step 0).
