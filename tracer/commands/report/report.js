@@ -55,14 +55,18 @@
   function shellQuote(s) {
     return /^[\w@%+=:,./-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'";
   }
-  // "3 (marked by optimizer step); 2 evaluation windows", as summary says it
-  function stepsText() {
+  // What marks the steps, as summary says it: "marked by optimizer step"
+  function markedText() {
     const st = data.steps;
-    const marked = st.marker !== "none" ? "marked by " + st.marker
+    return st.marker !== "none" ? "marked by " + st.marker
       : st.marked && st.count === 0 ? "no training step"
       : st.marked ? "not marked: the training outside the evaluation windows"
       : "no optimizer, scaler update or autocast region marks them";
-    return st.count + " (" + marked + ")" + (st.evaluations ? "; " + plural(st.evaluations, "evaluation window") : "");
+  }
+  // "3 (marked by optimizer step); 2 evaluation windows"
+  function stepsText() {
+    const st = data.steps;
+    return st.count + " (" + markedText() + ")" + (st.evaluations ? "; " + plural(st.evaluations, "evaluation window") : "");
   }
   // A trace without a training step is drawn whole (ampview's step 0).
   function graphShown() {
@@ -589,8 +593,8 @@
     processes.forEach((p, i) => select.append(el("option", { value: String(i) }, processLabel(p))));
     document.getElementById("r-rank-box").hidden = processes.length < 2;
     select.addEventListener("change", () => selectProcess(Number(select.value)));
-    document.getElementById("r-steps-note").textContent = "steps as amptrace summary counts them (marked by " +
-      data.steps.marker + ")" + (processes.length > 1 ? "; one process at a time: choose it at the top" : "");
+    document.getElementById("r-steps-note").textContent = "steps as amptrace summary counts them (" +
+      markedText() + ")" + (processes.length > 1 ? "; one process at a time: choose it at the top" : "");
   }
 
   try {
