@@ -197,7 +197,7 @@ static bool key_set_add(struct key_set *set, const char *key)
 static int repeated_key(const cJSON *obj, const char **repeated)
 {
 	const char *small[KEY_SET_SMALL];
-	struct key_set set = { .slots = small, .size = KEY_SET_SMALL };
+	struct key_set set = { .slots = small, .size = 8 };
 	const cJSON *member;
 	size_t n = 0;
 
@@ -206,6 +206,9 @@ static int repeated_key(const cJSON *obj, const char **repeated)
 		return 0;
 	cJSON_ArrayForEach(member, obj)
 		n++;
+	if (n < 2)
+		return 0;
+	/* as small as the keys allow: the slots are cleared for each event */
 	while (set.size < 2 * n)
 		set.size *= 2;
 	if (set.size > KEY_SET_SMALL &&
