@@ -660,6 +660,17 @@ START_TEST(test_terminal_filter)
 }
 END_TEST
 
+/* The same, in place, for a message built first: one '?' a control
+ * character (C1's two bytes too); colours are not its business. */
+START_TEST(test_terminal_text_clean)
+{
+	char text[] = "a\033]0;x\007\177\tb\n\xc2\x9b" "2J\xc2\xa0\xc2";
+
+	terminal_text_clean(text);
+	ck_assert_str_eq(text, "a?]0;x??\tb\n?2J\xc2\xa0\xc2");
+}
+END_TEST
+
 START_TEST(test_foreign_traces_load)
 {
 	struct trace t;
@@ -1029,6 +1040,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(reader, test_bad_json_shapes);
 	tcase_add_test(reader, test_repeated_keys);
 	tcase_add_test(reader, test_terminal_filter);
+	tcase_add_test(reader, test_terminal_text_clean);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);
 	tcase_add_test(reader, test_foreign_traces_load);
 	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);

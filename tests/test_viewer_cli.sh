@@ -166,5 +166,31 @@ got=$?
 	echo "ok   a cast used before its op draws (exit $got)" ||
 	fail "early cast use: ampview exited $got"
 
+# a trace's names are JSON: "\u001b]0;pwned\u0007" would set the title of
+# the terminal `-o -` prints the DOT on, "\u009b" (C1's CSI) too.  The DOT
+# holds no control byte (C1 and '&' as entities, C0 and DEL as spaces); the
+# SVG Graphviz makes of it has the C1 name exact, '&...;' not read as an
+# entity.  Messages quote the arguments through stderr's filter.
+sed 's/"linear"/"lin\\u001b]0;pwned\\u0007\\u009b31m\\u007fear\&#27;x"/g' \
+	"$trace_fixtures/good.json" >"$out/escape.json"
+controls=$(printf '[\001-\010\013-\037\177]\\|\302[\200-\237]')
+"$ampview" "$out/escape.json" --format dot -o - >"$out/escape.dot" &&
+	! LC_ALL=C grep -q "$controls" "$out/escape.dot" &&
+	grep -q 'label="lin ]0;pwned &#155;31m ear&amp;#27;x' "$out/escape.dot" &&
+	echo "ok   DOT on stdout: a name's control characters as entities or spaces" ||
+	fail "DOT of a name with control characters: $(grep -a -o 'label="lin[^\\]*' "$out/escape.dot" | head -1)"
+"$ampview" "$out/escape.json" -o "$out/escape.svg" &&
+	grep -q "$(printf '>lin ]0;pwned \302\23331m ear&amp;#27;x<')" "$out/escape.svg" &&
+	echo "ok   SVG: the C1 control and '&' exact" ||
+	fail "SVG of a name with control characters: $(grep -a -o '>lin[^<]*' "$out/escape.svg" | head -1)"
+sed 's/"fwd"/"f\\u001b]0;pwned\\u0007wd"/g' "$trace_fixtures/good.json" \
+	>"$out/escape-region.json"
+"$ampview" "$out/escape-region.json" --scope "$(printf 'f\033]0;pwned\007wd')" \
+	--phase optimizer -o "$out/escape.dot" 2>"$out/stderr"
+LC_ALL=C grep -q 'in region f?]0;pwned?wd; the graph is empty' "$out/stderr" &&
+	! LC_ALL=C grep -q "$controls" "$out/stderr" &&
+	echo "ok   a warning quoting a region's name: its controls as '?'" ||
+	fail "warning with control characters: $(cat -v "$out/stderr")"
+
 [ "$failed" -eq 0 ] && echo "all ampview CLI checks passed"
 [ "$failed" -eq 0 ]

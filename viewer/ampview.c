@@ -3,6 +3,7 @@
 #include "command_line.h"
 #include "output_file.h"
 #include "progress.h"
+#include "terminal_text.h"
 #include "trace.h"
 #include "view.h"
 
@@ -373,6 +374,10 @@ int main(int argc, char **argv)
 	/* past `ulimit -f`, a write fails with EFBIG (said as any write
 	 * error) instead of SIGXFSZ killing ampview half-way */
 	signal(SIGXFSZ, SIG_IGN);
+	/* its messages quote the trace and the arguments (terminal_text.h);
+	 * stdout is left as it is: it carries the graph, and a PNG is
+	 * binary (DOT escapes its names itself, graph_quote) */
+	terminal_filter_stderr();
 	int status = parse(argc, argv, &c);
 
 	if (status >= 0) {

@@ -56,6 +56,19 @@ const char *graph_dtype_tint(const char *dtype)
 
 /* ------------------------------------------------------------ quoting */
 
+/* A C1 control (U+0080-U+009F) in UTF-8: 0xc2 and one of these. */
+static bool is_c1_control(const char *p)
+{
+	return (unsigned char)p[0] == 0xc2 && (unsigned char)p[1] >= 0x80 &&
+	       (unsigned char)p[1] <= 0x9f;
+}
+
+/* Graphviz reads an entity (&amp;, &#155;) in a string as its character,
+ * so '&' is written as one, and so is a C1 control: the name comes out of
+ * the layout exact, and the DOT holds no control byte for the terminal
+ * that `-o -` may print it on.  C0 controls and DEL cannot be exact: an
+ * SVG (XML 1.0) cannot hold C0, and Graphviz 2.43 reads &#127; as an
+ * invalid two bytes; they are spaces. */
 void graph_quote(struct jsonw *w, const char *text)
 {
 	jsonw_cstr(w, "\"");
@@ -66,14 +79,19 @@ void graph_quote(struct jsonw *w, const char *text)
 		case '\\': escape = "\\\\"; break;
 		case '\n': escape = "\\n"; break;
 		case '\v': escape = "\\l"; break;
+		case '&': escape = "&amp;"; break;
 		default:
-			if ((unsigned char)*p < 0x20)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				escape = " ";
 		}
-		if (escape)
+		if (escape) {
 			jsonw_cstr(w, escape);
-		else
+		} else if (is_c1_control(p)) {
+			jsonw_printf(w, "&#%u;", (unsigned char)p[1]);
+			p++;
+		} else {
 			jsonw_raw(w, p, 1);
+		}
 	}
 	jsonw_cstr(w, "\"");
 }

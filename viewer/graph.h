@@ -274,7 +274,8 @@ const char *graph_dtype_fill(const char *dtype);
 const char *graph_dtype_tint(const char *dtype);
 
 /* Appends `text` as a DOT quoted string: '\n' ends a centred line, '\v'
- * a left-justified one. */
+ * a left-justified one; '&' and C1 controls as entities, other controls
+ * as spaces (dot.c says why). */
 void graph_quote(struct jsonw *w, const char *text);
 
 #endif /* AMPTRACE_VIEW_GRAPH_H */

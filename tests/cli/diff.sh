@@ -41,6 +41,15 @@ check "diff: output dtype change" out_has "output       linear (forward): f16 ->
 check "diff: policy change" out_has "policy       linear (forward): lower_precision_fp -> fp32  x2"
 check "diff: cast removed" out_has "cast-removed softmax.int (forward): arg 0 f16->f32 cache uncacheable, only in base  x2"
 check "diff: cast added" out_has "cast-added   linear (forward): arg 0 f16->f32 cache uncacheable, only in new  x2"
+# the note on how a trace ended quotes the trace (its signal's name):
+# stderr's filter shows its control characters as '?'
+sed 's/"exit":{"status":"exited","code":0}/"exit":{"status":"signaled","signal":9,"signal_name":"SIG\\u001b]0;pwned\\u0007KILL"}/' \
+	"$fx/good.json" >"$tmp/killed.json"
+capture "$amptrace" diff "$fx/good.json" "$tmp/killed.json"
+check "diff: notes how a trace ended, its name's controls as '?'" \
+	err_has "the program was killed by SIG?]0;pwned?KILL"
+check "diff: no control character of the trace's on stderr" \
+	sh -c "! grep -q '[$(printf '\033\007')]' '$tmp/err'"
 capture "$amptrace" diff --json "$fx/good.json" "$fx/changed.json"
 check "diff --json: exit 1" status_is 1
 check "diff --json: changed" out_has '"changed":	true'

@@ -171,5 +171,6 @@ int main(int argc, char **argv)
 		return raw_dir_guard_main(argc, argv);
 	inherit_save();
 	terminal_filter_stdout();
+	terminal_filter_stderr();
 	return output_written(run_command(argc, argv));
 }

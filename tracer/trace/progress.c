@@ -6,6 +6,7 @@
  * the line: a program sharing the terminal (amptrace run) writes over it
  * rather than after it, and the next draw rewrites its own line. */
 #include "progress.h"
+#include "terminal_text.h"
 #include "trace_scan.h"
 
 #include <stdarg.h>
@@ -74,10 +75,14 @@ void progress_draw(struct progress *p, const char *format, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
+	/* the line names a trace: its control characters are not ours */
+	terminal_text_clean(line);
+	n = (int)strlen(line);
 	/* one column short: a full line would wrap on some terminals */
 	int width = columns() - 1;
-	fprintf(stderr, "\r%.*s\033[K\r", n < width ? n : width, line);
-	fflush(stderr);
+	FILE *out = terminal_raw_stderr();
+	fprintf(out, "\r%.*s\033[K\r", n < width ? n : width, line);
+	fflush(out);
 	p->drawn = true;
 }
 
@@ -85,8 +90,9 @@ void progress_clear(struct progress *p)
 {
 	if (!p->drawn)
 		return;
-	fputs("\r\033[K", stderr);
-	fflush(stderr);
+	FILE *out = terminal_raw_stderr();
+	fputs("\r\033[K", out);
+	fflush(out);
 	p->drawn = false;
 }
 

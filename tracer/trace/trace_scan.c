@@ -1,6 +1,7 @@
 /* Streaming walk over a trace file's JSON (see trace_scan.h). */
 #include "trace_scan.h"
 
+#include "terminal_text.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -23,13 +24,10 @@ int trace_error_set(struct trace_error *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof err->message, fmt, ap);
 	va_end(ap);
-	/* A message quotes the trace (a name, a ph) and goes to a terminal:
-	 * a trace's "\u001b]0;..." must not reach it as control bytes. */
-	for (unsigned char *c = (unsigned char *)err->message; *c; c++)
-		if ((*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f)
-			*c = '?';
-		else if (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f)
-			c[0] = c[1] = '?'; /* a C1 control, U+0080-U+009F */
+	/* A message quotes the trace (a name, a ph) and goes to a terminal,
+	 * or into a page (report): a trace's "\u001b]0;..." must not reach
+	 * either as control bytes, whatever prints it. */
+	terminal_text_clean(err->message);
 	return -1;
 }
 

@@ -4,13 +4,14 @@
  * the terminal's title, move its cursor or write its clipboard.  The
  * model keeps names faithful (merge and the --json outputs write them back
  * JSON-escaped, so they hold no raw control bytes), and the text printers
- * print them as they are; stdout is filtered once instead, in main, so no
- * printer can forget it. */
+ * print them as they are; stdout and stderr are filtered once instead, in
+ * each main (amptrace's, ampview's), so no printer can forget it. */
 #ifndef AMPTRACE_TERMINAL_TEXT_H
 #define AMPTRACE_TERMINAL_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* amptrace's own colours: TERMINAL_COLOUR "1;31m" for ESC "[1;31m".  The
  * byte 0xff is never in UTF-8 text and the reader refuses a trace that is
@@ -35,9 +36,23 @@ struct terminal_filter {
 size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 		       char *out);
 
+/* Replaces each control character of text ('\n' and '\t' kept) by '?',
+ * in place, as terminal_filter does: for a message built before it is
+ * printed (trace_error_set's). */
+void terminal_text_clean(char *text);
+
 /* Makes stdout a stream that writes through terminal_filter (stdout must
  * then be closed, not only flushed, for the last bytes).  Returns 0, or
  * -1 (stdout left as it was). */
 int terminal_filter_stdout(void);
+
+/* The same for stderr, unbuffered as stderr is: every message that
+ * quotes a trace's name, a path or an argument goes through it. */
+int terminal_filter_stderr(void);
+
+/* The stream stderr was before terminal_filter_stderr: the one writer
+ * of control characters of its own on stderr (progress.h's carriage
+ * return and erase), which cleans its text with terminal_text_clean. */
+FILE *terminal_raw_stderr(void);
 
 #endif

@@ -1,4 +1,5 @@
-/* The filter between the text printers and stdout (terminal_text.h). */
+/* The filter between the text printers and stdout, stderr
+ * (terminal_text.h). */
 #include "terminal_text.h"
 
 #include <errno.h>
@@ -89,7 +90,22 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 	return written;
 }
 
-struct filtered_stdout {
+void terminal_text_clean(char *text)
+{
+	unsigned char *to = (unsigned char *)text;
+
+	for (const unsigned char *c = (unsigned char *)text; *c; c++) {
+		if (*c == C1_LEAD && is_c1_tail(c[1])) {
+			*to++ = '?';
+			c++;
+		} else {
+			*to++ = is_control(*c) ? '?' : *c;
+		}
+	}
+	*to = '\0';
+}
+
+struct filtered_stream {
 	struct terminal_filter filter;
 	int fd;
 };
@@ -112,7 +128,7 @@ static int write_all(int fd, const char *bytes, size_t n)
 
 static ssize_t filtered_write(void *cookie, const char *in, size_t n)
 {
-	struct filtered_stdout *s = cookie;
+	struct filtered_stream *s = cookie;
 	char out[2 * FILTER_CHUNK + sizeof s->filter.pending];
 
 	for (size_t done = 0; done < n;) {
@@ -127,18 +143,25 @@ static ssize_t filtered_write(void *cookie, const char *in, size_t n)
 
 static int filtered_close(void *cookie)
 {
-	struct filtered_stdout *s = cookie;
+	struct filtered_stream *s = cookie;
 	char out[sizeof s->filter.pending];
 
 	return write_all(s->fd, out, terminal_filter(&s->filter, NULL, 0, out));
 }
 
-int terminal_filter_stdout(void)
+/* A stream that writes fd's bytes through state's filter, or NULL. */
+static FILE *filtered_stream(struct filtered_stream *state)
 {
-	static struct filtered_stdout state = { .fd = STDOUT_FILENO };
 	cookie_io_functions_t io = { .write = filtered_write,
 				     .close = filtered_close };
-	FILE *filtered = fopencookie(&state, "w", io);
+
+	return fopencookie(state, "w", io);
+}
+
+int terminal_filter_stdout(void)
+{
+	static struct filtered_stream state = { .fd = STDOUT_FILENO };
+	FILE *filtered = filtered_stream(&state);
 
 	if (!filtered)
 		return -1;
@@ -149,4 +172,27 @@ int terminal_filter_stdout(void)
 	fflush(stdout);
 	stdout = filtered;
 	return 0;
+}
+
+static FILE *raw_stderr;
+
+int terminal_filter_stderr(void)
+{
+	static struct filtered_stream state = { .fd = STDERR_FILENO };
+	FILE *filtered = filtered_stream(&state);
+
+	if (!filtered)
+		return -1;
+	/* each message whole as it is printed, as stderr writes it: a
+	 * message is never held back behind a crash or a child's output */
+	setvbuf(filtered, NULL, _IONBF, 0);
+	fflush(stderr);
+	raw_stderr = stderr;
+	stderr = filtered;
+	return 0;
+}
+
+FILE *terminal_raw_stderr(void)
+{
+	return raw_stderr ? raw_stderr : stderr;
 }
