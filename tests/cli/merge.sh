@@ -76,6 +76,10 @@ duration = lambda f: json.loads(subprocess.run([sys.argv[1], "summary", "--json"
                                                capture_output=True).stdout)["duration_us"]
 sys.exit(abs(duration(sys.argv[2]) - duration(sys.argv[3])) > 0.001)' \
 	"$amptrace" "$tmp/twice.json" "$tmp/span-a.json"
+# one input is rank 0 (its header's rank null): no rank to be distinct from
+capture "$amptrace" merge "$fx/good.json" -o "$tmp/one.json"
+check "merge of one input: exit 0" status_is 0
+check "merge of one input: no note on distinct ranks" err_lacks "distinct rank"
 capture "$amptrace" merge "$fx/good.json"
 check "merge without -o: exit 2" status_is 2
 capture "$amptrace" merge "$fx/good.json" -o ''

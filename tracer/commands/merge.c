@@ -530,7 +530,8 @@ static void assign_ranks(struct merge *m)
 		if (in->trace.base_ns > 0)
 			in->shift_us = (in->trace.base_ns - m->base_ns) / 1000.0;
 	}
-	if (!ranks_ok)
+	/* one input is rank 0 by its position: nothing to say */
+	if (!ranks_ok && m->ninputs > 1)
 		fprintf(stderr, "amptrace merge: note: not every input has a "
 			"distinct rank; using the order of the arguments (rank "
 			"= position, from 0)\n");
