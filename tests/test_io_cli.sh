@@ -9,7 +9,8 @@
 #   - `-` is standard output for every output option (merge -o, report
 #     -o, ampview -o, check --junit), and no file named "-" is made;
 #   - an output FIFO that no process reads is given up after 10 s (merge
-#     -o, report -o, ampview -o, check --junit), as an input one is;
+#     -o, report -o, ampview -o, check --junit, run -o), as an input one
+#     is;
 #   - report reads a pipe or a FIFO once, though ampview draws its graph
 #     from the same trace;
 #   - past `ulimit -f` a writer says "File too large" (no SIGXFSZ) and
@@ -55,6 +56,7 @@ unread_fifo merge "$amptrace" merge "$fx/good.json" -o "$tmp/merge.fifo"
 unread_fifo report "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/report.fifo"
 unread_fifo ampview "$ampview" "$fx/good.json" --format dot -o "$tmp/ampview.fifo"
 unread_fifo junit "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit "$tmp/junit.fifo"
+unread_fifo run "$amptrace" run -q -o "$tmp/run.fifo" -- "$trace_prog" ops 2
 
 # ---------------------------------------------------------------- inputs
 capture timeout 20 "$amptrace" summary /dev/zero
@@ -205,7 +207,7 @@ for pid in $unread; do wait "$pid"; done
 unread=
 check "summary of a FIFO nobody writes: given up, exit 2 ($(cat "$tmp/fifo.status"))" eval \
 	'[ "$(cat "$tmp/fifo.status")" = 2 ] && grep -q "nobody.fifo: nothing to read after 10 s" "$tmp/fifo.err"'
-for name in merge report ampview junit; do
+for name in merge report ampview junit run; do
 	check "$name to a FIFO nobody reads: given up, exit non-zero ($(cat "$tmp/$name.status" 2>/dev/null))" eval \
 		'[ -s "$tmp/$name.status" ] && [ "$(cat "$tmp/$name.status")" != 0 ] && [ "$(cat "$tmp/$name.status")" != 124 ] &&
 		 grep -q "$name.fifo: no process reads it" "$tmp/$name.err"'

@@ -114,14 +114,18 @@ static const char run_usage[] =
 	"Open it at https://ui.perfetto.dev (Open trace file) or chrome://tracing.\n"
 	"Exit status: PROG's; 128+N if signal N killed it; 125 PROG exited 0\n"
 	"but recorded no op (\"no ops recorded: is PROG linked to libamp?\", or\n"
-	"for python what went wrong: no script, no torch, no op); 2 usage\n"
-	"error; 127 PROG or ampview not found; 126 PROG not executable.\n";
+	"for python what went wrong: no script, no torch, no op); 1 PROG exited\n"
+	"0 but the trace could not be written; 2 usage error; 127 PROG or\n"
+	"ampview not found; 126 PROG not executable.\n";
 
 struct output {
 	int rank;               /* -1: the file named by -o */
 	char *path;
 	struct trace_writer writer;
 	bool open;
+	/* tried and said: a FIFO no process reads is not waited for again
+	 * for each process that comes */
+	bool open_failed;
 	size_t processes;
 	/* The events written, kept decoded by the converter as it writes
 	 * them: the findings' input, so the file is not read back. */
@@ -151,6 +155,7 @@ struct run_state {
 	const char *steps;
 	uint64_t max_size;
 	bool detail_stop_sent;
+	bool output_failed; /* an output could not be opened (said) */
 };
 
 static uint64_t clock_ns(clockid_t clock)
@@ -234,6 +239,8 @@ static bool open_output(struct run_state *s, struct output *o,
 {
 	if (o->open)
 		return true;
+	if (o->open_failed)
+		return false;
 	/* The trace is made anew rather than truncated: ext4 writes a
 	 * truncated file's new blocks back when it is closed (auto_da_alloc,
 	 * its guard for files rewritten in place), which took 30-50 ms at the
@@ -264,7 +271,9 @@ static bool open_output(struct run_state *s, struct output *o,
 				       s->real_base);
 	if (status != 0) {
 		fprintf(stderr, "amptrace run: cannot write %s: %s\n", o->path,
-			strerror(errno));
+			output_strerror(errno));
+		o->open_failed = true;
+		s->output_failed = true;
 		return false;
 	}
 	o->open = true;
@@ -1156,7 +1165,7 @@ int amptrace_run(int argc, char **argv)
 	if (record(&s, &args, recorder, &code, &failed) && !failed)
 		code = render_outputs(&s, &args, code);
 	free_outputs(&s);
-	if (failed && code == 0)
+	if ((failed || s.output_failed) && code == 0)
 		code = 1;
 	return code;
 }
