@@ -6,6 +6,7 @@
 #include "flow.h"
 #include "trace.h"
 
+#include "test_scratch.h"
 #include "test_text.h"
 
 #include <check.h>
@@ -203,7 +204,8 @@ START_TEST(test_write_reads_back)
 	struct text t;
 	struct built b;
 	struct trace_writer w;
-	char path[] = "/tmp/test_flow_XXXXXX";
+	char path[4096 + 32];
+	snprintf(path, sizeof path, "%s/flow-XXXXXX", scratch_dir);
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
@@ -353,8 +355,11 @@ int main(void)
 	tcase_add_test(tc, test_any_event_order);
 	suite_add_tcase(s, tc);
 	SRunner *runner = srunner_create(s);
+	scratch_make("flow");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
+	if (scratch_remove() != 0)
+		failed = 1;
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

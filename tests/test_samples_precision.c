@@ -9,6 +9,7 @@
  * run, GradScaler's calibration included); the other sizes run 8 steps to
  * keep the suite fast. */
 #include "findings.h"
+#include "test_scratch.h"
 #include "traced.h"
 
 #include <check.h>
@@ -78,13 +79,12 @@ START_TEST(test_sample_precision)
 	const char *name = samples[sample].name;
 	const char *device = devices[_i % NDEVICES];
 	const char *flags = size_flags(name, size);
-	char path[512], prog[1024], args[512], run[1024], buf[1024], why[1024];
+	char path[sizeof scratch_dir + 32], prog[1024], args[512], run[1024], buf[1024], why[1024];
 	const char *words[32];
 	struct trace trace;
 	struct findings f;
 
-	snprintf(path, sizeof path, "%s/amptrace-precision-%ld-%d.json",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), _i);
+	snprintf(path, sizeof path, "%s/%d.json", scratch_dir, _i);
 	snprintf(run, sizeof run, "%s %s --device %s", name, flags, device);
 	snprintf(prog, sizeof prog, "%s/%s", SAMPLES_DIR, name);
 	snprintf(args, sizeof args, "%s --device %s", flags, device);
@@ -121,8 +121,11 @@ int main(void)
 			    NSAMPLES * NSIZES * NDEVICES);
 	suite_add_tcase(s, tc);
 	SRunner *runner = srunner_create(s);
+	scratch_make("precision");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
+	if (scratch_remove() != 0)
+		failed = 1;
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -4,6 +4,7 @@
  * phase needs; and it follows FORMAT.md (the validator: metadata, nesting,
  * tensor-id continuity). */
 #include "trace.h"
+#include "test_scratch.h"
 #include "traced.h"
 #include "validate.h"
 
@@ -94,12 +95,11 @@ START_TEST(test_sample_traces_load)
 {
 	const char *sample = samples[_i / 2].name;
 	const char *device = devices[_i % 2];
-	char path[512], prog[1024], args[512], buf[1024];
+	char path[sizeof scratch_dir + 128], prog[1024], args[512], buf[1024];
 	const char *words[32];
 
-	snprintf(path, sizeof path, "%s/amptrace-sample-%ld-%s-%s.json",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
-		 sample, device);
+	snprintf(path, sizeof path, "%s/%s-%s.json", scratch_dir, sample,
+		 device);
 	snprintf(prog, sizeof prog, "%s/%s", SAMPLES_DIR, sample);
 	snprintf(args, sizeof args, "%s --device %s", samples[_i / 2].args,
 		 device);
@@ -154,8 +154,11 @@ int main(void)
 	tcase_add_loop_test(tc, test_sample_traces_load, 0, 2 * NSAMPLES);
 	suite_add_tcase(s, tc);
 	SRunner *runner = srunner_create(s);
+	scratch_make("samples");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
+	if (scratch_remove() != 0)
+		failed = 1;
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include "trace_schema.h"
 #include "trace_writer.h"
 #include "validate.h"
+#include "test_scratch.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -28,16 +29,6 @@ static const char *fixture(const char *name)
 	static char path[4096];
 
 	snprintf(path, sizeof path, "%s/%s", TRACE_FIXTURES, name);
-	return path;
-}
-
-static const char *temp_path(const char *name)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof path, "%s/amptrace-test-%ld-%s",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
-		 name);
 	return path;
 }
 
@@ -162,7 +153,7 @@ END_TEST
 
 START_TEST(test_writer_close_and_cut)
 {
-	const char *path = temp_path("writer.json");
+	const char *path = scratch_path("writer.json");
 	struct trace_writer w;
 	struct trace t;
 	struct trace_error err;
@@ -203,7 +194,7 @@ END_TEST
  * reaches the file whole, after what was buffered before it. */
 START_TEST(test_writer_events_joined)
 {
-	const char *path = temp_path("joined.json");
+	const char *path = scratch_path("joined.json");
 	struct trace_writer w;
 	struct trace t;
 	struct trace_error err;
@@ -521,15 +512,16 @@ END_TEST
 static void load_text_fails_n(const char *text, size_t len,
 			      const char *message)
 {
-	const char *path = temp_path("inline.json");
+	const char *path = scratch_path("inline.json");
 	struct trace t;
 	struct trace_error err;
 
 	write_file(path, text, len);
-	ck_assert_int_eq(trace_load(path, &t, &err), -1);
+	int loaded = trace_load(path, &t, &err);
+	unlink(path);
+	ck_assert_int_eq(loaded, -1);
 	ck_assert_msg(strstr(err.message, message), "\"%s\": got \"%s\"", text,
 		      err.message);
-	unlink(path);
 }
 
 static void load_text_fails(const char *text, const char *message)
@@ -943,7 +935,7 @@ END_TEST
  * the trailer too. */
 START_TEST(test_header_and_trailer_read_back)
 {
-	const char *path = temp_path("typed.json");
+	const char *path = scratch_path("typed.json");
 	const char *command[] = { "train", "--steps", "2" };
 	struct trace_writer w;
 	struct trace t;
@@ -1062,8 +1054,11 @@ int main(void)
 {
 	SRunner *runner = srunner_create(trace_format_suite());
 
+	scratch_make("format");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
+	if (scratch_remove() != 0)
+		failed = 1;
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -20,6 +20,7 @@
 #include "id_map.h"
 #include "trace.h"
 #include "commands.h"
+#include "test_scratch.h"
 
 #include <check.h>
 #include <malloc.h>
@@ -27,16 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char *temp_path(const char *name)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof path, "%s/amptrace-reader-%ld-%s",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
-		 name);
-	return path;
-}
 
 static void write_text(const char *path, const char *text)
 {
@@ -127,7 +118,7 @@ static const struct {
 
 START_TEST(out_of_range_numbers_are_errors)
 {
-	const char *path = temp_path("bad.json");
+	const char *path = scratch_path("bad.json");
 	struct trace trace;
 	struct trace_error err;
 
@@ -143,7 +134,7 @@ END_TEST
 /* The rows above differ from a trace that loads only in that number. */
 START_TEST(in_range_numbers_load)
 {
-	const char *path = temp_path("good.json");
+	const char *path = scratch_path("good.json");
 	struct trace trace;
 	struct trace_error err;
 
@@ -164,7 +155,7 @@ END_TEST
 /* A trace with metadata only: nothing to sort, every array empty. */
 START_TEST(empty_traces_summarise)
 {
-	const char *path = temp_path("empty.json");
+	const char *path = scratch_path("empty.json");
 	struct trace trace;
 	struct trace_error err;
 	struct analysis a;
@@ -189,7 +180,7 @@ END_TEST
 /* A file of exactly N bytes is read into N + 1 (its NUL), not 2N. */
 START_TEST(read_file_allocates_its_size)
 {
-	const char *path = temp_path("size.json");
+	const char *path = scratch_path("size.json");
 	const size_t size = 1 << 20;
 	char *text = malloc(size + 1);
 	struct trace_error err;
@@ -249,7 +240,7 @@ static char *windowed_trace(const char *tail, size_t *len)
 static void assert_window_reads_as_memory(const char *text, size_t len,
 					  bool good)
 {
-	const char *path = temp_path("window.json");
+	const char *path = scratch_path("window.json");
 	struct trace from_file, from_memory;
 	struct trace_error file_err = { "" }, memory_err = { "" };
 	FILE *f = fopen(path, "wb");
@@ -315,7 +306,7 @@ static int drop_each(void *ctx, struct trace *trace,
 
 START_TEST(filter_drops_arrays_keeps_strings)
 {
-	const char *path = temp_path("filtered.json");
+	const char *path = scratch_path("filtered.json");
 	size_t len;
 	char *text = windowed_trace("{\"name\":\"thread_name\",\"ph\":\"M\","
 				    "\"pid\":1,\"tid\":2,\"args\":{\"name\":"
@@ -357,7 +348,7 @@ END_TEST
 
 START_TEST(flows_dropped_and_counted)
 {
-	const char *path = temp_path("flows.json");
+	const char *path = scratch_path("flows.json");
 	struct trace whole, without;
 	struct trace_error err = { "" };
 
@@ -491,8 +482,11 @@ int main(void)
 {
 	SRunner *runner = srunner_create(trace_reader_suite());
 
+	scratch_make("reader");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
+	if (scratch_remove() != 0)
+		failed = 1;
 	return failed ? 1 : 0;
 }

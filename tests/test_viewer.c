@@ -9,6 +9,7 @@
 #include "trace.h"
 #include "view.h"
 #include "view_internal.h"
+#include "test_scratch.h"
 
 #include <cJSON.h>
 #include <check.h>
@@ -205,10 +206,9 @@ static void shift_ids(cJSON *item)
 	}
 }
 
-/* Writes fixture `name` changed by `edit` to a temporary file `path`
- * (the caller unlinks it). */
-static void write_edited(const char *name, void (*edit)(cJSON *), char *path,
-			 size_t size)
+/* Writes fixture `name` changed by `edit` to a scratch file, whose path
+ * it returns (the caller unlinks it). */
+static const char *write_edited(const char *name, void (*edit)(cJSON *))
 {
 	struct trace_error err;
 	size_t len;
@@ -219,8 +219,7 @@ static void write_edited(const char *name, void (*edit)(cJSON *), char *path,
 	ck_assert_ptr_nonnull(root);
 	edit(root);
 	char *out = cJSON_PrintUnformatted(root);
-	snprintf(path, size, "%s/viewer-edited-%ld-%s",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(), name);
+	const char *path = scratch_path(name);
 	FILE *f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs(out, f);
@@ -228,13 +227,12 @@ static void write_edited(const char *name, void (*edit)(cJSON *), char *path,
 	free(out);
 	free(text);
 	cJSON_Delete(root);
+	return path;
 }
 
 START_TEST(test_dot_ignores_ids)
 {
-	char shifted[4096];
-
-	write_edited(fixture_names[_i], shift_ids, shifted, sizeof shifted);
+	const char *shifted = write_edited(fixture_names[_i], shift_ids);
 	char *a = dot_of(fixture(fixture_names[_i]), NULL, NULL);
 	char *b = dot_of(shifted, NULL, NULL);
 	drop_notes(a);
@@ -423,10 +421,8 @@ static void backward_to_optimizer(cJSON *root)
  * others, adding up to its ops. */
 START_TEST(test_optimizer_box_label)
 {
-	char path[4096];
 	struct view_stats stats;
-
-	write_edited("torch_mlp.json", backward_to_optimizer, path, sizeof path);
+	const char *path = write_edited("torch_mlp.json", backward_to_optimizer);
 	char *dot = dot_of(path, NULL, &stats);
 	unlink(path);
 	ck_assert_uint_eq(stats.boxes, 1);
@@ -654,11 +650,9 @@ static void backward_under_autocast(cJSON *root)
  * occurrences in which steps. */
 START_TEST(test_notes_folded_steps)
 {
-	char path[4096];
 	struct view_options o;
-
-	write_edited("whole_loop.json", backward_under_autocast, path,
-		     sizeof path);
+	const char *path = write_edited("whole_loop.json",
+					backward_under_autocast);
 	view_options_init(&o);
 	o.step = VIEW_STEP_ALL;
 	char *dot = dot_of(path, &o, NULL);
@@ -778,8 +772,11 @@ int main(void)
 {
 	SRunner *runner = srunner_create(viewer_suite());
 
+	scratch_make("viewer");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
+	if (scratch_remove() != 0)
+		failed = 1;
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
