@@ -631,6 +631,44 @@ START_TEST(test_repeated_keys)
 }
 END_TEST
 
+/* ... and at any depth: in args' own objects, in the header and the
+ * trailer (theirs too); where the value begins, and the path to it. */
+START_TEST(test_repeated_keys_nested)
+{
+	static const char header[] =
+		"{\"amptrace\":{\"format\":\"1.4\",\"host\":\"a\",\"host\":\"b\"},"
+		"\n\"traceEvents\":[]}";
+	static const char trailer[] =
+		"{\"amptrace\":{\"format\":\"1.4\"},\"traceEvents\":[],\n"
+		"\"amptraceEnd\":{\"complete\":true,\"processes\":[{\"pid\":1},"
+		"{\"pid\":2,\"pid\":3}]}}";
+
+	load_text_fails(header, ":1:13: the key \"host\" is given twice in "
+			"the header (amptrace; JSON readers");
+	load_text_fails(trailer, ":2:15: the key \"pid\" is given twice in "
+			"the trailer (amptraceEnd.processes[1]; JSON readers");
+	load_text_fails("{\"traceEvents\":[{\"ph\":\"i\",\"name\":\"a\",\"args\":"
+			"{\"inputs\":[{\"dtype\":\"f16\",\"shape\":[1],"
+			"\"dtype\":\"f32\"}]}}]}",
+			":1: event 0: the key \"dtype\" is given twice in an "
+			"event's args.inputs[0] (JSON readers");
+
+	/* one key in sibling objects is no repeat */
+	static const char siblings[] =
+		"{\"amptrace\":{\"format\":\"1.4\",\"a\":{\"x\":1},\"b\":"
+		"{\"x\":2}},\"traceEvents\":[{\"ph\":\"i\",\"name\":\"a\","
+		"\"args\":{\"inputs\":[{\"dtype\":\"f16\"},{\"dtype\":\"f32\"}]}}],"
+		"\"amptraceEnd\":{\"complete\":true,\"processes\":[{\"pid\":1},"
+		"{\"pid\":2}]}}";
+	struct trace t;
+	struct trace_error err;
+	ck_assert_msg(trace_load_text("siblings.json", siblings,
+				      sizeof siblings - 1, &t, &err) == 0,
+		      "%s", err.message);
+	trace_free(&t);
+}
+END_TEST
+
 /* stdout's filter (terminal_text.h): a trace's control characters as
  * '?', amptrace's own colours as ESC '[', one split across writes too. */
 START_TEST(test_terminal_filter)
@@ -1031,6 +1069,7 @@ static Suite *trace_format_suite(void)
 			    sizeof bad_cases / sizeof bad_cases[0]);
 	tcase_add_test(reader, test_bad_json_shapes);
 	tcase_add_test(reader, test_repeated_keys);
+	tcase_add_test(reader, test_repeated_keys_nested);
 	tcase_add_test(reader, test_terminal_filter);
 	tcase_add_test(reader, test_terminal_text_clean);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);

@@ -190,6 +190,27 @@ static bool key_set_add(struct key_set *set, const char *key)
 /* Room for an event's keys on the stack: events have about ten. */
 #define KEY_SET_SMALL 64
 
+/* An object of this many keys or fewer (a tensor in args has five) is
+ * checked key against key, the first bytes first: cheaper than hashing
+ * them into a set, and every object of every event is checked. */
+#define KEY_PAIRS_MAX 8
+
+static const char *repeated_key_of_few(const cJSON *obj)
+{
+	const char *keys[KEY_PAIRS_MAX];
+	const cJSON *member;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(member, obj) {
+		const char *key = member->string;
+		for (size_t i = 0; i < n; i++)
+			if (keys[i][0] == key[0] && !strcmp(keys[i], key))
+				return key;
+		keys[n++] = key;
+	}
+	return NULL;
+}
+
 /* The first key of obj that repeats an earlier one, NULL when none.
  * -1 when out of memory (err not set). */
 static int repeated_key(const cJSON *obj, const char **repeated)
@@ -206,6 +227,10 @@ static int repeated_key(const cJSON *obj, const char **repeated)
 		n++;
 	if (n < 2)
 		return 0;
+	if (n <= KEY_PAIRS_MAX) {
+		*repeated = repeated_key_of_few(obj);
+		return 0;
+	}
 	/* as small as the keys allow: the slots are cleared for each event */
 	while (set.size < 2 * n)
 		set.size *= 2;
@@ -221,6 +246,60 @@ static int repeated_key(const cJSON *obj, const char **repeated)
 	if (set.slots != small)
 		free(set.slots);
 	return 0;
+}
+
+/* The first object in value (value itself, or one nested in its objects
+ * and arrays, depth first) that gives a key twice, NULL when none; the
+ * key in *repeated.  -1 when out of memory.  The nesting is bounded by
+ * the scanner's MAX_NESTING. */
+static int object_with_repeated_key(const cJSON *value, const cJSON **object,
+				    const char **repeated)
+{
+	const cJSON *child;
+
+	*object = NULL;
+	if (cJSON_IsObject(value)) {
+		if (repeated_key(value, repeated) < 0)
+			return -1;
+		if (*repeated) {
+			*object = value;
+			return 0;
+		}
+	} else if (!cJSON_IsArray(value)) {
+		return 0;
+	}
+	cJSON_ArrayForEach(child, value) {
+		if (!cJSON_IsObject(child) && !cJSON_IsArray(child))
+			continue;
+		if (object_with_repeated_key(child, object, repeated) < 0)
+			return -1;
+		if (*object)
+			return 0;
+	}
+	return 0;
+}
+
+/* The path from value to target (".exit", ".processes[0]") in path;
+ * whether target is in value.  Only for a message: it walks again. */
+static bool path_to(const cJSON *value, const cJSON *target, char *path,
+		    size_t size)
+{
+	const cJSON *child;
+	size_t used = strlen(path), index = 0;
+
+	if (value == target)
+		return true;
+	cJSON_ArrayForEach(child, value) {
+		if (cJSON_IsArray(value))
+			snprintf(path + used, size - used, "[%zu]", index++);
+		else
+			snprintf(path + used, size - used, ".%.40s",
+				 child->string);
+		if (path_to(child, target, path, size))
+			return true;
+		path[used] = '\0';
+	}
+	return false;
 }
 
 /* The bytes the scanner looks at: the whole text (trace_scan), or a
@@ -514,29 +593,27 @@ static bool next_is(struct scanner *s, char c)
 	return !at_end(s) && s->text[s->pos] == c;
 }
 
-/* Refuses a key given twice in an event or in its args (key_set).  The
- * event is one line in amptrace's traces: its line names the key's. */
+/* Refuses a key given twice in an event, in its args or in an object
+ * within them (key_set).  The event is one line in amptrace's traces: its
+ * line names the key's. */
 static int check_event_keys(struct scanner *s, const cJSON *event,
 			    size_t index, size_t line)
 {
-	const char *where = "an event", *key;
-	int status = repeated_key(event, &key);
+	const cJSON *object;
+	const char *key;
+	char path[256] = "";
 
-	if (status == 0 && !key) {
-		where = "an event's args";
-		status = repeated_key(cJSON_GetObjectItemCaseSensitive(event,
-								       "args"),
-				      &key);
-	}
-	if (status < 0)
+	if (object_with_repeated_key(event, &object, &key) < 0)
 		return trace_error_set(s->err, "%s: out of memory reading the "
 				       "file", s->path);
-	if (!key)
+	if (!object)
 		return 0;
+	path_to(event, object, path, sizeof path);
 	return trace_error_set(s->err, "%s:%zu: event %zu: the key \"%.60s\" "
-			       "is given twice in %s (JSON readers disagree on "
-			       "which one counts)", s->path, line, index, key,
-			       where);
+			       "is given twice in %s%s (JSON readers disagree "
+			       "on which one counts)", s->path, line, index, key,
+			       path[0] ? "an event's " : "an event",
+			       path[0] ? path + 1 : "");
 }
 
 /* 1 done, 0 ended early, -1 error. */
@@ -661,6 +738,33 @@ static int check_top_key(struct scanner *s, const char *key,
 			       at.line, at.at - at.line_start + 1, key);
 }
 
+/* The header (amptrace) and the trailer (amptraceEnd) are refused for a
+ * key given twice at any depth, as an event is; other top-level values
+ * are not read. */
+static int check_header_keys(struct scanner *s, const char *name,
+			     const cJSON *value, struct span_start at)
+{
+	const cJSON *object;
+	const char *key;
+	char path[256];
+	bool header = !strcmp(name, "amptrace");
+
+	if (!header && strcmp(name, "amptraceEnd"))
+		return 0;
+	if (object_with_repeated_key(value, &object, &key) < 0)
+		return trace_error_set(s->err, "%s: out of memory reading the "
+				       "file", s->path);
+	if (!object)
+		return 0;
+	snprintf(path, sizeof path, "%s", name);
+	path_to(value, object, path, sizeof path);
+	return trace_error_set(s->err, "%s:%zu:%zu: the key \"%.60s\" is "
+			       "given twice in the %s (%s; JSON readers "
+			       "disagree on which one counts)", s->path,
+			       at.line, at.at - at.line_start + 1, key,
+			       header ? "header" : "trailer", path);
+}
+
 static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
 {
@@ -724,6 +828,10 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 			cJSON *value = parse_span(s, from);
 			if (!value)
 				return -1;
+			if (check_header_keys(s, name, value, from) != 0) {
+				cJSON_Delete(value);
+				return -1;
+			}
 			if (!strcmp(name, "amptrace") && !r->has_events)
 				r->amptrace = true;
 			status = h->top ? h->top(h->ctx, name, value, from.line)
