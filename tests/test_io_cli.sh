@@ -57,6 +57,9 @@ unread_fifo report "$amptrace" report "$fx/good.json" --no-graph -o "$tmp/report
 unread_fifo ampview "$ampview" "$fx/good.json" --format dot -o "$tmp/ampview.fifo"
 unread_fifo junit "$amptrace" check "$fx/good.json" "$fx/pass.rules" --junit "$tmp/junit.fifo"
 unread_fifo run "$amptrace" run -q -o "$tmp/run.fifo" -- "$trace_prog" ops 2
+# nothing is drawn from a trace that was not written (ampview waited its
+# own 10 s for it, and run said 2)
+unread_fifo runsvg "$amptrace" run -o "$tmp/runsvg.fifo" --svg "$tmp/runsvg.svg" -- "$trace_prog" ops 2
 
 # ---------------------------------------------------------------- inputs
 capture timeout 20 "$amptrace" summary /dev/zero
@@ -207,7 +210,10 @@ for pid in $unread; do wait "$pid"; done
 unread=
 check "summary of a FIFO nobody writes: given up, exit 2 ($(cat "$tmp/fifo.status"))" eval \
 	'[ "$(cat "$tmp/fifo.status")" = 2 ] && grep -q "nobody.fifo: nothing to read after 10 s" "$tmp/fifo.err"'
-for name in merge report ampview junit run; do
+check "run to a FIFO nobody reads, with --svg: exit 1, nothing drawn ($(cat "$tmp/runsvg.status" 2>/dev/null))" eval \
+	'[ "$(cat "$tmp/runsvg.status")" = 1 ] && grep -q "runsvg.fifo (not written)" "$tmp/runsvg.err" &&
+	 ! grep -q ampview "$tmp/runsvg.err" && [ ! -e "$tmp/runsvg.svg" ]'
+for name in merge report ampview junit run runsvg; do
 	check "$name to a FIFO nobody reads: given up, exit non-zero ($(cat "$tmp/$name.status" 2>/dev/null))" eval \
 		'[ -s "$tmp/$name.status" ] && [ "$(cat "$tmp/$name.status")" != 0 ] && [ "$(cat "$tmp/$name.status")" != 124 ] &&
 		 grep -q "$name.fifo: no process reads it" "$tmp/$name.err"'

@@ -469,7 +469,8 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 			"incomplete)", (unsigned long long)in_flight,
 			in_flight == 1 ? "" : "s");
 	for (size_t i = 0; i < s->noutputs; i++)
-		fprintf(stderr, "%s%s", i ? ", " : " -> ", s->outputs[i]->path);
+		fprintf(stderr, "%s%s%s", i ? ", " : " -> ", s->outputs[i]->path,
+			s->outputs[i]->open_failed ? " (not written)" : "");
 	fputc('\n', stderr);
 	if (ops == 0 && !stopped) {
 		char message[2 * PATH_MAX + 128];
@@ -1162,7 +1163,9 @@ int amptrace_run(int argc, char **argv)
 						    sizeof recorder_buf);
 	if (!recorder)
 		return 2;
-	if (record(&s, &args, recorder, &code, &failed) && !failed)
+	/* nothing to render from a trace that was not written */
+	if (record(&s, &args, recorder, &code, &failed) && !failed &&
+	    !s.output_failed)
 		code = render_outputs(&s, &args, code);
 	free_outputs(&s);
 	if ((failed || s.output_failed) && code == 0)
