@@ -679,7 +679,7 @@ START_TEST(test_terminal_filter)
 	char out[256];
 
 	for (size_t cut = 0; cut <= sizeof in - 1; cut++) {
-		struct terminal_filter f = { 0 };
+		struct terminal_filter f = { .colours = true };
 		size_t n = terminal_filter(&f, in, cut, out);
 		n += terminal_filter(&f, in + cut, sizeof in - 1 - cut, out + n);
 		n += terminal_filter(&f, NULL, 0, out + n);
@@ -690,14 +690,33 @@ START_TEST(test_terminal_filter)
 }
 END_TEST
 
+/* A path or an argument can hold 0xff: only the palette is a colour, and
+ * none on stderr (colours false), where each 0xff is '?'. */
+START_TEST(test_terminal_filter_palette)
+{
+	static const char in[] = "no" TERMINAL_COLOUR "8mHIDDEN" TERMINAL_PLAIN
+				 ".json";
+	char out[64];
+
+	for (int colours = 0; colours <= 1; colours++) {
+		struct terminal_filter f = { .colours = colours };
+		size_t n = terminal_filter(&f, in, sizeof in - 1, out);
+		n += terminal_filter(&f, NULL, 0, out + n);
+		out[n] = '\0';
+		ck_assert_str_eq(out, colours ? "no?8mHIDDEN\033[0m.json"
+					      : "no?8mHIDDEN?0m.json");
+	}
+}
+END_TEST
+
 /* The same, in place, for a message built first: one '?' a control
  * character (C1's two bytes too); colours are not its business. */
 START_TEST(test_terminal_text_clean)
 {
-	char text[] = "a\033]0;x\007\177\tb\n\xc2\x9b" "2J\xc2\xa0\xc2";
+	char text[] = "a\033]0;x\007\177\tb\n\xc2\x9b" "2J\xc2\xa0\xc2\xff";
 
 	terminal_text_clean(text);
-	ck_assert_str_eq(text, "a?]0;x??\tb\n?2J\xc2\xa0\xc2");
+	ck_assert_str_eq(text, "a?]0;x??\tb\n?2J\xc2\xa0\xc2?");
 }
 END_TEST
 
@@ -1071,6 +1090,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(reader, test_repeated_keys);
 	tcase_add_test(reader, test_repeated_keys_nested);
 	tcase_add_test(reader, test_terminal_filter);
+	tcase_add_test(reader, test_terminal_filter_palette);
 	tcase_add_test(reader, test_terminal_text_clean);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);
 	tcase_add_test(reader, test_foreign_traces_load);

@@ -520,9 +520,9 @@ static double hit_rate(const struct analysis *a)
 /* ANSI colours of the severities: red, yellow, cyan (stdout's filter
  * makes them ESC '[', terminal_text.h). */
 static const char *const severity_color[FINDING_SEVERITY_COUNT] = {
-	[FINDING_ERROR] = TERMINAL_COLOUR "1;31m",
-	[FINDING_WARNING] = TERMINAL_COLOUR "33m",
-	[FINDING_INFO] = TERMINAL_COLOUR "36m",
+	[FINDING_ERROR] = TERMINAL_RED,
+	[FINDING_WARNING] = TERMINAL_YELLOW,
+	[FINDING_INFO] = TERMINAL_CYAN,
 };
 
 /* A kind's fix is the same for each of its findings: said once, under
@@ -544,7 +544,7 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 		const struct trace_finding *f = &a->findings[i];
 		const char *name = finding_severity_name(f->severity);
 		if (color)
-			fprintf(out, "  %s%s" TERMINAL_COLOUR "0m%*s %s",
+			fprintf(out, "  %s%s" TERMINAL_PLAIN "%*s %s",
 				severity_color[f->severity], name,
 				7 - (int)strlen(name), "", f->kind);
 		else

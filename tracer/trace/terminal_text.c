@@ -34,6 +34,19 @@ static size_t release(struct terminal_filter *f, char *out)
 	return n;
 }
 
+/* The held digits are one of the palette's (terminal_text.h). */
+static bool in_palette(const struct terminal_filter *f)
+{
+	static const char *const palette[] = { TERMINAL_RED, TERMINAL_YELLOW,
+					       TERMINAL_CYAN, TERMINAL_PLAIN };
+
+	for (size_t i = 0; i < sizeof palette / sizeof *palette; i++)
+		if (strlen(palette[i]) == f->npending + 1 &&
+		    !memcmp(palette[i], f->pending, f->npending))
+			return true;
+	return false;
+}
+
 /* The held colour, finished by its 'm', as the terminal's ESC '['. */
 static size_t colour(struct terminal_filter *f, char *out)
 {
@@ -69,7 +82,7 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 			out[written++] = (char)C1_LEAD;
 		}
 		if (f->npending) {
-			if (c == 'm') {
+			if (c == 'm' && in_palette(f)) {
 				written += colour(f, out + written);
 				continue;
 			}
@@ -80,12 +93,14 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 			}
 			written += release(f, out + written);
 		}
-		if (c == TERMINAL_COLOUR[0])
+		if (c == TERMINAL_COLOUR[0] && f->colours)
 			f->pending[f->npending++] = c;
 		else if ((unsigned char)c == C1_LEAD)
 			f->c1_lead = true;
+		else if (c == TERMINAL_COLOUR[0] || is_control((unsigned char)c))
+			out[written++] = '?';
 		else
-			out[written++] = is_control((unsigned char)c) ? '?' : c;
+			out[written++] = c;
 	}
 	return written;
 }
@@ -99,7 +114,7 @@ void terminal_text_clean(char *text)
 			*to++ = '?';
 			c++;
 		} else {
-			*to++ = is_control(*c) ? '?' : *c;
+			*to++ = is_control(*c) || *c == 0xff ? '?' : *c;
 		}
 	}
 	*to = '\0';
@@ -160,7 +175,8 @@ static FILE *filtered_stream(struct filtered_stream *state)
 
 int terminal_filter_stdout(void)
 {
-	static struct filtered_stream state = { .fd = STDOUT_FILENO };
+	static struct filtered_stream state = { .fd = STDOUT_FILENO,
+						.filter.colours = true };
 	FILE *filtered = filtered_stream(&state);
 
 	if (!filtered)

@@ -16,21 +16,28 @@
 /* amptrace's own colours: TERMINAL_COLOUR "1;31m" for ESC "[1;31m".  The
  * byte 0xff is never in UTF-8 text and the reader refuses a trace that is
  * not UTF-8, so no trace can write it: the filter makes it ESC '[', and
- * turns every ESC (a trace's) into '?'. */
+ * turns every ESC (a trace's) into '?'.  An argument or a path can hold
+ * 0xff, so only the palette below is a colour, and only on stdout: any
+ * other 0xff is '?'. */
 #define TERMINAL_COLOUR "\xff"
+#define TERMINAL_RED TERMINAL_COLOUR "1;31m"
+#define TERMINAL_YELLOW TERMINAL_COLOUR "33m"
+#define TERMINAL_CYAN TERMINAL_COLOUR "36m"
+#define TERMINAL_PLAIN TERMINAL_COLOUR "0m"
 
 /* Where a filter is inside a colour, across writes. */
 struct terminal_filter {
 	char pending[16]; /* TERMINAL_COLOUR and the digits after it */
 	size_t npending;
 	bool c1_lead;     /* a 0xc2 held: a C1 control's first byte? */
+	bool colours;     /* the palette as colours (stdout), else '?' */
 };
 
 /* Copies n bytes of in to out (room for 2 n + sizeof f->pending), each
  * control character but '\n' and '\t' (C0, DEL, and UTF-8's C1
  * U+0080-U+009F) replaced by '?', and
- * each TERMINAL_COLOUR sequence, TERMINAL_COLOUR digits and ';' 'm', by
- * its ESC '[' sequence.  An unfinished one is held in f for the next
+ * each colour of the palette, with f->colours, by its ESC '[' sequence;
+ * any other 0xff is '?'.  An unfinished colour is held in f for the next
  * call; in NULL (n 0) lets it go, as '?' and its digits.  Returns the
  * bytes written to out. */
 size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
