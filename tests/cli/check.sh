@@ -270,5 +270,27 @@ rules 'op lerp_ in optimizer: output f32' 'op lerp_ in phase optimizer: count >=
 	'op linear in optimizer: count == 0' 'casts total in optimizer == 0'
 capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
 check "in optimizer selects the optimizer's ops (and only them)" status_is 0
+# A message cut inside a character (a key path's "%.40s") or quoting a
+# path that is not UTF-8 still makes UTF-8 text: JUnit's XML must parse.
+python3 - "$tmp/cut.json" <<'PY'
+import sys
+key = "K" * 39 + "\u00e9"
+with open(sys.argv[1], "w") as f:
+    f.write('{"traceEvents":[\n{"ph":"X","name":"linear","ts":0,"dur":1,'
+            '"pid":1,"tid":1,"args":{"%s":{"k":1,"k":2}}}\n]}' % key)
+PY
+cp "$tmp/cut.json" "$tmp/"$'cut\xff.json'
+for trace in "$tmp/cut.json" "$tmp/"$'cut\xff.json'; do
+	capture "$amptrace" check "$trace" "$fx/pass.rules" --junit "$tmp/cut.xml"
+	check "a cut message in --junit: exit 2, the key named" eval \
+		'status_is 2 && err_has "is given twice in an event'"'"'s args.KKK"'
+	check "a cut message in --junit: the XML parses" python3 -c '
+import sys, xml.dom.minidom
+xml.dom.minidom.parse(sys.argv[1])' "$tmp/cut.xml"
+	check "a cut message on stderr: UTF-8" python3 -c '
+import sys
+open(sys.argv[1], "rb").read().decode("utf-8")' "$tmp/err"
+done
+
 echo "1..$count"
 exit $fail

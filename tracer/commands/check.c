@@ -9,6 +9,7 @@
 #include "rules.h"
 #include "run_python.h"
 #include "trace.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -813,9 +814,22 @@ static bool empty_trace_failure(const struct trace *t, const struct rules *rules
 	return true;
 }
 
+/* XML is UTF-8 text: a path given as an argument may not be, and each
+ * byte that is not is written '?'. */
 static void xml_escaped(FILE *f, const char *s)
 {
 	for (; *s; s++) {
+		if ((unsigned char)*s >= 0x80) {
+			int n = utf8_sequence_length((const unsigned char *)s,
+						     strnlen(s, 4));
+			if (n <= 0) {
+				fputc('?', f);
+			} else {
+				fwrite(s, 1, (size_t)n, f);
+				s += n - 1;
+			}
+			continue;
+		}
 		switch (*s) {
 		case '&': fputs("&amp;", f); break;
 		case '<': fputs("&lt;", f); break;

@@ -2,6 +2,8 @@
  * (terminal_text.h). */
 #include "terminal_text.h"
 
+#include "utf8.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -108,13 +110,23 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 void terminal_text_clean(char *text)
 {
 	unsigned char *to = (unsigned char *)text;
+	const unsigned char *c = (unsigned char *)text;
 
-	for (const unsigned char *c = (unsigned char *)text; *c; c++) {
-		if (*c == C1_LEAD && is_c1_tail(c[1])) {
+	while (*c) {
+		int n = *c < 0x80 ? 1 : utf8_sequence_length(c, strnlen((char *)c, 4));
+		if (n <= 0) { /* not UTF-8: cut short, or an argument's */
 			*to++ = '?';
 			c++;
+		} else if (*c == C1_LEAD && is_c1_tail(c[1])) {
+			*to++ = '?';
+			c += 2;
+		} else if (n == 1) {
+			*to++ = is_control(*c) ? '?' : *c;
+			c++;
 		} else {
-			*to++ = is_control(*c) || *c == 0xff ? '?' : *c;
+			memmove(to, c, (size_t)n);
+			to += n;
+			c += n;
 		}
 	}
 	*to = '\0';

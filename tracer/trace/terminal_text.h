@@ -44,8 +44,10 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 		       char *out);
 
 /* Replaces each control character of text ('\n' and '\t' kept) by '?',
- * in place, as terminal_filter does: for a message built before it is
- * printed (trace_error_set's). */
+ * in place, as terminal_filter does, and each byte that is not UTF-8 too
+ * (a name cut short by a "%.40s", a path's): for a message built before
+ * it is printed (trace_error_set's), which may go on into a page or into
+ * check's JUnit XML, where it must be UTF-8. */
 void terminal_text_clean(char *text);
 
 /* Makes stdout a stream that writes through terminal_filter (stdout must
