@@ -66,9 +66,10 @@ static bool is_c1_control(const char *p)
 /* Graphviz reads an entity (&amp;, &#155;) in a string as its character,
  * so '&' is written as one, and so is a C1 control: the name comes out of
  * the layout exact, and the DOT holds no control byte for the terminal
- * that `-o -` may print it on.  C0 controls and DEL cannot be exact: an
- * SVG (XML 1.0) cannot hold C0, and Graphviz 2.43 reads &#127; as an
- * invalid two bytes; they are spaces. */
+ * that `-o -` may print it on.  C0 controls cannot be exact (an SVG, XML
+ * 1.0, cannot hold them) and are spaces, '\n' and '\v' line breaks; so is
+ * DEL, which XML could hold: Graphviz 2.43 reads &#127; as an invalid two
+ * bytes, and a raw one would reach the terminal. */
 void graph_quote(struct jsonw *w, const char *text)
 {
 	jsonw_cstr(w, "\"");
