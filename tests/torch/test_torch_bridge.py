@@ -228,6 +228,44 @@ def test_regions():
           s.returncode == 0 and "1 matching op" in s.stdout, s.stdout)
 
 
+def test_checkpoint():
+    """Activation checkpointing under autocast (scenario_checkpoint.py):
+    its recomputes in backward replay autocast's casts, as casts of their
+    regions, and no op of theirs failed, although torch 2.1+ stops a
+    non-reentrant recompute by raising through an op; an op that really
+    fails right after one still failed."""
+    p, path = run("scenario_checkpoint.py", out="checkpoint")
+    plain = subprocess.run([PYTHON, os.path.join(HERE,
+                                                 "scenario_checkpoint.py")],
+                           capture_output=True, text=True)
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    check("checkpointed training runs as untraced (losses bit for bit)",
+          p.returncode == 0 and p.stdout == plain.stdout and
+          p.stdout.endswith("caught\n"), (p.stdout, plain.stdout,
+                                           p.stderr[-300:]))
+    failed = [(a["op"], a["phase"]) for a in ops(t) if a.get("error")]
+    check("no op of a recompute failed; the program's failed mm did, and "
+          "is the one finding", failed == [("mm", "other")] and
+          findings(t) == ["op-error"], (failed, findings(t)))
+    # a block's last op to save a tensor is its tanh: where it stops
+    stopped = [a for a in ops(t, "tanh") if a["phase"] == "backward" and
+               not a.get("outputs") and not a.get("error")]
+    check("... under torch 2.1+ both non-reentrant recomputes of each "
+          "step were stopped there (a tanh without results, not failed)",
+          len(stopped) == (4 if torch_release() >= (2, 1) else 0),
+          len(stopped))
+    by_id = {a["op_id"]: a for a in ops(t)}
+    replayed = [c for c in casts(t) if not c.get("origin") and
+                by_id[c["op_id"]]["autocast"].get("scope", "").startswith(
+                    "checkpoint recompute: ")]
+    # each step recomputes 3 linears: each casts its weight and bias,
+    # block 0 its f32 input too
+    check("the recomputes' autocast casts are theirs: 2 steps x 7, f32 "
+          "to bf16", len(replayed) == 14 and all(
+              (c["from"], c["to"]) == ("f32", "bf16") for c in replayed),
+          [(c["op"], c["from"], c["to"]) for c in replayed])
+
+
 def counts_of(path):
     """summary's counts, without times: ops by phase, name, dtype; casts
     by direction; the cache's counts."""
@@ -1264,7 +1302,7 @@ def test_observer_build():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-TESTS = [test_training_loop, test_regions, test_steps, test_bounded,
+TESTS = [test_training_loop, test_regions, test_checkpoint, test_steps, test_bounded,
          test_scenarios, test_custom_function, test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,

@@ -134,6 +134,10 @@ struct thread_state {
 	uint64_t failed_op_id;
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
+	/* activation checkpointing is unwinding a recompute it stopped
+	 * (events_recompute_stopped): until an op begins or one ends
+	 * without failing */
+	bool recompute_stopping;
 	bool paused;           /* events_pause */
 	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
 	/* torch.compile (compiled.c): while a graph is compiled its ops
@@ -743,6 +747,7 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 {
 	struct thread_state *s = thread_state();
 
+	s->recompute_stopping = false;  /* its exception was caught */
 	if (s->nframes >= MAX_FRAMES) {
 		s->dropped++;
 		return OBS_WANT_NOTHING;
@@ -994,6 +999,11 @@ static void end_op(struct thread_state *s, struct op_record *r,
 {
 	struct producer_tensor in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
 
+	/* The ops a stopped recompute unwinds stopped on purpose. */
+	if (s->recompute_stopping && failed)
+		failed = false;
+	else
+		s->recompute_stopping = false;
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
 	if (outputs && r->gradient_cast && outputs->ntensors >= 1 &&
@@ -1218,6 +1228,14 @@ void events_after_fork(void)
 		state->nops = 0;
 		state->dropped = 0;
 	}
+}
+
+void events_recompute_stopped(void)
+{
+	struct thread_state *s = state;
+
+	if (s)
+		s->recompute_stopping = true;
 }
 
 bool events_op_exception(const char *exception)
