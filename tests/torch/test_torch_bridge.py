@@ -739,6 +739,13 @@ def test_custom_function():
               "in bf16",
               not fwd and [a["outputs"][0]["dtype"] for a in cast_inner] ==
               ["bf16"], (fwd, cast_inner))
+    scopes = [e["args"]["scope"] for e in events(t, "amp.scope")
+              if e["ph"] == "B"]
+    check("the regions custom_fwd and custom_bwd enter are named after the "
+          "Function's forward (where it casts) and backward",
+          scopes == ["scenario_custom_function.py:50"] +
+          ["Cast.forward (scenario_custom_function.py:33)"] * modern +
+          ["Cast.backward (scenario_custom_function.py:39)"], scopes)
     # each version's own gradients (see the scenario): the backward of the
     # .float() casts and of linear's weight casts (ToCopyBackward0), and
     # the engine's casts of a gradient to its forward input's dtype

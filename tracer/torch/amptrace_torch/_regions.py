@@ -5,8 +5,9 @@ frames and the bridge's:
 
   - `with torch.autocast(...)` in a function: "train_step (train.py:23)";
     at a module's top level: "train.py:23";
-  - a function decorated with autocast, or with custom_fwd: the function,
-    at its definition: "Attention.forward (model.py:40)";
+  - a function decorated with autocast, or with custom_fwd or custom_bwd:
+    the function, at its definition: "Attention.forward (model.py:40)",
+    "MyFunction.backward (model.py:52)";
   - the regions activation checkpointing enters again while backward
     recomputes a checkpointed function: "checkpoint recompute:
     Block.forward (model.py:12)", not the line of torch's checkpoint.py
@@ -94,12 +95,15 @@ def _checkpointed(frame):
 
 
 def _decorated(frame):
-    """The function an autocast or custom_fwd decorator of torch's wraps
-    (its wrapper's closure: `func`, `fwd`), or None."""
-    if frame.f_code.co_name not in ("decorate_autocast", "decorate_fwd"):
+    """The function an autocast, custom_fwd or custom_bwd decorator of
+    torch's wraps (its wrapper's closure: `func`, `fwd`, `bwd`), or
+    None: custom_bwd enters the forward's autocast state again around
+    the backward."""
+    if frame.f_code.co_name not in ("decorate_autocast", "decorate_fwd",
+                                    "decorate_bwd"):
         return None
     values = frame.f_locals
-    return values.get("func") or values.get("fwd")
+    return values.get("func") or values.get("fwd") or values.get("bwd")
 
 
 def _from_torch(frames):
