@@ -211,15 +211,16 @@ def test_regions():
               for e in events(load(path), "amp.scope") if e["ph"] == "B"]
     check("region names: the function and line of the `with`, the name "
           "given, the decorated forward, checkpoint's recompute, the top "
-          "level's line",
+          "level's line, the function that had contextlib enter it",
           p.returncode == 0 and begins == [
-              (1, "train_step (scenario_regions.py:21)"), (1, "loss"),
-              (2, "Att.forward (scenario_regions.py:15)"),
+              (1, "train_step (scenario_regions.py:22)"), (1, "loss"),
+              (2, "Att.forward (scenario_regions.py:16)"),
               (1, "checkpoint recompute: Block.forward "
-                  "(scenario_regions.py:10)"),
+                  "(scenario_regions.py:11)"),
               (2, "checkpoint recompute: Block.forward "
-                  "(scenario_regions.py:10)"),
-              (1, "scenario_regions.py:30")],
+                  "(scenario_regions.py:11)"),
+              (1, "scenario_regions.py:31"),
+              (1, "contexts (scenario_regions.py:35)")],
           (p.stderr[-300:], begins))
     s = subprocess.run([AMPTRACE, "check", path, "/dev/stdin"],
                        input='op linear in scope "loss": output bf16\n',
