@@ -238,6 +238,11 @@ def test_checkpointed():
           [("autograd", "bf16", "f32", False)] * 5, backward)
     check("checkpointed: no finding", not kinds(findings(path)),
           kinds(findings(path)))
+    _, eager_path = eager_twin("checkpointed.py", out="checkpointed-eager")
+    d = amptrace("diff", eager_path, path)
+    check("checkpointed: diff against eager: the same casts, forward and "
+          "recomputed", d.returncode == 0 and
+          "no cast behaviour change" in d.stdout, d.stdout + d.stderr)
 
 
 # -------------------------------------------------------------- notes
