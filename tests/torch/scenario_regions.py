@@ -1,7 +1,7 @@
-# Region names (FORMAT.md §3.4): a `with` in a function, a region the
-# program names (amptrace_torch.region), a decorated forward inside it,
-# activation checkpointing's recompute in backward, a `with` at the top
-# level, one entered through contextlib's ExitStack.  Each line number is one test_torch_bridge.py checks.
+# Region names (FORMAT.md §3.4): a `with` in a function, one the program
+# names (amptrace_torch.region), a decorated forward in it, checkpoint's
+# recompute in backward, a `with` at the top level, one contextlib's
+# ExitStack enters.  Each line number is one test_torch_bridge.py checks.
 import contextlib
 import torch, amptrace_torch
 from torch.utils.checkpoint import checkpoint
