@@ -1,7 +1,8 @@
-# Region names (FORMAT.md §3.4): a `with` in a function, a region the
-# program names (amptrace_torch.region), a decorated forward inside it,
-# activation checkpointing's recompute in backward, a `with` at the top
-# level.  Each line number is one test_torch_bridge.py checks.
+# Region names (FORMAT.md §3.4): a `with` in a function, one the program
+# names (amptrace_torch.region), a decorated forward in it, checkpoint's
+# recompute in backward, a `with` at the top level, one contextlib's
+# ExitStack enters.  Each line number is one test_torch_bridge.py checks.
+import contextlib
 import torch, amptrace_torch
 from torch.utils.checkpoint import checkpoint
 class Block(torch.nn.Module):
@@ -28,5 +29,11 @@ def train_step(x):
 x = torch.randn(4, 8, requires_grad=True)
 train_step(x)
 with torch.autocast("cpu", dtype=torch.bfloat16):
+    b(x)
+def contexts():  # as the HF Trainer's compute_loss_context_manager
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+    return stack
+with contexts():
     b(x)
 print("ok")

@@ -219,6 +219,32 @@ def test_dropped_rounding():
           emulated.stdout + emulated.stderr[-800:])
 
 
+def test_checkpointed():
+    """Activation checkpointing in a compiled function: the forward casts
+    its backward graph recomputes are autocast's, as in eager's
+    recompute, not gradients' (and no divergence: eager makes them too,
+    under the forward's state)."""
+    traced, path = run("checkpointed.py", out="checkpointed")
+    plain, _ = run("checkpointed.py", traced=False)
+    check("checkpointed: the program's output as untraced",
+          traced.stdout == plain.stdout and traced.returncode == 0,
+          traced.stdout + traced.stderr[-800:])
+    backward = [(c["made_by"], c["from"], c["to"], "recomputed" in
+                 c["reason"]) for c in compiled_casts(load(path))
+                if c["phase"] == "backward"]
+    check("checkpointed: the backward graph's 5 recomputed forward casts "
+          "are autocast's, its 5 gradient casts autograd's",
+          sorted(backward) == [("autocast", "f32", "bf16", True)] * 5 +
+          [("autograd", "bf16", "f32", False)] * 5, backward)
+    check("checkpointed: no finding", not kinds(findings(path)),
+          kinds(findings(path)))
+    _, eager_path = eager_twin("checkpointed.py", out="checkpointed-eager")
+    d = amptrace("diff", eager_path, path)
+    check("checkpointed: diff against eager: the same casts, forward and "
+          "recomputed", d.returncode == 0 and
+          "no cast behaviour change" in d.stdout, d.stdout + d.stderr)
+
+
 # -------------------------------------------------------------- notes
 
 def test_graph_break():
@@ -361,7 +387,8 @@ def test_slow_compile_killed():
 
 TESTS = [functools.partial(test_models, "aot_eager"),
          functools.partial(test_models, "inductor"),
-         test_inner_disabled, test_dropped_rounding, test_graph_break,
+         test_inner_disabled, test_dropped_rounding, test_checkpointed,
+         test_graph_break,
          test_recompile, test_modes, test_fallback, test_compile_error,
          test_slow_compile_killed, test_cache_reuse]
 # AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while

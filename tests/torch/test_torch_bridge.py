@@ -211,21 +211,100 @@ def test_regions():
               for e in events(load(path), "amp.scope") if e["ph"] == "B"]
     check("region names: the function and line of the `with`, the name "
           "given, the decorated forward, checkpoint's recompute, the top "
-          "level's line",
+          "level's line, the function that had contextlib enter it",
           p.returncode == 0 and begins == [
-              (1, "train_step (scenario_regions.py:21)"), (1, "loss"),
-              (2, "Att.forward (scenario_regions.py:15)"),
+              (1, "train_step (scenario_regions.py:22)"), (1, "loss"),
+              (2, "Att.forward (scenario_regions.py:16)"),
               (1, "checkpoint recompute: Block.forward "
-                  "(scenario_regions.py:10)"),
+                  "(scenario_regions.py:11)"),
               (2, "checkpoint recompute: Block.forward "
-                  "(scenario_regions.py:10)"),
-              (1, "scenario_regions.py:30")],
+                  "(scenario_regions.py:11)"),
+              (1, "scenario_regions.py:31"),
+              (1, "contexts (scenario_regions.py:35)")],
           (p.stderr[-300:], begins))
     s = subprocess.run([AMPTRACE, "check", path, "/dev/stdin"],
                        input='op linear in scope "loss": output bf16\n',
                        capture_output=True, text=True)
     check("... and a rule selects a region by the name given",
           s.returncode == 0 and "1 matching op" in s.stdout, s.stdout)
+
+
+def test_checkpoint():
+    """Activation checkpointing under autocast (scenario_checkpoint.py):
+    its recomputes in backward replay autocast's casts, as casts of their
+    regions, and no op of theirs failed, although torch 2.1+ stops a
+    non-reentrant recompute by raising through an op; an op that really
+    fails right after one still failed."""
+    p, path = run("scenario_checkpoint.py", out="checkpoint")
+    plain = subprocess.run([PYTHON, os.path.join(HERE,
+                                                 "scenario_checkpoint.py")],
+                           capture_output=True, text=True)
+    t = load(path) if p.returncode == 0 else {"traceEvents": []}
+    check("checkpointed training runs as untraced (losses bit for bit)",
+          p.returncode == 0 and p.stdout == plain.stdout and
+          p.stdout.endswith("caught\n"), (p.stdout, plain.stdout,
+                                           p.stderr[-300:]))
+    failed = [(a["op"], a["phase"]) for a in ops(t) if a.get("error")]
+    check("no op of a recompute failed; the program's failed mm did, and "
+          "is the one finding", failed == [("mm", "other")] and
+          findings(t) == ["op-error"], (failed, findings(t)))
+    # a block's last op to save a tensor is its tanh: where it stops
+    stopped = [a for a in ops(t, "tanh") if a["phase"] == "backward" and
+               not a.get("outputs") and not a.get("error")]
+    check("... under torch 2.1+ both non-reentrant recomputes of each "
+          "step were stopped there (a tanh without results, not failed)",
+          len(stopped) == (4 if torch_release() >= (2, 1) else 0),
+          len(stopped))
+    by_id = {a["op_id"]: a for a in ops(t)}
+    replayed = [c for c in casts(t) if not c.get("origin") and
+                by_id[c["op_id"]]["autocast"].get("scope", "").startswith(
+                    "checkpoint recompute: ")]
+    # each step recomputes 3 linears: each casts its weight and bias,
+    # block 0 its f32 input too
+    check("the recomputes' autocast casts are theirs: 2 steps x 7, f32 "
+          "to bf16", len(replayed) == 14 and all(
+              (c["from"], c["to"]) == ("f32", "bf16") for c in replayed),
+          [(c["op"], c["from"], c["to"]) for c in replayed])
+
+
+def test_cache_dtypes():
+    """A region of another dtype nested in the one that cast a weight
+    gets torch's cached cast in the outer dtype (its cache is keyed by
+    the source tensor alone): the trace shows those hits as they were,
+    and the op they make fail says why (scenario_cache_dtypes.py)."""
+    p, path = run("scenario_cache_dtypes.py", out="cache_dtypes")
+    plain = subprocess.run([PYTHON, os.path.join(HERE,
+                                                 "scenario_cache_dtypes.py")],
+                           capture_output=True, text=True)
+    check("nested f16 and bf16 regions run as untraced",
+          p.returncode == 0 and p.stdout == plain.stdout, (p.stdout,
+                                                           plain.stdout))
+    if p.stdout == "no f16\n":
+        check("... (this torch has no f16 CPU autocast: nothing nested)",
+              torch_release() < (2, 0), p.stdout)
+        return
+    t = load(path)
+    by_id = {a["op_id"]: a for a in ops(t)}
+    hits = {}
+    for c in casts(t):
+        if c["cache"] == "hit":
+            a = by_id[c["op_id"]]
+            hits.setdefault((a["op"], a["autocast"]["dtype"]), []).append(
+                (c["from"], c["to"], "enclosing region" in c["reason"]))
+    check("the bf16 region's mm got both weights from the cache in f16, "
+          "said so, and ran in f16; f16 nested in f16 hits plainly; "
+          "the uncached bf16 region none (the failed linear's two only)",
+          hits.get(("mm", "bf16")) == [("f32", "f16", True)] * 2 and
+          [a["outputs"][0]["dtype"] for a in ops(t, "mm")] == ["f16", "f16"]
+          and hits.get(("linear", "f16")) == [("f32", "f16", False)] * 2
+          and hits.get(("linear", "bf16")) == [("f32", "f16", True)] * 2,
+          hits)
+    failed = [(a["op"], a["autocast"]["dtype"], a["error"])
+              for a in ops(t) if a.get("error")]
+    check("the bf16 linear that failed on its f16 weight says it came "
+          "from an enclosing region's cache",
+          len(failed) == 1 and failed[0][:2] == ("linear", "bf16") and
+          "enclosing region of another dtype" in failed[0][2], failed)
 
 
 def counts_of(path):
@@ -661,6 +740,13 @@ def test_custom_function():
               "in bf16",
               not fwd and [a["outputs"][0]["dtype"] for a in cast_inner] ==
               ["bf16"], (fwd, cast_inner))
+    scopes = [e["args"]["scope"] for e in events(t, "amp.scope")
+              if e["ph"] == "B"]
+    check("the regions custom_fwd and custom_bwd enter are named after the "
+          "Function's forward (where it casts) and backward",
+          scopes == ["scenario_custom_function.py:50"] +
+          ["Cast.forward (scenario_custom_function.py:33)"] * modern +
+          ["Cast.backward (scenario_custom_function.py:39)"], scopes)
     # each version's own gradients (see the scenario): the backward of the
     # .float() casts and of linear's weight casts (ToCopyBackward0), and
     # the engine's casts of a gradient to its forward input's dtype
@@ -1264,7 +1350,8 @@ def test_observer_build():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-TESTS = [test_training_loop, test_regions, test_steps, test_bounded,
+TESTS = [test_training_loop, test_regions, test_checkpoint,
+         test_cache_dtypes, test_steps, test_bounded,
          test_scenarios, test_custom_function, test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,

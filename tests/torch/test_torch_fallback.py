@@ -55,6 +55,16 @@ FAST_PATH_OFF = ("with a Python mode on, torch 1.13's TransformerEncoder "
                  "leaves its nested fast path (has_torch_function): its "
                  "output keeps the positions every mask hides, (2, 3, 8) "
                  "where untraced gives (2, 2, 8)")
+RECOMPUTE_BELOW = ("activation checkpointing's recompute runs the "
+                   "forward inside backward, where the function mode is "
+                   "off: autocast's casts there are seen as top-level `to` "
+                   "calls, taken for autograd's")
+STOP_BELOW = ("the dispatch mode sees the op below autograd: it has "
+              "returned when autograd's saved-tensor hook stops the "
+              "recompute, so it ended with its results")
+ALL_HITS = ("an op every cast of which is a cache hit (torch.mm(w1, w2) "
+            "again) shows no hit: the modes see no cast of it to map its "
+            "arguments back to their sources")
 KNOWN_FAILURES = {
     "tracebacks through backward": MODE_FRAMES,
     "a custom autograd Function's forward is an op": NO_FUNCTION,
@@ -79,11 +89,17 @@ KNOWN_FAILURES = {
     "calls named aten::fake_a and aten::fake_b": (
         "a custom autograd Function's apply and its backward node are no "
         "dispatcher calls: the modes see only the ATen ops inside them"),
+    "the recomputes' autocast casts are theirs": RECOMPUTE_BELOW,
     "twin transformer: no cast-behaviour change": BACKWARD_BELOW,
     "twin transformer: every op difference is a named one": BACKWARD_BELOW,
 }
 if torch_release(PYTHON) < (2, 0):
     KNOWN_FAILURES["nested tensors (value checks"] = FAST_PATH_OFF
+else:  # early-stopped recomputes, f16 CPU autocast
+    KNOWN_FAILURES["... under torch 2.1+ both non-reentrant recomputes"] = \
+        STOP_BELOW
+    KNOWN_FAILURES["the bf16 region's mm got both weights from the "
+                   "cache"] = ALL_HITS
 
 # Ops one trace has and the other not (op-added/op-removed of `amptrace
 # diff` observer -> fallback), by phase, and why.

@@ -127,7 +127,8 @@ def check_graph(state, graph, casts, backend, op):
     """At compile: the roundings inductor drops; the backward's casts are
     kept for its first run."""
     graph.backward_casts.extend(
-        c for c in casts if c.backward and c.made_by == "autocast")
+        c for c in casts if c.backward and c.made_by == "autocast" and
+        not c.recomputed)  # as eager's checkpoint does, in its state
     if backend != "inductor" or _emulates_casts():
         return
     for cast in casts:
@@ -144,8 +145,8 @@ def _emulates_casts():
 def _widening_consumer(torch, cast):
     """The pointwise op computing in f32/f64 that the cast to f16/bf16
     feeds directly, or None."""
-    if cast.made_by == "autograd" or cast.target not in _LOW or \
-            cast.source not in _WIDE:
+    if cast.made_by == "autograd" or cast.recomputed or \
+            cast.target not in _LOW or cast.source not in _WIDE:
         return None
     pointwise = torch.Tag.pointwise
     for user in cast.node.users:

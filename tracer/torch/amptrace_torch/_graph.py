@@ -11,7 +11,9 @@ Dynamo-level op is a conversion (`x.to(...)`, `.float()`), else autocast,
 for that op; in the backward, autocast (which ran during the backward's
 tracing) when it was made for the op it feeds, else autograd: the
 gradient of a forward cast, or the engine casting a gradient to its
-input's dtype.
+input's dtype; but a forward cast that activation checkpointing has
+recomputed in the backward graph is autocast's or the program's, as in
+the forward.
 """
 import functools
 import os
@@ -119,7 +121,7 @@ class Graph:
         result = node.meta.get("val")
         cast = Cast(node, source, result)
         root = _root(node)
-        if not cast.backward:
+        if not cast.backward or cast.recomputed:
             made_by = "program" if root and root.target_name in \
                 _PROGRAM_CONVERSIONS else "autocast"
             cast.op = root.target_name if root else cast.feeds
@@ -128,7 +130,7 @@ class Graph:
             if made_by == "autocast" and not self._listed(cast):
                 return None  # a decomposition's, inside its op
             seq = node.meta.get("seq_nr")
-            if seq is not None:
+            if seq is not None and not cast.recomputed:
                 self.cast_seqs[seq] = cast.op
         else:
             seq = node.meta.get("seq_nr")
@@ -179,6 +181,7 @@ class Cast:
             if result.device.type in ("cpu", "cuda") else "cpu"
         self.shape = tuple(_size(s) for s in result.shape)
         self.backward = _in_backward(node)
+        self.recomputed = self.backward and _recomputed(node)
         self.phase = "backward" if self.backward else "forward"
         self.feeds_node, self.arg = _consumer(node)
         self.feeds = target_name(self.feeds_node) if self.feeds_node \
@@ -194,6 +197,11 @@ class Cast:
                 self.state)
 
     def reason(self, graph):
+        if self.recomputed:
+            return "%s cast for %s, recomputed in the backward of compiled " \
+                "graph %d (activation checkpointing)" % (
+                    "autocast's" if self.made_by == "autocast" else
+                    "the program's", self.op, graph)
         if self.made_by == "autocast":
             return "autocast's cast for %s, traced into compiled graph %d" \
                 % (self.op, graph)
@@ -230,6 +238,15 @@ def _made_in(node, seq):
     users = [u for u in node.users if u.op != "output"]
     return seq is not None and bool(users) and \
         users[0].meta.get("seq_nr") == seq
+
+
+def _recomputed(node):
+    """Whether a backward node is a forward one the partitioner copied
+    into the backward graph to recompute it there (activation
+    checkpointing's region): autocast's or the program's forward cast
+    again, not a gradient's."""
+    return node.meta.get("partitioner_tag") == "is_forward" and \
+        "recompute" in node.meta
 
 
 def _floating(value):

@@ -735,6 +735,33 @@ def _hook_exceptions(bridge):
     threading.excepthook = thread_excepthook
 
 
+def _quiet_checkpoint_stop(bridge):
+    """Non-reentrant activation checkpointing (torch 2.1+) stops a
+    recompute as soon as backward has the tensors it needs: its
+    saved-tensor hook raises _StopRecomputationError through the op that
+    saves the last one, and catches it around the recompute.  Those ops
+    stopped on purpose; they did not fail (no op-error).  torch looks the
+    class up in its module both where it raises and where it catches, so
+    a subclass there is raised and caught as the original, and tells
+    the observer first."""
+    checkpoint = sys.modules.get("torch.utils.checkpoint")
+    stop = getattr(checkpoint, "_StopRecomputationError", None)
+    if stop is None:  # torch 1.x, or not imported with torch
+        return
+
+    class _StopRecomputationError(stop):
+        def __init__(self, *args):
+            try:
+                bridge.recompute_stopped()
+            except Exception:
+                pass
+            super().__init__(*args)
+
+    _StopRecomputationError.__module__ = stop.__module__
+    _StopRecomputationError.__qualname__ = stop.__qualname__
+    checkpoint._StopRecomputationError = _StopRecomputationError
+
+
 def install(torch, bridge, modules_exist):
     """Each part on its own: one that does not fit this torch is said
     once and the others still record.  `modules_exist`: the program may
@@ -755,6 +782,7 @@ def install(torch, bridge, modules_exist):
                  lambda: _wrap_inference_mode(torch, bridge),
                  lambda: _custom_functions(torch, bridge),
                  lambda: _hook_exceptions(bridge),
+                 lambda: _quiet_checkpoint_stop(bridge),
                  lambda: _compile.install(torch, bridge, _recording_failed,
                                           _state_reader(torch),
                                           namer[0] if namer else None)):

@@ -4,9 +4,11 @@ program's own code opened it, found by walking the stack past torch's
 frames and the bridge's:
 
   - `with torch.autocast(...)` in a function: "train_step (train.py:23)";
-    at a module's top level: "train.py:23";
-  - a function decorated with autocast, or with custom_fwd: the function,
-    at its definition: "Attention.forward (model.py:40)";
+    at a module's top level: "train.py:23"; entered through contextlib's
+    ExitStack: the function that called it;
+  - a function decorated with autocast, or with custom_fwd or custom_bwd:
+    the function, at its definition: "Attention.forward (model.py:40)",
+    "MyFunction.backward (model.py:52)";
   - the regions activation checkpointing enters again while backward
     recomputes a checkpointed function: "checkpoint recompute:
     Block.forward (model.py:12)", not the line of torch's checkpoint.py
@@ -14,12 +16,16 @@ frames and the bridge's:
 
 Names are made once per place (they are interned on the C side too).
 """
+import contextlib
 import functools
 import os
 import sys
 import threading
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# contextlib enters a context for its caller (ExitStack.enter_context,
+# as the HF Trainer's compute_loss_context_manager does): passed over
+_CONTEXTLIB = contextlib.__file__
 _names = {}          # (code, line) -> name, made once per place
 _given = threading.local()
 
@@ -94,12 +100,15 @@ def _checkpointed(frame):
 
 
 def _decorated(frame):
-    """The function an autocast or custom_fwd decorator of torch's wraps
-    (its wrapper's closure: `func`, `fwd`), or None."""
-    if frame.f_code.co_name not in ("decorate_autocast", "decorate_fwd"):
+    """The function an autocast, custom_fwd or custom_bwd decorator of
+    torch's wraps (its wrapper's closure: `func`, `fwd`, `bwd`), or
+    None: custom_bwd enters the forward's autocast state again around
+    the backward."""
+    if frame.f_code.co_name not in ("decorate_autocast", "decorate_fwd",
+                                    "decorate_bwd"):
         return None
     values = frame.f_locals
-    return values.get("func") or values.get("fwd")
+    return values.get("func") or values.get("fwd") or values.get("bwd")
 
 
 def _from_torch(frames):
@@ -128,7 +137,8 @@ def name(torch_dir, nesting, depth=2):
     frame = sys._getframe(depth)
     skipped = []
     while frame and (frame.f_code.co_filename.startswith(torch_dir) or
-                     frame.f_code.co_filename.startswith(_THIS_DIR)):
+                     frame.f_code.co_filename.startswith(_THIS_DIR) or
+                     frame.f_code.co_filename == _CONTEXTLIB):
         if frame.f_code.co_filename.startswith(torch_dir):
             skipped.append(frame)
         frame = frame.f_back

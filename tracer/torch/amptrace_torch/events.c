@@ -79,6 +79,8 @@ struct op_record {
 	bool grad_enabled;
 	bool inner_seen;
 	bool matched[OBS_MAX_TENSORS];
+	/* an argument came from the cache in another region's dtype */
+	bool foreign_hit;
 	struct obs_args inputs;  /* as called */
 	struct obs_args inner;   /* as executed (after casts) */
 	/* the pending cast (ROLE_CAST child) */
@@ -134,6 +136,10 @@ struct thread_state {
 	uint64_t failed_op_id;
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
+	/* activation checkpointing is unwinding a recompute it stopped
+	 * (events_recompute_stopped): until an op begins or one ends
+	 * without failing */
+	bool recompute_stopping;
 	bool paused;           /* events_pause */
 	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
 	/* torch.compile (compiled.c): while a graph is compiled its ops
@@ -363,6 +369,10 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 	emit(&e);
 }
 
+#define FOREIGN_HIT "cached cast reused in the dtype an enclosing region " \
+	"made it in, not this region's: torch's cast cache is keyed by the " \
+	"source tensor alone"
+
 /* The inner call's arguments: every cast the plan asks for that no
  * aten::to made came out of the cache. */
 static void emit_hits(struct thread_state *s, struct op_record *r)
@@ -377,10 +387,16 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 		 * no cast at all. */
 		if (i >= r->plan.nargs || !pc->cast || r->matched[i] ||
 		    pc->cache_if_cast != AMP_CACHE_MISS ||
-		    got->id == r->inputs.tensors[i].id || got->dtype != pc->to)
+		    got->id == r->inputs.tensors[i].id)
 			continue;
 		const struct cache_entry *c = cache_find(s, got->id, false);
 		bool ours = c && c->source == r->inputs.tensors[i].id;
+		/* torch's cache is keyed by the source tensor alone: a region
+		 * of another dtype nested in the one that made the cast gets
+		 * it in the dtype it was made in */
+		bool foreign = got->dtype != pc->to;
+		if (foreign && !ours)
+			continue;
 		bool stale = ours && c->version != r->inputs.versions[i];
 		/* torch before 2.11 caches a cast made under no_grad and
 		 * hands it out with grad on: the op's output then has no
@@ -388,11 +404,13 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 		bool gradless = ours && c->no_grad && r->grad_enabled;
 		emit_cast(s, r, i, got, AMP_CACHE_HIT,
 			  stale ? "cached cast of a tensor modified since (stale)"
+			  : foreign ? FOREIGN_HIT
 			  : gradless ? "cached cast made under no_grad reused "
 				       "with grad on: it does not require grad"
 				     : "cached cast reused",
 			  stale, amp_now_ns(), NULL);
 		r->matched[i] = true;
+		r->foreign_hit |= foreign;
 	}
 }
 
@@ -743,6 +761,7 @@ static unsigned begin(struct obs_op *op, bool scope_backward, int64_t seq_nr,
 {
 	struct thread_state *s = thread_state();
 
+	s->recompute_stopping = false;  /* its exception was caught */
 	if (s->nframes >= MAX_FRAMES) {
 		s->dropped++;
 		return OBS_WANT_NOTHING;
@@ -869,6 +888,7 @@ void events_begin_args(const struct obs_args *inputs,
 	case ROLE_OP: {
 		args_copy(&r->inputs, inputs);
 		memset(r->matched, 0, sizeof r->matched);
+		r->foreign_hit = false;
 		plan_op(r, autocast);
 		r->event.phase = phase_of(s, r, autocast);
 		r->event.autocast.depth = s->depth;
@@ -994,6 +1014,11 @@ static void end_op(struct thread_state *s, struct op_record *r,
 {
 	struct producer_tensor in[OBS_MAX_TENSORS], out[OBS_MAX_TENSORS];
 
+	/* The ops a stopped recompute unwinds stopped on purpose. */
+	if (s->recompute_stopping && failed)
+		failed = false;
+	else
+		s->recompute_stopping = false;
 	if (outputs && !strncmp(r->op->op, "_autocast_to_", 13))
 		emit_script_casts(s, r, outputs);
 	if (outputs && r->gradient_cast && outputs->ntensors >= 1 &&
@@ -1018,8 +1043,14 @@ static void end_op(struct thread_state *s, struct op_record *r,
 	} else if (failed) {
 		/* The exception's text is not visible from here. */
 		e.op.status = AMP_ERR_INVALID;
-		e.op.error = "raised an exception (torch's message is not "
-			     "visible to the observer)";
+		e.op.error = r->foreign_hit
+			? "raised an exception (torch's message is not visible "
+			  "to the observer); an argument is a cast the cache "
+			  "kept from an enclosing region of another dtype "
+			  "(torch keys it by the source tensor alone): enter "
+			  "the inner region with cache_enabled=False"
+			: "raised an exception (torch's message is not "
+			  "visible to the observer)";
 	}
 	emit(&e);
 	if (outputs && !failed && values_enabled())
@@ -1218,6 +1249,14 @@ void events_after_fork(void)
 		state->nops = 0;
 		state->dropped = 0;
 	}
+}
+
+void events_recompute_stopped(void)
+{
+	struct thread_state *s = state;
+
+	if (s)
+		s->recompute_stopping = true;
 }
 
 bool events_op_exception(const char *exception)

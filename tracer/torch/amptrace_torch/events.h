@@ -72,6 +72,12 @@ void events_emit(struct producer_event *event);
  * of that op carrying the text (the observer does not see it); false when
  * there is no such op. */
 bool events_op_exception(const char *exception);
+/* Non-reentrant activation checkpointing (torch 2.1+) stops recomputing
+ * once backward has the tensors it needs, by an exception raised while
+ * an op saves the last one and caught around the recompute: the ops it
+ * unwinds on the calling thread, up to the next op that begins or ends
+ * without failing, end without a failure. */
+void events_recompute_stopped(void);
 /* torch.compile (compiled.c).  While ignoring, this thread's calls are
  * not recorded (a graph being compiled runs on fake tensors); returns
  * the previous setting. */

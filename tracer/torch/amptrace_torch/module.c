@@ -464,6 +464,16 @@ static PyObject *bridge_op_exception(PyObject *self, PyObject *args)
 	return PyBool_FromLong(events_op_exception(text));
 }
 
+/* recompute_stopped(): activation checkpointing is stopping a recompute
+ * (the Python layer's _StopRecomputationError is being raised). */
+static PyObject *bridge_recompute_stopped(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	events_recompute_stopped();
+	Py_RETURN_NONE;
+}
+
 /* step_end(marker): the training step in progress ended now (_steps.py
  * decides when); `marker` says what ended it. */
 static PyObject *bridge_step_end(PyObject *self, PyObject *args)
@@ -557,6 +567,8 @@ static PyMethodDef methods[] = {
 	  "set_inference_mode(enabled)" },
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
+	{ "recompute_stopped", bridge_recompute_stopped, METH_NOARGS,
+	  "recompute_stopped(): checkpointing stops a recompute here" },
 	{ "step_end", bridge_step_end, METH_VARARGS,
 	  "step_end(marker): the training step in progress ended" },
 	{ "evaluation", bridge_evaluation, METH_VARARGS,
