@@ -135,49 +135,113 @@ static bool skipped_in(const struct trace *t, const struct trace_event *g)
 	return false;
 }
 
+/* The finding of `kind` at `site` counting `count` more occurrences in
+ * the aggregates of event i: NULL when one was there already (its count
+ * grown) or when out of memory, else the new one, its message to write. */
+static struct trace_finding *aggregated_finding(struct findings_context *cx,
+						size_t i, const char *kind,
+						const char *site,
+						uint64_t count)
+{
+	const struct trace_event *e = &cx->t->events[i];
+
+	for (size_t k = 0; k < cx->out->count; k++) {
+		struct trace_finding *f = &cx->out->items[k];
+		if (f->pid == e->pid && !strcmp(f->kind, kind) &&
+		    !strcmp(f->site, site)) {
+			f->count += count;
+			return NULL;
+		}
+	}
+	struct trace_finding *f = finding_at(cx, kind, site, e->pid, i);
+	if (f) {
+		f->from_trace = true;
+		f->count = count;
+	}
+	return f;
+}
+
 static void fold_aggregate_row(struct findings_context *cx, size_t i,
 			       const struct trace_aggregate_diag *row)
 {
-	const struct trace_event *e = &cx->t->events[i];
 	char site[160];
 
 	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
 		     "aggregates", row->kind, row->phase);
-	for (size_t k = 0; k < cx->out->count; k++) {
-		struct trace_finding *f = &cx->out->items[k];
-		if (f->pid == e->pid && !strcmp(f->kind, row->kind) &&
-		    !strcmp(f->site, site)) {
-			f->count += row->count;
-			return;
-		}
-	}
-	struct trace_finding *f = finding_at(cx, row->kind, site, e->pid, i);
-	if (!f)
-		return;
-	f->from_trace = true;
-	f->count = row->count;
-	finding_text(f->message, sizeof f->message, "%s (first of %s in "
-		     "steps recorded as per-step aggregates; --steps records "
-		     "them in full)", row->message ? row->message : row->kind,
-		     row->phase);
+	struct trace_finding *f = aggregated_finding(cx, i, row->kind, site,
+						     row->count);
+	if (f)
+		finding_text(f->message, sizeof f->message, "%s (first of %s in "
+			     "steps recorded as per-step aggregates; --steps records "
+			     "them in full)", row->message ? row->message : row->kind,
+			     row->phase);
 }
 
-static void fold_aggregate_diags(struct findings_context *cx)
+/* An aggregated op row stands for its ops: banned-op and op-error, the
+ * rules about one op that its row can answer, count them too (a failure
+ * the row cannot explain, a dtype mismatch among them, is an op-error:
+ * the row keeps no inputs).  *reported: the failures of the step that
+ * its op-error diag rows (the bridge's, with the exception's text)
+ * report already; those are not counted twice. */
+static void fold_aggregate_op(struct findings_context *cx, size_t i,
+			      const struct trace_aggregate_op *row,
+			      uint64_t *reported)
+{
+	bool banned = row->policy && !strcmp(row->policy, "banned");
+	const char *kind = finding_kinds[banned ? FINDING_BANNED_OP
+						: FINDING_OP_ERROR].name;
+	uint64_t count = banned ? row->count : row->failed;
+	char site[160];
+
+	if (!banned) {
+		uint64_t already = *reported < count ? *reported : count;
+		count -= already;
+		*reported -= already;
+	}
+
+	if (!count)
+		return;
+	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
+		     "aggregates", row->op, row->phase);
+	struct trace_finding *f = aggregated_finding(cx, i, kind, site, count);
+	if (!f)
+		return;
+	if (banned)
+		finding_text(f->message, sizeof f->message, "%s is banned under "
+			     "%s autocast (%s ops of steps recorded as per-step "
+			     "aggregates; --steps records them in full)",
+			     row->op, row->device ? row->device : "its",
+			     row->phase);
+	else
+		finding_text(f->message, sizeof f->message, "%s failed (%s ops "
+			     "of steps recorded as per-step aggregates, which keep "
+			     "neither inputs nor errors; --steps records them in "
+			     "full)", row->op, row->phase);
+}
+
+static void fold_aggregates(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
 
 	for (size_t i = 0; t->counts[TRACE_AGGREGATE] && i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		for (int k = 0; e->kind == TRACE_AGGREGATE &&
-				k < e->aggregate.ndiags; k++) {
+		if (e->kind != TRACE_AGGREGATE)
+			continue;
+		uint64_t reported = 0;
+		for (int k = 0; k < e->aggregate.ndiags; k++) {
 			const struct trace_aggregate_diag *row =
 				&e->aggregate.diags[k];
+			if (!strcmp(row->kind, finding_kinds[FINDING_OP_ERROR].name))
+				reported += row->count;
 			if (!strcmp(row->kind, finding_kinds[FINDING_FP16_OVERFLOW]
 							.name) &&
 			    !strcmp(row->phase, "backward") && skipped_in(t, e))
 				continue;
 			fold_aggregate_row(cx, i, row);
 		}
+		for (int k = 0; k < e->aggregate.nops; k++)
+			fold_aggregate_op(cx, i, &e->aggregate.ops[k],
+					  &reported);
 	}
 }
 
@@ -217,7 +281,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 	run_event_rules(&cx);
 	run_trace_rules(&cx);
 	fold_diags(&cx);
-	fold_aggregate_diags(&cx);
+	fold_aggregates(&cx);
 	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
 	findings_context_free(&cx);
 	return cx.failed ? -1 : 0;
