@@ -263,6 +263,27 @@ START_TEST(test_aggregated_failures_counted_once)
 }
 END_TEST
 
+/* Backward overflows in steps recorded as aggregates: those of a step
+ * its GradScaler skipped are the scaler's (not counted), the two of the
+ * step after it are; another process's skip at that time is not its. */
+START_TEST(test_aggregated_overflow_in_skipped_steps)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+
+	ck_assert_int_eq(trace_load(TRACE_FIXTURES
+				    "/aggregate-overflow-skips.json", &trace,
+				    &err), 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	const struct trace_finding *o = findings_get(&f, "fp16-overflow");
+	ck_assert_msg(o && o->count == 2, "expected the 2 overflows of the "
+		      "step not skipped:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* Occurrences fold: three overflowing matmuls give one finding, count 3;
  * several findings sort most severe first. */
 START_TEST(test_aggregate_and_sort)
@@ -932,6 +953,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_backward_per_step);
 	tcase_add_test(kinds, test_aggregate_and_sort);
 	tcase_add_test(kinds, test_aggregated_failures_counted_once);
+	tcase_add_test(kinds, test_aggregated_overflow_in_skipped_steps);
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);
