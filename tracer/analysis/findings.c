@@ -248,7 +248,6 @@ static void fold_aggregate_op(struct findings_context *cx, size_t i,
 		count -= already;
 		*reported -= already;
 	}
-
 	if (!count)
 		return;
 	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
