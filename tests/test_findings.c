@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #if !defined(AMPTRACE_PATH) || !defined(FINDINGS_PROG_PATH) || \
-	!defined(SAMPLES_DIR)
-#error "AMPTRACE_PATH, FINDINGS_PROG_PATH and SAMPLES_DIR must be defined"
+	!defined(SAMPLES_DIR) || !defined(TRACE_FIXTURES)
+#error "AMPTRACE_PATH, FINDINGS_PROG_PATH, SAMPLES_DIR and TRACE_FIXTURES must be defined"
 #endif
 
 static char dir[4096];
@@ -128,8 +128,9 @@ START_TEST(test_mistake_found)
 END_TEST
 
 /* The kinds a step recorded as aggregates still shows (its GradScaler
- * events, the cache's size at its end, its value checks' diags): found
- * with no step in full detail (--steps none), and their fixes clean. */
+ * events, the cache's size at its end, its value checks' diags, its ops'
+ * policies and failures): found with no step in full detail (--steps
+ * none), and their fixes clean. */
 static const struct {
 	const char *kind, *mistake, *fix, *in_message;
 } aggregated_cases[] = {
@@ -138,6 +139,8 @@ static const struct {
 	  "consecutive reductions" },
 	{ "fp16-overflow", "overflow", "no-overflow", "max |input| 300" },
 	{ "cast-underflow", "underflow", "no-underflow", "100.0%" },
+	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy is banned" },
+	{ "op-error", "mismatch", "mismatch-fixed", "mm failed" },
 };
 
 START_TEST(test_found_in_aggregates)
@@ -227,6 +230,55 @@ START_TEST(test_backward_per_step)
 	ck_assert_msg(b, "no backward-under-autocast:%s", describe(&f));
 	ck_assert_uint_ge(under, 3);
 	ck_assert_uint_eq(b->count, under);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* A step recorded as aggregates whose two failed mm ops include the one
+ * whose exception ended the program: the bridge's op-error diag row
+ * reports that one with its text, the op row the other; two in all. */
+START_TEST(test_aggregated_failures_counted_once)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	uint64_t failures = 0;
+	bool with_text = false;
+
+	ck_assert_int_eq(trace_load(TRACE_FIXTURES "/aggregate-op-error.json",
+				    &trace, &err), 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	for (size_t i = 0; i < f.count; i++) {
+		if (strcmp(f.items[i].kind, "op-error"))
+			continue;
+		failures += f.items[i].count;
+		with_text |= strstr(f.items[i].message, "RuntimeError") != NULL;
+	}
+	ck_assert_msg(failures == 2, "op-error counts %llu failures, the step "
+		      "had 2:%s", (unsigned long long)failures, describe(&f));
+	ck_assert(with_text);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* Backward overflows in steps recorded as aggregates: those of a step
+ * its GradScaler skipped are the scaler's (not counted), the two of the
+ * step after it are; another process's skip at that time is not its. */
+START_TEST(test_aggregated_overflow_in_skipped_steps)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+
+	ck_assert_int_eq(trace_load(TRACE_FIXTURES
+				    "/aggregate-overflow-skips.json", &trace,
+				    &err), 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	const struct trace_finding *o = findings_get(&f, "fp16-overflow");
+	ck_assert_msg(o && o->count == 2, "expected the 2 overflows of the "
+		      "step not skipped:%s", describe(&f));
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -900,6 +952,8 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_ids);
 	tcase_add_test(kinds, test_backward_per_step);
 	tcase_add_test(kinds, test_aggregate_and_sort);
+	tcase_add_test(kinds, test_aggregated_failures_counted_once);
+	tcase_add_test(kinds, test_aggregated_overflow_in_skipped_steps);
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);

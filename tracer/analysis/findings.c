@@ -122,63 +122,182 @@ static void fold_diags(struct findings_context *cx)
  * backward op's overflow in a step whose GradScaler skipped (scaler
  * events are always recorded) is the scaler's to report, as for the
  * events (fp16-overflow's rule); any other row is a finding counted by
- * the row, its first message kept. */
-static bool skipped_in(const struct trace *t, const struct trace_event *g)
+ * the row, its first message kept.  The skips are sorted by process and
+ * time once, and each step finds its own by bisection: looking through
+ * every event for each step was quadratic in steps (80,000 aggregated
+ * steps that each skipped: 14 s). */
+struct skip {
+	int64_t pid;
+	double ts;
+};
+
+struct skips {
+	struct skip *items;
+	size_t count;
+	bool built;
+};
+
+static int compare_skips(const void *pa, const void *pb)
 {
+	const struct skip *a = pa, *b = pb;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return (a->ts > b->ts) - (a->ts < b->ts);
+}
+
+/* The scaler events of skipped steps; false when out of memory. */
+static bool skips_build(const struct trace *t, struct skips *s)
+{
+	size_t n = 0;
+
+	s->built = true;
+	for (size_t i = 0; i < t->nevents; i++)
+		n += t->events[i].kind == TRACE_SCALER &&
+		     t->events[i].scaler.step_skipped;
+	s->items = malloc((n ? n : 1) * sizeof *s->items);
+	if (!s->items)
+		return false;
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_SCALER && e->pid == g->pid &&
-		    e->scaler.step_skipped && e->ts >= (double)g->aggregate.begin_ns / 1000.0 &&
-		    e->ts <= g->ts)
-			return true;
+		if (e->kind == TRACE_SCALER && e->scaler.step_skipped)
+			s->items[s->count++] = (struct skip){ e->pid, e->ts };
 	}
-	return false;
+	trace_sort(s->items, s->count, sizeof *s->items, compare_skips);
+	return true;
+}
+
+/* Whether a skip of g's process falls in g's step: the first at or after
+ * its beginning is at or before its end. */
+static bool skipped_in(const struct skips *s, const struct trace_event *g)
+{
+	struct skip begin = { g->pid, (double)g->aggregate.begin_ns / 1000.0 };
+	size_t low = 0, high = s->count;
+
+	while (low < high) {
+		size_t mid = low + (high - low) / 2;
+		if (compare_skips(&s->items[mid], &begin) < 0)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	return low < s->count && s->items[low].pid == g->pid &&
+	       s->items[low].ts <= g->ts;
+}
+
+/* The finding of `kind` at `site` counting `count` more occurrences in
+ * the aggregates of event i: NULL when one was there already (its count
+ * grown) or when out of memory, else the new one, its message to write. */
+static struct trace_finding *aggregated_finding(struct findings_context *cx,
+						size_t i, const char *kind,
+						const char *site,
+						uint64_t count)
+{
+	const struct trace_event *e = &cx->t->events[i];
+
+	for (size_t k = 0; k < cx->out->count; k++) {
+		struct trace_finding *f = &cx->out->items[k];
+		if (f->pid == e->pid && !strcmp(f->kind, kind) &&
+		    !strcmp(f->site, site)) {
+			f->count += count;
+			return NULL;
+		}
+	}
+	struct trace_finding *f = finding_at(cx, kind, site, e->pid, i);
+	if (f) {
+		f->from_trace = true;
+		f->count = count;
+	}
+	return f;
 }
 
 static void fold_aggregate_row(struct findings_context *cx, size_t i,
 			       const struct trace_aggregate_diag *row)
 {
-	const struct trace_event *e = &cx->t->events[i];
 	char site[160];
 
 	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
 		     "aggregates", row->kind, row->phase);
-	for (size_t k = 0; k < cx->out->count; k++) {
-		struct trace_finding *f = &cx->out->items[k];
-		if (f->pid == e->pid && !strcmp(f->kind, row->kind) &&
-		    !strcmp(f->site, site)) {
-			f->count += row->count;
-			return;
-		}
-	}
-	struct trace_finding *f = finding_at(cx, row->kind, site, e->pid, i);
-	if (!f)
-		return;
-	f->from_trace = true;
-	f->count = row->count;
-	finding_text(f->message, sizeof f->message, "%s (first of %s in "
-		     "steps recorded as per-step aggregates; --steps records "
-		     "them in full)", row->message ? row->message : row->kind,
-		     row->phase);
+	struct trace_finding *f = aggregated_finding(cx, i, row->kind, site,
+						     row->count);
+	if (f)
+		finding_text(f->message, sizeof f->message, "%s (first of %s in "
+			     "steps recorded as per-step aggregates; --steps records "
+			     "them in full)", row->message ? row->message : row->kind,
+			     row->phase);
 }
 
-static void fold_aggregate_diags(struct findings_context *cx)
+/* An aggregated op row stands for its ops: banned-op and op-error, the
+ * rules about one op that its row can answer, count them too (a failure
+ * the row cannot explain, a dtype mismatch among them, is an op-error:
+ * the row keeps no inputs).  *reported: the failures of the step that
+ * its op-error diag rows (the bridge's, with the exception's text)
+ * report already; those are not counted twice. */
+static void fold_aggregate_op(struct findings_context *cx, size_t i,
+			      const struct trace_aggregate_op *row,
+			      uint64_t *reported)
+{
+	bool banned = row->policy && !strcmp(row->policy, "banned");
+	const char *kind = finding_kinds[banned ? FINDING_BANNED_OP
+						: FINDING_OP_ERROR].name;
+	uint64_t count = banned ? row->count : row->failed;
+	char site[160];
+
+	if (!banned) {
+		uint64_t already = *reported < count ? *reported : count;
+		count -= already;
+		*reported -= already;
+	}
+	if (!count)
+		return;
+	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
+		     "aggregates", row->op, row->phase);
+	struct trace_finding *f = aggregated_finding(cx, i, kind, site, count);
+	if (!f)
+		return;
+	if (banned)
+		finding_text(f->message, sizeof f->message, "%s is banned under "
+			     "%s autocast (%s ops of steps recorded as per-step "
+			     "aggregates; --steps records them in full)",
+			     row->op, row->device ? row->device : "its",
+			     row->phase);
+	else
+		finding_text(f->message, sizeof f->message, "%s failed (%s ops "
+			     "of steps recorded as per-step aggregates, which keep "
+			     "neither inputs nor errors; --steps records them in "
+			     "full)", row->op, row->phase);
+}
+
+static void fold_aggregates(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
+	struct skips skips = { 0 };
 
 	for (size_t i = 0; t->counts[TRACE_AGGREGATE] && i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		for (int k = 0; e->kind == TRACE_AGGREGATE &&
-				k < e->aggregate.ndiags; k++) {
+		if (e->kind != TRACE_AGGREGATE)
+			continue;
+		uint64_t reported = 0;
+		for (int k = 0; k < e->aggregate.ndiags; k++) {
 			const struct trace_aggregate_diag *row =
 				&e->aggregate.diags[k];
+			if (!strcmp(row->kind, finding_kinds[FINDING_OP_ERROR].name))
+				reported += row->count;
 			if (!strcmp(row->kind, finding_kinds[FINDING_FP16_OVERFLOW]
 							.name) &&
-			    !strcmp(row->phase, "backward") && skipped_in(t, e))
-				continue;
+			    !strcmp(row->phase, "backward")) {
+				if (!skips.built && !skips_build(t, &skips))
+					cx->failed = true;
+				if (skipped_in(&skips, e))
+					continue;
+			}
 			fold_aggregate_row(cx, i, row);
 		}
+		for (int k = 0; k < e->aggregate.nops; k++)
+			fold_aggregate_op(cx, i, &e->aggregate.ops[k],
+					  &reported);
 	}
+	free(skips.items);
 }
 
 /* ------------------------------------------------------------ public */
@@ -217,7 +336,7 @@ int findings_compute_indexed(const struct trace_index *ix,
 	run_event_rules(&cx);
 	run_trace_rules(&cx);
 	fold_diags(&cx);
-	fold_aggregate_diags(&cx);
+	fold_aggregates(&cx);
 	trace_sort(out->items, out->count, sizeof *out->items, compare_findings);
 	findings_context_free(&cx);
 	return cx.failed ? -1 : 0;
