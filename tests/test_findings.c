@@ -130,16 +130,18 @@ END_TEST
 /* The kinds a step recorded as aggregates still shows (its GradScaler
  * events, the cache's size at its end, its value checks' diags, its ops'
  * policies and failures): found with no step in full detail (--steps
- * none), and their fixes clean. */
+ * none), and their fixes clean; `not_also`: a kind that must not report
+ * the same mistake twice (a banned op's failure is banned-op's). */
 static const struct {
-	const char *kind, *mistake, *fix, *in_message;
+	const char *kind, *mistake, *fix, *in_message, *not_also;
 } aggregated_cases[] = {
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "scaler-collapse", "scaler-collapse", "scaler-clean",
 	  "consecutive reductions" },
 	{ "fp16-overflow", "overflow", "no-overflow", "max |input| 300" },
 	{ "cast-underflow", "underflow", "no-underflow", "100.0%" },
-	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy is banned" },
+	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy is banned",
+	  "op-error" },
 	{ "op-error", "mismatch", "mismatch-fixed", "mm failed" },
 };
 
@@ -161,6 +163,11 @@ START_TEST(test_found_in_aggregates)
 	ck_assert_msg(strstr(hit->message, aggregated_cases[_i].in_message),
 		      "%s: message lacks '%s': %s", aggregated_cases[_i].kind,
 		      aggregated_cases[_i].in_message, hit->message);
+	ck_assert_msg(!aggregated_cases[_i].not_also ||
+		      !findings_get(&f, aggregated_cases[_i].not_also),
+		      "%s --steps none: %s reported as %s too:%s",
+		      aggregated_cases[_i].mistake, aggregated_cases[_i].kind,
+		      aggregated_cases[_i].not_also, describe(&f));
 	findings_free(&f);
 	trace_free(&trace);
 	traced("1", "--steps=none", FINDINGS_PROG_PATH,
@@ -263,9 +270,84 @@ START_TEST(test_aggregated_failures_counted_once)
 }
 END_TEST
 
+/* The op-error findings of a trace: their count, and whether one's
+ * message holds `text`. */
+static uint64_t op_errors(const struct findings *f, const char *text,
+			  bool *with_text)
+{
+	uint64_t failures = 0;
+
+	*with_text = false;
+	for (size_t i = 0; i < f->count; i++) {
+		if (strcmp(f->items[i].kind, "op-error"))
+			continue;
+		failures += f->items[i].count;
+		*with_text |= strstr(f->items[i].message, text) != NULL;
+	}
+	return failures;
+}
+
+/* A step recorded as aggregates where a caught index failure came before
+ * the mm failure whose exception ended the thread: the bridge's diag row
+ * reports mm's, so it is taken from mm's row, not from index's, the
+ * first failed row. */
+START_TEST(test_aggregated_failure_of_another_op)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	bool index_failed, mm_row;
+
+	ck_assert_int_eq(trace_load(TRACE_FIXTURES
+				    "/aggregate-op-error-other-op.json",
+				    &trace, &err), 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	uint64_t failures = op_errors(&f, "index failed", &index_failed);
+	ck_assert_msg(failures == 2 && index_failed, "expected mm's failure "
+		      "(the diag row) and index's:%s", describe(&f));
+	op_errors(&f, "mm failed (", &mm_row);
+	ck_assert_msg(!mm_row, "mm's failure counted twice:%s", describe(&f));
+	/* a row keeps no error to read: its fix says where one is kept */
+	for (size_t i = 0; i < f.count; i++)
+		if (strstr(f.items[i].message, "index failed"))
+			ck_assert_msg(strstr(f.items[i].fix, "--steps"),
+				      "index's fix: %s", f.items[i].fix);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* A banned op's failure, reported by the bridge's diag row, hides no
+ * other failure: the caught index failure is an op-error too, two in
+ * all as in full detail, and the banned op is banned-op's. */
+START_TEST(test_aggregated_banned_failure_hides_none)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	bool index_failed;
+
+	ck_assert_int_eq(trace_load(TRACE_FIXTURES
+				    "/aggregate-banned-op-error.json",
+				    &trace, &err), 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	uint64_t failures = op_errors(&f, "index failed", &index_failed);
+	ck_assert_msg(failures == 2 && index_failed, "expected the banned "
+		      "op's failure (the diag row) and index's:%s",
+		      describe(&f));
+	const struct trace_finding *b = findings_get(&f, "banned-op");
+	ck_assert_msg(b && strstr(b->message, ", so it failed"),
+		      "banned-op should say the op failed:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* Backward overflows in steps recorded as aggregates: those of a step
  * its GradScaler skipped are the scaler's (not counted), the two of the
- * step after it are; another process's skip at that time is not its. */
+ * step after it are; another process's skip at that time is not its,
+ * nor is a skip after the step ended (step 2's, the next one skipped by
+ * pid 100), while one exactly at a step's beginning (step 3's) is. */
 START_TEST(test_aggregated_overflow_in_skipped_steps)
 {
 	struct trace trace;
@@ -954,6 +1036,8 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_aggregate_and_sort);
 	tcase_add_test(kinds, test_aggregated_failures_counted_once);
 	tcase_add_test(kinds, test_aggregated_overflow_in_skipped_steps);
+	tcase_add_test(kinds, test_aggregated_failure_of_another_op);
+	tcase_add_test(kinds, test_aggregated_banned_failure_hides_none);
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);

@@ -227,27 +227,55 @@ static void fold_aggregate_row(struct findings_context *cx, size_t i,
 			     row->phase);
 }
 
+/* Whether an op-error diag row is the bridge's report of a failure of
+ * row's op: of the same phase, its message naming the op first, as
+ * "<op> (op N) failed, ..." (the row keeps no op name of its own). */
+static bool diag_reports_op(const struct trace_aggregate_diag *d,
+			    const struct trace_aggregate_op *row)
+{
+	size_t n = strlen(row->op);
+
+	return !strcmp(d->kind, finding_kinds[FINDING_OP_ERROR].name) &&
+	       !strcmp(d->phase, row->phase) && d->message &&
+	       !strncmp(d->message, row->op, n) &&
+	       !strncmp(d->message + n, " (op ", 5);
+}
+
+/* The failures of row that the step's op-error diag rows report already
+ * (with the exception's text), taken from what each diag row has left
+ * to report (left[k]: diag row k's): those are not counted twice. */
+static uint64_t reported_failures(const struct trace_aggregate *a,
+				  const struct trace_aggregate_op *row,
+				  uint64_t *left)
+{
+	uint64_t taken = 0;
+
+	for (int k = 0; left && k < a->ndiags && taken < row->failed; k++) {
+		if (!diag_reports_op(&a->diags[k], row))
+			continue;
+		uint64_t take = row->failed - taken < left[k] ?
+					row->failed - taken : left[k];
+		left[k] -= take;
+		taken += take;
+	}
+	return taken;
+}
+
 /* An aggregated op row stands for its ops: banned-op and op-error, the
  * rules about one op that its row can answer, count them too (a failure
  * the row cannot explain, a dtype mismatch among them, is an op-error:
- * the row keeps no inputs).  *reported: the failures of the step that
- * its op-error diag rows (the bridge's, with the exception's text)
- * report already; those are not counted twice. */
+ * the row keeps no inputs).  A banned op that failed is banned-op's, as
+ * in full detail; `reported`: the row's failures already reported. */
 static void fold_aggregate_op(struct findings_context *cx, size_t i,
 			      const struct trace_aggregate_op *row,
-			      uint64_t *reported)
+			      uint64_t reported)
 {
 	bool banned = row->policy && !strcmp(row->policy, "banned");
 	const char *kind = finding_kinds[banned ? FINDING_BANNED_OP
 						: FINDING_OP_ERROR].name;
-	uint64_t count = banned ? row->count : row->failed;
+	uint64_t count = banned ? row->count : row->failed - reported;
 	char site[160];
 
-	if (!banned) {
-		uint64_t already = *reported < count ? *reported : count;
-		count -= already;
-		*reported -= already;
-	}
 	if (!count)
 		return;
 	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
@@ -255,17 +283,58 @@ static void fold_aggregate_op(struct findings_context *cx, size_t i,
 	struct trace_finding *f = aggregated_finding(cx, i, kind, site, count);
 	if (!f)
 		return;
-	if (banned)
+	if (banned) {
 		finding_text(f->message, sizeof f->message, "%s is banned under "
-			     "%s autocast (%s ops of steps recorded as per-step "
+			     "%s autocast%s (%s ops of steps recorded as per-step "
 			     "aggregates; --steps records them in full)",
-			     row->op, row->device ? row->device : "its",
-			     row->phase);
-	else
-		finding_text(f->message, sizeof f->message, "%s failed (%s ops "
-			     "of steps recorded as per-step aggregates, which keep "
-			     "neither inputs nor errors; --steps records them in "
-			     "full)", row->op, row->phase);
+			     row->op, row->device,
+			     row->failed ? ", so it failed" : "", row->phase);
+		return;
+	}
+	finding_text(f->message, sizeof f->message, "%s failed (%s ops of "
+		     "steps recorded as per-step aggregates, which keep neither "
+		     "inputs nor errors: a dtype mismatch among them shows as "
+		     "op-error here; --steps records them in full)", row->op,
+		     row->phase);
+	/* the kind's fix, to read the op's error, is not for a row */
+	f->fix = "record the step in full with --steps N (N: the step) to "
+		 "read the op's error and its inputs' dtypes";
+}
+
+/* What each op-error diag row of aggregate a has left to report: its
+ * count; NULL when it has none (nothing to take) or out of memory. */
+static uint64_t *op_error_rows(struct findings_context *cx,
+			       const struct trace_aggregate *a)
+{
+	bool any = false;
+
+	for (int k = 0; k < a->ndiags; k++)
+		any |= !strcmp(a->diags[k].kind,
+			       finding_kinds[FINDING_OP_ERROR].name);
+	if (!any)
+		return NULL;
+	uint64_t *left = malloc((size_t)a->ndiags * sizeof *left);
+	if (!left) {
+		cx->failed = true;
+		return NULL;
+	}
+	for (int k = 0; k < a->ndiags; k++)
+		left[k] = a->diags[k].count;
+	return left;
+}
+
+static void fold_aggregate_ops(struct findings_context *cx, size_t i)
+{
+	const struct trace_aggregate *a = &cx->t->events[i].aggregate;
+	uint64_t *left = op_error_rows(cx, a);
+
+	for (int k = 0; k < a->nops; k++) {
+		const struct trace_aggregate_op *row = &a->ops[k];
+		bool banned = row->policy && !strcmp(row->policy, "banned");
+		fold_aggregate_op(cx, i, row, banned ? 0 :
+				  reported_failures(a, row, left));
+	}
+	free(left);
 }
 
 static void fold_aggregates(struct findings_context *cx)
@@ -277,12 +346,9 @@ static void fold_aggregates(struct findings_context *cx)
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_AGGREGATE)
 			continue;
-		uint64_t reported = 0;
 		for (int k = 0; k < e->aggregate.ndiags; k++) {
 			const struct trace_aggregate_diag *row =
 				&e->aggregate.diags[k];
-			if (!strcmp(row->kind, finding_kinds[FINDING_OP_ERROR].name))
-				reported += row->count;
 			if (!strcmp(row->kind, finding_kinds[FINDING_FP16_OVERFLOW]
 							.name) &&
 			    !strcmp(row->phase, "backward")) {
@@ -293,9 +359,7 @@ static void fold_aggregates(struct findings_context *cx)
 			}
 			fold_aggregate_row(cx, i, row);
 		}
-		for (int k = 0; k < e->aggregate.nops; k++)
-			fold_aggregate_op(cx, i, &e->aggregate.ops[k],
-					  &reported);
+		fold_aggregate_ops(cx, i);
 	}
 	free(skips.items);
 }

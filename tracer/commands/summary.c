@@ -525,12 +525,16 @@ static const char *const severity_color[FINDING_SEVERITY_COUNT] = {
 	[FINDING_INFO] = TERMINAL_CYAN,
 };
 
-/* A kind's fix is the same for each of its findings: said once, under
- * the first. */
+/* A kind's fix is mostly the same for each of its findings: said once,
+ * under the first that has it (dtype-mismatch's depends on the cause, an
+ * aggregated op-error's differs). */
 static bool fix_said(const struct analysis *a, size_t i)
 {
+	const struct trace_finding *f = &a->findings[i];
+
 	for (size_t j = 0; j < i; j++)
-		if (!strcmp(a->findings[j].kind, a->findings[i].kind))
+		if (!strcmp(a->findings[j].kind, f->kind) &&
+		    a->findings[j].fix && !strcmp(a->findings[j].fix, f->fix))
 			return true;
 	return false;
 }
