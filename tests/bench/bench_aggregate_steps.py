@@ -2,9 +2,11 @@
 """`amptrace summary` against the number of steps recorded as per-step
 aggregates: a run whose GradScaler skips every step, each step's backward
 overflowing (an f16 run diverged; the findings decide, step by step,
-whether its overflows are the scaler's), at N and 4N steps.  Linear
-readers take about 4x as long at 4N; the step-by-step walk through every
-event this replaced took ~16x.
+whether its overflows are the scaler's), at N and 4N steps.  The ratio
+4N / N it prints is 4 for a reader linear in steps and 16 for a
+quadratic one (a walk through every event for each step, what the
+bisection replaced): --before-amptrace with such a build prints both
+ratios, measured in the same rounds.
 
 The traces are written here, in the trace format (FORMAT.md §3.6, §3.12),
 each step a scaler update that skipped and the step's amp.aggregate event

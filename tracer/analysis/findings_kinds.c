@@ -77,7 +77,9 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.fix = "read the op's error in the trace",
 		.doc = "an op failed, not explained by `banned-op` or "
 		       "`dtype-mismatch` (the PyTorch bridge adds the "
-		       "exception's text when it ended the program or a thread)",
+		       "exception's text when it ended the program or a thread); "
+		       "in a step recorded as aggregates, which keep no inputs, "
+		       "a dtype mismatch is an op-error too",
 	},
 	[FINDING_RECORDING_STOPPED] = {
 		"recording-stopped", FINDING_WARNING, FINDING_FROM_RECORDER,
