@@ -371,6 +371,8 @@ status=$?
 check "-o /dev/full: exit 1 ($status)" [ "$status" -eq 1 ]
 check "... error writing /dev/full: No space left on device" \
 	grep -q "error writing /dev/full: No space left on device" "$work/err"
+check "... and the summary line says the trace was cut short" \
+	grep -q -- "-> /dev/full (cut short: error writing it)" "$work/err"
 "$amptrace" run --raw-dir "$raw" -o "$work/missing/x.json" -- "$prog" ops 10 \
 	>/dev/null 2>"$work/err"
 status=$?

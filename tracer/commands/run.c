@@ -126,6 +126,9 @@ struct output {
 	/* tried and said: a FIFO no process reads is not waited for again
 	 * for each process that comes */
 	bool open_failed;
+	/* a write failed (a full disk): the file holds fewer events than
+	 * the summary line counts, which says so */
+	bool write_failed;
 	size_t processes;
 	/* The events written, kept decoded by the converter as it writes
 	 * them: the findings' input, so the file is not read back. */
@@ -429,6 +432,16 @@ static bool torch_attached(const struct converter *cv)
 	return false;
 }
 
+/* What became of an output, after its path on the summary line. */
+static const char *output_fate(const struct output *o)
+{
+	if (o->open_failed)
+		return " (not written)";
+	if (o->write_failed)
+		return " (cut short: error writing it)";
+	return "";
+}
+
 /* The summary line on stderr, and the reason when no op was recorded
  * (unless recording stopped: report_raw_dir says why); returns the
  * number of ops recorded. */
@@ -470,7 +483,7 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 			in_flight == 1 ? "" : "s");
 	for (size_t i = 0; i < s->noutputs; i++)
 		fprintf(stderr, "%s%s%s", i ? ", " : " -> ", s->outputs[i]->path,
-			s->outputs[i]->open_failed ? " (not written)" : "");
+			output_fate(s->outputs[i]));
 	fputc('\n', stderr);
 	if (ops == 0 && !stopped) {
 		char message[2 * PATH_MAX + 128];
@@ -693,6 +706,7 @@ static void finish_outputs(struct run_state *s, struct converter *cv, int status
 				o->path, strerror(errno),
 				errno == EFBIG ? " (the file size limit: ulimit -f)"
 					       : "");
+			o->write_failed = true;
 			*failed = 1;
 		}
 	}
