@@ -227,6 +227,11 @@ static void fold_aggregate_row(struct findings_context *cx, size_t i,
 			     row->phase);
 }
 
+static bool row_banned(const struct trace_aggregate_op *row)
+{
+	return row->policy && !strcmp(row->policy, "banned");
+}
+
 /* Whether an op-error diag row is the bridge's report of a failure of
  * row's op: of the same phase, its message naming the op first, as
  * "<op> (op N) failed, ..." (the row keeps no op name of its own). */
@@ -270,7 +275,7 @@ static void fold_aggregate_op(struct findings_context *cx, size_t i,
 			      const struct trace_aggregate_op *row,
 			      uint64_t reported)
 {
-	bool banned = row->policy && !strcmp(row->policy, "banned");
+	bool banned = row_banned(row);
 	const char *kind = finding_kinds[banned ? FINDING_BANNED_OP
 						: FINDING_OP_ERROR].name;
 	uint64_t count = banned ? row->count : row->failed - reported;
@@ -330,8 +335,7 @@ static void fold_aggregate_ops(struct findings_context *cx, size_t i)
 
 	for (int k = 0; k < a->nops; k++) {
 		const struct trace_aggregate_op *row = &a->ops[k];
-		bool banned = row->policy && !strcmp(row->policy, "banned");
-		fold_aggregate_op(cx, i, row, banned ? 0 :
+		fold_aggregate_op(cx, i, row, row_banned(row) ? 0 :
 				  reported_failures(a, row, left));
 	}
 	free(left);
