@@ -2,6 +2,7 @@
  * (findings_kinds.c) over a trace, folds in the trace's amp.diag events,
  * and orders what was found, most severe first. */
 #include "findings_internal.h"
+#include "marks.h"
 
 #include <cJSON.h>
 
@@ -125,64 +126,31 @@ static void fold_diags(struct findings_context *cx)
  * the row, its first message kept.  The skips are sorted by process and
  * time once, and each step finds its own by bisection: looking through
  * every event for each step was quadratic in steps (80,000 aggregated
- * steps that each skipped: 14 s). */
-struct skip {
-	int64_t pid;
-	double ts;
-};
-
-struct skips {
-	struct skip *items;
-	size_t count;
-	bool built;
-};
-
-static int compare_skips(const void *pa, const void *pb)
+ * steps that each skipped: 14 s).
+ *
+ * The scaler events of skipped steps, sorted; false when out of memory
+ * (as many as were found). */
+static bool skips_build(const struct trace *t, struct marks *skips)
 {
-	const struct skip *a = pa, *b = pb;
+	bool ok = true;
 
-	if (a->pid != b->pid)
-		return a->pid < b->pid ? -1 : 1;
-	return (a->ts > b->ts) - (a->ts < b->ts);
-}
-
-/* The scaler events of skipped steps; false when out of memory. */
-static bool skips_build(const struct trace *t, struct skips *s)
-{
-	size_t n = 0;
-
-	s->built = true;
-	for (size_t i = 0; i < t->nevents; i++)
-		n += t->events[i].kind == TRACE_SCALER &&
-		     t->events[i].scaler.step_skipped;
-	s->items = malloc((n ? n : 1) * sizeof *s->items);
-	if (!s->items)
-		return false;
-	for (size_t i = 0; i < t->nevents; i++) {
+	for (size_t i = 0; ok && i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_SCALER && e->scaler.step_skipped)
-			s->items[s->count++] = (struct skip){ e->pid, e->ts };
+			ok = marks_add(skips, e->pid, e->ts);
 	}
-	trace_sort(s->items, s->count, sizeof *s->items, compare_skips);
-	return true;
+	marks_sort(skips);
+	return ok;
 }
 
-/* Whether a skip of g's process falls in g's step: the first at or after
- * its beginning is at or before its end. */
-static bool skipped_in(const struct skips *s, const struct trace_event *g)
+/* Whether a skip of g's process falls in g's step, from its beginning to
+ * its end. */
+static bool skipped_in(const struct marks *skips, const struct trace_event *g)
 {
-	struct skip begin = { g->pid, (double)g->aggregate.begin_ns / 1000.0 };
-	size_t low = 0, high = s->count;
+	double begin = (double)g->aggregate.begin_ns / 1000.0;
 
-	while (low < high) {
-		size_t mid = low + (high - low) / 2;
-		if (compare_skips(&s->items[mid], &begin) < 0)
-			low = mid + 1;
-		else
-			high = mid;
-	}
-	return low < s->count && s->items[low].pid == g->pid &&
-	       s->items[low].ts <= g->ts;
+	return marks_before(skips, g->pid, g->ts, true) >
+	       marks_before(skips, g->pid, begin, false);
 }
 
 /* The finding of `kind` at `site` counting `count` more occurrences in
@@ -344,7 +312,8 @@ static void fold_aggregate_ops(struct findings_context *cx, size_t i)
 static void fold_aggregates(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
-	struct skips skips = { 0 };
+	struct marks skips = { 0 };
+	bool skips_built = false;
 
 	for (size_t i = 0; t->counts[TRACE_AGGREGATE] && i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -356,8 +325,9 @@ static void fold_aggregates(struct findings_context *cx)
 			if (!strcmp(row->kind, finding_kinds[FINDING_FP16_OVERFLOW]
 							.name) &&
 			    !strcmp(row->phase, "backward")) {
-				if (!skips.built && !skips_build(t, &skips))
+				if (!skips_built && !skips_build(t, &skips))
 					cx->failed = true;
+				skips_built = true;
 				if (skipped_in(&skips, e))
 					continue;
 			}
@@ -365,7 +335,7 @@ static void fold_aggregates(struct findings_context *cx)
 		}
 		fold_aggregate_ops(cx, i);
 	}
-	free(skips.items);
+	marks_free(&skips);
 }
 
 /* ------------------------------------------------------------ public */

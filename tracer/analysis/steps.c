@@ -2,68 +2,10 @@
  * older traces were counted by. */
 #include "steps.h"
 
+#include "marks.h"
+
 #include <stdlib.h>
 #include <string.h>
-
-/* A moment of a process: a step's end, a region's entry, a window's
- * edge. */
-struct mark {
-	int64_t pid;
-	double ts;
-};
-
-static int compare_marks(const void *a, const void *b)
-{
-	const struct mark *x = a, *y = b;
-
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return (x->ts > y->ts) - (x->ts < y->ts);
-}
-
-/* Marks of `pid` at `ts` or before (`inclusive`), or strictly before. */
-static size_t marks_before(const struct mark *m, size_t n, int64_t pid,
-			   double ts, bool inclusive)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	size_t first = lo;
-	hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (m[mid].pid < pid ||
-		    (m[mid].pid == pid &&
-		     (inclusive ? m[mid].ts <= ts : m[mid].ts < ts)))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo - first;
-}
-
-struct marks {
-	struct mark *items;
-	size_t count, cap;
-};
-
-static bool add_mark(struct marks *m, int64_t pid, double ts)
-{
-	struct mark *grown = trace_grow(m->items, &m->cap, m->count + 1,
-					sizeof *grown);
-
-	if (!grown)
-		return false;
-	m->items = grown;
-	m->items[m->count++] = (struct mark){ pid, ts };
-	return true;
-}
 
 static bool is_step(const struct trace_event *e)
 {
@@ -111,9 +53,8 @@ static bool counted_for_step(const struct trace_event *e)
 static bool inside_window(const struct marks *begins, const struct marks *ends,
 			  int64_t pid, double ts)
 {
-	size_t opened = marks_before(begins->items, begins->count, pid, ts,
-				     true);
-	size_t closed = marks_before(ends->items, ends->count, pid, ts, false);
+	size_t opened = marks_before(begins, pid, ts, true);
+	size_t closed = marks_before(ends, pid, ts, false);
 
 	return opened > closed;
 }
@@ -206,7 +147,7 @@ static bool number_steps(struct process_steps *p, struct marks *ends,
 		detail |= ps->detail;
 		if (ps->rank != p->rank)
 			continue;
-		if (!add_mark(ends, p->pid, ps->end) ||
+		if (!marks_add(ends, p->pid, ps->end) ||
 		    !note_detail(s, step, detail))
 			return false;
 		detail = false;
@@ -280,8 +221,8 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 			if (!s->marker || marker_rank(s->marker) < rank)
 				s->marker = e->step.marker;
 		} else if (is_window(e)) {
-			if (!add_mark(&begins, e->pid, e->ts) ||
-			    !add_mark(&stops, e->pid, e->ts + e->dur))
+			if (!marks_add(&begins, e->pid, e->ts) ||
+			    !marks_add(&stops, e->pid, e->ts + e->dur))
 				goto out;
 			s->nevaluations++;
 		} else if (e->kind == TRACE_STEP && e->ph != 'X' &&
@@ -294,11 +235,9 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 	for (size_t k = 0; k < nprocs; k++)
 		if (!number_steps(&procs[k], &ends, s))
 			goto out;
-	trace_sort(ends.items, ends.count, sizeof *ends.items, compare_marks);
-	trace_sort(begins.items, begins.count, sizeof *begins.items,
-		   compare_marks);
-	trace_sort(stops.items, stops.count, sizeof *stops.items,
-		   compare_marks);
+	marks_sort(&ends);
+	marks_sort(&begins);
+	marks_sort(&stops);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const struct process_steps *p = find_process(procs, nprocs,
@@ -311,8 +250,7 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		else if (e->kind == TRACE_AGGREGATE)
 			step = step_numbered(p, e->aggregate.step);
 		else
-			step = (int)marks_before(ends.items, ends.count, e->pid,
-						 e->ts, true);
+			step = (int)marks_before(&ends, e->pid, e->ts, true);
 		s->step_of[i] = step;
 		s->evaluating[i] = e->kind != TRACE_STEP && begins.count &&
 				   inside_window(&begins, &stops, e->pid, e->ts);
@@ -328,9 +266,9 @@ out:
 	for (size_t k = 0; k < nprocs; k++)
 		free(procs[k].steps);
 	free(procs);
-	free(ends.items);
-	free(begins.items);
-	free(stops.items);
+	marks_free(&ends);
+	marks_free(&begins);
+	marks_free(&stops);
 	return status;
 }
 
@@ -357,26 +295,25 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 					      !strcmp(e->scaler.what, "update")
 				    : e->kind == TRACE_SCOPE_BEGIN &&
 					      e->scope.depth == 1;
-		if (mark && !add_mark(&marks, e->pid, e->ts)) {
-			free(marks.items);
+		if (mark && !marks_add(&marks, e->pid, e->ts)) {
+			marks_free(&marks);
 			return -1;
 		}
 	}
-	trace_sort(marks.items, marks.count, sizeof *marks.items,
-		   compare_marks);
+	marks_sort(&marks);
 	s->nsteps = t->nevents ? 1 : 0;
 	for (size_t i = 0; i < t->nevents && marks.count; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)
 			continue;
-		size_t before = marks_before(marks.items, marks.count, e->pid,
-					     e->ts, regions && !updates);
+		size_t before = marks_before(&marks, e->pid, e->ts,
+					     regions && !updates);
 		int step = updates ? (int)before : before ? (int)before - 1 : 0;
 		s->step_of[i] = step;
 		if (step + 1 > s->nsteps && counted_for_step(e))
 			s->nsteps = step + 1;
 	}
-	free(marks.items);
+	marks_free(&marks);
 	return 0;
 }
 
