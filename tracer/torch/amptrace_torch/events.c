@@ -137,8 +137,8 @@ struct thread_state {
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
 	/* activation checkpointing is unwinding a recompute it stopped
-	 * (events_recompute_stopped): until an op begins or one ends
-	 * without failing */
+	 * (events_recompute_stopped): until the recompute's context exits,
+	 * an op begins or one ends without failing */
 	bool recompute_stopping;
 	bool paused;           /* events_pause */
 	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
@@ -1257,6 +1257,14 @@ void events_recompute_stopped(void)
 
 	if (s)
 		s->recompute_stopping = true;
+}
+
+void events_recompute_unwound(void)
+{
+	struct thread_state *s = state;
+
+	if (s)
+		s->recompute_stopping = false;
 }
 
 bool events_op_exception(const char *exception)
