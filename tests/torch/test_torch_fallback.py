@@ -99,8 +99,8 @@ if torch_release(PYTHON) < (2, 0):
 else:  # early-stopped recomputes, f16 CPU autocast
     KNOWN_FAILURES["... under torch 2.1+ both non-reentrant recomputes"] = \
         STOP_BELOW
-    KNOWN_FAILURES["the bf16 region's mm got both weights from the "
-                   "cache"] = ALL_HITS
+    KNOWN_FAILURES["the nested bf16 region's mm got both weights from "
+                   "the cache"] = ALL_HITS
 
 # Ops one trace has and the other not (op-added/op-removed of `amptrace
 # diff` observer -> fallback), by phase, and why.
