@@ -1,7 +1,10 @@
 # A bf16 region nested in an f16 one (CPU autocast has f16 from torch
 # 2.x): torch's cast cache is keyed by the source tensor alone, so the
 # weights the f16 region cast come back in f16 (test_torch_bridge.py's
-# test_cache_dtypes).  Under a torch without f16 on CPU: "no f16".
+# test_cache_dtypes); and to a later bf16 region too, after an f16 one
+# has exited, both within one bf16 region (the cache is cleared only when
+# the outermost region exits).  Under a torch without f16 on CPU: "no
+# f16".
 import warnings
 
 import torch
@@ -32,3 +35,11 @@ with torch.autocast("cpu", dtype=torch.float16):
             layer(x)
         except RuntimeError:
             print("bf16 linear raised")
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.float16):
+        layer(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        try:  # the f16 weight and the bf16 other
+            torch.mm(layer.weight, other)
+        except RuntimeError:
+            print("bf16 mm after an f16 sibling raised")

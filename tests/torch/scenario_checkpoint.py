@@ -3,7 +3,9 @@
 # non-reentrant way (which torch 2.1+ stops as soon as backward has the
 # tensors it needs, by an exception it raises through an op and catches)
 # and by checkpoint_sequential, trained for two steps; then an op that
-# really fails, caught by the program, right after a stopped recompute.
+# really fails, caught by the program, right after a stopped recompute;
+# then a Function's backward, open while its saved tensors' recompute
+# ran and stopped, that really fails right after it.
 import torch
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
@@ -33,3 +35,24 @@ try:
     torch.mm(torch.ones(2, 3), torch.ones(2, 3))
 except RuntimeError:
     print("caught")
+
+
+class Unpacks(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, h):
+        ctx.save_for_backward(h)
+        return h * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors  # recomputes the block, stopped once saved
+        raise ValueError("the backward fails")
+
+
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    y = checkpoint(lambda h: Unpacks.apply(blocks[0](h)), x,
+                   use_reentrant=False)
+try:
+    y.float().sum().backward()
+except ValueError:
+    print("caught in backward")

@@ -9,6 +9,11 @@
 #               "Input type (...) and weight type (...) should be the same"
 #   uncovered   under autocast, torch.mv (on no CPU autocast list) gets a
 #               bf16 matrix and an f32 vector
+#   gradient    a custom Function's backward multiplies its gradient,
+#               which autograd cast back to bf16 (the backward of the
+#               program's .float() of its output), by an f32 tensor:
+#               custom_fwd(cast_inputs=float32) casts only under CUDA
+#               autocast, so on the CPU the forward ran in bf16
 import sys
 import torch
 
@@ -40,3 +45,31 @@ elif mode == "uncovered":
     with torch.autocast("cpu", dtype=torch.bfloat16):
         m = proj(torch.randn(3, 8))
         print(torch.mv(m.float() if fixed else m, v).shape)
+elif mode == "gradient":
+    if hasattr(torch.amp, "custom_fwd"):  # torch 2.4+: torch.cuda.amp's
+        forward_f32 = torch.amp.custom_fwd(device_type="cuda",
+                                           cast_inputs=torch.float32)
+        backward_as_forward = torch.amp.custom_bwd(device_type="cuda")
+    else:
+        forward_f32 = torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+        backward_as_forward = torch.cuda.amp.custom_bwd
+
+    class Project(torch.autograd.Function):
+        @staticmethod
+        @forward_f32
+        def forward(ctx, a, b):
+            ctx.save_for_backward(b)
+            return a.mm(b)
+
+        @staticmethod
+        @backward_as_forward
+        def backward(ctx, grad):
+            b, = ctx.saved_tensors
+            return (grad.float() if fixed else grad).mm(b.t()), None
+
+    layer, b = torch.nn.Linear(8, 8), torch.randn(8, 8)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = Project.apply(layer(torch.randn(4, 8)), b)
+        loss = y.float().sum()
+    loss.backward()
+    print(layer.weight.grad.shape)

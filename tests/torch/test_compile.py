@@ -230,10 +230,12 @@ def test_checkpointed():
           traced.stdout == plain.stdout and traced.returncode == 0,
           traced.stdout + traced.stderr[-800:])
     backward = [(c["made_by"], c["from"], c["to"], "recomputed" in
+                 c["reason"] and "(activation checkpointing)" in
                  c["reason"]) for c in compiled_casts(load(path))
                 if c["phase"] == "backward"]
     check("checkpointed: the backward graph's 5 recomputed forward casts "
-          "are autocast's, its 5 gradient casts autograd's",
+          "are autocast's, for activation checkpointing, its 5 gradient "
+          "casts autograd's",
           sorted(backward) == [("autocast", "f32", "bf16", True)] * 5 +
           [("autograd", "bf16", "f32", False)] * 5, backward)
     check("checkpointed: no finding", not kinds(findings(path)),
@@ -243,6 +245,31 @@ def test_checkpointed():
     check("checkpointed: diff against eager: the same casts, forward and "
           "recomputed", d.returncode == 0 and
           "no cast behaviour change" in d.stdout, d.stdout + d.stderr)
+
+
+def test_rematerialized():
+    """A forward cast the min-cut partitioner recomputes in the backward
+    graph on its own (no checkpoint) is the program's again, said to be
+    the partitioner's recompute, not a gradient's cast."""
+    traced, path = run("rematerialized.py", out="rematerialized")
+    plain, _ = run("rematerialized.py", traced=False)
+    check("rematerialized: the program's output as untraced",
+          traced.stdout == plain.stdout and traced.returncode == 0,
+          traced.stdout + traced.stderr[-800:])
+    backward = [(c["made_by"], c["from"], c["to"], c["reason"])
+                for c in compiled_casts(load(path))
+                if c["phase"] == "backward"]
+    recomputed = [c for c in backward if "recomputed" in c[3]]
+    check("rematerialized: the backward graph's .float() again is the "
+          "program's, recomputed by the partitioner; its 4 gradient casts "
+          "autograd's", [c[:3] for c in recomputed] ==
+          [("program", "bf16", "f32")] and
+          "(by the partitioner)" in recomputed[0][3] and
+          sorted(c[:3] for c in backward if c not in recomputed) ==
+          [("autograd", "bf16", "f32")] * 3 +
+          [("autograd", "f32", "bf16")], backward)
+    check("rematerialized: no finding", not kinds(findings(path)),
+          kinds(findings(path)))
 
 
 # -------------------------------------------------------------- notes
@@ -388,6 +415,7 @@ def test_slow_compile_killed():
 TESTS = [functools.partial(test_models, "aot_eager"),
          functools.partial(test_models, "inductor"),
          test_inner_disabled, test_dropped_rounding, test_checkpointed,
+         test_rematerialized,
          test_graph_break,
          test_recompile, test_modes, test_fallback, test_compile_error,
          test_slow_compile_killed, test_cache_reuse]

@@ -290,6 +290,29 @@ def test_dtype_errors():
               p.returncode == 0 and not rest, rest)
 
 
+def test_gradient_cast():
+    """A custom Function's backward that meets the gradient autograd cast
+    back to bf16 (the backward of the program's .float()): the odd dtype
+    is autograd's cast, not the program's, and the fix is the backward's
+    (scenario_dtype.py gradient)."""
+    p, path = run("scenario_dtype", "gradient")
+    _, js = summary(path)
+    m = findings(js, "dtype-mismatch")
+    check("gradient: the dtype error is traced to autograd's cast of the "
+          "gradient (ToCopyBackward0), the fix to the Function's backward",
+          p.returncode == 1 and len(m) == 1 and
+          "came from autograd's cast of the gradient f32->bf16" in
+          m[0]["message"] and "ToCopyBackward0" in m[0]["message"] and
+          "program's own cast" not in m[0]["message"] and
+          "custom Function's backward" in m[0]["fix"],
+          (p.stderr[-300:], findings(js)))
+    p, path = run("scenario_dtype", "gradient-fixed")
+    _, js = summary(path)
+    check("gradient, fixed (grad.float()): no dtype-mismatch, no op-error",
+          p.returncode == 0 and not findings(js, "dtype-mismatch") and
+          not findings(js, "op-error"), findings(js))
+
+
 def uncounted(match):
     """The host's counts of inf and NaN, as a GPU's check says them: only
     whether there are any."""
@@ -394,4 +417,5 @@ test_queued({"bf16-overflow": 1, "bf16-underflow": 1, "written-later": 0,
              "overflow-written": 1})
 test_api()
 test_dtype_errors()
+test_gradient_cast()
 sys.exit(done())

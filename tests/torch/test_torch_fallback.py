@@ -72,6 +72,7 @@ KNOWN_FAILURES = {
     "custom_fwd(cast_inputs=float32) on the CPU": NO_FUNCTION,
     "backward: autograd's casts are amp.cast events": NO_FUNCTION,
     "check: casts total origin any": NO_FUNCTION,
+    "a Function's backward, open when its recompute ran": NO_FUNCTION,
     "a scripted function's autocast: its casts are recorded": NO_SCRIPT_CAST,
     "policy-divergence script: fires": NO_SCRIPT_CAST,
     "policy-divergence traced: fires": NO_SCRIPT_CAST,
@@ -98,8 +99,8 @@ if torch_release(PYTHON) < (2, 0):
 else:  # early-stopped recomputes, f16 CPU autocast
     KNOWN_FAILURES["... under torch 2.1+ both non-reentrant recomputes"] = \
         STOP_BELOW
-    KNOWN_FAILURES["the bf16 region's mm got both weights from the "
-                   "cache"] = ALL_HITS
+    KNOWN_FAILURES["the nested bf16 region's mm got both weights from "
+                   "the cache"] = ALL_HITS
 
 # Ops one trace has and the other not (op-added/op-removed of `amptrace
 # diff` observer -> fallback), by phase, and why.

@@ -7,6 +7,8 @@
  *   autocast      an op autocast ran in low precision (its policy), or
  *                 autocast's cast of it
  *   .to()         the program's own cast (x.half(), x.to(torch.bfloat16))
+ *   gradient      autograd's cast of a gradient in backward (the backward
+ *                 of a cast: the `to` op carries an autograd amp.cast)
  *   model.half()  a parameter whose dtype a conversion of the module set
  *                 (its id was the input of a cast to that dtype, whose
  *                 result became its data: Module._apply), or a parameter
@@ -16,7 +18,8 @@
  *
  * and the fix follows from where the odd dtype came from and where the op
  * ran: outside the region that made its input, an op autocast does not
- * cover (a custom op), a converted model, an explicit cast. */
+ * cover (a custom op), a converted model, an explicit cast, a gradient
+ * autograd cast for a backward that does not expect its dtype. */
 #include "findings_internal.h"
 
 #include <string.h>
@@ -26,6 +29,7 @@ enum origin_kind {
 	ORIGIN_AUTOCAST_OP,   /* an op autocast ran in low precision */
 	ORIGIN_AUTOCAST_CAST, /* autocast's cast */
 	ORIGIN_EXPLICIT_CAST, /* the program's .to() / .half() */
+	ORIGIN_GRADIENT_CAST, /* autograd's cast of a gradient */
 	ORIGIN_CONVERTED,     /* a parameter a module conversion cast */
 	ORIGIN_PARAMETER,     /* a parameter, in this dtype from the start */
 	ORIGIN_MADE,          /* an op that made it in this dtype */
@@ -65,6 +69,28 @@ static size_t conversion_of(struct findings_context *cx, int64_t pid,
 	return SIZE_MAX;
 }
 
+/* The autograd amp.cast of cast op event `op` (a `to` that autograd ran
+ * in backward to cast a gradient), or SIZE_MAX: the program's own.  The
+ * bridge writes it just before the op's own event. */
+static size_t autograd_cast_of(struct findings_context *cx, size_t op)
+{
+	const struct trace_event *e = &cx->t->events[op];
+
+	if (!same(e->op.phase, "backward"))
+		return SIZE_MAX;
+	for (size_t i = op; i-- > 0;) {
+		const struct trace_event *c = &cx->t->events[i];
+		if (c->kind == TRACE_OTHER_CAST && c->pid == e->pid &&
+		    c->cast.op_id == e->op.op_id &&
+		    same(c->cast.origin, "autograd"))
+			return i;
+		if (c->kind == TRACE_OP && c->pid == e->pid &&
+		    c->op.op_id == e->op.op_id)
+			return SIZE_MAX;  /* an earlier record of the op */
+	}
+	return SIZE_MAX;
+}
+
 static bool autocast_ran(const struct trace_op *op)
 {
 	return op->autocast->enabled && op->policy && strcmp(op->policy, "none");
@@ -100,7 +126,10 @@ static void origin_of(struct findings_context *cx, size_t event, int k,
 		const struct trace_op *op = &q->op;
 		if (is_cast_op(op) && op->ninputs &&
 		    !same(op->inputs[0].info->dtype, dtype)) {
-			*out = (struct dtype_origin){ ORIGIN_EXPLICIT_CAST, p };
+			size_t c = autograd_cast_of(cx, p);
+			*out = c != SIZE_MAX
+			     ? (struct dtype_origin){ ORIGIN_GRADIENT_CAST, c }
+			     : (struct dtype_origin){ ORIGIN_EXPLICIT_CAST, p };
 			return;
 		}
 		if (autocast_ran(op)) {
@@ -160,6 +189,13 @@ static void origin_text(struct findings_context *cx,
 			     e->op.outputs[0].info->dtype, label,
 			     (unsigned long long)e->op.op_id);
 		break;
+	case ORIGIN_GRADIENT_CAST:
+		finding_text(buf, size, "autograd's cast of the gradient %s->%s "
+			     "(op %llu: %s)", e->cast.from, e->cast.to,
+			     (unsigned long long)e->cast.op_id,
+			     e->cast.reason ? e->cast.reason
+					    : "the backward of a cast");
+		break;
 	case ORIGIN_CONVERTED:
 		finding_text(buf, size, "a parameter of a converted module: cast "
 			     "%s->%s by %s (op %llu: model.half() or .to())",
@@ -185,6 +221,7 @@ enum mismatch_cause {
 	CAUSE_UNCOVERED,  /* autocast on, the op on none of its lists */
 	CAUSE_CONVERTED,  /* a converted model meets full-precision inputs */
 	CAUSE_EXPLICIT,   /* the program's cast */
+	CAUSE_GRADIENT,   /* autograd's cast of a gradient */
 	CAUSE_OUTSIDE,    /* the op ran outside the region of its input */
 	CAUSE_OTHER,
 };
@@ -199,6 +236,12 @@ static const char *const cause_fix[] = {
 	[CAUSE_EXPLICIT] = "the program's own cast made the odd dtype: drop "
 	"it (autocast casts where it pays) or cast the op's other inputs "
 	"alike",
+	[CAUSE_GRADIENT] = "autograd cast the gradient back to the dtype its "
+	"forward tensor had (the backward of a cast), and a backward that "
+	"expects another met it: in a custom Function's backward cast the "
+	"gradient to the dtype of the tensors it meets (grad.float()), or "
+	"run its forward in that dtype (custom_fwd with the device_type of "
+	"the autocast region)",
 	[CAUSE_OUTSIDE] = "the op ran outside the autocast region that made "
 	"its input: run it inside the region, or cast the region's output "
 	"back with .float() (amp_to(t, AMP_DTYPE_F32)) before using it",
@@ -260,6 +303,7 @@ void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 		: lo.kind == ORIGIN_CONVERTED || lo.kind == ORIGIN_PARAMETER
 			? CAUSE_CONVERTED
 		: lo.kind == ORIGIN_EXPLICIT_CAST ? CAUSE_EXPLICIT
+		: lo.kind == ORIGIN_GRADIENT_CAST ? CAUSE_GRADIENT
 		: lo.kind == ORIGIN_AUTOCAST_OP || lo.kind == ORIGIN_AUTOCAST_CAST
 			? CAUSE_OUTSIDE
 			: CAUSE_OTHER;

@@ -11,9 +11,9 @@ Dynamo-level op is a conversion (`x.to(...)`, `.float()`), else autocast,
 for that op; in the backward, autocast (which ran during the backward's
 tracing) when it was made for the op it feeds, else autograd: the
 gradient of a forward cast, or the engine casting a gradient to its
-input's dtype; but a forward cast that activation checkpointing has
-recomputed in the backward graph is autocast's or the program's, as in
-the forward.
+input's dtype; but a forward cast the partitioner has recomputed in the
+backward graph (for activation checkpointing, or on its own to save
+memory) is autocast's or the program's, as in the forward.
 """
 import functools
 import os
@@ -199,9 +199,11 @@ class Cast:
     def reason(self, graph):
         if self.recomputed:
             return "%s cast for %s, recomputed in the backward of compiled " \
-                "graph %d (activation checkpointing)" % (
+                "graph %d (%s)" % (
                     "autocast's" if self.made_by == "autocast" else
-                    "the program's", self.op, graph)
+                    "the program's", self.op, graph,
+                    "activation checkpointing" if "recompute" in
+                    self.node.meta else "by the partitioner")
         if self.made_by == "autocast":
             return "autocast's cast for %s, traced into compiled graph %d" \
                 % (self.op, graph)
@@ -242,11 +244,12 @@ def _made_in(node, seq):
 
 def _recomputed(node):
     """Whether a backward node is a forward one the partitioner copied
-    into the backward graph to recompute it there (activation
-    checkpointing's region): autocast's or the program's forward cast
-    again, not a gradient's."""
-    return node.meta.get("partitioner_tag") == "is_forward" and \
-        "recompute" in node.meta
+    into the backward graph to recompute it there: autocast's or the
+    program's forward cast again, not a gradient's.  Activation
+    checkpointing's region says so ("recompute"); the min-cut
+    partitioner also recomputes cheap ops on its own, rather than save
+    their results, and they keep only their forward tag."""
+    return node.meta.get("partitioner_tag") == "is_forward"
 
 
 def _floating(value):

@@ -743,11 +743,16 @@ def _quiet_checkpoint_stop(bridge):
     stopped on purpose; they did not fail (no op-error).  torch looks the
     class up in its module both where it raises and where it catches, so
     a subclass there is raised and caught as the original, and tells
-    the observer first."""
+    the observer first.  Only ops that began inside the recompute are
+    unwound by it: the context it runs in (_recomputation_hook, looked up
+    the same way) tells the observer when it exits, so that an op open
+    before it (a Function's backward that unpacked its saved tensors)
+    and failing right after still failed."""
     checkpoint = sys.modules.get("torch.utils.checkpoint")
     stop = getattr(checkpoint, "_StopRecomputationError", None)
     if stop is None:  # torch 1.x, or not imported with torch
         return
+    _mark_recompute_exit(checkpoint, bridge)
 
     class _StopRecomputationError(stop):
         def __init__(self, *args):
@@ -760,6 +765,26 @@ def _quiet_checkpoint_stop(bridge):
     _StopRecomputationError.__module__ = stop.__module__
     _StopRecomputationError.__qualname__ = stop.__qualname__
     checkpoint._StopRecomputationError = _StopRecomputationError
+
+
+def _mark_recompute_exit(checkpoint, bridge):
+    """torch's recompute context, telling the observer when it exits
+    (the stop's exception has left every op begun inside it by then)."""
+    hook = getattr(checkpoint, "_recomputation_hook", None)
+    if not isinstance(hook, type):
+        return
+
+    class _recomputation_hook(hook):
+        def __exit__(self, *args):
+            try:
+                bridge.recompute_unwound()
+            except Exception:
+                pass
+            return super().__exit__(*args)
+
+    _recomputation_hook.__module__ = hook.__module__
+    _recomputation_hook.__qualname__ = hook.__qualname__
+    checkpoint._recomputation_hook = _recomputation_hook
 
 
 def install(torch, bridge, modules_exist):

@@ -137,8 +137,8 @@ struct thread_state {
 	char failed_op[64];
 	bool inference_mode;   /* set by the Python layer */
 	/* activation checkpointing is unwinding a recompute it stopped
-	 * (events_recompute_stopped): until an op begins or one ends
-	 * without failing */
+	 * (events_recompute_stopped): until the recompute's context exits,
+	 * an op begins or one ends without failing */
 	bool recompute_stopping;
 	bool paused;           /* events_pause */
 	bool custom_casts;     /* inside custom_fwd's casts (Python layer) */
@@ -369,9 +369,13 @@ static void emit_cast(struct thread_state *s, struct op_record *r, int arg,
 	emit(&e);
 }
 
-#define FOREIGN_HIT "cached cast reused in the dtype an enclosing region " \
-	"made it in, not this region's: torch's cast cache is keyed by the " \
-	"source tensor alone"
+/* The region that made it may be an enclosing one or a sibling that has
+ * exited: the cache outlives every region but the outermost. */
+#define FOREIGN_HIT "cached cast reused in the dtype an earlier region " \
+	"within the same outermost region made it in (an enclosing one, or " \
+	"one that has exited), not this region's: torch keys its cast cache " \
+	"by the source tensor alone and clears it only when the outermost " \
+	"region exits"
 
 /* The inner call's arguments: every cast the plan asks for that no
  * aten::to made came out of the cache. */
@@ -391,9 +395,10 @@ static void emit_hits(struct thread_state *s, struct op_record *r)
 			continue;
 		const struct cache_entry *c = cache_find(s, got->id, false);
 		bool ours = c && c->source == r->inputs.tensors[i].id;
-		/* torch's cache is keyed by the source tensor alone: a region
-		 * of another dtype nested in the one that made the cast gets
-		 * it in the dtype it was made in */
+		/* torch's cache is keyed by the source tensor alone and kept
+		 * until the outermost region exits: a region of another dtype
+		 * nested in the one that made the cast, or entered after it
+		 * exited, gets it in the dtype it was made in */
 		bool foreign = got->dtype != pc->to;
 		if (foreign && !ours)
 			continue;
@@ -1046,9 +1051,10 @@ static void end_op(struct thread_state *s, struct op_record *r,
 		e.op.error = r->foreign_hit
 			? "raised an exception (torch's message is not visible "
 			  "to the observer); an argument is a cast the cache "
-			  "kept from an enclosing region of another dtype "
-			  "(torch keys it by the source tensor alone): enter "
-			  "the inner region with cache_enabled=False"
+			  "kept from an earlier region of another dtype "
+			  "within the same outermost region (torch keys it by "
+			  "the source tensor alone): enter this op's region "
+			  "with cache_enabled=False"
 			: "raised an exception (torch's message is not "
 			  "visible to the observer)";
 	}
@@ -1257,6 +1263,14 @@ void events_recompute_stopped(void)
 
 	if (s)
 		s->recompute_stopping = true;
+}
+
+void events_recompute_unwound(void)
+{
+	struct thread_state *s = state;
+
+	if (s)
+		s->recompute_stopping = false;
 }
 
 bool events_op_exception(const char *exception)

@@ -75,9 +75,14 @@ bool events_op_exception(const char *exception);
 /* Non-reentrant activation checkpointing (torch 2.1+) stops recomputing
  * once backward has the tensors it needs, by an exception raised while
  * an op saves the last one and caught around the recompute: the ops it
- * unwinds on the calling thread, up to the next op that begins or ends
- * without failing, end without a failure. */
+ * unwinds on the calling thread end without a failure, until the
+ * recompute's context exits (events_recompute_unwound), an op begins or
+ * one ends without failing. */
 void events_recompute_stopped(void);
+/* The recompute's context exited: the stop's exception has unwound every
+ * op that began inside it, and an op that fails from here (one that was
+ * open when the recompute started) really failed. */
+void events_recompute_unwound(void);
 /* torch.compile (compiled.c).  While ignoring, this thread's calls are
  * not recorded (a graph being compiled runs on fake tensors); returns
  * the previous setting. */

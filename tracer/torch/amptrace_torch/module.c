@@ -474,6 +474,16 @@ static PyObject *bridge_recompute_stopped(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* recompute_unwound(): the context of a recompute exited (the Python
+ * layer's _recomputation_hook): ops that fail from here really failed. */
+static PyObject *bridge_recompute_unwound(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	events_recompute_unwound();
+	Py_RETURN_NONE;
+}
+
 /* step_end(marker): the training step in progress ended now (_steps.py
  * decides when); `marker` says what ended it. */
 static PyObject *bridge_step_end(PyObject *self, PyObject *args)
@@ -569,6 +579,8 @@ static PyMethodDef methods[] = {
 	  "op_exception(text) -> whether the last op here failed" },
 	{ "recompute_stopped", bridge_recompute_stopped, METH_NOARGS,
 	  "recompute_stopped(): checkpointing stops a recompute here" },
+	{ "recompute_unwound", bridge_recompute_unwound, METH_NOARGS,
+	  "recompute_unwound(): a recompute's context exited" },
 	{ "step_end", bridge_step_end, METH_VARARGS,
 	  "step_end(marker): the training step in progress ended" },
 	{ "evaluation", bridge_evaluation, METH_VARARGS,
