@@ -34,8 +34,9 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "autocast did not cast them (outside autocast, or an op "
 		       "on none of its lists, as a custom op, under it); says "
 		       "where each input's dtype came from (autocast and its "
-		       "policy, the program's `.to()`/`.half()`, a converted "
-		       "module, the op that made it) and the fix for that cause, "
+		       "policy, the program's `.to()`/`.half()`, autograd's "
+		       "cast of a gradient, a converted module, the op that made "
+		       "it) and the fix for that cause, "
 		       "with torch's text of the error when it ended the program",
 	},
 	[FINDING_BANNED_OP] = {
