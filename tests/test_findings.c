@@ -317,6 +317,27 @@ START_TEST(test_aggregated_failure_of_another_op)
 }
 END_TEST
 
+/* An op named at length: the row keeps its whole name, the diag's message
+ * 63 bytes of it (a bridge's cut); the failure is still counted once. */
+START_TEST(test_aggregated_failure_of_a_long_name)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	bool row_counted;
+
+	ck_assert_int_eq(trace_load(TRACE_FIXTURES
+				    "/aggregate-op-error-long-name.json",
+				    &trace, &err), 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	uint64_t failures = op_errors(&f, "x failed (", &row_counted);
+	ck_assert_msg(failures == 1 && !row_counted,
+		      "one failure, the diag row's:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* A banned op's failure, reported by the bridge's diag row, hides no
  * other failure: the caught index failure is an op-error too, two in
  * all as in full detail, and the banned op is banned-op's. */
@@ -1037,6 +1058,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_aggregated_failures_counted_once);
 	tcase_add_test(kinds, test_aggregated_overflow_in_skipped_steps);
 	tcase_add_test(kinds, test_aggregated_failure_of_another_op);
+	tcase_add_test(kinds, test_aggregated_failure_of_a_long_name);
 	tcase_add_test(kinds, test_aggregated_banned_failure_hides_none);
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);

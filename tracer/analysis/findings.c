@@ -200,18 +200,28 @@ static bool row_banned(const struct trace_aggregate_op *row)
 	return row->policy && !strcmp(row->policy, "banned");
 }
 
+/* A long op name may be cut: a row keeps 95 bytes of it, and a diag's
+ * message 63 in traces of a bridge whose buffer was that small; a name
+ * this long matches the other cut short. */
+#define OP_NAME_CUT 63
+
 /* Whether an op-error diag row is the bridge's report of a failure of
  * row's op: of the same phase, its message naming the op first, as
  * "<op> (op N) failed, ..." (the row keeps no op name of its own). */
 static bool diag_reports_op(const struct trace_aggregate_diag *d,
 			    const struct trace_aggregate_op *row)
 {
-	size_t n = strlen(row->op);
+	if (strcmp(d->kind, finding_kinds[FINDING_OP_ERROR].name) ||
+	    strcmp(d->phase, row->phase) || !d->message)
+		return false;
+	const char *end = strstr(d->message, " (op ");
+	if (!end)
+		return false;
+	size_t named = (size_t)(end - d->message), kept = strlen(row->op);
+	size_t common = named < kept ? named : kept;
 
-	return !strcmp(d->kind, finding_kinds[FINDING_OP_ERROR].name) &&
-	       !strcmp(d->phase, row->phase) && d->message &&
-	       !strncmp(d->message, row->op, n) &&
-	       !strncmp(d->message + n, " (op ", 5);
+	return !strncmp(d->message, row->op, common) &&
+	       (named == kept || common >= OP_NAME_CUT);
 }
 
 /* The failures of row that the step's op-error diag rows report already

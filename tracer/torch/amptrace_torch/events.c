@@ -134,7 +134,7 @@ struct thread_state {
 	/* the last op that ended here, when it failed: its exception may
 	 * still reach the thread's top level (events_op_exception) */
 	uint64_t failed_op_id;
-	char failed_op[64];
+	char failed_op[128]; /* longer than a step's op row keeps (95) */
 	bool inference_mode;   /* set by the Python layer */
 	/* activation checkpointing is unwinding a recompute it stopped
 	 * (events_recompute_stopped): until the recompute's context exits,
