@@ -71,7 +71,10 @@ static size_t conversion_of(struct findings_context *cx, int64_t pid,
 
 /* The autograd amp.cast of cast op event `op` (a `to` that autograd ran
  * in backward to cast a gradient), or SIZE_MAX: the program's own.  The
- * bridge writes it just before the op's own event. */
+ * bridge writes it on the op's thread, inside the op, just before the
+ * op's own event: the search ends at an event of that thread that ended
+ * before the op began (a thread's events are written as they end), so a
+ * long trace is not walked back to its start for each mismatch. */
 static size_t autograd_cast_of(struct findings_context *cx, size_t op)
 {
 	const struct trace_event *e = &cx->t->events[op];
@@ -87,6 +90,9 @@ static size_t autograd_cast_of(struct findings_context *cx, size_t op)
 		if (c->kind == TRACE_OP && c->pid == e->pid &&
 		    c->op.op_id == e->op.op_id)
 			return SIZE_MAX;  /* an earlier record of the op */
+		if (c->pid == e->pid && c->tid == e->tid &&
+		    c->ts + c->dur < e->ts)
+			return SIZE_MAX;
 	}
 	return SIZE_MAX;
 }
@@ -310,8 +316,13 @@ void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 
 	char label[128], from[128] = "?", site[160];
 	trace_op_label(op, label, sizeof label);
-	if (lo.event != SIZE_MAX && cx->t->events[lo.event].kind == TRACE_OP)
-		trace_op_label(&cx->t->events[lo.event].op, from, sizeof from);
+	const struct trace_event *source =
+		lo.event != SIZE_MAX ? &cx->t->events[lo.event] : NULL;
+	if (source && source->kind == TRACE_OP)
+		trace_op_label(&source->op, from, sizeof from);
+	else if (source && source->kind == TRACE_OTHER_CAST) /* autograd's */
+		finding_op_label(cx, source->pid, source->cast.op_id, from,
+				 sizeof from);
 	finding_text(site, sizeof site, "%s<-%s %d", label, from, (int)cause);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_DTYPE_MISMATCH, site, e->pid, i);
