@@ -758,13 +758,11 @@ def _quiet_checkpoint_stop(bridge):
         def __init__(self, *args):
             try:
                 bridge.recompute_stopped()
-            except Exception:
-                pass
+            except Exception as e:
+                _recording_failed(e)
             super().__init__(*args)
 
-    _StopRecomputationError.__module__ = stop.__module__
-    _StopRecomputationError.__qualname__ = stop.__qualname__
-    checkpoint._StopRecomputationError = _StopRecomputationError
+    _replace_in_module(checkpoint, stop, _StopRecomputationError)
 
 
 def _mark_recompute_exit(checkpoint, bridge):
@@ -778,13 +776,19 @@ def _mark_recompute_exit(checkpoint, bridge):
         def __exit__(self, *args):
             try:
                 bridge.recompute_unwound()
-            except Exception:
-                pass
+            except Exception as e:
+                _recording_failed(e)
             return super().__exit__(*args)
 
-    _recomputation_hook.__module__ = hook.__module__
-    _recomputation_hook.__qualname__ = hook.__qualname__
-    checkpoint._recomputation_hook = _recomputation_hook
+    _replace_in_module(checkpoint, hook, _recomputation_hook)
+
+
+def _replace_in_module(module, original, subclass):
+    """subclass, under original's name, where torch looks original up
+    when it runs (its module): it reads, pickles and prints as torch's."""
+    subclass.__module__ = original.__module__
+    subclass.__qualname__ = original.__qualname__
+    setattr(module, original.__name__, subclass)
 
 
 def install(torch, bridge, modules_exist):
