@@ -82,6 +82,52 @@ for n in 1 777 $((RANDOM * 2 + 1)); do
 	check "... and no raw files are left" raw_empty
 done
 
+# --- the program SIGKILLed in a step recorded as aggregates (--steps
+# none: its first; by default a later one): the trace has the process,
+# its process-died finding and the ops of the step cut short, and run
+# says nothing about libamp, which the program is linked to
+process_count() { grep -c '"name":"process_name"' "$1"; }
+killed_in() { # NAME, trace_prog's arguments (its pid file last)...
+	local name=$1
+	shift
+	rm -f "$work/pid"
+	"$amptrace" run --raw-dir "$raw" -o "$work/$name.json" "$@" \
+		2>"$work/$name.err" &
+	local amp=$!
+	pids+=("$amp")
+	wait_line "$work/pid" && kill -9 "$(cat "$work/pid")"
+	wait "$amp"
+	status=$?
+}
+killed_in none --steps none -- "$prog" hang 50 "$work/pid"
+check "--steps none, killed in its first step: amptrace exits 137 ($status)" \
+	[ "$status" -eq 137 ]
+check "... the trace has the process ($(process_count "$work/none.json"))" \
+	[ "$(process_count "$work/none.json")" -eq 1 ]
+check "... its thread" grep -q '"name":"thread_name"' "$work/none.json"
+check "... and its process-died finding" \
+	grep -q '"kind":"process-died"' "$work/none.json"
+check "... run does not ask whether it is linked to libamp" \
+	eval '! grep -q "linked to libamp (dynamically)?" "$work/none.err"'
+killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"
+check "killed before its first op: the trace has the process, process-died" \
+	eval '[ "$(process_count "$work/nothing.json")" -eq 1 ] &&
+	      grep -q "\"kind\":\"process-died\"" "$work/nothing.json"'
+check "... run says it is linked to libamp but ran no op" \
+	grep -q "trace_prog is linked to libamp (its process was recorded) but ran no op before it ended" \
+	"$work/nothing.err"
+rm -f "$work/pid"
+"$amptrace" run --raw-dir "$raw" -o "$work/sh.json" -- /bin/sh -c \
+	'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; kill -9 $$' sh "$work/pid" \
+	2>"$work/sh.err"
+status=$?
+check "a program not linked to libamp, killed: exit 137 ($status), no process" \
+	eval '[ "$status" -eq 137 ] && [ "$(process_count "$work/sh.json")" -eq 0 ]'
+check "... and run asks whether it is linked to libamp" \
+	grep -q "no ops recorded: is /bin/sh linked to libamp (dynamically)?" \
+	"$work/sh.err"
+check "... and no raw files are left" raw_empty
+
 # --- the program SIGKILLed at random moments while it records
 for i in 1 2 3 4; do
 	"$amptrace" run -q --raw-dir "$raw" -o "$work/r.json" -- \

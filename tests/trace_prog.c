@@ -10,6 +10,10 @@
  *   trace_prog segv-in-op N     N relu ops, then a segfault inside an op
  *                               (amp_from_data reading a bad pointer)
  *   trace_prog hang N PIDFILE   N relu ops, write the pid, wait to be killed
+ *                               (N 0: no op at all, killed before its first)
+ *   trace_prog mlp-hang STEPS PIDFILE
+ *                               `mlp STEPS`, then the forward of one more
+ *                               step, write the pid, wait to be killed
  *   trace_prog sigterms N FILE  N relu ops, "ready" on stdout, then busy
  *                               until a SIGTERM and for 0.5 s more;
  *                               writes to FILE how many came and their
@@ -147,7 +151,26 @@ static amp_tensor *parameter(const char *name, int64_t rows, int64_t cols)
 
 /* Two linear layers, relu, mse loss; SGD.  Forward and loss under bf16
  * autocast, backward outside (inside with `bad`). */
-static int run_mlp(int steps, int64_t width, bool bad)
+/* Writes the pid into `path` (whole: through a temporary name), then
+ * waits to be killed. */
+static void hang(const char *path)
+{
+	char tmp[4096];
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		fail("pid file");
+	fprintf(f, "%ld\n", (long)getpid());
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		fail("pid file");
+	for (;;)
+		pause();
+}
+
+/* `steps` steps, and with `then_forward` the forward of one more (its
+ * tensors left to the process's end). */
+static int run_mlp(int steps, int64_t width, bool bad, bool then_forward)
 {
 	amp_manual_seed(1);
 	amp_tensor *params[4] = {
@@ -194,6 +217,15 @@ static int run_mlp(int steps, int64_t width, bool bad)
 		amp_tensor_free(out);
 		amp_tensor_free(a);
 		amp_tensor_free(h);
+	}
+	if (then_forward) {
+		struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CPU);
+		opts.dtype = AMP_DTYPE_BF16;
+		amp_autocast_enter(&opts);
+		amp_tensor *h = amp_linear(x, params[0], params[1]);
+		if (!h || !amp_relu(h))
+			fail("forward");
+		return 0;
 	}
 	amp_optimizer_free(opt);
 	for (int i = 0; i < 4; i++)
@@ -313,14 +345,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "hang") && argc > 3) {
-		relu_ops(n);
-		FILE *f = fopen(argv[3], "w");
-		if (!f)
-			fail("pid file");
-		fprintf(f, "%ld\n", (long)getpid());
-		fclose(f);
-		for (;;)
-			pause();
+		if (n > 0)
+			relu_ops(n);
+		hang(argv[3]);
+	}
+	if (!strcmp(mode, "mlp-hang") && argc > 3) {
+		run_mlp((int)n, 16, false, true);
+		hang(argv[3]);
 	}
 	if (!strcmp(mode, "sigterms") && argc > 3)
 		return run_sigterms(n, argv[3]);
@@ -344,9 +375,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "mlp")) {
 		int64_t width = argc > 3 ? atol(argv[3]) : 16;
 		return run_mlp((int)n, width > 0 ? width : 16,
-			       argc > 4 && !strcmp(argv[4], "bad"));
+			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
-		"fork|fork-exit|closefds|mlp ...\n");
+		"fork|fork-exit|closefds|mlp|mlp-hang ...\n");
 	return 2;
 }

@@ -197,8 +197,10 @@ static void follow(struct step_thread *t, uint64_t version, uint64_t thread)
 	announce_stop(thread);
 	if (t->detail)
 		return;
-	if (!t->aggregate)
+	if (!t->aggregate) {
 		t->aggregate = step_aggregate_new();
+		producer_open_stream(thread);
+	}
 	if (t->aggregate)
 		step_aggregate_reset(t->aggregate, atomic_load(&state->step));
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""A PyTorch program SIGKILLed in a step recorded as aggregates
+(FORMAT.md §3.12, §7): under `--steps none` in its first step, by default
+in a later one.  The trace loads, has the process and its thread, a
+process-died finding, and `amptrace run` says nothing untrue about it (no
+"importing torch?", no "ran no torch op"); a Python that never imports
+torch, killed, is still told so.  scenario_killed.py is the program.
+TAP output; exit 77 (skip) without the bridge or without torch.
+
+usage: test_killed.py AMPTRACE PYTHON
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import amptrace_run
+from amptrace_run import events, findings, load
+from tap import check, done, scratch, skip_unless_bridge
+
+AMPTRACE = os.path.abspath(sys.argv[1])
+PYTHON = shutil.which(sys.argv[2]) or sys.argv[2]
+HERE = os.path.dirname(os.path.abspath(__file__))
+TMP = scratch("amptrace-killed-")
+
+
+def killed(name, command, options=()):
+    """`amptrace run OPTIONS -- COMMAND PIDFILE`, the program SIGKILLed
+    once it wrote its pid there: (amptrace's status, its stderr, trace)."""
+    path = os.path.join(TMP, name + ".json")
+    pidfile = os.path.join(TMP, name + ".pid")
+    amp = subprocess.Popen([AMPTRACE, "run", "-o", path, *options, "--",
+                            *command, pidfile],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(pidfile) and amp.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    if os.path.exists(pidfile):
+        with open(pidfile) as f:
+            os.kill(int(f.read()), signal.SIGKILL)
+    else:
+        amp.kill()
+    err = amp.communicate(timeout=120)[1]
+    return amp.returncode, err, path
+
+
+def summary_json(path):
+    p = subprocess.run([AMPTRACE, "summary", "--json", path],
+                       capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr}
+
+
+def metadata(trace, name):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "M" and
+            e.get("name") == name]
+
+
+def test_first_step():
+    status, err, path = killed(
+        "first", [PYTHON, os.path.join(HERE, "scenario_killed.py"), "0"],
+        ["--steps", "none"])
+    check("--steps none, killed in its first step: amptrace exits 137 (%d)"
+          % status, status == 137, err)
+    s = summary_json(path)
+    check("... the trace loads", "error" not in s, s.get("error"))
+    t = load(path)
+    check("... and has the process and its thread",
+          len(metadata(t, "process_name")) == 1 and
+          metadata(t, "thread_name"), metadata(t, "process_name"))
+    check("... and a process-died finding", "process-died" in findings(t),
+          findings(t))
+    check("... run does not ask whether it imports torch",
+          "importing torch?" not in err and "never imported" not in err, err)
+
+
+def test_never_imported():
+    status, err, path = killed(
+        "plain", [PYTHON, "-c", "import os, signal, sys\n"
+                  "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
+                  "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+                  "signal.pause()"])
+    check("a Python that never imports torch, killed: exit 137 (%d), no "
+          "process in the trace" % status, status == 137 and
+          not metadata(load(path), "process_name"), err)
+    check("... and run says it never imported torch",
+          "never imported torch" in err, err)
+
+
+skip_unless_bridge(AMPTRACE, PYTHON)
+for test in (test_first_step, test_never_imported):
+    test()
+sys.exit(done())
