@@ -87,6 +87,15 @@ done
 # its process-died finding and the ops of the step cut short, and run
 # says nothing about libamp, which the program is linked to
 process_count() { grep -c '"name":"process_name"' "$1"; }
+# OP's count in amp.aggregate rows cut short, and in all of them
+aggregated() { # TRACE OP
+	python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+rows = [(e["args"].get("cut_short", False), r[6])
+        for e in t["traceEvents"] if e.get("cat") == "amp.aggregate"
+        for r in e["args"]["ops"] if r[0] == sys.argv[2]]
+print(sum(n for cut, n in rows if cut), sum(n for cut, n in rows))' "$1" "$2"
+}
 killed_in() { # NAME, trace_prog's arguments (its pid file last)...
 	local name=$1
 	shift
@@ -109,6 +118,27 @@ check "... and its process-died finding" \
 	grep -q '"kind":"process-died"' "$work/none.json"
 check "... run does not ask whether it is linked to libamp" \
 	eval '! grep -q "linked to libamp (dynamically)?" "$work/none.err"'
+check "... nor says it ran no op" eval '! grep -q "no ops recorded" "$work/none.err"'
+check "... the step's 50 relu ops are in it, cut short ($(aggregated "$work/none.json" relu))" \
+	[ "$(aggregated "$work/none.json" relu)" = "50 50" ]
+"$amptrace" summary "$work/none.json" >"$work/none.summary" 2>&1
+check "... summary says step 0 was cut short" \
+	eval 'tr "\n" " " <"$work/none.summary" | tr -s " " |
+	      grep -q "step 0 cut short (its process ended in it"'
+killed_in later -- "$prog" mlp-hang 25 "$work/pid"
+check "killed in step 25, recorded as aggregates: its linear and relu are in the trace ($(aggregated "$work/later.json" relu))" \
+	eval '[ "$(aggregated "$work/later.json" linear)" = "1 11" ] &&
+	      [ "$(aggregated "$work/later.json" relu)" = "1 6" ]'
+"$amptrace" summary "$work/later.json" >"$work/later.summary" 2>&1
+check "... summary: 20 steps in full detail, 6 as aggregates, step 25 cut short" \
+	eval 'tr "\n" " " <"$work/later.summary" | tr -s " " |
+	      grep -q "steps: 26 (marked by autocast region); 20 in full detail, 6 as per-step aggregates; step 25 cut short"'
+"$amptrace" run -q --raw-dir "$raw" -o "$work/whole.json" -- "$prog" mlp 30
+"$amptrace" diff "$work/whole.json" "$work/later.json" >"$work/diff" 2>&1
+check "... diff against a whole run leaves step 25 out, cut short" \
+	grep -q "aggregated steps compared: 5 (20 to 24); not compared, in one trace only: 4 in base, 0 in new; not compared, cut short (a process ended in it): 1" \
+	"$work/diff"
+check "... and no aggregates file is left" raw_empty
 killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"
 check "killed before its first op: the trace has the process, process-died" \
 	eval '[ "$(process_count "$work/nothing.json")" -eq 1 ] &&

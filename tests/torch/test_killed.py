@@ -2,9 +2,10 @@
 """A PyTorch program SIGKILLed in a step recorded as aggregates
 (FORMAT.md §3.12, §7): under `--steps none` in its first step, by default
 in a later one.  The trace loads, has the process and its thread, a
-process-died finding, and `amptrace run` says nothing untrue about it (no
-"importing torch?", no "ran no torch op"); a Python that never imports
-torch, killed, is still told so.  scenario_killed.py is the program.
+process-died finding, the ops of the step in progress as aggregates cut
+short (summary says so), and `amptrace run` says nothing untrue about it
+(no "importing torch?", no "ran no torch op"); a Python that never
+imports torch, killed, is still told so.  scenario_killed.py is the program.
 TAP output; exit 77 (skip) without the bridge or without torch.
 
 usage: test_killed.py AMPTRACE PYTHON
@@ -55,6 +56,20 @@ def summary_json(path):
     return json.loads(p.stdout) if p.returncode == 0 else {"error": p.stderr}
 
 
+def aggregated(trace, op):
+    """OP's count in the amp.aggregate rows cut short, and in all."""
+    rows = [(e["args"].get("cut_short", False), r[6])
+            for e in events(trace, "amp.aggregate")
+            for r in e["args"]["ops"] if r[0] == op]
+    return sum(n for cut, n in rows if cut), sum(n for cut, n in rows)
+
+
+def summary_text(path):
+    p = subprocess.run([AMPTRACE, "summary", path], capture_output=True,
+                       text=True, env=dict(os.environ, COLUMNS="200"))
+    return p.stdout
+
+
 def metadata(trace, name):
     return [e for e in trace["traceEvents"] if e.get("ph") == "M" and
             e.get("name") == name]
@@ -74,8 +89,33 @@ def test_first_step():
           metadata(t, "thread_name"), metadata(t, "process_name"))
     check("... and a process-died finding", "process-died" in findings(t),
           findings(t))
-    check("... run does not ask whether it imports torch",
-          "importing torch?" not in err and "never imported" not in err, err)
+    check("... run does not ask whether it imports torch, nor says it ran "
+          "no op", "no ops recorded" not in err, err)
+    check("... the forward's ops are in it, cut short (linear, relu: %s, %s)"
+          % (aggregated(t, "linear"), aggregated(t, "relu")),
+          aggregated(t, "linear") == (2, 2) and
+          aggregated(t, "relu") == (1, 1))
+    text = summary_text(path)
+    check("... and summary says step 0 was cut short",
+          "step 0 cut short (its process ended in it" in text, text)
+
+
+def test_later_step():
+    status, err, path = killed(
+        "later", [PYTHON, os.path.join(HERE, "scenario_killed.py"), "25"])
+    t = load(path)
+    check("killed in step 25, recorded as aggregates: exit 137 (%d), "
+          "process-died" % status,
+          status == 137 and "process-died" in findings(t), err)
+    check("... the step's forward is in the trace, cut short (linear: %s)"
+          % (aggregated(t, "linear"),),
+          aggregated(t, "linear") == (2, 12) and
+          aggregated(t, "relu") == (1, 6))
+    text = summary_text(path)
+    check("... summary: 20 steps in full detail, 6 as aggregates, step 25 "
+          "cut short", "steps: 26 (marked by optimizer step); 20 in full "
+          "detail, 6 as per-step aggregates; step 25 cut short" in text,
+          text)
 
 
 def test_never_imported():
@@ -92,6 +132,6 @@ def test_never_imported():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-for test in (test_first_step, test_never_imported):
+for test in (test_first_step, test_later_step, test_never_imported):
     test()
 sys.exit(done())

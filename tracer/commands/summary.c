@@ -597,6 +597,9 @@ static void print_steps(const struct analysis *a, FILE *out)
 	if (st->naggregated)
 		fprintf(out, "; %d in full detail, %d as per-step aggregates",
 			st->ndetail, st->naggregated);
+	if (st->ncut_short)
+		fprintf(out, "; step %d cut short (its process ended in it: "
+			"counted up to then)", st->first_cut_short);
 	fputc('\n', out);
 	if (st->detail_stop_step < 0)
 		return;

@@ -197,6 +197,10 @@ void convert_record(struct converter *cv, struct convert_process *p,
 /* convert_steps.c: steps, evaluation windows, full detail stopping and
  * per-step aggregates (raw.h RAW_KIND_STEP...) -> amp.step and
  * amp.aggregate events; false when d is none of those kinds. */
+/* The aggregates each thread of p left in its file (RAW_AGGREGATE_FILE):
+ * the step in progress when p ended, written as cut short at `when`. */
+void convert_steps_left(struct converter *cv, struct convert_process *p,
+			uint64_t when);
 bool convert_step_record(struct converter *cv, struct convert_process *p,
 			 struct convert_thread *t, const struct raw_decoded *d);
 

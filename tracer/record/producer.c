@@ -807,6 +807,11 @@ bool producer_open_stream(uint64_t thread)
 	return open;
 }
 
+const char *producer_process_dir(void)
+{
+	return process_dir;
+}
+
 const char *producer_raw_root(void)
 {
 	return raw_root;

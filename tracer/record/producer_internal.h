@@ -30,6 +30,8 @@ bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
  * all folded into aggregates is in the trace from its first event on.
  * false when it cannot be opened. */
 bool producer_open_stream(uint64_t thread);
+/* This process image's directory, p<pid> ("" before attach). */
+const char *producer_process_dir(void);
 /* The raw directory recorded into ("" before attach). */
 const char *producer_raw_root(void);
 /* Raw bytes this process wrote so far (less up to 64 KiB per thread). */
