@@ -125,6 +125,9 @@ check "... the step's 50 relu ops are in it, cut short ($(aggregated "$work/none
 check "... summary says step 0 was cut short" \
 	eval 'tr "\n" " " <"$work/none.summary" | tr -s " " |
 	      grep -q "step 0 cut short (its process ended in it"'
+killed_in blocked --steps none -- "$prog" threads-hang 4 1000 "$work/pid"
+check "4 threads blocked on a lock after 1000 relu each, killed: all 4000 in the trace ($(aggregated "$work/blocked.json" relu))" \
+	[ "$(aggregated "$work/blocked.json" relu)" = "4000 4000" ]
 killed_in later -- "$prog" mlp-hang 25 "$work/pid"
 check "killed in step 25, recorded as aggregates: its linear and relu are in the trace ($(aggregated "$work/later.json" relu))" \
 	eval '[ "$(aggregated "$work/later.json" linear)" = "1 11" ] &&

@@ -20,6 +20,11 @@
  *                               senders' pids
  *   trace_prog threads T N      T threads x N relu ops each, then a line
  *                               on stdout
+ *   trace_prog threads-hang T N PIDFILE
+ *                               T threads x N relu ops each, each then
+ *                               blocked (waiting on a lock the main
+ *                               thread holds); the pid written once all
+ *                               are, then wait to be killed
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
  *   trace_prog fork N           N relu ops in this process and in a child
  *   trace_prog fork-exit N K    K children, each N relu ops then _exit(0)
@@ -95,6 +100,23 @@ static void linear_under_autocast(void)
 	amp_tensor_free(w);
 }
 
+/* Writes the pid into `path` (whole: through a temporary name), then
+ * waits to be killed. */
+static void hang(const char *path)
+{
+	char tmp[4096];
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		fail("pid file");
+	fprintf(f, "%ld\n", (long)getpid());
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		fail("pid file");
+	for (;;)
+		pause();
+}
+
 static void *thread_main(void *arg)
 {
 	relu_ops((long)arg);
@@ -115,6 +137,38 @@ static int run_threads(int count, long n)
 	/* the fault tests check that the program ran to its end */
 	printf("trace_prog: threads done\n");
 	return 0;
+}
+
+/* threads-hang: the workers' wait, and how many reached it */
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t arrived_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t arrived_cond = PTHREAD_COND_INITIALIZER;
+static int arrived;
+
+static void *blocked_thread_main(void *arg)
+{
+	relu_ops((long)arg);
+	pthread_mutex_lock(&arrived_lock);
+	arrived++;
+	pthread_cond_signal(&arrived_cond);
+	pthread_mutex_unlock(&arrived_lock);
+	pthread_mutex_lock(&held); /* never given back */
+	return NULL;
+}
+
+static void run_threads_hang(int count, long n, const char *path)
+{
+	pthread_t thread;
+
+	pthread_mutex_lock(&held);
+	for (int i = 0; i < count; i++)
+		if (pthread_create(&thread, NULL, blocked_thread_main, (void *)n))
+			fail("pthread_create");
+	pthread_mutex_lock(&arrived_lock);
+	while (arrived < count)
+		pthread_cond_wait(&arrived_cond, &arrived_lock);
+	pthread_mutex_unlock(&arrived_lock);
+	hang(path);
 }
 
 static int run_ranks(const char *self, int ranks, const char *n)
@@ -151,23 +205,6 @@ static amp_tensor *parameter(const char *name, int64_t rows, int64_t cols)
 
 /* Two linear layers, relu, mse loss; SGD.  Forward and loss under bf16
  * autocast, backward outside (inside with `bad`). */
-/* Writes the pid into `path` (whole: through a temporary name), then
- * waits to be killed. */
-static void hang(const char *path)
-{
-	char tmp[4096];
-
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		fail("pid file");
-	fprintf(f, "%ld\n", (long)getpid());
-	if (fclose(f) != 0 || rename(tmp, path) != 0)
-		fail("pid file");
-	for (;;)
-		pause();
-}
-
 /* `steps` steps, and with `then_forward` the forward of one more (its
  * tensors left to the process's end). */
 static int run_mlp(int steps, int64_t width, bool bad, bool then_forward)
@@ -355,6 +392,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "sigterms") && argc > 3)
 		return run_sigterms(n, argv[3]);
+	if (!strcmp(mode, "threads-hang") && argc > 4)
+		run_threads_hang((int)n, atol(argv[3]), argv[4]);
 	if (!strcmp(mode, "threads") && argc > 3)
 		return run_threads((int)n, atol(argv[3]));
 	if (!strcmp(mode, "ranks") && argc > 3)
@@ -378,6 +417,6 @@ int main(int argc, char **argv)
 			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
-		"fork|fork-exit|closefds|mlp|mlp-hang ...\n");
+		"fork|fork-exit|closefds|mlp|mlp-hang|threads-hang ...\n");
 	return 2;
 }
