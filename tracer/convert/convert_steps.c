@@ -2,8 +2,9 @@
  * events on tid 0, the process's own track: a step's slice when it ends,
  * an evaluation window's when it ends (within its step), the note that
  * full detail stopped for size; and each thread's aggregates of a step
- * without full detail -> one amp.aggregate event once its totals come
- * (FORMAT.md §8, §3.12). */
+ * without full detail -> one amp.aggregate event once its totals come,
+ * or, for the step a thread was in when its process ended, from the file
+ * it counted in (cut short; FORMAT.md §8, §3.12, §7). */
 #include "convert_internal.h"
 
 #include "raw.h"

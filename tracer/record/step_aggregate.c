@@ -12,7 +12,6 @@
 
 #include "raw.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
