@@ -421,8 +421,6 @@ static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
 			"the raw files went on in %s\n", raw->path, raw->spill);
 }
 
-/* Whether the PyTorch bridge recorded a process (its framework says
- * torch): the program imported torch. */
 /* The producer's framework of a process that attached (torch's first:
  * the bridge's), NULL when none did: the program was not recorded. */
 static const char *attached_framework(const struct converter *cv)
