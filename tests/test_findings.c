@@ -270,6 +270,75 @@ START_TEST(test_aggregated_failures_counted_once)
 }
 END_TEST
 
+/* Rules that once searched the rest of the trace for each event they
+ * judged, now reading an index built in one pass (findings_internal.h),
+ * on fixtures whose answers lie where a careless index errs: a
+ * conversion after the failed op, or to another dtype (dtype-mismatch);
+ * another process's skipped step, an update, a scaler event that decides
+ * nothing (fp16-overflow); a reader on another thread, two casts of one
+ * result (policy-divergence).  Each finding of `kind` starts with one of
+ * `found`'s first texts and holds its second; none starts with
+ * `absent`. */
+static const struct lookahead_case {
+	const char *fixture, *kind;
+	const char *found[4][2];
+	const char *absent;
+} lookahead_cases[] = {
+	{ "lookahead-conversions.json", "dtype-mismatch",
+	  { { "mm (op 4)", "a parameter, in this dtype since the trace" },
+	    { "mm (op 6)", "converted module: cast f32->bf16 by to (op 5" } },
+	  NULL },
+	{ "lookahead-overflow-verdicts.json", "fp16-overflow",
+	  { { "mm (op 2)", "" }, { "bmm (op 4)", "" } }, "addmm" },
+	{ "lookahead-jit-consumers.json", "policy-divergence",
+	  { { "mm's input", "" }, { "bmm's input", "" }, { "mul's input", "" },
+	    { "sum's input", "" } },
+	  "add's input" },
+};
+
+static bool starts_with(const char *text, const char *prefix)
+{
+	return !strncmp(text, prefix, strlen(prefix));
+}
+
+START_TEST(test_lookahead_index)
+{
+	const struct lookahead_case *c = &lookahead_cases[_i];
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	char path[4096];
+	size_t expected = 0, count = 0;
+
+	snprintf(path, sizeof path, "%s/%s", TRACE_FIXTURES, c->fixture);
+	ck_assert_msg(trace_load(path, &trace, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	for (; expected < 4 && c->found[expected][0]; expected++) {
+		bool found = false;
+		for (size_t i = 0; i < f.count; i++)
+			found |= !strcmp(f.items[i].kind, c->kind) &&
+				 starts_with(f.items[i].message,
+					     c->found[expected][0]) &&
+				 strstr(f.items[i].message, c->found[expected][1]);
+		ck_assert_msg(found, "%s: no %s '%s...%s':%s", c->fixture,
+			      c->kind, c->found[expected][0],
+			      c->found[expected][1], describe(&f));
+	}
+	for (size_t i = 0; i < f.count; i++) {
+		if (strcmp(f.items[i].kind, c->kind))
+			continue;
+		count++;
+		ck_assert_msg(!c->absent ||
+			      !starts_with(f.items[i].message, c->absent),
+			      "%s: %s", c->fixture, f.items[i].message);
+	}
+	ck_assert_msg(count == expected, "%s: %zu %s findings, not %zu:%s",
+		      c->fixture, count, c->kind, expected, describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* The op-error findings of a trace: their count, and whether one's
  * message holds `text`. */
 static uint64_t op_errors(const struct findings *f, const char *text,
@@ -1060,6 +1129,9 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_aggregated_failure_of_another_op);
 	tcase_add_test(kinds, test_aggregated_failure_of_a_long_name);
 	tcase_add_test(kinds, test_aggregated_banned_failure_hides_none);
+	tcase_add_loop_test(kinds, test_lookahead_index, 0,
+			    (int)(sizeof lookahead_cases /
+				  sizeof lookahead_cases[0]));
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);
