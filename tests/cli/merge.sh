@@ -36,6 +36,15 @@ check "merge: exit 0" status_is 0
 check "merge: no ranks in the inputs is said" err_has "using the order of the arguments"
 capture "$amptrace" summary "$tmp/m.json"
 check "merged trace: two processes" out_has "2 processes"
+# a regular file is read twice, through the scanner's window (merge holds
+# one event of each input at a time); a pipe can be read once: whole
+capture "$amptrace" merge <(cat "$fx/good.json") "$fx/changed.json" \
+	-o "$tmp/piped.json"
+check "merge of a pipe: exit 0" status_is 0
+check "merge of a pipe: the events of the file's merge" "$python" -c '
+import json, sys
+a, b = (json.load(open(p))["traceEvents"] for p in sys.argv[1:])
+sys.exit(a != b)' "$tmp/m.json" "$tmp/piped.json"
 # pids start at 1: Perfetto treats pid 0 as special (issue 13)
 check "merged trace: rank 0 is pid 1, rank 1 pid 2" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
