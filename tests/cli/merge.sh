@@ -54,6 +54,22 @@ sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.jso
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+# A file is read once to check it and again to write its events: one that
+# changes in between (a trace still being written, here grown from the
+# killed writer's cut to a whole trace while merge reads the pipe after
+# it: the pipe's 1 MiB of trailing blanks, more than its buffer, hold
+# the writer until merge reads it, after the file) is refused, not merged
+# half from each version.
+cp "$fx/truncated.json" "$tmp/live.json"
+capture "$amptrace" merge "$tmp/live.json" \
+	<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
+	  cat "$fx/good.json" >"$tmp/live.json") \
+	-o "$tmp/live-merged.json"
+check "merge of a file that changed between its reads: exit 2" status_is 2
+check "merge of a file that changed between its reads: says which" \
+	err_has "live.json changed while it was merged"
+check "merge of a file that changed between its reads: no output" \
+	test ! -e "$tmp/live-merged.json"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"

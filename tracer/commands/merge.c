@@ -52,6 +52,7 @@ struct input {
 	 * NULL: the file, read through the scanner's window in each pass */
 	char *text;
 	size_t len;
+	struct stat file;     /* the file as pass 1 found it (text NULL) */
 	/* its header and trailer; each event is read, checked and dropped
 	 * in pass 1, then read again into it in pass 2 and written through
 	 * the one writer (event_json.h): merging holds one event of each
@@ -61,6 +62,7 @@ struct input {
 	bool amptrace;        /* the whole file has amptrace's header */
 	bool truncated;
 	size_t events;
+	size_t written;       /* pass 2's events, to match pass 1's */
 	double events_end_us; /* the latest end of its events (not metadata) */
 	/* pass 2 */
 	struct pid_map *pids; /* original pid -> merged pid, in order seen */
@@ -275,6 +277,7 @@ static int merge_event(void *ctx, struct trace *trace,
 
 	(void)trace;
 	(void)err;
+	in->written++;
 	/* amptrace's own events are the model's whole (pass 1 read the
 	 * whole file: its header may follow the events) */
 	int status = in->amptrace && e->kind != TRACE_OTHER
@@ -507,11 +510,26 @@ static int load_input(const struct input *in, struct trace *trace,
 			: trace_load_filtered(in->path, trace, filter, err);
 }
 
-static bool is_regular_file(const char *path)
+/* Whether input `in` is a regular file, as *st has it now. */
+static bool is_regular_file(const struct input *in, struct stat *st)
 {
-	struct stat st;
+	return stat(in->path, st) == 0 && S_ISREG(st->st_mode);
+}
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+/* Whether pass 2 read the file pass 1 checked: the same events, and the
+ * same file, size and time (a trace still being written grows between
+ * the two reads; its merge would mix the two versions). */
+static bool read_same_file(const struct input *in)
+{
+	struct stat now;
+
+	if (in->text)
+		return true;
+	return in->written == in->events && is_regular_file(in, &now) &&
+	       now.st_dev == in->file.st_dev && now.st_ino == in->file.st_ino &&
+	       now.st_size == in->file.st_size &&
+	       now.st_mtim.tv_sec == in->file.st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == in->file.st_mtim.tv_nsec;
 }
 
 /* Pass 1: every input must read (every event checked, as summary and
@@ -525,7 +543,7 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 
 	if (output_refuse_input("amptrace merge", out, &in->path, 1))
 		return 2;
-	if (!in->text && !is_regular_file(in->path) &&
+	if (!in->text && !is_regular_file(in, &in->file) &&
 	    !(in->text = trace_read_file(in->path, &in->len, m->err))) {
 		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 		return 2;
@@ -613,8 +631,15 @@ static int write_events(struct merge *m, const char *out)
 		/* its strings held once: pass 1's go, pass 2 reads them again
 		 * (and the header and trailer) */
 		trace_free(&m->current->trace);
-		if (load_input(m->current, &m->current->trace, &filter,
-			       m->err) != 0) {
+		int status = load_input(m->current, &m->current->trace, &filter,
+					m->err);
+		if (status == 0 && !read_same_file(m->current))
+			status = trace_error_set(m->err, "%s changed while it "
+						 "was merged (a trace still "
+						 "being written?): merge it "
+						 "once its writer is done",
+						 m->current->path);
+		if (status != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 			trace_writer_close(&m->writer,
 					   &(struct trace_trailer){ 0 });
