@@ -54,6 +54,10 @@ sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.jso
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+check "merge of a truncated input: the trailer counts each input's events" \
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+inputs = [(i["events"], i["truncated"]) for i in d["amptraceEnd"]["inputs"]]
+sys.exit(inputs != [(52, False), (20, True)])' "$tmp/m2.json"
 # A file is read once to check it and again to write its events: one that
 # changes in between (a trace still being written, here grown from the
 # killed writer's cut to a whole trace while merge reads the pipe after

@@ -485,7 +485,8 @@ int merge_texts(int count, const char *const *paths,
 	return merge_inputs(&m, out);
 }
 
-/* Pass 1's filter: the event's end noted, the event dropped. */
+/* Pass 1's filter: the event counted, its end noted, the event
+ * dropped. */
 static int note_event(void *ctx, struct trace *trace,
 		      const struct trace_event *e, cJSON *json,
 		      struct trace_error *err)
@@ -495,6 +496,7 @@ static int note_event(void *ctx, struct trace *trace,
 	(void)trace;
 	(void)json;
 	(void)err;
+	in->events++;
 	if (e->kind != TRACE_META)
 		in->events_end_us = fmax(in->events_end_us, e->ts + e->dur);
 	return TRACE_DROP;
@@ -537,8 +539,6 @@ static bool read_same_file(const struct input *in)
  * (said). */
 static int read_input(struct merge *m, struct input *in, const char *out)
 {
-	struct trace_scan_handlers h = { 0 };
-	struct trace_scan_result r;
 	struct trace_filter filter = { in, note_event };
 
 	if (output_refuse_input("amptrace merge", out, &in->path, 1))
@@ -548,23 +548,18 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 		return 2;
 	}
-	int status = load_input(in, &in->trace, &filter, m->err);
-	if (status == 0)
-		status = in->text ? trace_scan(in->path, in->text, in->len, &h,
-					       &r, m->err)
-				  : trace_scan_file(in->path, &h, &r, m->err);
-	if (status != 0) {
+	if (load_input(in, &in->trace, &filter, m->err) != 0) {
 		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 		return 2;
 	}
 	in->loaded = true;
 	in->amptrace = in->trace.amptrace;
-	in->truncated = r.truncated || (r.amptrace && !in->trace.finalized);
-	in->events = r.events;
+	in->truncated = in->trace.truncated ||
+			(in->trace.header_first && !in->trace.finalized);
 	if (in->truncated)
 		fprintf(stderr, "amptrace merge: warning: %s is truncated "
 			"(its writer was stopped); merging its %zu "
-			"complete events\n", in->path, r.events);
+			"complete events\n", in->path, in->events);
 	if (in->trace.base_ns > 0 &&
 	    (m->base_ns == 0 || in->trace.base_ns < m->base_ns))
 		m->base_ns = in->trace.base_ns;

@@ -1038,6 +1038,7 @@ static int load(const char *path, const char *text, size_t len,
 	}
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
+	trace->header_first = result.amptrace;
 	return 0;
 }
 

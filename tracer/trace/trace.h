@@ -30,6 +30,9 @@ struct trace {
 	char format[16];      /* "1.0"; "" when not an amptrace trace */
 	bool truncated;       /* the file ended early and was repaired */
 	size_t truncated_line;
+	/* the header came before the events: a trace that ends early is
+	 * amptrace's cut short (FORMAT.md, "Truncated traces") */
+	bool header_first;
 	bool finalized;       /* the trailer ("amptraceEnd") is present */
 	double base_ns;       /* baseTimeNanoseconds, or 0 */
 	struct trace_header header;   /* amptrace: the "amptrace" object */
