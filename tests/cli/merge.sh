@@ -62,12 +62,13 @@ sys.exit(inputs != [(52, False), (20, True)])' "$tmp/m2.json"
 # changes in between (a trace still being written, here grown from the
 # killed writer's cut to a whole trace while merge reads the pipe after
 # it: the pipe's 1 MiB of trailing blanks, more than its buffer, hold
-# the writer until merge reads it, after the file) is refused, not merged
-# half from each version.
+# the writer until merge reads it, after the file; its last blank, written
+# once the file is, keeps the pipe open until then) is refused, not
+# merged half from each version.
 cp "$fx/truncated.json" "$tmp/live.json"
 capture "$amptrace" merge "$tmp/live.json" \
 	<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
-	  cat "$fx/good.json" >"$tmp/live.json") \
+	  cat "$fx/good.json" >"$tmp/live.json"; printf ' ') \
 	-o "$tmp/live-merged.json"
 check "merge of a file that changed between its reads: exit 2" status_is 2
 check "merge of a file that changed between its reads: says which" \
