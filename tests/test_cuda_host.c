@@ -20,6 +20,7 @@
 #include "cuda_compare.h"
 #include "cuda_fake.h"
 #include "gemm_map.h"
+#include "test_scratch.h"
 
 #include <check.h>
 #include <dlfcn.h>
@@ -607,12 +608,12 @@ struct probe {
  * copy of ours without the AMP_CUDA_* variables). */
 static void run_probe(const char *environment, struct probe *p)
 {
-	char dir[] = "/tmp/amp-cuda-probe-XXXXXX", command[2048];
+	char dir[PATH_MAX], command[2 * PATH_MAX + 1024];
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(dir, sizeof dir, "probe"));
 	snprintf(command, sizeof command,
 		 "env -u AMP_CUDA_MODULE -u AMP_CUDA_DISABLE -u AMP_CUDA_VERBOSE "
-		 "-u AMP_NVTX %s %s 2>%s/err",
+		 "-u AMP_NVTX %s %s 2>'%s/err'",
 		 environment, AMP_TEST_CUDA_PROBE, dir);
 	char *out = command_output(command);
 	ck_assert_msg(out, "%s failed", command);
@@ -626,7 +627,7 @@ static void run_probe(const char *environment, struct probe *p)
 		sscanf(line, "again=%d", &p->again);
 	}
 	free(out);
-	char path[64];
+	char path[PATH_MAX + 8];
 	snprintf(path, sizeof path, "%s/err", dir);
 	FILE *err = fopen(path, "r");
 	ck_assert_ptr_nonnull(err);
@@ -697,12 +698,12 @@ END_TEST
  * loader's driver check passes, the module loads, cudart then refuses. */
 static void with_stub_driver(const char *more, struct probe *p)
 {
-	char dir[] = "/tmp/amp-cuda-stub-XXXXXX", link[64], environment[512];
+	char dir[PATH_MAX], link[PATH_MAX + 16], environment[PATH_MAX + 512];
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(dir, sizeof dir, "stub"));
 	snprintf(link, sizeof link, "%s/libcuda.so.1", dir);
 	ck_assert_int_eq(symlink(AMP_TEST_CUDA_STUB, link), 0);
-	snprintf(environment, sizeof environment, "LD_LIBRARY_PATH=%s %s", dir,
+	snprintf(environment, sizeof environment, "LD_LIBRARY_PATH='%s' %s", dir,
 		 more);
 	run_probe(environment, p);
 	unlink(link);
@@ -1221,8 +1222,9 @@ int main(void)
 
 	/* every case forks: the loader state is per process */
 	srunner_set_fork_status(sr, CK_FORK);
+	scratch_make("cuda-host");
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return scratch_remove() != 0 || failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

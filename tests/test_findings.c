@@ -9,6 +9,7 @@
 #include "amp.h"
 #include "findings.h"
 #include "findings_internal.h"
+#include "steps.h"
 #include "validate.h"
 #include "test_dirs.h"
 #include "traced.h"
@@ -145,6 +146,47 @@ static const struct {
 	{ "op-error", "mismatch", "mismatch-fixed", "mm failed" },
 };
 
+/* `amptrace run` computes the findings from a trace that keeps only the
+ * rows of each step's aggregates the findings read
+ * (findings_aggregate_trim): the findings of `t` (`full`) must be the
+ * same once its aggregates are so trimmed. */
+static void check_trimmed_alike(struct trace *t, const struct findings *full,
+				const char *what)
+{
+	struct findings trimmed;
+	struct trace_steps steps, trimmed_steps;
+
+	ck_assert_int_eq(trace_steps_find(t, &steps), 0);
+	for (size_t i = 0; i < t->nevents; i++)
+		if (t->events[i].kind == TRACE_AGGREGATE)
+			findings_aggregate_trim(&t->events[i].aggregate);
+	ck_assert_int_eq(trace_steps_find(t, &trimmed_steps), 0);
+	ck_assert_msg(steps.nsteps == trimmed_steps.nsteps &&
+		      !memcmp(steps.step_of, trimmed_steps.step_of,
+			      t->nevents * sizeof *steps.step_of),
+		      "%s: %d steps, %d with its aggregates trimmed", what,
+		      steps.nsteps, trimmed_steps.nsteps);
+	trace_steps_free(&steps);
+	trace_steps_free(&trimmed_steps);
+	ck_assert_int_eq(findings_compute(t, &trimmed), 0);
+	ck_assert_msg(trimmed.count == full->count, "%s: %zu findings, %zu "
+		      "with its aggregates trimmed:%s", what, full->count,
+		      trimmed.count, describe(&trimmed));
+	for (size_t i = 0; i < full->count; i++) {
+		const struct trace_finding *a = &full->items[i];
+		const struct trace_finding *b = &trimmed.items[i];
+		ck_assert_msg(!strcmp(a->kind, b->kind) &&
+			      !strcmp(a->message, b->message) &&
+			      a->count == b->count &&
+			      a->severity == b->severity,
+			      "%s: %s (x%llu) became %s (x%llu) with its "
+			      "aggregates trimmed: %s", what, a->kind,
+			      (unsigned long long)a->count, b->kind,
+			      (unsigned long long)b->count, b->message);
+	}
+	findings_free(&trimmed);
+}
+
 START_TEST(test_found_in_aggregates)
 {
 	struct trace trace;
@@ -168,6 +210,7 @@ START_TEST(test_found_in_aggregates)
 		      "%s --steps none: %s reported as %s too:%s",
 		      aggregated_cases[_i].mistake, aggregated_cases[_i].kind,
 		      aggregated_cases[_i].not_also, describe(&f));
+	check_trimmed_alike(&trace, &f, aggregated_cases[_i].mistake);
 	findings_free(&f);
 	trace_free(&trace);
 	traced("1", "--steps=none", FINDINGS_PROG_PATH,
@@ -175,6 +218,7 @@ START_TEST(test_found_in_aggregates)
 	ck_assert_msg(f.count == 0, "%s --steps none (the fix for %s) has "
 		      "findings:%s", aggregated_cases[_i].fix,
 		      aggregated_cases[_i].kind, describe(&f));
+	check_trimmed_alike(&trace, &f, aggregated_cases[_i].fix);
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -265,6 +309,107 @@ START_TEST(test_aggregated_failures_counted_once)
 	ck_assert_msg(failures == 2, "op-error counts %llu failures, the step "
 		      "had 2:%s", (unsigned long long)failures, describe(&f));
 	ck_assert(with_text);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* Rules that once searched the rest of the trace for each event they
+ * judged, now reading an index built in one pass (findings_internal.h),
+ * on fixtures whose answers lie where a careless index errs: a
+ * conversion after the failed op, or to another dtype (dtype-mismatch);
+ * another process's skipped step, an update, a scaler event that decides
+ * nothing (fp16-overflow); a reader on another thread, two casts of one
+ * result (policy-divergence).  Each finding of `kind` starts with one of
+ * `found`'s first texts and holds its second; none starts with
+ * `absent`. */
+static const struct lookahead_case {
+	const char *fixture, *kind;
+	const char *found[4][2];
+	const char *absent;
+} lookahead_cases[] = {
+	{ "lookahead-conversions.json", "dtype-mismatch",
+	  { { "mm (op 4)", "a parameter, in this dtype since the trace" },
+	    { "mm (op 6)", "converted module: cast f32->bf16 by to (op 5" } },
+	  NULL },
+	{ "lookahead-overflow-verdicts.json", "fp16-overflow",
+	  { { "mm (op 2)", "" }, { "bmm (op 4)", "" } }, "addmm" },
+	{ "lookahead-jit-consumers.json", "policy-divergence",
+	  { { "mm's input", "" }, { "bmm's input", "" }, { "mul's input", "" },
+	    { "sum's input", "" } },
+	  "add's input" },
+};
+
+static bool starts_with(const char *text, const char *prefix)
+{
+	return !strncmp(text, prefix, strlen(prefix));
+}
+
+START_TEST(test_lookahead_index)
+{
+	const struct lookahead_case *c = &lookahead_cases[_i];
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	char path[4096];
+	size_t expected = 0, count = 0;
+
+	snprintf(path, sizeof path, "%s/%s", TRACE_FIXTURES, c->fixture);
+	ck_assert_msg(trace_load(path, &trace, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	for (; expected < 4 && c->found[expected][0]; expected++) {
+		bool found = false;
+		for (size_t i = 0; i < f.count; i++)
+			found |= !strcmp(f.items[i].kind, c->kind) &&
+				 starts_with(f.items[i].message,
+					     c->found[expected][0]) &&
+				 strstr(f.items[i].message, c->found[expected][1]);
+		ck_assert_msg(found, "%s: no %s '%s...%s':%s", c->fixture,
+			      c->kind, c->found[expected][0],
+			      c->found[expected][1], describe(&f));
+	}
+	for (size_t i = 0; i < f.count; i++) {
+		if (strcmp(f.items[i].kind, c->kind))
+			continue;
+		count++;
+		ck_assert_msg(!c->absent ||
+			      !starts_with(f.items[i].message, c->absent),
+			      "%s: %s", c->fixture, f.items[i].message);
+	}
+	ck_assert_msg(count == expected, "%s: %zu %s findings, not %zu:%s",
+		      c->fixture, count, c->kind, expected, describe(&f));
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
+/* The same on the fixtures recorded as aggregates. */
+static const char *const aggregate_fixtures[] = {
+	"aggregate-banned-op-error.json", "aggregate-op-error-long-name.json",
+	"aggregate-op-error-other-op.json", "aggregate-op-error.json",
+	"aggregate-overflow-skips.json", "aggregate-torch-autocast.json",
+	/* autocast seen only in its ops' policies, only in its casts: each
+	 * kept row alone tells autocast-never-enabled autocast ran */
+	"aggregate-torch-autocast-ops.json",
+	"aggregate-torch-autocast-casts.json",
+	/* a step's aggregates after the last step's end, in no region: its
+	 * backward row makes it a step of its own (steps.c) */
+	"aggregate-torch-trailing.json",
+};
+
+START_TEST(test_trimmed_aggregates_alike)
+{
+	struct trace trace;
+	struct trace_error err;
+	struct findings f;
+	char path[4096];
+
+	snprintf(path, sizeof path, "%s/%s", TRACE_FIXTURES,
+		 aggregate_fixtures[_i]);
+	ck_assert_msg(trace_load(path, &trace, &err) == 0, "%s", err.message);
+	ck_assert_uint_gt(trace.counts[TRACE_AGGREGATE], 0);
+	ck_assert_int_eq(findings_compute(&trace, &f), 0);
+	check_trimmed_alike(&trace, &f, aggregate_fixtures[_i]);
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -1060,6 +1205,12 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_aggregated_failure_of_another_op);
 	tcase_add_test(kinds, test_aggregated_failure_of_a_long_name);
 	tcase_add_test(kinds, test_aggregated_banned_failure_hides_none);
+	tcase_add_loop_test(kinds, test_trimmed_aggregates_alike, 0,
+			    (int)(sizeof aggregate_fixtures /
+				  sizeof aggregate_fixtures[0]));
+	tcase_add_loop_test(kinds, test_lookahead_index, 0,
+			    (int)(sizeof lookahead_cases /
+				  sizeof lookahead_cases[0]));
 	tcase_add_test(kinds, test_value_checks_off);
 	tcase_add_test(kinds, test_appended_to_trace);
 	tcase_add_test(kinds, test_kind_table);

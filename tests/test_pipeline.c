@@ -16,7 +16,7 @@
 #include "trace.h"
 #include "trace_writer.h"
 #include "convert_sink.h"
-#include "test_dirs.h"
+#include "test_scratch.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -617,14 +617,13 @@ static void memo_writes_the_same(const struct trace *kept)
 
 START_TEST(every_event_reads_back_as_kept)
 {
-	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
-	char path[64];
+	char raw[PATH_MAX], path[PATH_MAX + 8];
 	struct sink sink = { .path = path };
 	struct trace read;
 	struct trace_error err;
 	bool seen[TRACE_KIND_COUNT] = { false };
 
-	ck_assert_ptr_nonnull(mkdtemp(raw));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
 	snprintf(path, sizeof path, "%s.json", raw);
 	setenv("AMPTRACE_STEPS", "0,2", 1);
 	unsetenv("AMPTRACE_MAX_SIZE");
@@ -781,10 +780,10 @@ START_TEST(finding_reads_back_as_written)
 END_TEST
 
 /* Writes a thread's stream longer than one of the producer's mappings
- * (16 chunks of 1 MiB) into a raw directory made from `raw_template`,
- * converts it, and checks that every record of every chunk, across the
- * mapping windows, reads back in order. */
-static void stream_across_windows(char *raw_template)
+ * (16 chunks of 1 MiB) into the raw directory `raw`, converts it, and
+ * checks that every record of every chunk, across the mapping windows,
+ * reads back in order. */
+static void stream_across_windows(const char *raw)
 {
 	enum { OPS = 18000, NAME = 1000 }; /* ~1 KiB a record: 18 chunks */
 	static char name[NAME + 1];
@@ -792,8 +791,6 @@ static void stream_across_windows(char *raw_template)
 	struct sink sink = { .path = path };
 
 	memset(name, 'n', NAME);
-	ck_assert_ptr_nonnull(mkdtemp(raw_template));
-	const char *raw = raw_template;
 	snprintf(path, sizeof path, "%s.json", raw);
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	for (int i = 0; i < OPS; i++) {
@@ -849,11 +846,10 @@ START_TEST(two_scalers_count_their_own_scale)
 		{ "grad scale", 65536.0 }, { "grad scale 2", 1024.0 },
 		{ "grad scale", 32768.0 },
 	};
-	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
-	char path[64];
+	char raw[PATH_MAX], path[PATH_MAX + 8];
 	struct sink sink = { .path = path };
 
-	ck_assert_ptr_nonnull(mkdtemp(raw));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
 	snprintf(path, sizeof path, "%s.json", raw);
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
@@ -885,8 +881,9 @@ END_TEST
 
 START_TEST(a_stream_across_mapping_windows_reads_back_whole)
 {
-	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	char raw[PATH_MAX];
 
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
 	stream_across_windows(raw);
 }
 END_TEST
@@ -954,6 +951,7 @@ START_TEST(a_stream_populated_by_mmap_reads_back_whole)
 	ck_assert(page_present(window + 2 * (uintptr_t)RAW_CHUNK - 1));
 	producer_detach();
 	remove_tree(populated);
+	ck_assert_ptr_nonnull(mkdtemp(raw));
 	stream_across_windows(raw);
 }
 END_TEST
@@ -964,10 +962,10 @@ END_TEST
  * later takes its slot; a kept op never. */
 START_TEST(folded_ops_are_remembered_for_a_window_of_ids)
 {
-	char raw[] = "/tmp/amptrace-pipeline-XXXXXX";
+	char raw[PATH_MAX];
 	const uint64_t last = FOLDED_OP_WINDOW + 1;
 
-	ck_assert_ptr_nonnull(mkdtemp(raw));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
 	setenv("AMPTRACE_STEPS", "1", 1); /* step 0 folded, step 1 kept */
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	for (uint64_t id = 1; id <= last; id++) {
@@ -1001,14 +999,14 @@ END_TEST
 static struct trace_gpu_timing recorded_gpu(const char *steps,
 					    uint64_t op_id)
 {
-	char raw[] = "/tmp/amptrace-pipeline-XXXXXX", path[64];
+	char raw[PATH_MAX], path[PATH_MAX + 8];
 	struct sink sink = { .path = path };
 	struct converter cv;
 	struct trace_process_end end;
 	struct trace_gpu_timing gpu;
 	struct trace_process_steps steps_end;
 
-	ck_assert_ptr_nonnull(mkdtemp(raw));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
 	snprintf(path, sizeof path, "%s.json", raw);
 	setenv("AMPTRACE_STEPS", steps, 1);
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
@@ -1155,8 +1153,9 @@ int main(void)
 {
 	SRunner *runner = srunner_create(pipeline_suite());
 
+	scratch_make("pipeline");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
-	return failed ? 1 : 0;
+	return scratch_remove() != 0 || failed ? 1 : 0;
 }

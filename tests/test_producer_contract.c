@@ -7,6 +7,7 @@
 #include "producer.h"
 #include "producer_check.h"
 #include "convert_sink.h"
+#include "test_scratch.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -168,14 +169,13 @@ END_TEST
  * thread, right after it. */
 START_TEST(the_checking_producer_writes_the_rule_into_the_trace)
 {
-	char raw[] = "/tmp/amptrace-contract-XXXXXX";
-	char path[64];
+	char raw[PATH_MAX], path[PATH_MAX + 8];
 	struct sink sink = { .path = path };
 	const struct producer_info info = { .framework = "test",
 					    .names = producer_amp_names() };
 	uint64_t now = amp_now_ns();
 
-	ck_assert_ptr_nonnull(mkdtemp(raw));
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
 	snprintf(path, sizeof path, "%s.json", raw);
 	ck_assert_int_eq(producer_attach(raw, &info), 0);
 	struct producer_event e = op_event(PRODUCER_OP_BEGIN, now + 1, 1, 0);
@@ -204,9 +204,7 @@ START_TEST(the_checking_producer_writes_the_rule_into_the_trace)
 	ck_assert_uint_eq(diags, 1);
 	trace_free(&sink.kept);
 	unlink(path);
-	char command[128];
-	snprintf(command, sizeof command, "rm -rf '%s'", raw);
-	ck_assert_int_eq(system(command), 0);
+	ck_assert_int_eq(remove_tree(raw), 0);
 }
 END_TEST
 
@@ -227,8 +225,9 @@ int main(void)
 {
 	SRunner *runner = srunner_create(contract_suite());
 
+	scratch_make("contract");
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);
-	return failed ? 1 : 0;
+	return scratch_remove() != 0 || failed ? 1 : 0;
 }

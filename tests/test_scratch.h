@@ -8,6 +8,7 @@
 
 #include "test_dirs.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,6 +35,15 @@ static inline const char *scratch_path(const char *name)
 
 	snprintf(path, sizeof path, "%s/%s", scratch_dir, name);
 	return path;
+}
+
+/* A fresh directory PREFIX-XXXXXX in the scratch directory, made in
+ * `dir` (of `size` bytes); NULL when it cannot be made or named. */
+static inline char *scratch_mkdtemp(char *dir, size_t size, const char *prefix)
+{
+	int length = snprintf(dir, size, "%s/%s-XXXXXX", scratch_dir, prefix);
+
+	return length >= 0 && (size_t)length < size ? mkdtemp(dir) : NULL;
 }
 
 /* 0 when the directory and all it held are gone. */

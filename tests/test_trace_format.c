@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef TRACE_FIXTURES
@@ -721,6 +722,35 @@ START_TEST(test_terminal_text_clean)
 }
 END_TEST
 
+/* stderr is never closed: what its filter holds at exit (a 0xc2 that
+ * might have begun a C1 control) is written then, not lost. */
+START_TEST(test_terminal_stderr_released_at_exit)
+{
+	int pipe_fds[2];
+	char got[64] = "";
+
+	ck_assert_int_eq(pipe(pipe_fds), 0);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		dup2(pipe_fds[1], STDERR_FILENO);
+		close(pipe_fds[0]);
+		close(pipe_fds[1]);
+		terminal_filter_stderr();
+		fputs("held\xc2", stderr);
+		exit(0);
+	}
+	close(pipe_fds[1]);
+	size_t n = 0;
+	for (ssize_t r; (r = read(pipe_fds[0], got + n, sizeof got - 1 - n)) > 0;)
+		n += (size_t)r;
+	close(pipe_fds[0]);
+	waitpid(child, NULL, 0);
+	got[n] = '\0';
+	ck_assert_str_eq(got, "held\xc2");
+}
+END_TEST
+
 START_TEST(test_foreign_traces_load)
 {
 	struct trace t;
@@ -1093,6 +1123,7 @@ static Suite *trace_format_suite(void)
 	tcase_add_test(reader, test_terminal_filter);
 	tcase_add_test(reader, test_terminal_filter_palette);
 	tcase_add_test(reader, test_terminal_text_clean);
+	tcase_add_test(reader, test_terminal_stderr_released_at_exit);
 	tcase_add_test(reader, test_format_version_is_major_dot_minor);
 	tcase_add_test(reader, test_foreign_traces_load);
 	tcase_add_test(reader, test_validator_checks_keys_by_the_schema);

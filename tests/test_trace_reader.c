@@ -292,11 +292,13 @@ struct dropping {
 };
 
 static int drop_each(void *ctx, struct trace *trace,
-		     const struct trace_event *e, struct trace_error *err)
+		     const struct trace_event *e, cJSON *json,
+		     struct trace_error *err)
 {
 	struct dropping *d = ctx;
 
 	(void)trace;
+	(void)json;
 	(void)err;
 	d->seen++;
 	if (e->kind == TRACE_OP && e->op.noutputs > 0)

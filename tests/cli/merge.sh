@@ -36,6 +36,15 @@ check "merge: exit 0" status_is 0
 check "merge: no ranks in the inputs is said" err_has "using the order of the arguments"
 capture "$amptrace" summary "$tmp/m.json"
 check "merged trace: two processes" out_has "2 processes"
+# a regular file is read twice, through the scanner's window (merge holds
+# one event of each input at a time); a pipe can be read once: whole
+capture "$amptrace" merge <(cat "$fx/good.json") "$fx/changed.json" \
+	-o "$tmp/piped.json"
+check "merge of a pipe: exit 0" status_is 0
+check "merge of a pipe: the events of the file's merge" "$python" -c '
+import json, sys
+a, b = (json.load(open(p))["traceEvents"] for p in sys.argv[1:])
+sys.exit(a != b)' "$tmp/m.json" "$tmp/piped.json"
 # pids start at 1: Perfetto treats pid 0 as special (issue 13)
 check "merged trace: rank 0 is pid 1, rank 1 pid 2" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
@@ -45,6 +54,27 @@ sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.jso
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+check "merge of a truncated input: the trailer counts each input's events" \
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+inputs = [(i["events"], i["truncated"]) for i in d["amptraceEnd"]["inputs"]]
+sys.exit(inputs != [(52, False), (20, True)])' "$tmp/m2.json"
+# A file is read once to check it and again to write its events: one that
+# changes in between (a trace still being written, here grown from the
+# killed writer's cut to a whole trace while merge reads the pipe after
+# it: the pipe's 1 MiB of trailing blanks, more than its buffer, hold
+# the writer until merge reads it, after the file; its last blank, written
+# once the file is, keeps the pipe open until then) is refused, not
+# merged half from each version.
+cp "$fx/truncated.json" "$tmp/live.json"
+capture "$amptrace" merge "$tmp/live.json" \
+	<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
+	  cat "$fx/good.json" >"$tmp/live.json"; printf ' ') \
+	-o "$tmp/live-merged.json"
+check "merge of a file that changed between its reads: exit 2" status_is 2
+check "merge of a file that changed between its reads: says which" \
+	err_has "live.json changed while it was merged"
+check "merge of a file that changed between its reads: no output" \
+	test ! -e "$tmp/live-merged.json"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"

@@ -128,6 +128,21 @@ capture "$amptrace" summary --color "$tmp/cc.json"
 check "summary --color: always" out_has "$(printf '\033[33mwarning')"
 capture "$amptrace" summary --color=never "$tmp/cc.json"
 check "summary --color=never: no ANSI codes" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+# a path is an argument and may hold amptrace's palette bytes: no colour
+# of its own, with colours on or off, and nothing of it on other commands
+palette="$tmp/"$'cc\xff1;31m.json'
+cp "$tmp/cc.json" "$palette"
+capture "$amptrace" summary --color=always "$palette"
+check "summary --color=always: a path's palette bytes are no colour" \
+	sh -c "! grep -q \"$(printf '\033')\\[1;31m\" '$tmp/out' && grep -q 'cc?1;31m.json' '$tmp/out'"
+check "summary --color=always: the findings still coloured" out_has "$(printf '\033[33mwarning')"
+capture "$amptrace" summary --color=never "$palette"
+check "summary --color=never: a path's palette bytes are no colour" \
+	sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+capture "$amptrace" diff "$palette" "$palette"
+check "diff: a path's palette bytes are no colour" \
+	sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
+rm -f "$palette"
 capture "$amptrace" summary --color=sometimes "$tmp/cc.json"
 check "summary --color=sometimes: exit 2" status_is 2
 check "summary --color=sometimes: says what is allowed" err_has "--color must be auto, always or never, not 'sometimes'"

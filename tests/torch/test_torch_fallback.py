@@ -235,7 +235,7 @@ def test_bridge_suite():
                                                      else [])
     p = subprocess.run([PYTHON, os.path.join(HERE, "test_torch_bridge.py")]
                        + args, capture_output=True, text=True, env=env,
-                       timeout=900)
+                       timeout=1500)
     lines = p.stdout.splitlines()
     passed = [l[5:] for l in lines if l.startswith("ok - ")]
     failed = [l[9:] for l in lines if l.startswith("not ok - ")]

@@ -319,6 +319,42 @@ static void fold_aggregate_ops(struct findings_context *cx, size_t i)
 	free(left);
 }
 
+static bool ran_under_policy(const struct trace_aggregate_op *row)
+{
+	return strcmp(row->policy, "none") != 0;
+}
+
+static bool in_backward(const struct trace_aggregate_op *row)
+{
+	return !strcmp(row->phase, "backward");
+}
+
+/* The rows findings_aggregate_trim keeps: fold_aggregate_ops reports the
+ * failed and banned ones; autocast-never-enabled (findings_threads.c)
+ * asks whether any ran under a policy, the steps (steps.c) whether any
+ * is backward. */
+void findings_aggregate_trim(struct trace_aggregate *a)
+{
+	bool policy = false, backward = false, autocast_cast = false;
+	int nops = 0, ncasts = 0;
+
+	for (int k = 0; k < a->nops; k++) {
+		const struct trace_aggregate_op *row = &a->ops[k];
+		bool first_policy = !policy && ran_under_policy(row);
+		bool first_backward = !backward && in_backward(row);
+		policy |= first_policy;
+		backward |= first_backward;
+		if (row->failed || row_banned(row) || first_policy ||
+		    first_backward)
+			a->ops[nops++] = *row;
+	}
+	for (int k = 0; k < a->ncasts && !autocast_cast; k++)
+		if ((autocast_cast = !a->casts[k].origin))
+			a->casts[ncasts++] = a->casts[k];
+	a->nops = nops;
+	a->ncasts = ncasts;
+}
+
 static void fold_aggregates(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;

@@ -163,6 +163,15 @@ struct trace_index;
 int findings_compute_indexed(const struct trace_index *ix,
 			     struct findings *out);
 void findings_free(struct findings *findings);
+/* Only the rows of aggregate `a` that the findings read, moved to the
+ * front of its arrays in their order: the op rows that failed or are
+ * banned, the first op row autocast ran (with a policy) and the first
+ * backward one (the rules over aggregates ask whether there is any),
+ * the first cast row of autocast's, every diag row.  `amptrace run`
+ * keeps a step's aggregates so in the trace it computes the findings
+ * from, its file keeps every row: a step costs it a few rows, not a few
+ * dozen. */
+void findings_aggregate_trim(struct trace_aggregate *a);
 /* What produced the trace: the header's `framework` ("torch 1.13.0a0
  * (policy table: 1.13)", "libamp 0.1.0"), else the first process's in
  * the trailer; NULL when neither names one. */

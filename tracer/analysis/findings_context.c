@@ -18,13 +18,23 @@ void findings_context_init(struct findings_context *cx,
 	finding_regions_build(cx, &cx->regions);
 }
 
+/* Frees map `m` of the context, noting whether an insertion failed. */
+static void free_map(struct findings_context *cx, struct id_map *m)
+{
+	cx->failed |= m->failed;
+	id_map_free(m);
+}
+
 void findings_context_free(struct findings_context *cx)
 {
 	finding_regions_free(&cx->regions);
 	finding_casts_free(cx);
 	finding_origins_free(cx, &cx->origins);
-	cx->failed |= cx->autocast_off.failed;
-	id_map_free(&cx->autocast_off);
+	free_map(cx, &cx->autocast_off);
+	free_map(cx, &cx->conversions.first);
+	free_map(cx, &cx->conversions.next);
+	free_map(cx, &cx->overflow_verdicts.skipped);
+	free_map(cx, &cx->jit_consumers.of_cast);
 }
 
 /* snprintf that may cut: messages and labels are cut on purpose. */

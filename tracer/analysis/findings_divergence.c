@@ -33,22 +33,64 @@ static bool is_jit_cast(const char *op)
 	return op && !strncmp(op, jit_cast_prefix, sizeof jit_cast_prefix - 1);
 }
 
+/* Op event `i` reads tensor `id`: it is the consumer of the casts of
+ * its thread waiting for a reader of `id` (`pending`: the latest, each
+ * chained to the one before by `earlier`), which stop waiting. */
+static void consume(struct findings_context *cx, struct id_map *pending,
+		    struct id_map *earlier, size_t i, uint64_t id)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	size_t *link = id_map_find(pending, e->pid, id, false);
+
+	while (link && *link != SIZE_MAX) {
+		size_t cast = *link;
+		size_t *before = id_map_find(earlier, e->pid, cast, false);
+		if (cx->t->events[cast].tid == e->tid) {
+			id_map_put(&cx->jit_consumers.of_cast, e->pid, cast, i);
+			*link = before ? *before : SIZE_MAX;
+		} else {
+			link = before;
+		}
+	}
+}
+
+/* Every TorchScript cast's consumer (findings_internal.h), in one pass:
+ * a cast waits for the first later op of its thread that reads its
+ * result.  SIZE_MAX ends a chain. */
+static void jit_consumers_build(struct findings_context *cx)
+{
+	struct id_map pending = { 0 }, earlier = { 0 };
+
+	cx->jit_consumers.built = true;
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		if (e->kind == TRACE_CAST && is_jit_cast(e->cast.op)) {
+			size_t waiting = id_map_get(&pending, e->pid,
+						    e->cast.result);
+			if (waiting != SIZE_MAX)
+				id_map_put(&earlier, e->pid, i, waiting);
+			id_map_put(&pending, e->pid, e->cast.result, i);
+		} else if (e->kind == TRACE_OP && !is_jit_cast(e->op.op) &&
+			   pending.count) {
+			for (int in = 0; in < e->op.ninputs; in++)
+				consume(cx, &pending, &earlier, i,
+					e->op.inputs[in].id);
+		}
+	}
+	cx->failed |= pending.failed || earlier.failed;
+	id_map_free(&pending);
+	id_map_free(&earlier);
+}
+
 /* The op the cast at event `i` was made for: the first later op on its
  * thread, not a TorchScript cast, that reads the cast's result. */
 static const struct trace_op *consumer(struct findings_context *cx, size_t i)
 {
-	const struct trace_event *at = &cx->t->events[i];
-
-	for (size_t k = i + 1; k < cx->t->nevents; k++) {
-		const struct trace_event *e = &cx->t->events[k];
-		if (e->kind != TRACE_OP || e->pid != at->pid ||
-		    e->tid != at->tid || is_jit_cast(e->op.op))
-			continue;
-		for (int in = 0; in < e->op.ninputs; in++)
-			if (e->op.inputs[in].id == at->cast.result)
-				return &e->op;
-	}
-	return NULL;
+	if (!cx->jit_consumers.built)
+		jit_consumers_build(cx);
+	size_t k = id_map_get(&cx->jit_consumers.of_cast, cx->t->events[i].pid,
+			      i);
+	return k == SIZE_MAX ? NULL : &cx->t->events[k].op;
 }
 
 static bool one_of_policies(const char *policy, const char *const *list)

@@ -51,21 +51,53 @@ static bool same(const char *a, const char *b)
 	return a && b && !strcmp(a, b);
 }
 
+/* A cast op event that converts its input to another dtype. */
+static bool is_conversion(const struct trace_event *e)
+{
+	return e->kind == TRACE_OP && is_cast_op(&e->op) && e->op.ninputs &&
+	       e->op.noutputs && e->op.outputs[0].info->dtype &&
+	       !same(e->op.inputs[0].info->dtype, e->op.outputs[0].info->dtype);
+}
+
+/* The first conversion of each tensor to each dtype, chained from the
+ * tensor (findings_internal.h): a few per parameter, the dtypes it was
+ * converted to. */
+static void conversions_build(struct findings_context *cx,
+			      struct finding_conversions *c)
+{
+	c->built = true;
+	for (size_t i = 0; i < cx->t->nevents; i++) {
+		const struct trace_event *e = &cx->t->events[i];
+		if (!is_conversion(e))
+			continue;
+		uint64_t id = e->op.inputs[0].id;
+		size_t head = id_map_get(&c->first, e->pid, id), k = head;
+		while (k != SIZE_MAX &&
+		       !same(cx->t->events[k].op.outputs[0].info->dtype,
+			     e->op.outputs[0].info->dtype))
+			k = id_map_get(&c->next, e->pid, k);
+		if (k != SIZE_MAX)
+			continue;  /* converted to this dtype before */
+		if (head != SIZE_MAX)
+			id_map_put(&c->next, e->pid, i, head);
+		id_map_put(&c->first, e->pid, id, i);
+	}
+}
+
 /* A module conversion before event `before`: a cast op whose input was
  * tensor `id` in another dtype and whose result is in `dtype` (the
  * parameter's data was then replaced by it, keeping its identity). */
 static size_t conversion_of(struct findings_context *cx, int64_t pid,
 			    uint64_t id, const char *dtype, size_t before)
 {
-	for (size_t i = 0; i < before; i++) {
-		const struct trace_event *e = &cx->t->events[i];
-		if (e->kind == TRACE_OP && e->pid == pid && is_cast_op(&e->op) &&
-		    e->op.ninputs && e->op.noutputs &&
-		    e->op.inputs[0].id == id &&
-		    !same(e->op.inputs[0].info->dtype, dtype) &&
-		    same(e->op.outputs[0].info->dtype, dtype))
-			return i;
-	}
+	struct finding_conversions *c = &cx->conversions;
+
+	if (!c->built)
+		conversions_build(cx, c);
+	for (size_t k = id_map_get(&c->first, pid, id); k != SIZE_MAX;
+	     k = id_map_get(&c->next, pid, k))
+		if (same(cx->t->events[k].op.outputs[0].info->dtype, dtype))
+			return k < before ? k : SIZE_MAX;
 	return SIZE_MAX;
 }
 

@@ -124,6 +124,35 @@ struct finding_origins {
 	bool built;
 };
 
+/* Indexes a rule builds in one pass over the trace the first time it
+ * asks, instead of searching the trace for each event it judges (which
+ * made the findings quadratic in the trace's length): */
+
+/* dtype-mismatch (findings_dtype.c): each tensor's first module
+ * conversion to each dtype (a cast op from another dtype), chained. */
+struct finding_conversions {
+	struct id_map first; /* (pid, tensor) -> a conversion of it (event) */
+	struct id_map next;  /* (pid, conversion) -> the tensor's first
+				conversion to another dtype (event) */
+	bool built;
+};
+
+/* fp16-overflow (findings_steps.c): whether the next GradScaler event
+ * of the process that decides (a skipped step, an update) after each
+ * fp16-overflow amp.diag event is a skipped step. */
+struct finding_overflow_verdicts {
+	struct id_map skipped; /* (pid, diag event) -> 1: a skipped step */
+	bool built;
+};
+
+/* policy-divergence (findings_divergence.c): the op each TorchScript
+ * cast was made for, the first later op of its thread (not itself such a
+ * cast) that reads the cast's result. */
+struct finding_jit_consumers {
+	struct id_map of_cast; /* (pid, cast event) -> op event */
+	bool built;
+};
+
 /* What the rules share: the trace and its index, the findings so far,
  * and the state the rules fed event by event keep between events. */
 struct findings_context {
@@ -138,6 +167,9 @@ struct findings_context {
 	struct finding_scalers scalers;
 	struct finding_optimizers optimizers;
 	struct finding_origins origins; /* built at the first skipped step */
+	struct finding_conversions conversions;
+	struct finding_overflow_verdicts overflow_verdicts;
+	struct finding_jit_consumers jit_consumers;
 	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
 	 * outside any region ran with autocast off, no region event since */
 	struct id_map autocast_off;

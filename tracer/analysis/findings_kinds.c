@@ -85,7 +85,9 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	[FINDING_RECORDING_STOPPED] = {
 		"recording-stopped", FINDING_WARNING, FINDING_FROM_RECORDER,
 		.fix = "give amptrace run a raw directory with room (--raw-dir "
-		       "DIR or TMPDIR; about 2 MiB per thread): the trace lacks "
+		       "DIR or TMPDIR; 16 MiB or more: a thread's files hold "
+		       "what the converter has not yet read, a few MiB when "
+		       "it keeps up, more on a busy machine): the trace lacks "
 		       "what followed",
 		.doc = "a thread's recording stopped early: the raw directory "
 		       "filled up (the program ran on)",

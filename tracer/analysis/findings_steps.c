@@ -302,6 +302,42 @@ void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 		     st->cause[0] ? "; the last skip: " : "", st->cause);
 }
 
+/* 1 when GradScaler event `e` decides that a step's overflows were the
+ * scaler's (a skipped step), 0 when it ends the search for such a step
+ * (an update), SIZE_MAX when it decides nothing. */
+static size_t scaler_verdict(const struct trace_event *e)
+{
+	if (e->kind != TRACE_SCALER || !e->scaler.what)
+		return SIZE_MAX;
+	if (!strcmp(e->scaler.what, "step") && e->scaler.step_skipped)
+		return 1;
+	return !strcmp(e->scaler.what, "update") ? 0 : SIZE_MAX;
+}
+
+/* For each fp16-overflow amp.diag event, the verdict of its process's
+ * next deciding scaler event: one pass from the trace's end, each
+ * process's latest verdict kept (under id 0). */
+static void overflow_verdicts_build(struct findings_context *cx,
+				    struct finding_overflow_verdicts *v)
+{
+	struct id_map next = { 0 };
+	const char *overflow = finding_kinds[FINDING_FP16_OVERFLOW].name;
+
+	v->built = true;
+	for (size_t i = cx->t->nevents; i-- > 0;) {
+		const struct trace_event *e = &cx->t->events[i];
+		size_t verdict = scaler_verdict(e);
+		if (verdict != SIZE_MAX)
+			id_map_put(&next, e->pid, 0, verdict);
+		else if (e->kind == TRACE_DIAG && e->diag.kind &&
+			 !strcmp(e->diag.kind, overflow) &&
+			 id_map_get(&next, e->pid, 0) == 1)
+			id_map_put(&v->skipped, e->pid, i, 1);
+	}
+	cx->failed |= next.failed;
+	id_map_free(&next);
+}
+
 /* An overflow in a backward op followed, before the GradScaler's next
  * update, by a skipped step of the same process: the scaled gradients
  * overflowed and the scaler did its job (skipped the step, lowered the
@@ -318,16 +354,9 @@ static bool overflow_handled_by_scaler(struct findings_context *cx, size_t i)
 
 	if (!op || !finding_op_is_backward(op))
 		return false;
-	for (size_t j = i + 1; j < cx->t->nevents; j++) {
-		const struct trace_event *n = &cx->t->events[j];
-		if (n->pid != e->pid || n->kind != TRACE_SCALER || !n->scaler.what)
-			continue;
-		if (!strcmp(n->scaler.what, "step") && n->scaler.step_skipped)
-			return true;
-		if (!strcmp(n->scaler.what, "update"))
-			return false;
-	}
-	return false;
+	if (!cx->overflow_verdicts.built)
+		overflow_verdicts_build(cx, &cx->overflow_verdicts);
+	return id_map_get(&cx->overflow_verdicts.skipped, e->pid, i) == 1;
 }
 
 /* fp16-overflow: the value checks (libamp's, the PyTorch bridge's) saw an

@@ -197,9 +197,11 @@ static void add_event(struct side *s, const struct trace_event *e)
 }
 
 static int add_streamed(void *ctx, struct trace *trace,
-			const struct trace_event *e, struct trace_error *err)
+			const struct trace_event *e, cJSON *json,
+			struct trace_error *err)
 {
 	(void)trace;
+	(void)json;
 	(void)err;
 	add_event(ctx, e);
 	return TRACE_DROP;

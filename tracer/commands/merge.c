@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef AMPTRACE_VERSION
 #define AMPTRACE_VERSION "unknown"
@@ -47,14 +48,22 @@ struct pid_map {
 
 struct input {
 	const char *path;
+	/* its text, when given or not a regular file (a pipe is read once);
+	 * NULL: the file, read through the scanner's window in each pass */
 	char *text;
 	size_t len;
-	/* the input read, its events as the model holds them: written
-	 * again through the one writer (event_json.h) */
+	struct stat file;     /* the file as pass 1 found it (text NULL) */
+	/* its header and trailer; each event is read, checked and dropped
+	 * in pass 1, then read again into it in pass 2 and written through
+	 * the one writer (event_json.h): merging holds one event of each
+	 * input at a time, not every input's events at once */
 	struct trace trace;
 	bool loaded;
+	bool amptrace;        /* the whole file has amptrace's header */
 	bool truncated;
 	size_t events;
+	size_t written;       /* pass 2's events, to match pass 1's */
+	double events_end_us; /* the latest end of its events (not metadata) */
 	/* pass 2 */
 	struct pid_map *pids; /* original pid -> merged pid, in order seen */
 	size_t npids, pids_cap;
@@ -257,21 +266,24 @@ static int merge_foreign_event(struct merge *m, struct input *in,
 	return 0;
 }
 
-/* Pass 2's handler: the event at `index` of the current input. */
-static int merge_event(void *ctx, cJSON *event, size_t index, size_t line)
+/* Pass 2's filter: each event of the current input, written and
+ * dropped. */
+static int merge_event(void *ctx, struct trace *trace,
+		       const struct trace_event *e, cJSON *json,
+		       struct trace_error *err)
 {
 	struct merge *m = ctx;
 	struct input *in = m->current;
 
-	(void)line;
-	if (index >= in->trace.nevents)
-		return trace_error_set(m->err, "%s: event %zu was not read",
-				       in->path, index);
-	const struct trace_event *e = &in->trace.events[index];
-	/* amptrace's own events are the model's whole */
-	if (in->trace.amptrace && e->kind != TRACE_OTHER)
-		return merge_model_event(m, in, *e);
-	return merge_foreign_event(m, in, event, e);
+	(void)trace;
+	(void)err;
+	in->written++;
+	/* amptrace's own events are the model's whole (pass 1 read the
+	 * whole file: its header may follow the events) */
+	int status = in->amptrace && e->kind != TRACE_OTHER
+			     ? merge_model_event(m, in, *e)
+			     : merge_foreign_event(m, in, json, e);
+	return status != 0 ? -1 : TRACE_DROP;
 }
 
 static void free_inputs(struct merge *m)
@@ -355,14 +367,10 @@ static struct trace_header merged_header(const struct merge *m,
 static double input_end_us(const struct input *in)
 {
 	const struct trace *t = &in->trace;
-	double end = 0;
+	double end = in->events_end_us;
 
 	if (t->trailer.duration_ns > 0)
 		end = (double)t->trailer.duration_ns / 1000.0;
-	else
-		for (size_t i = 0; i < t->nevents; i++)
-			if (t->events[i].kind != TRACE_META)
-				end = fmax(end, t->events[i].ts + t->events[i].dur);
 	return in->shift_us + end;
 }
 
@@ -477,31 +485,81 @@ int merge_texts(int count, const char *const *paths,
 	return merge_inputs(&m, out);
 }
 
-/* Pass 1: every input must read (its text read here unless given; every
- * event checked, as summary and check would); its header, rank and time
- * base.  Returns 0, or 2 (said). */
+/* Pass 1's filter: the event counted, its end noted, the event
+ * dropped. */
+static int note_event(void *ctx, struct trace *trace,
+		      const struct trace_event *e, cJSON *json,
+		      struct trace_error *err)
+{
+	struct input *in = ctx;
+
+	(void)trace;
+	(void)json;
+	(void)err;
+	in->events++;
+	if (e->kind != TRACE_META)
+		in->events_end_us = fmax(in->events_end_us, e->ts + e->dur);
+	return TRACE_DROP;
+}
+
+/* The input's events, each handed to `filter`, into *trace: from its
+ * text, or streamed from its file. */
+static int load_input(const struct input *in, struct trace *trace,
+		      const struct trace_filter *filter, struct trace_error *err)
+{
+	return in->text ? trace_load_text_filtered(in->path, in->text, in->len,
+						   trace, filter, err)
+			: trace_load_filtered(in->path, trace, filter, err);
+}
+
+/* Whether input `in` is a regular file, as *st has it now. */
+static bool is_regular_file(const struct input *in, struct stat *st)
+{
+	return stat(in->path, st) == 0 && S_ISREG(st->st_mode);
+}
+
+/* Whether pass 2 read the file pass 1 checked: the same events, and the
+ * same file, size and time (a trace still being written grows between
+ * the two reads; its merge would mix the two versions). */
+static bool read_same_file(const struct input *in)
+{
+	struct stat now;
+
+	if (in->text)
+		return true;
+	return in->written == in->events && is_regular_file(in, &now) &&
+	       now.st_dev == in->file.st_dev && now.st_ino == in->file.st_ino &&
+	       now.st_size == in->file.st_size &&
+	       now.st_mtim.tv_sec == in->file.st_mtim.tv_sec &&
+	       now.st_mtim.tv_nsec == in->file.st_mtim.tv_nsec;
+}
+
+/* Pass 1: every input must read (every event checked, as summary and
+ * check would); its header, rank and time base.  Returns 0, or 2
+ * (said). */
 static int read_input(struct merge *m, struct input *in, const char *out)
 {
-	struct trace_scan_handlers h = { 0 };
-	struct trace_scan_result r;
+	struct trace_filter filter = { in, note_event };
 
 	if (output_refuse_input("amptrace merge", out, &in->path, 1))
 		return 2;
-	if (!in->text)
-		in->text = trace_read_file(in->path, &in->len, m->err);
-	if (!in->text || trace_load_text(in->path, in->text, in->len,
-					 &in->trace, m->err) != 0 ||
-	    trace_scan(in->path, in->text, in->len, &h, &r, m->err) != 0) {
+	if (!in->text && !is_regular_file(in, &in->file) &&
+	    !(in->text = trace_read_file(in->path, &in->len, m->err))) {
+		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
+		return 2;
+	}
+	if (load_input(in, &in->trace, &filter, m->err) != 0) {
 		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 		return 2;
 	}
 	in->loaded = true;
-	in->truncated = r.truncated || (r.amptrace && !in->trace.finalized);
-	in->events = r.events;
+	in->amptrace = in->trace.amptrace;
+	in->truncated = in->trace.truncated ||
+			(in->trace.header_first && !in->trace.finalized);
 	if (in->truncated)
 		fprintf(stderr, "amptrace merge: warning: %s is truncated "
 			"(its writer was stopped); merging its %zu "
-			"complete events\n", in->path, r.events);
+			"complete events\n", in->path, in->events);
 	if (in->trace.base_ns > 0 &&
 	    (m->base_ns == 0 || in->trace.base_ns < m->base_ns))
 		m->base_ns = in->trace.base_ns;
@@ -563,11 +621,20 @@ static int open_output(struct merge *m, const char *out)
 static int write_events(struct merge *m, const char *out)
 {
 	for (int i = 0; i < m->ninputs; i++) {
-		struct input *in = &m->inputs[i];
-		struct trace_scan_handlers h = { .ctx = m, .event = merge_event };
-		struct trace_scan_result r;
-		m->current = in;
-		if (trace_scan(in->path, in->text, in->len, &h, &r, m->err) != 0) {
+		struct trace_filter filter = { m, merge_event };
+		m->current = &m->inputs[i];
+		/* its strings held once: pass 1's go, pass 2 reads them again
+		 * (and the header and trailer) */
+		trace_free(&m->current->trace);
+		int status = load_input(m->current, &m->current->trace, &filter,
+					m->err);
+		if (status == 0 && !read_same_file(m->current))
+			status = trace_error_set(m->err, "%s changed while it "
+						 "was merged (a trace still "
+						 "being written?): merge it "
+						 "once its writer is done",
+						 m->current->path);
+		if (status != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 			trace_writer_close(&m->writer,
 					   &(struct trace_trailer){ 0 });

@@ -13,6 +13,7 @@
 #include "progress.h"
 #include "convert.h"
 #include "data_dir.h"
+#include "findings.h"
 #include "inherit.h"
 #include "raw.h"
 #include "raw_dir.h"
@@ -1113,6 +1114,9 @@ static bool record(struct run_state *s, const struct run_args *args,
 	convert_init(&cv, raw.path, s->mono_base, writer_for, s);
 	cv.spill_dir = *raw.spill ? raw.spill : NULL;
 	cv.trace_for = trace_for;
+	/* the kept trace is the findings' and the flows' (which read no
+	 * aggregates): a step's aggregates keep the rows the findings read */
+	cv.trim_kept_aggregate = findings_aggregate_trim;
 	int status = follow_program(s, &cv, &raw, &p, args->quiet, &end_ns);
 	if (p.exec_errno) {
 		fprintf(stderr, "amptrace run: cannot run %s: %s\n",

@@ -713,13 +713,25 @@ static void print_other_casts(struct summary *s, FILE *out)
 			s->other_reasons[i].reason);
 }
 
+/* The trace's path, an argument: in colour, its bytes cleaned, as the
+ * palette's bytes in it would be colours (terminal_stdout_colours). */
+static void print_path(const char *path, FILE *out, bool color)
+{
+	char *shown = color ? strdup(path) : NULL;
+
+	if (shown)
+		terminal_text_clean(shown);
+	fprintf(out, "%s: ", shown ? shown : color ? "?" : path);
+	free(shown);
+}
+
 static void print_text(struct summary *s, FILE *out, bool color)
 {
 	const struct trace *t = s->trace;
 	const struct analysis *a = &s->a;
 	char b1[64], b2[64], label[160], note[512];
 
-	fprintf(out, "%s: ", t->path);
+	print_path(t->path, out, color);
 	if (t->amptrace)
 		fprintf(out, "amptrace trace format %s", t->format);
 	else
@@ -1216,10 +1228,13 @@ int summary_print(struct trace *trace, bool json, bool color, int depth)
 		return 2;
 	}
 	tabulate(&s);
-	if (json)
+	if (json) {
 		print_json(&s, stdout);
-	else
+	} else {
+		if (color)
+			terminal_stdout_colours();
 		print_fitted(&s, color);
+	}
 	free(s.ops);
 	free(s.casts);
 	free(s.reasons);

@@ -113,6 +113,10 @@ struct converter {
 	/* Optional (NULL after convert_init): `amptrace run` computes its
 	 * findings from these traces rather than reading its files back. */
 	convert_trace_fn trace_for;
+	/* Optional (NULL: every row): what trace_for's trace keeps of the
+	 * rows of a step's aggregates (the findings' rows, findings.h); the
+	 * file gets every row. */
+	void (*trim_kept_aggregate)(struct trace_aggregate *aggregate);
 	void *ctx;
 	struct convert_process **procs;
 	size_t nprocs;

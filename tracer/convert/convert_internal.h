@@ -159,6 +159,14 @@ struct trace_event convert_meta_event(struct convert_process *p,
 		const char *value, int64_t sort_index);
 void convert_emit(struct converter *cv, struct convert_process *p,
 		const struct trace_event *e);
+/* convert_emit's two halves, for an event whose kept copy holds less
+ * than the file's (a step's aggregates): e written, counted; e kept
+ * (its arrays must live as long as p's strings), when p keeps a trace
+ * (convert_keeps). */
+void convert_write(struct converter *cv, struct convert_process *p,
+		   const struct trace_event *e);
+void convert_keep(struct convert_process *p, const struct trace_event *e);
+bool convert_keeps(const struct convert_process *p);
 const int64_t *convert_shape(struct convert_process *p, const int64_t *sizes,
 			     int ndim);
 /* The scratch kinds' slots: an op's inputs, its outputs, a cast's

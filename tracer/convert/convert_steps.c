@@ -153,7 +153,7 @@ static void on_step_diag(struct convert_process *p, struct convert_thread *t,
 	};
 }
 
-/* The rows, copied where the event's strings live. */
+/* The rows, copied where the kept trace's strings live. */
 static void *kept(struct convert_process *p, const void *rows, size_t n,
 		  size_t size)
 {
@@ -188,15 +188,21 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 		.nops = (int)t->naggregate_ops,
 		.ncasts = (int)t->naggregate_casts,
 		.ndiags = (int)t->naggregate_diags,
-		.ops = kept(p, t->aggregate_ops, t->naggregate_ops,
-			    sizeof *t->aggregate_ops),
-		.casts = kept(p, t->aggregate_casts, t->naggregate_casts,
-			      sizeof *t->aggregate_casts),
-		.diags = kept(p, t->aggregate_diags, t->naggregate_diags,
-			      sizeof *t->aggregate_diags),
+		.ops = t->aggregate_ops, .casts = t->aggregate_casts,
+		.diags = t->aggregate_diags,
 		.cut_short = cut_short,
 	};
-	convert_emit(cv, p, &e);
+	convert_write(cv, p, &e);
+	if (convert_keeps(p)) {
+		struct trace_aggregate *g = &e.aggregate;
+		/* the thread's rows are gathered anew for its next step */
+		if (cv->trim_kept_aggregate)
+			cv->trim_kept_aggregate(g);
+		g->ops = kept(p, g->ops, (size_t)g->nops, sizeof *g->ops);
+		g->casts = kept(p, g->casts, (size_t)g->ncasts, sizeof *g->casts);
+		g->diags = kept(p, g->diags, (size_t)g->ndiags, sizeof *g->diags);
+		convert_keep(p, &e);
+	}
 	p->aggregates++;
 	t->naggregate_ops = t->naggregate_casts = t->naggregate_diags = 0;
 }

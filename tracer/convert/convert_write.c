@@ -281,16 +281,32 @@ struct trace_event convert_meta_event(struct convert_process *p,
 	};
 }
 
-/* Writes e and keeps it. */
-void convert_emit(struct converter *cv, struct convert_process *p,
-		  const struct trace_event *e)
+void convert_write(struct converter *cv, struct convert_process *p,
+		   const struct trace_event *e)
 {
 	event_json_write_memo(&cv->buf, e, cv->memo);
 	if (p->writer && !cv->buf.failed)
 		trace_writer_event(p->writer, cv->buf.data, cv->buf.len);
+	p->events++;
+}
+
+bool convert_keeps(const struct convert_process *p)
+{
+	return keeping(p);
+}
+
+void convert_keep(struct convert_process *p, const struct trace_event *e)
+{
 	if (keeping(p) && !trace_append(p->trace, e))
 		lose_trace(p);
-	p->events++;
+}
+
+/* Writes e and keeps it. */
+void convert_emit(struct converter *cv, struct convert_process *p,
+		  const struct trace_event *e)
+{
+	convert_write(cv, p, e);
+	convert_keep(p, e);
 }
 
 /* A shape, interned in the kept trace; else the producer's own sizes,

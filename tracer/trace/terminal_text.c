@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -185,11 +186,12 @@ static FILE *filtered_stream(struct filtered_stream *state)
 	return fopencookie(state, "w", io);
 }
 
+/* stdout's filter: its palette is '?' until a command asks for colours. */
+static struct filtered_stream stdout_state = { .fd = STDOUT_FILENO };
+
 int terminal_filter_stdout(void)
 {
-	static struct filtered_stream state = { .fd = STDOUT_FILENO,
-						.filter.colours = true };
-	FILE *filtered = filtered_stream(&state);
+	FILE *filtered = filtered_stream(&stdout_state);
 
 	if (!filtered)
 		return -1;
@@ -202,12 +204,27 @@ int terminal_filter_stdout(void)
 	return 0;
 }
 
+void terminal_stdout_colours(void)
+{
+	stdout_state.filter.colours = true;
+}
+
 static FILE *raw_stderr;
+static struct filtered_stream stderr_state = { .fd = STDERR_FILENO };
+
+/* stderr is never closed: what its filter holds (a 0xc2 that may have
+ * begun a C1 control, an unfinished colour) is let go at exit. */
+static void release_stderr(void)
+{
+	char out[sizeof stderr_state.filter.pending + 1];
+
+	write_all(STDERR_FILENO, out,
+		  terminal_filter(&stderr_state.filter, NULL, 0, out));
+}
 
 int terminal_filter_stderr(void)
 {
-	static struct filtered_stream state = { .fd = STDERR_FILENO };
-	FILE *filtered = filtered_stream(&state);
+	FILE *filtered = filtered_stream(&stderr_state);
 
 	if (!filtered)
 		return -1;
@@ -217,6 +234,7 @@ int terminal_filter_stderr(void)
 	fflush(stderr);
 	raw_stderr = stderr;
 	stderr = filtered;
+	atexit(release_stderr);
 	return 0;
 }
 

@@ -17,8 +17,9 @@
  * byte 0xff is never in UTF-8 text and the reader refuses a trace that is
  * not UTF-8, so no trace can write it: the filter makes it ESC '[', and
  * turns every ESC (a trace's) into '?'.  An argument or a path can hold
- * 0xff, so only the palette below is a colour, and only on stdout: any
- * other 0xff is '?'. */
+ * 0xff, so only the palette below is a colour, only on stdout, and only
+ * once a command asks for colours (terminal_stdout_colours): any other
+ * 0xff is '?'. */
 #define TERMINAL_COLOUR "\xff"
 #define TERMINAL_RED TERMINAL_COLOUR "1;31m"
 #define TERMINAL_YELLOW TERMINAL_COLOUR "33m"
@@ -51,12 +52,19 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 void terminal_text_clean(char *text);
 
 /* Makes stdout a stream that writes through terminal_filter (stdout must
- * then be closed, not only flushed, for the last bytes).  Returns 0, or
- * -1 (stdout left as it was). */
+ * then be closed, not only flushed, for the last bytes), the palette as
+ * '?'.  Returns 0, or -1 (stdout left as it was). */
 int terminal_filter_stdout(void);
 
+/* Lets the palette through stdout's filter as colours, for a command
+ * that colours its text (summary --color).  Its arguments' bytes (a
+ * path) must then go out cleaned (terminal_text_clean), or a path holding
+ * the palette's bytes would be a colour. */
+void terminal_stdout_colours(void);
+
 /* The same for stderr, unbuffered as stderr is: every message that
- * quotes a trace's name, a path or an argument goes through it. */
+ * quotes a trace's name, a path or an argument goes through it.  What
+ * the filter holds at exit is written then. */
 int terminal_filter_stderr(void);
 
 /* The stream stderr was before terminal_filter_stderr: the one writer

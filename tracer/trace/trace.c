@@ -816,10 +816,11 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 
 /* A decoded event to the trace, or to the reader's filter first. */
 static int hand_over(struct loader *l, const struct trace_event *e,
-		     struct trace_arena_mark mark)
+		     cJSON *json, struct trace_arena_mark mark)
 {
 	struct trace *t = l->trace;
-	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, l->err)
+	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, json,
+						l->err)
 			     : TRACE_KEEP;
 
 	if (keep < 0)
@@ -919,7 +920,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
-	return hand_over(l, &e, mark);
+	return hand_over(l, &e, json, mark);
 }
 
 /* The header's and the trailer's keys, as the events' are read;
@@ -1037,6 +1038,7 @@ static int load(const char *path, const char *text, size_t len,
 	}
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
+	trace->header_first = result.amptrace;
 	return 0;
 }
 
@@ -1053,10 +1055,12 @@ int trace_load_filtered(const char *path, struct trace *trace,
 }
 
 static int drop_flows(void *ctx, struct trace *trace,
-		      const struct trace_event *e, struct trace_error *err)
+		      const struct trace_event *e, cJSON *json,
+		      struct trace_error *err)
 {
 	(void)ctx;
 	(void)trace;
+	(void)json;
 	(void)err;
 	return e->kind == TRACE_FLOW ? TRACE_DROP : TRACE_KEEP;
 }
@@ -1073,6 +1077,14 @@ int trace_load_text(const char *path, const char *text, size_t len,
 		    struct trace *trace, struct trace_error *err)
 {
 	return load(path, text, len, NULL, trace, err);
+}
+
+int trace_load_text_filtered(const char *path, const char *text, size_t len,
+			     struct trace *trace,
+			     const struct trace_filter *filter,
+			     struct trace_error *err)
+{
+	return load(path, text, len, filter, trace, err);
 }
 
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)

@@ -30,6 +30,9 @@ struct trace {
 	char format[16];      /* "1.0"; "" when not an amptrace trace */
 	bool truncated;       /* the file ended early and was repaired */
 	size_t truncated_line;
+	/* the header came before the events: a trace that ends early is
+	 * amptrace's cut short (FORMAT.md, "Truncated traces") */
+	bool header_first;
 	bool finalized;       /* the trailer ("amptraceEnd") is present */
 	double base_ns;       /* baseTimeNanoseconds, or 0 */
 	struct trace_header header;   /* amptrace: the "amptrace" object */
@@ -57,17 +60,25 @@ int trace_load(const char *path, struct trace *trace, struct trace_error *err);
  * given back: a reader that counts or aggregates holds the memory of one
  * event, whatever the trace's size), or -1 after setting err.  Whatever
  * the event points to lives until the call returns unless kept; its
- * strings (interned) live as long as the trace.  The header is read
- * before the first event, the trailer after the last. */
+ * strings (interned) live as long as the trace.  `json` is the event as
+ * the file has it, which the model does not hold whole for other tools'
+ * events (TRACE_OTHER): the reader's, a filter may change it.  The header
+ * is read before the first event, the trailer after the last. */
 enum trace_keep { TRACE_DROP, TRACE_KEEP };
 struct trace_filter {
 	void *ctx;
 	int (*event)(void *ctx, struct trace *trace,
-		     const struct trace_event *event, struct trace_error *err);
+		     const struct trace_event *event, cJSON *json,
+		     struct trace_error *err);
 };
 int trace_load_filtered(const char *path, struct trace *trace,
 			const struct trace_filter *filter,
 			struct trace_error *err);
+/* The same for a trace already in memory (`path` names it in messages). */
+int trace_load_text_filtered(const char *path, const char *text, size_t len,
+			     struct trace *trace,
+			     const struct trace_filter *filter,
+			     struct trace_error *err);
 /* trace_load without the amp.flow events (FORMAT.md §3.10), for the
  * commands that read none (summary, check, report, ampview): a trace
  * has about one arrow end per op and cast, near half its events; they
