@@ -128,6 +128,18 @@ check "... summary says step 0 was cut short" \
 killed_in blocked --steps none -- "$prog" threads-hang 4 1000 "$work/pid"
 check "4 threads blocked on a lock after 1000 relu each, killed: all 4000 in the trace ($(aggregated "$work/blocked.json" relu))" \
 	[ "$(aggregated "$work/blocked.json" relu)" = "4000 4000" ]
+# a clean exit is not a kill: threads still counting when the program
+# exits end their step as the exiting thread does, whole
+"$amptrace" run -q --raw-dir "$raw" --steps none -o "$work/live.json" -- \
+	"$prog" threads-exit 3 100 2>"$work/live.err"
+status=$?
+check "3 threads alive (blocked) at a clean exit: exit 0 ($status), their 300 relu in the trace, none cut short ($(aggregated "$work/live.json" relu))" \
+	eval '[ "$status" -eq 0 ] &&
+	      [ "$(aggregated "$work/live.json" relu)" = "0 300" ]'
+"$amptrace" summary "$work/live.json" >"$work/live.summary" 2>&1
+check "... summary says no step was cut short, nor a process died" \
+	eval '! grep -q "cut short\|process-died" "$work/live.summary"'
+check "... and no aggregates file is left" raw_empty
 killed_in later -- "$prog" mlp-hang 25 "$work/pid"
 check "killed in step 25, recorded as aggregates: its linear and relu are in the trace ($(aggregated "$work/later.json" relu))" \
 	eval '[ "$(aggregated "$work/later.json" linear)" = "1 11" ] &&

@@ -25,6 +25,11 @@
  *                               blocked (waiting on a lock the main
  *                               thread holds); the pid written once all
  *                               are, then wait to be killed
+ *   trace_prog threads-exit T N
+ *                               T threads x N relu ops each, each then
+ *                               blocked as in threads-hang, and the
+ *                               program exits cleanly (exit 0) with them
+ *                               alive
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
  *   trace_prog fork N           N relu ops in this process and in a child
  *   trace_prog fork-exit N K    K children, each N relu ops then _exit(0)
@@ -156,7 +161,8 @@ static void *blocked_thread_main(void *arg)
 	return NULL;
 }
 
-static void run_threads_hang(int count, long n, const char *path)
+/* The workers each run n ops and block; returns once all are blocked. */
+static void start_blocked_threads(int count, long n)
 {
 	pthread_t thread;
 
@@ -168,6 +174,11 @@ static void run_threads_hang(int count, long n, const char *path)
 	while (arrived < count)
 		pthread_cond_wait(&arrived_cond, &arrived_lock);
 	pthread_mutex_unlock(&arrived_lock);
+}
+
+static void run_threads_hang(int count, long n, const char *path)
+{
+	start_blocked_threads(count, n);
 	hang(path);
 }
 
@@ -394,6 +405,10 @@ int main(int argc, char **argv)
 		return run_sigterms(n, argv[3]);
 	if (!strcmp(mode, "threads-hang") && argc > 4)
 		run_threads_hang((int)n, atol(argv[3]), argv[4]);
+	if (!strcmp(mode, "threads-exit") && argc > 3) {
+		start_blocked_threads((int)n, atol(argv[3]));
+		return 0;
+	}
 	if (!strcmp(mode, "threads") && argc > 3)
 		return run_threads((int)n, atol(argv[3]));
 	if (!strcmp(mode, "ranks") && argc > 3)
@@ -417,6 +432,6 @@ int main(int argc, char **argv)
 			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
-		"fork|fork-exit|closefds|mlp|mlp-hang|threads-hang ...\n");
+		"fork|fork-exit|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
 	return 2;
 }

@@ -611,7 +611,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 				 (unsigned long long)t->tid);
 			break;
 		}
-		convert_steps_left(c, p, when);
+		convert_steps_left(c, p, when, died);
 		for (size_t j = 0; j < p->nthreads; j++)
 			close_thread(c, p, p->threads[j], when, closed_by);
 		if (died)

@@ -244,6 +244,7 @@ struct left {
 	struct convert_process *p;
 	struct convert_thread *t;
 	uint64_t when;
+	bool cut_short;
 };
 
 static bool left_row(void *user, uint16_t kind, const void *model)
@@ -261,7 +262,8 @@ static bool left_row(void *user, uint16_t kind, const void *model)
 		on_step_diag(l->p, l->t, model);
 		break;
 	default:
-		on_step_totals(l->cv, l->p, l->t, model, l->when, true);
+		on_step_totals(l->cv, l->p, l->t, model, l->when,
+			       l->cut_short);
 		break;
 	}
 	return true;
@@ -297,7 +299,7 @@ static struct convert_thread *thread_of(struct convert_process *p,
 }
 
 static void thread_left(struct converter *cv, struct convert_process *p,
-			uint64_t tid, uint64_t when)
+			uint64_t tid, uint64_t when, bool died)
 {
 	char path[PATH_MAX + 320];
 	size_t size;
@@ -313,13 +315,13 @@ static void thread_left(struct converter *cv, struct convert_process *p,
 		return;
 	/* rows the thread's stream began and did not end are not its */
 	t->naggregate_ops = t->naggregate_casts = t->naggregate_diags = 0;
-	struct left l = { cv, p, t, when };
+	struct left l = { cv, p, t, when, died };
 	step_aggregate_rows(a, left_row, &l);
 	step_aggregate_free(a);
 }
 
 void convert_steps_left(struct converter *cv, struct convert_process *p,
-			uint64_t when)
+			uint64_t when, bool died)
 {
 	DIR *dir = opendir(p->dir);
 	struct dirent *d;
@@ -333,7 +335,7 @@ void convert_steps_left(struct converter *cv, struct convert_process *p,
 			continue;
 		snprintf(name, sizeof name, RAW_AGGREGATE_FILE, tid);
 		if (!strcmp(name, d->d_name))
-			thread_left(cv, p, tid, when);
+			thread_left(cv, p, tid, when, died);
 	}
 	closedir(dir);
 }
