@@ -140,6 +140,32 @@ check "3 threads alive (blocked) at a clean exit: exit 0 ($status), their 300 re
 check "... summary says no step was cut short, nor a process died" \
 	eval '! grep -q "cut short\|process-died" "$work/live.summary"'
 check "... and no aggregates file is left" raw_empty
+# fork() in a step counted as aggregates: the child counts its own in its
+# own file, the parent's file is neither counted into nor removed by it;
+# the child killed, then the parent: each its step cut short
+rm -f "$work/pid" "$work/pid.parent"
+"$amptrace" run -q --raw-dir "$raw" --steps none -o "$work/fork.json" -- \
+	"$prog" fork-hang 1000 "$work/pid" 2>"$work/fork.err" &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid" && kill -9 "$(cat "$work/pid")"
+wait_line "$work/pid.parent" && kill -9 "$(cat "$work/pid.parent")"
+wait "$amp"
+status=$?
+# relu counted cut short, per process (most first)
+relu_per_process() {
+	python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+n = {}
+for e in t["traceEvents"]:
+    if e.get("cat") == "amp.aggregate" and e["args"].get("cut_short"):
+        n[e["pid"]] = n.get(e["pid"], 0) + sum(r[6] for r in e["args"]["ops"] if r[0] == "relu")
+print(*sorted(n.values(), reverse=True))' "$1"
+}
+check "fork in a folded step, child then parent killed: exit 137 ($status), the parent's 2000 relu and the child's 1000 cut short ($(relu_per_process "$work/fork.json"))" \
+	eval '[ "$status" -eq 137 ] &&
+	      [ "$(relu_per_process "$work/fork.json")" = "2000 1000" ]'
+check "... and no aggregates file is left" raw_empty
 killed_in later -- "$prog" mlp-hang 25 "$work/pid"
 check "killed in step 25, recorded as aggregates: its linear and relu are in the trace ($(aggregated "$work/later.json" relu))" \
 	eval '[ "$(aggregated "$work/later.json" linear)" = "1 11" ] &&

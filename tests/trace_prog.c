@@ -32,6 +32,12 @@
  *                               alive
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
  *   trace_prog fork N           N relu ops in this process and in a child
+ *   trace_prog fork-hang N PIDFILE
+ *                               N relu ops, then a fork: each process
+ *                               runs N more; the child writes its pid
+ *                               into PIDFILE and waits to be killed, the
+ *                               parent, once the child is gone, into
+ *                               PIDFILE.parent and waits to be killed
  *   trace_prog fork-exit N K    K children, each N relu ops then _exit(0)
  *                               (no atexit), the way forked children end
  *   trace_prog closefds N FILE  one relu op, then close descriptors
@@ -422,6 +428,20 @@ int main(int argc, char **argv)
 		waitpid(pid, &status, 0);
 		return 0;
 	}
+	if (!strcmp(mode, "fork-hang") && argc > 3) {
+		relu_ops(n);
+		pid_t pid = fork();
+		if (pid < 0)
+			fail("fork");
+		relu_ops(n);
+		if (pid == 0)
+			hang(argv[3]);
+		char parent[4096];
+		snprintf(parent, sizeof parent, "%s.parent", argv[3]);
+		int status;
+		waitpid(pid, &status, 0);
+		hang(parent);
+	}
 	if (!strcmp(mode, "fork-exit") && argc > 3)
 		return run_fork_exit(n, atoi(argv[3]));
 	if (!strcmp(mode, "closefds") && argc > 3)
@@ -432,6 +452,6 @@ int main(int argc, char **argv)
 			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
-		"fork|fork-exit|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
+		"fork|fork-hang|fork-exit|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
 	return 2;
 }
