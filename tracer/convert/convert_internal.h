@@ -205,13 +205,13 @@ void convert_record(struct converter *cv, struct convert_process *p,
 /* convert_steps.c: steps, evaluation windows, full detail stopping and
  * per-step aggregates (raw.h RAW_KIND_STEP...) -> amp.step and
  * amp.aggregate events; false when d is none of those kinds. */
+bool convert_step_record(struct converter *cv, struct convert_process *p,
+			 struct convert_thread *t, const struct raw_decoded *d);
 /* The aggregates each thread of p left in its file (RAW_AGGREGATE_FILE):
  * the step in progress when p ended, written at `when`; cut short only
  * when p `died` (a clean exit with threads still counting ends their
  * step as the exit ends the exiting thread's, whole). */
 void convert_steps_left(struct converter *cv, struct convert_process *p,
 			uint64_t when, bool died);
-bool convert_step_record(struct converter *cv, struct convert_process *p,
-			 struct convert_thread *t, const struct raw_decoded *d);
 
 #endif /* AMPTRACE_CONVERT_INTERNAL_H */

@@ -4,7 +4,8 @@
  * full detail stopped for size; and each thread's aggregates of a step
  * without full detail -> one amp.aggregate event once its totals come,
  * or, for the step a thread was in when its process ended, from the file
- * it counted in (cut short; FORMAT.md §8, §3.12, §7). */
+ * it counted in (cut short when the process died; FORMAT.md §8, §3.12,
+ * §7). */
 #include "convert_internal.h"
 
 #include "raw.h"
