@@ -82,6 +82,124 @@ for n in 1 777 $((RANDOM * 2 + 1)); do
 	check "... and no raw files are left" raw_empty
 done
 
+# --- the program SIGKILLed in a step recorded as aggregates (--steps
+# none: its first; by default a later one): the trace has the process,
+# its process-died finding and the ops of the step cut short, and run
+# says nothing about libamp, which the program is linked to
+process_count() { grep -c '"name":"process_name"' "$1"; }
+# OP's count in amp.aggregate rows cut short, and in all of them
+aggregated() { # TRACE OP
+	python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+rows = [(e["args"].get("cut_short", False), r[6])
+        for e in t["traceEvents"] if e.get("cat") == "amp.aggregate"
+        for r in e["args"]["ops"] if r[0] == sys.argv[2]]
+print(sum(n for cut, n in rows if cut), sum(n for cut, n in rows))' "$1" "$2"
+}
+killed_in() { # NAME, trace_prog's arguments (its pid file last)...
+	local name=$1
+	shift
+	rm -f "$work/pid"
+	"$amptrace" run --raw-dir "$raw" -o "$work/$name.json" "$@" \
+		2>"$work/$name.err" &
+	local amp=$!
+	pids+=("$amp")
+	wait_line "$work/pid" && kill -9 "$(cat "$work/pid")"
+	wait "$amp"
+	status=$?
+}
+killed_in none --steps none -- "$prog" hang 50 "$work/pid"
+check "--steps none, killed in its first step: amptrace exits 137 ($status)" \
+	[ "$status" -eq 137 ]
+check "... the trace has the process ($(process_count "$work/none.json"))" \
+	[ "$(process_count "$work/none.json")" -eq 1 ]
+check "... its thread" grep -q '"name":"thread_name"' "$work/none.json"
+check "... and its process-died finding" \
+	grep -q '"kind":"process-died"' "$work/none.json"
+check "... run does not ask whether it is linked to libamp" \
+	eval '! grep -q "linked to libamp (dynamically)?" "$work/none.err"'
+check "... nor says it ran no op" eval '! grep -q "no ops recorded" "$work/none.err"'
+check "... the step's 50 relu ops are in it, cut short ($(aggregated "$work/none.json" relu))" \
+	[ "$(aggregated "$work/none.json" relu)" = "50 50" ]
+"$amptrace" summary "$work/none.json" >"$work/none.summary" 2>&1
+check "... summary says step 0 was cut short" \
+	eval 'tr "\n" " " <"$work/none.summary" | tr -s " " |
+	      grep -q "step 0 cut short (its process ended in it"'
+killed_in blocked --steps none -- "$prog" threads-hang 4 1000 "$work/pid"
+check "4 threads blocked on a lock after 1000 relu each, killed: all 4000 in the trace ($(aggregated "$work/blocked.json" relu))" \
+	[ "$(aggregated "$work/blocked.json" relu)" = "4000 4000" ]
+# a clean exit is not a kill: threads still counting when the program
+# exits end their step as the exiting thread does, whole
+"$amptrace" run -q --raw-dir "$raw" --steps none -o "$work/live.json" -- \
+	"$prog" threads-exit 3 100 2>"$work/live.err"
+status=$?
+check "3 threads alive (blocked) at a clean exit: exit 0 ($status), their 300 relu in the trace, none cut short ($(aggregated "$work/live.json" relu))" \
+	eval '[ "$status" -eq 0 ] &&
+	      [ "$(aggregated "$work/live.json" relu)" = "0 300" ]'
+"$amptrace" summary "$work/live.json" >"$work/live.summary" 2>&1
+check "... summary says no step was cut short, nor a process died" \
+	eval '! tr "\n" " " <"$work/live.summary" | tr -s " " |
+	      grep -q "cut short\|process-died"'
+check "... and no aggregates file is left" raw_empty
+# fork() in a step counted as aggregates: the child counts its own in its
+# own file, the parent's file is neither counted into nor removed by it;
+# the child killed, then the parent: each its step cut short
+rm -f "$work/pid" "$work/pid.parent"
+"$amptrace" run -q --raw-dir "$raw" --steps none -o "$work/fork.json" -- \
+	"$prog" fork-hang 1000 "$work/pid" 2>"$work/fork.err" &
+amp=$!
+pids+=("$amp")
+wait_line "$work/pid" && kill -9 "$(cat "$work/pid")"
+wait_line "$work/pid.parent" && kill -9 "$(cat "$work/pid.parent")"
+wait "$amp"
+status=$?
+# relu counted cut short, per process (most first)
+relu_per_process() {
+	python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+n = {}
+for e in t["traceEvents"]:
+    if e.get("cat") == "amp.aggregate" and e["args"].get("cut_short"):
+        n[e["pid"]] = n.get(e["pid"], 0) + sum(r[6] for r in e["args"]["ops"] if r[0] == "relu")
+print(*sorted(n.values(), reverse=True))' "$1"
+}
+check "fork in a folded step, child then parent killed: exit 137 ($status), the parent's 2000 relu and the child's 1000 cut short ($(relu_per_process "$work/fork.json"))" \
+	eval '[ "$status" -eq 137 ] &&
+	      [ "$(relu_per_process "$work/fork.json")" = "2000 1000" ]'
+check "... and no aggregates file is left" raw_empty
+killed_in later -- "$prog" mlp-hang 25 "$work/pid"
+check "killed in step 25, recorded as aggregates: its linear and relu are in the trace ($(aggregated "$work/later.json" relu))" \
+	eval '[ "$(aggregated "$work/later.json" linear)" = "1 11" ] &&
+	      [ "$(aggregated "$work/later.json" relu)" = "1 6" ]'
+"$amptrace" summary "$work/later.json" >"$work/later.summary" 2>&1
+check "... summary: 20 steps in full detail, 6 as aggregates, step 25 cut short" \
+	eval 'tr "\n" " " <"$work/later.summary" | tr -s " " |
+	      grep -q "steps: 26 (marked by autocast region); 20 in full detail, 6 as per-step aggregates; step 25 cut short"'
+"$amptrace" run -q --raw-dir "$raw" -o "$work/whole.json" -- "$prog" mlp 30
+"$amptrace" diff "$work/whole.json" "$work/later.json" >"$work/diff" 2>&1
+check "... diff against a whole run leaves step 25 out, cut short" \
+	grep -q "aggregated steps compared: 5 (20 to 24); not compared, in one trace only: 4 in base, 0 in new; not compared, cut short (a process ended in it): 1" \
+	"$work/diff"
+check "... and no aggregates file is left" raw_empty
+killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"
+check "killed before its first op: the trace has the process, process-died" \
+	eval '[ "$(process_count "$work/nothing.json")" -eq 1 ] &&
+	      grep -q "\"kind\":\"process-died\"" "$work/nothing.json"'
+check "... run says it is linked to libamp but ran no op" \
+	grep -q "trace_prog is linked to libamp (its process was recorded) but ran no op before it ended" \
+	"$work/nothing.err"
+rm -f "$work/pid"
+"$amptrace" run --raw-dir "$raw" -o "$work/sh.json" -- /bin/sh -c \
+	'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; kill -9 $$' sh "$work/pid" \
+	2>"$work/sh.err"
+status=$?
+check "a program not linked to libamp, killed: exit 137 ($status), no process" \
+	eval '[ "$status" -eq 137 ] && [ "$(process_count "$work/sh.json")" -eq 0 ]'
+check "... and run asks whether it is linked to libamp" \
+	grep -q "no ops recorded: is /bin/sh linked to libamp (dynamically)?" \
+	"$work/sh.err"
+check "... and no raw files are left" raw_empty
+
 # --- the program SIGKILLed at random moments while it records
 for i in 1 2 3 4; do
 	"$amptrace" run -q --raw-dir "$raw" -o "$work/r.json" -- \

@@ -12,6 +12,7 @@
 #include "producer.h"
 #include "producer_internal.h"
 #include "raw.h"
+#include "step_aggregate.h"
 #include "trace.h"
 #include "trace_writer.h"
 #include "convert_sink.h"
@@ -1056,6 +1057,81 @@ START_TEST(gpu_counts_are_a_recordings_own)
 }
 END_TEST
 
+/* The rows that count a relu and a cast for it, as step_aggregate_rows
+ * hands them over. */
+struct left_rows {
+	uint64_t relu, casts, events;
+};
+
+static bool count_left(void *user, uint16_t kind, const void *model)
+{
+	struct left_rows *n = user;
+
+	if (kind == RAW_KIND_STEP_OP &&
+	    !strcmp(((const struct raw_step_op *)model)->op, "relu"))
+		n->relu += ((const struct raw_step_op *)model)->count;
+	else if (kind == RAW_KIND_STEP_CAST)
+		n->casts += ((const struct raw_step_cast *)model)->count;
+	else if (kind == RAW_KIND_STEP_TOTALS)
+		n->events = ((const struct raw_step_totals *)model)->events;
+	return true;
+}
+
+/* What the file at `path` holds for a reader, `size` bytes of it (0: all):
+ * NULL when it holds no aggregates to take. */
+static struct step_aggregate *left_in(const char *path, size_t size)
+{
+	static char data[1 << 20];
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ssize_t n = read(fd, data, sizeof data);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	return step_aggregate_left(data, size && size < (size_t)n ? size
+								  : (size_t)n);
+}
+
+/* A thread's aggregates counted in a file are there for amptrace run
+ * whatever becomes of the thread; once handed to the stream (sealed) they
+ * are not, and a file cut short reads as none. */
+START_TEST(aggregates_left_in_a_file_read_back)
+{
+	char dir[] = "/tmp/amptrace-pipeline-XXXXXX", path[64];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/t1.agg", dir);
+	struct step_aggregate *a = step_aggregate_new(path);
+	ck_assert_ptr_nonnull(a);
+	step_aggregate_reset(a, 7);
+	ck_assert_ptr_null(left_in(path, 0)); /* nothing counted yet */
+	struct producer_event e = { .kind = PRODUCER_OP_BEGIN, .time_ns = 1 };
+	e.op = (struct producer_op){ .op_id = 1, .op = "relu", .overload = "" };
+	for (int i = 0; i < 3; i++) {
+		e.kind = PRODUCER_OP_BEGIN;
+		ck_assert(step_aggregate_add(a, &e));
+		struct producer_event cast = { .kind = PRODUCER_CAST, .time_ns = 1 };
+		cast.cast = (struct producer_cast){ .op_id = 1, .from = 1, .to = 2 };
+		ck_assert(step_aggregate_add(a, &cast));
+		e.kind = PRODUCER_OP_END;
+		ck_assert(step_aggregate_add(a, &e));
+	}
+	struct step_aggregate *left = left_in(path, 0);
+	ck_assert_ptr_nonnull(left);
+	struct left_rows n = { 0 };
+	step_aggregate_rows(left, count_left, &n);
+	ck_assert_uint_eq(n.relu, 3);
+	ck_assert_uint_eq(n.casts, 3);
+	ck_assert_uint_eq(n.events, 9);
+	ck_assert_uint_eq(step_aggregate_step(left), 7);
+	step_aggregate_free(left);
+	ck_assert_ptr_null(left_in(path, 16)); /* its header cut short */
+	step_aggregate_seal(a); /* being written into the stream */
+	ck_assert_ptr_null(left_in(path, 0));
+	step_aggregate_free(a);
+	ck_assert_int_ne(access(path, F_OK), 0); /* the owner removes it */
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -1068,6 +1144,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
 	tcase_add_test(tc, folded_ops_are_remembered_for_a_window_of_ids);
 	tcase_add_test(tc, gpu_counts_are_a_recordings_own);
+	tcase_add_test(tc, aggregates_left_in_a_file_read_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,14 +10,34 @@
  *   trace_prog segv-in-op N     N relu ops, then a segfault inside an op
  *                               (amp_from_data reading a bad pointer)
  *   trace_prog hang N PIDFILE   N relu ops, write the pid, wait to be killed
+ *                               (N 0: no op at all, killed before its first)
+ *   trace_prog mlp-hang STEPS PIDFILE
+ *                               `mlp STEPS`, then the forward of one more
+ *                               step, write the pid, wait to be killed
  *   trace_prog sigterms N FILE  N relu ops, "ready" on stdout, then busy
  *                               until a SIGTERM and for 0.5 s more;
  *                               writes to FILE how many came and their
  *                               senders' pids
  *   trace_prog threads T N      T threads x N relu ops each, then a line
  *                               on stdout
+ *   trace_prog threads-hang T N PIDFILE
+ *                               T threads x N relu ops each, each then
+ *                               blocked (waiting on a lock the main
+ *                               thread holds); the pid written once all
+ *                               are, then wait to be killed
+ *   trace_prog threads-exit T N
+ *                               T threads x N relu ops each, each then
+ *                               blocked as in threads-hang, and the
+ *                               program exits cleanly (exit 0) with them
+ *                               alive
  *   trace_prog ranks R N        R processes (RANK=0..R-1), each `ops N`
  *   trace_prog fork N           N relu ops in this process and in a child
+ *   trace_prog fork-hang N PIDFILE
+ *                               N relu ops, then a fork: each process
+ *                               runs N more; the child writes its pid
+ *                               into PIDFILE and waits to be killed, the
+ *                               parent, once the child is gone, into
+ *                               PIDFILE.parent and waits to be killed
  *   trace_prog fork-exit N K    K children, each N relu ops then _exit(0)
  *                               (no atexit), the way forked children end
  *   trace_prog closefds N FILE  one relu op, then close descriptors
@@ -91,6 +111,23 @@ static void linear_under_autocast(void)
 	amp_tensor_free(w);
 }
 
+/* Writes the pid into `path` (whole: through a temporary name), then
+ * waits to be killed. */
+static void hang(const char *path)
+{
+	char tmp[4096];
+
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		fail("pid file");
+	fprintf(f, "%ld\n", (long)getpid());
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		fail("pid file");
+	for (;;)
+		pause();
+}
+
 static void *thread_main(void *arg)
 {
 	relu_ops((long)arg);
@@ -111,6 +148,44 @@ static int run_threads(int count, long n)
 	/* the fault tests check that the program ran to its end */
 	printf("trace_prog: threads done\n");
 	return 0;
+}
+
+/* threads-hang: the workers' wait, and how many reached it */
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t arrived_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t arrived_cond = PTHREAD_COND_INITIALIZER;
+static int arrived;
+
+static void *blocked_thread_main(void *arg)
+{
+	relu_ops((long)arg);
+	pthread_mutex_lock(&arrived_lock);
+	arrived++;
+	pthread_cond_signal(&arrived_cond);
+	pthread_mutex_unlock(&arrived_lock);
+	pthread_mutex_lock(&held); /* never given back */
+	return NULL;
+}
+
+/* The workers each run n ops and block; returns once all are blocked. */
+static void start_blocked_threads(int count, long n)
+{
+	pthread_t thread;
+
+	pthread_mutex_lock(&held);
+	for (int i = 0; i < count; i++)
+		if (pthread_create(&thread, NULL, blocked_thread_main, (void *)n))
+			fail("pthread_create");
+	pthread_mutex_lock(&arrived_lock);
+	while (arrived < count)
+		pthread_cond_wait(&arrived_cond, &arrived_lock);
+	pthread_mutex_unlock(&arrived_lock);
+}
+
+static void run_threads_hang(int count, long n, const char *path)
+{
+	start_blocked_threads(count, n);
+	hang(path);
 }
 
 static int run_ranks(const char *self, int ranks, const char *n)
@@ -147,7 +222,9 @@ static amp_tensor *parameter(const char *name, int64_t rows, int64_t cols)
 
 /* Two linear layers, relu, mse loss; SGD.  Forward and loss under bf16
  * autocast, backward outside (inside with `bad`). */
-static int run_mlp(int steps, int64_t width, bool bad)
+/* `steps` steps, and with `then_forward` the forward of one more (its
+ * tensors left to the process's end). */
+static int run_mlp(int steps, int64_t width, bool bad, bool then_forward)
 {
 	amp_manual_seed(1);
 	amp_tensor *params[4] = {
@@ -194,6 +271,15 @@ static int run_mlp(int steps, int64_t width, bool bad)
 		amp_tensor_free(out);
 		amp_tensor_free(a);
 		amp_tensor_free(h);
+	}
+	if (then_forward) {
+		struct amp_autocast_opts opts = AMP_AUTOCAST_OPTS(AMP_DEVICE_CPU);
+		opts.dtype = AMP_DTYPE_BF16;
+		amp_autocast_enter(&opts);
+		amp_tensor *h = amp_linear(x, params[0], params[1]);
+		if (!h || !amp_relu(h))
+			fail("forward");
+		return 0;
 	}
 	amp_optimizer_free(opt);
 	for (int i = 0; i < 4; i++)
@@ -313,17 +399,22 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(mode, "hang") && argc > 3) {
-		relu_ops(n);
-		FILE *f = fopen(argv[3], "w");
-		if (!f)
-			fail("pid file");
-		fprintf(f, "%ld\n", (long)getpid());
-		fclose(f);
-		for (;;)
-			pause();
+		if (n > 0)
+			relu_ops(n);
+		hang(argv[3]);
+	}
+	if (!strcmp(mode, "mlp-hang") && argc > 3) {
+		run_mlp((int)n, 16, false, true);
+		hang(argv[3]);
 	}
 	if (!strcmp(mode, "sigterms") && argc > 3)
 		return run_sigterms(n, argv[3]);
+	if (!strcmp(mode, "threads-hang") && argc > 4)
+		run_threads_hang((int)n, atol(argv[3]), argv[4]);
+	if (!strcmp(mode, "threads-exit") && argc > 3) {
+		start_blocked_threads((int)n, atol(argv[3]));
+		return 0;
+	}
 	if (!strcmp(mode, "threads") && argc > 3)
 		return run_threads((int)n, atol(argv[3]));
 	if (!strcmp(mode, "ranks") && argc > 3)
@@ -337,6 +428,20 @@ int main(int argc, char **argv)
 		waitpid(pid, &status, 0);
 		return 0;
 	}
+	if (!strcmp(mode, "fork-hang") && argc > 3) {
+		relu_ops(n);
+		pid_t pid = fork();
+		if (pid < 0)
+			fail("fork");
+		relu_ops(n);
+		if (pid == 0)
+			hang(argv[3]);
+		char parent[4096];
+		snprintf(parent, sizeof parent, "%s.parent", argv[3]);
+		int status;
+		waitpid(pid, &status, 0);
+		hang(parent);
+	}
 	if (!strcmp(mode, "fork-exit") && argc > 3)
 		return run_fork_exit(n, atoi(argv[3]));
 	if (!strcmp(mode, "closefds") && argc > 3)
@@ -344,9 +449,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "mlp")) {
 		int64_t width = argc > 3 ? atol(argv[3]) : 16;
 		return run_mlp((int)n, width > 0 ? width : 16,
-			       argc > 4 && !strcmp(argv[4], "bad"));
+			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
-		"fork|fork-exit|closefds|mlp ...\n");
+		"fork|fork-hang|fork-exit|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
 	return 2;
 }

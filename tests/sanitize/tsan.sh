@@ -2,7 +2,8 @@
 # ThreadSanitizer on a TSan build: the threads sample (worker threads
 # sharing the model's tensors: the refcount race of issue 15), alone and
 # under amptrace run (the recorder's per-thread streams), and the
-# recorder's stress program (8 threads emitting at full speed).  Any TSan
+# recorder's stress program (8 threads emitting at full speed; again with
+# their events folded into aggregates, counted in files).  Any TSan
 # report fails it.
 #   tsan.sh TSAN_BUILD
 set -u
@@ -35,5 +36,8 @@ tsan_run "threads sample under amptrace run" \
 	"$build/samples/threads" --threads 4 --steps 4
 tsan_run "recorder stress: 8 threads x 5000 ops under amptrace run" \
 	"$build/tracer/amptrace" run -q -o "$work/stress.json" -- \
+	"$build/tests/trace_prog" threads 8 5000
+tsan_run "recorder stress folded into aggregates (--steps none): 8 threads x 5000 ops" \
+	"$build/tracer/amptrace" run -q --steps none -o "$work/folded.json" -- \
 	"$build/tests/trace_prog" threads 8 5000
 exit $fail

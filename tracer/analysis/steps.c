@@ -317,6 +317,28 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 	return 0;
 }
 
+/* The steps a process ended in while a thread counted them as aggregates
+ * (amp.aggregate's cut_short, FORMAT.md §3.12): aggregated, and cut
+ * short, not whole. */
+static int note_cut_short(const struct trace *t, struct trace_steps *s)
+{
+	s->first_cut_short = -1;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_AGGREGATE || !e->aggregate.cut_short)
+			continue;
+		int step = s->step_of[i];
+		if (step + 1 > s->nsteps)
+			s->nsteps = step + 1;
+		if (!note_detail(s, step, false))
+			return -1;
+		if (s->first_cut_short < 0 || step < s->first_cut_short)
+			s->first_cut_short = step;
+		s->ncut_short++;
+	}
+	return 0;
+}
+
 /* Steps in full detail and as aggregates (a step after the last marked
  * one, or of an unmarked trace, is in full detail), and the default
  * graph's step. */
@@ -366,6 +388,8 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s)
 		marked = t->events[i].kind == TRACE_STEP;
 	s->marked = marked;
 	int status = marked ? marked_steps(t, s) : counted_steps(t, s);
+	if (status == 0)
+		status = note_cut_short(t, s);
 	if (status == 0)
 		status = count_detail(s);
 	if (status != 0)

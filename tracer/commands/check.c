@@ -810,7 +810,7 @@ static bool empty_trace_failure(const struct trace *t, const struct rules *rules
 		if (rules->items[i].kind == RULE_OPS)
 			return false;
 	run_no_ops_message(t->header.ncommand ? t->header.command[0] : NULL,
-			   message, size);
+			   t->header.framework, message, size);
 	return true;
 }
 

@@ -643,7 +643,7 @@ static void print_first(const struct side *b, const struct side *n,
 /* "aggregated steps compared: 80 (20 to 99); 30 only in base" */
 static void print_aggregated_steps(const struct diff_aggregate_steps *a)
 {
-	if (!a->compared && !a->base_only && !a->new_only)
+	if (!a->compared && !a->base_only && !a->new_only && !a->cut_short)
 		return;
 	printf("aggregated steps compared: %zu", a->compared);
 	if (a->compared)
@@ -652,6 +652,9 @@ static void print_aggregated_steps(const struct diff_aggregate_steps *a)
 	if (a->base_only || a->new_only)
 		printf("; not compared, in one trace only: %zu in base, %zu "
 		       "in new", a->base_only, a->new_only);
+	if (a->cut_short)
+		printf("; not compared, cut short (a process ended in it): "
+		       "%zu", a->cut_short);
 	putchar('\n');
 }
 
@@ -741,6 +744,8 @@ static void print_json(const struct side *b, const struct side *n,
 	}
 	cJSON_AddNumberToObject(steps, "base_only", (double)aggregated->base_only);
 	cJSON_AddNumberToObject(steps, "new_only", (double)aggregated->new_only);
+	cJSON_AddNumberToObject(steps, "cut_short",
+				(double)aggregated->cut_short);
 	cJSON *totals = cJSON_AddArrayToObject(root, "casts_by_direction");
 	for (size_t i = 0; i < ndirs; i++) {
 		cJSON *o = cJSON_CreateObject();

@@ -11,6 +11,7 @@ struct aggregate_step {
 	size_t line;
 	size_t first_op, nops, first_cast, ncasts;
 	bool compared;  /* the other side holds it too */
+	bool cut_short; /* its process ended in it: not a whole step */
 };
 
 /* *array given room for `need` (trace_grow); false when out of memory. */
@@ -41,7 +42,7 @@ void diff_aggregate_add(struct diff_aggregate_side *s,
 	struct aggregate_step *step = &s->steps[s->nsteps++];
 	*step = (struct aggregate_step){ e->pid, e->tid, a->step, e->line,
 					 s->nops, (size_t)a->nops, s->ncasts,
-					 0, false };
+					 0, false, a->cut_short };
 	memcpy(s->ops + s->nops, a->ops, (size_t)a->nops * sizeof *a->ops);
 	s->nops += (size_t)a->nops;
 	/* autocast's casts only, as diff compares of the detailed steps */
@@ -428,6 +429,15 @@ static size_t distinct_steps(struct step_numbers *n)
 	return distinct;
 }
 
+/* Whether any of a step's n events is cut short. */
+static bool run_cut_short(const struct keyed_step *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (k[i].s->cut_short)
+			return true;
+	return false;
+}
+
 /* One step both sides hold: its events on each side tallied, compared. */
 static bool compare_step(const struct diff_aggregate_side *base,
 			 const struct keyed_step *kb, size_t nb,
@@ -469,7 +479,7 @@ int diff_aggregates(struct diff_aggregate_side *base,
 	struct reporter ops = { report, ctx, &op_words, 0, 0, 0 };
 	struct reporter casts = { report, ctx, &cast_words, 0, 0, 0 };
 	struct step_numbers compared = { 0 }, base_only = { 0 },
-			    new_only = { 0 };
+			    new_only = { 0 }, cut_short = { 0 };
 	bool ok = kb && kn && !base->failed && !now->failed;
 	size_t i = 0, j = 0;
 
@@ -486,6 +496,11 @@ int diff_aggregates(struct diff_aggregate_side *base,
 		} else if (order > 0) {
 			note_step(&new_only, kn[j].step);
 			j += rn;
+		} else if (run_cut_short(&kb[i], rb) ||
+			   run_cut_short(&kn[j], rn)) {
+			note_step(&cut_short, kb[i].step);
+			i += rb;
+			j += rn;
 		} else {
 			if (!compared.count || kb[i].step < steps->first)
 				steps->first = kb[i].step;
@@ -498,8 +513,10 @@ int diff_aggregates(struct diff_aggregate_side *base,
 			j += rn;
 		}
 	}
-	ok = ok && !compared.failed && !base_only.failed && !new_only.failed;
+	ok = ok && !compared.failed && !base_only.failed && !new_only.failed &&
+	     !cut_short.failed;
 	steps->compared = distinct_steps(&compared);
+	steps->cut_short = distinct_steps(&cut_short);
 	steps->base_only = distinct_steps(&base_only);
 	steps->new_only = distinct_steps(&new_only);
 	free(kb);

@@ -46,7 +46,9 @@ struct diff_aggregate_change {
  * threads and processes ran them): those both traces hold, `first` to
  * `last`, and those only one holds (not compared). */
 struct diff_aggregate_steps {
-	size_t compared, base_only, new_only;
+	/* cut_short: steps both hold, not compared: cut short in either
+	 * (its process ended in it, FORMAT.md §3.12) */
+	size_t compared, base_only, new_only, cut_short;
 	int64_t first, last;
 };
 

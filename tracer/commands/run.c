@@ -422,15 +422,20 @@ static void report_raw_dir(const struct raw_dir *raw, int stop_errno,
 			"the raw files went on in %s\n", raw->path, raw->spill);
 }
 
-/* Whether the PyTorch bridge recorded a process (its framework says
- * torch): the program imported torch. */
-static bool torch_attached(const struct converter *cv)
+/* The producer's framework of a process that attached (torch's first:
+ * the bridge's), NULL when none did: the program was not recorded. */
+static const char *attached_framework(const struct converter *cv)
 {
-	for (size_t i = 0; i < cv->nprocs; i++)
-		if (cv->procs[i]->framework &&
-		    !strncmp(cv->procs[i]->framework, "torch ", 6))
-			return true;
-	return false;
+	const char *framework = NULL;
+
+	for (size_t i = 0; i < cv->nprocs; i++) {
+		const char *f = cv->procs[i]->framework;
+		if (f && !strncmp(f, "torch ", 6))
+			return f;
+		if (f && !framework)
+			framework = f;
+	}
+	return framework;
 }
 
 /* What became of an output, after its path on the summary line. */
@@ -489,7 +494,7 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 	if (ops == 0 && !stopped) {
 		char message[2 * PATH_MAX + 128];
 		fprintf(stderr, "amptrace run: %s\n",
-			run_no_ops_why(s->command, torch_attached(cv), message,
+			run_no_ops_why(s->command, attached_framework(cv), message,
 				       sizeof message));
 	}
 	return ops;

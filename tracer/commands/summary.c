@@ -597,6 +597,9 @@ static void print_steps(const struct analysis *a, FILE *out)
 	if (st->naggregated)
 		fprintf(out, "; %d in full detail, %d as per-step aggregates",
 			st->ndetail, st->naggregated);
+	if (st->ncut_short)
+		fprintf(out, "; step %d cut short (its process ended in it: "
+			"counted up to then)", st->first_cut_short);
 	fputc('\n', out);
 	if (st->detail_stop_step < 0)
 		return;
@@ -971,6 +974,10 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_AddNumberToObject(steps, "evaluations", a->steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", a->steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", a->steps.naggregated);
+	/* the first step a process ended in while counting it (§3.12) */
+	if (a->steps.ncut_short)
+		cJSON_AddNumberToObject(steps, "cut_short",
+					a->steps.first_cut_short);
 	if (a->steps.detail_stop_step >= 0)
 		cJSON_AddNumberToObject(steps, "detail_stopped_at",
 					(double)a->steps.detail_stop_step);

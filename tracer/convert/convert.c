@@ -290,6 +290,8 @@ static struct convert_process *load_process(struct converter *cv,
 	const cJSON *v;
 	p->pid = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(root, "pid"));
 	p->ppid = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(root, "ppid"));
+	p->attach_ns = (uint64_t)cJSON_GetNumberValue(
+		cJSON_GetObjectItem(root, "attach_ns"));
 	v = cJSON_GetObjectItem(root, "rank");
 	p->rank = cJSON_IsNumber(v) ? v->valueint : -1;
 	v = cJSON_GetObjectItem(root, "exe");
@@ -523,12 +525,35 @@ static bool stopped_at_start(struct converter *cv, struct convert_process *p)
 	return true;
 }
 
+/* The program itself (its latest image: a process that exec()s attaches
+ * again), when it attached but recorded nothing and no other process did:
+ * killed before its first event, it is still the trace's process, with
+ * its process-died finding, rather than a trace of nothing. */
+static struct convert_process *silent_program(const struct converter *c,
+					      long child_pid)
+{
+	struct convert_process *program = NULL;
+
+	for (size_t i = 0; i < c->nprocs; i++) {
+		struct convert_process *p = c->procs[i];
+		if (p->announced)
+			return NULL;
+		if (p->pid == child_pid &&
+		    (!program || p->attach_ns >= program->attach_ns))
+			program = p;
+	}
+	return program;
+}
+
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns)
 {
 	c->final = true;
 	while (convert_poll(c))
 		;
+	struct convert_process *silent = WIFSIGNALED(wait_status)
+						 ? silent_program(c, child_pid)
+						 : NULL;
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct convert_process *p = c->procs[i];
 		char message[256], signame[32];
@@ -561,6 +586,11 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		}
 		if (!p->announced)
 			stopped_at_start(c, p);
+		if (!p->announced && p == silent) {
+			announce(c, p);
+			if (p->last_ns < c->base_ns)
+				p->last_ns = c->base_ns;
+		}
 		if (!p->announced)
 			continue; /* it recorded nothing */
 		uint64_t when = p->last_ns;
@@ -581,6 +611,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 				 (unsigned long long)t->tid);
 			break;
 		}
+		convert_steps_left(c, p, when, died);
 		for (size_t j = 0; j < p->nthreads; j++)
 			close_thread(c, p, p->threads[j], when, closed_by);
 		if (died)

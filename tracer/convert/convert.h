@@ -35,8 +35,11 @@ struct convert_process {
 	char **names[6];
 	size_t name_count[6];
 	char *dir;
+	uint64_t attach_ns;      /* when its producer attached */
 	/* Announced (metadata written, writer chosen) with its first thread:
-	 * a process that records nothing (a launcher) leaves no trace. */
+	 * a process that records nothing (a launcher) leaves no trace,
+	 * unless it is the program, killed before it recorded anything
+	 * while no other process did (convert_finish). */
 	bool announced;
 	struct trace_writer *writer; /* where its events go (NULL: dropped) */
 	/* Where its events are also kept (converter.trace_for; NULL: nowhere).

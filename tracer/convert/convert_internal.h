@@ -207,5 +207,11 @@ void convert_record(struct converter *cv, struct convert_process *p,
  * amp.aggregate events; false when d is none of those kinds. */
 bool convert_step_record(struct converter *cv, struct convert_process *p,
 			 struct convert_thread *t, const struct raw_decoded *d);
+/* The aggregates each thread of p left in its file (RAW_AGGREGATE_FILE):
+ * the step in progress when p ended, written at `when`; cut short only
+ * when p `died` (a clean exit with threads still counting ends their
+ * step as the exit ends the exiting thread's, whole). */
+void convert_steps_left(struct converter *cv, struct convert_process *p,
+			uint64_t when, bool died);
 
 #endif /* AMPTRACE_CONVERT_INTERNAL_H */

@@ -2,12 +2,23 @@
  * events on tid 0, the process's own track: a step's slice when it ends,
  * an evaluation window's when it ends (within its step), the note that
  * full detail stopped for size; and each thread's aggregates of a step
- * without full detail -> one amp.aggregate event once its totals come
- * (FORMAT.md §8, §3.12). */
+ * without full detail -> one amp.aggregate event once its totals come,
+ * or, for the step a thread was in when its process ended, from the file
+ * it counted in (cut short when the process died; FORMAT.md §8, §3.12,
+ * §7). */
 #include "convert_internal.h"
 
+#include "raw.h"
+#include "step_aggregate.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct trace_event step_head(struct converter *cv,
 				    struct convert_process *p, char ph,
@@ -156,7 +167,8 @@ static void *kept(struct convert_process *p, const void *rows, size_t n,
 
 static void on_step_totals(struct converter *cv, struct convert_process *p,
 			   struct convert_thread *t,
-			   const struct raw_step_totals *m, uint64_t time_ns)
+			   const struct raw_step_totals *m, uint64_t time_ns,
+			   bool cut_short)
 {
 	char name[48];
 
@@ -179,6 +191,7 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 		.ndiags = (int)t->naggregate_diags,
 		.ops = t->aggregate_ops, .casts = t->aggregate_casts,
 		.diags = t->aggregate_diags,
+		.cut_short = cut_short,
 	};
 	convert_write(cv, p, &e);
 	if (convert_keeps(p)) {
@@ -218,9 +231,112 @@ bool convert_step_record(struct converter *cv, struct convert_process *p,
 		on_step_diag(p, t, &d->step_diag);
 		return true;
 	case RAW_KIND_STEP_TOTALS:
-		on_step_totals(cv, p, t, &d->step_totals, d->time_ns);
+		on_step_totals(cv, p, t, &d->step_totals, d->time_ns, false);
 		return true;
 	default:
 		return false;
 	}
+}
+
+/* ------------------------------------------------ a step cut short */
+
+struct left {
+	struct converter *cv;
+	struct convert_process *p;
+	struct convert_thread *t;
+	uint64_t when;
+	bool cut_short;
+};
+
+static bool left_row(void *user, uint16_t kind, const void *model)
+{
+	struct left *l = user;
+
+	switch (kind) {
+	case RAW_KIND_STEP_OP:
+		on_step_op(l->p, l->t, model);
+		break;
+	case RAW_KIND_STEP_CAST:
+		on_step_cast(l->p, l->t, model);
+		break;
+	case RAW_KIND_STEP_DIAG:
+		on_step_diag(l->p, l->t, model);
+		break;
+	default:
+		on_step_totals(l->cv, l->p, l->t, model, l->when,
+			       l->cut_short);
+		break;
+	}
+	return true;
+}
+
+/* The whole of a small file, or NULL; its size in *size. */
+static void *read_file(const char *path, size_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	void *data = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_size > 0 &&
+	    (data = malloc((size_t)st.st_size)) &&
+	    read(fd, data, (size_t)st.st_size) != st.st_size) {
+		free(data);
+		data = NULL;
+	}
+	close(fd);
+	*size = data ? (size_t)st.st_size : 0;
+	return data;
+}
+
+static struct convert_thread *thread_of(struct convert_process *p,
+					uint64_t tid)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i]->tid == tid && p->threads[i]->started)
+			return p->threads[i];
+	return NULL;
+}
+
+static void thread_left(struct converter *cv, struct convert_process *p,
+			uint64_t tid, uint64_t when, bool died)
+{
+	char path[PATH_MAX + 320];
+	size_t size;
+
+	snprintf(path, sizeof path, "%s/" RAW_AGGREGATE_FILE, p->dir,
+		 (unsigned long long)tid);
+	struct convert_thread *t = thread_of(p, tid);
+	void *data = t ? read_file(path, &size) : NULL;
+	struct step_aggregate *a = data ? step_aggregate_left(data, size)
+					: NULL;
+	free(data);
+	if (!a)
+		return;
+	/* rows the thread's stream began and did not end are not its */
+	t->naggregate_ops = t->naggregate_casts = t->naggregate_diags = 0;
+	struct left l = { cv, p, t, when, died };
+	step_aggregate_rows(a, left_row, &l);
+	step_aggregate_free(a);
+}
+
+void convert_steps_left(struct converter *cv, struct convert_process *p,
+			uint64_t when, bool died)
+{
+	DIR *dir = opendir(p->dir);
+	struct dirent *d;
+
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		unsigned long long tid;
+		char name[64];
+		if (sscanf(d->d_name, "t%llu", &tid) != 1)
+			continue;
+		snprintf(name, sizeof name, RAW_AGGREGATE_FILE, tid);
+		if (!strcmp(name, d->d_name))
+			thread_left(cv, p, tid, when, died);
+	}
+	closedir(dir);
 }

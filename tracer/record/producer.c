@@ -795,6 +795,23 @@ bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
 	return r != NULL;
 }
 
+bool producer_open_stream(uint64_t thread)
+{
+	struct thread_writer *w = &writer;
+
+	if (w->busy || !atomic_load_explicit(&attached, memory_order_relaxed))
+		return false;
+	w->busy = true;
+	bool open = record_reserve(w, 0, thread) != NULL;
+	w->busy = false;
+	return open;
+}
+
+const char *producer_process_dir(void)
+{
+	return process_dir;
+}
+
 const char *producer_raw_root(void)
 {
 	return raw_root;

@@ -25,6 +25,13 @@ typedef uint8_t *producer_encode_fn(uint8_t *p, const void *model);
 bool producer_write(uint16_t kind, uint64_t time_ns, uint64_t thread,
 		    size_t bound, producer_encode_fn *encode,
 		    const void *model);
+/* Opens `thread`'s stream (its header names the process and the thread
+ * to `amptrace run`) without writing a record: a thread whose events are
+ * all folded into aggregates is in the trace from its first event on.
+ * false when it cannot be opened. */
+bool producer_open_stream(uint64_t thread);
+/* This process image's directory, p<pid> ("" before attach). */
+const char *producer_process_dir(void);
 /* The raw directory recorded into ("" before attach). */
 const char *producer_raw_root(void);
 /* Raw bytes this process wrote so far (less up to 64 KiB per thread). */

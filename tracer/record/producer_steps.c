@@ -13,8 +13,10 @@
  *     the trace's slices stay whole and its B/E events balanced.
  *   - Aggregates are per thread (no lock): a thread writes its rows into
  *     its own stream when it moves on to another step, when it ends, at
- *     the process's clean end, and every AGGREGATE_FLUSH_EVENTS events
- *     (so a killed process loses little).
+ *     the process's clean end, and every AGGREGATE_FLUSH_EVENTS events.
+ *     Until then they are counted in a file of the raw directory
+ *     (step_aggregate.h), which a killed process leaves to amptrace run:
+ *     the step in progress is in the trace, cut short.
  *   - The state lives in a shared anonymous mapping: a forked child (a
  *     DataLoader worker) follows its parent's steps, so its recording is
  *     bounded too, until it marks steps of its own.
@@ -143,6 +145,7 @@ static void flush(struct step_thread *t)
 	if (!t->aggregate || !step_aggregate_events(t->aggregate))
 		return;
 	struct flush f = { now_ns(), t->thread };
+	step_aggregate_seal(t->aggregate);
 	step_aggregate_rows(t->aggregate, write_row, &f);
 	step_aggregate_reset(t->aggregate, step_aggregate_step(t->aggregate));
 }
@@ -197,8 +200,15 @@ static void follow(struct step_thread *t, uint64_t version, uint64_t thread)
 	announce_stop(thread);
 	if (t->detail)
 		return;
-	if (!t->aggregate)
-		t->aggregate = step_aggregate_new();
+	if (!t->aggregate) {
+		char path[PATH_MAX + 64];
+		int n = snprintf(path, sizeof path, "%s/" RAW_AGGREGATE_FILE,
+				 producer_process_dir(),
+				 (unsigned long long)thread);
+		t->aggregate = step_aggregate_new(n < (int)sizeof path ? path
+								     : NULL);
+		producer_open_stream(thread);
+	}
 	if (t->aggregate)
 		step_aggregate_reset(t->aggregate, atomic_load(&state->step));
 }

@@ -51,8 +51,13 @@
  * 6: steps and aggregates (branch steps), or, on branch compile, the keys'
  * mask a varint with numbers among the keys (a compiled graph's): two
  * different 6s, so 7: both; 8: the GPU's counts end with the activities
- * of folded ops */
-#define RAW_VERSION 8
+ * of folded ops; 9: a thread's aggregates of the step in progress in
+ * RAW_AGGREGATE_FILE (step_aggregate.c's layout) */
+#define RAW_VERSION 9
+/* A thread's aggregates of the step in progress, under p<pid>, mapped by
+ * the thread (its counts outlive a killed process): printf's format of
+ * the thread's number. */
+#define RAW_AGGREGATE_FILE "t%llu.agg"
 #define RAW_CHUNK (1u << 20)
 #define RAW_SIZE_NEXT_CHUNK UINT32_MAX
 /* As a size: the thread has exited; the reader may drop the file. */

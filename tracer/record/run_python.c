@@ -116,9 +116,18 @@ bool run_python_program(const char *prog)
 	       script_runs_python(path);
 }
 
-const char *run_no_ops_message(const char *prog, char *buf, size_t size)
+const char *run_no_ops_message(const char *prog, const char *framework,
+			       char *buf, size_t size)
 {
-	if (!prog)
+	if (framework && !strncmp(framework, "torch ", 6))
+		snprintf(buf, size, "no ops recorded: %s imported torch (its "
+			 "process was recorded) but ran no torch op before it "
+			 "ended", prog ? prog : "the program");
+	else if (framework)
+		snprintf(buf, size, "no ops recorded: %s is linked to libamp "
+			 "(its process was recorded) but ran no op before it "
+			 "ended", prog ? prog : "the program");
+	else if (!prog)
 		snprintf(buf, size, "no ops recorded: is the program linked to "
 			 "libamp / importing torch?");
 	else if (run_python_program(prog))
@@ -181,21 +190,17 @@ static int python_has_torch(const char *python)
 	return WEXITSTATUS(status) == 0;
 }
 
-const char *run_no_ops_why(char **command, bool torch_attached, char *buf,
+const char *run_no_ops_why(char **command, const char *framework, char *buf,
 			   size_t size)
 {
 	const char *prog = command[0];
 	const char *script = run_is_python(prog) ? script_of(command) : NULL;
 
-	if (!run_is_python(prog))
-		return run_no_ops_message(prog, buf, size);
+	if (!run_is_python(prog) || framework)
+		return run_no_ops_message(prog, framework, buf, size);
 	if (script && access(script, F_OK) != 0)
 		snprintf(buf, size, "no ops recorded: %s found no script %s "
 			 "(no such file)", prog, script);
-	else if (torch_attached)
-		snprintf(buf, size, "no ops recorded: %s imported torch (its "
-			 "process was recorded) but ran no torch op before it "
-			 "ended", prog);
 	else if (python_has_torch(prog) == 0)
 		snprintf(buf, size, "no ops recorded: %s has no torch (import "
 			 "torch fails there: install torch in that Python's "

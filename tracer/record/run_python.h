@@ -23,18 +23,21 @@ bool run_python_program(const char *prog);
 void run_python_prepare(char **command);
 
 /* The one wording of the empty-trace failure of `amptrace run` and
- * `amptrace check`, written into buf: "no ops recorded: is PROG importing
- * torch?" when PROG is a Python interpreter, "... linked to libamp
- * (dynamically)?" for another program, and both questions when `prog`
- * is NULL (not known). */
-const char *run_no_ops_message(const char *prog, char *buf, size_t size);
+ * `amptrace check`, written into buf.  `framework` is the producer's of
+ * a process that was recorded (process.json's, the trace header's), NULL
+ * when none was: then "no ops recorded: is PROG importing torch?" when
+ * PROG is a Python interpreter, "... linked to libamp (dynamically)?" for
+ * another program, and both questions when `prog` is NULL (not known);
+ * else that PROG was recorded but ran no op (a program killed before its
+ * first). */
+const char *run_no_ops_message(const char *prog, const char *framework,
+			       char *buf, size_t size);
 
 /* `amptrace run`'s own, which knows the command and what its processes
- * said: for a Python interpreter, which of its script missing, torch
- * imported (`torch_attached`: the bridge recorded a process) with no op
- * run, an interpreter without torch, a program that never imported it;
- * else run_no_ops_message's. */
-const char *run_no_ops_why(char **command, bool torch_attached, char *buf,
+ * said (`framework`, as above): for a Python interpreter that recorded
+ * no process, which of its script missing, an interpreter without
+ * torch, a program that never imported it; else run_no_ops_message's. */
+const char *run_no_ops_why(char **command, const char *framework, char *buf,
 			   size_t size);
 
 #endif /* AMPTRACE_RUN_PYTHON_H */

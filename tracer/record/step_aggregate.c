@@ -1,9 +1,25 @@
 /* A thread's aggregates of a step (step_aggregate.h): rows in an array,
- * found through an open-addressing table of their indices. */
+ * found through an open-addressing table of their indices.
+ *
+ * The rows and the totals (`struct live`) live in a file mapped
+ * MAP_SHARED when the producer names one: its pages belong to the file,
+ * so what a thread counted survives the thread's process, SIGKILL
+ * included, and `amptrace run` reads it (step_aggregate_left) as the
+ * step cut short.  The counting is the same plain stores into memory: no
+ * lock, no system call but where the file grows (a row count doubles).
+ * The index (slots, the fast table, the open ops) stays private. */
 #include "step_aggregate.h"
 
+#include "raw.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define NAME_LEN 96
 #define OVERLOAD_LEN 48
@@ -16,12 +32,26 @@ struct row {
 	uint64_t hash;
 	char op[NAME_LEN];      /* the op; a diag's kind */
 	char overload[OVERLOAD_LEN]; /* an op's; a cast's origin */
-	char *message;          /* a diag's first message (owned) */
-	union {
+	union {                 /* its strings unset: they are the row's */
 		struct raw_step_op op;
 		struct raw_step_cast cast;
 		struct raw_step_diag diag;
 	} m;
+	char message[RAW_MAX_STRING]; /* a diag's first message */
+};
+
+/* The file's layout (the same build writes and reads it: raw.h's
+ * RAW_VERSION is checked).  `counting` is 0 while the rows are being
+ * written into the stream and emptied: a reader then takes them as
+ * written.  `nrows` counts the rows whose names are set. */
+#define LIVE_MAGIC 0x41475631u /* "AGV1" */
+struct live {
+	uint32_t magic, version, row_size;
+	_Atomic uint32_t counting;
+	_Atomic uint32_t nrows;
+	uint32_t pad;
+	struct raw_step_totals totals;
+	struct row rows[];
 };
 
 /* An op whose BEGIN came and whose END has not: its casts and diags
@@ -44,57 +74,184 @@ struct fast_op {
 
 struct step_aggregate {
 	struct fast_op fast[FAST_OPS];
-	struct row *rows;
+	struct live *live;      /* mapped from `path`, else allocated */
+	struct row *rows;       /* live->rows */
+	struct raw_step_totals *totals; /* &live->totals */
 	uint32_t nrows, cap_rows;
 	uint32_t *slots;        /* row index + 1; 0: empty */
 	uint32_t nslots;        /* a power of two */
-	struct raw_step_totals totals;
 	struct open_op open[OPEN_OPS];
 	int nopen;              /* may exceed OPEN_OPS: those are not kept */
 	uint8_t last_phase;
+	char *path;             /* NULL: in memory only */
+	pid_t owner;            /* the process that made the file */
 };
 
-struct step_aggregate *step_aggregate_new(void)
+#define FIRST_ROWS 32
+
+static size_t live_size(uint32_t rows)
 {
-	return calloc(1, sizeof(struct step_aggregate));
+	return sizeof(struct live) + (size_t)rows * sizeof(struct row);
+}
+
+/* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills by
+ * default: blocked while the file grows, it fails with EFBIG instead
+ * (then the rows move to memory).  One it raised is taken back. */
+static int reserve(int fd, size_t size)
+{
+	sigset_t xfsz, old, pending;
+	struct timespec now = { 0, 0 };
+
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	bool was_pending = sigpending(&pending) == 0 &&
+			   sigismember(&pending, SIGXFSZ) == 1;
+	/* the space first: a write into a page tmpfs cannot back is a
+	 * SIGBUS */
+	int err = posix_fallocate(fd, 0, (off_t)size);
+	if (!was_pending && sigpending(&pending) == 0 &&
+	    sigismember(&pending, SIGXFSZ) == 1)
+		sigtimedwait(&xfsz, NULL, &now);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+/* The file's mapping of `size` bytes, `old` (of `old_size`) moved there
+ * when grown; NULL when it cannot be had.  The descriptor is closed: the
+ * mapping keeps the file. */
+static struct live *map_file(const char *path, bool create, size_t size,
+			     struct live *old, size_t old_size)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0),
+		      0600);
+	if (fd < 0)
+		return NULL;
+	void *mapped = MAP_FAILED;
+	if (reserve(fd, size) == 0)
+		mapped = old ? mremap(old, old_size, size, MREMAP_MAYMOVE)
+			     : mmap(NULL, size, PROT_READ | PROT_WRITE,
+				    MAP_SHARED, fd, 0);
+	close(fd);
+	if (mapped == MAP_FAILED && create)
+		unlink(path);
+	return mapped == MAP_FAILED ? NULL : mapped;
+}
+
+/* The rows go on in memory (the file could not grow): the file goes, a
+ * killed thread's step is then lost as before. */
+static struct live *to_memory(struct step_aggregate *a, size_t size)
+{
+	struct live *moved = malloc(size);
+
+	if (!moved)
+		return NULL;
+	memcpy(moved, a->live, live_size(a->cap_rows));
+	munmap(a->live, live_size(a->cap_rows));
+	unlink(a->path);
+	free(a->path);
+	a->path = NULL;
+	return moved;
+}
+
+static bool grow_rows(struct step_aggregate *a)
+{
+	uint32_t cap = a->cap_rows * 2;
+	size_t size = live_size(cap);
+	struct live *grown = NULL;
+
+	if (a->path)
+		grown = map_file(a->path, false, size, a->live,
+				 live_size(a->cap_rows));
+	if (!grown && a->path)
+		grown = to_memory(a, size);
+	else if (!grown)
+		grown = realloc(a->live, size);
+	if (!grown)
+		return false;
+	a->live = grown;
+	a->rows = grown->rows;
+	a->totals = &grown->totals;
+	a->cap_rows = cap;
+	return true;
+}
+
+struct step_aggregate *step_aggregate_new(const char *path)
+{
+	struct step_aggregate *a = calloc(1, sizeof *a);
+	size_t size = live_size(FIRST_ROWS);
+
+	if (!a)
+		return NULL;
+	a->path = path ? strdup(path) : NULL;
+	a->live = a->path ? map_file(a->path, true, size, NULL, 0) : NULL;
+	if (!a->live) {
+		free(a->path);
+		a->path = NULL;
+		a->live = calloc(1, size);
+	}
+	if (!a->live) {
+		free(a);
+		return NULL;
+	}
+	a->live->version = RAW_VERSION;
+	a->live->row_size = sizeof(struct row);
+	a->live->magic = LIVE_MAGIC;
+	atomic_store_explicit(&a->live->counting, 1, memory_order_release);
+	a->rows = a->live->rows;
+	a->totals = &a->live->totals;
+	a->cap_rows = FIRST_ROWS;
+	a->owner = getpid();
+	return a;
 }
 
 void step_aggregate_free(struct step_aggregate *a)
 {
 	if (!a)
 		return;
-	for (uint32_t i = 0; i < a->nrows; i++)
-		free(a->rows[i].message);
-	free(a->rows);
+	if (a->path) {
+		munmap(a->live, live_size(a->cap_rows));
+		/* a forked child's copy is its parent's file */
+		if (a->owner == getpid())
+			unlink(a->path);
+		free(a->path);
+	} else {
+		free(a->live);
+	}
 	free(a->slots);
 	free(a);
 }
 
+void step_aggregate_seal(struct step_aggregate *a)
+{
+	atomic_store_explicit(&a->live->counting, 0, memory_order_release);
+}
+
 void step_aggregate_reset(struct step_aggregate *a, uint64_t step)
 {
-	for (uint32_t i = 0; i < a->nrows; i++)
-		free(a->rows[i].message);
 	a->nrows = 0;
+	atomic_store_explicit(&a->live->nrows, 0, memory_order_release);
 	if (a->slots)
 		memset(a->slots, 0, a->nslots * sizeof *a->slots);
 	/* the cache outlives the step: its size carries over */
-	a->totals = (struct raw_step_totals){
-		.step = step, .cache_entries = a->totals.cache_entries,
-		.cache_bytes = a->totals.cache_bytes,
-		.cache_max_entries = a->totals.cache_entries,
-		.cache_max_bytes = a->totals.cache_bytes,
+	*a->totals = (struct raw_step_totals){
+		.step = step, .cache_entries = a->totals->cache_entries,
+		.cache_bytes = a->totals->cache_bytes,
+		.cache_max_entries = a->totals->cache_entries,
+		.cache_max_bytes = a->totals->cache_bytes,
 	};
 	a->nopen = 0;
+	atomic_store_explicit(&a->live->counting, 1, memory_order_release);
 }
 
 uint64_t step_aggregate_step(const struct step_aggregate *a)
 {
-	return a->totals.step;
+	return a->totals->step;
 }
 
 uint64_t step_aggregate_events(const struct step_aggregate *a)
 {
-	return a->totals.events;
+	return a->totals->events;
 }
 
 /* FNV-1a over a string, folded into h. */
@@ -158,16 +315,11 @@ static struct row *row_of(struct step_aggregate *a, uint16_t kind,
 		if (r->kind == kind && r->hash == hash && matches(r, key))
 			return r;
 	}
-	if (a->nrows == a->cap_rows) {
-		uint32_t cap = a->cap_rows ? a->cap_rows * 2 : 32;
-		struct row *grown = realloc(a->rows, cap * sizeof *grown);
-		if (!grown)
-			return NULL;
-		a->rows = grown;
-		a->cap_rows = cap;
-	}
+	if (a->nrows == a->cap_rows && !grow_rows(a))
+		return NULL;
 	struct row *r = &a->rows[a->nrows];
-	memset(r, 0, sizeof *r);
+	memset(r, 0, offsetof(struct row, message));
+	r->message[0] = '\0';
 	r->kind = kind;
 	r->hash = hash;
 	a->slots[i] = ++a->nrows;
@@ -285,12 +437,12 @@ static bool add_cast(struct step_aggregate *a,
 			       &made);
 
 	if (e->cache_counted) {
-		a->totals.cache_entries = e->cache_entries;
-		a->totals.cache_bytes = e->cache_bytes;
-		if (e->cache_entries > a->totals.cache_max_entries)
-			a->totals.cache_max_entries = e->cache_entries;
-		if (e->cache_bytes > a->totals.cache_max_bytes)
-			a->totals.cache_max_bytes = e->cache_bytes;
+		a->totals->cache_entries = e->cache_entries;
+		a->totals->cache_bytes = e->cache_bytes;
+		if (e->cache_entries > a->totals->cache_max_entries)
+			a->totals->cache_max_entries = e->cache_entries;
+		if (e->cache_bytes > a->totals->cache_max_bytes)
+			a->totals->cache_max_bytes = e->cache_bytes;
 	}
 	if (!r)
 		return false;
@@ -343,7 +495,7 @@ static bool add_diag(struct step_aggregate *a,
 		return false;
 	if (made) {
 		copy_name(r->op, NAME_LEN, e->kind);
-		r->message = e->message ? strdup(e->message) : NULL;
+		copy_name(r->message, RAW_MAX_STRING, e->message);
 		r->m.diag = (struct raw_step_diag){
 			.phase = key.phase, .op_id = e->op_id,
 			.tensor = e->tensor_id,
@@ -366,11 +518,21 @@ static void open_op(struct step_aggregate *a, const struct producer_op *e)
 	a->nopen++;
 }
 
+/* The rows whose names are set, for a reader of the file. */
+static bool published(struct step_aggregate *a, bool added)
+{
+	if (atomic_load_explicit(&a->live->nrows, memory_order_relaxed) !=
+	    a->nrows)
+		atomic_store_explicit(&a->live->nrows, a->nrows,
+				      memory_order_release);
+	return added;
+}
+
 bool step_aggregate_add(struct step_aggregate *a,
 			const struct producer_event *e)
 {
-	if (!a->totals.events++)
-		a->totals.begin_ns = e->time_ns;
+	if (!a->totals->events++)
+		a->totals->begin_ns = e->time_ns;
 	switch (e->kind) {
 	case PRODUCER_OP_BEGIN:
 		open_op(a, &e->op);
@@ -379,19 +541,19 @@ bool step_aggregate_add(struct step_aggregate *a,
 		if (a->nopen > 0)
 			a->nopen--;
 		a->last_phase = e->op.phase;
-		return add_op(a, e);
+		return published(a, add_op(a, e));
 	case PRODUCER_CAST:
-		return add_cast(a, e);
+		return published(a, add_cast(a, e));
 	case PRODUCER_SCOPE_ENTER:
-		a->totals.regions++;
+		a->totals->regions++;
 		return true;
 	case PRODUCER_CACHE_CLEAR:
-		a->totals.clears++;
-		a->totals.cache_entries = 0;
-		a->totals.cache_bytes = 0;
+		a->totals->clears++;
+		a->totals->cache_entries = 0;
+		a->totals->cache_bytes = 0;
 		return true;
 	case PRODUCER_DIAG:
-		return add_diag(a, e);
+		return published(a, add_diag(a, e));
 	default:
 		return true;
 	}
@@ -405,25 +567,60 @@ void step_aggregate_rows(const struct step_aggregate *a,
 		bool more;
 		if (r->kind == RAW_KIND_STEP_OP) {
 			struct raw_step_op m = r->m.op;
-			m.step = a->totals.step;
+			m.step = a->totals->step;
 			m.op = r->op;
 			m.overload = r->overload;
 			more = row(user, r->kind, &m);
 		} else if (r->kind == RAW_KIND_STEP_CAST) {
 			struct raw_step_cast m = r->m.cast;
-			m.step = a->totals.step;
+			m.step = a->totals->step;
 			m.op = r->op;
 			m.origin = r->overload[0] ? r->overload : NULL;
 			more = row(user, r->kind, &m);
 		} else {
 			struct raw_step_diag m = r->m.diag;
-			m.step = a->totals.step;
+			m.step = a->totals->step;
 			m.kind = r->op;
-			m.message = r->message;
+			m.message = r->message[0] ? r->message : NULL;
 			more = row(user, r->kind, &m);
 		}
 		if (!more)
 			return;
 	}
-	row(user, RAW_KIND_STEP_TOTALS, &a->totals);
+	row(user, RAW_KIND_STEP_TOTALS, a->totals);
+}
+
+/* ------------------------------------------------------------- reading */
+
+struct step_aggregate *step_aggregate_left(const void *data, size_t size)
+{
+	const struct live *live = data;
+
+	if (size < sizeof *live || live->magic != LIVE_MAGIC ||
+	    live->version != RAW_VERSION ||
+	    live->row_size != sizeof(struct row) ||
+	    !atomic_load(&live->counting) || !live->totals.events)
+		return NULL;
+	uint32_t nrows = atomic_load(&live->nrows);
+	if (nrows > (size - sizeof *live) / sizeof(struct row))
+		return NULL;
+	struct step_aggregate *a = calloc(1, sizeof *a);
+	if (!a)
+		return NULL;
+	a->live = malloc(live_size(nrows));
+	if (!a->live) {
+		free(a);
+		return NULL;
+	}
+	memcpy(a->live, live, live_size(nrows));
+	a->rows = a->live->rows;
+	a->totals = &a->live->totals;
+	a->nrows = a->cap_rows = nrows;
+	/* a name cut by the kill still ends */
+	for (uint32_t i = 0; i < nrows; i++) {
+		struct row *r = &a->rows[i];
+		r->op[NAME_LEN - 1] = r->overload[OVERLOAD_LEN - 1] = '\0';
+		r->message[RAW_MAX_STRING - 1] = '\0';
+	}
+	return a;
 }

@@ -5,7 +5,8 @@
  * amp.diag events per (kind, phase), plus the regions, cache clears and
  * the cache's size.  A table the producer fills on the traced thread (no lock, no
  * allocation once its rows exist) and writes as raw rows (raw_schema.h)
- * when the thread moves on to another step.
+ * when the thread moves on to another step; kept in a file, so that the
+ * step in progress is not lost with a killed process.
  *
  * Strings are copied: the PyTorch bridge's op names live in a buffer per
  * call. */
@@ -20,9 +21,17 @@
 
 struct step_aggregate;
 
-/* NULL when out of memory. */
-struct step_aggregate *step_aggregate_new(void);
+/* Counts into the file `path` (made here, mapped: FORMAT.md §7), so that
+ * a thread killed in a step leaves its counts there; in memory only when
+ * `path` is NULL or the file cannot be made or grow.  NULL when out of
+ * memory. */
+struct step_aggregate *step_aggregate_new(const char *path);
+/* Removes its file when this process made it (a forked child's copy of
+ * its parent's aggregates leaves the parent's file). */
 void step_aggregate_free(struct step_aggregate *a);
+/* Its rows are about to be written into the stream: until the reset, a
+ * reader of the file takes them as written, not as left. */
+void step_aggregate_seal(struct step_aggregate *a);
 /* Empties it for step `step`, keeping its storage. */
 void step_aggregate_reset(struct step_aggregate *a, uint64_t step);
 uint64_t step_aggregate_step(const struct step_aggregate *a);
@@ -43,5 +52,11 @@ typedef bool step_aggregate_row_fn(void *user, uint16_t kind,
 				   const void *model);
 void step_aggregate_rows(const struct step_aggregate *a,
 			 step_aggregate_row_fn *row, void *user);
+
+/* `amptrace run`'s side: the aggregates a thread left in its file
+ * (`size` bytes at `data`, read once its process ended) as a table to
+ * hand to step_aggregate_rows, or NULL when it left none (nothing
+ * counted, rows being written out, a file of another build). */
+struct step_aggregate *step_aggregate_left(const void *data, size_t size);
 
 #endif /* AMPTRACE_STEP_AGGREGATE_H */

@@ -312,6 +312,8 @@ struct trace_aggregate {
 	struct trace_aggregate_cast *casts;
 	struct trace_aggregate_diag *diags;
 	struct trace_aggregate_cache cache;
+	bool cut_short;          /* the thread's step in progress when its
+				  * process ended (§3.12) */
 };
 
 /* kernel and gpu_memcpy X events (FORMAT.md §3.8), read leniently, as

@@ -209,7 +209,8 @@
 	X(CAST_ROWS, "casts", casts, ALWAYS, NONE, "1.4")                   \
 	X(DIAG_ROWS, "diags", diags, ALWAYS, NONE, "1.4")                   \
 	X(U64, "regions", regions, ALWAYS, NONE, "1.4")                     \
-	X(AGGREGATE_CACHE, "cache", cache, ALWAYS, NONE, "1.4")
+	X(AGGREGATE_CACHE, "cache", cache, ALWAYS, NONE, "1.4")             \
+	X(TRUE, "cut_short", cut_short, SET, NONE, "1.4")
 
 /* Its rows' columns (every one written, in this order). */
 #define TRACE_AGGREGATE_OP_COLUMNS(X)                                       \
