@@ -46,6 +46,18 @@ check "... and the events recorded before it" \
 	grep -q "forward   relu" "$work/summary"
 check "no raw files are left in the full directory" [ -z "$(ls -A "$work/raw")" ]
 
+# --- steps as aggregates: each thread holds a chunk from its first op, so
+# most of the 8 cannot begin one; the trace says so though no stream can
+"$amptrace" run --steps none --raw-dir "$work/raw" -o "$work/n.json" -- \
+	"$prog" threads 8 20000 >"$work/out" 2>"$work/err"
+status=$?
+check "threads that cannot begin: the program's exit status 0 ($status)" \
+	[ "$status" -eq 0 ]
+"$amptrace" summary "$work/n.json" >"$work/summary" 2>&1
+check "... the trace's recording-stopped finding says threads could not begin" \
+	sh -c "tr '\n' ' ' <'$work/summary' | tr -s ' ' | grep -q 'recording-stopped.*no room for a thread.s first raw events in $work/raw.*the threads that could not begin are not in the trace'"
+check "... and no raw files are left" [ -z "$(ls -A "$work/raw")" ]
+
 # --- a second raw directory: the streams go on there, nothing is lost
 "$amptrace" run --raw-dir "$work/raw" --raw-dir "$work/spill" -o "$work/s.json" -- \
 	"$prog" threads 8 20000 >"$work/out" 2>"$work/err"

@@ -498,31 +498,56 @@ static bool file_exists(const char *dir, const char *name)
 	return access(path, F_OK) == 0;
 }
 
-/* A process whose streams could not even begin (no room for a first
- * chunk) wrote only p<pid>/stopped: the trace still says so, as a
- * recording-stopped finding, rather than holding nothing at all. */
-static bool stopped_at_start(struct converter *cv, struct convert_process *p)
+/* Why p's recorder stopped for want of room (p<pid>/stopped: its
+ * errno and text), or false when it did not. */
+static bool stopped_reason(const struct convert_process *p, char *reason,
+			   size_t size)
 {
-	char path[PATH_MAX + 320], message[512], reason[128] = "";
+	char path[PATH_MAX + 320], text[128] = "";
 	int err = 0;
 
 	snprintf(path, sizeof path, "%s/stopped", p->dir);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;
-	if (fscanf(f, "%d %127[^\n]", &err, reason) < 2)
-		snprintf(reason, sizeof reason, "%s", strerror(ENOSPC));
+	if (fscanf(f, "%d %127[^\n]", &err, text) < 2)
+		snprintf(text, sizeof text, "%s", strerror(ENOSPC));
 	fclose(f);
-	snprintf(message, sizeof message,
-		 "recording stopped at the start: no room for the first raw "
-		 "events in %.200s (%s); nothing of this process is in the "
-		 "trace, the program ran on", cv->raw_dir, reason);
-	announce(cv, p);
+	snprintf(reason, size, "%s", text);
+	return true;
+}
+
+/* A recorder that stopped for want of room says so in the trace, as a
+ * recording-stopped finding, where no stream of it could: a process
+ * whose streams could not even begin (no room for a first chunk) would
+ * otherwise hold nothing at all, and one whose later threads could not
+ * begin (p<pid>/unbegun) would lose their events without a word. */
+static void stopped_without_stream(struct converter *cv,
+				   struct convert_process *p)
+{
+	char message[512], reason[128];
+
+	if ((p->announced && !file_exists(p->dir, "unbegun")) ||
+	    !stopped_reason(p, reason, sizeof reason))
+		return;
+	if (p->announced)
+		snprintf(message, sizeof message,
+			 "recording stopped: no room for a thread's first raw "
+			 "events in %.200s (%s); the threads that could not "
+			 "begin are not in the trace, the program ran on",
+			 cv->raw_dir, reason);
+	else
+		snprintf(message, sizeof message,
+			 "recording stopped at the start: no room for the "
+			 "first raw events in %.200s (%s); nothing of this "
+			 "process is in the trace, the program ran on",
+			 cv->raw_dir, reason);
+	if (!p->announced)
+		announce(cv, p);
 	if (p->last_ns < cv->base_ns)
 		p->last_ns = cv->base_ns; /* no event: the run's start */
 	convert_diag(cv, p, 0, p->last_ns, "recording-stopped", message, 0, 0,
 		  'p');
-	return true;
 }
 
 /* The program itself (its latest image: a process that exec()s attaches
@@ -584,8 +609,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 				 "%s (pid %ld) ended without a clean exit "
 				 "(crashed or killed)", p->name, p->pid);
 		}
-		if (!p->announced)
-			stopped_at_start(c, p);
+		stopped_without_stream(c, p);
 		if (!p->announced && p == silent) {
 			announce(c, p);
 			if (p->last_ns < c->base_ns)

@@ -479,6 +479,18 @@ static bool create_stream(struct thread_writer *w)
 	return true;
 }
 
+/* p<pid>/unbegun: a stream could not even begin, so no record of it
+ * says it stopped; the converter says so for it. */
+static void mark_unbegun(void)
+{
+	char path[sizeof process_dir + 16];
+
+	snprintf(path, sizeof path, "%s/unbegun", process_dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 static bool can_spill(const struct thread_writer *w, int err)
 {
 	return err == ENOSPC && *spill_root && !w->spilled;
@@ -495,8 +507,10 @@ static bool writer_open(struct thread_writer *w, uint64_t amp_thread)
 	if (!created) {
 		/* No room (amptrace run says so, and the trace from the
 		 * reason left here): the program's stderr stays its own. */
-		if (errno == ENOSPC || errno == EFBIG)
+		if (errno == ENOSPC || errno == EFBIG) {
 			mark_stopped(errno);
+			mark_unbegun();
+		}
 		return false;
 	}
 	if (amp_thread != RAW_GPU_STREAM)

@@ -15,6 +15,8 @@
  *                         _exit)
  *   p<pid>/stopped        "<errno> <text>": a stream stopped for want of
  *                         room (ENOSPC, EFBIG past ulimit -f)
+ *   p<pid>/unbegun        empty: a thread's stream could not even begin
+ *                         (no record of it says it stopped)
  *
  * When the raw directory fills up, streams go on in the spill directory
  * (AMPTRACE_RAW_SPILL, set when there is one: on another file system),
