@@ -90,6 +90,12 @@ static const struct {
 	{ "backward-under-autocast", "backward-inside", "backward-outside",
 	  "'loop' autocast region" },
 	{ "stale-cache", "backward-inside", "backward-outside", "layer.weight" },
+	{ "cache-other-dtype", "cache-dtypes", "cache-dtypes-fixed",
+	  "mm (op 6) in the bf16 autocast region 'inner' ran in f16, not bf16: "
+	  "autocast's cache handed it the f16 copy of tensor 2 "
+	  "'layer.weight' (argument 0) made for mm (op 5) in the f16 "
+	  "autocast region 'outer'" },
+	{ "cache-other-dtype", "cache-dtypes", "cache-same-dtype", "f16" },
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
 	  "while thread 1" },
@@ -1001,6 +1007,75 @@ START_TEST(test_divergence_jit_cast)
 }
 END_TEST
 
+/* ------------------------------------------------- cache-other-dtype */
+
+/* Op `id` (mm) at time `ts` in a region of `dtype` named `scope`: input
+ * tensor `in` of `in_dtype`, output `out`, `extra` its error keys ("" or
+ * ",\"status\":-1,\"error\":\"...\""). */
+#define REGION_MM(id, ts, dtype, scope, in, in_dtype, out, extra) \
+	"{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
+	",\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":" #id ",\"op\":" \
+	"\"mm\",\"overload\":\"\",\"phase\":\"forward\",\"policy\":" \
+	"\"lower_precision_fp\",\"device\":\"cpu\",\"emulated\":false," \
+	"\"autocast\":{\"enabled\":true,\"device\":\"cpu\",\"dtype\":\"" \
+	dtype "\",\"cache_enabled\":true,\"depth\":1,\"scope\":\"" scope \
+	"\"},\"inputs\":[{\"tensor\":" #in ",\"dtype\":\"" in_dtype "\"," \
+	"\"shape\":[2,2]}],\"outputs\":[{\"tensor\":" #out ",\"dtype\":\"" \
+	in_dtype "\",\"shape\":[2,2]}],\"Input type\":[\"float\"]," \
+	"\"Input Dims\":[[2,2]],\"External id\":" #id extra "}}"
+/* The weight's (tensor 1's) cast to f16, tensor 7, for op `id`: `cache`
+ * miss or hit. */
+#define WEIGHT_CAST(id, ts, cache) \
+	"{\"name\":\"cast f32->f16\",\"cat\":\"amp.cast\",\"ph\":\"X\"," \
+	"\"ts\":" #ts ",\"pid\":1,\"tid\":1,\"dur\":0,\"args\":{\"op_id\":" \
+	#id ",\"op\":\"mm\",\"phase\":\"forward\",\"arg\":0,\"tensor\":1," \
+	"\"result\":7,\"from\":\"f32\",\"to\":\"f16\",\"cache\":\"" cache \
+	"\",\"reason\":\"cached\",\"bytes\":0,\"shape\":[2,2],\"name\":" \
+	"\"fc.weight\",\"requires_grad\":true,\"leaf\":true}}"
+/* mm (op 2) in an f16 region casts the weight; mm (op 3), in a region
+ * of `dtype` nested in it, gets that copy from the cache. */
+#define CACHED_TWICE(dtype, extra) \
+	WEIGHT_CAST(2, 2, "miss") "," \
+	REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") "," \
+	WEIGHT_CAST(3, 4, "hit") "," \
+	REGION_MM(3, 4, dtype, "inner", 7, "f16", 9, extra)
+
+START_TEST(test_cache_other_dtype)
+{
+	struct trace t;
+	struct findings f;
+
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CACHED_TWICE("bf16", ""), &t, &f);
+	const struct trace_finding *d = findings_get(&f, "cache-other-dtype");
+	ck_assert_msg(d, "none:%s", describe(&f));
+	ck_assert_msg(strstr(d->message, "mm (op 3) in the bf16 autocast region "
+				       "'inner' ran in f16, not bf16") &&
+		      strstr(d->message, "tensor 1 'fc.weight'") &&
+		      strstr(d->message, "made for mm (op 2) in the f16 "
+				       "autocast region 'outer'"), "%s",
+		      d->message);
+	ck_assert_int_eq(d->severity, FINDING_WARNING);
+	ck_assert_uint_eq(d->op_id, 3);
+	findings_free(&f);
+	trace_free(&t);
+	/* a nested region of the cast's own dtype: the cache as meant */
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CACHED_TWICE("f16", ""), &t, &f);
+	ck_assert_msg(f.count == 0, "same dtype:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+	/* the op failed on it: op-error's, not a second finding */
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CACHED_TWICE("bf16", ",\"status\":-1,\"error\":\"raised\""),
+		    &t, &f);
+	ck_assert_msg(!findings_get(&f, "cache-other-dtype") &&
+		      findings_get(&f, "op-error"), "failed:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
 /* The table a trace's ops are judged by comes from its framework. */
 START_TEST(test_policy_table_of_trace)
 {
@@ -1067,6 +1142,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_divergence_no_region);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
+	tcase_add_test(kinds, test_cache_other_dtype);
 	suite_add_tcase(s, kinds);
 
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);

@@ -141,6 +141,10 @@ struct findings_context {
 	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
 	 * outside any region ran with autocast off, no region event since */
 	struct id_map autocast_off;
+	/* cache-other-dtype: the op its last occurrence was (one per op,
+	 * whatever the number of its arguments from the cache) */
+	int64_t other_dtype_pid;
+	uint64_t other_dtype_op;
 };
 
 /* Sets up the context for `ix`'s trace (the regions built), and frees it;
@@ -243,7 +247,8 @@ extern const int finding_policy_table_count;
  * file; each rule's comment says when it fires. */
 /* findings_ops.c */
 finding_event_rule finding_rule_banned_op, finding_rule_op_error,
-	finding_rule_stale_cache, finding_rule_cache_disabled;
+	finding_rule_stale_cache, finding_rule_cache_other_dtype,
+	finding_rule_cache_disabled;
 /* findings_dtype.c */
 finding_event_rule finding_rule_dtype_mismatch;
 /* findings_threads.c */

@@ -109,6 +109,21 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "modified in place (e.g. an optimizer step inside the "
 		       "region)",
 	},
+	[FINDING_CACHE_OTHER_DTYPE] = {
+		"cache-other-dtype", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = READS_CASTS,
+		.each = finding_rule_cache_other_dtype,
+		.fix = "exit the outermost region before autocasting to "
+		       "another dtype (the cache is emptied only then), or "
+		       "enter the inner region with cache_enabled=False",
+		.doc = "an op ran in a dtype other than its autocast region's "
+		       "(f16 in a bf16 region) because the cast cache handed it "
+		       "a copy an earlier region of that dtype made, within the "
+		       "same outermost region (torch keys the cache by the "
+		       "source tensor alone); names the op, its region, the "
+		       "dtype it ran in and the op and region the copy was made "
+		       "for. An op that failed on it is `op-error`'s",
+	},
 	[FINDING_BACKWARD_UNDER_AUTOCAST] = {
 		"backward-under-autocast", FINDING_WARNING, FINDING_FROM_EVENTS,
 		.reads = READS_OPS,
