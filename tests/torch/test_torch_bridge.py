@@ -291,6 +291,9 @@ def test_cache_dtypes():
     if p.stdout == "no f16\n":
         check("... (this torch has no f16 CPU autocast: nothing nested)",
               torch_release() < (2, 0), p.stdout)
+        check("... and no cache-other-dtype finding",
+              not [f for f in summary_json(path).get("findings", [])
+                   if f["kind"] == "cache-other-dtype"], path)
         return
     t = load(path)
     by_id = {a["op_id"]: a for a in ops(t)}
@@ -318,6 +321,19 @@ def test_cache_dtypes():
           "sibling's mm, say it came from an earlier region's cache",
           [f[:2] for f in failed] == [("linear", "bf16"), ("mm", "bf16")]
           and all(why in f[2] for f in failed), failed)
+    other = [f["message"] for f in summary_json(path).get("findings", [])
+             if f["kind"] == "cache-other-dtype"]
+    region = "scenario_cache_dtypes.py:%d"
+    check("cache-other-dtype: the one op that ran in f16 in a bf16 region, "
+          "the nested mm, named with its region and where its copy was made "
+          "(not the hits in f16's own nested region, nor the ops that failed)",
+          len(other) == 1 and
+          other[0].startswith("mm (op ") and
+          ("in the bf16 autocast region '%s' ran in f16, not bf16"
+           % (region % 32)) in other[0] and
+          "'weight' (argument 0) made for linear (op " in other[0] and
+          ("in the f16 autocast region '%s'" % (region % 25)) in other[0],
+          other)
 
 
 def counts_of(path):
