@@ -1311,11 +1311,6 @@ def test_functorch():
     if not has_torch_func():
         check("torch.func under autocast # SKIP no torch.func here", True)
         return
-    if FALLBACK:
-        # known gap: the modes record no autocast cast under torch.func
-        check("torch.func under autocast # SKIP not seen by the fallback's "
-              "modes", True)
-        return
     p, path = run("scenario_functorch.py", "grad", out="func_grad")
     t = load(path) if p.returncode == 0 else {"traceEvents": []}
     matmul = ops(t, "matmul")
@@ -1323,13 +1318,17 @@ def test_functorch():
           a.get("parent_op_id") == matmul[0]["op_id"]]
     got = autocast_casts(t, matmul[0]["op_id"]) if matmul else []
     called = [i["tensor"] for i in matmul[0]["inputs"]] if matmul else []
+    # the fallback sees the mm as matmul's own kernel, as it does without
+    # torch.func (the observer, the mm the layer dispatches again)
     check("grad(f), a matmul under autocast: its 2 casts f32->bf16, of "
           "its arguments, and the op inside it has one result",
           p.stdout == "(16, 3) torch.float32\n" and len(matmul) == 1 and
           [(arg, d) for arg, _, _, d in got] ==
           [(0, "f32->bf16"), (1, "f32->bf16")] and
           sorted(r for _, _, r, _ in got) == sorted(called) and
-          len(mm) == 1 and len(mm[0]["outputs"]) == 1,
+          (not [a for a in ops(t, "mm") if a["phase"] == "forward"]
+           if FALLBACK else
+           len(mm) == 1 and len(mm[0]["outputs"]) == 1),
           (p.stderr[-300:], matmul, got, mm))
     p, path = run("scenario_functorch.py", "explicit", out="func_explicit")
     t = load(path) if p.returncode == 0 else {"traceEvents": []}
@@ -1338,6 +1337,14 @@ def test_functorch():
           p.returncode == 0 and len(ops(t, "to")) >= 3 and not [
               c for c in casts(t) if c["phase"] == "forward"],
           (p.stderr[-300:], casts(t)))
+    if FALLBACK:
+        # vmap's layer decomposes the call below the function mode
+        # (linear into addmm of the weight transposed, the batch dims
+        # moved) and autocast casts those: no argument of a call the modes
+        # saw, so no cast can be tied to one
+        check("... per-sample gradients # SKIP the fallback's modes see "
+              "no call autocast wraps under vmap", True)
+        return
     p, path = run("scenario_functorch.py", "per_sample", out="func_vmap")
     t = load(path) if p.returncode == 0 else {"traceEvents": []}
     forward = [c for c in casts(t) if c["phase"] == "forward"]
