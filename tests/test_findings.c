@@ -1076,6 +1076,75 @@ START_TEST(test_cache_other_dtype)
 }
 END_TEST
 
+/* ----------------------------------- a dtype error raised through an op */
+
+/* Op `id` named `name` from `ts` for `dur` µs, failed, with autocast off:
+ * `inputs` its inputs' JSON, `types` and `dims` their profiler keys. */
+#define FAILED_OP(id, name, ts, dur, inputs, types, dims) \
+	"{\"name\":\"" name "\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
+	",\"pid\":1,\"tid\":1,\"dur\":" #dur ",\"args\":{\"op_id\":" #id \
+	",\"op\":\"" name "\",\"overload\":\"\",\"phase\":\"backward\"," \
+	"\"policy\":\"none\",\"device\":\"cpu\",\"emulated\":false," \
+	"\"autocast\":{\"enabled\":false,\"device\":\"cpu\",\"dtype\":" \
+	"\"bf16\",\"cache_enabled\":true,\"depth\":0,\"scope\":null}," \
+	"\"inputs\":[" inputs "],\"outputs\":[],\"Input type\":[" types \
+	"],\"Input Dims\":[" dims "],\"External id\":" #id ",\"status\":-1," \
+	"\"error\":\"raised an exception\"}}"
+#define MIXED_INPUTS \
+	"{\"tensor\":1,\"dtype\":\"bf16\",\"shape\":[2,2]},{\"tensor\":2," \
+	"\"dtype\":\"f32\",\"shape\":[2,2]}"
+#define MIXED_TYPES "\"c10::BFloat16\",\"float\""
+#define MIXED_DIMS "[2,2],[2,2]"
+/* An op of the thread that ran after the mm, inside the Function's
+ * backward (an except clause's). */
+#define OK_OP \
+	"{\"name\":\"add\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":7,\"pid\":1," \
+	"\"tid\":1,\"dur\":1,\"args\":{\"op_id\":5,\"op\":\"add\",\"overload\":" \
+	"\"Tensor\",\"phase\":\"backward\",\"policy\":\"none\",\"device\":" \
+	"\"cpu\",\"emulated\":false,\"autocast\":{\"enabled\":false," \
+	"\"device\":\"cpu\",\"dtype\":\"bf16\",\"cache_enabled\":true," \
+	"\"depth\":0,\"scope\":null},\"inputs\":[],\"outputs\":[]," \
+	"\"Input type\":[],\"Input Dims\":[],\"External id\":5}}"
+/* The bridge's text of the exception that ended the thread, on the
+ * Function's backward (op 3). */
+#define RAISED_DIAG \
+	"{\"name\":\"op-error\",\"cat\":\"amp.diag\",\"ph\":\"i\",\"ts\":20," \
+	"\"pid\":1,\"tid\":1,\"s\":\"t\",\"args\":{\"kind\":\"op-error\"," \
+	"\"message\":\"ProjectBackward (op 3) failed: RuntimeError: expected " \
+	"m1 and m2 to have the same dtype\",\"op_id\":3}}"
+
+START_TEST(test_dtype_error_raised_through)
+{
+	struct trace t;
+	struct findings f;
+
+	/* mm failed on mixed dtypes inside the Function's backward, which
+	 * raised its exception: one finding, with torch's text */
+	torch_trace(NULL, FAILED_OP(4, "mm", 5, 1, MIXED_INPUTS, MIXED_TYPES,
+				    MIXED_DIMS) ","
+		    FAILED_OP(3, "ProjectBackward", 4, 10, "", "", "") ","
+		    RAISED_DIAG, &t, &f);
+	const struct trace_finding *d = findings_get(&f, "dtype-mismatch");
+	ck_assert_msg(d && f.count == 1, "raised through:%s", describe(&f));
+	ck_assert_uint_eq(d->op_id, 4);
+	ck_assert_msg(strstr(d->message, "expected m1 and m2 to have the "
+				       "same dtype)"), "%s", d->message);
+	findings_free(&f);
+	trace_free(&t);
+	/* another op ran after the mm: the backward's failure may be its
+	 * own, an op-error beside the mm's dtype-mismatch */
+	torch_trace(NULL, FAILED_OP(4, "mm", 5, 1, MIXED_INPUTS, MIXED_TYPES,
+				    MIXED_DIMS) "," OK_OP ","
+		    FAILED_OP(3, "ProjectBackward", 4, 10, "", "", "") ","
+		    RAISED_DIAG, &t, &f);
+	ck_assert_msg(findings_get(&f, "dtype-mismatch") &&
+		      findings_get(&f, "op-error") && f.count == 2,
+		      "op between:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
 /* The table a trace's ops are judged by comes from its framework. */
 START_TEST(test_policy_table_of_trace)
 {
@@ -1143,6 +1212,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
+	tcase_add_test(kinds, test_dtype_error_raised_through);
 	suite_add_tcase(s, kinds);
 
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);

@@ -229,6 +229,11 @@ const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 bool finding_dtype_mismatch_explains(const struct trace_op *op);
 bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,
 				   uint64_t op_id);
+/* Whether failed op event `event` failed with the exception of an op
+ * inside it that is dtype-mismatch's (a custom Function's backward
+ * raising its mm's error): that finding is then its. */
+bool finding_failure_is_dtype_mismatch(struct findings_context *cx,
+				       size_t event);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table

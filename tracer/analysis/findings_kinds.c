@@ -77,7 +77,10 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.each = finding_rule_op_error,
 		.fix = "read the op's error in the trace",
 		.doc = "an op failed, not explained by `banned-op` or "
-		       "`dtype-mismatch` (the PyTorch bridge adds the "
+		       "`dtype-mismatch` (its own, or that of the op inside it "
+		       "whose exception it raised: a custom Function's "
+		       "backward and its mm are one finding; the PyTorch "
+		       "bridge adds the "
 		       "exception's text when it ended the program or a thread); "
 		       "in a step recorded as aggregates, which keep no inputs, "
 		       "a dtype mismatch is an op-error too",

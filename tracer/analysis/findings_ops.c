@@ -44,7 +44,8 @@ void finding_rule_banned_op(struct findings_context *cx, size_t i)
 }
 
 /* op-error: an op failed, and neither banned-op nor dtype-mismatch
- * explains why. */
+ * explains why (of it, or of the op inside it whose exception it
+ * raised). */
 void finding_rule_op_error(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
@@ -52,7 +53,8 @@ void finding_rule_op_error(struct findings_context *cx, size_t i)
 	char label[128];
 
 	if (!finding_op_failed(op) || is_banned(op) ||
-	    finding_dtype_mismatch_explains(op))
+	    finding_dtype_mismatch_explains(op) ||
+	    finding_failure_is_dtype_mismatch(cx, i))
 		return;
 	trace_op_label(op, label, sizeof label);
 	struct trace_finding *f =
