@@ -277,11 +277,11 @@ static size_t failed_inside(struct findings_context *cx, size_t i)
 		const struct trace_event *e = &cx->t->events[j];
 		if (e->pid != outer->pid || e->tid != outer->tid)
 			continue;
-		if (e->kind == TRACE_OP)
-			return runs_inside(e, outer) &&
-					       finding_op_failed(&e->op)
-				       ? j
-				       : SIZE_MAX;
+		if (e->kind == TRACE_OP) {
+			bool raised = runs_inside(e, outer) &&
+				      finding_op_failed(&e->op);
+			return raised ? j : SIZE_MAX;
+		}
 		if (e->ts + e->dur < outer->ts)
 			return SIZE_MAX;
 	}
@@ -299,9 +299,9 @@ static size_t failed_around(struct findings_context *cx, size_t i)
 		if (e->kind != TRACE_OP || e->pid != inner->pid ||
 		    e->tid != inner->tid)
 			continue;
-		return runs_inside(inner, e) && finding_op_failed(&e->op)
-			       ? j
-			       : SIZE_MAX;
+		bool raised = runs_inside(inner, e) &&
+			      finding_op_failed(&e->op);
+		return raised ? j : SIZE_MAX;
 	}
 	return SIZE_MAX;
 }

@@ -94,7 +94,8 @@ void finding_rule_stale_cache(struct findings_context *cx, size_t i)
 		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
 }
 
-/* "autocast region 'train.py:30'" or "unnamed autocast region". */
+/* "bf16 autocast region 'train.py:30'" or "unnamed bf16 autocast
+ * region". */
 static const char *region_label(const struct trace_autocast *a, char *buf,
 				size_t size)
 {

@@ -737,7 +737,9 @@ def _functorch_unwrap(torch):
     batched one) holds, or None for a tensor that is none (and for every
     tensor where torch has no torch.func)."""
     functorch = getattr(torch._C, "_functorch", None)
-    if functorch is None or not hasattr(functorch, "get_unwrapped"):
+    if not all(hasattr(functorch, name) for name in (
+            "get_unwrapped", "is_functorch_wrapped_tensor",
+            "is_batchedtensor")):
         return lambda t: None
     wrapped = functorch.is_functorch_wrapped_tensor
     batched = functorch.is_batchedtensor
