@@ -1142,6 +1142,20 @@ START_TEST(test_dtype_error_raised_through)
 		      "op between:%s", describe(&f));
 	findings_free(&f);
 	trace_free(&t);
+	/* the mm failed before the backward began (its error caught), the
+	 * backward's own failure follows with no op between: a separate
+	 * op-error, not the mm's raised through it */
+	torch_trace(NULL, FAILED_OP(4, "mm", 1, 1, MIXED_INPUTS, MIXED_TYPES,
+				    MIXED_DIMS) ","
+		    FAILED_OP(3, "ProjectBackward", 4, 10, "", "", "") ","
+		    RAISED_DIAG, &t, &f);
+	d = findings_get(&f, "dtype-mismatch");
+	ck_assert_msg(d && findings_get(&f, "op-error") && f.count == 2,
+		      "mm before it:%s", describe(&f));
+	ck_assert_msg(!strstr(d->message, "expected m1 and m2"),
+		      "the backward's text is not the mm's: %s", d->message);
+	findings_free(&f);
+	trace_free(&t);
 }
 END_TEST
 
