@@ -1013,8 +1013,11 @@ END_TEST
  * tensor `in` of `in_dtype`, output `out`, `extra` its error keys ("" or
  * ",\"status\":-1,\"error\":\"...\""). */
 #define REGION_MM(id, ts, dtype, scope, in, in_dtype, out, extra) \
+	REGION_MM_ON(1, id, ts, dtype, scope, in, in_dtype, out, extra)
+/* REGION_MM on thread `tid`. */
+#define REGION_MM_ON(tid, id, ts, dtype, scope, in, in_dtype, out, extra) \
 	"{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
-	",\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":" #id ",\"op\":" \
+	",\"pid\":1,\"tid\":" #tid ",\"dur\":1,\"args\":{\"op_id\":" #id ",\"op\":" \
 	"\"mm\",\"overload\":\"\",\"phase\":\"forward\",\"policy\":" \
 	"\"lower_precision_fp\",\"device\":\"cpu\",\"emulated\":false," \
 	"\"autocast\":{\"enabled\":true,\"device\":\"cpu\",\"dtype\":\"" \
@@ -1025,11 +1028,14 @@ END_TEST
 	"\"Input Dims\":[[2,2]],\"External id\":" #id extra "}}"
 /* The weight's (tensor 1's) cast to f16, tensor 7, for op `id`: `cache`
  * miss or hit. */
-#define WEIGHT_CAST(id, ts, cache) \
+#define WEIGHT_CAST(id, ts, cache) CAST_ON(1, id, ts, 0, 1, 7, cache)
+/* The cast to f16 of tensor `source`, argument `arg` of op `id` on thread
+ * `tid`, into tensor `result`. */
+#define CAST_ON(tid, id, ts, arg, source, result, cache) \
 	"{\"name\":\"cast f32->f16\",\"cat\":\"amp.cast\",\"ph\":\"X\"," \
-	"\"ts\":" #ts ",\"pid\":1,\"tid\":1,\"dur\":0,\"args\":{\"op_id\":" \
-	#id ",\"op\":\"mm\",\"phase\":\"forward\",\"arg\":0,\"tensor\":1," \
-	"\"result\":7,\"from\":\"f32\",\"to\":\"f16\",\"cache\":\"" cache \
+	"\"ts\":" #ts ",\"pid\":1,\"tid\":" #tid ",\"dur\":0,\"args\":{" \
+	"\"op_id\":" #id ",\"op\":\"mm\",\"phase\":\"forward\",\"arg\":" \
+	#arg ",\"tensor\":" #source ",\"result\":" #result ",\"from\":\"f32\",\"to\":\"f16\",\"cache\":\"" cache \
 	"\",\"reason\":\"cached\",\"bytes\":0,\"shape\":[2,2],\"name\":" \
 	"\"fc.weight\",\"requires_grad\":true,\"leaf\":true}}"
 /* mm (op 2) in an f16 region casts the weight; mm (op 3), in a region
@@ -1057,6 +1063,24 @@ START_TEST(test_cache_other_dtype)
 		      d->message);
 	ck_assert_int_eq(d->severity, FINDING_WARNING);
 	ck_assert_uint_eq(d->op_id, 3);
+	findings_free(&f);
+	trace_free(&t);
+	/* op 3's two hits with thread 2's between them: one occurrence of
+	 * op 3 (and one of thread 2's op, its region another site) */
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CAST_ON(1, 2, 2, 0, 1, 7, "miss") ","
+		    CAST_ON(1, 2, 2, 1, 11, 17, "miss") ","
+		    REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") ","
+		    CAST_ON(2, 12, 3, 0, 21, 27, "miss") ","
+		    REGION_MM_ON(2, 12, 3, "f16", "outer2", 27, "f16", 28, "") ","
+		    CAST_ON(1, 3, 4, 0, 1, 7, "hit") ","
+		    CAST_ON(2, 13, 4, 0, 21, 27, "hit") ","
+		    CAST_ON(1, 3, 4, 1, 11, 17, "hit") ","
+		    REGION_MM(3, 4, "bf16", "inner", 7, "f16", 9, "") ","
+		    REGION_MM_ON(2, 13, 4, "bf16", "inner2", 27, "f16", 29, ""),
+		    &t, &f);
+	ck_assert_msg(f.count == 2 && f.items[0].count == 1 &&
+		      f.items[1].count == 1, "interleaved:%s", describe(&f));
 	findings_free(&f);
 	trace_free(&t);
 	/* a nested region of the cast's own dtype: the cache as meant */

@@ -25,6 +25,8 @@ void findings_context_free(struct findings_context *cx)
 	finding_origins_free(cx, &cx->origins);
 	cx->failed |= cx->autocast_off.failed;
 	id_map_free(&cx->autocast_off);
+	cx->failed |= cx->other_dtype_ops.failed;
+	id_map_free(&cx->other_dtype_ops);
 }
 
 /* snprintf that may cut: messages and labels are cut on purpose. */

@@ -141,10 +141,10 @@ struct findings_context {
 	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
 	 * outside any region ran with autocast off, no region event since */
 	struct id_map autocast_off;
-	/* cache-other-dtype: the op its last occurrence was (one per op,
-	 * whatever the number of its arguments from the cache) */
-	int64_t other_dtype_pid;
-	uint64_t other_dtype_op;
+	/* cache-other-dtype: (pid, op_id) -> 1 for each op reported (one
+	 * per op, whatever the number of its arguments from the cache, and
+	 * other threads' casts may come between them) */
+	struct id_map other_dtype_ops;
 };
 
 /* Sets up the context for `ix`'s trace (the regions built), and frees it;

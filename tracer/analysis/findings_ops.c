@@ -146,10 +146,11 @@ void finding_rule_cache_other_dtype(struct findings_context *cx, size_t i)
 	    !op->autocast->enabled || !op->autocast->dtype ||
 	    !strcmp(op->autocast->dtype, c->to))
 		return;
-	if (cx->other_dtype_pid == e->pid && cx->other_dtype_op == c->op_id)
+	size_t *reported = id_map_find(&cx->other_dtype_ops, e->pid, c->op_id,
+				       true);
+	if (!reported || *reported)
 		return;
-	cx->other_dtype_pid = e->pid;
-	cx->other_dtype_op = c->op_id;
+	*reported = 1;
 	trace_op_label(op, label, sizeof label);
 	region_label(op->autocast, region, sizeof region);
 	char site[400];
