@@ -360,6 +360,51 @@ static void mismatch(bool fixed)
 static void mode_mismatch(void) { mismatch(false); }
 static void mode_mismatch_fixed(void) { mismatch(true); }
 
+/* ---------------------------------------- the cache's copy in a dtype */
+
+/* mm(w, v) of two weights in an f16 region, then again in a bf16 region
+ * nested in it: the cache, keyed by each weight alone, hands the nested
+ * mm both f16 copies and it runs in f16 without a word.  fixed: the bf16
+ * region follows the f16 one instead of nesting in it, the cache emptied
+ * between them. */
+static void cache_dtypes(bool fixed)
+{
+	amp_tensor *w = weight(16, 16, "layer.weight");
+	amp_tensor *v = weight(16, 16, "other.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_F16, "outer");
+	amp_tensor_free(check(amp_mm(w, v), "mm"));
+	if (fixed)
+		amp_autocast_exit();
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "inner");
+	amp_tensor_free(check(amp_mm(w, v), "mm"));
+	amp_autocast_exit();
+	if (!fixed)
+		amp_autocast_exit();
+	amp_tensor *done[] = { w, v };
+	free_all(done, 2);
+}
+
+static void mode_cache_dtypes(void) { cache_dtypes(false); }
+static void mode_cache_dtypes_fixed(void) { cache_dtypes(true); }
+
+/* The same nesting with one dtype: the nested mm's hits are in the
+ * region's dtype, as the cache is meant to serve. */
+static void mode_cache_same_dtype(void)
+{
+	amp_tensor *w = weight(16, 16, "layer.weight");
+	amp_tensor *v = weight(16, 16, "other.weight");
+
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "outer");
+	amp_tensor_free(check(amp_mm(w, v), "mm"));
+	enter(AMP_DEVICE_CPU, AMP_DTYPE_BF16, "inner");
+	amp_tensor_free(check(amp_mm(w, v), "mm"));
+	amp_autocast_exit();
+	amp_autocast_exit();
+	amp_tensor *done[] = { w, v };
+	free_all(done, 2);
+}
+
 /* ------------------------------------------------ overflow, underflow */
 
 /* mm of 64-wide rows of 300s: each sum is 5.76e6, above f16's 65504. */
@@ -529,6 +574,9 @@ static const struct {
 	{ "thread-own", mode_thread_own },
 	{ "mismatch", mode_mismatch },
 	{ "mismatch-fixed", mode_mismatch_fixed },
+	{ "cache-dtypes", mode_cache_dtypes },
+	{ "cache-dtypes-fixed", mode_cache_dtypes_fixed },
+	{ "cache-same-dtype", mode_cache_same_dtype },
 	{ "overflow", mode_overflow },
 	{ "no-overflow", mode_no_overflow },
 	{ "underflow", mode_underflow },

@@ -91,6 +91,12 @@ static const struct {
 	{ "backward-under-autocast", "backward-inside", "backward-outside",
 	  "'loop' autocast region" },
 	{ "stale-cache", "backward-inside", "backward-outside", "layer.weight" },
+	{ "cache-other-dtype", "cache-dtypes", "cache-dtypes-fixed",
+	  "mm (op 6) in the bf16 autocast region 'inner' ran in f16, not bf16: "
+	  "autocast's cache handed it the f16 copy of tensor 2 "
+	  "'layer.weight' (argument 0) made for mm (op 5) in the f16 "
+	  "autocast region 'outer'" },
+	{ "cache-other-dtype", "cache-dtypes", "cache-same-dtype", "f16" },
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
 	  "while thread 1" },
@@ -1146,6 +1152,182 @@ START_TEST(test_divergence_jit_cast)
 }
 END_TEST
 
+/* ------------------------------------------------- cache-other-dtype */
+
+/* Op `id` (mm) at time `ts` in a region of `dtype` named `scope`: input
+ * tensor `in` of `in_dtype`, output `out`, `extra` its error keys ("" or
+ * ",\"status\":-1,\"error\":\"...\""). */
+#define REGION_MM(id, ts, dtype, scope, in, in_dtype, out, extra) \
+	REGION_MM_ON(1, id, ts, dtype, scope, in, in_dtype, out, extra)
+/* REGION_MM on thread `tid`. */
+#define REGION_MM_ON(tid, id, ts, dtype, scope, in, in_dtype, out, extra) \
+	"{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
+	",\"pid\":1,\"tid\":" #tid ",\"dur\":1,\"args\":{\"op_id\":" #id ",\"op\":" \
+	"\"mm\",\"overload\":\"\",\"phase\":\"forward\",\"policy\":" \
+	"\"lower_precision_fp\",\"device\":\"cpu\",\"emulated\":false," \
+	"\"autocast\":{\"enabled\":true,\"device\":\"cpu\",\"dtype\":\"" \
+	dtype "\",\"cache_enabled\":true,\"depth\":1,\"scope\":\"" scope \
+	"\"},\"inputs\":[{\"tensor\":" #in ",\"dtype\":\"" in_dtype "\"," \
+	"\"shape\":[2,2]}],\"outputs\":[{\"tensor\":" #out ",\"dtype\":\"" \
+	in_dtype "\",\"shape\":[2,2]}],\"Input type\":[\"float\"]," \
+	"\"Input Dims\":[[2,2]],\"External id\":" #id extra "}}"
+/* The weight's (tensor 1's) cast to f16, tensor 7, for op `id`: `cache`
+ * miss or hit. */
+#define WEIGHT_CAST(id, ts, cache) CAST_ON(1, id, ts, 0, 1, 7, cache)
+/* The cast to f16 of tensor `source`, argument `arg` of op `id` on thread
+ * `tid`, into tensor `result`. */
+#define CAST_ON(tid, id, ts, arg, source, result, cache) \
+	"{\"name\":\"cast f32->f16\",\"cat\":\"amp.cast\",\"ph\":\"X\"," \
+	"\"ts\":" #ts ",\"pid\":1,\"tid\":" #tid ",\"dur\":0,\"args\":{" \
+	"\"op_id\":" #id ",\"op\":\"mm\",\"phase\":\"forward\",\"arg\":" \
+	#arg ",\"tensor\":" #source ",\"result\":" #result ",\"from\":\"f32\",\"to\":\"f16\",\"cache\":\"" cache \
+	"\",\"reason\":\"cached\",\"bytes\":0,\"shape\":[2,2],\"name\":" \
+	"\"fc.weight\",\"requires_grad\":true,\"leaf\":true}}"
+/* mm (op 2) in an f16 region casts the weight; mm (op 3), in a region
+ * of `dtype` nested in it, gets that copy from the cache. */
+#define CACHED_TWICE(dtype, extra) \
+	WEIGHT_CAST(2, 2, "miss") "," \
+	REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") "," \
+	WEIGHT_CAST(3, 4, "hit") "," \
+	REGION_MM(3, 4, dtype, "inner", 7, "f16", 9, extra)
+
+START_TEST(test_cache_other_dtype)
+{
+	struct trace t;
+	struct findings f;
+
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CACHED_TWICE("bf16", ""), &t, &f);
+	const struct trace_finding *d = findings_get(&f, "cache-other-dtype");
+	ck_assert_msg(d, "none:%s", describe(&f));
+	ck_assert_msg(strstr(d->message, "mm (op 3) in the bf16 autocast region "
+				       "'inner' ran in f16, not bf16") &&
+		      strstr(d->message, "tensor 1 'fc.weight'") &&
+		      strstr(d->message, "made for mm (op 2) in the f16 "
+				       "autocast region 'outer'"), "%s",
+		      d->message);
+	ck_assert_int_eq(d->severity, FINDING_WARNING);
+	ck_assert_uint_eq(d->op_id, 3);
+	findings_free(&f);
+	trace_free(&t);
+	/* op 3's two hits with thread 2's between them: one occurrence of
+	 * op 3 (and one of thread 2's op, its region another site) */
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CAST_ON(1, 2, 2, 0, 1, 7, "miss") ","
+		    CAST_ON(1, 2, 2, 1, 11, 17, "miss") ","
+		    REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") ","
+		    CAST_ON(2, 12, 3, 0, 21, 27, "miss") ","
+		    REGION_MM_ON(2, 12, 3, "f16", "outer2", 27, "f16", 28, "") ","
+		    CAST_ON(1, 3, 4, 0, 1, 7, "hit") ","
+		    CAST_ON(2, 13, 4, 0, 21, 27, "hit") ","
+		    CAST_ON(1, 3, 4, 1, 11, 17, "hit") ","
+		    REGION_MM(3, 4, "bf16", "inner", 7, "f16", 9, "") ","
+		    REGION_MM_ON(2, 13, 4, "bf16", "inner2", 27, "f16", 29, ""),
+		    &t, &f);
+	ck_assert_msg(f.count == 2 && f.items[0].count == 1 &&
+		      f.items[1].count == 1, "interleaved:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+	/* a nested region of the cast's own dtype: the cache as meant */
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CACHED_TWICE("f16", ""), &t, &f);
+	ck_assert_msg(f.count == 0, "same dtype:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+	/* the op failed on it: op-error's, not a second finding */
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CACHED_TWICE("bf16", ",\"status\":-1,\"error\":\"raised\""),
+		    &t, &f);
+	ck_assert_msg(!findings_get(&f, "cache-other-dtype") &&
+		      findings_get(&f, "op-error"), "failed:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
+/* ----------------------------------- a dtype error raised through an op */
+
+/* Op `id` named `name` from `ts` for `dur` µs, failed, with autocast off:
+ * `inputs` its inputs' JSON, `types` and `dims` their profiler keys. */
+#define FAILED_OP(id, name, ts, dur, inputs, types, dims) \
+	"{\"name\":\"" name "\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
+	",\"pid\":1,\"tid\":1,\"dur\":" #dur ",\"args\":{\"op_id\":" #id \
+	",\"op\":\"" name "\",\"overload\":\"\",\"phase\":\"backward\"," \
+	"\"policy\":\"none\",\"device\":\"cpu\",\"emulated\":false," \
+	"\"autocast\":{\"enabled\":false,\"device\":\"cpu\",\"dtype\":" \
+	"\"bf16\",\"cache_enabled\":true,\"depth\":0,\"scope\":null}," \
+	"\"inputs\":[" inputs "],\"outputs\":[],\"Input type\":[" types \
+	"],\"Input Dims\":[" dims "],\"External id\":" #id ",\"status\":-1," \
+	"\"error\":\"raised an exception\"}}"
+#define MIXED_INPUTS \
+	"{\"tensor\":1,\"dtype\":\"bf16\",\"shape\":[2,2]},{\"tensor\":2," \
+	"\"dtype\":\"f32\",\"shape\":[2,2]}"
+#define MIXED_TYPES "\"c10::BFloat16\",\"float\""
+#define MIXED_DIMS "[2,2],[2,2]"
+/* An op of the thread that ran after the mm, inside the Function's
+ * backward (an except clause's). */
+#define OK_OP \
+	"{\"name\":\"add\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":7,\"pid\":1," \
+	"\"tid\":1,\"dur\":1,\"args\":{\"op_id\":5,\"op\":\"add\",\"overload\":" \
+	"\"Tensor\",\"phase\":\"backward\",\"policy\":\"none\",\"device\":" \
+	"\"cpu\",\"emulated\":false,\"autocast\":{\"enabled\":false," \
+	"\"device\":\"cpu\",\"dtype\":\"bf16\",\"cache_enabled\":true," \
+	"\"depth\":0,\"scope\":null},\"inputs\":[],\"outputs\":[]," \
+	"\"Input type\":[],\"Input Dims\":[],\"External id\":5}}"
+/* The bridge's text of the exception that ended the thread, on the
+ * Function's backward (op 3). */
+#define RAISED_DIAG \
+	"{\"name\":\"op-error\",\"cat\":\"amp.diag\",\"ph\":\"i\",\"ts\":20," \
+	"\"pid\":1,\"tid\":1,\"s\":\"t\",\"args\":{\"kind\":\"op-error\"," \
+	"\"message\":\"ProjectBackward (op 3) failed: RuntimeError: expected " \
+	"m1 and m2 to have the same dtype\",\"op_id\":3}}"
+
+START_TEST(test_dtype_error_raised_through)
+{
+	struct trace t;
+	struct findings f;
+
+	/* mm failed on mixed dtypes inside the Function's backward, which
+	 * raised its exception: one finding, with torch's text */
+	torch_trace(NULL, FAILED_OP(4, "mm", 5, 1, MIXED_INPUTS, MIXED_TYPES,
+				    MIXED_DIMS) ","
+		    FAILED_OP(3, "ProjectBackward", 4, 10, "", "", "") ","
+		    RAISED_DIAG, &t, &f);
+	const struct trace_finding *d = findings_get(&f, "dtype-mismatch");
+	ck_assert_msg(d && f.count == 1, "raised through:%s", describe(&f));
+	ck_assert_uint_eq(d->op_id, 4);
+	ck_assert_msg(strstr(d->message, "expected m1 and m2 to have the "
+				       "same dtype)"), "%s", d->message);
+	findings_free(&f);
+	trace_free(&t);
+	/* another op ran after the mm: the backward's failure may be its
+	 * own, an op-error beside the mm's dtype-mismatch */
+	torch_trace(NULL, FAILED_OP(4, "mm", 5, 1, MIXED_INPUTS, MIXED_TYPES,
+				    MIXED_DIMS) "," OK_OP ","
+		    FAILED_OP(3, "ProjectBackward", 4, 10, "", "", "") ","
+		    RAISED_DIAG, &t, &f);
+	ck_assert_msg(findings_get(&f, "dtype-mismatch") &&
+		      findings_get(&f, "op-error") && f.count == 2,
+		      "op between:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+	/* the mm failed before the backward began (its error caught), the
+	 * backward's own failure follows with no op between: a separate
+	 * op-error, not the mm's raised through it */
+	torch_trace(NULL, FAILED_OP(4, "mm", 1, 1, MIXED_INPUTS, MIXED_TYPES,
+				    MIXED_DIMS) ","
+		    FAILED_OP(3, "ProjectBackward", 4, 10, "", "", "") ","
+		    RAISED_DIAG, &t, &f);
+	d = findings_get(&f, "dtype-mismatch");
+	ck_assert_msg(d && findings_get(&f, "op-error") && f.count == 2,
+		      "mm before it:%s", describe(&f));
+	ck_assert_msg(!strstr(d->message, "expected m1 and m2"),
+		      "the backward's text is not the mm's: %s", d->message);
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
 /* The table a trace's ops are judged by comes from its framework. */
 START_TEST(test_policy_table_of_trace)
 {
@@ -1218,6 +1400,8 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_divergence_no_region);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
+	tcase_add_test(kinds, test_cache_other_dtype);
+	tcase_add_test(kinds, test_dtype_error_raised_through);
 	suite_add_tcase(s, kinds);
 
 	tcase_add_unchecked_fixture(samples, make_dir, remove_dir);

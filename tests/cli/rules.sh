@@ -81,7 +81,7 @@ refused 'no finding stale-cach' "1:12: expected a finding kind"
 check "a misspelt kind: did you mean" err_has "got 'stale-cach'; did you mean stale-cache?"
 cp "$tmp/err" "$tmp/kinds.err"
 for kind in process-died dtype-mismatch banned-op fp16-overflow scaler-collapse \
-	op-error recording-stopped producer-contract stale-cache \
+	op-error recording-stopped producer-contract stale-cache cache-other-dtype \
 	backward-under-autocast \
 	autocast-off-in-thread policy-divergence cache-growth scaler-skipped-step \
 	cast-underflow redundant-cast cache-disabled; do

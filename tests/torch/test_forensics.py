@@ -306,6 +306,14 @@ def test_gradient_cast():
           "program's own cast" not in m[0]["message"] and
           "custom Function's backward" in m[0]["fix"],
           (p.stderr[-300:], findings(js)))
+    # torch's text is the exception the Function's backward raised: the
+    # mm's, which failed inside it (the program's last line of stderr)
+    raised = p.stderr.strip().splitlines()[-1].split(": ", 1)[-1]
+    check("gradient: one finding, dtype-mismatch on the mm with torch's "
+          "text, not an op-error of the Function's backward that raised it",
+          len(m) == 1 and not findings(js, "op-error") and
+          raised.startswith("expected ") and raised in m[0]["message"],
+          (raised, findings(js)))
     p, path = run("scenario_dtype", "gradient-fixed")
     _, js = summary(path)
     check("gradient, fixed (grad.float()): no dtype-mismatch, no op-error",

@@ -101,6 +101,8 @@ else:  # early-stopped recomputes, f16 CPU autocast
         STOP_BELOW
     KNOWN_FAILURES["the nested bf16 region's mm got both weights from "
                    "the cache"] = ALL_HITS
+    KNOWN_FAILURES["cache-other-dtype: the one op that ran in f16"] = \
+        ALL_HITS
 
 # Ops one trace has and the other not (op-added/op-removed of `amptrace
 # diff` observer -> fallback), by phase, and why.

@@ -60,10 +60,15 @@ void finding_fold_diag(struct findings_context *cx, size_t i)
 
 	if (!d->kind)
 		return;
-	/* the bridge's text of a dtype error is in its dtype-mismatch */
-	if (!strcmp(d->kind, "op-error") &&
-	    finding_op_has_dtype_mismatch(cx, e->pid, d->op_id))
-		return;
+	/* the bridge's text of a dtype error is in its dtype-mismatch, the
+	 * op's own or that of the op inside it whose exception it raised */
+	if (!strcmp(d->kind, "op-error") && d->op_id) {
+		size_t op = id_map_get(&cx->ix->ops, e->pid, d->op_id);
+		if (finding_op_has_dtype_mismatch(cx, e->pid, d->op_id) ||
+		    (op != SIZE_MAX &&
+		     finding_failure_is_dtype_mismatch(cx, op)))
+			return;
+	}
 	/* a finding amptrace appended earlier: already computed */
 	if (k && k->source == FINDING_FROM_EVENTS) {
 		for (size_t f = 0; f < cx->out->count; f++) {

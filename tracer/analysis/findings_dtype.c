@@ -286,17 +286,83 @@ static const char *const cause_fix[] = {
 	[CAUSE_OTHER] = "cast the op's inputs to one dtype",
 };
 
+/* Whether op event `inner` ran inside op event `outer` (one thread). */
+static bool runs_inside(const struct trace_event *inner,
+			const struct trace_event *outer)
+{
+	return inner->pid == outer->pid && inner->tid == outer->tid &&
+	       inner->ts >= outer->ts &&
+	       inner->ts + inner->dur <= outer->ts + outer->dur;
+}
+
+/* The op that failed with op event i's exception: the op of its thread
+ * that ended right before it, when that one ran inside it and failed
+ * (its exception came out of i: a custom Function's backward raising
+ * the error of the mm in it); else SIZE_MAX.  The walk back stops at
+ * the thread's previous op, or at an event of the thread that ended
+ * before i began. */
+static size_t failed_inside(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *outer = &cx->t->events[i];
+
+	for (size_t j = i; j-- > 0;) {
+		const struct trace_event *e = &cx->t->events[j];
+		if (e->pid != outer->pid || e->tid != outer->tid)
+			continue;
+		if (e->kind == TRACE_OP) {
+			bool raised = runs_inside(e, outer) &&
+				      finding_op_failed(&e->op);
+			return raised ? j : SIZE_MAX;
+		}
+		if (e->ts + e->dur < outer->ts)
+			return SIZE_MAX;
+	}
+	return SIZE_MAX;
+}
+
+/* The failed op around op event i whose failure is i's (failed_inside
+ * of it is i), or SIZE_MAX: the thread's next op. */
+static size_t failed_around(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *inner = &cx->t->events[i];
+
+	for (size_t j = i + 1; j < cx->t->nevents; j++) {
+		const struct trace_event *e = &cx->t->events[j];
+		if (e->kind != TRACE_OP || e->pid != inner->pid ||
+		    e->tid != inner->tid)
+			continue;
+		bool raised = runs_inside(inner, e) &&
+			      finding_op_failed(&e->op);
+		return raised ? j : SIZE_MAX;
+	}
+	return SIZE_MAX;
+}
+
+/* How many ops around one an exception is followed out of: a Function's
+ * backward in a checkpoint's in a hook's is deep already. */
+#define FAILED_AROUND_DEPTH 8
+
 /* The exception text the bridge attached to the op (its op-error diag),
- * or NULL. */
+ * or to an op around it that failed with its exception (the one that
+ * ended the program: the Function's backward the mm raised in), or
+ * NULL. */
 static const char *torch_message(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
+	uint64_t failed[FAILED_AROUND_DEPTH];
+	int n = 0;
 
+	for (size_t k = i; k != SIZE_MAX && n < FAILED_AROUND_DEPTH;
+	     k = failed_around(cx, k))
+		failed[n++] = cx->t->events[k].op.op_id;
 	for (size_t j = i + 1; j < cx->t->nevents; j++) {
 		const struct trace_event *d = &cx->t->events[j];
-		if (d->kind == TRACE_DIAG && d->pid == e->pid &&
-		    d->diag.op_id == e->op.op_id && same(d->diag.kind, "op-error"))
-			return d->diag.message;
+		if (d->kind != TRACE_DIAG || d->pid != e->pid ||
+		    !same(d->diag.kind, "op-error"))
+			continue;
+		for (int k = 0; k < n; k++)
+			if (d->diag.op_id == failed[k])
+				return d->diag.message;
 	}
 	return NULL;
 }
@@ -383,6 +449,21 @@ void finding_rule_dtype_mismatch(struct findings_context *cx, size_t i)
 			   : op->error ? op->error : "failed",
 		     low_name, op->inputs[low].info->dtype, low_from, full_name,
 		     op->inputs[full].info->dtype, full_from);
+}
+
+bool finding_failure_is_dtype_mismatch(struct findings_context *cx,
+				       size_t event)
+{
+	size_t k = event;
+
+	for (int depth = 0; depth < FAILED_AROUND_DEPTH; depth++) {
+		k = failed_inside(cx, k);
+		if (k == SIZE_MAX)
+			return false;
+		if (finding_dtype_mismatch_explains(&cx->t->events[k].op))
+			return true;
+	}
+	return false;
 }
 
 bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,

@@ -173,6 +173,10 @@ struct findings_context {
 	/* policy-divergence: (pid, tid) -> 1 while the thread's last op
 	 * outside any region ran with autocast off, no region event since */
 	struct id_map autocast_off;
+	/* cache-other-dtype: (pid, op_id) -> 1 for each op reported (one
+	 * per op, whatever the number of its arguments from the cache, and
+	 * other threads' casts may come between them) */
+	struct id_map other_dtype_ops;
 };
 
 /* Sets up the context for `ix`'s trace (the regions built), and frees it;
@@ -257,6 +261,11 @@ const char *finding_op_with_layer(struct findings_context *cx, int64_t pid,
 bool finding_dtype_mismatch_explains(const struct trace_op *op);
 bool finding_op_has_dtype_mismatch(struct findings_context *cx, int64_t pid,
 				   uint64_t op_id);
+/* Whether failed op event `event` failed with the exception of an op
+ * inside it that is dtype-mismatch's (a custom Function's backward
+ * raising its mm's error): that finding is then its. */
+bool finding_failure_is_dtype_mismatch(struct findings_context *cx,
+				       size_t event);
 
 /* low_precision_ops.c (generated from libamp's policy table): the ops of
  * PyTorch's lower-precision lists, sorted by name, each with the table
@@ -275,7 +284,8 @@ extern const int finding_policy_table_count;
  * file; each rule's comment says when it fires. */
 /* findings_ops.c */
 finding_event_rule finding_rule_banned_op, finding_rule_op_error,
-	finding_rule_stale_cache, finding_rule_cache_disabled;
+	finding_rule_stale_cache, finding_rule_cache_other_dtype,
+	finding_rule_cache_disabled;
 /* findings_dtype.c */
 finding_event_rule finding_rule_dtype_mismatch;
 /* findings_threads.c */

@@ -77,7 +77,10 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.each = finding_rule_op_error,
 		.fix = "read the op's error in the trace",
 		.doc = "an op failed, not explained by `banned-op` or "
-		       "`dtype-mismatch` (the PyTorch bridge adds the "
+		       "`dtype-mismatch` (its own, or that of the op inside it "
+		       "whose exception it raised: a custom Function's "
+		       "backward and its mm are one finding; the PyTorch "
+		       "bridge adds the "
 		       "exception's text when it ended the program or a thread); "
 		       "in a step recorded as aggregates, which keep no inputs, "
 		       "a dtype mismatch is an op-error too",
@@ -110,6 +113,21 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.doc = "a cast was served from the cache after its source was "
 		       "modified in place (e.g. an optimizer step inside the "
 		       "region)",
+	},
+	[FINDING_CACHE_OTHER_DTYPE] = {
+		"cache-other-dtype", FINDING_WARNING, FINDING_FROM_EVENTS,
+		.reads = READS_CASTS,
+		.each = finding_rule_cache_other_dtype,
+		.fix = "exit the outermost region before autocasting to "
+		       "another dtype (the cache is emptied only then), or "
+		       "enter the inner region with cache_enabled=False",
+		.doc = "an op ran in a dtype other than its autocast region's "
+		       "(f16 in a bf16 region) because the cast cache handed it "
+		       "a copy an earlier region of that dtype made, within the "
+		       "same outermost region (torch keys the cache by the "
+		       "source tensor alone); names the op, its region, the "
+		       "dtype it ran in and the op and region the copy was made "
+		       "for. An op that failed on it is `op-error`'s",
 	},
 	[FINDING_BACKWARD_UNDER_AUTOCAST] = {
 		"backward-under-autocast", FINDING_WARNING, FINDING_FROM_EVENTS,

@@ -1,6 +1,6 @@
 /* The rules about one op or one cast at a time (findings_internal.h):
- * banned-op, op-error, stale-cache, cache-disabled (dtype-mismatch:
- * findings_dtype.c). */
+ * banned-op, op-error, stale-cache, cache-other-dtype, cache-disabled
+ * (dtype-mismatch: findings_dtype.c). */
 #include "findings_internal.h"
 
 #include <string.h>
@@ -44,7 +44,8 @@ void finding_rule_banned_op(struct findings_context *cx, size_t i)
 }
 
 /* op-error: an op failed, and neither banned-op nor dtype-mismatch
- * explains why. */
+ * explains why (of it, or of the op inside it whose exception it
+ * raised). */
 void finding_rule_op_error(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
@@ -52,7 +53,8 @@ void finding_rule_op_error(struct findings_context *cx, size_t i)
 	char label[128];
 
 	if (!finding_op_failed(op) || is_banned(op) ||
-	    finding_dtype_mismatch_explains(op))
+	    finding_dtype_mismatch_explains(op) ||
+	    finding_failure_is_dtype_mismatch(cx, i))
 		return;
 	trace_op_label(op, label, sizeof label);
 	struct trace_finding *f =
@@ -90,6 +92,90 @@ void finding_rule_stale_cache(struct findings_context *cx, size_t i)
 		     finding_op_label(cx, e->pid, c->op_id, label, sizeof label),
 		     (unsigned long long)c->op_id, c->from, c->to,
 		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+}
+
+/* "bf16 autocast region 'train.py:30'" or "unnamed bf16 autocast
+ * region". */
+static const char *region_label(const struct trace_autocast *a, char *buf,
+				size_t size)
+{
+	if (a->scope)
+		finding_text(buf, size, "%s autocast region '%s'", a->dtype,
+			     a->scope);
+	else
+		finding_text(buf, size, "unnamed %s autocast region", a->dtype);
+	return buf;
+}
+
+/* "linear (op 5) in the f16 autocast region 'train.py:26'": the op the
+ * cached copy `result` was made for, from the miss that made it. */
+static const char *copy_maker(struct findings_context *cx, int64_t pid,
+			      uint64_t result, char *buf, size_t size)
+{
+	size_t i = id_map_get(&cx->ix->producer, pid, result);
+	const struct trace_op *op = NULL;
+	char label[128], region[160];
+
+	if (i != SIZE_MAX && cx->t->events[i].kind == TRACE_CAST)
+		op = finding_op_of(cx, pid, cx->t->events[i].cast.op_id);
+	if (!op) {
+		finding_text(buf, size, "an op the trace does not show");
+		return buf;
+	}
+	finding_text(buf, size, "%s (op %llu) in the %s",
+		     trace_op_label(op, label, sizeof label),
+		     (unsigned long long)op->op_id,
+		     region_label(op->autocast, region, sizeof region));
+	return buf;
+}
+
+/* cache-other-dtype: a cache hit whose copy is in a dtype other than its
+ * op's region's (made by an earlier region of that dtype: torch keys the
+ * cache by the source alone), for an op that ran on it.  One per op. */
+void finding_rule_cache_other_dtype(struct findings_context *cx, size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_cast *c = &e->cast;
+	char label[128], tensor[192], region[160], maker[320];
+
+	if (!c->cache || c->cache[0] != 'h' || strcmp(c->cache, "hit") ||
+	    !finding_is_low_precision(c->to))
+		return;
+	const struct trace_op *op = finding_op_of(cx, e->pid, c->op_id);
+	if (!op || op->incomplete || finding_op_failed(op) ||
+	    !op->autocast->enabled || !op->autocast->dtype ||
+	    !strcmp(op->autocast->dtype, c->to))
+		return;
+	size_t *reported = id_map_find(&cx->other_dtype_ops, e->pid, c->op_id,
+				       true);
+	if (!reported || *reported)
+		return;
+	*reported = 1;
+	trace_op_label(op, label, sizeof label);
+	region_label(op->autocast, region, sizeof region);
+	char site[400];
+	finding_text(site, sizeof site, "%s in %s ran in %s", label, region,
+		     c->to);
+	struct trace_finding *f =
+		finding_of(cx, FINDING_CACHE_OTHER_DTYPE, site, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = c->op_id;
+	f->tensor = c->tensor;
+	finding_text(f->message, sizeof f->message,
+		     "%s (op %llu) in the %s ran in %s, not %s: autocast's cache "
+		     "handed it the %s copy of %s (argument %d) made for %s, "
+		     "within the same outermost region%s%s; torch keys its cast "
+		     "cache by the source tensor alone and empties it only when "
+		     "the outermost region exits",
+		     label, (unsigned long long)op->op_id, region, c->to,
+		     op->autocast->dtype, c->to,
+		     finding_tensor_label(cx, e->pid, c->tensor, tensor,
+					  sizeof tensor),
+		     c->arg, copy_maker(cx, e->pid, c->result, maker,
+					sizeof maker),
+		     op->noutputs ? "; its output is " : "",
+		     op->noutputs ? op->outputs[0].info->dtype : "");
 }
 
 /* cache-disabled: a cacheable cast redone (cache_enabled off). */

@@ -6,9 +6,12 @@ code.
         train_steps()
     log.summary()  # {"casts": {...}, "outputs": {...}}
 
-- casts: each aten `_to_copy` that changes a tensor's dtype, below
-  autocast (a TorchDispatchMode sees autocast's casts as `_to_copy`;
-  a cache hit dispatches nothing), by phase and direction:
+- casts: each aten `_to_copy` or `to` that changes a tensor's dtype,
+  below autocast (a TorchDispatchMode sees autocast's casts as
+  `_to_copy`, but as `to.dtype` under torch.inference_mode, where no
+  autograd key decomposes `to` first: one call either way, the
+  `_to_copy` inside a `to` running below the mode; a cache hit
+  dispatches nothing), by phase and direction:
     forward   autocast's: not inside one of the program's own conversions
               (Tensor.to/float/half/... seen by a TorchFunctionMode),
     explicit  the program's own conversions, in forward,
@@ -35,6 +38,8 @@ SHORT = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16",
 CONVERSIONS = {"to", "float", "half", "bfloat16", "double", "type",
                "type_as"}
 BACKWARD = {"backward", "grad"}
+# The aten ops a cast reaches the dispatch mode as (see casts above).
+CASTS = {torch.ops.aten._to_copy, torch.ops.aten.to}
 # Python operators by the aten op whose output they return (torch's own
 # Python for 2 ** x and 2 / x is pow and reciprocal() * 2).
 OPERATORS = {"__add__": "add", "__radd__": "add", "__iadd__": "add_",
@@ -85,7 +90,7 @@ class _Kernels(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
         log = self.log
-        if (func is torch.ops.aten._to_copy.default and not log.stepping and
+        if (func.overloadpacket in CASTS and not log.stepping and
                 isinstance(args[0], torch.Tensor) and
                 result.dtype != args[0].dtype):
             phase = log.phase[-1] if log.phase else "forward"

@@ -37,7 +37,7 @@ AMPTRACE, VALIDATE, AMPVIEW = (os.path.abspath(p) for p in sys.argv[1:4])
 ONLY = sys.argv[4:]
 TMP = tempfile.mkdtemp(prefix="amptrace-zoo-")
 STEPS = "2"
-TRANSFORMERS = ["gpt2", "llama", "bert", "t5", "lora", "lightning",
+TRANSFORMERS = ["gpt2", "gpt2_eval", "llama", "bert", "t5", "lora", "lightning",
                 "accelerate", "hf_trainer"]
 VISION = ["vit", "resnet", "convnext"]
 # The ops whose output dtype autocast decides, as the logger's function

@@ -51,6 +51,30 @@ def train_gpt2(steps):
     return causal_lm_steps(gpt2(), steps)
 
 
+def eval_gpt2(steps):
+    """A training step, then evaluation as eval and generation loops run
+    it, under torch.inference_mode: there autocast's casts reach a
+    dispatch mode as aten.to.dtype, not _to_copy (no autograd key
+    decomposes `to`), and torch 2.11+ caches none of them.  The
+    evaluation's losses."""
+    model = gpt2()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(steps):
+        ids = tokens(step)
+        model.train()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        model.eval()
+        with torch.inference_mode(), \
+                torch.autocast("cpu", dtype=torch.bfloat16):
+            losses.append(model(input_ids=ids, labels=ids).loss.item())
+    return losses
+
+
 def train_llama(steps):
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(0)
@@ -219,7 +243,7 @@ def train_hf_trainer(steps):
 
 
 MODELS = {
-    "gpt2": train_gpt2, "llama": train_llama, "bert": train_bert,
+    "gpt2": train_gpt2, "gpt2_eval": eval_gpt2, "llama": train_llama, "bert": train_bert,
     "t5": train_t5, "lora": train_lora, "vit": train_vit,
     "resnet": train_resnet, "convnext": train_convnext,
     "lightning": train_lightning, "accelerate": train_accelerate,

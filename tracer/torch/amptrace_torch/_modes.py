@@ -28,6 +28,11 @@ hands to the mode when it checks for overrides, runs once, as untraced
 dispatch mode lets work, runs with the modes off.
 
 What the fallback cannot see that the observer sees:
+  - under torch.func's vmap, the calls autocast wraps: the batching layer
+    decomposes them below the function mode (linear into addmm of the
+    weight transposed) and autocast casts tensors it made, no argument of
+    a call the modes saw (under grad, a cast's source is the argument the
+    layer unwrapped: seen);
   - threads it was not installed on: modes are per thread; threads started
     with threading.Thread after install() get them, threads that were
     already running or that C++ starts do not;
@@ -204,6 +209,7 @@ class _Registry:
         self.functions = {}
         self.ops = {}          # OpOverload or (name, overload) -> _Op
         self.to_copy = torch.ops.aten._to_copy.default
+        self.unwrap = _functorch_unwrap(torch)
         self.to_dtype = torch.ops.aten.to.dtype
         self.to_device = torch.ops.aten.to.device
         self.to_dtype_layout = torch.ops.aten.to.dtype_layout
@@ -601,10 +607,12 @@ class _Thread:
         if frame is None or frame.transparent:
             return self.top_level(func, args, kwargs)
         if not frame.started:
-            if (frame.wraps and func is self.registry.to_copy and
-                    _holds(frame.args, args[0])):
+            source = (_holder(frame.args, args[0], self.registry.unwrap)
+                      if frame.wraps and func is self.registry.to_copy
+                      else None)
+            if source is not None:
                 result = func(*args, **kwargs)
-                frame.pending.append((args[0], result))
+                frame.pending.append((source, result))
                 return result
             _guarded(self.start, frame, func, (args, kwargs))
             if frame.transparent:
@@ -724,11 +732,43 @@ class _Thread:
         return want
 
 
-def _holds(args, tensor):
-    """`tensor` is one of the call's arguments, or an element of a list
-    argument (cat, stack: autocast casts those too)."""
-    return any(a is tensor or (isinstance(a, (list, tuple)) and
-                               any(x is tensor for x in a)) for a in args)
+def _functorch_unwrap(torch):
+    """A function giving the tensor a torch.func wrapper (grad's, vmap's
+    batched one) holds, or None for a tensor that is none (and for every
+    tensor where torch has no torch.func)."""
+    functorch = getattr(torch._C, "_functorch", None)
+    if not all(hasattr(functorch, name) for name in (
+            "get_unwrapped", "is_functorch_wrapped_tensor",
+            "is_batchedtensor")):
+        return lambda t: None
+    wrapped = functorch.is_functorch_wrapped_tensor
+    batched = functorch.is_batchedtensor
+
+    def unwrap(t):
+        if isinstance(t, torch.Tensor) and (wrapped(t) or batched(t)):
+            return functorch.get_unwrapped(t)
+        return None
+    return unwrap
+
+
+def _holder(args, tensor, unwrap):
+    """The call's argument that holds `tensor`: itself, an element of a
+    list argument (cat, stack: autocast casts those too), or else a
+    torch.func wrapper around it (under grad the dispatch mode sees the
+    tensors the transform's layer unwrapped, the function mode the
+    wrappers); None when none does."""
+    flat = [x for a in args
+            for x in (a if isinstance(a, (list, tuple)) else (a,))]
+    for x in flat:
+        if x is tensor:
+            return x
+    for x in flat:
+        inner = unwrap(x)
+        while inner is not None:
+            if inner is tensor:
+                return x
+            inner = unwrap(inner)
+    return None
 
 
 def _node_begins(seq, name, grad_outputs):
