@@ -54,11 +54,15 @@ if [ ! -f "$stamp" ]; then
 		*) ln -s "$entry" "$complete/" ;;
 		esac
 	done
-	ln -s "$toolkit"/include/* "$wheel"/include/* "$complete/include/"
-	ln -s "$toolkit"/lib64/* "$wheel"/lib/* "$complete/lib64/"
+	# the wheel's over the toolkit's where both have a name (a header
+	# without its library)
+	ln -s "$toolkit"/include/* "$complete/include/"
+	ln -sf "$wheel"/include/* "$complete/include/"
+	ln -s "$toolkit"/lib64/* "$complete/lib64/"
+	ln -sf "$wheel"/lib/* "$complete/lib64/"
 	# the linker's names (the wheel has only the versioned ones)
-	ln -s libcublas.so.13 "$complete/lib64/libcublas.so"
-	ln -s libcublasLt.so.13 "$complete/lib64/libcublasLt.so"
+	ln -sf libcublas.so.13 "$complete/lib64/libcublas.so"
+	ln -sf libcublasLt.so.13 "$complete/lib64/libcublasLt.so"
 	date -u +%FT%TZ >"$stamp"
 fi
 flock -u 9
