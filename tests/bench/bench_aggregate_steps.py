@@ -20,18 +20,13 @@ same rounds and its ratio is printed too.
 """
 import argparse
 import os
-import resource
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-HEADER = ('{"displayTimeUnit":"ms","schemaVersion":1,"amptrace":{"format":'
-          '"1.4","generator":"bench_aggregate_steps","command":["prog"],'
-          '"rank":null,"host":"bench","monotonic_base_ns":1,"flush":"event",'
-          '"framework":"libamp 0.1.0","recording":{"steps":"none",'
-          '"max_size":0}},"baseTimeNanoseconds":1,\n"traceEvents":[\n')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scaling  # noqa: E402
+
+HEADER = scaling.header('bench_aggregate_steps', 'libamp 0.1.0', 'none')
 PID = 100
 
 
@@ -56,71 +51,37 @@ def step_lines(step):
 
 
 def write_trace(path, steps):
-    lines = ['{"name":"process_name","ph":"M","pid":%d,"tid":0,"args":'
-             '{"name":"prog (pid %d)"}}' % (PID, PID)]
-    for step in range(steps):
-        lines += step_lines(step)
-    with open(path, 'w') as f:
-        f.write(HEADER + ',\n'.join(lines))
-        f.write('\n],\n"amptraceEnd":{"complete":true,"events":%d,'
-                '"duration_us":%d,"exit":{"status":"exited","code":0},'
-                '"processes":[]}\n}\n' % (len(lines), steps * 10 + 100))
-
-
-def child_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(amptrace, trace):
-    """Wall and CPU seconds of `amptrace summary trace`."""
-    cpu = child_cpu()
-    start = time.perf_counter()
-    p = subprocess.run([amptrace, 'summary', trace], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, check=False)
-    wall = time.perf_counter() - start
-    if p.returncode != 0:
-        sys.exit('%s summary %s: exit %d: %s' % (amptrace, trace,
-                                                 p.returncode, p.stderr.decode()))
-    return wall, child_cpu() - cpu
+    scaling.write_trace(path, HEADER, PID,
+                        (line for step in range(steps)
+                         for line in step_lines(step)), steps * 10 + 100)
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('--amptrace', required=True)
-    parser.add_argument('--before-amptrace',
-                        default=os.environ.get('BENCH_BEFORE_AMPTRACE'))
+    scaling.add_build_arguments(parser)
     parser.add_argument('--steps', type=int, default=20000)
     parser.add_argument('--rounds', type=int, default=5)
     args = parser.parse_args()
-    builds = {'this build': args.amptrace}
-    if args.before_amptrace:
-        builds['before'] = args.before_amptrace
+    builds = scaling.builds_of(args)
     sizes = [args.steps, 4 * args.steps]
     with tempfile.TemporaryDirectory(prefix='bench-aggregate-') as work:
         traces = {}
         for steps in sizes:
             traces[steps] = os.path.join(work, '%d.json' % steps)
             write_trace(traces[steps], steps)
-        wall = {(b, s): [] for b in builds for s in sizes}
-        cpu = {(b, s): [] for b in builds for s in sizes}
-        for _ in range(args.rounds):
-            for steps in sizes:
-                for build, amptrace in builds.items():
-                    w, c = timed(amptrace, traces[steps])
-                    wall[build, steps].append(w)
-                    cpu[build, steps].append(c)
+        medians = scaling.interleaved(
+            builds, sizes, args.rounds,
+            lambda build, amptrace, steps:
+            scaling.timed_summary(amptrace, traces[steps]))
     print('amptrace summary of a run that skipped every step, its steps '
           'recorded as aggregates; medians of %d interleaved rounds'
           % args.rounds)
     for build in builds:
         for steps in sizes:
             print('  %-10s %7d steps: %7.3f s wall, %7.3f s CPU'
-                  % (build, steps, statistics.median(wall[build, steps]),
-                     statistics.median(cpu[build, steps])))
+                  % ((build, steps) + medians[build, steps]))
         print('  %-10s 4x the steps: %.1fx the CPU time (linear: ~4x)'
-              % (build, statistics.median(cpu[build, sizes[1]]) /
-                 max(statistics.median(cpu[build, sizes[0]]), 1e-9)))
+              % (build, scaling.ratio(medians, build, sizes, 1)))
 
 
 if __name__ == '__main__':

@@ -27,19 +27,14 @@ printed too.
 """
 import argparse
 import os
-import resource
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-HEADER = ('{"displayTimeUnit":"ms","schemaVersion":1,"amptrace":{"format":'
-          '"1.4","generator":"bench_findings_scans","command":["prog"],'
-          '"rank":null,"host":"bench","monotonic_base_ns":1,"flush":"event",'
-          '"framework":"torch 2.13.0 (policy table: newest)",'
-          '"recording":{"steps":"all","max_size":0}},'
-          '"baseTimeNanoseconds":1,\n"traceEvents":[\n')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scaling  # noqa: E402
+
+HEADER = scaling.header('bench_findings_scans',
+                        'torch 2.13.0 (policy table: newest)', 'all')
 PID = 100
 TORCH_TYPE = {'f32': 'float', 'f16': 'c10::Half', 'bf16': 'c10::BFloat16'}
 AUTOCAST_OFF = ('{"enabled":false,"device":"cpu","dtype":"bf16",'
@@ -108,36 +103,11 @@ CASES = {'failed-ops': failed_op_unit, 'overflows': overflow_unit,
 
 
 def write_trace(path, unit, units):
-    lines = ['{"name":"process_name","ph":"M","pid":%d,"tid":0,"args":'
-             '{"name":"prog (pid %d)"}}' % (PID, PID),
-             op(1, 0.5, 'ones', 'other', [],
-                [(1, 'f32', ',"name":"head.weight","leaf":true,'
-                  '"requires_grad":true')])]
-    for k in range(units):
-        lines += unit(k)
-    with open(path, 'w') as f:
-        f.write(HEADER + ',\n'.join(lines))
-        f.write('\n],\n"amptraceEnd":{"complete":true,"events":%d,'
-                '"duration_us":%d,"exit":{"status":"exited","code":0},'
-                '"processes":[]}\n}\n' % (len(lines), units * 10 + 100))
-
-
-def child_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(amptrace, trace):
-    """Wall and CPU seconds of `amptrace summary trace`."""
-    cpu = child_cpu()
-    start = time.perf_counter()
-    p = subprocess.run([amptrace, 'summary', trace], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, check=False)
-    wall = time.perf_counter() - start
-    if p.returncode != 0:
-        sys.exit('%s summary %s: exit %d: %s' % (amptrace, trace,
-                                                 p.returncode, p.stderr.decode()))
-    return wall, child_cpu() - cpu
+    head = op(1, 0.5, 'ones', 'other', [],
+              [(1, 'f32', ',"name":"head.weight","leaf":true,'
+                '"requires_grad":true')])
+    lines = [head] + [line for k in range(units) for line in unit(k)]
+    scaling.write_trace(path, HEADER, PID, lines, units * 10 + 100)
 
 
 def bench_case(name, builds, units, rounds, work):
@@ -146,40 +116,29 @@ def bench_case(name, builds, units, rounds, work):
     for n in sizes:
         traces[n] = os.path.join(work, '%s-%d.json' % (name, n))
         write_trace(traces[n], CASES[name], n)
-    wall = {(b, n): [] for b in builds for n in sizes}
-    cpu = {(b, n): [] for b in builds for n in sizes}
-    for _ in range(rounds):
-        for n in sizes:
-            for build, amptrace in builds.items():
-                w, c = timed(amptrace, traces[n])
-                wall[build, n].append(w)
-                cpu[build, n].append(c)
+    medians = scaling.interleaved(
+        builds, sizes, rounds,
+        lambda build, amptrace, n: scaling.timed_summary(amptrace, traces[n]))
     print('%s: amptrace summary, medians of %d interleaved rounds'
           % (name, rounds))
     for build in builds:
         for n in sizes:
             print('  %-10s %7d units: %7.3f s wall, %7.3f s CPU'
-                  % (build, n, statistics.median(wall[build, n]),
-                     statistics.median(cpu[build, n])))
+                  % ((build, n) + medians[build, n]))
         print('  %-10s 4x the units: %.1fx the CPU time (linear: ~4x, '
-              'quadratic: ~16x)'
-              % (build, statistics.median(cpu[build, sizes[1]]) /
-                 max(statistics.median(cpu[build, sizes[0]]), 1e-9)))
+              'quadratic: ~16x)' % (build, scaling.ratio(medians, build,
+                                                          sizes, 1)))
     sys.stdout.flush()
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('--amptrace', required=True)
-    parser.add_argument('--before-amptrace',
-                        default=os.environ.get('BENCH_BEFORE_AMPTRACE'))
+    scaling.add_build_arguments(parser)
     parser.add_argument('--units', type=int, default=5000)
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--case', choices=sorted(CASES), action='append')
     args = parser.parse_args()
-    builds = {'this build': args.amptrace}
-    if args.before_amptrace:
-        builds['before'] = args.before_amptrace
+    builds = scaling.builds_of(args)
     with tempfile.TemporaryDirectory(prefix='bench-findings-') as work:
         for name in args.case or sorted(CASES):
             bench_case(name, builds, args.units, args.rounds, work)

@@ -14,29 +14,13 @@ output must be the same bytes.
 import argparse
 import filecmp
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_aggregate_steps as aggregate  # noqa: E402
-
-
-def write_trace(path, steps):
-    """bench_aggregate_steps's trace, written as it is made: the RSS a
-    child reports includes its parent's before the exec, so this process
-    stays small."""
-    with open(path, 'w') as f:
-        f.write(aggregate.HEADER)
-        f.write('{"name":"process_name","ph":"M","pid":%d,"tid":0,"args":'
-                '{"name":"prog (pid %d)"}}' % (aggregate.PID, aggregate.PID))
-        for step in range(steps):
-            for line in aggregate.step_lines(step):
-                f.write(',\n' + line)
-        f.write('\n],\n"amptraceEnd":{"complete":true,"events":%d,'
-                '"duration_us":%d,"exit":{"status":"exited","code":0},'
-                '"processes":[]}\n}\n' % (1 + 2 * steps, steps * 10 + 100))
+import scaling  # noqa: E402
 
 
 def merged(amptrace, inputs, out):
@@ -54,15 +38,11 @@ def merged(amptrace, inputs, out):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('--amptrace', required=True)
-    parser.add_argument('--before-amptrace',
-                        default=os.environ.get('BENCH_BEFORE_AMPTRACE'))
+    scaling.add_build_arguments(parser)
     parser.add_argument('--steps', type=int, default=20000)
     parser.add_argument('--rounds', type=int, default=3)
     args = parser.parse_args()
-    builds = {'this build': args.amptrace}
-    if args.before_amptrace:
-        builds['before'] = args.before_amptrace
+    builds = scaling.builds_of(args)
     sizes = [args.steps, 4 * args.steps]
     with tempfile.TemporaryDirectory(prefix='bench-merge-') as work:
         inputs = {}
@@ -70,35 +50,28 @@ def main():
             inputs[steps] = [os.path.join(work, '%d-%d.json' % (steps, rank))
                              for rank in range(2)]
             for path in inputs[steps]:
-                write_trace(path, steps)
-        rss = {(b, s): [] for b in builds for s in sizes}
-        cpu = {(b, s): [] for b in builds for s in sizes}
-        for _ in range(args.rounds):
-            for steps in sizes:
-                for build, amptrace in builds.items():
-                    out = os.path.join(work, '%s.json' % build.split()[0])
-                    r, c = merged(amptrace, inputs[steps], out)
-                    rss[build, steps].append(r)
-                    cpu[build, steps].append(c)
-                if len(builds) > 1 and not filecmp.cmp(
-                        os.path.join(work, 'this.json'),
-                        os.path.join(work, 'before.json'), shallow=False):
-                    sys.exit('the two builds merged %d steps differently'
-                             % steps)
-                size = sum(os.path.getsize(p) for p in inputs[steps])
+                aggregate.write_trace(path, steps)
+
+        def measure(build, amptrace, steps):
+            out = os.path.join(work, '%s.json' % build.split()[0])
+            numbers = merged(amptrace, inputs[steps], out)
+            if build == 'before' and not filecmp.cmp(
+                    os.path.join(work, 'this.json'), out, shallow=False):
+                sys.exit('the two builds merged %d steps differently' % steps)
+            return numbers
+
+        medians = scaling.interleaved(builds, sizes, args.rounds, measure)
+        size = sum(os.path.getsize(p) for p in inputs[sizes[1]])
     print('amptrace merge of two traces of aggregated steps (%.0f MB of '
           'input at %d steps); medians of %d interleaved rounds'
           % (size / 1e6, sizes[1], args.rounds))
     for build in builds:
         for steps in sizes:
             print('  %-10s %7d steps: peak RSS %7.1f MB, %7.3f s CPU'
-                  % (build, steps, statistics.median(rss[build, steps]),
-                     statistics.median(cpu[build, steps])))
+                  % ((build, steps) + medians[build, steps]))
         print('  %-10s 4x the steps: %.2fx the peak RSS, %.1fx the CPU'
-              % (build, statistics.median(rss[build, sizes[1]]) /
-                 statistics.median(rss[build, sizes[0]]),
-                 statistics.median(cpu[build, sizes[1]]) /
-                 max(statistics.median(cpu[build, sizes[0]]), 1e-9)))
+              % (build, scaling.ratio(medians, build, sizes, 0),
+                 scaling.ratio(medians, build, sizes, 1)))
 
 
 if __name__ == '__main__':
