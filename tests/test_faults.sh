@@ -175,6 +175,14 @@ check "killed in step 25, recorded as aggregates: its linear and relu are in the
 check "... summary: 20 steps in full detail, 6 as aggregates, step 25 cut short" \
 	eval 'tr "\n" " " <"$work/later.summary" | tr -s " " |
 	      grep -q "steps: 26 (marked by autocast region); 20 in full detail, 6 as per-step aggregates; step 25 cut short"'
+"$amptrace" merge "$work/none.json" "$work/later.json" -o "$work/both.json" 2>/dev/null
+"$amptrace" summary "$work/both.json" >"$work/both.summary" 2>&1
+"$amptrace" summary --json "$work/both.json" >"$work/both.sjson" 2>&1
+check "... merged with the run killed in step 0: summary names both steps cut short (--json too)" \
+	eval 'tr "\n" " " <"$work/both.summary" | tr -s " " |
+	      grep -q "steps 0 and 25 cut short (a process ended in each" &&
+	      python3 -c "import json, sys
+sys.exit(json.load(open(sys.argv[1]))[\"steps\"][\"cut_short\"] != [0, 25])" "$work/both.sjson"'
 "$amptrace" run -q --raw-dir "$raw" -o "$work/whole.json" -- "$prog" mlp 30
 "$amptrace" diff "$work/whole.json" "$work/later.json" >"$work/diff" 2>&1
 check "... diff against a whole run leaves step 25 out, cut short" \

@@ -133,6 +133,17 @@ sys.exit(0 if 'click to sort' in head("r-ops") and head("r-modules") and
          'click to sort' not in head("r-modules") else 1)
 PY
 
+# Steps recorded as aggregates, two of them cut short (a process ended in
+# each): the page's Steps row says so as summary does
+sed 's/"step":\([13]\),/"step":\1,"cut_short":true,/' \
+	"$(dirname "$0")/fixtures/trace/aggregate-overflow-skips.json" >"$tmp/cut.json"
+"$amptrace" report -o "$tmp/cut.html" "$tmp/cut.json" >/dev/null 2>&1
+render "$tmp/cut.html"
+check "cut short: no script error" dom_has 'data-errors="0"'
+check "cut short: the Steps row names the aggregated steps and those cut short" \
+	dom_has '0 in full detail, 4 as per-step aggregates; steps 1 and 3 cut short (a process ended in each: counted up to then)'
+
+
 # The checks bite: a planted error shows on the console and in the DOM.
 sed 's|</body>|<script>null.planted;</script></body>|' "$tmp/whole_loop.html" \
 	>"$tmp/broken.html"

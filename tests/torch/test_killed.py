@@ -98,7 +98,7 @@ def test_first_step():
     text = summary_text(path)
     check("... and summary says step 0 was cut short (--json too)",
           "step 0 cut short (its process ended in it" in text and
-          s.get("steps", {}).get("cut_short") == 0, (text, s.get("steps")))
+          s.get("steps", {}).get("cut_short") == [0], (text, s.get("steps")))
 
 
 def test_later_step():

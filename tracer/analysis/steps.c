@@ -317,12 +317,21 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 	return 0;
 }
 
+static int compare_steps(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
 /* The steps a process ended in while a thread counted them as aggregates
  * (amp.aggregate's cut_short, FORMAT.md §3.12): aggregated, and cut
- * short, not whole. */
+ * short, not whole; each once, though several threads or processes (the
+ * ranks of a killed job) were cut short in it. */
 static int note_cut_short(const struct trace *t, struct trace_steps *s)
 {
-	s->first_cut_short = -1;
+	int cap = 0;
+
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_AGGREGATE || !e->aggregate.cut_short)
@@ -332,10 +341,25 @@ static int note_cut_short(const struct trace *t, struct trace_steps *s)
 			s->nsteps = step + 1;
 		if (!note_detail(s, step, false))
 			return -1;
-		if (s->first_cut_short < 0 || step < s->first_cut_short)
-			s->first_cut_short = step;
-		s->ncut_short++;
+		if (s->ncut_short == cap) {
+			cap = cap ? 2 * cap : 4;
+			int *grown = realloc(s->cut_short, (size_t)cap *
+							   sizeof *grown);
+			if (!grown)
+				return -1;
+			s->cut_short = grown;
+		}
+		s->cut_short[s->ncut_short++] = step;
 	}
+	if (!s->ncut_short)
+		return 0;
+	qsort(s->cut_short, (size_t)s->ncut_short, sizeof *s->cut_short,
+	      compare_steps);
+	int distinct = 1;
+	for (int k = 1; k < s->ncut_short; k++)
+		if (s->cut_short[k] != s->cut_short[distinct - 1])
+			s->cut_short[distinct++] = s->cut_short[k];
+	s->ncut_short = distinct;
 	return 0;
 }
 
@@ -402,9 +426,11 @@ void trace_steps_free(struct trace_steps *s)
 	free(s->step_of);
 	free(s->evaluating);
 	free(s->aggregated);
+	free(s->cut_short);
 	s->step_of = NULL;
 	s->evaluating = NULL;
 	s->aggregated = NULL;
+	s->cut_short = NULL;
 }
 
 bool trace_steps_are_training(const struct trace_steps *s)

@@ -34,10 +34,10 @@ struct trace_steps {
 	int ndetail;          /* steps recorded in full detail */
 	int naggregated;      /* steps recorded as aggregates only */
 	bool *aggregated;     /* per step: recorded as aggregates only */
-	/* the threads' aggregates of a step in progress when their process
-	 * ended (cut short), and the first such step (-1: none) */
+	/* the steps a process ended in while its threads counted them as
+	 * aggregates (cut short), ascending, each once */
+	int *cut_short;
 	int ncut_short;
-	int first_cut_short;
 	/* the step a graph shows by default: the second in full detail
 	 * (the first warms up), else the first */
 	int default_step;

@@ -273,10 +273,11 @@ static void emit_header(const struct builder *b, cJSON *root)
 	cJSON_AddNumberToObject(steps, "evaluations", b->a.steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", b->a.steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", b->a.steps.naggregated);
-	/* the first step a process ended in while counting it (§3.12) */
+	/* the steps a process ended in while counting them (§3.12) */
 	if (b->a.steps.ncut_short)
-		cJSON_AddNumberToObject(steps, "cut_short",
-					b->a.steps.first_cut_short);
+		cJSON_AddItemToObject(steps, "cut_short",
+				      cJSON_CreateIntArray(b->a.steps.cut_short,
+							   b->a.steps.ncut_short));
 }
 
 static cJSON *emit(const struct builder *b, const struct report_data *data)

@@ -575,6 +575,27 @@ static int digits(size_t n)
 
 /* "steps: 200 (marked by optimizer step); 3 evaluation windows; 20 in
  * full detail, 180 as per-step aggregates" */
+/* "; step 25 cut short (...)", or the steps (the first few named) a
+ * process ended in while counting them as aggregates. */
+static void print_cut_short(const struct trace_steps *st, FILE *out)
+{
+	enum { NAMED = 5 };
+	int n = st->ncut_short;
+
+	if (n == 1)
+		fprintf(out, "; step %d cut short (its process ended in it: "
+			"counted up to then)", st->cut_short[0]);
+	if (n <= 1)
+		return;
+	fputs("; steps ", out);
+	for (int k = 0; k < n && k < NAMED; k++)
+		fprintf(out, "%s%d", k == 0 ? "" : k == n - 1 ? " and " : ", ",
+			st->cut_short[k]);
+	if (n > NAMED)
+		fprintf(out, " and %d more", n - NAMED);
+	fputs(" cut short (a process ended in each: counted up to then)", out);
+}
+
 static void print_steps(const struct analysis *a, FILE *out)
 {
 	const struct trace_steps *st = &a->steps;
@@ -597,9 +618,7 @@ static void print_steps(const struct analysis *a, FILE *out)
 	if (st->naggregated)
 		fprintf(out, "; %d in full detail, %d as per-step aggregates",
 			st->ndetail, st->naggregated);
-	if (st->ncut_short)
-		fprintf(out, "; step %d cut short (its process ended in it: "
-			"counted up to then)", st->first_cut_short);
+	print_cut_short(st, out);
 	fputc('\n', out);
 	if (st->detail_stop_step < 0)
 		return;
@@ -974,10 +993,11 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_AddNumberToObject(steps, "evaluations", a->steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", a->steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", a->steps.naggregated);
-	/* the first step a process ended in while counting it (§3.12) */
+	/* the steps a process ended in while counting them (§3.12) */
 	if (a->steps.ncut_short)
-		cJSON_AddNumberToObject(steps, "cut_short",
-					a->steps.first_cut_short);
+		cJSON_AddItemToObject(steps, "cut_short",
+				      cJSON_CreateIntArray(a->steps.cut_short,
+							   a->steps.ncut_short));
 	if (a->steps.detail_stop_step >= 0)
 		cJSON_AddNumberToObject(steps, "detail_stopped_at",
 					(double)a->steps.detail_stop_step);
