@@ -21,6 +21,7 @@
 #include "libamp_encode.h"
 #include "producer_internal.h"
 #include "raw.h"
+#include "xfsz.h"
 #ifdef AMPTRACE_PRODUCER_CHECKS
 #include "producer_check.h"
 #include "raw_decode.h"
@@ -207,48 +208,13 @@ static bool populate_chunk(int fd, uint8_t *chunk, uint64_t index)
  * EFBIG instead (recording stops, as when the directory is full): the
  * signal is blocked around it, and one it raised is taken back before the
  * mask returns (one the program had pending already is left to it). */
-struct xfsz_block {
-	sigset_t old_mask;
-	bool was_pending;
-};
-
-static void xfsz_block(struct xfsz_block *b)
-{
-	sigset_t xfsz, pending;
-
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &b->old_mask);
-	b->was_pending = sigpending(&pending) == 0 &&
-			 sigismember(&pending, SIGXFSZ) == 1;
-}
-
-static void xfsz_unblock(struct xfsz_block *b)
-{
-	int saved = errno;
-	sigset_t xfsz, pending;
-
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	if (!b->was_pending && sigpending(&pending) == 0 &&
-	    sigismember(&pending, SIGXFSZ) == 1) {
-		struct timespec now = { 0, 0 };
-		sigtimedwait(&xfsz, NULL, &now);
-	}
-	pthread_sigmask(SIG_SETMASK, &b->old_mask, NULL);
-	errno = saved;
-}
-
 /* Reserves chunk `index` of the file open on `fd`: the space first, since
  * a write into a file page that the file system cannot back (tmpfs full)
  * is a SIGBUS that would kill the traced program. */
 static bool reserve_chunk(int fd, uint64_t index)
 {
-	struct xfsz_block block;
+	int err = xfsz_reserve(fd, (off_t)(index * RAW_CHUNK), RAW_CHUNK);
 
-	xfsz_block(&block);
-	int err = posix_fallocate(fd, (off_t)(index * RAW_CHUNK), RAW_CHUNK);
-	xfsz_unblock(&block);
 	errno = err;
 	return err == 0;
 }

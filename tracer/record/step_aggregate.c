@@ -11,6 +11,7 @@
 #include "step_aggregate.h"
 
 #include "raw.h"
+#include "xfsz.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -94,29 +95,6 @@ static size_t live_size(uint32_t rows)
 	return sizeof(struct live) + (size_t)rows * sizeof(struct row);
 }
 
-/* Growing a file past RLIMIT_FSIZE raises SIGXFSZ, which kills by
- * default: blocked while the file grows, it fails with EFBIG instead
- * (then the rows move to memory).  One it raised is taken back. */
-static int reserve(int fd, size_t size)
-{
-	sigset_t xfsz, old, pending;
-	struct timespec now = { 0, 0 };
-
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	bool was_pending = sigpending(&pending) == 0 &&
-			   sigismember(&pending, SIGXFSZ) == 1;
-	/* the space first: a write into a page tmpfs cannot back is a
-	 * SIGBUS */
-	int err = posix_fallocate(fd, 0, (off_t)size);
-	if (!was_pending && sigpending(&pending) == 0 &&
-	    sigismember(&pending, SIGXFSZ) == 1)
-		sigtimedwait(&xfsz, NULL, &now);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return err;
-}
-
 /* The file's mapping of `size` bytes, `old` (of `old_size`) moved there
  * when grown; NULL when it cannot be had.  The descriptor is closed: the
  * mapping keeps the file. */
@@ -128,7 +106,7 @@ static struct live *map_file(const char *path, bool create, size_t size,
 	if (fd < 0)
 		return NULL;
 	void *mapped = MAP_FAILED;
-	if (reserve(fd, size) == 0)
+	if (xfsz_reserve(fd, 0, (off_t)size) == 0)
 		mapped = old ? mremap(old, old_size, size, MREMAP_MAYMOVE)
 			     : mmap(NULL, size, PROT_READ | PROT_WRITE,
 				    MAP_SHARED, fd, 0);
