@@ -98,8 +98,18 @@ def jit_cast_unit(k):
     ]
 
 
+def site_unit(k):
+    """An overflow unit whose output is a tensor named after its layer."""
+    op_id, out = k + 2, k + 10
+    name = ',"name":"layers.%d.out"' % k
+    return [
+        op(op_id, 10.0 * k + 1, 'mm', 'backward', [(1, 'f16', '')],
+           [(out, 'f16', name)]),
+    ] + overflow_unit(k)[1:]
+
+
 CASES = {'failed-ops': failed_op_unit, 'overflows': overflow_unit,
-         'jit-casts': jit_cast_unit}
+         'jit-casts': jit_cast_unit, 'many-sites': site_unit}
 
 
 def write_trace(path, unit, units):

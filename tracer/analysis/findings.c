@@ -167,16 +167,13 @@ static struct trace_finding *aggregated_finding(struct findings_context *cx,
 						uint64_t count)
 {
 	const struct trace_event *e = &cx->t->events[i];
+	struct trace_finding *f = finding_find(cx, kind, site, e->pid);
 
-	for (size_t k = 0; k < cx->out->count; k++) {
-		struct trace_finding *f = &cx->out->items[k];
-		if (f->pid == e->pid && !strcmp(f->kind, kind) &&
-		    !strcmp(f->site, site)) {
-			f->count += count;
-			return NULL;
-		}
+	if (f) {
+		f->count += count;
+		return NULL;
 	}
-	struct trace_finding *f = finding_at(cx, kind, site, e->pid, i);
+	f = finding_at(cx, kind, site, e->pid, i);
 	if (f) {
 		f->from_trace = true;
 		f->count = count;

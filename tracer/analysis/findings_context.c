@@ -36,6 +36,7 @@ void findings_context_free(struct findings_context *cx)
 	free_map(cx, &cx->conversions.next);
 	free_map(cx, &cx->overflow_verdicts.skipped);
 	free_map(cx, &cx->jit_consumers.of_cast);
+	free_map(cx, &cx->sites);
 }
 
 /* snprintf that may cut: messages and labels are cut on purpose. */
@@ -70,20 +71,50 @@ static void record_occurrence(struct findings_context *cx,
 	f->occurrences = fs->noccurrences++;
 }
 
-struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
-				 const char *site, int64_t pid, size_t event)
+/* The site as a finding keeps it (cut to its size), and (kind, site) as
+ * one id of the sites map: two of one hash are told apart by their
+ * strings (finding_find). */
+typedef char finding_site[sizeof ((struct trace_finding *)0)->site];
+
+static uint64_t site_key(const char *kind, const char *site)
+{
+	return trace_string_hash(kind, strlen(kind)) ^
+	       trace_string_hash(site, strlen(site)) * 0x9e3779b97f4a7c15ull;
+}
+
+static bool finding_is(const struct trace_finding *f, const char *kind,
+		       const char *site, int64_t pid)
+{
+	return f->pid == pid && !strcmp(f->kind, kind) && !strcmp(f->site, site);
+}
+
+struct trace_finding *finding_find(struct findings_context *cx,
+				   const char *kind, const char *site,
+				   int64_t pid)
+{
+	struct findings *fs = cx->out;
+	finding_site cut;
+
+	finding_text(cut, sizeof cut, "%s", site);
+	size_t first = id_map_get(&cx->sites, pid, site_key(kind, cut));
+	if (first == SIZE_MAX)
+		return NULL;
+	/* the first finding of the hash, and those after it: another
+	 * (kind, site) of the same hash may have come first */
+	for (size_t i = first - 1; i < fs->count; i++)
+		if (finding_is(&fs->items[i], kind, cut, pid))
+			return &fs->items[i];
+	return NULL;
+}
+
+/* A new finding of (kind, site, pid), its first occurrence at `event`, or
+ * NULL when out of memory. */
+static struct trace_finding *finding_new(struct findings_context *cx,
+					 const char *kind, const char *site,
+					 int64_t pid, size_t event)
 {
 	struct findings *fs = cx->out;
 
-	for (size_t i = 0; i < fs->count; i++) {
-		struct trace_finding *f = &fs->items[i];
-		if (f->pid == pid && !strcmp(f->kind, kind) &&
-		    !strcmp(f->site, site)) {
-			f->count++;
-			record_occurrence(cx, f, event);
-			return NULL;
-		}
-	}
 	if (fs->count == fs->cap) {
 		size_t cap = fs->cap ? fs->cap * 2 : 16;
 		struct trace_finding *items = realloc(fs->items, cap * sizeof *items);
@@ -95,17 +126,42 @@ struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
 		fs->cap = cap;
 	}
 	const struct finding_kind *k = finding_kind_lookup(kind);
-	struct trace_finding *f = &fs->items[fs->count++];
+	struct trace_finding *f = &fs->items[fs->count];
 	*f = (struct trace_finding){
 		.kind = k ? k->name : kind,
 		.severity = k ? k->severity : FINDING_WARNING,
 		.fix = k ? k->fix : "",
 		.count = 1, .event = event, .pid = pid,
 		.thread = cx->t->events[event].tid,
+		.occurrences = SIZE_MAX,
 	};
 	finding_text(f->site, sizeof f->site, "%s", site);
-	f->occurrences = SIZE_MAX;
-	record_occurrence(cx, f, event);
+	/* the index of the hash's first finding, plus one (0: none yet) */
+	size_t *first = id_map_find(&cx->sites, pid, site_key(kind, f->site),
+				    true);
+	if (!first) {
+		cx->failed = true;
+		return NULL;
+	}
+	if (!*first)
+		*first = fs->count + 1;
+	fs->count++;
+	return f;
+}
+
+struct trace_finding *finding_at(struct findings_context *cx, const char *kind,
+				 const char *site, int64_t pid, size_t event)
+{
+	struct trace_finding *f = finding_find(cx, kind, site, pid);
+
+	if (f) {
+		f->count++;
+		record_occurrence(cx, f, event);
+		return NULL;
+	}
+	f = finding_new(cx, kind, site, pid, event);
+	if (f)
+		record_occurrence(cx, f, event);
 	return f;
 }
 
