@@ -9,7 +9,11 @@ under CPU bf16 autocast, each run plain and under `amptrace run`:
     independent logger of torch's own Python modes (dtype_log.py) that the
     plain run keeps over a second, identical training;
   - no warning or error finding;
-  - summary, check, report and ampview read the trace.
+  - summary, check, report and ampview read the trace;
+  - the traced run leaves in its TMPDIR what the plain run leaves in its
+    own and no more (the libraries' caches and empty temporary
+    directories: each run has a TMPDIR of its own, under the test's,
+    so none reaches the machine's).
 Then DDP: `torchrun --nproc_per_node 2` (gloo) under `amptrace run`, one
 trace per rank, merged.
 
@@ -23,6 +27,7 @@ usage: test_zoo.py AMPTRACE VALIDATE_TRACE AMPVIEW [MODEL...]
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -69,19 +74,33 @@ def interpreter(model):
     return python, None
 
 
-def run(cmd, timeout=600):
-    return subprocess.run(cmd, capture_output=True, text=True, env=ENV,
+def run(cmd, timeout=600, tmpdir=None):
+    """cmd's result; with its own TMPDIR, made, when `tmpdir` is given."""
+    env = ENV
+    if tmpdir:
+        shutil.rmtree(tmpdir, ignore_errors=True)  # a run again: afresh
+        os.makedirs(tmpdir)
+        env = dict(ENV, TMPDIR=tmpdir)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env,
                           cwd=HERE, timeout=timeout)
 
 
-def run_torchrun(cmd):
+def left_behind(tmpdir):
+    """The names a run left in its TMPDIR, their random parts masked
+    (tempfile's tmpXXXXXXXX, torchrun's torchelastic_XXXXXXXX), each once:
+    the plain run trains twice (the second under the logger)."""
+    return sorted({re.sub(r"^(tmp|torchelastic_)[a-z0-9_]{6,}$", r"\1*", n)
+                   for n in os.listdir(tmpdir)})
+
+
+def run_torchrun(cmd, tmpdir):
     """torch 2.13's gloo aborts a rank at exit now and then, plain or
     traced ("terminate called without an active exception": a gloo worker
     drops its last work, whose thread state holds a Python object, after
     finalization began; 4 of 18 plain torchrun runs on a loaded 2-core
     machine): a run that died of exactly that is run again, twice at most."""
     for attempt in range(3):
-        p = run(cmd)
+        p = run(cmd, tmpdir=tmpdir)
         if p.returncode == 0 or \
                 "terminate called without an active exception" not in p.stderr:
             return p
@@ -172,9 +191,11 @@ def test_model(name):
         return False
     log = os.path.join(TMP, name + ".log.json")
     path = os.path.join(TMP, name + ".json")
-    plain = run([python, "zoo_run.py", name, STEPS, "--log", log])
+    tmpdirs = [os.path.join(TMP, name + how) for how in (".tmp", ".traced-tmp")]
+    plain = run([python, "zoo_run.py", name, STEPS, "--log", log],
+                tmpdir=tmpdirs[0])
     traced = run([AMPTRACE, "run", "-q", "-o", path, "--", python,
-                  "zoo_run.py", name, STEPS])
+                  "zoo_run.py", name, STEPS], tmpdir=tmpdirs[1])
     check("%s: trains (%s steps) plain and traced, losses bit for bit "
           "equal" % (name, STEPS),
           plain.returncode == traced.returncode == 0 and
@@ -185,6 +206,9 @@ def test_model(name):
            losses(traced.stdout)))
     if plain.returncode != 0 or traced.returncode != 0:
         return True
+    left = [left_behind(d) for d in tmpdirs]
+    check("%s: traced, it leaves in TMPDIR what it leaves plain (%s)"
+          % (name, ", ".join(left[0]) or "nothing"), left[0] == left[1], left)
     v = run([VALIDATE, path])
     check("%s: the trace validates" % name, v.returncode == 0,
           v.stdout + v.stderr)
@@ -228,11 +252,12 @@ def test_ddp():
         return False
     torchrun = os.path.join(os.path.dirname(python), "torchrun")
     out = os.path.join(TMP, "ddp.json")
+    tmpdirs = [os.path.join(TMP, "ddp" + how) for how in (".tmp", ".traced-tmp")]
     p = run_torchrun([AMPTRACE, "run", "-q", "-o", out, "--", torchrun,
-             "--nproc_per_node", "2", "--standalone", "zoo_ddp.py",
-             STEPS])
+                      "--nproc_per_node", "2", "--standalone", "zoo_ddp.py",
+                      STEPS], tmpdirs[1])
     plain = run_torchrun([torchrun, "--nproc_per_node", "2", "--standalone",
-                 "zoo_ddp.py", STEPS])
+                          "zoo_ddp.py", STEPS], tmpdirs[0])
     ranks = [os.path.join(TMP, "ddp.rank%d.json" % r) for r in (0, 1)]
     check("ddp: torchrun --nproc_per_node 2 (gloo) under amptrace run: the "
           "same losses, one trace per rank",
@@ -245,6 +270,9 @@ def test_ddp():
            plain.stderr[-600:]))
     if not all(os.path.isfile(r) for r in ranks):
         return True
+    left = [left_behind(d) for d in tmpdirs]
+    check("ddp: traced, torchrun leaves in TMPDIR what it leaves plain (%s)"
+          % (", ".join(left[0]) or "nothing"), left[0] == left[1], left)
     merged = os.path.join(TMP, "ddp-merged.json")
     m = run([AMPTRACE, "merge"] + ranks + ["-o", merged])
     v = run([VALIDATE, merged]) if m.returncode == 0 else m
