@@ -1228,6 +1228,26 @@ START_TEST(test_cache_other_dtype)
 		      f.items[1].count == 1, "interleaved:%s", describe(&f));
 	findings_free(&f);
 	trace_free(&t);
+	/* the same, both inner regions one, named longer than a finding's
+	 * site keeps: the two ops are one site, one finding */
+#define LONG_SCOPE "models/a_model_whose_path_is_long/and_longer/" \
+	"still_longer_than_the_site_a_finding_keeps/transformer_block.py:" \
+	"1234 (TransformerBlock.forward, the feed-forward part of it)"
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    CAST_ON(1, 2, 2, 0, 1, 7, "miss") ","
+		    REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") ","
+		    CAST_ON(2, 12, 3, 0, 21, 27, "miss") ","
+		    REGION_MM_ON(2, 12, 3, "f16", "outer2", 27, "f16", 28, "") ","
+		    CAST_ON(1, 3, 4, 0, 1, 7, "hit") ","
+		    CAST_ON(2, 13, 4, 0, 21, 27, "hit") ","
+		    REGION_MM(3, 4, "bf16", LONG_SCOPE, 7, "f16", 9, "") ","
+		    REGION_MM_ON(2, 13, 4, "bf16", LONG_SCOPE, 27, "f16", 29, ""),
+		    &t, &f);
+#undef LONG_SCOPE
+	ck_assert_msg(f.count == 1 && f.items[0].count == 2,
+		      "one long site:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
 	/* a nested region of the cast's own dtype: the cache as meant */
 	torch_trace("torch 2.13.0 (policy table: newest)",
 		    CACHED_TWICE("f16", ""), &t, &f);
