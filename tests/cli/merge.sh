@@ -257,5 +257,25 @@ capture "$amptrace" merge "$tmp/r1-hex.json" "$tmp/r0.json" -o "$tmp/mr3.json"
 check "an amp.flow id that is no number: exit 2" status_is 2
 check "... said where" err_has "r1-hex.json:10: event 8 (amp.flow s 'f'): id must be a number, got a string"
 
+# ------------------------------------------------------------- the bytes
+# What merge writes for whole inputs, byte for byte: the fixtures of
+# every kind (libamp's, torch's, aggregates, compiled graphs, modules,
+# another tool's, a truncated one) and the two ranks above (GPUs, flows),
+# merged from a directory of their own (the header names the files as
+# given) against merged.golden, main's output before merge decoded each
+# event once (the generator's version aside).
+mkdir "$tmp/golden"
+golden_inputs="good.json changed.json truncated.json array-form.json
+compiled.json steps-evaluation.json aggregate-overflow-skips.json
+modules.json evaluation-only.json lookahead-conversions.json"
+for f in $golden_inputs; do cp "$fx/$f" "$tmp/golden/"; done
+cp "$tmp/r1.json" "$tmp/r0.json" "$tmp/golden/"
+(cd "$tmp/golden" && "$amptrace" merge $golden_inputs r1.json r0.json \
+	-o merged.json 2>/dev/null)
+sed 's/"generator":"amptrace [^"]* merge"/"generator":"amptrace VERSION merge"/' \
+	"$tmp/golden/merged.json" >"$tmp/golden/merged.normal"
+check "merge of the fixtures: the same bytes as merged.golden" \
+	cmp "$fx/merged.golden" "$tmp/golden/merged.normal"
+
 echo "1..$count"
 exit $fail
