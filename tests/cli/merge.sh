@@ -58,23 +58,68 @@ check "merge of a truncated input: the trailer counts each input's events" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 inputs = [(i["events"], i["truncated"]) for i in d["amptraceEnd"]["inputs"]]
 sys.exit(inputs != [(52, False), (20, True)])' "$tmp/m2.json"
-# A file is read once to check it and again to write its events: one that
-# changes in between (a trace still being written, here grown from the
-# killed writer's cut to a whole trace while merge reads the pipe after
-# it: the pipe's 1 MiB of trailing blanks, more than its buffer, hold
-# the writer until merge reads it, after the file; its last blank, written
-# once the file is, keeps the pipe open until then) is refused, not
-# merged half from each version.
+# A file is read twice: its outline, then its events.  A trace still
+# being written (the file of a live `amptrace run`, readable at any
+# moment) merges as the first read found it: the second stops where the
+# first's last whole event ended.  One that changed otherwise in between
+# (replaced, shrunk, rewritten; a whole trace changed at all) is refused,
+# not merged half from each version.  merge_live OUT CHANGE merges
+# live.json and a pipe, the pipe running the shell command CHANGE once
+# merge has read live.json the first time and before its second read:
+# the pipe's 1 MiB of blanks, more than its buffer, hold CHANGE until
+# merge reads the pipe, after live.json; its last blank, written once
+# CHANGE is done, keeps the pipe open until then.
+merge_live() {
+	capture "$amptrace" merge "$tmp/live.json" \
+		<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
+		  eval "$2"; printf ' ') \
+		-o "$tmp/$1"
+}
 cp "$fx/truncated.json" "$tmp/live.json"
-capture "$amptrace" merge "$tmp/live.json" \
-	<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
-	  cat "$fx/good.json" >"$tmp/live.json"; printf ' ') \
-	-o "$tmp/live-merged.json"
-check "merge of a file that changed between its reads: exit 2" status_is 2
-check "merge of a file that changed between its reads: says which" \
-	err_has "live.json changed while it was merged"
-check "merge of a file that changed between its reads: no output" \
-	test ! -e "$tmp/live-merged.json"
+merge_live live-as-is.json :
+check "merge of a trace cut short: exit 0" status_is 0
+# truncated.json is the start of good.json: its writer, had it run on,
+# would have appended the rest
+cp "$fx/truncated.json" "$tmp/live.json"
+merge_live live-grown.json \
+	'tail -c +$(($(wc -c <"$fx/truncated.json") + 1)) "$fx/good.json" >>"$tmp/live.json"'
+check "merge of a trace that grew between its reads: exit 0" status_is 0
+check "... warned that it is truncated, or still being written" \
+	err_has "live.json is truncated (its writer was stopped, or is still writing it); merging its 20 complete events"
+check "... merged as the first read found it (the same bytes)" \
+	cmp "$tmp/live-as-is.json" "$tmp/live-grown.json"
+check "... the file had grown meanwhile" cmp "$fx/good.json" "$tmp/live.json"
+refused_change() { # what changed, the shell command that changes it
+	merge_live live-merged.json "$2"
+	check "merge of a trace $1 between its reads: exit 2" status_is 2
+	check "merge of a trace $1 between its reads: says which and why" \
+		err_has "live.json changed while it was merged: it was replaced, shrunk or rewritten since merge first read it"
+	check "merge of a trace $1 between its reads: no output" \
+		test ! -e "$tmp/live-merged.json"
+}
+cp "$fx/truncated.json" "$tmp/live.json"
+refused_change "cut short shrunk" \
+	'head -c 3000 "$fx/truncated.json" >"$tmp/live.json"'
+# the same bytes in a new file: another trace took its name
+cp "$fx/truncated.json" "$tmp/live.json"
+refused_change "cut short replaced" \
+	'cp "$fx/truncated.json" "$tmp/new.json"; mv "$tmp/new.json" "$tmp/live.json"'
+# the same file, grown, but what the first read found is not there
+cp "$fx/truncated.json" "$tmp/live.json"
+refused_change "cut short rewritten" \
+	'sed "s/\"randn\"/\"rande\"/" "$fx/good.json" >"$tmp/live.json"'
+cp "$fx/good.json" "$tmp/live.json"
+refused_change "whole" 'cat "$fx/changed.json" >"$tmp/live.json"'
+# Each event is decoded once, as it is written: a bad one in a later
+# input stops a merge onto standard output half-way, which leaves the
+# output without its trailer (a reader says it is truncated), not a
+# trace that looks whole.
+"$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o - \
+	>"$tmp/half.json" 2>"$tmp/half.err"
+check "merge -o - of a bad second input: exit 2" test $? -eq 2
+check "... names the event" grep -q "wrong-types.json:14: event 11" "$tmp/half.err"
+capture "$amptrace" summary "$tmp/half.json"
+check "... what it wrote reads as truncated" out_has "truncated"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"

@@ -1024,8 +1024,12 @@ static int load(const char *path, const char *text, size_t len,
 {
 	struct loader l = { .trace = trace, .err = err, .path = path,
 			    .filter = filter };
-	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
-					 .event = on_event };
+	struct trace_scan_handlers h = {
+		.ctx = &l, .top = on_top,
+		.event = filter && !filter->event ? NULL : on_event,
+		.stop_at = filter ? filter->stop_at : 0,
+		.digest = filter && filter->digest,
+	};
 	struct trace_scan_result result;
 
 	*trace = (struct trace){ 0 };
@@ -1039,6 +1043,10 @@ static int load(const char *path, const char *text, size_t len,
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
 	trace->header_first = result.amptrace;
+	trace->whole_end = result.whole_end;
+	trace->digest = result.digest;
+	if (!h.event)
+		trace->dropped = result.events;
 	return 0;
 }
 

@@ -35,6 +35,10 @@ struct trace {
 	bool header_first;
 	bool finalized;       /* the trailer ("amptraceEnd") is present */
 	double base_ns;       /* baseTimeNanoseconds, or 0 */
+	/* the scan's (trace_scan_result): where the text read whole ends,
+	 * and its digest when the filter asked for one */
+	size_t whole_end;
+	uint64_t digest;
 	struct trace_header header;   /* amptrace: the "amptrace" object */
 	struct trace_trailer trailer; /* finalized: "amptraceEnd" */
 	/* internals */
@@ -63,13 +67,21 @@ int trace_load(const char *path, struct trace *trace, struct trace_error *err);
  * strings (interned) live as long as the trace.  `json` is the event as
  * the file has it, which the model does not hold whole for other tools'
  * events (TRACE_OTHER): the reader's, a filter may change it.  The header
- * is read before the first event, the trailer after the last. */
+ * is read before the first event, the trailer after the last.
+ *
+ * A filter without `event` reads the trace's outline: its header and
+ * trailer, its events counted (trace->dropped) but not decoded, nor
+ * checked beyond their brackets.  stop_at and digest are the scan's
+ * (trace_scan.h): a reader that reads a file twice (merge) reads the
+ * same part of it, and knows it did (trace->whole_end, trace->digest). */
 enum trace_keep { TRACE_DROP, TRACE_KEEP };
 struct trace_filter {
 	void *ctx;
 	int (*event)(void *ctx, struct trace *trace,
 		     const struct trace_event *event, cJSON *json,
 		     struct trace_error *err);
+	size_t stop_at;
+	bool digest;
 };
 int trace_load_filtered(const char *path, struct trace *trace,
 			const struct trace_filter *filter,

@@ -118,6 +118,26 @@ void trace_writer_flush(struct trace_writer *w)
 		w->failed = true;
 }
 
+/* What close gives back, the file closed. */
+static void writer_release(struct trace_writer *w)
+{
+	w->f = NULL;
+	free(w->buf);
+	w->buf = NULL;
+	free(w->path);
+	w->path = NULL;
+}
+
+void trace_writer_abandon(struct trace_writer *w)
+{
+	if (!w->f)
+		return;
+	if (w->buf)
+		drain(w);
+	fclose(w->f);
+	writer_release(w);
+}
+
 int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t)
 {
 	int status = 0;
@@ -137,10 +157,6 @@ int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t)
 		status = -1;
 	if (fclose(w->f) != 0)
 		status = -1;
-	w->f = NULL;
-	free(w->buf);
-	w->buf = NULL;
-	free(w->path);
-	w->path = NULL;
+	writer_release(w);
 	return status;
 }

@@ -41,5 +41,9 @@ void trace_writer_flush(struct trace_writer *w);
 /* Writes the trailer and closes.  Returns 0, or -1 when anything failed
  * since open. */
 int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t);
+/* Closes without the trailer, when what was written cannot be finished
+ * (bad input found half-way): a reader then says the trace is truncated,
+ * rather than take it for a whole one. */
+void trace_writer_abandon(struct trace_writer *w);
 
 #endif /* AMPTRACE_TRACE_WRITER_H */
