@@ -291,7 +291,9 @@ static int merge_event(void *ctx, struct trace *trace,
 	int status = in->amptrace && e->kind != TRACE_OTHER
 			     ? merge_model_event(m, in, *e)
 			     : merge_foreign_event(m, in, json, e);
-	return status != 0 ? -1 : TRACE_DROP;
+	/* nothing of it is held once written: its strings go too (each
+	 * step's names are new, and would pile up) */
+	return status != 0 ? -1 : TRACE_FORGET;
 }
 
 static void free_inputs(struct merge *m)

@@ -816,7 +816,8 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 
 /* A decoded event to the trace, or to the reader's filter first. */
 static int hand_over(struct loader *l, const struct trace_event *e,
-		     cJSON *json, struct trace_arena_mark mark)
+		     cJSON *json, struct trace_arena_mark mark,
+		     struct trace_strings_mark strings)
 {
 	struct trace *t = l->trace;
 	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, json,
@@ -825,8 +826,10 @@ static int hand_over(struct loader *l, const struct trace_event *e,
 
 	if (keep < 0)
 		return -1;
-	if (keep == TRACE_DROP) {
+	if (keep == TRACE_DROP || keep == TRACE_FORGET) {
 		trace_arena_release(t, mark);
+		if (keep == TRACE_FORGET)
+			trace_strings_forget(t, strings);
 		t->dropped++;
 		return 0;
 	}
@@ -845,6 +848,10 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		.index = index < UINT32_MAX ? (uint32_t)index : UINT32_MAX,
 	};
 	struct trace_arena_mark mark = trace_arena_mark(t);
+	/* only a filter may forget the event's strings */
+	struct trace_strings_mark strings = { 0 };
+	if (l->filter)
+		strings = trace_strings_mark(t);
 
 	l->line = line;
 	l->index = index;
@@ -920,7 +927,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
-	return hand_over(l, &e, json, mark);
+	return hand_over(l, &e, json, mark, strings);
 }
 
 /* The header's and the trailer's keys, as the events' are read;
