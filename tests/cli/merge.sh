@@ -120,6 +120,14 @@ check "merge -o - of a bad second input: exit 2" test $? -eq 2
 check "... names the event" grep -q "wrong-types.json:14: event 11" "$tmp/half.err"
 capture "$amptrace" summary "$tmp/half.json"
 check "... what it wrote reads as truncated" out_has "truncated"
+# ... and a file output is written next to its name, replacing what was
+# there only once whole: a bad input found half-way leaves it as it was,
+# and nothing beside it.
+printf 'an earlier merge\n' >"$tmp/kept.json"
+capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/kept.json"
+check "merge of a bad second input onto a file: exit 2" status_is 2
+check "... the file as it was" test "$(cat "$tmp/kept.json")" = "an earlier merge"
+check "... nothing left beside it" test -z "$(ls "$tmp" | grep '^kept\.json.')"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"

@@ -610,8 +610,8 @@ static int open_output(struct merge *m, const char *out)
 	if (!merged)
 		return 2;
 	struct trace_header header = merged_header(m, merged);
-	int status = trace_writer_open(&m->writer, out, &header,
-				       (uint64_t)m->base_ns);
+	int status = trace_writer_open_whole(&m->writer, out, &header,
+					     (uint64_t)m->base_ns);
 	if (status != 0)
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
@@ -621,8 +621,8 @@ static int open_output(struct merge *m, const char *out)
 }
 
 /* Pass 2: events, decoded, checked, re-numbered and re-timed.  Returns
- * 0, or 2 (said; the output discarded, or on standard output left
- * without its trailer: a reader says it is truncated). */
+ * 0, or 2 (said; a file output left as it was, standard output without
+ * its trailer: a reader says it is truncated). */
 static int write_events(struct merge *m, const char *out)
 {
 	for (int i = 0; i < m->ninputs; i++) {
@@ -646,7 +646,6 @@ static int write_events(struct merge *m, const char *out)
 		if (status != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
 			trace_writer_abandon(&m->writer);
-			output_file_discard(out);
 			return 2;
 		}
 	}

@@ -202,6 +202,17 @@ int output_file_close(struct output_file *o)
 	return status;
 }
 
+void output_file_abandon(struct output_file *o)
+{
+	if (o->f)
+		fclose(o->f);
+	if (o->temporary)
+		unlink(o->temporary);
+	free(o->temporary);
+	free(o->path);
+	*o = (struct output_file){ 0 };
+}
+
 void output_file_discard(const char *path)
 {
 	struct stat st;
