@@ -2,7 +2,7 @@
 #include "trace_scan.h"
 
 #include "terminal_text.h"
-#include "trace.h"
+#include "trace.h" /* trace_string_hash, for the digest */
 #include "utf8.h"
 
 #include <errno.h>
