@@ -54,6 +54,13 @@ sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.jso
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+summary_note() { # trace: summary's note (--json), else None
+	"$amptrace" summary --json "$1" | "$python" -c 'import json, sys; print(json.load(sys.stdin)["note"])'
+}
+check "summary of a merge of a truncated input: says which" test \
+	"$(summary_note "$tmp/m2.json")" = "rank 1's input ($fx/truncated.json) was truncated (its writer was stopped, or was still writing it): its events up to there are merged"
+check "summary of a merge of whole inputs: no note" \
+	test "$(summary_note "$tmp/m.json")" = None
 check "merge of a truncated input: the trailer counts each input's events" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 inputs = [(i["events"], i["truncated"]) for i in d["amptraceEnd"]["inputs"]]

@@ -1102,6 +1102,31 @@ int trace_load_text_filtered(const char *path, const char *text, size_t len,
 	return load(path, text, len, filter, trace, err);
 }
 
+/* A merged file's note: which of its inputs were truncated (merge read
+ * them as far as they went: a killed writer's, or one still writing),
+ * the first named.  False when none was. */
+static bool merged_input_truncated(const struct trace *trace, char *buf,
+				   size_t size)
+{
+	const struct trace_merged_input *first = NULL;
+	int count = 0;
+
+	for (int i = 0; i < trace->header.nmerged; i++)
+		if (trace->header.merged[i].truncated && !count++)
+			first = &trace->header.merged[i];
+	if (!first)
+		return false;
+	char more[48] = "";
+	if (count > 1)
+		snprintf(more, sizeof more, " and %d more input%s", count - 1,
+			 count > 2 ? "s" : "");
+	snprintf(buf, size, "rank %d's input (%s)%s was truncated (its writer "
+		 "was stopped, or was still writing it): its events up to "
+		 "there are merged", first->rank,
+		 first->file ? first->file : "?", more);
+	return true;
+}
+
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 {
 	if (trace->truncated) {
@@ -1115,6 +1140,8 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 			 "(amptraceEnd; its writer was stopped)");
 		return buf;
 	}
+	if (merged_input_truncated(trace, buf, size))
+		return buf;
 	const struct trace_exit *exit = trace->trailer.exit;
 	if (exit && trace_exit_is(exit, "signaled")) {
 		snprintf(buf, size, "the program was killed by %s; the trace "
