@@ -61,6 +61,12 @@ check "summary of a merge of a truncated input: says which" test \
 	"$(summary_note "$tmp/m2.json")" = "rank 1's input ($fx/truncated.json) was truncated (its writer was stopped, or was still writing it): its events up to there are merged"
 check "summary of a merge of whole inputs: no note" \
 	test "$(summary_note "$tmp/m.json")" = None
+# two of three truncated: the note names the first, counts the other,
+# and says it of both
+"$amptrace" merge "$fx/truncated.json" "$fx/good.json" "$fx/truncated.json" \
+	-o "$tmp/m3.json" 2>/dev/null
+check "summary of a merge of two truncated inputs: says which, in the plural" test \
+	"$(summary_note "$tmp/m3.json")" = "rank 0's input ($fx/truncated.json) and 1 more input were truncated (their writers were stopped, or were still writing them): their events up to there are merged"
 check "merge of a truncated input: the trailer counts each input's events" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 inputs = [(i["events"], i["truncated"]) for i in d["amptraceEnd"]["inputs"]]

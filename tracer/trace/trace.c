@@ -1120,10 +1120,13 @@ static bool merged_input_truncated(const struct trace *trace, char *buf,
 	if (count > 1)
 		snprintf(more, sizeof more, " and %d more input%s", count - 1,
 			 count > 2 ? "s" : "");
-	snprintf(buf, size, "rank %d's input (%s)%s was truncated (its writer "
-		 "was stopped, or was still writing it): its events up to "
-		 "there are merged", first->rank,
-		 first->file ? first->file : "?", more);
+	bool one = count == 1;
+	snprintf(buf, size, "rank %d's input (%s)%s %s truncated (%s): %s "
+		 "events up to there are merged", first->rank,
+		 first->file ? first->file : "?", more, one ? "was" : "were",
+		 one ? "its writer was stopped, or was still writing it"
+		     : "their writers were stopped, or were still writing them",
+		 one ? "its" : "their");
 	return true;
 }
 
