@@ -141,6 +141,15 @@ capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/kept.j
 check "merge of a bad second input onto a file: exit 2" status_is 2
 check "... the file as it was" test "$(cat "$tmp/kept.json")" = "an earlier merge"
 check "... nothing left beside it" test -z "$(ls "$tmp" | grep '^kept\.json.')"
+# a symlink is written through (as every writer does, not replaced by a
+# file): what it led to is half-written, and reads as truncated
+cp "$tmp/m.json" "$tmp/led-to.json"
+ln -s led-to.json "$tmp/link.json"
+capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/link.json"
+check "merge of a bad second input through a symlink: exit 2" status_is 2
+check "... still a symlink" test -L "$tmp/link.json"
+capture "$amptrace" summary "$tmp/link.json"
+check "... what it leads to reads as truncated" out_has "truncated at line"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"
