@@ -212,11 +212,3 @@ void output_file_abandon(struct output_file *o)
 	free(o->path);
 	*o = (struct output_file){ 0 };
 }
-
-void output_file_discard(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-		unlink(path);
-}

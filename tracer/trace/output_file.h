@@ -69,8 +69,4 @@ int output_file_close(struct output_file *o);
  * writer that found, half-way, that it cannot finish. */
 void output_file_abandon(struct output_file *o);
 
-/* Removes what a writer left half-written at `path`: only a regular
- * file (never a device, a FIFO, "-" or a link's target). */
-void output_file_discard(const char *path);
-
 #endif /* AMPTRACE_OUTPUT_FILE_H */
