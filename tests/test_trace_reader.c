@@ -338,6 +338,82 @@ START_TEST(filter_drops_arrays_keeps_strings)
 }
 END_TEST
 
+struct forgetting {
+	int keep;      /* what the filter answers */
+	size_t seen;
+	bool names_ok; /* each event's name as the file has it */
+};
+
+static int name_each(void *ctx, struct trace *trace,
+		     const struct trace_event *e, cJSON *json,
+		     struct trace_error *err)
+{
+	struct forgetting *f = ctx;
+	char name[32];
+
+	(void)trace;
+	(void)json;
+	(void)err;
+	snprintf(name, sizeof name, "step %zu", f->seen++);
+	f->names_ok &= !strcmp(e->name, name);
+	return f->keep;
+}
+
+/* 2,000 events, each named anew ("step N"), between a header and a
+ * trailer, read through a filter that answers `keep`. */
+static void load_named_steps(struct trace *t, struct forgetting *f)
+{
+	size_t cap = 256 << 10, len = 0;
+	char *text = malloc(cap);
+	struct trace_error err = { "" };
+	struct trace_filter filter = { f, name_each };
+
+	ck_assert_ptr_nonnull(text);
+	len += (size_t)snprintf(text + len, cap - len,
+				"{\"amptrace\":{\"format\":\"1.4\",\"generator\""
+				":\"before the steps\"},\"traceEvents\":[\n");
+	for (int i = 0; i < 2000; i++)
+		len += (size_t)snprintf(text + len, cap - len,
+					"%s{\"name\":\"step %d\",\"ph\":\"i\","
+					"\"ts\":%d,\"pid\":1,\"tid\":1}",
+					i ? ",\n" : "", i, i);
+	len += (size_t)snprintf(text + len, cap - len,
+				"],\"amptraceEnd\":{\"complete\":true,\"exit\":"
+				"{\"status\":\"exited\",\"code\":0}}}\n");
+	ck_assert_uint_lt(len, cap - 1);
+	f->names_ok = true;
+	ck_assert_msg(trace_load_text_filtered("steps.json", text, len, t,
+					       &filter, &err) == 0,
+		      "%s", err.message);
+	free(text);
+	ck_assert_uint_eq(f->seen, 2000);
+	ck_assert(f->names_ok);
+}
+
+/* TRACE_FORGET gives back the strings a dropped event alone brought
+ * (merge's inputs name each step anew): the table stays the size of one
+ * event's, and what came before and after reads as ever; TRACE_DROP
+ * keeps them (summary's aggregates point to them). */
+START_TEST(filter_forgets_strings)
+{
+	struct trace forgot, dropped;
+	struct forgetting forget = { .keep = TRACE_FORGET };
+	struct forgetting drop = { .keep = TRACE_DROP };
+
+	load_named_steps(&forgot, &forget);
+	load_named_steps(&dropped, &drop);
+	ck_assert_uint_gt(dropped.nstrings, 2000);
+	ck_assert_uint_lt(forgot.nstrings, 32);
+	/* the table still finds the header's string where it is */
+	ck_assert_ptr_eq(trace_intern(&forgot, "before the steps"),
+			 forgot.header.generator);
+	ck_assert_str_eq(forgot.trailer.exit->status, "exited");
+	ck_assert_str_eq(trace_intern(&forgot, "step 1999"), "step 1999");
+	trace_free(&forgot);
+	trace_free(&dropped);
+}
+END_TEST
+
 /* Two ops and the arrow between them, as amptrace run writes it. */
 #define FLOW_TRACE                                                          \
 	"{\"amptrace\":{\"format\":\"1.4\"},\"traceEvents\":[\n"            \
@@ -471,6 +547,7 @@ static Suite *trace_reader_suite(void)
 	tcase_add_test(tc, window_errors_as_memory);
 	tcase_add_test(tc, window_truncated_as_memory);
 	tcase_add_test(tc, filter_drops_arrays_keeps_strings);
+	tcase_add_test(tc, filter_forgets_strings);
 	tcase_add_test(tc, flows_dropped_and_counted);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");

@@ -54,27 +54,102 @@ sys.exit(not (pids == {0: 1, 1: 2} and inputs == [(0, 1), (1, 2)]))' "$tmp/m.jso
 capture "$amptrace" merge "$fx/good.json" "$fx/truncated.json" -o "$tmp/m2.json"
 check "merge of a truncated input: exit 0" status_is 0
 check "merge of a truncated input: warned" err_has "truncated.json is truncated"
+summary_note() { # trace: summary's note (--json), else None
+	"$amptrace" summary --json "$1" | "$python" -c 'import json, sys; print(json.load(sys.stdin)["note"])'
+}
+check "summary of a merge of a truncated input: says which" test \
+	"$(summary_note "$tmp/m2.json")" = "rank 1's input ($fx/truncated.json) was truncated (its writer was stopped, or was still writing it): its events up to there are merged"
+check "summary of a merge of whole inputs: no note" \
+	test "$(summary_note "$tmp/m.json")" = None
+# two of three truncated: the note names the first, counts the other,
+# and says it of both
+"$amptrace" merge "$fx/truncated.json" "$fx/good.json" "$fx/truncated.json" \
+	-o "$tmp/m3.json" 2>/dev/null
+check "summary of a merge of two truncated inputs: says which, in the plural" test \
+	"$(summary_note "$tmp/m3.json")" = "rank 0's input ($fx/truncated.json) and 1 more input were truncated (their writers were stopped, or were still writing them): their events up to there are merged"
 check "merge of a truncated input: the trailer counts each input's events" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 inputs = [(i["events"], i["truncated"]) for i in d["amptraceEnd"]["inputs"]]
 sys.exit(inputs != [(52, False), (20, True)])' "$tmp/m2.json"
-# A file is read once to check it and again to write its events: one that
-# changes in between (a trace still being written, here grown from the
-# killed writer's cut to a whole trace while merge reads the pipe after
-# it: the pipe's 1 MiB of trailing blanks, more than its buffer, hold
-# the writer until merge reads it, after the file; its last blank, written
-# once the file is, keeps the pipe open until then) is refused, not
-# merged half from each version.
+# A file is read twice: its outline, then its events.  A trace still
+# being written (the file of a live `amptrace run`, readable at any
+# moment) merges as the first read found it: the second stops where the
+# first's last whole event ended.  One that changed otherwise in between
+# (replaced, shrunk, rewritten; a whole trace changed at all) is refused,
+# not merged half from each version.  merge_live OUT CHANGE merges
+# live.json and a pipe, the pipe running the shell command CHANGE once
+# merge has read live.json the first time and before its second read:
+# the pipe's 1 MiB of blanks, more than its buffer, hold CHANGE until
+# merge reads the pipe, after live.json; its last blank, written once
+# CHANGE is done, keeps the pipe open until then.
+merge_live() {
+	capture "$amptrace" merge "$tmp/live.json" \
+		<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
+		  eval "$2"; printf ' ') \
+		-o "$tmp/$1"
+}
 cp "$fx/truncated.json" "$tmp/live.json"
-capture "$amptrace" merge "$tmp/live.json" \
-	<(cat "$fx/changed.json"; head -c 1048576 /dev/zero | tr '\0' ' '
-	  cat "$fx/good.json" >"$tmp/live.json"; printf ' ') \
-	-o "$tmp/live-merged.json"
-check "merge of a file that changed between its reads: exit 2" status_is 2
-check "merge of a file that changed between its reads: says which" \
-	err_has "live.json changed while it was merged"
-check "merge of a file that changed between its reads: no output" \
-	test ! -e "$tmp/live-merged.json"
+merge_live live-as-is.json :
+check "merge of a trace cut short: exit 0" status_is 0
+# truncated.json is the start of good.json: its writer, had it run on,
+# would have appended the rest
+cp "$fx/truncated.json" "$tmp/live.json"
+merge_live live-grown.json \
+	'tail -c +$(($(wc -c <"$fx/truncated.json") + 1)) "$fx/good.json" >>"$tmp/live.json"'
+check "merge of a trace that grew between its reads: exit 0" status_is 0
+check "... warned that it is truncated, or still being written" \
+	err_has "live.json is truncated (its writer was stopped, or is still writing it); merging its 20 complete events"
+check "... merged as the first read found it (the same bytes)" \
+	cmp "$tmp/live-as-is.json" "$tmp/live-grown.json"
+check "... the file had grown meanwhile" cmp "$fx/good.json" "$tmp/live.json"
+refused_change() { # what changed, the shell command that changes it
+	merge_live live-merged.json "$2"
+	check "merge of a trace $1 between its reads: exit 2" status_is 2
+	check "merge of a trace $1 between its reads: says which and why" \
+		err_has "live.json changed while it was merged: it was replaced, shrunk or rewritten since merge first read it"
+	check "merge of a trace $1 between its reads: no output" \
+		test ! -e "$tmp/live-merged.json"
+}
+cp "$fx/truncated.json" "$tmp/live.json"
+refused_change "cut short shrunk" \
+	'head -c 3000 "$fx/truncated.json" >"$tmp/live.json"'
+# the same bytes in a new file: another trace took its name
+cp "$fx/truncated.json" "$tmp/live.json"
+refused_change "cut short replaced" \
+	'cp "$fx/truncated.json" "$tmp/new.json"; mv "$tmp/new.json" "$tmp/live.json"'
+# the same file, grown, but what the first read found is not there
+cp "$fx/truncated.json" "$tmp/live.json"
+refused_change "cut short rewritten" \
+	'sed "s/\"randn\"/\"rande\"/" "$fx/good.json" >"$tmp/live.json"'
+cp "$fx/good.json" "$tmp/live.json"
+refused_change "whole" 'cat "$fx/changed.json" >"$tmp/live.json"'
+# Each event is decoded once, as it is written: a bad one in a later
+# input stops a merge onto standard output half-way, which leaves the
+# output without its trailer (a reader says it is truncated), not a
+# trace that looks whole.
+"$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o - \
+	>"$tmp/half.json" 2>"$tmp/half.err"
+check "merge -o - of a bad second input: exit 2" test $? -eq 2
+check "... names the event" grep -q "wrong-types.json:14: event 11" "$tmp/half.err"
+capture "$amptrace" summary "$tmp/half.json"
+check "... what it wrote reads as truncated" out_has "truncated"
+# ... and a file output is written next to its name, replacing what was
+# there only once whole: a bad input found half-way leaves it as it was,
+# and nothing beside it.
+printf 'an earlier merge\n' >"$tmp/kept.json"
+capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/kept.json"
+check "merge of a bad second input onto a file: exit 2" status_is 2
+check "... the file as it was" test "$(cat "$tmp/kept.json")" = "an earlier merge"
+check "... nothing left beside it" test -z "$(ls "$tmp" | grep '^kept\.json.')"
+# a symlink is written through (as every writer does, not replaced by a
+# file): what it led to is half-written, and reads as truncated
+cp "$tmp/m.json" "$tmp/led-to.json"
+ln -s led-to.json "$tmp/link.json"
+capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/link.json"
+check "merge of a bad second input through a symlink: exit 2" status_is 2
+check "... still a symlink" test -L "$tmp/link.json"
+capture "$amptrace" summary "$tmp/link.json"
+check "... what it leads to reads as truncated" out_has "truncated at line"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"
@@ -256,6 +331,26 @@ sed 's/"cat":"flow"/"cat":"amp.flow"/' "$tmp/r1.json" >"$tmp/r1-hex.json"
 capture "$amptrace" merge "$tmp/r1-hex.json" "$tmp/r0.json" -o "$tmp/mr3.json"
 check "an amp.flow id that is no number: exit 2" status_is 2
 check "... said where" err_has "r1-hex.json:10: event 8 (amp.flow s 'f'): id must be a number, got a string"
+
+# ------------------------------------------------------------- the bytes
+# What merge writes for whole inputs, byte for byte: the fixtures of
+# every kind (libamp's, torch's, aggregates, compiled graphs, modules,
+# another tool's, a truncated one) and the two ranks above (GPUs, flows),
+# merged from a directory of their own (the header names the files as
+# given) against merged.golden, main's output before merge decoded each
+# event once (the generator's version aside).
+mkdir "$tmp/golden"
+golden_inputs="good.json changed.json truncated.json array-form.json
+compiled.json steps-evaluation.json aggregate-overflow-skips.json
+modules.json evaluation-only.json lookahead-conversions.json"
+for f in $golden_inputs; do cp "$fx/$f" "$tmp/golden/"; done
+cp "$tmp/r1.json" "$tmp/r0.json" "$tmp/golden/"
+(cd "$tmp/golden" && "$amptrace" merge $golden_inputs r1.json r0.json \
+	-o merged.json 2>/dev/null)
+sed 's/"generator":"amptrace [^"]* merge"/"generator":"amptrace VERSION merge"/' \
+	"$tmp/golden/merged.json" >"$tmp/golden/merged.normal"
+check "merge of the fixtures: the same bytes as merged.golden" \
+	cmp "$fx/merged.golden" "$tmp/golden/merged.normal"
 
 echo "1..$count"
 exit $fail

@@ -2,8 +2,9 @@
  * traces into one, one process per rank (pid = rank + 1), timestamps moved
  * onto a common origin through each file's baseTimeNanoseconds (wall
  * clock, so ranks on different hosts line up as well as their clocks do).
- * Inputs that are truncated are merged as far as they go, with a warning;
- * inputs that do not load as traces are refused. */
+ * Inputs that are truncated, or still being written, are merged as far
+ * as they go, with a warning; inputs that do not load as traces are
+ * refused. */
 #include "command_line.h"
 #include "commands.h"
 #include "event_json.h"
@@ -53,18 +54,23 @@ struct input {
 	char *text;
 	size_t len;
 	struct stat file;     /* the file as pass 1 found it (text NULL) */
-	/* its header and trailer; each event is read, checked and dropped
-	 * in pass 1, then read again into it in pass 2 and written through
-	 * the one writer (event_json.h): merging holds one event of each
-	 * input at a time, not every input's events at once */
+	/* its header and trailer; pass 1 reads its outline (header,
+	 * trailer, events counted), pass 2 decodes each event into it, once,
+	 * and writes it through the one writer (event_json.h): merging holds
+	 * one event of each input at a time, not every input's events */
 	struct trace trace;
 	bool loaded;
 	bool amptrace;        /* the whole file has amptrace's header */
 	bool truncated;
 	size_t events;
-	size_t written;       /* pass 2's events, to match pass 1's */
-	double events_end_us; /* the latest end of its events (not metadata) */
+	/* what pass 1 read, which pass 2 reads again: up to stop_at (0: the
+	 * end), where a truncated input's last whole event ended (a trace
+	 * still being written grows past it meanwhile), and its digest */
+	size_t stop_at;
+	uint64_t digest;
 	/* pass 2 */
+	size_t written;       /* its events, to match pass 1's */
+	double events_end_us; /* the latest end of its events (not metadata) */
 	struct pid_map *pids; /* original pid -> merged pid, in order seen */
 	size_t npids, pids_cap;
 	int new_rank;
@@ -278,12 +284,16 @@ static int merge_event(void *ctx, struct trace *trace,
 	(void)trace;
 	(void)err;
 	in->written++;
+	if (e->kind != TRACE_META)
+		in->events_end_us = fmax(in->events_end_us, e->ts + e->dur);
 	/* amptrace's own events are the model's whole (pass 1 read the
 	 * whole file: its header may follow the events) */
 	int status = in->amptrace && e->kind != TRACE_OTHER
 			     ? merge_model_event(m, in, *e)
 			     : merge_foreign_event(m, in, json, e);
-	return status != 0 ? -1 : TRACE_DROP;
+	/* nothing of it is held once written: its strings go too (each
+	 * step's names are new, and would pile up) */
+	return status != 0 ? -1 : TRACE_FORGET;
 }
 
 static void free_inputs(struct merge *m)
@@ -485,23 +495,6 @@ int merge_texts(int count, const char *const *paths,
 	return merge_inputs(&m, out);
 }
 
-/* Pass 1's filter: the event counted, its end noted, the event
- * dropped. */
-static int note_event(void *ctx, struct trace *trace,
-		      const struct trace_event *e, cJSON *json,
-		      struct trace_error *err)
-{
-	struct input *in = ctx;
-
-	(void)trace;
-	(void)json;
-	(void)err;
-	in->events++;
-	if (e->kind != TRACE_META)
-		in->events_end_us = fmax(in->events_end_us, e->ts + e->dur);
-	return TRACE_DROP;
-}
-
 /* The input's events, each handed to `filter`, into *trace: from its
  * text, or streamed from its file. */
 static int load_input(const struct input *in, struct trace *trace,
@@ -518,28 +511,35 @@ static bool is_regular_file(const struct input *in, struct stat *st)
 	return stat(in->path, st) == 0 && S_ISREG(st->st_mode);
 }
 
-/* Whether pass 2 read the file pass 1 checked: the same events, and the
- * same file, size and time (a trace still being written grows between
- * the two reads; its merge would mix the two versions). */
+/* Whether pass 2 read what pass 1 did: the same events, the same bytes
+ * (the digest), of the same file (not another put in its place); a whole
+ * trace also the same size and time.  A truncated one may have grown
+ * since (a trace still being written): pass 2 stopped where pass 1's
+ * last whole event ended, and merges it as pass 1 found it. */
 static bool read_same_file(const struct input *in)
 {
 	struct stat now;
 
+	if (in->written != in->events || in->trace.digest != in->digest)
+		return false;
 	if (in->text)
 		return true;
-	return in->written == in->events && is_regular_file(in, &now) &&
-	       now.st_dev == in->file.st_dev && now.st_ino == in->file.st_ino &&
-	       now.st_size == in->file.st_size &&
-	       now.st_mtim.tv_sec == in->file.st_mtim.tv_sec &&
-	       now.st_mtim.tv_nsec == in->file.st_mtim.tv_nsec;
+	if (!is_regular_file(in, &now) || now.st_dev != in->file.st_dev ||
+	    now.st_ino != in->file.st_ino)
+		return false;
+	return in->stop_at ||
+	       (now.st_size == in->file.st_size &&
+		now.st_mtim.tv_sec == in->file.st_mtim.tv_sec &&
+		now.st_mtim.tv_nsec == in->file.st_mtim.tv_nsec);
 }
 
-/* Pass 1: every input must read (every event checked, as summary and
- * check would); its header, rank and time base.  Returns 0, or 2
- * (said). */
+/* Pass 1: every input's outline (its events are decoded once, in pass
+ * 2, where a bad one stops the merge): its header, rank, time base, its
+ * events counted, where a truncated one's last whole event ends.
+ * Returns 0, or 2 (said). */
 static int read_input(struct merge *m, struct input *in, const char *out)
 {
-	struct trace_filter filter = { in, note_event };
+	struct trace_filter filter = { .digest = true };
 
 	if (output_refuse_input("amptrace merge", out, &in->path, 1))
 		return 2;
@@ -554,12 +554,16 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 	}
 	in->loaded = true;
 	in->amptrace = in->trace.amptrace;
+	in->events = in->trace.dropped;
+	in->digest = in->trace.digest;
+	in->stop_at = in->trace.truncated ? in->trace.whole_end : 0;
 	in->truncated = in->trace.truncated ||
 			(in->trace.header_first && !in->trace.finalized);
 	if (in->truncated)
 		fprintf(stderr, "amptrace merge: warning: %s is truncated "
-			"(its writer was stopped); merging its %zu "
-			"complete events\n", in->path, in->events);
+			"(its writer was stopped, or is still writing it); "
+			"merging its %zu complete events\n", in->path,
+			in->events);
 	if (in->trace.base_ns > 0 &&
 	    (m->base_ns == 0 || in->trace.base_ns < m->base_ns))
 		m->base_ns = in->trace.base_ns;
@@ -606,8 +610,8 @@ static int open_output(struct merge *m, const char *out)
 	if (!merged)
 		return 2;
 	struct trace_header header = merged_header(m, merged);
-	int status = trace_writer_open(&m->writer, out, &header,
-				       (uint64_t)m->base_ns);
+	int status = trace_writer_open_whole(&m->writer, out, &header,
+					     (uint64_t)m->base_ns);
 	if (status != 0)
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",
@@ -616,12 +620,16 @@ static int open_output(struct merge *m, const char *out)
 	return status ? 1 : 0;
 }
 
-/* Pass 2: events, re-numbered and re-timed.  Returns 0, or 2 (said, the
- * output discarded). */
+/* Pass 2: events, decoded, checked, re-numbered and re-timed.  Returns
+ * 0, or 2 (said; a file output left as it was, standard output without
+ * its trailer: a reader says it is truncated). */
 static int write_events(struct merge *m, const char *out)
 {
 	for (int i = 0; i < m->ninputs; i++) {
-		struct trace_filter filter = { m, merge_event };
+		struct trace_filter filter = {
+			m, merge_event, .stop_at = m->inputs[i].stop_at,
+			.digest = true,
+		};
 		m->current = &m->inputs[i];
 		/* its strings held once: pass 1's go, pass 2 reads them again
 		 * (and the header and trailer) */
@@ -630,15 +638,14 @@ static int write_events(struct merge *m, const char *out)
 					m->err);
 		if (status == 0 && !read_same_file(m->current))
 			status = trace_error_set(m->err, "%s changed while it "
-						 "was merged (a trace still "
-						 "being written?): merge it "
-						 "once its writer is done",
+						 "was merged: it was replaced, "
+						 "shrunk or rewritten since merge "
+						 "first read it (a trace still "
+						 "being written may only grow)",
 						 m->current->path);
 		if (status != 0) {
 			fprintf(stderr, "amptrace merge: %s\n", m->err->message);
-			trace_writer_close(&m->writer,
-					   &(struct trace_trailer){ 0 });
-			output_file_discard(out);
+			trace_writer_abandon(&m->writer);
 			return 2;
 		}
 	}

@@ -202,10 +202,13 @@ int output_file_close(struct output_file *o)
 	return status;
 }
 
-void output_file_discard(const char *path)
+void output_file_abandon(struct output_file *o)
 {
-	struct stat st;
-
-	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-		unlink(path);
+	if (o->f)
+		fclose(o->f);
+	if (o->temporary)
+		unlink(o->temporary);
+	free(o->temporary);
+	free(o->path);
+	*o = (struct output_file){ 0 };
 }

@@ -64,8 +64,9 @@ int output_file_open(struct output_file *o, const char *path);
  * (the temporary is removed and the old file stays). */
 int output_file_close(struct output_file *o);
 
-/* Removes what a writer left half-written at `path`: only a regular
- * file (never a device, a FIFO, "-" or a link's target). */
-void output_file_discard(const char *path);
+/* Closes it without putting it in place: a temporary is removed (what
+ * was there stays), what was written through stays as written.  For a
+ * writer that found, half-way, that it cannot finish. */
+void output_file_abandon(struct output_file *o);
 
 #endif /* AMPTRACE_OUTPUT_FILE_H */

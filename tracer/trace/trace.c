@@ -816,7 +816,8 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 
 /* A decoded event to the trace, or to the reader's filter first. */
 static int hand_over(struct loader *l, const struct trace_event *e,
-		     cJSON *json, struct trace_arena_mark mark)
+		     cJSON *json, struct trace_arena_mark mark,
+		     struct trace_strings_mark strings)
 {
 	struct trace *t = l->trace;
 	int keep = l->filter ? l->filter->event(l->filter->ctx, t, e, json,
@@ -825,8 +826,10 @@ static int hand_over(struct loader *l, const struct trace_event *e,
 
 	if (keep < 0)
 		return -1;
-	if (keep == TRACE_DROP) {
+	if (keep == TRACE_DROP || keep == TRACE_FORGET) {
 		trace_arena_release(t, mark);
+		if (keep == TRACE_FORGET)
+			trace_strings_forget(t, strings);
 		t->dropped++;
 		return 0;
 	}
@@ -845,6 +848,10 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		.index = index < UINT32_MAX ? (uint32_t)index : UINT32_MAX,
 	};
 	struct trace_arena_mark mark = trace_arena_mark(t);
+	/* only a filter may forget the event's strings */
+	struct trace_strings_mark strings = { 0 };
+	if (l->filter)
+		strings = trace_strings_mark(t);
 
 	l->line = line;
 	l->index = index;
@@ -920,7 +927,7 @@ static int on_event(void *ctx, cJSON *json, size_t index, size_t line)
 		trace_cast_set_origin(&e);
 	if (l->failed)
 		return -1;
-	return hand_over(l, &e, json, mark);
+	return hand_over(l, &e, json, mark, strings);
 }
 
 /* The header's and the trailer's keys, as the events' are read;
@@ -1024,8 +1031,12 @@ static int load(const char *path, const char *text, size_t len,
 {
 	struct loader l = { .trace = trace, .err = err, .path = path,
 			    .filter = filter };
-	struct trace_scan_handlers h = { .ctx = &l, .top = on_top,
-					 .event = on_event };
+	struct trace_scan_handlers h = {
+		.ctx = &l, .top = on_top,
+		.event = filter && !filter->event ? NULL : on_event,
+		.stop_at = filter ? filter->stop_at : 0,
+		.digest = filter && filter->digest,
+	};
 	struct trace_scan_result result;
 
 	*trace = (struct trace){ 0 };
@@ -1039,6 +1050,10 @@ static int load(const char *path, const char *text, size_t len,
 	trace->truncated = result.truncated;
 	trace->truncated_line = result.truncated_line;
 	trace->header_first = result.amptrace;
+	trace->whole_end = result.whole_end;
+	trace->digest = result.digest;
+	if (!h.event)
+		trace->dropped = result.events;
 	return 0;
 }
 
@@ -1087,6 +1102,34 @@ int trace_load_text_filtered(const char *path, const char *text, size_t len,
 	return load(path, text, len, filter, trace, err);
 }
 
+/* A merged file's note: which of its inputs were truncated (merge read
+ * them as far as they went: a killed writer's, or one still writing),
+ * the first named.  False when none was. */
+static bool merged_input_truncated(const struct trace *trace, char *buf,
+				   size_t size)
+{
+	const struct trace_merged_input *first = NULL;
+	int count = 0;
+
+	for (int i = 0; i < trace->header.nmerged; i++)
+		if (trace->header.merged[i].truncated && !count++)
+			first = &trace->header.merged[i];
+	if (!first)
+		return false;
+	char more[48] = "";
+	if (count > 1)
+		snprintf(more, sizeof more, " and %d more input%s", count - 1,
+			 count > 2 ? "s" : "");
+	bool one = count == 1;
+	snprintf(buf, size, "rank %d's input (%s)%s %s truncated (%s): %s "
+		 "events up to there are merged", first->rank,
+		 first->file ? first->file : "?", more, one ? "was" : "were",
+		 one ? "its writer was stopped, or was still writing it"
+		     : "their writers were stopped, or were still writing them",
+		 one ? "its" : "their");
+	return true;
+}
+
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 {
 	if (trace->truncated) {
@@ -1100,6 +1143,8 @@ const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 			 "(amptraceEnd; its writer was stopped)");
 		return buf;
 	}
+	if (merged_input_truncated(trace, buf, size))
+		return buf;
 	const struct trace_exit *exit = trace->trailer.exit;
 	if (exit && trace_exit_is(exit, "signaled")) {
 		snprintf(buf, size, "the program was killed by %s; the trace "

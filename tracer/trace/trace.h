@@ -35,6 +35,10 @@ struct trace {
 	bool header_first;
 	bool finalized;       /* the trailer ("amptraceEnd") is present */
 	double base_ns;       /* baseTimeNanoseconds, or 0 */
+	/* the scan's (trace_scan_result): where the text read whole ends,
+	 * and its digest when the filter asked for one */
+	size_t whole_end;
+	uint64_t digest;
 	struct trace_header header;   /* amptrace: the "amptrace" object */
 	struct trace_trailer trailer; /* finalized: "amptraceEnd" */
 	/* internals */
@@ -43,6 +47,10 @@ struct trace {
 	struct trace_arena_block *string_arena; /* interned strings */
 	struct trace_string_slot *strings;
 	size_t nstrings, cap_strings;
+	/* the slots of the strings interned since trace_strings_mark() */
+	size_t *string_log;
+	size_t nstring_log, cap_string_log;
+	bool string_log_on, string_log_lost;
 };
 
 /* Loads `path`.  Returns 0, or -1 with err set (the trace is then empty
@@ -58,18 +66,29 @@ int trace_load(const char *path, struct trace *trace, struct trace_error *err);
  * handed to `event`, which returns TRACE_KEEP (it is appended to
  * trace->events, as trace_load does with all), TRACE_DROP (its arrays are
  * given back: a reader that counts or aggregates holds the memory of one
- * event, whatever the trace's size), or -1 after setting err.  Whatever
+ * event, whatever the trace's size), TRACE_FORGET (dropped, and the
+ * strings it alone brought are given back too, for a filter that holds
+ * none of them once it returns: merge, whose inputs name each step
+ * anew), or -1 after setting err.  Whatever
  * the event points to lives until the call returns unless kept; its
  * strings (interned) live as long as the trace.  `json` is the event as
  * the file has it, which the model does not hold whole for other tools'
  * events (TRACE_OTHER): the reader's, a filter may change it.  The header
- * is read before the first event, the trailer after the last. */
-enum trace_keep { TRACE_DROP, TRACE_KEEP };
+ * is read before the first event, the trailer after the last.
+ *
+ * A filter without `event` reads the trace's outline: its header and
+ * trailer, its events counted (trace->dropped) but not decoded, nor
+ * checked beyond their brackets.  stop_at and digest are the scan's
+ * (trace_scan.h): a reader that reads a file twice (merge) reads the
+ * same part of it, and knows it did (trace->whole_end, trace->digest). */
+enum trace_keep { TRACE_DROP, TRACE_KEEP, TRACE_FORGET };
 struct trace_filter {
 	void *ctx;
 	int (*event)(void *ctx, struct trace *trace,
 		     const struct trace_event *event, cJSON *json,
 		     struct trace_error *err);
+	size_t stop_at;
+	bool digest;
 };
 int trace_load_filtered(const char *path, struct trace *trace,
 			const struct trace_filter *filter,
@@ -140,6 +159,16 @@ struct trace_arena_mark {
 };
 struct trace_arena_mark trace_arena_mark(const struct trace *trace);
 void trace_arena_release(struct trace *trace, struct trace_arena_mark mark);
+/* The strings interned from here on, forgotten again: the table holds
+ * them no more and their room is given back.  Only for strings nothing
+ * points to any more (a dropped event's, TRACE_FORGET); when the table
+ * grew in between, they are kept (it is rare: it doubles). */
+struct trace_strings_mark {
+	struct trace_arena_block *block;
+	size_t used, cap_strings;
+};
+struct trace_strings_mark trace_strings_mark(struct trace *trace);
+void trace_strings_forget(struct trace *trace, struct trace_strings_mark mark);
 /* The hash the string table uses (string pids use it too). */
 uint64_t trace_string_hash(const char *s, size_t len);
 struct trace_event *trace_append(struct trace *trace,

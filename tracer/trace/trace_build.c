@@ -93,15 +93,22 @@ struct trace_arena_mark trace_arena_mark(const struct trace *t)
 					  t->arena ? t->arena->used : 0 };
 }
 
+/* The arena as it was when `block` was its newest, `used` bytes of it. */
+static void arena_release(struct trace_arena_block **arena,
+			  struct trace_arena_block *block, size_t used)
+{
+	while (*arena && *arena != block) {
+		struct trace_arena_block *next = (*arena)->next;
+		free(*arena);
+		*arena = next;
+	}
+	if (*arena)
+		(*arena)->used = used;
+}
+
 void trace_arena_release(struct trace *t, struct trace_arena_mark mark)
 {
-	while (t->arena && t->arena != mark.block) {
-		struct trace_arena_block *next = t->arena->next;
-		free(t->arena);
-		t->arena = next;
-	}
-	if (t->arena)
-		t->arena->used = mark.used;
+	arena_release(&t->arena, mark.block, mark.used);
 }
 
 /* Eight bytes at a time: interning is on the converter's path for every
@@ -147,6 +154,20 @@ static bool grow_strings(struct trace *t)
 	return true;
 }
 
+/* Slot j's string came since trace_strings_mark(). */
+static void log_string(struct trace *t, size_t j)
+{
+	size_t *grown = trace_grow(t->string_log, &t->cap_string_log,
+				   t->nstring_log + 1, sizeof *grown);
+
+	if (!grown) {
+		t->string_log_lost = true;
+		return;
+	}
+	t->string_log = grown;
+	t->string_log[t->nstring_log++] = j;
+}
+
 /* Interned copy of the `len` bytes at s (a string's have no NUL; a
  * shape's may): equal strings share one pointer, which keeps a trace of
  * a million ops to a few distinct op names in memory. */
@@ -172,7 +193,34 @@ static const char *intern(struct trace *t, const char *s, size_t len)
 	copy[len] = '\0';
 	t->strings[j] = (struct trace_string_slot){ copy, hash, (uint32_t)len };
 	t->nstrings++;
+	if (t->string_log_on)
+		log_string(t, j);
 	return copy;
+}
+
+struct trace_strings_mark trace_strings_mark(struct trace *t)
+{
+	t->string_log_on = true;
+	t->string_log_lost = false;
+	t->nstring_log = 0;
+	return (struct trace_strings_mark){
+		t->string_arena, t->string_arena ? t->string_arena->used : 0,
+		t->cap_strings,
+	};
+}
+
+/* Emptied newest first: with linear probing, the newest string's slot
+ * is on no older string's path (it was free when they were placed), so
+ * each one removed leaves the table as it was before it came. */
+void trace_strings_forget(struct trace *t, struct trace_strings_mark mark)
+{
+	if (t->string_log_lost || t->cap_strings != mark.cap_strings)
+		return;
+	while (t->nstring_log) {
+		t->strings[t->string_log[--t->nstring_log]].text = NULL;
+		t->nstrings--;
+	}
+	arena_release(&t->string_arena, mark.block, mark.used);
 }
 
 const char *trace_intern_n(struct trace *t, const char *s, size_t len)
@@ -304,6 +352,7 @@ void trace_free(struct trace *trace)
 	arena_free(&trace->string_arena);
 	bigmem_free(trace->events, trace->cap_events * sizeof *trace->events);
 	free(trace->strings);
+	free(trace->string_log);
 	free(trace->path);
 	*trace = (struct trace){ 0 };
 }

@@ -2,6 +2,7 @@
 #include "trace_scan.h"
 
 #include "terminal_text.h"
+#include "trace.h" /* trace_string_hash, for the digest */
 #include "utf8.h"
 
 #include <errno.h>
@@ -324,6 +325,10 @@ struct scanner {
 	bool eof;
 	bool failed;        /* reading failed: err is set */
 	struct key_set top_keys; /* the top-level object's, copies */
+	size_t stop_at;     /* the input ends here (SIZE_MAX: its end) */
+	bool digesting;     /* the handlers asked for a digest */
+	size_t whole_end;   /* the result's */
+	uint64_t digest;    /* the result's */
 };
 
 /* The largest single value a window grows to hold: one event (or the
@@ -341,6 +346,11 @@ static bool refill(struct scanner *s)
 {
 	if (s->fd < 0 || s->eof || s->failed)
 		return false;
+	size_t left = s->stop_at - (s->base + s->len);
+	if (!left) {
+		s->eof = true;
+		return false;
+	}
 	size_t drop = s->keep - s->base;
 	if (drop) {
 		memmove(s->text, s->text + drop, s->len - drop);
@@ -367,7 +377,8 @@ static bool refill(struct scanner *s)
 		s->cap *= 2;
 	}
 	ssize_t got;
-	while ((got = read(s->fd, s->text + s->len, s->cap - s->len)) < 0 &&
+	size_t room = s->cap - s->len < left ? s->cap - s->len : left;
+	while ((got = read(s->fd, s->text + s->len, room)) < 0 &&
 	       errno == EINTR)
 		;
 	if (got < 0) {
@@ -580,6 +591,17 @@ static cJSON *parse_span(struct scanner *s, struct span_start from)
 	return NULL;
 }
 
+/* The value (or key) from `from` to pos was read whole: a truncated
+ * input reads the same again up to here, and the digest covers it. */
+static void took_whole(struct scanner *s, struct span_start from)
+{
+	s->whole_end = offset(s, s->pos);
+	if (s->digesting)
+		s->digest = s->digest * 0x100000001B3ull ^
+			    trace_string_hash(s->text + (from.at - s->base),
+					      s->whole_end - from.at);
+}
+
 static void (*scan_progress)(size_t done, size_t total);
 
 void trace_scan_set_progress(void (*progress)(size_t done, size_t total))
@@ -620,7 +642,9 @@ static int check_event_keys(struct scanner *s, const cJSON *event,
 static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
 {
+	struct span_start bracket = mark(s);
 	advance(s); /* '[' */
+	took_whole(s, bracket);
 	r->has_events = true;
 	skip_ws(s);
 	if (next_is(s, ']')) {
@@ -638,6 +662,7 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		int status = skip_value(s);
 		if (status <= 0)
 			return status;
+		took_whole(s, from);
 		if (h->event) {
 			cJSON *event = parse_span(s, from);
 			if (!event)
@@ -788,6 +813,7 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 		cJSON *key = parse_span(s, from);
 		if (!key)
 			return -1;
+		took_whole(s, from);
 		if (check_top_key(s, cJSON_IsString(key) ? key->valuestring : "",
 				  from) != 0) {
 			cJSON_Delete(key);
@@ -828,6 +854,7 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 			cJSON *value = parse_span(s, from);
 			if (!value)
 				return -1;
+			took_whole(s, from);
 			if (check_header_keys(s, name, value, from) != 0) {
 				cJSON_Delete(value);
 				return -1;
@@ -900,6 +927,18 @@ static int scan(struct scanner *s, const struct trace_scan_handlers *h,
 	return s->failed ? -1 : 0;
 }
 
+/* scan, as the handlers ask: up to their stop_at, with their digest. */
+static int scan_with(struct scanner *s, const struct trace_scan_handlers *h,
+		     struct trace_scan_result *result)
+{
+	s->stop_at = h->stop_at ? h->stop_at : SIZE_MAX;
+	s->digesting = h->digest;
+	int status = scan(s, h, result);
+	result->whole_end = s->whole_end;
+	result->digest = s->digest;
+	return status;
+}
+
 int trace_scan(const char *path, const char *text, size_t len,
 	       const struct trace_scan_handlers *h,
 	       struct trace_scan_result *result, struct trace_error *err)
@@ -907,7 +946,9 @@ int trace_scan(const char *path, const char *text, size_t len,
 	struct scanner s = { .path = path, .text = (char *)text, .len = len,
 			     .line = 1, .err = err, .fd = -1 };
 
-	return scan(&s, h, result);
+	if (h->stop_at && h->stop_at < len)
+		s.len = h->stop_at;
+	return scan_with(&s, h, result);
 }
 
 int trace_scan_file(const char *path, const struct trace_scan_handlers *h,
@@ -924,7 +965,7 @@ int trace_scan_file(const char *path, const struct trace_scan_handlers *h,
 			     .cap = TRACE_SCAN_WINDOW, .text = malloc(TRACE_SCAN_WINDOW) };
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		s.total = (size_t)st.st_size;
-	int status = s.text ? scan(&s, h, result)
+	int status = s.text ? scan_with(&s, h, result)
 			    : trace_error_set(err, "%s: out of memory reading "
 					      "the file", path);
 	free(s.text);

@@ -17,6 +17,7 @@
 #include <cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct trace_error {
 	char message[1024]; /* "file:line:col: what" */
@@ -34,6 +35,13 @@ struct trace_scan_handlers {
 	/* One element of traceEvents.  Same return convention.  NULL: the
 	 * events are only counted (and not checked beyond their brackets). */
 	int (*event)(void *ctx, cJSON *event, size_t index, size_t line);
+	/* For a reader that reads a file twice and must read the same text
+	 * both times (merge): stop_at > 0 reads the input up to that byte
+	 * only, as if it ended there (a trace still being written, read
+	 * again as far as the first read went); digest fills
+	 * result->digest. */
+	size_t stop_at;
+	bool digest;
 };
 
 struct trace_scan_result {
@@ -43,6 +51,12 @@ struct trace_scan_result {
 	bool truncated;      /* ended early, repaired */
 	size_t truncated_line;
 	size_t events;
+	/* the offset just past the last thing read whole (an event, a
+	 * top-level value, traceEvents' '['): where a truncated input reads
+	 * the same again */
+	size_t whole_end;
+	/* h->digest: a hash of the keys and values read whole, in order */
+	uint64_t digest;
 };
 
 /* Reads a whole file.  Returns NULL (err set) on failure; `*len` is the

@@ -16,21 +16,13 @@
  * what a killed writer leaves behind. */
 #define WRITE_BUFFER_SIZE (1u << 20)
 
-int trace_writer_open(struct trace_writer *w, const char *path,
-		      const struct trace_header *h, uint64_t base_ns)
+/* The header into w->f, open. */
+static int writer_start(struct trace_writer *w, const char *path,
+			const struct trace_header *h, uint64_t base_ns)
 {
 	struct trace_header header = *h;
 	struct jsonw text;
 
-	*w = (struct trace_writer){ 0 };
-	/* "-" and a FIFO without a reader as every writer has them */
-	int fd = output_fd_open(path);
-	w->f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!w->f) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
 	/* Events are copied into buf, one memcpy each, and handed to the
 	 * kernel from there; without it they go through stdio's own buffer:
 	 * slower, as correct. */
@@ -52,6 +44,31 @@ int trace_writer_open(struct trace_writer *w, const char *path,
 	w->failed = text.failed;
 	jsonw_free(&text);
 	return 0;
+}
+
+int trace_writer_open(struct trace_writer *w, const char *path,
+		      const struct trace_header *h, uint64_t base_ns)
+{
+	*w = (struct trace_writer){ 0 };
+	/* "-" and a FIFO without a reader as every writer has them */
+	int fd = output_fd_open(path);
+	w->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!w->f) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return writer_start(w, path, h, base_ns);
+}
+
+int trace_writer_open_whole(struct trace_writer *w, const char *path,
+			    const struct trace_header *h, uint64_t base_ns)
+{
+	*w = (struct trace_writer){ 0 };
+	if (output_file_open(&w->whole, path) != 0)
+		return -1;
+	w->f = w->whole.f;
+	return writer_start(w, path, h, base_ns);
 }
 
 /* Hands buf to the file. */
@@ -118,6 +135,29 @@ void trace_writer_flush(struct trace_writer *w)
 		w->failed = true;
 }
 
+/* What close gives back, the file closed. */
+static void writer_release(struct trace_writer *w)
+{
+	w->f = NULL;
+	free(w->buf);
+	w->buf = NULL;
+	free(w->path);
+	w->path = NULL;
+}
+
+void trace_writer_abandon(struct trace_writer *w)
+{
+	if (!w->f)
+		return;
+	if (w->buf)
+		drain(w);
+	if (w->whole.f)
+		output_file_abandon(&w->whole);
+	else
+		fclose(w->f);
+	writer_release(w);
+}
+
 int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t)
 {
 	int status = 0;
@@ -135,12 +175,12 @@ int trace_writer_close(struct trace_writer *w, const struct trace_trailer *t)
 	jsonw_free(&text);
 	if (ferror(w->f) || w->failed)
 		status = -1;
-	if (fclose(w->f) != 0)
+	if (w->whole.f && status)
+		output_file_abandon(&w->whole);
+	else if (w->whole.f)
+		status = output_file_close(&w->whole);
+	else if (fclose(w->f) != 0)
 		status = -1;
-	w->f = NULL;
-	free(w->buf);
-	w->buf = NULL;
-	free(w->path);
-	w->path = NULL;
+	writer_release(w);
 	return status;
 }
