@@ -175,6 +175,24 @@ check "killed in step 25, recorded as aggregates: its linear and relu are in the
 check "... summary: 20 steps in full detail, 6 as aggregates, step 25 cut short" \
 	eval 'tr "\n" " " <"$work/later.summary" | tr -s " " |
 	      grep -q "steps: 26 (marked by autocast region); 20 in full detail, 6 as per-step aggregates; step 25 cut short"'
+# check's per-step rules and the step cut short: each whole step has 5
+# f32->bf16 casts, step 25 had 3 when it was killed, which says nothing of
+# a lower bound (not judged, and said); a whole step still fails one
+joined() { tr "\n" " " <"$1" | tr -s " "; }
+printf 'casts f32->bf16 >= 5 per step\n' >"$work/ge5.rules"
+printf 'casts f32->bf16 >= 6 per step\n' >"$work/ge6.rules"
+COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ge5.rules" \
+	>"$work/ge5.out" 2>&1
+status=$?
+check "... check: 'casts f32->bf16 >= 5 per step' holds ($status): step 25, cut short with 3, is not judged, and check says so" \
+	eval '[ "$status" -eq 0 ] && joined "$work/ge5.out" |
+	      grep -q "over 25 steps, marked by autocast region; step 25 cut short (a process ended in it): 3 so far, not judged"'
+COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ge6.rules" \
+	>"$work/ge6.out" 2>&1
+status=$?
+check "... '>= 6 per step' fails ($status) on the whole steps, step 25 still not judged" \
+	eval '[ "$status" -eq 1 ] && joined "$work/ge6.out" |
+	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (a process ended in it): 3 so far, not judged"'
 "$amptrace" merge "$work/none.json" "$work/later.json" -o "$work/both.json" 2>/dev/null
 "$amptrace" summary "$work/both.json" >"$work/both.summary" 2>&1
 "$amptrace" summary --json "$work/both.json" >"$work/both.sjson" 2>&1
