@@ -42,14 +42,20 @@ struct row {
 };
 
 /* The file's layout (the same build writes and reads it: raw.h's
- * RAW_VERSION is checked).  `counting` is 0 while the rows are being
- * written into the stream and emptied: a reader then takes them as
- * written.  `nrows` counts the rows whose names are set. */
-#define LIVE_MAGIC 0x41475631u /* "AGV1" */
+ * RAW_VERSION is checked).  `flushes` says where the rows are: even,
+ * counting (flushes/2 flushes done); odd, flush number (flushes+1)/2
+ * sealed them: they are being written into the stream, whose totals row
+ * ends them, then emptied.  A reader that knows how many totals rows the
+ * thread's stream holds tells whether the sealed rows reached it (a kill
+ * anywhere between the seal and the reset loses no step).  `whole`: the
+ * rows sealed are a whole step's (the thread moved on or ended), not a
+ * part of one.  `nrows` counts the rows whose names are set. */
+#define LIVE_MAGIC 0x41475632u /* "AGV2" */
 struct live {
 	uint32_t magic, version, row_size;
-	_Atomic uint32_t counting;
 	_Atomic uint32_t nrows;
+	_Atomic uint64_t flushes;
+	_Atomic uint32_t whole;
 	uint32_t pad;
 	struct raw_step_totals totals;
 	struct row rows[];
@@ -174,8 +180,8 @@ struct step_aggregate *step_aggregate_new(const char *path)
 	}
 	a->live->version = RAW_VERSION;
 	a->live->row_size = sizeof(struct row);
+	atomic_store_explicit(&a->live->flushes, 0, memory_order_release);
 	a->live->magic = LIVE_MAGIC;
-	atomic_store_explicit(&a->live->counting, 1, memory_order_release);
 	a->rows = a->live->rows;
 	a->totals = &a->live->totals;
 	a->cap_rows = FIRST_ROWS;
@@ -200,9 +206,13 @@ void step_aggregate_free(struct step_aggregate *a)
 	free(a);
 }
 
-void step_aggregate_seal(struct step_aggregate *a)
+void step_aggregate_seal(struct step_aggregate *a, bool whole)
 {
-	atomic_store_explicit(&a->live->counting, 0, memory_order_release);
+	uint64_t n = atomic_load_explicit(&a->live->flushes,
+					  memory_order_relaxed);
+
+	atomic_store_explicit(&a->live->whole, whole, memory_order_relaxed);
+	atomic_store_explicit(&a->live->flushes, n | 1, memory_order_release);
 }
 
 void step_aggregate_reset(struct step_aggregate *a, uint64_t step)
@@ -219,7 +229,11 @@ void step_aggregate_reset(struct step_aggregate *a, uint64_t step)
 		.cache_max_bytes = a->totals->cache_bytes,
 	};
 	a->nopen = 0;
-	atomic_store_explicit(&a->live->counting, 1, memory_order_release);
+	/* counting again: the sealed rows' flush is done */
+	uint64_t n = atomic_load_explicit(&a->live->flushes,
+					  memory_order_relaxed);
+	atomic_store_explicit(&a->live->flushes, (n + 1) & ~(uint64_t)1,
+			      memory_order_release);
 }
 
 uint64_t step_aggregate_step(const struct step_aggregate *a)
@@ -570,14 +584,28 @@ void step_aggregate_rows(const struct step_aggregate *a,
 
 /* ------------------------------------------------------------- reading */
 
-struct step_aggregate *step_aggregate_left(const void *data, size_t size)
+/* Whether the file's rows are in no stream: counted and not flushed, or
+ * sealed by a flush whose totals row the stream lacks (the thread ended
+ * between its seal and its last row). */
+static bool rows_unwritten(const struct live *live, uint64_t written,
+			   bool *whole)
+{
+	uint64_t flushes = atomic_load(&live->flushes);
+
+	*whole = flushes & 1 && atomic_load(&live->whole);
+	return !(flushes & 1) || (flushes + 1) / 2 > written;
+}
+
+struct step_aggregate *step_aggregate_left(const void *data, size_t size,
+					   uint64_t written, bool *whole)
 {
 	const struct live *live = data;
 
+	*whole = false;
 	if (size < sizeof *live || live->magic != LIVE_MAGIC ||
 	    live->version != RAW_VERSION ||
 	    live->row_size != sizeof(struct row) ||
-	    !atomic_load(&live->counting) || !live->totals.events)
+	    !rows_unwritten(live, written, whole) || !live->totals.events)
 		return NULL;
 	uint32_t nrows = atomic_load(&live->nrows);
 	if (nrows > (size - sizeof *live) / sizeof(struct row))
