@@ -126,9 +126,10 @@ struct flush {
 	unsigned written;
 };
 
-static bool write_row_of(const struct flush *f, uint16_t kind,
-			 const void *model)
+static bool write_row(void *user, uint16_t kind, const void *model)
 {
+	const struct flush *f = user;
+
 	switch (kind) {
 	case RAW_KIND_STEP_OP:
 		return write_step_op(f->time_ns, f->thread, model);
@@ -141,13 +142,13 @@ static bool write_row_of(const struct flush *f, uint16_t kind,
 	}
 }
 
-static bool write_row(void *user, uint16_t kind, const void *model)
+/* write_row, then the test's stop (a test's flushes alone pay for it) */
+static bool write_row_and_stop(void *user, uint16_t kind, const void *model)
 {
 	struct flush *f = user;
-	bool written = write_row_of(f, kind, model);
+	bool written = write_row(user, kind, model);
 
-	if (amptrace_test_flush_point)
-		amptrace_test_flush_point(++f->written);
+	amptrace_test_flush_point(++f->written);
 	return written;
 }
 
@@ -163,7 +164,10 @@ static void flush(struct step_thread *t, bool whole)
 	step_aggregate_seal(t->aggregate, whole);
 	if (amptrace_test_flush_point)
 		amptrace_test_flush_point(0);
-	step_aggregate_rows(t->aggregate, write_row, &f);
+	step_aggregate_rows(t->aggregate, amptrace_test_flush_point
+						  ? write_row_and_stop
+						  : write_row,
+			    &f);
 	step_aggregate_reset(t->aggregate, step_aggregate_step(t->aggregate));
 }
 
