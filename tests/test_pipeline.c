@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1149,6 +1150,95 @@ START_TEST(aggregates_left_in_a_file_read_back)
 }
 END_TEST
 
+/* The diag rows step_aggregate_rows hands over, and the relu ops. */
+struct left_diags {
+	const char *message[4];
+	int ndiags;
+	uint64_t relu;
+};
+
+static bool diags_left(void *user, uint16_t kind, const void *model)
+{
+	struct left_diags *n = user;
+
+	if (kind == RAW_KIND_STEP_DIAG && n->ndiags < 4)
+		n->message[n->ndiags++] =
+			((const struct raw_step_diag *)model)->message;
+	else if (kind == RAW_KIND_STEP_DIAG)
+		ck_assert_uint_eq(strlen(((const struct raw_step_diag *)model)
+						 ->message),
+				  RAW_MAX_STRING - 1);
+	else if (kind == RAW_KIND_STEP_OP)
+		n->relu += ((const struct raw_step_op *)model)->count;
+	return true;
+}
+
+/* A diag's message, up to RAW_MAX_STRING - 1 bytes, is kept whole, in
+ * rows that follow its own (the ops counted after it are not taken for
+ * it), both by the counting thread and by amptrace run from the file; a
+ * thread's file begins small (it kept 1 KiB per row for messages: 40 KB). */
+START_TEST(diag_messages_take_rows_of_their_own)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	static char longest[RAW_MAX_STRING + 100];
+	struct stat st;
+
+	ck_assert_ptr_nonnull(scratch_mkdtemp(dir, sizeof dir, "agg"));
+	snprintf(path, sizeof path, "%s/t1.agg", dir);
+	struct step_aggregate *a = step_aggregate_new(path);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_le(st.st_size, 16384);
+	step_aggregate_reset(a, 3);
+	memset(longest, 'x', sizeof longest - 1);
+	const char *messages[] = { "inf in \"linear\"", longest, NULL };
+	const char *kinds[] = { "fp16-overflow", "cast-underflow", "op-error" };
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < 3; k++) {
+			struct producer_event d = { .kind = PRODUCER_DIAG,
+						    .time_ns = 1 };
+			d.diag = (struct producer_diag){ .kind = kinds[k],
+							 .message = messages[k] };
+			ck_assert(step_aggregate_add(a, &d));
+			struct producer_event op = { .kind = PRODUCER_OP_END,
+						     .time_ns = 2 };
+			op.op = (struct producer_op){ .op_id = 1, .op = "relu",
+						      .overload = "" };
+			ck_assert(step_aggregate_add(a, &op));
+		}
+	struct step_aggregate *left = left_in(path, 0, 0);
+	ck_assert_ptr_nonnull(left);
+	for (int from_file = 0; from_file < 2; from_file++) {
+		struct left_diags n = { 0 };
+		step_aggregate_rows(from_file ? left : a, diags_left, &n);
+		ck_assert_int_eq(n.ndiags, 3);
+		ck_assert_uint_eq(n.relu, 6);
+		ck_assert_str_eq(n.message[0], messages[0]);
+		ck_assert_uint_eq(strlen(n.message[1]), RAW_MAX_STRING - 1);
+		ck_assert(!strncmp(n.message[1], longest, RAW_MAX_STRING - 1));
+		ck_assert_ptr_null(n.message[2]);
+	}
+	step_aggregate_free(left);
+	/* 40 more, each with the longest message: the rows grow, their
+	 * messages with them */
+	for (int k = 0; k < 40; k++) {
+		char kind[16];
+		snprintf(kind, sizeof kind, "kind-%d", k);
+		struct producer_event d = { .kind = PRODUCER_DIAG, .time_ns = 3 };
+		d.diag = (struct producer_diag){ .kind = kind, .message = longest };
+		ck_assert(step_aggregate_add(a, &d));
+	}
+	ck_assert_ptr_nonnull(left = left_in(path, 0, 0));
+	struct left_diags n = { 0 };
+	step_aggregate_rows(left, diags_left, &n);
+	ck_assert_int_eq(n.ndiags, 4); /* 43, the first 4 kept */
+	ck_assert_uint_eq(n.relu, 6);
+	step_aggregate_free(left);
+	step_aggregate_free(a);
+	rmdir(dir);
+}
+END_TEST
+
 /* Where the flushing thread stops (amptrace_test_flush_point's count),
  * or -1: this test's child stops itself there and is killed. */
 static long flush_stop = -1;
@@ -1260,6 +1350,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, folded_ops_are_remembered_for_a_window_of_ids);
 	tcase_add_test(tc, gpu_counts_are_a_recordings_own);
 	tcase_add_test(tc, aggregates_left_in_a_file_read_back);
+	tcase_add_test(tc, diag_messages_take_rows_of_their_own);
 	tcase_add_loop_test(tc, a_kill_inside_a_flush_loses_no_step, 0, 5);
 	suite_add_tcase(s, tc);
 	return s;
