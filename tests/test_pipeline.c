@@ -1104,8 +1104,8 @@ static struct step_aggregate *left_in(const char *path, size_t size,
  * none. */
 START_TEST(aggregates_left_in_a_file_read_back)
 {
-	char dir[] = "/tmp/amptrace-pipeline-XXXXXX", path[64];
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	ck_assert_ptr_nonnull(scratch_mkdtemp(dir, sizeof dir, "agg"));
 	snprintf(path, sizeof path, "%s/t1.agg", dir);
 	struct step_aggregate *a = step_aggregate_new(path);
 	ck_assert_ptr_nonnull(a);
