@@ -167,6 +167,33 @@ check "fork in a folded step, child then parent killed: exit 137 ($status), the 
 	eval '[ "$status" -eq 137 ] &&
 	      [ "$(relu_per_process "$work/fork.json")" = "2000 1000" ]'
 check "... and no aggregates file is left" raw_empty
+# exec() in a step counted as aggregates: the image it replaces ended
+# there, whole, neither killed nor exited with the last image's status;
+# the last one killed (or exiting 3) ends as it did
+image_ends() { # TRACE: each image's relu (/cut: cut short), each image's
+	# first argument and how it ended, process-died findings
+	python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+events = t["traceEvents"]
+print(*sorted("%d%s" % (sum(r[6] for r in e["args"]["ops"] if r[0] == "relu"),
+                        "/cut" if e["args"].get("cut_short") else "")
+              for e in events if e.get("cat") == "amp.aggregate"),
+      *sorted("%s:%s%s" % (p["argv"][1], p["status"],
+                           p.get("exit_code", p.get("signal_name", "")))
+              for p in t["amptraceEnd"]["processes"]),
+      sum(e.get("args", {}).get("kind") == "process-died" for e in events))' "$1"
+}
+killed_in exec --steps none -- "$prog" exec 100 hang 30 "$work/pid"
+check "exec() in a folded step, the new image killed: exit 137 ($status); the first image's 100 relu whole, its status exec; the second's 30 cut short, killed; one process-died ($(image_ends "$work/exec.json"))" \
+	eval '[ "$status" -eq 137 ] &&
+	      [ "$(image_ends "$work/exec.json")" = "100 30/cut exec:exec hang:signaledSIGKILL 1" ]'
+"$amptrace" run -q --raw-dir "$raw" --steps none -o "$work/exec-exit.json" -- \
+	"$prog" exec 100 ops 30 3 >/dev/null 2>&1
+status=$?
+check "... the new image exits 3: exit 3 ($status); the first image's status exec, not exit 3, none cut short, no process-died ($(image_ends "$work/exec-exit.json"))" \
+	eval '[ "$status" -eq 3 ] &&
+	      [ "$(image_ends "$work/exec-exit.json")" = "100 30 exec:exec ops:exited3 0" ]'
+check "... and no aggregates file is left" raw_empty
 killed_in later -- "$prog" mlp-hang 25 "$work/pid"
 check "killed in step 25, recorded as aggregates: its linear and relu are in the trace ($(aggregated "$work/later.json" relu))" \
 	eval '[ "$(aggregated "$work/later.json" linear)" = "1 11" ] &&
@@ -175,6 +202,24 @@ check "killed in step 25, recorded as aggregates: its linear and relu are in the
 check "... summary: 20 steps in full detail, 6 as aggregates, step 25 cut short" \
 	eval 'tr "\n" " " <"$work/later.summary" | tr -s " " |
 	      grep -q "steps: 26 (marked by autocast region); 20 in full detail, 6 as per-step aggregates; step 25 cut short"'
+# check's per-step rules and the step cut short: each whole step has 5
+# f32->bf16 casts, step 25 had 3 when it was killed, which says nothing of
+# a lower bound (not judged, and said); a whole step still fails one
+joined() { tr "\n" " " <"$1" | tr -s " "; }
+printf 'casts f32->bf16 >= 5 per step\n' >"$work/ge5.rules"
+printf 'casts f32->bf16 >= 6 per step\n' >"$work/ge6.rules"
+COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ge5.rules" \
+	>"$work/ge5.out" 2>&1
+status=$?
+check "... check: 'casts f32->bf16 >= 5 per step' holds ($status): step 25, cut short with 3, is not judged, and check says so" \
+	eval '[ "$status" -eq 0 ] && joined "$work/ge5.out" |
+	      grep -q "over 25 steps, marked by autocast region; step 25 cut short (a process ended in it): 3 so far, not judged"'
+COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ge6.rules" \
+	>"$work/ge6.out" 2>&1
+status=$?
+check "... '>= 6 per step' fails ($status) on the whole steps, step 25 still not judged" \
+	eval '[ "$status" -eq 1 ] && joined "$work/ge6.out" |
+	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (a process ended in it): 3 so far, not judged"'
 "$amptrace" merge "$work/none.json" "$work/later.json" -o "$work/both.json" 2>/dev/null
 "$amptrace" summary "$work/both.json" >"$work/both.summary" 2>&1
 "$amptrace" summary --json "$work/both.json" >"$work/both.sjson" 2>&1

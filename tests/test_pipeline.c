@@ -25,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BASE_NS UINT64_C(1000000000)
@@ -1077,9 +1080,11 @@ static bool count_left(void *user, uint16_t kind, const void *model)
 	return true;
 }
 
-/* What the file at `path` holds for a reader, `size` bytes of it (0: all):
- * NULL when it holds no aggregates to take. */
-static struct step_aggregate *left_in(const char *path, size_t size)
+/* What the file at `path` holds for a reader, `size` bytes of it (0: all),
+ * its stream holding `written` totals rows: NULL when it holds no
+ * aggregates to take. */
+static struct step_aggregate *left_in(const char *path, size_t size,
+				      uint64_t written)
 {
 	static char data[1 << 20];
 	int fd = open(path, O_RDONLY);
@@ -1087,22 +1092,25 @@ static struct step_aggregate *left_in(const char *path, size_t size)
 	ssize_t n = read(fd, data, sizeof data);
 	close(fd);
 	ck_assert_int_gt(n, 0);
+	bool whole;
 	return step_aggregate_left(data, size && size < (size_t)n ? size
-								  : (size_t)n);
+								  : (size_t)n,
+				   written, &whole);
 }
 
 /* A thread's aggregates counted in a file are there for amptrace run
- * whatever becomes of the thread; once handed to the stream (sealed) they
- * are not, and a file cut short reads as none. */
+ * whatever becomes of the thread; sealed for the stream, they are there
+ * until the stream holds their totals row; a file cut short reads as
+ * none. */
 START_TEST(aggregates_left_in_a_file_read_back)
 {
-	char dir[] = "/tmp/amptrace-pipeline-XXXXXX", path[64];
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	ck_assert_ptr_nonnull(scratch_mkdtemp(dir, sizeof dir, "agg"));
 	snprintf(path, sizeof path, "%s/t1.agg", dir);
 	struct step_aggregate *a = step_aggregate_new(path);
 	ck_assert_ptr_nonnull(a);
 	step_aggregate_reset(a, 7);
-	ck_assert_ptr_null(left_in(path, 0)); /* nothing counted yet */
+	ck_assert_ptr_null(left_in(path, 0, 0)); /* nothing counted yet */
 	struct producer_event e = { .kind = PRODUCER_OP_BEGIN, .time_ns = 1 };
 	e.op = (struct producer_op){ .op_id = 1, .op = "relu", .overload = "" };
 	for (int i = 0; i < 3; i++) {
@@ -1114,7 +1122,7 @@ START_TEST(aggregates_left_in_a_file_read_back)
 		e.kind = PRODUCER_OP_END;
 		ck_assert(step_aggregate_add(a, &e));
 	}
-	struct step_aggregate *left = left_in(path, 0);
+	struct step_aggregate *left = left_in(path, 0, 0);
 	ck_assert_ptr_nonnull(left);
 	struct left_rows n = { 0 };
 	step_aggregate_rows(left, count_left, &n);
@@ -1123,12 +1131,209 @@ START_TEST(aggregates_left_in_a_file_read_back)
 	ck_assert_uint_eq(n.events, 9);
 	ck_assert_uint_eq(step_aggregate_step(left), 7);
 	step_aggregate_free(left);
-	ck_assert_ptr_null(left_in(path, 16)); /* its header cut short */
-	step_aggregate_seal(a); /* being written into the stream */
-	ck_assert_ptr_null(left_in(path, 0));
+	ck_assert_ptr_null(left_in(path, 16, 0)); /* its header cut short */
+	step_aggregate_seal(a, true); /* flush 1: into the stream */
+	left = left_in(path, 0, 0); /* ... whose totals row did not come */
+	ck_assert_ptr_nonnull(left);
+	step_aggregate_free(left);
+	ck_assert_ptr_null(left_in(path, 0, 1)); /* ... it came */
+	step_aggregate_reset(a, 8);
+	ck_assert_ptr_null(left_in(path, 0, 1)); /* emptied */
+	ck_assert(step_aggregate_add(a, &e));
+	step_aggregate_seal(a, false); /* flush 2 */
+	ck_assert_ptr_nonnull(left = left_in(path, 0, 1));
+	step_aggregate_free(left);
+	ck_assert_ptr_null(left_in(path, 0, 2));
 	step_aggregate_free(a);
 	ck_assert_int_ne(access(path, F_OK), 0); /* the owner removes it */
 	rmdir(dir);
+}
+END_TEST
+
+/* The diag rows step_aggregate_rows hands over, and the relu ops. */
+struct left_diags {
+	const char *message[4];
+	int ndiags;
+	uint64_t relu;
+};
+
+static bool diags_left(void *user, uint16_t kind, const void *model)
+{
+	struct left_diags *n = user;
+
+	if (kind == RAW_KIND_STEP_DIAG && n->ndiags < 4)
+		n->message[n->ndiags++] =
+			((const struct raw_step_diag *)model)->message;
+	else if (kind == RAW_KIND_STEP_DIAG)
+		ck_assert_uint_eq(strlen(((const struct raw_step_diag *)model)
+						 ->message),
+				  RAW_MAX_STRING - 1);
+	else if (kind == RAW_KIND_STEP_OP)
+		n->relu += ((const struct raw_step_op *)model)->count;
+	return true;
+}
+
+/* A diag's message, up to RAW_MAX_STRING - 1 bytes, is kept whole, in
+ * rows that follow its own (the ops counted after it are not taken for
+ * it), both by the counting thread and by amptrace run from the file; a
+ * thread's file begins small (it kept 1 KiB per row for messages: 40 KB). */
+START_TEST(diag_messages_take_rows_of_their_own)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	static char longest[RAW_MAX_STRING + 100];
+	struct stat st;
+
+	ck_assert_ptr_nonnull(scratch_mkdtemp(dir, sizeof dir, "agg"));
+	snprintf(path, sizeof path, "%s/t1.agg", dir);
+	struct step_aggregate *a = step_aggregate_new(path);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_le(st.st_size, 16384);
+	step_aggregate_reset(a, 3);
+	memset(longest, 'x', sizeof longest - 1);
+	const char *messages[] = { "inf in \"linear\"", longest, NULL };
+	const char *kinds[] = { "fp16-overflow", "cast-underflow", "op-error" };
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < 3; k++) {
+			struct producer_event d = { .kind = PRODUCER_DIAG,
+						    .time_ns = 1 };
+			d.diag = (struct producer_diag){ .kind = kinds[k],
+							 .message = messages[k] };
+			ck_assert(step_aggregate_add(a, &d));
+			struct producer_event op = { .kind = PRODUCER_OP_END,
+						     .time_ns = 2 };
+			op.op = (struct producer_op){ .op_id = 1, .op = "relu",
+						      .overload = "" };
+			ck_assert(step_aggregate_add(a, &op));
+		}
+	struct step_aggregate *left = left_in(path, 0, 0);
+	ck_assert_ptr_nonnull(left);
+	for (int from_file = 0; from_file < 2; from_file++) {
+		struct left_diags n = { 0 };
+		step_aggregate_rows(from_file ? left : a, diags_left, &n);
+		ck_assert_int_eq(n.ndiags, 3);
+		ck_assert_uint_eq(n.relu, 6);
+		ck_assert_str_eq(n.message[0], messages[0]);
+		ck_assert_uint_eq(strlen(n.message[1]), RAW_MAX_STRING - 1);
+		ck_assert(!strncmp(n.message[1], longest, RAW_MAX_STRING - 1));
+		ck_assert_ptr_null(n.message[2]);
+	}
+	step_aggregate_free(left);
+	/* 40 more, each with the longest message: the rows grow, their
+	 * messages with them */
+	for (int k = 0; k < 40; k++) {
+		char kind[16];
+		snprintf(kind, sizeof kind, "kind-%d", k);
+		struct producer_event d = { .kind = PRODUCER_DIAG, .time_ns = 3 };
+		d.diag = (struct producer_diag){ .kind = kind, .message = longest };
+		ck_assert(step_aggregate_add(a, &d));
+	}
+	ck_assert_ptr_nonnull(left = left_in(path, 0, 0));
+	struct left_diags n = { 0 };
+	step_aggregate_rows(left, diags_left, &n);
+	ck_assert_int_eq(n.ndiags, 4); /* 43, the first 4 kept */
+	ck_assert_uint_eq(n.relu, 6);
+	step_aggregate_free(left);
+	step_aggregate_free(a);
+	rmdir(dir);
+}
+END_TEST
+
+/* Where the flushing thread stops (amptrace_test_flush_point's count),
+ * or -1: this test's child stops itself there and is killed. */
+static long flush_stop = -1;
+
+void amptrace_test_flush_point(unsigned rows_written)
+{
+	if ((long)rows_written == flush_stop)
+		raise(SIGSTOP);
+}
+
+/* Step 0 of a recording without full detail, 5 linear ops each with a
+ * cast (3 rows: relu's, the cast's, linear's, then the totals), ended;
+ * the next op flushes it, and the thread stops at flush point `stop`. */
+static void fold_a_step_and_stop(const char *raw, long stop)
+{
+	static const struct producer_tensor out = { .id = 9,
+						    .dtype = AMP_DTYPE_F16 };
+
+	setenv("AMPTRACE_STEPS", "none", 1);
+	unsetenv("AMPTRACE_MAX_SIZE");
+	flush_stop = stop;
+	if (producer_attach(raw, &info) != 0)
+		_exit(3);
+	for (uint64_t id = 1; id <= 10; id++) {
+		struct producer_event e = { .kind = PRODUCER_OP_BEGIN };
+		e.op = (struct producer_op){ .op_id = id, .overload = "",
+					     .op = id % 2 ? "linear" : "relu" };
+		emit(e, id * 10);
+		if (id % 2) {
+			struct producer_event c = { .kind = PRODUCER_CAST };
+			c.cast = (struct producer_cast){
+				.op_id = id, .from = AMP_DTYPE_F32,
+				.to = AMP_DTYPE_F16, .cache = AMP_CACHE_MISS,
+			};
+			emit(c, id * 10 + 1);
+		}
+		e.kind = PRODUCER_OP_END;
+		e.op.noutputs = 1;
+		e.op.outputs = &out;
+		emit(e, id * 10 + 2);
+	}
+	producer_step_end("optimizer step", BASE_NS + 200000, 1);
+	struct producer_event next = { .kind = PRODUCER_OP_BEGIN };
+	next.op = (struct producer_op){ .op_id = 11, .op = "relu",
+					.overload = "" };
+	emit(next, 300); /* step 1: step 0's rows go to the stream */
+	_exit(0);
+}
+
+/* A thread killed anywhere in the flush of a step's aggregates, between
+ * their seal and their reset (after 0 to 4 of the rows are in its
+ * stream: loop index), loses no counted op and counts none twice: the
+ * stream's totals row, or the file, has step 0, whole (the process died
+ * in step 1, not in it). */
+START_TEST(a_kill_inside_a_flush_loses_no_step)
+{
+	char raw[PATH_MAX], path[PATH_MAX + 8];
+	struct sink sink = { .path = path };
+	int status;
+
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
+	snprintf(path, sizeof path, "%s.json", raw);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		fold_a_step_and_stop(raw, _i);
+	ck_assert_int_eq(waitpid(child, &status, WUNTRACED), child);
+	ck_assert_msg(WIFSTOPPED(status), "flush point %d not reached (%#x)",
+		      _i, status);
+	ck_assert_int_eq(kill(child, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	sink_convert(&sink, raw, BASE_NS, BASE_NS + 20000000);
+	remove_tree(raw);
+	unlink(path);
+
+	uint64_t linear = 0, relu = 0, casts = 0;
+	int aggregates = 0;
+	for (size_t i = 0; i < sink.kept.nevents; i++) {
+		const struct trace_event *e = &sink.kept.events[i];
+		if (e->kind != TRACE_AGGREGATE)
+			continue;
+		const struct trace_aggregate *a = &e->aggregate;
+		ck_assert_int_eq(a->step, 0);
+		ck_assert_msg(!a->cut_short, "flush point %d: cut short", _i);
+		for (int k = 0; k < a->nops; k++)
+			*(strcmp(a->ops[k].op, "linear") ? &relu : &linear) +=
+				a->ops[k].count;
+		for (int k = 0; k < a->ncasts; k++)
+			casts += a->casts[k].count;
+		aggregates++;
+	}
+	ck_assert_msg(aggregates == 1 && linear == 5 && relu == 5 && casts == 5,
+		      "flush point %d: %d aggregates, %llu linear, %llu relu, "
+		      "%llu casts", _i, aggregates, (unsigned long long)linear,
+		      (unsigned long long)relu, (unsigned long long)casts);
 }
 END_TEST
 
@@ -1145,6 +1350,8 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, folded_ops_are_remembered_for_a_window_of_ids);
 	tcase_add_test(tc, gpu_counts_are_a_recordings_own);
 	tcase_add_test(tc, aggregates_left_in_a_file_read_back);
+	tcase_add_test(tc, diag_messages_take_rows_of_their_own);
+	tcase_add_loop_test(tc, a_kill_inside_a_flush_loses_no_step, 0, 5);
 	suite_add_tcase(s, tc);
 	return s;
 }

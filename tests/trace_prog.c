@@ -44,6 +44,10 @@
  *                               3..1023 (as closefrom(3) does) and write
  *                               "hi" into FILE, N relu ops, then print
  *                               FILE's size
+ *   trace_prog exec N MODE ARGS...
+ *                               N relu ops, then exec() itself as
+ *                               `trace_prog MODE ARGS...` (one process,
+ *                               two images)
  *   trace_prog mlp STEPS [WIDTH] [bad]
  *                               a small training loop (two linear layers
  *                               WIDTH wide, default 16, bf16 autocast on
@@ -444,6 +448,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(mode, "fork-exit") && argc > 3)
 		return run_fork_exit(n, atoi(argv[3]));
+	if (!strcmp(mode, "exec") && argc > 3) {
+		relu_ops(n);
+		argv[2] = argv[0];
+		execv(argv[0], argv + 2);
+		fail("exec");
+	}
 	if (!strcmp(mode, "closefds") && argc > 3)
 		return run_closefds(n, argv[3]);
 	if (!strcmp(mode, "mlp")) {
@@ -452,6 +462,6 @@ int main(int argc, char **argv)
 			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
 	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
-		"fork|fork-hang|fork-exit|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
+		"fork|fork-hang|fork-exit|exec|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
 	return 2;
 }

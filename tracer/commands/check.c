@@ -578,11 +578,102 @@ static const char *marked_by(const struct analysis *a, char *buf, size_t size)
 	return buf;
 }
 
+/* Whether step `step` is one a process ended in (steps.h: cut short). */
+static bool step_cut_short(const struct analysis *a, int step)
+{
+	for (int k = 0; k < a->steps.ncut_short; k++)
+		if (a->steps.cut_short[k] == step)
+			return true;
+	return false;
+}
+
+enum partial_verdict { PARTIAL_HOLDS, PARTIAL_FAILS, PARTIAL_UNKNOWN };
+
+/* What the `count` a step cut short had when its process ended says of
+ * the whole step, whose count could only have been greater: past an
+ * upper bound (`<=`, `<`, past `==`) it fails, up to a lower bound (`>=`,
+ * `>`) it holds; any other count says nothing. */
+static enum partial_verdict cut_short_verdict(double count,
+					      const struct rule *r)
+{
+	bool holds = rule_compare(count, r->cmp, r->number);
+
+	if (holds && (r->cmp == CMP_GE || r->cmp == CMP_GT))
+		return PARTIAL_HOLDS;
+	if (!holds && (r->cmp == CMP_LE || r->cmp == CMP_LT ||
+		       (r->cmp == CMP_EQ && count > r->number)))
+		return PARTIAL_FAILS;
+	return PARTIAL_UNKNOWN;
+}
+
+/* "; step 25 cut short (a process ended in it): 3 so far, not judged" */
+static void append_unjudged(char *buf, size_t size, int unjudged,
+			    int first, size_t count)
+{
+	size_t used = strlen(buf);
+
+	if (unjudged == 1)
+		snprintf(buf + used, size - used, "; step %d cut short (a "
+			 "process ended in it): %zu so far, not judged", first,
+			 count);
+	else if (unjudged > 1)
+		snprintf(buf + used, size - used, "; %d steps cut short (a "
+			 "process ended in each, the first step %d), not "
+			 "judged", unjudged, first);
+}
+
+/* A `per step` casts rule's verdict over the steps' counts: every step
+ * must hold it; a step cut short (a killed process's last) is judged
+ * only where its partial count already decides (RULES.md).  Returns
+ * the first failing step, or -1. */
+static int per_step_verdict(const struct analysis *a, const struct rule *r,
+			     const char *label, const size_t *per_step,
+			     struct outcome *o)
+{
+	char marker[96];
+	int nsteps = a->nsteps, bad = 0, first_bad = -1;
+	int unjudged = 0, first_unjudged = -1;
+	size_t most = 0;
+
+	for (int s = 0; s < nsteps; s++) {
+		bool cut = step_cut_short(a, s);
+		enum partial_verdict v =
+			cut ? cut_short_verdict((double)per_step[s], r)
+			    : rule_compare((double)per_step[s], r->cmp, r->number)
+				      ? PARTIAL_HOLDS : PARTIAL_FAILS;
+		bool fails = v == PARTIAL_FAILS;
+		if (fails && first_bad < 0)
+			first_bad = s;
+		bad += fails;
+		if (v == PARTIAL_UNKNOWN && !unjudged++)
+			first_unjudged = s;
+		if (!cut && per_step[s] > most)
+			most = per_step[s];
+	}
+	o->pass = bad == 0;
+	set(o->expected, sizeof o->expected, "%s %s %g in every step", label,
+	    rule_cmp_text(r->cmp), r->number);
+	if (o->pass)
+		set(o->actual, sizeof o->actual, "at most %zu per step over %d "
+		    "step%s, %s", most, nsteps - unjudged,
+		    nsteps - unjudged == 1 ? "" : "s",
+		    marked_by(a, marker, sizeof marker));
+	else
+		set(o->actual, sizeof o->actual, "step %d%s has %zu; %d of %d "
+		    "steps fail (steps %s)", first_bad,
+		    step_cut_short(a, first_bad)
+			    ? " (cut short: a process ended in it)" : "",
+		    per_step[first_bad], bad, nsteps - unjudged,
+		    marked_by(a, marker, sizeof marker));
+	append_unjudged(o->actual, sizeof o->actual, unjudged, first_unjudged,
+			first_unjudged >= 0 ? per_step[first_unjudged] : 0);
+	return first_bad;
+}
+
 static void eval_casts(const struct analysis *a, const struct rule *r,
 		       struct outcome *o)
 {
 	const struct trace *t = a->trace;
-	char marker[96];
 	int nsteps = a->nsteps > 0 ? a->nsteps : 1;
 	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
 	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
@@ -634,34 +725,10 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		    "evaluation window%s, not counted", a->steps.nevaluations,
 		    a->steps.nevaluations == 1 ? "" : "s");
 	} else {
-		int bad = 0, first_bad = -1;
-		for (int s = 0; s < nsteps; s++)
-			if (!rule_compare((double)per_step[s], r->cmp, r->number)) {
-				if (first_bad < 0)
-					first_bad = s;
-				bad++;
-			}
-		o->pass = bad == 0;
-		set(o->expected, sizeof o->expected, "%s %s %g in every step",
-		    label, rule_cmp_text(r->cmp), r->number);
-		if (o->pass) {
-			size_t most = 0;
-			for (int s = 0; s < nsteps; s++)
-				if (per_step[s] > most)
-					most = per_step[s];
-			set(o->actual, sizeof o->actual, "at most %zu per step "
-			    "over %d step%s, %s", most, nsteps,
-			    nsteps == 1 ? "" : "s", marked_by(a, marker,
-							      sizeof marker));
-		} else {
-			set(o->actual, sizeof o->actual, "step %d has %zu; %d of "
-			    "%d steps fail (steps %s)", first_bad,
-			    per_step[first_bad], bad, nsteps,
-			    marked_by(a, marker, sizeof marker));
-			if (per_step[first_bad])
-				describe_cast(o->first, sizeof o->first, a,
-					      &t->events[first_in_step[first_bad]]);
-		}
+		int first_bad = per_step_verdict(a, r, label, per_step, o);
+		if (first_bad >= 0 && per_step[first_bad])
+			describe_cast(o->first, sizeof o->first, a,
+				      &t->events[first_in_step[first_bad]]);
 	}
 	free(per_step);
 	free(first_in_step);

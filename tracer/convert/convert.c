@@ -292,6 +292,9 @@ static struct convert_process *load_process(struct converter *cv,
 	p->ppid = (long)cJSON_GetNumberValue(cJSON_GetObjectItem(root, "ppid"));
 	p->attach_ns = (uint64_t)cJSON_GetNumberValue(
 		cJSON_GetObjectItem(root, "attach_ns"));
+	v = cJSON_GetObjectItem(root, "start_time");
+	p->start_time = cJSON_IsNumber(v) ? (unsigned long long)v->valuedouble
+					  : 0;
 	v = cJSON_GetObjectItem(root, "rank");
 	p->rank = cJSON_IsNumber(v) ? v->valueint : -1;
 	v = cJSON_GetObjectItem(root, "exe");
@@ -570,6 +573,22 @@ static struct convert_process *silent_program(const struct converter *c,
 	return program;
 }
 
+/* Whether p's image was replaced by exec(): a later image attached in
+ * the same process (its pid and start time; a pid alone may be another
+ * process's, reused).  Its end is then not the process's. */
+static bool replaced_by_exec(const struct converter *c,
+			     const struct convert_process *p)
+{
+	for (size_t i = 0; p->start_time && i < c->nprocs; i++) {
+		const struct convert_process *q = c->procs[i];
+		if (q != p && q->pid == p->pid &&
+		    q->start_time == p->start_time &&
+		    q->attach_ns > p->attach_ns)
+			return true;
+	}
+	return false;
+}
+
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns)
 {
@@ -584,7 +603,9 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		char message[256], signame[32];
 		bool died = false;
 
-		if (p->pid == child_pid && WIFSIGNALED(wait_status)) {
+		if (replaced_by_exec(c, p)) {
+			p->status = "exec";
+		} else if (p->pid == child_pid && WIFSIGNALED(wait_status)) {
 			p->status = "signaled";
 			p->signal = WTERMSIG(wait_status);
 			convert_signal_name(p->signal, p->signal_name,
@@ -620,7 +641,9 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		uint64_t when = p->last_ns;
 		if (p->pid == child_pid && end_ns > when)
 			when = end_ns;
-		const char *closed_by = died ? "process died" : "process exit";
+		const char *closed_by = died ? "process died"
+				      : !strcmp(p->status, "exec") ? "process exec"
+								   : "process exit";
 		/* Where it died: the innermost op in flight, if any. */
 		for (size_t j = 0; died && j < p->nthreads; j++) {
 			const struct convert_thread *t = p->threads[j];
@@ -649,6 +672,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		else if (!strcmp(p->status, "exited") && p->exit_code >= 0)
 			snprintf(message, sizeof message, "exit %d",
 				 p->exit_code);
+		else if (!strcmp(p->status, "exec"))
+			snprintf(message, sizeof message, "replaced by exec()");
 		else
 			snprintf(message, sizeof message, "%s", p->status);
 		struct trace_event e = convert_meta_event(

@@ -36,6 +36,9 @@ struct convert_process {
 	size_t name_count[6];
 	char *dir;
 	uint64_t attach_ns;      /* when its producer attached */
+	/* the process's start time (proc_file.h), the same in each image
+	 * of one process; 0: unknown */
+	unsigned long long start_time;
 	/* Announced (metadata written, writer chosen) with its first thread:
 	 * a process that records nothing (a launcher) leaves no trace,
 	 * unless it is the program, killed before it recorded anything
@@ -87,7 +90,9 @@ struct convert_process {
 	struct convert_gpu_track *gpu_tracks;
 	size_t ngpu_tracks;
 	/* filled by convert_finish */
-	const char *status;      /* "exited", "signaled", "died", "running" */
+	/* "exited", "signaled", "died", "exec" (replaced by a later image
+	 * of the same process), "running" */
+	const char *status;
 	int exit_code;           /* when status is "exited" and known */
 	int signal;              /* when "signaled" */
 	char signal_name[32];    /* its name: "SIGSEGV" */

@@ -99,6 +99,9 @@ struct convert_thread {
 	struct trace_autocast autocast_made;
 	const struct trace_autocast *autocast;
 	uint64_t last_ns;
+	/* totals rows its stream held: flushes of its aggregates file that
+	 * reached the stream (step_aggregate_left) */
+	uint64_t aggregate_flushes;
 	/* the rows of a step's aggregates, until its totals come */
 	struct trace_aggregate_op *aggregate_ops;
 	size_t naggregate_ops, cap_aggregate_ops;

@@ -232,6 +232,7 @@ bool convert_step_record(struct converter *cv, struct convert_process *p,
 		return true;
 	case RAW_KIND_STEP_TOTALS:
 		on_step_totals(cv, p, t, &d->step_totals, d->time_ns, false);
+		t->aggregate_flushes++;
 		return true;
 	default:
 		return false;
@@ -309,14 +310,19 @@ static void thread_left(struct converter *cv, struct convert_process *p,
 		 (unsigned long long)tid);
 	struct convert_thread *t = thread_of(p, tid);
 	void *data = t ? read_file(path, &size) : NULL;
-	struct step_aggregate *a = data ? step_aggregate_left(data, size)
-					: NULL;
+	bool whole = false;
+	struct step_aggregate *a =
+		data ? step_aggregate_left(data, size, t->aggregate_flushes,
+					   &whole)
+		     : NULL;
 	free(data);
 	if (!a)
 		return;
-	/* rows the thread's stream began and did not end are not its */
+	/* rows the thread's stream began and did not end are the file's */
 	t->naggregate_ops = t->naggregate_casts = t->naggregate_diags = 0;
-	struct left l = { cv, p, t, when, died };
+	/* a whole step sealed and not yet written: its process died after
+	 * the step, not in it */
+	struct left l = { cv, p, t, when, died && !whole };
 	step_aggregate_rows(a, left_row, &l);
 	step_aggregate_free(a);
 }

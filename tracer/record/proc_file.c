@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 bool proc_file_read(pid_t pid, const char *name, char *text, size_t size)
@@ -19,4 +20,24 @@ bool proc_file_read(pid_t pid, const char *name, char *text, size_t size)
 		return false;
 	text[n] = '\0';
 	return true;
+}
+
+/* A zombie is dead: its parent has not reaped it yet (a killed guard
+ * waits for init). */
+unsigned long long proc_start_time(pid_t pid)
+{
+	char text[1024];
+	unsigned long long start = 0;
+
+	if (!proc_file_read(pid, "stat", text, sizeof text))
+		return 0;
+	/* the name, in parentheses, may hold spaces: count after it */
+	char *field = strrchr(text, ')');
+	if (field && (field[1] != ' ' || field[2] == 'Z' || field[2] == 'X'))
+		return 0;
+	for (int i = 2; field && i < 22; i++)
+		field = strchr(field + 1, ' ');
+	if (field)
+		sscanf(field + 1, "%llu", &start);
+	return start;
 }

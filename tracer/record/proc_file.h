@@ -11,4 +11,10 @@
  * false when it cannot be read or is empty (the process is gone). */
 bool proc_file_read(pid_t pid, const char *name, char *text, size_t size);
 
+/* A process's start time (clock ticks after boot, /proc/PID/stat's 22nd
+ * field): with the pid, it names one process even after the pid is
+ * reused, and it stays the same across exec().  0 when the process is
+ * gone, a zombie, or /proc cannot be read. */
+unsigned long long proc_start_time(pid_t pid);
+
 #endif /* AMPTRACE_PROC_FILE_H */

@@ -19,6 +19,7 @@
 #include "producer.h"
 
 #include "libamp_encode.h"
+#include "proc_file.h"
 #include "producer_internal.h"
 #include "raw.h"
 #include "xfsz.h"
@@ -895,6 +896,11 @@ static int write_process_file_unguarded(void)
 	exe[n > 0 ? n : 0] = '\0';
 	fprintf(f, "{\"raw_version\":%d,\"pid\":%ld,\"ppid\":%ld,\"rank\":%s",
 		RAW_VERSION, (long)getpid(), (long)getppid(), rank ? rank : "null");
+	/* with the pid, names the process across exec(): the converter
+	 * tells an image that exec()ed from one that died */
+	unsigned long long start = proc_start_time(getpid());
+	if (start)
+		fprintf(f, ",\"start_time\":%llu", start);
 	fprintf(f, ",\"attach_ns\":%llu,\"exe\":",
 		(unsigned long long)ts.tv_sec * 1000000000ull +
 			(unsigned long long)ts.tv_nsec);

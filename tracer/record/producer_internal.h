@@ -67,4 +67,12 @@ void producer_steps_chunk(void);
 #define FOLDED_OP_WINDOW (1u << 16)
 bool producer_steps_folded_op(uint64_t op_id);
 
+/* A test's stop inside a flush of a thread's aggregates
+ * (tests/test_pipeline.c kills the thread there): called with the rows
+ * written into the stream so far, 0 right after the seal; the last call
+ * has the totals row written and the reset to come.  Weak and hidden:
+ * NULL in every program but a test linked with the producer. */
+void amptrace_test_flush_point(unsigned rows_written)
+	__attribute__((weak, visibility("hidden")));
+
 #endif /* AMPTRACE_PRODUCER_INTERNAL_H */

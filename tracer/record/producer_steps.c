@@ -16,7 +16,10 @@
  *     the process's clean end, and every AGGREGATE_FLUSH_EVENTS events.
  *     Until then they are counted in a file of the raw directory
  *     (step_aggregate.h), which a killed process leaves to amptrace run:
- *     the step in progress is in the trace, cut short.
+ *     the step in progress is in the trace, cut short.  A flush is
+ *     numbered in the file before its first row: killed before the
+ *     stream has its totals row, the thread leaves the file's rows for
+ *     amptrace run to take (no window loses a step, no lock is added).
  *   - The state lives in a shared anonymous mapping: a forked child (a
  *     DataLoader worker) follows its parent's steps, so its recording is
  *     bounded too, until it marks steps of its own.
@@ -120,6 +123,7 @@ RAW_STEP_KINDS(ROW_ENCODER)
 
 struct flush {
 	uint64_t time_ns, thread;
+	unsigned written;
 };
 
 static bool write_row(void *user, uint16_t kind, const void *model)
@@ -138,15 +142,32 @@ static bool write_row(void *user, uint16_t kind, const void *model)
 	}
 }
 
+/* write_row, then the test's stop (a test's flushes alone pay for it) */
+static bool write_row_and_stop(void *user, uint16_t kind, const void *model)
+{
+	struct flush *f = user;
+	bool written = write_row(user, kind, model);
+
+	amptrace_test_flush_point(++f->written);
+	return written;
+}
+
 /* The thread's aggregates go into its stream; it keeps counting the same
- * step. */
-static void flush(struct step_thread *t)
+ * step.  Sealed first: a kill before the totals row is written leaves
+ * the rows to amptrace run in the file (step_aggregate.h).  `whole`: the
+ * step's rows end here (the thread moves on or ends). */
+static void flush(struct step_thread *t, bool whole)
 {
 	if (!t->aggregate || !step_aggregate_events(t->aggregate))
 		return;
-	struct flush f = { now_ns(), t->thread };
-	step_aggregate_seal(t->aggregate);
-	step_aggregate_rows(t->aggregate, write_row, &f);
+	struct flush f = { now_ns(), t->thread, 0 };
+	step_aggregate_seal(t->aggregate, whole);
+	if (amptrace_test_flush_point)
+		amptrace_test_flush_point(0);
+	step_aggregate_rows(t->aggregate, amptrace_test_flush_point
+						  ? write_row_and_stop
+						  : write_row,
+			    &f);
 	step_aggregate_reset(t->aggregate, step_aggregate_step(t->aggregate));
 }
 
@@ -193,7 +214,8 @@ static void announce_stop(uint64_t thread)
  * one go out first. */
 static void follow(struct step_thread *t, uint64_t version, uint64_t thread)
 {
-	flush(t);
+	flush(t, t->aggregate && step_aggregate_step(t->aggregate) !=
+				       atomic_load(&state->step));
 	t->version = version;
 	t->thread = thread;
 	t->detail = atomic_load(&state->detail);
@@ -238,7 +260,7 @@ static void fold(struct step_thread *t, const struct producer_event *e)
 		return; /* out of memory: the step's events are lost */
 	step_aggregate_add(t->aggregate, e);
 	if (step_aggregate_events(t->aggregate) >= AGGREGATE_FLUSH_EVENTS)
-		flush(t);
+		flush(t, false);
 }
 
 static enum step_route scope_enter(struct step_thread *t)
@@ -365,7 +387,7 @@ void producer_steps_thread_exit(void)
 
 	if (t->generation != atomic_load(&generation))
 		return;
-	flush(t);
+	flush(t, true);
 	step_aggregate_free(t->aggregate);
 	t->aggregate = NULL;
 }

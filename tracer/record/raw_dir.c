@@ -44,28 +44,6 @@ static void remove_tree(const char *path)
 
 /* --------------------------------------------------------- ownership */
 
-/* A process's start time (clock ticks after boot, /proc/PID/stat's 22nd
- * field): with the pid, it names one process even after the pid is
- * reused.  0 when it is gone, a zombie (dead, its parent has not reaped
- * it yet: a killed guard waits for init), or cannot be read. */
-static unsigned long long start_time(pid_t pid)
-{
-	char text[1024];
-	unsigned long long start = 0;
-
-	if (!proc_file_read(pid, "stat", text, sizeof text))
-		return 0;
-	/* the name, in parentheses, may hold spaces: count after it */
-	char *field = strrchr(text, ')');
-	if (field && (field[1] != ' ' || field[2] == 'Z' || field[2] == 'X'))
-		return 0;
-	for (int i = 2; field && i < 22; i++)
-		field = strchr(field + 1, ' ');
-	if (field)
-		sscanf(field + 1, "%llu", &start);
-	return start;
-}
-
 /* Pids mean something only in their own namespace: a directory shared
  * between containers is judged by the one that made it. */
 static bool pid_namespace(char *out, size_t size)
@@ -80,7 +58,7 @@ static bool pid_namespace(char *out, size_t size)
 
 static bool same_process_alive(long pid, unsigned long long start)
 {
-	return pid > 0 && start && start_time((pid_t)pid) == start;
+	return pid > 0 && start && proc_start_time((pid_t)pid) == start;
 }
 
 /* <dir>/owner: amptrace's and its guard's pids and start times.  Without
@@ -88,7 +66,7 @@ static bool same_process_alive(long pid, unsigned long long start)
 static void write_owner(const char *dir, pid_t guard)
 {
 	char path[PATH_MAX + 16], ns[64];
-	unsigned long long own_start = start_time(getpid());
+	unsigned long long own_start = proc_start_time(getpid());
 
 	if (!*dir || !own_start || !pid_namespace(ns, sizeof ns))
 		return;
@@ -97,7 +75,7 @@ static void write_owner(const char *dir, pid_t guard)
 	if (!f)
 		return;
 	fprintf(f, "%s %ld %llu %ld %llu\n", ns, (long)getpid(), own_start,
-		(long)guard, guard > 0 ? start_time(guard) : 0ull);
+		(long)guard, guard > 0 ? proc_start_time(guard) : 0ull);
 	fclose(f);
 }
 

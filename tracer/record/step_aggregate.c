@@ -28,8 +28,12 @@
 #define FAST_OPS 64
 #define ORIGIN_LEN 16
 
+/* A diag's first message takes the `message_rows` rows after its own,
+ * as bytes (a row has no room of its own for one: the 1 KiB each row
+ * kept for it made a thread's file 40 KB, where most rows are ops). */
 struct row {
 	uint16_t kind;          /* RAW_KIND_STEP_OP, _CAST or _DIAG */
+	uint16_t message_rows;  /* a diag's: its message's rows */
 	uint64_t hash;
 	char op[NAME_LEN];      /* the op; a diag's kind */
 	char overload[OVERLOAD_LEN]; /* an op's; a cast's origin */
@@ -38,18 +42,37 @@ struct row {
 		struct raw_step_cast cast;
 		struct raw_step_diag diag;
 	} m;
-	char message[RAW_MAX_STRING]; /* a diag's first message */
 };
 
+#define MESSAGE_ROWS_MAX ((RAW_MAX_STRING + sizeof(struct row) - 1) / \
+			  sizeof(struct row))
+
+static char *message_of(const struct row *r)
+{
+	return (char *)(r + 1);
+}
+
+/* The row after r and its message. */
+static uint32_t next_row(const struct row *rows, uint32_t i)
+{
+	return i + 1 + rows[i].message_rows;
+}
+
 /* The file's layout (the same build writes and reads it: raw.h's
- * RAW_VERSION is checked).  `counting` is 0 while the rows are being
- * written into the stream and emptied: a reader then takes them as
- * written.  `nrows` counts the rows whose names are set. */
-#define LIVE_MAGIC 0x41475631u /* "AGV1" */
+ * RAW_VERSION is checked).  `flushes` says where the rows are: even,
+ * counting (flushes/2 flushes done); odd, flush number (flushes+1)/2
+ * sealed them: they are being written into the stream, whose totals row
+ * ends them, then emptied.  A reader that knows how many totals rows the
+ * thread's stream holds tells whether the sealed rows reached it (a kill
+ * anywhere between the seal and the reset loses no step).  `whole`: the
+ * rows sealed are a whole step's (the thread moved on or ended), not a
+ * part of one.  `nrows` counts the rows whose names are set. */
+#define LIVE_MAGIC 0x41475632u /* "AGV2" */
 struct live {
 	uint32_t magic, version, row_size;
-	_Atomic uint32_t counting;
 	_Atomic uint32_t nrows;
+	_Atomic uint64_t flushes;
+	_Atomic uint32_t whole;
 	uint32_t pad;
 	struct raw_step_totals totals;
 	struct row rows[];
@@ -174,8 +197,8 @@ struct step_aggregate *step_aggregate_new(const char *path)
 	}
 	a->live->version = RAW_VERSION;
 	a->live->row_size = sizeof(struct row);
+	atomic_store_explicit(&a->live->flushes, 0, memory_order_release);
 	a->live->magic = LIVE_MAGIC;
-	atomic_store_explicit(&a->live->counting, 1, memory_order_release);
 	a->rows = a->live->rows;
 	a->totals = &a->live->totals;
 	a->cap_rows = FIRST_ROWS;
@@ -200,9 +223,13 @@ void step_aggregate_free(struct step_aggregate *a)
 	free(a);
 }
 
-void step_aggregate_seal(struct step_aggregate *a)
+void step_aggregate_seal(struct step_aggregate *a, bool whole)
 {
-	atomic_store_explicit(&a->live->counting, 0, memory_order_release);
+	uint64_t n = atomic_load_explicit(&a->live->flushes,
+					  memory_order_relaxed);
+
+	atomic_store_explicit(&a->live->whole, whole, memory_order_relaxed);
+	atomic_store_explicit(&a->live->flushes, n | 1, memory_order_release);
 }
 
 void step_aggregate_reset(struct step_aggregate *a, uint64_t step)
@@ -219,7 +246,11 @@ void step_aggregate_reset(struct step_aggregate *a, uint64_t step)
 		.cache_max_bytes = a->totals->cache_bytes,
 	};
 	a->nopen = 0;
-	atomic_store_explicit(&a->live->counting, 1, memory_order_release);
+	/* counting again: the sealed rows' flush is done */
+	uint64_t n = atomic_load_explicit(&a->live->flushes,
+					  memory_order_relaxed);
+	atomic_store_explicit(&a->live->flushes, (n + 1) & ~(uint64_t)1,
+			      memory_order_release);
 }
 
 uint64_t step_aggregate_step(const struct step_aggregate *a)
@@ -265,7 +296,7 @@ static bool grow_slots(struct step_aggregate *a)
 
 	if (!slots)
 		return false;
-	for (uint32_t r = 0; r < a->nrows; r++) {
+	for (uint32_t r = 0; r < a->nrows; r = next_row(a->rows, r)) {
 		uint32_t i = (uint32_t)a->rows[r].hash & (nslots - 1);
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
@@ -277,12 +308,23 @@ static bool grow_slots(struct step_aggregate *a)
 	return true;
 }
 
+/* Rows first to last become a message: an op found there in an earlier
+ * step is not. */
+static void forget_fast_rows(struct step_aggregate *a, uint32_t first,
+			     uint32_t last)
+{
+	for (int i = 0; i < FAST_OPS; i++)
+		if (a->fast[i].row >= first && a->fast[i].row <= last)
+			a->fast[i] = (struct fast_op){ 0 };
+}
+
 /* The row of `key` (kind, hash, and the names and fields `matches`
- * compares), made when new; NULL when out of memory. */
+ * compares), made when new, with `message_rows` rows after it; NULL when
+ * out of memory. */
 static struct row *row_of(struct step_aggregate *a, uint16_t kind,
 			  uint64_t hash, bool (*matches)(const struct row *,
 							 const void *),
-			  const void *key, bool *made)
+			  const void *key, uint16_t message_rows, bool *made)
 {
 	*made = false;
 	if ((a->nrows + 1) * 2 > a->nslots && !grow_slots(a))
@@ -293,14 +335,18 @@ static struct row *row_of(struct step_aggregate *a, uint16_t kind,
 		if (r->kind == kind && r->hash == hash && matches(r, key))
 			return r;
 	}
-	if (a->nrows == a->cap_rows && !grow_rows(a))
-		return NULL;
+	while (a->nrows + 1 + message_rows > a->cap_rows)
+		if (!grow_rows(a))
+			return NULL;
 	struct row *r = &a->rows[a->nrows];
-	memset(r, 0, offsetof(struct row, message));
-	r->message[0] = '\0';
+	if (message_rows)
+		forget_fast_rows(a, a->nrows + 1, a->nrows + message_rows);
+	memset(r, 0, sizeof *r);
 	r->kind = kind;
+	r->message_rows = message_rows;
 	r->hash = hash;
-	a->slots[i] = ++a->nrows;
+	a->slots[i] = a->nrows + 1;
+	a->nrows += 1 + message_rows;
 	*made = true;
 	return r;
 }
@@ -337,7 +383,7 @@ static struct row *op_row_of(struct step_aggregate *a,
 		return &a->rows[f->row];
 	uint64_t h = hash_u64(hash_str(hash_str(0xcbf29ce484222325ull, e->op),
 				       e->overload), small);
-	struct row *r = row_of(a, RAW_KIND_STEP_OP, h, op_matches, e, made);
+	struct row *r = row_of(a, RAW_KIND_STEP_OP, h, op_matches, e, 0, made);
 	if (r)
 		*f = (struct fast_op){ e->op, e->overload, small,
 				       (uint32_t)(r - a->rows) };
@@ -412,7 +458,7 @@ static bool add_cast(struct step_aggregate *a,
 				      (uint64_t)e->to << 8 | (uint64_t)e->cache);
 	bool made;
 	struct row *r = row_of(a, RAW_KIND_STEP_CAST, h, cast_matches, &key,
-			       &made);
+			       0, &made);
 
 	if (e->cache_counted) {
 		a->totals->cache_entries = e->cache_entries;
@@ -465,15 +511,19 @@ static bool add_diag(struct step_aggregate *a,
 	};
 	uint64_t h = hash_u64(hash_str(0x9ce484222325cbf2ull, e->kind),
 			      key.phase);
+	size_t message = e->message && *e->message
+				 ? strnlen(e->message, RAW_MAX_STRING - 1) + 1 : 0;
 	bool made;
 	struct row *r = row_of(a, RAW_KIND_STEP_DIAG, h, diag_matches, &key,
+			       (uint16_t)((message + sizeof *r - 1) / sizeof *r),
 			       &made);
 
 	if (!r)
 		return false;
 	if (made) {
 		copy_name(r->op, NAME_LEN, e->kind);
-		copy_name(r->message, RAW_MAX_STRING, e->message);
+		if (message)
+			copy_name(message_of(r), message, e->message);
 		r->m.diag = (struct raw_step_diag){
 			.phase = key.phase, .op_id = e->op_id,
 			.tensor = e->tensor_id,
@@ -540,7 +590,7 @@ bool step_aggregate_add(struct step_aggregate *a,
 void step_aggregate_rows(const struct step_aggregate *a,
 			 step_aggregate_row_fn *row, void *user)
 {
-	for (uint32_t i = 0; i < a->nrows; i++) {
+	for (uint32_t i = 0; i < a->nrows; i = next_row(a->rows, i)) {
 		const struct row *r = &a->rows[i];
 		bool more;
 		if (r->kind == RAW_KIND_STEP_OP) {
@@ -559,7 +609,7 @@ void step_aggregate_rows(const struct step_aggregate *a,
 			struct raw_step_diag m = r->m.diag;
 			m.step = a->totals->step;
 			m.kind = r->op;
-			m.message = r->message[0] ? r->message : NULL;
+			m.message = r->message_rows ? message_of(r) : NULL;
 			more = row(user, r->kind, &m);
 		}
 		if (!more)
@@ -570,14 +620,28 @@ void step_aggregate_rows(const struct step_aggregate *a,
 
 /* ------------------------------------------------------------- reading */
 
-struct step_aggregate *step_aggregate_left(const void *data, size_t size)
+/* Whether the file's rows are in no stream: counted and not flushed, or
+ * sealed by a flush whose totals row the stream lacks (the thread ended
+ * between its seal and its last row). */
+static bool rows_unwritten(const struct live *live, uint64_t written,
+			   bool *whole)
+{
+	uint64_t flushes = atomic_load(&live->flushes);
+
+	*whole = flushes & 1 && atomic_load(&live->whole);
+	return !(flushes & 1) || (flushes + 1) / 2 > written;
+}
+
+struct step_aggregate *step_aggregate_left(const void *data, size_t size,
+					   uint64_t written, bool *whole)
 {
 	const struct live *live = data;
 
+	*whole = false;
 	if (size < sizeof *live || live->magic != LIVE_MAGIC ||
 	    live->version != RAW_VERSION ||
 	    live->row_size != sizeof(struct row) ||
-	    !atomic_load(&live->counting) || !live->totals.events)
+	    !rows_unwritten(live, written, whole) || !live->totals.events)
 		return NULL;
 	uint32_t nrows = atomic_load(&live->nrows);
 	if (nrows > (size - sizeof *live) / sizeof(struct row))
@@ -594,11 +658,18 @@ struct step_aggregate *step_aggregate_left(const void *data, size_t size)
 	a->rows = a->live->rows;
 	a->totals = &a->live->totals;
 	a->nrows = a->cap_rows = nrows;
-	/* a name cut by the kill still ends */
-	for (uint32_t i = 0; i < nrows; i++) {
+	/* a name cut by the kill still ends; a message past the rows
+	 * published is not a row's */
+	for (uint32_t i = 0; i < nrows; i = next_row(a->rows, i)) {
 		struct row *r = &a->rows[i];
+		if (r->message_rows > MESSAGE_ROWS_MAX ||
+		    r->message_rows >= nrows - i) {
+			a->nrows = i;
+			break;
+		}
 		r->op[NAME_LEN - 1] = r->overload[OVERLOAD_LEN - 1] = '\0';
-		r->message[RAW_MAX_STRING - 1] = '\0';
+		if (r->message_rows)
+			message_of(r)[r->message_rows * sizeof *r - 1] = '\0';
 	}
 	return a;
 }

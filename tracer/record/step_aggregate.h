@@ -29,9 +29,11 @@ struct step_aggregate *step_aggregate_new(const char *path);
 /* Removes its file when this process made it (a forked child's copy of
  * its parent's aggregates leaves the parent's file). */
 void step_aggregate_free(struct step_aggregate *a);
-/* Its rows are about to be written into the stream: until the reset, a
- * reader of the file takes them as written, not as left. */
-void step_aggregate_seal(struct step_aggregate *a);
+/* Its rows are about to be written into the stream, as flush number
+ * n (from 1): until the reset, a reader of the file takes them as
+ * written when the stream has n totals rows, as left when it has fewer.
+ * `whole`: they are a whole step's (the thread moved on, or ended). */
+void step_aggregate_seal(struct step_aggregate *a, bool whole);
 /* Empties it for step `step`, keeping its storage. */
 void step_aggregate_reset(struct step_aggregate *a, uint64_t step);
 uint64_t step_aggregate_step(const struct step_aggregate *a);
@@ -54,9 +56,12 @@ void step_aggregate_rows(const struct step_aggregate *a,
 			 step_aggregate_row_fn *row, void *user);
 
 /* `amptrace run`'s side: the aggregates a thread left in its file
- * (`size` bytes at `data`, read once its process ended) as a table to
- * hand to step_aggregate_rows, or NULL when it left none (nothing
- * counted, rows being written out, a file of another build). */
-struct step_aggregate *step_aggregate_left(const void *data, size_t size);
+ * (`size` bytes at `data`, read once its process ended; `written`: the
+ * totals rows its stream holds) as a table to hand to
+ * step_aggregate_rows, or NULL when it left none (nothing counted, rows
+ * already in the stream, a file of another build).  *whole: they are a
+ * whole step's, sealed by a flush the thread did not finish. */
+struct step_aggregate *step_aggregate_left(const void *data, size_t size,
+					   uint64_t written, bool *whole);
 
 #endif /* AMPTRACE_STEP_AGGREGATE_H */
