@@ -115,6 +115,10 @@ static const struct {
 	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy_with_logits" },
 };
 
+/* The findings alike in the trace amptrace run keeps (below). */
+static void check_trimmed_alike(struct trace *t, const struct findings *full,
+				const char *what);
+
 START_TEST(test_mistake_found)
 {
 	struct trace trace;
@@ -129,6 +133,7 @@ START_TEST(test_mistake_found)
 		      cases[_i].in_message, hit->message);
 	ck_assert_ptr_nonnull(hit->fix);
 	ck_assert(hit->fix[0] && !strchr(hit->fix, '\n'));
+	check_trimmed_alike(&trace, &f, cases[_i].mistake);
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -153,44 +158,98 @@ static const struct {
 };
 
 /* `amptrace run` computes the findings from a trace that keeps only the
- * rows of each step's aggregates the findings read
- * (findings_aggregate_trim): the findings of `t` (`full`) must be the
- * same once its aggregates are so trimmed. */
-static void check_trimmed_alike(struct trace *t, const struct findings *full,
-				const char *what)
+ * events the findings read (findings_event_read) and, of each step's
+ * aggregates, the rows they read (findings_aggregate_trim).  Here that
+ * trace is `t` so trimmed (in place) and `kept`, its events the findings
+ * read: `kept.events` is its own, the rest `t`'s. */
+static void keep_as_run_does(struct trace *t, struct trace *kept)
 {
-	struct findings trimmed;
-	struct trace_steps steps, trimmed_steps;
-
-	ck_assert_int_eq(trace_steps_find(t, &steps), 0);
 	for (size_t i = 0; i < t->nevents; i++)
 		if (t->events[i].kind == TRACE_AGGREGATE)
 			findings_aggregate_trim(&t->events[i].aggregate);
-	ck_assert_int_eq(trace_steps_find(t, &trimmed_steps), 0);
-	ck_assert_msg(steps.nsteps == trimmed_steps.nsteps &&
-		      !memcmp(steps.step_of, trimmed_steps.step_of,
-			      t->nevents * sizeof *steps.step_of),
-		      "%s: %d steps, %d with its aggregates trimmed", what,
-		      steps.nsteps, trimmed_steps.nsteps);
+	*kept = *t;
+	kept->events = calloc(t->nevents ? t->nevents : 1, sizeof *kept->events);
+	ck_assert_ptr_nonnull(kept->events);
+	kept->nevents = 0;
+	memset(kept->counts, 0, sizeof kept->counts);
+	for (size_t i = 0; i < t->nevents; i++) {
+		if (!findings_event_read(&t->events[i]))
+			continue;
+		kept->events[kept->nevents] = t->events[i];
+		kept->events[kept->nevents].index = (uint32_t)kept->nevents;
+		kept->counts[t->events[i].kind]++;
+		kept->nevents++;
+	}
+}
+
+/* The steps of `t` (`steps`, found before keep_as_run_does) and of
+ * `kept` are the same: as many, each event kept in the step it was in. */
+static void check_steps_alike(const struct trace *t,
+			      const struct trace_steps *steps,
+			      const struct trace *kept, const char *what)
+{
+	struct trace_steps kept_steps;
+
+	ck_assert_int_eq(trace_steps_find(kept, &kept_steps), 0);
+	ck_assert_msg(steps->nsteps == kept_steps.nsteps &&
+		      steps->naggregated == kept_steps.naggregated &&
+		      steps->ncut_short == kept_steps.ncut_short,
+		      "%s: %d steps (%d aggregated), %d (%d) as run keeps it",
+		      what, steps->nsteps, steps->naggregated, kept_steps.nsteps,
+		      kept_steps.naggregated);
+	for (size_t i = 0, k = 0; i < t->nevents; i++) {
+		if (!findings_event_read(&t->events[i]))
+			continue;
+		ck_assert_msg(steps->step_of[i] == kept_steps.step_of[k],
+			      "%s: event %zu (%s) in step %d, in step %d as run "
+			      "keeps it", what, i, t->events[i].name,
+			      steps->step_of[i], kept_steps.step_of[k]);
+		k++;
+	}
+	trace_steps_free(&kept_steps);
+}
+
+/* The findings of `t` (`full`) must be those of the trace run keeps,
+ * every key the trace's tail writes of them (tail.c). */
+static void check_trimmed_alike(struct trace *t, const struct findings *full,
+				const char *what)
+{
+	struct findings found;
+	struct trace kept;
+	struct trace_steps steps;
+
+	ck_assert_int_eq(trace_steps_find(t, &steps), 0);
+	keep_as_run_does(t, &kept);
+	check_steps_alike(t, &steps, &kept, what);
 	trace_steps_free(&steps);
-	trace_steps_free(&trimmed_steps);
-	ck_assert_int_eq(findings_compute(t, &trimmed), 0);
-	ck_assert_msg(trimmed.count == full->count, "%s: %zu findings, %zu "
-		      "with its aggregates trimmed:%s", what, full->count,
-		      trimmed.count, describe(&trimmed));
+	ck_assert_int_eq(findings_compute(&kept, &found), 0);
+	ck_assert_msg(found.count == full->count, "%s: %zu findings, %zu as "
+		      "run keeps it:%s", what, full->count, found.count,
+		      describe(&found));
 	for (size_t i = 0; i < full->count; i++) {
 		const struct trace_finding *a = &full->items[i];
-		const struct trace_finding *b = &trimmed.items[i];
+		const struct trace_finding *b = &found.items[i];
 		ck_assert_msg(!strcmp(a->kind, b->kind) &&
 			      !strcmp(a->message, b->message) &&
 			      a->count == b->count &&
-			      a->severity == b->severity,
-			      "%s: %s (x%llu) became %s (x%llu) with its "
-			      "aggregates trimmed: %s", what, a->kind,
-			      (unsigned long long)a->count, b->kind,
-			      (unsigned long long)b->count, b->message);
+			      a->severity == b->severity && a->pid == b->pid &&
+			      a->op_id == b->op_id && a->tensor == b->tensor &&
+			      a->thread == b->thread &&
+			      a->other_thread == b->other_thread &&
+			      a->from_trace == b->from_trace &&
+			      (a->fix == b->fix ||
+			       (a->fix && b->fix && !strcmp(a->fix, b->fix))),
+			      "%s: %s (x%llu, op %llu, tensor %llu) became %s "
+			      "(x%llu, op %llu, tensor %llu) as run keeps it: %s",
+			      what, a->kind, (unsigned long long)a->count,
+			      (unsigned long long)a->op_id,
+			      (unsigned long long)a->tensor, b->kind,
+			      (unsigned long long)b->count,
+			      (unsigned long long)b->op_id,
+			      (unsigned long long)b->tensor, b->message);
 	}
-	findings_free(&trimmed);
+	findings_free(&found);
+	free(kept.events);
 }
 
 START_TEST(test_found_in_aggregates)
@@ -238,6 +297,7 @@ START_TEST(test_fix_clean)
 	run_mode(cases[_i].fix, &trace, &f);
 	ck_assert_msg(f.count == 0, "%s (the fix for %s) has findings:%s",
 		      cases[_i].fix, cases[_i].kind, describe(&f));
+	check_trimmed_alike(&trace, &f, cases[_i].fix);
 	findings_free(&f);
 	trace_free(&trace);
 }

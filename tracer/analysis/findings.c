@@ -360,6 +360,15 @@ void findings_aggregate_trim(struct trace_aggregate *a)
 	a->ncasts = ncasts;
 }
 
+/* Every kind but a GradScaler's events is read by some rule, or by the
+ * steps (steps.c; a scaler event counts towards a step only in a trace
+ * whose steps are not marked, and such a trace has no GradScaler
+ * update: the producers mark a step at each). */
+bool findings_event_read(const struct trace_event *e)
+{
+	return e->kind != TRACE_SCALER || finding_scaler_event_read(&e->scaler);
+}
+
 static void fold_aggregates(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;

@@ -302,6 +302,19 @@ void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 		     st->cause[0] ? "; the last skip: " : "", st->cause);
 }
 
+/* The GradScaler events the rules above read: every `step` and `update`
+ * (the skips, the scale's history, what ends an iteration), the
+ * schedulers' steps, and any that names a gradient holding inf/NaN or
+ * says a step was skipped.  A `scale` (the loss scaled for backward)
+ * and an `unscale` that found nothing feed none of them: each only
+ * makes its scaler known, as its step and update do. */
+bool finding_scaler_event_read(const struct trace_scaler *s)
+{
+	if (!s->what || s->inf_tensor || s->found_inf || s->step_skipped)
+		return true;
+	return strcmp(s->what, "scale") && strcmp(s->what, "unscale");
+}
+
 /* 1 when GradScaler event `e` decides that a step's overflows were the
  * scaler's (a skipped step), 0 when it ends the search for such a step
  * (an update), SIZE_MAX when it decides nothing. */

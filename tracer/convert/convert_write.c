@@ -301,12 +301,14 @@ void convert_keep(struct convert_process *p, const struct trace_event *e)
 		lose_trace(p);
 }
 
-/* Writes e and keeps it. */
+/* Writes e and keeps it, unless the kept trace's reader reads none of
+ * its kind. */
 void convert_emit(struct converter *cv, struct convert_process *p,
 		  const struct trace_event *e)
 {
 	convert_write(cv, p, e);
-	convert_keep(p, e);
+	if (!cv->keeps_event || cv->keeps_event(e))
+		convert_keep(p, e);
 }
 
 /* A shape, interned in the kept trace; else the producer's own sizes,
