@@ -132,6 +132,7 @@ const char *convert_name_of(const struct convert_process *p, enum name_table t,
 const char *convert_intern(struct convert_process *p, const char *s,
 			   size_t len);
 const char *convert_intern_cstr(struct convert_process *p, const char *s);
+const char *convert_copy_cstr(struct convert_process *p, const char *s);
 void convert_intern_names(struct convert_process *p);
 
 /* p's interned name of enum value `value` of table t ("unknown" when

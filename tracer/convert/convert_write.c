@@ -160,6 +160,19 @@ const char *convert_intern_cstr(struct convert_process *p, const char *s)
 	return kept;
 }
 
+/* A string no other event has (a step's name, "step 1234"), copied
+ * where p's strings live, not interned: a long run names every step,
+ * and each name would take a slot of the string table (and of the
+ * recent strings) too. */
+const char *convert_copy_cstr(struct convert_process *p, const char *s)
+{
+	size_t size = strlen(s) + 1;
+	char *copy = convert_alloc(p, size);
+
+	memcpy(copy, s, size);
+	return copy;
+}
+
 /* Interns p's name tables and the literals once, when it is announced
  * (its trace chosen). */
 void convert_intern_names(struct convert_process *p)
