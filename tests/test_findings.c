@@ -118,6 +118,7 @@ static const struct {
 /* The findings alike in the trace amptrace run keeps (below). */
 static void check_trimmed_alike(struct trace *t, const struct findings *full,
 				const char *what);
+static void check_appended_alike(const struct trace *t, const char *what);
 
 START_TEST(test_mistake_found)
 {
@@ -133,6 +134,7 @@ START_TEST(test_mistake_found)
 		      cases[_i].in_message, hit->message);
 	ck_assert_ptr_nonnull(hit->fix);
 	ck_assert(hit->fix[0] && !strchr(hit->fix, '\n'));
+	check_appended_alike(&trace, cases[_i].mistake);
 	check_trimmed_alike(&trace, &f, cases[_i].mistake);
 	findings_free(&f);
 	trace_free(&trace);
@@ -157,29 +159,90 @@ static const struct {
 	{ "op-error", "mismatch", "mismatch-fixed", "mm failed" },
 };
 
+/* `view`: the events of `t` that `keep` keeps, in an array of its own
+ * (free(view->events)); the rest is t's. */
+static void events_where(const struct trace *t,
+			 bool (*keep)(const struct trace_event *),
+			 struct trace *view)
+{
+	*view = *t;
+	view->events = calloc(t->nevents ? t->nevents : 1, sizeof *view->events);
+	ck_assert_ptr_nonnull(view->events);
+	view->nevents = 0;
+	memset(view->counts, 0, sizeof view->counts);
+	for (size_t i = 0; i < t->nevents; i++) {
+		if (!keep(&t->events[i]))
+			continue;
+		view->events[view->nevents] = t->events[i];
+		view->events[view->nevents].index = (uint32_t)view->nevents;
+		view->counts[t->events[i].kind]++;
+		view->nevents++;
+	}
+}
+
 /* `amptrace run` computes the findings from a trace that keeps only the
  * events the findings read (findings_event_read) and, of each step's
  * aggregates, the rows they read (findings_aggregate_trim).  Here that
  * trace is `t` so trimmed (in place) and `kept`, its events the findings
- * read: `kept.events` is its own, the rest `t`'s. */
+ * read. */
 static void keep_as_run_does(struct trace *t, struct trace *kept)
 {
 	for (size_t i = 0; i < t->nevents; i++)
 		if (t->events[i].kind == TRACE_AGGREGATE)
 			findings_aggregate_trim(&t->events[i].aggregate);
-	*kept = *t;
-	kept->events = calloc(t->nevents ? t->nevents : 1, sizeof *kept->events);
-	ck_assert_ptr_nonnull(kept->events);
-	kept->nevents = 0;
-	memset(kept->counts, 0, sizeof kept->counts);
+	events_where(t, findings_event_read, kept);
+}
+
+static bool is_appended_finding(const struct trace_event *e)
+{
+	return e->kind == TRACE_DIAG && e->diag.severity;
+}
+
+static bool is_not_appended_finding(const struct trace_event *e)
+{
+	return !is_appended_finding(e);
+}
+
+/* What `amptrace run` appended to the trace `t` it wrote (an amp.diag
+ * event with a severity for each finding it computed from the trace it
+ * kept: tail.c) is what the findings of t's other events are: the
+ * trace it kept held what they read (the converter's own keeping, which
+ * check_trimmed_alike plays only). */
+static void check_appended_alike(const struct trace *t, const char *what)
+{
+	struct trace events;
+	struct findings f;
+	size_t k = 0;
+
+	events_where(t, is_not_appended_finding, &events);
+	ck_assert_int_eq(findings_compute(&events, &f), 0);
 	for (size_t i = 0; i < t->nevents; i++) {
-		if (!findings_event_read(&t->events[i]))
+		const struct trace_diag *d = &t->events[i].diag;
+		if (!is_appended_finding(&t->events[i]))
 			continue;
-		kept->events[kept->nevents] = t->events[i];
-		kept->events[kept->nevents].index = (uint32_t)kept->nevents;
-		kept->counts[t->events[i].kind]++;
-		kept->nevents++;
+		while (k < f.count && f.items[k].from_trace)
+			k++;
+		ck_assert_msg(k < f.count, "%s: run appended %s (%s), not "
+			      "found in its events:%s", what, d->kind,
+			      d->message, describe(&f));
+		const struct trace_finding *a = &f.items[k++];
+		ck_assert_msg(!strcmp(a->kind, d->kind) &&
+			      !strcmp(a->message, d->message) &&
+			      a->count == d->count && a->op_id == d->op_id &&
+			      a->tensor == d->tensor &&
+			      !strcmp(finding_severity_name(a->severity),
+				      d->severity),
+			      "%s: run appended %s (x%llu) %s; its events' "
+			      "finding is %s (x%llu) %s", what, d->kind,
+			      (unsigned long long)d->count, d->message, a->kind,
+			      (unsigned long long)a->count, a->message);
 	}
+	while (k < f.count && f.items[k].from_trace)
+		k++;
+	ck_assert_msg(k == f.count, "%s: run did not append %s: %s", what,
+		      f.items[k].kind, f.items[k].message);
+	findings_free(&f);
+	free(events.events);
 }
 
 /* The steps of `t` (`steps`, found before keep_as_run_does) and of
@@ -275,6 +338,7 @@ START_TEST(test_found_in_aggregates)
 		      "%s --steps none: %s reported as %s too:%s",
 		      aggregated_cases[_i].mistake, aggregated_cases[_i].kind,
 		      aggregated_cases[_i].not_also, describe(&f));
+	check_appended_alike(&trace, aggregated_cases[_i].mistake);
 	check_trimmed_alike(&trace, &f, aggregated_cases[_i].mistake);
 	findings_free(&f);
 	trace_free(&trace);
@@ -283,6 +347,7 @@ START_TEST(test_found_in_aggregates)
 	ck_assert_msg(f.count == 0, "%s --steps none (the fix for %s) has "
 		      "findings:%s", aggregated_cases[_i].fix,
 		      aggregated_cases[_i].kind, describe(&f));
+	check_appended_alike(&trace, aggregated_cases[_i].fix);
 	check_trimmed_alike(&trace, &f, aggregated_cases[_i].fix);
 	findings_free(&f);
 	trace_free(&trace);

@@ -106,6 +106,12 @@ struct convert_thread {
 	size_t naggregate_casts, cap_aggregate_casts;
 	struct trace_aggregate_diag *aggregate_diags;
 	size_t naggregate_diags, cap_aggregate_diags;
+	/* the rows its last step's aggregates kept (in p's trace): the next
+	 * step's share them when alike, as trimmed rows of steps alike are */
+	struct convert_kept_rows {
+		const void *rows;
+		size_t bytes;
+	} kept_ops, kept_casts, kept_diags;
 };
 
 /* A GPU "process" (device) or one of its streams, once announced by its

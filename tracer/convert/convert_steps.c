@@ -167,15 +167,22 @@ static union {
 	struct trace_aggregate_diag diag;
 } no_rows;
 
-/* The rows, copied where the kept trace's strings live. */
-static void *kept(struct convert_process *p, const void *rows, size_t n,
-		  size_t size)
+/* The rows, copied where the kept trace's strings live, or the thread's
+ * last step's copy (`last`) when it holds the same (their strings are
+ * interned: alike rows are alike bytes, and they have no padding). */
+static void *kept(struct convert_process *p, struct convert_kept_rows *last,
+		  const void *rows, size_t n, size_t size)
 {
+	size_t bytes = n * size;
+
 	if (!n)
 		return &no_rows;
-	void *copy = convert_alloc(p, n * size);
+	if (last->bytes == bytes && !memcmp(last->rows, rows, bytes))
+		return (void *)last->rows;
+	void *copy = convert_alloc(p, bytes);
 
-	memcpy(copy, rows, n * size);
+	memcpy(copy, rows, bytes);
+	*last = (struct convert_kept_rows){ copy, bytes };
 	return copy;
 }
 
@@ -213,9 +220,12 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 		/* the thread's rows are gathered anew for its next step */
 		if (cv->trim_kept_aggregate)
 			cv->trim_kept_aggregate(g);
-		g->ops = kept(p, g->ops, (size_t)g->nops, sizeof *g->ops);
-		g->casts = kept(p, g->casts, (size_t)g->ncasts, sizeof *g->casts);
-		g->diags = kept(p, g->diags, (size_t)g->ndiags, sizeof *g->diags);
+		g->ops = kept(p, &t->kept_ops, g->ops, (size_t)g->nops,
+			      sizeof *g->ops);
+		g->casts = kept(p, &t->kept_casts, g->casts, (size_t)g->ncasts,
+				sizeof *g->casts);
+		g->diags = kept(p, &t->kept_diags, g->diags, (size_t)g->ndiags,
+				sizeof *g->diags);
 		convert_keep(p, &e);
 	}
 	p->aggregates++;
