@@ -362,6 +362,7 @@ START_TEST(test_fix_clean)
 	run_mode(cases[_i].fix, &trace, &f);
 	ck_assert_msg(f.count == 0, "%s (the fix for %s) has findings:%s",
 		      cases[_i].fix, cases[_i].kind, describe(&f));
+	check_appended_alike(&trace, cases[_i].fix);
 	check_trimmed_alike(&trace, &f, cases[_i].fix);
 	findings_free(&f);
 	trace_free(&trace);

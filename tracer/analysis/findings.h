@@ -175,10 +175,10 @@ void findings_free(struct findings *findings);
  * keeps every row: a step costs it a few rows, not a few dozen. */
 void findings_aggregate_trim(struct trace_aggregate *a);
 /* Whether any finding reads event `e`: false for a GradScaler's
- * `scale` events and the `unscale` events that found no inf/NaN, two of
- * the six events of a step recorded as aggregates.  `amptrace run`
- * keeps only the events the findings read in the trace it computes them
- * from; its file keeps every event. */
+ * `scale` events and the `unscale` events that found no inf/NaN (two of
+ * the six events of a typical GradScaler loop's step recorded as
+ * aggregates).  `amptrace run` keeps only the events the findings read
+ * in the trace it computes them from; its file keeps every event. */
 bool findings_event_read(const struct trace_event *e);
 /* What produced the trace: the header's `framework` ("torch 1.13.0a0
  * (policy table: 1.13)", "libamp 0.1.0"), else the first process's in

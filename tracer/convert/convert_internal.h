@@ -106,8 +106,9 @@ struct convert_thread {
 	size_t naggregate_casts, cap_aggregate_casts;
 	struct trace_aggregate_diag *aggregate_diags;
 	size_t naggregate_diags, cap_aggregate_diags;
-	/* the rows its last step's aggregates kept (in p's trace): the next
-	 * step's share them when alike, as trimmed rows of steps alike are */
+	/* the rows its last step's aggregates kept (in p's trace), which
+	 * its next step's share when the same (trimmed, steps alike keep
+	 * the same rows) */
 	struct convert_kept_rows {
 		const void *rows;
 		size_t bytes;

@@ -314,8 +314,8 @@ void convert_keep(struct convert_process *p, const struct trace_event *e)
 		lose_trace(p);
 }
 
-/* Writes e and keeps it, unless the kept trace's reader reads none of
- * its kind. */
+/* Writes e and keeps it, unless the kept trace's reader does not read
+ * it (keeps_event). */
 void convert_emit(struct converter *cv, struct convert_process *p,
 		  const struct trace_event *e)
 {
