@@ -621,8 +621,8 @@ static void say_detail(const struct run_state *s, const struct converter *cv)
 		strcmp(s->steps, STEP_SELECT_DEFAULT) ? "" : ", the default");
 }
 
-/* Whether o's kept trace holds every event of its file: not when the
- * converter could not keep one (out of memory). */
+/* Whether o's kept trace holds every event of its file the findings
+ * read: not when the converter could not keep one (out of memory). */
 static bool kept_whole(const struct output *o, const struct converter *cv)
 {
 	if (!o->kept_ready)
