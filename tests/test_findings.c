@@ -1257,6 +1257,60 @@ START_TEST(test_divergence_no_region)
 }
 END_TEST
 
+/* An op on thread `tid` at `ts`: op `op` (id `id`) with autocast
+ * `enabled`, from tensor `in` to tensor `out`. */
+#define OP_ON(tid, ts, id, op, enabled, depth, in, out) \
+	"{\"name\":\"" op "\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
+	",\"pid\":1,\"tid\":" #tid ",\"dur\":1,\"args\":{\"op_id\":" #id \
+	",\"op\":\"" op "\",\"overload\":\"\",\"phase\":\"forward\"," \
+	"\"policy\":\"lower_precision_fp\",\"device\":\"cpu\",\"emulated\":" \
+	"false,\"autocast\":{\"enabled\":" #enabled ",\"device\":\"cpu\"," \
+	"\"dtype\":\"bf16\",\"cache_enabled\":true,\"depth\":" #depth \
+	",\"scope\":null},\"inputs\":[{\"tensor\":" #in ",\"dtype\":\"f32\"," \
+	"\"shape\":[2,2]}],\"outputs\":[{\"tensor\":" #out ",\"dtype\":" \
+	"\"f32\",\"shape\":[2,2]}],\"Input type\":[\"float\"],\"Input Dims\":" \
+	"[[2,2]],\"External id\":" #id "}}"
+
+/* A thread whose first event is a GradScaler `scale` (which run's kept
+ * trace leaves out, findings_event_read) was there before the region
+ * another thread opened next: its findings are those of the trace run
+ * keeps, where that thread starts at its first op, inside the region. */
+START_TEST(test_thread_born_at_an_unread_event)
+{
+	struct trace t, kept;
+	struct findings full, found;
+
+	torch_trace("torch 1.13.0a0 (policy table: 1.13)",
+		    "{\"name\":\"scaler scale\",\"cat\":\"amp.scaler\",\"ph\":"
+		    "\"i\",\"s\":\"t\",\"ts\":1,\"pid\":1,\"tid\":2,\"args\":{"
+		    "\"what\":\"scale\",\"scaler_id\":1,\"scale\":65536.0,"
+		    "\"found_inf\":false,\"step_skipped\":false}},"
+		    "{\"name\":\"autocast(cpu, bf16)\",\"cat\":\"amp.scope\","
+		    "\"ph\":\"B\",\"ts\":2,\"pid\":1,\"tid\":1,\"args\":{"
+		    "\"scope\":null,\"depth\":1,\"device\":\"cpu\",\"dtype\":"
+		    "\"bf16\",\"enabled\":true,\"cache_enabled\":true}},"
+		    OP_ON(1, 3, 1, "relu", true, 1, 4, 5) ","
+		    OP_ON(2, 4, 2, "mm", false, 0, 5, 6) ","
+		    "{\"name\":\"autocast(cpu, bf16)\",\"cat\":\"amp.scope\","
+		    "\"ph\":\"E\",\"ts\":10,\"pid\":1,\"tid\":1,\"args\":{"
+		    "\"depth\":1}}",
+		    &t, &full);
+	events_where(&t, findings_event_read, &kept);
+	ck_assert_int_eq(findings_compute(&kept, &found), 0);
+	ck_assert_msg(!findings_get(&full, "autocast-off-in-thread") ==
+			      !findings_get(&found, "autocast-off-in-thread"),
+		      "autocast-off-in-thread %s in the trace, %s in the trace "
+		      "run keeps:%s", findings_get(&full, "autocast-off-in-"
+		      "thread") ? "found" : "not found",
+		      findings_get(&found, "autocast-off-in-thread")
+			      ? "found" : "not found", describe(&found));
+	findings_free(&found);
+	findings_free(&full);
+	free(kept.events);
+	trace_free(&t);
+}
+END_TEST
+
 START_TEST(test_divergence_jit_cast)
 {
 	struct trace t;
@@ -1524,6 +1578,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_kind_table);
 	tcase_add_test(kinds, test_low_precision_ops_from_policy);
 	tcase_add_test(kinds, test_divergence_no_region);
+	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
