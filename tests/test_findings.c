@@ -1311,6 +1311,57 @@ START_TEST(test_thread_born_at_an_unread_event)
 }
 END_TEST
 
+/* A GradScaler event: `what` of scaler `id` at `ts`, its step skipped
+ * or not (into text + *n). */
+static void scaler_event(char *text, size_t size, size_t *n, int ts, int id,
+			 const char *what, bool skipped)
+{
+	*n += (size_t)snprintf(text + *n, size - *n,
+			       "%s{\"name\":\"scaler %s\",\"cat\":\"amp.scaler\","
+			       "\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":1,"
+			       "\"tid\":1,\"args\":{\"what\":\"%s\",\"scaler_id\":"
+			       "%d,\"optimizer_id\":%d,\"scale\":65536.0,"
+			       "\"found_inf\":%s,\"step_skipped\":%s}}",
+			       ts > 1 ? "," : "", what, ts, what, id, id,
+			       skipped ? "true" : "false",
+			       skipped ? "true" : "false");
+	ck_assert_uint_lt(*n, size);
+}
+
+/* Past the scalers the rules follow (32), which scaler gets the last
+ * state does not hang on a `scale` run's kept trace leaves out: 31
+ * scalers updated, then scaler 100's scale, scaler 101's skipped step,
+ * scaler 100's; the same skip reported in the trace and as run keeps it. */
+START_TEST(test_last_scaler_state_not_claimed_by_unread_event)
+{
+	static char text[32768];
+	struct trace t;
+	struct findings full;
+	struct trace_error err;
+	size_t n = (size_t)snprintf(
+		text, sizeof text,
+		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
+		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
+
+	scaler_event(text, sizeof text, &n, 1, 100, "scale", false);
+	scaler_event(text, sizeof text, &n, 2, 101, "step", true);
+	scaler_event(text, sizeof text, &n, 3, 100, "step", true);
+	for (int id = 1; id <= 31; id++)
+		scaler_event(text, sizeof text, &n, 10 + id, id, "update", false);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "],\"amptraceEnd\":{\"complete\":true}}\n");
+	ck_assert_uint_lt(n, sizeof text);
+	ck_assert_msg(trace_load_text("s.json", text, n, &t, &err) == 0, "%s",
+		      err.message);
+	ck_assert_int_eq(findings_compute(&t, &full), 0);
+	ck_assert_ptr_nonnull(findings_get(&full, "scaler-skipped-step"));
+	check_trimmed_alike(&t, &full, "33 scalers");
+	findings_free(&full);
+	trace_free(&t);
+}
+END_TEST
+
 START_TEST(test_divergence_jit_cast)
 {
 	struct trace t;
@@ -1579,6 +1630,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_low_precision_ops_from_policy);
 	tcase_add_test(kinds, test_divergence_no_region);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
+	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
