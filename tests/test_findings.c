@@ -115,6 +115,11 @@ static const struct {
 	{ "banned-op", "bce", "bce-logits", "binary_cross_entropy_with_logits" },
 };
 
+/* The findings alike in the trace amptrace run keeps (below). */
+static void check_trimmed_alike(struct trace *t, const struct findings *full,
+				const char *what);
+static void check_appended_alike(const struct trace *t, const char *what);
+
 START_TEST(test_mistake_found)
 {
 	struct trace trace;
@@ -129,6 +134,8 @@ START_TEST(test_mistake_found)
 		      cases[_i].in_message, hit->message);
 	ck_assert_ptr_nonnull(hit->fix);
 	ck_assert(hit->fix[0] && !strchr(hit->fix, '\n'));
+	check_appended_alike(&trace, cases[_i].mistake);
+	check_trimmed_alike(&trace, &f, cases[_i].mistake);
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -152,45 +159,160 @@ static const struct {
 	{ "op-error", "mismatch", "mismatch-fixed", "mm failed" },
 };
 
-/* `amptrace run` computes the findings from a trace that keeps only the
- * rows of each step's aggregates the findings read
- * (findings_aggregate_trim): the findings of `t` (`full`) must be the
- * same once its aggregates are so trimmed. */
-static void check_trimmed_alike(struct trace *t, const struct findings *full,
-				const char *what)
+/* `view`: the events of `t` that `keep` keeps, in an array of its own
+ * (free(view->events)); the rest is t's. */
+static void events_where(const struct trace *t,
+			 bool (*keep)(const struct trace_event *),
+			 struct trace *view)
 {
-	struct findings trimmed;
-	struct trace_steps steps, trimmed_steps;
+	*view = *t;
+	view->events = calloc(t->nevents ? t->nevents : 1, sizeof *view->events);
+	ck_assert_ptr_nonnull(view->events);
+	view->nevents = 0;
+	memset(view->counts, 0, sizeof view->counts);
+	for (size_t i = 0; i < t->nevents; i++) {
+		if (!keep(&t->events[i]))
+			continue;
+		view->events[view->nevents] = t->events[i];
+		view->events[view->nevents].index = (uint32_t)view->nevents;
+		view->counts[t->events[i].kind]++;
+		view->nevents++;
+	}
+}
 
-	ck_assert_int_eq(trace_steps_find(t, &steps), 0);
+/* `amptrace run` computes the findings from a trace that keeps only the
+ * events the findings read (findings_event_read) and, of each step's
+ * aggregates, the rows they read (findings_aggregate_trim).  Here that
+ * trace is `t` so trimmed (in place) and `kept`, its events the findings
+ * read. */
+static void keep_as_run_does(struct trace *t, struct trace *kept)
+{
 	for (size_t i = 0; i < t->nevents; i++)
 		if (t->events[i].kind == TRACE_AGGREGATE)
 			findings_aggregate_trim(&t->events[i].aggregate);
-	ck_assert_int_eq(trace_steps_find(t, &trimmed_steps), 0);
-	ck_assert_msg(steps.nsteps == trimmed_steps.nsteps &&
-		      !memcmp(steps.step_of, trimmed_steps.step_of,
-			      t->nevents * sizeof *steps.step_of),
-		      "%s: %d steps, %d with its aggregates trimmed", what,
-		      steps.nsteps, trimmed_steps.nsteps);
+	events_where(t, findings_event_read, kept);
+}
+
+static bool is_appended_finding(const struct trace_event *e)
+{
+	return e->kind == TRACE_DIAG && e->diag.severity;
+}
+
+static bool is_not_appended_finding(const struct trace_event *e)
+{
+	return !is_appended_finding(e);
+}
+
+/* What `amptrace run` appended to the trace `t` it wrote (an amp.diag
+ * event with a severity for each finding it computed from the trace it
+ * kept: tail.c) is what the findings of t's other events are: the
+ * trace it kept held what they read (the converter's own keeping, which
+ * check_trimmed_alike plays only). */
+static void check_appended_alike(const struct trace *t, const char *what)
+{
+	struct trace events;
+	struct findings f;
+	size_t k = 0;
+
+	events_where(t, is_not_appended_finding, &events);
+	ck_assert_int_eq(findings_compute(&events, &f), 0);
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_diag *d = &t->events[i].diag;
+		if (!is_appended_finding(&t->events[i]))
+			continue;
+		while (k < f.count && f.items[k].from_trace)
+			k++;
+		ck_assert_msg(k < f.count, "%s: run appended %s (%s), not "
+			      "found in its events:%s", what, d->kind,
+			      d->message, describe(&f));
+		const struct trace_finding *a = &f.items[k++];
+		ck_assert_msg(!strcmp(a->kind, d->kind) &&
+			      !strcmp(a->message, d->message) &&
+			      a->count == d->count && a->op_id == d->op_id &&
+			      a->tensor == d->tensor &&
+			      !strcmp(finding_severity_name(a->severity),
+				      d->severity),
+			      "%s: run appended %s (x%llu) %s; its events' "
+			      "finding is %s (x%llu) %s", what, d->kind,
+			      (unsigned long long)d->count, d->message, a->kind,
+			      (unsigned long long)a->count, a->message);
+	}
+	while (k < f.count && f.items[k].from_trace)
+		k++;
+	ck_assert_msg(k == f.count, "%s: run did not append %s: %s", what,
+		      f.items[k].kind, f.items[k].message);
+	findings_free(&f);
+	free(events.events);
+}
+
+/* The steps of `t` (`steps`, found before keep_as_run_does) and of
+ * `kept` are the same: as many, each event kept in the step it was in. */
+static void check_steps_alike(const struct trace *t,
+			      const struct trace_steps *steps,
+			      const struct trace *kept, const char *what)
+{
+	struct trace_steps kept_steps;
+
+	ck_assert_int_eq(trace_steps_find(kept, &kept_steps), 0);
+	ck_assert_msg(steps->nsteps == kept_steps.nsteps &&
+		      steps->naggregated == kept_steps.naggregated &&
+		      steps->ncut_short == kept_steps.ncut_short,
+		      "%s: %d steps (%d aggregated), %d (%d) as run keeps it",
+		      what, steps->nsteps, steps->naggregated, kept_steps.nsteps,
+		      kept_steps.naggregated);
+	for (size_t i = 0, k = 0; i < t->nevents; i++) {
+		if (!findings_event_read(&t->events[i]))
+			continue;
+		ck_assert_msg(steps->step_of[i] == kept_steps.step_of[k],
+			      "%s: event %zu (%s) in step %d, in step %d as run "
+			      "keeps it", what, i, t->events[i].name,
+			      steps->step_of[i], kept_steps.step_of[k]);
+		k++;
+	}
+	trace_steps_free(&kept_steps);
+}
+
+/* The findings of `t` (`full`) must be those of the trace run keeps,
+ * every key the trace's tail writes of them (tail.c). */
+static void check_trimmed_alike(struct trace *t, const struct findings *full,
+				const char *what)
+{
+	struct findings found;
+	struct trace kept;
+	struct trace_steps steps;
+
+	ck_assert_int_eq(trace_steps_find(t, &steps), 0);
+	keep_as_run_does(t, &kept);
+	check_steps_alike(t, &steps, &kept, what);
 	trace_steps_free(&steps);
-	trace_steps_free(&trimmed_steps);
-	ck_assert_int_eq(findings_compute(t, &trimmed), 0);
-	ck_assert_msg(trimmed.count == full->count, "%s: %zu findings, %zu "
-		      "with its aggregates trimmed:%s", what, full->count,
-		      trimmed.count, describe(&trimmed));
+	ck_assert_int_eq(findings_compute(&kept, &found), 0);
+	ck_assert_msg(found.count == full->count, "%s: %zu findings, %zu as "
+		      "run keeps it:%s", what, full->count, found.count,
+		      describe(&found));
 	for (size_t i = 0; i < full->count; i++) {
 		const struct trace_finding *a = &full->items[i];
-		const struct trace_finding *b = &trimmed.items[i];
+		const struct trace_finding *b = &found.items[i];
 		ck_assert_msg(!strcmp(a->kind, b->kind) &&
 			      !strcmp(a->message, b->message) &&
 			      a->count == b->count &&
-			      a->severity == b->severity,
-			      "%s: %s (x%llu) became %s (x%llu) with its "
-			      "aggregates trimmed: %s", what, a->kind,
-			      (unsigned long long)a->count, b->kind,
-			      (unsigned long long)b->count, b->message);
+			      a->severity == b->severity && a->pid == b->pid &&
+			      a->op_id == b->op_id && a->tensor == b->tensor &&
+			      a->thread == b->thread &&
+			      a->other_thread == b->other_thread &&
+			      a->from_trace == b->from_trace &&
+			      (a->fix == b->fix ||
+			       (a->fix && b->fix && !strcmp(a->fix, b->fix))),
+			      "%s: %s (x%llu, op %llu, tensor %llu) became %s "
+			      "(x%llu, op %llu, tensor %llu) as run keeps it: %s",
+			      what, a->kind, (unsigned long long)a->count,
+			      (unsigned long long)a->op_id,
+			      (unsigned long long)a->tensor, b->kind,
+			      (unsigned long long)b->count,
+			      (unsigned long long)b->op_id,
+			      (unsigned long long)b->tensor, b->message);
 	}
-	findings_free(&trimmed);
+	findings_free(&found);
+	free(kept.events);
 }
 
 START_TEST(test_found_in_aggregates)
@@ -216,6 +338,7 @@ START_TEST(test_found_in_aggregates)
 		      "%s --steps none: %s reported as %s too:%s",
 		      aggregated_cases[_i].mistake, aggregated_cases[_i].kind,
 		      aggregated_cases[_i].not_also, describe(&f));
+	check_appended_alike(&trace, aggregated_cases[_i].mistake);
 	check_trimmed_alike(&trace, &f, aggregated_cases[_i].mistake);
 	findings_free(&f);
 	trace_free(&trace);
@@ -224,6 +347,7 @@ START_TEST(test_found_in_aggregates)
 	ck_assert_msg(f.count == 0, "%s --steps none (the fix for %s) has "
 		      "findings:%s", aggregated_cases[_i].fix,
 		      aggregated_cases[_i].kind, describe(&f));
+	check_appended_alike(&trace, aggregated_cases[_i].fix);
 	check_trimmed_alike(&trace, &f, aggregated_cases[_i].fix);
 	findings_free(&f);
 	trace_free(&trace);
@@ -238,6 +362,8 @@ START_TEST(test_fix_clean)
 	run_mode(cases[_i].fix, &trace, &f);
 	ck_assert_msg(f.count == 0, "%s (the fix for %s) has findings:%s",
 		      cases[_i].fix, cases[_i].kind, describe(&f));
+	check_appended_alike(&trace, cases[_i].fix);
+	check_trimmed_alike(&trace, &f, cases[_i].fix);
 	findings_free(&f);
 	trace_free(&trace);
 }
@@ -1131,6 +1257,111 @@ START_TEST(test_divergence_no_region)
 }
 END_TEST
 
+/* An op on thread `tid` at `ts`: op `op` (id `id`) with autocast
+ * `enabled`, from tensor `in` to tensor `out`. */
+#define OP_ON(tid, ts, id, op, enabled, depth, in, out) \
+	"{\"name\":\"" op "\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #ts \
+	",\"pid\":1,\"tid\":" #tid ",\"dur\":1,\"args\":{\"op_id\":" #id \
+	",\"op\":\"" op "\",\"overload\":\"\",\"phase\":\"forward\"," \
+	"\"policy\":\"lower_precision_fp\",\"device\":\"cpu\",\"emulated\":" \
+	"false,\"autocast\":{\"enabled\":" #enabled ",\"device\":\"cpu\"," \
+	"\"dtype\":\"bf16\",\"cache_enabled\":true,\"depth\":" #depth \
+	",\"scope\":null},\"inputs\":[{\"tensor\":" #in ",\"dtype\":\"f32\"," \
+	"\"shape\":[2,2]}],\"outputs\":[{\"tensor\":" #out ",\"dtype\":" \
+	"\"f32\",\"shape\":[2,2]}],\"Input type\":[\"float\"],\"Input Dims\":" \
+	"[[2,2]],\"External id\":" #id "}}"
+
+/* A thread whose first event is a GradScaler `scale` (which run's kept
+ * trace leaves out, findings_event_read) was there before the region
+ * another thread opened next: its findings are those of the trace run
+ * keeps, where that thread starts at its first op, inside the region. */
+START_TEST(test_thread_born_at_an_unread_event)
+{
+	struct trace t, kept;
+	struct findings full, found;
+
+	torch_trace("torch 1.13.0a0 (policy table: 1.13)",
+		    "{\"name\":\"scaler scale\",\"cat\":\"amp.scaler\",\"ph\":"
+		    "\"i\",\"s\":\"t\",\"ts\":1,\"pid\":1,\"tid\":2,\"args\":{"
+		    "\"what\":\"scale\",\"scaler_id\":1,\"scale\":65536.0,"
+		    "\"found_inf\":false,\"step_skipped\":false}},"
+		    "{\"name\":\"autocast(cpu, bf16)\",\"cat\":\"amp.scope\","
+		    "\"ph\":\"B\",\"ts\":2,\"pid\":1,\"tid\":1,\"args\":{"
+		    "\"scope\":null,\"depth\":1,\"device\":\"cpu\",\"dtype\":"
+		    "\"bf16\",\"enabled\":true,\"cache_enabled\":true}},"
+		    OP_ON(1, 3, 1, "relu", true, 1, 4, 5) ","
+		    OP_ON(2, 4, 2, "mm", false, 0, 5, 6) ","
+		    "{\"name\":\"autocast(cpu, bf16)\",\"cat\":\"amp.scope\","
+		    "\"ph\":\"E\",\"ts\":10,\"pid\":1,\"tid\":1,\"args\":{"
+		    "\"depth\":1}}",
+		    &t, &full);
+	events_where(&t, findings_event_read, &kept);
+	ck_assert_int_eq(findings_compute(&kept, &found), 0);
+	ck_assert_msg(!findings_get(&full, "autocast-off-in-thread") ==
+			      !findings_get(&found, "autocast-off-in-thread"),
+		      "autocast-off-in-thread %s in the trace, %s in the trace "
+		      "run keeps:%s", findings_get(&full, "autocast-off-in-"
+		      "thread") ? "found" : "not found",
+		      findings_get(&found, "autocast-off-in-thread")
+			      ? "found" : "not found", describe(&found));
+	findings_free(&found);
+	findings_free(&full);
+	free(kept.events);
+	trace_free(&t);
+}
+END_TEST
+
+/* A GradScaler event: `what` of scaler `id` at `ts`, its step skipped
+ * or not (into text + *n). */
+static void scaler_event(char *text, size_t size, size_t *n, int ts, int id,
+			 const char *what, bool skipped)
+{
+	*n += (size_t)snprintf(text + *n, size - *n,
+			       "%s{\"name\":\"scaler %s\",\"cat\":\"amp.scaler\","
+			       "\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":1,"
+			       "\"tid\":1,\"args\":{\"what\":\"%s\",\"scaler_id\":"
+			       "%d,\"optimizer_id\":%d,\"scale\":65536.0,"
+			       "\"found_inf\":%s,\"step_skipped\":%s}}",
+			       ts > 1 ? "," : "", what, ts, what, id, id,
+			       skipped ? "true" : "false",
+			       skipped ? "true" : "false");
+	ck_assert_uint_lt(*n, size);
+}
+
+/* Past the scalers the rules follow (32), which scaler gets the last
+ * state does not hang on a `scale` run's kept trace leaves out: 31
+ * scalers updated, then scaler 100's scale, scaler 101's skipped step,
+ * scaler 100's; the same skip reported in the trace and as run keeps it. */
+START_TEST(test_last_scaler_state_not_claimed_by_unread_event)
+{
+	static char text[32768];
+	struct trace t;
+	struct findings full;
+	struct trace_error err;
+	size_t n = (size_t)snprintf(
+		text, sizeof text,
+		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
+		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
+
+	scaler_event(text, sizeof text, &n, 1, 100, "scale", false);
+	scaler_event(text, sizeof text, &n, 2, 101, "step", true);
+	scaler_event(text, sizeof text, &n, 3, 100, "step", true);
+	for (int id = 1; id <= 31; id++)
+		scaler_event(text, sizeof text, &n, 10 + id, id, "update", false);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "],\"amptraceEnd\":{\"complete\":true}}\n");
+	ck_assert_uint_lt(n, sizeof text);
+	ck_assert_msg(trace_load_text("s.json", text, n, &t, &err) == 0, "%s",
+		      err.message);
+	ck_assert_int_eq(findings_compute(&t, &full), 0);
+	ck_assert_ptr_nonnull(findings_get(&full, "scaler-skipped-step"));
+	check_trimmed_alike(&t, &full, "33 scalers");
+	findings_free(&full);
+	trace_free(&t);
+}
+END_TEST
+
 START_TEST(test_divergence_jit_cast)
 {
 	struct trace t;
@@ -1418,6 +1649,8 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_kind_table);
 	tcase_add_test(kinds, test_low_precision_ops_from_policy);
 	tcase_add_test(kinds, test_divergence_no_region);
+	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
+	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);

@@ -882,6 +882,57 @@ START_TEST(two_scalers_count_their_own_scale)
 }
 END_TEST
 
+/* The rows of a thread's steps recorded as aggregates are kept once
+ * when alike (steps 0 and 1: a relu that failed), apart when not (step
+ * 2: a gelu that failed, as many rows of as many bytes). */
+START_TEST(alike_aggregate_rows_are_kept_once)
+{
+	static const char *const failed[] = { "relu", "relu", "gelu" };
+	char raw[PATH_MAX], path[PATH_MAX + 8];
+	struct sink sink = { .path = path };
+	const struct trace_aggregate *steps[3];
+
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
+	snprintf(path, sizeof path, "%s.json", raw);
+	setenv("AMPTRACE_STEPS", "none", 1);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	for (uint64_t k = 0; k < 3; k++) {
+		struct producer_event e = { .kind = PRODUCER_OP_END };
+		e.op = (struct producer_op){
+			.op_id = k + 1, .op = failed[k], .overload = "",
+			.status = AMP_ERR_DTYPE,
+			.begin_ns = BASE_NS + (10 * k + 1) * 1000,
+		};
+		emit(e, 10 * k + 2);
+		producer_step_end("scaler update",
+				  BASE_NS + (10 * k + 5) * 1000, 1);
+	}
+	producer_detach();
+	unsetenv("AMPTRACE_STEPS");
+	sink_convert(&sink, raw, BASE_NS, BASE_NS + 100000);
+	remove_tree(raw);
+	unlink(path);
+
+	size_t n = 0;
+	for (size_t i = 0; i < sink.kept.nevents; i++) {
+		const struct trace_event *e = &sink.kept.events[i];
+		if (e->kind != TRACE_AGGREGATE || e->aggregate.step > 2)
+			continue;
+		ck_assert_int_eq(e->aggregate.step, (int64_t)n);
+		steps[n++] = &e->aggregate;
+	}
+	ck_assert_uint_eq(n, 3);
+	for (size_t k = 0; k < n; k++) {
+		ck_assert_int_eq(steps[k]->nops, 1);
+		ck_assert_str_eq(steps[k]->ops[0].op, failed[k]);
+		ck_assert_uint_eq(steps[k]->ops[0].failed, 1);
+	}
+	ck_assert_ptr_eq(steps[0]->ops, steps[1]->ops);
+	ck_assert_ptr_ne(steps[1]->ops, steps[2]->ops);
+	trace_free(&sink.kept);
+}
+END_TEST
+
 START_TEST(a_stream_across_mapping_windows_reads_back_whole)
 {
 	char raw[PATH_MAX];
@@ -1345,6 +1396,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, every_event_reads_back_as_kept);
 	tcase_add_test(tc, finding_reads_back_as_written);
 	tcase_add_test(tc, two_scalers_count_their_own_scale);
+	tcase_add_test(tc, alike_aggregate_rows_are_kept_once);
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);
 	tcase_add_test(tc, folded_ops_are_remembered_for_a_window_of_ids);

@@ -332,29 +332,48 @@ static bool in_backward(const struct trace_aggregate_op *row)
 }
 
 /* The rows findings_aggregate_trim keeps: fold_aggregate_ops reports the
- * failed and banned ones; autocast-never-enabled (findings_threads.c)
- * asks whether any ran under a policy, the steps (steps.c) whether any
- * is backward. */
+ * failed and banned ones (their counts); autocast-never-enabled
+ * (findings_threads.c) asks whether any ran under a policy and whether
+ * any cast is autocast's, the steps (steps.c) whether any is backward:
+ * of a row kept to say there is one, its numbers are not read. */
 void findings_aggregate_trim(struct trace_aggregate *a)
 {
 	bool policy = false, backward = false, autocast_cast = false;
 	int nops = 0, ncasts = 0;
 
 	for (int k = 0; k < a->nops; k++) {
-		const struct trace_aggregate_op *row = &a->ops[k];
-		bool first_policy = !policy && ran_under_policy(row);
-		bool first_backward = !backward && in_backward(row);
+		struct trace_aggregate_op row = a->ops[k];
+		bool first_policy = !policy && ran_under_policy(&row);
+		bool first_backward = !backward && in_backward(&row);
+		bool reported = row.failed || row_banned(&row);
 		policy |= first_policy;
 		backward |= first_backward;
-		if (row->failed || row_banned(row) || first_policy ||
-		    first_backward)
-			a->ops[nops++] = *row;
+		if (!reported && !first_policy && !first_backward)
+			continue;
+		if (!reported) {
+			row.count = 0;
+			row.dur_ns = 0;
+		}
+		a->ops[nops++] = row;
 	}
 	for (int k = 0; k < a->ncasts && !autocast_cast; k++)
 		if ((autocast_cast = !a->casts[k].origin))
-			a->casts[ncasts++] = a->casts[k];
+			a->casts[ncasts++] = (struct trace_aggregate_cast){
+				.op = a->casts[k].op, .phase = a->casts[k].phase,
+				.from = a->casts[k].from, .to = a->casts[k].to,
+				.cache = a->casts[k].cache,
+			};
 	a->nops = nops;
 	a->ncasts = ncasts;
+}
+
+/* Every kind but a GradScaler's events is read by some rule, or by the
+ * steps (steps.c; a scaler event counts towards a step only in a trace
+ * whose steps are not marked, and such a trace has no GradScaler
+ * update: the producers mark a step at each). */
+bool findings_event_read(const struct trace_event *e)
+{
+	return e->kind != TRACE_SCALER || finding_scaler_event_read(&e->scaler);
 }
 
 static void fold_aggregates(struct findings_context *cx)

@@ -168,11 +168,18 @@ void findings_free(struct findings *findings);
  * front of its arrays in their order: the op rows that failed or are
  * banned, the first op row autocast ran (with a policy) and the first
  * backward one (the rules over aggregates ask whether there is any),
- * the first cast row of autocast's, every diag row.  `amptrace run`
- * keeps a step's aggregates so in the trace it computes the findings
- * from, its file keeps every row: a step costs it a few rows, not a few
- * dozen. */
+ * the first cast row of autocast's, every diag row; the rows kept only
+ * to say there is one keep no count, bytes or time (unread: the rows of
+ * steps alike are then alike, kept once).  `amptrace run` keeps a step's
+ * aggregates so in the trace it computes the findings from, its file
+ * keeps every row: a step costs it a few rows, not a few dozen. */
 void findings_aggregate_trim(struct trace_aggregate *a);
+/* Whether any finding reads event `e`: false for a GradScaler's
+ * `scale` events and the `unscale` events that found no inf/NaN (two of
+ * the six events of a typical GradScaler loop's step recorded as
+ * aggregates).  `amptrace run` keeps only the events the findings read
+ * in the trace it computes them from; its file keeps every event. */
+bool findings_event_read(const struct trace_event *e);
 /* What produced the trace: the header's `framework` ("torch 1.13.0a0
  * (policy table: 1.13)", "libamp 0.1.0"), else the first process's in
  * the trailer; NULL when neither names one. */

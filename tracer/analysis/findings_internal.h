@@ -309,6 +309,8 @@ finding_event_rule finding_rule_policy_divergence;
 finding_event_rule finding_rule_fp16_overflow, finding_rule_scaler_collapse,
 	finding_rule_scaler_skipped_step,
 	finding_rule_lr_scheduler_skipped_step;
+/* Whether the GradScaler rules read scaler event `s` (findings_event_read). */
+bool finding_scaler_event_read(const struct trace_scaler *s);
 finding_trace_rule finding_rule_cache_growth;
 
 /* findings.c: an amp.diag event of the trace as a finding of its kind,

@@ -39,14 +39,16 @@ static bool is_scaler(const struct trace_event *e, const char *what)
 
 /* The state of scaler event i's scaler, its inf tensor noted; or NULL.
  * The trace's scalers are found at its first scaler event, those ever
- * updated first (and marked so). */
+ * updated first (and marked so), the others at their first event the
+ * rules read: past FINDING_MAX_SCALERS, which get a state must not hang
+ * on an event run's kept trace leaves out (finding_scaler_event_read). */
 static struct finding_scaler *scaler_event(struct findings_context *cx,
 					   size_t i)
 {
 	struct finding_scalers *s = &cx->scalers;
 	const struct trace_event *e = &cx->t->events[i];
 
-	if (!e->scaler.what)
+	if (!e->scaler.what || !finding_scaler_event_read(&e->scaler))
 		return NULL;
 	for (size_t k = 0; !s->found && k < cx->t->nevents; k++) {
 		const struct trace_event *u = &cx->t->events[k];
@@ -300,6 +302,19 @@ void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 		     st->halvings, SCALER_COLLAPSE_SCALE,
 		     SCALER_COLLAPSE_HALVINGS,
 		     st->cause[0] ? "; the last skip: " : "", st->cause);
+}
+
+/* The GradScaler events the rules above read: every `step` and `update`
+ * (the skips, the scale's history, what ends an iteration), the
+ * schedulers' steps, and any that names a gradient holding inf/NaN or
+ * says a step was skipped.  A `scale` (the loss scaled for backward)
+ * and an `unscale` that found nothing feed none of them, nor make
+ * their scaler known (scaler_event): its step and update do. */
+bool finding_scaler_event_read(const struct trace_scaler *s)
+{
+	if (!s->what || s->inf_tensor || s->found_inf || s->step_skipped)
+		return true;
+	return strcmp(s->what, "scale") && strcmp(s->what, "unscale");
 }
 
 /* 1 when GradScaler event `e` decides that a step's overflows were the

@@ -35,10 +35,11 @@ static size_t outer(const struct finding_regions *r, size_t g)
 }
 
 /* The regions of every thread, the innermost open at each event, and each
- * thread's first event.  A region is `in_backward` when the backward pass
- * entered it itself (custom_bwd re-entering the forward's autocast state),
- * not around a backward() call: the last op its thread ran before it and
- * the first op inside it are backward ops.  (The next micro-batch's
+ * thread's first event (of those the findings read).  A region is
+ * `in_backward` when the backward pass entered it itself (custom_bwd
+ * re-entering the forward's autocast state), not around a backward()
+ * call: the last op its thread ran before it and the first op inside it
+ * are backward ops.  (The next micro-batch's
  * region, entered right after a backward, starts with a forward op.) */
 static void collect(struct findings_context *cx, struct finding_regions *r,
 		    struct id_map *open, struct id_map *last_backward)
@@ -50,7 +51,10 @@ static void collect(struct findings_context *cx, struct finding_regions *r,
 		uint64_t tid = (uint64_t)e->tid;
 		size_t top = id_map_get(open, e->pid, tid);
 		top = top == SIZE_MAX ? 0 : top;
+		/* an event no finding reads is no sign of life: run's
+		 * kept trace leaves it out (findings_event_read) */
 		if (e->tid != 0 && e->kind != TRACE_META &&
+		    findings_event_read(e) &&
 		    id_map_get(&r->first, e->pid, tid) == SIZE_MAX)
 			id_map_put(&r->first, e->pid, tid, i);
 		if (e->kind == TRACE_OP) {

@@ -621,8 +621,8 @@ static void say_detail(const struct run_state *s, const struct converter *cv)
 		strcmp(s->steps, STEP_SELECT_DEFAULT) ? "" : ", the default");
 }
 
-/* Whether o's kept trace holds every event of its file: not when the
- * converter could not keep one (out of memory). */
+/* Whether o's kept trace holds every event of its file the findings
+ * read: not when the converter could not keep one (out of memory). */
 static bool kept_whole(const struct output *o, const struct converter *cv)
 {
 	if (!o->kept_ready)
@@ -1114,9 +1114,11 @@ static bool record(struct run_state *s, const struct run_args *args,
 	convert_init(&cv, raw.path, s->mono_base, writer_for, s);
 	cv.spill_dir = *raw.spill ? raw.spill : NULL;
 	cv.trace_for = trace_for;
-	/* the kept trace is the findings' and the flows' (which read no
-	 * aggregates): a step's aggregates keep the rows the findings read */
+	/* the kept trace is the findings' and the flows' (which read ops
+	 * and casts alone): it keeps the events the findings read, and of a
+	 * step's aggregates the rows they read */
 	cv.trim_kept_aggregate = findings_aggregate_trim;
+	cv.keeps_event = findings_event_read;
 	int status = follow_program(s, &cv, &raw, &p, args->quiet, &end_ns);
 	if (p.exec_errno) {
 		fprintf(stderr, "amptrace run: cannot run %s: %s\n",

@@ -122,6 +122,10 @@ struct converter {
 	 * rows of a step's aggregates (the findings' rows, findings.h); the
 	 * file gets every row. */
 	void (*trim_kept_aggregate)(struct trace_aggregate *aggregate);
+	/* Optional (NULL: every event): whether trace_for's trace keeps an
+	 * event (whether the findings read it, findings.h); the file gets
+	 * every event. */
+	bool (*keeps_event)(const struct trace_event *event);
 	void *ctx;
 	struct convert_process **procs;
 	size_t nprocs;

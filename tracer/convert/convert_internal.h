@@ -109,6 +109,13 @@ struct convert_thread {
 	size_t naggregate_casts, cap_aggregate_casts;
 	struct trace_aggregate_diag *aggregate_diags;
 	size_t naggregate_diags, cap_aggregate_diags;
+	/* the rows its last step's aggregates kept (in p's trace), which
+	 * its next step's share when the same (trimmed, steps alike keep
+	 * the same rows) */
+	struct convert_kept_rows {
+		const void *rows;
+		size_t bytes;
+	} kept_ops, kept_casts, kept_diags;
 };
 
 /* A GPU "process" (device) or one of its streams, once announced by its
@@ -135,6 +142,7 @@ const char *convert_name_of(const struct convert_process *p, enum name_table t,
 const char *convert_intern(struct convert_process *p, const char *s,
 			   size_t len);
 const char *convert_intern_cstr(struct convert_process *p, const char *s);
+const char *convert_copy_cstr(struct convert_process *p, const char *s);
 void convert_intern_names(struct convert_process *p);
 
 /* p's interned name of enum value `value` of table t ("unknown" when

@@ -20,12 +20,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* `name` is p's own (interned, or copied). */
 static struct trace_event step_head(struct converter *cv,
 				    struct convert_process *p, char ph,
 				    const char *name, uint64_t begin_ns)
 {
-	return convert_head(cv, p, 0, TRACE_STEP, convert_intern_cstr(p, name),
-			    LIT_CAT_STEP, ph, begin_ns);
+	return convert_head(cv, p, 0, TRACE_STEP, name, LIT_CAT_STEP, ph,
+			    begin_ns);
 }
 
 static void on_step(struct converter *cv, struct convert_process *p,
@@ -37,7 +38,8 @@ static void on_step(struct converter *cv, struct convert_process *p,
 	if (begin_ns > end_ns)
 		begin_ns = end_ns;
 	snprintf(name, sizeof name, "step %llu", (unsigned long long)s->step);
-	struct trace_event e = step_head(cv, p, 'X', name, begin_ns);
+	struct trace_event e = step_head(cv, p, 'X', convert_copy_cstr(p, name),
+					 begin_ns);
 	e.dur = convert_to_us((int64_t)(end_ns - begin_ns));
 	e.step = (struct trace_step){
 		.step = (int64_t)s->step,
@@ -64,7 +66,9 @@ static void on_evaluation(struct converter *cv, struct convert_process *p,
 		begin_ns = cv->base_ns;
 	if (begin_ns > end_ns)
 		begin_ns = end_ns;
-	struct trace_event e = step_head(cv, p, 'X', "evaluation", begin_ns);
+	struct trace_event e = step_head(cv, p, 'X',
+					 convert_intern_cstr(p, "evaluation"),
+					 begin_ns);
 	e.dur = convert_to_us((int64_t)(end_ns - begin_ns));
 	e.step = (struct trace_step){
 		.step = (int64_t)w->step,
@@ -77,8 +81,9 @@ static void on_detail_stop(struct converter *cv, struct convert_process *p,
 			   const struct raw_detail_stop *s, uint64_t time_ns)
 {
 	const char *measured = s->measured ? s->measured : "the trace";
-	struct trace_event e = step_head(cv, p, 'i', "full detail stops",
-					 time_ns);
+	struct trace_event e = step_head(
+		cv, p, 'i', convert_intern_cstr(p, "full detail stops"),
+		time_ns);
 
 	e.step = (struct trace_step){
 		.step = (int64_t)s->step, .size_limit = s->limit,
@@ -154,14 +159,30 @@ static void on_step_diag(struct convert_process *p, struct convert_thread *t,
 	};
 }
 
-/* The rows, copied where the kept trace's strings live. */
-static void *kept(struct convert_process *p, const void *rows, size_t n,
-		  size_t size)
-{
-	void *copy = convert_alloc(p, (n ? n : 1) * size);
+/* What an aggregate's empty list points to (never NULL, as the reader
+ * makes it): one room for all, not a row of each step's own. */
+static union {
+	struct trace_aggregate_op op;
+	struct trace_aggregate_cast cast;
+	struct trace_aggregate_diag diag;
+} no_rows;
 
-	if (n)
-		memcpy(copy, rows, n * size);
+/* The rows, copied where the kept trace's strings live, or the thread's
+ * last step's copy (`last`) when it holds the same (their strings are
+ * interned: alike rows are alike bytes, and they have no padding). */
+static void *kept(struct convert_process *p, struct convert_kept_rows *last,
+		  const void *rows, size_t n, size_t size)
+{
+	size_t bytes = n * size;
+
+	if (!n)
+		return &no_rows;
+	if (last->bytes == bytes && !memcmp(last->rows, rows, bytes))
+		return (void *)last->rows;
+	void *copy = convert_alloc(p, bytes);
+
+	memcpy(copy, rows, bytes);
+	*last = (struct convert_kept_rows){ copy, bytes };
 	return copy;
 }
 
@@ -175,7 +196,7 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 	snprintf(name, sizeof name, "step %llu aggregates",
 		 (unsigned long long)m->step);
 	struct trace_event e = convert_head(cv, p, t->tid, TRACE_AGGREGATE,
-					    convert_intern_cstr(p, name),
+					    convert_copy_cstr(p, name),
 					    LIT_CAT_AGGREGATE, 'i', time_ns);
 	uint64_t begin_ns = m->begin_ns < cv->base_ns ? cv->base_ns : m->begin_ns;
 	e.aggregate = (struct trace_aggregate){
@@ -199,9 +220,12 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 		/* the thread's rows are gathered anew for its next step */
 		if (cv->trim_kept_aggregate)
 			cv->trim_kept_aggregate(g);
-		g->ops = kept(p, g->ops, (size_t)g->nops, sizeof *g->ops);
-		g->casts = kept(p, g->casts, (size_t)g->ncasts, sizeof *g->casts);
-		g->diags = kept(p, g->diags, (size_t)g->ndiags, sizeof *g->diags);
+		g->ops = kept(p, &t->kept_ops, g->ops, (size_t)g->nops,
+			      sizeof *g->ops);
+		g->casts = kept(p, &t->kept_casts, g->casts, (size_t)g->ncasts,
+				sizeof *g->casts);
+		g->diags = kept(p, &t->kept_diags, g->diags, (size_t)g->ndiags,
+				sizeof *g->diags);
 		convert_keep(p, &e);
 	}
 	p->aggregates++;

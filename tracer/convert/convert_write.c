@@ -160,6 +160,19 @@ const char *convert_intern_cstr(struct convert_process *p, const char *s)
 	return kept;
 }
 
+/* A string no other event has (a step's name, "step 1234"), copied
+ * where p's strings live, not interned: a long run names every step,
+ * and each name would take a slot of the string table (and of the
+ * recent strings) too. */
+const char *convert_copy_cstr(struct convert_process *p, const char *s)
+{
+	size_t size = strlen(s) + 1;
+	char *copy = convert_alloc(p, size);
+
+	memcpy(copy, s, size);
+	return copy;
+}
+
 /* Interns p's name tables and the literals once, when it is announced
  * (its trace chosen). */
 void convert_intern_names(struct convert_process *p)
@@ -301,12 +314,14 @@ void convert_keep(struct convert_process *p, const struct trace_event *e)
 		lose_trace(p);
 }
 
-/* Writes e and keeps it. */
+/* Writes e and keeps it, unless the kept trace's reader does not read
+ * it (keeps_event). */
 void convert_emit(struct converter *cv, struct convert_process *p,
 		  const struct trace_event *e)
 {
 	convert_write(cv, p, e);
-	convert_keep(p, e);
+	if (!cv->keeps_event || cv->keeps_event(e))
+		convert_keep(p, e);
 }
 
 /* A shape, interned in the kept trace; else the producer's own sizes,
