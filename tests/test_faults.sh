@@ -220,6 +220,18 @@ status=$?
 check "... '>= 6 per step' fails ($status) on the whole steps, step 25 still not judged" \
 	eval '[ "$status" -eq 1 ] && joined "$work/ge6.out" |
 	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (a process ended in it): 3 so far, not judged"'
+# the same in a step recorded in full detail: step 5 is cut short too
+killed_in early -- "$prog" mlp-hang 5 "$work/pid"
+"$amptrace" summary "$work/early.json" >"$work/early.summary" 2>&1
+check "killed in step 5, in full detail: summary says step 5 was cut short" \
+	eval 'joined "$work/early.summary" |
+	      grep -q "steps: 6 (marked by autocast region); step 5 cut short (its process ended in it"'
+COLUMNS=20 "$amptrace" check "$work/early.json" "$work/ge5.rules" \
+	>"$work/early-ge5.out" 2>&1
+status=$?
+check "... check: '>= 5 per step' holds ($status), step 5 not judged" \
+	eval '[ "$status" -eq 0 ] && joined "$work/early-ge5.out" |
+	      grep -q "step 5 cut short (a process ended in it): 3 so far, not judged"'
 "$amptrace" merge "$work/none.json" "$work/later.json" -o "$work/both.json" 2>/dev/null
 "$amptrace" summary "$work/both.json" >"$work/both.summary" 2>&1
 "$amptrace" summary --json "$work/both.json" >"$work/both.sjson" 2>&1

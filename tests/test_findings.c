@@ -1496,6 +1496,88 @@ START_TEST(test_cache_other_dtype)
 }
 END_TEST
 
+/* ------------------------------------ a step cut short in full detail */
+
+#define AUTOCAST_OFF_ARG \
+	"\"autocast\":{\"enabled\":false,\"device\":\"cpu\",\"dtype\":" \
+	"\"bf16\",\"cache_enabled\":true,\"depth\":0,\"scope\":null},"
+
+/* Process 1's step 0, ended by its optimizer at 10 µs (a backward op in
+ * it), then `after`, then `died` ("" or DIED): the steps found. */
+static void steps_of(const char *after, const char *died,
+		     struct trace *t, struct trace_steps *steps)
+{
+	char text[4096];
+	struct trace_error err;
+
+	snprintf(text, sizeof text,
+		 "{\"amptrace\":{\"format\":\"1.4\",\"generator\":\"amptrace "
+		 "0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":"
+		 "\"h\",\"monotonic_base_ns\":0,\"flush\":\"event\"},"
+		 "\"traceEvents\":["
+		 "{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":5,"
+		 "\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":1,\"op\":"
+		 "\"mm\",\"overload\":\"\",\"phase\":\"backward\",\"policy\":"
+		 "\"none\",\"device\":\"cpu\",\"emulated\":false," AUTOCAST_OFF_ARG
+		 "\"inputs\":[],\"outputs\":[],\"Input type\":[],"
+		 "\"Input Dims\":[],\"External id\":1}},"
+		 "{\"name\":\"step 0\",\"cat\":\"amp.step\",\"ph\":\"X\",\"ts\":0,"
+		 "\"dur\":10,\"pid\":1,\"tid\":0,\"args\":{\"step\":0,\"marker\":"
+		 "\"optimizer step\",\"detail\":true}}%s%s],"
+		 "\"amptraceEnd\":{\"complete\":true}}\n", after, died);
+	ck_assert_msg(trace_load_text("d.json", text, strlen(text), t, &err) == 0,
+		      "%s", err.message);
+	ck_assert_int_eq(trace_steps_find(t, steps), 0);
+}
+
+/* After step 0: a cast (training began: step 1), or a forward op (not
+ * training: no step); the process's death. */
+#define CAST_AFTER CAST_ON(1, 2, 12, 0, 1, 7, "miss")
+#define FORWARD_AFTER \
+	",{\"name\":\"relu\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":12," \
+	"\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":3,\"op\":\"relu\"," \
+	"\"overload\":\"\",\"phase\":\"forward\",\"policy\":\"none\"," \
+	"\"device\":\"cpu\",\"emulated\":false," AUTOCAST_OFF_ARG \
+	"\"inputs\":[],\"outputs\":[],\"Input type\":[]," \
+	"\"Input Dims\":[],\"External id\":3}}"
+#define DIED \
+	",{\"name\":\"process-died\",\"cat\":\"amp.diag\",\"ph\":\"i\"," \
+	"\"ts\":20,\"pid\":1,\"tid\":0,\"s\":\"p\",\"args\":{\"kind\":" \
+	"\"process-died\",\"message\":\"the process died (killed by " \
+	"SIGKILL)\"}}"
+
+/* A process that died in a step recorded in full detail, its training
+ * begun and the step not ended, cut it short; not one that exited, nor
+ * one that died before its next step's training began. */
+START_TEST(test_steps_cut_short_in_full_detail)
+{
+	struct trace t;
+	struct trace_steps steps;
+
+	steps_of("," CAST_AFTER, DIED, &t, &steps);
+	ck_assert_int_eq(steps.nsteps, 2);
+	ck_assert_msg(steps.ncut_short == 1 && steps.cut_short[0] == 1 &&
+		      !steps.aggregated[1], "died in step 1: %d cut short",
+		      steps.ncut_short);
+	trace_steps_free(&steps);
+	trace_free(&t);
+	steps_of("," CAST_AFTER, "", &t, &steps);
+	ck_assert_int_eq(steps.nsteps, 2);
+	ck_assert_msg(steps.ncut_short == 0, "exited in step 1: cut short");
+	trace_steps_free(&steps);
+	trace_free(&t);
+	steps_of(FORWARD_AFTER, DIED, &t, &steps);
+	ck_assert_int_eq(steps.nsteps, 1);
+	ck_assert_msg(steps.ncut_short == 0, "died between steps: cut short");
+	trace_steps_free(&steps);
+	trace_free(&t);
+}
+END_TEST
+#undef CAST_AFTER
+#undef FORWARD_AFTER
+#undef DIED
+#undef AUTOCAST_OFF_ARG
+
 /* ----------------------------------- a dtype error raised through an op */
 
 /* Op `id` named `name` from `ts` for `dur` µs, failed, with autocast off:
@@ -1654,6 +1736,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
+	tcase_add_test(kinds, test_steps_cut_short_in_full_detail);
 	tcase_add_test(kinds, test_dtype_error_raised_through);
 	suite_add_tcase(s, kinds);
 

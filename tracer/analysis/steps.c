@@ -4,6 +4,7 @@
 
 #include "marks.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,10 +188,38 @@ static const struct process_steps *find_process(const struct process_steps *list
 	return NULL;
 }
 
-/* The steps the producer marked (amp.step events). */
+static bool is_death(const struct trace_event *e)
+{
+	return e->kind == TRACE_DIAG && e->diag.kind &&
+	       !strcmp(e->diag.kind, "process-died");
+}
+
+/* Step `step` was cut short: a process ended in it.  Listed once (a
+ * few: a process's final step, or the ranks' of a killed job); sorted by
+ * note_cut_short. */
+static bool add_cut_short(struct trace_steps *s, int step)
+{
+	for (int k = 0; k < s->ncut_short; k++)
+		if (s->cut_short[k] == step)
+			return true;
+	if (s->ncut_short == s->cut_short_cap) {
+		int cap = s->cut_short_cap ? 2 * s->cut_short_cap : 4;
+		int *grown = realloc(s->cut_short, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return false;
+		s->cut_short = grown;
+		s->cut_short_cap = cap;
+	}
+	s->cut_short[s->ncut_short++] = step;
+	return true;
+}
+
+/* The steps the producer marked (amp.step events).  A process that died
+ * (its process-died diag) in its final step, one its training had begun
+ * and no end marked, left that step cut short. */
 static int marked_steps(const struct trace *t, struct trace_steps *s)
 {
-	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 };
+	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 }, deaths = { 0 };
 	struct process_steps *procs = NULL;
 	size_t nprocs = 0;
 	int status = -1;
@@ -230,6 +259,8 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 			s->detail_stop_step = e->step.step;
 			s->detail_stop_limit = e->step.size_limit;
 			s->detail_stop_measured = e->step.measured;
+		} else if (is_death(e) && !marks_add(&deaths, e->pid, e->ts)) {
+			goto out;
 		}
 	}
 	for (size_t k = 0; k < nprocs; k++)
@@ -238,6 +269,7 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&ends);
 	marks_sort(&begins);
 	marks_sort(&stops);
+	marks_sort(&deaths);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const struct process_steps *p = find_process(procs, nprocs,
@@ -254,10 +286,15 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		s->step_of[i] = step;
 		s->evaluating[i] = e->kind != TRACE_STEP && begins.count &&
 				   inside_window(&begins, &stops, e->pid, e->ts);
+		bool training = counts_for_step(e, s->evaluating[i]);
 		if (step + 1 > s->nsteps &&
-		    ((is_step(e) && p && step < p->final) ||
-		     counts_for_step(e, s->evaluating[i])))
+		    ((is_step(e) && p && step < p->final) || training))
 			s->nsteps = step + 1;
+		if (training && e->kind != TRACE_AGGREGATE &&
+		    step == (p ? p->final : 0) &&
+		    marks_before(&deaths, e->pid, INFINITY, false) &&
+		    !add_cut_short(s, step))
+			goto out;
 	}
 	if (!s->marker)
 		s->marker = "none";
@@ -269,6 +306,7 @@ out:
 	marks_free(&ends);
 	marks_free(&begins);
 	marks_free(&stops);
+	marks_free(&deaths);
 	return status;
 }
 
@@ -324,14 +362,13 @@ static int compare_steps(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The steps a process ended in while a thread counted them as aggregates
- * (amp.aggregate's cut_short, FORMAT.md §3.12): aggregated, and cut
- * short, not whole; each once, though several threads or processes (the
- * ranks of a killed job) were cut short in it. */
+/* The steps a process ended in, cut short, not whole: those a thread
+ * counted as aggregates (amp.aggregate's cut_short, FORMAT.md §3.12),
+ * aggregated, and those marked_steps found in full detail; each once,
+ * though several threads or processes (the ranks of a killed job) were
+ * cut short in it. */
 static int note_cut_short(const struct trace *t, struct trace_steps *s)
 {
-	int cap = 0;
-
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_AGGREGATE || !e->aggregate.cut_short)
@@ -339,27 +376,12 @@ static int note_cut_short(const struct trace *t, struct trace_steps *s)
 		int step = s->step_of[i];
 		if (step + 1 > s->nsteps)
 			s->nsteps = step + 1;
-		if (!note_detail(s, step, false))
+		if (!note_detail(s, step, false) || !add_cut_short(s, step))
 			return -1;
-		if (s->ncut_short == cap) {
-			cap = cap ? 2 * cap : 4;
-			int *grown = realloc(s->cut_short, (size_t)cap *
-							   sizeof *grown);
-			if (!grown)
-				return -1;
-			s->cut_short = grown;
-		}
-		s->cut_short[s->ncut_short++] = step;
 	}
-	if (!s->ncut_short)
-		return 0;
-	qsort(s->cut_short, (size_t)s->ncut_short, sizeof *s->cut_short,
-	      compare_steps);
-	int distinct = 1;
-	for (int k = 1; k < s->ncut_short; k++)
-		if (s->cut_short[k] != s->cut_short[distinct - 1])
-			s->cut_short[distinct++] = s->cut_short[k];
-	s->ncut_short = distinct;
+	if (s->ncut_short > 1)
+		qsort(s->cut_short, (size_t)s->ncut_short, sizeof *s->cut_short,
+		      compare_steps);
 	return 0;
 }
 
@@ -431,6 +453,7 @@ void trace_steps_free(struct trace_steps *s)
 	s->evaluating = NULL;
 	s->aggregated = NULL;
 	s->cut_short = NULL;
+	s->ncut_short = s->cut_short_cap = 0;
 }
 
 bool trace_steps_are_training(const struct trace_steps *s)

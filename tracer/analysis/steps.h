@@ -34,10 +34,11 @@ struct trace_steps {
 	int ndetail;          /* steps recorded in full detail */
 	int naggregated;      /* steps recorded as aggregates only */
 	bool *aggregated;     /* per step: recorded as aggregates only */
-	/* the steps a process ended in while its threads counted them as
-	 * aggregates (cut short), ascending, each once */
+	/* the steps a process ended in (cut short): while its threads
+	 * counted them as aggregates, or in full detail, its final step
+	 * begun and not ended; ascending, each once */
 	int *cut_short;
-	int ncut_short;
+	int ncut_short, cut_short_cap;
 	/* the step a graph shows by default: the second in full detail
 	 * (the first warms up), else the first */
 	int default_step;
