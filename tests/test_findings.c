@@ -1174,23 +1174,30 @@ END_TEST
 
 /* ------------------------------------------------- policy-divergence */
 
-/* A one-op PyTorch trace: `framework` in the header (NULL: none), and
- * `events` (amp.op/amp.cast JSON objects, comma-separated). */
-static void torch_trace(const char *framework, const char *events,
-			struct trace *t, struct findings *f)
+/* A PyTorch trace of format `format`: `framework` in the header (NULL:
+ * none), and `events` (JSON objects, comma-separated), loaded. */
+static void load_torch_trace(const char *format, const char *framework,
+			     const char *events, struct trace *t)
 {
 	char text[8192];
 	struct trace_error err;
 
 	snprintf(text, sizeof text,
-		 "{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		 "{\"amptrace\":{\"format\":\"%s\",\"generator\":\"amptrace "
 		 "0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":"
 		 "\"h\",\"monotonic_base_ns\":0,\"flush\":\"event\"%s%s%s},"
 		 "\"traceEvents\":[%s],\"amptraceEnd\":{\"complete\":true}}\n",
-		 framework ? ",\"framework\":\"" : "",
+		 format, framework ? ",\"framework\":\"" : "",
 		 framework ? framework : "", framework ? "\"" : "", events);
 	ck_assert_msg(trace_load_text("d.json", text, strlen(text), t, &err) == 0,
 		      "%s", err.message);
+}
+
+/* A one-op PyTorch trace (format 1.1) and its findings. */
+static void torch_trace(const char *framework, const char *events,
+			struct trace *t, struct findings *f)
+{
+	load_torch_trace("1.1", framework, events, t);
 	ck_assert_int_eq(findings_compute(t, f), 0);
 }
 
@@ -1507,14 +1514,9 @@ END_TEST
 static void steps_of(const char *after, const char *died,
 		     struct trace *t, struct trace_steps *steps)
 {
-	char text[4096];
-	struct trace_error err;
+	char events[2048];
 
-	snprintf(text, sizeof text,
-		 "{\"amptrace\":{\"format\":\"1.4\",\"generator\":\"amptrace "
-		 "0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":"
-		 "\"h\",\"monotonic_base_ns\":0,\"flush\":\"event\"},"
-		 "\"traceEvents\":["
+	snprintf(events, sizeof events,
 		 "{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":5,"
 		 "\"pid\":1,\"tid\":1,\"dur\":1,\"args\":{\"op_id\":1,\"op\":"
 		 "\"mm\",\"overload\":\"\",\"phase\":\"backward\",\"policy\":"
@@ -1523,10 +1525,8 @@ static void steps_of(const char *after, const char *died,
 		 "\"Input Dims\":[],\"External id\":1}},"
 		 "{\"name\":\"step 0\",\"cat\":\"amp.step\",\"ph\":\"X\",\"ts\":0,"
 		 "\"dur\":10,\"pid\":1,\"tid\":0,\"args\":{\"step\":0,\"marker\":"
-		 "\"optimizer step\",\"detail\":true}}%s%s],"
-		 "\"amptraceEnd\":{\"complete\":true}}\n", after, died);
-	ck_assert_msg(trace_load_text("d.json", text, strlen(text), t, &err) == 0,
-		      "%s", err.message);
+		 "\"optimizer step\",\"detail\":true}}%s%s", after, died);
+	load_torch_trace("1.4", NULL, events, t);
 	ck_assert_int_eq(trace_steps_find(t, steps), 0);
 }
 
