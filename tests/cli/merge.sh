@@ -141,15 +141,34 @@ capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/kept.j
 check "merge of a bad second input onto a file: exit 2" status_is 2
 check "... the file as it was" test "$(cat "$tmp/kept.json")" = "an earlier merge"
 check "... nothing left beside it" test -z "$(ls "$tmp" | grep '^kept\.json.')"
-# a symlink is written through (as every writer does, not replaced by a
-# file): what it led to is half-written, and reads as truncated
-cp "$tmp/m.json" "$tmp/led-to.json"
+# a symlink to a regular file: what it leads to is replaced the same
+# way (written next to it), the link stays a link; a bad input leaves
+# what it leads to as it was
+printf 'an earlier merge\n' >"$tmp/led-to.json"
 ln -s led-to.json "$tmp/link.json"
 capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/link.json"
 check "merge of a bad second input through a symlink: exit 2" status_is 2
 check "... still a symlink" test -L "$tmp/link.json"
-capture "$amptrace" summary "$tmp/link.json"
-check "... what it leads to reads as truncated" out_has "truncated at line"
+check "... what it leads to as it was" \
+	test "$(cat "$tmp/led-to.json")" = "an earlier merge"
+check "... nothing left beside it" test -z "$(ls "$tmp" | grep '^led-to\.json.')"
+capture "$amptrace" merge "$fx/good.json" "$fx/good.json" -o "$tmp/link.json"
+check "merge through a symlink: exit 0, still a symlink" \
+	eval 'status_is 0 && test -L "$tmp/link.json"'
+capture "$amptrace" summary "$tmp/led-to.json"
+check "... what it leads to is the merged trace" out_has "2 processes"
+chmod 600 "$tmp/led-to.json"
+"$amptrace" merge "$fx/good.json" "$fx/good.json" -o "$tmp/link.json" 2>/dev/null
+check "... and keeps its mode ($(stat -c %a "$tmp/led-to.json"))" \
+	test "$(stat -c %a "$tmp/led-to.json")" = 600
+# a second hard link is written through (renaming would part the names):
+# a bad input leaves it without its trailer, and it reads as truncated
+printf 'an earlier merge\n' >"$tmp/hard-a.json"
+ln "$tmp/hard-a.json" "$tmp/hard-b.json"
+capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/hard-b.json"
+check "merge of a bad second input onto a second hard link: exit 2" status_is 2
+capture "$amptrace" summary "$tmp/hard-a.json"
+check "... both names read as truncated" out_has "truncated at line"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"

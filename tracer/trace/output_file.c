@@ -108,17 +108,38 @@ const char *output_strerror(int err)
 	return strerror(err);
 }
 
-/* A file that renaming over would leave as it was, only newer: never
- * "-", standard output. */
-static bool replaceable(const char *path)
+/* The file a regular one of its own (one name) replaces: `path`, or
+ * what a symlink leads to (the link stays a link), and in *mode the
+ * mode of the one there ((mode_t)-1: none yet); NULL with errno 0
+ * when the output is written through ("-", a second hard link, a FIFO,
+ * a device, a link leading to none of those or to nothing yet), with
+ * errno when out of memory. */
+static char *replaced_file(const char *path, mode_t *mode)
 {
 	struct stat st;
 
+	errno = 0;
+	*mode = (mode_t)-1;
 	if (strcmp(path, "-") == 0)
-		return false;
-	if (lstat(path, &st) != 0)
-		return errno == ENOENT;
-	return S_ISREG(st.st_mode) && st.st_nlink == 1;
+		return NULL;
+	if (lstat(path, &st) != 0) {
+		if (errno != ENOENT) {
+			errno = 0;
+			return NULL;
+		}
+		return strdup(path);
+	}
+	bool link = S_ISLNK(st.st_mode);
+	if ((link && stat(path, &st) != 0) || !S_ISREG(st.st_mode) ||
+	    st.st_nlink != 1) {
+		errno = 0;
+		return NULL;
+	}
+	char *file = link ? realpath(path, NULL) : strdup(path);
+	if (!file && link)
+		errno = errno == ENOMEM ? ENOMEM : 0;
+	*mode = st.st_mode & 07777;
+	return file;
 }
 
 /* Frees what output_file_open took; keeps errno.  Returns -1. */
@@ -133,34 +154,50 @@ static int open_failed(struct output_file *o)
 	return -1;
 }
 
+/* Opens `path` to be written through; o->path set, o->temporary NULL. */
+static int open_through(struct output_file *o, const char *path)
+{
+	if (!o->path && !(o->path = strdup(path)))
+		return -1;
+	int fd = output_fd_open(path);
+	o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!o->f && fd >= 0) {
+		int err = errno;
+		close(fd);
+		errno = err;
+	}
+	return o->f ? 0 : open_failed(o);
+}
+
 int output_file_open(struct output_file *o, const char *path)
 {
-	*o = (struct output_file){ .path = strdup(path) };
+	mode_t mode;
+
+	*o = (struct output_file){ .path = replaced_file(path, &mode) };
 	if (!o->path)
-		return -1;
-	if (!replaceable(path)) {
-		int fd = output_fd_open(path);
-		o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!o->f && fd >= 0) {
-			int err = errno;
-			close(fd);
-			errno = err;
-		}
-		return o->f ? 0 : open_failed(o);
-	}
-	size_t size = strlen(path) + 16;
+		return errno ? -1 : open_through(o, path);
+	size_t size = strlen(o->path) + 16;
 	o->temporary = malloc(size);
 	if (!o->temporary)
 		return open_failed(o);
-	snprintf(o->temporary, size, "%s.XXXXXX", path);
+	snprintf(o->temporary, size, "%s.XXXXXX", o->path);
 	int fd = mkostemp(o->temporary, O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+		/* a file that may be written in a directory that may not:
+		 * written through, as a shell's `>` would */
+		free(o->path);
+		free(o->temporary);
+		*o = (struct output_file){ 0 };
+		return open_through(o, path);
+	}
 	if (fd < 0)
 		return open_failed(o);
-	/* mkostemp made it 0600: the mode open(O_CREAT, 0666) would give
-	 * (reading the umask sets it: the commands run one thread) */
+	/* mkostemp made it 0600: the mode of the file it replaces, else
+	 * the one open(O_CREAT, 0666) would give (reading the umask sets it:
+	 * the commands run one thread) */
 	mode_t mask = umask(0);
 	umask(mask);
-	fchmod(fd, 0666 & ~mask);
+	fchmod(fd, mode != (mode_t)-1 ? mode : 0666 & ~mask);
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
 		int err = errno;

@@ -25,11 +25,12 @@ bool output_refuse_input(const char *who, const char *output,
 			 const char *const *inputs, size_t count);
 
 /* An output written whole before it replaces what was there: a regular
- * file of its own (one name, not a symlink) is written next to it and
- * renamed over it, so a reader never sees half of it.  Anything else
- * (a symlink, a second hard link, a FIFO, a device, /dev/stdout) is
- * written through, as a shell's `>` would: renaming over it would
- * replace the device or the link itself. */
+ * file of its own (one name), or the one a symlink leads to, is written
+ * next to it and renamed over it, so a reader never sees half of it (the
+ * link stays a link).  Anything else (a second hard link, a FIFO, a
+ * device, /dev/stdout, a link to none of those) is written through, as
+ * a shell's `>` would: renaming over it would replace the device or part
+ * the names; so is a file in a directory that may not be written. */
 struct output_file {
 	FILE *f;
 	char *path;
