@@ -370,7 +370,6 @@ static struct trace_header merged_header(const struct merge *m,
 	return h;
 }
 
-/* The merged file's trailer; the inputs' ends in `ends`. */
 /* Where an input ends on the merged time base, in µs: its trailer's
  * duration (from its ts 0 to the program's end), else the end of its last
  * event (a truncated input). */
@@ -396,6 +395,7 @@ static int64_t merged_duration_ns(const struct merge *m)
 	return (int64_t)llround(end_us * 1000.0);
 }
 
+/* The merged file's trailer; the inputs' ends in `ends`. */
 static struct trace_trailer merged_trailer(const struct merge *m,
 					   struct trace_merged_end *ends)
 {

@@ -573,10 +573,8 @@ static int digits(size_t n)
 	return d;
 }
 
-/* "steps: 200 (marked by optimizer step); 3 evaluation windows; 20 in
- * full detail, 180 as per-step aggregates" */
 /* "; step 25 cut short (...)", or the steps (the first few named) a
- * process ended in while counting them as aggregates. */
+ * process ended in (steps.h: in full detail or as aggregates). */
 static void print_cut_short(const struct trace_steps *st, FILE *out)
 {
 	enum { NAMED = 5 };
@@ -596,6 +594,8 @@ static void print_cut_short(const struct trace_steps *st, FILE *out)
 	fputs(" cut short (a process ended in each: counted up to then)", out);
 }
 
+/* "steps: 200 (marked by optimizer step); 3 evaluation windows; 20 in
+ * full detail, 180 as per-step aggregates" */
 static void print_steps(const struct analysis *a, FILE *out)
 {
 	const struct trace_steps *st = &a->steps;
