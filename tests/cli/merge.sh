@@ -169,6 +169,29 @@ capture "$amptrace" merge "$fx/good.json" "$fx/wrong-types.json" -o "$tmp/hard-b
 check "merge of a bad second input onto a second hard link: exit 2" status_is 2
 capture "$amptrace" summary "$tmp/hard-a.json"
 check "... both names read as truncated" out_has "truncated at line"
+# a merge ended by a signal while it writes (Ctrl-C, kill) removes its
+# temporary first: nothing half-made is left beside the output
+python3 -c 'import sys
+with open(sys.argv[1], "w") as f:
+    f.write("{\"traceEvents\":[\n" + ",\n".join(
+        "{\"name\":\"x\",\"ph\":\"i\",\"ts\":%d,\"pid\":1,\"tid\":1,\"s\":\"t\"}" % i
+        for i in range(400000)) + "]}\n")' "$tmp/big.json"
+"$amptrace" merge "$tmp/big.json" "$tmp/big.json" -o "$tmp/ended.json" \
+	2>/dev/null &
+merging=$!
+for _ in $(seq 3000); do # its temporary there: it writes (30 s at most)
+	ls "$tmp" | grep -q '^ended\.json\.' && break
+	sleep 0.01
+done
+temporary=$(ls "$tmp" | grep '^ended\.json\.')
+kill -TERM "$merging"
+wait "$merging"
+status=$?
+check "merge ended by SIGTERM while writing $temporary: killed by it ($status)" \
+	test "$status" -eq 143 -a -n "$temporary"
+check "... its temporary removed, no output" \
+	test -z "$(ls "$tmp" | grep '^ended\.json')"
+rm -f "$tmp/big.json"
 # Numbers out of range: the reader names file and event; merge's own
 # arithmetic (moving ts to the merged start) is range-checked too.
 printf '{"traceEvents":[{"name":"x","ph":"i","ts":1,"pid":1e300,"tid":1}]}' >"$tmp/huge-pid.json"

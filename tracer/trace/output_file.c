@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -142,6 +145,67 @@ static char *replaced_file(const char *path, mode_t *mode)
 	return file;
 }
 
+/* The temporaries being written, removed by a signal that ends the
+ * command (Ctrl-C, kill, a closed terminal) before it does: a half-made
+ * output is not left beside the real one.  Only where the signal's
+ * action is the default (a command of its own, as `run`, keeps its
+ * own handlers; an ignored signal stays ignored). */
+enum { PENDING = 4 };
+static char pending[PENDING][PATH_MAX];
+static volatile sig_atomic_t pending_used[PENDING];
+static const int ending_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void remove_pending(int sig)
+{
+	for (int i = 0; i < PENDING; i++)
+		if (pending_used[i])
+			unlink(pending[i]);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void watch_ending_signals(void)
+{
+	static bool watched;
+
+	for (size_t i = 0; !watched && i < sizeof ending_signals /
+					   sizeof *ending_signals; i++) {
+		struct sigaction now;
+		if (sigaction(ending_signals[i], NULL, &now) == 0 &&
+		    now.sa_handler == SIG_DFL) {
+			struct sigaction on = { .sa_handler = remove_pending };
+			sigfillset(&on.sa_mask);
+			sigaction(ending_signals[i], &on, NULL);
+		}
+	}
+	watched = true;
+}
+
+/* Notes o's temporary as pending (not when PENDING are: it is then left
+ * to the command's own end). */
+static void pending_add(const struct output_file *o)
+{
+	if (strlen(o->temporary) >= PATH_MAX)
+		return;
+	watch_ending_signals();
+	for (int i = 0; i < PENDING; i++)
+		if (!pending_used[i]) {
+			strcpy(pending[i], o->temporary);
+			/* the name whole before a handler may read it */
+			atomic_signal_fence(memory_order_seq_cst);
+			pending_used[i] = 1;
+			return;
+		}
+}
+
+/* o's temporary is renamed or removed: no longer pending. */
+static void pending_remove(const struct output_file *o)
+{
+	for (int i = 0; o->temporary && i < PENDING; i++)
+		if (pending_used[i] && !strcmp(pending[i], o->temporary))
+			pending_used[i] = 0;
+}
+
 /* Frees what output_file_open took; keeps errno.  Returns -1. */
 static int open_failed(struct output_file *o)
 {
@@ -192,6 +256,7 @@ int output_file_open(struct output_file *o, const char *path)
 	}
 	if (fd < 0)
 		return open_failed(o);
+	pending_add(o);
 	/* mkostemp made it 0600: the mode of the file it replaces, else
 	 * the one open(O_CREAT, 0666) would give (reading the umask sets it:
 	 * the commands run one thread) */
@@ -203,6 +268,7 @@ int output_file_open(struct output_file *o, const char *path)
 		int err = errno;
 		close(fd);
 		unlink(o->temporary);
+		pending_remove(o);
 		errno = err;
 		return open_failed(o);
 	}
@@ -231,6 +297,7 @@ int output_file_close(struct output_file *o)
 		}
 		if (status)
 			unlink(o->temporary);
+		pending_remove(o);
 		free(o->temporary);
 	}
 	free(o->path);
@@ -245,6 +312,7 @@ void output_file_abandon(struct output_file *o)
 		fclose(o->f);
 	if (o->temporary)
 		unlink(o->temporary);
+	pending_remove(o);
 	free(o->temporary);
 	free(o->path);
 	*o = (struct output_file){ 0 };
