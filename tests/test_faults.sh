@@ -220,6 +220,21 @@ status=$?
 check "... '>= 6 per step' fails ($status) on the whole steps, step 25 still not judged" \
 	eval '[ "$status" -eq 1 ] && joined "$work/ge6.out" |
 	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (a process ended in it): 3 so far, not judged"'
+# '!= 2 per step': step 25, with 3 so far, can never have 2: judged, and
+# holds; '!= 4 per step' could still fail there: not judged
+printf 'casts f32->bf16 != 2 per step\n' >"$work/ne2.rules"
+printf 'casts f32->bf16 != 4 per step\n' >"$work/ne4.rules"
+COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ne2.rules" \
+	>"$work/ne2.out" 2>&1
+status=$?
+check "... '!= 2 per step' holds ($status), step 25 judged (3 so far, past 2)" \
+	eval '[ "$status" -eq 0 ] && ! grep -q "not judged" "$work/ne2.out"'
+COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ne4.rules" \
+	>"$work/ne4.out" 2>&1
+status=$?
+check "... '!= 4 per step' holds ($status), step 25 not judged" \
+	eval '[ "$status" -eq 0 ] && joined "$work/ne4.out" |
+	      grep -q "step 25 cut short (a process ended in it): 3 so far, not judged"'
 # the same in a step recorded in full detail: step 5 is cut short too
 killed_in early -- "$prog" mlp-hang 5 "$work/pid"
 "$amptrace" summary "$work/early.json" >"$work/early.summary" 2>&1

@@ -592,13 +592,14 @@ enum partial_verdict { PARTIAL_HOLDS, PARTIAL_FAILS, PARTIAL_UNKNOWN };
 /* What the `count` a step cut short had when its process ended says of
  * the whole step, whose count could only have been greater: past an
  * upper bound (`<=`, `<`, past `==`) it fails, up to a lower bound (`>=`,
- * `>`) it holds; any other count says nothing. */
+ * `>`) or past `!=` it holds; any other count says nothing. */
 static enum partial_verdict cut_short_verdict(double count,
 					      const struct rule *r)
 {
 	bool holds = rule_compare(count, r->cmp, r->number);
 
-	if (holds && (r->cmp == CMP_GE || r->cmp == CMP_GT))
+	if (holds && (r->cmp == CMP_GE || r->cmp == CMP_GT ||
+		      (r->cmp == CMP_NE && count > r->number)))
 		return PARTIAL_HOLDS;
 	if (!holds && (r->cmp == CMP_LE || r->cmp == CMP_LT ||
 		       (r->cmp == CMP_EQ && count > r->number)))
