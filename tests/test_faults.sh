@@ -206,34 +206,30 @@ check "... summary: 20 steps in full detail, 6 as aggregates, step 25 cut short"
 # f32->bf16 casts, step 25 had 3 when it was killed, which says nothing of
 # a lower bound (not judged, and said); a whole step still fails one
 joined() { tr "\n" " " <"$1" | tr -s " "; }
-printf 'casts f32->bf16 >= 5 per step\n' >"$work/ge5.rules"
-printf 'casts f32->bf16 >= 6 per step\n' >"$work/ge6.rules"
-COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ge5.rules" \
-	>"$work/ge5.out" 2>&1
-status=$?
+# `amptrace check TRACE` of the one rule RULE: its exit status in $status,
+# its text, lines joined, in $checked
+check_rule() {
+	printf '%s\n' "$2" >"$work/rule"
+	COLUMNS=20 "$amptrace" check "$1" "$work/rule" >"$work/rule.out" 2>&1
+	status=$?
+	checked=$(joined "$work/rule.out")
+}
+check_rule "$work/later.json" 'casts f32->bf16 >= 5 per step'
 check "... check: 'casts f32->bf16 >= 5 per step' holds ($status): step 25, cut short with 3, is not judged, and check says so" \
-	eval '[ "$status" -eq 0 ] && joined "$work/ge5.out" |
+	eval '[ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "over 25 steps, marked by autocast region; step 25 cut short (a process ended in it): 3 so far, not judged"'
-COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ge6.rules" \
-	>"$work/ge6.out" 2>&1
-status=$?
+check_rule "$work/later.json" 'casts f32->bf16 >= 6 per step'
 check "... '>= 6 per step' fails ($status) on the whole steps, step 25 still not judged" \
-	eval '[ "$status" -eq 1 ] && joined "$work/ge6.out" |
+	eval '[ "$status" -eq 1 ] && echo "$checked" |
 	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (a process ended in it): 3 so far, not judged"'
 # '!= 2 per step': step 25, with 3 so far, can never have 2: judged, and
 # holds; '!= 4 per step' could still fail there: not judged
-printf 'casts f32->bf16 != 2 per step\n' >"$work/ne2.rules"
-printf 'casts f32->bf16 != 4 per step\n' >"$work/ne4.rules"
-COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ne2.rules" \
-	>"$work/ne2.out" 2>&1
-status=$?
+check_rule "$work/later.json" 'casts f32->bf16 != 2 per step'
 check "... '!= 2 per step' holds ($status), step 25 judged (3 so far, past 2)" \
-	eval '[ "$status" -eq 0 ] && ! grep -q "not judged" "$work/ne2.out"'
-COLUMNS=20 "$amptrace" check "$work/later.json" "$work/ne4.rules" \
-	>"$work/ne4.out" 2>&1
-status=$?
+	eval '[ "$status" -eq 0 ] && ! echo "$checked" | grep -q "not judged"'
+check_rule "$work/later.json" 'casts f32->bf16 != 4 per step'
 check "... '!= 4 per step' holds ($status), step 25 not judged" \
-	eval '[ "$status" -eq 0 ] && joined "$work/ne4.out" |
+	eval '[ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "step 25 cut short (a process ended in it): 3 so far, not judged"'
 # the same in a step recorded in full detail: step 5 is cut short too
 killed_in early -- "$prog" mlp-hang 5 "$work/pid"
@@ -241,11 +237,9 @@ killed_in early -- "$prog" mlp-hang 5 "$work/pid"
 check "killed in step 5, in full detail: summary says step 5 was cut short" \
 	eval 'joined "$work/early.summary" |
 	      grep -q "steps: 6 (marked by autocast region); step 5 cut short (its process ended in it"'
-COLUMNS=20 "$amptrace" check "$work/early.json" "$work/ge5.rules" \
-	>"$work/early-ge5.out" 2>&1
-status=$?
+check_rule "$work/early.json" 'casts f32->bf16 >= 5 per step'
 check "... check: '>= 5 per step' holds ($status), step 5 not judged" \
-	eval '[ "$status" -eq 0 ] && joined "$work/early-ge5.out" |
+	eval '[ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "step 5 cut short (a process ended in it): 3 so far, not judged"'
 "$amptrace" merge "$work/none.json" "$work/later.json" -o "$work/both.json" 2>/dev/null
 "$amptrace" summary "$work/both.json" >"$work/both.summary" 2>&1

@@ -1450,18 +1450,19 @@ START_TEST(test_cache_other_dtype)
 	trace_free(&t);
 	/* op 3's two hits with thread 2's between them: one occurrence of
 	 * op 3 (and one of thread 2's op, its region another site) */
+#define TWO_THREADS_NESTED(inner, inner2) \
+	CAST_ON(1, 2, 2, 0, 1, 7, "miss") "," \
+	CAST_ON(1, 2, 2, 1, 11, 17, "miss") "," \
+	REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") "," \
+	CAST_ON(2, 12, 3, 0, 21, 27, "miss") "," \
+	REGION_MM_ON(2, 12, 3, "f16", "outer2", 27, "f16", 28, "") "," \
+	CAST_ON(1, 3, 4, 0, 1, 7, "hit") "," \
+	CAST_ON(2, 13, 4, 0, 21, 27, "hit") "," \
+	CAST_ON(1, 3, 4, 1, 11, 17, "hit") "," \
+	REGION_MM(3, 4, "bf16", inner, 7, "f16", 9, "") "," \
+	REGION_MM_ON(2, 13, 4, "bf16", inner2, 27, "f16", 29, "")
 	torch_trace("torch 2.13.0 (policy table: newest)",
-		    CAST_ON(1, 2, 2, 0, 1, 7, "miss") ","
-		    CAST_ON(1, 2, 2, 1, 11, 17, "miss") ","
-		    REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") ","
-		    CAST_ON(2, 12, 3, 0, 21, 27, "miss") ","
-		    REGION_MM_ON(2, 12, 3, "f16", "outer2", 27, "f16", 28, "") ","
-		    CAST_ON(1, 3, 4, 0, 1, 7, "hit") ","
-		    CAST_ON(2, 13, 4, 0, 21, 27, "hit") ","
-		    CAST_ON(1, 3, 4, 1, 11, 17, "hit") ","
-		    REGION_MM(3, 4, "bf16", "inner", 7, "f16", 9, "") ","
-		    REGION_MM_ON(2, 13, 4, "bf16", "inner2", 27, "f16", 29, ""),
-		    &t, &f);
+		    TWO_THREADS_NESTED("inner", "inner2"), &t, &f);
 	ck_assert_msg(f.count == 2 && f.items[0].count == 1 &&
 		      f.items[1].count == 1, "interleaved:%s", describe(&f));
 	findings_free(&f);
@@ -1472,16 +1473,9 @@ START_TEST(test_cache_other_dtype)
 	"still_longer_than_the_site_a_finding_keeps/transformer_block.py:" \
 	"1234 (TransformerBlock.forward, the feed-forward part of it)"
 	torch_trace("torch 2.13.0 (policy table: newest)",
-		    CAST_ON(1, 2, 2, 0, 1, 7, "miss") ","
-		    REGION_MM(2, 2, "f16", "outer", 7, "f16", 8, "") ","
-		    CAST_ON(2, 12, 3, 0, 21, 27, "miss") ","
-		    REGION_MM_ON(2, 12, 3, "f16", "outer2", 27, "f16", 28, "") ","
-		    CAST_ON(1, 3, 4, 0, 1, 7, "hit") ","
-		    CAST_ON(2, 13, 4, 0, 21, 27, "hit") ","
-		    REGION_MM(3, 4, "bf16", LONG_SCOPE, 7, "f16", 9, "") ","
-		    REGION_MM_ON(2, 13, 4, "bf16", LONG_SCOPE, 27, "f16", 29, ""),
-		    &t, &f);
+		    TWO_THREADS_NESTED(LONG_SCOPE, LONG_SCOPE), &t, &f);
 #undef LONG_SCOPE
+#undef TWO_THREADS_NESTED
 	ck_assert_msg(f.count == 1 && f.items[0].count == 2,
 		      "one long site:%s", describe(&f));
 	findings_free(&f);
