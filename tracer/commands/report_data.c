@@ -321,7 +321,7 @@ int report_data_load(const char *path, struct report_data *data,
 	/* ampview's default view (view.h, VIEW_STEP_DEFAULT): the second
 	 * step in full detail, the first being warm-up. */
 	data->graph_step = failed ? 0 : b.a.steps.default_step;
-	data->truncated = trace.truncated || (trace.amptrace && !trace.finalized);
+	data->truncated = trace_unfinished(&trace);
 	if (trace_end_note(&trace, data->note, sizeof data->note))
 		data->truncated = true;
 	if (!failed) {

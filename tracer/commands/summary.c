@@ -968,8 +968,7 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddStringToObject(root, "format", t->format);
 	else
 		cJSON_AddNullToObject(root, "format");
-	cJSON_AddBoolToObject(root, "truncated",
-			      t->truncated || (t->amptrace && !t->finalized));
+	cJSON_AddBoolToObject(root, "truncated", trace_unfinished(t));
 	const char *end = trace_end_note(t, note, sizeof note);
 	if (end)
 		cJSON_AddStringToObject(root, "note", end);

@@ -1130,6 +1130,11 @@ static bool merged_input_truncated(const struct trace *trace, char *buf,
 	return true;
 }
 
+bool trace_unfinished(const struct trace *trace)
+{
+	return trace->truncated || (trace->amptrace && !trace->finalized);
+}
+
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 {
 	if (trace->truncated) {

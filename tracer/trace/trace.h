@@ -182,6 +182,11 @@ const char *trace_framework(const struct trace *trace);
  * names in "(policy table: 1.13)"; NULL when none is named. */
 const char *trace_policy_table(const struct trace *trace);
 
+/* The file ended early: repaired (its last line was cut), or an amptrace
+ * trace without its trailer; its writer was stopped, or is still writing
+ * it (FORMAT.md §7, "Truncated traces"). */
+bool trace_unfinished(const struct trace *trace);
+
 /* A one-line description of how the trace ended, or NULL when it ended
  * normally: "truncated at line 1234 (its writer was stopped ...)" or
  * "rank 0: killed by SIGSEGV".  Written into buf. */
