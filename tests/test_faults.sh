@@ -124,7 +124,7 @@ check "... the step's 50 relu ops are in it, cut short ($(aggregated "$work/none
 "$amptrace" summary "$work/none.json" >"$work/none.summary" 2>&1
 check "... summary says step 0 was cut short" \
 	eval 'tr "\n" " " <"$work/none.summary" | tr -s " " |
-	      grep -q "step 0 cut short (its process ended in it"'
+	      grep -q "step 0 cut short (its process or its trace ended in it"'
 killed_in blocked --steps none -- "$prog" threads-hang 4 1000 "$work/pid"
 check "4 threads blocked on a lock after 1000 relu each, killed: all 4000 in the trace ($(aggregated "$work/blocked.json" relu))" \
 	[ "$(aggregated "$work/blocked.json" relu)" = "4000 4000" ]
@@ -217,11 +217,11 @@ check_rule() {
 check_rule "$work/later.json" 'casts f32->bf16 >= 5 per step'
 check "... check: 'casts f32->bf16 >= 5 per step' holds ($status): step 25, cut short with 3, is not judged, and check says so" \
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
-	      grep -q "over 25 steps, marked by autocast region; step 25 cut short (a process ended in it): 3 so far, not judged"'
+	      grep -q "over 25 steps, marked by autocast region; step 25 cut short (its process or its trace ended in it): 3 so far, not judged"'
 check_rule "$work/later.json" 'casts f32->bf16 >= 6 per step'
 check "... '>= 6 per step' fails ($status) on the whole steps, step 25 still not judged" \
 	eval '[ "$status" -eq 1 ] && echo "$checked" |
-	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (a process ended in it): 3 so far, not judged"'
+	      grep -q "step 0 has 5; 25 of 25 steps fail (steps marked by autocast region); step 25 cut short (its process or its trace ended in it): 3 so far, not judged"'
 # '!= 2 per step': step 25, with 3 so far, can never have 2: judged, and
 # holds; '!= 4 per step' could still fail there: not judged
 check_rule "$work/later.json" 'casts f32->bf16 != 2 per step'
@@ -230,29 +230,29 @@ check "... '!= 2 per step' holds ($status), step 25 judged (3 so far, past 2)" \
 check_rule "$work/later.json" 'casts f32->bf16 != 4 per step'
 check "... '!= 4 per step' holds ($status), step 25 not judged" \
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
-	      grep -q "step 25 cut short (a process ended in it): 3 so far, not judged"'
+	      grep -q "step 25 cut short (its process or its trace ended in it): 3 so far, not judged"'
 # the same in a step recorded in full detail: step 5 is cut short too
 killed_in early -- "$prog" mlp-hang 5 "$work/pid"
 "$amptrace" summary "$work/early.json" >"$work/early.summary" 2>&1
 check "killed in step 5, in full detail: summary says step 5 was cut short" \
 	eval 'joined "$work/early.summary" |
-	      grep -q "steps: 6 (marked by autocast region); step 5 cut short (its process ended in it"'
+	      grep -q "steps: 6 (marked by autocast region); step 5 cut short (its process or its trace ended in it"'
 check_rule "$work/early.json" 'casts f32->bf16 >= 5 per step'
 check "... check: '>= 5 per step' holds ($status), step 5 not judged" \
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
-	      grep -q "step 5 cut short (a process ended in it): 3 so far, not judged"'
+	      grep -q "step 5 cut short (its process or its trace ended in it): 3 so far, not judged"'
 "$amptrace" merge "$work/none.json" "$work/later.json" -o "$work/both.json" 2>/dev/null
 "$amptrace" summary "$work/both.json" >"$work/both.summary" 2>&1
 "$amptrace" summary --json "$work/both.json" >"$work/both.sjson" 2>&1
 check "... merged with the run killed in step 0: summary names both steps cut short (--json too)" \
 	eval 'tr "\n" " " <"$work/both.summary" | tr -s " " |
-	      grep -q "steps 0 and 25 cut short (a process ended in each" &&
+	      grep -q "steps 0 and 25 cut short (a process or its trace ended in each" &&
 	      python3 -c "import json, sys
 sys.exit(json.load(open(sys.argv[1]))[\"steps\"][\"cut_short\"] != [0, 25])" "$work/both.sjson"'
 "$amptrace" run -q --raw-dir "$raw" -o "$work/whole.json" -- "$prog" mlp 30
 "$amptrace" diff "$work/whole.json" "$work/later.json" >"$work/diff" 2>&1
 check "... diff against a whole run leaves step 25 out, cut short" \
-	grep -q "aggregated steps compared: 5 (20 to 24); not compared, in one trace only: 4 in base, 0 in new; not compared, cut short (a process ended in it): 1" \
+	grep -q "aggregated steps compared: 5 (20 to 24); not compared, in one trace only: 4 in base, 0 in new; not compared, cut short (its process or its trace ended in it): 1" \
 	"$work/diff"
 check "... and no aggregates file is left" raw_empty
 killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"

@@ -141,7 +141,7 @@ sed 's/"step":\([13]\),/"step":\1,"cut_short":true,/' \
 render "$tmp/cut.html"
 check "cut short: no script error" dom_has 'data-errors="0"'
 check "cut short: the Steps row names the aggregated steps and those cut short" \
-	dom_has '0 in full detail, 4 as per-step aggregates; steps 1 and 3 cut short (a process ended in each: counted up to then)'
+	dom_has '0 in full detail, 4 as per-step aggregates; steps 1 and 3 cut short (a process or its trace ended in each: counted up to then)'
 
 
 # The checks bite: a planted error shows on the console and in the DOM.

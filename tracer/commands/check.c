@@ -578,7 +578,8 @@ static const char *marked_by(const struct analysis *a, char *buf, size_t size)
 	return buf;
 }
 
-/* Whether step `step` is one a process ended in (steps.h: cut short). */
+/* Whether step `step` is one a process or its trace ended in (steps.h:
+ * cut short). */
 static bool step_cut_short(const struct analysis *a, int step)
 {
 	for (int k = 0; k < a->steps.ncut_short; k++)
@@ -589,7 +590,7 @@ static bool step_cut_short(const struct analysis *a, int step)
 
 enum partial_verdict { PARTIAL_HOLDS, PARTIAL_FAILS, PARTIAL_UNKNOWN };
 
-/* What the `count` a step cut short had when its process ended says of
+/* What the `count` a step cut short had when its record ended says of
  * the whole step, whose count could only have been greater: past an
  * upper bound (`<=`, `<`, past `==`) it fails, up to a lower bound (`>=`,
  * `>`) or past `!=` it holds; any other count says nothing. */
@@ -607,26 +608,27 @@ static enum partial_verdict cut_short_verdict(double count,
 	return PARTIAL_UNKNOWN;
 }
 
-/* "; step 25 cut short (a process ended in it): 3 so far, not judged" */
+/* "; step 25 cut short (its process or its trace ended in it): 3 so
+ * far, not judged" */
 static void append_unjudged(char *buf, size_t size, int unjudged,
 			    int first, size_t count)
 {
 	size_t used = strlen(buf);
 
 	if (unjudged == 1)
-		snprintf(buf + used, size - used, "; step %d cut short (a "
-			 "process ended in it): %zu so far, not judged", first,
-			 count);
+		snprintf(buf + used, size - used, "; step %d cut short (its "
+			 "process or its trace ended in it): %zu so far, not "
+			 "judged", first, count);
 	else if (unjudged > 1)
 		snprintf(buf + used, size - used, "; %d steps cut short (a "
-			 "process ended in each, the first step %d), not "
-			 "judged", unjudged, first);
+			 "process or its trace ended in each, the first step "
+			 "%d), not judged", unjudged, first);
 }
 
 /* A `per step` casts rule's verdict over the steps' counts: every step
- * must hold it; a step cut short (a killed process's last) is judged
- * only where its partial count already decides (RULES.md).  Returns
- * the first failing step, or -1. */
+ * must hold it; a step cut short (a killed process's last, or the last
+ * of a trace that stops early) is judged only where its partial count
+ * already decides (RULES.md).  Returns the first failing step, or -1. */
 static int per_step_verdict(const struct analysis *a, const struct rule *r,
 			     const char *label, const size_t *per_step,
 			     struct outcome *o)
@@ -663,7 +665,8 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 		set(o->actual, sizeof o->actual, "step %d%s has %zu; %d of %d "
 		    "steps fail (steps %s)", first_bad,
 		    step_cut_short(a, first_bad)
-			    ? " (cut short: a process ended in it)" : "",
+			    ? " (cut short: its process or its trace ended "
+			      "in it)" : "",
 		    per_step[first_bad], bad, nsteps - unjudged,
 		    marked_by(a, marker, sizeof marker));
 	append_unjudged(o->actual, sizeof o->actual, unjudged, first_unjudged,

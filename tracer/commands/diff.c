@@ -653,8 +653,8 @@ static void print_aggregated_steps(const struct diff_aggregate_steps *a)
 		printf("; not compared, in one trace only: %zu in base, %zu "
 		       "in new", a->base_only, a->new_only);
 	if (a->cut_short)
-		printf("; not compared, cut short (a process ended in it): "
-		       "%zu", a->cut_short);
+		printf("; not compared, cut short (its process or its trace "
+		       "ended in it): %zu", a->cut_short);
 	putchar('\n');
 }
 

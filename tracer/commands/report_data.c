@@ -273,7 +273,8 @@ static void emit_header(const struct builder *b, cJSON *root)
 	cJSON_AddNumberToObject(steps, "evaluations", b->a.steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", b->a.steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", b->a.steps.naggregated);
-	/* the steps a process ended in while counting them (§3.12) */
+	/* the steps cut short: a process or its trace ended in them
+	 * (FORMAT.md §8) */
 	if (b->a.steps.ncut_short)
 		cJSON_AddItemToObject(steps, "cut_short",
 				      cJSON_CreateIntArray(b->a.steps.cut_short,

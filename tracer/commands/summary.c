@@ -574,15 +574,16 @@ static int digits(size_t n)
 }
 
 /* "; step 25 cut short (...)", or the steps (the first few named) a
- * process ended in (steps.h: in full detail or as aggregates). */
+ * process or its trace ended in (steps.h: in full detail or as
+ * aggregates). */
 static void print_cut_short(const struct trace_steps *st, FILE *out)
 {
 	enum { NAMED = 5 };
 	int n = st->ncut_short;
 
 	if (n == 1)
-		fprintf(out, "; step %d cut short (its process ended in it: "
-			"counted up to then)", st->cut_short[0]);
+		fprintf(out, "; step %d cut short (its process or its trace "
+			"ended in it: counted up to then)", st->cut_short[0]);
 	if (n <= 1)
 		return;
 	fputs("; steps ", out);
@@ -591,7 +592,8 @@ static void print_cut_short(const struct trace_steps *st, FILE *out)
 			st->cut_short[k]);
 	if (n > NAMED)
 		fprintf(out, " and %d more", n - NAMED);
-	fputs(" cut short (a process ended in each: counted up to then)", out);
+	fputs(" cut short (a process or its trace ended in each: counted up "
+	      "to then)", out);
 }
 
 /* "steps: 200 (marked by optimizer step); 3 evaluation windows; 20 in
@@ -992,7 +994,8 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_AddNumberToObject(steps, "evaluations", a->steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", a->steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", a->steps.naggregated);
-	/* the steps a process ended in while counting them (§3.12) */
+	/* the steps cut short: a process or its trace ended in them
+	 * (FORMAT.md §8) */
 	if (a->steps.ncut_short)
 		cJSON_AddItemToObject(steps, "cut_short",
 				      cJSON_CreateIntArray(a->steps.cut_short,

@@ -63,16 +63,16 @@
       : st.marked ? "not marked: the training outside the evaluation windows"
       : "no optimizer, scaler update or autocast region marks them";
   }
-  // "; steps 1 and 3 cut short (...)": the steps a process ended in while
-  // counting them as aggregates, the first five named, as summary says
+  // "; steps 1 and 3 cut short (...)": the steps a process or its trace
+  // ended in, the first five named, as summary says
   function cutShortText(cut) {
     if (cut.length === 1)
-      return "; step " + cut[0] + " cut short (its process ended in it: counted up to then)";
+      return "; step " + cut[0] + " cut short (its process or its trace ended in it: counted up to then)";
     if (!cut.length) return "";
     const named = cut.slice(0, 5);
     const list = cut.length > 5 ? named.join(", ") + " and " + (cut.length - 5) + " more"
       : named.slice(0, -1).join(", ") + " and " + named[named.length - 1];
-    return "; steps " + list + " cut short (a process ended in each: counted up to then)";
+    return "; steps " + list + " cut short (a process or its trace ended in each: counted up to then)";
   }
   // "3 (marked by optimizer step); 2 evaluation windows", the steps
   // recorded as aggregates and those cut short, as summary says them
