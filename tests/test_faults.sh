@@ -255,6 +255,82 @@ check "... diff against a whole run leaves step 25 out, cut short" \
 	grep -q "aggregated steps compared: 5 (20 to 24); not compared, in one trace only: 4 in base, 0 in new; not compared, cut short (its process or its trace ended in it): 1" \
 	"$work/diff"
 check "... and no aggregates file is left" raw_empty
+# --- a trace that stops mid-step, with no process-died: amptrace itself
+# SIGKILLed, or a trace read while it is still written.  Its last step is
+# cut short as a dead process's is: a whole trace of 8 steps (5 f32->bf16
+# casts each) cut, bytes, half-way through step 7's fifth cast (4 so far,
+# no trailer); and cut just after step 6's end, before step 7's training
+"$amptrace" run -q --raw-dir "$raw" -o "$work/eight.json" -- "$prog" mlp 8
+cut_trace() { # TRACE OUT mid|between
+	python3 -c 'import sys
+source, out, where = sys.argv[1:4]
+lines = open(source, "rb").read().split(b"\n")
+last_end = max(i for i, l in enumerate(lines) if b"\"cat\":\"amp.step\"" in l)
+if where == "between":
+    keep = last_end + 1
+    partial = lines[keep][:10]
+else:
+    casts = [i for i in range(last_end + 1, len(lines))
+             if lines[i].startswith(b"{\"name\":\"cast f32->bf16\"")]
+    keep = casts[4]
+    partial = lines[keep][:len(lines[keep]) // 2]
+open(out, "wb").write(b"\n".join(lines[:keep]) + b"\n" + partial)' "$@"
+}
+cut_trace "$work/eight.json" "$work/mid.json" mid
+cut_trace "$work/eight.json" "$work/between.json" between
+"$amptrace" summary "$work/mid.json" >"$work/mid.summary" 2>&1
+check "a trace cut mid step 7 (no trailer, no process-died): summary says step 7 was cut short" \
+	eval 'joined "$work/mid.summary" |
+	      grep -q "steps: 8 (marked by autocast region); step 7 cut short (its process or its trace ended in it: counted up to then)"'
+check_rule "$work/mid.json" 'casts f32->bf16 >= 5 per step'
+check "... check: '>= 5 per step' holds ($status), step 7 (4 so far) not judged, and said" \
+	eval '[ "$status" -eq 0 ] && echo "$checked" |
+	      grep -q "over 7 steps, marked by autocast region; step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
+check_rule "$work/mid.json" 'casts f32->bf16 <= 3 per step'
+check "... '<= 3 per step' fails ($status), step 7 judged: 4 so far is past 3" \
+	eval '[ "$status" -eq 1 ] && echo "$checked" |
+	      grep -q "step 0 has 5; 8 of 8 steps fail" &&
+	      ! echo "$checked" | grep -q "not judged"'
+"$amptrace" summary "$work/between.json" >"$work/between.summary" 2>&1
+check_rule "$work/between.json" 'casts f32->bf16 >= 5 per step'
+check "a trace cut between steps 6 and 7: 7 steps, none cut short; '>= 5 per step' holds over 7 ($status)" \
+	eval 'joined "$work/between.summary" |
+	      grep -q "steps: 7 (marked by autocast region)" &&
+	      ! grep -q "cut short" "$work/between.summary" &&
+	      [ "$status" -eq 0 ] && echo "$checked" | grep -q "over 7 steps" &&
+	      ! echo "$checked" | grep -q "cut short"'
+"$amptrace" summary "$work/eight.json" >"$work/eight.summary" 2>&1
+check_rule "$work/eight.json" 'casts f32->bf16 >= 5 per step'
+check "... the whole trace: 8 steps, none cut short, '>= 5 per step' holds over 8 ($status)" \
+	eval 'joined "$work/eight.summary" |
+	      grep -q "steps: 8 (marked by autocast region)" &&
+	      ! grep -q "cut short" "$work/eight.summary" &&
+	      [ "$status" -eq 0 ] && echo "$checked" | grep -q "over 8 steps"'
+# the same cut after step 22's end in a run of 24 steps, 20 to 23 counted
+# as aggregates: step 22's rows come after its end and the trace stops
+# before them, so step 22 is cut short with 0 counted (before: read whole,
+# and '>= 5 per step' failed there with 0)
+"$amptrace" run -q --raw-dir "$raw" -o "$work/folded.json" -- "$prog" mlp 24
+cut_trace "$work/folded.json" "$work/folded-cut.json" between
+"$amptrace" summary "$work/folded-cut.json" >"$work/folded-cut.summary" 2>&1
+check_rule "$work/folded-cut.json" 'casts f32->bf16 >= 5 per step'
+check "a trace of aggregated steps cut after step 22's end, before its rows: step 22 cut short, '>= 5 per step' holds ($status), step 22 not judged" \
+	eval 'joined "$work/folded-cut.summary" |
+	      grep -q "20 in full detail, 3 as per-step aggregates; step 22 cut short" &&
+	      [ "$status" -eq 0 ] && echo "$checked" |
+	      grep -q "step 22 cut short (its process or its trace ended in it): 0 so far, not judged"'
+# merged with a whole run of 6 steps: the truncated input's process ends
+# in its step 7, cut short; the whole one's final step, 5, is whole
+"$amptrace" run -q --raw-dir "$raw" -o "$work/six.json" -- "$prog" mlp 6
+"$amptrace" merge "$work/six.json" "$work/mid.json" -o "$work/merged-mid.json" 2>/dev/null
+"$amptrace" summary --json "$work/merged-mid.json" >"$work/merged-mid.sjson" 2>&1
+check_rule "$work/merged-mid.json" 'casts f32->bf16 >= 5 per step'
+check "merged with a whole run of 6 steps: step 7 (the truncated input's) cut short, not step 5 (the whole one's); '>= 5 per step' holds ($status)" \
+	eval 'python3 -c "import json, sys
+sys.exit(json.load(open(sys.argv[1]))[\"steps\"][\"cut_short\"] != [7])" "$work/merged-mid.sjson" &&
+	      [ "$status" -eq 0 ] && echo "$checked" |
+	      grep -q "step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
+check "... and no aggregates file is left" raw_empty
 killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"
 check "killed before its first op: the trace has the process, process-died" \
 	eval '[ "$(process_count "$work/nothing.json")" -eq 1 ] &&

@@ -2,9 +2,9 @@
  * older traces were counted by. */
 #include "steps.h"
 
+#include "early_ends.h"
 #include "marks.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +87,7 @@ struct process_steps {
 	size_t count, cap;
 	int rank;               /* the kind that ends its steps */
 	int final;              /* the step after its last kept end */
+	bool last_aggregated;   /* the step before `final`: no full detail */
 };
 
 static int compare_numbers(const void *a, const void *b)
@@ -151,6 +152,7 @@ static bool number_steps(struct process_steps *p, struct marks *ends,
 		if (!marks_add(ends, p->pid, ps->end) ||
 		    !note_detail(s, step, detail))
 			return false;
+		p->last_aggregated = !detail;
 		detail = false;
 		step++;
 	}
@@ -188,15 +190,9 @@ static const struct process_steps *find_process(const struct process_steps *list
 	return NULL;
 }
 
-static bool is_death(const struct trace_event *e)
-{
-	return e->kind == TRACE_DIAG && e->diag.kind &&
-	       !strcmp(e->diag.kind, "process-died");
-}
-
-/* Step `step` was cut short: a process ended in it.  Listed once (a
- * few: a process's final step, or the ranks' of a killed job); sorted by
- * note_cut_short. */
+/* Step `step` was cut short: a process's record ended in it (it died,
+ * or its trace stops there).  Listed once (a few: a process's final
+ * step, or the ranks' of a killed job); sorted by note_cut_short. */
 static bool add_cut_short(struct trace_steps *s, int step)
 {
 	for (int k = 0; k < s->ncut_short; k++)
@@ -214,12 +210,27 @@ static bool add_cut_short(struct trace_steps *s, int step)
 	return true;
 }
 
-/* The steps the producer marked (amp.step events).  A process that died
- * (its process-died diag) in its final step, one its training had begun
- * and no end marked, left that step cut short. */
+/* A process whose record stops where its trace's writer stopped
+ * (early_ends_at_end): its last ended step, counted as aggregates, may
+ * lack its threads' rows, which come after its end; the trace stops
+ * before some or all of them (a step read whole with no count). */
+static bool note_rows_lost(const struct process_steps *p,
+			   const struct early_ends *early, struct trace_steps *s)
+{
+	if (p->final == 0 || !p->last_aggregated ||
+	    !early_ends_at_end(early, p->pid))
+		return true;
+	return add_cut_short(s, p->final - 1);
+}
+
+/* The steps the producer marked (amp.step events).  A process whose
+ * record ends early (early_ends.h: it died, or its trace stops) in its
+ * final step, one its training had begun and no end marked, left that
+ * step cut short. */
 static int marked_steps(const struct trace *t, struct trace_steps *s)
 {
-	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 }, deaths = { 0 };
+	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 };
+	struct early_ends early = { 0 };
 	struct process_steps *procs = NULL;
 	size_t nprocs = 0;
 	int status = -1;
@@ -259,17 +270,17 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 			s->detail_stop_step = e->step.step;
 			s->detail_stop_limit = e->step.size_limit;
 			s->detail_stop_measured = e->step.measured;
-		} else if (is_death(e) && !marks_add(&deaths, e->pid, e->ts)) {
-			goto out;
 		}
 	}
+	if (!early_ends_find(t, &early))
+		goto out;
 	for (size_t k = 0; k < nprocs; k++)
-		if (!number_steps(&procs[k], &ends, s))
+		if (!number_steps(&procs[k], &ends, s) ||
+		    !note_rows_lost(&procs[k], &early, s))
 			goto out;
 	marks_sort(&ends);
 	marks_sort(&begins);
 	marks_sort(&stops);
-	marks_sort(&deaths);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const struct process_steps *p = find_process(procs, nprocs,
@@ -292,7 +303,7 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 			s->nsteps = step + 1;
 		if (training && e->kind != TRACE_AGGREGATE &&
 		    step == (p ? p->final : 0) &&
-		    marks_before(&deaths, e->pid, INFINITY, false) &&
+		    early_ends_has(&early, e->pid) &&
 		    !add_cut_short(s, step))
 			goto out;
 	}
@@ -306,7 +317,7 @@ out:
 	marks_free(&ends);
 	marks_free(&begins);
 	marks_free(&stops);
-	marks_free(&deaths);
+	early_ends_free(&early);
 	return status;
 }
 
@@ -362,11 +373,11 @@ static int compare_steps(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The steps a process ended in, cut short, not whole: those a thread
- * counted as aggregates (amp.aggregate's cut_short, FORMAT.md §3.12),
- * aggregated, and those marked_steps found in full detail; each once,
- * though several threads or processes (the ranks of a killed job) were
- * cut short in it. */
+/* The steps a process's record ended in, cut short, not whole: those a
+ * thread counted as aggregates (amp.aggregate's cut_short, FORMAT.md
+ * §3.12), aggregated, and those marked_steps found in full detail; each
+ * once, though several threads or processes (the ranks of a killed job)
+ * were cut short in it. */
 static int note_cut_short(const struct trace *t, struct trace_steps *s)
 {
 	for (size_t i = 0; i < t->nevents; i++) {

@@ -34,9 +34,10 @@ struct trace_steps {
 	int ndetail;          /* steps recorded in full detail */
 	int naggregated;      /* steps recorded as aggregates only */
 	bool *aggregated;     /* per step: recorded as aggregates only */
-	/* the steps a process ended in (cut short): while its threads
-	 * counted them as aggregates, or in full detail, its final step
-	 * begun and not ended; ascending, each once */
+	/* the steps cut short, its process or its trace ended in it
+	 * (early_ends.h): while its threads counted them as aggregates,
+	 * or in full detail, its final step begun and not ended;
+	 * ascending, each once */
 	int *cut_short;
 	int ncut_short, cut_short_cap;
 	/* the step a graph shows by default: the second in full detail
