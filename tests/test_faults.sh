@@ -261,13 +261,16 @@ check "... and no aggregates file is left" raw_empty
 # casts each) cut, bytes, half-way through step 7's fifth cast (4 so far,
 # no trailer); and cut just after step 6's end, before step 7's training
 "$amptrace" run -q --raw-dir "$raw" -o "$work/eight.json" -- "$prog" mlp 8
-cut_trace() { # TRACE OUT mid|between
+cut_trace() { # TRACE OUT mid|between|ended
 	python3 -c 'import sys
 source, out, where = sys.argv[1:4]
 lines = open(source, "rb").read().split(b"\n")
 last_end = max(i for i, l in enumerate(lines) if b"\"cat\":\"amp.step\"" in l)
 if where == "between":
     keep = last_end + 1
+    partial = lines[keep][:10]
+elif where == "ended":
+    keep = max(i for i, l in enumerate(lines) if b"\"process_labels\"" in l) + 1
     partial = lines[keep][:10]
 else:
     casts = [i for i in range(last_end + 1, len(lines))
@@ -319,6 +322,18 @@ check "a trace of aggregated steps cut after step 22's end, before its rows: ste
 	      grep -q "20 in full detail, 3 as per-step aggregates; step 22 cut short" &&
 	      [ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "step 22 cut short (its process or its trace ended in it): 0 so far, not judged"'
+# the same run cut after its process's end label, its record whole (amptrace
+# killed before the trailer): no step cut short, '>= 6 per step' judged in
+# all 24 (before: step 22's rows were taken as lost, it cut short)
+cut_trace "$work/folded.json" "$work/folded-ended.json" ended
+"$amptrace" summary "$work/folded-ended.json" >"$work/folded-ended.summary" 2>&1
+check_rule "$work/folded-ended.json" 'casts f32->bf16 >= 6 per step'
+check "... cut after its process ended (its label there, no trailer): no step cut short, '>= 6 per step' fails in all 24 ($status)" \
+	eval 'joined "$work/folded-ended.summary" |
+	      grep -q "21 in full detail, 3 as per-step aggregates" &&
+	      ! grep -q "cut short" "$work/folded-ended.summary" &&
+	      [ "$status" -eq 1 ] && echo "$checked" | grep -q "24 of 24 steps fail" &&
+	      ! echo "$checked" | grep -q "cut short"'
 # merged with a whole run of 6 steps: the truncated input's process ends
 # in its step 7, cut short; the whole one's final step, 5, is whole
 "$amptrace" run -q --raw-dir "$raw" -o "$work/six.json" -- "$prog" mlp 6

@@ -1,6 +1,8 @@
 /* The processes whose record ends early (early_ends.h). */
 #include "early_ends.h"
 
+#include "trace_schema.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -8,6 +10,16 @@ static bool is_death(const struct trace_event *e)
 {
 	return e->kind == TRACE_DIAG && e->diag.kind &&
 	       !strcmp(e->diag.kind, "process-died");
+}
+
+/* The last event of a process whose record is whole: its label, how it
+ * ended (FORMAT.md §2), written once amptrace wrote all it left; not an
+ * image that exec()ed another, whose process goes on under its pid. */
+static bool is_end_label(const struct trace_event *e)
+{
+	return e->kind == TRACE_META &&
+	       trace_meta_holds(e) == TRACE_META_LABELS && e->meta.value &&
+	       strcmp(e->meta.value, "replaced by exec()") != 0;
 }
 
 /* A merged input's events are those of its own process, pid rank + 1
@@ -32,27 +44,39 @@ bool early_ends_find(const struct trace *t, struct early_ends *ends)
 		const struct trace_event *e = &t->events[i];
 		if (is_death(e) && !marks_add(&ends->processes, e->pid, e->ts))
 			return false;
+		if (is_end_label(e) && !marks_add(&ends->whole, e->pid, e->ts))
+			return false;
 	}
 	marks_sort(&ends->processes);
+	marks_sort(&ends->whole);
 	return true;
 }
 
-bool early_ends_has(const struct early_ends *ends, int64_t pid)
+static bool died(const struct early_ends *ends, int64_t pid)
 {
-	return ends->every ||
-	       marks_before(&ends->processes, pid, INFINITY, true) > 0;
+	return marks_before(&ends->processes, pid, INFINITY, false) > 0;
 }
 
 bool early_ends_at_end(const struct early_ends *ends, int64_t pid)
 {
 	const struct marks *m = &ends->processes;
-
-	return ends->every || marks_before(m, pid, INFINITY, true) >
+	/* a truncated merged input's mark is at INFINITY, a death's not */
+	bool writer_stopped = ends->every ||
+			      marks_before(m, pid, INFINITY, true) >
 				      marks_before(m, pid, INFINITY, false);
+
+	return writer_stopped &&
+	       marks_before(&ends->whole, pid, INFINITY, true) == 0;
+}
+
+bool early_ends_has(const struct early_ends *ends, int64_t pid)
+{
+	return died(ends, pid) || early_ends_at_end(ends, pid);
 }
 
 void early_ends_free(struct early_ends *ends)
 {
 	marks_free(&ends->processes);
+	marks_free(&ends->whole);
 	ends->every = false;
 }

@@ -5,7 +5,9 @@
  *   - an unfinished trace (trace_unfinished: its writer was stopped, or
  *     is still writing it): every process, at the trace's end;
  *   - a merged trace's input that merge read truncated (amptrace.merged):
- *     that input's process, pid rank + 1 (§6), at its end. */
+ *     that input's process, pid rank + 1 (§6), at its end;
+ * the last two spare a process whose end label (process_labels, §2: its
+ * last event) is in the trace: amptrace wrote its whole record first. */
 #ifndef AMPTRACE_EARLY_ENDS_H
 #define AMPTRACE_EARLY_ENDS_H
 
@@ -17,12 +19,14 @@
 
 struct early_ends {
 	struct marks processes; /* pid, and when its record ends */
+	struct marks whole;     /* pid, and its end label's time */
 	bool every;             /* the whole trace ends early */
 };
 
 /* Fills `ends` (zeroed by the caller).  false when out of memory. */
 bool early_ends_find(const struct trace *t, struct early_ends *ends);
-/* Whether the record of process `pid` ends early. */
+/* Whether the record of process `pid` ends early: it died, or the
+ * writer stopped before its end label. */
 bool early_ends_has(const struct early_ends *ends, int64_t pid);
 /* Whether it stops where its trace's writer stopped (an unfinished trace,
  * a truncated merged input), not at the process's death, after which
