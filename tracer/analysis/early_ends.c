@@ -22,15 +22,16 @@ static bool is_end_label(const struct trace_event *e)
 	       strcmp(e->meta.value, "replaced by exec()") != 0;
 }
 
-/* A merged input's events are those of its own process, pid rank + 1
- * (FORMAT.md §6); a second process of one input gets a pid no key of
- * the merged file ties to its input, and is not known here. */
+/* A merged input's events are those of its own process, the pid its
+ * trailer row names (FORMAT.md §6; without a trailer the merged trace
+ * itself ended early, every process with it); a second process of one
+ * input gets a pid no key of the merged file ties to its input, and is
+ * not known here. */
 static bool add_truncated_inputs(const struct trace *t, struct marks *m)
 {
-	for (int i = 0; i < t->header.nmerged; i++)
-		if (t->header.merged[i].truncated &&
-		    !marks_add(m, (int64_t)t->header.merged[i].rank + 1,
-			       INFINITY))
+	for (int i = 0; i < t->trailer.ninputs; i++)
+		if (t->trailer.inputs[i].truncated &&
+		    !marks_add(m, t->trailer.inputs[i].pid, INFINITY))
 			return false;
 	return true;
 }
