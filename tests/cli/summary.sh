@@ -146,6 +146,9 @@ rm -f "$palette"
 capture "$amptrace" summary --color=sometimes "$tmp/cc.json"
 check "summary --color=sometimes: exit 2" status_is 2
 check "summary --color=sometimes: says what is allowed" err_has "--color must be auto, always or never, not 'sometimes'"
+check "summary --color=sometimes: no suggestion" err_lacks "did you mean"
+capture "$amptrace" summary --color=alwyas "$tmp/cc.json"
+check "summary --color=alwyas: the value meant" err_has "not 'alwyas'; did you mean 'always'?"
 # auto: colour on a terminal (script(1) gives one), none under NO_COLOR
 capture script -qec "'$amptrace' summary '$tmp/cc.json'" /dev/null
 check "summary on a terminal: coloured" out_has "$(printf '\033[33mwarning')"

@@ -1182,9 +1182,11 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
+	static const char *const whens[] = { "auto", "always", "never", NULL };
 	if (textfit_color(when, &args->color) != 0)
-		return command_line_error(&cl, "--color must be auto, always or "
-					  "never, not '%s'", when);
+		return command_line_value_error(&cl, when, whens, "--color must "
+						"be auto, always or never, "
+						"not '%s'", when);
 	if (optind == argc)
 		return command_line_error(&cl, "no trace given");
 	if (argc - optind > 1)
