@@ -881,6 +881,36 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 	}
 }
 
+/* A compressed trace (Perfetto opens a gzip'd one, torch.profiler's
+ * tensorboard handler writes .json.gz) is refused with the command that
+ * reads it: a pipe is an input like a file. */
+static const struct compression {
+	const char *magic;
+	size_t size;
+	const char *name, *decompressor;
+} compressions[] = {
+	{ "\x1f\x8b", 2, "gzip", "zcat" },
+	{ "\x28\xb5\x2f\xfd", 4, "zstd", "zstdcat" },
+	{ "\xfd" "7zXZ\0", 6, "xz", "xzcat" },
+	{ "BZh", 3, "bzip2", "bzcat" },
+};
+
+static int refuse_compressed(struct scanner *s)
+{
+	ensure(s, 6);
+	for (size_t i = 0; i < sizeof compressions / sizeof *compressions;
+	     i++) {
+		const struct compression *c = &compressions[i];
+		if (s->len < c->size || memcmp(s->text, c->magic, c->size))
+			continue;
+		return trace_error_set(s->err, "%s: compressed with %s, not "
+				       "JSON text: give it as <(%s %s)",
+				       s->path, c->name, c->decompressor,
+				       s->path);
+	}
+	return 0;
+}
+
 static int scan(struct scanner *s, const struct trace_scan_handlers *h,
 		struct trace_scan_result *result)
 {
@@ -916,6 +946,8 @@ static int scan(struct scanner *s, const struct trace_scan_handlers *h,
 					       "array (not a Chrome/Perfetto "
 					       "JSON trace)", s->path);
 	} else {
+		if (offset(s, s->pos) == 0 && refuse_compressed(s) != 0)
+			return -1;
 		return syntax_error(s, "expected a trace: a JSON object "
 				    "('{') or array ('[')");
 	}
