@@ -53,6 +53,28 @@ printf 'casts f32->bf16 <= 6 per step\n' >"$tmp/tight.rules"
 capture "$amptrace" check "$tmp/bounded.json" "$tmp/tight.rules"
 check "check: a per-step rule fails in the aggregated steps too" \
 	out_has "60 of 60 steps fail"
+# A rule asking what aggregate rows do not say (a module, a region,
+# autocast, inputs) leaves those steps out and says so: a cast row is
+# no cast of every module, a step's row no step without casts in a scope.
+printf '%s\n' 'casts total in module lm_head == 0' \
+	'casts f32->bf16 in scope forward >= 7 per step' \
+	'op linear under autocast: count == 60' >"$tmp/unsaid.rules"
+capture "$amptrace" check "$tmp/bounded.json" "$tmp/unsaid.rules"
+check "check: rules on what aggregates do not say hold on the detailed steps" \
+	status_is 0
+check "... a module: the aggregated casts not counted, said" \
+	out_has "(0 casts; up to 320 more casts in steps recorded as aggregates, not counted: their rows do not say the module)"
+check "... a region, per step: the aggregated steps not judged, said" \
+	out_has "(at most 7 per step over 20 steps, marked by scaler update; 40 steps recorded as aggregates (the first step 20), not judged: their rows do not say the region)"
+check "... autocast: the aggregated ops not counted, said" \
+	out_has "(60 matching ops; up to 120 more ops in steps recorded as aggregates, not counted: their rows do not say whether autocast applied)"
+capture "$amptrace" check "$tmp/full.json" "$tmp/unsaid.rules"
+check "... the same rules on the run in full detail: the count is all of it" \
+	out_has "actual:   180 matching ops"
+printf 'casts f32->bf16 under autocast <= 6 per step\n' >"$tmp/unsaid-tight.rules"
+capture "$amptrace" check "$tmp/bounded.json" "$tmp/unsaid-tight.rules"
+check "... the detailed steps are still judged" \
+	out_has "step 0 has 7; 20 of 20 steps fail"
 
 # -------------------------------------------------------- choosing steps
 "$amptrace" run -q -o "$tmp/window.json" --steps 10:13 -- "$mlp" --steps 30 \
