@@ -60,6 +60,12 @@ check "summary by module: the outermost module" \
 	out_has "  (outermost)        2      2      -       1       0   3.375 us  f16->f32 1"
 check "summary by module: ops of no module, last" in_order \
 	"  lm_head " "  (no module)        4      4      -       1       0   6.375 us"
+check "summary by module: no step left out" out_lacks "left out: their rows name no module"
+# the steps recorded as aggregates name no module: the table says it
+# leaves them out
+capture "$amptrace" summary "$fx/aggregate-torch-autocast.json"
+check "summary by module: the aggregated steps said to be left out" \
+	out_has "  (the 2 steps recorded as per-step aggregates left out: their rows name no module)"
 capture "$amptrace" summary --depth 3 "$fx/modules.json"
 check "summary --depth 3: h.0 split" out_has "  h.0.mlp            1      -      1       3"
 check "summary --depth 3: no h.0 row" out_lacks "  h.0      "

@@ -838,6 +838,11 @@ static void print_text(struct summary *s, FILE *out, bool color)
 	}
 
 	module_table_print(&s->modules, s->columns, out);
+	if (s->modules.any_module && a->steps.naggregated)
+		fprintf(out, "  (the %d step%s recorded as per-step aggregates "
+			"left out: their rows name no module)\n",
+			a->steps.naggregated,
+			a->steps.naggregated == 1 ? "" : "s");
 
 	fputs("\nCasts by direction (cache hits cost no work and are counted "
 	      "apart)\n", out);
