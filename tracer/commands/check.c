@@ -145,17 +145,31 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	return true;
 }
 
+/* Whether an op or cast of the trace names its nn.Module (PyTorch
+ * traces of format 1.4): in a trace that names none (libamp's), no step
+ * recorded as aggregates has an op or a cast in a module either. */
+static bool names_modules(const struct trace *t)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if ((e->kind == TRACE_OP && e->op.module) ||
+		    (e->kind == TRACE_CAST && e->cast.module))
+			return true;
+	}
+	return false;
+}
+
 /* What the rows of a step recorded as aggregates do not say that rule
  * `r` asks (FORMAT.md §3.12: a row keeps no region, module, inputs or
  * autocast state, a cast's row no device), or NULL when they answer it.
  * Such a rule cannot count those steps: it leaves them out, and says so. */
-static const char *aggregates_lack(const struct rule *r)
+static const char *aggregates_lack(const struct trace *t, const struct rule *r)
 {
 	const struct rule_filter *f = &r->filter;
 
 	if (f->scope)
 		return "the region";
-	if (f->module)
+	if (f->module && names_modules(t))
 		return "the module";
 	if (f->autocast >= 0)
 		return "whether autocast applied";
@@ -170,14 +184,15 @@ static const char *aggregates_lack(const struct rule *r)
 /* "; up to 30 more casts in steps recorded as aggregates, not counted:
  * their rows do not say the module" */
 static void append_left_out(char *buf, size_t size, size_t left_out,
-			    const char *what, const struct rule *r)
+			    const char *what, const struct trace *t,
+			    const struct rule *r)
 {
 	size_t used = strlen(buf);
 
 	if (left_out)
 		snprintf(buf + used, size - used, "; up to %zu more %s in steps "
 			 "recorded as aggregates, not counted: their rows do "
-			 "not say %s", left_out, what, aggregates_lack(r));
+			 "not say %s", left_out, what, aggregates_lack(t, r));
 }
 
 /* The casts of a step recorded as aggregates that rule `r` would count if
@@ -211,11 +226,15 @@ static size_t aggregate_casts_matching(const struct rule *r,
 	return n;
 }
 
-/* The casts a step recorded as aggregates counts for a casts rule. */
-static size_t aggregate_casts_selected(const struct rule *r,
+/* The casts a step recorded as aggregates counts for a casts rule: none
+ * in a module, which no row names. */
+static size_t aggregate_casts_selected(const struct trace *t,
+				       const struct rule *r,
 				       const struct trace_aggregate *g)
 {
-	return aggregates_lack(r) ? 0 : aggregate_casts_matching(r, g);
+	if (aggregates_lack(t, r) || r->filter.module)
+		return 0;
+	return aggregate_casts_matching(r, g);
 }
 
 static size_t describe_tensor(char *buf, size_t size,
@@ -429,7 +448,7 @@ static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
 	struct trace_tensor_info out_info;
 	/* what a row says of the rule's filters */
 	struct rule_filter known = r->filter;
-	bool lacking = aggregates_lack(r) != NULL;
+	bool lacking = aggregates_lack(t, r) != NULL;
 
 	known.scope = known.module = NULL;
 	known.autocast = -1;
@@ -565,7 +584,8 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	if (o->pass)
 		set(o->actual, sizeof o->actual, "%zu matching op%s",
 		    tally.matched, tally.matched == 1 ? "" : "s");
-	append_left_out(o->actual, sizeof o->actual, tally.left_out, "ops", r);
+	append_left_out(o->actual, sizeof o->actual, tally.left_out, "ops", t,
+			r);
 }
 
 static void describe_cast(char *buf, size_t size, const struct analysis *a,
@@ -671,7 +691,8 @@ static void append_unjudged(char *buf, size_t size, int unjudged,
 /* "; 10 steps recorded as aggregates (the first step 20), not judged:
  * their rows do not say the module" */
 static void append_silent_steps(char *buf, size_t size, int silent,
-				int first, const struct rule *r)
+				int first, const struct trace *t,
+				const struct rule *r)
 {
 	size_t used = strlen(buf);
 
@@ -680,7 +701,7 @@ static void append_silent_steps(char *buf, size_t size, int silent,
 			 "aggregates (%s step %d), not judged: their rows do "
 			 "not say %s", silent, silent == 1 ? "" : "s",
 			 silent == 1 ? "" : "the first", first,
-			 aggregates_lack(r));
+			 aggregates_lack(t, r));
 }
 
 /* A `per step` casts rule's verdict over the steps' counts: every step
@@ -696,7 +717,7 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 	int unjudged = 0, first_unjudged = -1;
 	/* steps recorded as aggregates, whose rows cannot answer the rule */
 	int silent = 0, first_silent = -1;
-	bool lacking = aggregates_lack(r) != NULL;
+	bool lacking = aggregates_lack(a->trace, r) != NULL;
 	size_t most = 0;
 
 	for (int s = 0; s < a->nsteps; s++) {
@@ -738,7 +759,7 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 	append_unjudged(o->actual, sizeof o->actual, unjudged, first_unjudged,
 			first_unjudged >= 0 ? per_step[first_unjudged] : 0);
 	append_silent_steps(o->actual, sizeof o->actual, silent, first_silent,
-			    r);
+			    a->trace, r);
 	return first_bad;
 }
 
@@ -750,7 +771,7 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
 	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
 	size_t total = 0, first = SIZE_MAX, left_out = 0;
-	bool lacking = aggregates_lack(r) != NULL;
+	bool lacking = aggregates_lack(t, r) != NULL;
 	char label[64];
 
 	if (!per_step || !first_in_step) {
@@ -764,7 +785,7 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		const struct trace_event *e = &t->events[i];
 		bool cast = e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST;
 		size_t n = e->kind == TRACE_AGGREGATE
-				   ? aggregate_casts_selected(r, &e->aggregate)
+				   ? aggregate_casts_selected(t, r, &e->aggregate)
 				   : cast && cast_selected(a, r, e);
 		if (e->kind == TRACE_AGGREGATE && lacking)
 			left_out += aggregate_casts_matching(r, &e->aggregate);
@@ -788,7 +809,7 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		    rule_cmp_text(r->cmp), r->number);
 		set(o->actual, sizeof o->actual, "%zu %s", total, label);
 		append_left_out(o->actual, sizeof o->actual, left_out, "casts",
-				r);
+				t, r);
 		if (!o->pass && first != SIZE_MAX)
 			describe_cast(o->first, sizeof o->first, a,
 				      &t->events[first]);
