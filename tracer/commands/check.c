@@ -227,12 +227,12 @@ static size_t aggregate_casts_matching(const struct rule *r,
 }
 
 /* The casts a step recorded as aggregates counts for a casts rule: none
+ * when its rows cannot answer the rule (`lacking`: aggregates_lack), nor
  * in a module, which no row names. */
-static size_t aggregate_casts_selected(const struct trace *t,
-				       const struct rule *r,
+static size_t aggregate_casts_selected(bool lacking, const struct rule *r,
 				       const struct trace_aggregate *g)
 {
-	if (aggregates_lack(t, r) || r->filter.module)
+	if (lacking || r->filter.module)
 		return 0;
 	return aggregate_casts_matching(r, g);
 }
@@ -785,7 +785,8 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		const struct trace_event *e = &t->events[i];
 		bool cast = e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST;
 		size_t n = e->kind == TRACE_AGGREGATE
-				   ? aggregate_casts_selected(t, r, &e->aggregate)
+				   ? aggregate_casts_selected(lacking, r,
+							      &e->aggregate)
 				   : cast && cast_selected(a, r, e);
 		if (e->kind == TRACE_AGGREGATE && lacking)
 			left_out += aggregate_casts_matching(r, &e->aggregate);

@@ -4,9 +4,11 @@
 #include "check_hints.h"
 #include "analyze.h"
 #include "edit_distance.h"
+#include "id_map.h"
 
 #include <fnmatch.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,15 +50,14 @@ static void offer_label(struct candidates *c, const char *label)
 	}
 }
 
-/* Offers `name` (with `overload` when not NULL: "softmax.int"); false
- * when it was offered lately. */
-static bool offer(struct candidates *c, const char *name, const char *overload)
+/* Offers `name` (with `overload` when not NULL: "softmax.int"). */
+static void offer(struct candidates *c, const char *name, const char *overload)
 {
 	char label[256];
 
 	for (size_t i = 0; i < c->nseen; i++)
 		if (c->seen[i][0] == name && c->seen[i][1] == overload)
-			return false;
+			return;
 	c->seen[c->next][0] = name;
 	c->seen[c->next][1] = overload;
 	c->next = (c->next + 1) % HINT_SEEN;
@@ -65,7 +66,6 @@ static bool offer(struct candidates *c, const char *name, const char *overload)
 	snprintf(label, sizeof label, "%s%s%s", name, overload ? "." : "",
 		 overload ? overload : "");
 	offer_label(c, label);
-	return true;
 }
 
 static void append(char *actual, size_t size, const char *fmt, ...)
@@ -147,20 +147,26 @@ static void hint_scope(const struct trace *t, const char *pattern,
 }
 
 /* A module the trace has, and each module around it ('h.0' of
- * 'h.0.attn'), unless one matches the pattern. */
-static void offer_module(struct candidates *c, const char *pattern,
-			 const char *module)
+ * 'h.0.attn'), unless one matches the pattern.  A model has thousands of
+ * modules, each interned once (trace.h): `seen` keeps every one offered,
+ * so each costs its edit distances once. */
+static void offer_module(struct candidates *c, struct id_map *seen,
+			 const char *pattern, const char *module)
 {
 	char parent[256];
 
 	if (!module || c->matched)
 		return;
+	size_t *offered = id_map_find(seen, 0, (uintptr_t)module, true);
+	if (offered && *offered)
+		return;
+	if (offered)
+		*offered = 1;
 	if (analysis_in_module(module, pattern)) {
 		c->matched = true;
 		return;
 	}
-	if (!offer(c, module, NULL))
-		return;
+	offer_label(c, module);
 	for (const char *dot = strchr(module, '.'); dot;
 	     dot = strchr(dot + 1, '.')) {
 		snprintf(parent, sizeof parent, "%.*s", (int)(dot - module),
@@ -175,6 +181,7 @@ static void hint_module(const struct trace *t, const char *pattern,
 			char *actual, size_t size)
 {
 	struct candidates c = candidates_for(pattern);
+	struct id_map seen = { 0 };
 	bool any = false;
 
 	for (size_t i = 0; i < t->nevents && !c.matched; i++) {
@@ -183,8 +190,9 @@ static void hint_module(const struct trace *t, const char *pattern,
 				     : e->kind == TRACE_CAST ? e->cast.module
 							     : NULL;
 		any |= module != NULL;
-		offer_module(&c, pattern, module);
+		offer_module(&c, &seen, pattern, module);
 	}
+	id_map_free(&seen);
 	if (c.matched)
 		return;
 	if (!any)
