@@ -1,6 +1,6 @@
-/* "Did you mean" for the op, region and module names of `amptrace check`'s rules
- * (see check_hints.h), through the one edit-distance helper of the
- * tracer (edit_distance.h). */
+/* "Did you mean" for the op, region and module names of `amptrace
+ * check`'s rules (see check_hints.h), through the one edit-distance
+ * helper of the tracer (edit_distance.h). */
 #include "check_hints.h"
 #include "analyze.h"
 #include "edit_distance.h"
