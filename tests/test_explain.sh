@@ -552,7 +552,7 @@ check "newest frobenius_norm: only .dim" grep -q '^op       frobenius_norm.dim$'
 "$amptrace" explain linear f32 f32 >/dev/full 2>"$tmp/err"
 status=$?
 check "explain to /dev/full: exit 2" status_is 2
-check "explain to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
+check "explain to /dev/full: says so" err_has "amptrace explain: cannot write standard output: No space left on device"
 
 echo "1..$count"
 exit $fail

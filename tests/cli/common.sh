@@ -96,7 +96,7 @@ full_device_checks() {
 	"$amptrace" "$@" >/dev/full 2>"$tmp/err"
 	status=$?
 	check "$1 to /dev/full: exit 2" status_is 2
-	check "$1 to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
+	check "$1 to /dev/full: says so" err_has "amptrace $1: cannot write standard output: No space left on device"
 }
 
 # amp.diag events of a kind in a trace, with their fix and severity

@@ -46,7 +46,8 @@ static const char check_usage[] =
 	"  -h, --help    this text\n"
 	"\n"
 	"Exit status: 0 every rule holds, 1 a rule failed or no op was\n"
-	"recorded, 2 bad input (unreadable trace, rule syntax error).\n";
+	"recorded, 2 bad input (unreadable trace, rule syntax error) or an\n"
+	"output that cannot be written.\n";
 
 struct outcome {
 	bool pass;

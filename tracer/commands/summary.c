@@ -48,7 +48,8 @@ static const char summary_usage[] =
 	"                  always (--color alone) or never\n"
 	"  -h, --help      this text\n"
 	"\n"
-	"Exit status: 0, or 2 when the trace cannot be read.\n";
+	"Exit status: 0, or 2 when the trace cannot be read or standard output\n"
+	"cannot be written.\n";
 
 /* Interned strings compare by pointer (trace.c interns them all). */
 #define MAX_COLUMNS 16
