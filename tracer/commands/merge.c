@@ -266,6 +266,10 @@ static int merge_foreign_event(struct merge *m, struct input *in,
 				       "to the merged trace's start is out of "
 				       "range", in->path, e->line, e->index,
 				       e->ts);
+	/* a metadata event has no time (Chrome's and others' say ts 0):
+	 * it moves with its events, never before the merged start */
+	if (e->kind == TRACE_META && moved < 0)
+		moved = 0;
 	if (cJSON_IsNumber(ts))
 		cJSON_SetNumberValue(ts, moved);
 	if (map_foreign_flow_id(m, in, event) != 0)
@@ -539,7 +543,9 @@ static bool read_same_file(const struct input *in)
 		now.st_mtim.tv_nsec == in->file.st_mtim.tv_nsec);
 }
 
-/* Keeps the earliest ts (µs) of the events that have one. */
+/* Keeps the earliest ts (µs) of the events that have one: not a
+ * metadata event's, which is no time (often 0, weeks before the events
+ * of a trace with a Kineto-like base). */
 static int earliest_ts(void *ctx, struct trace *trace,
 		       const struct trace_event *e, cJSON *json,
 		       struct trace_error *err)
@@ -550,6 +556,8 @@ static int earliest_ts(void *ctx, struct trace *trace,
 
 	(void)trace;
 	(void)err;
+	if (e->kind == TRACE_META)
+		return TRACE_FORGET;
 	if (cJSON_IsNumber(ts))
 		*earliest = fmin(*earliest, ts->valuedouble);
 	else if (!json && e->kind != TRACE_META)
