@@ -77,6 +77,15 @@ printf 'casts f32->bf16 under autocast <= 6 per step\n' >"$tmp/unsaid-tight.rule
 capture "$amptrace" check "$tmp/bounded.json" "$tmp/unsaid-tight.rules"
 check "... the detailed steps are still judged" \
 	out_has "step 0 has 7; 20 of 20 steps fail"
+# ... and where every step is an aggregate, such a per-step rule judged
+# none: it fails, as the count of the same rule does.
+"$amptrace" run -q -o "$tmp/no-detail.json" --steps 100:110 -- "$mlp" \
+	--steps 10 >/dev/null
+printf 'casts f32->bf16 in scope forward >= 1 per step\n' >"$tmp/none.rules"
+capture "$amptrace" check "$tmp/no-detail.json" "$tmp/none.rules"
+check "... every step an aggregate: a per-step rule judged none fails" \
+	status_is 1
+check "... and says so" out_has "actual:   no step judged; 10 steps recorded as aggregates (the first step 0), not judged: their rows do not say the region"
 
 # -------------------------------------------------------- choosing steps
 "$amptrace" run -q -o "$tmp/window.json" --steps 10:13 -- "$mlp" --steps 30 \

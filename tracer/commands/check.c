@@ -742,10 +742,15 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 			most = per_step[s];
 	}
 	nsteps -= silent; /* the steps judged */
-	o->pass = bad == 0;
+	/* every step left out: the rule was answered in no step, which
+	 * is no pass (a trace of no op fails alike: empty_trace_failure) */
+	bool none_judged = silent && nsteps - unjudged == 0;
+	o->pass = bad == 0 && !none_judged;
 	set(o->expected, sizeof o->expected, "%s %s %g in every step", label,
 	    rule_cmp_text(r->cmp), r->number);
-	if (o->pass)
+	if (none_judged)
+		set(o->actual, sizeof o->actual, "no step judged");
+	else if (o->pass)
 		set(o->actual, sizeof o->actual, "at most %zu per step over %d "
 		    "step%s, %s", most, nsteps - unjudged,
 		    nsteps - unjudged == 1 ? "" : "s",
