@@ -59,8 +59,8 @@ made_bad_traces=(
 	"control.json:control.json:1:21: a control character in a string"
 	"nul.json:nul.json:1:21: \\u0000 in a string"
 	"twice.json:twice.json:2:1: the key \"traceEvents\" is given twice"
-	"good.json.gz:good.json.gz: compressed with gzip, not JSON text: give it as <(zcat $tmp/good.json.gz)"
-	"magic.xz:magic.xz: compressed with xz, not JSON text: give it as <(xzcat $tmp/magic.xz)"
+	"good.json.gz:good.json.gz: compressed with gzip, not JSON text: give it as <(zcat "
+	"magic.xz:magic.xz: compressed with xz, not JSON text: give it as <(xzcat "
 )
 
 # COMMAND: --help and an unknown option.

@@ -895,18 +895,46 @@ static const struct compression {
 	{ "BZh", 3, "bzip2", "bzcat" },
 };
 
+/* `path` as one word of a shell command: in single quotes unless every
+ * byte is one that needs none ('my trace.json.gz' stays one file). */
+static void shell_word(char *buf, size_t size, const char *path)
+{
+	size_t used = 0;
+
+	if (path[0] && strspn(path, "abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			      "._/+-,:@%=") == strlen(path)) {
+		snprintf(buf, size, "%s", path);
+		return;
+	}
+	buf[used++] = '\'';
+	for (const char *c = path; *c && used + 6 < size; c++) {
+		if (*c == '\'') { /* ends the quotes, an escaped ', again */
+			memcpy(buf + used, "'\\''", 4);
+			used += 4;
+		} else {
+			buf[used++] = *c;
+		}
+	}
+	buf[used++] = '\'';
+	buf[used] = '\0';
+}
+
 static int refuse_compressed(struct scanner *s)
 {
+	char word[1024];
+
 	ensure(s, 6);
 	for (size_t i = 0; i < sizeof compressions / sizeof *compressions;
 	     i++) {
 		const struct compression *c = &compressions[i];
 		if (s->len < c->size || memcmp(s->text, c->magic, c->size))
 			continue;
+		shell_word(word, sizeof word, s->path);
 		return trace_error_set(s->err, "%s: compressed with %s, not "
 				       "JSON text: give it as <(%s %s)",
 				       s->path, c->name, c->decompressor,
-				       s->path);
+				       word);
 	}
 	return 0;
 }
