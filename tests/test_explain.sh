@@ -124,6 +124,13 @@ check "bad modifier exits 2" test "$rc" -eq 2
 check "bad device exits 2" test "$rc" -eq 2
 "$amptrace" explain --dtype f32 mm f32 >/dev/null 2>&1; rc=$?
 check "autocast dtype must be f16 or bf16" test "$rc" -eq 2
+# a value that is a typo of one is named; one that is none, nothing
+err=$("$amptrace" explain --device cdua mm f32 2>&1 >/dev/null)
+check "--device cdua: did you mean" grep -qF "unknown device 'cdua' (cuda or cpu); did you mean 'cuda'?" <<<"$err"
+err=$("$amptrace" explain --device xla mm f32 2>&1 >/dev/null)
+check "--device xla: no suggestion" grep -qxF "amptrace explain: unknown device 'xla' (cuda or cpu)" <<<"$err"
+err=$("$amptrace" explain --dtype bf61 mm f32 2>&1 >/dev/null)
+check "--dtype bf61: did you mean" grep -qF "'bf61' (f16 or bf16); did you mean 'bf16'?" <<<"$err"
 "$amptrace" explain mm f32 dtype=f16 >/dev/null 2>&1; rc=$?
 check "dtype= on an op without one exits 2" test "$rc" -eq 2
 "$amptrace" explain >/dev/null 2>&1; rc=$?
@@ -545,7 +552,7 @@ check "newest frobenius_norm: only .dim" grep -q '^op       frobenius_norm.dim$'
 "$amptrace" explain linear f32 f32 >/dev/full 2>"$tmp/err"
 status=$?
 check "explain to /dev/full: exit 2" status_is 2
-check "explain to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
+check "explain to /dev/full: says so" err_has "amptrace explain: cannot write standard output: No space left on device"
 
 echo "1..$count"
 exit $fail

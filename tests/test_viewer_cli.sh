@@ -42,13 +42,22 @@ printf '{"traceEvents": [ {"ph": "X", "cat": "amp.op"' >"$out/cut.json"
 expect 2 "No such file" "$out/missing.json" -o "$out/x.svg"
 expect 2 "empty file" "$out/empty.json" -o "$out/x.svg"
 expect 2 "not JSON" "$trace_fixtures/garbage.bin" -o "$out/x.svg"
+gzip -c "$fixtures/mlp.json" >"$out/mlp.json.gz"
+expect 2 "mlp.json.gz: compressed with gzip, not JSON text: give it as <(zcat " \
+	"$out/mlp.json.gz" -o "$out/x.svg"
 expect 2 "truncated" "$out/cut.json" -o "$out/x.svg"
 expect 2 "must be a number" "$trace_fixtures/wrong-types.json" -o "$out/x.svg"
 expect 2 "not supported" "$trace_fixtures/future-version.json" -o "$out/x.svg"
 expect 2 "which trace" -o "$out/x.svg"
 expect 2 "unknown option" "$fixtures/mlp.json" --colour
-expect 2 "unknown format" "$fixtures/mlp.json" --format jpg
-expect 2 "wants forward, backward or optimizer" "$fixtures/mlp.json" --phase sideways
+# a value that is a typo of one is named; one that is none, nothing
+expect 2 "unknown format 'jpg' (svg, dot or png)$" "$fixtures/mlp.json" --format jpg
+expect 2 "unknown format 'dto' (svg, dot or png); did you mean 'dot'?" \
+	"$fixtures/mlp.json" --format dto
+expect 2 "wants forward, backward, optimizer or other, got 'sideways'$" \
+	"$fixtures/mlp.json" --phase sideways
+expect 2 "got 'backwrd'; did you mean 'backward'?" "$fixtures/mlp.json" \
+	--phase backwrd
 expect 2 "no step 9" "$fixtures/mlp.json" --step 9 -o "$out/x.svg"
 expect 2 "named regions in this trace: 'forward'" "$fixtures/mlp.json" \
 	--scope decoder -o "$out/x.svg"

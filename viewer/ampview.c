@@ -43,7 +43,8 @@ static const char usage[] =
 	"                 the deepest whose graph fits 2000x2000 px.  Traces\n"
 	"                 whose ops name their modules (PyTorch's) only\n"
 	"  --no-modules   draw every op, not modules (also --depth all)\n"
-	"  --phase P      only the ops of phase P: forward, backward or optimizer\n"
+	"  --phase P      only the ops of phase P: forward, backward, optimizer\n"
+	"                 or other (a PyTorch program's ops outside them)\n"
 	"                 (default: forward when drawing modules; else all,\n"
 	"                 each step's optimizer ops folded into one box:\n"
 	"                 --phase optimizer draws them)\n"
@@ -104,6 +105,17 @@ static const struct command_line ampview_command = { "ampview" };
 static int bad_usage(const char *fmt, const char *arg)
 {
 	return command_line_error(&ampview_command, fmt, arg);
+}
+
+/* --format's value unknown, with the format meant when it is a typo. */
+static int bad_format(const struct command_line *cl, const char *text)
+{
+	const char *names[VIEW_FORMAT_COUNT + 1] = { NULL };
+
+	for (int f = 0; f < VIEW_FORMAT_COUNT; f++)
+		names[f] = view_format_name((enum view_format)f);
+	return command_line_value_error(cl, text, names, "unknown format '%s' "
+					"(svg, dot or png)", text);
 }
 
 static bool parse_count(const char *text, long max, long *value)
@@ -168,8 +180,7 @@ static int parse(int argc, char **argv, struct command *c)
 			break;
 		case OPTION_FORMAT:
 			if (view_format_from_name(optarg, &c->format) != 0)
-				return bad_usage("unknown format '%s' (svg, dot "
-						 "or png)", optarg);
+				return bad_format(&cl, optarg);
 			c->format_given = true;
 			break;
 		case OPTION_STEP:
@@ -187,8 +198,10 @@ static int parse(int argc, char **argv, struct command *c)
 			break;
 		case OPTION_PHASE:
 			if (!view_phase_known(optarg))
-				return bad_usage("--phase wants forward, backward "
-						 "or optimizer, got '%s'", optarg);
+				return command_line_value_error(
+					&cl, optarg, view_phase_names,
+					"--phase wants forward, backward, "
+					"optimizer or other, got '%s'", optarg);
 			c->view.phase = optarg;
 			break;
 		case OPTION_OPS:

@@ -186,10 +186,15 @@ static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
 	return !c->o->scope || analysis_op_in_scope(op, c->o->scope);
 }
 
+const char *const view_phase_names[] = { "forward", "backward", "optimizer",
+					 "other", NULL };
+
 bool view_phase_known(const char *phase)
 {
-	return !strcmp(phase, "forward") || !strcmp(phase, "backward") ||
-	       !strcmp(phase, "optimizer") || !strcmp(phase, "other");
+	for (int i = 0; view_phase_names[i]; i++)
+		if (!strcmp(phase, view_phase_names[i]))
+			return true;
+	return false;
 }
 
 bool view_boxes_optimizer(const struct view_options *o)
@@ -702,8 +707,8 @@ int view_select(const struct trace *trace, const struct view_options *o,
 			c.composite[parent] = true;
 	}
 	if (o->phase && !view_phase_known(o->phase)) {
-		trace_error_set(err, "unknown phase '%s' (forward, backward or "
-				"optimizer)", o->phase);
+		trace_error_set(err, "unknown phase '%s' (forward, backward, "
+				"optimizer or other)", o->phase);
 		goto out;
 	}
 	if (o->scope && check_scope(s, o->scope, err) != 0)

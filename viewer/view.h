@@ -81,8 +81,9 @@ struct view_stats {
 
 void view_options_init(struct view_options *options);
 
-/* Whether `phase` is one view_options.phase takes: "forward",
- * "backward" or "optimizer" (tracer/FORMAT.md's phases). */
+/* The phases view_options.phase takes (tracer/FORMAT.md's), NULL-ended,
+ * and whether `phase` is one. */
+extern const char *const view_phase_names[];
 bool view_phase_known(const char *phase);
 
 /* "svg" → VIEW_FORMAT_SVG.  Returns 0, or -1 when unknown. */

@@ -101,7 +101,8 @@ module_verdict 'module h.0: count == 2' PASS "2 matching ops"
 module_verdict 'module h.0 in any: count == 3' PASS "3 matching ops"
 module_verdict 'module h.0.mlp: count == 2' FAIL
 module_verdict 'op linear in module h.1: count == 1' PASS "1 matching op"
-module_verdict 'op linear in module h.1.mlp: count == 0' PASS "0 matching ops"
+module_verdict 'op linear in module h.1.mlp: count == 0' PASS \
+	"0 matching ops; no module is named 'h.1.mlp' in this trace: did you mean 'h.0.mlp'?"
 module_verdict 'casts total in module h.0 == 6' PASS "6 casts"
 module_verdict 'casts total in module lm_head == 0' PASS "0 casts"
 module_verdict 'casts total in module h.* == 0' FAIL
@@ -261,6 +262,34 @@ check "a region name far from any: said, nothing suggested" out_has "no region i
 rules 'casts to f16 for op lineer <= 0'
 capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
 check "casts for op lineer: did you mean" out_has "did you mean 'linear'?"
+
+# A module path: the closest module, or a module around one ('enc' of
+# 'enc.fc'); the steps recorded as aggregates, whose rows name no module,
+# are left out of a module's rules and said to be.  The PyTorch trace
+# with two of its four steps as aggregates, its ops and casts in 'enc.fc'.
+python3 - "$fx/aggregate-torch-autocast.json" "$tmp/modules-agg.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    if e.get("cat") in ("amp.op", "amp.cast"):
+        e["args"]["module"] = "enc.fc"
+json.dump(t, open(sys.argv[2], "w"))
+PY
+rules 'module enc.fcc: count == 0' 'module ecn: count == 0' \
+	'casts f32->bf16 in module enc == 0' \
+	'casts f32->bf16 in module enc >= 0 per step' 'module enc: count == 6'
+capture "$amptrace" check "$tmp/modules-agg.json" "$tmp/r.rules"
+check "module rules: exit 0" status_is 0
+check "a misspelt module: did you mean" \
+	out_has "no module is named 'enc.fcc' in this trace: did you mean 'enc.fc'?"
+check "... or the module around one" \
+	out_has "no module is named 'ecn' in this trace: did you mean 'enc'?"
+check "a module's casts: the aggregated steps' left out, said" \
+	out_has "(0 f32->bf16 casts; up to 6 more casts in steps recorded as aggregates, not counted: their rows do not say the module)"
+check "... per step: those steps not judged, said" \
+	out_has "2 steps recorded as aggregates (the first step 2), not judged: their rows do not say the module"
+check "a module the trace has: no hint" \
+	out_has "PASS $tmp/r.rules:5  module enc: count == 6  (6 matching ops; up to 8 more ops in steps recorded as aggregates, not counted: their rows do not say the module)"
 
 rules 'op lerp_: output f32'
 capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"

@@ -42,8 +42,10 @@ bad_traces=(
 )
 # ... and more made here, in $tmp: a JSON array of numbers, nesting too
 # deep for the reader, a raw control byte and a \u0000 in a string, a key
-# given twice.
+# given twice, a gzip'd trace and an xz one (its magic alone).
 make_bad_traces() {
+	gzip -c "$fx/good.json" >"$tmp/good.json.gz"
+	printf '\3757zXZ\0\0' >"$tmp/magic.xz"
 	printf '[1,2,3]\n' >"$tmp/numbers.json"
 	printf '[{"ph":"i","name":"a\tb"}]\n' >"$tmp/control.json"
 	printf '[{"ph":"i","name":"a\\u0000b"}]\n' >"$tmp/nul.json"
@@ -57,6 +59,8 @@ made_bad_traces=(
 	"control.json:control.json:1:21: a control character in a string"
 	"nul.json:nul.json:1:21: \\u0000 in a string"
 	"twice.json:twice.json:2:1: the key \"traceEvents\" is given twice"
+	"good.json.gz:good.json.gz: compressed with gzip, not JSON text: give it as <(zcat "
+	"magic.xz:magic.xz: compressed with xz, not JSON text: give it as <(xzcat "
 )
 
 # COMMAND: --help and an unknown option.
@@ -92,7 +96,7 @@ full_device_checks() {
 	"$amptrace" "$@" >/dev/full 2>"$tmp/err"
 	status=$?
 	check "$1 to /dev/full: exit 2" status_is 2
-	check "$1 to /dev/full: says so" err_has "amptrace: cannot write the output: No space left on device"
+	check "$1 to /dev/full: says so" err_has "amptrace $1: cannot write standard output: No space left on device"
 }
 
 # amp.diag events of a kind in a trace, with their fix and severity

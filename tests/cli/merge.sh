@@ -216,6 +216,32 @@ capture "$amptrace" merge "$tmp/span-a.json" "$tmp/span-b.json" -o "$tmp/span.js
 check "merge: duration_us spans every input (6000 us)" \
 	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
 sys.exit(abs(d["amptraceEnd"].get("duration_us", 0) - 6000) > 0.001)' "$tmp/span.json"
+# Another tool's trace starts at its first event, not at its
+# baseTimeNanoseconds: Kineto's (torch.profiler's) is a round time weeks
+# before its events (absolute time = base + ts), which merged from there
+# spanned 58 days; its metadata moves with its events.
+printf '%s\n' '{"baseTimeNanoseconds":1790857026000000000,"traceEvents":[' \
+	'{"ph":"M","name":"process_name","ts":5016165389548,"pid":7,"tid":0,"args":{"name":"python"}},' \
+	'{"name":"aten::mm","ph":"X","ts":5016165389548,"dur":50,"pid":7,"tid":1},' \
+	'{"name":"aten::add","ph":"X","ts":5016165389648,"dur":50,"pid":7,"tid":1}]}' \
+	>"$tmp/kineto.json"
+capture "$amptrace" merge "$tmp/kineto.json" "$tmp/kineto.json" -o "$tmp/kineto2.json"
+check "merge of torch.profiler's traces: its events' span (150 us), every ts from 0" \
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+ts = [e["ts"] for e in d["traceEvents"]]
+sys.exit(abs(d["amptraceEnd"]["duration_us"] - 150) > 0.001 or min(ts) != 0)' \
+	"$tmp/kineto2.json"
+# A metadata event is no time: one at ts 0 (as Chrome's are written)
+# neither starts the trace weeks before its events nor goes before 0.
+sed 's/"ts":5016165389548,"pid":7,"tid":0/"ts":0,"pid":7,"tid":0/' \
+	"$tmp/kineto.json" >"$tmp/kineto-meta0.json"
+capture "$amptrace" merge "$tmp/kineto-meta0.json" "$tmp/kineto-meta0.json" \
+	-o "$tmp/kineto-meta0-2.json"
+check "merge: a metadata event at ts 0 is no start (150 us, no ts below 0)" \
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+ts = [e["ts"] for e in d["traceEvents"]]
+sys.exit(abs(d["amptraceEnd"]["duration_us"] - 150) > 0.001 or min(ts) != 0)' \
+	"$tmp/kineto-meta0-2.json"
 capture "$amptrace" merge "$tmp/span-a.json" "$tmp/span-a.json" -o "$tmp/twice.json"
 check "merge of a trace with itself: summary says the input's duration" \
 	"$python" -c 'import json, subprocess, sys

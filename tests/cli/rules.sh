@@ -90,6 +90,35 @@ for kind in process-died dtype-mismatch banned-op fp16-overflow scaler-collapse 
 done
 accepted 'no finding "stale-cach"'
 
+# A word one or two typos from one that may stand there is named: each
+# production's word, a dtype, a comparison written backwards.  Only
+# then: 'gpux' is two from 'cpu', one too many for a short word, and
+# where one word is expected the message names it already.
+typo() { # rules column word
+	refused "$1" "1:$2: expected"
+	check "'$1': did you mean '$3'" err_has "; did you mean '$3'?"
+}
+typo 'csts total <= 5' 1 casts
+typo 'op linear: outptu bf16' 12 output
+typo 'op linear: output bf61' 19 bf16
+typo 'op linear: policy lower_precison_fp' 19 lower_precision_fp
+typo 'op linear in scop "x": output bf16' 14 scope
+typo 'op linear on cdua: output bf16' 14 cuda
+typo 'casts totl <= 3' 7 total
+typo 'casts f32->bf61 <= 5' 12 bf16
+typo 'casts total in phase backwrd <= 5' 22 backward
+typo 'casts total cache hitt <= 3' 19 hit
+typo 'casts total origin autocats <= 3' 20 autocast
+typo 'cache hit-rat >= 0.5' 7 hit-rate
+typo 'scaler skiped-steps <= 1' 8 skipped-steps
+typo 'ops totl == 3' 5 total
+typo 'ops total => 3' 11 '>='
+typo 'no fidnings' 4 findings
+refused 'op linear on gpux: output f16' "1:14: expected a device"
+check "'gpux': no suggestion" err_lacks "did you mean"
+refused 'casts total for ip linear <= 2' "1:17: expected 'op', got 'ip'"
+check "one word expected: no suggestion" err_lacks "did you mean"
+
 # ----------------------------------------- where, in a file of several lines
 printf '# a comment\n\n  op linear: output f16   # trailing comment\r\n\tcasts f32->f17 <= 1\nop softmax: output f32\n' >"$tmp/lines.rules"
 capture "$amptrace" check "$fx/good.json" "$tmp/lines.rules"

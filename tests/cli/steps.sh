@@ -53,6 +53,39 @@ printf 'casts f32->bf16 <= 6 per step\n' >"$tmp/tight.rules"
 capture "$amptrace" check "$tmp/bounded.json" "$tmp/tight.rules"
 check "check: a per-step rule fails in the aggregated steps too" \
 	out_has "60 of 60 steps fail"
+# A rule asking what aggregate rows do not say (a region, autocast,
+# inputs) leaves those steps out and says so: a step's row is no step
+# without casts in a scope.  A cast row is no cast of every module: in
+# libamp's traces, which name no module, it is in none (check.sh has a
+# PyTorch trace's).
+printf '%s\n' 'casts total in module lm_head == 0' \
+	'casts f32->bf16 in scope forward >= 7 per step' \
+	'op linear under autocast: count == 60' >"$tmp/unsaid.rules"
+capture "$amptrace" check "$tmp/bounded.json" "$tmp/unsaid.rules"
+check "check: rules on what aggregates do not say hold on the detailed steps" \
+	status_is 0
+check "... a module, in a trace naming none: no aggregated cast is in it" \
+	out_has "(0 casts; no op of this trace names its module (PyTorch traces do, from format 1.4))"
+check "... a region, per step: the aggregated steps not judged, said" \
+	out_has "(at most 7 per step over 20 steps, marked by scaler update; 40 steps recorded as aggregates (the first step 20), not judged: their rows do not say the region)"
+check "... autocast: the aggregated ops not counted, said" \
+	out_has "(60 matching ops; up to 120 more ops in steps recorded as aggregates, not counted: their rows do not say whether autocast applied)"
+capture "$amptrace" check "$tmp/full.json" "$tmp/unsaid.rules"
+check "... the same rules on the run in full detail: the count is all of it" \
+	out_has "actual:   180 matching ops"
+printf 'casts f32->bf16 under autocast <= 6 per step\n' >"$tmp/unsaid-tight.rules"
+capture "$amptrace" check "$tmp/bounded.json" "$tmp/unsaid-tight.rules"
+check "... the detailed steps are still judged" \
+	out_has "step 0 has 7; 20 of 20 steps fail"
+# ... and where every step is an aggregate, such a per-step rule judged
+# none: it fails, as the count of the same rule does.
+"$amptrace" run -q -o "$tmp/no-detail.json" --steps 100:110 -- "$mlp" \
+	--steps 10 >/dev/null
+printf 'casts f32->bf16 in scope forward >= 1 per step\n' >"$tmp/none.rules"
+capture "$amptrace" check "$tmp/no-detail.json" "$tmp/none.rules"
+check "... every step an aggregate: a per-step rule judged none fails" \
+	status_is 1
+check "... and says so" out_has "actual:   no step judged; 10 steps recorded as aggregates (the first step 0), not judged: their rows do not say the region"
 
 # -------------------------------------------------------- choosing steps
 "$amptrace" run -q -o "$tmp/window.json" --steps 10:13 -- "$mlp" --steps 30 \

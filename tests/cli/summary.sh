@@ -32,7 +32,14 @@ for entry in "${made_bad_traces[@]}"; do
 	check "summary $file: exit 2" status_is 2
 	check "summary $file: says why" err_has "$message"
 done
-full_device_checks summary "$fx/good.json"
+# The pipe a compressed trace is refused with runs as given, whatever
+# its path (TMPDIR's with them): a space or a quote stays in one word.
+cp "$tmp/good.json.gz" "$tmp/it's a trace.gz"
+capture "$amptrace" summary "$tmp/it's a trace.gz"
+pipe=$(sed -n 's/.*: give it as //p' "$tmp/err")
+capture bash -c "\"\$1\" summary $pipe" bash "$amptrace"
+check "summary of a compressed trace: the pipe it says reads it" \
+	out_has "steps: 2"
 full_device_checks summary --json "$fx/good.json"
 
 # ------------------------------------------------------------- summary
@@ -60,6 +67,12 @@ check "summary by module: the outermost module" \
 	out_has "  (outermost)        2      2      -       1       0   3.375 us  f16->f32 1"
 check "summary by module: ops of no module, last" in_order \
 	"  lm_head " "  (no module)        4      4      -       1       0   6.375 us"
+check "summary by module: no step left out" out_lacks "left out: their rows name no module"
+# the steps recorded as aggregates name no module: the table says it
+# leaves them out
+capture "$amptrace" summary "$fx/aggregate-torch-autocast.json"
+check "summary by module: the aggregated steps said to be left out" \
+	out_has "  (the 2 steps recorded as per-step aggregates left out: their rows name no module)"
 capture "$amptrace" summary --depth 3 "$fx/modules.json"
 check "summary --depth 3: h.0 split" out_has "  h.0.mlp            1      -      1       3"
 check "summary --depth 3: no h.0 row" out_lacks "  h.0      "
@@ -146,6 +159,9 @@ rm -f "$palette"
 capture "$amptrace" summary --color=sometimes "$tmp/cc.json"
 check "summary --color=sometimes: exit 2" status_is 2
 check "summary --color=sometimes: says what is allowed" err_has "--color must be auto, always or never, not 'sometimes'"
+check "summary --color=sometimes: no suggestion" err_lacks "did you mean"
+capture "$amptrace" summary --color=alwyas "$tmp/cc.json"
+check "summary --color=alwyas: the value meant" err_has "not 'alwyas'; did you mean 'always'?"
 # auto: colour on a terminal (script(1) gives one), none under NO_COLOR
 capture script -qec "'$amptrace' summary '$tmp/cc.json'" /dev/null
 check "summary on a terminal: coloured" out_has "$(printf '\033[33mwarning')"

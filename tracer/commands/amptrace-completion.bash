@@ -97,7 +97,7 @@ _ampview() {
 	case $prev in
 	-o | --output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--format) COMPREPLY=($(compgen -W "svg dot png" -- "$cur")); return ;;
-	--phase) COMPREPLY=($(compgen -W "forward backward optimizer" -- "$cur")); return ;;
+	--phase) COMPREPLY=($(compgen -W "forward backward optimizer other" -- "$cur")); return ;;
 	esac
 	if [[ $cur == -* ]]; then
 		COMPREPLY=($(compgen -W "$(_amptrace_options "${COMP_WORDS[0]}")" -- "$cur"))

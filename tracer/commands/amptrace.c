@@ -87,7 +87,7 @@ static int unknown_command(const char *name)
  * pipe) must not pass for success: stdout is checked once, at the end.
  * Closed, not flushed: its filter (terminal_text.h) lets go of what it
  * holds only then. */
-static int output_written(int status)
+static int output_written(int status, const char *command)
 {
 	errno = 0;
 	bool failed = ferror(stdout);
@@ -95,8 +95,9 @@ static int output_written(int status)
 		failed = true;
 	if (!failed)
 		return status;
-	fprintf(stderr, "amptrace: cannot write the output%s%s\n",
-		errno ? ": " : "", errno ? strerror(errno) : "");
+	fprintf(stderr, "amptrace%s%s: cannot write standard output%s%s\n",
+		command ? " " : "", command ? command : "", errno ? ": " : "",
+		errno ? strerror(errno) : "");
 	return 2;
 }
 
@@ -172,5 +173,8 @@ int main(int argc, char **argv)
 	inherit_save();
 	terminal_filter_stdout();
 	terminal_filter_stderr();
-	return output_written(run_command(argc, argv));
+	/* amptrace's own options (--help, --version) come before the
+	 * command, and end the run */
+	const char *command = argc > 1 && argv[1][0] != '-' ? argv[1] : NULL;
+	return output_written(run_command(argc, argv), command);
 }

@@ -46,7 +46,8 @@ static const char check_usage[] =
 	"  -h, --help    this text\n"
 	"\n"
 	"Exit status: 0 every rule holds, 1 a rule failed or no op was\n"
-	"recorded, 2 bad input (unreadable trace, rule syntax error).\n";
+	"recorded, 2 bad input (unreadable trace, rule syntax error) or an\n"
+	"output that cannot be written.\n";
 
 struct outcome {
 	bool pass;
@@ -145,17 +146,64 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	return true;
 }
 
-/* The casts a step recorded as aggregates counts for a casts rule; none
- * when the rule asks what its rows do not say (a region, a device,
- * whether autocast applied). */
-static size_t aggregate_casts_selected(const struct rule *r,
+/* Whether an op or cast of the trace names its nn.Module (PyTorch
+ * traces of format 1.4): in a trace that names none (libamp's), no step
+ * recorded as aggregates has an op or a cast in a module either. */
+static bool names_modules(const struct trace *t)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if ((e->kind == TRACE_OP && e->op.module) ||
+		    (e->kind == TRACE_CAST && e->cast.module))
+			return true;
+	}
+	return false;
+}
+
+/* What the rows of a step recorded as aggregates do not say that rule
+ * `r` asks (FORMAT.md §3.12: a row keeps no region, module, inputs or
+ * autocast state, a cast's row no device), or NULL when they answer it.
+ * Such a rule cannot count those steps: it leaves them out, and says so. */
+static const char *aggregates_lack(const struct trace *t, const struct rule *r)
+{
+	const struct rule_filter *f = &r->filter;
+
+	if (f->scope)
+		return "the region";
+	if (f->module && names_modules(t))
+		return "the module";
+	if (f->autocast >= 0)
+		return "whether autocast applied";
+	if (r->kind == RULE_CASTS && f->device)
+		return "a cast's device";
+	for (int k = 0; k < r->nchecks; k++)
+		if (r->checks[k].kind == CHECK_INPUTS)
+			return "the inputs";
+	return NULL;
+}
+
+/* "; up to 30 more casts in steps recorded as aggregates, not counted:
+ * their rows do not say the module" */
+static void append_left_out(char *buf, size_t size, size_t left_out,
+			    const char *what, const struct trace *t,
+			    const struct rule *r)
+{
+	size_t used = strlen(buf);
+
+	if (left_out)
+		snprintf(buf + used, size - used, "; up to %zu more %s in steps "
+			 "recorded as aggregates, not counted: their rows do "
+			 "not say %s", left_out, what, aggregates_lack(t, r));
+}
+
+/* The casts of a step recorded as aggregates that rule `r` would count if
+ * its rows said all it asks (aggregates_lack). */
+static size_t aggregate_casts_matching(const struct rule *r,
 				       const struct trace_aggregate *g)
 {
 	const struct rule_filter *f = &r->filter;
 	size_t n = 0;
 
-	if (f->scope || f->device || f->autocast >= 0)
-		return 0;
 	for (int k = 0; k < g->ncasts; k++) {
 		const struct trace_aggregate_cast *c = &g->casts[k];
 		if (strcmp(f->origin ? f->origin : "autocast", "any") &&
@@ -177,6 +225,17 @@ static size_t aggregate_casts_selected(const struct rule *r,
 		n += c->count;
 	}
 	return n;
+}
+
+/* The casts a step recorded as aggregates counts for a casts rule: none
+ * when its rows cannot answer the rule (`lacking`: aggregates_lack), nor
+ * in a module, which no row names. */
+static size_t aggregate_casts_selected(bool lacking, const struct rule *r,
+				       const struct trace_aggregate *g)
+{
+	if (lacking || r->filter.module)
+		return 0;
+	return aggregate_casts_matching(r, g);
 }
 
 static size_t describe_tensor(char *buf, size_t size,
@@ -326,6 +385,8 @@ struct op_tally {
 	char focus[RULE_MAX_CHECKS][400]; /* ... and what it has instead */
 	/* same name, left out by the default phase: backward, optimizer */
 	size_t other_phase[OTHER_PHASES];
+	/* ops of steps recorded as aggregates the rule cannot judge */
+	size_t left_out;
 };
 
 static void tally_ops(const struct trace *t, const struct rule *r,
@@ -357,21 +418,15 @@ static void tally_ops(const struct trace *t, const struct rule *r,
 }
 
 /* A row of a step recorded as aggregates as an op (no inputs, no
- * region, autocast unknown), for the filters and checks that need
- * neither: into `op` and its output `out` (of kind `out_info`). */
-static bool aggregate_as_op(const struct trace_aggregate_op *row,
-			    const struct rule *r, struct trace_op *op,
-			    struct trace_tensor *out,
+ * region, no module, autocast unknown), for the filters and checks that
+ * need none of them (aggregates_lack): into `op` and its output `out`
+ * (of kind `out_info`). */
+static void aggregate_as_op(const struct trace_aggregate_op *row,
+			    struct trace_op *op, struct trace_tensor *out,
 			    struct trace_tensor_info *out_info)
 {
 	static const struct trace_autocast unknown = { 0 };
-	const struct rule_filter *f = &r->filter;
 
-	for (int k = 0; k < r->nchecks; k++)
-		if (r->checks[k].kind == CHECK_INPUTS)
-			return false;
-	if (f->scope || f->autocast >= 0)
-		return false;
 	*out_info = (struct trace_tensor_info){ .dtype = row->dtype };
 	*out = (struct trace_tensor){ .info = out_info };
 	*op = (struct trace_op){
@@ -381,27 +436,36 @@ static bool aggregate_as_op(const struct trace_aggregate_op *row,
 		.noutputs = row->dtype ? 1 : 0, .outputs = out,
 		.error = row->failed ? "failed" : NULL,
 	};
-	return true;
 }
 
 /* The rows of steps recorded as aggregates, each `count` ops of one
  * name, phase, policy, output dtype and device; rules that ask what the
- * rows do not say (inputs, regions, autocast) leave them out. */
+ * rows do not say (aggregates_lack) leave them out, counted apart. */
 static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
 				struct op_tally *tally)
 {
 	struct trace_op op;
 	struct trace_tensor out;
 	struct trace_tensor_info out_info;
+	/* what a row says of the rule's filters */
+	struct rule_filter known = r->filter;
+	bool lacking = aggregates_lack(t, r) != NULL;
 
+	known.scope = known.module = NULL;
+	known.autocast = -1;
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		for (int j = 0; e->kind == TRACE_AGGREGATE &&
 				j < e->aggregate.nops; j++) {
 			const struct trace_aggregate_op *row = &e->aggregate.ops[j];
-			if (!check_name_matches(r->op, row->op, row->overload) ||
-			    !aggregate_as_op(row, r, &op, &out, &out_info))
+			if (!check_name_matches(r->op, row->op, row->overload))
 				continue;
+			aggregate_as_op(row, &op, &out, &out_info);
+			if (lacking) {
+				if (op_selected(&known, &op, "forward"))
+					tally->left_out += row->count;
+				continue;
+			}
 			if (!op_selected(&r->filter, &op, "forward")) {
 				if (!r->filter.phase &&
 				    op_selected(&r->filter, &op, "any"))
@@ -521,6 +585,8 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	if (o->pass)
 		set(o->actual, sizeof o->actual, "%zu matching op%s",
 		    tally.matched, tally.matched == 1 ? "" : "s");
+	append_left_out(o->actual, sizeof o->actual, tally.left_out, "ops", t,
+			r);
 }
 
 static void describe_cast(char *buf, size_t size, const struct analysis *a,
@@ -625,6 +691,22 @@ static void append_unjudged(char *buf, size_t size, int unjudged,
 			 "%d), not judged", unjudged, first);
 }
 
+/* "; 10 steps recorded as aggregates (the first step 20), not judged:
+ * their rows do not say the module" */
+static void append_silent_steps(char *buf, size_t size, int silent,
+				int first, const struct trace *t,
+				const struct rule *r)
+{
+	size_t used = strlen(buf);
+
+	if (silent)
+		snprintf(buf + used, size - used, "; %d step%s recorded as "
+			 "aggregates (%s step %d), not judged: their rows do "
+			 "not say %s", silent, silent == 1 ? "" : "s",
+			 silent == 1 ? "" : "the first", first,
+			 aggregates_lack(t, r));
+}
+
 /* A `per step` casts rule's verdict over the steps' counts: every step
  * must hold it; a step cut short (a killed process's last, or the last
  * of a trace that stops early) is judged only where its partial count
@@ -636,9 +718,17 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 	char marker[96];
 	int nsteps = a->nsteps, bad = 0, first_bad = -1;
 	int unjudged = 0, first_unjudged = -1;
+	/* steps recorded as aggregates, whose rows cannot answer the rule */
+	int silent = 0, first_silent = -1;
+	bool lacking = aggregates_lack(a->trace, r) != NULL;
 	size_t most = 0;
 
-	for (int s = 0; s < nsteps; s++) {
+	for (int s = 0; s < a->nsteps; s++) {
+		if (lacking && a->steps.aggregated[s]) {
+			if (!silent++)
+				first_silent = s;
+			continue;
+		}
 		bool cut = step_cut_short(a, s);
 		enum partial_verdict v =
 			cut ? cut_short_verdict((double)per_step[s], r)
@@ -653,10 +743,16 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 		if (!cut && per_step[s] > most)
 			most = per_step[s];
 	}
-	o->pass = bad == 0;
+	nsteps -= silent; /* the steps judged */
+	/* every step left out: the rule was answered in no step, which
+	 * is no pass (a trace of no op fails alike: empty_trace_failure) */
+	bool none_judged = silent && nsteps - unjudged == 0;
+	o->pass = bad == 0 && !none_judged;
 	set(o->expected, sizeof o->expected, "%s %s %g in every step", label,
 	    rule_cmp_text(r->cmp), r->number);
-	if (o->pass)
+	if (none_judged)
+		set(o->actual, sizeof o->actual, "no step judged");
+	else if (o->pass)
 		set(o->actual, sizeof o->actual, "at most %zu per step over %d "
 		    "step%s, %s", most, nsteps - unjudged,
 		    nsteps - unjudged == 1 ? "" : "s",
@@ -671,6 +767,8 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 		    marked_by(a, marker, sizeof marker));
 	append_unjudged(o->actual, sizeof o->actual, unjudged, first_unjudged,
 			first_unjudged >= 0 ? per_step[first_unjudged] : 0);
+	append_silent_steps(o->actual, sizeof o->actual, silent, first_silent,
+			    a->trace, r);
 	return first_bad;
 }
 
@@ -681,7 +779,8 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	int nsteps = a->nsteps > 0 ? a->nsteps : 1;
 	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
 	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
-	size_t total = 0, first = SIZE_MAX;
+	size_t total = 0, first = SIZE_MAX, left_out = 0;
+	bool lacking = aggregates_lack(t, r) != NULL;
 	char label[64];
 
 	if (!per_step || !first_in_step) {
@@ -695,8 +794,11 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		const struct trace_event *e = &t->events[i];
 		bool cast = e->kind == TRACE_CAST || e->kind == TRACE_OTHER_CAST;
 		size_t n = e->kind == TRACE_AGGREGATE
-				   ? aggregate_casts_selected(r, &e->aggregate)
+				   ? aggregate_casts_selected(lacking, r,
+							      &e->aggregate)
 				   : cast && cast_selected(a, r, e);
+		if (e->kind == TRACE_AGGREGATE && lacking)
+			left_out += aggregate_casts_matching(r, &e->aggregate);
 		if (!n)
 			continue;
 		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
@@ -716,6 +818,8 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		set(o->expected, sizeof o->expected, "%s %s %g", label,
 		    rule_cmp_text(r->cmp), r->number);
 		set(o->actual, sizeof o->actual, "%zu %s", total, label);
+		append_left_out(o->actual, sizeof o->actual, left_out, "casts",
+				t, r);
 		if (!o->pass && first != SIZE_MAX)
 			describe_cast(o->first, sizeof o->first, a,
 				      &t->events[first]);

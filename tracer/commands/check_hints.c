@@ -1,11 +1,14 @@
-/* "Did you mean" for the op and region names of `amptrace check`'s rules
- * (see check_hints.h), through the one edit-distance helper of the
- * tracer (edit_distance.h). */
+/* "Did you mean" for the op, region and module names of `amptrace
+ * check`'s rules (see check_hints.h), through the one edit-distance
+ * helper of the tracer (edit_distance.h). */
 #include "check_hints.h"
+#include "analyze.h"
 #include "edit_distance.h"
+#include "id_map.h"
 
 #include <fnmatch.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +38,18 @@ struct candidates {
 	bool matched;         /* some candidate matches the pattern itself */
 };
 
+/* Keeps `label` when it is the closest to the word so far. */
+static void offer_label(struct candidates *c, const char *label)
+{
+	struct closest_name closest = { NULL, c->distance };
+
+	closest_name_offer(&closest, c->word, label);
+	if (closest.name) {
+		c->distance = closest.distance;
+		snprintf(c->best, sizeof c->best, "%s", label);
+	}
+}
+
 /* Offers `name` (with `overload` when not NULL: "softmax.int"). */
 static void offer(struct candidates *c, const char *name, const char *overload)
 {
@@ -50,12 +65,7 @@ static void offer(struct candidates *c, const char *name, const char *overload)
 		c->nseen++;
 	snprintf(label, sizeof label, "%s%s%s", name, overload ? "." : "",
 		 overload ? overload : "");
-	struct closest_name closest = { NULL, c->distance };
-	closest_name_offer(&closest, c->word, label);
-	if (closest.name) {
-		c->distance = closest.distance;
-		snprintf(c->best, sizeof c->best, "%s", label);
-	}
+	offer_label(c, label);
 }
 
 static void append(char *actual, size_t size, const char *fmt, ...)
@@ -136,6 +146,66 @@ static void hint_scope(const struct trace *t, const char *pattern,
 		       pattern);
 }
 
+/* A module the trace has, and each module around it ('h.0' of
+ * 'h.0.attn'), unless one matches the pattern.  A model has thousands of
+ * modules, each interned once (trace.h): `seen` keeps every one offered,
+ * so each costs its edit distances once. */
+static void offer_module(struct candidates *c, struct id_map *seen,
+			 const char *pattern, const char *module)
+{
+	char parent[256];
+
+	if (!module || c->matched)
+		return;
+	size_t *offered = id_map_find(seen, 0, (uintptr_t)module, true);
+	if (offered && *offered)
+		return;
+	if (offered)
+		*offered = 1;
+	if (analysis_in_module(module, pattern)) {
+		c->matched = true;
+		return;
+	}
+	offer_label(c, module);
+	for (const char *dot = strchr(module, '.'); dot;
+	     dot = strchr(dot + 1, '.')) {
+		snprintf(parent, sizeof parent, "%.*s", (int)(dot - module),
+			 module);
+		offer_label(c, parent);
+	}
+}
+
+/* A module path that matches no module of the trace (`in module lm_hed`,
+ * `module fcc1: count == 0`, which pass in silence otherwise). */
+static void hint_module(const struct trace *t, const char *pattern,
+			char *actual, size_t size)
+{
+	struct candidates c = candidates_for(pattern);
+	struct id_map seen = { 0 };
+	bool any = false;
+
+	for (size_t i = 0; i < t->nevents && !c.matched; i++) {
+		const struct trace_event *e = &t->events[i];
+		const char *module = e->kind == TRACE_OP ? e->op.module
+				     : e->kind == TRACE_CAST ? e->cast.module
+							     : NULL;
+		any |= module != NULL;
+		offer_module(&c, &seen, pattern, module);
+	}
+	id_map_free(&seen);
+	if (c.matched)
+		return;
+	if (!any)
+		append(actual, size, "; no op of this trace names its module "
+		       "(PyTorch traces do, from format 1.4)");
+	else if (c.best[0])
+		append(actual, size, "; no module is named '%s' in this trace: "
+		       "did you mean '%s'?", pattern, c.best);
+	else
+		append(actual, size, "; no module is named '%s' in this trace",
+		       pattern);
+}
+
 void check_hints_add(const struct trace *t, const struct rule *r,
 		     char *actual, size_t size)
 {
@@ -147,4 +217,6 @@ void check_hints_add(const struct trace *t, const struct rule *r,
 		hint_op(t, op, actual, size);
 	if (r->filter.scope)
 		hint_scope(t, r->filter.scope, actual, size);
+	if (r->filter.module)
+		hint_module(t, r->filter.module, actual, size);
 }

@@ -1,7 +1,7 @@
 /* What `amptrace check` adds to a rule's outcome when the rule names an
- * op or a region the trace does not have: "did you mean 'linear'?" for
- * `op lineer`, "no region is named 'los' in this trace; did you mean
- * 'loss'?" for `in scope los`.  Hints never change a rule's verdict (a
+ * op, a region or a module the trace does not have: "did you mean
+ * 'linear'?" for `op lineer`, "no region is named 'los' in this trace;
+ * did you mean 'loss'?" for `in scope los`, the same for `in module`.  Hints never change a rule's verdict (a
  * `count == 0` rule about an op that never runs is meant): they make a
  * misspelt name visible where the rule's result is printed. */
 #ifndef AMPTRACE_CHECK_HINTS_H

@@ -43,7 +43,8 @@ static const char diff_usage[] =
 	"              (default 2)\n"
 	"  -h, --help  this text\n"
 	"\n"
-	"Exit status: 0 no change, 1 changes, 2 bad input.\n";
+	"Exit status: 0 no change, 1 changes, 2 bad input or standard output\n"
+	"that cannot be written.\n";
 
 static void oom(void)
 {

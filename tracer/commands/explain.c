@@ -106,7 +106,8 @@ static void usage(FILE *out)
 	      "  -h, --help         this text\n"
 	      "\n"
 	      "Exit status: 0 answered (also when autocast raises: see the "
-	      "error), 2 bad usage.\n"
+	      "error), 2 bad usage\n"
+	      "or standard output that cannot be written.\n"
 	      "Examples:\n"
 	      "  amptrace explain mm f32:leaf f32\n"
 	      "  amptrace explain --device cpu --json cat bf16 f32\n"
@@ -729,6 +730,10 @@ static bool is_number_arg(const char *arg)
 	return isdigit((unsigned char)arg[1]) || arg[1] == '.';
 }
 
+/* For "did you mean": the values of --device and --dtype. */
+static const char *const device_names[] = { "cuda", "cpu", NULL };
+static const char *const autocast_dtype_names[] = { "f16", "bf16", NULL };
+
 /* One option with its value (optarg); 0, or the exit status. */
 static int set_option(struct explain *ex, int option, bool *dtype_set,
 		      bool *list)
@@ -747,14 +752,17 @@ static int set_option(struct explain *ex, int option, bool *dtype_set,
 		return parse_torch(ex, optarg);
 	case OPTION_DEVICE:
 		if (amp_device_type_from_name(optarg, &ex->device) != 0)
-			return usage_error("unknown device '%s' (cuda or cpu)",
-					   optarg);
+			return command_line_value_error(
+				&explain_command, optarg, device_names,
+				"unknown device '%s' (cuda or cpu)", optarg);
 		return 0;
 	case OPTION_DTYPE:
 		if (amp_dtype_from_name(optarg, &ex->lp) != 0 ||
 		    (ex->lp != AMP_DTYPE_F16 && ex->lp != AMP_DTYPE_BF16))
-			return usage_error("unsupported autocast dtype '%s' "
-					   "(f16 or bf16)", optarg);
+			return command_line_value_error(
+				&explain_command, optarg, autocast_dtype_names,
+				"unsupported autocast dtype '%s' (f16 or bf16)",
+				optarg);
 		*dtype_set = true;
 		return 0;
 	default:

@@ -1,7 +1,8 @@
 /* `amptrace merge RANK0.json RANK1.json ... -o ALL.json`: joins per-rank
  * traces into one, one process per rank (pid = rank + 1), timestamps moved
- * onto a common origin through each file's baseTimeNanoseconds (wall
- * clock, so ranks on different hosts line up as well as their clocks do).
+ * onto a common origin, the earliest input's start, through each file's
+ * baseTimeNanoseconds (wall clock, so ranks on different hosts line up as
+ * well as their clocks do).
  * Inputs that are truncated, or still being written, are merged as far
  * as they go, with a warning; inputs that do not load as traces are
  * refused. */
@@ -81,7 +82,10 @@ struct input {
 struct merge {
 	struct input *inputs;
 	int ninputs;
-	double base_ns;
+	/* the merged ts 0: the earliest input's start, its base plus
+	 * origin_us (another tool's first event: first_event_us), kept
+	 * apart so that a shift is exact where bases are equal */
+	double base_ns, origin_us;
 	int64_t next_extra_pid;
 	struct trace_writer writer;
 	struct input *current;
@@ -254,12 +258,18 @@ static int merge_foreign_event(struct merge *m, struct input *in,
 {
 	set_number(event, "pid", (double)map_pid(m, in, e->pid));
 	cJSON *ts = cJSON_GetObjectItemCaseSensitive(event, "ts");
-	double moved = e->ts;
+	/* the model keeps no time of a metadata event: its text has it */
+	double moved = e->kind == TRACE_META && cJSON_IsNumber(ts)
+			       ? ts->valuedouble : e->ts;
 	if (cJSON_IsNumber(ts) && !move_ts(in, &moved))
 		return trace_error_set(m->err, "%s:%u: event %u: ts %g moved "
 				       "to the merged trace's start is out of "
 				       "range", in->path, e->line, e->index,
 				       e->ts);
+	/* a metadata event has no time (Chrome's and others' say ts 0):
+	 * it moves with its events, never before the merged start */
+	if (e->kind == TRACE_META && moved < 0)
+		moved = 0;
 	if (cJSON_IsNumber(ts))
 		cJSON_SetNumberValue(ts, moved);
 	if (map_foreign_flow_id(m, in, event) != 0)
@@ -533,6 +543,47 @@ static bool read_same_file(const struct input *in)
 		now.st_mtim.tv_nsec == in->file.st_mtim.tv_nsec);
 }
 
+/* Keeps the earliest ts (µs) of the events that have one: not a
+ * metadata event's, which is no time (often 0, weeks before the events
+ * of a trace with a Kineto-like base). */
+static int earliest_ts(void *ctx, struct trace *trace,
+		       const struct trace_event *e, cJSON *json,
+		       struct trace_error *err)
+{
+	double *earliest = ctx;
+	const cJSON *ts = json ? cJSON_GetObjectItemCaseSensitive(json, "ts")
+			       : NULL;
+
+	(void)trace;
+	(void)err;
+	if (e->kind == TRACE_META)
+		return TRACE_FORGET;
+	if (cJSON_IsNumber(ts))
+		*earliest = fmin(*earliest, ts->valuedouble);
+	else if (!json && e->kind != TRACE_META)
+		*earliest = fmin(*earliest, e->ts);
+	return TRACE_FORGET;
+}
+
+/* Where another tool's trace starts after its baseTimeNanoseconds, in
+ * µs: at its first event.  Kineto's base is a round time weeks before
+ * its events (absolute time = base + ts), where amptrace's is its ts 0,
+ * the program's start: merged from the base, a torch.profiler trace
+ * spanned 58 days.  Returns 0, or -1 with err set. */
+static int first_event_us(const struct input *in, double *first_us,
+			  struct trace_error *err)
+{
+	struct trace scan = { 0 };
+	double earliest = INFINITY;
+	struct trace_filter filter = { &earliest, earliest_ts,
+				       .stop_at = in->stop_at };
+	int status = load_input(in, &scan, &filter, err);
+
+	trace_free(&scan);
+	*first_us = isfinite(earliest) ? earliest : 0;
+	return status;
+}
+
 /* Pass 1: every input's outline (its events are decoded once, in pass
  * 2, where a bad one stops the merge): its header, rank, time base, its
  * events counted, where a truncated one's last whole event ends.
@@ -564,9 +615,20 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 			"(its writer was stopped, or is still writing it); "
 			"merging its %zu complete events\n", in->path,
 			in->events);
+	/* amptrace's ts 0 is the program's start (its trailer's duration
+	 * counts from it); another tool's, its base */
+	double first_us = 0;
+	if (in->trace.base_ns > 0 && !in->amptrace && !in->trace.finalized &&
+	    first_event_us(in, &first_us, m->err) != 0) {
+		fprintf(stderr, "amptrace merge: %s\n", m->err->message);
+		return 2;
+	}
+	double start_ns = in->trace.base_ns + first_us * 1000.0;
 	if (in->trace.base_ns > 0 &&
-	    (m->base_ns == 0 || in->trace.base_ns < m->base_ns))
+	    (m->base_ns == 0 || start_ns < m->base_ns + m->origin_us * 1000.0)) {
 		m->base_ns = in->trace.base_ns;
+		m->origin_us = first_us;
+	}
 	return 0;
 }
 
@@ -590,7 +652,8 @@ static void assign_ranks(struct merge *m)
 		if (in->new_rank > max_rank)
 			max_rank = in->new_rank;
 		if (in->trace.base_ns > 0)
-			in->shift_us = (in->trace.base_ns - m->base_ns) / 1000.0;
+			in->shift_us = (in->trace.base_ns - m->base_ns) / 1000.0 -
+				       m->origin_us;
 	}
 	/* one input is rank 0 by its position: nothing to say */
 	if (!ranks_ok && m->ninputs > 1)
@@ -611,7 +674,8 @@ static int open_output(struct merge *m, const char *out)
 		return 2;
 	struct trace_header header = merged_header(m, merged);
 	int status = trace_writer_open_whole(&m->writer, out, &header,
-					     (uint64_t)m->base_ns);
+					     (uint64_t)(m->base_ns +
+							m->origin_us * 1000.0));
 	if (status != 0)
 		fprintf(stderr, "amptrace merge: cannot write %s: %s\n",
 			strcmp(out, "-") ? out : "standard output",

@@ -33,6 +33,15 @@ static const char *const scaler_metrics[] = { "skipped-steps", "steps",
 static const char *const ops_metrics[] = { "total", NULL };
 static const char *const rule_starts[] = { "op", "module", "ops", "casts", "cache",
 					   "scaler", "no", "finding", NULL };
+/* The words that may follow others, for "did you mean". */
+static const char *const in_words[] = { "scope", "module", "phase", "forward",
+					"backward", "optimizer", "other",
+					"any", NULL };
+static const char *const check_words[] = { "output", "inputs", "policy",
+					   "count", NULL };
+static const char *const no_words[] = { "finding", "findings", "casts",
+					NULL };
+static const char *const direction_words[] = { "total", "to", "from", NULL };
 
 enum token_kind { TOKEN_END, TOKEN_WORD, TOKEN_STRING, TOKEN_NUMBER,
 		  TOKEN_SYMBOL };
@@ -219,6 +228,26 @@ static int expected(struct parser *p, const char *what)
 			       p->lineno, p->tok.col, what, got);
 }
 
+/* expected(), with "; did you mean 'NAME'?" when the word (or symbol)
+ * written is a typo of one of `names`, the words that may stand there:
+ * 'outptu' is 'output', '=>' is '>='. */
+static int expected_one_of(struct parser *p, const char *what,
+			   const char *const *names)
+{
+	if (p->failed)
+		return -1;
+	int status = expected(p, what);
+	const char *close = NULL;
+	if (p->tok.kind == TOKEN_WORD || p->tok.kind == TOKEN_SYMBOL)
+		close = closest_name_among(p->tok.text, names);
+	if (close && p->err) {
+		size_t n = strlen(p->err->message);
+		snprintf(p->err->message + n, sizeof p->err->message - n,
+			 "; did you mean '%s'?", close);
+	}
+	return status;
+}
+
 static void list_names(const char *const *names, char *buf, size_t size)
 {
 	size_t n = 0;
@@ -269,14 +298,14 @@ static const char *expect_name(struct parser *p, const char *const *names,
 			}
 	list_names(names, list, sizeof list);
 	snprintf(buf, sizeof buf, "%s (%s)", what, list);
-	expected(p, buf);
+	expected_one_of(p, buf, names);
 	return NULL;
 }
 
 static int expect_cmp(struct parser *p, enum rule_cmp *cmp, double *number)
 {
 	static const char *const texts[] = { "<=", "<", ">=", ">", "==", "!=",
-					      "=" };
+					      "=", NULL };
 	static const enum rule_cmp values[] = { CMP_LE, CMP_LT, CMP_GE, CMP_GT,
 						CMP_EQ, CMP_NE, CMP_EQ };
 	int found = -1;
@@ -285,7 +314,8 @@ static int expect_cmp(struct parser *p, enum rule_cmp *cmp, double *number)
 		if (!strcmp(p->tok.text, texts[i]))
 			found = i;
 	if (found < 0)
-		return expected(p, "a comparison (<= < >= > == !=)");
+		return expected_one_of(p, "a comparison (<= < >= > == !=)",
+				       texts);
 	*cmp = values[found];
 	if (next(p) != 0)
 		return -1;
@@ -332,9 +362,11 @@ static int parse_filters(struct parser *p, struct rule *r, bool casts)
 				   is_word(p, "any")) {
 				f->phase = expect_name(p, phase_names, "a phase");
 			} else {
-				return expected(p, "'scope', 'module', 'phase', "
-						"'forward', 'backward', 'optimizer', "
-						"'other' or 'any' after 'in'");
+				return expected_one_of(p, "'scope', 'module', "
+						       "'phase', 'forward', "
+						       "'backward', 'optimizer', "
+						       "'other' or 'any' after "
+						       "'in'", in_words);
 			}
 		} else if (is_word(p, "on")) {
 			next(p);
@@ -449,8 +481,9 @@ static int parse_op_checks(struct parser *p, struct rule *r)
 			if (expect_cmp(p, &c->cmp, &c->number) != 0)
 				return -1;
 		} else {
-			return expected(p, "a check (output DTYPE, inputs DTYPE, "
-					"policy POLICY, count CMP N)");
+			return expected_one_of(p, "a check (output DTYPE, inputs "
+					       "DTYPE, policy POLICY, count CMP "
+					       "N)", check_words);
 		}
 	} while (is_symbol(p, ","));
 	return 0;
@@ -458,6 +491,8 @@ static int parse_op_checks(struct parser *p, struct rule *r)
 
 static int parse_casts_rule(struct parser *p, struct rule *r, bool no)
 {
+	enum amp_dtype dtype;
+
 	r->kind = RULE_CASTS;
 	if (is_word(p, "total")) {
 		next(p);
@@ -467,6 +502,12 @@ static int parse_casts_rule(struct parser *p, struct rule *r, bool no)
 	} else if (is_word(p, "from")) {
 		next(p);
 		r->from = expect_name(p, trace_dtype_names, "a dtype");
+	} else if (p->tok.kind == TOKEN_WORD &&
+		   amp_dtype_from_name(p->tok.text, &dtype) != 0 &&
+		   closest_name_among(p->tok.text, direction_words)) {
+		return expected_one_of(p, "a cast direction (DTYPE->DTYPE, "
+				       "total, to DTYPE, from DTYPE)",
+				       direction_words);
 	} else if (p->tok.kind == TOKEN_WORD) {
 		r->from = expect_name(p, trace_dtype_names,
 				      "a cast direction (DTYPE->DTYPE, total, "
@@ -606,15 +647,15 @@ static int parse_rule(struct parser *p, struct rule *r)
 		if (is_word(p, "findings"))
 			return next(p);
 		if (!is_word(p, "finding"))
-			return expected(p, "'finding', 'findings' or 'casts' "
-					"after 'no'");
+			return expected_one_of(p, "'finding', 'findings' or "
+					       "'casts' after 'no'", no_words);
 		next(p);
 		return parse_finding_kind(p, r);
 	}
 	char list[200], what[300];
 	list_names(rule_starts, list, sizeof list);
 	snprintf(what, sizeof what, "a rule starting with one of: %s", list);
-	return expected(p, what);
+	return expected_one_of(p, what, rule_starts);
 }
 
 static void rule_free(struct rule *r)

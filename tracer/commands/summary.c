@@ -48,7 +48,8 @@ static const char summary_usage[] =
 	"                  always (--color alone) or never\n"
 	"  -h, --help      this text\n"
 	"\n"
-	"Exit status: 0, or 2 when the trace cannot be read.\n";
+	"Exit status: 0, or 2 when the trace cannot be read or standard output\n"
+	"cannot be written.\n";
 
 /* Interned strings compare by pointer (trace.c interns them all). */
 #define MAX_COLUMNS 16
@@ -840,6 +841,11 @@ static void print_text(struct summary *s, FILE *out, bool color)
 	}
 
 	module_table_print(&s->modules, s->columns, out);
+	if (s->modules.any_module && a->steps.naggregated)
+		fprintf(out, "  (the %d step%s recorded as per-step aggregates "
+			"left out: their rows name no module)\n",
+			a->steps.naggregated,
+			a->steps.naggregated == 1 ? "" : "s");
 
 	fputs("\nCasts by direction (cache hits cost no work and are counted "
 	      "apart)\n", out);
@@ -1184,9 +1190,11 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 			return COMMAND_LINE_BAD_USAGE;
 		}
 	}
+	static const char *const whens[] = { "auto", "always", "never", NULL };
 	if (textfit_color(when, &args->color) != 0)
-		return command_line_error(&cl, "--color must be auto, always or "
-					  "never, not '%s'", when);
+		return command_line_value_error(&cl, when, whens, "--color must "
+						"be auto, always or never, "
+						"not '%s'", when);
 	if (optind == argc)
 		return command_line_error(&cl, "no trace given");
 	if (argc - optind > 1)

@@ -9,16 +9,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "PROGRAM: MESSAGE", the name `close` offered when there is one, and
+ * where to look. */
+static int say_bad_usage(const struct command_line *c, const char *close,
+			 const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", c->program);
+	vfprintf(stderr, fmt, ap);
+	if (close)
+		fprintf(stderr, "; did you mean '%s'?", close);
+	fprintf(stderr, "\nTry '%s --help'.\n", c->program);
+	return COMMAND_LINE_BAD_USAGE;
+}
+
 int command_line_error(const struct command_line *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", c->program);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int status = say_bad_usage(c, NULL, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", c->program);
-	return COMMAND_LINE_BAD_USAGE;
+	return status;
+}
+
+int command_line_value_error(const struct command_line *c, const char *text,
+			     const char *const *names, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	int status = say_bad_usage(c, closest_name_among(text, names), fmt, ap);
+	va_end(ap);
+	return status;
 }
 
 int command_line_number(const struct command_line *c, const char *name,

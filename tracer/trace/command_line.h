@@ -37,6 +37,13 @@ int command_line_next(struct command_line *c);
 int command_line_error(const struct command_line *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* command_line_error for an option's value `text` out of a fixed set,
+ * `names` (NULL-ended): the message ends in "; did you mean 'NAME'?"
+ * when `text` is a typo of one of them ('--format dto': 'dot'). */
+int command_line_value_error(const struct command_line *c, const char *text,
+			     const char *const *names, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* An option's value `text` as a whole number from min to max (within
  * int) into *out: returns -1, else says "NAME must be a number from MIN
  * to MAX, not 'TEXT'" (command_line_error) and returns its status. */

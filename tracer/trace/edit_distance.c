@@ -61,3 +61,14 @@ bool closest_name_is_typo(const char *word, int distance)
 
 	return distance <= allowed;
 }
+
+const char *closest_name_among(const char *word, const char *const *names)
+{
+	struct closest_name closest = CLOSEST_NAME_INIT;
+
+	for (size_t i = 0; names[i]; i++)
+		closest_name_offer(&closest, word, names[i]);
+	if (!closest.name || !closest_name_is_typo(word, closest.distance))
+		return NULL;
+	return closest.name;
+}

@@ -1,6 +1,6 @@
 /* Edit distance, for "did you mean" suggestions (amptrace commands,
- * explain's options, op and dtype names, check's finding kinds, ampview's
- * options and scope names). */
+ * explain's options, op and dtype names, check's rule words and finding
+ * kinds, ampview's options and scope names). */
 #ifndef AMPTRACE_EDIT_DISTANCE_H
 #define AMPTRACE_EDIT_DISTANCE_H
 
@@ -29,5 +29,10 @@ void closest_name_offer(struct closest_name *c, const char *word,
  * within CLOSEST_NAME_MAX_TYPOS, but one for a word under six bytes,
  * where two would take real names for typos (lstm is two from lt). */
 bool closest_name_is_typo(const char *word, int distance);
+
+/* The name of `names` (NULL-ended) of which `word` is a typo
+ * (closest_name_is_typo), else NULL: "did you mean" for a word out of a
+ * fixed set (a rule's keyword, an option's value). */
+const char *closest_name_among(const char *word, const char *const *names);
 
 #endif /* AMPTRACE_EDIT_DISTANCE_H */

@@ -881,6 +881,64 @@ static int scan_object(struct scanner *s, const struct trace_scan_handlers *h,
 	}
 }
 
+/* A compressed trace (Perfetto opens a gzip'd one, torch.profiler's
+ * tensorboard handler writes .json.gz) is refused with the command that
+ * reads it: a pipe is an input like a file. */
+static const struct compression {
+	const char *magic;
+	size_t size;
+	const char *name, *decompressor;
+} compressions[] = {
+	{ "\x1f\x8b", 2, "gzip", "zcat" },
+	{ "\x28\xb5\x2f\xfd", 4, "zstd", "zstdcat" },
+	{ "\xfd" "7zXZ\0", 6, "xz", "xzcat" },
+	{ "BZh", 3, "bzip2", "bzcat" },
+};
+
+/* `path` as one word of a shell command: in single quotes unless every
+ * byte is one that needs none ('my trace.json.gz' stays one file). */
+static void shell_word(char *buf, size_t size, const char *path)
+{
+	size_t used = 0;
+
+	if (path[0] && strspn(path, "abcdefghijklmnopqrstuvwxyz"
+			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			      "._/+-,:@%=") == strlen(path)) {
+		snprintf(buf, size, "%s", path);
+		return;
+	}
+	buf[used++] = '\'';
+	for (const char *c = path; *c && used + 6 < size; c++) {
+		if (*c == '\'') { /* ends the quotes, an escaped ', again */
+			memcpy(buf + used, "'\\''", 4);
+			used += 4;
+		} else {
+			buf[used++] = *c;
+		}
+	}
+	buf[used++] = '\'';
+	buf[used] = '\0';
+}
+
+static int refuse_compressed(struct scanner *s)
+{
+	char word[1024];
+
+	ensure(s, 6);
+	for (size_t i = 0; i < sizeof compressions / sizeof *compressions;
+	     i++) {
+		const struct compression *c = &compressions[i];
+		if (s->len < c->size || memcmp(s->text, c->magic, c->size))
+			continue;
+		shell_word(word, sizeof word, s->path);
+		return trace_error_set(s->err, "%s: compressed with %s, not "
+				       "JSON text: give it as <(%s %s)",
+				       s->path, c->name, c->decompressor,
+				       word);
+	}
+	return 0;
+}
+
 static int scan(struct scanner *s, const struct trace_scan_handlers *h,
 		struct trace_scan_result *result)
 {
@@ -916,6 +974,8 @@ static int scan(struct scanner *s, const struct trace_scan_handlers *h,
 					       "array (not a Chrome/Perfetto "
 					       "JSON trace)", s->path);
 	} else {
+		if (offset(s, s->pos) == 0 && refuse_compressed(s) != 0)
+			return -1;
 		return syntax_error(s, "expected a trace: a JSON object "
 				    "('{') or array ('[')");
 	}
