@@ -23,6 +23,7 @@
 enum amp_torch_version {
 	AMP_TORCH_1_13, /* 1.13.x (Debian 12's python3-torch 1.13.1) */
 	AMP_TORCH_2_13, /* 2.13.x (pip's torch 2.13.0) */
+	AMP_TORCH_2_14, /* 2.14.x (pip's torch 2.14.1) */
 	AMP_TORCH_VERSION_COUNT,
 	/* the newest table, libamp's own semantics; --torch newest */
 	AMP_TORCH_NEWEST = AMP_TORCH_VERSION_COUNT - 1

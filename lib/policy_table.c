@@ -25,6 +25,15 @@
  *   not have), every CPU row runs under torch.autocast("cpu") with bf16
  *   and with f16 as explain says, and every CUDA row under CUDA autocast
  *   on FakeTensors of device cuda gives explain's casts and dtypes.
+ * 2.14: the 2.13 rows, changed where the installed torch 2.14.1+cu130
+ *   differs (tests/test_torch_policy.py under it): aten::cholesky and
+ *   aten::qr no longer exist, and linalg_matrix_sqrth (new in 2.14) is
+ *   fp32 on both devices.  Its AutocastCPU (126) and AutocastCUDA (121)
+ *   registrations are exactly the 2.14 rows, but for CUDA's _cudnn_rnn:
+ *   registered only where ATen is built with cuDNN (2.13.0+cpu and
+ *   Debian's 1.13 are not), in every version, and not a row here (its
+ *   wrapper casts to f16 whatever autocast's dtype, and flattens the
+ *   weights into a new buffer: no policy of the table says that).
  * 1.13: pytorch/pytorch tag v1.13.1, as Debian ships it
  *   (pytorch_1.13.1+dfsg.orig.tar.xz; the search store holds no v1.13.1
  *   copy of these files):
@@ -63,7 +72,9 @@
  * removed), with AMP_ROW_* flags. */
 #define ALL_VERSIONS AMP_TORCH_1_13, 0
 #define FROM_2_13 AMP_TORCH_2_13, 0
+#define FROM_2_14 AMP_TORCH_2_14, 0
 #define UNTIL_1_13 AMP_TORCH_1_13, AMP_TORCH_2_13
+#define UNTIL_2_13 AMP_TORCH_1_13, AMP_TORCH_2_14
 #define ROW_IN(...) ROW_IN_(__VA_ARGS__)
 #define ROW_IN_(added, removed, dev, op, overload, policy, output, flags)    \
 	{ AMP_DEVICE_##dev, op, overload, AMP_POLICY_##policy, output,       \
@@ -195,6 +206,7 @@ static const struct amp_policy_row policy_rows[] = {
 	ROW_IN(FROM_2_13, CUDA, "upsample_bicubic2d", "", FP32, "self", 0),
 	ROW_IN(FROM_2_13, CUDA, "_upsample_bicubic2d_aa", "",
 	       FP32, "self", 0),
+	ROW_IN(FROM_2_14, CUDA, "linalg_matrix_sqrth", "", FP32, NULL, 0),
 
 	/* ---- CUDA fp32_set_opt_dtype: AT_FORALL_FP32_SET_OPT_DTYPE ----
 	 * (norm.ScalarOpt_dtype & co. are deliberately not registered: their
@@ -313,7 +325,9 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_FP32("grid_sampler_3d", "", "self"),
 	CPU_FP32("trace", "", "long"),
 	CPU_FP32("view_as_complex", "", "complex"),
-	CPU_FP32("cholesky", "", NULL),
+	/* aten::cholesky and aten::qr are gone from 2.14 (torch.cholesky
+	 * and torch.qr removed) */
+	ROW_IN(UNTIL_2_13, CPU, "cholesky", "", FP32, NULL, 0),
 	CPU_FP32("cholesky_inverse", "", NULL),
 	CPU_FP32("cholesky_solve", "", NULL),
 	CPU_FP32("inverse", "", NULL),
@@ -381,7 +395,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_FP32("fake_quantize_per_tensor_affine", "", "self"),
 	CPU_FP32("geqrf", "", "=,="),                 /* a, tau */
 	CPU_FP32("_lu_with_info", "", "=,i32,i32"),   /* LU, pivots, info */
-	CPU_FP32("qr", "", "=,="),
+	ROW_IN(UNTIL_2_13, CPU, "qr", "", FP32, "=,=", 0),
 	CPU_FP32("svd", "", "=,=,="),
 	CPU_FP32("triangular_solve", "", "=,="),
 	CPU_FP32("fractional_max_pool2d", "", "self,i64"), /* out, indices */
@@ -395,6 +409,7 @@ static const struct amp_policy_row policy_rows[] = {
 	CPU_FP32("linalg_eigh", "", "=,="),
 	CPU_FP32("linalg_lstsq", "", "=,=,i64,="),    /* solution, residuals, rank, sv */
 	CPU_FP32("linalg_inv_ex", "", "=,i32"),       /* inverse, info */
+	ROW_IN(FROM_2_14, CPU, "linalg_matrix_sqrth", "", FP32, NULL, 0),
 	ROW_IN(UNTIL_1_13, CPU, "symeig", "", FP32, "=,=", 0), /* e, V */
 	ROW_IN(UNTIL_1_13, CPU, "linalg_matrix_norm", "", FP32, NULL, 0),
 	ROW_IN(UNTIL_1_13, CPU, "linalg_matrix_norm", "str_ord", FP32, NULL, 0),
@@ -446,6 +461,15 @@ static const struct amp_torch_table torch_tables[AMP_TORCH_VERSION_COUNT] = {
 		.source = "pytorch/pytorch aten/src/ATen/autocast_mode.cpp @ "
 			  "008ec6b1840c, autocast_mode.h @ d70fe7f33910, "
 			  "checked against torch 2.13.0",
+	},
+	[AMP_TORCH_2_14] = {
+		.name = "2.14",
+		.major = 2,
+		.minor = 14,
+		.cache_scope = AMP_CACHE_PER_PROCESS,
+		.cpu_f16 = true,
+		.source = "the 2.13 lists as torch 2.14.1 registers and runs "
+			  "them (no cholesky, qr; linalg_matrix_sqrth added)",
 	},
 };
 

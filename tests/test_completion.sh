@@ -41,6 +41,9 @@ offers amptrace summary --color ""
 check "amptrace summary --color TAB: its values" has never
 offers amptrace explain --device ""
 check "amptrace explain --device TAB: cpu, cuda" has cuda
+offers amptrace explain --torch ""
+check "amptrace explain --torch TAB: the versions, from its --help" \
+	test "$(tr '\n' ' ' <"$tmp/out")" = "1.13 2.13 2.14 newest "
 offers amptrace help ""
 check "amptrace help TAB: the commands and rules" has rules
 offers amptrace check t.json "'no finding st"

@@ -199,7 +199,7 @@ fi
 # --------------------------------------------- every row of the table
 for device in cuda cpu; do
 	rows=$("$amptrace" explain --list --device "$device")
-	case $device in cuda) want=119 ;; cpu) want=127 ;; esac
+	case $device in cuda) want=120 ;; cpu) want=126 ;; esac
 	check "$device: --list has $want rows" test "$(wc -l <<<"$rows")" -eq "$want"
 	bad=0
 	while read -r policy op; do
@@ -470,9 +470,9 @@ EOF
 check "$lists entries of autocast_test_lists.py answer as PyTorch does" test "$bad" -eq 0
 
 # ------------------------------------------- PyTorch versions (--torch)
-check "--help lists the versions" bash -c "'$amptrace' explain --help | grep -q -- '--torch VERSION .*1.13, 2.13 (default newest)'"
+check "--help lists the versions" bash -c "'$amptrace' explain --help | grep -q -- '--torch VERSION .*1.13, 2.13, 2.14 (default newest)'"
 json=$("$amptrace" explain --json mm f32 f32)
-check "json torch: newest (2.13) by default" test "$(field "$json" torch)" = 2.13
+check "json torch: newest (2.14) by default" test "$(field "$json" torch)" = 2.14
 out=$("$amptrace" explain mm f32:leaf f32)
 check "newest text has no torch line" bash -c "! grep -q '^torch' <<<'$out'"
 for v in 1.13 1.13.1 1.13.0a0; do
@@ -481,21 +481,25 @@ for v in 1.13 1.13.1 1.13.0a0; do
 done
 json=$("$amptrace" explain --torch=1.13 --json mm f32 f32)
 check "--torch=1.13" test "$(field "$json" torch)" = 1.13
-for v in newest 2.13 2.13.0+cpu; do
+for v in 2.13 2.13.0+cpu; do
 	json=$("$amptrace" explain --torch "$v" --json mm f32 f32)
 	check "--torch $v: the 2.13 table" test "$(field "$json" torch)" = 2.13
+done
+for v in newest 2.14 2.14.1+cu130; do
+	json=$("$amptrace" explain --torch "$v" --json mm f32 f32)
+	check "--torch $v: the 2.14 table" test "$(field "$json" torch)" = 2.14
 done
 json=$("$amptrace" explain --torch 2.1.0+cu121 --json mm f32 f32)
 check "--torch 2.1.0: none below it in 2.x, the 2.13 lists" test "$(field "$json" torch)" = 2.13
 check "--torch 2.1.0: says it is not its own table" grep -q 'PyTorch 2.1.0+cu121 has no table of its own: explained with the 2.13 lists (the nearest table above it: none below it has its major version)' <<<"$json"
 json=$("$amptrace" explain --torch 2.15.0 --json mm f32 f32)
-check "--torch 2.15.0: the nearest below it" grep -q 'PyTorch 2.15.0 has no table of its own: explained with the 2.13 lists (the nearest table below it)' <<<"$json"
+check "--torch 2.15.0: the nearest below it" grep -q 'PyTorch 2.15.0 has no table of its own: explained with the 2.14 lists (the nearest table below it)' <<<"$json"
 err=$("$amptrace" explain --torch 1.13x mm f32 2>&1 >/dev/null); rc=$?
 check "--torch 1.13x exits 2 (not taken for 1.13)" test "$rc" -eq 2
 check "--torch 1.13x: unknown version" grep -q "unknown PyTorch version '1.13x'" <<<"$err"
 err=$("$amptrace" explain --torch 1.12 mm f32 2>&1 >/dev/null); rc=$?
 check "--torch 1.12 exits 2" test "$rc" -eq 2
-check "--torch 1.12: no table, versions listed" grep -q "no table for PyTorch version '1.12'; versions: 1.13, 2.13" <<<"$err"
+check "--torch 1.12: no table, versions listed" grep -q "no table for PyTorch version '1.12'; versions: 1.13, 2.13, 2.14" <<<"$err"
 err=$("$amptrace" explain --torch banana mm f32 2>&1 >/dev/null); rc=$?
 check "--torch banana exits 2" test "$rc" -eq 2
 check "--torch banana: unknown version" grep -q "unknown PyTorch version 'banana'" <<<"$err"
@@ -540,7 +544,17 @@ check "newest cpu f16 autocast casts to f16" grep -q '^output   f16$' <<<"$out"
 
 err=$("$amptrace" explain symeig f32 2>&1 >/dev/null); rc=$?
 check "newest symeig: unknown op (exit 2)" test "$rc" -eq 2
-check "newest symeig: hint names 1.13" grep -q "PyTorch 1.13's lists have symeig, 2.13's do not: try --torch 1.13" <<<"$err"
+check "newest symeig: hint names 1.13" grep -q "PyTorch 1.13's lists have symeig, 2.14's do not: try --torch 1.13" <<<"$err"
+# 2.14 dropped aten::cholesky and aten::qr and listed linalg_matrix_sqrth
+err=$("$amptrace" explain --device cpu cholesky f32 2>&1 >/dev/null); rc=$?
+check "newest cholesky: unknown op (exit 2)" test "$rc" -eq 2
+check "newest cholesky: hint names 2.13, the last lists with it" grep -q "PyTorch 2.13's lists have cholesky, 2.14's do not: try --torch 2.13" <<<"$err"
+out=$("$amptrace" explain --torch 2.13 --device cpu qr bf16)
+check "2.13 cpu qr: fp32, two f32 outputs" grep -q '^output   f32  (outputs: f32, f32)' <<<"$out"
+out=$("$amptrace" explain --device cpu linalg_matrix_sqrth bf16)
+check "newest cpu linalg_matrix_sqrth: fp32" grep -q '^policy   fp32' <<<"$out"
+out=$("$amptrace" explain --torch 2.13 linalg_matrix_sqrth f16)
+check "2.13 linalg_matrix_sqrth: unlisted, 2.14 lists it" grep -q "^note     linalg_matrix_sqrth is on no autocast list of PyTorch 2.13; the 2.14 lists have it (cuda fp32)" <<<"$out"
 out=$("$amptrace" explain --torch 1.13 --device cpu symeig bf16)
 check "1.13 cpu symeig: fp32, two f32 outputs" grep -q '^output   f32  (outputs: f32, f32)' <<<"$out"
 out=$("$amptrace" explain --torch 1.13 frobenius_norm f16)

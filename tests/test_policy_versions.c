@@ -17,6 +17,7 @@
 #define BF16 AMP_DTYPE_BF16
 #define V1_13 AMP_TORCH_1_13
 #define V2_13 AMP_TORCH_2_13
+#define V2_14 AMP_TORCH_2_14
 #define NEWEST AMP_TORCH_NEWEST
 #define INVALID (-1000) /* "expect this status", not a version */
 
@@ -40,15 +41,21 @@ START_TEST(test_tables)
 	ck_assert_int_eq(old->minor, 13);
 	ck_assert_int_eq(old->cache_scope, AMP_CACHE_PER_THREAD);
 	ck_assert(!old->cpu_f16);
-	ck_assert_int_eq(NEWEST, V2_13);
-	ck_assert_str_eq(newest->name, "2.13");
+	ck_assert_int_eq(NEWEST, V2_14);
+	ck_assert_str_eq(newest->name, "2.14");
 	ck_assert_int_eq(newest->major, 2);
-	ck_assert_int_eq(newest->minor, 13);
+	ck_assert_int_eq(newest->minor, 14);
 	ck_assert_int_eq(newest->cache_scope, AMP_CACHE_PER_PROCESS);
 	ck_assert(newest->cpu_f16);
+	const struct amp_torch_table *v2_13 = amp_torch_table(V2_13);
+	ck_assert_str_eq(v2_13->name, "2.13");
+	ck_assert_int_eq(v2_13->minor, 13);
+	ck_assert_int_eq(v2_13->cache_scope, AMP_CACHE_PER_PROCESS);
+	ck_assert(v2_13->cpu_f16);
 	ck_assert_ptr_nonnull(strstr(old->source, "v1.13.1"));
-	ck_assert_ptr_nonnull(strstr(newest->source, "008ec6b1840c"));
-	ck_assert_ptr_nonnull(strstr(newest->source, "torch 2.13.0"));
+	ck_assert_ptr_nonnull(strstr(v2_13->source, "008ec6b1840c"));
+	ck_assert_ptr_nonnull(strstr(v2_13->source, "torch 2.13.0"));
+	ck_assert_ptr_nonnull(strstr(newest->source, "torch 2.14.1"));
 	ck_assert_ptr_null(amp_torch_table(AMP_TORCH_VERSION_COUNT));
 	ck_assert_str_eq(amp_cache_scope_name(AMP_CACHE_PER_THREAD),
 			 "per-thread");
@@ -90,9 +97,11 @@ static const struct {
 	{ "2.13", V2_13, true, AMP_OK },
 	{ "2.13.0+cpu", V2_13, true, AMP_OK }, /* pip's CPU wheel */
 	{ "2.13.1", V2_13, true, AMP_OK },
+	{ "2.14", V2_14, true, AMP_OK },
+	{ "2.14.1+cu130", V2_14, true, AMP_OK }, /* pip's CUDA wheel */
 	/* the nearest table below it in its major version */
 	{ "1.14.0.dev20221201", V1_13, false, AMP_OK },
-	{ "2.15.0", V2_13, false, AMP_OK },
+	{ "2.15.0", V2_14, false, AMP_OK },
 	/* none below it in its major: the nearest above it */
 	{ "2.1.0+cu121", V2_13, false, AMP_OK },
 	{ "2.6.0", V2_13, false, AMP_OK }, /* Debian 13's python3-torch */

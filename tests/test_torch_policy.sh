@@ -8,7 +8,7 @@ set -u
 amptrace=$1
 python=${2-/usr/bin/python3}
 if [ -z "$python" ] || ! "$python" -c 'import torch' 2>/dev/null; then
-	why="${python:-no torch 2.13 environment (meson -Dtorch2_python)} cannot import torch"
+	why="${python:-no interpreter (meson -Dtorch2_python, -Dvision_python): it} cannot import torch"
 	if [ "${AMPTRACE_TEST_TORCH:-}" = 2.13 ] &&
 	   [ "${AMPTRACE_REQUIRE_TORCH2:-}" = 1 ]; then
 		echo "not ok - torch 2.13 is required (AMPTRACE_REQUIRE_TORCH2=1): $why"

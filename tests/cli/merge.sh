@@ -123,6 +123,64 @@ refused_change "cut short rewritten" \
 	'sed "s/\"randn\"/\"rande\"/" "$fx/good.json" >"$tmp/live.json"'
 cp "$fx/good.json" "$tmp/live.json"
 refused_change "whole" 'cat "$fx/changed.json" >"$tmp/live.json"'
+# A writer that finishes while merge's first read of its trace is under
+# way leaves a whole trace, longer than it was when merge began: merged
+# whole, not refused.  merge is stopped while it reads a 47 MB live
+# trace (its file open, not read to the end), the trailer appended.
+"$python" -c 'import sys
+head = open(sys.argv[1]).read().split("\n")[:4]
+with open(sys.argv[2], "w") as f:
+    f.write("\n".join(head) + "\n" + ",\n".join(
+        "{\"name\":\"x\",\"ph\":\"i\",\"ts\":%d,\"pid\":100,\"tid\":1,\"s\":\"t\"}" % i
+        for i in range(800000)))' "$fx/good.json" "$tmp/live-big.json"
+trailer='
+],
+"amptraceEnd":{"complete":true,"events":800002,"exit":{"status":"exited","code":0},"processes":[{"pid":100,"rank":null,"argv":["mlp"],"status":"exited","exit_code":0}]}
+}'
+# stops merge of "$tmp/live.json" in its first read; 0 when it did
+stop_mid_read() {
+	local fd position
+	for _ in $(seq 2000); do
+		fd=$(ls -l "/proc/$1/fd" 2>/dev/null | grep -m1 'live\.json$' |
+			awk '{print $9}')
+		[ -n "$fd" ] && break
+		sleep 0.001
+	done
+	kill -STOP "$1" 2>/dev/null || return 1
+	position=$(awk '/^pos:/ {print $2}' "/proc/$1/fdinfo/$fd" 2>/dev/null)
+	test -n "$position" && test "$position" -lt "$(stat -c %s "$tmp/live.json")"
+}
+# merge_stopped CHANGE: merges live.json (live-big.json's copy) into
+# stopped.json, running the shell command CHANGE while merge is stopped
+# in its first read; $stopped says whether it was (5 tries)
+merge_stopped() {
+	for attempt in 1 2 3 4 5; do
+		rm -f "$tmp/stopped.json"
+		cp "$tmp/live-big.json" "$tmp/live.json"
+		"$amptrace" merge "$tmp/live.json" -o "$tmp/stopped.json" \
+			>"$tmp/out" 2>"$tmp/err" &
+		local merging=$!
+		stop_mid_read "$merging" && stopped=1 || stopped=
+		eval "$1"
+		kill -CONT "$merging" 2>/dev/null
+		wait "$merging"
+		status=$?
+		[ -n "$stopped" ] && break
+	done
+}
+merge_stopped 'printf "%s\n" "$trailer" >>"$tmp/live.json"'
+check "merge stopped in its first read of a live trace (attempt $attempt)" \
+	test -n "$stopped"
+check "... whose writer then finished: exit 0" status_is 0
+capture "$amptrace" summary "$tmp/stopped.json"
+check "... merged whole" eval 'out_has "800002 events" && ! out_has truncated'
+merge_stopped 'cp "$tmp/live-big.json" "$tmp/new.json"; mv "$tmp/new.json" "$tmp/live.json"'
+check "merge stopped in its first read of a live trace (attempt $attempt)" \
+	test -n "$stopped"
+check "... which another file then replaced: exit 2" status_is 2
+check "... says so" err_has "live.json was replaced while merge read it"
+check "... no output" test ! -e "$tmp/stopped.json"
+rm -f "$tmp/live-big.json" "$tmp/live.json" "$tmp/stopped.json"
 # Each event is decoded once, as it is written: a bad one in a later
 # input stops a merge onto standard output half-way, which leaves the
 # output without its trailer (a reader says it is truncated), not a

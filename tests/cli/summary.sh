@@ -190,15 +190,15 @@ check "summary --json: severity" out_has '"severity":	"warning"'
 record "$tmp/mlp.json" "$mlp" --steps 4
 capture "$amptrace" summary "$tmp/mlp.json"
 check "summary: the header's framework and the policy table it selects" \
-	out_has "framework: libamp 0.1.0 (policy table: 2.13)"
+	out_has "framework: libamp 0.1.0 (policy table: 2.14)"
 capture "$amptrace" summary "$fx/good.json"
 check "summary of a trace without a framework: exit 0" status_is 0
 check "summary: no framework line for a trace without one" \
 	sh -c "! grep -q '^framework:' '$tmp/out'"
 capture "$amptrace" summary --json "$fx/good.json"
-check "summary --json: framework null, the newest (2.13) table" \
+check "summary --json: framework null, the newest (2.14) table" \
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-sys.exit(not (d["framework"] is None and d["policy_table"] == "2.13"))' "$tmp/out"
+sys.exit(not (d["framework"] is None and d["policy_table"] == "2.14"))' "$tmp/out"
 
 # ------------------------------------------------- phase optimizer, summary
 record "$tmp/mlp3.json" "$mlp" --steps 3

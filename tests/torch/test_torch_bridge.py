@@ -1208,7 +1208,7 @@ def test_divergence():
     s = subprocess.run([AMPTRACE, "summary", os.path.join(
         TMP, "div_set_enabled.json")], capture_output=True, text=True)
     release = "%d.%d" % torch_release()
-    table = "1.13" if torch_release() < (2, 0) else "2.13"
+    table = {(1, 13): "1.13", (2, 14): "2.14"}.get(torch_release(), "2.13")
     check("the header names torch and its policy table; summary shows it",
           t["amptrace"].get("framework", "").startswith("torch " + release)
           and "(policy table: %s" % table in t["amptrace"]["framework"] and

@@ -63,7 +63,11 @@ _amptrace() {
 		return ;;
 	--device) COMPREPLY=($(compgen -W "cpu cuda" -- "$cur")); return ;;
 	--dtype) COMPREPLY=($(compgen -W "f16 bf16" -- "$cur")); return ;;
-	--torch) COMPREPLY=($(compgen -W "1.13 2.13 newest" -- "$cur")); return ;;
+	--torch) # the versions explain's --help lists
+		COMPREPLY=($(compgen -W "$("$prog" explain --help 2>/dev/null |
+			sed -n 's/.*--torch VERSION .*: \(.*\) (default newest);.*/\1/p' |
+			tr -d ,) newest" -- "$cur"))
+		return ;;
 	--color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
 	--steps) COMPREPLY=($(compgen -W "0:19 all none every:" -- "$cur")); return ;;
 	--max-size) COMPREPLY=($(compgen -W "100M 1G none" -- "$cur")); return ;;

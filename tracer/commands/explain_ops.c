@@ -271,10 +271,11 @@ explain_listed_before(const char *name, enum amp_torch_version version)
 		const struct amp_policy_row *row = amp_policy_row_at(i);
 		if (row->removed != 0 && row->removed <= version &&
 		    strcmp(row->op, name) == 0 &&
-		    (found == NULL || found->added < row->added))
+		    (found == NULL || found->removed < row->removed))
 			found = row;
 	}
-	return found != NULL ? amp_torch_table(found->added) : NULL;
+	/* the last version holding it: the one before its removal */
+	return found != NULL ? amp_torch_table(found->removed - 1) : NULL;
 }
 
 /* Rows explain knows in `version`: its own and newer versions' (ops only

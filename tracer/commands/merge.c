@@ -54,7 +54,7 @@ struct input {
 	 * NULL: the file, read through the scanner's window in each pass */
 	char *text;
 	size_t len;
-	struct stat file;     /* the file as pass 1 found it (text NULL) */
+	struct stat file;     /* the file as pass 1 left it (text NULL) */
 	/* its header and trailer; pass 1 reads its outline (header,
 	 * trailer, events counted), pass 2 decodes each event into it, once,
 	 * and writes it through the one writer (event_json.h): merging holds
@@ -584,6 +584,21 @@ static int first_event_us(const struct input *in, double *first_us,
 	return status;
 }
 
+/* Notes the file as pass 1 left it, which pass 2 must find again: its
+ * size and time after the read, not before (a writer that finishes while
+ * pass 1 reads leaves a whole trace, and a later size); false when
+ * another file took its name meanwhile. */
+static bool file_as_read(struct input *in)
+{
+	struct stat now;
+
+	if (!is_regular_file(in, &now) || now.st_dev != in->file.st_dev ||
+	    now.st_ino != in->file.st_ino)
+		return false;
+	in->file = now;
+	return true;
+}
+
 /* Pass 1: every input's outline (its events are decoded once, in pass
  * 2, where a bad one stops the merge): its header, rank, time base, its
  * events counted, where a truncated one's last whole event ends.
@@ -604,6 +619,11 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 		return 2;
 	}
 	in->loaded = true;
+	if (!in->text && !file_as_read(in)) {
+		fprintf(stderr, "amptrace merge: %s was replaced while merge "
+			"read it\n", in->path);
+		return 2;
+	}
 	in->amptrace = in->trace.amptrace;
 	in->events = in->trace.dropped;
 	in->digest = in->trace.digest;

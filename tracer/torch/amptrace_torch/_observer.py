@@ -55,13 +55,25 @@ def _compiler():
     raise Unavailable("no C++ compiler (set CXX, or install g++)")
 
 
+def cxx_standard(include):
+    """The C++ standard the torch whose headers are under `include`
+    requires, as its ATen.h says (`__cplusplus < 202002L`: C++20 from
+    torch 2.14 on); C++17 where it says none (1.13) or cannot be read."""
+    try:
+        with open(os.path.join(include, "ATen", "ATen.h")) as f:
+            found = re.search(r"__cplusplus\s*<\s*(\d{6})L", f.read())
+    except OSError:
+        found = None
+    return "c++20" if found and int(found.group(1)) >= 202002 else "c++17"
+
+
 def _command(torch, compiler, src, out):
     d = os.path.dirname(torch.__file__)
     inc, lib = os.path.join(d, "include"), os.path.join(d, "lib")
     if not os.path.isfile(os.path.join(inc, "ATen", "record_function.h")):
         raise Unavailable("torch %s ships no C++ headers (%s)"
                           % (torch.__version__, inc))
-    return [compiler, "-std=c++17",
+    return [compiler, "-std=" + cxx_standard(inc),
             "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-DNDEBUG",
             "-D_GLIBCXX_USE_CXX11_ABI=%d"
             % int(torch._C._GLIBCXX_USE_CXX11_ABI),
@@ -149,6 +161,10 @@ def _build_locked(torch, src, target):
                                   "(%s; the whole log: %s)"
                                   % (torch.__version__, first.strip(), log))
             os.replace(built, target)
+            try:  # an earlier build's failure, now mended
+                os.unlink(target + ".log")
+            except OSError:
+                pass
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
