@@ -45,6 +45,14 @@ check "--steps all: every step in full detail, nothing said" \
 capture "$amptrace" summary "$tmp/bounded.json"
 check "summary: the steps line says what is aggregated" \
 	out_has "steps: 60 (marked by scaler update); 20 in full detail, 40 as per-step aggregates"
+# steps marked by autocast regions (trace_prog mlp: no optimizer, no
+# GradScaler): the final one ends at no region, so it has no step event
+# of its own; its rows still make it an aggregated step, not one in full
+# detail
+"$amptrace" run -q -o "$tmp/regions.json" -- "$trace_prog" mlp 30 >/dev/null 2>&1
+capture "$amptrace" summary "$tmp/regions.json"
+check "region-marked: the final step, with rows and no step event, is aggregated" \
+	out_has "steps: 30 (marked by autocast region); 20 in full detail, 10 as per-step aggregates"
 printf 'op linear: output bf16, count == 180\ncasts f32->bf16 <= 7 per step\ncasts f32->bf16 == 420\n' \
 	>"$tmp/mlp.rules"
 capture "$amptrace" check "$tmp/bounded.json" "$tmp/mlp.rules"

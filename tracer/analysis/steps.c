@@ -295,6 +295,10 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		else
 			step = (int)marks_before(&ends, e->pid, e->ts, true);
 		s->step_of[i] = step;
+		/* a final step has no step event of its own (a region-marked
+		 * one ends at the next region): its rows say it is aggregated */
+		if (e->kind == TRACE_AGGREGATE && !note_detail(s, step, false))
+			goto out;
 		s->evaluating[i] = e->kind != TRACE_STEP && begins.count &&
 				   inside_window(&begins, &stops, e->pid, e->ts);
 		bool training = counts_for_step(e, s->evaluating[i]);
