@@ -50,6 +50,18 @@ check "run of a program killed by SIGSEGV: says so" err_has "killed by SIGSEGV"
 capture "$amptrace" run -o /proc/no/such/dir.json -- "$trace_prog" ops 3 0
 check "run -o to an unwritable path: exit 2" status_is 2
 check "run -o to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
+# the graph and the page are written after PROG ends: a path that
+# cannot be written is refused before a long run, not after it
+capture "$amptrace" run -q -o "$tmp/t.json" --svg /proc/no/such/g.svg -- "$trace_prog" ops 3 0
+check "run --svg into a missing directory: exit 2, PROG not run, says which" eval \
+	'status_is 2 && ! out_has "trace_prog: stdout line" &&
+	 err_has "cannot write /proc/no/such/g.svg (--svg): its directory /proc/no/such does not exist"'
+capture "$amptrace" run -q -o "$tmp/t.json" --report "$tmp" -- "$trace_prog" ops 3 0
+check "run --report naming a directory: exit 2, PROG not run, says so" eval \
+	'status_is 2 && ! out_has "trace_prog: stdout line" && err_has "(--report): it is a directory"'
+capture "$amptrace" run -q -o "$tmp/t.json" --report "$tmp/t.json/r.html" -- "$trace_prog" ops 3 0
+check "run --report under a file: exit 2, says the file is not a directory" eval \
+	'status_is 2 && err_has "$tmp/t.json is not a directory"'
 capture "$amptrace" run -o "$tmp/t.json" --bogus -- "$trace_prog" ops 3 0
 check "run: unknown option exits 2" status_is 2
 # run's options end at PROG: PROG's own options are its, with or

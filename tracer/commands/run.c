@@ -343,19 +343,33 @@ static int render_svg(const char *trace, const char *svg)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-static bool dir_writable(const char *path)
+/* Whether an output cannot be written, the reason into `why`: checked
+ * before PROG runs, so that a long run does not end without the trace,
+ * graph or page asked for. */
+static bool output_unwritable(const char *path, char *why, size_t size)
 {
-	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
 	struct stat st;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(why, size, "it is a directory");
+		return true;
+	}
+	snprintf(dir, sizeof dir, "%.*s",
+		 slash ? (int)(slash - path + (slash == path)) : 1,
+		 slash ? path : ".");
+	if (stat(dir, &st) != 0 && errno == ENOENT)
+		snprintf(why, size, "its directory %s does not exist", dir);
+	else if (stat(dir, &st) != 0)
+		snprintf(why, size, "its directory %s: %s", dir, strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		snprintf(why, size, "%s is not a directory", dir);
+	else if (access(dir, W_OK) != 0)
+		snprintf(why, size, "its directory %s is not writable", dir);
+	else
 		return false;
-	if (!slash)
-		return access(".", W_OK) == 0;
-	snprintf(dir, sizeof dir, "%.*s", (int)(slash - path + (slash == path)),
-		 path);
-	return access(dir, W_OK) == 0;
+	return true;
 }
 
 /* The child: preload the recorder, the signal state amptrace inherited,
@@ -825,6 +839,26 @@ static bool outputs_clash(const struct run_state *s,
 	return false;
 }
 
+/* Whether an output cannot be written (standard output, "-", can);
+ * said, with the option that names it, when so. */
+static bool outputs_unwritable(const struct run_state *s,
+			       const struct run_args *args)
+{
+	const char *outputs[] = { s->out, args->svg, args->report_html };
+	const char *options[] = { "-o", "--svg", "--report" };
+	char why[PATH_MAX + 64];
+
+	for (size_t i = 0; i < 3; i++) {
+		if (!outputs[i] || !strcmp(outputs[i], "-") ||
+		    !output_unwritable(outputs[i], why, sizeof why))
+			continue;
+		fprintf(stderr, "amptrace run: cannot write %s (%s): %s; "
+			"nothing was run\n", outputs[i], options[i], why);
+		return true;
+	}
+	return false;
+}
+
 /* The options up to PROG ('+': PROG's own options are its), then PROG
  * and its arguments into s->command.  Returns -1 to go on, else the
  * exit status. */
@@ -894,13 +928,7 @@ static int parse_args(int argc, char **argv, struct run_state *s,
 	s->command = argv + optind;
 	if (outputs_clash(s, args))
 		return 2;
-	if (!dir_writable(s->out)) {
-		fprintf(stderr, "amptrace run: cannot write %s: it is a "
-			"directory, or its directory is not writable or does "
-			"not exist\n", s->out);
-		return 2;
-	}
-	return -1;
+	return outputs_unwritable(s, args) ? 2 : -1;
 }
 
 /* The recorder to preload, into buf; NULL when there is none that can
