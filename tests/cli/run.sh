@@ -102,6 +102,14 @@ check "run of python without torch ops: exit 125" status_is 125
 check "... says why, for python: it never imported torch" \
 	err_has "no ops recorded: /usr/bin/python3 never imported torch (the program ran without it)"
 check "... and the program's output passes through" out_has "1"
+# -E keeps the bridge out (said before PROG starts): the end says that
+# again, not that the program never imported torch
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -E -c "import sys"
+check "run of python -E: the end says -E kept the bridge out" eval \
+	'status_is 125 && err_has "no ops recorded: python -E ignores PYTHONPATH, so the PyTorch bridge was not injected"'
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import sys" -E
+check "... not an -E among the program's own arguments" \
+	err_has "no ops recorded: /usr/bin/python3 never imported torch"
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 "$tmp/missing.py"
 check "run of a missing script: python's status (2), says so" eval \
 	'status_is 2 && err_has "no ops recorded: /usr/bin/python3 found no script $tmp/missing.py (no such file)"'
