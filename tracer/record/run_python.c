@@ -120,9 +120,11 @@ const char *run_no_ops_message(const char *prog, const char *framework,
 			       char *buf, size_t size)
 {
 	if (framework && !strncmp(framework, "torch ", 6))
-		snprintf(buf, size, "no ops recorded: %s imported torch (its "
-			 "process was recorded) but ran no torch op before it "
-			 "ended", prog ? prog : "the program");
+		/* its process is in the trace only when it died (with its
+		 * process-died finding), not when it exited */
+		snprintf(buf, size, "no ops recorded: %s imported torch but "
+			 "ran no torch op before it ended",
+			 prog ? prog : "the program");
 	else if (framework)
 		snprintf(buf, size, "no ops recorded: %s is linked to libamp "
 			 "(its process was recorded) but ran no op before it "
