@@ -87,9 +87,9 @@ static const char run_usage[] =
 	"                     trace passes SIZE (100M, 2G, none; default 1G);\n"
 	"                     aggregates go on\n"
 	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
-	"                     progress line (shown on a terminal while PROG runs:\n"
-	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
-	"                     it anywhere)\n"
+	"                     progress line (shown while PROG runs on a terminal\n"
+	"                     that PROG's standard output is not: events, trace\n"
+	"                     size, step; AMPTRACE_PROGRESS=1 shows it anywhere)\n"
 	"      --no-value-checks\n"
 	"                     skip the value checks, libamp's and the PyTorch\n"
 	"                     bridge's (the fp16-overflow and cast-underflow\n"
@@ -1016,6 +1016,19 @@ static int start_program(struct run_state *s, const char *recorder,
 	return 0;
 }
 
+/* Whether PROG's standard output is the terminal the progress line is
+ * drawn on: its lines (a loss printed each step) would be written over
+ * the progress line, whose tail then stays after each of them on the
+ * screen ("step 5 lossn: 175 events, 0.1 MB, step 5"). */
+static bool output_shares_terminal(void)
+{
+	struct stat out, err;
+
+	return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) &&
+	       fstat(STDOUT_FILENO, &out) == 0 &&
+	       fstat(STDERR_FILENO, &err) == 0 && out.st_rdev == err.st_rdev;
+}
+
 /* Converts the program's records while it runs; its wait status, and
  * when it ended into *end_ns. */
 static int follow_program(struct run_state *s, struct converter *cv,
@@ -1028,7 +1041,7 @@ static int follow_program(struct run_state *s, struct converter *cv,
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
-	progress_init(&progress, quiet);
+	progress_init(&progress, quiet || output_shares_terminal());
 	for (;;) {
 		pid_t done = waitpid(p->pid, &status, WNOHANG);
 		if (done == p->pid)
