@@ -359,9 +359,10 @@ static bool output_unwritable(const char *path, char *why, size_t size)
 	snprintf(dir, sizeof dir, "%.*s",
 		 slash ? (int)(slash - path + (slash == path)) : 1,
 		 slash ? path : ".");
-	if (stat(dir, &st) != 0 && errno == ENOENT)
+	int found = stat(dir, &st);
+	if (found != 0 && errno == ENOENT)
 		snprintf(why, size, "its directory %s does not exist", dir);
-	else if (stat(dir, &st) != 0)
+	else if (found != 0)
 		snprintf(why, size, "its directory %s: %s", dir, strerror(errno));
 	else if (!S_ISDIR(st.st_mode))
 		snprintf(why, size, "%s is not a directory", dir);

@@ -252,7 +252,6 @@ const char *run_no_ops_why(char **command, const char *framework, char *buf,
 	return buf;
 }
 
-
 /* The bridge's directory (the one holding sitecustomize.py): next to
  * amptrace in the build tree (tracer/torch), or the installed one
  * (data_dir.c); AMPTRACE_TORCH_DIR overrides. */
