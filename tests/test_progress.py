@@ -44,9 +44,10 @@ def wait_for_pid(pidfile, deadline):
     return None
 
 
-def run(work, args, terminal, env_extra=None, seconds=2.5):
-    """amptrace run ARGS -- trace_prog hang, its stderr a pty or a pipe;
-    the program is killed after `seconds`; returns what stderr got."""
+def run(work, args, terminal, env_extra=None, seconds=2.5, stdout_too=False):
+    """amptrace run ARGS -- trace_prog hang, its stderr a pty or a pipe
+    (and its stdout that pty too when `stdout_too`); the program is
+    killed after `seconds`; returns what the pty or stderr got."""
     pidfile = os.path.join(work, "pid")
     if os.path.exists(pidfile):
         os.unlink(pidfile)
@@ -58,7 +59,8 @@ def run(work, args, terminal, env_extra=None, seconds=2.5):
     if terminal:
         master, slave = pty.openpty()
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=slave,
+                                stdout=slave if stdout_too
+                                else subprocess.DEVNULL, stderr=slave,
                                 env=env)
         os.close(slave)
     else:
@@ -126,6 +128,13 @@ with tempfile.TemporaryDirectory() as work:
 
     out = run(work, ["-q"], terminal=True)
     check(LINE not in out, "-q: no progress line on a terminal", out)
+
+    # the program's output on that terminal too: its lines would be
+    # written over the progress line and keep its tail on the screen
+    out = run(work, [], terminal=True, stdout_too=True)
+    check(LINE not in out and b"was killed by SIGTERM" in out,
+          "the program's stdout on the same terminal: no progress line",
+          out)
 
     out = run(work, [], terminal=False)
     check(b"\r" not in out and b"\x1b" not in out,

@@ -50,6 +50,18 @@ check "run of a program killed by SIGSEGV: says so" err_has "killed by SIGSEGV"
 capture "$amptrace" run -o /proc/no/such/dir.json -- "$trace_prog" ops 3 0
 check "run -o to an unwritable path: exit 2" status_is 2
 check "run -o to an unwritable path: says so" err_has "cannot write /proc/no/such/dir.json"
+# the graph and the page are written after PROG ends: a path that
+# cannot be written is refused before a long run, not after it
+capture "$amptrace" run -q -o "$tmp/t.json" --svg /proc/no/such/g.svg -- "$trace_prog" ops 3 0
+check "run --svg into a missing directory: exit 2, PROG not run, says which" eval \
+	'status_is 2 && ! out_has "trace_prog: stdout line" &&
+	 err_has "cannot write /proc/no/such/g.svg (--svg): its directory /proc/no/such does not exist"'
+capture "$amptrace" run -q -o "$tmp/t.json" --report "$tmp" -- "$trace_prog" ops 3 0
+check "run --report naming a directory: exit 2, PROG not run, says so" eval \
+	'status_is 2 && ! out_has "trace_prog: stdout line" && err_has "(--report): it is a directory"'
+capture "$amptrace" run -q -o "$tmp/t.json" --report "$tmp/t.json/r.html" -- "$trace_prog" ops 3 0
+check "run --report under a file: exit 2, says the file is not a directory" eval \
+	'status_is 2 && err_has "$tmp/t.json is not a directory"'
 capture "$amptrace" run -o "$tmp/t.json" --bogus -- "$trace_prog" ops 3 0
 check "run: unknown option exits 2" status_is 2
 # run's options end at PROG: PROG's own options are its, with or
@@ -90,13 +102,21 @@ check "run of python without torch ops: exit 125" status_is 125
 check "... says why, for python: it never imported torch" \
 	err_has "no ops recorded: /usr/bin/python3 never imported torch (the program ran without it)"
 check "... and the program's output passes through" out_has "1"
+# -E keeps the bridge out (said before PROG starts): the end says that
+# again, not that the program never imported torch
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -E -c "import sys"
+check "run of python -E: the end says -E kept the bridge out" eval \
+	'status_is 125 && err_has "no ops recorded: python -E ignores PYTHONPATH, so the PyTorch bridge was not injected"'
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import sys" -E
+check "... not an -E among the program's own arguments" \
+	err_has "no ops recorded: /usr/bin/python3 never imported torch"
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 "$tmp/missing.py"
 check "run of a missing script: python's status (2), says so" eval \
 	'status_is 2 && err_has "no ops recorded: /usr/bin/python3 found no script $tmp/missing.py (no such file)"'
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import torch"
-	check "run of python importing torch, running no op: says so" \
-		err_has "no ops recorded: /usr/bin/python3 imported torch (its process was recorded) but ran no torch op"
+	check "run of python importing torch, running no op: says so (not that its process, absent, was recorded)" \
+		eval 'err_has "0 processes" && err_has "no ops recorded: /usr/bin/python3 imported torch but ran no torch op before it ended"'
 fi
 # an interpreter whose environment has no torch: asked (find_spec), it
 # says none

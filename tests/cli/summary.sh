@@ -171,6 +171,8 @@ check "... but the summary" out_has "warning stale-cache"
 capture "$amptrace" summary "$fx/truncated.json"
 check "truncated amptrace trace: read (exit 0)" status_is 0
 check "truncated amptrace trace: said on stdout" out_has "note: truncated at line 23"
+check "truncated amptrace trace: a writer still at work is a cause too" \
+	out_has_wrapped "(its writer was stopped, or is still writing it)"
 check "truncated amptrace trace: warned on stderr" err_has "truncated"
 capture "$amptrace" summary "$fx/array-form.json"
 check "torch.profiler's legacy array form: read" status_is 0

@@ -910,6 +910,11 @@ def test_api():
           p.stderr or casts(t))
     ok, why = valid(path) if ok else (False, p.stderr)
     check("... and its trace is valid", ok, why)
+    # the modules made before the block are found among every object
+    # (gc), torch.distributed.reduce_op too, whose attributes warn
+    check("... and the program's stderr is its own (no warning of the "
+          "bridge's search for modules made before the block)",
+          p.stderr == "", p.stderr)
 
     # the cast-cache rule of each release, forced on this torch
     def rule(release, inside):

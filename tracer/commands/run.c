@@ -87,9 +87,9 @@ static const char run_usage[] =
 	"                     trace passes SIZE (100M, 2G, none; default 1G);\n"
 	"                     aggregates go on\n"
 	"  -q, --quiet        no summary line on stderr when all went well, and no\n"
-	"                     progress line (shown on a terminal while PROG runs:\n"
-	"                     events, trace size, step; AMPTRACE_PROGRESS=1 shows\n"
-	"                     it anywhere)\n"
+	"                     progress line (shown while PROG runs on a terminal\n"
+	"                     that PROG's standard output is not: events, trace\n"
+	"                     size, step; AMPTRACE_PROGRESS=1 shows it anywhere)\n"
 	"      --no-value-checks\n"
 	"                     skip the value checks, libamp's and the PyTorch\n"
 	"                     bridge's (the fp16-overflow and cast-underflow\n"
@@ -343,19 +343,34 @@ static int render_svg(const char *trace, const char *svg)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-static bool dir_writable(const char *path)
+/* Whether an output cannot be written, the reason into `why`: checked
+ * before PROG runs, so that a long run does not end without the trace,
+ * graph or page asked for. */
+static bool output_unwritable(const char *path, char *why, size_t size)
 {
-	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
 	struct stat st;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(why, size, "it is a directory");
+		return true;
+	}
+	snprintf(dir, sizeof dir, "%.*s",
+		 slash ? (int)(slash - path + (slash == path)) : 1,
+		 slash ? path : ".");
+	int found = stat(dir, &st);
+	if (found != 0 && errno == ENOENT)
+		snprintf(why, size, "its directory %s does not exist", dir);
+	else if (found != 0)
+		snprintf(why, size, "its directory %s: %s", dir, strerror(errno));
+	else if (!S_ISDIR(st.st_mode))
+		snprintf(why, size, "%s is not a directory", dir);
+	else if (access(dir, W_OK) != 0)
+		snprintf(why, size, "its directory %s is not writable", dir);
+	else
 		return false;
-	if (!slash)
-		return access(".", W_OK) == 0;
-	snprintf(dir, sizeof dir, "%.*s", (int)(slash - path + (slash == path)),
-		 path);
-	return access(dir, W_OK) == 0;
+	return true;
 }
 
 /* The child: preload the recorder, the signal state amptrace inherited,
@@ -825,6 +840,26 @@ static bool outputs_clash(const struct run_state *s,
 	return false;
 }
 
+/* Whether an output cannot be written (standard output, "-", can);
+ * said, with the option that names it, when so. */
+static bool outputs_unwritable(const struct run_state *s,
+			       const struct run_args *args)
+{
+	const char *outputs[] = { s->out, args->svg, args->report_html };
+	const char *options[] = { "-o", "--svg", "--report" };
+	char why[PATH_MAX + 64];
+
+	for (size_t i = 0; i < 3; i++) {
+		if (!outputs[i] || !strcmp(outputs[i], "-") ||
+		    !output_unwritable(outputs[i], why, sizeof why))
+			continue;
+		fprintf(stderr, "amptrace run: cannot write %s (%s): %s; "
+			"nothing was run\n", outputs[i], options[i], why);
+		return true;
+	}
+	return false;
+}
+
 /* The options up to PROG ('+': PROG's own options are its), then PROG
  * and its arguments into s->command.  Returns -1 to go on, else the
  * exit status. */
@@ -894,13 +929,7 @@ static int parse_args(int argc, char **argv, struct run_state *s,
 	s->command = argv + optind;
 	if (outputs_clash(s, args))
 		return 2;
-	if (!dir_writable(s->out)) {
-		fprintf(stderr, "amptrace run: cannot write %s: it is a "
-			"directory, or its directory is not writable or does "
-			"not exist\n", s->out);
-		return 2;
-	}
-	return -1;
+	return outputs_unwritable(s, args) ? 2 : -1;
 }
 
 /* The recorder to preload, into buf; NULL when there is none that can
@@ -988,6 +1017,19 @@ static int start_program(struct run_state *s, const char *recorder,
 	return 0;
 }
 
+/* Whether PROG's standard output is the terminal the progress line is
+ * drawn on: its lines (a loss printed each step) would be written over
+ * the progress line, whose tail then stays after each of them on the
+ * screen ("step 5 lossn: 175 events, 0.1 MB, step 5"). */
+static bool output_shares_terminal(void)
+{
+	struct stat out, err;
+
+	return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) &&
+	       fstat(STDOUT_FILENO, &out) == 0 &&
+	       fstat(STDERR_FILENO, &err) == 0 && out.st_rdev == err.st_rdev;
+}
+
 /* Converts the program's records while it runs; its wait status, and
  * when it ended into *end_ns. */
 static int follow_program(struct run_state *s, struct converter *cv,
@@ -1000,7 +1042,7 @@ static int follow_program(struct run_state *s, struct converter *cv,
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
-	progress_init(&progress, quiet);
+	progress_init(&progress, quiet || output_shares_terminal());
 	for (;;) {
 		pid_t done = waitpid(p->pid, &status, WNOHANG);
 		if (done == p->pid)

@@ -120,9 +120,11 @@ const char *run_no_ops_message(const char *prog, const char *framework,
 			       char *buf, size_t size)
 {
 	if (framework && !strncmp(framework, "torch ", 6))
-		snprintf(buf, size, "no ops recorded: %s imported torch (its "
-			 "process was recorded) but ran no torch op before it "
-			 "ended", prog ? prog : "the program");
+		/* its process is in the trace only when it died (with its
+		 * process-died finding), not when it exited */
+		snprintf(buf, size, "no ops recorded: %s imported torch but "
+			 "ran no torch op before it ended",
+			 prog ? prog : "the program");
 	else if (framework)
 		snprintf(buf, size, "no ops recorded: %s is linked to libamp "
 			 "(its process was recorded) but ran no op before it "
@@ -190,27 +192,6 @@ static int python_has_torch(const char *python)
 	return WEXITSTATUS(status) == 0;
 }
 
-const char *run_no_ops_why(char **command, const char *framework, char *buf,
-			   size_t size)
-{
-	const char *prog = command[0];
-	const char *script = run_is_python(prog) ? script_of(command) : NULL;
-
-	if (!run_is_python(prog) || framework)
-		return run_no_ops_message(prog, framework, buf, size);
-	if (script && access(script, F_OK) != 0)
-		snprintf(buf, size, "no ops recorded: %s found no script %s "
-			 "(no such file)", prog, script);
-	else if (python_has_torch(prog) == 0)
-		snprintf(buf, size, "no ops recorded: %s has no torch (import "
-			 "torch fails there: install torch in that Python's "
-			 "environment, or run the Python that has it)", prog);
-	else
-		snprintf(buf, size, "no ops recorded: %s never imported torch "
-			 "(the program ran without it)", prog);
-	return buf;
-}
-
 /* The first interpreter option among -E, -I, -S (alone or bundled, as in
  * -IS), before the script, -m or -c; 0 when none. */
 static char defeating_option(char **command)
@@ -235,6 +216,40 @@ static char defeating_option(char **command)
 			break;
 	}
 	return 0;
+}
+
+/* What that option does to the bridge's injection. */
+static const char *defeat_reason(char option)
+{
+	return option == 'S' ? "skips site and sitecustomize"
+			     : "ignores PYTHONPATH";
+}
+
+const char *run_no_ops_why(char **command, const char *framework, char *buf,
+			   size_t size)
+{
+	const char *prog = command[0];
+	const char *script = run_is_python(prog) ? script_of(command) : NULL;
+
+	if (!run_is_python(prog) || framework)
+		return run_no_ops_message(prog, framework, buf, size);
+	char option = defeating_option(command);
+	if (option)
+		snprintf(buf, size, "no ops recorded: python -%c %s, so the "
+			 "PyTorch bridge was not injected (drop -%c, or call "
+			 "amptrace_torch.trace() in the program)", option,
+			 defeat_reason(option), option);
+	else if (script && access(script, F_OK) != 0)
+		snprintf(buf, size, "no ops recorded: %s found no script %s "
+			 "(no such file)", prog, script);
+	else if (python_has_torch(prog) == 0)
+		snprintf(buf, size, "no ops recorded: %s has no torch (import "
+			 "torch fails there: install torch in that Python's "
+			 "environment, or run the Python that has it)", prog);
+	else
+		snprintf(buf, size, "no ops recorded: %s never imported torch "
+			 "(the program ran without it)", prog);
+	return buf;
 }
 
 /* The bridge's directory (the one holding sitecustomize.py): next to
@@ -265,10 +280,7 @@ void run_python_prepare(char **command)
 		fprintf(stderr, "amptrace run: python -%c %s, so the PyTorch "
 			"bridge cannot be injected and nothing will be recorded "
 			"(drop -%c, or call amptrace_torch.trace() in the "
-			"program)\n", option,
-			option == 'S' ? "skips site and sitecustomize"
-				      : "ignores PYTHONPATH",
-			option);
+			"program)\n", option, defeat_reason(option), option);
 		return;
 	}
 	if (!find_bridge(dir, sizeof dir)) {

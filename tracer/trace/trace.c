@@ -1138,14 +1138,18 @@ bool trace_unfinished(const struct trace *trace)
 const char *trace_end_note(const struct trace *trace, char *buf, size_t size)
 {
 	if (trace->truncated) {
+		/* read while amptrace run still writes it, as often as
+		 * after a kill */
 		snprintf(buf, size, "truncated at line %zu: the trace was not "
-			 "finished (its writer was stopped); events up to there "
-			 "are read", trace->truncated_line);
+			 "finished (its writer was stopped, or is still writing "
+			 "it); events up to there are read",
+			 trace->truncated_line);
 		return buf;
 	}
 	if (trace->amptrace && !trace->finalized) {
 		snprintf(buf, size, "truncated: the trace has no trailer "
-			 "(amptraceEnd; its writer was stopped)");
+			 "(amptraceEnd; its writer was stopped, or is still "
+			 "writing it)");
 		return buf;
 	}
 	if (merged_input_truncated(trace, buf, size))

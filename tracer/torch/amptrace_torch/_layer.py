@@ -338,8 +338,13 @@ def _name_parameters(torch, bridge, modules_exist):
                                    after=after_made)
     if modules_exist:
         import gc
+        # by type, not isinstance: isinstance asks an object for its
+        # __class__, and one whose attribute access warns
+        # (torch.distributed.reduce_op) printed a deprecation on the
+        # program's stderr, or raised under -W error
+        module_type = torch.nn.Module
         for obj in gc.get_objects():
-            if isinstance(obj, torch.nn.Module):
+            if issubclass(type(obj), module_type):
                 made(obj)
     return name_module
 
