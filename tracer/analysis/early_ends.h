@@ -4,8 +4,9 @@
  *   - a process-died diag: the process died, at the diag's time;
  *   - an unfinished trace (trace_unfinished: its writer was stopped, or
  *     is still writing it): every process, at the trace's end;
- *   - a merged trace's input that merge read truncated (amptrace.merged):
- *     that input's process, pid rank + 1 (§6), at its end;
+ *   - a merged trace's input that merge read truncated (amptraceEnd's
+ *     inputs, §6): that input's process, the pid its row names, at its
+ *     end;
  * the last two spare a process whose end label (process_labels, §2: its
  * last event) is in the trace: amptrace wrote its whole record first. */
 #ifndef AMPTRACE_EARLY_ENDS_H
