@@ -113,6 +113,10 @@ check "... not an -E among the program's own arguments" \
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 "$tmp/missing.py"
 check "run of a missing script: python's status (2), says so" eval \
 	'status_is 2 && err_has "no ops recorded: /usr/bin/python3 found no script $tmp/missing.py (no such file)"'
+# ... with -E too: dropping -E would not run it either
+capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -E "$tmp/missing.py"
+check "run of a missing script under python -E: says the script is missing" \
+	err_has "no ops recorded: /usr/bin/python3 found no script $tmp/missing.py (no such file)"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import torch"
 	check "run of python importing torch, running no op: says so (not that its process, absent, was recorded)" \

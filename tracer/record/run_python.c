@@ -234,14 +234,15 @@ const char *run_no_ops_why(char **command, const char *framework, char *buf,
 	if (!run_is_python(prog) || framework)
 		return run_no_ops_message(prog, framework, buf, size);
 	char option = defeating_option(command);
-	if (option)
+	/* a missing script first: without -E it would not have run either */
+	if (script && access(script, F_OK) != 0)
+		snprintf(buf, size, "no ops recorded: %s found no script %s "
+			 "(no such file)", prog, script);
+	else if (option)
 		snprintf(buf, size, "no ops recorded: python -%c %s, so the "
 			 "PyTorch bridge was not injected (drop -%c, or call "
 			 "amptrace_torch.trace() in the program)", option,
 			 defeat_reason(option), option);
-	else if (script && access(script, F_OK) != 0)
-		snprintf(buf, size, "no ops recorded: %s found no script %s "
-			 "(no such file)", prog, script);
 	else if (python_has_torch(prog) == 0)
 		snprintf(buf, size, "no ops recorded: %s has no torch (import "
 			 "torch fails there: install torch in that Python's "

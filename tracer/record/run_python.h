@@ -35,9 +35,9 @@ const char *run_no_ops_message(const char *prog, const char *framework,
 
 /* `amptrace run`'s own, which knows the command and what its processes
  * said (`framework`, as above): for a Python interpreter that recorded
- * no process, which of -E, -I or -S keeping the bridge out, its script
- * missing, an interpreter without torch, a program that never imported
- * it; else run_no_ops_message's. */
+ * no process, which of its script missing, -E, -I or -S keeping the
+ * bridge out, an interpreter without torch, a program that never
+ * imported it; else run_no_ops_message's. */
 const char *run_no_ops_why(char **command, const char *framework, char *buf,
 			   size_t size);
 
