@@ -261,11 +261,13 @@ check "... and no aggregates file is left" raw_empty
 # casts each) cut, bytes, half-way through step 7's fifth cast (4 so far,
 # no trailer); and cut just after step 6's end, before step 7's training
 "$amptrace" run -q --raw-dir "$raw" -o "$work/eight.json" -- "$prog" mlp 8
-cut_trace() { # TRACE OUT mid|between|ended
+cut_trace() { # TRACE OUT mid|first|between|ended
 	python3 -c 'import sys
 source, out, where = sys.argv[1:4]
 lines = open(source, "rb").read().split(b"\n")
 last_end = max(i for i, l in enumerate(lines) if b"\"cat\":\"amp.step\"" in l)
+if where == "first":  # in step 0, before any amp.step
+    last_end = 0
 if where == "between":
     keep = last_end + 1
     partial = lines[keep][:10]
@@ -281,6 +283,7 @@ open(out, "wb").write(b"\n".join(lines[:keep]) + b"\n" + partial)' "$@"
 }
 cut_trace "$work/eight.json" "$work/mid.json" mid
 cut_trace "$work/eight.json" "$work/between.json" between
+cut_trace "$work/eight.json" "$work/first.json" first
 "$amptrace" summary "$work/mid.json" >"$work/mid.summary" 2>&1
 check "a trace cut mid step 7 (no trailer, no process-died): summary says step 7 was cut short" \
 	eval 'joined "$work/mid.summary" |
@@ -289,6 +292,15 @@ check_rule "$work/mid.json" 'casts f32->bf16 >= 5 per step'
 check "... check: '>= 5 per step' holds ($status), step 7 (4 so far) not judged, and said" \
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "over 7 steps, marked by autocast region; step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
+# ... in step 0, before the trace has any amp.step: the same (the steps
+# are counted by regions then)
+"$amptrace" summary "$work/first.json" >"$work/first.summary" 2>&1
+check_rule "$work/first.json" 'casts f32->bf16 >= 5 per step'
+check "a trace cut mid step 0, before any amp.step: step 0 cut short, '>= 5 per step' holds ($status), not judged" \
+	eval 'joined "$work/first.summary" |
+	      grep -q "steps: 1 (marked by autocast region); step 0 cut short (its process or its trace ended in it" &&
+	      [ "$status" -eq 0 ] && echo "$checked" |
+	      grep -q "step 0 cut short (its process or its trace ended in it): 4 so far, not judged"'
 check_rule "$work/mid.json" 'casts f32->bf16 <= 3 per step'
 check "... '<= 3 per step' fails ($status), step 7 judged: 4 so far is past 3" \
 	eval '[ "$status" -eq 1 ] && echo "$checked" |

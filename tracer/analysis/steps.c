@@ -5,6 +5,7 @@
 #include "early_ends.h"
 #include "marks.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -325,11 +326,25 @@ out:
 	return status;
 }
 
-/* Older traces (FORMAT.md §8 before 1.4): GradScaler updates, else
- * outermost regions' entries. */
+/* The last step process `pid` began, counted by `marks` (GradScaler
+ * updates end steps, outermost regions' entries begin them). */
+static int final_counted_step(const struct marks *marks, int64_t pid,
+			      bool updates)
+{
+	size_t count = marks_before(marks, pid, INFINITY, true);
+
+	return updates ? (int)count : count ? (int)count - 1 : 0;
+}
+
+/* Older traces (FORMAT.md §8 before 1.4), and those that stop before
+ * their first amp.step (a run killed, or a live trace read, in its first
+ * step): GradScaler updates, else outermost regions' entries.  A process
+ * whose record ends early (early_ends.h) in its final step, once it
+ * trained there, left that step cut short, as marked_steps says. */
 static int counted_steps(const struct trace *t, struct trace_steps *s)
 {
 	struct marks marks = { 0 };
+	struct early_ends early = { 0 };
 	bool updates = false, regions = false;
 
 	for (size_t i = 0; i < t->nevents; i++) {
@@ -354,6 +369,11 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 		}
 	}
 	marks_sort(&marks);
+	if (!early_ends_find(t, &early)) {
+		marks_free(&marks);
+		early_ends_free(&early);
+		return -1;
+	}
 	s->nsteps = t->nevents ? 1 : 0;
 	for (size_t i = 0; i < t->nevents && marks.count; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -365,8 +385,16 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 		s->step_of[i] = step;
 		if (step + 1 > s->nsteps && counted_for_step(e))
 			s->nsteps = step + 1;
+		if (counts_for_step(e, false) && e->kind != TRACE_AGGREGATE &&
+		    step == final_counted_step(&marks, e->pid, updates) &&
+		    early_ends_has(&early, e->pid) && !add_cut_short(s, step)) {
+			marks_free(&marks);
+			early_ends_free(&early);
+			return -1;
+		}
 	}
 	marks_free(&marks);
+	early_ends_free(&early);
 	return 0;
 }
 
