@@ -560,7 +560,7 @@ static int earliest_ts(void *ctx, struct trace *trace,
 		return TRACE_FORGET;
 	if (cJSON_IsNumber(ts))
 		*earliest = fmin(*earliest, ts->valuedouble);
-	else if (!json && e->kind != TRACE_META)
+	else if (!json)
 		*earliest = fmin(*earliest, e->ts);
 	return TRACE_FORGET;
 }
