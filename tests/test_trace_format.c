@@ -671,12 +671,16 @@ START_TEST(test_repeated_keys_nested)
 END_TEST
 
 /* stdout's filter (terminal_text.h): a trace's control characters as
- * '?', amptrace's own colours as ESC '[', one split across writes too. */
+ * '?' (bidi controls too: U+202E, U+2067, U+061C, U+200F), amptrace's own
+ * colours as ESC '[', each split across writes too; the characters that
+ * share their first bytes (an em dash U+2014, U+2070, U+0618) kept. */
 START_TEST(test_terminal_filter)
 {
 	static const char in[] = "a\033]0;x\007\177\tb\n" TERMINAL_COLOUR
 				 "1;31mred" TERMINAL_COLOUR "0m" TERMINAL_COLOUR
-				 "9x\xc2\x9b" "2J\xc2\xa0\xc2";
+				 "9x\xc2\x9b" "2J\xc2\xa0 fc1\xe2\x80\xae" "1cf"
+				 " \xe2\x81\xa7" "x\xd8\x9c" "y\xe2\x80\x8f"
+				 "z\xe2\x80\x94\xe2\x81\xb0\xd8\x98\xe2\x80\xc2";
 	char out[256];
 
 	for (size_t cut = 0; cut <= sizeof in - 1; cut++) {
@@ -686,7 +690,8 @@ START_TEST(test_terminal_filter)
 		n += terminal_filter(&f, NULL, 0, out + n);
 		out[n] = '\0';
 		ck_assert_str_eq(out, "a?]0;x??\tb\n\033[1;31mred\033[0m?9x"
-				      "?2J\xc2\xa0\xc2");
+				      "?2J\xc2\xa0 fc1?1cf ?x?y?"
+				      "z\xe2\x80\x94\xe2\x81\xb0\xd8\x98\xe2\x80\xc2");
 	}
 }
 END_TEST
@@ -715,10 +720,11 @@ END_TEST
  * character cut short, 0xff); colours are not its business. */
 START_TEST(test_terminal_text_clean)
 {
-	char text[] = "a\033]0;x\007\177\tb\n\xc2\x9b" "2J\xc2\xa0\xc2\xff";
+	char text[] = "a\033]0;x\007\177\tb\n\xc2\x9b" "2J\xc2\xa0"
+		      "\xe2\x80\xae" "a\xe2\x80\x94\xd8\x9c\xc2\xff";
 
 	terminal_text_clean(text);
-	ck_assert_str_eq(text, "a?]0;x??\tb\n?2J\xc2\xa0??");
+	ck_assert_str_eq(text, "a?]0;x??\tb\n?2J\xc2\xa0?a\xe2\x80\x94???");
 }
 END_TEST
 

@@ -135,6 +135,14 @@ check "summary: no control character of the trace's" \
 capture "$amptrace" summary --json "$tmp/escape.json"
 check "summary --json: the name as the trace has it" \
 	out_has '"f\u001b]0;pwned\u0007\u001b[31mwd"'
+# a bidi control (U+202E, right-to-left override) would print the rest
+# of the line backwards: '?' too; the name's other characters as they are
+sed 's/"fwd"/"f\\u202ewd\\u2014"/g' "$fx/good.json" >"$tmp/bidi.json"
+capture "$amptrace" summary "$tmp/bidi.json"
+check "summary: a trace's bidi control shown as '?', an em dash kept" \
+	out_has "$(printf 'f?wd\342\200\224')"
+check "summary: no bidi control of the trace's" \
+	sh -c "! grep -q \"$(printf '\342\200\256')\" '$tmp/out'"
 capture "$amptrace" summary --color=always "$tmp/cc.json"
 check "summary --color=always: severity coloured" out_has "$(printf '\033[33mwarning\033[0m stale-cache')"
 capture "$amptrace" summary --color "$tmp/cc.json"

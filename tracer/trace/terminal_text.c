@@ -16,12 +16,31 @@ static bool is_control(unsigned char c)
 	return (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f;
 }
 
-/* UTF-8's C1 controls (U+0080-U+009F: CSI is U+009B) are 0xc2 and one of
- * these; some terminals obey them as their ESC sequences. */
-#define C1_LEAD 0xc2
-static bool is_c1_tail(unsigned char c)
+/* Characters a terminal must not be handed as they are, beyond the
+ * single-byte controls: UTF-8's C1 controls (U+0080-U+009F, 0xc2 and a
+ * byte up to 0x9f: CSI is U+009B; some terminals obey them as their ESC
+ * sequences) and the bidi controls, which reorder the rest of the line
+ * (U+061C; U+200E-U+200F; U+202A-U+202E; U+2066-U+2069).  Whether the
+ * n bytes at seq are one, whole. */
+static bool is_hidden(const unsigned char *seq, size_t n)
 {
-	return c >= 0x80 && c <= 0x9f;
+	if (n == 2)
+		return (seq[0] == 0xc2 && seq[1] >= 0x80 && seq[1] <= 0x9f) ||
+		       (seq[0] == 0xd8 && seq[1] == 0x9c);
+	if (n != 3 || seq[0] != 0xe2)
+		return false;
+	if (seq[1] == 0x80)
+		return seq[2] == 0x8e || seq[2] == 0x8f ||
+		       (seq[2] >= 0xaa && seq[2] <= 0xae);
+	return seq[1] == 0x81 && seq[2] >= 0xa6 && seq[2] <= 0xa9;
+}
+
+/* Whether the n bytes at seq may begin one of them. */
+static bool may_begin_hidden(const unsigned char *seq, size_t n)
+{
+	if (n == 1)
+		return seq[0] == 0xc2 || seq[0] == 0xd8 || seq[0] == 0xe2;
+	return n == 2 && seq[0] == 0xe2 && (seq[1] == 0x80 || seq[1] == 0x81);
 }
 
 /* The held bytes as text: the marker as '?', the digits as they are. */
@@ -69,20 +88,32 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 
 	if (!in) {
 		written = release(f, out);
-		if (f->c1_lead)
-			out[written++] = (char)C1_LEAD;
-		f->c1_lead = false;
+		memcpy(out + written, f->held, f->nheld);
+		written += f->nheld;
+		f->nheld = 0;
 		return written;
 	}
 	for (size_t i = 0; i < n; i++) {
 		char c = in[i];
-		if (f->c1_lead) {
-			f->c1_lead = false;
-			if (is_c1_tail((unsigned char)c)) {
+		if (f->nheld) {
+			unsigned char seq[3];
+			memcpy(seq, f->held, f->nheld);
+			seq[f->nheld] = (unsigned char)c;
+			size_t nseq = f->nheld + 1;
+			if (is_hidden(seq, nseq)) {
 				out[written++] = '?';
+				f->nheld = 0;
 				continue;
 			}
-			out[written++] = (char)C1_LEAD;
+			if (may_begin_hidden(seq, nseq)) {
+				memcpy(f->held, seq, nseq);
+				f->nheld = nseq;
+				continue;
+			}
+			/* not one: the held bytes as they are, c on its own */
+			memcpy(out + written, f->held, f->nheld);
+			written += f->nheld;
+			f->nheld = 0;
 		}
 		if (f->npending) {
 			if (c == 'm' && in_palette(f)) {
@@ -98,8 +129,8 @@ size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 		}
 		if (c == TERMINAL_COLOUR[0] && f->colours)
 			f->pending[f->npending++] = c;
-		else if ((unsigned char)c == C1_LEAD)
-			f->c1_lead = true;
+		else if (may_begin_hidden((const unsigned char *)&c, 1))
+			f->held[f->nheld++] = (unsigned char)c;
 		else if (c == TERMINAL_COLOUR[0] || is_control((unsigned char)c))
 			out[written++] = '?';
 		else
@@ -118,9 +149,9 @@ void terminal_text_clean(char *text)
 		if (n <= 0) { /* not UTF-8: cut short, or an argument's */
 			*to++ = '?';
 			c++;
-		} else if (*c == C1_LEAD && is_c1_tail(c[1])) {
+		} else if (is_hidden(c, (size_t)n)) {
 			*to++ = '?';
-			c += 2;
+			c += n;
 		} else if (n == 1) {
 			*to++ = is_control(*c) ? '?' : *c;
 			c++;
@@ -172,7 +203,7 @@ static ssize_t filtered_write(void *cookie, const char *in, size_t n)
 static int filtered_close(void *cookie)
 {
 	struct filtered_stream *s = cookie;
-	char out[sizeof s->filter.pending];
+	char out[sizeof s->filter.pending + sizeof s->filter.held];
 
 	return write_all(s->fd, out, terminal_filter(&s->filter, NULL, 0, out));
 }

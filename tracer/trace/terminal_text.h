@@ -30,13 +30,18 @@
 struct terminal_filter {
 	char pending[16]; /* TERMINAL_COLOUR and the digits after it */
 	size_t npending;
-	bool c1_lead;     /* a 0xc2 held: a C1 control's first byte? */
+	/* the first bytes of what may be a hidden character (a C1 control,
+	 * or a bidi control), held until the next byte tells */
+	unsigned char held[2];
+	size_t nheld;
 	bool colours;     /* the palette as colours (stdout), else '?' */
 };
 
 /* Copies n bytes of in to out (room for 2 n + sizeof f->pending), each
  * control character but '\n' and '\t' (C0, DEL, and UTF-8's C1
- * U+0080-U+009F) replaced by '?', and
+ * U+0080-U+009F) replaced by '?', each bidi control too (U+061C,
+ * U+200E-U+200F, U+202A-U+202E, U+2066-U+2069: a name holding one would
+ * reorder the line it is printed on, as in "Trojan Source"), and
  * each colour of the palette, with f->colours, by its ESC '[' sequence;
  * any other 0xff is '?'.  An unfinished colour is held in f for the next
  * call; in NULL (n 0) lets it go, as '?' and its digits.  Returns the
@@ -44,8 +49,8 @@ struct terminal_filter {
 size_t terminal_filter(struct terminal_filter *f, const char *in, size_t n,
 		       char *out);
 
-/* Replaces each control character of text ('\n' and '\t' kept) by '?',
- * in place, as terminal_filter does, and each byte that is not UTF-8 too
+/* Replaces each control character of text ('\n' and '\t' kept) and each
+ * bidi control by '?', in place, as terminal_filter does, and each byte that is not UTF-8 too
  * (a name cut short by a "%.40s", a path's): for a message built before
  * it is printed (trace_error_set's), which may go on into a page or into
  * check's JUnit XML, where it must be UTF-8. */
