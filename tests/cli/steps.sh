@@ -94,6 +94,12 @@ capture "$amptrace" check "$tmp/no-detail.json" "$tmp/none.rules"
 check "... every step an aggregate: a per-step rule judged none fails" \
 	status_is 1
 check "... and says so" out_has "actual:   no step judged; 10 steps recorded as aggregates (the first step 0), not judged: their rows do not say the region"
+# ... one such step: named alone
+"$amptrace" run -q -o "$tmp/one-aggregate.json" --steps 0:1 -- "$mlp" \
+	--steps 3 >/dev/null
+capture "$amptrace" check "$tmp/one-aggregate.json" "$tmp/none.rules"
+check "... one step an aggregate: said as that step" \
+	out_has "; 1 step recorded as aggregates (step 2), not judged: their rows do not say the region"
 
 # -------------------------------------------------------- choosing steps
 "$amptrace" run -q -o "$tmp/window.json" --steps 10:13 -- "$mlp" --steps 30 \

@@ -86,8 +86,12 @@ int analysis_run(const struct trace *t, struct analysis *a)
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		switch (e->kind) {
+		case TRACE_OP:
+			a->names_modules |= e->op.module != NULL;
+			break;
 		case TRACE_CAST:
 			count_cache(a, e->cast.cache, 1);
+			a->names_modules |= e->cast.module != NULL;
 			break;
 		case TRACE_CACHE_CLEAR:
 			a->cache_clears++;

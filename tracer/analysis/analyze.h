@@ -26,6 +26,9 @@ struct analysis {
 	bool *evaluating;
 	int nsteps;
 	const char *step_marker;  /* "optimizer step", "scaler update", ... */
+	/* an op or cast names its nn.Module (PyTorch traces of format 1.4;
+	 * libamp's name none) */
+	bool names_modules;
 	/* casts by cache result (hit, miss, uncacheable, disabled, other) */
 	uint64_t cache_hits, cache_misses, cache_uncacheable, cache_disabled;
 	uint64_t cache_clears, cache_max_entries, cache_max_bytes;

@@ -146,31 +146,20 @@ static bool cast_selected(const struct analysis *a, const struct rule *r,
 	return true;
 }
 
-/* Whether an op or cast of the trace names its nn.Module (PyTorch
- * traces of format 1.4): in a trace that names none (libamp's), no step
- * recorded as aggregates has an op or a cast in a module either. */
-static bool names_modules(const struct trace *t)
-{
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if ((e->kind == TRACE_OP && e->op.module) ||
-		    (e->kind == TRACE_CAST && e->cast.module))
-			return true;
-	}
-	return false;
-}
-
 /* What the rows of a step recorded as aggregates do not say that rule
  * `r` asks (FORMAT.md §3.12: a row keeps no region, module, inputs or
  * autocast state, a cast's row no device), or NULL when they answer it.
  * Such a rule cannot count those steps: it leaves them out, and says so. */
-static const char *aggregates_lack(const struct trace *t, const struct rule *r)
+static const char *aggregates_lack(const struct analysis *a,
+				   const struct rule *r)
 {
 	const struct rule_filter *f = &r->filter;
 
 	if (f->scope)
 		return "the region";
-	if (f->module && names_modules(t))
+	/* in a trace that names no module (libamp's), no step recorded as
+	 * aggregates has an op or a cast in one either */
+	if (f->module && a->names_modules)
 		return "the module";
 	if (f->autocast >= 0)
 		return "whether autocast applied";
@@ -185,7 +174,7 @@ static const char *aggregates_lack(const struct trace *t, const struct rule *r)
 /* "; up to 30 more casts in steps recorded as aggregates, not counted:
  * their rows do not say the module" */
 static void append_left_out(char *buf, size_t size, size_t left_out,
-			    const char *what, const struct trace *t,
+			    const char *what, const struct analysis *a,
 			    const struct rule *r)
 {
 	size_t used = strlen(buf);
@@ -193,7 +182,7 @@ static void append_left_out(char *buf, size_t size, size_t left_out,
 	if (left_out)
 		snprintf(buf + used, size - used, "; up to %zu more %s in steps "
 			 "recorded as aggregates, not counted: their rows do "
-			 "not say %s", left_out, what, aggregates_lack(t, r));
+			 "not say %s", left_out, what, aggregates_lack(a, r));
 }
 
 /* The casts of a step recorded as aggregates that rule `r` would count if
@@ -441,15 +430,16 @@ static void aggregate_as_op(const struct trace_aggregate_op *row,
 /* The rows of steps recorded as aggregates, each `count` ops of one
  * name, phase, policy, output dtype and device; rules that ask what the
  * rows do not say (aggregates_lack) leave them out, counted apart. */
-static void tally_aggregate_ops(const struct trace *t, const struct rule *r,
-				struct op_tally *tally)
+static void tally_aggregate_ops(const struct analysis *a,
+				const struct rule *r, struct op_tally *tally)
 {
+	const struct trace *t = a->trace;
 	struct trace_op op;
 	struct trace_tensor out;
 	struct trace_tensor_info out_info;
 	/* what a row says of the rule's filters */
 	struct rule_filter known = r->filter;
-	bool lacking = aggregates_lack(t, r) != NULL;
+	bool lacking = aggregates_lack(a, r) != NULL;
 
 	known.scope = known.module = NULL;
 	known.autocast = -1;
@@ -569,7 +559,7 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	struct op_tally tally = { 0 };
 
 	tally_ops(t, r, &tally);
-	tally_aggregate_ops(t, r, &tally);
+	tally_aggregate_ops(a, r, &tally);
 	op_verdict(t, r, &tally, o);
 	if (!tally.matched && !o->pass && !o->actual[0] &&
 	    tally.other_phase[0] + tally.other_phase[1] + tally.other_phase[2])
@@ -585,7 +575,7 @@ static void eval_op(const struct analysis *a, const struct rule *r,
 	if (o->pass)
 		set(o->actual, sizeof o->actual, "%zu matching op%s",
 		    tally.matched, tally.matched == 1 ? "" : "s");
-	append_left_out(o->actual, sizeof o->actual, tally.left_out, "ops", t,
+	append_left_out(o->actual, sizeof o->actual, tally.left_out, "ops", a,
 			r);
 }
 
@@ -694,17 +684,17 @@ static void append_unjudged(char *buf, size_t size, int unjudged,
 /* "; 10 steps recorded as aggregates (the first step 20), not judged:
  * their rows do not say the module" */
 static void append_silent_steps(char *buf, size_t size, int silent,
-				int first, const struct trace *t,
+				int first, const struct analysis *a,
 				const struct rule *r)
 {
 	size_t used = strlen(buf);
 
 	if (silent)
 		snprintf(buf + used, size - used, "; %d step%s recorded as "
-			 "aggregates (%s step %d), not judged: their rows do "
+			 "aggregates (%sstep %d), not judged: their rows do "
 			 "not say %s", silent, silent == 1 ? "" : "s",
-			 silent == 1 ? "" : "the first", first,
-			 aggregates_lack(t, r));
+			 silent == 1 ? "" : "the first ", first,
+			 aggregates_lack(a, r));
 }
 
 /* A `per step` casts rule's verdict over the steps' counts: every step
@@ -720,7 +710,7 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 	int unjudged = 0, first_unjudged = -1;
 	/* steps recorded as aggregates, whose rows cannot answer the rule */
 	int silent = 0, first_silent = -1;
-	bool lacking = aggregates_lack(a->trace, r) != NULL;
+	bool lacking = aggregates_lack(a, r) != NULL;
 	size_t most = 0;
 
 	for (int s = 0; s < a->nsteps; s++) {
@@ -768,7 +758,7 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 	append_unjudged(o->actual, sizeof o->actual, unjudged, first_unjudged,
 			first_unjudged >= 0 ? per_step[first_unjudged] : 0);
 	append_silent_steps(o->actual, sizeof o->actual, silent, first_silent,
-			    a->trace, r);
+			    a, r);
 	return first_bad;
 }
 
@@ -780,7 +770,7 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
 	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
 	size_t total = 0, first = SIZE_MAX, left_out = 0;
-	bool lacking = aggregates_lack(t, r) != NULL;
+	bool lacking = aggregates_lack(a, r) != NULL;
 	char label[64];
 
 	if (!per_step || !first_in_step) {
@@ -819,7 +809,7 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		    rule_cmp_text(r->cmp), r->number);
 		set(o->actual, sizeof o->actual, "%zu %s", total, label);
 		append_left_out(o->actual, sizeof o->actual, left_out, "casts",
-				t, r);
+				a, r);
 		if (!o->pass && first != SIZE_MAX)
 			describe_cast(o->first, sizeof o->first, a,
 				      &t->events[first]);
