@@ -16,8 +16,8 @@ static const char *const policy_names[] = {
 	"none", "lower_precision_fp", "fp32", "fp32_set_opt_dtype",
 	"fp32_append_dtype", "promote", "banned", NULL
 };
-static const char *const phase_names[] = { "forward", "backward",
-					   "optimizer", "other", "any", NULL };
+#define PHASE_WORDS "forward", "backward", "optimizer", "other", "any"
+static const char *const phase_names[] = { PHASE_WORDS, NULL };
 static const char *const device_names[] = { "cpu", "cuda", NULL };
 static const char *const cache_names[] = { "hit", "miss", "uncacheable",
 					   "disabled", "any", NULL };
@@ -34,9 +34,8 @@ static const char *const ops_metrics[] = { "total", NULL };
 static const char *const rule_starts[] = { "op", "module", "ops", "casts", "cache",
 					   "scaler", "no", "finding", NULL };
 /* The words that may follow others, for "did you mean". */
-static const char *const in_words[] = { "scope", "module", "phase", "forward",
-					"backward", "optimizer", "other",
-					"any", NULL };
+static const char *const in_words[] = { "scope", "module", "phase",
+					PHASE_WORDS, NULL };
 static const char *const check_words[] = { "output", "inputs", "policy",
 					   "count", NULL };
 static const char *const no_words[] = { "finding", "findings", "casts",
