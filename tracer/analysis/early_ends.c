@@ -39,32 +39,30 @@ static bool add_truncated_inputs(const struct trace *t, struct marks *m)
 bool early_ends_find(const struct trace *t, struct early_ends *ends)
 {
 	ends->every = trace_unfinished(t);
-	if (!add_truncated_inputs(t, &ends->processes))
+	if (!add_truncated_inputs(t, &ends->stopped))
 		return false;
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
-		if (is_death(e) && !marks_add(&ends->processes, e->pid, e->ts))
+		if (is_death(e) && !marks_add(&ends->deaths, e->pid, e->ts))
 			return false;
 		if (is_end_label(e) && !marks_add(&ends->whole, e->pid, e->ts))
 			return false;
 	}
-	marks_sort(&ends->processes);
+	marks_sort(&ends->deaths);
+	marks_sort(&ends->stopped);
 	marks_sort(&ends->whole);
 	return true;
 }
 
 static bool died(const struct early_ends *ends, int64_t pid)
 {
-	return marks_before(&ends->processes, pid, INFINITY, false) > 0;
+	return marks_before(&ends->deaths, pid, INFINITY, false) > 0;
 }
 
 bool early_ends_at_end(const struct early_ends *ends, int64_t pid)
 {
-	const struct marks *m = &ends->processes;
-	/* a truncated merged input's mark is at INFINITY, a death's not */
-	bool writer_stopped = ends->every ||
-			      marks_before(m, pid, INFINITY, true) >
-				      marks_before(m, pid, INFINITY, false);
+	bool writer_stopped =
+		ends->every || marks_before(&ends->stopped, pid, INFINITY, true);
 
 	return writer_stopped &&
 	       marks_before(&ends->whole, pid, INFINITY, true) == 0;
@@ -77,7 +75,8 @@ bool early_ends_has(const struct early_ends *ends, int64_t pid)
 
 void early_ends_free(struct early_ends *ends)
 {
-	marks_free(&ends->processes);
+	marks_free(&ends->deaths);
+	marks_free(&ends->stopped);
 	marks_free(&ends->whole);
 	ends->every = false;
 }

@@ -19,7 +19,8 @@
 #include <stdint.h>
 
 struct early_ends {
-	struct marks processes; /* pid, and when its record ends */
+	struct marks deaths;    /* pid, and when it died */
+	struct marks stopped;   /* pid of a merged input read truncated */
 	struct marks whole;     /* pid, and its end label's time */
 	bool every;             /* the whole trace ends early */
 };
