@@ -214,6 +214,11 @@ check_rule() {
 	status=$?
 	checked=$(joined "$work/rule.out")
 }
+# `amptrace summary` of $work/NAME.json, its lines joined, in $summarized
+summarize() {
+	"$amptrace" summary "$work/$1.json" >"$work/$1.summary" 2>&1
+	summarized=$(joined "$work/$1.summary")
+}
 check_rule "$work/later.json" 'casts f32->bf16 >= 5 per step'
 check "... check: 'casts f32->bf16 >= 5 per step' holds ($status): step 25, cut short with 3, is not judged, and check says so" \
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
@@ -284,9 +289,9 @@ open(out, "wb").write(b"\n".join(lines[:keep]) + b"\n" + partial)' "$@"
 cut_trace "$work/eight.json" "$work/mid.json" mid
 cut_trace "$work/eight.json" "$work/between.json" between
 cut_trace "$work/eight.json" "$work/first.json" first
-"$amptrace" summary "$work/mid.json" >"$work/mid.summary" 2>&1
+summarize mid
 check "a trace cut mid step 7 (no trailer, no process-died): summary says step 7 was cut short" \
-	eval 'joined "$work/mid.summary" |
+	eval 'echo "$summarized" |
 	      grep -q "steps: 8 (marked by autocast region); step 7 cut short (its process or its trace ended in it: counted up to then)"'
 check_rule "$work/mid.json" 'casts f32->bf16 >= 5 per step'
 check "... check: '>= 5 per step' holds ($status), step 7 (4 so far) not judged, and said" \
@@ -294,10 +299,10 @@ check "... check: '>= 5 per step' holds ($status), step 7 (4 so far) not judged,
 	      grep -q "over 7 steps, marked by autocast region; step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
 # ... in step 0, before the trace has any amp.step: the same (the steps
 # are counted by regions then)
-"$amptrace" summary "$work/first.json" >"$work/first.summary" 2>&1
+summarize first
 check_rule "$work/first.json" 'casts f32->bf16 >= 5 per step'
 check "a trace cut mid step 0, before any amp.step: step 0 cut short, '>= 5 per step' holds ($status), not judged" \
-	eval 'joined "$work/first.summary" |
+	eval 'echo "$summarized" |
 	      grep -q "steps: 1 (marked by autocast region); step 0 cut short (its process or its trace ended in it" &&
 	      [ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "step 0 cut short (its process or its trace ended in it): 4 so far, not judged"'
@@ -306,20 +311,20 @@ check "... '<= 3 per step' fails ($status), step 7 judged: 4 so far is past 3" \
 	eval '[ "$status" -eq 1 ] && echo "$checked" |
 	      grep -q "step 0 has 5; 8 of 8 steps fail" &&
 	      ! echo "$checked" | grep -q "not judged"'
-"$amptrace" summary "$work/between.json" >"$work/between.summary" 2>&1
+summarize between
 check_rule "$work/between.json" 'casts f32->bf16 >= 5 per step'
 check "a trace cut between steps 6 and 7: 7 steps, none cut short; '>= 5 per step' holds over 7 ($status)" \
-	eval 'joined "$work/between.summary" |
+	eval 'echo "$summarized" |
 	      grep -q "steps: 7 (marked by autocast region)" &&
-	      ! grep -q "cut short" "$work/between.summary" &&
+	      ! echo "$summarized" | grep -q "cut short" &&
 	      [ "$status" -eq 0 ] && echo "$checked" | grep -q "over 7 steps" &&
 	      ! echo "$checked" | grep -q "cut short"'
-"$amptrace" summary "$work/eight.json" >"$work/eight.summary" 2>&1
+summarize eight
 check_rule "$work/eight.json" 'casts f32->bf16 >= 5 per step'
 check "... the whole trace: 8 steps, none cut short, '>= 5 per step' holds over 8 ($status)" \
-	eval 'joined "$work/eight.summary" |
+	eval 'echo "$summarized" |
 	      grep -q "steps: 8 (marked by autocast region)" &&
-	      ! grep -q "cut short" "$work/eight.summary" &&
+	      ! echo "$summarized" | grep -q "cut short" &&
 	      [ "$status" -eq 0 ] && echo "$checked" | grep -q "over 8 steps"'
 # the same cut after step 22's end in a run of 24 steps, 20 to 23 counted
 # as aggregates: step 22's rows come after its end and the trace stops
@@ -327,10 +332,10 @@ check "... the whole trace: 8 steps, none cut short, '>= 5 per step' holds over 
 # and '>= 5 per step' failed there with 0)
 "$amptrace" run -q --raw-dir "$raw" -o "$work/folded.json" -- "$prog" mlp 24
 cut_trace "$work/folded.json" "$work/folded-cut.json" between
-"$amptrace" summary "$work/folded-cut.json" >"$work/folded-cut.summary" 2>&1
+summarize folded-cut
 check_rule "$work/folded-cut.json" 'casts f32->bf16 >= 5 per step'
 check "a trace of aggregated steps cut after step 22's end, before its rows: step 22 cut short, '>= 5 per step' holds ($status), step 22 not judged" \
-	eval 'joined "$work/folded-cut.summary" |
+	eval 'echo "$summarized" |
 	      grep -q "20 in full detail, 3 as per-step aggregates; step 22 cut short" &&
 	      [ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "step 22 cut short (its process or its trace ended in it): 0 so far, not judged"'
@@ -339,12 +344,12 @@ check "a trace of aggregated steps cut after step 22's end, before its rows: ste
 # all 24 (before: step 22's rows were taken as lost, it cut short); its
 # final step 23, with rows and no step event, is aggregated as run kept it
 cut_trace "$work/folded.json" "$work/folded-ended.json" ended
-"$amptrace" summary "$work/folded-ended.json" >"$work/folded-ended.summary" 2>&1
+summarize folded-ended
 check_rule "$work/folded-ended.json" 'casts f32->bf16 >= 6 per step'
 check "... cut after its process ended (its label there, no trailer): no step cut short, '>= 6 per step' fails in all 24 ($status)" \
-	eval 'joined "$work/folded-ended.summary" |
+	eval 'echo "$summarized" |
 	      grep -q "20 in full detail, 4 as per-step aggregates" &&
-	      ! grep -q "cut short" "$work/folded-ended.summary" &&
+	      ! echo "$summarized" | grep -q "cut short" &&
 	      [ "$status" -eq 1 ] && echo "$checked" | grep -q "24 of 24 steps fail" &&
 	      ! echo "$checked" | grep -q "cut short"'
 # merged with a whole run of 6 steps: the truncated input's process ends
