@@ -326,14 +326,15 @@ out:
 	return status;
 }
 
-/* The last step process `pid` began, counted by `marks` (GradScaler
- * updates end steps, outermost regions' entries begin them). */
-static int final_counted_step(const struct marks *marks, int64_t pid,
-			      bool updates)
+/* The step of process `pid` at time `ts`, counted by `marks`:
+ * GradScaler updates end steps, outermost regions' entries begin them
+ * (at INFINITY: the last step it began). */
+static int counted_step(const struct marks *marks, int64_t pid, double ts,
+			bool updates)
 {
-	size_t count = marks_before(marks, pid, INFINITY, true);
+	size_t before = marks_before(marks, pid, ts, !updates);
 
-	return updates ? (int)count : count ? (int)count - 1 : 0;
+	return updates ? (int)before : before ? (int)before - 1 : 0;
 }
 
 /* Older traces (FORMAT.md §8 before 1.4), and those that stop before
@@ -346,6 +347,7 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 	struct marks marks = { 0 };
 	struct early_ends early = { 0 };
 	bool updates = false, regions = false;
+	int status = -1;
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -363,39 +365,31 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 					      !strcmp(e->scaler.what, "update")
 				    : e->kind == TRACE_SCOPE_BEGIN &&
 					      e->scope.depth == 1;
-		if (mark && !marks_add(&marks, e->pid, e->ts)) {
-			marks_free(&marks);
-			return -1;
-		}
+		if (mark && !marks_add(&marks, e->pid, e->ts))
+			goto out;
 	}
 	marks_sort(&marks);
-	if (!early_ends_find(t, &early)) {
-		marks_free(&marks);
-		early_ends_free(&early);
-		return -1;
-	}
+	if (!early_ends_find(t, &early))
+		goto out;
 	s->nsteps = t->nevents ? 1 : 0;
 	for (size_t i = 0; i < t->nevents && marks.count; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)
 			continue;
-		size_t before = marks_before(&marks, e->pid, e->ts,
-					     regions && !updates);
-		int step = updates ? (int)before : before ? (int)before - 1 : 0;
+		int step = counted_step(&marks, e->pid, e->ts, updates);
 		s->step_of[i] = step;
 		if (step + 1 > s->nsteps && counted_for_step(e))
 			s->nsteps = step + 1;
 		if (counts_for_step(e, false) && e->kind != TRACE_AGGREGATE &&
-		    step == final_counted_step(&marks, e->pid, updates) &&
-		    early_ends_has(&early, e->pid) && !add_cut_short(s, step)) {
-			marks_free(&marks);
-			early_ends_free(&early);
-			return -1;
-		}
+		    step == counted_step(&marks, e->pid, INFINITY, updates) &&
+		    early_ends_has(&early, e->pid) && !add_cut_short(s, step))
+			goto out;
 	}
+	status = 0;
+out:
 	marks_free(&marks);
 	early_ends_free(&early);
-	return 0;
+	return status;
 }
 
 static int compare_steps(const void *a, const void *b)
