@@ -88,6 +88,28 @@ assert rows["h.0.attn"] == {"module": "h.0.attn", "ops": 2,
     "outputs": {"f32": 1, "f16": 1}, "casts": {"f32->f16": 3},
     "cache_hits": 0, "time_us": 4.125}, rows["h.0.attn"]
 assert rows[""]["ops"] == 2 and rows[None]["ops"] == 4, rows' "$tmp/out"
+# module names in CJK (a Python identifier may be): a wide character takes
+# two columns, so the numbers line up under the header's; a name past the
+# column's 32 is cut between characters, never inside one
+sed -e 's/"h\.0\./"编码器.层0./g' \
+	-e 's/"lm_head"/"很长的输出层名字很长的输出层名字很长的输出层名字"/g' \
+	"$fx/modules.json" >"$tmp/wide.json"
+capture "$amptrace" summary "$tmp/wide.json"
+check "summary by module: wide names keep the columns" /usr/bin/python3 -c '
+import re, sys, unicodedata
+def columns(s):
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)
+text = open(sys.argv[1], encoding="utf-8").read()   # valid UTF-8, or this raises
+lines = text.split("\n")
+head = next(l for l in lines if l.startswith("  module "))
+rows = [l for l in lines if l.startswith("  编码器") or l.startswith("  很长")]
+assert len(rows) == 2, rows
+assert rows[1].startswith("  很长的输出层名字很长的输出层...  "), rows[1]
+end = columns(head[:head.index("ops") + 3])
+for r in rows:
+    number = re.match(r"  \S+ +\d+", r)
+    assert columns(number.group(0)) == end, (r, end)
+' "$tmp/out"
 capture "$amptrace" summary "$fx/good.json"
 check "summary of a trace without modules: says why no table" \
 	out_has "(no op of the run names its nn.Module: the PyTorch bridge's do, from format 1.4;"

@@ -778,7 +778,8 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		dtype_width[c] = (int)strlen(s->columns[c]);
 	for (size_t i = 0; i < s->nops; i++) {
 		const struct op_row *r = &s->ops[i];
-		int n = (int)(strlen(r->op) + 1 + strlen(r->overload)), p = 0;
+		int n = (int)(textfit_columns(r->op, strlen(r->op)) + 1 +
+			      strlen(r->overload)), p = 0;
 		if (n > width)
 			width = n;
 		if (digits(r->count) > count_width)
@@ -815,11 +816,13 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		const struct op_row *r = &s->ops[i];
 		snprintf(label, sizeof label, "%s%s%s", r->op,
 			 r->overload[0] ? "." : "", r->overload);
-		if ((int)strlen(label) > width)
+		if (textfit_columns(label, strlen(label)) > (size_t)width) {
 			fprintf(out, "  %-9s %s\n  %-9s %-*s", r->phase, label, "",
 				width, "");
-		else
-			fprintf(out, "  %-9s %-*s", r->phase, width, label);
+		} else {
+			fprintf(out, "  %-9s ", r->phase);
+			textfit_cell(out, label, width, true);
+		}
 		fprintf(out, " %*zu", count_width, r->count);
 		for (int c = 0; c < s->ncolumns; c++) {
 			if (r->by_dtype[c])

@@ -48,7 +48,8 @@ void module_table_print(const struct module_table *m, const char *const *columns
 		return;
 	}
 	for (size_t i = 0; i < m->nrows; i++) {
-		int n = (int)strlen(row_name(&m->rows[i]));
+		const char *name = row_name(&m->rows[i]);
+		int n = (int)textfit_columns(name, strlen(name));
 		if (n > width)
 			width = n;
 	}

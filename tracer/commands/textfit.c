@@ -2,7 +2,9 @@
 #include "textfit.h"
 
 #include "terminal_text.h"
+#include "utf8.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,41 +22,78 @@ static size_t escape_length(const char *s, size_t len)
 	return i < len ? i + 1 : len;
 }
 
+/* Whether code point C is East Asian Wide or Fullwidth: the blocks of
+ * Unicode's EastAsianWidth.txt (W, F) that names and labels use (CJK,
+ * kana, Hangul, fullwidth forms, the common emoji), two columns on a
+ * terminal.  Without the locale's wcwidth: LANG=C must align alike. */
+static bool is_wide(uint32_t c)
+{
+	return (c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0x303e) ||
+	       (c >= 0x3041 && c <= 0x33ff) || (c >= 0x3400 && c <= 0x4dbf) ||
+	       (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xa000 && c <= 0xa4cf) ||
+	       (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
+	       (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
+	       (c >= 0xffe0 && c <= 0xffe6) ||
+	       (c >= 0x1f300 && c <= 0x1f64f) ||
+	       (c >= 0x1f900 && c <= 0x1f9ff) ||
+	       (c >= 0x20000 && c <= 0x3fffd);
+}
+
+/* Whether C takes no column of its own: a combining mark (drawn on the
+ * character before it) or a zero-width space or joiner. */
+static bool is_zero_width(uint32_t c)
+{
+	return (c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
+	       (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x200b && c <= 0x200f) ||
+	       (c >= 0x20d0 && c <= 0x20ff) || (c >= 0xfe00 && c <= 0xfe0f) ||
+	       (c >= 0xfe20 && c <= 0xfe2f);
+}
+
+/* The text unit at S (LEN > 0 bytes): one of amptrace's colours, one
+ * UTF-8 character, or one byte that is neither (the terminal filter
+ * shows it as '?').  Returns its bytes; *columns is what it takes. */
+static size_t next_unit(const char *s, size_t len, size_t *columns)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t esc = escape_length(s, len);
+	int n = u[0] < 0x80 ? 1 : utf8_sequence_length(u, len);
+
+	if (esc) {
+		*columns = 0;
+		return esc;
+	}
+	if (n <= 1) {
+		*columns = 1;
+		return 1;
+	}
+	uint32_t c = u[0] & (0x7f >> n);
+	for (int i = 1; i < n; i++)
+		c = c << 6 | (u[i] & 0x3f);
+	*columns = is_zero_width(c) ? 0 : is_wide(c) ? 2 : 1;
+	return (size_t)n;
+}
+
 size_t textfit_columns(const char *s, size_t len)
 {
-	size_t columns = 0;
+	size_t columns = 0, taken;
 
-	for (size_t i = 0; i < len;) {
-		size_t esc = escape_length(s + i, len - i);
-		if (esc) {
-			i += esc;
-			continue;
-		}
-		/* a UTF-8 continuation byte is part of the previous column */
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			columns++;
-		i++;
-	}
+	for (size_t i = 0; i < len; columns += taken)
+		i += next_unit(s + i, len - i, &taken);
 	return columns;
 }
 
-/* The byte offset where LINE's first WIDTH columns end. */
+/* The byte offset where LINE's first WIDTH columns end: no character
+ * is split, and one that would cross WIDTH is left out whole. */
 static size_t offset_of_column(const char *line, size_t len, size_t width)
 {
 	size_t columns = 0, i = 0;
 
 	while (i < len) {
-		size_t esc = escape_length(line + i, len - i);
-		if (esc) {
-			i += esc;
-			continue;
-		}
-		if (((unsigned char)line[i] & 0xc0) != 0x80) {
-			if (columns == width)
-				break;
-			columns++;
-		}
-		i++;
+		size_t taken, n = next_unit(line + i, len - i, &taken);
+		if (columns + taken > width)
+			break;
+		columns += taken;
+		i += n;
 	}
 	return i;
 }
@@ -120,12 +159,18 @@ int textfit_color(const char *when, bool *color)
 
 void textfit_cell(FILE *out, const char *label, int width, bool pad)
 {
-	int n = (int)strlen(label);
+	size_t len = strlen(label), columns = textfit_columns(label, len);
 
-	if (n <= width)
-		fprintf(out, "%-*s", pad ? width : 0, label);
-	else
-		fprintf(out, "%.*s...", width - 3, label);
+	if (columns <= (size_t)width) {
+		fputs(label, out);
+	} else {
+		size_t room = width > 3 ? (size_t)width - 3 : 0;
+		size_t cut = offset_of_column(label, len, room);
+		fprintf(out, "%.*s...", (int)cut, label);
+		columns = textfit_columns(label, cut) + 3;
+	}
+	if (pad && columns < (size_t)width)
+		fprintf(out, "%*s", width - (int)columns, "");
 }
 
 const char *textfit_duration(double us, char *buf, size_t size)
