@@ -14,6 +14,10 @@ capture "$amptrace" summary "$compiled"
 check "summary: exit 0" status_is 0
 check "summary: the graph, its calls and the casts each call runs" \
 	out_has "      1  M.forward                  2/1       4/1        4       1        0"
+sed 's/M\.forward/模型.前向传播很长很长的名字/g' "$compiled" >"$tmp/wide.json"
+capture "$amptrace" summary "$tmp/wide.json"
+check "summary: a long graph name is cut to its 20 columns, between characters" \
+	out_has "      1  模型.前向传播很长...       2/1       4/1        4"
 check "summary: the graph's casts are no run's casts by direction" \
 	out_has "  (no autocast casts)"
 check "summary: nor the cache's" \

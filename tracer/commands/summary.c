@@ -900,8 +900,9 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			"device", "dtype", "entered", "ops", "casts", "time");
 	for (size_t i = 0; i < s->nregions; i++) {
 		const struct region_row *r = &s->regions[i];
-		fprintf(out, "  %-24s %-6s %-6s %8zu %8zu %8zu %12s\n",
-			r->scope ? r->scope : "(unnamed)",
+		fputs("  ", out);
+		textfit_pad(out, r->scope ? r->scope : "(unnamed)", 24);
+		fprintf(out, " %-6s %-6s %8zu %8zu %8zu %12s\n",
 			r->device ? r->device : "?",
 			r->enabled ? (r->dtype ? r->dtype : "?") : "off",
 			r->entered, r->ops, r->casts,

@@ -28,10 +28,11 @@ void summary_compiled_text(const struct trace *trace, FILE *out)
 			 c->calls[COMPILED_BACKWARD]);
 		snprintf(casts, sizeof casts, "%zu/%zu", c->casts[COMPILED_FORWARD],
 			 c->casts[COMPILED_BACKWARD]);
-		fprintf(out, "  %5llu  %-20.20s %9s %9s %8zu %7zu %8zu %11s%s\n",
-			(unsigned long long)c->graph, c->name ? c->name : "?",
-			calls, casts, c->by_autocast, c->by_program,
-			c->by_autograd, compile, c->failed ? " (failed)" : "");
+		fprintf(out, "  %5llu  ", (unsigned long long)c->graph);
+		textfit_cell(out, c->name ? c->name : "?", 20, true);
+		fprintf(out, " %9s %9s %8zu %7zu %8zu %11s%s\n", calls, casts,
+			c->by_autocast, c->by_program, c->by_autograd, compile,
+			c->failed ? " (failed)" : "");
 	}
 	if (g.unattributed_calls)
 		fprintf(out, "  and %zu calls in steps recorded as aggregates, of "

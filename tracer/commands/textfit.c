@@ -169,7 +169,16 @@ void textfit_cell(FILE *out, const char *label, int width, bool pad)
 		fprintf(out, "%.*s...", (int)cut, label);
 		columns = textfit_columns(label, cut) + 3;
 	}
-	if (pad && columns < (size_t)width)
+	if (pad)
+		textfit_pad(out, "", width - (int)columns);
+}
+
+void textfit_pad(FILE *out, const char *label, int width)
+{
+	size_t columns = textfit_columns(label, strlen(label));
+
+	fputs(label, out);
+	if (width > 0 && columns < (size_t)width)
 		fprintf(out, "%*s", width - (int)columns, "");
 }
 

@@ -27,6 +27,10 @@ int textfit_color(const char *when, bool *color);
  * longer. */
 void textfit_cell(FILE *out, const char *label, int width, bool pad);
 
+/* LABEL padded to WIDTH columns; a longer one whole, the row pushed
+ * right. */
+void textfit_pad(FILE *out, const char *label, int width);
+
 /* US microseconds as "1.500 ms" (us, ms or s) in BUF. */
 const char *textfit_duration(double us, char *buf, size_t size);
 
