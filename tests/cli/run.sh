@@ -117,19 +117,33 @@ check "run of a missing script: python's status (2), says so" eval \
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -E "$tmp/missing.py"
 check "run of a missing script under python -E: says the script is missing" \
 	err_has "no ops recorded: /usr/bin/python3 found no script $tmp/missing.py (no such file)"
+# A Python without torch, named once, at the end, with the interpreter it
+# really is (a shim's or a bare name's sys.executable); a `#!` script (a
+# launcher) names its Python.  The fake python answers run's probe (-c)
+# as one without torch would (find_spec's answer in its status).
+mkdir -p "$tmp/notorch"
+cat >"$tmp/notorch/python3" <<'FAKE'
+#!/bin/sh
+[ "$1" = -c ] || exit 0
+printf /opt/elsewhere/bin/python3.11
+exit "${FAKE_TORCH_MISSING:-1}"
+FAKE
+printf '#!%s\nprint(1)\n' "$tmp/notorch/python3" >"$tmp/notorch/launch"
+chmod +x "$tmp/notorch/python3" "$tmp/notorch/launch"
+capture "$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/python3" "$tmp/notorch/launch"
+check "run of a python without torch: exit 125, names the python it is" eval \
+	'status_is 125 && err_has "no ops recorded: $tmp/notorch/python3 (/opt/elsewhere/bin/python3.11) has no torch (the python on PATH is not the one with torch?"'
+capture "$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/launch"
+check "run of a #! script whose python has no torch: names that python" \
+	err_has "no ops recorded: $tmp/notorch/launch's python (/opt/elsewhere/bin/python3.11) has no torch"
+capture env FAKE_TORCH_MISSING=0 "$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/launch"
+check "... one whose python has torch: asks whether it imports it" \
+	eval 'err_has "no ops recorded: is $tmp/notorch/launch importing torch?" && ! grep -q "has no torch" "$tmp/err"'
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import torch"
 	check "run of python importing torch, running no op: says so (not that its process, absent, was recorded)" \
 		eval 'err_has "0 processes" && err_has "no ops recorded: /usr/bin/python3 imported torch but ran no torch op before it ended"'
 fi
-# an interpreter whose environment has no torch: asked (find_spec), it
-# says none
-printf '#!/bin/sh\ncase "$2" in *find_spec*) exit 1;; esac\nexit 0\n' \
-	>"$tmp/python3"
-chmod +x "$tmp/python3"
-capture "$amptrace" run -o "$tmp/none.json" -- "$tmp/python3" -c "print(1)"
-check "run of an interpreter without torch: says so" \
-	err_has "no ops recorded: $tmp/python3 has no torch"
 
 # ------------------------------------------------------------ findings
 record "$tmp/pitfall.json" "$findings_prog" backward-inside

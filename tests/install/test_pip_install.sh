@@ -107,7 +107,9 @@ capture in_venv amptrace summary ddp.json
 check "README: the merged trace has both ranks" out_has "2 processes"
 
 capture in_venv amptrace run -o none.json -- "$base" train.py
-check "a python without torch is said" err_has "has no torch, so nothing was recorded"
+check "a python without torch is said, once, at the end" eval \
+	'err_has "no ops recorded: $base" && err_has "has no torch (the python on PATH is not the one with torch?" &&
+	 [ "$(grep -c "has no torch" "$tmp/err")" = 1 ]'
 
 capture in_venv python "$here/notebook.py" "$work"
 cat "$tmp/out"

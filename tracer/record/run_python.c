@@ -9,6 +9,7 @@
 #include "run_python.h"
 #include "data_dir.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -69,12 +70,13 @@ static char *next_word(char **p)
 	return s;
 }
 
-/* Whether a script's first lines start a Python: `#!/venv/bin/python3`,
- * `#!/usr/bin/env python3`, or pip's launcher for an interpreter path
- * too long for a shebang (`#!/bin/sh`, then `'''exec' /long/python`).
- * Console scripts are how launchers come: torchrun, accelerate,
- * lightning, deepspeed. */
-static bool script_runs_python(const char *path)
+/* The Python a script's first lines start, into PYTHON:
+ * `#!/venv/bin/python3`, `#!/usr/bin/env python3`, or pip's launcher for
+ * an interpreter path too long for a shebang (`#!/bin/sh`, then
+ * `'''exec' /long/python`); false when they start none.  Console
+ * scripts are how launchers come: torchrun, accelerate, lightning,
+ * deepspeed. */
+static bool script_python(const char *path, char *python, size_t size)
 {
 	char head[PATH_MAX + 256];
 	FILE *f = fopen(path, "re");
@@ -96,24 +98,38 @@ static bool script_runs_python(const char *path)
 			    "env"))
 		while ((word = next_word(&p)) && word[0] == '-')
 			; /* env -S ... */
-	if (word && run_is_python(word))
+	if (!(word && run_is_python(word))) {
+		if (!second || strncmp(second, "'''exec' ", 9) != 0)
+			return false;
+		second[strcspn(second, "\n")] = '\0';
+		p = second + 9;
+		word = next_word(&p);
+		if (!(word && run_is_python(word)))
+			return false;
+	}
+	snprintf(python, size, "%s", word);
+	return true;
+}
+
+/* The Python interpreter PROG is, or that it starts as a script
+ * (script_python), into PYTHON; false when neither. */
+static bool python_of(const char *prog, char *python, size_t size)
+{
+	char path[PATH_MAX];
+
+	if (run_is_python(prog)) {
+		snprintf(python, size, "%s", prog);
 		return true;
-	if (!second || strncmp(second, "'''exec' ", 9) != 0)
-		return false;
-	second[strcspn(second, "\n")] = '\0';
-	p = second + 9;
-	word = next_word(&p);
-	return word && run_is_python(word);
+	}
+	return resolve_on_path(prog, path, sizeof path) &&
+	       script_python(path, python, size);
 }
 
 bool run_python_program(const char *prog)
 {
-	char path[PATH_MAX];
+	char python[PATH_MAX];
 
-	if (run_is_python(prog))
-		return true;
-	return resolve_on_path(prog, path, sizeof path) &&
-	       script_runs_python(path);
+	return python_of(prog, python, sizeof python);
 }
 
 const char *run_no_ops_message(const char *prog, const char *framework,
@@ -164,27 +180,60 @@ static const char *script_of(char **command)
 	return NULL;
 }
 
-/* Whether `python` finds torch, asked without importing it (a fraction
- * of a second): -1 when it could not be asked. */
-static int python_has_torch(const char *python)
+/* Reads FD to its end into BUF (SIZE > 0), NUL-ended; the excess is
+ * dropped. */
+static void read_all(int fd, char *buf, size_t size)
 {
-	pid_t pid = fork();
+	size_t len = 0;
+	char spill[256];
+
+	for (;;) {
+		char *to = len + 1 < size ? buf + len : spill;
+		size_t room = len + 1 < size ? size - 1 - len : sizeof spill;
+		ssize_t n = read(fd, to, room);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (to == buf + len)
+			len += (size_t)n;
+	}
+	buf[len] = '\0';
+}
+
+/* Whether `python` finds torch, asked without importing it (a fraction
+ * of a second): -1 when it could not be asked.  `where` gets the
+ * interpreter's own path (sys.executable: a shim or a bare name says
+ * little), or "" when it did not say. */
+static int python_has_torch(const char *python, char *where, size_t size)
+{
+	int fds[2];
 	int status;
 
-	if (pid < 0)
+	where[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null >= 0) {
-			dup2(null, 1);
+		if (null >= 0)
 			dup2(null, 2);
-		}
+		dup2(fds[1], 1);
 		execlp(python, python, "-c",
 		       "import importlib.util, sys; "
+		       "sys.stdout.write(sys.executable); "
 		       "sys.exit(importlib.util.find_spec('torch') is None)",
 		       (char *)NULL);
 		_exit(127);
 	}
+	close(fds[1]);
+	read_all(fds[0], where, size);
+	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
@@ -225,14 +274,45 @@ static const char *defeat_reason(char option)
 			     : "ignores PYTHONPATH";
 }
 
+/* "no ops recorded: WHO (WHERE) has no torch", and what to do. */
+static const char *no_torch(const char *who, const char *where, char *buf,
+			    size_t size)
+{
+	bool named = where[0] && strcmp(where, who) != 0;
+
+	snprintf(buf, size, "no ops recorded: %s%s%s%s has no torch (the "
+		 "python on PATH is not the one with torch? activate the "
+		 "environment that has it, name its python, or install a "
+		 "pinned torch there, e.g. pip install torch==2.13.0: a bare "
+		 "`pip install torch` takes a CUDA build of several GB)", who,
+		 named ? " (" : "", named ? where : "", named ? ")" : "");
+	return buf;
+}
+
+/* Why a script that starts a Python (a launcher, a `#!` script) ran no
+ * op: its Python's torch is the one question run can ask of it. */
+static const char *script_no_ops_why(const char *prog, const char *python,
+				     char *buf, size_t size)
+{
+	char who[PATH_MAX + 16], where[PATH_MAX];
+
+	if (python_has_torch(python, where, sizeof where) != 0)
+		return run_no_ops_message(prog, NULL, buf, size);
+	snprintf(who, sizeof who, "%s's python", prog);
+	return no_torch(who, where[0] ? where : python, buf, size);
+}
+
 const char *run_no_ops_why(char **command, const char *framework, char *buf,
 			   size_t size)
 {
 	const char *prog = command[0];
-	const char *script = run_is_python(prog) ? script_of(command) : NULL;
+	char python[PATH_MAX], where[PATH_MAX];
 
-	if (!run_is_python(prog) || framework)
+	if (framework || !python_of(prog, python, sizeof python))
 		return run_no_ops_message(prog, framework, buf, size);
+	if (!run_is_python(prog))
+		return script_no_ops_why(prog, python, buf, size);
+	const char *script = script_of(command);
 	char option = defeating_option(command);
 	/* a missing script first: without -E it would not have run either */
 	if (script && access(script, F_OK) != 0)
@@ -243,10 +323,8 @@ const char *run_no_ops_why(char **command, const char *framework, char *buf,
 			 "PyTorch bridge was not injected (drop -%c, or call "
 			 "amptrace_torch.trace() in the program)", option,
 			 defeat_reason(option), option);
-	else if (python_has_torch(prog) == 0)
-		snprintf(buf, size, "no ops recorded: %s has no torch (import "
-			 "torch fails there: install torch in that Python's "
-			 "environment, or run the Python that has it)", prog);
+	else if (python_has_torch(prog, where, sizeof where) == 0)
+		no_torch(prog, where, buf, size);
 	else
 		snprintf(buf, size, "no ops recorded: %s never imported torch "
 			 "(the program ran without it)", prog);
@@ -300,5 +378,4 @@ void run_python_prepare(char **command)
 		 old && *old ? old : "");
 	setenv("PYTHONPATH", path, 1);
 	free(path);
-	setenv("AMPTRACE_TORCH_NOTE", "1", 1);
 }

@@ -138,26 +138,7 @@ def _arm():
                          "nothing is recorded from this process: %s\n" % e)
 
 
-def _no_torch_note():
-    if "torch" in sys.modules:
-        return
-    import importlib.machinery
-    if importlib.machinery.PathFinder.find_spec("torch") is None:
-        sys.stderr.write(
-            "amptrace: %s has no torch, so nothing was recorded from it "
-            "(the python on PATH is not the one with torch: activate the "
-            "environment that has it, name its python, or install a "
-            "pinned torch there, e.g. pip install torch==2.13.0: a bare "
-            "`pip install torch` takes a CUDA build of several GB)\n"
-            % sys.executable)
-
-
 # Armed before the shadowed sitecustomize runs: it may import torch.
 if os.environ.get("AMPTRACE_RAW_DIR"):
     sys.meta_path.insert(0, _ArmAfterTorch())
-    if os.environ.get("AMPTRACE_TORCH_NOTE") == "1":
-        # Said once, by the process amptrace started, not by its children.
-        os.environ["AMPTRACE_TORCH_NOTE"] = "0"
-        import atexit
-        atexit.register(_no_torch_note)
 _import_shadowed()
