@@ -117,7 +117,11 @@ check "unknown overload exits 2" test "$rc" -eq 2
 check "unknown overload lists overloads" grep -q 'known overloads: softmax.int$' <<<"$err"
 err=$("$amptrace" explain mm f32 f99 2>&1 >/dev/null); rc=$?
 check "bad dtype exits 2" test "$rc" -eq 2
-check "bad dtype suggests" grep -q "unknown dtype 'f99'.*did you mean" <<<"$err"
+check "bad dtype: no suggestion two typos from a short name, the dtypes listed" \
+	eval '! grep -q "did you mean" <<<"$err" && grep -q "^dtypes: f64 f32" <<<"$err"'
+err=$("$amptrace" explain mm f32 bf61 2>&1 >/dev/null); rc=$?
+check "a dtype a typo away: did you mean it, alone" \
+	grep -qx "amptrace explain: unknown dtype 'bf61' in argument 'bf61'; did you mean 'bf16'?" <<<"$err"
 "$amptrace" explain mm f32:leef >/dev/null 2>&1; rc=$?
 check "bad modifier exits 2" test "$rc" -eq 2
 "$amptrace" explain --device tpu mm f32 >/dev/null 2>&1; rc=$?

@@ -218,7 +218,7 @@ check "check: every engine kind parses unquoted" status_is 0
 printf 'no finding stale-cach\n' >"$tmp/typo.rules"
 capture "$amptrace" check "$tmp/fixed.json" "$tmp/typo.rules"
 check "check: unknown kind exits 2" status_is 2
-check "check: unknown kind suggests close matches" err_has "did you mean stale-cache?"
+check "check: unknown kind suggests the close one" err_has "did you mean 'stale-cache'?"
 
 record "$tmp/mlp.json" "$mlp" --steps 4
 printf 'no findings\n' >"$tmp/none.rules"

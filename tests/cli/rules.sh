@@ -78,7 +78,7 @@ refused 'op "linear: output f16' "1:4: unterminated string"
 # that can never fail would pass in silence); every kind of the table is
 # listed; a quoted kind is anybody's.
 refused 'no finding stale-cach' "1:12: expected a finding kind"
-check "a misspelt kind: did you mean" err_has "got 'stale-cach'; did you mean stale-cache?"
+check "a misspelt kind: did you mean" err_has "got 'stale-cach'; did you mean 'stale-cache'?"
 cp "$tmp/err" "$tmp/kinds.err"
 for kind in process-died dtype-mismatch banned-op fp16-overflow scaler-collapse \
 	op-error recording-stopped producer-contract stale-cache cache-other-dtype \

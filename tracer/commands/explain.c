@@ -139,16 +139,16 @@ static const char *const dtype_choices =
 
 static int bad_dtype(const char *dtype, const char *arg)
 {
+	struct closest_name close = CLOSEST_NAME_INIT;
+
+	for (int i = 0; i < AMP_DTYPE_COUNT; i++)
+		closest_name_offer(&close, dtype,
+				   amp_dtype_name((enum amp_dtype)i));
 	fprintf(stderr, "amptrace explain: unknown dtype '%s' in argument '%s'",
 		dtype, arg);
-	int close = 0;
-	for (int i = 0; i < AMP_DTYPE_COUNT; i++) {
-		const char *name = amp_dtype_name((enum amp_dtype)i);
-		if (edit_distance(dtype, name) <= 2)
-			fprintf(stderr, "%s%s", close++ ? ", " : "; did you mean ",
-				name);
-	}
-	fprintf(stderr, "%s\ndtypes: %s\n", close ? "?" : "", dtype_choices);
+	if (close.name && closest_name_is_typo(dtype, close.distance))
+		fprintf(stderr, "; did you mean '%s'?", close.name);
+	fprintf(stderr, "\ndtypes: %s\n", dtype_choices);
 	return 2;
 }
 

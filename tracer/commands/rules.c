@@ -539,28 +539,23 @@ static int parse_casts_rule(struct parser *p, struct rule *r, bool no)
 	return 0;
 }
 
-/* Appends "; did you mean KIND?" to the error when known kinds are close
- * to the word written. */
-static void suggest_kinds(struct parser *p)
+/* Appends "; did you mean 'KIND'?" to the error when a kind is a typo
+ * away from the word written (closest_name_is_typo, as every "did you
+ * mean"). */
+static void suggest_kind(struct parser *p)
 {
-	char *message = p->err ? p->err->message : NULL;
-	size_t size = message ? sizeof p->err->message : 0;
-	bool suggested = false;
+	struct closest_name close = CLOSEST_NAME_INIT;
 
+	if (!p->err || p->tok.kind != TOKEN_WORD)
+		return;
 	for (const struct finding_kind *k = finding_kinds;
-	     message && p->tok.kind == TOKEN_WORD &&
-	     k < finding_kinds + FINDING_KIND_COUNT; k++) {
-		if (edit_distance(p->tok.text, k->name) > 3)
-			continue;
-		size_t n = strlen(message);
-		snprintf(message + n, size - n, "%s%s",
-			 suggested ? " or " : "; did you mean ", k->name);
-		suggested = true;
-	}
-	if (suggested) {
-		size_t n = strlen(message);
-		snprintf(message + n, size - n, "?");
-	}
+	     k < finding_kinds + FINDING_KIND_COUNT; k++)
+		closest_name_offer(&close, p->tok.text, k->name);
+	if (!close.name || !closest_name_is_typo(p->tok.text, close.distance))
+		return;
+	size_t n = strlen(p->err->message);
+	snprintf(p->err->message + n, sizeof p->err->message - n,
+		 "; did you mean '%s'?", close.name);
 }
 
 /* Every kind of the findings engine, written like the names of the
@@ -585,7 +580,7 @@ static int parse_finding_kind(struct parser *p, struct rule *r)
 				      k == finding_kinds ? "" : " ", k->name);
 	snprintf(what + n, sizeof what - n, "; quote other kinds: \"my-kind\")");
 	int status = expected(p, what);
-	suggest_kinds(p);
+	suggest_kind(p);
 	return status;
 }
 
