@@ -371,6 +371,11 @@ check "killed before its first op: the trace has the process, process-died" \
 check "... run says it is linked to libamp but ran no op" \
 	grep -q "trace_prog is linked to libamp (its process was recorded) but ran no op before it ended" \
 	"$work/nothing.err"
+summarize nothing
+check_rule "$work/nothing.json" 'casts total <= 3 per step'
+check "... it ran no step: summary says 0, a per-step rule judges none" \
+	eval 'echo "$summarized" | grep -qF "steps: 0 (no op ran)" &&
+	      echo "$checked" | grep -qF "(no step: no op ran)"'
 rm -f "$work/pid"
 "$amptrace" run --raw-dir "$raw" -o "$work/sh.json" -- /bin/sh -c \
 	'echo $$ >"$1.tmp"; mv "$1.tmp" "$1"; kill -9 $$' sh "$work/pid" \

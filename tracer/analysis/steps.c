@@ -346,11 +346,12 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 {
 	struct marks marks = { 0 };
 	struct early_ends early = { 0 };
-	bool updates = false, regions = false;
+	bool updates = false, regions = false, ran = false;
 	int status = -1;
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
+		ran |= counted_for_step(e) || e->kind == TRACE_AGGREGATE;
 		if (e->kind == TRACE_SCALER && e->scaler.what &&
 		    !strcmp(e->scaler.what, "update"))
 			updates = true;
@@ -371,7 +372,9 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&marks);
 	if (!early_ends_find(t, &early))
 		goto out;
-	s->nsteps = t->nevents ? 1 : 0;
+	/* a run that ran nothing (killed right after import torch) is no
+	 * step, whatever its process events and diags */
+	s->nsteps = ran ? 1 : 0;
 	for (size_t i = 0; i < t->nevents && marks.count; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind == TRACE_META)

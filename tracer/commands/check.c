@@ -819,9 +819,13 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		o->pass = true;
 		set(o->expected, sizeof o->expected, "%s %s %g in every step",
 		    label, rule_cmp_text(r->cmp), r->number);
-		set(o->actual, sizeof o->actual, "no training step; %d "
-		    "evaluation window%s, not counted", a->steps.nevaluations,
-		    a->steps.nevaluations == 1 ? "" : "s");
+		if (a->steps.nevaluations)
+			set(o->actual, sizeof o->actual, "no training step; %d "
+			    "evaluation window%s, not counted",
+			    a->steps.nevaluations,
+			    a->steps.nevaluations == 1 ? "" : "s");
+		else
+			set(o->actual, sizeof o->actual, "no step: no op ran");
 	} else {
 		int first_bad = per_step_verdict(a, r, label, per_step, o);
 		if (first_bad >= 0 && per_step[first_bad])

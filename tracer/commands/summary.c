@@ -612,6 +612,8 @@ static void print_steps(const struct analysis *a, FILE *out)
 	else if (st->marked)
 		fprintf(out, "steps: %d (not marked: the training outside the "
 			     "evaluation windows)", a->nsteps);
+	else if (!a->nsteps)
+		fprintf(out, "steps: 0 (no op ran)");
 	else
 		fprintf(out, "steps: %d (no optimizer, scaler update or "
 			     "autocast region marks them)", a->nsteps);
