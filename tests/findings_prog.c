@@ -405,6 +405,34 @@ static void mode_cache_same_dtype(void)
 	free_all(done, 2);
 }
 
+/* ------------------------------------------------- cache_enabled off */
+
+/* With the cache off, mm(w, v) twice in one region casts each weight
+ * twice: the second casts are the cache's work redone.  once: one mm
+ * per region, the weights cast once in each, as a cache would (it is
+ * emptied when the outermost region exits). */
+static void cache_off(bool once)
+{
+	amp_tensor *w = weight(16, 16, "layer.weight");
+	amp_tensor *v = weight(16, 16, "other.weight");
+	struct amp_autocast_opts o = AMP_AUTOCAST_OPTS(AMP_DEVICE_CPU);
+
+	o.dtype = AMP_DTYPE_BF16;
+	o.cache_enabled = 0;
+	for (int region = 0; region < 2; region++) {
+		o.scope = region ? "second" : "first";
+		check_status(amp_autocast_enter(&o), "autocast");
+		for (int use = 0; use < (once ? 1 : 2); use++)
+			amp_tensor_free(check(amp_mm(w, v), "mm"));
+		amp_autocast_exit();
+	}
+	amp_tensor *done[] = { w, v };
+	free_all(done, 2);
+}
+
+static void mode_cache_off_twice(void) { cache_off(false); }
+static void mode_cache_off_once(void) { cache_off(true); }
+
 /* ------------------------------------------------ overflow, underflow */
 
 /* mm of 64-wide rows of 300s: each sum is 5.76e6, above f16's 65504. */
@@ -577,6 +605,8 @@ static const struct {
 	{ "cache-dtypes", mode_cache_dtypes },
 	{ "cache-dtypes-fixed", mode_cache_dtypes_fixed },
 	{ "cache-same-dtype", mode_cache_same_dtype },
+	{ "cache-off-twice", mode_cache_off_twice },
+	{ "cache-off-once", mode_cache_off_once },
 	{ "overflow", mode_overflow },
 	{ "no-overflow", mode_no_overflow },
 	{ "underflow", mode_underflow },

@@ -97,6 +97,9 @@ static const struct {
 	  "'layer.weight' (argument 0) made for mm (op 5) in the f16 "
 	  "autocast region 'outer'" },
 	{ "cache-other-dtype", "cache-dtypes", "cache-same-dtype", "f16" },
+	{ "cache-disabled", "cache-off-twice", "cache-off-once",
+	  "cast of tensor 2 'layer.weight' was made again in the 'first' "
+	  "autocast region" },
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
 	  "while thread 1" },

@@ -456,6 +456,13 @@ def test_scenarios():
           weights == ["disabled"] * 4, weights)
     check("... and the cache-disabled finding fires",
           "cache-disabled" in findings(t), findings(t))
+    p, path = run("scenario_cache_off.py", "--once", out="nocache1")
+    t = load(path)
+    weights = [c["cache"] for c in casts(t) if c.get("name")]
+    check("cache_enabled=False, each weight cast once per region (as "
+          "Lightning runs): 'disabled', and no cache-disabled finding",
+          weights == ["disabled"] * 4 and
+          "cache-disabled" not in findings(t), (weights, findings(t)))
 
     p, path = run("scenario_nested.py", out="nested")
     t = load(path)

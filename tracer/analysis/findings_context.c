@@ -32,6 +32,7 @@ void findings_context_free(struct findings_context *cx)
 	finding_origins_free(cx, &cx->origins);
 	free_map(cx, &cx->autocast_off);
 	free_map(cx, &cx->other_dtype_ops);
+	free_map(cx, &cx->uncached_casts);
 	free_map(cx, &cx->conversions.first);
 	free_map(cx, &cx->conversions.next);
 	free_map(cx, &cx->overflow_verdicts.skipped);

@@ -177,6 +177,9 @@ struct findings_context {
 	 * per op, whatever the number of its arguments from the cache, and
 	 * other threads' casts may come between them) */
 	struct id_map other_dtype_ops;
+	/* cache-disabled: (pid, tensor) -> the outermost region + 1 its
+	 * last cast with the cache off was made in */
+	struct id_map uncached_casts;
 	/* (pid, hash of kind and site) -> the finding's index in out->items,
 	 * the first of that hash: finding_at looked through every finding
 	 * for each occurrence (20,000 sites: 1.6 s) */

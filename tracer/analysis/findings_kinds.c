@@ -249,9 +249,12 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.reads = READS_CASTS,
 		.each = finding_rule_cache_disabled,
 		.fix = "leave cache_enabled on so weight casts are made once per "
-		       "region",
-		.doc = "a cacheable cast was redone because `cache_enabled` is "
-		       "off",
+		       "region (Lightning's MixedPrecision plugin turns it off: "
+		       "override its autocast_context_manager)",
+		.doc = "a cacheable cast (a weight's) was made again in one "
+		       "autocast region because `cache_enabled` is off; a "
+		       "weight cast once per region costs what a cache miss "
+		       "would, and is not reported",
 	},
 	[FINDING_RECOMPILE] = {
 		"recompile", FINDING_INFO, FINDING_FROM_BRIDGE,

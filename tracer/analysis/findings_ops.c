@@ -178,24 +178,59 @@ void finding_rule_cache_other_dtype(struct findings_context *cx, size_t i)
 		     op->noutputs ? op->outputs[0].info->dtype : "");
 }
 
-/* cache-disabled: a cacheable cast redone (cache_enabled off). */
+/* The outermost autocast region open on event i's thread, or SIZE_MAX:
+ * autocast's cache lives until that one exits. */
+static size_t outermost_region(const struct findings_context *cx, size_t i)
+{
+	const struct finding_regions *r = &cx->regions;
+
+	if (!r->at || !r->at[i])
+		return SIZE_MAX;
+	size_t k = r->at[i] - 1;
+	while (r->items[k].parent != SIZE_MAX)
+		k = r->items[k].parent;
+	return k;
+}
+
+/* cache-disabled: a cacheable cast made again, in the outermost region
+ * an earlier one of the same tensor was made in, because cache_enabled
+ * is off.  A tensor cast once per region costs what a cache miss would:
+ * no finding (Lightning's MixedPrecision turns the cache off for every
+ * run). */
 void finding_rule_cache_disabled(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_cast *c = &e->cast;
+	size_t region = outermost_region(cx, i);
 	char tensor[192];
 
-	if (!c->cache || strcmp(c->cache, "disabled"))
+	if (!c->cache || strcmp(c->cache, "disabled") || region == SIZE_MAX)
+		return;
+	size_t *last = id_map_find(&cx->uncached_casts, e->pid, c->tensor,
+				   true);
+	if (!last) {
+		cx->failed = true;
+		return;
+	}
+	bool again = *last == region + 1;
+	*last = region + 1;
+	if (!again)
 		return;
 	struct trace_finding *f =
 		finding_of(cx, FINDING_CACHE_DISABLED, "", e->pid, i);
 	if (!f)
 		return;
+	const char *scope = cx->regions.items[region].scope;
 	f->op_id = c->op_id;
 	f->tensor = c->tensor;
 	finding_text(f->message, sizeof f->message,
-		     "the cacheable %s->%s cast of %s was redone because the "
-		     "autocast cache is disabled (cache_enabled=False)",
+		     "the cacheable %s->%s cast of %s was made again in the "
+		     "%s%s%s autocast region, because the autocast cache is "
+		     "disabled (cache_enabled=False): a cache makes it once "
+		     "per region",
 		     c->from, c->to,
-		     finding_tensor_label(cx, e->pid, c->tensor, tensor, sizeof tensor));
+		     finding_tensor_label(cx, e->pid, c->tensor, tensor,
+					  sizeof tensor),
+		     scope ? "'" : "", scope ? scope : "unnamed",
+		     scope ? "'" : "");
 }
