@@ -209,6 +209,18 @@ python3 "$script" "$out/flat.json" 8 --flat &&
 	grep -q 'shown: 3 ops, 2 casts · folded: 14 ops' "$out/flat.dot" &&
 	echo "ok   repeated module patterns fold" || fail "module folds: $(cat "$out/flat.err")"
 
+# a ModuleList's layers with a functional relu between them (the model's
+# own op, drawn alone): the pattern of a layer node and a relu folds too,
+# so the default depth draws the layers (it drew the model as one node)
+python3 "$script" "$out/functional.json" 8 --functional &&
+	"$ampview" "$out/functional.json" --format dot -o "$out/functional.dot" \
+		-v 2>"$out/functional.err" &&
+	grep -q 'label="folded: 7 more repetitions\\nof the 2 nodes layers.0 · Linear … relu #2 above\\n14 ops, 7 casts hidden' "$out/functional.dot" &&
+	grep -q "17 ops selected: 3 drawn, 14 folded" "$out/functional.err" &&
+	grep -q 'modules 2 levels deep: 2 ops in 2 module nodes, 14 in their folded repetitions' "$out/functional.err" &&
+	echo "ok   a pattern of module nodes and ops drawn alone folds" ||
+	fail "module and op folds: $(cat "$out/functional.err")"
+
 # --no-fold draws every module node
 "$ampview" "$out/flat.json" --format dot -o "$out/nofold.dot" --depth 1 \
 	--no-fold -v 2>"$out/nofold.err" &&

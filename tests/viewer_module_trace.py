@@ -5,13 +5,15 @@ BLOCKS blocks, each blocks.N.fc1 (linear, its weight cast f32->bf16) ->
 blocks.N.act (relu) -> blocks.N.fc2 (linear) -> blocks.N (residual add),
 then head (linear).  With --error, blocks.2.fc2's linear failed (an
 op-error finding).  With --flat, a Sequential instead: modules 0, 1, 2,
-... alternately Linear and ReLU, BLOCKS of each.  With --prefix=PATH,
+... alternately Linear and ReLU, BLOCKS of each.  With --functional, a
+ModuleList's layers.0 ... (Linear), a relu of the model itself ("", Net)
+after each, as `torch.relu(layer(x))` in its forward.  With --prefix=PATH,
 every module sits inside PATH (a deep model's long paths).  With
 --backward, every op is a backward one (no forward pass).  No torch
 needed.
 
-    viewer_module_trace.py OUT.json BLOCKS [--error] [--flat] [--prefix=PATH]
-                           [--backward]
+    viewer_module_trace.py OUT.json BLOCKS [--error] [--flat] [--functional]
+                           [--prefix=PATH] [--backward]
 """
 import json
 import sys
@@ -23,6 +25,7 @@ def main():
     out, blocks = sys.argv[1], int(sys.argv[2])
     error = "--error" in sys.argv[3:]
     flat = "--flat" in sys.argv[3:]
+    functional = "--functional" in sys.argv[3:]
     phase = "backward" if "--backward" in sys.argv[3:] else "forward"
     prefix = ""
     for arg in sys.argv[3:]:
@@ -91,7 +94,10 @@ def main():
     for n in range(blocks if flat else 0):
         x = linear(str(2 * n), x)
         x = op("relu", str(2 * n + 1), "ReLU", [x], "bf16")
-    for n in range(0 if flat else blocks):
+    for n in range(blocks if functional else 0):
+        x = linear("layers.%d" % n, x)
+        x = op("relu", "", "Net", [x], "bf16")
+    for n in range(0 if flat or functional else blocks):
         block = "blocks.%d" % n
         h = linear(block + ".fc1", x)
         h = op("relu", block + ".act", "ReLU", [h], "bf16")

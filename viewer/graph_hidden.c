@@ -56,8 +56,9 @@ static void fold_label(struct graph_builder *b, const struct view_fold *f)
 	graph_text(&b->label, "folded: %zu more repetition%s\n", f->count - 1,
 		 f->count > 2 ? "s" : "");
 	if (f->calls)   /* module nodes (graph_modules.c), drawn above */
-		graph_text(&b->label, "of the %zu modules %s … %s above\n",
-			   f->calls, b->g->nodes[b->node_of_op[f->start]].brief,
+		graph_text(&b->label, "of the %zu %s %s … %s above\n",
+			   f->calls, f->with_ops ? "nodes" : "modules",
+			   b->g->nodes[b->node_of_op[f->start]].brief,
 			   b->g->nodes[b->node_of_op[f->start + f->period - 1]].brief);
 	else
 		graph_text(&b->label, "of the %zu ops %s … %s above\n", f->period,

@@ -2,8 +2,9 @@
  * each module node stands for.  A module whose path has the view's depth
  * is one node for a run of consecutive ops inside it (a leaf module above
  * that depth too); consecutive sibling modules that ran the same ops are
- * one node; repeating patterns of module nodes fold as repeated ops do.
- * graph_module_nodes.c draws them. */
+ * one node; repeating patterns of module nodes, and of the ops drawn
+ * alone between them, fold as repeated ops do.  graph_module_nodes.c
+ * draws them. */
 #include "graph.h"
 
 #include <stdlib.h>
@@ -134,38 +135,30 @@ static void merge_repeats(struct graph_builder *b)
 	g->nmodules = kept;
 }
 
-/* Module calls `call` and `call - 1` ran back to back, no op between. */
-static bool follows(const struct graph *g, size_t call)
+/* What a module view draws, in the order its ops ran: module nodes and
+ * the ops drawn alone between them (a functional relu between the
+ * layers of a ModuleList), which a repeating pattern takes in too. */
+struct module_unit {
+	size_t first, nops;
+	size_t module;   /* its module node, or VIEW_NONE: an op alone */
+};
+
+struct unit_folding {
+	const struct graph_builder *b;
+	struct module_unit *units;
+	size_t count;
+};
+
+/* Whether the n ops from x and from y ran the same ops in the same
+ * modules' classes, their inputs cast alike (cache results included). */
+static bool same_ops(const struct view_selection *s, size_t x, size_t y,
+		     size_t n)
 {
-	const struct graph_module *before = &g->modules[call - 1];
-
-	return before->first + before->nops == g->modules[call].first;
-}
-
-/* Whether module calls i and j (a period later) are the same: sibling
- * modules (or groups of as many calls) that ran the same ops with the
- * same casts, each call right after the one before it. */
-static bool same_call(void *ctx, size_t i, size_t j, size_t period,
-		      size_t block)
-{
-	const struct graph_builder *b = ctx;
-	const struct graph *g = b->g;
-	const struct view_selection *s = b->s;
-	const struct graph_module *x = &g->modules[i], *y = &g->modules[j];
-	size_t parent = graph_parent_len(x->module, x->len);
-
-	(void)period;
-	(void)block;
-	if (!follows(g, i + 1) || !follows(g, j) || x->nops != y->nops ||
-	    x->calls != y->calls || !x->len || !y->len ||
-	    parent != graph_parent_len(y->module, y->len) ||
-	    strncmp(x->module, y->module, parent))
-		return false;
-	for (size_t k = 0; k < x->nops; k++) {
-		const struct view_op *vx = &s->ops[x->first + k];
-		const struct view_op *vy = &s->ops[y->first + k];
-		const struct trace_op *ox = view_op_of(s, x->first + k);
-		const struct trace_op *oy = view_op_of(s, y->first + k);
+	for (size_t k = 0; k < n; k++) {
+		const struct view_op *vx = &s->ops[x + k];
+		const struct view_op *vy = &s->ops[y + k];
+		const struct trace_op *ox = view_op_of(s, x + k);
+		const struct trace_op *oy = view_op_of(s, y + k);
 		if (ox->op != oy->op || ox->overload != oy->overload ||
 		    ox->module_class != oy->module_class ||
 		    vx->ninputs != vy->ninputs)
@@ -184,41 +177,98 @@ static bool same_call(void *ctx, size_t i, size_t j, size_t period,
 	return true;
 }
 
-/* Module nodes whose pattern repeats (a CNN's conv, batch norm, ReLU,
- * conv, ...) fold as repeated ops do: the first repetition drawn, one
- * node for the rest (graph_hidden.c), each fold turned into the ops it
- * spans. */
+/* Whether units i and j (a period later) are the same: two ops alone
+ * that are the same op, or sibling modules (or groups of as many calls)
+ * that ran the same ops with the same casts. */
+static bool same_unit(void *ctx, size_t i, size_t j, size_t period,
+		      size_t block)
+{
+	const struct unit_folding *u = ctx;
+	const struct graph *g = u->b->g;
+	const struct module_unit *a = &u->units[i], *c = &u->units[j];
+
+	(void)period;
+	(void)block;
+	if ((a->module == VIEW_NONE) != (c->module == VIEW_NONE) ||
+	    a->nops != c->nops)
+		return false;
+	if (a->module != VIEW_NONE) {
+		const struct graph_module *x = &g->modules[a->module];
+		const struct graph_module *y = &g->modules[c->module];
+		size_t parent = graph_parent_len(x->module, x->len);
+		if (x->calls != y->calls || !x->len || !y->len ||
+		    parent != graph_parent_len(y->module, y->len) ||
+		    strncmp(x->module, y->module, parent))
+			return false;
+	}
+	return same_ops(u->b->s, a->first, c->first, a->nops);
+}
+
+/* The units of the view, each module node once and each op alone;
+ * NULL when out of memory. */
+static struct module_unit *module_units(const struct graph_builder *b,
+					size_t *count)
+{
+	const struct view_selection *s = b->s;
+	struct module_unit *units = malloc((s->nops ? s->nops : 1) *
+					   sizeof *units);
+	size_t n = 0;
+
+	if (!units)
+		return NULL;
+	for (size_t k = 0; k < s->nops;) {
+		size_t m = b->module_of[k];
+		size_t nops = m == VIEW_NONE ? 1 : b->g->modules[m].nops;
+		units[n++] = (struct module_unit){ k, nops, m };
+		k += nops;
+	}
+	*count = n;
+	return units;
+}
+
+/* Patterns of module nodes that repeat (a CNN's conv, batch norm, ReLU,
+ * conv, ...; a ModuleList's layers with a functional activation between
+ * them) fold as repeated ops do: the first repetition drawn, one node for
+ * the rest (graph_hidden.c), each fold turned into the ops it spans. */
 static bool fold_modules(struct graph_builder *b)
 {
 	struct graph *g = b->g;
-	struct view_fold *folds;
-	size_t nfolds;
+	struct unit_folding u = { b, NULL, 0 };
+	struct view_fold *folds = NULL;
+	size_t nfolds = 0;
+	bool ok = false;
 
 	if (g->nmodules < 2 || !g->o->fold)   /* --no-fold */
 		return true;
-	if (view_fold_find(g->nmodules, MODULE_FOLD_PERIOD, 2, same_call, b,
-			   &folds, &nfolds) != 0)
-		return false;
+	u.units = module_units(b, &u.count);
+	if (!u.units || view_fold_find(u.count, MODULE_FOLD_PERIOD, 2,
+				       same_unit, &u, &folds, &nfolds) != 0)
+		goto out;
 	struct view_fold *grown = realloc(g->folds, (g->nfolds + nfolds + 1) *
 						    sizeof *grown);
-	if (!grown) {
-		free(folds);
-		return false;
-	}
+	if (!grown)
+		goto out;
 	g->folds = grown;
 	for (size_t f = 0; f < nfolds; f++) {
 		const struct view_fold *m = &folds[f];
-		size_t first = g->modules[m->start].first;
-		size_t period = g->modules[m->start + m->period].first - first;
+		const struct module_unit *unit = &u.units[m->start];
+		size_t first = unit->first;
+		size_t period = u.units[m->start + m->period].first - first;
+		bool modules_only = true;
+		for (size_t k = 0; k < m->period; k++)
+			modules_only &= unit[k].module != VIEW_NONE;
 		g->folds[g->nfolds++] = (struct view_fold){
-			first, period, m->count, m->period };
+			first, period, m->count, m->period, !modules_only };
 		/* the repetitions after the first are the fold's, not
 		 * module nodes */
 		for (size_t k = first + period; k < first + m->count * period; k++)
 			b->module_of[k] = VIEW_NONE;
 	}
+	ok = true;
+out:
 	free(folds);
-	return true;
+	free(u.units);
+	return ok;
 }
 
 /* A backward op that names no module (the bridge names the forward op's

@@ -138,6 +138,7 @@ struct view_fold {
 	size_t start, period, count;
 	size_t calls;   /* module calls per repetition (graph_modules.c's
 			   folds of module nodes), or 0 for ops */
+	bool with_ops;  /* those calls' pattern holds ops drawn alone too */
 };
 
 /* Whether ops i and j = i + period are the same op in the same place of
