@@ -321,6 +321,30 @@ printf 'casts f32->bf16 <= 0 per step\n' >"$tmp/none.rules"
 capture "$amptrace" check "$trained" "$tmp/none.rules"
 check "steps and a window: a per-step rule still fails in every step" \
 	out_has "2 of 2 steps fail"
+# A step recorded as aggregates writes its rows when its thread moves on:
+# after a training loop, often inside the evaluation window that follows
+# (model.eval(), then the window's first op).  The rows are the whole
+# step's, not the window's: step 0 made here an aggregate of its one
+# cast, written at 45, inside step 1's window (40-50).
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+events = [e for e in t["traceEvents"] if not 0 < e.get("ts", 0) <= 10]
+for e in events:
+	if e.get("cat") == "amp.step" and e["args"].get("step") == 0:
+		e["args"]["detail"] = False
+events.append({"name": "step 0 aggregates", "cat": "amp.aggregate", "ph": "i",
+	"ts": 45, "pid": 100, "tid": 1, "s": "t", "args": {"step": 0, "begin": 1,
+	"events": 4, "ops": [["linear", "", "forward", "lower_precision_fp",
+	"bf16", "cpu", 1, 0, 8]], "casts": [["linear", "forward", "f32", "bf16",
+	"uncacheable", 1, 8, 0, 0.5, None]], "diags": [], "regions": 1,
+	"cache": {"clears": 1, "entries": 0, "bytes": 0, "max_entries": 0,
+	"max_bytes": 0}}})
+t["traceEvents"] = events
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/aggregate-in-window.json"
+printf 'casts f32->bf16 == 1 per step\n' >"$tmp/each.rules"
+capture "$amptrace" check "$tmp/aggregate-in-window.json" "$tmp/each.rules"
+check "an aggregate written inside the next step's window: its step's casts counted" \
+	eval 'status_is 0 && out_has "over 2 steps"'
 
 # A long run's step numbers can be large: the steps are looked up by
 # number, not held in a table as long as the largest.

@@ -300,7 +300,11 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		 * one ends at the next region): its rows say it is aggregated */
 		if (e->kind == TRACE_AGGREGATE && !note_detail(s, step, false))
 			goto out;
-		s->evaluating[i] = e->kind != TRACE_STEP && begins.count &&
+		/* an aggregate's rows are its whole step; its time is when
+		 * its thread moved on, often into the window of an
+		 * evaluation after the step, which they are not */
+		s->evaluating[i] = e->kind != TRACE_STEP &&
+				   e->kind != TRACE_AGGREGATE && begins.count &&
 				   inside_window(&begins, &stops, e->pid, e->ts);
 		bool training = counts_for_step(e, s->evaluating[i]);
 		if (step + 1 > s->nsteps &&
