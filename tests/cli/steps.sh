@@ -45,6 +45,18 @@ check "--steps all: every step in full detail, nothing said" \
 capture "$amptrace" summary "$tmp/bounded.json"
 check "summary: the steps line says what is aggregated" \
 	out_has "steps: 60 (marked by scaler update); 20 in full detail, 40 as per-step aggregates"
+# The regions table names the regions of the steps in full detail; the
+# aggregated steps' regions, which their rows count but do not name, are
+# said under it, not left out: together, the full trace's.
+regions_entered() {
+	"$amptrace" summary --json "$1" | $python -c 'import json, sys
+s = json.load(sys.stdin)
+print(sum(r["entered"] for r in s["regions"]) + s["regions_aggregated"])'
+}
+check "summary: the aggregated steps' regions are said under the table" \
+	out_has "(and 40 entered in the 40 steps recorded as per-step aggregates: their rows name no region)"
+check "summary --json: the regions entered are the full trace's" \
+	test "$(regions_entered "$tmp/bounded.json")" = "$(regions_entered "$tmp/full.json")"
 # steps marked by autocast regions (trace_prog mlp: no optimizer, no
 # GradScaler): the final one ends at no region, so it has no step event
 # of its own; its rows still make it an aggregated step, not one in full
