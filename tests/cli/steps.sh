@@ -54,7 +54,7 @@ s = json.load(sys.stdin)
 print(sum(r["entered"] for r in s["regions"]) + s["regions_aggregated"])'
 }
 check "summary: the aggregated steps' regions are said under the table" \
-	out_has "(and 40 entered in the 40 steps recorded as per-step aggregates: their rows name no region)"
+	out_has "(and 40 more entered, counted by the per-step aggregates, whose rows name no region)"
 check "summary --json: the regions entered are the full trace's" \
 	test "$(regions_entered "$tmp/bounded.json")" = "$(regions_entered "$tmp/full.json")"
 # steps marked by autocast regions (trace_prog mlp: no optimizer, no
@@ -357,6 +357,44 @@ printf 'casts f32->bf16 == 1 per step\n' >"$tmp/each.rules"
 capture "$amptrace" check "$tmp/aggregate-in-window.json" "$tmp/each.rules"
 check "an aggregate written inside the next step's window: its step's casts counted" \
 	eval 'status_is 0 && out_has "over 2 steps"'
+# An evaluation after the last step (a no_grad region), not in full
+# detail: one aggregate after the last end, its region the window's.  No
+# step of its own, and its casts are no step's training; with a backward
+# row, or a region beside the window's, it trained: a final step.
+eval_tail() {
+	$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+ops = [["linear", "", "forward", "lower_precision_fp", "bf16", "cpu", 1, 0, 8]]
+if sys.argv[3] == "backward":
+	ops.append(["mm", "", "backward", "none", "bf16", "cpu", 1, 0, 8])
+t["traceEvents"][-1:-1] = [
+	{"name": "evaluation", "cat": "amp.step", "ph": "X", "ts": 60, "dur": 10,
+	 "pid": 100, "tid": 0, "args": {"step": 2,
+	 "evaluation": "autocast region under no_grad"}},
+	{"name": "step 2 aggregates", "cat": "amp.aggregate", "ph": "i",
+	 "ts": 75, "pid": 100, "tid": 1, "s": "t", "args": {"step": 2,
+	 "begin": 60, "events": 6, "ops": ops, "casts": [["linear", "forward",
+	 "f32", "bf16", "miss", 3, 24, 0, 1.5, None]], "diags": [],
+	 "regions": 2 if sys.argv[3] == "regions" else 1,
+	 "cache": {"clears": 1, "entries": 0, "bytes": 0, "max_entries": 3,
+	 "max_bytes": 24}}}]
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/eval-tail-$1.json" "$1"
+}
+eval_tail window
+capture "$amptrace" summary "$tmp/eval-tail-window.json"
+check "an aggregated evaluation after the last step: no step of its own" \
+	out_has "steps: 2 (marked by optimizer step); 2 evaluation windows"
+capture "$amptrace" check "$tmp/eval-tail-window.json" "$tmp/each.rules"
+check "... and its casts are no step's: a per-step rule holds" \
+	eval 'status_is 0 && out_has "over 2 steps"'
+eval_tail backward
+capture "$amptrace" summary "$tmp/eval-tail-backward.json"
+check "... with a backward row: it trained, a final step" \
+	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+eval_tail regions
+capture "$amptrace" summary "$tmp/eval-tail-regions.json"
+check "... with a region beside the window's: it trained, a final step" \
+	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
 
 # A long run's step numbers can be large: the steps are looked up by
 # number, not held in a table as long as the largest.

@@ -89,6 +89,9 @@ struct process_steps {
 	int rank;               /* the kind that ends its steps */
 	int final;              /* the step after its last kept end */
 	bool last_aggregated;   /* the step before `final`: no full detail */
+	/* in `final`: the regions its aggregates count, and those that
+	 * are evaluation windows ("autocast region under no_grad") */
+	uint64_t final_regions, final_region_windows;
 };
 
 static int compare_numbers(const void *a, const void *b)
@@ -191,6 +194,55 @@ static const struct process_steps *find_process(const struct process_steps *list
 	return NULL;
 }
 
+/* An evaluation window that is one outermost autocast region (under
+ * no_grad or inference_mode), not model.eval()'s. */
+static bool is_region_window(const struct trace_event *e)
+{
+	return is_window(e) &&
+	       !strncmp(e->step.evaluation, "autocast region", 15);
+}
+
+/* The regions that the aggregates of each process's final step count,
+ * and the evaluation windows among them: a program that evaluates after
+ * its last step (a no_grad region) leaves an aggregate there when that
+ * step is not in full detail, its rows the window's, with no time of
+ * their own to tell them from training by. */
+static void count_final_regions(const struct trace *t,
+				struct process_steps *procs, size_t nprocs)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		struct process_steps *p = NULL;
+		for (size_t k = 0; k < nprocs && !p; k++)
+			if (procs[k].pid == e->pid)
+				p = &procs[k];
+		if (!p)
+			continue;
+		if (e->kind == TRACE_AGGREGATE &&
+		    step_numbered(p, e->aggregate.step) == p->final)
+			p->final_regions += e->aggregate.regions;
+		else if (is_region_window(e) &&
+			 step_numbered(p, e->step.step) == p->final)
+			p->final_region_windows++;
+	}
+}
+
+/* An aggregate of a final step whose regions are all evaluation windows
+ * and which ran no backward: an evaluation after the last step, no
+ * training (its rows belong to no step's training either). */
+static bool evaluates_after_last_step(const struct trace_event *e,
+				      const struct process_steps *p, int step)
+{
+	if (e->kind != TRACE_AGGREGATE || !p || step != p->final ||
+	    !p->final_region_windows ||
+	    p->final_regions > p->final_region_windows)
+		return false;
+	for (int k = 0; k < e->aggregate.nops; k++)
+		if (!strcmp(e->aggregate.ops[k].phase, "backward"))
+			return false;
+	return true;
+}
+
 /* Step `step` was cut short: a process's record ended in it (it died,
  * or its trace stops there).  Listed once (a few: a process's final
  * step, or the ranks' of a killed job); sorted by note_cut_short. */
@@ -282,6 +334,7 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&ends);
 	marks_sort(&begins);
 	marks_sort(&stops);
+	count_final_regions(t, procs, nprocs);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const struct process_steps *p = find_process(procs, nprocs,
@@ -303,9 +356,14 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		/* an aggregate's rows are its whole step; its time is when
 		 * its thread moved on, often into the window of an
 		 * evaluation after the step, which they are not */
-		s->evaluating[i] = e->kind != TRACE_STEP &&
-				   e->kind != TRACE_AGGREGATE && begins.count &&
-				   inside_window(&begins, &stops, e->pid, e->ts);
+		if (e->kind == TRACE_AGGREGATE)
+			s->evaluating[i] = evaluates_after_last_step(e, p,
+								     step);
+		else
+			s->evaluating[i] = e->kind != TRACE_STEP &&
+					   begins.count &&
+					   inside_window(&begins, &stops,
+							 e->pid, e->ts);
 		bool training = counts_for_step(e, s->evaluating[i]);
 		if (step + 1 > s->nsteps &&
 		    ((is_step(e) && p && step < p->final) || training))

@@ -911,11 +911,9 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			textfit_duration(r->time_us, b1, sizeof b1));
 	}
 	if (s->aggregated_regions)
-		fprintf(out, "  (and %llu entered in the %d step%s recorded as "
-			"per-step aggregates: their rows name no region)\n",
-			(unsigned long long)s->aggregated_regions,
-			a->steps.naggregated,
-			a->steps.naggregated == 1 ? "" : "s");
+		fprintf(out, "  (and %llu more entered, counted by the "
+			"per-step aggregates, whose rows name no region)\n",
+			(unsigned long long)s->aggregated_regions);
 	if (s->nregions)
 		fprintf(out, "  deepest nesting: %d\n", s->max_depth);
 
