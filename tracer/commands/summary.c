@@ -911,9 +911,10 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			textfit_duration(r->time_us, b1, sizeof b1));
 	}
 	if (s->aggregated_regions)
-		fprintf(out, "  (and %llu more entered, counted by the "
+		fprintf(out, "  (and %llu%s entered, counted by the "
 			"per-step aggregates, whose rows name no region)\n",
-			(unsigned long long)s->aggregated_regions);
+			(unsigned long long)s->aggregated_regions,
+			s->nregions ? " more" : "");
 	if (s->nregions)
 		fprintf(out, "  deepest nesting: %d\n", s->max_depth);
 
