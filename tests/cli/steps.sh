@@ -378,6 +378,13 @@ t["traceEvents"][-1:-1] = [
 	 "regions": 2 if sys.argv[3] == "regions" else 1,
 	 "cache": {"clears": 1, "entries": 0, "bytes": 0, "max_entries": 3,
 	 "max_bytes": 24}}}]
+if sys.argv[3] == "thread":
+	t["traceEvents"][-1:-1] = [{"name": "step 2 aggregates",
+	 "cat": "amp.aggregate", "ph": "i", "ts": 76, "pid": 100, "tid": 2,
+	 "s": "t", "args": {"step": 2, "begin": 61, "events": 1, "ops": [["mm",
+	 "", "backward", "none", "f32", "cuda", 1, 0, 8]], "casts": [],
+	 "diags": [], "regions": 0, "cache": {"clears": 0, "entries": 0,
+	 "bytes": 0, "max_entries": 0, "max_bytes": 0}}}]
 json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/eval-tail-$1.json" "$1"
 }
 eval_tail window
@@ -395,6 +402,14 @@ eval_tail regions
 capture "$amptrace" summary "$tmp/eval-tail-regions.json"
 check "... with a region beside the window's: it trained, a final step" \
 	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+# The backward on a thread of its own (autograd's, on CUDA): the step
+# trained, and the forward thread's rows are its training, not an
+# evaluation's: decided for the step, not for each thread's aggregate.
+eval_tail thread
+printf 'casts f32->bf16 >= 1 per step\n' >"$tmp/some.rules"
+capture "$amptrace" check "$tmp/eval-tail-thread.json" "$tmp/some.rules"
+check "... with a backward on another thread: its forward's casts are the step's" \
+	eval 'status_is 0 && out_has "over 3 steps"'
 
 # A long run's step numbers can be large: the steps are looked up by
 # number, not held in a table as long as the largest.

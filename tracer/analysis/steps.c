@@ -19,6 +19,14 @@ static bool is_window(const struct trace_event *e)
 	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.evaluation;
 }
 
+static bool aggregate_has_backward(const struct trace_aggregate *g)
+{
+	for (int k = 0; k < g->nops; k++)
+		if (!strcmp(g->ops[k].phase, "backward"))
+			return true;
+	return false;
+}
+
 /* What makes events after the last step's end a step of their own: the
  * program's training, outside evaluation windows: a backward pass, an
  * autocast region, a cast (not the gradients zeroed after the last
@@ -31,10 +39,8 @@ static bool counts_for_step(const struct trace_event *e, bool evaluating)
 	case TRACE_OP:
 		return e->op.phase && !strcmp(e->op.phase, "backward");
 	case TRACE_AGGREGATE:
-		for (int k = 0; k < e->aggregate.nops; k++)
-			if (!strcmp(e->aggregate.ops[k].phase, "backward"))
-				return true;
-		return e->aggregate.regions > 0;
+		return aggregate_has_backward(&e->aggregate) ||
+		       e->aggregate.regions > 0;
 	case TRACE_CAST:
 	case TRACE_SCOPE_BEGIN:
 		return true;
@@ -90,8 +96,10 @@ struct process_steps {
 	int final;              /* the step after its last kept end */
 	bool last_aggregated;   /* the step before `final`: no full detail */
 	/* in `final`: the regions its aggregates count, and those that
-	 * are evaluation windows ("autocast region under no_grad") */
+	 * are evaluation windows ("autocast region under no_grad"); and
+	 * whether any of its threads' aggregates ran a backward op */
 	uint64_t final_regions, final_region_windows;
+	bool final_backward;
 };
 
 static int compare_numbers(const void *a, const void *b)
@@ -219,28 +227,27 @@ static void count_final_regions(const struct trace *t,
 		if (!p)
 			continue;
 		if (e->kind == TRACE_AGGREGATE &&
-		    step_numbered(p, e->aggregate.step) == p->final)
+		    step_numbered(p, e->aggregate.step) == p->final) {
 			p->final_regions += e->aggregate.regions;
-		else if (is_region_window(e) &&
+			p->final_backward |= aggregate_has_backward(&e->aggregate);
+		} else if (is_region_window(e) &&
 			 step_numbered(p, e->step.step) == p->final)
 			p->final_region_windows++;
 	}
 }
 
 /* An aggregate of a final step whose regions are all evaluation windows
- * and which ran no backward: an evaluation after the last step, no
- * training (its rows belong to no step's training either). */
+ * and in which no thread ran a backward op: an evaluation after the last
+ * step, no training (its rows belong to no step's training either).
+ * Decided for the step, not for each thread's aggregate: a backward that
+ * ran on autograd's own thread (CUDA's) trained the step the forward
+ * thread's rows are part of. */
 static bool evaluates_after_last_step(const struct trace_event *e,
 				      const struct process_steps *p, int step)
 {
-	if (e->kind != TRACE_AGGREGATE || !p || step != p->final ||
-	    !p->final_region_windows ||
-	    p->final_regions > p->final_region_windows)
-		return false;
-	for (int k = 0; k < e->aggregate.nops; k++)
-		if (!strcmp(e->aggregate.ops[k].phase, "backward"))
-			return false;
-	return true;
+	return e->kind == TRACE_AGGREGATE && p && step == p->final &&
+	       p->final_region_windows && !p->final_backward &&
+	       p->final_regions <= p->final_region_windows;
 }
 
 /* Step `step` was cut short: a process's record ended in it (it died,
