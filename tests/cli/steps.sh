@@ -365,12 +365,17 @@ eval_tail() {
 	$python -c 'import json, sys
 t = json.load(open(sys.argv[1]))
 ops = [["linear", "", "forward", "lower_precision_fp", "bf16", "cpu", 1, 0, 8]]
-if sys.argv[3] == "backward":
+if sys.argv[3].endswith("backward"):
 	ops.append(["mm", "", "backward", "none", "bf16", "cpu", 1, 0, 8])
+module = sys.argv[3].startswith("module")
+if sys.argv[3] == "module-regions":
+	for e in t["traceEvents"]:
+		if e.get("cat") == "amp.step" and "marker" in e["args"]:
+			e["args"]["marker"] = "autocast region"
 t["traceEvents"][-1:-1] = [
 	{"name": "evaluation", "cat": "amp.step", "ph": "X", "ts": 60, "dur": 10,
-	 "pid": 100, "tid": 0, "args": {"step": 2,
-	 "evaluation": "autocast region under no_grad"}},
+	 "pid": 100, "tid": 0, "args": {"step": 2, "evaluation":
+	 "model.eval()" if module else "autocast region under no_grad"}},
 	{"name": "step 2 aggregates", "cat": "amp.aggregate", "ph": "i",
 	 "ts": 75, "pid": 100, "tid": 1, "s": "t", "args": {"step": 2,
 	 "begin": 60, "events": 6, "ops": ops, "casts": [["linear", "forward",
@@ -402,6 +407,26 @@ eval_tail regions
 capture "$amptrace" summary "$tmp/eval-tail-regions.json"
 check "... with a region beside the window's: it trained, a final step" \
 	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+# The usual evaluation: model.eval(), then a no_grad region in it (no
+# window of its own, so its region cannot be counted against one); after
+# the last optimizer step nothing trains without a backward.  A
+# region-marked run's final step is its last training step, which a
+# model.eval() window does not make an evaluation.
+eval_tail module
+capture "$amptrace" summary "$tmp/eval-tail-module.json"
+check "an aggregated model.eval() evaluation after the last step: no step of its own" \
+	out_has "steps: 2 (marked by optimizer step); 2 evaluation windows"
+capture "$amptrace" check "$tmp/eval-tail-module.json" "$tmp/each.rules"
+check "... and its casts are no step's: a per-step rule holds" \
+	eval 'status_is 0 && out_has "over 2 steps"'
+eval_tail module-backward
+capture "$amptrace" summary "$tmp/eval-tail-module-backward.json"
+check "... with a backward row: it trained, a final step" \
+	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+eval_tail module-regions
+capture "$amptrace" summary "$tmp/eval-tail-module-regions.json"
+check "... in a region-marked run: its final step, trained" \
+	out_has "steps: 3 (marked by autocast region); 2 evaluation windows"
 # The backward on a thread of its own (autograd's, on CUDA): the step
 # trained, and the forward thread's rows are its training, not an
 # evaluation's: decided for the step, not for each thread's aggregate.

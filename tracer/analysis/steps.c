@@ -96,10 +96,11 @@ struct process_steps {
 	int final;              /* the step after its last kept end */
 	bool last_aggregated;   /* the step before `final`: no full detail */
 	/* in `final`: the regions its aggregates count, and those that
-	 * are evaluation windows ("autocast region under no_grad"); and
-	 * whether any of its threads' aggregates ran a backward op */
+	 * are evaluation windows ("autocast region under no_grad"); whether
+	 * a model.eval() window is there; and whether any of its threads'
+	 * aggregates ran a backward op */
 	uint64_t final_regions, final_region_windows;
-	bool final_backward;
+	bool final_module_window, final_backward;
 };
 
 static int compare_numbers(const void *a, const void *b)
@@ -211,8 +212,8 @@ static bool is_region_window(const struct trace_event *e)
 }
 
 /* The regions that the aggregates of each process's final step count,
- * and the evaluation windows among them: a program that evaluates after
- * its last step (a no_grad region) leaves an aggregate there when that
+ * and the evaluation windows there: a program that evaluates after
+ * its last step (a no_grad region, model.eval()) leaves an aggregate there when that
  * step is not in full detail, its rows the window's, with no time of
  * their own to tell them from training by. */
 static void count_final_regions(const struct trace *t,
@@ -230,23 +231,37 @@ static void count_final_regions(const struct trace *t,
 		    step_numbered(p, e->aggregate.step) == p->final) {
 			p->final_regions += e->aggregate.regions;
 			p->final_backward |= aggregate_has_backward(&e->aggregate);
-		} else if (is_region_window(e) &&
-			 step_numbered(p, e->step.step) == p->final)
-			p->final_region_windows++;
+		} else if (is_window(e) &&
+			   step_numbered(p, e->step.step) == p->final) {
+			if (is_region_window(e))
+				p->final_region_windows++;
+			else
+				p->final_module_window = true;
+		}
 	}
 }
 
-/* An aggregate of a final step whose regions are all evaluation windows
- * and in which no thread ran a backward op: an evaluation after the last
- * step, no training (its rows belong to no step's training either).
- * Decided for the step, not for each thread's aggregate: a backward that
- * ran on autograd's own thread (CUDA's) trained the step the forward
- * thread's rows are part of. */
+/* An aggregate of a final step in which no thread ran a backward op and
+ * whose regions are evaluation windows: all of them no_grad regions, or,
+ * where an optimizer, a GradScaler or the program ends the steps, inside
+ * a model.eval() window (the usual evaluation after training; its
+ * regions are no windows of their own, so they cannot be counted, but
+ * after the last optimizer step nothing trains without a backward): an
+ * evaluation after the last step, no training (its rows belong to no
+ * step's training either).  A region-marked process's final step is its
+ * last training step, ended by no next region: its regions must all be
+ * windows.  Decided for the step, not for each thread's aggregate: a
+ * backward that ran on autograd's own thread (CUDA's) trained the step
+ * the forward thread's rows are part of. */
 static bool evaluates_after_last_step(const struct trace_event *e,
 				      const struct process_steps *p, int step)
 {
-	return e->kind == TRACE_AGGREGATE && p && step == p->final &&
-	       p->final_region_windows && !p->final_backward &&
+	if (e->kind != TRACE_AGGREGATE || !p || step != p->final ||
+	    p->final_backward)
+		return false;
+	if (p->final_module_window && p->rank > marker_rank("autocast region"))
+		return true;
+	return p->final_region_windows &&
 	       p->final_regions <= p->final_region_windows;
 }
 
