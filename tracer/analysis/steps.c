@@ -212,10 +212,10 @@ static bool is_region_window(const struct trace_event *e)
 }
 
 /* The regions that the aggregates of each process's final step count,
- * and the evaluation windows there: a program that evaluates after
- * its last step (a no_grad region, model.eval()) leaves an aggregate there when that
- * step is not in full detail, its rows the window's, with no time of
- * their own to tell them from training by. */
+ * and the evaluation windows there: a program that evaluates after its
+ * last step (a no_grad region, model.eval()) leaves an aggregate there
+ * when that step is not in full detail, its rows the window's, with no
+ * time of their own to tell them from training by. */
 static void count_final_regions(const struct trace *t,
 				struct process_steps *procs, size_t nprocs)
 {
