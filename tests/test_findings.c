@@ -1027,6 +1027,41 @@ START_TEST(test_scaler_calibration_is_info)
 }
 END_TEST
 
+/* A scaler that never takes a step is calibrating only until its scale
+ * collapses: the skips after scaler-collapse are warnings that steps keep
+ * being skipped, not "normal at the start" (12 steps, inf every step). */
+START_TEST(test_scaler_collapsed_is_no_calibration)
+{
+	struct trace trace;
+	struct findings f;
+	size_t calibrating = 0, repeated = 0;
+
+	run_mode("scaler-collapse", &trace, &f);
+	ck_assert_msg(findings_get(&f, "scaler-collapse"), "%s", describe(&f));
+	for (size_t i = 0; i < f.count; i++) {
+		const struct trace_finding *s = &f.items[i];
+		if (strcmp(s->kind, "scaler-skipped-step"))
+			continue;
+		if (strstr(s->message, "while calibrating")) {
+			ck_assert_int_eq(s->severity, FINDING_INFO);
+			calibrating += s->count;
+		} else {
+			ck_assert_msg(strstr(s->message, "steps keep being "
+							 "skipped"),
+				      "%s", s->message);
+			ck_assert_int_eq(s->severity, FINDING_WARNING);
+			repeated += s->count;
+		}
+	}
+	/* the 9 skips up to the collapse (its 8 reductions in a row follow
+	 * the first update) calibrate; the 3 after it do not */
+	ck_assert_uint_eq(calibrating, 9);
+	ck_assert_uint_eq(repeated, 3);
+	findings_free(&f);
+	trace_free(&trace);
+}
+END_TEST
+
 /* A normal f16 GradScaler start: the scaled backward mm overflows at
  * 65536, the scaler skips that step and lowers the scale.  No
  * fp16-overflow error (the overflow is the scaler's to handle), a
@@ -1743,6 +1778,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(samples, test_sample_mlp_clean);
 	tcase_add_test(samples, test_sample_mlp_f16_clean);
 	tcase_add_test(samples, test_scaler_calibration_is_info);
+	tcase_add_test(samples, test_scaler_collapsed_is_no_calibration);
 	tcase_add_test(samples, test_scaler_start_overflow_not_error);
 	tcase_add_test(samples, test_sample_nested_clean);
 	tcase_add_test(samples, test_sample_whole_loop);

@@ -45,6 +45,18 @@ check "--steps all: every step in full detail, nothing said" \
 capture "$amptrace" summary "$tmp/bounded.json"
 check "summary: the steps line says what is aggregated" \
 	out_has "steps: 60 (marked by scaler update); 20 in full detail, 40 as per-step aggregates"
+# The regions table names the regions of the steps in full detail; the
+# aggregated steps' regions, which their rows count but do not name, are
+# said under it, not left out: together, the full trace's.
+regions_entered() {
+	"$amptrace" summary --json "$1" | $python -c 'import json, sys
+s = json.load(sys.stdin)
+print(sum(r["entered"] for r in s["regions"]) + s["regions_aggregated"])'
+}
+check "summary: the aggregated steps' regions are said under the table" \
+	out_has "(and 40 more entered, counted by the per-step aggregates, whose rows name no region)"
+check "summary --json: the regions entered are the full trace's" \
+	test "$(regions_entered "$tmp/bounded.json")" = "$(regions_entered "$tmp/full.json")"
 # steps marked by autocast regions (trace_prog mlp: no optimizer, no
 # GradScaler): the final one ends at no region, so it has no step event
 # of its own; its rows still make it an aggregated step, not one in full
@@ -321,6 +333,108 @@ printf 'casts f32->bf16 <= 0 per step\n' >"$tmp/none.rules"
 capture "$amptrace" check "$trained" "$tmp/none.rules"
 check "steps and a window: a per-step rule still fails in every step" \
 	out_has "2 of 2 steps fail"
+# A step recorded as aggregates writes its rows when its thread moves on:
+# after a training loop, often inside the evaluation window that follows
+# (model.eval(), then the window's first op).  The rows are the whole
+# step's, not the window's: step 0 made here an aggregate of its one
+# cast, written at 45, inside step 1's window (40-50).
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+events = [e for e in t["traceEvents"] if not 0 < e.get("ts", 0) <= 10]
+for e in events:
+	if e.get("cat") == "amp.step" and e["args"].get("step") == 0:
+		e["args"]["detail"] = False
+events.append({"name": "step 0 aggregates", "cat": "amp.aggregate", "ph": "i",
+	"ts": 45, "pid": 100, "tid": 1, "s": "t", "args": {"step": 0, "begin": 1,
+	"events": 4, "ops": [["linear", "", "forward", "lower_precision_fp",
+	"bf16", "cpu", 1, 0, 8]], "casts": [["linear", "forward", "f32", "bf16",
+	"uncacheable", 1, 8, 0, 0.5, None]], "diags": [], "regions": 1,
+	"cache": {"clears": 1, "entries": 0, "bytes": 0, "max_entries": 0,
+	"max_bytes": 0}}})
+t["traceEvents"] = events
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/aggregate-in-window.json"
+printf 'casts f32->bf16 == 1 per step\n' >"$tmp/each.rules"
+capture "$amptrace" check "$tmp/aggregate-in-window.json" "$tmp/each.rules"
+check "an aggregate written inside the next step's window: its step's casts counted" \
+	eval 'status_is 0 && out_has "over 2 steps"'
+# An evaluation after the last step (a no_grad region), not in full
+# detail: one aggregate after the last end, its region the window's.  No
+# step of its own, and its casts are no step's training; with a backward
+# row, or a region beside the window's, it trained: a final step.
+eval_tail() {
+	$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+ops = [["linear", "", "forward", "lower_precision_fp", "bf16", "cpu", 1, 0, 8]]
+if sys.argv[3].endswith("backward"):
+	ops.append(["mm", "", "backward", "none", "bf16", "cpu", 1, 0, 8])
+module = sys.argv[3].startswith("module")
+if sys.argv[3] == "module-regions":
+	for e in t["traceEvents"]:
+		if e.get("cat") == "amp.step" and "marker" in e["args"]:
+			e["args"]["marker"] = "autocast region"
+t["traceEvents"][-1:-1] = [
+	{"name": "evaluation", "cat": "amp.step", "ph": "X", "ts": 60, "dur": 10,
+	 "pid": 100, "tid": 0, "args": {"step": 2, "evaluation":
+	 "model.eval()" if module else "autocast region under no_grad"}},
+	{"name": "step 2 aggregates", "cat": "amp.aggregate", "ph": "i",
+	 "ts": 75, "pid": 100, "tid": 1, "s": "t", "args": {"step": 2,
+	 "begin": 60, "events": 6, "ops": ops, "casts": [["linear", "forward",
+	 "f32", "bf16", "miss", 3, 24, 0, 1.5, None]], "diags": [],
+	 "regions": 2 if sys.argv[3] == "regions" else 1,
+	 "cache": {"clears": 1, "entries": 0, "bytes": 0, "max_entries": 3,
+	 "max_bytes": 24}}}]
+if sys.argv[3] == "thread":
+	t["traceEvents"][-1:-1] = [{"name": "step 2 aggregates",
+	 "cat": "amp.aggregate", "ph": "i", "ts": 76, "pid": 100, "tid": 2,
+	 "s": "t", "args": {"step": 2, "begin": 61, "events": 1, "ops": [["mm",
+	 "", "backward", "none", "f32", "cuda", 1, 0, 8]], "casts": [],
+	 "diags": [], "regions": 0, "cache": {"clears": 0, "entries": 0,
+	 "bytes": 0, "max_entries": 0, "max_bytes": 0}}}]
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$tmp/eval-tail-$1.json" "$1"
+}
+eval_tail window
+capture "$amptrace" summary "$tmp/eval-tail-window.json"
+check "an aggregated evaluation after the last step: no step of its own" \
+	out_has "steps: 2 (marked by optimizer step); 2 evaluation windows"
+capture "$amptrace" check "$tmp/eval-tail-window.json" "$tmp/each.rules"
+check "... and its casts are no step's: a per-step rule holds" \
+	eval 'status_is 0 && out_has "over 2 steps"'
+eval_tail backward
+capture "$amptrace" summary "$tmp/eval-tail-backward.json"
+check "... with a backward row: it trained, a final step" \
+	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+eval_tail regions
+capture "$amptrace" summary "$tmp/eval-tail-regions.json"
+check "... with a region beside the window's: it trained, a final step" \
+	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+# The usual evaluation: model.eval(), then a no_grad region in it (no
+# window of its own, so its region cannot be counted against one); after
+# the last optimizer step nothing trains without a backward.  A
+# region-marked run's final step is its last training step, which a
+# model.eval() window does not make an evaluation.
+eval_tail module
+capture "$amptrace" summary "$tmp/eval-tail-module.json"
+check "an aggregated model.eval() evaluation after the last step: no step of its own" \
+	out_has "steps: 2 (marked by optimizer step); 2 evaluation windows"
+capture "$amptrace" check "$tmp/eval-tail-module.json" "$tmp/each.rules"
+check "... and its casts are no step's: a per-step rule holds" \
+	eval 'status_is 0 && out_has "over 2 steps"'
+eval_tail module-backward
+capture "$amptrace" summary "$tmp/eval-tail-module-backward.json"
+check "... with a backward row: it trained, a final step" \
+	out_has "steps: 3 (marked by optimizer step); 2 evaluation windows"
+eval_tail module-regions
+capture "$amptrace" summary "$tmp/eval-tail-module-regions.json"
+check "... in a region-marked run: its final step, trained" \
+	out_has "steps: 3 (marked by autocast region); 2 evaluation windows"
+# The backward on a thread of its own (autograd's, on CUDA): the step
+# trained, and the forward thread's rows are its training, not an
+# evaluation's: decided for the step, not for each thread's aggregate.
+eval_tail thread
+printf 'casts f32->bf16 >= 1 per step\n' >"$tmp/some.rules"
+capture "$amptrace" check "$tmp/eval-tail-thread.json" "$tmp/some.rules"
+check "... with a backward on another thread: its forward's casts are the step's" \
+	eval 'status_is 0 && out_has "over 3 steps"'
 
 # A long run's step numbers can be large: the steps are looked up by
 # number, not held in a table as long as the largest.

@@ -84,7 +84,7 @@ struct finding_scaler {
 	/* scaler-collapse */
 	double first, previous; /* the scale at the first, the last update */
 	int halvings;
-	bool reported;
+	bool reported;   /* it collapsed: later skips are no calibration */
 	/* scaler-skipped-step */
 	double last_update;
 	bool stepped;    /* an optimizer step was taken */

@@ -66,7 +66,8 @@ static struct finding_scaler *scaler_event(struct findings_context *cx,
 
 /* Dynamic loss scaling skips steps by design: GradScaler starts at 65536
  * and halves the scale at each overflow until the scaled gradients fit
- * (calibration: every skip before the first iteration without one), and
+ * (calibration: every skip before the first iteration without one, until
+ * the scale collapses: scaler-collapse's, which has then been reported), and
  * later lowers it again when the gradients grow or after it raised the
  * scale (every growth_interval clean iterations) and overflowed.  Those
  * skips are info.  A skip is a warning when steps keep being skipped: a
@@ -82,7 +83,7 @@ static enum finding_skip_kind skip_kind_of(struct finding_scaler *st)
 	if (st->iteration != SKIP_NONE)
 		return st->iteration;
 	if (!st->calibrated && (st->updates || !st->stepped))
-		st->iteration = SKIP_CALIBRATING;
+		st->iteration = st->reported ? SKIP_REPEATED : SKIP_CALIBRATING;
 	else if (!st->adjusted || st->grew)
 		st->iteration = SKIP_ADJUSTING;
 	else

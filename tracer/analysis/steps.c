@@ -19,6 +19,14 @@ static bool is_window(const struct trace_event *e)
 	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.evaluation;
 }
 
+static bool aggregate_has_backward(const struct trace_aggregate *g)
+{
+	for (int k = 0; k < g->nops; k++)
+		if (!strcmp(g->ops[k].phase, "backward"))
+			return true;
+	return false;
+}
+
 /* What makes events after the last step's end a step of their own: the
  * program's training, outside evaluation windows: a backward pass, an
  * autocast region, a cast (not the gradients zeroed after the last
@@ -31,10 +39,8 @@ static bool counts_for_step(const struct trace_event *e, bool evaluating)
 	case TRACE_OP:
 		return e->op.phase && !strcmp(e->op.phase, "backward");
 	case TRACE_AGGREGATE:
-		for (int k = 0; k < e->aggregate.nops; k++)
-			if (!strcmp(e->aggregate.ops[k].phase, "backward"))
-				return true;
-		return e->aggregate.regions > 0;
+		return aggregate_has_backward(&e->aggregate) ||
+		       e->aggregate.regions > 0;
 	case TRACE_CAST:
 	case TRACE_SCOPE_BEGIN:
 		return true;
@@ -89,6 +95,12 @@ struct process_steps {
 	int rank;               /* the kind that ends its steps */
 	int final;              /* the step after its last kept end */
 	bool last_aggregated;   /* the step before `final`: no full detail */
+	/* in `final`: the regions its aggregates count, and those that
+	 * are evaluation windows ("autocast region under no_grad"); whether
+	 * a model.eval() window is there; and whether any of its threads'
+	 * aggregates ran a backward op */
+	uint64_t final_regions, final_region_windows;
+	bool final_module_window, final_backward;
 };
 
 static int compare_numbers(const void *a, const void *b)
@@ -191,6 +203,68 @@ static const struct process_steps *find_process(const struct process_steps *list
 	return NULL;
 }
 
+/* An evaluation window that is one outermost autocast region (under
+ * no_grad or inference_mode), not model.eval()'s. */
+static bool is_region_window(const struct trace_event *e)
+{
+	return is_window(e) &&
+	       !strncmp(e->step.evaluation, "autocast region", 15);
+}
+
+/* The regions that the aggregates of each process's final step count,
+ * and the evaluation windows there: a program that evaluates after its
+ * last step (a no_grad region, model.eval()) leaves an aggregate there
+ * when that step is not in full detail, its rows the window's, with no
+ * time of their own to tell them from training by. */
+static void count_final_regions(const struct trace *t,
+				struct process_steps *procs, size_t nprocs)
+{
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		struct process_steps *p = NULL;
+		for (size_t k = 0; k < nprocs && !p; k++)
+			if (procs[k].pid == e->pid)
+				p = &procs[k];
+		if (!p)
+			continue;
+		if (e->kind == TRACE_AGGREGATE &&
+		    step_numbered(p, e->aggregate.step) == p->final) {
+			p->final_regions += e->aggregate.regions;
+			p->final_backward |= aggregate_has_backward(&e->aggregate);
+		} else if (is_window(e) &&
+			   step_numbered(p, e->step.step) == p->final) {
+			if (is_region_window(e))
+				p->final_region_windows++;
+			else
+				p->final_module_window = true;
+		}
+	}
+}
+
+/* An aggregate of a final step in which no thread ran a backward op and
+ * whose regions are evaluation windows: all of them no_grad regions, or,
+ * where an optimizer, a GradScaler or the program ends the steps, inside
+ * a model.eval() window (the usual evaluation after training; its
+ * regions are no windows of their own, so they cannot be counted, but
+ * after the last optimizer step nothing trains without a backward): an
+ * evaluation after the last step, no training (its rows belong to no
+ * step's training either).  A region-marked process's final step is its
+ * last training step, ended by no next region: its regions must all be
+ * windows.  Decided for the step, not for each thread's aggregate: a
+ * backward that ran on autograd's own thread (CUDA's) trained the step
+ * the forward thread's rows are part of. */
+static bool evaluates_after_last_step(const struct trace_event *e,
+				      const struct process_steps *p, int step)
+{
+	if (e->kind != TRACE_AGGREGATE || !p || step != p->final ||
+	    p->final_backward)
+		return false;
+	if (p->final_module_window && p->rank > marker_rank("autocast region"))
+		return true;
+	return p->final_region_windows &&
+	       p->final_regions <= p->final_region_windows;
+}
+
 /* Step `step` was cut short: a process's record ended in it (it died,
  * or its trace stops there).  Listed once (a few: a process's final
  * step, or the ranks' of a killed job); sorted by note_cut_short. */
@@ -282,6 +356,7 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&ends);
 	marks_sort(&begins);
 	marks_sort(&stops);
+	count_final_regions(t, procs, nprocs);
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		const struct process_steps *p = find_process(procs, nprocs,
@@ -300,8 +375,17 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 		 * one ends at the next region): its rows say it is aggregated */
 		if (e->kind == TRACE_AGGREGATE && !note_detail(s, step, false))
 			goto out;
-		s->evaluating[i] = e->kind != TRACE_STEP && begins.count &&
-				   inside_window(&begins, &stops, e->pid, e->ts);
+		/* an aggregate's rows are its whole step; its time is when
+		 * its thread moved on, often into the window of an
+		 * evaluation after the step, which they are not */
+		if (e->kind == TRACE_AGGREGATE)
+			s->evaluating[i] = evaluates_after_last_step(e, p,
+								     step);
+		else
+			s->evaluating[i] = e->kind != TRACE_STEP &&
+					   begins.count &&
+					   inside_window(&begins, &stops,
+							 e->pid, e->ts);
 		bool training = counts_for_step(e, s->evaluating[i]);
 		if (step + 1 > s->nsteps &&
 		    ((is_step(e) && p && step < p->final) || training))

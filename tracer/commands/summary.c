@@ -100,6 +100,9 @@ struct summary {
 	size_t nother_reasons;
 	struct region_row *regions;
 	size_t nregions;
+	/* regions entered in the steps recorded as aggregates, whose rows
+	 * count them but name none */
+	uint64_t aggregated_regions;
 	struct module_table modules;
 	int max_depth;
 	size_t processes, threads;
@@ -325,6 +328,7 @@ static void tabulate_aggregate(struct summary *s,
 		if (!strcmp(c->cache, "uncacheable"))
 			count_reason(s, NOT_RECORDED, c->count);
 	}
+	s->aggregated_regions += g->regions;
 }
 
 /* Casts made by autograd or custom_fwd: a table of their own. */
@@ -895,8 +899,10 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			s->reasons[i].reason);
 
 	fputs("\nAutocast regions\n", out);
-	if (!s->nregions)
+	if (!s->nregions && !s->aggregated_regions)
 		fputs("  (none)\n", out);
+	else if (!s->nregions)
+		fputs("  (none in full detail)\n", out);
 	else
 		fprintf(out, "  %-24s %-6s %-6s %8s %8s %8s %12s\n", "region",
 			"device", "dtype", "entered", "ops", "casts", "time");
@@ -910,6 +916,11 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			r->entered, r->ops, r->casts,
 			textfit_duration(r->time_us, b1, sizeof b1));
 	}
+	if (s->aggregated_regions)
+		fprintf(out, "  (and %llu%s entered, counted by the "
+			"per-step aggregates, whose rows name no region)\n",
+			(unsigned long long)s->aggregated_regions,
+			s->nregions ? " more" : "");
 	if (s->nregions)
 		fprintf(out, "  deepest nesting: %d\n", s->max_depth);
 
@@ -1106,6 +1117,8 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddNumberToObject(o, "time_us", r->time_us);
 		cJSON_AddItemToArray(regions, o);
 	}
+	cJSON_AddNumberToObject(root, "regions_aggregated",
+				(double)s->aggregated_regions);
 	cJSON_AddNumberToObject(root, "max_depth", s->max_depth);
 	cJSON_AddItemToObject(root, "modules",
 			      module_table_json(&s->modules, s->columns));
