@@ -106,6 +106,15 @@ check "whole_loop: a finding links into the graph" dom_has '→ in the graph'
 check "whole_loop: no module tree (its ops name no module)" \
 	dom_has '<div id="r-modules-box" hidden'
 
+# 8 steps, 2 in full detail: the regions table says how many regions the
+# other 6 entered
+"$amptrace" run -q --steps 0:1 -o "$tmp/bounded.json" -- "$whole_loop" \
+	--device cuda --steps 8 >/dev/null 2>&1
+"$amptrace" report "$tmp/bounded.json" -o "$tmp/bounded.html" >/dev/null
+render "$tmp/bounded.html"
+check "bounded: the regions of the aggregated steps are said" dom_has \
+	'<small id="r-regions-note">and 6 more entered in steps recorded as per-step aggregates'
+
 # A trace whose ops name their modules (hand-made, no torch): the module
 # tree is shown, one table row per module, indented under its parent.
 python3 "$(dirname "$0")/viewer_module_trace.py" "$tmp/modules.json" 8

@@ -135,6 +135,15 @@ check "steps as summary counts them" data_is "$page" \
 check "ops per step add up to summary's" data_is "$page" \
 	'sum(sum(v) for p in d["processes"] for v in p["ops"].values()) == sum(o["count"] for o in s["ops"])' \
 	"$tmp/wl.json"
+# 8 steps, 2 in full detail: the regions of the other 6 are counted, as
+# summary counts them, and the page says so under its regions table
+"$amptrace" run -q --steps 0:1 -o "$tmp/bounded.json" -- "$whole_loop" \
+	--device cuda --steps 8 >/dev/null 2>&1
+"$amptrace" report "$tmp/bounded.json" -o "$tmp/bounded.html" >/dev/null
+check "regions of aggregated steps: counted as summary counts them" data_is \
+	"$tmp/bounded.html" \
+	'sum(p["regions_aggregated"] for p in d["processes"]) == s["regions_aggregated"] > 0' \
+	"$tmp/bounded.json"
 check "op table adds up to summary's" data_is "$page" \
 	'sum(r["count"] for p in d["processes"] for r in p["op_table"]) == sum(o["count"] for o in s["ops"])' \
 	"$tmp/wl.json"

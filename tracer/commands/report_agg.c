@@ -55,6 +55,9 @@ struct process {
 	size_t nreasons;
 	struct region_row *regions;
 	size_t nregions;
+	/* regions entered in its steps recorded as aggregates, whose rows
+	 * count them but name none */
+	uint64_t aggregated_regions;
 };
 
 /* Regions open on one thread (begun, not yet ended). */
@@ -390,6 +393,15 @@ void report_agg_scaler(struct report_agg *agg, int64_t pid, int step,
 		p->scaler[step] |= 4;
 }
 
+void report_agg_aggregated_regions(struct report_agg *agg, int64_t pid,
+				   int step, uint64_t entered)
+{
+	struct process *p = process_at(agg, pid, step);
+
+	if (p)
+		p->aggregated_regions += entered;
+}
+
 void report_agg_region_begin(struct report_agg *agg,
 			     const struct report_region *sc)
 {
@@ -658,6 +670,8 @@ static void emit_tables(const struct report_agg *agg, size_t index, cJSON *o)
 		cJSON_AddNumberToObject(x, "time_us", rounded(g->time_us));
 		cJSON_AddItemToArray(regions, x);
 	}
+	cJSON_AddNumberToObject(o, "regions_aggregated",
+				(double)p->aggregated_regions);
 }
 
 void report_agg_json(const struct report_agg *agg, cJSON *root)

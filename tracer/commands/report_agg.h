@@ -81,6 +81,9 @@ void report_agg_casts_for_op(struct report_agg *agg, int64_t pid,
 /* A GradScaler event; `scale` NaN when it carries none. */
 void report_agg_scaler(struct report_agg *agg, int64_t pid, int step,
 		       double scale, bool found_inf, bool skipped);
+/* Regions entered in a step recorded as aggregates: counted, unnamed. */
+void report_agg_aggregated_regions(struct report_agg *agg, int64_t pid,
+				   int step, uint64_t entered);
 void report_agg_region_begin(struct report_agg *agg,
 			     const struct report_region *region);
 void report_agg_region_end(struct report_agg *agg, int64_t pid, int64_t tid,

@@ -13,7 +13,8 @@
  *   directions[] ("f32->f16"), processes[] (pid, rank, name, steps; per
  *   step ops{dtype: []}, time_us{dtype: []}, casts{direction: []},
  *   cast_bytes[], hits[], misses[], uncacheable[]; scale[] (step, scale,
- *   found_inf, skipped); op_table[], cast_table[], reasons[], regions[]),
+ *   found_inf, skipped); op_table[], cast_table[], reasons[], regions[],
+ *   regions_aggregated: those entered in its aggregated steps),
  *   and from report_modules.c: modules (null, or depth and rows[]: the
  *   module tree, summary --json's module rows with depth, name, class).
  *
@@ -83,6 +84,9 @@ static void tabulate_aggregate(struct builder *b, const struct trace_event *e,
 			report_agg_casts_for_op(b->agg, e->pid, c->op, c->count,
 						c->bytes);
 	}
+	if (g->regions)
+		report_agg_aggregated_regions(b->agg, e->pid, step,
+					      (uint64_t)g->regions);
 }
 
 /* Every op, cast, GradScaler and region event, as report_agg's records. */

@@ -450,6 +450,10 @@
       { key: "casts", label: "casts inside", num: true, format: count },
       { key: "time_us", label: "time", num: true, format: time },
     ], p.regions);
+    const aggregated = p.regions_aggregated || 0;
+    document.getElementById("r-regions-note").textContent = aggregated
+      ? "and " + count(aggregated) + " more entered in steps recorded as per-step aggregates, whose rows name no region"
+      : "";
   }
 
   /* ---------------------------------------------------------- modules */
