@@ -298,14 +298,19 @@ check "... check: '>= 5 per step' holds ($status), step 7 (4 so far) not judged,
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "over 7 steps, marked by autocast region; step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
 # ... in step 0, before the trace has any amp.step: the same (the steps
-# are counted by regions then)
+# are counted by regions then); its one step not judged, the rule judged
+# no step, which is no pass (as when every step is aggregated and silent)
 summarize first
 check_rule "$work/first.json" 'casts f32->bf16 >= 5 per step'
-check "a trace cut mid step 0, before any amp.step: step 0 cut short, '>= 5 per step' holds ($status), not judged" \
+check "a trace cut mid step 0, before any amp.step: step 0 cut short, '>= 5 per step' fails ($status): no step judged, step 0 not judged, said" \
 	eval 'echo "$summarized" |
 	      grep -q "steps: 1 (marked by autocast region); step 0 cut short (its process or its trace ended in it" &&
-	      [ "$status" -eq 0 ] && echo "$checked" |
-	      grep -q "step 0 cut short (its process or its trace ended in it): 4 so far, not judged"'
+	      [ "$status" -eq 1 ] && echo "$checked" |
+	      grep -q "no step judged; step 0 cut short (its process or its trace ended in it): 4 so far, not judged"'
+check_rule "$work/first.json" 'casts f32->bf16 <= 3 per step'
+check "... '<= 3 per step' fails ($status) there, judged: 4 so far is past 3" \
+	eval '[ "$status" -eq 1 ] && echo "$checked" | grep -q "step 0 (cut short" &&
+	      ! echo "$checked" | grep -q "not judged"'
 check_rule "$work/mid.json" 'casts f32->bf16 <= 3 per step'
 check "... '<= 3 per step' fails ($status), step 7 judged: 4 so far is past 3" \
 	eval '[ "$status" -eq 1 ] && echo "$checked" |
