@@ -9,6 +9,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The events the model reads: the trace's, then those `more` makes up
+ * (trace_steps_find_more).  What reads only kinds it reads whole
+ * (trace_steps_reads_whole) reads the trace's own events alone. */
+struct events {
+	const struct trace *t;
+	const struct trace_steps_more *more;
+	size_t count;
+	struct trace_event scratch;
+};
+
+static const struct trace_event *event_at(struct events *ev, size_t i)
+{
+	if (i < ev->t->nevents)
+		return &ev->t->events[i];
+	return ev->more->event(ev->more->ctx, i - ev->t->nevents,
+			       &ev->scratch);
+}
+
+bool trace_steps_reads_whole(const struct trace_event *e)
+{
+	switch (e->kind) {
+	case TRACE_STEP:
+	case TRACE_DIAG:
+	case TRACE_META:
+	case TRACE_SCALER:
+	case TRACE_SCOPE_BEGIN:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool is_step(const struct trace_event *e)
 {
 	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.marker;
@@ -228,8 +260,9 @@ static bool note_rows_lost(const struct process_steps *p,
  * record ends early (early_ends.h: it died, or its trace stops) in its
  * final step, one its training had begun and no end marked, left that
  * step cut short. */
-static int marked_steps(const struct trace *t, struct trace_steps *s)
+static int marked_steps(struct events *ev, struct trace_steps *s)
 {
+	const struct trace *t = ev->t;
 	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 };
 	struct early_ends early = { 0 };
 	struct process_steps *procs = NULL;
@@ -282,8 +315,8 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&ends);
 	marks_sort(&begins);
 	marks_sort(&stops);
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		const struct process_steps *p = find_process(procs, nprocs,
 							     e->pid);
 		int step;
@@ -342,8 +375,9 @@ static int counted_step(const struct marks *marks, int64_t pid, double ts,
  * step): GradScaler updates, else outermost regions' entries.  A process
  * whose record ends early (early_ends.h) in its final step, once it
  * trained there, left that step cut short, as marked_steps says. */
-static int counted_steps(const struct trace *t, struct trace_steps *s)
+static int counted_steps(struct events *ev, struct trace_steps *s)
 {
+	const struct trace *t = ev->t;
 	struct marks marks = { 0 };
 	struct early_ends early = { 0 };
 	bool updates = false, regions = false;
@@ -371,9 +405,9 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&marks);
 	if (!early_ends_find(t, &early))
 		goto out;
-	s->nsteps = t->nevents ? 1 : 0;
-	for (size_t i = 0; i < t->nevents && marks.count; i++) {
-		const struct trace_event *e = &t->events[i];
+	s->nsteps = ev->count ? 1 : 0;
+	for (size_t i = 0; i < ev->count && marks.count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		if (e->kind == TRACE_META)
 			continue;
 		int step = counted_step(&marks, e->pid, e->ts, updates);
@@ -404,10 +438,10 @@ static int compare_steps(const void *a, const void *b)
  * §3.12), aggregated, and those marked_steps found in full detail; each
  * once, though several threads or processes (the ranks of a killed job)
  * were cut short in it. */
-static int note_cut_short(const struct trace *t, struct trace_steps *s)
+static int note_cut_short(struct events *ev, struct trace_steps *s)
 {
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		if (e->kind != TRACE_AGGREGATE || !e->aggregate.cut_short)
 			continue;
 		int step = s->step_of[i];
@@ -454,7 +488,16 @@ static int count_detail(struct trace_steps *s)
 
 int trace_steps_find(const struct trace *t, struct trace_steps *s)
 {
-	size_t n = t->nevents ? t->nevents : 1;
+	return trace_steps_find_more(t, NULL, s);
+}
+
+int trace_steps_find_more(const struct trace *t,
+			  const struct trace_steps_more *more,
+			  struct trace_steps *s)
+{
+	struct events ev = { t, more, t->nevents + (more ? more->count : 0),
+			     { 0 } };
+	size_t n = ev.count ? ev.count : 1;
 	bool marked = false;
 
 	*s = (struct trace_steps){ .detail_stop_step = -1 };
@@ -470,9 +513,9 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s)
 	for (size_t i = 0; i < t->nevents && !marked; i++)
 		marked = t->events[i].kind == TRACE_STEP;
 	s->marked = marked;
-	int status = marked ? marked_steps(t, s) : counted_steps(t, s);
+	int status = marked ? marked_steps(&ev, s) : counted_steps(&ev, s);
 	if (status == 0)
-		status = note_cut_short(t, s);
+		status = note_cut_short(&ev, s);
 	if (status == 0)
 		status = count_detail(s);
 	if (status != 0)
