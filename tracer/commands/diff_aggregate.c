@@ -8,12 +8,12 @@
 /* One amp.aggregate event of a step: its rows are [first, first + n)
  * of the side's. */
 struct aggregate_step {
-	int64_t pid, tid, step;
+	int64_t pid, tid, step;  /* step: the one it names */
 	size_t line;
 	size_t first_op, nops, first_cast, ncasts;
 	bool compared;  /* the other side holds it too */
+	int counted;    /* its step as the steps model numbers them */
 	/* what else the steps model reads of it (trace_steps_more) */
-	int64_t producer_step;
 	double ts;
 	uint64_t regions;
 	bool cut_short;
@@ -48,7 +48,7 @@ void diff_aggregate_add(struct diff_aggregate_side *s,
 	*step = (struct aggregate_step){
 		.pid = e->pid, .tid = e->tid, .step = a->step, .line = e->line,
 		.first_op = s->nops, .nops = (size_t)a->nops,
-		.first_cast = s->ncasts, .producer_step = a->step, .ts = e->ts,
+		.first_cast = s->ncasts, .ts = e->ts,
 		.regions = a->regions, .cut_short = a->cut_short,
 	};
 	memcpy(s->ops + s->nops, a->ops, (size_t)a->nops * sizeof *a->ops);
@@ -69,7 +69,7 @@ const struct trace_event *diff_aggregate_event(
 	*scratch = (struct trace_event){ .kind = TRACE_AGGREGATE,
 					 .pid = step->pid, .tid = step->tid,
 					 .ts = step->ts };
-	scratch->aggregate.step = step->producer_step;
+	scratch->aggregate.step = step->step;
 	scratch->aggregate.regions = step->regions;
 	scratch->aggregate.cut_short = step->cut_short;
 	scratch->aggregate.nops = (int)step->nops;
@@ -80,7 +80,7 @@ const struct trace_event *diff_aggregate_event(
 void diff_aggregate_number(struct diff_aggregate_side *s, const int *step_of)
 {
 	for (size_t k = 0; k < s->nsteps; k++)
-		s->steps[k].step = step_of[k];
+		s->steps[k].counted = step_of[k];
 }
 
 void diff_aggregate_free(struct diff_aggregate_side *s)
@@ -461,7 +461,7 @@ static size_t distinct_steps(struct step_numbers *n)
 }
 
 /* Whether `step` is among the `n` steps cut short (ascending). */
-static bool is_cut_short(int64_t step, const int *cut_short, size_t n)
+static bool is_cut_short(int step, const int *cut_short, size_t n)
 {
 	size_t lo = 0, hi = n;
 
@@ -473,6 +473,17 @@ static bool is_cut_short(int64_t step, const int *cut_short, size_t n)
 			hi = mid;
 	}
 	return lo < n && cut_short[lo] == step;
+}
+
+/* Whether any of a step's n events is in a step cut short, as the
+ * steps model numbers them. */
+static bool run_cut_short(const struct keyed_step *k, size_t n,
+			  const int *cut_short, size_t ncut_short)
+{
+	for (size_t i = 0; i < n; i++)
+		if (is_cut_short(k[i].s->counted, cut_short, ncut_short))
+			return true;
+	return false;
 }
 
 /* One step both sides hold: its events on each side tallied, compared. */
@@ -528,11 +539,14 @@ int diff_aggregates(struct diff_aggregate_side *base,
 		int order = !rb ? 1 : !rn ? -1 : compare_keyed(&kb[i], &kn[j]);
 		if (rb && rn && same_key(&kb[i], &kn[j]))
 			order = 0;
-		int64_t step = order > 0 ? kn[j].step : kb[i].step;
-		if (is_cut_short(step, cut_short_steps, ncut_short)) {
+		if ((order <= 0 && run_cut_short(&kb[i], rb, cut_short_steps,
+						  ncut_short)) ||
+		    (order >= 0 && run_cut_short(&kn[j], rn, cut_short_steps,
+						  ncut_short))) {
 			/* not whole in one trace, whether or not the other
 			 * holds it too (its rows may be lost: steps.h) */
-			note_step(&cut_short, step);
+			note_step(&cut_short, order > 0 ? kn[j].step
+							: kb[i].step);
 			i += order <= 0 ? rb : 0;
 			j += order >= 0 ? rn : 0;
 		} else if (order < 0) {

@@ -33,9 +33,9 @@ void diff_aggregate_add(struct diff_aggregate_side *side,
 const struct trace_event *diff_aggregate_event(
 	const struct diff_aggregate_side *side, size_t k,
 	struct trace_event *scratch);
-/* Its steps numbered as the steps model numbers them, step_of[k] for
- * its k-th event: the numbers summary and check say, not the
- * producer's. */
+/* Each of its events' step as the steps model numbers them, step_of[k]
+ * for its k-th: what the steps cut short (diff_aggregates) are told in;
+ * its steps are still keyed and named by the step each event names. */
 void diff_aggregate_number(struct diff_aggregate_side *side,
 			   const int *step_of);
 void diff_aggregate_free(struct diff_aggregate_side *side);
@@ -70,8 +70,9 @@ typedef size_t (*diff_process_ordinal)(const void *side, int64_t pid);
 /* Compares the steps both sides aggregated, step by step (a step's
  * events, when it was written as several, together): per op and phase,
  * output dtypes and policies; per op, phase and direction, cache
- * results; not the `ncut_short` steps of `cut_short` (ascending), which
- * either trace cut short.  Each change is handed to `report`; the steps
+ * results; not the steps an event of which is among the `ncut_short`
+ * steps of `cut_short` (ascending, numbered as diff_aggregate_number's),
+ * which either trace cut short.  Each change is handed to `report`; the steps
  * compared are marked.  Returns -1 when out of memory. */
 int diff_aggregates(struct diff_aggregate_side *base,
 		    const void *base_side,
