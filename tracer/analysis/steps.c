@@ -16,6 +16,7 @@ struct events {
 	const struct trace *t;
 	const struct trace_steps_more *more;
 	size_t count;
+	bool any;       /* the trace has an event, read or not */
 	struct trace_event scratch;
 };
 
@@ -405,7 +406,7 @@ static int counted_steps(struct events *ev, struct trace_steps *s)
 	marks_sort(&marks);
 	if (!early_ends_find(t, &early))
 		goto out;
-	s->nsteps = ev->count ? 1 : 0;
+	s->nsteps = ev->any ? 1 : 0;
 	for (size_t i = 0; i < ev->count && marks.count; i++) {
 		const struct trace_event *e = event_at(ev, i);
 		if (e->kind == TRACE_META)
@@ -496,9 +497,11 @@ int trace_steps_find_more(const struct trace *t,
 			  struct trace_steps *s)
 {
 	struct events ev = { t, more, t->nevents + (more ? more->count : 0),
-			     { 0 } };
+			     false, { 0 } };
 	size_t n = ev.count ? ev.count : 1;
 	bool marked = false;
+
+	ev.any = ev.count || (more && more->unread);
 
 	*s = (struct trace_steps){ .detail_stop_step = -1 };
 	s->step_of = calloc(n, sizeof *s->step_of);

@@ -65,6 +65,10 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s);
  * step_of and evaluating number the trace's events first, then these. */
 struct trace_steps_more {
 	size_t count;
+	/* the trace's other events, neither held nor handed over (GPU
+	 * kernels, regions' exits, ...): only whether there were any,
+	 * which makes a trace that counts no step one step, is read */
+	size_t unread;
 	const struct trace_event *(*event)(const void *ctx, size_t k,
 					   struct trace_event *scratch);
 	const void *ctx;

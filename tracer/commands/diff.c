@@ -113,6 +113,7 @@ struct side {
 	int *cut_short;
 	int ncut_short;
 	size_t ops_left_out;    /* ops in a step either trace cut short */
+	size_t unread;          /* events neither kept nor a record of */
 };
 
 /* `array` with room for one more than its `n`. */
@@ -198,8 +199,11 @@ static void add_event(struct side *s, const struct trace_event *e)
 		s->ncasts++;
 		return;
 	}
-	if (e->kind != TRACE_OP)
+	if (e->kind != TRACE_OP) {
+		s->unread += e->kind != TRACE_AGGREGATE &&
+			     !trace_steps_reads_whole(e);
 		return;
+	}
 	char label[160], signature[400];
 	trace_op_label(&e->op, label, sizeof label);
 	snprintf(signature, sizeof signature, "t%lld %s %s",
@@ -291,7 +295,10 @@ static const struct trace_event *record_event(const void *ctx, size_t k,
 static void find_steps(struct side *s)
 {
 	struct trace_steps_more more = {
-		s->nops + s->ncasts + s->aggregates.nsteps, record_event, s
+		.count = s->nops + s->ncasts + s->aggregates.nsteps,
+		.unread = s->unread,
+		.event = record_event,
+		.ctx = s,
 	};
 	struct trace_steps steps;
 
