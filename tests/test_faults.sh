@@ -410,6 +410,32 @@ diff_traces --json "$work/folded.json" "$work/folded-cut.json"
 check "... the aggregated step 22 whose rows were lost: not compared, cut short (steps.cut_short [22]); 23 in base only; 20 and 21 compared ($status)" \
 	eval '[ "$status" -eq 0 ] && [ "$(diffed_key steps cut_short)" = "[22]" ] &&
 	      [ "$(diffed_key aggregated_steps)" = "{\"base_only\": 1, \"compared\": 2, \"cut_short\": 1, \"first\": 20, \"last\": 21, \"new_only\": 0}" ]'
+# diff streams its inputs and summary reads them whole: one steps model
+# (trace_steps_find_more), so every trace above, killed, truncated or
+# merged, diffed against itself leaves out the steps summary says were
+# cut short, no more, no fewer
+same_cut_short() {
+	for trace in "$work"/*.json; do
+		"$amptrace" summary --json "$trace" >"$work/cut.sjson" 2>/dev/null ||
+			continue
+		"$amptrace" diff --json "$trace" "$trace" >"$work/cut.djson" 2>/dev/null
+		python3 -c 'import json, sys
+summary = json.load(open(sys.argv[1])).get("steps", {}).get("cut_short", [])
+diffed = json.load(open(sys.argv[2]))["steps"]["cut_short"]
+print(len(summary))
+sys.exit(summary != diffed)' "$work/cut.sjson" "$work/cut.djson" \
+			>"$work/cut.count" || {
+			echo "# $(basename "$trace"): summary and diff cut short differ"
+			return 1
+		}
+		[ "$(cat "$work/cut.count")" -eq 0 ] || cut=$((cut + 1))
+	done
+	echo "# $cut traces with a step cut short"
+	[ "$cut" -ge 3 ]
+}
+cut=0
+check "each trace diffed against itself leaves out the steps summary says were cut short" \
+	same_cut_short
 check "... and no aggregates file is left" raw_empty
 killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"
 check "killed before its first op: the trace has the process, process-died" \
