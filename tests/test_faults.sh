@@ -401,6 +401,10 @@ check "... --json: steps.cut_short [7], ops.cut_short 28 and 2, unchanged ($stat
 	eval '[ "$status" -eq 0 ] && [ "$(diffed_key steps cut_short)" = "[7]" ] &&
 	      [ "$(diffed_key ops cut_short)" = "{\"base\": 28, \"new\": 2}" ] &&
 	      [ "$(diffed_key changed)" = false ]'
+diff_traces "$work/first.json" "$work/mid.json"
+check "... cut mid step 0 against cut mid step 7: both steps not compared, worded as summary words several ($status)" \
+	eval 'echo "$diffed" |
+	      grep -q "ops not compared, cut short (a process or its trace ended in each): [0-9]* in base, [0-9]* in new (steps 0 and 7)"'
 "$amptrace" merge "$work/six.json" "$work/eight.json" -o "$work/merged-eight.json" 2>/dev/null
 diff_traces "$work/merged-eight.json" "$work/merged-mid.json"
 check "... merged, the truncated input's step 7 (amptraceEnd's inputs): no change ($status), step 7 not compared" \

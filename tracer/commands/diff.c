@@ -820,7 +820,8 @@ static void print_aggregated_steps(const struct diff_aggregate_steps *a)
 	putchar('\n');
 }
 
-/* "ops not compared, cut short (...): 12 in base, 4 in new (step 7)":
+/* "ops not compared, cut short (...): 12 in base, 4 in new (step 7)",
+ * "(...each): ... (steps 0 and 7)":
  * the steps named are those in full detail (an aggregated one is said
  * on the aggregated steps' line). */
 static void print_ops_left_out(const struct side *b, const struct side *n,
@@ -833,9 +834,11 @@ static void print_ops_left_out(const struct side *b, const struct side *n,
 		return;
 	for (size_t k = 0; k < cut->count; k++)
 		steps += cut->in_detail[k];
-	printf("ops not compared, cut short (its process or its trace ended "
-	       "in it): %zu in base, %zu in new (step%s ", b->ops_left_out,
-	       n->ops_left_out, steps == 1 ? "" : "s");
+	/* worded as summary words one step cut short, and several */
+	printf("ops not compared, cut short (%s): %zu in base, %zu in new "
+	       "(step%s ", steps == 1 ? "its process or its trace ended in it"
+				     : "a process or its trace ended in each",
+	       b->ops_left_out, n->ops_left_out, steps == 1 ? "" : "s");
 	for (size_t k = 0; k < cut->count && named < NAMED; k++)
 		if (cut->in_detail[k])
 			printf("%s%d", !named++ ? "" : named == steps ? " and " : ", ",
