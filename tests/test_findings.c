@@ -277,8 +277,9 @@ static void check_steps_alike(const struct trace *t,
 
 /* `t` as amptrace diff holds it (diff.c): the events the steps model
  * reads whole kept, in file order; of the other ops, casts and
- * aggregates only what trace_steps_more hands over, in diff's order
- * (ops, then casts, then aggregates), not the trace's. */
+ * aggregates and GradScaler events only what trace_steps_more hands
+ * over, in diff's order (ops, casts, aggregates, scaler events), not the
+ * trace's. */
 struct streamed {
 	struct trace whole;
 	const struct trace_event **records; /* ops, casts, aggregates */
@@ -297,6 +298,8 @@ static const struct trace_event *streamed_record(const void *ctx, size_t k,
 					 .ts = e->ts };
 	if (e->kind == TRACE_OP)
 		scratch->op.phase = e->op.phase;
+	if (e->kind == TRACE_SCALER)
+		scratch->scaler.what = e->scaler.what;
 	if (e->kind == TRACE_AGGREGATE) {
 		scratch->aggregate.step = e->aggregate.step;
 		scratch->aggregate.regions = e->aggregate.regions;
@@ -310,7 +313,7 @@ static const struct trace_event *streamed_record(const void *ctx, size_t k,
 static void stream(const struct trace *t, struct streamed *st)
 {
 	static const enum trace_kind order[] = { TRACE_OP, TRACE_CAST,
-						 TRACE_AGGREGATE };
+						 TRACE_AGGREGATE, TRACE_SCALER };
 
 	st->whole = *t;
 	st->whole.events = calloc(t->nevents + 1, sizeof *t->events);

@@ -2,8 +2,8 @@
 """`amptrace diff` of two traces against their length: its peak RSS and
 CPU time at N and 4N steps recorded as aggregates (the traces of
 bench_aggregate_steps.py, written here).  diff streams its inputs and
-keeps a record of each op, cast and aggregated step, and the few events
-the steps model reads whole (a step's GradScaler update here), so its
+keeps a record of each op, cast, GradScaler event and aggregated step,
+and the few events the steps model reads whole (none a step here), so its
 peak grows with the steps (4N / N nears 4 as they outweigh the rest):
 what it keeps of a step is what the peak measures.  With
 --before-amptrace (another build, e.g. main's) that build runs in the

@@ -34,7 +34,6 @@ bool trace_steps_reads_whole(const struct trace_event *e)
 	case TRACE_STEP:
 	case TRACE_DIAG:
 	case TRACE_META:
-	case TRACE_SCALER:
 	case TRACE_SCOPE_BEGIN:
 		return true;
 	default:
@@ -360,6 +359,12 @@ out:
 	return status;
 }
 
+static bool is_update(const struct trace_event *e)
+{
+	return e->kind == TRACE_SCALER && e->scaler.what &&
+	       !strcmp(e->scaler.what, "update");
+}
+
 /* The step of process `pid` at time `ts`, counted by `marks`:
  * GradScaler updates end steps, outermost regions' entries begin them
  * (at INFINITY: the last step it began). */
@@ -384,20 +389,16 @@ static int counted_steps(struct events *ev, struct trace_steps *s)
 	bool updates = false, regions = false;
 	int status = -1;
 
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_SCALER && e->scaler.what &&
-		    !strcmp(e->scaler.what, "update"))
-			updates = true;
-		if (e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1)
-			regions = true;
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
+		updates |= is_update(e);
+		regions |= e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1;
 	}
 	s->marker = updates ? "scaler update" : regions ? "autocast region"
 							: "none";
-	for (size_t i = 0; i < t->nevents && (updates || regions); i++) {
-		const struct trace_event *e = &t->events[i];
-		bool mark = updates ? e->kind == TRACE_SCALER && e->scaler.what &&
-					      !strcmp(e->scaler.what, "update")
+	for (size_t i = 0; i < ev->count && (updates || regions); i++) {
+		const struct trace_event *e = event_at(ev, i);
+		bool mark = updates ? is_update(e)
 				    : e->kind == TRACE_SCOPE_BEGIN &&
 					      e->scope.depth == 1;
 		if (mark && !marks_add(&marks, e->pid, e->ts))

@@ -86,6 +86,13 @@ struct cast_record {
 	bool left_out;         /* in a step cut short in either trace */
 };
 
+/* A GradScaler event, as the steps model reads it (trace_steps_more). */
+struct scaler_record {
+	int64_t pid;
+	double ts;
+	const char *what;
+};
+
 struct pid_order {
 	int64_t pid;
 	int rank;
@@ -114,6 +121,8 @@ struct side {
 	int ncut_short;
 	size_t ops_left_out;    /* ops in a step either trace cut short */
 	size_t unread;          /* events neither kept nor a record of */
+	struct scaler_record *scalers;
+	size_t nscalers, cap_scalers;
 };
 
 /* `array` with room for one more than its `n`. */
@@ -199,6 +208,14 @@ static void add_event(struct side *s, const struct trace_event *e)
 		s->ncasts++;
 		return;
 	}
+	if (e->kind == TRACE_SCALER) {
+		s->scalers = grow(s->scalers, &s->cap_scalers, s->nscalers,
+				  sizeof *s->scalers);
+		s->scalers[s->nscalers++] = (struct scaler_record){
+			e->pid, e->ts, e->scaler.what
+		};
+		return;
+	}
 	if (e->kind != TRACE_OP) {
 		s->unread += e->kind != TRACE_AGGREGATE &&
 			     !trace_steps_reads_whole(e);
@@ -267,16 +284,26 @@ static int64_t alignment_slot(size_t process, size_t signature)
 	return (int64_t)((uint64_t)process << 32 | signature);
 }
 
-/* Op k, else cast k - nops, else aggregate k - nops - ncasts, of side
- * `ctx`, as the steps model reads them (trace_steps_more). */
+/* Op k, else cast k - nops, else aggregate k - nops - ncasts, else
+ * the GradScaler events after them, of side `ctx`, as the steps model
+ * reads them (trace_steps_more). */
 static const struct trace_event *record_event(const void *ctx, size_t k,
 					      struct trace_event *scratch)
 {
 	const struct side *s = ctx;
+	size_t aggregates = s->nops + s->ncasts;
+	size_t scalers = aggregates + s->aggregates.nsteps;
 
-	if (k >= s->nops + s->ncasts)
-		return diff_aggregate_event(&s->aggregates,
-					    k - s->nops - s->ncasts, scratch);
+	if (k >= scalers) {
+		const struct scaler_record *r = &s->scalers[k - scalers];
+		*scratch = (struct trace_event){ .kind = TRACE_SCALER,
+						 .pid = r->pid, .ts = r->ts };
+		scratch->scaler.what = r->what;
+		return scratch;
+	}
+	if (k >= aggregates)
+		return diff_aggregate_event(&s->aggregates, k - aggregates,
+					    scratch);
 	if (k < s->nops) {
 		const struct op_record *r = &s->ops[k];
 		*scratch = (struct trace_event){ .kind = TRACE_OP,
@@ -295,7 +322,8 @@ static const struct trace_event *record_event(const void *ctx, size_t k,
 static void find_steps(struct side *s)
 {
 	struct trace_steps_more more = {
-		.count = s->nops + s->ncasts + s->aggregates.nsteps,
+		.count = s->nops + s->ncasts + s->aggregates.nsteps +
+			 s->nscalers,
 		.unread = s->unread,
 		.event = record_event,
 		.ctx = s,
@@ -467,6 +495,7 @@ static void free_side(struct side *s)
 	diff_compiled_free(&s->compiled);
 	diff_aggregate_free(&s->aggregates);
 	free(s->cut_short);
+	free(s->scalers);
 	trace_free(&s->trace);
 }
 
