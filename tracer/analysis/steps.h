@@ -60,8 +60,8 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s);
  * own events hold every event trace_steps_reads_whole() says (and may
  * hold others), and `more` hands over, one at a time, the ops, autocast
  * casts (TRACE_CAST), GradScaler events and amp.aggregate events it
- * kept a record of, made
- * up in *scratch with what the model reads of them: kind, pid, ts; an
+ * kept a record of, made up in *scratch with what the model reads of
+ * them: kind, pid, ts; an
  * op's phase; a GradScaler event's what (TRACE_SCALER: one a step,
  * held whole it would be most of what a streamed aggregated step
  * costs); an aggregate's step, regions, cut_short and op rows.
