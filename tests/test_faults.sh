@@ -298,14 +298,19 @@ check "... check: '>= 5 per step' holds ($status), step 7 (4 so far) not judged,
 	eval '[ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "over 7 steps, marked by autocast region; step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
 # ... in step 0, before the trace has any amp.step: the same (the steps
-# are counted by regions then)
+# are counted by regions then); its one step not judged, the rule judged
+# no step, which is no pass (as when every step is aggregated and silent)
 summarize first
 check_rule "$work/first.json" 'casts f32->bf16 >= 5 per step'
-check "a trace cut mid step 0, before any amp.step: step 0 cut short, '>= 5 per step' holds ($status), not judged" \
+check "a trace cut mid step 0, before any amp.step: step 0 cut short, '>= 5 per step' fails ($status): no step judged, step 0 not judged, said" \
 	eval 'echo "$summarized" |
 	      grep -q "steps: 1 (marked by autocast region); step 0 cut short (its process or its trace ended in it" &&
-	      [ "$status" -eq 0 ] && echo "$checked" |
-	      grep -q "step 0 cut short (its process or its trace ended in it): 4 so far, not judged"'
+	      [ "$status" -eq 1 ] && echo "$checked" |
+	      grep -q "no step judged; step 0 cut short (its process or its trace ended in it): 4 so far, not judged"'
+check_rule "$work/first.json" 'casts f32->bf16 <= 3 per step'
+check "... '<= 3 per step' fails ($status) there, judged: 4 so far is past 3" \
+	eval '[ "$status" -eq 1 ] && echo "$checked" | grep -q "step 0 (cut short" &&
+	      ! echo "$checked" | grep -q "not judged"'
 check_rule "$work/mid.json" 'casts f32->bf16 <= 3 per step'
 check "... '<= 3 per step' fails ($status), step 7 judged: 4 so far is past 3" \
 	eval '[ "$status" -eq 1 ] && echo "$checked" |
@@ -363,6 +368,78 @@ check "merged with a whole run of 6 steps: step 7 (the truncated input's) cut sh
 sys.exit(json.load(open(sys.argv[1]))[\"steps\"][\"cut_short\"] != [7])" "$work/merged-mid.sjson" &&
 	      [ "$status" -eq 0 ] && echo "$checked" |
 	      grep -q "step 7 cut short (its process or its trace ended in it): 4 so far, not judged"'
+# diff reads the same steps cut short: a step either trace ended in is
+# not compared, in full detail (its ops and casts) or aggregated (before:
+# step 7's missing ops were 29 changes, and the aggregated step 22 whose
+# rows were lost was 'in one trace only')
+# `amptrace diff [--json] BASE NEW`: its exit status in $status, its text
+# (lines joined) in $diffed
+diff_traces() {
+	"$amptrace" diff "$@" >"$work/diffed" 2>/dev/null
+	status=$?
+	diffed=$(joined "$work/diffed")
+}
+# a key of diff --json's output, as JSON, keys sorted
+diffed_key() { # KEY...
+	python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    v = v[k]
+print(json.dumps(v, sort_keys=True))' "$work/diffed" "$@"
+}
+diff_traces "$work/eight.json" "$work/mid.json"
+check "diff of the whole 8 steps and the trace cut mid step 7: no change ($status), step 7 not compared, and said" \
+	eval '[ "$status" -eq 0 ] && echo "$diffed" |
+	      grep -q "ops not compared, cut short (its process or its trace ended in it): 28 in base, 2 in new (step 7)" &&
+	      echo "$diffed" | grep -q "no change in cast behaviour"'
+diff_traces "$work/mid.json" "$work/eight.json"
+check "... the cut trace as base: no change ($status), 2 in base, 28 in new" \
+	eval '[ "$status" -eq 0 ] && echo "$diffed" |
+	      grep -q "cut short (its process or its trace ended in it): 2 in base, 28 in new (step 7)"'
+diff_traces --json "$work/eight.json" "$work/mid.json"
+check "... --json: steps.cut_short [7], ops.cut_short 28 and 2, unchanged ($status)" \
+	eval '[ "$status" -eq 0 ] && [ "$(diffed_key steps cut_short)" = "[7]" ] &&
+	      [ "$(diffed_key ops cut_short)" = "{\"base\": 28, \"new\": 2}" ] &&
+	      [ "$(diffed_key changed)" = false ]'
+diff_traces "$work/first.json" "$work/mid.json"
+check "... cut mid step 0 against cut mid step 7: both steps not compared, worded as summary words several ($status)" \
+	eval 'echo "$diffed" |
+	      grep -q "ops not compared, cut short (a process or its trace ended in each): [0-9]* in base, [0-9]* in new (steps 0 and 7)"'
+"$amptrace" merge "$work/six.json" "$work/eight.json" -o "$work/merged-eight.json" 2>/dev/null
+diff_traces "$work/merged-eight.json" "$work/merged-mid.json"
+check "... merged, the truncated input's step 7 (amptraceEnd's inputs): no change ($status), step 7 not compared" \
+	eval '[ "$status" -eq 0 ] && echo "$diffed" |
+	      grep -q "ops not compared, cut short (its process or its trace ended in it): 28 in base, 2 in new (step 7)"'
+diff_traces --json "$work/folded.json" "$work/folded-cut.json"
+check "... the aggregated step 22 whose rows were lost: not compared, cut short (steps.cut_short [22]); 23 in base only; 20 and 21 compared ($status)" \
+	eval '[ "$status" -eq 0 ] && [ "$(diffed_key steps cut_short)" = "[22]" ] &&
+	      [ "$(diffed_key aggregated_steps)" = "{\"base_only\": 1, \"compared\": 2, \"cut_short\": 1, \"first\": 20, \"last\": 21, \"new_only\": 0}" ]'
+# diff streams its inputs and summary reads them whole: one steps model
+# (trace_steps_find_more), so every trace above, killed, truncated or
+# merged, diffed against itself leaves out the steps summary says were
+# cut short, no more, no fewer
+same_cut_short() {
+	for trace in "$work"/*.json; do
+		"$amptrace" summary --json "$trace" >"$work/cut.sjson" 2>/dev/null ||
+			continue
+		"$amptrace" diff --json "$trace" "$trace" >"$work/cut.djson" 2>/dev/null
+		python3 -c 'import json, sys
+summary = json.load(open(sys.argv[1])).get("steps", {}).get("cut_short", [])
+diffed = json.load(open(sys.argv[2]))["steps"]["cut_short"]
+print(len(summary))
+sys.exit(summary != diffed)' "$work/cut.sjson" "$work/cut.djson" \
+			>"$work/cut.count" || {
+			echo "# $(basename "$trace"): summary and diff cut short differ"
+			return 1
+		}
+		[ "$(cat "$work/cut.count")" -eq 0 ] || cut=$((cut + 1))
+	done
+	echo "# $cut traces with a step cut short"
+	[ "$cut" -ge 3 ]
+}
+cut=0
+check "each trace diffed against itself leaves out the steps summary says were cut short" \
+	same_cut_short
 check "... and no aggregates file is left" raw_empty
 killed_in nothing --steps none -- "$prog" hang 0 "$work/pid"
 check "killed before its first op: the trace has the process, process-died" \

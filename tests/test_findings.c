@@ -15,6 +15,7 @@
 #include "traced.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +276,123 @@ static void check_steps_alike(const struct trace *t,
 	trace_steps_free(&kept_steps);
 }
 
+/* ---------------------------------------- the steps of a streamed trace */
+
+/* `t` as amptrace diff holds it (diff.c): the events the steps model
+ * reads whole kept, in file order; of the other ops, casts and
+ * aggregates and GradScaler events only what trace_steps_more hands
+ * over, in diff's order (ops, casts, aggregates, scaler events), not the
+ * trace's. */
+struct streamed {
+	struct trace whole;
+	const struct trace_event **records; /* ops, casts, aggregates */
+	size_t nrecords;
+	size_t *index;  /* per event of t: where the model numbers it */
+};
+
+static const struct trace_event *streamed_record(const void *ctx, size_t k,
+						 struct trace_event *scratch)
+{
+	const struct streamed *st = ctx;
+	const struct trace_event *e = st->records[k];
+
+	*scratch = (struct trace_event){ .kind = e->kind, .pid = e->pid,
+					 .ts = e->ts };
+	if (e->kind == TRACE_OP)
+		scratch->op.phase = e->op.phase;
+	if (e->kind == TRACE_SCALER)
+		scratch->scaler.what = e->scaler.what;
+	if (e->kind == TRACE_AGGREGATE) {
+		scratch->aggregate.step = e->aggregate.step;
+		scratch->aggregate.regions = e->aggregate.regions;
+		scratch->aggregate.cut_short = e->aggregate.cut_short;
+		scratch->aggregate.nops = e->aggregate.nops;
+		scratch->aggregate.ops = e->aggregate.ops;
+	}
+	return scratch;
+}
+
+static void stream(const struct trace *t, struct streamed *st)
+{
+	static const enum trace_kind order[] = { TRACE_OP, TRACE_CAST,
+						 TRACE_AGGREGATE, TRACE_SCALER };
+
+	st->whole = *t;
+	st->whole.events = calloc(t->nevents + 1, sizeof *t->events);
+	st->records = calloc(t->nevents + 1, sizeof *st->records);
+	st->index = calloc(t->nevents + 1, sizeof *st->index);
+	ck_assert(st->whole.events && st->records && st->index);
+	st->whole.nevents = st->nrecords = 0;
+	for (size_t i = 0; i < t->nevents; i++) {
+		st->index[i] = SIZE_MAX;
+		if (trace_steps_reads_whole(&t->events[i])) {
+			st->index[i] = st->whole.nevents;
+			st->whole.events[st->whole.nevents++] = t->events[i];
+		}
+	}
+	for (size_t o = 0; o < sizeof order / sizeof order[0]; o++)
+		for (size_t i = 0; i < t->nevents; i++)
+			if (t->events[i].kind == order[o]) {
+				st->index[i] = st->whole.nevents + st->nrecords;
+				st->records[st->nrecords++] = &t->events[i];
+			}
+}
+
+/* The steps model of `t` read whole (trace_steps_find) and streamed as
+ * diff reads it (trace_steps_find_more) is one model: the same steps,
+ * each kept event and record in the same step. */
+static void check_streamed_alike(const struct trace *t, const char *what)
+{
+	struct trace_steps whole, streamed;
+	struct streamed st;
+
+	stream(t, &st);
+	struct trace_steps_more more = { .count = st.nrecords,
+					 .event = streamed_record, .ctx = &st };
+	ck_assert_int_eq(trace_steps_find(t, &whole), 0);
+	ck_assert_int_eq(trace_steps_find_more(&st.whole, &more, &streamed), 0);
+	ck_assert_msg(whole.nsteps == streamed.nsteps &&
+		      whole.ndetail == streamed.ndetail &&
+		      whole.naggregated == streamed.naggregated &&
+		      whole.marked == streamed.marked &&
+		      !strcmp(whole.marker, streamed.marker) &&
+		      whole.default_step == streamed.default_step &&
+		      whole.nevaluations == streamed.nevaluations &&
+		      whole.detail_stop_step == streamed.detail_stop_step,
+		      "%s: %d steps (%d in detail, %d aggregated, by %s), %d "
+		      "(%d, %d, by %s) streamed", what, whole.nsteps,
+		      whole.ndetail, whole.naggregated, whole.marker,
+		      streamed.nsteps, streamed.ndetail, streamed.naggregated,
+		      streamed.marker);
+	ck_assert_msg(whole.ncut_short == streamed.ncut_short &&
+		      !memcmp(whole.cut_short, streamed.cut_short,
+			      (size_t)whole.ncut_short * sizeof *whole.cut_short),
+		      "%s: %d steps cut short, %d streamed", what,
+		      whole.ncut_short, streamed.ncut_short);
+	for (int k = 0; k < whole.nsteps; k++)
+		ck_assert_msg(whole.aggregated[k] == streamed.aggregated[k],
+			      "%s: step %d aggregated %d, %d streamed", what, k,
+			      whole.aggregated[k], streamed.aggregated[k]);
+	for (size_t i = 0; i < t->nevents; i++) {
+		size_t k = st.index[i];
+		if (k == SIZE_MAX || t->events[i].kind == TRACE_META)
+			continue;
+		ck_assert_msg(whole.step_of[i] == streamed.step_of[k] &&
+			      whole.evaluating[i] == streamed.evaluating[k],
+			      "%s: event %zu (%s) in step %d%s, streamed in "
+			      "step %d%s", what, i, t->events[i].name,
+			      whole.step_of[i],
+			      whole.evaluating[i] ? " (evaluating)" : "",
+			      streamed.step_of[k],
+			      streamed.evaluating[k] ? " (evaluating)" : "");
+	}
+	trace_steps_free(&whole);
+	trace_steps_free(&streamed);
+	free(st.whole.events);
+	free(st.records);
+	free(st.index);
+}
+
 /* The findings of `t` (`full`) must be those of the trace run keeps,
  * every key the trace's tail writes of them (tail.c). */
 static void check_trimmed_alike(struct trace *t, const struct findings *full,
@@ -287,6 +405,7 @@ static void check_trimmed_alike(struct trace *t, const struct findings *full,
 	ck_assert_int_eq(trace_steps_find(t, &steps), 0);
 	keep_as_run_does(t, &kept);
 	check_steps_alike(t, &steps, &kept, what);
+	check_streamed_alike(t, what);
 	trace_steps_free(&steps);
 	ck_assert_int_eq(findings_compute(&kept, &found), 0);
 	ck_assert_msg(found.count == full->count, "%s: %zu findings, %zu as "
@@ -547,6 +666,35 @@ START_TEST(test_trimmed_aggregates_alike)
 	check_trimmed_alike(&trace, &f, aggregate_fixtures[_i]);
 	findings_free(&f);
 	trace_free(&trace);
+}
+END_TEST
+
+/* Every trace fixture that loads: one steps model, read whole or
+ * streamed (check_streamed_alike). */
+START_TEST(test_fixtures_streamed_alike)
+{
+	DIR *d = opendir(TRACE_FIXTURES);
+	struct dirent *entry;
+	size_t checked = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((entry = readdir(d))) {
+		const char *dot = strrchr(entry->d_name, '.');
+		struct trace trace;
+		struct trace_error err;
+		char path[4096];
+		if (!dot || strcmp(dot, ".json"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", TRACE_FIXTURES,
+			 entry->d_name);
+		if (trace_load(path, &trace, &err) != 0)
+			continue;
+		check_streamed_alike(&trace, entry->d_name);
+		trace_free(&trace);
+		checked++;
+	}
+	closedir(d);
+	ck_assert_uint_ge(checked, 20);
 }
 END_TEST
 
@@ -1561,6 +1709,7 @@ static void steps_of(const char *after, const char *died,
 		 "\"optimizer step\",\"detail\":true}}%s%s", after, died);
 	load_torch_trace("1.4", NULL, events, t);
 	ck_assert_int_eq(trace_steps_find(t, steps), 0);
+	check_streamed_alike(t, "steps_of");
 }
 
 /* After step 0: a cast (training began: step 1), or a forward op (not
@@ -1771,6 +1920,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
 	tcase_add_test(kinds, test_steps_cut_short_in_full_detail);
+	tcase_add_test(kinds, test_fixtures_streamed_alike);
 	tcase_add_test(kinds, test_dtype_error_raised_through);
 	suite_add_tcase(s, kinds);
 

@@ -1,8 +1,9 @@
 """What the benches of a command against a trace's length share
-(bench_aggregate_steps, bench_findings_scans, bench_merge_memory): a
-synthetic trace written as it is made, the builds compared (this one and
---before-amptrace), their runs at N and 4N interleaved round by round,
-and the CPU and wall time of `amptrace summary`."""
+(bench_aggregate_steps, bench_findings_scans, bench_merge_memory,
+bench_diff_memory): a synthetic trace written as it is made, the builds
+compared (this one and --before-amptrace), their runs at N and 4N
+interleaved round by round, and the CPU and wall time of `amptrace
+summary`."""
 import os
 import resource
 import statistics

@@ -9,6 +9,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The events the model reads: the trace's, then those `more` makes up
+ * (trace_steps_find_more).  What reads only kinds it reads whole
+ * (trace_steps_reads_whole) reads the trace's own events alone. */
+struct events {
+	const struct trace *t;
+	const struct trace_steps_more *more;
+	size_t count;
+	struct trace_event scratch;
+};
+
+static const struct trace_event *event_at(struct events *ev, size_t i)
+{
+	if (i < ev->t->nevents)
+		return &ev->t->events[i];
+	return ev->more->event(ev->more->ctx, i - ev->t->nevents,
+			       &ev->scratch);
+}
+
+bool trace_steps_reads_whole(const struct trace_event *e)
+{
+	switch (e->kind) {
+	case TRACE_STEP:
+	case TRACE_DIAG:
+	case TRACE_META:
+	case TRACE_SCOPE_BEGIN:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static bool is_step(const struct trace_event *e)
 {
 	return e->kind == TRACE_STEP && e->ph == 'X' && e->step.marker;
@@ -216,11 +247,11 @@ static bool is_region_window(const struct trace_event *e)
  * last step (a no_grad region, model.eval()) leaves an aggregate there
  * when that step is not in full detail, its rows the window's, with no
  * time of their own to tell them from training by. */
-static void count_final_regions(const struct trace *t,
+static void count_final_regions(struct events *ev,
 				struct process_steps *procs, size_t nprocs)
 {
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		struct process_steps *p = NULL;
 		for (size_t k = 0; k < nprocs && !p; k++)
 			if (procs[k].pid == e->pid)
@@ -302,8 +333,9 @@ static bool note_rows_lost(const struct process_steps *p,
  * record ends early (early_ends.h: it died, or its trace stops) in its
  * final step, one its training had begun and no end marked, left that
  * step cut short. */
-static int marked_steps(const struct trace *t, struct trace_steps *s)
+static int marked_steps(struct events *ev, struct trace_steps *s)
 {
+	const struct trace *t = ev->t;
 	struct marks ends = { 0 }, begins = { 0 }, stops = { 0 };
 	struct early_ends early = { 0 };
 	struct process_steps *procs = NULL;
@@ -356,9 +388,9 @@ static int marked_steps(const struct trace *t, struct trace_steps *s)
 	marks_sort(&ends);
 	marks_sort(&begins);
 	marks_sort(&stops);
-	count_final_regions(t, procs, nprocs);
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
+	count_final_regions(ev, procs, nprocs);
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		const struct process_steps *p = find_process(procs, nprocs,
 							     e->pid);
 		int step;
@@ -410,6 +442,12 @@ out:
 	return status;
 }
 
+static bool is_update(const struct trace_event *e)
+{
+	return e->kind == TRACE_SCALER && e->scaler.what &&
+	       !strcmp(e->scaler.what, "update");
+}
+
 /* The step of process `pid` at time `ts`, counted by `marks`:
  * GradScaler updates end steps, outermost regions' entries begin them
  * (at INFINITY: the last step it began). */
@@ -426,28 +464,25 @@ static int counted_step(const struct marks *marks, int64_t pid, double ts,
  * step): GradScaler updates, else outermost regions' entries.  A process
  * whose record ends early (early_ends.h) in its final step, once it
  * trained there, left that step cut short, as marked_steps says. */
-static int counted_steps(const struct trace *t, struct trace_steps *s)
+static int counted_steps(struct events *ev, struct trace_steps *s)
 {
+	const struct trace *t = ev->t;
 	struct marks marks = { 0 };
 	struct early_ends early = { 0 };
 	bool updates = false, regions = false, ran = false;
 	int status = -1;
 
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		ran |= counted_for_step(e) || e->kind == TRACE_AGGREGATE;
-		if (e->kind == TRACE_SCALER && e->scaler.what &&
-		    !strcmp(e->scaler.what, "update"))
-			updates = true;
-		if (e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1)
-			regions = true;
+		updates |= is_update(e);
+		regions |= e->kind == TRACE_SCOPE_BEGIN && e->scope.depth == 1;
 	}
 	s->marker = updates ? "scaler update" : regions ? "autocast region"
 							: "none";
-	for (size_t i = 0; i < t->nevents && (updates || regions); i++) {
-		const struct trace_event *e = &t->events[i];
-		bool mark = updates ? e->kind == TRACE_SCALER && e->scaler.what &&
-					      !strcmp(e->scaler.what, "update")
+	for (size_t i = 0; i < ev->count && (updates || regions); i++) {
+		const struct trace_event *e = event_at(ev, i);
+		bool mark = updates ? is_update(e)
 				    : e->kind == TRACE_SCOPE_BEGIN &&
 					      e->scope.depth == 1;
 		if (mark && !marks_add(&marks, e->pid, e->ts))
@@ -459,8 +494,8 @@ static int counted_steps(const struct trace *t, struct trace_steps *s)
 	/* a run that ran nothing (killed right after import torch) is no
 	 * step, whatever its process events and diags */
 	s->nsteps = ran ? 1 : 0;
-	for (size_t i = 0; i < t->nevents && marks.count; i++) {
-		const struct trace_event *e = &t->events[i];
+	for (size_t i = 0; i < ev->count && marks.count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		if (e->kind == TRACE_META)
 			continue;
 		int step = counted_step(&marks, e->pid, e->ts, updates);
@@ -491,10 +526,10 @@ static int compare_steps(const void *a, const void *b)
  * §3.12), aggregated, and those marked_steps found in full detail; each
  * once, though several threads or processes (the ranks of a killed job)
  * were cut short in it. */
-static int note_cut_short(const struct trace *t, struct trace_steps *s)
+static int note_cut_short(struct events *ev, struct trace_steps *s)
 {
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
+	for (size_t i = 0; i < ev->count; i++) {
+		const struct trace_event *e = event_at(ev, i);
 		if (e->kind != TRACE_AGGREGATE || !e->aggregate.cut_short)
 			continue;
 		int step = s->step_of[i];
@@ -541,7 +576,16 @@ static int count_detail(struct trace_steps *s)
 
 int trace_steps_find(const struct trace *t, struct trace_steps *s)
 {
-	size_t n = t->nevents ? t->nevents : 1;
+	return trace_steps_find_more(t, NULL, s);
+}
+
+int trace_steps_find_more(const struct trace *t,
+			  const struct trace_steps_more *more,
+			  struct trace_steps *s)
+{
+	struct events ev = { t, more, t->nevents + (more ? more->count : 0),
+			     { 0 } };
+	size_t n = ev.count ? ev.count : 1;
 	bool marked = false;
 
 	*s = (struct trace_steps){ .detail_stop_step = -1 };
@@ -557,9 +601,9 @@ int trace_steps_find(const struct trace *t, struct trace_steps *s)
 	for (size_t i = 0; i < t->nevents && !marked; i++)
 		marked = t->events[i].kind == TRACE_STEP;
 	s->marked = marked;
-	int status = marked ? marked_steps(t, s) : counted_steps(t, s);
+	int status = marked ? marked_steps(&ev, s) : counted_steps(&ev, s);
 	if (status == 0)
-		status = note_cut_short(t, s);
+		status = note_cut_short(&ev, s);
 	if (status == 0)
 		status = count_detail(s);
 	if (status != 0)

@@ -56,6 +56,32 @@ struct trace_steps {
 
 /* Returns 0, or -1 when out of memory. */
 int trace_steps_find(const struct trace *t, struct trace_steps *s);
+
+/* The steps of a trace its reader does not hold whole (amptrace diff
+ * streams its inputs and keeps of most events a record): the trace's
+ * own events hold every event trace_steps_reads_whole() says (and may
+ * hold others), and `more` hands over, one at a time, the ops, autocast
+ * casts (TRACE_CAST), GradScaler events and amp.aggregate events it
+ * kept a record of, made up in *scratch with what the model reads of
+ * them: kind, pid, ts; an
+ * op's phase; a GradScaler event's what (TRACE_SCALER: one a step,
+ * held whole it would be most of what a streamed aggregated step
+ * costs); an aggregate's step, regions, cut_short and op rows.
+ * step_of and evaluating number the trace's events first, then these. */
+struct trace_steps_more {
+	size_t count;
+	const struct trace_event *(*event)(const void *ctx, size_t k,
+					   struct trace_event *scratch);
+	const void *ctx;
+};
+int trace_steps_find_more(const struct trace *t,
+			  const struct trace_steps_more *more,
+			  struct trace_steps *s);
+/* Whether the model reads more of `e` than trace_steps_more gives:
+ * amp.step events, diags and labels (early_ends.h) and regions'
+ * entries.  Other events, GPU kernels and counters among
+ * them, it does not read. */
+bool trace_steps_reads_whole(const struct trace_event *e);
 void trace_steps_free(struct trace_steps *s);
 /* Whether the steps end where a training step really ends (an optimizer,
  * a GradScaler, the program's own marker), not at autocast regions. */

@@ -734,9 +734,12 @@ static int per_step_verdict(const struct analysis *a, const struct rule *r,
 			most = per_step[s];
 	}
 	nsteps -= silent; /* the steps judged */
-	/* every step left out: the rule was answered in no step, which
-	 * is no pass (a trace of no op fails alike: empty_trace_failure) */
-	bool none_judged = silent && nsteps - unjudged == 0;
+	/* every step left out, recorded as aggregates that cannot answer
+	 * the rule or cut short with a count that decides nothing: the
+	 * rule was answered in no step, which is no pass (a trace of no op
+	 * fails alike: empty_trace_failure); a trace with no training step
+	 * left nothing out, and holds (FORMAT.md §8) */
+	bool none_judged = (silent || unjudged) && nsteps - unjudged == 0;
 	o->pass = bad == 0 && !none_judged;
 	set(o->expected, sizeof o->expected, "%s %s %g in every step", label,
 	    rule_cmp_text(r->cmp), r->number);

@@ -14,6 +14,7 @@
 #include "diff_aggregate.h"
 #include "diff_compiled.h"
 #include "id_map.h"
+#include "steps.h"
 #include "trace.h"
 
 #include <cJSON.h>
@@ -33,7 +34,9 @@ static const char diff_usage[] =
 	"at 2, the default).  Steps recorded as aggregates (`run --steps`)\n"
 	"are compared step by step, by step number: their ops' output dtypes\n"
 	"and policies and their casts' cache results, as counts per op and\n"
-	"direction (aggregates name no module).  When a trace holds\n"
+	"direction (aggregates name no module).  A step either trace cut\n"
+	"short (its process or its trace ended in it, as summary says) is\n"
+	"not compared, in full detail or aggregated.  When a trace holds\n"
 	"torch.compile'd graphs, casts are compared instead, by module path,\n"
 	"source line and op (an eager and a compiled run do not run the same\n"
 	"ops), and aggregated steps are not compared.\n"
@@ -67,6 +70,9 @@ struct op_record {
 	uint64_t op_id;
 	size_t line;
 	size_t occurrence;     /* of its signature in its process, from 0 */
+	double ts;
+	int step;              /* as the steps model numbers them */
+	bool left_out;         /* in a step cut short in either trace */
 };
 
 struct cast_record {
@@ -74,7 +80,17 @@ struct cast_record {
 	uint64_t op_id;
 	size_t order;          /* file order, among the side's casts */
 	int arg;
+	int step;              /* as the steps model numbers them */
 	const char *from, *to, *cache;
+	double ts;
+	bool left_out;         /* in a step cut short in either trace */
+};
+
+/* A GradScaler event, as the steps model reads it (trace_steps_more). */
+struct scaler_record {
+	int64_t pid;
+	double ts;
+	const char *what;
 };
 
 struct pid_order {
@@ -84,7 +100,9 @@ struct pid_order {
 };
 
 struct side {
-	struct trace trace;     /* its strings, header and trailer */
+	/* its strings, header and trailer, and the events the steps model
+	 * reads whole (trace_steps_reads_whole) */
+	struct trace trace;
 	struct op_record *ops;  /* in file order */
 	size_t nops, cap_ops;
 	struct cast_record *casts; /* sorted by (pid, op_id) once read */
@@ -98,6 +116,12 @@ struct side {
 	size_t nsignatures;
 	struct diff_compiled_side compiled; /* diff_compiled.c's */
 	struct diff_aggregate_side aggregates; /* diff_aggregate.c's */
+	/* the steps its process or its trace ended in (steps.h), ascending */
+	int *cut_short;
+	int ncut_short;
+	size_t ops_left_out;    /* ops in a step either trace cut short */
+	struct scaler_record *scalers;
+	size_t nscalers, cap_scalers;
 };
 
 /* `array` with room for one more than its `n`. */
@@ -171,10 +195,24 @@ static void add_event(struct side *s, const struct trace_event *e)
 		s->casts = grow(s->casts, &s->cap_casts, s->ncasts,
 				sizeof *s->casts);
 		s->casts[s->ncasts] = (struct cast_record){
-			e->pid, e->cast.op_id, s->ncasts, e->cast.arg,
-			e->cast.from, e->cast.to, e->cast.cache
+			.pid = e->pid,
+			.op_id = e->cast.op_id,
+			.order = s->ncasts,
+			.arg = e->cast.arg,
+			.from = e->cast.from,
+			.to = e->cast.to,
+			.cache = e->cast.cache,
+			.ts = e->ts,
 		};
 		s->ncasts++;
+		return;
+	}
+	if (e->kind == TRACE_SCALER) {
+		s->scalers = grow(s->scalers, &s->cap_scalers, s->nscalers,
+				  sizeof *s->scalers);
+		s->scalers[s->nscalers++] = (struct scaler_record){
+			e->pid, e->ts, e->scaler.what
+		};
 		return;
 	}
 	if (e->kind != TRACE_OP)
@@ -194,9 +232,13 @@ static void add_event(struct side *s, const struct trace_event *e)
 		.module = e->op.module,
 		.op_id = e->op.op_id,
 		.line = e->line,
+		.ts = e->ts,
 	};
 }
 
+/* Each event into the side's records; those the steps model reads
+ * whole kept (few: steps, regions' entries, labels), the rest dropped,
+ * so that the side holds records, not events. */
 static int add_streamed(void *ctx, struct trace *trace,
 			const struct trace_event *e, cJSON *json,
 			struct trace_error *err)
@@ -205,7 +247,7 @@ static int add_streamed(void *ctx, struct trace *trace,
 	(void)json;
 	(void)err;
 	add_event(ctx, e);
-	return TRACE_DROP;
+	return trace_steps_reads_whole(e) ? TRACE_KEEP : TRACE_DROP;
 }
 
 static size_t process_ordinal(const struct side *s, int64_t pid)
@@ -238,15 +280,146 @@ static int64_t alignment_slot(size_t process, size_t signature)
 	return (int64_t)((uint64_t)process << 32 | signature);
 }
 
-/* Once every event is in: processes ordered, casts sorted, each op's
- * occurrence of its signature numbered. */
+/* Op k, else cast k - nops, else aggregate k - nops - ncasts, else
+ * the GradScaler events after them, of side `ctx`, as the steps model
+ * reads them (trace_steps_more). */
+static const struct trace_event *record_event(const void *ctx, size_t k,
+					      struct trace_event *scratch)
+{
+	const struct side *s = ctx;
+	size_t aggregates = s->nops + s->ncasts;
+	size_t scalers = aggregates + s->aggregates.nsteps;
+
+	if (k >= scalers) {
+		const struct scaler_record *r = &s->scalers[k - scalers];
+		*scratch = (struct trace_event){ .kind = TRACE_SCALER,
+						 .pid = r->pid, .ts = r->ts };
+		scratch->scaler.what = r->what;
+		return scratch;
+	}
+	if (k >= aggregates)
+		return diff_aggregate_event(&s->aggregates, k - aggregates,
+					    scratch);
+	if (k < s->nops) {
+		const struct op_record *r = &s->ops[k];
+		*scratch = (struct trace_event){ .kind = TRACE_OP,
+						 .pid = r->pid, .ts = r->ts };
+		scratch->op.phase = r->phase;
+	} else {
+		const struct cast_record *c = &s->casts[k - s->nops];
+		*scratch = (struct trace_event){ .kind = TRACE_CAST,
+						 .pid = c->pid, .ts = c->ts };
+	}
+	return scratch;
+}
+
+/* Each record's step, and the steps cut short, as the steps model says
+ * of the side's trace: the steps summary and check say. */
+static void find_steps(struct side *s)
+{
+	struct trace_steps_more more = {
+		.count = s->nops + s->ncasts + s->aggregates.nsteps +
+			 s->nscalers,
+		.event = record_event,
+		.ctx = s,
+	};
+	struct trace_steps steps;
+
+	if (trace_steps_find_more(&s->trace, &more, &steps) != 0)
+		oom();
+	const int *records = steps.step_of + s->trace.nevents;
+	for (size_t i = 0; i < s->nops; i++)
+		s->ops[i].step = records[i];
+	for (size_t i = 0; i < s->ncasts; i++)
+		s->casts[i].step = records[s->nops + i];
+	diff_aggregate_number(&s->aggregates, records + s->nops + s->ncasts);
+	s->cut_short = steps.cut_short;
+	s->ncut_short = steps.ncut_short;
+	steps.cut_short = NULL;
+	trace_steps_free(&steps);
+}
+
+/* Once every event is in: processes ordered, casts sorted, steps found. */
 static void finish_side(struct side *s)
 {
 	trace_sort(s->order, s->npids, sizeof *s->order, compare_pids);
 	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_records);
+	find_steps(s);
+}
+
+/* The steps either trace cut short, ascending, each once: not compared
+ * (a step whose record ended in it is not whole). */
+struct cut_steps {
+	int *steps;
+	bool *in_detail;  /* per step: ops of it were left out */
+	size_t count;
+};
+
+static struct cut_steps cut_in_either(const struct side *b,
+				      const struct side *n)
+{
+	size_t most = (size_t)b->ncut_short + (size_t)n->ncut_short + 1;
+	struct cut_steps cut = { malloc(most * sizeof *cut.steps),
+				 calloc(most, sizeof *cut.in_detail), 0 };
+	int i = 0, j = 0;
+
+	if (!cut.steps || !cut.in_detail)
+		oom();
+	while (i < b->ncut_short || j < n->ncut_short) {
+		int next = j == n->ncut_short ? b->cut_short[i]
+			   : i == b->ncut_short ? n->cut_short[j]
+			   : b->cut_short[i] < n->cut_short[j] ? b->cut_short[i]
+							      : n->cut_short[j];
+		cut.steps[cut.count++] = next;
+		i += i < b->ncut_short && b->cut_short[i] == next;
+		j += j < n->ncut_short && n->cut_short[j] == next;
+	}
+	return cut;
+}
+
+/* Where `step` is in cut's steps, or SIZE_MAX. */
+static size_t cut_index(const struct cut_steps *cut, int step)
+{
+	size_t lo = 0, hi = cut->count;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cut->steps[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < cut->count && cut->steps[lo] == step ? lo : SIZE_MAX;
+}
+
+/* The ops and casts of the steps cut short marked left out. */
+static void leave_out(struct side *s, struct cut_steps *cut)
+{
+	s->ops_left_out = 0;
+	for (size_t i = 0; i < s->nops; i++) {
+		size_t k = cut_index(cut, s->ops[i].step);
+		s->ops[i].left_out = k != SIZE_MAX;
+		if (k != SIZE_MAX)
+			cut->in_detail[k] = true;
+		s->ops_left_out += s->ops[i].left_out;
+	}
+	for (size_t i = 0; i < s->ncasts; i++)
+		s->casts[i].left_out = cut_index(cut, s->casts[i].step) !=
+				       SIZE_MAX;
+}
+
+/* Each op's occurrence of its signature in its process numbered, the
+ * ops left out not counted (diff_print may compare a side twice). */
+static void align_side(struct side *s)
+{
 	struct id_map occurrences = { 0 }; /* slot -> ops of it so far */
+
+	id_map_free(&s->aligned);
+	s->aligned = (struct id_map){ 0 };
 	for (size_t i = 0; i < s->nops; i++) {
 		const struct op_record *r = &s->ops[i];
+		if (r->left_out)
+			continue;
 		int64_t slot = alignment_slot(process_ordinal(s, r->pid),
 					      signature_number(s, r->signature));
 		size_t *k = id_map_find(&occurrences, slot, 0, true);
@@ -293,8 +466,16 @@ struct diff_side *diff_side_new(struct trace *trace)
 		oom();
 	s->trace = *trace;
 	*trace = (struct trace){ 0 };
-	for (size_t i = 0; i < s->trace.nevents; i++)
-		add_event(s, &s->trace.events[i]);
+	/* kept as load_side keeps them: the events the steps model reads
+	 * whole (their arrays stay in the trace's arena) */
+	size_t kept = 0;
+	for (size_t i = 0; i < s->trace.nevents; i++) {
+		const struct trace_event e = s->trace.events[i];
+		add_event(s, &e);
+		if (trace_steps_reads_whole(&e))
+			s->trace.events[kept++] = e;
+	}
+	s->trace.nevents = kept;
 	finish_side(s);
 	return (struct diff_side *)s;
 }
@@ -308,6 +489,8 @@ static void free_side(struct side *s)
 	id_map_free(&s->signatures);
 	diff_compiled_free(&s->compiled);
 	diff_aggregate_free(&s->aggregates);
+	free(s->cut_short);
+	free(s->scalers);
 	trace_free(&s->trace);
 }
 
@@ -316,7 +499,7 @@ static size_t casts_of(const struct side *s, const struct op_record *op,
 		       size_t *first)
 {
 	size_t lo = 0, hi = s->ncasts;
-	struct cast_record key = { op->pid, op->op_id, 0, 0, NULL, NULL, NULL };
+	struct cast_record key = { .pid = op->pid, .op_id = op->op_id };
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -531,6 +714,8 @@ static void compare(struct side *b, struct side *n,
 	*matched = 0;
 	for (size_t i = 0; i < b->nops; i++) {
 		const struct op_record *bo = &b->ops[i];
+		if (bo->left_out)
+			continue;
 		size_t j = aligned_op(b, i, n);
 		if (j == SIZE_MAX) {
 			record(changes, "op-removed", bo, NULL, "present",
@@ -549,7 +734,7 @@ static void compare(struct side *b, struct side *n,
 		compare_casts(b, bo, n, no, changes);
 	}
 	for (size_t i = 0; i < n->nops; i++) {
-		if (aligned_op(n, i, b) != SIZE_MAX)
+		if (n->ops[i].left_out || aligned_op(n, i, b) != SIZE_MAX)
 			continue;
 		const struct op_record *no = &n->ops[i];
 		record(changes, "op-added", NULL, no, "absent", "present");
@@ -609,7 +794,7 @@ static void count_directions(const struct side *s, bool is_new,
 
 	for (size_t i = 0; i < s->ncasts; i++) {
 		const struct cast_record *c = &s->casts[i];
-		if (strcmp(c->cache, "hit"))
+		if (!c->left_out && strcmp(c->cache, "hit"))
 			count_direction(c->from, c->to, 1, is_new, dirs, n);
 	}
 	diff_aggregate_each_compared_cast(&s->aggregates, count_aggregated, &d);
@@ -659,8 +844,37 @@ static void print_aggregated_steps(const struct diff_aggregate_steps *a)
 	putchar('\n');
 }
 
+/* "ops not compared, cut short (...): 12 in base, 4 in new (step 7)",
+ * "(...each): ... (steps 0 and 7)":
+ * the steps named are those in full detail (an aggregated one is said
+ * on the aggregated steps' line). */
+static void print_ops_left_out(const struct side *b, const struct side *n,
+			       const struct cut_steps *cut)
+{
+	enum { NAMED = 5 };
+	size_t steps = 0, named = 0;
+
+	if (!b->ops_left_out && !n->ops_left_out)
+		return;
+	for (size_t k = 0; k < cut->count; k++)
+		steps += cut->in_detail[k];
+	/* worded as summary words one step cut short, and several */
+	printf("ops not compared, cut short (%s): %zu in base, %zu in new "
+	       "(step%s ", steps == 1 ? "its process or its trace ended in it"
+				     : "a process or its trace ended in each",
+	       b->ops_left_out, n->ops_left_out, steps == 1 ? "" : "s");
+	for (size_t k = 0; k < cut->count && named < NAMED; k++)
+		if (cut->in_detail[k])
+			printf("%s%d", !named++ ? "" : named == steps ? " and " : ", ",
+			       cut->steps[k]);
+	if (steps > NAMED)
+		printf(" and %zu more", steps - NAMED);
+	puts(")");
+}
+
 static void print_text(const struct side *b, const struct side *n,
 		       const struct changes *c, size_t matched,
+		       const struct cut_steps *cut,
 		       const struct diff_aggregate_steps *aggregated,
 		       const struct direction *dirs, size_t ndirs)
 {
@@ -668,6 +882,7 @@ static void print_text(const struct side *b, const struct side *n,
 	       b->trace.path, b->nops, b->ncasts, n->trace.path, n->nops,
 	       n->ncasts);
 	printf("aligned ops: %zu\n", matched);
+	print_ops_left_out(b, n, cut);
 	print_aggregated_steps(aggregated);
 	if (ndirs) {
 		printf("casts by direction (cache hits not counted):\n");
@@ -725,6 +940,7 @@ static void add_aggregated_json(cJSON *change, const struct change *x)
 
 static void print_json(const struct side *b, const struct side *n,
 		       const struct changes *c, size_t matched,
+		       const struct cut_steps *cut,
 		       const struct diff_aggregate_steps *aggregated,
 		       const struct direction *dirs, size_t ndirs)
 {
@@ -737,6 +953,15 @@ static void print_json(const struct side *b, const struct side *n,
 	cJSON_AddNumberToObject(ops, "base", (double)b->nops);
 	cJSON_AddNumberToObject(ops, "new", (double)n->nops);
 	cJSON_AddNumberToObject(ops, "aligned", (double)matched);
+	cJSON *left_out = cJSON_AddObjectToObject(ops, "cut_short");
+	cJSON_AddNumberToObject(left_out, "base", (double)b->ops_left_out);
+	cJSON_AddNumberToObject(left_out, "new", (double)n->ops_left_out);
+	/* the steps not compared, as summary --json's steps.cut_short */
+	cJSON *cut_list = cJSON_AddArrayToObject(
+		cJSON_AddObjectToObject(root, "steps"), "cut_short");
+	for (size_t k = 0; k < cut->count; k++)
+		cJSON_AddItemToArray(cut_list,
+				     cJSON_CreateNumber(cut->steps[k]));
 	cJSON *steps = cJSON_AddObjectToObject(root, "aggregated_steps");
 	cJSON_AddNumberToObject(steps, "compared", (double)aggregated->compared);
 	if (aggregated->compared) {
@@ -910,21 +1135,32 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json,
 				     &n->compiled, json);
 	struct changes changes = { .depth = depth };
 	size_t matched;
+	/* a step either trace ended in is not compared, in full detail
+	 * or aggregated: what it lacks is the cut, not a change */
+	struct cut_steps cut = cut_in_either(b, n);
+	leave_out(b, &cut);
+	leave_out(n, &cut);
+	align_side(b);
+	align_side(n);
 	compare(b, n, &changes, &matched);
 	struct diff_aggregate_steps aggregated;
 	if (diff_aggregates(&b->aggregates, b, &n->aggregates, n,
-			    side_process_ordinal, record_aggregated, &changes,
-			    &aggregated) != 0)
+			    side_process_ordinal, cut.steps, cut.count,
+			    record_aggregated, &changes, &aggregated) != 0)
 		oom();
 	struct direction *dirs = NULL;
 	size_t ndirs = 0;
 	count_directions(b, false, &dirs, &ndirs);
 	count_directions(n, true, &dirs, &ndirs);
 	if (json)
-		print_json(b, n, &changes, matched, &aggregated, dirs, ndirs);
+		print_json(b, n, &changes, matched, &cut, &aggregated, dirs,
+			   ndirs);
 	else
-		print_text(b, n, &changes, matched, &aggregated, dirs, ndirs);
+		print_text(b, n, &changes, matched, &cut, &aggregated, dirs,
+			   ndirs);
 	int status = changes.count ? 1 : 0;
+	free(cut.steps);
+	free(cut.in_detail);
 	free(dirs);
 	free(changes.items);
 	for (size_t i = 0; i < changes.nmodules; i++)

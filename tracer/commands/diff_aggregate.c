@@ -5,13 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One aggregated step: its rows are [first, first + n) of the side's. */
+/* One amp.aggregate event of a step: its rows are [first, first + n)
+ * of the side's. */
 struct aggregate_step {
-	int64_t pid, tid, step;
+	int64_t pid, tid, step;  /* step: the one it names */
 	size_t line;
 	size_t first_op, nops, first_cast, ncasts;
 	bool compared;  /* the other side holds it too */
-	bool cut_short; /* its process ended in it: not a whole step */
+	int counted;    /* its step as the steps model numbers them */
+	/* what else the steps model reads of it (trace_steps_more) */
+	double ts;
+	uint64_t regions;
+	bool cut_short;
 };
 
 /* *array given room for `need` (trace_grow); false when out of memory. */
@@ -40,9 +45,12 @@ void diff_aggregate_add(struct diff_aggregate_side *s,
 		return;
 	}
 	struct aggregate_step *step = &s->steps[s->nsteps++];
-	*step = (struct aggregate_step){ e->pid, e->tid, a->step, e->line,
-					 s->nops, (size_t)a->nops, s->ncasts,
-					 0, false, a->cut_short };
+	*step = (struct aggregate_step){
+		.pid = e->pid, .tid = e->tid, .step = a->step, .line = e->line,
+		.first_op = s->nops, .nops = (size_t)a->nops,
+		.first_cast = s->ncasts, .ts = e->ts,
+		.regions = a->regions, .cut_short = a->cut_short,
+	};
 	memcpy(s->ops + s->nops, a->ops, (size_t)a->nops * sizeof *a->ops);
 	s->nops += (size_t)a->nops;
 	/* autocast's casts only, as diff compares of the detailed steps */
@@ -50,6 +58,29 @@ void diff_aggregate_add(struct diff_aggregate_side *s,
 		if (!a->casts[i].origin)
 			s->casts[s->ncasts++] = a->casts[i];
 	step->ncasts = s->ncasts - step->first_cast;
+}
+
+const struct trace_event *diff_aggregate_event(
+	const struct diff_aggregate_side *s, size_t k,
+	struct trace_event *scratch)
+{
+	const struct aggregate_step *step = &s->steps[k];
+
+	*scratch = (struct trace_event){ .kind = TRACE_AGGREGATE,
+					 .pid = step->pid, .tid = step->tid,
+					 .ts = step->ts };
+	scratch->aggregate.step = step->step;
+	scratch->aggregate.regions = step->regions;
+	scratch->aggregate.cut_short = step->cut_short;
+	scratch->aggregate.nops = (int)step->nops;
+	scratch->aggregate.ops = s->ops + step->first_op;
+	return scratch;
+}
+
+void diff_aggregate_number(struct diff_aggregate_side *s, const int *step_of)
+{
+	for (size_t k = 0; k < s->nsteps; k++)
+		s->steps[k].counted = step_of[k];
 }
 
 void diff_aggregate_free(struct diff_aggregate_side *s)
@@ -429,11 +460,28 @@ static size_t distinct_steps(struct step_numbers *n)
 	return distinct;
 }
 
-/* Whether any of a step's n events is cut short. */
-static bool run_cut_short(const struct keyed_step *k, size_t n)
+/* Whether `step` is among the `n` steps cut short (ascending). */
+static bool is_cut_short(int step, const int *cut_short, size_t n)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (cut_short[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && cut_short[lo] == step;
+}
+
+/* Whether any of a step's n events is in a step cut short, as the
+ * steps model numbers them. */
+static bool run_cut_short(const struct keyed_step *k, size_t n,
+			  const int *cut_short, size_t ncut_short)
 {
 	for (size_t i = 0; i < n; i++)
-		if (k[i].s->cut_short)
+		if (is_cut_short(k[i].s->counted, cut_short, ncut_short))
 			return true;
 	return false;
 }
@@ -470,6 +518,7 @@ int diff_aggregates(struct diff_aggregate_side *base,
 		    const void *base_side,
 		    struct diff_aggregate_side *now,
 		    const void *now_side, diff_process_ordinal ordinal,
+		    const int *cut_short_steps, size_t ncut_short,
 		    void (*report)(void *ctx,
 				   const struct diff_aggregate_change *change),
 		    void *ctx, struct diff_aggregate_steps *steps)
@@ -490,16 +539,21 @@ int diff_aggregates(struct diff_aggregate_side *base,
 		int order = !rb ? 1 : !rn ? -1 : compare_keyed(&kb[i], &kn[j]);
 		if (rb && rn && same_key(&kb[i], &kn[j]))
 			order = 0;
-		if (order < 0) {
+		if ((order <= 0 && run_cut_short(&kb[i], rb, cut_short_steps,
+						  ncut_short)) ||
+		    (order >= 0 && run_cut_short(&kn[j], rn, cut_short_steps,
+						  ncut_short))) {
+			/* not whole in one trace, whether or not the other
+			 * holds it too (its rows may be lost: steps.h) */
+			note_step(&cut_short, order > 0 ? kn[j].step
+							: kb[i].step);
+			i += order <= 0 ? rb : 0;
+			j += order >= 0 ? rn : 0;
+		} else if (order < 0) {
 			note_step(&base_only, kb[i].step);
 			i += rb;
 		} else if (order > 0) {
 			note_step(&new_only, kn[j].step);
-			j += rn;
-		} else if (run_cut_short(&kb[i], rb) ||
-			   run_cut_short(&kn[j], rn)) {
-			note_step(&cut_short, kb[i].step);
-			i += rb;
 			j += rn;
 		} else {
 			if (!compared.count || kb[i].step < steps->first)
