@@ -3,7 +3,8 @@ that uses amptrace as the README shows, and checks what it displays:
 `%load_ext amptrace_torch` and a `%%amptrace` cell, then
 `amptrace_torch.trace()` as a cell's value.  Each must show the findings,
 the summary (its linear ops in bf16) and the graph inline (SVG), and
-the cell's own output must pass through.
+the cell's own output must pass through.  A region is named by its
+cell, as IPython's tracebacks name it ("In[1]:7").
 
 usage: python notebook.py WORKDIR   (prints TAP lines: ok / not ok)
 """
@@ -78,6 +79,9 @@ def main():
           "%%amptrace: the cell's own output passes through")
     check(os.path.isfile(os.path.join(work, "magic.json")),
           "%%amptrace -o: the trace is written where asked")
+    # the model cell's region: `with torch.autocast` on its line 7
+    check("step (In[1]:7)" in html_of(nb.cells[2]),
+          "a region in a notebook cell is named by the cell (In[1]:7)")
     return 1 if failed else 0
 
 
