@@ -468,6 +468,34 @@ START_TEST(test_ranks_then_merge)
 }
 END_TEST
 
+/* A rank that dies, not amptrace's own child (a launcher's worker): its
+ * process-died finding names the rank, in its trace and in the merge,
+ * whose pids are renumbered (pid = rank + 1) and no longer say which
+ * process died. */
+START_TEST(test_rank_death_names_the_rank)
+{
+	struct trace t;
+
+	make_dir();
+	char *argv[] = { AMPTRACE_PATH, "run", "-q", "-o",
+			 (char *)in_dir("t.json"), "--", "/bin/sh", "-c",
+			 "RANK=1 \"$0\" abort 5; exit 0", TRACE_PROG_PATH, NULL };
+	ck_assert_int_eq(run(argv), 0);
+	const char *traces[] = { "t.rank1.json", "t.json" };
+	for (size_t i = 0; i < 2; i++) {
+		load(in_dir(traces[i]), &t);
+		const struct trace_event *died = find_diag(&t, "process-died");
+		ck_assert_ptr_nonnull(died);
+		ck_assert_msg(!strncmp(died->diag.message, "rank 1: ", 8) &&
+				      strstr(died->diag.message,
+					     "ended without a clean exit"),
+			      "%s: %s", traces[i], died->diag.message);
+		trace_free(&t);
+	}
+	remove_dir();
+}
+END_TEST
+
 /* ------------------------------------------------------- training */
 
 START_TEST(test_training_trace_is_valid_and_checkable)
@@ -647,6 +675,7 @@ static Suite *trace_run_suite(void)
 	tcase_add_test(tc, test_threads_lose_and_duplicate_nothing);
 	tcase_add_test(tc, test_fork_traces_both_processes);
 	tcase_add_test(tc, test_ranks_then_merge);
+	tcase_add_test(tc, test_rank_death_names_the_rank);
 	tcase_add_test(tc, test_training_trace_is_valid_and_checkable);
 	tcase_add_test(tc, test_bounded_trace_is_valid);
 	tcase_add_test(tc, test_run_errors);

@@ -40,15 +40,25 @@ const char *convert_signal_name(int sig, char *buf, size_t size)
 
 /* ------------------------------------------------------- thread files */
 
+/* "rank 1: python (pid 4242)", "python (pid 4242)": the process's name
+ * and the messages about its end name it alike, so that in a merge of
+ * ranks (pids renumbered) a death says which rank died. */
+static const char *process_label(const struct convert_process *p, char *buf,
+				 size_t size)
+{
+	if (p->rank >= 0)
+		snprintf(buf, size, "rank %d: %s (pid %ld)", p->rank, p->name,
+			 p->pid);
+	else
+		snprintf(buf, size, "%s (pid %ld)", p->name, p->pid);
+	return buf;
+}
+
 static void process_metadata(struct converter *cv, struct convert_process *p)
 {
 	char name[256];
 
-	if (p->rank >= 0)
-		snprintf(name, sizeof name, "rank %d: %s (pid %ld)", p->rank,
-			 p->name, p->pid);
-	else
-		snprintf(name, sizeof name, "%s (pid %ld)", p->name, p->pid);
+	process_label(p, name, sizeof name);
 	struct trace_event e =
 		convert_meta_event(p, LIT_PROCESS_NAME, p->pid, 0, name, 0);
 	e.meta.rank = p->rank;
@@ -600,7 +610,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 						 : NULL;
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct convert_process *p = c->procs[i];
-		char message[256], signame[32];
+		char message[384], signame[32], label[256];
 		bool died = false;
 
 		if (replaced_by_exec(c, p)) {
@@ -612,8 +622,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 					    sizeof p->signal_name);
 			died = true;
 			snprintf(message, sizeof message,
-				 "%s (pid %ld) was killed by %s (%s)", p->name,
-				 p->pid,
+				 "%s was killed by %s (%s)",
+				 process_label(p, label, sizeof label),
 				 convert_signal_name(p->signal, signame,
 						     sizeof signame),
 				 strsignal(p->signal));
@@ -627,8 +637,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 			p->status = "died";
 			died = true;
 			snprintf(message, sizeof message,
-				 "%s (pid %ld) ended without a clean exit "
-				 "(crashed or killed)", p->name, p->pid);
+				 "%s ended without a clean exit (crashed or "
+				 "killed)", process_label(p, label, sizeof label));
 		}
 		stopped_without_stream(c, p);
 		if (!p->announced && p == silent) {
