@@ -496,6 +496,32 @@ START_TEST(test_rank_death_names_the_rank)
 }
 END_TEST
 
+/* A process without a rank beside ranks (a launcher that ran ops itself):
+ * the -o file is its own, not the ranks' merge, and run says so, with
+ * the command that merges the ranks. */
+START_TEST(test_ranks_beside_a_launcher_stay_apart)
+{
+	struct trace t;
+
+	make_dir();
+	char *argv[] = { AMPTRACE_PATH, "run", "-o", (char *)in_dir("t.json"),
+			 "--", "/bin/sh", "-c",
+			 "\"$0\" ops 3 && RANK=0 \"$0\" ops 5", TRACE_PROG_PATH,
+			 NULL };
+	ck_assert_int_eq(run(argv), 0);
+	load(in_dir("t.json"), &t);
+	ck_assert_uint_eq(count_ops(&t, "relu"), 3);
+	trace_free(&t);
+	char *err = slurp(in_dir("stderr"));
+	ck_assert_msg(strstr(err, "t.json holds the processes without a rank; "
+				  "the ranks' traces stay apart (amptrace merge ") &&
+			      strstr(err, "t.rank0.json -o ranks.json merges them)"),
+		      "%s", err);
+	free(err);
+	remove_dir();
+}
+END_TEST
+
 /* ------------------------------------------------------- training */
 
 START_TEST(test_training_trace_is_valid_and_checkable)
@@ -676,6 +702,7 @@ static Suite *trace_run_suite(void)
 	tcase_add_test(tc, test_fork_traces_both_processes);
 	tcase_add_test(tc, test_ranks_then_merge);
 	tcase_add_test(tc, test_rank_death_names_the_rank);
+	tcase_add_test(tc, test_ranks_beside_a_launcher_stay_apart);
 	tcase_add_test(tc, test_training_trace_is_valid_and_checkable);
 	tcase_add_test(tc, test_bounded_trace_is_valid);
 	tcase_add_test(tc, test_run_errors);
