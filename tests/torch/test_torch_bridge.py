@@ -939,6 +939,17 @@ def test_api():
           p.returncode == 0 and out == "done\n" and
           len(ops(t, "linear")) == 2, (p.returncode, out, err[-500:]))
 
+    # a block whose start failed: a child forked later keeps its files
+    path = os.path.join(TMP, "api_failed_start.json")
+    p = subprocess.run([PYTHON, os.path.join(HERE,
+                                             "scenario_api_failed_start.py"),
+                        path], capture_output=True, text=True, env=env,
+                       timeout=120)
+    check("amptrace_torch.trace() whose start failed: a child forked later "
+          "keeps its own files (the fd of the block's pipe is reused)",
+          p.returncode == 0 and p.stdout == "child kept its files\n" and
+          not os.path.exists(path), (p.returncode, p.stdout, p.stderr[-500:]))
+
     # the cast-cache rule of each release, forced on this torch
     def rule(release, inside):
         path = os.path.join(TMP, "rule-%s-%s.json" % (release, inside))
