@@ -522,6 +522,34 @@ START_TEST(test_ranks_beside_a_launcher_stay_apart)
 }
 END_TEST
 
+/* A process that outlives the command (a daemon, a worker forked inside
+ * a trace() block) is still running as the recording ends: it said no
+ * exit because it has not ended, so its trace says so, and no
+ * process-died false alarm. */
+START_TEST(test_process_alive_at_the_end_is_running)
+{
+	struct trace t;
+
+	make_dir();
+	char *argv[] = { AMPTRACE_PATH, "run", "-q", "-o",
+			 (char *)in_dir("t.json"), "--", "/bin/sh", "-c",
+			 "\"$0\" hang 3 \"$1\" & "
+			 "while [ ! -f \"$1\" ]; do sleep 0.01; done",
+			 TRACE_PROG_PATH, (char *)in_dir("pid"), NULL };
+	ck_assert_int_eq(run(argv), 0);
+	long daemon = wait_for_pid_file(in_dir("pid"));
+	load(in_dir("t.json"), &t);
+	kill((pid_t)daemon, SIGKILL);
+	ck_assert_uint_eq(count_ops(&t, "relu"), 3);
+	ck_assert_ptr_null(find_diag(&t, "process-died"));
+	ck_assert_uint_eq(t.trailer.nprocesses, 1);
+	ck_assert_str_eq(t.trailer.processes[0].status, "running");
+	assert_valid(&t);
+	trace_free(&t);
+	remove_dir();
+}
+END_TEST
+
 /* ------------------------------------------------------- training */
 
 START_TEST(test_training_trace_is_valid_and_checkable)
@@ -703,6 +731,7 @@ static Suite *trace_run_suite(void)
 	tcase_add_test(tc, test_ranks_then_merge);
 	tcase_add_test(tc, test_rank_death_names_the_rank);
 	tcase_add_test(tc, test_ranks_beside_a_launcher_stay_apart);
+	tcase_add_test(tc, test_process_alive_at_the_end_is_running);
 	tcase_add_test(tc, test_training_trace_is_valid_and_checkable);
 	tcase_add_test(tc, test_bounded_trace_is_valid);
 	tcase_add_test(tc, test_run_errors);

@@ -938,6 +938,12 @@ def test_api():
           "the block ends, with the loop's 2 linear ops",
           p.returncode == 0 and out == "done\n" and
           len(ops(t, "linear")) == 2, (p.returncode, out, err[-500:]))
+    procs = t.get("amptraceEnd", {}).get("processes", [])
+    check("... its workers, alive at the block's end, are still running "
+          "there, not died (no process-died on a healthy program)",
+          sorted(q["status"] for q in procs) ==
+          ["exited", "running", "running"] and
+          "process-died" not in findings(t), (procs, findings(t)))
 
     # a block whose start failed: a child forked later keeps its files
     path = os.path.join(TMP, "api_failed_start.json")

@@ -4,6 +4,7 @@
  * are raw_schema.h's, decoded by raw_decode.c; events are FORMAT.md's. */
 #include "convert_internal.h"
 #include "event_json.h"
+#include "proc_file.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -599,6 +600,16 @@ static bool replaced_by_exec(const struct converter *c,
 	return false;
 }
 
+/* Whether p is still running as the recording ends: a worker that
+ * outlives a trace() block (a DataLoader's persistent workers), a daemon
+ * that outlives `amptrace run`'s command.  Its start time tells it from
+ * another process that took its pid; a zombie counts as ended. */
+static bool still_running(const struct convert_process *p)
+{
+	return p->start_time &&
+	       proc_start_time((pid_t)p->pid) == p->start_time;
+}
+
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns)
 {
@@ -633,6 +644,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		} else if (file_exists(p->dir, "exit")) {
 			p->status = "exited";
 			p->exit_code = -1;
+		} else if (still_running(p)) {
+			p->status = "running";
 		} else {
 			p->status = "died";
 			died = true;
@@ -653,6 +666,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 			when = end_ns;
 		const char *closed_by = died ? "process died"
 				      : !strcmp(p->status, "exec") ? "process exec"
+				      : !strcmp(p->status, "running") ? "recording end"
 								   : "process exit";
 		/* Where it died: the innermost op in flight, if any. */
 		for (size_t j = 0; died && j < p->nthreads; j++) {
@@ -684,6 +698,9 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 				 p->exit_code);
 		else if (!strcmp(p->status, "exec"))
 			snprintf(message, sizeof message, "replaced by exec()");
+		else if (!strcmp(p->status, "running"))
+			snprintf(message, sizeof message,
+				 "still running when the recording ended");
 		else
 			snprintf(message, sizeof message, "%s", p->status);
 		struct trace_event e = convert_meta_event(
