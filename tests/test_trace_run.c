@@ -468,6 +468,88 @@ START_TEST(test_ranks_then_merge)
 }
 END_TEST
 
+/* A rank that dies, not amptrace's own child (a launcher's worker): its
+ * process-died finding names the rank, in its trace and in the merge,
+ * whose pids are renumbered (pid = rank + 1) and no longer say which
+ * process died. */
+START_TEST(test_rank_death_names_the_rank)
+{
+	struct trace t;
+
+	make_dir();
+	char *argv[] = { AMPTRACE_PATH, "run", "-q", "-o",
+			 (char *)in_dir("t.json"), "--", "/bin/sh", "-c",
+			 "RANK=1 \"$0\" abort 5; exit 0", TRACE_PROG_PATH, NULL };
+	ck_assert_int_eq(run(argv), 0);
+	const char *traces[] = { "t.rank1.json", "t.json" };
+	for (size_t i = 0; i < 2; i++) {
+		load(in_dir(traces[i]), &t);
+		const struct trace_event *died = find_diag(&t, "process-died");
+		ck_assert_ptr_nonnull(died);
+		ck_assert_msg(!strncmp(died->diag.message, "rank 1: ", 8) &&
+				      strstr(died->diag.message,
+					     "ended without a clean exit"),
+			      "%s: %s", traces[i], died->diag.message);
+		trace_free(&t);
+	}
+	remove_dir();
+}
+END_TEST
+
+/* A process without a rank beside ranks (a launcher that ran ops itself):
+ * the -o file is its own, not the ranks' merge, and run says so, with
+ * the command that merges the ranks. */
+START_TEST(test_ranks_beside_a_launcher_stay_apart)
+{
+	struct trace t;
+
+	make_dir();
+	char *argv[] = { AMPTRACE_PATH, "run", "-o", (char *)in_dir("t.json"),
+			 "--", "/bin/sh", "-c",
+			 "\"$0\" ops 3 && RANK=0 \"$0\" ops 5", TRACE_PROG_PATH,
+			 NULL };
+	ck_assert_int_eq(run(argv), 0);
+	load(in_dir("t.json"), &t);
+	ck_assert_uint_eq(count_ops(&t, "relu"), 3);
+	trace_free(&t);
+	char *err = slurp(in_dir("stderr"));
+	ck_assert_msg(strstr(err, "t.json holds the processes without a rank; "
+				  "the ranks' traces stay apart (amptrace merge ") &&
+			      strstr(err, "t.rank0.json -o ranks.json merges them)"),
+		      "%s", err);
+	free(err);
+	remove_dir();
+}
+END_TEST
+
+/* A process that outlives the command (a daemon, a worker forked inside
+ * a trace() block) is still running as the recording ends: it said no
+ * exit because it has not ended, so its trace says so, and no
+ * process-died false alarm. */
+START_TEST(test_process_alive_at_the_end_is_running)
+{
+	struct trace t;
+
+	make_dir();
+	char *argv[] = { AMPTRACE_PATH, "run", "-q", "-o",
+			 (char *)in_dir("t.json"), "--", "/bin/sh", "-c",
+			 "\"$0\" hang 3 \"$1\" & "
+			 "while [ ! -f \"$1\" ]; do sleep 0.01; done",
+			 TRACE_PROG_PATH, (char *)in_dir("pid"), NULL };
+	ck_assert_int_eq(run(argv), 0);
+	long daemon = wait_for_pid_file(in_dir("pid"));
+	load(in_dir("t.json"), &t);
+	kill((pid_t)daemon, SIGKILL);
+	ck_assert_uint_eq(count_ops(&t, "relu"), 3);
+	ck_assert_ptr_null(find_diag(&t, "process-died"));
+	ck_assert_uint_eq(t.trailer.nprocesses, 1);
+	ck_assert_str_eq(t.trailer.processes[0].status, "running");
+	assert_valid(&t);
+	trace_free(&t);
+	remove_dir();
+}
+END_TEST
+
 /* ------------------------------------------------------- training */
 
 START_TEST(test_training_trace_is_valid_and_checkable)
@@ -647,6 +729,9 @@ static Suite *trace_run_suite(void)
 	tcase_add_test(tc, test_threads_lose_and_duplicate_nothing);
 	tcase_add_test(tc, test_fork_traces_both_processes);
 	tcase_add_test(tc, test_ranks_then_merge);
+	tcase_add_test(tc, test_rank_death_names_the_rank);
+	tcase_add_test(tc, test_ranks_beside_a_launcher_stay_apart);
+	tcase_add_test(tc, test_process_alive_at_the_end_is_running);
 	tcase_add_test(tc, test_training_trace_is_valid_and_checkable);
 	tcase_add_test(tc, test_bounded_trace_is_valid);
 	tcase_add_test(tc, test_run_errors);

@@ -3,11 +3,15 @@ that uses amptrace as the README shows, and checks what it displays:
 `%load_ext amptrace_torch` and a `%%amptrace` cell, then
 `amptrace_torch.trace()` as a cell's value.  Each must show the findings,
 the summary (its linear ops in bf16) and the graph inline (SVG), and
-the cell's own output must pass through.
+the cell's own output must pass through.  A region is named by its
+cell, as IPython's tracebacks name it ("In[1]:7"), and a `%%amptrace`
+cell that raises shows the cell's line and source in its traceback, and
+still writes its trace.
 
 usage: python notebook.py WORKDIR   (prints TAP lines: ok / not ok)
 """
 import os
+import re
 import sys
 
 import nbformat
@@ -35,7 +39,19 @@ CELLS = [
     "print('cell ran')",
     "import amptrace_torch\nwith amptrace_torch.trace('api.json') as t:\n"
     "    step()\nt",
+    "%%amptrace -o raised.json --no-graph\n"
+    "with torch.autocast('cpu', torch.bfloat16):\n"
+    "    model(torch.randn(2, 16))\nraise ValueError('raised in the cell')",
 ]
+RAISES = 4  # the index of the cell that raises
+
+
+def traceback_of(cell):
+    """The cell's error traceback, without its colours."""
+    return "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", line)
+                     for output in cell.outputs
+                     if output.get("output_type") == "error"
+                     for line in output.get("traceback", []))
 
 
 def html_of(cell):
@@ -56,6 +72,7 @@ def main():
     work = sys.argv[1]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.cells[RAISES].metadata["tags"] = ["raises-exception"]
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": work}})
     client.execute()
@@ -78,6 +95,20 @@ def main():
           "%%amptrace: the cell's own output passes through")
     check(os.path.isfile(os.path.join(work, "magic.json")),
           "%%amptrace -o: the trace is written where asked")
+    # the model cell's region: `with torch.autocast` on its line 7
+    check("step (In[1]:7)" in html_of(nb.cells[2]),
+          "a region in a notebook cell is named by the cell (In[1]:7)")
+    shown = traceback_of(nb.cells[RAISES])
+    check("Cell In[5], line 4" in shown and
+          "raise ValueError('raised in the cell')" in shown,
+          "%%amptrace: an error shows the cell's line and source")
+    if "Cell In[5], line 4" not in shown:
+        print("# traceback: %r" % shown[-800:])
+    raised = os.path.join(work, "raised.json")
+    with open(raised) if os.path.isfile(raised) else open(os.devnull) as f:
+        check('"scope":"In[5]:2"' in f.read(),
+              "%%amptrace: a cell that raises writes its trace, its "
+              "region named by the cell (In[5]:2)")
     return 1 if failed else 0
 
 

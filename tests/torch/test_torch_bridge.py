@@ -9,6 +9,7 @@ usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -935,6 +936,41 @@ def test_api():
     check("... and the program's stderr is its own (no warning of the "
           "bridge's search for modules made before the block)",
           program_stderr == "", p.stderr)
+
+    # workers forked inside the block and alive after it: the block ends
+    path = os.path.join(TMP, "api_workers.json")
+    p = subprocess.Popen([PYTHON, os.path.join(HERE, "scenario_api_workers.py"),
+                          path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err = "hung, killed after 120 s\n" + err
+    t = load(path) if p.returncode == 0 and os.path.isfile(path) \
+        else {"traceEvents": []}
+    check("amptrace_torch.trace() around a DataLoader's persistent workers: "
+          "the block ends, with the loop's 2 linear ops",
+          p.returncode == 0 and out == "done\n" and
+          len(ops(t, "linear")) == 2, (p.returncode, out, err[-500:]))
+    procs = t.get("amptraceEnd", {}).get("processes", [])
+    check("... its workers, alive at the block's end, are still running "
+          "there, not died (no process-died on a healthy program)",
+          sorted(q["status"] for q in procs) ==
+          ["exited", "running", "running"] and
+          "process-died" not in findings(t), (procs, findings(t)))
+
+    # a block whose start failed: a child forked later keeps its files
+    path = os.path.join(TMP, "api_failed_start.json")
+    p = subprocess.run([PYTHON, os.path.join(HERE,
+                                             "scenario_api_failed_start.py"),
+                        path], capture_output=True, text=True, env=env,
+                       timeout=120)
+    check("amptrace_torch.trace() whose start failed: a child forked later "
+          "keeps its own files (the fd of the block's pipe is reused)",
+          p.returncode == 0 and p.stdout == "child kept its files\n" and
+          not os.path.exists(path), (p.returncode, p.stdout, p.stderr[-500:]))
 
     # the cast-cache rule of each release, forced on this torch
     def rule(release, inside):

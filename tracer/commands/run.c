@@ -516,20 +516,27 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 }
 
 /* The ranks' traces merged into the -o file, when every process had a
- * rank (a process without one has written that file itself). */
+ * rank; a process without one (a launcher that ran ops itself) has
+ * written that file, and the ranks stay apart (said). */
 static bool merge_ranks(const struct run_state *s, bool quiet)
 {
 	char *paths[s->noutputs ? s->noutputs : 1];
 	int ranks[s->noutputs ? s->noutputs : 1];
 	size_t n = 0;
+	bool rankless = false;
 
 	for (size_t i = 0; i < s->noutputs; i++) {
 		if (s->outputs[i]->rank < 0)
-			return false;
-		if (!s->outputs[i]->open)
+			rankless = true;
+		if (s->outputs[i]->rank < 0 || !s->outputs[i]->open)
 			continue;
 		paths[n] = s->outputs[i]->path;
 		ranks[n++] = s->outputs[i]->rank;
+	}
+	if (rankless) {
+		if (n > 0 && !quiet)
+			run_ranks_say_apart(s->out, paths, ranks, n);
+		return false;
 	}
 	return n > 0 && run_ranks_merge(s->out, paths, ranks, n, quiet) == 0;
 }

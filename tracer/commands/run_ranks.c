@@ -60,6 +60,27 @@ static int run_merge(const char *out, char **paths, size_t n)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+void run_ranks_say_apart(const char *out, char *const *paths,
+			 const int *ranks, size_t n)
+{
+	char **sorted_paths = malloc(n * sizeof *sorted_paths);
+	int *sorted_ranks = malloc(n * sizeof *sorted_ranks);
+
+	if (sorted_paths && sorted_ranks) {
+		memcpy(sorted_paths, paths, n * sizeof *sorted_paths);
+		memcpy(sorted_ranks, ranks, n * sizeof *sorted_ranks);
+		sort_by_rank(sorted_paths, sorted_ranks, n);
+		fprintf(stderr, "amptrace run: %s holds the processes without a "
+			"rank; the ranks' traces stay apart (amptrace merge",
+			out);
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, " %s", sorted_paths[i]);
+		fputs(" -o ranks.json merges them)\n", stderr);
+	}
+	free(sorted_paths);
+	free(sorted_ranks);
+}
+
 int run_ranks_merge(const char *out, char *const *paths, const int *ranks,
 		    size_t n, bool quiet)
 {

@@ -11,4 +11,10 @@
 int run_ranks_merge(const char *out, char *const *paths, const int *ranks,
 		    size_t n, bool quiet);
 
+/* Says on stderr that `out` holds the processes without a rank and that
+ * the ranks' traces paths[0..n) stay apart, with the command that
+ * merges them. */
+void run_ranks_say_apart(const char *out, char *const *paths,
+			 const int *ranks, size_t n);
+
 #endif /* AMPTRACE_RUN_RANKS_H */

@@ -4,6 +4,7 @@
  * are raw_schema.h's, decoded by raw_decode.c; events are FORMAT.md's. */
 #include "convert_internal.h"
 #include "event_json.h"
+#include "proc_file.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -40,15 +41,25 @@ const char *convert_signal_name(int sig, char *buf, size_t size)
 
 /* ------------------------------------------------------- thread files */
 
+/* "rank 1: python (pid 4242)", "python (pid 4242)": the process's name
+ * and the messages about its end name it alike, so that in a merge of
+ * ranks (pids renumbered) a death says which rank died. */
+static const char *process_label(const struct convert_process *p, char *buf,
+				 size_t size)
+{
+	if (p->rank >= 0)
+		snprintf(buf, size, "rank %d: %s (pid %ld)", p->rank, p->name,
+			 p->pid);
+	else
+		snprintf(buf, size, "%s (pid %ld)", p->name, p->pid);
+	return buf;
+}
+
 static void process_metadata(struct converter *cv, struct convert_process *p)
 {
 	char name[256];
 
-	if (p->rank >= 0)
-		snprintf(name, sizeof name, "rank %d: %s (pid %ld)", p->rank,
-			 p->name, p->pid);
-	else
-		snprintf(name, sizeof name, "%s (pid %ld)", p->name, p->pid);
+	process_label(p, name, sizeof name);
 	struct trace_event e =
 		convert_meta_event(p, LIT_PROCESS_NAME, p->pid, 0, name, 0);
 	e.meta.rank = p->rank;
@@ -589,6 +600,16 @@ static bool replaced_by_exec(const struct converter *c,
 	return false;
 }
 
+/* Whether p is still running as the recording ends: a worker that
+ * outlives a trace() block (a DataLoader's persistent workers), a daemon
+ * that outlives `amptrace run`'s command.  Its start time tells it from
+ * another process that took its pid; a zombie counts as ended. */
+static bool still_running(const struct convert_process *p)
+{
+	return p->start_time &&
+	       proc_start_time((pid_t)p->pid) == p->start_time;
+}
+
 void convert_finish(struct converter *c, long child_pid, int wait_status,
 		    uint64_t end_ns)
 {
@@ -600,7 +621,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 						 : NULL;
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct convert_process *p = c->procs[i];
-		char message[256], signame[32];
+		char message[384], signame[32], label[256];
 		bool died = false;
 
 		if (replaced_by_exec(c, p)) {
@@ -612,8 +633,8 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 					    sizeof p->signal_name);
 			died = true;
 			snprintf(message, sizeof message,
-				 "%s (pid %ld) was killed by %s (%s)", p->name,
-				 p->pid,
+				 "%s was killed by %s (%s)",
+				 process_label(p, label, sizeof label),
 				 convert_signal_name(p->signal, signame,
 						     sizeof signame),
 				 strsignal(p->signal));
@@ -623,12 +644,14 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 		} else if (file_exists(p->dir, "exit")) {
 			p->status = "exited";
 			p->exit_code = -1;
+		} else if (still_running(p)) {
+			p->status = "running";
 		} else {
 			p->status = "died";
 			died = true;
 			snprintf(message, sizeof message,
-				 "%s (pid %ld) ended without a clean exit "
-				 "(crashed or killed)", p->name, p->pid);
+				 "%s ended without a clean exit (crashed or "
+				 "killed)", process_label(p, label, sizeof label));
 		}
 		stopped_without_stream(c, p);
 		if (!p->announced && p == silent) {
@@ -643,6 +666,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 			when = end_ns;
 		const char *closed_by = died ? "process died"
 				      : !strcmp(p->status, "exec") ? "process exec"
+				      : !strcmp(p->status, "running") ? "recording end"
 								   : "process exit";
 		/* Where it died: the innermost op in flight, if any. */
 		for (size_t j = 0; died && j < p->nthreads; j++) {
@@ -674,6 +698,9 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 				 p->exit_code);
 		else if (!strcmp(p->status, "exec"))
 			snprintf(message, sizeof message, "replaced by exec()");
+		else if (!strcmp(p->status, "running"))
+			snprintf(message, sizeof message,
+				 "still running when the recording ended");
 		else
 			snprintf(message, sizeof message, "%s", p->status);
 		struct trace_event e = convert_meta_event(

@@ -443,7 +443,7 @@ struct trace_process_end {
 	const char **argv;
 	int nargv;
 	const char *framework;
-	const char *status;   /* "exited", "signaled", "died" */
+	const char *status;   /* "exited", "signaled", "died", "running" */
 	int exit_code;        /* exited: -1 when unknown */
 	int signal;           /* signaled */
 	const char *signal_name;

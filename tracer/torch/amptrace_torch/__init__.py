@@ -62,6 +62,40 @@ def _find_amptrace():
                        "found (set AMPTRACE=/path/to/amptrace)")
 
 
+# The write ends of the running trace() blocks' converter pipes (fd:
+# the pipe's identity), and whether forked children let go of them (once
+# per process).
+_converter_pipes = {}
+_releasing_in_children = False
+
+
+def _pipe_identity(fd):
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _release_converter_pipes():
+    """In a child forked inside a trace() block (a DataLoader worker):
+    the converter's stdin is the block's, which closes it to end the
+    trace; a child that outlived the block (persistent_workers) held it
+    open, and the block's end waited for that child forever.  Pointed at
+    /dev/null rather than closed, so the child's copy of the file object
+    stays valid.  Only an fd that is still that pipe: a block whose start
+    failed never ended, and its fd number may be the program's own file
+    now."""
+    if not _converter_pipes:
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd, pipe in _converter_pipes.items():
+        try:
+            if _pipe_identity(fd) == pipe:
+                os.dup2(null, fd, inheritable=False)
+        except OSError:  # closed since
+            pass
+    os.close(null)
+    _converter_pipes.clear()
+
+
 class trace:
     """Records the torch work of this process inside the block into a
     trace file, the same format `amptrace run` writes:
@@ -124,6 +158,12 @@ class trace:
                 "cat >/dev/null"]
         self._converter = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        global _releasing_in_children
+        if not _releasing_in_children:
+            os.register_at_fork(after_in_child=_release_converter_pipes)
+            _releasing_in_children = True
+        pipe = self._converter.stdin.fileno()
+        _converter_pipes[pipe] = _pipe_identity(pipe)
         values = [self._converter.stdout.readline().strip() for _ in told]
         if not values[0]:
             self._converter.wait()
@@ -149,6 +189,7 @@ class trace:
         _steps.close_windows()
         _bridge.mark_exit()
         _bridge.detach()
+        _converter_pipes.pop(self._converter.stdin.fileno(), None)
         self._converter.stdin.close()
         self._converter.wait()
         self._converter.stdout.close()

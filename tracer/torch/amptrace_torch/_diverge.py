@@ -20,6 +20,8 @@ a decomposition makes inside an op (their node's original op is the op,
 not a conversion), casts merged or moved by the partitioner, a
 gradient's cast back to its forward dtype.
 """
+from ._places import place
+
 _SHORT = {"float64": "f64", "float32": "f32", "float16": "f16",
           "bfloat16": "bf16"}
 _WIDE = ("float32", "float64")
@@ -46,7 +48,7 @@ def note_break(state, graph, output, op):
     if reason is None or not getattr(reason, "graph_break", False):
         return
     stack = getattr(reason, "user_stack", None) or []
-    where = "%s:%d" % (_basename(stack[-1].filename), stack[-1].lineno) \
+    where = place(stack[-1].filename, stack[-1].lineno) \
         if stack else "an unknown line"
     text = "compiled graph %d (%s) ends at a graph break at %s: %s" % (
         graph.id, graph.name, where, _first_line(reason.reason))
@@ -115,10 +117,6 @@ def _state_text(graph):
 
 def _first_line(text):
     return str(text).strip().split("\n")[0][:300]
-
-
-def _basename(path):
-    return path.rsplit("/", 1)[-1]
 
 
 # ----------------------------------------------------------- divergence

@@ -20,6 +20,7 @@ import os
 import re
 
 from . import _diverge
+from ._places import place
 
 _CONVERSIONS = frozenset(("convert_element_type", "_to_copy", "to"))
 _PROGRAM_CONVERSIONS = frozenset((
@@ -332,7 +333,7 @@ def _source(node):
     trace = node.meta.get("stack_trace") or ""
     for path, line in reversed(_FRAME.findall(trace)):
         if not path.startswith(_TORCH_DIR):
-            return "%s:%s" % (os.path.basename(path), line)
+            return place(path, line)
     return None
 
 

@@ -137,15 +137,39 @@ class _CellOptions:
                                  % (word, self.usage))
 
 
+def _cell_number(ipython):
+    """The number IPython gave the cell running now: its execution
+    result's (IPython 9 counts on to the next cell as this one starts,
+    earlier ones once it has ended)."""
+    running = getattr(ipython.displayhook, "exec_result", None)
+    number = getattr(running, "execution_count", None)
+    return number if number is not None else ipython.execution_count
+
+
+def _run_body(ipython, line, cell):
+    """Runs the body of a `%%amptrace` cell as IPython runs a cell:
+    compiled under a name IPython knows as this cell's, so that an error
+    shows its line and source ("Cell In[4], line 3"), and the regions it
+    opens are named by the cell ("In[4]:3"); not as a "<string>" whose
+    source no traceback can show.  Its lines are numbered as the cell
+    shows them: the %%amptrace line first, as a comment."""
+    __tracebackhide__ = True
+    source = "# %%%%amptrace %s\n%s" % (line, cell)
+    name = ipython.compile.cache(source, _cell_number(ipython))
+    code = ipython.compile(source, name, "exec")
+    exec(code, ipython.user_global_ns, ipython.user_ns)
+
+
 def load_ipython_extension(ipython):
     """`%load_ext amptrace_torch`: registers the %%amptrace cell magic."""
     from . import trace
 
     def amptrace(line, cell):
+        __tracebackhide__ = True  # an error is the cell's, not the magic's
         options = _CellOptions(line)
         recording = trace(options.output, graph=options.graph)
         with recording:
-            ipython.ex(cell)
+            _run_body(ipython, line, cell)
         return recording
 
     amptrace.__doc__ = ("Records the cell's torch work into a trace and "

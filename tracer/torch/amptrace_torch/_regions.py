@@ -22,6 +22,8 @@ import os
 import sys
 import threading
 
+from ._places import place
+
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # contextlib enters a context for its caller (ExitStack.enter_context,
 # as the HF Trainer's compute_loss_context_manager does): passed over
@@ -81,8 +83,7 @@ def _function_label(fn):
     if code is None:
         return None
     name = getattr(target, "__qualname__", code.co_name)
-    return "%s (%s:%d)" % (name, os.path.basename(code.co_filename),
-                           code.co_firstlineno)
+    return "%s (%s)" % (name, place(code.co_filename, code.co_firstlineno))
 
 
 def _checkpointed(frame):
@@ -152,7 +153,7 @@ def name(torch_dir, nesting, depth=2):
     where = _names.get(key)
     if where is None:
         code = frame.f_code
-        place = "%s:%d" % (os.path.basename(code.co_filename), frame.f_lineno)
-        where = _names[key] = place if code.co_name == "<module>" else \
-            "%s (%s)" % (getattr(code, "co_qualname", code.co_name), place)
+        line = place(code.co_filename, frame.f_lineno)
+        where = _names[key] = line if code.co_name == "<module>" else \
+            "%s (%s)" % (getattr(code, "co_qualname", code.co_name), line)
     return where
