@@ -35,6 +35,8 @@ full_device_checks diff "$fx/good.json" "$fx/changed.json"
 capture "$amptrace" diff "$fx/good.json" "$fx/good.json"
 check "diff of equal traces: exit 0" status_is 0
 check "diff of equal traces: says so" out_has "no change in cast behaviour"
+check "diff of traces without aggregated steps: the header counts them all" \
+	eval 'out_has "good.json (" && out_lacks "in full detail"'
 capture "$amptrace" diff "$fx/good.json" "$fx/changed.json"
 check "diff: exit 1 on change" status_is 1
 check "diff: output dtype change" out_has "output       linear (forward): f16 -> f32  x2"

@@ -178,6 +178,8 @@ if e["args"]["step"] == 25:
 capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_same.json"
 check "diff of two default runs: the aggregated steps compared, no change" \
 	eval 'status_is 0 && out_has "aggregated steps compared: 10 (20 to 29)"'
+check "... the header's counts are of the steps in full detail, and say so" \
+	out_has " casts in full detail)"
 capture "$amptrace" diff "$tmp/agg_base.json" "$tmp/agg_edited.json"
 check "diff: a change in an aggregated step only: exit 1" status_is 1
 check "diff: the aggregated step's output dtype change" \

@@ -878,9 +878,14 @@ static void print_text(const struct side *b, const struct side *n,
 		       const struct diff_aggregate_steps *aggregated,
 		       const struct direction *dirs, size_t ndirs)
 {
-	printf("base: %s (%zu ops, %zu casts)\nnew:  %s (%zu ops, %zu casts)\n",
-	       b->trace.path, b->nops, b->ncasts, n->trace.path, n->nops,
-	       n->ncasts);
+	/* the aggregated steps' rows are counted apart, below */
+	const char *detail_b = b->aggregates.nsteps ? " in full detail" : "";
+	const char *detail_n = n->aggregates.nsteps ? " in full detail" : "";
+
+	printf("base: %s (%zu ops, %zu casts%s)\n", b->trace.path, b->nops,
+	       b->ncasts, detail_b);
+	printf("new:  %s (%zu ops, %zu casts%s)\n", n->trace.path, n->nops,
+	       n->ncasts, detail_n);
 	printf("aligned ops: %zu\n", matched);
 	print_ops_left_out(b, n, cut);
 	print_aggregated_steps(aggregated);
