@@ -95,6 +95,12 @@ capture "$amptrace" run -q --raw-dir "$tmp" --raw-dir "$tmp" --raw-dir "$tmp" --
 check "run with --raw-dir three times: exit 2, says why" \
 	eval 'status_is 2 && err_has "--raw-dir given 3 times"'
 
+# ranks that attach out of order (rank 1 first) are named in rank order
+capture "$amptrace" run -o "$tmp/order.json" -- sh -c \
+	"RANK=1 '$trace_prog' ops 3 0; RANK=0 '$trace_prog' ops 3 0"
+check "run's line names the ranks' files in rank order, not as they attached" \
+	err_has "threads -> $tmp/order.rank0.json, $tmp/order.rank1.json"
+
 # A trace without an op (the wrong program traced) is a failure (125);
 # for check, see check.sh.
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "print(1)"

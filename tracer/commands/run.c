@@ -463,6 +463,26 @@ static const char *output_fate(const struct output *o)
 	return "";
 }
 
+/* " -> t.json" or " -> t.rank0.json, t.rank1.json": the files written,
+ * the processes without a rank first, then by rank, whatever order the
+ * ranks attached in. */
+static void print_outputs(const struct run_state *s)
+{
+	size_t order[s->noutputs ? s->noutputs : 1];
+
+	for (size_t i = 0; i < s->noutputs; i++) {
+		size_t j = i;
+		for (; j > 0 && s->outputs[order[j - 1]]->rank >
+				s->outputs[i]->rank; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	for (size_t i = 0; i < s->noutputs; i++)
+		fprintf(stderr, "%s%s%s", i ? ", " : " -> ",
+			s->outputs[order[i]]->path,
+			output_fate(s->outputs[order[i]]));
+}
+
 /* The summary line on stderr, and the reason when no op was recorded
  * (unless recording stopped: report_raw_dir says why); returns the
  * number of ops recorded. */
@@ -502,9 +522,7 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 		fprintf(stderr, " (%llu op%s in flight at the end, marked "
 			"incomplete)", (unsigned long long)in_flight,
 			in_flight == 1 ? "" : "s");
-	for (size_t i = 0; i < s->noutputs; i++)
-		fprintf(stderr, "%s%s%s", i ? ", " : " -> ", s->outputs[i]->path,
-			output_fate(s->outputs[i]));
+	print_outputs(s);
 	fputc('\n', stderr);
 	if (ops == 0 && !stopped) {
 		char message[2 * PATH_MAX + 128];
