@@ -101,6 +101,13 @@ capture "$amptrace" run -o "$tmp/order.json" -- sh -c \
 check "run's line names the ranks' files in rank order, not as they attached" \
 	err_has "threads -> $tmp/order.rank0.json, $tmp/order.rank1.json"
 
+# beside a process without a rank the ranks stay apart, and the merge
+# command said is one to paste: a path with a space is one quoted word
+capture "$amptrace" run -o "$tmp/my run.json" -- sh -c \
+	"'$trace_prog' ops 3 0 && RANK=0 '$trace_prog' ops 3 0"
+check "run: the merge command it suggests quotes a path with a space" \
+	err_has "(amptrace merge '$tmp/my run.rank0.json' -o ranks.json merges them)"
+
 # A trace without an op (the wrong program traced) is a failure (125);
 # for check, see check.sh.
 capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "print(1)"

@@ -7,7 +7,10 @@
  * them. */
 #include "run_ranks.h"
 
+#include "shell_word.h"
+
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +76,11 @@ void run_ranks_say_apart(const char *out, char *const *paths,
 		fprintf(stderr, "amptrace run: %s holds the processes without a "
 			"rank; the ranks' traces stay apart (amptrace merge",
 			out);
-		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, " %s", sorted_paths[i]);
+		for (size_t i = 0; i < n; i++) {
+			char word[2 * PATH_MAX];
+			shell_word(word, sizeof word, sorted_paths[i]);
+			fprintf(stderr, " %s", word);
+		}
 		fputs(" -o ranks.json merges them)\n", stderr);
 	}
 	free(sorted_paths);

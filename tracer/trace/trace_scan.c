@@ -1,6 +1,7 @@
 /* Streaming walk over a trace file's JSON (see trace_scan.h). */
 #include "trace_scan.h"
 
+#include "shell_word.h"
 #include "terminal_text.h"
 #include "trace.h" /* trace_string_hash, for the digest */
 #include "utf8.h"
@@ -894,31 +895,6 @@ static const struct compression {
 	{ "\xfd" "7zXZ\0", 6, "xz", "xzcat" },
 	{ "BZh", 3, "bzip2", "bzcat" },
 };
-
-/* `path` as one word of a shell command: in single quotes unless every
- * byte is one that needs none ('my trace.json.gz' stays one file). */
-static void shell_word(char *buf, size_t size, const char *path)
-{
-	size_t used = 0;
-
-	if (path[0] && strspn(path, "abcdefghijklmnopqrstuvwxyz"
-			      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-			      "._/+-,:@%=") == strlen(path)) {
-		snprintf(buf, size, "%s", path);
-		return;
-	}
-	buf[used++] = '\'';
-	for (const char *c = path; *c && used + 6 < size; c++) {
-		if (*c == '\'') { /* ends the quotes, an escaped ', again */
-			memcpy(buf + used, "'\\''", 4);
-			used += 4;
-		} else {
-			buf[used++] = *c;
-		}
-	}
-	buf[used++] = '\'';
-	buf[used] = '\0';
-}
 
 static int refuse_compressed(struct scanner *s)
 {
