@@ -66,16 +66,8 @@ def main():
 
         medians = scaling.interleaved(builds, sizes, args.rounds, measure)
         size = sum(os.path.getsize(p) for p in inputs[sizes[1]])
-    print('amptrace diff of two traces of aggregated steps (%.0f MB of '
-          'input at %d steps); medians of %d interleaved rounds'
-          % (size / 1e6, sizes[1], args.rounds))
-    for build in builds:
-        for steps in sizes:
-            print('  %-10s %7d steps: peak RSS %7.1f MB, %7.3f s CPU'
-                  % ((build, steps) + medians[build, steps]))
-        print('  %-10s 4x the steps: %.2fx the peak RSS, %.1fx the CPU'
-              % (build, scaling.ratio(medians, build, sizes, 0),
-                 scaling.ratio(medians, build, sizes, 1)))
+    scaling.print_memory('amptrace diff', size, sizes, args.rounds, builds,
+                         medians)
     if 'before' in builds:
         for steps in sizes:
             print('  this build over before at %d steps: %.2fx the peak '

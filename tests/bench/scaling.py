@@ -88,3 +88,18 @@ def ratio(medians, build, sizes, column):
     """A number at the larger size over the smaller's."""
     return (medians[build, sizes[1]][column] /
             max(medians[build, sizes[0]][column], 1e-9))
+
+
+def print_memory(command, size, sizes, rounds, builds, medians):
+    """The medians of a command's peak RSS and CPU (MB, s) on two traces
+    of aggregated steps at each size, and how they grow 4x the steps."""
+    print('%s of two traces of aggregated steps (%.0f MB of input at %d '
+          'steps); medians of %d interleaved rounds'
+          % (command, size / 1e6, sizes[1], rounds))
+    for build in builds:
+        for steps in sizes:
+            print('  %-10s %7d steps: peak RSS %7.1f MB, %7.3f s CPU'
+                  % ((build, steps) + medians[build, steps]))
+        print('  %-10s 4x the steps: %.2fx the peak RSS, %.1fx the CPU'
+              % (build, ratio(medians, build, sizes, 0),
+                 ratio(medians, build, sizes, 1)))
