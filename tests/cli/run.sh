@@ -152,6 +152,34 @@ check "run of a #! script whose python has no torch: names that python" \
 capture env FAKE_TORCH_MISSING=0 "$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/launch"
 check "... one whose python has torch: asks whether it imports it" \
 	eval 'err_has "no ops recorded: is $tmp/notorch/launch importing torch?" && ! grep -q "has no torch" "$tmp/err"'
+# run's probe of that python never hangs run: one that leaves a child
+# holding its stdout is answered when it exits; one that hangs is given
+# up (killed) after a few seconds.  The fakes wait for "release", made
+# after each run, so that nothing of theirs outlives the test.
+cat >"$tmp/notorch/python3.11" <<'FAKE'
+#!/bin/sh
+[ "$1" = -c ] || exit 0
+wait_release() { while [ ! -e "$RELEASE" ]; do sleep 0.1; done; }
+[ "$FAKE_PROBE" = hang ] && wait_release
+wait_release &
+printf /opt/elsewhere/bin/python3.11
+exit 1
+FAKE
+chmod +x "$tmp/notorch/python3.11"
+for probe in orphan hang; do
+	rm -f "$tmp/release"
+	capture env RELEASE="$tmp/release" FAKE_PROBE=$probe timeout 30 \
+		"$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/python3.11" "$tmp/notorch/launch"
+	touch "$tmp/release"
+	cp "$tmp/err" "$tmp/probe-$probe.err"
+	echo "$status" >"$tmp/probe-$probe.status"
+done
+check "run's probe of a python that leaves a child holding its stdout: answered" \
+	eval '[ "$(cat "$tmp/probe-orphan.status")" = 125 ] &&
+	      grep -qF "$tmp/notorch/python3.11 (/opt/elsewhere/bin/python3.11) has no torch" "$tmp/probe-orphan.err"'
+check "run's probe of a python that hangs: given up, run ends" \
+	eval '[ "$(cat "$tmp/probe-hang.status")" = 125 ] &&
+	      grep -qF "no ops recorded: $tmp/notorch/python3.11 never imported torch" "$tmp/probe-hang.err"'
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import torch"
 	check "run of python importing torch, running no op: says so (not that its process, absent, was recorded)" \
