@@ -219,8 +219,8 @@ static long elapsed_ms(const struct timespec *since)
 
 /* Reads the probe's stdout FD (non-blocking) into BUF until PID exits,
  * within PROBE_SECONDS; its exit status into *STATUS.  False when it
- * had not exited by then: it is killed (and reaped).  A child it left
- * behind holding FD is not waited for. */
+ * had not exited by then: its process group is killed (and it is
+ * reaped).  A child it left behind holding FD is not waited for. */
 static bool probe_output(pid_t pid, int fd, char *buf, size_t size,
 			 int *status)
 {
@@ -244,7 +244,7 @@ static bool probe_output(pid_t pid, int fd, char *buf, size_t size,
 		if (done < 0 && errno != EINTR)
 			return false;
 		if (elapsed_ms(&start) >= PROBE_SECONDS * 1000) {
-			kill(pid, SIGKILL);
+			kill(-pid, SIGKILL);
 			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 				;
 			return false;
@@ -274,8 +274,14 @@ static int python_has_torch(const char *python, char *where, size_t size)
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null >= 0)
+		/* a group of its own, for probe_output to kill whole: what
+		 * a launcher or a shim started with it goes too; no terminal
+		 * input is the probe's */
+		setpgid(0, 0);
+		if (null >= 0) {
+			dup2(null, 0);
 			dup2(null, 2);
+		}
 		dup2(fds[1], 1);
 		execlp(python, python, "-c",
 		       "import importlib.util, sys; "
@@ -284,6 +290,7 @@ static int python_has_torch(const char *python, char *where, size_t size)
 		       (char *)NULL);
 		_exit(127);
 	}
+	setpgid(pid, pid);  /* as the child does: whichever runs first */
 	close(fds[1]);
 	bool exited = probe_output(pid, fds[0], where, size, &status);
 	close(fds[0]);
