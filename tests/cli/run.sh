@@ -152,6 +152,46 @@ check "run of a #! script whose python has no torch: names that python" \
 capture env FAKE_TORCH_MISSING=0 "$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/launch"
 check "... one whose python has torch: asks whether it imports it" \
 	eval 'err_has "no ops recorded: is $tmp/notorch/launch importing torch?" && ! grep -q "has no torch" "$tmp/err"'
+# run's probe of that python never hangs run: one that leaves a child
+# holding its stdout is answered when it exits; one that hangs is given
+# up after a few seconds, killed with what it started.  The fakes wait
+# for "release", made after each run, so that nothing of theirs outlives
+# the test.
+cat >"$tmp/notorch/python3.11" <<'FAKE'
+#!/bin/sh
+[ "$1" = -c ] || exit 0
+wait_release() { while [ ! -e "$RELEASE" ]; do sleep 0.1; done; }
+[ "$FAKE_PROBE" = hang ] && { wait_release & echo $! >"$RELEASE.pid"; wait; }
+wait_release &
+printf /opt/elsewhere/bin/python3.11
+exit 1
+FAKE
+chmod +x "$tmp/notorch/python3.11"
+# gone, or a zombie that no init reaps (a container's)
+process_gone() {
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		[ -e "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" \
+			2>/dev/null || return 0
+		sleep 0.2
+	done
+	return 1
+}
+for probe in orphan hang; do
+	rm -f "$tmp/release"
+	capture env RELEASE="$tmp/release" FAKE_PROBE=$probe timeout 30 \
+		"$amptrace" run -o "$tmp/none.json" -- "$tmp/notorch/python3.11" "$tmp/notorch/launch"
+	probe_gone=yes
+	[ $probe = orphan ] || process_gone "$(cat "$tmp/release.pid")" || probe_gone=no
+	touch "$tmp/release"
+	cp "$tmp/err" "$tmp/probe-$probe.err"
+	echo "$status" >"$tmp/probe-$probe.status"
+done
+check "run's probe of a python that leaves a child holding its stdout: answered" \
+	eval '[ "$(cat "$tmp/probe-orphan.status")" = 125 ] &&
+	      grep -qF "$tmp/notorch/python3.11 (/opt/elsewhere/bin/python3.11) has no torch" "$tmp/probe-orphan.err"'
+check "run's probe of a python that hangs: given up, run ends, nothing of it left" \
+	eval '[ $probe_gone = yes ] && [ "$(cat "$tmp/probe-hang.status")" = 125 ] &&
+	      grep -qF "no ops recorded: $tmp/notorch/python3.11 never imported torch" "$tmp/probe-hang.err"'
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	capture "$amptrace" run -o "$tmp/none.json" -- /usr/bin/python3 -c "import torch"
 	check "run of python importing torch, running no op: says so (not that its process, absent, was recorded)" \

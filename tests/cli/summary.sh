@@ -89,9 +89,10 @@ assert rows["h.0.attn"] == {"module": "h.0.attn", "ops": 2,
     "cache_hits": 0, "time_us": 4.125}, rows["h.0.attn"]
 assert rows[""]["ops"] == 2 and rows[None]["ops"] == 4, rows' "$tmp/out"
 # module names and a region's file in CJK (a Python identifier or file name
-# may be): a wide character takes two columns, so the numbers line up under the header's; a name past the
+# may be; a file name may hold an emoji): a wide character takes two
+# columns, so the numbers line up under the header's; a name past the
 # column's 32 is cut between characters, never inside one
-sed -e 's/"h\.0\./"编码器.层0./g' -e 's/"fwd"/"前向"/g' \
+sed -e 's/"h\.0\./"编码器.层0./g' -e 's/"fwd"/"前向🚀"/g' \
 	-e 's/"lm_head"/"很长的输出层名字很长的输出层名字很长的输出层名字"/g' \
 	"$fx/modules.json" >"$tmp/wide.json"
 capture "$amptrace" summary "$tmp/wide.json"
@@ -105,7 +106,7 @@ head = next(l for l in lines if l.startswith("  module "))
 rows = [l for l in lines if l.startswith("  编码器") or l.startswith("  很长")]
 assert len(rows) == 2, rows
 region_head = next(l for l in lines if l.startswith("  region "))
-region = next(l for l in lines if l.startswith("  前向 "))
+region = next(l for l in lines if l.startswith("  前向🚀 "))
 assert columns(region[:region.index("cuda")]) == region_head.index("device"), region
 assert rows[1].startswith("  很长的输出层名字很长的输出层...  "), rows[1]
 end = columns(head[:head.index("ops") + 3])

@@ -35,7 +35,9 @@ static bool is_wide(uint32_t c)
 	       (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
 	       (c >= 0xffe0 && c <= 0xffe6) ||
 	       (c >= 0x1f300 && c <= 0x1f64f) ||
+	       (c >= 0x1f680 && c <= 0x1f6c5) ||
 	       (c >= 0x1f900 && c <= 0x1f9ff) ||
+	       (c >= 0x1fa70 && c <= 0x1faff) ||
 	       (c >= 0x20000 && c <= 0x3fffd);
 }
 

@@ -1,7 +1,8 @@
 /* `amptrace run -- python3 train.py`: PyTorch programs are recorded by
  * the bridge (tracer/torch/), which Python loads at start-up from the
  * sitecustomize.py this puts first on PYTHONPATH.  The interpreter is the
- * one the user named; it finds torch (or says it has none) itself.
+ * one the user named; it finds torch itself, and when no op was recorded
+ * run asks it whether it has torch (python_has_torch).
  *
  * Interpreter options that make Python ignore PYTHONPATH or skip site
  * (-E, -I, -S) defeat the injection: that is said here, before the
@@ -12,11 +13,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 bool run_is_python(const char *path)
@@ -180,25 +184,72 @@ static const char *script_of(char **command)
 	return NULL;
 }
 
-/* Reads FD to its end into BUF (SIZE > 0), NUL-ended; the excess is
- * dropped. */
-static void read_all(int fd, char *buf, size_t size)
-{
-	size_t len = 0;
-	char spill[256];
+/* How long run waits for the probe (python_has_torch): a Python starts
+ * and finds a spec in well under a second; one that hangs, or leaves a
+ * child holding the pipe, must not hang run after its program ended. */
+#define PROBE_SECONDS 5
 
+/* Appends what FD holds now to BUF (SIZE > 0, *LEN used), NUL-ended;
+ * the excess is read and dropped.  1 when it read some, 0 when there is
+ * none yet, -1 at its end (EOF or an error). */
+static int read_some(int fd, char *buf, size_t size, size_t *len)
+{
+	char spill[256];
+	bool room = *len + 1 < size;
+	ssize_t n;
+
+	do
+		n = read(fd, room ? buf + *len : spill,
+			 room ? size - 1 - *len : sizeof spill);
+	while (n < 0 && errno == EINTR);
+	if (n > 0 && room)
+		*len += (size_t)n;
+	buf[*len] = '\0';
+	return n > 0 ? 1 : n < 0 && errno == EAGAIN ? 0 : -1;
+}
+
+static long elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - since->tv_sec) * 1000 +
+	       (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/* Reads the probe's stdout FD (non-blocking) into BUF until PID exits,
+ * within PROBE_SECONDS; its exit status into *STATUS.  False when it
+ * had not exited by then: its process group is killed (and it is
+ * reaped).  A child it left behind holding FD is not waited for. */
+static bool probe_output(pid_t pid, int fd, char *buf, size_t size,
+			 int *status)
+{
+	struct timespec start;
+	int got = 0;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		char *to = len + 1 < size ? buf + len : spill;
-		size_t room = len + 1 < size ? size - 1 - len : sizeof spill;
-		ssize_t n = read(fd, to, room);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (to == buf + len)
-			len += (size_t)n;
+		struct pollfd p = { got >= 0 ? fd : -1, POLLIN, 0 };
+		if (poll(&p, 1, 50) > 0)
+			got = read_some(fd, buf, size, &len);
+		pid_t done = waitpid(pid, status, WNOHANG);
+		if (done == pid) {
+			while (got >= 0 && (got = read_some(fd, buf, size,
+							    &len)) > 0)
+				;
+			return true;
+		}
+		if (done < 0 && errno != EINTR)
+			return false;
+		if (elapsed_ms(&start) >= PROBE_SECONDS * 1000) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+				;
+			return false;
+		}
 	}
-	buf[len] = '\0';
 }
 
 /* Whether `python` finds torch, asked without importing it (a fraction
@@ -213,6 +264,8 @@ static int python_has_torch(const char *python, char *where, size_t size)
 	where[0] = '\0';
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
+	/* the read end only: the probe's stdout blocks as any program's */
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
@@ -221,8 +274,14 @@ static int python_has_torch(const char *python, char *where, size_t size)
 	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null >= 0)
+		/* a group of its own, for probe_output to kill whole: what
+		 * a launcher or a shim started with it goes too; no terminal
+		 * input is the probe's */
+		setpgid(0, 0);
+		if (null >= 0) {
+			dup2(null, 0);
 			dup2(null, 2);
+		}
 		dup2(fds[1], 1);
 		execlp(python, python, "-c",
 		       "import importlib.util, sys; "
@@ -231,12 +290,11 @@ static int python_has_torch(const char *python, char *where, size_t size)
 		       (char *)NULL);
 		_exit(127);
 	}
+	setpgid(pid, pid);  /* as the child does: whichever runs first */
 	close(fds[1]);
-	read_all(fds[0], where, size);
+	bool exited = probe_output(pid, fds[0], where, size, &status);
 	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+	if (!exited || !WIFEXITED(status) || WEXITSTATUS(status) > 1)
 		return -1;
 	return WEXITSTATUS(status) == 0;
 }
