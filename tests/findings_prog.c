@@ -410,7 +410,8 @@ static void mode_cache_same_dtype(void)
 /* With the cache off, mm(w, v) twice in one region casts each weight
  * twice: the second casts are the cache's work redone.  once: one mm
  * per region, the weights cast once in each, as a cache would (it is
- * emptied when the outermost region exits). */
+ * emptied when the outermost region exits); the regions are one name
+ * entered twice, as a training loop's are. */
 static void cache_off(bool once)
 {
 	amp_tensor *w = weight(16, 16, "layer.weight");
@@ -419,8 +420,8 @@ static void cache_off(bool once)
 
 	o.dtype = AMP_DTYPE_BF16;
 	o.cache_enabled = 0;
+	o.scope = "loop";
 	for (int region = 0; region < 2; region++) {
-		o.scope = region ? "second" : "first";
 		check_status(amp_autocast_enter(&o), "autocast");
 		for (int use = 0; use < (once ? 1 : 2); use++)
 			amp_tensor_free(check(amp_mm(w, v), "mm"));

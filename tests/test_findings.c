@@ -99,7 +99,7 @@ static const struct {
 	  "autocast region 'outer'" },
 	{ "cache-other-dtype", "cache-dtypes", "cache-same-dtype", "f16" },
 	{ "cache-disabled", "cache-off-twice", "cache-off-once",
-	  "cast of tensor 2 'layer.weight' was made again in the 'first' "
+	  "cast of tensor 2 'layer.weight' was made again in the 'loop' "
 	  "autocast region" },
 	{ "cache-growth", "growth", "no-growth", "consecutive steps" },
 	{ "autocast-off-in-thread", "thread-pitfall", "thread-fix",
