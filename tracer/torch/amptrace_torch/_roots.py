@@ -1,0 +1,70 @@
+"""The name each top-level module's tree goes under (FORMAT.md §3.2:
+module; §3.3: a cast's name).
+
+Module tracking (the `module` of ops), parameter naming (`fc1.weight`)
+and compiled graphs (their casts' `module`) each meet a module whose tree
+nobody has named yet; they all ask this one object, so an op's module
+and its weight's name agree, and two models never share a name.  The
+first top-level module that runs keeps "" (a one-model program's names
+are its paths, `fc1`); each later one, a GAN's discriminator, an EMA
+copy, a loss module called at top level, goes under its class name
+(`D`, `D.fc1`, `D.fc1.weight`), made unique (`Net-2`): `-` is a word of
+a rules file (`#` starts a comment there) and no Python class name holds
+one.  A module that runs inside others without being their submodule is
+named by its class the same way.
+"""
+import threading
+import weakref
+
+
+class Roots:
+    def __init__(self):
+        self._prefixes = {}     # id(module) -> (weak reference, prefix)
+        self._taken = set()     # prefixes given, and the first's children
+        self._first_given = False
+        self._lock = threading.Lock()   # threads run modules at once
+
+    def known(self, module):
+        """The prefix given to `module`, or None."""
+        item = self._prefixes.get(id(module))
+        return item[1] if item is not None and item[0]() is module else None
+
+    def prefix(self, module, outermost):
+        """The prefix of `module`'s tree, given now if it has none:
+        `outermost`, whether it runs outside every module."""
+        with self._lock:
+            found = self.known(module)
+            if found is not None:
+                return found
+            if outermost and not self._first_given:
+                self._first_given = True
+                found = ""
+                # a copy of the first (an EMA model) is Net-2, not Net,
+                # read as the first; a later model named like one of the
+                # first's parts would share its rows
+                self._taken.add(type(module).__name__)
+                self._taken.update(_children(module))
+            else:
+                found = self._unique(type(module).__name__)
+            self._remember(module, found)
+            return found
+
+    def _unique(self, name):
+        found, number = name, 1
+        while found in self._taken:
+            number += 1
+            found = "%s-%d" % (name, number)
+        self._taken.add(found)
+        return found
+
+    def _remember(self, module, prefix):
+        key = id(module)
+        self._prefixes[key] = (weakref.ref(
+            module, lambda _, key=key: self._prefixes.pop(key, None)),
+            prefix)
+
+
+def _children(module):
+    """The names of a module's direct submodules, read from torch's own
+    dict (no method of the program's is called)."""
+    return list(getattr(module, "__dict__", {}).get("_modules", {}))
