@@ -4,7 +4,7 @@
 # one's under its class name), an op's module agreeing with its weight's
 # name.
 #
-# usage: scenario_roots.py gan|ema|loss|one
+# usage: scenario_roots.py gan|ema|loss|transform|one
 import copy
 import sys
 
@@ -33,6 +33,13 @@ class G(Pair):
 class D(Pair):
     def __init__(self):
         super().__init__(out=1)
+
+
+class Normalize(torch.nn.Module):
+    """A transform without parameters, as torchvision's are modules."""
+
+    def forward(self, x):
+        return (x - x.mean()) / (x.std() + 1e-6)
 
 
 def steps(models, forward, n=2):
@@ -64,6 +71,10 @@ elif mode == "loss":
     loss_fn = torch.nn.CrossEntropyLoss()
     loss = steps([model], lambda x: loss_fn(model(x),
                                             torch.tensor([0, 1, 2, 0])))
+elif mode == "transform":
+    model = Pair()
+    normalize = Normalize()
+    loss = steps([model], lambda x: model(normalize(x)).float().mean())
 else:
     model = Pair()
     loss = steps([model], lambda x: model(x).float().mean())

@@ -759,6 +759,20 @@ def test_roots():
           (p.returncode, p.stderr[-300:],
            [(a.get("module"), a.get("module_class")) for a in loss], rows))
 
+    p, t, rows = roots_run("transform")
+    normalized = [a for a in ops(t) if a["op"] in ("sub", "div")
+                  and a["phase"] == "forward"]
+    check("a transform without parameters run before the model "
+          "(torchvision's are modules): its ops under its class "
+          "(Normalize), the model's names as they were",
+          p.returncode == 0 and named_weights(t) == pairs("") and
+          weights_agree(t) and
+          [a.get("module") for a in ops(t, "relu")] == ["", ""] and
+          len(normalized) == 4 and
+          all(a.get("module") == "Normalize" for a in normalized),
+          (p.returncode, p.stderr[-300:], sorted(named_weights(t), key=str),
+           [(a["op"], a.get("module")) for a in normalized]))
+
     p, t, rows = roots_run("one")
     check("one model: its names as they were (fc1, fc1.weight, \"\" for "
           "its own ops), no prefix",

@@ -5,13 +5,15 @@ Module tracking (the `module` of ops), parameter naming (`fc1.weight`)
 and compiled graphs (their casts' `module`) each meet a module whose tree
 nobody has named yet; they all ask this one object, so an op's module
 and its weight's name agree, and two models never share a name.  The
-first top-level module that runs keeps "" (a one-model program's names
-are its paths, `fc1`); each later one, a GAN's discriminator, an EMA
-copy, a loss module called at top level, goes under its class name
-(`D`, `D.fc1`, `D.fc1.weight`), made unique (`Net-2`): `-` is a word of
-a rules file (`#` starts a comment there) and no Python class name holds
-one.  A module that runs inside others without being their submodule is
-named by its class the same way.
+first top-level module with parameters that runs keeps "" (a one-model
+program's names are its paths, `fc1`); each other one, a GAN's
+discriminator, an EMA copy, a loss module called at top level, goes
+under its class name (`D`, `D.fc1`, `D.fc1.weight`), made unique
+(`Net-2`): `-` is a word of a rules file (`#` starts a comment there)
+and no Python class name holds one.  A top-level module without
+parameters does not take "": torchvision's transforms are modules, run
+on each batch before the model.  A module that runs inside others
+without being their submodule is named by its class the same way.
 """
 import threading
 import weakref
@@ -36,7 +38,8 @@ class Roots:
             found = self.known(module)
             if found is not None:
                 return found
-            if outermost and not self._first_given:
+            if outermost and not self._first_given and \
+                    _holds_parameters(module):
                 self._first_given = True
                 found = ""
                 # a copy of the first (an EMA model) is Net-2, not Net,
@@ -62,6 +65,23 @@ class Roots:
         self._prefixes[key] = (weakref.ref(
             module, lambda _, key=key: self._prefixes.pop(key, None)),
             prefix)
+
+
+def _holds_parameters(module):
+    """Whether a module's tree holds a parameter, read from torch's own
+    dicts, as _layer.py's walk does."""
+    seen, stack = set(), [module]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        own = getattr(m, "__dict__", {})
+        if any(p is not None for p in own.get("_parameters", {}).values()):
+            return True
+        stack.extend(c for c in own.get("_modules", {}).values()
+                     if c is not None)
+    return False
 
 
 def _children(module):
