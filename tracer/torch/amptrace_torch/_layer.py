@@ -256,15 +256,15 @@ def _name_parameters(torch, bridge, modules_exist, roots):
     once a module named this way runs again (the program's loop came
     round), the ones still waiting (never called: an unused head, a loss
     object) are named from their own outermost modules and the hook goes,
-    until a new module is made.  The modules made before install (`modules_exist`: the
-    trace() API) are found once, on the heap."""
+    until a new module is made.  The modules made before install
+    (`modules_exist`: the trace() API) are found once, on the heap."""
     pending = _Identities()   # modules not named yet
     ran = _Identities()       # modules whose call named their tree
     hook = []                 # the registration, while there is one
     lock = threading.Lock()   # threads make and run modules at once
 
-    def name_tree(module, outermost=True):
-        modules, params = _tree(module, roots.prefix(module, outermost))
+    def name_tree(module, prefix):
+        modules, params = _tree(module, prefix)
         for _, sub in modules:
             pending.discard(sub)
         for name, param in params:
@@ -278,7 +278,7 @@ def _name_parameters(torch, bridge, modules_exist, roots):
             inside.update(id(sub) for _, sub in _tree(module)[0][1:])
         for module in waiting:
             if id(module) not in inside and module in pending:
-                name_tree(module)
+                name_tree(module, roots.prefix(module, True))
 
     def drop_hook():
         with lock:
@@ -289,12 +289,17 @@ def _name_parameters(torch, bridge, modules_exist, roots):
         """Names a module's tree now: a compiled module's calls run no
         hooks (_compile.py names it when it is compiled).  One inside a
         module still waiting (torch.compile(model.block) before the model
-        ran) is left to it: naming it now would make it a model of its
-        own."""
-        if module in pending and not inside_waiting(module):
-            name_tree(module)
+        ran, Lightning's model inside its LightningModule) is named by
+        paths from itself, as its graphs name its modules when it is
+        compiled inside a module that runs eagerly: it takes no prefix,
+        which would make it a model of its own."""
+        if module in pending:
+            name_tree(module, "" if inside_waiting(module)
+                      else roots.prefix(module, True))
 
     def inside_waiting(module):
+        """Whether a module is in the tree of another one waiting: a
+        walk of every waiting tree, paid once per torch.compile."""
         return any(module is sub for outer in pending.live()
                    if outer is not module for _, sub in _tree(outer)[0])
 
@@ -309,7 +314,8 @@ def _name_parameters(torch, bridge, modules_exist, roots):
             return None
         try:
             if module in pending:
-                name_tree(module, bridge.module_depth() == 0)
+                name_tree(module,
+                          roots.prefix(module, bridge.module_depth() == 0))
                 ran.add(module)
             elif module in ran:
                 name_waiting()
