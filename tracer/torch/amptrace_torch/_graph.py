@@ -379,7 +379,8 @@ def _root_prefixes(state, frame, gm):
     `G['model']`) -> the prefix _roots.py gave that module's tree, or
     None: the frame's module, compiled at top level, gets one now (its
     tree's other names come from the same object); one compiled inside
-    a module that runs eagerly keeps paths from itself (FORMAT.md §5)."""
+    a module that runs eagerly keeps paths from itself (FORMAT.md
+    §3.13)."""
     roots = state.roots
     if roots is None:
         return {}

@@ -20,9 +20,12 @@ import weakref
 
 
 class Roots:
+    """The prefixes given, by module identity: a module may define
+    __eq__ without __hash__, and a bare id() comes back on a new one."""
+
     def __init__(self):
         self._prefixes = {}     # id(module) -> (weak reference, prefix)
-        self._taken = set()     # prefixes given, and the first's children
+        self._taken = set()     # prefixes given; the first's class, parts
         self._first_given = False
         self._lock = threading.Lock()   # threads run modules at once
 
