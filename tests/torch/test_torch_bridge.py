@@ -709,13 +709,17 @@ def weights_agree(t):
         module_of.get(c["op_id"]) for c in named)
 
 
+def pairs(prefix):
+    """named_weights of scenario_roots.py's model under `prefix`."""
+    return {(prefix + m + "." + w, prefix + m)
+            for m in ("fc1", "fc2") for w in ("weight", "bias")}
+
+
 def test_roots():
     """Two top-level models (FORMAT.md §3.2: module) are named apart:
-    the first that runs by its paths, a later one under its class name,
-    an op's module and its weights' names agreeing."""
+    the first with parameters that runs by its paths, another under its
+    class name, an op's module and its weights' names agreeing."""
     p, t, rows = roots_run("gan")
-    pairs = lambda prefix: {(prefix + m + "." + w, prefix + m)
-                            for m in ("fc1", "fc2") for w in ("weight", "bias")}
     check("a GAN's two models with the same submodule names: G's linear "
           "ops in fc1, fc2, D's in D.fc1, D.fc2, two steps each",
           p.returncode == 0 and p.stdout.startswith("gan ") and
