@@ -4,7 +4,7 @@
 # one's under its class name), an op's module agreeing with its weight's
 # name.
 #
-# usage: scenario_roots.py gan|ema|loss|transform|one
+# usage: scenario_roots.py gan|ema|loss|transform|fresh|one
 import copy
 import sys
 
@@ -75,6 +75,17 @@ elif mode == "transform":
     model = Pair()
     normalize = Normalize()
     loss = steps([model], lambda x: model(normalize(x)).float().mean())
+elif mode == "fresh":
+    # one model at a time (cross-validation's folds, a notebook's cell
+    # run again), a loss and an activation made afresh on each call
+    class Fresh(Pair):
+        def forward(self, x):
+            return self.fc2(torch.nn.ReLU()(self.fc1(x)))
+
+    for fold in range(3):
+        model = Fresh(out=3)
+        loss = steps([model], lambda x: torch.nn.CrossEntropyLoss()(
+            model(x), torch.tensor([0, 1, 2, 0])))
 else:
     model = Pair()
     loss = steps([model], lambda x: model(x).float().mean())

@@ -777,6 +777,17 @@ def test_roots():
           (p.returncode, p.stderr[-300:], sorted(named_weights(t), key=str),
            [(a["op"], a.get("module")) for a in normalized]))
 
+    p, t, rows = roots_run("fresh")
+    check("one model at a time (three folds), a loss and an activation "
+          "made on each call: the names of one model, none numbered "
+          "(Fresh-2, ReLU-5, CrossEntropyLoss-6 grew a row per call)",
+          p.returncode == 0 and named_weights(t) == pairs("") and
+          weights_agree(t) and
+          set(rows) == {"fc1", "fc2", "ReLU", "CrossEntropyLoss", None}
+          and len(ops(t, "cross_entropy_loss")) == 6,
+          (p.returncode, p.stderr[-300:], sorted(named_weights(t), key=str),
+           rows))
+
     p, t, rows = roots_run("one")
     check("one model: its names as they were (fc1, fc1.weight, \"\" for "
           "its own ops), no prefix",

@@ -12,8 +12,13 @@ under its class name (`D`, `D.fc1`, `D.fc1.weight`), made unique
 (`Net-2`): `-` is a word of a rules file (`#` starts a comment there)
 and no Python class name holds one.  A top-level module without
 parameters does not take "": torchvision's transforms are modules, run
-on each batch before the model.  A module that runs inside others
-without being their submodule is named by its class the same way.
+on each batch before the model.  A name is taken while its module
+lives: a model made again (cross-validation's next fold, a notebook cell
+run again) once the last is gone is "" again, and a loss made on each
+step stays `CrossEntropyLoss`, not one more name a step.  A module that
+runs inside others without being their submodule is named by its class
+alone, as before there were prefixes: one made on each call
+(`nn.ReLU()(x)`) is `ReLU` every time.
 """
 import threading
 import weakref
@@ -41,18 +46,20 @@ class Roots:
             found = self.known(module)
             if found is not None:
                 return found
-            if outermost and not self._first_given and \
-                    _holds_parameters(module):
+            name = type(module).__name__
+            if not outermost:
+                found, taken = name, ()
+            elif not self._first_given and _holds_parameters(module):
                 self._first_given = True
-                found = ""
                 # a copy of the first (an EMA model) is Net-2, not Net,
                 # read as the first; a later model named like one of the
                 # first's parts would share its rows
-                self._taken.add(type(module).__name__)
-                self._taken.update(_children(module))
+                found, taken = "", {name, *_children(module)} - self._taken
             else:
-                found = self._unique(type(module).__name__)
-            self._remember(module, found)
+                found = self._unique(name)
+                taken = (found,)
+            self._taken.update(taken)
+            self._remember(module, found, taken)
             return found
 
     def _unique(self, name):
@@ -60,14 +67,19 @@ class Roots:
         while found in self._taken:
             number += 1
             found = "%s-%d" % (name, number)
-        self._taken.add(found)
         return found
 
-    def _remember(self, module, prefix):
+    def _remember(self, module, prefix, taken):
         key = id(module)
-        self._prefixes[key] = (weakref.ref(
-            module, lambda _, key=key: self._prefixes.pop(key, None)),
-            prefix)
+
+        def gone(_):
+            # runs where the module is freed, maybe inside prefix() on
+            # this thread: no lock, each step one atomic dict/set change
+            self._prefixes.pop(key, None)
+            self._taken.difference_update(taken)
+            if prefix == "":
+                self._first_given = False
+        self._prefixes[key] = (weakref.ref(module, gone), prefix)
 
 
 def _holds_parameters(module):
