@@ -415,8 +415,24 @@ def test_slow_compile_killed():
           "%s %s %s" % (p.returncode, why, incomplete))
 
 
+def test_live_models():
+    """Two models alive at once, each compiled at top level: the second's
+    graph casts are under its top-level name, as its eager ops are
+    (FORMAT.md §3.13, _roots.py)."""
+    traced, path = run("models.py", "aot_eager", "both", out="live-models")
+    casts = [c for c in compiled_casts(load(path))
+             if c["made_by"] == "autocast"]
+    modules = {c.get("module") for c in casts}
+    check("two live models compiled: the MLP's casts in fc1, the block's "
+          "under its name (Block.qkv, Block.proj, Block.up, Block.down)",
+          traced.returncode == 0 and "fc1" in modules and
+          {"Block.qkv", "Block.proj", "Block.up", "Block.down"} <= modules
+          and not modules & {"qkv", "proj", "up", "down"},
+          (traced.returncode, traced.stderr[-500:], modules))
+
+
 TESTS = [functools.partial(test_models, "aot_eager"),
-         functools.partial(test_models, "inductor"),
+         functools.partial(test_models, "inductor"), test_live_models,
          test_inner_disabled, test_dropped_rounding, test_checkpointed,
          test_rematerialized,
          test_graph_break,
