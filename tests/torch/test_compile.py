@@ -144,7 +144,10 @@ def test_models(backend):
               c["traced_under"] == "autocast(cpu, bf16)" for c in fc1),
           fc1)
     block = {c.get("module") for c in autocast if c["graph"] == 2}
-    check("%s: the block's linear layers cast (qkv, proj, up, down)" % what,
+    # the MLP is freed before the block is made: one model at a time,
+    # each is "" (_roots.py), as in builds before there were prefixes
+    check("%s: the block's linear layers cast (qkv, proj, up, down), "
+          "the MLP gone: no prefix (not Block.qkv)" % what,
           {"qkv", "proj", "up", "down"} <= block, block)
     graphs = {o["graph"] for o in calls(trace)}
     check("%s: two graphs, each called twice forward and twice backward"
@@ -412,8 +415,24 @@ def test_slow_compile_killed():
           "%s %s %s" % (p.returncode, why, incomplete))
 
 
+def test_live_models():
+    """Two models alive at once, each compiled at top level: the second's
+    graph casts are under its top-level name, as its eager ops are
+    (FORMAT.md §3.13, _roots.py)."""
+    traced, path = run("models.py", "aot_eager", "both", out="live-models")
+    casts = [c for c in compiled_casts(load(path))
+             if c["made_by"] == "autocast"]
+    modules = {c.get("module") for c in casts}
+    check("two live models compiled: the MLP's casts in fc1, the block's "
+          "under its name (Block.qkv, Block.proj, Block.up, Block.down)",
+          traced.returncode == 0 and "fc1" in modules and
+          {"Block.qkv", "Block.proj", "Block.up", "Block.down"} <= modules
+          and not modules & {"qkv", "proj", "up", "down"},
+          (traced.returncode, traced.stderr[-500:], modules))
+
+
 TESTS = [functools.partial(test_models, "aot_eager"),
-         functools.partial(test_models, "inductor"),
+         functools.partial(test_models, "inductor"), test_live_models,
          test_inner_disabled, test_dropped_rounding, test_checkpointed,
          test_rematerialized,
          test_graph_break,

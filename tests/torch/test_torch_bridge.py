@@ -668,9 +668,12 @@ def test_scenarios():
     t = load(path)
     weights = [c for c in casts(t, "linear") if c["arg"] == 1]
     check("a deep copy and an unpickled model, run after the original, "
-          "name their parameters too",
+          "name their parameters too, apart from the original's "
+          "(Sequential-2, Sequential-3: models of their own)",
           p.returncode == 0 and p.stdout == "ok\n" and
-          [c.get("name") for c in weights] == ["fc1.weight", "fc2.weight"] * 3
+          [c.get("name") for c in weights] ==
+          [prefix + layer + ".weight" for prefix in
+           ("", "Sequential-2.", "Sequential-3.") for layer in ("fc1", "fc2")]
           and len({c["tensor"] for c in weights}) == 6,
           (p.returncode, p.stderr[-300:], weights))
 
@@ -693,6 +696,121 @@ def test_scenarios():
     check("... and amptrace says it recorded no op (its own status kept)",
           "no ops recorded: %s never imported torch" % PYTHON in p.stderr,
           p.stderr)
+
+
+def roots_run(mode):
+    """scenario_roots.py MODE traced: (process, trace, its summary's
+    module rows as {module: ops})."""
+    p, path = run("scenario_roots.py", mode, out="roots-" + mode)
+    if p.returncode != 0:
+        return p, {"traceEvents": []}, {}
+    summary = subprocess.run([AMPTRACE, "summary", "--json", path],
+                             capture_output=True, text=True)
+    rows = json.loads(summary.stdout)["modules"]["rows"] \
+        if summary.returncode == 0 else []
+    return p, load(path), {r["module"]: r["ops"] for r in rows}
+
+
+def named_weights(t):
+    """(name, module) of each named cast, once each."""
+    return {(c["name"], c.get("module")) for c in casts(t) if c.get("name")}
+
+
+def weights_agree(t):
+    """Whether every named cast is its module's weight or bias, in the
+    module its op ran in."""
+    module_of = {a["op_id"]: a.get("module") for a in ops(t)}
+    named = [c for c in casts(t) if c.get("name")]
+    return named and all(
+        c["name"].rsplit(".", 1)[0] == c.get("module") ==
+        module_of.get(c["op_id"]) for c in named)
+
+
+def pairs(prefix):
+    """named_weights of scenario_roots.py's model under `prefix`."""
+    return {(prefix + m + "." + w, prefix + m)
+            for m in ("fc1", "fc2") for w in ("weight", "bias")}
+
+
+def test_roots():
+    """Two top-level models (FORMAT.md §3.2: module) are named apart:
+    the first with parameters that runs by its paths, another under its
+    class name, an op's module and its weights' names agreeing."""
+    p, t, rows = roots_run("gan")
+    check("a GAN's two models with the same submodule names: G's linear "
+          "ops in fc1, fc2, D's in D.fc1, D.fc2, two steps each",
+          p.returncode == 0 and p.stdout.startswith("gan ") and
+          sorted(a.get("module") for a in ops(t, "linear")
+                 if a["phase"] == "forward") ==
+          sorted(["fc1", "fc2", "D.fc1", "D.fc2"] * 2),
+          (p.returncode, p.stderr[-300:],
+           [a.get("module") for a in ops(t, "linear")]))
+    check("... each model's own op (relu) in its own root: \"\" (G), D",
+          sorted((a.get("module"), a.get("module_class"))
+                 for a in ops(t, "relu")) ==
+          [("", "G")] * 2 + [("D", "D")] * 2,
+          [(a.get("module"), a.get("module_class")) for a in ops(t, "relu")])
+    check("... the weights' casts named apart (D.fc1.weight), each in the "
+          "module its op ran in",
+          named_weights(t) == pairs("") | pairs("D.") and weights_agree(t),
+          sorted(named_weights(t), key=str))
+    check("... summary's module rows keep them apart",
+          {"fc1", "fc2", "", "D.fc1", "D.fc2", "D"} <= set(rows), rows)
+
+    p, t, rows = roots_run("ema")
+    check("an EMA copy (deepcopy) run beside its model: Pair-2, its "
+          "weights Pair-2.fc1.weight",
+          p.returncode == 0 and
+          named_weights(t) == pairs("") | pairs("Pair-2.") and
+          weights_agree(t) and
+          sorted(a.get("module") for a in ops(t, "relu")) ==
+          ["", "", "Pair-2", "Pair-2"],
+          (p.returncode, p.stderr[-300:], sorted(named_weights(t), key=str)))
+
+    p, t, rows = roots_run("loss")
+    loss = ops(t, "cross_entropy_loss")
+    check("a loss module called at top level: its ops in its own row "
+          "(CrossEntropyLoss), not the model's own (\"\")",
+          p.returncode == 0 and len(loss) == 2 and all(
+              (a.get("module"), a.get("module_class")) ==
+              ("CrossEntropyLoss", "CrossEntropyLoss") for a in loss) and
+          [a.get("module") for a in ops(t, "relu")] == ["", ""] and
+          rows.get("") == len([a for a in ops(t) if a.get("module") == ""])
+          and rows.get("CrossEntropyLoss", 0) >= 2,
+          (p.returncode, p.stderr[-300:],
+           [(a.get("module"), a.get("module_class")) for a in loss], rows))
+
+    p, t, rows = roots_run("transform")
+    normalized = [a for a in ops(t) if a["op"] in ("sub", "div")
+                  and a["phase"] == "forward"]
+    check("a transform without parameters run before the model "
+          "(torchvision's are modules): its ops under its class "
+          "(Normalize), the model's names as they were",
+          p.returncode == 0 and named_weights(t) == pairs("") and
+          weights_agree(t) and
+          [a.get("module") for a in ops(t, "relu")] == ["", ""] and
+          len(normalized) == 4 and
+          all(a.get("module") == "Normalize" for a in normalized),
+          (p.returncode, p.stderr[-300:], sorted(named_weights(t), key=str),
+           [(a["op"], a.get("module")) for a in normalized]))
+
+    p, t, rows = roots_run("fresh")
+    check("one model at a time (three folds), a loss and an activation "
+          "made on each call: the names of one model, none numbered "
+          "(Fresh-2, ReLU-5, CrossEntropyLoss-6 grew a row per call)",
+          p.returncode == 0 and named_weights(t) == pairs("") and
+          weights_agree(t) and
+          set(rows) == {"fc1", "fc2", "ReLU", "CrossEntropyLoss", None}
+          and len(ops(t, "cross_entropy_loss")) == 6,
+          (p.returncode, p.stderr[-300:], sorted(named_weights(t), key=str),
+           rows))
+
+    p, t, rows = roots_run("one")
+    check("one model: its names as they were (fc1, fc1.weight, \"\" for "
+          "its own ops), no prefix",
+          p.returncode == 0 and named_weights(t) == pairs("") and
+          weights_agree(t) and set(rows) == {"fc1", "fc2", "", None},
+          (p.returncode, sorted(named_weights(t), key=str), rows))
 
 
 def test_import_ways():
@@ -1449,7 +1567,8 @@ def test_observer_build():
 skip_unless_bridge(AMPTRACE, PYTHON)
 TESTS = [test_training_loop, test_regions, test_checkpoint,
          test_cache_dtypes, test_steps, test_bounded,
-         test_scenarios, test_custom_function, test_import_ways,
+         test_scenarios, test_roots, test_custom_function,
+         test_import_ways,
          test_sitecustomize, test_api,
          test_twins, test_twin_negative, test_injection_messages,
          test_divergence, test_scripted_model, test_functorch,

@@ -1,9 +1,9 @@
 """Small models for the torch.compile tests: an MLP and a transformer
 block, trained a few steps under CPU bf16 autocast.
 
-usage: models.py BACKEND   (inductor, aot_eager, eager; under
-TORCHDYNAMO_DISABLE=1 the same program runs eagerly).  Prints one line
-per step and model: its loss, exactly."""
+usage: models.py BACKEND [both]   (inductor, aot_eager, eager; eager
+under TORCHDYNAMO_DISABLE=1; `both`: the MLP lives on while the block
+trains).  Prints one line per step and model: its loss, exactly."""
 import sys
 
 import torch
@@ -56,6 +56,7 @@ def train(model, x, backend, steps=2):
 if __name__ == "__main__":
     backend = sys.argv[1]
     torch.manual_seed(0)
-    train(MLP(), torch.randn(8, 16), backend)
+    mlp = MLP() if sys.argv[2:] == ["both"] else None
+    train(mlp or MLP(), torch.randn(8, 16), backend)
     torch.manual_seed(0)
     train(Block(), torch.randn(2, 5, 16), backend)

@@ -51,16 +51,19 @@ def spent():
     return dict(_spent)
 
 
-def install(torch, bridge, failed, autocast_state, name_module=None):
+def install(torch, bridge, failed, autocast_state, name_module=None,
+            roots=None):
     """Arms the hooks at the first torch.compile: importing torch._dynamo
     costs seconds, which a program that never compiles should not pay.
     `failed(error)` says a recording failure once; `autocast_state(device)`
     reads (enabled, dtype name) on this thread; `name_module(m)` names a
     module's parameters, done when it is compiled, as its own hooks will
-    not run under compile (_layer.py has both)."""
+    not run under compile (_layer.py has both); `roots` (_roots.py) has
+    the prefix of each top-level module's tree, which its graphs' casts
+    carry too."""
     if not hasattr(torch, "compile"):
         return
-    state = _State(torch, bridge, failed, autocast_state)
+    state = _State(torch, bridge, failed, autocast_state, roots)
     if "torch._dynamo" in sys.modules:
         _arm(state)
     original = torch.compile
@@ -89,11 +92,12 @@ def _name_compiled(torch, name_module, target, failed):
 class _State:
     """What every hook needs: torch, the extension, the failure sink."""
 
-    def __init__(self, torch, bridge, failed, autocast_state):
+    def __init__(self, torch, bridge, failed, autocast_state, roots):
         self.torch = torch
         self.bridge = bridge
         self.failed = failed
         self.autocast_state = autocast_state
+        self.roots = roots
 
     def autocast(self, device):
         """(enabled, device, dtype name) of `device` on this thread."""

@@ -84,6 +84,7 @@ class Graph:
         self.outer = {d: state.autocast(d) for d in ("cpu", "cuda")}
         self.cache_enabled = torch.is_autocast_cache_enabled()
         self.dynamo_ops = _dynamo_ops(torch, gm, self.outer)
+        self.prefixes = _root_prefixes(state, output.root_tx, gm)
         self.cast_seqs = {}         # forward casts: seq_nr -> op name
         self.seq_states = {}        # forward ops: seq_nr -> their state
         self.seq_ops = {}           # forward ops: seq_nr -> their name
@@ -120,7 +121,7 @@ class Graph:
     def _cast(self, node):
         source = node.args[0].meta.get("val")
         result = node.meta.get("val")
-        cast = Cast(node, source, result)
+        cast = Cast(node, source, result, self.prefixes)
         root = _root(node)
         if not cast.backward or cast.recomputed:
             made_by = "program" if root and root.target_name in \
@@ -174,7 +175,7 @@ class Graph:
 class Cast:
     """One cast node of a compiled graph, as the trace records it."""
 
-    def __init__(self, node, source, result):
+    def __init__(self, node, source, result, prefixes):
         self.node = node
         self.source = dtype_name(source.dtype)
         self.target = dtype_name(result.dtype)
@@ -188,7 +189,7 @@ class Cast:
         self.feeds = target_name(self.feeds_node) if self.feeds_node \
             else "output"
         self.where = _source(node)
-        self.module, self.module_class = _module(node)
+        self.module, self.module_class = _module(node, prefixes)
         self.op = self.made_by = self.state = None
 
     def record(self, graph):
@@ -337,7 +338,7 @@ def _source(node):
     return None
 
 
-_ROOT = re.compile(r"^[LG]\['[^']*'\]")
+_ROOT = re.compile(r"^([LG])\['([^']*)'\]")
 _ITEM = re.compile(r"\._modules\['([^']*)'\]|\['([^']*)'\]|\[(\d+)\]")
 
 
@@ -349,14 +350,58 @@ def module_path(path):
     return path.lstrip(".")
 
 
-def _module(node):
+def _innermost_module(node):
+    """(Dynamo's path, class) of the innermost module a node was traced
+    in, or None."""
     stack = node.meta.get("nn_module_stack") or \
         node.meta.get("fwd_nn_module_stack")
-    if not stack:
+    return list(stack.values())[-1] if stack else None
+
+
+def _module(node, prefixes):
+    """(path, class name) of the module a node belongs to: its path from
+    the module the frame holds (`L['self']`), under that one's prefix
+    when it is a top-level module (`prefixes`: _root_prefixes)."""
+    found = _innermost_module(node)
+    if found is None:
         return None, None
-    path, cls = list(stack.values())[-1]
+    path, cls = found
     name = getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1]
-    return module_path(path) or None, name
+    root = _ROOT.match(path)
+    prefix = prefixes.get(root.group(0)) if root else None
+    relative = module_path(path)
+    if prefix:
+        relative = prefix + "." + relative if relative else prefix
+    return relative or None, name
+
+
+def _root_prefixes(state, frame, gm):
+    """Dynamo's root of each module path in the graph (`L['self']`,
+    `G['model']`) -> the prefix _roots.py gave that module's tree, or
+    None: the frame's module, compiled at top level, gets one now (its
+    tree's other names come from the same object); one compiled inside
+    a module that runs eagerly keeps paths from itself (FORMAT.md
+    §3.13)."""
+    roots = state.roots
+    if roots is None:
+        return {}
+    scopes = {"L": getattr(frame, "f_locals", None) or {},
+              "G": getattr(frame, "f_globals", None) or {}}
+    outermost = state.bridge.module_depth() == 0
+    prefixes = {}
+    for node in gm.graph.nodes:
+        found = _innermost_module(node)
+        root = _ROOT.match(found[0]) if found else None
+        if root is None or root.group(0) in prefixes:
+            continue
+        module = scopes[root.group(1)].get(root.group(2))
+        prefix = None
+        if isinstance(module, state.torch.nn.Module):
+            prefix = roots.known(module)
+            if prefix is None and outermost:
+                prefix = roots.prefix(module, True)
+        prefixes[root.group(0)] = prefix
+    return prefixes
 
 
 def _flat(values):

@@ -17,6 +17,7 @@ import weakref
 
 from . import _compile
 from . import _regions
+from . import _roots
 
 _THIS_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -246,23 +247,24 @@ def _tree(module, path=""):
     return modules, params
 
 
-def _name_parameters(torch, bridge, modules_exist):
+def _name_parameters(torch, bridge, modules_exist, roots):
     """Parameters get their names (fc1.weight) from the outermost module
-    that runs them, before its first forward, through a global forward
-    pre-hook.  That hook sends every module call down torch's slow path,
-    so it is there only while modules wait for their names: once a module
-    named this way runs again (the program's loop came round), the ones
-    still waiting (never called: an unused head, a loss object) are named
-    from their own outermost modules and the hook goes, until a new module
-    is made.  The modules made before install (`modules_exist`: the
-    trace() API) are found once, on the heap."""
+    that runs them, under the prefix `roots` gives its tree (D.fc1.weight
+    for a second model), before its first forward, through a global
+    forward pre-hook.  That hook sends every module call down torch's
+    slow path, so it is there only while modules wait for their names:
+    once a module named this way runs again (the program's loop came
+    round), the ones still waiting (never called: an unused head, a loss
+    object) are named from their own outermost modules and the hook goes,
+    until a new module is made.  The modules made before install
+    (`modules_exist`: the trace() API) are found once, on the heap."""
     pending = _Identities()   # modules not named yet
-    roots = _Identities()     # modules whose call named their tree
+    ran = _Identities()       # modules whose call named their tree
     hook = []                 # the registration, while there is one
     lock = threading.Lock()   # threads make and run modules at once
 
-    def name_tree(module):
-        modules, params = _tree(module)
+    def name_tree(module, prefix):
+        modules, params = _tree(module, prefix)
         for _, sub in modules:
             pending.discard(sub)
         for name, param in params:
@@ -276,7 +278,7 @@ def _name_parameters(torch, bridge, modules_exist):
             inside.update(id(sub) for _, sub in _tree(module)[0][1:])
         for module in waiting:
             if id(module) not in inside and module in pending:
-                name_tree(module)
+                name_tree(module, roots.prefix(module, True))
 
     def drop_hook():
         with lock:
@@ -285,9 +287,21 @@ def _name_parameters(torch, bridge, modules_exist):
 
     def name_module(module):
         """Names a module's tree now: a compiled module's calls run no
-        hooks (_compile.py names it when it is compiled)."""
+        hooks (_compile.py names it when it is compiled).  One inside a
+        module still waiting (torch.compile(model.block) before the model
+        ran, Lightning's model inside its LightningModule) is named by
+        paths from itself, as its graphs name its modules when it is
+        compiled inside a module that runs eagerly: it takes no prefix,
+        which would make it a model of its own."""
         if module in pending:
-            name_tree(module)
+            name_tree(module, "" if inside_waiting(module)
+                      else roots.prefix(module, True))
+
+    def inside_waiting(module):
+        """Whether a module is in the tree of another one waiting: a
+        walk of every waiting tree, paid once per torch.compile."""
+        return any(module is sub for outer in pending.live()
+                   if outer is not module for _, sub in _tree(outer)[0])
 
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling",
                         lambda: False)
@@ -300,9 +314,10 @@ def _name_parameters(torch, bridge, modules_exist):
             return None
         try:
             if module in pending:
-                name_tree(module)
-                roots.add(module)
-            elif module in roots:
+                name_tree(module,
+                          roots.prefix(module, bridge.module_depth() == 0))
+                ran.add(module)
+            elif module in ran:
                 name_waiting()
                 drop_hook()
         except Exception as e:
@@ -405,13 +420,14 @@ class _Handles:
             obj, lambda _, key=key: self._items.pop(key, None)), value)
 
 
-def _track_modules(torch, bridge):
+def _track_modules(torch, bridge, roots):
     """The nn.Module each op runs in (FORMAT.md: module, module_class):
     global forward hooks push each module's handle on its thread's stack
     (events.c) before its forward and pop it after; an op reads the
-    innermost.  A module is named by its path from the outermost module
-    that ran ("" for that one); one that runs inside others without being
-    their submodule, by its class."""
+    innermost.  A module is named by its path from the top-level module
+    it runs in, under the prefix `roots` gives that one's tree ("" for
+    the first, `D` for a second model); one that runs inside others
+    without being their submodule, by its class (`roots` too)."""
     handles = _Handles()
     # Dynamo traces global hooks into the graph: under compile they are
     # nothing (a call into the bridge would break the graph); a compiled
@@ -438,7 +454,7 @@ def _track_modules(torch, bridge):
             handle = handles.get(module)
             if handle is None:
                 outermost = bridge.module_depth() == 0
-                name_tree(module, "" if outermost else type(module).__name__)
+                name_tree(module, roots.prefix(module, outermost))
                 handle = handles.get(module)
             bridge.module_enter(handle)
         except Exception as e:
@@ -802,13 +818,14 @@ def install(torch, bridge, modules_exist):
     have made modules already (installed by the trace() API, not right
     after its `import torch`)."""
     scaled = _Identities()  # optimizers a GradScaler steps
+    roots = _roots.Roots()  # one naming of top-level trees for all three
     namer = []
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
                  lambda: _wrap_clip_grad(torch, bridge),
                  lambda: namer.append(
-                     _name_parameters(torch, bridge, modules_exist)),
-                 lambda: _track_modules(torch, bridge),
+                     _name_parameters(torch, bridge, modules_exist, roots)),
+                 lambda: _track_modules(torch, bridge, roots),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_scaler(torch, bridge, scaled),
@@ -819,7 +836,8 @@ def install(torch, bridge, modules_exist):
                  lambda: _quiet_checkpoint_stop(bridge),
                  lambda: _compile.install(torch, bridge, _recording_failed,
                                           _state_reader(torch),
-                                          namer[0] if namer else None)):
+                                          namer[0] if namer else None,
+                                          roots)):
         try:
             part()
         except Exception as e:
