@@ -701,6 +701,8 @@ START_TEST(every_event_reads_back_as_kept)
 			ck_assert_uint_eq(a->cache.clears, 1);
 			ck_assert_uint_eq(a->cache.max_entries, 3);
 			ck_assert_uint_eq(a->cache.entries, 0);
+			/* its events' span: the region's entry to the clear */
+			ck_assert_int_eq(a->end_ns - a->begin_ns, 7000);
 			aggregates++;
 		} else if (e->kind == TRACE_OP) {
 			ck_assert_uint_ne(e->op.op_id, 20);

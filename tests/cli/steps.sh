@@ -359,6 +359,47 @@ printf 'casts f32->bf16 == 1 per step\n' >"$tmp/each.rules"
 capture "$amptrace" check "$tmp/aggregate-in-window.json" "$tmp/each.rules"
 check "an aggregate written inside the next step's window: its step's casts counted" \
 	eval 'status_is 0 && out_has "over 2 steps"'
+# Step 1 recorded as aggregates, its window (40-50) among them: the
+# producer ends a thread's aggregates at a window's edges, so the window
+# has rows of its own, their events' span (begin to end) inside it: not
+# the step's training.  Rows whose span crosses an edge, or that say no
+# end (older traces), are the step's.
+window_rows() { # END OUT: step 1 as two aggregates, the window's ending at END
+	$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+events = [e for e in t["traceEvents"] if e.get("cat") == "amp.step" or
+	  not 20 < e.get("ts", 0) <= 50]
+for e in events:
+	if e.get("cat") == "amp.step" and e["args"].get("step") == 1:
+		e["args"]["detail"] = False
+def rows(ts, begin, end, casts):
+	args = {"step": 1, "begin": begin, "events": 2 + casts + 1,
+		"ops": [["linear", "", "forward", "lower_precision_fp", "bf16",
+			 "cpu", 1, 0, 8]],
+		"casts": [["linear", "forward", "f32", "bf16", "uncacheable",
+			   casts, 8 * casts, 0, 0.5 * casts, None]],
+		"diags": [], "regions": 1, "cache": {"clears": 1, "entries": 0,
+		"bytes": 0, "max_entries": 0, "max_bytes": 0}}
+	if end != "none":
+		args["end"] = float(end)
+	return {"name": "step 1 aggregates", "cat": "amp.aggregate", "ph": "i",
+		"ts": ts, "pid": 100, "tid": 1, "s": "t", "args": args}
+events += [rows(41, 21, "30", 1), rows(55, 41, sys.argv[3], 3)]
+t["traceEvents"] = events
+json.dump(t, open(sys.argv[2], "w"))' "$trained" "$2" "$1"
+}
+window_rows 50 "$tmp/window-rows.json"
+capture "$amptrace" check "$tmp/window-rows.json" "$tmp/each.rules"
+check "a window's own rows in a step recorded as aggregates: not its training" \
+	eval 'status_is 0 && out_has "over 2 steps"'
+window_rows 51 "$tmp/window-rows-across.json"
+capture "$amptrace" check "$tmp/window-rows-across.json" "$tmp/each.rules"
+check "... rows whose events run past the window's end: the step's" \
+	eval 'status_is 1 && out_has "step 1 has 4"'
+window_rows none "$tmp/window-rows-no-end.json"
+capture "$amptrace" check "$tmp/window-rows-no-end.json" "$tmp/each.rules"
+check "... rows that say no end (older traces): the step's" \
+	eval 'status_is 1 && out_has "step 1 has 4"'
 # An evaluation after the last step (a no_grad region), not in full
 # detail: one aggregate after the last end, its region the window's.  No
 # step of its own, and its casts are no step's training; with a backward

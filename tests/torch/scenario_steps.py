@@ -6,6 +6,7 @@
 #   checkpoint  activation checkpointing (its recompute enters autocast
 #               again, in backward)
 #   eval        an evaluation every 2 steps (model.eval(), no_grad)
+#   nograd      the same without model.eval(): its regions under no_grad
 #   nanogpt     nanoGPT's loop: accumulation, a GradScaler disabled for
 #               bf16, gradient clipping, estimate_loss under
 #               @torch.no_grad() with model.eval()
@@ -63,7 +64,9 @@ def loss_of(model, x, y):
         return F.cross_entropy(model(x), y)
 
 
-def train(model, opt, steps, micro=1, evaluate_every=0, scaler=None):
+def train(model, opt, steps, micro=1, evaluate_every=0, scaler=None,
+          evaluate=None):
+    evaluate = evaluate or evaluate_in_eval_mode
     windows = 0
     for it in range(steps):
         if evaluate_every and it % evaluate_every == 0:
@@ -82,12 +85,16 @@ def train(model, opt, steps, micro=1, evaluate_every=0, scaler=None):
     return steps, windows
 
 
-def evaluate(model):
+def evaluate_in_eval_mode(model):
     model.eval()
+    evaluate_no_grad(model)
+    model.train()
+
+
+def evaluate_no_grad(model):
     with torch.no_grad():
         x, y = batch()
         loss_of(model, x, y)
-    model.train()
 
 
 def nanogpt():
@@ -147,7 +154,7 @@ def timm():
                 for e, p in zip(ema.parameters(), model.parameters()):
                     e.mul_(0.9).add_(p, alpha=0.1)
         if epoch % 2 == 1:
-            evaluate(model)
+            evaluate_in_eval_mode(model)
             windows += 1
     return 8, windows
 
@@ -248,6 +255,10 @@ def run():
         model = Net()
         return train(model, torch.optim.SGD(model.parameters(), lr=0.1), 6,
                      evaluate_every=2)
+    if MODE == "nograd":
+        model = Net()
+        return train(model, torch.optim.SGD(model.parameters(), lr=0.1), 6,
+                     evaluate_every=2, evaluate=evaluate_no_grad)
     if MODE == "scaler":
         model = Net()
         scaler = torch.amp.GradScaler("cpu") if hasattr(torch.amp,

@@ -8,6 +8,7 @@ usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -177,24 +178,39 @@ def step_events(t):
             if e["ph"] == "X" and "marker" in e["args"]]
 
 
+def most_casts_per_step(path):
+    """What `check` says of its `per step` casts rule: the most casts a
+    step's training made (None when it says nothing)."""
+    p = subprocess.run([AMPTRACE, "check", path, "/dev/stdin"],
+                       input="casts total >= 0 per step\n",
+                       capture_output=True, text=True)
+    found = re.search(r"at most (\d+) per step", p.stdout)
+    return int(found.group(1)) if p.returncode == 0 and found else None
+
+
 def test_steps():
     """Training steps as real loops have them (FORMAT.md §8): each shape
     of scenario_steps.py prints the steps it took and the evaluation
     windows it ran; summary must count the same, with every step in
     full detail and with only the first (the others, and an evaluation
     after the last step, as aggregates, whose rows have no time inside a
-    window: timm's, in model.eval(), read one step too many)."""
+    window: timm's, in model.eval(), read one step too many).  A `per
+    step` rule reads the same steps in both: an evaluation inside a step
+    recorded as aggregates is left out of its training, as in full
+    detail."""
     scaler_marks = "scaler update" if torch_release() >= (2, 0) \
         else "optimizer step"   # 1.13's GradScaler disables itself on CPU
     loops = (("accumulate", "optimizer step"),
              ("checkpoint", "optimizer step"),
              ("eval", "optimizer step"),
+             ("nograd", "optimizer step"),
              ("nanogpt", "optimizer step"),
              ("timm", "optimizer step"),
              ("marker", "amptrace_torch.step()"),
              ("noopt", "autocast region"),
              ("scaler", scaler_marks),
              ("wrappers", "optimizer step"))
+    most = {}
     for (mode, marker), detail in ((loop, detail) for loop in loops
                                    for detail in ("all", "0")):
         p, path = run("scenario_steps.py", mode, out="steps-" + mode,
@@ -209,6 +225,12 @@ def test_steps():
               (steps.get("count"), steps.get("evaluations"),
                steps.get("marker")) == (*expect, marker),
               (p.returncode, p.stdout, p.stderr[-300:], steps))
+        most[detail] = most_casts_per_step(path)
+        if detail == "0":
+            check("... a per step rule finds as many casts in its "
+                  "busiest step with only step 0 in full detail as "
+                  "with every step", most["0"] == most["all"] is not None,
+                  most)
     ok, why = valid(os.path.join(TMP, "steps-nanogpt.json"))
     check("... and the nanoGPT-shaped trace is valid", ok, why)
 

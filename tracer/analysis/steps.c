@@ -98,6 +98,25 @@ static bool inside_window(const struct marks *begins, const struct marks *ends,
 	return opened > closed;
 }
 
+/* An aggregate whose folded events all ran inside one evaluation window
+ * of its process: the producer ends a thread's aggregates at each
+ * window's edges (FORMAT.md §3.12), so a window in a step recorded as
+ * aggregates has rows of its own.  Older aggregates say no end. */
+static bool aggregate_inside_window(const struct trace_event *e,
+				    const struct marks *begins,
+				    const struct marks *ends)
+{
+	const struct trace_aggregate *g = &e->aggregate;
+	double first = (double)g->begin_ns / 1e3, last = (double)g->end_ns / 1e3;
+
+	if (g->end_ns <= 0 || !begins->count)
+		return false;
+	return inside_window(begins, ends, e->pid, first) &&
+	       inside_window(begins, ends, e->pid, last) &&
+	       marks_before(begins, e->pid, first, true) ==
+		       marks_before(begins, e->pid, last, true);
+}
+
 /* Which marks of a process end its steps: the program's own marker
  * (amptrace_torch.step()) over an optimizer's or a GradScaler's, and those
  * over autocast regions; a producer step ended by a lower kind is part of
@@ -407,12 +426,13 @@ static int marked_steps(struct events *ev, struct trace_steps *s)
 		 * one ends at the next region): its rows say it is aggregated */
 		if (e->kind == TRACE_AGGREGATE && !note_detail(s, step, false))
 			goto out;
-		/* an aggregate's rows are its whole step; its time is when
-		 * its thread moved on, often into the window of an
-		 * evaluation after the step, which they are not */
+		/* an aggregate's time is when its thread moved on, often
+		 * into the window of an evaluation after the step: its
+		 * rows are judged by the span of their events */
 		if (e->kind == TRACE_AGGREGATE)
-			s->evaluating[i] = evaluates_after_last_step(e, p,
-								     step);
+			s->evaluating[i] =
+				aggregate_inside_window(e, &begins, &stops) ||
+				evaluates_after_last_step(e, p, step);
 		else
 			s->evaluating[i] = e->kind != TRACE_STEP &&
 					   begins.count &&

@@ -8,9 +8,9 @@
  * ends is the next step's); events after the last end are a final step
  * when a training op is among them; an amp.aggregate event is in the
  * step it names.  Events inside an evaluation window are `evaluating`:
- * in a step, but not part of its training (an amp.aggregate is not: it
- * counts its whole step, whenever it was written; unless it is no step's,
- * an evaluation after the last step).  A trace whose amp.step
+ * in a step, but not part of its training; so is an amp.aggregate whose
+ * events' span (begin to end) lies inside one window, whenever it was
+ * written, and one that is no step's, an evaluation after the last step.  A trace whose amp.step
  * events are evaluation windows only (a program that only evaluated) has
  * no step end: no step, unless training ran outside its windows (the
  * final step).  Older traces: a step ends at

@@ -199,9 +199,11 @@ static void on_step_totals(struct converter *cv, struct convert_process *p,
 					    convert_copy_cstr(p, name),
 					    LIT_CAT_AGGREGATE, 'i', time_ns);
 	uint64_t begin_ns = m->begin_ns < cv->base_ns ? cv->base_ns : m->begin_ns;
+	uint64_t end_ns = m->end_ns < begin_ns ? begin_ns : m->end_ns;
 	e.aggregate = (struct trace_aggregate){
 		.step = (int64_t)m->step,
 		.begin_ns = (int64_t)(begin_ns - cv->base_ns),
+		.end_ns = (int64_t)(end_ns - cv->base_ns),
 		.events = m->events, .regions = m->regions,
 		.cache = { .clears = m->clears, .entries = m->cache_entries,
 			   .bytes = m->cache_bytes,

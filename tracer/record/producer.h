@@ -114,6 +114,11 @@ void producer_step_end(const char *marker, uint64_t time_ns,
  * process's life. */
 void producer_evaluation(uint64_t begin_ns, uint64_t end_ns, const char *how,
 			 uint64_t thread);
+/* An evaluation window begins or ends now: each thread's aggregates of a
+ * step not in full detail end at its next event outside an op, so that
+ * none spans a window's edge (readers tell a window's rows by their
+ * times: FORMAT.md §3.12).  producer_evaluation() is an end. */
+void producer_window_edge(void);
 /* The step in progress (from 0), and whether it is recorded in full. */
 uint64_t producer_step_now(void);
 bool producer_step_detail(void);

@@ -513,6 +513,15 @@ void producer_evaluation(uint64_t begin_ns, uint64_t end_ns, const char *how,
 	struct raw_evaluation m = { begin_ns, producer_step_now(), how };
 
 	write_evaluation(end_ns, thread, &m);
+	producer_window_edge();
+}
+
+void producer_window_edge(void)
+{
+	/* in full detail the events are the trace: nothing to split */
+	if (!atomic_load(&state->detail))
+		atomic_fetch_add_explicit(&state->version, 1,
+					  memory_order_release);
 }
 
 uint64_t producer_step_now(void)

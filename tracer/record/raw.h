@@ -54,8 +54,9 @@
  * mask a varint with numbers among the keys (a compiled graph's): two
  * different 6s, so 7: both; 8: the GPU's counts end with the activities
  * of folded ops; 9: a thread's aggregates of the step in progress in
- * RAW_AGGREGATE_FILE (step_aggregate.c's layout) */
-#define RAW_VERSION 9
+ * RAW_AGGREGATE_FILE (step_aggregate.c's layout); 10: their last event's
+ * time (end_ns) */
+#define RAW_VERSION 10
 /* A thread's aggregates of the step in progress, under p<pid>, mapped by
  * the thread (its counts outlive a killed process): printf's format of
  * the thread's number. */

@@ -130,7 +130,7 @@ struct raw_step_diag {
  * the events folded (all kinds), its autocast regions entered, cache
  * clears, the cache's size at the step's end and at most. */
 struct raw_step_totals {
-	uint64_t step, begin_ns, events, regions, clears;
+	uint64_t step, begin_ns, end_ns, events, regions, clears;
 	uint64_t cache_entries, cache_bytes, cache_max_entries, cache_max_bytes;
 };
 
@@ -227,10 +227,10 @@ struct raw_step_totals {
 	X(U8, phase, ) X(STR, kind, ) X(STR, message, )
 
 #define RAW_STEP_TOTALS_FIELDS(X)                                           \
-	X(V64, step, ) X(V64, begin_ns, ) X(V64, events, )                  \
-	X(V64, regions, ) X(V64, clears, ) X(V64, cache_entries, )          \
-	X(V64, cache_bytes, ) X(V64, cache_max_entries, )                   \
-	X(V64, cache_max_bytes, )
+	X(V64, step, ) X(V64, begin_ns, ) X(V64, end_ns, )                  \
+	X(V64, events, ) X(V64, regions, ) X(V64, clears, )                 \
+	X(V64, cache_entries, ) X(V64, cache_bytes, )                       \
+	X(V64, cache_max_entries, ) X(V64, cache_max_bytes, )
 
 /* Every kind: X(name, kind number, model struct, field table).  The
  * producer's kinds come first (RAW_EVENT_KINDS): producer_emit takes any

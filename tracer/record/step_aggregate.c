@@ -561,6 +561,7 @@ bool step_aggregate_add(struct step_aggregate *a,
 {
 	if (!a->totals->events++)
 		a->totals->begin_ns = e->time_ns;
+	a->totals->end_ns = e->time_ns;
 	switch (e->kind) {
 	case PRODUCER_OP_BEGIN:
 		open_op(a, &e->op);

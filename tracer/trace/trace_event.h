@@ -306,6 +306,7 @@ struct trace_aggregate_cache {
 struct trace_aggregate {
 	int64_t step;
 	int64_t begin_ns;        /* its first folded event's time */
+	int64_t end_ns;          /* its last's; 0: not said (older) */
 	uint64_t events, regions;
 	int nops, ncasts, ndiags;
 	struct trace_aggregate_op *ops;

@@ -251,7 +251,7 @@ def _outermost_region(torch, region):
         if not _evaluating() and (
                 not torch.is_grad_enabled() or
                 torch.is_inference_mode_enabled()):
-            region._amptrace_window = _bridge.now()
+            region._amptrace_window = _bridge.window_begin()
         return
     if _state.optimizers or _state.user:
         return
@@ -293,7 +293,7 @@ def _train_mode(module, mode):
     with _state.lock:
         window = _state.eval_windows.get(key)
         if not mode and window is None:
-            _state.eval_windows[key] = [_bridge.now(), False]
+            _state.eval_windows[key] = [_bridge.window_begin(), False]
             return
         if not mode or window is None:
             return

@@ -498,7 +498,7 @@ static PyObject *bridge_step_end(PyObject *self, PyObject *args)
 }
 
 /* evaluation(begin_ns, how): an evaluation window ran from begin_ns
- * (now()'s) to now. */
+ * (window_begin()'s) to now. */
 static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
 {
 	unsigned long long begin_ns;
@@ -512,12 +512,16 @@ static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* now() -> the events' clock, in ns. */
-static PyObject *bridge_now(PyObject *self, PyObject *unused)
+/* window_begin() -> the events' clock, in ns: an evaluation window may
+ * begin here (producer_window_edge); evaluation() gets it as begin_ns. */
+static PyObject *bridge_window_begin(PyObject *self, PyObject *unused)
 {
 	(void)self;
 	(void)unused;
-	return PyLong_FromUnsignedLongLong(amp_now_ns());
+	uint64_t begin_ns = amp_now_ns();
+
+	producer_window_edge();
+	return PyLong_FromUnsignedLongLong(begin_ns);
 }
 
 /* step_now() -> (the step in progress, whether it is recorded in full). */
@@ -585,7 +589,8 @@ static PyMethodDef methods[] = {
 	  "step_end(marker): the training step in progress ended" },
 	{ "evaluation", bridge_evaluation, METH_VARARGS,
 	  "evaluation(begin_ns, how): an evaluation window ended" },
-	{ "now", bridge_now, METH_NOARGS, "now() -> the events' clock (ns)" },
+	{ "window_begin", bridge_window_begin, METH_NOARGS,
+	  "window_begin() -> the clock (ns): a window may begin here" },
 	{ "step_now", bridge_step_now, METH_NOARGS,
 	  "step_now() -> (step in progress, recorded in full detail)" },
 	FALLBACK_METHODS
