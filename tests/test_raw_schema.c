@@ -470,11 +470,12 @@ START_TEST(step_kinds_round_trip)
 	assert_str_eq(d->kind, "fp16-overflow");
 	assert_str_eq(d->message, NULL);
 
-	const struct raw_step_totals totals = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	const struct raw_step_totals totals = { 1, 2, 10, 3, 4, 5, 6, 7, 8, 9 };
 	ROUND_TRIP(step_totals, RAW_KIND_STEP_TOTALS, totals);
 	const struct raw_step_totals *t = &decoded.step_totals;
 	ck_assert_uint_eq(t->step, 1);
 	ck_assert_uint_eq(t->begin_ns, 2);
+	ck_assert_uint_eq(t->end_ns, 10);
 	ck_assert_uint_eq(t->events, 3);
 	ck_assert_uint_eq(t->regions, 4);
 	ck_assert_uint_eq(t->clears, 5);

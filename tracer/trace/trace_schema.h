@@ -204,7 +204,7 @@
 #define TRACE_AGGREGATE_KEYS(X)                                             \
 	X(I64, "step", step, ALWAYS, NONE, "1.4")                           \
 	X(US, "begin", begin_ns, ALWAYS, NONE, "1.4")                       \
-	X(US, "end", end_ns, DEFAULTED, NONE, "1.4")                        \
+	X(US, "end", end_ns, SET, NONE, "1.4")                              \
 	X(U64, "events", events, ALWAYS, NONE, "1.4")                       \
 	X(OP_ROWS, "ops", ops, ALWAYS, NONE, "1.4")                         \
 	X(CAST_ROWS, "casts", casts, ALWAYS, NONE, "1.4")                   \
