@@ -28,6 +28,10 @@
 #                     layer's overflow
 #   captured          a bf16 layer that overflows inside a CUDA graph's
 #                     capture (faked on the CPU), then again after it
+#   uninitialized     (torch 2.1+) deterministic algorithms fill empty
+#                     tensors with NaN: a bf16 new_empty in forward and an
+#                     empty_like in a Function's backward, each then
+#                     written: no overflow, nothing computed made a NaN
 import sys
 import torch
 
@@ -140,6 +144,25 @@ elif mode == "overflow-written":
         y = layer(torch.full((4, 16), 1e9))
         y.relu_()
         print("non-finite", (~torch.isfinite(y)).sum().item())
+elif mode == "uninitialized":
+    torch.use_deterministic_algorithms(True)
+
+    class Copy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.new_empty(x.shape).copy_(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return torch.empty_like(grad).copy_(grad)
+
+    layer = torch.nn.Linear(16, 16)
+    with torch.autocast(DEVICE, dtype=torch.bfloat16):
+        y = Copy.apply(layer(torch.randn(4, 16)))
+    y.float().sum().backward()
+    print("empty holds NaN",
+          torch.isnan(torch.empty(4, dtype=torch.bfloat16)).all().item(),
+          "gradient finite", torch.isfinite(layer.weight.grad).all().item())
 elif mode == "captured":
     # A CPU build's CUDAGraph stands on a dummy base: give it a capture
     # that does nothing, so the program's calls run as on a GPU.

@@ -237,6 +237,16 @@ def test_bf16():
           findings(js))
 
 
+def test_uninitialized():
+    p, path = run("scenario_overflow", "uninitialized")
+    _, js = summary(path)
+    check("tensors made empty, filled with NaN by deterministic algorithms "
+          "and then written, in forward and backward: no fp16-overflow",
+          p.returncode == 0 and
+          p.stdout.endswith("empty holds NaN True gradient finite True\n")
+          and not findings(js), (p.stdout, findings(js)))
+
+
 def test_api():
     env = dict(os.environ, PYTHONPATH=os.path.join(
         os.path.dirname(AMPTRACE), "torch"))
@@ -417,8 +427,10 @@ if torch_release() >= (2, 0):
     test_views_with_gaps()
     test_healthy()
     test_casts()
+    test_uninitialized()
     test_queued({"scheduler": 4, "collapse": 12, "unrelated": 6, "split": 1,
-                 "healthy": 0, "cast-overflow": 1, "cast-underflow": 1})
+                 "healthy": 0, "cast-overflow": 1, "cast-underflow": 1,
+                 "uninitialized": 0})
     test_capture()
 test_bf16()
 test_queued({"bf16-overflow": 1, "bf16-underflow": 1, "written-later": 0,
