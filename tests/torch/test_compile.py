@@ -311,6 +311,22 @@ def test_recompile():
           compiled_casts(trace))
 
 
+def test_recompile_healthy():
+    """An evaluation under no_grad and a smaller last batch make torch
+    compile again, as they do in every healthy program: no note; an
+    input's dtype changing is AMP's, and is."""
+    traced, path = run("recompile_healthy.py", out="recompile_healthy")
+    notes = [f["message"] for f in findings(path).get("findings", [])
+             if f["kind"] == "recompile"]
+    graphs = [a for a in events(load(path), "amp.op")
+              if a["op"].startswith("compile:")]
+    check("recompiles for grad mode and a shape: no note (%d compiles); "
+          "for a dtype: one" % len(graphs),
+          traced.returncode == 0 and len(graphs) >= 4 and
+          len(notes) == 1 and "dtype mismatch" in notes[0],
+          notes + [traced.stderr[-800:]])
+
+
 # --------------------------------------------------------- robustness
 
 def test_modes():
@@ -436,7 +452,8 @@ TESTS = [functools.partial(test_models, "aot_eager"),
          test_inner_disabled, test_dropped_rounding, test_checkpointed,
          test_rematerialized,
          test_graph_break,
-         test_recompile, test_modes, test_fallback, test_compile_error,
+         test_recompile, test_recompile_healthy, test_modes, test_fallback,
+         test_compile_error,
          test_slow_compile_killed, test_cache_reuse]
 # AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while
 # iterating)

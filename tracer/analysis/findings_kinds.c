@@ -260,11 +260,16 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	},
 	[FINDING_RECOMPILE] = {
 		"recompile", FINDING_INFO, FINDING_FROM_BRIDGE,
-		.fix = "keep the compiled region's autocast state and inputs "
-		       "the same from call to call, or mark what changes dynamic",
-		.doc = "a compiled region was compiled again: the guard that "
+		.fix = "keep the compiled region's autocast state and its "
+		       "inputs' dtypes the same from call to call",
+		.doc = "a compiled region was compiled again because autocast's "
+		       "state or an input's dtype changed: the guard that "
 		       "failed, and when it is autocast's state (an "
-		       "autocast-state guard failure) the states of both graphs",
+		       "autocast-state guard failure) the states of both "
+		       "graphs (a recompile for another reason, such as an "
+		       "evaluation's grad mode or a new shape, is "
+		       "torch.compile's own business and not reported: "
+		       "TORCH_LOGS=recompiles shows it)",
 	},
 	[FINDING_GRAPH_BREAK] = {
 		"graph-break", FINDING_INFO, FINDING_FROM_BRIDGE,

@@ -79,9 +79,16 @@ def _open_regions(output):
 
 
 def note_recompile(state, graph, reasons, op, by_compile):
-    """A frame compiled again: the guard that failed, and when it is
-    autocast's state, the states of the two graphs."""
-    reason = _first_line(reasons[0])
+    """A frame compiled again because of AMP (an autocast-state guard or
+    an input's dtype guard failed): the guard, and when it is autocast's
+    state, the states of the two graphs.  A recompile for anything else
+    (an evaluation under no_grad changes grad_mode, model.eval() a
+    module's training flag, the last batch a shape) happens to healthy
+    programs and is torch.compile's business: not reported."""
+    amp = [line for line in map(_first_line, reasons) if _amp_guard(line)]
+    if not amp:
+        return
+    reason = amp[0]
     text = "%s compiled again as graph %d: a guard failed: %s" % (
         graph.name, graph.id, reason)
     if "autocast" in reason:
@@ -93,6 +100,10 @@ def note_recompile(state, graph, reasons, op, by_compile):
                 before.id, _state_text(before), graph.id,
                 _state_text(graph))
     state.bridge.compiled_diag("recompile", text, op)
+
+
+def _amp_guard(reason):
+    return "autocast" in reason or "dtype mismatch" in reason
 
 
 def _previous(graph, by_compile):
