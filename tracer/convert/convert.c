@@ -76,6 +76,15 @@ static void process_metadata(struct converter *cv, struct convert_process *p)
 	convert_emit(cv, p, &e);
 }
 
+void convert_rank_learned(struct converter *cv, struct convert_process *p,
+			  int rank)
+{
+	if (rank < 0 || rank == p->rank)
+		return;
+	p->rank = rank;
+	process_metadata(cv, p);
+}
+
 static void thread_metadata(struct converter *cv, struct convert_process *p,
 			    struct convert_thread *t,
 			    const struct raw_thread_header *h)

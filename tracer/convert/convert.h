@@ -24,7 +24,9 @@ struct raw_decoded;
 struct convert_process {
 	long pid;
 	long ppid;
-	int rank;                /* -1 when the environment gave none */
+	/* its environment's, or the one the program gave it later
+	 * (convert_rank_learned); -1: none */
+	int rank;
 	char *exe;
 	char *name;              /* basename of argv[0] */
 	char *framework;         /* "torch 1.13.1 (...)", "libamp 0.1.0"; or NULL */

@@ -6,7 +6,9 @@
  * process image (p<pid>-<n> after an exec in the same pid):
  *   p<pid>/process.json   written once by the recorder when it attaches
  *                         (then renamed into place, so it is whole):
- *                         pid, rank, argv, libamp's enum names
+ *                         pid, rank (its environment's; a later
+ *                         RAW_KIND_RANK record overrides it), argv,
+ *                         libamp's enum names
  *   p<pid>/t<n>.raw       one file per thread that emitted events
  *   p<pid>/tgpu.raw       GPU activities (CUPTI), written by whichever
  *                         thread CUPTI delivers them on, under a lock;
@@ -102,6 +104,10 @@ enum raw_kind {
 	RAW_KIND_STEP_CAST,
 	RAW_KIND_STEP_DIAG,
 	RAW_KIND_STEP_TOTALS,
+	/* What the program told its runtime about the process after it
+	 * started (raw_schema.h's models): the rank torch.distributed gave
+	 * it, which its environment may not have had (mp.spawn). */
+	RAW_KIND_RANK = 0x300,
 };
 
 struct raw_record {
