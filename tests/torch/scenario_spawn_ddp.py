@@ -1,0 +1,59 @@
+"""DistributedDataParallel started as PyTorch's DDP tutorial starts it:
+torch.multiprocessing.spawn, no RANK in any process's environment, each
+worker giving init_process_group its rank (gloo, CPU bf16 autocast).  The
+model is made before init_process_group, so each worker records ops
+before it has a rank.  Each worker prints `rank R step S loss <hex>`.
+
+usage: scenario_spawn_ddp.py STEPS [--no-init]
+  --no-init: the workers train alone and never call init_process_group
+"""
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+WORLD_SIZE = 2
+
+
+def model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                               torch.nn.Linear(16, 4))
+
+
+def worker(rank, port, steps, init):
+    net = model()
+    if init:
+        dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
+                                init_method="tcp://127.0.0.1:%d" % port)
+        net = DistributedDataParallel(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    generator = torch.Generator().manual_seed(rank)
+    for step in range(steps):
+        x = torch.randn(4, 8, generator=generator)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = net(x).float().pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        # one write: the workers share the parent's stdout
+        sys.stdout.write("rank %d step %d loss %s\n"
+                         % (rank, step, float(loss.item()).hex()))
+        sys.stdout.flush()
+    if init:
+        dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(free_port(), int(sys.argv[1]),
+                           "--no-init" not in sys.argv[2:]),
+             nprocs=WORLD_SIZE)
