@@ -4,8 +4,11 @@ worker giving init_process_group its rank (gloo, CPU bf16 autocast).  The
 model is made before init_process_group, so each worker records ops
 before it has a rank.  Each worker prints `rank R step S loss <hex>`.
 
-usage: scenario_spawn_ddp.py STEPS [--no-init]
+usage: scenario_spawn_ddp.py STEPS [--no-init] [--loader]
   --no-init: the workers train alone and never call init_process_group
+  --loader: each worker's batches come from a DataLoader with one worker
+            process of its own (forked after init_process_group), which
+            makes them with torch ops
 """
 import socket
 import sys
@@ -24,16 +27,30 @@ def model():
                                torch.nn.Linear(16, 4))
 
 
-def worker(rank, port, steps, init):
+class Batches(torch.utils.data.Dataset):
+    def __init__(self, rank, steps):
+        self.rank, self.steps = rank, steps
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, step):
+        generator = torch.Generator().manual_seed(100 * self.rank + step)
+        return torch.randn(4, 8, generator=generator)
+
+
+def worker(rank, port, steps, init, loader):
     net = model()
     if init:
         dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
                                 init_method="tcp://127.0.0.1:%d" % port)
         net = DistributedDataParallel(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
-    generator = torch.Generator().manual_seed(rank)
-    for step in range(steps):
-        x = torch.randn(4, 8, generator=generator)
+    batches = Batches(rank, steps)
+    if loader:
+        batches = torch.utils.data.DataLoader(batches, batch_size=None,
+                                              num_workers=1)
+    for step, x in enumerate(batches):
         with torch.autocast("cpu", dtype=torch.bfloat16):
             loss = net(x).float().pow(2).mean()
         loss.backward()
@@ -55,5 +72,6 @@ def free_port():
 
 if __name__ == "__main__":
     mp.spawn(worker, args=(free_port(), int(sys.argv[1]),
-                           "--no-init" not in sys.argv[2:]),
+                           "--no-init" not in sys.argv[2:],
+                           "--loader" in sys.argv[2:]),
              nprocs=WORLD_SIZE)

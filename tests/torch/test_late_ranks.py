@@ -4,11 +4,12 @@ from RANK in their environment (FORMAT.md §5): torch.multiprocessing.spawn
 as PyTorch's DDP tutorial uses it, and Lightning's DDP on the CPU (when
 the Python has lightning).  Each rank's process is named by its rank
 (process_name, process_sort_index, the trailer, the report), with its own
-steps and bf16 ops, the ops it ran before it had a rank included; the
-program's output is the same traced.  Negatives: workers that never call
-init_process_group keep rank null; a RANK the environment gave and
-torch's agreeing leave torchrun's path as it was (a file per rank, merged,
-each process named once); torch's rank wins over a disagreeing RANK.
+steps and bf16 ops, the ops it ran before it had a rank included, and so
+is each rank's DataLoader worker; the program's output is the same
+traced.  Negatives: workers that never call init_process_group keep rank
+null; a RANK the environment gave and torch's agreeing leave torchrun's
+path as it was (a file per rank, merged, each process named once);
+torch's rank wins over a disagreeing RANK.
 TAP output; exit 77 (skip) without the bridge or without torch.
 
 usage: test_late_ranks.py AMPTRACE VALIDATE_TRACE PYTHON
@@ -122,9 +123,9 @@ def check_ranks(what, trace_path, result, plain):
     for pid, end in sorted(processes.items()):
         rank = end["rank"]
         last = names.get(pid, [{}])[-1]
-        check("%s: rank %s's process is named by it, last (%s)"
-              % (what, rank, last.get("name")),
-              last.get("rank") == rank and
+        check("%s: rank %s's process is named without a rank, then by it "
+              "(%s), not by its parent's" % (what, rank, last.get("name")),
+              [n.get("rank") for n in names.get(pid, [])] == [None, rank] and
               last.get("name", "").startswith("rank %s: " % rank) and
               orders.get(pid, [{}])[-1].get("sort_index") == rank,
               (names.get(pid), orders.get(pid)))
@@ -153,6 +154,30 @@ def test_spawn():
           os.path.isfile(path) and load(path)["amptrace"]["rank"] is None and
           not glob.glob(os.path.join(TMP, "spawn.rank*")),
           sorted(os.listdir(TMP)))
+
+
+def test_spawn_loader():
+    """Each rank's DataLoader worker, started (spawned: mp.spawn's
+    workers' start method) after init_process_group, is its rank's, as
+    with RANK in the environment it would inherit."""
+    script = os.path.join(HERE, "scenario_spawn_ddp.py")
+    path = os.path.join(TMP, "loader.json")
+    traced = run([PYTHON, script, str(STEPS), "--loader"], path)
+    if not os.path.isfile(path):
+        check("mp.spawn with DataLoader workers: a trace", False,
+              traced.stderr[-2000:])
+        return
+    trace = load(path)
+    processes = ranked(trace)
+    names = metadata(trace, "process_name")
+    workers = {pid: p for pid, p in processes.items() if not p.get("steps")}
+    check("mp.spawn with DataLoader workers: each rank's worker is named "
+          "by its rank",
+          traced.returncode == 0 and len(processes) == 4 and
+          sorted((p["rank"] for p in workers.values()), key=str) == [0, 1]
+          and all(names[pid][-1]["name"].startswith("rank %s: " % p["rank"])
+                  for pid, p in workers.items()),
+          (traced.returncode, processes, names))
 
 
 def test_spawn_without_init():
@@ -273,7 +298,8 @@ skip_unless_bridge(AMPTRACE, PYTHON, "import torch.distributed as d; "
                    "assert d.is_available()")
 TMP = scratch("amptrace-late-ranks-")
 ONLY = sys.argv[4:]
-for test in (test_spawn, test_spawn_without_init, test_rank_disagrees,
+for test in (test_spawn, test_spawn_loader, test_spawn_without_init,
+             test_rank_disagrees,
              test_torchrun_unchanged, test_lightning):
     if not ONLY or test.__name__[5:] in ONLY:
         test()

@@ -528,7 +528,7 @@ void convert_record(struct converter *cv, struct convert_process *p,
 		on_gpu_stats(p, &d->gpu_stats);
 		break;
 	case RAW_KIND_RANK:
-		convert_rank_learned(cv, p, d->rank.rank);
+		convert_rank_learned(cv, p, d->rank.rank, r->time_ns);
 		break;
 	default:
 		convert_step_record(cv, p, t, d);
