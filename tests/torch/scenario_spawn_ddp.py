@@ -4,13 +4,14 @@ worker giving init_process_group its rank (gloo, CPU bf16 autocast).  The
 model is made before init_process_group, so each worker records ops
 before it has a rank.  Each worker prints `rank R step S loss <hex>`.
 
-usage: scenario_spawn_ddp.py STEPS [--no-init] [--loader]
+usage: scenario_spawn_ddp.py STEPS STORE [--no-init] [--loader]
+  STORE: a file that does not exist yet, the ranks' rendezvous (a file,
+         not a TCP port another job could take meanwhile)
   --no-init: the workers train alone and never call init_process_group
   --loader: each worker's batches come from a DataLoader with one worker
             process of its own (forked after init_process_group), which
             makes them with torch ops
 """
-import socket
 import sys
 
 import torch
@@ -35,15 +36,17 @@ class Batches(torch.utils.data.Dataset):
         return self.steps
 
     def __getitem__(self, step):
+        if step >= self.steps:
+            raise IndexError(step)  # iterated without a DataLoader
         generator = torch.Generator().manual_seed(100 * self.rank + step)
         return torch.randn(4, 8, generator=generator)
 
 
-def worker(rank, port, steps, init, loader):
+def worker(rank, store, steps, init, loader):
     net = model()
     if init:
         dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
-                                init_method="tcp://127.0.0.1:%d" % port)
+                                init_method="file://" + store)
         net = DistributedDataParallel(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     batches = Batches(rank, steps)
@@ -64,14 +67,8 @@ def worker(rank, port, steps, init, loader):
         dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 if __name__ == "__main__":
-    mp.spawn(worker, args=(free_port(), int(sys.argv[1]),
-                           "--no-init" not in sys.argv[2:],
-                           "--loader" in sys.argv[2:]),
+    mp.spawn(worker, args=(sys.argv[2], int(sys.argv[1]),
+                           "--no-init" not in sys.argv[3:],
+                           "--loader" in sys.argv[3:]),
              nprocs=WORLD_SIZE)

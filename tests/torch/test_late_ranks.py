@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -35,12 +36,26 @@ TIMEOUT = 300
 
 def run(command, trace=None, env=None, options=()):
     """COMMAND, under `amptrace run -o TRACE OPTIONS` when TRACE is given,
-    in the scratch directory: the CompletedProcess (text)."""
+    in the scratch directory: the CompletedProcess (text).  Past TIMEOUT
+    its whole session is killed (the ranks with it), status -9."""
     if trace:
         command = [AMPTRACE, "run", "-o", trace, *options, "--", *command]
-    return subprocess.run(command, capture_output=True, text=True, cwd=TMP,
-                          env=dict(os.environ, **(env or {})),
-                          timeout=TIMEOUT)
+    p = subprocess.Popen(command, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=TMP,
+                         env=dict(os.environ, **(env or {})),
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += "\n(killed after %d s)" % TIMEOUT
+    return subprocess.CompletedProcess(command, p.returncode, out, err)
+
+
+def store(name):
+    """A rendezvous file for init_process_group, new."""
+    return os.path.join(TMP, name + ".store")
 
 
 def losses(text):
@@ -145,9 +160,9 @@ def check_ranks(what, trace_path, result, plain):
 
 def test_spawn():
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
-    plain = run([PYTHON, script, str(STEPS)])
+    plain = run([PYTHON, script, str(STEPS), store("plain")])
     path = os.path.join(TMP, "spawn.json")
-    traced = run([PYTHON, script, str(STEPS)], path)
+    traced = run([PYTHON, script, str(STEPS), store("spawn")], path)
     check_ranks("mp.spawn", path, traced, plain)
     check("mp.spawn: the ranks' processes are in the one trace, whose "
           "header names no rank (their events began without one)",
@@ -162,7 +177,8 @@ def test_spawn_loader():
     with RANK in the environment it would inherit."""
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
     path = os.path.join(TMP, "loader.json")
-    traced = run([PYTHON, script, str(STEPS), "--loader"], path)
+    traced = run([PYTHON, script, str(STEPS), store("loader"), "--loader"],
+                 path)
     if not os.path.isfile(path):
         check("mp.spawn with DataLoader workers: a trace", False,
               traced.stderr[-2000:])
@@ -183,7 +199,8 @@ def test_spawn_loader():
 def test_spawn_without_init():
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
     path = os.path.join(TMP, "alone.json")
-    traced = run([PYTHON, script, str(STEPS), "--no-init"], path)
+    traced = run([PYTHON, script, str(STEPS), store("alone"), "--no-init"],
+                 path)
     if not os.path.isfile(path):
         check("mp.spawn without init_process_group: a trace", False,
               traced.stderr[-2000:])
@@ -220,11 +237,10 @@ def test_rank_disagrees():
     train = os.path.join(TMP, "train.py")
     with open(train, "w") as f:
         f.write(TRAIN)
-    port = free_port()
     path = os.path.join(TMP, "disagree.json")
     traced = run([PYTHON, train], path, options=["--no-merge"],
                  env={"RANK": "1", "TORCH_RANK": "0", "WORLD_SIZE": "1",
-                      "INIT": "tcp://127.0.0.1:%d" % port})
+                      "INIT": "file://" + store("disagree")})
     rank_file = os.path.join(TMP, "disagree.rank1.json")
     if not os.path.isfile(rank_file):
         check("RANK=1, torch's rank 0: the environment's file", False,
@@ -285,13 +301,6 @@ def test_lightning():
     traced = run([PYTHON, script, str(STEPS), os.path.join(TMP, "traced")],
                  path, env=env)
     check_ranks("Lightning DDP", path, traced, plain)
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 skip_unless_bridge(AMPTRACE, PYTHON, "import torch.distributed as d; "
