@@ -188,10 +188,11 @@ def test_spawn_loader():
     names = metadata(trace, "process_name")
     workers = {pid: p for pid, p in processes.items() if not p.get("steps")}
     check("mp.spawn with DataLoader workers: each rank's worker is named "
-          "by its rank",
+          "by its rank, once (as with the rank in its environment)",
           traced.returncode == 0 and len(processes) == 4 and
           sorted((p["rank"] for p in workers.values()), key=str) == [0, 1]
-          and all(names[pid][-1]["name"].startswith("rank %s: " % p["rank"])
+          and all([n.get("rank") for n in names[pid]] == [p["rank"]] and
+                  names[pid][0]["name"].startswith("rank %s: " % p["rank"])
                   for pid, p in workers.items()),
           (traced.returncode, processes, names))
 

@@ -112,14 +112,17 @@ void convert_rank_learned(struct converter *cv, struct convert_process *p,
 	}
 }
 
-/* A process started by one that had learned its rank late takes it. */
-static void inherit_rank(struct converter *cv, struct convert_process *p)
+/* A process started by one that had learned its rank late takes it
+ * (and is named by it, being announced): whether it did. */
+static bool inherit_rank(struct converter *cv, struct convert_process *p)
 {
 	const struct convert_process *parent = parent_of(cv, p);
 
-	if (p->rank < 0 && parent && parent->rank_ns &&
-	    parent->rank_ns <= p->attach_ns)
-		convert_rank_learned(cv, p, parent->rank, p->attach_ns);
+	if (p->rank >= 0 || !parent || !parent->rank_ns ||
+	    parent->rank_ns > p->attach_ns)
+		return false;
+	convert_rank_learned(cv, p, parent->rank, p->attach_ns);
+	return true;
 }
 
 static void thread_metadata(struct converter *cv, struct convert_process *p,
@@ -148,8 +151,10 @@ static void announce(struct converter *cv, struct convert_process *p)
 	if (cv->trace_for)
 		p->trace = cv->trace_for(cv->ctx, p);
 	convert_intern_names(p);
-	process_metadata(cv, p);
-	inherit_rank(cv, p);
+	/* after its file is chosen (its parent's, not a rank's), before it
+	 * is named: named once, by the rank, as with it in its environment */
+	if (!inherit_rank(cv, p))
+		process_metadata(cv, p);
 }
 
 static const uint8_t *map_chunk(struct convert_thread *t, uint64_t index)
