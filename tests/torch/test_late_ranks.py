@@ -12,7 +12,9 @@ path as it was (a file per rank, merged, each process named once);
 torch's rank wins over a disagreeing RANK.
 TAP output; exit 77 (skip) without the bridge or without torch.
 
-usage: test_late_ranks.py AMPTRACE VALIDATE_TRACE PYTHON
+usage: test_late_ranks.py AMPTRACE VALIDATE_TRACE PYTHON [PART...]
+  PART: spawn, spawn_loader, ... (the test_ functions' names without
+        test_): only those; tests/meson.build runs them in two halves
 """
 import glob
 import json
@@ -307,10 +309,15 @@ def test_lightning():
 skip_unless_bridge(AMPTRACE, PYTHON, "import torch.distributed as d; "
                    "assert d.is_available()")
 TMP = scratch("amptrace-late-ranks-")
+TESTS = {t.__name__[5:]: t for t in (
+    test_spawn, test_spawn_loader, test_spawn_without_init,
+    test_rank_disagrees, test_torchrun_unchanged, test_lightning)}
 ONLY = sys.argv[4:]
-for test in (test_spawn, test_spawn_loader, test_spawn_without_init,
-             test_rank_disagrees,
-             test_torchrun_unchanged, test_lightning):
-    if not ONLY or test.__name__[5:] in ONLY:
+unknown = sorted(set(ONLY) - set(TESTS))
+if unknown:  # a misspelt part would otherwise pass, having run nothing
+    sys.exit("test_late_ranks.py: no part named %s (parts: %s)"
+             % (", ".join(unknown), ", ".join(TESTS)))
+for name, test in TESTS.items():
+    if not ONLY or name in ONLY:
         test()
 sys.exit(done())
