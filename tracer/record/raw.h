@@ -56,7 +56,10 @@
  * mask a varint with numbers among the keys (a compiled graph's): two
  * different 6s, so 7: both; 8: the GPU's counts end with the activities
  * of folded ops; 9: a thread's aggregates of the step in progress in
- * RAW_AGGREGATE_FILE (step_aggregate.c's layout) */
+ * RAW_AGGREGATE_FILE (step_aggregate.c's layout).  A new kind is no new
+ * version (RAW_KIND_RANK): a converter that predates it counts each of
+ * its records in the process's raw_errors and reads on, where a new
+ * version would make it drop the thread's whole stream. */
 #define RAW_VERSION 9
 /* A thread's aggregates of the step in progress, under p<pid>, mapped by
  * the thread (its counts outlive a killed process): printf's format of
