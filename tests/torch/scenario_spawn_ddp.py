@@ -9,8 +9,9 @@ usage: scenario_spawn_ddp.py STEPS STORE [--no-init] [--loader]
          not a TCP port another job could take meanwhile)
   --no-init: the workers train alone and never call init_process_group
   --loader: each worker's batches come from a DataLoader with one worker
-            process of its own (forked after init_process_group), which
-            makes them with torch ops
+            process of its own (spawned, mp.spawn's workers' start
+            method, after init_process_group), which makes them with
+            torch ops
 """
 import sys
 
