@@ -884,6 +884,54 @@ START_TEST(two_scalers_count_their_own_scale)
 }
 END_TEST
 
+/* A rank the producer learns after it attached (producer_rank: the
+ * bridge after init_process_group) names the process from there on: a
+ * second process_name with the rank, and its sort index; a negative one
+ * and the one it already has add nothing (FORMAT.md §5). */
+START_TEST(a_rank_learned_late_names_the_process)
+{
+	char raw[PATH_MAX], path[PATH_MAX + 8];
+	struct sink sink = { .path = path };
+	struct producer_event e = { .kind = PRODUCER_OP_BEGIN };
+
+	ck_assert_ptr_nonnull(scratch_mkdtemp(raw, sizeof raw, "raw"));
+	snprintf(path, sizeof path, "%s.json", raw);
+	ck_assert_int_eq(producer_attach(raw, &info), 0);
+	e.op = (struct producer_op){ .op_id = 1, .op = "relu", .overload = "" };
+	emit(e, 1);
+	producer_rank(-1, 1, BASE_NS + 2000);
+	producer_rank(3, 1, BASE_NS + 3000);
+	producer_rank(3, 1, BASE_NS + 4000);
+	e.kind = PRODUCER_OP_END;
+	emit(e, 5);
+	producer_detach();
+	sink_convert(&sink, raw, BASE_NS, BASE_NS + 10000);
+	remove_tree(raw);
+	unlink(path);
+
+	int ranks[4], sort_indexes[4];
+	size_t names = 0, orders = 0;
+	for (size_t i = 0; i < sink.kept.nevents; i++) {
+		const struct trace_event *m = &sink.kept.events[i];
+		if (m->kind != TRACE_META || m->pid != (int64_t)getpid())
+			continue;
+		if (!strcmp(m->name, "process_name") && names < 4) {
+			ranks[names++] = m->meta.rank;
+			ck_assert_int_eq(m->meta.rank >= 0,
+					 !strncmp(m->meta.value, "rank 3: ", 8));
+		}
+		if (!strcmp(m->name, "process_sort_index") && orders < 4)
+			sort_indexes[orders++] = (int)m->meta.sort_index;
+	}
+	ck_assert_uint_eq(names, 2);
+	ck_assert_int_eq(ranks[0], -1);
+	ck_assert_int_eq(ranks[1], 3);
+	ck_assert_uint_eq(orders, 2);
+	ck_assert_int_eq(sort_indexes[1], 3);
+	trace_free(&sink.kept);
+}
+END_TEST
+
 /* The rows of a thread's steps recorded as aggregates are kept once
  * when alike (steps 0 and 1: a relu that failed), apart when not (step
  * 2: a gelu that failed, as many rows of as many bytes). */
@@ -1398,6 +1446,7 @@ static Suite *pipeline_suite(void)
 	tcase_add_test(tc, every_event_reads_back_as_kept);
 	tcase_add_test(tc, finding_reads_back_as_written);
 	tcase_add_test(tc, two_scalers_count_their_own_scale);
+	tcase_add_test(tc, a_rank_learned_late_names_the_process);
 	tcase_add_test(tc, alike_aggregate_rows_are_kept_once);
 	tcase_add_test(tc, a_stream_across_mapping_windows_reads_back_whole);
 	tcase_add_test(tc, a_stream_populated_by_mmap_reads_back_whole);

@@ -458,6 +458,28 @@ capture "$amptrace" merge "$tmp/r1-hex.json" "$tmp/r0.json" -o "$tmp/mr3.json"
 check "an amp.flow id that is no number: exit 2" status_is 2
 check "... said where" err_has "r1-hex.json:10: event 8 (amp.flow s 'f'): id must be a number, got a string"
 
+# A process already named by a rank of its own (one learned from
+# init_process_group, FORMAT.md §5, in a file of every rank's processes;
+# or a rank file merged by position): the merged rank replaces that
+# prefix rather than stacking on it, and its args.rank says the same.
+late_ranked_trace() { # header-rank pid own-rank
+	printf '{"amptrace":{"format":"1.4","rank":%s},"traceEvents":[\n' "$1"
+	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"python (pid %s)"}},\n' "$2" "$2"
+	printf '{"name":"x","cat":"other","ph":"X","ts":1,"dur":1,"pid":%s,"tid":1},\n' "$2"
+	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"rank %s: python (pid %s)","rank":%s}},\n' "$2" "$3" "$2" "$3"
+	printf '{"name":"process_sort_index","ph":"M","pid":%s,"tid":0,"args":{"sort_index":%s}}\n],"amptraceEnd":{"complete":true}}\n' "$2" "$3"
+}
+late_ranked_trace null 77 1 >"$tmp/late-a.json"
+late_ranked_trace null 88 0 >"$tmp/late-b.json"
+capture "$amptrace" merge "$tmp/late-a.json" "$tmp/late-b.json" -o "$tmp/ml.json"
+check "merge of processes named by their own ranks: exit 0" status_is 0
+merged_pids "$tmp/ml.json" >"$tmp/pids"
+names_of() { grep "^process_name $1 " "$tmp/pids" | sort -u; }
+check "a process named by its own rank 1, merged as rank 0: each of its names says rank 0, once" \
+	test "$(names_of 1)" = "process_name 1 rank 0: python (pid 77) 0 None None"
+check "... and the other, own rank 0 merged as rank 1: rank 1" \
+	test "$(names_of 2)" = "process_name 2 rank 1: python (pid 88) 1 None None"
+
 # ------------------------------------------------------------- the bytes
 # What merge writes for whole inputs, byte for byte: the fixtures of
 # every kind (libamp's, torch's, aggregates, compiled graphs, modules,

@@ -165,6 +165,18 @@ static bool move_ts(const struct input *in, double *ts)
 	return true;
 }
 
+/* A process's name without the "rank N: " the converter put before it
+ * (N its own rank: its environment's, or one it learned later, FORMAT.md
+ * §5; a name without a rank, the merged one's), so that the merged rank
+ * replaces it rather than stacking on it. */
+static const char *without_rank(const char *name, int rank)
+{
+	char prefix[32];
+	size_t n = (size_t)snprintf(prefix, sizeof prefix, "rank %d: ", rank);
+
+	return rank >= 0 && !strncmp(name, prefix, n) ? name + n : name;
+}
+
 /* e, one of amptrace's events, as the merged trace has it. */
 static int merge_model_event(struct merge *m, struct input *in,
 			     struct trace_event e)
@@ -185,16 +197,14 @@ static int merge_model_event(struct merge *m, struct input *in,
 	if (e.kind == TRACE_META && e.meta.host_pid)
 		e.meta.host_pid = map_pid(m, in, e.meta.host_pid);
 	if (e.kind == TRACE_META && e.pid == in->new_pid) {
-		char prefix[32];
-		snprintf(prefix, sizeof prefix, "rank %d:", in->new_rank);
-		if (!strcmp(e.name, "process_name") && e.meta.value &&
-		    strncmp(e.meta.value, prefix, strlen(prefix))) {
-			snprintf(label, sizeof label, "%s %.1024s", prefix,
-				 e.meta.value);
+		if (!strcmp(e.name, "process_name") && e.meta.value) {
+			snprintf(label, sizeof label, "rank %d: %.1024s",
+				 in->new_rank,
+				 without_rank(e.meta.value, e.meta.rank >= 0 ?
+					      e.meta.rank : in->new_rank));
 			e.meta.value = label;
-		}
-		if (!strcmp(e.name, "process_name") && e.meta.rank < 0)
 			e.meta.rank = in->new_rank;
+		}
 		if (!strcmp(e.name, "process_sort_index"))
 			e.meta.sort_index = in->new_rank;
 	}

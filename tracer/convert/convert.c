@@ -76,6 +76,55 @@ static void process_metadata(struct converter *cv, struct convert_process *p)
 	convert_emit(cv, p, &e);
 }
 
+/* The process that started p: the latest to attach with p's parent's
+ * pid before p did (an earlier one may have had the pid before it). */
+static struct convert_process *parent_of(const struct converter *cv,
+					 const struct convert_process *p)
+{
+	struct convert_process *parent = NULL;
+
+	for (size_t i = 0; i < cv->nprocs; i++) {
+		struct convert_process *q = cv->procs[i];
+		if (q->pid == p->ppid && q->attach_ns <= p->attach_ns &&
+		    (!parent || q->attach_ns > parent->attach_ns))
+			parent = q;
+	}
+	return parent;
+}
+
+void convert_rank_learned(struct converter *cv, struct convert_process *p,
+			  int rank, uint64_t time_ns)
+{
+	if (rank < 0 || rank == p->rank)
+		return;
+	p->rank = rank;
+	p->rank_ns = time_ns;
+	if (p->announced)
+		process_metadata(cv, p);
+	/* Its children started since are its rank's, as they would be with
+	 * the rank in the environment they inherit (a DataLoader's workers,
+	 * forked or spawned); those not announced yet are when they are. */
+	for (size_t i = 0; i < cv->nprocs; i++) {
+		struct convert_process *child = cv->procs[i];
+		if (child->announced && child->rank < 0 &&
+		    child->attach_ns >= time_ns && parent_of(cv, child) == p)
+			convert_rank_learned(cv, child, rank, child->attach_ns);
+	}
+}
+
+/* A process started by one that had learned its rank late takes it
+ * (and is named by it, being announced): whether it did. */
+static bool inherit_rank(struct converter *cv, struct convert_process *p)
+{
+	const struct convert_process *parent = parent_of(cv, p);
+
+	if (p->rank >= 0 || !parent || !parent->rank_ns ||
+	    parent->rank_ns > p->attach_ns)
+		return false;
+	convert_rank_learned(cv, p, parent->rank, p->attach_ns);
+	return true;
+}
+
 static void thread_metadata(struct converter *cv, struct convert_process *p,
 			    struct convert_thread *t,
 			    const struct raw_thread_header *h)
@@ -102,7 +151,10 @@ static void announce(struct converter *cv, struct convert_process *p)
 	if (cv->trace_for)
 		p->trace = cv->trace_for(cv->ctx, p);
 	convert_intern_names(p);
-	process_metadata(cv, p);
+	/* after its file is chosen (its parent's, not a rank's), before it
+	 * is named: named once, by the rank, as with it in its environment */
+	if (!inherit_rank(cv, p))
+		process_metadata(cv, p);
 }
 
 static const uint8_t *map_chunk(struct convert_thread *t, uint64_t index)

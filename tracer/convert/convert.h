@@ -24,7 +24,12 @@ struct raw_decoded;
 struct convert_process {
 	long pid;
 	long ppid;
-	int rank;                /* -1 when the environment gave none */
+	/* its environment's, or the one the program gave it later
+	 * (convert_rank_learned); -1: none */
+	int rank;
+	/* when it was given that rank later, or inherited it from its
+	 * parent (its attach_ns); 0: never */
+	uint64_t rank_ns;
 	char *exe;
 	char *name;              /* basename of argv[0] */
 	char *framework;         /* "torch 1.13.1 (...)", "libamp 0.1.0"; or NULL */

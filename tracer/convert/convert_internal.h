@@ -200,6 +200,16 @@ const char *convert_op_label(struct convert_process *p, const char *op,
 const char *convert_cast_label(struct convert_process *p, unsigned from,
 		unsigned to);
 
+/* convert.c: the rank the program gave p at `time_ns`, after it started
+ * (RAW_KIND_RANK: torch.distributed's), over its environment's: p's name,
+ * order and trailer entry say it from here on (its process metadata is
+ * written again; readers take a pid's last), and so do those of the
+ * children p starts from then on.  Its events stay in the file chosen
+ * when p was announced: those already written there cannot move to a
+ * rank's file (FORMAT.md §5). */
+void convert_rank_learned(struct converter *cv, struct convert_process *p,
+			  int rank, uint64_t time_ns);
+
 /* convert_records.c */
 void convert_scope_end(struct converter *cv, struct convert_process *p,
 		struct convert_thread *t, const struct open_scope *s,

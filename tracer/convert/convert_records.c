@@ -527,6 +527,9 @@ void convert_record(struct converter *cv, struct convert_process *p,
 	case RAW_KIND_GPU_STATS:
 		on_gpu_stats(p, &d->gpu_stats);
 		break;
+	case RAW_KIND_RANK:
+		convert_rank_learned(cv, p, d->rank.rank, r->time_ns);
+		break;
 	default:
 		convert_step_record(cv, p, t, d);
 		break;

@@ -632,6 +632,22 @@ void producer_gpu_status(uint64_t thread, uint64_t time_ns, int result,
 	record_commit(w, r, RAW_KIND_GPU_STATUS, time_ns, p);
 }
 
+void producer_rank(int rank, uint64_t thread, uint64_t time_ns)
+{
+	struct thread_writer *w = &writer;
+
+	if (w->busy || !atomic_load(&attached) || rank < 0)
+		return;
+	w->busy = true;
+	struct raw_rank learned = { rank };
+	struct raw_record *r = record_reserve(w, raw_bound_rank(&learned),
+					      thread);
+	if (r)
+		record_commit(w, r, RAW_KIND_RANK, time_ns,
+			      raw_encode_rank((uint8_t *)(r + 1), &learned));
+	w->busy = false;
+}
+
 /* The counts, then the end of the GPU stream. */
 void producer_gpu_stats(const struct amp_gpu_profiler_stats *stats)
 {

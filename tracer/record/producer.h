@@ -83,6 +83,13 @@ void producer_mark_exit(void);
  * character boundary. */
 void producer_set_thread_name(const char *name);
 
+/* The process's rank, learned after it started (the PyTorch bridge:
+ * torch.distributed.init_process_group returned), recorded in
+ * `thread`'s stream: the trace labels the process with it from then on,
+ * over its environment's (RANK, ...: FORMAT.md §5).  A negative rank is
+ * none and is not recorded. */
+void producer_rank(int rank, uint64_t thread, uint64_t time_ns);
+
 /* Tests: populate new chunks as on a kernel without MADV_POPULATE_WRITE
  * (Linux before 5.14), which the producer otherwise finds out itself. */
 void producer_populate_by_mmap(void);

@@ -6,7 +6,9 @@
  * process image (p<pid>-<n> after an exec in the same pid):
  *   p<pid>/process.json   written once by the recorder when it attaches
  *                         (then renamed into place, so it is whole):
- *                         pid, rank, argv, libamp's enum names
+ *                         pid, rank (its environment's; a later
+ *                         RAW_KIND_RANK record overrides it), argv,
+ *                         libamp's enum names
  *   p<pid>/t<n>.raw       one file per thread that emitted events
  *   p<pid>/tgpu.raw       GPU activities (CUPTI), written by whichever
  *                         thread CUPTI delivers them on, under a lock;
@@ -55,7 +57,10 @@
  * different 6s, so 7: both; 8: the GPU's counts end with the activities
  * of folded ops; 9: a thread's aggregates of the step in progress in
  * RAW_AGGREGATE_FILE (step_aggregate.c's layout); 10: their last event's
- * time (end_ns) */
+ * time (end_ns).  A new kind is no new version (RAW_KIND_RANK): a
+ * converter that predates it counts each of its records in the
+ * process's raw_errors and reads on, where a new version would make it
+ * drop the thread's whole stream. */
 #define RAW_VERSION 10
 /* A thread's aggregates of the step in progress, under p<pid>, mapped by
  * the thread (its counts outlive a killed process): printf's format of
@@ -103,6 +108,10 @@ enum raw_kind {
 	RAW_KIND_STEP_CAST,
 	RAW_KIND_STEP_DIAG,
 	RAW_KIND_STEP_TOTALS,
+	/* What the program told its runtime about the process after it
+	 * started (raw_schema.h's models): the rank torch.distributed gave
+	 * it, which its environment may not have had (mp.spawn). */
+	RAW_KIND_RANK = 0x300,
 };
 
 struct raw_record {

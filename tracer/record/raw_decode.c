@@ -189,6 +189,7 @@ static const struct producer_tensor *get_tensors(struct cursor *c,
 RAW_EVENT_KINDS(DECODER)
 RAW_GPU_KINDS(DECODER)
 RAW_STEP_KINDS(DECODER)
+RAW_PROCESS_KINDS(DECODER)
 #undef DECODER
 
 bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
@@ -224,13 +225,14 @@ bool raw_decode(const struct raw_record *r, struct raw_decoded *d)
 		d->gpu_stats = (struct raw_gpu_stats){ 0 };
 		decode_gpu_stats(&c, &d->gpu_stats);
 		break;
-#define DECODE_STEP(name, number, model, fields)                            \
+#define DECODE_MODEL(name, number, model, fields)                           \
 	case number:                                                        \
 		d->name = (model){ 0 };                                     \
 		decode_##name(&c, &d->name);                                \
 		break;
-		RAW_STEP_KINDS(DECODE_STEP)
-#undef DECODE_STEP
+		RAW_STEP_KINDS(DECODE_MODEL)
+		RAW_PROCESS_KINDS(DECODE_MODEL)
+#undef DECODE_MODEL
 	default:
 		return false;
 	}

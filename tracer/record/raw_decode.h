@@ -22,6 +22,7 @@ struct raw_decoded {
 		struct raw_gpu_stats gpu_stats;
 #define RAW_DECODED_MEMBER(name, number, model, fields) model name;
 		RAW_STEP_KINDS(RAW_DECODED_MEMBER)
+		RAW_PROCESS_KINDS(RAW_DECODED_MEMBER)
 #undef RAW_DECODED_MEMBER
 	};
 	/* storage: the record's tensors */

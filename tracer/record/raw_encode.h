@@ -258,6 +258,7 @@ static inline uint8_t *raw_put_tensors(uint8_t *p,
 RAW_EVENT_KINDS(RAW_ENCODER)
 RAW_GPU_KINDS(RAW_ENCODER)
 RAW_STEP_KINDS(RAW_ENCODER)
+RAW_PROCESS_KINDS(RAW_ENCODER)
 #undef RAW_ENCODER
 
 static inline size_t raw_event_bound(const struct producer_event *e)

@@ -134,6 +134,13 @@ struct raw_step_totals {
 	uint64_t cache_entries, cache_bytes, cache_max_entries, cache_max_bytes;
 };
 
+/* RAW_KIND_RANK's model: the process's rank, as its runtime learned it
+ * (torch.distributed.init_process_group): it overrides process.json's
+ * rank from the environment (FORMAT.md §5). */
+struct raw_rank {
+	int32_t rank;
+};
+
 #define RAW_TENSOR_FIELDS(X)                                                \
 	X(V64, id, ) X(V64, producer_op_id, ) X(U8, dtype, )                \
 	X(U8, device, ) X(FLAGS, flags, ) X(DIMS, shape, ndim) X(STR, name, )
@@ -232,6 +239,8 @@ struct raw_step_totals {
 	X(V64, cache_entries, ) X(V64, cache_bytes, )                       \
 	X(V64, cache_max_entries, ) X(V64, cache_max_bytes, )
 
+#define RAW_RANK_FIELDS(X) X(S32, rank, )
+
 /* Every kind: X(name, kind number, model struct, field table).  The
  * producer's kinds come first (RAW_EVENT_KINDS): producer_emit takes any
  * of them. */
@@ -270,5 +279,8 @@ struct raw_step_totals {
 	  RAW_STEP_DIAG_FIELDS)                                             \
 	X(step_totals, RAW_KIND_STEP_TOTALS, struct raw_step_totals,        \
 	  RAW_STEP_TOTALS_FIELDS)
+
+#define RAW_PROCESS_KINDS(X)                                                \
+	X(rank, RAW_KIND_RANK, struct raw_rank, RAW_RANK_FIELDS)
 
 #endif /* AMPTRACE_RAW_SCHEMA_H */

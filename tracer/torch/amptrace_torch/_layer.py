@@ -4,7 +4,8 @@ Autocast regions (enter/exit, depth, dtype, cache flag, where), cache
 clears, the phase (backward inside autograd.backward/grad, optimizer
 inside Optimizer.step), parameter names, thread names, GradScaler (and
 which gradient made it skip a step), LR scheduler steps of the optimizers
-it steps, and forked multiprocessing children.  Each wrapper calls the original first
+it steps, forked multiprocessing children, and the rank
+torch.distributed gives the process.  Each wrapper calls the original first
 or last exactly as torch would and records around it: the program's
 behaviour does not change.
 """
@@ -547,6 +548,27 @@ def _wrap_processes(bridge):
     mp.BaseProcess._bootstrap = _bootstrap
 
 
+def _wrap_distributed(torch, bridge):
+    """A process told its rank by the program rather than its environment
+    (torch.multiprocessing.spawn's workers, Lightning's DDP, whose first
+    rank is the launching process) learns it when init_process_group
+    returns: the trace labels the process with the rank torch gives it."""
+    distributed = torch.distributed
+    if not distributed.is_available():
+        return
+    c10d = distributed.distributed_c10d
+
+    def initialized(result, *args, **kwargs):
+        try:
+            bridge.rank(distributed.get_rank())
+        except Exception as e:
+            _recording_failed(e)
+
+    # torch.distributed's name is c10d's, imported: both are called
+    wrapped = _wrapped(bridge, c10d.init_process_group, after=initialized)
+    c10d.init_process_group = distributed.init_process_group = wrapped
+
+
 def _found_inf(scaler, optimizer):
     """Whether unscaling `optimizer`'s gradients (or its id's) found an
     inf or NaN."""
@@ -828,6 +850,7 @@ def install(torch, bridge, modules_exist):
                  lambda: _track_modules(torch, bridge, roots),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
+                 lambda: _wrap_distributed(torch, bridge),
                  lambda: _wrap_scaler(torch, bridge, scaled),
                  lambda: _wrap_lr_schedulers(torch, bridge, scaled),
                  lambda: _wrap_inference_mode(torch, bridge),

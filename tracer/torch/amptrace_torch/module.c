@@ -451,6 +451,19 @@ static PyObject *bridge_set_thread_name(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* rank(rank): torch.distributed gave this process its rank (the Python
+ * layer, after init_process_group): the trace labels it with it. */
+static PyObject *bridge_rank(PyObject *self, PyObject *args)
+{
+	int rank;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "i", &rank))
+		return NULL;
+	producer_rank(rank, amp_thread_number(), amp_now_ns());
+	Py_RETURN_NONE;
+}
+
 /* op_exception(text) -> bool: an uncaught exception ended this thread
  * (the Python layer's excepthooks); attached to the op that failed last
  * here, if the last op failed. */
@@ -577,6 +590,8 @@ static PyMethodDef methods[] = {
 	  "inf_tensor_id)" },
 	{ "set_thread_name", bridge_set_thread_name, METH_VARARGS,
 	  "set_thread_name(name)" },
+	{ "rank", bridge_rank, METH_VARARGS,
+	  "rank(rank): the process's rank, from torch.distributed" },
 	{ "set_inference_mode", bridge_set_inference_mode, METH_VARARGS,
 	  "set_inference_mode(enabled)" },
 	{ "op_exception", bridge_op_exception, METH_VARARGS,

@@ -1,0 +1,75 @@
+"""DistributedDataParallel started as PyTorch's DDP tutorial starts it:
+torch.multiprocessing.spawn, no RANK in any process's environment, each
+worker giving init_process_group its rank (gloo, CPU bf16 autocast).  The
+model is made before init_process_group, so each worker records ops
+before it has a rank.  Each worker prints `rank R step S loss <hex>`.
+
+usage: scenario_spawn_ddp.py STEPS STORE [--no-init] [--loader]
+  STORE: a file that does not exist yet, the ranks' rendezvous (a file,
+         not a TCP port another job could take meanwhile)
+  --no-init: the workers train alone and never call init_process_group
+  --loader: each worker's batches come from a DataLoader with one worker
+            process of its own (spawned, mp.spawn's workers' start
+            method, after init_process_group), which makes them with
+            torch ops
+"""
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+WORLD_SIZE = 2
+
+
+def model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                               torch.nn.Linear(16, 4))
+
+
+class Batches(torch.utils.data.Dataset):
+    def __init__(self, rank, steps):
+        self.rank, self.steps = rank, steps
+
+    def __len__(self):
+        return self.steps
+
+    def __getitem__(self, step):
+        if step >= self.steps:
+            raise IndexError(step)  # iterated without a DataLoader
+        generator = torch.Generator().manual_seed(100 * self.rank + step)
+        return torch.randn(4, 8, generator=generator)
+
+
+def worker(rank, store, steps, init, loader):
+    net = model()
+    if init:
+        dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
+                                init_method="file://" + store)
+        net = DistributedDataParallel(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    batches = Batches(rank, steps)
+    if loader:
+        batches = torch.utils.data.DataLoader(batches, batch_size=None,
+                                              num_workers=1)
+    for step, x in enumerate(batches):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = net(x).float().pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        # one write: the workers share the parent's stdout
+        sys.stdout.write("rank %d step %d loss %s\n"
+                         % (rank, step, float(loss.item()).hex()))
+        sys.stdout.flush()
+    if init:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(sys.argv[2], int(sys.argv[1]),
+                           "--no-init" not in sys.argv[3:],
+                           "--loader" in sys.argv[3:]),
+             nprocs=WORLD_SIZE)
