@@ -22,6 +22,7 @@
 #include "producer.h"
 #include "value_stats.h"
 #include "values.h"
+#include "window_flow.h"
 #include "wrap.h"
 
 #include <dlfcn.h>
@@ -497,19 +498,52 @@ static PyObject *bridge_step_end(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* evaluation(begin_ns, how): an evaluation window ran from begin_ns
- * (now()'s) to now. */
+/* evaluation(begin_ns, how[, end_ns]): an evaluation window ran from
+ * begin_ns (now()'s) to end_ns, by default now: a region under no_grad
+ * is known for one when its step ends (window_flow.h). */
 static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
 {
-	unsigned long long begin_ns;
+	unsigned long long begin_ns, end_ns = 0;
 	const char *how;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "Ks", &begin_ns, &how))
+	if (!PyArg_ParseTuple(args, "Ks|K", &begin_ns, &how, &end_ns))
 		return NULL;
-	producer_evaluation(begin_ns, amp_now_ns(), intern(how),
-			    amp_thread_number());
+	producer_evaluation(begin_ns, end_ns ? end_ns : amp_now_ns(),
+			    intern(how), amp_thread_number());
 	Py_RETURN_NONE;
+}
+
+/* window_open() -> slot: a region under no_grad begins on this thread;
+ * -1: not followed. */
+static PyObject *bridge_window_open(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromLong(window_flow_open());
+}
+
+/* window_close(slot): its region exited. */
+static PyObject *bridge_window_close(PyObject *self, PyObject *args)
+{
+	int slot;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "i", &slot))
+		return NULL;
+	window_flow_close(slot);
+	Py_RETURN_NONE;
+}
+
+/* window_end(slot) -> whether its results reached training. */
+static PyObject *bridge_window_end(PyObject *self, PyObject *args)
+{
+	int slot;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "i", &slot))
+		return NULL;
+	return PyBool_FromLong(window_flow_end(slot));
 }
 
 /* now() -> the events' clock, in ns. */
@@ -584,7 +618,13 @@ static PyMethodDef methods[] = {
 	{ "step_end", bridge_step_end, METH_VARARGS,
 	  "step_end(marker): the training step in progress ended" },
 	{ "evaluation", bridge_evaluation, METH_VARARGS,
-	  "evaluation(begin_ns, how): an evaluation window ended" },
+	  "evaluation(begin_ns, how[, end_ns]): an evaluation window ended" },
+	{ "window_open", bridge_window_open, METH_NOARGS,
+	  "window_open() -> slot: a region under no_grad begins here" },
+	{ "window_close", bridge_window_close, METH_VARARGS,
+	  "window_close(slot): its region exited" },
+	{ "window_end", bridge_window_end, METH_VARARGS,
+	  "window_end(slot) -> whether its results reached training" },
 	{ "now", bridge_now, METH_NOARGS, "now() -> the events' clock (ns)" },
 	{ "step_now", bridge_step_now, METH_NOARGS,
 	  "step_now() -> (step in progress, recorded in full detail)" },
