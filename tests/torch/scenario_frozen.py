@@ -5,6 +5,10 @@
 # "steps N windows W": the steps and the evaluation windows it ran.
 #   backbone  a frozen feature extractor under no_grad (outside
 #             autocast), its features fed to the trained head
+#   noopt     the backbone's loop with the head updated by hand (no
+#             optimizer: autocast regions end the steps, the head's
+#             region ending one before it reads the features), and
+#             one evaluation after the third step's update
 #   teacher   distillation: a teacher's logits under no_grad fed to the
 #             student's KL loss
 #   evalloop  every 2 steps an evaluation of 3 batches, each a region
@@ -51,6 +55,27 @@ def backbone():
                 feats = features(x)
         train_step(head, opt, feats, y)
     return 0
+
+
+def noopt():
+    features = mlp(16).requires_grad_(False)
+    head = torch.nn.Linear(16, 4)
+    for it in range(STEPS):
+        x, y = batch()
+        with torch.no_grad():
+            with torch.autocast(**BF16):
+                feats = features(x)
+        with torch.autocast(**BF16):
+            loss = F.cross_entropy(head(feats), y)
+        loss.backward()
+        with torch.no_grad():
+            for p in head.parameters():
+                p -= 0.1 * p.grad
+                p.grad = None
+        if it == 2:
+            with torch.no_grad(), torch.autocast(**BF16):
+                F.cross_entropy(head(features(x)), y).item()
+    return 1
 
 
 def teacher():
@@ -100,6 +125,6 @@ def single():
     return STEPS
 
 
-windows = {"backbone": backbone, "teacher": teacher, "evalloop": evalloop,
+windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher, "evalloop": evalloop,
            "single": single}[MODE]()
 print("steps %d windows %d" % (STEPS, windows))

@@ -224,7 +224,8 @@ def test_frozen():
     """Regions under no_grad inside a training step (scenario_frozen.py,
     FORMAT.md §8): a frozen backbone's or a teacher's, whose results
     feed the step's training, are part of the step, not evaluation
-    windows; an evaluation loop without model.eval() and a single batch
+    windows (where regions end the steps too, the head's region ending
+    one before it reads the features); an evaluation loop without model.eval() and a single batch
     evaluated before the step are windows.  A `per step` rule counts
     the same in steps recorded in full detail as in those recorded as
     aggregates (--steps 0:2 of 6), whose rows are whole steps: 5
@@ -233,7 +234,8 @@ def test_frozen():
     per_step = {"backbone": 7,   # the backbone's 5 and the head's 2
                 "teacher": 10,   # the teacher's 5 and the student's 5
                 "evalloop": 5, "single": 5}
-    for mode, detail in ((m, d) for m in per_step for d in ("all", "0:2")):
+    modes = ("noopt", *per_step)
+    for mode, detail in ((m, d) for m in modes for d in ("all", "0:2")):
         p, path = run("scenario_frozen.py", mode, out="frozen-" + mode,
                       options=("--steps", detail))
         words = p.stdout.split()
@@ -245,6 +247,8 @@ def test_frozen():
               p.returncode == 0 and expect is not None and
               (steps.get("count"), steps.get("evaluations")) == expect,
               (p.returncode, p.stdout, p.stderr[-300:], steps))
+        if mode == "noopt":   # a step holds a head's and the next backbone
+            continue
         # An evaluation in a step recorded as aggregates still counts
         # toward it (FORMAT.md §8): exact there only without windows.
         exact = detail == "all" or mode in ("backbone", "teacher")
@@ -259,6 +263,14 @@ def test_frozen():
            if "evaluation" in e["args"]}
     check("... a window under inference_mode says so",
           how == {"autocast region under inference_mode"}, how)
+    t = load(os.path.join(TMP, "frozen-noopt.json"))
+    window = [e for e in events(t, "amp.step") if "evaluation" in e["args"]]
+    inside = [s for s in events(t, "amp.scope") if s["ph"] == "B" and
+              window and window[0]["ts"] <= s["ts"] <=
+              window[0]["ts"] + window[0]["dur"]]
+    check("... a window known one step late is drawn where it ran, in its "
+          "step: around its region", len(window) == 1 and len(inside) == 1
+          and window[0]["args"]["step"] == 2, (window, inside))
     ok, why = valid(os.path.join(TMP, "frozen-evalloop.json"))
     check("... windows known when their step ends lie inside it (valid)",
           ok, why)

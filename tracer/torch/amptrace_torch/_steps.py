@@ -23,7 +23,8 @@ recorded when it ends; or an outermost autocast region entered under
 no_grad or inference_mode outside such a window whose results reach no
 training in its step (window_flow.h: a frozen backbone's or a teacher's
 forward feeds the head or the loss, and is part of the step's training),
-recorded when its step ends, once that is known.
+recorded when that is known: when its step ends, or the next where
+regions end the steps.
 
 Each wrapper calls the original exactly as torch would; recording
 failures are said once and never reach the program (_layer's rule).
@@ -47,7 +48,7 @@ class _State:
         self.region_in_step = False
         self.eval_windows = {}    # id(module) -> [begin_ns, dropped]
         # regions under no_grad that ended in this step, undecided:
-        # (begin_ns, end_ns, how, slot)
+        # [begin_ns, end_ns, how, slot, step, carried to the next step]
         self.regions_pending = []
         self.local = threading.local()
 
@@ -266,7 +267,7 @@ def _outermost_region(torch, region):
         ends = _state.region_in_step
         _state.region_in_step = True
     if ends:
-        _judge_regions()
+        _judge_regions(carry=True)
         _bridge.step_end(_REGION)
         with _state.lock:
             _state.region_in_step = True
@@ -279,18 +280,28 @@ def _region_ended(begin, slot, how):
     if slot < 0:
         _bridge.evaluation(begin, how)
         return
+    end, (step, _) = _bridge.now(), _bridge.step_now()
     with _state.lock:
-        _state.regions_pending.append((begin, _bridge.now(), how, slot))
+        _state.regions_pending.append([begin, end, how, slot, step, False])
 
 
-def _judge_regions():
-    """Before the step ends: the regions under no_grad in it whose
-    results reached no training were evaluations, recorded in it."""
+def _judge_regions(carry=False):
+    """Before a step ends: the regions under no_grad in it whose results
+    reached no training were evaluations, recorded in their step.
+    `carry`: the step ends as a region is entered (no optimizer), before
+    that region reads what a frozen backbone's computed: this step's are
+    judged when the next one ends."""
     with _state.lock:
-        pending, _state.regions_pending = _state.regions_pending, []
-    for begin, end, how, slot in pending:
+        pending, kept = _state.regions_pending, []
+        if carry:
+            kept = [r for r in pending if not r[5]]
+            pending = [r for r in pending if r[5]]
+            for region in kept:
+                region[5] = True
+        _state.regions_pending = kept
+    for begin, end, how, slot, step, _ in pending:
         if not _bridge.window_end(slot):
-            _bridge.evaluation(begin, how, end)
+            _bridge.evaluation(begin, how, end, step)
 
 
 def _wrap_train_mode(torch):

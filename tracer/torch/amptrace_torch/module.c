@@ -498,18 +498,21 @@ static PyObject *bridge_step_end(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* evaluation(begin_ns, how[, end_ns]): an evaluation window ran from
- * begin_ns (now()'s) to end_ns, by default now: a region under no_grad
- * is known for one when its step ends (window_flow.h). */
+/* evaluation(begin_ns, how[, end_ns, step]): an evaluation window ran
+ * from begin_ns (now()'s) to end_ns, by default now, in `step`, by
+ * default the one in progress: a region under no_grad is known for one
+ * when its step ends, or the next (window_flow.h). */
 static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
 {
 	unsigned long long begin_ns, end_ns = 0;
+	long long step = -1;
 	const char *how;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "Ks|K", &begin_ns, &how, &end_ns))
+	if (!PyArg_ParseTuple(args, "Ks|KL", &begin_ns, &how, &end_ns, &step))
 		return NULL;
-	producer_evaluation(begin_ns, end_ns ? end_ns : amp_now_ns(),
+	producer_evaluation(step >= 0 ? (uint64_t)step : producer_step_now(),
+			    begin_ns, end_ns ? end_ns : amp_now_ns(),
 			    intern(how), amp_thread_number());
 	Py_RETURN_NONE;
 }
@@ -618,7 +621,8 @@ static PyMethodDef methods[] = {
 	{ "step_end", bridge_step_end, METH_VARARGS,
 	  "step_end(marker): the training step in progress ended" },
 	{ "evaluation", bridge_evaluation, METH_VARARGS,
-	  "evaluation(begin_ns, how[, end_ns]): an evaluation window ended" },
+	  "evaluation(begin_ns, how[, end_ns, step]): an evaluation window "
+	  "ended" },
 	{ "window_open", bridge_window_open, METH_NOARGS,
 	  "window_open() -> slot: a region under no_grad begins here" },
 	{ "window_close", bridge_window_close, METH_VARARGS,
