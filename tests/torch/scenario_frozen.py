@@ -14,8 +14,11 @@
 #   evalloop  every 2 steps an evaluation of 3 batches, each a region
 #             under no_grad, without model.eval(), its accuracy read
 #             with grad on (metrics, not training)
+#   fork      the evalloop's loop, a child forked after each evaluation
+#             (before the step ends), which exits as a program does
 #   single    before each training step one batch evaluated under
 #             inference_mode, its loss read
+import os
 import sys
 
 import torch
@@ -113,6 +116,21 @@ def evalloop():
     return windows
 
 
+def fork():
+    model = mlp(4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(STEPS):
+        x, y = batch()
+        with torch.no_grad(), torch.autocast(**BF16):
+            model(x).argmax(-1)
+        child = os.fork()
+        if child == 0:
+            sys.exit(0)      # its atexit handlers run
+        os.waitpid(child, 0)
+        train_step(model, opt, *batch())
+    return STEPS
+
+
 def single():
     model = mlp(4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -126,5 +144,5 @@ def single():
 
 
 windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher, "evalloop": evalloop,
-           "single": single}[MODE]()
+           "fork": fork, "single": single}[MODE]()
 print("steps %d windows %d" % (STEPS, windows))

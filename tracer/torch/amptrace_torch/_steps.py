@@ -30,6 +30,7 @@ Each wrapper calls the original exactly as torch would; recording
 failures are said once and never reach the program (_layer's rule).
 """
 import functools
+import os
 import threading
 
 _USER = "amptrace_torch.step()"
@@ -289,7 +290,7 @@ def _judge_regions(carry=False):
     """Before a step ends: the regions under no_grad in it whose results
     reached no training were evaluations, recorded in their step.
     `carry`: the step ends as a region is entered (no optimizer), before
-    that region reads what a frozen backbone's computed: this step's are
+    that region reads what a frozen backbone computed: this step's are
     judged when the next one ends."""
     with _state.lock:
         pending, kept = _state.regions_pending, []
@@ -355,11 +356,18 @@ def close_windows():
             _bridge.evaluation(begin, "model.eval()")
 
 
+def _forked():
+    """A forked child (a DataLoader worker): the parent's regions under
+    no_grad are the parent's to judge (window_flow.h forgets them)."""
+    _state.regions_pending = []
+
+
 def install(torch, bridge):
     """Each part on its own, after _layer's wrappers (so these run
     around them)."""
     global _bridge
     _bridge = bridge
+    os.register_at_fork(after_in_child=_forked)
     for part in (_wrap_optimizers, _wrap_scaler, _wrap_autocast,
                  _wrap_train_mode, _wrap_graph_capture):
         try:

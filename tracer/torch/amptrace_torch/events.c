@@ -1258,6 +1258,7 @@ bool events_pause(bool paused)
 void events_after_fork(void)
 {
 	gpu_after_fork();
+	window_flow_after_fork();
 	/* The forking thread's stack belongs to the parent's calls. */
 	if (state) {
 		state->nframes = 0;

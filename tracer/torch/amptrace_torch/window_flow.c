@@ -152,6 +152,14 @@ bool window_flow_end(int slot)
 	return trained;
 }
 
+void window_flow_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	open_slots = trained_slots = 0;
+	region_slot = -1;
+	follow_or_forget();
+}
+
 /* An op trains when autograd records it: grad on, and an input that
  * requires grad (a parameter, or what was computed from one). */
 static bool trains(const struct obs_args *inputs, bool grad_enabled)

@@ -29,6 +29,10 @@ void window_flow_close(int slot);
  * the slot is free again. */
 bool window_flow_end(int slot);
 
+/* In a forked child: the parent's regions are not its own, and the lock
+ * may have been held by a thread the child does not have. */
+void window_flow_after_fork(void);
+
 /* events.c's two calls per op of the trace (outermost and nested ops
  * alike).  Only read while some slot is undecided. */
 extern atomic_bool window_flow_following;
