@@ -69,15 +69,15 @@ static struct marked *find(uint64_t id)
 	}
 }
 
-static void put(struct marked *slots, size_t size, uint64_t id,
-		uint64_t marks)
+static void put(struct marked *entries, size_t size, uint64_t id,
+		uint64_t slots)
 {
 	size_t i = hash(id) & (size - 1);
 
-	while (slots[i].id && slots[i].id != id)
+	while (entries[i].id && entries[i].id != id)
 		i = (i + 1) & (size - 1);
-	slots[i].id = id;
-	slots[i].slots |= marks;
+	entries[i].id = id;
+	entries[i].slots |= slots;
 }
 
 /* Room for one more, kept at most half full; false past MAX_MARKED or
