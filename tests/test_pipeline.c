@@ -129,8 +129,8 @@ static void produce_steps(struct producer_autocast on,
 	e.cache = (struct producer_cache_clear){ .entries = 3, .bytes = 384 };
 	emit(e, 13607);
 	producer_step_end("scaler update", BASE_NS + 13700000, 1);
-	producer_evaluation(BASE_NS + 13800000, BASE_NS + 13900000,
-			    "model.eval()", 1);
+	producer_evaluation(producer_step_now(), BASE_NS + 13800000,
+			    BASE_NS + 13900000, "model.eval()", 1);
 }
 
 /* One of each kind, as libamp's hooks and the GPU profiler produce them;

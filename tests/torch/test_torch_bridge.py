@@ -235,6 +235,70 @@ def test_steps():
     check("... and the nanoGPT-shaped trace is valid", ok, why)
 
 
+def rule_holds(path, rule):
+    """`amptrace check` of one rule: (it held, what check said)."""
+    p = subprocess.run([AMPTRACE, "check", path, "/dev/stdin"], input=rule,
+                       capture_output=True, text=True)
+    return p.returncode == 0, p.stdout + p.stderr
+
+
+def test_frozen():
+    """Regions under no_grad inside a training step (scenario_frozen.py,
+    FORMAT.md §8): a frozen backbone's or a teacher's, whose results
+    feed the step's training, are part of the step, not evaluation
+    windows (where regions end the steps too, the head's region ending
+    one before it reads the features); an evaluation loop without
+    model.eval() and a single batch evaluated before the step are
+    windows.  A `per step` rule counts
+    the same in steps recorded in full detail as in those recorded as
+    aggregates (--steps 0:2 of 6), whose windows have rows of their own:
+    5 f32->bf16 casts per model forward (the first Linear's input, both
+    weights and biases)."""
+    per_step = {"backbone": 7,   # the backbone's 5 and the head's 2
+                "teacher": 10,   # the teacher's 5 and the student's 5
+                "evalloop": 5, "single": 5,
+                "fork": 5}       # a child forked in each step: its
+                                 # parent's windows are not its own
+    modes = ("noopt", *per_step)
+    for mode, detail in ((m, d) for m in modes for d in ("all", "0:2")):
+        p, path = run("scenario_frozen.py", mode, out="frozen-" + mode,
+                      options=("--steps", detail))
+        words = p.stdout.split()
+        expect = (int(words[1]), int(words[3])) if len(words) == 4 else None
+        steps = summary_json(path).get("steps", {})
+        check("no_grad regions in the %s loop: %s steps, %s evaluation "
+              "windows (--steps %s)"
+              % (mode, *(expect or ("?", "?")), detail),
+              p.returncode == 0 and expect is not None and
+              (steps.get("count"), steps.get("evaluations")) == expect,
+              (p.returncode, p.stdout, p.stderr[-300:], steps))
+        if mode == "noopt":   # a step holds a head's and the next backbone
+            continue
+        # a window in a step recorded as aggregates has rows of its own
+        # (FORMAT.md §3.12): exact there too
+        rule = "casts f32->bf16 == %d per step\n" % per_step[mode]
+        held, said = rule_holds(path, "casts f32->bf16 >= 1 per step\n" +
+                                rule)
+        check("... check: %s holds in every step (--steps %s)"
+              % (rule.strip(), detail), held, said)
+    t = load(os.path.join(TMP, "frozen-single.json"))
+    how = {e["args"]["evaluation"] for e in events(t, "amp.step")
+           if "evaluation" in e["args"]}
+    check("... a window under inference_mode says so",
+          how == {"autocast region under inference_mode"}, how)
+    t = load(os.path.join(TMP, "frozen-noopt.json"))
+    window = [e for e in events(t, "amp.step") if "evaluation" in e["args"]]
+    inside = [s for s in events(t, "amp.scope") if s["ph"] == "B" and
+              window and window[0]["ts"] <= s["ts"] <=
+              window[0]["ts"] + window[0]["dur"]]
+    check("... a window known one step late is drawn where it ran, in its "
+          "step: around its region", len(window) == 1 and len(inside) == 1
+          and window[0]["args"]["step"] == 2, (window, inside))
+    ok, why = valid(os.path.join(TMP, "frozen-evalloop.json"))
+    check("... windows known when their step ends lie inside it (valid)",
+          ok, why)
+
+
 def test_regions():
     """Regions are named by the program's code (scenario_regions.py), the
     same under every torch."""
@@ -1588,7 +1652,7 @@ def test_observer_build():
 
 skip_unless_bridge(AMPTRACE, PYTHON)
 TESTS = [test_training_loop, test_regions, test_checkpoint,
-         test_cache_dtypes, test_steps, test_bounded,
+         test_cache_dtypes, test_steps, test_frozen, test_bounded,
          test_scenarios, test_roots, test_custom_function,
          test_import_ways,
          test_sitecustomize, test_api,

@@ -74,11 +74,13 @@ struct convert_process {
 	size_t nscalers;
 	uint64_t skipped_steps;
 	/* training steps (FORMAT.md §8): steps ended, those of them in full
-	 * detail, when the step in progress began (0: at the start), and
-	 * whether full detail stopped for size (from detail_stop_step on,
-	 * past detail_stop_limit bytes of `detail_stop_measured`) */
+	 * detail, when the step in progress began (0: at the start) and
+	 * the one before it, the number of the step in progress (as the
+	 * producer numbers them), and whether full detail stopped for size
+	 * (from detail_stop_step on, past detail_stop_limit bytes of
+	 * `detail_stop_measured`) */
 	uint64_t steps, detail_steps, aggregates, aggregated_ops;
-	uint64_t step_begin_ns;
+	uint64_t step_begin_ns, previous_step_begin_ns, step_in_progress;
 	bool detail_stopped;
 	uint64_t detail_stop_step, detail_stop_limit;
 	char *detail_stop_measured;

@@ -50,18 +50,25 @@ static void on_step(struct converter *cv, struct convert_process *p,
 	convert_emit(cv, p, &e);
 	p->steps++;
 	p->detail_steps += s->detail;
+	p->previous_step_begin_ns = p->step_begin_ns;
 	p->step_begin_ns = end_ns;
+	p->step_in_progress = s->step + 1;
 }
 
 /* A window is drawn inside its step: the step's slice and the window's
- * nest on the process's track. */
+ * nest on the process's track.  Its step is the one in progress, or the
+ * one before: a region under no_grad is known for a window when a later
+ * step ends, at the latest (FORMAT.md §8). */
 static void on_evaluation(struct converter *cv, struct convert_process *p,
 			  const struct raw_evaluation *w, uint64_t end_ns)
 {
 	uint64_t begin_ns = w->begin_ns;
+	uint64_t step_begin_ns = w->step < p->step_in_progress
+					 ? p->previous_step_begin_ns
+					 : p->step_begin_ns;
 
-	if (begin_ns < p->step_begin_ns)
-		begin_ns = p->step_begin_ns;
+	if (begin_ns < step_begin_ns)
+		begin_ns = step_begin_ns;
 	if (begin_ns < cv->base_ns)
 		begin_ns = cv->base_ns;
 	if (begin_ns > end_ns)

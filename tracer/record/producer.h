@@ -117,10 +117,12 @@ void producer_emit_libamp(const struct amp_event *event);
 void producer_step_end(const char *marker, uint64_t time_ns,
 		       uint64_t thread);
 /* An evaluation window (model.eval(), a region under no_grad) ran from
- * begin_ns to end_ns: not a training step.  `how` lives for the
+ * begin_ns to end_ns in `step` (the one in progress, or the one before
+ * it: a region known for a window only once its results were followed
+ * past that step's end): not a training step.  `how` lives for the
  * process's life. */
-void producer_evaluation(uint64_t begin_ns, uint64_t end_ns, const char *how,
-			 uint64_t thread);
+void producer_evaluation(uint64_t step, uint64_t begin_ns, uint64_t end_ns,
+			 const char *how, uint64_t thread);
 /* An evaluation window begins or ends now: each thread's aggregates of a
  * step not in full detail end at its next event outside an op, so that
  * none spans a window's edge (readers tell a window's rows by their

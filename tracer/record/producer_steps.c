@@ -507,10 +507,10 @@ void producer_steps_chunk(void)
 	pthread_mutex_unlock(&lock);
 }
 
-void producer_evaluation(uint64_t begin_ns, uint64_t end_ns, const char *how,
-			 uint64_t thread)
+void producer_evaluation(uint64_t step, uint64_t begin_ns, uint64_t end_ns,
+			 const char *how, uint64_t thread)
 {
-	struct raw_evaluation m = { begin_ns, producer_step_now(), how };
+	struct raw_evaluation m = { begin_ns, step, how };
 
 	write_evaluation(end_ns, thread, &m);
 	producer_window_edge();

@@ -19,13 +19,18 @@ A step ends:
 An evaluation window is not a step: from `model.eval()` to the same
 module's `model.train()` (dropped when an optimizer steps inside it: a
 module kept in eval mode, as an EMA copy is, while the program trains),
-or an outermost autocast region entered under no_grad or inference_mode
-outside such a window.  Each is recorded when it ends.
+recorded when it ends; or an outermost autocast region entered under
+no_grad or inference_mode outside such a window whose results reach no
+training in its step (window_flow.h: a frozen backbone's or a teacher's
+forward feeds the head or the loss, and is part of the step's training),
+recorded when that is known: when its step ends, or the next where
+regions end the steps.
 
 Each wrapper calls the original exactly as torch would; recording
 failures are said once and never reach the program (_layer's rule).
 """
 import functools
+import os
 import threading
 
 _USER = "amptrace_torch.step()"
@@ -43,6 +48,9 @@ class _State:
         self.user = False         # amptrace_torch.step() was called
         self.region_in_step = False
         self.eval_windows = {}    # id(module) -> [begin_ns, dropped]
+        # regions under no_grad that ended in this step, undecided:
+        # [begin_ns, end_ns, how, slot, step, carried to the next step]
+        self.regions_pending = []
         self.local = threading.local()
 
 
@@ -66,6 +74,7 @@ def _end_step(marker):
         _state.region_in_step = False
         for window in _state.eval_windows.values():
             window[1] = True
+    _judge_regions()
     _bridge.step_end(marker)
 
 
@@ -229,10 +238,10 @@ def _wrap_autocast(torch):
     @functools.wraps(exit_)
     def __exit__(self, *exc):
         result = exit_(self, *exc)
-        begin = self.__dict__.pop("_amptrace_window", None)
-        if begin is not None:
+        window = self.__dict__.pop("_amptrace_window", None)
+        if window is not None:
             try:
-                _bridge.evaluation(begin, "autocast region under " + (
+                _region_ended(*window, "autocast region under " + (
                     "inference_mode" if torch.is_inference_mode_enabled()
                     else "no_grad"))
             except Exception as e:
@@ -251,7 +260,7 @@ def _outermost_region(torch, region):
         if not _evaluating() and (
                 not torch.is_grad_enabled() or
                 torch.is_inference_mode_enabled()):
-            region._amptrace_window = _bridge.window_begin()
+            region._amptrace_window = (_bridge.window_begin(), _bridge.window_open())
         return
     if _state.optimizers or _state.user:
         return
@@ -259,9 +268,41 @@ def _outermost_region(torch, region):
         ends = _state.region_in_step
         _state.region_in_step = True
     if ends:
+        _judge_regions(carry=True)
         _bridge.step_end(_REGION)
         with _state.lock:
             _state.region_in_step = True
+
+
+def _region_ended(begin, slot, how):
+    """A region under no_grad exited: whether it was an evaluation is
+    known when its step ends (a slot of -1 is not followed: it is one)."""
+    _bridge.window_close(slot)
+    if slot < 0:
+        _bridge.evaluation(begin, how)
+        return
+    end, (step, _) = _bridge.now(), _bridge.step_now()
+    with _state.lock:
+        _state.regions_pending.append([begin, end, how, slot, step, False])
+
+
+def _judge_regions(carry=False):
+    """Before a step ends: the regions under no_grad in it whose results
+    reached no training were evaluations, recorded in their step.
+    `carry`: the step ends as a region is entered (no optimizer), before
+    that region reads what a frozen backbone computed: this step's are
+    judged when the next one ends."""
+    with _state.lock:
+        pending, kept = _state.regions_pending, []
+        if carry:
+            kept = [r for r in pending if not r[5]]
+            pending = [r for r in pending if r[5]]
+            for region in kept:
+                region[5] = True
+        _state.regions_pending = kept
+    for begin, end, how, slot, step, _ in pending:
+        if not _bridge.window_end(slot):
+            _bridge.evaluation(begin, how, end, step)
 
 
 def _wrap_train_mode(torch):
@@ -306,6 +347,7 @@ def close_windows():
     """At the program's end: the windows still open end there."""
     if _bridge is None:
         return
+    _judge_regions()
     with _state.lock:
         windows = list(_state.eval_windows.values())
         _state.eval_windows.clear()
@@ -314,11 +356,18 @@ def close_windows():
             _bridge.evaluation(begin, "model.eval()")
 
 
+def _forked():
+    """A forked child (a DataLoader worker): the parent's regions under
+    no_grad are the parent's to judge (window_flow.h forgets them)."""
+    _state.regions_pending = []
+
+
 def install(torch, bridge):
     """Each part on its own, after _layer's wrappers (so these run
     around them)."""
     global _bridge
     _bridge = bridge
+    os.register_at_fork(after_in_child=_forked)
     for part in (_wrap_optimizers, _wrap_scaler, _wrap_autocast,
                  _wrap_train_mode, _wrap_graph_capture):
         try:

@@ -43,6 +43,7 @@
 #include "gpu.h"
 #include "producer.h"
 #include "values.h"
+#include "window_flow.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -92,6 +93,9 @@ struct op_record {
 	/* a cast of its arguments or an op inside it made the first inf or
 	 * NaN (values.c): its own inf is theirs */
 	bool inner_origin;
+	/* the undecided no_grad regions whose results it reads
+	 * (window_flow.h) */
+	uint64_t window_slots;
 };
 
 struct frame {
@@ -892,6 +896,9 @@ void events_begin_args(const struct obs_args *inputs,
 	switch (f->role) {
 	case ROLE_OP: {
 		args_copy(&r->inputs, inputs);
+		r->window_slots = window_flow_followed()
+			? window_flow_inputs(inputs, autocast->grad_enabled)
+			: 0;
 		memset(r->matched, 0, sizeof r->matched);
 		r->foreign_hit = false;
 		plan_op(r, autocast);
@@ -1059,6 +1066,8 @@ static void end_op(struct thread_state *s, struct op_record *r,
 			  "visible to the observer)";
 	}
 	emit(&e);
+	if (outputs && !failed && window_flow_followed())
+		window_flow_outputs(r->window_slots, outputs);
 	if (outputs && !failed && values_enabled())
 		check_values(s, r, outputs);
 	s->failed_op_id = failed ? r->op_id : 0;
@@ -1249,6 +1258,7 @@ bool events_pause(bool paused)
 void events_after_fork(void)
 {
 	gpu_after_fork();
+	window_flow_after_fork();
 	/* The forking thread's stack belongs to the parent's calls. */
 	if (state) {
 		state->nframes = 0;

@@ -22,6 +22,7 @@
 #include "producer.h"
 #include "value_stats.h"
 #include "values.h"
+#include "window_flow.h"
 #include "wrap.h"
 
 #include <dlfcn.h>
@@ -510,18 +511,22 @@ static PyObject *bridge_step_end(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* evaluation(begin_ns, how): an evaluation window ran from begin_ns
- * (window_begin()'s) to now. */
+/* evaluation(begin_ns, how[, end_ns, step]): an evaluation window ran
+ * from begin_ns (window_begin()'s) to end_ns, by default now, in `step`,
+ * by default the one in progress: a region under no_grad is known for one
+ * when its step ends, or the next (window_flow.h). */
 static PyObject *bridge_evaluation(PyObject *self, PyObject *args)
 {
-	unsigned long long begin_ns;
+	unsigned long long begin_ns, end_ns = 0;
+	long long step = -1;
 	const char *how;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "Ks", &begin_ns, &how))
+	if (!PyArg_ParseTuple(args, "Ks|KL", &begin_ns, &how, &end_ns, &step))
 		return NULL;
-	producer_evaluation(begin_ns, amp_now_ns(), intern(how),
-			    amp_thread_number());
+	producer_evaluation(step >= 0 ? (uint64_t)step : producer_step_now(),
+			    begin_ns, end_ns ? end_ns : amp_now_ns(),
+			    intern(how), amp_thread_number());
 	Py_RETURN_NONE;
 }
 
@@ -535,6 +540,48 @@ static PyObject *bridge_window_begin(PyObject *self, PyObject *unused)
 
 	producer_window_edge();
 	return PyLong_FromUnsignedLongLong(begin_ns);
+}
+
+/* window_open() -> slot: a region under no_grad begins on this thread;
+ * -1: not followed. */
+static PyObject *bridge_window_open(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromLong(window_flow_open());
+}
+
+/* window_close(slot): its region exited, an edge of the window it may
+ * be (producer_window_edge: judged later, its rows are apart already). */
+static PyObject *bridge_window_close(PyObject *self, PyObject *args)
+{
+	int slot;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "i", &slot))
+		return NULL;
+	window_flow_close(slot);
+	producer_window_edge();
+	Py_RETURN_NONE;
+}
+
+/* window_end(slot) -> whether its results reached training. */
+static PyObject *bridge_window_end(PyObject *self, PyObject *args)
+{
+	int slot;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "i", &slot))
+		return NULL;
+	return PyBool_FromLong(window_flow_end(slot));
+}
+
+/* now() -> the events' clock, in ns. */
+static PyObject *bridge_now(PyObject *self, PyObject *unused)
+{
+	(void)self;
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(amp_now_ns());
 }
 
 /* step_now() -> (the step in progress, whether it is recorded in full). */
@@ -603,9 +650,17 @@ static PyMethodDef methods[] = {
 	{ "step_end", bridge_step_end, METH_VARARGS,
 	  "step_end(marker): the training step in progress ended" },
 	{ "evaluation", bridge_evaluation, METH_VARARGS,
-	  "evaluation(begin_ns, how): an evaluation window ended" },
+	  "evaluation(begin_ns, how[, end_ns, step]): an evaluation window "
+	  "ended" },
 	{ "window_begin", bridge_window_begin, METH_NOARGS,
 	  "window_begin() -> the clock (ns): a window may begin here" },
+	{ "window_open", bridge_window_open, METH_NOARGS,
+	  "window_open() -> slot: a region under no_grad begins here" },
+	{ "window_close", bridge_window_close, METH_VARARGS,
+	  "window_close(slot): its region exited" },
+	{ "window_end", bridge_window_end, METH_VARARGS,
+	  "window_end(slot) -> whether its results reached training" },
+	{ "now", bridge_now, METH_NOARGS, "now() -> the events' clock (ns)" },
 	{ "step_now", bridge_step_now, METH_NOARGS,
 	  "step_now() -> (step in progress, recorded in full detail)" },
 	FALLBACK_METHODS
