@@ -1142,6 +1142,34 @@ def test_api():
           (p.stderr, s.stderr, kinds))
 
 
+def api_run(script, *args, timeout=120):
+    """PYTHON running `script` with the bridge on PYTHONPATH: the process;
+    its stderr without amptrace's own notes (an observer built on first
+    use, the Python modes' line)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(AMPTRACE), "torch")
+    p = subprocess.run([PYTHON, os.path.join(HERE, script), *args],
+                       capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    p.program_stderr = "".join(l for l in p.stderr.splitlines(True)
+                               if not l.startswith("amptrace: "))
+    return p
+
+
+def test_api_forks():
+    """trace() blocks and forked children: a fork as the converter
+    starts."""
+    folder = os.path.join(TMP, "fork-window")
+    os.mkdir(folder)
+    p = api_run("scenario_api_fork_window.py", os.path.join(folder, "w.json"))
+    check("a fork the moment a block's converter has started: the child "
+          "lets go of its pipe, the block ends while the child runs",
+          p.returncode == 0 and
+          p.stdout == "the block ended while the child ran\n" and
+          os.listdir(folder) == ["w.json"],
+          (p.returncode, p.stdout, p.stderr[-500:]))
+
+
 # Why a libamp sample and its PyTorch twin differ in ops (not in casts):
 # each op-added/op-removed group of `amptrace diff` must be one of these.
 TWIN_DIFFERENCES = {
@@ -1569,7 +1597,7 @@ TESTS = [test_training_loop, test_regions, test_checkpoint,
          test_cache_dtypes, test_steps, test_bounded,
          test_scenarios, test_roots, test_custom_function,
          test_import_ways,
-         test_sitecustomize, test_api,
+         test_sitecustomize, test_api, test_api_forks,
          test_twins, test_twin_negative, test_injection_messages,
          test_divergence, test_scripted_model, test_functorch,
          test_no_false_divergence, test_nested_tensors]

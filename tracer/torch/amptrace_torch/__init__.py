@@ -8,6 +8,7 @@ in a notebook or script: `with amptrace_torch.trace("t.json"): ...`, or
 """
 import os
 import sys
+import threading
 
 _started = False
 
@@ -64,9 +65,15 @@ def _find_amptrace():
 
 # The write ends of the running trace() blocks' converter pipes (fd:
 # the pipe's identity), and whether forked children let go of them (once
-# per process).
+# per process).  A pipe is made and listed under _fork_lock, which every
+# fork() of the process takes too: a fork in another thread between the
+# pipe's making and its listing would keep an unlisted pipe, and the
+# block's end would wait for that child.  (subprocess's own pipes are
+# close-on-exec, which a fork without exec does not honour.)  Reentrant:
+# a signal handler that forks may run while this thread holds it.
 _converter_pipes = {}
 _releasing_in_children = False
+_fork_lock = threading.RLock()
 
 
 def _pipe_identity(fd):
@@ -94,6 +101,37 @@ def _release_converter_pipes():
             pass
     os.close(null)
     _converter_pipes.clear()
+
+
+def _before_fork():
+    _fork_lock.acquire()
+
+
+def _after_fork_in_parent():
+    _fork_lock.release()
+
+
+def _after_fork_in_child():
+    """The parent's lock is held here by the fork: the child, one thread
+    now, starts with a free one."""
+    global _fork_lock
+    _fork_lock = threading.RLock()
+    _release_converter_pipes()
+
+
+def _converter_pipe():
+    """A pipe for the converter's stdin: (read end, write end), the write
+    end listed for forked children to let go of."""
+    global _releasing_in_children
+    if not _releasing_in_children:
+        os.register_at_fork(before=_before_fork,
+                            after_in_parent=_after_fork_in_parent,
+                            after_in_child=_after_fork_in_child)
+        _releasing_in_children = True
+    with _fork_lock:
+        read_end, write_end = os.pipe()
+        _converter_pipes[write_end] = _pipe_identity(write_end)
+    return read_end, write_end
 
 
 class trace:
@@ -156,14 +194,17 @@ class trace:
         cmd += ["--", "/bin/sh", "-c",
                 "".join('echo "$%s"; ' % name for name in told) +
                 "cat >/dev/null"]
-        self._converter = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        global _releasing_in_children
-        if not _releasing_in_children:
-            os.register_at_fork(after_in_child=_release_converter_pipes)
-            _releasing_in_children = True
-        pipe = self._converter.stdin.fileno()
-        _converter_pipes[pipe] = _pipe_identity(pipe)
+        read_end, write_end = _converter_pipe()
+        try:
+            self._converter = subprocess.Popen(
+                cmd, stdin=read_end, stdout=subprocess.PIPE, text=True)
+        except BaseException:
+            _converter_pipes.pop(write_end, None)
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self._converter.stdin = open(write_end, "w")
         values = [self._converter.stdout.readline().strip() for _ in told]
         if not values[0]:
             self._converter.wait()
