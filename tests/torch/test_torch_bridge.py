@@ -1156,9 +1156,53 @@ def api_run(script, *args, timeout=120):
     return p
 
 
+def mm_pids(path):
+    """The processes that ran mm in the trace at `path`."""
+    return sorted({e["pid"] for e in events(load(path), "amp.op")
+                   if e["args"]["op"] == "mm"})
+
+
 def test_api_forks():
-    """trace() blocks and forked children: a fork as the converter
-    starts."""
+    """trace() blocks and forked children: a child's own trace() while
+    its parent's block records it, after that block, a nested block; a
+    fork as the converter starts."""
+    for mode in ("inside", "nested", "after"):
+        folder = os.path.join(TMP, "forked-" + mode)
+        os.mkdir(folder)
+        p = api_run("scenario_api_forked.py", folder, mode)
+        made = sorted(os.listdir(folder))
+        parent = os.path.join(folder, "parent.json")
+        pids = mm_pids(parent) if "parent.json" in made else []
+        if mode == "after":
+            check("a child forked inside a trace() block, its own trace() "
+                  "once the block ended: it records the child alone",
+                  p.returncode == 0 and p.stdout == "recorded\n" and
+                  made == ["child.json", "parent.json"] and
+                  len(pids) == 1 and
+                  len(mm_pids(os.path.join(folder, "child.json"))) == 1 and
+                  mm_pids(os.path.join(folder, "child.json")) != pids and
+                  valid(os.path.join(folder, "child.json"))[0] and
+                  p.program_stderr == "",
+                  (p.returncode, p.stdout, made, p.stderr[-500:]))
+            continue
+        why = ("this process was forked inside a trace() block of process "
+               "%d, which records it" % min(pids or [0])) \
+            if mode == "inside" else "a trace() block is recording this " \
+            "process already (blocks do not nest)"
+        check("a trace() of its own %s: refused, saying why, no file made, "
+              "the program's status and stderr its own"
+              % ("in a child forked inside a block" if mode == "inside"
+                 else "inside a block of the same process"),
+              p.returncode == 0 and why in p.stdout and
+              p.stdout.startswith("refused: amptrace_torch.trace: ") and
+              made == ["parent.json"] and p.program_stderr == "",
+              (p.returncode, p.stdout, made, p.stderr[-500:]))
+        check("... and the block's trace holds the %s work"
+              % ("child's and the parent's" if mode == "inside" else
+                 "process's"),
+              len(pids) == (2 if mode == "inside" else 1) and
+              len(ops(load(parent), "mm")) == len(pids), pids)
+
     folder = os.path.join(TMP, "fork-window")
     os.mkdir(folder)
     p = api_run("scenario_api_fork_window.py", os.path.join(folder, "w.json"))

@@ -173,11 +173,13 @@ class trace:
     def __enter__(self):
         import subprocess
         import torch
-        from . import _bridge, _layer
+        from . import _blocks, _bridge, _layer
 
-        if os.environ.get("AMPTRACE_RAW_DIR"):
-            raise RuntimeError("amptrace_torch.trace: already recorded by "
-                               "amptrace run")
+        refusal = _blocks.refusal()
+        if refusal:
+            raise RuntimeError("amptrace_torch.trace: " + refusal)
+        if _blocks.forked_from_ended_block():
+            _bridge.detach()
         _observe(torch, _bridge)
         cmd = [_find_amptrace(), "run", "-o", self.path]
         if self.quiet:
@@ -222,14 +224,16 @@ class trace:
                     del os.environ[name]
                 else:
                     os.environ[name] = value
+        _blocks.begun(values[0])
         _install_layer_once(torch, _bridge, _layer, modules_exist=True)
         return self
 
     def __exit__(self, *exc):
-        from . import _bridge, _steps
+        from . import _blocks, _bridge, _steps
         _steps.close_windows()
         _bridge.mark_exit()
         _bridge.detach()
+        _blocks.ended()
         _converter_pipes.pop(self._converter.stdin.fileno(), None)
         self._converter.stdin.close()
         self._converter.wait()
