@@ -1156,16 +1156,20 @@ def api_run(script, *args, timeout=120):
     return p
 
 
-def mm_pids(path):
-    """The processes that ran mm in the trace at `path`."""
+def op_pids(path, name):
+    """The processes that ran op `name` in the trace at `path`."""
     return sorted({e["pid"] for e in events(load(path), "amp.op")
-                   if e["args"]["op"] == "mm"})
+                   if e["args"]["op"] == name})
+
+
+def mm_pids(path):
+    return op_pids(path, "mm")
 
 
 def test_api_forks():
     """trace() blocks and forked children: a child's own trace() while
-    its parent's block records it, after that block, a nested block; a
-    fork as the converter starts."""
+    its parent's block records it, after that block, a nested block; two
+    blocks around persistent workers; a fork as the converter starts."""
     for mode in ("inside", "nested", "after"):
         folder = os.path.join(TMP, "forked-" + mode)
         os.mkdir(folder)
@@ -1202,6 +1206,42 @@ def test_api_forks():
                  "process's"),
               len(pids) == (2 if mode == "inside" else 1) and
               len(ops(load(parent), "mm")) == len(pids), pids)
+
+    for mode in ("persistent", "fresh"):
+        folder = os.path.join(TMP, "blocks-" + mode)
+        os.mkdir(folder)
+        first, second = (os.path.join(folder, n)
+                         for n in ("first.json", "second.json"))
+        p = api_run("scenario_api_blocks.py", first, second, mode)
+        ok = p.returncode == 0 and p.stdout == "done\n" and \
+            sorted(os.listdir(folder)) == ["first.json", "second.json"]
+        kinds = [findings(load(path)) if ok else None
+                 for path in (first, second)]
+        workers = [op_pids(path, "full") if ok else []
+                   for path in (first, second)]
+        if mode == "persistent":
+            said = [e["args"]["message"] for e in
+                    events(load(second), "amp.diag")
+                    if e["args"]["kind"] == "workers-unrecorded"] \
+                if ok else []
+            check("two trace() blocks around persistent workers: the "
+                  "second says its workers, forked in the first, are not "
+                  "recorded (workers-unrecorded, naming both), the first "
+                  "has their work",
+                  ok and kinds == [[], ["workers-unrecorded"]] and
+                  len(workers[0]) == 2 and workers[1] == [] and
+                  len(said) == 1 and
+                  all(str(pid) in said[0] for pid in workers[0]) and
+                  p.program_stderr == "",
+                  (p.returncode, p.stdout, kinds, workers, said,
+                   p.stderr[-500:]))
+        else:
+            check("... workers forked anew in each block: both blocks "
+                  "record theirs, no workers-unrecorded",
+                  ok and kinds == [[], []] and len(workers[0]) == 2 and
+                  len(workers[1]) == 2 and workers[0] != workers[1] and
+                  p.program_stderr == "",
+                  (p.returncode, p.stdout, kinds, workers, p.stderr[-500:]))
 
     folder = os.path.join(TMP, "fork-window")
     os.mkdir(folder)

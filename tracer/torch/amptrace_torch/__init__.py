@@ -226,6 +226,7 @@ class trace:
                     os.environ[name] = value
         _blocks.begun(values[0])
         _install_layer_once(torch, _bridge, _layer, modules_exist=True)
+        _say_unrecorded(_bridge, _blocks.unrecorded())
         return self
 
     def __exit__(self, *exc):
@@ -239,6 +240,19 @@ class trace:
         self._converter.wait()
         self._converter.stdout.close()
         return False
+
+
+def _say_unrecorded(bridge, pids):
+    """The finding workers-unrecorded (_blocks.py says why they are not
+    recorded): an amp.diag event, as the compile side's notes are."""
+    if pids:
+        bridge.compiled_diag(
+            "workers-unrecorded", "%d process%s forked in an earlier "
+            "trace() block still run%s (pid %s): %s work is not in this "
+            "trace" % (len(pids), "" if len(pids) == 1 else "es",
+                       "s" if len(pids) == 1 else "",
+                       ", ".join(map(str, sorted(pids))),
+                       "its" if len(pids) == 1 else "their"), 0)
 
 
 def _observe(torch, bridge):
