@@ -12,7 +12,12 @@ A child knows no later block: it learns where to record only at fork(),
 and a block's raw directory is told to no process already running.  So
 the workers of an earlier block are not in a later block's trace, and
 the later block says so (the finding workers-unrecorded) rather than
-leave a reader to think they did nothing.
+leave a reader to think they did nothing.  Following them would take a
+channel shared from the first block on (as producer_steps.c shares its
+step state) read on every event, and a re-attach in the child from
+whichever of its threads sees the news first, while its other threads
+write: the producer's raw paths are written unguarded at attach, safe
+only because nothing else records then.
 """
 import os
 
@@ -55,8 +60,10 @@ def ended():
     """Before the converter is told the end: the processes the block
     recorded that are still running (no exit mark), for later blocks."""
     global _block
-    raw_dir, _ = _block
+    raw_dir, pid = _block
     _block = None
+    if pid != os.getpid():  # a child leaving its parent's block
+        return
     for name in _entries(raw_dir):
         pid = _pid_of(name)
         if pid and pid != os.getpid() and \
