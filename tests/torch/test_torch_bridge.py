@@ -1243,15 +1243,18 @@ def test_api_forks():
                   p.program_stderr == "",
                   (p.returncode, p.stdout, kinds, workers, p.stderr[-500:]))
 
-    folder = os.path.join(TMP, "fork-window")
-    os.mkdir(folder)
-    p = api_run("scenario_api_fork_window.py", os.path.join(folder, "w.json"))
-    check("a fork the moment a block's converter has started: the child "
-          "lets go of its pipe, the block ends while the child runs",
-          p.returncode == 0 and
-          p.stdout == "the block ended while the child ran\n" and
-          os.listdir(folder) == ["w.json"],
-          (p.returncode, p.stdout, p.stderr[-500:]))
+    for mode, when in (("start", "converter has started"),
+                       ("end", "end lets go of its converter's pipe")):
+        folder = os.path.join(TMP, "fork-window-" + mode)
+        os.mkdir(folder)
+        p = api_run("scenario_api_fork_window.py",
+                    os.path.join(folder, "w.json"), mode)
+        check("a fork the moment a block's %s: the child does not keep "
+              "the pipe, the block ends while the child runs" % when,
+              p.returncode == 0 and
+              p.stdout == "the block ended while the child ran\n" and
+              os.listdir(folder) == ["w.json"],
+              (p.returncode, p.stdout, p.stderr[-500:]))
 
 
 # Why a libamp sample and its PyTorch twin differ in ops (not in casts):

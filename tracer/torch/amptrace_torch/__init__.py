@@ -235,11 +235,18 @@ class trace:
         _bridge.mark_exit()
         _bridge.detach()
         _blocks.ended()
-        _converter_pipes.pop(self._converter.stdin.fileno(), None)
-        self._converter.stdin.close()
-        self._converter.wait()
+        self._let_go_of_converter()
         self._converter.stdout.close()
         return False
+
+    def _let_go_of_converter(self):
+        """Closes the converter's stdin (its end) and waits for it.  The
+        pipe is unlisted and closed under _fork_lock: a fork in another
+        thread between the two would keep it, unlisted, open."""
+        with _fork_lock:
+            _converter_pipes.pop(self._converter.stdin.fileno(), None)
+            self._converter.stdin.close()
+        self._converter.wait()
 
 
 def _say_unrecorded(bridge, pids):
