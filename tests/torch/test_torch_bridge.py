@@ -1243,6 +1243,17 @@ def test_api_forks():
                   p.program_stderr == "",
                   (p.returncode, p.stdout, kinds, workers, p.stderr[-500:]))
 
+    folder = os.path.join(TMP, "attach-fails")
+    os.mkdir(folder)
+    p = api_run("scenario_api_attach_fails.py", folder)
+    check("a block that cannot attach once its converter started: it "
+          "raises, no file is left, a later block records",
+          p.returncode == 0 and
+          p.stdout == "raised: cannot record\nrecorded\n" and
+          sorted(os.listdir(folder)) == ["second.json"] and
+          len(mm_pids(os.path.join(folder, "second.json"))) == 1,
+          (p.returncode, p.stdout, os.listdir(folder), p.stderr[-500:]))
+
     for mode, when in (("start", "converter has started"),
                        ("end", "end lets go of its converter's pipe")):
         folder = os.path.join(TMP, "fork-window-" + mode)

@@ -196,38 +196,54 @@ class trace:
         cmd += ["--", "/bin/sh", "-c",
                 "".join('echo "$%s"; ' % name for name in told) +
                 "cat >/dev/null"]
+        made_before = _file_identity(self.path)
         read_end, write_end = _converter_pipe()
         try:
             self._converter = subprocess.Popen(
                 cmd, stdin=read_end, stdout=subprocess.PIPE, text=True)
         except BaseException:
-            _converter_pipes.pop(write_end, None)
-            os.close(write_end)
+            with _fork_lock:
+                _converter_pipes.pop(write_end, None)
+                os.close(write_end)
             raise
         finally:
             os.close(read_end)
         self._converter.stdin = open(write_end, "w")
+        try:
+            raw_dir = self._attach(torch, _bridge, told)
+        except BaseException:
+            # the converter would write an empty trace at the process's
+            # end: it ends now, and the file it made goes
+            self._let_go_of_converter()
+            self._converter.stdout.close()
+            if _file_identity(self.path) not in (None, made_before):
+                os.remove(self.path)
+            raise
+        _blocks.begun(raw_dir)
+        _install_layer_once(torch, _bridge, _layer, modules_exist=True)
+        _say_unrecorded(_bridge, _blocks.unrecorded())
+        return self
+
+    def _attach(self, torch, bridge, told):
+        """Reads what the converter tells (`told`) and attaches this
+        process to its raw directory, which it returns."""
         values = [self._converter.stdout.readline().strip() for _ in told]
         if not values[0]:
-            self._converter.wait()
             raise RuntimeError("amptrace_torch.trace: amptrace run did not "
-                               "start (status %s)" % self._converter.returncode)
+                               "start (status %s)" % self._converter.wait())
         # the bridge attaches in this process: it reads them here
         saved = {name: os.environ.get(name) for name in told[1:]}
         os.environ.update(zip(told[1:], values[1:]))
-        _bridge.value_checks(self.value_checks)
+        bridge.value_checks(self.value_checks)
         try:
-            _bridge.attach(values[0], _framework(torch, _bridge))
+            bridge.attach(values[0], _framework(torch, bridge))
         finally:
             for name, value in saved.items():
                 if value is None:
                     del os.environ[name]
                 else:
                     os.environ[name] = value
-        _blocks.begun(values[0])
-        _install_layer_once(torch, _bridge, _layer, modules_exist=True)
-        _say_unrecorded(_bridge, _blocks.unrecorded())
-        return self
+        return values[0]
 
     def __exit__(self, *exc):
         from . import _blocks, _bridge, _steps
@@ -247,6 +263,15 @@ class trace:
             _converter_pipes.pop(self._converter.stdin.fileno(), None)
             self._converter.stdin.close()
         self._converter.wait()
+
+
+def _file_identity(path):
+    """(inode, modification time) of the file at `path`, None if none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
 
 
 def _say_unrecorded(bridge, pids):
