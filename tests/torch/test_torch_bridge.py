@@ -1224,17 +1224,22 @@ def test_api_forks():
                     events(load(second), "amp.diag")
                     if e["args"]["kind"] == "workers-unrecorded"] \
                 if ok else []
+            severities = [f["severity"] for f in
+                          summary_json(second).get("findings", [])
+                          if f["kind"] == "workers-unrecorded"] \
+                if ok else []
             check("two trace() blocks around persistent workers: the "
                   "second says its workers, forked in the first, are not "
-                  "recorded (workers-unrecorded, naming both), the first "
-                  "has their work",
+                  "recorded (workers-unrecorded, naming both: info, the "
+                  "program is healthy), the first has their work",
                   ok and kinds == [[], ["workers-unrecorded"]] and
+                  severities == ["info"] and
                   len(workers[0]) == 2 and workers[1] == [] and
                   len(said) == 1 and
                   all(str(pid) in said[0] for pid in workers[0]) and
                   p.program_stderr == "",
                   (p.returncode, p.stdout, kinds, workers, said,
-                   p.stderr[-500:]))
+                   severities, p.stderr[-500:]))
         else:
             check("... workers forked anew in each block: both blocks "
                   "record theirs, no workers-unrecorded",

@@ -285,7 +285,10 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "nullcontext whatever its dtype says)",
 	},
 	[FINDING_WORKERS_UNRECORDED] = {
-		"workers-unrecorded", FINDING_WARNING,
+		/* info, not a warning: the program is healthy; the gap is
+		 * the recording's (trace() blocks), said so the trace is
+		 * not read as the workers doing nothing */
+		"workers-unrecorded", FINDING_INFO,
 		FINDING_FROM_TRACE_BLOCKS,
 		.fix = "open one trace() block around the loops that use the "
 		       "workers, or make the DataLoader inside the block "
