@@ -1271,6 +1271,11 @@ def test_api_forks():
               p.stdout == "the block ended while the child ran\n" and
               os.listdir(folder) == ["w.json"],
               (p.returncode, p.stdout, p.stderr[-500:]))
+    check("... an empty block says so naming the block's program, not "
+          "its converter's waiter (/bin/sh)",
+          "amptrace run: no ops recorded: the trace() block of "
+          "scenario_api_fork_window.py (process " in p.stderr and
+          "/bin/sh" not in p.stderr, p.stderr[-500:])
 
 
 # Why a libamp sample and its PyTorch twin differ in ops (not in casts):

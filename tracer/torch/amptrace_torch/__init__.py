@@ -181,7 +181,8 @@ class trace:
         if _blocks.forked_from_ended_block():
             _bridge.detach()
         _observe(torch, _bridge)
-        cmd = [_find_amptrace(), "run", "-o", self.path]
+        cmd = [_find_amptrace(), "run", "-o", self.path,
+               "--block-of", _program_name()]
         if self.quiet:
             cmd.append("-q")
         if self.steps is not None:
@@ -263,6 +264,14 @@ class trace:
             _converter_pipes.pop(self._converter.stdin.fileno(), None)
             self._converter.stdin.close()
         self._converter.wait()
+
+
+def _program_name():
+    """This process as the converter's messages name it (its waiter,
+    /bin/sh, is nothing the user ran): its script and pid."""
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] \
+        else "python"
+    return "%s (process %d)" % (script, os.getpid())
 
 
 def _file_identity(path):
