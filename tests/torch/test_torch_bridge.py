@@ -1228,6 +1228,142 @@ def test_api():
           (p.stderr, s.stderr, kinds))
 
 
+def api_run(script, *args, timeout=120):
+    """PYTHON running `script` with the bridge on PYTHONPATH: the process;
+    its stderr without amptrace's own notes (an observer built on first
+    use, the Python modes' line)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(os.path.dirname(AMPTRACE), "torch")
+    p = subprocess.run([PYTHON, os.path.join(HERE, script), *args],
+                       capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    p.program_stderr = "".join(l for l in p.stderr.splitlines(True)
+                               if not l.startswith("amptrace: "))
+    return p
+
+
+def op_pids(path, name):
+    """The processes that ran op `name` in the trace at `path`."""
+    return sorted({e["pid"] for e in events(load(path), "amp.op")
+                   if e["args"]["op"] == name})
+
+
+def mm_pids(path):
+    return op_pids(path, "mm")
+
+
+def test_api_forks():
+    """trace() blocks and forked children: a child's own trace() while
+    its parent's block records it, after that block, a nested block; two
+    blocks around persistent workers; a fork as the converter starts."""
+    for mode in ("inside", "nested", "after"):
+        folder = os.path.join(TMP, "forked-" + mode)
+        os.mkdir(folder)
+        p = api_run("scenario_api_forked.py", folder, mode)
+        made = sorted(os.listdir(folder))
+        parent = os.path.join(folder, "parent.json")
+        pids = mm_pids(parent) if "parent.json" in made else []
+        if mode == "after":
+            check("a child forked inside a trace() block, its own trace() "
+                  "once the block ended: it records the child alone",
+                  p.returncode == 0 and p.stdout == "recorded\n" and
+                  made == ["child.json", "parent.json"] and
+                  len(pids) == 1 and
+                  len(mm_pids(os.path.join(folder, "child.json"))) == 1 and
+                  mm_pids(os.path.join(folder, "child.json")) != pids and
+                  valid(os.path.join(folder, "child.json"))[0] and
+                  p.program_stderr == "",
+                  (p.returncode, p.stdout, made, p.stderr[-500:]))
+            continue
+        why = ("this process was forked inside a trace() block of process "
+               "%d, which records it" % min(pids or [0])) \
+            if mode == "inside" else "a trace() block is recording this " \
+            "process already (blocks do not nest)"
+        check("a trace() of its own %s: refused, saying why, no file made, "
+              "the program's status and stderr its own"
+              % ("in a child forked inside a block" if mode == "inside"
+                 else "inside a block of the same process"),
+              p.returncode == 0 and why in p.stdout and
+              p.stdout.startswith("refused: amptrace_torch.trace: ") and
+              made == ["parent.json"] and p.program_stderr == "",
+              (p.returncode, p.stdout, made, p.stderr[-500:]))
+        check("... and the block's trace holds the %s work"
+              % ("child's and the parent's" if mode == "inside" else
+                 "process's"),
+              len(pids) == (2 if mode == "inside" else 1) and
+              len(ops(load(parent), "mm")) == len(pids), pids)
+
+    for mode in ("persistent", "fresh"):
+        folder = os.path.join(TMP, "blocks-" + mode)
+        os.mkdir(folder)
+        first, second = (os.path.join(folder, n)
+                         for n in ("first.json", "second.json"))
+        p = api_run("scenario_api_blocks.py", first, second, mode)
+        ok = p.returncode == 0 and p.stdout == "done\n" and \
+            sorted(os.listdir(folder)) == ["first.json", "second.json"]
+        kinds = [findings(load(path)) if ok else None
+                 for path in (first, second)]
+        workers = [op_pids(path, "full") if ok else []
+                   for path in (first, second)]
+        if mode == "persistent":
+            said = [e["args"]["message"] for e in
+                    events(load(second), "amp.diag")
+                    if e["args"]["kind"] == "workers-unrecorded"] \
+                if ok else []
+            severities = [f["severity"] for f in
+                          summary_json(second).get("findings", [])
+                          if f["kind"] == "workers-unrecorded"] \
+                if ok else []
+            check("two trace() blocks around persistent workers: the "
+                  "second says its workers, forked in the first, are not "
+                  "recorded (workers-unrecorded, naming both: info, the "
+                  "program is healthy), the first has their work",
+                  ok and kinds == [[], ["workers-unrecorded"]] and
+                  severities == ["info"] and
+                  len(workers[0]) == 2 and workers[1] == [] and
+                  len(said) == 1 and
+                  all(str(pid) in said[0] for pid in workers[0]) and
+                  p.program_stderr == "",
+                  (p.returncode, p.stdout, kinds, workers, said,
+                   severities, p.stderr[-500:]))
+        else:
+            check("... workers forked anew in each block: both blocks "
+                  "record theirs, no workers-unrecorded",
+                  ok and kinds == [[], []] and len(workers[0]) == 2 and
+                  len(workers[1]) == 2 and workers[0] != workers[1] and
+                  p.program_stderr == "",
+                  (p.returncode, p.stdout, kinds, workers, p.stderr[-500:]))
+
+    folder = os.path.join(TMP, "attach-fails")
+    os.mkdir(folder)
+    p = api_run("scenario_api_attach_fails.py", folder)
+    check("a block that cannot attach once its converter started: it "
+          "raises, no file is left, a later block records",
+          p.returncode == 0 and
+          p.stdout == "raised: cannot record\nrecorded\n" and
+          sorted(os.listdir(folder)) == ["second.json"] and
+          len(mm_pids(os.path.join(folder, "second.json"))) == 1,
+          (p.returncode, p.stdout, os.listdir(folder), p.stderr[-500:]))
+
+    for mode, when in (("start", "converter has started"),
+                       ("end", "end lets go of its converter's pipe")):
+        folder = os.path.join(TMP, "fork-window-" + mode)
+        os.mkdir(folder)
+        p = api_run("scenario_api_fork_window.py",
+                    os.path.join(folder, "w.json"), mode)
+        check("a fork the moment a block's %s: the child does not keep "
+              "the pipe, the block ends while the child runs" % when,
+              p.returncode == 0 and
+              p.stdout == "the block ended while the child ran\n" and
+              os.listdir(folder) == ["w.json"],
+              (p.returncode, p.stdout, p.stderr[-500:]))
+    check("... an empty block says so naming the block's program, not "
+          "its converter's waiter (/bin/sh)",
+          "amptrace run: no ops recorded: the trace() block of "
+          "scenario_api_fork_window.py (process " in p.stderr and
+          "/bin/sh" not in p.stderr, p.stderr[-500:])
+
+
 # Why a libamp sample and its PyTorch twin differ in ops (not in casts):
 # each op-added/op-removed group of `amptrace diff` must be one of these.
 TWIN_DIFFERENCES = {
@@ -1655,7 +1791,7 @@ TESTS = [test_training_loop, test_regions, test_checkpoint,
          test_cache_dtypes, test_steps, test_frozen, test_bounded,
          test_scenarios, test_roots, test_custom_function,
          test_import_ways,
-         test_sitecustomize, test_api,
+         test_sitecustomize, test_api, test_api_forks,
          test_twins, test_twin_negative, test_injection_messages,
          test_divergence, test_scripted_model, test_functorch,
          test_no_false_divergence, test_nested_tensors]

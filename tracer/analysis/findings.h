@@ -66,6 +66,7 @@ enum finding_kind_id {
 	FINDING_RECOMPILE,
 	FINDING_GRAPH_BREAK,
 	FINDING_AUTOCAST_NEVER_ENABLED,
+	FINDING_WORKERS_UNRECORDED,
 	FINDING_KIND_COUNT
 };
 
@@ -79,6 +80,7 @@ enum finding_source {
 				       * (-Dproducer_checks), likewise */
 	FINDING_FROM_BRIDGE,       /* the PyTorch bridge's torch.compile side
 				    * (_compile.py), likewise */
+	FINDING_FROM_TRACE_BLOCKS, /* the bridge's trace() blocks, likewise */
 	FINDING_SOURCE_COUNT
 };
 

@@ -289,6 +289,20 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "ran in its inputs' dtypes (nanoGPT's CPU setting uses a "
 		       "nullcontext whatever its dtype says)",
 	},
+	[FINDING_WORKERS_UNRECORDED] = {
+		/* info, not a warning: the program is healthy; the gap is
+		 * the recording's (trace() blocks), said so the trace is
+		 * not read as the workers doing nothing */
+		"workers-unrecorded", FINDING_INFO,
+		FINDING_FROM_TRACE_BLOCKS,
+		.fix = "open one trace() block around the loops that use the "
+		       "workers, or make the DataLoader inside the block "
+		       "(persistent_workers=False starts them anew each epoch)",
+		.doc = "processes forked in an earlier amptrace_torch.trace() "
+		       "block (a DataLoader's persistent workers) still run in "
+		       "this one: a child learns where to record only when it "
+		       "is forked, so their work here is not in the trace",
+	},
 };
 
 cJSON *finding_json(const struct trace_finding *f)
@@ -325,6 +339,8 @@ const char *finding_source_name(enum finding_source source)
 		[FINDING_FROM_PRODUCER_CHECKS] =
 			"the producer API (-Dproducer_checks builds)",
 		[FINDING_FROM_BRIDGE] = "the PyTorch bridge (torch.compile)",
+		[FINDING_FROM_TRACE_BLOCKS] =
+			"the PyTorch bridge (trace() blocks)",
 	};
 	return source < FINDING_SOURCE_COUNT ? names[source] : "events";
 }

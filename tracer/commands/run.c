@@ -61,7 +61,7 @@
 static const char run_usage[] =
 	"usage: amptrace run [-o TRACE.json] [--svg GRAPH.svg] [--report REPORT.html]\n"
 	"                    [--steps SPEC] [--max-size SIZE] [-q] [--no-value-checks]\n"
-	"                    [--raw-dir DIR] -- PROG [ARGS...]\n"
+	"                    [--raw-dir DIR] [--block-of NAME] -- PROG [ARGS...]\n"
 	"\n"
 	"Runs PROG (a program linked against libamp, or Python running PyTorch:\n"
 	"python, torchrun, accelerate launch, any Python script) with the amptrace\n"
@@ -105,6 +105,10 @@ static const char run_usage[] =
 	"                     a TMPDIR passed over is said); once all are full,\n"
 	"                     recording stops there (a recording-stopped finding)\n"
 	"                     and PROG runs on\n"
+	"      --block-of NAME\n"
+	"                     PROG waits while NAME records into the raw directory\n"
+	"                     (amptrace_torch.trace()'s blocks): the messages name\n"
+	"                     NAME's block, not PROG\n"
 	"  -h, --help         this text\n"
 	"\n"
 	"The trace is written while PROG runs; if PROG crashes or is killed, the\n"
@@ -162,6 +166,9 @@ struct run_state {
 	uint64_t max_size;
 	bool detail_stop_sent;
 	bool output_failed; /* an output could not be opened (said) */
+	/* --block-of: PROG is a trace() block's waiter, the block's process
+	 * this name (the messages' subject); NULL for a plain run */
+	const char *block_of;
 };
 
 static uint64_t clock_ns(clockid_t clock)
@@ -510,6 +517,8 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 		fprintf(stderr, "amptrace run: %s was killed by %s (%s)", prog,
 			convert_signal_name(sig, signame, sizeof signame),
 			strsignal(sig));
+	} else if ((!quiet || ops == 0) && s->block_of) {
+		fprintf(stderr, "amptrace run: %s ended", prog);
 	} else if (!quiet || ops == 0) {
 		fprintf(stderr, "amptrace run: %s exited with status %d", prog,
 			WEXITSTATUS(status));
@@ -526,7 +535,10 @@ static uint64_t report_end(const struct run_state *s, const struct converter *cv
 			in_flight == 1 ? "" : "s");
 	print_outputs(s);
 	fputc('\n', stderr);
-	if (ops == 0 && !stopped) {
+	if (ops == 0 && !stopped && s->block_of)
+		fprintf(stderr, "amptrace run: no ops recorded: %s ran no "
+			"torch op\n", prog);
+	else if (ops == 0 && !stopped) {
 		char message[2 * PATH_MAX + 128];
 		fprintf(stderr, "amptrace run: %s\n",
 			run_no_ops_why(s->command, attached_framework(cv), message,
@@ -780,6 +792,7 @@ enum {
 	OPTION_NO_MERGE,
 	OPTION_STEPS,
 	OPTION_MAX_SIZE,
+	OPTION_BLOCK_OF,
 };
 
 static const struct option run_options[] = {
@@ -792,6 +805,7 @@ static const struct option run_options[] = {
 	{ "no-merge", no_argument, NULL, OPTION_NO_MERGE },
 	{ "steps", required_argument, NULL, OPTION_STEPS },
 	{ "max-size", required_argument, NULL, OPTION_MAX_SIZE },
+	{ "block-of", required_argument, NULL, OPTION_BLOCK_OF },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -934,6 +948,9 @@ static int parse_args(int argc, char **argv, struct run_state *s,
 					    sizeof error) != 0)
 				return command_line_error(&cl, "--max-size %s",
 							  error);
+			break;
+		case OPTION_BLOCK_OF:
+			s->block_of = optarg;
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -1206,11 +1223,16 @@ static bool record(struct run_state *s, const struct run_args *args,
 	finish_outputs(s, &cv, status, end_ns, failed);
 	int stop_errno = raw_dir_stop_errno(&raw);
 	say_detail_stops(&cv, NULL);
-	uint64_t ops = report_end(s, &cv, s->command[0], status,
+	char block[256];
+	const char *prog = s->block_of ? block : s->command[0];
+	if (s->block_of)
+		snprintf(block, sizeof block, "the trace() block of %s",
+			 s->block_of);
+	uint64_t ops = report_end(s, &cv, prog, status,
 				  args->quiet && !stop_errno, stop_errno != 0);
 	if (!args->quiet)
 		say_detail(s, &cv);
-	report_raw_dir(&raw, stop_errno, s->command[0], args->quiet);
+	report_raw_dir(&raw, stop_errno, prog, args->quiet);
 	convert_free(&cv);
 	raw_dir_remove(&raw);
 

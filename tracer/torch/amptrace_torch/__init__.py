@@ -8,6 +8,7 @@ in a notebook or script: `with amptrace_torch.trace("t.json"): ...`, or
 """
 import os
 import sys
+import threading
 
 _started = False
 
@@ -64,9 +65,15 @@ def _find_amptrace():
 
 # The write ends of the running trace() blocks' converter pipes (fd:
 # the pipe's identity), and whether forked children let go of them (once
-# per process).
+# per process).  A pipe is made and listed under _fork_lock, which every
+# fork() of the process takes too: a fork in another thread between the
+# pipe's making and its listing would keep an unlisted pipe, and the
+# block's end would wait for that child.  (subprocess's own pipes are
+# close-on-exec, which a fork without exec does not honour.)  Reentrant:
+# a signal handler that forks may run while this thread holds it.
 _converter_pipes = {}
 _releasing_in_children = False
+_fork_lock = threading.RLock()
 
 
 def _pipe_identity(fd):
@@ -94,6 +101,37 @@ def _release_converter_pipes():
             pass
     os.close(null)
     _converter_pipes.clear()
+
+
+def _before_fork():
+    _fork_lock.acquire()
+
+
+def _after_fork_in_parent():
+    _fork_lock.release()
+
+
+def _after_fork_in_child():
+    """The parent's lock is held here by the fork: the child, one thread
+    now, starts with a free one."""
+    global _fork_lock
+    _fork_lock = threading.RLock()
+    _release_converter_pipes()
+
+
+def _converter_pipe():
+    """A pipe for the converter's stdin: (read end, write end), the write
+    end listed for forked children to let go of."""
+    global _releasing_in_children
+    if not _releasing_in_children:
+        os.register_at_fork(before=_before_fork,
+                            after_in_parent=_after_fork_in_parent,
+                            after_in_child=_after_fork_in_child)
+        _releasing_in_children = True
+    with _fork_lock:
+        read_end, write_end = os.pipe()
+        _converter_pipes[write_end] = _pipe_identity(write_end)
+    return read_end, write_end
 
 
 class trace:
@@ -135,13 +173,16 @@ class trace:
     def __enter__(self):
         import subprocess
         import torch
-        from . import _bridge, _layer
+        from . import _blocks, _bridge, _layer
 
-        if os.environ.get("AMPTRACE_RAW_DIR"):
-            raise RuntimeError("amptrace_torch.trace: already recorded by "
-                               "amptrace run")
+        refusal = _blocks.refusal()
+        if refusal:
+            raise RuntimeError("amptrace_torch.trace: " + refusal)
+        if _blocks.forked_from_ended_block():
+            _bridge.detach()
         _observe(torch, _bridge)
-        cmd = [_find_amptrace(), "run", "-o", self.path]
+        cmd = [_find_amptrace(), "run", "-o", self.path,
+               "--block-of", _program_name()]
         if self.quiet:
             cmd.append("-q")
         if self.steps is not None:
@@ -156,44 +197,103 @@ class trace:
         cmd += ["--", "/bin/sh", "-c",
                 "".join('echo "$%s"; ' % name for name in told) +
                 "cat >/dev/null"]
-        self._converter = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        global _releasing_in_children
-        if not _releasing_in_children:
-            os.register_at_fork(after_in_child=_release_converter_pipes)
-            _releasing_in_children = True
-        pipe = self._converter.stdin.fileno()
-        _converter_pipes[pipe] = _pipe_identity(pipe)
+        made_before = _file_identity(self.path)
+        read_end, write_end = _converter_pipe()
+        try:
+            self._converter = subprocess.Popen(
+                cmd, stdin=read_end, stdout=subprocess.PIPE, text=True)
+        except BaseException:
+            with _fork_lock:
+                _converter_pipes.pop(write_end, None)
+                os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self._converter.stdin = open(write_end, "w")
+        try:
+            raw_dir = self._attach(torch, _bridge, told)
+        except BaseException:
+            # the converter would write an empty trace at the process's
+            # end: it ends now, and the file it made goes
+            self._let_go_of_converter()
+            self._converter.stdout.close()
+            if _file_identity(self.path) not in (None, made_before):
+                os.remove(self.path)
+            raise
+        _blocks.begun(raw_dir)
+        _install_layer_once(torch, _bridge, _layer, modules_exist=True)
+        _say_unrecorded(_bridge, _blocks.unrecorded())
+        return self
+
+    def _attach(self, torch, bridge, told):
+        """Reads what the converter tells (`told`) and attaches this
+        process to its raw directory, which it returns."""
         values = [self._converter.stdout.readline().strip() for _ in told]
         if not values[0]:
-            self._converter.wait()
             raise RuntimeError("amptrace_torch.trace: amptrace run did not "
-                               "start (status %s)" % self._converter.returncode)
+                               "start (status %s)" % self._converter.wait())
         # the bridge attaches in this process: it reads them here
         saved = {name: os.environ.get(name) for name in told[1:]}
         os.environ.update(zip(told[1:], values[1:]))
-        _bridge.value_checks(self.value_checks)
+        bridge.value_checks(self.value_checks)
         try:
-            _bridge.attach(values[0], _framework(torch, _bridge))
+            bridge.attach(values[0], _framework(torch, bridge))
         finally:
             for name, value in saved.items():
                 if value is None:
                     del os.environ[name]
                 else:
                     os.environ[name] = value
-        _install_layer_once(torch, _bridge, _layer, modules_exist=True)
-        return self
+        return values[0]
 
     def __exit__(self, *exc):
-        from . import _bridge, _steps
+        from . import _blocks, _bridge, _steps
         _steps.close_windows()
         _bridge.mark_exit()
         _bridge.detach()
-        _converter_pipes.pop(self._converter.stdin.fileno(), None)
-        self._converter.stdin.close()
-        self._converter.wait()
+        _blocks.ended()
+        self._let_go_of_converter()
         self._converter.stdout.close()
         return False
+
+    def _let_go_of_converter(self):
+        """Closes the converter's stdin (its end) and waits for it.  The
+        pipe is unlisted and closed under _fork_lock: a fork in another
+        thread between the two would keep it, unlisted, open."""
+        with _fork_lock:
+            _converter_pipes.pop(self._converter.stdin.fileno(), None)
+            self._converter.stdin.close()
+        self._converter.wait()
+
+
+def _program_name():
+    """This process as the converter's messages name it (its waiter,
+    /bin/sh, is nothing the user ran): its script and pid."""
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] \
+        else "python"
+    return "%s (process %d)" % (script, os.getpid())
+
+
+def _file_identity(path):
+    """(inode, modification time) of the file at `path`, None if none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def _say_unrecorded(bridge, pids):
+    """The finding workers-unrecorded (_blocks.py says why they are not
+    recorded): an amp.diag event, as the compile side's notes are."""
+    if pids:
+        bridge.compiled_diag(
+            "workers-unrecorded", "%d process%s forked in an earlier "
+            "trace() block still run%s (pid %s): %s work is not in this "
+            "trace" % (len(pids), "" if len(pids) == 1 else "es",
+                       "s" if len(pids) == 1 else "",
+                       ", ".join(map(str, sorted(pids))),
+                       "its" if len(pids) == 1 else "their"), 0)
 
 
 def _observe(torch, bridge):
