@@ -1,7 +1,9 @@
 /* The PyTorch bridge's following of no_grad regions' results
  * (tracer/torch/amptrace_torch/window_flow.c): a region's results that an
  * op trains on decide it "trained", results nothing trains on leave it an
- * evaluation, and a forked child judges none of its parent's. */
+ * evaluation, and its 64 slots keep serving regions however long some
+ * region stays undecided (a program without an optimizer judges each
+ * step's regions when the next step ends, so one is always pending). */
 #include "window_flow.h"
 
 #include <check.h>
@@ -60,6 +62,38 @@ START_TEST(test_frozen_and_evaluation)
 }
 END_TEST
 
+/* Each step's region is judged a step late: one is always undecided.
+ * Every region must still get a slot (else it is an evaluation unheard),
+ * and a slot used before must not inherit its old region's marks. */
+START_TEST(test_slots_last_with_one_always_pending)
+{
+	int first = region(1, 11); /* an evaluation: ended, its marks kept */
+	uint64_t id = 20;
+	int pending = region(id, id + 1);
+
+	ck_assert_int_ge(pending, 0);
+	ck_assert(!window_flow_end(first));
+	for (int step = 0; step < 200; step++) {
+		id += 10;
+		int next = region(id, id + 1);
+		ck_assert_msg(next >= 0, "step %d: no slot", step);
+		/* the first region's result, trained on: it ended long ago,
+		 * whichever region has its slot now did not make it */
+		op(11, 2 * id, true);
+		ck_assert_msg(!window_flow_end(pending),
+			      "step %d: an ended region's marks decided it", step);
+		pending = next;
+	}
+	/* a frozen backbone's region now: its features reach training */
+	int frozen = region(5000, 5001);
+	ck_assert_int_ge(frozen, 0);
+	ck_assert(!window_flow_end(pending));
+	op(5001, 5003, true);
+	ck_assert(window_flow_end(frozen));
+	ck_assert(!window_flow_followed());
+}
+END_TEST
+
 /* A forked child judges none of its parent's regions. */
 START_TEST(test_fork_forgets_the_parents_regions)
 {
@@ -87,6 +121,7 @@ static Suite *window_flow_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_frozen_and_evaluation);
+	tcase_add_test(tc, test_slots_last_with_one_always_pending);
 	tcase_add_test(tc, test_fork_forgets_the_parents_regions);
 	suite_add_tcase(s, tc);
 	return s;
