@@ -16,6 +16,8 @@
 #             with grad on (metrics, not training)
 #   fork      the evalloop's loop, a child forked after each evaluation
 #             (before the step ends), which exits as a program does
+#   forkeval  the fork loop's evaluation inside model.eval() .. train(),
+#             the child forked while that window is open
 #   single    before each training step one batch evaluated under
 #             inference_mode, its loss read
 import os
@@ -131,6 +133,23 @@ def fork():
     return STEPS
 
 
+def forkeval():
+    model = mlp(4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(STEPS):
+        x, y = batch()
+        model.eval()
+        with torch.no_grad(), torch.autocast(**BF16):
+            model(x).argmax(-1)
+        child = os.fork()
+        if child == 0:
+            sys.exit(0)      # its atexit handlers run
+        os.waitpid(child, 0)
+        model.train()
+        train_step(model, opt, *batch())
+    return STEPS
+
+
 def single():
     model = mlp(4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -144,5 +163,5 @@ def single():
 
 
 windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher, "evalloop": evalloop,
-           "fork": fork, "single": single}[MODE]()
+           "fork": fork, "forkeval": forkeval, "single": single}[MODE]()
 print("steps %d windows %d" % (STEPS, windows))

@@ -257,8 +257,8 @@ def test_frozen():
     per_step = {"backbone": 7,   # the backbone's 5 and the head's 2
                 "teacher": 10,   # the teacher's 5 and the student's 5
                 "evalloop": 5, "single": 5,
-                "fork": 5}       # a child forked in each step: its
-                                 # parent's windows are not its own
+                "fork": 5,       # a child forked in each step: its
+                "forkeval": 5}   # parent's windows are not its own
     modes = ("noopt", *per_step)
     for mode, detail in ((m, d) for m in modes for d in ("all", "0:2")):
         p, path = run("scenario_frozen.py", mode, out="frozen-" + mode,

@@ -358,8 +358,13 @@ def close_windows():
 
 def _forked():
     """A forked child (a DataLoader worker): the parent's regions under
-    no_grad are the parent's to judge (window_flow.h forgets them)."""
+    no_grad are the parent's to judge (window_flow.h forgets them), and
+    its open model.eval() windows the parent's to end: a child that exits
+    as a program does would write them into its own record, begun before
+    it was.  (A child that evaluates the module it inherited in eval mode
+    has those ops as its steps' rather than a window's.)"""
     _state.regions_pending = []
+    _state.eval_windows = {}
 
 
 def install(torch, bridge):

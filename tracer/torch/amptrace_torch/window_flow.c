@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A region whose results spread past this many tensors is not followed
  * further (its tensors beyond are unmarked): 8 MB of table at most. */
@@ -113,11 +114,50 @@ static void mark(uint64_t id, uint64_t slots)
 	}
 }
 
+/* Called with the lock held when every slot is open or used: the marks
+ * of the regions that ended leave the table, so their slots serve again.
+ * Without it a program in which some region is always undecided (no
+ * optimizer: each step's regions are judged when the next step ends)
+ * runs out of slots after 64 regions, and every later region, a frozen
+ * backbone's too, is an evaluation unheard.  Once per 64 regions at
+ * most: the table's size each time. */
+static void sweep_ended(void)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < table_size; i++)
+		if (table[i].id && !(table[i].slots &= open_slots))
+			table[i].id = 0;
+	used_slots = open_slots;
+	if (!table)
+		return;
+	/* open addressing: the survivors are placed again, gaps closed */
+	struct marked *old = table;
+	struct marked *placed = calloc(table_size, sizeof *placed);
+	if (!placed) {
+		/* keep what can be kept: an emptied table forgets marks,
+		 * never gives a slot an ended region's */
+		memset(table, 0, table_size * sizeof *table);
+		table_count = 0;
+		return;
+	}
+	for (size_t i = 0; i < table_size; i++)
+		if (old[i].id) {
+			put(placed, table_size, old[i].id, old[i].slots);
+			kept++;
+		}
+	free(old);
+	table = placed;
+	table_count = kept;
+}
+
 int window_flow_open(void)
 {
 	int slot = -1;
 
 	pthread_mutex_lock(&lock);
+	if (!~(open_slots | used_slots))
+		sweep_ended();
 	uint64_t taken = open_slots | used_slots;
 	for (int i = 0; i < 64 && slot < 0; i++)
 		if (!(taken & (1ull << i)))
