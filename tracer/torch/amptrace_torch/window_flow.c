@@ -195,9 +195,15 @@ bool window_flow_end(int slot)
 void window_flow_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
-	open_slots = trained_slots = 0;
+	open_slots = trained_slots = used_slots = 0;
 	region_slot = -1;
-	follow_or_forget();
+	/* dropped, not freed: a thread of the parent may have been growing
+	 * it (room() frees the old table before it stores the new one), and
+	 * the child's copy is the parent's pages until written */
+	table = NULL;
+	table_size = table_count = 0;
+	atomic_store_explicit(&window_flow_following, false,
+			      memory_order_relaxed);
 }
 
 /* An op trains when autograd records it: grad on, and an input that
