@@ -258,7 +258,9 @@ def test_frozen():
                 "teacher": 10,   # the teacher's 5 and the student's 5
                 "evalloop": 5, "single": 5,
                 "fork": 5,       # a child forked in each step: its
-                "forkeval": 5}   # parent's windows are not its own
+                "forkeval": 5,   # parent's windows are not its own
+                "forklock": 5}   # a child forked as a thread held the
+                                 # steps' lock ends (it is the child's)
     modes = ("noopt", *per_step)
     for mode, detail in ((m, d) for m in modes for d in ("all", "0:2")):
         p, path = run("scenario_frozen.py", mode, out="frozen-" + mode,
