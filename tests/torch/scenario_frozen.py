@@ -18,6 +18,10 @@
 #             (before the step ends), which exits as a program does
 #   forkeval  the fork loop's evaluation inside model.eval() .. train(),
 #             the child forked while that window is open
+#   forklock  the fork loop with another thread inside the bridge's
+#             steps lock at each fork (the lock _steps takes at exit):
+#             a child that does not end in 30 s is killed, and the
+#             scenario says "child hung"
 #   single    before each training step one batch evaluated under
 #             inference_mode, its loss read
 import os
@@ -150,6 +154,48 @@ def forkeval():
     return STEPS
 
 
+def forklock():
+    import threading
+    from amptrace_torch import _steps   # the bridge amptrace run gave it
+    model = mlp(4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(STEPS):
+        x, y = batch()
+        with torch.no_grad(), torch.autocast(**BF16):
+            model(x).argmax(-1)
+        held, forked = threading.Event(), threading.Event()
+
+        def hold():
+            with _steps._state.lock:
+                held.set()
+                forked.wait()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait()
+        child = os.fork()
+        if child == 0:
+            sys.exit(0)      # its atexit handlers run
+        forked.set()
+        holder.join()
+        if not ended_within(child, 30):
+            print("child hung")
+            return -1
+        train_step(model, opt, *batch())
+    return STEPS
+
+
+def ended_within(child, seconds):
+    import time
+    for _ in range(int(seconds * 10)):
+        if os.waitpid(child, os.WNOHANG)[0]:
+            return True
+        time.sleep(0.1)
+    os.kill(child, 9)
+    os.waitpid(child, 0)
+    return False
+
+
 def single():
     model = mlp(4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -163,5 +209,6 @@ def single():
 
 
 windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher, "evalloop": evalloop,
-           "fork": fork, "forkeval": forkeval, "single": single}[MODE]()
+           "fork": fork, "forkeval": forkeval, "forklock": forklock,
+           "single": single}[MODE]()
 print("steps %d windows %d" % (STEPS, windows))

@@ -258,7 +258,9 @@ def test_frozen():
                 "teacher": 10,   # the teacher's 5 and the student's 5
                 "evalloop": 5, "single": 5,
                 "fork": 5,       # a child forked in each step: its
-                "forkeval": 5}   # parent's windows are not its own
+                "forkeval": 5,   # parent's windows are not its own
+                "forklock": 5}   # a child forked as a thread held the
+                                 # steps' lock ends (it is the child's)
     modes = ("noopt", *per_step)
     for mode, detail in ((m, d) for m in modes for d in ("all", "0:2")):
         p, path = run("scenario_frozen.py", mode, out="frozen-" + mode,
@@ -1252,6 +1254,30 @@ def mm_pids(path):
     return op_pids(path, "mm")
 
 
+def test_api_rank():
+    """trace() blocks in a process torch.distributed gave a rank before
+    them (no RANK in its environment): each block's trace names the
+    process by it, as `amptrace run` does from the call on."""
+    folder = os.path.join(TMP, "api-rank")
+    os.mkdir(folder)
+    p = api_run("scenario_api_rank.py", folder)
+    for name in ("first.json", "second.json"):
+        path = os.path.join(folder, name)
+        t = load(path) if os.path.exists(path) else {}
+        named = [e["args"].get("rank") for e in t.get("traceEvents", [])
+                 if e.get("name") == "process_name"]
+        ends = [q.get("rank") for q in
+                t.get("amptraceEnd", {}).get("processes", [])]
+        check("a trace() block after init_process_group(rank=0): its "
+              "process named by the rank (%s)" % name,
+              p.returncode == 0 and p.stdout == "traced\n" and
+              named[-1:] == [0] and ends == [0],
+              (p.returncode, p.stdout, p.stderr[-500:], named, ends))
+    check("... and no file of its own left behind",
+          sorted(os.listdir(folder)) == ["first.json", "second.json"],
+          os.listdir(folder))
+
+
 def test_api_forks():
     """trace() blocks and forked children: a child's own trace() while
     its parent's block records it, after that block, a nested block; two
@@ -1791,7 +1817,7 @@ TESTS = [test_training_loop, test_regions, test_checkpoint,
          test_cache_dtypes, test_steps, test_frozen, test_bounded,
          test_scenarios, test_roots, test_custom_function,
          test_import_ways,
-         test_sitecustomize, test_api, test_api_forks,
+         test_sitecustomize, test_api, test_api_rank, test_api_forks,
          test_twins, test_twin_negative, test_injection_messages,
          test_divergence, test_scripted_model, test_functorch,
          test_no_false_divergence, test_nested_tensors]

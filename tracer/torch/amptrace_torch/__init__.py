@@ -222,6 +222,7 @@ class trace:
             raise
         _blocks.begun(raw_dir)
         _install_layer_once(torch, _bridge, _layer, modules_exist=True)
+        _layer.tell_rank(torch, _bridge)
         _say_unrecorded(_bridge, _blocks.unrecorded())
         return self
 

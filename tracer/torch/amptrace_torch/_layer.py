@@ -559,14 +559,24 @@ def _wrap_distributed(torch, bridge):
     c10d = distributed.distributed_c10d
 
     def initialized(result, *args, **kwargs):
-        try:
-            bridge.rank(distributed.get_rank())
-        except Exception as e:
-            _recording_failed(e)
+        tell_rank(torch, bridge)
 
     # torch.distributed's name is c10d's, imported: both are called
     wrapped = _wrapped(bridge, c10d.init_process_group, after=initialized)
     c10d.init_process_group = distributed.init_process_group = wrapped
+
+
+def tell_rank(torch, bridge):
+    """The rank torch.distributed gave the process, if it gave one, to
+    the recording: from init_process_group's wrapper, and as a trace()
+    block attaches (a recording that began after the call, which told
+    an earlier one or none)."""
+    try:
+        distributed = torch.distributed
+        if distributed.is_available() and distributed.is_initialized():
+            bridge.rank(distributed.get_rank())
+    except Exception as e:
+        _recording_failed(e)
 
 
 def _found_inf(scaler, optimizer):

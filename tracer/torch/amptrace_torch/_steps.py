@@ -362,7 +362,11 @@ def _forked():
     its open model.eval() windows the parent's to end: a child that exits
     as a program does would write them into its own record, begun before
     it was.  (A child that evaluates the module it inherited in eval mode
-    has those ops as its steps' rather than a window's.)"""
+    has those ops as its steps' rather than a window's.)  The lock may
+    have been held by a thread the child does not have (window_flow.c's
+    and trace()'s fork handlers make theirs anew too): the child's exit
+    takes it."""
+    _state.lock = threading.Lock()
     _state.regions_pending = []
     _state.eval_windows = {}
 

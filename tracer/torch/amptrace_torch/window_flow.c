@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A region whose results spread past this many tensors is not followed
- * further (its tensors beyond are unmarked): 8 MB of table at most. */
+/* Tensors marked at most, by all the regions in the table together (the
+ * undecided ones, and those that ended while one was, until
+ * sweep_ended()): tensors beyond are unmarked.  8 MB of table at most. */
 #define MAX_MARKED (1u << 18)
 
 struct marked {
