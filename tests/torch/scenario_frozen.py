@@ -208,7 +208,7 @@ def single():
     return STEPS
 
 
-windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher, "evalloop": evalloop,
-           "fork": fork, "forkeval": forkeval, "forklock": forklock,
-           "single": single}[MODE]()
+windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher,
+           "evalloop": evalloop, "fork": fork, "forkeval": forkeval,
+           "forklock": forklock, "single": single}[MODE]()
 print("steps %d windows %d" % (STEPS, windows))

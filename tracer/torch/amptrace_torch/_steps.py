@@ -260,7 +260,8 @@ def _outermost_region(torch, region):
         if not _evaluating() and (
                 not torch.is_grad_enabled() or
                 torch.is_inference_mode_enabled()):
-            region._amptrace_window = (_bridge.window_begin(), _bridge.window_open())
+            region._amptrace_window = (_bridge.window_begin(),
+                                       _bridge.window_open())
         return
     if _state.optimizers or _state.user:
         return
