@@ -1143,6 +1143,17 @@ def test_api():
           "bridge's search for modules made before the block)",
           program_stderr == "", p.stderr)
 
+    # two blocks, steps begun by regions: each its own two steps
+    paths = [os.path.join(TMP, "api_steps_%d.json" % k) for k in (1, 2)]
+    p = subprocess.run([PYTHON, os.path.join(HERE, "scenario_api_steps.py"),
+                        *paths], capture_output=True, text=True, env=env,
+                       timeout=300)
+    counts = [summary_json(path).get("steps", {}).get("count")
+              if p.returncode == 0 else None for path in paths]
+    check("two trace() blocks of a loop without an optimizer: 2 steps "
+          "each, the second's first region no end of a step",
+          counts == [2, 2], (counts, p.stderr[-300:]))
+
     # workers forked inside the block and alive after it: the block ends
     path = os.path.join(TMP, "api_workers.json")
     p = subprocess.Popen([PYTHON, os.path.join(HERE, "scenario_api_workers.py"),

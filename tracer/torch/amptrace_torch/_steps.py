@@ -345,13 +345,17 @@ def _train_mode(module, mode):
 
 
 def close_windows():
-    """At the program's end: the windows still open end there."""
+    """At the program's end, or a trace() block's: the windows still open
+    end there, and the step in progress with them: a later block's
+    recording begins at step 0, which its first region begins rather
+    than ends."""
     if _bridge is None:
         return
     _judge_regions()
     with _state.lock:
         windows = list(_state.eval_windows.values())
         _state.eval_windows.clear()
+        _state.region_in_step = False
     for begin, dropped in windows:
         if not dropped:
             _bridge.evaluation(begin, "model.eval()")
