@@ -122,34 +122,27 @@ def evalloop():
     return windows
 
 
-def fork():
+def forked_child():
+    """A child that exits as a program does (its atexit handlers run)."""
+    child = os.fork()
+    if child == 0:
+        sys.exit(0)
+    return child
+
+
+def fork(in_eval_mode=False):
+    """`in_eval_mode`: forked inside model.eval() .. train() (forkeval)."""
     model = mlp(4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for _ in range(STEPS):
         x, y = batch()
+        if in_eval_mode:
+            model.eval()
         with torch.no_grad(), torch.autocast(**BF16):
             model(x).argmax(-1)
-        child = os.fork()
-        if child == 0:
-            sys.exit(0)      # its atexit handlers run
-        os.waitpid(child, 0)
-        train_step(model, opt, *batch())
-    return STEPS
-
-
-def forkeval():
-    model = mlp(4)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(STEPS):
-        x, y = batch()
-        model.eval()
-        with torch.no_grad(), torch.autocast(**BF16):
-            model(x).argmax(-1)
-        child = os.fork()
-        if child == 0:
-            sys.exit(0)      # its atexit handlers run
-        os.waitpid(child, 0)
-        model.train()
+        os.waitpid(forked_child(), 0)
+        if in_eval_mode:
+            model.train()
         train_step(model, opt, *batch())
     return STEPS
 
@@ -173,9 +166,7 @@ def forklock():
         holder = threading.Thread(target=hold)
         holder.start()
         held.wait()
-        child = os.fork()
-        if child == 0:
-            sys.exit(0)      # its atexit handlers run
+        child = forked_child()
         forked.set()
         holder.join()
         if not ended_within(child, 30):
@@ -209,6 +200,6 @@ def single():
 
 
 windows = {"backbone": backbone, "noopt": noopt, "teacher": teacher,
-           "evalloop": evalloop, "fork": fork, "forkeval": forkeval,
+           "evalloop": evalloop, "fork": fork, "forkeval": lambda: fork(True),
            "forklock": forklock, "single": single}[MODE]()
 print("steps %d windows %d" % (STEPS, windows))
