@@ -264,8 +264,9 @@ static bool is_region_window(const struct trace_event *e)
 /* The regions that the aggregates of each process's final step count,
  * and the evaluation windows there: a program that evaluates after its
  * last step (a no_grad region, model.eval()) leaves an aggregate there
- * when that step is not in full detail, its rows the window's, with no
- * time of their own to tell them from training by. */
+ * when that step is not in full detail, its rows the window's; an
+ * aggregate without `end` (an older trace) has no span to tell them from
+ * training by (aggregate_inside_window tells the others). */
 static void count_final_regions(struct events *ev,
 				struct process_steps *procs, size_t nprocs)
 {
