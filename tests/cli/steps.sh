@@ -499,5 +499,43 @@ capture "$ampview" "$tmp/huge-numbers.json" -o "$tmp/huge-numbers.svg"
 check "step numbers from 9,000,000,000: ampview draws step 1" \
 	eval 'status_is 0 && grep -qF "step 1 of 0..1" "$tmp/huge-numbers.svg"'
 
+# ------------------------------------------------------- a job's ranks
+# A distributed job's ranks each run the step (FORMAT.md §8): a per-step
+# rule holds in every step of every rank, as for one process, not for
+# the ranks' sum; each rank is judged in the steps it trained in, and a
+# rank's step is cut short only where its own record ended.  merge makes
+# a file's process its rank (position on the command line).
+"$amptrace" run -q -o "$tmp/rank-a.json" --steps all -- "$mlp" --steps 6 \
+	>/dev/null 2>&1
+"$amptrace" run -q -o "$tmp/rank-b.json" --steps all -- "$mlp" --steps 6 \
+	--layers 4 >/dev/null 2>&1
+"$amptrace" merge -o "$tmp/ranks-same.json" "$tmp/rank-a.json" \
+	"$tmp/rank-a.json" 2>/dev/null
+printf 'casts f32->bf16 == 7 per step\n' >"$tmp/seven.rules"
+capture "$amptrace" check "$tmp/ranks-same.json" "$tmp/seven.rules"
+check "two ranks of 7 casts a step: == 7 per step holds, each rank's step judged" \
+	eval 'status_is 0 && out_has "at most 7 per step over 12 steps of 2 ranks"'
+"$amptrace" merge -o "$tmp/ranks-apart.json" "$tmp/rank-a.json" \
+	"$tmp/rank-b.json" 2>/dev/null
+capture "$amptrace" check "$tmp/ranks-apart.json" "$tmp/seven.rules"
+check "a rank of 9 casts a step beside one of 7: the rule fails on rank 1's steps" \
+	eval 'status_is 1 && out_has "rank 1'"'"'s step 0 has 9; 6 of 12 steps of 2 ranks fail"'
+# rank 1's record stops inside its step 3 (merge reads its file
+# truncated): that step is cut short for rank 1 alone, rank 0's step 3
+# is whole and judged
+step2=$(grep -n '"name":"step 2"' "$tmp/rank-a.json" | cut -d: -f1)
+head -n $((step2 + 30)) "$tmp/rank-a.json" >"$tmp/rank-a-cut.json"
+"$amptrace" merge -o "$tmp/ranks-cut.json" "$tmp/rank-a.json" \
+	"$tmp/rank-a-cut.json" 2>/dev/null
+capture "$amptrace" check "$tmp/ranks-cut.json" "$tmp/seven.rules"
+check "rank 1's record cut inside a step: that step alone is not judged" \
+	eval 'status_is 0 && out_has "over 9 steps of 2 ranks" &&
+	      out_has "; rank 1'"'"'s step 3 cut short (its process or its trace ended in it)"'
+# one process with DataLoader-like workers and no rank: one group, the
+# trace's steps, as before
+capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"
+check "one process: its steps, no ranks named" \
+	eval 'status_is 0 && out_has "at most 7 per step over 6 steps, marked"'
+
 echo "1..$count"
 exit $fail

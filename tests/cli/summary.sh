@@ -52,6 +52,26 @@ check "summary: uncacheable reasons" out_has "4  not a leaf that requires grad"
 check "summary: regions" out_has "loss                     cuda   f16           2"
 check "summary: scaler" out_has "optimizer steps 2, skipped 1 (first in step 1)"
 check "summary: scale history" out_has "65536 (step 0) -> 32768 (step 1, inf found)"
+# A job's ranks each have a GradScaler (good.json twice, merged: ranks 0
+# and 1): the history follows one, rank 0's, not the ranks' interleaved
+# scales; its skips are its own; check's scaler counts are a rank's
+"$amptrace" merge -o "$tmp/two-ranks.json" "$fx/good.json" "$fx/good.json" \
+	2>/dev/null
+capture "$amptrace" summary "$tmp/two-ranks.json"
+check "two ranks' GradScalers: steps and skips in all" \
+	out_has "optimizer steps 4, skipped 2 (first in step 1)"
+check "... which one the history follows, and that the other agrees" \
+	out_has "2 GradScalers (a rank's at most 2 steps, 1 skipped): the scale and the skips below are rank 0's;"
+check "... its scale history, once" \
+	eval 'out_has "  scale: 65536 (step 0) -> 32768 (step 1, inf found)
+" && ! out_has "inf found) -> 65536"'
+check "... its skip, once" out_has "    step 1 (scale 65536): a gradient held inf/NaN"
+printf 'scaler skipped-steps == 1\nscaler steps == 2\n' >"$tmp/rank-scaler.rules"
+capture "$amptrace" check "$tmp/two-ranks.json" "$tmp/rank-scaler.rules"
+check "check: scaler skipped-steps and steps are a rank's, not the sum" \
+	eval 'status_is 0 && out_has "(skipped-steps 1)" && out_has "(steps 2)"'
+capture "$amptrace" check "$fx/good.json" "$tmp/rank-scaler.rules"
+check "check: ... as for the one process" status_is 0
 capture "$amptrace" summary --json "$fx/good.json"
 check "summary --json: exit 0" status_is 0
 check "summary --json: hit rate" out_has '"hit_rate":	0.5'

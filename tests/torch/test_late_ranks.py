@@ -158,6 +158,25 @@ def check_ranks(what, trace_path, result, plain):
           report_ranks(trace_path) ==
           {pid: p["rank"] for pid, p in processes.items()},
           report_ranks(trace_path))
+    check_per_step_rule(what, trace_path, trace, min(processes))
+
+
+def check_per_step_rule(what, trace_path, trace, pid):
+    """A per-step rule holds per rank, as for one process: a rank's casts
+    a step, not the ranks' sum (FORMAT.md §8)."""
+    casts = [e for e in events(trace, "amp.cast") if e["pid"] == pid and
+             e["args"].get("cache") != "hit" and
+             not e["args"].get("origin")]
+    rules = os.path.join(TMP, "per-step.rules")
+    with open(rules, "w") as f:
+        f.write("casts total == %d per step\n" % (len(casts) // STEPS))
+    p = subprocess.run([AMPTRACE, "check", trace_path, rules],
+                       capture_output=True, text=True)
+    check("%s: `casts total == %d per step` holds in each rank's %d steps"
+          % (what, len(casts) // STEPS, STEPS),
+          casts and len(casts) % STEPS == 0 and p.returncode == 0 and
+          "over %d steps of 2 ranks" % (2 * STEPS) in p.stdout,
+          p.stdout + p.stderr)
 
 
 def test_spawn():

@@ -67,6 +67,156 @@ static void count_aggregate(struct analysis *a, const struct trace_aggregate *g)
 		a->cache_max_bytes = g->cache.max_bytes;
 }
 
+/* ---------------------------------------------------------- GradScaler */
+
+/* One GradScaler: a process's scaler id. */
+struct scaler_seen {
+	int64_t pid;
+	uint64_t id;
+	int group;      /* its process's rank's (ranks.h) */
+	double final;   /* its last scale; NaN: none seen */
+};
+
+struct scalers {
+	struct scaler_seen *seen;  /* in the order they first appear */
+	size_t count, cap;
+	uint64_t *steps, *skipped; /* per rank group */
+};
+
+static struct scaler_seen *scaler_of(struct scalers *s,
+				     const struct trace_event *e, int group)
+{
+	for (size_t k = 0; k < s->count; k++)
+		if (s->seen[k].pid == e->pid &&
+		    s->seen[k].id == e->scaler.scaler_id)
+			return &s->seen[k];
+	struct scaler_seen *grown =
+		trace_grow(s->seen, &s->cap, s->count + 1, sizeof *grown);
+	if (!grown)
+		return NULL;
+	s->seen = grown;
+	s->seen[s->count] = (struct scaler_seen){ e->pid, e->scaler.scaler_id,
+						  group, NAN };
+	return &s->seen[s->count++];
+}
+
+static bool is_scaler_step(const struct trace_event *e)
+{
+	return e->kind == TRACE_SCALER && e->scaler.what &&
+	       !strcmp(e->scaler.what, "step");
+}
+
+/* Steps, skips and scales, in all and per rank; each GradScaler's last
+ * scale.  A skip is a `step` event's, or, where a producer writes no
+ * `step` events, whichever says so. */
+static int tally_scalers(const struct trace *t, struct analysis *a,
+			 struct scalers *s)
+{
+	bool with_step = false;
+
+	for (size_t i = 0; i < t->nevents && !with_step; i++)
+		with_step = is_scaler_step(&t->events[i]);
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_SCALER)
+			continue;
+		int group = trace_ranks_group(&a->ranks, e->pid);
+		struct scaler_seen *seen = scaler_of(s, e, group);
+		if (!seen)
+			return -1;
+		bool is_step = is_scaler_step(e);
+		a->scaler_steps += is_step;
+		s->steps[group] += is_step;
+		if (e->scaler.step_skipped && (is_step || !with_step)) {
+			a->skipped_steps++;
+			s->skipped[group]++;
+			if (a->first_skipped_step < 0)
+				a->first_skipped_step = a->step_of[i];
+		}
+		double scale = e->scaler.scale;
+		if (!isfinite(scale))
+			continue;
+		seen->final = scale;
+		if (isnan(a->scale_min) || scale < a->scale_min)
+			a->scale_min = scale;
+		if (isnan(a->scale_max) || scale > a->scale_max)
+			a->scale_max = scale;
+	}
+	return 0;
+}
+
+/* The GradScaler the history follows: the first of the lowest rank that
+ * has one; and how many others end at another scale than it. */
+static const struct scaler_seen *follow_one(const struct scalers *s,
+					    struct analysis *a)
+{
+	const struct scaler_seen *one = NULL;
+
+	for (size_t k = 0; k < s->count; k++)
+		if (!one || s->seen[k].group < one->group)
+			one = &s->seen[k];
+	a->nscalers = (int)s->count;
+	if (!one)
+		return NULL;
+	for (size_t k = 0; k < s->count; k++)
+		if (&s->seen[k] != one && !(s->seen[k].final == one->final ||
+					    (isnan(s->seen[k].final) &&
+					     isnan(one->final))))
+			a->nscalers_ending_apart++;
+	a->history_pid = one->pid;
+	a->history_scaler = one->id;
+	a->scale_final = one->final;
+	return one;
+}
+
+/* Each change of the followed GradScaler's scale. */
+static int record_history(const struct trace *t, struct analysis *a,
+			  const struct scaler_seen *one)
+{
+	double last = NAN;
+
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (e->kind != TRACE_SCALER || e->pid != one->pid ||
+		    e->scaler.scaler_id != one->id ||
+		    !isfinite(e->scaler.scale) || e->scaler.scale == last)
+			continue;
+		struct scale_change *grown = realloc(
+			a->scale_history, (a->nscale_history + 1) * sizeof *grown);
+		if (!grown)
+			return -1;
+		a->scale_history = grown;
+		a->scale_history[a->nscale_history++] = (struct scale_change){
+			e->ts, e->scaler.scale, a->step_of[i], e->scaler.found_inf
+		};
+		last = e->scaler.scale;
+	}
+	return 0;
+}
+
+static int count_scalers(const struct trace *t, struct analysis *a)
+{
+	size_t n = (size_t)a->ranks.ngroups;
+	struct scalers s = { .steps = calloc(n, sizeof *s.steps),
+			     .skipped = calloc(n, sizeof *s.skipped) };
+	int status = -1;
+
+	if (s.steps && s.skipped && tally_scalers(t, a, &s) == 0) {
+		for (size_t g = 0; g < n; g++) {
+			if (s.steps[g] > a->rank_scaler_steps)
+				a->rank_scaler_steps = s.steps[g];
+			if (s.skipped[g] > a->rank_skipped_steps)
+				a->rank_skipped_steps = s.skipped[g];
+		}
+		const struct scaler_seen *one = follow_one(&s, a);
+		status = one ? record_history(t, a, one) : 0;
+	}
+	free(s.seen);
+	free(s.steps);
+	free(s.skipped);
+	return status;
+}
+
 /* -------------------------------------------------------------- public */
 
 int analysis_run(const struct trace *t, struct analysis *a)
@@ -76,13 +226,8 @@ int analysis_run(const struct trace *t, struct analysis *a)
 				.scale_final = NAN };
 	if (trace_index_build(t, &a->index) != 0 || assign_steps(t, a) != 0)
 		return -1;
-	uint64_t scaler_events_with_step = 0;
-	for (size_t i = 0; i < t->nevents; i++) {
-		const struct trace_event *e = &t->events[i];
-		if (e->kind == TRACE_SCALER && e->scaler.what &&
-		    !strcmp(e->scaler.what, "step"))
-			scaler_events_with_step++;
-	}
+	if (!trace_ranks_find(t, &a->ranks) || count_scalers(t, a) != 0)
+		return -1;
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		switch (e->kind) {
@@ -111,39 +256,6 @@ int analysis_run(const struct trace *t, struct analysis *a)
 						a->cache_max_bytes = v;
 				}
 			break;
-		case TRACE_SCALER: {
-			const struct trace_scaler *s = &e->scaler;
-			bool is_step = s->what && !strcmp(s->what, "step");
-			if (is_step)
-				a->scaler_steps++;
-			if (s->step_skipped &&
-			    (is_step || !scaler_events_with_step)) {
-				a->skipped_steps++;
-				if (a->first_skipped_step < 0)
-					a->first_skipped_step = a->step_of[i];
-			}
-			if (isfinite(s->scale)) {
-				if (isnan(a->scale_final) || s->scale != a->scale_final) {
-					struct scale_change *grown = realloc(
-						a->scale_history,
-						(a->nscale_history + 1) * sizeof *grown);
-					if (!grown)
-						return -1;
-					a->scale_history = grown;
-					a->scale_history[a->nscale_history++] =
-						(struct scale_change){
-							e->ts, s->scale,
-							a->step_of[i], s->found_inf
-						};
-				}
-				a->scale_final = s->scale;
-				if (isnan(a->scale_min) || s->scale < a->scale_min)
-					a->scale_min = s->scale;
-				if (isnan(a->scale_max) || s->scale > a->scale_max)
-					a->scale_max = s->scale;
-			}
-			break;
-		}
 		default:
 			break;
 		}
@@ -154,6 +266,7 @@ int analysis_run(const struct trace *t, struct analysis *a)
 void analysis_free(struct analysis *a)
 {
 	trace_steps_free(&a->steps);
+	trace_ranks_free(&a->ranks);
 	free(a->scale_history);
 	free(a->findings);
 	free(a->finding_occurrences);

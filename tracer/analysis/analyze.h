@@ -4,6 +4,7 @@
 #define AMPTRACE_ANALYZE_H
 
 #include "findings.h"
+#include "ranks.h"
 #include "steps.h"
 #include "trace.h"
 #include "trace_index.h"
@@ -32,10 +33,22 @@ struct analysis {
 	/* casts by cache result (hit, miss, uncacheable, disabled, other) */
 	uint64_t cache_hits, cache_misses, cache_uncacheable, cache_disabled;
 	uint64_t cache_clears, cache_max_entries, cache_max_bytes;
-	/* GradScaler */
+	/* its processes' ranks: check's `per step` rules and the GradScaler
+	 * counts below judge each rank apart (ranks.h) */
+	struct trace_ranks ranks;
+	/* GradScaler: steps and skips in all, and the most of any rank's
+	 * (the ranks of a job step together); the same without ranks */
 	uint64_t scaler_steps, skipped_steps;
+	uint64_t rank_scaler_steps, rank_skipped_steps;
 	int first_skipped_step;
-	double scale_min, scale_max, scale_final; /* NaN when no scale seen */
+	double scale_min, scale_max; /* NaN when no scale seen */
+	/* The scale history follows one GradScaler: the first of the lowest
+	 * rank that has one (pid, scaler id), its final scale; of the
+	 * others, how many end at another scale */
+	int64_t history_pid;
+	uint64_t history_scaler;
+	double scale_final;
+	int nscalers, nscalers_ending_apart;
 	struct scale_change *scale_history;
 	size_t nscale_history;
 	/* findings_compute()'s, most severe first (the analysis owns them) */

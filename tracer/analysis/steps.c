@@ -58,11 +58,7 @@ static bool aggregate_has_backward(const struct trace_aggregate *g)
 	return false;
 }
 
-/* What makes events after the last step's end a step of their own: the
- * program's training, outside evaluation windows: a backward pass, an
- * autocast region, a cast (not the gradients zeroed after the last
- * step, nor a loss read or a prediction made after the loop). */
-static bool counts_for_step(const struct trace_event *e, bool evaluating)
+bool trace_steps_trains(const struct trace_event *e, bool evaluating)
 {
 	if (evaluating)
 		return false;
@@ -439,7 +435,7 @@ static int marked_steps(struct events *ev, struct trace_steps *s)
 					   begins.count &&
 					   inside_window(&begins, &stops,
 							 e->pid, e->ts);
-		bool training = counts_for_step(e, s->evaluating[i]);
+		bool training = trace_steps_trains(e, s->evaluating[i]);
 		if (step + 1 > s->nsteps &&
 		    ((is_step(e) && p && step < p->final) || training))
 			s->nsteps = step + 1;
@@ -523,7 +519,7 @@ static int counted_steps(struct events *ev, struct trace_steps *s)
 		s->step_of[i] = step;
 		if (step + 1 > s->nsteps && counted_for_step(e))
 			s->nsteps = step + 1;
-		if (counts_for_step(e, false) && e->kind != TRACE_AGGREGATE &&
+		if (trace_steps_trains(e, false) && e->kind != TRACE_AGGREGATE &&
 		    step == counted_step(&marks, e->pid, INFINITY, updates) &&
 		    early_ends_has(&early, e->pid) && !add_cut_short(s, step))
 			goto out;

@@ -83,6 +83,13 @@ int trace_steps_find_more(const struct trace *t,
  * them, it does not read. */
 bool trace_steps_reads_whole(const struct trace_event *e);
 void trace_steps_free(struct trace_steps *s);
+/* Whether event `e` trains (outside an evaluation window: `evaluating`
+ * says it is inside one): a backward pass, an autocast region, a cast
+ * (not the gradients zeroed after the last step, nor a loss read or a
+ * prediction made after the loop).  Events after the last step's end
+ * are a step of their own when one does; a rank takes part in the steps
+ * it trains in (ranks.h). */
+bool trace_steps_trains(const struct trace_event *e, bool evaluating);
 /* Whether the steps end where a training step really ends (an optimizer,
  * a GradScaler, the program's own marker), not at autocast regions. */
 bool trace_steps_are_training(const struct trace_steps *s);

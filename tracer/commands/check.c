@@ -664,121 +664,263 @@ static enum partial_verdict cut_short_verdict(double count,
 	return PARTIAL_UNKNOWN;
 }
 
+/* What a `per step` rule judges: a step of the trace (group -1), or,
+ * where several ranks train, a step of one rank's processes (ranks.h),
+ * each in the steps it trains in. */
+struct step_unit {
+	int step, group;
+	size_t count;
+	size_t first;  /* the event of its first counted cast */
+	bool cut;      /* cut short: its process or its trace ended in it */
+};
+
+/* "step 3", "rank 1's step 3" or "step 3 of the processes without a
+ * rank", into buf. */
+static const char *unit_name(const struct analysis *a,
+			     const struct step_unit *u, char *buf, size_t size)
+{
+	int rank = u->group >= 0 ? a->ranks.rank_of_group[u->group] : -1;
+
+	if (u->group < 0)
+		snprintf(buf, size, "step %d", u->step);
+	else if (rank >= 0)
+		snprintf(buf, size, "rank %d's step %d", rank, u->step);
+	else
+		snprintf(buf, size, "step %d of the processes without a rank",
+			 u->step);
+	return buf;
+}
+
 /* "; step 25 cut short (its process or its trace ended in it): 3 so
  * far, not judged" */
 static void append_unjudged(char *buf, size_t size, int unjudged,
-			    int first, size_t count)
+			    const char *first, size_t count)
 {
 	size_t used = strlen(buf);
 
 	if (unjudged == 1)
-		snprintf(buf + used, size - used, "; step %d cut short (its "
+		snprintf(buf + used, size - used, "; %s cut short (its "
 			 "process or its trace ended in it): %zu so far, not "
 			 "judged", first, count);
 	else if (unjudged > 1)
 		snprintf(buf + used, size - used, "; %d steps cut short (a "
-			 "process or its trace ended in each, the first step "
-			 "%d), not judged", unjudged, first);
+			 "process or its trace ended in each, the first %s), "
+			 "not judged", unjudged, first);
 }
 
 /* "; 10 steps recorded as aggregates (the first step 20), not judged:
  * their rows do not say the module" */
 static void append_silent_steps(char *buf, size_t size, int silent,
-				int first, const struct analysis *a,
+				const char *first, const struct analysis *a,
 				const struct rule *r)
 {
 	size_t used = strlen(buf);
 
 	if (silent)
 		snprintf(buf + used, size - used, "; %d step%s recorded as "
-			 "aggregates (%sstep %d), not judged: their rows do "
+			 "aggregates (%s%s), not judged: their rows do "
 			 "not say %s", silent, silent == 1 ? "" : "s",
 			 silent == 1 ? "" : "the first ", first,
 			 aggregates_lack(a, r));
 }
 
-/* A `per step` casts rule's verdict over the steps' counts: every step
- * must hold it; a step cut short (a killed process's last, or the last
- * of a trace that stops early) is judged only where its partial count
- * already decides (RULES.md).  Returns the first failing step, or -1. */
-static int per_step_verdict(const struct analysis *a, const struct rule *r,
-			     const char *label, const size_t *per_step,
-			     struct outcome *o)
+/* " of 2 ranks" where the units are ranks' steps */
+static const char *of_ranks(const struct step_unit *units, size_t n,
+			    char *buf, size_t size)
 {
-	char marker[96];
-	int nsteps = a->nsteps, bad = 0, first_bad = -1;
-	int unjudged = 0, first_unjudged = -1;
+	int ranks = 0, last = -1;
+
+	for (size_t k = 0; k < n; k++)
+		if (units[k].group >= 0 && units[k].group != last) {
+			ranks++;
+			last = units[k].group;
+		}
+	if (ranks)
+		snprintf(buf, size, " of %d ranks", ranks);
+	else
+		buf[0] = '\0';
+	return buf;
+}
+
+/* A `per step` casts rule's verdict over its units: every one must hold
+ * it; one cut short (a killed process's last step, or the last of a
+ * trace that stops early) is judged only where its partial count already
+ * decides (RULES.md).  Returns the first failing unit, or NULL. */
+static const struct step_unit *per_step_verdict(const struct analysis *a,
+						const struct rule *r,
+						const char *label,
+						const struct step_unit *units,
+						size_t n, struct outcome *o)
+{
+	char marker[96], ranks[32], name[96];
+	int judged = 0, bad = 0, unjudged = 0;
 	/* steps recorded as aggregates, whose rows cannot answer the rule */
-	int silent = 0, first_silent = -1;
+	int silent = 0;
+	const struct step_unit *first_bad = NULL, *first_unjudged = NULL,
+			       *first_silent = NULL;
 	bool lacking = aggregates_lack(a, r) != NULL;
 	size_t most = 0;
 
-	for (int s = 0; s < a->nsteps; s++) {
-		if (lacking && a->steps.aggregated[s]) {
+	for (const struct step_unit *u = units; u < units + n; u++) {
+		if (lacking && a->steps.aggregated[u->step]) {
 			if (!silent++)
-				first_silent = s;
+				first_silent = u;
 			continue;
 		}
-		bool cut = step_cut_short(a, s);
 		enum partial_verdict v =
-			cut ? cut_short_verdict((double)per_step[s], r)
-			    : rule_compare((double)per_step[s], r->cmp, r->number)
-				      ? PARTIAL_HOLDS : PARTIAL_FAILS;
-		bool fails = v == PARTIAL_FAILS;
-		if (fails && first_bad < 0)
-			first_bad = s;
-		bad += fails;
-		if (v == PARTIAL_UNKNOWN && !unjudged++)
-			first_unjudged = s;
-		if (!cut && per_step[s] > most)
-			most = per_step[s];
+			u->cut ? cut_short_verdict((double)u->count, r)
+			       : rule_compare((double)u->count, r->cmp, r->number)
+					 ? PARTIAL_HOLDS : PARTIAL_FAILS;
+		if (v == PARTIAL_FAILS && !bad++)
+			first_bad = u;
+		if (v != PARTIAL_UNKNOWN)
+			judged++;
+		else if (!unjudged++)
+			first_unjudged = u;
+		if (!u->cut && u->count > most)
+			most = u->count;
 	}
-	nsteps -= silent; /* the steps judged */
 	/* every step left out, recorded as aggregates that cannot answer
 	 * the rule or cut short with a count that decides nothing: the
 	 * rule was answered in no step, which is no pass (a trace of no op
 	 * fails alike: empty_trace_failure); a trace with no training step
 	 * left nothing out, and holds (FORMAT.md §8) */
-	bool none_judged = (silent || unjudged) && nsteps - unjudged == 0;
+	bool none_judged = (silent || unjudged) && judged == 0;
 	o->pass = bad == 0 && !none_judged;
+	of_ranks(units, n, ranks, sizeof ranks);
 	set(o->expected, sizeof o->expected, "%s %s %g in every step", label,
 	    rule_cmp_text(r->cmp), r->number);
 	if (none_judged)
 		set(o->actual, sizeof o->actual, "no step judged");
 	else if (o->pass)
 		set(o->actual, sizeof o->actual, "at most %zu per step over %d "
-		    "step%s, %s", most, nsteps - unjudged,
-		    nsteps - unjudged == 1 ? "" : "s",
-		    marked_by(a, marker, sizeof marker));
+		    "step%s%s, %s", most, judged, judged == 1 ? "" : "s",
+		    ranks, marked_by(a, marker, sizeof marker));
 	else
-		set(o->actual, sizeof o->actual, "step %d%s has %zu; %d of %d "
-		    "steps fail (steps %s)", first_bad,
-		    step_cut_short(a, first_bad)
-			    ? " (cut short: its process or its trace ended "
-			      "in it)" : "",
-		    per_step[first_bad], bad, nsteps - unjudged,
+		set(o->actual, sizeof o->actual, "%s%s has %zu; %d of %d "
+		    "steps%s fail (steps %s)",
+		    unit_name(a, first_bad, name, sizeof name),
+		    first_bad->cut ? " (cut short: its process or its trace "
+				     "ended in it)" : "",
+		    first_bad->count, bad, judged, ranks,
 		    marked_by(a, marker, sizeof marker));
-	append_unjudged(o->actual, sizeof o->actual, unjudged, first_unjudged,
-			first_unjudged >= 0 ? per_step[first_unjudged] : 0);
-	append_silent_steps(o->actual, sizeof o->actual, silent, first_silent,
-			    a, r);
+	if (first_unjudged)
+		append_unjudged(o->actual, sizeof o->actual, unjudged,
+				unit_name(a, first_unjudged, name, sizeof name),
+				first_unjudged->count);
+	if (first_silent)
+		append_silent_steps(o->actual, sizeof o->actual, silent,
+				    unit_name(a, first_silent, name,
+					      sizeof name), a, r);
 	return first_bad;
+}
+
+/* Per step and rank group, a `per step` rule's count and whether the
+ * group trained in the step (ranks.h). */
+struct step_counts {
+	int nsteps, ngroups;
+	size_t *count, *first;     /* [group * nsteps + step] */
+	bool *trains;
+};
+
+static void step_counts_free(struct step_counts *c)
+{
+	free(c->count);
+	free(c->first);
+	free(c->trains);
+}
+
+static bool step_counts_init(struct step_counts *c, const struct analysis *a)
+{
+	size_t n;
+
+	c->nsteps = a->nsteps > 0 ? a->nsteps : 1;
+	c->ngroups = a->ranks.ngroups;
+	n = (size_t)c->nsteps * (size_t)c->ngroups;
+	c->count = calloc(n, sizeof *c->count);
+	c->first = calloc(n, sizeof *c->first);
+	c->trains = calloc(n, sizeof *c->trains);
+	if (c->count && c->first && c->trains)
+		return true;
+	step_counts_free(c);
+	return false;
+}
+
+/* The units a per-step rule judges: the trace's steps, each whole
+ * (every process's), unless more than one rank trains: then each rank's
+ * steps, those it trained in, and a step of it cut short only when it is
+ * its last (a rank that ran on past a step another's process died in ran
+ * that step whole).  NULL when out of memory. */
+static struct step_unit *step_units(const struct analysis *a,
+				    const struct step_counts *c, size_t *n)
+{
+	int training = 0;
+	struct step_unit *units = calloc((size_t)c->nsteps *
+					 (size_t)c->ngroups, sizeof *units);
+
+	*n = 0;
+	for (int g = 0; g < c->ngroups; g++)
+		for (int s = 0; s < c->nsteps; s++)
+			if (c->trains[g * c->nsteps + s]) {
+				training++;
+				break;
+			}
+	for (int g = 0; units && training > 1 && g < c->ngroups; g++) {
+		int last = -1;
+		for (int s = 0; s < c->nsteps; s++) {
+			size_t k = (size_t)g * (size_t)c->nsteps + (size_t)s;
+			if (!c->trains[k])
+				continue;
+			last = (int)*n;
+			units[(*n)++] = (struct step_unit){ s, g, c->count[k],
+							    c->first[k] };
+		}
+		if (last >= 0)
+			units[last].cut = step_cut_short(a, units[last].step);
+	}
+	for (int s = 0; units && training <= 1 && s < c->nsteps; s++) {
+		struct step_unit u = { s, -1, 0, SIZE_MAX,
+				       step_cut_short(a, s) };
+		for (int g = 0; g < c->ngroups; g++) {
+			size_t k = (size_t)g * (size_t)c->nsteps + (size_t)s;
+			if (c->count[k] && c->first[k] < u.first)
+				u.first = c->first[k];
+			u.count += c->count[k];
+		}
+		units[(*n)++] = u;
+	}
+	return units;
+}
+
+static void per_step_casts(const struct analysis *a, const struct rule *r,
+			   const char *label, const struct step_counts *c,
+			   struct outcome *o)
+{
+	size_t n;
+	struct step_unit *units = step_units(a, c, &n);
+	const struct step_unit *first_bad =
+		units ? per_step_verdict(a, r, label, units, n, o) : NULL;
+
+	if (!units) {
+		o->pass = false;
+		set(o->actual, sizeof o->actual, "out of memory");
+	} else if (first_bad && first_bad->count) {
+		describe_cast(o->first, sizeof o->first, a,
+			      &a->trace->events[first_bad->first]);
+	}
+	free(units);
 }
 
 static void eval_casts(const struct analysis *a, const struct rule *r,
 		       struct outcome *o)
 {
 	const struct trace *t = a->trace;
-	int nsteps = a->nsteps > 0 ? a->nsteps : 1;
-	size_t *per_step = calloc((size_t)nsteps, sizeof *per_step);
-	size_t *first_in_step = calloc((size_t)nsteps, sizeof *first_in_step);
+	struct step_counts c;
 	size_t total = 0, first = SIZE_MAX, left_out = 0;
 	bool lacking = aggregates_lack(a, r) != NULL;
 	char label[64];
 
-	if (!per_step || !first_in_step) {
-		free(per_step);
-		free(first_in_step);
+	if (!step_counts_init(&c, a)) {
 		o->pass = false;
 		set(o->actual, sizeof o->actual, "out of memory");
 		return;
@@ -790,16 +932,21 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 				   ? aggregate_casts_selected(lacking, r,
 							      &e->aggregate)
 				   : cast && cast_selected(a, r, e);
+		int step = a->step_of[i] < c.nsteps ? a->step_of[i]
+						    : c.nsteps - 1;
+		size_t k = (size_t)trace_ranks_group(&a->ranks, e->pid) *
+				   (size_t)c.nsteps + (size_t)step;
+		if (r->per_step && trace_steps_trains(e, a->evaluating[i]))
+			c.trains[k] = true;
 		if (e->kind == TRACE_AGGREGATE && lacking)
 			left_out += aggregate_casts_matching(r, &e->aggregate);
 		if (!n)
 			continue;
-		int step = a->step_of[i] < nsteps ? a->step_of[i] : nsteps - 1;
 		/* a step is its training: not the evaluation windows in it */
 		if (!a->evaluating[i]) {
-			if (!per_step[step])
-				first_in_step[step] = i;
-			per_step[step] += n;
+			if (!c.count[k])
+				c.first[k] = i;
+			c.count[k] += n;
 		}
 		if (!total)
 			first = i;
@@ -830,13 +977,9 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 		else
 			set(o->actual, sizeof o->actual, "no step: no op ran");
 	} else {
-		int first_bad = per_step_verdict(a, r, label, per_step, o);
-		if (first_bad >= 0 && per_step[first_bad])
-			describe_cast(o->first, sizeof o->first, a,
-				      &t->events[first_in_step[first_bad]]);
+		per_step_casts(a, r, label, &c, o);
 	}
-	free(per_step);
-	free(first_in_step);
+	step_counts_free(&c);
 }
 
 static void eval_metric(const struct analysis *a, const struct rule *r,
@@ -861,10 +1004,11 @@ static void eval_metric(const struct analysis *a, const struct rule *r,
 			value = (double)a->cache_clears;
 		}
 	} else {
+		/* a job's ranks step (and skip) together: a rank's count */
 		if (!strcmp(m, "skipped-steps"))
-			value = (double)a->skipped_steps;
+			value = (double)a->rank_skipped_steps;
 		else if (!strcmp(m, "steps"))
-			value = (double)a->scaler_steps;
+			value = (double)a->rank_scaler_steps;
 		else if (!strcmp(m, "scale-min"))
 			value = a->scale_min;
 		else if (!strcmp(m, "scale-max"))

@@ -656,46 +656,98 @@ static bool same_cause(const char *a, const char *b)
 	}
 }
 
-/* Why each step was skipped: runs of steps skipped for one cause. */
+/* "    steps 3-5 (3 skips, scale 1024 to 256): <cause>" */
+static void print_skip_run(FILE *out, const struct analysis *a,
+			   const struct finding_skip *const *run, size_t n)
+{
+	int first = a->step_of[run[0]->event];
+	int last = a->step_of[run[n - 1]->event];
+
+	if (n == 1) {
+		fprintf(out, "    step %d (scale %g): %s\n", first,
+			run[0]->scale, run[0]->cause);
+		return;
+	}
+	fputs("    steps ", out);
+	if (last - first + 1 == (int)n) {
+		fprintf(out, "%d-%d", first, last);
+	} else {
+		for (size_t k = 0; k < n && k < 6; k++)
+			fprintf(out, "%s%d", k ? ", " : "",
+				a->step_of[run[k]->event]);
+		if (n > 6)
+			fputs(", ...", out);
+	}
+	fprintf(out, " (%zu skips, scale %g to %g): %s\n", n, run[0]->scale,
+		run[n - 1]->scale, run[0]->cause);
+}
+
+/* Whether the scale history follows the GradScaler of skip `k`. */
+static bool followed_skip(const struct analysis *a, size_t k)
+{
+	const struct trace_event *e = &a->trace->events[a->skips[k].event];
+
+	return e->pid == a->history_pid &&
+	       e->scaler.scaler_id == a->history_scaler;
+}
+
+/* Where a trace has several GradScalers (a job's ranks, a GAN's two
+ * models), which one the scale and the skips follow. */
+static void print_followed(FILE *out, const struct analysis *a)
+{
+	char name[64];
+	int group = trace_ranks_group(&a->ranks, a->history_pid);
+
+	if (a->nscalers < 2)
+		return;
+	bool ranked = a->ranks.rank_of_group[group] >= 0;
+
+	if (ranked)
+		trace_ranks_name(&a->ranks, group, name, sizeof name);
+	else
+		snprintf(name, sizeof name, "GradScaler %llu (process %lld)",
+			 (unsigned long long)a->history_scaler,
+			 (long long)a->history_pid);
+	fprintf(out, "  %d GradScalers", a->nscalers);
+	if (ranked)
+		fprintf(out, " (a rank's at most %llu steps, %llu skipped)",
+			(unsigned long long)a->rank_scaler_steps,
+			(unsigned long long)a->rank_skipped_steps);
+	fprintf(out, ": the scale and the skips below are %s's; ", name);
+	if (!a->nscalers_ending_apart)
+		fprintf(out, "%s at the same scale\n",
+			a->nscalers == 2 ? "the other ends" : "the others end");
+	else
+		fprintf(out, "%d other%s at another scale\n",
+			a->nscalers_ending_apart,
+			a->nscalers_ending_apart == 1 ? " ends" : "s end");
+}
+
+/* Why the followed GradScaler skipped each step: runs of steps skipped
+ * for one cause. */
 static void print_skips(FILE *out, const struct analysis *a)
 {
-	size_t runs = 0;
+	const struct finding_skip **mine = malloc(a->nskips * sizeof *mine);
+	size_t n = 0, runs = 0;
 
-	if (!a->nskips)
-		return;
-	fputs("  skipped steps, and why:\n", out);
-	for (size_t i = 0; i < a->nskips;) {
+	for (size_t k = 0; mine && k < a->nskips; k++)
+		if (followed_skip(a, k))
+			mine[n++] = &a->skips[k];
+	if (n)
+		fputs("  skipped steps, and why:\n", out);
+	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
-		while (j < a->nskips &&
-		       same_cause(a->skips[i].cause, a->skips[j].cause))
+		while (j < n && same_cause(mine[i]->cause, mine[j]->cause))
 			j++;
 		if (runs++ == 8) {
 			fprintf(out, "    ... %zu more skipped steps (--json lists "
-				"them all)\n", a->nskips - i);
-			return;
+				"them all)\n", n - i);
+			break;
 		}
-		int first = a->step_of[a->skips[i].event];
-		int last = a->step_of[a->skips[j - 1].event];
-		if (j - i == 1) {
-			fprintf(out, "    step %d (scale %g): %s\n", first,
-				a->skips[i].scale, a->skips[i].cause);
-		} else {
-			fputs("    steps ", out);
-			if (last - first + 1 == (int)(j - i)) {
-				fprintf(out, "%d-%d", first, last);
-			} else {
-				for (size_t k = i; k < j && k < i + 6; k++)
-					fprintf(out, "%s%d", k > i ? ", " : "",
-						a->step_of[a->skips[k].event]);
-				if (j - i > 6)
-					fputs(", ...", out);
-			}
-			fprintf(out, " (%zu skips, scale %g to %g): %s\n", j - i,
-				a->skips[i].scale, a->skips[j - 1].scale,
-				a->skips[i].cause);
-		}
+		print_skip_run(out, a, mine + i, j - i);
 		i = j;
 	}
+	free(mine);
 }
 
 /* What produced the trace and the policy table its findings' reasons
@@ -934,6 +986,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		if (a->first_skipped_step >= 0)
 			fprintf(out, " (first in step %d)", a->first_skipped_step);
 		fputc('\n', out);
+		print_followed(out, a);
 		fputs("  scale:", out);
 		for (size_t i = 0; i < a->nscale_history && i < 12; i++)
 			fprintf(out, "%s%g (step %d%s)", i ? " -> " : " ",
@@ -1131,6 +1184,17 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddItemToObject(sc, "scale_max", number_or_null(a->scale_max));
 		cJSON_AddItemToObject(sc, "scale_final",
 				      number_or_null(a->scale_final));
+		/* the GradScaler history and scale_final follow (of
+		 * `scalers`; the most of a rank's steps and skips) */
+		cJSON_AddNumberToObject(sc, "scalers", a->nscalers);
+		cJSON *followed = cJSON_AddObjectToObject(sc, "followed");
+		cJSON_AddNumberToObject(followed, "pid", (double)a->history_pid);
+		cJSON_AddNumberToObject(followed, "scaler",
+					(double)a->history_scaler);
+		cJSON_AddNumberToObject(sc, "rank_steps",
+					(double)a->rank_scaler_steps);
+		cJSON_AddNumberToObject(sc, "rank_skipped_steps",
+					(double)a->rank_skipped_steps);
 		cJSON *history = cJSON_AddArrayToObject(sc, "history");
 		for (size_t i = 0; i < a->nscale_history; i++) {
 			cJSON *o = cJSON_CreateObject();
