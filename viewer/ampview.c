@@ -33,6 +33,9 @@ static const char usage[] =
 	"  --step N       show step N, counted from 0 as `amptrace summary` counts\n"
 	"                 (default: step 1 when the trace has several, else 0)\n"
 	"  --all-steps    show the whole trace\n"
+	"  --rank N       show rank N's processes (a distributed job's ranks\n"
+	"                 each run the step; default: the first rank that\n"
+	"                 trains); all: every process\n"
 	"  --scope NAME   only ops inside the autocast region named NAME\n"
 	"  --module PATH  only ops inside the nn.Module PATH (and its modules),\n"
 	"                 e.g. transformer.h.3; a glob matches too (h.*.attn:\n"
@@ -64,6 +67,7 @@ enum {
 	OPTION_FORMAT = 256,
 	OPTION_STEP,
 	OPTION_ALL_STEPS,
+	OPTION_RANK,
 	OPTION_SCOPE,
 	OPTION_PHASE,
 	OPTION_OPS,
@@ -79,6 +83,7 @@ static const struct option long_options[] = {
 	{ "format", required_argument, NULL, OPTION_FORMAT },
 	{ "step", required_argument, NULL, OPTION_STEP },
 	{ "all-steps", no_argument, NULL, OPTION_ALL_STEPS },
+	{ "rank", required_argument, NULL, OPTION_RANK },
 	{ "scope", required_argument, NULL, OPTION_SCOPE },
 	{ "phase", required_argument, NULL, OPTION_PHASE },
 	{ "ops", required_argument, NULL, OPTION_OPS },
@@ -192,6 +197,15 @@ static int parse(int argc, char **argv, struct command *c)
 			break;
 		case OPTION_ALL_STEPS:
 			all_steps = true;
+			break;
+		case OPTION_RANK:
+			if (!strcmp(optarg, "all"))
+				c->view.rank = VIEW_RANK_ALL;
+			else if (parse_count(optarg, 1000000, &value))
+				c->view.rank = (int)value;
+			else
+				return bad_usage("--rank wants a rank (0, 1, "
+						 "...) or all, got '%s'", optarg);
 			break;
 		case OPTION_SCOPE:
 			c->view.scope = optarg;

@@ -163,6 +163,7 @@ static size_t event_index(const struct view_selection *s,
 struct chooser {
 	const struct view_options *o;
 	int step;
+	int group;         /* the rank group shown, or -1: every process */
 	bool *composite;   /* per event: an op that ran other ops */
 };
 
@@ -174,6 +175,14 @@ static bool op_in_step(const struct view_selection *s, const struct chooser *c,
 	return c->step == VIEW_STEP_ALL ||
 	       (s->analysis.step_of[event] == c->step &&
 		!s->analysis.evaluating[event]);
+}
+
+static bool in_rank(const struct view_selection *s, const struct chooser *c,
+		    size_t event)
+{
+	return c->group < 0 ||
+	       trace_ranks_group(&s->analysis.ranks,
+				 s->trace->events[event].pid) == c->group;
 }
 
 static bool op_in_filters(const struct chooser *c, const struct trace_op *op)
@@ -227,7 +236,8 @@ static bool op_chosen(const struct view_selection *s, const struct chooser *c,
 	const struct trace_op *op = &s->trace->events[event].op;
 
 	return !c->composite[event] && !view_op_is_factory(op) &&
-	       op_in_step(s, c, event) && op_in_filters(c, op);
+	       in_rank(s, c, event) && op_in_step(s, c, event) &&
+	       op_in_filters(c, op);
 }
 
 /* A cast goes with its op; a cast whose op never made it into the trace
@@ -241,7 +251,7 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 
 	if (op != VIEW_NONE && s->trace->events[op].kind == TRACE_OP)
 		return op_chosen(s, c, op);
-	if (!op_in_step(s, c, event))
+	if (!in_rank(s, c, event) || !op_in_step(s, c, event))
 		return false;
 	if (c->o->phase && (!e->cast.phase || strcmp(e->cast.phase, c->o->phase)))
 		return false;
@@ -250,6 +260,77 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 		return false;
 	return !c->o->scope ||
 	       analysis_cast_in_scope(&s->analysis, e, c->o->scope);
+}
+
+/* The rank groups that train (steps.h), counted in s; the first of them
+ * in *first (-1: none). */
+static bool find_training_ranks(struct view_selection *s, int *first)
+{
+	const struct trace_ranks *r = &s->analysis.ranks;
+	bool *trains = calloc((size_t)r->ngroups, sizeof *trains);
+
+	if (!trains)
+		return false;
+	for (size_t i = 0; i < s->trace->nevents; i++)
+		if (trace_steps_trains(&s->trace->events[i],
+				       s->analysis.evaluating[i]))
+			trains[trace_ranks_group(r, s->trace->events[i].pid)] =
+				true;
+	*first = -1;
+	for (int g = r->ngroups - 1; g >= 0; g--)
+		if (trains[g]) {
+			s->groups_training++;
+			*first = g;
+		}
+	free(trains);
+	return true;
+}
+
+/* "0, 1 and 3": the ranks a trace names, for an error. */
+static void ranks_text(const struct trace_ranks *r, char *buf, size_t size)
+{
+	size_t used = 0;
+	int named = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < r->ngroups; g++)
+		if (r->rank_of_group[g] >= 0 && used < size)
+			used += (size_t)snprintf(buf + used, size - used, "%s%d",
+						 named++ ? ", " : "",
+						 r->rank_of_group[g]);
+}
+
+/* A job's ranks each run the step: a graph shows one rank's processes,
+ * the first of several that train unless --rank says another or all. */
+static int choose_rank(struct view_selection *s, const struct view_options *o,
+		       int *group, struct trace_error *err)
+{
+	const struct trace_ranks *r = &s->analysis.ranks;
+	int first;
+	char ranks[256];
+
+	if (!find_training_ranks(s, &first))
+		return trace_error_set(err, "%s: out of memory", s->trace->path);
+	*group = -1;
+	if (o->rank == VIEW_RANK_ALL ||
+	    (o->rank == VIEW_RANK_DEFAULT && s->groups_training < 2))
+		return 0;
+	if (o->rank == VIEW_RANK_DEFAULT) {
+		*group = first;
+		return 0;
+	}
+	for (int g = 0; g < r->ngroups; g++)
+		if (r->rank_of_group[g] == o->rank)
+			*group = g;
+	if (*group >= 0)
+		return 0;
+	ranks_text(r, ranks, sizeof ranks);
+	if (!ranks[0])
+		return trace_error_set(err, "%s: no rank %d: the trace's "
+				       "processes have no rank",
+				       s->trace->path, o->rank);
+	return trace_error_set(err, "%s: no rank %d: the trace's ranks are %s",
+			       s->trace->path, o->rank, ranks);
 }
 
 static int choose_step(const struct view_selection *s,
@@ -641,7 +722,9 @@ static int link_all(struct view_selection *s, const struct chooser *c,
 				goto out;
 			continue;
 		}
-		if (!op_in_step(s, c, i)) {
+		if (!in_rank(s, c, i)) {
+			s->ops_other_ranks++;
+		} else if (!op_in_step(s, c, i)) {
 			s->ops_other_steps++;
 			if (op_in_filters(c, &e->op) &&
 			    !s->ops_matching_elsewhere++)
@@ -715,9 +798,11 @@ int view_select(const struct trace *trace, const struct view_options *o,
 		goto out;
 	if (o->module && check_module(s, o->module, err) != 0)
 		goto out;
-	if (choose_step(s, o, &c.step, err) != 0)
+	if (choose_step(s, o, &c.step, err) != 0 ||
+	    choose_rank(s, o, &c.group, err) != 0)
 		goto out;
 	s->step = c.step;
+	s->group = c.group;
 	if (link_all(s, &c, region_of) != 0) {
 		trace_error_set(err, "%s: out of memory", trace->path);
 		goto out;

@@ -17,6 +17,7 @@ void view_options_init(struct view_options *options)
 {
 	*options = (struct view_options){
 		.step = VIEW_STEP_DEFAULT,
+		.rank = VIEW_RANK_DEFAULT,
 		.depth = VIEW_DEPTH_AUTO,
 		.max_ops = VIEW_DEFAULT_MAX_OPS,
 		.fold = true,

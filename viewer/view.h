@@ -27,6 +27,10 @@ enum view_format {
  * them), or one of these. */
 #define VIEW_STEP_DEFAULT (-1) /* steps.h default_step: the second in full detail */
 #define VIEW_STEP_ALL (-2)     /* the whole trace */
+/* view_options.rank: a job's ranks each run the step; a graph shows one */
+#define VIEW_RANK_DEFAULT (-1) /* the first of several ranks that train,
+				  else every process */
+#define VIEW_RANK_ALL (-2)     /* every rank's processes */
 
 /* How many op nodes (a folded block counts as one) a graph shows unless
  * told otherwise: keeps dot's layout time around a second. */
@@ -43,6 +47,7 @@ enum view_format {
 
 struct view_options {
 	int step;
+	int rank;            /* a rank's processes only, or VIEW_RANK_* */
 	const char *scope;   /* only ops inside the named autocast region */
 	const char *phase;   /* "forward", "backward", "optimizer", or NULL
 				for all (the optimizer's ops of each step

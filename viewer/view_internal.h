@@ -84,6 +84,10 @@ struct view_selection {
 	struct analysis analysis;
 	bool analysed;
 	int step;                     /* chosen step, or VIEW_STEP_ALL */
+	int group;                    /* the rank group shown (ranks.h), or
+					 -1: every process */
+	int groups_training;          /* rank groups that train */
+	size_t ops_other_ranks;       /* of processes of other ranks */
 	struct view_op *ops;
 	size_t nops, cap_ops;
 	struct view_input *inputs;

@@ -531,6 +531,28 @@ capture "$amptrace" check "$tmp/ranks-cut.json" "$tmp/seven.rules"
 check "rank 1's record cut inside a step: that step alone is not judged" \
 	eval 'status_is 0 && out_has "over 9 steps of 2 ranks" &&
 	      out_has "; rank 1'"'"'s step 3 cut short (its process or its trace ended in it)"'
+# ampview draws one rank's step (the first that trains by default), not
+# the ranks' ops together: the ops a rank's graph selects are its own
+# trace's
+selected() { # TRACE [OPTIONS]: the ops ampview -v says it selected
+	"$ampview" "$@" -v -o "$tmp/rank.svg" 2>&1 | sed -n 's/^ampview: \([0-9]*\) ops selected.*/\1/p'
+}
+check "ampview: rank 0's step by default, the same ops as its own trace" \
+	test "$(selected "$tmp/ranks-apart.json")" = "$(selected "$tmp/rank-a.json")"
+"$ampview" "$tmp/ranks-apart.json" -o "$tmp/rank.svg"
+check "... its title says which rank of how many" \
+	grep -qF "rank 0, of 2 ranks that train (&#45;&#45;rank N shows another)" "$tmp/rank.svg"
+check "ampview --rank 1: rank 1's" \
+	test "$(selected "$tmp/ranks-apart.json" --rank 1)" = "$(selected "$tmp/rank-b.json")"
+check "ampview --rank all: both ranks' ops" \
+	test "$(selected "$tmp/ranks-apart.json" --rank all)" = \
+	"$(( $(selected "$tmp/rank-a.json") + $(selected "$tmp/rank-b.json") ))"
+capture "$ampview" "$tmp/ranks-apart.json" --rank 7 -o "$tmp/rank.svg"
+check "ampview --rank 7 of ranks 0 and 1: exit 2, the ranks named" \
+	eval 'status_is 2 && err_has "no rank 7: the trace'"'"'s ranks are 0, 1"'
+capture "$ampview" "$tmp/rank-a.json" --rank 0 -o "$tmp/rank.svg"
+check "ampview --rank 0 of a trace without ranks: exit 2, said" \
+	eval 'status_is 2 && err_has "no rank 0: the trace'"'"'s processes have no rank"'
 # one process with DataLoader-like workers and no rank: one group, the
 # trace's steps, as before
 capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"
