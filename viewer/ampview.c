@@ -132,6 +132,22 @@ static bool parse_count(const char *text, long max, long *value)
 	return !errno && end != text && !*end && *value >= 0 && *value <= max;
 }
 
+/* A count up to max, or "all" (then *value is `all`). */
+static bool parse_count_or_all(const char *text, long max, int all,
+			       int *value)
+{
+	long count;
+
+	if (!strcmp(text, "all")) {
+		*value = all;
+		return true;
+	}
+	if (!parse_count(text, max, &count))
+		return false;
+	*value = (int)count;
+	return true;
+}
+
 static enum view_format format_of_path(const char *path)
 {
 	const char *dot = path ? strrchr(path, '.') : NULL;
@@ -199,11 +215,8 @@ static int parse(int argc, char **argv, struct command *c)
 			all_steps = true;
 			break;
 		case OPTION_RANK:
-			if (!strcmp(optarg, "all"))
-				c->view.rank = VIEW_RANK_ALL;
-			else if (parse_count(optarg, 1000000, &value))
-				c->view.rank = (int)value;
-			else
+			if (!parse_count_or_all(optarg, 1000000, VIEW_RANK_ALL,
+						&c->view.rank))
 				return bad_usage("--rank wants a rank (0, 1, "
 						 "...) or all, got '%s'", optarg);
 			break;
@@ -231,11 +244,8 @@ static int parse(int argc, char **argv, struct command *c)
 			c->view.module = optarg;
 			break;
 		case OPTION_DEPTH:
-			if (!strcmp(optarg, "all"))
-				c->view.depth = VIEW_DEPTH_OPS;
-			else if (parse_count(optarg, 1000, &value))
-				c->view.depth = (int)value;
-			else
+			if (!parse_count_or_all(optarg, 1000, VIEW_DEPTH_OPS,
+						&c->view.depth))
 				return bad_usage("--depth wants a module depth "
 						 "(0, 1, ...) or all, got '%s'",
 						 optarg);
