@@ -262,8 +262,9 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 	       analysis_cast_in_scope(&s->analysis, e, c->o->scope);
 }
 
-/* The rank groups that train (steps.h), counted in s; the first of them
- * in *first (-1: none). */
+/* The ranks that train (steps.h), counted in s; the first of them in
+ * *first (-1: none).  The processes without a rank are no rank: a
+ * launcher that runs ops is neither counted nor drawn before rank 0. */
 static bool find_training_ranks(struct view_selection *s, int *first)
 {
 	const struct trace_ranks *r = &s->analysis.ranks;
@@ -278,7 +279,7 @@ static bool find_training_ranks(struct view_selection *s, int *first)
 				true;
 	*first = -1;
 	for (int g = r->ngroups - 1; g >= 0; g--)
-		if (trains[g]) {
+		if (trains[g] && r->rank_of_group[g] >= 0) {
 			s->groups_training++;
 			*first = g;
 		}

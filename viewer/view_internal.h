@@ -86,7 +86,8 @@ struct view_selection {
 	int step;                     /* chosen step, or VIEW_STEP_ALL */
 	int group;                    /* the rank group shown (ranks.h), or
 					 -1: every process */
-	int groups_training;          /* rank groups that train */
+	int groups_training;          /* ranks that train (the processes
+					 without a rank are no rank) */
 	size_t ops_other_ranks;       /* of processes of other ranks */
 	struct view_op *ops;
 	size_t nops, cap_ops;

@@ -553,6 +553,24 @@ check "ampview --rank 7 of ranks 0 and 1: exit 2, the ranks named" \
 capture "$ampview" "$tmp/rank-a.json" --rank 0 -o "$tmp/rank.svg"
 check "ampview --rank 0 of a trace without ranks: exit 2, said" \
 	eval 'status_is 2 && err_has "no rank 0: the trace'"'"'s processes have no rank"'
+# a process without a rank beside the ranks (a launcher that runs ops):
+# judged apart, but not counted as a rank, nor drawn before rank 0
+"$amptrace" merge -o "$tmp/ranks-launcher.json" "$tmp/rank-a.json" \
+	"$tmp/rank-a.json" "$tmp/rank-b.json" 2>/dev/null
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+	if e.get("name") == "process_name" and e["pid"] == 3:
+		del e["args"]["rank"]
+json.dump(t, open(sys.argv[1], "w"))' "$tmp/ranks-launcher.json"
+capture "$amptrace" check "$tmp/ranks-launcher.json" "$tmp/seven.rules"
+check "a process without a rank beside 2 ranks: judged apart, not called a rank" \
+	eval 'status_is 1 && out_has "step 0 of the processes without a rank has 9; 6 of 18 steps of 2 ranks and the processes without a rank fail"'
+check "ampview: rank 0's step by default, not the process without a rank" \
+	test "$(selected "$tmp/ranks-launcher.json")" = "$(selected "$tmp/rank-a.json")"
+"$ampview" "$tmp/ranks-launcher.json" -o "$tmp/rank.svg"
+check "... its title counts the ranks alone" \
+	grep -qF "rank 0, of 2 ranks that train (&#45;&#45;rank N shows another)" "$tmp/rank.svg"
 # one process with DataLoader-like workers and no rank: one group, the
 # trace's steps, as before
 capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"

@@ -724,21 +724,32 @@ static void append_silent_steps(char *buf, size_t size, int silent,
 			 aggregates_lack(a, r));
 }
 
-/* " of 2 ranks" where the units are ranks' steps */
-static const char *of_ranks(const struct step_unit *units, size_t n,
+/* " of 2 ranks" where the units are ranks' steps; the processes without
+ * a rank, judged apart too, are no rank: " of 2 ranks and the processes
+ * without a rank" */
+static const char *of_ranks(const struct analysis *a,
+			    const struct step_unit *units, size_t n,
 			    char *buf, size_t size)
 {
 	int ranks = 0, last = -1;
+	bool unranked = false;
 
-	for (size_t k = 0; k < n; k++)
-		if (units[k].group >= 0 && units[k].group != last) {
+	for (size_t k = 0; k < n; k++) {
+		int g = units[k].group;
+		if (g < 0 || g == last)
+			continue;
+		last = g;
+		if (a->ranks.rank_of_group[g] >= 0)
 			ranks++;
-			last = units[k].group;
-		}
-	if (ranks)
-		snprintf(buf, size, " of %d ranks", ranks);
-	else
+		else
+			unranked = true;
+	}
+	if (!ranks && !unranked)
 		buf[0] = '\0';
+	else
+		snprintf(buf, size, " of %d rank%s%s", ranks,
+			 ranks == 1 ? "" : "s",
+			 unranked ? " and the processes without a rank" : "");
 	return buf;
 }
 
@@ -752,7 +763,7 @@ static const struct step_unit *per_step_verdict(const struct analysis *a,
 						const struct step_unit *units,
 						size_t n, struct outcome *o)
 {
-	char marker[96], ranks[32], name[96];
+	char marker[96], ranks[80], name[96];
 	int judged = 0, bad = 0, unjudged = 0;
 	/* steps recorded as aggregates, whose rows cannot answer the rule */
 	int silent = 0;
@@ -787,7 +798,7 @@ static const struct step_unit *per_step_verdict(const struct analysis *a,
 	 * left nothing out, and holds (FORMAT.md §8) */
 	bool none_judged = (silent || unjudged) && judged == 0;
 	o->pass = bad == 0 && !none_judged;
-	of_ranks(units, n, ranks, sizeof ranks);
+	of_ranks(a, units, n, ranks, sizeof ranks);
 	set(o->expected, sizeof o->expected, "%s %s %g in every step", label,
 	    rule_cmp_text(r->cmp), r->number);
 	if (none_judged)
