@@ -72,6 +72,30 @@ check "check: scaler skipped-steps and steps are a rank's, not the sum" \
 	eval 'status_is 0 && out_has "(skipped-steps 1)" && out_has "(steps 2)"'
 capture "$amptrace" check "$fx/good.json" "$tmp/rank-scaler.rules"
 check "check: ... as for the one process" status_is 0
+# A GAN's two GradScalers in one process, the first never skipping: the
+# process's skips are listed all, as for any one process (following one
+# GradScaler is for a job's ranks, whose GradScalers are replicas)
+$python -c 'import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+out = []
+for line in lines:
+	if "\"amp.scaler\"" in line and "\"what\":\"update\"" not in line \
+	   and "\"scaler_id\"" in line:
+		e = json.loads(line.rstrip(","))
+		e["ts"] -= 0.1
+		e["args"].update(scaler_id=2, scale=1024.0, found_inf=False,
+				 step_skipped=False)
+		out.append(json.dumps(e) + ",")
+	out.append(line)
+open(sys.argv[2], "w").write("\n".join(out))' "$fx/good.json" "$tmp/gan.json"
+capture "$amptrace" summary "$tmp/gan.json"
+check "a GAN's two GradScalers: the skip of the second is listed" \
+	eval 'status_is 0 && out_has "    step 1 (scale 65536): a gradient held inf/NaN"'
+check "... and no GradScaler is said to be followed" \
+	eval '! out_has "GradScalers"'
+capture "$amptrace" summary --json "$tmp/gan.json"
+check "... summary --json: 2 GradScalers, the process's history followed" \
+	eval 'out_has "\"scalers\":	2" && out_has "\"pid\":	100"'
 capture "$amptrace" summary --json "$fx/good.json"
 check "summary --json: exit 0" status_is 0
 check "summary --json: hit rate" out_has '"hit_rate":	0.5'

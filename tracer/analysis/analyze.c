@@ -74,6 +74,7 @@ struct scaler_seen {
 	int64_t pid;
 	uint64_t id;
 	int group;      /* its process's rank's (ranks.h) */
+	int ordinal;    /* of its process's GradScalers, by first event */
 	double final;   /* its last scale; NaN: none seen */
 };
 
@@ -86,17 +87,22 @@ struct scalers {
 static struct scaler_seen *scaler_of(struct scalers *s,
 				     const struct trace_event *e, int group)
 {
-	for (size_t k = 0; k < s->count; k++)
-		if (s->seen[k].pid == e->pid &&
-		    s->seen[k].id == e->scaler.scaler_id)
+	int ordinal = 0;
+
+	for (size_t k = 0; k < s->count; k++) {
+		if (s->seen[k].pid != e->pid)
+			continue;
+		if (s->seen[k].id == e->scaler.scaler_id)
 			return &s->seen[k];
+		ordinal++;
+	}
 	struct scaler_seen *grown =
 		trace_grow(s->seen, &s->cap, s->count + 1, sizeof *grown);
 	if (!grown)
 		return NULL;
 	s->seen = grown;
 	s->seen[s->count] = (struct scaler_seen){ e->pid, e->scaler.scaler_id,
-						  group, NAN };
+						  group, ordinal, NAN };
 	return &s->seen[s->count++];
 }
 
@@ -145,8 +151,12 @@ static int tally_scalers(const struct trace *t, struct analysis *a,
 	return 0;
 }
 
-/* The GradScaler the history follows: the first of the lowest rank that
- * has one; and how many others end at another scale than it. */
+/* The process the history follows: the first of the lowest rank that
+ * has a GradScaler.  A job's ranks' GradScalers are replicas, which one
+ * stands for; a process's own (a GAN's two) are not: the history and
+ * the skips are all of its process's, as for a trace of one process.
+ * Of the other processes' GradScalers, how many end at another scale
+ * than the followed process's of the same order. */
 static const struct scaler_seen *follow_one(const struct scalers *s,
 					    struct analysis *a)
 {
@@ -158,28 +168,32 @@ static const struct scaler_seen *follow_one(const struct scalers *s,
 	a->nscalers = (int)s->count;
 	if (!one)
 		return NULL;
-	for (size_t k = 0; k < s->count; k++)
-		if (&s->seen[k] != one && !(s->seen[k].final == one->final ||
-					    (isnan(s->seen[k].final) &&
-					     isnan(one->final))))
+	for (size_t k = 0; k < s->count; k++) {
+		const struct scaler_seen *other = &s->seen[k], *mine = NULL;
+		if (other->pid == one->pid) {
+			a->nscalers_followed++;
+			continue;
+		}
+		for (size_t j = 0; j < s->count && !mine; j++)
+			if (s->seen[j].pid == one->pid &&
+			    s->seen[j].ordinal == other->ordinal)
+				mine = &s->seen[j];
+		if (!mine || !(other->final == mine->final ||
+			       (isnan(other->final) && isnan(mine->final))))
 			a->nscalers_ending_apart++;
+	}
 	a->history_pid = one->pid;
-	a->history_scaler = one->id;
-	a->scale_final = one->final;
 	return one;
 }
 
-/* Each change of the followed GradScaler's scale. */
+/* Each change of the followed process's scale, and its last. */
 static int record_history(const struct trace *t, struct analysis *a,
 			  const struct scaler_seen *one)
 {
-	double last = NAN;
-
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		if (e->kind != TRACE_SCALER || e->pid != one->pid ||
-		    e->scaler.scaler_id != one->id ||
-		    !isfinite(e->scaler.scale) || e->scaler.scale == last)
+		    !isfinite(e->scaler.scale) || e->scaler.scale == a->scale_final)
 			continue;
 		struct scale_change *grown = realloc(
 			a->scale_history, (a->nscale_history + 1) * sizeof *grown);
@@ -189,7 +203,7 @@ static int record_history(const struct trace *t, struct analysis *a,
 		a->scale_history[a->nscale_history++] = (struct scale_change){
 			e->ts, e->scaler.scale, a->step_of[i], e->scaler.found_inf
 		};
-		last = e->scaler.scale;
+		a->scale_final = e->scaler.scale;
 	}
 	return 0;
 }

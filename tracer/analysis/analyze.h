@@ -42,13 +42,13 @@ struct analysis {
 	uint64_t rank_scaler_steps, rank_skipped_steps;
 	int first_skipped_step;
 	double scale_min, scale_max; /* NaN when no scale seen */
-	/* The scale history follows one GradScaler: the first of the lowest
-	 * rank that has one (pid, scaler id), its final scale; of the
-	 * others, how many end at another scale */
+	/* The scale history and scale_final follow one process's
+	 * GradScalers: the first of the lowest rank that has one (a job's
+	 * ranks' GradScalers are replicas); GradScalers in all, the followed
+	 * process's, and of the others how many end at another scale */
 	int64_t history_pid;
-	uint64_t history_scaler;
 	double scale_final;
-	int nscalers, nscalers_ending_apart;
+	int nscalers, nscalers_followed, nscalers_ending_apart;
 	struct scale_change *scale_history;
 	size_t nscale_history;
 	/* findings_compute()'s, most severe first (the analysis owns them) */

@@ -682,31 +682,28 @@ static void print_skip_run(FILE *out, const struct analysis *a,
 		run[n - 1]->scale, run[0]->cause);
 }
 
-/* Whether the scale history follows the GradScaler of skip `k`. */
+/* Whether the scale history follows the process of skip `k`. */
 static bool followed_skip(const struct analysis *a, size_t k)
 {
-	const struct trace_event *e = &a->trace->events[a->skips[k].event];
-
-	return e->pid == a->history_pid &&
-	       e->scaler.scaler_id == a->history_scaler;
+	return a->trace->events[a->skips[k].event].pid == a->history_pid;
 }
 
-/* Where a trace has several GradScalers (a job's ranks, a GAN's two
- * models), which one the scale and the skips follow. */
+/* Where several processes have a GradScaler (a job's ranks), which
+ * one's the scale and the skips follow. */
 static void print_followed(FILE *out, const struct analysis *a)
 {
 	char name[64];
 	int group = trace_ranks_group(&a->ranks, a->history_pid);
+	int others = a->nscalers - a->nscalers_followed;
 
-	if (a->nscalers < 2)
+	if (others < 1)
 		return;
 	bool ranked = a->ranks.rank_of_group[group] >= 0;
 
 	if (ranked)
 		trace_ranks_name(&a->ranks, group, name, sizeof name);
 	else
-		snprintf(name, sizeof name, "GradScaler %llu (process %lld)",
-			 (unsigned long long)a->history_scaler,
+		snprintf(name, sizeof name, "process %lld",
 			 (long long)a->history_pid);
 	fprintf(out, "  %d GradScalers", a->nscalers);
 	if (ranked)
@@ -716,7 +713,7 @@ static void print_followed(FILE *out, const struct analysis *a)
 	fprintf(out, ": the scale and the skips below are %s's; ", name);
 	if (!a->nscalers_ending_apart)
 		fprintf(out, "%s at the same scale\n",
-			a->nscalers == 2 ? "the other ends" : "the others end");
+			others == 1 ? "the other ends" : "the others end");
 	else
 		fprintf(out, "%d other%s at another scale\n",
 			a->nscalers_ending_apart,
@@ -1184,13 +1181,14 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddItemToObject(sc, "scale_max", number_or_null(a->scale_max));
 		cJSON_AddItemToObject(sc, "scale_final",
 				      number_or_null(a->scale_final));
-		/* the GradScaler history and scale_final follow (of
-		 * `scalers`; the most of a rank's steps and skips) */
+		/* the process whose GradScalers the history and
+		 * scale_final follow (of `scalers`; the most of a rank's
+		 * steps and skips) */
 		cJSON_AddNumberToObject(sc, "scalers", a->nscalers);
 		cJSON *followed = cJSON_AddObjectToObject(sc, "followed");
 		cJSON_AddNumberToObject(followed, "pid", (double)a->history_pid);
-		cJSON_AddNumberToObject(followed, "scaler",
-					(double)a->history_scaler);
+		cJSON_AddNumberToObject(followed, "scalers",
+					a->nscalers_followed);
 		cJSON_AddNumberToObject(sc, "rank_steps",
 					(double)a->rank_scaler_steps);
 		cJSON_AddNumberToObject(sc, "rank_skipped_steps",
