@@ -8,6 +8,7 @@
 #include "view.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,7 +216,7 @@ static int parse(int argc, char **argv, struct command *c)
 			all_steps = true;
 			break;
 		case OPTION_RANK:
-			if (!parse_count_or_all(optarg, 1000000, VIEW_RANK_ALL,
+			if (!parse_count_or_all(optarg, INT_MAX, VIEW_RANK_ALL,
 						&c->view.rank))
 				return bad_usage("--rank wants a rank (0, 1, "
 						 "...) or all, got '%s'", optarg);

@@ -571,6 +571,15 @@ check "ampview: rank 0's step by default, not the process without a rank" \
 "$ampview" "$tmp/ranks-launcher.json" -o "$tmp/rank.svg"
 check "... its title counts the ranks alone" \
 	grep -qF "rank 0, of 2 ranks that train (&#45;&#45;rank N shows another)" "$tmp/rank.svg"
+# a rank as large as a trace may say (an int): ampview --rank shows it
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+	if e.get("name") == "process_name" and e["pid"] == 2:
+		e["args"]["rank"] = 2147483647
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/ranks-apart.json" "$tmp/ranks-huge.json"
+check "ampview --rank 2147483647: that rank's" \
+	test "$(selected "$tmp/ranks-huge.json" --rank 2147483647)" = "$(selected "$tmp/rank-b.json")"
 # one process with DataLoader-like workers and no rank: one group, the
 # trace's steps, as before
 capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"
