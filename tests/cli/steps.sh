@@ -580,6 +580,18 @@ for e in t["traceEvents"]:
 json.dump(t, open(sys.argv[2], "w"))' "$tmp/ranks-apart.json" "$tmp/ranks-huge.json"
 check "ampview --rank 2147483647: that rank's" \
 	test "$(selected "$tmp/ranks-huge.json" --rank 2147483647)" = "$(selected "$tmp/rank-b.json")"
+# a negative rank is no rank: one group with the processes without one
+$python -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+	if e.get("name") == "process_name" and e["pid"] == 3:
+		e["args"]["rank"] = -3
+	if e.get("name") == "process_name" and e["pid"] == 1:
+		del e["args"]["rank"]
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/ranks-launcher.json" "$tmp/ranks-negative.json"
+capture "$amptrace" check "$tmp/ranks-negative.json" "$tmp/seven.rules"
+check "a process of rank -3 beside one without a rank: one group, not two alike named" \
+	eval 'status_is 1 && out_has "step 0 of the processes without a rank has 16; 6 of 12 steps of 1 rank and the processes without a rank fail"'
 # one process with DataLoader-like workers and no rank: one group, the
 # trace's steps, as before
 capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"

@@ -71,9 +71,10 @@ static int rank_of(const struct named_process *list, size_t n,
 		const struct named_process *host =
 			n ? bsearch(&key, list, n, sizeof *list, compare_pids)
 			  : NULL;
-		return host && !host->host_pid ? host->rank : -1;
+		return host && !host->host_pid && host->rank >= 0 ? host->rank
+								  : -1;
 	}
-	return p->rank;
+	return p->rank >= 0 ? p->rank : -1; /* a negative rank is none */
 }
 
 /* The groups: -1 (without a rank) first, then each rank said, once. */
