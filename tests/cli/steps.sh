@@ -531,6 +531,16 @@ capture "$amptrace" check "$tmp/ranks-cut.json" "$tmp/seven.rules"
 check "rank 1's record cut inside a step: that step alone is not judged" \
 	eval 'status_is 0 && out_has "over 9 steps of 2 ranks" &&
 	      out_has "; rank 1'"'"'s step 3 cut short (its process or its trace ended in it)"'
+# rank 1's record stops inside its last step, 5, which rank 0 ran whole:
+# rank 0's step 5 is judged, its record did not end there
+step4=$(grep -n '"name":"step 4"' "$tmp/rank-a.json" | cut -d: -f1)
+head -n $((step4 + 30)) "$tmp/rank-a.json" >"$tmp/rank-a-cut-last.json"
+"$amptrace" merge -o "$tmp/ranks-cut-last.json" "$tmp/rank-a.json" \
+	"$tmp/rank-a-cut-last.json" 2>/dev/null
+capture "$amptrace" check "$tmp/ranks-cut-last.json" "$tmp/seven.rules"
+check "rank 1's record cut in its last step: rank 0's whole last step is judged" \
+	eval 'status_is 0 && out_has "over 11 steps of 2 ranks" &&
+	      out_has "; rank 1'"'"'s step 5 cut short (its process or its trace ended in it)"'
 # ampview draws one rank's step (the first that trains by default), not
 # the ranks' ops together: the ops a rank's graph selects are its own
 # trace's

@@ -5,6 +5,7 @@
 #include "check_hints.h"
 #include "command_line.h"
 #include "commands.h"
+#include "early_ends.h"
 #include "output_file.h"
 #include "rules.h"
 #include "run_python.h"
@@ -857,15 +858,37 @@ static bool step_counts_init(struct step_counts *c, const struct analysis *a)
 	return false;
 }
 
+/* Whether a process of rank group `g` has a record that ends early
+ * (early_ends.h): a whole trace that does ends every group's. */
+static bool group_ends_early(const struct analysis *a,
+			     const struct early_ends *early, int g)
+{
+	const struct marks *lists[] = { &early->deaths, &early->stopped };
+
+	if (early->every)
+		return true;
+	for (size_t l = 0; l < 2; l++)
+		for (size_t k = 0; k < lists[l]->count; k++) {
+			int64_t pid = lists[l]->items[k].pid;
+			if (trace_ranks_group(&a->ranks, pid) == g &&
+			    early_ends_has(early, pid))
+				return true;
+		}
+	return false;
+}
+
 /* The units a per-step rule judges: the trace's steps, each whole
  * (every process's), unless more than one rank trains: then each rank's
  * steps, those it trained in, and a step of it cut short only when it is
- * its last (a rank that ran on past a step another's process died in ran
- * that step whole).  NULL when out of memory. */
+ * its last and its own record ended there (a rank that ran on past a
+ * step another's process died in, or ran its last step whole while
+ * another's record ended in it, ran that step whole).  NULL when out of
+ * memory. */
 static struct step_unit *step_units(const struct analysis *a,
 				    const struct step_counts *c, size_t *n)
 {
 	int training = 0;
+	struct early_ends early = { 0 };
 	struct step_unit *units = calloc((size_t)c->nsteps *
 					 (size_t)c->ngroups, sizeof *units);
 
@@ -876,6 +899,10 @@ static struct step_unit *step_units(const struct analysis *a,
 				training++;
 				break;
 			}
+	if (units && training > 1 && !early_ends_find(a->trace, &early)) {
+		free(units);
+		units = NULL;
+	}
 	for (int g = 0; units && training > 1 && g < c->ngroups; g++) {
 		int last = -1;
 		for (int s = 0; s < c->nsteps; s++) {
@@ -887,8 +914,10 @@ static struct step_unit *step_units(const struct analysis *a,
 							    c->first[k] };
 		}
 		if (last >= 0)
-			units[last].cut = step_cut_short(a, units[last].step);
+			units[last].cut = step_cut_short(a, units[last].step) &&
+					  group_ends_early(a, &early, g);
 	}
+	early_ends_free(&early);
 	for (int s = 0; units && training <= 1 && s < c->nsteps; s++) {
 		struct step_unit u = { s, -1, 0, SIZE_MAX,
 				       step_cut_short(a, s) };
