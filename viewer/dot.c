@@ -193,10 +193,11 @@ static void title(const struct graph *g, struct jsonw *w)
 			     "shows another)", s->step, a->nsteps - 1,
 			     a->step_marker);
 	if (s->group >= 0)
-		jsonw_printf(w, " · %s, of %d ranks that train (--rank N shows "
-			     "another)", trace_ranks_name(&a->ranks, s->group,
-							  note, sizeof note),
-			     s->groups_training);
+		jsonw_printf(w, " · %s", trace_ranks_name(&a->ranks, s->group,
+							  note, sizeof note));
+	if (s->group >= 0 && s->groups_training > 1)
+		jsonw_printf(w, ", of %d ranks that train (--rank N shows "
+			     "another)", s->groups_training);
 	if (g->o->scope)
 		jsonw_printf(w, " · region '%s'", g->o->scope);
 	if (g->o->phase)

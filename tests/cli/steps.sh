@@ -602,6 +602,11 @@ json.dump(t, open(sys.argv[2], "w"))' "$tmp/ranks-launcher.json" "$tmp/ranks-neg
 capture "$amptrace" check "$tmp/ranks-negative.json" "$tmp/seven.rules"
 check "a process of rank -3 beside one without a rank: one group, not two alike named" \
 	eval 'status_is 1 && out_has "step 0 of the processes without a rank has 16; 6 of 12 steps of 1 rank and the processes without a rank fail"'
+# --rank 0 of a trace of one rank: its title names the rank alone
+"$amptrace" merge -o "$tmp/rank-one.json" "$tmp/rank-a.json" 2>/dev/null
+"$ampview" "$tmp/rank-one.json" --rank 0 -o "$tmp/rank.svg"
+check "ampview --rank 0 of one rank: 'rank 0', no 'of 1 ranks', no other to show" \
+	eval 'grep -qE "· rank 0( ·|<)" "$tmp/rank.svg" && ! grep -qF "of 1 rank" "$tmp/rank.svg"'
 # one process with DataLoader-like workers and no rank: one group, the
 # trace's steps, as before
 capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"
