@@ -480,6 +480,18 @@ check "a process named by its own rank 1, merged as rank 0: each of its names sa
 check "... and the other, own rank 0 merged as rank 1: rank 1" \
 	test "$(names_of 2)" = "process_name 2 rank 1: python (pid 88) 1 None None"
 
+# A merged trace given to merge again: its ranks are its processes'
+# (rank 1's is pid 2, named so), not its file's, and merge gives one rank
+# per file: re-merged, rank 0's process became the file's rank and every
+# other kept the rank it had, so one rank held several processes (two
+# merged copies of ranks 0 and 1 made ranks 0, 1, 1, 1, and check's
+# `per step` rules summed rank 1's three).  Refused, the ranks named.
+capture "$amptrace" merge "$tmp/mr.json" "$tmp/mr.json" -o "$tmp/remerged.json"
+check "merge of a merged trace: exit 2, no output" \
+	eval 'status_is 2 && test ! -e "$tmp/remerged.json"'
+check "... says which input and its ranks" \
+	err_has "$tmp/mr.json is a merged trace already (rank 1 from $tmp/r1.json, rank 0 from $tmp/r0.json): merge gives each input file one rank; merge the traces it was made of"
+
 # ------------------------------------------------------------- the bytes
 # What merge writes for whole inputs, byte for byte: the fixtures of
 # every kind (libamp's, torch's, aggregates, compiled graphs, modules,

@@ -38,6 +38,8 @@ static const char merge_usage[] =
 	"flow ids are renumbered so that each stays unique.  The header's\n"
 	"framework is the inputs' when they agree, else the first rank's\n"
 	"(a note says so); each process keeps its own in its metadata.\n"
+	"A trace merge wrote is refused as an input (its ranks are its\n"
+	"processes', not its file's): merge the traces it was made of.\n"
 	"\n"
 	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
 	"  -h, --help         this text\n"
@@ -609,6 +611,27 @@ static bool file_as_read(struct input *in)
 	return true;
 }
 
+/* An input that merge wrote: its ranks are its processes' (pid rank + 1),
+ * not its file's, and merge gives each input one rank (its first
+ * process's): merged again, the others kept theirs beside it, so one rank
+ * held several processes, which readers judging a rank's steps summed.
+ * Returns 0, or 2 (said). */
+static int refuse_merged(const struct input *in)
+{
+	const struct trace_header *h = &in->trace.header;
+
+	if (!in->trace.amptrace || h->nmerged == 0)
+		return 0;
+	fprintf(stderr, "amptrace merge: %s is a merged trace already (",
+		in->path);
+	for (int i = 0; i < h->nmerged; i++)
+		fprintf(stderr, "%srank %d from %s", i ? ", " : "",
+			h->merged[i].rank, h->merged[i].file);
+	fprintf(stderr, "): merge gives each input file one rank; merge the "
+		"traces it was made of\n");
+	return 2;
+}
+
 /* Pass 1: every input's outline (its events are decoded once, in pass
  * 2, where a bad one stops the merge): its header, rank, time base, its
  * events counted, where a truncated one's last whole event ends.
@@ -629,6 +652,8 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 		return 2;
 	}
 	in->loaded = true;
+	if (refuse_merged(in) != 0)
+		return 2;
 	if (!in->text && !file_as_read(in)) {
 		fprintf(stderr, "amptrace merge: %s was replaced while merge "
 			"read it\n", in->path);
