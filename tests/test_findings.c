@@ -1451,6 +1451,50 @@ START_TEST(test_divergence_no_region)
 }
 END_TEST
 
+/* A forward op `op` (id `id`) of process `pid`, made of nothing, with
+ * autocast `enabled` and its `policy` under that state. */
+#define FORWARD_OP(pid, id, op, enabled, policy) \
+	"{\"name\":\"" op "\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #id \
+	",\"pid\":" #pid ",\"tid\":1,\"dur\":1,\"args\":{\"op_id\":" #id \
+	",\"op\":\"" op "\",\"overload\":\"\",\"phase\":\"forward\"," \
+	"\"policy\":\"" policy "\",\"device\":\"cpu\",\"emulated\":false," \
+	"\"autocast\":{\"enabled\":" #enabled ",\"device\":\"cpu\"," \
+	"\"dtype\":\"bf16\",\"cache_enabled\":true,\"depth\":0,\"scope\":" \
+	"null},\"inputs\":[],\"outputs\":[{\"tensor\":" #id ",\"dtype\":" \
+	"\"f32\",\"shape\":[2,2]}],\"Input type\":[],\"Input Dims\":[]," \
+	"\"External id\":" #id "}}"
+
+/* autocast-never-enabled is about a process whose forward ops autocast
+ * would have run in a lower precision: a process that trains with none
+ * (a DDP rank without its autocast), not one that only makes tensors
+ * for another (a DataLoader's worker; a Hogwild parent that builds the
+ * shared model, whose share_memory() runs ops in no autocast). */
+START_TEST(test_autocast_never_enabled_in_process)
+{
+	struct trace t;
+	struct findings f;
+
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    FORWARD_OP(1, 1, "mm", true, "lower_precision_fp") ","
+		    FORWARD_OP(2, 2, "mm", false, "none"), &t, &f);
+	const struct trace_finding *d =
+		findings_get(&f, "autocast-never-enabled");
+	ck_assert_msg(d && d->pid == 2 && f.count == 1, "a rank without "
+		      "autocast:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+	torch_trace("torch 2.13.0 (policy table: newest)",
+		    FORWARD_OP(1, 1, "mm", true, "lower_precision_fp") ","
+		    FORWARD_OP(2, 2, "randn", false, "none") ","
+		    FORWARD_OP(2, 3, "_has_compatible_shallow_copy_type",
+			       false, "none"), &t, &f);
+	ck_assert_msg(f.count == 0, "a process making tensors:%s",
+		      describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
 /* An op on thread `tid` at `ts`: op `op` (id `id`) with autocast
  * `enabled`, from tensor `in` to tensor `out`. */
 #define OP_ON(tid, ts, id, op, enabled, depth, in, out) \
@@ -1914,6 +1958,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_kind_table);
 	tcase_add_test(kinds, test_low_precision_ops_from_policy);
 	tcase_add_test(kinds, test_divergence_no_region);
+	tcase_add_test(kinds, test_autocast_never_enabled_in_process);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_test(kinds, test_divergence_jit_cast);

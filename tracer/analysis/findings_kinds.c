@@ -284,10 +284,13 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		.fix = "wrap the forward pass and the loss in "
 		       "torch.autocast(device_type, dtype) if mixed precision "
 		       "was meant",
-		.doc = "a PyTorch process ran forward ops and none with autocast "
-		       "enabled: no enabled region was ever entered, so every op "
-		       "ran in its inputs' dtypes (nanoGPT's CPU setting uses a "
-		       "nullcontext whatever its dtype says)",
+		.doc = "a PyTorch process ran forward ops that autocast lowers "
+		       "(linear, mm, ...) and none with autocast enabled: no "
+		       "enabled region was ever entered, so every op ran in its "
+		       "inputs' dtypes (nanoGPT's CPU setting uses a nullcontext "
+		       "whatever its dtype says); a process that ran none of "
+		       "those (a DataLoader's worker, a Hogwild parent) is not "
+		       "named",
 	},
 	[FINDING_WORKERS_UNRECORDED] = {
 		/* info, not a warning: the program is healthy; the gap is

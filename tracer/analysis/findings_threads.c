@@ -223,11 +223,12 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 
 /* ------------------------------------------------------------- rules */
 
-/* What a process did with autocast: forward ops ran, one with autocast
- * enabled (an op, an enabled region, an aggregated op with a policy). */
+/* What a process did with autocast: forward ops of a lower-precision
+ * list ran, one with autocast enabled (an op, an enabled region, an
+ * aggregated op with a policy). */
 struct autocast_use {
 	int64_t pid;
-	size_t first_forward;  /* its first forward op's event */
+	size_t first_forward;  /* its first such op's event */
 	bool forward, enabled;
 };
 
@@ -254,9 +255,13 @@ static bool aggregate_autocasts(const struct trace_aggregate *g)
 	return false;
 }
 
-/* autocast-never-enabled (info): a PyTorch process ran forward ops and
- * none with autocast enabled, in no enabled region: mixed precision was
- * asked for nowhere (nanoGPT's CPU setting, a forgotten context).  Only
+/* autocast-never-enabled (info): a PyTorch process ran forward ops that
+ * autocast would have run in a lower precision (of its lists: linear,
+ * mm...) and none with autocast enabled, in no enabled region: mixed
+ * precision was asked for nowhere (nanoGPT's CPU setting, a forgotten
+ * context).  A process of a job that ran only other ops made tensors for
+ * one that trains (a DataLoader's worker, a Hogwild parent building the
+ * shared model): autocast would have changed nothing of its.  Only
  * PyTorch traces: libamp programs without autocast are its own tests. */
 void finding_rule_autocast_never_enabled(struct findings_context *cx)
 {
@@ -282,7 +287,8 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 		else if (e->op.autocast->enabled)
 			u->enabled = true;
 		else if (!u->forward && e->op.phase &&
-			 !strcmp(e->op.phase, "forward")) {
+			 !strcmp(e->op.phase, "forward") &&
+			 finding_low_precision_op(cx, e->op.op)) {
 			u->forward = true;
 			u->first_forward = i;
 		}
