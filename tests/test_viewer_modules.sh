@@ -67,8 +67,10 @@ grep -q '"finding1" \[label="⚠ error: op-error' "$out/depth2.dot" &&
 		"$out/zero.dot" &&
 	echo "ok   --depth 0: the model is one node" || fail "--depth 0: $(cat "$out/zero.err")"
 
-# two processes' ops interleaved (merged ranks): a module node that sums
-# both says so; one process's does not
+# two processes' ops interleaved (two of a job that each train): shown
+# together (--rank all), a module node that sums both says so; one
+# process's (the first's, ampview's default for processes that each
+# train, ranks.h) does not
 python3 -c 'import copy, json, sys
 t = json.load(open(sys.argv[1]))
 more = []
@@ -81,10 +83,13 @@ t["traceEvents"] = sorted(t["traceEvents"] + more,
                           key=lambda e: (e["ph"] != "M", e.get("ts", 0)))
 t["amptraceEnd"]["events"] = len(t["traceEvents"])
 json.dump(t, open(sys.argv[2], "w"))' "$out/model.json" "$out/ranks.json" &&
-	"$ampview" "$out/ranks.json" --format dot -o "$out/ranks.dot" --depth 2 &&
+	"$ampview" "$out/ranks.json" --format dot -o "$out/ranks.dot" --depth 2 \
+		--rank all &&
 	grep -q 'label="blocks.0 · Block\\n… 7: 8 calls of the same ops\\n64 ops of 2 processes · ' "$out/ranks.dot" &&
 	"$ampview" "$out/model.json" --format dot -o "$out/one.dot" --depth 2 &&
 	! grep -q 'processes' "$out/one.dot" &&
+	"$ampview" "$out/ranks.json" --format dot -o "$out/first.dot" --depth 2 &&
+	grep -q 'label="blocks.0 · Block\\n… 7: 8 calls of the same ops\\n32 ops · ' "$out/first.dot" &&
 	echo "ok   a module node of several processes says so" ||
 	fail "module node of merged ranks"
 

@@ -196,8 +196,11 @@ static void title(const struct graph *g, struct jsonw *w)
 		jsonw_printf(w, " · %s", trace_ranks_name(&a->ranks, s->group,
 							  note, sizeof note));
 	if (s->group >= 0 && s->groups_training > 1)
-		jsonw_printf(w, ", of %d ranks that train (--rank N shows "
-			     "another)", s->groups_training);
+		jsonw_printf(w, a->ranks.rank_of_group[s->group] >= 0
+				     ? ", of %d ranks that train (--rank N shows "
+				       "another)"
+				     : ", of %d processes that train (--rank all "
+				       "shows them all)", s->groups_training);
 	if (g->o->scope)
 		jsonw_printf(w, " · region '%s'", g->o->scope);
 	if (g->o->phase)

@@ -262,9 +262,27 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 	       analysis_cast_in_scope(&s->analysis, e, c->o->scope);
 }
 
+/* The groups that train, counted in s, the first in *first: the ranks
+ * (`ranked`), else the processes without a rank (ranks.h), not the
+ * group of those no process_name names. */
+static void count_training(struct view_selection *s, const bool *trains,
+			   bool ranked, int *first)
+{
+	const struct trace_ranks *r = &s->analysis.ranks;
+
+	for (int g = r->ngroups - 1; g >= 0; g--)
+		if (trains[g] && (r->rank_of_group[g] >= 0) == ranked &&
+		    (ranked || r->process_of_group[g])) {
+			s->groups_training++;
+			*first = g;
+		}
+}
+
 /* The ranks that train (steps.h), counted in s; the first of them in
  * *first (-1: none).  The processes without a rank are no rank: a
- * launcher that runs ops is neither counted nor drawn before rank 0. */
+ * launcher that runs ops is neither counted nor drawn before rank 0.
+ * Where no rank trains, the processes without one that do (Hogwild's
+ * workers, each running its own steps) are counted alike. */
 static bool find_training_ranks(struct view_selection *s, int *first)
 {
 	const struct trace_ranks *r = &s->analysis.ranks;
@@ -278,11 +296,9 @@ static bool find_training_ranks(struct view_selection *s, int *first)
 			trains[trace_ranks_group(r, s->trace->events[i].pid)] =
 				true;
 	*first = -1;
-	for (int g = r->ngroups - 1; g >= 0; g--)
-		if (trains[g] && r->rank_of_group[g] >= 0) {
-			s->groups_training++;
-			*first = g;
-		}
+	count_training(s, trains, true, first);
+	if (!s->groups_training)
+		count_training(s, trains, false, first);
 	free(trains);
 	return true;
 }

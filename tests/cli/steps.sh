@@ -541,6 +541,29 @@ capture "$amptrace" check "$tmp/ranks-cut-last.json" "$tmp/seven.rules"
 check "rank 1's record cut in its last step: rank 0's whole last step is judged" \
 	eval 'status_is 0 && out_has "over 11 steps of 2 ranks" &&
 	      out_has "; rank 1'"'"'s step 5 cut short (its process or its trace ended in it)"'
+# Processes without a rank that each train (Hogwild's workers, DDP
+# workers that never call init_process_group) each run their own steps:
+# judged apart as ranks are, not in their sum (each a group, ranks.h).
+# The merged traces above, their processes' ranks taken away.
+unranked() { # merged trace, the trace without its processes' ranks
+	sed '/"name":"process_name"/{s/"name":"rank [0-9]*: /"name":"/;s/,"rank":[0-9]*//}' "$1"
+}
+unranked "$tmp/ranks-same.json" >"$tmp/unranked-same.json"
+capture "$amptrace" check "$tmp/unranked-same.json" "$tmp/seven.rules"
+check "two processes without a rank, 7 casts a step each: == 7 per step holds" \
+	eval 'status_is 0 && out_has "at most 7 per step over 12 steps of 2 processes"'
+unranked "$tmp/ranks-apart.json" >"$tmp/unranked-apart.json"
+capture "$amptrace" check "$tmp/unranked-apart.json" "$tmp/seven.rules"
+check "... one of 9 casts a step beside one of 7: the rule names its process" \
+	eval 'status_is 1 && out_has "process 2'"'"'s step 0 has 9; 6 of 12 steps of 2 processes fail"'
+check "... ampview: the first process's step, as its own trace" \
+	test "$("$ampview" "$tmp/unranked-apart.json" -v -o "$tmp/rank.svg" 2>&1 |
+		sed -n 's/^ampview: \([0-9]*\) ops selected.*/\1/p')" = \
+	"$("$ampview" "$tmp/rank-a.json" -v -o "$tmp/rank.svg" 2>&1 |
+		sed -n 's/^ampview: \([0-9]*\) ops selected.*/\1/p')"
+"$ampview" "$tmp/unranked-apart.json" -o "$tmp/rank.svg"
+check "... its title says which process of how many" \
+	grep -qF "process 1, of 2 processes that train (&#45;&#45;rank all shows them all)" "$tmp/rank.svg"
 # ampview draws one rank's step (the first that trains by default), not
 # the ranks' ops together: the ops a rank's graph selects are its own
 # trace's
@@ -575,7 +598,7 @@ for e in t["traceEvents"]:
 json.dump(t, open(sys.argv[1], "w"))' "$tmp/ranks-launcher.json"
 capture "$amptrace" check "$tmp/ranks-launcher.json" "$tmp/seven.rules"
 check "a process without a rank beside 2 ranks: judged apart, not called a rank" \
-	eval 'status_is 1 && out_has "step 0 of the processes without a rank has 9; 6 of 18 steps of 2 ranks and the processes without a rank fail"'
+	eval 'status_is 1 && out_has "process 3'"'"'s step 0 has 9; 6 of 18 steps of 2 ranks and the processes without a rank fail"'
 check "ampview: rank 0's step by default, not the process without a rank" \
 	test "$(selected "$tmp/ranks-launcher.json")" = "$(selected "$tmp/rank-a.json")"
 "$ampview" "$tmp/ranks-launcher.json" -o "$tmp/rank.svg"
@@ -590,7 +613,8 @@ for e in t["traceEvents"]:
 json.dump(t, open(sys.argv[2], "w"))' "$tmp/ranks-apart.json" "$tmp/ranks-huge.json"
 check "ampview --rank 2147483647: that rank's" \
 	test "$(selected "$tmp/ranks-huge.json" --rank 2147483647)" = "$(selected "$tmp/rank-b.json")"
-# a negative rank is no rank: one group with the processes without one
+# a negative rank is no rank: its process is judged as one without a
+# rank, apart from the other (each its own group), named by its pid
 $python -c 'import json, sys
 t = json.load(open(sys.argv[1]))
 for e in t["traceEvents"]:
@@ -600,8 +624,8 @@ for e in t["traceEvents"]:
 		del e["args"]["rank"]
 json.dump(t, open(sys.argv[2], "w"))' "$tmp/ranks-launcher.json" "$tmp/ranks-negative.json"
 capture "$amptrace" check "$tmp/ranks-negative.json" "$tmp/seven.rules"
-check "a process of rank -3 beside one without a rank: one group, not two alike named" \
-	eval 'status_is 1 && out_has "step 0 of the processes without a rank has 16; 6 of 12 steps of 1 rank and the processes without a rank fail"'
+check "a process of rank -3 beside one without a rank: no rank, each named by its pid" \
+	eval 'status_is 1 && out_has "process 3'"'"'s step 0 has 9; 6 of 18 steps of 1 rank and the processes without a rank fail"'
 # --rank 0 of a trace of one rank: its title names the rank alone
 "$amptrace" merge -o "$tmp/rank-one.json" "$tmp/rank-a.json" 2>/dev/null
 "$ampview" "$tmp/rank-one.json" --rank 0 -o "$tmp/rank.svg"

@@ -161,9 +161,10 @@ def check_ranks(what, trace_path, result, plain):
     check_per_step_rule(what, trace_path, trace, min(processes))
 
 
-def check_per_step_rule(what, trace_path, trace, pid):
-    """A per-step rule holds per rank, as for one process: a rank's casts
-    a step, not the ranks' sum (FORMAT.md §8)."""
+def check_per_step_rule(what, trace_path, trace, pid, groups="ranks"):
+    """A per-step rule holds per rank (or per process without a rank:
+    `groups` "processes"), as for one process: a rank's casts a step, not
+    the ranks' sum (FORMAT.md §8)."""
     casts = [e for e in events(trace, "amp.cast") if e["pid"] == pid and
              e["args"].get("cache") != "hit" and
              not e["args"].get("origin")]
@@ -172,10 +173,10 @@ def check_per_step_rule(what, trace_path, trace, pid):
         f.write("casts total == %d per step\n" % (len(casts) // STEPS))
     p = subprocess.run([AMPTRACE, "check", trace_path, rules],
                        capture_output=True, text=True)
-    check("%s: `casts total == %d per step` holds in each rank's %d steps"
-          % (what, len(casts) // STEPS, STEPS),
+    check("%s: `casts total == %d per step` holds in each of the %s' %d "
+          "steps" % (what, len(casts) // STEPS, groups, STEPS),
           casts and len(casts) % STEPS == 0 and p.returncode == 0 and
-          "over %d steps of 2 ranks" % (2 * STEPS) in p.stdout,
+          "over %d steps of 2 %s" % (2 * STEPS, groups) in p.stdout,
           p.stdout + p.stderr)
 
 
@@ -238,6 +239,9 @@ def test_spawn_without_init():
               not names[pid][0]["name"].startswith("rank")
               for pid in processes),
           (traced.returncode, processes, names))
+    # each trains alone: its steps are its own, as a rank's are
+    check_per_step_rule("mp.spawn without init_process_group", path, trace,
+                        min(processes), "processes")
 
 
 TRAIN = """import os, torch

@@ -19,11 +19,27 @@ static int compare_pids(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static int compare_ints(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
+/* A group: a rank (process 0), a process without a rank (rank -1), or
+ * the unnamed processes (both). */
+struct group_key {
+	int rank;
+	int64_t process;
+};
 
-	return (x > y) - (x < y);
+static int key_class(const struct group_key *k)
+{
+	return k->rank >= 0 ? 1 : k->process ? 2 : 0;
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+	const struct group_key *x = a, *y = b;
+
+	if (key_class(x) != key_class(y))
+		return key_class(x) - key_class(y);
+	if (x->rank != y->rank)
+		return (x->rank > y->rank) - (x->rank < y->rank);
+	return (x->process > y->process) - (x->process < y->process);
 }
 
 /* The trace's process_name events, one per pid (the last said), sorted by
@@ -63,48 +79,67 @@ static struct named_process *named_processes(const struct trace *t,
 	return list;
 }
 
-static int rank_of(const struct named_process *list, size_t n,
-		   const struct named_process *p)
+static struct group_key key_of(const struct named_process *list, size_t n,
+			       const struct named_process *p)
 {
 	if (p->host_pid) {
 		struct named_process key = { .pid = p->host_pid };
 		const struct named_process *host =
 			n ? bsearch(&key, list, n, sizeof *list, compare_pids)
 			  : NULL;
-		return host && !host->host_pid && host->rank >= 0 ? host->rank
-								  : -1;
+		return host && !host->host_pid ? key_of(list, n, host)
+					       : (struct group_key){ -1, 0 };
 	}
-	return p->rank >= 0 ? p->rank : -1; /* a negative rank is none */
+	/* a negative rank is none */
+	return p->rank >= 0 ? (struct group_key){ p->rank, 0 }
+			    : (struct group_key){ -1, p->pid };
 }
 
-/* The groups: -1 (without a rank) first, then each rank said, once. */
+/* The groups (ranks.h's order), each once. */
 static bool number_groups(const struct named_process *list, size_t n,
 			  struct trace_ranks *r)
 {
-	int *ranks = malloc((n + 1) * sizeof *ranks);
-	int count = 0;
+	struct group_key *keys = malloc((n + 1) * sizeof *keys);
+	size_t count = 0, distinct = 0;
 
-	if (!ranks)
+	if (!keys)
 		return false;
-	ranks[count++] = -1;
+	keys[count++] = (struct group_key){ -1, 0 };
 	for (size_t k = 0; k < n; k++)
-		ranks[count++] = rank_of(list, n, &list[k]);
-	trace_sort(ranks, (size_t)count, sizeof *ranks, compare_ints);
-	int distinct = 0;
-	for (int k = 0; k < count; k++)
-		if (!distinct || ranks[k] != ranks[distinct - 1])
-			ranks[distinct++] = ranks[k];
-	r->rank_of_group = ranks;
-	r->ngroups = distinct;
-	return true;
+		keys[count++] = key_of(list, n, &list[k]);
+	trace_sort(keys, count, sizeof *keys, compare_keys);
+	for (size_t k = 0; k < count; k++)
+		if (!distinct || compare_keys(&keys[k], &keys[distinct - 1]))
+			keys[distinct++] = keys[k];
+	r->rank_of_group = malloc(distinct * sizeof *r->rank_of_group);
+	r->process_of_group = malloc(distinct * sizeof *r->process_of_group);
+	for (size_t g = 0; r->rank_of_group && r->process_of_group &&
+			   g < distinct; g++) {
+		r->rank_of_group[g] = keys[g].rank;
+		r->process_of_group[g] = keys[g].process;
+	}
+	free(keys);
+	r->ngroups = (int)distinct;
+	return r->rank_of_group && r->process_of_group;
 }
 
-static int group_of_rank(const struct trace_ranks *r, int rank)
+static int group_of_key(const struct trace_ranks *r, struct group_key key)
 {
-	int *found = bsearch(&rank, r->rank_of_group, (size_t)r->ngroups,
-			     sizeof *r->rank_of_group, compare_ints);
+	int lo = 0, hi = r->ngroups;
 
-	return found ? (int)(found - r->rank_of_group) : 0;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		struct group_key at = { r->rank_of_group[mid],
+					r->process_of_group[mid] };
+		int order = compare_keys(&at, &key);
+		if (!order)
+			return mid;
+		if (order < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
 }
 
 bool trace_ranks_find(const struct trace *t, struct trace_ranks *r)
@@ -122,7 +157,7 @@ bool trace_ranks_find(const struct trace *t, struct trace_ranks *r)
 	}
 	for (size_t k = 0; k < n; k++)
 		r->processes[k] = (struct process_group){
-			list[k].pid, group_of_rank(r, rank_of(list, n, &list[k]))
+			list[k].pid, group_of_key(r, key_of(list, n, &list[k]))
 		};
 	r->nprocesses = n;
 	free(list);
@@ -150,13 +185,16 @@ int trace_ranks_group(const struct trace_ranks *r, int64_t pid)
 const char *trace_ranks_name(const struct trace_ranks *r, int group,
 			     char *buf, size_t size)
 {
-	int rank = group >= 0 && group < r->ngroups ? r->rank_of_group[group]
-						     : -1;
+	bool known = group >= 0 && group < r->ngroups;
+	int rank = known ? r->rank_of_group[group] : -1;
+	int64_t process = known ? r->process_of_group[group] : 0;
 
-	if (rank < 0)
-		snprintf(buf, size, "the processes without a rank");
-	else
+	if (rank >= 0)
 		snprintf(buf, size, "rank %d", rank);
+	else if (process)
+		snprintf(buf, size, "process %lld", (long long)process);
+	else
+		snprintf(buf, size, "the processes without a rank");
 	return buf;
 }
 
@@ -164,5 +202,6 @@ void trace_ranks_free(struct trace_ranks *r)
 {
 	free(r->processes);
 	free(r->rank_of_group);
+	free(r->process_of_group);
 	*r = (struct trace_ranks){ 0 };
 }

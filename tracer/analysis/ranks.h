@@ -1,10 +1,12 @@
 /* The ranks of a trace's processes, as the groups that readers judging a
  * distributed job per rank count apart (FORMAT.md §8: check's `per step`
- * rules, the GradScaler's steps and scale): each rank one group, the
- * processes without a rank one more.  A process's rank is the last its
- * process_name says (a process that learned its rank late is named
- * again, §2); a DataLoader worker carries its rank's; a GPU's track is
- * its host process's. */
+ * rules, the GradScaler's steps and scale): each rank one group, each
+ * named process without a rank one of its own (Hogwild's workers, DDP
+ * workers that never call init_process_group: each runs its own steps),
+ * the processes no process_name names one more (group 0).  A process's
+ * rank is the last its process_name says (a process that learned its
+ * rank late is named again, §2); a DataLoader worker carries its rank's;
+ * a GPU's track is its host process's group. */
 #ifndef AMPTRACE_RANKS_H
 #define AMPTRACE_RANKS_H
 
@@ -22,7 +24,11 @@ struct process_group {
 struct trace_ranks {
 	struct process_group *processes; /* sorted by pid */
 	size_t nprocesses;
-	int *rank_of_group;              /* ascending; -1: without a rank */
+	/* group 0: the unnamed processes (rank -1, process 0); then the
+	 * ranks, ascending (process 0); then each named process without a
+	 * rank (rank -1), by pid */
+	int *rank_of_group;
+	int64_t *process_of_group;
 	int ngroups;                     /* at least 1 */
 };
 
@@ -31,7 +37,8 @@ bool trace_ranks_find(const struct trace *t, struct trace_ranks *r);
 /* The group of process `pid` (that of the processes without a rank when
  * no process_name names it). */
 int trace_ranks_group(const struct trace_ranks *r, int64_t pid);
-/* "rank 1", or "the processes without a rank", into buf. */
+/* "rank 1", "process 77" (without a rank), or "the processes without a
+ * rank" (group 0), into buf. */
 const char *trace_ranks_name(const struct trace_ranks *r, int group,
 			     char *buf, size_t size);
 void trace_ranks_free(struct trace_ranks *r);

@@ -675,20 +675,21 @@ struct step_unit {
 	bool cut;      /* cut short: its process or its trace ended in it */
 };
 
-/* "step 3", "rank 1's step 3" or "step 3 of the processes without a
- * rank", into buf. */
+/* "step 3", "rank 1's step 3", "process 77's step 3" or "step 3 of
+ * the processes without a rank", into buf. */
 static const char *unit_name(const struct analysis *a,
 			     const struct step_unit *u, char *buf, size_t size)
 {
-	int rank = u->group >= 0 ? a->ranks.rank_of_group[u->group] : -1;
+	char group[64];
 
 	if (u->group < 0)
 		snprintf(buf, size, "step %d", u->step);
-	else if (rank >= 0)
-		snprintf(buf, size, "rank %d's step %d", rank, u->step);
+	else if (u->group == 0)
+		snprintf(buf, size, "step %d of %s", u->step,
+			 trace_ranks_name(&a->ranks, 0, group, sizeof group));
 	else
-		snprintf(buf, size, "step %d of the processes without a rank",
-			 u->step);
+		snprintf(buf, size, "%s's step %d", trace_ranks_name(&a->ranks,
+			 u->group, group, sizeof group), u->step);
 	return buf;
 }
 
@@ -725,15 +726,14 @@ static void append_silent_steps(char *buf, size_t size, int silent,
 			 aggregates_lack(a, r));
 }
 
-/* " of 2 ranks" where the units are ranks' steps; the processes without
- * a rank, judged apart too, are no rank: " of 2 ranks and the processes
- * without a rank" */
+/* " of 2 ranks" where the units are ranks' steps, " of 2 processes"
+ * where they are processes without a rank (Hogwild's workers); both: " of
+ * 2 ranks and the processes without a rank" */
 static const char *of_ranks(const struct analysis *a,
 			    const struct step_unit *units, size_t n,
 			    char *buf, size_t size)
 {
-	int ranks = 0, last = -1;
-	bool unranked = false;
+	int ranks = 0, unranked = 0, last = -1;
 
 	for (size_t k = 0; k < n; k++) {
 		int g = units[k].group;
@@ -743,10 +743,13 @@ static const char *of_ranks(const struct analysis *a,
 		if (a->ranks.rank_of_group[g] >= 0)
 			ranks++;
 		else
-			unranked = true;
+			unranked++;
 	}
 	if (!ranks && !unranked)
 		buf[0] = '\0';
+	else if (!ranks)
+		snprintf(buf, size, " of %d process%s", unranked,
+			 unranked == 1 ? "" : "es");
 	else
 		snprintf(buf, size, " of %d rank%s%s", ranks,
 			 ranks == 1 ? "" : "s",
