@@ -6,7 +6,10 @@ reply.  Chromium is controlled over its DevTools protocol through a pipe
 standard library is needed.  Prints one "ok - ..." / "not ok - ..." line
 per check; exit 1 when any failed.
 
-    report_interact.py CHROMIUM PROFILE_DIR PAGE.html [MERGED.html]
+    report_interact.py CHROMIUM PROFILE_DIR PAGE.html [MERGED.html [PARENT.html]]
+
+PARENT.html: a merged trace's page with a process that trains not listed
+first (report_parent.py).
 """
 import json
 import os
@@ -197,6 +200,19 @@ def ranks(browser, page):
           browser.evaluate("document.body.dataset.errors") == "0", f"{before} -> {after}")
 
 
+def opens_on_training(browser, page):
+    """The page opens on the first process that trains, not on a parent
+    that only started them."""
+    browser.open(page)
+    shown = browser.evaluate("document.getElementById('r-rank').value")
+    rows = browser.evaluate("document.querySelectorAll('#r-ops tbody tr').length")
+    data = browser.evaluate("JSON.parse(document.getElementById('r-data').textContent)")
+    check("a parent that trains not, listed first: the page opens on the "
+          "first process that trains, its table drawn",
+          shown == "1" and rows == len(data["processes"][1]["op_table"]),
+          (shown, rows))
+
+
 def main():
     chromium, profile, page = sys.argv[1:4]
     browser = Browser(chromium, profile)
@@ -204,6 +220,8 @@ def main():
         interact(browser, page)
         if len(sys.argv) > 4:
             ranks(browser, sys.argv[4])
+        if len(sys.argv) > 5:
+            opens_on_training(browser, sys.argv[5])
         check("no console message or uncaught exception while interacting",
               not browser.console, browser.console)
     finally:

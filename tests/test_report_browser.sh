@@ -167,8 +167,12 @@ check "a planted script error is counted" dom_has 'data-errors="1"'
 	>/dev/null 2>&1
 "$amptrace" report "$tmp/merged.json" -o "$tmp/merged.html" >/dev/null
 rm -rf "$tmp/profile"
+python3 "$(dirname "$0")/report_parent.py" "$tmp/merged.json" \
+	"$tmp/parent.json"
+"$amptrace" report --no-graph "$tmp/parent.json" -o "$tmp/parent.html" \
+	>/dev/null
 timeout 120 python3 "$interact" "$chromium" "$tmp/profile" \
-	"$tmp/whole_loop.html" "$tmp/merged.html" ||
+	"$tmp/whole_loop.html" "$tmp/merged.html" "$tmp/parent.html" ||
 	{ echo "not ok - interacting with the page (above)"; fail=1; }
 
 browse "$tmp/whole_loop.html" --hide-scrollbars --window-size=1400,1500 \

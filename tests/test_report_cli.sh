@@ -198,6 +198,14 @@ capture "$amptrace" report "$tmp/all.json" -o "$tmp/all.html"
 check "merged trace: exit 0" status_is 0
 check "merged trace: one entry per rank" data_is "$tmp/all.html" \
 	'sorted(p["rank"] for p in d["processes"]) == [0, 1]'
+# a process that trains not (a Hogwild job's parent, mp.spawn's, a
+# launcher: it made tensors, then started the ones that train) listed
+# first: the page opens on the first that trains
+python3 "$(dirname "$0")/report_parent.py" "$tmp/all.json" "$tmp/parent.json"
+capture "$amptrace" report --no-graph "$tmp/parent.json" -o "$tmp/parent.html"
+check "a parent that trains not, listed first: said so, the ranks train" \
+	data_is "$tmp/parent.html" \
+	'[(p["pid"], p["trains"]) for p in d["processes"]] == [(9, False), (1, True), (2, True)]'
 
 # the page's mode follows the umask, as any file the user creates
 check "umask 077: the page is 600" bash -c "umask 077 && '$amptrace' report --no-graph '$fx/good.json' -o '$tmp/private.html' >/dev/null 2>&1 && test \$(stat -c %a '$tmp/private.html') = 600"

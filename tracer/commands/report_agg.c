@@ -42,6 +42,7 @@ struct process {
 	int64_t pid;
 	int rank;
 	const char *name;
+	bool trains;            /* the page shows the first that does */
 	int nsteps;             /* steps that hold its events */
 	double *ops[MAX_DTYPES], *time_us[MAX_DTYPES];
 	double *casts[MAX_DIRECTIONS];
@@ -264,6 +265,14 @@ void report_agg_process(struct report_agg *agg, int64_t pid, int rank,
 		p->rank = rank;
 		p->name = name;
 	}
+}
+
+void report_agg_process_trains(struct report_agg *agg, int64_t pid)
+{
+	struct process *p = process_of(agg, pid);
+
+	if (p)
+		p->trains = true;
 }
 
 int report_agg_op(struct report_agg *agg, const struct report_op *op)
@@ -703,6 +712,7 @@ void report_agg_json(const struct report_agg *agg, cJSON *root)
 		else
 			cJSON_AddNullToObject(o, "rank");
 		add_string_or_null(o, "name", p->name);
+		cJSON_AddBoolToObject(o, "trains", p->trains);
 		cJSON_AddNumberToObject(o, "steps", p->nsteps);
 		emit_series(agg, p, o);
 		emit_tables(agg, i, o);

@@ -622,7 +622,7 @@
     graph();
     findings();
     modules();
-    selectProcess(0);
+    selectProcess(Math.max(0, processes.findIndex((p) => p.trains)));
   } catch (e) {
     fail(e && e.stack ? e.stack : e);
     throw e;
