@@ -173,5 +173,30 @@ capture "$amptrace" diff --json "$fx/good.json" "$fx/missing.json"
 check "--json with an unreadable trace: exit 2" status_is 2
 check "... no JSON on stdout" test ! -s "$tmp/out"
 
+# ------------------------------------------------------ a job's ranks
+# One process against a job of two (a run on one GPU, then DDP on two):
+# processes pair by rank; the one new has no counterpart for is said so,
+# once, as what its ops are counted as (added), rather than left for its
+# hundreds of op-added changes and the doubled casts to read as a change
+# of the program.
+"$amptrace" merge "$fx/good.json" "$fx/good.json" -o "$tmp/two-ranks.json" \
+	2>/dev/null
+ops=$("$python" -c 'import json, sys
+print(sum(e.get("cat") == "amp.op" for e in json.load(open(sys.argv[1]))["traceEvents"]))' "$fx/good.json")
+capture "$amptrace" diff "$fx/good.json" "$tmp/two-ranks.json"
+check "one process against two ranks: exit 1, the process only in new said" \
+	eval 'status_is 1 && out_has "processes: 1 in base, 2 in new (paired by rank, then start); only in new: rank 1 (pid 2, $ops ops): its ops and casts are counted as added"'
+capture "$amptrace" diff "$tmp/two-ranks.json" "$fx/good.json"
+check "... the other way round: only in base, counted as removed" \
+	eval 'out_has "processes: 2 in base, 1 in new (paired by rank, then start); only in base: rank 1 (pid 2, $ops ops): its ops and casts are counted as removed"'
+capture "$amptrace" diff --json "$fx/good.json" "$tmp/two-ranks.json"
+check "... --json: processes, and the one only in new" "$python" -c 'import json, sys
+p = json.loads(sys.stdin.read())["processes"]
+sys.exit(p != {"base": 1, "new": 2, "only_in_one": [
+    {"trace": "new", "pid": 2, "rank": 1, "ops": int(sys.argv[1])}]})' "$ops" <"$tmp/out"
+capture "$amptrace" diff "$tmp/two-ranks.json" "$tmp/two-ranks.json"
+check "two ranks against two: no change, no processes line" \
+	eval 'status_is 0 && out_lacks "processes:"'
+
 echo "1..$count"
 exit $fail

@@ -93,6 +93,9 @@ struct scaler_record {
 	const char *what;
 };
 
+/* pid_order's rank of a process without one: after every rank */
+#define NO_RANK (1 << 30)
+
 struct pid_order {
 	int64_t pid;
 	int rank;
@@ -167,7 +170,7 @@ static void note_process(struct side *s, const struct trace_event *e)
 		if (!grown)
 			oom();
 		s->order = grown;
-		s->order[s->npids++] = (struct pid_order){ e->pid, 1 << 30, e->ts };
+		s->order[s->npids++] = (struct pid_order){ e->pid, NO_RANK, e->ts };
 	}
 	if (e->kind == TRACE_META && e->meta.rank >= 0)
 		s->order[k].rank = e->meta.rank;
@@ -872,6 +875,85 @@ static void print_ops_left_out(const struct side *b, const struct side *n,
 	puts(")");
 }
 
+/* The processes of the side with more of them that the other has no
+ * counterpart for (ordinals past its count: processes pair by rank, then
+ * start), as `more` and `fewer`; false when both have as many. */
+static bool unpaired(const struct side *b, const struct side *n,
+		     const struct side **more, const struct side **fewer)
+{
+	*more = b->npids > n->npids ? b : n;
+	*fewer = *more == b ? n : b;
+	return b->npids != n->npids;
+}
+
+static size_t ops_of_process(const struct side *s, int64_t pid)
+{
+	size_t count = 0;
+
+	for (size_t i = 0; i < s->nops; i++)
+		count += s->ops[i].pid == pid;
+	return count;
+}
+
+/* "processes: 1 in base, 2 in new (paired by rank, then start); only in
+ * new: rank 1 (pid 2, 416 ops): its ops and casts are counted as added":
+ * a job of one rank against one of two reads as the second rank's
+ * ops added, not as the program changed. */
+static void print_processes(const struct side *b, const struct side *n)
+{
+	enum { NAMED = 8 };
+	const struct side *more, *fewer;
+
+	if (!unpaired(b, n, &more, &fewer))
+		return;
+	printf("processes: %zu in base, %zu in new (paired by rank, then "
+	       "start); only in %s: ", b->npids, n->npids,
+	       more == b ? "base" : "new");
+	for (size_t k = fewer->npids; k < more->npids &&
+				     k < fewer->npids + NAMED; k++) {
+		const struct pid_order *p = &more->order[k];
+		if (k > fewer->npids)
+			printf(", ");
+		if (p->rank != NO_RANK)
+			printf("rank %d (pid %lld, ", p->rank,
+			       (long long)p->pid);
+		else
+			printf("pid %lld (", (long long)p->pid);
+		printf("%zu ops)", ops_of_process(more, p->pid));
+	}
+	if (more->npids - fewer->npids > NAMED)
+		printf(" and %zu more", more->npids - fewer->npids - NAMED);
+	printf(": %s ops and casts are counted as %s\n",
+	       more->npids - fewer->npids == 1 ? "its" : "their",
+	       more == b ? "removed" : "added");
+}
+
+static void add_processes_json(cJSON *root, const struct side *b,
+			       const struct side *n)
+{
+	const struct side *more, *fewer;
+	cJSON *o = cJSON_AddObjectToObject(root, "processes");
+
+	cJSON_AddNumberToObject(o, "base", (double)b->npids);
+	cJSON_AddNumberToObject(o, "new", (double)n->npids);
+	cJSON *list = cJSON_AddArrayToObject(o, "only_in_one");
+	if (!unpaired(b, n, &more, &fewer))
+		return;
+	for (size_t k = fewer->npids; k < more->npids; k++) {
+		const struct pid_order *p = &more->order[k];
+		cJSON *one = cJSON_CreateObject();
+		cJSON_AddStringToObject(one, "trace", more == b ? "base" : "new");
+		cJSON_AddNumberToObject(one, "pid", (double)p->pid);
+		if (p->rank != NO_RANK)
+			cJSON_AddNumberToObject(one, "rank", p->rank);
+		else
+			cJSON_AddNullToObject(one, "rank");
+		cJSON_AddNumberToObject(one, "ops",
+					(double)ops_of_process(more, p->pid));
+		cJSON_AddItemToArray(list, one);
+	}
+}
+
 static void print_text(const struct side *b, const struct side *n,
 		       const struct changes *c, size_t matched,
 		       const struct cut_steps *cut,
@@ -887,6 +969,7 @@ static void print_text(const struct side *b, const struct side *n,
 	printf("new:  %s (%zu ops, %zu casts%s)\n", n->trace.path, n->nops,
 	       n->ncasts, detail_n);
 	printf("aligned ops: %zu\n", matched);
+	print_processes(b, n);
 	print_ops_left_out(b, n, cut);
 	print_aggregated_steps(aggregated);
 	if (ndirs) {
@@ -958,6 +1041,7 @@ static void print_json(const struct side *b, const struct side *n,
 	cJSON_AddNumberToObject(ops, "base", (double)b->nops);
 	cJSON_AddNumberToObject(ops, "new", (double)n->nops);
 	cJSON_AddNumberToObject(ops, "aligned", (double)matched);
+	add_processes_json(root, b, n);
 	cJSON *left_out = cJSON_AddObjectToObject(ops, "cut_short");
 	cJSON_AddNumberToObject(left_out, "base", (double)b->ops_left_out);
 	cJSON_AddNumberToObject(left_out, "new", (double)n->ops_left_out);
