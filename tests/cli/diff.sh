@@ -185,10 +185,10 @@ ops=$("$python" -c 'import json, sys
 print(sum(e.get("cat") == "amp.op" for e in json.load(open(sys.argv[1]))["traceEvents"]))' "$fx/good.json")
 capture "$amptrace" diff "$fx/good.json" "$tmp/two-ranks.json"
 check "one process against two ranks: exit 1, the process only in new said" \
-	eval 'status_is 1 && out_has "processes: 1 in base, 2 in new (paired by rank, then start); only in new: rank 1 (pid 2, $ops ops): its ops and casts are counted as added"'
+	eval 'status_is 1 && out_has "processes: 1 in base, 2 in new (paired in order: a trace names no rank); only in new: rank 1 (pid 2, $ops ops): its ops and casts are counted as added"'
 capture "$amptrace" diff "$tmp/two-ranks.json" "$fx/good.json"
 check "... the other way round: only in base, counted as removed" \
-	eval 'out_has "processes: 2 in base, 1 in new (paired by rank, then start); only in base: rank 1 (pid 2, $ops ops): its ops and casts are counted as removed"'
+	eval 'out_has "processes: 2 in base, 1 in new (paired in order: a trace names no rank); only in base: rank 1 (pid 2, $ops ops): its ops and casts are counted as removed"'
 capture "$amptrace" diff --json "$fx/good.json" "$tmp/two-ranks.json"
 check "... --json: processes, and the one only in new" "$python" -c 'import json, sys
 p = json.loads(sys.stdin.read())["processes"]
@@ -197,6 +197,29 @@ sys.exit(p != {"base": 1, "new": 2, "only_in_one": [
 capture "$amptrace" diff "$tmp/two-ranks.json" "$tmp/two-ranks.json"
 check "two ranks against two: no change, no processes line" \
 	eval 'status_is 0 && out_lacks "processes:"'
+# rank 0 with a DataLoader worker of its own (named by its rank, FORMAT.md
+# §5; started after it), against the same job without: each rank pairs
+# with its own rank, the worker is the process only in one (not rank 1
+# paired with rank 0's worker, and rank 1 left over)
+"$python" -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] += [
+    {"name": "process_name", "ph": "M", "pid": 3, "tid": 0,
+     "args": {"name": "rank 0: python (pid 3)", "rank": 0}},
+    {"name": "randn", "cat": "amp.op", "ph": "X", "ts": 1e6, "dur": 1,
+     "pid": 3, "tid": 1, "args": {
+         "op_id": 1, "op": "randn", "overload": "", "phase": "forward",
+         "policy": "none", "device": "cpu", "emulated": False,
+         "autocast": {"enabled": False, "device": "cpu", "dtype": "bf16",
+                      "cache_enabled": True, "depth": 0, "scope": None},
+         "inputs": [], "outputs": [{"tensor": 1, "dtype": "f32",
+                                    "shape": [2]}],
+         "Input type": [], "Input Dims": []}}]
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/two-ranks.json" "$tmp/worker.json"
+capture "$amptrace" diff "$tmp/two-ranks.json" "$tmp/worker.json"
+check "a rank's worker only in new: ranks paired with their own, the worker's op the one change" \
+	eval 'status_is 1 && out_has "only in new: rank 0 (pid 3, 1 ops): its ops and casts are counted as added" &&
+	      out_has "1 change in 1 group:" && out_has "op-added     randn (forward) x1"'
 
 echo "1..$count"
 exit $fail

@@ -2,8 +2,9 @@
  * of the same program, ignoring timing and ids.
  *
  * Ops are aligned by occurrence: the k-th `linear` (forward) of thread t
- * of process p in one trace is the k-th in the other (processes by rank,
- * else in order of appearance; threads by libamp thread number).  This is
+ * of process p in one trace is the k-th in the other (processes pair by
+ * rank, the k-th process of a rank by start with the k-th of that rank,
+ * those without a rank alike; threads by libamp thread number).  This is
  * linear in the trace size, and an op added or removed shifts only the
  * later occurrences of that same op.  For each aligned pair we compare
  * output dtype, policy and the casts made for the op (argument, from, to,
@@ -18,6 +19,7 @@
 #include "trace.h"
 
 #include <cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,10 @@ static const char diff_usage[] =
 	"not compared, in full detail or aggregated.  When a trace holds\n"
 	"torch.compile'd graphs, casts are compared instead, by module path,\n"
 	"source line and op (an eager and a compiled run do not run the same\n"
-	"ops), and aggregated steps are not compared.\n"
+	"ops), and aggregated steps are not compared.  A job's processes pair\n"
+	"by rank (the k-th of a rank, by start, with the k-th of that rank;\n"
+	"in order where a trace names no rank); a process only in one trace\n"
+	"is named once, its ops and casts counted as added or removed.\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
 	"  --depth N   module paths cut to N parts in the changes by module\n"
@@ -100,6 +105,10 @@ struct pid_order {
 	int64_t pid;
 	int rank;
 	double first_ts;
+	/* its pair's number, the same in both traces (pair_processes);
+	 * paired: the other trace has its counterpart */
+	size_t pair;
+	bool paired;
 };
 
 struct side {
@@ -257,8 +266,44 @@ static size_t process_ordinal(const struct side *s, int64_t pid)
 {
 	for (size_t i = 0; i < s->npids; i++)
 		if (s->order[i].pid == pid)
-			return i;
+			return s->order[i].pair;
 	return 0;
+}
+
+static bool has_rank(const struct side *s)
+{
+	for (size_t k = 0; k < s->npids; k++)
+		if (s->order[k].rank != NO_RANK)
+			return true;
+	return false;
+}
+
+/* Each process's pair: the k-th of a rank (by start) in one trace and
+ * the k-th of the same rank in the other, one number; a process the
+ * other lacks (a rank of its own, a rank's DataLoader worker more) one
+ * of its own.  By ordinal alone, a rank's worker in one trace took the
+ * next rank's place, and each later rank was compared with another.
+ * Where either trace names no rank (a run of one process against a
+ * job's ranks), the k-th process pairs with the k-th. */
+static void pair_processes(struct side *b, struct side *n)
+{
+	size_t i = 0, j = 0, next = 0;
+	bool by_rank = has_rank(b) && has_rank(n);
+
+	while (i < b->npids || j < n->npids) {
+		int rb = i == b->npids ? INT_MAX : by_rank ? b->order[i].rank : 0;
+		int rn = j == n->npids ? INT_MAX : by_rank ? n->order[j].rank : 0;
+		bool both = rb == rn;
+		if (rb <= rn) {
+			b->order[i].paired = both;
+			b->order[i++].pair = next;
+		}
+		if (rn <= rb) {
+			n->order[j].paired = both;
+			n->order[j++].pair = next;
+		}
+		next++;
+	}
 }
 
 static size_t side_process_ordinal(const void *side, int64_t pid)
@@ -875,17 +920,6 @@ static void print_ops_left_out(const struct side *b, const struct side *n,
 	puts(")");
 }
 
-/* The processes of the side with more of them that the other has no
- * counterpart for (ordinals past its count: processes pair by rank, then
- * start), as `more` and `fewer`; false when both have as many. */
-static bool unpaired(const struct side *b, const struct side *n,
-		     const struct side **more, const struct side **fewer)
-{
-	*more = b->npids > n->npids ? b : n;
-	*fewer = *more == b ? n : b;
-	return b->npids != n->npids;
-}
-
 static size_t ops_of_process(const struct side *s, int64_t pid)
 {
 	size_t count = 0;
@@ -895,63 +929,90 @@ static size_t ops_of_process(const struct side *s, int64_t pid)
 	return count;
 }
 
-/* "processes: 1 in base, 2 in new (paired by rank, then start); only in
- * new: rank 1 (pid 2, 416 ops): its ops and casts are counted as added":
- * a job of one rank against one of two reads as the second rank's
- * ops added, not as the program changed. */
-static void print_processes(const struct side *b, const struct side *n)
+static size_t unpaired(const struct side *s)
+{
+	size_t count = 0;
+
+	for (size_t k = 0; k < s->npids; k++)
+		count += !s->order[k].paired;
+	return count;
+}
+
+/* "; only in new: rank 1 (pid 2, 416 ops): its ops and casts are counted
+ * as added" */
+static void print_only_in(const struct side *s, bool is_new)
 {
 	enum { NAMED = 8 };
-	const struct side *more, *fewer;
+	size_t count = unpaired(s), named = 0;
 
-	if (!unpaired(b, n, &more, &fewer))
+	if (!count)
 		return;
-	printf("processes: %zu in base, %zu in new (paired by rank, then "
-	       "start); only in %s: ", b->npids, n->npids,
-	       more == b ? "base" : "new");
-	for (size_t k = fewer->npids; k < more->npids &&
-				     k < fewer->npids + NAMED; k++) {
-		const struct pid_order *p = &more->order[k];
-		if (k > fewer->npids)
+	printf("; only in %s: ", is_new ? "new" : "base");
+	for (size_t k = 0; k < s->npids && named < NAMED; k++) {
+		const struct pid_order *p = &s->order[k];
+		if (p->paired)
+			continue;
+		if (named++)
 			printf(", ");
 		if (p->rank != NO_RANK)
 			printf("rank %d (pid %lld, ", p->rank,
 			       (long long)p->pid);
 		else
 			printf("pid %lld (", (long long)p->pid);
-		printf("%zu ops)", ops_of_process(more, p->pid));
+		printf("%zu ops)", ops_of_process(s, p->pid));
 	}
-	if (more->npids - fewer->npids > NAMED)
-		printf(" and %zu more", more->npids - fewer->npids - NAMED);
-	printf(": %s ops and casts are counted as %s\n",
-	       more->npids - fewer->npids == 1 ? "its" : "their",
-	       more == b ? "removed" : "added");
+	if (count > NAMED)
+		printf(" and %zu more", count - NAMED);
+	printf(": %s ops and casts are counted as %s",
+	       count == 1 ? "its" : "their", is_new ? "added" : "removed");
 }
 
-static void add_processes_json(cJSON *root, const struct side *b,
-			       const struct side *n)
+/* "processes: 1 in base, 2 in new (paired by rank, then start); only in
+ * new: rank 1 (pid 2, 416 ops): its ops and casts are counted as added":
+ * a job of one rank against one of two reads as the second rank's
+ * ops added, not as the program changed. */
+static void print_processes(const struct side *b, const struct side *n)
 {
-	const struct side *more, *fewer;
-	cJSON *o = cJSON_AddObjectToObject(root, "processes");
-
-	cJSON_AddNumberToObject(o, "base", (double)b->npids);
-	cJSON_AddNumberToObject(o, "new", (double)n->npids);
-	cJSON *list = cJSON_AddArrayToObject(o, "only_in_one");
-	if (!unpaired(b, n, &more, &fewer))
+	if (!unpaired(b) && !unpaired(n))
 		return;
-	for (size_t k = fewer->npids; k < more->npids; k++) {
-		const struct pid_order *p = &more->order[k];
+	printf("processes: %zu in base, %zu in new (paired %s)", b->npids,
+	       n->npids, has_rank(b) && has_rank(n)
+				 ? "by rank, then start"
+				 : "in order: a trace names no rank");
+	print_only_in(b, false);
+	print_only_in(n, true);
+	putchar('\n');
+}
+
+static void add_only_in_json(cJSON *list, const struct side *s, bool is_new)
+{
+	for (size_t k = 0; k < s->npids; k++) {
+		const struct pid_order *p = &s->order[k];
+		if (p->paired)
+			continue;
 		cJSON *one = cJSON_CreateObject();
-		cJSON_AddStringToObject(one, "trace", more == b ? "base" : "new");
+		cJSON_AddStringToObject(one, "trace", is_new ? "new" : "base");
 		cJSON_AddNumberToObject(one, "pid", (double)p->pid);
 		if (p->rank != NO_RANK)
 			cJSON_AddNumberToObject(one, "rank", p->rank);
 		else
 			cJSON_AddNullToObject(one, "rank");
 		cJSON_AddNumberToObject(one, "ops",
-					(double)ops_of_process(more, p->pid));
+					(double)ops_of_process(s, p->pid));
 		cJSON_AddItemToArray(list, one);
 	}
+}
+
+static void add_processes_json(cJSON *root, const struct side *b,
+			       const struct side *n)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "processes");
+
+	cJSON_AddNumberToObject(o, "base", (double)b->npids);
+	cJSON_AddNumberToObject(o, "new", (double)n->npids);
+	cJSON *list = cJSON_AddArrayToObject(o, "only_in_one");
+	add_only_in_json(list, b, false);
+	add_only_in_json(list, n, true);
 }
 
 static void print_text(const struct side *b, const struct side *n,
@@ -1227,6 +1288,7 @@ int diff_print(struct diff_side *base, struct diff_side *new, bool json,
 	/* a step either trace ended in is not compared, in full detail
 	 * or aggregated: what it lacks is the cut, not a change */
 	struct cut_steps cut = cut_in_either(b, n);
+	pair_processes(b, n);
 	leave_out(b, &cut);
 	leave_out(n, &cut);
 	align_side(b);
