@@ -2,8 +2,11 @@
 """Writes TRACE with a process that trains not listed first (a Hogwild
 job's parent, mp.spawn's, a launcher: it made a tensor with no autocast,
 pid 9), for the report tests: the page opens on the first that trains.
+With --trains the parent trains too (mp.spawn's parent that ran the
+model once before spawning: a backward op): the page opens on rank 0,
+as ampview's graph does.
 
-    report_parent.py TRACE.json OUT.json
+    report_parent.py TRACE.json OUT.json [--trains]
 """
 import json
 import sys
@@ -14,7 +17,8 @@ trace["traceEvents"][:0] = [
      "args": {"name": "python (pid 9)"}},
     {"name": "randn", "cat": "amp.op", "ph": "X", "ts": 0, "dur": 1,
      "pid": 9, "tid": 1, "args": {
-         "op_id": 1, "op": "randn", "overload": "", "phase": "forward",
+         "op_id": 1, "op": "randn", "overload": "",
+         "phase": "backward" if "--trains" in sys.argv else "forward",
          "policy": "none", "device": "cpu", "emulated": False,
          "autocast": {"enabled": False, "device": "cpu", "dtype": "bf16",
                       "cache_enabled": True, "depth": 0, "scope": None},

@@ -206,6 +206,17 @@ capture "$amptrace" report --no-graph "$tmp/parent.json" -o "$tmp/parent.html"
 check "a parent that trains not, listed first: said so, the ranks train" \
 	data_is "$tmp/parent.html" \
 	'[(p["pid"], p["trains"]) for p in d["processes"]] == [(9, False), (1, True), (2, True)]'
+check "a parent that trains not: the page opens on rank 0" \
+	data_is "$tmp/parent.html" 'd["opens"] == 1'
+# mp.spawn's parent that ran the model once before spawning its ranks
+# trains too, but is no rank: the page opens on rank 0, ampview's graph's
+python3 "$(dirname "$0")/report_parent.py" "$tmp/all.json" \
+	"$tmp/parent_trains.json" --trains
+capture "$amptrace" report --no-graph "$tmp/parent_trains.json" \
+	-o "$tmp/parent_trains.html"
+check "a parent that trains once, no rank: the page opens on rank 0" \
+	data_is "$tmp/parent_trains.html" \
+	'd["processes"][0]["trains"] and d["processes"][1]["rank"] == 0 and d["opens"] == 1'
 
 # the page's mode follows the umask, as any file the user creates
 check "umask 077: the page is 600" bash -c "umask 077 && '$amptrace' report --no-graph '$fx/good.json' -o '$tmp/private.html' >/dev/null 2>&1 && test \$(stat -c %a '$tmp/private.html') = 600"

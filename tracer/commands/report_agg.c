@@ -701,10 +701,16 @@ void report_agg_json(const struct report_agg *agg, cJSON *root)
 		cJSON_AddItemToArray(directions, cJSON_CreateString(label));
 	}
 	cJSON *processes = cJSON_AddArrayToObject(root, "processes");
+	int listed = 0, opens = -1, opens_unranked = -1;
 	for (size_t i = 0; i < agg->nprocs; i++) {
 		const struct process *p = &agg->procs[i];
 		if (!p->nsteps)
 			continue; /* named, but recorded nothing */
+		if (p->trains && p->rank >= 0 && opens < 0)
+			opens = listed;
+		if (p->trains && p->rank < 0 && opens_unranked < 0)
+			opens_unranked = listed;
+		listed++;
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "pid", (double)p->pid);
 		if (p->rank >= 0)
@@ -718,4 +724,11 @@ void report_agg_json(const struct report_agg *agg, cJSON *root)
 		emit_tables(agg, i, o);
 		cJSON_AddItemToArray(processes, o);
 	}
+	/* the process the page opens on, ampview's default's (viewer/
+	 * select.c): the first rank that trains, else the first process
+	 * without a rank that does; an mp.spawn parent that ran the model
+	 * once before spawning its ranks is no rank, and is not it */
+	cJSON_AddNumberToObject(root, "opens",
+				opens >= 0 ? opens
+				: opens_unranked >= 0 ? opens_unranked : 0);
 }

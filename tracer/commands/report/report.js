@@ -622,7 +622,7 @@
     graph();
     findings();
     modules();
-    selectProcess(Math.max(0, processes.findIndex((p) => p.trains)));
+    selectProcess(data.opens || 0);
   } catch (e) {
     fail(e && e.stack ? e.stack : e);
     throw e;
