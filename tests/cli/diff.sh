@@ -185,10 +185,10 @@ ops=$("$python" -c 'import json, sys
 print(sum(e.get("cat") == "amp.op" for e in json.load(open(sys.argv[1]))["traceEvents"]))' "$fx/good.json")
 capture "$amptrace" diff "$fx/good.json" "$tmp/two-ranks.json"
 check "one process against two ranks: exit 1, the process only in new said" \
-	eval 'status_is 1 && out_has "processes: 1 in base, 2 in new (paired in order: a trace names no rank); only in new: rank 1 (pid 2, $ops ops): its ops and casts are counted as added"'
+	eval 'status_is 1 && out_has "processes: 1 in base, 2 in new (paired in order: the traces share no rank); only in new: rank 1 (pid 2, $ops ops): its ops and casts are counted as added"'
 capture "$amptrace" diff "$tmp/two-ranks.json" "$fx/good.json"
 check "... the other way round: only in base, counted as removed" \
-	eval 'out_has "processes: 2 in base, 1 in new (paired in order: a trace names no rank); only in base: rank 1 (pid 2, $ops ops): its ops and casts are counted as removed"'
+	eval 'out_has "processes: 2 in base, 1 in new (paired in order: the traces share no rank); only in base: rank 1 (pid 2, $ops ops): its ops and casts are counted as removed"'
 capture "$amptrace" diff --json "$fx/good.json" "$tmp/two-ranks.json"
 check "... --json: processes, and the one only in new" "$python" -c 'import json, sys
 p = json.loads(sys.stdin.read())["processes"]
@@ -197,6 +197,18 @@ sys.exit(p != {"base": 1, "new": 2, "only_in_one": [
 capture "$amptrace" diff "$tmp/two-ranks.json" "$tmp/two-ranks.json"
 check "two ranks against two: no change, no processes line" \
 	eval 'status_is 0 && out_lacks "processes:"'
+# rank 0's file against rank 1's (trace.rank0.json, trace.rank1.json of
+# one job): the traces share no rank, so the process pairs with the
+# process, as one process with one; by rank neither had a pair and each
+# op read as removed and added
+"$python" -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"] if e.get("pid") != 1]
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/two-ranks.json" "$tmp/rank1.json"
+"$amptrace" merge "$fx/good.json" -o "$tmp/rank0.json" 2>/dev/null
+capture "$amptrace" diff "$tmp/rank0.json" "$tmp/rank1.json"
+check "rank 0's file against rank 1's: paired, no change, no processes line" \
+	eval 'status_is 0 && out_has "aligned ops: $ops" && out_lacks "processes:"'
 # rank 0 with a DataLoader worker of its own (named by its rank, FORMAT.md
 # §5; started after it), against the same job without: each rank pairs
 # with its own rank, the worker is the process only in one (not rank 1

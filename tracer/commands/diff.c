@@ -43,7 +43,7 @@ static const char diff_usage[] =
 	"source line and op (an eager and a compiled run do not run the same\n"
 	"ops), and aggregated steps are not compared.  A job's processes pair\n"
 	"by rank (the k-th of a rank, by start, with the k-th of that rank;\n"
-	"in order where a trace names no rank); a process only in one trace\n"
+	"in order where the traces share no rank); a process only in one\n"
 	"is named once, its ops and casts counted as added or removed.\n"
 	"\n"
 	"  --json      one JSON object instead of text\n"
@@ -270,10 +270,24 @@ static size_t process_ordinal(const struct side *s, int64_t pid)
 	return 0;
 }
 
-static bool has_rank(const struct side *s)
+static bool has_rank_of(const struct side *s, int rank)
 {
 	for (size_t k = 0; k < s->npids; k++)
-		if (s->order[k].rank != NO_RANK)
+		if (s->order[k].rank == rank)
+			return true;
+	return false;
+}
+
+/* Whether processes pair by rank: where the traces share a rank.  Two
+ * files of one rank each (rank 0's and rank 1's, `amptrace run`'s
+ * trace.rankN.json) are one program's two ranks, compared as the k-th
+ * process with the k-th; by rank, neither had a pair and every op read
+ * as removed and added. */
+static bool pairs_by_rank(const struct side *b, const struct side *n)
+{
+	for (size_t k = 0; k < b->npids; k++)
+		if (b->order[k].rank != NO_RANK &&
+		    has_rank_of(n, b->order[k].rank))
 			return true;
 	return false;
 }
@@ -283,12 +297,13 @@ static bool has_rank(const struct side *s)
  * other lacks (a rank of its own, a rank's DataLoader worker more) one
  * of its own.  By ordinal alone, a rank's worker in one trace took the
  * next rank's place, and each later rank was compared with another.
- * Where either trace names no rank (a run of one process against a
- * job's ranks), the k-th process pairs with the k-th. */
+ * Where the traces share no rank (a run of one process against a job's
+ * ranks, rank 0's file against rank 1's), the k-th process pairs with
+ * the k-th. */
 static void pair_processes(struct side *b, struct side *n)
 {
 	size_t i = 0, j = 0, next = 0;
-	bool by_rank = has_rank(b) && has_rank(n);
+	bool by_rank = pairs_by_rank(b, n);
 
 	while (i < b->npids || j < n->npids) {
 		int rb = i == b->npids ? INT_MAX : by_rank ? b->order[i].rank : 0;
@@ -976,9 +991,9 @@ static void print_processes(const struct side *b, const struct side *n)
 	if (!unpaired(b) && !unpaired(n))
 		return;
 	printf("processes: %zu in base, %zu in new (paired %s)", b->npids,
-	       n->npids, has_rank(b) && has_rank(n)
+	       n->npids, pairs_by_rank(b, n)
 				 ? "by rank, then start"
-				 : "in order: a trace names no rank");
+				 : "in order: the traces share no rank");
 	print_only_in(b, false);
 	print_only_in(n, true);
 	putchar('\n');
