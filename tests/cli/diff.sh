@@ -197,6 +197,27 @@ sys.exit(p != {"base": 1, "new": 2, "only_in_one": [
 capture "$amptrace" diff "$tmp/two-ranks.json" "$tmp/two-ranks.json"
 check "two ranks against two: no change, no processes line" \
 	eval 'status_is 0 && out_lacks "processes:"'
+# a GPU's track (FORMAT.md §3.8: kernels, timed) is no process diff
+# compares: a run with kernel timing against one without is no process
+# only in new, "(0 ops)"
+"$python" -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+pid = next(e["pid"] for e in t["traceEvents"] if e.get("cat") == "amp.op")
+gpu = 2**30 + pid
+t["traceEvents"] += [
+    {"name": "process_name", "ph": "M", "pid": gpu, "tid": 0,
+     "args": {"name": "GPU 0 (pid %d)" % pid, "device": 0, "host_pid": pid}},
+    {"name": "gemm", "cat": "kernel", "ph": "X", "ts": 5.0, "dur": 1.0,
+     "pid": gpu, "tid": 7, "args": {"amp.pid": pid, "correlation": 1,
+                                    "device": 0, "stream": 7}}]
+json.dump(t, open(sys.argv[2], "w"))' "$fx/good.json" "$tmp/gpu-track.json"
+capture "$amptrace" diff "$fx/good.json" "$tmp/gpu-track.json"
+check "a GPU's track only in new: no change, no processes line" \
+	eval 'status_is 0 && out_lacks "processes:"'
+capture "$amptrace" diff --json "$fx/good.json" "$tmp/gpu-track.json"
+check "... --json: one process each, none only in one" "$python" -c 'import json, sys
+sys.exit(json.loads(sys.stdin.read())["processes"] !=
+         {"base": 1, "new": 1, "only_in_one": []})' <"$tmp/out"
 # rank 0's file against rank 1's (trace.rank0.json, trace.rank1.json of
 # one job): the traces share no rank, so the process pairs with the
 # process, as one process with one; by rank neither had a pair and each

@@ -109,6 +109,9 @@ struct pid_order {
 	 * paired: the other trace has its counterpart */
 	size_t pair;
 	bool paired;
+	/* it recorded what diff compares (an op, a cast, a scaler's
+	 * event, an aggregate): a GPU's track, its kernels alone, does not */
+	bool compared;
 };
 
 struct side {
@@ -183,6 +186,9 @@ static void note_process(struct side *s, const struct trace_event *e)
 	}
 	if (e->kind == TRACE_META && e->meta.rank >= 0)
 		s->order[k].rank = e->meta.rank;
+	if (e->kind == TRACE_OP || e->kind == TRACE_CAST ||
+	    e->kind == TRACE_SCALER || e->kind == TRACE_AGGREGATE)
+		s->order[k].compared = true;
 	if (e->kind != TRACE_META && e->ts < s->order[k].first_ts)
 		s->order[k].first_ts = e->ts;
 }
@@ -402,9 +408,25 @@ static void find_steps(struct side *s)
 	trace_steps_free(&steps);
 }
 
+/* The processes that pair: those that recorded what diff compares.  A
+ * GPU's track (§3.8: kernels, timed) and a process named that ran no op
+ * are none: a run with kernel timing against one without read as a
+ * process only in one, "(0 ops)", and such a track, ordered by its first
+ * kernel, could take a DataLoader worker's place in the pairing. */
+static void keep_compared_processes(struct side *s)
+{
+	size_t kept = 0;
+
+	for (size_t k = 0; k < s->npids; k++)
+		if (s->order[k].compared)
+			s->order[kept++] = s->order[k];
+	s->npids = kept;
+}
+
 /* Once every event is in: processes ordered, casts sorted, steps found. */
 static void finish_side(struct side *s)
 {
+	keep_compared_processes(s);
 	trace_sort(s->order, s->npids, sizeof *s->order, compare_pids);
 	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_records);
 	find_steps(s);
