@@ -492,6 +492,19 @@ check "merge of a merged trace: exit 2, no output" \
 check "... says which input and its ranks" \
 	err_has "$tmp/mr.json is a merged trace already (rank 1 from $tmp/r1.json, rank 0 from $tmp/r0.json): merge gives each input file one rank; merge the traces it was made of"
 
+# A merged trace of one rank is a rank's file as any other: `amptrace
+# run` writes a rank's trace.json so (merged of its trace.rankN.json),
+# and two nodes' such files merge into the job's ranks 0 and 1.
+"$amptrace" merge "$fx/good.json" -o "$tmp/one-rank-a.json" 2>/dev/null
+"$amptrace" merge "$fx/good.json" -o "$tmp/one-rank-b.json" 2>/dev/null
+capture "$amptrace" merge "$tmp/one-rank-a.json" "$tmp/one-rank-b.json" \
+	-o "$tmp/one-rank-ab.json"
+check "merge of two merged traces of one rank each: exit 0, ranks 0 and 1" \
+	eval 'status_is 0 && "$python" -c "import json, sys
+t = json.load(open(sys.argv[1]))
+sys.exit(sorted(e[\"args\"][\"rank\"] for e in t[\"traceEvents\"]
+                if e.get(\"name\") == \"process_name\") != [0, 1])" "$tmp/one-rank-ab.json"'
+
 # ------------------------------------------------------------- the bytes
 # What merge writes for whole inputs, byte for byte: the fixtures of
 # every kind (libamp's, torch's, aggregates, compiled graphs, modules,

@@ -38,8 +38,9 @@ static const char merge_usage[] =
 	"flow ids are renumbered so that each stays unique.  The header's\n"
 	"framework is the inputs' when they agree, else the first rank's\n"
 	"(a note says so); each process keeps its own in its metadata.\n"
-	"A trace merge wrote is refused as an input (its ranks are its\n"
-	"processes', not its file's): merge the traces it was made of.\n"
+	"A trace merge wrote of several ranks is refused as an input (its\n"
+	"ranks are its processes', not its file's): merge the traces it was\n"
+	"made of.\n"
 	"\n"
 	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
 	"  -h, --help         this text\n"
@@ -611,16 +612,19 @@ static bool file_as_read(struct input *in)
 	return true;
 }
 
-/* An input that merge wrote: its ranks are its processes' (pid rank + 1),
- * not its file's, and merge gives each input one rank (its first
- * process's): merged again, the others kept theirs beside it, so one rank
- * held several processes, which readers judging a rank's steps summed.
+/* An input that merge wrote of several ranks: its ranks are its
+ * processes' (pid rank + 1), not its file's, and merge gives each input
+ * one rank (its first process's): merged again, the others kept theirs
+ * beside it, so one rank held several processes, which readers judging a
+ * rank's steps summed.  One of one rank is a rank's file as any other:
+ * `amptrace run` writes a rank's trace.json so (merged of its
+ * trace.rankN.json), and a job's nodes' traces are merged so.
  * Returns 0, or 2 (said). */
 static int refuse_merged(const struct input *in)
 {
 	const struct trace_header *h = &in->trace.header;
 
-	if (!in->trace.amptrace || h->nmerged == 0)
+	if (!in->trace.amptrace || h->nmerged < 2)
 		return 0;
 	fprintf(stderr, "amptrace merge: %s is a merged trace already (",
 		in->path);
