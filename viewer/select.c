@@ -262,46 +262,6 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 	       analysis_cast_in_scope(&s->analysis, e, c->o->scope);
 }
 
-/* The groups that train, counted in s, the first in *first: the ranks
- * (`ranked`), else the processes without a rank (ranks.h), not the
- * group of those no process_name names. */
-static void count_training(struct view_selection *s, const bool *trains,
-			   bool ranked, int *first)
-{
-	const struct trace_ranks *r = &s->analysis.ranks;
-
-	for (int g = r->ngroups - 1; g >= 0; g--)
-		if (trains[g] && (r->rank_of_group[g] >= 0) == ranked &&
-		    (ranked || r->process_of_group[g])) {
-			s->groups_training++;
-			*first = g;
-		}
-}
-
-/* The ranks that train (steps.h), counted in s; the first of them in
- * *first (-1: none).  The processes without a rank are no rank: a
- * launcher that runs ops is neither counted nor drawn before rank 0.
- * Where no rank trains, the processes without one that do (Hogwild's
- * workers, each running its own steps) are counted alike. */
-static bool find_training_ranks(struct view_selection *s, int *first)
-{
-	const struct trace_ranks *r = &s->analysis.ranks;
-	bool *trains = calloc((size_t)r->ngroups, sizeof *trains);
-
-	if (!trains)
-		return false;
-	for (size_t i = 0; i < s->trace->nevents; i++)
-		if (trace_steps_trains(&s->trace->events[i],
-				       s->analysis.evaluating[i]))
-			trains[trace_ranks_group(r, s->trace->events[i].pid)] =
-				true;
-	*first = -1;
-	count_training(s, trains, true, first);
-	if (!s->groups_training)
-		count_training(s, trains, false, first);
-	free(trains);
-	return true;
-}
 
 /* "0, 1 and 3": the ranks a trace names, for an error. */
 static void ranks_text(const struct trace_ranks *r, char *buf, size_t size)
@@ -323,17 +283,19 @@ static int choose_rank(struct view_selection *s, const struct view_options *o,
 		       int *group, struct trace_error *err)
 {
 	const struct trace_ranks *r = &s->analysis.ranks;
-	int first;
+	struct ranks_training training;
 	char ranks[256];
 
-	if (!find_training_ranks(s, &first))
+	if (!trace_ranks_training(r, s->trace, s->analysis.evaluating,
+				  &training))
 		return trace_error_set(err, "%s: out of memory", s->trace->path);
+	s->groups_training = training.count;
 	*group = -1;
 	if (o->rank == VIEW_RANK_ALL ||
 	    (o->rank == VIEW_RANK_DEFAULT && s->groups_training < 2))
 		return 0;
 	if (o->rank == VIEW_RANK_DEFAULT) {
-		*group = first;
+		*group = training.first;
 		return 0;
 	}
 	for (int g = 0; g < r->ngroups; g++)

@@ -1,6 +1,8 @@
 /* The ranks of a trace's processes, as groups (ranks.h). */
 #include "ranks.h"
 
+#include "steps.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,4 +206,35 @@ void trace_ranks_free(struct trace_ranks *r)
 	free(r->rank_of_group);
 	free(r->process_of_group);
 	*r = (struct trace_ranks){ 0 };
+}
+
+/* The groups that train, ranks or (`ranked` false) named processes
+ * without one, counted in out, the first in out->first. */
+static void count_training(const struct trace_ranks *r, const bool *trains,
+			   bool ranked, struct ranks_training *out)
+{
+	for (int g = r->ngroups - 1; g >= 0; g--)
+		if (trains[g] && (r->rank_of_group[g] >= 0) == ranked &&
+		    (ranked || r->process_of_group[g])) {
+			out->count++;
+			out->first = g;
+		}
+}
+
+bool trace_ranks_training(const struct trace_ranks *r, const struct trace *t,
+			  const bool *evaluating, struct ranks_training *out)
+{
+	bool *trains = calloc((size_t)r->ngroups, sizeof *trains);
+
+	*out = (struct ranks_training){ 0, -1 };
+	if (!trains)
+		return false;
+	for (size_t i = 0; i < t->nevents; i++)
+		if (trace_steps_trains(&t->events[i], evaluating[i]))
+			trains[trace_ranks_group(r, t->events[i].pid)] = true;
+	count_training(r, trains, true, out);
+	if (!out->count)
+		count_training(r, trains, false, out);
+	free(trains);
+	return true;
 }

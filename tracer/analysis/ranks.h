@@ -43,4 +43,17 @@ const char *trace_ranks_name(const struct trace_ranks *r, int group,
 			     char *buf, size_t size);
 void trace_ranks_free(struct trace_ranks *r);
 
+/* The groups a reader that shows one at a time (ampview's graph, the
+ * report's page) has to show: the ranks that train (steps.h,
+ * trace_steps_trains), else, when none does, the named processes without
+ * a rank that do (Hogwild's workers); a launcher without a rank beside
+ * ranks is none of them.  `count` of them, `first` the one shown first
+ * (-1: none trains). */
+struct ranks_training {
+	int count, first;
+};
+/* `evaluating` per event (steps.h); false when out of memory. */
+bool trace_ranks_training(const struct trace_ranks *r, const struct trace *t,
+			  const bool *evaluating, struct ranks_training *out);
+
 #endif

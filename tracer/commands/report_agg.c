@@ -42,7 +42,8 @@ struct process {
 	int64_t pid;
 	int rank;
 	const char *name;
-	bool trains;            /* the page shows the first that does */
+	bool trains;
+	bool opens;             /* the page opens on the first such */
 	int nsteps;             /* steps that hold its events */
 	double *ops[MAX_DTYPES], *time_us[MAX_DTYPES];
 	double *casts[MAX_DIRECTIONS];
@@ -273,6 +274,14 @@ void report_agg_process_trains(struct report_agg *agg, int64_t pid)
 
 	if (p)
 		p->trains = true;
+}
+
+void report_agg_process_opens(struct report_agg *agg, int64_t pid)
+{
+	struct process *p = process_of(agg, pid);
+
+	if (p)
+		p->opens = true;
 }
 
 int report_agg_op(struct report_agg *agg, const struct report_op *op)
@@ -701,15 +710,13 @@ void report_agg_json(const struct report_agg *agg, cJSON *root)
 		cJSON_AddItemToArray(directions, cJSON_CreateString(label));
 	}
 	cJSON *processes = cJSON_AddArrayToObject(root, "processes");
-	int listed = 0, opens = -1, opens_unranked = -1;
+	int listed = 0, opens = -1;
 	for (size_t i = 0; i < agg->nprocs; i++) {
 		const struct process *p = &agg->procs[i];
 		if (!p->nsteps)
 			continue; /* named, but recorded nothing */
-		if (p->trains && p->rank >= 0 && opens < 0)
+		if (p->opens && opens < 0)
 			opens = listed;
-		if (p->trains && p->rank < 0 && opens_unranked < 0)
-			opens_unranked = listed;
 		listed++;
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "pid", (double)p->pid);
@@ -724,11 +731,9 @@ void report_agg_json(const struct report_agg *agg, cJSON *root)
 		emit_tables(agg, i, o);
 		cJSON_AddItemToArray(processes, o);
 	}
-	/* the process the page opens on, ampview's default's (viewer/
-	 * select.c): the first rank that trains, else the first process
-	 * without a rank that does; an mp.spawn parent that ran the model
-	 * once before spawning its ranks is no rank, and is not it */
-	cJSON_AddNumberToObject(root, "opens",
-				opens >= 0 ? opens
-				: opens_unranked >= 0 ? opens_unranked : 0);
+	/* the process the page opens on: of the group ampview's graph
+	 * shows (ranks.h: the first rank that trains, else the first
+	 * process without a rank that does; an mp.spawn parent that ran
+	 * the model once before spawning its ranks is not it) */
+	cJSON_AddNumberToObject(root, "opens", opens >= 0 ? opens : 0);
 }

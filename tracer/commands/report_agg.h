@@ -67,10 +67,12 @@ void report_agg_free(struct report_agg *agg);
 /* Names a process (a merged trace's rank; rank -1: none). */
 void report_agg_process(struct report_agg *agg, int64_t pid, int rank,
 			const char *name);
-/* Process `pid` trains (steps.h): the page opens on the first that does,
- * not on a parent or a launcher that only started the ones that train
- * (a Hogwild job's, mp.spawn's). */
+/* Process `pid` trains (steps.h). */
 void report_agg_process_trains(struct report_agg *agg, int64_t pid);
+/* Process `pid` is of the group the page opens on (ranks.h,
+ * trace_ranks_training: ampview's graph's), not a parent or a launcher
+ * that only started the ones that train (a Hogwild job's, mp.spawn's). */
+void report_agg_process_opens(struct report_agg *agg, int64_t pid);
 /* Counts an op; returns its group (for report_agg_cast_for_group), or -1. */
 int report_agg_op(struct report_agg *agg, const struct report_op *op);
 void report_agg_cast(struct report_agg *agg, const struct report_cast *cast);

@@ -90,6 +90,21 @@ static void tabulate_aggregate(struct builder *b, const struct trace_event *e,
 					      (uint64_t)g->regions);
 }
 
+/* The processes of the group the page opens on (ranks.h), every one the
+ * trace names; false when out of memory. */
+static bool mark_opening(struct builder *b)
+{
+	struct ranks_training training;
+	const struct trace_ranks *r = &b->a.ranks;
+
+	if (!trace_ranks_training(r, b->t, b->a.evaluating, &training))
+		return false;
+	for (size_t k = 0; k < r->nprocesses; k++)
+		if (r->processes[k].group == training.first)
+			report_agg_process_opens(b->agg, r->processes[k].pid);
+	return true;
+}
+
 /* Every op, cast, GradScaler and region event, as report_agg's records. */
 static void tabulate(struct builder *b)
 {
@@ -341,7 +356,7 @@ int report_data_load(const char *path, struct report_data *data,
 		data->truncated = true;
 	if (!failed) {
 		tabulate(&b);
-		failed = report_agg_failed(b.agg);
+		failed = !mark_opening(&b) || report_agg_failed(b.agg);
 	}
 	if (!failed)
 		data->json = emit(&b, data);
