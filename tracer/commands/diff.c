@@ -15,6 +15,7 @@
 #include "diff_aggregate.h"
 #include "diff_compiled.h"
 #include "id_map.h"
+#include "ranks.h"
 #include "steps.h"
 #include "trace.h"
 
@@ -169,7 +170,8 @@ static int compare_pids(const void *a, const void *b)
 	return (x->first_ts > y->first_ts) - (x->first_ts < y->first_ts);
 }
 
-/* Each process's rank and first timestamp, as the events come. */
+/* Each process's first timestamp, and whether it recorded what diff
+ * compares, as the events come (its rank: name_ranks). */
 static void note_process(struct side *s, const struct trace_event *e)
 {
 	size_t k;
@@ -184,8 +186,6 @@ static void note_process(struct side *s, const struct trace_event *e)
 		s->order = grown;
 		s->order[s->npids++] = (struct pid_order){ e->pid, NO_RANK, e->ts };
 	}
-	if (e->kind == TRACE_META && e->meta.rank >= 0)
-		s->order[k].rank = e->meta.rank;
 	if (e->kind == TRACE_OP || e->kind == TRACE_CAST ||
 	    e->kind == TRACE_SCALER || e->kind == TRACE_AGGREGATE)
 		s->order[k].compared = true;
@@ -423,10 +423,27 @@ static void keep_compared_processes(struct side *s)
 	s->npids = kept;
 }
 
+/* Each process's rank (ranks.h: the trace keeps its process_name
+ * events), NO_RANK for one without. */
+static void name_ranks(struct side *s)
+{
+	struct trace_ranks ranks;
+
+	if (!trace_ranks_find(&s->trace, &ranks))
+		oom();
+	for (size_t k = 0; k < s->npids; k++) {
+		int rank = ranks.rank_of_group[trace_ranks_group(
+			&ranks, s->order[k].pid)];
+		s->order[k].rank = rank >= 0 ? rank : NO_RANK;
+	}
+	trace_ranks_free(&ranks);
+}
+
 /* Once every event is in: processes ordered, casts sorted, steps found. */
 static void finish_side(struct side *s)
 {
 	keep_compared_processes(s);
+	name_ranks(s);
 	trace_sort(s->order, s->npids, sizeof *s->order, compare_pids);
 	trace_sort(s->casts, s->ncasts, sizeof *s->casts, compare_cast_records);
 	find_steps(s);
