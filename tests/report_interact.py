@@ -9,7 +9,7 @@ per check; exit 1 when any failed.
     report_interact.py CHROMIUM PROFILE_DIR PAGE.html [MERGED.html [PARENT.html]]
 
 PARENT.html: a merged trace's page with a process that trains not listed
-first (report_parent.py).
+first (add_process.py --first).
 """
 import json
 import os

@@ -167,8 +167,8 @@ check "a planted script error is counted" dom_has 'data-errors="1"'
 	>/dev/null 2>&1
 "$amptrace" report "$tmp/merged.json" -o "$tmp/merged.html" >/dev/null
 rm -rf "$tmp/profile"
-python3 "$(dirname "$0")/report_parent.py" "$tmp/merged.json" \
-	"$tmp/parent.json"
+python3 "$(dirname "$0")/add_process.py" "$tmp/merged.json" \
+	"$tmp/parent.json" --first
 "$amptrace" report --no-graph "$tmp/parent.json" -o "$tmp/parent.html" \
 	>/dev/null
 timeout 120 python3 "$interact" "$chromium" "$tmp/profile" \

@@ -201,7 +201,8 @@ check "merged trace: one entry per rank" data_is "$tmp/all.html" \
 # a process that trains not (a Hogwild job's parent, mp.spawn's, a
 # launcher: it made tensors, then started the ones that train) listed
 # first: the page opens on the first that trains
-python3 "$(dirname "$0")/report_parent.py" "$tmp/all.json" "$tmp/parent.json"
+python3 "$(dirname "$0")/add_process.py" "$tmp/all.json" "$tmp/parent.json" \
+	--first
 capture "$amptrace" report --no-graph "$tmp/parent.json" -o "$tmp/parent.html"
 check "a parent that trains not, listed first: said so, the ranks train" \
 	data_is "$tmp/parent.html" \
@@ -210,8 +211,8 @@ check "a parent that trains not: the page opens on rank 0" \
 	data_is "$tmp/parent.html" 'd["opens"] == 1'
 # mp.spawn's parent that ran the model once before spawning its ranks
 # trains too, but is no rank: the page opens on rank 0, ampview's graph's
-python3 "$(dirname "$0")/report_parent.py" "$tmp/all.json" \
-	"$tmp/parent_trains.json" --trains
+python3 "$(dirname "$0")/add_process.py" "$tmp/all.json" \
+	"$tmp/parent_trains.json" --first --phase backward
 capture "$amptrace" report --no-graph "$tmp/parent_trains.json" \
 	-o "$tmp/parent_trains.html"
 check "a parent that trains once, no rank: the page opens on rank 0" \

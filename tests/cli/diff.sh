@@ -234,21 +234,8 @@ check "rank 0's file against rank 1's: paired, no change, no processes line" \
 # §5; started after it), against the same job without: each rank pairs
 # with its own rank, the worker is the process only in one (not rank 1
 # paired with rank 0's worker, and rank 1 left over)
-"$python" -c 'import json, sys
-t = json.load(open(sys.argv[1]))
-t["traceEvents"] += [
-    {"name": "process_name", "ph": "M", "pid": 3, "tid": 0,
-     "args": {"name": "rank 0: python (pid 3)", "rank": 0}},
-    {"name": "randn", "cat": "amp.op", "ph": "X", "ts": 1e6, "dur": 1,
-     "pid": 3, "tid": 1, "args": {
-         "op_id": 1, "op": "randn", "overload": "", "phase": "forward",
-         "policy": "none", "device": "cpu", "emulated": False,
-         "autocast": {"enabled": False, "device": "cpu", "dtype": "bf16",
-                      "cache_enabled": True, "depth": 0, "scope": None},
-         "inputs": [], "outputs": [{"tensor": 1, "dtype": "f32",
-                                    "shape": [2]}],
-         "Input type": [], "Input Dims": []}}]
-json.dump(t, open(sys.argv[2], "w"))' "$tmp/two-ranks.json" "$tmp/worker.json"
+"$python" "$(dirname "$0")/../add_process.py" "$tmp/two-ranks.json" \
+	"$tmp/worker.json" --pid 3 --rank 0 --ts 1e6
 capture "$amptrace" diff "$tmp/two-ranks.json" "$tmp/worker.json"
 check "a rank's worker only in new: ranks paired with their own, the worker's op the one change" \
 	eval 'status_is 1 && out_has "only in new: rank 0 (pid 3, 1 ops): its ops and casts are counted as added" &&

@@ -523,20 +523,23 @@ check "a rank of 9 casts a step beside one of 7: the rule fails on rank 1's step
 # rank 1's record stops inside its step 3 (merge reads its file
 # truncated): that step is cut short for rank 1 alone, rank 0's step 3
 # is whole and judged
-step2=$(grep -n '"name":"step 2"' "$tmp/rank-a.json" | cut -d: -f1)
-head -n $((step2 + 30)) "$tmp/rank-a.json" >"$tmp/rank-a-cut.json"
-"$amptrace" merge -o "$tmp/ranks-cut.json" "$tmp/rank-a.json" \
-	"$tmp/rank-a-cut.json" 2>/dev/null
+# merge_cut_rank STEP OUT: rank-a.json as rank 0 beside rank 1, its
+# copy cut 30 lines past step STEP's end (inside step STEP+1)
+merge_cut_rank() {
+	local end
+	end=$(grep -n "\"name\":\"step $1\"" "$tmp/rank-a.json" | cut -d: -f1)
+	head -n $((end + 30)) "$tmp/rank-a.json" >"$tmp/rank-a-cut.json"
+	"$amptrace" merge -o "$2" "$tmp/rank-a.json" "$tmp/rank-a-cut.json" \
+		2>/dev/null
+}
+merge_cut_rank 2 "$tmp/ranks-cut.json"
 capture "$amptrace" check "$tmp/ranks-cut.json" "$tmp/seven.rules"
 check "rank 1's record cut inside a step: that step alone is not judged" \
 	eval 'status_is 0 && out_has "over 9 steps of 2 ranks" &&
 	      out_has "; rank 1'"'"'s step 3 cut short (its process or its trace ended in it)"'
 # rank 1's record stops inside its last step, 5, which rank 0 ran whole:
 # rank 0's step 5 is judged, its record did not end there
-step4=$(grep -n '"name":"step 4"' "$tmp/rank-a.json" | cut -d: -f1)
-head -n $((step4 + 30)) "$tmp/rank-a.json" >"$tmp/rank-a-cut-last.json"
-"$amptrace" merge -o "$tmp/ranks-cut-last.json" "$tmp/rank-a.json" \
-	"$tmp/rank-a-cut-last.json" 2>/dev/null
+merge_cut_rank 4 "$tmp/ranks-cut-last.json"
 capture "$amptrace" check "$tmp/ranks-cut-last.json" "$tmp/seven.rules"
 check "rank 1's record cut in its last step: rank 0's whole last step is judged" \
 	eval 'status_is 0 && out_has "over 11 steps of 2 ranks" &&
