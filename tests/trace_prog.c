@@ -192,7 +192,9 @@ static void run_threads_hang(int count, long n, const char *path)
 	hang(path);
 }
 
-static int run_ranks(const char *self, int ranks, const char *n)
+/* `ranks` processes with RANK set, each `self MODE N` (ops, mlp). */
+static int run_ranks(const char *self, int ranks, const char *mode,
+		     const char *n)
 {
 	for (int r = 0; r < ranks; r++) {
 		pid_t pid = fork();
@@ -200,7 +202,7 @@ static int run_ranks(const char *self, int ranks, const char *n)
 			char rank[16];
 			snprintf(rank, sizeof rank, "%d", r);
 			setenv("RANK", rank, 1);
-			execl(self, self, "ops", n, (char *)NULL);
+			execl(self, self, mode, n, (char *)NULL);
 			_exit(127);
 		}
 	}
@@ -422,7 +424,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "threads") && argc > 3)
 		return run_threads((int)n, atol(argv[3]));
 	if (!strcmp(mode, "ranks") && argc > 3)
-		return run_ranks(argv[0], (int)n, argv[3]);
+		return run_ranks(argv[0], (int)n, "ops", argv[3]);
+	if (!strcmp(mode, "ranks-mlp") && argc > 3)
+		return run_ranks(argv[0], (int)n, "mlp", argv[3]);
 	if (!strcmp(mode, "fork")) {
 		pid_t pid = fork();
 		relu_ops(n);
@@ -461,7 +465,7 @@ int main(int argc, char **argv)
 		return run_mlp((int)n, width > 0 ? width : 16,
 			       argc > 4 && !strcmp(argv[4], "bad"), false);
 	}
-	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|"
+	fprintf(stderr, "usage: trace_prog ops|abort|segv|hang|sigterms|threads|ranks|ranks-mlp|"
 		"fork|fork-hang|fork-exit|exec|closefds|mlp|mlp-hang|threads-hang|threads-exit ...\n");
 	return 2;
 }

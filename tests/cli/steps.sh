@@ -634,6 +634,18 @@ check "a process of rank -3 beside one without a rank: no rank, each named by it
 "$ampview" "$tmp/rank-one.json" --rank 0 -o "$tmp/rank.svg"
 check "ampview --rank 0 of one rank: 'rank 0', no 'of 1 ranks', no other to show" \
 	eval 'grep -qE "· rank 0( ·|<)" "$tmp/rank.svg" && ! grep -qF "of 1 rank" "$tmp/rank.svg"'
+# a job's ranks recorded by run (RANK set, a file each, merged), steps
+# past the default's 20 as aggregates: run says the steps in full detail
+# of each rank, not the ranks' sum; a per-step rule holds in each
+# rank's steps, aggregated ones too
+capture "$amptrace" run -o "$tmp/ranks-run.json" -- "$trace_prog" ranks-mlp 2 30
+check "run: the steps in full detail of each of a job's ranks" \
+	err_has "20 of 29 steps in each of 2 processes in full detail (steps 0-19, the default"
+printf 'casts f32->bf16 <= 5 per step\ncasts f32->bf16 >= 5 per step\n' \
+	>"$tmp/five.rules"
+capture "$amptrace" check "$tmp/ranks-run.json" "$tmp/five.rules"
+check "... each rank's 30 steps hold 5 casts each, aggregated ones too" \
+	eval 'status_is 0 && out_has "at most 5 per step over 60 steps of 2 ranks"'
 # one process with DataLoader-like workers and no rank: one group, the
 # trace's steps, as before
 capture "$amptrace" check "$tmp/rank-a.json" "$tmp/seven.rules"

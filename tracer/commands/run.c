@@ -657,21 +657,39 @@ static void say_detail_stops(const struct converter *cv, struct progress *pr)
 static void say_detail(const struct run_state *s, const struct converter *cv)
 {
 	uint64_t steps = 0, detail = 0;
+	size_t stepping = 0;  /* processes that marked steps (a job's ranks) */
+	bool alike = true;    /* each with the same steps and detail */
 	struct step_select select;
-	char which[128], error[160];
+	char which[128], error[160], where[64] = "";
 
 	for (size_t i = 0; i < cv->nprocs; i++) {
-		steps += cv->procs[i]->steps;
-		detail += cv->procs[i]->detail_steps;
+		const struct convert_process *p = cv->procs[i];
+		if (!p->steps)
+			continue;
+		if (stepping++)
+			alike &= p->steps == steps && p->detail_steps == detail;
+		steps = p->steps;
+		detail = p->detail_steps;
+	}
+	if (stepping > 1 && alike)
+		snprintf(where, sizeof where, " in each of %zu processes",
+			 stepping);
+	if (stepping > 1 && !alike) {
+		steps = detail = 0;
+		for (size_t i = 0; i < cv->nprocs; i++) {
+			steps += cv->procs[i]->steps;
+			detail += cv->procs[i]->detail_steps;
+		}
+		snprintf(where, sizeof where, " of %zu processes", stepping);
 	}
 	if (detail == steps ||
 	    step_select_parse(s->steps, &select, error, sizeof error) != 0)
 		return;
 	step_select_describe(&select, which, sizeof which);
-	fprintf(stderr, "amptrace run: %llu of %llu steps in full detail "
+	fprintf(stderr, "amptrace run: %llu of %llu steps%s in full detail "
 		"(steps %s%s; --steps to choose), per-step aggregates for "
 		"the others\n", (unsigned long long)detail,
-		(unsigned long long)steps, which,
+		(unsigned long long)steps, where, which,
 		strcmp(s->steps, STEP_SELECT_DEFAULT) ? "" : ", the default");
 }
 
