@@ -42,7 +42,6 @@ struct process {
 	int64_t pid;
 	int rank;
 	const char *name;
-	bool trains;
 	bool opens;             /* the page opens on the first such */
 	int nsteps;             /* steps that hold its events */
 	double *ops[MAX_DTYPES], *time_us[MAX_DTYPES];
@@ -266,14 +265,6 @@ void report_agg_process(struct report_agg *agg, int64_t pid, int rank,
 		p->rank = rank;
 		p->name = name;
 	}
-}
-
-void report_agg_process_trains(struct report_agg *agg, int64_t pid)
-{
-	struct process *p = process_of(agg, pid);
-
-	if (p)
-		p->trains = true;
 }
 
 void report_agg_process_opens(struct report_agg *agg, int64_t pid)
@@ -725,7 +716,6 @@ void report_agg_json(const struct report_agg *agg, cJSON *root)
 		else
 			cJSON_AddNullToObject(o, "rank");
 		add_string_or_null(o, "name", p->name);
-		cJSON_AddBoolToObject(o, "trains", p->trains);
 		cJSON_AddNumberToObject(o, "steps", p->nsteps);
 		emit_series(agg, p, o);
 		emit_tables(agg, i, o);

@@ -67,8 +67,6 @@ void report_agg_free(struct report_agg *agg);
 /* Names a process (a merged trace's rank; rank -1: none). */
 void report_agg_process(struct report_agg *agg, int64_t pid, int rank,
 			const char *name);
-/* Process `pid` trains (steps.h). */
-void report_agg_process_trains(struct report_agg *agg, int64_t pid);
 /* Process `pid` is of the group the page opens on (ranks.h,
  * trace_ranks_training: ampview's graph's), not a parent or a launcher
  * that only started the ones that train (a Hogwild job's, mp.spawn's). */

@@ -27,7 +27,6 @@
 #include "analyze.h"
 #include "report_agg.h"
 #include "report_modules.h"
-#include "steps.h"
 #include "trace.h"
 #include "trace_schema.h"
 
@@ -109,20 +108,11 @@ static bool mark_opening(struct builder *b)
 static void tabulate(struct builder *b)
 {
 	const struct trace *t = b->t;
-	/* the process last said to train, to say it once a run of events */
-	int64_t trains = 0;
-	bool said = false;
 
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		int step = b->a.step_of[i];
 		b->group_of[i] = -1;
-		if ((!said || e->pid != trains) &&
-		    trace_steps_trains(e, b->a.evaluating[i])) {
-			report_agg_process_trains(b->agg, e->pid);
-			trains = e->pid;
-			said = true;
-		}
 		switch (e->kind) {
 		case TRACE_META:
 			if (e->name && !strcmp(e->name, "process_name"))
