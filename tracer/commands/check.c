@@ -838,6 +838,16 @@ struct step_counts {
 	bool *trains;
 };
 
+/* Where event i counts: its rank group's row, its step's column. */
+static size_t step_count_index(const struct analysis *a,
+			       const struct step_counts *c, size_t i)
+{
+	int step = a->step_of[i] < c->nsteps ? a->step_of[i] : c->nsteps - 1;
+	int group = trace_ranks_group(&a->ranks, a->trace->events[i].pid);
+
+	return (size_t)group * (size_t)c->nsteps + (size_t)step;
+}
+
 static void step_counts_free(struct step_counts *c)
 {
 	free(c->count);
@@ -975,10 +985,9 @@ static void eval_casts(const struct analysis *a, const struct rule *r,
 				   ? aggregate_casts_selected(lacking, r,
 							      &e->aggregate)
 				   : cast && cast_selected(a, r, e);
-		int step = a->step_of[i] < c.nsteps ? a->step_of[i]
-						    : c.nsteps - 1;
-		size_t k = (size_t)trace_ranks_group(&a->ranks, e->pid) *
-				   (size_t)c.nsteps + (size_t)step;
+		/* a per-step rule's count of the event's step and rank; a
+		 * whole-trace rule reads only `total` */
+		size_t k = r->per_step ? step_count_index(a, &c, i) : 0;
 		if (r->per_step && trace_steps_trains(e, a->evaluating[i]))
 			c.trains[k] = true;
 		if (e->kind == TRACE_AGGREGATE && lacking)
