@@ -656,9 +656,11 @@ static void say_detail_stops(const struct converter *cv, struct progress *pr)
  * kept in full, and how to choose. */
 static void say_detail(const struct run_state *s, const struct converter *cv)
 {
-	uint64_t steps = 0, detail = 0;
-	size_t stepping = 0;  /* processes that marked steps (a job's ranks) */
-	bool alike = true;    /* each with the same steps and detail */
+	/* the steps of the processes that marked some (a job's ranks), in
+	 * all and of the first; whether each had the first's */
+	uint64_t steps = 0, detail = 0, first_steps = 0, first_detail = 0;
+	size_t stepping = 0;
+	bool alike = true;
 	struct step_select select;
 	char which[128], error[160], where[64] = "";
 
@@ -666,20 +668,21 @@ static void say_detail(const struct run_state *s, const struct converter *cv)
 		const struct convert_process *p = cv->procs[i];
 		if (!p->steps)
 			continue;
-		if (stepping++)
-			alike &= p->steps == steps && p->detail_steps == detail;
-		steps = p->steps;
-		detail = p->detail_steps;
+		if (!stepping++) {
+			first_steps = p->steps;
+			first_detail = p->detail_steps;
+		}
+		alike &= p->steps == first_steps &&
+			 p->detail_steps == first_detail;
+		steps += p->steps;
+		detail += p->detail_steps;
 	}
-	if (stepping > 1 && alike)
+	if (stepping > 1 && alike) {
+		steps = first_steps;
+		detail = first_detail;
 		snprintf(where, sizeof where, " in each of %zu processes",
 			 stepping);
-	if (stepping > 1 && !alike) {
-		steps = detail = 0;
-		for (size_t i = 0; i < cv->nprocs; i++) {
-			steps += cv->procs[i]->steps;
-			detail += cv->procs[i]->detail_steps;
-		}
+	} else if (stepping > 1) {
 		snprintf(where, sizeof where, " of %zu processes", stepping);
 	}
 	if (detail == steps ||
