@@ -9,6 +9,7 @@
 #include "amp.h"
 #include "findings.h"
 #include "findings_internal.h"
+#include "rank_findings.h"
 #include "steps.h"
 #include "validate.h"
 #include "test_dirs.h"
@@ -1660,6 +1661,69 @@ END_TEST
 	WEIGHT_CAST(3, 4, "hit") "," \
 	REGION_MM(3, 4, dtype, "inner", 7, "f16", 9, extra)
 
+/* A job's ranks' alike findings listed once, the lowest rank's; a
+ * DataLoader worker's, a process's without a rank, another site's or
+ * another severity's apart (rank_findings.h). */
+START_TEST(test_rank_findings_fold)
+{
+	/* pid 10 rank 0, 11 its worker, 20 rank 1, 30 named without a
+	 * rank; 40 named by nothing (group 0) */
+	struct process_group processes[] = { { 10, 1 }, { 11, 1 }, { 20, 2 },
+					     { 30, 3 } };
+	int rank_of_group[] = { -1, 0, 1, -1 };
+	int64_t process_of_group[] = { 0, 10, 20, 30 };
+	struct trace_ranks ranks = { processes, 4, rank_of_group,
+				     process_of_group, 4 };
+	struct { const char *kind, *site; int64_t pid; size_t count;
+		 enum finding_severity severity; } made[] = {
+		{ "stale-cache", "a", 20, 2, FINDING_WARNING },
+		{ "stale-cache", "a", 10, 3, FINDING_WARNING },
+		{ "stale-cache", "a", 11, 1, FINDING_WARNING },
+		{ "stale-cache", "a", 30, 1, FINDING_WARNING },
+		{ "stale-cache", "a", 40, 1, FINDING_WARNING },
+		{ "stale-cache", "b", 20, 1, FINDING_WARNING },
+		{ "scaler-skipped-step", "a", 10, 1, FINDING_INFO },
+		{ "scaler-skipped-step", "a", 20, 1, FINDING_WARNING },
+		{ "scaler-skipped-step", "c", 20, 4, FINDING_INFO },
+		{ "scaler-skipped-step", "c", 10, 4, FINDING_INFO },
+	};
+	enum { N = sizeof made / sizeof *made };
+	struct trace_finding findings[N];
+	struct { size_t finding; int ranks; size_t count; bool alike; }
+	want[] = {
+		{ 1, 2, 5, false }, { 2, 1, 1, true }, { 3, 1, 1, true },
+		{ 4, 1, 1, true }, { 5, 1, 1, true }, { 6, 1, 1, true },
+		{ 7, 1, 1, true }, { 9, 2, 8, true },
+	};
+	/* per finding: the item it is listed as */
+	size_t of[N] = { 0, 0, 1, 2, 3, 4, 5, 6, 7, 7 };
+	struct rank_findings listed;
+
+	for (size_t i = 0; i < N; i++) {
+		findings[i] = (struct trace_finding){
+			.kind = made[i].kind, .severity = made[i].severity,
+			.count = made[i].count, .pid = made[i].pid,
+		};
+		snprintf(findings[i].site, sizeof findings[i].site, "%s",
+			 made[i].site);
+	}
+	ck_assert(rank_findings_fold(findings, N, &ranks, &listed));
+	ck_assert_uint_eq(listed.count, sizeof want / sizeof *want);
+	for (size_t i = 0; i < listed.count; i++) {
+		ck_assert_uint_eq(listed.items[i].finding, want[i].finding);
+		ck_assert_int_eq(listed.items[i].ranks, want[i].ranks);
+		ck_assert_uint_eq(listed.items[i].count, want[i].count);
+		ck_assert(listed.items[i].alike == want[i].alike);
+	}
+	for (size_t i = 0; i < N; i++)
+		ck_assert_uint_eq(listed.of[i], of[i]);
+	rank_findings_free(&listed);
+	ck_assert(rank_findings_fold(findings, 0, &ranks, &listed));
+	ck_assert_uint_eq(listed.count, 0);
+	rank_findings_free(&listed);
+}
+END_TEST
+
 START_TEST(test_cache_other_dtype)
 {
 	struct trace t;
@@ -1964,6 +2028,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
+	tcase_add_test(kinds, test_rank_findings_fold);
 	tcase_add_test(kinds, test_steps_cut_short_in_full_detail);
 	tcase_add_test(kinds, test_fixtures_streamed_alike);
 	tcase_add_test(kinds, test_dtype_error_raised_through);

@@ -106,6 +106,15 @@ check "whole_loop: a finding links into the graph" dom_has '→ in the graph'
 check "whole_loop: no module tree (its ops name no module)" \
 	dom_has '<div id="r-modules-box" hidden'
 
+# Two ranks of one program: each finding once, saying it is on both
+"$amptrace" merge "$tmp/whole_loop.json" "$tmp/whole_loop.json" \
+	-o "$tmp/two-ranks.json" >/dev/null 2>&1
+"$amptrace" report "$tmp/two-ranks.json" -o "$tmp/two-ranks.html" >/dev/null
+render "$tmp/two-ranks.html"
+check "two ranks: summary's findings, each once" \
+	findings_shown "$tmp/two-ranks.json"
+check "two ranks: a finding on both said so" dom_has ' on each of 2 ranks: '
+
 # 8 steps, 2 in full detail: the regions table says how many regions the
 # other 6 entered
 "$amptrace" run -q --steps 0:1 -o "$tmp/bounded.json" -- "$whole_loop" \

@@ -198,6 +198,12 @@ capture "$amptrace" report "$tmp/all.json" -o "$tmp/all.html"
 check "merged trace: exit 0" status_is 0
 check "merged trace: one entry per rank" data_is "$tmp/all.html" \
 	'sorted(p["rank"] for p in d["processes"]) == [0, 1]'
+# a finding of both ranks: once, rank 0's, on how many ranks
+"$amptrace" merge "$fx/changed.json" "$fx/changed.json" -o "$tmp/cc.json" \
+	>/dev/null 2>&1
+capture "$amptrace" report "$tmp/cc.json" -o "$tmp/cc.html"
+check "two ranks' findings: each once, rank 0's, on both" data_is "$tmp/cc.html" \
+	'[(f["kind"], f["count"], f["ranks"], f["each"], f["pid"]) for f in d["findings"]][:2] == [("stale-cache", 2, 2, 1, 1), ("backward-under-autocast", 4, 2, 2, 1)]'
 # a process that trains not (a Hogwild job's parent, mp.spawn's, a
 # launcher: it made tensors, then started the ones that train) listed
 # first: the page opens on the first that trains

@@ -171,31 +171,62 @@ static bool add_note(struct graph_builder *b, const struct trace_finding *f,
 	return true;
 }
 
+/* Whether finding f is of the processes shown (one rank's, or all). */
+static bool finding_shown(const struct view_selection *s,
+			  const struct trace_finding *f)
+{
+	return s->group < 0 ||
+	       trace_ranks_group(&s->analysis.ranks, f->pid) == s->group;
+}
+
+/* Per listed finding (rank_findings.h): whether one of the rank shown is
+ * among those it stands for.  Another rank's alike finding is then that
+ * one's, noted once.  NULL when out of memory. */
+static bool *listed_shown(const struct view_selection *s)
+{
+	const struct analysis *a = &s->analysis;
+	bool *shown = calloc(a->listed.count ? a->listed.count : 1,
+			     sizeof *shown);
+
+	for (size_t i = 0; shown && i < a->nfindings; i++)
+		shown[a->listed.of[i]] |= finding_shown(s, &a->findings[i]);
+	return shown;
+}
+
 /* A note per finding and drawn step where it occurs (--all-steps: each
  * step's first occurrence) on the first node showing it; a finding with
  * no drawn occurrence goes on the first node flagged with its kind, else
  * into the title.  Every finding gets its first note before any gets a
- * second, so one that recurs every step does not crowd out the others. */
+ * second, so one that recurs every step does not crowd out the others.
+ * Another rank's finding whose twin the rank shown has is left to it;
+ * without one it goes into the title, which says which rank has it. */
 void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 {
 	struct graph *g = b->g;
-	const struct analysis *a = &b->s->analysis;
+	const struct view_selection *s = b->s;
+	const struct analysis *a = &s->analysis;
 	struct placement places[GRAPH_MAX_NOTES];
 	bool *noted = calloc(a->nfindings ? a->nfindings : 1, sizeof *noted);
+	bool *twin_shown = listed_shown(s);
 
 	g->findings = calloc(GRAPH_MAX_NOTES, sizeof *g->findings);
 	g->elsewhere = calloc(a->nfindings ? a->nfindings : 1,
 			      sizeof *g->elsewhere);
-	if (!noted || !g->findings || !g->elsewhere) {
+	if (!noted || !twin_shown || !g->findings || !g->elsewhere) {
 		g->failed = true;
 		free(noted);
+		free(twin_shown);
 		return;
 	}
+	for (size_t i = 0; i < a->nfindings; i++)
+		noted[i] = !finding_shown(s, &a->findings[i]) &&
+			   twin_shown[a->listed.of[i]];
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < a->nfindings; i++) {
 			const struct trace_finding *f = &a->findings[i];
 			size_t nplaces = place_occurrences(b, f, shown_ops, places);
-			for (size_t k = 0; k < g->nflags && !nplaces; k++)
+			for (size_t k = 0; k < g->nflags && !nplaces &&
+					   finding_shown(s, f); k++)
 				if (!strcmp(g->flags[k].kind, f->kind))
 					places[nplaces++] = (struct placement){
 						g->flags[k].first_node, 0, 0,
@@ -207,6 +238,7 @@ void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 		if (!noted[i])
 			g->elsewhere[g->nelsewhere++] = &a->findings[i];
 	free(noted);
+	free(twin_shown);
 }
 
 void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
@@ -216,6 +248,18 @@ void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
 
 	jsonw_printf(w, "%s %s ×%zu", finding_severity_name(f->severity),
 		     f->kind, f->count);
+	if (!finding_shown(s, f)) {
+		char name[64];
+		const struct trace_ranks *r = &s->analysis.ranks;
+		int group = trace_ranks_group(r, f->pid);
+		jsonw_printf(w, " (%s's: --rank ", trace_ranks_name(
+				     r, group, name, sizeof name));
+		if (r->rank_of_group[group] >= 0)
+			jsonw_printf(w, "%d draws it)", r->rank_of_group[group]);
+		else
+			jsonw_cstr(w, "all draws it)");
+		return;
+	}
 	if (f->event >= s->trace->nevents)
 		return;
 	int step = s->analysis.step_of[f->event];

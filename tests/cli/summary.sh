@@ -191,9 +191,60 @@ check "summary: nothing is cut short" sh -c "! grep -q '\.\.\.' '$tmp/out'"
 capture "$amptrace" summary --json "$tmp/tf.json"
 check "summary --json: the op name in full" out_has '"_amp_foreach_non_finite_check_and_unscale_"'
 "$amptrace" merge "$fx/changed.json" "$fx/changed.json" -o "$tmp/cc.json" 2>/dev/null
-capture "$amptrace" summary "$tmp/cc.json"
-check "summary: two stale-cache findings" test "$(grep -c 'warning stale-cache:' "$tmp/out")" -eq 2
+# A job's ranks find the same mistakes: each listed once, the lowest
+# rank's, said on how many ranks (their GradScalers' Python ids differ:
+# rank 1's renumbered here)
+sed '/"pid":2,/s/"scaler_id":1,/"scaler_id":140086992679888,/' "$tmp/cc.json" >"$tmp/cc-ids.json"
+capture "$amptrace" summary "$tmp/cc-ids.json"
+check "summary of two ranks: each finding once" \
+	test "$(grep -c 'warning stale-cache' "$tmp/out")" -eq 1
+check "summary of two ranks: on each, the lowest rank's" \
+	out_has "warning stale-cache (on each of 2 ranks; rank 0's): cached cast of fc1.weight"
+check "summary of two ranks: counted on each" \
+	out_has "backward-under-autocast (x2 on each of 2 ranks; rank 0's)"
+check "summary of two ranks: a skip of GradScalers of other ids once" \
+	out_has "info    scaler-skipped-step (on each of 2 ranks; rank 0's): GradScaler 1 skipped"
+check "summary of two ranks: the steps of each" \
+	out_has "steps: 2 on each of 2 ranks (marked by scaler update)"
+capture "$amptrace" summary --json "$tmp/cc-ids.json"
+check "summary --json of two ranks: a finding's count on all, its ranks, each's" \
+	"$python" -c 'import json, sys
+f = [f for f in json.load(open(sys.argv[1]))["findings"]
+     if f["kind"] == "backward-under-autocast"]
+sys.exit([(x["count"], x["ranks"], x["each"]) for x in f] != [(4, 2, 2)])' "$tmp/out"
+check "summary --json of two ranks: the ranks that train, each's steps" \
+	"$python" -c 'import json, sys
+s = json.load(open(sys.argv[1]))["steps"]
+sys.exit((s["ranks"], s["rank_steps"]) != (2, [2, 2]))' "$tmp/out"
+# rank 1 one step short (its record ends after its first step's update,
+# at 24 us): its findings fewer
+"$python" -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"]
+                    if e.get("pid") != 2 or e.get("ph") == "M" or e.get("ts", 0) <= 24]
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/cc.json" "$tmp/cc-short.json"
+capture "$amptrace" summary "$tmp/cc-short.json"
+check "summary of ranks of other counts: the count on all" \
+	out_has "backward-under-autocast (x3 on 2 ranks; rank 0's)"
+check "summary of ranks of other step counts: the least and the most" \
+	out_has "steps: 1 to 2 on each of 2 ranks"
+# ampview draws one rank: its findings noted once, not again as the other
+# rank's "not drawn"; a finding only another rank has says which draws it
+"$ampview" "$tmp/cc-ids.json" -o "$tmp/ranks.svg"
+check "ampview of two ranks: rank 1's stale-cache not listed beside rank 0's" \
+	test "$(grep -o -m1 'findings[^<]*' "$tmp/ranks.svg" | grep -o 'stale&#45;cache ×' | wc -l)" -eq 1
+"$amptrace" merge "$fx/good.json" "$fx/changed.json" -o "$tmp/gc.json" 2>/dev/null
+"$ampview" "$tmp/gc.json" -o "$tmp/ranks.svg"
+check "ampview of rank 0: rank 1's own finding named, and how to draw it" \
+	grep -qF "stale&#45;cache ×1 (rank 1&#39;s: &#45;&#45;rank 1 draws it)" "$tmp/ranks.svg"
+# the same processes named without ranks (Hogwild's workers): each its own
+sed 's/"rank":[01],*//; s/"name":"rank [01]: /"name":"/' "$tmp/cc.json" >"$tmp/cc-unranked.json"
+capture "$amptrace" summary "$tmp/cc-unranked.json"
+check "summary: two processes without ranks, two stale-cache findings" \
+	test "$(grep -c 'warning stale-cache:' "$tmp/out")" -eq 2
 check "summary: their fix said once" test "$(grep -c 'fix: enter autocast per iteration' "$tmp/out")" -eq 1
+check "summary: processes without ranks, no steps of each" out_lacks "on each of"
+capture "$amptrace" summary "$tmp/cc.json"
 check "summary: no ANSI codes into a file" sh -c "! grep -q \"$(printf '\033')\" '$tmp/out'"
 # a trace's name is JSON: "\u001b[31m" would colour the terminal; the
 # --json output writes it back as it is

@@ -35,6 +35,9 @@ static int collect_findings(struct analysis *a)
 	a->nfinding_occurrences = computed.noccurrences;
 	a->skips = computed.skips;
 	a->nskips = computed.nskips;
+	if (!rank_findings_fold(a->findings, a->nfindings, &a->ranks,
+				&a->listed))
+		status = -1;
 	return status;
 }
 
@@ -231,6 +234,45 @@ static int count_scalers(const struct trace *t, struct analysis *a)
 	return status;
 }
 
+/* ------------------------------------------------------------- ranks */
+
+/* How many steps each rank trains in, where more than one does (summary:
+ * "steps: 6 on each of 2 ranks"). */
+static int count_rank_steps(const struct trace *t, struct analysis *a)
+{
+	const struct trace_ranks *r = &a->ranks;
+	int ranked = 0;
+
+	for (int g = 0; g < r->ngroups; g++)
+		ranked += r->rank_of_group[g] >= 0;
+	if (ranked < 2)
+		return 0;
+	int *steps = calloc((size_t)r->ngroups, sizeof *steps);
+	if (!steps)
+		return -1;
+	for (size_t i = 0; i < t->nevents; i++) {
+		const struct trace_event *e = &t->events[i];
+		if (a->step_of[i] < 0 || !trace_steps_trains(e, a->evaluating[i]))
+			continue;
+		int g = trace_ranks_group(r, e->pid);
+		if (r->rank_of_group[g] >= 0 && a->step_of[i] >= steps[g])
+			steps[g] = a->step_of[i] + 1;
+	}
+	for (int g = 0; g < r->ngroups; g++) {
+		if (!steps[g])
+			continue;
+		if (!a->ranks_training || steps[g] < a->rank_steps_least)
+			a->rank_steps_least = steps[g];
+		if (steps[g] > a->rank_steps_most)
+			a->rank_steps_most = steps[g];
+		a->ranks_training++;
+	}
+	if (a->ranks_training < 2)
+		a->ranks_training = a->rank_steps_least = a->rank_steps_most = 0;
+	free(steps);
+	return 0;
+}
+
 /* -------------------------------------------------------------- public */
 
 int analysis_run(const struct trace *t, struct analysis *a)
@@ -240,7 +282,8 @@ int analysis_run(const struct trace *t, struct analysis *a)
 				.scale_final = NAN };
 	if (trace_index_build(t, &a->index) != 0 || assign_steps(t, a) != 0)
 		return -1;
-	if (!trace_ranks_find(t, &a->ranks) || count_scalers(t, a) != 0)
+	if (!trace_ranks_find(t, &a->ranks) || count_scalers(t, a) != 0 ||
+	    count_rank_steps(t, a) != 0)
 		return -1;
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
@@ -283,6 +326,7 @@ void analysis_free(struct analysis *a)
 	trace_ranks_free(&a->ranks);
 	free(a->scale_history);
 	free(a->findings);
+	rank_findings_free(&a->listed);
 	free(a->finding_occurrences);
 	free(a->skips);
 	trace_index_free(&a->index);

@@ -4,6 +4,7 @@
 #define AMPTRACE_ANALYZE_H
 
 #include "findings.h"
+#include "rank_findings.h"
 #include "ranks.h"
 #include "steps.h"
 #include "trace.h"
@@ -36,6 +37,9 @@ struct analysis {
 	/* its processes' ranks: check's `per step` rules and the GradScaler
 	 * counts below judge each rank apart (ranks.h) */
 	struct trace_ranks ranks;
+	/* the ranks that train (a job's: 2 or more, else 0) and the least
+	 * and most steps any of them trained in */
+	int ranks_training, rank_steps_least, rank_steps_most;
 	/* GradScaler: steps and skips in all, and the most of any rank's
 	 * (the ranks of a job step together); the same without ranks */
 	uint64_t scaler_steps, skipped_steps;
@@ -54,6 +58,9 @@ struct analysis {
 	/* findings_compute()'s, most severe first (the analysis owns them) */
 	struct trace_finding *findings;
 	size_t nfindings;
+	/* the findings as readers list them: one of a job's ranks' alike
+	 * findings standing for all (rank_findings.h) */
+	struct rank_findings listed;
 	/* their occurrences (findings.h: chains from each finding) */
 	struct finding_occurrence *finding_occurrences;
 	size_t nfinding_occurrences;

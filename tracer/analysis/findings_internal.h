@@ -80,6 +80,9 @@ enum finding_skip_kind {
 struct finding_scaler {
 	int64_t pid;
 	uint64_t id;
+	int number;          /* its process's first, second... (0, 1...): a
+				site names it so, as a job's ranks (Python
+				ids of their own) all number theirs alike */
 	uint64_t inf_tensor; /* the last gradient seen holding inf/NaN */
 	/* scaler-collapse */
 	double first, previous; /* the scale at the first, the last update */
@@ -109,6 +112,7 @@ struct finding_scalers {
 struct finding_optimizer {
 	int64_t pid;
 	uint64_t id;
+	int number;                   /* as finding_scaler's */
 	bool skipped;                 /* its last step was skipped... */
 	enum finding_skip_kind kind;  /* ... as this kind of skip */
 	const struct finding_scaler *scaler;

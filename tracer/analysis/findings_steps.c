@@ -19,12 +19,19 @@
 static struct finding_scaler *scaler_of(struct finding_scalers *s, int64_t pid,
 					uint64_t id)
 {
-	for (size_t i = 0; i < s->count; i++)
-		if (s->items[i].pid == pid && s->items[i].id == id)
+	int number = 0;
+
+	for (size_t i = 0; i < s->count; i++) {
+		if (s->items[i].pid != pid)
+			continue;
+		if (s->items[i].id == id)
 			return &s->items[i];
+		number++;
+	}
 	if (s->count == FINDING_MAX_SCALERS)
 		return NULL;
 	s->items[s->count] = (struct finding_scaler){ .pid = pid, .id = id,
+						      .number = number,
 						      .previous = NAN,
 						      .first = NAN,
 						      .last_update = NAN };
@@ -118,7 +125,8 @@ static void remember_skip(struct findings_context *cx, size_t event,
 }
 
 static enum finding_skip_kind report_skip(struct findings_context *cx,
-					  size_t i, struct finding_scaler *st)
+					  size_t i, struct finding_scaler *st,
+					  const struct finding_optimizer *o)
 {
 	static const char *const why[] = {
 		[SKIP_CALIBRATING] = " while calibrating its scale (no "
@@ -145,9 +153,9 @@ static enum finding_skip_kind report_skip(struct findings_context *cx,
 	if (cause.origin != SIZE_MAX)
 		finding_op_label(cx, e->pid, cx->t->events[cause.origin].diag.op_id,
 				 origin, sizeof origin);
-	finding_text(site, sizeof site, "%llu/%llu %d %s",
-		     (unsigned long long)s->scaler_id,
-		     (unsigned long long)s->optimizer_id, (int)kind, origin);
+	/* numbered, not by id: a job's ranks' sites alike (rank_findings.h) */
+	finding_text(site, sizeof site, "%d/%d %d %s", st->number,
+		     o ? o->number : -1, (int)kind, origin);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 	if (!f)
@@ -172,12 +180,19 @@ static enum finding_skip_kind report_skip(struct findings_context *cx,
 static struct finding_optimizer *optimizer_of(struct finding_optimizers *o,
 					      int64_t pid, uint64_t id)
 {
-	for (size_t i = 0; i < o->count; i++)
-		if (o->items[i].pid == pid && o->items[i].id == id)
+	int number = 0;
+
+	for (size_t i = 0; i < o->count; i++) {
+		if (o->items[i].pid != pid)
+			continue;
+		if (o->items[i].id == id)
 			return &o->items[i];
+		number++;
+	}
 	if (o->count == FINDING_MAX_SCALERS)
 		return NULL;
-	o->items[o->count] = (struct finding_optimizer){ .pid = pid, .id = id };
+	o->items[o->count] = (struct finding_optimizer){ .pid = pid, .id = id,
+							 .number = number };
 	return &o->items[o->count++];
 }
 
@@ -204,12 +219,12 @@ void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
 		return;
 	if (!strcmp(s->what, "step")) {
 		enum finding_skip_kind kind = SKIP_NONE;
-		if (s->step_skipped)
-			kind = report_skip(cx, i, st);
-		else
-			st->stepped = true;
 		struct finding_optimizer *o =
 			optimizer_of(&cx->optimizers, e->pid, s->optimizer_id);
+		if (s->step_skipped)
+			kind = report_skip(cx, i, st, o);
+		else
+			st->stepped = true;
 		if (o) {
 			o->skipped = s->step_skipped;
 			o->kind = kind;
@@ -246,8 +261,7 @@ void finding_rule_lr_scheduler_skipped_step(struct findings_context *cx,
 		return;
 	o->skipped = false;
 	bool calibrating = o->kind == SKIP_CALIBRATING;
-	finding_text(site, sizeof site, "%llu %d", (unsigned long long)o->id,
-		     calibrating);
+	finding_text(site, sizeof site, "%d %d", o->number, calibrating);
 	struct trace_finding *f = finding_of(
 		cx, FINDING_LR_SCHEDULER_SKIPPED_STEP, site, e->pid, i);
 	if (!f)
@@ -288,7 +302,7 @@ void finding_rule_scaler_collapse(struct findings_context *cx, size_t i)
 			     st->halvings < SCALER_COLLAPSE_HALVINGS))
 		return;
 	st->reported = true;
-	finding_text(site, sizeof site, "%llu", (unsigned long long)s->scaler_id);
+	finding_text(site, sizeof site, "%d", st->number);
 	struct trace_finding *f = finding_of(cx, FINDING_SCALER_COLLAPSE, site,
 					     e->pid, i);
 	if (!f)

@@ -7,9 +7,10 @@
  *   trace, generator, format, framework, command, host, devices[],
  *   duration_us, exit, truncated, note, counts{events, ops, casts,
  *   regions, scaler, kernels, diag}, steps{count, marker, marked}, graph_step,
- *   graph{drawn, why, trace} (report.c), findings[] (most severe first:
- *   kind, severity, count, message, fix, op_id, op, phase, tensor, pid,
- *   step, group: the op-table row), and from report_agg.c: dtypes[],
+ *   graph{drawn, why, trace} (report.c), findings[] (most severe first,
+ *   a job's ranks' alike findings as one, the lowest rank's: kind,
+ *   severity, count, ranks, each, message, fix, op_id, op, phase, tensor,
+ *   pid, step, group: the op-table row), and from report_agg.c: dtypes[],
  *   directions[] ("f32->f16"), processes[] (pid, rank, name, steps; per
  *   step ops{dtype: []}, time_us{dtype: []}, casts{direction: []},
  *   cast_bytes[], hits[], misses[], uncacheable[]; scale[] (step, scale,
@@ -188,12 +189,13 @@ static void emit_findings(const struct builder *b, cJSON *root)
 	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
 	char label[160];
 
-	for (size_t i = 0; i < b->a.nfindings; i++) {
-		const struct trace_finding *f = &b->a.findings[i];
+	for (size_t i = 0; i < b->a.listed.count; i++) {
+		const struct trace_finding *f =
+			&b->a.findings[b->a.listed.items[i].finding];
 		const struct trace_event *at = &t->events[f->event];
 		const struct trace_event *op =
 			f->op_id ? analysis_op(&b->a, at->pid, f->op_id) : NULL;
-		cJSON *x = finding_json(f);
+		cJSON *x = rank_finding_json(b->a.findings, &b->a.listed.items[i]);
 		cJSON_AddNumberToObject(x, "pid", (double)at->pid);
 		cJSON_AddNumberToObject(x, "step", b->a.step_of[f->event]);
 		cJSON_AddNullToObject(x, "group");

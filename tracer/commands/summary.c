@@ -531,26 +531,53 @@ static const char *const severity_color[FINDING_SEVERITY_COUNT] = {
 };
 
 /* A kind's fix is mostly the same for each of its findings: said once,
- * under the first that has it (dtype-mismatch's depends on the cause, an
- * aggregated op-error's differs). */
-static bool fix_said(const struct analysis *a, size_t i)
+ * under the first listed that has it (dtype-mismatch's depends on the
+ * cause, an aggregated op-error's differs). */
+static bool fix_said(const struct analysis *a, size_t listed)
 {
-	const struct trace_finding *f = &a->findings[i];
+	const struct trace_finding *f = &a->findings[a->listed.items[listed].finding];
 
-	for (size_t j = 0; j < i; j++)
-		if (!strcmp(a->findings[j].kind, f->kind) &&
-		    a->findings[j].fix && !strcmp(a->findings[j].fix, f->fix))
+	for (size_t j = 0; j < listed; j++) {
+		const struct trace_finding *g =
+			&a->findings[a->listed.items[j].finding];
+		if (!strcmp(g->kind, f->kind) && g->fix &&
+		    !strcmp(g->fix, f->fix))
 			return true;
+	}
 	return false;
+}
+
+/* " (x6)"; for a finding of several ranks " (x6 on each of 2 ranks;
+ * rank 0's)", " (x13 on 2 ranks; rank 0's)", the message the lowest
+ * rank's. */
+static void print_occurrences(const struct analysis *a,
+			      const struct rank_finding *r, FILE *out)
+{
+	const struct trace_finding *f = &a->findings[r->finding];
+	int rank = a->ranks.rank_of_group[trace_ranks_group(&a->ranks, f->pid)];
+	size_t each = r->count / (size_t)r->ranks;
+
+	if (r->ranks == 1) {
+		if (r->count > 1)
+			fprintf(out, " (x%zu)", r->count);
+		return;
+	}
+	if (!r->alike)
+		fprintf(out, " (x%zu on %d ranks", r->count, r->ranks);
+	else if (each > 1)
+		fprintf(out, " (x%zu on each of %d ranks", each, r->ranks);
+	else
+		fprintf(out, " (on each of %d ranks", r->ranks);
+	fprintf(out, "; rank %d's)", rank);
 }
 
 static void print_findings(const struct analysis *a, FILE *out, bool color)
 {
 	fputs("\nFindings (most severe first)\n", out);
-	if (!a->nfindings)
+	if (!a->listed.count)
 		fputs("  (none)\n", out);
-	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct trace_finding *f = &a->findings[i];
+	for (size_t i = 0; i < a->listed.count; i++) {
+		const struct trace_finding *f = &a->findings[a->listed.items[i].finding];
 		const char *name = finding_severity_name(f->severity);
 		if (color)
 			fprintf(out, "  %s%s" TERMINAL_PLAIN "%*s %s",
@@ -558,8 +585,7 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 				7 - (int)strlen(name), "", f->kind);
 		else
 			fprintf(out, "  %-7s %s", name, f->kind);
-		if (f->count > 1)
-			fprintf(out, " (x%zu)", f->count);
+		print_occurrences(a, &a->listed.items[i], out);
 		fprintf(out, ": %s\n", f->message);
 		if (f->fix && f->fix[0] && !fix_said(a, i))
 			fprintf(out, "          fix: %s\n", f->fix);
@@ -601,6 +627,17 @@ static void print_cut_short(const struct trace_steps *st, FILE *out)
 	      "to then)", out);
 }
 
+/* "steps: 6 on each of 2 ranks (marked by scaler update)", "steps: 5 to
+ * 6 on each of 3 ranks (...)": a job's ranks step together. */
+static void print_rank_steps(const struct analysis *a, FILE *out)
+{
+	fputs("steps: ", out);
+	if (a->rank_steps_least != a->rank_steps_most)
+		fprintf(out, "%d to ", a->rank_steps_least);
+	fprintf(out, "%d on each of %d ranks (marked by %s)",
+		a->rank_steps_most, a->ranks_training, a->step_marker);
+}
+
 /* "steps: 200 (marked by optimizer step); 3 evaluation windows; 20 in
  * full detail, 180 as per-step aggregates" */
 static void print_steps(const struct analysis *a, FILE *out)
@@ -608,7 +645,9 @@ static void print_steps(const struct analysis *a, FILE *out)
 	const struct trace_steps *st = &a->steps;
 	char limit[32];
 
-	if (strcmp(a->step_marker, "none"))
+	if (strcmp(a->step_marker, "none") && a->ranks_training)
+		print_rank_steps(a, out);
+	else if (strcmp(a->step_marker, "none"))
 		fprintf(out, "steps: %d (marked by %s)", a->nsteps,
 			a->step_marker);
 	else if (st->marked && !a->nsteps)
@@ -1017,9 +1056,9 @@ static void findings_json(const struct analysis *a, cJSON *root)
 	const struct trace *t = a->trace;
 	cJSON *findings = cJSON_AddArrayToObject(root, "findings");
 
-	for (size_t i = 0; i < a->nfindings; i++) {
-		const struct trace_finding *f = &a->findings[i];
-		cJSON *o = finding_json(f);
+	for (size_t i = 0; i < a->listed.count; i++) {
+		const struct trace_finding *f = &a->findings[a->listed.items[i].finding];
+		cJSON *o = rank_finding_json(a->findings, &a->listed.items[i]);
 		cJSON_AddNumberToObject(o, "line", (double)t->events[f->event].line);
 		cJSON_AddStringToObject(o, "source", finding_source(f));
 		cJSON_AddItemToArray(findings, o);
@@ -1067,6 +1106,12 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_AddNumberToObject(steps, "evaluations", a->steps.nevaluations);
 	cJSON_AddNumberToObject(steps, "detail", a->steps.ndetail);
 	cJSON_AddNumberToObject(steps, "aggregated", a->steps.naggregated);
+	/* a job's ranks that train, the least and most steps of one */
+	if (a->ranks_training) {
+		cJSON_AddNumberToObject(steps, "ranks", a->ranks_training);
+		cJSON_AddItemToObject(steps, "rank_steps", cJSON_CreateIntArray(
+			(int[]){ a->rank_steps_least, a->rank_steps_most }, 2));
+	}
 	/* the steps cut short: a process or its trace ended in them
 	 * (FORMAT.md §8) */
 	if (a->steps.ncut_short)

@@ -171,6 +171,15 @@
     row.scrollIntoView({ block: "center" });
   }
 
+  /* " ×6"; a finding of several ranks (summary's fold, the lowest rank's
+   * shown): " ×6 on each of 2 ranks", " ×13 on 2 ranks". */
+  function occurrences(f) {
+    if (f.ranks > 1 && f.each === null) return " ×" + count(f.count) + " on " + f.ranks + " ranks";
+    const times = f.ranks > 1 ? f.each : f.count;
+    const on = f.ranks > 1 ? " on each of " + f.ranks + " ranks" : "";
+    return (times > 1 ? " ×" + count(times) : "") + on;
+  }
+
   function findings() {
     const list = document.getElementById("r-finding-list");
     document.getElementById("r-findings").dataset.findings = String(data.findings.length);
@@ -198,7 +207,7 @@
           el("code", {}, "ampview " + shellQuote(data.trace) + " --step " + f.step + " -o step" + f.step + ".svg")));
       list.append(el("li", { class: f.severity, "data-kind": f.kind },
         el("div", {}, el("span", { class: "sev" }, f.severity), el("span", { class: "kind" }, f.kind),
-          f.count > 1 ? " ×" + count(f.count) : "", ": " + f.message),
+          occurrences(f), ": " + f.message),
         el("div", { class: "fix" }, el("b", {}, "fix: "), f.fix || "(none given)"),
         el("div", { class: "where" }, "at fault: " + where.join(" · ")),
         links));
