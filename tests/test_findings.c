@@ -1663,7 +1663,7 @@ END_TEST
 
 /* A job's ranks' alike findings listed once, the lowest rank's; a
  * DataLoader worker's, a process's without a rank, another site's or
- * another severity's apart (rank_findings.h). */
+ * another severity's apart, and how each rank ended (rank_findings.h). */
 START_TEST(test_rank_findings_fold)
 {
 	/* pid 10 rank 0, 11 its worker, 20 rank 1, 30 named without a
@@ -1686,6 +1686,9 @@ START_TEST(test_rank_findings_fold)
 		{ "scaler-skipped-step", "a", 20, 1, FINDING_WARNING },
 		{ "scaler-skipped-step", "c", 20, 4, FINDING_INFO },
 		{ "scaler-skipped-step", "c", 10, 4, FINDING_INFO },
+		/* how each rank ended: its own, even alike */
+		{ "process-died", "", 10, 1, FINDING_ERROR },
+		{ "process-died", "", 20, 1, FINDING_ERROR },
 	};
 	enum { N = sizeof made / sizeof *made };
 	struct trace_finding findings[N];
@@ -1693,10 +1696,11 @@ START_TEST(test_rank_findings_fold)
 	want[] = {
 		{ 1, 2, 5, false }, { 2, 1, 1, true }, { 3, 1, 1, true },
 		{ 4, 1, 1, true }, { 5, 1, 1, true }, { 6, 1, 1, true },
-		{ 7, 1, 1, true }, { 9, 2, 8, true },
+		{ 7, 1, 1, true }, { 9, 2, 8, true }, { 10, 1, 1, true },
+		{ 11, 1, 1, true },
 	};
 	/* per finding: the item it is listed as */
-	size_t of[N] = { 0, 0, 1, 2, 3, 4, 5, 6, 7, 7 };
+	size_t of[N] = { 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9 };
 	struct rank_findings listed;
 
 	for (size_t i = 0; i < N; i++) {

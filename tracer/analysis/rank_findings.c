@@ -39,6 +39,18 @@ static bool same_finding(const struct ranked *a, const struct ranked *b)
 	       a->f->severity == b->f->severity;
 }
 
+/* Whether a finding can stand for other ranks': one of the program's
+ * mistakes, not one of how `amptrace run` saw the process (how it died,
+ * where its recording stopped: site "", every rank's its own, and a job's
+ * first death is told from the ranks the launcher then killed by it). */
+static bool of_the_program(const struct trace_finding *f)
+{
+	const struct finding_kind *k = finding_kind_lookup(f->kind);
+
+	return !k || (k->source != FINDING_FROM_RUN &&
+		      k->source != FINDING_FROM_RECORDER);
+}
+
 /* into[i]: the finding that finding i is folded into, i itself when it
  * is listed.  Sorted, the findings alike come together, by rank: each
  * rank's first is folded into the lowest rank's (a second of one rank,
@@ -54,7 +66,8 @@ static bool fold_into(const struct trace_finding *findings, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		into[i] = i;
 		int group = trace_ranks_group(ranks, findings[i].pid);
-		if (ranks->rank_of_group[group] >= 0)
+		if (ranks->rank_of_group[group] >= 0 &&
+		    of_the_program(&findings[i]))
 			sorted[m++] = (struct ranked){ &findings[i], i, group };
 	}
 	qsort(sorted, m, sizeof *sorted, compare_ranked);

@@ -2,7 +2,9 @@
  * each finds the same mistakes: eight ranks gave each finding eight
  * times.  A finding of the same kind, severity and site (findings.h: the
  * aggregation key, alike on every rank) in processes of other ranks is
- * listed once, the lowest rank's, saying on how many ranks it occurred.
+ * listed once, the lowest rank's, saying on how many ranks it occurred;
+ * not those of how `amptrace run` saw each process (process-died,
+ * recording-stopped: each rank's its own).
  * The findings themselves stay one per process: rules count them all
  * (check's `finding` rules count the job's). */
 #ifndef AMPTRACE_RANK_FINDINGS_H
