@@ -1601,6 +1601,46 @@ START_TEST(test_last_scaler_state_not_claimed_by_unread_event)
 }
 END_TEST
 
+/* One GradScaler, 34 optimizers each skipped once: past the optimizers
+ * the rules follow (32), a skip's site names its optimizer by id, so each
+ * optimizer's skip is still a finding of its own (the site numbers those
+ * followed by their order, rank_findings.h). */
+START_TEST(test_skips_of_optimizers_past_the_followed_apart)
+{
+	static char text[32768];
+	struct trace t;
+	struct findings found;
+	struct trace_error err;
+	size_t n = (size_t)snprintf(
+		text, sizeof text,
+		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
+		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
+	size_t skips = 0;
+
+	for (int k = 0; k < 34; k++)
+		n += (size_t)snprintf(
+			text + n, sizeof text - n,
+			"%s{\"name\":\"scaler step\",\"cat\":\"amp.scaler\","
+			"\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":1,\"tid\":1,"
+			"\"args\":{\"what\":\"step\",\"scaler_id\":7,"
+			"\"optimizer_id\":%d,\"scale\":65536.0,\"found_inf\":"
+			"true,\"step_skipped\":true}}", k ? "," : "", k + 1,
+			1000 + k);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "],\"amptraceEnd\":{\"complete\":true}}\n");
+	ck_assert_uint_lt(n, sizeof text);
+	ck_assert_msg(trace_load_text("s.json", text, n, &t, &err) == 0, "%s",
+		      err.message);
+	ck_assert_int_eq(findings_compute(&t, &found), 0);
+	for (size_t i = 0; i < found.count; i++)
+		skips += !strcmp(found.items[i].kind, "scaler-skipped-step");
+	ck_assert_uint_eq(skips, 34);
+	findings_free(&found);
+	trace_free(&t);
+}
+END_TEST
+
 START_TEST(test_divergence_jit_cast)
 {
 	struct trace t;
@@ -2029,6 +2069,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_autocast_never_enabled_in_process);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
+	tcase_add_test(kinds, test_skips_of_optimizers_past_the_followed_apart);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);

@@ -153,9 +153,16 @@ static enum finding_skip_kind report_skip(struct findings_context *cx,
 	if (cause.origin != SIZE_MAX)
 		finding_op_label(cx, e->pid, cx->t->events[cause.origin].diag.op_id,
 				 origin, sizeof origin);
-	/* numbered, not by id: a job's ranks' sites alike (rank_findings.h) */
-	finding_text(site, sizeof site, "%d/%d %d %s", st->number,
-		     o ? o->number : -1, (int)kind, origin);
+	/* numbered, not by id: a job's ranks' sites alike (rank_findings.h);
+	 * an optimizer past FINDING_MAX_SCALERS by its id, its skips apart
+	 * from another's as before */
+	if (o)
+		finding_text(site, sizeof site, "%d/%d %d %s", st->number,
+			     o->number, (int)kind, origin);
+	else
+		finding_text(site, sizeof site, "%d/id %llu %d %s", st->number,
+			     (unsigned long long)s->optimizer_id, (int)kind,
+			     origin);
 	struct trace_finding *f =
 		finding_of(cx, FINDING_SCALER_SKIPPED_STEP, site, e->pid, i);
 	if (!f)
