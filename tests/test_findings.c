@@ -1702,17 +1702,18 @@ END_TEST
 	REGION_MM(3, 4, dtype, "inner", 7, "f16", 9, extra)
 
 /* A job's ranks' alike findings listed once, the lowest rank's; a
- * DataLoader worker's, a process's without a rank, another site's or
+ * DataLoader worker's beside its rank's apart, folded with the other
+ * ranks' workers'; a process's without a rank, another site's or
  * another severity's apart, and how each rank ended (rank_findings.h). */
 START_TEST(test_rank_findings_fold)
 {
-	/* pid 10 rank 0, 11 its worker, 20 rank 1, 30 named without a
-	 * rank; 40 named by nothing (group 0) */
+	/* pid 10 rank 0, 11 its worker, 20 rank 1, 21 its worker, 30 named
+	 * without a rank; 40 named by nothing (group 0) */
 	struct process_group processes[] = { { 10, 1 }, { 11, 1 }, { 20, 2 },
-					     { 30, 3 } };
+					     { 21, 2 }, { 30, 3 } };
 	int rank_of_group[] = { -1, 0, 1, -1 };
 	int64_t process_of_group[] = { 0, 10, 20, 30 };
-	struct trace_ranks ranks = { processes, 4, rank_of_group,
+	struct trace_ranks ranks = { processes, 5, rank_of_group,
 				     process_of_group, 4 };
 	struct { const char *kind, *site; int64_t pid; size_t count;
 		 enum finding_severity severity; } made[] = {
@@ -1729,18 +1730,20 @@ START_TEST(test_rank_findings_fold)
 		/* how each rank ended: its own, even alike */
 		{ "process-died", "", 10, 1, FINDING_ERROR },
 		{ "process-died", "", 20, 1, FINDING_ERROR },
+		/* rank 1's worker's: into rank 0's worker's */
+		{ "stale-cache", "a", 21, 1, FINDING_WARNING },
 	};
 	enum { N = sizeof made / sizeof *made };
 	struct trace_finding findings[N];
 	struct { size_t finding; int ranks; size_t count; bool alike; }
 	want[] = {
-		{ 1, 2, 5, false }, { 2, 1, 1, true }, { 3, 1, 1, true },
+		{ 1, 2, 5, false }, { 2, 2, 2, true }, { 3, 1, 1, true },
 		{ 4, 1, 1, true }, { 5, 1, 1, true }, { 6, 1, 1, true },
 		{ 7, 1, 1, true }, { 9, 2, 8, true }, { 10, 1, 1, true },
 		{ 11, 1, 1, true },
 	};
 	/* per finding: the item it is listed as */
-	size_t of[N] = { 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9 };
+	size_t of[N] = { 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 1 };
 	struct rank_findings listed;
 
 	for (size_t i = 0; i < N; i++) {

@@ -52,17 +52,22 @@ static bool of_the_program(const struct trace_finding *f)
 }
 
 /* into[i]: the finding that finding i is folded into, i itself when it
- * is listed.  Sorted, the findings alike come together, by rank: each
- * rank's first is folded into the lowest rank's (a second of one rank,
- * a DataLoader worker's beside its rank's, is listed apart). */
+ * is listed.  Sorted, the findings alike come together, by rank, each
+ * rank's in the findings' order: each rank's first is folded into the
+ * lowest rank's first, its second (a DataLoader worker's beside its
+ * rank's) into the lowest second, and so on. */
 static bool fold_into(const struct trace_finding *findings, size_t n,
 		      const struct trace_ranks *ranks, size_t *into)
 {
 	struct ranked *sorted = malloc((n ? n : 1) * sizeof *sorted);
+	size_t *heads = malloc((n ? n : 1) * sizeof *heads);
 	size_t m = 0;
 
-	if (!sorted)
+	if (!sorted || !heads) {
+		free(sorted);
+		free(heads);
 		return false;
+	}
 	for (size_t i = 0; i < n; i++) {
 		into[i] = i;
 		int group = trace_ranks_group(ranks, findings[i].pid);
@@ -71,14 +76,18 @@ static bool fold_into(const struct trace_finding *findings, size_t n,
 			sorted[m++] = (struct ranked){ &findings[i], i, group };
 	}
 	qsort(sorted, m, sizeof *sorted, compare_ranked);
-	for (size_t run = 0, k = 1; k <= m; k++) {
-		if (k < m && same_finding(&sorted[run], &sorted[k])) {
-			if (sorted[k].group != sorted[k - 1].group)
-				into[sorted[k].index] = sorted[run].index;
-			continue;
-		}
-		run = k;
+	/* heads[p]: the listed p-th of a rank among the findings alike */
+	for (size_t k = 0, nheads = 0, p = 0; k < m; k++, p++) {
+		if (!k || !same_finding(&sorted[k - 1], &sorted[k]))
+			nheads = p = 0;
+		else if (sorted[k].group != sorted[k - 1].group)
+			p = 0;
+		if (p < nheads)
+			into[sorted[k].index] = heads[p];
+		else
+			heads[nheads++] = sorted[k].index;
 	}
+	free(heads);
 	free(sorted);
 	return true;
 }
