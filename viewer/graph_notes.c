@@ -199,7 +199,8 @@ static bool *listed_shown(const struct view_selection *s)
  * into the title.  Every finding gets its first note before any gets a
  * second, so one that recurs every step does not crowd out the others.
  * Another rank's finding whose twin the rank shown has is left to it;
- * without one it goes into the title, which says which rank has it. */
+ * without one it goes into the title once, the lowest rank's, which says
+ * which rank has it and on how many ranks. */
 void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 {
 	struct graph *g = b->g;
@@ -218,9 +219,12 @@ void graph_place_findings(struct graph_builder *b, size_t shown_ops)
 		free(twin_shown);
 		return;
 	}
+	/* another rank's: left to its twin on the rank shown, else named
+	 * once, the lowest rank's */
 	for (size_t i = 0; i < a->nfindings; i++)
 		noted[i] = !finding_shown(s, &a->findings[i]) &&
-			   twin_shown[a->listed.of[i]];
+			   (twin_shown[a->listed.of[i]] ||
+			    a->listed.items[a->listed.of[i]].finding != i);
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < a->nfindings; i++) {
 			const struct trace_finding *f = &a->findings[i];
@@ -252,8 +256,13 @@ void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
 		char name[64];
 		const struct trace_ranks *r = &s->analysis.ranks;
 		int group = trace_ranks_group(r, f->pid);
-		jsonw_printf(w, " (%s's: --rank ", trace_ranks_name(
-				     r, group, name, sizeof name));
+		int ranks = s->analysis.listed.items[
+			s->analysis.listed.of[f - s->analysis.findings]].ranks;
+		jsonw_printf(w, " (%s's", trace_ranks_name(r, group, name,
+							  sizeof name));
+		if (ranks > 1)
+			jsonw_printf(w, ", on %d ranks", ranks);
+		jsonw_cstr(w, ": --rank ");
 		if (r->rank_of_group[group] >= 0)
 			jsonw_printf(w, "%d draws it)", r->rank_of_group[group]);
 		else

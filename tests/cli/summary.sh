@@ -237,6 +237,14 @@ check "ampview of two ranks: rank 1's stale-cache not listed beside rank 0's" \
 "$ampview" "$tmp/gc.json" -o "$tmp/ranks.svg"
 check "ampview of rank 0: rank 1's own finding named, and how to draw it" \
 	grep -qF "stale&#45;cache ×1 (rank 1&#39;s: &#45;&#45;rank 1 draws it)" "$tmp/ranks.svg"
+# rank 1 without the finding ranks 0 and 2 have: named once, rank 0's
+"$amptrace" merge "$fx/changed.json" "$fx/good.json" "$fx/changed.json" \
+	-o "$tmp/cgc.json" 2>/dev/null
+"$ampview" "$tmp/cgc.json" --rank 1 -o "$tmp/ranks.svg"
+check "ampview of rank 1: the finding of ranks 0 and 2 named once" \
+	test "$(grep -o -m1 'findings[^<]*' "$tmp/ranks.svg" | grep -o 'stale&#45;cache ×' | wc -l)" -eq 1
+check "ampview of rank 1: the lowest rank's, on how many ranks" \
+	grep -qF "stale&#45;cache ×1 (rank 0&#39;s, on 2 ranks: &#45;&#45;rank 0 draws it)" "$tmp/ranks.svg"
 # the same processes named without ranks (Hogwild's workers): each its own
 sed 's/"rank":[01],*//; s/"name":"rank [01]: /"name":"/' "$tmp/cc.json" >"$tmp/cc-unranked.json"
 capture "$amptrace" summary "$tmp/cc-unranked.json"
