@@ -245,6 +245,12 @@ check "ampview of rank 1: the finding of ranks 0 and 2 named once" \
 	test "$(grep -o -m1 'findings[^<]*' "$tmp/ranks.svg" | grep -o 'stale&#45;cache ×' | wc -l)" -eq 1
 check "ampview of rank 1: the lowest rank's, on how many ranks" \
 	grep -qF "stale&#45;cache ×1 (rank 0&#39;s, on 2 ranks: &#45;&#45;rank 0 draws it)" "$tmp/ranks.svg"
+capture "$amptrace" summary "$tmp/cgc.json"
+check "summary of three ranks: a finding rank 1 lacks on 2 of them" \
+	out_has "warning stale-cache (on each of 2 of 3 ranks; rank 0's): cached"
+capture "$amptrace" summary "$tmp/gc.json"
+check "summary of two ranks: a finding of one names its rank" \
+	out_has "warning stale-cache (rank 1's): cached cast of fc1.weight"
 # the same processes named without ranks (Hogwild's workers): each its own
 sed 's/"rank":[01],*//; s/"name":"rank [01]: /"name":"/' "$tmp/cc.json" >"$tmp/cc-unranked.json"
 capture "$amptrace" summary "$tmp/cc-unranked.json"

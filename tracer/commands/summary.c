@@ -547,32 +547,51 @@ static bool fix_said(const struct analysis *a, size_t listed)
 	return false;
 }
 
-/* " (x6)"; for a finding of several ranks " (x6 on each of 2 ranks;
- * rank 0's)", " (x13 on 2 ranks; rank 0's)", the message the lowest
- * rank's. */
+/* How many ranks the trace's processes have (a job's: 2 or more). */
+static int ranks_of_job(const struct trace_ranks *r)
+{
+	int n = 0;
+
+	for (int g = 0; g < r->ngroups; g++)
+		n += r->rank_of_group[g] >= 0;
+	return n;
+}
+
+/* " (x6)"; in a job of `ranks` ranks, a finding of one rank " (x6;
+ * rank 2's)", of several " (x6 on each of 2 ranks; rank 0's)", " (x13
+ * on 2 of 3 ranks; rank 0's)", the message the lowest rank's. */
 static void print_occurrences(const struct analysis *a,
-			      const struct rank_finding *r, FILE *out)
+			      const struct rank_finding *r, int ranks,
+			      FILE *out)
 {
 	const struct trace_finding *f = &a->findings[r->finding];
 	int rank = a->ranks.rank_of_group[trace_ranks_group(&a->ranks, f->pid)];
 	size_t each = r->count / (size_t)r->ranks;
+	char of[32] = "";
 
-	if (r->ranks == 1) {
+	if (ranks < 2 || rank < 0) {
 		if (r->count > 1)
 			fprintf(out, " (x%zu)", r->count);
 		return;
 	}
-	if (!r->alike)
-		fprintf(out, " (x%zu on %d ranks", r->count, r->ranks);
+	if (r->ranks < ranks)
+		snprintf(of, sizeof of, " of %d", ranks);
+	if (r->ranks == 1)
+		fprintf(out, r->count > 1 ? " (x%zu; " : " (", r->count);
+	else if (!r->alike)
+		fprintf(out, " (x%zu on %d%s ranks; ", r->count, r->ranks, of);
 	else if (each > 1)
-		fprintf(out, " (x%zu on each of %d ranks", each, r->ranks);
+		fprintf(out, " (x%zu on each of %d%s ranks; ", each, r->ranks,
+			of);
 	else
-		fprintf(out, " (on each of %d ranks", r->ranks);
-	fprintf(out, "; rank %d's)", rank);
+		fprintf(out, " (on each of %d%s ranks; ", r->ranks, of);
+	fprintf(out, "rank %d's)", rank);
 }
 
 static void print_findings(const struct analysis *a, FILE *out, bool color)
 {
+	int ranks = ranks_of_job(&a->ranks);
+
 	fputs("\nFindings (most severe first)\n", out);
 	if (!a->listed.count)
 		fputs("  (none)\n", out);
@@ -585,7 +604,7 @@ static void print_findings(const struct analysis *a, FILE *out, bool color)
 				7 - (int)strlen(name), "", f->kind);
 		else
 			fprintf(out, "  %-7s %s", name, f->kind);
-		print_occurrences(a, &a->listed.items[i], out);
+		print_occurrences(a, &a->listed.items[i], ranks, out);
 		fprintf(out, ": %s\n", f->message);
 		if (f->fix && f->fix[0] && !fix_said(a, i))
 			fprintf(out, "          fix: %s\n", f->fix);
