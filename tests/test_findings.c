@@ -1641,6 +1641,45 @@ START_TEST(test_skips_of_optimizers_past_the_followed_apart)
 }
 END_TEST
 
+/* 33 processes (a job's ranks), a GradScaler each skipping a step: each
+ * process's scalers are followed, not the trace's first 32 (the 33rd
+ * rank's skip was not found). */
+START_TEST(test_scalers_followed_per_process)
+{
+	static char text[32768];
+	struct trace t;
+	struct findings found;
+	struct trace_error err;
+	size_t n = (size_t)snprintf(
+		text, sizeof text,
+		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
+		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
+	size_t skips = 0;
+
+	for (int pid = 1; pid <= 33; pid++)
+		n += (size_t)snprintf(
+			text + n, sizeof text - n,
+			"%s{\"name\":\"scaler step\",\"cat\":\"amp.scaler\","
+			"\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":%d,\"tid\":1,"
+			"\"args\":{\"what\":\"step\",\"scaler_id\":%d,"
+			"\"optimizer_id\":%d,\"scale\":65536.0,\"found_inf\":"
+			"true,\"step_skipped\":true}}", pid > 1 ? "," : "", pid,
+			pid, 100 + pid, 200 + pid);
+	n += (size_t)snprintf(text + n, sizeof text - n,
+			      "],\"amptraceEnd\":{\"complete\":true}}\n");
+	ck_assert_uint_lt(n, sizeof text);
+	ck_assert_msg(trace_load_text("s.json", text, n, &t, &err) == 0, "%s",
+		      err.message);
+	ck_assert_int_eq(findings_compute(&t, &found), 0);
+	for (size_t i = 0; i < found.count; i++)
+		skips += !strcmp(found.items[i].kind, "scaler-skipped-step");
+	ck_assert_uint_eq(skips, 33);
+	findings_free(&found);
+	trace_free(&t);
+}
+END_TEST
+
 START_TEST(test_divergence_jit_cast)
 {
 	struct trace t;
@@ -2073,6 +2112,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_test(kinds, test_skips_of_optimizers_past_the_followed_apart);
+	tcase_add_test(kinds, test_scalers_followed_per_process);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);

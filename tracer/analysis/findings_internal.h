@@ -100,10 +100,13 @@ struct finding_scaler {
 	char cause[640]; /* why its last skipped step was skipped */
 };
 
+/* The GradScalers (and optimizers) followed in each process: a job's
+ * ranks each have theirs (32 for the whole trace followed 32 ranks' of 64
+ * and listed each finding "on 32 of 64 ranks"). */
 #define FINDING_MAX_SCALERS 32
 struct finding_scalers {
-	struct finding_scaler items[FINDING_MAX_SCALERS];
-	size_t count;
+	struct finding_scaler *items; /* every process's (grown) */
+	size_t count, cap;
 	bool found; /* the trace's scalers are in items */
 };
 
@@ -115,11 +118,12 @@ struct finding_optimizer {
 	int number;                   /* as finding_scaler's */
 	bool skipped;                 /* its last step was skipped... */
 	enum finding_skip_kind kind;  /* ... as this kind of skip */
-	const struct finding_scaler *scaler;
+	size_t scaler;                /* its in scalers.items, SIZE_MAX:
+					 none (they move as they grow) */
 };
 struct finding_optimizers {
-	struct finding_optimizer items[FINDING_MAX_SCALERS];
-	size_t count;
+	struct finding_optimizer *items; /* every process's (grown) */
+	size_t count, cap;
 };
 
 /* The fp16-overflow amp.diag events by op (findings_causes.c). */

@@ -15,10 +15,11 @@
 /* ------------------------------------------------------- GradScaler */
 
 /* The state of (pid, id), new when unseen; NULL past
- * FINDING_MAX_SCALERS. */
-static struct finding_scaler *scaler_of(struct finding_scalers *s, int64_t pid,
-					uint64_t id)
+ * FINDING_MAX_SCALERS of its process, or out of memory (cx->failed). */
+static struct finding_scaler *scaler_of(struct findings_context *cx,
+					int64_t pid, uint64_t id)
 {
+	struct finding_scalers *s = &cx->scalers;
 	int number = 0;
 
 	for (size_t i = 0; i < s->count; i++) {
@@ -28,8 +29,15 @@ static struct finding_scaler *scaler_of(struct finding_scalers *s, int64_t pid,
 			return &s->items[i];
 		number++;
 	}
-	if (s->count == FINDING_MAX_SCALERS)
+	if (number == FINDING_MAX_SCALERS)
 		return NULL;
+	struct finding_scaler *grown =
+		trace_grow(s->items, &s->cap, s->count + 1, sizeof *grown);
+	if (!grown) {
+		cx->failed = true;
+		return NULL;
+	}
+	s->items = grown;
 	s->items[s->count] = (struct finding_scaler){ .pid = pid, .id = id,
 						      .number = number,
 						      .previous = NAN,
@@ -61,11 +69,11 @@ static struct finding_scaler *scaler_event(struct findings_context *cx,
 		const struct trace_event *u = &cx->t->events[k];
 		struct finding_scaler *st;
 		if (is_scaler(u, "update") &&
-		    (st = scaler_of(s, u->pid, u->scaler.scaler_id)))
+		    (st = scaler_of(cx, u->pid, u->scaler.scaler_id)))
 			st->updates = true;
 	}
 	s->found = true;
-	struct finding_scaler *st = scaler_of(s, e->pid, e->scaler.scaler_id);
+	struct finding_scaler *st = scaler_of(cx, e->pid, e->scaler.scaler_id);
 	if (st && e->scaler.inf_tensor)
 		st->inf_tensor = e->scaler.inf_tensor;
 	return st;
@@ -183,10 +191,11 @@ static enum finding_skip_kind report_skip(struct findings_context *cx,
 }
 
 /* The state of optimizer (pid, id), new when unseen; NULL past
- * FINDING_MAX_SCALERS. */
-static struct finding_optimizer *optimizer_of(struct finding_optimizers *o,
+ * FINDING_MAX_SCALERS of its process, or out of memory (cx->failed). */
+static struct finding_optimizer *optimizer_of(struct findings_context *cx,
 					      int64_t pid, uint64_t id)
 {
+	struct finding_optimizers *o = &cx->optimizers;
 	int number = 0;
 
 	for (size_t i = 0; i < o->count; i++) {
@@ -196,10 +205,17 @@ static struct finding_optimizer *optimizer_of(struct finding_optimizers *o,
 			return &o->items[i];
 		number++;
 	}
-	if (o->count == FINDING_MAX_SCALERS)
+	if (number == FINDING_MAX_SCALERS)
 		return NULL;
-	o->items[o->count] = (struct finding_optimizer){ .pid = pid, .id = id,
-							 .number = number };
+	struct finding_optimizer *grown =
+		trace_grow(o->items, &o->cap, o->count + 1, sizeof *grown);
+	if (!grown) {
+		cx->failed = true;
+		return NULL;
+	}
+	o->items = grown;
+	o->items[o->count] = (struct finding_optimizer){
+		.pid = pid, .id = id, .number = number, .scaler = SIZE_MAX };
 	return &o->items[o->count++];
 }
 
@@ -227,7 +243,7 @@ void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
 	if (!strcmp(s->what, "step")) {
 		enum finding_skip_kind kind = SKIP_NONE;
 		struct finding_optimizer *o =
-			optimizer_of(&cx->optimizers, e->pid, s->optimizer_id);
+			optimizer_of(cx, e->pid, s->optimizer_id);
 		if (s->step_skipped)
 			kind = report_skip(cx, i, st, o);
 		else
@@ -235,7 +251,7 @@ void finding_rule_scaler_skipped_step(struct findings_context *cx, size_t i)
 		if (o) {
 			o->skipped = s->step_skipped;
 			o->kind = kind;
-			o->scaler = st;
+			o->scaler = (size_t)(st - cx->scalers.items);
 		}
 	}
 	if (strcmp(s->what, "update"))
@@ -259,8 +275,7 @@ void finding_rule_lr_scheduler_skipped_step(struct findings_context *cx,
 	const struct trace_event *e = &cx->t->events[i];
 	struct finding_optimizer *o =
 		is_scheduler_step(&e->scaler)
-			? optimizer_of(&cx->optimizers, e->pid,
-				       e->scaler.optimizer_id)
+			? optimizer_of(cx, e->pid, e->scaler.optimizer_id)
 			: NULL;
 	char site[64];
 
@@ -275,7 +290,9 @@ void finding_rule_lr_scheduler_skipped_step(struct findings_context *cx,
 		return;
 	if (calibrating)
 		f->severity = FINDING_INFO;
-	f->tensor = o->scaler ? o->scaler->inf_tensor : 0;
+	const struct finding_scaler *st =
+		o->scaler == SIZE_MAX ? NULL : &cx->scalers.items[o->scaler];
+	f->tensor = st ? st->inf_tensor : 0;
 	finding_text(f->message, sizeof f->message,
 		     "an LR scheduler of optimizer %llu stepped although GradScaler "
 		     "skipped that optimizer's step%s, so the learning-rate "
@@ -283,7 +300,7 @@ void finding_rule_lr_scheduler_skipped_step(struct findings_context *cx,
 		     (unsigned long long)o->id,
 		     calibrating ? " while calibrating its scale (a few steps at "
 				   "the start)" : "",
-		     o->scaler && o->scaler->cause[0] ? o->scaler->cause
+		     st && st->cause[0] ? st->cause
 						      : "the gradients held inf/NaN");
 }
 
