@@ -118,8 +118,9 @@ struct finding_optimizer {
 	int number;                   /* as finding_scaler's */
 	bool skipped;                 /* its last step was skipped... */
 	enum finding_skip_kind kind;  /* ... as this kind of skip */
-	size_t scaler;                /* its in scalers.items, SIZE_MAX:
-					 none (they move as they grow) */
+	size_t scaler;                /* its scaler's index in
+					 scalers.items (they move as they
+					 grow), SIZE_MAX: none */
 };
 struct finding_optimizers {
 	struct finding_optimizer *items; /* every process's (grown) */

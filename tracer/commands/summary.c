@@ -576,8 +576,10 @@ static void print_occurrences(const struct analysis *a,
 	}
 	if (r->ranks < ranks)
 		snprintf(of, sizeof of, " of %d", ranks);
-	if (r->ranks == 1)
-		fprintf(out, r->count > 1 ? " (x%zu; " : " (", r->count);
+	if (r->ranks == 1 && r->count > 1)
+		fprintf(out, " (x%zu; ", r->count);
+	else if (r->ranks == 1)
+		fputs(" (", out);
 	else if (!r->alike)
 		fprintf(out, " (x%zu on %d%s ranks; ", r->count, r->ranks, of);
 	else if (each > 1)
