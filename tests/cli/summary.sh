@@ -228,6 +228,13 @@ check "summary of ranks of other counts: the count on all" \
 	out_has "backward-under-autocast (x3 on 2 ranks; rank 0's)"
 check "summary of ranks of other step counts: the least and the most" \
 	out_has "steps: 1 to 2 on each of 2 ranks"
+# 40 ranks, a GradScaler each: every rank's skips are judged (the
+# findings once kept 32 GradScalers' states)
+"$amptrace" merge $(for i in $(seq 40); do echo "$fx/changed.json"; done) \
+	-o "$tmp/forty.json" 2>/dev/null
+capture "$amptrace" summary "$tmp/forty.json"
+check "summary of 40 ranks: each rank's GradScaler skipped a step" \
+	out_has "info    scaler-skipped-step (on each of 40 ranks; rank 0's)"
 # ampview draws one rank: its findings noted once, not again as the other
 # rank's "not drawn"; a finding only another rank has says which draws it
 "$ampview" "$tmp/cc-ids.json" -o "$tmp/ranks.svg"

@@ -29,9 +29,8 @@ void findings_context_free(struct findings_context *cx)
 {
 	finding_regions_free(&cx->regions);
 	finding_casts_free(cx);
+	finding_steps_free(cx);
 	finding_origins_free(cx, &cx->origins);
-	free(cx->scalers.items);
-	free(cx->optimizers.items);
 	free_map(cx, &cx->autocast_off);
 	free_map(cx, &cx->other_dtype_ops);
 	free_map(cx, &cx->uncached_casts);

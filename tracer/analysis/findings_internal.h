@@ -100,13 +100,19 @@ struct finding_scaler {
 	char cause[640]; /* why its last skipped step was skipped */
 };
 
-/* The GradScalers (and optimizers) followed in each process: a job's
- * ranks each have theirs (32 for the whole trace followed 32 ranks' of 64
+/* Items by (pid, id), numbered within their process: the index of the
+ * GradScalers' and optimizers' arrays, which hold every process's (a
+ * job of 64 ranks has 64 of each at least: a fixed 32 followed 32 ranks
  * and listed each finding "on 32 of 64 ranks"). */
-#define FINDING_MAX_SCALERS 32
+struct finding_registry {
+	struct id_map index;   /* (pid, id) -> the item's index + 1 */
+	struct id_map numbers; /* (pid, 0) -> the process's items so far */
+};
+
 struct finding_scalers {
-	struct finding_scaler *items; /* every process's (grown) */
+	struct finding_scaler *items;
 	size_t count, cap;
+	struct finding_registry registry;
 	bool found; /* the trace's scalers are in items */
 };
 
@@ -123,8 +129,9 @@ struct finding_optimizer {
 					 grow), SIZE_MAX: none */
 };
 struct finding_optimizers {
-	struct finding_optimizer *items; /* every process's (grown) */
+	struct finding_optimizer *items;
 	size_t count, cap;
+	struct finding_registry registry;
 };
 
 /* The fp16-overflow amp.diag events by op (findings_causes.c). */
@@ -321,6 +328,7 @@ finding_event_rule finding_rule_policy_divergence;
 finding_event_rule finding_rule_fp16_overflow, finding_rule_scaler_collapse,
 	finding_rule_scaler_skipped_step,
 	finding_rule_lr_scheduler_skipped_step;
+void finding_steps_free(struct findings_context *cx);
 /* Whether the GradScaler rules read scaler event `s` (findings_event_read). */
 bool finding_scaler_event_read(const struct trace_scaler *s);
 finding_trace_rule finding_rule_cache_growth;

@@ -14,24 +14,37 @@
 
 /* ------------------------------------------------------- GradScaler */
 
-/* The state of (pid, id), new when unseen; NULL past
- * FINDING_MAX_SCALERS of its process, or out of memory (cx->failed). */
+/* The index of (pid, id) among the `count` items of registry r: an
+ * item's, or `count` for a new one, *number then its process's count of
+ * items so far; SIZE_MAX when out of memory. */
+static size_t registered(struct finding_registry *r, int64_t pid,
+			 uint64_t id, size_t count, int *number)
+{
+	size_t *at = id_map_find(&r->index, pid, id, true);
+	size_t *so_far = at && !*at ? id_map_find(&r->numbers, pid, 0, true)
+				    : NULL;
+
+	if (at && *at)
+		return *at - 1;
+	if (!so_far)
+		return SIZE_MAX;
+	*number = (int)(*so_far)++;
+	*at = count + 1;
+	return count;
+}
+
+/* The state of (pid, id), new when unseen; NULL when out of memory
+ * (cx->failed). */
 static struct finding_scaler *scaler_of(struct findings_context *cx,
 					int64_t pid, uint64_t id)
 {
 	struct finding_scalers *s = &cx->scalers;
 	int number = 0;
+	size_t k = registered(&s->registry, pid, id, s->count, &number);
 
-	for (size_t i = 0; i < s->count; i++) {
-		if (s->items[i].pid != pid)
-			continue;
-		if (s->items[i].id == id)
-			return &s->items[i];
-		number++;
-	}
-	if (number == FINDING_MAX_SCALERS)
-		return NULL;
-	struct finding_scaler *grown =
+	if (k < s->count)
+		return &s->items[k];
+	struct finding_scaler *grown = k == SIZE_MAX ? NULL :
 		trace_grow(s->items, &s->cap, s->count + 1, sizeof *grown);
 	if (!grown) {
 		cx->failed = true;
@@ -55,8 +68,8 @@ static bool is_scaler(const struct trace_event *e, const char *what)
 /* The state of scaler event i's scaler, its inf tensor noted; or NULL.
  * The trace's scalers are found at its first scaler event, those ever
  * updated first (and marked so), the others at their first event the
- * rules read: past FINDING_MAX_SCALERS, which get a state must not hang
- * on an event run's kept trace leaves out (finding_scaler_event_read). */
+ * rules read (finding_scaler_event_read): numbered so, alike in the
+ * trace `amptrace run` keeps and in its file. */
 static struct finding_scaler *scaler_event(struct findings_context *cx,
 					   size_t i)
 {
@@ -162,8 +175,7 @@ static enum finding_skip_kind report_skip(struct findings_context *cx,
 		finding_op_label(cx, e->pid, cx->t->events[cause.origin].diag.op_id,
 				 origin, sizeof origin);
 	/* numbered, not by id: a job's ranks' sites alike (rank_findings.h);
-	 * an optimizer past FINDING_MAX_SCALERS by its id, its skips apart
-	 * from another's as before */
+	 * an optimizer without a state (out of memory) by its id */
 	if (o)
 		finding_text(site, sizeof site, "%d/%d %d %s", st->number,
 			     o->number, (int)kind, origin);
@@ -190,24 +202,18 @@ static enum finding_skip_kind report_skip(struct findings_context *cx,
 	return kind;
 }
 
-/* The state of optimizer (pid, id), new when unseen; NULL past
- * FINDING_MAX_SCALERS of its process, or out of memory (cx->failed). */
+/* The state of optimizer (pid, id), new when unseen; NULL when out of
+ * memory (cx->failed). */
 static struct finding_optimizer *optimizer_of(struct findings_context *cx,
 					      int64_t pid, uint64_t id)
 {
 	struct finding_optimizers *o = &cx->optimizers;
 	int number = 0;
+	size_t k = registered(&o->registry, pid, id, o->count, &number);
 
-	for (size_t i = 0; i < o->count; i++) {
-		if (o->items[i].pid != pid)
-			continue;
-		if (o->items[i].id == id)
-			return &o->items[i];
-		number++;
-	}
-	if (number == FINDING_MAX_SCALERS)
-		return NULL;
-	struct finding_optimizer *grown =
+	if (k < o->count)
+		return &o->items[k];
+	struct finding_optimizer *grown = k == SIZE_MAX ? NULL :
 		trace_grow(o->items, &o->cap, o->count + 1, sizeof *grown);
 	if (!grown) {
 		cx->failed = true;
@@ -217,6 +223,22 @@ static struct finding_optimizer *optimizer_of(struct findings_context *cx,
 	o->items[o->count] = (struct finding_optimizer){
 		.pid = pid, .id = id, .number = number, .scaler = SIZE_MAX };
 	return &o->items[o->count++];
+}
+
+static void registry_free(struct findings_context *cx,
+			  struct finding_registry *r)
+{
+	cx->failed |= r->index.failed || r->numbers.failed;
+	id_map_free(&r->index);
+	id_map_free(&r->numbers);
+}
+
+void finding_steps_free(struct findings_context *cx)
+{
+	free(cx->scalers.items);
+	registry_free(cx, &cx->scalers.registry);
+	free(cx->optimizers.items);
+	registry_free(cx, &cx->optimizers.registry);
 }
 
 /* The bridge's "lr_scheduler_step" events are the schedulers', not a
