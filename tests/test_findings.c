@@ -1641,11 +1641,12 @@ START_TEST(test_skips_of_optimizers_past_the_followed_apart)
 }
 END_TEST
 
-/* 33 processes (a job's ranks), a GradScaler each skipping a step: each
- * process's scalers are followed, not the trace's first 32 (the 33rd
- * rank's skip was not found). */
-START_TEST(test_scalers_followed_per_process)
+/* 33 GradScalers skipping a step: in 33 processes (a job's ranks), then
+ * 40 in one: every one is followed, not the trace's first 32 (the 33rd
+ * rank's skip was not found), nor a process's. */
+START_TEST(test_every_scaler_followed)
 {
+	int scalers = _i ? 40 : 33;
 	static char text[32768];
 	struct trace t;
 	struct findings found;
@@ -1657,15 +1658,15 @@ START_TEST(test_scalers_followed_per_process)
 		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
 	size_t skips = 0;
 
-	for (int pid = 1; pid <= 33; pid++)
+	for (int k = 1; k <= scalers; k++)
 		n += (size_t)snprintf(
 			text + n, sizeof text - n,
 			"%s{\"name\":\"scaler step\",\"cat\":\"amp.scaler\","
 			"\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":%d,\"tid\":1,"
 			"\"args\":{\"what\":\"step\",\"scaler_id\":%d,"
 			"\"optimizer_id\":%d,\"scale\":65536.0,\"found_inf\":"
-			"true,\"step_skipped\":true}}", pid > 1 ? "," : "", pid,
-			pid, 100 + pid, 200 + pid);
+			"true,\"step_skipped\":true}}", k > 1 ? "," : "", k,
+			_i ? 1 : k, 100 + k, 200 + k);
 	n += (size_t)snprintf(text + n, sizeof text - n,
 			      "],\"amptraceEnd\":{\"complete\":true}}\n");
 	ck_assert_uint_lt(n, sizeof text);
@@ -1674,7 +1675,7 @@ START_TEST(test_scalers_followed_per_process)
 	ck_assert_int_eq(findings_compute(&t, &found), 0);
 	for (size_t i = 0; i < found.count; i++)
 		skips += !strcmp(found.items[i].kind, "scaler-skipped-step");
-	ck_assert_uint_eq(skips, 33);
+	ck_assert_uint_eq(skips, (size_t)scalers);
 	findings_free(&found);
 	trace_free(&t);
 }
@@ -2112,7 +2113,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_test(kinds, test_skips_of_optimizers_past_the_followed_apart);
-	tcase_add_test(kinds, test_scalers_followed_per_process);
+	tcase_add_loop_test(kinds, test_every_scaler_followed, 0, 2);
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
