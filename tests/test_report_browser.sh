@@ -114,6 +114,12 @@ render "$tmp/two-ranks.html"
 check "two ranks: summary's findings, each once" \
 	findings_shown "$tmp/two-ranks.json"
 check "two ranks: a finding on both said so" dom_has ' on each of 2 ranks: '
+# ... and of three, one healthy: on 2 of them
+"$amptrace" merge "$tmp/whole_loop.json" "$tmp/whole_loop.json" \
+	"$tmp/transformer.json" -o "$tmp/three-ranks.json" >/dev/null 2>&1
+"$amptrace" report "$tmp/three-ranks.json" -o "$tmp/three-ranks.html" >/dev/null
+render "$tmp/three-ranks.html"
+check "three ranks: a finding two have, on 2 of 3" dom_has ' on each of 2 of 3 ranks: '
 
 # 8 steps, 2 in full detail: the regions table says how many regions the
 # other 6 entered

@@ -172,11 +172,14 @@
   }
 
   /* " ×6"; a finding of several ranks (summary's fold, the lowest rank's
-   * shown): " ×6 on each of 2 ranks", " ×13 on 2 ranks". */
+   * shown): " ×6 on each of 2 ranks", " ×13 on 2 of 3 ranks" (the rank
+   * of a finding of one is in its "at fault" line). */
+  const jobRanks = new Set(processes.filter((p) => p.rank !== null).map((p) => p.rank)).size;
   function occurrences(f) {
-    if (f.ranks > 1 && f.each === null) return " ×" + count(f.count) + " on " + f.ranks + " ranks";
+    const of = f.ranks < jobRanks ? " of " + jobRanks : "";
+    if (f.ranks > 1 && f.each === null) return " ×" + count(f.count) + " on " + f.ranks + of + " ranks";
     const times = f.ranks > 1 ? f.each : f.count;
-    const on = f.ranks > 1 ? " on each of " + f.ranks + " ranks" : "";
+    const on = f.ranks > 1 ? " on each of " + f.ranks + of + " ranks" : "";
     return (times > 1 ? " ×" + count(times) : "") + on;
   }
 
