@@ -258,8 +258,9 @@ void graph_elsewhere_text(const struct graph *g, const struct trace_finding *f,
 		int group = trace_ranks_group(r, f->pid);
 		int ranks = s->analysis.listed.items[
 			s->analysis.listed.of[f - s->analysis.findings]].ranks;
-		jsonw_printf(w, " (%s's", trace_ranks_name(r, group, name,
-							  sizeof name));
+		trace_ranks_name(r, group, name, sizeof name);
+		/* "rank 1's", "process 77's", "of the processes without a rank" */
+		jsonw_printf(w, group ? " (%s's" : " (of %s", name);
 		if (ranks > 1)
 			jsonw_printf(w, ", on %d ranks", ranks);
 		jsonw_cstr(w, ": --rank ");

@@ -258,6 +258,17 @@ check "summary of three ranks: a finding rank 1 lacks on 2 of them" \
 capture "$amptrace" summary "$tmp/gc.json"
 check "summary of two ranks: a finding of one names its rank" \
 	out_has "warning stale-cache (rank 1's): cached cast of fc1.weight"
+# a finding of the processes no process_name names, beside rank 0
+"$python" "$(dirname "$0")/../add_process.py" "$fx/changed.json" \
+	"$tmp/named.json" --pid 5 --rank 0 --phase backward
+"$python" -c 'import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"]
+                    if e.get("name") != "process_name" or e["pid"] != 100]
+json.dump(t, open(sys.argv[2], "w"))' "$tmp/named.json" "$tmp/unnamed.json"
+"$ampview" "$tmp/unnamed.json" --rank 0 -o "$tmp/ranks.svg"
+check "ampview of rank 0: a finding of the unnamed processes, how to draw it" \
+	grep -qF "stale&#45;cache ×1 (of the processes without a rank: &#45;&#45;rank all draws it)" "$tmp/ranks.svg"
 # the same processes named without ranks (Hogwild's workers): each its own
 sed 's/"rank":[01],*//; s/"name":"rank [01]: /"name":"/' "$tmp/cc.json" >"$tmp/cc-unranked.json"
 capture "$amptrace" summary "$tmp/cc-unranked.json"
