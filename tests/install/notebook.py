@@ -42,8 +42,14 @@ CELLS = [
     "%%amptrace -o raised.json --no-graph\n"
     "with torch.autocast('cpu', torch.bfloat16):\n"
     "    model(torch.randn(2, 16))\nraise ValueError('raised in the cell')",
+    # IPython's own syntax in the body, as in any cell
+    "%%amptrace -o magics.json --no-graph\n%time step()\n"
+    "!echo shell ran\nlines = !echo captured\nprint(lines[0])\n"
+    "with torch.autocast('cpu', torch.bfloat16):\n"
+    "    model(torch.randn(2, 16))\n1 / 0",
 ]
 RAISES = 4  # the index of the cell that raises
+MAGICS = 5  # the index of the cell with magics (it raises on its line 8)
 
 
 def traceback_of(cell):
@@ -73,6 +79,7 @@ def main():
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
     nb.cells[RAISES].metadata["tags"] = ["raises-exception"]
+    nb.cells[MAGICS].metadata["tags"] = ["raises-exception"]
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": work}})
     client.execute()
@@ -109,6 +116,21 @@ def main():
         check('"scope":"In[5]:2"' in f.read(),
               "%%amptrace: a cell that raises writes its trace, its "
               "region named by the cell (In[5]:2)")
+    out = stdout_of(nb.cells[MAGICS])
+    check("Wall time" in out and "shell ran" in out and "captured" in out,
+          "%%amptrace: a body's %magic, !shell and x = !cmd lines run")
+    if "shell ran" not in out:
+        print("# outputs: %r" % nb.cells[MAGICS].outputs)
+    shown = traceback_of(nb.cells[MAGICS])
+    check("Cell In[6], line 8" in shown and "1 / 0" in shown,
+          "%%amptrace: after magic lines, an error's line is the cell's")
+    if "Cell In[6], line 8" not in shown:
+        print("# traceback: %r" % shown[-800:])
+    magics = os.path.join(work, "magics.json")
+    with open(magics) if os.path.isfile(magics) else open(os.devnull) as f:
+        check('"scope":"In[6]:6"' in f.read(),
+              "%%amptrace: with magic lines, the region named by its "
+              "cell line (In[6]:6)")
     return 1 if failed else 0
 
 

@@ -146,17 +146,30 @@ def _cell_number(ipython):
     return number if number is not None else ipython.execution_count
 
 
+def _cache(ipython, source, raw):
+    """The name IPython gives the cell's code, its source kept for
+    tracebacks (IPython before 8 takes no raw_code)."""
+    number = _cell_number(ipython)
+    try:
+        return ipython.compile.cache(source, number, raw_code=raw)
+    except TypeError:
+        return ipython.compile.cache(source, number)
+
+
 def _run_body(ipython, line, cell):
-    """Runs the body of a `%%amptrace` cell as IPython runs a cell:
-    compiled under a name IPython knows as this cell's, so that an error
-    shows its line and source ("Cell In[4], line 3"), and the regions it
-    opens are named by the cell ("In[4]:3"); not as a "<string>" whose
-    source no traceback can show.  Its lines are numbered as the cell
-    shows them: the %%amptrace line first, as a comment."""
+    """Runs the body of a `%%amptrace` cell as IPython runs a cell: its
+    IPython syntax (`%time` lines, `!ls`, `x = !cmd`) made Python as
+    IPython makes a cell's, and compiled under a name IPython knows as
+    this cell's, so that an error shows its line and source ("Cell In[4],
+    line 3"), and the regions it opens are named by the cell ("In[4]:3");
+    not as a "<string>" whose source no traceback can show.  Its lines
+    are numbered as the cell shows them: the %%amptrace line first, as a
+    comment."""
     __tracebackhide__ = True
-    source = "# %%%%amptrace %s\n%s" % (line, cell)
-    name = ipython.compile.cache(source, _cell_number(ipython))
-    code = ipython.compile(source, name, "exec")
+    head = "# %%%%amptrace %s\n" % line
+    source = head + ipython.transform_cell(cell)
+    code = ipython.compile(source, _cache(ipython, source, head + cell),
+                           "exec")
     exec(code, ipython.user_global_ns, ipython.user_ns)
 
 
