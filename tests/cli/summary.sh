@@ -212,6 +212,10 @@ check "summary --json of two ranks: a finding's count on all, its ranks, each's"
 f = [f for f in json.load(open(sys.argv[1]))["findings"]
      if f["kind"] == "backward-under-autocast"]
 sys.exit([(x["count"], x["ranks"], x["each"]) for x in f] != [(4, 2, 2)])' "$tmp/out"
+check "summary --json of two ranks: each skip's process and rank" \
+	"$python" -c 'import json, sys
+k = json.load(open(sys.argv[1]))["scaler"]["skipped"]
+sys.exit(sorted((x["pid"], x["rank"]) for x in k) != [(1, 0), (2, 1)])' "$tmp/out"
 check "summary --json of two ranks: the ranks that train, each's steps" \
 	"$python" -c 'import json, sys
 s = json.load(open(sys.argv[1]))["steps"]

@@ -1271,7 +1271,16 @@ static void print_json(struct summary *s, FILE *out)
 		}
 		cJSON *skips = cJSON_AddArrayToObject(sc, "skipped");
 		for (size_t i = 0; i < a->nskips; i++) {
+			/* every process's: its pid, and its rank (null: none) */
+			int64_t pid = t->events[a->skips[i].event].pid;
+			int rank = a->ranks.rank_of_group[
+				trace_ranks_group(&a->ranks, pid)];
 			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "pid", (double)pid);
+			if (rank >= 0)
+				cJSON_AddNumberToObject(o, "rank", rank);
+			else
+				cJSON_AddNullToObject(o, "rank");
 			cJSON_AddNumberToObject(o, "step",
 						a->step_of[a->skips[i].event]);
 			cJSON_AddItemToObject(o, "scale",
