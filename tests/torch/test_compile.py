@@ -327,6 +327,49 @@ def test_recompile_healthy():
           notes + [traced.stderr[-800:]])
 
 
+def test_no_graph():
+    """A compiled callable that runs eagerly (no compiled graph in a
+    call) is said, with Dynamo's reasons; one that compiles, or runs
+    eagerly as the program asked, is not."""
+    expected = {
+        "disabled": ["torch.compile'd f (no_graph.py:24, compiled at "
+                     "no_graph.py:59) ran eagerly in its call 1:",
+                     "`torch.compiler.disable()`d function",
+                     "`<function work>`"],
+        "ddp": ["torch.compile'd DistributedDataParallel (compiled at "
+                "no_graph.py:38) ran eagerly in its call 1:",
+                "`set_runtime_stats_and_log` of class `Logger`"],
+        "limit": ["torch.compile'd g (no_graph.py:28, compiled at "
+                  "no_graph.py:53) ran eagerly in its call 2:",
+                  "its earlier calls ran compiled graphs",
+                  "Dynamo recompile limit exceeded"],
+        "compiled": None, "stance": None,
+    }
+    for mode, words in expected.items():
+        plain, _ = run("no_graph.py", mode, traced=False)
+        traced, path = run("no_graph.py", mode, out="no-graph-" + mode)
+        check("no graph, %s: the program's output as untraced" % mode,
+              traced.returncode == plain.returncode == 0 and
+              traced.stdout == plain.stdout and plain.stdout,
+              plain.stdout + traced.stdout + traced.stderr[-800:])
+        found = [f for f in findings(path).get("findings", [])
+                 if f["kind"] == "no-compiled-graph"]
+        if words is None:
+            check("no graph, %s: no finding no-compiled-graph, graphs "
+                  "called" % mode, not found and
+                  (mode == "stance" or calls(load(path))), found)
+            continue
+        check("no graph, %s: one warning naming the callable, the call "
+              "and Dynamo's reason" % mode, len(found) == 1 and
+              found[0]["severity"] == "warning" and
+              all(w in found[0]["message"] for w in words),
+              found or traced.stderr[-800:])
+    _, path = eager_twin("no_graph.py", "disabled", out="no-graph-twin")
+    check("no graph: Dynamo off (TORCHDYNAMO_DISABLE=1): no finding "
+          "no-compiled-graph", "no-compiled-graph" not in
+          kinds(findings(path)), kinds(findings(path)))
+
+
 # --------------------------------------------------------- robustness
 
 def test_modes():
@@ -452,7 +495,8 @@ TESTS = [functools.partial(test_models, "aot_eager"),
          test_inner_disabled, test_dropped_rounding, test_checkpointed,
          test_rematerialized,
          test_graph_break,
-         test_recompile, test_recompile_healthy, test_modes, test_fallback,
+         test_recompile, test_recompile_healthy, test_no_graph,
+         test_modes, test_fallback,
          test_compile_error,
          test_slow_compile_killed, test_cache_reuse]
 # AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while

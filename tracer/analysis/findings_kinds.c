@@ -180,6 +180,25 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "op it feeds and drops the rounding (pytorch#181568); "
 		       "written at compile and at the first backward",
 	},
+	[FINDING_NO_COMPILED_GRAPH] = {
+		"no-compiled-graph", FINDING_WARNING, FINDING_FROM_BRIDGE,
+		.fix = "act on Dynamo's reasons: move what breaks the graph "
+		       "or is skipped out of the compiled code, or compile "
+		       "the module or function that holds the work itself; "
+		       "past the recompile limit, keep shapes and dtypes "
+		       "steady or mark them dynamic; "
+		       "TORCH_LOGS=graph_breaks,recompiles says more",
+		.doc = "a `torch.compile`d function or module ran eagerly: in "
+		       "one of its calls no compiled graph ran (Dynamo made "
+		       "or ran none: every frame skipped, a graph break at the first "
+		       "op, the work inside a `torch._dynamo.disable`d call or "
+		       "one Dynamo skips (DDP's forward), the recompile limit "
+		       "reached, a compile error suppressed), so its ops are "
+		       "eager ops; names it, the call, and Dynamo's reasons "
+		       "counted during the call; once per compiled callable, "
+		       "at its first such call (not when the program asked for "
+		       "eager: `set_stance`, Dynamo disabled)",
+	},
 	[FINDING_CACHE_GROWTH] = {
 		"cache-growth", FINDING_WARNING, FINDING_FROM_EVENTS,
 		.once = finding_rule_cache_growth,

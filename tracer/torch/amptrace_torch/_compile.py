@@ -34,7 +34,7 @@ import threading
 import time
 import warnings
 
-from . import _diverge, _graph
+from . import _diverge, _eager, _graph
 
 _local = threading.local()
 _graphs_by_compile = {}     # Dynamo's compile id "0/1" -> its graphs
@@ -71,9 +71,16 @@ def install(torch, bridge, failed, autocast_state, name_module=None,
     @functools.wraps(original)
     def compile(*args, **kwargs):
         _arm(state)
-        if name_module is not None and args:
-            _name_compiled(torch, name_module, args[0], failed)
-        return original(*args, **kwargs)
+        target = args[0] if args else kwargs.get("model")
+        if name_module is not None and target is not None:
+            _name_compiled(torch, name_module, target, failed)
+        compiled = original(*args, **kwargs)
+        if target is not None:
+            try:
+                _eager.watch(state, compiled, target)
+            except Exception as e:
+                failed(e)
+        return compiled
 
     torch.compile = compile
 
@@ -183,6 +190,8 @@ class _Compile:
             self.begin_ns)
 
     def close(self, error):
+        if error:
+            _eager.compile_failed(error)
         if not self.op and error:
             self.op = self._open("compile", 0)
         if self.op:
@@ -235,7 +244,11 @@ def _compile_error(exc):
     if exc is None or type(exc).__name__ in ("SkipFrame",
                                              "SkipCodeRecursiveException"):
         return None
-    return "%s: %s" % (type(exc).__name__, str(exc).split("\n")[0][:500])
+    lines = [line.strip() for line in str(exc).split("\n") if line.strip()]
+    # "backend='broken' raised:" says what follows: the backend's error
+    text = " ".join(lines[:2]) if lines and lines[0].endswith(":") \
+        else (lines[0] if lines else "")
+    return "%s: %s" % (type(exc).__name__, text[:500])
 
 
 # -------------------------------------------------------------- graphs
@@ -264,11 +277,13 @@ def _hook_graphs(state):
         finally:
             _local.graph = previous
         if graph is None:
+            _eager.calls_unseen()
             return compiled
         try:
             return _graph.recorded_calls(state, graph, compiled)
         except Exception as e:
             state.failed(e)
+            _eager.calls_unseen()
             return compiled
 
     cls.call_user_compiler = call_user_compiler

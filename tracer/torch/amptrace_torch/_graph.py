@@ -19,7 +19,7 @@ import functools
 import os
 import re
 
-from . import _diverge
+from . import _diverge, _eager
 from ._places import place
 
 _CONVERSIONS = frozenset(("convert_element_type", "_to_copy", "to"))
@@ -493,6 +493,7 @@ def recorded_calls(state, graph, compiled):
     # change how the wrapper is called
     @functools.wraps(compiled, updated=())
     def call(*args, **kwargs):
+        _eager.graph_ran()
         op = begin(args)
         try:
             out = compiled(*args, **kwargs)
