@@ -121,31 +121,37 @@ class _Watched:
     """A compiled callable: its calls, until one ran eagerly."""
 
     def __init__(self, state, name):
+        from torch._dynamo.utils import counters
         self.state = state
         self.name = name
+        self.counters = counters
         self.calls = 0
         self.reported = False
 
     def enter(self):
-        """At a call's start: what it is judged against at its end."""
+        """At a call's start: what it is judged against at its end (a
+        few microseconds: a compiled call's own overhead is tens)."""
         if self.reported:
             return _nothing
         try:
-            if _eager_asked(self.state.torch):
-                return _nothing
-            call = _Call(self, self.state.torch)
+            return _Call(self).leave
         except Exception as e:
             self.state.failed(e)
             return _nothing
-        return call.leave
+
+    def counted(self):
+        """Dynamo's counts of graph breaks and unimplemented features,
+        by their text."""
+        return {c: dict(self.counters[c]) for c in _CATEGORIES
+                if c in self.counters}
 
 
 class _Call:
-    def __init__(self, watched, torch):
+    def __init__(self, watched):
         self.watched = watched
         self.graphs = getattr(_local, "graphs", 0)
         self.errors = len(getattr(_local, "errors", ()))
-        self.counted = _counted(torch)
+        self.counted = watched.counted()
 
     def leave(self):
         # called in the compiled wrapper's finally: an exception passing
@@ -157,9 +163,12 @@ class _Call:
                 getattr(_local, "graphs", 0) != self.graphs:
             return
         try:
-            watched.reported = True
             torch = watched.state.torch
-            reasons = _new_reasons(_counted(torch), self.counted) + \
+            if _eager_asked(torch):
+                return
+            watched.reported = True
+            reasons = _new_reasons(torch, watched.counted(),
+                                   self.counted) + \
                 getattr(_local, "errors", [])[self.errors:]
             watched.state.bridge.compiled_diag(
                 "no-compiled-graph", _message(watched, reasons), 0)
@@ -176,14 +185,7 @@ def _eager_asked(torch):
     return stance != "default" or bool(getattr(config, "disable", False))
 
 
-def _counted(torch):
-    """Dynamo's counts of graph breaks and unimplemented features, by
-    their text."""
-    from torch._dynamo.utils import counters
-    return {c: dict(counters[c]) for c in _CATEGORIES if c in counters}
-
-
-def _new_reasons(now, before):
+def _new_reasons(torch, now, before):
     """The texts whose counts rose, graph breaks first: each its first
     line and its explanation ("Unsupported method call: Dynamo does not
     know how to trace method `set_runtime_stats_and_log` of class
@@ -193,14 +195,17 @@ def _new_reasons(now, before):
         old = before.get(category, {})
         for text, count in now.get(category, {}).items():
             if count > old.get(text, 0):
-                reasons.append(_reason(text))
+                reasons.append(_reason(torch, text))
     return reasons
 
 
-def _reason(text):
+def _reason(torch, text):
     # an object's address ("<function work at 0x7f3f...>") differs from
-    # run to run, and says nothing
+    # run to run, and says nothing; torch's files are named from torch/,
+    # as on every machine
     text = re.sub(r" at 0x[0-9a-f]+>", ">", str(text))
+    text = text.replace(os.path.dirname(os.path.dirname(
+        os.path.abspath(torch.__file__))) + os.sep, "")
     lines = [line.strip() for line in text.strip().split("\n")]
     why = lines[0]
     for line in lines[1:]:
