@@ -332,17 +332,23 @@ def test_no_graph():
     call) is said, with Dynamo's reasons; one that compiles, or runs
     eagerly as the program asked, is not."""
     expected = {
-        "disabled": ["torch.compile'd f (no_graph.py:24, compiled at "
-                     "no_graph.py:59) ran eagerly in its call 1:",
+        "disabled": ["torch.compile'd f (no_graph.py:25, compiled at "
+                     "no_graph.py:68) ran eagerly in its call 1:",
                      "`torch.compiler.disable()`d function",
                      "`<function work>`"],
         "ddp": ["torch.compile'd DistributedDataParallel (compiled at "
-                "no_graph.py:38) ran eagerly in its call 1:",
-                "`set_runtime_stats_and_log` of class `Logger`"],
-        "limit": ["torch.compile'd g (no_graph.py:28, compiled at "
-                  "no_graph.py:53) ran eagerly in its call 2:",
+                "no_graph.py:43) ran eagerly in its call 1:",
+                "`set_runtime_stats_and_log` of class `Logger`",
+                "`DistributedDataParallel._inside_ddp_forward` in file "
+                "`torch/_compile.py`"],
+        "limit": ["torch.compile'd g (no_graph.py:29, compiled at "
+                  "no_graph.py:62) ran eagerly in its call 2:",
                   "its earlier calls ran compiled graphs",
                   "Dynamo recompile limit exceeded"],
+        "suppressed": ["torch.compile'd g (no_graph.py:29, compiled at "
+                       "no_graph.py:58) ran eagerly in its call 1:",
+                       "BackendCompilerFailed: backend='broken' raised: "
+                       "RuntimeError: this backend fails"],
         "compiled": None, "stance": None,
     }
     for mode, words in expected.items():
@@ -382,6 +388,9 @@ def test_modes():
     check("reduce-overhead and fullgraph: both graphs' calls recorded",
           len({o["graph"] for o in calls(load(path))}) == 2,
           calls(load(path)))
+    check("reduce-overhead and fullgraph: neither ran eagerly (no "
+          "no-compiled-graph)", "no-compiled-graph" not in
+          kinds(findings(path)), findings(path).get("findings"))
 
 
 def test_fallback():

@@ -4,6 +4,7 @@
             DDP's forward (torch 2.13), no graph
   limit     recompile_limit 1 and a new shape each call: call 2 hits the
             limit and runs eagerly
+  suppressed  the backend fails and suppress_errors goes on eagerly
   compiled  g compiles (no finding)
   stance    g under set_stance("force_eager"): eager as asked (no finding)
 Prints the results, for the traced run to match the untraced one."""
@@ -29,6 +30,10 @@ def g(x, w):
     return (x @ w).relu()
 
 
+def broken(gm, example_inputs):
+    raise RuntimeError("this backend fails")
+
+
 def ddp():
     import torch.distributed as dist
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0,
@@ -48,6 +53,10 @@ def ddp():
 w = torch.randn(8, 8)
 if mode == "ddp":
     ddp()
+elif mode == "suppressed":
+    torch._dynamo.config.suppress_errors = True
+    h = torch.compile(g, backend=broken)
+    print(h(torch.randn(4, 8), w).sum().item())
 elif mode == "limit":
     torch._dynamo.config.recompile_limit = 1
     h = torch.compile(g, backend="aot_eager", dynamic=False)
