@@ -329,29 +329,33 @@ def test_recompile_healthy():
 
 def test_no_graph():
     """A compiled callable that runs eagerly (no compiled graph in a
-    call) is said, with Dynamo's reasons; one that compiles, or runs
-    eagerly as the program asked, is not."""
-    expected = {
-        "disabled": ["torch.compile'd f (no_graph.py:25, compiled at "
-                     "no_graph.py:68) ran eagerly in its call 1:",
-                     "`torch.compiler.disable()`d function",
-                     "`<function work>`"],
-        "ddp": ["torch.compile'd DistributedDataParallel (compiled at "
-                "no_graph.py:43) ran eagerly in its call 1:",
-                "`set_runtime_stats_and_log` of class `Logger`",
-                "`DistributedDataParallel._inside_ddp_forward` in file "
-                "`torch/_compile.py`"],
-        "limit": ["torch.compile'd g (no_graph.py:29, compiled at "
-                  "no_graph.py:62) ran eagerly in its call 2:",
-                  "its earlier calls ran compiled graphs",
-                  "Dynamo recompile limit exceeded"],
-        "suppressed": ["torch.compile'd g (no_graph.py:29, compiled at "
-                       "no_graph.py:58) ran eagerly in its call 1:",
-                       "BackendCompilerFailed: backend='broken' raised: "
-                       "RuntimeError: this backend fails"],
-        "compiled": None, "stance": None,
+    call) is said, with Dynamo's reasons, each callable apart; one that
+    compiles, or runs eagerly as the program asked, is not."""
+    expected = {  # mode: the words of each finding, in order
+        "disabled": [["torch.compile'd f (no_graph.py:27, compiled at "
+                      "no_graph.py:86) ran eagerly in its call 1:",
+                      "`torch.compiler.disable()`d function",
+                      "`<function work>`"]],
+        "ddp": [["torch.compile'd DistributedDataParallel (compiled at "
+                 "no_graph.py:55) ran eagerly in its call 1:",
+                 "`set_runtime_stats_and_log` of class `Logger`",
+                 "`DistributedDataParallel._inside_ddp_forward` in file "
+                 "`torch/_compile.py`"]],
+        "limit": [["torch.compile'd g (no_graph.py:31, compiled at "
+                   "no_graph.py:80) ran eagerly in its call 2:",
+                   "its earlier calls ran compiled graphs",
+                   "Dynamo recompile limit exceeded"]],
+        "suppressed": [["torch.compile'd g (no_graph.py:31, compiled at "
+                        "no_graph.py:76) ran eagerly in its call 1:",
+                        "BackendCompilerFailed: backend='broken' raised: "
+                        "RuntimeError: this backend fails"]],
+        "two": [["torch.compile'd Net (compiled at no_graph.py:70) ran "
+                 "eagerly in its call 1:"],
+                ["torch.compile'd f (no_graph.py:27, compiled at "
+                 "no_graph.py:71) ran eagerly in its call 1:"]],
+        "compiled": [], "stance": [],
     }
-    for mode, words in expected.items():
+    for mode, wanted in expected.items():
         plain, _ = run("no_graph.py", mode, traced=False)
         traced, path = run("no_graph.py", mode, out="no-graph-" + mode)
         check("no graph, %s: the program's output as untraced" % mode,
@@ -360,15 +364,17 @@ def test_no_graph():
               plain.stdout + traced.stdout + traced.stderr[-800:])
         found = [f for f in findings(path).get("findings", [])
                  if f["kind"] == "no-compiled-graph"]
-        if words is None:
+        if not wanted:
             check("no graph, %s: no finding no-compiled-graph, graphs "
                   "called" % mode, not found and
                   (mode == "stance" or calls(load(path))), found)
             continue
-        check("no graph, %s: one warning naming the callable, the call "
-              "and Dynamo's reason" % mode, len(found) == 1 and
-              found[0]["severity"] == "warning" and
-              all(w in found[0]["message"] for w in words),
+        check("no graph, %s: %d warning(s) naming the callable, the call "
+              "and Dynamo's reason" % (mode, len(wanted)),
+              len(found) == len(wanted) and all(
+                  f["severity"] == "warning" and f["count"] == 1 and
+                  all(w in f["message"] for w in words)
+                  for f, words in zip(found, wanted)),
               found or traced.stderr[-800:])
     _, path = eager_twin("no_graph.py", "disabled", out="no-graph-twin")
     check("no graph: Dynamo off (TORCHDYNAMO_DISABLE=1): no finding "

@@ -96,9 +96,12 @@ void finding_fold_diag(struct findings_context *cx, size_t i)
 		finding_text(site, sizeof site, "%s %s",
 			     d->op_id ? finding_op_label(cx, e->pid, d->op_id, label, sizeof label) : "",
 			     name ? name : "");
+	} else if (d->op_id) {
+		finding_text(site, sizeof site, "%s",
+			     finding_op_label(cx, e->pid, d->op_id, label, sizeof label));
 	} else {
 		finding_text(site, sizeof site, "%s",
-			     d->op_id ? finding_op_label(cx, e->pid, d->op_id, label, sizeof label) : "");
+			     k && k->by_message && d->message ? d->message : "");
 	}
 	struct trace_finding *f = finding_at(cx, d->kind, site, e->pid, i);
 	if (!f)

@@ -107,6 +107,10 @@ struct finding_kind {
 	finding_trace_rule *once;  /* NULL: none */
 	const char *fix;           /* one line: what to change */
 	const char *doc;           /* one line: when it fires (RULES.md) */
+	/* an amp.diag of no op and no tensor is a finding of its own per
+	 * message (the message names what is at fault), not folded into
+	 * the process's first of the kind */
+	bool by_message;
 };
 /* Indexed by enum finding_kind_id. */
 extern const struct finding_kind finding_kinds[FINDING_KIND_COUNT];

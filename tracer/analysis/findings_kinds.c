@@ -182,6 +182,7 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 	},
 	[FINDING_NO_COMPILED_GRAPH] = {
 		"no-compiled-graph", FINDING_WARNING, FINDING_FROM_BRIDGE,
+		.by_message = true,  /* each compiled callable, no op */
 		.fix = "act on Dynamo's reasons: move what breaks the graph "
 		       "or is skipped out of the compiled code, or compile "
 		       "the module or function that holds the work itself; "

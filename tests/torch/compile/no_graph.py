@@ -5,6 +5,8 @@
   limit     recompile_limit 1 and a new shape each call: call 2 hits the
             limit and runs eagerly
   suppressed  the backend fails and suppress_errors goes on eagerly
+  two       a module by model.compile(), its forward disabled, and f: two
+            callables, two findings
   compiled  g compiles (no finding)
   stance    g under set_stance("force_eager"): eager as asked (no finding)
 Prints the results, for the traced run to match the untraced one."""
@@ -30,6 +32,16 @@ def g(x, w):
     return (x @ w).relu()
 
 
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    @torch._dynamo.disable
+    def forward(self, x):
+        return self.fc(x)
+
+
 def broken(gm, example_inputs):
     raise RuntimeError("this backend fails")
 
@@ -53,6 +65,12 @@ def ddp():
 w = torch.randn(8, 8)
 if mode == "ddp":
     ddp()
+elif mode == "two":
+    net = Net()
+    net.compile(backend="aot_eager")
+    h = torch.compile(f, backend="aot_eager")
+    print(net(torch.randn(4, 8)).sum().item(),
+          h(torch.randn(4, 8), w).sum().item())
 elif mode == "suppressed":
     torch._dynamo.config.suppress_errors = True
     h = torch.compile(g, backend=broken)

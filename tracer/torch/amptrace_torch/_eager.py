@@ -87,6 +87,8 @@ def _describe(torch, target):
     """"DistributedDataParallel (compiled at train.py:12)", "f
     (train.py:5, compiled at train.py:12)"."""
     at = _compile_site(torch)
+    if getattr(target, "__func__", None) is torch.nn.Module._call_impl:
+        target = target.__self__   # model.compile()
     if isinstance(target, torch.nn.Module):
         return "%s (compiled at %s)" % (type(target).__name__, at)
     name = getattr(target, "__qualname__", None) or \
