@@ -343,7 +343,7 @@ def test_no_graph():
                  "`torch/_compile.py`"]],
         "limit": [["torch.compile'd g (no_graph.py:31, compiled at "
                    "no_graph.py:80) ran eagerly in its call 2:",
-                   "its earlier calls ran compiled graphs",
+                   "(1 earlier call ran compiled graphs)",
                    "Dynamo recompile limit exceeded"]],
         "suppressed": [["torch.compile'd g (no_graph.py:31, compiled at "
                         "no_graph.py:76) ran eagerly in its call 1:",

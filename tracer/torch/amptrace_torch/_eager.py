@@ -28,8 +28,6 @@ from ._places import place
 _local = threading.local()
 _CATEGORIES = ("graph_break", "unimplemented")
 _MAX_REASONS = 3
-
-
 _unseen = []               # one True once a graph's calls go unrecorded
 
 
@@ -128,11 +126,11 @@ class _Watched:
         self.name = name
         self.counters = counters
         self.calls = 0
+        self.compiled_calls = 0    # calls that ran a compiled graph
         self.reported = False
 
     def enter(self):
-        """At a call's start: what it is judged against at its end (a
-        few microseconds: a compiled call's own overhead is tens)."""
+        """At a call's start: what it is judged against at its end."""
         if self.reported:
             return _nothing
         try:
@@ -161,8 +159,10 @@ class _Call:
         # the call unjudged
         watched = self.watched
         watched.calls += 1
-        if sys.exc_info()[1] is not None or _unseen or \
-                getattr(_local, "graphs", 0) != self.graphs:
+        if sys.exc_info()[1] is not None or _unseen:
+            return
+        if getattr(_local, "graphs", 0) != self.graphs:
+            watched.compiled_calls += 1
             return
         try:
             torch = watched.state.torch
@@ -221,8 +221,10 @@ def _message(watched, reasons):
     text = ("torch.compile'd %s ran eagerly in its call %d: no compiled "
             "graph ran in it, so every op of the call ran as in eager mode"
             % (watched.name, watched.calls))
-    if watched.calls > 1:
-        text += " (its earlier calls ran compiled graphs)"
+    if watched.compiled_calls:
+        text += " (%d earlier call%s ran compiled graphs)" % (
+            watched.compiled_calls, "" if watched.compiled_calls == 1
+            else "s")
     unique = list(dict.fromkeys(reasons))
     if not unique:
         return text + ("; Dynamo gave no reason (it skipped every frame: "
