@@ -1,5 +1,6 @@
 """TAP output for the PyTorch bridge's test scripts: one line per check,
 the reason under a failed one, the plan and the exit status at the end."""
+import functools
 import sys
 
 results = []
@@ -65,8 +66,10 @@ def bridge_missing(amptrace, python, need="import torch"):
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def torch_release(python):
-    """(major, minor) of the torch `python` runs."""
+    """(major, minor) of the torch `python` runs (asked once per python:
+    each asking imports torch, seconds)."""
     import subprocess
     p = subprocess.run([python, "-c",
                         "import torch; print(torch.__version__)"],

@@ -6,6 +6,7 @@ bridge was not built or the interpreter has no torch.
 
 usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
 """
+import functools
 import json
 import os
 import re
@@ -39,8 +40,10 @@ def run(script, *args, env=None, out="t", options=()):
                             options=options), path
 
 
+@functools.lru_cache(maxsize=None)
 def torch_release():
-    """(major, minor) of the torch PYTHON runs."""
+    """(major, minor) of the torch PYTHON runs (asked once: each asking
+    imports torch, seconds)."""
     p = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
                        capture_output=True, text=True)
     return tuple(int(n) for n in p.stdout.split(".")[:2])
