@@ -3,6 +3,7 @@ read its trace back (test_torch_bridge.py, test_torch_fallback.py,
 test_torch_gpu.py): the command line, the output captured as text, the
 trace as JSON, and the questions every test asks of it."""
 import json
+import os
 import subprocess
 
 
@@ -15,6 +16,29 @@ def run(amptrace, command, trace, env=None, timeout=300, options=(),
                            "--", *command],
                           capture_output=True, text=True, env=env,
                           timeout=timeout, check=check)
+
+
+def keep(process, trace):
+    """Writes `process`'s exit status, stdout and stderr beside `trace`
+    (TRACE without .json, then .run), for kept() in another test that
+    checks the same run of the same program."""
+    with open(trace[:-len(".json")] + ".run", "w") as f:
+        json.dump({"args": process.args, "returncode": process.returncode,
+                   "stdout": process.stdout, "stderr": process.stderr}, f)
+
+
+def kept(trace):
+    """The process keep() wrote beside `trace`, as a CompletedProcess;
+    None when there is none or no trace."""
+    try:
+        with open(trace[:-len(".json")] + ".run") as f:
+            k = json.load(f)
+    except OSError:
+        return None
+    if not os.path.isfile(trace):
+        return None
+    return subprocess.CompletedProcess(k["args"], k["returncode"],
+                                       k["stdout"], k["stderr"])
 
 
 def load(path):

@@ -27,17 +27,21 @@ PYTHON = sys.argv[4]
 PYTHON = shutil.which(PYTHON) or PYTHON
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
-TMP = scratch("amptrace-torch-test-")
+# AMPTRACE_TEST_SCRATCH: a directory to keep the traces in (the fallback's
+# suite reads those of the programs it compares, test_torch_fallback.py)
+TMP = scratch("amptrace-torch-test-", os.environ.get("AMPTRACE_TEST_SCRATCH"))
 
 
 
 def run(script, *args, env=None, out="t", options=()):
     """`amptrace run OPTIONS` on PYTHON running `script` here: (process,
-    trace)."""
+    trace).  The process's exit status and output are kept beside the
+    trace, OUT.run (amptrace_run.keep)."""
     path = os.path.join(TMP, out + ".json")
-    return amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
-                                       *args], path, env=env,
-                            options=options), path
+    p = amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
+                                    *args], path, env=env, options=options)
+    amptrace_run.keep(p, path)
+    return p, path
 
 
 @functools.lru_cache(maxsize=None)
