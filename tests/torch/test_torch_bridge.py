@@ -218,8 +218,11 @@ def test_steps():
              ("scaler", scaler_marks),
              ("wrappers", "optimizer step"))
     most = {}
+    # which steps get full detail is the producer's (tracer/record), fed
+    # the same ops by the fallback in either: under it, "all" alone
+    details = ("all",) if FALLBACK else ("all", "0")
     for (mode, marker), detail in ((loop, detail) for loop in loops
-                                   for detail in ("all", "0")):
+                                   for detail in details):
         p, path = run("scenario_steps.py", mode, out="steps-" + mode,
                       options=("--steps", detail))
         words = p.stdout.split()
@@ -1847,10 +1850,16 @@ else:
     # nothing but CI's time: how the program's own sitecustomize runs,
     # Python's flags refused before torch loads, and where forked
     # children's and ranked blocks' records go (the producer's, not what
-    # records the ops; test_frozen leaves out its forks alike).
+    # records the ops; test_frozen leaves out its forks alike); how
+    # torch's import is caught (the import hook arms the fallback as it
+    # arms the observer, by the one install() of every other test once
+    # torch is in); bounded recording (which steps get full detail, the
+    # aggregates' counts and size, trace(steps=) parsed: the producer's
+    # and the API's, fed the same ops; test_steps keeps a loop of every
+    # shape under the fallback).
     TESTS = [t for t in TESTS if t not in (
         test_sitecustomize, test_injection_messages, test_api_rank,
-        test_api_forks)]
+        test_api_forks, test_import_ways, test_bounded)]
 # AMPTRACE_TORCH_TESTS=import_ways,api runs those alone (while iterating)
 ONLY = os.environ.get("AMPTRACE_TORCH_TESTS")
 for test in TESTS:
