@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import amptrace_run
 from amptrace_run import casts, events, findings, load, ops
@@ -1864,5 +1865,7 @@ else:
 ONLY = os.environ.get("AMPTRACE_TORCH_TESTS")
 for test in TESTS:
     if not ONLY or test.__name__[len("test_"):] in ONLY.split(","):
+        began = time.monotonic()
         test()
+        print("# %s: %.0f s" % (test.__name__, time.monotonic() - began))
 sys.exit(done())

@@ -22,8 +22,10 @@ usage: test_torch_fallback.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES]
 """
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 
 import amptrace_run
 from amptrace_run import load
@@ -310,6 +312,9 @@ def test_bridge_suite():
                        + args, capture_output=True, text=True, env=env,
                        timeout=1500)
     lines = p.stdout.splitlines()
+    for l in lines:
+        if re.match(r"# test_\w+: \d+ s$", l):
+            print("# the bridge suite's " + l[2:])
     passed = [l[5:] for l in lines if l.startswith("ok - ")]
     failed = [l[9:] for l in lines if l.startswith("not ok - ")]
 
@@ -469,8 +474,9 @@ def test_early_thread():
 
 
 skip_unless_bridge(AMPTRACE, PYTHON)
-test_bridge_suite()
-test_same_trace()
-test_change_not_hidden()
-test_early_thread()
+for test in (test_bridge_suite, test_same_trace, test_change_not_hidden,
+             test_early_thread):
+    began = time.monotonic()
+    test()
+    print("# %s: %.0f s" % (test.__name__, time.monotonic() - began))
 sys.exit(done())
