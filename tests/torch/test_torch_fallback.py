@@ -3,10 +3,12 @@
 fallback.c) against the C++ observer, on real torch programs:
 
   1. the bridge's own suite (test_torch_bridge.py) run under the fallback
-     (AMPTRACE_TORCH_FALLBACK=1): every check passes but the named ones,
-     each a fact the modes cannot see, and each of those does fail (the
-     list stays true);
-  2. the same program traced both ways: the same casts (op, argument,
+     (AMPTRACE_TORCH_FALLBACK=1; under torch 1.13 the tests of it that
+     reach 1.13's own paths, RERUN_1_13): every check passes but the
+     named ones, each a fact the modes cannot see, and each of those does
+     fail (the list stays true);
+  2. the same program traced both ways (the fallback's run: the bridge
+     suite's of it, fallback_run): the same casts (op, argument,
      from, to, cache hit/miss/uncacheable/disabled, reason, stale), the
      same policies and output dtypes, and `amptrace diff` finds no
      cast-behaviour change, on the PyTorch twins of the samples and the
@@ -121,10 +123,10 @@ FAILING_IN = {
 
 # Under torch 1.13 the bridge suite reruns under the fallback only its
 # tests that reach a fallback code path of 1.13's own; every other one
-# runs the same fallback code (_modes.py, fallback.c, no branch on the
-# version) under torch 2.13 (torch-fallback-2.13), and what torch 1.13
-# does in it is checked against the observer (torch-bridge).  1.13's own
-# paths:
+# runs the same fallback code (no branch of _modes.py or fallback.c taken
+# under 1.13 alone but those below) under torch 2.13
+# (torch-fallback-2.13), and what torch 1.13 does in it is checked
+# against the observer (torch-bridge).  1.13's own paths:
 #   scenarios: _quiet_type, 1.13's DisableTorchFunction, and
 #     _wrap_as_subclass, as_subclass under a dispatch mode failing on
 #     1.13 alone (scenario_subclass); _WHOLE, 1.13's Tensor._storage()
@@ -138,10 +140,10 @@ FAILING_IN = {
 #     observer's (the same runs: fallback_run)
 # Left out under 1.13: regions, checkpoint, cache_dtypes (1.13 has no
 # f16 autocast on the CPU: less of the path than 2.13's), steps (1.13's
-# GradScaler is off without CUDA), frozen, bounded, roots,
-# custom_function, import_ways, api, twin_negative (test_change_not_hidden
-# here is the fallback's), scripted_model, functorch (no torch.func in
-# 1.13: a skip).
+# GradScaler is off without CUDA), frozen, roots, custom_function, api,
+# twin_negative (test_change_not_hidden here is the fallback's),
+# scripted_model, functorch (no torch.func in 1.13: a skip); and as under
+# every torch, those test_torch_bridge.py leaves out under the fallback.
 RERUN_1_13 = ("training_loop", "scenarios", "twins", "divergence",
               "no_false_divergence", "nested_tensors")
 RERUN = RERUN_1_13 if torch_release(PYTHON) < (2, 0) else None
