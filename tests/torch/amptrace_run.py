@@ -7,38 +7,74 @@ import os
 import subprocess
 
 
+def command_line(amptrace, command, trace, options=()):
+    """`amptrace run -q -o TRACE OPTIONS... -- COMMAND...` as a list."""
+    return [amptrace, "run", "-q", "-o", trace, *options, "--", *command]
+
+
 def run(amptrace, command, trace, env=None, timeout=300, options=(),
         check=False):
     """`amptrace run -q -o TRACE OPTIONS... -- COMMAND...`; the
     CompletedProcess, its stdout and stderr captured as text (`check`:
     raise when it exits non-zero, as subprocess.run)."""
-    return subprocess.run([amptrace, "run", "-q", "-o", trace, *options,
-                           "--", *command],
+    return subprocess.run(command_line(amptrace, command, trace, options),
                           capture_output=True, text=True, env=env,
                           timeout=timeout, check=check)
 
 
-def keep(process, trace):
+def keep(process, trace, env=None):
     """Writes `process`'s exit status, stdout and stderr beside `trace`
     (TRACE without .json, then .run), for kept() in another test that
-    checks the same run of the same program."""
-    with open(trace[:-len(".json")] + ".run", "w") as f:
+    checks the same run of the same program: with the variables `env`
+    set or unset against this process's environment, and the trace's
+    size and time (a trace the run did not write is not its)."""
+    env = os.environ if env is None else env
+    changed = sorted(set(k for k in env if os.environ.get(k) != env[k]) |
+                     set(k for k in os.environ if k not in env))
+    try:
+        written = _stamp(trace)
+    except OSError:
+        written = None
+    with open(_kept_path(trace), "w") as f:
         json.dump({"args": process.args, "returncode": process.returncode,
-                   "stdout": process.stdout, "stderr": process.stderr}, f)
+                   "stdout": process.stdout, "stderr": process.stderr,
+                   "env_changed": changed, "trace": written}, f)
+
+
+def forget(trace):
+    """Removes `trace` and what keep() wrote beside it, before another
+    run writes it: neither may be taken for the new run's."""
+    for path in (trace, _kept_path(trace)):
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
 
 
 def kept(trace):
-    """The process keep() wrote beside `trace`, as a CompletedProcess;
-    None when there is none or no trace."""
+    """The process keep() wrote beside `trace`, as a CompletedProcess
+    (its env_changed: the variables its run set or unset); None when
+    there is none, or the trace is not the one that run wrote."""
     try:
-        with open(trace[:-len(".json")] + ".run") as f:
+        with open(_kept_path(trace)) as f:
             k = json.load(f)
+        if k["trace"] is None or _stamp(trace) != k["trace"]:
+            return None
     except OSError:
         return None
-    if not os.path.isfile(trace):
-        return None
-    return subprocess.CompletedProcess(k["args"], k["returncode"],
-                                       k["stdout"], k["stderr"])
+    p = subprocess.CompletedProcess(k["args"], k["returncode"],
+                                    k["stdout"], k["stderr"])
+    p.env_changed = k["env_changed"]
+    return p
+
+
+def _kept_path(trace):
+    return trace[:-len(".json")] + ".run"
+
+
+def _stamp(path):
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
 
 
 def load(path):

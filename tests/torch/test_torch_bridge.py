@@ -37,11 +37,13 @@ TMP = scratch("amptrace-torch-test-", os.environ.get("AMPTRACE_TEST_SCRATCH"))
 def run(script, *args, env=None, out="t", options=()):
     """`amptrace run OPTIONS` on PYTHON running `script` here: (process,
     trace).  The process's exit status and output are kept beside the
-    trace, OUT.run (amptrace_run.keep)."""
+    trace, OUT.run (amptrace_run.keep); an earlier run's trace of the same
+    OUT is removed first (a run that writes none must not be read so)."""
     path = os.path.join(TMP, out + ".json")
+    amptrace_run.forget(path)
     p = amptrace_run.run(AMPTRACE, [PYTHON, os.path.join(HERE, script),
                                     *args], path, env=env, options=options)
-    amptrace_run.keep(p, path)
+    amptrace_run.keep(p, path, env)
     return p, path
 
 

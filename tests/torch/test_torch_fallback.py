@@ -25,6 +25,7 @@ usage: test_torch_fallback.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES]
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -242,11 +243,17 @@ BRIDGE_OUT = {"no_grad": "nograd", "cache_off": "nocache", "train_mlp": "t"}
 
 def fallback_run(name, script, args):
     """(process, trace) of `script args` under the fallback: the bridge
-    suite's run of it where it made the same one, else traced here."""
+    suite's run of it where it made the same one (the same command line,
+    amptrace's options included, in the suite's own environment), else
+    traced here."""
     path = os.path.join(BRIDGE_TMP, BRIDGE_OUT.get(name, name) + ".json")
     p = amptrace_run.kept(path)
-    command = [PYTHON, os.path.join(HERE, script), *args]
-    if p and p.args[-len(command):] == command:
+    # amptrace and python as the bridge suite resolves them
+    python = shutil.which(PYTHON) or PYTHON
+    command = amptrace_run.command_line(
+        os.path.abspath(AMPTRACE), [python, os.path.join(HERE, script),
+                                    *args], path)
+    if p and p.args == command and not p.env_changed:
         return p, path
     print("# %s: no run of the bridge suite's to share, traced here" % name)
     return trace(script, args, True, name + "_fallback")
