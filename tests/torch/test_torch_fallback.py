@@ -327,6 +327,11 @@ def test_bridge_suite():
         if m:
             ran.append(m.group(1))
             print("# the bridge suite's " + l[2:])
+    # its plan comes last: a test that raised ends the suite there, and
+    # its exit status is 1 either way (the named failures)
+    check("... and runs to its end (no test of it raised)",
+          any(re.match(r"1\.\.\d+$", l) for l in lines),
+          p.stderr[-2000:])
     if RERUN:  # a test renamed there would drop out here unseen
         check("... its tests RERUN_1_13 names ran, each",
               set(RERUN) <= set(ran), sorted(set(RERUN) - set(ran)))
