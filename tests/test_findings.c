@@ -1552,36 +1552,51 @@ END_TEST
 
 /* A GradScaler event: `what` of scaler `id` at `ts`, its step skipped
  * or not (into text + *n). */
-static void scaler_event(char *text, size_t size, size_t *n, int ts, int id,
-			 const char *what, bool skipped)
+/* The head of a trace of scaler events, its length. */
+static size_t scaler_trace_head(char *text, size_t size)
+{
+	return (size_t)snprintf(
+		text, size,
+		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
+		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
+		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
+}
+
+/* A GradScaler event of process `pid` (its first: ts 1). */
+static void scaler_event_of(char *text, size_t size, size_t *n, int ts,
+			    int pid, int scaler, int optimizer,
+			    const char *what, bool skipped)
 {
 	*n += (size_t)snprintf(text + *n, size - *n,
 			       "%s{\"name\":\"scaler %s\",\"cat\":\"amp.scaler\","
-			       "\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":1,"
+			       "\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":%d,"
 			       "\"tid\":1,\"args\":{\"what\":\"%s\",\"scaler_id\":"
 			       "%d,\"optimizer_id\":%d,\"scale\":65536.0,"
 			       "\"found_inf\":%s,\"step_skipped\":%s}}",
-			       ts > 1 ? "," : "", what, ts, what, id, id,
-			       skipped ? "true" : "false",
+			       ts > 1 ? "," : "", what, ts, pid, what, scaler,
+			       optimizer, skipped ? "true" : "false",
 			       skipped ? "true" : "false");
 	ck_assert_uint_lt(*n, size);
 }
 
-/* Past the scalers the rules follow (32), which scaler gets the last
- * state does not hang on a `scale` run's kept trace leaves out: 31
- * scalers updated, then scaler 100's scale, scaler 101's skipped step,
- * scaler 100's; the same skip reported in the trace and as run keeps it. */
+static void scaler_event(char *text, size_t size, size_t *n, int ts, int id,
+			 const char *what, bool skipped)
+{
+	scaler_event_of(text, size, n, ts, 1, id, id, what, skipped);
+}
+
+/* How the scalers are numbered (a skip's site) does not hang on a
+ * `scale` event run's kept trace leaves out: 31 scalers updated, then
+ * scaler 100's scale, scaler 101's skipped step, scaler 100's; the same
+ * skips reported in the trace and as run keeps it (once, only 32
+ * scalers had a state, and which got the last hung on it). */
 START_TEST(test_last_scaler_state_not_claimed_by_unread_event)
 {
 	static char text[32768];
 	struct trace t;
 	struct findings full;
 	struct trace_error err;
-	size_t n = (size_t)snprintf(
-		text, sizeof text,
-		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
-		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
-		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
+	size_t n = scaler_trace_head(text, sizeof text);
 
 	scaler_event(text, sizeof text, &n, 1, 100, "scale", false);
 	scaler_event(text, sizeof text, &n, 2, 101, "step", true);
@@ -1601,32 +1616,31 @@ START_TEST(test_last_scaler_state_not_claimed_by_unread_event)
 }
 END_TEST
 
-/* One GradScaler, 34 optimizers each skipped once: past the optimizers
- * the rules follow (32), a skip's site names its optimizer by id, so each
- * optimizer's skip is still a finding of its own (the site numbers those
- * followed by their order, rank_findings.h). */
-START_TEST(test_skips_of_optimizers_past_the_followed_apart)
+/* Skipped steps, each of its own optimizer: 34 of one GradScaler; of 33
+ * GradScalers in 33 processes (a job's ranks); of 40 in one process.
+ * Every GradScaler and optimizer is followed (not the trace's first 32:
+ * the 33rd rank's skip was not found), and each skip is a finding of its
+ * own (the site numbers them by their order in the process,
+ * rank_findings.h). */
+static const struct {
+	int skips;
+	bool one_process, one_scaler;
+} skip_layouts[] = { { 34, true, true }, { 33, false, false },
+		     { 40, true, false } };
+
+START_TEST(test_every_scaler_and_optimizer_followed)
 {
 	static char text[32768];
 	struct trace t;
 	struct findings found;
 	struct trace_error err;
-	size_t n = (size_t)snprintf(
-		text, sizeof text,
-		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
-		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
-		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
-	size_t skips = 0;
+	size_t n = scaler_trace_head(text, sizeof text), skips = 0;
 
-	for (int k = 0; k < 34; k++)
-		n += (size_t)snprintf(
-			text + n, sizeof text - n,
-			"%s{\"name\":\"scaler step\",\"cat\":\"amp.scaler\","
-			"\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":1,\"tid\":1,"
-			"\"args\":{\"what\":\"step\",\"scaler_id\":7,"
-			"\"optimizer_id\":%d,\"scale\":65536.0,\"found_inf\":"
-			"true,\"step_skipped\":true}}", k ? "," : "", k + 1,
-			1000 + k);
+	for (int k = 1; k <= skip_layouts[_i].skips; k++)
+		scaler_event_of(text, sizeof text, &n, k,
+				skip_layouts[_i].one_process ? 1 : k,
+				skip_layouts[_i].one_scaler ? 7 : 100 + k,
+				1000 + k, "step", true);
 	n += (size_t)snprintf(text + n, sizeof text - n,
 			      "],\"amptraceEnd\":{\"complete\":true}}\n");
 	ck_assert_uint_lt(n, sizeof text);
@@ -1635,47 +1649,7 @@ START_TEST(test_skips_of_optimizers_past_the_followed_apart)
 	ck_assert_int_eq(findings_compute(&t, &found), 0);
 	for (size_t i = 0; i < found.count; i++)
 		skips += !strcmp(found.items[i].kind, "scaler-skipped-step");
-	ck_assert_uint_eq(skips, 34);
-	findings_free(&found);
-	trace_free(&t);
-}
-END_TEST
-
-/* 33 GradScalers skipping a step: in 33 processes (a job's ranks), then
- * 40 in one: every one is followed, not the trace's first 32 (the 33rd
- * rank's skip was not found), nor a process's. */
-START_TEST(test_every_scaler_followed)
-{
-	int scalers = _i ? 40 : 33;
-	static char text[32768];
-	struct trace t;
-	struct findings found;
-	struct trace_error err;
-	size_t n = (size_t)snprintf(
-		text, sizeof text,
-		"{\"amptrace\":{\"format\":\"1.1\",\"generator\":\"amptrace "
-		"0.1.0\",\"command\":[\"python3\"],\"rank\":null,\"host\":\"h\","
-		"\"monotonic_base_ns\":0,\"flush\":\"event\"},\"traceEvents\":[");
-	size_t skips = 0;
-
-	for (int k = 1; k <= scalers; k++)
-		n += (size_t)snprintf(
-			text + n, sizeof text - n,
-			"%s{\"name\":\"scaler step\",\"cat\":\"amp.scaler\","
-			"\"ph\":\"i\",\"s\":\"t\",\"ts\":%d,\"pid\":%d,\"tid\":1,"
-			"\"args\":{\"what\":\"step\",\"scaler_id\":%d,"
-			"\"optimizer_id\":%d,\"scale\":65536.0,\"found_inf\":"
-			"true,\"step_skipped\":true}}", k > 1 ? "," : "", k,
-			_i ? 1 : k, 100 + k, 200 + k);
-	n += (size_t)snprintf(text + n, sizeof text - n,
-			      "],\"amptraceEnd\":{\"complete\":true}}\n");
-	ck_assert_uint_lt(n, sizeof text);
-	ck_assert_msg(trace_load_text("s.json", text, n, &t, &err) == 0, "%s",
-		      err.message);
-	ck_assert_int_eq(findings_compute(&t, &found), 0);
-	for (size_t i = 0; i < found.count; i++)
-		skips += !strcmp(found.items[i].kind, "scaler-skipped-step");
-	ck_assert_uint_eq(skips, (size_t)scalers);
+	ck_assert_uint_eq(skips, (size_t)skip_layouts[_i].skips);
 	findings_free(&found);
 	trace_free(&t);
 }
@@ -2112,8 +2086,8 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_autocast_never_enabled_in_process);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
-	tcase_add_test(kinds, test_skips_of_optimizers_past_the_followed_apart);
-	tcase_add_loop_test(kinds, test_every_scaler_followed, 0, 2);
+	tcase_add_loop_test(kinds, test_every_scaler_and_optimizer_followed, 0,
+			    (int)(sizeof skip_layouts / sizeof skip_layouts[0]));
 	tcase_add_test(kinds, test_divergence_jit_cast);
 	tcase_add_test(kinds, test_policy_table_of_trace);
 	tcase_add_test(kinds, test_cache_other_dtype);
