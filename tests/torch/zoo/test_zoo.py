@@ -319,6 +319,10 @@ def test_ddp():
               (ranks_seen, linear[:1]))
         unexpected = unexpected_findings("ddp", merged)
         check("ddp: no finding", not unexpected, unexpected)
+        s = run([AMPTRACE, "summary", merged])
+        check("ddp: summary counts each rank's steps",
+              "steps: %s on each of 2 ranks (marked by optimizer step)"
+              % STEPS in s.stdout, s.stdout[:400] + s.stderr[-400:])
     return True
 
 
