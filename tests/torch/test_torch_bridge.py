@@ -4,7 +4,12 @@ torch programs (train_mlp.py and scenario_*.py here), each trace checked
 for what torch 1.13 really did.  TAP output; exit 77 (skip) when the
 bridge was not built or the interpreter has no torch.
 
-usage: test_torch_bridge.py AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON [SAMPLES_DIR]
+usage: test_torch_bridge.py [--keep DIR] AMPTRACE VALIDATE_TRACE AMPVIEW PYTHON
+                           [SAMPLES_DIR]
+
+--keep DIR: keep the traces in DIR (the fallback's suite reads those of
+the programs it compares, test_torch_fallback.py); an argument, not the
+environment, so no suite shares another's by a variable left set.
 """
 import functools
 import json
@@ -20,6 +25,10 @@ import amptrace_run
 from amptrace_run import casts, events, findings, load, ops
 from tap import check, done, scratch, skip_unless_bridge
 
+KEEP = None
+if sys.argv[1:2] == ["--keep"]:
+    KEEP = sys.argv[2]
+    del sys.argv[1:3]
 # absolute: meson gives them relative to the build directory, and some
 # cases run elsewhere
 AMPTRACE, VALIDATE, AMPVIEW = (os.path.abspath(p) for p in sys.argv[1:4])
@@ -28,9 +37,7 @@ PYTHON = sys.argv[4]
 PYTHON = shutil.which(PYTHON) or PYTHON
 SAMPLES = sys.argv[5] if len(sys.argv) > 5 else None
 HERE = os.path.dirname(os.path.abspath(__file__))
-# AMPTRACE_TEST_SCRATCH: a directory to keep the traces in (the fallback's
-# suite reads those of the programs it compares, test_torch_fallback.py)
-TMP = scratch("amptrace-torch-test-", os.environ.get("AMPTRACE_TEST_SCRATCH"))
+TMP = scratch("amptrace-torch-test-", KEEP)
 
 
 

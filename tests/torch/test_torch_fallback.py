@@ -311,12 +311,11 @@ def decisions(t):
 
 def test_bridge_suite():
     # its scratch directory in ours, kept for test_same_trace
-    env = dict(os.environ, AMPTRACE_TORCH_FALLBACK="1", TMPDIR=TMP,
-               AMPTRACE_TEST_SCRATCH=BRIDGE_TMP)
+    env = dict(os.environ, AMPTRACE_TORCH_FALLBACK="1", TMPDIR=TMP)
     if RERUN:
         env["AMPTRACE_TORCH_TESTS"] = ",".join(RERUN)
-    args = [AMPTRACE, VALIDATE, AMPVIEW, PYTHON] + ([SAMPLES] if SAMPLES
-                                                     else [])
+    args = ["--keep", BRIDGE_TMP, AMPTRACE, VALIDATE, AMPVIEW, PYTHON] + \
+        ([SAMPLES] if SAMPLES else [])
     p = subprocess.run([PYTHON, os.path.join(HERE, "test_torch_bridge.py")]
                        + args, capture_output=True, text=True, env=env,
                        timeout=1500)
