@@ -241,11 +241,8 @@ static int count_scalers(const struct trace *t, struct analysis *a)
 static int count_rank_steps(const struct trace *t, struct analysis *a)
 {
 	const struct trace_ranks *r = &a->ranks;
-	int ranked = 0;
 
-	for (int g = 0; g < r->ngroups; g++)
-		ranked += r->rank_of_group[g] >= 0;
-	if (ranked < 2)
+	if (trace_ranks_count(r) < 2)
 		return 0;
 	int *steps = calloc((size_t)r->ngroups, sizeof *steps);
 	if (!steps)

@@ -200,6 +200,15 @@ const char *trace_ranks_name(const struct trace_ranks *r, int group,
 	return buf;
 }
 
+int trace_ranks_count(const struct trace_ranks *r)
+{
+	int n = 0;
+
+	for (int g = 0; g < r->ngroups; g++)
+		n += r->rank_of_group[g] >= 0;
+	return n;
+}
+
 void trace_ranks_free(struct trace_ranks *r)
 {
 	free(r->processes);

@@ -42,6 +42,8 @@ int trace_ranks_group(const struct trace_ranks *r, int64_t pid);
 const char *trace_ranks_name(const struct trace_ranks *r, int group,
 			     char *buf, size_t size);
 void trace_ranks_free(struct trace_ranks *r);
+/* How many ranks the processes have (a distributed job's: 2 or more). */
+int trace_ranks_count(const struct trace_ranks *r);
 
 /* The groups a reader that shows one at a time (ampview's graph, the
  * report's page) has to show: the ranks that train (steps.h,

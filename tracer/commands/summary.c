@@ -547,16 +547,6 @@ static bool fix_said(const struct analysis *a, size_t listed)
 	return false;
 }
 
-/* How many ranks the trace's processes have (a job's: 2 or more). */
-static int ranks_of_job(const struct trace_ranks *r)
-{
-	int n = 0;
-
-	for (int g = 0; g < r->ngroups; g++)
-		n += r->rank_of_group[g] >= 0;
-	return n;
-}
-
 /* " (x6)"; in a job of `ranks` ranks, a finding of one rank " (x6;
  * rank 2's)", of several " (x6 on each of 2 ranks; rank 0's)", " (x13
  * on 2 of 3 ranks; rank 0's)", the message the lowest rank's. */
@@ -592,7 +582,7 @@ static void print_occurrences(const struct analysis *a,
 
 static void print_findings(const struct analysis *a, FILE *out, bool color)
 {
-	int ranks = ranks_of_job(&a->ranks);
+	int ranks = trace_ranks_count(&a->ranks);
 
 	fputs("\nFindings (most severe first)\n", out);
 	if (!a->listed.count)
