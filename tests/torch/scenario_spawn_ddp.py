@@ -4,15 +4,22 @@ worker giving init_process_group its rank (gloo, CPU bf16 autocast).  The
 model is made before init_process_group, so each worker records ops
 before it has a rank.  Each worker prints `rank R step S loss <hex>`.
 
-usage: scenario_spawn_ddp.py STEPS STORE [--no-init] [--loader]
+usage: scenario_spawn_ddp.py STEPS STORE [--no-init | --mesh] [--loader]
   STORE: a file that does not exist yet, the ranks' rendezvous (a file,
          not a TCP port another job could take meanwhile)
   --no-init: the workers train alone and never call init_process_group
+  --mesh: the workers call init_device_mesh (torch 2.2+) instead, as
+          FSDP2's examples do: it calls init_process_group itself, which
+          reads the rank each worker puts in its environment (RANK) and
+          meets the others at a TCP port the parent found free, not at
+          STORE
   --loader: each worker's batches come from a DataLoader with one worker
             process of its own (spawned, mp.spawn's workers' start
             method, after init_process_group), which makes them with
             torch ops
 """
+import os
+import socket
 import sys
 
 import torch
@@ -43,11 +50,29 @@ class Batches(torch.utils.data.Dataset):
         return torch.randn(4, 8, generator=generator)
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def join(rank, store, init):
+    """The worker joins the job as `init` says: "file" (init_process_group
+    at STORE), a port number (init_device_mesh), or None (alone)."""
+    if init == "file":
+        dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
+                                init_method="file://" + store)
+    else:
+        from torch.distributed.device_mesh import init_device_mesh
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD_SIZE),
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(init))
+        init_device_mesh("cpu", (WORLD_SIZE,))
+
+
 def worker(rank, store, steps, init, loader):
     net = model()
     if init:
-        dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
-                                init_method="file://" + store)
+        join(rank, store, init)
         net = DistributedDataParallel(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     batches = Batches(rank, steps)
@@ -69,7 +94,9 @@ def worker(rank, store, steps, init, loader):
 
 
 if __name__ == "__main__":
-    mp.spawn(worker, args=(sys.argv[2], int(sys.argv[1]),
-                           "--no-init" not in sys.argv[3:],
-                           "--loader" in sys.argv[3:]),
+    options = sys.argv[3:]
+    init = None if "--no-init" in options else \
+        free_port() if "--mesh" in options else "file"
+    mp.spawn(worker, args=(sys.argv[2], int(sys.argv[1]), init,
+                           "--loader" in options),
              nprocs=WORLD_SIZE)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Processes that learn their rank late, from init_process_group, not
 from RANK in their environment (FORMAT.md §5): torch.multiprocessing.spawn
-as PyTorch's DDP tutorial uses it, and Lightning's DDP on the CPU (when
-the Python has lightning).  Each rank's process is named by its rank
+as PyTorch's DDP tutorial uses it, the same with init_device_mesh
+(torch 2.2+) joining the job, and Lightning's DDP on the CPU (when the
+Python has lightning).  Each rank's process is named by its rank
 (process_name, process_sort_index, the trailer, the report), with its own
 steps and bf16 ops, the ops it ran before it had a rank included, and so
 is each rank's DataLoader worker; the program's output is the same
@@ -13,7 +14,7 @@ torch's rank wins over a disagreeing RANK.
 TAP output; exit 77 (skip) without the bridge or without torch.
 
 usage: test_late_ranks.py AMPTRACE VALIDATE_TRACE PYTHON [PART...]
-  PART: spawn, spawn_loader, ... (the test_ functions' names without
+  PART: spawn, spawn_mesh, spawn_loader, ... (the test_ functions' names without
         test_): only those; tests/meson.build runs them in two halves
 """
 import glob
@@ -193,6 +194,21 @@ def test_spawn():
           sorted(os.listdir(TMP)))
 
 
+def test_spawn_mesh():
+    """init_device_mesh (torch 2.2+) calls init_process_group itself,
+    through device_mesh's own name for it, when the program did not."""
+    script = os.path.join(HERE, "scenario_spawn_ddp.py")
+    probe = run([PYTHON, "-c", "import torch.distributed.device_mesh as m; "
+                 "m.init_device_mesh"])
+    if probe.returncode != 0:
+        print("# %s has no init_device_mesh: its part skipped" % PYTHON)
+        return
+    plain = run([PYTHON, script, str(STEPS), store("mesh-plain"), "--mesh"])
+    path = os.path.join(TMP, "mesh.json")
+    traced = run([PYTHON, script, str(STEPS), store("mesh"), "--mesh"], path)
+    check_ranks("mp.spawn with init_device_mesh", path, traced, plain)
+
+
 def test_spawn_loader():
     """Each rank's DataLoader worker, started (spawned: mp.spawn's
     workers' start method) after init_process_group, is its rank's, as
@@ -333,7 +349,7 @@ skip_unless_bridge(AMPTRACE, PYTHON, "import torch.distributed as d; "
                    "assert d.is_available()")
 TMP = scratch("amptrace-late-ranks-")
 TESTS = {t.__name__[5:]: t for t in (
-    test_spawn, test_spawn_loader, test_spawn_without_init,
+    test_spawn, test_spawn_mesh, test_spawn_loader, test_spawn_without_init,
     test_rank_disagrees, test_torchrun_unchanged, test_lightning)}
 ONLY = sys.argv[4:]
 unknown = sorted(set(ONLY) - set(TESTS))

@@ -556,14 +556,20 @@ def _wrap_distributed(torch, bridge):
     distributed = torch.distributed
     if not distributed.is_available():
         return
-    c10d = distributed.distributed_c10d
+    original = distributed.distributed_c10d.init_process_group
 
     def initialized(result, *args, **kwargs):
         tell_rank(torch, bridge)
 
-    # torch.distributed's name is c10d's, imported: both are called
-    wrapped = _wrapped(bridge, c10d.init_process_group, after=initialized)
-    c10d.init_process_group = distributed.init_process_group = wrapped
+    wrapped = _wrapped(bridge, original, after=initialized)
+    # torch's own modules imported the function by name as torch was
+    # imported (torch.distributed, and 2.2+'s device_mesh, whose
+    # init_device_mesh calls it when the program did not): each name is
+    # replaced; a module imported later takes the wrapper from them
+    for name, module in list(sys.modules.items()):
+        if name.startswith("torch.distributed") and \
+                getattr(module, "init_process_group", None) is original:
+            module.init_process_group = wrapped
 
 
 def tell_rank(torch, bridge):
