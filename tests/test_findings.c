@@ -1496,6 +1496,57 @@ START_TEST(test_autocast_never_enabled_in_process)
 }
 END_TEST
 
+/* A job of more processes than any fixed table would hold (a merged
+ * trace of 100 ranks): the last of them, without autocast, is named. */
+START_TEST(test_autocast_never_enabled_in_a_big_job)
+{
+	enum { PROCESSES = 100 };
+	static const char op[] = FORWARD_OP(PID, 1, "mm", ENABLED,
+					    "lower_precision_fp");
+	size_t size = PROCESSES * (sizeof op + 8) + 512;
+	char *events = malloc(size), *text = malloc(size);
+	size_t n = 0;
+	struct trace t;
+	struct trace_error err;
+	struct findings f;
+
+	ck_assert_ptr_nonnull(events);
+	ck_assert_ptr_nonnull(text);
+	for (int pid = 1; pid <= PROCESSES; pid++) {
+		char one[sizeof op + 8];
+		snprintf(one, sizeof one, "%s", op);
+		char *at = strstr(one, "\"pid\":PID");
+		char *on = strstr(one, "\"enabled\":ENABLED");
+		ck_assert(at && on);
+		/* same lengths: "PID" and "ENABLED" padded with spaces */
+		char digits[4];
+		snprintf(digits, sizeof digits, "%3d", pid);
+		memcpy(at + 6, digits, 3);
+		memcpy(on + 10, pid < PROCESSES ? "true   " : "false  ", 7);
+		n += (size_t)snprintf(events + n, size - n, "%s%s",
+				      pid > 1 ? "," : "", one);
+	}
+	snprintf(text, size,
+		 "{\"amptrace\":{\"format\":\"1.1\",\"generator\":"
+		 "\"amptrace 0.1.0\",\"command\":[\"python3\"],\"rank\":"
+		 "null,\"host\":\"h\",\"monotonic_base_ns\":0,\"flush\":"
+		 "\"event\",\"framework\":\"torch 2.13.0 (policy table: "
+		 "newest)\"},\"traceEvents\":[%s],\"amptraceEnd\":{"
+		 "\"complete\":true}}\n", events);
+	ck_assert_msg(trace_load_text("d.json", text, strlen(text), &t,
+				      &err) == 0, "%s", err.message);
+	ck_assert_int_eq(findings_compute(&t, &f), 0);
+	const struct trace_finding *d =
+		findings_get(&f, "autocast-never-enabled");
+	ck_assert_msg(d && d->pid == PROCESSES && f.count == 1,
+		      "the last of %d processes:%s", PROCESSES, describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+	free(events);
+	free(text);
+}
+END_TEST
+
 /* An op on thread `tid` at `ts`: op `op` (id `id`) with autocast
  * `enabled`, from tensor `in` to tensor `out`. */
 #define OP_ON(tid, ts, id, op, enabled, depth, in, out) \
@@ -2084,6 +2135,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_low_precision_ops_from_policy);
 	tcase_add_test(kinds, test_divergence_no_region);
 	tcase_add_test(kinds, test_autocast_never_enabled_in_process);
+	tcase_add_test(kinds, test_autocast_never_enabled_in_a_big_job);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_loop_test(kinds, test_every_scaler_and_optimizer_followed, 0,

@@ -354,6 +354,17 @@ capture "$amptrace" summary --json "$tmp/pitfall.json"
 check "summary --json: findings before ops" in_order '"findings":' '"ops":'
 check "summary --json: fix" out_has '"fix":	"enter autocast per iteration'
 check "summary --json: severity" out_has '"severity":	"warning"'
+# A job of more ranks than a fixed table holds: every rank's finding
+record "$tmp/growth.json" "$findings_prog" growth
+"$amptrace" merge $(for r in $(seq 70); do echo "$tmp/growth.json"; done) \
+	-o "$tmp/growth70.json" 2>/dev/null
+capture "$amptrace" summary --json "$tmp/growth70.json"
+check "summary --json: a job of 70 ranks, cache-growth in each" $python -c '
+import json, sys
+found = [(f["kind"], f["ranks"], f["count"])
+         for f in json.load(open(sys.argv[1]))["findings"]]
+print("# findings:", found)
+sys.exit(("cache-growth", 70, 70) not in found)' "$tmp/out"
 record "$tmp/mlp.json" "$mlp" --steps 4
 capture "$amptrace" summary "$tmp/mlp.json"
 check "summary: the header's framework and the policy table it selects" \

@@ -41,6 +41,31 @@ void findings_context_free(struct findings_context *cx)
 	free_map(cx, &cx->sites);
 }
 
+size_t finding_pid_index(struct finding_pids *p, int64_t pid)
+{
+	if (p->last < p->count && p->items[p->last] == pid)
+		return p->last;
+	for (p->last = 0; p->last < p->count; p->last++)
+		if (p->items[p->last] == pid)
+			return p->last;
+	if (p->count == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 16;
+		int64_t *grown = realloc(p->items, cap * sizeof *grown);
+		if (!grown)
+			return SIZE_MAX;
+		p->items = grown;
+		p->cap = cap;
+	}
+	p->items[p->count] = pid;
+	return p->count++;
+}
+
+void finding_pids_free(struct finding_pids *p)
+{
+	free(p->items);
+	*p = (struct finding_pids){ 0 };
+}
+
 /* snprintf that may cut: messages and labels are cut on purpose. */
 void finding_text(char *buf, size_t size, const char *fmt, ...)
 {

@@ -208,6 +208,19 @@ void findings_context_init(struct findings_context *cx,
 			   const struct trace_index *ix, struct findings *out);
 void findings_context_free(struct findings_context *cx);
 
+/* The processes a rule that reads every event keeps apart, in the order
+ * of their first events: as many as the trace has (a merged job of 100
+ * ranks), `last` the index asked for last (a process's events come in
+ * runs). */
+struct finding_pids {
+	int64_t *items;
+	size_t count, cap, last;
+};
+/* The index of `pid` in `p`, added at the end when new; SIZE_MAX when
+ * out of memory. */
+size_t finding_pid_index(struct finding_pids *p, int64_t pid);
+void finding_pids_free(struct finding_pids *p);
+
 /* findings_context.c */
 void finding_text(char *buf, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

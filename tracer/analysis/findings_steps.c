@@ -648,8 +648,7 @@ static void cache_growth_of(struct findings_context *cx, int64_t pid)
  * region around the whole loop is one.) */
 void finding_rule_cache_growth(struct findings_context *cx)
 {
-	int64_t pids[64];
-	size_t npids = 0;
+	struct finding_pids pids = { 0 };
 	struct trace_steps steps;
 
 	if (trace_steps_find(cx->t, &steps) != 0) {
@@ -657,18 +656,14 @@ void finding_rule_cache_growth(struct findings_context *cx)
 		return;
 	}
 
-	for (size_t i = 0; i < cx->t->nevents; i++) {
-		int64_t pid = cx->t->events[i].pid;
-		size_t k = 0;
-		while (k < npids && pids[k] != pid)
-			k++;
-		if (k == npids && npids < 64)
-			pids[npids++] = pid;
-	}
-	for (size_t k = 0; k < npids; k++)
+	for (size_t i = 0; i < cx->t->nevents; i++)
+		if (finding_pid_index(&pids, cx->t->events[i].pid) == SIZE_MAX)
+			cx->failed = true;
+	for (size_t k = 0; k < pids.count; k++)
 		if (trace_steps_are_training(&steps))
-			cache_growth_by_steps(cx, pids[k], &steps);
+			cache_growth_by_steps(cx, pids.items[k], &steps);
 		else
-			cache_growth_of(cx, pids[k]);
+			cache_growth_of(cx, pids.items[k]);
+	finding_pids_free(&pids);
 	trace_steps_free(&steps);
 }

@@ -227,21 +227,38 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
  * list ran, one with autocast enabled (an op, an enabled region, an
  * aggregated op with a policy). */
 struct autocast_use {
-	int64_t pid;
 	size_t first_forward;  /* its first such op's event */
 	bool forward, enabled;
 };
 
-static struct autocast_use *use_of(struct autocast_use *uses, size_t *n,
-				   size_t cap, int64_t pid)
+/* Each process's use, in `pids`' order. */
+struct autocast_uses {
+	struct finding_pids pids;
+	struct autocast_use *items;
+	size_t count, cap;
+};
+
+/* The use of process `pid`, a zeroed one when new; NULL when out of
+ * memory. */
+static struct autocast_use *use_of(struct autocast_uses *u, int64_t pid)
 {
-	for (size_t k = 0; k < *n; k++)
-		if (uses[k].pid == pid)
-			return &uses[k];
-	if (*n == cap)
+	size_t k = finding_pid_index(&u->pids, pid);
+
+	if (k == SIZE_MAX)
 		return NULL;
-	uses[*n] = (struct autocast_use){ .pid = pid };
-	return &uses[(*n)++];
+	if (k < u->count)
+		return &u->items[k];
+	if (u->count == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 16;
+		struct autocast_use *grown =
+			realloc(u->items, cap * sizeof *grown);
+		if (!grown)
+			return NULL;
+		u->items = grown;
+		u->cap = cap;
+	}
+	u->items[u->count] = (struct autocast_use){ 0 };
+	return &u->items[u->count++];
 }
 
 static bool aggregate_autocasts(const struct trace_aggregate *g)
@@ -267,8 +284,7 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
 	const char *framework = findings_framework(t);
-	struct autocast_use uses[64];
-	size_t n = 0;
+	struct autocast_uses uses = { 0 };
 
 	if (!framework || strncmp(framework, "torch ", 6))
 		return;
@@ -278,8 +294,10 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 		if (e->kind != TRACE_OP && e->kind != TRACE_SCOPE_BEGIN &&
 		    e->kind != TRACE_AGGREGATE)
 			continue;
-		if (!(u = use_of(uses, &n, 64, e->pid)))
-			continue;
+		if (!(u = use_of(&uses, e->pid))) {
+			cx->failed = true;
+			break;
+		}
 		if (e->kind == TRACE_SCOPE_BEGIN)
 			u->enabled |= e->scope.enabled;
 		else if (e->kind == TRACE_AGGREGATE)
@@ -293,20 +311,24 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 			u->first_forward = i;
 		}
 	}
-	for (size_t k = 0; k < n; k++) {
-		if (!uses[k].forward || uses[k].enabled)
+	for (size_t k = 0; k < uses.count; k++) {
+		const struct autocast_use *u = &uses.items[k];
+		int64_t pid = uses.pids.items[k];
+		if (!u->forward || u->enabled)
 			continue;
 		struct trace_finding *f = finding_of(cx,
-			FINDING_AUTOCAST_NEVER_ENABLED, "", uses[k].pid,
-			uses[k].first_forward);
+			FINDING_AUTOCAST_NEVER_ENABLED, "", pid,
+			u->first_forward);
 		if (f)
 			finding_text(f->message, sizeof f->message,
 				     "autocast was never enabled in process "
 				     "%lld: its forward ops ran with no "
 				     "enabled autocast region, so each ran in "
 				     "its inputs' dtypes (no op was cast to a "
-				     "lower precision)", (long long)uses[k].pid);
+				     "lower precision)", (long long)pid);
 	}
+	finding_pids_free(&uses.pids);
+	free(uses.items);
 }
 
 /* backward-under-autocast: a backward op whose autocast.enabled is true,
