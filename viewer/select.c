@@ -263,20 +263,6 @@ static bool cast_chosen(const struct view_selection *s, const struct chooser *c,
 }
 
 
-/* "0, 1 and 3": the ranks a trace names, for an error. */
-static void ranks_text(const struct trace_ranks *r, char *buf, size_t size)
-{
-	size_t used = 0;
-	int named = 0;
-
-	buf[0] = '\0';
-	for (int g = 0; g < r->ngroups; g++)
-		if (r->rank_of_group[g] >= 0 && used < size)
-			used += (size_t)snprintf(buf + used, size - used, "%s%d",
-						 named++ ? ", " : "",
-						 r->rank_of_group[g]);
-}
-
 /* A job's ranks each run the step: a graph shows one rank's processes,
  * the first of several that train unless --rank says another or all. */
 static int choose_rank(struct view_selection *s, const struct view_options *o,
@@ -284,7 +270,7 @@ static int choose_rank(struct view_selection *s, const struct view_options *o,
 {
 	const struct trace_ranks *r = &s->analysis.ranks;
 	struct ranks_training training;
-	char ranks[256];
+	char why[256];
 
 	if (!trace_ranks_training(r, s->trace, s->analysis.evaluating,
 				  &training))
@@ -298,18 +284,11 @@ static int choose_rank(struct view_selection *s, const struct view_options *o,
 		*group = training.first;
 		return 0;
 	}
-	for (int g = 0; g < r->ngroups; g++)
-		if (r->rank_of_group[g] == o->rank)
-			*group = g;
+	*group = trace_ranks_group_of_rank(r, o->rank, why, sizeof why);
 	if (*group >= 0)
 		return 0;
-	ranks_text(r, ranks, sizeof ranks);
-	if (!ranks[0])
-		return trace_error_set(err, "%s: no rank %d: the trace's "
-				       "processes have no rank",
-				       s->trace->path, o->rank);
-	return trace_error_set(err, "%s: no rank %d: the trace's ranks are %s",
-			       s->trace->path, o->rank, ranks);
+	return trace_error_set(err, "%s: no rank %d: %s", s->trace->path,
+			       o->rank, why);
 }
 
 static int choose_step(const struct view_selection *s,

@@ -259,6 +259,39 @@ check "ampview of rank 1: the lowest rank's, on how many ranks" \
 capture "$amptrace" summary "$tmp/cgc.json"
 check "summary of three ranks: a finding rank 1 lacks on 2 of them" \
 	out_has "warning stale-cache (on each of 2 of 3 ranks; rank 0's): cached"
+# --rank: one rank's processes, as if it ran alone
+capture "$amptrace" summary --rank 1 "$tmp/cgc.json"
+check "summary --rank 1: exit 0" status_is 0
+check "summary --rank 1: said, with the job's ranks" \
+	out_has "rank 1 only (--rank), of 3 ranks"
+check "summary --rank 1: its one process" out_has "; 1 process, "
+check "summary --rank 1: not the other ranks' findings" \
+	sh -c "! grep -q 'stale-cache' '$tmp/out'"
+check "summary --rank 1: its steps alone" out_has "steps: 2 (marked by"
+capture "$amptrace" summary --rank 2 "$tmp/cgc.json"
+check "summary --rank 2: its finding, no other rank's said" \
+	out_has "warning stale-cache: cached cast of fc1.weight"
+capture "$amptrace" summary --json --rank 2 "$tmp/cgc.json"
+check "summary --json --rank 2: the rank, one process" "$python" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit((d["rank"], d["processes"]) != (2, 1))' "$tmp/out"
+capture "$amptrace" summary --json "$tmp/cgc.json"
+check "summary --json: rank null without --rank" \
+	"$python" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["rank"] is not None)' "$tmp/out"
+capture "$amptrace" summary --rank 5 "$tmp/cgc.json"
+check "summary --rank 5 of ranks 0-2: exit 2" status_is 2
+check "summary --rank 5 of ranks 0-2: which ranks there are" \
+	err_has "cgc.json: no rank 5: the trace's ranks are 0, 1, 2"
+capture "$ampview" "$tmp/cgc.json" --rank 5 -o "$tmp/ranks.svg"
+check "ampview --rank 5 of ranks 0-2: the same words" \
+	err_has "cgc.json: no rank 5: the trace's ranks are 0, 1, 2"
+capture "$amptrace" summary --rank 0 "$fx/good.json"
+check "summary --rank 0 of a trace without ranks: exit 2" status_is 2
+check "summary --rank 0 of a trace without ranks: said" \
+	err_has "no rank 0: the trace's processes have no rank"
+capture "$amptrace" summary --rank -1 "$tmp/cgc.json"
+check "summary --rank -1: a bad number, exit 2" status_is 2
 capture "$amptrace" summary "$tmp/gc.json"
 check "summary of two ranks: a finding of one names its rank" \
 	out_has "warning stale-cache (rank 1's): cached cast of fc1.weight"

@@ -209,6 +209,50 @@ int trace_ranks_count(const struct trace_ranks *r)
 	return n;
 }
 
+int trace_ranks_group_of_rank(const struct trace_ranks *r, int rank,
+			      char *why, size_t size)
+{
+	size_t used = 0;
+	int named = 0;
+
+	for (int g = 0; g < r->ngroups; g++)
+		if (r->rank_of_group[g] == rank)
+			return g;
+	used = (size_t)snprintf(why, size, "the trace's ranks are ");
+	for (int g = 0; g < r->ngroups; g++)
+		if (r->rank_of_group[g] >= 0 && used < size)
+			used += (size_t)snprintf(why + used, size - used,
+						 "%s%d", named++ ? ", " : "",
+						 r->rank_of_group[g]);
+	if (!named)
+		snprintf(why, size, "the trace's processes have no rank");
+	return -1;
+}
+
+void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
+		      int group)
+{
+	size_t kept = 0;
+	int processes = 0;
+
+	memset(t->counts, 0, sizeof t->counts);
+	for (size_t i = 0; i < t->nevents; i++) {
+		if (trace_ranks_group(r, t->events[i].pid) != group)
+			continue;
+		t->events[kept] = t->events[i];
+		t->events[kept].index = (uint32_t)kept;
+		t->counts[t->events[kept].kind]++;
+		kept++;
+	}
+	t->nevents = kept;
+	for (int k = 0; k < t->trailer.nprocesses; k++)
+		if (trace_ranks_group(r, t->trailer.processes[k].pid) == group)
+			t->trailer.processes[processes++] =
+				t->trailer.processes[k];
+	if (t->trailer.processes)
+		t->trailer.nprocesses = processes;
+}
+
 void trace_ranks_free(struct trace_ranks *r)
 {
 	free(r->processes);

@@ -44,6 +44,15 @@ const char *trace_ranks_name(const struct trace_ranks *r, int group,
 void trace_ranks_free(struct trace_ranks *r);
 /* How many ranks the processes have (a distributed job's: 2 or more). */
 int trace_ranks_count(const struct trace_ranks *r);
+/* The group of rank `rank`; -1 when no process has it, `why` then saying
+ * which ranks there are ("the trace's ranks are 0, 1 and 3"). */
+int trace_ranks_group_of_rank(const struct trace_ranks *r, int rank,
+			      char *why, size_t size);
+/* Leaves in `t` only the events of group `group`'s processes (and their
+ * GPUs'), and only their entries in the trailer: the trace one rank of
+ * the job would have written alone. */
+void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
+		      int group);
 
 /* The groups a reader that shows one at a time (ampview's graph, the
  * report's page) has to show: the ranks that train (steps.h,

@@ -27,8 +27,10 @@ struct rules;
 struct diff_side;
 
 /* amptrace summary [--json] of `trace` (loaded), module paths cut to
- * `depth` parts. */
-int summary_print(struct trace *trace, bool json, bool color, int depth);
+ * `depth` parts, of rank `rank`'s processes only (-1: all; the others
+ * are taken out of `trace`). */
+int summary_print(struct trace *trace, bool json, bool color, int depth,
+		  int rank);
 /* One side of amptrace diff: `trace` (loaded) is taken over. */
 struct diff_side *diff_side_new(struct trace *trace);
 void diff_side_free(struct diff_side *side);

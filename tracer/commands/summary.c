@@ -15,13 +15,15 @@
 #include "trace.h"
 
 #include <cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char summary_usage[] =
-	"usage: amptrace summary [--json] [--color=WHEN] [--depth N] TRACE.json\n"
+	"usage: amptrace summary [--json] [--color=WHEN] [--depth N] [--rank N]\n"
+	"                        TRACE.json\n"
 	"\n"
 	"Reports what a trace shows about mixed precision: the steps (how\n"
 	"they were marked, which are in full detail and which per-step\n"
@@ -43,6 +45,9 @@ static const char summary_usage[] =
 	"\n"
 	"  --json          one JSON object instead of tables\n"
 	"  --depth N       module paths cut to N parts (default 2)\n"
+	"  --rank N        only rank N's processes (its DataLoader workers\n"
+	"                  too): a distributed job's rank as if it ran alone\n"
+	"                  (default: every process of the trace)\n"
 	"  --color[=WHEN]  colour the findings by severity: auto (the default:\n"
 	"                  when stdout is a terminal and NO_COLOR is unset),\n"
 	"                  always (--color alone) or never\n"
@@ -84,6 +89,8 @@ struct region_row {
 
 struct summary {
 	const struct trace *trace;
+	/* --rank's rank (-1: every process) and the trace's ranks */
+	int rank, ranks;
 	struct analysis a;
 	const char *columns[MAX_COLUMNS];
 	int ncolumns;
@@ -869,6 +876,9 @@ static void print_text(struct summary *s, FILE *out, bool color)
 		textfit_duration(s->duration_us, b1, sizeof b1));
 	if (trace_end_note(t, note, sizeof note))
 		fprintf(out, "note: %s\n", note);
+	if (s->rank >= 0)
+		fprintf(out, "rank %d only (--rank), of %d rank%s\n", s->rank,
+			s->ranks, s->ranks == 1 ? "" : "s");
 	print_framework(t, out);
 	print_steps(a, out);
 	summary_gpu_text(t, out);
@@ -1106,6 +1116,10 @@ static void print_json(struct summary *s, FILE *out)
 		cJSON_AddNullToObject(root, "framework");
 	cJSON_AddStringToObject(root, "policy_table",
 		finding_policy_table_name(findings_policy_table(t)));
+	if (s->rank >= 0)
+		cJSON_AddNumberToObject(root, "rank", s->rank);
+	else
+		cJSON_AddNullToObject(root, "rank");
 	cJSON_AddNumberToObject(root, "processes", (double)s->processes);
 	cJSON_AddNumberToObject(root, "threads", (double)s->threads);
 	cJSON_AddNumberToObject(root, "events",
@@ -1290,12 +1304,13 @@ static void print_json(struct summary *s, FILE *out)
 	cJSON_Delete(root);
 }
 
-enum { OPTION_JSON = 256, OPTION_COLOR, OPTION_DEPTH };
+enum { OPTION_JSON = 256, OPTION_COLOR, OPTION_DEPTH, OPTION_RANK };
 
 static const struct option summary_options[] = {
 	{ "json", no_argument, NULL, OPTION_JSON },
 	{ "color", optional_argument, NULL, OPTION_COLOR },
 	{ "depth", required_argument, NULL, OPTION_DEPTH },
+	{ "rank", required_argument, NULL, OPTION_RANK },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1303,7 +1318,7 @@ static const struct option summary_options[] = {
 struct summary_args {
 	const char *path;
 	bool json, color;
-	int depth;
+	int depth, rank;
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -1325,6 +1340,14 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 		case OPTION_DEPTH: {
 			int status = command_line_number(&cl, "--depth", optarg,
 							 1, 64, &args->depth);
+			if (status >= 0)
+				return status;
+			break;
+		}
+		case OPTION_RANK: {
+			int status = command_line_number(&cl, "--rank", optarg,
+							 0, INT_MAX,
+							 &args->rank);
 			if (status >= 0)
 				return status;
 			break;
@@ -1353,7 +1376,8 @@ static int parse_args(int argc, char **argv, struct summary_args *args)
 
 int amptrace_summary(int argc, char **argv)
 {
-	struct summary_args args = { .depth = MODULE_DEPTH_DEFAULT };
+	struct summary_args args = { .depth = MODULE_DEPTH_DEFAULT,
+				     .rank = -1 };
 	struct trace trace;
 	struct trace_error err;
 	char note[512];
@@ -1368,7 +1392,8 @@ int amptrace_summary(int argc, char **argv)
 		fprintf(stderr, "amptrace summary: %s\n", err.message);
 		return 2;
 	}
-	status = summary_print(&trace, args.json, args.color, args.depth);
+	status = summary_print(&trace, args.json, args.color, args.depth,
+			       args.rank);
 	if (status == 0 && trace_end_note(&trace, note, sizeof note) &&
 	    (trace.truncated || !trace.finalized))
 		fprintf(stderr, "amptrace summary: warning: %s: %s\n",
@@ -1394,10 +1419,36 @@ static void print_fitted(struct summary *s, bool color)
 	free(text);
 }
 
-int summary_print(struct trace *trace, bool json, bool color, int depth)
+/* Leaves only rank `rank`'s processes in `t`; the trace's ranks in
+ * *ranks.  Returns 0, or 2 (said). */
+static int keep_rank(struct trace *t, int rank, int *ranks)
 {
-	struct summary s = { .trace = trace, .modules.depth = depth };
+	struct trace_ranks r;
+	char why[256];
 
+	if (!trace_ranks_find(t, &r)) {
+		fprintf(stderr, "amptrace summary: out of memory\n");
+		return 2;
+	}
+	int group = trace_ranks_group_of_rank(&r, rank, why, sizeof why);
+	if (group < 0)
+		fprintf(stderr, "amptrace summary: %s: no rank %d: %s\n",
+			t->path, rank, why);
+	else
+		trace_ranks_keep(t, &r, group);
+	*ranks = trace_ranks_count(&r);
+	trace_ranks_free(&r);
+	return group < 0 ? 2 : 0;
+}
+
+int summary_print(struct trace *trace, bool json, bool color, int depth,
+		  int rank)
+{
+	struct summary s = { .trace = trace, .modules.depth = depth,
+			     .rank = rank };
+
+	if (rank >= 0 && keep_rank(trace, rank, &s.ranks) != 0)
+		return 2;
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
 		analysis_free(&s.a);
