@@ -299,6 +299,35 @@ rules 'op lerp_ in optimizer: output f32' 'op lerp_ in phase optimizer: count >=
 	'op linear in optimizer: count == 0' 'casts total in optimizer == 0'
 capture "$amptrace" check "$tmp/tf.json" "$tmp/r.rules"
 check "in optimizer selects the optimizer's ops (and only them)" status_is 0
+# --rank N: one rank's processes alone (rank 0 good.json, rank 1
+# changed.json, which has a stale-cache finding)
+"$amptrace" merge "$fx/good.json" "$fx/changed.json" -o "$tmp/gc.json" 2>/dev/null
+rules 'no finding stale-cache'
+capture "$amptrace" check "$tmp/gc.json" "$tmp/r.rules"
+check "check of a job: rank 1's finding fails it" status_is 1
+capture "$amptrace" check "$tmp/gc.json" "$tmp/r.rules" --rank 0
+check "check --rank 0: rank 1's finding is not rank 0's" status_is 0
+check "check --rank 0: said in the last line" \
+	out_has "OK: 0 of 1 rule failed ($tmp/gc.json, rank 0 only)"
+capture "$amptrace" check --rank 1 "$tmp/gc.json" "$tmp/r.rules"
+check "check --rank 1: its finding fails it" status_is 1
+whole=$("$amptrace" summary --json "$fx/good.json" | python3 -c '
+import json, sys; print(sum(o["count"] for o in json.load(sys.stdin)["ops"]))')
+rules "ops total == $whole"
+capture "$amptrace" check "$tmp/gc.json" "$tmp/r.rules" --rank 0
+check "check --rank 0: ops total is the rank's alone ($whole)" status_is 0
+capture "$amptrace" check "$tmp/gc.json" "$tmp/r.rules"
+check "check without --rank: ops total is the job's" status_is 1
+capture "$amptrace" check "$tmp/gc.json" "$tmp/r.rules" --rank 2 --junit "$tmp/rank.xml"
+check "check --rank 2 of ranks 0, 1: exit 2" status_is 2
+check "check --rank 2 of ranks 0, 1: which ranks there are" \
+	err_has "gc.json: no rank 2: the trace's ranks are 0, 1"
+check "check --rank 2: the JUnit file says it too" \
+	grep -q "no rank 2" "$tmp/rank.xml"
+capture "$amptrace" check "$tmp/gc.json" "$tmp/r.rules" --rank one
+check "check --rank one: exit 2, said" eval \
+	'status_is 2 && err_has "--rank must be a number"'
+
 # A message cut inside a character (a key path's "%.40s") or quoting a
 # path that is not UTF-8 still makes UTF-8 text: JUnit's XML must parse.
 python3 - "$tmp/cut.json" <<'PY'

@@ -253,6 +253,26 @@ void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
 		t->trailer.nprocesses = processes;
 }
 
+int trace_keep_rank(struct trace *t, int rank, int *ranks, char *why,
+		    size_t size)
+{
+	struct trace_ranks r;
+	char which[200];
+
+	if (!trace_ranks_find(t, &r)) {
+		snprintf(why, size, "out of memory");
+		return -1;
+	}
+	int group = trace_ranks_group_of_rank(&r, rank, which, sizeof which);
+	if (group < 0)
+		snprintf(why, size, "no rank %d: %s", rank, which);
+	else
+		trace_ranks_keep(t, &r, group);
+	*ranks = trace_ranks_count(&r);
+	trace_ranks_free(&r);
+	return group < 0 ? -1 : 0;
+}
+
 void trace_ranks_free(struct trace_ranks *r)
 {
 	free(r->processes);

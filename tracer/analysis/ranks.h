@@ -53,6 +53,11 @@ int trace_ranks_group_of_rank(const struct trace_ranks *r, int rank,
  * the job would have written alone. */
 void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
 		      int group);
+/* trace_ranks_keep of rank `rank`'s group (a reader's --rank N), the
+ * trace's ranks counted in *ranks.  0, or -1 with `why` saying why not
+ * ("no rank 5: the trace's ranks are 0, 1", "out of memory"). */
+int trace_keep_rank(struct trace *t, int rank, int *ranks, char *why,
+		    size_t size);
 
 /* The groups a reader that shows one at a time (ampview's graph, the
  * report's page) has to show: the ranks that train (steps.h,

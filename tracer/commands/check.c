@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 static const char check_usage[] =
-	"usage: amptrace check TRACE.json RULES [--junit OUT.xml]\n"
+	"usage: amptrace check TRACE.json RULES [--junit OUT.xml] [--rank N]\n"
 	"\n"
 	"Checks cast assertions against a trace, one rule per line, e.g.\n"
 	"    op linear: output f16\n"
@@ -44,6 +45,10 @@ static const char check_usage[] =
 	"  --junit FILE  also write the results as JUnit XML (for CI): a\n"
 	"                testsuite named after TRACE, with hostname,\n"
 	"                timestamp and time\n"
+	"  --rank N      check rank N's processes alone (its DataLoader\n"
+	"                workers too): every count is that rank's, as if it\n"
+	"                had run alone (default: the whole trace, a job's\n"
+	"                counts its ranks' sum but for `per step` rules)\n"
 	"  -h, --help    this text\n"
 	"\n"
 	"Exit status: 0 every rule holds, 1 a rule failed or no op was\n"
@@ -1420,9 +1425,11 @@ static int write_junit(const char *path, const struct trace *trace,
 /* Everything after loading: each rule evaluated and printed (only what
  * the JUnit report needs kept of each: a rules file may hold many), the
  * verdict, the JUnit file written. */
+/* The rules judged on `trace`, of rank `rank` alone (-1: the whole
+ * trace). */
 static int check_loaded(const struct trace *trace, struct analysis *a,
 			const struct rules *rules, const char *junit,
-			const struct timespec *start)
+			int rank, const struct timespec *start)
 {
 	struct verdict *verdicts = calloc(rules->count, sizeof *verdicts);
 	size_t failures = 0;
@@ -1444,10 +1451,13 @@ static int check_loaded(const struct trace *trace, struct analysis *a,
 	bool is_empty = empty_trace_failure(trace, rules, empty, sizeof empty);
 	if (is_empty)
 		printf("FAIL %s  %s\n", trace->path, empty);
-	printf("%s: %zu of %zu rule%s failed%s (%s)\n",
+	char only[64] = "";
+	if (rank >= 0)
+		snprintf(only, sizeof only, ", rank %d only", rank);
+	printf("%s: %zu of %zu rule%s failed%s (%s%s)\n",
 	       failures || is_empty ? "FAILED" : "OK", failures, rules->count,
 	       rules->count == 1 ? "" : "s", is_empty ? "; no ops recorded" : "",
-	       trace->path);
+	       trace->path, only);
 	int status = failures || is_empty ? 1 : 0;
 	if (junit && write_junit(junit, trace, rules, verdicts, failures,
 				 is_empty ? empty : NULL, start) != 0)
@@ -1458,10 +1468,11 @@ static int check_loaded(const struct trace *trace, struct analysis *a,
 	return status;
 }
 
-enum { OPTION_JUNIT = 256 };
+enum { OPTION_JUNIT = 256, OPTION_RANK };
 
 static const struct option check_options[] = {
 	{ "junit", required_argument, NULL, OPTION_JUNIT },
+	{ "rank", required_argument, NULL, OPTION_RANK },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1469,6 +1480,7 @@ static const struct option check_options[] = {
 struct check_args {
 	const char *paths[2]; /* the trace, the rules */
 	const char *junit;
+	int rank;             /* --rank's, -1: none */
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -1486,6 +1498,14 @@ static int parse_args(int argc, char **argv, struct check_args *args)
 							  "file name");
 			args->junit = optarg;
 			break;
+		case OPTION_RANK: {
+			int status = command_line_number(&cl, "--rank", optarg,
+							 0, INT_MAX,
+							 &args->rank);
+			if (status >= 0)
+				return status;
+			break;
+		}
 		case 'h':
 			fputs(check_usage, stdout);
 			return 0;
@@ -1525,6 +1545,8 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 		       struct trace *trace, const struct timespec *start)
 {
 	struct trace_error err;
+	char why[256];
+	int ranks;
 	size_t len;
 	char *text = trace_read_file(args->paths[1], &len, &err);
 	if (!text)
@@ -1534,6 +1556,13 @@ static int load_inputs(const struct check_args *args, struct rules *rules,
 
 	free(text);
 	if (status == 0 && trace_load_without_flows(args->paths[0], trace, &err) != 0) {
+		rules_free(rules);
+		status = 2;
+	} else if (status == 0 && args->rank >= 0 &&
+		   trace_keep_rank(trace, args->rank, &ranks, why,
+				   sizeof why) != 0) {
+		trace_error_set(&err, "%s: %s", args->paths[0], why);
+		trace_free(trace);
 		rules_free(rules);
 		status = 2;
 	}
@@ -1561,7 +1590,7 @@ static bool junit_take_stdout(void)
 
 int amptrace_check(int argc, char **argv)
 {
-	struct check_args args = { 0 };
+	struct check_args args = { .rank = -1 };
 	struct timespec start;
 	struct rules rules;
 	struct trace trace;
@@ -1583,7 +1612,8 @@ int amptrace_check(int argc, char **argv)
 		fprintf(stderr, "amptrace check: out of memory\n");
 		status = 2;
 	} else {
-		status = check_loaded(&trace, &a, &rules, args.junit, &start);
+		status = check_loaded(&trace, &a, &rules, args.junit, args.rank,
+				      &start);
 	}
 	analysis_free(&a);
 	trace_free(&trace);
@@ -1597,5 +1627,5 @@ int check_rules(const struct trace *trace, struct analysis *a,
 	struct timespec start;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	return check_loaded(trace, a, rules, junit, &start);
+	return check_loaded(trace, a, rules, junit, -1, &start);
 }

@@ -1419,36 +1419,19 @@ static void print_fitted(struct summary *s, bool color)
 	free(text);
 }
 
-/* Leaves only rank `rank`'s processes in `t`; the trace's ranks in
- * *ranks.  Returns 0, or 2 (said). */
-static int keep_rank(struct trace *t, int rank, int *ranks)
-{
-	struct trace_ranks r;
-	char why[256];
-
-	if (!trace_ranks_find(t, &r)) {
-		fprintf(stderr, "amptrace summary: out of memory\n");
-		return 2;
-	}
-	int group = trace_ranks_group_of_rank(&r, rank, why, sizeof why);
-	if (group < 0)
-		fprintf(stderr, "amptrace summary: %s: no rank %d: %s\n",
-			t->path, rank, why);
-	else
-		trace_ranks_keep(t, &r, group);
-	*ranks = trace_ranks_count(&r);
-	trace_ranks_free(&r);
-	return group < 0 ? 2 : 0;
-}
-
 int summary_print(struct trace *trace, bool json, bool color, int depth,
 		  int rank)
 {
 	struct summary s = { .trace = trace, .modules.depth = depth,
 			     .rank = rank };
 
-	if (rank >= 0 && keep_rank(trace, rank, &s.ranks) != 0)
+	char why[256];
+
+	if (rank >= 0 &&
+	    trace_keep_rank(trace, rank, &s.ranks, why, sizeof why) != 0) {
+		fprintf(stderr, "amptrace summary: %s: %s\n", trace->path, why);
 		return 2;
+	}
 	if (analysis_run(trace, &s.a) != 0) {
 		fprintf(stderr, "amptrace summary: out of memory\n");
 		analysis_free(&s.a);
