@@ -19,11 +19,14 @@
 
 /* amp.op's, after forward_op_id (FORMAT.md §3.2); graph: the
  * torch.compile'd graph a compile (compile:f) or a compiled call
- * (compiled:f) is about (§3.12). */
+ * (compiled:f) is about (§3.12); handled: how Dynamo handled a failed
+ * compile's error, which the program then never saw ("skipped",
+ * "suppressed"; NULL: the error reached the program). */
 #define PRODUCER_OP_KEYS(ROW, X)                                            \
 	ROW(X, STRING, module, "module", NONE, "1.4")                       \
 	ROW(X, STRING, module_class, "module_class", NONE, "1.4")           \
-	ROW(X, ID, graph, "graph", NONE, "1.4")
+	ROW(X, ID, graph, "graph", NONE, "1.4")                             \
+	ROW(X, STRING, handled, "handled", HANDLED, "1.4")
 
 /* amp.cast's, after scope (FORMAT.md §3.3): its op's module, and who
  * cast when not autocast (NULL): "autograd" or "custom_fwd" (the PyTorch

@@ -463,6 +463,41 @@ def test_compile_error():
           "Unsupported" in failed[0]["error"], why + str(failed))
 
 
+def test_handled_errors():
+    """A compile's error is the program's (op-error) only when it reaches
+    the program: one Dynamo handles (a frame it skips, suppress_errors)
+    is said by how it was handled, the frame having run eagerly."""
+    expected = {  # mode: (the compile's `handled`, the findings' kinds)
+        "suppressed": ("suppressed", ["compile-error-suppressed",
+                                      "no-compiled-graph"]),
+        "skipped": ("skipped", ["no-compiled-graph"]),
+        "raised": (None, ["op-error"]),
+        "fullgraph": (None, ["op-error"]),
+    }
+    for mode, (handled, wanted) in expected.items():
+        plain, _ = run("errors.py", mode, traced=False)
+        traced, path = run("errors.py", mode, out="errors-" + mode)
+        check("compile errors, %s: the program's output as untraced"
+              % mode, traced.returncode == plain.returncode == 0 and
+              traced.stdout == plain.stdout and plain.stdout,
+              plain.stdout + traced.stdout + traced.stderr[-800:])
+        failed = [o for o in events(load(path), "amp.op")
+                  if o["op"].startswith("compile") and o.get("status")]
+        ok, why = valid(path)
+        check("compile errors, %s: the failed compile, handled %s" %
+              (mode, handled), ok and len(failed) == 1 and
+              failed[0].get("handled") == handled, why + str(failed))
+        summary = findings(path)
+        check("compile errors, %s: findings %s" % (mode, wanted),
+              kinds(summary) == wanted, summary.get("findings"))
+        if mode == "suppressed":
+            f = summary["findings"][0]
+            check("compile errors, suppressed: a warning with torch's "
+                  "error", f["severity"] == "warning" and
+                  "BackendCompilerFailed: backend='broken' raised" in
+                  f["message"], f)
+
+
 def test_slow_compile_killed():
     """A compile in progress when the program is killed: the trace holds
     it, as an op the process's death ended."""
@@ -512,7 +547,7 @@ TESTS = [functools.partial(test_models, "aot_eager"),
          test_graph_break,
          test_recompile, test_recompile_healthy, test_no_graph,
          test_modes, test_fallback,
-         test_compile_error,
+         test_compile_error, test_handled_errors,
          test_slow_compile_killed, test_cache_reuse]
 # AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while
 # iterating)

@@ -324,6 +324,7 @@ extern const int finding_policy_table_count;
  * file; each rule's comment says when it fires. */
 /* findings_ops.c */
 finding_event_rule finding_rule_banned_op, finding_rule_op_error,
+	finding_rule_compile_error_suppressed,
 	finding_rule_stale_cache, finding_rule_cache_other_dtype,
 	finding_rule_cache_disabled;
 /* findings_dtype.c */

@@ -82,6 +82,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "backward and its mm are one finding; the PyTorch "
 		       "bridge adds the "
 		       "exception's text when it ended the program or a thread); "
+		       "a `torch.compile` compile whose error Dynamo handled "
+		       "(the program never saw it) is not one; "
 		       "in a step recorded as aggregates, which keep no inputs, "
 		       "a dtype mismatch is an op-error too",
 	},
@@ -179,6 +181,21 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "inductor fuses a cast to f16/bf16 into the f32 pointwise "
 		       "op it feeds and drops the rounding (pytorch#181568); "
 		       "written at compile and at the first backward",
+	},
+	[FINDING_COMPILE_ERROR_SUPPRESSED] = {
+		"compile-error-suppressed", FINDING_WARNING,
+		FINDING_FROM_EVENTS,
+		.reads = READS_OPS,
+		.each = finding_rule_compile_error_suppressed,
+		.fix = "fix what fails (without suppress_errors the compile "
+		       "raises it; TORCHDYNAMO_VERBOSE=1 adds its stack): "
+		       "until then the frame runs uncompiled",
+		.doc = "a `torch.compile` compile failed and "
+		       "`torch._dynamo.config.suppress_errors` hid the error "
+		       "from the program: Dynamo ran the frame eagerly (a "
+		       "compile Dynamo skips on its own, a graph break it "
+		       "cannot resume from, is not one: `graph-break` and "
+		       "`no-compiled-graph` say those)",
 	},
 	[FINDING_NO_COMPILED_GRAPH] = {
 		"no-compiled-graph", FINDING_WARNING, FINDING_FROM_BRIDGE,

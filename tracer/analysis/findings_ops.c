@@ -45,14 +45,15 @@ void finding_rule_banned_op(struct findings_context *cx, size_t i)
 
 /* op-error: an op failed, and neither banned-op nor dtype-mismatch
  * explains why (of it, or of the op inside it whose exception it
- * raised). */
+ * raised).  A compile whose error Dynamo handled failed for Dynamo
+ * alone: the program ran on (compile-error-suppressed). */
 void finding_rule_op_error(struct findings_context *cx, size_t i)
 {
 	const struct trace_event *e = &cx->t->events[i];
 	const struct trace_op *op = &e->op;
 	char label[128];
 
-	if (!finding_op_failed(op) || is_banned(op) ||
+	if (!finding_op_failed(op) || op->handled || is_banned(op) ||
 	    finding_dtype_mismatch_explains(op) ||
 	    finding_failure_is_dtype_mismatch(cx, i))
 		return;
@@ -64,6 +65,31 @@ void finding_rule_op_error(struct findings_context *cx, size_t i)
 	f->op_id = op->op_id;
 	finding_text(f->message, sizeof f->message, "%s (op %llu, thread %lld) "
 		     "failed: %s", label, (unsigned long long)op->op_id,
+		     (long long)e->tid, op->error ? op->error : "(no message)");
+}
+
+/* compile-error-suppressed: a compile failed, and Dynamo's
+ * suppress_errors kept its error from the program (`handled`
+ * "suppressed"; "skipped", a soft failure, is Dynamo's own graph break). */
+void finding_rule_compile_error_suppressed(struct findings_context *cx,
+					   size_t i)
+{
+	const struct trace_event *e = &cx->t->events[i];
+	const struct trace_op *op = &e->op;
+	char label[128];
+
+	if (!op->handled || strcmp(op->handled, "suppressed"))
+		return;
+	trace_op_label(op, label, sizeof label);
+	struct trace_finding *f = finding_of(
+		cx, FINDING_COMPILE_ERROR_SUPPRESSED, label, e->pid, i);
+	if (!f)
+		return;
+	f->op_id = op->op_id;
+	finding_text(f->message, sizeof f->message, "%s (op %llu, thread "
+		     "%lld) failed, and torch._dynamo.config.suppress_errors "
+		     "kept the error from the program, which ran the frame "
+		     "eagerly: %s", label, (unsigned long long)op->op_id,
 		     (long long)e->tid, op->error ? op->error : "(no message)");
 }
 

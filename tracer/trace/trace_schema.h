@@ -59,7 +59,7 @@
  *   COMPLETE   unless the op is incomplete; a reader requires it then
  *   others     a condition of their own (TRACE_WHEN_* below); optional
  * CHECK: the names a string must be one of (validate.c): NONE, DTYPE,
- *   DEVICE, PHASE, POLICY, CACHE, ORIGIN (FORMAT.md §3)
+ *   DEVICE, PHASE, POLICY, CACHE, ORIGIN, HANDLED (FORMAT.md §3)
  * version: the format version that added the key; the validator flags a
  *   key newer than its file's format. */
 #ifndef AMPTRACE_TRACE_SCHEMA_H
@@ -470,6 +470,7 @@ enum trace_key_check {
 	TRACE_CHECK_POLICY,
 	TRACE_CHECK_CACHE,
 	TRACE_CHECK_ORIGIN,
+	TRACE_CHECK_HANDLED,
 };
 
 struct trace_object;

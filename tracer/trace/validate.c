@@ -45,6 +45,7 @@ static const char *const caches[] = { "hit", "miss", "uncacheable",
 				      "disabled", NULL };
 static const char *const origins[] = { "autocast", "autograd", "custom_fwd",
 				       "compiled", NULL };
+static const char *const handled[] = { "skipped", "suppressed", NULL };
 
 /* The names a CHECK column allows (FORMAT.md §3), NULL: any. */
 static const char *const *allowed_names(enum trace_key_check check)
@@ -62,6 +63,8 @@ static const char *const *allowed_names(enum trace_key_check check)
 		return caches;
 	case TRACE_CHECK_ORIGIN:
 		return origins;
+	case TRACE_CHECK_HANDLED:
+		return handled;
 	default:
 		return NULL;
 	}

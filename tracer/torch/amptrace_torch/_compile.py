@@ -189,13 +189,14 @@ class _Compile:
             name, graph, self.phase, 0, [], self.autocast, False,
             self.begin_ns)
 
-    def close(self, error):
+    def close(self, error, handled=None):
         if error:
             _eager.compile_failed(error)
         if not self.op and error:
             self.op = self._open("compile", 0)
         if self.op:
-            self.state.bridge.compiled_end(self.op, [], error, None, 0)
+            self.state.bridge.compiled_end(self.op, [], error, None, 0,
+                                           handled)
 
 
 def _compile_name(c, graph):
@@ -226,8 +227,11 @@ def _hook_compiles(state):
         if not stack:
             return
         c = stack.pop()
+        exc = sys.exc_info()[1]
         try:
-            c.close(_compile_error(sys.exc_info()[1]))
+            error = _compile_error(exc)
+            if not (error and _hold_failure(c, error, exc)):
+                c.close(error)
         except Exception as e:
             state.failed(e)
         finally:
@@ -235,6 +239,68 @@ def _hook_compiles(state):
 
     handler.register_start_callback(start)
     handler.register_end_callback(end)
+    _hook_frame_converter(state)
+
+
+def _held():
+    """This thread's failed compiles awaiting their frame converter's
+    verdict, a list per ConvertFrame call open, innermost last."""
+    held = getattr(_local, "held", None)
+    if held is None:
+        held = _local.held = []
+    return held
+
+
+def _hold_failure(c, error, exc):
+    """Keeps failed compile `c` open until the frame converter around it
+    returns or raises: whether the program sees `exc` is decided there.
+    False when no converter is open on this thread (fullgraph=True's
+    converter, a backward compiled lazily: the error reaches the
+    program)."""
+    held = _held()
+    if not held:
+        return False
+    from torch._dynamo.exc import Unsupported, UserError
+    held[-1].append((c, error, isinstance(exc, (Unsupported, UserError))))
+    return True
+
+
+def _hook_frame_converter(state):
+    """torch.compile without fullgraph=True converts frames through
+    ConvertFrame, which handles some failures itself: an Unsupported or
+    UserError it cannot resume from (a soft failure: it skips the frame,
+    logging at INFO) and, under config.suppress_errors, any other; the
+    frame then runs eagerly and the program never sees the error.  A
+    compile that failed inside it ends when it returns, `handled`
+    ("skipped", "suppressed"), or raises (not handled: an error of the
+    program's)."""
+    from torch._dynamo import convert_frame
+    cls = getattr(convert_frame, "ConvertFrame", None)
+    if cls is None:
+        return
+    original = cls.__call__
+
+    def close(failed, returned):
+        for c, error, soft in failed:
+            try:
+                c.close(error, ("skipped" if soft else "suppressed")
+                        if returned else None)
+            except Exception as e:
+                state.failed(e)
+
+    @functools.wraps(original)
+    def __call__(self, *args, **kwargs):
+        held = _held()
+        held.append([])
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException:
+            close(held.pop(), False)
+            raise
+        close(held.pop(), True)
+        return result
+
+    cls.__call__ = __call__
 
 
 def _compile_error(exc):

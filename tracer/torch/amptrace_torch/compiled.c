@@ -250,10 +250,11 @@ fail:
 }
 
 /* Emits the END of open op `o` and frees it: its outputs (a list of
- * tensor tuples, or NULL), its error (NULL: none), and what a compile
- * knows by its end (name NULL, graph 0: as begun). */
+ * tensor tuples, or NULL), its error (NULL: none) and how Dynamo handled
+ * it (NULL: it reached the program), and what a compile knows by its end
+ * (name NULL, graph 0: as begun). */
 static void close_op(struct open_op *o, PyObject *tensors, const char *error,
-		     const char *name, uint64_t graph)
+		     const char *handled, const char *name, uint64_t graph)
 {
 	struct producer_event end = { .kind = PRODUCER_OP_END, .op = o->event };
 
@@ -267,6 +268,7 @@ static void close_op(struct open_op *o, PyObject *tensors, const char *error,
 	if (error) {
 		end.op.status = AMP_ERR_INVALID;
 		end.op.error = error;
+		end.op.handled = handled;
 	}
 	events_emit(&end);
 	if (o->previous_parent != UINT64_MAX)
@@ -276,20 +278,22 @@ static void close_op(struct open_op *o, PyObject *tensors, const char *error,
 	free(o->name);
 }
 
-/* compiled_end(op_id, tensors, error, name, graph): op `op_id` ends; name
- * and graph (None, 0: as begun) may say more now.  Ops opened after it
- * and still open end with it, failed: a backward node that raises never
- * runs the hook that would have ended its op. */
+/* compiled_end(op_id, tensors, error, name, graph[, handled]): op `op_id`
+ * ends; name and graph (None, 0: as begun) may say more now; handled:
+ * how Dynamo handled the error of a compile, the program never seeing it
+ * ("skipped", "suppressed"; None: it did).  Ops opened after it and still
+ * open end with it, failed: a backward node that raises never runs the
+ * hook that would have ended its op. */
 PyObject *compiled_py_end(PyObject *self, PyObject *args)
 {
 	unsigned long long op_id, graph;
 	PyObject *tensors;
-	const char *error, *name;
+	const char *error, *name, *handled = NULL;
 	struct compiled_thread *t = compiled_thread();
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "KOzzK", &op_id, &tensors, &error, &name,
-			      &graph))
+	if (!PyArg_ParseTuple(args, "KOzzK|z", &op_id, &tensors, &error, &name,
+			      &graph, &handled))
 		return NULL;
 	if (t && t->dropped) {
 		t->dropped--;
@@ -306,8 +310,8 @@ PyObject *compiled_py_end(PyObject *self, PyObject *args)
 	while (t->nops > at)
 		close_op(&t->ops[--t->nops], NULL,
 			 "its end was not seen: the compiled code raised", NULL,
-			 0);
-	close_op(&t->ops[--t->nops], tensors, error, name, graph);
+			 NULL, 0);
+	close_op(&t->ops[--t->nops], tensors, error, handled, name, graph);
 	Py_RETURN_NONE;
 }
 

@@ -40,7 +40,7 @@ PyObject *compiled_py_link(PyObject *self, PyObject *args);
 	  "compiled_begin(name, graph, phase, forward_op_id, tensors, " \
 	  "autocast, parent, begin_ns) -> op_id" }, \
 	{ "compiled_end", compiled_py_end, METH_VARARGS, \
-	  "compiled_end(op_id, tensors, error, name, graph)" }, \
+	  "compiled_end(op_id, tensors, error, name, graph[, handled])" }, \
 	{ "compiled_cast", compiled_py_cast, METH_VARARGS, \
 	  "compiled_cast(op_id, cast): a compiled graph's cast" }, \
 	{ "compiled_diag", compiled_py_diag, METH_VARARGS, \
