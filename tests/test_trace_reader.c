@@ -447,6 +447,48 @@ START_TEST(flows_dropped_and_counted)
 }
 END_TEST
 
+static int count_seen(void *ctx, struct trace *trace,
+		      const struct trace_event *e, cJSON *json,
+		      struct trace_error *err)
+{
+	(void)trace;
+	(void)json;
+	(void)err;
+	ck_assert_str_eq(e->name, "process_name");
+	++*(int *)ctx;
+	return TRACE_KEEP;
+}
+
+/* only_with: the events whose text lacks the word are counted, never
+ * parsed (an `args` that is no object among them is no error), and the
+ * filter sees the others (merge's pass 1 reads the process_name events
+ * alone). */
+START_TEST(filter_sees_only_events_with_the_word)
+{
+	static const char text[] =
+		"{\"amptrace\":{\"format\":\"1.4\"},\"traceEvents\":[\n"
+		"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":7,\"tid\":0,"
+		"\"args\":{\"name\":\"p\",\"rank\":3}},\n"
+		"{\"name\":\"x\",\"cat\":\"amp.op\",\"ph\":\"X\",\"args\":1},\n"
+		"{\"name\":\"y\",\"cat\":\"other\",\"ph\":\"X\",\"ts\":1,"
+		"\"dur\":1,\"pid\":7,\"tid\":1}]}\n";
+	int seen = 0;
+	struct trace_filter filter = { &seen, count_seen,
+				       .only_with = "\"process_name\"" };
+	struct trace t;
+	struct trace_error err = { "" };
+
+	ck_assert_msg(trace_load_text_filtered("few.json", text,
+					       sizeof text - 1, &t, &filter,
+					       &err) == 0, "%s", err.message);
+	ck_assert_int_eq(seen, 1);
+	ck_assert_uint_eq(t.nevents, 1);
+	ck_assert_int_eq(t.events[0].meta.rank, 3);
+	ck_assert_uint_eq(t.dropped, 2);
+	trace_free(&t);
+}
+END_TEST
+
 START_TEST(window_errors_as_memory)
 {
 	size_t len;
@@ -549,6 +591,7 @@ static Suite *trace_reader_suite(void)
 	tcase_add_test(tc, filter_drops_arrays_keeps_strings);
 	tcase_add_test(tc, filter_forgets_strings);
 	tcase_add_test(tc, flows_dropped_and_counted);
+	tcase_add_test(tc, filter_sees_only_events_with_the_word);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("id_map");
 	tcase_add_test(tc, id_map_keeps_every_key);

@@ -1036,6 +1036,7 @@ static int load(const char *path, const char *text, size_t len,
 		.event = filter && !filter->event ? NULL : on_event,
 		.stop_at = filter ? filter->stop_at : 0,
 		.digest = filter && filter->digest,
+		.only_with = filter ? filter->only_with : NULL,
 	};
 	struct trace_scan_result result;
 
@@ -1052,8 +1053,7 @@ static int load(const char *path, const char *text, size_t len,
 	trace->header_first = result.amptrace;
 	trace->whole_end = result.whole_end;
 	trace->digest = result.digest;
-	if (!h.event)
-		trace->dropped = result.events;
+	trace->dropped += h.event ? result.skipped : result.events;
 	return 0;
 }
 

@@ -89,6 +89,9 @@ struct trace_filter {
 		     struct trace_error *err);
 	size_t stop_at;
 	bool digest;
+	/* the scan's too: only the events whose text holds it are decoded
+	 * and handed to `event`; the others are counted in trace->dropped */
+	const char *only_with;
 };
 int trace_load_filtered(const char *path, struct trace *trace,
 			const struct trace_filter *filter,

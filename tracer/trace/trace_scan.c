@@ -639,6 +639,15 @@ static int check_event_keys(struct scanner *s, const cJSON *event,
 			       path[0] ? path + 1 : "");
 }
 
+/* Whether the text from `from` to pos holds `word` (NULL: any does). */
+static bool holds(const struct scanner *s, struct span_start from,
+		  const char *word)
+{
+	return !word || memmem(s->text + (from.at - s->base),
+			       offset(s, s->pos) - from.at, word,
+			       strlen(word));
+}
+
 /* 1 done, 0 ended early, -1 error. */
 static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		       struct trace_scan_result *r)
@@ -664,7 +673,9 @@ static int scan_events(struct scanner *s, const struct trace_scan_handlers *h,
 		if (status <= 0)
 			return status;
 		took_whole(s, from);
-		if (h->event) {
+		if (h->event && !holds(s, from, h->only_with)) {
+			r->skipped++;
+		} else if (h->event) {
 			cJSON *event = parse_span(s, from);
 			if (!event)
 				return -1;

@@ -42,6 +42,12 @@ struct trace_scan_handlers {
 	 * result->digest. */
 	size_t stop_at;
 	bool digest;
+	/* NULL, or a string an event's text must hold for `event` to see
+	 * it: the others are counted (result->skipped) and not parsed, for
+	 * a reader after a few events a word in their text tells (merge's
+	 * process_name events, FORMAT.md §6).  Their text as written: an
+	 * event that spells the word with \u escapes is skipped. */
+	const char *only_with;
 };
 
 struct trace_scan_result {
@@ -51,6 +57,7 @@ struct trace_scan_result {
 	bool truncated;      /* ended early, repaired */
 	size_t truncated_line;
 	size_t events;
+	size_t skipped;      /* of them, not parsed: h->only_with */
 	/* the offset just past the last thing read whole (an event, a
 	 * top-level value, traceEvents' '['): where a truncated input reads
 	 * the same again */
