@@ -458,27 +458,111 @@ capture "$amptrace" merge "$tmp/r1-hex.json" "$tmp/r0.json" -o "$tmp/mr3.json"
 check "an amp.flow id that is no number: exit 2" status_is 2
 check "... said where" err_has "r1-hex.json:10: event 8 (amp.flow s 'f'): id must be a number, got a string"
 
-# A process already named by a rank of its own (one learned from
-# init_process_group, FORMAT.md §5, in a file of every rank's processes;
-# or a rank file merged by position): the merged rank replaces that
-# prefix rather than stacking on it, and its args.rank says the same.
-late_ranked_trace() { # header-rank pid own-rank
-	printf '{"amptrace":{"format":"1.4","rank":%s},"traceEvents":[\n' "$1"
-	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"python (pid %s)"}},\n' "$2" "$2"
-	printf '{"name":"x","cat":"other","ph":"X","ts":1,"dur":1,"pid":%s,"tid":1},\n' "$2"
-	printf '{"name":"process_name","ph":"M","pid":%s,"tid":0,"args":{"name":"rank %s: python (pid %s)","rank":%s}},\n' "$2" "$3" "$2" "$3"
-	printf '{"name":"process_sort_index","ph":"M","pid":%s,"tid":0,"args":{"sort_index":%s}}\n],"amptraceEnd":{"complete":true}}\n' "$2" "$3"
+# A file whose processes name ranks of their own (learned from
+# init_process_group, FORMAT.md §5: every rank's processes in one file,
+# its header's rank null) keeps them: each process's pid is its own
+# rank + 1, its names its own, one node's file beside another's.
+# late_job HEADER-RANK whole|truncated PID:RANK... writes such a file:
+# RANK - a process without one (the launching parent), R! one that
+# named R from its start (a DataLoader worker the rank started later;
+# it names R after its rank's process does).
+late_job() {
+	local header=$1 end=$2 spec pid rank lines=()
+	shift 2
+	for spec; do
+		pid=${spec%%:*} rank=${spec#*:}
+		[ "${rank%!}" = "$rank" ] &&
+			lines+=("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":$pid,\"tid\":0,\"args\":{\"name\":\"python (pid $pid)\"}}")
+		lines+=("{\"name\":\"x$pid\",\"cat\":\"other\",\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":$pid,\"tid\":1}")
+	done
+	for spec; do
+		pid=${spec%%:*} rank=${spec#*:}
+		rank=${rank%!}
+		[ "$rank" = - ] && continue
+		lines+=("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":$pid,\"tid\":0,\"args\":{\"name\":\"rank $rank: python (pid $pid)\",\"rank\":$rank}}")
+		lines+=("{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":$pid,\"tid\":0,\"args\":{\"sort_index\":$rank}}")
+	done
+	printf '{"amptrace":{"format":"1.4","rank":%s},"traceEvents":[\n' "$header"
+	printf '%s\n' "${lines[@]}" | sed '$!s/$/,/'
+	if [ "$end" = whole ]; then
+		printf '],"amptraceEnd":{"complete":true}}\n'
+	else # cut after its last whole event, as a killed writer leaves it
+		printf ',\n{"name":"cut'
+	fi
 }
-late_ranked_trace null 77 1 >"$tmp/late-a.json"
-late_ranked_trace null 88 0 >"$tmp/late-b.json"
+late_job null whole 77:1 >"$tmp/late-a.json"
+late_job null whole 88:0 >"$tmp/late-b.json"
 capture "$amptrace" merge "$tmp/late-a.json" "$tmp/late-b.json" -o "$tmp/ml.json"
-check "merge of processes named by their own ranks: exit 0" status_is 0
+check "merge of processes named by their own ranks: exit 0, no note of positions" \
+	eval 'status_is 0 && ! err_has "order of the arguments"'
 merged_pids "$tmp/ml.json" >"$tmp/pids"
-names_of() { grep "^process_name $1 " "$tmp/pids" | sort -u; }
-check "a process named by its own rank 1, merged as rank 0: each of its names says rank 0, once" \
-	test "$(names_of 1)" = "process_name 1 rank 0: python (pid 77) 0 None None"
-check "... and the other, own rank 0 merged as rank 1: rank 1" \
-	test "$(names_of 2)" = "process_name 2 rank 1: python (pid 88) 1 None None"
+names_of() { grep "^process_name $1 " "$tmp/pids"; }
+check "a process named by its own rank 1 keeps it: pid 2, its names its own" \
+	test "$(names_of 2)" = "process_name 2 python (pid 77) None None None
+process_name 2 rank 1: python (pid 77) 1 None None"
+check "... and the other's own rank 0: pid 1" \
+	test "$(names_of 1)" = "process_name 1 python (pid 88) None None None
+process_name 1 rank 0: python (pid 88) 0 None None"
+
+# Two nodes of one job, each one file: node 0's parent without a rank,
+# its ranks 1 and 0 (1 named first), rank 0's worker; node 1's ranks 2
+# and 3, its file cut short (no trailer: the ranks come from the
+# process_name events, not amptraceEnd.processes).
+late_job null whole 100:- 101:1 102:0 103:0! >"$tmp/node0.json"
+late_job null truncated 200:2 201:3 >"$tmp/node1.json"
+capture "$amptrace" merge "$tmp/node0.json" "$tmp/node1.json" -o "$tmp/job.json"
+check "merge of two nodes' files of late ranks: exit 0, node 1's said truncated" \
+	eval 'status_is 0 && err_has "node1.json is truncated"'
+merged_pids "$tmp/job.json" >"$tmp/pids"
+last_name() { names_of "$1" | tail -n 1; }
+check "each rank is pid rank + 1, named by its own rank, whatever order its file names them in" \
+	test "$(for p in 1 2 3 4; do last_name $p; done)" = "process_name 1 rank 0: python (pid 102) 0 None None
+process_name 2 rank 1: python (pid 101) 1 None None
+process_name 3 rank 2: python (pid 200) 2 None None
+process_name 4 rank 3: python (pid 201) 3 None None"
+check "... and its events follow it" \
+	eval 'has_line "x102 1" && has_line "x101 2" && has_line "x200 3" && has_line "x201 4"'
+check "the worker of rank 0 gets a pid above the ranks, named by rank 0" \
+	eval 'has_line "x103 6" && test "$(names_of 6)" = "process_name 6 rank 0: python (pid 103) 0 None None"'
+check "the parent without a rank gets a pid above the ranks, named without one" \
+	eval 'has_line "x100 5" && test "$(names_of 5)" = "process_name 5 python (pid 100) None None None"'
+check "the trailer names each input by its lowest rank and its pid" \
+	"$python" -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit([(i["rank"], i["pid"]) for i in d["amptraceEnd"]["inputs"]] != [(0, 1), (2, 3)])' "$tmp/job.json"
+capture "$amptrace" summary "$tmp/job.json"
+check "summary reads the merged job: 6 processes" out_has "6 processes"
+
+# A rank two inputs hold: refused, both named (pid rank + 1 is one
+# process's).  So is a file without any rank beside late ranks (by its
+# position it would take one of theirs), and a per-rank file's rank
+# that a late file's process names.
+late_job null whole 300:1 >"$tmp/node-again.json"
+capture "$amptrace" merge "$tmp/node0.json" "$tmp/node1.json" \
+	"$tmp/node-again.json" -o "$tmp/rank-twice.json"
+check "merge of two inputs of rank 1: exit 2, no output" \
+	eval 'status_is 2 && test ! -e "$tmp/rank-twice.json"'
+check "... says which rank and which inputs" \
+	err_has "rank 1 is in both $tmp/node0.json and $tmp/node-again.json: each rank must come from one input"
+late_job 2 whole 400:2 >"$tmp/rank2.json"
+capture "$amptrace" merge "$tmp/rank2.json" "$tmp/node1.json" -o "$tmp/rank-twice.json"
+check "a rank's file (its header's) and a late rank of the same: exit 2, said" \
+	eval 'status_is 2 && err_has "rank 2 is in both $tmp/rank2.json and $tmp/node1.json"'
+capture "$amptrace" merge "$tmp/node0.json" "$fx/good.json" -o "$tmp/unranked.json"
+check "a file of no rank beside late ranks: exit 2, said" \
+	eval 'status_is 2 && err_has "$fx/good.json names no rank (nor do its processes) while the processes of another input name theirs"'
+
+# A rank's file (its header's rank) whose process names another rank
+# (torch's given to init_process_group where RANK said another): merged
+# as its file's rank, as before, and said; beside a late file too.
+late_job 1 whole 500:0 >"$tmp/disagree.json"
+late_job 0 whole 600:0 >"$tmp/agree.json"
+for other in agree node1; do
+	capture "$amptrace" merge "$tmp/disagree.json" "$tmp/$other.json" -o "$tmp/dis.json"
+	merged_pids "$tmp/dis.json" >"$tmp/pids"
+	check "a rank 1 file's process naming rank 0 (beside $other.json): merged as rank 1, said" \
+		eval 'status_is 0 && test "$(last_name 2)" = "process_name 2 rank 1: python (pid 500) 1 None None" &&
+		err_has "note: process 500 of $tmp/disagree.json names rank 0, its file rank 1: merged as rank 1'"'"'s, as its file is"'
+done
 
 # A merged trace given to merge again: its ranks are its processes'
 # (rank 1's is pid 2, named so), not its file's, and merge gives one rank

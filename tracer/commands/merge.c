@@ -1,5 +1,7 @@
 /* `amptrace merge RANK0.json RANK1.json ... -o ALL.json`: joins per-rank
- * traces into one, one process per rank (pid = rank + 1), timestamps moved
+ * traces into one, one process per rank (pid = rank + 1; a file of
+ * several ranks' processes, each named by its own, FORMAT.md §5, gives
+ * each its own), timestamps moved
  * onto a common origin, the earliest input's start, through each file's
  * baseTimeNanoseconds (wall clock, so ranks on different hosts line up as
  * well as their clocks do).
@@ -35,9 +37,15 @@ static const char merge_usage[] =
 	"`amptrace run`) into one trace with one process per rank: the pid of\n"
 	"a file's events becomes its rank + 1 (rank: amptrace.rank, else its\n"
 	"position on the command line, from 0), timestamps share one origin;\n"
-	"flow ids are renumbered so that each stays unique.  The header's\n"
-	"framework is the inputs' when they agree, else the first rank's\n"
-	"(a note says so); each process keeps its own in its metadata.\n"
+	"flow ids are renumbered so that each stays unique.  A file whose\n"
+	"processes name ranks of their own (one node's trace.json of a job\n"
+	"whose ranks init_process_group gave: mp.spawn, Lightning) keeps\n"
+	"them: each rank's process becomes pid rank + 1; a second process of\n"
+	"a rank (its DataLoader worker) and one without a rank (the launching\n"
+	"parent) get pids above the ranks.  A rank in two inputs is refused.\n"
+	"The header's framework is the inputs' when they agree, else the\n"
+	"first rank's (a note says so); each process keeps its own in its\n"
+	"metadata.\n"
 	"A trace merge wrote of several ranks is refused as an input (its\n"
 	"ranks are its processes', not its file's): merge the traces it was\n"
 	"made of.\n"
@@ -49,6 +57,12 @@ static const char merge_usage[] =
 
 struct pid_map {
 	int64_t old, mapped;
+};
+
+/* A process that names a rank of its own (its process_name's). */
+struct named_rank {
+	int64_t pid;
+	int rank;
 };
 
 struct input {
@@ -77,7 +91,15 @@ struct input {
 	double events_end_us; /* the latest end of its events (not metadata) */
 	struct pid_map *pids; /* original pid -> merged pid, in order seen */
 	size_t npids, pids_cap;
-	int new_rank;
+	/* pass 1: the ranks its processes name of their own (the last each
+	 * said), in the order they first named one; late: its header names
+	 * none, so these are its ranks (FORMAT.md §5: a job whose ranks
+	 * learned them from init_process_group writes one file of them
+	 * all), each process keeping its own */
+	struct named_rank *named;
+	size_t nnamed, named_cap;
+	bool late;
+	int new_rank;        /* its rank; a late input's: its lowest */
 	int64_t new_pid;     /* new_rank + 1: Perfetto treats pid 0 as special */
 	double shift_us;     /* onto the merged trace's time base */
 };
@@ -105,9 +127,36 @@ static int header_rank(const struct input *in)
 	return in->trace.amptrace ? in->trace.header.rank : -1;
 }
 
+/* The rank process `pid` of the input names, or -1; *first: it is the
+ * first of the input's processes to name that rank (the rank's own, not
+ * a process it started later: its DataLoader worker). */
+static int named_rank(const struct input *in, int64_t pid, bool *first)
+{
+	for (size_t i = 0; i < in->nnamed; i++) {
+		if (in->named[i].pid != pid)
+			continue;
+		*first = true;
+		for (size_t j = 0; j < i; j++)
+			*first &= in->named[j].rank != in->named[i].rank;
+		return in->named[i].rank;
+	}
+	return -1;
+}
+
 /* GPU n of host process P has pid 2^30 + n*2^22 + P (FORMAT.md §3.8). */
 #define GPU_PID_BASE ((int64_t)1 << 30)
 #define GPU_PID_HOST_BITS 22
+
+/* A late input's process: its rank's pid when it is the first to name
+ * that rank, else one above every rank. */
+static int64_t late_pid(struct merge *m, const struct input *in,
+			int64_t pid)
+{
+	bool first = false;
+	int rank = named_rank(in, pid, &first);
+
+	return rank >= 0 && first ? (int64_t)rank + 1 : m->next_extra_pid++;
+}
 
 static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
 {
@@ -122,8 +171,11 @@ static int64_t map_pid(struct merge *m, struct input *in, int64_t pid)
 	if (pid >= GPU_PID_BASE && pid < 2 * GPU_PID_BASE &&
 	    (host = map_pid(m, in, pid & host_mask)) >= 0 && host <= host_mask)
 		mapped = (pid & ~host_mask) + host;
-	/* The file's first process is the rank; any other gets a pid of its
-	 * own above every rank. */
+	/* The file's first process is the rank, a late input's first of
+	 * each rank that rank; any other gets a pid of its own above every
+	 * rank. */
+	else if (in->late)
+		mapped = late_pid(m, in, pid);
 	else
 		mapped = in->npids == 0 ? in->new_pid : m->next_extra_pid++;
 	if (in->npids == in->pids_cap) {
@@ -199,7 +251,8 @@ static int merge_model_event(struct merge *m, struct input *in,
 		e.kernel.host_pid = map_pid(m, in, e.kernel.host_pid);
 	if (e.kind == TRACE_META && e.meta.host_pid)
 		e.meta.host_pid = map_pid(m, in, e.meta.host_pid);
-	if (e.kind == TRACE_META && e.pid == in->new_pid) {
+	/* a late input's processes name their ranks already, as merged */
+	if (e.kind == TRACE_META && e.pid == in->new_pid && !in->late) {
 		if (!strcmp(e.name, "process_name") && e.meta.value) {
 			snprintf(label, sizeof label, "rank %d: %.1024s",
 				 in->new_rank,
@@ -326,6 +379,7 @@ static void free_inputs(struct merge *m)
 		if (m->inputs[i].loaded)
 			trace_free(&m->inputs[i].trace);
 		free(m->inputs[i].pids);
+		free(m->inputs[i].named);
 	}
 	free(m->inputs);
 	id_map_free(&m->flow_ids);
@@ -636,13 +690,58 @@ static int refuse_merged(const struct input *in)
 	return 2;
 }
 
+/* Pass 1's filter: the rank each process names of its own, the last
+ * it said (a GPU's process_name names its host, whose pid it follows).
+ * Pass 1 decodes no other event (only_with): a process_name's rank is
+ * there whether or not the file has its trailer (a truncated one). */
+static int note_rank(void *ctx, struct trace *trace,
+		     const struct trace_event *e, cJSON *json,
+		     struct trace_error *err)
+{
+	struct input *in = ctx;
+	size_t i = 0;
+
+	(void)trace;
+	(void)json;
+	if (e->kind != TRACE_META || !e->name ||
+	    strcmp(e->name, "process_name") || e->meta.host_pid)
+		return TRACE_FORGET;
+	while (i < in->nnamed && in->named[i].pid != e->pid)
+		i++;
+	/* a name without a rank after one with: none, as readers take it */
+	if (i == in->nnamed && e->meta.rank < 0)
+		return TRACE_FORGET;
+	if (i == in->nnamed) {
+		struct named_rank *grown = trace_grow(in->named,
+						      &in->named_cap, i + 1,
+						      sizeof *grown);
+		if (!grown)
+			return trace_error_set(err, "out of memory");
+		in->named = grown;
+		in->nnamed++;
+	}
+	in->named[i] = (struct named_rank){ e->pid, e->meta.rank };
+	return TRACE_FORGET;
+}
+
+/* Whether a process of the input names a rank of its own. */
+static bool names_a_rank(const struct input *in)
+{
+	for (size_t i = 0; i < in->nnamed; i++)
+		if (in->named[i].rank >= 0)
+			return true;
+	return false;
+}
+
 /* Pass 1: every input's outline (its events are decoded once, in pass
- * 2, where a bad one stops the merge): its header, rank, time base, its
- * events counted, where a truncated one's last whole event ends.
+ * 2, where a bad one stops the merge; here only its process_name
+ * events): its header, rank, the ranks its processes name, time base,
+ * its events counted, where a truncated one's last whole event ends.
  * Returns 0, or 2 (said). */
 static int read_input(struct merge *m, struct input *in, const char *out)
 {
-	struct trace_filter filter = { .digest = true };
+	struct trace_filter filter = { in, note_rank, .digest = true,
+				       .only_with = "\"process_name\"" };
 
 	if (output_refuse_input("amptrace merge", out, &in->path, 1))
 		return 2;
@@ -664,6 +763,8 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 		return 2;
 	}
 	in->amptrace = in->trace.amptrace;
+	in->late = in->amptrace && header_rank(in) < 0 &&
+		   !in->trace.header.nmerged && names_a_rank(in);
 	in->events = in->trace.dropped;
 	in->digest = in->trace.digest;
 	in->stop_at = in->trace.truncated ? in->trace.whole_end : 0;
@@ -691,12 +792,134 @@ static int read_input(struct merge *m, struct input *in, const char *out)
 	return 0;
 }
 
-/* Ranks: the headers' when all are known and distinct, else the
- * position on the command line. */
-static void assign_ranks(struct merge *m)
+/* The rank a file of one rank says it is of: its header's, or a
+ * merged file's of one input, that input's (a rank's trace.json that
+ * `amptrace run` merged of its trace.rankN.json); -1: none. */
+static int file_rank(const struct input *in)
+{
+	const struct trace_header *h = &in->trace.header;
+
+	if (header_rank(in) >= 0 || !in->trace.amptrace)
+		return header_rank(in);
+	return h->nmerged == 1 ? h->merged[0].rank : -1;
+}
+
+/* Whether input `in` holds a process of `rank` as merged: a late input's
+ * named by it, another's its file's. */
+static bool input_has_rank(const struct input *in, int rank)
+{
+	if (rank < 0 || !in->late)
+		return rank >= 0 && file_rank(in) == rank;
+	for (size_t i = 0; i < in->nnamed; i++)
+		if (in->named[i].rank == rank)
+			return true;
+	return false;
+}
+
+/* A rank both inputs hold, or -1. */
+static int shared_rank(const struct input *a, const struct input *b)
+{
+	if (!a->late)
+		return input_has_rank(b, file_rank(a)) ? file_rank(a) : -1;
+	for (size_t i = 0; i < a->nnamed; i++)
+		if (input_has_rank(b, a->named[i].rank))
+			return a->named[i].rank;
+	return -1;
+}
+
+/* With a late input among them, every input's ranks as input_has_rank
+ * says: each rank one input's, and an input of no rank refused (by its
+ * position it would take a late input's rank).  Returns 0, or 2
+ * (said). */
+static int check_late_ranks(const struct merge *m)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		const struct input *in = &m->inputs[i];
+		if (!in->late && file_rank(in) < 0) {
+			fprintf(stderr, "amptrace merge: %s names no rank (nor "
+				"do its processes) while the processes of "
+				"another input name theirs: merge the ranks' "
+				"traces\n", in->path);
+			return 2;
+		}
+		for (int j = 0; j < i; j++) {
+			int rank = shared_rank(&m->inputs[j], in);
+			if (rank < 0)
+				continue;
+			fprintf(stderr, "amptrace merge: rank %d is in both %s "
+				"and %s: each rank must come from one input\n",
+				rank, m->inputs[j].path, in->path);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* An input's lowest rank (a late input's, of its processes'), its
+ * highest in *max. */
+static int lowest_rank(const struct input *in, int *max)
+{
+	int low = file_rank(in);
+
+	*max = low;
+	for (size_t i = 0; in->late && i < in->nnamed; i++) {
+		int rank = in->named[i].rank;
+		if (rank >= 0 && (low < 0 || rank < low))
+			low = rank;
+		if (rank > *max)
+			*max = rank;
+	}
+	return low;
+}
+
+/* A file of one rank whose processes name others (torch's rank given to
+ * init_process_group where the environment said another, FORMAT.md §5)
+ * is merged as its file's rank: said, each process once. */
+static void note_other_ranks(const struct input *in, int rank)
+{
+	for (size_t i = 0; !in->late && i < in->nnamed; i++)
+		if (in->named[i].rank >= 0 && in->named[i].rank != rank)
+			fprintf(stderr, "amptrace merge: note: process %lld of "
+				"%s names rank %d, its file rank %d: merged as "
+				"rank %d's, as its file is\n",
+				(long long)in->named[i].pid, in->path,
+				in->named[i].rank, rank, rank);
+}
+
+/* Ranks when an input is late: each late input's processes' own, each
+ * other input's its file's (file_rank).  Returns 0, or 2 (said). */
+static int assign_late_ranks(struct merge *m)
+{
+	int max_rank = 0;
+
+	if (check_late_ranks(m) != 0)
+		return 2;
+	for (int i = 0; i < m->ninputs; i++) {
+		struct input *in = &m->inputs[i];
+		int max;
+		in->new_rank = lowest_rank(in, &max);
+		in->new_pid = (int64_t)in->new_rank + 1;
+		if (max > max_rank)
+			max_rank = max;
+		note_other_ranks(in, in->new_rank);
+	}
+	m->next_extra_pid = (int64_t)max_rank + 2;
+	return 0;
+}
+
+/* Ranks: a late input's processes' own (assign_late_ranks), else the
+ * headers' when all are known and distinct, else the position on the
+ * command line.  Returns 0, or 2 (said). */
+static int assign_ranks(struct merge *m)
 {
 	bool ranks_ok = true;
 	int max_rank = 0;
+	bool late = false;
+
+	for (int i = 0; i < m->ninputs; i++)
+		late |= m->inputs[i].late;
+	if (late)
+		return assign_late_ranks(m);
 
 	for (int i = 0; i < m->ninputs; i++) {
 		ranks_ok &= header_rank(&m->inputs[i]) >= 0;
@@ -710,9 +933,8 @@ static void assign_ranks(struct merge *m)
 		in->new_pid = (int64_t)in->new_rank + 1;
 		if (in->new_rank > max_rank)
 			max_rank = in->new_rank;
-		if (in->trace.base_ns > 0)
-			in->shift_us = (in->trace.base_ns - m->base_ns) / 1000.0 -
-				       m->origin_us;
+		if (ranks_ok)
+			note_other_ranks(in, in->new_rank);
 	}
 	/* one input is rank 0 by its position: nothing to say */
 	if (!ranks_ok && m->ninputs > 1)
@@ -720,6 +942,18 @@ static void assign_ranks(struct merge *m)
 			"distinct rank; using the order of the arguments (rank "
 			"= position, from 0)\n");
 	m->next_extra_pid = (int64_t)max_rank + 2;
+	return 0;
+}
+
+/* Each input's shift onto the merged trace's time base. */
+static void shift_inputs(struct merge *m)
+{
+	for (int i = 0; i < m->ninputs; i++) {
+		struct input *in = &m->inputs[i];
+		if (in->trace.base_ns > 0)
+			in->shift_us = (in->trace.base_ns - m->base_ns) / 1000.0 -
+				       m->origin_us;
+	}
 }
 
 /* Opens the output with the merged header; 0, or 1 when it cannot be
@@ -805,8 +1039,10 @@ static int merge_inputs(struct merge *pm, const char *out)
 	m.err = &err;
 	for (int i = 0; status == 0 && i < m.ninputs; i++)
 		status = read_input(&m, &m.inputs[i], out);
+	if (status == 0)
+		status = assign_ranks(&m);
 	if (status == 0) {
-		assign_ranks(&m);
+		shift_inputs(&m);
 		status = open_output(&m, out);
 	}
 	if (status == 0)
