@@ -5,6 +5,7 @@ model is made before init_process_group, so each worker records ops
 before it has a rank.  Each worker prints `rank R step S loss <hex>`.
 
 usage: scenario_spawn_ddp.py STEPS STORE [--no-init | --mesh] [--loader]
+                             [--node K/N]
   STORE: a file that does not exist yet, the ranks' rendezvous (a file,
          not a TCP port another job could take meanwhile)
   --no-init: the workers train alone and never call init_process_group
@@ -17,6 +18,11 @@ usage: scenario_spawn_ddp.py STEPS STORE [--no-init | --mesh] [--loader]
             process of its own (spawned, mp.spawn's workers' start
             method, after init_process_group), which makes them with
             torch ops
+  --node K/N: this run is node K (from 0) of a job of N nodes, each a
+              run of this script with the same STORE, side by side: its
+              two workers are ranks 2K and 2K+1 of 2N (a multi-node job
+              on one machine; without it, node 0 of 1; not with --mesh,
+              whose port is each run's own)
 """
 import os
 import socket
@@ -27,7 +33,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
-WORLD_SIZE = 2
+RANKS_PER_NODE = 2
 
 
 def model():
@@ -56,23 +62,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-def join(rank, store, init):
+def join(rank, world_size, store, init):
     """The worker joins the job as `init` says: "file" (init_process_group
     at STORE), a port number (init_device_mesh), or None (alone)."""
     if init == "file":
-        dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE,
+        dist.init_process_group("gloo", rank=rank, world_size=world_size,
                                 init_method="file://" + store)
     else:
         from torch.distributed.device_mesh import init_device_mesh
-        os.environ.update(RANK=str(rank), WORLD_SIZE=str(WORLD_SIZE),
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world_size),
                           MASTER_ADDR="127.0.0.1", MASTER_PORT=str(init))
-        init_device_mesh("cpu", (WORLD_SIZE,))
+        init_device_mesh("cpu", (world_size,))
 
 
-def worker(rank, store, steps, init, loader):
+def worker(local_rank, node, nodes, store, steps, init, loader):
+    rank = node * RANKS_PER_NODE + local_rank
     net = model()
     if init:
-        join(rank, store, init)
+        join(rank, nodes * RANKS_PER_NODE, store, init)
         net = DistributedDataParallel(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     batches = Batches(rank, steps)
@@ -97,6 +104,10 @@ if __name__ == "__main__":
     options = sys.argv[3:]
     init = None if "--no-init" in options else \
         free_port() if "--mesh" in options else "file"
-    mp.spawn(worker, args=(sys.argv[2], int(sys.argv[1]), init,
+    node, nodes = 0, 1
+    if "--node" in options:
+        node, nodes = map(int, options[options.index("--node") + 1]
+                          .split("/"))
+    mp.spawn(worker, args=(node, nodes, sys.argv[2], int(sys.argv[1]), init,
                            "--loader" in options),
-             nprocs=WORLD_SIZE)
+             nprocs=RANKS_PER_NODE)

@@ -7,15 +7,18 @@ Python has lightning).  Each rank's process is named by its rank
 (process_name, process_sort_index, the trailer, the report), with its own
 steps and bf16 ops, the ops it ran before it had a rank included, and so
 is each rank's DataLoader worker; the program's output is the same
-traced.  Negatives: workers that never call init_process_group keep rank
-null; a RANK the environment gave and torch's agreeing leave torchrun's
-path as it was (a file per rank, merged, each process named once);
-torch's rank wins over a disagreeing RANK.
+traced.  Two nodes of such a job, a trace.json each, merge into the
+job's four ranks, each process keeping its own.  Negatives: workers that
+never call init_process_group keep rank null; a RANK the environment
+gave and torch's agreeing leave torchrun's path as it was (a file per
+rank, merged, each process named once); torch's rank wins over a
+disagreeing RANK.
 TAP output; exit 77 (skip) without the bridge or without torch.
 
 usage: test_late_ranks.py AMPTRACE VALIDATE_TRACE PYTHON [PART...]
-  PART: spawn, spawn_mesh, spawn_loader, ... (the test_ functions' names without
-        test_): only those; tests/meson.build runs them in two halves
+  PART: spawn, spawn_mesh, spawn_loader, spawn_nodes, ... (the test_
+        functions' names without test_): only those; tests/meson.build
+        runs them in two halves
 """
 import glob
 import json
@@ -25,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 from amptrace_run import events, load
 from tap import check, done, scratch, skip_unless_bridge
@@ -41,19 +45,44 @@ def run(command, trace=None, env=None, options=()):
     """COMMAND, under `amptrace run -o TRACE OPTIONS` when TRACE is given,
     in the scratch directory: the CompletedProcess (text).  Past TIMEOUT
     its whole session is killed (the ranks with it), status -9."""
+    return finish(start(command, trace, env, options))
+
+
+def start(command, trace=None, env=None, options=()):
+    """run's COMMAND started: its Popen, for finish()."""
     if trace:
         command = [AMPTRACE, "run", "-o", trace, *options, "--", *command]
     p = subprocess.Popen(command, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=TMP,
                          env=dict(os.environ, **(env or {})),
                          start_new_session=True)
+    return p
+
+
+def finish(p, timeout=TIMEOUT):
+    """run's CompletedProcess of a process start() started, killed (its
+    session) past `timeout` seconds."""
     try:
-        out, err = p.communicate(timeout=TIMEOUT)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-        err += "\n(killed after %d s)" % TIMEOUT
-    return subprocess.CompletedProcess(command, p.returncode, out, err)
+        err += "\n(killed after %d s)" % timeout
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def finish_together(processes):
+    """finish() of processes that wait for each other (one job's
+    nodes): once one fails the others are given 10 s, not TIMEOUT, to
+    notice (gloo's rendezvous waits 30 minutes for a rank that died)."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline and any(
+            p.poll() is None for p in processes) and not any(
+            p.poll() for p in processes):
+        time.sleep(0.2)
+    left = 10 if any(p.poll() for p in processes) else TIMEOUT
+    return [finish(p, max(1, min(left, deadline - time.monotonic())))
+            for p in processes]
 
 
 def store(name):
@@ -235,6 +264,63 @@ def test_spawn_loader():
           (traced.returncode, processes, names))
 
 
+def test_spawn_nodes():
+    """A job of two nodes, each one `amptrace run` of its own writing one
+    trace.json of its two late ranks (FORMAT.md §5): node 0's ranks 0
+    and 1, node 1's 2 and 3, merged into the job's (§6).  The nodes are
+    two runs of scenario_spawn_ddp.py --node K/2 on this machine, side
+    by side, meeting at one file store: one job of world size 4, as two
+    hosts' would be."""
+    script = os.path.join(HERE, "scenario_spawn_ddp.py")
+    nodes = [os.path.join(TMP, "node%d.json" % k) for k in (0, 1)]
+    runs = [start([PYTHON, script, str(STEPS), store("nodes"), "--node",
+                   "%d/2" % k], path) for k, path in enumerate(nodes)]
+    runs = finish_together(runs)
+    check("two nodes: each run exits 0, its two ranks' losses printed",
+          all(r.returncode == 0 and len(losses(r.stdout)) == 2 * STEPS
+              for r in runs),
+          [(r.returncode, r.stderr[-2000:]) for r in runs])
+    if not all(map(os.path.isfile, nodes)):
+        return
+    job = os.path.join(TMP, "job.json")
+    merged = subprocess.run([AMPTRACE, "merge", *nodes, "-o", job],
+                            capture_output=True, text=True, cwd=TMP)
+    check("two nodes: merged, exit 0, without taking ranks by position",
+          merged.returncode == 0 and "order of the arguments" not in
+          merged.stderr, merged.stderr)
+    if merged.returncode != 0:
+        return
+    v = subprocess.run([VALIDATE, job], capture_output=True, text=True)
+    check("two nodes: the merged trace validates", v.returncode == 0,
+          v.stdout + v.stderr)
+    summary = subprocess.run([AMPTRACE, "summary", job],
+                             capture_output=True, text=True)
+    check("two nodes: summary counts 3 steps on each of 4 ranks",
+          "steps: %d on each of 4 ranks" % STEPS in summary.stdout,
+          summary.stdout[:2000] + summary.stderr)
+    trace = load(job)
+    names = metadata(trace, "process_name")
+    ops = {e["pid"] for e in events(trace, "amp.op")}
+    # each rank's own pid in its node's file: the merged name keeps it
+    own = {p["rank"]: p["pid"] for path in nodes
+           for p in ranked(load(path)).values()}
+    for rank in range(4):
+        pid = rank + 1
+        last = names.get(pid, [{}])[-1]
+        check("two nodes: rank %d is pid %d, the process that named rank %d "
+              "in its node's file, named so (%s)"
+              % (rank, pid, rank, last.get("name")),
+              last.get("rank") == rank and pid in ops and
+              re.fullmatch(r"rank %d: .* \(pid %s\)"
+                           % (rank, own.get(rank)), last.get("name", "")),
+              (names.get(pid), own))
+    check("two nodes: no other process ran ops", ops == {1, 2, 3, 4},
+          sorted(ops))
+    check("two nodes: the inputs are named by their lowest ranks",
+          [(i["rank"], i["pid"]) for i in trace["amptraceEnd"]["inputs"]]
+          == [(0, 1), (2, 3)], trace["amptraceEnd"]["inputs"])
+
+
 def test_spawn_without_init():
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
     path = os.path.join(TMP, "alone.json")
@@ -349,7 +435,8 @@ skip_unless_bridge(AMPTRACE, PYTHON, "import torch.distributed as d; "
                    "assert d.is_available()")
 TMP = scratch("amptrace-late-ranks-")
 TESTS = {t.__name__[5:]: t for t in (
-    test_spawn, test_spawn_mesh, test_spawn_loader, test_spawn_without_init,
+    test_spawn, test_spawn_mesh, test_spawn_loader, test_spawn_nodes,
+    test_spawn_without_init,
     test_rank_disagrees, test_torchrun_unchanged, test_lightning)}
 ONLY = sys.argv[4:]
 unknown = sorted(set(ONLY) - set(TESTS))
