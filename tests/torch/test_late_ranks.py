@@ -270,11 +270,14 @@ def test_spawn_nodes():
     and 1, node 1's 2 and 3, merged into the job's (§6).  The nodes are
     two runs of scenario_spawn_ddp.py --node K/2 on this machine, side
     by side, meeting at one file store: one job of world size 4, as two
-    hosts' would be."""
+    hosts' would be.  Node 1's ranks read their batches through a
+    DataLoader worker each, named by its rank in node1.json: merged, it
+    gets a pid above the ranks, still named by its rank."""
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
     nodes = [os.path.join(TMP, "node%d.json" % k) for k in (0, 1)]
     runs = [start([PYTHON, script, str(STEPS), store("nodes"), "--node",
-                   "%d/2" % k], path) for k, path in enumerate(nodes)]
+                   "%d/2" % k] + ["--loader"] * k, path)
+            for k, path in enumerate(nodes)]
     runs = finish_together(runs)
     check("two nodes: each run exits 0, its two ranks' losses printed",
           all(r.returncode == 0 and len(losses(r.stdout)) == 2 * STEPS
@@ -301,9 +304,10 @@ def test_spawn_nodes():
     trace = load(job)
     names = metadata(trace, "process_name")
     ops = {e["pid"] for e in events(trace, "amp.op")}
-    # each rank's own pid in its node's file: the merged name keeps it
+    # each rank's own pid in its node's file (the process that marked
+    # steps, not its worker): the merged name keeps it
     own = {p["rank"]: p["pid"] for path in nodes
-           for p in ranked(load(path)).values()}
+           for p in ranked(load(path)).values() if p.get("steps")}
     for rank in range(4):
         pid = rank + 1
         last = names.get(pid, [{}])[-1]
@@ -314,8 +318,14 @@ def test_spawn_nodes():
               re.fullmatch(r"rank %d: .* \(pid %s\)"
                            % (rank, own.get(rank)), last.get("name", "")),
               (names.get(pid), own))
-    check("two nodes: no other process ran ops", ops == {1, 2, 3, 4},
-          sorted(ops))
+    workers = {pid: names[pid][-1].get("rank") for pid in ops if pid > 4}
+    check("two nodes: node 1's DataLoader workers, one of rank 2 and one "
+          "of rank 3, are pids above the ranks, named by their rank",
+          sorted(workers.values()) == [2, 3] and
+          all(names[pid][-1]["name"].startswith("rank %d: " % rank)
+              for pid, rank in workers.items()) and
+          ops - set(workers) == {1, 2, 3, 4},
+          (sorted(ops), workers))
     check("two nodes: the inputs are named by their lowest ranks",
           [(i["rank"], i["pid"]) for i in trace["amptraceEnd"]["inputs"]]
           == [(0, 1), (2, 3)], trace["amptraceEnd"]["inputs"])
