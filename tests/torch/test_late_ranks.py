@@ -326,6 +326,10 @@ def test_spawn_nodes():
               for pid, rank in workers.items()) and
           ops - set(workers) == {1, 2, 3, 4},
           (sorted(ops), workers))
+    check("two nodes: the report's rank selector has ranks 0-3 as pids 1-4 "
+          "(and the workers by their ranks)",
+          report_ranks(job) == {1: 0, 2: 1, 3: 2, 4: 3, **workers},
+          report_ranks(job))
     check("two nodes: the inputs are named by their lowest ranks",
           [(i["rank"], i["pid"]) for i in trace["amptraceEnd"]["inputs"]]
           == [(0, 1), (2, 3)], trace["amptraceEnd"]["inputs"])
