@@ -494,7 +494,7 @@ late_job null whole 77:1 >"$tmp/late-a.json"
 late_job null whole 88:0 >"$tmp/late-b.json"
 capture "$amptrace" merge "$tmp/late-a.json" "$tmp/late-b.json" -o "$tmp/ml.json"
 check "merge of processes named by their own ranks: exit 0, no note of positions" \
-	eval 'status_is 0 && ! err_has "order of the arguments"'
+	eval 'status_is 0 && err_lacks "order of the arguments"'
 merged_pids "$tmp/ml.json" >"$tmp/pids"
 names_of() { grep "^process_name $1 " "$tmp/pids"; }
 check "a process named by its own rank 1 keeps it: pid 2, its names its own" \
