@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from amptrace_run import events, load
@@ -52,11 +53,10 @@ def start(command, trace=None, env=None, options=()):
     """run's COMMAND started: its Popen, for finish()."""
     if trace:
         command = [AMPTRACE, "run", "-o", trace, *options, "--", *command]
-    p = subprocess.Popen(command, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=TMP,
-                         env=dict(os.environ, **(env or {})),
-                         start_new_session=True)
-    return p
+    return subprocess.Popen(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=TMP,
+                            env=dict(os.environ, **(env or {})),
+                            start_new_session=True)
 
 
 def finish(p, timeout=TIMEOUT):
@@ -72,17 +72,29 @@ def finish(p, timeout=TIMEOUT):
 
 
 def finish_together(processes):
-    """finish() of processes that wait for each other (one job's
-    nodes): once one fails the others are given 10 s, not TIMEOUT, to
-    notice (gloo's rendezvous waits 30 minutes for a rank that died)."""
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline and any(
-            p.poll() is None for p in processes) and not any(
-            p.poll() for p in processes):
+    """finish() of processes that wait for each other (one job's nodes),
+    each read as it runs (a full pipe would stop it): once one fails the
+    others get 10 s to end, not TIMEOUT (gloo's rendezvous waits 30
+    minutes for a rank that died), then their sessions are killed."""
+    results = [None] * len(processes)
+
+    def wait(k):
+        results[k] = finish(processes[k])
+    threads = [threading.Thread(target=wait, args=(k,))
+               for k in range(len(processes))]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads) and not any(
+            r is not None and r.returncode for r in results):
         time.sleep(0.2)
-    left = 10 if any(p.poll() for p in processes) else TIMEOUT
-    return [finish(p, max(1, min(left, deadline - time.monotonic())))
-            for p in processes]
+    for t in threads:
+        t.join(10)
+    for p in processes:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    for t in threads:
+        t.join()
+    return results
 
 
 def store(name):
