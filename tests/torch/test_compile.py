@@ -14,6 +14,7 @@ usage: test_compile.py AMPTRACE VALIDATE_TRACE
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -463,6 +464,12 @@ def test_compile_error():
           "Unsupported" in failed[0]["error"], why + str(failed))
 
 
+def log_text(stderr):
+    """stderr without the time and pid torch's log lines begin with
+    ("W1129 06:10:12.345000 4242 torch/...")."""
+    return re.sub(r"(?m)^([DIWE])\d{4} [\d:.]+ \d+ ", r"\1 ", stderr)
+
+
 def test_handled_errors():
     """A compile's error is the program's (op-error) only when it reaches
     the program: one Dynamo handles (a frame it skips, suppress_errors)
@@ -481,6 +488,11 @@ def test_handled_errors():
               % mode, traced.returncode == plain.returncode == 0 and
               traced.stdout == plain.stdout and plain.stdout,
               plain.stdout + traced.stdout + traced.stderr[-800:])
+        # Dynamo's log of the error, traceback and all (suppressed)
+        check("compile errors, %s: stderr as untraced, but for the log "
+              "lines' times and pids" % mode,
+              log_text(traced.stderr) == log_text(plain.stderr),
+              traced.stderr[-1500:])
         failed = [o for o in events(load(path), "amp.op")
                   if o["op"].startswith("compile") and o.get("status")]
         ok, why = valid(path)

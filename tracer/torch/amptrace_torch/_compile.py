@@ -244,7 +244,8 @@ def _hook_compiles(state):
 
 def _held():
     """This thread's failed compiles awaiting their frame converter's
-    verdict, a list per ConvertFrame call open, innermost last."""
+    verdict, per ConvertFrame call open (innermost last): {"failed":
+    [(compile, error, soft)], "returned": whether the call returned}."""
     held = getattr(_local, "held", None)
     if held is None:
         held = _local.held = []
@@ -261,7 +262,8 @@ def _hold_failure(c, error, exc):
     if not held:
         return False
     from torch._dynamo.exc import Unsupported, UserError
-    held[-1].append((c, error, isinstance(exc, (Unsupported, UserError))))
+    held[-1]["failed"].append(
+        (c, error, isinstance(exc, (Unsupported, UserError))))
     return True
 
 
@@ -278,29 +280,29 @@ def _hook_frame_converter(state):
     cls = getattr(convert_frame, "ConvertFrame", None)
     if cls is None:
         return
-    original = cls.__call__
 
-    def close(failed, returned):
-        for c, error, soft in failed:
+    def before(*args, **kwargs):
+        _held().append({"failed": [], "returned": False})
+
+    def returned(result, *args, **kwargs):
+        _held()[-1]["returned"] = True
+
+    def ended(*args, **kwargs):
+        # after a return or a raise: the program sees what it raised
+        call = _held().pop()
+        for c, error, soft in call["failed"]:
             try:
                 c.close(error, ("skipped" if soft else "suppressed")
-                        if returned else None)
+                        if call["returned"] else None)
             except Exception as e:
                 state.failed(e)
 
-    @functools.wraps(original)
-    def __call__(self, *args, **kwargs):
-        held = _held()
-        held.append([])
-        try:
-            result = original(self, *args, **kwargs)
-        except BaseException:
-            close(held.pop(), False)
-            raise
-        close(held.pop(), True)
-        return result
-
-    cls.__call__ = __call__
+    # a C wrapper, which leaves no frame: Dynamo's logged stacks skip a
+    # count of its own frames (skip=)
+    original = cls.__call__
+    cls.__call__ = functools.update_wrapper(
+        state.bridge.wrapper(original, before=before, after=returned,
+                             always=ended), original)
 
 
 def _compile_error(exc):
@@ -326,22 +328,24 @@ def _hook_graphs(state):
     from torch._dynamo import output_graph
     cls = output_graph.OutputGraph
     original = cls.call_user_compiler
+    # the graphs being compiled on this thread, innermost last
+    compiling_graphs = threading.local()
 
-    @functools.wraps(original)
-    def call_user_compiler(self, gm, example_inputs):
-        graph = None
+    def before(self, gm, example_inputs):
+        stack = getattr(compiling_graphs, "stack", None)
+        if stack is None:
+            stack = compiling_graphs.stack = []
+        stack.append(None)
         began = time.perf_counter()
         try:
-            graph = _register(state, self, gm)
+            stack[-1] = _register(state, self, gm)
         except Exception as e:
             state.failed(e)
         _spent["graphs"] += time.perf_counter() - began
-        previous = getattr(_local, "graph", None)
-        _local.graph = graph
-        try:
-            compiled = original(self, gm, example_inputs)
-        finally:
-            _local.graph = previous
+        _local.graph = stack[-1]
+
+    def compiled_by(compiled, self, gm, example_inputs):
+        graph = compiling_graphs.stack[-1]
         if graph is None:
             _eager.calls_unseen()
             return compiled
@@ -352,7 +356,16 @@ def _hook_graphs(state):
             _eager.calls_unseen()
             return compiled
 
-    cls.call_user_compiler = call_user_compiler
+    def ended(self, gm, example_inputs):
+        stack = compiling_graphs.stack
+        stack.pop()
+        _local.graph = stack[-1] if stack else None
+
+    # a C wrapper, which leaves no frame in the traceback of a backend's
+    # error (Dynamo logs it whole under suppress_errors)
+    cls.call_user_compiler = functools.update_wrapper(
+        state.bridge.wrapper(original, before=before, after=compiled_by,
+                             always=ended, returns=True), original)
 
 
 def _register(state, output, gm):

@@ -22,6 +22,7 @@ struct wrapper {
 	/* after only when this call entered the phase (an optimizer step
 	 * not inside another, nor inside GradScaler.step: _steps.py) */
 	bool outermost;
+	bool returns;         /* what after returns is the call's result */
 };
 
 static PyObject *wrapper_type;
@@ -64,12 +65,14 @@ static void wrapper_dealloc(PyObject *self)
 }
 
 /* after(result, *args, **kwargs): a failure there is the recording's,
- * never the program's. */
-static void call_after(struct wrapper *w, PyObject *result, PyObject *args,
-		       PyObject *kwargs)
+ * never the program's.  Its value (a new reference), or NULL when it
+ * failed. */
+static PyObject *call_after(struct wrapper *w, PyObject *result,
+			    PyObject *args, PyObject *kwargs)
 {
 	Py_ssize_t n = PyTuple_Size(args);
 	PyObject *with_result = PyTuple_New(n + 1);
+	PyObject *done = NULL;
 
 	if (with_result) {
 		Py_INCREF(result);
@@ -79,11 +82,11 @@ static void call_after(struct wrapper *w, PyObject *result, PyObject *args,
 			Py_INCREF(item);
 			PyTuple_SetItem(with_result, i + 1, item);
 		}
-		PyObject *done = PyObject_Call(w->after, with_result, kwargs);
-		Py_XDECREF(done);
+		done = PyObject_Call(w->after, with_result, kwargs);
 		Py_DECREF(with_result);
 	}
 	PyErr_Clear();
+	return done;
 }
 
 static PyObject *wrapper_new(PyObject *fn, int phase, PyObject *after,
@@ -175,8 +178,15 @@ static PyObject *wrapper_call(PyObject *self, PyObject *args,
 	PyObject *result = PyObject_Call(w->fn, args, kwargs);
 	/* in the phase still: what it records (a scale read) is the call's */
 	if (result && w->after &&
-	    (!w->outermost || (w->phase >= 0 && (int)previous != w->phase)))
-		call_after(w, result, args, kwargs);
+	    (!w->outermost || (w->phase >= 0 && (int)previous != w->phase))) {
+		PyObject *done = call_after(w, result, args, kwargs);
+		if (done && w->returns) {
+			Py_DECREF(result);
+			result = done;
+		} else {
+			Py_XDECREF(done);
+		}
+	}
 	if (w->always)
 		call_always(w, args, kwargs);
 	if (w->phase >= 0)
@@ -318,15 +328,17 @@ static int phase_named(const char *name)
 PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 {
 	static char *keywords[] = { "fn", "phase", "after", "closure_phase",
-				    "outermost", "before", "always", NULL };
+				    "outermost", "before", "always", "returns",
+				    NULL };
 	PyObject *fn, *after = Py_None, *before = Py_None, *always = Py_None;
 	const char *phase = NULL, *closure_phase = NULL;
-	int phase_number = -1, closure_number = -1, outermost = 0;
+	int phase_number = -1, closure_number = -1, outermost = 0, returns = 0;
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzpOO", keywords,
+	if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|zOzpOOp", keywords,
 					 &fn, &phase, &after, &closure_phase,
-					 &outermost, &before, &always))
+					 &outermost, &before, &always,
+					 &returns))
 		return NULL;
 	if ((phase && (phase_number = phase_named(phase)) < 0) ||
 	    (closure_phase &&
@@ -339,6 +351,8 @@ PyObject *wrap_py_new(PyObject *self, PyObject *args, PyObject *kwargs)
 		Py_INCREF(before);
 		((struct wrapper *)w)->before = before;
 	}
+	if (w)
+		((struct wrapper *)w)->returns = returns;
 	if (w && always != Py_None) {
 		Py_INCREF(always);
 		((struct wrapper *)w)->always = always;

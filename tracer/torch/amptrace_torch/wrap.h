@@ -5,7 +5,7 @@
  * through them reads as it does untraced.
  *
  *     wrapper(fn, phase=None, after=None, closure_phase=None,
- *             outermost=False, before=None, always=None)
+ *             outermost=False, before=None, always=None, returns=False)
  *
  * calls fn(*args, **kwargs) with the calling thread's phase set to
  * `phase` ("backward", "optimizer"), before it (in the phase)
@@ -13,7 +13,8 @@
  * after(result, *args, **kwargs), then, whether fn returned or raised,
  * always(*args, **kwargs); the failures of before, after and always are
  * dropped (the Python layer reports its failures itself); the phase is
- * restored last.  With closure_phase, an optimizer step's closure (args[1] or
+ * restored last.  With returns, what after returns is the call's result
+ * (fn's, when after failed).  With closure_phase, an optimizer step's closure (args[1] or
  * closure=: Lightning's, LBFGS's) runs in that phase: the forward and
  * backward passes it runs are not the step's.  With outermost, after
  * runs only when the call entered the phase (the thread was in another):
