@@ -1333,12 +1333,17 @@ START_TEST(test_kind_table)
 	/* every kind has a row (the table is indexed by enum), a severity,
 	 * a one-line fix and doc line, and a rule when amptrace finds it in
 	 * the events; kinds producers write have none, but for a rule that
-	 * reads their amp.diag events */
+	 * reads their amp.diag events; a note (never a finding: nothing to
+	 * fix) has no fix */
 	for (int id = 0; id < FINDING_KIND_COUNT; id++) {
 		const struct finding_kind *k = &finding_kinds[id];
 		ck_assert_msg(k->name, "kind %d has no row", id);
 		ck_assert_ptr_eq(finding_kind_lookup(k->name), k);
-		ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
+		if (k->note)
+			ck_assert_msg(!k->fix && !k->each && !k->once,
+				      "%s: a note is no finding", k->name);
+		else
+			ck_assert(k->fix && k->fix[0] && !strchr(k->fix, '\n'));
 		ck_assert_msg(k->doc && is_table_cell(k->doc),
 			      "%s: doc must be one line, '|' escaped", k->name);
 		ck_assert_int_lt(k->severity, FINDING_SEVERITY_COUNT);

@@ -54,6 +54,20 @@
 	ROW(X, STRING, source_line, "source", NONE, "1.4")                  \
 	ROW(X, STRING, traced_under, "traced_under", NONE, "1.4")
 
+/* amp.diag's, after message (FORMAT.md §3.7): the PyTorch bridge's
+ * fsdp-mixed-precision note, one per module an FSDP mixed-precision
+ * policy is set on: the module as its ops name it, and the dtypes FSDP
+ * applies to it (each absent where FSDP casts nothing: the parameters
+ * keep their own dtype, the gradients are reduced in theirs, ...). */
+#define PRODUCER_DIAG_KEYS(ROW, X)                                          \
+	ROW(X, STRING, module, "module", NONE, "1.4")                       \
+	ROW(X, STRING, module_class, "module_class", NONE, "1.4")           \
+	ROW(X, STRING, param_dtype, "param_dtype", DTYPE, "1.4")            \
+	ROW(X, STRING, reduce_dtype, "reduce_dtype", DTYPE, "1.4")          \
+	ROW(X, STRING, input_dtype, "input_dtype", DTYPE, "1.4")            \
+	ROW(X, STRING, output_dtype, "output_dtype", DTYPE, "1.4")          \
+	ROW(X, STRING, buffer_dtype, "buffer_dtype", DTYPE, "1.4")
+
 /* A row's member, declared in a model's struct. */
 #define PRODUCER_KEY_MEMBER(X, type, f, key, check, since)                  \
 	PRODUCER_KEY_##type f;

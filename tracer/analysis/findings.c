@@ -58,7 +58,7 @@ void finding_fold_diag(struct findings_context *cx, size_t i)
 	const struct finding_kind *k = finding_kind_lookup(d->kind);
 	char label[128], site[160];
 
-	if (!d->kind)
+	if (!d->kind || (k && k->note))
 		return;
 	/* the bridge's text of a dtype error is in its dtype-mismatch, the
 	 * op's own or that of the op inside it whose exception it raised */
@@ -187,7 +187,11 @@ static struct trace_finding *aggregated_finding(struct findings_context *cx,
 static void fold_aggregate_row(struct findings_context *cx, size_t i,
 			       const struct trace_aggregate_diag *row)
 {
+	const struct finding_kind *k = finding_kind_lookup(row->kind);
 	char site[160];
+
+	if (k && k->note)
+		return;
 
 	finding_text(site, sizeof site, "%s in %s ops of steps recorded as "
 		     "aggregates", row->kind, row->phase);

@@ -69,6 +69,7 @@ enum finding_kind_id {
 	FINDING_GRAPH_BREAK,
 	FINDING_AUTOCAST_NEVER_ENABLED,
 	FINDING_WORKERS_UNRECORDED,
+	FINDING_FSDP_MIXED_PRECISION,
 	FINDING_KIND_COUNT
 };
 
@@ -112,6 +113,10 @@ struct finding_kind {
 	 * message (the message names what is at fault), not folded into
 	 * the process's first of the kind */
 	bool by_message;
+	/* a fact a producer notes, not a fault: never a finding (its
+	 * amp.diag events are read where they matter: summary's line of
+	 * FSDP's mixed precision, autocast-never-enabled) */
+	bool note;
 };
 /* Indexed by enum finding_kind_id. */
 extern const struct finding_kind finding_kinds[FINDING_KIND_COUNT];

@@ -327,7 +327,9 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "inputs' dtypes (nanoGPT's CPU setting uses a nullcontext "
 		       "whatever its dtype says); a process that ran none of "
 		       "those (a DataLoader's worker, a Hogwild parent) is not "
-		       "named",
+		       "named, nor one whose FSDP policy lowers the parameters' "
+		       "precision (`fsdp-mixed-precision`: its forward ran in "
+		       "the policy's param_dtype on purpose)",
 	},
 	[FINDING_WORKERS_UNRECORDED] = {
 		/* info, not a warning: the program is healthy; the gap is
@@ -342,6 +344,16 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "block (a DataLoader's persistent workers) still run in "
 		       "this one: a child learns where to record only when it "
 		       "is forked, so their work here is not in the trace",
+	},
+	[FINDING_FSDP_MIXED_PRECISION] = {
+		"fsdp-mixed-precision", FINDING_INFO, FINDING_FROM_BRIDGE,
+		.note = true,
+		.doc = "not a finding, a note: FSDP's mixed-precision policy "
+		       "on a module (fully_shard's mp_policy, "
+		       "FullyShardedDataParallel's mixed_precision), with the "
+		       "dtypes FSDP casts to: `summary` says the policies in "
+		       "force, and `autocast-never-enabled` spares a process "
+		       "whose policy lowers param_dtype",
 	},
 };
 

@@ -613,7 +613,7 @@ static void stopped_without_stream(struct converter *cv,
 	if (p->last_ns < cv->base_ns)
 		p->last_ns = cv->base_ns; /* no event: the run's start */
 	convert_diag(cv, p, 0, p->last_ns, "recording-stopped", message, 0, 0,
-		  'p');
+		  'p', NULL);
 }
 
 /* The program itself (its latest image: a process that exec()s attaches
@@ -739,7 +739,7 @@ void convert_finish(struct converter *c, long child_pid, int wait_status,
 			close_thread(c, p, p->threads[j], when, closed_by);
 		if (died)
 			convert_diag(c, p, 0, when, "process-died", message, 0,
-				     0, 'p');
+				     0, 'p', NULL);
 		/* The last event: how the process ended, as a label. */
 		if (!strcmp(p->status, "signaled"))
 			snprintf(message, sizeof message, "killed by %s",

@@ -214,9 +214,12 @@ void convert_rank_learned(struct converter *cv, struct convert_process *p,
 void convert_scope_end(struct converter *cv, struct convert_process *p,
 		struct convert_thread *t, const struct open_scope *s,
 		uint64_t time_ns, const char *closed_by);
+/* `keys`: a producer's diag whose keys (../producer_keys.h) the event
+ * carries, or NULL (the converter's own: none). */
 void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
 		  uint64_t time_ns, const char *kind, const char *message,
-		  uint64_t op_id, uint64_t tensor_id, char scope);
+		  uint64_t op_id, uint64_t tensor_id, char scope,
+		  const struct producer_diag *keys);
 void convert_op_close(struct converter *cv, struct convert_process *p,
 		      struct convert_thread *t, const struct pending_op *op,
 		      uint64_t end_ns, const char *closed_by);

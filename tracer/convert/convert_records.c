@@ -31,12 +31,14 @@ static const char *intern_like(struct convert_process *p, const char *s,
 
 /* The keys a producer hands over as they are (../producer_keys.h): its
  * member copied into the trace model's, a string interned.  In op_fields
- * (from e to op) and on_cast (from c to e.cast, and a compiled graph's
- * keys to `compiled`). */
+ * (from e to op), on_cast (from c to e.cast, and a compiled graph's
+ * keys to `compiled`) and convert_diag (from keys to e.diag). */
 #define COPY_OP_KEY(X, type, f, key, check, since)                          \
 	op.f = COPY_##type(e->f);
 #define COPY_CAST_KEY(X, type, f, key, check, since)                        \
 	e.cast.f = COPY_##type(c->f);
+#define COPY_DIAG_KEY(X, type, f, key, check, since)                        \
+	e.diag.f = COPY_##type(keys->f);
 #define COPY_COMPILED_KEY(X, type, f, key, check, since)                    \
 	compiled.f = COPY_##type(c->f);
 #define COPY_STRING(value) ((value) ? convert_intern_cstr(p, value) : NULL)
@@ -351,7 +353,8 @@ static void on_scaler(struct converter *cv, struct convert_process *p,
 
 void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
 		  uint64_t time_ns, const char *kind, const char *message,
-		  uint64_t op_id, uint64_t tensor_id, char scope)
+		  uint64_t op_id, uint64_t tensor_id, char scope,
+		  const struct producer_diag *keys)
 {
 	const char *name = convert_intern_cstr(p, kind);
 	struct trace_event e = convert_head(cv, p, tid, TRACE_DIAG, name,
@@ -361,6 +364,9 @@ void convert_diag(struct converter *cv, struct convert_process *p, uint64_t tid,
 		.kind = name, .message = convert_intern_cstr(p, message),
 		.op_id = op_id, .tensor = tensor_id, .scope = scope,
 	};
+	if (keys) {
+		PRODUCER_DIAG_KEYS(COPY_DIAG_KEY, _)
+	}
 	convert_emit(cv, p, &e);
 }
 
@@ -372,7 +378,7 @@ static void on_diag(struct converter *cv, struct convert_process *p,
 	const char *message = d->message ? d->message : "";
 
 	convert_diag(cv, p, t->tid, time_ns, kind, message, d->op_id,
-		     d->tensor_id, 't');
+		     d->tensor_id, 't', d);
 }
 
 /* ------------------------------------------------------ GPU activities */

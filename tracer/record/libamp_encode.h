@@ -9,7 +9,7 @@
  * libamp's members bear the model's names, so raw_schema.h's tables serve
  * both; what differs is spelled out here: a tensor's flags are three
  * bools in libamp, and the keys producers hand over as they are
- * (../producer_keys.h: OP_KEYS, CAST_KEYS), which libamp lacks, are
+ * (../producer_keys.h: OP_KEYS, CAST_KEYS, DIAG_KEYS), which libamp lacks, are
  * written as absent.  A member libamp renames
  * fails to compile here; it cannot be misencoded.
  *   size_t libamp_event_bound(const struct amp_event *e)    0: not recorded
@@ -40,10 +40,11 @@ _Static_assert(AMP_MAX_DIMS == PRODUCER_MAX_DIMS,
 			  (m->requires_grad ? PRODUCER_TENSOR_REQUIRES_GRAD \
 					    : 0u) |                         \
 			  (m->is_view ? PRODUCER_TENSOR_VIEW : 0u));
-/* libamp's ops and casts have none of the keys producers hand over:
- * a mask of 0, one byte */
+/* libamp's ops, casts and diags have none of the keys producers hand
+ * over: a mask of 0, one byte */
 #define LIBAMP_ENC_OP_KEYS(f, x) p = raw_put_u8(p, 0);
 #define LIBAMP_ENC_CAST_KEYS(f, x) p = raw_put_u8(p, 0);
+#define LIBAMP_ENC_DIAG_KEYS(f, x) p = raw_put_u8(p, 0);
 #define LIBAMP_ENC_AUTOCAST(f, x) p = libamp_put_autocast(p, &m->f);
 #define LIBAMP_ENC_TENSOR(f, x) p = libamp_put_tensor(p, &m->f);
 #define LIBAMP_ENC_TENSORS(f, x) p = libamp_put_tensors(p, m->f, m->x);

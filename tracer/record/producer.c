@@ -741,12 +741,24 @@ static inline bool recording(void)
 	       atomic_load_explicit(&attached, memory_order_relaxed);
 }
 
+/* A diag with keys (../producer_keys.h: the PyTorch bridge's note of an
+ * FSDP policy) is a fact the per-step aggregates cannot hold (a diag row
+ * keeps a kind and a message): written whatever the step, as GradScaler's
+ * events are. */
+#define DIAG_KEY_SET(X, type, f, key, check, since) || e->diag.f
+static inline bool keyed_diag(const struct producer_event *e)
+{
+	return e->kind == PRODUCER_DIAG &&
+	       (false PRODUCER_DIAG_KEYS(DIAG_KEY_SET, _));
+}
+#undef DIAG_KEY_SET
+
 void producer_emit(const struct producer_event *e)
 {
 	if (!recording())
 		return;
 	enum step_route route = producer_steps_route(e->kind, e->thread);
-	if (__builtin_expect(route != STEP_WRITE, 0)) {
+	if (__builtin_expect(route != STEP_WRITE, 0) && !keyed_diag(e)) {
 		if (route == STEP_FOLD)
 			producer_steps_fold(e);
 		return;

@@ -115,6 +115,7 @@ struct producer_scaler {
 struct producer_diag {
 	uint64_t op_id, tensor_id;
 	const char *kind, *message;
+	PRODUCER_DIAG_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 };
 
 struct producer_event {

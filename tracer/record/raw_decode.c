@@ -122,9 +122,10 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_TENSORS(f, x) m->f = get_tensors(c, &m->x);
 #define DEC_OP_KEYS(f, x) get_op_keys(c, &m->f);
 #define DEC_CAST_KEYS(f, x) get_cast_keys(c, &m->f);
+#define DEC_DIAG_KEYS(f, x) get_diag_keys(c, &m->f);
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
 
-/* OP_KEYS and CAST_KEYS: the rows of ../producer_keys.h the mask says
+/* OP_KEYS, CAST_KEYS and DIAG_KEYS: the rows of ../producer_keys.h the mask says
  * are there (the members are NULL or 0 already: raw_decode zeroes the
  * event); a bit of no row is a bad record. */
 #define DEC_KEY(X, type, f, key, check, since)                              \
@@ -153,6 +154,18 @@ static void get_cast_keys(struct cursor *c, struct producer_cast *m)
 	if (!mask)
 		return;
 	PRODUCER_CAST_KEYS(DEC_KEY, _)
+	if (mask >> bit)
+		c->bad = true;
+}
+
+static void get_diag_keys(struct cursor *c, struct producer_diag *m)
+{
+	uint64_t mask = get_var(c);
+	unsigned bit = 0;
+
+	if (!mask)
+		return; /* libamp's, and the findings' */
+	PRODUCER_DIAG_KEYS(DEC_KEY, _)
 	if (mask >> bit)
 		c->bad = true;
 }

@@ -158,6 +158,7 @@ static inline int raw_tensor_count(int n)
 #define RAW_ENC_TENSORS(f, x) p = raw_put_tensors(p, m->f, m->x);
 #define RAW_ENC_OP_KEYS(f, x) p = raw_put_op_keys(p, &m->f);
 #define RAW_ENC_CAST_KEYS(f, x) p = raw_put_cast_keys(p, &m->f);
+#define RAW_ENC_DIAG_KEYS(f, x) p = raw_put_diag_keys(p, &m->f);
 #define RAW_ENC_FIELD(type, f, x) RAW_ENC_##type(f, x)
 
 /* Upper bound of one field's size. */
@@ -178,12 +179,13 @@ static inline int raw_tensor_count(int n)
 #define RAW_BOUND_TENSOR(f, x) + RAW_TENSOR_BOUND
 #define RAW_BOUND_OP_KEYS(f, x) + RAW_OP_KEYS_BOUND
 #define RAW_BOUND_CAST_KEYS(f, x) + RAW_CAST_KEYS_BOUND
+#define RAW_BOUND_DIAG_KEYS(f, x) + RAW_DIAG_KEYS_BOUND
 #define RAW_BOUND_TENSORS(f, x)                                             \
 	+1 + (size_t)raw_tensor_count(m->x) * RAW_TENSOR_BOUND
 #define RAW_BOUND_FIELD(type, f, x) RAW_BOUND_##type(f, x)
 
-/* OP_KEYS and CAST_KEYS: which of ../producer_keys.h's rows are set, then
- * those.  `m` is the op or cast. */
+/* OP_KEYS, CAST_KEYS and DIAG_KEYS: which of ../producer_keys.h's rows
+ * are set, then those.  `m` is the op, cast or diag. */
 #define RAW_KEY_IS_SET(X, type, f, key, check, since)                       \
 	mask |= (m->f ? 1u : 0u) << bit++;
 #define RAW_KEY_PUT(X, type, f, key, check, since)                          \
@@ -199,6 +201,8 @@ static inline int raw_tensor_count(int n)
 	(RAW_VAR_BOUND PRODUCER_OP_KEYS(RAW_KEY_BOUND, _))
 #define RAW_CAST_KEYS_BOUND                                                 \
 	(RAW_VAR_BOUND PRODUCER_CAST_KEYS(RAW_KEY_BOUND, _))
+#define RAW_DIAG_KEYS_BOUND                                                 \
+	(RAW_VAR_BOUND PRODUCER_DIAG_KEYS(RAW_KEY_BOUND, _))
 
 static inline uint8_t *raw_put_op_keys(uint8_t *p, const struct producer_op *m)
 {
@@ -218,6 +222,17 @@ static inline uint8_t *raw_put_cast_keys(uint8_t *p,
 	PRODUCER_CAST_KEYS(RAW_KEY_IS_SET, _)
 	p = raw_put_var(p, mask);
 	PRODUCER_CAST_KEYS(RAW_KEY_PUT, _)
+	return p;
+}
+
+static inline uint8_t *raw_put_diag_keys(uint8_t *p,
+					 const struct producer_diag *m)
+{
+	unsigned mask = 0, bit = 0;
+
+	PRODUCER_DIAG_KEYS(RAW_KEY_IS_SET, _)
+	p = raw_put_var(p, mask);
+	PRODUCER_DIAG_KEYS(RAW_KEY_PUT, _)
 	return p;
 }
 

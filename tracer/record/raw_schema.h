@@ -32,7 +32,8 @@
  *   TENSORS          u8 count (member `extra`, at most RAW_MAX_TENSORS),
  *                    then that many TENSORs from the array `field`
  *   OP_KEYS          the keys producers hand over as they are, of the op
- *   CAST_KEYS        `field` (or the cast): ../producer_keys.h's rows; a
+ *   CAST_KEYS        `field` (or the cast),
+ *   DIAG_KEYS        ... or the diag: ../producer_keys.h's rows; a
  *                    V64 of which are set (bit i: row i), then each set
  *                    one, in the rows' order (a string as STR, a number
  *                    as V64).  libamp's events have none of them: one
@@ -51,11 +52,12 @@
 
 #include <stdint.h>
 
-/* OP_KEYS and CAST_KEYS say which keys follow in a varint mask: one
- * byte while the keys set are among the first 7 rows. */
+/* OP_KEYS, CAST_KEYS and DIAG_KEYS say which keys follow in a varint
+ * mask: one byte while the keys set are among the first 7 rows. */
 #define RAW_COUNT_KEY(X, type, f, key, check, since) +1
 _Static_assert((0 PRODUCER_OP_KEYS(RAW_COUNT_KEY, _)) <= 32 &&
-		       (0 PRODUCER_CAST_KEYS(RAW_COUNT_KEY, _)) <= 32,
+		       (0 PRODUCER_CAST_KEYS(RAW_COUNT_KEY, _)) <= 32 &&
+		       (0 PRODUCER_DIAG_KEYS(RAW_COUNT_KEY, _)) <= 32,
 	       "a mask (unsigned) has room for 32 keys");
 
 /* A TENSORS count is one byte. */
@@ -191,7 +193,7 @@ struct raw_rank {
 
 #define RAW_DIAG_FIELDS(X)                                                  \
 	X(V64, diag.op_id, ) X(V64, diag.tensor_id, ) X(STR, diag.kind, )   \
-	X(STR, diag.message, )
+	X(STR, diag.message, ) X(DIAG_KEYS, diag, )
 
 /* The record's time is start_ns. */
 #define RAW_GPU_ACTIVITY_FIELDS(X)                                          \

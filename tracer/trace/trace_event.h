@@ -253,6 +253,7 @@ struct trace_scaler {
 
 struct trace_diag {
 	const char *kind, *message;
+	PRODUCER_DIAG_KEYS(PRODUCER_KEY_MEMBER, _) /* ../producer_keys.h */
 	uint64_t op_id, tensor;          /* 0: none (the key is left out) */
 	char scope;                      /* "s": 't' thread, 'p' process */
 	/* a finding's (NULL fix: not a finding, none of these is written) */

@@ -180,6 +180,7 @@
 #define TRACE_DIAG_KEYS(X)                                                  \
 	X(STRING, "kind", kind, ALWAYS, NONE, "1.0")                        \
 	X(STRING, "message", message, ALWAYS, NONE, "1.0")                  \
+	PRODUCER_DIAG_KEYS(TRACE_PRODUCER_KEY, X)                           \
 	X(STRING, "fix", fix, SET, NONE, "1.0")                             \
 	X(STRING, "severity", severity, SET, NONE, "1.0")                   \
 	X(U64, "count", count, SET, NONE, "1.0")                            \
