@@ -5,7 +5,8 @@ clears, the phase (backward inside autograd.backward/grad, optimizer
 inside Optimizer.step), parameter names, thread names, GradScaler (and
 which gradient made it skip a step), LR scheduler steps of the optimizers
 it steps, forked multiprocessing children, and the rank
-torch.distributed gives the process.  Each wrapper calls the original first
+torch.distributed gives the process, FSDP's mixed-precision policies
+(_fsdp.py).  Each wrapper calls the original first
 or last exactly as torch would and records around it: the program's
 behaviour does not change.
 """
@@ -17,6 +18,7 @@ import threading
 import weakref
 
 from . import _compile
+from . import _fsdp
 from . import _regions
 from . import _roots
 
@@ -421,14 +423,34 @@ class _Handles:
             obj, lambda _, key=key: self._items.pop(key, None)), value)
 
 
-def _track_modules(torch, bridge, roots):
+class _ModuleNames:
+    """The (path, class name) each module is named by in the trace, once
+    _track_modules named it, and who wants to know as it is named
+    (_fsdp.py: a policy is recorded under its module's name)."""
+
+    def __init__(self):
+        self._names = _Handles()
+        self.listeners = []
+
+    def of(self, module):
+        """(path, class name), or None before the module is named."""
+        return self._names.get(module)
+
+    def named(self, module, path, class_name):
+        self._names.set(module, (path, class_name))
+        for listener in self.listeners:
+            listener(module, path, class_name)
+
+
+def _track_modules(torch, bridge, roots, names):
     """The nn.Module each op runs in (FORMAT.md: module, module_class):
     global forward hooks push each module's handle on its thread's stack
     (events.c) before its forward and pop it after; an op reads the
     innermost.  A module is named by its path from the top-level module
     it runs in, under the prefix `roots` gives that one's tree ("" for
     the first, `D` for a second model); one that runs inside others
-    without being their submodule, by its class (`roots` too)."""
+    without being their submodule, by its class (`roots` too).  `names`
+    (_ModuleNames) learns each name as it is given."""
     handles = _Handles()
     # Dynamo traces global hooks into the graph: under compile they are
     # nothing (a call into the bridge would break the graph); a compiled
@@ -439,8 +461,9 @@ def _track_modules(torch, bridge, roots):
     def name_tree(root, prefix):
         for path, module in _tree(root, prefix)[0]:
             if handles.get(module) is None:
-                handles.set(module, bridge.module_name(
-                    path, type(module).__name__))
+                class_name = type(module).__name__
+                handles.set(module, bridge.module_name(path, class_name))
+                names.named(module, path, class_name)
 
     def ours(module):
         # torch.compile's wrapper of a module runs the global hooks an
@@ -857,13 +880,16 @@ def install(torch, bridge, modules_exist):
     after its `import torch`)."""
     scaled = _Identities()  # optimizers a GradScaler steps
     roots = _roots.Roots()  # one naming of top-level trees for all three
+    names = _ModuleNames()
     namer = []
     for part in (lambda: _wrap_autocast(torch, bridge),
                  lambda: _wrap_phases(torch, bridge),
                  lambda: _wrap_clip_grad(torch, bridge),
                  lambda: namer.append(
                      _name_parameters(torch, bridge, modules_exist, roots)),
-                 lambda: _track_modules(torch, bridge, roots),
+                 lambda: _track_modules(torch, bridge, roots, names),
+                 lambda: _fsdp.install(torch, bridge, _recording_failed,
+                                       _wrapped, names, _tree),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_distributed(torch, bridge),

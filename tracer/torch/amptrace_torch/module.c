@@ -465,6 +465,53 @@ static PyObject *bridge_rank(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* fsdp_policy(module, module_class, param, reduce, input, output, buffer):
+ * the mixed precision FSDP applies to a module (_fsdp.py), each dtype a
+ * name libamp knows ("bfloat16", "torch.float32") or None where FSDP
+ * casts nothing: an fsdp-mixed-precision amp.diag (FORMAT.md §3.7) on
+ * the calling thread. */
+static PyObject *bridge_fsdp_policy(PyObject *self, PyObject *args)
+{
+	static const char *const roles[] = { "param", "reduce", "input",
+					     "output", "buffer" };
+	const char *module, *module_class, *given[5];
+	const char *names[5] = { NULL };
+	char message[512];
+	int n;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sszzzzz", &module, &module_class,
+			      &given[0], &given[1], &given[2], &given[3],
+			      &given[4]))
+		return NULL;
+	n = snprintf(message, sizeof message, "FSDP's mixed precision on %s%s%s"
+		     " (%s):", *module ? "module '" : "the top-level module",
+		     module, *module ? "'" : "", module_class);
+	for (int i = 0; i < 5; i++) {
+		enum amp_dtype dtype;
+		if (!given[i])
+			continue;
+		if (dtype_arg(given[i], &dtype) != 0)
+			return NULL;
+		names[i] = amp_dtype_name(dtype);
+		if (n > 0 && (size_t)n < sizeof message)
+			n += snprintf(message + n, sizeof message - (size_t)n,
+				      " %s %s,", roles[i], names[i]);
+	}
+	if (n > 0 && (size_t)n < sizeof message && message[n - 1] == ',')
+		message[n - 1] = '\0';
+	struct producer_event e = { .kind = PRODUCER_DIAG };
+	e.diag = (struct producer_diag){
+		.kind = "fsdp-mixed-precision", .message = message,
+		.module = module, .module_class = module_class,
+		.param_dtype = names[0], .reduce_dtype = names[1],
+		.input_dtype = names[2], .output_dtype = names[3],
+		.buffer_dtype = names[4],
+	};
+	events_emit(&e);
+	Py_RETURN_NONE;
+}
+
 /* op_exception(text) -> bool: an uncaught exception ended this thread
  * (the Python layer's excepthooks); attached to the op that failed last
  * here, if the last op failed. */
@@ -641,6 +688,9 @@ static PyMethodDef methods[] = {
 	  "rank(rank): the process's rank, from torch.distributed" },
 	{ "set_inference_mode", bridge_set_inference_mode, METH_VARARGS,
 	  "set_inference_mode(enabled)" },
+	{ "fsdp_policy", bridge_fsdp_policy, METH_VARARGS,
+	  "fsdp_policy(module, module_class, param, reduce, input, output, "
+	  "buffer): FSDP's mixed precision on a module" },
 	{ "op_exception", bridge_op_exception, METH_VARARGS,
 	  "op_exception(text) -> whether the last op here failed" },
 	{ "recompute_stopped", bridge_recompute_stopped, METH_NOARGS,

@@ -1,0 +1,240 @@
+"""FSDP's mixed precision: the other way PyTorch trains in low precision,
+without autocast.  FSDP keeps the parameters' own (f32) shards, casts
+them to the policy's param_dtype as it gathers them for a module's
+forward, and reduces the gradients in reduce_dtype: its ops run in bf16
+in no autocast region.  Each policy the program sets is recorded, as an
+fsdp-mixed-precision amp.diag (FORMAT.md §3.7), so that readers know the
+precision was lowered on purpose and say by what.
+
+- FSDP2, fully_shard(module, mp_policy=MixedPrecisionPolicy(...)): every
+  call reaches FSDPState.init, whichever name the program calls it by
+  (torch.distributed.fsdp, torch.distributed._composable.fsdp, an alias
+  it imported before the bridge came): that method is wrapped, not the
+  names.
+- FSDP1, FullyShardedDataParallel(module, mixed_precision=
+  MixedPrecision(...)): its __init__, which the nested instances an
+  auto-wrap policy makes run too.
+
+Neither module is imported with torch, and importing FSDP costs 0.7 s
+that a program which does not shard must not pay: each class is wrapped
+as its module is imported (a meta path finder, _AfterImport), or at once
+if it is imported already.
+
+A policy is recorded once its module has its name in the trace
+(_layer.py's _ModuleNames: at its first forward, or at once if it ran
+before), as torch applies it (_applied): None where FSDP casts nothing.
+A module whose policy casts nothing is not recorded.
+"""
+import sys
+import weakref
+from _thread import get_ident
+
+# The modules defining what is wrapped, and what to wrap in each.
+_FSDP2_STATE = ("torch.distributed.fsdp._fully_shard._fsdp_state",
+                "torch.distributed._composable.fsdp._fsdp_state")
+_FSDP1 = "torch.distributed.fsdp.fully_sharded_data_parallel"
+
+
+def install(torch, bridge, failed, wrapped, names, tree):
+    """`failed(error)` says a recording failure once; `wrapped(bridge, fn,
+    after=...)` is _layer.py's wrapper maker; `names` (_ModuleNames) gives
+    modules' trace names; `tree(module)` walks a module's own dicts."""
+    if not torch.distributed.is_available():
+        return
+    policies = _Policies(bridge, failed, names, tree)
+    names.listeners.append(policies.named)
+    def fsdp2(module):
+        _wrap_fsdp2(module, policies, wrapped)
+
+    def fsdp1(module):
+        _wrap_fsdp1(module, policies, wrapped)
+
+    # FSDP2's state is in one module or the other, by torch's version:
+    # one action for both, done once
+    waiting = {}
+    for modules, action in ((_FSDP2_STATE, fsdp2), ((_FSDP1,), fsdp1)):
+        imported = [sys.modules[name] for name in modules
+                    if sys.modules.get(name) is not None]
+        if imported:
+            action(imported[0])
+        else:
+            waiting.update(dict.fromkeys(modules, action))
+    if waiting:
+        sys.meta_path.insert(0, _AfterImport(waiting, failed))
+
+
+def _wrap_fsdp2(module, policies, wrapped):
+    cls = getattr(module, "FSDPState", None)
+    if cls is None or getattr(cls.init, "_amptrace", False):
+        return
+
+    def initialized(result, state, modules, device, mp_policy, *args,
+                    **kwargs):
+        # torch 2.3's init took one module; later ones, a tuple of them
+        group = modules if isinstance(modules, (tuple, list)) else (modules,)
+        for one in group:
+            policies.set(one, _fsdp2_policy(mp_policy))
+
+    cls.init = wrapped(policies.bridge, cls.init, after=initialized)
+
+
+def _wrap_fsdp1(module, policies, wrapped):
+    cls = getattr(module, "FullyShardedDataParallel", None)
+    if cls is None or getattr(cls.__init__, "_amptrace", False):
+        return
+
+    def initialized(result, fsdp, *args, **kwargs):
+        mp = getattr(fsdp, "mixed_precision", None)
+        if mp is not None:
+            policies.set(fsdp, _fsdp1_policy(mp))
+
+    cls.__init__ = wrapped(policies.bridge, cls.__init__, after=initialized)
+
+
+def _fsdp2_policy(mp):
+    """(param, reduce, input, output, buffer) dtypes as the policy states
+    them: FSDP2 casts a forward's inputs to param_dtype when
+    cast_forward_inputs, and has no buffer_dtype."""
+    inputs = mp.param_dtype if mp.cast_forward_inputs else None
+    return (mp.param_dtype, mp.reduce_dtype, inputs, mp.output_dtype, None)
+
+
+def _fsdp1_policy(mp):
+    """The same of FSDP1's MixedPrecision: its inputs are cast when
+    cast_forward_inputs (the root's, by cast_root_forward_inputs, are not
+    told apart here); it has no output_dtype."""
+    inputs = mp.param_dtype if getattr(mp, "cast_forward_inputs", False) \
+        else None
+    return (mp.param_dtype, mp.reduce_dtype, inputs, None,
+            getattr(mp, "buffer_dtype", None))
+
+
+def _applied(policy, param_dtype_of, buffer_dtypes):
+    """The policy as torch applies it to a module whose parameters are of
+    `param_dtype_of` (None: it has none) and whose floating buffers are
+    of `buffer_dtypes`: FSDPParam.init_dtype_attrs (FSDP1's FlatParamHandle
+    alike) drops a reduce_dtype equal to param_dtype (the gradients are in
+    it already) and a param_dtype equal to the parameters' own; what it
+    drops casts nothing, as a reduce in the gradients' own dtype does and
+    a buffer_dtype every buffer has.  None: nothing is cast."""
+    param, reduce, inputs, output, buffer = policy
+    if reduce == param:
+        reduce = None
+    if param == param_dtype_of:
+        param = None
+    if reduce is not None and reduce == (param or param_dtype_of):
+        reduce = None
+    if buffer is not None and all(d == buffer for d in buffer_dtypes):
+        buffer = None
+    return (param, reduce, inputs, output, buffer)
+
+
+class _Policies:
+    """The policies set, each recorded once its module is named."""
+
+    def __init__(self, bridge, failed, names, tree):
+        self.bridge = bridge
+        self.failed = failed
+        self.names = names
+        self.tree = tree
+        self.waiting = {}  # id(module) -> (weak module, policy)
+
+    def set(self, module, policy):
+        try:
+            name = self.names.of(module)
+            if name is not None:
+                self.record(module, policy, *name)
+            else:
+                self.waiting[id(module)] = (weakref.ref(module), policy)
+        except Exception as e:
+            self.failed(e)
+
+    def named(self, module, path, class_name):
+        """_ModuleNames' listener: a module got its trace name."""
+        if not self.waiting:
+            return
+        entry = self.waiting.get(id(module))
+        if entry is None or entry[0]() is not module:
+            return
+        del self.waiting[id(module)]
+        try:
+            self.record(module, entry[1], path, class_name)
+        except Exception as e:
+            self.failed(e)
+
+    def record(self, module, policy, path, class_name):
+        modules, params = self.tree(module)
+        param_dtype = next((p.dtype for _, p in params
+                            if p.dtype.is_floating_point), None)
+        buffers = [b.dtype for _, m in modules
+                   for b in m.__dict__.get("_buffers", {}).values()
+                   if b is not None and b.dtype.is_floating_point]
+        applied = _applied(policy, param_dtype, buffers)
+        if any(d is not None for d in applied):
+            self.bridge.fsdp_policy(path, class_name,
+                                    *(None if d is None else str(d)
+                                      for d in applied))
+
+
+class _AfterImport:
+    """A meta path finder that watches for a few modules only: it lets
+    the other finders find each and runs its action once the module has
+    run (sitecustomize.py arms the bridge after torch the same way), then
+    leaves sys.meta_path when none is left to wait for."""
+
+    def __init__(self, actions, failed):
+        self.actions = actions  # module name -> action(module)
+        self.failed = failed
+        self.finding = set()    # threads inside find_spec
+
+    def find_spec(self, name, path=None, target=None):
+        action = self.actions.get(name)
+        if action is None:
+            return None
+        thread = get_ident()
+        if thread in self.finding:
+            return None
+        self.finding.add(thread)
+        try:
+            spec = self.others_spec(name, path, target)
+        finally:
+            self.finding.discard(thread)
+        exec_module = getattr(getattr(spec, "loader", None), "exec_module",
+                              None)
+        if exec_module is None:
+            return spec
+        finder = self
+
+        def exec_then_wrap(module):
+            exec_module(module)
+            finder.loaded(name, module)
+
+        try:
+            spec.loader.exec_module = exec_then_wrap
+        except (AttributeError, TypeError):  # a loader with __slots__
+            pass
+        return spec
+
+    def others_spec(self, name, path, target):
+        """The spec the finders after this one give."""
+        finders = list(sys.meta_path)
+        if self in finders:
+            finders = finders[finders.index(self) + 1:]
+        for finder in finders:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                return spec
+        return None
+
+    def loaded(self, name, module):
+        action = self.actions.pop(name, None)
+        for other in [n for n, a in self.actions.items() if a is action]:
+            del self.actions[other]
+        if not self.actions and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        if action is not None:
+            try:
+                action(module)
+            except Exception as e:
+                self.failed(e)
