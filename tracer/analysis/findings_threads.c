@@ -225,10 +225,11 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 
 /* What a process did with autocast: forward ops of a lower-precision
  * list ran, one with autocast enabled (an op, an enabled region, an
- * aggregated op with a policy). */
+ * aggregated op with a policy), or FSDP lowered its parameters'
+ * precision instead (lowered). */
 struct autocast_use {
 	size_t first_forward;  /* its first such op's event */
-	bool forward, enabled;
+	bool forward, enabled, lowered;
 };
 
 /* Each process's use, in `pids`' order. */
@@ -272,14 +273,27 @@ static bool aggregate_autocasts(const struct trace_aggregate *g)
 	return false;
 }
 
+/* Whether an amp.diag is an FSDP policy that casts parameters to a
+ * lower precision. */
+static bool fsdp_lowers_params(const struct trace_diag *d)
+{
+	return d->kind &&
+	       !strcmp(d->kind,
+		       finding_kinds[FINDING_FSDP_MIXED_PRECISION].name) &&
+	       d->param_dtype && finding_is_low_precision(d->param_dtype);
+}
+
 /* autocast-never-enabled (info): a PyTorch process ran forward ops that
  * autocast would have run in a lower precision (of its lists: linear,
  * mm...) and none with autocast enabled, in no enabled region: mixed
  * precision was asked for nowhere (nanoGPT's CPU setting, a forgotten
  * context).  A process of a job that ran only other ops made tensors for
  * one that trains (a DataLoader's worker, a Hogwild parent building the
- * shared model): autocast would have changed nothing of its.  Only
- * PyTorch traces: libamp programs without autocast are its own tests. */
+ * shared model): autocast would have changed nothing of its.  Nor is a
+ * process whose FSDP policy casts its parameters to f16 or bf16 (the
+ * bridge's fsdp-mixed-precision notes): mixed precision without
+ * autocast, asked for.  Only PyTorch traces: libamp programs without
+ * autocast are its own tests. */
 void finding_rule_autocast_never_enabled(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
@@ -292,13 +306,15 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 		const struct trace_event *e = &t->events[i];
 		struct autocast_use *u;
 		if (e->kind != TRACE_OP && e->kind != TRACE_SCOPE_BEGIN &&
-		    e->kind != TRACE_AGGREGATE)
+		    e->kind != TRACE_AGGREGATE && e->kind != TRACE_DIAG)
 			continue;
 		if (!(u = use_of(&uses, e->pid))) {
 			cx->failed = true;
 			break;
 		}
-		if (e->kind == TRACE_SCOPE_BEGIN)
+		if (e->kind == TRACE_DIAG)
+			u->lowered |= fsdp_lowers_params(&e->diag);
+		else if (e->kind == TRACE_SCOPE_BEGIN)
 			u->enabled |= e->scope.enabled;
 		else if (e->kind == TRACE_AGGREGATE)
 			u->enabled |= aggregate_autocasts(&e->aggregate);
@@ -314,7 +330,7 @@ void finding_rule_autocast_never_enabled(struct findings_context *cx)
 	for (size_t k = 0; k < uses.count; k++) {
 		const struct autocast_use *u = &uses.items[k];
 		int64_t pid = uses.pids.items[k];
-		if (!u->forward || u->enabled)
+		if (!u->forward || u->enabled || u->lowered)
 			continue;
 		struct trace_finding *f = finding_of(cx,
 			FINDING_AUTOCAST_NEVER_ENABLED, "", pid,

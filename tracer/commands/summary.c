@@ -8,6 +8,7 @@
 #include "progress.h"
 #include "step_select.h"
 #include "summary_compiled.h"
+#include "summary_fsdp.h"
 #include "summary_gpu.h"
 #include "summary_modules.h"
 #include "terminal_text.h"
@@ -881,6 +882,7 @@ static void print_text(struct summary *s, FILE *out, bool color)
 			s->ranks, s->ranks == 1 ? "" : "s");
 	print_framework(t, out);
 	print_steps(a, out);
+	summary_fsdp_text(t, &a->ranks, out);
 	summary_gpu_text(t, out);
 	print_findings(a, out, color);
 
@@ -1146,6 +1148,7 @@ static void print_json(struct summary *s, FILE *out)
 	if (a->steps.detail_stop_step >= 0)
 		cJSON_AddNumberToObject(steps, "detail_stopped_at",
 					(double)a->steps.detail_stop_step);
+	summary_fsdp_json(t, &a->ranks, root);
 	summary_gpu_json(t, root);
 	findings_json(a, root);
 
