@@ -1552,6 +1552,39 @@ START_TEST(test_autocast_never_enabled_in_a_big_job)
 }
 END_TEST
 
+/* The PyTorch bridge's note of an FSDP policy (fsdp-mixed-precision,
+ * FORMAT.md §3.7) on module "" of process `pid`, its dtype keys `keys`. */
+#define FSDP_NOTE(pid, keys) \
+	"{\"name\":\"fsdp-mixed-precision\",\"cat\":\"amp.diag\",\"ph\":" \
+	"\"i\",\"ts\":0.5,\"pid\":" #pid ",\"tid\":1,\"s\":\"t\",\"args\":{" \
+	"\"kind\":\"fsdp-mixed-precision\",\"message\":\"FSDP's\"," \
+	"\"module\":\"\",\"module_class\":\"FSDPNet\"" keys "}}"
+
+/* A process whose FSDP policy casts its parameters to bf16 ran its
+ * forward low on purpose, without autocast: not named; one whose policy
+ * leaves them in theirs (param_dtype absent: a reduce_dtype alone) is.
+ * The notes are no findings of their own. */
+START_TEST(test_autocast_never_enabled_spares_fsdp_policies)
+{
+	struct trace t;
+	struct findings f;
+
+	load_torch_trace("1.4", "torch 2.13.0 (policy table: newest)",
+			 FSDP_NOTE(1, ",\"param_dtype\":\"bf16\","
+				   "\"reduce_dtype\":\"f32\"") ","
+			 FORWARD_OP(1, 1, "mm", false, "none") ","
+			 FSDP_NOTE(2, ",\"reduce_dtype\":\"bf16\"") ","
+			 FORWARD_OP(2, 2, "mm", false, "none"), &t);
+	ck_assert_int_eq(findings_compute(&t, &f), 0);
+	const struct trace_finding *d =
+		findings_get(&f, "autocast-never-enabled");
+	ck_assert_msg(d && d->pid == 2 && f.count == 1, "only the process "
+		      "FSDP left in f32:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
 /* An op on thread `tid` at `ts`: op `op` (id `id`) with autocast
  * `enabled`, from tensor `in` to tensor `out`. */
 #define OP_ON(tid, ts, id, op, enabled, depth, in, out) \
@@ -2141,6 +2174,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_divergence_no_region);
 	tcase_add_test(kinds, test_autocast_never_enabled_in_process);
 	tcase_add_test(kinds, test_autocast_never_enabled_in_a_big_job);
+	tcase_add_test(kinds, test_autocast_never_enabled_spares_fsdp_policies);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_loop_test(kinds, test_every_scaler_and_optimizer_followed, 0,

@@ -107,6 +107,15 @@ static void produce_steps(struct producer_autocast on,
 					 .message = "inf in \"linear\"",
 					 .op_id = 20, .tensor_id = 3 };
 	emit(e, 13603);
+	/* a diag with keys, in this step without full detail: written */
+	e = (struct producer_event){ .kind = PRODUCER_DIAG };
+	e.diag = (struct producer_diag){ .kind = "fsdp-mixed-precision",
+					 .message = "FSDP's policy",
+					 .module = "", .module_class = "FSDPNet",
+					 .param_dtype = "bf16",
+					 .reduce_dtype = "f32",
+					 .output_dtype = "f16" };
+	emit(e, 13603);
 	e = (struct producer_event){ .kind = PRODUCER_OP_END };
 	e.op = (struct producer_op){
 		.op_id = 20, .op = "linear", .overload = "",
@@ -411,6 +420,7 @@ static void diag_eq(size_t i, const struct trace_diag *a,
 	ck_assert_uint_eq(a->count, b->count);
 	ck_assert_int_eq(a->thread, b->thread);
 	ck_assert_int_eq(a->other_thread, b->other_thread);
+	PRODUCER_DIAG_KEYS(KEY_EQ, _)
 }
 
 static void gpu_eq(const struct trace_kernel *a, const struct trace_kernel *b)
@@ -669,6 +679,20 @@ START_TEST(every_event_reads_back_as_kept)
 	ck_assert_uint_eq(linear->op.inputs[0].producer_op_id, 7);
 	ck_assert_uint_eq(linear->op.inputs[1].producer_op_id, 0);
 	ck_assert_uint_eq(linear->op.outputs[0].producer_op_id, 0);
+	/* a diag's keys went through, in a step without full detail */
+	const struct trace_event *policy = NULL;
+	for (size_t i = 0; i < read.nevents && !policy; i++)
+		if (read.events[i].kind == TRACE_DIAG &&
+		    !strcmp(read.events[i].diag.kind, "fsdp-mixed-precision"))
+			policy = &read.events[i];
+	ck_assert_ptr_nonnull(policy);
+	ck_assert_str_eq(policy->diag.module, "");
+	ck_assert_str_eq(policy->diag.module_class, "FSDPNet");
+	ck_assert_str_eq(policy->diag.param_dtype, "bf16");
+	ck_assert_str_eq(policy->diag.reduce_dtype, "f32");
+	ck_assert_ptr_null(policy->diag.input_dtype);
+	ck_assert_str_eq(policy->diag.output_dtype, "f16");
+	ck_assert_ptr_null(policy->diag.buffer_dtype);
 	/* the steps: 0 and 2 in full, 1 aggregated (one row of each),
 	 * an evaluation window, full detail stopping at 3 */
 	int steps = 0, windows = 0, stops = 0, aggregates = 0;

@@ -317,6 +317,29 @@ START_TEST(diag_round_trips)
 	assert_str_eq(decoded.event.diag.message, "inf in \"out\"");
 	ck_assert_uint_eq(decoded.event.diag.op_id, 8);
 	ck_assert_uint_eq(decoded.event.diag.tensor_id, 9);
+	ck_assert_ptr_null(decoded.event.diag.param_dtype);
+}
+END_TEST
+
+/* A diag's keys (../producer_keys.h: an FSDP policy's) round-trip, those
+ * unset absent. */
+START_TEST(diag_keys_round_trip)
+{
+	struct producer_event e = { .kind = PRODUCER_DIAG, .time_ns = 7 };
+	e.diag = (struct producer_diag){ .kind = "fsdp-mixed-precision",
+					  .message = "m", .module = "",
+					  .module_class = "FSDPLinear",
+					  .param_dtype = "bf16",
+					  .buffer_dtype = "f16" };
+
+	round_trip(&e);
+	assert_str_eq(decoded.event.diag.module, "");
+	assert_str_eq(decoded.event.diag.module_class, "FSDPLinear");
+	assert_str_eq(decoded.event.diag.param_dtype, "bf16");
+	ck_assert_ptr_null(decoded.event.diag.reduce_dtype);
+	ck_assert_ptr_null(decoded.event.diag.input_dtype);
+	ck_assert_ptr_null(decoded.event.diag.output_dtype);
+	assert_str_eq(decoded.event.diag.buffer_dtype, "f16");
 }
 END_TEST
 
@@ -787,6 +810,7 @@ static Suite *raw_schema_suite(void)
 	tcase_add_test(tc, cache_clear_round_trips);
 	tcase_add_test(tc, scaler_round_trips);
 	tcase_add_test(tc, diag_round_trips);
+	tcase_add_test(tc, diag_keys_round_trip);
 	tcase_add_test(tc, gpu_activity_round_trips);
 	tcase_add_test(tc, gpu_status_and_stats_round_trip);
 	tcase_add_test(tc, step_kinds_round_trip);
