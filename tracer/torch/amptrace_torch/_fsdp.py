@@ -43,6 +43,7 @@ def install(torch, bridge, failed, wrapped, names, tree):
         return
     policies = _Policies(bridge, failed, names, tree)
     names.listeners.append(policies.named)
+
     def fsdp2(module):
         _wrap_fsdp2(module, policies, wrapped)
 
@@ -68,12 +69,20 @@ def _wrap_fsdp2(module, policies, wrapped):
     if cls is None or getattr(cls.init, "_amptrace", False):
         return
 
-    def initialized(result, state, modules, device, mp_policy, *args,
-                    **kwargs):
-        # torch 2.3's init took one module; later ones, a tuple of them
-        group = modules if isinstance(modules, (tuple, list)) else (modules,)
+    def initialized(result, state, *args, **kwargs):
+        # init(modules, device, mp_policy, ...): torch 2.3's took one
+        # module, later ones a tuple of them
+        try:
+            modules = args[0] if args else kwargs["modules"]
+            policy = _fsdp2_policy(args[2] if len(args) > 2
+                                   else kwargs["mp_policy"])
+            group = modules if isinstance(modules, (tuple, list)) \
+                else (modules,)
+        except Exception as e:
+            policies.failed(e)
+            return
         for one in group:
-            policies.set(one, _fsdp2_policy(mp_policy))
+            policies.set(one, policy)
 
     cls.init = wrapped(policies.bridge, cls.init, after=initialized)
 
@@ -84,9 +93,14 @@ def _wrap_fsdp1(module, policies, wrapped):
         return
 
     def initialized(result, fsdp, *args, **kwargs):
-        mp = getattr(fsdp, "mixed_precision", None)
-        if mp is not None:
-            policies.set(fsdp, _fsdp1_policy(mp))
+        try:
+            mp = getattr(fsdp, "mixed_precision", None)
+            policy = _fsdp1_policy(mp) if mp is not None else None
+        except Exception as e:
+            policies.failed(e)
+            return
+        if policy is not None:
+            policies.set(fsdp, policy)
 
     cls.__init__ = wrapped(policies.bridge, cls.__init__, after=initialized)
 
