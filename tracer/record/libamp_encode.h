@@ -9,8 +9,8 @@
  * libamp's members bear the model's names, so raw_schema.h's tables serve
  * both; what differs is spelled out here: a tensor's flags are three
  * bools in libamp, and the keys producers hand over as they are
- * (../producer_keys.h: OP_KEYS, CAST_KEYS, DIAG_KEYS), which libamp lacks, are
- * written as absent.  A member libamp renames
+ * (../producer_keys.h: OP_KEYS, CAST_KEYS, DIAG_KEYS), which libamp
+ * lacks, are written as absent.  A member libamp renames
  * fails to compile here; it cannot be misencoded.
  *   size_t libamp_event_bound(const struct amp_event *e)    0: not recorded
  *   uint16_t libamp_event_kind(const struct amp_event *e)   its record kind

@@ -125,9 +125,9 @@ static uint8_t get_dims(struct cursor *c, int64_t *dims, unsigned max)
 #define DEC_DIAG_KEYS(f, x) get_diag_keys(c, &m->f);
 #define DEC_FIELD(type, f, x) DEC_##type(f, x)
 
-/* OP_KEYS, CAST_KEYS and DIAG_KEYS: the rows of ../producer_keys.h the mask says
- * are there (the members are NULL or 0 already: raw_decode zeroes the
- * event); a bit of no row is a bad record. */
+/* OP_KEYS, CAST_KEYS and DIAG_KEYS: the rows of ../producer_keys.h the
+ * mask says are there (the members are NULL or 0 already: raw_decode
+ * zeroes the event); a bit of no row is a bad record. */
 #define DEC_KEY(X, type, f, key, check, since)                              \
 	if (mask >> bit++ & 1)                                              \
 		m->f = DEC_KEY_##type(c);
@@ -164,7 +164,7 @@ static void get_diag_keys(struct cursor *c, struct producer_diag *m)
 	unsigned bit = 0;
 
 	if (!mask)
-		return; /* libamp's, and the findings' */
+		return; /* libamp's, and every diag but FSDP's notes */
 	PRODUCER_DIAG_KEYS(DEC_KEY, _)
 	if (mask >> bit)
 		c->bad = true;
