@@ -89,6 +89,15 @@ for kind in process-died dtype-mismatch banned-op fp16-overflow scaler-collapse 
 	accepted "no finding $kind"
 done
 accepted 'no finding "stale-cach"'
+# A note (fsdp-mixed-precision: FSDP's policy) is never a finding, so a
+# rule on it would never fail, or always: refused, quoted or not, and
+# not listed among the kinds.
+check "the kinds listed leave the note out" \
+	test -z "$(grep -o fsdp-mixed-precision "$tmp/kinds.err")"
+refused 'no finding fsdp-mixed-precision' "1:12: expected a finding kind (that one is a note the PyTorch bridge writes, never a finding), got 'fsdp-mixed-precision'"
+refused 'finding "fsdp-mixed-precision" >= 1' "1:9: expected a finding kind (that one is a note"
+capture "$amptrace" help rules
+check "help rules: the note is no finding kind" out_lacks fsdp-mixed-precision
 
 # A word one or two typos from one that may stand there is named: each
 # production's word, a dtype, a comparison written backwards.  Only

@@ -19,7 +19,8 @@ void help_rules(FILE *out)
 	fputs(rules_grammar_text, out);
 	fputs("\nfinding kinds:", out);
 	for (size_t i = 0; i < FINDING_KIND_COUNT; i++)
-		fprintf(out, " %s", finding_kinds[i].name);
+		if (!finding_kinds[i].note)  /* no rule counts a note */
+			fprintf(out, " %s", finding_kinds[i].name);
 	fputs("\n\nExamples and what each rule means: RULES.md "
 	      "(share/doc/amptrace, or the source).\n", out);
 }

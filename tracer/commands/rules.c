@@ -550,7 +550,8 @@ static void suggest_kind(struct parser *p)
 		return;
 	for (const struct finding_kind *k = finding_kinds;
 	     k < finding_kinds + FINDING_KIND_COUNT; k++)
-		closest_name_offer(&close, p->tok.text, k->name);
+		if (!k->note)
+			closest_name_offer(&close, p->tok.text, k->name);
 	if (!close.name || !closest_name_is_typo(p->tok.text, close.distance))
 		return;
 	size_t n = strlen(p->err->message);
@@ -568,16 +569,25 @@ static int parse_finding_kind(struct parser *p, struct rule *r)
 
 	if (p->failed)
 		return -1;
-	if (p->tok.kind == TOKEN_STRING ||
-	    (p->tok.kind == TOKEN_WORD && finding_kind_lookup(p->tok.text))) {
+	const struct finding_kind *known =
+		p->tok.kind == TOKEN_STRING || p->tok.kind == TOKEN_WORD
+			? finding_kind_lookup(p->tok.text) : NULL;
+	/* a note (fsdp-mixed-precision) is never a finding: a rule on it
+	 * would pass or fail whatever the trace holds */
+	if (known && known->note)
+		return expected(p, "a finding kind (that one is a note the "
+				"PyTorch bridge writes, never a finding)");
+	if (p->tok.kind == TOKEN_STRING || known) {
 		r->finding = strdup(p->tok.text);
 		return next(p);
 	}
-	n += (size_t)snprintf(what, sizeof what, "a finding kind (");
+	n += (size_t)snprintf(what, sizeof what, "a finding kind");
 	for (const struct finding_kind *k = finding_kinds;
 	     k < finding_kinds + FINDING_KIND_COUNT; k++)
-		n += (size_t)snprintf(what + n, sizeof what - n, "%s%s",
-				      k == finding_kinds ? "" : " ", k->name);
+		if (!k->note)
+			n += (size_t)snprintf(what + n, sizeof what - n, "%s%s",
+					      k == finding_kinds ? " (" : " ",
+					      k->name);
 	snprintf(what + n, sizeof what - n, "; quote other kinds: \"my-kind\")");
 	int status = expected(p, what);
 	suggest_kind(p);
