@@ -84,6 +84,7 @@ enum finding_source {
 	FINDING_FROM_BRIDGE,       /* the PyTorch bridge's torch.compile side
 				    * (_compile.py), likewise */
 	FINDING_FROM_TRACE_BLOCKS, /* the bridge's trace() blocks, likewise */
+	FINDING_FROM_BRIDGE_FSDP,  /* the bridge's FSDP side (_fsdp.py), likewise */
 	FINDING_SOURCE_COUNT
 };
 

@@ -346,7 +346,7 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "is forked, so their work here is not in the trace",
 	},
 	[FINDING_FSDP_MIXED_PRECISION] = {
-		"fsdp-mixed-precision", FINDING_INFO, FINDING_FROM_BRIDGE,
+		"fsdp-mixed-precision", FINDING_INFO, FINDING_FROM_BRIDGE_FSDP,
 		.note = true,
 		.doc = "not a finding, a note: FSDP's mixed-precision policy "
 		       "on a module (fully_shard's mp_policy, "
@@ -393,6 +393,7 @@ const char *finding_source_name(enum finding_source source)
 		[FINDING_FROM_BRIDGE] = "the PyTorch bridge (torch.compile)",
 		[FINDING_FROM_TRACE_BLOCKS] =
 			"the PyTorch bridge (trace() blocks)",
+		[FINDING_FROM_BRIDGE_FSDP] = "the PyTorch bridge (FSDP)",
 	};
 	return source < FINDING_SOURCE_COUNT ? names[source] : "events";
 }
