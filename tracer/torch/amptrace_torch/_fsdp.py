@@ -213,18 +213,26 @@ class _AfterImport:
             spec = self.others_spec(name, path, target)
         finally:
             self.finding.discard(thread)
-        exec_module = getattr(getattr(spec, "loader", None), "exec_module",
-                              None)
-        if exec_module is None:
-            return spec
+        loader = getattr(spec, "loader", None)
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None or isinstance(loader, type):
+            return spec  # a class's (BuiltinImporter) would be everyone's
         finder = self
 
         def exec_then_wrap(module):
+            # a loader may load other modules too (one zipimporter for a
+            # whole archive, a custom one), some while this one runs: only
+            # this one is acted on, and the loader is given back its own
+            # method as it runs, leaving it as it was
+            if getattr(module, "__name__", None) != name:
+                return exec_module(module)
+            if vars(loader).get("exec_module") is exec_then_wrap:
+                del loader.exec_module
             exec_module(module)
             finder.loaded(name, module)
 
         try:
-            spec.loader.exec_module = exec_then_wrap
+            loader.exec_module = exec_then_wrap
         except (AttributeError, TypeError):  # a loader with __slots__
             pass
         return spec
@@ -243,10 +251,15 @@ class _AfterImport:
 
     def loaded(self, name, module):
         action = self.actions.pop(name, None)
-        for other in [n for n, a in self.actions.items() if a is action]:
-            del self.actions[other]
-        if not self.actions and self in sys.meta_path:
-            sys.meta_path.remove(self)
+        # list(): another thread may be importing the other module
+        for other, a in list(self.actions.items()):
+            if a is action:
+                self.actions.pop(other, None)
+        if not self.actions:
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:  # gone already (the program, or a thread)
+                pass
         if action is not None:
             try:
                 action(module)
