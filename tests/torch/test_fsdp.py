@@ -5,9 +5,11 @@ autocast (scenario_fsdp.py: two ranks, mp.spawn, gloo on the CPU).
 Positive: fully_shard with a bf16/f32 MixedPrecisionPolicy, by two of
 its names: the program's losses are the same traced; each rank's three
 modules have their fsdp-mixed-precision note (module path and class as
-its ops name them, the dtypes FSDP applies); no autocast-never-enabled;
-the summary's one line for the policy on both ranks, and its JSON.  FSDP1
-(FullyShardedDataParallel's mixed_precision) likewise.  Negatives:
+its ops name them, the dtypes FSDP applies: the root, whose layers hold
+every parameter, casts only its inputs); no autocast-never-enabled; the
+summary's line per policy on both ranks, and its JSON.  FSDP1
+(FullyShardedDataParallel's mixed_precision) likewise, its root casting
+its inputs by cast_root_forward_inputs.  Negatives:
 fully_shard without mp_policy, and with param_dtype f32 (the parameters
 not cast), are still named by autocast-never-enabled, the first with no
 FSDP line; a plain program without autocast or FSDP is unchanged.  And
@@ -132,13 +134,16 @@ def test_fsdp2_bf16():
            plain.stderr[-1000:]))
     if trace is None:
         return
+    # the root holds no parameters (each Linear is sharded itself): its
+    # policy casts its inputs only, as torch applies it
     policy = ("bf16", "f32", "bf16", None, None)
-    want = sorted([("", "FSDPSequential") + policy,
+    want = sorted([("", "FSDPSequential", None, None, "bf16", None, None),
                    ("0", "FSDPLinear") + policy,
                    ("2", "FSDPLinear") + policy])
     found = notes(trace)
     check("fully_shard bf16: each rank's 3 modules have their note, named "
-          "as their ops are, with the dtypes FSDP applies",
+          "as their ops are, with the dtypes FSDP applies (the root's "
+          "inputs only)",
           len(found) == 2 and all(n == want for n in found.values()), found)
     op_modules = {(e["args"].get("module"), e["args"].get("module_class"))
                   for e in events(trace, "amp.op")}
@@ -147,16 +152,23 @@ def test_fsdp2_bf16():
     text, data = summary(path)
     check("fully_shard bf16: no autocast-never-enabled (and no finding)",
           kinds(data) == [], data.get("findings"))
-    check("fully_shard bf16: the summary's one line, both ranks folded",
-          fsdp_lines(text) == ["FSDP mixed precision: param bf16, reduce "
-                               "f32, input bf16 (3 modules, on each of 2 "
+    check("fully_shard bf16: the summary's line per policy, both ranks "
+          "folded",
+          fsdp_lines(text) == ["FSDP mixed precision: param not cast, "
+                               "input bf16 (1 module, on each of 2 ranks)",
+                               "FSDP mixed precision: param bf16, reduce "
+                               "f32, input bf16 (2 modules, on each of 2 "
                                "ranks)"], text[:1500])
     check("fully_shard bf16: summary --json's fsdp_mixed_precision",
           data.get("fsdp_mixed_precision") == [{
+              "param_dtype": None, "reduce_dtype": None,
+              "input_dtype": "bf16", "output_dtype": None,
+              "buffer_dtype": None, "modules": 2, "processes": 2,
+              "ranks": 2, "each": 1}, {
               "param_dtype": "bf16", "reduce_dtype": "f32",
               "input_dtype": "bf16", "output_dtype": None,
-              "buffer_dtype": None, "modules": 6, "processes": 2,
-              "ranks": 2, "each": 3}], data.get("fsdp_mixed_precision"))
+              "buffer_dtype": None, "modules": 4, "processes": 2,
+              "ranks": 2, "each": 2}], data.get("fsdp_mixed_precision"))
     print("# fully_shard bf16: %.1f s" % (time.monotonic() - begin))
 
 
@@ -164,7 +176,9 @@ def test_fsdp2_without_low_param_dtype():
     begin = time.monotonic()
     for mode, line in (("no_policy", []),
                        ("f32", ["FSDP mixed precision: param not cast, "
-                                "reduce bf16, input f32 (3 modules, on each "
+                                "input f32 (1 module, on each of 2 ranks)",
+                                "FSDP mixed precision: param not cast, "
+                                "reduce bf16, input f32 (2 modules, on each "
                                 "of 2 ranks)"])):
         trace, path, _ = traced("fully_shard %s" % mode, mode)
         if trace is None:
@@ -188,8 +202,11 @@ def test_fsdp1():
     trace, path, _ = traced("FSDP1 bf16", "fsdp1")
     if trace is None:
         return
+    # the root holds no parameters and casts its inputs
+    # (cast_root_forward_inputs); the Linears' inputs are not cast
     policy = ("bf16", "f32", None, None, None)
-    want = sorted([("", "FullyShardedDataParallel") + policy,
+    want = sorted([("", "FullyShardedDataParallel", None, None, "bf16",
+                    None, None),
                    ("_fsdp_wrapped_module.0", "FullyShardedDataParallel")
                    + policy,
                    ("_fsdp_wrapped_module.2", "FullyShardedDataParallel")
@@ -198,9 +215,11 @@ def test_fsdp1():
     check("FSDP1 bf16: the root's and each auto-wrapped Linear's notes",
           len(found) == 2 and all(n == want for n in found.values()), found)
     text, data = summary(path)
-    check("FSDP1 bf16: no autocast-never-enabled, the summary's line",
+    check("FSDP1 bf16: no autocast-never-enabled, the summary's lines",
           kinds(data) == [] and fsdp_lines(text) ==
-          ["FSDP mixed precision: param bf16, reduce f32 (3 modules, on "
+          ["FSDP mixed precision: param not cast, input bf16 (1 module, on "
+           "each of 2 ranks)",
+           "FSDP mixed precision: param bf16, reduce f32 (2 modules, on "
            "each of 2 ranks)"], (data.get("findings"), fsdp_lines(text)))
     print("# FSDP1: %.1f s" % (time.monotonic() - begin))
 

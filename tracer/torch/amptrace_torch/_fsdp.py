@@ -35,13 +35,13 @@ _FSDP2_STATE = ("torch.distributed.fsdp._fully_shard._fsdp_state",
 _FSDP1 = "torch.distributed.fsdp.fully_sharded_data_parallel"
 
 
-def install(torch, bridge, failed, wrapped, names, tree):
+def install(torch, bridge, failed, wrapped, names):
     """`failed(error)` says a recording failure once; `wrapped(bridge, fn,
     after=...)` is _layer.py's wrapper maker; `names` (_ModuleNames) gives
-    modules' trace names; `tree(module)` walks a module's own dicts."""
+    modules' trace names."""
     if not torch.distributed.is_available():
         return
-    policies = _Policies(bridge, failed, names, tree)
+    policies = _Policies(bridge, failed, names)
     names.listeners.append(policies.named)
 
     def fsdp2(module):
@@ -99,8 +99,8 @@ def _wrap_fsdp1(module, policies, wrapped):
         except Exception as e:
             policies.failed(e)
             return
-        if policy is not None:
-            policies.set(fsdp, policy)
+        policies.set(fsdp, policy)
+        policies.enclose(fsdp)
 
     cls.__init__ = wrapped(policies.bridge, cls.__init__, after=initialized)
 
@@ -114,13 +114,25 @@ def _fsdp2_policy(mp):
 
 
 def _fsdp1_policy(mp):
-    """The same of FSDP1's MixedPrecision: its inputs are cast when
-    cast_forward_inputs (the root's, by cast_root_forward_inputs, are not
-    told apart here); it has no output_dtype."""
-    inputs = mp.param_dtype if getattr(mp, "cast_forward_inputs", False) \
-        else None
-    return (mp.param_dtype, mp.reduce_dtype, inputs, None,
-            getattr(mp, "buffer_dtype", None))
+    """The same of FSDP1's MixedPrecision, and a sixth: the root's inputs'
+    (_Policies.record tells the root apart).  It has no output_dtype."""
+    def when(flag):
+        return mp.param_dtype if getattr(mp, flag, False) else None
+    return (mp.param_dtype, mp.reduce_dtype, when("cast_forward_inputs"),
+            None, getattr(mp, "buffer_dtype", None),
+            when("cast_root_forward_inputs"))
+
+
+def _fsdp1_inputs(policy, root, has_params):
+    """What FSDP1 casts a module's inputs to (_runtime_utils: the root
+    by cast_root_forward_inputs, any module by cast_forward_inputs once
+    it holds parameters), and the rest of its policy."""
+    param, reduce, inputs, output, buffer, root_inputs = policy
+    if not has_params:
+        inputs = None
+    if root:
+        inputs = inputs or root_inputs
+    return (param, reduce, inputs, output, buffer)
 
 
 def _applied(policy, param_dtype_of, buffer_dtypes):
@@ -132,6 +144,8 @@ def _applied(policy, param_dtype_of, buffer_dtypes):
     drops casts nothing, as a reduce in the gradients' own dtype does and
     a buffer_dtype every buffer has.  None: nothing is cast."""
     param, reduce, inputs, output, buffer = policy
+    if param_dtype_of is None:  # no parameters to gather or reduce
+        param = reduce = None
     if reduce == param:
         reduce = None
     if param == param_dtype_of:
@@ -146,15 +160,21 @@ def _applied(policy, param_dtype_of, buffer_dtypes):
 class _Policies:
     """The policies set, each recorded once its module is named."""
 
-    def __init__(self, bridge, failed, names, tree):
+    def __init__(self, bridge, failed, names):
         self.bridge = bridge
         self.failed = failed
         self.names = names
-        self.tree = tree
         self.waiting = {}  # id(module) -> (weak module, policy)
+        self.sharded = {}  # id(module) -> weak module: each FSDP shards
+        self.inner = {}    # the same of the FSDP1 ones inside another
 
     def set(self, module, policy):
+        """`policy`: None where the module is sharded without one (FSDP1
+        without mixed_precision): it still owns its parameters."""
         try:
+            self.sharded[id(module)] = weakref.ref(module)
+            if policy is None:
+                return
             name = self.names.of(module)
             if name is not None:
                 self.record(module, policy, *name)
@@ -176,13 +196,60 @@ class _Policies:
         except Exception as e:
             self.failed(e)
 
+    @staticmethod
+    def is_sharded(module, ids):
+        """Whether `module` is one of `ids` (sharded, inner)."""
+        ref = ids.get(id(module))
+        return ref is not None and ref() is module
+
+    def enclose(self, fsdp):
+        """An FSDP1 module is made after those it wraps (auto-wrap makes
+        them inside its __init__): each one in its tree is not the root."""
+        try:
+            seen, stack = set(), [fsdp]
+            while stack:
+                m = stack.pop()
+                if id(m) in seen:
+                    continue
+                seen.add(id(m))
+                if m is not fsdp and self.is_sharded(m, self.sharded):
+                    self.inner[id(m)] = weakref.ref(m)
+                stack.extend(c for c in m.__dict__.get("_modules",
+                                                       {}).values()
+                             if c is not None)
+        except Exception as e:
+            self.failed(e)
+
+    def owned(self, module):
+        """The modules of `module`'s tree whose parameters its FSDP group
+        holds: not those under another module FSDP shards (each holds
+        its own: a root whose layers are each sharded holds none)."""
+        found, seen, stack = [], set(), [module]
+        while stack:
+            m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            found.append(m)
+            stack.extend(c for c in m.__dict__.get("_modules", {}).values()
+                         if c is not None and
+                         not self.is_sharded(c, self.sharded))
+        return found
+
     def record(self, module, policy, path, class_name):
-        modules, params = self.tree(module)
-        param_dtype = next((p.dtype for _, p in params
-                            if p.dtype.is_floating_point), None)
-        buffers = [b.dtype for _, m in modules
+        modules = self.owned(module)
+        param_dtype = next((p.dtype for m in modules
+                            for p in m.__dict__.get("_parameters",
+                                                    {}).values()
+                            if p is not None and p.dtype.is_floating_point),
+                           None)
+        buffers = [b.dtype for m in modules
                    for b in m.__dict__.get("_buffers", {}).values()
                    if b is not None and b.dtype.is_floating_point]
+        if len(policy) == 6:
+            policy = _fsdp1_inputs(
+                policy, not self.is_sharded(module, self.inner),
+                param_dtype is not None)
         applied = _applied(policy, param_dtype, buffers)
         if any(d is not None for d in applied):
             self.bridge.fsdp_policy(path, class_name,

@@ -889,7 +889,7 @@ def install(torch, bridge, modules_exist):
                      _name_parameters(torch, bridge, modules_exist, roots)),
                  lambda: _track_modules(torch, bridge, roots, names),
                  lambda: _fsdp.install(torch, bridge, _recording_failed,
-                                       _wrapped, names, _tree),
+                                       _wrapped, names),
                  lambda: _wrap_threads(bridge),
                  lambda: _wrap_processes(bridge),
                  lambda: _wrap_distributed(torch, bridge),
