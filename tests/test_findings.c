@@ -1553,12 +1553,28 @@ START_TEST(test_autocast_never_enabled_in_a_big_job)
 END_TEST
 
 /* The PyTorch bridge's note of an FSDP policy (fsdp-mixed-precision,
- * FORMAT.md §3.7) on module "" of process `pid`, its dtype keys `keys`. */
-#define FSDP_NOTE(pid, keys) \
+ * FORMAT.md §3.7) on module `module` of process `pid`, its dtype keys
+ * `keys`. */
+#define FSDP_NOTE_ON(pid, module, keys) \
 	"{\"name\":\"fsdp-mixed-precision\",\"cat\":\"amp.diag\",\"ph\":" \
 	"\"i\",\"ts\":0.5,\"pid\":" #pid ",\"tid\":1,\"s\":\"t\",\"args\":{" \
 	"\"kind\":\"fsdp-mixed-precision\",\"message\":\"FSDP's\"," \
-	"\"module\":\"\",\"module_class\":\"FSDPNet\"" keys "}}"
+	"\"module\":\"" module "\",\"module_class\":\"FSDPNet\"" keys "}}"
+#define FSDP_NOTE(pid, keys) FSDP_NOTE_ON(pid, "", keys)
+#define FSDP_BF16 ",\"param_dtype\":\"bf16\",\"reduce_dtype\":\"f32\""
+
+/* FORWARD_OP's mm without autocast, run in module `module`. */
+#define MM_IN(pid, id, module) \
+	"{\"name\":\"mm\",\"cat\":\"amp.op\",\"ph\":\"X\",\"ts\":" #id \
+	",\"pid\":" #pid ",\"tid\":1,\"dur\":1,\"args\":{\"op_id\":" #id \
+	",\"op\":\"mm\",\"overload\":\"\",\"module\":\"" module "\"," \
+	"\"module_class\":\"Linear\",\"phase\":\"forward\"," \
+	"\"policy\":\"none\",\"device\":\"cpu\",\"emulated\":false," \
+	"\"autocast\":{\"enabled\":false,\"device\":\"cpu\"," \
+	"\"dtype\":\"bf16\",\"cache_enabled\":true,\"depth\":0,\"scope\":" \
+	"null},\"inputs\":[],\"outputs\":[{\"tensor\":" #id ",\"dtype\":" \
+	"\"f32\",\"shape\":[2,2]}],\"Input type\":[],\"Input Dims\":[]," \
+	"\"External id\":" #id "}}"
 
 /* A process whose FSDP policy casts its parameters to bf16 ran its
  * forward low on purpose, without autocast: not named; one whose policy
@@ -1570,9 +1586,7 @@ START_TEST(test_autocast_never_enabled_spares_fsdp_policies)
 	struct findings f;
 
 	load_torch_trace("1.4", "torch 2.13.0 (policy table: newest)",
-			 FSDP_NOTE(1, ",\"param_dtype\":\"bf16\","
-				   "\"reduce_dtype\":\"f32\"") ","
-			 FORWARD_OP(1, 1, "mm", false, "none") ","
+			 FSDP_NOTE(1, FSDP_BF16) "," MM_IN(1, 1, "0.fc") ","
 			 FSDP_NOTE(2, ",\"reduce_dtype\":\"bf16\"") ","
 			 FORWARD_OP(2, 2, "mm", false, "none"), &t);
 	ck_assert_int_eq(findings_compute(&t, &f), 0);
@@ -1580,6 +1594,33 @@ START_TEST(test_autocast_never_enabled_spares_fsdp_policies)
 		findings_get(&f, "autocast-never-enabled");
 	ck_assert_msg(d && d->pid == 2 && f.count == 1, "only the process "
 		      "FSDP left in f32:%s", describe(&f));
+	findings_free(&f);
+	trace_free(&t);
+}
+END_TEST
+
+/* A policy spares only a process whose forward ran in its modules: one
+ * lowering a head that never ran (its ops in "body", "header", outside
+ * any module) spares nothing; the op of a module under the policy's
+ * ("head.0", and the one in "head" itself) does. */
+START_TEST(test_autocast_never_enabled_fsdp_modules_not_running)
+{
+	struct trace t;
+	struct findings f;
+
+	load_torch_trace("1.4", "torch 2.13.0 (policy table: newest)",
+			 FSDP_NOTE_ON(1, "head", FSDP_BF16) ","
+			 MM_IN(1, 1, "body") "," MM_IN(1, 2, "header") ","
+			 FORWARD_OP(1, 3, "mm", false, "none") ","
+			 FSDP_NOTE_ON(2, "head", FSDP_BF16) ","
+			 MM_IN(2, 4, "body") "," MM_IN(2, 5, "head.0") ","
+			 FSDP_NOTE_ON(3, "head", FSDP_BF16) ","
+			 MM_IN(3, 6, "head"), &t);
+	ck_assert_int_eq(findings_compute(&t, &f), 0);
+	const struct trace_finding *d =
+		findings_get(&f, "autocast-never-enabled");
+	ck_assert_msg(d && d->pid == 1 && f.count == 1, "only the process "
+		      "whose lowered head ran nothing:%s", describe(&f));
 	findings_free(&f);
 	trace_free(&t);
 }
@@ -2175,6 +2216,7 @@ static Suite *findings_suite(void)
 	tcase_add_test(kinds, test_autocast_never_enabled_in_process);
 	tcase_add_test(kinds, test_autocast_never_enabled_in_a_big_job);
 	tcase_add_test(kinds, test_autocast_never_enabled_spares_fsdp_policies);
+	tcase_add_test(kinds, test_autocast_never_enabled_fsdp_modules_not_running);
 	tcase_add_test(kinds, test_thread_born_at_an_unread_event);
 	tcase_add_test(kinds, test_last_scaler_state_not_claimed_by_unread_event);
 	tcase_add_loop_test(kinds, test_every_scaler_and_optimizer_followed, 0,

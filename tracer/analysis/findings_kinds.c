@@ -327,9 +327,11 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "inputs' dtypes (nanoGPT's CPU setting uses a nullcontext "
 		       "whatever its dtype says); a process that ran none of "
 		       "those (a DataLoader's worker, a Hogwild parent) is not "
-		       "named, nor one whose FSDP policy lowers the parameters' "
-		       "precision (`fsdp-mixed-precision`: its forward ran in "
-		       "the policy's param_dtype on purpose)",
+		       "named, nor one that ran such an op in a module whose "
+		       "FSDP policy lowers its parameters' precision "
+		       "(`fsdp-mixed-precision`: its forward ran in the "
+		       "policy's param_dtype on purpose; a policy on modules "
+		       "that ran none spares nothing)",
 	},
 	[FINDING_WORKERS_UNRECORDED] = {
 		/* info, not a warning: the program is healthy; the gap is
@@ -353,7 +355,8 @@ const struct finding_kind finding_kinds[FINDING_KIND_COUNT] = {
 		       "FullyShardedDataParallel's mixed_precision), with the "
 		       "dtypes FSDP casts to: `summary` says the policies in "
 		       "force, and `autocast-never-enabled` spares a process "
-		       "whose policy lowers param_dtype",
+		       "whose forward ran in modules whose policy lowers "
+		       "param_dtype",
 	},
 };
 

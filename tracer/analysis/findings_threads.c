@@ -225,8 +225,8 @@ static size_t tied(const struct finding_regions *r, size_t g, int64_t tid)
 
 /* What a process did with autocast: forward ops of a lower-precision
  * list ran, one with autocast enabled (an op, an enabled region, an
- * aggregated op with a policy), or FSDP lowered its parameters'
- * precision instead (lowered). */
+ * aggregated op with a policy), or one of those ops ran in a module
+ * whose parameters FSDP lowered instead (lowered). */
 struct autocast_use {
 	size_t first_forward;  /* its first such op's event */
 	bool forward, enabled, lowered;
@@ -273,14 +273,63 @@ static bool aggregate_autocasts(const struct trace_aggregate *g)
 	return false;
 }
 
-/* Whether an amp.diag is an FSDP policy that casts parameters to a
- * lower precision. */
+/* Whether an amp.diag is an FSDP policy that casts its module's
+ * parameters to a lower precision. */
 static bool fsdp_lowers_params(const struct trace_diag *d)
 {
 	return d->kind &&
 	       !strcmp(d->kind,
 		       finding_kinds[FINDING_FSDP_MIXED_PRECISION].name) &&
-	       d->param_dtype && finding_is_low_precision(d->param_dtype);
+	       d->module && d->param_dtype &&
+	       finding_is_low_precision(d->param_dtype);
+}
+
+/* The trace's FSDP notes that lower their module's parameters: their
+ * events.  false: out of memory. */
+struct fsdp_lowered {
+	size_t *events, count;
+};
+
+static bool collect_fsdp_lowered(const struct trace *t,
+				 struct fsdp_lowered *l)
+{
+	for (size_t i = 0; t->counts[TRACE_DIAG] && i < t->nevents; i++) {
+		if (t->events[i].kind != TRACE_DIAG ||
+		    !fsdp_lowers_params(&t->events[i].diag))
+			continue;
+		size_t *grown = realloc(l->events,
+					(l->count + 1) * sizeof *grown);
+		if (!grown)
+			return false;
+		l->events = grown;
+		l->events[l->count++] = i;
+	}
+	return true;
+}
+
+/* Whether module path `module` (an op's) is `root` or under it; "" is
+ * the top-level module, everything. */
+static bool module_within(const char *module, const char *root)
+{
+	size_t n = strlen(root);
+
+	return module && (!n || (!strncmp(module, root, n) &&
+				 (module[n] == '\0' || module[n] == '.')));
+}
+
+/* Whether op event `op` ran in a module of its process whose parameters
+ * FSDP lowered. */
+static bool fsdp_lowered_op(const struct trace *t,
+			    const struct fsdp_lowered *l,
+			    const struct trace_event *op)
+{
+	for (size_t k = 0; k < l->count; k++) {
+		const struct trace_event *d = &t->events[l->events[k]];
+		if (d->pid == op->pid &&
+		    module_within(op->op.module, d->diag.module))
+			return true;
+	}
+	return false;
 }
 
 /* autocast-never-enabled (info): a PyTorch process ran forward ops that
@@ -290,43 +339,51 @@ static bool fsdp_lowers_params(const struct trace_diag *d)
  * context).  A process of a job that ran only other ops made tensors for
  * one that trains (a DataLoader's worker, a Hogwild parent building the
  * shared model): autocast would have changed nothing of its.  Nor is a
- * process whose FSDP policy casts its parameters to f16 or bf16 (the
- * bridge's fsdp-mixed-precision notes): mixed precision without
- * autocast, asked for.  Only PyTorch traces: libamp programs without
- * autocast are its own tests. */
+ * process that ran such an op in a module whose FSDP policy casts its
+ * parameters to f16 or bf16 (the bridge's fsdp-mixed-precision notes):
+ * mixed precision without autocast, asked for; a policy on modules
+ * that run none of them (an unused head) spares nothing.  Only PyTorch
+ * traces: libamp programs without autocast are its own tests. */
 void finding_rule_autocast_never_enabled(struct findings_context *cx)
 {
 	const struct trace *t = cx->t;
 	const char *framework = findings_framework(t);
 	struct autocast_uses uses = { 0 };
+	struct fsdp_lowered lowered = { 0 };
 
 	if (!framework || strncmp(framework, "torch ", 6))
 		return;
+	if (!collect_fsdp_lowered(t, &lowered)) {
+		cx->failed = true;
+		free(lowered.events);
+		return;
+	}
 	for (size_t i = 0; i < t->nevents; i++) {
 		const struct trace_event *e = &t->events[i];
 		struct autocast_use *u;
 		if (e->kind != TRACE_OP && e->kind != TRACE_SCOPE_BEGIN &&
-		    e->kind != TRACE_AGGREGATE && e->kind != TRACE_DIAG)
+		    e->kind != TRACE_AGGREGATE)
 			continue;
 		if (!(u = use_of(&uses, e->pid))) {
 			cx->failed = true;
 			break;
 		}
-		if (e->kind == TRACE_DIAG)
-			u->lowered |= fsdp_lowers_params(&e->diag);
-		else if (e->kind == TRACE_SCOPE_BEGIN)
+		if (e->kind == TRACE_SCOPE_BEGIN)
 			u->enabled |= e->scope.enabled;
 		else if (e->kind == TRACE_AGGREGATE)
 			u->enabled |= aggregate_autocasts(&e->aggregate);
 		else if (e->op.autocast->enabled)
 			u->enabled = true;
-		else if (!u->forward && e->op.phase &&
-			 !strcmp(e->op.phase, "forward") &&
+		else if ((!u->forward || (lowered.count && !u->lowered)) &&
+			 e->op.phase && !strcmp(e->op.phase, "forward") &&
 			 finding_low_precision_op(cx, e->op.op)) {
+			if (!u->forward)
+				u->first_forward = i;
 			u->forward = true;
-			u->first_forward = i;
+			u->lowered |= fsdp_lowered_op(t, &lowered, e);
 		}
 	}
+	free(lowered.events);
 	for (size_t k = 0; k < uses.count; k++) {
 		const struct autocast_use *u = &uses.items[k];
 		int64_t pid = uses.pids.items[k];
