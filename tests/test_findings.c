@@ -1602,7 +1602,8 @@ END_TEST
 /* A policy spares only a process whose forward ran in its modules: one
  * lowering a head that never ran (its ops in "body", "header", outside
  * any module) spares nothing; the op of a module under the policy's
- * ("head.0", and the one in "head" itself) does. */
+ * ("head.0", and the one in "head" itself) does, and one of a module
+ * around it ("", a torch.compile'd layer's ops being its caller's). */
 START_TEST(test_autocast_never_enabled_fsdp_modules_not_running)
 {
 	struct trace t;
@@ -1615,7 +1616,9 @@ START_TEST(test_autocast_never_enabled_fsdp_modules_not_running)
 			 FSDP_NOTE_ON(2, "head", FSDP_BF16) ","
 			 MM_IN(2, 4, "body") "," MM_IN(2, 5, "head.0") ","
 			 FSDP_NOTE_ON(3, "head", FSDP_BF16) ","
-			 MM_IN(3, 6, "head"), &t);
+			 MM_IN(3, 6, "head") ","
+			 FSDP_NOTE_ON(4, "layers.0", FSDP_BF16) ","
+			 MM_IN(4, 7, ""), &t);
 	ck_assert_int_eq(findings_compute(&t, &f), 0);
 	const struct trace_finding *d =
 		findings_get(&f, "autocast-never-enabled");

@@ -318,15 +318,18 @@ static bool module_within(const char *module, const char *root)
 }
 
 /* Whether op event `op` ran in a module of its process whose parameters
- * FSDP lowered. */
+ * FSDP lowered: in it, under it, or in a module around it (an op's
+ * module can be coarser than the one that ran it: a torch.compile'd
+ * layer's ops are its caller's, the module hooks not running in it). */
 static bool fsdp_lowered_op(const struct trace *t,
 			    const struct fsdp_lowered *l,
 			    const struct trace_event *op)
 {
 	for (size_t k = 0; k < l->count; k++) {
 		const struct trace_event *d = &t->events[l->events[k]];
-		if (d->pid == op->pid &&
-		    module_within(op->op.module, d->diag.module))
+		if (d->pid == op->pid && op->op.module &&
+		    (module_within(op->op.module, d->diag.module) ||
+		     module_within(d->diag.module, op->op.module)))
 			return true;
 	}
 	return false;
