@@ -292,6 +292,30 @@ check "summary --rank 0 of a trace without ranks: said" \
 	err_has "no rank 0: the trace's processes have no rank"
 capture "$amptrace" summary --rank -1 "$tmp/cgc.json"
 check "summary --rank -1: a bad number, exit 2" status_is 2
+# --rank's header counts the rank's events alone, the flows it does not
+# read too (only rank 1's file has two); a truncated input is its rank's
+sed '/^"traceEvents":\[/a\
+{"name":"cast","cat":"amp.flow","ph":"s","ts":1.0,"pid":100,"tid":1,"id":1,"args":{"op_id":2,"tensor":1}},\
+{"name":"cast","cat":"amp.flow","ph":"f","ts":2.0,"pid":100,"tid":1,"bp":"e","id":1,"args":{"op_id":2,"tensor":1}},' \
+	"$fx/changed.json" >"$tmp/flows.json"
+"$amptrace" merge "$fx/good.json" "$tmp/flows.json" -o "$tmp/gf.json" 2>/dev/null
+capture "$amptrace" summary "$tmp/gf.json"
+check "summary of two ranks, one with flows: every event" \
+	out_has "2 processes, 2 threads, 107 events,"
+capture "$amptrace" summary --rank 0 "$tmp/gf.json"
+check "summary --rank 0: its 52 events, not rank 1's flows" \
+	out_has "1 process, 1 thread, 52 events,"
+capture "$amptrace" summary --json --rank 1 "$tmp/gf.json"
+check "summary --json --rank 1: its 53 events and 2 flows" "$python" -c '
+import json, sys; sys.exit(json.load(open(sys.argv[1]))["events"] != 55)' "$tmp/out"
+"$amptrace" merge "$fx/truncated.json" "$fx/good.json" -o "$tmp/tg.json" \
+	2>/dev/null
+capture "$amptrace" summary --rank 0 "$tmp/tg.json"
+check "summary --rank 0: its input's truncation noted" \
+	out_has "note: rank 0's input"
+capture "$amptrace" summary --rank 1 "$tmp/tg.json"
+check "summary --rank 1: rank 0's truncated input not said" \
+	sh -c "! grep -q 'truncated' '$tmp/out'"
 capture "$amptrace" summary "$tmp/gc.json"
 check "summary of two ranks: a finding of one names its rank" \
 	out_has "warning stale-cache (rank 1's): cached cast of fc1.weight"

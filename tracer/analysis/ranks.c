@@ -229,6 +229,45 @@ int trace_ranks_group_of_rank(const struct trace_ranks *r, int rank,
 	return -1;
 }
 
+/* The filter's dropped events (a reader's flows) of the group's
+ * processes alone. */
+static void keep_dropped(struct trace *t, const struct trace_ranks *r,
+			 int group)
+{
+	size_t kept = 0, dropped = 0;
+
+	for (size_t k = 0; k < t->ndropped_pids; k++) {
+		if (trace_ranks_group(r, t->dropped_pids[k].pid) != group)
+			continue;
+		t->dropped_pids[kept++] = t->dropped_pids[k];
+		dropped += t->dropped_pids[k].count;
+	}
+	t->ndropped_pids = kept;
+	t->dropped = dropped;
+}
+
+/* A merged file's inputs of the group alone: the trailer's by their pid,
+ * the header's (a truncated merged file has only those) by their rank.
+ * An input of several ranks (§6) names its lowest, and stays with it. */
+static void keep_inputs(struct trace *t, const struct trace_ranks *r,
+			int group)
+{
+	int rank = group < r->ngroups ? r->rank_of_group[group] : -1;
+	int kept = 0;
+
+	for (int k = 0; k < t->trailer.ninputs; k++)
+		if (trace_ranks_group(r, t->trailer.inputs[k].pid) == group)
+			t->trailer.inputs[kept++] = t->trailer.inputs[k];
+	if (t->trailer.inputs)
+		t->trailer.ninputs = kept;
+	kept = 0;
+	for (int k = 0; k < t->header.nmerged; k++)
+		if (rank >= 0 && t->header.merged[k].rank == rank)
+			t->header.merged[kept++] = t->header.merged[k];
+	if (t->header.merged)
+		t->header.nmerged = kept;
+}
+
 void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
 		      int group)
 {
@@ -245,12 +284,14 @@ void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
 		kept++;
 	}
 	t->nevents = kept;
+	keep_dropped(t, r, group);
 	for (int k = 0; k < t->trailer.nprocesses; k++)
 		if (trace_ranks_group(r, t->trailer.processes[k].pid) == group)
 			t->trailer.processes[processes++] =
 				t->trailer.processes[k];
 	if (t->trailer.processes)
 		t->trailer.nprocesses = processes;
+	keep_inputs(t, r, group);
 }
 
 int trace_keep_rank(struct trace *t, int rank, int *ranks, char *why,

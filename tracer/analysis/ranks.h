@@ -49,8 +49,10 @@ int trace_ranks_count(const struct trace_ranks *r);
 int trace_ranks_group_of_rank(const struct trace_ranks *r, int rank,
 			      char *why, size_t size);
 /* Leaves in `t` only the events of group `group`'s processes (and their
- * GPUs'), and only their entries in the trailer: the trace one rank of
- * the job would have written alone. */
+ * GPUs'), the filter's dropped events of those alone, and only their
+ * entries in the trailer (processes, merged inputs) and the header's
+ * merged inputs: the trace one rank of the job would have written
+ * alone. */
 void trace_ranks_keep(struct trace *t, const struct trace_ranks *r,
 		      int group);
 /* trace_ranks_keep of rank `rank`'s group (a reader's --rank N), the

@@ -814,6 +814,38 @@ static bool phase_allowed(enum trace_kind kind, char ph)
 	}
 }
 
+/* One more of process `pid`'s events dropped; false when out of memory.
+ * A process's dropped events come in runs (a rank's flows), so the last
+ * one counted is looked at first. */
+static bool count_dropped(struct trace *t, int64_t pid)
+{
+	size_t k = t->ndropped_pids;
+
+	if (k && t->dropped_pids[k - 1].pid == pid) {
+		t->dropped_pids[k - 1].count++;
+		return true;
+	}
+	for (k = 0; k < t->ndropped_pids; k++)
+		if (t->dropped_pids[k].pid == pid)
+			break;
+	if (k == t->ndropped_pids) {
+		struct trace_dropped *grown =
+			trace_grow(t->dropped_pids, &t->cap_dropped_pids, k + 1,
+				   sizeof *grown);
+		if (!grown)
+			return false;
+		t->dropped_pids = grown;
+		t->dropped_pids[t->ndropped_pids++] =
+			(struct trace_dropped){ pid, 0 };
+	}
+	/* the last entry is the one counted */
+	struct trace_dropped hit = t->dropped_pids[k];
+	t->dropped_pids[k] = t->dropped_pids[t->ndropped_pids - 1];
+	t->dropped_pids[t->ndropped_pids - 1] = hit;
+	t->dropped_pids[t->ndropped_pids - 1].count++;
+	return true;
+}
+
 /* A decoded event to the trace, or to the reader's filter first. */
 static int hand_over(struct loader *l, const struct trace_event *e,
 		     cJSON *json, struct trace_arena_mark mark,
@@ -831,6 +863,10 @@ static int hand_over(struct loader *l, const struct trace_event *e,
 		if (keep == TRACE_FORGET)
 			trace_strings_forget(t, strings);
 		t->dropped++;
+		if (!count_dropped(t, e->pid))
+			return trace_error_set(l->err, "%s: out of memory "
+					       "after %zu events", l->path,
+					       t->nevents + t->dropped);
 		return 0;
 	}
 	if (!trace_append(t, e))

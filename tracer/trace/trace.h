@@ -20,11 +20,22 @@
 struct trace_arena_block;
 struct trace_string_slot;
 
+/* How many of one process's decoded events a reader's filter dropped. */
+struct trace_dropped {
+	int64_t pid;
+	size_t count;
+};
+
 struct trace {
 	char *path;
 	struct trace_event *events;
 	size_t nevents;
 	size_t dropped;       /* events a reader's filter dropped */
+	/* the decoded ones of those, by process (the undecoded ones of an
+	 * outline or only_with have no process): a reader that keeps some
+	 * processes alone (--rank) counts theirs */
+	struct trace_dropped *dropped_pids;
+	size_t ndropped_pids, cap_dropped_pids;
 	size_t counts[TRACE_KIND_COUNT];
 	bool amptrace;        /* written by amptrace (has the header) */
 	char format[16];      /* "1.0"; "" when not an amptrace trace */

@@ -353,6 +353,7 @@ void trace_free(struct trace *trace)
 	bigmem_free(trace->events, trace->cap_events * sizeof *trace->events);
 	free(trace->strings);
 	free(trace->string_log);
+	free(trace->dropped_pids);
 	free(trace->path);
 	*trace = (struct trace){ 0 };
 }
