@@ -480,6 +480,10 @@ def test_handled_errors():
         "skipped": ("skipped", ["no-compiled-graph"]),
         "raised": (None, ["op-error"]),
         "fullgraph": (None, ["op-error"]),
+        # a compile inside the program's `except` block: the exception
+        # it handles is none of the compile's
+        "handling": (None, []),
+        "raised-handling": (None, ["op-error"]),
     }
     for mode, (handled, wanted) in expected.items():
         plain, _ = run("errors.py", mode, traced=False)
@@ -496,9 +500,13 @@ def test_handled_errors():
         failed = [o for o in events(load(path), "amp.op")
                   if o["op"].startswith("compile") and o.get("status")]
         ok, why = valid(path)
-        check("compile errors, %s: the failed compile, handled %s" %
-              (mode, handled), ok and len(failed) == 1 and
-              failed[0].get("handled") == handled, why + str(failed))
+        if mode == "handling":
+            check("compile errors, handling: no failed compile", ok and
+                  not failed, why + str(failed))
+        else:
+            check("compile errors, %s: the failed compile, handled %s" %
+                  (mode, handled), ok and len(failed) == 1 and
+                  failed[0].get("handled") == handled, why + str(failed))
         summary = findings(path)
         check("compile errors, %s: findings %s" % (mode, wanted),
               kinds(summary) == wanted, summary.get("findings"))

@@ -7,6 +7,10 @@
               catches it
   fullgraph   the backend fails under fullgraph=True: suppress_errors
               (set) does not hold the error back
+  handling    no compile fails: the program compiles while it handles an
+              exception of its own (an `except` block), which Dynamo's
+              end callback sees as well
+  raised-handling  raised's, while the program handles one of its own
 Prints the results (and the exception the program caught), for the
 traced run to match the untraced one."""
 import sys
@@ -48,11 +52,25 @@ w = torch.randn(8, 8)
 torch._dynamo.config.suppress_errors = mode in ("suppressed", "fullgraph")
 if mode == "skipped":
     h = torch.compile(breaks, backend="aot_eager")
+elif mode == "handling":
+    h = torch.compile(g, backend="aot_eager")
 else:
     h = torch.compile(g, backend=broken, fullgraph=mode == "fullgraph")
-try:
-    for _ in range(2):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            print(float(h(torch.randn(4, 8), w).sum()).hex())
-except Exception as e:
-    print("raised", type(e).__name__)
+
+
+def steps():
+    try:
+        for _ in range(2):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                print(float(h(torch.randn(4, 8), w).sum()).hex())
+    except Exception as e:
+        print("raised", type(e).__name__)
+
+
+if mode.endswith("handling"):
+    try:
+        raise LookupError("the program's own")
+    except LookupError:
+        steps()
+else:
+    steps()

@@ -168,6 +168,10 @@ class _Compile:
     def __init__(self, state, ignoring, trigger):
         self.state = state
         self.ignoring = ignoring
+        # the exception the program is handling as it begins (a compile
+        # inside an `except` block): the end callback sees it too, and
+        # it is not the compile's
+        self.handling = sys.exc_info()[1]
         self.lazy_backward = trigger == "LAZY_BACKWARD"
         self.phase = "backward" if self.lazy_backward else state.phase()
         self.autocast = state.call_state()
@@ -228,6 +232,8 @@ def _hook_compiles(state):
             return
         c = stack.pop()
         exc = sys.exc_info()[1]
+        if exc is c.handling:
+            exc = None
         try:
             error = _compile_error(exc)
             if not (error and _hold_failure(c, error, exc)):
