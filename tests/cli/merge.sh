@@ -531,6 +531,17 @@ check "the trailer names each input by its lowest rank and its pid" \
 sys.exit([(i["rank"], i["pid"]) for i in d["amptraceEnd"]["inputs"]] != [(0, 1), (2, 3)])' "$tmp/job.json"
 capture "$amptrace" summary "$tmp/job.json"
 check "summary reads the merged job: 6 processes" out_has "6 processes"
+# The worker's name may come first (the writer appends each process's
+# events as it reads them): the rank's own process is the one that
+# began without a rank and learned it, not the one that had it from its
+# start.
+late_job null whole 100:- 103:0! 102:0 101:1 >"$tmp/worker-first.json"
+capture "$amptrace" merge "$tmp/worker-first.json" "$tmp/node1.json" \
+	-o "$tmp/worker-first-job.json"
+merged_pids "$tmp/worker-first-job.json" >"$tmp/pids"
+check "a rank's worker named before it: the rank's process is pid 1, the worker above the ranks" \
+	eval 'status_is 0 && has_line "x102 1" && has_line "x103 6" &&
+	test "$(last_name 1)" = "process_name 1 rank 0: python (pid 102) 0 None None"'
 
 # A rank two inputs hold: refused, both named (pid rank + 1 is one
 # process's).  So is a file without any rank beside late ranks (by its

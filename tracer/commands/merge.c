@@ -59,10 +59,15 @@ struct pid_map {
 	int64_t old, mapped;
 };
 
-/* A process that names a rank of its own (its process_name's). */
+/* A process that names a rank of its own (its process_name's), or
+ * named itself without one first. */
 struct named_rank {
 	int64_t pid;
 	int rank;
+	/* its first name had no rank: it learned its rank late, as a
+	 * rank's own process does (its DataLoader worker, started after,
+	 * has the rank from its start) */
+	bool began_unranked;
 };
 
 struct input {
@@ -127,17 +132,35 @@ static int header_rank(const struct input *in)
 	return in->trace.amptrace ? in->trace.header.rank : -1;
 }
 
-/* The rank process `pid` of the input names, or -1; *first: it is the
- * first of the input's processes to name that rank (the rank's own, not
- * a process it started later: its DataLoader worker). */
+/* The entry of the process of rank `rank` that is the rank's own: the
+ * first to name it of those that began without a rank, else the first
+ * to name it (not a process the rank started later, its DataLoader
+ * worker, whose name may come first in the file: the writer appends
+ * each process's events as it reads them). */
+static size_t ranks_own(const struct input *in, int rank)
+{
+	size_t first = in->nnamed;
+
+	for (size_t i = 0; i < in->nnamed; i++) {
+		if (in->named[i].rank != rank)
+			continue;
+		if (in->named[i].began_unranked)
+			return i;
+		if (first == in->nnamed)
+			first = i;
+	}
+	return first;
+}
+
+/* The rank process `pid` of the input names, or -1; *first: it is its
+ * rank's own process (ranks_own). */
 static int named_rank(const struct input *in, int64_t pid, bool *first)
 {
 	for (size_t i = 0; i < in->nnamed; i++) {
 		if (in->named[i].pid != pid)
 			continue;
-		*first = true;
-		for (size_t j = 0; j < i; j++)
-			*first &= in->named[j].rank != in->named[i].rank;
+		*first = in->named[i].rank >= 0 &&
+			 ranks_own(in, in->named[i].rank) == i;
 		return in->named[i].rank;
 	}
 	return -1;
@@ -708,9 +731,6 @@ static int note_rank(void *ctx, struct trace *trace,
 		return TRACE_FORGET;
 	while (i < in->nnamed && in->named[i].pid != e->pid)
 		i++;
-	/* a name without a rank after one with: none, as readers take it */
-	if (i == in->nnamed && e->meta.rank < 0)
-		return TRACE_FORGET;
 	if (i == in->nnamed) {
 		struct named_rank *grown = trace_grow(in->named,
 						      &in->named_cap, i + 1,
@@ -718,9 +738,11 @@ static int note_rank(void *ctx, struct trace *trace,
 		if (!grown)
 			return trace_error_set(err, "out of memory");
 		in->named = grown;
-		in->nnamed++;
+		in->named[in->nnamed++] = (struct named_rank){
+			e->pid, -1, e->meta.rank < 0 };
 	}
-	in->named[i] = (struct named_rank){ e->pid, e->meta.rank };
+	/* a name without a rank after one with: none, as readers take it */
+	in->named[i].rank = e->meta.rank;
 	return TRACE_FORGET;
 }
 
