@@ -170,8 +170,8 @@ static int named_rank(const struct input *in, int64_t pid, bool *first)
 #define GPU_PID_BASE ((int64_t)1 << 30)
 #define GPU_PID_HOST_BITS 22
 
-/* A late input's process: its rank's pid when it is the first to name
- * that rank, else one above every rank. */
+/* A late input's process: its rank's pid when it is the rank's own
+ * (ranks_own), else one above every rank. */
 static int64_t late_pid(struct merge *m, const struct input *in,
 			int64_t pid)
 {
