@@ -464,6 +464,44 @@ def test_compile_error():
           "Unsupported" in failed[0]["error"], why + str(failed))
 
 
+def test_overlapping_compiles():
+    """A thread's compile overlapping another's (a Dynamo compile and a
+    lazy backward compile, which compile_lock does not serialize), in
+    either order: each is its thread's op, closed, and the ops the
+    thread runs after it are recorded."""
+    for mode in ("a-first", "b-first"):
+        plain, _ = run("overlapping.py", mode, traced=False)
+        traced, path = run("overlapping.py", mode, out="overlap-" + mode)
+        check("overlapping compiles, %s: the program's output as "
+              "untraced" % mode, traced.returncode == plain.returncode == 0
+              and traced.stdout == plain.stdout and plain.stdout,
+              plain.stdout + traced.stdout + traced.stderr[-800:])
+        if not os.path.isfile(path):
+            continue
+        trace = load(path)
+        names = {e["tid"]: e["args"]["name"].split()[0]
+                 for e in trace["traceEvents"]
+                 if e.get("ph") == "M" and e.get("name") == "thread_name"}
+        ops = [(names.get(e["tid"]), e["args"]) for e in trace["traceEvents"]
+               if e.get("cat") == "amp.op"]
+        ok, why = valid(path)
+        compiles = sorted((thread, o["op"]) for thread, o in ops
+                          if thread in ("A", "B") and
+                          o["op"].startswith(("compile:",
+                                              "compile backward:")))
+        check("overlapping compiles, %s: A's compile and B's backward "
+              "compile, each on its thread" % mode, ok and compiles == [
+                  ("A", "compile:<lambda>"),
+                  ("B", "compile backward:<lambda>")], why + str(compiles))
+        check("overlapping compiles, %s: none left open" % mode,
+              not [o for _, o in ops if o.get("incomplete")],
+              [o for _, o in ops if o.get("incomplete")])
+        check("overlapping compiles, %s: A's 5 matmuls after its compile "
+              "recorded" % mode,
+              sum(1 for t, o in ops if t == "A" and o["op"] == "mm") == 5,
+              [(t, o["op"]) for t, o in ops if t == "A"])
+
+
 def log_text(stderr):
     """stderr without the time and pid torch's log lines begin with
     ("W1129 06:10:12.345000 4242 torch/...")."""
@@ -568,6 +606,7 @@ TESTS = [functools.partial(test_models, "aot_eager"),
          test_recompile, test_recompile_healthy, test_no_graph,
          test_modes, test_fallback,
          test_compile_error, test_handled_errors,
+         test_overlapping_compiles,
          test_slow_compile_killed, test_cache_reuse]
 # AMPTRACE_COMPILE_TESTS=cache_reuse,modes runs those alone (while
 # iterating)

@@ -13,8 +13,9 @@ graph.  Graph breaks and recompilations are notes; where a graph's casts
 differ from what eager autocast does, a compile-divergence (_diverge.py).
 
 Where torch 2.x shows it (checked on 2.13):
-- Dynamo's compile start and end callbacks bound a compile, and the lazy
-  compile of a backward;
+- Dynamo's install_callbacks (where its compile start and end callbacks
+  run) bounds a compile, and the lazy compile of a backward, each
+  thread's on its own;
 - OutputGraph.call_user_compiler hands each graph to the backend, under
   the autocast state the graph was traced with, with its break reason;
 - inductor runs config.post_grad_custom_pre_pass on its forward and
@@ -27,6 +28,7 @@ Where torch 2.x shows it (checked on 2.13):
   and the observer records those casts as it always does.
 torch 1.x has no torch.compile: nothing is installed there.
 """
+import contextlib
 import functools
 import itertools
 import sys
@@ -209,8 +211,8 @@ def _compile_name(c, graph):
 
 
 def _hook_compiles(state):
-    """Dynamo's start and end callbacks bound each compile; the ops it
-    runs meanwhile are on fake tensors, and not recorded."""
+    """Each thread's compiles are bounded (_bound_per_thread); the ops a
+    compile runs are on fake tensors, and not recorded."""
     import torch._dynamo
     handler = torch._dynamo.callback_handler
     bridge = state.bridge
@@ -243,9 +245,50 @@ def _hook_compiles(state):
         finally:
             bridge.compiled_ignore(c.ignoring)
 
-    handler.register_start_callback(start)
-    handler.register_end_callback(end)
+    _bound_per_thread(handler, start, end)
     _hook_frame_converter(state)
+
+
+def _bound_per_thread(handler, start, end):
+    """start(args) and end(args) around each thread's outermost compile.
+    Dynamo's own callbacks count the compiles in progress across threads:
+    they start at the first of overlapping compiles and end at the last,
+    on whichever thread that is (a thread's Dynamo compile and another's
+    lazy backward compile overlap: compile_lock holds only the first),
+    so one thread's compile went unseen, its fake tensors' ops recorded,
+    or stayed open, that thread's ops unrecorded from then on.  Each call
+    of install_callbacks is bounded here, counted per thread; the
+    program's callbacks run as Dynamo runs them."""
+    original = getattr(handler, "install_callbacks", None)
+    if original is None:  # an older Dynamo: its callbacks as they are
+        handler.register_start_callback(start)
+        handler.register_end_callback(end)
+        return
+
+    @contextlib.contextmanager
+    def install_callbacks(trigger, compile_id):
+        depth = getattr(_local, "compile_depth", 0)
+        args = _CallbackArgs(trigger)
+        if not depth:
+            start(args)
+        _local.compile_depth = depth + 1
+        try:
+            with original(trigger, compile_id):
+                yield
+        finally:
+            _local.compile_depth = depth
+            if not depth:
+                end(args)
+
+    handler.install_callbacks = functools.update_wrapper(install_callbacks,
+                                                         original)
+
+
+class _CallbackArgs:
+    """What start reads of Dynamo's CallbackArgs."""
+
+    def __init__(self, trigger):
+        self.callback_trigger = trigger
 
 
 def _held():
