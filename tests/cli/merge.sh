@@ -585,7 +585,7 @@ capture "$amptrace" merge "$tmp/mr.json" "$tmp/mr.json" -o "$tmp/remerged.json"
 check "merge of a merged trace: exit 2, no output" \
 	eval 'status_is 2 && test ! -e "$tmp/remerged.json"'
 check "... says which input and its ranks" \
-	err_has "$tmp/mr.json is a merged trace already (rank 1 from $tmp/r1.json, rank 0 from $tmp/r0.json): merge gives each input file one rank; merge the traces it was made of"
+	err_has "$tmp/mr.json is a merged trace already (rank 1 from $tmp/r1.json, rank 0 from $tmp/r0.json): a merged trace lists the files it was made of, and those lists do not nest; merge the traces it was made of"
 
 # A merged trace of one rank is a rank's file as any other: `amptrace
 # run` writes a rank's trace.json so (merged of its trace.rankN.json),

@@ -46,8 +46,8 @@ static const char merge_usage[] =
 	"The header's framework is the inputs' when they agree, else the\n"
 	"first rank's (a note says so); each process keeps its own in its\n"
 	"metadata.\n"
-	"A trace merge wrote of several ranks is refused as an input (its\n"
-	"ranks are its processes', not its file's): merge the traces it was\n"
+	"A trace merge wrote of several ranks is refused as an input (the\n"
+	"files it lists as its inputs cannot nest): merge the traces it was\n"
 	"made of.\n"
 	"\n"
 	"  -o, --output FILE  the merged trace (required; - for standard output)\n"
@@ -689,11 +689,10 @@ static bool file_as_read(struct input *in)
 	return true;
 }
 
-/* An input that merge wrote of several ranks: its ranks are its
- * processes' (pid rank + 1), not its file's, and merge gives each input
- * one rank (its first process's): merged again, the others kept theirs
- * beside it, so one rank held several processes, which readers judging a
- * rank's steps summed.  One of one rank is a rank's file as any other:
+/* An input that merge wrote of several ranks: its header and trailer
+ * list the files it was made of, one entry each, and a merged file's
+ * lists do not nest (FORMAT.md §6): its files are merged instead.  One
+ * of one rank is a rank's file as any other:
  * `amptrace run` writes a rank's trace.json so (merged of its
  * trace.rankN.json), and a job's nodes' traces are merged so.
  * Returns 0, or 2 (said). */
@@ -708,8 +707,9 @@ static int refuse_merged(const struct input *in)
 	for (int i = 0; i < h->nmerged; i++)
 		fprintf(stderr, "%srank %d from %s", i ? ", " : "",
 			h->merged[i].rank, h->merged[i].file);
-	fprintf(stderr, "): merge gives each input file one rank; merge the "
-		"traces it was made of\n");
+	fprintf(stderr, "): a merged trace lists the files it was made of, "
+		"and those lists do not nest; merge the traces it was made "
+		"of\n");
 	return 2;
 }
 
