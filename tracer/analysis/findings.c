@@ -464,6 +464,13 @@ void findings_free(struct findings *findings)
 	*findings = (struct findings){ 0 };
 }
 
+bool findings_is_fsdp_policy(const struct trace_diag *d)
+{
+	return d->kind &&
+	       !strcmp(d->kind,
+		       finding_kinds[FINDING_FSDP_MIXED_PRECISION].name);
+}
+
 const char *findings_framework(const struct trace *trace)
 {
 	return trace_framework(trace);

@@ -204,6 +204,9 @@ const char *findings_framework(const struct trace *trace);
 int findings_policy_table(const struct trace *trace);
 /* That table's name: "1.13", "newest". */
 const char *finding_policy_table_name(int table);
+/* Whether amp.diag `d` is the PyTorch bridge's note of an FSDP
+ * mixed-precision policy (fsdp-mixed-precision, FORMAT.md §3.7). */
+bool findings_is_fsdp_policy(const struct trace_diag *d);
 /* The first finding of `kind`, or NULL. */
 const struct trace_finding *findings_get(const struct findings *findings,
 					 const char *kind);

@@ -277,10 +277,7 @@ static bool aggregate_autocasts(const struct trace_aggregate *g)
  * parameters to a lower precision. */
 static bool fsdp_lowers_params(const struct trace_diag *d)
 {
-	return d->kind &&
-	       !strcmp(d->kind,
-		       finding_kinds[FINDING_FSDP_MIXED_PRECISION].name) &&
-	       d->module && d->param_dtype &&
+	return findings_is_fsdp_policy(d) && d->module && d->param_dtype &&
 	       finding_is_low_precision(d->param_dtype);
 }
 

@@ -84,9 +84,7 @@ static bool add_pid(struct policy *p, int64_t pid)
 
 static bool is_policy(const struct trace_event *e)
 {
-	return e->kind == TRACE_DIAG && e->diag.kind &&
-	       !strcmp(e->diag.kind,
-		       finding_kinds[FINDING_FSDP_MIXED_PRECISION].name);
+	return e->kind == TRACE_DIAG && findings_is_fsdp_policy(&e->diag);
 }
 
 /* The trace's policies, in the order they were first set. */
