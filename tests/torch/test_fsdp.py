@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from amptrace_run import events, load
+from amptrace_run import GLOO_EXIT_RACE, events, load, run_again_on
 from tap import check, done, scratch, skip_unless_bridge
 
 AMPTRACE = os.path.abspath(sys.argv[1])
@@ -59,9 +59,13 @@ def run(command, trace=None):
 
 
 def scenario(mode, trace=None):
-    store = os.path.join(TMP, "%s-%s.store" % (mode, "traced" if trace
-                                                else "plain"))
-    return run([PYTHON, SCENARIO, mode, str(STEPS), store], trace)
+    """The scenario's job, run again (at a new rendezvous file) when
+    gloo's exit race ended it."""
+    def attempt(k):
+        store = os.path.join(TMP, "%s-%s-%d.store"
+                             % (mode, "traced" if trace else "plain", k))
+        return run([PYTHON, SCENARIO, mode, str(STEPS), store], trace)
+    return run_again_on((GLOO_EXIT_RACE,), attempt)
 
 
 def losses(text):

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-from amptrace_run import events, load
+from amptrace_run import GLOO_EXIT_RACE, events, load, run_again_on
 from tap import check, done, scratch, skip_unless_bridge
 
 AMPTRACE = os.path.abspath(sys.argv[1])
@@ -255,21 +255,10 @@ def test_spawn_mesh():
 def run_at_a_port(command, trace=None):
     """run() of a job whose ranks meet at a TCP port the scenario found
     free: another job on the machine (CI's torchrun tests beside this
-    one) can take it before rank 0 listens on it (EADDRINUSE), and torch
-    2.13's gloo aborts a rank at exit now and then, plain or traced
-    ("terminate called without an active exception", test_zoo.py says
-    when); a run that failed of exactly one of those is run again, at a
-    new port, twice at most."""
-    for attempt in range(3):
-        result = run(command, trace)
-        if result.returncode == 0 or not any(
-                why in result.stderr for why in
-                ("EADDRINUSE", "terminate called without an active "
-                 "exception")):
-            return result
-        print("# the job's port taken, or gloo's exit race (try %d)"
-              % (attempt + 1))
-    return result
+    one) can take it before rank 0 listens on it (EADDRINUSE); that, or
+    gloo's exit race, runs it again, at a new port."""
+    return run_again_on(("EADDRINUSE", GLOO_EXIT_RACE),
+                        lambda k: run(command, trace))
 
 
 def test_spawn_loader():

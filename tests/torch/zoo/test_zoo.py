@@ -36,6 +36,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+from amptrace_run import GLOO_EXIT_RACE, run_again_on  # noqa: E402
 from tap import bridge_missing, check, done, torch2_required  # noqa: E402
 
 # absolute: meson gives them relative to the build directory
@@ -106,18 +107,10 @@ def left_behind(tmpdir):
 
 
 def run_torchrun(cmd, tmpdir):
-    """torch 2.13's gloo aborts a rank at exit now and then, plain or
-    traced ("terminate called without an active exception": a gloo worker
-    drops its last work, whose thread state holds a Python object, after
-    finalization began; 4 of 18 plain torchrun runs on a loaded 2-core
-    machine): a run that died of exactly that is run again, twice at most."""
-    for attempt in range(3):
-        p = run(cmd, tmpdir=tmpdir)
-        if p.returncode == 0 or \
-                "terminate called without an active exception" not in p.stderr:
-            return p
-        print("# torch's gloo exit race (try %d): %s" % (attempt + 1, cmd[-3:]))
-    return p
+    """A torchrun job, run again when gloo's exit race ended it
+    (amptrace_run.GLOO_EXIT_RACE), twice at most."""
+    return run_again_on((GLOO_EXIT_RACE,),
+                        lambda k: run(cmd, tmpdir=tmpdir))
 
 
 def losses(stdout):
