@@ -224,9 +224,9 @@ def check_per_step_rule(what, trace_path, trace, pid, groups="ranks"):
 
 def test_spawn():
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
-    plain = run([PYTHON, script, str(STEPS), store("plain")])
+    plain = spawn_job(script, "plain")
     path = os.path.join(TMP, "spawn.json")
-    traced = run([PYTHON, script, str(STEPS), store("spawn")], path)
+    traced = spawn_job(script, "spawn", trace=path)
     check_ranks("mp.spawn", path, traced, plain)
     check("mp.spawn: the ranks' processes are in the one trace, whose "
           "header names no rank (their events began without one)",
@@ -244,21 +244,21 @@ def test_spawn_mesh():
     if probe.returncode != 0:
         print("# %s has no init_device_mesh: its part skipped" % PYTHON)
         return
-    plain = run_at_a_port([PYTHON, script, str(STEPS), store("mesh-plain"),
-                           "--mesh"])
+    plain = spawn_job(script, "mesh-plain", "--mesh")
     path = os.path.join(TMP, "mesh.json")
-    traced = run_at_a_port([PYTHON, script, str(STEPS), store("mesh"),
-                            "--mesh"], path)
+    traced = spawn_job(script, "mesh", "--mesh", trace=path)
     check_ranks("mp.spawn with init_device_mesh", path, traced, plain)
 
 
-def run_at_a_port(command, trace=None):
-    """run() of a job whose ranks meet at a TCP port the scenario found
-    free: another job on the machine (CI's torchrun tests beside this
-    one) can take it before rank 0 listens on it (EADDRINUSE); that, or
-    gloo's exit race, runs it again, at a new port."""
-    return run_again_on(("EADDRINUSE", GLOO_EXIT_RACE),
-                        lambda k: run(command, trace))
+def spawn_job(script, name, *options, trace=None):
+    """scenario_spawn_ddp.py's job (`name` its rendezvous file's), run
+    again, at a new rendezvous file (or port: --mesh finds one free), when
+    torch 2.13's gloo exit race ended it or, with --mesh, another job on
+    the machine took its port before rank 0 listened on it."""
+    return run_again_on(
+        ("EADDRINUSE", GLOO_EXIT_RACE),
+        lambda k: run([PYTHON, script, str(STEPS), store("%s-%d" % (name, k)),
+                       *options], trace))
 
 
 def test_spawn_loader():
@@ -267,8 +267,7 @@ def test_spawn_loader():
     with RANK in the environment it would inherit."""
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
     path = os.path.join(TMP, "loader.json")
-    traced = run([PYTHON, script, str(STEPS), store("loader"), "--loader"],
-                 path)
+    traced = spawn_job(script, "loader", "--loader", trace=path)
     if not os.path.isfile(path):
         check("mp.spawn with DataLoader workers: a trace", False,
               traced.stderr[-2000:])
@@ -361,8 +360,7 @@ def test_spawn_nodes():
 def test_spawn_without_init():
     script = os.path.join(HERE, "scenario_spawn_ddp.py")
     path = os.path.join(TMP, "alone.json")
-    traced = run([PYTHON, script, str(STEPS), store("alone"), "--no-init"],
-                 path)
+    traced = spawn_job(script, "alone", "--no-init", trace=path)
     if not os.path.isfile(path):
         check("mp.spawn without init_process_group: a trace", False,
               traced.stderr[-2000:])
